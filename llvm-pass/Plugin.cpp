@@ -1,0 +1,19 @@
+//===- Plugin.cpp - libNanoPass.so entry point -----------------------------===//
+//
+// The one entry point clang (-fpass-plugin=) and opt (-load-pass-plugin=) call.
+// Each pass registers its own pipeline callbacks and opt pass names.
+//
+//===----------------------------------------------------------------------===//
+#include "Passes.h"
+
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Passes/PassPlugin.h"
+
+extern "C" LLVM_ATTRIBUTE_WEAK ::llvm::PassPluginLibraryInfo llvmGetPassPluginInfo() {
+  return {LLVM_PLUGIN_API_VERSION, "NanoPass", "0.1.0", [](llvm::PassBuilder &PB) {
+            // Device instrumentation first: twins are created before host
+            // atomics run, and the host pass skips twins.
+            nano::registerDeviceInstrumentation(PB);
+            nano::registerHostAtomics(PB);
+          }};
+}

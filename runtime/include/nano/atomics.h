@@ -1,0 +1,163 @@
+/*
+ * nano/atomics.h: the host-atomics contract of nanoprobe.
+ *
+ * Three parties share this header:
+ *   - the LLVM pass (llvm-pass/) emits, per module, a table of sites in exactly
+ *     the layout below and a call to __nano_atomic(site) before every atomic
+ *     operation;
+ *   - the prelude (prelude/prelude.h) does the same for gcc through macros;
+ *   - the runtime (runtime/tracker/) defines the hooks and counts.
+ *
+ * Hooks are weak: instrumented code references __nano_atomic and
+ * __nano_register_module as weak undefined symbols and calls them only when
+ * their address is non-null, so a binary runs unchanged without the runtime and
+ * LD_PRELOAD of the runtime turns counting on.
+ *
+ * Changing a layout here is an ABI break: bump NANO_SITE_ABI.
+ */
+#ifndef NANO_ATOMICS_H
+#define NANO_ATOMICS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define NANO_SITE_ABI 1u
+
+/*
+ * Kinds of atomic operation. The printed names follow GCC's __atomic builtins;
+ * IR cannot tell __atomic_fetch_add from __atomic_add_fetch, so both count as
+ * the fetch_* kind (the prelude normalises the same way, so gcc and clang
+ * builds of one program give the same counts). Values are stable: they are
+ * stored in site tables compiled into binaries.
+ */
+enum nano_kind {
+  NANO_KIND_LOAD = 0,           /* __atomic_load       (atomic load)             */
+  NANO_KIND_STORE = 1,          /* __atomic_store      (atomic store)            */
+  NANO_KIND_EXCHANGE = 2,       /* __atomic_exchange   (atomicrmw xchg)          */
+  NANO_KIND_COMPARE_EXCHANGE = 3, /* __atomic_compare_exchange (cmpxchg)         */
+  NANO_KIND_FETCH_ADD = 4,      /* atomicrmw add                                 */
+  NANO_KIND_FETCH_SUB = 5,      /* atomicrmw sub                                 */
+  NANO_KIND_FETCH_AND = 6,      /* atomicrmw and                                 */
+  NANO_KIND_FETCH_NAND = 7,     /* atomicrmw nand                                */
+  NANO_KIND_FETCH_OR = 8,       /* atomicrmw or                                  */
+  NANO_KIND_FETCH_XOR = 9,      /* atomicrmw xor                                 */
+  NANO_KIND_FETCH_MAX = 10,     /* atomicrmw max  (signed)                       */
+  NANO_KIND_FETCH_MIN = 11,     /* atomicrmw min  (signed)                       */
+  NANO_KIND_FETCH_UMAX = 12,    /* atomicrmw umax                                */
+  NANO_KIND_FETCH_UMIN = 13,    /* atomicrmw umin                                */
+  NANO_KIND_FETCH_FADD = 14,    /* atomicrmw fadd                                */
+  NANO_KIND_FETCH_FSUB = 15,    /* atomicrmw fsub                                */
+  NANO_KIND_FETCH_FMAX = 16,    /* atomicrmw fmax                                */
+  NANO_KIND_FETCH_FMIN = 17,    /* atomicrmw fmin                                */
+  NANO_KIND_FETCH_UINC_WRAP = 18, /* atomicrmw uinc_wrap (LLVM 16+)              */
+  NANO_KIND_FETCH_UDEC_WRAP = 19, /* atomicrmw udec_wrap (LLVM 16+)              */
+  NANO_KIND_FETCH_USUB_COND = 20, /* atomicrmw usub_cond (LLVM 20+)              */
+  NANO_KIND_FETCH_USUB_SAT = 21,  /* atomicrmw usub_sat  (LLVM 20+)              */
+  NANO_KIND_FETCH_FMAXIMUM = 22,  /* atomicrmw fmaximum  (LLVM 21+)              */
+  NANO_KIND_FETCH_FMINIMUM = 23,  /* atomicrmw fminimum  (LLVM 21+)              */
+  NANO_KIND_TEST_AND_SET = 24,  /* __atomic_test_and_set (prelude only)          */
+  NANO_KIND_CLEAR = 25,         /* __atomic_clear        (prelude only)          */
+  NANO_KIND_THREAD_FENCE = 26,  /* __atomic_thread_fence (fence)                 */
+  NANO_KIND_SIGNAL_FENCE = 27,  /* __atomic_signal_fence (fence syncscope("singlethread")) */
+  NANO_KIND_COUNT = 28
+};
+
+/* Memory orders: the values of __ATOMIC_RELAXED .. __ATOMIC_SEQ_CST. */
+enum nano_order {
+  NANO_ORDER_RELAXED = 0,
+  NANO_ORDER_CONSUME = 1,
+  NANO_ORDER_ACQUIRE = 2,
+  NANO_ORDER_RELEASE = 3,
+  NANO_ORDER_ACQ_REL = 4,
+  NANO_ORDER_SEQ_CST = 5,
+  NANO_ORDER_UNKNOWN = 7 /* order not a compile-time constant (library call) */
+};
+
+/* Bits of nano_site.flags. */
+#define NANO_SITE_WEAK 0x01u     /* compare-exchange is weak                    */
+#define NANO_SITE_VOLATILE 0x02u /* the operation is volatile                   */
+#define NANO_SITE_LIBCALL 0x04u  /* a call to a generic __atomic_* library function */
+#define NANO_SITE_PRELUDE 0x08u  /* emitted by prelude.h, not by the pass       */
+
+struct nano_site_module;
+
+/*
+ * One instrumented operation. The pass emits one per instruction into a
+ * writable, module-private array; the runtime only ever writes `id`.
+ * 48 bytes on LP64.
+ */
+struct nano_site {
+  uint32_t id;          /* process-wide id; 0 until the runtime registers it   */
+  uint16_t kind;        /* enum nano_kind                                       */
+  uint8_t order;        /* enum nano_order (success order for compare-exchange) */
+  uint8_t flags;        /* NANO_SITE_* bits; bits 4..6: compare-exchange failure order */
+  uint32_t size;        /* bytes accessed; 0 for fences, and for a library call whose size is not constant */
+  uint32_t line;        /* 0 when unknown (no debug info)                        */
+  uint32_t column;      /* 0 when unknown                                         */
+  uint32_t reserved;    /* 0                                                      */
+  const char *function; /* enclosing function (mangled for C++), never NULL     */
+  const char *file;     /* source file, "" when unknown, never NULL              */
+  struct nano_site_module *module; /* the table this site belongs to          */
+};
+
+#define NANO_SITE_FAILURE_ORDER(flags) (((flags) >> 4) & 7u)
+
+/*
+ * One module's site table. The pass emits one per instrumented module and
+ * registers it from a constructor of priority 101 by calling
+ * __nano_register_module (when that symbol is present). `next` and `base`
+ * belong to the runtime and are zero in the image.
+ */
+struct nano_site_module {
+  uint32_t abi;                  /* NANO_SITE_ABI                              */
+  uint32_t count;                /* number of sites                            */
+  struct nano_site *sites;       /* count entries                              */
+  const char *name;              /* the module's source file name              */
+  struct nano_site_module *next; /* runtime-owned                              */
+  uint64_t reserved;             /* runtime-owned, 0 in the image              */
+};
+
+/*
+ * Hooks: defined by the runtime, weak undefined in instrumented code.
+ * __nano_atomic is called immediately before the operation of `site` executes;
+ * it must not change memory the program can see and must tolerate a site whose
+ * id is 0 (a module not yet registered: static constructors run early).
+ */
+void __nano_atomic(struct nano_site *site);
+void __nano_register_module(struct nano_site_module *module);
+
+/* ---- tracker API: libnano_tracker.so (C, and Python via ctypes) ---------- */
+
+enum nano_format { NANO_FORMAT_TEXT = 0, NANO_FORMAT_JSON = 1 };
+
+/* The GCC-builtin style name of a kind ("__atomic_fetch_add"), or NULL. */
+const char *nano_kind_name(unsigned kind);
+/* The kind of a name as nano_kind_name returns it, or -1. */
+int nano_kind_from_name(const char *name);
+/* The name of an order ("relaxed", "seq_cst", ...), or NULL. */
+const char *nano_order_name(unsigned order);
+
+/* Zeroes every count of every thread, live or exited. */
+void nano_tracker_reset(void);
+/* Total count of one kind over all sites and threads; 0 for an unknown name. */
+uint64_t nano_tracker_count(const char *kind_name);
+/* Writes the counts (text: the "NANO TRACKER {" block; json: per kind and per
+ * site) to `out`. Returns 0, or -1 with errno set. */
+int nano_tracker_dump(FILE *out, enum nano_format format);
+/* The same to a path ("stderr" and "stdout" name the streams). Returns 0, or
+ * -1 with errno set and the dump written to stderr instead. */
+int nano_tracker_dump_path(const char *path, enum nano_format format);
+/* Calls visit(site, count, arg) for every registered site with its total
+ * count; stops early and returns the visitor's value when it is non-zero. */
+typedef int (*nano_site_visitor)(const struct nano_site *site, uint64_t count, void *arg);
+int nano_tracker_foreach_site(nano_site_visitor visit, void *arg);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* NANO_ATOMICS_H */

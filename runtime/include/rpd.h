@@ -1,0 +1,110 @@
+/*
+ * rpd.h: the nanoprobe tracer's public C API (libnano_rpd.so).
+ *
+ * Records API calls, user ranges and marks, GPU ops and counters into one RPD
+ * file (rocmProfileData's SQLite schema, version 3). The hot path (range push,
+ * pop, mark, record) writes a fixed-size record into a per-thread buffer with
+ * no lock; a writer thread interns strings and inserts in batches.
+ *
+ * Compile with -DNANO_DISABLE to turn every call of this header into nothing.
+ */
+#ifndef NANO_RPD_H
+#define NANO_RPD_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#ifndef NANO_DISABLE
+
+/* ---- control ----------------------------------------------------------- */
+
+/* Sets the trace file before recording first starts (overrides RPDT_FILENAME;
+ * "%p" expands to the pid). append=0 truncates an existing file. Returns 0, or
+ * -1 when the writer is already open. */
+int rpd_set_filename(const char *path, int append);
+/* Reference-counted start/stop: recording is on while the count is positive.
+ * rpdstop() at zero is refused (returns -1 and says so on stderr). rpdstart
+ * returns the new count; rpdstop the new count or -1. */
+int rpdstart(void);
+int rpdstop(void);
+/* Persists everything recorded so far; returns when it is committed. 0 or -1. */
+int rpdflush(void);
+
+/* ---- user ranges and marks (domain "UserMarker" unless given) ------------ */
+
+/* Pushes a range on the calling thread; ranges nest per thread. */
+void rpd_rangePush(const char *domain, const char *name, const char *args);
+/* Pops the innermost range of the calling thread (no-op when none is open). */
+void rpd_rangePop(void);
+/* A zero-duration mark. */
+void rpd_mark(const char *domain, const char *name, const char *args);
+
+/* ---- recording API for dispatch backends, bindings and tests ------------- */
+
+/* CLOCK_MONOTONIC in nanoseconds, the time base of every record. */
+int64_t rpd_now(void);
+
+/* Records one finished API call; returns its handle (to link ops to it), or 0
+ * when recording is off. */
+uint64_t rpd_record_api(const char *domain, const char *category, const char *apiName,
+                        const char *args, int64_t start, int64_t end);
+
+struct rpd_kernel_launch {
+  const char *stream;      /* "0x..." or NULL */
+  int gridX, gridY, gridZ;
+  int workgroupX, workgroupY, workgroupZ;
+  int groupSegmentSize, privateSegmentSize;
+  const char *kernelName;
+};
+/* Attaches kernel launch arguments to API call `api` (rocpd_kernelapi). */
+void rpd_record_kernelapi(uint64_t api, const struct rpd_kernel_launch *launch);
+
+struct rpd_copy {
+  const char *stream;
+  int64_t size, width, height;
+  int kind;
+  const char *dst, *src;   /* "0x..." pointers as text */
+  int dstDevice, srcDevice;
+  int sync, pinned;
+};
+/* Attaches copy arguments to API call `api` (rocpd_copyapi). */
+void rpd_record_copyapi(uint64_t api, const struct rpd_copy *copy);
+
+/* Records one GPU op; links it to API call `api` when non-zero (rocpd_api_ops). */
+void rpd_record_op(uint64_t api, int gpuId, int queueId, int64_t start, int64_t end,
+                   const char *description, const char *opType);
+
+/* A monitor sample (rocpd_monitor): e.g. deviceType "gpu", monitorType "sclk". */
+void rpd_record_monitor(const char *deviceType, int deviceId, const char *monitorType,
+                        int64_t start, int64_t end, const char *value);
+
+#if defined(__GNUC__)
+/* NANO_ZONE("name"): a range from here to the end of the enclosing scope. */
+static inline void nano_zone_end_(int *unused) { (void)unused; rpd_rangePop(); }
+#define NANO_ZONE_CAT2_(a, b) a##b
+#define NANO_ZONE_CAT_(a, b) NANO_ZONE_CAT2_(a, b)
+#define NANO_ZONE(name)                                                         \
+  int NANO_ZONE_CAT_(nano_zone_, __LINE__) __attribute__((cleanup(nano_zone_end_), unused)) = \
+      (rpd_rangePush(NULL, (name), NULL), 0)
+#endif
+
+#else /* NANO_DISABLE: the whole API compiles to nothing */
+
+#define rpd_set_filename(path, append) ((void)(path), (void)(append), 0)
+#define rpdstart() 0
+#define rpdstop() 0
+#define rpdflush() 0
+#define rpd_rangePush(d, n, a) ((void)0)
+#define rpd_rangePop() ((void)0)
+#define rpd_mark(d, n, a) ((void)0)
+#define NANO_ZONE(name) ((void)0)
+
+#endif /* NANO_DISABLE */
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* NANO_RPD_H */
