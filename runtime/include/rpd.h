@@ -42,6 +42,14 @@ void rpd_rangePop(void);
 /* A zero-duration mark. */
 void rpd_mark(const char *domain, const char *name, const char *args);
 
+/* For bindings that push many ranges with few distinct strings (the Python
+ * profiler): intern a string once, then push by handle. Handles are
+ * process-wide, never 0, valid for the life of the process. rpd_intern may take
+ * a lock; rpd_rangePushInterned does not. A handle of 0 means "" (or, for the
+ * domain, "UserMarker"). */
+uint32_t rpd_intern(const char *s);
+void rpd_rangePushInterned(uint32_t domain, uint32_t name, uint32_t args);
+
 /* ---- recording API for dispatch backends, bindings and tests ------------- */
 
 /* CLOCK_MONOTONIC in nanoseconds, the time base of every record. */
