@@ -1,0 +1,503 @@
+/*
+ * export.c: `rpd export FILE -o trace.json [--start T] [--end T]`: writes the
+ * trace as Chrome trace-event JSON, which Perfetto and chrome://tracing open.
+ *
+ * Mapping:
+ *   API calls and user ranges   complete slices ("X") on their process/thread;
+ *                               user ranges are named by their text
+ *   marks (zero-length user)    instant events ("i", thread scope)
+ *   GPU ops                     complete slices on a pseudo-process per GPU
+ *                               (pid RPD_EXPORT_GPU_PID + gpuId), a track per queue
+ *   rocpd_api_ops               flow arrows ("s" at the call, "f" at the op)
+ *   rocpd_monitor               counter events ("C") on the device's process
+ *   names                       process_name / thread_name metadata ("M")
+ *
+ * Times are microseconds (the format's unit) with nanosecond decimals, counted
+ * from the first record of the trace; otherData.time_base_ns holds that
+ * origin on the trace's own clock. The window keeps every record that overlaps
+ * [start, end]. The output is streamed row by row from SQLite, never built in
+ * memory, into FILE.tmp that replaces FILE when complete.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "rpdtool.h"
+
+/* Pseudo-process ids for GPUs and other monitored devices: above any Linux pid
+ * (at most 2^22) and below 2^31. */
+#define RPD_EXPORT_GPU_PID 1000000000
+#define RPD_EXPORT_DEV_PID 1100000000
+
+static const char rpd_export_help[] =
+    "usage: rpd export FILE -o OUT.json [--start T] [--end T]\n"
+    "Writes Chrome trace-event JSON (open it in https://ui.perfetto.dev or\n"
+    "chrome://tracing): API calls and user ranges as slices per process/thread,\n"
+    "marks as instants, GPU ops per GPU and queue, flow arrows from call to op,\n"
+    "monitor samples as counters, process and thread names.\n"
+    "  -o, --output OUT   output file ('-' for standard output)\n"
+    "  --start T, --end T keep only records overlapping [start, end]; T is\n"
+    "                     absolute ns (the trace's clock), a percentage of the\n"
+    "                     trace span ('25%'), or an offset from the trace start\n"
+    "                     with a unit ('+1.5ms'; ns, us, ms, s)\n";
+
+struct rpd_export {
+  struct rpdtool_trace *t;
+  FILE *out;
+  int64_t base, lo, hi; /* time origin; window */
+  int first;            /* no event written yet */
+  uint64_t skipped_counters;
+  struct rpdtool_progress prog;
+};
+
+/* Writes `s` as a JSON string literal: quotes, backslashes and control
+ * characters escaped, invalid UTF-8 replaced by U+FFFD. */
+static void rpd_export_str(FILE *out, const char *s) {
+  const unsigned char *p = (const unsigned char *)(s ? s : "");
+  fputc('"', out);
+  while (*p) {
+    unsigned char c = *p;
+    if (c == '"' || c == '\\') {
+      fputc('\\', out);
+      fputc(c, out);
+      p++;
+    } else if (c < 0x20) {
+      switch (c) {
+        case '\n': fputs("\\n", out); break;
+        case '\r': fputs("\\r", out); break;
+        case '\t': fputs("\\t", out); break;
+        default: fprintf(out, "\\u%04x", c); break;
+      }
+      p++;
+    } else if (c < 0x80) {
+      fputc(c, out);
+      p++;
+    } else {
+      /* Length of a well-formed UTF-8 sequence starting here, or 0. */
+      int n = c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+      for (int i = 1; i < n; i++)
+        if ((p[i] & 0xC0) != 0x80) n = 0;
+      if (n == 3 && ((c == 0xE0 && p[1] < 0xA0) || (c == 0xED && p[1] > 0x9F))) n = 0;
+      if (n == 4 && ((c == 0xF0 && p[1] < 0x90) || (c == 0xF4 && p[1] > 0x8F))) n = 0;
+      if (n) {
+        fwrite(p, 1, (size_t)n, out);
+        p += n;
+      } else {
+        fputs("\\ufffd", out);
+        p++;
+      }
+    }
+  }
+  fputc('"', out);
+}
+
+/* Writes a time `t` (ns on the trace clock) as microseconds since the base. */
+static void rpd_export_ts(struct rpd_export *x, int64_t t) {
+  int64_t d = t - x->base;
+  const char *sign = d < 0 ? "-" : "";
+  uint64_t a = d < 0 ? (uint64_t)0 - (uint64_t)d : (uint64_t)d;
+  fprintf(x->out, "%s%" PRIu64 ".%03u", sign, a / 1000, (unsigned)(a % 1000));
+}
+
+/* Writes a duration in microseconds (negative ones as 0). */
+static void rpd_export_dur(struct rpd_export *x, int64_t d) {
+  uint64_t a = d < 0 ? 0 : (uint64_t)d;
+  fprintf(x->out, "%" PRIu64 ".%03u", a / 1000, (unsigned)(a % 1000));
+}
+
+/* Starts an event: separator and "{". */
+static void rpd_export_begin(struct rpd_export *x) {
+  fputs(x->first ? "\n{" : ",\n{", x->out);
+  x->first = 0;
+}
+
+/* A metadata event naming a process (tid < 0) or a thread. */
+static void rpd_export_name(struct rpd_export *x, int64_t pid, int64_t tid, const char *name) {
+  rpd_export_begin(x);
+  fprintf(x->out, "\"ph\":\"M\",\"name\":\"%s\",\"pid\":%" PRId64 ",\"tid\":%" PRId64 ",\"args\":{\"name\":",
+          tid < 0 ? "process_name" : "thread_name", pid, tid < 0 ? 0 : tid);
+  rpd_export_str(x->out, name);
+  fputs("}}", x->out);
+}
+
+/* A metadata event ordering a process among the others. */
+static void rpd_export_sort(struct rpd_export *x, int64_t pid, int64_t index) {
+  rpd_export_begin(x);
+  fprintf(x->out,
+          "\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%" PRId64
+          ",\"tid\":0,\"args\":{\"sort_index\":%" PRId64 "}}",
+          pid, index);
+}
+
+/* Prepares `sql` with the window bound to ?1 (lo) and ?2 (hi). NULL on error
+ * (reported). */
+static sqlite3_stmt *rpd_export_prepare(struct rpd_export *x, const char *sql) {
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v2(x->t->db, sql, -1, &st, NULL) != SQLITE_OK ||
+      sqlite3_bind_int64(st, 1, x->lo) != SQLITE_OK || sqlite3_bind_int64(st, 2, x->hi) != SQLITE_OK) {
+    rpdtool_err("export", "%s: query failed: %s", x->t->path, sqlite3_errmsg(x->t->db));
+    sqlite3_finalize(st);
+    return NULL;
+  }
+  return st;
+}
+
+/* Finishes a statement stepped to the end; `rc` is its last step's code.
+ * Returns 0, or 1 after reporting the error. */
+static int rpd_export_done(struct rpd_export *x, sqlite3_stmt *st, int rc) {
+  sqlite3_finalize(st);
+  if (rc != SQLITE_DONE)
+    return rpdtool_err("export", "%s: reading failed: %s", x->t->path, sqlite3_errmsg(x->t->db));
+  return 0;
+}
+
+/* Process and thread names for the API rows in the window, GPU and queue
+ * names for the ops. */
+static int rpd_export_names(struct rpd_export *x) {
+  char buf[64];
+  sqlite3_stmt *st = rpd_export_prepare(
+      x, "SELECT DISTINCT pid, tid FROM rocpd_api WHERE end>=?1 AND start<=?2 ORDER BY pid, tid");
+  if (!st) return 1;
+  int rc;
+  int64_t last = INT64_MIN;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    int64_t pid = sqlite3_column_int64(st, 0), tid = sqlite3_column_int64(st, 1);
+    if (pid != last) {
+      snprintf(buf, sizeof buf, "process %" PRId64, pid);
+      rpd_export_name(x, pid, -1, buf);
+      rpd_export_sort(x, pid, pid);
+      last = pid;
+    }
+    if (tid == pid)
+      snprintf(buf, sizeof buf, "main thread %" PRId64, tid);
+    else
+      snprintf(buf, sizeof buf, "thread %" PRId64, tid);
+    rpd_export_name(x, pid, tid, buf);
+  }
+  if (rpd_export_done(x, st, rc)) return 1;
+
+  st = rpd_export_prepare(
+      x, "SELECT DISTINCT gpuId, queueId FROM rocpd_op WHERE end>=?1 AND start<=?2 ORDER BY 1, 2");
+  if (!st) return 1;
+  last = INT64_MIN;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    int64_t gpu = sqlite3_column_int64(st, 0), q = sqlite3_column_int64(st, 1);
+    if (gpu != last) {
+      snprintf(buf, sizeof buf, "GPU %" PRId64, gpu);
+      rpd_export_name(x, RPD_EXPORT_GPU_PID + gpu, -1, buf);
+      rpd_export_sort(x, RPD_EXPORT_GPU_PID + gpu, RPD_EXPORT_GPU_PID + gpu);
+      last = gpu;
+    }
+    snprintf(buf, sizeof buf, "queue %" PRId64, q);
+    rpd_export_name(x, RPD_EXPORT_GPU_PID + gpu, q, buf);
+  }
+  return rpd_export_done(x, st, rc);
+}
+
+/* API calls and user ranges as slices, marks as instants. */
+static int rpd_export_api(struct rpd_export *x) {
+  char *sql = sqlite3_mprintf(
+      "SELECT id, pid, tid, start, end, domain, category, apiName, args FROM (%s) "
+      "WHERE end>=?1 AND start<=?2 ORDER BY pid, tid, start, end DESC",
+      rpdtool_api_sql(x->t));
+  if (!sql) return rpdtool_err("export", "out of memory");
+  sqlite3_stmt *st = rpd_export_prepare(x, sql);
+  sqlite3_free(sql);
+  if (!st) return 1;
+  int rc;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    int64_t id = sqlite3_column_int64(st, 0), pid = sqlite3_column_int64(st, 1),
+            tid = sqlite3_column_int64(st, 2), start = sqlite3_column_int64(st, 3),
+            end = sqlite3_column_int64(st, 4);
+    const char *domain = (const char *)sqlite3_column_text(st, 5);
+    const char *category = (const char *)sqlite3_column_text(st, 6);
+    const char *api = (const char *)sqlite3_column_text(st, 7);
+    const char *args = (const char *)sqlite3_column_text(st, 8);
+    int user = domain && !strcmp(domain, "UserMarker");
+    const char *name = user && args && *args ? args : api;
+    rpd_export_begin(x);
+    fputs("\"name\":", x->out);
+    rpd_export_str(x->out, name);
+    fputs(",\"cat\":", x->out);
+    rpd_export_str(x->out, domain && *domain ? domain : "api");
+    if (user && start == end) {
+      fputs(",\"ph\":\"i\",\"s\":\"t\",\"ts\":", x->out);
+      rpd_export_ts(x, start);
+    } else {
+      fputs(",\"ph\":\"X\",\"ts\":", x->out);
+      rpd_export_ts(x, start);
+      fputs(",\"dur\":", x->out);
+      rpd_export_dur(x, end - start);
+    }
+    fprintf(x->out, ",\"pid\":%" PRId64 ",\"tid\":%" PRId64 ",\"args\":{\"id\":%" PRId64, pid, tid, id);
+    if (!user && args && *args) {
+      fputs(",\"args\":", x->out);
+      rpd_export_str(x->out, args);
+    }
+    if (category && *category) {
+      fputs(",\"category\":", x->out);
+      rpd_export_str(x->out, category);
+    }
+    fputs("}}", x->out);
+    rpdtool_progress_add(&x->prog, 1);
+  }
+  return rpd_export_done(x, st, rc);
+}
+
+/* GPU ops as slices on their GPU's pseudo-process, one track per queue. */
+static int rpd_export_ops(struct rpd_export *x) {
+  sqlite3_stmt *st = rpd_export_prepare(
+      x,
+      "SELECT O.id, O.gpuId, O.queueId, O.sequenceId, O.start, O.end, "
+      "coalesce(D.string,''), coalesce(T.string,'') FROM rocpd_op O "
+      "LEFT JOIN rocpd_string D ON D.id=O.description_id "
+      "LEFT JOIN rocpd_string T ON T.id=O.opType_id "
+      "WHERE O.end>=?1 AND O.start<=?2 ORDER BY O.gpuId, O.queueId, O.start, O.end DESC");
+  if (!st) return 1;
+  int rc;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    int64_t id = sqlite3_column_int64(st, 0), gpu = sqlite3_column_int64(st, 1),
+            q = sqlite3_column_int64(st, 2), seq = sqlite3_column_int64(st, 3),
+            start = sqlite3_column_int64(st, 4), end = sqlite3_column_int64(st, 5);
+    const char *desc = (const char *)sqlite3_column_text(st, 6);
+    const char *type = (const char *)sqlite3_column_text(st, 7);
+    rpd_export_begin(x);
+    fputs("\"name\":", x->out);
+    rpd_export_str(x->out, desc && *desc ? desc : type);
+    fputs(",\"cat\":\"op\",\"ph\":\"X\",\"ts\":", x->out);
+    rpd_export_ts(x, start);
+    fputs(",\"dur\":", x->out);
+    rpd_export_dur(x, end - start);
+    fprintf(x->out,
+            ",\"pid\":%" PRId64 ",\"tid\":%" PRId64 ",\"args\":{\"id\":%" PRId64
+            ",\"sequenceId\":%" PRId64 ",\"opType\":",
+            (int64_t)RPD_EXPORT_GPU_PID + gpu, q, id, seq);
+    rpd_export_str(x->out, type);
+    fputs("}}", x->out);
+    rpdtool_progress_add(&x->prog, 1);
+  }
+  return rpd_export_done(x, st, rc);
+}
+
+/* A flow arrow from each API call to each GPU op it caused, where both are in
+ * the window: "s" inside the call's slice, "f" bound to the op's slice. */
+static int rpd_export_flows(struct rpd_export *x) {
+  sqlite3_stmt *st = rpd_export_prepare(
+      x,
+      "SELECT L.id, A.pid, A.tid, A.start, O.gpuId, O.queueId, O.start FROM rocpd_api_ops L "
+      "JOIN rocpd_api A ON A.id=L.api_id JOIN rocpd_op O ON O.id=L.op_id "
+      "WHERE A.end>=?1 AND A.start<=?2 AND O.end>=?1 AND O.start<=?2 ORDER BY L.id");
+  if (!st) return 1;
+  int rc;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    int64_t id = sqlite3_column_int64(st, 0), pid = sqlite3_column_int64(st, 1),
+            tid = sqlite3_column_int64(st, 2), astart = sqlite3_column_int64(st, 3),
+            gpu = sqlite3_column_int64(st, 4), q = sqlite3_column_int64(st, 5),
+            ostart = sqlite3_column_int64(st, 6);
+    rpd_export_begin(x);
+    fprintf(x->out, "\"name\":\"launch\",\"cat\":\"flow\",\"ph\":\"s\",\"id\":%" PRId64 ",\"ts\":", id);
+    rpd_export_ts(x, astart);
+    fprintf(x->out, ",\"pid\":%" PRId64 ",\"tid\":%" PRId64 "}", pid, tid);
+    rpd_export_begin(x);
+    fprintf(x->out,
+            "\"name\":\"launch\",\"cat\":\"flow\",\"ph\":\"f\",\"bp\":\"e\",\"id\":%" PRId64 ",\"ts\":", id);
+    rpd_export_ts(x, ostart);
+    fprintf(x->out, ",\"pid\":%" PRId64 ",\"tid\":%" PRId64 "}", (int64_t)RPD_EXPORT_GPU_PID + gpu, q);
+  }
+  return rpd_export_done(x, st, rc);
+}
+
+/* Parses a monitor value as a finite number; 0 and *v, or -1. */
+static int rpd_export_number(const char *s, double *v) {
+  if (!s) return -1;
+  char *end = NULL;
+  errno = 0;
+  *v = strtod(s, &end);
+  if (end == s || errno || !isfinite(*v)) return -1;
+  while (*end == ' ' || *end == '\t') end++;
+  return *end ? -1 : 0;
+}
+
+/* rocpd_monitor samples as counters: on the GPU's pseudo-process for device
+ * type "gpu", else on a pseudo-process per other device. */
+static int rpd_export_counters(struct rpd_export *x) {
+  int has = rpdtool_has_object(x->t->db, "rocpd_monitor");
+  if (has <= 0) return has < 0 ? rpdtool_err("export", "%s: %s", x->t->path, sqlite3_errmsg(x->t->db)) : 0;
+  char buf[96];
+  sqlite3_stmt *st = rpd_export_prepare(
+      x, "SELECT DISTINCT deviceType, deviceId FROM rocpd_monitor WHERE end>=?1 AND start<=?2 "
+         "AND lower(deviceType)<>'gpu' ORDER BY 1, 2");
+  if (!st) return 1;
+  int rc;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    int64_t dev = sqlite3_column_int64(st, 1);
+    snprintf(buf, sizeof buf, "%.40s %" PRId64, (const char *)sqlite3_column_text(st, 0), dev);
+    rpd_export_name(x, RPD_EXPORT_DEV_PID + dev, -1, buf);
+  }
+  if (rpd_export_done(x, st, rc)) return 1;
+  /* GPUs known only from monitor rows get their name too. */
+  st = rpd_export_prepare(
+      x, "SELECT DISTINCT deviceId FROM rocpd_monitor WHERE end>=?1 AND start<=?2 "
+         "AND lower(deviceType)='gpu' AND deviceId NOT IN "
+         "(SELECT gpuId FROM rocpd_op WHERE end>=?1 AND start<=?2) ORDER BY 1");
+  if (!st) return 1;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    int64_t gpu = sqlite3_column_int64(st, 0);
+    snprintf(buf, sizeof buf, "GPU %" PRId64, gpu);
+    rpd_export_name(x, RPD_EXPORT_GPU_PID + gpu, -1, buf);
+  }
+  if (rpd_export_done(x, st, rc)) return 1;
+
+  st = rpd_export_prepare(
+      x, "SELECT deviceType, deviceId, monitorType, start, value FROM rocpd_monitor "
+         "WHERE end>=?1 AND start<=?2 ORDER BY start");
+  if (!st) return 1;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    const char *dtype = (const char *)sqlite3_column_text(st, 0);
+    int64_t dev = sqlite3_column_int64(st, 1), start = sqlite3_column_int64(st, 3);
+    const char *mtype = (const char *)sqlite3_column_text(st, 2);
+    double v;
+    if (rpd_export_number((const char *)sqlite3_column_text(st, 4), &v) != 0) {
+      x->skipped_counters++;
+      continue;
+    }
+    int gpu = dtype && !strcasecmp(dtype, "gpu");
+    rpd_export_begin(x);
+    fputs("\"name\":", x->out);
+    rpd_export_str(x->out, mtype);
+    fputs(",\"cat\":\"monitor\",\"ph\":\"C\",\"ts\":", x->out);
+    rpd_export_ts(x, start);
+    fprintf(x->out, ",\"pid\":%" PRId64 ",\"tid\":0,\"args\":{\"value\":%.17g}}",
+            (gpu ? (int64_t)RPD_EXPORT_GPU_PID : (int64_t)RPD_EXPORT_DEV_PID) + dev, v);
+    rpdtool_progress_add(&x->prog, 1);
+  }
+  return rpd_export_done(x, st, rc);
+}
+
+/* Counts the rows the export will visit, for the progress line. */
+static uint64_t rpd_export_total(struct rpd_export *x) {
+  sqlite3_stmt *st = rpd_export_prepare(
+      x, "SELECT (SELECT count(*) FROM rocpd_api WHERE end>=?1 AND start<=?2)"
+         " + (SELECT count(*) FROM rocpd_op WHERE end>=?1 AND start<=?2)");
+  if (!st) return 0;
+  uint64_t n = sqlite3_step(st) == SQLITE_ROW ? (uint64_t)sqlite3_column_int64(st, 0) : 0;
+  sqlite3_finalize(st);
+  return n;
+}
+
+/* Writes the whole document to x->out. 0 or 1. */
+static int rpd_export_write(struct rpd_export *x) {
+  fprintf(x->out, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"source\":");
+  rpd_export_str(x->out, x->t->path);
+  fprintf(x->out, ",\"schema_version\":%d,\"time_base_ns\":%" PRId64 ",\"window_start_ns\":%" PRId64
+                  ",\"window_end_ns\":%" PRId64 "},\n\"traceEvents\":[",
+          x->t->schema_version, x->base, x->lo, x->hi);
+  x->first = 1;
+  if (rpd_export_names(x) || rpd_export_api(x) || rpd_export_ops(x) || rpd_export_flows(x) ||
+      rpd_export_counters(x))
+    return 1;
+  fputs("\n]}\n", x->out);
+  return 0;
+}
+
+int rpd_cmd_export(int argc, char **argv) {
+  enum { OPT_START = 256, OPT_END };
+  static const struct option opts[] = {{"help", no_argument, NULL, 'h'},
+                                       {"output", required_argument, NULL, 'o'},
+                                       {"start", required_argument, NULL, OPT_START},
+                                       {"end", required_argument, NULL, OPT_END},
+                                       {NULL, 0, NULL, 0}};
+  const char *output = NULL, *start_s = NULL, *end_s = NULL;
+  int c;
+  optind = 0;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, ":ho:", opts, NULL)) != -1) {
+    switch (c) {
+      case 'h':
+        fputs(rpd_export_help, stdout);
+        return RPDTOOL_EXIT_OK;
+      case 'o': output = optarg; break;
+      case OPT_START: start_s = optarg; break;
+      case OPT_END: end_s = optarg; break;
+      case ':': return rpdtool_usage("export", "option '%s' needs a value", argv[optind - 1]);
+      default: return rpdtool_usage("export", "unknown option '%s'", argv[optind - 1]);
+    }
+  }
+  if (argc - optind != 1)
+    return rpdtool_usage("export", "%s", argc - optind ? "expects one FILE" : "missing FILE");
+  if (!output) return rpdtool_usage("export", "missing -o OUT.json");
+
+  struct rpdtool_trace t;
+  int ret = rpdtool_open("export", argv[optind], RPDTOOL_READ, &t);
+  if (ret) return ret;
+  struct rpd_export x = {.t = &t};
+  int64_t lo, hi;
+  int has = rpdtool_span(&t, &lo, &hi);
+  if (has < 0) {
+    ret = rpdtool_err("export", "%s: %s", t.path, sqlite3_errmsg(t.db));
+    goto out;
+  }
+  x.base = lo;
+  x.lo = INT64_MIN;
+  x.hi = INT64_MAX;
+  if (start_s && rpdtool_parse_time(start_s, lo, hi, &x.lo) != 0) {
+    ret = rpdtool_usage("export", "--start: '%s' is not a time (ns, N%%, or +N[ns|us|ms|s])", start_s);
+    goto out;
+  }
+  if (end_s && rpdtool_parse_time(end_s, lo, hi, &x.hi) != 0) {
+    ret = rpdtool_usage("export", "--end: '%s' is not a time (ns, N%%, or +N[ns|us|ms|s])", end_s);
+    goto out;
+  }
+  if (x.lo > x.hi) {
+    ret = rpdtool_usage("export", "--start (%" PRId64 " ns) is after --end (%" PRId64 " ns)", x.lo, x.hi);
+    goto out;
+  }
+
+  char *tmp = NULL;
+  if (!strcmp(output, "-")) {
+    x.out = stdout;
+  } else {
+    size_t n = strlen(output) + 5;
+    tmp = malloc(n);
+    if (!tmp) {
+      ret = rpdtool_err("export", "out of memory");
+      goto out;
+    }
+    snprintf(tmp, n, "%s.tmp", output);
+    x.out = fopen(tmp, "w");
+    if (!x.out) {
+      ret = rpdtool_err("export", "%s: cannot write: %s", tmp, strerror(errno));
+      free(tmp);
+      goto out;
+    }
+  }
+  static char iobuf[1 << 16];
+  setvbuf(x.out, iobuf, _IOFBF, sizeof iobuf);
+  rpdtool_progress_start(&x.prog, "export", isatty(STDERR_FILENO) ? rpd_export_total(&x) : 0);
+  ret = rpd_export_write(&x);
+  rpdtool_progress_end(&x.prog);
+  if (fflush(x.out) != 0 || ferror(x.out)) {
+    if (!ret) ret = rpdtool_err("export", "%s: write failed: %s", tmp ? tmp : "stdout", strerror(errno));
+  }
+  if (tmp) {
+    if (fclose(x.out) != 0 && !ret)
+      ret = rpdtool_err("export", "%s: write failed: %s", tmp, strerror(errno));
+    if (!ret && rename(tmp, output) != 0)
+      ret = rpdtool_err("export", "cannot rename %s to %s: %s", tmp, output, strerror(errno));
+    if (ret) unlink(tmp);
+    free(tmp);
+  }
+  if (x.skipped_counters)
+    fprintf(stderr, "rpd export: %" PRIu64 " rocpd_monitor rows with a non-numeric value skipped\n",
+            x.skipped_counters);
+out:
+  rpdtool_close(&t);
+  return ret;
+}

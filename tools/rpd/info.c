@@ -1,0 +1,159 @@
+/*
+ * info.c: `rpd info FILE`: what is in a trace: schema version, time span,
+ * dropped records, rows per table, processes with their threads, GPUs with
+ * their queues.
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "rpdtool.h"
+
+static const char rpd_info_help[] =
+    "usage: rpd info FILE\n"
+    "Prints what an RPD trace holds: schema version, time span, dropped records,\n"
+    "rows per table, processes (threads, API calls), GPUs (queues, ops, busy time).\n";
+
+/* Reads one integer of a one-row query into *out (0 for NULL). 0 or -1. */
+static int rpd_info_int(sqlite3 *db, const char *sql, int64_t *out) {
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) return -1;
+  int ret = -1;
+  if (sqlite3_step(st) == SQLITE_ROW) {
+    *out = sqlite3_column_int64(st, 0);
+    ret = 0;
+  }
+  sqlite3_finalize(st);
+  return ret;
+}
+
+/* Prints the row count of every table (not views, not SQLite's own). 0 or 1. */
+static int rpd_info_tables(struct rpdtool_trace *t) {
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v2(t->db,
+                         "SELECT name FROM sqlite_master WHERE type='table' "
+                         "AND name NOT LIKE 'sqlite_%' ORDER BY name",
+                         -1, &st, NULL) != SQLITE_OK)
+    return rpdtool_err("info", "%s: %s", t->path, sqlite3_errmsg(t->db));
+  static const char *const hdr[] = {"table", "rows"};
+  struct rpdtool_table tb;
+  if (rpdtool_table_init(&tb, 2, hdr) != 0) {
+    sqlite3_finalize(st);
+    return rpdtool_err("info", "out of memory");
+  }
+  rpdtool_table_right(&tb, 1);
+  int rc, ret = 0;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    const char *name = (const char *)sqlite3_column_text(st, 0);
+    char *sql = sqlite3_mprintf("SELECT count(*) FROM \"%w\"", name);
+    int64_t n = 0;
+    if (!sql || rpd_info_int(t->db, sql, &n) != 0) {
+      ret = rpdtool_err("info", "%s: cannot count table %s: %s", t->path, name,
+                        sqlite3_errmsg(t->db));
+      sqlite3_free(sql);
+      break;
+    }
+    sqlite3_free(sql);
+    char num[32];
+    snprintf(num, sizeof num, "%" PRId64, n);
+    const char *cells[] = {name, num};
+    if (rpdtool_table_add(&tb, cells) != 0) {
+      ret = rpdtool_err("info", "out of memory");
+      break;
+    }
+  }
+  if (!ret && rc != SQLITE_DONE)
+    ret = rpdtool_err("info", "%s: %s", t->path, sqlite3_errmsg(t->db));
+  if (!ret) {
+    printf("\nrows per table:\n");
+    rpdtool_table_print(&tb, stdout);
+  }
+  rpdtool_table_free(&tb);
+  sqlite3_finalize(st);
+  return ret;
+}
+
+/* Returns the number of records the tracer dropped (sum of the per-session
+ * rows nanoprobe's writer leaves in rocpd_metadata under the tag
+ * 'nano_dropped_records'), 0 when none; -1 on error. */
+static int64_t rpd_info_dropped(struct rpdtool_trace *t) {
+  int64_t n = 0;
+  if (rpd_info_int(t->db,
+                   "SELECT coalesce(sum(CAST(value AS INTEGER)),0) FROM rocpd_metadata "
+                   "WHERE tag='nano_dropped_records'",
+                   &n) != 0)
+    return -1;
+  return n;
+}
+
+int rpd_cmd_info(int argc, char **argv) {
+  static const struct option opts[] = {{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+  int c;
+  optind = 0;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+    if (c == 'h') {
+      fputs(rpd_info_help, stdout);
+      return RPDTOOL_EXIT_OK;
+    }
+    return rpdtool_usage("info", "unknown option '%s'", argv[optind - 1]);
+  }
+  if (argc - optind != 1)
+    return rpdtool_usage("info", "%s", argc - optind ? "expects one FILE" : "missing FILE");
+  struct rpdtool_trace t;
+  int ret = rpdtool_open("info", argv[optind], RPDTOOL_READ, &t);
+  if (ret) return ret;
+
+  int64_t lo, hi;
+  int has = rpdtool_span(&t, &lo, &hi);
+  int64_t dropped = rpd_info_dropped(&t);
+  if (has < 0 || dropped < 0) {
+    ret = rpdtool_err("info", "%s: %s", t.path, sqlite3_errmsg(t.db));
+    goto out;
+  }
+  printf("file:            %s\n", t.path);
+  printf("schema version:  %d\n", t.schema_version);
+  if (has)
+    printf("time span:       %" PRId64 " .. %" PRId64 " ns (%.6f s)\n", lo, hi,
+           (double)(hi - lo) / 1e9);
+  else
+    printf("time span:       empty (no records)\n");
+  printf("dropped records: %" PRId64 "\n", dropped);
+  if ((ret = rpd_info_tables(&t))) goto out;
+
+  char *sql = sqlite3_mprintf(
+      "SELECT pid, count(DISTINCT tid) AS threads, count(*) AS api_calls, "
+      "sum(domain='UserMarker') AS user_ranges, min(start) AS first_ns, max(end) AS last_ns "
+      "FROM (%s) GROUP BY pid ORDER BY pid",
+      rpdtool_api_sql(&t));
+  if (!sql) {
+    ret = rpdtool_err("info", "out of memory");
+    goto out;
+  }
+  int64_t np = 0, nt = 0, ng = 0;
+  if (rpd_info_int(t.db, "SELECT count(DISTINCT pid) FROM rocpd_api", &np) ||
+      rpd_info_int(t.db, "SELECT count(*) FROM (SELECT DISTINCT pid, tid FROM rocpd_api)", &nt) ||
+      rpd_info_int(t.db, "SELECT count(DISTINCT gpuId) FROM rocpd_op", &ng)) {
+    sqlite3_free(sql);
+    ret = rpdtool_err("info", "%s: %s", t.path, sqlite3_errmsg(t.db));
+    goto out;
+  }
+  printf("\nprocesses: %" PRId64 ", threads: %" PRId64 "\n", np, nt);
+  if (np) ret = rpdtool_print_query("info", t.db, sql, 0, stdout);
+  sqlite3_free(sql);
+  if (ret) goto out;
+  printf("\nGPUs: %" PRId64 "\n", ng);
+  if (ng)
+    ret = rpdtool_print_query(
+        "info", t.db,
+        "SELECT gpuId AS gpu, count(DISTINCT queueId) AS queues, count(*) AS ops, "
+        "sum(end-start) AS busy_ns, min(start) AS first_ns, max(end) AS last_ns "
+        "FROM rocpd_op GROUP BY gpuId ORDER BY gpuId",
+        0, stdout);
+out:
+  rpdtool_close(&t);
+  return ret;
+}

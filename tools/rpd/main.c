@@ -1,0 +1,62 @@
+/*
+ * main.c: the `rpd` command-line tool: creates, inspects, post-processes and
+ * exports RPD trace files. Dispatches `rpd <command> ARGS...` to
+ * rpd_cmd_<command>(argc, argv) with argv[0] = the command name (commands.h).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+#include "rpdtool.h"
+
+struct rpd_command {
+  const char *name;
+  int (*run)(int argc, char **argv);
+  const char *summary;
+};
+
+/* One line per command; `rpd --help` lists them in this order. */
+static const struct rpd_command rpd_commands[] = {
+    {"create", rpd_cmd_create, "create an empty RPD file (schema version 3)"},
+    {"info", rpd_cmd_info, "schema version, time span, rows per table, processes, threads, GPUs, drops"},
+    {"top", rpd_cmd_top, "GPU ops grouped by name, longest total first"},
+    {"export", rpd_cmd_export, "write Chrome trace-event JSON (Perfetto, chrome://tracing)"},
+};
+
+/* Prints the tool's usage and the command list on `out`. */
+static void rpd_main_usage(FILE *out) {
+  fputs("usage: rpd <command> [options] FILE...\n"
+        "       rpd <command> --help\n\n"
+        "Commands:\n",
+        out);
+  for (size_t i = 0; i < sizeof rpd_commands / sizeof rpd_commands[0]; i++)
+    fprintf(out, "  %-10s %s\n", rpd_commands[i].name, rpd_commands[i].summary);
+  fputs("\nExit status: 0 success, 1 the operation failed, 2 bad usage or unreadable input.\n",
+        out);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    rpd_main_usage(stderr);
+    return RPDTOOL_EXIT_USAGE;
+  }
+  const char *cmd = argv[1];
+  if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+    if (argc > 2 && strcmp(cmd, "help") == 0) {
+      for (size_t i = 0; i < sizeof rpd_commands / sizeof rpd_commands[0]; i++)
+        if (!strcmp(argv[2], rpd_commands[i].name)) {
+          char *help_argv[] = {argv[2], "--help", NULL};
+          return rpd_commands[i].run(2, help_argv);
+        }
+      fprintf(stderr, "rpd: unknown command '%s'\n", argv[2]);
+      return RPDTOOL_EXIT_USAGE;
+    }
+    rpd_main_usage(stdout);
+    return RPDTOOL_EXIT_OK;
+  }
+  for (size_t i = 0; i < sizeof rpd_commands / sizeof rpd_commands[0]; i++)
+    if (!strcmp(cmd, rpd_commands[i].name)) return rpd_commands[i].run(argc - 1, argv + 1);
+  fprintf(stderr, "rpd: unknown command '%s'\n\n", cmd);
+  rpd_main_usage(stderr);
+  return RPDTOOL_EXIT_USAGE;
+}

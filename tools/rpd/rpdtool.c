@@ -1,0 +1,403 @@
+/*
+ * rpdtool.c: the helpers of rpdtool.h shared by the `rpd` subcommands:
+ * messages, opening a trace with clear errors, aligned tables, option values
+ * and a progress line.
+ */
+#include "rpdtool.h"
+
+#include <nano/rpdfile.h>
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---- messages ----------------------------------------------------------- */
+
+/* Prints "rpd <cmd>: <fmt...>\n" on stderr. */
+static void rpdtool_vmsg(const char *cmd, const char *fmt, va_list ap) {
+  fprintf(stderr, "rpd %s: ", cmd);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+}
+
+int rpdtool_err(const char *cmd, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  rpdtool_vmsg(cmd, fmt, ap);
+  va_end(ap);
+  return RPDTOOL_EXIT_FAIL;
+}
+
+int rpdtool_usage(const char *cmd, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  rpdtool_vmsg(cmd, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "Try 'rpd %s --help'.\n", cmd);
+  return RPDTOOL_EXIT_USAGE;
+}
+
+/* ---- opening traces ---------------------------------------------------- */
+
+int rpdtool_has_object(sqlite3 *db, const char *name) {
+  sqlite3_stmt *st = NULL;
+  int rc = sqlite3_prepare_v2(db,
+                              "SELECT 1 FROM sqlite_master WHERE type IN ('table','view') AND name=?1",
+                              -1, &st, NULL);
+  if (rc != SQLITE_OK) return -1;
+  int found = -1;
+  if (sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC) == SQLITE_OK) {
+    rc = sqlite3_step(st);
+    found = rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
+  }
+  sqlite3_finalize(st);
+  return found;
+}
+
+/* 1 when table `table` has column `col`, 0 when not, -1 on error. */
+static int rpdtool_has_column(sqlite3 *db, const char *table, const char *col) {
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v2(db, "SELECT 1 FROM pragma_table_info(?1) WHERE name=?2", -1, &st, NULL) !=
+      SQLITE_OK)
+    return -1;
+  int found = -1;
+  if (sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC) == SQLITE_OK &&
+      sqlite3_bind_text(st, 2, col, -1, SQLITE_STATIC) == SQLITE_OK) {
+    int rc = sqlite3_step(st);
+    found = rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
+  }
+  sqlite3_finalize(st);
+  return found;
+}
+
+int rpdtool_open(const char *cmd, const char *path, int mode, struct rpdtool_trace *t) {
+  memset(t, 0, sizeof *t);
+  char err[NANO_RPDFILE_ERRLEN];
+  sqlite3 *db = NULL;
+  int version = 0;
+  int rc = nano_rpdfile_open_read(path, mode == RPDTOOL_READ, &db, &version, err, sizeof err);
+  if (rc != NANO_RPDFILE_OK) {
+    rpdtool_err(cmd, "%s", err);
+    return RPDTOOL_EXIT_USAGE;
+  }
+  int dom = rpdtool_has_column(db, "rocpd_api", "domain_id");
+  int cat = rpdtool_has_column(db, "rocpd_api", "category_id");
+  int ustr = rpdtool_has_object(db, "rocpd_ustring");
+  if (dom < 0 || cat < 0 || ustr < 0) {
+    rpdtool_err(cmd, "%s: cannot read the schema: %s", path, sqlite3_errmsg(db));
+    nano_rpdfile_close(db, path, err, sizeof err);
+    return RPDTOOL_EXIT_USAGE;
+  }
+  t->db = db;
+  t->path = path;
+  t->schema_version = version;
+  t->has_domain = dom && cat;
+  t->has_ustring = ustr;
+  return 0;
+}
+
+void rpdtool_close(struct rpdtool_trace *t) {
+  char err[NANO_RPDFILE_ERRLEN];
+  if (t->db && nano_rpdfile_close(t->db, t->path, err, sizeof err) != NANO_RPDFILE_OK)
+    fprintf(stderr, "rpd: %s\n", err);
+  memset(t, 0, sizeof *t);
+}
+
+const char *rpdtool_api_sql(const struct rpdtool_trace *t) {
+  /* v3: domain and category interned, args in rocpd_ustring. v2: neither
+   * column; user markers are recognisable by their apiName. */
+  static const char v3[] =
+      "SELECT A.id AS id, A.pid AS pid, A.tid AS tid, A.start AS start, A.end AS end, "
+      "coalesce(D.string,'') AS domain, coalesce(C.string,'') AS category, "
+      "coalesce(N.string,'') AS apiName, coalesce(G.string,'') AS args "
+      "FROM rocpd_api A LEFT JOIN rocpd_string D ON D.id=A.domain_id "
+      "LEFT JOIN rocpd_string C ON C.id=A.category_id "
+      "LEFT JOIN rocpd_string N ON N.id=A.apiName_id LEFT JOIN rocpd_ustring G ON G.id=A.args_id";
+  static const char v3s[] =
+      "SELECT A.id AS id, A.pid AS pid, A.tid AS tid, A.start AS start, A.end AS end, "
+      "coalesce(D.string,'') AS domain, coalesce(C.string,'') AS category, "
+      "coalesce(N.string,'') AS apiName, coalesce(G.string,'') AS args "
+      "FROM rocpd_api A LEFT JOIN rocpd_string D ON D.id=A.domain_id "
+      "LEFT JOIN rocpd_string C ON C.id=A.category_id "
+      "LEFT JOIN rocpd_string N ON N.id=A.apiName_id LEFT JOIN rocpd_string G ON G.id=A.args_id";
+  static const char v2[] =
+      "SELECT A.id AS id, A.pid AS pid, A.tid AS tid, A.start AS start, A.end AS end, "
+      "CASE WHEN N.string='UserMarker' THEN 'UserMarker' ELSE '' END AS domain, '' AS category, "
+      "coalesce(N.string,'') AS apiName, coalesce(G.string,'') AS args "
+      "FROM rocpd_api A LEFT JOIN rocpd_string N ON N.id=A.apiName_id "
+      "LEFT JOIN rocpd_string G ON G.id=A.args_id";
+  if (!t->has_domain) return v2;
+  return t->has_ustring ? v3 : v3s;
+}
+
+int rpdtool_span(const struct rpdtool_trace *t, int64_t *lo, int64_t *hi) {
+  static const char sql[] =
+      "SELECT min(s), max(e) FROM (SELECT min(start) AS s, max(end) AS e FROM rocpd_api "
+      "UNION ALL SELECT min(start), max(end) FROM rocpd_op %s)";
+  char buf[512];
+  int mon = rpdtool_has_object(t->db, "rocpd_monitor");
+  if (mon < 0) return -1;
+  snprintf(buf, sizeof buf, sql,
+           mon ? "UNION ALL SELECT min(start), max(end) FROM rocpd_monitor" : "");
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v2(t->db, buf, -1, &st, NULL) != SQLITE_OK) return -1;
+  int ret = -1;
+  *lo = *hi = 0;
+  if (sqlite3_step(st) == SQLITE_ROW) {
+    ret = sqlite3_column_type(st, 0) != SQLITE_NULL;
+    if (ret) {
+      *lo = sqlite3_column_int64(st, 0);
+      *hi = sqlite3_column_int64(st, 1);
+    }
+  }
+  sqlite3_finalize(st);
+  return ret;
+}
+
+/* ---- tables ------------------------------------------------------------- */
+
+/* strdup that maps NULL to "". */
+static char *rpdtool_dup(const char *s) { return strdup(s ? s : ""); }
+
+int rpdtool_table_init(struct rpdtool_table *tb, int ncols, const char *const *header) {
+  memset(tb, 0, sizeof *tb);
+  tb->ncols = ncols;
+  tb->header = calloc((size_t)ncols, sizeof *tb->header);
+  tb->right = calloc((size_t)ncols, 1);
+  if (!tb->header || !tb->right) {
+    rpdtool_table_free(tb);
+    return -1;
+  }
+  for (int i = 0; i < ncols; i++)
+    if (!(tb->header[i] = rpdtool_dup(header[i]))) {
+      rpdtool_table_free(tb);
+      return -1;
+    }
+  return 0;
+}
+
+void rpdtool_table_right(struct rpdtool_table *tb, int col) {
+  if (col >= 0 && col < tb->ncols) tb->right[col] = 1;
+}
+
+int rpdtool_table_add(struct rpdtool_table *tb, const char *const *cells) {
+  size_t n = (size_t)tb->ncols;
+  if (tb->nrows == tb->cap) {
+    size_t cap = tb->cap ? tb->cap * 2 : 16;
+    char **c = realloc(tb->cells, cap * n * sizeof *c);
+    if (!c) return -1;
+    tb->cells = c;
+    tb->cap = cap;
+  }
+  char **row = tb->cells + tb->nrows * n;
+  for (size_t i = 0; i < n; i++) {
+    if (!(row[i] = rpdtool_dup(cells[i]))) {
+      while (i--) free(row[i]);
+      return -1;
+    }
+  }
+  tb->nrows++;
+  return 0;
+}
+
+/* Display width of a UTF-8 string: its count of non-continuation bytes. */
+static size_t rpdtool_width(const char *s) {
+  size_t w = 0;
+  for (; *s; s++)
+    if (((unsigned char)*s & 0xC0) != 0x80) w++;
+  return w;
+}
+
+/* Prints `s` padded to `w` characters, on the left or the right; no padding
+ * after the last column. */
+static void rpdtool_cell(FILE *out, const char *s, size_t w, int right, int last) {
+  size_t n = rpdtool_width(s);
+  size_t pad = w > n ? w - n : 0;
+  if (right)
+    fprintf(out, "%*s%s", (int)pad, "", s);
+  else
+    fprintf(out, "%s%*s", s, last ? 0 : (int)pad, "");
+}
+
+void rpdtool_table_print(const struct rpdtool_table *tb, FILE *out) {
+  size_t n = (size_t)tb->ncols;
+  size_t *w = calloc(n ? n : 1, sizeof *w);
+  if (!w) return;
+  for (size_t c = 0; c < n; c++) {
+    w[c] = rpdtool_width(tb->header[c]);
+    for (size_t r = 0; r < tb->nrows; r++) {
+      size_t x = rpdtool_width(tb->cells[r * n + c]);
+      if (x > w[c]) w[c] = x;
+    }
+  }
+  for (size_t c = 0; c < n; c++) {
+    if (c) fputs("  ", out);
+    rpdtool_cell(out, tb->header[c], w[c], tb->right[c], c + 1 == n);
+  }
+  fputc('\n', out);
+  for (size_t c = 0; c < n; c++) {
+    if (c) fputs("  ", out);
+    for (size_t i = 0; i < w[c]; i++) fputc('-', out);
+  }
+  fputc('\n', out);
+  for (size_t r = 0; r < tb->nrows; r++) {
+    for (size_t c = 0; c < n; c++) {
+      if (c) fputs("  ", out);
+      rpdtool_cell(out, tb->cells[r * n + c], w[c], tb->right[c], c + 1 == n);
+    }
+    fputc('\n', out);
+  }
+  free(w);
+}
+
+void rpdtool_table_free(struct rpdtool_table *tb) {
+  size_t n = (size_t)tb->ncols;
+  if (tb->header)
+    for (size_t i = 0; i < n; i++) free(tb->header[i]);
+  if (tb->cells)
+    for (size_t i = 0; i < tb->nrows * n; i++) free(tb->cells[i]);
+  free(tb->header);
+  free(tb->right);
+  free(tb->cells);
+  memset(tb, 0, sizeof *tb);
+}
+
+int rpdtool_print_query(const char *cmd, sqlite3 *db, const char *sql, long limit, FILE *out) {
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+    return rpdtool_err(cmd, "query failed: %s", sqlite3_errmsg(db));
+  int n = sqlite3_column_count(st);
+  const char **hdr = calloc((size_t)(n ? n : 1), sizeof *hdr);
+  char **cells = calloc((size_t)(n ? n : 1), sizeof *cells);
+  unsigned char *num = calloc((size_t)(n ? n : 1), 1);
+  struct rpdtool_table tb;
+  int ret = 0;
+  if (!hdr || !cells || !num) {
+    free(hdr), free(cells), free(num);
+    sqlite3_finalize(st);
+    return rpdtool_err(cmd, "out of memory");
+  }
+  for (int i = 0; i < n; i++) hdr[i] = sqlite3_column_name(st, i);
+  if (rpdtool_table_init(&tb, n, hdr) != 0) {
+    free(hdr), free(cells), free(num);
+    sqlite3_finalize(st);
+    return rpdtool_err(cmd, "out of memory");
+  }
+  long rows = 0;
+  int rc = SQLITE_DONE;
+  while ((limit <= 0 || rows < limit) && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+    for (int i = 0; i < n; i++) {
+      char buf[64];
+      const char *s = buf;
+      switch (sqlite3_column_type(st, i)) {
+        case SQLITE_INTEGER:
+          snprintf(buf, sizeof buf, "%lld", (long long)sqlite3_column_int64(st, i));
+          num[i] = 1;
+          break;
+        case SQLITE_FLOAT:
+          snprintf(buf, sizeof buf, "%.2f", sqlite3_column_double(st, i));
+          num[i] = 1;
+          break;
+        case SQLITE_NULL:
+          s = "";
+          break;
+        default:
+          s = (const char *)sqlite3_column_text(st, i);
+          break;
+      }
+      cells[i] = (char *)s;
+    }
+    if (rpdtool_table_add(&tb, (const char *const *)cells) != 0) {
+      ret = rpdtool_err(cmd, "out of memory");
+      break;
+    }
+    rows++;
+  }
+  if (!ret && (limit <= 0 || rows < limit) && rc != SQLITE_DONE)
+    ret = rpdtool_err(cmd, "query failed: %s", sqlite3_errmsg(db));
+  if (!ret) {
+    for (int i = 0; i < n; i++)
+      if (num[i]) rpdtool_table_right(&tb, i);
+    rpdtool_table_print(&tb, out);
+  }
+  rpdtool_table_free(&tb);
+  free(hdr), free(cells), free(num);
+  sqlite3_finalize(st);
+  return ret;
+}
+
+/* ---- option values ------------------------------------------------------ */
+
+int rpdtool_parse_time(const char *s, int64_t lo, int64_t hi, int64_t *out) {
+  if (!s || !*s) return -1;
+  char *end = NULL;
+  errno = 0;
+  if (s[0] == '+') {
+    double v = strtod(s + 1, &end);
+    if (end == s + 1 || errno || !isfinite(v) || v < 0) return -1;
+    double scale;
+    if (!strcmp(end, "ns"))
+      scale = 1;
+    else if (!strcmp(end, "us"))
+      scale = 1e3;
+    else if (!strcmp(end, "ms"))
+      scale = 1e6;
+    else if (!strcmp(end, "s"))
+      scale = 1e9;
+    else
+      return -1;
+    double ns = v * scale;
+    if (ns > 9e18) return -1;
+    *out = lo + (int64_t)llround(ns);
+    return 0;
+  }
+  size_t len = strlen(s);
+  if (s[len - 1] == '%') {
+    double v = strtod(s, &end);
+    if (end == s || end != s + len - 1 || errno || !isfinite(v) || v < 0 || v > 100) return -1;
+    *out = lo + (int64_t)llround((double)(hi - lo) * v / 100.0);
+    return 0;
+  }
+  long long v = strtoll(s, &end, 10);
+  if (end == s || *end || errno || v < 0) return -1;
+  *out = (int64_t)v;
+  return 0;
+}
+
+int rpdtool_parse_count(const char *s, long *out) {
+  if (!s || !*s) return -1;
+  char *end = NULL;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (*end || errno || v < 0 || s[0] == '-' || s[0] == '+') return -1;
+  *out = v;
+  return 0;
+}
+
+/* ---- progress ----------------------------------------------------------- */
+
+void rpdtool_progress_start(struct rpdtool_progress *p, const char *label, uint64_t total) {
+  p->on = isatty(STDERR_FILENO) && total > 0;
+  p->label = label;
+  p->total = total;
+  p->done = 0;
+  p->shown = -1;
+}
+
+void rpdtool_progress_add(struct rpdtool_progress *p, uint64_t n) {
+  p->done += n;
+  if (!p->on) return;
+  int pct = (int)(p->done >= p->total ? 100 : p->done * 100 / p->total);
+  if (pct == p->shown) return;
+  p->shown = pct;
+  fprintf(stderr, "\r%s %3d%%", p->label, pct);
+  fflush(stderr);
+}
+
+void rpdtool_progress_end(struct rpdtool_progress *p) {
+  if (p->on && p->shown >= 0) fprintf(stderr, "\r%*s\r", (int)strlen(p->label) + 5, "");
+  p->shown = -1;
+}

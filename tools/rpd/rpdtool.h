@@ -1,0 +1,136 @@
+/*
+ * rpdtool.h: helpers shared by the subcommands of the `rpd` tool.
+ *
+ * Every subcommand (see commands.h) uses these instead of its own copy:
+ *
+ *   rpdtool_open / rpdtool_close   open a trace with a clear error for every kind
+ *                                  of bad input (missing file, not SQLite, SQLite
+ *                                  but not RPD, newer schema version) and learn
+ *                                  which schema generation (2 or 3) it has.
+ *   rpdtool_span                   the trace's time span (for windows, percentages).
+ *   rpdtool_api_sql                the schema-independent SELECT over API rows
+ *                                  with their strings (v2 has no domain/category
+ *                                  and keeps args in rocpd_string).
+ *   rpdtool_table_*                an aligned text table (numbers right-aligned).
+ *   rpdtool_print_query            run a query and print its result as such a table.
+ *   rpdtool_parse_time             --start/--end style values: absolute ns, a
+ *                                  percentage of the trace span, or an offset
+ *                                  from the trace start with a unit.
+ *   rpdtool_parse_count            a non-negative integer option (--limit).
+ *   rpdtool_progress_*             a progress line on stderr, only when stderr
+ *                                  is a terminal.
+ *   rpdtool_err / rpdtool_usage    messages "rpd <cmd>: ..." on stderr; return
+ *                                  the exit code to pass on (1 or 2).
+ *
+ * Exit codes follow commands.h: 0 success, 1 the operation failed, 2 bad usage
+ * or unreadable input.
+ */
+#ifndef NANO_RPDTOOL_H
+#define NANO_RPDTOOL_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <sqlite3.h>
+
+#define RPDTOOL_EXIT_OK 0
+#define RPDTOOL_EXIT_FAIL 1
+#define RPDTOOL_EXIT_USAGE 2
+
+/* ---- messages ----------------------------------------------------------- */
+
+/* Prints "rpd <cmd>: <message>\n" on stderr; returns RPDTOOL_EXIT_FAIL. */
+int rpdtool_err(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prints "rpd <cmd>: <message>\nTry 'rpd <cmd> --help'.\n" on stderr; returns
+ * RPDTOOL_EXIT_USAGE. */
+int rpdtool_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- opening traces ---------------------------------------------------- */
+
+enum { RPDTOOL_READ = 0, RPDTOOL_WRITE = 1 };
+
+struct rpdtool_trace {
+  sqlite3 *db;
+  const char *path;
+  int schema_version; /* 2 or 3 (a file without the tag counts as 2) */
+  int has_domain;     /* rocpd_api has domain_id and category_id (v3) */
+  int has_ustring;    /* args live in rocpd_ustring (v3), else rocpd_string */
+};
+
+/* Opens the RPD file `path` (mode RPDTOOL_READ or RPDTOOL_WRITE) for subcommand
+ * `cmd` through nano_rpdfile_open_read (nano/rpdfile.h, the one place that
+ * knows the schema). On success fills *t and returns 0. Otherwise prints why, naming the
+ * file ("no such file", "not an SQLite database", "an SQLite database but not
+ * an RPD trace", "schema version N is newer than ...") and returns
+ * RPDTOOL_EXIT_USAGE; *t is then empty and needs no close. */
+int rpdtool_open(const char *cmd, const char *path, int mode, struct rpdtool_trace *t);
+/* Closes a trace opened by rpdtool_open (harmless on an empty one). */
+void rpdtool_close(struct rpdtool_trace *t);
+
+/* Returns a SELECT (static storage, for this trace's schema) yielding the API
+ * rows with columns id, pid, tid, start, end, domain, category, apiName, args
+ * (strings, never NULL), usable as a subquery: "SELECT ... FROM (<sql>) ...". */
+const char *rpdtool_api_sql(const struct rpdtool_trace *t);
+
+/* The time span of the trace: the earliest start and latest end over API
+ * calls, GPU ops and monitor samples. Returns 1 with *lo, *hi set, 0 for a
+ * trace with no rows (both set to 0), -1 on SQLite error. */
+int rpdtool_span(const struct rpdtool_trace *t, int64_t *lo, int64_t *hi);
+
+/* 1 when the trace has a table or view `name`, 0 when not, -1 on SQLite error. */
+int rpdtool_has_object(sqlite3 *db, const char *name);
+
+/* ---- tables ------------------------------------------------------------- */
+
+struct rpdtool_table {
+  int ncols;
+  char **header;      /* ncols strings */
+  unsigned char *right; /* per column: 1 right-aligned, 0 left */
+  char **cells;       /* nrows * ncols strings */
+  size_t nrows, cap;
+};
+
+/* Starts a table with `ncols` columns named by `header`. 0 or -1 (no memory). */
+int rpdtool_table_init(struct rpdtool_table *tb, int ncols, const char *const *header);
+/* Right-aligns column `col` (numbers). */
+void rpdtool_table_right(struct rpdtool_table *tb, int col);
+/* Appends a row of ncols strings (copied; NULL prints as empty). 0 or -1. */
+int rpdtool_table_add(struct rpdtool_table *tb, const char *const *cells);
+/* Prints the header, a rule and the rows with every column padded to its
+ * widest cell (widths counted in UTF-8 characters). */
+void rpdtool_table_print(const struct rpdtool_table *tb, FILE *out);
+void rpdtool_table_free(struct rpdtool_table *tb);
+
+/* Runs `sql` on `db` and prints the result as a table with the statement's
+ * column names: integers and reals (2 decimals) right-aligned, text left, NULL
+ * empty; at most `limit` rows (0: all). Returns 0, or RPDTOOL_EXIT_FAIL after
+ * printing the SQLite error for `cmd`. */
+int rpdtool_print_query(const char *cmd, sqlite3 *db, const char *sql, long limit, FILE *out);
+
+/* ---- option values ------------------------------------------------------ */
+
+/* Parses a point in time of a trace spanning [lo, hi] ns:
+ *   "123456789"       absolute nanoseconds (the trace's own clock)
+ *   "25%" / "12.5%"   that fraction of the span from lo (0% = lo, 100% = hi)
+ *   "+1.5ms"          an offset from lo with a unit ns, us, ms or s
+ * Returns 0 and sets *out, or -1 for a malformed value. */
+int rpdtool_parse_time(const char *s, int64_t lo, int64_t hi, int64_t *out);
+/* Parses a non-negative decimal integer; 0 and *out, or -1. */
+int rpdtool_parse_count(const char *s, long *out);
+
+/* ---- progress ----------------------------------------------------------- */
+
+struct rpdtool_progress {
+  int on;             /* stderr is a terminal */
+  const char *label;
+  uint64_t total, done;
+  int shown;          /* last percentage printed, -1 none */
+};
+
+/* Starts a progress line "label  NN%" for `total` units (shown on a tty only). */
+void rpdtool_progress_start(struct rpdtool_progress *p, const char *label, uint64_t total);
+/* Adds `n` finished units; redraws when the percentage changes. */
+void rpdtool_progress_add(struct rpdtool_progress *p, uint64_t n);
+/* Clears the progress line. */
+void rpdtool_progress_end(struct rpdtool_progress *p);
+
+#endif /* NANO_RPDTOOL_H */
