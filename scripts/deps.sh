@@ -7,10 +7,12 @@ packages=(
   build-essential cmake pkg-config git
   clang-15 llvm-15-dev llvm-15-tools lld-15
   clang-22 llvm-22-dev llvm-22-tools lld-22 libclang-rt-22-dev
+  clang-tools-22
   hipcc rocm-device-libs libamdhip64-dev
   sqlite3 libsqlite3-dev
   libelf-dev libdw-dev libmsgpack-dev libzstd-dev zstd
   libcmocka-dev libunwind-dev valgrind
+  libjansson-dev
   python3 python3-pip python3-venv python3-pytest
   chromium
 )

@@ -156,6 +156,9 @@ int nano_tracker_dump_path(const char *path, enum nano_format format);
  * count; stops early and returns the visitor's value when it is non-zero. */
 typedef int (*nano_site_visitor)(const struct nano_site *site, uint64_t count, void *arg);
 int nano_tracker_foreach_site(nano_site_visitor visit, void *arg);
+/* Turns the dump at exit (NANO_TRACKER_OUTPUT, on by default) on or off; a
+ * library that stores the counts elsewhere (the tracer) turns it off. */
+void nano_tracker_set_exit_dump(int enabled);
 
 #ifdef __cplusplus
 }

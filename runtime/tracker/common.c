@@ -1,0 +1,108 @@
+/*
+ * common.c: kind and order names (the public nano_kind_name family) and the
+ * output helpers of internal.h, shared by libnano_tracker.so and
+ * libnano_print.so.
+ */
+#define _GNU_SOURCE /* strdup, O_CLOEXEC */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/* Names of enum nano_kind, indexed by value; GCC-builtin style. */
+static const char *const nanot_kind_names[NANO_KIND_COUNT] = {
+    [NANO_KIND_LOAD] = "__atomic_load",
+    [NANO_KIND_STORE] = "__atomic_store",
+    [NANO_KIND_EXCHANGE] = "__atomic_exchange",
+    [NANO_KIND_COMPARE_EXCHANGE] = "__atomic_compare_exchange",
+    [NANO_KIND_FETCH_ADD] = "__atomic_fetch_add",
+    [NANO_KIND_FETCH_SUB] = "__atomic_fetch_sub",
+    [NANO_KIND_FETCH_AND] = "__atomic_fetch_and",
+    [NANO_KIND_FETCH_NAND] = "__atomic_fetch_nand",
+    [NANO_KIND_FETCH_OR] = "__atomic_fetch_or",
+    [NANO_KIND_FETCH_XOR] = "__atomic_fetch_xor",
+    [NANO_KIND_FETCH_MAX] = "__atomic_fetch_max",
+    [NANO_KIND_FETCH_MIN] = "__atomic_fetch_min",
+    [NANO_KIND_FETCH_UMAX] = "__atomic_fetch_umax",
+    [NANO_KIND_FETCH_UMIN] = "__atomic_fetch_umin",
+    [NANO_KIND_FETCH_FADD] = "__atomic_fetch_fadd",
+    [NANO_KIND_FETCH_FSUB] = "__atomic_fetch_fsub",
+    [NANO_KIND_FETCH_FMAX] = "__atomic_fetch_fmax",
+    [NANO_KIND_FETCH_FMIN] = "__atomic_fetch_fmin",
+    [NANO_KIND_FETCH_UINC_WRAP] = "__atomic_fetch_uinc_wrap",
+    [NANO_KIND_FETCH_UDEC_WRAP] = "__atomic_fetch_udec_wrap",
+    [NANO_KIND_FETCH_USUB_COND] = "__atomic_fetch_usub_cond",
+    [NANO_KIND_FETCH_USUB_SAT] = "__atomic_fetch_usub_sat",
+    [NANO_KIND_FETCH_FMAXIMUM] = "__atomic_fetch_fmaximum",
+    [NANO_KIND_FETCH_FMINIMUM] = "__atomic_fetch_fminimum",
+    [NANO_KIND_TEST_AND_SET] = "__atomic_test_and_set",
+    [NANO_KIND_CLEAR] = "__atomic_clear",
+    [NANO_KIND_THREAD_FENCE] = "__atomic_thread_fence",
+    [NANO_KIND_SIGNAL_FENCE] = "__atomic_signal_fence",
+};
+
+/* Names of enum nano_order, indexed by value; NULL for unused values. */
+static const char *const nanot_order_names[8] = {
+    "relaxed", "consume", "acquire", "release", "acq_rel", "seq_cst", NULL, "unknown",
+};
+
+NANO_API const char *nano_kind_name(unsigned kind) {
+  return kind < NANO_KIND_COUNT ? nanot_kind_names[kind] : NULL;
+}
+
+NANO_API int nano_kind_from_name(const char *name) {
+  if (name == NULL)
+    return -1;
+  for (unsigned k = 0; k < NANO_KIND_COUNT; k++)
+    if (strcmp(nanot_kind_names[k], name) == 0)
+      return (int)k;
+  return -1;
+}
+
+NANO_API const char *nano_order_name(unsigned order) {
+  return order < 8 ? nanot_order_names[order] : NULL;
+}
+
+void nanot_warn(const char *fmt, ...) {
+  char buf[1024];
+  int n = snprintf(buf, sizeof buf, "nanoprobe: ");
+  va_list ap;
+  va_start(ap, fmt);
+  int m = vsnprintf(buf + n, sizeof buf - (size_t)n - 1, fmt, ap);
+  va_end(ap);
+  if (m < 0)
+    return;
+  size_t len = (size_t)n + ((size_t)m < sizeof buf - (size_t)n - 1 ? (size_t)m : sizeof buf - (size_t)n - 2);
+  buf[len++] = '\n';
+  /* A lost warning is not worth more than trying once. */
+  ssize_t w = write(STDERR_FILENO, buf, len);
+  (void)w;
+}
+
+enum nanot_dest nanot_parse_dest(const char *var, const char *value, char *buf, size_t n) {
+  if (value == NULL || value[0] == '\0' || strcmp(value, "stderr") == 0)
+    return NANOT_DEST_STDERR;
+  if (strcmp(value, "stdout") == 0)
+    return NANOT_DEST_STDOUT;
+  size_t o = 0;
+  for (const char *s = value; *s; s++) {
+    char pid[24];
+    const char *piece = s;
+    size_t len = 1;
+    if (s[0] == '%' && s[1] == 'p') {
+      len = (size_t)snprintf(pid, sizeof pid, "%ld", (long)getpid());
+      piece = pid;
+      s++;
+    }
+    if (o + len >= n) {
+      nanot_warn("%s: path '%s' is too long; writing to stderr", var, value);
+      return NANOT_DEST_STDERR;
+    }
+    memcpy(buf + o, piece, len);
+    o += len;
+  }
+  buf[o] = '\0';
+  return NANOT_DEST_PATH;
+}

@@ -1,0 +1,70 @@
+/*
+ * print.c: libnano_print.so, the debugging runtime of host atomics.
+ *
+ * Defines the same hooks as libnano_tracker.so, but instead of counting writes
+ * one line per atomic event:
+ *
+ *     NANO ATOMIC __atomic_fetch_add relaxed 4 main app.c:12:5
+ *
+ * (kind, memory order, size in bytes, function, file:line:column) to
+ * NANO_PRINT_OUTPUT (stderr by default, stdout, or a path, "%p" = pid). Each
+ * line is one write(2), so lines of concurrent threads do not interleave
+ * within a line.
+ */
+#define _GNU_SOURCE /* strdup, O_CLOEXEC */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+static int nanop_fd = STDERR_FILENO;
+static pthread_once_t nanop_once = PTHREAD_ONCE_INIT;
+
+/* Opens NANO_PRINT_OUTPUT once; an unwritable path stays stderr, with an error. */
+static void nanop_init(void) {
+  char path[4096];
+  switch (nanot_parse_dest("NANO_PRINT_OUTPUT", getenv("NANO_PRINT_OUTPUT"), path, sizeof path)) {
+  case NANOT_DEST_STDERR:
+    break;
+  case NANOT_DEST_STDOUT:
+    nanop_fd = STDOUT_FILENO;
+    break;
+  case NANOT_DEST_PATH: {
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0)
+      nanot_warn("cannot write atomic events to '%s': %s; writing them to stderr", path,
+                 strerror(errno));
+    else
+      nanop_fd = fd;
+    break;
+  }
+  }
+}
+
+NANO_API void __nano_atomic(struct nano_site *site) {
+  int err = errno;
+  pthread_once(&nanop_once, nanop_init);
+  char line[1024];
+  const char *kind = nano_kind_name(site->kind);
+  const char *order = nano_order_name(site->order);
+  int n = snprintf(line, sizeof line, "NANO ATOMIC %s %s %u %s %s:%u:%u\n",
+                   kind ? kind : "?", order ? order : "?", site->size,
+                   site->function && site->function[0] ? site->function : "?",
+                   site->file && site->file[0] ? site->file : "?", site->line, site->column);
+  if (n > 0) {
+    size_t len = (size_t)n < sizeof line ? (size_t)n : sizeof line - 1;
+    line[len - 1] = '\n';
+    /* One write per line; a failed write of a debugging line is dropped. */
+    ssize_t w = write(nanop_fd, line, len);
+    (void)w;
+  }
+  errno = err;
+}
+
+/* Sites need no registration to be printed. */
+NANO_API void __nano_register_module(struct nano_site_module *module) { (void)module; }

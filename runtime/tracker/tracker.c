@@ -1,0 +1,621 @@
+/*
+ * tracker.c: libnano_tracker.so, the counting runtime of host atomics.
+ *
+ * Instrumented code (the plugin, or prelude.h) calls __nano_atomic(&site)
+ * before every atomic operation. Each site gets a process-wide id, 1, 2, ...
+ * when it is registered: a module's whole table at once by
+ * __nano_register_module (called from the module's constructor), or lazily
+ * the first time an unregistered site is executed (prelude sites, and modules
+ * whose constructor has not run yet).
+ *
+ * Design. The hot path is a few instructions with no lock and no atomic
+ * read-modify-write: every thread owns an array of counters in initial-exec
+ * TLS, indexed by id - 1 (so id 0, "unregistered", wraps around and fails the
+ * bounds check), and bumps its own counter with a relaxed load and store,
+ * which other threads may read at any time. Anything else takes the slow
+ * path, under one mutex: registering the site, creating the thread's record,
+ * growing its array to the number of registered sites.
+ *
+ * Counts are exact: a thread's counters are written only by that thread; when
+ * it exits, a pthread key destructor folds them into a process-wide array;
+ * events after that (later TLS destructors) are added to that array directly.
+ * A reset does not write other threads' counters: it records them as the
+ * thread's baseline, and every count reported is counter - baseline.
+ *
+ * The runtime copies what it needs of each site (strings interned), so a
+ * library may be dlclose'd and the sites it had are still reported. It never
+ * counts itself (it is not built with the plugin or the prelude), and an
+ * atomic executed while the runtime itself holds its lock on the same thread
+ * (an instrumented malloc, say) is not counted rather than deadlocking.
+ *
+ * At exit (a destructor), when at least one site was registered and the exit
+ * dump is on, the counts go to NANO_TRACKER_OUTPUT in NANO_TRACKER_FORMAT.
+ * After fork() the child starts from zero: each process reports its own.
+ */
+#define _GNU_SOURCE /* strdup, O_CLOEXEC */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/* Marks a module table as registered (struct nano_site_module.reserved). */
+#define NANOT_REGISTERED 0x6e616e6f72656721ull
+
+/* One live thread's counters; linked in nanot_threads while it runs. */
+struct nanot_thread {
+  uint64_t *counts;          /* cap counters, index id - 1; written by the owner */
+  uint64_t *base;            /* cap baselines set by reset; under nanot_lock */
+  uint32_t cap;
+  struct nanot_thread *next; /* list of live threads, under nanot_lock */
+  struct nanot_thread **pprev;
+};
+
+/* Thread states (struct nanot_tls.state). */
+enum { NANOT_NEW = 0, NANOT_LIVE = 1, NANOT_EXITED = 2 };
+
+/* Per-thread hot data: the counters and their bound, in one TLS block. */
+struct nanot_tls {
+  uint64_t *counts;
+  uint32_t cap;
+  uint8_t state;
+  uint8_t busy; /* the runtime is working on this thread: drop nested events */
+  struct nanot_thread *rec;
+};
+
+static __thread struct nanot_tls nanot_tls __attribute__((tls_model("initial-exec")));
+
+/* Everything below is under nanot_lock. */
+static pthread_mutex_t nanot_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct nano_site *nanot_sites; /* copies of the registered sites, index id - 1 */
+static uint64_t *nanot_folded;        /* counts of exited threads, index id - 1 */
+static uint32_t nanot_nsites;         /* ids 1..nanot_nsites are taken */
+static uint32_t nanot_sites_cap;
+static struct nanot_thread *nanot_threads;
+static int nanot_exit_dump = 1;
+static char **nanot_strings; /* interned strings: open addressing, power of 2 */
+static size_t nanot_strings_cap, nanot_strings_used;
+
+static pthread_key_t nanot_key;
+static pthread_once_t nanot_once = PTHREAD_ONCE_INIT;
+static int nanot_key_ok;
+
+static void nanot_slow(struct nano_site *site) __attribute__((noinline, cold));
+
+/*
+ * The hook. Increments the calling thread's counter of `site`; goes to the
+ * slow path when the site is unregistered or beyond the thread's array.
+ */
+NANO_API void __nano_atomic(struct nano_site *site) {
+  uint32_t idx = __atomic_load_n(&site->id, __ATOMIC_RELAXED) - 1u;
+  if (__builtin_expect(idx < nanot_tls.cap, 1)) {
+    uint64_t *c = nanot_tls.counts + idx;
+    __atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+    return;
+  }
+  nanot_slow(site);
+}
+
+/* Returns the interned copy of s (never NULL: "" when out of memory or s is
+ * NULL). Caller holds nanot_lock. */
+static const char *nanot_intern(const char *s) {
+  if (s == NULL || s[0] == '\0')
+    return "";
+  if (2 * (nanot_strings_used + 1) > nanot_strings_cap) {
+    size_t ncap = nanot_strings_cap ? 2 * nanot_strings_cap : 1024;
+    char **n = calloc(ncap, sizeof *n);
+    if (n == NULL)
+      return "";
+    for (size_t i = 0; i < nanot_strings_cap; i++) {
+      char *e = nanot_strings[i];
+      if (e == NULL)
+        continue;
+      uint64_t h = 1469598103934665603ull;
+      for (const char *p = e; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ull;
+      size_t j = (size_t)h & (ncap - 1);
+      while (n[j] != NULL)
+        j = (j + 1) & (ncap - 1);
+      n[j] = e;
+    }
+    free(nanot_strings);
+    nanot_strings = n;
+    nanot_strings_cap = ncap;
+  }
+  uint64_t h = 1469598103934665603ull;
+  for (const char *p = s; *p; p++)
+    h = (h ^ (unsigned char)*p) * 1099511628211ull;
+  size_t j = (size_t)h & (nanot_strings_cap - 1);
+  while (nanot_strings[j] != NULL) {
+    if (strcmp(nanot_strings[j], s) == 0)
+      return nanot_strings[j];
+    j = (j + 1) & (nanot_strings_cap - 1);
+  }
+  char *copy = strdup(s);
+  if (copy == NULL)
+    return "";
+  nanot_strings[j] = copy;
+  nanot_strings_used++;
+  return copy;
+}
+
+/* Makes room for `more` further sites in nanot_sites and nanot_folded.
+ * Returns 0, or -1 when out of memory. Caller holds nanot_lock. */
+static int nanot_reserve_sites(uint32_t more) {
+  if (more > UINT32_MAX - 1 - nanot_nsites)
+    return -1;
+  uint32_t need = nanot_nsites + more;
+  if (need <= nanot_sites_cap)
+    return 0;
+  uint32_t ncap = nanot_sites_cap ? nanot_sites_cap : 256;
+  while (ncap < need)
+    ncap = ncap > UINT32_MAX / 2 ? need : 2 * ncap;
+  struct nano_site *s = realloc(nanot_sites, (size_t)ncap * sizeof *s);
+  if (s == NULL)
+    return -1;
+  nanot_sites = s;
+  uint64_t *f = realloc(nanot_folded, (size_t)ncap * sizeof *f);
+  if (f == NULL)
+    return -1;
+  memset(f + nanot_sites_cap, 0, (size_t)(ncap - nanot_sites_cap) * sizeof *f);
+  nanot_folded = f;
+  nanot_sites_cap = ncap;
+  return 0;
+}
+
+/* Gives `site` the next id and keeps a copy of it. Room must be reserved.
+ * Caller holds nanot_lock. */
+static void nanot_add_site(struct nano_site *site) {
+  struct nano_site *copy = &nanot_sites[nanot_nsites];
+  *copy = *site;
+  copy->id = ++nanot_nsites;
+  copy->function = nanot_intern(site->function);
+  copy->file = nanot_intern(site->file);
+  __atomic_store_n(&site->id, copy->id, __ATOMIC_RELEASE);
+}
+
+/* Registers every unregistered site of module `m`, once. Returns 0, or -1
+ * (with a warning) for a wrong ABI or no memory. Caller holds nanot_lock. */
+static int nanot_register_module_locked(struct nano_site_module *m) {
+  if (m->reserved == NANOT_REGISTERED)
+    return 0;
+  if (m->abi != NANO_SITE_ABI) {
+    nanot_warn("site table of '%s' has ABI %u, this runtime reads %u; its atomics are not counted",
+               m->name ? m->name : "?", m->abi, NANO_SITE_ABI);
+    m->reserved = NANOT_REGISTERED;
+    return -1;
+  }
+  if (nanot_reserve_sites(m->count) != 0) {
+    nanot_warn("out of memory registering %u sites of '%s'", m->count, m->name ? m->name : "?");
+    return -1;
+  }
+  for (uint32_t i = 0; i < m->count; i++)
+    if (m->sites[i].id == 0)
+      nanot_add_site(&m->sites[i]);
+  m->reserved = NANOT_REGISTERED;
+  return 0;
+}
+
+NANO_API void __nano_register_module(struct nano_site_module *module) {
+  if (module == NULL)
+    return;
+  if (pthread_mutex_lock(&nanot_lock) != 0)
+    return;
+  nanot_register_module_locked(module);
+  pthread_mutex_unlock(&nanot_lock);
+}
+
+/* Folds an exiting thread's counters into nanot_folded (key destructor). */
+static void nanot_thread_exit(void *arg) {
+  struct nanot_thread *rec = arg;
+  nanot_tls.busy = 1;
+  if (pthread_mutex_lock(&nanot_lock) == 0) {
+    for (uint32_t i = 0; i < rec->cap; i++)
+      nanot_folded[i] += __atomic_load_n(&rec->counts[i], __ATOMIC_RELAXED) - rec->base[i];
+    *rec->pprev = rec->next;
+    if (rec->next)
+      rec->next->pprev = rec->pprev;
+    pthread_mutex_unlock(&nanot_lock);
+  }
+  nanot_tls.counts = NULL;
+  nanot_tls.cap = 0;
+  nanot_tls.rec = NULL;
+  nanot_tls.state = NANOT_EXITED;
+  nanot_tls.busy = 0;
+  free(rec->counts);
+  free(rec->base);
+  free(rec);
+}
+
+/* fork(): hold the lock across it, so the child's copy is consistent. */
+static void nanot_atfork_prepare(void) { pthread_mutex_lock(&nanot_lock); }
+static void nanot_atfork_parent(void) { pthread_mutex_unlock(&nanot_lock); }
+
+/* In the child only the forking thread exists: drop the other threads'
+ * records and start every count from zero. */
+static void nanot_atfork_child(void) {
+  struct nanot_thread *self = nanot_tls.rec;
+  for (struct nanot_thread *t = nanot_threads, *next; t != NULL; t = next) {
+    next = t->next;
+    if (t == self)
+      continue;
+    free(t->counts);
+    free(t->base);
+    free(t);
+  }
+  nanot_threads = self;
+  if (self != NULL) {
+    self->next = NULL;
+    self->pprev = &nanot_threads;
+    for (uint32_t i = 0; i < self->cap; i++)
+      self->base[i] = self->counts[i];
+  }
+  if (nanot_nsites)
+    memset(nanot_folded, 0, (size_t)nanot_nsites * sizeof *nanot_folded);
+  pthread_mutex_unlock(&nanot_lock);
+}
+
+static void nanot_init_once(void) {
+  nanot_key_ok = pthread_key_create(&nanot_key, nanot_thread_exit) == 0;
+  if (!nanot_key_ok)
+    nanot_warn("pthread_key_create failed: counts of exiting threads are lost");
+  if (pthread_atfork(nanot_atfork_prepare, nanot_atfork_parent, nanot_atfork_child) != 0)
+    nanot_warn("pthread_atfork failed: a forked child reports its parent's counts too");
+}
+
+/* Grows the calling thread's arrays to nanot_nsites counters (at least
+ * `need`). Returns 0, or -1 when out of memory. Caller holds nanot_lock, so
+ * no reader sees the arrays while they move. */
+static int nanot_grow(struct nanot_thread *rec, uint32_t need) {
+  uint32_t ncap = nanot_nsites > need ? nanot_nsites : need;
+  uint64_t *c = calloc(ncap, sizeof *c);
+  uint64_t *b = calloc(ncap, sizeof *b);
+  if (c == NULL || b == NULL) {
+    free(c);
+    free(b);
+    return -1;
+  }
+  if (rec->cap) {
+    memcpy(c, rec->counts, (size_t)rec->cap * sizeof *c);
+    memcpy(b, rec->base, (size_t)rec->cap * sizeof *b);
+  }
+  free(rec->counts);
+  free(rec->base);
+  rec->counts = c;
+  rec->base = b;
+  rec->cap = ncap;
+  nanot_tls.counts = c;
+  nanot_tls.cap = ncap;
+  return 0;
+}
+
+/*
+ * Everything the hot path does not do: registers the site, creates the
+ * thread's record, grows its arrays, counts events after the thread's
+ * destructor ran. Drops the event when the runtime is busy on this thread or
+ * out of memory.
+ */
+static void nanot_slow(struct nano_site *site) {
+  if (nanot_tls.busy)
+    return;
+  nanot_tls.busy = 1;
+  pthread_once(&nanot_once, nanot_init_once);
+  if (pthread_mutex_lock(&nanot_lock) != 0) {
+    nanot_tls.busy = 0;
+    return;
+  }
+  uint32_t id = site->id;
+  if (id == 0) {
+    if (site->module != NULL)
+      nanot_register_module_locked(site->module);
+    if (site->id == 0 && nanot_reserve_sites(1) == 0)
+      nanot_add_site(site);
+    id = site->id;
+  }
+  if (id == 0 || id > nanot_nsites)
+    goto out; /* out of memory, or a site id this runtime did not give */
+  if (nanot_tls.state == NANOT_EXITED) {
+    nanot_folded[id - 1]++;
+    goto out;
+  }
+  if (nanot_tls.state == NANOT_NEW) {
+    struct nanot_thread *rec = calloc(1, sizeof *rec);
+    if (rec == NULL)
+      goto out;
+    rec->next = nanot_threads;
+    rec->pprev = &nanot_threads;
+    if (nanot_threads)
+      nanot_threads->pprev = &rec->next;
+    nanot_threads = rec;
+    nanot_tls.rec = rec;
+    nanot_tls.state = NANOT_LIVE;
+    if (nanot_key_ok && pthread_setspecific(nanot_key, rec) != 0)
+      nanot_warn("pthread_setspecific failed: this thread's counts are lost when it exits");
+  }
+  struct nanot_thread *rec = nanot_tls.rec;
+  if (id > rec->cap && nanot_grow(rec, id) != 0)
+    goto out;
+  rec->counts[id - 1]++;
+out:
+  pthread_mutex_unlock(&nanot_lock);
+  nanot_tls.busy = 0;
+}
+
+/* The total count of site id (1-based) over exited and live threads.
+ * Caller holds nanot_lock. */
+static uint64_t nanot_total_locked(uint32_t id) {
+  uint64_t n = nanot_folded[id - 1];
+  for (struct nanot_thread *t = nanot_threads; t != NULL; t = t->next)
+    if (id <= t->cap)
+      n += __atomic_load_n(&t->counts[id - 1], __ATOMIC_RELAXED) - t->base[id - 1];
+  return n;
+}
+
+/* One site and its count, as reported. */
+struct nanot_entry {
+  struct nano_site site;
+  uint64_t count;
+};
+
+/* Copies every registered site with its total count into a new array (the
+ * caller frees it) and sets *n. Returns NULL with *n = 0 when there is none
+ * or memory is short (errno ENOMEM). */
+static struct nanot_entry *nanot_snapshot(uint32_t *n) {
+  *n = 0;
+  int busy = nanot_tls.busy;
+  nanot_tls.busy = 1;
+  struct nanot_entry *e = NULL;
+  if (pthread_mutex_lock(&nanot_lock) != 0)
+    goto out;
+  if (nanot_nsites > 0) {
+    e = malloc((size_t)nanot_nsites * sizeof *e);
+    if (e != NULL) {
+      for (uint32_t i = 0; i < nanot_nsites; i++) {
+        e[i].site = nanot_sites[i];
+        e[i].count = nanot_total_locked(i + 1);
+      }
+      *n = nanot_nsites;
+    } else {
+      errno = ENOMEM;
+    }
+  }
+  pthread_mutex_unlock(&nanot_lock);
+out:
+  nanot_tls.busy = (uint8_t)busy;
+  return e;
+}
+
+NANO_API void nano_tracker_reset(void) {
+  int busy = nanot_tls.busy;
+  nanot_tls.busy = 1;
+  if (pthread_mutex_lock(&nanot_lock) == 0) {
+    if (nanot_nsites)
+      memset(nanot_folded, 0, (size_t)nanot_nsites * sizeof *nanot_folded);
+    for (struct nanot_thread *t = nanot_threads; t != NULL; t = t->next)
+      for (uint32_t i = 0; i < t->cap; i++)
+        t->base[i] = __atomic_load_n(&t->counts[i], __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&nanot_lock);
+  }
+  nanot_tls.busy = (uint8_t)busy;
+}
+
+NANO_API uint64_t nano_tracker_count(const char *kind_name) {
+  int kind = nano_kind_from_name(kind_name);
+  if (kind < 0)
+    return 0;
+  uint64_t n = 0;
+  int busy = nanot_tls.busy;
+  nanot_tls.busy = 1;
+  if (pthread_mutex_lock(&nanot_lock) == 0) {
+    for (uint32_t i = 0; i < nanot_nsites; i++)
+      if (nanot_sites[i].kind == (unsigned)kind)
+        n += nanot_total_locked(i + 1);
+    pthread_mutex_unlock(&nanot_lock);
+  }
+  nanot_tls.busy = (uint8_t)busy;
+  return n;
+}
+
+NANO_API int nano_tracker_foreach_site(nano_site_visitor visit, void *arg) {
+  uint32_t n;
+  struct nanot_entry *e = nanot_snapshot(&n);
+  int rc = 0;
+  for (uint32_t i = 0; i < n && rc == 0; i++)
+    rc = visit(&e[i].site, e[i].count, arg);
+  free(e);
+  return rc;
+}
+
+NANO_API void nano_tracker_set_exit_dump(int enabled) {
+  __atomic_store_n(&nanot_exit_dump, enabled != 0, __ATOMIC_RELAXED);
+}
+
+/* Writes s as a JSON string literal. */
+static void nanot_json_string(FILE *out, const char *s) {
+  fputc('"', out);
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    if (*p == '"' || *p == '\\')
+      fprintf(out, "\\%c", *p);
+    else if (*p < 0x20)
+      fprintf(out, "\\u%04x", *p);
+    else
+      fputc(*p, out);
+  }
+  fputc('"', out);
+}
+
+/* Orders report entries by file, line, column, function, kind, order. */
+static int nanot_entry_cmp(const void *a, const void *b) {
+  const struct nano_site *x = &((const struct nanot_entry *)a)->site;
+  const struct nano_site *y = &((const struct nanot_entry *)b)->site;
+  int c = strcmp(x->file, y->file);
+  if (c)
+    return c;
+  if (x->line != y->line)
+    return x->line < y->line ? -1 : 1;
+  if (x->column != y->column)
+    return x->column < y->column ? -1 : 1;
+  c = strcmp(x->function, y->function);
+  if (c)
+    return c;
+  if (x->kind != y->kind)
+    return x->kind < y->kind ? -1 : 1;
+  if (x->order != y->order)
+    return x->order < y->order ? -1 : 1;
+  return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* Writes a name or, for a value without one, the number. */
+static void nanot_json_name(FILE *out, const char *name, unsigned value) {
+  if (name)
+    nanot_json_string(out, name);
+  else
+    fprintf(out, "\"%u\"", value);
+}
+
+/* Writes the JSON document of docs/atomics.md ("nanoprobe-atomics", 1). */
+static void nanot_dump_json(FILE *out, struct nanot_entry *e, uint32_t n, const uint64_t *kinds) {
+  uint64_t total = 0;
+  for (unsigned k = 0; k < NANO_KIND_COUNT; k++)
+    total += kinds[k];
+  fprintf(out, "{\n  \"format\": \"nanoprobe-atomics\",\n  \"version\": 1,\n  \"pid\": %ld,\n",
+          (long)getpid());
+  fprintf(out, "  \"total\": %" PRIu64 ",\n  \"kinds\": {", total);
+  const char *sep = "\n";
+  for (unsigned k = 0; k < NANO_KIND_COUNT; k++) {
+    if (kinds[k] == 0)
+      continue;
+    fprintf(out, "%s    \"%s\": %" PRIu64, sep, nano_kind_name(k), kinds[k]);
+    sep = ",\n";
+  }
+  fprintf(out, "%s},\n  \"sites\": [", sep[0] == ',' ? "\n  " : "");
+  qsort(e, n, sizeof *e, nanot_entry_cmp);
+  sep = "\n";
+  for (uint32_t i = 0; i < n; i++) {
+    const struct nano_site *s = &e[i].site;
+    if (e[i].count == 0)
+      continue;
+    fprintf(out, "%s    {\"id\": %u, \"kind\": ", sep, s->id);
+    nanot_json_name(out, nano_kind_name(s->kind), s->kind);
+    fputs(", \"order\": ", out);
+    nanot_json_name(out, nano_order_name(s->order), s->order);
+    if (s->kind == NANO_KIND_COMPARE_EXCHANGE) {
+      fputs(", \"failure_order\": ", out);
+      unsigned f = NANO_SITE_FAILURE_ORDER(s->flags);
+      nanot_json_name(out, nano_order_name(f), f);
+    }
+    fprintf(out, ", \"size\": %u, \"flags\": [", s->size);
+    static const struct { unsigned bit; const char *name; } flags[] = {
+        {NANO_SITE_WEAK, "weak"}, {NANO_SITE_VOLATILE, "volatile"},
+        {NANO_SITE_LIBCALL, "libcall"}, {NANO_SITE_PRELUDE, "prelude"}};
+    const char *fsep = "";
+    for (size_t f = 0; f < sizeof flags / sizeof flags[0]; f++)
+      if (s->flags & flags[f].bit) {
+        fprintf(out, "%s\"%s\"", fsep, flags[f].name);
+        fsep = ", ";
+      }
+    fputs("], \"function\": ", out);
+    nanot_json_string(out, s->function);
+    fputs(", \"file\": ", out);
+    nanot_json_string(out, s->file);
+    fprintf(out, ", \"line\": %u, \"column\": %u, \"count\": %" PRIu64 "}", s->line, s->column,
+            e[i].count);
+    sep = ",\n";
+  }
+  fprintf(out, "%s]\n}\n", sep[0] == ',' ? "\n  " : "");
+}
+
+NANO_API int nano_tracker_dump(FILE *out, enum nano_format format) {
+  if (out == NULL || (format != NANO_FORMAT_TEXT && format != NANO_FORMAT_JSON)) {
+    errno = EINVAL;
+    return -1;
+  }
+  uint32_t n;
+  errno = 0;
+  struct nanot_entry *e = nanot_snapshot(&n);
+  if (e == NULL && errno == ENOMEM)
+    return -1;
+  uint64_t kinds[NANO_KIND_COUNT] = {0};
+  for (uint32_t i = 0; i < n; i++)
+    if (e[i].site.kind < NANO_KIND_COUNT)
+      kinds[e[i].site.kind] += e[i].count;
+  if (format == NANO_FORMAT_TEXT) {
+    fputs("NANO TRACKER {\n", out);
+    for (unsigned k = 0; k < NANO_KIND_COUNT; k++)
+      if (kinds[k])
+        fprintf(out, "  %s: %" PRIu64 "\n", nano_kind_name(k), kinds[k]);
+    fputs("}\n", out);
+  } else {
+    nanot_dump_json(out, e, n, kinds);
+  }
+  free(e);
+  if (fflush(out) != 0 || ferror(out)) {
+    if (errno == 0)
+      errno = EIO;
+    return -1;
+  }
+  return 0;
+}
+
+/* nano_tracker_dump_path, naming `var` as the source of `path` in warnings. */
+static int nanot_dump_dest(const char *var, const char *path, enum nano_format format) {
+  char buf[4096];
+  enum nanot_dest dest = nanot_parse_dest(var, path, buf, sizeof buf);
+  if (dest == NANOT_DEST_STDERR)
+    return nano_tracker_dump(stderr, format);
+  if (dest == NANOT_DEST_STDOUT)
+    return nano_tracker_dump(stdout, format);
+  FILE *f = fopen(buf, "w");
+  if (f == NULL) {
+    int err = errno;
+    nanot_warn("cannot write the atomic counts to '%s': %s; writing them to stderr", buf,
+               strerror(err));
+    nano_tracker_dump(stderr, format);
+    errno = err;
+    return -1;
+  }
+  int rc = nano_tracker_dump(f, format);
+  int err = errno;
+  if (fclose(f) != 0 && rc == 0) {
+    rc = -1;
+    err = errno;
+  }
+  if (rc != 0) {
+    nanot_warn("writing the atomic counts to '%s' failed: %s; writing them to stderr", buf,
+               strerror(err));
+    nano_tracker_dump(stderr, format);
+    errno = err;
+  }
+  return rc;
+}
+
+NANO_API int nano_tracker_dump_path(const char *path, enum nano_format format) {
+  return nanot_dump_dest("nano_tracker_dump_path", path, format);
+}
+
+/* The exit dump: NANO_TRACKER_OUTPUT in NANO_TRACKER_FORMAT, when on and
+ * when this process registered any site. */
+__attribute__((destructor)) static void nanot_at_exit(void) {
+  if (!__atomic_load_n(&nanot_exit_dump, __ATOMIC_RELAXED))
+    return;
+  uint32_t n = 0;
+  if (pthread_mutex_lock(&nanot_lock) == 0) {
+    n = nanot_nsites;
+    pthread_mutex_unlock(&nanot_lock);
+  }
+  if (n == 0)
+    return;
+  const char *fmt = getenv("NANO_TRACKER_FORMAT");
+  enum nano_format format = NANO_FORMAT_TEXT;
+  if (fmt != NULL && fmt[0] != '\0') {
+    if (strcmp(fmt, "json") == 0)
+      format = NANO_FORMAT_JSON;
+    else if (strcmp(fmt, "text") != 0)
+      nanot_warn("NANO_TRACKER_FORMAT='%s' is not 'text' or 'json'; using text", fmt);
+  }
+  nanot_dump_dest("NANO_TRACKER_OUTPUT", getenv("NANO_TRACKER_OUTPUT"), format);
+}
