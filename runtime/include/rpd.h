@@ -11,6 +11,7 @@
 #ifndef NANO_RPD_H
 #define NANO_RPD_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -32,6 +33,11 @@ int rpdstart(void);
 int rpdstop(void);
 /* Persists everything recorded so far; returns when it is committed. 0 or -1. */
 int rpdflush(void);
+/* Recording state (rpdremote status, bindings): stores the start count in
+ * *count (recording is on while it is positive) and the trace file's path
+ * after %p expansion into path[0..len) ("" while no file is chosen yet).
+ * Either pointer may be NULL. Returns 0. */
+int rpd_status(int *count, char *path, size_t len);
 
 /* ---- user ranges and marks (domain "UserMarker" unless given) ------------ */
 
@@ -105,6 +111,7 @@ static inline void nano_zone_end_(int *unused) { (void)unused; rpd_rangePop(); }
 #define rpdstart() 0
 #define rpdstop() 0
 #define rpdflush() 0
+#define rpd_status(count, path, len) ((void)(count), (void)(path), (void)(len), -1)
 #define rpd_rangePush(d, n, a) ((void)0)
 #define rpd_rangePop() ((void)0)
 #define rpd_mark(d, n, a) ((void)0)
