@@ -21,6 +21,9 @@ static const struct rpd_command rpd_commands[] = {
     {"info", rpd_cmd_info, "schema version, time span, rows per table, processes, threads, GPUs, drops"},
     {"top", rpd_cmd_top, "GPU ops grouped by name, longest total first"},
     {"export", rpd_cmd_export, "write Chrome trace-event JSON (Perfetto, chrome://tracing)"},
+    {"callstack", rpd_cmd_callstack, "add caller/callee tables: ext_callstack, callStack_* views"},
+    {"graph", rpd_cmd_graph, "add HIP/CUDA graph tables: ext_graph, graphLaunch, graphKernel"},
+    {"autograd", rpd_cmd_autograd, "parse PyTorch emit_nvtx ranges: ext_autogradapi, autogradKernel"},
 };
 
 /* Prints the tool's usage and the command list on `out`. */

@@ -1,0 +1,269 @@
+/*
+ * analysis.c: transactions, metadata tags, string interning and the call walk
+ * shared by the post-processing subcommands (see analysis.h).
+ *
+ * The call walk is the heart of `rpd callstack`, `rpd autograd` and the
+ * report's call tables. It reads rocpd_api once, ordered by pid, tid, start,
+ * and keeps an explicit stack per thread: a call is pushed when it starts,
+ * and popped when a later call of the same thread ends after it (or the
+ * thread's rows end). At the pop its exclusive time is known (its duration
+ * minus its direct children's durations, which the children add to it as
+ * they are popped) and its ancestors are exactly the frames below it.
+ * GPU time per call is read once beforehand from rocpd_api_ops and rocpd_op
+ * into a sorted array and found by binary search.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "analysis.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int an_exec(const char *cmd, const struct rpdtool_trace *t, const char *what, const char *sql) {
+  char *err = NULL;
+  if (sqlite3_exec(t->db, sql, NULL, NULL, &err) == SQLITE_OK) return 0;
+  rpdtool_err(cmd, "%s: %s: %s", t->path, what, err ? err : sqlite3_errmsg(t->db));
+  sqlite3_free(err);
+  return RPDTOOL_EXIT_FAIL;
+}
+
+int an_begin(const char *cmd, const struct rpdtool_trace *t) {
+  sqlite3_busy_timeout(t->db, 2000);
+  if (sqlite3_db_readonly(t->db, "main") == 1)
+    return rpdtool_err(cmd, "%s: the file is read-only; this step writes into it "
+                       "(copy it somewhere writable first)", t->path);
+  int rc = sqlite3_exec(t->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+  if (rc == SQLITE_OK) return 0;
+  switch (rc & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      return rpdtool_err(cmd, "%s: locked by another writer (is a trace still being recorded "
+                         "into it?); try again when it is closed", t->path);
+    case SQLITE_READONLY:
+    case SQLITE_CANTOPEN:
+    case SQLITE_PERM:
+      return rpdtool_err(cmd, "%s: cannot write to the file or its directory (%s); this step "
+                         "writes into the trace", t->path, sqlite3_errmsg(t->db));
+    default:
+      return rpdtool_err(cmd, "%s: cannot start a transaction: %s", t->path,
+                         sqlite3_errmsg(t->db));
+  }
+}
+
+int an_commit(const char *cmd, const struct rpdtool_trace *t) {
+  if (sqlite3_exec(t->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK) return 0;
+  rpdtool_err(cmd, "%s: commit failed: %s", t->path, sqlite3_errmsg(t->db));
+  an_rollback(t);
+  return RPDTOOL_EXIT_FAIL;
+}
+
+void an_rollback(const struct rpdtool_trace *t) {
+  if (!sqlite3_get_autocommit(t->db)) sqlite3_exec(t->db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+int an_meta_get(sqlite3 *db, const char *tag, char **value) {
+  sqlite3_stmt *st = NULL;
+  if (value) *value = NULL;
+  if (sqlite3_prepare_v2(db, "SELECT value FROM rocpd_metadata WHERE tag=?1 ORDER BY id LIMIT 1",
+                         -1, &st, NULL) != SQLITE_OK)
+    return -1;
+  int ret = -1;
+  if (sqlite3_bind_text(st, 1, tag, -1, SQLITE_STATIC) == SQLITE_OK) {
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+      ret = 1;
+      if (value) {
+        const char *v = (const char *)sqlite3_column_text(st, 0);
+        *value = strdup(v ? v : "");
+        if (!*value) ret = -1;
+      }
+    } else if (rc == SQLITE_DONE) {
+      ret = 0;
+    }
+  }
+  sqlite3_finalize(st);
+  return ret;
+}
+
+int an_meta_set(sqlite3 *db, const char *tag, const char *value) {
+  int have = an_meta_get(db, tag, NULL);
+  if (have < 0) return sqlite3_errcode(db);
+  sqlite3_stmt *st = NULL;
+  int rc = sqlite3_prepare_v2(db,
+                              have ? "UPDATE rocpd_metadata SET value=?2 WHERE tag=?1"
+                                   : "INSERT INTO rocpd_metadata(tag, value) VALUES (?1, ?2)",
+                              -1, &st, NULL);
+  if (rc != SQLITE_OK) return rc;
+  if ((rc = sqlite3_bind_text(st, 1, tag, -1, SQLITE_STATIC)) == SQLITE_OK &&
+      (rc = sqlite3_bind_text(st, 2, value, -1, SQLITE_STATIC)) == SQLITE_OK) {
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_DONE) rc = SQLITE_OK;
+  }
+  sqlite3_finalize(st);
+  return rc;
+}
+
+int64_t an_intern(sqlite3 *db, sqlite3_stmt **lookup, sqlite3_stmt **insert, const char *s) {
+  if (!*lookup &&
+      sqlite3_prepare_v2(db, "SELECT id FROM rocpd_string WHERE string=?1 ORDER BY id LIMIT 1", -1,
+                         lookup, NULL) != SQLITE_OK)
+    return -1;
+  sqlite3_reset(*lookup);
+  if (sqlite3_bind_text(*lookup, 1, s, -1, SQLITE_TRANSIENT) != SQLITE_OK) return -1;
+  int rc = sqlite3_step(*lookup);
+  if (rc == SQLITE_ROW) {
+    int64_t id = sqlite3_column_int64(*lookup, 0);
+    sqlite3_reset(*lookup);
+    return id;
+  }
+  sqlite3_reset(*lookup);
+  if (rc != SQLITE_DONE) return -1;
+  if (!*insert &&
+      sqlite3_prepare_v2(db, "INSERT INTO rocpd_string(string) VALUES (?1)", -1, insert, NULL) !=
+          SQLITE_OK)
+    return -1;
+  sqlite3_reset(*insert);
+  if (sqlite3_bind_text(*insert, 1, s, -1, SQLITE_TRANSIENT) != SQLITE_OK) return -1;
+  rc = sqlite3_step(*insert);
+  sqlite3_reset(*insert);
+  if (rc != SQLITE_DONE) return -1;
+  return sqlite3_last_insert_rowid(db);
+}
+
+/* ---- the call walk ----------------------------------------------------- */
+
+/* GPU time per API call: parallel arrays sorted by api id. */
+struct an_gpu {
+  int64_t *id, *ns;
+  size_t n;
+};
+
+/* Loads the summed op durations per API call. 0 or -1 (SQLite / memory). */
+static int an_gpu_load(sqlite3 *db, struct an_gpu *g) {
+  memset(g, 0, sizeof *g);
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v2(db,
+                         "SELECT A.api_id, sum(B.end - B.start) FROM rocpd_api_ops A "
+                         "JOIN rocpd_op B ON B.id = A.op_id GROUP BY A.api_id ORDER BY A.api_id",
+                         -1, &st, NULL) != SQLITE_OK)
+    return -1;
+  size_t cap = 0;
+  int rc;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    if (g->n == cap) {
+      cap = cap ? cap * 2 : 1024;
+      int64_t *a = realloc(g->id, cap * sizeof *a);
+      if (a) g->id = a;
+      int64_t *b = a ? realloc(g->ns, cap * sizeof *b) : NULL;
+      if (b) g->ns = b;
+      if (!a || !b) {
+        sqlite3_finalize(st);
+        return -1;
+      }
+    }
+    g->id[g->n] = sqlite3_column_int64(st, 0);
+    g->ns[g->n] = sqlite3_column_int64(st, 1);
+    g->n++;
+  }
+  sqlite3_finalize(st);
+  return rc == SQLITE_DONE ? 0 : -1;
+}
+
+/* The GPU time of API call `id` (0 when no op is linked to it). */
+static int64_t an_gpu_find(const struct an_gpu *g, int64_t id) {
+  size_t lo = 0, hi = g->n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (g->id[mid] < id)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < g->n && g->id[lo] == id ? g->ns[lo] : 0;
+}
+
+static void an_gpu_free(struct an_gpu *g) {
+  free(g->id);
+  free(g->ns);
+  memset(g, 0, sizeof *g);
+}
+
+/* Pops the top frame of the stack [0, *n): visits it, then adds its duration
+ * to its parent's children total. Returns the visit's result. */
+static int an_pop(struct an_frame *stack, int *n, const struct an_gpu *g, an_visit_fn visit,
+                  void *ctx, int64_t pid, int64_t tid) {
+  struct an_frame *f = &stack[*n - 1];
+  int64_t dur = f->end - f->start;
+  int rc = visit(ctx, stack, *n, dur - f->child_incl, an_gpu_find(g, f->id), pid, tid);
+  if (*n > 1) stack[*n - 2].child_incl += dur;
+  (*n)--;
+  return rc;
+}
+
+int an_walk(const char *cmd, const struct rpdtool_trace *t, const char *label, an_visit_fn visit,
+            void *ctx) {
+  struct an_gpu g;
+  if (an_gpu_load(t->db, &g) != 0) {
+    rpdtool_err(cmd, "%s: cannot read GPU ops per call: %s", t->path, sqlite3_errmsg(t->db));
+    an_gpu_free(&g);
+    return -1;
+  }
+  int64_t total = 0;
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v2(t->db, "SELECT count(*) FROM rocpd_api", -1, &st, NULL) == SQLITE_OK &&
+      sqlite3_step(st) == SQLITE_ROW)
+    total = sqlite3_column_int64(st, 0);
+  sqlite3_finalize(st);
+  st = NULL;
+  if (sqlite3_prepare_v2(t->db,
+                         "SELECT id, pid, tid, start, end, apiName_id, args_id FROM rocpd_api "
+                         "ORDER BY pid, tid, start, end DESC, id",
+                         -1, &st, NULL) != SQLITE_OK) {
+    rpdtool_err(cmd, "%s: cannot read rocpd_api: %s", t->path, sqlite3_errmsg(t->db));
+    an_gpu_free(&g);
+    return -1;
+  }
+  struct rpdtool_progress prog;
+  rpdtool_progress_start(&prog, label, (uint64_t)total);
+  struct an_frame *stack = NULL;
+  int n = 0, cap = 0, ret = 0, rc;
+  int64_t pid = 0, tid = 0, seen = 0;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    struct an_frame f = {
+        .id = sqlite3_column_int64(st, 0),
+        .start = sqlite3_column_int64(st, 3),
+        .end = sqlite3_column_int64(st, 4),
+        .name_id = sqlite3_column_int64(st, 5),
+        .args_id = sqlite3_column_int64(st, 6),
+    };
+    int64_t p = sqlite3_column_int64(st, 1), th = sqlite3_column_int64(st, 2);
+    if (seen && (p != pid || th != tid))
+      while (n > 0 && !ret) ret = an_pop(stack, &n, &g, visit, ctx, pid, tid);
+    pid = p;
+    tid = th;
+    while (n > 0 && !ret && stack[n - 1].end < f.end) ret = an_pop(stack, &n, &g, visit, ctx, pid, tid);
+    if (ret) break;
+    if (n == cap) {
+      int ncap = cap ? cap * 2 : 64;
+      struct an_frame *s = realloc(stack, (size_t)ncap * sizeof *s);
+      if (!s) {
+        rpdtool_err(cmd, "out of memory");
+        ret = -1;
+        break;
+      }
+      stack = s;
+      cap = ncap;
+    }
+    stack[n++] = f;
+    if ((++seen & 0xffff) == 0) rpdtool_progress_add(&prog, 0x10000);
+  }
+  if (!ret && rc != SQLITE_ROW && rc != SQLITE_DONE) {
+    rpdtool_err(cmd, "%s: reading rocpd_api failed: %s", t->path, sqlite3_errmsg(t->db));
+    ret = -1;
+  }
+  while (!ret && n > 0) ret = an_pop(stack, &n, &g, visit, ctx, pid, tid);
+  rpdtool_progress_end(&prog);
+  sqlite3_finalize(st);
+  free(stack);
+  an_gpu_free(&g);
+  return ret;
+}

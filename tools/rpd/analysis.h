@@ -1,0 +1,99 @@
+/*
+ * analysis.h: the pieces shared by the post-processing subcommands of `rpd`
+ * (callstack, graph, autograd, report, merge, trim), on top of rpdtool.h.
+ *
+ *   an_open_step / an_begin   open a trace for a step that writes it and take
+ *                             the write lock (BEGIN IMMEDIATE) with a clear
+ *                             error for a file locked by a writer or read-only.
+ *   an_meta_get / an_meta_set rocpd_metadata tags: every step records that it
+ *                             ran under rocmProfileData's own tag
+ *                             ("Callstack::Generated", ...), so running a step
+ *                             twice does nothing, here and in rocpd's Python.
+ *   an_walk                   one pass over rocpd_api ordered by pid, tid,
+ *                             start with an explicit stack per thread: calls
+ *                             back once per call with its ancestors, its
+ *                             exclusive CPU time and its GPU time.
+ *   an_callstack_run          the `rpd callstack` step itself, so that
+ *                             `rpd autograd` can run it when needed.
+ *   an_intern                 look up or add a rocpd_string row.
+ *
+ * Every step writes inside one transaction: an interrupted step leaves the
+ * file as it was.
+ */
+#ifndef NANO_RPD_ANALYSIS_H
+#define NANO_RPD_ANALYSIS_H
+
+#include <stdint.h>
+#include <sqlite3.h>
+
+#include "rpdtool.h"
+
+/* ---- steps that write a trace ------------------------------------------ */
+
+/* Runs `sql` (one or more statements) on t->db; on failure prints
+ * "rpd <cmd>: <path>: <what>: <sqlite error>" and returns RPDTOOL_EXIT_FAIL,
+ * else 0. */
+int an_exec(const char *cmd, const struct rpdtool_trace *t, const char *what, const char *sql);
+
+/* Starts the step's write transaction (BEGIN IMMEDIATE, waiting up to two
+ * seconds for another writer). Returns 0, or prints why not ("locked by
+ * another writer", "read-only") and returns RPDTOOL_EXIT_FAIL. */
+int an_begin(const char *cmd, const struct rpdtool_trace *t);
+/* Commits the step's transaction; 0 or RPDTOOL_EXIT_FAIL with the error. */
+int an_commit(const char *cmd, const struct rpdtool_trace *t);
+/* Rolls the step's transaction back (after an error); never fails loudly. */
+void an_rollback(const struct rpdtool_trace *t);
+
+/* Reads tag `tag` of rocpd_metadata. Returns 1 and a malloc'd copy of the
+ * value in *value (NULL allowed: only tests presence), 0 when the tag is
+ * absent, -1 on SQLite error. */
+int an_meta_get(sqlite3 *db, const char *tag, char **value);
+/* Sets tag `tag` to `value` (updating every row of that tag, inserting one
+ * when none exists). SQLite result code. */
+int an_meta_set(sqlite3 *db, const char *tag, const char *value);
+
+/* Looks up `s` in rocpd_string and returns its id, inserting a row when the
+ * string is new. Uses *lookup and *insert as statement caches (NULL at first;
+ * the caller finalizes them). Returns the id, or -1 on SQLite error. */
+int64_t an_intern(sqlite3 *db, sqlite3_stmt **lookup, sqlite3_stmt **insert, const char *s);
+
+/* ---- the call walk ----------------------------------------------------- */
+
+struct an_frame {
+  int64_t id, start, end;
+  int64_t name_id;    /* rocpd_api.apiName_id */
+  int64_t args_id;    /* rocpd_api.args_id */
+  int64_t child_incl; /* sum of the direct children's durations so far */
+};
+
+/* Called once per call when it is complete: stack[0..n-1] are its enclosing
+ * calls outermost first and stack[n-1] is the call itself; cpu is its
+ * exclusive CPU time (duration minus its direct children's durations), gpu
+ * the summed duration of the ops linked to it through rocpd_api_ops (0 when
+ * none). Returns 0 to go on, non-zero to stop the walk with that value. */
+typedef int (*an_visit_fn)(void *ctx, const struct an_frame *stack, int n, int64_t cpu,
+                           int64_t gpu, int64_t pid, int64_t tid);
+
+/* Walks every call of rocpd_api per (pid, tid) in start order (ties: the
+ * longer first, then by id). A call is a child of the innermost earlier call
+ * of its thread that still encloses its end (parent.end >= call.end);
+ * calls are properly nested on a thread, so this is the caller relation.
+ * Shows a progress line labelled `label` on a terminal. Returns 0, the first
+ * non-zero visit result, or -1 on SQLite error / no memory (after printing
+ * the error for `cmd`). */
+int an_walk(const char *cmd, const struct rpdtool_trace *t, const char *label, an_visit_fn visit,
+            void *ctx);
+
+/* ---- steps run by other steps ------------------------------------------ */
+
+/* Returned by a step function that found its metadata tag: nothing to do. */
+#define AN_ALREADY 100
+
+/* The `rpd callstack` step on an open trace: creates ext_callstack and its
+ * views and fills them in one transaction, unless the file records that it
+ * was done ("Callstack::Generated"). Returns 0 done, AN_ALREADY when it had
+ * been done already (nothing changed), or RPDTOOL_EXIT_FAIL after printing why
+ * (the file unchanged). *rows gets the count of rows written (may be NULL). */
+int an_callstack_run(const char *cmd, const struct rpdtool_trace *t, int64_t *rows);
+
+#endif /* NANO_RPD_ANALYSIS_H */
