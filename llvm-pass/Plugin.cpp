@@ -4,10 +4,8 @@
 // Each pass registers its own pipeline callbacks and opt pass names.
 //
 //===----------------------------------------------------------------------===//
+#include "Compat.h" // PassBuilder.h and PassPlugin.h, wherever this LLVM keeps them
 #include "Passes.h"
-
-#include "llvm/Passes/PassBuilder.h"
-#include "llvm/Passes/PassPlugin.h"
 
 extern "C" LLVM_ATTRIBUTE_WEAK ::llvm::PassPluginLibraryInfo llvmGetPassPluginInfo() {
   return {LLVM_PLUGIN_API_VERSION, "NanoPass", "0.1.0", [](llvm::PassBuilder &PB) {

@@ -1,0 +1,101 @@
+//===- Compat.h - one plugin source for LLVM 15 to 22 ----------------------===//
+//
+// Every difference between the LLVM versions the plugin supports lives here,
+// so the pass sources read the same against each: pass-builder callbacks that
+// gained a ThinOrFullLTOPhase argument (LLVM 20), the Triple header's move and
+// Module::getTargetTriple() returning a Triple (LLVM 21), atomicrmw operations
+// added after LLVM 15, StringRef's renamed prefix test, and typed pointers
+// (still possible in LLVM 15, gone since 17), and PassPlugin.h's move to
+// llvm/Plugins (LLVM 22).
+//
+// Nothing here changes behaviour between versions: each shim returns the same
+// answer on every version where the question makes sense.
+//
+//===----------------------------------------------------------------------===//
+#ifndef NANO_COMPAT_H
+#define NANO_COMPAT_H
+
+#include "llvm/Config/llvm-config.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Pass.h"
+#include "llvm/Passes/OptimizationLevel.h"
+#include "llvm/Passes/PassBuilder.h"
+#if LLVM_VERSION_MAJOR >= 22
+#include "llvm/Plugins/PassPlugin.h"
+#else
+#include "llvm/Passes/PassPlugin.h"
+#endif
+#if LLVM_VERSION_MAJOR >= 17
+#include "llvm/TargetParser/Triple.h"
+#else
+#include "llvm/ADT/Triple.h"
+#endif
+
+#include <functional>
+
+// atomicrmw operations by the LLVM version that introduced them.
+#define NANO_HAS_RMW_UINC_UDEC_WRAP (LLVM_VERSION_MAJOR >= 16)
+#define NANO_HAS_RMW_USUB_COND_SAT (LLVM_VERSION_MAJOR >= 20)
+#define NANO_HAS_RMW_FMAXIMUM_FMINIMUM (LLVM_VERSION_MAJOR >= 21)
+
+namespace nano {
+namespace compat {
+
+// A module-pass-manager extension point callback, with the LTO phase the
+// pipeline is built for (ThinOrFullLTOPhase::None on LLVM versions whose
+// callbacks do not pass it).
+using ModuleEPCallback = std::function<void(llvm::ModulePassManager &, llvm::OptimizationLevel,
+                                            llvm::ThinOrFullLTOPhase)>;
+
+// Registers CB at the OptimizerLast extension point: after the module
+// optimisation pipeline (so after inlining), at every level including -O0,
+// and in the pre-link step of full and thin LTO.
+inline void registerOptimizerLast(llvm::PassBuilder &PB, ModuleEPCallback CB) {
+#if LLVM_VERSION_MAJOR >= 20
+  PB.registerOptimizerLastEPCallback(
+      [CB](llvm::ModulePassManager &MPM, llvm::OptimizationLevel Level,
+           llvm::ThinOrFullLTOPhase Phase) { CB(MPM, Level, Phase); });
+#else
+  PB.registerOptimizerLastEPCallback(
+      [CB](llvm::ModulePassManager &MPM, llvm::OptimizationLevel Level) {
+        CB(MPM, Level, llvm::ThinOrFullLTOPhase::None);
+      });
+#endif
+}
+
+// The module's target triple.
+inline llvm::Triple targetTriple(const llvm::Module &M) {
+#if LLVM_VERSION_MAJOR >= 21
+  return M.getTargetTriple();
+#else
+  return llvm::Triple(M.getTargetTriple());
+#endif
+}
+
+// True when S begins with Prefix (StringRef::startswith became starts_with).
+inline bool startsWith(llvm::StringRef S, llvm::StringRef Prefix) {
+  return S.substr(0, Prefix.size()) == Prefix;
+}
+
+// True when S ends with Suffix (StringRef::endswith became ends_with).
+inline bool endsWith(llvm::StringRef S, llvm::StringRef Suffix) {
+  return S.size() >= Suffix.size() && S.substr(S.size() - Suffix.size()) == Suffix;
+}
+
+// True when the context still uses typed pointers (LLVM 15 with
+// -no-opaque-pointers); the passes only handle opaque pointers.
+inline bool typedPointers(llvm::LLVMContext &Ctx) {
+#if LLVM_VERSION_MAJOR < 17
+  return Ctx.supportsTypedPointers();
+#else
+  (void)Ctx;
+  return false;
+#endif
+}
+
+} // namespace compat
+} // namespace nano
+
+#endif

@@ -1,0 +1,701 @@
+//===- HostAtomics.cpp - a hook before every host atomic operation ---------===//
+//
+// The host half of libNanoPass.so. Every atomic operation of a host module
+// (atomicrmw, cmpxchg, atomic load and store, fence, and calls to the generic
+// and sized __atomic_* library functions) becomes a *site*: one entry of a
+// module-private, writable array of `struct nano_site` (runtime/include/
+// nano/atomics.h, ABI 1) holding its kind, memory order, flags, size and
+// source position. Immediately before the operation the pass inserts
+//
+//     if (&__nano_atomic != 0) __nano_atomic(&sites[i]);
+//
+// and one constructor of priority 101 per module calls
+// __nano_register_module(&module) when that symbol is present. Both hooks are
+// extern_weak, so an instrumented binary runs unchanged without the runtime,
+// and LD_PRELOAD of libnano_tracker.so turns counting on (through the GOT in
+// position-independent code; see README.md for -no-pie and -static).
+//
+// The operation itself is never touched: the hook only observes. The check is
+// one GOT load, a compare and a branch weighted towards "no runtime", so an
+// untracked binary pays almost nothing and the call stays out of line.
+//
+// The pass runs at the OptimizerLast extension point (after inlining, at every
+// level from -O0 to -O3 and in the compile step of -flto) and as
+// `opt -passes=nano-atomics`. It leaves alone: modules already instrumented
+// (module flag "nano.atomics"), device modules (amdgcn, nvptx, spirv), the
+// runtime and prelude-instrumented modules (they define or already call the
+// hooks), modules and functions marked no-instrument, kernel twins ("nano.twin")
+// and the runtime's own functions (nano_*, __nano_*). A module it cannot handle
+// gets a warning and is left unchanged.
+//
+//===----------------------------------------------------------------------===//
+#include "Compat.h"
+#include "Passes.h"
+
+#include "nano/atomics.h"
+
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/DebugInfoMetadata.h"
+#include "llvm/IR/DiagnosticInfo.h"
+#include "llvm/IR/DiagnosticPrinter.h"
+#include "llvm/IR/Function.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/InstIterator.h"
+#include "llvm/IR/Instructions.h"
+#include "llvm/IR/MDBuilder.h"
+#include "llvm/IR/Module.h"
+#include "llvm/IR/PassManager.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Regex.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Transforms/Utils/BasicBlockUtils.h"
+#include "llvm/Transforms/Utils/ModuleUtils.h"
+
+#include <bitset>
+#include <cstddef>
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+using namespace llvm;
+namespace compat = nano::compat;
+
+// The emitted struct types below mirror atomics.h field by field; on the LP64
+// host the plugin is built for, check that the header agrees.
+static_assert(sizeof(struct nano_site) == 48, "nano_site is 48 bytes on LP64");
+static_assert(offsetof(struct nano_site, size) == 8 && offsetof(struct nano_site, function) == 24 &&
+                  offsetof(struct nano_site, module) == 40,
+              "nano_site layout changed: update the pass");
+static_assert(sizeof(struct nano_site_module) == 40, "nano_site_module is 40 bytes on LP64");
+
+static cl::opt<std::string>
+    ClKinds("nano-atomics-kinds",
+            cl::desc("nanoprobe: comma-separated kinds of atomic operation to instrument "
+                     "(all, none, rmw, fences, or kind names such as fetch_add); "
+                     "overrides NANO_ATOMICS_KINDS"),
+            cl::value_desc("kinds"));
+static cl::opt<std::string>
+    ClFunctions("nano-atomics-functions",
+                cl::desc("nanoprobe: instrument only functions whose (mangled) name matches this "
+                         "regex; overrides NANO_ATOMICS_FUNCTIONS"),
+                cl::value_desc("regex"));
+static cl::opt<std::string> ClExcludeFunctions(
+    "nano-atomics-exclude-functions",
+    cl::desc("nanoprobe: never instrument functions whose (mangled) name matches this regex; "
+             "overrides NANO_ATOMICS_EXCLUDE_FUNCTIONS"),
+    cl::value_desc("regex"));
+static cl::opt<std::string>
+    ClFiles("nano-atomics-files",
+            cl::desc("nanoprobe: instrument only sites whose source file matches this regex; "
+                     "overrides NANO_ATOMICS_FILES"),
+            cl::value_desc("regex"));
+static cl::opt<std::string>
+    ClExcludeFiles("nano-atomics-exclude-files",
+                   cl::desc("nanoprobe: never instrument sites whose source file matches this "
+                            "regex; overrides NANO_ATOMICS_EXCLUDE_FILES"),
+                   cl::value_desc("regex"));
+
+namespace {
+
+// Short kind names, indexed by enum nano_kind: the GCC builtin name without
+// its "__atomic_" prefix.
+const char *const HostKindNames[NANO_KIND_COUNT] = {
+    "load",           "store",          "exchange",       "compare_exchange",
+    "fetch_add",      "fetch_sub",      "fetch_and",      "fetch_nand",
+    "fetch_or",       "fetch_xor",      "fetch_max",      "fetch_min",
+    "fetch_umax",     "fetch_umin",     "fetch_fadd",     "fetch_fsub",
+    "fetch_fmax",     "fetch_fmin",     "fetch_uinc_wrap", "fetch_udec_wrap",
+    "fetch_usub_cond", "fetch_usub_sat", "fetch_fmaximum", "fetch_fminimum",
+    "test_and_set",   "clear",          "thread_fence",   "signal_fence"};
+
+using HostKindSet = std::bitset<NANO_KIND_COUNT>;
+
+// The settings of one compiler process: kinds and regex filters.
+struct HostConfig {
+  HostKindSet Kinds;
+  std::unique_ptr<Regex> Functions, ExcludeFunctions, Files, ExcludeFiles;
+};
+
+// One operation to instrument, with what its site records.
+struct HostSite {
+  Instruction *I = nullptr;
+  uint16_t Kind = 0;
+  uint8_t Order = NANO_ORDER_RELAXED;
+  uint8_t Flags = 0;
+  uint32_t Size = 0;
+  uint32_t Line = 0;
+  uint32_t Column = 0;
+  std::string File;
+};
+
+struct HostAtomicsPass : PassInfoMixin<HostAtomicsPass> {
+  PreservedAnalyses run(Module &M, ModuleAnalysisManager &MAM);
+  // Instrumentation must also run on optnone (-O0) functions.
+  static bool isRequired() { return true; }
+};
+
+} // namespace
+
+// Prints a configuration warning once (the settings are read once per process).
+static void hostWarn(const Twine &Msg) { errs() << "nanoprobe: warning: " << Msg << "\n"; }
+
+// Returns the value of a setting and the name it came from: the -mllvm option
+// when given, else the environment variable, else "" (the default).
+static std::string hostSetting(const cl::opt<std::string> &Opt, const char *Env,
+                               std::string &Source) {
+  if (Opt.getNumOccurrences() > 0) {
+    Source = ("-" + Opt.ArgStr).str();
+    return Opt.getValue();
+  }
+  Source = Env;
+  const char *V = std::getenv(Env);
+  return V ? std::string(V) : std::string();
+}
+
+// Parses a kinds list. Returns false (leaving Out untouched) naming the first
+// unknown token in Bad.
+static bool hostParseKinds(StringRef List, HostKindSet &Out, std::string &Bad) {
+  HostKindSet Set;
+  SmallVector<StringRef, 8> Tokens;
+  List.split(Tokens, ',', -1, false);
+  for (StringRef Tok : Tokens) {
+    Tok = Tok.trim();
+    if (Tok.empty())
+      continue;
+    if (compat::startsWith(Tok, "__atomic_"))
+      Tok = Tok.drop_front(9);
+    if (Tok == "all") {
+      Set.set();
+    } else if (Tok == "none") {
+      // contributes nothing
+    } else if (Tok == "rmw") {
+      Set.set(NANO_KIND_EXCHANGE);
+      for (unsigned K = NANO_KIND_FETCH_ADD; K <= NANO_KIND_FETCH_FMINIMUM; ++K)
+        Set.set(K);
+    } else if (Tok == "fences") {
+      Set.set(NANO_KIND_THREAD_FENCE).set(NANO_KIND_SIGNAL_FENCE);
+    } else {
+      unsigned K = 0;
+      while (K < NANO_KIND_COUNT && Tok != HostKindNames[K])
+        ++K;
+      if (K == NANO_KIND_COUNT) {
+        Bad = Tok.str();
+        return false;
+      }
+      Set.set(K);
+    }
+  }
+  Out = Set;
+  return true;
+}
+
+// Compiles the regex setting of Opt/Env into Out (null when unset or invalid).
+static void hostRegexSetting(const cl::opt<std::string> &Opt, const char *Env,
+                             std::unique_ptr<Regex> &Out) {
+  std::string Source;
+  std::string Value = hostSetting(Opt, Env, Source);
+  if (Value.empty())
+    return;
+  auto R = std::make_unique<Regex>(Value);
+  std::string Err;
+  if (!R->isValid(Err)) {
+    hostWarn(Source + ": malformed regular expression '" + Value + "' (" + Err +
+             "); using the default (no filter)");
+    return;
+  }
+  Out = std::move(R);
+}
+
+// The process-wide settings, read and checked on first use.
+static const HostConfig &hostConfig() {
+  static const HostConfig Config = [] {
+    HostConfig C;
+    C.Kinds.set();
+    std::string Source, Bad;
+    std::string Kinds = hostSetting(ClKinds, "NANO_ATOMICS_KINDS", Source);
+    if (!Kinds.empty() && !hostParseKinds(Kinds, C.Kinds, Bad)) {
+      std::string Known;
+      for (const char *N : HostKindNames)
+        Known += std::string(" ") + N;
+      hostWarn(Source + ": unknown kind '" + Bad + "' (known: all none rmw fences" + Known +
+               "); using the default (all)");
+    }
+    hostRegexSetting(ClFunctions, "NANO_ATOMICS_FUNCTIONS", C.Functions);
+    hostRegexSetting(ClExcludeFunctions, "NANO_ATOMICS_EXCLUDE_FUNCTIONS", C.ExcludeFunctions);
+    hostRegexSetting(ClFiles, "NANO_ATOMICS_FILES", C.Files);
+    hostRegexSetting(ClExcludeFiles, "NANO_ATOMICS_EXCLUDE_FILES", C.ExcludeFiles);
+    return C;
+  }();
+  return Config;
+}
+
+namespace {
+// A plugin diagnostic (clang prints it as "warning: ... [-Wbackend-plugin]").
+class HostDiagnostic : public DiagnosticInfo {
+  const std::string &Msg;
+
+public:
+  HostDiagnostic(const std::string &Msg)
+      : DiagnosticInfo(Kind, DS_Warning), Msg(Msg) {}
+  void print(DiagnosticPrinter &DP) const override { DP << Msg; }
+  static const int Kind;
+};
+const int HostDiagnostic::Kind = getNextAvailablePluginDiagnosticKind();
+} // namespace
+
+// Reports that M is left unchanged, as a compiler warning.
+static void hostDiagnose(Module &M, const Twine &Why) {
+  std::string Msg = ("nanoprobe: module '" + M.getModuleIdentifier() +
+                     "' left without atomic instrumentation: " + Why)
+                        .str();
+  M.getContext().diagnose(HostDiagnostic(Msg));
+}
+
+// Maps an LLVM ordering to enum nano_order (unordered counts as relaxed).
+static uint8_t hostOrder(AtomicOrdering O) {
+  switch (O) {
+  case AtomicOrdering::NotAtomic:
+  case AtomicOrdering::Unordered:
+  case AtomicOrdering::Monotonic:
+    return NANO_ORDER_RELAXED;
+  case AtomicOrdering::Acquire:
+    return NANO_ORDER_ACQUIRE;
+  case AtomicOrdering::Release:
+    return NANO_ORDER_RELEASE;
+  case AtomicOrdering::AcquireRelease:
+    return NANO_ORDER_ACQ_REL;
+  case AtomicOrdering::SequentiallyConsistent:
+    return NANO_ORDER_SEQ_CST;
+  }
+  return NANO_ORDER_UNKNOWN;
+}
+
+// The kind of an atomicrmw operation, or NANO_KIND_COUNT for one this
+// version of the pass does not know.
+static unsigned hostRMWKind(AtomicRMWInst::BinOp Op) {
+  switch (Op) {
+  case AtomicRMWInst::Xchg: return NANO_KIND_EXCHANGE;
+  case AtomicRMWInst::Add: return NANO_KIND_FETCH_ADD;
+  case AtomicRMWInst::Sub: return NANO_KIND_FETCH_SUB;
+  case AtomicRMWInst::And: return NANO_KIND_FETCH_AND;
+  case AtomicRMWInst::Nand: return NANO_KIND_FETCH_NAND;
+  case AtomicRMWInst::Or: return NANO_KIND_FETCH_OR;
+  case AtomicRMWInst::Xor: return NANO_KIND_FETCH_XOR;
+  case AtomicRMWInst::Max: return NANO_KIND_FETCH_MAX;
+  case AtomicRMWInst::Min: return NANO_KIND_FETCH_MIN;
+  case AtomicRMWInst::UMax: return NANO_KIND_FETCH_UMAX;
+  case AtomicRMWInst::UMin: return NANO_KIND_FETCH_UMIN;
+  case AtomicRMWInst::FAdd: return NANO_KIND_FETCH_FADD;
+  case AtomicRMWInst::FSub: return NANO_KIND_FETCH_FSUB;
+  case AtomicRMWInst::FMax: return NANO_KIND_FETCH_FMAX;
+  case AtomicRMWInst::FMin: return NANO_KIND_FETCH_FMIN;
+#if NANO_HAS_RMW_UINC_UDEC_WRAP
+  case AtomicRMWInst::UIncWrap: return NANO_KIND_FETCH_UINC_WRAP;
+  case AtomicRMWInst::UDecWrap: return NANO_KIND_FETCH_UDEC_WRAP;
+#endif
+#if NANO_HAS_RMW_USUB_COND_SAT
+  case AtomicRMWInst::USubCond: return NANO_KIND_FETCH_USUB_COND;
+  case AtomicRMWInst::USubSat: return NANO_KIND_FETCH_USUB_SAT;
+#endif
+#if NANO_HAS_RMW_FMAXIMUM_FMINIMUM
+  case AtomicRMWInst::FMaximum: return NANO_KIND_FETCH_FMAXIMUM;
+  case AtomicRMWInst::FMinimum: return NANO_KIND_FETCH_FMINIMUM;
+#endif
+  default: return NANO_KIND_COUNT;
+  }
+}
+
+// The order encoded by a library call's order argument: the constant's C ABI
+// value (__ATOMIC_RELAXED .. __ATOMIC_SEQ_CST), else NANO_ORDER_UNKNOWN.
+static uint8_t hostCallOrder(const Value *V) {
+  const auto *C = dyn_cast<ConstantInt>(V);
+  if (!C || C->getValue().getActiveBits() > 8 || C->getZExtValue() > NANO_ORDER_SEQ_CST)
+    return NANO_ORDER_UNKNOWN;
+  return static_cast<uint8_t>(C->getZExtValue());
+}
+
+// Recognises a call to a libatomic function (__atomic_load, __atomic_fetch_add_4,
+// ...) and fills S. Returns false for anything else, including a function of
+// such a name whose argument count does not match libatomic's.
+static bool hostClassifyCall(CallBase &CB, HostSite &S) {
+  const Function *Callee = CB.getCalledFunction();
+  if (!Callee || Callee->isIntrinsic())
+    return false;
+  StringRef Name = Callee->getName();
+  if (!compat::startsWith(Name, "__atomic_"))
+    return false;
+  Name = Name.drop_front(9);
+  unsigned Sized = 0;
+  for (unsigned N : {1u, 2u, 4u, 8u, 16u}) {
+    std::string Suffix = "_" + std::to_string(N);
+    if (Name.size() > Suffix.size() && compat::endsWith(Name, Suffix)) {
+      Sized = N;
+      Name = Name.drop_back(Suffix.size());
+      break;
+    }
+  }
+  // Argument counts: generic (size first) and sized forms.
+  unsigned Kind, Generic = 0, SizedArgs;
+  if (Name == "load") {
+    Kind = NANO_KIND_LOAD, Generic = 4, SizedArgs = 2;
+  } else if (Name == "store") {
+    Kind = NANO_KIND_STORE, Generic = 4, SizedArgs = 3;
+  } else if (Name == "exchange") {
+    Kind = NANO_KIND_EXCHANGE, Generic = 5, SizedArgs = 3;
+  } else if (Name == "compare_exchange") {
+    Kind = NANO_KIND_COMPARE_EXCHANGE, Generic = 6, SizedArgs = 5;
+  } else if (Name == "test_and_set") {
+    Kind = NANO_KIND_TEST_AND_SET, SizedArgs = 2;
+  } else {
+    static const char *const Ops[] = {"add", "sub", "and", "nand", "or", "xor"};
+    static const unsigned OpKinds[] = {NANO_KIND_FETCH_ADD, NANO_KIND_FETCH_SUB,
+                                       NANO_KIND_FETCH_AND, NANO_KIND_FETCH_NAND,
+                                       NANO_KIND_FETCH_OR,  NANO_KIND_FETCH_XOR};
+    Kind = NANO_KIND_COUNT;
+    for (unsigned I = 0; I < 6; ++I)
+      if (Name == std::string("fetch_") + Ops[I] || Name == std::string(Ops[I]) + "_fetch")
+        Kind = OpKinds[I];
+    if (Kind == NANO_KIND_COUNT)
+      return false;
+    SizedArgs = 3;
+  }
+  unsigned NArgs = CB.arg_size();
+  if (Sized ? NArgs != SizedArgs : (Generic == 0 || NArgs != Generic))
+    return false;
+  S.Kind = static_cast<uint16_t>(Kind);
+  S.Flags = NANO_SITE_LIBCALL;
+  if (Sized) {
+    S.Size = Sized;
+  } else if (const auto *C = dyn_cast<ConstantInt>(CB.getArgOperand(0))) {
+    S.Size = C->getValue().getActiveBits() <= 32 ? static_cast<uint32_t>(C->getZExtValue()) : 0;
+  }
+  if (Kind == NANO_KIND_COMPARE_EXCHANGE) {
+    S.Order = hostCallOrder(CB.getArgOperand(NArgs - 2));
+    S.Flags |= hostCallOrder(CB.getArgOperand(NArgs - 1)) << 4;
+  } else {
+    S.Order = hostCallOrder(CB.getArgOperand(NArgs - 1));
+  }
+  return true;
+}
+
+// Bytes accessed through a value of type Ty.
+static uint32_t hostSize(const DataLayout &DL, Type *Ty) {
+  return static_cast<uint32_t>(DL.getTypeStoreSize(Ty).getFixedValue());
+}
+
+// Fills S for an atomic operation. Returns false when I is not one.
+static bool hostClassify(Instruction &I, const DataLayout &DL, HostSite &S) {
+  if (auto *LI = dyn_cast<LoadInst>(&I)) {
+    if (!LI->isAtomic())
+      return false;
+    S.Kind = NANO_KIND_LOAD, S.Order = hostOrder(LI->getOrdering());
+    S.Size = hostSize(DL, LI->getType());
+    S.Flags = LI->isVolatile() ? NANO_SITE_VOLATILE : 0;
+  } else if (auto *SI = dyn_cast<StoreInst>(&I)) {
+    if (!SI->isAtomic())
+      return false;
+    S.Kind = NANO_KIND_STORE, S.Order = hostOrder(SI->getOrdering());
+    S.Size = hostSize(DL, SI->getValueOperand()->getType());
+    S.Flags = SI->isVolatile() ? NANO_SITE_VOLATILE : 0;
+  } else if (auto *RMW = dyn_cast<AtomicRMWInst>(&I)) {
+    unsigned Kind = hostRMWKind(RMW->getOperation());
+    if (Kind == NANO_KIND_COUNT)
+      return false;
+    S.Kind = static_cast<uint16_t>(Kind), S.Order = hostOrder(RMW->getOrdering());
+    S.Size = hostSize(DL, RMW->getValOperand()->getType());
+    S.Flags = RMW->isVolatile() ? NANO_SITE_VOLATILE : 0;
+  } else if (auto *CX = dyn_cast<AtomicCmpXchgInst>(&I)) {
+    S.Kind = NANO_KIND_COMPARE_EXCHANGE, S.Order = hostOrder(CX->getSuccessOrdering());
+    S.Size = hostSize(DL, CX->getNewValOperand()->getType());
+    S.Flags = static_cast<uint8_t>(hostOrder(CX->getFailureOrdering()) << 4);
+    if (CX->isWeak())
+      S.Flags |= NANO_SITE_WEAK;
+    if (CX->isVolatile())
+      S.Flags |= NANO_SITE_VOLATILE;
+  } else if (auto *FI = dyn_cast<FenceInst>(&I)) {
+    S.Kind = FI->getSyncScopeID() == SyncScope::SingleThread ? NANO_KIND_SIGNAL_FENCE
+                                                             : NANO_KIND_THREAD_FENCE;
+    S.Order = hostOrder(FI->getOrdering());
+  } else if (auto *CB = dyn_cast<CallBase>(&I)) {
+    return hostClassifyCall(*CB, S);
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// The functions listed in llvm.global.annotations with the given annotation,
+// and whether a global variable carries it (which marks the whole module).
+static void hostAnnotated(Module &M, StringRef Annotation, SmallPtrSetImpl<Function *> &Fns,
+                          bool &ModuleMarked) {
+  GlobalVariable *GA = M.getNamedGlobal("llvm.global.annotations");
+  if (!GA || !GA->hasInitializer())
+    return;
+  auto *Arr = dyn_cast<ConstantArray>(GA->getInitializer());
+  if (!Arr)
+    return;
+  for (Value *Op : Arr->operands()) {
+    auto *Entry = dyn_cast<ConstantStruct>(Op);
+    if (!Entry || Entry->getNumOperands() < 2)
+      continue;
+    auto *Str = dyn_cast<GlobalVariable>(Entry->getOperand(1)->stripPointerCasts());
+    if (!Str || !Str->hasInitializer())
+      continue;
+    auto *Data = dyn_cast<ConstantDataSequential>(Str->getInitializer());
+    if (!Data || !Data->isCString() || Data->getAsCString() != Annotation)
+      continue;
+    Value *Target = Entry->getOperand(0)->stripPointerCasts();
+    if (auto *F = dyn_cast<Function>(Target))
+      Fns.insert(F);
+    else if (isa<GlobalVariable>(Target))
+      ModuleMarked = true;
+  }
+}
+
+// True when the function must not be instrumented, whatever the filters say.
+static bool hostSkipFunction(const Function &F, const SmallPtrSetImpl<Function *> &NoInstrument) {
+  StringRef Name = F.getName();
+  return F.isDeclaration() || F.hasAvailableExternallyLinkage() ||
+         F.hasFnAttribute(Attribute::Naked) ||
+         F.hasFnAttribute(Attribute::DisableSanitizerInstrumentation) ||
+         F.hasFnAttribute("nano.twin") || compat::startsWith(Name, "__nano_") ||
+         compat::startsWith(Name, "nano_") || compat::startsWith(Name, "nano.") ||
+         NoInstrument.count(const_cast<Function *>(&F));
+}
+
+// The source file of I as written in its debug location ("" without one),
+// with the compilation directory prepended to a relative name.
+static std::string hostFile(const DILocation *Loc) {
+  StringRef File = Loc->getFilename(), Dir = Loc->getDirectory();
+  if (File.empty() || compat::startsWith(File, "/") || Dir.empty())
+    return File.str();
+  return (Dir + "/" + File).str();
+}
+
+// Why the module as a whole is left alone, or "" to instrument it. Modules
+// skipped for a reason the user chose stay silent; Diagnose is set when the
+// reason is a limitation the user should hear about.
+static std::string hostSkipModule(Module &M, bool &Diagnose) {
+  Diagnose = false;
+  if (M.getModuleFlag("nano.atomics"))
+    return "already instrumented";
+  Triple T = compat::targetTriple(M);
+  if (T.isAMDGPU() || T.isNVPTX() || T.isSPIRV())
+    return "device module";
+  for (const char *Hook : {"__nano_atomic", "__nano_register_module"}) {
+    if (GlobalValue *GV = M.getNamedValue(Hook)) {
+      if (!GV->isDeclaration())
+        return "defines the runtime hooks";
+      if (!GV->use_empty())
+        return "already calls the hooks (prelude)";
+    }
+  }
+  Diagnose = true;
+  if (!T.isOSBinFormatELF())
+    return "the hooks need ELF weak symbols, the target is " + T.str();
+  if (compat::typedPointers(M.getContext()))
+    return "typed pointers are not supported";
+  return "";
+}
+
+// A declaration of a weak hook `void Name(ptr)`, or null when the name is
+// taken by something else.
+static Function *hostHook(Module &M, StringRef Name, FunctionType *Ty) {
+  GlobalValue *GV = M.getNamedValue(Name);
+  if (!GV) {
+    Function *F = Function::Create(Ty, GlobalValue::ExternalWeakLinkage, Name, M);
+    F->addFnAttr(Attribute::NoUnwind);
+    // Call through the GOT entry the null test already loaded, not the PLT.
+    F->addFnAttr(Attribute::NonLazyBind);
+    return F;
+  }
+  auto *F = dyn_cast<Function>(GV);
+  if (!F || !F->isDeclaration() || F->getFunctionType() != Ty)
+    return nullptr;
+  F->setLinkage(GlobalValue::ExternalWeakLinkage);
+  return F;
+}
+
+// Emits `if (&Hook != null) Hook(Arg)` before Before, with Loc on every new
+// instruction. The branch is weighted towards "no runtime".
+static void hostGuardedCall(Function *Hook, Constant *Arg, Instruction *Before,
+                            const DebugLoc &Loc) {
+  LLVMContext &Ctx = Hook->getContext();
+  auto *Null = ConstantPointerNull::get(cast<PointerType>(Hook->getType()));
+  auto *Cond = new ICmpInst(ICmpInst::ICMP_NE, Hook, Null, "nano.hooked");
+  IRBuilder<> IRB(Before);
+  IRB.Insert(Cond);
+  Cond->setDebugLoc(Loc);
+  MDNode *Weights = MDBuilder(Ctx).createBranchWeights(1, 1 << 20);
+  Instruction *Then = SplitBlockAndInsertIfThen(Cond, Before, false, Weights);
+  Cond->getParent()->getTerminator()->setDebugLoc(Loc);
+  Then->setDebugLoc(Loc);
+  IRBuilder<> TB(Then);
+  CallInst *Call = TB.CreateCall(Hook->getFunctionType(), Hook, {Arg});
+  Call->setDoesNotThrow();
+  Call->setDebugLoc(Loc);
+}
+
+// A private constant holding S NUL-terminated, shared by equal strings.
+static Constant *hostString(Module &M, StringMap<Constant *> &Strings, StringRef S) {
+  Constant *&Slot = Strings[S];
+  if (!Slot) {
+    Constant *Init = ConstantDataArray::getString(M.getContext(), S, true);
+    auto *GV = new GlobalVariable(M, Init->getType(), true, GlobalValue::PrivateLinkage, Init,
+                                  "nano.str");
+    GV->setUnnamedAddr(GlobalValue::UnnamedAddr::Global);
+    GV->setAlignment(Align(1));
+    Slot = GV;
+  }
+  return Slot;
+}
+
+// Emits the site table, the module record, the registering constructor and a
+// guarded hook call before each site's operation.
+static void hostInstrument(Module &M, ArrayRef<HostSite> Sites) {
+  LLVMContext &Ctx = M.getContext();
+  const DataLayout &DL = M.getDataLayout();
+  Type *I8 = Type::getInt8Ty(Ctx), *I16 = Type::getInt16Ty(Ctx);
+  Type *I32 = Type::getInt32Ty(Ctx), *I64 = Type::getInt64Ty(Ctx);
+  PointerType *Ptr = PointerType::getUnqual(Ctx);
+  StructType *SiteTy = StructType::create(
+      Ctx, {I32, I16, I8, I8, I32, I32, I32, I32, Ptr, Ptr, Ptr}, "struct.nano_site");
+  StructType *ModTy =
+      StructType::create(Ctx, {I32, I32, Ptr, Ptr, Ptr, I64}, "struct.nano_site_module");
+  ArrayType *ArrTy = ArrayType::get(SiteTy, Sites.size());
+
+  auto *Table = new GlobalVariable(M, ArrTy, false, GlobalValue::PrivateLinkage, nullptr,
+                                   "nano.sites");
+  Table->setAlignment(DL.getABITypeAlign(SiteTy));
+  auto *Record = new GlobalVariable(M, ModTy, false, GlobalValue::PrivateLinkage, nullptr,
+                                    "nano.module");
+  Record->setAlignment(DL.getABITypeAlign(ModTy));
+
+  StringMap<Constant *> Strings;
+  SmallVector<Constant *, 64> Entries;
+  for (const HostSite &S : Sites) {
+    Function *F = S.I->getFunction();
+    Entries.push_back(ConstantStruct::get(
+        SiteTy, {ConstantInt::get(I32, 0), ConstantInt::get(I16, S.Kind),
+                 ConstantInt::get(I8, S.Order), ConstantInt::get(I8, S.Flags),
+                 ConstantInt::get(I32, S.Size), ConstantInt::get(I32, S.Line),
+                 ConstantInt::get(I32, S.Column), ConstantInt::get(I32, 0),
+                 hostString(M, Strings, F->getName()), hostString(M, Strings, S.File), Record}));
+  }
+  Table->setInitializer(ConstantArray::get(ArrTy, Entries));
+  Record->setInitializer(ConstantStruct::get(
+      ModTy, {ConstantInt::get(I32, NANO_SITE_ABI), ConstantInt::get(I32, Sites.size()), Table,
+              hostString(M, Strings, M.getSourceFileName()), ConstantPointerNull::get(Ptr),
+              ConstantInt::get(I64, 0)}));
+
+  FunctionType *HookTy = FunctionType::get(Type::getVoidTy(Ctx), {Ptr}, false);
+  Function *Atomic = hostHook(M, "__nano_atomic", HookTy);
+  Function *Register = hostHook(M, "__nano_register_module", HookTy);
+  assert(Atomic && Register && "hook names were checked by hostHooksUsable");
+
+  Function *Ctor = Function::Create(FunctionType::get(Type::getVoidTy(Ctx), false),
+                                    GlobalValue::InternalLinkage, "nano.module_ctor", M);
+  Ctor->addFnAttr(Attribute::NoUnwind);
+  ReturnInst *Ret = ReturnInst::Create(Ctx, BasicBlock::Create(Ctx, "entry", Ctor));
+  hostGuardedCall(Register, Record, Ret, DebugLoc());
+  appendToGlobalCtors(M, Ctor, 101);
+
+  for (size_t Idx = 0; Idx < Sites.size(); ++Idx) {
+    Constant *SitePtr = ConstantExpr::getInBoundsGetElementPtr(
+        ArrTy, Table, ArrayRef<Constant *>{ConstantInt::get(I64, 0), ConstantInt::get(I64, Idx)});
+    hostGuardedCall(Atomic, SitePtr, Sites[Idx].I, Sites[Idx].I->getDebugLoc());
+  }
+  M.addModuleFlag(Module::Max, "nano.atomics", 1);
+}
+
+// True when the hook names are free or declared as `void (ptr)` functions.
+static bool hostHooksUsable(Module &M, FunctionType *HookTy) {
+  for (const char *Hook : {"__nano_atomic", "__nano_register_module"}) {
+    GlobalValue *GV = M.getNamedValue(Hook);
+    auto *F = dyn_cast_or_null<Function>(GV);
+    if (GV && (!F || F->getFunctionType() != HookTy))
+      return false;
+  }
+  return true;
+}
+
+PreservedAnalyses HostAtomicsPass::run(Module &M, ModuleAnalysisManager &) {
+  bool Diagnose = false;
+  std::string Why = hostSkipModule(M, Diagnose);
+  if (!Why.empty()) {
+    if (Diagnose)
+      hostDiagnose(M, Why);
+    return PreservedAnalyses::all();
+  }
+  const HostConfig &Config = hostConfig();
+  if (Config.Kinds.none())
+    return PreservedAnalyses::all();
+
+  SmallPtrSet<Function *, 8> NoInstrument;
+  bool ModuleMarked = false;
+  hostAnnotated(M, "nano_no_instrument", NoInstrument, ModuleMarked);
+  if (ModuleMarked)
+    return PreservedAnalyses::all();
+
+  const DataLayout &DL = M.getDataLayout();
+  std::string ModuleFile = M.getSourceFileName();
+  std::vector<HostSite> Sites;
+  for (Function &F : M) {
+    if (hostSkipFunction(F, NoInstrument))
+      continue;
+    if (Config.Functions && !Config.Functions->match(F.getName()))
+      continue;
+    if (Config.ExcludeFunctions && Config.ExcludeFunctions->match(F.getName()))
+      continue;
+    for (Instruction &I : instructions(F)) {
+      HostSite S;
+      if (!hostClassify(I, DL, S) || !Config.Kinds.test(S.Kind))
+        continue;
+      S.I = &I;
+      if (const DILocation *Loc = I.getDebugLoc().get()) {
+        S.Line = Loc->getLine();
+        S.Column = Loc->getColumn();
+        S.File = hostFile(Loc);
+      }
+      const std::string &Where = S.File.empty() ? ModuleFile : S.File;
+      if (Config.Files && !Config.Files->match(Where))
+        continue;
+      if (Config.ExcludeFiles && Config.ExcludeFiles->match(Where))
+        continue;
+      Sites.push_back(std::move(S));
+    }
+  }
+  if (Sites.empty())
+    return PreservedAnalyses::all();
+  if (Sites.size() > UINT32_MAX) {
+    hostDiagnose(M, "more than 2^32 atomic sites");
+    return PreservedAnalyses::all();
+  }
+  FunctionType *HookTy =
+      FunctionType::get(Type::getVoidTy(M.getContext()), {PointerType::getUnqual(M.getContext())},
+                        false);
+  if (!hostHooksUsable(M, HookTy)) {
+    hostDiagnose(M, "__nano_atomic or __nano_register_module is declared with another type");
+    return PreservedAnalyses::all();
+  }
+  hostInstrument(M, Sites);
+  return PreservedAnalyses::none();
+}
+
+void nano::registerHostAtomics(PassBuilder &PB) {
+  compat::registerOptimizerLast(
+      PB, [](ModulePassManager &MPM, OptimizationLevel, ThinOrFullLTOPhase) {
+        MPM.addPass(HostAtomicsPass());
+      });
+  PB.registerPipelineParsingCallback(
+      [](StringRef Name, ModulePassManager &MPM, ArrayRef<PassBuilder::PipelineElement>) {
+        if (Name != "nano-atomics")
+          return false;
+        MPM.addPass(HostAtomicsPass());
+        return true;
+      });
+}
