@@ -1,0 +1,670 @@
+/*
+ * gate.c: `nanoprobe gate`, the regression gate of nanoprobe.
+ *
+ *   nanoprobe gate --baseline base.json [--tolerance N%|N] [--update]
+ *                  [--metric atomics|instructions] [--tool callgrind|perf]
+ *                  [--tracker libnano_tracker.so] -- ./app args...
+ *   nanoprobe gate --baseline base.json --current cur.json [--tolerance N%|N]
+ *
+ * Metric "atomics" (default): runs the command with libnano_tracker.so in
+ * LD_PRELOAD and NANO_TRACKER_FORMAT=json, one dump per process into a
+ * private temporary folder, and sums the dumps; or reads --current. Counts are
+ * compared per kind and per site (file:line:column, function, kind).
+ * Metric "instructions": counts the instructions the command executes, with
+ * valgrind's callgrind (children traced too) or `perf stat -e instructions:u`,
+ * and compares that one number.
+ *
+ * A count regresses when current > baseline + allowance, the allowance being
+ * N, or N% of the baseline (rounded up). Exit status: 0 no regression (or
+ * --update wrote the baseline), 1 regression (a diff is printed), 2 bad usage,
+ * a missing or malformed baseline or current file, or a command that could
+ * not be measured (it failed, or the measuring tool did).
+ *
+ * JSON documents are read and written with jansson.
+ */
+#define _GNU_SOURCE /* mkdtemp, strdup */
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "nanoprobe.h"
+
+#define GATE_FORMAT_ATOMICS "nanoprobe-atomics"
+#define GATE_FORMAT_INSTRUCTIONS "nanoprobe-instructions"
+
+/* The options of one gate run. */
+struct gate_opts {
+  const char *baseline;
+  const char *current;
+  const char *tracker;
+  const char *tool;    /* callgrind or perf */
+  int instructions;    /* --metric instructions */
+  int update;
+  int tol_percent;     /* tolerance is a percentage */
+  double tolerance;
+  char **cmd;          /* argv of the command, NULL-terminated, or NULL */
+};
+
+/* Counts of one run, normalised: per kind and per site key, as json
+ * objects of integers (jansson keeps insertion order). */
+struct gate_counts {
+  json_t *doc;   /* the document as written to a baseline */
+  json_t *kinds; /* name -> count (borrowed from doc, or owned for instructions) */
+  json_t *sites; /* key -> count (owned) */
+  json_t *site_docs; /* key -> the site's first object, when measuring (owned) */
+};
+
+static void gate_usage(FILE *out) {
+  fputs("usage: nanoprobe gate --baseline FILE [--tolerance N%|N] [--update]\n"
+        "                      [--metric atomics|instructions] [--tool callgrind|perf]\n"
+        "                      [--tracker LIB] -- COMMAND [ARGS...]\n"
+        "       nanoprobe gate --baseline FILE --current FILE [--tolerance N%|N] [--update]\n"
+        "Compares the atomics (or instructions) COMMAND executes with a baseline;\n"
+        "exit 0: within tolerance, 1: grew (diff printed), 2: bad input.\n",
+        out);
+}
+
+/* The key of a site: "file:line:column function kind". Returns a new string
+ * or NULL when out of memory. */
+static char *gate_site_key(const char *file, json_int_t line, json_int_t column,
+                           const char *function, const char *kind) {
+  char *key = NULL;
+  if (asprintf(&key, "%s:%" JSON_INTEGER_FORMAT ":%" JSON_INTEGER_FORMAT " %s %s",
+               file[0] ? file : "?", line, column, function[0] ? function : "?", kind) < 0)
+    return NULL;
+  return key;
+}
+
+/* Adds n to the integer under key in object obj. Returns 0 or -1. */
+static int gate_add(json_t *obj, const char *key, json_int_t n) {
+  json_t *v = json_object_get(obj, key);
+  if (v != NULL)
+    return json_integer_set(v, json_integer_value(v) + n);
+  return json_object_set_new(obj, key, json_integer(n));
+}
+
+/*
+ * Checks an atomics document and adds its kinds and sites to *c (merging
+ * several processes' dumps). `what` names the input in errors. Returns 0, or
+ * -1 after printing what is wrong.
+ */
+static int gate_merge_atomics(struct gate_counts *c, json_t *doc, const char *what) {
+  json_t *fmt = json_object_get(doc, "format");
+  if (!json_is_object(doc) || !json_is_string(fmt)) {
+    fprintf(stderr, "nanoprobe gate: %s is malformed: not a JSON object with a \"format\"\n", what);
+    return -1;
+  }
+  if (strcmp(json_string_value(fmt), GATE_FORMAT_ATOMICS) != 0) {
+    fprintf(stderr, "nanoprobe gate: %s is a \"%s\" document, not \"%s\" (use the matching --metric)\n",
+            what, json_string_value(fmt), GATE_FORMAT_ATOMICS);
+    return -1;
+  }
+  json_t *version = json_object_get(doc, "version");
+  if (!json_is_integer(version) || json_integer_value(version) != 1) {
+    fprintf(stderr, "nanoprobe gate: %s is malformed: \"version\" is not 1\n", what);
+    return -1;
+  }
+  json_t *kinds = json_object_get(doc, "kinds");
+  json_t *sites = json_object_get(doc, "sites");
+  if (!json_is_object(kinds) || !json_is_array(sites)) {
+    fprintf(stderr, "nanoprobe gate: %s is malformed: needs a \"kinds\" object and a \"sites\" array\n",
+            what);
+    return -1;
+  }
+  const char *name;
+  json_t *v;
+  json_object_foreach(kinds, name, v) {
+    if (!json_is_integer(v) || json_integer_value(v) < 0) {
+      fprintf(stderr, "nanoprobe gate: %s is malformed: kinds.%s is not a count\n", what, name);
+      return -1;
+    }
+    if (gate_add(c->kinds, name, json_integer_value(v)) != 0)
+      goto nomem;
+  }
+  size_t i;
+  json_t *s;
+  json_array_foreach(sites, i, s) {
+    const char *kind, *file, *function;
+    json_int_t line, column, count;
+    if (json_unpack(s, "{s:s, s:s, s:s, s:I, s:I, s:I}", "kind", &kind, "file", &file, "function",
+                    &function, "line", &line, "column", &column, "count", &count) != 0 ||
+        count < 0) {
+      fprintf(stderr,
+              "nanoprobe gate: %s is malformed: sites[%zu] needs kind, file, function (strings), "
+              "line, column, count (integers)\n",
+              what, i);
+      return -1;
+    }
+    char *key = gate_site_key(file, line, column, function, kind);
+    if (key == NULL)
+      goto nomem;
+    int rc = gate_add(c->sites, key, count);
+    if (rc == 0 && c->site_docs != NULL && json_object_get(c->site_docs, key) == NULL) {
+      json_t *copy = json_deep_copy(s);
+      if (copy != NULL)
+        json_object_del(copy, "id"); /* process-local; absent from merged documents */
+      rc = copy == NULL || json_object_set_new(c->site_docs, key, copy) != 0;
+    }
+    free(key);
+    if (rc != 0)
+      goto nomem;
+  }
+  return 0;
+nomem:
+  fprintf(stderr, "nanoprobe gate: out of memory reading %s\n", what);
+  return -1;
+}
+
+/* Reads an atomics or instructions document from path into *c. Returns 0, or
+ * 2 after saying why the file is missing or malformed. */
+static int gate_read(struct gate_counts *c, const char *path, const char *role, int instructions) {
+  char what[PATH_MAX + 32];
+  snprintf(what, sizeof what, "%s '%s'", role, path);
+  json_error_t err;
+  json_t *doc = json_load_file(path, 0, &err);
+  if (doc == NULL) {
+    if (access(path, R_OK) != 0)
+      fprintf(stderr, "nanoprobe gate: %s is missing: %s\n", what, strerror(errno));
+    else
+      fprintf(stderr, "nanoprobe gate: %s is malformed: line %d column %d: %s\n", what, err.line,
+              err.column, err.text);
+    return 2;
+  }
+  c->doc = doc;
+  c->kinds = json_object();
+  c->sites = json_object();
+  if (c->kinds == NULL || c->sites == NULL) {
+    fprintf(stderr, "nanoprobe gate: out of memory reading %s\n", what);
+    return 2;
+  }
+  if (!instructions)
+    return gate_merge_atomics(c, doc, what) == 0 ? 0 : 2;
+  const char *fmt = NULL;
+  json_int_t n = -1;
+  if (json_unpack(doc, "{s:s, s:I}", "format", &fmt, "instructions", &n) != 0 || n < 0) {
+    fprintf(stderr, "nanoprobe gate: %s is malformed: needs \"format\" and \"instructions\"\n",
+            what);
+    return 2;
+  }
+  if (strcmp(fmt, GATE_FORMAT_INSTRUCTIONS) != 0) {
+    fprintf(stderr, "nanoprobe gate: %s is a \"%s\" document, not \"%s\" (use the matching --metric)\n",
+            what, fmt, GATE_FORMAT_INSTRUCTIONS);
+    return 2;
+  }
+  return gate_add(c->kinds, "instructions", n) == 0 ? 0 : 2;
+}
+
+static void gate_free(struct gate_counts *c) {
+  json_decref(c->doc);
+  json_decref(c->kinds);
+  json_decref(c->sites);
+  json_decref(c->site_docs);
+  memset(c, 0, sizeof *c);
+}
+
+/* Finds libnano_tracker.so: --tracker, $NANO_GATE_TRACKER, then next to this
+ * program in the build tree or the install tree. Returns a path or NULL. */
+static const char *gate_find_tracker(const char *given, char *buf, size_t n) {
+  if (given != NULL)
+    return given;
+  const char *env = getenv("NANO_GATE_TRACKER");
+  if (env != NULL && env[0] != '\0')
+    return env;
+  char exe[PATH_MAX];
+  ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (len <= 0)
+    return NULL;
+  exe[len] = '\0';
+  char *slash = strrchr(exe, '/');
+  if (slash == NULL)
+    return NULL;
+  *slash = '\0';
+  static const char *const rel[] = {NANO_GATE_TRACKER_BUILD_REL, NANO_GATE_TRACKER_INSTALL_REL};
+  for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
+    int len2 = snprintf(buf, n, "%s/%s", exe, rel[i]);
+    if (len2 > 0 && (size_t)len2 < n && access(buf, R_OK) == 0)
+      return buf;
+  }
+  return NULL;
+}
+
+/* Runs argv with extra environment `env` (NULL-terminated "K=V" list).
+ * Returns the exit
+ * status, or -1 after saying why it could not run or how it died. */
+static int gate_spawn(char **argv, char **env, const char *label) {
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid < 0) {
+    fprintf(stderr, "nanoprobe gate: fork: %s\n", strerror(errno));
+    return -1;
+  }
+  if (pid == 0) {
+    for (char **e = env; e && *e; e++)
+      if (putenv(*e) != 0)
+        _exit(127);
+    execvp(argv[0], argv);
+    fprintf(stderr, "nanoprobe gate: cannot run '%s': %s\n", argv[0], strerror(errno));
+    _exit(127);
+  }
+  int status;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) {
+      fprintf(stderr, "nanoprobe gate: waitpid: %s\n", strerror(errno));
+      return -1;
+    }
+  }
+  if (WIFSIGNALED(status)) {
+    fprintf(stderr, "nanoprobe gate: %s died of signal %d\n", label, WTERMSIG(status));
+    return -1;
+  }
+  return WEXITSTATUS(status);
+}
+
+/* Removes the files of temporary folder dir and the folder. */
+static void gate_rmdir(const char *dir) {
+  DIR *d = opendir(dir);
+  if (d != NULL) {
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+      if (e->d_name[0] == '.')
+        continue;
+      char p[PATH_MAX];
+      snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+      if (unlink(p) != 0)
+        fprintf(stderr, "nanoprobe gate: cannot remove '%s': %s\n", p, strerror(errno));
+    }
+    closedir(d);
+  }
+  if (rmdir(dir) != 0)
+    fprintf(stderr, "nanoprobe gate: cannot remove '%s': %s\n", dir, strerror(errno));
+}
+
+/* Sums the counts callgrind wrote into dir (one file per process). Returns the
+ * instructions, or -1 after saying what is wrong. */
+static long long gate_callgrind_total(const char *dir) {
+  DIR *d = opendir(dir);
+  if (d == NULL) {
+    fprintf(stderr, "nanoprobe gate: cannot read '%s': %s\n", dir, strerror(errno));
+    return -1;
+  }
+  long long total = 0;
+  int files = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    if (strncmp(e->d_name, "callgrind.out.", 14) != 0)
+      continue;
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+    FILE *f = fopen(p, "r");
+    if (f == NULL) {
+      fprintf(stderr, "nanoprobe gate: cannot read '%s': %s\n", p, strerror(errno));
+      continue;
+    }
+    char line[4096];
+    long long n = -1;
+    while (fgets(line, sizeof line, f) != NULL)
+      if (strncmp(line, "summary:", 8) == 0 || (n < 0 && strncmp(line, "totals:", 7) == 0))
+        n = strtoll(strchr(line, ':') + 1, NULL, 10);
+    fclose(f);
+    if (n >= 0) {
+      total += n;
+      files++;
+    }
+  }
+  closedir(d);
+  if (files == 0) {
+    fprintf(stderr, "nanoprobe gate: callgrind wrote no counts\n");
+    return -1;
+  }
+  return total;
+}
+
+/* Parses the CSV output of `perf stat -x,`; returns instructions or -1. */
+static long long gate_perf_total(const char *path) {
+  FILE *f = fopen(path, "r");
+  if (f == NULL) {
+    fprintf(stderr, "nanoprobe gate: cannot read '%s': %s\n", path, strerror(errno));
+    return -1;
+  }
+  char line[4096];
+  long long n = -1;
+  while (fgets(line, sizeof line, f) != NULL) {
+    if (strstr(line, ",instructions") == NULL)
+      continue;
+    if (line[0] < '0' || line[0] > '9') {
+      fprintf(stderr, "nanoprobe gate: perf cannot count instructions here (%.*s); use --tool callgrind\n",
+              (int)strcspn(line, ",\n"), line);
+      break;
+    }
+    n = strtoll(line, NULL, 10);
+  }
+  fclose(f);
+  return n;
+}
+
+/* Runs the command and measures it into *c. Returns 0, or 2 when it could
+ * not be measured. */
+static int gate_measure(struct gate_counts *c, const struct gate_opts *o) {
+  char dir[] = "/tmp/nanoprobe-gate-XXXXXX";
+  if (mkdtemp(dir) == NULL) {
+    fprintf(stderr, "nanoprobe gate: cannot create a temporary folder: %s\n", strerror(errno));
+    return 2;
+  }
+  int rc = 2;
+  c->kinds = json_object();
+  c->sites = json_object();
+  c->site_docs = json_object();
+  if (c->kinds == NULL || c->sites == NULL || c->site_docs == NULL)
+    goto out;
+  size_t nargs = 0;
+  while (o->cmd[nargs])
+    nargs++;
+  char **argv = calloc(nargs + 8, sizeof *argv);
+  if (argv == NULL)
+    goto out;
+  char arg1[PATH_MAX + 64], arg2[PATH_MAX + 64];
+  if (!o->instructions) {
+    char libbuf[PATH_MAX];
+    const char *lib = gate_find_tracker(o->tracker, libbuf, sizeof libbuf);
+    if (lib == NULL) {
+      fprintf(stderr, "nanoprobe gate: cannot find libnano_tracker.so; pass --tracker PATH\n");
+      free(argv);
+      goto out;
+    }
+    char preload[PATH_MAX * 2 + 16], output[PATH_MAX + 32];
+    const char *old = getenv("LD_PRELOAD");
+    snprintf(preload, sizeof preload, "LD_PRELOAD=%s%s%s", lib, old && old[0] ? ":" : "",
+             old ? old : "");
+    snprintf(output, sizeof output, "NANO_TRACKER_OUTPUT=%s/%%p.json", dir);
+    char *env[] = {preload, output, "NANO_TRACKER_FORMAT=json", NULL};
+    int status = gate_spawn(o->cmd, env, o->cmd[0]);
+    free(argv);
+    if (status != 0) {
+      if (status > 0)
+        fprintf(stderr, "nanoprobe gate: '%s' exited with status %d; not comparing\n", o->cmd[0],
+                status);
+      goto out;
+    }
+    DIR *d = opendir(dir);
+    if (d == NULL) {
+      fprintf(stderr, "nanoprobe gate: cannot read '%s': %s\n", dir, strerror(errno));
+      goto out;
+    }
+    int dumps = 0, bad = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+      if (e->d_name[0] == '.')
+        continue;
+      char p[PATH_MAX + 300], what[PATH_MAX + 400];
+      snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+      snprintf(what, sizeof what, "the tracker's dump '%s'", p);
+      json_error_t err;
+      json_t *doc = json_load_file(p, 0, &err);
+      if (doc == NULL) {
+        fprintf(stderr, "nanoprobe gate: %s is malformed: %s\n", what, err.text);
+        bad = 1;
+        continue;
+      }
+      if (gate_merge_atomics(c, doc, what) != 0)
+        bad = 1;
+      json_decref(doc);
+      dumps++;
+    }
+    closedir(d);
+    if (bad)
+      goto out;
+    if (dumps == 0)
+      fprintf(stderr, "nanoprobe gate: warning: '%s' executed no instrumented code (built with "
+                      "the plugin or the prelude?); its count is 0\n", o->cmd[0]);
+  } else {
+    size_t a = 0;
+    int callgrind = o->tool == NULL || strcmp(o->tool, "callgrind") == 0;
+    if (callgrind) {
+      snprintf(arg1, sizeof arg1, "--callgrind-out-file=%s/callgrind.out.%%p", dir);
+      argv[a++] = "valgrind";
+      argv[a++] = "--tool=callgrind";
+      argv[a++] = "--trace-children=yes";
+      argv[a++] = "-q";
+      argv[a++] = arg1;
+    } else {
+      snprintf(arg2, sizeof arg2, "%s/perf.csv", dir);
+      argv[a++] = "perf";
+      argv[a++] = "stat";
+      argv[a++] = "-x,";
+      argv[a++] = "-e";
+      argv[a++] = "instructions:u";
+      argv[a++] = "-o";
+      argv[a++] = arg2;
+    }
+    memcpy(argv + a, o->cmd, (nargs + 1) * sizeof *argv);
+    int status = gate_spawn(argv, NULL, argv[0]);
+    free(argv);
+    if (status != 0) {
+      if (status > 0)
+        fprintf(stderr, "nanoprobe gate: '%s' under %s exited with status %d; not comparing\n",
+                o->cmd[0], callgrind ? "valgrind" : "perf", status);
+      goto out;
+    }
+    long long n = callgrind ? gate_callgrind_total(dir) : gate_perf_total(arg2);
+    if (n < 0)
+      goto out;
+    if (gate_add(c->kinds, "instructions", n) != 0)
+      goto out;
+    c->doc = json_pack("{s:s, s:i, s:s, s:I}", "format", GATE_FORMAT_INSTRUCTIONS, "version", 1,
+                       "tool", callgrind ? "callgrind" : "perf", "instructions", (json_int_t)n);
+    rc = c->doc ? 0 : 2;
+    goto out;
+  }
+  /* The merged atomics document, as a baseline stores it. */
+  json_t *sites = json_array();
+  json_int_t total = 0;
+  const char *key;
+  json_t *v;
+  json_object_foreach(c->kinds, key, v) total += json_integer_value(v);
+  json_object_foreach(c->site_docs, key, v) {
+    if (sites == NULL || json_object_set(v, "count", json_object_get(c->sites, key)) != 0 ||
+        json_array_append(sites, v) != 0)
+      goto out;
+  }
+  c->doc = json_pack("{s:s, s:i, s:I, s:O, s:o}", "format", GATE_FORMAT_ATOMICS, "version", 1,
+                     "total", total, "kinds", c->kinds, "sites", sites);
+  rc = c->doc ? 0 : 2;
+out:
+  gate_rmdir(dir);
+  return rc;
+}
+
+/* The allowance of a baseline count under the tolerance. */
+static json_int_t gate_allowance(const struct gate_opts *o, json_int_t base) {
+  if (o->tol_percent)
+    return (json_int_t)ceil((double)base * o->tolerance / 100.0);
+  return (json_int_t)o->tolerance;
+}
+
+static int gate_strcmp(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/*
+ * Compares one map (kinds or sites) of current against baseline, printing a
+ * line for every count that changed. Returns the number of regressions, or -1
+ * when out of memory.
+ */
+static int gate_compare_map(json_t *base, json_t *cur, const char *label,
+                            const struct gate_opts *o, int *changes) {
+  size_t n = json_object_size(base) + json_object_size(cur);
+  const char **keys = calloc(n ? n : 1, sizeof *keys);
+  if (keys == NULL)
+    return -1;
+  size_t k = 0;
+  const char *key;
+  json_t *v;
+  json_object_foreach(base, key, v) keys[k++] = key;
+  json_object_foreach(cur, key, v) if (json_object_get(base, key) == NULL) keys[k++] = key;
+  qsort(keys, k, sizeof *keys, gate_strcmp);
+  int regressions = 0;
+  for (size_t i = 0; i < k; i++) {
+    json_int_t b = json_integer_value(json_object_get(base, keys[i]));
+    json_int_t c = json_integer_value(json_object_get(cur, keys[i]));
+    if (b == c)
+      continue;
+    int bad = c > b + gate_allowance(o, b);
+    regressions += bad;
+    (*changes)++;
+    char pct[32] = "new";
+    if (b > 0)
+      snprintf(pct, sizeof pct, "%+.2f%%", 100.0 * (double)(c - b) / (double)b);
+    printf("  %s %-10s %s: %" JSON_INTEGER_FORMAT " -> %" JSON_INTEGER_FORMAT
+           " (%+" JSON_INTEGER_FORMAT ", %s)\n",
+           bad ? "REGRESSED" : (c > b ? "grew     " : "shrank   "), label, keys[i], b, c, c - b,
+           pct);
+  }
+  free(keys);
+  return regressions;
+}
+
+/* Parses "--tolerance" values: "N" (absolute) or "N%". Returns 0 or -1. */
+static int gate_parse_tolerance(const char *s, struct gate_opts *o) {
+  char *end;
+  errno = 0;
+  double t = strtod(s, &end);
+  if (errno != 0 || end == s || t < 0 || !isfinite(t))
+    return -1;
+  if (*end == '%' && end[1] == '\0') {
+    o->tol_percent = 1;
+  } else if (*end != '\0' || t != floor(t)) {
+    return -1;
+  }
+  o->tolerance = t;
+  return 0;
+}
+
+/* Writes doc to the baseline path. Returns 0 or 2. */
+static int gate_write_baseline(json_t *doc, const char *path) {
+  if (json_dump_file(doc, path, JSON_INDENT(2)) != 0) {
+    fprintf(stderr, "nanoprobe gate: cannot write baseline '%s': %s\n", path, strerror(errno));
+    return 2;
+  }
+  printf("nanoprobe gate: baseline '%s' updated\n", path);
+  return 0;
+}
+
+int nanoprobe_cmd_gate(int argc, char **argv) {
+  struct gate_opts o = {0};
+  int i;
+  for (i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    const char **val = NULL;
+    if (strcmp(a, "--") == 0) {
+      i++;
+      break;
+    } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      gate_usage(stdout);
+      return 0;
+    } else if (strcmp(a, "--update") == 0) {
+      o.update = 1;
+      continue;
+    } else if (strcmp(a, "--baseline") == 0) {
+      val = &o.baseline;
+    } else if (strcmp(a, "--current") == 0) {
+      val = &o.current;
+    } else if (strcmp(a, "--tracker") == 0) {
+      val = &o.tracker;
+    } else if (strcmp(a, "--tool") == 0) {
+      val = &o.tool;
+    } else if (strcmp(a, "--tolerance") == 0 || strcmp(a, "--metric") == 0) {
+      if (i + 1 >= argc) {
+        fprintf(stderr, "nanoprobe gate: %s needs a value\n", a);
+        return 2;
+      }
+      const char *v = argv[++i];
+      if (a[2] == 't') {
+        if (gate_parse_tolerance(v, &o) != 0) {
+          fprintf(stderr, "nanoprobe gate: --tolerance '%s' is not N (an integer count) or N%%\n", v);
+          return 2;
+        }
+      } else if (strcmp(v, "instructions") == 0) {
+        o.instructions = 1;
+      } else if (strcmp(v, "atomics") != 0) {
+        fprintf(stderr, "nanoprobe gate: --metric '%s' is not 'atomics' or 'instructions'\n", v);
+        return 2;
+      }
+      continue;
+    } else {
+      /* A command without "--" starts at the first non-option. */
+      if (a[0] != '-')
+        break;
+      fprintf(stderr, "nanoprobe gate: unknown option '%s'\n", a);
+      gate_usage(stderr);
+      return 2;
+    }
+    if (i + 1 >= argc) {
+      fprintf(stderr, "nanoprobe gate: %s needs a value\n", a);
+      return 2;
+    }
+    *val = argv[++i];
+  }
+  if (i < argc)
+    o.cmd = argv + i;
+  if (o.baseline == NULL || (o.cmd == NULL) == (o.current == NULL)) {
+    fprintf(stderr, "nanoprobe gate: needs --baseline and either --current FILE or -- COMMAND\n");
+    gate_usage(stderr);
+    return 2;
+  }
+  if (o.tool != NULL && strcmp(o.tool, "callgrind") != 0 && strcmp(o.tool, "perf") != 0) {
+    fprintf(stderr, "nanoprobe gate: --tool '%s' is not 'callgrind' or 'perf'\n", o.tool);
+    return 2;
+  }
+
+  struct gate_counts base = {0}, cur = {0};
+  int rc;
+  if (!o.update && (rc = gate_read(&base, o.baseline, "baseline", o.instructions)) != 0)
+    goto out;
+  rc = o.current ? gate_read(&cur, o.current, "current", o.instructions) : gate_measure(&cur, &o);
+  if (rc != 0)
+    goto out;
+  if (o.update) {
+    rc = gate_write_baseline(cur.doc, o.baseline);
+    goto out;
+  }
+  int changes = 0;
+  int rk = gate_compare_map(base.kinds, cur.kinds, o.instructions ? "metric" : "kind", &o, &changes);
+  int rs = o.instructions ? 0 : gate_compare_map(base.sites, cur.sites, "site", &o, &changes);
+  if (rk < 0 || rs < 0) {
+    fprintf(stderr, "nanoprobe gate: out of memory\n");
+    rc = 2;
+    goto out;
+  }
+  json_int_t tb = 0, tc = 0;
+  const char *key;
+  json_t *v;
+  json_object_foreach(base.kinds, key, v) tb += json_integer_value(v);
+  json_object_foreach(cur.kinds, key, v) tc += json_integer_value(v);
+  const char *what = o.instructions ? "instructions" : "atomics";
+  char tol[40];
+  snprintf(tol, sizeof tol, o.tol_percent ? "%g%%" : "%g", o.tolerance);
+  if (rk + rs > 0) {
+    printf("nanoprobe gate: FAIL: %s grew beyond tolerance %s: %d regression%s; total %"
+           JSON_INTEGER_FORMAT " -> %" JSON_INTEGER_FORMAT "\n",
+           what, tol, rk + rs, rk + rs == 1 ? "" : "s", tb, tc);
+    rc = 1;
+  } else {
+    printf("nanoprobe gate: OK: %s within tolerance %s (%d change%s); total %" JSON_INTEGER_FORMAT
+           " -> %" JSON_INTEGER_FORMAT "\n",
+           what, tol, changes, changes == 1 ? "" : "s", tb, tc);
+    rc = 0;
+  }
+out:
+  gate_free(&base);
+  gate_free(&cur);
+  return rc;
+}
