@@ -28,6 +28,10 @@
 
 #include "rpdtool.h"
 
+/* Returned by a step that found its metadata tag (or an output file made by
+ * the same command): nothing to do. */
+#define AN_ALREADY 100
+
 /* ---- steps that write a trace ------------------------------------------ */
 
 /* Runs `sql` (one or more statements) on t->db; on failure prints
@@ -57,6 +61,47 @@ int an_meta_set(sqlite3 *db, const char *tag, const char *value);
  * the caller finalizes them). Returns the id, or -1 on SQLite error. */
 int64_t an_intern(sqlite3 *db, sqlite3_stmt **lookup, sqlite3_stmt **insert, const char *s);
 
+/* Reads an integer tag of rocpd_metadata (e.g. "pid_stride"); `dflt` when it
+ * is absent, not a positive number or unreadable. */
+int64_t an_meta_int(sqlite3 *db, const char *tag, int64_t dflt);
+
+/* ---- copying traces (analysis_copy.c) ---------------------------------- */
+
+struct an_copy_opts {
+  int64_t node;   /* pid += node * pid_stride, gpuId += node * gpu_stride */
+  int window;     /* non-zero: copy only what starts within [lo, hi] */
+  int64_t lo, hi;
+};
+
+struct an_copy_counts {
+  int64_t api, op, monitor, strings;
+};
+
+/* Copies the trace `src` (opened with rpdtool_open; only its path and schema
+ * are used) into the RPD database `db` (schema 3) in one transaction: every
+ * call, op, link, kernel and copy launch, monitor sample, counter and stack
+ * frame, or with o->window only the calls starting within [lo, hi], the ops
+ * they caused and the unlinked ops and samples starting within [lo, hi].
+ * Strings referenced by the copied rows are shared by text; ids are shifted
+ * past those in db; the node is encoded in pid and gpuId with db's strides.
+ * Adds to *c. Returns 0, or -1 after printing why (db unchanged). */
+int an_copy(const char *cmd, sqlite3 *db, const struct rpdtool_trace *src,
+            const struct an_copy_opts *o, struct an_copy_counts *c);
+
+/* New output files of merge and trim. an_out_check: 0 when `out` does not
+ * exist; AN_ALREADY when it is an RPD file whose metadata tag `tag` equals
+ * `value` (the same command made it: nothing to do); otherwise prints that it
+ * refuses to overwrite and returns RPDTOOL_EXIT_FAIL. an_out_create: creates
+ * the schema-3 file (0 or RPDTOOL_EXIT_FAIL). an_out_finish: records
+ * tag = value and closes (0, or RPDTOOL_EXIT_FAIL with the file removed).
+ * an_out_discard: closes db (may be NULL) and removes the file and its
+ * journals, so a failed command leaves nothing behind. */
+int an_out_check(const char *cmd, const char *out, const char *tag, const char *value);
+int an_out_create(const char *cmd, const char *out, sqlite3 **db);
+int an_out_finish(const char *cmd, sqlite3 *db, const char *out, const char *tag,
+                  const char *value);
+void an_out_discard(sqlite3 *db, const char *out);
+
 /* ---- the call walk ----------------------------------------------------- */
 
 struct an_frame {
@@ -85,9 +130,6 @@ int an_walk(const char *cmd, const struct rpdtool_trace *t, const char *label, a
             void *ctx);
 
 /* ---- steps run by other steps ------------------------------------------ */
-
-/* Returned by a step function that found its metadata tag: nothing to do. */
-#define AN_ALREADY 100
 
 /* The `rpd callstack` step on an open trace: creates ext_callstack and its
  * views and fills them in one transaction, unless the file records that it

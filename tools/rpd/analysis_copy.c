@@ -1,0 +1,345 @@
+/*
+ * analysis_copy.c: copies the rows of one RPD trace into another, the engine
+ * of `rpd merge` and `rpd trim` (see an_copy in analysis.h).
+ *
+ * The source is ATTACHed to the destination connection and copied with
+ * INSERT ... SELECT inside one transaction:
+ *   - ids of API calls, ops and args strings are shifted past the largest id
+ *     already in the destination, so rows of several sources never collide
+ *     and references stay intact;
+ *   - rocpd_string rows are looked up by text in the destination (its index
+ *     on string) and added when new, so names are shared across sources;
+ *     only strings that the copied rows reference are copied;
+ *   - pid gets node * pid_stride and gpuId (and a monitor's deviceId) gets
+ *     node * gpu_stride, the destination's strides, so the views napi and nop
+ *     decode the node;
+ *   - schema 2 sources (no domain/category, args in rocpd_string) become
+ *     schema 3 rows: domain "UserMarker" for user markers, else "".
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <nano/rpdfile.h>
+
+#include "analysis.h"
+
+/* Runs printf-formatted SQL on db; on error prints it for cmd and returns -1. */
+static int cp_exec(const char *cmd, sqlite3 *db, const char *what, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int cp_exec(const char *cmd, sqlite3 *db, const char *what, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  char *sql = sqlite3_vmprintf(fmt, ap);
+  va_end(ap);
+  if (!sql) {
+    rpdtool_err(cmd, "out of memory");
+    return -1;
+  }
+  char *err = NULL;
+  int rc = sqlite3_exec(db, sql, NULL, NULL, &err);
+  sqlite3_free(sql);
+  if (rc == SQLITE_OK) return 0;
+  rpdtool_err(cmd, "%s: %s", what, err ? err : sqlite3_errmsg(db));
+  sqlite3_free(err);
+  return -1;
+}
+
+/* The single integer result of printf-formatted SQL on db, or -1 with *ok=0. */
+static int64_t cp_int(sqlite3 *db, int *ok, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int64_t cp_int(sqlite3 *db, int *ok, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  char *sql = sqlite3_vmprintf(fmt, ap);
+  va_end(ap);
+  sqlite3_stmt *st = NULL;
+  int64_t v = -1;
+  if (sql && sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK &&
+      sqlite3_step(st) == SQLITE_ROW)
+    v = sqlite3_column_int64(st, 0);
+  else
+    *ok = 0;
+  sqlite3_finalize(st);
+  sqlite3_free(sql);
+  return v;
+}
+
+int64_t an_meta_int(sqlite3 *db, const char *tag, int64_t dflt) {
+  char *v = NULL;
+  int have = an_meta_get(db, tag, &v);
+  int64_t n = dflt;
+  if (have == 1) {
+    char *end = NULL;
+    long long x = strtoll(v, &end, 10);
+    if (end != v && !*end && x > 0) n = x;
+  }
+  free(v);
+  return n;
+}
+
+/* Copies the attached source `src` into main, in the caller's transaction. */
+static int cp_rows(const char *cmd, sqlite3 *db, const struct rpdtool_trace *s,
+                   const struct an_copy_opts *o, struct an_copy_counts *c) {
+  int ok = 1;
+  int has_dom = s->has_domain;
+  const char *args = s->has_ustring ? "src.rocpd_ustring" : "src.rocpd_string";
+  int64_t pstride = an_meta_int(db, "pid_stride", 10000000);
+  int64_t gstride = an_meta_int(db, "gpu_stride", 1000);
+  int64_t padd = o->node * pstride, gadd = o->node * gstride;
+  if (o->node > 0) {
+    int64_t maxpid = cp_int(db, &ok, "SELECT coalesce(max(pid), 0) FROM src.rocpd_api");
+    int64_t maxgpu = cp_int(db, &ok, "SELECT coalesce(max(gpuId), 0) FROM src.rocpd_op");
+    if (ok && (maxpid >= pstride || maxgpu >= gstride)) {
+      rpdtool_err(cmd, "%s: already holds several nodes (pid %lld or gpuId %lld beyond the "
+                  "strides %lld, %lld); merge its sources instead", s->path, (long long)maxpid,
+                  (long long)maxgpu, (long long)pstride, (long long)gstride);
+      return -1;
+    }
+  }
+  int64_t off_api = cp_int(db, &ok, "SELECT coalesce(max(id), 0) FROM main.rocpd_api");
+  int64_t off_op = cp_int(db, &ok, "SELECT coalesce(max(id), 0) FROM main.rocpd_op");
+  int64_t off_u = cp_int(db, &ok, "SELECT coalesce(max(id), 0) FROM main.rocpd_ustring");
+  if (!ok) {
+    rpdtool_err(cmd, "%s: reading ids: %s", s->path, sqlite3_errmsg(db));
+    return -1;
+  }
+  sqlite3_stmt *look = NULL, *add = NULL;
+  int64_t empty = an_intern(db, &look, &add, "");
+  int64_t marker = empty < 0 || has_dom ? empty : an_intern(db, &look, &add, "UserMarker");
+  sqlite3_finalize(look);
+  sqlite3_finalize(add);
+  if (empty < 0 || marker < 0) {
+    rpdtool_err(cmd, "adding strings: %s", sqlite3_errmsg(db));
+    return -1;
+  }
+  char api_cond[128] = "1", op_cond[160] = "1", mon_cond[128] = "1";
+  if (o->window) {
+    snprintf(api_cond, sizeof api_cond, "A.start >= %lld AND A.start <= %lld", (long long)o->lo,
+             (long long)o->hi);
+    snprintf(op_cond, sizeof op_cond,
+             "O.start >= %lld AND O.start <= %lld AND O.id NOT IN (SELECT op_id FROM "
+             "src.rocpd_api_ops)", (long long)o->lo, (long long)o->hi);
+    snprintf(mon_cond, sizeof mon_cond, "M.start >= %lld AND M.start <= %lld", (long long)o->lo,
+             (long long)o->hi);
+  }
+  int has_kern = 0, has_copy = 0, has_mon = 0, has_cnt = 0, has_sf = 0;
+  const char *opt[] = {"rocpd_kernelapi", "rocpd_copyapi", "rocpd_monitor", "rocpd_counter",
+                       "rocpd_stackframe"};
+  int *flag[] = {&has_kern, &has_copy, &has_mon, &has_cnt, &has_sf};
+  for (int i = 0; i < 5; i++)
+    *flag[i] = (int)cp_int(db, &ok, "SELECT count(*) FROM src.sqlite_master WHERE type='table' "
+                           "AND name='%s'", opt[i]);
+  if (!ok) {
+    rpdtool_err(cmd, "%s: reading the schema: %s", s->path, sqlite3_errmsg(db));
+    return -1;
+  }
+  /* Kept calls and ops, the strings they use, and the string id map. */
+  if (cp_exec(cmd, db, "selecting calls",
+              "DROP TABLE IF EXISTS temp.kapi; DROP TABLE IF EXISTS temp.kop; "
+              "DROP TABLE IF EXISTS temp.used; DROP TABLE IF EXISTS temp.smap; "
+              "CREATE TEMP TABLE kapi(id INTEGER PRIMARY KEY); "
+              "CREATE TEMP TABLE kop(id INTEGER PRIMARY KEY); "
+              "CREATE TEMP TABLE used(old INTEGER PRIMARY KEY); "
+              "CREATE TEMP TABLE smap(old INTEGER PRIMARY KEY, new INTEGER NOT NULL); "
+              "INSERT INTO kapi SELECT id FROM src.rocpd_api A WHERE %s; "
+              "INSERT OR IGNORE INTO kop SELECT op_id FROM src.rocpd_api_ops WHERE api_id IN "
+              "(SELECT id FROM kapi); "
+              "INSERT OR IGNORE INTO kop SELECT O.id FROM src.rocpd_op O WHERE %s; "
+              "INSERT OR IGNORE INTO used SELECT apiName_id FROM src.rocpd_api WHERE id IN kapi; "
+              "INSERT OR IGNORE INTO used SELECT description_id FROM src.rocpd_op WHERE id IN kop; "
+              "INSERT OR IGNORE INTO used SELECT opType_id FROM src.rocpd_op WHERE id IN kop;",
+              api_cond, op_cond) ||
+      (has_dom && cp_exec(cmd, db, "selecting strings",
+                          "INSERT OR IGNORE INTO used SELECT category_id FROM src.rocpd_api "
+                          "WHERE id IN kapi; INSERT OR IGNORE INTO used SELECT domain_id FROM "
+                          "src.rocpd_api WHERE id IN kapi;")) ||
+      (has_kern && cp_exec(cmd, db, "selecting strings",
+                           "INSERT OR IGNORE INTO used SELECT kernelName_id FROM "
+                           "src.rocpd_kernelapi WHERE api_ptr_id IN kapi;")) ||
+      (has_cnt && cp_exec(cmd, db, "selecting strings",
+                          "INSERT OR IGNORE INTO used SELECT name_id FROM src.rocpd_counter "
+                          "WHERE op_id IN kop;")) ||
+      (has_sf && cp_exec(cmd, db, "selecting strings",
+                         "INSERT OR IGNORE INTO used SELECT name_id FROM src.rocpd_stackframe "
+                         "WHERE api_ptr_id IN kapi;")) ||
+      cp_exec(cmd, db, "copying strings",
+              "INSERT INTO main.rocpd_string(string) SELECT DISTINCT S.string FROM "
+              "src.rocpd_string S JOIN used U ON U.old = S.id WHERE NOT EXISTS (SELECT 1 FROM "
+              "main.rocpd_string M WHERE M.string = S.string); "
+              "INSERT INTO smap SELECT S.id, (SELECT min(M.id) FROM main.rocpd_string M WHERE "
+              "M.string = S.string) FROM src.rocpd_string S JOIN used U ON U.old = S.id;"))
+    return -1;
+  /* Args strings (no de-duplication), calls, ops and their links. */
+  if (cp_exec(cmd, db, "copying args",
+              "INSERT INTO main.rocpd_ustring(id, string) SELECT id + %lld, string FROM %s WHERE "
+              "id IN (SELECT args_id FROM src.rocpd_api WHERE id IN kapi);",
+              (long long)off_u, args))
+    return -1;
+  if (has_dom) {
+    if (cp_exec(cmd, db, "copying calls",
+                "INSERT INTO main.rocpd_api(id, pid, tid, start, end, apiName_id, category_id, "
+                "domain_id, args_id) SELECT A.id + %lld, A.pid + %lld, A.tid, A.start, A.end, "
+                "coalesce(N.new, %lld), coalesce(C.new, %lld), coalesce(D.new, %lld), "
+                "A.args_id + %lld FROM src.rocpd_api A LEFT JOIN smap N ON N.old = A.apiName_id "
+                "LEFT JOIN smap C ON C.old = A.category_id LEFT JOIN smap D ON D.old = "
+                "A.domain_id WHERE A.id IN kapi;",
+                (long long)off_api, (long long)padd, (long long)empty, (long long)empty,
+                (long long)empty, (long long)off_u))
+      return -1;
+  } else if (cp_exec(cmd, db, "copying calls",
+                     "INSERT INTO main.rocpd_api(id, pid, tid, start, end, apiName_id, "
+                     "category_id, domain_id, args_id) SELECT A.id + %lld, A.pid + %lld, A.tid, "
+                     "A.start, A.end, coalesce(N.new, %lld), %lld, CASE WHEN N.new = %lld THEN "
+                     "%lld ELSE %lld END, A.args_id + %lld FROM src.rocpd_api A LEFT JOIN smap N "
+                     "ON N.old = A.apiName_id WHERE A.id IN kapi;",
+                     (long long)off_api, (long long)padd, (long long)empty, (long long)empty,
+                     (long long)marker, (long long)marker, (long long)empty, (long long)off_u)) {
+    return -1;
+  }
+  c->api += sqlite3_changes(db);
+  if (cp_exec(cmd, db, "copying ops",
+              "INSERT INTO main.rocpd_op(id, gpuId, queueId, sequenceId, start, end, "
+              "description_id, opType_id) SELECT O.id + %lld, O.gpuId + %lld, O.queueId, "
+              "O.sequenceId, O.start, O.end, coalesce(N.new, %lld), coalesce(T.new, %lld) FROM "
+              "src.rocpd_op O LEFT JOIN smap N ON N.old = O.description_id LEFT JOIN smap T ON "
+              "T.old = O.opType_id WHERE O.id IN kop;",
+              (long long)off_op, (long long)gadd, (long long)empty, (long long)empty))
+    return -1;
+  c->op += sqlite3_changes(db);
+  if (cp_exec(cmd, db, "copying call-op links",
+              "INSERT INTO main.rocpd_api_ops(api_id, op_id) SELECT api_id + %lld, op_id + %lld "
+              "FROM src.rocpd_api_ops WHERE api_id IN kapi AND op_id IN kop;",
+              (long long)off_api, (long long)off_op))
+    return -1;
+  if (has_kern && cp_exec(cmd, db, "copying kernel launches",
+                          "INSERT INTO main.rocpd_kernelapi(api_ptr_id, stream, gridX, gridY, "
+                          "gridZ, workgroupX, workgroupY, workgroupZ, groupSegmentSize, "
+                          "privateSegmentSize, kernelName_id) SELECT K.api_ptr_id + %lld, "
+                          "K.stream, K.gridX, K.gridY, K.gridZ, K.workgroupX, K.workgroupY, "
+                          "K.workgroupZ, K.groupSegmentSize, K.privateSegmentSize, "
+                          "coalesce(N.new, %lld) FROM src.rocpd_kernelapi K LEFT JOIN smap N ON "
+                          "N.old = K.kernelName_id WHERE K.api_ptr_id IN kapi;",
+                          (long long)off_api, (long long)empty))
+    return -1;
+  if (has_copy && cp_exec(cmd, db, "copying copies",
+                          "INSERT INTO main.rocpd_copyapi(api_ptr_id, stream, size, width, "
+                          "height, kind, dst, src, dstDevice, srcDevice, sync, pinned) SELECT "
+                          "api_ptr_id + %lld, stream, size, width, height, kind, dst, src, "
+                          "dstDevice, srcDevice, sync, pinned FROM src.rocpd_copyapi WHERE "
+                          "api_ptr_id IN kapi;",
+                          (long long)off_api))
+    return -1;
+  if (has_mon) {
+    if (cp_exec(cmd, db, "copying monitor samples",
+                "INSERT INTO main.rocpd_monitor(deviceType, deviceId, monitorType, start, end, "
+                "value) SELECT deviceType, deviceId + %lld, monitorType, start, end, value FROM "
+                "src.rocpd_monitor M WHERE %s;",
+                (long long)gadd, mon_cond))
+      return -1;
+    c->monitor += sqlite3_changes(db);
+  }
+  if (has_cnt && cp_exec(cmd, db, "copying counters",
+                         "INSERT INTO main.rocpd_counter(value, op_id, name_id) SELECT C.value, "
+                         "C.op_id + %lld, coalesce(N.new, %lld) FROM src.rocpd_counter C LEFT "
+                         "JOIN smap N ON N.old = C.name_id WHERE C.op_id IN kop;",
+                         (long long)off_op, (long long)empty))
+    return -1;
+  if (has_sf && cp_exec(cmd, db, "copying stack frames",
+                        "INSERT INTO main.rocpd_stackframe(api_ptr_id, depth, name_id) SELECT "
+                        "F.api_ptr_id + %lld, F.depth, coalesce(N.new, %lld) FROM "
+                        "src.rocpd_stackframe F LEFT JOIN smap N ON N.old = F.name_id WHERE "
+                        "F.api_ptr_id IN kapi;",
+                        (long long)off_api, (long long)empty))
+    return -1;
+  c->strings = cp_int(db, &ok, "SELECT count(*) FROM main.rocpd_string");
+  return cp_exec(cmd, db, "cleaning up",
+                 "DROP TABLE temp.kapi; DROP TABLE temp.kop; DROP TABLE temp.used; "
+                 "DROP TABLE temp.smap;");
+}
+
+int an_copy(const char *cmd, sqlite3 *db, const struct rpdtool_trace *src,
+            const struct an_copy_opts *o, struct an_copy_counts *c) {
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v2(db, "ATTACH DATABASE ?1 AS src", -1, &st, NULL) != SQLITE_OK ||
+      sqlite3_bind_text(st, 1, src->path, -1, SQLITE_STATIC) != SQLITE_OK ||
+      sqlite3_step(st) != SQLITE_DONE) {
+    rpdtool_err(cmd, "%s: cannot attach: %s", src->path, sqlite3_errmsg(db));
+    sqlite3_finalize(st);
+    return -1;
+  }
+  sqlite3_finalize(st);
+  int ret = -1;
+  if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
+    rpdtool_err(cmd, "cannot start a transaction: %s", sqlite3_errmsg(db));
+  } else {
+    ret = cp_rows(cmd, db, src, o, c);
+    if (ret == 0 && sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+      rpdtool_err(cmd, "commit failed: %s", sqlite3_errmsg(db));
+      ret = -1;
+    }
+    if (ret) sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+  }
+  if (sqlite3_exec(db, "DETACH DATABASE src", NULL, NULL, NULL) != SQLITE_OK && !ret) {
+    rpdtool_err(cmd, "%s: cannot detach: %s", src->path, sqlite3_errmsg(db));
+    ret = -1;
+  }
+  return ret;
+}
+
+/* ---- new output files -------------------------------------------------- */
+
+int an_out_check(const char *cmd, const char *out, const char *tag, const char *value) {
+  if (access(out, F_OK) != 0) return 0;
+  struct rpdtool_trace t;
+  char *have = NULL;
+  int same = 0;
+  if (rpdtool_open(cmd, out, RPDTOOL_READ, &t) == 0) {
+    same = an_meta_get(t.db, tag, &have) == 1 && !strcmp(have, value);
+    free(have);
+    rpdtool_close(&t);
+  }
+  if (same) return AN_ALREADY;
+  return rpdtool_err(cmd, "%s exists and was not made by this same command; refusing to "
+                     "overwrite it (remove it or choose another output)", out);
+}
+
+int an_out_create(const char *cmd, const char *out, sqlite3 **db) {
+  char err[NANO_RPDFILE_ERRLEN];
+  if (nano_rpdfile_open_write(out, 0, db, err, sizeof err) != NANO_RPDFILE_OK) {
+    rpdtool_err(cmd, "%s", err);
+    an_out_discard(NULL, out);
+    return RPDTOOL_EXIT_FAIL;
+  }
+  return 0;
+}
+
+void an_out_discard(sqlite3 *db, const char *out) {
+  char err[NANO_RPDFILE_ERRLEN];
+  if (db) nano_rpdfile_close(db, out, err, sizeof err);
+  const char *sfx[] = {"", "-wal", "-shm", "-journal"};
+  for (int i = 0; i < 4; i++) {
+    char *p = sqlite3_mprintf("%s%s", out, sfx[i]);
+    if (p) unlink(p);
+    sqlite3_free(p);
+  }
+}
+
+int an_out_finish(const char *cmd, sqlite3 *db, const char *out, const char *tag,
+                  const char *value) {
+  char err[NANO_RPDFILE_ERRLEN];
+  if (an_meta_set(db, tag, value) != SQLITE_OK) {
+    rpdtool_err(cmd, "%s: cannot write rocpd_metadata: %s", out, sqlite3_errmsg(db));
+    an_out_discard(db, out);
+    return RPDTOOL_EXIT_FAIL;
+  }
+  if (nano_rpdfile_close(db, out, err, sizeof err) != NANO_RPDFILE_OK) {
+    rpdtool_err(cmd, "%s", err);
+    an_out_discard(NULL, out);
+    return RPDTOOL_EXIT_FAIL;
+  }
+  return 0;
+}

@@ -1,0 +1,104 @@
+/*
+ * trim.c: `rpd trim FILE [--start T] [--end T] -o OUT`: writes the part of a
+ * trace within a time window into a new RPD file, the input untouched.
+ *
+ * The window follows rocmProfileData's rpd_trim.py: T is absolute ns, a
+ * percentage of the span of the API calls (min start .. max end), or
+ * "+<n><unit>" from that start; a call is kept when it starts within the
+ * window, a GPU op when the call that caused it is kept (an op with no call:
+ * when it starts within the window), a monitor sample when it starts within
+ * the window. Only the strings the kept rows use are written.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis.h"
+#include "commands.h"
+
+/* Prints the usage of `rpd trim` on `out`. */
+static void tr_usage(FILE *out) {
+  fputs("usage: rpd trim FILE [--start T] [--end T] -o OUT\n\n"
+        "Writes the calls starting within [start, end] (with the GPU ops they caused,\n"
+        "and samples and unlinked ops starting within it) to a new RPD file OUT.\n"
+        "T: absolute ns ('1234567'), a percentage of the calls' span ('10%'), or an\n"
+        "offset from the first call ('+1.5ms', units ns us ms s). Defaults: the whole\n"
+        "span. Strings no kept row uses are dropped. FILE is not changed.\n",
+        out);
+}
+
+int rpd_cmd_trim(int argc, char **argv) {
+  const char *cmd = argv[0], *in = NULL, *out = NULL, *s_start = NULL, *s_end = NULL;
+  for (int i = 1; i < argc; i++) {
+    const char **opt = !strcmp(argv[i], "--start") ? &s_start
+                       : !strcmp(argv[i], "--end") ? &s_end
+                       : !strcmp(argv[i], "-o") || !strcmp(argv[i], "--output") ? &out
+                                                                                  : NULL;
+    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+      tr_usage(stdout);
+      return 0;
+    }
+    if (opt) {
+      if (++i == argc) return rpdtool_usage(cmd, "%s needs a value", argv[i - 1]);
+      *opt = argv[i];
+    } else if (argv[i][0] == '-' && argv[i][1]) {
+      return rpdtool_usage(cmd, "unknown option '%s'", argv[i]);
+    } else if (in) {
+      return rpdtool_usage(cmd, "one FILE only ('%s' and '%s')", in, argv[i]);
+    } else {
+      in = argv[i];
+    }
+  }
+  if (!in) return rpdtool_usage(cmd, "missing FILE");
+  if (!out) return rpdtool_usage(cmd, "missing -o OUT (the input is never changed)");
+  struct rpdtool_trace t;
+  int ret = rpdtool_open(cmd, in, RPDTOOL_READ, &t);
+  if (ret) return ret;
+  sqlite3_stmt *st = NULL;
+  int64_t lo = 0, hi = 0, total = 0;
+  if (sqlite3_prepare_v2(t.db, "SELECT min(start), max(end), count(*) FROM rocpd_api", -1, &st,
+                         NULL) != SQLITE_OK ||
+      sqlite3_step(st) != SQLITE_ROW) {
+    ret = rpdtool_err(cmd, "%s: cannot read rocpd_api: %s", in, sqlite3_errmsg(t.db));
+  } else {
+    lo = sqlite3_column_int64(st, 0);
+    hi = sqlite3_column_int64(st, 1);
+    total = sqlite3_column_int64(st, 2);
+  }
+  sqlite3_finalize(st);
+  int64_t a = lo, b = hi;
+  if (!ret && total == 0) ret = rpdtool_err(cmd, "%s: the trace has no API calls to trim", in);
+  if (!ret && s_start && rpdtool_parse_time(s_start, lo, hi, &a) != 0)
+    ret = rpdtool_usage(cmd, "bad --start '%s' (ns, N%%, or +N with ns/us/ms/s)", s_start);
+  if (!ret && s_end && rpdtool_parse_time(s_end, lo, hi, &b) != 0)
+    ret = rpdtool_usage(cmd, "bad --end '%s' (ns, N%%, or +N with ns/us/ms/s)", s_end);
+  if (!ret && a > b)
+    ret = rpdtool_usage(cmd, "the window starts (%lld) after it ends (%lld)", (long long)a,
+                        (long long)b);
+  char *tagval = ret ? NULL : sqlite3_mprintf("%s [%lld, %lld]", in, (long long)a, (long long)b);
+  if (!ret && !tagval) ret = rpdtool_err(cmd, "out of memory");
+  if (!ret) ret = an_out_check(cmd, out, "Trim::Window", tagval);
+  if (ret == AN_ALREADY) {
+    printf("rpd %s: %s holds this window of %s already; nothing to do\n", cmd, out, in);
+    ret = 0;
+  } else if (!ret) {
+    sqlite3 *db = NULL;
+    struct an_copy_counts c = {0};
+    struct an_copy_opts o = {.node = 0, .window = 1, .lo = a, .hi = b};
+    if (!(ret = an_out_create(cmd, out, &db))) {
+      if (an_copy(cmd, db, &t, &o, &c) != 0) {
+        an_out_discard(db, out);
+        ret = RPDTOOL_EXIT_FAIL;
+      } else if (!(ret = an_out_finish(cmd, db, out, "Trim::Window", tagval))) {
+        printf("rpd %s: %s: window [%lld, %lld] ns: %lld of %lld calls, %lld GPU ops, %lld "
+               "monitor samples, %lld strings\n", cmd, out, (long long)a, (long long)b,
+               (long long)c.api, (long long)total, (long long)c.op, (long long)c.monitor,
+               (long long)c.strings);
+      }
+    }
+  }
+  sqlite3_free(tagval);
+  rpdtool_close(&t);
+  return ret;
+}
