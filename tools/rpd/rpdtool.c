@@ -273,16 +273,17 @@ int rpdtool_print_query(const char *cmd, sqlite3 *db, const char *sql, long limi
   const char **hdr = calloc((size_t)(n ? n : 1), sizeof *hdr);
   char **cells = calloc((size_t)(n ? n : 1), sizeof *cells);
   unsigned char *num = calloc((size_t)(n ? n : 1), 1);
+  char *nums = malloc((size_t)(n ? n : 1) * 64); /* per column: a number's text */
   struct rpdtool_table tb;
   int ret = 0;
-  if (!hdr || !cells || !num) {
-    free(hdr), free(cells), free(num);
+  if (!hdr || !cells || !num || !nums) {
+    free(hdr), free(cells), free(num), free(nums);
     sqlite3_finalize(st);
     return rpdtool_err(cmd, "out of memory");
   }
   for (int i = 0; i < n; i++) hdr[i] = sqlite3_column_name(st, i);
   if (rpdtool_table_init(&tb, n, hdr) != 0) {
-    free(hdr), free(cells), free(num);
+    free(hdr), free(cells), free(num), free(nums);
     sqlite3_finalize(st);
     return rpdtool_err(cmd, "out of memory");
   }
@@ -290,15 +291,15 @@ int rpdtool_print_query(const char *cmd, sqlite3 *db, const char *sql, long limi
   int rc = SQLITE_DONE;
   while ((limit <= 0 || rows < limit) && (rc = sqlite3_step(st)) == SQLITE_ROW) {
     for (int i = 0; i < n; i++) {
-      char buf[64];
+      char *buf = nums + (size_t)i * 64;
       const char *s = buf;
       switch (sqlite3_column_type(st, i)) {
         case SQLITE_INTEGER:
-          snprintf(buf, sizeof buf, "%lld", (long long)sqlite3_column_int64(st, i));
+          snprintf(buf, 64, "%lld", (long long)sqlite3_column_int64(st, i));
           num[i] = 1;
           break;
         case SQLITE_FLOAT:
-          snprintf(buf, sizeof buf, "%.2f", sqlite3_column_double(st, i));
+          snprintf(buf, 64, "%.2f", sqlite3_column_double(st, i));
           num[i] = 1;
           break;
         case SQLITE_NULL:
@@ -324,7 +325,7 @@ int rpdtool_print_query(const char *cmd, sqlite3 *db, const char *sql, long limi
     rpdtool_table_print(&tb, out);
   }
   rpdtool_table_free(&tb);
-  free(hdr), free(cells), free(num);
+  free(hdr), free(cells), free(num), free(nums);
   sqlite3_finalize(st);
   return ret;
 }

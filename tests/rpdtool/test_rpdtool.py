@@ -1,0 +1,392 @@
+#!/usr/bin/env python3
+"""Tests of the `rpd` tool's create, info, top and export commands.
+
+usage: test_rpdtool.py RPD_BINARY CASE WORKDIR
+
+Traces are made with `rpd create` and filled with known rows through Python's
+sqlite3, so every assertion compares against values fixed here; the traces
+the tracer itself writes are checked in test_tracer_trace.py.
+"""
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+
+RPD, CASE, WORK = sys.argv[1], sys.argv[2], sys.argv[3]
+T0 = 10**12            # a realistic CLOCK_MONOTONIC origin (ns)
+US = 1000              # rows below are written in microseconds after T0
+GPU_PID = 1000000000   # export's pseudo-process of GPU 0
+
+SPECIAL = 'quote " backslash \\ newline \n tab \t e\u0301 \u00e9 \U0001F680 ctrl \x01 end'
+
+
+def run(*args, code=0):
+    """Runs rpd with args; asserts its exit code; returns (stdout, stderr)."""
+    p = subprocess.run([RPD, *args], capture_output=True, text=True, timeout=60)
+    assert p.returncode == code, (args, p.returncode, p.stdout, p.stderr)
+    return p.stdout, p.stderr
+
+
+def make_trace(path):
+    """A version-3 trace: two processes, three threads, nested user ranges, a
+    mark, API calls linked to GPU ops on two GPUs, monitor samples."""
+    if os.path.exists(path):
+        os.unlink(path)
+    run("create", path)
+    db = sqlite3.connect(path)
+    strings = ["", "hip", "UserMarker", "hipLaunchKernel", "hipMemcpy", "kern_a",
+               "KernelExecution", "CopyHostToDevice", "kern_b"]
+    for s in strings:
+        db.execute("INSERT INTO rocpd_string(string) VALUES (?)", (s,))
+    S = {s: i + 1 for i, s in enumerate(strings)}
+    ustrings = ["", "outer", "inner", "checkpoint", SPECIAL, "stream=0x1"]
+    for s in ustrings:
+        db.execute("INSERT INTO rocpd_ustring(string) VALUES (?)", (s,))
+    db.execute("INSERT INTO rocpd_ustring(string) VALUES (CAST(X'6162FF63' AS TEXT))")
+    U = {s: i + 1 for i, s in enumerate(ustrings)}
+    U["bad"] = len(ustrings) + 1
+    um, hip = S["UserMarker"], S["hip"]
+    api = [  # id, pid, tid, start, end (us after T0), apiName, domain, args
+        (1, 100, 100, 1500, 5000, um, um, U["outer"]),
+        (2, 100, 100, 1900, 2600, um, um, U["inner"]),
+        (3, 100, 100, 2000, 2200, S["hipLaunchKernel"], hip, U["stream=0x1"]),
+        (4, 100, 100, 3000, 3000, um, um, U["checkpoint"]),
+        (5, 100, 101, 1600, 4000, S["hipMemcpy"], hip, 1),
+        (6, 200, 200, 1000, 1100, um, um, U[SPECIAL]),
+        (7, 100, 100, 2300, 2400, S["hipLaunchKernel"], hip, 1),
+        (8, 200, 200, 1200, 1300, um, um, U["bad"]),
+    ]
+    for i, pid, tid, s, e, name, dom, args in api:
+        db.execute("INSERT INTO rocpd_api(id,pid,tid,start,end,apiName_id,category_id,domain_id,args_id)"
+                   " VALUES (?,?,?,?,?,?,1,?,?)", (i, pid, tid, T0 + s * US, T0 + e * US, name, dom, args))
+    ops = [  # id, gpu, queue, seq, start, end, description, opType
+        (1, 0, 0, 1, 2100, 2600, S["kern_a"], S["KernelExecution"]),
+        (2, 1, 3, 1, 3000, 3800, 1, S["CopyHostToDevice"]),
+        (3, 0, 0, 2, 2700, 2800, S["kern_b"], S["KernelExecution"]),
+        (4, 0, 0, 3, 7000, 9000, S["kern_a"], S["KernelExecution"]),
+    ]
+    for i, g, q, seq, s, e, d, t in ops:
+        db.execute("INSERT INTO rocpd_op(id,gpuId,queueId,sequenceId,start,end,description_id,opType_id)"
+                   " VALUES (?,?,?,?,?,?,?,?)", (i, g, q, seq, T0 + s * US, T0 + e * US, d, t))
+    for a, o in [(3, 1), (5, 2), (7, 3)]:
+        db.execute("INSERT INTO rocpd_api_ops(api_id, op_id) VALUES (?,?)", (a, o))
+    for dt, dev, mt, s, e, v in [("gpu", 0, "sclk", 1000, 2000, "1500"),
+                                 ("gpu", 0, "sclk", 4000, 5000, "1700"),
+                                 ("gpu", 0, "power", 1200, 1300, "n/a")]:
+        db.execute("INSERT INTO rocpd_monitor(deviceType,deviceId,monitorType,start,end,value)"
+                   " VALUES (?,?,?,?,?,?)", (dt, dev, mt, T0 + s * US, T0 + e * US, v))
+    db.execute("INSERT INTO rocpd_metadata(tag,value) VALUES ('nano_dropped_records','7')")
+    db.commit()
+    db.close()
+
+
+def export(path, *extra):
+    out = os.path.join(WORK, "out.json")
+    _, err = run("export", path, "-o", out, *extra)
+    with open(out, encoding="utf-8") as f:
+        return json.load(f), err
+
+
+def us(t):
+    """Expected JSON timestamp of a row time in us after T0 (base = T0+1000us)."""
+    return float(t - 1000)
+
+
+def check_nesting(events):
+    """Complete slices of each thread nest: none overlaps another partially.
+    Returns {name: parent name} for the slices."""
+    parents = {}
+    by_thread = {}
+    for e in events:
+        if e["ph"] == "X":
+            by_thread.setdefault((e["pid"], e["tid"]), []).append(e)
+    for evs in by_thread.values():
+        evs.sort(key=lambda e: (e["ts"], -e["dur"]))
+        stack = []
+        for e in evs:
+            while stack and stack[-1]["ts"] + stack[-1]["dur"] <= e["ts"]:
+                stack.pop()
+            if stack:
+                top = stack[-1]
+                assert e["ts"] + e["dur"] <= top["ts"] + top["dur"] + 1e-9, ("partial overlap", top, e)
+                parents[e["name"]] = top["name"]
+            stack.append(e)
+    return parents
+
+
+def case_info():
+    path = os.path.join(WORK, "t.rpd")
+    make_trace(path)
+    out, _ = run("info", path)
+    lines = out.splitlines()
+    assert "schema version:  3" in lines, out
+    assert f"time span:       {T0 + 1000 * US} .. {T0 + 9000 * US} ns (0.008000 s)" in lines, out
+    assert "dropped records: 7" in lines, out
+    assert "processes: 2, threads: 3" in lines, out
+    assert "GPUs: 2" in lines, out
+    rows = {l.split()[0]: l.split()[1] for l in lines if l.startswith("rocpd_")}
+    assert rows["rocpd_api"] == "8" and rows["rocpd_op"] == "4" and rows["rocpd_api_ops"] == "3", rows
+    assert rows["rocpd_monitor"] == "3" and rows["rocpd_string"] == "9", rows
+    # per-process table: pid, threads, api calls, user ranges
+    proc = [l.split() for l in lines if l.split()[:1] in (["100"], ["200"])]
+    assert proc[0][:4] == ["100", "2", "6", "3"], proc
+    assert proc[1][:4] == ["200", "1", "2", "2"], proc
+    gpu = [l.split() for l in lines[lines.index("GPUs: 2"):] if l[:1].strip().isdigit() or l.startswith("  ")]
+    gpu = [g for g in gpu if g and g[0] in ("0", "1")]
+    assert gpu[0][:4] == ["0", "1", "3", str(2600 * US)], gpu  # 500+100+2000 us busy
+    assert gpu[1][:4] == ["1", "1", "1", str(800 * US)], gpu
+
+
+def case_top():
+    path = os.path.join(WORK, "t.rpd")
+    make_trace(path)
+    out, _ = run("top", path)
+    lines = out.splitlines()
+    assert lines[0].split() == ["Name", "TotalCalls", "TotalDuration_us", "Ave_us", "Percentage"], lines
+    assert set(lines[1]) <= set("- "), lines
+    rows = [l.split() for l in lines[2:]]
+    assert [r[0] for r in rows] == ["kern_a", "CopyHostToDevice", "kern_b"], rows
+    assert rows[0][1:] == ["2", "2500", "1250.00", "73.53"], rows   # 2500 of 3400 us
+    assert rows[1][1:] == ["1", "800", "800.00", "23.53"], rows
+    assert rows[2][1:] == ["1", "100", "100.00", "2.94"], rows
+    # aligned: every numeric column ends at the same position on each line
+    ends = {len(l.rstrip()) for l in lines[2:]}
+    assert len(ends) == 1, lines
+    out, _ = run("top", "--limit", "1", path)
+    assert len(out.splitlines()) == 3, out
+    out, _ = run("top", "-n", "0", path)
+    assert len(out.splitlines()) == 5, out
+    run("top", "--limit", "x", path, code=2)
+    run("top", "--limit", code=2)
+
+
+def case_export():
+    path = os.path.join(WORK, "t.rpd")
+    make_trace(path)
+    doc, err = export(path)
+    assert doc["otherData"]["time_base_ns"] == T0 + 1000 * US, doc["otherData"]
+    ev = doc["traceEvents"]
+    x = [e for e in ev if e["ph"] == "X"]
+    api = {(e["pid"], e["tid"], e["name"], e["ts"]): e for e in x if e["pid"] < GPU_PID}
+    assert len(api) == 7, api.keys()
+    outer = api[(100, 100, "outer", us(1500))]
+    assert outer["dur"] == 3500.0 and outer["cat"] == "UserMarker", outer
+    assert api[(100, 100, "inner", us(1900))]["dur"] == 700.0
+    launch = api[(100, 100, "hipLaunchKernel", us(2000))]
+    assert launch["cat"] == "hip" and launch["args"]["args"] == "stream=0x1" and launch["dur"] == 200.0
+    assert api[(100, 101, "hipMemcpy", us(1600))]["dur"] == 2400.0
+    assert (200, 200, SPECIAL, us(1000)) in api, [k for k in api if k[0] == 200]
+    assert (200, 200, "ab\ufffdc", us(1200)) in api, [k for k in api if k[0] == 200]
+    parents = check_nesting(ev)
+    assert parents["inner"] == "outer" and parents["hipLaunchKernel"] == "inner", parents
+    marks = [e for e in ev if e["ph"] == "i"]
+    assert [(m["name"], m["ts"], m["pid"], m["tid"], m["s"]) for m in marks] == \
+        [("checkpoint", us(3000), 100, 100, "t")], marks
+    ops = sorted((e["pid"], e["tid"], e["name"], e["ts"], e["dur"]) for e in x if e["pid"] >= GPU_PID)
+    assert ops == [(GPU_PID, 0, "kern_a", us(2100), 500.0), (GPU_PID, 0, "kern_a", us(7000), 2000.0),
+                   (GPU_PID, 0, "kern_b", us(2700), 100.0),
+                   (GPU_PID + 1, 3, "CopyHostToDevice", us(3000), 800.0)], ops
+    flows = {}
+    for e in ev:
+        if e["ph"] in ("s", "f"):
+            flows.setdefault(e["id"], {})[e["ph"]] = e
+    assert len(flows) == 3, flows
+    pairs = sorted(((f["s"]["pid"], f["s"]["tid"], f["s"]["ts"]), (f["f"]["pid"], f["f"]["tid"], f["f"]["ts"]))
+                   for f in flows.values())
+    assert pairs == [((100, 100, us(2000)), (GPU_PID, 0, us(2100))),
+                     ((100, 100, us(2300)), (GPU_PID, 0, us(2700))),
+                     ((100, 101, us(1600)), (GPU_PID + 1, 3, us(3000)))], pairs
+    assert all(f["f"]["bp"] == "e" and f["s"]["cat"] == f["f"]["cat"] for f in flows.values())
+    counters = [(e["name"], e["ts"], e["args"]["value"], e["pid"]) for e in ev if e["ph"] == "C"]
+    assert counters == [("sclk", us(1000), 1500, GPU_PID), ("sclk", us(4000), 1700, GPU_PID)], counters
+    assert "1 rocpd_monitor rows with a non-numeric value skipped" in err, err
+    names = {(e["pid"], e.get("tid"), e["name"]): e["args"]["name"] for e in ev if e["ph"] == "M"
+             and e["name"] in ("process_name", "thread_name")}
+    assert names[(100, 0, "process_name")] == "process 100"
+    assert names[(200, 0, "process_name")] == "process 200"
+    assert names[(100, 100, "thread_name")] == "main thread 100"
+    assert names[(100, 101, "thread_name")] == "thread 101"
+    assert names[(GPU_PID, 0, "process_name")] == "GPU 0"
+    assert names[(GPU_PID + 1, 0, "process_name")] == "GPU 1"
+    assert names[(GPU_PID + 1, 3, "thread_name")] == "queue 3"
+    # to stdout
+    p = subprocess.run([RPD, "export", path, "-o", "-"], capture_output=True, timeout=60)
+    assert p.returncode == 0 and json.loads(p.stdout)["traceEvents"] == ev
+    # an output that cannot be written fails and leaves nothing behind
+    run("export", path, "-o", os.path.join(WORK, "no/such/dir.json"), code=1)
+
+
+def case_window():
+    path = os.path.join(WORK, "t.rpd")
+    make_trace(path)
+    expect = {"outer", "hipMemcpy", "checkpoint", "CopyHostToDevice"}
+    for start, end in [(str(T0 + 2950 * US), str(T0 + 3500 * US)),   # absolute ns
+                       ("25%", "30%"),                                # span 1000..9000 us
+                       ("+2ms", "+2.4ms")]:
+        doc, _ = export(path, "--start", start, "--end", end)
+        ev = doc["traceEvents"]
+        got = {e["name"] for e in ev if e["ph"] in ("X", "i")}
+        assert got == expect, (start, end, got)
+        flows = [e for e in ev if e["ph"] in ("s", "f")]
+        assert len(flows) == 2 and {e["id"] for e in flows} == {flows[0]["id"]}, flows
+        counters = [e for e in ev if e["ph"] == "C"]
+        assert counters == [], counters
+        procs = {e["pid"] for e in ev if e["ph"] == "M" and e["name"] == "process_name"}
+        assert procs == {100, GPU_PID + 1}, procs
+    doc, _ = export(path, "--start", "0%", "--end", "100%")
+    assert len([e for e in doc["traceEvents"] if e["ph"] == "X"]) == 11
+    doc, _ = export(path, "--end", str(T0 + 1050 * US))
+    assert [e["name"] for e in doc["traceEvents"] if e["ph"] in ("X", "C")] == [SPECIAL, "sclk"]
+    _, err = run("export", path, "-o", os.path.join(WORK, "w.json"), "--start", "50%", "--end", "10%", code=2)
+    assert "is after --end" in err, err
+    for bad in ["abc", "12x", "-5", "101%", "+3parsecs", ""]:
+        _, err = run("export", path, "-o", os.path.join(WORK, "w.json"), "--start", bad, code=2)
+        assert "--start" in err, err
+    assert not os.path.exists(os.path.join(WORK, "w.json"))
+
+
+V2_SCHEMA = """
+CREATE TABLE rocpd_string (id integer NOT NULL PRIMARY KEY AUTOINCREMENT, string varchar(4096) NOT NULL);
+CREATE TABLE rocpd_op (id integer NOT NULL PRIMARY KEY AUTOINCREMENT, gpuId integer NOT NULL,
+  queueId integer NOT NULL, sequenceId integer NOT NULL, completionSignal varchar(18) NOT NULL,
+  start integer NOT NULL, end integer NOT NULL, description_id integer NOT NULL, opType_id integer NOT NULL);
+CREATE TABLE rocpd_api (id integer NOT NULL PRIMARY KEY AUTOINCREMENT, pid integer NOT NULL,
+  tid integer NOT NULL, start integer NOT NULL, end integer NOT NULL, apiName_id integer NOT NULL,
+  args_id integer NOT NULL);
+CREATE TABLE rocpd_api_ops (id integer NOT NULL PRIMARY KEY AUTOINCREMENT, api_id integer NOT NULL,
+  op_id integer NOT NULL);
+CREATE TABLE rocpd_metadata (id integer NOT NULL PRIMARY KEY AUTOINCREMENT, tag varchar(4096) NOT NULL,
+  value varchar(4096) NOT NULL);
+INSERT INTO rocpd_metadata(tag, value) VALUES ('schema_version', '2');
+INSERT INTO rocpd_string(string) VALUES (''), ('UserMarker'), ('phase one'), ('hipMalloc'), ('size=64'),
+  ('kern_v2'), ('KernelExecution');
+INSERT INTO rocpd_api(pid,tid,start,end,apiName_id,args_id) VALUES
+  (7,7,1000000,5000000,2,3), (7,7,2000000,3000000,4,5);
+INSERT INTO rocpd_op(gpuId,queueId,sequenceId,completionSignal,start,end,description_id,opType_id)
+  VALUES (2,1,0,'',2500000,4500000,6,7);
+INSERT INTO rocpd_api_ops(api_id, op_id) VALUES (2, 1);
+"""
+
+
+def case_v2():
+    path = os.path.join(WORK, "v2.rpd")
+    if os.path.exists(path):
+        os.unlink(path)
+    db = sqlite3.connect(path)
+    db.executescript(V2_SCHEMA)
+    db.commit()
+    db.close()
+    out, _ = run("info", path)
+    assert "schema version:  2" in out and "processes: 1, threads: 1" in out and "GPUs: 1" in out, out
+    out, _ = run("top", path)
+    rows = [l.split() for l in out.splitlines()[2:]]
+    assert rows == [["kern_v2", "1", "2000", "2000.00", "100.00"]], out
+    doc, _ = export(path)
+    ev = doc["traceEvents"]
+    x = sorted((e["name"], e["cat"], e["ts"], e["dur"]) for e in ev if e["ph"] == "X")
+    assert x == [("hipMalloc", "api", 1000.0, 1000.0), ("kern_v2", "op", 1500.0, 2000.0),
+                 ("phase one", "UserMarker", 0.0, 4000.0)], x
+    hm = [e for e in ev if e["ph"] == "X" and e["name"] == "hipMalloc"][0]
+    assert hm["args"]["args"] == "size=64"
+    assert len([e for e in ev if e["ph"] in ("s", "f")]) == 2
+
+
+def case_create():
+    path = os.path.join(WORK, "c.rpd")
+    if os.path.exists(path):
+        os.unlink(path)
+    run("create", path)
+    db = sqlite3.connect(path)
+    meta = dict(db.execute("SELECT tag, value FROM rocpd_metadata"))
+    tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    db.close()
+    assert meta["schema_version"] == "3", meta
+    assert {"rocpd_api", "rocpd_op", "rocpd_string", "rocpd_ustring", "rocpd_api_ops"} <= tables, tables
+    out, _ = run("info", path)
+    assert "time span:       empty (no records)" in out and "processes: 0, threads: 0" in out, out
+    _, err = run("create", path, code=1)
+    assert path in err and "exists" in err, err
+    db = sqlite3.connect(path)
+    db.execute("INSERT INTO rocpd_string(string) VALUES ('x')")
+    db.commit()
+    db.close()
+    run("create", "--force", path)
+    db = sqlite3.connect(path)
+    assert db.execute("SELECT count(*) FROM rocpd_string WHERE string='x'").fetchone()[0] == 0
+    db.close()
+    _, err = run("create", os.path.join(WORK, "no/such/dir/c.rpd"), code=1)
+    assert "no/such/dir/c.rpd" in err, err
+    _, err = run("create", WORK, code=1)
+    assert "is a directory" in err, err
+    run("create", code=2)
+    run("create", "a", "b", code=2)
+
+
+def case_errors():
+    bad = {}
+    bad["missing"] = os.path.join(WORK, "missing.rpd")
+    bad["text"] = os.path.join(WORK, "text.rpd")
+    with open(bad["text"], "w") as f:
+        f.write("this is not a database, just some text long enough to have a header\n" * 4)
+    bad["sqlite"] = os.path.join(WORK, "other.db")
+    if os.path.exists(bad["sqlite"]):
+        os.unlink(bad["sqlite"])
+    db = sqlite3.connect(bad["sqlite"])
+    db.execute("CREATE TABLE people(name text)")
+    db.commit()
+    db.close()
+    bad["newer"] = os.path.join(WORK, "newer.rpd")
+    make_trace(bad["newer"])
+    db = sqlite3.connect(bad["newer"])
+    db.execute("UPDATE rocpd_metadata SET value='4' WHERE tag='schema_version'")
+    db.commit()
+    db.close()
+    bad["empty"] = os.path.join(WORK, "empty.rpd")
+    open(bad["empty"], "w").close()
+    bad["dir"] = WORK
+    want = {"missing": ["no such file", "does not exist"], "text": ["not an SQLite database"],
+            "sqlite": ["not an RPD", "not RPD"], "newer": ["newer"], "empty": ["not an RPD", "empty", "not RPD"],
+            "dir": ["directory", "cannot", "not"]}
+    for kind, path in bad.items():
+        for cmd in (["info"], ["top"], ["export", "-o", os.path.join(WORK, "e.json")]):
+            _, err = run(cmd[0], path, *cmd[1:], code=2)
+            assert err.startswith(f"rpd {cmd[0]}: ") and path in err, (kind, cmd, err)
+            assert any(w in err for w in want[kind]), (kind, cmd, err)
+            assert len(err.splitlines()) == 1, err
+    assert not os.path.exists(os.path.join(WORK, "e.json"))
+    # usage errors
+    out, err = run(code=2)
+    assert "usage: rpd" in err
+    out, _ = run("--help")
+    for c in ("create", "info", "top", "export"):
+        assert f"  {c} " in out, out
+    for c in ("create", "info", "top", "export"):
+        out, _ = run(c, "--help")
+        assert out.startswith(f"usage: rpd {c}"), out
+        out2, _ = run("help", c)
+        assert out2 == out
+    _, err = run("bogus", code=2)
+    assert "unknown command 'bogus'" in err
+    _, err = run("info", code=2)
+    assert "missing FILE" in err
+    _, err = run("info", "--bogus", "x", code=2)
+    assert "unknown option '--bogus'" in err
+    t = os.path.join(WORK, "t.rpd")
+    make_trace(t)
+    _, err = run("export", t, code=2)
+    assert "missing -o" in err
+    _, err = run("export", t, "-o", code=2)
+    assert "needs a value" in err
+
+
+CASES = {"info": case_info, "top": case_top, "export": case_export, "window": case_window,
+         "v2": case_v2, "create": case_create, "errors": case_errors}
+
+if __name__ == "__main__":
+    WORK = os.path.join(WORK, CASE)
+    shutil.rmtree(WORK, ignore_errors=True)
+    os.makedirs(WORK)
+    CASES[CASE]()
+    print(f"rpdtool {CASE}: ok")

@@ -1,0 +1,202 @@
+/*
+ * rpdremote.c: start, stop, flush or query the RPD tracer of a running
+ * process that has libnano_remote.so loaded (protocol: nano/remote.h).
+ *
+ *   rpdremote start|stop|flush|status PID
+ *   rpdremote list
+ *
+ * Exit status: 0 done; 1 the process refused or failed (a stop at count 0, a
+ * flush error, the tracer not loaded, no state reported); 2 bad usage;
+ * 3 no such process; 4 the process is not nanoprobe-enabled (no control
+ * socket, or a stale one); 5 permission denied (another user's process).
+ */
+#define _GNU_SOURCE
+#include <nano/remote.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+enum {
+  RR_OK = 0,
+  RR_FAILED = 1,
+  RR_USAGE = 2,
+  RR_NOPROC = 3,
+  RR_NOTENABLED = 4,
+  RR_DENIED = 5,
+};
+
+static const char rr_help[] =
+    "usage: rpdremote start|stop|flush|status [--socket PATH] PID\n"
+    "       rpdremote list\n"
+    "Controls the RPD tracer in running process PID, which must have\n"
+    "libnano_remote.so loaded (LD_PRELOAD=\"libnano_rpd.so libnano_remote.so\").\n"
+    "  start    take a recording reference (recording is on while the count > 0)\n"
+    "  stop     drop one reference and flush; a stop at count 0 is refused\n"
+    "  flush    commit everything recorded so far to the trace file\n"
+    "  status   recording on/off, the start count, the trace file\n"
+    "  list     the processes with a control socket of this user\n"
+    "  --socket PATH   use this control socket instead of the default one\n"
+    "Exit status: 0 done, 1 refused or failed in the process, 2 bad usage,\n"
+    "3 no such process, 4 not nanoprobe-enabled, 5 permission denied.\n";
+
+/* Prints "rpdremote: <message>" on stderr and returns `code`. */
+static int rr_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int rr_fail(int code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("rpdremote: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  return code;
+}
+
+/* Lists the live processes with a socket in this user's directory. */
+static int rr_list(void) {
+  char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+  if (nano_remote_dir(geteuid(), dir, sizeof dir) != 0)
+    return rr_fail(RR_USAGE, "socket directory name too long (NANO_REMOTE_DIR?)");
+  DIR *d = opendir(dir);
+  if (!d) {
+    if (errno == ENOENT) return RR_OK;
+    return rr_fail(RR_FAILED, "%s: %s", dir, strerror(errno));
+  }
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    char *end = NULL;
+    long pid = strtol(e->d_name, &end, 10);
+    if (end == e->d_name || strcmp(end, ".sock") || pid <= 0) continue;
+    if (kill((pid_t)pid, 0) != 0 && errno == ESRCH) continue;
+    printf("%ld\n", pid);
+  }
+  closedir(d);
+  return RR_OK;
+}
+
+/* Maps a reply status word to an exit code. */
+static int rr_code(const char *word) {
+  if (!strcmp(word, NANO_REMOTE_ROK)) return RR_OK;
+  if (!strcmp(word, NANO_REMOTE_RDENIED)) return RR_DENIED;
+  if (!strcmp(word, NANO_REMOTE_RNOTRACER)) return RR_NOTENABLED;
+  if (!strcmp(word, NANO_REMOTE_RBADREQ)) return RR_USAGE;
+  return RR_FAILED;
+}
+
+int main(int argc, char **argv) {
+  const char *cmd = NULL, *pid_s = NULL, *socket_path = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      fputs(rr_help, stdout);
+      return RR_OK;
+    }
+    if (!strcmp(argv[i], "--socket")) {
+      if (++i == argc) return rr_fail(RR_USAGE, "--socket needs a PATH");
+      socket_path = argv[i];
+    } else if (argv[i][0] == '-' && argv[i][1]) {
+      return rr_fail(RR_USAGE, "unknown option '%s' (see rpdremote --help)", argv[i]);
+    } else if (!cmd) {
+      cmd = argv[i];
+    } else if (!pid_s) {
+      pid_s = argv[i];
+    } else {
+      return rr_fail(RR_USAGE, "unexpected argument '%s' (see rpdremote --help)", argv[i]);
+    }
+  }
+  if (!cmd) return rr_fail(RR_USAGE, "missing command (see rpdremote --help)");
+  if (!strcmp(cmd, "list")) {
+    if (pid_s) return rr_fail(RR_USAGE, "list takes no PID");
+    return rr_list();
+  }
+  if (strcmp(cmd, "start") && strcmp(cmd, "stop") && strcmp(cmd, "flush") && strcmp(cmd, "status"))
+    return rr_fail(RR_USAGE, "unknown command '%s' (start, stop, flush, status, list)", cmd);
+  if (!pid_s) return rr_fail(RR_USAGE, "%s: missing PID", cmd);
+  char *end = NULL;
+  errno = 0;
+  long pid = strtol(pid_s, &end, 10);
+  if (*end || end == pid_s || errno || pid <= 0 || pid > 0x7fffffffL)
+    return rr_fail(RR_USAGE, "'%s' is not a process id", pid_s);
+
+  /* The target's owner decides where its socket is. */
+  char proc[64];
+  struct stat sb;
+  snprintf(proc, sizeof proc, "/proc/%ld", pid);
+  if (stat(proc, &sb) != 0 || (kill((pid_t)pid, 0) != 0 && errno == ESRCH))
+    return rr_fail(RR_NOPROC, "process %ld: no such process", pid);
+  struct sockaddr_un sa = {.sun_family = AF_UNIX};
+  if (socket_path) {
+    if (strlen(socket_path) >= sizeof sa.sun_path)
+      return rr_fail(RR_USAGE, "--socket %s: path too long for a Unix socket", socket_path);
+    strcpy(sa.sun_path, socket_path);
+  } else if (nano_remote_socket_path(sb.st_uid, (pid_t)pid, sa.sun_path, sizeof sa.sun_path) != 0) {
+    return rr_fail(RR_USAGE, "socket path too long for a Unix socket (NANO_REMOTE_DIR?)");
+  }
+
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return rr_fail(RR_FAILED, "socket: %s", strerror(errno));
+  if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+    int e = errno;
+    close(fd);
+    if (e == EACCES || e == EPERM)
+      return rr_fail(RR_DENIED,
+                     "process %ld: permission denied (it belongs to uid %u; only that user "
+                     "or root may control it)",
+                     pid, (unsigned)sb.st_uid);
+    if (e == ENOENT)
+      return rr_fail(RR_NOTENABLED,
+                     "process %ld is not nanoprobe-enabled: no control socket %s (run it with "
+                     "libnano_remote.so loaded)",
+                     pid, sa.sun_path);
+    if (e == ECONNREFUSED)
+      return rr_fail(RR_NOTENABLED,
+                     "process %ld is not nanoprobe-enabled: %s is stale (nobody listens)", pid,
+                     sa.sun_path);
+    return rr_fail(RR_FAILED, "process %ld: cannot connect to %s: %s", pid, sa.sun_path,
+                   strerror(e));
+  }
+  /* A flush may take a while on a large backlog. */
+  struct timeval tv = {.tv_sec = 120};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  char line[NANO_REMOTE_LINE_MAX];
+  int n = snprintf(line, sizeof line, "%s\n", cmd);
+  if (send(fd, line, (size_t)n, MSG_NOSIGNAL) != n) {
+    int e = errno;
+    close(fd);
+    return rr_fail(RR_FAILED, "process %ld: cannot send the request: %s", pid, strerror(e));
+  }
+  size_t got = 0;
+  while (got < sizeof line - 1) {
+    ssize_t r = recv(fd, line + got, sizeof line - 1 - got, 0);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) {
+      int e = errno;
+      close(fd);
+      return rr_fail(RR_FAILED, "process %ld: no reply: %s", pid,
+                     e == EAGAIN ? "timed out" : strerror(e));
+    }
+    if (r == 0) break;
+    got += (size_t)r;
+    if (memchr(line, '\n', got)) break;
+  }
+  close(fd);
+  line[got] = 0;
+  char *nl = strchr(line, '\n');
+  if (!nl) return rr_fail(RR_FAILED, "process %ld: incomplete reply '%s'", pid, line);
+  *nl = 0;
+  char *text = strchr(line, ' ');
+  if (text) *text++ = 0;
+  int code = rr_code(line);
+  if (code == RR_OK) {
+    printf("%s\n", text ? text : "");
+    return RR_OK;
+  }
+  return rr_fail(code, "%s", text ? text : line);
+}
