@@ -1,0 +1,166 @@
+"""nanoprobe: record Python programs into an RPD trace.
+
+    from nanoprobe import Tracer, Profiler, signpost, atomics
+
+    Tracer.set_filename("trace.rpd", append=False)  # before the first Tracer()
+    with Tracer():                                  # recorded section
+        model(x)
+    signpost("Run number 5", "after 5 warm-up runs")
+
+Tracer controls the tracer of libnano_rpd.so (reference-counted start/stop,
+flush, user ranges, marks), like rocmProfileData's rpdTracerControl.
+Profiler records every Python call (optionally every line, every C call) as
+a range in domain "python". `python -m nanoprobe` runs a script under both.
+"""
+
+import os
+import sys
+
+from . import _nanoprobe
+from . import atomics
+
+__all__ = ["Tracer", "Profiler", "signpost", "atomics"]
+
+# Frames of this package are never recorded by the profiler.
+_nanoprobe._set_internal_prefix(os.path.dirname(os.path.abspath(__file__)) + os.sep)
+
+
+class Tracer:
+    """Control of the trace recorder (one per process, reference counted).
+
+    The file is chosen once per process, before the first Tracer is created:
+    Tracer.set_filename(path, append), else $RPDT_FILENAME, else ./trace.rpd.
+    Child processes (subprocess, multiprocessing fork and spawn) inherit the
+    file through $RPDT_FILENAME and append to it as their own session; put
+    "%p" in the name for one file per process instead.
+    """
+
+    _filename = None
+    _append = False
+    _initialised = False
+
+    @classmethod
+    def set_filename(cls, path, append=False):
+        """Sets the trace file (and whether to append to an existing one).
+
+        Must come before the first Tracer() of the process: RuntimeError after.
+        """
+        if cls._initialised:
+            raise RuntimeError(
+                "Tracer.set_filename(%r) after the first Tracer(): the trace file "
+                "is already chosen" % (path,))
+        cls._filename = os.path.abspath(os.fspath(path))
+        cls._append = bool(append)
+
+    @classmethod
+    def _initialise(cls):
+        if cls._initialised:
+            return
+        if cls._filename is not None:
+            _nanoprobe.set_filename(cls._filename, cls._append)
+            # Children append to the same file (their own session in it).
+            os.environ["RPDT_FILENAME"] = cls._filename
+        cls._initialised = True
+
+    def __init__(self):
+        Tracer._initialise()
+
+    def start(self):
+        """One more reference to recording; returns the new count."""
+        return _nanoprobe.start()
+
+    def stop(self):
+        """One reference less; returns the new count. RuntimeError when not started."""
+        return _nanoprobe.stop()
+
+    def flush(self):
+        """Returns when everything recorded so far is in the file."""
+        _nanoprobe.flush()
+
+    def range_push(self, name, args=None, domain=None):
+        """Opens a range on this thread (domain "UserMarker" by default)."""
+        _nanoprobe.range_push(name, args, domain)
+
+    def range_pop(self):
+        """Closes this thread's innermost range."""
+        _nanoprobe.range_pop()
+
+    def mark(self, name, args=None, domain=None):
+        """A zero-duration mark."""
+        _nanoprobe.mark(name, args, domain)
+
+    # rocmProfileData's spelling, for scripts written against rpdTracerControl.
+    rangePush = range_push
+    rangePop = range_pop
+
+    @classmethod
+    def setFilename(cls, name, append=False):
+        cls.set_filename(name, append)
+
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        self.stop()
+        return False
+
+
+def _env_flag(name):
+    """The boolean value of $name ("1", "true", "yes", "on" or the opposite);
+    anything else gets one warning on stderr and False."""
+    value = os.environ.get(name, "")
+    if value.lower() in ("1", "true", "yes", "on"):
+        return True
+    if value.lower() in ("", "0", "false", "no", "off"):
+        return False
+    sys.stderr.write("nanoprobe: %s=%r is not a boolean; using 0\n" % (name, value))
+    return False
+
+
+class Profiler:
+    """Records Python calls as ranges (domain "python") while enabled.
+
+    Profiler(lines=None, c_calls=None): `lines` adds a range per executed
+    line inside profiled functions; `c_calls` adds a range per call of a C
+    function from Python. None takes the setting of `python -m nanoprobe`
+    (-l, -c; $NANO_PYTHON_LINES, $NANO_PYTHON_C_CALLS), off by default. Every thread is profiled, also threads started
+    later. enable() holds one reference to recording (Tracer().start()) and
+    disable() gives it back. Usable as a context manager.
+    """
+
+    def __init__(self, lines=None, c_calls=None):
+        self.lines = _env_flag("NANO_PYTHON_LINES") if lines is None else bool(lines)
+        self.c_calls = _env_flag("NANO_PYTHON_C_CALLS") if c_calls is None else bool(c_calls)
+
+    _tracer_held = False
+
+    def enable(self):
+        """Starts profiling; RuntimeError when a profiler is already enabled."""
+        Tracer._initialise()
+        _nanoprobe.start()
+        try:
+            _nanoprobe.profiler_enable(self.lines, self.c_calls)
+        except BaseException:
+            _nanoprobe.stop()
+            raise
+        self._tracer_held = True
+
+    def disable(self):
+        """Stops profiling; closes the ranges this thread still has open."""
+        _nanoprobe.profiler_disable()
+        if self._tracer_held:
+            self._tracer_held = False
+            _nanoprobe.stop()
+
+    def __enter__(self):
+        self.enable()
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        self.disable()
+        return False
+
+
+# signpost(header, message=None): a mark with both texts (domain "signpost").
+signpost = _nanoprobe.signpost

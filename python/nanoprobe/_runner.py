@@ -1,0 +1,107 @@
+"""Session handling shared by `python -m nanoprobe` and its child processes.
+
+The runner starts recording and the profiler in its own process and passes
+the same settings to every Python child through the environment:
+$RPDT_FILENAME (the trace file; children append to it), $NANO_PYTHON_PROFILE
+("all", "partial" or "off"), $NANO_PYTHON_LINES and $NANO_PYTHON_C_CALLS,
+and $PYTHONPATH, to which it prepends the directory of a sitecustomize module
+that calls autostart() in each child. Children forked by multiprocessing
+leave through os._exit; a multiprocessing after-fork hook closes their ranges
+and flushes before that.
+"""
+
+import atexit
+import os
+import sys
+
+from . import Profiler, Tracer
+
+PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BOOT_DIR = os.path.join(PACKAGE_PARENT, "nanoprobe", "_boot")
+PROFILE_MODES = ("all", "partial", "off")
+
+
+class Session:
+    """Recording (one tracer reference) plus, in mode "all", the profiler."""
+
+    def __init__(self, mode):
+        if mode not in PROFILE_MODES:
+            raise ValueError("profile mode %r: expected one of %s" % (mode, ", ".join(PROFILE_MODES)))
+        self.mode = mode
+        self.tracer = None
+        self.profiler = None
+
+    def start(self):
+        self.tracer = Tracer()
+        self.tracer.start()
+        _register_fork_hook(self)
+        if self.mode == "all":
+            self.profiler = Profiler()
+            self.profiler.enable()
+
+    def stop(self):
+        """Idempotent: disables the profiler, stops recording, flushes."""
+        if self.profiler is not None:
+            self.profiler.disable()
+            self.profiler = None
+        if self.tracer is not None:
+            tracer, self.tracer = self.tracer, None
+            tracer.stop()
+            tracer.flush()
+
+
+def export_environment(mode, lines, c_calls):
+    """Puts the settings children need into os.environ."""
+    os.environ["NANO_PYTHON_PROFILE"] = mode
+    os.environ["NANO_PYTHON_LINES"] = "1" if lines else "0"
+    os.environ["NANO_PYTHON_C_CALLS"] = "1" if c_calls else "0"
+    path = os.environ.get("PYTHONPATH", "")
+    entries = path.split(os.pathsep) if path else []
+    wanted = [d for d in (BOOT_DIR, PACKAGE_PARENT) if d not in entries]
+    if wanted:
+        os.environ["PYTHONPATH"] = os.pathsep.join(wanted + entries)
+
+
+def _fork_child_exit(session):
+    session.stop()
+
+
+# multiprocessing keeps after-fork hooks in a weak-value registry: the
+# sessions must stay referenced here.
+_fork_hook_sessions = []
+
+
+def _after_fork_in_child(session):
+    # multiprocessing clears its finalizers in a forked child before running
+    # the after-fork hooks, so the finalizer registered here is the child's.
+    import multiprocessing.util as mputil
+    mputil.Finalize(session, _fork_child_exit, args=(session,), exitpriority=-1000)
+
+
+def _register_fork_hook(session):
+    try:
+        import multiprocessing.util as mputil
+    except ImportError:
+        return
+    _fork_hook_sessions.append(session)
+    mputil.register_after_fork(session, _after_fork_in_child)
+
+
+def autostart():
+    """Called at start-up of a child process of `python -m nanoprobe`
+    (through the sitecustomize of BOOT_DIR): records it like its parent."""
+    mode = os.environ.get("NANO_PYTHON_PROFILE", "")
+    if not mode:
+        return
+    if mode not in PROFILE_MODES:
+        sys.stderr.write("nanoprobe: NANO_PYTHON_PROFILE=%r is not one of %s; using 'all'\n"
+                         % (mode, ", ".join(PROFILE_MODES)))
+        mode = "all"
+    session = Session(mode)
+    try:
+        session.start()
+    except Exception as e:  # a child must run even when recording cannot start
+        sys.stderr.write("nanoprobe: recording not started in pid %d: %s\n" % (os.getpid(), e))
+        return
+    atexit.register(session.stop)
+
