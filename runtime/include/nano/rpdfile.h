@@ -1,0 +1,116 @@
+/*
+ * nano/rpdfile.h: opening and creating RPD files (static library nano_rpdfile).
+ *
+ * One place knows the RPD schema (rocmProfileData's SQLite layout, version 3)
+ * and how to tell an RPD file from other files. The tracer (libnano_rpd.so) and
+ * the tools (rpd, analysis) use it:
+ *
+ *   nano_rpdfile_open_write   open for appending; creates the schema in a
+ *                             missing, empty or table-less file
+ *   nano_rpdfile_open_read    open an existing trace of schema 2 or 3
+ *   nano_rpdfile_check        classify an open database (version or why not)
+ *   nano_rpdfile_begin_session take the next session number (rocmProfileData's
+ *                             multi-writer scheme: ids get session << 32)
+ *   nano_rpdfile_schema_sql   the SQL that creates a version-3 file
+ *
+ * Errors are written into a caller buffer as one line naming the path and what
+ * is wrong, e.g. "trace.rpd: not an SQLite database". Every function returns 0
+ * on success and a negative NANO_RPDFILE_E* code otherwise.
+ *
+ * Journal mode: a file opened for writing is switched to WAL with
+ * synchronous=NORMAL. A process killed at any point (SIGKILL included) leaves
+ * the database consistent: committed transactions are in the WAL and are
+ * recovered by the next connection; uncommitted ones vanish. The WAL is folded
+ * back into the main file when the last writer closes (nano_rpdfile_close).
+ */
+#ifndef NANO_RPDFILE_H
+#define NANO_RPDFILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sqlite3.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The schema version nanoprobe writes, and the range it reads. */
+#define NANO_RPD_SCHEMA_VERSION 3
+#define NANO_RPD_SCHEMA_MIN_READ 2
+
+/* Default strides written into a new file's rocpd_metadata. */
+#define NANO_RPD_GPU_STRIDE 1000
+#define NANO_RPD_PID_STRIDE 10000000
+
+/* Error codes (negative). */
+enum nano_rpdfile_error {
+  NANO_RPDFILE_OK = 0,
+  NANO_RPDFILE_ESQLITE = -1,   /* an SQLite call failed (message in err)            */
+  NANO_RPDFILE_ENOENT = -2,    /* the file does not exist (reading)                 */
+  NANO_RPDFILE_ENOTDB = -3,    /* the file is not an SQLite database                */
+  NANO_RPDFILE_ENOTRPD = -4,   /* an SQLite database without the RPD tables         */
+  NANO_RPDFILE_ENEWER = -5,    /* schema version newer than this build handles      */
+  NANO_RPDFILE_EOLDER = -6,    /* schema version too old (writing needs version 3)  */
+  NANO_RPDFILE_EIO = -7,       /* the file cannot be opened/read (errno in message) */
+};
+
+/* Size of an error buffer that always holds a full message. */
+#define NANO_RPDFILE_ERRLEN 512
+
+/* The SQL script that creates an empty version-3 RPD file: tables, indexes,
+ * views and the metadata rows. Static storage. */
+const char *nano_rpdfile_schema_sql(void);
+
+/* Classifies the open database `db` (opened from `path`, used in messages).
+ * On success stores the schema version (2 or 3; a file with RPD tables but no
+ * schema_version tag counts as 2) in *version and returns 0. Returns
+ * NANO_RPDFILE_ENOTDB, _ENOTRPD or _ENEWER (with *version set to the file's
+ * version) or _ESQLITE, with a message in err. An SQLite file with no tables
+ * at all is reported as _ENOTRPD with *version = 0. */
+int nano_rpdfile_check(sqlite3 *db, const char *path, int *version, char *err, size_t errlen);
+
+/* Opens `path` for writing. A missing file, an empty (0-byte) file or an
+ * SQLite file without any table gets the version-3 schema (created under an
+ * exclusive transaction, so concurrent creators produce one schema). A file
+ * holding a version-3 RPD trace is opened for appending. Anything else is
+ * refused: not SQLite, SQLite but not RPD, version 2 (older) or newer.
+ * truncate != 0 first empties an existing file (only when no other process
+ * has it open: the caller's business). The connection has a busy timeout of
+ * 60 s and WAL journaling. Returns 0 and *db, or an error (then *db is NULL). */
+int nano_rpdfile_open_write(const char *path, int truncate, sqlite3 **db, char *err,
+                            size_t errlen);
+
+/* Opens an existing RPD file of schema 2 or 3 for reading (readonly != 0) or
+ * for post-processing writes (readonly == 0). Stores its version in *version.
+ * Returns 0 and *db, or NANO_RPDFILE_ENOENT, _EIO, _ENOTDB, _ENOTRPD, _ENEWER,
+ * _ESQLITE (then *db is NULL). */
+int nano_rpdfile_open_read(const char *path, int readonly, sqlite3 **db, int *version,
+                           char *err, size_t errlen);
+
+/* Takes the next session number of the file under an exclusive transaction:
+ * reads rocpd_metadata 'session_count' (absent means 0), stores value + 1, and
+ * adds a 'session' row "id=N pid=P". Returns 0 with *session = N; the writer
+ * then adds N << 32 to every id and reference it writes. */
+int nano_rpdfile_begin_session(sqlite3 *db, const char *path, int64_t *session, char *err,
+                               size_t errlen);
+
+/* The id offset of a session: session << 32. */
+static inline int64_t nano_rpdfile_session_offset(int64_t session) {
+  return (int64_t)((uint64_t)session << 32);
+}
+
+/* Closes a connection opened by this library: checkpoints the WAL (folding it
+ * into the main file when no other connection is open) and closes. Returns 0
+ * or NANO_RPDFILE_ESQLITE with a message (the connection is closed anyway).
+ * db may be NULL. */
+int nano_rpdfile_close(sqlite3 *db, const char *path, char *err, size_t errlen);
+
+/* Runs `sql` (one or more statements) on db; on failure writes
+ * "<path>: <what>: <sqlite message>" into err and returns NANO_RPDFILE_ESQLITE. */
+int nano_rpdfile_exec(sqlite3 *db, const char *path, const char *what, const char *sql,
+                      char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* NANO_RPDFILE_H */

@@ -1,0 +1,436 @@
+/*
+ * rpdfile.c: the RPD schema and opening/creating RPD files (nano_rpdfile).
+ *
+ * The schema is rocmProfileData's version 3 (rpd_tracer/tableSchema.cmd,
+ * indexSchema.cmd, utilitySchema.cmd), with the v3 views the format note
+ * (docs/rpd-schema) lists: api and op with their strings, busy, top, kernel,
+ * copy, copyop, stackframe and the node-decoding napi and nop.
+ *
+ * Classification of a file, in order: missing; empty (0 bytes); does not start
+ * with the SQLite header (not SQLite); SQLite without tables (treated as empty
+ * when writing); no rocpd_metadata or rocpd_api table (not RPD); the
+ * schema_version tag (absent = 2) against the supported range.
+ */
+#define _GNU_SOURCE /* O_CLOEXEC */
+#include "nano/rpdfile.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define RPDFILE_BUSY_MS 60000
+
+static const char rpdfile_schema[] =
+    /* tables (rocmProfileData tableSchema.cmd, version 3) */
+    "CREATE TABLE IF NOT EXISTS \"rocpd_metadata\" (\"id\" integer NOT NULL PRIMARY KEY AUTOINCREMENT, "
+    "\"tag\" varchar(4096) NOT NULL, \"value\" varchar(4096) NOT NULL);\n"
+    "CREATE TABLE IF NOT EXISTS \"rocpd_string\" (\"id\" integer NOT NULL PRIMARY KEY AUTOINCREMENT, "
+    "\"string\" varchar(4096) NOT NULL);\n"
+    "CREATE TABLE IF NOT EXISTS \"rocpd_ustring\" (\"id\" integer NOT NULL PRIMARY KEY AUTOINCREMENT, "
+    "\"string\" varchar(4096) NOT NULL);\n"
+    "CREATE TABLE IF NOT EXISTS \"rocpd_api\" (\"id\" integer NOT NULL PRIMARY KEY AUTOINCREMENT, "
+    "\"pid\" integer NOT NULL, \"tid\" integer NOT NULL, \"start\" integer NOT NULL, \"end\" integer NOT NULL, "
+    "\"apiName_id\" bigint NOT NULL REFERENCES \"rocpd_string\" (\"id\") DEFERRABLE INITIALLY DEFERRED, "
+    "\"category_id\" bigint NOT NULL REFERENCES \"rocpd_string\" (\"id\") DEFERRABLE INITIALLY DEFERRED, "
+    "\"domain_id\" bigint NOT NULL REFERENCES \"rocpd_string\" (\"id\") DEFERRABLE INITIALLY DEFERRED, "
+    "\"args_id\" bigint NOT NULL REFERENCES \"rocpd_ustring\" (\"id\") DEFERRABLE INITIALLY DEFERRED);\n"
+    "CREATE TABLE IF NOT EXISTS \"rocpd_copyapi\" (\"api_ptr_id\" bigint NOT NULL PRIMARY KEY "
+    "REFERENCES \"rocpd_api\" (\"id\") DEFERRABLE INITIALLY DEFERRED, \"stream\" varchar(18) NOT NULL, "
+    "\"size\" integer NOT NULL, \"width\" integer NOT NULL, \"height\" integer NOT NULL, \"kind\" integer NOT NULL, "
+    "\"dst\" varchar(18) NOT NULL, \"src\" varchar(18) NOT NULL, \"dstDevice\" integer NOT NULL, "
+    "\"srcDevice\" integer NOT NULL, \"sync\" bool NOT NULL, \"pinned\" bool NOT NULL);\n"
+    "CREATE TABLE IF NOT EXISTS \"rocpd_kernelapi\" (\"api_ptr_id\" bigint NOT NULL PRIMARY KEY "
+    "REFERENCES \"rocpd_api\" (\"id\") DEFERRABLE INITIALLY DEFERRED, \"stream\" varchar(18) NOT NULL, "
+    "\"gridX\" integer NOT NULL, \"gridY\" integer NOT NULL, \"gridZ\" integer NOT NULL, "
+    "\"workgroupX\" integer NOT NULL, \"workgroupY\" integer NOT NULL, \"workgroupZ\" integer NOT NULL, "
+    "\"groupSegmentSize\" integer NOT NULL, \"privateSegmentSize\" integer NOT NULL, "
+    "\"kernelName_id\" bigint NOT NULL REFERENCES \"rocpd_string\" (\"id\") DEFERRABLE INITIALLY DEFERRED);\n"
+    "CREATE TABLE IF NOT EXISTS \"rocpd_op\" (\"id\" integer NOT NULL PRIMARY KEY AUTOINCREMENT, "
+    "\"gpuId\" integer NOT NULL, \"queueId\" integer NOT NULL, \"sequenceId\" integer NOT NULL, "
+    "\"start\" integer NOT NULL, \"end\" integer NOT NULL, "
+    "\"description_id\" bigint NOT NULL REFERENCES \"rocpd_string\" (\"id\") DEFERRABLE INITIALLY DEFERRED, "
+    "\"opType_id\" bigint NOT NULL REFERENCES \"rocpd_string\" (\"id\") DEFERRABLE INITIALLY DEFERRED);\n"
+    "CREATE TABLE IF NOT EXISTS \"rocpd_api_ops\" (\"id\" integer NOT NULL PRIMARY KEY AUTOINCREMENT, "
+    "\"api_id\" bigint NOT NULL REFERENCES \"rocpd_api\" (\"id\") DEFERRABLE INITIALLY DEFERRED, "
+    "\"op_id\" bigint NOT NULL REFERENCES \"rocpd_op\" (\"id\") DEFERRABLE INITIALLY DEFERRED);\n"
+    "CREATE TABLE IF NOT EXISTS \"rocpd_monitor\" (\"id\" integer NOT NULL PRIMARY KEY AUTOINCREMENT, "
+    "\"deviceType\" varchar(16) NOT NULL, \"deviceId\" integer NOT NULL, \"monitorType\" varchar(16) NOT NULL, "
+    "\"start\" integer NOT NULL, \"end\" integer NOT NULL, \"value\" varchar(255) NOT NULL);\n"
+    "CREATE TABLE IF NOT EXISTS \"rocpd_counter\" (\"id\" integer NOT NULL PRIMARY KEY AUTOINCREMENT, "
+    "\"value\" real NOT NULL, "
+    "\"op_id\" bigint NOT NULL REFERENCES \"rocpd_op\" (\"id\") DEFERRABLE INITIALLY DEFERRED, "
+    "\"name_id\" bigint NOT NULL REFERENCES \"rocpd_string\" (\"id\") DEFERRABLE INITIALLY DEFERRED);\n"
+    "CREATE TABLE IF NOT EXISTS \"rocpd_stackframe\" (\"id\" integer NOT NULL PRIMARY KEY AUTOINCREMENT, "
+    "\"api_ptr_id\" bigint NOT NULL REFERENCES \"rocpd_api\" (\"id\") DEFERRABLE INITIALLY DEFERRED, "
+    "\"depth\" integer NOT NULL, "
+    "\"name_id\" bigint NOT NULL REFERENCES \"rocpd_string\" (\"id\") DEFERRABLE INITIALLY DEFERRED);\n"
+    /* metadata rows */
+    "INSERT INTO \"rocpd_metadata\"(tag, value) VALUES ('schema_version', '3');\n"
+    "INSERT INTO \"rocpd_metadata\"(tag, value) VALUES ('gpu_stride', '1000');\n"
+    "INSERT INTO \"rocpd_metadata\"(tag, value) VALUES ('pid_stride', '10000000');\n"
+    /* indexes (indexSchema.cmd) */
+    "CREATE INDEX \"rocpd_strin_string_c7b9cd_idx\" ON \"rocpd_string\" (\"string\");\n"
+    "CREATE INDEX \"rocpd_ustri_string_84d4a7_idx\" ON \"rocpd_ustring\" (\"string\");\n"
+    /* views (utilitySchema.cmd, version 3) */
+    "CREATE VIEW api AS SELECT rocpd_api.id, pid, tid, start, end, A.string AS domain, "
+    "B.string AS category, C.string AS apiName, D.string AS args FROM rocpd_api "
+    "INNER JOIN rocpd_string A ON A.id = rocpd_api.domain_id "
+    "INNER JOIN rocpd_string B ON B.id = rocpd_api.category_id "
+    "INNER JOIN rocpd_string C ON C.id = rocpd_api.apiName_id "
+    "INNER JOIN rocpd_ustring D ON D.id = rocpd_api.args_id;\n"
+    "CREATE VIEW op AS SELECT rocpd_op.id, gpuId, queueId, sequenceId, start, end, "
+    "A.string AS description, B.string AS opType FROM rocpd_op "
+    "INNER JOIN rocpd_string A ON A.id = rocpd_op.description_id "
+    "INNER JOIN rocpd_string B ON B.id = rocpd_op.opType_id;\n"
+    "CREATE VIEW busy AS SELECT A.gpuId, GpuTime, WallTime, GpuTime*1.0/WallTime AS Busy FROM "
+    "(SELECT gpuId, sum(end-start) AS GpuTime FROM rocpd_op GROUP BY gpuId) A "
+    "INNER JOIN (SELECT max(end) - min(start) AS WallTime FROM rocpd_op);\n"
+    "CREATE VIEW top AS SELECT C.string AS Name, count(C.string) AS TotalCalls, "
+    "sum(A.end-A.start) / 1000 AS TotalDuration_us, "
+    "(sum(A.end-A.start)/count(C.string)) / 1000.0 AS Ave_us, "
+    "sum(A.end-A.start) * 100.0 / (SELECT sum(A.end-A.start) FROM rocpd_op A) AS Percentage FROM "
+    "(SELECT opType_id AS name_id, start, end FROM rocpd_op WHERE description_id IN "
+    "(SELECT id FROM rocpd_string WHERE string='') "
+    "UNION ALL SELECT description_id, start, end FROM rocpd_op WHERE description_id NOT IN "
+    "(SELECT id FROM rocpd_string WHERE string='')) A "
+    "JOIN rocpd_string C ON C.id = A.name_id GROUP BY Name ORDER BY TotalDuration_us DESC;\n"
+    "CREATE VIEW kernel AS SELECT B.id, gpuId, queueId, sequenceId, start, end, (end-start) AS duration, "
+    "stream, gridX, gridY, gridZ, workgroupX, workgroupY, workgroupZ, groupSegmentSize, "
+    "privateSegmentSize, D.string AS kernelName FROM rocpd_api_ops A "
+    "JOIN rocpd_op B ON B.id = A.op_id JOIN rocpd_kernelapi C ON C.api_ptr_id = A.api_id "
+    "JOIN rocpd_string D ON D.id = kernelName_id;\n"
+    "CREATE VIEW copy AS SELECT B.id, pid, tid, start, end, C.string AS apiName, stream, size, width, "
+    "height, kind, dst, src, dstDevice, srcDevice, sync, pinned FROM rocpd_copyapi A "
+    "JOIN rocpd_api B ON B.id = A.api_ptr_id JOIN rocpd_string C ON C.id = B.apiName_id;\n"
+    "CREATE VIEW copyop AS SELECT B.id, gpuId, queueId, sequenceId, B.start, B.end, "
+    "(B.end-B.start) AS duration, stream, size, width, height, kind, dst, src, dstDevice, srcDevice, "
+    "sync, pinned, E.string AS apiName FROM rocpd_api_ops A JOIN rocpd_op B ON B.id = A.op_id "
+    "JOIN rocpd_copyapi C ON C.api_ptr_id = A.api_id JOIN rocpd_api D ON D.id = A.api_id "
+    "JOIN rocpd_string E ON E.id = D.apiName_id;\n"
+    "CREATE VIEW stackframe AS SELECT A.api_ptr_id AS id, C.string AS apiName, A.depth AS depth, "
+    "D.string AS name FROM rocpd_stackframe A JOIN rocpd_api B ON B.id = A.api_ptr_id "
+    "JOIN rocpd_string C ON C.id = B.apiName_id JOIN rocpd_string D ON D.id = A.name_id;\n"
+    "CREATE VIEW napi AS SELECT A.id, A.pid / S.stride AS node, A.pid % S.stride AS pid, A.tid, "
+    "A.start, A.end, A.domain, A.category, A.apiName, A.args FROM api A, "
+    "(SELECT CAST(value AS integer) AS stride FROM rocpd_metadata WHERE tag = 'pid_stride') S;\n"
+    "CREATE VIEW nop AS SELECT O.id, O.gpuId / S.stride AS node, O.gpuId % S.stride AS gpuId, "
+    "O.queueId, O.sequenceId, O.start, O.end, O.description, O.opType FROM op O, "
+    "(SELECT CAST(value AS integer) AS stride FROM rocpd_metadata WHERE tag = 'gpu_stride') S;\n";
+
+const char *nano_rpdfile_schema_sql(void) { return rpdfile_schema; }
+
+/* Formats "<path>: <message>" into err (when err is non-NULL). */
+static void rpdfile_err(char *err, size_t errlen, const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void rpdfile_err(char *err, size_t errlen, const char *path, const char *fmt, ...) {
+  if (!err || errlen == 0) return;
+  int n = snprintf(err, errlen, "%s: ", path);
+  if (n < 0 || (size_t)n >= errlen) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
+  va_end(ap);
+}
+
+int nano_rpdfile_exec(sqlite3 *db, const char *path, const char *what, const char *sql,
+                      char *err, size_t errlen) {
+  char *msg = NULL;
+  int rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
+  if (rc == SQLITE_OK) return 0;
+  rpdfile_err(err, errlen, path, "%s: %s", what, msg ? msg : sqlite3_errstr(rc));
+  sqlite3_free(msg);
+  return NANO_RPDFILE_ESQLITE;
+}
+
+/* Runs a query returning one integer (or none). Returns 1 with *out set when a
+ * row came back, 0 for no row, negative on error (message in err). */
+static int rpdfile_query_int(sqlite3 *db, const char *path, const char *sql, int64_t *out,
+                             char *err, size_t errlen) {
+  sqlite3_stmt *st = NULL;
+  int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+  if (rc != SQLITE_OK) {
+    int code = rc == SQLITE_NOTADB ? NANO_RPDFILE_ENOTDB : NANO_RPDFILE_ESQLITE;
+    if (code == NANO_RPDFILE_ENOTDB)
+      rpdfile_err(err, errlen, path, "not an SQLite database");
+    else
+      rpdfile_err(err, errlen, path, "%s", sqlite3_errmsg(db));
+    sqlite3_finalize(st);
+    return code;
+  }
+  rc = sqlite3_step(st);
+  int got = 0;
+  if (rc == SQLITE_ROW) {
+    *out = sqlite3_column_int64(st, 0);
+    got = 1;
+  } else if (rc != SQLITE_DONE) {
+    int code = rc == SQLITE_NOTADB ? NANO_RPDFILE_ENOTDB : NANO_RPDFILE_ESQLITE;
+    if (code == NANO_RPDFILE_ENOTDB)
+      rpdfile_err(err, errlen, path, "not an SQLite database");
+    else
+      rpdfile_err(err, errlen, path, "%s", sqlite3_errmsg(db));
+    sqlite3_finalize(st);
+    return code;
+  }
+  sqlite3_finalize(st);
+  return got;
+}
+
+int nano_rpdfile_check(sqlite3 *db, const char *path, int *version, char *err, size_t errlen) {
+  int64_t n = 0;
+  *version = 0;
+  int rc = rpdfile_query_int(db, path, "SELECT count(*) FROM sqlite_master WHERE type = 'table'",
+                             &n, err, errlen);
+  if (rc < 0) return rc;
+  if (n == 0) {
+    rpdfile_err(err, errlen, path, "an SQLite database but not an RPD trace (it has no tables)");
+    return NANO_RPDFILE_ENOTRPD;
+  }
+  rc = rpdfile_query_int(db, path,
+                         "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND "
+                         "name IN ('rocpd_metadata', 'rocpd_api', 'rocpd_string', 'rocpd_op')",
+                         &n, err, errlen);
+  if (rc < 0) return rc;
+  if (n != 4) {
+    rpdfile_err(err, errlen, path,
+                "an SQLite database but not an RPD trace (no rocpd_metadata, rocpd_api, "
+                "rocpd_string and rocpd_op tables)");
+    return NANO_RPDFILE_ENOTRPD;
+  }
+  int64_t v = 0;
+  rc = rpdfile_query_int(db, path,
+                         "SELECT CAST(value AS integer) FROM rocpd_metadata "
+                         "WHERE tag = 'schema_version' ORDER BY id DESC LIMIT 1",
+                         &v, err, errlen);
+  if (rc < 0) return rc;
+  if (rc == 0) v = 2;
+  *version = (int)v;
+  if (v > NANO_RPD_SCHEMA_VERSION) {
+    rpdfile_err(err, errlen, path,
+                "RPD schema version %lld is newer than this build reads (up to %d)", (long long)v,
+                NANO_RPD_SCHEMA_VERSION);
+    return NANO_RPDFILE_ENEWER;
+  }
+  if (v < NANO_RPD_SCHEMA_MIN_READ) {
+    rpdfile_err(err, errlen, path, "RPD schema version %lld is older than this build reads (%d to %d)",
+                (long long)v, NANO_RPD_SCHEMA_MIN_READ, NANO_RPD_SCHEMA_VERSION);
+    return NANO_RPDFILE_EOLDER;
+  }
+  return 0;
+}
+
+/* Looks at the file itself before SQLite does: 1 = missing, 2 = empty,
+ * 0 = starts with the SQLite header, or an error (not SQLite, unreadable). */
+static int rpdfile_probe(const char *path, char *err, size_t errlen) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return 1;
+    rpdfile_err(err, errlen, path, "cannot open: %s", strerror(errno));
+    return NANO_RPDFILE_EIO;
+  }
+  struct stat sb;
+  if (fstat(fd, &sb) != 0) {
+    rpdfile_err(err, errlen, path, "cannot stat: %s", strerror(errno));
+    close(fd);
+    return NANO_RPDFILE_EIO;
+  }
+  if (S_ISDIR(sb.st_mode)) {
+    rpdfile_err(err, errlen, path, "is a directory, not an RPD file");
+    close(fd);
+    return NANO_RPDFILE_EIO;
+  }
+  if (sb.st_size == 0) {
+    close(fd);
+    return 2;
+  }
+  char head[16];
+  ssize_t got = read(fd, head, sizeof head);
+  int saved = errno;
+  close(fd);
+  if (got < 0) {
+    rpdfile_err(err, errlen, path, "cannot read: %s", strerror(saved));
+    return NANO_RPDFILE_EIO;
+  }
+  if (got < (ssize_t)sizeof head || memcmp(head, "SQLite format 3", 16) != 0) {
+    rpdfile_err(err, errlen, path, "not an SQLite database");
+    return NANO_RPDFILE_ENOTDB;
+  }
+  return 0;
+}
+
+/* Opens a connection with the busy timeout set. */
+static int rpdfile_connect(const char *path, int flags, sqlite3 **db, char *err, size_t errlen) {
+  *db = NULL;
+  int rc = sqlite3_open_v2(path, db, flags, NULL);
+  if (rc != SQLITE_OK) {
+    rpdfile_err(err, errlen, path, "cannot open: %s", *db ? sqlite3_errmsg(*db) : sqlite3_errstr(rc));
+    sqlite3_close(*db);
+    *db = NULL;
+    return NANO_RPDFILE_ESQLITE;
+  }
+  rc = sqlite3_busy_timeout(*db, RPDFILE_BUSY_MS);
+  if (rc != SQLITE_OK) {
+    rpdfile_err(err, errlen, path, "cannot set busy timeout: %s", sqlite3_errmsg(*db));
+    sqlite3_close(*db);
+    *db = NULL;
+    return NANO_RPDFILE_ESQLITE;
+  }
+  return 0;
+}
+
+int nano_rpdfile_open_write(const char *path, int truncate, sqlite3 **db, char *err,
+                            size_t errlen) {
+  *db = NULL;
+  int kind = rpdfile_probe(path, err, errlen);
+  if (kind < 0) return kind;
+  if (truncate && kind == 0) {
+    /* Emptying an existing RPD file: remove it with its WAL side files. */
+    if (unlink(path) != 0) {
+      rpdfile_err(err, errlen, path, "cannot remove for truncation: %s", strerror(errno));
+      return NANO_RPDFILE_EIO;
+    }
+    char side[4096];
+    snprintf(side, sizeof side, "%s-wal", path);
+    unlink(side);
+    snprintf(side, sizeof side, "%s-shm", path);
+    unlink(side);
+  }
+  sqlite3 *d = NULL;
+  int rc = rpdfile_connect(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, &d, err, errlen);
+  if (rc < 0) return rc;
+
+  /* Schema creation and the check happen under one exclusive transaction, so
+   * two processes that find the file empty create the schema once. */
+  rc = nano_rpdfile_exec(d, path, "cannot lock", "BEGIN EXCLUSIVE", err, errlen);
+  if (rc < 0) {
+    int64_t dummy;
+    if (rpdfile_query_int(d, path, "SELECT 1", &dummy, NULL, 0) == NANO_RPDFILE_ENOTDB)
+      rpdfile_err(err, errlen, path, "not an SQLite database");
+    sqlite3_close(d);
+    return rc;
+  }
+  int64_t ntables = 0;
+  rc = rpdfile_query_int(d, path, "SELECT count(*) FROM sqlite_master WHERE type = 'table'",
+                         &ntables, err, errlen);
+  if (rc >= 0 && ntables == 0) {
+    rc = nano_rpdfile_exec(d, path, "cannot create the RPD schema", rpdfile_schema, err, errlen);
+  } else if (rc >= 0) {
+    int version = 0;
+    rc = nano_rpdfile_check(d, path, &version, err, errlen);
+    if (rc == 0 && version != NANO_RPD_SCHEMA_VERSION) {
+      rpdfile_err(err, errlen, path,
+                  "RPD schema version %d: nanoprobe appends only to version %d files", version,
+                  NANO_RPD_SCHEMA_VERSION);
+      rc = NANO_RPDFILE_EOLDER;
+    }
+  }
+  if (rc < 0) {
+    sqlite3_exec(d, "ROLLBACK", NULL, NULL, NULL);
+    sqlite3_close(d);
+    return rc;
+  }
+  rc = nano_rpdfile_exec(d, path, "cannot commit the schema", "COMMIT", err, errlen);
+  if (rc < 0) {
+    sqlite3_close(d);
+    return rc;
+  }
+  /* WAL: concurrent appenders and readers, and crash-safe commits. */
+  sqlite3_stmt *st = NULL;
+  rc = sqlite3_prepare_v2(d, "PRAGMA journal_mode=WAL", -1, &st, NULL);
+  if (rc == SQLITE_OK) rc = sqlite3_step(st);
+  if (rc != SQLITE_ROW) {
+    rpdfile_err(err, errlen, path, "cannot switch to WAL journaling: %s", sqlite3_errmsg(d));
+    sqlite3_finalize(st);
+    sqlite3_close(d);
+    return NANO_RPDFILE_ESQLITE;
+  }
+  sqlite3_finalize(st);
+  rc = nano_rpdfile_exec(d, path, "cannot set synchronous", "PRAGMA synchronous=NORMAL", err,
+                         errlen);
+  if (rc < 0) {
+    sqlite3_close(d);
+    return rc;
+  }
+  *db = d;
+  return 0;
+}
+
+int nano_rpdfile_open_read(const char *path, int readonly, sqlite3 **db, int *version,
+                           char *err, size_t errlen) {
+  *db = NULL;
+  *version = 0;
+  int kind = rpdfile_probe(path, err, errlen);
+  if (kind < 0) return kind;
+  if (kind == 1) {
+    rpdfile_err(err, errlen, path, "no such file");
+    return NANO_RPDFILE_ENOENT;
+  }
+  if (kind == 2) {
+    rpdfile_err(err, errlen, path, "an empty file, not an RPD trace");
+    return NANO_RPDFILE_ENOTRPD;
+  }
+  sqlite3 *d = NULL;
+  int rc = rpdfile_connect(path, readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE, &d, err,
+                           errlen);
+  if (rc < 0) return rc;
+  rc = nano_rpdfile_check(d, path, version, err, errlen);
+  if (rc < 0) {
+    sqlite3_close(d);
+    return rc;
+  }
+  *db = d;
+  return 0;
+}
+
+int nano_rpdfile_begin_session(sqlite3 *db, const char *path, int64_t *session, char *err,
+                               size_t errlen) {
+  *session = 0;
+  int rc = nano_rpdfile_exec(db, path, "cannot lock for a session", "BEGIN EXCLUSIVE", err, errlen);
+  if (rc < 0) return rc;
+  int64_t next = 0;
+  rc = rpdfile_query_int(db, path,
+                         "SELECT CAST(value AS integer) FROM rocpd_metadata WHERE tag = 'session_count'",
+                         &next, err, errlen);
+  char sql[256];
+  if (rc == 1)
+    snprintf(sql, sizeof sql,
+             "UPDATE rocpd_metadata SET value = '%lld' WHERE tag = 'session_count';"
+             "INSERT INTO rocpd_metadata(tag, value) VALUES ('session', 'id=%lld pid=%ld');",
+             (long long)next + 1, (long long)next, (long)getpid());
+  else if (rc == 0)
+    snprintf(sql, sizeof sql,
+             "INSERT INTO rocpd_metadata(tag, value) VALUES ('session_count', '1');"
+             "INSERT INTO rocpd_metadata(tag, value) VALUES ('session', 'id=0 pid=%ld');",
+             (long)getpid());
+  if (rc >= 0) rc = nano_rpdfile_exec(db, path, "cannot record the session", sql, err, errlen);
+  if (rc >= 0) rc = nano_rpdfile_exec(db, path, "cannot commit the session", "COMMIT", err, errlen);
+  if (rc < 0) {
+    sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+    return rc < 0 ? rc : NANO_RPDFILE_ESQLITE;
+  }
+  *session = next;
+  return 0;
+}
+
+int nano_rpdfile_close(sqlite3 *db, const char *path, char *err, size_t errlen) {
+  if (!db) return 0;
+  int ret = 0;
+  /* A checkpoint that finds other connections busy is not an error: the last
+   * connection to close folds the WAL in. */
+  int rc = sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+  if (rc != SQLITE_OK && rc != SQLITE_BUSY && rc != SQLITE_LOCKED) {
+    rpdfile_err(err, errlen, path, "checkpoint failed: %s", sqlite3_errmsg(db));
+    ret = NANO_RPDFILE_ESQLITE;
+  }
+  rc = sqlite3_close(db);
+  if (rc != SQLITE_OK) {
+    rpdfile_err(err, errlen, path, "close failed: %s", sqlite3_errstr(rc));
+    sqlite3_close_v2(db);
+    ret = NANO_RPDFILE_ESQLITE;
+  }
+  return ret;
+}
