@@ -1,0 +1,1714 @@
+/*
+ * rpd.c: the nanoprobe tracer core (libnano_rpd.so).
+ *
+ * Design. Producers (any application thread) write fixed-size 64-byte records
+ * into a per-thread ring of slots, and the strings they pass into a per-thread
+ * string arena (a byte ring), so a caller may free its string as soon as the
+ * call returns. Neither needs a lock: the owning thread is the only writer of
+ * its head, the writer thread the only writer of its tail. A range push and a
+ * pop are two records (PUSH with the start time and text, POP with the end
+ * time); the writer thread pairs them on a per-thread stack, which lets it
+ * close every range still open at a stop (or a crash) at the stop time.
+ *
+ * One writer thread per process drains all rings, interns strings
+ * (rocpd_string, with a hash map), writes one-off texts to rocpd_ustring and
+ * inserts rows with prepared statements in batched transactions. Ids carry the
+ * session offset (session << 32) taken from the file (nano/rpdfile.h).
+ *
+ * Full rings: the producer wakes the writer and waits (default), or with
+ * NANO_RPD_DROP=1 drops the record and counts it; the count goes to the trace
+ * (rocpd_metadata tag 'nano_dropped_records', one row per session) and to
+ * stderr at exit.
+ *
+ * Recording state is one atomic word: (epoch << 1) | on. rpdstart/rpdstop
+ * keep a reference count under a mutex; the epoch increases at each start, so
+ * the writer knows which open ranges a stop ended.
+ *
+ * Durability: fatal signals (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT) and
+ * SIGTERM/SIGINT are caught; the handler only does atomic stores, write() to
+ * an eventfd and a bounded futex wait for the writer's commit, then restores
+ * the previous disposition and re-raises. The file uses WAL journaling (see
+ * nano/rpdfile.h), so SIGKILL leaves it consistent.
+ *
+ * fork: the child starts with no buffers and, when recording, a fresh writer
+ * and session (its own pid and tids). exec: a preloaded library initialises
+ * again in the new image and appends a session to the same file.
+ */
+#define _GNU_SOURCE
+#include "rpd.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "nano/rpdfile.h"
+#ifdef NANO_RPD_HAVE_TRACKER
+#include "nano/atomics.h"
+#endif
+#include "rpd_internal.h"
+
+/* ---- records ------------------------------------------------------------- */
+
+enum rpd_rec_type {
+  R_PAD = 0,   /* filler before a 2-slot record at the end of the ring          */
+  R_PUSH,      /* t0, s[0..2] domain/name/args, s[3] stack                       */
+  R_POP,       /* t0                                                             */
+  R_MARK,      /* t0, s[0..2], s[3] stack                                        */
+  R_API,       /* t0, t1, h handle, s[0..3] domain/category/apiName/args; ext    */
+  R_KERNEL,    /* h api, s[0] stream, s[1] kernelName; ext i[0..7]               */
+  R_COPY,      /* h api, s[0] stream, s[1] dst, s[2] src; ext                    */
+  R_OP,        /* h api, t0, t1, s[0] description, s[1] opType, s[2] gpu|queue  */
+  R_MONITOR,   /* t0, t1, s[0] deviceType, s[1] monitorType, s[2] value, s[3] id */
+  R_RSTART,    /* h range id, t0, s[0] domain, s[1] text                         */
+  R_RSTOP,     /* h range id, t0                                                 */
+};
+
+struct rpd_rec {
+  uint8_t type;
+  uint8_t nslots;
+  uint16_t unused;
+  uint32_t epoch;
+  int64_t t0, t1;
+  uint64_t h;
+  uint64_t s[4]; /* string refs: 0 none, bit 63 interned handle, else arena pos + 1 */
+};
+_Static_assert(sizeof(struct rpd_rec) == 64, "a record is one cache line");
+
+/* The second slot of R_API (stack), R_KERNEL and R_COPY records. */
+struct rpd_ext {
+  int64_t i64[3];
+  int32_t i32[8];
+  uint64_t stack; /* stack ref: (arena pos + 1) << 8 | frame count */
+};
+_Static_assert(sizeof(struct rpd_ext) <= 64, "an extension is one slot");
+
+#define RPD_REF_INTERNED (1ull << 63)
+
+/* One thread's buffers. head/ahead are written by the owner only, tail/atail
+ * by the writer only. */
+struct rpd_tbuf {
+  _Atomic uint64_t head;  /* next slot the producer writes (published)       */
+  uint64_t tail_seen;     /* producer's last view of tail                     */
+  uint64_t ahead;         /* next arena byte                                  */
+  uint64_t atail_seen;
+  int wake_sent;          /* producer asked the writer to drain               */
+  int32_t pid, tid;
+  _Alignas(64) _Atomic uint64_t tail;
+  _Atomic uint64_t atail;
+  _Atomic uint64_t dropped;
+  _Atomic int state;      /* 0 live, 1 owner exited, 2 free for reuse         */
+  struct rpd_tbuf *next;  /* global list, push-only                           */
+  struct rpd_rec *slots;
+  char *arena;
+  uint32_t nslots, asize; /* powers of two                                    */
+  /* writer-only: open ranges of this thread */
+  struct rpd_open *open;
+  int nopen, capopen;
+};
+
+/* A range the writer has seen pushed and not yet popped. */
+struct rpd_open {
+  int64_t start;
+  uint32_t epoch;
+  int64_t api_id;
+  int64_t domain_id, name_id, args_id;
+};
+
+/* ---- configuration and global state --------------------------------------- */
+
+static char g_template[4096] = "./trace.rpd"; /* RPDT_FILENAME, %p = pid    */
+static int g_truncate;                         /* rpd_set_filename(.., 0)    */
+static double g_autoflush_hz;                  /* RPDT_AUTOFLUSH             */
+static int g_stack_depth;                      /* RPDT_STACKFRAMES/NANO_RPD_STACKDEPTH */
+static int g_drop;                             /* NANO_RPD_DROP              */
+static uint32_t g_cfg_slots = 1u << 14;        /* NANO_RPD_BUFFER            */
+static int g_crash_wait_ms = 5000;             /* NANO_RPD_CRASH_WAIT_MS     */
+
+static _Atomic uint32_t g_state;               /* epoch << 1 | on            */
+static _Atomic int64_t g_stop_ns[256];         /* stop time per epoch & 255  */
+static pthread_mutex_t g_ctl = PTHREAD_MUTEX_INITIALIZER;
+static int g_refs;                             /* start/stop reference count */
+static uint32_t g_epoch;
+
+static _Atomic(struct rpd_tbuf *) g_bufs;
+static _Atomic uint64_t g_api_next = 1;        /* api handles, process-wide  */
+static _Atomic uint64_t g_range_next = 1;      /* rpdi_range_start ids       */
+
+static __thread struct rpd_tbuf *tls_buf __attribute__((tls_model("initial-exec")));
+static __thread uint32_t tls_depth __attribute__((tls_model("initial-exec")));
+static __thread uint64_t tls_unrecorded __attribute__((tls_model("initial-exec")));
+static pthread_key_t g_tls_key;
+
+/* Flush protocol: a requester increments g_flush_req, writes the eventfd and
+ * waits until g_flush_done reaches its ticket (a futex word). */
+static _Atomic uint32_t g_flush_req;
+static _Atomic uint32_t g_flush_done;
+static int g_evfd = -1;
+static _Atomic int g_writer_running;
+static _Atomic int g_writer_quit;
+static pthread_t g_writer_thread;
+
+static void rpd_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void rpd_log(const char *fmt, ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  if (n < 0) return;
+  if ((size_t)n >= sizeof buf) n = sizeof buf - 1;
+  fprintf(stderr, "nanoprobe rpd: %.*s\n", n, buf);
+}
+
+RPDI_EXPORT int64_t rpd_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static long rpd_futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct timespec *ts) {
+  return syscall(SYS_futex, (uint32_t *)addr, op, val, ts, NULL, 0);
+}
+
+/* Wakes the writer (async-signal-safe). */
+static void rpd_wake_writer(void) {
+  if (g_evfd >= 0) {
+    uint64_t one = 1;
+    ssize_t r = write(g_evfd, &one, sizeof one);
+    (void)r; /* EAGAIN: the counter is already non-zero, the writer will wake */
+  }
+}
+
+/* ---- interned strings (rpd_intern) ---------------------------------------- */
+
+#define INTERN_CHUNK 4096u
+#define INTERN_CHUNKS 4096u
+static _Atomic(const char **) g_intern_chunks[INTERN_CHUNKS];
+static uint32_t g_intern_count;
+static _Atomic uint32_t g_intern_count_pub; /* g_intern_count, readable without the lock */
+static pthread_mutex_t g_intern_lock = PTHREAD_MUTEX_INITIALIZER;
+/* open-addressing map string -> handle, guarded by g_intern_lock */
+static uint32_t *g_intern_map;
+static uint32_t g_intern_map_size;
+
+static uint64_t rpd_hash(const char *s) {
+  uint64_t h = 1469598103934665603ull;
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return h;
+}
+
+static const char *rpd_intern_get(uint32_t h) {
+  if (h == 0) return NULL;
+  const char **chunk = atomic_load_explicit(&g_intern_chunks[(h - 1) / INTERN_CHUNK], memory_order_acquire);
+  return chunk ? chunk[(h - 1) % INTERN_CHUNK] : NULL;
+}
+
+const char *rpdi_intern_str(uint32_t handle) {
+  return handle <= g_intern_count_pub ? rpd_intern_get(handle) : NULL;
+}
+
+static int rpd_intern_grow_map(void) {
+  uint32_t nsize = g_intern_map_size ? g_intern_map_size * 2 : 1024;
+  uint32_t *nmap = calloc(nsize, sizeof *nmap);
+  if (!nmap) return -1;
+  for (uint32_t i = 0; i < g_intern_map_size; i++) {
+    uint32_t h = g_intern_map[i];
+    if (!h) continue;
+    uint64_t k = rpd_hash(rpd_intern_get(h)) & (nsize - 1);
+    while (nmap[k]) k = (k + 1) & (nsize - 1);
+    nmap[k] = h;
+  }
+  free(g_intern_map);
+  g_intern_map = nmap;
+  g_intern_map_size = nsize;
+  return 0;
+}
+
+RPDI_EXPORT uint32_t rpd_intern(const char *s) {
+  if (!s || !*s) return 0;
+  pthread_mutex_lock(&g_intern_lock);
+  uint32_t result = 0;
+  if ((g_intern_count + 1) * 2 > g_intern_map_size && rpd_intern_grow_map() != 0) goto out;
+  uint64_t k = rpd_hash(s) & (g_intern_map_size - 1);
+  while (g_intern_map[k]) {
+    if (strcmp(rpd_intern_get(g_intern_map[k]), s) == 0) {
+      result = g_intern_map[k];
+      goto out;
+    }
+    k = (k + 1) & (g_intern_map_size - 1);
+  }
+  if (g_intern_count >= INTERN_CHUNK * INTERN_CHUNKS) goto out;
+  uint32_t idx = g_intern_count;
+  const char **chunk = atomic_load_explicit(&g_intern_chunks[idx / INTERN_CHUNK], memory_order_relaxed);
+  if (!chunk) {
+    chunk = calloc(INTERN_CHUNK, sizeof *chunk);
+    if (!chunk) goto out;
+    atomic_store_explicit(&g_intern_chunks[idx / INTERN_CHUNK], chunk, memory_order_release);
+  }
+  char *copy = strdup(s);
+  if (!copy) goto out;
+  chunk[idx % INTERN_CHUNK] = copy;
+  /* publish the string before the handle can be used by another thread */
+  atomic_thread_fence(memory_order_release);
+  g_intern_count++;
+  atomic_store_explicit(&g_intern_count_pub, g_intern_count, memory_order_release);
+  result = idx + 1;
+  g_intern_map[k] = result;
+out:
+  pthread_mutex_unlock(&g_intern_lock);
+  if (!result) rpd_log("rpd_intern: out of memory; the string is recorded as empty");
+  return result;
+}
+
+/* ---- producer side -------------------------------------------------------- */
+
+static void rpd_tls_destructor(void *p) {
+  struct rpd_tbuf *b = p;
+  tls_buf = NULL; /* a record made later in this thread's exit gets a new buffer */
+  if (b) atomic_store_explicit(&b->state, 1, memory_order_release);
+}
+
+/* Returns the calling thread's buffer, creating (or reusing) one. NULL when
+ * out of memory. */
+static struct rpd_tbuf *rpd_tbuf_slow(void) {
+  struct rpd_tbuf *b;
+  pid_t pid = getpid(), tid = (pid_t)syscall(SYS_gettid);
+  for (b = atomic_load(&g_bufs); b; b = b->next) {
+    int expect = 2;
+    if (b->nslots == g_cfg_slots && atomic_compare_exchange_strong(&b->state, &expect, 0)) break;
+  }
+  if (!b) {
+    b = calloc(1, sizeof *b);
+    if (!b) return NULL;
+    b->nslots = g_cfg_slots;
+    b->asize = g_cfg_slots * 16;
+    b->slots = aligned_alloc(64, (size_t)b->nslots * sizeof(struct rpd_rec));
+    b->arena = malloc(b->asize);
+    if (!b->slots || !b->arena) {
+      free(b->slots);
+      free(b->arena);
+      free(b);
+      return NULL;
+    }
+    struct rpd_tbuf *head = atomic_load(&g_bufs);
+    do b->next = head;
+    while (!atomic_compare_exchange_weak(&g_bufs, &head, b));
+  }
+  b->pid = pid;
+  b->tid = tid;
+  b->tail_seen = atomic_load(&b->tail);
+  b->atail_seen = atomic_load(&b->atail);
+  b->wake_sent = 0;
+  tls_buf = b;
+  pthread_setspecific(g_tls_key, b);
+  return b;
+}
+
+static inline struct rpd_tbuf *rpd_tbuf(void) {
+  struct rpd_tbuf *b = tls_buf;
+  return b ? b : rpd_tbuf_slow();
+}
+
+/* Strings a record carries into the arena. */
+struct rpd_strs {
+  const char *p[4];
+  uint32_t len[4];
+  int n;
+  const void *blob; /* stack ips */
+  uint32_t bloblen;
+};
+
+/* Places len bytes at arena position *pos (skipping to the ring start when
+ * they would straddle the end); returns the position used. */
+static inline uint64_t rpd_arena_place(uint64_t *pos, uint32_t len, uint32_t asize) {
+  uint64_t p = *pos;
+  uint32_t off = (uint32_t)(p & (asize - 1));
+  if (off + len > asize) p += asize - off;
+  *pos = p + len;
+  return p;
+}
+
+/* Reserves nslots contiguous slots and arena room for `strs`, copies the
+ * strings and fills refs[] (and *blobref). Returns the first slot, or NULL
+ * when the record was dropped (counted). */
+static struct rpd_rec *rpd_reserve(struct rpd_tbuf *b, uint32_t nslots, struct rpd_strs *strs,
+                                   uint64_t *refs, uint64_t *blobref) {
+  uint64_t head = atomic_load_explicit(&b->head, memory_order_relaxed);
+  uint32_t pad = 0;
+  if (nslots > 1 && ((head + nslots - 1) & (b->nslots - 1)) < (head & (b->nslots - 1)))
+    pad = b->nslots - (uint32_t)(head & (b->nslots - 1));
+  uint64_t apos = b->ahead, aend = apos;
+  if (strs) {
+    uint32_t cap = b->asize / 8;
+    for (int i = 0; i < strs->n; i++) {
+      if (strs->len[i] + 1 > cap) strs->len[i] = cap - 1;
+      rpd_arena_place(&aend, strs->len[i] + 1, b->asize);
+    }
+    if (strs->bloblen) {
+      aend = (aend + 7) & ~7ull;
+      rpd_arena_place(&aend, strs->bloblen, b->asize);
+    }
+  }
+  for (int spins = 0;; spins++) {
+    if (head + pad + nslots - b->tail_seen <= b->nslots && aend - b->atail_seen <= b->asize) break;
+    b->tail_seen = atomic_load_explicit(&b->tail, memory_order_acquire);
+    b->atail_seen = atomic_load_explicit(&b->atail, memory_order_acquire);
+    if (head + pad + nslots - b->tail_seen <= b->nslots && aend - b->atail_seen <= b->asize) break;
+    if (g_drop || !atomic_load_explicit(&g_writer_running, memory_order_acquire)) {
+      atomic_fetch_add_explicit(&b->dropped, 1, memory_order_relaxed);
+      return NULL;
+    }
+    if (spins == 0) rpd_wake_writer();
+    struct timespec ts = {0, 50000};
+    nanosleep(&ts, NULL);
+  }
+  if (pad) {
+    struct rpd_rec *p = &b->slots[head & (b->nslots - 1)];
+    p->type = R_PAD;
+    p->nslots = (uint8_t)(pad > 255 ? 255 : pad);
+    /* a pad longer than 255 slots cannot happen: nslots <= 2 */
+    head += pad;
+    atomic_store_explicit(&b->head, head, memory_order_release);
+  }
+  if (strs) {
+    uint64_t pos = b->ahead;
+    for (int i = 0; i < strs->n; i++) {
+      if (!strs->p[i]) {
+        refs[i] = 0;
+        continue;
+      }
+      uint64_t at = rpd_arena_place(&pos, strs->len[i] + 1, b->asize);
+      char *dst = b->arena + (at & (b->asize - 1));
+      memcpy(dst, strs->p[i], strs->len[i]);
+      dst[strs->len[i]] = 0;
+      refs[i] = at + 1;
+    }
+    if (strs->bloblen) {
+      pos = (pos + 7) & ~7ull;
+      uint64_t at = rpd_arena_place(&pos, strs->bloblen, b->asize);
+      memcpy(b->arena + (at & (b->asize - 1)), strs->blob, strs->bloblen);
+      *blobref = ((at + 1) << 8) | (strs->bloblen / 8);
+    }
+    b->ahead = aend;
+  }
+  return &b->slots[head & (b->nslots - 1)];
+}
+
+/* Publishes a record of nslots reserved by rpd_reserve; wakes the writer
+ * when the ring is more than half full. */
+static inline void rpd_publish(struct rpd_tbuf *b, uint32_t nslots) {
+  uint64_t head = atomic_load_explicit(&b->head, memory_order_relaxed) + nslots;
+  atomic_store_explicit(&b->head, head, memory_order_release);
+  if (head - b->tail_seen > b->nslots / 2) {
+    b->tail_seen = atomic_load_explicit(&b->tail, memory_order_acquire);
+    if (head - b->tail_seen > b->nslots / 2) {
+      if (!b->wake_sent) {
+        b->wake_sent = 1;
+        rpd_wake_writer();
+      }
+    } else {
+      b->wake_sent = 0;
+    }
+  }
+}
+
+/* Recording state: returns the epoch when on, 0 when off. */
+static inline uint32_t rpd_on(void) {
+  uint32_t st = atomic_load_explicit(&g_state, memory_order_relaxed);
+  return (st & 1) ? (st >> 1) : 0;
+}
+
+static inline void rpd_strs_add(struct rpd_strs *s, const char *p) {
+  s->p[s->n] = p;
+  s->len[s->n] = p ? (uint32_t)strlen(p) : 0;
+  s->n++;
+}
+
+/* Captures the stack into s when stack frames are on. */
+static void rpd_strs_stack(struct rpd_strs *s, uint64_t *ips) {
+  if (g_stack_depth <= 0) return;
+  int n = rpdi_stack_capture(ips, g_stack_depth);
+  if (n > 0) {
+    s->blob = ips;
+    s->bloblen = (uint32_t)n * 8;
+  }
+}
+
+/* User range text: see rpd.h (args NULL or "": apiName UserMarker, text=name). */
+static int rpd_push_refs(uint32_t epoch, const char *domain, const char *name, const char *args,
+                         const uint64_t *pre) {
+  struct rpd_tbuf *b = rpd_tbuf();
+  if (!b) return -1;
+  struct rpd_strs s = {0};
+  uint64_t refs[4] = {0}, stack = 0, ips[256];
+  if (!pre) {
+    rpd_strs_add(&s, domain);
+    rpd_strs_add(&s, name);
+    rpd_strs_add(&s, args);
+  }
+  rpd_strs_stack(&s, ips);
+  struct rpd_rec *r = rpd_reserve(b, 1, (s.n || s.bloblen) ? &s : NULL, refs, &stack);
+  if (!r) return -1;
+  r->type = R_PUSH;
+  r->nslots = 1;
+  r->epoch = epoch;
+  r->t0 = rpd_now();
+  if (pre) {
+    r->s[0] = pre[0];
+    r->s[1] = pre[1];
+    r->s[2] = pre[2];
+  } else {
+    r->s[0] = refs[0];
+    r->s[1] = refs[1];
+    r->s[2] = refs[2];
+  }
+  r->s[3] = stack;
+  rpd_publish(b, 1);
+  return 0;
+}
+
+/* Marks the range at the current depth as recorded or not, so its pop
+ * matches. */
+static inline void rpd_depth_push(int recorded) {
+  uint32_t d = tls_depth++;
+  if (d < 64) {
+    if (recorded)
+      tls_unrecorded &= ~(1ull << d);
+    else
+      tls_unrecorded |= 1ull << d;
+  }
+}
+
+int rpdi_push(const char *domain, const char *name, const char *args) {
+  uint32_t depth = tls_depth;
+  uint32_t epoch = rpd_on();
+  int ok = epoch && rpd_push_refs(epoch, domain, name, args, NULL) == 0;
+  rpd_depth_push(ok);
+  return (int)depth;
+}
+
+RPDI_EXPORT void rpd_rangePush(const char *domain, const char *name, const char *args) {
+  rpdi_push(domain, name, args);
+}
+
+RPDI_EXPORT void rpd_rangePushInterned(uint32_t domain, uint32_t name, uint32_t args) {
+  uint32_t epoch = rpd_on();
+  int ok = 0;
+  if (epoch) {
+    uint64_t pre[3] = {domain ? RPD_REF_INTERNED | domain : 0, name ? RPD_REF_INTERNED | name : 0,
+                       args ? RPD_REF_INTERNED | args : 0};
+    ok = rpd_push_refs(epoch, NULL, NULL, NULL, pre) == 0;
+  }
+  rpd_depth_push(ok);
+}
+
+int rpdi_pop(void) {
+  if (tls_depth == 0) return -1;
+  uint32_t d = --tls_depth;
+  if (d < 64 && (tls_unrecorded >> d) & 1) return (int)d;
+  uint32_t epoch = rpd_on();
+  if (!epoch) return (int)d;
+  struct rpd_tbuf *b = rpd_tbuf();
+  if (!b) return (int)d;
+  struct rpd_rec *r = rpd_reserve(b, 1, NULL, NULL, NULL);
+  if (!r) return (int)d;
+  r->type = R_POP;
+  r->nslots = 1;
+  r->epoch = epoch;
+  r->t0 = rpd_now();
+  rpd_publish(b, 1);
+  return (int)d;
+}
+
+RPDI_EXPORT void rpd_rangePop(void) { rpdi_pop(); }
+
+RPDI_EXPORT void rpd_mark(const char *domain, const char *name, const char *args) {
+  uint32_t epoch = rpd_on();
+  if (!epoch) return;
+  struct rpd_tbuf *b = rpd_tbuf();
+  if (!b) return;
+  struct rpd_strs s = {0};
+  uint64_t refs[4] = {0}, stack = 0, ips[256];
+  rpd_strs_add(&s, domain);
+  rpd_strs_add(&s, name);
+  rpd_strs_add(&s, args);
+  rpd_strs_stack(&s, ips);
+  struct rpd_rec *r = rpd_reserve(b, 1, &s, refs, &stack);
+  if (!r) return;
+  r->type = R_MARK;
+  r->nslots = 1;
+  r->epoch = epoch;
+  r->t0 = rpd_now();
+  r->s[0] = refs[0];
+  r->s[1] = refs[1];
+  r->s[2] = refs[2];
+  r->s[3] = stack;
+  rpd_publish(b, 1);
+}
+
+uint64_t rpdi_range_start(const char *domain, const char *text) {
+  uint64_t id = atomic_fetch_add(&g_range_next, 1);
+  uint32_t epoch = rpd_on();
+  if (!epoch) return id;
+  struct rpd_tbuf *b = rpd_tbuf();
+  if (!b) return id;
+  struct rpd_strs s = {0};
+  uint64_t refs[4] = {0};
+  rpd_strs_add(&s, domain);
+  rpd_strs_add(&s, text);
+  struct rpd_rec *r = rpd_reserve(b, 1, &s, refs, NULL);
+  if (!r) return id;
+  r->type = R_RSTART;
+  r->nslots = 1;
+  r->epoch = epoch;
+  r->h = id;
+  r->t0 = rpd_now();
+  r->s[0] = refs[0];
+  r->s[1] = refs[1];
+  rpd_publish(b, 1);
+  return id;
+}
+
+void rpdi_range_stop(uint64_t id) {
+  uint32_t epoch = rpd_on();
+  if (!epoch) return;
+  struct rpd_tbuf *b = rpd_tbuf();
+  if (!b) return;
+  struct rpd_rec *r = rpd_reserve(b, 1, NULL, NULL, NULL);
+  if (!r) return;
+  r->type = R_RSTOP;
+  r->nslots = 1;
+  r->epoch = epoch;
+  r->h = id;
+  r->t0 = rpd_now();
+  rpd_publish(b, 1);
+}
+
+RPDI_EXPORT uint64_t rpd_record_api(const char *domain, const char *category, const char *apiName,
+                                    const char *args, int64_t start, int64_t end) {
+  uint32_t epoch = rpd_on();
+  if (!epoch) return 0;
+  struct rpd_tbuf *b = rpd_tbuf();
+  if (!b) return 0;
+  struct rpd_strs s = {0};
+  uint64_t refs[4] = {0}, stack = 0, ips[256];
+  rpd_strs_add(&s, domain);
+  rpd_strs_add(&s, category);
+  rpd_strs_add(&s, apiName);
+  rpd_strs_add(&s, args);
+  rpd_strs_stack(&s, ips);
+  uint32_t n = s.bloblen ? 2 : 1;
+  struct rpd_rec *r = rpd_reserve(b, n, &s, refs, &stack);
+  if (!r) return 0;
+  uint64_t h = atomic_fetch_add_explicit(&g_api_next, 1, memory_order_relaxed);
+  r->type = R_API;
+  r->nslots = (uint8_t)n;
+  r->epoch = epoch;
+  r->t0 = start;
+  r->t1 = end;
+  r->h = h;
+  memcpy(r->s, refs, sizeof r->s);
+  if (n == 2) {
+    struct rpd_ext *x = (struct rpd_ext *)(r + 1);
+    memset(x, 0, sizeof *x);
+    x->stack = stack;
+  }
+  rpd_publish(b, n);
+  return h;
+}
+
+RPDI_EXPORT void rpd_record_kernelapi(uint64_t api, const struct rpd_kernel_launch *k) {
+  uint32_t epoch = rpd_on();
+  if (!epoch || !api || !k) return;
+  struct rpd_tbuf *b = rpd_tbuf();
+  if (!b) return;
+  struct rpd_strs s = {0};
+  uint64_t refs[4] = {0};
+  rpd_strs_add(&s, k->stream);
+  rpd_strs_add(&s, k->kernelName);
+  struct rpd_rec *r = rpd_reserve(b, 2, &s, refs, NULL);
+  if (!r) return;
+  r->type = R_KERNEL;
+  r->nslots = 2;
+  r->epoch = epoch;
+  r->h = api;
+  r->s[0] = refs[0];
+  r->s[1] = refs[1];
+  struct rpd_ext *x = (struct rpd_ext *)(r + 1);
+  x->i32[0] = k->gridX;
+  x->i32[1] = k->gridY;
+  x->i32[2] = k->gridZ;
+  x->i32[3] = k->workgroupX;
+  x->i32[4] = k->workgroupY;
+  x->i32[5] = k->workgroupZ;
+  x->i32[6] = k->groupSegmentSize;
+  x->i32[7] = k->privateSegmentSize;
+  rpd_publish(b, 2);
+}
+
+RPDI_EXPORT void rpd_record_copyapi(uint64_t api, const struct rpd_copy *c) {
+  uint32_t epoch = rpd_on();
+  if (!epoch || !api || !c) return;
+  struct rpd_tbuf *b = rpd_tbuf();
+  if (!b) return;
+  struct rpd_strs s = {0};
+  uint64_t refs[4] = {0};
+  rpd_strs_add(&s, c->stream);
+  rpd_strs_add(&s, c->dst);
+  rpd_strs_add(&s, c->src);
+  struct rpd_rec *r = rpd_reserve(b, 2, &s, refs, NULL);
+  if (!r) return;
+  r->type = R_COPY;
+  r->nslots = 2;
+  r->epoch = epoch;
+  r->h = api;
+  r->s[0] = refs[0];
+  r->s[1] = refs[1];
+  r->s[2] = refs[2];
+  struct rpd_ext *x = (struct rpd_ext *)(r + 1);
+  x->i64[0] = c->size;
+  x->i64[1] = c->width;
+  x->i64[2] = c->height;
+  x->i32[0] = c->kind;
+  x->i32[1] = c->dstDevice;
+  x->i32[2] = c->srcDevice;
+  x->i32[3] = c->sync;
+  x->i32[4] = c->pinned;
+  rpd_publish(b, 2);
+}
+
+RPDI_EXPORT void rpd_record_op(uint64_t api, int gpuId, int queueId, int64_t start, int64_t end,
+                               const char *description, const char *opType) {
+  uint32_t epoch = rpd_on();
+  if (!epoch) return;
+  struct rpd_tbuf *b = rpd_tbuf();
+  if (!b) return;
+  struct rpd_strs s = {0};
+  uint64_t refs[4] = {0};
+  rpd_strs_add(&s, description);
+  rpd_strs_add(&s, opType);
+  struct rpd_rec *r = rpd_reserve(b, 1, &s, refs, NULL);
+  if (!r) return;
+  r->type = R_OP;
+  r->nslots = 1;
+  r->epoch = epoch;
+  r->h = api;
+  r->t0 = start;
+  r->t1 = end;
+  r->s[0] = refs[0];
+  r->s[1] = refs[1];
+  r->s[2] = (uint64_t)(uint32_t)gpuId | ((uint64_t)(uint32_t)queueId << 32);
+  rpd_publish(b, 1);
+}
+
+RPDI_EXPORT void rpd_record_monitor(const char *deviceType, int deviceId, const char *monitorType,
+                                    int64_t start, int64_t end, const char *value) {
+  uint32_t epoch = rpd_on();
+  if (!epoch) return;
+  struct rpd_tbuf *b = rpd_tbuf();
+  if (!b) return;
+  struct rpd_strs s = {0};
+  uint64_t refs[4] = {0};
+  rpd_strs_add(&s, deviceType);
+  rpd_strs_add(&s, monitorType);
+  rpd_strs_add(&s, value);
+  struct rpd_rec *r = rpd_reserve(b, 1, &s, refs, NULL);
+  if (!r) return;
+  r->type = R_MONITOR;
+  r->nslots = 1;
+  r->epoch = epoch;
+  r->t0 = start;
+  r->t1 = end;
+  r->s[0] = refs[0];
+  r->s[1] = refs[1];
+  r->s[2] = refs[2];
+  r->s[3] = (uint64_t)(uint32_t)deviceId;
+  rpd_publish(b, 1);
+}
+
+/* ---- writer --------------------------------------------------------------- */
+
+enum {
+  ST_STRING, ST_USTRING, ST_API, ST_KERNEL, ST_COPY, ST_OP, ST_APIOPS, ST_MONITOR, ST_STACK,
+  ST_COUNT
+};
+static const char *const rpdw_sql[ST_COUNT] = {
+    "INSERT INTO rocpd_string(id, string) VALUES (?,?)",
+    "INSERT INTO rocpd_ustring(id, string) VALUES (?,?)",
+    "INSERT INTO rocpd_api(id, pid, tid, start, end, apiName_id, category_id, domain_id, args_id) "
+    "VALUES (?,?,?,?,?,?,?,?,?)",
+    "INSERT INTO rocpd_kernelapi(api_ptr_id, stream, gridX, gridY, gridZ, workgroupX, workgroupY, "
+    "workgroupZ, groupSegmentSize, privateSegmentSize, kernelName_id) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+    "INSERT INTO rocpd_copyapi(api_ptr_id, stream, size, width, height, kind, dst, src, dstDevice, "
+    "srcDevice, sync, pinned) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+    "INSERT INTO rocpd_op(id, gpuId, queueId, sequenceId, start, end, description_id, opType_id) "
+    "VALUES (?,?,?,?,?,?,?,?)",
+    "INSERT INTO rocpd_api_ops(id, api_id, op_id) VALUES (?,?,?)",
+    "INSERT INTO rocpd_monitor(id, deviceType, deviceId, monitorType, start, end, value) "
+    "VALUES (?,?,?,?,?,?,?)",
+    "INSERT INTO rocpd_stackframe(id, api_ptr_id, depth, name_id) VALUES (?,?,?,?)",
+};
+
+/* A hash map from keys to ids (strings or 64-bit integers). */
+struct rpdw_map {
+  uint64_t *hash;
+  char **key;      /* string keys (NULL for integer maps) */
+  uint64_t *ikey;  /* integer keys */
+  int64_t *val;
+  uint32_t size, count;
+};
+
+/* A range of rpdi_range_start awaiting its stop. */
+struct rpdw_pending {
+  uint64_t id;
+  int64_t start;
+  int32_t pid, tid;
+  uint32_t epoch;
+  int64_t domain_id, args_id;
+};
+
+struct rpd_writer {
+  sqlite3 *db;
+  char path[4096];
+  int64_t session, offset;
+  sqlite3_stmt *st[ST_COUNT];
+  struct rpdw_map strings, ips;
+  int64_t *handle_ids; /* interned handle -> rocpd_string id */
+  uint32_t nhandle_ids;
+  int64_t next_string, next_ustring, next_op, next_apiops, next_monitor, next_stack;
+  int64_t id_usermarker, id_empty, id_uempty;
+  struct rpdw_pending *pend;
+  int npend, cappend;
+  int in_txn;
+  uint64_t txn_rows;
+  int failed;
+  int64_t drop_meta_id;
+  uint64_t dropped_written;
+};
+static struct rpd_writer g_w;
+
+static int rpdw_fail(const char *what) {
+  if (!g_w.failed)
+    rpd_log("%s: %s: %s (recording into this file stops)", g_w.path, what, sqlite3_errmsg(g_w.db));
+  g_w.failed = 1;
+  return -1;
+}
+
+static int rpdw_exec(const char *sql, const char *what) {
+  char err[NANO_RPDFILE_ERRLEN];
+  if (nano_rpdfile_exec(g_w.db, g_w.path, what, sql, err, sizeof err) != 0) {
+    if (!g_w.failed) rpd_log("%s (recording into this file stops)", err);
+    g_w.failed = 1;
+    return -1;
+  }
+  return 0;
+}
+
+/* Steps a bound insert statement and resets it. */
+static int rpdw_step(int which) {
+  sqlite3_stmt *st = g_w.st[which];
+  int rc = sqlite3_step(st);
+  sqlite3_reset(st);
+  sqlite3_clear_bindings(st);
+  if (rc != SQLITE_DONE) return rpdw_fail(rpdw_sql[which]);
+  g_w.txn_rows++;
+  return 0;
+}
+
+static int rpdw_begin(void) {
+  if (g_w.in_txn || g_w.failed) return g_w.failed ? -1 : 0;
+  if (rpdw_exec("BEGIN IMMEDIATE", "cannot begin a transaction") != 0) return -1;
+  g_w.in_txn = 1;
+  g_w.txn_rows = 0;
+  return 0;
+}
+
+static int rpdw_commit(void) {
+  if (!g_w.in_txn) return 0;
+  g_w.in_txn = 0;
+  return rpdw_exec("COMMIT", "cannot commit");
+}
+
+static int rpdw_map_init(struct rpdw_map *m, int strings) {
+  memset(m, 0, sizeof *m);
+  m->size = 4096;
+  m->hash = calloc(m->size, sizeof *m->hash);
+  m->val = calloc(m->size, sizeof *m->val);
+  if (strings)
+    m->key = calloc(m->size, sizeof *m->key);
+  else
+    m->ikey = calloc(m->size, sizeof *m->ikey);
+  return (m->hash && m->val && (m->key || m->ikey)) ? 0 : -1;
+}
+
+static void rpdw_map_free(struct rpdw_map *m) {
+  if (m->key)
+    for (uint32_t i = 0; i < m->size; i++) free(m->key[i]);
+  free(m->hash);
+  free(m->key);
+  free(m->ikey);
+  free(m->val);
+  memset(m, 0, sizeof *m);
+}
+
+/* Finds the slot of a key (string s or integer ik with hash h). */
+static uint32_t rpdw_map_slot(const struct rpdw_map *m, uint64_t h, const char *s, uint64_t ik) {
+  uint32_t i = (uint32_t)h & (m->size - 1);
+  while (m->hash[i]) {
+    if (m->hash[i] == h && (s ? strcmp(m->key[i], s) == 0 : m->ikey[i] == ik)) return i;
+    i = (i + 1) & (m->size - 1);
+  }
+  return i;
+}
+
+static int rpdw_map_grow(struct rpdw_map *m) {
+  struct rpdw_map n = *m;
+  n.size = m->size * 2;
+  n.hash = calloc(n.size, sizeof *n.hash);
+  n.val = calloc(n.size, sizeof *n.val);
+  n.key = m->key ? calloc(n.size, sizeof *n.key) : NULL;
+  n.ikey = m->ikey ? calloc(n.size, sizeof *n.ikey) : NULL;
+  if (!n.hash || !n.val || (!n.key && !n.ikey)) {
+    free(n.hash);
+    free(n.val);
+    free(n.key);
+    free(n.ikey);
+    return -1;
+  }
+  for (uint32_t i = 0; i < m->size; i++) {
+    if (!m->hash[i]) continue;
+    uint32_t j = (uint32_t)m->hash[i] & (n.size - 1);
+    while (n.hash[j]) j = (j + 1) & (n.size - 1);
+    n.hash[j] = m->hash[i];
+    n.val[j] = m->val[i];
+    if (n.key) n.key[j] = m->key[i];
+    if (n.ikey) n.ikey[j] = m->ikey[i];
+  }
+  free(m->hash);
+  free(m->val);
+  free(m->key);
+  free(m->ikey);
+  *m = n;
+  return 0;
+}
+
+/* The rocpd_string id of s, inserting it when new. Returns -1 on failure. */
+static int64_t rpdw_string_id(const char *s) {
+  if (!s) s = "";
+  uint64_t h = rpd_hash(s) | 1;
+  uint32_t i = rpdw_map_slot(&g_w.strings, h, s, 0);
+  if (g_w.strings.hash[i]) return g_w.strings.val[i];
+  if ((g_w.strings.count + 1) * 2 > g_w.strings.size) {
+    if (rpdw_map_grow(&g_w.strings) != 0) return -1;
+    i = rpdw_map_slot(&g_w.strings, h, s, 0);
+  }
+  char *copy = strdup(s);
+  if (!copy) return -1;
+  int64_t id = g_w.offset + g_w.next_string++;
+  sqlite3_bind_int64(g_w.st[ST_STRING], 1, id);
+  sqlite3_bind_text(g_w.st[ST_STRING], 2, s, -1, SQLITE_STATIC);
+  if (rpdw_step(ST_STRING) != 0) {
+    free(copy);
+    return -1;
+  }
+  g_w.strings.hash[i] = h;
+  g_w.strings.key[i] = copy;
+  g_w.strings.val[i] = id;
+  g_w.strings.count++;
+  return id;
+}
+
+/* A new rocpd_ustring row for s ("" and NULL share the empty row). */
+static int64_t rpdw_ustring_id(const char *s) {
+  if (!s || !*s) return g_w.id_uempty;
+  int64_t id = g_w.offset + g_w.next_ustring++;
+  sqlite3_bind_int64(g_w.st[ST_USTRING], 1, id);
+  sqlite3_bind_text(g_w.st[ST_USTRING], 2, s, -1, SQLITE_STATIC);
+  return rpdw_step(ST_USTRING) == 0 ? id : -1;
+}
+
+/* The text of a string ref of buffer b (NULL for "none"); extends *aend past
+ * the arena bytes it occupies. */
+static const char *rpdw_text(const struct rpd_tbuf *b, uint64_t ref, uint64_t *aend) {
+  if (!ref) return NULL;
+  if (ref & RPD_REF_INTERNED) return rpd_intern_get((uint32_t)ref);
+  uint64_t pos = ref - 1;
+  const char *p = b->arena + (pos & (b->asize - 1));
+  uint64_t end = pos + strlen(p) + 1;
+  if (end > *aend) *aend = end;
+  return p;
+}
+
+/* The rocpd_string id of a string ref; interned handles are cached. */
+static int64_t rpdw_ref_id(const struct rpd_tbuf *b, uint64_t ref, const char *dflt, uint64_t *aend) {
+  if (ref & RPD_REF_INTERNED) {
+    uint32_t h = (uint32_t)ref;
+    if (h < g_w.nhandle_ids && g_w.handle_ids[h]) return g_w.handle_ids[h];
+    int64_t id = rpdw_string_id(rpd_intern_get(h));
+    if (id < 0) return id;
+    if (h >= g_w.nhandle_ids) {
+      uint32_t n = g_w.nhandle_ids ? g_w.nhandle_ids : 1024;
+      while (n <= h) n *= 2;
+      int64_t *a = realloc(g_w.handle_ids, n * sizeof *a);
+      if (!a) return id;
+      memset(a + g_w.nhandle_ids, 0, (n - g_w.nhandle_ids) * sizeof *a);
+      g_w.handle_ids = a;
+      g_w.nhandle_ids = n;
+    }
+    g_w.handle_ids[h] = id;
+    return id;
+  }
+  const char *t = rpdw_text(b, ref, aend);
+  return rpdw_string_id(t ? t : dflt);
+}
+
+/* Inserts the stack frames stored at stack ref `ref` for api row api_id. */
+static void rpdw_stack(const struct rpd_tbuf *b, uint64_t ref, int64_t api_id, uint64_t *aend) {
+  if (!ref) return;
+  uint64_t pos = (ref >> 8) - 1;
+  uint32_t n = (uint32_t)(ref & 0xff);
+  const uint64_t *ips = (const uint64_t *)(b->arena + (pos & (b->asize - 1)));
+  if (pos + n * 8 > *aend) *aend = pos + n * 8;
+  for (uint32_t d = 0; d < n; d++) {
+    uint64_t ip = ips[d];
+    uint64_t h = (ip * 0x9E3779B97F4A7C15ull) | 1;
+    uint32_t i = rpdw_map_slot(&g_w.ips, h, NULL, ip);
+    int64_t sid;
+    if (g_w.ips.hash[i]) {
+      sid = g_w.ips.val[i];
+    } else {
+      char name[1024];
+      rpdi_stack_symbolize(ip, name, sizeof name);
+      sid = rpdw_string_id(name);
+      if (sid < 0) return;
+      if ((g_w.ips.count + 1) * 2 > g_w.ips.size) {
+        if (rpdw_map_grow(&g_w.ips) != 0) return;
+        i = rpdw_map_slot(&g_w.ips, h, NULL, ip);
+      }
+      g_w.ips.hash[i] = h;
+      g_w.ips.ikey[i] = ip;
+      g_w.ips.val[i] = sid;
+      g_w.ips.count++;
+    }
+    sqlite3_stmt *st = g_w.st[ST_STACK];
+    sqlite3_bind_int64(st, 1, g_w.offset + g_w.next_stack++);
+    sqlite3_bind_int64(st, 2, api_id);
+    sqlite3_bind_int(st, 3, (int)d);
+    sqlite3_bind_int64(st, 4, sid);
+    if (rpdw_step(ST_STACK) != 0) return;
+  }
+}
+
+static void rpdw_api_row(int64_t id, int pid, int tid, int64_t start, int64_t end, int64_t name_id,
+                         int64_t cat_id, int64_t dom_id, int64_t args_id) {
+  sqlite3_stmt *st = g_w.st[ST_API];
+  sqlite3_bind_int64(st, 1, id);
+  sqlite3_bind_int(st, 2, pid);
+  sqlite3_bind_int(st, 3, tid);
+  sqlite3_bind_int64(st, 4, start);
+  sqlite3_bind_int64(st, 5, end);
+  sqlite3_bind_int64(st, 6, name_id);
+  sqlite3_bind_int64(st, 7, cat_id);
+  sqlite3_bind_int64(st, 8, dom_id);
+  sqlite3_bind_int64(st, 9, args_id);
+  rpdw_step(ST_API);
+}
+
+/* The text of any string ref (interned or in the arena), NULL for none. */
+static const char *rpdw_any_text(const struct rpd_tbuf *b, uint64_t ref, uint64_t *aend) {
+  if (ref & RPD_REF_INTERNED) return rpd_intern_get((uint32_t)ref);
+  return rpdw_text(b, ref, aend);
+}
+
+/* Resolves the strings of a user range/mark record into ids following the
+ * rule of rpd.h: domain NULL or "" is "UserMarker"; with non-empty args,
+ * apiName = name and args = args; without, apiName "UserMarker" and
+ * args = name. */
+static void rpdw_user_ids(const struct rpd_tbuf *b, const struct rpd_rec *r, uint64_t *aend,
+                          int64_t *dom, int64_t *name, int64_t *args) {
+  const char *d = rpdw_any_text(b, r->s[0], aend);
+  const char *n = rpdw_any_text(b, r->s[1], aend);
+  const char *a = rpdw_any_text(b, r->s[2], aend);
+  if (!d || !*d)
+    *dom = g_w.id_usermarker;
+  else
+    *dom = rpdw_ref_id(b, r->s[0], "", aend);
+  if (a && *a) {
+    *name = rpdw_ref_id(b, r->s[1], "", aend);
+    *args = rpdw_ustring_id(a);
+  } else {
+    *name = g_w.id_usermarker;
+    *args = rpdw_ustring_id(n);
+  }
+}
+
+/* Writes the open range o of buffer b as an api row ending at end. */
+static void rpdw_close_range(const struct rpd_tbuf *b, const struct rpd_open *o, int64_t end) {
+  rpdw_api_row(o->api_id, b->pid, b->tid, o->start, end, o->name_id, g_w.id_empty, o->domain_id,
+               o->args_id);
+}
+
+/* Closes every open range of b pushed in an epoch that has ended. */
+static void rpdw_close_stale(struct rpd_tbuf *b, uint32_t cur_on_epoch) {
+  int keep = 0;
+  for (int i = 0; i < b->nopen; i++) {
+    struct rpd_open *o = &b->open[i];
+    if (o->epoch != cur_on_epoch)
+      rpdw_close_range(b, o, atomic_load(&g_stop_ns[o->epoch & 255]));
+    else
+      b->open[keep++] = *o;
+  }
+  b->nopen = keep;
+}
+
+static void rpdw_record(struct rpd_tbuf *b, const struct rpd_rec *r, uint64_t *aend) {
+  switch (r->type) {
+  case R_PAD:
+    break;
+  case R_PUSH: {
+    if (b->nopen == b->capopen) {
+      int n = b->capopen ? b->capopen * 2 : 64;
+      struct rpd_open *o = realloc(b->open, n * sizeof *o);
+      if (!o) return;
+      b->open = o;
+      b->capopen = n;
+    }
+    struct rpd_open *o = &b->open[b->nopen++];
+    o->start = r->t0;
+    o->epoch = r->epoch;
+    o->api_id = g_w.offset + (int64_t)atomic_fetch_add(&g_api_next, 1);
+    rpdw_user_ids(b, r, aend, &o->domain_id, &o->name_id, &o->args_id);
+    rpdw_stack(b, r->s[3], o->api_id, aend);
+    break;
+  }
+  case R_POP: {
+    /* ranges of an ended epoch were closed at their stop */
+    int keep = 0;
+    for (int i = 0; i < b->nopen; i++) {
+      struct rpd_open *o = &b->open[i];
+      if (o->epoch != r->epoch)
+        rpdw_close_range(b, o, atomic_load(&g_stop_ns[o->epoch & 255]));
+      else
+        b->open[keep++] = *o;
+    }
+    b->nopen = keep;
+    if (b->nopen > 0) {
+      b->nopen--;
+      rpdw_close_range(b, &b->open[b->nopen], r->t0);
+    }
+    break;
+  }
+  case R_MARK: {
+    int64_t dom, name, args, id = g_w.offset + (int64_t)atomic_fetch_add(&g_api_next, 1);
+    rpdw_user_ids(b, r, aend, &dom, &name, &args);
+    rpdw_api_row(id, b->pid, b->tid, r->t0, r->t0, name, g_w.id_empty, dom, args);
+    rpdw_stack(b, r->s[3], id, aend);
+    break;
+  }
+  case R_API: {
+    int64_t id = g_w.offset + (int64_t)r->h;
+    int64_t dom = rpdw_ref_id(b, r->s[0], "", aend);
+    int64_t cat = rpdw_ref_id(b, r->s[1], "", aend);
+    int64_t name = rpdw_ref_id(b, r->s[2], "", aend);
+    int64_t args = rpdw_ustring_id(rpdw_text(b, r->s[3], aend));
+    rpdw_api_row(id, b->pid, b->tid, r->t0, r->t1, name, cat, dom, args);
+    if (r->nslots == 2) rpdw_stack(b, ((const struct rpd_ext *)(r + 1))->stack, id, aend);
+    break;
+  }
+  case R_KERNEL: {
+    const struct rpd_ext *x = (const struct rpd_ext *)(r + 1);
+    sqlite3_stmt *st = g_w.st[ST_KERNEL];
+    const char *stream = rpdw_text(b, r->s[0], aend);
+    int64_t kname = rpdw_ref_id(b, r->s[1], "", aend);
+    sqlite3_bind_int64(st, 1, g_w.offset + (int64_t)r->h);
+    sqlite3_bind_text(st, 2, stream ? stream : "", -1, SQLITE_STATIC);
+    for (int i = 0; i < 8; i++) sqlite3_bind_int(st, 3 + i, x->i32[i]);
+    sqlite3_bind_int64(st, 11, kname);
+    rpdw_step(ST_KERNEL);
+    break;
+  }
+  case R_COPY: {
+    const struct rpd_ext *x = (const struct rpd_ext *)(r + 1);
+    sqlite3_stmt *st = g_w.st[ST_COPY];
+    const char *stream = rpdw_text(b, r->s[0], aend);
+    const char *dst = rpdw_text(b, r->s[1], aend);
+    const char *src = rpdw_text(b, r->s[2], aend);
+    sqlite3_bind_int64(st, 1, g_w.offset + (int64_t)r->h);
+    sqlite3_bind_text(st, 2, stream ? stream : "", -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, x->i64[0]);
+    sqlite3_bind_int64(st, 4, x->i64[1]);
+    sqlite3_bind_int64(st, 5, x->i64[2]);
+    sqlite3_bind_int(st, 6, x->i32[0]);
+    sqlite3_bind_text(st, 7, dst ? dst : "", -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 8, src ? src : "", -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 9, x->i32[1]);
+    sqlite3_bind_int(st, 10, x->i32[2]);
+    sqlite3_bind_int(st, 11, x->i32[3] != 0);
+    sqlite3_bind_int(st, 12, x->i32[4] != 0);
+    rpdw_step(ST_COPY);
+    break;
+  }
+  case R_OP: {
+    sqlite3_stmt *st = g_w.st[ST_OP];
+    int64_t seq = g_w.next_op++;
+    int64_t id = g_w.offset + seq;
+    int64_t desc = rpdw_ref_id(b, r->s[0], "", aend);
+    int64_t type = rpdw_ref_id(b, r->s[1], "", aend);
+    sqlite3_bind_int64(st, 1, id);
+    sqlite3_bind_int(st, 2, (int32_t)(uint32_t)r->s[2]);
+    sqlite3_bind_int(st, 3, (int32_t)(uint32_t)(r->s[2] >> 32));
+    sqlite3_bind_int64(st, 4, seq);
+    sqlite3_bind_int64(st, 5, r->t0);
+    sqlite3_bind_int64(st, 6, r->t1);
+    sqlite3_bind_int64(st, 7, desc);
+    sqlite3_bind_int64(st, 8, type);
+    if (rpdw_step(ST_OP) != 0 || !r->h) break;
+    st = g_w.st[ST_APIOPS];
+    sqlite3_bind_int64(st, 1, g_w.offset + g_w.next_apiops++);
+    sqlite3_bind_int64(st, 2, g_w.offset + (int64_t)r->h);
+    sqlite3_bind_int64(st, 3, id);
+    rpdw_step(ST_APIOPS);
+    break;
+  }
+  case R_MONITOR: {
+    sqlite3_stmt *st = g_w.st[ST_MONITOR];
+    const char *dt = rpdw_text(b, r->s[0], aend);
+    const char *mt = rpdw_text(b, r->s[1], aend);
+    const char *v = rpdw_text(b, r->s[2], aend);
+    sqlite3_bind_int64(st, 1, g_w.offset + g_w.next_monitor++);
+    sqlite3_bind_text(st, 2, dt ? dt : "", -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 3, (int32_t)r->s[3]);
+    sqlite3_bind_text(st, 4, mt ? mt : "", -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 5, r->t0);
+    sqlite3_bind_int64(st, 6, r->t1);
+    sqlite3_bind_text(st, 7, v ? v : "", -1, SQLITE_STATIC);
+    rpdw_step(ST_MONITOR);
+    break;
+  }
+  case R_RSTART: {
+    if (g_w.npend == g_w.cappend) {
+      int n = g_w.cappend ? g_w.cappend * 2 : 64;
+      struct rpdw_pending *p = realloc(g_w.pend, n * sizeof *p);
+      if (!p) return;
+      g_w.pend = p;
+      g_w.cappend = n;
+    }
+    struct rpdw_pending *p = &g_w.pend[g_w.npend++];
+    const char *d = rpdw_text(b, r->s[0], aend);
+    p->id = r->h;
+    p->start = r->t0;
+    p->pid = b->pid;
+    p->tid = b->tid;
+    p->epoch = r->epoch;
+    p->domain_id = (d && *d) ? rpdw_string_id(d) : g_w.id_usermarker;
+    p->args_id = rpdw_ustring_id(rpdw_text(b, r->s[1], aend));
+    break;
+  }
+  case R_RSTOP:
+    for (int i = 0; i < g_w.npend; i++) {
+      struct rpdw_pending *p = &g_w.pend[i];
+      if (p->id != r->h) continue;
+      int64_t end = p->epoch == r->epoch ? r->t0 : atomic_load(&g_stop_ns[p->epoch & 255]);
+      rpdw_api_row(g_w.offset + (int64_t)atomic_fetch_add(&g_api_next, 1), p->pid, p->tid, p->start,
+                   end, g_w.id_usermarker, g_w.id_empty, p->domain_id, p->args_id);
+      g_w.pend[i] = g_w.pend[--g_w.npend];
+      break;
+    }
+    break;
+  default:
+    break;
+  }
+}
+
+/* Drains buffer b; returns the number of records written. */
+static uint64_t rpdw_drain(struct rpd_tbuf *b) {
+  uint64_t head = atomic_load_explicit(&b->head, memory_order_acquire);
+  uint64_t tail = atomic_load_explicit(&b->tail, memory_order_relaxed);
+  if (head == tail) return 0;
+  uint64_t aend = atomic_load_explicit(&b->atail, memory_order_relaxed), n = 0;
+  if (rpdw_begin() != 0) {
+    /* the file is unusable: consume so producers never block */
+    atomic_store_explicit(&b->atail, b->ahead, memory_order_release);
+    atomic_store_explicit(&b->tail, head, memory_order_release);
+    return 0;
+  }
+  while (tail < head) {
+    const struct rpd_rec *r = &b->slots[tail & (b->nslots - 1)];
+    uint32_t ns = r->nslots ? r->nslots : 1;
+    rpdw_record(b, r, &aend);
+    tail += ns;
+    n++;
+    if ((n & 1023) == 0) {
+      atomic_store_explicit(&b->atail, aend, memory_order_release);
+      atomic_store_explicit(&b->tail, tail, memory_order_release);
+      if (g_w.txn_rows > 200000) {
+        rpdw_commit();
+        rpdw_begin();
+      }
+    }
+  }
+  atomic_store_explicit(&b->atail, aend, memory_order_release);
+  atomic_store_explicit(&b->tail, tail, memory_order_release);
+  return n;
+}
+
+/* One pass over all buffers; frees the buffers of exited threads once empty. */
+static void rpdw_drain_all(void) {
+  for (struct rpd_tbuf *b = atomic_load(&g_bufs); b; b = b->next) {
+    int state = atomic_load_explicit(&b->state, memory_order_acquire);
+    if (state == 2) continue;
+    rpdw_drain(b);
+    if (state == 1) {
+      uint32_t st = atomic_load(&g_state);
+      rpdw_close_stale(b, (st & 1) ? st >> 1 : 0);
+      /* ranges still open when the thread exited end at the last record */
+      b->nopen = 0;
+      atomic_store_explicit(&b->state, 2, memory_order_release);
+    }
+  }
+}
+
+/* Writes this session's dropped-record count into rocpd_metadata. */
+static void rpdw_write_dropped(void) {
+  uint64_t total = 0;
+  for (struct rpd_tbuf *b = atomic_load(&g_bufs); b; b = b->next) total += atomic_load(&b->dropped);
+  if (total == g_w.dropped_written || g_w.failed) return;
+  if (rpdw_begin() != 0) return;
+  char sql[256];
+  if (g_w.drop_meta_id)
+    snprintf(sql, sizeof sql, "UPDATE rocpd_metadata SET value = '%llu' WHERE id = %lld",
+             (unsigned long long)total, (long long)g_w.drop_meta_id);
+  else
+    snprintf(sql, sizeof sql,
+             "INSERT INTO rocpd_metadata(tag, value) VALUES ('nano_dropped_records', '%llu')",
+             (unsigned long long)total);
+  if (rpdw_exec(sql, "cannot record the dropped-record count") != 0) return;
+  if (!g_w.drop_meta_id) g_w.drop_meta_id = sqlite3_last_insert_rowid(g_w.db);
+  g_w.dropped_written = total;
+}
+
+/* Writer connection setup: open the file, take a session, prepare. */
+static int rpdw_open(void) {
+  char err[NANO_RPDFILE_ERRLEN];
+  /* expand %p */
+  char *o = g_w.path, *end = g_w.path + sizeof g_w.path - 1;
+  for (const char *t = g_template; *t && o < end; t++) {
+    if (t[0] == '%' && t[1] == 'p') {
+      o += snprintf(o, (size_t)(end - o), "%ld", (long)getpid());
+      if (o > end) o = end;
+      t++;
+    } else {
+      *o++ = *t;
+    }
+  }
+  *o = 0;
+  if (nano_rpdfile_open_write(g_w.path, g_truncate, &g_w.db, err, sizeof err) != 0) {
+    rpd_log("%s", err);
+    return -1;
+  }
+  g_truncate = 0; /* later writers (after fork) append */
+  if (nano_rpdfile_begin_session(g_w.db, g_w.path, &g_w.session, err, sizeof err) != 0) {
+    rpd_log("%s", err);
+    sqlite3_close(g_w.db);
+    g_w.db = NULL;
+    return -1;
+  }
+  g_w.offset = nano_rpdfile_session_offset(g_w.session);
+  for (int i = 0; i < ST_COUNT; i++) {
+    if (sqlite3_prepare_v3(g_w.db, rpdw_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &g_w.st[i], NULL) !=
+        SQLITE_OK) {
+      rpd_log("%s: cannot prepare \"%s\": %s", g_w.path, rpdw_sql[i], sqlite3_errmsg(g_w.db));
+      return -1;
+    }
+  }
+  if (rpdw_map_init(&g_w.strings, 1) != 0 || rpdw_map_init(&g_w.ips, 0) != 0) {
+    rpd_log("out of memory");
+    return -1;
+  }
+  g_w.next_string = g_w.next_ustring = 1;
+  g_w.next_op = g_w.next_apiops = g_w.next_monitor = g_w.next_stack = 1;
+  if (rpdw_begin() != 0) return -1;
+  g_w.id_empty = rpdw_string_id("");
+  g_w.id_uempty = g_w.offset + g_w.next_ustring++;
+  sqlite3_bind_int64(g_w.st[ST_USTRING], 1, g_w.id_uempty);
+  sqlite3_bind_text(g_w.st[ST_USTRING], 2, "", -1, SQLITE_STATIC);
+  rpdw_step(ST_USTRING);
+  g_w.id_usermarker = rpdw_string_id("UserMarker");
+  return rpdw_commit();
+}
+
+static void rpdw_close(void) {
+  char err[NANO_RPDFILE_ERRLEN];
+  for (int i = 0; i < ST_COUNT; i++) sqlite3_finalize(g_w.st[i]);
+  if (g_w.db && nano_rpdfile_close(g_w.db, g_w.path, err, sizeof err) != 0) rpd_log("%s", err);
+  rpdw_map_free(&g_w.strings);
+  rpdw_map_free(&g_w.ips);
+  free(g_w.handle_ids);
+  free(g_w.pend);
+  rpdi_stack_reset();
+  memset(&g_w, 0, sizeof g_w);
+}
+
+/* Flush work: drain, close ranges of ended epochs, dropped count, atomics
+ * (when `atomics`), commit. */
+static void rpdw_flush(int atomics) {
+  rpdw_drain_all();
+  uint32_t st = atomic_load(&g_state);
+  uint32_t cur = (st & 1) ? st >> 1 : 0;
+  for (struct rpd_tbuf *b = atomic_load(&g_bufs); b; b = b->next)
+    if (b->nopen) {
+      if (rpdw_begin() != 0) break;
+      rpdw_close_stale(b, cur);
+    }
+  for (int i = 0; i < g_w.npend; i++) {
+    struct rpdw_pending *p = &g_w.pend[i];
+    if (p->epoch == cur || rpdw_begin() != 0) continue;
+    rpdw_api_row(g_w.offset + (int64_t)atomic_fetch_add(&g_api_next, 1), p->pid, p->tid, p->start,
+                 atomic_load(&g_stop_ns[p->epoch & 255]), g_w.id_usermarker, g_w.id_empty,
+                 p->domain_id, p->args_id);
+    g_w.pend[i--] = g_w.pend[--g_w.npend];
+  }
+  rpdw_write_dropped();
+  if (atomics && !g_w.failed && rpdw_begin() == 0) rpdi_atomics_write(g_w.db, g_w.path, g_w.offset);
+  rpdw_commit();
+}
+
+static _Atomic uint32_t g_atomics_req; /* flush tickets that want atomics */
+
+static void *rpdw_main(void *arg) {
+  (void)arg;
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, NULL);
+  int timeout = g_autoflush_hz > 0 ? (int)(1000.0 / g_autoflush_hz) : -1;
+  if (g_autoflush_hz > 0 && timeout < 1) timeout = 1;
+  for (;;) {
+    struct pollfd pfd = {g_evfd, POLLIN, 0};
+    int rc = poll(&pfd, 1, timeout);
+    if (rc > 0) {
+      uint64_t v;
+      ssize_t r = read(g_evfd, &v, sizeof v);
+      (void)r;
+    }
+    uint32_t req = atomic_load(&g_flush_req);
+    int quit = atomic_load(&g_writer_quit);
+    if (req != atomic_load(&g_flush_done) || quit || rc == 0) {
+      uint32_t areq = atomic_exchange(&g_atomics_req, 0);
+      rpdw_flush(areq != 0 || quit);
+      atomic_store(&g_flush_done, req);
+      rpd_futex(&g_flush_done, FUTEX_WAKE, INT32_MAX, NULL);
+    } else {
+      rpdw_drain_all();
+      rpdw_commit();
+    }
+    if (quit) break;
+  }
+  return NULL;
+}
+
+/* Asks the writer for a flush and waits up to timeout_ms (-1: forever) for its
+ * commit. Async-signal-safe. Returns 0 when committed, -1 otherwise. */
+static int rpd_flush_wait(int timeout_ms) {
+  if (!atomic_load(&g_writer_running)) return -1;
+  uint32_t ticket = atomic_fetch_add(&g_flush_req, 1) + 1;
+  rpd_wake_writer();
+  int64_t deadline = timeout_ms < 0 ? 0 : rpd_now() + (int64_t)timeout_ms * 1000000;
+  for (;;) {
+    uint32_t done = atomic_load(&g_flush_done);
+    if ((int32_t)(done - ticket) >= 0) return 0;
+    struct timespec ts = {0, 100000000};
+    if (timeout_ms >= 0) {
+      int64_t left = deadline - rpd_now();
+      if (left <= 0) return -1;
+      if (left < 100000000) ts.tv_nsec = left;
+    }
+    rpd_futex(&g_flush_done, FUTEX_WAIT, done, &ts);
+    if (!atomic_load(&g_writer_running)) return -1;
+  }
+}
+
+/* Starts the writer (file, session, thread). Called with g_ctl held. */
+static int rpd_writer_start(void) {
+  if (atomic_load(&g_writer_running)) return 0;
+  if (g_evfd < 0) {
+    g_evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (g_evfd < 0) {
+      rpd_log("eventfd: %s", strerror(errno));
+      return -1;
+    }
+  }
+  if (rpdw_open() != 0) {
+    rpdw_close();
+    return -1;
+  }
+#ifdef NANO_RPD_HAVE_TRACKER
+  /* the counts go into the trace; the tracker's exit dump only when asked */
+  const char *out = getenv("NANO_TRACKER_OUTPUT");
+  if (!out || !*out) nano_tracker_set_exit_dump(0);
+#endif
+  atomic_store(&g_writer_quit, 0);
+  atomic_store(&g_flush_done, atomic_load(&g_flush_req));
+  atomic_store(&g_writer_running, 1);
+  int rc = pthread_create(&g_writer_thread, NULL, rpdw_main, NULL);
+  if (rc != 0) {
+    atomic_store(&g_writer_running, 0);
+    rpd_log("cannot start the writer thread: %s", strerror(rc));
+    rpdw_close();
+    return -1;
+  }
+  return 0;
+}
+
+/* Stops the writer after a final flush (atomics included) and closes the file. */
+static void rpd_writer_stop(void) {
+  if (!atomic_load(&g_writer_running)) return;
+  atomic_store(&g_writer_quit, 1);
+  rpd_wake_writer();
+  pthread_join(g_writer_thread, NULL);
+  atomic_store(&g_writer_running, 0);
+  uint64_t dropped = 0;
+  for (struct rpd_tbuf *b = atomic_load(&g_bufs); b; b = b->next) dropped += atomic_load(&b->dropped);
+  if (dropped)
+    rpd_log("%s: %llu records dropped because buffers were full%s", g_w.path,
+            (unsigned long long)dropped, g_drop ? " (NANO_RPD_DROP=1)" : "");
+  rpdw_close();
+}
+
+/* ---- control -------------------------------------------------------------- */
+
+RPDI_EXPORT int rpd_set_filename(const char *path, int append) {
+  if (!path || !*path) return -1;
+  pthread_mutex_lock(&g_ctl);
+  int ret = -1;
+  if (!atomic_load(&g_writer_running) && strlen(path) < sizeof g_template) {
+    strcpy(g_template, path);
+    g_truncate = !append;
+    ret = 0;
+  }
+  pthread_mutex_unlock(&g_ctl);
+  return ret;
+}
+
+/* Marks the current epoch stopped at time t (async-signal-safe). */
+static void rpd_mark_stopped(int64_t t) {
+  uint32_t st = atomic_load(&g_state);
+  if (!(st & 1)) return;
+  atomic_store(&g_stop_ns[(st >> 1) & 255], t);
+  atomic_store(&g_state, st & ~1u);
+}
+
+static void rpd_install_signals(void);
+
+RPDI_EXPORT int rpdstart(void) {
+  pthread_mutex_lock(&g_ctl);
+  int ret;
+  if (g_refs == 0) {
+    if (rpd_writer_start() != 0) {
+      pthread_mutex_unlock(&g_ctl);
+      return -1;
+    }
+    rpd_install_signals();
+    g_epoch++;
+    if (g_epoch == 0 || (g_epoch << 1) == 0) g_epoch = 1;
+    atomic_store(&g_state, (g_epoch << 1) | 1);
+  }
+  ret = ++g_refs;
+  pthread_mutex_unlock(&g_ctl);
+  return ret;
+}
+
+RPDI_EXPORT int rpdstop(void) {
+  pthread_mutex_lock(&g_ctl);
+  if (g_refs == 0) {
+    pthread_mutex_unlock(&g_ctl);
+    rpd_log("rpdstop() refused: recording is not started (start count is 0)");
+    return -1;
+  }
+  int ret = --g_refs;
+  if (ret == 0) rpd_mark_stopped(rpd_now());
+  pthread_mutex_unlock(&g_ctl);
+  if (ret == 0) {
+    atomic_fetch_add(&g_atomics_req, 1);
+    rpd_flush_wait(-1);
+  }
+  return ret;
+}
+
+RPDI_EXPORT int rpd_status(int *count, char *path, size_t len) {
+  pthread_mutex_lock(&g_ctl);
+  if (count) *count = g_refs;
+  if (path && len) {
+    snprintf(path, len, "%s", atomic_load(&g_writer_running) ? g_w.path : "");
+  }
+  pthread_mutex_unlock(&g_ctl);
+  return 0;
+}
+
+RPDI_EXPORT int rpdflush(void) {
+  if (!atomic_load(&g_writer_running)) return 0;
+  atomic_fetch_add(&g_atomics_req, 1);
+  return rpd_flush_wait(-1);
+}
+
+/* ---- signals -------------------------------------------------------------- */
+
+static const int rpd_signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTERM, SIGINT};
+#define RPD_NSIG (int)(sizeof rpd_signals / sizeof rpd_signals[0])
+static struct sigaction g_old_act[RPD_NSIG];
+static int g_signals_installed;
+
+static void rpd_signal_handler(int sig, siginfo_t *info, void *ctx) {
+  int saved_errno = errno;
+  int k = 0;
+  while (k < RPD_NSIG && rpd_signals[k] != sig) k++;
+  if (atomic_load(&g_writer_running) && !pthread_equal(pthread_self(), g_writer_thread)) {
+    rpd_mark_stopped(rpd_now());
+    rpd_flush_wait(g_crash_wait_ms);
+  }
+  if (k == RPD_NSIG) return;
+  struct sigaction *old = &g_old_act[k];
+  if ((old->sa_flags & SA_SIGINFO) && old->sa_sigaction) {
+    old->sa_sigaction(sig, info, ctx);
+  } else if (old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN && old->sa_handler) {
+    old->sa_handler(sig);
+  } else if (old->sa_handler == SIG_DFL) {
+    /* default action: restore it and re-raise (a fault re-executes and faults
+     * again on return) */
+    sigaction(sig, old, NULL);
+    if (sig != SIGSEGV && sig != SIGBUS && sig != SIGILL && sig != SIGFPE) {
+      sigset_t set;
+      sigemptyset(&set);
+      sigaddset(&set, sig);
+      pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+      raise(sig);
+    } else if (info && info->si_code <= 0) {
+      raise(sig); /* sent by kill(), not a fault: nothing re-executes */
+    }
+  }
+  errno = saved_errno;
+}
+
+static void rpd_install_signals(void) {
+  if (g_signals_installed) return;
+  g_signals_installed = 1;
+  const char *e = getenv("NANO_RPD_SIGNALS");
+  if (e && strcmp(e, "0") == 0) return;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = rpd_signal_handler;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_NODEFER;
+  sigemptyset(&sa.sa_mask);
+  for (int i = 0; i < RPD_NSIG; i++) {
+    struct sigaction old;
+    if (sigaction(rpd_signals[i], NULL, &old) != 0) continue;
+    if (!(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_IGN) continue; /* keep ignoring */
+    g_old_act[i] = old;
+    if (sigaction(rpd_signals[i], &sa, NULL) != 0)
+      rpd_log("cannot install the handler of signal %d: %s", rpd_signals[i], strerror(errno));
+  }
+}
+
+/* ---- fork ----------------------------------------------------------------- */
+
+static void rpd_atfork_prepare(void) {
+  pthread_mutex_lock(&g_ctl);
+  pthread_mutex_lock(&g_intern_lock);
+}
+
+static void rpd_atfork_parent(void) {
+  pthread_mutex_unlock(&g_intern_lock);
+  pthread_mutex_unlock(&g_ctl);
+}
+
+/* The child: the parent's buffers, writer and connection are not ours (the
+ * connection is abandoned, never used or closed, as SQLite requires). */
+static void rpd_atfork_child(void) {
+  pthread_mutex_init(&g_intern_lock, NULL);
+  pthread_mutex_init(&g_ctl, NULL);
+  atomic_store(&g_bufs, NULL);
+  tls_buf = NULL;
+  tls_depth = 0;
+  tls_unrecorded = 0;
+  pthread_setspecific(g_tls_key, NULL);
+  atomic_store(&g_writer_running, 0);
+  rpdi_stack_reset();
+  memset(&g_w, 0, sizeof g_w);
+  if (g_evfd >= 0) close(g_evfd);
+  g_evfd = -1;
+  if (g_refs > 0) {
+    uint32_t st = atomic_load(&g_state);
+    atomic_store(&g_state, st & ~1u);
+    if (rpd_writer_start() == 0) {
+      g_epoch++;
+      atomic_store(&g_state, (g_epoch << 1) | 1);
+    } else {
+      g_refs = 0;
+    }
+  }
+}
+
+/* ---- load and exit -------------------------------------------------------- */
+
+static int rpd_env_int(const char *name, int dflt) {
+  const char *e = getenv(name);
+  if (!e || !*e) return dflt;
+  char *end;
+  long v = strtol(e, &end, 10);
+  if (*end) {
+    rpd_log("%s=%s is not an integer; using %d", name, e, dflt);
+    return dflt;
+  }
+  return (int)v;
+}
+
+__attribute__((constructor)) static void rpd_init(void) {
+  pthread_key_create(&g_tls_key, rpd_tls_destructor);
+  pthread_atfork(rpd_atfork_prepare, rpd_atfork_parent, rpd_atfork_child);
+  const char *e = getenv("RPDT_FILENAME");
+  if (e && *e) {
+    if (strlen(e) < sizeof g_template)
+      strcpy(g_template, e);
+    else
+      rpd_log("RPDT_FILENAME is too long; using %s", g_template);
+  }
+  e = getenv("RPDT_AUTOFLUSH");
+  if (e && *e) {
+    char *end;
+    double hz = strtod(e, &end);
+    if (*end || hz < 0)
+      rpd_log("RPDT_AUTOFLUSH=%s is not a rate in Hz; periodic flushing stays off", e);
+    else
+      g_autoflush_hz = hz;
+  }
+  int frames = rpd_env_int("RPDT_STACKFRAMES", 0);
+  if (frames > 0) {
+    int depth = rpd_env_int("NANO_RPD_STACKDEPTH", 32);
+    g_stack_depth = depth < 1 ? 1 : depth > 255 ? 255 : depth;
+  }
+  g_drop = rpd_env_int("NANO_RPD_DROP", 0) != 0;
+  int slots = rpd_env_int("NANO_RPD_BUFFER", 1 << 14);
+  uint32_t p = 64;
+  while (p < (uint32_t)slots && p < (1u << 24)) p <<= 1;
+  g_cfg_slots = p;
+  g_crash_wait_ms = rpd_env_int("NANO_RPD_CRASH_WAIT_MS", 5000);
+  if (rpd_env_int("RPDT_AUTOSTART", 1) != 0) rpdstart();
+}
+
+__attribute__((destructor)) static void rpd_fini(void) {
+  pthread_mutex_lock(&g_ctl);
+  rpd_mark_stopped(rpd_now());
+  rpd_writer_stop();
+  pthread_mutex_unlock(&g_ctl);
+}

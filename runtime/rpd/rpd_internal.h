@@ -1,0 +1,53 @@
+/*
+ * rpd_internal.h: what the parts of libnano_rpd.so share (not installed).
+ *
+ *   rpd.c      buffers, writer thread, control, user ranges, recording API
+ *   roctx.c    roctx entry points over the range functions below
+ *   nvtx.c     the NVTX 3 injection (InitializeInjectionNvtx2)
+ *   stack.c    stack capture (libunwind) and symbolisation (elfutils libdwfl)
+ *   atomics.c  the atomics tracker's sites and counts into nano_ tables
+ */
+#ifndef NANO_RPD_INTERNAL_H
+#define NANO_RPD_INTERNAL_H
+
+#include <sqlite3.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define RPDI_EXPORT __attribute__((visibility("default")))
+
+/* Range push on the calling thread with text `text` in domain `domain`
+ * (NULL: "UserMarker"); `name`/`args` follow rpd_rangePush. Returns the
+ * 0-based nesting level of the new range. */
+int rpdi_push(const char *domain, const char *name, const char *args);
+/* Pops the innermost range; returns its 0-based level, or -1 when none. */
+int rpdi_pop(void);
+/* A process-wide range that may end on another thread; returns its id
+ * (never 0). */
+uint64_t rpdi_range_start(const char *domain, const char *text);
+/* Ends a range of rpdi_range_start (unknown ids are ignored). */
+void rpdi_range_stop(uint64_t id);
+
+/* The string of an rpd_intern handle (NULL for 0 or an unknown handle). */
+const char *rpdi_intern_str(uint32_t handle);
+
+/* ---- stack frames (stack.c) ---------------------------------------------- */
+
+/* Captures up to `max` return addresses of the caller's stack, skipping the
+ * frames inside this library; returns how many were stored. */
+int rpdi_stack_capture(uint64_t *ips, int max);
+/* Writes "function+0xoff at file:line" (or the best available form) for ip
+ * into buf. Called by the writer thread only. */
+void rpdi_stack_symbolize(uint64_t ip, char *buf, size_t n);
+/* Drops the writer's symboliser state (after fork, at shutdown). */
+void rpdi_stack_reset(void);
+
+/* ---- atomics (atomics.c) -------------------------------------------------- */
+
+/* Creates the nano_atomic_* tables and view if missing and writes this
+ * session's sites and their current counts (replacing earlier counts).
+ * Called by the writer thread inside its transaction. Returns 0, or -1 with
+ * a message on stderr. */
+int rpdi_atomics_write(sqlite3 *db, const char *path, int64_t offset);
+
+#endif /* NANO_RPD_INTERNAL_H */
