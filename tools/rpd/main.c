@@ -24,6 +24,7 @@ static const struct rpd_command rpd_commands[] = {
     {"callstack", rpd_cmd_callstack, "add caller/callee tables: ext_callstack, callStack_* views"},
     {"graph", rpd_cmd_graph, "add HIP/CUDA graph tables: ext_graph, graphLaunch, graphKernel"},
     {"autograd", rpd_cmd_autograd, "parse PyTorch emit_nvtx ranges: ext_autogradapi, autogradKernel"},
+    {"report", rpd_cmd_report, "write a self-contained HTML report (tables, timeline, autograd)"},
     {"merge", rpd_cmd_merge, "combine traces of several ranks/nodes into one (node in pid, gpuId)"},
     {"trim", rpd_cmd_trim, "write the part of a trace within a time window to a new file"},
 };

@@ -1,0 +1,605 @@
+/*
+ * report.c: `rpd report FILE -o report.html`: one self-contained HTML page
+ * (inline CSS, inline SVG, a little inline script; nothing fetched) about a
+ * trace:
+ *
+ *   summary       span, calls, ops, threads, GPUs
+ *   GPU busy      per GPU: op time over the ops' wall time (the busy view)
+ *   timeline      an SVG overview: one lane per thread (calls) and per GPU
+ *                 queue (ops), busy pixels drawn as runs, marks as ticks
+ *   top ops       GPU ops grouped by name (the top view's grouping)
+ *   top calls     by inclusive and by exclusive CPU time, with GPU time, from
+ *                 the same call walk as `rpd callstack`; ranges by their text,
+ *                 autograd range texts by their operator name (the text
+ *                 before ", seq = " or ", op_id = ")
+ *   autograd      operator -> kernel -> tensor sizes, collapsible, when the
+ *                 file has the autograd views (`rpd autograd`)
+ *   marks         zero-duration user markers (signposts)
+ *
+ * The report only reads the trace (scratch data goes to a TEMP table of the
+ * connection). The page is written to OUT.tmp and renamed, so OUT is either
+ * the previous page or the complete new one. The page's script marks
+ * <body data-ok="1"> when it ran through, and data-error on a script error.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis.h"
+#include "commands.h"
+
+#define RP_WIDTH 1100    /* timeline plot width, px */
+#define RP_LANE 14       /* lane height, px */
+#define RP_MAXLANES 48   /* lanes drawn at most (per kind) */
+#define RP_MAXMARKS 300  /* marks drawn at most */
+#define RP_TOP 25        /* rows of the top tables */
+
+/* Writes s HTML-escaped. */
+static void rp_esc(FILE *f, const char *s) {
+  for (; s && *s; s++) {
+    switch (*s) {
+      case '&': fputs("&amp;", f); break;
+      case '<': fputs("&lt;", f); break;
+      case '>': fputs("&gt;", f); break;
+      case '"': fputs("&quot;", f); break;
+      case '\'': fputs("&#39;", f); break;
+      default: fputc(*s, f);
+    }
+  }
+}
+
+/* Writes a duration in ns in a readable unit. */
+static void rp_dur(FILE *f, double ns) {
+  if (ns >= 1e9)
+    fprintf(f, "%.3f s", ns / 1e9);
+  else if (ns >= 1e6)
+    fprintf(f, "%.3f ms", ns / 1e6);
+  else if (ns >= 1e3)
+    fprintf(f, "%.3f µs", ns / 1e3);
+  else
+    fprintf(f, "%.0f ns", ns);
+}
+
+/* A cell holding a duration, sortable by its ns value. */
+static void rp_dur_cell(FILE *f, double ns) {
+  fprintf(f, "<td class=n data-v=\"%.0f\">", ns);
+  rp_dur(f, ns);
+  fputs("</td>", f);
+}
+
+/* Prepares sql; on error prints it for cmd and returns NULL. */
+static sqlite3_stmt *rp_prep(const char *cmd, const struct rpdtool_trace *t, const char *sql) {
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v2(t->db, sql, -1, &st, NULL) != SQLITE_OK) {
+    rpdtool_err(cmd, "%s: query failed: %s", t->path, sqlite3_errmsg(t->db));
+    sqlite3_finalize(st);
+    return NULL;
+  }
+  return st;
+}
+
+/* Finishes a stepping loop: 0 when rc is SQLITE_DONE, else prints the error. */
+static int rp_done(const char *cmd, const struct rpdtool_trace *t, sqlite3_stmt *st, int rc) {
+  sqlite3_finalize(st);
+  if (rc == SQLITE_DONE) return 0;
+  rpdtool_err(cmd, "%s: query failed: %s", t->path, sqlite3_errmsg(t->db));
+  return -1;
+}
+
+static const char rp_css[] =
+    "body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;background:#fff}"
+    "h1{font-size:22px}h2{font-size:17px;margin-top:28px;border-bottom:1px solid #ddd}"
+    "table{border-collapse:collapse;margin:6px 0}td,th{padding:2px 10px;text-align:left;"
+    "border-bottom:1px solid #eee;vertical-align:top}th{background:#f4f4f4;cursor:pointer}"
+    "td.n{text-align:right;font-variant-numeric:tabular-nums}.bar{background:#4a90d9;height:10px}"
+    "details{margin:2px 0 2px 18px}summary{cursor:pointer}summary span{color:#666}"
+    ".muted{color:#777}svg text{font:11px sans-serif}code{background:#f4f4f4;padding:0 3px}"
+    "button{margin:4px 6px 4px 0}";
+
+/* Sortable tables, expand/collapse for the autograd tree, the ok mark. */
+static const char rp_js[] =
+    "window.onerror=function(m){document.body.setAttribute('data-error',String(m));};\n"
+    "document.querySelectorAll('table.sortable').forEach(function(tb){\n"
+    "  tb.querySelectorAll('th').forEach(function(th,i){\n"
+    "    th.addEventListener('click',function(){\n"
+    "      var rows=Array.prototype.slice.call(tb.tBodies[0].rows);\n"
+    "      var asc=th.getAttribute('data-asc')!=='1';th.setAttribute('data-asc',asc?'1':'0');\n"
+    "      rows.sort(function(a,b){var x=a.cells[i],y=b.cells[i];\n"
+    "        var u=x.getAttribute('data-v'),v=y.getAttribute('data-v');\n"
+    "        var c=(u!==null&&v!==null)?(parseFloat(u)-parseFloat(v)):x.textContent.localeCompare(y.textContent);\n"
+    "        return asc?c:-c;});\n"
+    "      rows.forEach(function(r){tb.tBodies[0].appendChild(r);});});});});\n"
+    "function rpdOpenAll(o){document.querySelectorAll('#autograd details').forEach(function(d){d.open=o;});}\n"
+    "var ex=document.getElementById('ag-expand'),co=document.getElementById('ag-collapse');\n"
+    "if(ex)ex.addEventListener('click',function(){rpdOpenAll(true);});\n"
+    "if(co)co.addEventListener('click',function(){rpdOpenAll(false);});\n"
+    "document.body.setAttribute('data-ok','1');\n";
+
+/* ---- summary and GPU busy --------------------------------------------- */
+
+static int rp_summary(const char *cmd, const struct rpdtool_trace *t, FILE *f, int64_t lo,
+                      int64_t hi) {
+  static const char sql[] =
+      "SELECT (SELECT count(*) FROM rocpd_api), (SELECT count(*) FROM rocpd_op), "
+      "(SELECT count(*) FROM (SELECT DISTINCT pid FROM rocpd_api)), "
+      "(SELECT count(*) FROM (SELECT DISTINCT pid, tid FROM rocpd_api)), "
+      "(SELECT count(*) FROM (SELECT DISTINCT gpuId FROM rocpd_op))";
+  sqlite3_stmt *st = rp_prep(cmd, t, sql);
+  if (!st) return -1;
+  int rc = sqlite3_step(st);
+  if (rc == SQLITE_ROW) {
+    fputs("<h2>Summary</h2><table><tbody>", f);
+    fputs("<tr><th>file</th><td>", f);
+    rp_esc(f, t->path);
+    fprintf(f, "</td></tr><tr><th>schema version</th><td>%d</td></tr>", t->schema_version);
+    fprintf(f, "<tr><th>time span</th><td>%lld .. %lld ns (", (long long)lo, (long long)hi);
+    rp_dur(f, (double)(hi - lo));
+    fprintf(f, ")</td></tr><tr><th>API calls and ranges</th><td>%lld</td></tr>"
+            "<tr><th>GPU ops</th><td>%lld</td></tr><tr><th>processes / threads</th>"
+            "<td>%lld / %lld</td></tr><tr><th>GPUs</th><td>%lld</td></tr></tbody></table>\n",
+            (long long)sqlite3_column_int64(st, 0), (long long)sqlite3_column_int64(st, 1),
+            (long long)sqlite3_column_int64(st, 2), (long long)sqlite3_column_int64(st, 3),
+            (long long)sqlite3_column_int64(st, 4));
+    rc = SQLITE_DONE;
+  }
+  return rp_done(cmd, t, st, rc);
+}
+
+static int rp_busy(const char *cmd, const struct rpdtool_trace *t, FILE *f) {
+  static const char sql[] =
+      "SELECT A.gpuId, GpuTime, WallTime, GpuTime*1.0/WallTime FROM (SELECT gpuId, "
+      "sum(end-start) AS GpuTime FROM rocpd_op GROUP BY gpuId) A JOIN (SELECT max(end) - "
+      "min(start) AS WallTime FROM rocpd_op) ORDER BY A.gpuId";
+  sqlite3_stmt *st = rp_prep(cmd, t, sql);
+  if (!st) return -1;
+  fputs("<h2 id=busy>GPU busy</h2><p class=muted>Summed op time over the wall time of all ops "
+        "(the <code>busy</code> view; overlapping ops can exceed 100%).</p>"
+        "<table class=sortable><thead><tr><th>gpuId</th><th>op time</th><th>wall time</th>"
+        "<th>busy</th><th></th></tr></thead><tbody>\n", f);
+  int rc, n = 0;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    double b = sqlite3_column_double(st, 3);
+    fprintf(f, "<tr><td class=n data-v=\"%lld\">%lld</td>", (long long)sqlite3_column_int64(st, 0),
+            (long long)sqlite3_column_int64(st, 0));
+    rp_dur_cell(f, sqlite3_column_double(st, 1));
+    rp_dur_cell(f, sqlite3_column_double(st, 2));
+    fprintf(f, "<td class=n data-v=\"%.6f\">%.1f%%</td><td><div class=bar style=\"width:%dpx\">"
+            "</div></td></tr>\n", b, 100 * b, (int)(200 * (b > 1 ? 1 : b < 0 ? 0 : b)));
+    n++;
+  }
+  fputs("</tbody></table>\n", f);
+  if (!n) fputs("<p class=muted>No GPU ops in this trace.</p>\n", f);
+  return rp_done(cmd, t, st, rc);
+}
+
+/* ---- timeline ---------------------------------------------------------- */
+
+/* One lane of the timeline: busy pixel columns. */
+struct rp_lane {
+  int64_t a, b;  /* pid, tid or gpuId, queueId */
+  unsigned char px[RP_WIDTH];
+};
+
+/* Reads (a, b, start, end) rows ordered by a, b into at most RP_MAXLANES
+ * lanes, marking the pixel columns each row covers. *more gets the number of
+ * lanes not drawn. Returns the lane count or -1. */
+static int rp_lanes(const char *cmd, const struct rpdtool_trace *t, const char *sql, int64_t lo,
+                    int64_t hi, struct rp_lane *lanes, int *more) {
+  sqlite3_stmt *st = rp_prep(cmd, t, sql);
+  if (!st) return -1;
+  int n = 0, rc, drawn = 0, seen = 0;
+  int64_t ca = 0, cb = 0;
+  *more = 0;
+  double scale = hi > lo ? (double)RP_WIDTH / (double)(hi - lo) : 0;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    int64_t a = sqlite3_column_int64(st, 0), b = sqlite3_column_int64(st, 1);
+    if (!seen || a != ca || b != cb) {
+      seen = 1;
+      ca = a;
+      cb = b;
+      drawn = n < RP_MAXLANES;
+      if (!drawn) {
+        (*more)++;
+      } else {
+        memset(&lanes[n], 0, sizeof lanes[n]);
+        lanes[n].a = a;
+        lanes[n].b = b;
+        n++;
+      }
+    }
+    if (!drawn) continue;
+    int x0 = (int)((double)(sqlite3_column_int64(st, 2) - lo) * scale);
+    int x1 = (int)((double)(sqlite3_column_int64(st, 3) - lo) * scale);
+    if (x0 < 0) x0 = 0;
+    if (x1 >= RP_WIDTH) x1 = RP_WIDTH - 1;
+    for (int x = x0; x <= x1; x++) lanes[n - 1].px[x] = 1;
+  }
+  return rp_done(cmd, t, st, rc) ? -1 : n;
+}
+
+/* Draws lanes from y on as runs of busy pixels; returns the next y. */
+static int rp_draw_lanes(FILE *f, const struct rp_lane *lanes, int n, int y, const char *fmt,
+                         const char *color) {
+  for (int i = 0; i < n; i++, y += RP_LANE + 4) {
+    fprintf(f, "<text x=\"0\" y=\"%d\">", y + RP_LANE - 3);
+    fprintf(f, fmt, (long long)lanes[i].a, (long long)lanes[i].b);
+    fprintf(f, "</text><rect x=\"150\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#f3f3f3\"/>", y,
+            RP_WIDTH, RP_LANE);
+    for (int x = 0; x < RP_WIDTH;) {
+      if (!lanes[i].px[x]) {
+        x++;
+        continue;
+      }
+      int e = x;
+      while (e < RP_WIDTH && lanes[i].px[e]) e++;
+      fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\"/>", 150 + x, y,
+              e - x, RP_LANE, color);
+      x = e;
+    }
+    fputc('\n', f);
+  }
+  return y;
+}
+
+static int rp_timeline(const char *cmd, const struct rpdtool_trace *t, FILE *f, int64_t lo,
+                       int64_t hi) {
+  struct rp_lane *cpu = malloc(sizeof *cpu * RP_MAXLANES), *gpu = malloc(sizeof *gpu * RP_MAXLANES);
+  int ret = -1, mc = 0, mg = 0;
+  if (!cpu || !gpu) {
+    rpdtool_err(cmd, "out of memory");
+    goto out;
+  }
+  int nc = rp_lanes(cmd, t, "SELECT pid, tid, start, end FROM rocpd_api ORDER BY pid, tid", lo,
+                    hi, cpu, &mc);
+  int ng = nc < 0 ? -1
+                  : rp_lanes(cmd, t, "SELECT gpuId, queueId, start, end FROM rocpd_op ORDER BY "
+                             "gpuId, queueId", lo, hi, gpu, &mg);
+  if (ng < 0) goto out;
+  int height = (nc + ng) * (RP_LANE + 4) + 40;
+  fprintf(f, "<h2 id=timeline>Timeline</h2><p class=muted>One lane per thread (calls and "
+          "ranges) and per GPU queue (ops); a drawn pixel had activity. Marks are the red "
+          "ticks (hover for the text).</p>\n<svg id=timeline-svg xmlns=\"http://www.w3.org/2000/svg\" "
+          "width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\">\n",
+          RP_WIDTH + 160, height, RP_WIDTH + 160, height);
+  int y = rp_draw_lanes(f, cpu, nc, 4, "pid %lld tid %lld", "#4a90d9");
+  int ytop = 4;
+  y = rp_draw_lanes(f, gpu, ng, y, "gpu %lld queue %lld", "#e39b2d");
+  /* Marks: zero-duration user markers, on their thread's lane. */
+  char *sql = sqlite3_mprintf("SELECT pid, tid, start, args FROM (%s) WHERE start = end AND "
+                              "(domain = 'UserMarker' OR apiName = 'UserMarker') ORDER BY start "
+                              "LIMIT %d", rpdtool_api_sql(t), RP_MAXMARKS);
+  sqlite3_stmt *st = sql ? rp_prep(cmd, t, sql) : NULL;
+  sqlite3_free(sql);
+  if (!st) goto out;
+  int rc;
+  double scale = hi > lo ? (double)RP_WIDTH / (double)(hi - lo) : 0;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    int64_t pid = sqlite3_column_int64(st, 0), tid = sqlite3_column_int64(st, 1);
+    int lane = -1;
+    for (int i = 0; i < nc && lane < 0; i++)
+      if (cpu[i].a == pid && cpu[i].b == tid) lane = i;
+    if (lane < 0) continue;
+    int x = 150 + (int)((double)(sqlite3_column_int64(st, 2) - lo) * scale);
+    int ly = ytop + lane * (RP_LANE + 4);
+    fprintf(f, "<path class=mark d=\"M%d %d l-4 -6 h8 z\" fill=\"#d0021b\"><title>", x, ly + 6);
+    rp_esc(f, (const char *)sqlite3_column_text(st, 3));
+    fputs("</title></path>", f);
+  }
+  if (rp_done(cmd, t, st, rc)) goto out;
+  fprintf(f, "\n<text x=\"150\" y=\"%d\">", y + 14);
+  rp_dur(f, 0);
+  fprintf(f, "</text><text x=\"%d\" y=\"%d\" text-anchor=\"end\">", RP_WIDTH + 150, y + 14);
+  rp_dur(f, (double)(hi - lo));
+  fputs("</text></svg>\n", f);
+  if (mc || mg)
+    fprintf(f, "<p class=muted>%d thread lanes and %d GPU queue lanes not drawn.</p>\n", mc, mg);
+  ret = 0;
+out:
+  free(cpu);
+  free(gpu);
+  return ret;
+}
+
+/* ---- top ops ----------------------------------------------------------- */
+
+static int rp_ops(const char *cmd, const struct rpdtool_trace *t, FILE *f) {
+  char *sql = sqlite3_mprintf(
+      "SELECT CASE WHEN D.string = '' OR D.string IS NULL THEN T.string ELSE D.string END AS "
+      "name, count(*), sum(O.end - O.start), sum(O.end - O.start) * 100.0 / (SELECT "
+      "sum(end - start) FROM rocpd_op) FROM rocpd_op O LEFT JOIN rocpd_string D ON D.id = "
+      "O.description_id LEFT JOIN rocpd_string T ON T.id = O.opType_id GROUP BY name ORDER BY 3 "
+      "DESC LIMIT %d", RP_TOP);
+  sqlite3_stmt *st = sql ? rp_prep(cmd, t, sql) : NULL;
+  sqlite3_free(sql);
+  if (!st) return -1;
+  fprintf(f, "<h2 id=ops>Top GPU kernels and ops</h2><table class=sortable><thead><tr>"
+          "<th>name</th><th>calls</th><th>total</th><th>average</th><th>%% of GPU time</th>"
+          "</tr></thead><tbody>\n");
+  int rc;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    int64_t calls = sqlite3_column_int64(st, 1);
+    double tot = sqlite3_column_double(st, 2);
+    fputs("<tr><td>", f);
+    rp_esc(f, (const char *)sqlite3_column_text(st, 0));
+    fprintf(f, "</td><td class=n data-v=\"%lld\">%lld</td>", (long long)calls, (long long)calls);
+    rp_dur_cell(f, tot);
+    rp_dur_cell(f, calls ? tot / (double)calls : 0);
+    fprintf(f, "<td class=n data-v=\"%.4f\">%.2f</td></tr>\n", sqlite3_column_double(st, 3),
+            sqlite3_column_double(st, 3));
+  }
+  fputs("</tbody></table>\n", f);
+  return rp_done(cmd, t, st, rc);
+}
+
+/* ---- top calls --------------------------------------------------------- */
+
+/* State of the report's call walk: per call its exclusive CPU time and its
+ * inclusive GPU time go into TEMP table rp_calls. */
+struct rp_walk {
+  sqlite3_stmt *ins;
+  int64_t *acc; /* acc[d]: inclusive GPU time of the finished children at depth d+1 */
+  int cap;
+};
+
+/* an_visit_fn of the report. */
+static int rp_visit(void *ctx, const struct an_frame *stack, int n, int64_t cpu, int64_t gpu,
+                    int64_t pid, int64_t tid) {
+  (void)pid, (void)tid;
+  struct rp_walk *w = ctx;
+  if (n >= w->cap) {
+    int cap = 2 * n + 16;
+    int64_t *a = realloc(w->acc, (size_t)cap * sizeof *a);
+    if (!a) return 1;
+    memset(a + w->cap, 0, (size_t)(cap - w->cap) * sizeof *a);
+    w->acc = a;
+    w->cap = cap;
+  }
+  int64_t gincl = gpu + w->acc[n];
+  w->acc[n] = 0;
+  w->acc[n - 1] += gincl;
+  if (sqlite3_bind_int64(w->ins, 1, stack[n - 1].id) != SQLITE_OK ||
+      sqlite3_bind_int64(w->ins, 2, cpu) != SQLITE_OK ||
+      sqlite3_bind_int64(w->ins, 3, gpu) != SQLITE_OK ||
+      sqlite3_bind_int64(w->ins, 4, gincl) != SQLITE_OK || sqlite3_step(w->ins) != SQLITE_DONE)
+    return 1;
+  sqlite3_reset(w->ins);
+  return 0;
+}
+
+/* One top-calls table ordered by `order` ("incl" or "excl"). */
+static int rp_calls_table(const char *cmd, const struct rpdtool_trace *t, FILE *f,
+                          const char *order, const char *title) {
+  char *sql = sqlite3_mprintf(
+      "SELECT CASE WHEN A.apiName <> 'UserMarker' AND A.domain <> 'UserMarker' THEN A.apiName "
+      "WHEN instr(A.args, ', seq = ') > 1 THEN substr(A.args, 1, instr(A.args, ', seq = ') - 1) "
+      "WHEN instr(A.args, ', op_id = ') > 1 THEN substr(A.args, 1, instr(A.args, ', op_id = ') - "
+      "1) ELSE A.args END AS label, max(A.domain), count(*), sum(A.end - A.start) AS incl, "
+      "sum(C.excl) AS excl, sum(C.gincl), sum(C.gpu) FROM temp.rp_calls C JOIN (%s) A ON A.id = "
+      "C.id GROUP BY label ORDER BY %s DESC LIMIT %d", rpdtool_api_sql(t), order, RP_TOP);
+  sqlite3_stmt *st = sql ? rp_prep(cmd, t, sql) : NULL;
+  sqlite3_free(sql);
+  if (!st) return -1;
+  fprintf(f, "<h2 id=calls-%s>%s</h2><table class=sortable><thead><tr><th>call or range</th>"
+          "<th>domain</th><th>calls</th><th>inclusive CPU</th><th>exclusive CPU</th>"
+          "<th>inclusive GPU</th><th>own GPU</th></tr></thead><tbody>\n", order, title);
+  int rc;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    fputs("<tr><td>", f);
+    rp_esc(f, (const char *)sqlite3_column_text(st, 0));
+    fputs("</td><td>", f);
+    rp_esc(f, (const char *)sqlite3_column_text(st, 1));
+    fprintf(f, "</td><td class=n data-v=\"%lld\">%lld</td>", (long long)sqlite3_column_int64(st, 2),
+            (long long)sqlite3_column_int64(st, 2));
+    for (int i = 3; i < 7; i++) rp_dur_cell(f, sqlite3_column_double(st, i));
+    fputs("</tr>\n", f);
+  }
+  fputs("</tbody></table>\n", f);
+  return rp_done(cmd, t, st, rc);
+}
+
+static int rp_calls(const char *cmd, const struct rpdtool_trace *t, FILE *f) {
+  struct rp_walk w = {0};
+  char *err = NULL;
+  if (sqlite3_exec(t->db, "CREATE TEMP TABLE rp_calls(id INTEGER PRIMARY KEY, excl, gpu, gincl)",
+                   NULL, NULL, &err) != SQLITE_OK) {
+    rpdtool_err(cmd, "cannot create a scratch table: %s", err ? err : "");
+    sqlite3_free(err);
+    return -1;
+  }
+  if (!(w.ins = rp_prep(cmd, t, "INSERT INTO temp.rp_calls VALUES (?1, ?2, ?3, ?4)"))) return -1;
+  sqlite3_exec(t->db, "BEGIN", NULL, NULL, NULL);
+  int rc = an_walk(cmd, t, "report", rp_visit, &w);
+  sqlite3_exec(t->db, "COMMIT", NULL, NULL, NULL);
+  sqlite3_finalize(w.ins);
+  free(w.acc);
+  if (rc > 0) rpdtool_err(cmd, "scratch table: %s", sqlite3_errmsg(t->db));
+  if (rc) return -1;
+  if (rp_calls_table(cmd, t, f, "incl", "Top calls and ranges by inclusive CPU time") ||
+      rp_calls_table(cmd, t, f, "excl", "Top calls and ranges by exclusive CPU time"))
+    return -1;
+  return 0;
+}
+
+/* ---- autograd ---------------------------------------------------------- */
+
+static int rp_autograd(const char *cmd, const struct rpdtool_trace *t, FILE *f) {
+  fputs("<h2 id=autograd>Autograd operators</h2>\n", f);
+  int have = rpdtool_has_object(t->db, "autogradKernel");
+  if (have < 0) {
+    rpdtool_err(cmd, "%s: %s", t->path, sqlite3_errmsg(t->db));
+    return -1;
+  }
+  if (!have) {
+    fputs("<p class=muted>No autograd tables in this file: run <code>rpd autograd FILE</code> "
+          "first (PyTorch traces with emit_nvtx ranges).</p>\n", f);
+    return 0;
+  }
+  sqlite3_stmt *ops = rp_prep(cmd, t, "SELECT autogradName, sum(calls), sum(total_gpu) FROM "
+                              "autogradKernel GROUP BY 1 ORDER BY 3 DESC, 1");
+  sqlite3_stmt *ks = ops ? rp_prep(cmd, t, "SELECT kernelName, sum(calls), sum(total_gpu) FROM "
+                                   "autogradKernel WHERE autogradName = ?1 GROUP BY 1 ORDER BY 3 "
+                                   "DESC, 1") : NULL;
+  sqlite3_stmt *sz = ks ? rp_prep(cmd, t, "SELECT sizes, calls, avg_gpu, total_gpu FROM "
+                                  "autogradKernel WHERE autogradName = ?1 AND kernelName = ?2 "
+                                  "ORDER BY total_gpu DESC, sizes") : NULL;
+  if (!sz) {
+    sqlite3_finalize(ops);
+    sqlite3_finalize(ks);
+    return -1;
+  }
+  fputs("<p class=muted>GPU time of the kernels launched directly inside each operator's "
+        "range (<code>autogradKernel</code>), operator &rarr; kernel &rarr; tensor sizes."
+        "</p><button id=ag-expand>expand all</button><button id=ag-collapse>collapse all"
+        "</button>\n", f);
+  int rc, n = 0, ok = 1;
+  while (ok && (rc = sqlite3_step(ops)) == SQLITE_ROW) {
+    const char *op = (const char *)sqlite3_column_text(ops, 0);
+    fputs("<details class=ag-op><summary>", f);
+    rp_esc(f, op);
+    fprintf(f, " <span>%lld kernel calls, ", (long long)sqlite3_column_int64(ops, 1));
+    rp_dur(f, sqlite3_column_double(ops, 2));
+    fputs("</span></summary>\n", f);
+    n++;
+    sqlite3_reset(ks);
+    ok = sqlite3_bind_text(ks, 1, op, -1, SQLITE_TRANSIENT) == SQLITE_OK;
+    int rk;
+    while (ok && (rk = sqlite3_step(ks)) == SQLITE_ROW) {
+      const char *k = (const char *)sqlite3_column_text(ks, 0);
+      fputs("<details class=ag-kernel><summary>", f);
+      rp_esc(f, k);
+      fprintf(f, " <span>%lld calls, ", (long long)sqlite3_column_int64(ks, 1));
+      rp_dur(f, sqlite3_column_double(ks, 2));
+      fputs("</span></summary><table><thead><tr><th>sizes</th><th>calls</th><th>average GPU"
+            "</th><th>total GPU</th></tr></thead><tbody>\n", f);
+      sqlite3_reset(sz);
+      ok = sqlite3_bind_text(sz, 1, op, -1, SQLITE_TRANSIENT) == SQLITE_OK &&
+           sqlite3_bind_text(sz, 2, k, -1, SQLITE_TRANSIENT) == SQLITE_OK;
+      int rs;
+      while (ok && (rs = sqlite3_step(sz)) == SQLITE_ROW) {
+        fputs("<tr><td>", f);
+        rp_esc(f, (const char *)sqlite3_column_text(sz, 0));
+        fprintf(f, "</td><td class=n>%lld</td>", (long long)sqlite3_column_int64(sz, 1));
+        rp_dur_cell(f, sqlite3_column_double(sz, 2));
+        rp_dur_cell(f, sqlite3_column_double(sz, 3));
+        fputs("</tr>\n", f);
+      }
+      ok = ok && rs == SQLITE_DONE;
+      fputs("</tbody></table></details>\n", f);
+    }
+    ok = ok && rk == SQLITE_DONE;
+    fputs("</details>\n", f);
+  }
+  if (ok && rc != SQLITE_DONE) ok = 0;
+  if (!n && ok) fputs("<p class=muted>No kernels inside autograd operators.</p>\n", f);
+  if (!ok) rpdtool_err(cmd, "%s: autograd query failed: %s", t->path, sqlite3_errmsg(t->db));
+  sqlite3_finalize(ops);
+  sqlite3_finalize(ks);
+  sqlite3_finalize(sz);
+  return ok ? 0 : -1;
+}
+
+/* ---- marks ------------------------------------------------------------- */
+
+static int rp_marks(const char *cmd, const struct rpdtool_trace *t, FILE *f, int64_t lo) {
+  char *sql = sqlite3_mprintf("SELECT start, pid, tid, args FROM (%s) WHERE start = end AND "
+                              "(domain = 'UserMarker' OR apiName = 'UserMarker') ORDER BY start "
+                              "LIMIT %d", rpdtool_api_sql(t), RP_MAXMARKS);
+  sqlite3_stmt *st = sql ? rp_prep(cmd, t, sql) : NULL;
+  sqlite3_free(sql);
+  if (!st) return -1;
+  fputs("<h2 id=marks>Marks</h2><table class=sortable><thead><tr><th>time from start</th>"
+        "<th>pid</th><th>tid</th><th>text</th></tr></thead><tbody>\n", f);
+  int rc, n = 0;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    fputs("<tr>", f);
+    rp_dur_cell(f, (double)(sqlite3_column_int64(st, 0) - lo));
+    fprintf(f, "<td class=n>%lld</td><td class=n>%lld</td><td>",
+            (long long)sqlite3_column_int64(st, 1), (long long)sqlite3_column_int64(st, 2));
+    rp_esc(f, (const char *)sqlite3_column_text(st, 3));
+    fputs("</td></tr>\n", f);
+    n++;
+  }
+  fputs("</tbody></table>\n", f);
+  if (!n) fputs("<p class=muted>No marks in this trace.</p>\n", f);
+  return rp_done(cmd, t, st, rc);
+}
+
+/* Writes the whole page for trace t to f. 0 or -1 (message printed). */
+static int rp_page(const char *cmd, const struct rpdtool_trace *t, FILE *f) {
+  int64_t lo = 0, hi = 0;
+  if (rpdtool_span(t, &lo, &hi) < 0) {
+    rpdtool_err(cmd, "%s: cannot read the time span: %s", t->path, sqlite3_errmsg(t->db));
+    return -1;
+  }
+  fputs("<!DOCTYPE html>\n<html lang=en><head><meta charset=\"utf-8\"><title>rpd report: ", f);
+  rp_esc(f, t->path);
+  fprintf(f, "</title><style>%s</style></head>\n<body>\n<h1>Trace report: ", rp_css);
+  rp_esc(f, t->path);
+  fputs("</h1>\n<p class=muted>Written by <code>rpd report</code> (nanoprobe). Times in "
+        "ns, µs, ms, s. Click a column header to sort.</p>\n", f);
+  if (rp_summary(cmd, t, f, lo, hi) || rp_busy(cmd, t, f) || rp_timeline(cmd, t, f, lo, hi) ||
+      rp_ops(cmd, t, f) || rp_calls(cmd, t, f) || rp_autograd(cmd, t, f) ||
+      rp_marks(cmd, t, f, lo))
+    return -1;
+  fprintf(f, "<script>\n%s</script>\n</body></html>\n", rp_js);
+  return 0;
+}
+
+int rpd_cmd_report(int argc, char **argv) {
+  const char *cmd = argv[0], *in = NULL, *out = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+      fputs("usage: rpd report FILE -o OUT.html\n\n"
+            "Writes one self-contained HTML page about the trace FILE: summary, GPU busy,\n"
+            "a timeline overview, top GPU ops, top calls by inclusive and exclusive time,\n"
+            "the autograd operator -> kernel -> sizes tree (after 'rpd autograd') and\n"
+            "marks. FILE is only read.\n",
+            stdout);
+      return 0;
+    }
+    if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output")) {
+      if (++i == argc) return rpdtool_usage(cmd, "-o needs a file name");
+      out = argv[i];
+    } else if (argv[i][0] == '-' && argv[i][1]) {
+      return rpdtool_usage(cmd, "unknown option '%s'", argv[i]);
+    } else if (in) {
+      return rpdtool_usage(cmd, "one FILE only ('%s' and '%s')", in, argv[i]);
+    } else {
+      in = argv[i];
+    }
+  }
+  if (!in) return rpdtool_usage(cmd, "missing FILE");
+  if (!out) return rpdtool_usage(cmd, "missing -o OUT.html");
+  struct rpdtool_trace t;
+  int ret = rpdtool_open(cmd, in, RPDTOOL_READ, &t);
+  if (ret) return ret;
+  char *tmp = sqlite3_mprintf("%s.tmp", out);
+  FILE *f = tmp ? fopen(tmp, "w") : NULL;
+  if (!f) {
+    ret = rpdtool_err(cmd, "%s: cannot write: %m", tmp ? tmp : out);
+  } else {
+    int bad = rp_page(cmd, &t, f);
+    if (ferror(f) && !bad) {
+      rpdtool_err(cmd, "%s: write error", tmp);
+      bad = 1;
+    }
+    if (fclose(f) != 0 && !bad) {
+      rpdtool_err(cmd, "%s: write error: %m", tmp);
+      bad = 1;
+    }
+    if (!bad && rename(tmp, out) != 0) {
+      rpdtool_err(cmd, "cannot rename %s to %s: %m", tmp, out);
+      bad = 1;
+    }
+    if (bad) {
+      remove(tmp);
+      ret = RPDTOOL_EXIT_FAIL;
+    } else {
+      printf("rpd %s: wrote %s\n", cmd, out);
+    }
+  }
+  sqlite3_free(tmp);
+  rpdtool_close(&t);
+  return ret;
+}
