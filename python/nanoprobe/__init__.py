@@ -16,8 +16,21 @@ a range in domain "python". `python -m nanoprobe` runs a script under both.
 import os
 import sys
 
-from . import _nanoprobe
-from . import atomics
+# Loading the extension loads libnano_rpd.so, which starts recording at load
+# unless $RPDT_AUTOSTART is 0. Importing nanoprobe must not start recording
+# (Tracer().start() and `python -m nanoprobe` do), so the import holds it at 0
+# when the user did not choose, without passing that choice on to children.
+_autostart = os.environ.get("RPDT_AUTOSTART")
+if _autostart is None:
+    os.environ["RPDT_AUTOSTART"] = "0"
+try:
+    from . import _nanoprobe
+finally:
+    if _autostart is None:
+        del os.environ["RPDT_AUTOSTART"]
+del _autostart
+
+from . import atomics  # noqa: E402
 
 __all__ = ["Tracer", "Profiler", "signpost", "atomics"]
 

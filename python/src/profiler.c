@@ -3,7 +3,9 @@
  * by option, every call of a C function from Python) becomes a range in the
  * trace: domain "python", name "module.qualname", args "file:line". In line
  * mode every executed line inside a profiled function is a range of its own,
- * nested in the function's range, named "module.qualname:line".
+ * nested in the function's range, named "module.qualname:line" (args
+ * "file:line"). C calls are named "module.name" or "type.name", args
+ * "<built-in>".
  *
  * Design. The hot path is one lookup of a per-code-object record and one
  * rpd_rangePushInterned: the strings of a code object are interned with the
@@ -307,6 +309,7 @@ static int np_state = NP_OFF; /* NP_DRAIN: disabled, other threads still closing
 static int np_lines, np_ccalls;
 static Py_ssize_t np_open; /* entries open over all threads */
 static uint32_t np_domain;
+static uint32_t np_builtin_args; /* "<built-in>": the args of C-call ranges */
 
 /* Frees a thread's entry array at thread exit. */
 static void np_stack_free(void *p) { free(p); }
@@ -409,7 +412,7 @@ static void np_enter_c(struct np_stack *s, PyObject *callable)
   e->key = callable;
   e->code = NULL;
   e->flags = NP_E_RANGE;
-  rpd_rangePushInterned(np_domain, name, 0);
+  rpd_rangePushInterned(np_domain, name, np_builtin_args);
 }
 
 /* Closes every range the calling thread's profiler entries hold open. */
@@ -678,16 +681,10 @@ static int np_mon_init(void)
   PyObject *events;
   if (np_monitoring)
     return 0;
-  np_monitoring = PyImport_ImportModule("sys.monitoring");
+  np_monitoring = Py_XNewRef(PySys_GetObject("monitoring"));
   if (!np_monitoring) {
-    PyObject *sys = PyImport_ImportModule("sys");
-    if (!sys)
-      return -1;
-    PyErr_Clear();
-    np_monitoring = PyObject_GetAttrString(sys, "monitoring");
-    Py_DECREF(sys);
-    if (!np_monitoring)
-      return -1;
+    PyErr_SetString(PyExc_RuntimeError, "sys.monitoring is missing");
+    return -1;
   }
   events = PyObject_GetAttrString(np_monitoring, "events");
   if (!events)
@@ -817,8 +814,10 @@ static PyObject *np_profiler_enable(PyObject *self, PyObject *args, PyObject *kw
     PyErr_SetString(PyExc_RuntimeError, "a nanoprobe profiler is already enabled in this process");
     return NULL;
   }
-  if (!np_domain)
+  if (!np_domain) {
     np_domain = rpd_intern("python");
+    np_builtin_args = rpd_intern("<built-in>");
+  }
   np_lines = lines;
   np_ccalls = ccalls;
   np_state = NP_ON;
