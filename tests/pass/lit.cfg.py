@@ -1,0 +1,63 @@
+# lit configuration of the pass tests (tests/pass). One plugin build per lit
+# run, given as parameters by tests/pass/CMakeLists.txt:
+#   --param plugin=<libNanoPass.so> --param llvm_bin=<tools dir>
+#   --param llvm_major=<N> --param hipcc=<path or empty>
+#   --param runtime_include=<runtime/include>
+import os
+
+import lit.formats
+
+config.name = "nanoprobe-pass"
+config.test_format = lit.formats.ShTest(execute_external=False)
+config.suffixes = [".ll", ".c", ".cpp", ".hip", ".test"]
+config.excludes = ["Inputs", "lit.cfg.py", "CMakeLists.txt", "README.md"]
+config.test_source_root = os.path.dirname(__file__)
+
+params = lit_config.params
+for required in ("plugin", "llvm_bin", "llvm_major", "runtime_include"):
+    if not params.get(required):
+        lit_config.fatal("tests/pass: --param %s=... is required" % required)
+plugin = params["plugin"]
+llvm_bin = params["llvm_bin"]
+major = int(params["llvm_major"])
+if not os.path.isfile(plugin):
+    lit_config.fatal("tests/pass: plugin %s does not exist" % plugin)
+config.test_exec_root = params.get("exec_root", os.path.join(config.test_source_root, "Output"))
+
+# A clean environment: the pass's own settings come only from the RUN lines.
+for var in list(config.environment):
+    if var.startswith("NANO_"):
+        del config.environment[var]
+for var in ("HOME", "TMPDIR", "PATH"):
+    if var in os.environ:
+        config.environment[var] = os.environ[var]
+
+def tool(name):
+    return os.path.join(llvm_bin, name)
+
+config.substitutions += [
+    ("%opt_nano", "%s -load-pass-plugin=%s" % (tool("opt"), plugin)),
+    ("%opt", tool("opt")),
+    ("%clangxx_nano", "%s -fpass-plugin=%s" % (tool("clang++"), plugin)),
+    ("%clang_nano", "%s -fpass-plugin=%s" % (tool("clang"), plugin)),
+    ("%clangxx", tool("clang++")),
+    ("%clang", tool("clang")),
+    ("%plugin", plugin),
+    ("%runtime_include", params["runtime_include"]),
+    ("%hipcc", params.get("hipcc", "")),
+    ("FileCheck", tool("FileCheck")),
+    ("split-file", tool("split-file")),
+    ("%not", tool("not")),
+    ("%count", tool("count")),
+]
+
+config.available_features.add("llvm-%d" % major)
+if major >= 16:
+    config.available_features.add("rmw-uinc-udec")
+if major >= 20:
+    config.available_features.add("rmw-usub")
+if major >= 21:
+    config.available_features.add("rmw-fmaximum")
+# Debian's hipcc drives clang-15: its test runs with the LLVM 15 plugin only.
+if params.get("hipcc") and major == 15:
+    config.available_features.add("hipcc")
