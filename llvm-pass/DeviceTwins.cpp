@@ -1,11 +1,696 @@
-//===- DeviceTwins.cpp - placeholder until the device pass lands ----------===//
+//===- DeviceTwins.cpp - kernel twins with device memory instrumentation --===//
 //
-// placeholder until the device pass lands: the device helper replaces this
-// file with the kernel-twin and device memory instrumentation passes.
+// The device half of libNanoPass.so. For every kernel of a module
+//   - AMDGPU: calling convention amdgpu_kernel,
+//   - NVPTX: calling convention ptx_kernel or an nvvm.annotations "kernel",
+//   - CPU: a function annotated "nano_kernel" (NANO_KERNEL, nano/kernel.h),
+// selected by the filters (DeviceOptions.h), the pass adds a *twin*: a copy
+// with one more trailing parameter, a pointer (global address space) to a
+// dh_comms buffer descriptor. The twin's name is NANO_TWIN_PREFIX + the
+// original's, with "Pv" appended to the parameter list of a mangled name (see
+// nano/dh_format.h), so it demangles to the original signature plus void*.
+// The twin keeps the original's attributes (launch bounds, flat work-group
+// size, waves per EU), metadata, comdat kind and debug info, carries the
+// attribute "nano.twin", and is an entry point itself: AMDGPU places its
+// hidden arguments after the explicit ones; NVPTX gets the kernel calling
+// convention and copies of the original's nvvm.annotations. The original
+// kernel is never changed.
+//
+// Functions the twin calls (directly, transitively) that are defined in the
+// module are cloned with the same extra parameter ("<name>.nano_twin"), so
+// their accesses are recorded too while the original kernel's callees stay
+// untouched.
+//
+// In the twin and its cloned callees every load, store, atomicrmw, cmpxchg,
+// memset/memcpy/memmove, masked vector load/store and AMDGPU raw buffer
+// load/store whose address space the filters select becomes a *site* (kernel,
+// file, line, column, kind, size, address space), and gets a call
+//     __nano_dh_access(desc, site id, address, size)
+// right before it. The device runtime (dh_comms/device/dh_device.c) is linked
+// into the module from bitcode (nano_dh_<target>.bc), internalised, and given
+// the target CPU and features of the module's kernels. Stack accesses
+// (allocas) and the runtime's own globals (__nano_*) are not sites.
+//
+// The module's site table is one constant blob (layout: nano/dh_format.h) in
+// section NANO_DH_SITES_SECTION, symbol NANO_DH_SITES_SYMBOL + module id.
+//
+// Runs at the OptimizerLast extension point (after inlining, so the twin of
+// an optimised kernel records the accesses the optimised code makes) and as
+// `opt -passes=nano-device`.
 //
 //===----------------------------------------------------------------------===//
+#include "Compat.h"
+#include "DeviceOptions.h"
 #include "Passes.h"
 
-#include "llvm/Passes/PassBuilder.h"
+#include "../dh_comms/include/nano/dh_format.h"
 
-void nano::registerDeviceInstrumentation(llvm::PassBuilder &) {}
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Analysis/ValueTracking.h"
+#include "llvm/Bitcode/BitcodeReader.h"
+#include "llvm/Demangle/Demangle.h"
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/DebugInfoMetadata.h"
+#include "llvm/IR/Function.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/InstIterator.h"
+#include "llvm/IR/Instructions.h"
+#include "llvm/IR/IntrinsicInst.h"
+#include "llvm/IR/IntrinsicsAMDGPU.h"
+#include "llvm/IR/Module.h"
+#include "llvm/IR/PassManager.h"
+#include "llvm/Linker/Linker.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Transforms/Utils/Cloning.h"
+#include "llvm/Transforms/Utils/ModuleUtils.h"
+#include "llvm/Transforms/Utils/ValueMapper.h"
+
+#include <string>
+#include <vector>
+
+using namespace llvm;
+using namespace nano;
+
+namespace {
+
+const char *const RuntimeAccess = "__nano_dh_access";
+const char *const CalleeSuffix = ".nano_twin";
+
+enum class DevTarget { AMDGPU, NVPTX, Host };
+
+// One instrumented instruction.
+struct DevSite {
+  std::string Function; // original kernel or device function
+  std::string File;
+  unsigned Line = 0, Column = 0;
+  unsigned Kind = 0, Space = 0, Flags = 0, Size = 0;
+};
+
+// An access found in a twin-side function, before instrumentation.
+struct DevAccess {
+  Instruction *I;
+  Value *Ptr;   // pointer operand, or null with Addr set
+  Value *Addr;  // i64 address computed at I (buffer intrinsics), else null
+  Value *Bytes; // runtime size (mem intrinsics), else null
+  unsigned Kind, Space, Flags, Size;
+};
+
+struct DeviceTwinsPass : PassInfoMixin<DeviceTwinsPass> {
+  PreservedAnalyses run(Module &M, ModuleAnalysisManager &);
+};
+
+// The state of one run over a module.
+struct DeviceTwins {
+  Module &M;
+  LLVMContext &Ctx;
+  const DataLayout &DL;
+  DevTarget Target;
+  DeviceFilters Filters;
+  unsigned DescAS;
+  uint32_t ModuleId = 0;
+  std::vector<DevSite> Sites;
+  // Original function -> its twin-side clone (kernels and callees).
+  DenseMap<Function *, Function *> Clones;
+  // Twin-side clone -> name to record in its sites.
+  DenseMap<Function *, std::string> SiteNames;
+  FunctionCallee Access;
+
+  DeviceTwins(Module &M, DevTarget T)
+      : M(M), Ctx(M.getContext()), DL(M.getDataLayout()), Target(T),
+        DescAS(T == DevTarget::Host ? 0 : 1) {}
+
+  bool run();
+  std::vector<Function *> kernels();
+  Function *makeClone(Function &F, const std::string &Name, bool IsKernel);
+  void cloneCallees();
+  void collectAccesses(Function &F, std::vector<DevAccess> &Out);
+  bool classify(Value *Ptr, unsigned &Space);
+  void instrument(Function &F, const DevAccess &A);
+  void emitSiteTable();
+  bool linkRuntime(Function *SomeKernel);
+};
+
+} // namespace
+
+// The twin's name: see nano/dh_format.h.
+static std::string devTwinName(StringRef Name) {
+  std::string T = NANO_TWIN_PREFIX;
+  if (!compat::startsWith(Name, "_Z"))
+    return T + Name.str();
+  // Itanium: a nested or plain function name followed by the parameter
+  // types. The parameter list ends the name (no return type for non-template
+  // functions; template functions have the return type first, which is still
+  // in front of the parameters), so appending one type extends it; a list of
+  // just "v" (no parameters) is replaced.
+  if (compat::endsWith(Name, "v")) {
+    // "v" is the whole parameter list only when it follows the function name:
+    // demangling the name without it must give an empty parameter list.
+    std::string D = llvm::demangle(Name.str());
+    if (compat::endsWith(D, "()"))
+      return T + Name.drop_back(1).str() + "Pv";
+  }
+  return T + Name.str() + "Pv";
+}
+
+// FNV-1a over S.
+static uint32_t devHash(StringRef S, uint32_t H = 2166136261u) {
+  for (unsigned char C : S) {
+    H ^= C;
+    H *= 16777619u;
+  }
+  return H;
+}
+
+std::vector<Function *> DeviceTwins::kernels() {
+  std::vector<Function *> Out;
+  SmallPtrSet<Function *, 8> Annotated;
+  if (Target == DevTarget::NVPTX) {
+    if (NamedMDNode *NA = M.getNamedMetadata("nvvm.annotations"))
+      for (MDNode *N : NA->operands()) {
+        if (N->getNumOperands() < 3)
+          continue;
+        auto *VM = dyn_cast_or_null<ValueAsMetadata>(N->getOperand(0).get());
+        auto *Key = dyn_cast_or_null<MDString>(N->getOperand(1).get());
+        if (VM && Key && Key->getString() == "kernel")
+          if (auto *F = dyn_cast<Function>(VM->getValue()))
+            Annotated.insert(F);
+      }
+  } else if (Target == DevTarget::Host) {
+    if (GlobalVariable *GA = M.getNamedGlobal("llvm.global.annotations"))
+      if (auto *CA = dyn_cast<ConstantArray>(GA->getInitializer()))
+        for (Value *Op : CA->operands()) {
+          auto *CS = dyn_cast<ConstantStruct>(Op);
+          if (!CS || CS->getNumOperands() < 2)
+            continue;
+          auto *F = dyn_cast<Function>(CS->getOperand(0)->stripPointerCasts());
+          auto *StrGV = dyn_cast<GlobalVariable>(CS->getOperand(1)->stripPointerCasts());
+          if (!F || !StrGV || !StrGV->hasInitializer())
+            continue;
+          auto *Str = dyn_cast<ConstantDataArray>(StrGV->getInitializer());
+          if (Str && Str->isCString() && Str->getAsCString() == "nano_kernel")
+            Annotated.insert(F);
+        }
+  }
+  for (Function &F : M) {
+    if (F.isDeclaration() || F.hasFnAttribute(NANO_TWIN_ATTR))
+      continue;
+    bool IsKernel = false;
+    switch (Target) {
+    case DevTarget::AMDGPU:
+      IsKernel = F.getCallingConv() == CallingConv::AMDGPU_KERNEL;
+      break;
+    case DevTarget::NVPTX:
+      IsKernel = F.getCallingConv() == CallingConv::PTX_Kernel || Annotated.count(&F);
+      break;
+    case DevTarget::Host:
+      IsKernel = Annotated.count(&F);
+      break;
+    }
+    if (!IsKernel || !Filters.kernelSelected(F.getName()))
+      continue;
+    Function *Existing = M.getFunction(devTwinName(F.getName()));
+    if (Existing && !Existing->isDeclaration())
+      continue; // already instrumented (e.g. the pass ran twice)
+    Out.push_back(&F);
+  }
+  return Out;
+}
+
+// Drops what the original's attributes promise and the instrumentation
+// breaks: memory effects and nosync (the runtime writes the buffer with
+// atomics), non-capture of pointer parameters (addresses are recorded).
+static void devDropPromises(Function &F) {
+#if LLVM_VERSION_MAJOR >= 16
+  F.removeFnAttr(Attribute::Memory);
+#else
+  for (Attribute::AttrKind K : {Attribute::ReadNone, Attribute::ReadOnly, Attribute::WriteOnly,
+                                Attribute::ArgMemOnly, Attribute::InaccessibleMemOnly,
+                                Attribute::InaccessibleMemOrArgMemOnly})
+    F.removeFnAttr(K);
+#endif
+  F.removeFnAttr(Attribute::NoSync);
+  for (unsigned i = 0; i < F.arg_size(); i++) {
+#if LLVM_VERSION_MAJOR >= 21
+    F.removeParamAttr(i, Attribute::Captures);
+#else
+    F.removeParamAttr(i, Attribute::NoCapture);
+#endif
+  }
+}
+
+// Clones F into a new function Name with one more trailing parameter (the
+// descriptor). Kernels keep linkage, comdat kind and entry-point properties;
+// callees become internal.
+Function *DeviceTwins::makeClone(Function &F, const std::string &Name, bool IsKernel) {
+  FunctionType *FT = F.getFunctionType();
+  SmallVector<Type *, 8> Params(FT->param_begin(), FT->param_end());
+  Params.push_back(PointerType::get(Ctx, DescAS));
+  auto *NFT = FunctionType::get(FT->getReturnType(), Params, FT->isVarArg());
+
+  Function *Decl = M.getFunction(Name); // a declaration the user wrote
+  if (Decl)
+    Decl->setName(Name + ".nano_decl");
+  Function *NF = Function::Create(NFT, IsKernel ? F.getLinkage() : GlobalValue::InternalLinkage,
+                                  F.getAddressSpace(), Name, &M);
+  NF->copyAttributesFrom(&F);
+  if (!IsKernel) {
+    NF->setLinkage(GlobalValue::InternalLinkage);
+    NF->setVisibility(GlobalValue::DefaultVisibility);
+  }
+  ValueToValueMapTy VMap;
+  auto NI = NF->arg_begin();
+  for (Argument &A : F.args()) {
+    NI->setName(A.getName());
+    VMap[&A] = &*NI++;
+  }
+  NI->setName("nano_dh_desc");
+  SmallVector<ReturnInst *, 8> Returns;
+  CloneFunctionInto(NF, &F, VMap, CloneFunctionChangeType::LocalChangesOnly, Returns);
+  NF->addFnAttr(NANO_TWIN_ATTR);
+  devDropPromises(*NF);
+  // The instrumentation reads work-item and dispatch registers the original
+  // may have been proven not to need.
+  SmallVector<StringRef, 8> NoAttrs;
+  for (Attribute A : NF->getAttributes().getFnAttrs())
+    if (A.isStringAttribute() && compat::startsWith(A.getKindAsString(), "amdgpu-no-"))
+      NoAttrs.push_back(A.getKindAsString());
+  for (StringRef A : NoAttrs)
+    NF->removeFnAttr(A);
+  if (IsKernel && F.hasComdat()) {
+    Comdat *C = M.getOrInsertComdat(Name);
+    C->setSelectionKind(F.getComdat()->getSelectionKind());
+    NF->setComdat(C);
+  } else if (!IsKernel) {
+    NF->setComdat(nullptr);
+  }
+  if (Decl) {
+    Decl->replaceAllUsesWith(NF);
+    Decl->eraseFromParent();
+  }
+  if (IsKernel && Target == DevTarget::NVPTX) {
+    if (NamedMDNode *NA = M.getNamedMetadata("nvvm.annotations")) {
+      SmallVector<MDNode *, 4> Copies;
+      for (MDNode *N : NA->operands()) {
+        auto *VM = dyn_cast_or_null<ValueAsMetadata>(N->getOperand(0).get());
+        if (!VM || VM->getValue() != &F)
+          continue;
+        SmallVector<Metadata *, 4> Ops(N->op_begin(), N->op_end());
+        Ops[0] = ValueAsMetadata::get(NF);
+        Copies.push_back(MDNode::get(Ctx, Ops));
+      }
+      for (MDNode *N : Copies)
+        NA->addOperand(N);
+    }
+  }
+  Clones[&F] = NF;
+  SiteNames[NF] = F.getName().str();
+  return NF;
+}
+
+// Clones every defined function reachable by direct calls from twin-side
+// code and redirects those calls to the clones, passing the descriptor on.
+void DeviceTwins::cloneCallees() {
+  SmallVector<Function *, 16> Work;
+  for (auto &KV : Clones)
+    Work.push_back(KV.second);
+  while (!Work.empty()) {
+    Function *F = Work.pop_back_val();
+    Value *Desc = F->getArg(F->arg_size() - 1);
+    SmallVector<CallInst *, 16> Calls;
+    for (Instruction &I : instructions(*F))
+      if (auto *CI = dyn_cast<CallInst>(&I))
+        if (Function *Callee = CI->getCalledFunction())
+          if (!Callee->isDeclaration() && !Callee->isIntrinsic() &&
+              !compat::startsWith(Callee->getName(), "__nano_") &&
+              CI->getFunctionType() == Callee->getFunctionType() && !Callee->isVarArg())
+            Calls.push_back(CI);
+    for (CallInst *CI : Calls) {
+      Function *Callee = CI->getCalledFunction();
+      Function *Clone = Clones.lookup(Callee);
+      if (!Clone) {
+        if (Callee->hasFnAttribute(NANO_TWIN_ATTR))
+          continue;
+        Clone = makeClone(*Callee, (Callee->getName() + CalleeSuffix).str(), false);
+        Work.push_back(Clone);
+      }
+      SmallVector<Value *, 8> Args(CI->args());
+      Args.push_back(Desc);
+      SmallVector<OperandBundleDef, 2> Bundles;
+      CI->getOperandBundlesAsDefs(Bundles);
+      CallInst *New = CallInst::Create(Clone->getFunctionType(), Clone, Args, Bundles, "", CI);
+      New->takeName(CI);
+      New->setCallingConv(CI->getCallingConv());
+      New->setTailCallKind(CI->getTailCallKind());
+      New->setAttributes(CI->getAttributes());
+      New->copyMetadata(*CI);
+      New->setDebugLoc(CI->getDebugLoc());
+      CI->replaceAllUsesWith(New);
+      CI->eraseFromParent();
+    }
+  }
+}
+
+// The address-space class of Ptr; false when it is not instrumentable at all
+// (private/local stack memory, buffer resources, unknown spaces).
+bool DeviceTwins::classify(Value *Ptr, unsigned &Space) {
+  unsigned AS = Ptr->getType()->getPointerAddressSpace();
+  switch (Target) {
+  case DevTarget::Host:
+    if (AS != 0)
+      return false;
+    Space = NANO_DH_AS_GENERIC;
+    break;
+  case DevTarget::AMDGPU:
+  case DevTarget::NVPTX:
+    if (AS == 0)
+      Space = NANO_DH_AS_GENERIC;
+    else if (AS == 1)
+      Space = NANO_DH_AS_GLOBAL;
+    else if (AS == 3)
+      Space = NANO_DH_AS_SHARED;
+    else if (AS == 4 || (Target == DevTarget::AMDGPU && AS == 6))
+      Space = NANO_DH_AS_CONSTANT;
+    else
+      return false;
+    break;
+  }
+  const Value *U = getUnderlyingObject(Ptr);
+#if LLVM_VERSION_MAJOR >= 16
+  if (auto *II = dyn_cast<IntrinsicInst>(U))
+    if (II->getIntrinsicID() == Intrinsic::threadlocal_address)
+      U = getUnderlyingObject(II->getArgOperand(0));
+#endif
+  if (isa<AllocaInst>(U))
+    return false;
+  if (auto *GV = dyn_cast<GlobalValue>(U))
+    if (compat::startsWith(GV->getName(), "__nano_"))
+      return false;
+  return true;
+}
+
+// Base address (bits 0..47) of an AMDGPU buffer resource given as <4 x i32>
+// or as a ptr addrspace(8), plus the offsets, as i64 at I.
+static Value *devBufferAddress(IRBuilder<> &B, Value *Rsrc, Value *VOff, Value *SOff) {
+  Type *I64 = B.getInt64Ty();
+  Value *Base;
+  if (Rsrc->getType()->isPointerTy()) {
+    Base = B.CreateTrunc(B.CreatePtrToInt(Rsrc, B.getIntNTy(128)), I64);
+  } else {
+    Value *Lo = B.CreateZExt(B.CreateExtractElement(Rsrc, uint64_t(0)), I64);
+    Value *Hi = B.CreateZExt(B.CreateExtractElement(Rsrc, uint64_t(1)), I64);
+    Base = B.CreateOr(Lo, B.CreateShl(Hi, 32));
+  }
+  Base = B.CreateAnd(Base, B.getInt64((1ull << 48) - 1));
+  Value *Off = B.CreateAdd(B.CreateZExtOrTrunc(VOff, I64), B.CreateZExtOrTrunc(SOff, I64));
+  return B.CreateAdd(Base, Off);
+}
+
+void DeviceTwins::collectAccesses(Function &F, std::vector<DevAccess> &Out) {
+  auto Add = [&](Instruction *I, Value *Ptr, unsigned Kind, Type *Ty, unsigned Flags,
+                 Value *Bytes) {
+    unsigned Space = 0;
+    if (!classify(Ptr, Space))
+      return;
+    unsigned Size = Ty ? (unsigned)DL.getTypeStoreSize(Ty).getFixedValue() : 0;
+    Out.push_back({I, Ptr, nullptr, Bytes, Kind, Space, Flags, Size});
+  };
+  for (Instruction &I : instructions(F)) {
+    if (auto *LI = dyn_cast<LoadInst>(&I)) {
+      Add(LI, LI->getPointerOperand(), NANO_DH_KIND_LOAD, LI->getType(), 0, nullptr);
+    } else if (auto *SI = dyn_cast<StoreInst>(&I)) {
+      Add(SI, SI->getPointerOperand(), NANO_DH_KIND_STORE, SI->getValueOperand()->getType(), 0,
+          nullptr);
+    } else if (auto *RMW = dyn_cast<AtomicRMWInst>(&I)) {
+      Add(RMW, RMW->getPointerOperand(), NANO_DH_KIND_ATOMIC, RMW->getValOperand()->getType(), 0,
+          nullptr);
+    } else if (auto *CX = dyn_cast<AtomicCmpXchgInst>(&I)) {
+      Add(CX, CX->getPointerOperand(), NANO_DH_KIND_ATOMIC,
+          CX->getNewValOperand()->getType(), 0, nullptr);
+    } else if (auto *MT = dyn_cast<MemTransferInst>(&I)) {
+      Add(MT, MT->getRawSource(), NANO_DH_KIND_LOAD, nullptr, NANO_DH_SITE_MEMINTRINSIC,
+          MT->getLength());
+      Add(MT, MT->getRawDest(), NANO_DH_KIND_STORE, nullptr, NANO_DH_SITE_MEMINTRINSIC,
+          MT->getLength());
+    } else if (auto *MS = dyn_cast<MemSetInst>(&I)) {
+      Add(MS, MS->getRawDest(), NANO_DH_KIND_STORE, nullptr, NANO_DH_SITE_MEMINTRINSIC,
+          MS->getLength());
+    } else if (auto *II = dyn_cast<IntrinsicInst>(&I)) {
+      switch (II->getIntrinsicID()) {
+      case Intrinsic::masked_load:
+        Add(II, II->getArgOperand(0), NANO_DH_KIND_LOAD, II->getType(), NANO_DH_SITE_MASKED,
+            nullptr);
+        break;
+      case Intrinsic::masked_store:
+        Add(II, II->getArgOperand(1), NANO_DH_KIND_STORE, II->getArgOperand(0)->getType(),
+            NANO_DH_SITE_MASKED, nullptr);
+        break;
+      case Intrinsic::amdgcn_raw_buffer_load:
+#if LLVM_VERSION_MAJOR >= 17
+      case Intrinsic::amdgcn_raw_ptr_buffer_load:
+#endif
+      case Intrinsic::amdgcn_raw_buffer_store:
+#if LLVM_VERSION_MAJOR >= 17
+      case Intrinsic::amdgcn_raw_ptr_buffer_store:
+#endif
+      {
+        bool IsLoad = II->getType() && !II->getType()->isVoidTy();
+        unsigned First = IsLoad ? 0 : 1;
+        Type *Ty = IsLoad ? II->getType() : II->getArgOperand(0)->getType();
+        IRBuilder<> B(II);
+        Value *Addr = devBufferAddress(B, II->getArgOperand(First), II->getArgOperand(First + 1),
+                                       II->getArgOperand(First + 2));
+        Out.push_back({II, nullptr, Addr, nullptr,
+                       IsLoad ? NANO_DH_KIND_LOAD : NANO_DH_KIND_STORE, NANO_DH_AS_GLOBAL,
+                       NANO_DH_SITE_BUFFER,
+                       (unsigned)DL.getTypeStoreSize(Ty).getFixedValue()});
+        break;
+      }
+      default:
+        break;
+      }
+    }
+  }
+}
+
+// Adds the site of A and the runtime call before A.I, if the filters want it.
+void DeviceTwins::instrument(Function &F, const DevAccess &A) {
+  if (!(Filters.Kinds & (1u << A.Kind)) || !(Filters.Spaces & (1u << A.Space)))
+    return;
+  DevSite S;
+  S.Function = SiteNames.lookup(&F);
+  if (const DebugLoc &Loc = A.I->getDebugLoc()) {
+    S.File = Loc->getFilename().str();
+    S.Line = Loc->getLine();
+    S.Column = Loc->getColumn();
+  }
+  if (!Filters.inScope(S.File, S.Line))
+    return;
+  S.Kind = A.Kind;
+  S.Space = A.Space;
+  S.Flags = A.Flags;
+  S.Size = A.Bytes ? 0 : A.Size;
+  uint64_t Id = (uint64_t)ModuleId << 32 | Sites.size();
+  Sites.push_back(S);
+
+  IRBuilder<> B(A.I);
+  Value *Addr = A.Addr ? A.Addr : B.CreatePtrToInt(A.Ptr, B.getInt64Ty());
+  Value *Size = A.Bytes ? B.CreateZExtOrTrunc(A.Bytes, B.getInt32Ty()) : B.getInt32(A.Size);
+  Value *Desc = F.getArg(F.arg_size() - 1);
+  CallInst *C = B.CreateCall(Access, {Desc, B.getInt64(Id), Addr, Size});
+  C->setDebugLoc(A.I->getDebugLoc());
+}
+
+// The site table blob (layout: nano/dh_format.h).
+void DeviceTwins::emitSiteTable() {
+  std::string Str(1, '\0'); // offset 0: the empty string
+  StringMap<uint32_t> StrOff;
+  auto Intern = [&](const std::string &S) -> uint32_t {
+    if (S.empty())
+      return 0;
+    auto It = StrOff.find(S);
+    if (It != StrOff.end())
+      return It->second;
+    uint32_t Off = Str.size();
+    Str += S;
+    Str.push_back('\0');
+    StrOff[S] = Off;
+    return Off;
+  };
+  std::vector<uint8_t> Blob;
+  auto Put32 = [&](uint32_t V) {
+    for (int i = 0; i < 4; i++)
+      Blob.push_back(uint8_t(V >> (8 * i)));
+  };
+  std::vector<uint32_t> Offs;
+  for (const DevSite &S : Sites) {
+    Offs.push_back(Intern(S.Function));
+    Offs.push_back(Intern(S.File));
+  }
+  Blob.insert(Blob.end(), NANO_DH_SITES_MAGIC, NANO_DH_SITES_MAGIC + 8);
+  Put32(NANO_DH_SITES_VERSION);
+  Put32(ModuleId);
+  Put32(Sites.size());
+  Put32(Str.size());
+  for (size_t i = 0; i < Sites.size(); i++) {
+    const DevSite &S = Sites[i];
+    Put32(Offs[2 * i]);
+    Put32(Offs[2 * i + 1]);
+    Put32(S.Line);
+    Put32(S.Column);
+    Blob.push_back(uint8_t(S.Kind));
+    Blob.push_back(uint8_t(S.Space));
+    Blob.push_back(uint8_t(S.Flags));
+    Blob.push_back(0);
+    Put32(S.Size);
+  }
+  Blob.insert(Blob.end(), Str.begin(), Str.end());
+  while (Blob.size() % 8)
+    Blob.push_back(0);
+
+  Constant *Init = ConstantDataArray::get(Ctx, ArrayRef<uint8_t>(Blob));
+  char Hex[16];
+  snprintf(Hex, sizeof Hex, "%08x", ModuleId);
+  unsigned AS = Target == DevTarget::AMDGPU ? 4 : Target == DevTarget::NVPTX ? 1 : 0;
+  auto *GV = new GlobalVariable(M, Init->getType(), true,
+                                Target == DevTarget::Host ? GlobalValue::InternalLinkage
+                                                          : GlobalValue::ExternalLinkage,
+                                Init, std::string(NANO_DH_SITES_SYMBOL) + Hex, nullptr,
+                                GlobalValue::NotThreadLocal, AS);
+  if (Target != DevTarget::Host)
+    GV->setVisibility(GlobalValue::ProtectedVisibility);
+  GV->setAlignment(Align(8));
+  if (Target != DevTarget::NVPTX)
+    GV->setSection(NANO_DH_SITES_SECTION);
+  appendToUsed(M, {GV});
+}
+
+// Links nano_dh_<flavour>.bc into M, internalises its functions and gives them
+// the target attributes of Kernel.
+bool DeviceTwins::linkRuntime(Function *Kernel) {
+  std::string Flavour = "host";
+  if (Target == DevTarget::NVPTX) {
+    Flavour = "nvptx64";
+  } else if (Target == DevTarget::AMDGPU) {
+    StringRef CPU = Kernel->getFnAttribute("target-cpu").getValueAsString();
+    bool Gfx9 = CPU.empty() || compat::startsWith(CPU, "gfx9") || compat::startsWith(CPU, "gfx8") ||
+                compat::startsWith(CPU, "gfx7") || compat::startsWith(CPU, "gfx6");
+    Flavour = Gfx9 ? "amdgcn_gfx9" : "amdgcn_gfx10";
+  }
+  std::string Err;
+  std::string Path = findDeviceBitcode(Flavour, Err);
+  if (Path.empty()) {
+    Ctx.emitError(Err);
+    return false;
+  }
+  auto Buf = MemoryBuffer::getFile(Path);
+  if (!Buf) {
+    Ctx.emitError("nanoprobe: cannot read " + Path + ": " + Buf.getError().message());
+    return false;
+  }
+  Expected<std::unique_ptr<Module>> RT = parseBitcodeFile((*Buf)->getMemBufferRef(), Ctx);
+  if (!RT) {
+    Ctx.emitError("nanoprobe: " + Path + ": " + toString(RT.takeError()) +
+                  " (the device runtime must come from the clang of the plugin's LLVM)");
+    return false;
+  }
+  Module &R = **RT;
+  if (NamedMDNode *Flags = R.getModuleFlagsMetadata())
+    R.eraseNamedMetadata(Flags);
+  if (NamedMDNode *Ident = R.getNamedMetadata("llvm.ident"))
+    R.eraseNamedMetadata(Ident);
+  R.setDataLayout(M.getDataLayout());
+  R.setTargetTriple(M.getTargetTriple());
+  std::vector<std::string> Defined;
+  for (Function &F : R)
+    if (!F.isDeclaration())
+      Defined.push_back(F.getName().str());
+  if (Linker::linkModules(M, std::move(*RT), Linker::LinkOnlyNeeded)) {
+    Ctx.emitError("nanoprobe: cannot link the device runtime " + Path);
+    return false;
+  }
+  Attribute CPU = Kernel->getFnAttribute("target-cpu");
+  Attribute Features = Kernel->getFnAttribute("target-features");
+  for (const std::string &Name : Defined) {
+    Function *F = M.getFunction(Name);
+    if (!F || F->isDeclaration())
+      continue;
+    F->setLinkage(GlobalValue::InternalLinkage);
+    F->setVisibility(GlobalValue::DefaultVisibility);
+    F->removeFnAttr("target-cpu");
+    F->removeFnAttr("target-features");
+    F->removeFnAttr("tune-cpu");
+    if (CPU.isValid())
+      F->addFnAttr(CPU);
+    if (Features.isValid())
+      F->addFnAttr(Features);
+  }
+  return true;
+}
+
+bool DeviceTwins::run() {
+  std::string Err;
+  if (!parseDeviceFilters(Filters, Err)) {
+    Ctx.emitError("nanoprobe: " + Err);
+    return false;
+  }
+  std::vector<Function *> Kernels = kernels();
+  if (Kernels.empty())
+    return false;
+  ModuleId = devHash(M.getSourceFileName());
+  ModuleId = devHash(compat::targetTriple(M).str(), devHash("\0", ModuleId));
+  ModuleId = devHash(M.getModuleIdentifier(), devHash("\0", ModuleId));
+
+  Type *Void = Type::getVoidTy(Ctx);
+  Type *I64 = Type::getInt64Ty(Ctx), *I32 = Type::getInt32Ty(Ctx);
+  Access = M.getOrInsertFunction(
+      RuntimeAccess, FunctionType::get(Void, {PointerType::get(Ctx, DescAS), I64, I64, I32}, false));
+  if (auto *AF = dyn_cast<Function>(Access.getCallee()))
+    if (AF->getFunctionType() != Access.getFunctionType()) {
+      Ctx.emitError(std::string("nanoprobe: ") + RuntimeAccess + " is declared with another type");
+      return false;
+    }
+
+  for (Function *K : Kernels)
+    makeClone(*K, devTwinName(K->getName()), true);
+  cloneCallees();
+  std::vector<Function *> TwinSide;
+  for (auto &KV : Clones)
+    TwinSide.push_back(KV.second);
+  for (Function *F : TwinSide) {
+    std::vector<DevAccess> Accesses;
+    collectAccesses(*F, Accesses);
+    for (const DevAccess &A : Accesses)
+      instrument(*F, A);
+  }
+  emitSiteTable();
+  linkRuntime(Kernels.front()); // errors are reported through the context
+  return true;
+}
+
+PreservedAnalyses DeviceTwinsPass::run(Module &M, ModuleAnalysisManager &) {
+  if (compat::typedPointers(M.getContext()))
+    return PreservedAnalyses::all();
+  Triple TT = compat::targetTriple(M);
+  DevTarget T = TT.isAMDGPU()  ? DevTarget::AMDGPU
+                : TT.isNVPTX() ? DevTarget::NVPTX
+                               : DevTarget::Host;
+  if (TT.isSPIRV())
+    return PreservedAnalyses::all();
+  DeviceTwins D(M, T);
+  return D.run() ? PreservedAnalyses::none() : PreservedAnalyses::all();
+}
+
+void nano::registerDeviceInstrumentation(PassBuilder &PB) {
+  compat::registerOptimizerLast(PB, [](ModulePassManager &MPM, OptimizationLevel,
+                                       ThinOrFullLTOPhase) { MPM.addPass(DeviceTwinsPass()); });
+  PB.registerPipelineParsingCallback(
+      [](StringRef Name, ModulePassManager &MPM, ArrayRef<PassBuilder::PipelineElement>) {
+        if (Name != "nano-device")
+          return false;
+        MPM.addPass(DeviceTwinsPass());
+        return true;
+      });
+}

@@ -1,0 +1,183 @@
+/*
+ * dh_sites.c: site tables emitted by the pass (layout: nano/dh_format.h,
+ * dh_comms/README.md), parsed from raw section bytes or from an ELF file
+ * through libelf, and looked up by the site id a record carries.
+ */
+#include "nano/dh_comms.h"
+
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct nano_dh_sites {
+  struct nano_dh_site *sites;
+  size_t count, cap;
+  char **blobs; /* copies the site strings point into */
+  size_t nblobs;
+};
+
+static uint32_t dhsites_u32(const unsigned char *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* Formats an error; returns -1. */
+static int dhsites_fail(char *errmsg, size_t errlen, const char *what, const char *msg,
+                        size_t at) {
+  if (errmsg && errlen)
+    snprintf(errmsg, errlen, "%s: site table at byte %zu: %s", what, at, msg);
+  return -1;
+}
+
+struct nano_dh_sites *nano_dh_sites_create(void) { return calloc(1, sizeof(struct nano_dh_sites)); }
+
+void nano_dh_sites_destroy(struct nano_dh_sites *s) {
+  if (!s)
+    return;
+  for (size_t i = 0; i < s->nblobs; i++)
+    free(s->blobs[i]);
+  free(s->blobs);
+  free(s->sites);
+  free(s);
+}
+
+/* Parses one blob at p (len bytes available) into s; returns its padded size
+ * or -1. */
+static long dhsites_parse_one(struct nano_dh_sites *s, const unsigned char *p, size_t len,
+                              const char *what, size_t at, char *errmsg, size_t errlen) {
+  if (len < NANO_DH_SITES_HDR_SIZE)
+    return dhsites_fail(errmsg, errlen, what, "truncated header", at);
+  if (memcmp(p, NANO_DH_SITES_MAGIC, 8) != 0)
+    return dhsites_fail(errmsg, errlen, what, "bad magic", at);
+  uint32_t version = dhsites_u32(p + 8), module = dhsites_u32(p + 12);
+  uint32_t nsites = dhsites_u32(p + 16), strbytes = dhsites_u32(p + 20);
+  if (version != NANO_DH_SITES_VERSION)
+    return dhsites_fail(errmsg, errlen, what, "unsupported version", at);
+  uint64_t total = NANO_DH_SITES_HDR_SIZE + (uint64_t)nsites * NANO_DH_SITE_SIZE + strbytes;
+  uint64_t padded = (total + 7) & ~7ull;
+  if (total > len)
+    return dhsites_fail(errmsg, errlen, what, "truncated", at);
+  if (strbytes == 0 || p[total - 1] != 0)
+    return dhsites_fail(errmsg, errlen, what, "string table not NUL-terminated", at);
+  char *copy = malloc((size_t)total);
+  char **blobs = realloc(s->blobs, (s->nblobs + 1) * sizeof *blobs);
+  if (blobs)
+    s->blobs = blobs;
+  if (!copy || !blobs) {
+    free(copy);
+    return dhsites_fail(errmsg, errlen, what, "out of memory", at);
+  }
+  memcpy(copy, p, (size_t)total);
+  s->blobs[s->nblobs++] = copy;
+  const char *strtab = copy + NANO_DH_SITES_HDR_SIZE + (size_t)nsites * NANO_DH_SITE_SIZE;
+  if (s->count + nsites > s->cap) {
+    size_t cap = (s->count + nsites) * 2;
+    struct nano_dh_site *n = realloc(s->sites, cap * sizeof *n);
+    if (!n)
+      return dhsites_fail(errmsg, errlen, what, "out of memory", at);
+    s->sites = n;
+    s->cap = cap;
+  }
+  for (uint32_t i = 0; i < nsites; i++) {
+    const unsigned char *e = (const unsigned char *)copy + NANO_DH_SITES_HDR_SIZE +
+                             (size_t)i * NANO_DH_SITE_SIZE;
+    uint32_t kern = dhsites_u32(e), file = dhsites_u32(e + 4);
+    if (kern >= strbytes || file >= strbytes)
+      return dhsites_fail(errmsg, errlen, what, "string offset out of range", at);
+    struct nano_dh_site *d = &s->sites[s->count++];
+    d->id = (uint64_t)module << 32 | i;
+    d->kernel = strtab + kern;
+    d->file = strtab + file;
+    d->line = dhsites_u32(e + 8);
+    d->column = dhsites_u32(e + 12);
+    d->kind = e[16];
+    d->addrspace = e[17];
+    d->flags = e[18];
+    d->size = dhsites_u32(e + 20);
+  }
+  return (long)(padded <= len ? padded : total);
+}
+
+int nano_dh_sites_add_blob(struct nano_dh_sites *s, const void *data, size_t len,
+                           const char *what, char *errmsg, size_t errlen) {
+  const unsigned char *p = data;
+  size_t at = 0;
+  int blobs = 0;
+  while (at < len) {
+    if (p[at] == 0) { /* alignment padding between blobs */
+      at++;
+      continue;
+    }
+    long n = dhsites_parse_one(s, p + at, len - at, what, at, errmsg, errlen);
+    if (n < 0)
+      return -1;
+    at += (size_t)n;
+    blobs++;
+  }
+  return blobs;
+}
+
+int nano_dh_sites_add_elf(struct nano_dh_sites *s, const char *path, char *errmsg,
+                          size_t errlen) {
+  if (elf_version(EV_CURRENT) == EV_NONE) {
+    snprintf(errmsg, errlen, "%s: libelf: %s", path, elf_errmsg(-1));
+    return -1;
+  }
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    snprintf(errmsg, errlen, "%s: cannot open: %m", path);
+    return -1;
+  }
+  int rc = 0;
+  Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
+  size_t shstrndx;
+  if (!elf || elf_kind(elf) != ELF_K_ELF || elf_getshdrstrndx(elf, &shstrndx) != 0) {
+    snprintf(errmsg, errlen, "%s: not an ELF file: %s", path, elf_errmsg(-1));
+    rc = -1;
+    goto out;
+  }
+  for (Elf_Scn *scn = elf_nextscn(elf, NULL); scn; scn = elf_nextscn(elf, scn)) {
+    GElf_Shdr sh;
+    if (!gelf_getshdr(scn, &sh)) {
+      snprintf(errmsg, errlen, "%s: bad section header: %s", path, elf_errmsg(-1));
+      rc = -1;
+      goto out;
+    }
+    const char *name = elf_strptr(elf, shstrndx, sh.sh_name);
+    if (!name || strcmp(name, NANO_DH_SITES_SECTION) != 0 || sh.sh_type == SHT_NOBITS)
+      continue;
+    Elf_Data *d = elf_getdata(scn, NULL);
+    if (!d) {
+      snprintf(errmsg, errlen, "%s: cannot read section %s: %s", path, name, elf_errmsg(-1));
+      rc = -1;
+      goto out;
+    }
+    int n = nano_dh_sites_add_blob(s, d->d_buf, d->d_size, path, errmsg, errlen);
+    if (n < 0) {
+      rc = -1;
+      goto out;
+    }
+    rc += n;
+  }
+out:
+  if (elf)
+    elf_end(elf);
+  close(fd);
+  return rc;
+}
+
+const struct nano_dh_site *nano_dh_sites_find(const struct nano_dh_sites *s, uint64_t id) {
+  for (size_t i = 0; i < s->count; i++)
+    if (s->sites[i].id == id)
+      return &s->sites[i];
+  return NULL;
+}
+
+size_t nano_dh_sites_count(const struct nano_dh_sites *s) { return s->count; }
+
+const struct nano_dh_site *nano_dh_sites_at(const struct nano_dh_sites *s, size_t i) {
+  return i < s->count ? &s->sites[i] : NULL;
+}
