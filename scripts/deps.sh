@@ -14,6 +14,7 @@ packages=(
   libcmocka-dev libunwind-dev valgrind
   libjansson-dev
   python3 python3-pip python3-venv python3-pytest
+  python3-yaml
   chromium
 )
 

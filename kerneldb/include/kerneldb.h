@@ -1,0 +1,224 @@
+/*
+** kerneldb: a read-only database over GPU code objects.
+**
+** kdb_open() reads a bare AMDGPU code object, a clang offload bundle (plain or
+** compressed "CCOB"), an ELF executable or shared library with HIP fat binaries
+** (.hip_fatbin) or NVIDIA fat binaries (.nv_fatbin), or an NVIDIA cubin. It
+** lists every code object (target, code-object version) and its kernels
+** (names, arguments, kernarg layout, resources) without disassembling anything.
+** kdb_kernel_isa() disassembles one AMDGPU kernel on demand (LLVM's C
+** disassembler), classifies memory instructions and attaches DWARF source
+** positions; the result is cached for the lifetime of the database.
+**
+** Threads: after kdb_open() returns, every function may be called from any
+** number of threads on the same database; the lazy parts take a lock per code
+** object. Everything returned stays valid until kdb_close().
+**
+** Errors: functions that can fail return 0 on success and -1 on failure, and
+** write a message naming the input and what is wrong into err[errlen] (when
+** err is not NULL).
+*/
+#ifndef KERNELDB_H
+#define KERNELDB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct kdb kdb;
+
+/* Who made the code object. */
+typedef enum kdb_vendor { KDB_VENDOR_AMDGPU = 1, KDB_VENDOR_NVIDIA = 2 } kdb_vendor;
+
+/* State of an AMDGPU target feature (xnack, sramecc) in the ELF flags. */
+typedef enum kdb_feature {
+  KDB_FEATURE_UNSUPPORTED = 0, /* the target has no such feature */
+  KDB_FEATURE_ANY = 1,         /* built to run with the feature on or off */
+  KDB_FEATURE_OFF = 2,
+  KDB_FEATURE_ON = 3
+} kdb_feature;
+
+/* One code object: one ELF image for one GPU target. */
+typedef struct kdb_code_object {
+  size_t index;            /* position in kdb_code_object_at() order */
+  kdb_vendor vendor;
+  const char *arch;        /* "gfx90a", "gfx1100", "sm_90" */
+  const char *target_id;   /* "gfx90a:sramecc+:xnack-", or the arch */
+  const char *triple;      /* bundle entry triple, NULL for a bare image */
+  const char *container;   /* where it was found: "file", ".hip_fatbin bundle 0", ... */
+  int compressed;          /* 1 when the enclosing bundle was compressed */
+  kdb_feature xnack, sramecc;
+  /* AMDGPU: code object version (2..6). NVIDIA: the cubin's ELF ABI version. */
+  int code_object_version;
+  uint64_t image_size;     /* size of the ELF image in bytes */
+  size_t kernel_count;
+} kdb_code_object;
+
+/* One kernel argument, from the AMDGPU metadata note or the cubin's
+** .nv.info section. Strings are NULL where the producer did not record them. */
+typedef struct kdb_arg {
+  const char *name;
+  const char *type_name;
+  const char *value_kind;    /* "by_value", "global_buffer", "hidden_global_offset_x", ... */
+  const char *address_space; /* "global", "constant", "local", "private", ... */
+  uint32_t size, offset, align;
+  int hidden;                /* 1 for hidden (implicit) arguments */
+} kdb_arg;
+
+/* The raw AMDGPU kernel descriptor (64 bytes at the ".kd" symbol). */
+typedef struct kdb_descriptor {
+  uint32_t group_segment_fixed_size;
+  uint32_t private_segment_fixed_size;
+  uint32_t kernarg_size;
+  int64_t kernel_code_entry_byte_offset;
+  uint32_t compute_pgm_rsrc1, compute_pgm_rsrc2, compute_pgm_rsrc3;
+  uint16_t kernel_code_properties;
+} kdb_descriptor;
+
+typedef struct kdb_kernel kdb_kernel;
+
+struct kdb_kernel {
+  size_t index;                /* position in kdb_kernel_at() order */
+  const kdb_code_object *co;
+  const char *name;            /* mangled name (metadata .name / ELF symbol) */
+  const char *demangled;       /* demangled; equals name when not mangled */
+  const char *symbol;          /* descriptor symbol ("X.kd") or the code symbol */
+  uint64_t code_addr;          /* address of the first instruction, 0 if unknown */
+  uint64_t code_size;          /* bytes up to the next symbol (what a disassembler shows) */
+  int has_descriptor;
+  uint64_t descriptor_addr;
+  kdb_descriptor descriptor;
+  uint32_t kernarg_segment_size, kernarg_segment_align;
+  uint32_t group_segment_size, private_segment_size;
+  uint32_t sgpr_count, vgpr_count, agpr_count; /* agpr_count 0 where absent */
+  uint32_t sgpr_spill_count, vgpr_spill_count;
+  uint32_t wavefront_size, max_flat_workgroup_size; /* 0 where unknown */
+  size_t arg_count;
+  const kdb_arg *args;
+  size_t explicit_arg_count;   /* arguments before the first hidden one */
+  /* Twins (see README: "__nano_twin_" naming rule). For an original: its twin
+  ** in the same code object or NULL. For a twin: its original and the index of
+  ** the extra buffer argument in args[]. */
+  const kdb_kernel *twin;
+  const kdb_kernel *original;
+  size_t twin_arg_index;
+};
+
+/* Where an address of memory traffic goes. */
+typedef enum kdb_mem_space {
+  KDB_MEM_NONE = 0,  /* not a memory instruction */
+  KDB_MEM_GLOBAL,    /* global_* */
+  KDB_MEM_FLAT,      /* flat_* (global, LDS or scratch, decided at run time) */
+  KDB_MEM_SCRATCH,   /* scratch_* */
+  KDB_MEM_LDS,       /* ds_* */
+  KDB_MEM_BUFFER,    /* buffer_*, tbuffer_* */
+  KDB_MEM_SCALAR     /* s_load_*, s_buffer_load_*, s_store_* (scalar cache) */
+} kdb_mem_space;
+
+typedef enum kdb_mem_op {
+  KDB_MEMOP_NONE = 0,
+  KDB_MEMOP_LOAD,
+  KDB_MEMOP_STORE,
+  KDB_MEMOP_ATOMIC
+} kdb_mem_op;
+
+/* One source position; file NULL when DWARF has none for the address. */
+typedef struct kdb_srcpos {
+  const char *file;
+  uint32_t line, column;
+} kdb_srcpos;
+
+/* One instruction of a kernel. */
+typedef struct kdb_insn {
+  uint64_t addr;
+  uint32_t size;
+  const uint8_t *bytes;
+  const char *mnemonic;   /* "<unknown>" for bytes the disassembler rejects */
+  const char *operands;   /* "" when none */
+  kdb_mem_space space;
+  kdb_mem_op op;
+  uint32_t width;         /* bytes moved per lane (per work-item), 0 if none */
+  kdb_srcpos src;         /* position from the DWARF line table */
+  /* When src lies in an inlined function: that function and the call site
+  ** (innermost inlining). func NULL when not inlined. */
+  const char *inlined_func;
+  kdb_srcpos inlined_at;
+} kdb_insn;
+
+typedef struct kdb_isa {
+  size_t count;
+  const kdb_insn *insns;
+  int has_lines;          /* 1 when the code object has a DWARF line table */
+} kdb_isa;
+
+/* Opens the file at path. On success *out is a database to free with
+** kdb_close(). Unreadable or malformed input: -1 with a message. */
+int kdb_open(const char *path, kdb **out, char *err, size_t errlen);
+
+/* Same as kdb_open() over a caller-owned buffer that must outlive the
+** database; name is used in messages. */
+int kdb_open_memory(const void *data, size_t size, const char *name, kdb **out,
+                    char *err, size_t errlen);
+
+/* Upper bound on the bytes one compressed bundle may decompress to; larger
+** claims are rejected. Default 2 GiB; process-wide, applies to databases
+** opened afterwards. Returns the previous value. */
+uint64_t kdb_set_decompress_limit(uint64_t bytes);
+
+void kdb_close(kdb *db);
+
+/* The input's name as given to kdb_open(). */
+const char *kdb_name(const kdb *db);
+
+size_t kdb_code_object_count(const kdb *db);
+const kdb_code_object *kdb_code_object_at(const kdb *db, size_t i);
+
+/* Every kernel of every code object, in code-object order. */
+size_t kdb_kernel_count(const kdb *db);
+const kdb_kernel *kdb_kernel_at(const kdb *db, size_t i);
+
+/* Kernels named by query: an exact mangled or demangled name, else a prefix
+** of either (or of the demangled name without a template's return type,
+** "scale<int>(int*)" for "void scale<int>(int*)") that names exactly one
+** distinct kernel (by mangled name). arch,
+** when not NULL, keeps only code objects of that arch. Fills out[0..cap) with
+** the matches (one per code object holding the kernel) and returns their
+** number; 0 when no kernel matches. When a prefix matches several distinct
+** kernels, returns -(number of distinct names) and fills out with one
+** kernel of each. */
+long kdb_find_kernels(const kdb *db, const char *query, const char *arch,
+                      const kdb_kernel **out, size_t cap);
+
+/* The ISA of an AMDGPU kernel, disassembled on first use and cached.
+** -1 with a message for kernels without code (NVIDIA) or when the
+** disassembler cannot be created for the target. */
+int kdb_kernel_isa(kdb *db, const kdb_kernel *k, const kdb_isa **out,
+                   char *err, size_t errlen);
+
+/* Indices into isa->insns of the instructions attributed to file:line; file
+** matches the DWARF path exactly or as a trailing path component ("k.hip"
+** matches "/src/k.hip"). Writes up to cap indices, returns the total count. */
+size_t kdb_isa_line_insns(const kdb_isa *isa, const char *file, uint32_t line,
+                          size_t *idx, size_t cap);
+
+/* Memory classification of one AMDGPU mnemonic (used by kdb_kernel_isa, and
+** by tools that map instrumentation records back to instructions). */
+void kdb_classify_mnemonic(const char *mnemonic, kdb_mem_space *space,
+                           kdb_mem_op *op, uint32_t *width);
+
+const char *kdb_mem_space_name(kdb_mem_space s);
+const char *kdb_mem_op_name(kdb_mem_op o);
+const char *kdb_feature_name(kdb_feature f);
+
+/* The twin name of a kernel under the device-instrumentation naming rule;
+** malloc'd, NULL on allocation failure. */
+char *kdb_twin_name(const char *kernel_name);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KERNELDB_H */

@@ -1,0 +1,790 @@
+/*
+** kerneldb core: opening inputs, the container formats (clang offload
+** bundles, compressed bundles, host ELF files with fat binary sections),
+** the arena, name lookup, demangling and twin pairing.
+**
+** Every size and offset read from the input is checked against the bytes
+** that hold it before use; decompression grows its output only as data is
+** produced and stops at the claimed size and at the process-wide limit.
+*/
+#define _GNU_SOURCE
+#include "kdb_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+#include <zstd.h>
+
+/* libstdc++'s demangler (C ABI). */
+extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+
+/* ---- arena --------------------------------------------------------------- */
+struct kdb_arena_block {
+  kdb_arena_block *next;
+  size_t used, cap;
+  _Alignas(16) unsigned char mem[];
+};
+
+#define KDB_ARENA_BLOCK (64 * 1024)
+
+void *kdb_arena_alloc(kdb_arena *a, size_t n) {
+  n = (n + 15) & ~(size_t)15;
+  kdb_arena_block *b = a->head;
+  if (!b || b->cap - b->used < n) {
+    size_t cap = n > KDB_ARENA_BLOCK ? n : KDB_ARENA_BLOCK;
+    b = calloc(1, sizeof *b + cap);
+    if (!b) return NULL;
+    b->cap = cap;
+    b->next = a->head;
+    a->head = b;
+  }
+  void *p = b->mem + b->used;
+  b->used += n;
+  return p;
+}
+
+char *kdb_arena_strndup(kdb_arena *a, const char *s, size_t n) {
+  char *d = kdb_arena_alloc(a, n + 1);
+  if (!d) return NULL;
+  memcpy(d, s, n);
+  d[n] = 0;
+  return d;
+}
+
+char *kdb_arena_strdup(kdb_arena *a, const char *s) {
+  return kdb_arena_strndup(a, s, strlen(s));
+}
+
+void kdb_arena_free(kdb_arena *a) {
+  kdb_arena_block *b = a->head;
+  while (b) {
+    kdb_arena_block *n = b->next;
+    free(b);
+    b = n;
+  }
+  a->head = NULL;
+}
+
+/* ---- errors and arrays ---------------------------------------------------- */
+int kdb_fail(kdb_err *e, const char *name, const char *fmt, ...) {
+  if (e && e->buf && e->len) {
+    int k = snprintf(e->buf, e->len, "%s: ", name ? name : "(input)");
+    if (k >= 0 && (size_t)k < e->len) {
+      va_list ap;
+      va_start(ap, fmt);
+      vsnprintf(e->buf + k, e->len - (size_t)k, fmt, ap);
+      va_end(ap);
+    }
+  }
+  return -1;
+}
+
+int kdb_reserve(void **p, size_t *cap, size_t need, size_t esz) {
+  if (need <= *cap) return 0;
+  size_t n = *cap ? *cap * 2 : 16;
+  while (n < need) n *= 2;
+  if (n > SIZE_MAX / esz) return -1;
+  void *q = realloc(*p, n * esz);
+  if (!q) return -1;
+  *p = q;
+  *cap = n;
+  return 0;
+}
+
+kdb_co_priv *kdb_add_co(kdb *db) {
+  if (kdb_reserve((void **)&db->cos, &db->cap_cos, db->ncos + 1, sizeof *db->cos)) return NULL;
+  kdb_co_priv *co = calloc(1, sizeof *co);
+  if (!co) return NULL;
+  if (pthread_mutex_init(&co->lock, NULL)) {
+    free(co);
+    return NULL;
+  }
+  co->pub.index = db->ncos;
+  db->cos[db->ncos++] = co;
+  return co;
+}
+
+kdb_kernel_priv *kdb_add_kernel(kdb *db, kdb_co_priv *co) {
+  if (kdb_reserve((void **)&db->kernels, &db->cap_kernels, db->nkernels + 1,
+                  sizeof *db->kernels))
+    return NULL;
+  kdb_kernel_priv *k = kdb_arena_alloc(&db->arena, sizeof *k);
+  if (!k) return NULL;
+  k->pub.index = db->nkernels;
+  k->pub.co = &co->pub;
+  atomic_init(&k->isa, NULL);
+  db->kernels[db->nkernels++] = k;
+  co->pub.kernel_count++;
+  return k;
+}
+
+uint32_t kdb_natural_align(uint32_t off, uint32_t size) {
+  uint32_t a = 1;
+  while (a < 16 && a < size && off % (a * 2) == 0) a *= 2;
+  return a;
+}
+
+/* ---- names --------------------------------------------------------------- */
+#define KDB_TWIN_PREFIX "__nano_twin_"
+
+const char *kdb_demangle(kdb *db, const char *name) {
+  const char *body = name;
+  size_t plen = strlen(KDB_TWIN_PREFIX);
+  if (strncmp(name, KDB_TWIN_PREFIX, plen) == 0) body = name + plen;
+  if (strncmp(body, "_Z", 2) != 0) return name;
+  int status = 0;
+  char *d = __cxa_demangle(body, NULL, NULL, &status);
+  if (!d || status != 0) {
+    free(d);
+    return name;
+  }
+  const char *r;
+  if (body != name) {
+    size_t n = plen + strlen(d);
+    char *t = kdb_arena_alloc(&db->arena, n + 1);
+    if (t) snprintf(t, n + 1, "%s%s", KDB_TWIN_PREFIX, d);
+    r = t ? t : name;
+  } else {
+    r = kdb_arena_strdup(&db->arena, d);
+    if (!r) r = name;
+  }
+  free(d);
+  return r;
+}
+
+/* True when the Itanium-mangled function name n has an empty parameter list
+** (its encoding ends in the lone "v" of "()"), decided by the demangler. */
+static int kdb_twin_is_void_list(const char *n) {
+  int status = 0;
+  char *d = __cxa_demangle(n, NULL, NULL, &status);
+  if (!d || status != 0) {
+    free(d);
+    return 0;
+  }
+  size_t dl = strlen(d);
+  int r = dl >= 2 && strcmp(d + dl - 2, "()") == 0;
+  free(d);
+  return r;
+}
+
+char *kdb_twin_name(const char *n) {
+  size_t len = strlen(n), plen = strlen(KDB_TWIN_PREFIX);
+  char *t = malloc(plen + len + 3);
+  if (!t) return NULL;
+  memcpy(t, KDB_TWIN_PREFIX, plen);
+  memcpy(t + plen, n, len + 1);
+  if (strncmp(n, "_Z", 2) != 0) return t;
+  /* Itanium: one more trailing parameter "Pv"; an empty list "v" becomes "Pv". */
+  if (len > 2 && n[len - 1] == 'v' && kdb_twin_is_void_list(n))
+    memcpy(t + plen + len - 1, "Pv", 3);
+  else
+    memcpy(t + plen + len, "Pv", 3);
+  return t;
+}
+
+static int kdb_cmp_strp(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+void kdb_pair_twins(kdb *db, size_t first) {
+  size_t plen = strlen(KDB_TWIN_PREFIX), ntw = 0;
+  for (size_t i = first; i < db->nkernels; i++)
+    if (strncmp(db->kernels[i]->pub.name, KDB_TWIN_PREFIX, plen) == 0) ntw++;
+  if (!ntw) return;
+  kdb_kernel_priv **tw = malloc(ntw * sizeof *tw);
+  if (!tw) return; /* pairing is best effort: no twins reported */
+  size_t j = 0;
+  for (size_t i = first; i < db->nkernels; i++)
+    if (strncmp(db->kernels[i]->pub.name, KDB_TWIN_PREFIX, plen) == 0) tw[j++] = db->kernels[i];
+  /* kdb_kernel_priv starts with kdb_kernel whose name is a const char *: sort
+  ** by name through a key array to keep the comparison simple. */
+  const char **keys = malloc(ntw * 2 * sizeof *keys);
+  if (!keys) {
+    free(tw);
+    return;
+  }
+  for (size_t i = 0; i < ntw; i++) {
+    keys[2 * i] = tw[i]->pub.name;
+    keys[2 * i + 1] = (const char *)tw[i];
+  }
+  qsort(keys, ntw, 2 * sizeof *keys, kdb_cmp_strp);
+  for (size_t i = first; i < db->nkernels; i++) {
+    kdb_kernel *k = &db->kernels[i]->pub;
+    if (strncmp(k->name, KDB_TWIN_PREFIX, plen) == 0) continue;
+    char *want = kdb_twin_name(k->name);
+    if (!want) continue;
+    const char *key = want;
+    const char **hit = bsearch(&key, keys, ntw, 2 * sizeof *keys, kdb_cmp_strp);
+    free(want);
+    if (!hit) continue;
+    kdb_kernel *t = &((kdb_kernel_priv *)(void *)hit[1])->pub;
+    k->twin = t;
+    t->original = k;
+    t->twin_arg_index = k->explicit_arg_count;
+  }
+  free(keys);
+  free(tw);
+}
+
+/* ---- lookup -------------------------------------------------------------- */
+static int kdb_prefix(const char *s, const char *p) {
+  return strncmp(s, p, strlen(p)) == 0;
+}
+
+/* A demangled name without the return type templates carry ("void f<int>(int)"
+** -> "f<int>(int)"): the part after the last space before the first '<' or '('. */
+static const char *kdb_sans_return(const char *d) {
+  size_t stop = strcspn(d, "<(");
+  const char *r = d;
+  for (size_t i = 0; i < stop; i++)
+    if (d[i] == ' ') r = d + i + 1;
+  return r;
+}
+
+long kdb_find_kernels(const kdb *db, const char *q, const char *arch,
+                      const kdb_kernel **out, size_t cap) {
+  size_t n = 0;
+  /* Pass 0: exact names. Pass 1: prefixes, which must name one kernel. */
+  for (int pass = 0; pass < 2; pass++) {
+    size_t distinct = 0;
+    n = 0;
+    for (size_t i = 0; i < db->nkernels; i++) {
+      const kdb_kernel *k = &db->kernels[i]->pub;
+      if (arch && strcmp(k->co->arch, arch) != 0) continue;
+      int m = pass == 0 ? (strcmp(k->name, q) == 0 || strcmp(k->demangled, q) == 0)
+                        : (kdb_prefix(k->name, q) || kdb_prefix(k->demangled, q) ||
+                           kdb_prefix(kdb_sans_return(k->demangled), q));
+      if (!m) continue;
+      /* The same name in another code object is the same kernel. */
+      int seen = 0;
+      for (size_t j = 0; j < n && j < cap && !seen; j++) seen = strcmp(out[j]->name, k->name) == 0;
+      if (!seen) distinct++;
+      if (n < cap) out[n] = k;
+      n++;
+    }
+    if (distinct > 1) {
+      /* Keep one kernel per distinct name in out. */
+      size_t w = 0;
+      for (size_t j = 0; j < n && j < cap; j++) {
+        int dup = 0;
+        for (size_t l = 0; l < w; l++)
+          if (strcmp(out[l]->name, out[j]->name) == 0) dup = 1;
+        if (!dup) out[w++] = out[j];
+      }
+      return -(long)distinct;
+    }
+    if (n) return (long)n;
+  }
+  return 0;
+}
+
+/* ---- msgpack bounds check -------------------------------------------------- */
+/* Skips one msgpack object at *pos; containers' counts must fit in the bytes
+** left (every element needs at least one byte). Depth bounded. */
+static int kdb_mp_skip(const uint8_t *p, size_t n, size_t *pos, int depth) {
+  if (depth > 64 || *pos >= n) return -1;
+  uint8_t t = p[(*pos)++];
+  uint64_t cnt = 0, len = 0;
+  int items = 0; /* 0 scalar/bytes, 1 array, 2 map */
+#define KDB_NEED(k) \
+  do { if (n - *pos < (k)) return -1; } while (0)
+#define KDB_BE(k, v) \
+  do { KDB_NEED(k); v = 0; for (int i_ = 0; i_ < (k); i_++) v = (v << 8) | p[(*pos)++]; } while (0)
+  if (t <= 0x7f || t >= 0xe0 || t == 0xc0 || t == 0xc2 || t == 0xc3) return 0;
+  if ((t & 0xf0) == 0x80) { cnt = t & 0x0f; items = 2; }
+  else if ((t & 0xf0) == 0x90) { cnt = t & 0x0f; items = 1; }
+  else if ((t & 0xe0) == 0xa0) len = t & 0x1f;
+  else switch (t) {
+    case 0xc4: case 0xd9: KDB_BE(1, len); break;
+    case 0xc5: case 0xda: KDB_BE(2, len); break;
+    case 0xc6: case 0xdb: KDB_BE(4, len); break;
+    case 0xc7: KDB_BE(1, len); len += 1; break;
+    case 0xc8: KDB_BE(2, len); len += 1; break;
+    case 0xc9: KDB_BE(4, len); len += 1; break;
+    case 0xca: case 0xce: case 0xd2: len = 4; break;
+    case 0xcb: case 0xcf: case 0xd3: len = 8; break;
+    case 0xcc: case 0xd0: len = 1; break;
+    case 0xcd: case 0xd1: len = 2; break;
+    case 0xd4: len = 2; break;
+    case 0xd5: len = 3; break;
+    case 0xd6: len = 5; break;
+    case 0xd7: len = 9; break;
+    case 0xd8: len = 17; break;
+    case 0xdc: KDB_BE(2, cnt); items = 1; break;
+    case 0xdd: KDB_BE(4, cnt); items = 1; break;
+    case 0xde: KDB_BE(2, cnt); items = 2; break;
+    case 0xdf: KDB_BE(4, cnt); items = 2; break;
+    default: return -1; /* 0xc1: never used */
+  }
+  if (!items) {
+    KDB_NEED(len);
+    *pos += len;
+    return 0;
+  }
+  uint64_t elems = items == 2 ? cnt * 2 : cnt;
+  if (elems > n - *pos) return -1;
+  for (uint64_t i = 0; i < elems; i++)
+    if (kdb_mp_skip(p, n, pos, depth + 1)) return -1;
+  return 0;
+#undef KDB_NEED
+#undef KDB_BE
+}
+
+int kdb_msgpack_check(const uint8_t *p, size_t n) {
+  size_t pos = 0;
+  return kdb_mp_skip(p, n, &pos, 0);
+}
+
+/* ---- compressed bundles ---------------------------------------------------- */
+static _Atomic uint64_t kdb_decompress_limit = (uint64_t)2 << 30;
+
+uint64_t kdb_set_decompress_limit(uint64_t bytes) {
+  return atomic_exchange(&kdb_decompress_limit, bytes);
+}
+
+static uint64_t kdb_le(const uint8_t *p, int k) {
+  uint64_t v = 0;
+  for (int i = k - 1; i >= 0; i--) v = (v << 8) | p[i];
+  return v;
+}
+
+/* Grows *buf (capacity *cap) towards want bytes, doubling, at most want. */
+static int kdb_grow(uint8_t **buf, size_t *cap, size_t want) {
+  size_t n = *cap ? *cap * 2 : 1 << 20;
+  if (n > want) n = want;
+  uint8_t *q = realloc(*buf, n ? n : 1);
+  if (!q) return -1;
+  *buf = q;
+  *cap = n;
+  return 0;
+}
+
+/* Decompresses src (zstd when zstd, else zlib) to exactly want bytes into a
+** malloc'd *out. Output memory grows with the data actually produced. */
+static int kdb_inflate(kdb *db, const uint8_t *src, size_t n, size_t want, int zstd,
+                       uint8_t **out, const char *where, kdb_err *e) {
+  uint8_t *buf = NULL;
+  size_t cap = 0, got = 0;
+  int rc = -1;
+  if (zstd) {
+    ZSTD_DCtx *z = ZSTD_createDCtx();
+    if (!z) return kdb_fail(e, db->name, "%s: out of memory", where);
+    ZSTD_inBuffer in = {src, n, 0};
+    for (;;) {
+      if (got == cap) {
+        if (cap == want) {
+          kdb_fail(e, db->name, "%s: zstd data decompresses to more than the %zu bytes the header claims",
+                   where, want);
+          break;
+        }
+        if (kdb_grow(&buf, &cap, want)) {
+          kdb_fail(e, db->name, "%s: out of memory decompressing %zu bytes", where, want);
+          break;
+        }
+      }
+      ZSTD_outBuffer o = {buf, cap, got};
+      size_t r = ZSTD_decompressStream(z, &o, &in);
+      got = o.pos;
+      if (ZSTD_isError(r)) {
+        kdb_fail(e, db->name, "%s: corrupt zstd data (%s)", where, ZSTD_getErrorName(r));
+        break;
+      }
+      if (r == 0 && in.pos == in.size) { rc = 0; break; }
+      if (in.pos == in.size && got < cap) {
+        kdb_fail(e, db->name, "%s: zstd data truncated", where);
+        break;
+      }
+      if (r == 0 && got == want && in.pos < in.size) {
+        /* Frame done; anything after it is not ours. */
+        rc = 0;
+        break;
+      }
+    }
+    ZSTD_freeDCtx(z);
+  } else {
+    z_stream s;
+    memset(&s, 0, sizeof s);
+    if (inflateInit(&s) != Z_OK) return kdb_fail(e, db->name, "%s: zlib init failed", where);
+    s.next_in = (Bytef *)src;
+    s.avail_in = n > UINT32_MAX ? UINT32_MAX : (uInt)n;
+    for (;;) {
+      if (got == cap) {
+        if (cap == want) {
+          kdb_fail(e, db->name, "%s: zlib data decompresses to more than the %zu bytes the header claims",
+                   where, want);
+          break;
+        }
+        if (kdb_grow(&buf, &cap, want)) {
+          kdb_fail(e, db->name, "%s: out of memory decompressing %zu bytes", where, want);
+          break;
+        }
+      }
+      size_t room = cap - got;
+      s.next_out = buf + got;
+      s.avail_out = room > UINT32_MAX ? UINT32_MAX : (uInt)room;
+      uInt before = s.avail_out;
+      int r = inflate(&s, Z_NO_FLUSH);
+      got += before - s.avail_out;
+      if (r == Z_STREAM_END) { rc = 0; break; }
+      if (r == Z_BUF_ERROR && s.avail_in == 0) {
+        kdb_fail(e, db->name, "%s: zlib data truncated", where);
+        break;
+      }
+      if (r != Z_OK && r != Z_BUF_ERROR) {
+        kdb_fail(e, db->name, "%s: corrupt zlib data (%s)", where, s.msg ? s.msg : "error");
+        break;
+      }
+    }
+    inflateEnd(&s);
+  }
+  if (rc == 0 && got != want) {
+    rc = kdb_fail(e, db->name, "%s: decompressed to %zu bytes, header claims %zu", where, got, want);
+  }
+  if (rc) {
+    free(buf);
+    return -1;
+  }
+  *out = buf;
+  return 0;
+}
+
+#define KDB_BUNDLE_MAGIC "__CLANG_OFFLOAD_BUNDLE__"
+#define KDB_BUNDLE_MAGIC_LEN 24
+#define KDB_CCOB_MAGIC "CCOB"
+
+static int kdb_read_bundle(kdb *db, const uint8_t *p, size_t n, const char *where,
+                           int compressed, size_t *end, kdb_err *e);
+
+/* Reads one compressed bundle at p (n bytes available); *end receives the
+** bytes it occupies. */
+static int kdb_read_ccob(kdb *db, const uint8_t *p, size_t n, const char *where,
+                         size_t *end, kdb_err *e) {
+  if (n < 8) return kdb_fail(e, db->name, "%s: compressed bundle header truncated", where);
+  unsigned ver = (unsigned)kdb_le(p + 4, 2), method = (unsigned)kdb_le(p + 6, 2);
+  uint64_t total = n, raw;
+  size_t hdr;
+  if (ver == 1) {
+    hdr = 20;
+    if (n < hdr) return kdb_fail(e, db->name, "%s: compressed bundle header truncated", where);
+    raw = kdb_le(p + 8, 4);
+  } else if (ver == 2) {
+    hdr = 24;
+    if (n < hdr) return kdb_fail(e, db->name, "%s: compressed bundle header truncated", where);
+    total = kdb_le(p + 8, 4);
+    raw = kdb_le(p + 12, 4);
+  } else if (ver == 3) {
+    hdr = 32;
+    if (n < hdr) return kdb_fail(e, db->name, "%s: compressed bundle header truncated", where);
+    total = kdb_le(p + 8, 8);
+    raw = kdb_le(p + 16, 8);
+  } else {
+    return kdb_fail(e, db->name, "%s: compressed bundle version %u not supported (1..3)", where, ver);
+  }
+  if (total < hdr || total > n)
+    return kdb_fail(e, db->name, "%s: compressed bundle claims %llu bytes, %zu available", where,
+                    (unsigned long long)total, n);
+  if (method > 1)
+    return kdb_fail(e, db->name, "%s: compressed bundle method %u unknown (0 zlib, 1 zstd)", where, method);
+  uint64_t limit = db->decompress_limit;
+  if (raw > limit || raw > SIZE_MAX)
+    return kdb_fail(e, db->name, "%s: compressed bundle claims %llu bytes uncompressed, over the limit of %llu",
+                    where, (unsigned long long)raw, (unsigned long long)limit);
+  if (raw < KDB_BUNDLE_MAGIC_LEN)
+    return kdb_fail(e, db->name, "%s: compressed bundle claims only %llu bytes uncompressed", where,
+                    (unsigned long long)raw);
+  uint8_t *out = NULL;
+  if (kdb_inflate(db, p + hdr, (size_t)total - hdr, (size_t)raw, method == 1, &out, where, e)) return -1;
+  if (kdb_reserve((void **)&db->payloads, &db->cap_payloads, db->npayloads + 1, sizeof *db->payloads)) {
+    free(out);
+    return kdb_fail(e, db->name, "out of memory");
+  }
+  db->payloads[db->npayloads++] = out;
+  *end = (size_t)total;
+  if (memcmp(out, KDB_BUNDLE_MAGIC, KDB_BUNDLE_MAGIC_LEN) != 0)
+    return kdb_fail(e, db->name, "%s: compressed bundle does not hold an offload bundle", where);
+  size_t inner_end;
+  return kdb_read_bundle(db, out, (size_t)raw, where, 1, &inner_end, e);
+}
+
+/* Reads one uncompressed offload bundle at p; *end receives the end of its
+** last entry. */
+static int kdb_read_bundle(kdb *db, const uint8_t *p, size_t n, const char *where,
+                           int compressed, size_t *end, kdb_err *e) {
+  if (n < KDB_BUNDLE_MAGIC_LEN + 8) return kdb_fail(e, db->name, "%s: bundle header truncated", where);
+  uint64_t count = kdb_le(p + KDB_BUNDLE_MAGIC_LEN, 8);
+  size_t pos = KDB_BUNDLE_MAGIC_LEN + 8, last = pos;
+  /* Each entry header takes at least 24 bytes. */
+  if (count > (n - pos) / 24)
+    return kdb_fail(e, db->name, "%s: bundle claims %llu entries, too many for %zu bytes", where,
+                    (unsigned long long)count, n);
+  for (uint64_t i = 0; i < count; i++) {
+    if (n - pos < 24) return kdb_fail(e, db->name, "%s: bundle entry %llu header truncated", where,
+                                      (unsigned long long)i);
+    uint64_t off = kdb_le(p + pos, 8), size = kdb_le(p + pos + 8, 8), tlen = kdb_le(p + pos + 16, 8);
+    pos += 24;
+    if (tlen > n - pos || tlen > 4096)
+      return kdb_fail(e, db->name, "%s: bundle entry %llu triple length %llu out of bounds", where,
+                      (unsigned long long)i, (unsigned long long)tlen);
+    char *triple = kdb_arena_strndup(&db->arena, (const char *)p + pos, (size_t)tlen);
+    if (!triple) return kdb_fail(e, db->name, "out of memory");
+    pos += (size_t)tlen;
+    if (off > n || size > n - off)
+      return kdb_fail(e, db->name, "%s: bundle entry %llu (%s) at offset %llu size %llu lies outside the %zu-byte bundle",
+                      where, (unsigned long long)i, triple, (unsigned long long)off,
+                      (unsigned long long)size, n);
+    if (off + size > last) last = (size_t)(off + size);
+    if (size == 0 || strncmp(triple, "host-", 5) == 0) continue;
+    char cont[256];
+    snprintf(cont, sizeof cont, "%s entry %llu", where, (unsigned long long)i);
+    const char *c = kdb_arena_strdup(&db->arena, cont);
+    if (!c) return kdb_fail(e, db->name, "out of memory");
+    if (strstr(triple, "amdgcn")) {
+      if (kdb_amdgpu_read(db, p + off, (size_t)size, c, triple, compressed, e)) return -1;
+    } else if (strstr(triple, "nvptx")) {
+      if (kdb_cuda_read_cubin(db, p + off, (size_t)size, c, e)) return -1;
+    }
+    /* Other offload kinds (e.g. host code of another target) hold no kernels. */
+  }
+  if (last < pos) last = pos;
+  *end = last;
+  return 0;
+}
+
+/* Reads a sequence of bundles (plain or compressed) that a linker
+** concatenated into one section, skipping the padding between them. */
+static int kdb_read_bundles(kdb *db, const uint8_t *p, size_t n, const char *sect, kdb_err *e) {
+  size_t pos = 0;
+  int idx = 0;
+  while (pos < n) {
+    const uint8_t *a = memmem(p + pos, n - pos, KDB_BUNDLE_MAGIC, KDB_BUNDLE_MAGIC_LEN);
+    const uint8_t *b = memmem(p + pos, n - pos, KDB_CCOB_MAGIC, 4);
+    const uint8_t *s = a && (!b || a < b) ? a : b;
+    if (!s) break;
+    char where[128];
+    snprintf(where, sizeof where, "%s bundle %d", sect, idx++);
+    size_t at = (size_t)(s - p), end = 0;
+    int r = s == a ? kdb_read_bundle(db, s, n - at, where, 0, &end, e)
+                   : kdb_read_ccob(db, s, n - at, where, &end, e);
+    if (r) return -1;
+    pos = at + (end ? end : 1);
+  }
+  if (idx == 0) return kdb_fail(e, db->name, "%s holds no offload bundle", sect);
+  return 0;
+}
+
+/* ---- host ELF -------------------------------------------------------------- */
+static int kdb_read_host_elf(kdb *db, kdb_err *e) {
+  Elf *elf = elf_memory((char *)db->data, db->size);
+  if (!elf) return kdb_fail(e, db->name, "not a readable ELF file (%s)", elf_errmsg(-1));
+  size_t shstr;
+  int rc = 0, found = 0;
+  if (elf_getshdrstrndx(elf, &shstr) != 0) {
+    rc = kdb_fail(e, db->name, "ELF section name table unreadable (%s)", elf_errmsg(-1));
+    goto done;
+  }
+  for (Elf_Scn *s = elf_nextscn(elf, NULL); s; s = elf_nextscn(elf, s)) {
+    GElf_Shdr sh;
+    if (!gelf_getshdr(s, &sh)) {
+      rc = kdb_fail(e, db->name, "ELF section header unreadable (%s)", elf_errmsg(-1));
+      goto done;
+    }
+    const char *nm = elf_strptr(elf, shstr, sh.sh_name);
+    if (!nm) continue;
+    int hip = strcmp(nm, ".hip_fatbin") == 0, nv = strcmp(nm, ".nv_fatbin") == 0 ||
+                                                 strcmp(nm, "__nv_relfatbin") == 0;
+    if (!hip && !nv) continue;
+    if (sh.sh_type == SHT_NOBITS) continue;
+    if (sh.sh_offset > db->size || sh.sh_size > db->size - sh.sh_offset) {
+      rc = kdb_fail(e, db->name, "section %s (offset %llu, size %llu) lies outside the %zu-byte file", nm,
+                    (unsigned long long)sh.sh_offset, (unsigned long long)sh.sh_size, db->size);
+      goto done;
+    }
+    found = 1;
+    const uint8_t *p = db->data + sh.sh_offset;
+    if (hip) rc = kdb_read_bundles(db, p, (size_t)sh.sh_size, nm, e);
+    else rc = kdb_cuda_read_fatbin(db, p, (size_t)sh.sh_size, nm, e);
+    if (rc) goto done;
+  }
+  if (!found) rc = kdb_fail(e, db->name, "ELF file has no GPU code (no .hip_fatbin or .nv_fatbin section)");
+done:
+  elf_end(elf);
+  return rc;
+}
+
+int kdb_read_input(kdb *db, kdb_err *e) {
+  const uint8_t *p = db->data;
+  size_t n = db->size;
+  if (n == 0) return kdb_fail(e, db->name, "empty file");
+  if (n >= 20 && memcmp(p, ELFMAG, SELFMAG) == 0) {
+    unsigned mach = p[EI_DATA] == ELFDATA2LSB ? (unsigned)kdb_le(p + 18, 2) : 0;
+    if (mach == EM_AMDGPU) return kdb_amdgpu_read(db, p, n, "file", NULL, 0, e);
+    if (mach == EM_CUDA) return kdb_cuda_read_cubin(db, p, n, "file", e);
+    return kdb_read_host_elf(db, e);
+  }
+  if (n >= KDB_BUNDLE_MAGIC_LEN && memcmp(p, KDB_BUNDLE_MAGIC, KDB_BUNDLE_MAGIC_LEN) == 0)
+    return kdb_read_bundles(db, p, n, "file", e);
+  if (n >= 4 && memcmp(p, KDB_CCOB_MAGIC, 4) == 0) return kdb_read_bundles(db, p, n, "file", e);
+  if (n >= 4 && kdb_le(p, 4) == 0xBA55ED50u) return kdb_cuda_read_fatbin(db, p, n, "file", e);
+  return kdb_fail(e, db->name,
+                  "not a GPU code object, offload bundle, fat binary or ELF file (starts with %02x %02x %02x %02x)",
+                  p[0], n > 1 ? p[1] : 0, n > 2 ? p[2] : 0, n > 3 ? p[3] : 0);
+}
+
+/* ---- open / close ------------------------------------------------------------ */
+static kdb *kdb_new(const char *name) {
+  if (elf_version(EV_CURRENT) == EV_NONE) return NULL;
+  kdb *db = calloc(1, sizeof *db);
+  if (!db) return NULL;
+  db->name = strdup(name ? name : "(memory)");
+  if (!db->name) {
+    free(db);
+    return NULL;
+  }
+  db->decompress_limit = atomic_load(&kdb_decompress_limit);
+  return db;
+}
+
+static int kdb_finish_open(kdb *db, kdb **out, kdb_err *e) {
+  if (kdb_read_input(db, e)) {
+    kdb_close(db);
+    return -1;
+  }
+  if (db->ncos == 0) {
+    kdb_fail(e, db->name, "no GPU code objects found");
+    kdb_close(db);
+    return -1;
+  }
+  *out = db;
+  return 0;
+}
+
+int kdb_open_memory(const void *data, size_t size, const char *name, kdb **out,
+                    char *err, size_t errlen) {
+  kdb_err e = {err, errlen};
+  *out = NULL;
+  kdb *db = kdb_new(name);
+  if (!db) return kdb_fail(&e, name, "out of memory");
+  db->data = data;
+  db->size = size;
+  return kdb_finish_open(db, out, &e);
+}
+
+int kdb_open(const char *path, kdb **out, char *err, size_t errlen) {
+  kdb_err e = {err, errlen};
+  *out = NULL;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return kdb_fail(&e, path, "cannot open: %s", strerror(errno));
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    int er = errno;
+    close(fd);
+    return kdb_fail(&e, path, "cannot stat: %s", strerror(er));
+  }
+  if (S_ISDIR(st.st_mode)) {
+    close(fd);
+    return kdb_fail(&e, path, "is a directory");
+  }
+  kdb *db = kdb_new(path);
+  if (!db) {
+    close(fd);
+    return kdb_fail(&e, path, "out of memory");
+  }
+  if (S_ISREG(st.st_mode) && st.st_size > 0) {
+    void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (m == MAP_FAILED) {
+      int er = errno;
+      close(fd);
+      kdb_close(db);
+      return kdb_fail(&e, path, "cannot map: %s", strerror(er));
+    }
+    db->map = m;
+    db->map_size = (size_t)st.st_size;
+    db->data = m;
+    db->size = (size_t)st.st_size;
+  } else {
+    /* Pipes and empty files: read what there is. */
+    uint8_t *buf = NULL;
+    size_t cap = 0, len = 0;
+    for (;;) {
+      if (kdb_reserve((void **)&buf, &cap, len + 65536, 1)) {
+        free(buf);
+        close(fd);
+        kdb_close(db);
+        return kdb_fail(&e, path, "out of memory");
+      }
+      ssize_t r = read(fd, buf + len, cap - len);
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0) {
+        int er = errno;
+        free(buf);
+        close(fd);
+        kdb_close(db);
+        return kdb_fail(&e, path, "read failed: %s", strerror(er));
+      }
+      if (r == 0) break;
+      len += (size_t)r;
+    }
+    if (kdb_reserve((void **)&db->payloads, &db->cap_payloads, db->npayloads + 1,
+                    sizeof *db->payloads)) {
+      free(buf);
+      close(fd);
+      kdb_close(db);
+      return kdb_fail(&e, path, "out of memory");
+    }
+    db->payloads[db->npayloads++] = buf;
+    db->data = buf;
+    db->size = len;
+  }
+  close(fd);
+  return kdb_finish_open(db, out, &e);
+}
+
+void kdb_close(kdb *db) {
+  if (!db) return;
+  for (size_t i = 0; i < db->nkernels; i++) {
+    kdb_isa *isa = atomic_load(&db->kernels[i]->isa);
+    if (isa) {
+      free((void *)isa->insns);
+      free(isa);
+    }
+  }
+  for (size_t i = 0; i < db->ncos; i++) {
+    kdb_co_free_lazy(db->cos[i]);
+    if (db->cos[i]->elf) elf_end(db->cos[i]->elf);
+    pthread_mutex_destroy(&db->cos[i]->lock);
+    free(db->cos[i]);
+  }
+  for (size_t i = 0; i < db->npayloads; i++) free(db->payloads[i]);
+  if (db->map) munmap(db->map, db->map_size);
+  kdb_arena_free(&db->arena);
+  free(db->payloads);
+  free(db->cos);
+  free(db->kernels);
+  free(db->name);
+  free(db);
+}
+
+const char *kdb_name(const kdb *db) { return db->name; }
+size_t kdb_code_object_count(const kdb *db) { return db->ncos; }
+const kdb_code_object *kdb_code_object_at(const kdb *db, size_t i) {
+  return i < db->ncos ? &db->cos[i]->pub : NULL;
+}
+size_t kdb_kernel_count(const kdb *db) { return db->nkernels; }
+const kdb_kernel *kdb_kernel_at(const kdb *db, size_t i) {
+  return i < db->nkernels ? &db->kernels[i]->pub : NULL;
+}
+
+const char *kdb_feature_name(kdb_feature f) {
+  switch (f) {
+    case KDB_FEATURE_ANY: return "any";
+    case KDB_FEATURE_OFF: return "off";
+    case KDB_FEATURE_ON: return "on";
+    default: return "unsupported";
+  }
+}

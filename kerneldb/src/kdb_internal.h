@@ -1,0 +1,127 @@
+/*
+** kerneldb internals shared between the library's source files.
+**
+** A database owns: the input bytes (a private read-only mapping or the
+** caller's buffer), decompressed bundle payloads, one arena holding every
+** string and array built at open time, and per code object the lazily built
+** state (ELF handle, DWARF, disassembler, per-kernel ISA) behind a mutex.
+*/
+#ifndef KDB_INTERNAL_H
+#define KDB_INTERNAL_H
+
+#include "kerneldb.h"
+
+#include <gelf.h>
+#include <libelf.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+
+/* ---- arena: bump allocator freed as a whole ------------------------------ */
+typedef struct kdb_arena_block kdb_arena_block;
+typedef struct kdb_arena {
+  kdb_arena_block *head;
+} kdb_arena;
+
+void *kdb_arena_alloc(kdb_arena *a, size_t n);           /* zeroed, NULL on OOM */
+char *kdb_arena_strndup(kdb_arena *a, const char *s, size_t n);
+char *kdb_arena_strdup(kdb_arena *a, const char *s);
+void kdb_arena_free(kdb_arena *a);
+
+/* ---- error messages ------------------------------------------------------ */
+typedef struct kdb_err {
+  char *buf;
+  size_t len;
+} kdb_err;
+
+/* Writes "<name>: <fmt...>" into e (if any); always returns -1. */
+int kdb_fail(kdb_err *e, const char *name, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* ---- growable arrays ----------------------------------------------------- */
+/* Ensures *p (elements of size esz) has room for need elements; 0 or -1. */
+int kdb_reserve(void **p, size_t *cap, size_t need, size_t esz);
+
+/* ---- lazily built per-code-object state ---------------------------------- */
+typedef struct kdb_linerow {
+  uint64_t addr;
+  const char *file;  /* NULL: end of a sequence (no position from here) */
+  uint32_t line, column;
+} kdb_linerow;
+
+typedef struct kdb_inline_range {
+  uint64_t lo, hi;  /* [lo, hi) */
+  unsigned depth;
+  const char *func;
+  kdb_srcpos call;
+} kdb_inline_range;
+
+typedef struct kdb_kernel_priv {
+  kdb_kernel pub;
+  _Atomic(kdb_isa *) isa;  /* built once under co->lock */
+} kdb_kernel_priv;
+
+typedef struct kdb_co_priv {
+  kdb_code_object pub;
+  const uint8_t *image;  /* the ELF image (inside the input or a payload) */
+  size_t image_size;
+  Elf *elf;              /* libelf handle on image; used under lock after open */
+  uint64_t text_addr, text_size, text_offset; /* the executable section */
+  pthread_mutex_t lock;
+  int lines_built;       /* lines and inline ranges, under lock */
+  void *dwarf;           /* Dwarf *, kept for the strings it owns */
+  kdb_linerow *lines;
+  size_t nlines;
+  kdb_inline_range *inl;
+  size_t ninl;
+  void *disasm;          /* LLVMDisasmContextRef, created on first use */
+  int disasm_failed;
+} kdb_co_priv;
+
+struct kdb {
+  char *name;
+  const uint8_t *data;
+  size_t size;
+  void *map;             /* mmap'd input, or NULL */
+  size_t map_size;
+  kdb_arena arena;
+  void **payloads;       /* decompressed bundles, malloc'd */
+  size_t npayloads, cap_payloads;
+  kdb_co_priv **cos;
+  size_t ncos, cap_cos;
+  kdb_kernel_priv **kernels; /* all kernels, code-object order */
+  size_t nkernels, cap_kernels;
+  uint64_t decompress_limit;
+};
+
+/* Format readers, each adds code objects/kernels to db. */
+int kdb_read_input(kdb *db, kdb_err *e);
+int kdb_amdgpu_read(kdb *db, const uint8_t *img, size_t n, const char *container,
+                    const char *triple, int compressed, kdb_err *e);
+int kdb_cuda_read_cubin(kdb *db, const uint8_t *img, size_t n, const char *container,
+                        kdb_err *e);
+int kdb_cuda_read_fatbin(kdb *db, const uint8_t *p, size_t n, const char *container,
+                         kdb_err *e);
+
+/* Adds a code object / kernel record owned by db. NULL on OOM. */
+kdb_co_priv *kdb_add_co(kdb *db);
+kdb_kernel_priv *kdb_add_kernel(kdb *db, kdb_co_priv *co);
+
+/* Demangled form of name in db's arena; name itself when not mangled. */
+const char *kdb_demangle(kdb *db, const char *name);
+
+/* Pairs originals and twins among the kernels [first, db->nkernels). */
+void kdb_pair_twins(kdb *db, size_t first);
+
+/* Validates that a msgpack buffer is well-formed and every container count
+** fits in the remaining bytes (so unpacking allocates O(n)). 0 or -1. */
+int kdb_msgpack_check(const uint8_t *p, size_t n);
+
+/* Alignment of an argument that records none: the largest power of two up
+** to 16 and up to its size (rounded up) that divides its offset. */
+uint32_t kdb_natural_align(uint32_t offset, uint32_t size);
+
+/* Frees the lazily built state of a code object. */
+void kdb_co_free_lazy(kdb_co_priv *co);
+
+#endif /* KDB_INTERNAL_H */

@@ -1,0 +1,435 @@
+/*
+** kerneldb: ISA of one AMDGPU kernel, on demand.
+**
+** kdb_kernel_isa() disassembles the bytes from a kernel's entry to the next
+** symbol with LLVM's C disassembler (one context per code object, created on
+** first use), splits each instruction into mnemonic and operands, classifies
+** memory instructions from the mnemonic, and attaches the DWARF line-table
+** position and innermost inlining (libdw). The line table and the inlined
+** ranges are read once per code object. All of it happens under the code
+** object's mutex; the finished kdb_isa is published with a release store so
+** later readers need no lock.
+*/
+#define _GNU_SOURCE
+#include "kdb_internal.h"
+
+#include <elfutils/libdw.h>
+#include <dwarf.h>
+#include <llvm-c/Disassembler.h>
+#include <llvm-c/Target.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- memory classification ------------------------------------------------- */
+static int kdb_isa_has_prefix(const char *s, const char *p) { return strncmp(s, p, strlen(p)) == 0; }
+
+/* Width in bytes named by one '_'-separated mnemonic token; 0 if none. */
+static uint32_t kdb_isa_token_width(const char *t, size_t n) {
+  static const struct {
+    const char *tok;
+    uint32_t w;
+  } tab[] = {
+      {"dword", 4},  {"dwordx2", 8}, {"dwordx3", 12}, {"dwordx4", 16}, {"dwordx8", 32},
+      {"dwordx16", 64}, {"ubyte", 1}, {"sbyte", 1},   {"byte", 1},     {"u8", 1},
+      {"i8", 1},     {"b8", 1},      {"ushort", 2},   {"sshort", 2},   {"short", 2},
+      {"u16", 2},    {"i16", 2},     {"b16", 2},      {"f16", 2},      {"bf16", 2},
+      {"b32", 4},    {"u32", 4},     {"i32", 4},      {"f32", 4},      {"b64", 8},
+      {"u64", 8},    {"i64", 8},     {"f64", 8},      {"b96", 12},     {"b128", 16},
+      {"b256", 32},  {"b512", 64},   {"x2", 8},       {"pk", 4},
+  };
+  for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
+    if (strlen(tab[i].tok) == n && memcmp(tab[i].tok, t, n) == 0) return tab[i].w;
+  return 0;
+}
+
+void kdb_classify_mnemonic(const char *m, kdb_mem_space *space, kdb_mem_op *op, uint32_t *width) {
+  kdb_mem_space sp = KDB_MEM_NONE;
+  kdb_mem_op o = KDB_MEMOP_NONE;
+  uint32_t w = 0;
+  if (kdb_isa_has_prefix(m, "global_")) sp = KDB_MEM_GLOBAL;
+  else if (kdb_isa_has_prefix(m, "flat_")) sp = KDB_MEM_FLAT;
+  else if (kdb_isa_has_prefix(m, "scratch_")) sp = KDB_MEM_SCRATCH;
+  else if (kdb_isa_has_prefix(m, "buffer_") || kdb_isa_has_prefix(m, "tbuffer_")) sp = KDB_MEM_BUFFER;
+  else if (kdb_isa_has_prefix(m, "ds_")) sp = KDB_MEM_LDS;
+  else if (kdb_isa_has_prefix(m, "s_load_") || kdb_isa_has_prefix(m, "s_buffer_load_") ||
+           kdb_isa_has_prefix(m, "s_store_") || kdb_isa_has_prefix(m, "s_buffer_store_") ||
+           kdb_isa_has_prefix(m, "s_atomic_") || kdb_isa_has_prefix(m, "s_buffer_atomic_") ||
+           kdb_isa_has_prefix(m, "s_scratch_load_") || kdb_isa_has_prefix(m, "s_scratch_store_"))
+    sp = KDB_MEM_SCALAR;
+  if (sp != KDB_MEM_NONE) {
+    if (strstr(m, "atomic")) o = KDB_MEMOP_ATOMIC;
+    else if (strstr(m, "_load") || kdb_isa_has_prefix(m, "ds_read")) o = KDB_MEMOP_LOAD;
+    else if (strstr(m, "_store") || kdb_isa_has_prefix(m, "ds_write_") ||
+             kdb_isa_has_prefix(m, "ds_write2"))
+      o = KDB_MEMOP_STORE;
+    else if (sp == KDB_MEM_LDS && !kdb_isa_has_prefix(m, "ds_swizzle") &&
+             !kdb_isa_has_prefix(m, "ds_permute") && !kdb_isa_has_prefix(m, "ds_bpermute") &&
+             !kdb_isa_has_prefix(m, "ds_nop") && !kdb_isa_has_prefix(m, "ds_gws") &&
+             !kdb_isa_has_prefix(m, "ds_sema") && !kdb_isa_has_prefix(m, "ds_ordered") &&
+             !kdb_isa_has_prefix(m, "ds_bvh"))
+      o = KDB_MEMOP_ATOMIC; /* ds_add_u32, ds_cmpst_b32, ds_wrxchg_rtn_b64, ds_append, ... */
+  }
+  if (o == KDB_MEMOP_NONE) {
+    sp = KDB_MEM_NONE;
+  } else {
+    uint32_t mult = 1, comps = 0;
+    int d16 = 0, format = 0;
+    const char *t = m;
+    while (*t) {
+      size_t n = strcspn(t, "_");
+      if (!w) w = kdb_isa_token_width(t, n);
+      if (n == 3 && memcmp(t, "d16", 3) == 0) d16 = 1;
+      if (n == 6 && memcmp(t, "format", 6) == 0) format = 1;
+      if (format && n >= 1 && n <= 4 && memcmp(t, "xyzw", n) == 0) comps = (uint32_t)n;
+      if ((n >= 5 && memcmp(t, "read2", 5) == 0) || (n >= 6 && memcmp(t, "write2", 6) == 0) ||
+          (n == 5 && memcmp(t, "2addr", 5) == 0))
+        mult = 2;
+      t += n;
+      if (*t == '_') t++;
+    }
+    if (comps) w = comps * (d16 ? 2 : 4);
+    if (!w) w = 4; /* dword-sized defaults: global_atomic_add, ds_append */
+    w *= mult;
+  }
+  *space = sp;
+  *op = o;
+  *width = w;
+}
+
+const char *kdb_mem_space_name(kdb_mem_space s) {
+  static const char *n[] = {"none", "global", "flat", "scratch", "lds", "buffer", "scalar"};
+  return (unsigned)s < sizeof n / sizeof n[0] ? n[s] : "none";
+}
+
+const char *kdb_mem_op_name(kdb_mem_op o) {
+  static const char *n[] = {"none", "load", "store", "atomic"};
+  return (unsigned)o < sizeof n / sizeof n[0] ? n[o] : "none";
+}
+
+/* ---- DWARF ------------------------------------------------------------------- */
+typedef struct kdb_rowkey {
+  kdb_linerow row;
+  size_t seq; /* input order, for a stable sort */
+} kdb_rowkey;
+
+static int kdb_isa_rowcmp(const void *a, const void *b) {
+  const kdb_rowkey *x = a, *y = b;
+  if (x->row.addr != y->row.addr) return x->row.addr < y->row.addr ? -1 : 1;
+  return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static int kdb_isa_inlcmp(const void *a, const void *b) {
+  const kdb_inline_range *x = a, *y = b;
+  if (x->lo != y->lo) return x->lo < y->lo ? -1 : 1;
+  return x->depth < y->depth ? -1 : x->depth > y->depth;
+}
+
+typedef struct kdb_inl_acc {
+  kdb_inline_range *v;
+  size_t n, cap;
+  int oom;
+} kdb_inl_acc;
+
+/* Collects DW_TAG_inlined_subroutine ranges below die (depth-bounded). */
+static void kdb_isa_walk(Dwarf_Die *die, Dwarf_Files *files, size_t nfiles, unsigned depth,
+                         unsigned level, kdb_inl_acc *acc) {
+  if (level > 128 || acc->oom) return;
+  Dwarf_Die child;
+  if (dwarf_child(die, &child) != 0) return;
+  do {
+    unsigned d = depth;
+    if (dwarf_tag(&child) == DW_TAG_inlined_subroutine) {
+      d = depth + 1;
+      Dwarf_Attribute at;
+      Dwarf_Word cf = 0, cl = 0, cc = 0;
+      const char *file = NULL;
+      if (dwarf_attr(&child, DW_AT_call_file, &at) && dwarf_formudata(&at, &cf) == 0 && files &&
+          cf < nfiles)
+        file = dwarf_filesrc(files, cf, NULL, NULL);
+      if (dwarf_attr(&child, DW_AT_call_line, &at)) dwarf_formudata(&at, &cl);
+      if (dwarf_attr(&child, DW_AT_call_column, &at)) dwarf_formudata(&at, &cc);
+      const char *fn = dwarf_diename(&child);
+      Dwarf_Addr base, lo, hi;
+      ptrdiff_t off = 0;
+      int guard = 0;
+      while ((off = dwarf_ranges(&child, off, &base, &lo, &hi)) > 0 && guard++ < 4096) {
+        if (hi <= lo) continue;
+        if (kdb_reserve((void **)&acc->v, &acc->cap, acc->n + 1, sizeof *acc->v)) {
+          acc->oom = 1;
+          return;
+        }
+        acc->v[acc->n++] = (kdb_inline_range){lo, hi, d, fn,
+                                              {file, (uint32_t)cl, (uint32_t)cc}};
+      }
+    }
+    kdb_isa_walk(&child, files, nfiles, d, level + 1, acc);
+  } while (dwarf_siblingof(&child, &child) == 0);
+}
+
+/* Reads the line table and inlined ranges of co (caller holds co->lock). */
+static void kdb_isa_build_lines(kdb_co_priv *co) {
+  co->lines_built = 1;
+  Dwarf *dw = dwarf_begin_elf(co->elf, DWARF_C_READ, NULL);
+  if (!dw) return; /* no DWARF: instructions carry no source positions */
+  co->dwarf = dw;
+  kdb_rowkey *rows = NULL;
+  size_t n = 0, cap = 0;
+  kdb_inl_acc acc = {0};
+  Dwarf_CU *cu = NULL;
+  Dwarf_Die cudie;
+  int guard = 0;
+  while (dwarf_get_units(dw, cu, &cu, NULL, NULL, &cudie, NULL) == 0 && guard++ < 100000) {
+    Dwarf_Lines *lines;
+    size_t nl;
+    if (dwarf_getsrclines(&cudie, &lines, &nl) != 0) continue;
+    for (size_t i = 0; i < nl; i++) {
+      Dwarf_Line *l = dwarf_onesrcline(lines, i);
+      Dwarf_Addr a;
+      int ln = 0, col = 0;
+      bool end = false;
+      if (!l || dwarf_lineaddr(l, &a) != 0) continue;
+      dwarf_lineno(l, &ln);
+      dwarf_linecol(l, &col);
+      dwarf_lineendsequence(l, &end);
+      const char *f = end ? NULL : dwarf_linesrc(l, NULL, NULL);
+      if (kdb_reserve((void **)&rows, &cap, n + 1, sizeof *rows)) {
+        free(rows);
+        free(acc.v);
+        return;
+      }
+      rows[n].row = (kdb_linerow){a, f, ln > 0 ? (uint32_t)ln : 0, col > 0 ? (uint32_t)col : 0};
+      if (!f && !end) rows[n].row.file = "";
+      rows[n].seq = n;
+      n++;
+    }
+    Dwarf_Files *files = NULL;
+    size_t nfiles = 0;
+    if (dwarf_getsrcfiles(&cudie, &files, &nfiles) != 0) files = NULL;
+    kdb_isa_walk(&cudie, files, nfiles, 0, 0, &acc);
+  }
+  if (n) {
+    qsort(rows, n, sizeof *rows, kdb_isa_rowcmp);
+    co->lines = malloc(n * sizeof *co->lines);
+    if (co->lines) {
+      for (size_t i = 0; i < n; i++) co->lines[i] = rows[i].row;
+      co->nlines = n;
+    }
+  }
+  free(rows);
+  if (acc.oom) {
+    free(acc.v);
+  } else {
+    if (acc.n) qsort(acc.v, acc.n, sizeof *acc.v, kdb_isa_inlcmp);
+    co->inl = acc.v;
+    co->ninl = acc.n;
+  }
+}
+
+/* The line row in effect at addr (the last row at or before it), NULL when
+** none or when addr follows the end of a sequence. */
+static const kdb_linerow *kdb_isa_line_at(const kdb_co_priv *co, uint64_t addr) {
+  size_t lo = 0, hi = co->nlines;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (co->lines[mid].addr <= addr) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo == 0) return NULL;
+  const kdb_linerow *r = &co->lines[lo - 1];
+  return r->file ? r : NULL;
+}
+
+void kdb_co_free_lazy(kdb_co_priv *co) {
+  free(co->lines);
+  free(co->inl);
+  co->lines = NULL;
+  co->inl = NULL;
+  if (co->dwarf) dwarf_end(co->dwarf);
+  co->dwarf = NULL;
+  if (co->disasm) LLVMDisasmDispose(co->disasm);
+  co->disasm = NULL;
+}
+
+/* ---- disassembly ------------------------------------------------------------- */
+static pthread_once_t kdb_isa_once = PTHREAD_ONCE_INIT;
+
+static void kdb_isa_init_llvm(void) {
+  LLVMInitializeAMDGPUTargetInfo();
+  LLVMInitializeAMDGPUTargetMC();
+  LLVMInitializeAMDGPUDisassembler();
+}
+
+/* Creates co's disassembler (caller holds co->lock). */
+static int kdb_isa_disasm_ctx(kdb *db, kdb_co_priv *co, kdb_err *e) {
+  if (co->disasm) return 0;
+  if (co->disasm_failed)
+    return kdb_fail(e, db->name, "%s: LLVM 15 cannot disassemble target %s", co->pub.container,
+                    co->pub.arch);
+  if (pthread_once(&kdb_isa_once, kdb_isa_init_llvm) != 0)
+    return kdb_fail(e, db->name, "LLVM initialisation failed");
+  char feat[64] = "";
+  if (co->pub.xnack == KDB_FEATURE_ON || co->pub.xnack == KDB_FEATURE_OFF)
+    strcat(feat, co->pub.xnack == KDB_FEATURE_ON ? "+xnack" : "-xnack");
+  if (co->pub.sramecc == KDB_FEATURE_ON || co->pub.sramecc == KDB_FEATURE_OFF) {
+    if (feat[0]) strcat(feat, ",");
+    strcat(feat, co->pub.sramecc == KDB_FEATURE_ON ? "+sramecc" : "-sramecc");
+  }
+  co->disasm = LLVMCreateDisasmCPUFeatures("amdgcn-amd-amdhsa", co->pub.arch, feat, NULL, 0, NULL, NULL);
+  if (!co->disasm) {
+    co->disasm_failed = 1;
+    return kdb_fail(e, db->name, "%s: LLVM 15 cannot disassemble target %s", co->pub.container,
+                    co->pub.arch);
+  }
+  return 0;
+}
+
+/* Disassembles kernel k (caller holds co->lock). */
+static kdb_isa *kdb_isa_build(kdb *db, kdb_co_priv *co, const kdb_kernel *k, kdb_err *e) {
+  if (kdb_isa_disasm_ctx(db, co, e)) return NULL;
+  if (!co->lines_built) kdb_isa_build_lines(co);
+  const uint8_t *code = co->image + co->text_offset + (k->code_addr - co->text_addr);
+  size_t len = (size_t)k->code_size;
+  /* Inlined ranges that can touch the kernel: sorted by lo, take lo < end. */
+  size_t ilo = 0, ihi = co->ninl;
+  uint64_t kend = k->code_addr + len;
+  while (ilo < ihi) {
+    size_t mid = (ilo + ihi) / 2;
+    if (co->inl[mid].lo < k->code_addr) ilo = mid + 1;
+    else ihi = mid;
+  }
+  size_t inl_first = ilo, inl_last = ilo;
+  while (inl_last < co->ninl && co->inl[inl_last].lo < kend) inl_last++;
+  kdb_isa *isa = calloc(1, sizeof *isa);
+  kdb_insn *v = NULL;
+  char *text = NULL;
+  size_t n = 0, cap = 0, tlen = 0, tcap = 0;
+  if (!isa) goto oom;
+  isa->has_lines = co->nlines > 0;
+  size_t pos = 0;
+  while (pos < len) {
+    /* Runs of 8 or more zero bytes are padding, skipped in multiples of 4
+    ** as llvm-objdump does without --disassemble-zeroes. */
+    size_t zeros = 0;
+    while (pos + zeros < len && code[pos + zeros] == 0) zeros++;
+    if (zeros >= 8) {
+      pos += pos + zeros == len ? zeros : zeros & ~(size_t)3;
+      continue;
+    }
+    char buf[256];
+    size_t sz = LLVMDisasmInstruction(co->disasm, (uint8_t *)code + pos, len - pos,
+                                      k->code_addr + pos, buf, sizeof buf);
+    const char *mn, *ops;
+    size_t mnl, opl;
+    if (sz == 0) {
+      sz = len - pos < 4 ? len - pos : 4;
+      mn = "<unknown>";
+      mnl = strlen(mn);
+      ops = "";
+      opl = 0;
+    } else {
+      mn = buf + strspn(buf, " \t");
+      mnl = strcspn(mn, " \t");
+      ops = mn + mnl;
+      ops += strspn(ops, " \t");
+      opl = strlen(ops);
+      while (opl && (ops[opl - 1] == ' ' || ops[opl - 1] == '\t')) opl--;
+    }
+    if (kdb_reserve((void **)&v, &cap, n + 1, sizeof *v) ||
+        kdb_reserve((void **)&text, &tcap, tlen + mnl + opl + 2, 1))
+      goto oom;
+    kdb_insn *in = &v[n++];
+    memset(in, 0, sizeof *in);
+    in->addr = k->code_addr + pos;
+    in->size = (uint32_t)sz;
+    in->bytes = code + pos;
+    /* Offsets into text now; pointers once text stops moving. */
+    in->mnemonic = (const char *)(uintptr_t)tlen;
+    memcpy(text + tlen, mn, mnl);
+    text[tlen + mnl] = 0;
+    in->operands = (const char *)(uintptr_t)(tlen + mnl + 1);
+    memcpy(text + tlen + mnl + 1, ops, opl);
+    text[tlen + mnl + 1 + opl] = 0;
+    kdb_classify_mnemonic(text + tlen, &in->space, &in->op, &in->width);
+    tlen += mnl + opl + 2;
+    const kdb_linerow *r = co->nlines ? kdb_isa_line_at(co, in->addr) : NULL;
+    if (r && r->file[0]) in->src = (kdb_srcpos){r->file, r->line, r->column};
+    unsigned best = 0;
+    for (size_t i = inl_first; i < inl_last; i++) {
+      const kdb_inline_range *ir = &co->inl[i];
+      if (in->addr >= ir->lo && in->addr < ir->hi && ir->depth > best) {
+        best = ir->depth;
+        in->inlined_func = ir->func ? ir->func : "?";
+        in->inlined_at = ir->call;
+      }
+    }
+    pos += sz;
+  }
+  /* One allocation: instructions then their text. */
+  kdb_insn *all = malloc(n * sizeof *v + tlen + 1);
+  if (!all) goto oom;
+  char *t = (char *)(all + n);
+  if (tlen) memcpy(t, text, tlen);
+  t[tlen] = 0;
+  for (size_t i = 0; i < n; i++) {
+    all[i] = v[i];
+    all[i].mnemonic = t + (uintptr_t)v[i].mnemonic;
+    all[i].operands = t + (uintptr_t)v[i].operands;
+  }
+  free(v);
+  free(text);
+  isa->insns = all;
+  isa->count = n;
+  return isa;
+oom:
+  free(v);
+  free(text);
+  free(isa);
+  kdb_fail(e, db->name, "out of memory disassembling %s", k->name);
+  return NULL;
+}
+
+int kdb_kernel_isa(kdb *db, const kdb_kernel *k, const kdb_isa **out, char *err, size_t errlen) {
+  kdb_err e = {err, errlen};
+  kdb_kernel_priv *kp = (kdb_kernel_priv *)k;
+  kdb_isa *isa = atomic_load_explicit(&kp->isa, memory_order_acquire);
+  if (isa) {
+    *out = isa;
+    return 0;
+  }
+  if (k->co->vendor != KDB_VENDOR_AMDGPU)
+    return kdb_fail(&e, db->name, "%s: no disassembler for %s code (kernel %s)", k->co->container,
+                    k->co->arch, k->name);
+  if (!k->code_addr || !k->code_size)
+    return kdb_fail(&e, db->name, "%s: kernel %s has no code in .text", k->co->container, k->name);
+  kdb_co_priv *co = db->cos[k->co->index];
+  if (pthread_mutex_lock(&co->lock) != 0) return kdb_fail(&e, db->name, "mutex lock failed");
+  isa = atomic_load_explicit(&kp->isa, memory_order_relaxed);
+  if (!isa) {
+    isa = kdb_isa_build(db, co, k, &e);
+    if (isa) atomic_store_explicit(&kp->isa, isa, memory_order_release);
+  }
+  pthread_mutex_unlock(&co->lock);
+  if (!isa) return -1;
+  *out = isa;
+  return 0;
+}
+
+/* True when path equals file or ends in "/" + file. */
+static int kdb_isa_path_match(const char *path, const char *file) {
+  size_t pl = strlen(path), fl = strlen(file);
+  if (pl == fl) return strcmp(path, file) == 0;
+  return pl > fl && path[pl - fl - 1] == '/' && strcmp(path + pl - fl, file) == 0;
+}
+
+size_t kdb_isa_line_insns(const kdb_isa *isa, const char *file, uint32_t line, size_t *idx,
+                          size_t cap) {
+  size_t n = 0;
+  for (size_t i = 0; i < isa->count; i++) {
+    const kdb_insn *in = &isa->insns[i];
+    if (!in->src.file || in->src.line != line || !kdb_isa_path_match(in->src.file, file)) continue;
+    if (n < cap) idx[n] = i;
+    n++;
+  }
+  return n;
+}

@@ -1,0 +1,388 @@
+#!/usr/bin/env python3
+"""kerneldb tests: compares the kerneldb CLI with llvm-readelf/llvm-objdump
+(LLVM 15) and readelf on code objects built by make_inputs.sh.
+
+usage: kdb_test.py TEST KERNELDB INPUTS_DIR     (one ctest test per TEST)
+       kdb_test.py make-zlib BUNDLE OUT         (writes a zlib CCOB v2)
+"""
+import json
+import os
+import re
+import struct
+import subprocess
+import sys
+import tempfile
+import zlib
+
+import yaml
+
+READELF = "llvm-readelf-15"
+OBJDUMP = "llvm-objdump-15"
+SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "src", "kdb_test.hip")
+
+
+def fail(msg):
+    print("FAIL: " + msg)
+    sys.exit(1)
+
+
+def check(cond, msg):
+    if not cond:
+        fail(msg)
+
+
+def run(cmd, expect_rc=0):
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if expect_rc is not None and p.returncode != expect_rc:
+        fail("%s: exit %d (want %d)\nstdout: %s\nstderr: %s" %
+             (" ".join(cmd), p.returncode, expect_rc, p.stdout[-2000:], p.stderr[-2000:]))
+    return p
+
+
+def kdb_json(kdb, *args, expect_rc=0):
+    return json.loads(run([kdb] + list(args) + ["--json"], expect_rc).stdout)
+
+
+# ---- reference parsers -------------------------------------------------------
+def readelf_notes(path):
+    """The AMDGPU metadata of path as llvm-readelf --notes prints it."""
+    out = run([READELF, "--notes", path]).stdout
+    m = re.search(r"AMDGPU Metadata:\n(.*?)\n\.\.\.", out, re.S)
+    check(m, "no AMDGPU metadata in llvm-readelf output for " + path)
+    return yaml.safe_load(re.sub(r"^\s*---\s*\n", "", m.group(1)))
+
+
+def objdump_insns(path):
+    """{symbol: [(addr, mnemonic, operands)]} from llvm-objdump -d."""
+    out = run([OBJDUMP, "-d", path]).stdout
+    syms, cur = {}, None
+    for line in out.splitlines():
+        m = re.match(r"^([0-9a-f]+) <(.*)>:$", line)
+        if m:
+            cur = syms.setdefault(m.group(2), [])
+            continue
+        m = re.match(r"^\t(.*?)\s*// ([0-9A-F]+):", line)
+        if m and cur is not None:
+            text = m.group(1).strip()
+            mn, _, ops = text.partition(" ")
+            cur.append((int(m.group(2), 16), mn, ops.strip()))
+    return syms
+
+
+def marker_lines():
+    """{tag: line number} of the KDB:<tag> markers in the test source."""
+    tags = {}
+    with open(SRC) as f:
+        for i, line in enumerate(f, 1):
+            m = re.search(r"KDB:(\w+)", line)
+            if m:
+                tags[m.group(1)] = i
+    return tags
+
+
+# ---- tests -------------------------------------------------------------------
+def test_notes(kdb, inputs, arch):
+    """Kernels, arguments and resources equal what llvm-readelf --notes says."""
+    co = os.path.join(inputs, "t_%s.co" % arch)
+    meta = readelf_notes(co)
+    ref = {k[".name"]: k for k in meta["amdhsa.kernels"]}
+    listing = kdb_json(kdb, "list", co)
+    check(len(listing["code_objects"]) == 1, "one code object")
+    c = listing["code_objects"][0]
+    check(c["arch"] == arch, "arch %s != %s" % (c["arch"], arch))
+    check(meta["amdhsa.target"].endswith(c["target_id"]), "target id %s vs %s" %
+          (c["target_id"], meta["amdhsa.target"]))
+    check(c["code_object_version"] == meta["amdhsa.version"][1] + 3,
+          "code object version %d vs amdhsa.version %s" % (c["code_object_version"], meta["amdhsa.version"]))
+    check(sorted(k["name"] for k in listing["kernels"]) == sorted(ref), "kernel names differ: %s vs %s" %
+          (sorted(k["name"] for k in listing["kernels"]), sorted(ref)))
+    shown = kdb_json(kdb, "show", co)
+    check(len(shown) == len(ref), "show lists every kernel")
+    fields = {"kernarg_segment_size": ".kernarg_segment_size", "kernarg_segment_align": ".kernarg_segment_align",
+              "group_segment_size": ".group_segment_fixed_size",
+              "private_segment_size": ".private_segment_fixed_size", "sgpr_count": ".sgpr_count",
+              "vgpr_count": ".vgpr_count", "sgpr_spill_count": ".sgpr_spill_count",
+              "vgpr_spill_count": ".vgpr_spill_count", "wavefront_size": ".wavefront_size",
+              "max_flat_workgroup_size": ".max_flat_workgroup_size"}
+    hidden_seen = False
+    for k in shown:
+        r = ref[k["name"]]
+        check(k["symbol"] == r[".symbol"], "symbol of " + k["name"])
+        for mine, theirs in fields.items():
+            check(k[mine] == r.get(theirs, 0), "%s %s: %s vs %s" % (k["name"], mine, k[mine], r.get(theirs)))
+        rargs = r.get(".args", [])
+        check(len(k["args"]) == len(rargs), "%s: %d args vs %d" % (k["name"], len(k["args"]), len(rargs)))
+        for a, ra in zip(k["args"], rargs):
+            check(a["offset"] == ra[".offset"] and a["size"] == ra[".size"] and
+                  a["value_kind"] == ra[".value_kind"] and a["address_space"] == ra.get(".address_space") and
+                  a["name"] == ra.get(".name") and a["type_name"] == ra.get(".type_name"),
+                  "%s: argument %s vs %s" % (k["name"], a, ra))
+            check(a["hidden"] == ra[".value_kind"].startswith("hidden_"), "hidden flag")
+            check(a["offset"] % a["align"] == 0, "alignment divides offset")
+            hidden_seen |= a["hidden"]
+        check(k["descriptor"]["kernarg_size"] == k["kernarg_segment_size"],
+              "descriptor kernarg size of " + k["name"])
+        check(k["descriptor"]["addr"] + k["descriptor"]["kernel_code_entry_byte_offset"] == k["code_addr"],
+              "descriptor entry of " + k["name"])
+    check(hidden_seen, "hidden arguments present (hidden_user)")
+    wave = 64 if arch == "gfx90a" else 32
+    check(all(k["wavefront_size"] == wave for k in shown), "wavefront size %d" % wave)
+
+
+def test_objdump(kdb, inputs, arch):
+    """Instruction counts, addresses and text equal llvm-objdump -d."""
+    co = os.path.join(inputs, "t_%s.co" % arch)
+    ref = objdump_insns(co)
+    names = [k["name"] for k in kdb_json(kdb, "list", co)["kernels"]]
+    check(names, "kernels listed")
+    total = 0
+    for name in names:
+        isa = kdb_json(kdb, "isa", co, name)
+        check(len(isa) == 1, "one code object for " + name)
+        mine = [(i["addr"], i["mnemonic"], i["operands"]) for i in isa[0]["insns"]]
+        theirs = ref.get(name)
+        check(theirs is not None, "objdump has no symbol " + name)
+        check(len(mine) == len(theirs), "%s: %d instructions vs objdump %d" % (name, len(mine), len(theirs)))
+        for a, b in zip(mine, theirs):
+            # objdump appends the branch target symbol to the operands.
+            ops_b = re.sub(r"\s*<.*>$", "", b[2])
+            check(a[0] == b[0] and a[1] == b[1] and a[2] == ops_b, "%s: %s vs %s" % (name, a, b))
+        total += len(mine)
+    check(total > 50, "a meaningful number of instructions (%d)" % total)
+
+
+def first_insns(isa, line, pred):
+    return [i for i in isa["insns"] if i.get("line") == line and pred(i)]
+
+
+def test_lines(kdb, inputs, arch):
+    """Source lines of memory instructions match the markers in the source."""
+    co = os.path.join(inputs, "t_%s.co" % arch)
+    tags = marker_lines()
+    isa = kdb_json(kdb, "isa", co, "axpy(float, float const*, float*, int)")[0]
+    check(isa["has_lines"], "DWARF lines present")
+    glob = lambda op: (lambda i: i.get("mem", {}).get("space") == "global" and i["mem"]["op"] == op)
+    loads_x = first_insns(isa, tags["load_x"], glob("load"))
+    stores = first_insns(isa, tags["store_y"], glob("store"))
+    check(len(loads_x) == 1 and loads_x[0]["mem"]["width"] == 4, "one 4-byte global load on load_x line")
+    check(len(stores) == 1 and stores[0]["mem"]["width"] == 4, "one 4-byte global store on store_y line")
+    check(all(i["file"].endswith("kdb_test.hip") for i in loads_x + stores), "file name")
+    # Every global memory instruction of axpy lies on one of the two lines.
+    lines = {i["line"] for i in isa["insns"] if i.get("mem", {}).get("space") == "global"}
+    check(lines <= {tags["load_x"], tags["store_y"]}, "global ops only on marked lines: %s" % lines)
+    # The inverse query: kerneldb lines groups by line.
+    by_line = kdb_json(kdb, "lines", co, "axpy")[0]["lines"]
+    grp = [g for g in by_line if g["line"] == tags["store_y"]]
+    check(len(grp) == 1 and any(i.get("mem", {}).get("op") == "store" for i in grp[0]["insns"]),
+          "lines groups the store under its line")
+    lds = kdb_json(kdb, "isa", co, "lds_kernel")[0]
+    st = first_insns(lds, tags["lds_store"], lambda i: i.get("mem", {}).get("space") == "lds")
+    ld = first_insns(lds, tags["lds_load"], lambda i: i.get("mem", {}).get("space") == "lds")
+    check(st and all(i["mem"]["op"] == "store" for i in st), "LDS store on lds_store line")
+    check(ld and all(i["mem"]["op"] == "load" for i in ld), "LDS load on lds_load line")
+    at = [i for i in lds["insns"] if i.get("mem", {}).get("op") == "atomic" and i["mem"]["space"] == "global"]
+    check(at, "global atomic in lds_kernel")
+    check(all(i["line"] == tags["inlined_atomic"] for i in at), "atomic on its line in the inlined function")
+    check(all(i.get("inlined", {}).get("line") == tags["call_bump"] for i in at),
+          "atomic inlined at the call_bump line: %s" % at)
+    sc = kdb_json(kdb, "isa", co, "void scale<double>(double*, double)")[0]
+    g = [i for i in sc["insns"] if i.get("mem", {}).get("space") == "global"]
+    check(g and all(i["mem"]["width"] == 8 and i["line"] == tags["scale"] for i in g),
+          "8-byte global ops of scale<double> on the scale line")
+    text = run([kdb, "isa", co, "axpy", "--source"]).stdout
+    check("y[i] = a * xv + y[i];" in text, "--source prints the source text")
+
+
+def test_containers(kdb, inputs):
+    """Bundles (plain, zstd, zlib) and a shared library list the same kernels."""
+    ref = {}
+    for arch in ("gfx90a", "gfx1100"):
+        ref[arch] = sorted(k["name"] for k in kdb_json(kdb, "list", os.path.join(inputs, "t_%s.co" % arch))["kernels"])
+    for f, compressed in (("t.bundle", False), ("t_zstd.ccob", True), ("t_zlib.ccob", True), ("libt.so", False)):
+        l = kdb_json(kdb, "list", os.path.join(inputs, f))
+        archs = sorted(c["arch"] for c in l["code_objects"])
+        check(archs == ["gfx1100", "gfx90a"], "%s: archs %s" % (f, archs))
+        check(all(c["compressed"] == compressed for c in l["code_objects"]), f + ": compressed flag")
+        for c in l["code_objects"]:
+            names = sorted(k["name"] for k in l["kernels"] if k["code_object"] == c["index"])
+            check(names == ref[c["arch"]], "%s %s: kernels differ" % (f, c["arch"]))
+        only = kdb_json(kdb, "list", os.path.join(inputs, f), "--arch", "gfx1100")
+        check([c["arch"] for c in only["code_objects"]] == ["gfx1100"], f + ": --arch filters")
+    # Disassembly out of a compressed bundle equals the bare code object's.
+    a = kdb_json(kdb, "isa", os.path.join(inputs, "t_zstd.ccob"), "axpy", "--arch", "gfx1100")[0]["insns"]
+    b = kdb_json(kdb, "isa", os.path.join(inputs, "t_gfx1100.co"), "axpy")[0]["insns"]
+    check([(i["addr"], i["bytes"]) for i in a] == [(i["addr"], i["bytes"]) for i in b], "ccob isa")
+    regex = kdb_json(kdb, "list", os.path.join(inputs, "libt.so"), "--kernels", "^_Z5scale")
+    check(sorted({k["name"] for k in regex["kernels"]}) == ["_Z5scaleIdEvPT_S0_", "_Z5scaleIsEvPT_S0_"],
+          "--kernels regex")
+
+
+def test_twins(kdb, inputs):
+    """Kernels pair with their twins by the __nano_twin_ naming rule."""
+    for arch in ("gfx90a", "gfx1100"):
+        co = os.path.join(inputs, "t_%s.co" % arch)
+        shown = {k["name"]: k for k in kdb_json(kdb, "show", co)}
+        want = {"_Z4axpyfPKfPfi": "__nano_twin__Z4axpyfPKfPfiPv", "_Z6noargsv": "__nano_twin__Z6noargsPv",
+                "lds_kernel": "__nano_twin_lds_kernel"}
+        for orig, twin in want.items():
+            check(shown[orig].get("twin") == twin, "%s twin %s" % (orig, shown[orig].get("twin")))
+            t = shown[twin]
+            check(t["twin_of"] == orig, "twin_of of " + twin)
+            extra = t["args"][t["twin_arg_index"]]
+            check(t["twin_arg_index"] == shown[orig]["explicit_arg_count"], "twin arg index")
+            check(extra["size"] == 8 and extra["value_kind"] == "global_buffer", "twin extra arg " + str(extra))
+            check(t["explicit_arg_count"] == shown[orig]["explicit_arg_count"] + 1, "one more explicit arg")
+        check("twin" not in shown["_Z11hidden_userPj"], "no twin for hidden_user")
+        check(shown["__nano_twin__Z4axpyfPKfPfiPv"]["demangled"] ==
+              "__nano_twin_axpy(float, float const*, float*, int, void*)", "twin demangles")
+
+
+def test_cli(kdb, inputs):
+    """Exit codes 0/1/2, names, prefixes, messages naming the file."""
+    co = os.path.join(inputs, "t_gfx90a.co")
+    run([kdb, "show", co, "_Z4axpyfPKfPfi"], 0)
+    run([kdb, "show", co, "axpy(float, float const*, float*, int)"], 0)
+    run([kdb, "show", co, "hidden_u"], 0)   # unique prefix
+    run([kdb, "show", co, "void scale<double>"], 0)
+    p = run([kdb, "show", co, "sca"], 1)    # two scale<> instantiations
+    check("names 2 kernels" in p.stderr, "ambiguity message: " + p.stderr)
+    p = run([kdb, "isa", co, "no_such_kernel"], 1)
+    check(co in p.stderr and "no_such_kernel" in p.stderr, "message names file and kernel")
+    p = run([kdb, "list", os.path.join(inputs, "does-not-exist")], 2)
+    check("does-not-exist" in p.stderr and "No such file" in p.stderr, "missing file message: " + p.stderr)
+    p = run([kdb, "list", SRC], 2)
+    check(SRC in p.stderr and "not a GPU code object" in p.stderr, "garbage message: " + p.stderr)
+    p = run([kdb, "frobnicate", co], 2)
+    p = run([kdb, "list", co, "--kernels", "("], 2)
+    check("regex" in p.stderr, "bad regex message")
+
+
+def test_bad_input(kdb, inputs):
+    """Damaged inputs: exit 2 with a message naming the file, never a crash."""
+    with open(os.path.join(inputs, "t_gfx90a.co"), "rb") as f:
+        co = bytearray(f.read())
+    with open(os.path.join(inputs, "t.bundle"), "rb") as f:
+        bundle = bytearray(f.read())
+    with open(os.path.join(inputs, "t_zstd.ccob"), "rb") as f:
+        ccob = bytearray(f.read())
+    cases = {}
+    cases["truncated-elf"] = co[:100]
+    cases["truncated-half"] = co[:len(co) // 2]
+    shoff = struct.unpack_from("<Q", co, 0x28)[0]
+    bad = bytearray(co)
+    struct.pack_into("<Q", bad, 0x28, len(co) + 4096)  # section headers outside the file
+    cases["shoff-outside"] = bad
+    # First NOTE section: point it outside the file / give it a bogus size.
+    shentsize, shnum = struct.unpack_from("<HH", co, 0x3a)
+    for i in range(shnum):
+        off = shoff + i * shentsize
+        if struct.unpack_from("<I", co, off + 4)[0] == 7:  # SHT_NOTE
+            b = bytearray(co)
+            struct.pack_into("<Q", b, off + 0x18, 1 << 40)
+            cases["note-offset-outside"] = b
+            b = bytearray(co)
+            struct.pack_into("<Q", b, off + 0x20, 1 << 40)
+            cases["note-size-huge"] = b
+            # Corrupt the msgpack payload: a map claiming 2^32-1 entries.
+            noff = struct.unpack_from("<Q", co, off + 0x18)[0]
+            b = bytearray(co)
+            namesz, descsz = struct.unpack_from("<II", co, noff)
+            d = noff + 12 + ((namesz + 3) & ~3)
+            b[d:d + 5] = b"\xdf\xff\xff\xff\xff"
+            cases["msgpack-huge-map"] = b
+            b = bytearray(co)
+            b[d:d + descsz] = b"\xc1" * descsz
+            cases["msgpack-garbage"] = b
+            break
+    b = bytearray(bundle)
+    struct.pack_into("<Q", b, 24, 1 << 60)
+    cases["bundle-huge-count"] = b
+    b = bytearray(bundle)
+    struct.pack_into("<Q", b, 32, len(bundle) * 2)  # first entry offset outside
+    cases["bundle-entry-outside"] = b
+    cases["bundle-truncated"] = bundle[:len(bundle) // 3]
+    b = bytearray(ccob)
+    struct.pack_into("<Q", b, 16, 1 << 50)  # claims a petabyte uncompressed
+    cases["ccob-huge-claim"] = b
+    b = bytearray(ccob)
+    struct.pack_into("<Q", b, 16, struct.unpack_from("<Q", ccob, 16)[0] // 2)
+    cases["ccob-short-claim"] = b
+    cases["ccob-truncated"] = ccob[:len(ccob) // 2]
+    b = bytearray(ccob)
+    struct.pack_into("<H", b, 6, 7)
+    cases["ccob-bad-method"] = b
+    cases["empty"] = b""
+    with tempfile.TemporaryDirectory() as td:
+        for name, data in cases.items():
+            path = os.path.join(td, name)
+            with open(path, "wb") as f:
+                f.write(data)
+            # Bounded memory: 1 GiB address space is far below any claim above.
+            p = subprocess.run(["sh", "-c", 'ulimit -v 4000000; exec "$@"', "sh", kdb, "list", path],
+                               capture_output=True, text=True)
+            check(p.returncode == 2, "%s: exit %d, stderr %s" % (name, p.returncode, p.stderr))
+            check(path in p.stderr and len(p.stderr.strip()) > len(path) + 5,
+                  "%s: message names the file: %s" % (name, p.stderr))
+
+
+def test_cuda(kdb, inputs):
+    """Cubin kernels and parameter layout: known source and readelf sections."""
+    cubin = os.path.join(inputs, "c.cubin")
+    check(os.path.exists(cubin), "c.cubin built (nvcc)")
+    out = run(["readelf", "-SW", cubin]).stdout
+    infos = sorted(re.findall(r"\.nv\.info\.(\S+)", out))
+    shown = {k["name"]: k for k in kdb_json(kdb, "show", cubin)}
+    check(sorted(shown) == infos, "kernels = .nv.info.<kernel> sections: %s vs %s" % (sorted(shown), infos))
+    want = {"saxpy": [(0, 4), (8, 8), (16, 8), (24, 4)], "_Z5mixed4PairsPx": [(0, 16), (16, 2), (24, 8)]}
+    for name, layout in want.items():
+        k = shown[name]
+        check([(a["offset"], a["size"]) for a in k["args"]] == layout, "%s params %s" % (name, k["args"]))
+        check(k["kernarg_segment_size"] == layout[-1][0] + layout[-1][1], name + " param block size")
+    m = re.search(r"\.nv\.shared\._Z5mixed4PairsPx\s+NOBITS\s+\S+\s+\S+\s+(\S+)", out)
+    check(m and shown["_Z5mixed4PairsPx"]["group_segment_size"] == int(m.group(1), 16) >= 1024,
+          "shared memory of mixed = size of .nv.shared._Z5mixed4PairsPx")
+    check(shown["_Z5mixed4PairsPx"]["demangled"] == "mixed(Pair, short, long long*)", "demangled cubin name")
+    l = kdb_json(kdb, "list", cubin)
+    check(l["code_objects"][0]["arch"] == "sm_90", "sm_90")
+    fat = kdb_json(kdb, "show", os.path.join(inputs, "c_fat.o"))
+    check(sorted(k["name"] for k in fat) == sorted(shown), "fat binary in host object has the same kernels")
+    p = run([kdb, "isa", cubin, "saxpy"], 2)
+    check("no disassembler" in p.stderr, "isa on a cubin says why it cannot")
+
+
+def make_zlib(src, dst):
+    """Writes src (an offload bundle) as a compressed bundle v2, zlib method."""
+    with open(src, "rb") as f:
+        raw = f.read()
+    comp = zlib.compress(raw, 6)
+    hdr_len = 24
+    total = hdr_len + len(comp)
+    hdr = b"CCOB" + struct.pack("<HHII", 2, 0, total, len(raw)) + struct.pack("<Q", 0)
+    with open(dst, "wb") as f:
+        f.write(hdr + comp)
+
+
+def main():
+    if sys.argv[1] == "make-zlib":
+        make_zlib(sys.argv[2], sys.argv[3])
+        return
+    test, kdb, inputs = sys.argv[1], sys.argv[2], sys.argv[3]
+    tests = {
+        "notes-gfx90a": lambda: test_notes(kdb, inputs, "gfx90a"),
+        "notes-gfx1100": lambda: test_notes(kdb, inputs, "gfx1100"),
+        "objdump-gfx90a": lambda: test_objdump(kdb, inputs, "gfx90a"),
+        "objdump-gfx1100": lambda: test_objdump(kdb, inputs, "gfx1100"),
+        "lines-gfx90a": lambda: test_lines(kdb, inputs, "gfx90a"),
+        "lines-gfx1100": lambda: test_lines(kdb, inputs, "gfx1100"),
+        "containers": lambda: test_containers(kdb, inputs),
+        "twins": lambda: test_twins(kdb, inputs),
+        "cli": lambda: test_cli(kdb, inputs),
+        "bad-input": lambda: test_bad_input(kdb, inputs),
+        "cuda": lambda: test_cuda(kdb, inputs),
+    }
+    tests[test]()
+    print("PASS " + test)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Builds the code objects the kerneldb tests share (ctest fixture
+# kerneldb_inputs): $1 = output directory.
+#   t_gfx90a.co, t_gfx1100.co  bare code objects (hipcc -g; wave64, wave32)
+#   libt.so                    shared library with a .hip_fatbin for both
+#   t.bundle                   uncompressed offload bundle (clang-offload-bundler-15)
+#   t_zstd.ccob                compressed bundle (clang-offload-bundler-22 --compress)
+#   t_zlib.ccob                compressed bundle, zlib method (written by kdb_test.py)
+#   c.cubin, c_fat.o           nvcc -cubin / host object with .nv_fatbin (sm_90)
+# gfx1100 needs -nogpulib (Debian's ROCm 5.2 device libraries have no
+# gfx1100), so every build uses -nogpulib and the kernels avoid the libraries.
+set -euo pipefail
+out=$1
+src=$(cd "$(dirname "$0")" && pwd)/src
+mkdir -p "$out"
+cd "$out"
+hip() { hipcc "$@" 2> >(grep -v -e rocm_agent_enumerator -e Traceback -e '^  ' -e '^[A-Za-z]*Error' >&2); }
+for a in gfx90a gfx1100; do
+  hip -g -O2 -nogpulib --offload-arch=$a --cuda-device-only --no-gpu-bundle-output \
+    -c "$src/kdb_test.hip" -o t_$a.co
+done
+hip -g -O2 -fPIC -shared -nogpulib --offload-arch=gfx90a --offload-arch=gfx1100 \
+  "$src/kdb_test.hip" -o libt.so
+: > empty.host
+targets=host-x86_64-unknown-linux-gnu,hipv4-amdgcn-amd-amdhsa--gfx90a,hipv4-amdgcn-amd-amdhsa--gfx1100
+clang-offload-bundler-15 --type=o --targets=$targets --input=empty.host --input=t_gfx90a.co \
+  --input=t_gfx1100.co --output=t.bundle
+/usr/lib/llvm-22/bin/clang-offload-bundler --type=o --targets=$targets --input=empty.host \
+  --input=t_gfx90a.co --input=t_gfx1100.co --output=t_zstd.ccob --compress
+python3 "$src/../kdb_test.py" make-zlib t.bundle t_zlib.ccob
+if [ -x /usr/local/cuda/bin/nvcc ]; then
+  /usr/local/cuda/bin/nvcc -cubin -arch=sm_90 "$src/kdb_test.cu" -o c.cubin
+  /usr/local/cuda/bin/nvcc -c -arch=sm_90 "$src/kdb_test.cu" -o c_fat.o
+fi

@@ -1,0 +1,531 @@
+/*
+** kerneldb: command-line queries over GPU code objects (libkerneldb).
+**
+**   kerneldb list  FILE [--json] [--arch gfxNNN] [--kernels REGEX]
+**   kerneldb show  FILE [KERNEL] [--json] [--arch gfxNNN] [--kernels REGEX]
+**   kerneldb isa   FILE KERNEL [--json] [--arch gfxNNN] [--source]
+**   kerneldb lines FILE KERNEL [--json] [--arch gfxNNN]
+**
+** KERNEL is a mangled name, a demangled name or a unique prefix of either.
+** Exit status: 0 found, 1 no such kernel (or an ambiguous prefix), 2 the
+** input is unreadable or the command line is wrong.
+*/
+#define _GNU_SOURCE
+#include "kerneldb.h"
+
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct kdbcli_opts {
+  const char *cmd, *file, *kernel, *arch, *regex;
+  int json, source;
+  regex_t re;
+} kdbcli_opts;
+
+static void kdbcli_usage(FILE *f) {
+  fprintf(f,
+          "usage: kerneldb list|show|isa|lines FILE [KERNEL] [--json] [--arch ARCH]\n"
+          "                [--kernels REGEX] [--source]\n"
+          "  list   code objects (target, code-object version) and their kernels\n"
+          "  show   arguments, kernarg layout and resources of kernels\n"
+          "  isa    instructions of KERNEL (--source: with file:line and source text)\n"
+          "  lines  source line -> instructions of KERNEL, with memory classification\n"
+          "exit: 0 found, 1 no such kernel, 2 unreadable input or usage error\n");
+}
+
+/* ---- JSON output ------------------------------------------------------------ */
+static void kdbcli_jstr(const char *s) {
+  if (!s) {
+    fputs("null", stdout);
+    return;
+  }
+  putchar('"');
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    if (*p == '"' || *p == '\\') printf("\\%c", *p);
+    else if (*p < 0x20) printf("\\u%04x", *p);
+    else putchar(*p);
+  }
+  putchar('"');
+}
+
+static int kdbcli_selected(const kdbcli_opts *o, const kdb_kernel *k) {
+  if (o->arch && strcmp(k->co->arch, o->arch) != 0) return 0;
+  if (o->regex && regexec(&o->re, k->name, 0, NULL, 0) != 0 &&
+      regexec(&o->re, k->demangled, 0, NULL, 0) != 0)
+    return 0;
+  return 1;
+}
+
+static void kdbcli_co_json(const kdb_code_object *co) {
+  printf("{\"index\":%zu,\"vendor\":\"%s\",\"arch\":", co->index,
+         co->vendor == KDB_VENDOR_AMDGPU ? "amdgpu" : "nvidia");
+  kdbcli_jstr(co->arch);
+  printf(",\"target_id\":");
+  kdbcli_jstr(co->target_id);
+  printf(",\"triple\":");
+  kdbcli_jstr(co->triple);
+  printf(",\"container\":");
+  kdbcli_jstr(co->container);
+  printf(",\"compressed\":%s,\"xnack\":\"%s\",\"sramecc\":\"%s\",\"code_object_version\":%d,"
+         "\"image_size\":%llu,\"kernel_count\":%zu}",
+         co->compressed ? "true" : "false", kdb_feature_name(co->xnack), kdb_feature_name(co->sramecc),
+         co->code_object_version, (unsigned long long)co->image_size, co->kernel_count);
+}
+
+static void kdbcli_kernel_json(const kdb_kernel *k, int full) {
+  printf("{\"code_object\":%zu,\"arch\":", k->co->index);
+  kdbcli_jstr(k->co->arch);
+  printf(",\"name\":");
+  kdbcli_jstr(k->name);
+  printf(",\"demangled\":");
+  kdbcli_jstr(k->demangled);
+  if (k->twin) {
+    printf(",\"twin\":");
+    kdbcli_jstr(k->twin->name);
+  }
+  if (k->original) {
+    printf(",\"twin_of\":");
+    kdbcli_jstr(k->original->name);
+    printf(",\"twin_arg_index\":%zu", k->twin_arg_index);
+  }
+  if (full) {
+    printf(",\"symbol\":");
+    kdbcli_jstr(k->symbol);
+    printf(",\"code_addr\":%llu,\"code_size\":%llu", (unsigned long long)k->code_addr,
+           (unsigned long long)k->code_size);
+    if (k->has_descriptor)
+      printf(",\"descriptor\":{\"addr\":%llu,\"group_segment_fixed_size\":%u,"
+             "\"private_segment_fixed_size\":%u,\"kernarg_size\":%u,\"kernel_code_entry_byte_offset\":%lld,"
+             "\"compute_pgm_rsrc1\":%u,\"compute_pgm_rsrc2\":%u,\"compute_pgm_rsrc3\":%u,"
+             "\"kernel_code_properties\":%u}",
+             (unsigned long long)k->descriptor_addr, k->descriptor.group_segment_fixed_size,
+             k->descriptor.private_segment_fixed_size, k->descriptor.kernarg_size,
+             (long long)k->descriptor.kernel_code_entry_byte_offset, k->descriptor.compute_pgm_rsrc1,
+             k->descriptor.compute_pgm_rsrc2, k->descriptor.compute_pgm_rsrc3,
+             k->descriptor.kernel_code_properties);
+    printf(",\"kernarg_segment_size\":%u,\"kernarg_segment_align\":%u,\"group_segment_size\":%u,"
+           "\"private_segment_size\":%u,\"sgpr_count\":%u,\"vgpr_count\":%u,\"agpr_count\":%u,"
+           "\"sgpr_spill_count\":%u,\"vgpr_spill_count\":%u,\"wavefront_size\":%u,"
+           "\"max_flat_workgroup_size\":%u,\"explicit_arg_count\":%zu,\"args\":[",
+           k->kernarg_segment_size, k->kernarg_segment_align, k->group_segment_size,
+           k->private_segment_size, k->sgpr_count, k->vgpr_count, k->agpr_count, k->sgpr_spill_count,
+           k->vgpr_spill_count, k->wavefront_size, k->max_flat_workgroup_size, k->explicit_arg_count);
+    for (size_t i = 0; i < k->arg_count; i++) {
+      const kdb_arg *a = &k->args[i];
+      printf("%s{\"name\":", i ? "," : "");
+      kdbcli_jstr(a->name);
+      printf(",\"type_name\":");
+      kdbcli_jstr(a->type_name);
+      printf(",\"value_kind\":");
+      kdbcli_jstr(a->value_kind);
+      printf(",\"address_space\":");
+      kdbcli_jstr(a->address_space);
+      printf(",\"size\":%u,\"offset\":%u,\"align\":%u,\"hidden\":%s}", a->size, a->offset, a->align,
+             a->hidden ? "true" : "false");
+    }
+    putchar(']');
+  }
+  putchar('}');
+}
+
+/* ---- list / show ---------------------------------------------------------- */
+static int kdbcli_list(kdb *db, const kdbcli_opts *o) {
+  size_t nco = kdb_code_object_count(db), nk = kdb_kernel_count(db);
+  if (o->json) printf("{\"file\":"), kdbcli_jstr(kdb_name(db)), printf(",\"code_objects\":[");
+  int firstco = 1;
+  for (size_t c = 0; c < nco; c++) {
+    const kdb_code_object *co = kdb_code_object_at(db, c);
+    if (o->arch && strcmp(co->arch, o->arch) != 0) continue;
+    if (o->json) {
+      printf("%s", firstco ? "" : ",");
+      kdbcli_co_json(co);
+    } else {
+      printf("code object %zu: %s (%s), code object v%d, xnack %s, sramecc %s, %zu kernels [%s%s]\n", c,
+             co->target_id, co->vendor == KDB_VENDOR_AMDGPU ? "amdgpu" : "nvidia",
+             co->code_object_version, kdb_feature_name(co->xnack), kdb_feature_name(co->sramecc),
+             co->kernel_count, co->container, co->compressed ? ", compressed" : "");
+    }
+    firstco = 0;
+  }
+  if (o->json) printf("],\"kernels\":[");
+  int first = 1;
+  for (size_t i = 0; i < nk; i++) {
+    const kdb_kernel *k = kdb_kernel_at(db, i);
+    if (!kdbcli_selected(o, k)) continue;
+    if (o->json) {
+      printf("%s", first ? "" : ",");
+      kdbcli_kernel_json(k, 0);
+    } else {
+      printf("  [%zu] %s", k->co->index, k->demangled);
+      if (strcmp(k->name, k->demangled) != 0) printf("  (%s)", k->name);
+      if (k->twin) printf("  twin: %s", k->twin->name);
+      putchar('\n');
+    }
+    first = 0;
+  }
+  if (o->json) printf("]}\n");
+  return 0;
+}
+
+static void kdbcli_show_text(const kdb_kernel *k) {
+  printf("kernel %s\n  mangled:   %s\n  code object %zu: %s\n", k->demangled, k->name, k->co->index,
+         k->co->target_id);
+  if (k->code_addr)
+    printf("  code:      0x%llx, %llu bytes\n", (unsigned long long)k->code_addr,
+           (unsigned long long)k->code_size);
+  if (k->has_descriptor)
+    printf("  descriptor %s at 0x%llx: rsrc1 0x%08x rsrc2 0x%08x rsrc3 0x%08x properties 0x%04x\n",
+           k->symbol, (unsigned long long)k->descriptor_addr, k->descriptor.compute_pgm_rsrc1,
+           k->descriptor.compute_pgm_rsrc2, k->descriptor.compute_pgm_rsrc3,
+           k->descriptor.kernel_code_properties);
+  printf("  kernarg segment: %u bytes, align %u\n", k->kernarg_segment_size, k->kernarg_segment_align);
+  printf("  group segment: %u bytes, private segment: %u bytes\n", k->group_segment_size,
+         k->private_segment_size);
+  printf("  sgpr %u, vgpr %u, agpr %u, spills sgpr %u vgpr %u\n", k->sgpr_count, k->vgpr_count,
+         k->agpr_count, k->sgpr_spill_count, k->vgpr_spill_count);
+  printf("  wavefront size %u, max flat workgroup size %u\n", k->wavefront_size,
+         k->max_flat_workgroup_size);
+  if (k->twin) printf("  twin: %s\n", k->twin->name);
+  if (k->original)
+    printf("  twin of: %s (extra argument %zu)\n", k->original->name, k->twin_arg_index);
+  printf("  arguments (%zu, %zu explicit):\n", k->arg_count, k->explicit_arg_count);
+  printf("    %6s %5s %5s  %-28s %-10s %s\n", "offset", "size", "align", "value kind", "space", "name: type");
+  for (size_t i = 0; i < k->arg_count; i++) {
+    const kdb_arg *a = &k->args[i];
+    printf("    %6u %5u %5u  %-28s %-10s %s%s%s\n", a->offset, a->size, a->align,
+           a->value_kind ? a->value_kind : "-", a->address_space ? a->address_space : "-",
+           a->name ? a->name : "", a->type_name ? ": " : "", a->type_name ? a->type_name : "");
+  }
+}
+
+/* ---- kernel resolution ------------------------------------------------------ */
+/* Resolves o->kernel to matches (malloc'd in *out); returns the count or -1
+** after printing why (no such kernel, ambiguous). */
+static long kdbcli_resolve(kdb *db, const kdbcli_opts *o, const kdb_kernel ***out) {
+  size_t cap = kdb_kernel_count(db);
+  const kdb_kernel **m = calloc(cap ? cap : 1, sizeof *m);
+  if (!m) {
+    fprintf(stderr, "kerneldb: out of memory\n");
+    exit(2);
+  }
+  long n = kdb_find_kernels(db, o->kernel, o->arch, m, cap);
+  if (n == 0) {
+    fprintf(stderr, "kerneldb: %s: no kernel named '%s'%s%s\n", kdb_name(db), o->kernel,
+            o->arch ? " for arch " : "", o->arch ? o->arch : "");
+    free(m);
+    return -1;
+  }
+  if (n < 0) {
+    fprintf(stderr, "kerneldb: %s: '%s' names %ld kernels:\n", kdb_name(db), o->kernel, -n);
+    for (long i = 0; i < -n && (size_t)i < cap; i++) fprintf(stderr, "  %s\n", m[i]->demangled);
+    free(m);
+    return -1;
+  }
+  *out = m;
+  return n;
+}
+
+static int kdbcli_show(kdb *db, const kdbcli_opts *o) {
+  const kdb_kernel **m = NULL;
+  long n;
+  if (o->kernel) {
+    n = kdbcli_resolve(db, o, &m);
+    if (n < 0) return 1;
+  } else {
+    size_t nk = kdb_kernel_count(db);
+    m = calloc(nk ? nk : 1, sizeof *m);
+    if (!m) return 2;
+    n = 0;
+    for (size_t i = 0; i < nk; i++)
+      if (kdbcli_selected(o, kdb_kernel_at(db, i))) m[n++] = kdb_kernel_at(db, i);
+    if (n == 0) {
+      fprintf(stderr, "kerneldb: %s: no kernel matches\n", kdb_name(db));
+      free(m);
+      return 1;
+    }
+  }
+  if (o->json) printf("[");
+  for (long i = 0; i < n; i++) {
+    if (o->json) {
+      printf("%s", i ? "," : "");
+      kdbcli_kernel_json(m[i], 1);
+    } else {
+      kdbcli_show_text(m[i]);
+    }
+  }
+  if (o->json) printf("]\n");
+  free(m);
+  return 0;
+}
+
+/* ---- source text ----------------------------------------------------------- */
+/* A cache of one source file's lines for --source. */
+typedef struct kdbcli_src {
+  char *path;
+  char *text;
+  char **lines;
+  size_t nlines;
+} kdbcli_src;
+
+static const char *kdbcli_src_line(kdbcli_src *s, const char *path, uint32_t line) {
+  if (!path || !line) return NULL;
+  if (!s->path || strcmp(s->path, path) != 0) {
+    free(s->path);
+    free(s->text);
+    free(s->lines);
+    memset(s, 0, sizeof *s);
+    s->path = strdup(path);
+    FILE *f = fopen(path, "rb");
+    if (!f || !s->path) {
+      if (f) fclose(f);
+      return NULL;
+    }
+    size_t cap = 0, len = 0;
+    char buf[65536];
+    size_t r;
+    while ((r = fread(buf, 1, sizeof buf, f)) > 0) {
+      if (len + r + 1 > cap) {
+        cap = (len + r + 1) * 2;
+        char *t = realloc(s->text, cap);
+        if (!t) break;
+        s->text = t;
+      }
+      memcpy(s->text + len, buf, r);
+      len += r;
+    }
+    fclose(f);
+    if (!s->text) return NULL;
+    s->text[len] = 0;
+    size_t lc = 1;
+    for (size_t i = 0; i < len; i++) lc += s->text[i] == '\n';
+    s->lines = malloc(lc * sizeof *s->lines);
+    if (!s->lines) return NULL;
+    char *p = s->text;
+    s->lines[s->nlines++] = p;
+    for (; *p; p++)
+      if (*p == '\n') {
+        *p = 0;
+        if (s->nlines < lc) s->lines[s->nlines++] = p + 1;
+      }
+  }
+  return line <= s->nlines ? s->lines[line - 1] : NULL;
+}
+
+static void kdbcli_src_free(kdbcli_src *s) {
+  free(s->path);
+  free(s->text);
+  free(s->lines);
+}
+
+/* ---- isa / lines ------------------------------------------------------------ */
+static void kdbcli_insn_json(const kdb_insn *in) {
+  printf("{\"addr\":%llu,\"size\":%u,\"bytes\":\"", (unsigned long long)in->addr, in->size);
+  for (uint32_t b = 0; b < in->size; b++) printf("%02x", in->bytes[b]);
+  printf("\",\"mnemonic\":");
+  kdbcli_jstr(in->mnemonic);
+  printf(",\"operands\":");
+  kdbcli_jstr(in->operands);
+  if (in->space != KDB_MEM_NONE)
+    printf(",\"mem\":{\"space\":\"%s\",\"op\":\"%s\",\"width\":%u}", kdb_mem_space_name(in->space),
+           kdb_mem_op_name(in->op), in->width);
+  if (in->src.file) {
+    printf(",\"file\":");
+    kdbcli_jstr(in->src.file);
+    printf(",\"line\":%u,\"column\":%u", in->src.line, in->src.column);
+  }
+  if (in->inlined_func) {
+    printf(",\"inlined\":{\"function\":");
+    kdbcli_jstr(in->inlined_func);
+    printf(",\"file\":");
+    kdbcli_jstr(in->inlined_at.file);
+    printf(",\"line\":%u,\"column\":%u}", in->inlined_at.line, in->inlined_at.column);
+  }
+  putchar('}');
+}
+
+static void kdbcli_mem_text(const kdb_insn *in) {
+  if (in->space != KDB_MEM_NONE)
+    printf("  ; %s %s %uB", kdb_mem_space_name(in->space), kdb_mem_op_name(in->op), in->width);
+}
+
+static int kdbcli_isa(kdb *db, const kdbcli_opts *o, int by_line) {
+  const kdb_kernel **m = NULL;
+  long n = kdbcli_resolve(db, o, &m);
+  if (n < 0) return 1;
+  int rc = 0;
+  kdbcli_src src = {0};
+  if (o->json) printf("[");
+  for (long i = 0; i < n; i++) {
+    const kdb_kernel *k = m[i];
+    const kdb_isa *isa;
+    char err[512];
+    if (kdb_kernel_isa(db, k, &isa, err, sizeof err)) {
+      fprintf(stderr, "kerneldb: %s\n", err);
+      rc = 2;
+      continue;
+    }
+    if (o->json) {
+      printf("%s{\"code_object\":%zu,\"arch\":", i ? "," : "", k->co->index);
+      kdbcli_jstr(k->co->arch);
+      printf(",\"name\":");
+      kdbcli_jstr(k->name);
+      printf(",\"has_lines\":%s,", isa->has_lines ? "true" : "false");
+    } else {
+      printf("%s (%s) in code object %zu (%s), %zu instructions\n", k->demangled, k->name, k->co->index,
+             k->co->target_id, isa->count);
+    }
+    if (!by_line) {
+      if (o->json) printf("\"insns\":[");
+      const char *lastf = NULL;
+      uint32_t lastl = 0;
+      for (size_t j = 0; j < isa->count; j++) {
+        const kdb_insn *in = &isa->insns[j];
+        if (o->json) {
+          printf("%s", j ? "," : "");
+          kdbcli_insn_json(in);
+          continue;
+        }
+        if (o->source && in->src.file && (in->src.file != lastf || in->src.line != lastl)) {
+          const char *t = kdbcli_src_line(&src, in->src.file, in->src.line);
+          printf("; %s:%u:%u%s%s", in->src.file, in->src.line, in->src.column, t ? "  " : "", t ? t : "");
+          if (in->inlined_func)
+            printf("  [inlined %s at %s:%u]", in->inlined_func,
+                   in->inlined_at.file ? in->inlined_at.file : "?", in->inlined_at.line);
+          putchar('\n');
+          lastf = in->src.file;
+          lastl = in->src.line;
+        }
+        printf("  %012llx: %s%s%s", (unsigned long long)in->addr, in->mnemonic, in->operands[0] ? " " : "",
+               in->operands);
+        kdbcli_mem_text(in);
+        putchar('\n');
+      }
+      if (o->json) printf("]}");
+      continue;
+    }
+    /* lines: group instructions by (file, line) in order of first appearance. */
+    size_t *order = malloc((isa->count ? isa->count : 1) * sizeof *order);
+    char *done = calloc(isa->count ? isa->count : 1, 1);
+    if (!order || !done) {
+      free(order);
+      free(done);
+      fprintf(stderr, "kerneldb: out of memory\n");
+      free(m);
+      return 2;
+    }
+    if (o->json) printf("\"lines\":[");
+    int firstl = 1;
+    for (size_t j = 0; j < isa->count; j++) {
+      const kdb_insn *a = &isa->insns[j];
+      if (done[j]) continue;
+      size_t cnt = 0;
+      for (size_t l = j; l < isa->count; l++) {
+        const kdb_insn *b = &isa->insns[l];
+        int same = (a->src.file == NULL && b->src.file == NULL) ||
+                   (a->src.file && b->src.file && a->src.line == b->src.line &&
+                    strcmp(a->src.file, b->src.file) == 0);
+        if (same && !done[l]) {
+          done[l] = 1;
+          order[cnt++] = l;
+        }
+      }
+      if (o->json) {
+        printf("%s{\"file\":", firstl ? "" : ",");
+        kdbcli_jstr(a->src.file);
+        printf(",\"line\":%u,\"insns\":[", a->src.line);
+        for (size_t c = 0; c < cnt; c++) {
+          printf("%s", c ? "," : "");
+          kdbcli_insn_json(&isa->insns[order[c]]);
+        }
+        printf("]}");
+      } else {
+        const char *t = kdbcli_src_line(&src, a->src.file, a->src.line);
+        if (a->src.file) printf("%s:%u%s%s\n", a->src.file, a->src.line, t ? "  " : "", t ? t : "");
+        else printf("(no source position)\n");
+        for (size_t c = 0; c < cnt; c++) {
+          const kdb_insn *in = &isa->insns[order[c]];
+          printf("  %012llx: %s%s%s", (unsigned long long)in->addr, in->mnemonic,
+                 in->operands[0] ? " " : "", in->operands);
+          kdbcli_mem_text(in);
+          putchar('\n');
+        }
+      }
+      firstl = 0;
+    }
+    if (o->json) printf("]}");
+    free(order);
+    free(done);
+  }
+  if (o->json) printf("]\n");
+  kdbcli_src_free(&src);
+  free(m);
+  return rc;
+}
+
+int main(int argc, char **argv) {
+  kdbcli_opts o = {0};
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "--json")) o.json = 1;
+    else if (!strcmp(a, "--source")) o.source = 1;
+    else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      kdbcli_usage(stdout);
+      return 0;
+    } else if (!strcmp(a, "--arch") || !strcmp(a, "--kernels")) {
+      if (i + 1 >= argc) {
+        fprintf(stderr, "kerneldb: %s needs a value\n", a);
+        return 2;
+      }
+      if (!strcmp(a, "--arch")) o.arch = argv[++i];
+      else o.regex = argv[++i];
+    } else if (a[0] == '-' && a[1]) {
+      fprintf(stderr, "kerneldb: unknown option %s\n", a);
+      kdbcli_usage(stderr);
+      return 2;
+    } else if (!o.cmd) o.cmd = a;
+    else if (!o.file) o.file = a;
+    else if (!o.kernel) o.kernel = a;
+    else {
+      fprintf(stderr, "kerneldb: unexpected argument %s\n", a);
+      return 2;
+    }
+  }
+  if (!o.cmd || !o.file) {
+    kdbcli_usage(stderr);
+    return 2;
+  }
+  int list = !strcmp(o.cmd, "list"), show = !strcmp(o.cmd, "show"), isa = !strcmp(o.cmd, "isa"),
+      lines = !strcmp(o.cmd, "lines");
+  if (!list && !show && !isa && !lines) {
+    fprintf(stderr, "kerneldb: unknown command %s\n", o.cmd);
+    kdbcli_usage(stderr);
+    return 2;
+  }
+  if ((isa || lines) && !o.kernel) {
+    fprintf(stderr, "kerneldb: %s needs a KERNEL\n", o.cmd);
+    return 2;
+  }
+  if (o.regex) {
+    int r = regcomp(&o.re, o.regex, REG_EXTENDED | REG_NOSUB);
+    if (r) {
+      char msg[256];
+      regerror(r, &o.re, msg, sizeof msg);
+      fprintf(stderr, "kerneldb: bad --kernels regex '%s': %s\n", o.regex, msg);
+      return 2;
+    }
+  }
+  kdb *db;
+  char err[1024];
+  if (kdb_open(o.file, &db, err, sizeof err)) {
+    fprintf(stderr, "kerneldb: %s\n", err);
+    if (o.regex) regfree(&o.re);
+    return 2;
+  }
+  int rc = list ? kdbcli_list(db, &o) : show ? kdbcli_show(db, &o) : kdbcli_isa(db, &o, lines);
+  if (fflush(stdout) != 0) rc = 2;
+  kdb_close(db);
+  if (o.regex) regfree(&o.re);
+  return rc;
+}
