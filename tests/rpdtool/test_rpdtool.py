@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Tests of the `rpd` tool's create, info, top and export commands.
 
-usage: test_rpdtool.py RPD_BINARY CASE WORKDIR
+usage: test_rpdtool.py RPD_BINARY CASE WORKDIR [TRACE_MAKER]
 
 Traces are made with `rpd create` and filled with known rows through Python's
-sqlite3, so every assertion compares against values fixed here; the traces
-the tracer itself writes are checked in test_tracer_trace.py.
+sqlite3, so every assertion compares against values fixed here; case "tracer" runs
+the same commands on a trace written through the tracer's API (trace_maker).
 """
 import json
 import os
@@ -14,7 +14,7 @@ import sqlite3
 import subprocess
 import sys
 
-RPD, CASE, WORK = sys.argv[1], sys.argv[2], sys.argv[3]
+RPD, CASE, WORK = sys.argv[1:4]
 T0 = 10**12            # a realistic CLOCK_MONOTONIC origin (ns)
 US = 1000              # rows below are written in microseconds after T0
 GPU_PID = 1000000000   # export's pseudo-process of GPU 0
@@ -381,7 +381,49 @@ def case_errors():
     assert "needs a value" in err
 
 
-CASES = {"info": case_info, "top": case_top, "export": case_export, "window": case_window,
+def case_tracer():
+    """info, top and export of a trace the tracer itself wrote (trace_maker)."""
+    maker = sys.argv[4]
+    path = os.path.join(WORK, "made.rpd")
+    env = dict(os.environ, RPDT_AUTOSTART="0")
+    env.pop("LD_PRELOAD", None)
+    p = subprocess.run([maker, path], capture_output=True, text=True, timeout=60, env=env)
+    assert p.returncode == 0, p.stderr
+    out, _ = run("info", path)
+    assert "schema version:  3" in out and "processes: 1, threads: 3" in out and "GPUs: 2" in out, out
+    assert "dropped records: 0" in out, out
+    pid = [l.split() for l in out.splitlines() if l[:1].isdigit() and len(l.split()) == 6][0]
+    assert pid[1:4] == ["3", "25", "23"], pid  # threads, api rows, user ranges+marks
+    out, _ = run("top", path)
+    rows = [l.split() for l in out.splitlines()[2:]]
+    assert [r[0] for r in rows] == ["kernelA", "CopyHostToDevice"], rows
+    assert rows[0][1] == "1" and rows[0][4] == "75.00" and rows[1][4] == "25.00", rows
+    doc, _ = export(path)
+    ev = doc["traceEvents"]
+    x = [e for e in ev if e["ph"] == "X"]
+    user = [e for e in x if e["cat"] == "UserMarker"]
+    assert len(user) == 21, len(user)
+    assert sorted({e["name"] for e in user}) == ["inner", "main-outer"] + [f"work {i}" for i in range(5)]
+    p = check_nesting(ev)
+    assert p["inner"].startswith("work "), p
+    outer = [e for e in user if e["name"] == "main-outer"][0]
+    for e in x:
+        if e["pid"] == outer["pid"] and e["tid"] == outer["tid"] and e is not outer:
+            assert outer["ts"] <= e["ts"] and e["ts"] + e["dur"] <= outer["ts"] + outer["dur"], e
+    marks = [e for e in ev if e["ph"] == "i"]
+    assert len(marks) == 2 and {m["name"] for m in marks} == {"done"}, marks
+    assert len({(m["pid"], m["tid"]) for m in marks}) == 2
+    hip = sorted(e["name"] for e in x if e["cat"] == "hip")
+    assert hip == ["hipLaunchKernel", "hipMemcpyAsync"], hip
+    ops = sorted((e["pid"] - GPU_PID, e["tid"], e["name"], e["dur"]) for e in x if e["cat"] == "op")
+    assert ops == [(0, 1, "kernelA", 6.0), (1, 0, "CopyHostToDevice", 2.0)], ops
+    flows = [e for e in ev if e["ph"] in ("s", "f")]
+    assert len(flows) == 4 and len({e["id"] for e in flows}) == 2, flows
+    counters = [e["args"]["value"] for e in ev if e["ph"] == "C"]
+    assert counters == [1200, 1800], counters
+
+
+CASES = {"tracer": case_tracer, "info": case_info, "top": case_top, "export": case_export, "window": case_window,
          "v2": case_v2, "create": case_create, "errors": case_errors}
 
 if __name__ == "__main__":

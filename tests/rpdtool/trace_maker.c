@@ -1,0 +1,55 @@
+/*
+ * trace_maker.c: writes a trace through the tracer's API (libnano_rpd.so) for
+ * the rpd tool tests: a main thread with an outer range, two threads with 5
+ * nested range pairs and a mark each, two API calls each linked to a GPU op
+ * (GPU 0 kernel, GPU 1 copy), two monitor samples.
+ *
+ * usage: trace_maker FILE
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <time.h>
+
+#include <rpd.h>
+
+static void *worker(void *arg) {
+  (void)arg;
+  for (int i = 0; i < 5; i++) {
+    char name[16];
+    snprintf(name, sizeof name, "work %d", i);
+    rpd_rangePush(NULL, name, NULL);
+    rpd_rangePush(NULL, "inner", NULL);
+    struct timespec nap = {0, 100000};
+    nanosleep(&nap, NULL);
+    rpd_rangePop();
+    rpd_rangePop();
+  }
+  rpd_mark(NULL, "done", NULL);
+  return NULL;
+}
+
+int main(int argc, char **argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: trace_maker FILE\n");
+    return 2;
+  }
+  if (rpd_set_filename(argv[1], 0) != 0 || rpdstart() != 1) {
+    fprintf(stderr, "trace_maker: cannot start the tracer on %s\n", argv[1]);
+    return 1;
+  }
+  rpd_rangePush(NULL, "main-outer", NULL);
+  pthread_t th[2];
+  for (int i = 0; i < 2; i++)
+    if (pthread_create(&th[i], NULL, worker, NULL) != 0) return 1;
+  for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+  int64_t t = rpd_now();
+  uint64_t k = rpd_record_api("hip", "", "hipLaunchKernel", "grid=64", t, t + 2000);
+  rpd_record_op(k, 0, 1, t + 3000, t + 9000, "kernelA", "KernelExecution");
+  uint64_t c = rpd_record_api("hip", "", "hipMemcpyAsync", "", t + 2500, t + 2800);
+  rpd_record_op(c, 1, 0, t + 10000, t + 12000, "", "CopyHostToDevice");
+  rpd_record_monitor("gpu", 0, "sclk", t, t + 5000, "1200");
+  rpd_record_monitor("gpu", 0, "sclk", t + 5000, t + 12000, "1800");
+  rpd_rangePop();
+  if (rpdstop() != 0) return 1;
+  return 0;
+}
