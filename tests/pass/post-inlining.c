@@ -1,0 +1,16 @@
+// The pass sees post-inlining IR: an atomic in a function inlined into two
+// callers is two sites, each in its caller (the function that executes it),
+// with the line and column where the operation is written.
+// RUN: %clang_nano -O2 -g -S -emit-llvm -o - %s | FileCheck %s
+
+static int n;
+static inline __attribute__((always_inline)) void bump(void) {
+  __atomic_fetch_add(&n, 1, __ATOMIC_RELAXED);
+}
+void one(void) { bump(); }
+void two(void) { bump(); }
+
+// CHECK: @nano.sites = private global [2 x %struct.nano_site] [%struct.nano_site { i32 0, i16 4, i8 0, i8 0, i32 4, i32 8, i32 3, i32 0, ptr @[[ONE:nano.str[.0-9]*]], ptr @[[FILE:nano.str[.0-9]*]], ptr @nano.module }, %struct.nano_site { i32 0, i16 4, i8 0, i8 0, i32 4, i32 8, i32 3, i32 0, ptr @[[TWO:nano.str[.0-9]*]], ptr @[[FILE]], ptr @nano.module }]
+// CHECK-DAG: @[[ONE]] = private unnamed_addr constant [4 x i8] c"one\00"
+// CHECK-DAG: @[[TWO]] = private unnamed_addr constant [4 x i8] c"two\00"
+// CHECK-NOT: define {{.*}}@bump
