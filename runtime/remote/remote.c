@@ -50,6 +50,7 @@ static struct {
   int listen_fd;          /* -1 when not listening */
   pthread_t thread;
   int thread_running;
+  int enabled;            /* NANO_REMOTE is not 0 */
   volatile sig_atomic_t stopping;
   char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 } rm = {.listen_fd = -1};
@@ -239,8 +240,7 @@ static void rm_clean_stale(const char *dir) {
 
 /* Opens the listening socket at rm.path and starts the control thread. */
 static void rm_start(void) {
-  const char *env = getenv("NANO_REMOTE");
-  if (env && !strcmp(env, "0")) return;
+  if (!rm.enabled) return;
   char dir[sizeof rm.path];
   if (nano_remote_dir(geteuid(), dir, sizeof dir) != 0 ||
       nano_remote_socket_path(geteuid(), getpid(), rm.path, sizeof rm.path) != 0) {
@@ -310,15 +310,17 @@ static void rm_atfork_child(void) {
   rm_start();
 }
 
+/* Reads NANO_REMOTE once per image, registers the fork handler, listens. */
 __attribute__((constructor)) static void rm_init(void) {
-  static int registered;
-  if (!registered) {
-    registered = 1;
-    if (pthread_atfork(NULL, NULL, rm_atfork_child) != 0) rm_warn("pthread_atfork failed");
-  }
+  const char *env = getenv("NANO_REMOTE");
+  rm.enabled = !env || strcmp(env, "0") != 0;
+  if (env && *env && strcmp(env, "0") && strcmp(env, "1"))
+    rm_warn("NANO_REMOTE='%.32s' is neither 0 nor 1; using 1 (listening)", env);
+  if (pthread_atfork(NULL, NULL, rm_atfork_child) != 0) rm_warn("pthread_atfork failed");
   rm_start();
 }
 
+/* Stops the control thread and removes the socket (normal exit, dlclose). */
 __attribute__((destructor)) static void rm_fini(void) {
   if (rm.listen_fd < 0) return;
   rm.stopping = 1;
