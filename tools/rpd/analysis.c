@@ -15,8 +15,31 @@
 #define _POSIX_C_SOURCE 200809L
 #include "analysis.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+int an_open_write(const char *cmd, const char *path, struct rpdtool_trace *t) {
+  memset(t, 0, sizeof *t);
+  if (access(path, F_OK) == 0 && access(path, W_OK) != 0)
+    return rpdtool_err(cmd, "%s: the file is read-only (%s); this step writes into the trace: "
+                       "copy it somewhere writable first", path, strerror(errno));
+  char *dir = strdup(path);
+  if (!dir) return rpdtool_err(cmd, "out of memory");
+  char *slash = strrchr(dir, '/');
+  const char *d = slash ? (slash == dir ? "/" : (*slash = 0, dir)) : ".";
+  int dir_ok = access(d, W_OK) == 0;
+  int e = errno;
+  if (!dir_ok) {
+    rpdtool_err(cmd, "%s: its directory %s is read-only (%s); this step writes into the trace "
+                "and its journal: copy it somewhere writable first", path, d, strerror(e));
+    free(dir);
+    return RPDTOOL_EXIT_FAIL;
+  }
+  free(dir);
+  return rpdtool_open(cmd, path, RPDTOOL_WRITE, t);
+}
 
 int an_exec(const char *cmd, const struct rpdtool_trace *t, const char *what, const char *sql) {
   char *err = NULL;
@@ -254,7 +277,7 @@ int an_walk(const char *cmd, const struct rpdtool_trace *t, const char *label, a
       cap = ncap;
     }
     stack[n++] = f;
-    if ((++seen & 0xffff) == 0) rpdtool_progress_add(&prog, 0x10000);
+    if ((++seen & 0xfff) == 0) rpdtool_progress_add(&prog, 0x1000);
   }
   if (!ret && rc != SQLITE_ROW && rc != SQLITE_DONE) {
     rpdtool_err(cmd, "%s: reading rocpd_api failed: %s", t->path, sqlite3_errmsg(t->db));

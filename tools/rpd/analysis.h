@@ -34,6 +34,11 @@
 
 /* ---- steps that write a trace ------------------------------------------ */
 
+/* Opens the trace `path` for a step that writes into it: like rpdtool_open
+ * (RPDTOOL_WRITE), after checking that the file and its directory (journal)
+ * are writable, with a clear message when not. 0 or the exit code. */
+int an_open_write(const char *cmd, const char *path, struct rpdtool_trace *t);
+
 /* Runs `sql` (one or more statements) on t->db; on failure prints
  * "rpd <cmd>: <path>: <what>: <sqlite error>" and returns RPDTOOL_EXIT_FAIL,
  * else 0. */

@@ -191,7 +191,7 @@ int rpd_cmd_callstack(int argc, char **argv) {
   }
   if (!path) return rpdtool_usage(cmd, "missing FILE");
   struct rpdtool_trace t;
-  int ret = rpdtool_open(cmd, path, RPDTOOL_WRITE, &t);
+  int ret = an_open_write(cmd, path, &t);
   if (ret) return ret;
   ret = an_callstack_run(cmd, &t, NULL);
   if (ret == AN_ALREADY) {
