@@ -5,6 +5,9 @@
  */
 #include <getopt.h>
 #include <stdio.h>
+#include <string.h>
+
+#include <nano/rpdfile.h>
 
 #include "commands.h"
 #include "rpdtool.h"
@@ -16,18 +19,23 @@ static const char rpd_top_help[] =
     "duration in microseconds and share of all GPU time, longest first.\n"
     "  -n, --limit N   print at most N rows (default 20; 0 = all)\n";
 
-/* The definition of rocpd's `top` view, for files written without the view
- * (a bare schema 2 file): the same grouping and column names. */
-static const char rpd_top_fallback[] =
-    "SELECT C.string AS Name, count(C.string) AS TotalCalls, "
-    "sum(A.end-A.start)/1000 AS TotalDuration_us, "
-    "(sum(A.end-A.start)/count(C.string))/1000.0 AS Ave_us, "
-    "sum(A.end-A.start)*100.0/(SELECT sum(end-start) FROM rocpd_op) AS Percentage "
-    "FROM (SELECT opType_id AS name_id, start, end FROM rocpd_op WHERE description_id IN "
-    "(SELECT id FROM rocpd_string WHERE string='') UNION ALL "
-    "SELECT description_id, start, end FROM rocpd_op WHERE description_id NOT IN "
-    "(SELECT id FROM rocpd_string WHERE string='')) A "
-    "JOIN rocpd_string C ON C.id=A.name_id GROUP BY Name ORDER BY TotalDuration_us DESC";
+/* Gives a trace written without the `top` view (a bare schema 2 file) the
+ * view of nano_rpdfile_schema_sql() as a TEMP view, so that both kinds of file
+ * answer from one definition. Returns 0, or 1 after reporting. */
+static int rpd_top_temp_view(struct rpdtool_trace *t) {
+  static const char key[] = "CREATE VIEW top AS ";
+  const char *def = strstr(nano_rpdfile_schema_sql(), key);
+  const char *end = def ? strchr(def, ';') : NULL;
+  if (!end) return rpdtool_err("top", "internal: no top view in the RPD schema");
+  def += sizeof key - 1;
+  char *sql = sqlite3_mprintf("CREATE TEMP VIEW top AS %.*s", (int)(end - def), def);
+  if (!sql) return rpdtool_err("top", "out of memory");
+  int rc = sqlite3_exec(t->db, sql, NULL, NULL, NULL);
+  sqlite3_free(sql);
+  if (rc != SQLITE_OK)
+    return rpdtool_err("top", "%s: cannot define the top view: %s", t->path, sqlite3_errmsg(t->db));
+  return 0;
+}
 
 int rpd_cmd_top(int argc, char **argv) {
   static const struct option opts[] = {{"help", no_argument, NULL, 'h'},
@@ -60,9 +68,8 @@ int rpd_cmd_top(int argc, char **argv) {
   int view = rpdtool_has_object(t.db, "top");
   if (view < 0)
     ret = rpdtool_err("top", "%s: %s", t.path, sqlite3_errmsg(t.db));
-  else
-    ret = rpdtool_print_query("top", t.db, view ? "SELECT * FROM top" : rpd_top_fallback, limit,
-                              stdout);
+  else if (view || !(ret = rpd_top_temp_view(&t)))
+    ret = rpdtool_print_query("top", t.db, "SELECT * FROM top", limit, stdout);
   rpdtool_close(&t);
   return ret;
 }
