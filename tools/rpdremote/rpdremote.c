@@ -167,11 +167,9 @@ int main(int argc, char **argv) {
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   char line[NANO_REMOTE_LINE_MAX];
   int n = snprintf(line, sizeof line, "%s\n", cmd);
-  if (send(fd, line, (size_t)n, MSG_NOSIGNAL) != n) {
-    int e = errno;
-    close(fd);
-    return rr_fail(RR_FAILED, "process %ld: cannot send the request: %s", pid, strerror(e));
-  }
+  /* The process may answer before reading (a refusal), so a failed send is
+   * reported only when no reply follows. */
+  int send_errno = send(fd, line, (size_t)n, MSG_NOSIGNAL) == n ? 0 : errno ? errno : EIO;
   size_t got = 0;
   while (got < sizeof line - 1) {
     ssize_t r = recv(fd, line + got, sizeof line - 1 - got, 0);
@@ -179,6 +177,9 @@ int main(int argc, char **argv) {
     if (r < 0) {
       int e = errno;
       close(fd);
+      if (send_errno)
+        return rr_fail(RR_FAILED, "process %ld: cannot send the request: %s", pid,
+                       strerror(send_errno));
       return rr_fail(RR_FAILED, "process %ld: no reply: %s", pid,
                      e == EAGAIN ? "timed out" : strerror(e));
     }
@@ -189,6 +190,8 @@ int main(int argc, char **argv) {
   close(fd);
   line[got] = 0;
   char *nl = strchr(line, '\n');
+  if (!nl && send_errno)
+    return rr_fail(RR_FAILED, "process %ld: cannot send the request: %s", pid, strerror(send_errno));
   if (!nl) return rr_fail(RR_FAILED, "process %ld: incomplete reply '%s'", pid, line);
   *nl = 0;
   char *text = strchr(line, ' ');
