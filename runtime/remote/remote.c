@@ -41,6 +41,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 /* State of this process's control server. Written by the constructor, the
@@ -192,6 +193,12 @@ static void *rm_thread(void *arg) {
     int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
+      if (!rm.stopping && (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)) {
+        /* Out of descriptors or memory for now: try again a little later. */
+        struct timespec nap = {0, 100000000};
+        nanosleep(&nap, NULL);
+        continue;
+      }
       if (!rm.stopping) rm_warn("accept on %s failed: %s; remote control stops", rm.path, strerror(errno));
       break;
     }

@@ -214,6 +214,10 @@ def case_export():
     # to stdout
     p = subprocess.run([RPD, "export", path, "-o", "-"], capture_output=True, timeout=60)
     assert p.returncode == 0 and json.loads(p.stdout)["traceEvents"] == ev
+    # the trace itself is never overwritten
+    _, err = run("export", path, "-o", path, code=2)
+    assert "is the trace itself" in err, err
+    run("info", path)
     # an output that cannot be written fails and leaves nothing behind
     run("export", path, "-o", os.path.join(WORK, "no/such/dir.json"), code=1)
 

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "commands.h"
@@ -460,6 +461,12 @@ int rpd_cmd_export(int argc, char **argv) {
     goto out;
   }
 
+  struct stat in_sb, out_sb;
+  if (strcmp(output, "-") && stat(output, &out_sb) == 0 && stat(t.path, &in_sb) == 0 &&
+      in_sb.st_dev == out_sb.st_dev && in_sb.st_ino == out_sb.st_ino) {
+    ret = rpdtool_usage("export", "-o %s is the trace itself", output);
+    goto out;
+  }
   char *tmp = NULL;
   if (!strcmp(output, "-")) {
     x.out = stdout;
