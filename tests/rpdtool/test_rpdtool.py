@@ -195,9 +195,10 @@ def case_export():
     assert len(flows) == 3, flows
     pairs = sorted(((f["s"]["pid"], f["s"]["tid"], f["s"]["ts"]), (f["f"]["pid"], f["f"]["tid"], f["f"]["ts"]))
                    for f in flows.values())
-    assert pairs == [((100, 100, us(2000)), (GPU_PID, 0, us(2100))),
-                     ((100, 100, us(2300)), (GPU_PID, 0, us(2700))),
-                     ((100, 101, us(1600)), (GPU_PID + 1, 3, us(3000)))], pairs
+    # both ends at the middle of their slices: call -> op
+    assert pairs == [((100, 100, us(2100)), (GPU_PID, 0, us(2350))),
+                     ((100, 100, us(2350)), (GPU_PID, 0, us(2750))),
+                     ((100, 101, us(2800)), (GPU_PID + 1, 3, us(3400)))], pairs
     assert all(f["f"]["bp"] == "e" and f["s"]["cat"] == f["f"]["cat"] for f in flows.values())
     counters = [(e["name"], e["ts"], e["args"]["value"], e["pid"]) for e in ev if e["ph"] == "C"]
     assert counters == [("sclk", us(1000), 1500, GPU_PID), ("sclk", us(4000), 1700, GPU_PID)], counters

@@ -49,6 +49,10 @@ int main(int argc, char **argv) {
   rpd_record_op(c, 1, 0, t + 10000, t + 12000, "", "CopyHostToDevice");
   rpd_record_monitor("gpu", 0, "sclk", t, t + 5000, "1200");
   rpd_record_monitor("gpu", 0, "sclk", t + 5000, t + 12000, "1800");
+  /* The API calls above end up to 2.8 us after t: stay inside the outer
+   * range until then, so that it encloses them. */
+  struct timespec nap = {0, 200000};
+  nanosleep(&nap, NULL);
   rpd_rangePop();
   if (rpdstop() != 0) return 1;
   return 0;

@@ -8,7 +8,7 @@
  *   marks (zero-length user)    instant events ("i", thread scope)
  *   GPU ops                     complete slices on a pseudo-process per GPU
  *                               (pid RPD_EXPORT_GPU_PID + gpuId), a track per queue
- *   rocpd_api_ops               flow arrows ("s" at the call, "f" at the op)
+ *   rocpd_api_ops               flow arrows ("s" in the call, "f" in the op)
  *   rocpd_monitor               counter events ("C") on the device's process
  *   names                       process_name / thread_name metadata ("M")
  *
@@ -288,28 +288,31 @@ static int rpd_export_ops(struct rpd_export *x) {
 }
 
 /* A flow arrow from each API call to each GPU op it caused, where both are in
- * the window: "s" inside the call's slice, "f" bound to the op's slice. */
+ * the window: "s" and "f" (bound to the enclosing slice) at the middle of the
+ * call's and the op's slice, so that a viewer that binds a flow to the slice
+ * open at its timestamp never picks a neighbour starting or ending there. */
 static int rpd_export_flows(struct rpd_export *x) {
   sqlite3_stmt *st = rpd_export_prepare(
       x,
-      "SELECT L.id, A.pid, A.tid, A.start, O.gpuId, O.queueId, O.start FROM rocpd_api_ops L "
+      "SELECT L.id, A.pid, A.tid, A.start + (A.end - A.start) / 2, O.gpuId, O.queueId, "
+      "O.start + (O.end - O.start) / 2 FROM rocpd_api_ops L "
       "JOIN rocpd_api A ON A.id=L.api_id JOIN rocpd_op O ON O.id=L.op_id "
       "WHERE A.end>=?1 AND A.start<=?2 AND O.end>=?1 AND O.start<=?2 ORDER BY L.id");
   if (!st) return 1;
   int rc;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     int64_t id = sqlite3_column_int64(st, 0), pid = sqlite3_column_int64(st, 1),
-            tid = sqlite3_column_int64(st, 2), astart = sqlite3_column_int64(st, 3),
+            tid = sqlite3_column_int64(st, 2), amid = sqlite3_column_int64(st, 3),
             gpu = sqlite3_column_int64(st, 4), q = sqlite3_column_int64(st, 5),
-            ostart = sqlite3_column_int64(st, 6);
+            omid = sqlite3_column_int64(st, 6);
     rpd_export_begin(x);
     fprintf(x->out, "\"name\":\"launch\",\"cat\":\"flow\",\"ph\":\"s\",\"id\":%" PRId64 ",\"ts\":", id);
-    rpd_export_ts(x, astart);
+    rpd_export_ts(x, amid);
     fprintf(x->out, ",\"pid\":%" PRId64 ",\"tid\":%" PRId64 "}", pid, tid);
     rpd_export_begin(x);
     fprintf(x->out,
             "\"name\":\"launch\",\"cat\":\"flow\",\"ph\":\"f\",\"bp\":\"e\",\"id\":%" PRId64 ",\"ts\":", id);
-    rpd_export_ts(x, ostart);
+    rpd_export_ts(x, omid);
     fprintf(x->out, ",\"pid\":%" PRId64 ",\"tid\":%" PRId64 "}", (int64_t)RPD_EXPORT_GPU_PID + gpu, q);
   }
   return rpd_export_done(x, st, rc);
