@@ -122,6 +122,7 @@ def case_autostart():
     assert n > 0
     time.sleep(0.1)
     assert "recording on (start count 1)" in rr("start", t.pid)
+    time.sleep(0.2)  # a window with ticks in it
     assert "recording on (start count 2)" in rr("start", t.pid)
     assert "recording still on (start count 1), flushed" in rr("stop", t.pid)
     assert "recording off (start count 0), flushed" in rr("stop", t.pid)
