@@ -49,6 +49,7 @@ config.substitutions += [
     ("split-file", tool("split-file")),
     ("%not", tool("not")),
     ("%count", tool("count")),
+    ("%nm", tool("llvm-nm")),
 ]
 
 config.available_features.add("llvm-%d" % major)
