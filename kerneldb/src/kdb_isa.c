@@ -260,12 +260,46 @@ static void kdb_isa_init_llvm(void) {
   LLVMInitializeAMDGPUDisassembler();
 }
 
+/* True when LLVM 15's AMDGPU disassembler handles arch. It aborts the
+** process (report_fatal_error) for GFX6/GFX7 and does not know later
+** processors, so only these names reach it. */
+static int kdb_isa_llvm15_cpu(const char *arch) {
+  static const char *const ok[] = {
+      "gfx801",  "gfx802",  "gfx803",  "gfx805",  "gfx810",  "gfx900",  "gfx902",  "gfx904",
+      "gfx906",  "gfx908",  "gfx909",  "gfx90a",  "gfx90c",  "gfx940",  "gfx1010", "gfx1011",
+      "gfx1012", "gfx1013", "gfx1030", "gfx1031", "gfx1032", "gfx1033", "gfx1034", "gfx1035",
+      "gfx1036", "gfx1100", "gfx1101", "gfx1102", "gfx1103"};
+  for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
+    if (strcmp(arch, ok[i]) == 0) return 1;
+  return 0;
+}
+
+/* True when LLVM 15 would abort on the instruction at p (n bytes left):
+** an SDWA operand word (src0 = 0xf9 in a VOP1/VOP2/VOPC word, GFX8 to GFX10)
+** with a select field of 7, which its printer treats as unreachable
+** (llvm-objdump-15 dies with SIGILL on such bytes). Found by fuzzing. */
+static int kdb_isa_llvm15_aborts(const uint8_t *p, size_t n, int sdwa) {
+  if (!sdwa || n < 8) return 0;
+  uint32_t w = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+  if ((w >> 31) != 0 || (w & 0x1ff) != 0xf9) return 0;
+  uint32_t sd = (uint32_t)p[4] | (uint32_t)p[5] << 8 | (uint32_t)p[6] << 16 | (uint32_t)p[7] << 24;
+  unsigned dst = (sd >> 8) & 7, src0 = (sd >> 16) & 7, src1 = (sd >> 24) & 7, enc = w >> 25;
+  if (enc == 0x3e) return src0 == 7 || src1 == 7;  /* VOPC: bits 8-15 are sdst */
+  if (enc == 0x3f) return dst == 7 || src0 == 7;   /* VOP1 */
+  return dst == 7 || src0 == 7 || src1 == 7;       /* VOP2 */
+}
+
 /* Creates co's disassembler (caller holds co->lock). */
 static int kdb_isa_disasm_ctx(kdb *db, kdb_co_priv *co, kdb_err *e) {
   if (co->disasm) return 0;
   if (co->disasm_failed)
     return kdb_fail(e, db->name, "%s: LLVM 15 cannot disassemble target %s", co->pub.container,
                     co->pub.arch);
+  if (!kdb_isa_llvm15_cpu(co->pub.arch)) {
+    co->disasm_failed = 1;
+    return kdb_fail(e, db->name, "%s: LLVM 15 cannot disassemble target %s", co->pub.container,
+                    co->pub.arch);
+  }
   if (pthread_once(&kdb_isa_once, kdb_isa_init_llvm) != 0)
     return kdb_fail(e, db->name, "LLVM initialisation failed");
   char feat[64] = "";
@@ -306,6 +340,9 @@ static kdb_isa *kdb_isa_build(kdb *db, kdb_co_priv *co, const kdb_kernel *k, kdb
   size_t n = 0, cap = 0, tlen = 0, tcap = 0;
   if (!isa) goto oom;
   isa->has_lines = co->nlines > 0;
+  /* SDWA exists from GFX8 to GFX10 (names gfx8xx, gfx9xx, gfx10xx). */
+  int sdwa = strncmp(co->pub.arch, "gfx8", 4) == 0 || strncmp(co->pub.arch, "gfx9", 4) == 0 ||
+             strncmp(co->pub.arch, "gfx10", 5) == 0;
   size_t pos = 0;
   while (pos < len) {
     /* Runs of 8 or more zero bytes are padding, skipped in multiples of 4
@@ -317,8 +354,10 @@ static kdb_isa *kdb_isa_build(kdb *db, kdb_co_priv *co, const kdb_kernel *k, kdb
       continue;
     }
     char buf[256];
-    size_t sz = LLVMDisasmInstruction(co->disasm, (uint8_t *)code + pos, len - pos,
-                                      k->code_addr + pos, buf, sizeof buf);
+    size_t sz = kdb_isa_llvm15_aborts(code + pos, len - pos, sdwa)
+                    ? 0
+                    : LLVMDisasmInstruction(co->disasm, (uint8_t *)code + pos, len - pos,
+                                            k->code_addr + pos, buf, sizeof buf);
     const char *mn, *ops;
     size_t mnl, opl;
     if (sz == 0) {
