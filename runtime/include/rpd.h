@@ -41,7 +41,15 @@ int rpd_status(int *count, char *path, size_t len);
 
 /* ---- user ranges and marks (domain "UserMarker" unless given) ------------ */
 
-/* Pushes a range on the calling thread; ranges nest per thread. */
+/* A range or mark is one rocpd_api row (a push/pop pair: push time to pop
+ * time; a mark: zero duration), category "". domain NULL or "" means
+ * "UserMarker". Without args (NULL or ""), the row is a plain user marker as
+ * roctx writes it: apiName "UserMarker", args = name. With args, apiName =
+ * name and args = args. Strings are copied: the caller may free them once the
+ * call returns. */
+
+/* Pushes a range on the calling thread; ranges nest per thread. A range still
+ * open at rpdstop() (count reaching 0) ends at the stop time. */
 void rpd_rangePush(const char *domain, const char *name, const char *args);
 /* Pops the innermost range of the calling thread (no-op when none is open). */
 void rpd_rangePop(void);

@@ -1,0 +1,222 @@
+/*
+ * rpd_workload.c: programs the tracer tests run (linked with libnano_rpd.so).
+ *
+ *   threads T N        T threads, each N times: push "outer", push "inner"
+ *                      with args "i=<k>", mark "tick", pop, pop
+ *   heavy N K          N ranges (text "r<i>"), rpdflush() every K, printing
+ *                      "committed <i>" after each flush (for the SIGKILL test)
+ *   crash KIND N       N ranges and a mark, then KIND: segv, abort, term, int
+ *   marks N            N marks as fast as possible (drop-mode test)
+ *   control            reference counting, stop below zero, ranges open at a
+ *                      stop (prints what it did, the test checks the file)
+ *   fork N             N ranges in the parent, then a child records N ranges
+ *   exec PROG N        N ranges, then fork+exec PROG (a program not linked
+ *                      with nanoprobe) and wait for it
+ *   stack              a range pushed from nested functions (stack frames)
+ *   api                API calls with kernel/copy args and GPU ops
+ *   idle MS            AUTOSTART=0 helper: start, a range, sleep, stop
+ *   sleepy N MS        N ranges, then sleep MS without flushing (autoflush)
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rpd.h"
+
+static int g_iters;
+
+static void *thread_main(void *arg) {
+  (void)arg;
+  char args[32];
+  for (int k = 0; k < g_iters; k++) {
+    rpd_rangePush(NULL, "outer", NULL);
+    snprintf(args, sizeof args, "i=%d", k);
+    rpd_rangePush(NULL, "inner", args);
+    rpd_mark(NULL, "tick", NULL);
+    rpd_rangePop();
+    rpd_rangePop();
+  }
+  return NULL;
+}
+
+static int do_threads(int t, int n) {
+  pthread_t th[64];
+  g_iters = n;
+  if (t > 64) t = 64;
+  for (int i = 0; i < t; i++)
+    if (pthread_create(&th[i], NULL, thread_main, NULL) != 0) return 1;
+  for (int i = 0; i < t; i++) pthread_join(th[i], NULL);
+  return 0;
+}
+
+static int do_heavy(int n, int k) {
+  char text[32];
+  for (int i = 0; i < n; i++) {
+    snprintf(text, sizeof text, "r%d", i);
+    rpd_rangePush(NULL, text, NULL);
+    rpd_rangePop();
+    if ((i + 1) % k == 0) {
+      if (rpdflush() != 0) return 1;
+      printf("committed %d\n", i + 1);
+      fflush(stdout);
+    }
+  }
+  return 0;
+}
+
+static int do_crash(const char *kind, int n) {
+  char text[32];
+  for (int i = 0; i < n; i++) {
+    snprintf(text, sizeof text, "r%d", i);
+    rpd_rangePush(NULL, text, NULL);
+    rpd_rangePop();
+  }
+  rpd_mark(NULL, "before-crash", NULL);
+  if (strcmp(kind, "segv") == 0) {
+    volatile uintptr_t bad = 8; /* an unmapped address the compiler cannot see */
+    *(volatile int *)bad = 1;
+  } else if (strcmp(kind, "abort") == 0) {
+    abort();
+  } else if (strcmp(kind, "term") == 0) {
+    kill(getpid(), SIGTERM);
+  } else if (strcmp(kind, "int") == 0) {
+    kill(getpid(), SIGINT);
+  }
+  /* a signal whose default action is to terminate never gets here */
+  sleep(5);
+  return 3;
+}
+
+static int do_marks(int n) {
+  for (int i = 0; i < n; i++) rpd_mark(NULL, "m", NULL);
+  return 0;
+}
+
+static int do_control(void) {
+  /* autostart holds one reference: start -> 2, stop -> 1, stop -> 0 */
+  int a = rpdstart();
+  rpd_rangePush(NULL, "open-at-stop", NULL);
+  int b = rpdstop();
+  int c = rpdstop();
+  int d = rpdstop(); /* below zero: refused */
+  rpd_rangePush(NULL, "while-stopped", NULL); /* not recorded */
+  rpd_rangePop();
+  rpd_rangePop(); /* pops open-at-stop: already closed at the stop */
+  int e = rpdstart();
+  rpd_rangePush(NULL, "after-restart", NULL);
+  rpd_rangePop();
+  int f = rpdstop();
+  printf("start=%d stop=%d stop=%d stop=%d start=%d stop=%d\n", a, b, c, d, e, f);
+  return 0;
+}
+
+static int do_fork(int n) {
+  for (int i = 0; i < n; i++) {
+    rpd_rangePush(NULL, "parent", NULL);
+    rpd_rangePop();
+  }
+  pid_t pid = fork();
+  if (pid < 0) return 1;
+  if (pid == 0) {
+    for (int i = 0; i < n; i++) {
+      rpd_rangePush(NULL, "child", NULL);
+      rpd_rangePop();
+    }
+    printf("child %d\n", (int)getpid());
+    fflush(stdout);
+    exit(0);
+  }
+  int st;
+  if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0) return 1;
+  printf("parent %d\n", (int)getpid());
+  return 0;
+}
+
+static int do_exec(const char *prog, int n) {
+  for (int i = 0; i < n; i++) {
+    rpd_rangePush(NULL, "before-exec", NULL);
+    rpd_rangePop();
+  }
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid < 0) return 1;
+  if (pid == 0) {
+    execl(prog, prog, (char *)NULL);
+    perror(prog);
+    _exit(127);
+  }
+  int st;
+  if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0) return 1;
+  printf("parent %d child %d\n", (int)getpid(), (int)pid);
+  return 0;
+}
+
+__attribute__((noinline)) static void stack_leaf(void) {
+  rpd_rangePush(NULL, "deep", NULL);
+  rpd_rangePop();
+}
+__attribute__((noinline)) static void stack_middle(void) {
+  stack_leaf();
+  __asm__ volatile("" ::: "memory");
+}
+
+static int do_api(void) {
+  int64_t t0 = rpd_now();
+  uint64_t k = rpd_record_api("hip", "", "hipLaunchKernel", "kernel args", t0, t0 + 1000);
+  struct rpd_kernel_launch kl = {"0x10", 64, 2, 1, 256, 1, 1, 1024, 16, "saxpy"};
+  rpd_record_kernelapi(k, &kl);
+  rpd_record_op(k, 0, 1, t0 + 2000, t0 + 7000, "saxpy", "KernelExecution");
+  uint64_t c = rpd_record_api("hip", "", "hipMemcpyAsync", "", t0 + 1500, t0 + 1800);
+  struct rpd_copy cp = {"0x10", 4096, 0, 0, 1, "0xdd", "0x55", 0, -1, 0, 1};
+  rpd_record_copyapi(c, &cp);
+  rpd_record_op(c, 0, 2, t0 + 8000, t0 + 9000, "", "CopyHostToDevice");
+  rpd_record_monitor("gpu", 0, "sclk", t0, t0 + 10000, "1500");
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: %s MODE ARGS...\n", argv[0]);
+    return 2;
+  }
+  const char *m = argv[1];
+  int a = argc > 2 ? atoi(argv[2]) : 0, b = argc > 3 ? atoi(argv[3]) : 0;
+  if (strcmp(m, "threads") == 0) return do_threads(a, b);
+  if (strcmp(m, "heavy") == 0) return do_heavy(a, b);
+  if (strcmp(m, "crash") == 0 && argc > 3) return do_crash(argv[2], b);
+  if (strcmp(m, "marks") == 0) return do_marks(a);
+  if (strcmp(m, "control") == 0) return do_control();
+  if (strcmp(m, "fork") == 0) return do_fork(a);
+  if (strcmp(m, "exec") == 0 && argc > 3) return do_exec(argv[2], b);
+  if (strcmp(m, "stack") == 0) {
+    stack_middle();
+    return 0;
+  }
+  if (strcmp(m, "api") == 0) return do_api();
+  if (strcmp(m, "idle") == 0) {
+    printf("count=%d\n", rpdstart());
+    rpd_rangePush(NULL, "window", NULL);
+    usleep(a * 1000);
+    rpd_rangePop();
+    printf("count=%d\n", rpdstop());
+    return 0;
+  }
+  if (strcmp(m, "sleepy") == 0) {
+    for (int i = 0; i < a; i++) {
+      rpd_rangePush(NULL, "early", NULL);
+      rpd_rangePop();
+    }
+    printf("ready\n");
+    fflush(stdout);
+    usleep(b * 1000);
+    return 0;
+  }
+  fprintf(stderr, "%s: unknown mode %s\n", argv[0], m);
+  return 2;
+}

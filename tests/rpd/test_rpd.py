@@ -1,0 +1,532 @@
+#!/usr/bin/env python3
+"""Tests of the RPD tracer (libnano_rpd.so) and nano_rpdfile, one case per run.
+
+    test_rpd.py CASE --lib libnano_rpd.so --bin BUILD/tests/rpd --nvtx-app PATH --work DIR
+
+Every case runs programs built next to this file (rpd_workload, roctx_app,
+nvtx_app, atomics_app, rpdfile_probe) in a fresh directory and checks the
+resulting RPD file with Python's sqlite3. Exit status 0 means the case passed.
+"""
+import argparse
+import os
+import random
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+ARGS = None
+
+
+def fail(msg):
+    print("FAIL: " + msg)
+    sys.exit(1)
+
+
+def check(cond, msg):
+    if not cond:
+        fail(msg)
+
+
+def run(cmd, env=None, expect_rc=0, timeout=60):
+    e = dict(os.environ)
+    e.pop("LD_PRELOAD", None)
+    e.pop("RPDT_AUTOSTART", None)
+    e.pop("RPDT_FILENAME", None)
+    e.pop("RPDT_STACKFRAMES", None)
+    e.pop("RPDT_AUTOFLUSH", None)
+    e.update(env or {})
+    p = subprocess.run(cmd, env=e, capture_output=True, text=True, timeout=timeout)
+    if expect_rc is not None and p.returncode != expect_rc:
+        fail("%s exited %d (expected %d)\nstdout: %s\nstderr: %s"
+             % (" ".join(cmd), p.returncode, expect_rc, p.stdout, p.stderr))
+    return p
+
+
+def prog(name):
+    return os.path.join(ARGS.bin, name)
+
+
+def db(path):
+    check(os.path.exists(path), "%s was not created" % path)
+    return sqlite3.connect(path)
+
+
+def q(con, sql, *params):
+    return con.execute(sql, params).fetchall()
+
+
+def integrity(con):
+    check(q(con, "PRAGMA integrity_check") == [("ok",)], "integrity_check failed")
+
+
+def api_rows(con, where="1", *params):
+    return q(con, "SELECT id, pid, tid, start, end, domain, category, apiName, args FROM api WHERE "
+             + where + " ORDER BY start, id", *params)
+
+
+def views_complete(con):
+    """Every rocpd_api row appears in the api view (no dangling string ids)."""
+    n_raw = q(con, "SELECT count(*) FROM rocpd_api")[0][0]
+    n_view = q(con, "SELECT count(*) FROM api")[0][0]
+    check(n_raw == n_view, "rocpd_api has %d rows but the api view %d" % (n_raw, n_view))
+
+
+# ---- schema ------------------------------------------------------------------
+
+def affinity(decl):
+    """SQLite's type affinity of a declared type (section 3.1 of datatype3)."""
+    t = decl.upper()
+    if "INT" in t:
+        return "INTEGER"
+    if "CHAR" in t or "CLOB" in t or "TEXT" in t:
+        return "TEXT"
+    if t == "" or "BLOB" in t:
+        return "BLOB"
+    if "REAL" in t or "FLOA" in t or "DOUB" in t:
+        return "REAL"
+    return "NUMERIC"
+
+
+# The tables of rpd-schema.md, written from the format note, not from the SQL:
+# column, affinity of the documented type (int, text, bool, real).
+I, T, B, R = "INTEGER", "TEXT", "NUMERIC", "REAL"
+EXPECTED_TABLES = {
+    "rocpd_metadata": [("id", I), ("tag", T), ("value", T)],
+    "rocpd_string": [("id", I), ("string", T)],
+    "rocpd_ustring": [("id", I), ("string", T)],
+    "rocpd_api": [("id", I), ("pid", I), ("tid", I), ("start", I), ("end", I),
+                  ("apiName_id", I), ("category_id", I), ("domain_id", I), ("args_id", I)],
+    "rocpd_kernelapi": [("api_ptr_id", I), ("stream", T), ("gridX", I), ("gridY", I),
+                        ("gridZ", I), ("workgroupX", I), ("workgroupY", I), ("workgroupZ", I),
+                        ("groupSegmentSize", I), ("privateSegmentSize", I),
+                        ("kernelName_id", I)],
+    "rocpd_copyapi": [("api_ptr_id", I), ("stream", T), ("size", I), ("width", I),
+                      ("height", I), ("kind", I), ("dst", T), ("src", T), ("dstDevice", I),
+                      ("srcDevice", I), ("sync", B), ("pinned", B)],
+    "rocpd_op": [("id", I), ("gpuId", I), ("queueId", I), ("sequenceId", I), ("start", I),
+                 ("end", I), ("description_id", I), ("opType_id", I)],
+    "rocpd_api_ops": [("id", I), ("api_id", I), ("op_id", I)],
+    "rocpd_monitor": [("id", I), ("deviceType", T), ("deviceId", I), ("monitorType", T),
+                      ("start", I), ("end", I), ("value", T)],
+    "rocpd_counter": [("id", I), ("value", R), ("op_id", I), ("name_id", I)],
+    "rocpd_stackframe": [("id", I), ("api_ptr_id", I), ("depth", I), ("name_id", I)],
+}
+PRIMARY = {"rocpd_kernelapi": "api_ptr_id", "rocpd_copyapi": "api_ptr_id"}
+API_COLS = ["id", "pid", "tid", "start", "end", "domain", "category", "apiName", "args"]
+OP_COLS = ["id", "gpuId", "queueId", "sequenceId", "start", "end", "description", "opType"]
+COPY_ARGS = ["size", "width", "height", "kind", "dst", "src", "dstDevice", "srcDevice", "sync",
+             "pinned"]
+EXPECTED_VIEWS = {
+    "api": API_COLS,
+    "op": OP_COLS,
+    "busy": ["gpuId", "GpuTime", "WallTime", "Busy"],
+    "top": ["Name", "TotalCalls", "TotalDuration_us", "Ave_us", "Percentage"],
+    "kernel": ["id", "gpuId", "queueId", "sequenceId", "start", "end", "duration", "stream",
+               "gridX", "gridY", "gridZ", "workgroupX", "workgroupY", "workgroupZ",
+               "groupSegmentSize", "privateSegmentSize", "kernelName"],
+    "copy": ["id", "pid", "tid", "start", "end", "apiName", "stream"] + COPY_ARGS,
+    "copyop": ["id", "gpuId", "queueId", "sequenceId", "start", "end", "duration", "stream"]
+              + COPY_ARGS + ["apiName"],
+    "stackframe": ["id", "apiName", "depth", "name"],
+}
+
+
+def check_schema(con, what):
+    tables = {r[0] for r in q(con, "SELECT name FROM sqlite_master WHERE type='table'")}
+    own = {t for t in tables if t.startswith("nano_") or t == "sqlite_sequence"}
+    check(tables - own == set(EXPECTED_TABLES),
+          "%s: tables %s, expected %s" % (what, sorted(tables - own), sorted(EXPECTED_TABLES)))
+    for t, cols in EXPECTED_TABLES.items():
+        info = q(con, "PRAGMA table_info(%s)" % t)
+        got = [(r[1], affinity(r[2])) for r in info]
+        check(got == cols, "%s: %s columns %s, expected %s" % (what, t, got, cols))
+        pk = [r[1] for r in info if r[5]]
+        check(pk == [PRIMARY.get(t, "id")], "%s: %s primary key %s" % (what, t, pk))
+    views = {r[0] for r in q(con, "SELECT name FROM sqlite_master WHERE type='view'")}
+    views -= {v for v in views if v.startswith("nano_")}
+    check(views == set(EXPECTED_VIEWS) | {"napi", "nop"},
+          "%s: views %s" % (what, sorted(views)))
+    for v, cols in EXPECTED_VIEWS.items():
+        got = [r[1] for r in q(con, "PRAGMA table_info(%s)" % v)]
+        check(got == cols, "%s: view %s columns %s, expected %s" % (what, v, got, cols))
+    for v, base in (("napi", API_COLS), ("nop", OP_COLS)):
+        got = [r[1] for r in q(con, "PRAGMA table_info(%s)" % v)]
+        check(sorted(got) == sorted(base + ["node"]), "%s: view %s columns %s" % (what, v, got))
+    for t in ("rocpd_string", "rocpd_ustring"):
+        cols = [[c[2] for c in q(con, "PRAGMA index_info(%s)" % i[1])]
+                for i in q(con, "PRAGMA index_list(%s)" % t)]
+        check(["string"] in cols, "%s: no index on %s(string): %s" % (what, t, cols))
+    meta = dict(q(con, "SELECT tag, value FROM rocpd_metadata WHERE tag IN "
+                       "('schema_version', 'gpu_stride', 'pid_stride')"))
+    check(meta == {"schema_version": "3", "gpu_stride": "1000", "pid_stride": "10000000"},
+          "%s: metadata %s" % (what, meta))
+
+
+def case_schema():
+    # a file made by the tracer, and one made by nano_rpdfile alone
+    run([prog("rpd_workload"), "api"], {"RPDT_FILENAME": "traced.rpd"})
+    con = db("traced.rpd")
+    check_schema(con, "traced.rpd")
+    check(q(con, "SELECT string FROM rocpd_string WHERE id = 1") == [("",)], "string 1 is not ''")
+    check(q(con, "SELECT string FROM rocpd_ustring WHERE id = 1") == [("",)], "ustring 1 is not ''")
+    integrity(con)
+    run([prog("rpdfile_probe"), "write", "made.rpd"])
+    check_schema(db("made.rpd"), "made.rpd")
+    # an existing empty file and a table-less SQLite file get the schema too
+    open("empty.rpd", "w").close()
+    run([prog("rpd_workload"), "marks", "3"], {"RPDT_FILENAME": "empty.rpd"})
+    check_schema(db("empty.rpd"), "empty.rpd")
+    check(q(db("empty.rpd"), "SELECT count(*) FROM api")[0][0] == 3, "3 marks expected")
+    sqlite3.connect("bare.rpd").execute("PRAGMA user_version = 1").connection.commit()
+    run([prog("rpdfile_probe"), "write", "bare.rpd"])
+    check_schema(db("bare.rpd"), "bare.rpd")
+
+
+def case_errors():
+    with open("text.rpd", "w") as f:
+        f.write("this is not a database\n" * 10)
+    p = run([prog("rpdfile_probe"), "read", "text.rpd"], expect_rc=3)
+    check("text.rpd: not an SQLite database" in p.stdout, p.stdout)
+    run([prog("rpdfile_probe"), "write", "text.rpd"], expect_rc=3)
+    c = sqlite3.connect("other.db")
+    c.execute("CREATE TABLE foo(x)")
+    c.commit()
+    c.close()
+    for mode in ("read", "write"):
+        p = run([prog("rpdfile_probe"), mode, "other.db"], expect_rc=4)
+        check("other.db: an SQLite database but not an RPD trace" in p.stdout, p.stdout)
+    run([prog("rpdfile_probe"), "write", "new.rpd"])
+    c = sqlite3.connect("new.rpd")
+    c.execute("UPDATE rocpd_metadata SET value = '4' WHERE tag = 'schema_version'")
+    c.commit()
+    c.close()
+    for mode in ("read", "write"):
+        p = run([prog("rpdfile_probe"), mode, "new.rpd"], expect_rc=5)
+        check("new.rpd: RPD schema version 4 is newer" in p.stdout, p.stdout)
+    # version 2 (no schema_version tag): readable, not appended to
+    run([prog("rpdfile_probe"), "write", "v2.rpd"])
+    c = sqlite3.connect("v2.rpd")
+    c.execute("DELETE FROM rocpd_metadata WHERE tag = 'schema_version'")
+    c.commit()
+    c.close()
+    p = run([prog("rpdfile_probe"), "read", "v2.rpd"])
+    check(p.stdout.strip() == "version 2", p.stdout)
+    p = run([prog("rpdfile_probe"), "write", "v2.rpd"], expect_rc=6)
+    check("v2.rpd: RPD schema version 2" in p.stdout, p.stdout)
+    p = run([prog("rpdfile_probe"), "read", "missing.rpd"], expect_rc=2)
+    check("missing.rpd: no such file" in p.stdout, p.stdout)
+    # the tracer refuses a foreign file, names it, and leaves it alone
+    p = run([prog("rpd_workload"), "marks", "3"], {"RPDT_FILENAME": "other.db"})
+    check("other.db: an SQLite database but not an RPD trace" in p.stderr, p.stderr)
+    check(q(sqlite3.connect("other.db"), "SELECT name FROM sqlite_master") == [("foo",)],
+          "other.db was changed")
+
+
+def case_session():
+    for n in range(3):
+        p = run([prog("rpdfile_probe"), "session", "s.rpd"])
+        check(p.stdout.strip() == "session %d" % n, p.stdout)
+    con = db("s.rpd")
+    check(q(con, "SELECT value FROM rocpd_metadata WHERE tag='session_count'") == [("3",)],
+          "session_count is not 3")
+    check(len(q(con, "SELECT 1 FROM rocpd_metadata WHERE tag='session'")) == 3, "3 session rows")
+
+
+def case_threads():
+    T, N = 4, 2000
+    run([prog("rpd_workload"), "threads", str(T), str(N)], {"RPDT_FILENAME": "t.rpd"})
+    con = db("t.rpd")
+    integrity(con)
+    views_complete(con)
+    rows = api_rows(con)
+    check(len(rows) == 3 * T * N, "expected %d rows, got %d" % (3 * T * N, len(rows)))
+    tids = sorted({r[2] for r in rows})
+    check(len(tids) == T, "expected %d threads, got %s" % (T, tids))
+    for tid in tids:
+        mine = [r for r in rows if r[2] == tid]
+        outer = [r for r in mine if r[7] == "UserMarker" and r[8] == "outer"]
+        inner = [r for r in mine if r[7] == "inner"]
+        ticks = [r for r in mine if r[7] == "UserMarker" and r[8] == "tick"]
+        check(len(outer) == N and len(inner) == N and len(ticks) == N,
+              "tid %d: %d outer, %d inner, %d ticks" % (tid, len(outer), len(inner), len(ticks)))
+        for r in mine:
+            check(r[5] == "UserMarker" and r[6] == "", "domain/category of %s" % (r,))
+        for k in range(N):
+            o, i, t = outer[k], inner[k], ticks[k]
+            check(i[8] == "i=%d" % k, "inner %d has args %r" % (k, i[8]))
+            check(o[3] <= i[3] <= t[3] == t[4] <= i[4] <= o[4],
+                  "nesting broken at %d: outer %s inner %s tick %s" % (k, o[3:5], i[3:5], t[3:5]))
+            if k:
+                check(outer[k - 1][4] <= o[3], "outer ranges overlap at %d" % k)
+
+
+def case_roctx():
+    p = run([prog("roctx_app")], {"LD_PRELOAD": ARGS.lib, "RPDT_FILENAME": "r.rpd"})
+    check(p.stdout.strip() == "levels 0 1 1 0", p.stdout)
+    con = db("r.rpd")
+    views_complete(con)
+    rows = {r[8]: r for r in api_rows(con)}
+    for text in ("roctx-outer", "roctx-inner", "roctx-mark", "roctx-cross"):
+        check(text in rows, "no row for %s: %s" % (text, list(rows)))
+        check(rows[text][5:8] == ("UserMarker", "", "UserMarker"), "%s: %s" % (text, rows[text]))
+    o, i, m = rows["roctx-outer"], rows["roctx-inner"], rows["roctx-mark"]
+    check(o[3] <= i[3] <= m[3] == m[4] <= i[4] <= o[4], "roctx nesting: %s %s %s" % (o, i, m))
+    check(rows["roctx-cross"][3] <= rows["roctx-cross"][4], "cross range times")
+
+
+def case_nvtx():
+    if not ARGS.nvtx_app:
+        fail("nvtx_app was not built (no nvtx3 headers)")
+    p = run([ARGS.nvtx_app], {"NVTX_INJECTION64_PATH": ARGS.lib, "RPDT_FILENAME": "n.rpd"})
+    check(p.stdout.strip() == "levels 0 1", p.stdout)
+    con = db("n.rpd")
+    views_complete(con)
+    rows = {r[8]: r for r in api_rows(con)}
+    for text in ("nvtx-outer", "nvtx-mark", "nvtx-wide", "nvtx-startend"):
+        check(text in rows and rows[text][5] == "UserMarker", "%s: %s" % (text, list(rows)))
+    check(rows["nvtx-mark"][3] == rows["nvtx-mark"][4], "mark has a duration")
+    o, w = rows["nvtx-outer"], rows["nvtx-wide"]
+    check(o[3] <= w[3] <= w[4] <= o[4], "nvtx nesting")
+    for text in ("nvtx-domain-range", "nvtx-registered"):
+        check(text in rows and rows[text][5] == "mydomain", "%s: %s" % (text, rows.get(text)))
+    aten = [t for t in rows if t.startswith("aten::add, seq = 7")]
+    check(len(aten) == 1, "emit_nvtx style text missing")
+
+
+def case_append():
+    N, K = 20000, 5000
+    env = {"RPDT_FILENAME": "a.rpd"}
+    e = dict(os.environ, **env)
+    procs = [subprocess.Popen([prog("rpd_workload"), "heavy", str(N), str(K)], env=e,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(2)]
+    pids = []
+    for p in procs:
+        out, err = p.communicate(timeout=120)
+        check(p.returncode == 0, "writer failed: %s" % err.decode())
+        pids.append(p.pid)
+    con = db("a.rpd")
+    integrity(con)
+    views_complete(con)
+    for pid in pids:
+        texts = {r[0] for r in q(con, "SELECT args FROM api WHERE pid = ?", pid)}
+        check(texts == {"r%d" % i for i in range(N)},
+              "pid %d: %d of %d ranges" % (pid, len(texts), N))
+    check(q(con, "SELECT value FROM rocpd_metadata WHERE tag='session_count'") == [("2",)],
+          "two sessions expected")
+    # ids carry the session offset: each session's rows lie in its own 2^32 block
+    blocks = q(con, "SELECT pid, count(DISTINCT id >> 32) FROM rocpd_api GROUP BY pid")
+    check(all(b == 1 for _, b in blocks) and len({p for p, _ in blocks}) == 2, str(blocks))
+
+
+def case_sigkill():
+    runs = 50
+    rnd = random.Random(1234)
+    for n in range(runs):
+        e = dict(os.environ, RPDT_FILENAME="k.rpd")
+        p = subprocess.Popen([prog("rpd_workload"), "heavy", "100000000", "997"], env=e,
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        time.sleep(rnd.uniform(0.005, 0.15))
+        p.kill()
+        out, _ = p.communicate()
+        committed = 0
+        for line in out.decode().splitlines():
+            if line.startswith("committed "):
+                committed = int(line.split()[1])
+        if not os.path.exists("k.rpd"):
+            check(committed == 0, "run %d: no file after %d committed" % (n, committed))
+            continue
+        con = sqlite3.connect("k.rpd")
+        integrity(con)
+        if committed:
+            got = q(con, "SELECT count(DISTINCT args) FROM api WHERE pid = ? AND "
+                         "CAST(substr(args, 2) AS integer) < ?", p.pid, committed)[0][0]
+            check(got == committed, "run %d: %d of %d committed ranges" % (n, got, committed))
+        con.close()
+    print("%d SIGKILL runs, file consistent after each" % runs)
+
+
+def case_crash(kind, sig):
+    N = 500
+    p = run([prog("rpd_workload"), "crash", kind, str(N)], {"RPDT_FILENAME": "c.rpd"},
+            expect_rc=-sig)
+    con = db("c.rpd")
+    integrity(con)
+    texts = {r[0] for r in q(con, "SELECT args FROM api")}
+    check({"r%d" % i for i in range(N)} <= texts, "%s: %d of %d ranges kept"
+          % (kind, len(texts & {"r%d" % i for i in range(N)}), N))
+    check("before-crash" in texts, "%s: the last mark before the crash is missing" % kind)
+
+
+def case_fork():
+    p = run([prog("rpd_workload"), "fork", "100"], {"RPDT_FILENAME": "f.rpd"})
+    lines = dict(l.split() for l in p.stdout.split("\n") if l)
+    parent, child = int(lines["parent"]), int(lines["child"])
+    con = db("f.rpd")
+    integrity(con)
+    views_complete(con)
+    got = q(con, "SELECT args, pid, tid, count(*) FROM api GROUP BY args, pid, tid ORDER BY args")
+    check(got == [("child", child, child, 100), ("parent", parent, parent, 100)], str(got))
+
+
+def case_exec():
+    p = run([prog("rpd_workload"), "exec", prog("roctx_app"), "10"],
+            {"LD_PRELOAD": ARGS.lib, "RPDT_FILENAME": "e.rpd"})
+    words = p.stdout.split()
+    parent, child = int(words[words.index("parent") + 1]), int(words[words.index("child") + 1])
+    con = db("e.rpd")
+    integrity(con)
+    check(q(con, "SELECT count(*) FROM api WHERE args='before-exec' AND pid=?", parent)[0][0] == 10,
+          "parent rows")
+    check(q(con, "SELECT count(*) FROM api WHERE args LIKE 'roctx-%' AND pid=?", child)[0][0] == 4,
+          "exec'd child rows")
+
+
+def case_control():
+    p = run([prog("rpd_workload"), "control"], {"RPDT_FILENAME": "ctl.rpd"})
+    check(p.stdout.strip() == "start=2 stop=1 stop=0 stop=-1 start=1 stop=0", p.stdout)
+    check("rpdstop() refused" in p.stderr, "no refusal message: %s" % p.stderr)
+    con = db("ctl.rpd")
+    rows = {r[8]: r for r in api_rows(con)}
+    check("while-stopped" not in rows, "recorded while stopped")
+    check(set(rows) == {"open-at-stop", "after-restart"}, str(list(rows)))
+    o, a = rows["open-at-stop"], rows["after-restart"]
+    check(o[3] < o[4] < a[3], "range open at the stop must end at the stop: %s %s" % (o, a))
+
+
+def case_autostart():
+    # loaded and idle: nothing recorded, no file made
+    run([prog("rpd_workload"), "marks", "10"], {"RPDT_AUTOSTART": "0", "RPDT_FILENAME": "idle.rpd"})
+    check(not os.path.exists("idle.rpd"), "RPDT_AUTOSTART=0 created a file")
+    p = run([prog("rpd_workload"), "idle", "20"],
+            {"RPDT_AUTOSTART": "0", "RPDT_FILENAME": "win-%p.rpd"})
+    check(p.stdout.split() == ["count=1", "count=0"], p.stdout)
+    files = [f for f in os.listdir(".") if f.startswith("win-")]
+    check(len(files) == 1 and files[0][4:-4].isdigit(), "%%p not expanded: %s" % files)
+    rows = api_rows(db(files[0]))
+    check([r[8] for r in rows] == ["window"], str(rows))
+
+
+def case_autoflush():
+    for hz, expect_live in (("20", 100), (None, 0)):
+        name = "af%s.rpd" % (hz or "off")
+        env = {"RPDT_FILENAME": name}
+        if hz:
+            env["RPDT_AUTOFLUSH"] = hz
+        e = dict(os.environ, **env)
+        p = subprocess.Popen([prog("rpd_workload"), "sleepy", "100", "1500"], env=e,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        check(p.stdout.readline().strip() == "ready", "workload did not start")
+        time.sleep(0.5)
+        live = q(sqlite3.connect(name), "SELECT count(*) FROM rocpd_api")[0][0]
+        p.communicate(timeout=30)
+        check(live == expect_live, "autoflush %s: %d rows while running, expected %d"
+              % (hz, live, expect_live))
+        check(q(sqlite3.connect(name), "SELECT count(*) FROM rocpd_api")[0][0] == 100,
+              "all rows at exit")
+
+
+def case_drop():
+    N = 200000
+    p = run([prog("rpd_workload"), "marks", str(N)],
+            {"RPDT_FILENAME": "d.rpd", "NANO_RPD_DROP": "1", "NANO_RPD_BUFFER": "64"})
+    con = db("d.rpd")
+    rows = q(con, "SELECT count(*) FROM rocpd_api")[0][0]
+    meta = q(con, "SELECT value FROM rocpd_metadata WHERE tag='nano_dropped_records'")
+    check(len(meta) == 1, "no nano_dropped_records row: %s" % meta)
+    dropped = int(meta[0][0])
+    check(dropped > 0, "nothing dropped with a 64-record buffer")
+    check(rows + dropped == N, "%d rows + %d dropped != %d" % (rows, dropped, N))
+    check("%d records dropped" % dropped in p.stderr, "stderr: %s" % p.stderr)
+    # default: producers wait, nothing is lost
+    run([prog("rpd_workload"), "marks", "20000"], {"RPDT_FILENAME": "w.rpd", "NANO_RPD_BUFFER": "64"})
+    con = db("w.rpd")
+    check(q(con, "SELECT count(*) FROM rocpd_api")[0][0] == 20000, "waiting mode lost records")
+    check(q(con, "SELECT count(*) FROM rocpd_metadata WHERE tag='nano_dropped_records'")[0][0] == 0,
+          "waiting mode reports drops")
+
+
+def case_stack():
+    run([prog("rpd_workload"), "stack"], {"RPDT_FILENAME": "s.rpd", "RPDT_STACKFRAMES": "1"})
+    con = db("s.rpd")
+    frames = q(con, "SELECT S.depth, S.name FROM stackframe S JOIN api A ON A.id = S.id "
+                    "WHERE A.args = 'deep' ORDER BY S.depth")
+    check(len(frames) >= 3, "too few frames: %s" % frames)
+    check(frames[0][1].startswith("stack_leaf+0x") and "rpd_workload.c:" in frames[0][1],
+          "innermost frame: %s" % frames[0][1])
+    names = " ".join(f[1] for f in frames)
+    check("stack_middle+0x" in names and "main+0x" in names, "frames: %s" % frames)
+    # the frame name ids carry the session offset like every other id
+    check(q(con, "SELECT count(*) FROM rocpd_stackframe F JOIN rocpd_string S ON S.id = F.name_id")[0][0]
+          == q(con, "SELECT count(*) FROM rocpd_stackframe")[0][0], "dangling frame names")
+
+
+def case_api():
+    run([prog("rpd_workload"), "api"], {"RPDT_FILENAME": "api.rpd"})
+    con = db("api.rpd")
+    integrity(con)
+    views_complete(con)
+    k = q(con, "SELECT gridX, gridY, gridZ, workgroupX, groupSegmentSize, privateSegmentSize, "
+               "kernelName, stream, duration FROM kernel")
+    check(k == [(64, 2, 1, 256, 1024, 16, "saxpy", "0x10", 5000)], str(k))
+    c = q(con, "SELECT apiName, size, kind, dst, src, dstDevice, srcDevice, sync, pinned FROM copy")
+    check(c == [("hipMemcpyAsync", 4096, 1, "0xdd", "0x55", 0, -1, 0, 1)], str(c))
+    co = q(con, "SELECT apiName, queueId, duration FROM copyop")
+    check(co == [("hipMemcpyAsync", 2, 1000)], str(co))
+    top = q(con, "SELECT Name, TotalCalls FROM top ORDER BY Name")
+    check(top == [("CopyHostToDevice", 1), ("saxpy", 1)], str(top))
+    a = q(con, "SELECT domain, category, apiName, args FROM api WHERE apiName='hipLaunchKernel'")
+    check(a == [("hip", "", "hipLaunchKernel", "kernel args")], str(a))
+    m = q(con, "SELECT deviceType, deviceId, monitorType, value FROM rocpd_monitor")
+    check(m == [("gpu", 0, "sclk", "1500")], str(m))
+    check(q(con, "SELECT Busy > 0 FROM busy") == [(1,)], "busy view")
+
+
+def case_atomics():
+    p = run([prog("atomics_app")], {"LD_PRELOAD": ARGS.lib, "RPDT_FILENAME": "at.rpd"})
+    check("NANO TRACKER" not in p.stderr, "the tracker's exit dump should go to the trace only")
+    con = db("at.rpd")
+    totals = dict(q(con, "SELECT kind, count FROM nano_atomic_totals"))
+    check(totals.get("__atomic_fetch_add") == 1000 and totals.get("__atomic_store") == 10
+          and totals.get("__atomic_load") == 1, "totals: %s" % totals)
+    sites = q(con, "SELECT kind, memory_order, size, file, line FROM nano_atomic_site ORDER BY line")
+    check(len(sites) == 3 and all(s[3].endswith("atomics_app.c") and s[4] > 0 for s in sites),
+          "sites: %s" % sites)
+    check(("__atomic_fetch_add", "relaxed", 4) in [s[:3] for s in sites], "sites: %s" % sites)
+
+
+CASES = {
+    "schema": case_schema, "errors": case_errors, "session": case_session,
+    "threads": case_threads, "roctx": case_roctx, "nvtx": case_nvtx, "append": case_append,
+    "sigkill": case_sigkill,
+    "crash_segv": lambda: case_crash("segv", signal.SIGSEGV),
+    "crash_abort": lambda: case_crash("abort", signal.SIGABRT),
+    "crash_term": lambda: case_crash("term", signal.SIGTERM),
+    "crash_int": lambda: case_crash("int", signal.SIGINT),
+    "fork": case_fork, "exec": case_exec, "control": case_control, "autostart": case_autostart,
+    "autoflush": case_autoflush, "drop": case_drop, "stack": case_stack, "api": case_api,
+    "atomics": case_atomics,
+}
+
+
+def main():
+    global ARGS
+    ap = argparse.ArgumentParser()
+    ap.add_argument("case", choices=sorted(CASES))
+    ap.add_argument("--lib", required=True)
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("--nvtx-app", default="")
+    ap.add_argument("--work", required=True)
+    ARGS = ap.parse_args()
+    work = os.path.join(ARGS.work, ARGS.case)
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    os.chdir(work)
+    CASES[ARGS.case]()
+    print("PASS rpd_%s" % ARGS.case)
+
+
+if __name__ == "__main__":
+    main()
