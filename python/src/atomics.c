@@ -1,9 +1,13 @@
 /*
  * atomics.c: the atomics tracker (libnano_tracker.so, nano/atomics.h) read
- * from Python. The tracker is not linked: it is found at run time with
- * dlsym(RTLD_DEFAULT), so it is there exactly when the process runs under
- * LD_PRELOAD=libnano_tracker.so (or something loaded it with RTLD_GLOBAL).
- * Every function raises RuntimeError naming the library when it is not.
+ * from Python. The tracker is not linked: it is looked up at run time in the
+ * global scope (dlopen(NULL): the program, what it was linked and preloaded
+ * with, and libraries loaded RTLD_GLOBAL), the scope where instrumented code
+ * binds its weak hooks. So it is found exactly when the counts are real: the
+ * process runs under LD_PRELOAD=libnano_tracker.so (or links it). A copy
+ * that only some extension's own dependencies pulled in (RTLD_LOCAL) does not
+ * count, and is not used. Every function raises RuntimeError naming the
+ * library when it is not there.
  */
 #include "nanoprobe.h"
 
@@ -30,16 +34,23 @@ static struct {
 /* Resolves the tracker's functions. Returns 0, or -1 with RuntimeError. */
 static int np_tracker_resolve(void)
 {
+  void *global;
   if (np_tracker.resolved)
     return 0;
+  /* The handle of the main program stays valid for the life of the process. */
+  global = dlopen(NULL, RTLD_NOW);
+  if (!global) {
+    PyErr_Format(PyExc_RuntimeError, "dlopen of the main program failed: %s", dlerror());
+    return -1;
+  }
   /* dlsym returns void *; POSIX guarantees it converts to a function pointer. */
-  *(void **)&np_tracker.reset = dlsym(RTLD_DEFAULT, "nano_tracker_reset");
-  *(void **)&np_tracker.count = dlsym(RTLD_DEFAULT, "nano_tracker_count");
-  *(void **)&np_tracker.dump = dlsym(RTLD_DEFAULT, "nano_tracker_dump");
-  *(void **)&np_tracker.dump_path = dlsym(RTLD_DEFAULT, "nano_tracker_dump_path");
-  *(void **)&np_tracker.foreach_site = dlsym(RTLD_DEFAULT, "nano_tracker_foreach_site");
-  *(void **)&np_tracker.kind_name = dlsym(RTLD_DEFAULT, "nano_kind_name");
-  *(void **)&np_tracker.order_name = dlsym(RTLD_DEFAULT, "nano_order_name");
+  *(void **)&np_tracker.reset = dlsym(global, "nano_tracker_reset");
+  *(void **)&np_tracker.count = dlsym(global, "nano_tracker_count");
+  *(void **)&np_tracker.dump = dlsym(global, "nano_tracker_dump");
+  *(void **)&np_tracker.dump_path = dlsym(global, "nano_tracker_dump_path");
+  *(void **)&np_tracker.foreach_site = dlsym(global, "nano_tracker_foreach_site");
+  *(void **)&np_tracker.kind_name = dlsym(global, "nano_kind_name");
+  *(void **)&np_tracker.order_name = dlsym(global, "nano_order_name");
   if (!np_tracker.reset || !np_tracker.count || !np_tracker.dump || !np_tracker.dump_path ||
       !np_tracker.foreach_site || !np_tracker.kind_name || !np_tracker.order_name) {
     PyErr_SetString(PyExc_RuntimeError,

@@ -1,0 +1,203 @@
+"""Tracer control, signposts, child processes and the `python -m nanoprobe` runner."""
+
+import os
+import sqlite3
+import subprocess
+
+import pytest
+
+from conftest import assert_nested, counts, ranges, run, write
+
+
+def test_tracer_control(tmp_path):
+    write(tmp_path, "ctl.py", """
+        import os, sys
+        from nanoprobe import Tracer, signpost
+        Tracer.set_filename("ctl.rpd", append=False)
+        t = Tracer()
+        try:
+            Tracer.set_filename("other.rpd")
+        except RuntimeError as e:
+            print("late set_filename refused")
+        try:
+            t.stop()
+        except RuntimeError:
+            print("stop at zero refused")
+        t.range_push("not recorded")     # recording is off
+        t.range_pop()
+        with Tracer():                   # count 1
+            assert t.start() == 2
+            t.range_push("outer", "outer args")
+            t.range_push("inner")
+            t.range_pop()
+            t.range_pop()
+            t.mark("a mark")
+            signpost("Run number 5", "after 5 warm-up runs")
+            signpost("header only")
+            assert t.stop() == 1
+        t.flush()
+        t.range_push("after stop")
+        t.range_pop()
+        print(os.environ["RPDT_FILENAME"])
+    """)
+    r = run(["ctl.py"], cwd=str(tmp_path))
+    out = r.stdout.splitlines()
+    assert out[:2] == ["late set_filename refused", "stop at zero refused"]
+    assert out[2] == str(tmp_path / "ctl.rpd")     # exported to children
+    assert not os.path.exists(tmp_path / "other.rpd")
+    trace = str(tmp_path / "ctl.rpd")
+    user = ranges(trace, "UserMarker")
+    assert sorted((x.name, x.args) for x in user) == [
+        ("UserMarker", "a mark"), ("UserMarker", "inner"), ("outer", "outer args")]
+    inner = next(x for x in user if x.args == "inner")
+    outer = next(x for x in user if x.name == "outer")
+    assert outer.start <= inner.start and inner.end <= outer.end
+    signs = ranges(trace, "signpost")
+    assert sorted((x.name, x.args) for x in signs) == [
+        ("Run number 5", "after 5 warm-up runs"), ("UserMarker", "header only")]
+    assert all(x.start == x.end for x in signs)
+
+
+def test_append_and_truncate(tmp_path):
+    write(tmp_path, "one.py", """
+        import sys
+        from nanoprobe import Tracer
+        Tracer.set_filename("a.rpd", append=sys.argv[1] == "append")
+        with Tracer() as t:
+            t.mark(sys.argv[2])
+    """)
+    run(["one.py", "new", "first"], cwd=str(tmp_path))
+    run(["one.py", "append", "second"], cwd=str(tmp_path))
+    assert sorted(x.args for x in ranges(str(tmp_path / "a.rpd"), "UserMarker")) == ["first", "second"]
+    run(["one.py", "new", "third"], cwd=str(tmp_path))
+    assert [x.args for x in ranges(str(tmp_path / "a.rpd"), "UserMarker")] == ["third"]
+
+
+def test_import_does_not_start_recording(tmp_path):
+    write(tmp_path, "imp.py", """
+        import nanoprobe
+        nanoprobe.Tracer().range_push("x")
+        nanoprobe.Tracer().range_pop()
+    """)
+    run(["imp.py"], cwd=str(tmp_path))
+    assert not os.path.exists(tmp_path / "trace.rpd")
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_multiprocessing_children_in_same_file(tmp_path, nanoprobe, method):
+    write(tmp_path, "mp.py", """
+        import multiprocessing as mp, os, sys
+        def leaf(i):
+            return i * i
+        def work(n):
+            return sum(leaf(i) for i in range(n))
+        if __name__ == "__main__":
+            ctx = mp.get_context(sys.argv[1])
+            ps = [ctx.Process(target=work, args=(5,)) for _ in range(2)]
+            for p in ps:
+                p.start()
+            for p in ps:
+                p.join()
+            assert all(p.exitcode == 0 for p in ps)
+            work(1)
+            print(os.getpid())
+    """)
+    r, trace = nanoprobe("mp.py", method)
+    parent = int(r.stdout.strip())
+    rows = ranges(trace)
+    child_work = [x for x in rows if x.pid != parent and x.name.endswith(".work")]
+    assert len(child_work) == 2
+    assert len({x.pid for x in child_work}) == 2
+    assert sum(1 for x in rows if x.pid != parent and x.name.endswith(".leaf")) == 10
+    assert counts(x for x in rows if x.pid == parent)["__main__.work"] == 1
+    assert_nested(rows)
+
+
+def test_subprocess_child_and_per_process_files(tmp_path):
+    write(tmp_path, "child.py", """
+        def hello():
+            return 1
+        hello()
+    """)
+    write(tmp_path, "parent.py", """
+        import subprocess, sys
+        def spawn():
+            subprocess.run([sys.executable, "child.py"], check=True)
+        spawn()
+    """)
+    run(["-m", "nanoprobe", "-o", "one.rpd", "parent.py"], cwd=str(tmp_path))
+    rows = ranges(str(tmp_path / "one.rpd"))
+    assert counts(rows)["__main__.hello"] == 1 and counts(rows)["__main__.spawn"] == 1
+    assert len({x.pid for x in rows}) == 2
+    run(["-m", "nanoprobe", "-o", "per-%p.rpd", "parent.py"], cwd=str(tmp_path))
+    files = sorted(f for f in os.listdir(tmp_path) if f.startswith("per-") and f.endswith(".rpd"))
+    assert len(files) == 2
+    names = [set(counts(ranges(str(tmp_path / f)))) for f in files]
+    assert any("__main__.hello" in n for n in names) and any("__main__.spawn" in n for n in names)
+
+
+def test_runner_argv_main_and_module(tmp_path, nanoprobe):
+    write(tmp_path, "args.py", """
+        import sys
+        print(__name__, sys.argv[1:], sys.argv[0])
+    """)
+    os.makedirs(tmp_path / "pkg")
+    write(tmp_path / "pkg", "__init__.py", "")
+    write(tmp_path / "pkg", "tool.py", """
+        import sys
+        def main():
+            print(__name__, sys.argv[1:])
+            return 3
+        if __name__ == "__main__":
+            sys.exit(main())
+    """)
+    r, trace = nanoprobe("args.py", "--epochs", "1")
+    assert r.stdout.split("\n")[0] == "__main__ ['--epochs', '1'] args.py"
+    r, trace = nanoprobe("-m", "pkg.tool", "-x", expect=3)
+    assert r.stdout.strip() == "__main__ ['-x']"
+    assert counts(ranges(trace))["__main__.main"] == 1
+
+
+def test_pytest_exit_code_preserved(tmp_path, nanoprobe):
+    write(tmp_path, "test_small.py", """
+        import os
+        def helper(x):
+            return x + 1
+        def test_ok():
+            assert helper(1) == 2
+        def test_maybe():
+            assert os.environ.get("SMALL_FAIL") != "1"
+    """)
+    _, trace = nanoprobe("-m", "pytest", "-q", "-p", "no:cacheprovider", "test_small.py")
+    assert counts(ranges(trace))["test_small.helper"] == 1
+    _, trace = nanoprobe("-m", "pytest", "-q", "-p", "no:cacheprovider", "test_small.py",
+                         expect=1, env={"SMALL_FAIL": "1"})
+    assert counts(ranges(trace))["test_small.test_maybe"] == 1
+    _, trace = nanoprobe("-p", "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_small.py")
+    assert counts(ranges(trace))["test_small.helper"] == 0
+
+
+def test_help_and_errors(tmp_path):
+    r = run(["-m", "nanoprobe", "--help"], cwd=str(tmp_path))
+    for option in ("-o", "--append", "-p", "-l", "-c", "--no-python", "-m"):
+        assert option in r.stdout
+    r = run(["-m", "nanoprobe", "missing.py"], cwd=str(tmp_path), expect=2)
+    assert "missing.py" in r.stderr
+    r = run(["-m", "nanoprobe"], cwd=str(tmp_path), expect=2)
+    assert "no script or module" in r.stderr
+
+
+def test_rpd_tool_shows_signposts(tmp_path):
+    rpd = os.environ["NANO_RPD_TOOL"]
+    write(tmp_path, "sp.py", """
+        from nanoprobe import Tracer, signpost
+        with Tracer():
+            signpost("Run number 5", "after 5 warm-up runs")
+    """)
+    run(["sp.py"], cwd=str(tmp_path))
+    out = subprocess.run([rpd, "export", str(tmp_path / "trace.rpd"), "-o", "-"],
+                         capture_output=True, text=True, check=True).stdout
+    assert "Run number 5" in out and "after 5 warm-up runs" in out
+    con = sqlite3.connect(str(tmp_path / "trace.rpd"))
+    assert con.execute("SELECT count(*) FROM api WHERE domain = 'signpost'").fetchone()[0] == 1
+    con.close()
