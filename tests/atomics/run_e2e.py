@@ -1,0 +1,286 @@
+#!/usr/bin/env python3
+"""End-to-end checks of host-atomics counting (tests/atomics/CMakeLists.txt
+registers one ctest per scenario). Each scenario runs instrumented programs
+untracked, under libnano_tracker.so (text and JSON) and under libnano_print.so,
+and compares the counts with the ones each program's comment derives."""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+FAILS = []
+
+
+def check(cond, what):
+    if not cond:
+        FAILS.append(what)
+        print("FAIL: " + what, file=sys.stderr)
+
+
+def run(argv, env_extra=None, expect_rc=0):
+    env = dict(os.environ)
+    for k in ("LD_PRELOAD", "NANO_TRACKER_OUTPUT", "NANO_TRACKER_FORMAT", "NANO_PRINT_OUTPUT"):
+        env.pop(k, None)
+    env.update(env_extra or {})
+    p = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
+    if expect_rc is not None and p.returncode != expect_rc:
+        print("command %s exited %d (expected %d)\nstdout: %s\nstderr: %s"
+              % (argv, p.returncode, expect_rc, p.stdout[-2000:], p.stderr[-2000:]), file=sys.stderr)
+        FAILS.append("exit status of %s" % argv)
+    return p
+
+
+def marker_line(source, marker):
+    with open(source) as f:
+        for n, line in enumerate(f, 1):
+            if marker in line:
+                return n
+    raise SystemExit("no marker %s in %s" % (marker, source))
+
+
+def expected(prog, mode, threads, iters, mix, extra=False):
+    """Counts per kind of one run, as the programs' comments derive them."""
+    e = {}
+
+    def add(kind, n):
+        if n:
+            e["__atomic_" + kind] = e.get("__atomic_" + kind, 0) + n
+
+    T, R = threads, threads * mix
+    if prog == "c11":
+        for k, n in (("fetch_add", 3), ("fetch_sub", 1), ("load", 2), ("store", 1), ("exchange", 1),
+                     ("compare_exchange", 1), ("fetch_or", 1), ("fetch_and", 1), ("fetch_xor", 1),
+                     ("thread_fence", 1)):
+            add(k, n * R)
+        add("fetch_add", T * iters)
+        add("load", 3)
+    elif prog == "builtins":
+        for k, n in (("fetch_add", 3 + (1 if extra else 0)), ("fetch_sub", 2), ("load", 2), ("store", 2),
+                     ("exchange", 2), ("compare_exchange", 3), ("fetch_nand", 1), ("fetch_or", 1),
+                     ("thread_fence", 2), ("signal_fence", 1)):
+            add(k, n * R)
+        if mode == "prelude":
+            add("test_and_set", R)
+            add("clear", R)
+        else:
+            add("exchange", R)
+            add("store", R)
+        add("fetch_add", T * iters + 2)
+        add("load", 1)
+    elif prog == "cxx":
+        for k, n in (("fetch_add", 4), ("load", 2), ("store", 1), ("exchange", 1), ("compare_exchange", 1)):
+            add(k, n * R)
+        add("fetch_add", T * iters + 2 * T)
+        add("load", T + 3)
+    else:
+        raise SystemExit("unknown program " + prog)
+    return e
+
+
+def parse_text(stderr):
+    """The NANO TRACKER block of stderr as {kind: count}; None if absent."""
+    m = re.search(r"^NANO TRACKER \{\n((?:  \S+: \d+\n)*)\}$", stderr, re.M)
+    if not m:
+        return None
+    return {k: int(v) for k, v in re.findall(r"^  (\S+): (\d+)$", m.group(1), re.M)}
+
+
+PRINT_RE = re.compile(r"^NANO ATOMIC (\S+) (\S+) (\d+) (\S+) (.+):(\d+):(\d+)$")
+
+
+def scenario_e2e(a):
+    prog, mode, binary = a.prog, a.mode, a.bin
+    hot_line = marker_line(a.source, "HOT")
+    tracker = {"LD_PRELOAD": a.tracker}
+    for threads, iters, mix in ((1, 1000000, 1000), (8, 1000000, 1000)):
+        args = [binary, str(threads), str(iters), str(mix)]
+        plain = run(args)
+        check(plain.stderr == "", "untracked run writes nothing to stderr")
+        tracked = run(args, tracker)
+        check(tracked.stdout == plain.stdout, "%s: tracked output equals untracked (%d threads)" % (prog, threads))
+        counts = parse_text(tracked.stderr)
+        want = expected(prog, mode, threads, iters, mix)
+        check(counts == want, "%s/%s %d threads: counts %s, expected %s" % (prog, mode, threads, counts, want))
+
+    # JSON per kind and per site.
+    threads, iters, mix = 2, 1000, 10
+    args = [binary, str(threads), str(iters), str(mix)]
+    plain = run(args)
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "counts.json")
+        tracked = run(args, dict(tracker, NANO_TRACKER_FORMAT="json", NANO_TRACKER_OUTPUT=out))
+        check(tracked.stdout == plain.stdout, "json run: output equals untracked")
+        check("NANO TRACKER" not in tracked.stderr, "json run: no text dump on stderr")
+        with open(out) as f:
+            doc = json.load(f)
+    want = expected(prog, mode, threads, iters, mix)
+    check(doc["format"] == "nanoprobe-atomics" and doc["version"] == 1, "json format and version")
+    check(doc["kinds"] == want, "json kinds %s, expected %s" % (doc["kinds"], want))
+    check(doc["total"] == sum(want.values()), "json total")
+    check(sum(s["count"] for s in doc["sites"]) == doc["total"], "json sites sum to the total")
+    for s in doc["sites"]:
+        check(set(s) >= {"kind", "order", "size", "flags", "function", "file", "line", "column",
+                         "instances", "count"}, "json site fields: %s" % s)
+        check(("prelude" in s["flags"]) == (mode == "prelude"), "prelude flag matches the build: %s" % s)
+    if prog != "cxx":  # C++ atomics sit in libstdc++'s headers
+        hot = [s for s in doc["sites"] if s["file"].endswith(os.path.basename(a.source)) and s["line"] == hot_line]
+        check(len(hot) == 1, "one site at the hot line %d: %s" % (hot_line, hot))
+        if hot:
+            s = hot[0]
+            check(s["kind"] == "__atomic_fetch_add" and s["order"] == "relaxed" and s["size"] == 8,
+                  "hot site kind/order/size: %s" % s)
+            check(s["count"] == threads * iters, "hot site count %d" % s["count"])
+            check(s["function"] == "worker", "hot site function: %s" % s["function"])
+            check((s["column"] > 0) == (mode == "plugin"), "column known with the plugin only: %s" % s)
+
+    # The printing tracker: one line per event.
+    threads, iters, mix = 2, 50, 5
+    args = [binary, str(threads), str(iters), str(mix)]
+    plain = run(args)
+    printed = run(args, {"LD_PRELOAD": a.print_lib})
+    check(printed.stdout == plain.stdout, "print run: output equals untracked")
+    lines = printed.stderr.splitlines()
+    want = expected(prog, mode, threads, iters, mix)
+    check(len(lines) == sum(want.values()), "print: %d lines, expected %d" % (len(lines), sum(want.values())))
+    kinds, hot = {}, 0
+    for line in lines:
+        m = PRINT_RE.match(line)
+        check(m is not None, "print line format: %r" % line)
+        if not m:
+            continue
+        kinds[m.group(1)] = kinds.get(m.group(1), 0) + 1
+        if m.group(5).endswith(os.path.basename(a.source)) and int(m.group(6)) == hot_line:
+            hot += 1
+            check(m.group(1) == "__atomic_fetch_add" and m.group(2) == "relaxed" and m.group(3) == "8"
+                  and m.group(4) == "worker", "print hot line content: %r" % line)
+    check(kinds == want, "print kinds %s, expected %s" % (kinds, want))
+    if prog != "cxx":
+        check(hot == threads * iters, "print: %d hot lines, expected %d" % (hot, threads * iters))
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "events.txt")
+        printed = run(args, {"LD_PRELOAD": a.print_lib, "NANO_PRINT_OUTPUT": out})
+        check(printed.stderr == "", "NANO_PRINT_OUTPUT: nothing on stderr")
+        with open(out) as f:
+            check(len(f.read().splitlines()) == sum(want.values()), "NANO_PRINT_OUTPUT: all lines in the file")
+
+
+def scenario_linked(a):
+    """A program linked with -lnano_tracker counts without LD_PRELOAD."""
+    args = [a.bin, "2", "1000", "10"]
+    p = run(args)
+    check(parse_text(p.stderr) == expected("c11", "plugin", 2, 1000, 10), "linked: counts %s" % parse_text(p.stderr))
+
+
+def scenario_dlopen(a):
+    """Sites of a dlopen'ed plugin-built library are registered then, and
+    still reported after dlclose."""
+    line = marker_line(a.source, "DL_SITE")
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "c.json")
+        p = run([a.bin, a.lib, "12345"], {"LD_PRELOAD": a.tracker, "NANO_TRACKER_FORMAT": "json",
+                                          "NANO_TRACKER_OUTPUT": out})
+        check(p.stdout == "dl_work=12345\n", "dlopen: program output")
+        with open(out) as f:
+            doc = json.load(f)
+    check(doc["kinds"] == {"__atomic_fetch_add": 12346, "__atomic_load": 1}, "dlopen kinds: %s" % doc["kinds"])
+    sites = [s for s in doc["sites"] if s["file"].endswith("dl_lib.c") and s["line"] == line]
+    check(len(sites) == 1 and sites[0]["count"] == 12345 and sites[0]["function"] == "dl_work",
+          "dlopen: the library's site at dl_lib.c:%d: %s" % (line, sites))
+
+
+def scenario_env(a):
+    """Bad NANO_* values: one warning and the default; an unwritable path:
+    an error naming it, and the counts on stderr."""
+    args = [a.bin, "1", "10", "1"]
+    want = expected("c11", "plugin", 1, 10, 1)
+    p = run(args, {"LD_PRELOAD": a.tracker, "NANO_TRACKER_FORMAT": "yaml"})
+    warnings = [l for l in p.stderr.splitlines() if l.startswith("nanoprobe:")]
+    check(len(warnings) == 1 and "NANO_TRACKER_FORMAT" in warnings[0] and "yaml" in warnings[0],
+          "one warning for a bad format: %s" % warnings)
+    check(parse_text(p.stderr) == want, "bad format falls back to text")
+    bad = "/nonexistent-dir/counts.json"
+    p = run(args, {"LD_PRELOAD": a.tracker, "NANO_TRACKER_OUTPUT": bad})
+    check(bad in p.stderr and "cannot write" in p.stderr, "unwritable path named: %r" % p.stderr)
+    check(parse_text(p.stderr) == want, "unwritable path: counts on stderr")
+    p = run(args, {"LD_PRELOAD": a.tracker, "NANO_TRACKER_OUTPUT": "stdout"})
+    check(parse_text(p.stdout) == want and "NANO TRACKER" not in p.stderr, "NANO_TRACKER_OUTPUT=stdout")
+    with tempfile.TemporaryDirectory() as d:
+        p = run(args, {"LD_PRELOAD": a.tracker, "NANO_TRACKER_OUTPUT": os.path.join(d, "c-%p.txt")})
+        files = os.listdir(d)
+        check(len(files) == 1 and re.fullmatch(r"c-\d+\.txt", files[0]), "%%p expands to the pid: %s" % files)
+    # A process without instrumented code (here: the shell) writes no dump.
+    p = run(["/bin/sh", "-c", "true"], {"LD_PRELOAD": a.tracker})
+    check(p.stderr == "", "an uninstrumented process writes no dump: %r" % p.stderr)
+
+
+def scenario_gate(a):
+    """nanoprobe gate: 0 unchanged, 1 with an added atomic (diff names the
+    site), 2 for a missing or malformed baseline; --current; tolerance."""
+    np_ = [a.nanoprobe, "gate", "--tracker", a.tracker]
+    args = ["2", "100", "10"]
+    with tempfile.TemporaryDirectory() as d:
+        base = os.path.join(d, "base.json")
+        p = run(np_ + ["--baseline", base, "--update", "--", a.bin] + args)
+        check(os.path.exists(base), "--update writes the baseline")
+        p = run(np_ + ["--baseline", base, "--", a.bin] + args, expect_rc=0)
+        check("OK" in p.stdout, "unchanged: OK")
+        p = run(np_ + ["--baseline", base, "--", a.extra] + args, expect_rc=1)
+        check("REGRESSED" in p.stdout and "prog_builtins.c:%d" % marker_line(a.source, "EXTRA_SITE") in p.stdout
+              and "FAIL" in p.stdout, "added atomic: a diff naming the site: %r" % p.stdout)
+        p = run(np_ + ["--baseline", base, "--tolerance", "100000", "--", a.extra] + args, expect_rc=0)
+        p = run(np_ + ["--baseline", os.path.join(d, "missing.json"), "--", a.bin] + args, expect_rc=2)
+        check("missing" in p.stderr and "missing.json" in p.stderr, "missing baseline named: %r" % p.stderr)
+        bad = os.path.join(d, "bad.json")
+        with open(bad, "w") as f:
+            f.write('{"format": "nanoprobe-atomics", "version": 1, "kinds": {"x": "many"}, "sites": []}')
+        p = run(np_ + ["--baseline", bad, "--", a.bin] + args, expect_rc=2)
+        check("malformed" in p.stderr and "bad.json" in p.stderr, "malformed baseline named: %r" % p.stderr)
+        with open(bad, "w") as f:
+            f.write("{not json")
+        p = run(np_ + ["--baseline", bad, "--current", base], expect_rc=2)
+        check("malformed" in p.stderr, "unparsable baseline: %r" % p.stderr)
+        # Two dumps compared with --current.
+        cur = os.path.join(d, "cur.json")
+        run([a.extra] + args, {"LD_PRELOAD": a.tracker, "NANO_TRACKER_FORMAT": "json", "NANO_TRACKER_OUTPUT": cur})
+        run([a.nanoprobe, "gate", "--baseline", base, "--current", cur], expect_rc=1)
+        run([a.nanoprobe, "gate", "--baseline", cur, "--current", base], expect_rc=0)
+
+
+def scenario_instructions(a):
+    """--metric instructions through callgrind: update, then unchanged."""
+    with tempfile.TemporaryDirectory() as d:
+        base = os.path.join(d, "instr.json")
+        args = [a.bin, "1", "1000", "10"]
+        run([a.nanoprobe, "gate", "--metric", "instructions", "--baseline", base, "--update", "--"] + args)
+        with open(base) as f:
+            doc = json.load(f)
+        check(doc["format"] == "nanoprobe-instructions" and doc["instructions"] > 10000, "instructions doc: %s" % doc)
+        p = run([a.nanoprobe, "gate", "--metric", "instructions", "--tolerance", "2%", "--baseline", base, "--"]
+                + args, expect_rc=0)
+        check("OK" in p.stdout, "instructions unchanged: OK")
+        doc["instructions"] //= 2
+        with open(base, "w") as f:
+            json.dump(doc, f)
+        p = run([a.nanoprobe, "gate", "--metric", "instructions", "--baseline", base, "--"] + args, expect_rc=1)
+        check("REGRESSED" in p.stdout, "instructions doubled: regression")
+        run([a.nanoprobe, "gate", "--baseline", base, "--"] + args, expect_rc=2)  # wrong metric
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("scenario")
+    for opt in ("prog", "mode", "bin", "source", "tracker", "print-lib", "lib", "nanoprobe", "extra"):
+        ap.add_argument("--" + opt)
+    a = ap.parse_args()
+    globals()["scenario_" + a.scenario](a)
+    if FAILS:
+        print("%d check(s) failed" % len(FAILS), file=sys.stderr)
+        sys.exit(1)
+    print("%s: all checks passed" % a.scenario)
+
+
+if __name__ == "__main__":
+    main()
