@@ -20,6 +20,11 @@
 #include <string.h>
 #include <unistd.h>
 
+void an_sqlite_setup(void) {
+  sqlite3_config(SQLITE_CONFIG_MULTITHREAD);
+  sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+}
+
 int an_open_write(const char *cmd, const char *path, struct rpdtool_trace *t) {
   memset(t, 0, sizeof *t);
   if (access(path, F_OK) == 0 && access(path, W_OK) != 0)
@@ -160,35 +165,65 @@ struct an_gpu {
   size_t n;
 };
 
-/* Loads the summed op durations per API call. 0 or -1 (SQLite / memory). */
+/* qsort order of (api id, ns) pairs: by id. */
+static int an_pair_cmp(const void *pa, const void *pb) {
+  const int64_t *a = pa, *b = pb;
+  return a[0] < b[0] ? -1 : a[0] > b[0];
+}
+
+/* Loads the summed op durations per API call: reads the (call, duration)
+ * pairs unsorted, sorts them in memory and adds up the durations of each
+ * call. 0 or -1 (SQLite / memory). */
 static int an_gpu_load(sqlite3 *db, struct an_gpu *g) {
   memset(g, 0, sizeof *g);
   sqlite3_stmt *st = NULL;
   if (sqlite3_prepare_v2(db,
-                         "SELECT A.api_id, sum(B.end - B.start) FROM rocpd_api_ops A "
-                         "JOIN rocpd_op B ON B.id = A.op_id GROUP BY A.api_id ORDER BY A.api_id",
+                         "SELECT A.api_id, B.end - B.start FROM rocpd_api_ops A "
+                         "JOIN rocpd_op B ON B.id = A.op_id",
                          -1, &st, NULL) != SQLITE_OK)
     return -1;
-  size_t cap = 0;
+  int64_t *pairs = NULL;
+  size_t n = 0, cap = 0;
   int rc;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-    if (g->n == cap) {
+    if (n == cap) {
       cap = cap ? cap * 2 : 1024;
-      int64_t *a = realloc(g->id, cap * sizeof *a);
-      if (a) g->id = a;
-      int64_t *b = a ? realloc(g->ns, cap * sizeof *b) : NULL;
-      if (b) g->ns = b;
-      if (!a || !b) {
+      int64_t *p = realloc(pairs, cap * 2 * sizeof *p);
+      if (!p) {
+        free(pairs);
         sqlite3_finalize(st);
         return -1;
       }
+      pairs = p;
     }
-    g->id[g->n] = sqlite3_column_int64(st, 0);
-    g->ns[g->n] = sqlite3_column_int64(st, 1);
-    g->n++;
+    pairs[2 * n] = sqlite3_column_int64(st, 0);
+    pairs[2 * n + 1] = sqlite3_column_int64(st, 1);
+    n++;
   }
   sqlite3_finalize(st);
-  return rc == SQLITE_DONE ? 0 : -1;
+  if (rc != SQLITE_DONE) {
+    free(pairs);
+    return -1;
+  }
+  qsort(pairs, n, 2 * sizeof *pairs, an_pair_cmp);
+  /* Sum the durations of equal ids. */
+  g->id = malloc((n ? n : 1) * sizeof *g->id);
+  g->ns = malloc((n ? n : 1) * sizeof *g->ns);
+  if (!g->id || !g->ns) {
+    free(pairs);
+    return -1;
+  }
+  for (size_t i = 0; i < n; i++) {
+    if (g->n && g->id[g->n - 1] == pairs[2 * i]) {
+      g->ns[g->n - 1] += pairs[2 * i + 1];
+    } else {
+      g->id[g->n] = pairs[2 * i];
+      g->ns[g->n] = pairs[2 * i + 1];
+      g->n++;
+    }
+  }
+  free(pairs);
+  return 0;
 }
 
 /* The GPU time of API call `id` (0 when no op is linked to it). */
@@ -222,6 +257,107 @@ static int an_pop(struct an_frame *stack, int *n, const struct an_gpu *g, an_vis
   return rc;
 }
 
+/* One row of rocpd_api as the walk needs it. */
+struct an_call {
+  int64_t id, pid, tid, start, end, name_id, args_id;
+};
+
+/* The walk's source of calls in (pid, tid, start, end desc, id) order: an
+ * array sorted in memory for traces up to AN_SORT_MAX calls (a scan in rowid
+ * order plus qsort is several times faster than SQLite's sorter), SQLite's
+ * ORDER BY (which spills to disk) beyond. */
+#define AN_SORT_MAX 8000000
+struct an_src {
+  sqlite3_stmt *st;
+  struct an_call *rows;
+  size_t n, next;
+};
+
+static const char an_calls_sql[] =
+    "SELECT id, pid, tid, start, end, apiName_id, args_id FROM rocpd_api";
+
+/* qsort order of the walk. */
+static int an_call_cmp(const void *pa, const void *pb) {
+  const struct an_call *a = pa, *b = pb;
+  if (a->pid != b->pid) return a->pid < b->pid ? -1 : 1;
+  if (a->tid != b->tid) return a->tid < b->tid ? -1 : 1;
+  if (a->start != b->start) return a->start < b->start ? -1 : 1;
+  if (a->end != b->end) return a->end > b->end ? -1 : 1;
+  return a->id < b->id ? -1 : a->id > b->id;
+}
+
+/* Copies the current row of st into *c. */
+static void an_call_read(sqlite3_stmt *st, struct an_call *c) {
+  c->id = sqlite3_column_int64(st, 0);
+  c->pid = sqlite3_column_int64(st, 1);
+  c->tid = sqlite3_column_int64(st, 2);
+  c->start = sqlite3_column_int64(st, 3);
+  c->end = sqlite3_column_int64(st, 4);
+  c->name_id = sqlite3_column_int64(st, 5);
+  c->args_id = sqlite3_column_int64(st, 6);
+}
+
+/* Opens the source for `total` calls. 0, or -1 (SQLite error or no memory;
+ * *oom tells which). Reading in memory advances the progress line. */
+static int an_src_open(sqlite3 *db, int64_t total, struct an_src *s, struct rpdtool_progress *p,
+                       int *oom) {
+  memset(s, 0, sizeof *s);
+  *oom = 0;
+  if (total > AN_SORT_MAX) {
+    char sql[sizeof an_calls_sql + 64];
+    snprintf(sql, sizeof sql, "%s ORDER BY pid, tid, start, end DESC, id", an_calls_sql);
+    return sqlite3_prepare_v2(db, sql, -1, &s->st, NULL) == SQLITE_OK ? 0 : -1;
+  }
+  size_t cap = total > 0 ? (size_t)total + 1 : 1;
+  s->rows = malloc(cap * sizeof *s->rows);
+  if (!s->rows) {
+    *oom = 1;
+    return -1;
+  }
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v2(db, an_calls_sql, -1, &st, NULL) != SQLITE_OK) return -1;
+  int rc;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    if (s->n == cap) { /* rows added since the count */
+      struct an_call *r = realloc(s->rows, 2 * cap * sizeof *r);
+      if (!r) {
+        *oom = 1;
+        sqlite3_finalize(st);
+        return -1;
+      }
+      s->rows = r;
+      cap *= 2;
+    }
+    an_call_read(st, &s->rows[s->n++]);
+    if ((s->n & 0xfff) == 0) rpdtool_progress_add(p, 0x1000);
+  }
+  sqlite3_finalize(st);
+  if (rc != SQLITE_DONE) return -1;
+  qsort(s->rows, s->n, sizeof *s->rows, an_call_cmp);
+  return 0;
+}
+
+/* The next call of the source: 1 and *c, 0 at the end, -1 on SQLite error. */
+static int an_src_next(struct an_src *s, struct an_call *c) {
+  if (!s->st) {
+    if (s->next == s->n) return 0;
+    *c = s->rows[s->next++];
+    return 1;
+  }
+  int rc = sqlite3_step(s->st);
+  if (rc == SQLITE_ROW) {
+    an_call_read(s->st, c);
+    return 1;
+  }
+  return rc == SQLITE_DONE ? 0 : -1;
+}
+
+static void an_src_close(struct an_src *s) {
+  sqlite3_finalize(s->st);
+  free(s->rows);
+  memset(s, 0, sizeof *s);
+}
+
 int an_walk(const char *cmd, const struct rpdtool_trace *t, const char *label, an_visit_fn visit,
             void *ctx) {
   struct an_gpu g;
@@ -236,33 +372,32 @@ int an_walk(const char *cmd, const struct rpdtool_trace *t, const char *label, a
       sqlite3_step(st) == SQLITE_ROW)
     total = sqlite3_column_int64(st, 0);
   sqlite3_finalize(st);
-  st = NULL;
-  if (sqlite3_prepare_v2(t->db,
-                         "SELECT id, pid, tid, start, end, apiName_id, args_id FROM rocpd_api "
-                         "ORDER BY pid, tid, start, end DESC, id",
-                         -1, &st, NULL) != SQLITE_OK) {
-    rpdtool_err(cmd, "%s: cannot read rocpd_api: %s", t->path, sqlite3_errmsg(t->db));
+  struct rpdtool_progress prog;
+  rpdtool_progress_start(&prog, label, 2 * (uint64_t)total);
+  struct an_src src;
+  int oom;
+  if (an_src_open(t->db, total, &src, &prog, &oom) != 0) {
+    if (oom)
+      rpdtool_err(cmd, "out of memory reading %lld calls", (long long)total);
+    else
+      rpdtool_err(cmd, "%s: cannot read rocpd_api: %s", t->path, sqlite3_errmsg(t->db));
+    rpdtool_progress_end(&prog);
+    an_src_close(&src);
     an_gpu_free(&g);
     return -1;
   }
-  struct rpdtool_progress prog;
-  rpdtool_progress_start(&prog, label, (uint64_t)total);
+  if (!src.st) rpdtool_progress_add(&prog, (uint64_t)total - (src.n & ~(size_t)0xfff));
   struct an_frame *stack = NULL;
   int n = 0, cap = 0, ret = 0, rc;
   int64_t pid = 0, tid = 0, seen = 0;
-  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-    struct an_frame f = {
-        .id = sqlite3_column_int64(st, 0),
-        .start = sqlite3_column_int64(st, 3),
-        .end = sqlite3_column_int64(st, 4),
-        .name_id = sqlite3_column_int64(st, 5),
-        .args_id = sqlite3_column_int64(st, 6),
-    };
-    int64_t p = sqlite3_column_int64(st, 1), th = sqlite3_column_int64(st, 2);
-    if (seen && (p != pid || th != tid))
+  struct an_call c;
+  while ((rc = an_src_next(&src, &c)) == 1) {
+    struct an_frame f = {.id = c.id, .start = c.start, .end = c.end, .name_id = c.name_id,
+                         .args_id = c.args_id};
+    if (seen && (c.pid != pid || c.tid != tid))
       while (n > 0 && !ret) ret = an_pop(stack, &n, &g, visit, ctx, pid, tid);
-    pid = p;
-    tid = th;
+    pid = c.pid;
+    tid = c.tid;
     while (n > 0 && !ret && stack[n - 1].end < f.end) ret = an_pop(stack, &n, &g, visit, ctx, pid, tid);
     if (ret) break;
     if (n == cap) {
@@ -279,13 +414,13 @@ int an_walk(const char *cmd, const struct rpdtool_trace *t, const char *label, a
     stack[n++] = f;
     if ((++seen & 0xfff) == 0) rpdtool_progress_add(&prog, 0x1000);
   }
-  if (!ret && rc != SQLITE_ROW && rc != SQLITE_DONE) {
+  if (!ret && rc < 0) {
     rpdtool_err(cmd, "%s: reading rocpd_api failed: %s", t->path, sqlite3_errmsg(t->db));
     ret = -1;
   }
   while (!ret && n > 0) ret = an_pop(stack, &n, &g, visit, ctx, pid, tid);
   rpdtool_progress_end(&prog);
-  sqlite3_finalize(st);
+  an_src_close(&src);
   free(stack);
   an_gpu_free(&g);
   return ret;

@@ -34,6 +34,11 @@
 
 /* ---- steps that write a trace ------------------------------------------ */
 
+/* Tunes SQLite for a one-threaded command before its first use: no mutexes
+ * (SQLITE_CONFIG_MULTITHREAD) and no memory statistics. The analysis
+ * commands call it first; a call after SQLite started changes nothing. */
+void an_sqlite_setup(void);
+
 /* Opens the trace `path` for a step that writes into it: like rpdtool_open
  * (RPDTOOL_WRITE), after checking that the file and its directory (journal)
  * are writable, with a clear message when not. 0 or the exit code. */

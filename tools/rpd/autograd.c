@@ -222,6 +222,7 @@ static int ag_run(const char *cmd, const struct rpdtool_trace *t) {
 }
 
 int rpd_cmd_autograd(int argc, char **argv) {
+  an_sqlite_setup();
   const char *cmd = argv[0], *path = NULL;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {

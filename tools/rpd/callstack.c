@@ -23,7 +23,8 @@
 #include "analysis.h"
 #include "commands.h"
 
-#define CS_BATCH 64 /* rows per multi-row INSERT */
+#define CS_BATCH 200 /* rows per multi-row INSERT */
+#define CS_CACHE_KIB 131072 /* page cache of the step: the new rows stay in memory */
 
 static const char cs_schema[] =
     "CREATE TABLE IF NOT EXISTS \"ext_callstack\" (\"id\" integer NOT NULL PRIMARY KEY "
@@ -125,8 +126,10 @@ int an_callstack_run(const char *cmd, const struct rpdtool_trace *t, int64_t *ro
   if (done < 0) return rpdtool_err(cmd, "%s: cannot read rocpd_metadata: %s", t->path,
                                    sqlite3_errmsg(t->db));
   if (done) return AN_ALREADY;
-  int ret = an_begin(cmd, t);
-  if (ret) return ret;
+  char pragma[64];
+  snprintf(pragma, sizeof pragma, "PRAGMA cache_size=-%d", CS_CACHE_KIB);
+  int ret = an_exec(cmd, t, "setting the cache size", pragma);
+  if (ret || (ret = an_begin(cmd, t))) return ret;
   /* A table without the Generated tag is a leftover of an interrupted run of
    * rocpd's Python (it commits every 100,000 rows): start it over. */
   int had = rpdtool_has_object(t->db, "ext_callstack");
@@ -178,6 +181,7 @@ static void cs_usage(FILE *out) {
 }
 
 int rpd_cmd_callstack(int argc, char **argv) {
+  an_sqlite_setup();
   const char *cmd = argv[0];
   const char *path = NULL;
   for (int i = 1; i < argc; i++) {

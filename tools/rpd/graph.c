@@ -325,6 +325,7 @@ static int gr_run(const char *cmd, const struct rpdtool_trace *t) {
 }
 
 int rpd_cmd_graph(int argc, char **argv) {
+  an_sqlite_setup();
   const char *cmd = argv[0], *path = NULL;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {

@@ -46,6 +46,7 @@ static int mg_nodes(const char *s, long *nodes, int n) {
 }
 
 int rpd_cmd_merge(int argc, char **argv) {
+  an_sqlite_setup();
   const char *cmd = argv[0], *nodes_arg = NULL;
   const char **files = calloc((size_t)argc, sizeof *files);
   int nfiles = 0;

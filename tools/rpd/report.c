@@ -547,6 +547,7 @@ static int rp_page(const char *cmd, const struct rpdtool_trace *t, FILE *f) {
 }
 
 int rpd_cmd_report(int argc, char **argv) {
+  an_sqlite_setup();
   const char *cmd = argv[0], *in = NULL, *out = NULL;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {

@@ -29,6 +29,7 @@ static void tr_usage(FILE *out) {
 }
 
 int rpd_cmd_trim(int argc, char **argv) {
+  an_sqlite_setup();
   const char *cmd = argv[0], *in = NULL, *out = NULL, *s_start = NULL, *s_end = NULL;
   for (int i = 1; i < argc; i++) {
     const char **opt = !strcmp(argv[i], "--start") ? &s_start
