@@ -122,6 +122,8 @@ int rpd_cmd_merge(int argc, char **argv) {
   }
   if (ret || (ret = an_out_create(cmd, out, &db))) goto done;
   struct an_copy_counts c = {0};
+  struct rpdtool_progress prog;
+  rpdtool_progress_start(&prog, "merge", (uint64_t)nin);
   for (int i = 0; i < nin; i++) {
     struct rpdtool_trace t;
     struct an_copy_opts o = {.node = nodes[i]};
@@ -129,7 +131,9 @@ int rpd_cmd_merge(int argc, char **argv) {
     if (an_copy(cmd, db, &t, &o, &c) != 0) ret = RPDTOOL_EXIT_FAIL;
     rpdtool_close(&t);
     if (ret) break;
+    rpdtool_progress_add(&prog, 1);
   }
+  rpdtool_progress_end(&prog);
   if (ret) {
     an_out_discard(db, out);
     goto done;
