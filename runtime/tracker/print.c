@@ -46,9 +46,8 @@ static void nanop_init(void) {
   }
 }
 
-NANO_API void __nano_atomic(struct nano_site *site) {
-  int err = errno;
-  pthread_once(&nanop_once, nanop_init);
+/* Writes the line of one event of `site`. */
+static void nanop_line(struct nano_site *site) {
   char line[1024];
   const char *kind = nano_kind_name(site->kind);
   const char *order = nano_order_name(site->order);
@@ -63,6 +62,20 @@ NANO_API void __nano_atomic(struct nano_site *site) {
     ssize_t w = write(nanop_fd, line, len);
     (void)w;
   }
+}
+
+NANO_API void __nano_atomic(struct nano_site *site) {
+  int err = errno;
+  pthread_once(&nanop_once, nanop_init);
+  nanop_line(site);
+  errno = err;
+}
+
+NANO_API void __nano_atomic_n(struct nano_site *site, uint64_t n) {
+  int err = errno;
+  pthread_once(&nanop_once, nanop_init);
+  for (uint64_t i = 0; i < n; i++)
+    nanop_line(site);
   errno = err;
 }
 

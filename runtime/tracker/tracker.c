@@ -84,7 +84,7 @@ static pthread_key_t nanot_key;
 static pthread_once_t nanot_once = PTHREAD_ONCE_INIT;
 static int nanot_key_ok;
 
-static void nanot_slow(struct nano_site *site) __attribute__((noinline, cold));
+static void nanot_slow(struct nano_site *site, uint64_t n) __attribute__((noinline, cold));
 
 /*
  * The hook. Increments the calling thread's counter of `site`; goes to the
@@ -97,7 +97,18 @@ NANO_API void __nano_atomic(struct nano_site *site) {
     __atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
     return;
   }
-  nanot_slow(site);
+  nanot_slow(site, 1);
+}
+
+NANO_API void __nano_atomic_n(struct nano_site *site, uint64_t n) {
+  uint32_t idx = __atomic_load_n(&site->id, __ATOMIC_RELAXED) - 1u;
+  if (__builtin_expect(idx < nanot_tls.cap, 1)) {
+    uint64_t *c = nanot_tls.counts + idx;
+    __atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
+    return;
+  }
+  if (n != 0)
+    nanot_slow(site, n);
 }
 
 /* Returns the interned copy of s (never NULL: "" when out of memory or s is
@@ -294,12 +305,12 @@ static int nanot_grow(struct nanot_thread *rec, uint32_t need) {
 }
 
 /*
- * Everything the hot path does not do: registers the site, creates the
- * thread's record, grows its arrays, counts events after the thread's
- * destructor ran. Drops the event when the runtime is busy on this thread or
+ * Counts n events of `site`, doing what the hot path does not: registers
+ * the site, creates the thread's record, grows its arrays, counts events
+ * after the thread's destructor ran. Drops the event when the runtime is busy on this thread or
  * out of memory.
  */
-static void nanot_slow(struct nano_site *site) {
+static void nanot_slow(struct nano_site *site, uint64_t n) {
   if (nanot_tls.busy)
     return;
   nanot_tls.busy = 1;
@@ -319,7 +330,7 @@ static void nanot_slow(struct nano_site *site) {
   if (id == 0 || id > nanot_nsites)
     goto out; /* out of memory, or a site id this runtime did not give */
   if (nanot_tls.state == NANOT_EXITED) {
-    nanot_folded[id - 1]++;
+    nanot_folded[id - 1] += n;
     goto out;
   }
   if (nanot_tls.state == NANOT_NEW) {
@@ -339,7 +350,7 @@ static void nanot_slow(struct nano_site *site) {
   struct nanot_thread *rec = nanot_tls.rec;
   if (id > rec->cap && nanot_grow(rec, id) != 0)
     goto out;
-  rec->counts[id - 1]++;
+  rec->counts[id - 1] += n;
 out:
   pthread_mutex_unlock(&nanot_lock);
   nanot_tls.busy = 0;
@@ -448,7 +459,8 @@ static void nanot_json_string(FILE *out, const char *s) {
   fputc('"', out);
 }
 
-/* Orders report entries by file, line, column, function, kind, order. */
+/* Orders report entries by file, line, column, function, kind, order,
+ * flags, size, id. */
 static int nanot_entry_cmp(const void *a, const void *b) {
   const struct nano_site *x = &((const struct nanot_entry *)a)->site;
   const struct nano_site *y = &((const struct nanot_entry *)b)->site;
@@ -466,7 +478,19 @@ static int nanot_entry_cmp(const void *a, const void *b) {
     return x->kind < y->kind ? -1 : 1;
   if (x->order != y->order)
     return x->order < y->order ? -1 : 1;
+  if (x->flags != y->flags)
+    return x->flags < y->flags ? -1 : 1;
+  if (x->size != y->size)
+    return x->size < y->size ? -1 : 1;
   return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* Whether two sites are reported as one (everything but the id is equal;
+ * strings are interned, so pointers compare). */
+static int nanot_site_same(const struct nano_site *x, const struct nano_site *y) {
+  return x->file == y->file && x->line == y->line && x->column == y->column &&
+         x->function == y->function && x->kind == y->kind && x->order == y->order &&
+         x->flags == y->flags && x->size == y->size;
 }
 
 /* Writes a name or, for a value without one, the number. */
@@ -495,11 +519,19 @@ static void nanot_dump_json(FILE *out, struct nanot_entry *e, uint32_t n, const 
   fprintf(out, "%s},\n  \"sites\": [", sep[0] == ',' ? "\n  " : "");
   qsort(e, n, sizeof *e, nanot_entry_cmp);
   sep = "\n";
-  for (uint32_t i = 0; i < n; i++) {
+  for (uint32_t i = 0; i < n;) {
+    /* Sites alike in everything but their id (an unrolled loop, a macro)
+     * are reported once, with their number in "instances". */
     const struct nano_site *s = &e[i].site;
-    if (e[i].count == 0)
+    uint64_t count = 0;
+    uint32_t j = i;
+    for (; j < n && nanot_site_same(s, &e[j].site); j++)
+      count += e[j].count;
+    uint32_t instances = j - i;
+    i = j;
+    if (count == 0)
       continue;
-    fprintf(out, "%s    {\"id\": %u, \"kind\": ", sep, s->id);
+    fprintf(out, "%s    {\"kind\": ", sep);
     nanot_json_name(out, nano_kind_name(s->kind), s->kind);
     fputs(", \"order\": ", out);
     nanot_json_name(out, nano_order_name(s->order), s->order);
@@ -522,8 +554,8 @@ static void nanot_dump_json(FILE *out, struct nanot_entry *e, uint32_t n, const 
     nanot_json_string(out, s->function);
     fputs(", \"file\": ", out);
     nanot_json_string(out, s->file);
-    fprintf(out, ", \"line\": %u, \"column\": %u, \"count\": %" PRIu64 "}", s->line, s->column,
-            e[i].count);
+    fprintf(out, ", \"line\": %u, \"column\": %u, \"instances\": %u, \"count\": %" PRIu64 "}",
+            s->line, s->column, instances, count);
     sep = ",\n";
   }
   fprintf(out, "%s]\n}\n", sep[0] == ',' ? "\n  " : "");

@@ -120,6 +120,9 @@ int main(void) {
   __nano_atomic(&lone_load);
   CHECK(lone_add.id != 0 && lone_load.id != 0 && lone_add.id != lone_load.id);
   CHECK(nano_tracker_count("__atomic_fetch_add") == 5);
+  __nano_atomic_n(&lone_add, 4);
+  __nano_atomic_n(&lone_add, 0);
+  CHECK(nano_tracker_count("__atomic_fetch_add") == 9);
   CHECK(nano_tracker_count("__atomic_load") == 1);
 
   /* Module registration, twice: ids given once, all distinct. */

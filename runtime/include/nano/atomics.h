@@ -130,6 +130,12 @@ struct nano_site_module {
  */
 void __nano_atomic(struct nano_site *site);
 void __nano_register_module(struct nano_site_module *module);
+/* Counts n executions of `site` at once, as n calls of __nano_atomic would
+ * (libnano_print.so prints n lines). For instrumentation that promotes a
+ * loop's counting out of the loop: a call per atomic costs about 1.4x a
+ * relaxed fetch_add on x86 however little the hook does (see
+ * bench/atomics/README.md). Weak like the other hooks. */
+void __nano_atomic_n(struct nano_site *site, uint64_t n);
 
 /* ---- tracker API: libnano_tracker.so (C, and Python via ctypes) ---------- */
 

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# bench/atomics/run.sh [BUILD_DIR]: time per atomic of a relaxed fetch_add
+# loop, 1 and 2 threads, as ratios to the untracked build measured in the same
+# run: built with the plugin and no runtime; with libnano_tracker.so; with
+# the baseline tracker built like the original PyTorch tool's. Each figure is
+# the best of $NANO_BENCH_REPS (5) runs of $NANO_BENCH_ITERS (20000000) ops.
+set -euo pipefail
+build=$(cd "${1:-./build}" && pwd)
+b=$build/bench/atomics
+tracker=$build/runtime/tracker/libnano_tracker.so
+baseline=$b/libnano_bench_baseline_tracker.so
+iters=${NANO_BENCH_ITERS:-20000000}
+reps=${NANO_BENCH_REPS:-5}
+for f in "$b/fetch_add_plain" "$b/fetch_add_plugin" "$tracker" "$baseline"; do
+  [ -e "$f" ] || { echo "run.sh: $f is missing; build first (scripts/build.sh)" >&2; exit 2; }
+done
+
+# best PRELOAD BINARY THREADS N: the lowest ns/op of $reps runs.
+best() {
+  local preload=$1 bin=$2 threads=$3 n=$4 min="" t
+  for _ in $(seq "$reps"); do
+    t=$(LD_PRELOAD=$preload NANO_TRACKER_OUTPUT=/dev/null "$bin" "$threads" "$n" 2>/dev/null)
+    if [ -z "$min" ] || awk -v a="$t" -v b="$min" 'BEGIN { exit !(a < b) }'; then min=$t; fi
+  done
+  echo "$min"
+}
+
+printf '%-34s %8s %12s %8s\n' configuration threads ns/op ratio
+for threads in 1 2; do
+  plain=$(best "" "$b/fetch_add_plain" "$threads" "$iters")
+  plugin=$(best "" "$b/fetch_add_plugin" "$threads" "$iters")
+  tracked=$(best "$tracker" "$b/fetch_add_plugin" "$threads" "$iters")
+  # The baseline is slow: a tenth of the operations.
+  base=$(best "$baseline" "$b/fetch_add_plugin" "$threads" $((iters / 10)))
+  for row in "untracked|$plain" "plugin, no runtime|$plugin" "plugin + libnano_tracker.so|$tracked" \
+             "plugin + PyTorch-style tracker|$base"; do
+    name=${row%|*} v=${row#*|}
+    printf '%-34s %8d %12.3f %7.2fx\n' "$name" "$threads" "$v" "$(awk -v a="$v" -v b="$plain" 'BEGIN { print a / b }')"
+  done
+done
