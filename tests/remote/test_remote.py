@@ -182,6 +182,32 @@ def case_fork():
     assert r and all(x[3] == int(child) for x in r), "only the child recorded"
 
 
+def case_preload():
+    """A program that knows nothing of nanoprobe: preloading libnano_remote.so
+    alone brings the tracer, and rpdremote controls it."""
+    trace = os.path.join(WORK, "preload.rpd")
+    e = dict(os.environ, RPDT_FILENAME=trace, RPDT_AUTOSTART="0")
+    e.pop("NANO_REMOTE_DIR", None)
+    p = subprocess.Popen(["env", "LD_PRELOAD=" + LIB, "sleep", "20"], env=e)
+    try:
+        pid = str(p.pid)
+        for _ in range(100):  # until the control socket is up
+            if subprocess.run([RR, "status", pid], capture_output=True).returncode == 0:
+                break
+            time.sleep(0.02)
+        assert "recording off, start count 0" in rr("status", pid)
+        assert "recording on (start count 1)" in rr("start", pid)
+        assert f"file {trace}" in rr("status", pid)
+        assert "recording off (start count 0), flushed" in rr("stop", pid)
+        db = sqlite3.connect(trace)
+        meta = dict(db.execute("SELECT tag, value FROM rocpd_metadata WHERE tag='schema_version'"))
+        db.close()
+        assert meta == {"schema_version": "3"}, meta
+    finally:
+        p.kill()
+        p.wait()
+
+
 def case_users():
     if os.geteuid() != 0:
         print("remote users: needs root to run processes as other users")
@@ -220,7 +246,7 @@ def case_users():
 
 
 CASES = {"toggle": case_toggle, "autostart": case_autostart, "errors": case_errors,
-         "fork": case_fork, "users": case_users}
+         "fork": case_fork, "preload": case_preload, "users": case_users}
 
 if __name__ == "__main__":
     WORK = os.path.join(WORK, CASE)
