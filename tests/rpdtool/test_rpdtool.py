@@ -156,6 +156,8 @@ def case_top():
     assert len(ends) == 1, lines
     out, _ = run("top", "--limit", "1", path)
     assert len(out.splitlines()) == 3, out
+    out2, _ = run("top", path, "--limit", "1")  # options after FILE too
+    assert out2 == out
     out, _ = run("top", "-n", "0", path)
     assert len(out.splitlines()) == 5, out
     run("top", "--limit", "x", path, code=2)

@@ -25,7 +25,7 @@ int rpd_cmd_create(int argc, char **argv) {
   int force = 0, c;
   optind = 0;
   opterr = 0;
-  while ((c = getopt_long(argc, argv, "+hf", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":hf", opts, NULL)) != -1) {
     if (c == 'h') {
       fputs(rpd_create_help, stdout);
       return RPDTOOL_EXIT_OK;

@@ -94,7 +94,7 @@ int rpd_cmd_info(int argc, char **argv) {
   int c;
   optind = 0;
   opterr = 0;
-  while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
     if (c == 'h') {
       fputs(rpd_info_help, stdout);
       return RPDTOOL_EXIT_OK;

@@ -45,7 +45,7 @@ int rpd_cmd_top(int argc, char **argv) {
   int c;
   optind = 0;
   opterr = 0;
-  while ((c = getopt_long(argc, argv, "+:hn:", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":hn:", opts, NULL)) != -1) {
     switch (c) {
       case 'h':
         fputs(rpd_top_help, stdout);
