@@ -305,6 +305,10 @@ def case_report():
     assert digest(path) == before, "report changed the trace"
     page = open(html, encoding="utf-8").read()
     assert "<link" not in page and "src=" not in page and "https://" not in page
+    # aten::mm: 4 ranges of 500 ns, 100 ns of kernel launch in each; 1000 ns of GPU.
+    assert ('<td>aten::mm</td><td>range</td><td class=n data-v="4">4</td><td class=n '
+            'data-v="2000">') in page, page
+    assert '<td class=n data-v="1600">' in page
     dom = chromium("--dump-dom", "file://" + html)
     body = re.search(r"<body[^>]*>", dom).group(0)
     assert 'data-ok="1"' in body and "data-error" not in body, body

@@ -16,12 +16,12 @@
  *                 file has the autograd views (`rpd autograd`)
  *   marks         zero-duration user markers (signposts)
  *
- * The report only reads the trace (scratch data goes to a TEMP table of the
- * connection). The page is written to OUT.tmp and renamed, so OUT is either
+ * The report only reads the trace. The page is written to OUT.tmp and renamed, so OUT is either
  * the previous page or the complete new one. The page's script marks
  * <body data-ok="1"> when it ran through, and data-error on a script error.
  */
 #define _POSIX_C_SOURCE 200809L
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +33,7 @@
 #define RP_LANE 14       /* lane height, px */
 #define RP_MAXLANES 48   /* lanes drawn at most (per kind) */
 #define RP_MAXMARKS 300  /* marks drawn at most */
+#define RP_MAXTRACK 4096 /* lanes tracked at most (the first RP_MAXLANES drawn) */
 #define RP_TOP 25        /* rows of the top tables */
 
 /* Writes s HTML-escaped. */
@@ -181,41 +182,78 @@ struct rp_lane {
   unsigned char px[RP_WIDTH];
 };
 
-/* Reads (a, b, start, end) rows ordered by a, b into at most RP_MAXLANES
- * lanes, marking the pixel columns each row covers. *more gets the number of
- * lanes not drawn. Returns the lane count or -1. */
+/* qsort order of lanes: by (a, b). */
+static int rp_lane_cmp(const void *pa, const void *pb) {
+  const struct rp_lane *x = pa, *y = pb;
+  if (x->a != y->a) return x->a < y->a ? -1 : 1;
+  return x->b < y->b ? -1 : x->b > y->b;
+}
+
+/* Reads (a, b, start, end) rows in any order (one scan) into lanes, one per
+ * distinct (a, b) up to RP_MAXTRACK, marking the pixel columns each row
+ * covers; sorts them by (a, b). *lanes is malloc'd; *more gets the lanes
+ * beyond RP_MAXLANES (not drawn). Returns the lane count to draw or -1. */
 static int rp_lanes(const char *cmd, const struct rpdtool_trace *t, const char *sql, int64_t lo,
-                    int64_t hi, struct rp_lane *lanes, int *more) {
+                    int64_t hi, struct rp_lane **lanes, int *more) {
+  *lanes = NULL;
+  *more = 0;
   sqlite3_stmt *st = rp_prep(cmd, t, sql);
   if (!st) return -1;
-  int n = 0, rc, drawn = 0, seen = 0;
-  int64_t ca = 0, cb = 0;
-  *more = 0;
+  struct rp_lane *l = NULL;
+  int n = 0, cap = 0, last = -1, rc, lost = 0;
   double scale = hi > lo ? (double)RP_WIDTH / (double)(hi - lo) : 0;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     int64_t a = sqlite3_column_int64(st, 0), b = sqlite3_column_int64(st, 1);
-    if (!seen || a != ca || b != cb) {
-      seen = 1;
-      ca = a;
-      cb = b;
-      drawn = n < RP_MAXLANES;
-      if (!drawn) {
-        (*more)++;
-      } else {
-        memset(&lanes[n], 0, sizeof lanes[n]);
-        lanes[n].a = a;
-        lanes[n].b = b;
-        n++;
+    if (last < 0 || l[last].a != a || l[last].b != b) {
+      last = -1;
+      for (int i = 0; i < n && last < 0; i++)
+        if (l[i].a == a && l[i].b == b) last = i;
+      if (last < 0) {
+        if (n == RP_MAXTRACK) {
+          lost = 1;
+          continue;
+        }
+        if (n == cap) {
+          cap = cap ? 2 * cap : 16;
+          struct rp_lane *m = realloc(l, (size_t)cap * sizeof *m);
+          if (!m) {
+            free(l);
+            sqlite3_finalize(st);
+            rpdtool_err(cmd, "out of memory");
+            return -1;
+          }
+          l = m;
+        }
+        memset(&l[n], 0, sizeof l[n]);
+        l[n].a = a;
+        l[n].b = b;
+        last = n++;
       }
     }
-    if (!drawn) continue;
     int x0 = (int)((double)(sqlite3_column_int64(st, 2) - lo) * scale);
     int x1 = (int)((double)(sqlite3_column_int64(st, 3) - lo) * scale);
     if (x0 < 0) x0 = 0;
     if (x1 >= RP_WIDTH) x1 = RP_WIDTH - 1;
-    for (int x = x0; x <= x1; x++) lanes[n - 1].px[x] = 1;
+    memset(l[last].px + x0, 1, x1 >= x0 ? (size_t)(x1 - x0 + 1) : 0);
   }
-  return rp_done(cmd, t, st, rc) ? -1 : n;
+  if (rp_done(cmd, t, st, rc)) {
+    free(l);
+    return -1;
+  }
+  if (n) qsort(l, (size_t)n, sizeof *l, rp_lane_cmp);
+  *lanes = l;
+  *more = (n > RP_MAXLANES ? n - RP_MAXLANES : 0) + lost;
+  return n > RP_MAXLANES ? RP_MAXLANES : n;
+}
+
+/* The zero-duration user markers (pid, tid, start, text), first by time, at
+ * most RP_MAXMARKS (sqlite3_malloc'd SQL). */
+static char *rp_marks_sql(const struct rpdtool_trace *t) {
+  return sqlite3_mprintf("SELECT A.pid, A.tid, A.start, G.string FROM rocpd_api A JOIN %s G ON "
+                         "G.id = A.args_id WHERE A.start = A.end AND A.apiName_id IN (SELECT id "
+                         "FROM rocpd_string WHERE string = 'UserMarker') ORDER BY A.start "
+                         "LIMIT %d", t->has_ustring ? "rocpd_ustring" : "rocpd_string",
+                         RP_MAXMARKS);
 }
 
 /* Draws lanes from y on as runs of busy pixels; returns the next y. */
@@ -244,17 +282,12 @@ static int rp_draw_lanes(FILE *f, const struct rp_lane *lanes, int n, int y, con
 
 static int rp_timeline(const char *cmd, const struct rpdtool_trace *t, FILE *f, int64_t lo,
                        int64_t hi) {
-  struct rp_lane *cpu = malloc(sizeof *cpu * RP_MAXLANES), *gpu = malloc(sizeof *gpu * RP_MAXLANES);
+  struct rp_lane *cpu = NULL, *gpu = NULL;
   int ret = -1, mc = 0, mg = 0;
-  if (!cpu || !gpu) {
-    rpdtool_err(cmd, "out of memory");
-    goto out;
-  }
-  int nc = rp_lanes(cmd, t, "SELECT pid, tid, start, end FROM rocpd_api ORDER BY pid, tid", lo,
-                    hi, cpu, &mc);
+  int nc = rp_lanes(cmd, t, "SELECT pid, tid, start, end FROM rocpd_api", lo, hi, &cpu, &mc);
   int ng = nc < 0 ? -1
-                  : rp_lanes(cmd, t, "SELECT gpuId, queueId, start, end FROM rocpd_op ORDER BY "
-                             "gpuId, queueId", lo, hi, gpu, &mg);
+                  : rp_lanes(cmd, t, "SELECT gpuId, queueId, start, end FROM rocpd_op", lo, hi,
+                             &gpu, &mg);
   if (ng < 0) goto out;
   int height = (nc + ng) * (RP_LANE + 4) + 40;
   fprintf(f, "<h2 id=timeline>Timeline</h2><p class=muted>One lane per thread (calls and "
@@ -266,9 +299,7 @@ static int rp_timeline(const char *cmd, const struct rpdtool_trace *t, FILE *f, 
   int ytop = 4;
   y = rp_draw_lanes(f, gpu, ng, y, "gpu %lld queue %lld", "#e39b2d");
   /* Marks: zero-duration user markers, on their thread's lane. */
-  char *sql = sqlite3_mprintf("SELECT pid, tid, start, args FROM (%s) WHERE start = end AND "
-                              "(domain = 'UserMarker' OR apiName = 'UserMarker') ORDER BY start "
-                              "LIMIT %d", rpdtool_api_sql(t), RP_MAXMARKS);
+  char *sql = rp_marks_sql(t);
   sqlite3_stmt *st = sql ? rp_prep(cmd, t, sql) : NULL;
   sqlite3_free(sql);
   if (!st) goto out;
@@ -293,7 +324,8 @@ static int rp_timeline(const char *cmd, const struct rpdtool_trace *t, FILE *f, 
   rp_dur(f, (double)(hi - lo));
   fputs("</text></svg>\n", f);
   if (mc || mg)
-    fprintf(f, "<p class=muted>%d thread lanes and %d GPU queue lanes not drawn.</p>\n", mc, mg);
+    fprintf(f, "<p class=muted>%d thread lanes and %d GPU queue lanes not drawn (the first %d "
+            "of each kind are).</p>\n", mc, mg, RP_MAXLANES);
   ret = 0;
 out:
   free(cpu);
@@ -334,91 +366,226 @@ static int rp_ops(const char *cmd, const struct rpdtool_trace *t, FILE *f) {
 
 /* ---- top calls --------------------------------------------------------- */
 
-/* State of the report's call walk: per call its exclusive CPU time and its
- * inclusive GPU time go into TEMP table rp_calls. */
-struct rp_walk {
-  sqlite3_stmt *ins;
-  int64_t *acc; /* acc[d]: inclusive GPU time of the finished children at depth d+1 */
-  int cap;
+/* The calls of one label: a call's apiName, a range's text (an autograd range
+ * text cut to its operator name). */
+struct rp_agg {
+  char *label;
+  int range;
+  int64_t calls, incl, excl, gincl, gpu;
 };
+
+/* The report's call walk: aggregates per label in memory. Labels are found
+ * through an open-addressing table of agg indexes keyed by (range, label);
+ * apiName ids of calls map to their agg through a second one keyed by id. */
+struct rp_walk {
+  const char *cmd;
+  const struct rpdtool_trace *t;
+  sqlite3_stmt *name, *args;  /* string by id: rocpd_string, the args table */
+  int64_t *marker;            /* the ids of the string "UserMarker" */
+  int nmarker;
+  struct rp_agg *agg;
+  size_t nagg, capagg;
+  int *bylabel;               /* slots: agg index or -1; size cap (power of 2) */
+  int64_t *idkey;             /* name id per slot of byid */
+  int *byid;
+  size_t cap;                 /* slots of both tables */
+  int64_t *acc;               /* acc[d]: inclusive GPU time of finished children at depth d+1 */
+  int capacc;
+};
+
+/* FNV-1a of (range, label). */
+static uint64_t rp_hash(int range, const char *s, size_t len) {
+  uint64_t h = 1469598103934665603ull ^ (uint64_t)range;
+  for (size_t i = 0; i < len; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+  return h;
+}
+
+/* Rebuilds both tables with twice the slots. 0 or -1. */
+static int rp_grow(struct rp_walk *w) {
+  size_t cap = w->cap ? 2 * w->cap : 1024;
+  int *bl = malloc(cap * sizeof *bl), *bi = malloc(cap * sizeof *bi);
+  int64_t *ik = malloc(cap * sizeof *ik);
+  if (!bl || !bi || !ik) {
+    free(bl), free(bi), free(ik);
+    return -1;
+  }
+  for (size_t i = 0; i < cap; i++) bl[i] = bi[i] = -1;
+  for (size_t a = 0; a < w->nagg; a++) {
+    const struct rp_agg *g = &w->agg[a];
+    size_t h = rp_hash(g->range, g->label, strlen(g->label)) & (cap - 1);
+    while (bl[h] >= 0) h = (h + 1) & (cap - 1);
+    bl[h] = (int)a;
+  }
+  for (size_t i = 0; i < w->cap; i++)
+    if (w->byid[i] >= 0) {
+      size_t h = ((uint64_t)w->idkey[i] * 11400714819323198485ull) & (cap - 1);
+      while (bi[h] >= 0) h = (h + 1) & (cap - 1);
+      bi[h] = w->byid[i];
+      ik[h] = w->idkey[i];
+    }
+  free(w->bylabel), free(w->byid), free(w->idkey);
+  w->bylabel = bl, w->byid = bi, w->idkey = ik, w->cap = cap;
+  return 0;
+}
+
+/* The agg of (range, label[0..len)), added when new. Index or -1. */
+static int rp_label(struct rp_walk *w, int range, const char *label, size_t len) {
+  if (2 * (w->nagg + 1) > w->cap && rp_grow(w) != 0) return -1;
+  size_t h = rp_hash(range, label, len) & (w->cap - 1);
+  for (; w->bylabel[h] >= 0; h = (h + 1) & (w->cap - 1)) {
+    const struct rp_agg *g = &w->agg[w->bylabel[h]];
+    if (g->range == range && !strncmp(g->label, label, len) && !g->label[len])
+      return w->bylabel[h];
+  }
+  if (w->nagg == w->capagg) {
+    size_t c = w->capagg ? 2 * w->capagg : 256;
+    struct rp_agg *a = realloc(w->agg, c * sizeof *a);
+    if (!a) return -1;
+    w->agg = a;
+    w->capagg = c;
+  }
+  struct rp_agg *g = &w->agg[w->nagg];
+  memset(g, 0, sizeof *g);
+  if (!(g->label = strndup(label, len))) return -1;
+  g->range = range;
+  w->bylabel[h] = (int)w->nagg;
+  return (int)w->nagg++;
+}
+
+/* The text of string `id` through statement st (NULL when absent). */
+static const char *rp_string(sqlite3_stmt *st, int64_t id) {
+  sqlite3_reset(st);
+  if (sqlite3_bind_int64(st, 1, id) != SQLITE_OK || sqlite3_step(st) != SQLITE_ROW) return NULL;
+  return (const char *)sqlite3_column_text(st, 0);
+}
+
+/* The agg of a call: by its args text for a range, by its apiName else. */
+static int rp_agg_of(struct rp_walk *w, const struct an_frame *f) {
+  for (int i = 0; i < w->nmarker; i++)
+    if (f->name_id == w->marker[i]) {
+      const char *s = rp_string(w->args, f->args_id);
+      if (!s) s = "";
+      const char *cut = strstr(s, ", seq = ");
+      if (!cut || cut == s) cut = strstr(s, ", op_id = ");
+      size_t len = cut && cut > s ? (size_t)(cut - s) : strlen(s);
+      return rp_label(w, 1, s, len);
+    }
+  if (2 * (w->nagg + 1) > w->cap && rp_grow(w) != 0) return -1;
+  size_t h = ((uint64_t)f->name_id * 11400714819323198485ull) & (w->cap - 1);
+  for (; w->byid[h] >= 0; h = (h + 1) & (w->cap - 1))
+    if (w->idkey[h] == f->name_id) return w->byid[h];
+  const char *s = rp_string(w->name, f->name_id);
+  int a = rp_label(w, 0, s ? s : "", s ? strlen(s) : 0);
+  if (a < 0) return -1;
+  /* rp_label may have grown the tables: find the free slot again. */
+  h = ((uint64_t)f->name_id * 11400714819323198485ull) & (w->cap - 1);
+  while (w->byid[h] >= 0) h = (h + 1) & (w->cap - 1);
+  w->byid[h] = a;
+  w->idkey[h] = f->name_id;
+  return a;
+}
 
 /* an_visit_fn of the report. */
 static int rp_visit(void *ctx, const struct an_frame *stack, int n, int64_t cpu, int64_t gpu,
                     int64_t pid, int64_t tid) {
   (void)pid, (void)tid;
   struct rp_walk *w = ctx;
-  if (n >= w->cap) {
+  if (n >= w->capacc) {
     int cap = 2 * n + 16;
     int64_t *a = realloc(w->acc, (size_t)cap * sizeof *a);
     if (!a) return 1;
-    memset(a + w->cap, 0, (size_t)(cap - w->cap) * sizeof *a);
+    memset(a + w->capacc, 0, (size_t)(cap - w->capacc) * sizeof *a);
     w->acc = a;
-    w->cap = cap;
+    w->capacc = cap;
   }
+  const struct an_frame *f = &stack[n - 1];
   int64_t gincl = gpu + w->acc[n];
   w->acc[n] = 0;
   w->acc[n - 1] += gincl;
-  if (sqlite3_bind_int64(w->ins, 1, stack[n - 1].id) != SQLITE_OK ||
-      sqlite3_bind_int64(w->ins, 2, cpu) != SQLITE_OK ||
-      sqlite3_bind_int64(w->ins, 3, gpu) != SQLITE_OK ||
-      sqlite3_bind_int64(w->ins, 4, gincl) != SQLITE_OK || sqlite3_step(w->ins) != SQLITE_DONE)
-    return 1;
-  sqlite3_reset(w->ins);
+  int a = rp_agg_of(w, f);
+  if (a < 0) return 1;
+  struct rp_agg *g = &w->agg[a];
+  g->calls++;
+  g->incl += f->end - f->start;
+  g->excl += cpu;
+  g->gincl += gincl;
+  g->gpu += gpu;
   return 0;
 }
 
-/* One top-calls table ordered by `order` ("incl" or "excl"). */
-static int rp_calls_table(const char *cmd, const struct rpdtool_trace *t, FILE *f,
-                          const char *order, const char *title) {
-  char *sql = sqlite3_mprintf(
-      "SELECT CASE WHEN A.apiName <> 'UserMarker' AND A.domain <> 'UserMarker' THEN A.apiName "
-      "WHEN instr(A.args, ', seq = ') > 1 THEN substr(A.args, 1, instr(A.args, ', seq = ') - 1) "
-      "WHEN instr(A.args, ', op_id = ') > 1 THEN substr(A.args, 1, instr(A.args, ', op_id = ') - "
-      "1) ELSE A.args END AS label, max(A.domain), count(*), sum(A.end - A.start) AS incl, "
-      "sum(C.excl) AS excl, sum(C.gincl), sum(C.gpu) FROM temp.rp_calls C JOIN (%s) A ON A.id = "
-      "C.id GROUP BY label ORDER BY %s DESC LIMIT %d", rpdtool_api_sql(t), order, RP_TOP);
-  sqlite3_stmt *st = sql ? rp_prep(cmd, t, sql) : NULL;
-  sqlite3_free(sql);
-  if (!st) return -1;
+/* Sort orders of the top tables: by inclusive, by exclusive time. */
+static int rp_by_incl(const void *pa, const void *pb) {
+  const struct rp_agg *a = pa, *b = pb;
+  return a->incl != b->incl ? (a->incl > b->incl ? -1 : 1) : strcmp(a->label, b->label);
+}
+static int rp_by_excl(const void *pa, const void *pb) {
+  const struct rp_agg *a = pa, *b = pb;
+  return a->excl != b->excl ? (a->excl > b->excl ? -1 : 1) : strcmp(a->label, b->label);
+}
+
+/* One top-calls table. */
+static void rp_calls_table(FILE *f, struct rp_walk *w, const char *id, const char *title,
+                           int (*order)(const void *, const void *)) {
+  qsort(w->agg, w->nagg, sizeof *w->agg, order);
   fprintf(f, "<h2 id=calls-%s>%s</h2><table class=sortable><thead><tr><th>call or range</th>"
-          "<th>domain</th><th>calls</th><th>inclusive CPU</th><th>exclusive CPU</th>"
-          "<th>inclusive GPU</th><th>own GPU</th></tr></thead><tbody>\n", order, title);
-  int rc;
-  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+          "<th>kind</th><th>calls</th><th>inclusive CPU</th><th>exclusive CPU</th>"
+          "<th>inclusive GPU</th><th>own GPU</th></tr></thead><tbody>\n", id, title);
+  for (size_t i = 0; i < w->nagg && i < RP_TOP; i++) {
+    const struct rp_agg *g = &w->agg[i];
     fputs("<tr><td>", f);
-    rp_esc(f, (const char *)sqlite3_column_text(st, 0));
-    fputs("</td><td>", f);
-    rp_esc(f, (const char *)sqlite3_column_text(st, 1));
-    fprintf(f, "</td><td class=n data-v=\"%lld\">%lld</td>", (long long)sqlite3_column_int64(st, 2),
-            (long long)sqlite3_column_int64(st, 2));
-    for (int i = 3; i < 7; i++) rp_dur_cell(f, sqlite3_column_double(st, i));
+    rp_esc(f, g->label);
+    fprintf(f, "</td><td>%s</td><td class=n data-v=\"%lld\">%lld</td>", g->range ? "range" : "call",
+            (long long)g->calls, (long long)g->calls);
+    rp_dur_cell(f, (double)g->incl);
+    rp_dur_cell(f, (double)g->excl);
+    rp_dur_cell(f, (double)g->gincl);
+    rp_dur_cell(f, (double)g->gpu);
     fputs("</tr>\n", f);
   }
   fputs("</tbody></table>\n", f);
-  return rp_done(cmd, t, st, rc);
 }
 
+/* Walks the calls (the walk of `rpd callstack`), groups them by label and
+ * writes the two top tables. */
 static int rp_calls(const char *cmd, const struct rpdtool_trace *t, FILE *f) {
-  struct rp_walk w = {0};
-  char *err = NULL;
-  if (sqlite3_exec(t->db, "CREATE TEMP TABLE rp_calls(id INTEGER PRIMARY KEY, excl, gpu, gincl)",
-                   NULL, NULL, &err) != SQLITE_OK) {
-    rpdtool_err(cmd, "cannot create a scratch table: %s", err ? err : "");
-    sqlite3_free(err);
-    return -1;
+  struct rp_walk w = {.cmd = cmd, .t = t};
+  int ret = -1;
+  char *asql = sqlite3_mprintf("SELECT string FROM %s WHERE id = ?1",
+                               t->has_ustring ? "rocpd_ustring" : "rocpd_string");
+  sqlite3_stmt *m = NULL;
+  if (!asql || !(w.args = rp_prep(cmd, t, asql)) ||
+      !(w.name = rp_prep(cmd, t, "SELECT string FROM rocpd_string WHERE id = ?1")) ||
+      !(m = rp_prep(cmd, t, "SELECT id FROM rocpd_string WHERE string = 'UserMarker'")))
+    goto out;
+  int rc;
+  while ((rc = sqlite3_step(m)) == SQLITE_ROW) {
+    int64_t *x = realloc(w.marker, (size_t)(w.nmarker + 1) * sizeof *x);
+    if (!x) goto oom;
+    w.marker = x;
+    w.marker[w.nmarker++] = sqlite3_column_int64(m, 0);
   }
-  if (!(w.ins = rp_prep(cmd, t, "INSERT INTO temp.rp_calls VALUES (?1, ?2, ?3, ?4)"))) return -1;
-  sqlite3_exec(t->db, "BEGIN", NULL, NULL, NULL);
-  int rc = an_walk(cmd, t, "report", rp_visit, &w);
-  sqlite3_exec(t->db, "COMMIT", NULL, NULL, NULL);
-  sqlite3_finalize(w.ins);
-  free(w.acc);
-  if (rc > 0) rpdtool_err(cmd, "scratch table: %s", sqlite3_errmsg(t->db));
-  if (rc) return -1;
-  if (rp_calls_table(cmd, t, f, "incl", "Top calls and ranges by inclusive CPU time") ||
-      rp_calls_table(cmd, t, f, "excl", "Top calls and ranges by exclusive CPU time"))
-    return -1;
-  return 0;
+  if (rc != SQLITE_DONE) {
+    rpdtool_err(cmd, "%s: %s", t->path, sqlite3_errmsg(t->db));
+    goto out;
+  }
+  if (rp_grow(&w) != 0) goto oom;
+  rc = an_walk(cmd, t, "report", rp_visit, &w);
+  if (rc > 0) goto oom;
+  if (rc) goto out;
+  rp_calls_table(f, &w, "incl", "Top calls and ranges by inclusive CPU time", rp_by_incl);
+  rp_calls_table(f, &w, "excl", "Top calls and ranges by exclusive CPU time", rp_by_excl);
+  ret = 0;
+  goto out;
+oom:
+  rpdtool_err(cmd, "out of memory (or a string lookup failed: %s)", sqlite3_errmsg(t->db));
+out:
+  sqlite3_free(asql);
+  sqlite3_finalize(m);
+  sqlite3_finalize(w.args);
+  sqlite3_finalize(w.name);
+  for (size_t i = 0; i < w.nagg; i++) free(w.agg[i].label);
+  free(w.agg), free(w.bylabel), free(w.byid), free(w.idkey), free(w.acc), free(w.marker);
+  return ret;
 }
 
 /* ---- autograd ---------------------------------------------------------- */
@@ -455,7 +622,7 @@ static int rp_autograd(const char *cmd, const struct rpdtool_trace *t, FILE *f) 
   int rc, n = 0, ok = 1;
   while (ok && (rc = sqlite3_step(ops)) == SQLITE_ROW) {
     const char *op = (const char *)sqlite3_column_text(ops, 0);
-    fputs("<details class=ag-op><summary>", f);
+    fputs(n ? "<details class=ag-op><summary>" : "<details class=ag-op open><summary>", f);
     rp_esc(f, op);
     fprintf(f, " <span>%lld kernel calls, ", (long long)sqlite3_column_int64(ops, 1));
     rp_dur(f, sqlite3_column_double(ops, 2));
@@ -502,9 +669,7 @@ static int rp_autograd(const char *cmd, const struct rpdtool_trace *t, FILE *f) 
 /* ---- marks ------------------------------------------------------------- */
 
 static int rp_marks(const char *cmd, const struct rpdtool_trace *t, FILE *f, int64_t lo) {
-  char *sql = sqlite3_mprintf("SELECT start, pid, tid, args FROM (%s) WHERE start = end AND "
-                              "(domain = 'UserMarker' OR apiName = 'UserMarker') ORDER BY start "
-                              "LIMIT %d", rpdtool_api_sql(t), RP_MAXMARKS);
+  char *sql = rp_marks_sql(t);
   sqlite3_stmt *st = sql ? rp_prep(cmd, t, sql) : NULL;
   sqlite3_free(sql);
   if (!st) return -1;
@@ -513,9 +678,9 @@ static int rp_marks(const char *cmd, const struct rpdtool_trace *t, FILE *f, int
   int rc, n = 0;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     fputs("<tr>", f);
-    rp_dur_cell(f, (double)(sqlite3_column_int64(st, 0) - lo));
+    rp_dur_cell(f, (double)(sqlite3_column_int64(st, 2) - lo));
     fprintf(f, "<td class=n>%lld</td><td class=n>%lld</td><td>",
-            (long long)sqlite3_column_int64(st, 1), (long long)sqlite3_column_int64(st, 2));
+            (long long)sqlite3_column_int64(st, 0), (long long)sqlite3_column_int64(st, 1));
     rp_esc(f, (const char *)sqlite3_column_text(st, 3));
     fputs("</td></tr>\n", f);
     n++;
