@@ -45,7 +45,7 @@
 
 #include "../dh_comms/include/nano/dh_format.h"
 
-#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Analysis/ValueTracking.h"
@@ -112,8 +112,9 @@ struct DeviceTwins {
   unsigned DescAS;
   uint32_t ModuleId = 0;
   std::vector<DevSite> Sites;
-  // Original function -> its twin-side clone (kernels and callees).
-  DenseMap<Function *, Function *> Clones;
+  // Original function -> its twin-side clone (kernels and callees), in
+  // creation order so that site numbering is deterministic.
+  MapVector<Function *, Function *> Clones;
   // Twin-side clone -> name to record in its sites.
   DenseMap<Function *, std::string> SiteNames;
   FunctionCallee Access;
@@ -340,7 +341,8 @@ void DeviceTwins::cloneCallees() {
       Args.push_back(Desc);
       SmallVector<OperandBundleDef, 2> Bundles;
       CI->getOperandBundlesAsDefs(Bundles);
-      CallInst *New = CallInst::Create(Clone->getFunctionType(), Clone, Args, Bundles, "", CI);
+      IRBuilder<> B(CI);
+      CallInst *New = B.CreateCall(Clone->getFunctionType(), Clone, Args, Bundles);
       New->takeName(CI);
       New->setCallingConv(CI->getCallingConv());
       New->setTailCallKind(CI->getTailCallKind());

@@ -3,8 +3,10 @@
  * dh_comms/README.md), parsed from raw section bytes or from an ELF file
  * through libelf, and looked up by the site id a record carries.
  */
+#define _POSIX_C_SOURCE 200809L
 #include "nano/dh_comms.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
@@ -128,7 +130,7 @@ int nano_dh_sites_add_elf(struct nano_dh_sites *s, const char *path, char *errms
   }
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
-    snprintf(errmsg, errlen, "%s: cannot open: %m", path);
+    snprintf(errmsg, errlen, "%s: cannot open: %s", path, strerror(errno));
     return -1;
   }
   int rc = 0;

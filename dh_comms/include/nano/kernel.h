@@ -35,8 +35,13 @@ extern "C" {
 #define NANO_THREAD_LOCAL _Thread_local
 #endif
 
-/* The annotation the pass looks for; noinline keeps the kernel a function. */
+/* The annotation the pass looks for (clang); noinline keeps the kernel a
+ * function. Other compilers get a plain function without a twin. */
+#if defined(__clang__)
 #define NANO_KERNEL __attribute__((annotate("nano_kernel"), noinline, used))
+#else
+#define NANO_KERNEL __attribute__((noinline, used))
+#endif
 #define NANO_TWIN(name) __nano_twin_##name
 #define NANO_TWIN_DECL(ret, name, ...) ret NANO_TWIN(name)(__VA_ARGS__, void *nano_dh_desc)
 

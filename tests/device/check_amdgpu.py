@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""Checks an AMDGPU code object built with the plugin: every kernel has its
+twin (naming rule), the twin has exactly one more explicit argument (8 bytes,
+global buffer) with the hidden arguments after it, the same launch bounds and
+wavefront size; the site table section decodes and names the kernels.
+
+usage: check_amdgpu.py CODE_OBJECT WAVE_SIZE READELF CXXFILT SITES_DUMP [MIN_KERNELS]
+"""
+import subprocess
+import sys
+
+import yaml
+
+from twin_names import PREFIX, check_pairs
+
+
+def fail(msg):
+    print("FAIL: " + msg)
+    sys.exit(1)
+
+
+def main():
+    co, wave, readelf, cxxfilt, sites_dump = sys.argv[1:6]
+    min_kernels = int(sys.argv[6]) if len(sys.argv) > 6 else 1
+    notes = subprocess.run([readelf, "--notes", co], capture_output=True, text=True,
+                           check=True).stdout
+    start = notes.index("---")
+    end = notes.index("...", start)
+    md = yaml.safe_load(notes[start:end])
+    kernels = {k[".name"]: k for k in md["amdhsa.kernels"]}
+    originals = [k for k in kernels if not k.startswith(PREFIX)]
+    if len(originals) < min_kernels:
+        fail("%s: %d kernels, expected at least %d" % (co, len(originals), min_kernels))
+    pairs, errors = check_pairs(set(kernels), cxxfilt)
+    if errors:
+        fail("%s: %s" % (co, "; ".join(errors)))
+    for orig, twin in pairs.items():
+        o, t = kernels[orig], kernels[twin]
+        oargs, targs = o.get(".args", []), t.get(".args", [])
+        oexp = [a for a in oargs if not a[".value_kind"].startswith("hidden")]
+        texp = [a for a in targs if not a[".value_kind"].startswith("hidden")]
+        if len(texp) != len(oexp) + 1:
+            fail("%s: %d explicit args, original %d" % (twin, len(texp), len(oexp)))
+        for a, b in zip(oexp, texp):
+            if (a[".size"], a[".value_kind"], a[".offset"]) != (b[".size"], b[".value_kind"], b[".offset"]):
+                fail("%s: argument %r differs from the original's %r" % (twin, b, a))
+        desc = texp[-1]
+        if desc[".size"] != 8 or desc[".value_kind"] != "global_buffer":
+            fail("%s: trailing argument %r is not an 8-byte global buffer" % (twin, desc))
+        last_explicit = max(i for i, a in enumerate(targs) if a is desc)
+        for i, a in enumerate(targs):
+            if a[".value_kind"].startswith("hidden") and (i < last_explicit or a[".offset"] < desc[".offset"] + 8):
+                fail("%s: hidden argument %r before the descriptor" % (twin, a))
+        for key in (".max_flat_workgroup_size", ".wavefront_size", ".reqd_workgroup_size"):
+            if o.get(key) != t.get(key):
+                fail("%s: %s %r, original %r" % (twin, key, t.get(key), o.get(key)))
+        if str(t[".wavefront_size"]) != wave:
+            fail("%s: wavefront size %s, expected %s" % (twin, t[".wavefront_size"], wave))
+        print("ok %s -> %s: %d+1 args, flat wg %s, wave %s" % (
+            orig, twin, len(oexp), t[".max_flat_workgroup_size"], t[".wavefront_size"]))
+    sites = subprocess.run([sites_dump, co], capture_output=True, text=True)
+    if sites.returncode != 0:
+        fail("%s: sites: %s" % (co, sites.stdout + sites.stderr))
+    site_kernels = {line.split("\t")[1] for line in sites.stdout.splitlines() if line}
+    print("ok %d sites in functions %s" % (len(sites.stdout.splitlines()), sorted(site_kernels)))
+
+
+main()

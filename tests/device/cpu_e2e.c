@@ -1,0 +1,210 @@
+/*
+ * End-to-end test of the device chain on CPU kernels (cpu_kernels.c, compiled
+ * with the plugin): twins run over a grid by NANO_LAUNCH write records into a
+ * dh_comms buffer; the records are drained, decoded, resolved against the
+ * site table of this executable, and compared with exactly the accesses each
+ * thread makes.
+ *
+ * usage: cpu_e2e records|drop|wait|drain
+ *   records: large buffer; every record checked, nothing dropped
+ *   drop:    128-byte buffer, NANO_DH_FLAG_DROP: 1 record kept, the rest
+ *            dropped and counted
+ *   wait:    128-byte buffer, bounded wait (no drain): same, after waiting
+ *   drain:   512-byte buffer drained after every thread: no drops, records
+ *            wrap around the ring and still decode exactly
+ */
+#include "nano/dh_comms.h"
+#include "nano/kernel.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void k_axpy(float *y, const float *x, float a, int n);
+void k_mixed(int64_t *count, char *dst, const char *src, unsigned len);
+NANO_TWIN_DECL(void, k_axpy, float *y, const float *x, float a, int n);
+NANO_TWIN_DECL(void, k_mixed, int64_t *count, char *dst, const char *src, unsigned len);
+extern const unsigned axpy_line, bump_line, mixed_atomic_line, mixed_cas_line, mixed_copy_line;
+
+#define CHECK(c, ...)                                                                          \
+  do {                                                                                         \
+    if (!(c)) {                                                                                \
+      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #c);                             \
+      fprintf(stderr, __VA_ARGS__);                                                            \
+      fputc('\n', stderr);                                                                     \
+      exit(1);                                                                                 \
+    }                                                                                          \
+  } while (0)
+
+/* One expected access. */
+struct e2e_access {
+  const char *function;
+  unsigned line, kind, size;
+  uint64_t addr;
+  uint32_t block, thread; /* block x, linear thread id */
+};
+
+struct e2e_state {
+  struct nano_dh_sites *sites;
+  struct e2e_access want[512];
+  unsigned nwant, next;
+  unsigned grid_x, block_x;
+};
+
+static void e2e_expect(struct e2e_state *s, const char *fn, unsigned line, unsigned kind,
+                       unsigned size, const void *addr, uint32_t block, uint32_t thread) {
+  CHECK(s->nwant < 512, "too many expected accesses");
+  s->want[s->nwant++] = (struct e2e_access){fn, line, kind, size, (uint64_t)(uintptr_t)addr,
+                                            block, thread};
+}
+
+/* Compares one record with the next expected access (records of a CPU
+ * kernel come in program order, thread by thread). */
+static int e2e_check(const struct nano_dh_record *r, void *arg) {
+  struct e2e_state *s = arg;
+  CHECK(s->next < s->nwant, "record %u beyond the %u expected", s->next, s->nwant);
+  struct e2e_access *w = &s->want[s->next++];
+  if (w->kind == NANO_DH_KIND_LOAD && r->addr[0] != w->addr && s->next < s->nwant &&
+      w[1].kind == NANO_DH_KIND_LOAD && w[1].line == w->line && w[1].addr == r->addr[0]) {
+    struct e2e_access t = w[0]; /* two loads of one statement, other order */
+    w[0] = w[1];
+    w[1] = t;
+  }
+  CHECK(r->lanes == 1 && r->wave_size == 1 && r->exec == 1, "lanes %u wave %u exec %llx",
+        r->lanes, r->wave_size, (unsigned long long)r->exec);
+  const struct nano_dh_site *site = nano_dh_sites_find(s->sites, r->site);
+  CHECK(site, "record %u: site %llx not in the site table", s->next - 1,
+        (unsigned long long)r->site);
+  CHECK(strcmp(site->kernel, w->function) == 0, "record %u: function %s, want %s", s->next - 1,
+        site->kernel, w->function);
+  size_t fl = strlen(site->file);
+  CHECK(fl >= 13 && strcmp(site->file + fl - 13, "cpu_kernels.c") == 0, "file %s", site->file);
+  CHECK(site->line == w->line, "record %u (%s): line %u, want %u", s->next - 1, w->function,
+        site->line, w->line);
+  CHECK(site->column > 0, "no column");
+  CHECK(site->kind == w->kind, "record %u: kind %s, want %s", s->next - 1,
+        nano_dh_kind_name(site->kind), nano_dh_kind_name(w->kind));
+  CHECK(site->addrspace == NANO_DH_AS_GENERIC, "address space %u", site->addrspace);
+  CHECK(r->size == w->size, "record %u: size %u, want %u", s->next - 1, r->size, w->size);
+  CHECK(site->size == 0 || site->size == w->size, "site size %u", site->size);
+  CHECK(r->addr[0] == w->addr, "record %u (%s line %u): address %llx, want %llx", s->next - 1,
+        w->function, w->line, (unsigned long long)r->addr[0], (unsigned long long)w->addr);
+  CHECK(r->block[0] == w->block && r->block[1] == 0 && r->block[2] == 0, "block %u,%u,%u",
+        r->block[0], r->block[1], r->block[2]);
+  CHECK(r->block_dim[0] == s->block_x && r->block_dim[1] == 1 && r->block_dim[2] == 1,
+        "block dim %u", r->block_dim[0]);
+  CHECK(nano_dh_record_thread(r, 0) == w->thread, "record %u: thread %u, want %u", s->next - 1,
+        nano_dh_record_thread(r, 0), w->thread);
+  return 0;
+}
+
+enum { E2E_GRID = 2, E2E_BLOCK = 4, E2E_N = E2E_GRID * E2E_BLOCK, E2E_LEN = 3 };
+
+struct e2e_data {
+  float x[E2E_N], y[E2E_N], y_ref[E2E_N];
+  int64_t count[2], count_ref[2];
+  char src[E2E_N * E2E_LEN], dst[E2E_N * E2E_LEN], dst_ref[E2E_N * E2E_LEN];
+};
+
+static void e2e_init(struct e2e_data *d) {
+  for (int i = 0; i < E2E_N; i++)
+    d->x[i] = (float)i, d->y[i] = d->y_ref[i] = 1.0f + (float)i;
+  memset(d->count, 0, sizeof d->count);
+  memset(d->count_ref, 0, sizeof d->count_ref);
+  for (int i = 0; i < E2E_N * E2E_LEN; i++)
+    d->src[i] = (char)('a' + i % 26), d->dst[i] = d->dst_ref[i] = 0;
+}
+
+/* The accesses of k_axpy then k_mixed for every thread, in launch order. */
+static void e2e_expect_all(struct e2e_state *s, struct e2e_data *d) {
+  for (uint32_t b = 0; b < E2E_GRID; b++)
+    for (uint32_t t = 0; t < E2E_BLOCK; t++) {
+      unsigned i = b * E2E_BLOCK + t;
+      /* y[i] = a * x[i] + y[i]: the loads' order is the compiler's;
+       * e2e_check accepts either. */
+      e2e_expect(s, "k_axpy", axpy_line, NANO_DH_KIND_LOAD, 4, &d->x[i], b, t);
+      e2e_expect(s, "k_axpy", axpy_line, NANO_DH_KIND_LOAD, 4, &d->y[i], b, t);
+      e2e_expect(s, "k_axpy", axpy_line, NANO_DH_KIND_STORE, 4, &d->y[i], b, t);
+    }
+  for (uint32_t b = 0; b < E2E_GRID; b++)
+    for (uint32_t t = 0; t < E2E_BLOCK; t++) {
+      unsigned i = b * E2E_BLOCK + t;
+      e2e_expect(s, "k_mixed", mixed_atomic_line, NANO_DH_KIND_ATOMIC, 8, &d->count[0], b, t);
+      e2e_expect(s, "k_mixed", mixed_cas_line, NANO_DH_KIND_ATOMIC, 8, &d->count[1], b, t);
+      e2e_expect(s, "k_mixed", mixed_copy_line, NANO_DH_KIND_LOAD, E2E_LEN,
+                 &d->src[i * E2E_LEN], b, t);
+      e2e_expect(s, "k_mixed", mixed_copy_line, NANO_DH_KIND_STORE, E2E_LEN,
+                 &d->dst[i * E2E_LEN], b, t);
+      e2e_expect(s, "bump", bump_line, NANO_DH_KIND_LOAD, 1, &d->dst[i * E2E_LEN], b, t);
+      e2e_expect(s, "bump", bump_line, NANO_DH_KIND_STORE, 1, &d->dst[i * E2E_LEN], b, t);
+    }
+}
+
+/* Drains the buffer into e2e_check when `each` is set. */
+static void e2e_drain(struct nano_dh_buffer *buf, struct e2e_state *s, int each) {
+  char err[256];
+  CHECK(!each || nano_dh_buffer_drain(buf, e2e_check, s, err, sizeof err) >= 0, "%s", err);
+}
+
+/* Runs originals and twins; checks the twins compute what the originals do. */
+static void e2e_run(struct e2e_data *d, struct nano_dh_buffer *buf, struct e2e_state *s,
+                    int drain_each) {
+  void *desc = nano_dh_buffer_desc(buf);
+  nano_dim3 grid = nano_dim(E2E_GRID, 1, 1), block = nano_dim(E2E_BLOCK, 1, 1);
+  NANO_LAUNCH(grid, block, k_axpy(d->y_ref, d->x, 2.0f, E2E_N));
+  NANO_LAUNCH(grid, block, k_mixed(d->count_ref, d->dst_ref, d->src, E2E_LEN));
+  NANO_LAUNCH(grid, block, (NANO_TWIN(k_axpy)(d->y, d->x, 2.0f, E2E_N, desc), e2e_drain(buf, s, drain_each)));
+  NANO_LAUNCH(grid, block,
+              (NANO_TWIN(k_mixed)(d->count, d->dst, d->src, E2E_LEN, desc), e2e_drain(buf, s, drain_each)));
+  CHECK(memcmp(d->y, d->y_ref, sizeof d->y) == 0, "twin of k_axpy computed another result");
+  CHECK(memcmp(d->dst, d->dst_ref, sizeof d->dst) == 0, "twin of k_mixed copied differently");
+  CHECK(d->count[0] == E2E_N && d->count_ref[0] == E2E_N, "count %lld", (long long)d->count[0]);
+}
+
+int main(int argc, char **argv) {
+  CHECK(argc == 2, "usage: %s records|drop|wait|drain", argv[0]);
+  const char *mode = argv[1];
+  static struct e2e_state s;
+  static struct e2e_data d;
+  char err[256];
+  s.sites = nano_dh_sites_create();
+  CHECK(s.sites, "out of memory");
+  CHECK(nano_dh_sites_add_elf(s.sites, "/proc/self/exe", err, sizeof err) >= 1, "%s", err);
+  s.grid_x = E2E_GRID;
+  s.block_x = E2E_BLOCK;
+  e2e_init(&d);
+  e2e_expect_all(&s, &d);
+  const unsigned total = s.nwant; /* 8 threads x (3 + 6) */
+  const unsigned rec = NANO_DH_HDR_SIZE + 8;
+
+  if (strcmp(mode, "records") == 0 || strcmp(mode, "drain") == 0) {
+    int drain = strcmp(mode, "drain") == 0;
+    struct nano_dh_buffer *buf = nano_dh_buffer_create(drain ? 512 : 1 << 16, 0, 1000);
+    CHECK(buf, "cannot create a buffer");
+    e2e_run(&d, buf, &s, drain);
+    if (!drain) {
+      CHECK(nano_dh_buffer_drain(buf, e2e_check, &s, err, sizeof err) == (long)total, "%s",
+            err);
+    }
+    CHECK(s.next == total, "%u records checked, want %u", s.next, total);
+    CHECK(nano_dh_buffer_dropped(buf) == 0, "%llu dropped",
+          (unsigned long long)nano_dh_buffer_dropped(buf));
+    nano_dh_buffer_destroy(buf);
+    printf("ok %s: %u records exact\n", mode, total);
+  } else if (strcmp(mode, "drop") == 0 || strcmp(mode, "wait") == 0) {
+    int drop = strcmp(mode, "drop") == 0;
+    struct nano_dh_buffer *buf = nano_dh_buffer_create(128, drop ? NANO_DH_FLAG_DROP : 0, 100);
+    CHECK(buf, "cannot create a buffer");
+    e2e_run(&d, buf, &s, 0);
+    CHECK(nano_dh_buffer_dropped(buf) == total - 1, "%llu dropped, want %u",
+          (unsigned long long)nano_dh_buffer_dropped(buf), total - 1);
+    CHECK(nano_dh_buffer_drain(buf, e2e_check, &s, err, sizeof err) == 1, "%s", err);
+    CHECK(s.next == 1 && 2 * rec > 128, "one record kept");
+    nano_dh_buffer_destroy(buf);
+    printf("ok %s: 1 record kept, %u dropped and counted\n", mode, total - 1);
+  } else {
+    CHECK(0, "unknown mode %s", mode);
+  }
+  nano_dh_sites_destroy(s.sites);
+  return 0;
+}
