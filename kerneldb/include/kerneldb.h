@@ -93,7 +93,8 @@ struct kdb_kernel {
   kdb_descriptor descriptor;
   uint32_t kernarg_segment_size, kernarg_segment_align;
   uint32_t group_segment_size, private_segment_size;
-  uint32_t sgpr_count, vgpr_count, agpr_count; /* agpr_count 0 where absent */
+  /* agpr_count 0 where absent. NVIDIA: vgpr_count = registers per thread. */
+  uint32_t sgpr_count, vgpr_count, agpr_count;
   uint32_t sgpr_spill_count, vgpr_spill_count;
   uint32_t wavefront_size, max_flat_workgroup_size; /* 0 where unknown */
   size_t arg_count;

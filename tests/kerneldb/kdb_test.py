@@ -342,6 +342,7 @@ def test_cuda(kdb, inputs):
     check(m and shown["_Z5mixed4PairsPx"]["group_segment_size"] == int(m.group(1), 16) >= 1024,
           "shared memory of mixed = size of .nv.shared._Z5mixed4PairsPx")
     check(shown["_Z5mixed4PairsPx"]["demangled"] == "mixed(Pair, short, long long*)", "demangled cubin name")
+    check(all(0 < k["vgpr_count"] <= 255 for k in shown.values()), "registers per thread from .nv.info")
     l = kdb_json(kdb, "list", cubin)
     check(l["code_objects"][0]["arch"] == "sm_90", "sm_90")
     fat = kdb_json(kdb, "show", os.path.join(inputs, "c_fat.o"))

@@ -142,10 +142,14 @@ static int kdbcli_list(kdb *db, const kdbcli_opts *o) {
       printf("%s", firstco ? "" : ",");
       kdbcli_co_json(co);
     } else {
-      printf("code object %zu: %s (%s), code object v%d, xnack %s, sramecc %s, %zu kernels [%s%s]\n", c,
-             co->target_id, co->vendor == KDB_VENDOR_AMDGPU ? "amdgpu" : "nvidia",
-             co->code_object_version, kdb_feature_name(co->xnack), kdb_feature_name(co->sramecc),
-             co->kernel_count, co->container, co->compressed ? ", compressed" : "");
+      if (co->vendor == KDB_VENDOR_AMDGPU)
+        printf("code object %zu: %s (amdgpu), code object v%d, xnack %s, sramecc %s, %zu kernels [%s%s]\n", c,
+               co->target_id, co->code_object_version, kdb_feature_name(co->xnack),
+               kdb_feature_name(co->sramecc), co->kernel_count, co->container,
+               co->compressed ? ", compressed" : "");
+      else
+        printf("code object %zu: %s (nvidia cubin), ELF ABI v%d, %zu kernels [%s]\n", c, co->arch,
+               co->code_object_version, co->kernel_count, co->container);
     }
     firstco = 0;
   }
@@ -183,8 +187,11 @@ static void kdbcli_show_text(const kdb_kernel *k) {
   printf("  kernarg segment: %u bytes, align %u\n", k->kernarg_segment_size, k->kernarg_segment_align);
   printf("  group segment: %u bytes, private segment: %u bytes\n", k->group_segment_size,
          k->private_segment_size);
-  printf("  sgpr %u, vgpr %u, agpr %u, spills sgpr %u vgpr %u\n", k->sgpr_count, k->vgpr_count,
-         k->agpr_count, k->sgpr_spill_count, k->vgpr_spill_count);
+  if (k->co->vendor == KDB_VENDOR_NVIDIA)
+    printf("  registers per thread %u\n", k->vgpr_count);
+  else
+    printf("  sgpr %u, vgpr %u, agpr %u, spills sgpr %u vgpr %u\n", k->sgpr_count, k->vgpr_count,
+           k->agpr_count, k->sgpr_spill_count, k->vgpr_spill_count);
   printf("  wavefront size %u, max flat workgroup size %u\n", k->wavefront_size,
          k->max_flat_workgroup_size);
   if (k->twin) printf("  twin: %s\n", k->twin->name);

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# kerneldb benchmark: $1 = build directory (default ./build).
+#  1. listing + fully disassembling a large code object (a template kernel
+#     instantiated 400 times, hipcc -g, gfx90a) with kdb_bench, as a ratio
+#     to llvm-objdump-15 -d on the same file in the same run (target <= 1),
+#     best of 5, as CPU time (user+sys, robust on a shared machine) and wall time;
+#  2. opening and listing a shared library of 10,000 kernels (target < 1 s).
+# Inputs are generated once into $build/bench/kerneldb/data.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+build=$(cd "${1:-./build}" && pwd)
+bench=$build/bench/kerneldb/kdb_bench
+[ -x "$bench" ] || { echo "run.sh: build kdb_bench first ($bench)" >&2; exit 2; }
+data=$build/bench/kerneldb/data
+mkdir -p "$data"
+hip() { hipcc "$@" 2> >(grep -v -e rocm_agent_enumerator -e Traceback -e '^  ' -e '^[A-Za-z]*Error' >&2); }
+if [ ! -s "$data/big.co" ]; then
+  python3 "$here/gen.py" big 400 "$data/big.hip"
+  hip -g -O2 -nogpulib --offload-arch=gfx90a --cuda-device-only --no-gpu-bundle-output \
+    -c "$data/big.hip" -o "$data/big.co"
+fi
+if [ ! -s "$data/many.so" ]; then
+  python3 "$here/gen.py" many 10000 "$data/many.hip"
+  hip -O1 -fPIC -shared -nogpulib --offload-arch=gfx90a "$data/many.hip" -o "$data/many.so"
+fi
+t_obj=$(python3 "$here/timeit.py" 5 llvm-objdump-15 -d "$data/big.co")
+t_kdb=$(python3 "$here/timeit.py" 5 "$bench" "$data/big.co" all)
+info=$("$bench" "$data/big.co" all)
+echo "big.co: $(stat -c %s "$data/big.co") bytes; kerneldb: $info"
+echo "llvm-objdump-15 -d big.co: $t_obj"
+echo "kerneldb list + isa of every kernel: $t_kdb"
+python3 - "$t_obj" "$t_kdb" <<'PY'
+import sys
+o = dict(kv.split("=") for kv in sys.argv[1].split())
+k = dict(kv.split("=") for kv in sys.argv[2].split())
+print("ratio kerneldb/objdump (list + full disassembly + lines + classification): "
+      "cpu %.2fx, wall %.2fx (best of 5)" % (float(k["cpu"]) / float(o["cpu"]), float(k["wall"]) / float(o["wall"])))
+PY
+list=$("$bench" "$data/many.so" list)
+echo "many.so: $list"
+python3 -c "
+import re; s=float(re.search(r'open_list_s=([0-9.]+)', '''$list''').group(1))
+print('open+list of %s kernels: %.3fs (target < 1s): %s' % (re.search(r'kernels=(\d+)', '''$list''').group(1), s, 'ok' if s < 1 else 'SLOW'))"
