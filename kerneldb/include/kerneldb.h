@@ -166,7 +166,8 @@ int kdb_open_memory(const void *data, size_t size, const char *name, kdb **out,
 
 /* Upper bound on the bytes one compressed bundle may decompress to; larger
 ** claims are rejected. Default 2 GiB; process-wide, applies to databases
-** opened afterwards. Returns the previous value. */
+** opened afterwards. Returns the previous value. Independently, a claim over
+** 64 MiB + 4096 times the compressed size is rejected. */
 uint64_t kdb_set_decompress_limit(uint64_t bytes);
 
 void kdb_close(kdb *db);

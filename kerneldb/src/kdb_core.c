@@ -491,7 +491,10 @@ static int kdb_read_ccob(kdb *db, const uint8_t *p, size_t n, const char *where,
                     (unsigned long long)total, n);
   if (method > 1)
     return kdb_fail(e, db->name, "%s: compressed bundle method %u unknown (0 zlib, 1 zstd)", where, method);
-  uint64_t limit = db->decompress_limit;
+  /* Bounded by the input too: no real bundle expands 4096-fold (zlib
+  ** cannot exceed about 1032:1), so a larger claim is not believed. */
+  uint64_t limit = db->decompress_limit, by_input = ((uint64_t)64 << 20) + (total - hdr) * 4096;
+  if (by_input < limit) limit = by_input;
   if (raw > limit || raw > SIZE_MAX)
     return kdb_fail(e, db->name, "%s: compressed bundle claims %llu bytes uncompressed, over the limit of %llu",
                     where, (unsigned long long)raw, (unsigned long long)limit);

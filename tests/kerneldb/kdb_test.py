@@ -215,6 +215,10 @@ def test_containers(kdb, inputs):
     regex = kdb_json(kdb, "list", os.path.join(inputs, "libt.so"), "--kernels", "^_Z5scale")
     check(sorted({k["name"] for k in regex["kernels"]}) == ["_Z5scaleIdEvPT_S0_", "_Z5scaleIsEvPT_S0_"],
           "--kernels regex")
+    isa = kdb_json(kdb, "isa", os.path.join(inputs, "libt.so"), "--kernels", "scale<", "--arch", "gfx90a")
+    check(sorted(k["name"] for k in isa) == ["_Z5scaleIdEvPT_S0_", "_Z5scaleIsEvPT_S0_"] and
+          all(k["arch"] == "gfx90a" and k["insns"] for k in isa), "isa --kernels on demangled names")
+    run([kdb, "lines", os.path.join(inputs, "libt.so"), "--kernels", "nomatch_xyz"], 1)
 
 
 def test_twins(kdb, inputs):
@@ -345,8 +349,11 @@ def test_cuda(kdb, inputs):
     check(all(0 < k["vgpr_count"] <= 255 for k in shown.values()), "registers per thread from .nv.info")
     l = kdb_json(kdb, "list", cubin)
     check(l["code_objects"][0]["arch"] == "sm_90", "sm_90")
-    fat = kdb_json(kdb, "show", os.path.join(inputs, "c_fat.o"))
-    check(sorted(k["name"] for k in fat) == sorted(shown), "fat binary in host object has the same kernels")
+    for host in ("c_fat.o", "c_clang.o"):  # nvcc and clang embed fat binaries
+        fat = {k["name"]: k for k in kdb_json(kdb, "show", os.path.join(inputs, host))}
+        check(sorted(fat) == sorted(shown), host + ": fat binary has the same kernels")
+        for name, layout in want.items():
+            check([(a["offset"], a["size"]) for a in fat[name]["args"]] == layout, host + ": params of " + name)
     p = run([kdb, "isa", cubin, "saxpy"], 2)
     check("no disassembler" in p.stderr, "isa on a cubin says why it cannot")
 

@@ -7,6 +7,7 @@
 #   t_zstd.ccob                compressed bundle (clang-offload-bundler-22 --compress)
 #   t_zlib.ccob                compressed bundle, zlib method (written by kdb_test.py)
 #   c.cubin, c_fat.o           nvcc -cubin / host object with .nv_fatbin (sm_90)
+#   c_clang.o                  clang-22 CUDA host object with .nv_fatbin (sm_90)
 # gfx1100 needs -nogpulib (Debian's ROCm 5.2 device libraries have no
 # gfx1100), so every build uses -nogpulib and the kernels avoid the libraries.
 set -euo pipefail
@@ -31,4 +32,6 @@ python3 "$src/../kdb_test.py" make-zlib t.bundle t_zlib.ccob
 if [ -x /usr/local/cuda/bin/nvcc ]; then
   /usr/local/cuda/bin/nvcc -cubin -arch=sm_90 "$src/kdb_test.cu" -o c.cubin
   /usr/local/cuda/bin/nvcc -c -arch=sm_90 "$src/kdb_test.cu" -o c_fat.o
+  clang-22 -x cuda --cuda-path=/usr/local/cuda --offload-arch=sm_90 -O2 -Wno-unknown-cuda-version \
+    -c "$src/kdb_test.cu" -o c_clang.o
 fi

@@ -3,8 +3,8 @@
 **
 **   kerneldb list  FILE [--json] [--arch gfxNNN] [--kernels REGEX]
 **   kerneldb show  FILE [KERNEL] [--json] [--arch gfxNNN] [--kernels REGEX]
-**   kerneldb isa   FILE KERNEL [--json] [--arch gfxNNN] [--source]
-**   kerneldb lines FILE KERNEL [--json] [--arch gfxNNN]
+**   kerneldb isa   FILE KERNEL|--kernels REGEX [--json] [--arch gfxNNN] [--source]
+**   kerneldb lines FILE KERNEL|--kernels REGEX [--json] [--arch gfxNNN]
 **
 ** KERNEL is a mangled name, a demangled name or a unique prefix of either.
 ** Exit status: 0 found, 1 no such kernel (or an ambiguous prefix), 2 the
@@ -234,25 +234,34 @@ static long kdbcli_resolve(kdb *db, const kdbcli_opts *o, const kdb_kernel ***ou
   return n;
 }
 
+/* The kernels a command works on: KERNEL when given (see kdbcli_resolve),
+** else every kernel passing --arch and --kernels. Count, or -1 after a
+** message when there is none. */
+static long kdbcli_targets(kdb *db, const kdbcli_opts *o, const kdb_kernel ***out) {
+  if (o->kernel) return kdbcli_resolve(db, o, out);
+  size_t nk = kdb_kernel_count(db);
+  const kdb_kernel **m = calloc(nk ? nk : 1, sizeof *m);
+  if (!m) {
+    fprintf(stderr, "kerneldb: out of memory\n");
+    exit(2);
+  }
+  long n = 0;
+  for (size_t i = 0; i < nk; i++)
+    if (kdbcli_selected(o, kdb_kernel_at(db, i))) m[n++] = kdb_kernel_at(db, i);
+  if (n == 0) {
+    fprintf(stderr, "kerneldb: %s: no kernel matches%s%s%s%s\n", kdb_name(db), o->regex ? " --kernels " : "",
+            o->regex ? o->regex : "", o->arch ? " --arch " : "", o->arch ? o->arch : "");
+    free(m);
+    return -1;
+  }
+  *out = m;
+  return n;
+}
+
 static int kdbcli_show(kdb *db, const kdbcli_opts *o) {
   const kdb_kernel **m = NULL;
-  long n;
-  if (o->kernel) {
-    n = kdbcli_resolve(db, o, &m);
-    if (n < 0) return 1;
-  } else {
-    size_t nk = kdb_kernel_count(db);
-    m = calloc(nk ? nk : 1, sizeof *m);
-    if (!m) return 2;
-    n = 0;
-    for (size_t i = 0; i < nk; i++)
-      if (kdbcli_selected(o, kdb_kernel_at(db, i))) m[n++] = kdb_kernel_at(db, i);
-    if (n == 0) {
-      fprintf(stderr, "kerneldb: %s: no kernel matches\n", kdb_name(db));
-      free(m);
-      return 1;
-    }
-  }
+  long n = kdbcli_targets(db, o, &m);
+  if (n < 0) return 1;
   if (o->json) printf("[");
   for (long i = 0; i < n; i++) {
     if (o->json) {
@@ -359,7 +368,7 @@ static void kdbcli_mem_text(const kdb_insn *in) {
 
 static int kdbcli_isa(kdb *db, const kdbcli_opts *o, int by_line) {
   const kdb_kernel **m = NULL;
-  long n = kdbcli_resolve(db, o, &m);
+  long n = kdbcli_targets(db, o, &m);
   if (n < 0) return 1;
   int rc = 0;
   kdbcli_src src = {0};
@@ -510,8 +519,8 @@ int main(int argc, char **argv) {
     kdbcli_usage(stderr);
     return 2;
   }
-  if ((isa || lines) && !o.kernel) {
-    fprintf(stderr, "kerneldb: %s needs a KERNEL\n", o.cmd);
+  if ((isa || lines) && !o.kernel && !o.regex) {
+    fprintf(stderr, "kerneldb: %s needs a KERNEL or --kernels REGEX\n", o.cmd);
     return 2;
   }
   if (o.regex) {
