@@ -1,10 +1,10 @@
-// HIP through Debian's hipcc (clang-15) with the plugin: the source compiles,
+// HIP through Debian's hipcc (clang-15) with the whole plugin: the source compiles,
 // the host module's atomics are instrumented, and the host pass leaves the
 // device (amdgcn) module alone: with the device pass selecting no kernel
 // (NANO_KERNELS matches none) it is byte for byte the one built without the
 // plugin, and the host pass alone run on it changes nothing.
 // REQUIRES: hipcc
-// RUN: env NANO_KERNELS=no_kernel_matches %hipcc --offload-arch=gfx90a -fpass-plugin=%plugin -c %s -o %t.o
+// RUN: %hipcc --offload-arch=gfx90a -fpass-plugin=%plugin -c %s -o %t.o
 // RUN: %nm %t.o | FileCheck %s --check-prefix=OBJ
 // RUN: %hipcc --offload-arch=gfx90a --cuda-host-only -S -emit-llvm -fpass-plugin=%plugin %s -o %t.host.ll
 // RUN: FileCheck %s --check-prefix=HOST < %t.host.ll

@@ -1,10 +1,13 @@
 // Functions marked no-instrument keep their atomics bare: clang's
 // __attribute__((disable_sanitizer_instrumentation)), the annotation
-// __attribute__((annotate("nano_no_instrument"))), and the runtime's own
+// __attribute__((annotate("nano_no_instrument"))) (NANO_NO_INSTRUMENT of
+// nano/atomics.h), and the runtime's own
 // functions (names beginning nano_ or __nano_). Other functions of the same
 // module are instrumented.
-// RUN: %clang_nano -O0 -S -emit-llvm -o - %s | FileCheck %s
-// RUN: %clang_nano -O2 -S -emit-llvm -o - %s | FileCheck %s
+// RUN: %clang_nano -I%runtime_include -O0 -S -emit-llvm -o - %s | FileCheck %s
+// RUN: %clang_nano -I%runtime_include -O2 -S -emit-llvm -o - %s | FileCheck %s
+
+#include "nano/atomics.h"
 
 int v;
 
@@ -25,6 +28,12 @@ __attribute__((disable_sanitizer_instrumentation)) void quiet(void) {
 __attribute__((annotate("nano_no_instrument"))) void annotated(void) {
   __atomic_fetch_sub(&v, 1, __ATOMIC_RELAXED);
 }
+
+// CHECK-LABEL: define {{.*}}@with_macro(
+// CHECK-NOT: __nano_atomic
+// CHECK: atomicrmw nand
+// CHECK: ret
+NANO_NO_INSTRUMENT void with_macro(void) { __atomic_fetch_nand(&v, 1, __ATOMIC_RELAXED); }
 
 // CHECK-LABEL: define {{.*}}@nano_runtime_helper(
 // CHECK-NOT: __nano_atomic

@@ -130,6 +130,17 @@ struct nano_site_module {
  */
 void __nano_atomic(struct nano_site *site);
 void __nano_register_module(struct nano_site_module *module);
+
+/*
+ * Marks a function whose atomic operations the pass leaves uninstrumented
+ * (see llvm-pass/README.md for the other ways to opt out). Nothing under
+ * compilers without the annotate attribute.
+ */
+#if defined(__clang__)
+#define NANO_NO_INSTRUMENT __attribute__((annotate("nano_no_instrument")))
+#else
+#define NANO_NO_INSTRUMENT
+#endif
 /* Counts n executions of `site` at once, as n calls of __nano_atomic would
  * (libnano_print.so prints n lines). For instrumentation that promotes a
  * loop's counting out of the loop: a call per atomic costs about 1.4x a
