@@ -621,6 +621,10 @@ bool DeviceTwins::linkRuntime(Function *Kernel) {
       continue;
     F->setLinkage(GlobalValue::InternalLinkage);
     F->setVisibility(GlobalValue::DefaultVisibility);
+    // Leaf functions; clang 15 does not infer it, and AMDGPU gives callers of
+    // possibly recursive functions a dynamic 16 KiB stack.
+    F->addFnAttr(Attribute::NoRecurse);
+    F->addFnAttr(Attribute::NoUnwind);
     F->removeFnAttr("target-cpu");
     F->removeFnAttr("target-features");
     F->removeFnAttr("tune-cpu");

@@ -4,8 +4,12 @@ twin (naming rule), the twin has exactly one more explicit argument (8 bytes,
 global buffer) with the hidden arguments after it, the same launch bounds and
 wavefront size; the site table section decodes and names the kernels.
 
-usage: check_amdgpu.py CODE_OBJECT WAVE_SIZE READELF CXXFILT SITES_DUMP [MIN_KERNELS]
+With KERNELDB given, `kerneldb list --json` must pair every kernel with the
+same twin.
+
+usage: check_amdgpu.py CODE_OBJECT WAVE_SIZE READELF CXXFILT SITES_DUMP [KERNELDB]
 """
+import json
 import subprocess
 import sys
 
@@ -21,7 +25,7 @@ def fail(msg):
 
 def main():
     co, wave, readelf, cxxfilt, sites_dump = sys.argv[1:6]
-    min_kernels = int(sys.argv[6]) if len(sys.argv) > 6 else 1
+    kerneldb = sys.argv[6] if len(sys.argv) > 6 else None
     notes = subprocess.run([readelf, "--notes", co], capture_output=True, text=True,
                            check=True).stdout
     start = notes.index("---")
@@ -29,8 +33,8 @@ def main():
     md = yaml.safe_load(notes[start:end])
     kernels = {k[".name"]: k for k in md["amdhsa.kernels"]}
     originals = [k for k in kernels if not k.startswith(PREFIX)]
-    if len(originals) < min_kernels:
-        fail("%s: %d kernels, expected at least %d" % (co, len(originals), min_kernels))
+    if not originals:
+        fail("%s: no kernels" % co)
     pairs, errors = check_pairs(set(kernels), cxxfilt)
     if errors:
         fail("%s: %s" % (co, "; ".join(errors)))
@@ -54,10 +58,22 @@ def main():
         for key in (".max_flat_workgroup_size", ".wavefront_size", ".reqd_workgroup_size"):
             if o.get(key) != t.get(key):
                 fail("%s: %s %r, original %r" % (twin, key, t.get(key), o.get(key)))
+        if t.get(".uses_dynamic_stack") and not o.get(".uses_dynamic_stack"):
+            fail("%s: uses a dynamic stack (%s bytes), the original does not" % (
+                twin, t.get(".private_segment_fixed_size")))
         if str(t[".wavefront_size"]) != wave:
             fail("%s: wavefront size %s, expected %s" % (twin, t[".wavefront_size"], wave))
         print("ok %s -> %s: %d+1 args, flat wg %s, wave %s" % (
             orig, twin, len(oexp), t[".max_flat_workgroup_size"], t[".wavefront_size"]))
+    if kerneldb:
+        out = subprocess.run([kerneldb, "list", co, "--json"], capture_output=True, text=True)
+        if out.returncode != 0:
+            fail("kerneldb list %s: %s" % (co, out.stderr))
+        kdb = {k["name"]: k for k in json.loads(out.stdout)["kernels"]}
+        for orig, twin in pairs.items():
+            if kdb.get(orig, {}).get("twin") != twin or kdb.get(twin, {}).get("twin_of") != orig:
+                fail("kerneldb pairs %s with %r, expected %s" % (orig, kdb.get(orig), twin))
+        print("ok kerneldb pairs %d kernels with their twins" % len(pairs))
     sites = subprocess.run([sites_dump, co], capture_output=True, text=True)
     if sites.returncode != 0:
         fail("%s: sites: %s" % (co, sites.stdout + sites.stderr))
