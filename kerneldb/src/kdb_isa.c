@@ -147,8 +147,8 @@ static void kdb_isa_walk(Dwarf_Die *die, Dwarf_Files *files, size_t nfiles, unsi
       if (dwarf_attr(&child, DW_AT_call_file, &at) && dwarf_formudata(&at, &cf) == 0 && files &&
           cf < nfiles)
         file = dwarf_filesrc(files, cf, NULL, NULL);
-      if (dwarf_attr(&child, DW_AT_call_line, &at)) dwarf_formudata(&at, &cl);
-      if (dwarf_attr(&child, DW_AT_call_column, &at)) dwarf_formudata(&at, &cc);
+      if (!dwarf_attr(&child, DW_AT_call_line, &at) || dwarf_formudata(&at, &cl) != 0) cl = 0;
+      if (!dwarf_attr(&child, DW_AT_call_column, &at) || dwarf_formudata(&at, &cc) != 0) cc = 0;
       const char *fn = dwarf_diename(&child);
       Dwarf_Addr base, lo, hi;
       ptrdiff_t off = 0;
@@ -188,10 +188,10 @@ static void kdb_isa_build_lines(kdb_co_priv *co) {
       Dwarf_Addr a;
       int ln = 0, col = 0;
       bool end = false;
-      if (!l || dwarf_lineaddr(l, &a) != 0) continue;
-      dwarf_lineno(l, &ln);
-      dwarf_linecol(l, &col);
-      dwarf_lineendsequence(l, &end);
+      if (!l || dwarf_lineaddr(l, &a) != 0 || dwarf_lineno(l, &ln) != 0 ||
+          dwarf_lineendsequence(l, &end) != 0)
+        continue;
+      if (dwarf_linecol(l, &col) != 0) col = 0;
       const char *f = end ? NULL : dwarf_linesrc(l, NULL, NULL);
       if (kdb_reserve((void **)&rows, &cap, n + 1, sizeof *rows)) {
         free(rows);

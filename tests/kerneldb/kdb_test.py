@@ -256,6 +256,8 @@ def test_cli(kdb, inputs):
     check("does-not-exist" in p.stderr and "No such file" in p.stderr, "missing file message: " + p.stderr)
     p = run([kdb, "list", SRC], 2)
     check(SRC in p.stderr and "not a GPU code object" in p.stderr, "garbage message: " + p.stderr)
+    p = run([kdb, "list", co, "--arch", "gfx942"], 1)
+    check("no kernel matches" in p.stderr and co in p.stderr, "list with filters matching nothing")
     p = run([kdb, "frobnicate", co], 2)
     p = run([kdb, "list", co, "--kernels", "("], 2)
     check("regex" in p.stderr, "bad regex message")

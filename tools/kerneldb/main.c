@@ -130,6 +130,12 @@ static void kdbcli_kernel_json(const kdb_kernel *k, int full) {
   putchar('}');
 }
 
+/* Says that the --arch/--kernels filters left no kernel. */
+static void kdbcli_no_match(kdb *db, const kdbcli_opts *o) {
+  fprintf(stderr, "kerneldb: %s: no kernel matches%s%s%s%s\n", kdb_name(db), o->regex ? " --kernels " : "",
+          o->regex ? o->regex : "", o->arch ? " --arch " : "", o->arch ? o->arch : "");
+}
+
 /* ---- list / show ---------------------------------------------------------- */
 static int kdbcli_list(kdb *db, const kdbcli_opts *o) {
   size_t nco = kdb_code_object_count(db), nk = kdb_kernel_count(db);
@@ -170,6 +176,10 @@ static int kdbcli_list(kdb *db, const kdbcli_opts *o) {
     first = 0;
   }
   if (o->json) printf("]}\n");
+  if (first && (o->arch || o->regex)) {
+    kdbcli_no_match(db, o);
+    return 1;
+  }
   return 0;
 }
 
@@ -249,8 +259,7 @@ static long kdbcli_targets(kdb *db, const kdbcli_opts *o, const kdb_kernel ***ou
   for (size_t i = 0; i < nk; i++)
     if (kdbcli_selected(o, kdb_kernel_at(db, i))) m[n++] = kdb_kernel_at(db, i);
   if (n == 0) {
-    fprintf(stderr, "kerneldb: %s: no kernel matches%s%s%s%s\n", kdb_name(db), o->regex ? " --kernels " : "",
-            o->regex ? o->regex : "", o->arch ? " --arch " : "", o->arch ? o->arch : "");
+    kdbcli_no_match(db, o);
     free(m);
     return -1;
   }
