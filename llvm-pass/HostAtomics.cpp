@@ -64,13 +64,15 @@
 using namespace llvm;
 namespace compat = nano::compat;
 
-// The emitted struct types below mirror atomics.h field by field; on the LP64
-// host the plugin is built for, check that the header agrees.
+// The emitted struct types below mirror atomics.h field by field; on an LP64
+// host, check that the header agrees.
+#if defined(__LP64__)
 static_assert(sizeof(struct nano_site) == 48, "nano_site is 48 bytes on LP64");
 static_assert(offsetof(struct nano_site, size) == 8 && offsetof(struct nano_site, function) == 24 &&
                   offsetof(struct nano_site, module) == 40,
               "nano_site layout changed: update the pass");
 static_assert(sizeof(struct nano_site_module) == 40, "nano_site_module is 40 bytes on LP64");
+#endif
 
 static cl::opt<std::string>
     ClKinds("nano-atomics-kinds",
