@@ -1569,35 +1569,45 @@ static const int rpd_signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGT
 static struct sigaction g_old_act[RPD_NSIG];
 static int g_signals_installed;
 
+/* The handler. With the default action in place before us, the signal ends
+ * the process: recording stops (open ranges end now), the writer commits
+ * (bounded wait), the default action is restored and the signal re-raised (a
+ * fault re-executes and faults again on return). With an application handler
+ * before us, SIGTERM/SIGINT only flush (recording goes on) and faults and
+ * SIGABRT go straight to that handler (a runtime may use SIGSEGV itself). */
 static void rpd_signal_handler(int sig, siginfo_t *info, void *ctx) {
   int saved_errno = errno;
   int k = 0;
   while (k < RPD_NSIG && rpd_signals[k] != sig) k++;
-  if (atomic_load(&g_writer_running) && !pthread_equal(pthread_self(), g_writer_thread)) {
-    rpd_mark_stopped(rpd_now());
-    rpd_flush_wait(g_crash_wait_ms);
-  }
   if (k == RPD_NSIG) return;
   struct sigaction *old = &g_old_act[k];
-  if ((old->sa_flags & SA_SIGINFO) && old->sa_sigaction) {
-    old->sa_sigaction(sig, info, ctx);
-  } else if (old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN && old->sa_handler) {
-    old->sa_handler(sig);
-  } else if (old->sa_handler == SIG_DFL) {
-    /* default action: restore it and re-raise (a fault re-executes and faults
-     * again on return) */
+  int user = (old->sa_flags & SA_SIGINFO) ? old->sa_sigaction != NULL
+                                          : (old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN);
+  int writer = atomic_load(&g_writer_running) && !pthread_equal(pthread_self(), g_writer_thread);
+  if (!user) {
+    if (writer) {
+      rpd_mark_stopped(rpd_now());
+      rpd_flush_wait(g_crash_wait_ms);
+    }
     sigaction(sig, old, NULL);
-    if (sig != SIGSEGV && sig != SIGBUS && sig != SIGILL && sig != SIGFPE) {
+    if ((sig != SIGSEGV && sig != SIGBUS && sig != SIGILL && sig != SIGFPE) ||
+        (info && info->si_code <= 0)) {
+      /* not a fault that re-executes: raise it again, unblocked */
       sigset_t set;
       sigemptyset(&set);
       sigaddset(&set, sig);
       pthread_sigmask(SIG_UNBLOCK, &set, NULL);
       raise(sig);
-    } else if (info && info->si_code <= 0) {
-      raise(sig); /* sent by kill(), not a fault: nothing re-executes */
     }
+    errno = saved_errno;
+    return;
   }
+  if (writer && (sig == SIGTERM || sig == SIGINT)) rpd_flush_wait(g_crash_wait_ms);
   errno = saved_errno;
+  if (old->sa_flags & SA_SIGINFO)
+    old->sa_sigaction(sig, info, ctx);
+  else
+    old->sa_handler(sig);
 }
 
 static void rpd_install_signals(void) {
@@ -1608,7 +1618,7 @@ static void rpd_install_signals(void) {
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_sigaction = rpd_signal_handler;
-  sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_NODEFER;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
   sigemptyset(&sa.sa_mask);
   for (int i = 0; i < RPD_NSIG; i++) {
     struct sigaction old;

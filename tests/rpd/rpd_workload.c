@@ -16,6 +16,9 @@
  *   api                API calls with kernel/copy args and GPU ops
  *   idle MS            AUTOSTART=0 helper: start, a range, sleep, stop
  *   sleepy N MS        N ranges, then sleep MS without flushing (autoflush)
+ *   chain              (RPDT_AUTOSTART=0) installs its own SIGINT handler,
+ *                      then starts recording: a SIGINT inside a range runs
+ *                      that handler and recording goes on
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -166,6 +169,24 @@ __attribute__((noinline)) static void stack_middle(void) {
   __asm__ volatile("" ::: "memory");
 }
 
+static volatile sig_atomic_t g_got_int;
+static void on_int(int sig) { g_got_int = sig; }
+
+static int do_chain(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_int;
+  sigemptyset(&sa.sa_mask);
+  if (sigaction(SIGINT, &sa, NULL) != 0) return 1;
+  if (rpdstart() != 1) return 1;
+  rpd_rangePush(NULL, "around-sigint", NULL);
+  kill(getpid(), SIGINT);
+  rpd_rangePop();
+  rpd_mark(NULL, "after-sigint", NULL);
+  printf("handler %d count %d\n", (int)g_got_int, rpdstop());
+  return 0;
+}
+
 static int do_api(void) {
   int64_t t0 = rpd_now();
   uint64_t k = rpd_record_api("hip", "", "hipLaunchKernel", "kernel args", t0, t0 + 1000);
@@ -199,6 +220,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (strcmp(m, "api") == 0) return do_api();
+  if (strcmp(m, "chain") == 0) return do_chain();
   if (strcmp(m, "idle") == 0) {
     printf("count=%d\n", rpdstart());
     rpd_rangePush(NULL, "window", NULL);

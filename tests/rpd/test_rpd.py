@@ -360,6 +360,13 @@ def case_crash(kind, sig):
     check("before-crash" in texts, "%s: the last mark before the crash is missing" % kind)
 
 
+def case_chain():
+    p = run([prog("rpd_workload"), "chain"], {"RPDT_FILENAME": "ch.rpd", "RPDT_AUTOSTART": "0"})
+    check(p.stdout.strip() == "handler %d count 0" % signal.SIGINT, p.stdout)
+    rows = [r[8] for r in api_rows(db("ch.rpd"))]
+    check(rows == ["around-sigint", "after-sigint"], "rows: %s" % rows)
+
+
 def case_fork():
     p = run([prog("rpd_workload"), "fork", "100"], {"RPDT_FILENAME": "f.rpd"})
     lines = dict(l.split() for l in p.stdout.split("\n") if l)
@@ -505,7 +512,7 @@ CASES = {
     "crash_abort": lambda: case_crash("abort", signal.SIGABRT),
     "crash_term": lambda: case_crash("term", signal.SIGTERM),
     "crash_int": lambda: case_crash("int", signal.SIGINT),
-    "fork": case_fork, "exec": case_exec, "control": case_control, "autostart": case_autostart,
+    "chain": case_chain, "fork": case_fork, "exec": case_exec, "control": case_control, "autostart": case_autostart,
     "autoflush": case_autoflush, "drop": case_drop, "stack": case_stack, "api": case_api,
     "atomics": case_atomics,
 }

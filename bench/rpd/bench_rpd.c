@@ -1,0 +1,146 @@
+/*
+ * bench_rpd.c: tracer benchmarks (never run by ctest; see run.sh).
+ *
+ *   bench_rpd hotpath PAIRS     time per range push+pop pair on the hot path:
+ *                               batches of pairs that fit the thread's ring are
+ *                               timed, the drain between batches is not. Also
+ *                               the interned-handle push and a bare
+ *                               clock_gettime pair for reference.
+ *   bench_rpd persist ROWS FILE rows persisted per second: ROWS ranges recorded
+ *                               and flushed (first push to flush return),
+ *                               against a bare prepared-statement bulk insert
+ *                               of the same rows (rocpd_ustring + rocpd_api)
+ *                               into a fresh RPD file, in this run
+ *
+ * Output lines "name value unit"; run.sh turns them into ratios.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "nano/rpdfile.h"
+#include "rpd.h"
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int hotpath(long pairs) {
+  const long batch = 2048; /* 4096 records: well inside the default 16384-slot ring */
+  double t_str = 0, t_int = 0, t_clock = 0;
+  long done = 0;
+  uint32_t h = rpd_intern("zone");
+  while (done < pairs) {
+    double t0 = now_s();
+    for (long i = 0; i < batch; i++) {
+      rpd_rangePush(NULL, "zone", NULL);
+      rpd_rangePop();
+    }
+    double t1 = now_s();
+    if (rpdflush() != 0) return 1;
+    double t2 = now_s();
+    for (long i = 0; i < batch; i++) {
+      rpd_rangePushInterned(0, h, 0);
+      rpd_rangePop();
+    }
+    double t3 = now_s();
+    if (rpdflush() != 0) return 1;
+    double t4 = now_s();
+    volatile int64_t sink = 0;
+    for (long i = 0; i < batch; i++) sink += rpd_now() + rpd_now();
+    double t5 = now_s();
+    t_str += t1 - t0;
+    t_int += t3 - t2;
+    t_clock += t5 - t4;
+    done += batch;
+  }
+  printf("pair_string_ns %.2f ns\n", t_str / done * 1e9);
+  printf("pair_interned_ns %.2f ns\n", t_int / done * 1e9);
+  printf("two_clock_reads_ns %.2f ns\n", t_clock / done * 1e9);
+  return 0;
+}
+
+/* A bare bulk insert of the rows the tracer writes for `rows` ranges: one
+ * rocpd_ustring row (the text) and one rocpd_api row each, prepared
+ * statements, batched transactions. */
+static double bare_insert(const char *path, long rows) {
+  char err[NANO_RPDFILE_ERRLEN];
+  sqlite3 *db;
+  unlink(path);
+  if (nano_rpdfile_open_write(path, 0, &db, err, sizeof err) != 0) {
+    fprintf(stderr, "%s\n", err);
+    return -1;
+  }
+  sqlite3_stmt *us, *api;
+  if (sqlite3_prepare_v2(db, "INSERT INTO rocpd_ustring(id, string) VALUES (?,?)", -1, &us, NULL) ||
+      sqlite3_prepare_v2(db,
+                         "INSERT INTO rocpd_api(id, pid, tid, start, end, apiName_id, category_id, "
+                         "domain_id, args_id) VALUES (?,?,?,?,?,?,?,?,?)",
+                         -1, &api, NULL)) {
+    fprintf(stderr, "prepare: %s\n", sqlite3_errmsg(db));
+    return -1;
+  }
+  double t0 = now_s();
+  char text[32];
+  int pid = getpid();
+  if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) return -1;
+  for (long i = 0; i < rows; i++) {
+    snprintf(text, sizeof text, "r%ld", i);
+    sqlite3_bind_int64(us, 1, i + 2);
+    sqlite3_bind_text(us, 2, text, -1, SQLITE_STATIC);
+    if (sqlite3_step(us) != SQLITE_DONE) return -1;
+    sqlite3_reset(us);
+    int64_t t = (int64_t)i * 100;
+    sqlite3_bind_int64(api, 1, i + 1);
+    sqlite3_bind_int(api, 2, pid);
+    sqlite3_bind_int(api, 3, pid);
+    sqlite3_bind_int64(api, 4, t);
+    sqlite3_bind_int64(api, 5, t + 50);
+    sqlite3_bind_int64(api, 6, 2);
+    sqlite3_bind_int64(api, 7, 1);
+    sqlite3_bind_int64(api, 8, 2);
+    sqlite3_bind_int64(api, 9, i + 2);
+    if (sqlite3_step(api) != SQLITE_DONE) return -1;
+    sqlite3_reset(api);
+    if ((i + 1) % 100000 == 0) {
+      if (sqlite3_exec(db, "COMMIT; BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) return -1;
+    }
+  }
+  if (sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) return -1;
+  double t1 = now_s();
+  sqlite3_finalize(us);
+  sqlite3_finalize(api);
+  nano_rpdfile_close(db, path, err, sizeof err);
+  return t1 - t0;
+}
+
+static int persist(long rows, const char *bare_path) {
+  char text[32];
+  double t0 = now_s();
+  for (long i = 0; i < rows; i++) {
+    snprintf(text, sizeof text, "r%ld", i);
+    rpd_rangePush(NULL, text, NULL);
+    rpd_rangePop();
+  }
+  if (rpdflush() != 0) return 1;
+  double t1 = now_s();
+  double bare = bare_insert(bare_path, rows);
+  if (bare <= 0) return 1;
+  printf("tracer_rows_per_s %.0f rows/s\n", rows / (t1 - t0));
+  printf("bare_rows_per_s %.0f rows/s\n", rows / bare);
+  printf("persist_ratio %.3f x\n", bare / (t1 - t0));
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc >= 3 && strcmp(argv[1], "hotpath") == 0) return hotpath(atol(argv[2]));
+  if (argc >= 4 && strcmp(argv[1], "persist") == 0) return persist(atol(argv[2]), argv[3]);
+  fprintf(stderr, "usage: %s hotpath PAIRS | persist ROWS BAREFILE\n", argv[0]);
+  return 2;
+}

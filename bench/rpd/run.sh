@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Tracer benchmarks: bench/rpd/run.sh [BUILD_DIR] (default ./build).
+# Prints each figure and its ratio to a baseline measured in the same run:
+#   hot path: ns per range push+pop pair (target <= 25 ns), vs two clock reads
+#   persist:  rows/s written by the tracer / rows/s of a bare prepared-statement
+#             bulk insert of the same rows (target >= 0.7)
+#   slowdown: wall time of 10^7 ranges traced / the same program with
+#             -DNANO_DISABLE
+set -euo pipefail
+build=$(cd "${1:-./build}" && pwd)
+bin=$build/bench/rpd
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+
+echo "== hot path (8M pairs, ring-resident batches)"
+RPDT_FILENAME=hot.rpd "$bin/bench_rpd" hotpath 8000000 | tee hot.txt
+awk '/^pair_string_ns/ {s=$2} /^pair_interned_ns/ {i=$2} /^two_clock_reads_ns/ {c=$2}
+     END {printf "hot path: %.1f ns/pair (strings), %.1f ns/pair (interned); %.1f ns of that is two clock reads; target 25 ns: %s\n",
+          s, i, c, (s <= 25 ? "met" : "missed")}' hot.txt
+
+echo "== rows persisted per second (1M ranges)"
+RPDT_FILENAME=persist.rpd "$bin/bench_rpd" persist 1000000 bare.rpd | tee persist.txt
+awk '/^persist_ratio/ {printf "persist ratio (tracer / bare insert): %.2f; target 0.7: %s\n", $2, ($2 >= 0.7 ? "met" : "missed")}' persist.txt
+
+echo "== slowdown of a program doing 10^7 ranges"
+t() { local s e; s=$(date +%s%N); "$@" >/dev/null; e=$(date +%s%N); echo $(( (e - s) / 1000 )); }
+off=$(t "$bin/bench_ranges10m_off" 10000000)
+on=$(RPDT_FILENAME=ranges.rpd t "$bin/bench_ranges10m" 10000000)
+rows=$(sqlite3 ranges.rpd "select count(*) from rocpd_api")
+echo "$on $off $rows" | awk '{printf "untraced %.2fs, traced %.2fs (incl. writing %d rows before exit)\nslowdown: %.2fx, %.1f ns per range\n", $2/1e6, $1/1e6, $3, $1/$2, ($1-$2)/1e7*1e3}'
