@@ -142,7 +142,8 @@ struct HostAtomicsPass : PassInfoMixin<HostAtomicsPass> {
 
 } // namespace
 
-// Prints a configuration warning once (the settings are read once per process).
+// Prints a configuration warning; settings are read once per process, so
+// each warning appears once.
 static void hostWarn(const Twine &Msg) { errs() << "nanoprobe: warning: " << Msg << "\n"; }
 
 // Returns the value of a setting and the name it came from: the -mllvm option
