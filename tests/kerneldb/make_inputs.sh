@@ -9,17 +9,18 @@
 #   c.cubin, c_fat.o           nvcc -cubin / host object with .nv_fatbin (sm_90)
 #   c_clang.o                  clang-22 CUDA host object with .nv_fatbin (sm_90)
 # gfx1100 needs -nogpulib (Debian's ROCm 5.2 device libraries have no
-# gfx1100), so every build uses -nogpulib and the kernels avoid the libraries.
+# gfx1100), so the gfx1100 builds (and libt.so, which holds both) use
+# -nogpulib and the kernels avoid the libraries; t_gfx90a.co links them.
 set -euo pipefail
 out=$1
 src=$(cd "$(dirname "$0")" && pwd)/src
 mkdir -p "$out"
 cd "$out"
 hip() { hipcc "$@" 2> >(grep -v -e rocm_agent_enumerator -e Traceback -e '^  ' -e '^[A-Za-z]*Error' >&2); }
-for a in gfx90a gfx1100; do
-  hip -g -O2 -nogpulib --offload-arch=$a --cuda-device-only --no-gpu-bundle-output \
-    -c "$src/kdb_test.hip" -o t_$a.co
-done
+hip -g -O2 --offload-arch=gfx90a --cuda-device-only --no-gpu-bundle-output \
+  -c "$src/kdb_test.hip" -o t_gfx90a.co
+hip -g -O2 -nogpulib --offload-arch=gfx1100 --cuda-device-only --no-gpu-bundle-output \
+  -c "$src/kdb_test.hip" -o t_gfx1100.co
 hip -g -O2 -fPIC -shared -nogpulib --offload-arch=gfx90a --offload-arch=gfx1100 \
   "$src/kdb_test.hip" -o libt.so
 : > empty.host
