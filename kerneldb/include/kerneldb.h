@@ -126,7 +126,8 @@ typedef enum kdb_mem_op {
   KDB_MEMOP_ATOMIC
 } kdb_mem_op;
 
-/* One source position; file NULL when DWARF has none for the address. */
+/* One source position; file NULL when DWARF has none for the address (or
+** says line 0, "no source line"). */
 typedef struct kdb_srcpos {
   const char *file;
   uint32_t line, column;

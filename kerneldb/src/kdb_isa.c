@@ -392,7 +392,8 @@ static kdb_isa *kdb_isa_build(kdb *db, kdb_co_priv *co, const kdb_kernel *k, kdb
     kdb_classify_mnemonic(text + tlen, &in->space, &in->op, &in->width);
     tlen += mnl + opl + 2;
     const kdb_linerow *r = co->nlines ? kdb_isa_line_at(co, in->addr) : NULL;
-    if (r && r->file[0]) in->src = (kdb_srcpos){r->file, r->line, r->column};
+    /* Line 0 is DWARF's "no source line" (compiler-generated code). */
+    if (r && r->file[0] && r->line) in->src = (kdb_srcpos){r->file, r->line, r->column};
     unsigned best = 0;
     for (size_t i = inl_first; i < inl_last; i++) {
       const kdb_inline_range *ir = &co->inl[i];

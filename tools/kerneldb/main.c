@@ -412,6 +412,10 @@ static int kdbcli_isa(kdb *db, const kdbcli_opts *o, int by_line) {
           kdbcli_insn_json(in);
           continue;
         }
+        if (o->source && !in->src.file && (lastf || j == 0)) {
+          printf("; (no source line)\n");
+          lastf = NULL;
+        }
         if (o->source && in->src.file && (in->src.file != lastf || in->src.line != lastl)) {
           const char *t = kdbcli_src_line(&src, in->src.file, in->src.line);
           printf("; %s:%u:%u%s%s", in->src.file, in->src.line, in->src.column, t ? "  " : "", t ? t : "");
