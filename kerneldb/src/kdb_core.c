@@ -640,8 +640,13 @@ int kdb_read_input(kdb *db, kdb_err *e) {
 }
 
 /* ---- open / close ------------------------------------------------------------ */
+static pthread_once_t kdb_elf_once = PTHREAD_ONCE_INIT;
+static int kdb_elf_ok;
+
+static void kdb_elf_init(void) { kdb_elf_ok = elf_version(EV_CURRENT) != EV_NONE; }
+
 static kdb *kdb_new(const char *name) {
-  if (elf_version(EV_CURRENT) == EV_NONE) return NULL;
+  if (pthread_once(&kdb_elf_once, kdb_elf_init) != 0 || !kdb_elf_ok) return NULL;
   kdb *db = calloc(1, sizeof *db);
   if (!db) return NULL;
   db->name = strdup(name ? name : "(memory)");
@@ -672,7 +677,7 @@ int kdb_open_memory(const void *data, size_t size, const char *name, kdb **out,
   kdb_err e = {err, errlen};
   *out = NULL;
   kdb *db = kdb_new(name);
-  if (!db) return kdb_fail(&e, name, "out of memory");
+  if (!db) return kdb_fail(&e, name, "libelf initialisation failed or out of memory");
   db->data = data;
   db->size = size;
   return kdb_finish_open(db, out, &e);
@@ -696,7 +701,7 @@ int kdb_open(const char *path, kdb **out, char *err, size_t errlen) {
   kdb *db = kdb_new(path);
   if (!db) {
     close(fd);
-    return kdb_fail(&e, path, "out of memory");
+    return kdb_fail(&e, path, "libelf initialisation failed or out of memory");
   }
   if (S_ISREG(st.st_mode) && st.st_size > 0) {
     void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
