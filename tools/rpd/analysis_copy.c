@@ -126,6 +126,13 @@ static int cp_rows(const char *cmd, sqlite3 *db, const struct rpdtool_trace *s,
     snprintf(mon_cond, sizeof mon_cond, "M.start >= %lld AND M.start <= %lld", (long long)o->lo,
              (long long)o->hi);
   }
+  /* Row filters: with a window, membership in the kept sets; else all rows. */
+  const int w = o->window;
+  const char *fa_id = w ? "id IN kapi" : "1", *fa_A = w ? "A.id IN kapi" : "1";
+  const char *fa_ptr = w ? "api_ptr_id IN kapi" : "1", *fa_K = w ? "K.api_ptr_id IN kapi" : "1";
+  const char *fa_F = w ? "F.api_ptr_id IN kapi" : "1", *fo_id = w ? "id IN kop" : "1";
+  const char *fo_O = w ? "O.id IN kop" : "1", *fo_C = w ? "C.op_id IN kop" : "1";
+  const char *f_links = w ? "api_id IN kapi AND op_id IN kop" : "1";
   int has_kern = 0, has_copy = 0, has_mon = 0, has_cnt = 0, has_sf = 0;
   const char *opt[] = {"rocpd_kernelapi", "rocpd_copyapi", "rocpd_monitor", "rocpd_counter",
                        "rocpd_stackframe"};
@@ -137,35 +144,38 @@ static int cp_rows(const char *cmd, sqlite3 *db, const struct rpdtool_trace *s,
     rpdtool_err(cmd, "%s: reading the schema: %s", s->path, sqlite3_errmsg(db));
     return -1;
   }
-  /* Kept calls and ops, the strings they use, and the string id map. */
+  /* Kept calls and ops (a window only), the strings they use, the id map. */
   if (cp_exec(cmd, db, "selecting calls",
               "DROP TABLE IF EXISTS temp.kapi; DROP TABLE IF EXISTS temp.kop; "
               "DROP TABLE IF EXISTS temp.used; DROP TABLE IF EXISTS temp.smap; "
               "CREATE TEMP TABLE kapi(id INTEGER PRIMARY KEY); "
               "CREATE TEMP TABLE kop(id INTEGER PRIMARY KEY); "
               "CREATE TEMP TABLE used(old INTEGER PRIMARY KEY); "
-              "CREATE TEMP TABLE smap(old INTEGER PRIMARY KEY, new INTEGER NOT NULL); "
-              "INSERT INTO kapi SELECT id FROM src.rocpd_api A WHERE %s; "
-              "INSERT OR IGNORE INTO kop SELECT op_id FROM src.rocpd_api_ops WHERE api_id IN "
-              "(SELECT id FROM kapi); "
-              "INSERT OR IGNORE INTO kop SELECT O.id FROM src.rocpd_op O WHERE %s; "
-              "INSERT OR IGNORE INTO used SELECT apiName_id FROM src.rocpd_api WHERE id IN kapi; "
-              "INSERT OR IGNORE INTO used SELECT description_id FROM src.rocpd_op WHERE id IN kop; "
-              "INSERT OR IGNORE INTO used SELECT opType_id FROM src.rocpd_op WHERE id IN kop;",
-              api_cond, op_cond) ||
+              "CREATE TEMP TABLE smap(old INTEGER PRIMARY KEY, new INTEGER NOT NULL);") ||
+      (w && cp_exec(cmd, db, "selecting calls",
+                    "INSERT INTO kapi SELECT id FROM src.rocpd_api A WHERE %s; "
+                    "INSERT OR IGNORE INTO kop SELECT op_id FROM src.rocpd_api_ops WHERE api_id "
+                    "IN (SELECT id FROM kapi); "
+                    "INSERT OR IGNORE INTO kop SELECT O.id FROM src.rocpd_op O WHERE %s;",
+                    api_cond, op_cond)) ||
+      cp_exec(cmd, db, "selecting strings",
+              "INSERT OR IGNORE INTO used SELECT apiName_id FROM src.rocpd_api WHERE %s; "
+              "INSERT OR IGNORE INTO used SELECT description_id FROM src.rocpd_op WHERE %s; "
+              "INSERT OR IGNORE INTO used SELECT opType_id FROM src.rocpd_op WHERE %s;",
+              fa_id, fo_id, fo_id) ||
       (has_dom && cp_exec(cmd, db, "selecting strings",
                           "INSERT OR IGNORE INTO used SELECT category_id FROM src.rocpd_api "
-                          "WHERE id IN kapi; INSERT OR IGNORE INTO used SELECT domain_id FROM "
-                          "src.rocpd_api WHERE id IN kapi;")) ||
+                          "WHERE %s; INSERT OR IGNORE INTO used SELECT domain_id FROM "
+                          "src.rocpd_api WHERE %s;", fa_id, fa_id)) ||
       (has_kern && cp_exec(cmd, db, "selecting strings",
                            "INSERT OR IGNORE INTO used SELECT kernelName_id FROM "
-                           "src.rocpd_kernelapi WHERE api_ptr_id IN kapi;")) ||
+                           "src.rocpd_kernelapi WHERE %s;", fa_ptr)) ||
       (has_cnt && cp_exec(cmd, db, "selecting strings",
-                          "INSERT OR IGNORE INTO used SELECT name_id FROM src.rocpd_counter "
-                          "WHERE op_id IN kop;")) ||
+                          "INSERT OR IGNORE INTO used SELECT name_id FROM src.rocpd_counter C "
+                          "WHERE %s;", fo_C)) ||
       (has_sf && cp_exec(cmd, db, "selecting strings",
                          "INSERT OR IGNORE INTO used SELECT name_id FROM src.rocpd_stackframe "
-                         "WHERE api_ptr_id IN kapi;")) ||
+                         "WHERE %s;", fa_ptr)) ||
       cp_exec(cmd, db, "copying strings",
               "INSERT INTO main.rocpd_string(string) SELECT DISTINCT S.string FROM "
               "src.rocpd_string S JOIN used U ON U.old = S.id WHERE NOT EXISTS (SELECT 1 FROM "
@@ -174,10 +184,14 @@ static int cp_rows(const char *cmd, sqlite3 *db, const struct rpdtool_trace *s,
               "M.string = S.string) FROM src.rocpd_string S JOIN used U ON U.old = S.id;"))
     return -1;
   /* Args strings (no de-duplication), calls, ops and their links. */
-  if (cp_exec(cmd, db, "copying args",
-              "INSERT INTO main.rocpd_ustring(id, string) SELECT id + %lld, string FROM %s WHERE "
-              "id IN (SELECT args_id FROM src.rocpd_api WHERE id IN kapi);",
-              (long long)off_u, args))
+  if ((w || !s->has_ustring)
+          ? cp_exec(cmd, db, "copying args",
+                    "INSERT INTO main.rocpd_ustring(id, string) SELECT id + %lld, string FROM %s "
+                    "WHERE id IN (SELECT args_id FROM src.rocpd_api WHERE %s);",
+                    (long long)off_u, args, fa_id)
+          : cp_exec(cmd, db, "copying args",
+                    "INSERT INTO main.rocpd_ustring(id, string) SELECT id + %lld, string FROM %s;",
+                    (long long)off_u, args))
     return -1;
   if (has_dom) {
     if (cp_exec(cmd, db, "copying calls",
@@ -186,18 +200,19 @@ static int cp_rows(const char *cmd, sqlite3 *db, const struct rpdtool_trace *s,
                 "coalesce(N.new, %lld), coalesce(C.new, %lld), coalesce(D.new, %lld), "
                 "A.args_id + %lld FROM src.rocpd_api A LEFT JOIN smap N ON N.old = A.apiName_id "
                 "LEFT JOIN smap C ON C.old = A.category_id LEFT JOIN smap D ON D.old = "
-                "A.domain_id WHERE A.id IN kapi;",
+                "A.domain_id WHERE %s;",
                 (long long)off_api, (long long)padd, (long long)empty, (long long)empty,
-                (long long)empty, (long long)off_u))
+                (long long)empty, (long long)off_u, fa_A))
       return -1;
   } else if (cp_exec(cmd, db, "copying calls",
                      "INSERT INTO main.rocpd_api(id, pid, tid, start, end, apiName_id, "
                      "category_id, domain_id, args_id) SELECT A.id + %lld, A.pid + %lld, A.tid, "
                      "A.start, A.end, coalesce(N.new, %lld), %lld, CASE WHEN N.new = %lld THEN "
                      "%lld ELSE %lld END, A.args_id + %lld FROM src.rocpd_api A LEFT JOIN smap N "
-                     "ON N.old = A.apiName_id WHERE A.id IN kapi;",
+                     "ON N.old = A.apiName_id WHERE %s;",
                      (long long)off_api, (long long)padd, (long long)empty, (long long)empty,
-                     (long long)marker, (long long)marker, (long long)empty, (long long)off_u)) {
+                     (long long)marker, (long long)marker, (long long)empty, (long long)off_u,
+                     fa_A)) {
     return -1;
   }
   c->api += sqlite3_changes(db);
@@ -206,14 +221,14 @@ static int cp_rows(const char *cmd, sqlite3 *db, const struct rpdtool_trace *s,
               "description_id, opType_id) SELECT O.id + %lld, O.gpuId + %lld, O.queueId, "
               "O.sequenceId, O.start, O.end, coalesce(N.new, %lld), coalesce(T.new, %lld) FROM "
               "src.rocpd_op O LEFT JOIN smap N ON N.old = O.description_id LEFT JOIN smap T ON "
-              "T.old = O.opType_id WHERE O.id IN kop;",
-              (long long)off_op, (long long)gadd, (long long)empty, (long long)empty))
+              "T.old = O.opType_id WHERE %s;",
+              (long long)off_op, (long long)gadd, (long long)empty, (long long)empty, fo_O))
     return -1;
   c->op += sqlite3_changes(db);
   if (cp_exec(cmd, db, "copying call-op links",
               "INSERT INTO main.rocpd_api_ops(api_id, op_id) SELECT api_id + %lld, op_id + %lld "
-              "FROM src.rocpd_api_ops WHERE api_id IN kapi AND op_id IN kop;",
-              (long long)off_api, (long long)off_op))
+              "FROM src.rocpd_api_ops WHERE %s;",
+              (long long)off_api, (long long)off_op, f_links))
     return -1;
   if (has_kern && cp_exec(cmd, db, "copying kernel launches",
                           "INSERT INTO main.rocpd_kernelapi(api_ptr_id, stream, gridX, gridY, "
@@ -222,16 +237,15 @@ static int cp_rows(const char *cmd, sqlite3 *db, const struct rpdtool_trace *s,
                           "K.stream, K.gridX, K.gridY, K.gridZ, K.workgroupX, K.workgroupY, "
                           "K.workgroupZ, K.groupSegmentSize, K.privateSegmentSize, "
                           "coalesce(N.new, %lld) FROM src.rocpd_kernelapi K LEFT JOIN smap N ON "
-                          "N.old = K.kernelName_id WHERE K.api_ptr_id IN kapi;",
-                          (long long)off_api, (long long)empty))
+                          "N.old = K.kernelName_id WHERE %s;",
+                          (long long)off_api, (long long)empty, fa_K))
     return -1;
   if (has_copy && cp_exec(cmd, db, "copying copies",
                           "INSERT INTO main.rocpd_copyapi(api_ptr_id, stream, size, width, "
                           "height, kind, dst, src, dstDevice, srcDevice, sync, pinned) SELECT "
                           "api_ptr_id + %lld, stream, size, width, height, kind, dst, src, "
-                          "dstDevice, srcDevice, sync, pinned FROM src.rocpd_copyapi WHERE "
-                          "api_ptr_id IN kapi;",
-                          (long long)off_api))
+                          "dstDevice, srcDevice, sync, pinned FROM src.rocpd_copyapi WHERE %s;",
+                          (long long)off_api, fa_ptr))
     return -1;
   if (has_mon) {
     if (cp_exec(cmd, db, "copying monitor samples",
@@ -245,15 +259,14 @@ static int cp_rows(const char *cmd, sqlite3 *db, const struct rpdtool_trace *s,
   if (has_cnt && cp_exec(cmd, db, "copying counters",
                          "INSERT INTO main.rocpd_counter(value, op_id, name_id) SELECT C.value, "
                          "C.op_id + %lld, coalesce(N.new, %lld) FROM src.rocpd_counter C LEFT "
-                         "JOIN smap N ON N.old = C.name_id WHERE C.op_id IN kop;",
-                         (long long)off_op, (long long)empty))
+                         "JOIN smap N ON N.old = C.name_id WHERE %s;",
+                         (long long)off_op, (long long)empty, fo_C))
     return -1;
   if (has_sf && cp_exec(cmd, db, "copying stack frames",
                         "INSERT INTO main.rocpd_stackframe(api_ptr_id, depth, name_id) SELECT "
                         "F.api_ptr_id + %lld, F.depth, coalesce(N.new, %lld) FROM "
-                        "src.rocpd_stackframe F LEFT JOIN smap N ON N.old = F.name_id WHERE "
-                        "F.api_ptr_id IN kapi;",
-                        (long long)off_api, (long long)empty))
+                        "src.rocpd_stackframe F LEFT JOIN smap N ON N.old = F.name_id WHERE %s;",
+                        (long long)off_api, (long long)empty, fa_F))
     return -1;
   c->strings = cp_int(db, &ok, "SELECT count(*) FROM main.rocpd_string");
   return cp_exec(cmd, db, "cleaning up",
@@ -312,6 +325,13 @@ int an_out_create(const char *cmd, const char *out, sqlite3 **db) {
   if (nano_rpdfile_open_write(out, 0, db, err, sizeof err) != NANO_RPDFILE_OK) {
     rpdtool_err(cmd, "%s", err);
     an_out_discard(NULL, out);
+    return RPDTOOL_EXIT_FAIL;
+  }
+  /* A large page cache keeps the copied rows in memory until the commit. */
+  if (sqlite3_exec(*db, "PRAGMA cache_size=-131072", NULL, NULL, NULL) != SQLITE_OK) {
+    rpdtool_err(cmd, "%s: cannot set the cache size: %s", out, sqlite3_errmsg(*db));
+    an_out_discard(*db, out);
+    *db = NULL;
     return RPDTOOL_EXIT_FAIL;
   }
   return 0;
