@@ -6,7 +6,9 @@
  * reference-counted document (a compare-exchange "retain if alive", a
  * fetch_sub release), reads a seqlock-protected configuration (loads and an
  * acquire fence; main writes it once, with stores and a release fence), and adds its results to shared statistics (relaxed
- * fetch_add); at the end each worker publishes its share (store).
+ * fetch_add); at the end each worker publishes its share (store). main
+ * sets up the documents with relaxed stores (not atomic_init: gcc's is an
+ * atomic store, clang's a plain one, and the demo compares the two builds).
  *
  * Build it with the plugin and run it untracked, then under the tracker:
  *   clang-15 -O2 -g -fpass-plugin=build/llvm-pass/libNanoPass.so \
@@ -104,7 +106,7 @@ static void *worker(void *arg) {
 
 int main(void) {
   for (int i = 0; i < DOCS; i++) {
-    atomic_init(&docs[i].refs, 1);
+    atomic_store_explicit(&docs[i].refs, 1, memory_order_relaxed);
     docs[i].words = 100 + i % 37;
   }
   config_set(3);

@@ -32,7 +32,7 @@ step "run it untracked: no runtime needed, nothing changes" "./refcount_jobs"
 "$app"
 
 step "run it under the tracker: counts per kind at exit" "LD_PRELOAD=libnano_tracker.so ./refcount_jobs"
-LD_PRELOAD=$tracker "$app"
+LD_PRELOAD=$tracker "$app" 2>&1
 
 step "per site, as JSON (the five busiest sites)" \
      "NANO_TRACKER_FORMAT=json NANO_TRACKER_OUTPUT=counts.json LD_PRELOAD=libnano_tracker.so ./refcount_jobs"
@@ -68,6 +68,6 @@ echo "gate exit status: $rc"
 step "without the plugin: gcc and the prelude give the same counts" \
      "gcc -O2 --include=prelude/prelude.h examples/refcount_jobs.c -o refcount_jobs_gcc"
 gcc -O2 -g -pthread --include="$root/prelude/prelude.h" "$src" -o "${app}_gcc"
-LD_PRELOAD=$tracker "${app}_gcc"
+LD_PRELOAD=$tracker "${app}_gcc" 2>&1
 
 printf '\ndemo: done (files in %s)\n' "$work"
