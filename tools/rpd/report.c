@@ -119,6 +119,8 @@ static const char rp_js[] =
 
 /* ---- summary and GPU busy --------------------------------------------- */
 
+/* The summary table. Each section writer below writes its part of the page
+ * to f and returns 0, or -1 after printing the error for cmd. */
 static int rp_summary(const char *cmd, const struct rpdtool_trace *t, FILE *f, int64_t lo,
                       int64_t hi) {
   static const char sql[] =
@@ -147,6 +149,7 @@ static int rp_summary(const char *cmd, const struct rpdtool_trace *t, FILE *f, i
   return rp_done(cmd, t, st, rc);
 }
 
+/* GPU busy per GPU, the busy view's definition. */
 static int rp_busy(const char *cmd, const struct rpdtool_trace *t, FILE *f) {
   static const char sql[] =
       "SELECT A.gpuId, GpuTime, WallTime, GpuTime*1.0/WallTime FROM (SELECT gpuId, "
@@ -280,6 +283,7 @@ static int rp_draw_lanes(FILE *f, const struct rp_lane *lanes, int n, int y, con
   return y;
 }
 
+/* The SVG timeline: thread lanes, GPU queue lanes, marks. */
 static int rp_timeline(const char *cmd, const struct rpdtool_trace *t, FILE *f, int64_t lo,
                        int64_t hi) {
   struct rp_lane *cpu = NULL, *gpu = NULL;
@@ -335,6 +339,7 @@ out:
 
 /* ---- top ops ----------------------------------------------------------- */
 
+/* The top GPU ops, grouped as the top view does. */
 static int rp_ops(const char *cmd, const struct rpdtool_trace *t, FILE *f) {
   char *sql = sqlite3_mprintf(
       "SELECT CASE WHEN D.string = '' OR D.string IS NULL THEN T.string ELSE D.string END AS "
@@ -378,8 +383,6 @@ struct rp_agg {
  * through an open-addressing table of agg indexes keyed by (range, label);
  * apiName ids of calls map to their agg through a second one keyed by id. */
 struct rp_walk {
-  const char *cmd;
-  const struct rpdtool_trace *t;
   sqlite3_stmt *name, *args;  /* string by id: rocpd_string, the args table */
   int64_t *marker;            /* the ids of the string "UserMarker" */
   int nmarker;
@@ -548,7 +551,7 @@ static void rp_calls_table(FILE *f, struct rp_walk *w, const char *id, const cha
 /* Walks the calls (the walk of `rpd callstack`), groups them by label and
  * writes the two top tables. */
 static int rp_calls(const char *cmd, const struct rpdtool_trace *t, FILE *f) {
-  struct rp_walk w = {.cmd = cmd, .t = t};
+  struct rp_walk w = {0};
   int ret = -1;
   char *asql = sqlite3_mprintf("SELECT string FROM %s WHERE id = ?1",
                                t->has_ustring ? "rocpd_ustring" : "rocpd_string");
@@ -590,6 +593,7 @@ out:
 
 /* ---- autograd ---------------------------------------------------------- */
 
+/* The autograd operator -> kernel -> sizes tree (autogradKernel). */
 static int rp_autograd(const char *cmd, const struct rpdtool_trace *t, FILE *f) {
   fputs("<h2 id=autograd>Autograd operators</h2>\n", f);
   int have = rpdtool_has_object(t->db, "autogradKernel");
@@ -668,6 +672,7 @@ static int rp_autograd(const char *cmd, const struct rpdtool_trace *t, FILE *f) 
 
 /* ---- marks ------------------------------------------------------------- */
 
+/* The marks table. */
 static int rp_marks(const char *cmd, const struct rpdtool_trace *t, FILE *f, int64_t lo) {
   char *sql = rp_marks_sql(t);
   sqlite3_stmt *st = sql ? rp_prep(cmd, t, sql) : NULL;
