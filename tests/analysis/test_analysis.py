@@ -14,6 +14,7 @@ import pty
 import re
 import select
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -529,6 +530,31 @@ def case_progress():
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0, data
     assert b"callstack" in data and b"%" in data and b"\r" in data, data
+
+
+def case_killed():
+    """rpd callstack killed (SIGKILL) while it works leaves the trace as it was;
+    the progress line on a terminal tells when it is working."""
+    path = make("flat", "killed.rpd", "200000")
+    state = q(path, "SELECT name FROM sqlite_master ORDER BY name") + \
+        q(path, "SELECT tag, value FROM rocpd_metadata ORDER BY id")
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execv(RPD, [RPD, "callstack", path])
+    data = b""
+    while b"%" not in data:
+        r, _, _ = select.select([fd], [], [], 60)
+        assert r, data
+        chunk = os.read(fd, 4096)
+        assert chunk, data
+        data += chunk
+    os.kill(pid, signal.SIGKILL)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFSIGNALED(status), (status, data)
+    assert q(path, "SELECT name FROM sqlite_master ORDER BY name") + \
+        q(path, "SELECT tag, value FROM rocpd_metadata ORDER BY id") == state
+    out, _ = run("callstack", path)
+    assert "200000 calls" in out and "200000 ext_callstack rows" in out, out
 
 
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
