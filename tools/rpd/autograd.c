@@ -138,7 +138,11 @@ static int ag_bind(sqlite3_stmt *st, int i, const char *s, size_t n) {
  * RPDTOOL_EXIT_FAIL (message printed). */
 static int ag_fill(const char *cmd, const struct rpdtool_trace *t, int64_t *parsed,
                    int64_t *malformed) {
-  int ret = an_exec(cmd, t, "creating the autograd tables", ag_schema);
+  /* A table without the Generated tag is a leftover of an interrupted run of
+   * rocpd's Python (it commits every 100,000 rows): start over. */
+  int ret = an_exec(cmd, t, "removing a leftover ext_autogradapi",
+                    "DROP TABLE IF EXISTS ext_autogradapi");
+  if (!ret) ret = an_exec(cmd, t, "creating the autograd tables", ag_schema);
   if (ret) return ret;
   char *sql = sqlite3_mprintf(
       "SELECT A.id, B.string FROM rocpd_api A JOIN %s B ON B.id = A.args_id WHERE B.string LIKE "

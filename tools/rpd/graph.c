@@ -305,7 +305,14 @@ static int gr_run(const char *cmd, const struct rpdtool_trace *t) {
   int ret = an_begin(cmd, t);
   if (ret) return ret;
   int64_t napi = 0, nlaunch = 0, nkern = 0, ngraph = 0;
-  ret = gr_subclass(cmd, t, "graph", gr_graph_apis, &napi);
+  /* Tables without the Generated tag are leftovers of an interrupted run of
+   * rocpd's Python (it commits as it goes): start over. */
+  ret = an_exec(cmd, t, "removing leftover graph tables",
+                "DROP VIEW IF EXISTS graphLaunch; DROP VIEW IF EXISTS graphKernel; "
+                "DROP VIEW IF EXISTS graphapi; DROP VIEW IF EXISTS graphLaunchapi; "
+                "DROP TABLE IF EXISTS rocpd_graphapi; DROP TABLE IF EXISTS rocpd_graphLaunchapi; "
+                "DROP TABLE IF EXISTS ext_graph_kernelapis; DROP TABLE IF EXISTS ext_graph;");
+  if (!ret) ret = gr_subclass(cmd, t, "graph", gr_graph_apis, &napi);
   if (!ret) ret = gr_subclass(cmd, t, "graphLaunch", gr_launch_apis, &nlaunch);
   if (!ret) ret = an_exec(cmd, t, "creating the graph tables", gr_schema);
   if (!ret) ret = an_exec(cmd, t, "filling ext_graph", gr_fill_graph);
