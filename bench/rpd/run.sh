@@ -4,8 +4,8 @@
 #   hot path: ns per range push+pop pair (target <= 25 ns), vs two clock reads
 #   persist:  rows/s written by the tracer / rows/s of a bare prepared-statement
 #             bulk insert of the same rows (target >= 0.7)
-#   slowdown: wall time of 10^7 ranges traced / the same program with
-#             -DNANO_DISABLE
+#   slowdown: wall time of 10^7 ranges (RPD_BENCH_RANGES) traced / the same
+#             program with -DNANO_DISABLE
 set -euo pipefail
 build=$(cd "${1:-./build}" && pwd)
 bin=$build/bench/rpd
@@ -23,9 +23,10 @@ echo "== rows persisted per second (1M ranges)"
 RPDT_FILENAME=persist.rpd "$bin/bench_rpd" persist 1000000 bare.rpd | tee persist.txt
 awk '/^persist_ratio/ {printf "persist ratio (tracer / bare insert): %.2f; target 0.7: %s\n", $2, ($2 >= 0.7 ? "met" : "missed")}' persist.txt
 
-echo "== slowdown of a program doing 10^7 ranges"
+n=${RPD_BENCH_RANGES:-10000000}
+echo "== slowdown of a program doing $n ranges"
 t() { local s e; s=$(date +%s%N); "$@" >/dev/null; e=$(date +%s%N); echo $(( (e - s) / 1000 )); }
-off=$(t "$bin/bench_ranges10m_off" 10000000)
-on=$(RPDT_FILENAME=ranges.rpd t "$bin/bench_ranges10m" 10000000)
+off=$(t "$bin/bench_ranges10m_off" "$n")
+on=$(RPDT_FILENAME=ranges.rpd t "$bin/bench_ranges10m" "$n")
 rows=$(sqlite3 ranges.rpd "select count(*) from rocpd_api")
-echo "$on $off $rows" | awk '{printf "untraced %.2fs, traced %.2fs (incl. writing %d rows before exit)\nslowdown: %.2fx, %.1f ns per range\n", $2/1e6, $1/1e6, $3, $1/$2, ($1-$2)/1e7*1e3}'
+echo "$on $off $rows $n" | awk '{printf "untraced %.2fs, traced %.2fs (incl. writing %d rows before exit)\nslowdown: %.2fx, %.1f ns per range\n", $2/1e6, $1/1e6, $3, $1/$2, ($1-$2)/$4*1e3}'

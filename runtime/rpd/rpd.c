@@ -73,6 +73,7 @@ enum rpd_rec_type {
   R_MONITOR,   /* t0, t1, s[0] deviceType, s[1] monitorType, s[2] value, s[3] id */
   R_RSTART,    /* h range id, t0, s[0] domain, s[1] text                         */
   R_RSTOP,     /* h range id, t0                                                 */
+  R_EXIT,      /* t0: the thread exits; its open ranges end here                 */
 };
 
 struct rpd_rec {
@@ -274,10 +275,30 @@ out:
 
 /* ---- producer side -------------------------------------------------------- */
 
+struct rpd_strs;
+static struct rpd_rec *rpd_reserve(struct rpd_tbuf *b, uint32_t nslots, struct rpd_strs *strs,
+                                   uint64_t *refs, uint64_t *blobref);
+static inline void rpd_publish(struct rpd_tbuf *b, uint32_t nslots);
+static inline uint32_t rpd_on(void);
+
+/* Thread exit: ranges the thread left open end now (an R_EXIT record), then
+ * the buffer is handed to the writer for draining and reuse. */
 static void rpd_tls_destructor(void *p) {
   struct rpd_tbuf *b = p;
   tls_buf = NULL; /* a record made later in this thread's exit gets a new buffer */
-  if (b) atomic_store_explicit(&b->state, 1, memory_order_release);
+  if (!b) return;
+  uint32_t epoch = rpd_on();
+  if (epoch && tls_depth > 0) {
+    struct rpd_rec *r = rpd_reserve(b, 1, NULL, NULL, NULL);
+    if (r) {
+      r->type = R_EXIT;
+      r->nslots = 1;
+      r->epoch = epoch;
+      r->t0 = rpd_now();
+      rpd_publish(b, 1);
+    }
+  }
+  atomic_store_explicit(&b->state, 1, memory_order_release);
 }
 
 /* Returns the calling thread's buffer, creating (or reusing) one. NULL when
@@ -1110,6 +1131,12 @@ static void rpdw_record(struct rpd_tbuf *b, const struct rpd_rec *r, uint64_t *a
     }
     break;
   }
+  case R_EXIT: {
+    rpdw_close_stale(b, r->epoch);
+    for (int i = b->nopen - 1; i >= 0; i--) rpdw_close_range(b, &b->open[i], r->t0);
+    b->nopen = 0;
+    break;
+  }
   case R_MARK: {
     int64_t dom, name, args, id = g_w.offset + (int64_t)atomic_fetch_add(&g_api_next, 1);
     rpdw_user_ids(b, r, aend, &dom, &name, &args);
@@ -1273,7 +1300,7 @@ static void rpdw_drain_all(void) {
     if (state == 1) {
       uint32_t st = atomic_load(&g_state);
       rpdw_close_stale(b, (st & 1) ? st >> 1 : 0);
-      /* ranges still open when the thread exited end at the last record */
+      /* ranges of the current epoch were closed by the thread's R_EXIT record */
       b->nopen = 0;
       atomic_store_explicit(&b->state, 2, memory_order_release);
     }

@@ -2,7 +2,8 @@
  * rpd_workload.c: programs the tracer tests run (linked with libnano_rpd.so).
  *
  *   threads T N        T threads, each N times: push "outer", push "inner"
- *                      with args "i=<k>", mark "tick", pop, pop
+ *                      with args "i=<k>", mark "tick", pop, pop; then
+ *                      push "left-open" and exit without popping
  *   heavy N K          N ranges (text "r<i>"), rpdflush() every K, printing
  *                      "committed <i>" after each flush (for the SIGKILL test)
  *   crash KIND N       N ranges and a mark, then KIND: segv, abort, term, int
@@ -45,6 +46,7 @@ static void *thread_main(void *arg) {
     rpd_rangePop();
     rpd_rangePop();
   }
+  rpd_rangePush(NULL, "left-open", NULL); /* ends when the thread exits */
   return NULL;
 }
 

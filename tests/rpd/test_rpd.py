@@ -242,7 +242,7 @@ def case_threads():
     integrity(con)
     views_complete(con)
     rows = api_rows(con)
-    check(len(rows) == 3 * T * N, "expected %d rows, got %d" % (3 * T * N, len(rows)))
+    check(len(rows) == 3 * T * N + T, "expected %d rows, got %d" % (3 * T * N + T, len(rows)))
     tids = sorted({r[2] for r in rows})
     check(len(tids) == T, "expected %d threads, got %s" % (T, tids))
     for tid in tids:
@@ -250,6 +250,9 @@ def case_threads():
         outer = [r for r in mine if r[7] == "UserMarker" and r[8] == "outer"]
         inner = [r for r in mine if r[7] == "inner"]
         ticks = [r for r in mine if r[7] == "UserMarker" and r[8] == "tick"]
+        left = [r for r in mine if r[8] == "left-open"]
+        check(len(left) == 1 and left[0][3] <= left[0][4], "tid %d: left-open %s" % (tid, left))
+        check(outer[-1][4] <= left[0][3], "left-open starts after the last outer range")
         check(len(outer) == N and len(inner) == N and len(ticks) == N,
               "tid %d: %d outer, %d inner, %d ticks" % (tid, len(outer), len(inner), len(ticks)))
         for r in mine:
