@@ -2,16 +2,18 @@
 # bench/atomics/run.sh [BUILD_DIR]: time per atomic of a relaxed fetch_add
 # loop, 1 and 2 threads, as ratios to the untracked build measured in the same
 # run: built with the plugin and no runtime; with libnano_tracker.so; with
-# the baseline tracker built like the original PyTorch tool's. Each figure is
+# hooks that return at once (the cost of the call alone); with the baseline
+# tracker built like the original PyTorch tool's. Each figure is
 # the best of $NANO_BENCH_REPS (5) runs of $NANO_BENCH_ITERS (20000000) ops.
 set -euo pipefail
 build=$(cd "${1:-./build}" && pwd)
 b=$build/bench/atomics
 tracker=$build/runtime/tracker/libnano_tracker.so
 baseline=$b/libnano_bench_baseline_tracker.so
+empty=$b/libnano_bench_empty_hook.so
 iters=${NANO_BENCH_ITERS:-20000000}
 reps=${NANO_BENCH_REPS:-5}
-for f in "$b/fetch_add_plain" "$b/fetch_add_plugin" "$tracker" "$baseline"; do
+for f in "$b/fetch_add_plain" "$b/fetch_add_plugin" "$tracker" "$baseline" "$empty"; do
   [ -e "$f" ] || { echo "run.sh: $f is missing; build first (scripts/build.sh)" >&2; exit 2; }
 done
 
@@ -30,9 +32,11 @@ for threads in 1 2; do
   plain=$(best "" "$b/fetch_add_plain" "$threads" "$iters")
   plugin=$(best "" "$b/fetch_add_plugin" "$threads" "$iters")
   tracked=$(best "$tracker" "$b/fetch_add_plugin" "$threads" "$iters")
+  floor=$(best "$empty" "$b/fetch_add_plugin" "$threads" "$iters")
   # The baseline is slow: a tenth of the operations.
   base=$(best "$baseline" "$b/fetch_add_plugin" "$threads" $((iters / 10)))
   for row in "untracked|$plain" "plugin, no runtime|$plugin" "plugin + libnano_tracker.so|$tracked" \
+             "plugin + empty hook (call floor)|$floor" \
              "plugin + PyTorch-style tracker|$base"; do
     name=${row%|*} v=${row#*|}
     printf '%-34s %8d %12.3f %7.2fx\n' "$name" "$threads" "$v" "$(awk -v a="$v" -v b="$plain" 'BEGIN { print a / b }')"
