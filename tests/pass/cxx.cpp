@@ -3,6 +3,12 @@
 // functions are mangled names.
 // RUN: %clangxx_nano -std=c++17 -O0 -S -emit-llvm -o - %s | FileCheck %s --check-prefixes=CHECK,O0
 // RUN: %clangxx_nano -std=c++17 -O2 -S -emit-llvm -o - %s | FileCheck %s --check-prefixes=CHECK
+// The instrumented IR, debug info included, passes the verifier (clang skips
+// it in release builds):
+// RUN: %clangxx_nano -std=c++17 -O0 -g -S -emit-llvm -o %t.o0.ll %s
+// RUN: %opt -passes=verify -disable-output %t.o0.ll
+// RUN: %clangxx_nano -std=c++17 -O2 -g -S -emit-llvm -o %t.o2.ll %s
+// RUN: %opt -passes=verify -disable-output %t.o2.ll
 
 #include <atomic>
 #include <memory>
