@@ -6,9 +6,18 @@ Three figures per mode, each the best of N runs: the workload's own wall time
 (timed inside the program), the process's CPU time (all threads: the
 tracer's writer included, through RUSAGE_CHILDREN) and the process's wall
 time (start-up and writing the trace at exit included).
+
+When valgrind is installed (and NANO_BENCH_CALLGRIND is not 0), a second
+table gives instructions per profiled call, which do not depend on the load
+of the machine: the difference between fib(23) and fib(20) (70844 calls)
+under callgrind, and for nanoprobe the split between the profiler's hot path
+(the profile callback, including the tracer's push and pop) and the tracer's
+writer thread (SQLite).
 """
 import os
+import re
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -54,6 +63,57 @@ def main():
                 print("%-8s %-11s %10.4f %6.2f %10.4f %6.2f %10.4f %6.2f" % (
                     work, mode, best[0], best[0] / base[0], best[1], best[1] / base[1],
                     best[2], best[2] / base[2]))
+        if shutil.which("valgrind") and os.environ.get("NANO_BENCH_CALLGRIND", "1") != "0":
+            instructions(python, env, tmp)
+
+
+def callgrind(cmd, env, out):
+    """Instructions of one run of cmd under callgrind (profile data in out)."""
+    r = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out] + cmd,
+                       env=env, capture_output=True, text=True, check=True)
+    return int(re.search(r"Collected : (\d+)", r.stderr).group(1))
+
+
+def inclusive(out, pattern):
+    """Sum of the inclusive costs of functions matching pattern in a callgrind profile."""
+    r = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", out],
+                       capture_output=True, text=True, check=True)
+    total = 0
+    for line in r.stdout.splitlines():
+        m = re.match(r"\s*([\d,]+) .*:(\w+) \[", line)
+        if m and re.fullmatch(pattern, m.group(2)):
+            total += int(m.group(1).replace(",", ""))
+    return total
+
+
+def instructions(python, env, tmp):
+    calls = 92735 - 21891  # calls of fib(23) minus calls of fib(20)
+    progs = {}
+    for n in (20, 23):
+        progs[n] = os.path.join(tmp, "fib%d.py" % n)
+        with open(progs[n], "w") as f:
+            f.write("def fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\n"
+                    "fib(%d)\n" % n)
+    modes = {
+        "plain": [python],
+        "cProfile": [python, "-m", "cProfile", "-o", os.path.join(tmp, "p.out")],
+        "pyrecorder": [python, os.path.join(HERE, "pyrecorder.py")],
+        "nanoprobe": [python, "-m", "nanoprobe", "-o", os.path.join(tmp, "cg.rpd")],
+    }
+    print("\ninstructions per call (callgrind, fib(23) - fib(20))")
+    base = None
+    for mode, cmd in modes.items():
+        out = os.path.join(tmp, "cg.out")
+        small = callgrind(cmd + [progs[20]], env, out)
+        big = callgrind(cmd + [progs[23]], env, out)
+        per_call = (big - small) / calls
+        base = base or per_call
+        line = "%-11s %8.0f  ratio %6.2f" % (mode, per_call, per_call / base)
+        if mode == "nanoprobe":
+            hot = inclusive(out, r"np_profile_cb|np_trace_cb|np_mon_\w+") / 92735
+            writer = inclusive(out, r"rpdw_main") / 92735
+            line += "   (profiler hot path %.0f, tracer writer thread %.0f)" % (hot, writer)
+        print(line)
 
 
 if __name__ == "__main__":

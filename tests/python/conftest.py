@@ -27,9 +27,14 @@ def child_env(extra=None):
     return env
 
 
+# The interpreter of the programs under test: $NANO_TEST_PYTHON (to check
+# another Python version against a package built for it), else this one.
+PYTHON = os.environ.get("NANO_TEST_PYTHON") or sys.executable
+
+
 def run(args, cwd, env=None, expect=0, timeout=60):
     """Runs `python args...` in cwd; asserts the exit code; returns the result."""
-    r = subprocess.run([sys.executable] + list(args), cwd=cwd, env=child_env(env),
+    r = subprocess.run([PYTHON] + list(args), cwd=cwd, env=child_env(env),
                        capture_output=True, text=True, timeout=timeout)
     assert r.returncode == expect, (
         "python %s: exit %d, expected %d\nstdout:\n%s\nstderr:\n%s"

@@ -4,11 +4,9 @@ import json
 import os
 import subprocess
 import sys
-import sysconfig
-
 import pytest
 
-from conftest import run, write
+from conftest import PYTHON, run, write
 
 EXTENSION = r"""
 #define PY_SSIZE_T_CLEAN
@@ -48,9 +46,13 @@ def extension(tmp_path_factory):
     """atomx, built with clang and the nanoprobe plugin; returns its directory."""
     d = tmp_path_factory.mktemp("atomx")
     src = write(d, "atomx.c", EXTENSION)
-    out = os.path.join(str(d), "atomx" + sysconfig.get_config_var("EXT_SUFFIX"))
+    include, suffix = subprocess.run(
+        [PYTHON, "-c", "import sysconfig; print(sysconfig.get_paths()['include']); "
+                       "print(sysconfig.get_config_var('EXT_SUFFIX'))"],
+        capture_output=True, text=True, check=True).stdout.split()
+    out = os.path.join(str(d), "atomx" + suffix)
     cmd = [os.environ["NANO_CLANG"], "-fpass-plugin=" + os.environ["NANO_PASS_PLUGIN"],
-           "-O1", "-g", "-shared", "-fPIC", "-I" + sysconfig.get_paths()["include"], src, "-o", out]
+           "-O1", "-g", "-shared", "-fPIC", "-I" + include, src, "-o", out]
     subprocess.run(cmd, check=True)
     return str(d)
 

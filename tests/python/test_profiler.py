@@ -30,10 +30,16 @@ def test_generators_one_range_per_resume(tmp_path, nanoprobe):
         def gen(n):
             for i in range(n):
                 yield i
+        def gen_finally(n):
+            try:
+                for i in range(n):
+                    yield i
+            finally:
+                pass
         def consume():
             return sum(gen(5))
         def early_close():
-            g = gen(10)
+            g = gen_finally(10)
             next(g)
             next(g)
             g.close()
@@ -42,12 +48,16 @@ def test_generators_one_range_per_resume(tmp_path, nanoprobe):
     """)
     _, trace = nanoprobe("gen.py")
     rows = ranges(trace)
-    # consume: 5 yields + the final resume that ends it; early_close: 2
-    # resumes, and close() resumes it once more to throw GeneratorExit
-    assert counts(rows)["__main__.gen"] == 6 + 3
+    c = counts(rows)
+    # consume: 5 yields + the final resume that ends it
+    assert c["__main__.gen"] == 6
+    # early_close: 2 resumes, and close() resumes it once more to run finally
+    assert c["__main__.gen_finally"] == 3
     assert_nested(rows)
     for g in (x for x in rows if x.name == "__main__.gen"):
-        assert parent_of(rows, g).name in ("__main__.consume", "__main__.early_close")
+        assert parent_of(rows, g).name == "__main__.consume"
+    for g in (x for x in rows if x.name == "__main__.gen_finally"):
+        assert parent_of(rows, g).name == "__main__.early_close"
 
 
 def test_coroutines_one_range_per_resume(tmp_path, nanoprobe):
