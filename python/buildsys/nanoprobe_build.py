@@ -3,7 +3,8 @@
 `python3 -m pip install ./python` calls build_wheel() here. It compiles the
 extension nanoprobe._nanoprobe with the C compiler Python was built with
 ($CC overrides), linking the tracer libnano_rpd.so, which goes into the wheel
-next to the extension (found through an $ORIGIN rpath). The library is taken
+next to the extension with the nanoprobe libraries it needs, all found
+through $ORIGIN rpaths (set with CMake's file(RPATH_SET)). The library is taken
 from, in order:
 
   $NANO_RPD_LIBRARY   a libnano_rpd.so to use as is
@@ -67,6 +68,40 @@ def _rpd_library():
     return os.path.realpath(path)
 
 
+def _nano_libraries(rpd, out_dir):
+    """Copies libnano_rpd.so and the nanoprobe libraries it needs (ldd:
+    libnano_*.so) into out_dir, rpaths set to $ORIGIN, so that the
+    installed package does not depend on the build tree. Returns the names."""
+    try:
+        ldd = subprocess.run(["ldd", rpd], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError) as e:
+        raise BuildError("ldd %s failed: %s" % (rpd, e)) from None
+    libs = [rpd]
+    for line in ldd.splitlines():
+        parts = line.split()
+        if len(parts) >= 3 and parts[0].startswith("libnano_") and parts[1] == "=>":
+            if parts[2] == "not":
+                raise BuildError("%s needs %s, which is not found" % (rpd, parts[0]))
+            libs.append(parts[2])
+    names = []
+    for lib in libs:
+        name = os.path.basename(lib) if lib != rpd else RPD_NAME
+        dest = os.path.join(out_dir, name)
+        shutil.copy2(lib, dest)
+        os.chmod(dest, 0o755)
+        script = os.path.join(out_dir, ".rpath.cmake")
+        with open(script, "w") as f:
+            # Only a library that has an rpath (into the build tree) gets one.
+            f.write('file(READ_ELF "%s" RUNPATH runpath RPATH rpath)\n'
+                    'if(runpath OR rpath)\n'
+                    '  file(RPATH_SET FILE "%s" NEW_RPATH "$ORIGIN")\n'
+                    'endif()\n' % (dest, dest))
+        _run(["cmake", "-P", script])
+        os.unlink(script)
+        names.append(name)
+    return names
+
+
 def _compile_extension(out_dir, rpd):
     """Compiles nanoprobe._nanoprobe into out_dir; returns its file name."""
     suffix = sysconfig.get_config_var("EXT_SUFFIX")
@@ -124,6 +159,7 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
         rpd = _rpd_library()
         with tempfile.TemporaryDirectory() as tmp:
             ext = _compile_extension(tmp, rpd)
+            libs = _nano_libraries(rpd, tmp)
             files = []  # (arcname, source path)
             pkg = os.path.join(HERE, NAME)
             for dirpath, dirnames, filenames in os.walk(pkg):
@@ -133,7 +169,8 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
                         full = os.path.join(dirpath, fn)
                         files.append((os.path.relpath(full, HERE).replace(os.sep, "/"), full))
             files.append(("%s/%s" % (NAME, ext), os.path.join(tmp, ext)))
-            files.append(("%s/%s" % (NAME, RPD_NAME), rpd))
+            for lib in libs:
+                files.append(("%s/%s" % (NAME, lib), os.path.join(tmp, lib)))
             tag = _tag()
             info = "%s-%s.dist-info" % (NAME, VERSION)
             wheel_name = "%s-%s-%s.whl" % (NAME, VERSION, tag)
