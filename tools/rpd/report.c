@@ -259,12 +259,16 @@ static char *rp_marks_sql(const struct rpdtool_trace *t) {
                          RP_MAXMARKS);
 }
 
-/* Draws lanes from y on as runs of busy pixels; returns the next y. */
-static int rp_draw_lanes(FILE *f, const struct rp_lane *lanes, int n, int y, const char *fmt,
-                         const char *color) {
+/* Draws lanes from y on as runs of busy pixels, labelled "<what> a <sub> b"
+ * (with the node of a merged trace, a / stride); returns the next y. */
+static int rp_draw_lanes(FILE *f, const struct rp_lane *lanes, int n, int y, const char *what,
+                         const char *sub, int64_t stride, const char *color) {
   for (int i = 0; i < n; i++, y += RP_LANE + 4) {
     fprintf(f, "<text x=\"0\" y=\"%d\">", y + RP_LANE - 3);
-    fprintf(f, fmt, (long long)lanes[i].a, (long long)lanes[i].b);
+    int64_t a = lanes[i].a;
+    if (stride > 0 && a >= stride) /* a merged trace: the node is encoded (napi, nop) */
+      fprintf(f, "node %lld ", (long long)(a / stride)), a %= stride;
+    fprintf(f, "%s %lld %s %lld", what, (long long)a, sub, (long long)lanes[i].b);
     fprintf(f, "</text><rect x=\"150\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#f3f3f3\"/>", y,
             RP_WIDTH, RP_LANE);
     for (int x = 0; x < RP_WIDTH;) {
@@ -299,9 +303,11 @@ static int rp_timeline(const char *cmd, const struct rpdtool_trace *t, FILE *f, 
           "ticks (hover for the text).</p>\n<svg id=timeline-svg xmlns=\"http://www.w3.org/2000/svg\" "
           "width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\">\n",
           RP_WIDTH + 160, height, RP_WIDTH + 160, height);
-  int y = rp_draw_lanes(f, cpu, nc, 4, "pid %lld tid %lld", "#4a90d9");
+  int64_t pstride = an_meta_int(t->db, "pid_stride", 0);
+  int64_t gstride = an_meta_int(t->db, "gpu_stride", 0);
+  int y = rp_draw_lanes(f, cpu, nc, 4, "pid", "tid", pstride, "#4a90d9");
   int ytop = 4;
-  y = rp_draw_lanes(f, gpu, ng, y, "gpu %lld queue %lld", "#e39b2d");
+  y = rp_draw_lanes(f, gpu, ng, y, "gpu", "queue", gstride, "#e39b2d");
   /* Marks: zero-duration user markers, on their thread's lane. */
   char *sql = rp_marks_sql(t);
   sqlite3_stmt *st = sql ? rp_prep(cmd, t, sql) : NULL;
