@@ -398,7 +398,8 @@ int an_walk(const char *cmd, const struct rpdtool_trace *t, const char *label, a
       while (n > 0 && !ret) ret = an_pop(stack, &n, &g, visit, ctx, pid, tid);
     pid = c.pid;
     tid = c.tid;
-    while (n > 0 && !ret && stack[n - 1].end < f.end) ret = an_pop(stack, &n, &g, visit, ctx, pid, tid);
+    while (n > 0 && !ret && stack[n - 1].end < f.end)
+      ret = an_pop(stack, &n, &g, visit, ctx, pid, tid);
     if (ret) break;
     if (n == cap) {
       int ncap = cap ? cap * 2 : 64;

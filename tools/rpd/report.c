@@ -108,10 +108,12 @@ static const char rp_js[] =
     "      var asc=th.getAttribute('data-asc')!=='1';th.setAttribute('data-asc',asc?'1':'0');\n"
     "      rows.sort(function(a,b){var x=a.cells[i],y=b.cells[i];\n"
     "        var u=x.getAttribute('data-v'),v=y.getAttribute('data-v');\n"
-    "        var c=(u!==null&&v!==null)?(parseFloat(u)-parseFloat(v)):x.textContent.localeCompare(y.textContent);\n"
+    "        var c=(u!==null&&v!==null)?(parseFloat(u)-parseFloat(v))\n"
+    "          :x.textContent.localeCompare(y.textContent);\n"
     "        return asc?c:-c;});\n"
     "      rows.forEach(function(r){tb.tBodies[0].appendChild(r);});});});});\n"
-    "function rpdOpenAll(o){document.querySelectorAll('#autograd details').forEach(function(d){d.open=o;});}\n"
+    "function rpdOpenAll(o){\n"
+    "  document.querySelectorAll('#autograd details').forEach(function(d){d.open=o;});}\n"
     "var ex=document.getElementById('ag-expand'),co=document.getElementById('ag-collapse');\n"
     "if(ex)ex.addEventListener('click',function(){rpdOpenAll(true);});\n"
     "if(co)co.addEventListener('click',function(){rpdOpenAll(false);});\n"
@@ -300,8 +302,8 @@ static int rp_timeline(const char *cmd, const struct rpdtool_trace *t, FILE *f, 
   int height = (nc + ng) * (RP_LANE + 4) + 40;
   fprintf(f, "<h2 id=timeline>Timeline</h2><p class=muted>One lane per thread (calls and "
           "ranges) and per GPU queue (ops); a drawn pixel had activity. Marks are the red "
-          "ticks (hover for the text).</p>\n<svg id=timeline-svg xmlns=\"http://www.w3.org/2000/svg\" "
-          "width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\">\n",
+          "ticks (hover for the text).</p>\n<svg id=timeline-svg "
+          "xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\">\n",
           RP_WIDTH + 160, height, RP_WIDTH + 160, height);
   int64_t pstride = an_meta_int(t->db, "pid_stride", 0);
   int64_t gstride = an_meta_int(t->db, "gpu_stride", 0);
