@@ -303,7 +303,8 @@ static int rp_timeline(const char *cmd, const struct rpdtool_trace *t, FILE *f, 
   fprintf(f, "<h2 id=timeline>Timeline</h2><p class=muted>One lane per thread (calls and "
           "ranges) and per GPU queue (ops); a drawn pixel had activity. Marks are the red "
           "ticks (hover for the text).</p>\n<svg id=timeline-svg "
-          "xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\">\n",
+          "xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+          "viewBox=\"0 0 %d %d\">\n",
           RP_WIDTH + 160, height, RP_WIDTH + 160, height);
   int64_t pstride = an_meta_int(t->db, "pid_stride", 0);
   int64_t gstride = an_meta_int(t->db, "gpu_stride", 0);
