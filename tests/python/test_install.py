@@ -1,0 +1,37 @@
+"""`pip install ./python` from the source tree gives a working, self-contained package."""
+
+import os
+import shutil
+import sqlite3
+
+from conftest import run, write
+
+SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python")
+
+
+def test_pip_install_from_source_tree(tmp_path):
+    # pip builds in the source tree's directory; work on a copy of it.
+    src = tmp_path / "src" / "python"
+    shutil.copytree(SOURCE, src, ignore=shutil.ignore_patterns("build", "__pycache__"))
+    shutil.copytree(os.path.join(SOURCE, "..", "runtime", "include"),
+                    tmp_path / "src" / "runtime" / "include")
+    target = tmp_path / "site"
+    env = {"NANO_BUILD_DIR": os.environ["NANO_BUILD_DIR"], "PIP_NO_INDEX": "1",
+           "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PYTHONPATH": ""}
+    run(["-m", "pip", "install", "--quiet", "--target", str(target), str(src)], cwd=str(tmp_path),
+        env=env, timeout=300)
+    pkg = target / "nanoprobe"
+    assert (pkg / "libnano_rpd.so").exists()
+    write(tmp_path, "prog.py", """
+        import nanoprobe
+        def f():
+            return 1
+        f()
+        print(nanoprobe.__file__)
+    """)
+    r = run(["-m", "nanoprobe", "-o", "t.rpd", "prog.py"], cwd=str(tmp_path),
+            env={"PYTHONPATH": str(target)})
+    assert r.stdout.strip() == str(pkg / "__init__.py")
+    con = sqlite3.connect(str(tmp_path / "t.rpd"))
+    assert con.execute("SELECT count(*) FROM api WHERE apiName = '__main__.f'").fetchone()[0] == 1
+    con.close()
