@@ -519,7 +519,10 @@ static Function *hostHook(Module &M, StringRef Name, FunctionType *Ty) {
   auto *F = dyn_cast<Function>(GV);
   if (!F || !F->isDeclaration() || F->getFunctionType() != Ty)
     return nullptr;
+  // Preemptible, so the dynamic linker can bind it to a preloaded runtime.
   F->setLinkage(GlobalValue::ExternalWeakLinkage);
+  F->setVisibility(GlobalValue::DefaultVisibility);
+  F->setDSOLocal(false);
   return F;
 }
 

@@ -7,7 +7,8 @@
 ; RUN: %opt -S %t/prelude.ll -o %t/prelude.ref.ll
 ; RUN: %opt_nano -passes=nano-atomics -S %t/prelude.ll -o %t/prelude.out.ll
 ; RUN: diff %t/prelude.ref.ll %t/prelude.out.ll
-; A module that only declares the hooks, unused, is instrumented:
+; A module that only declares the hooks, unused, is instrumented, and the
+; declaration becomes a preemptible weak reference:
 ; RUN: %opt_nano -passes=nano-atomics -S %t/declares.ll | FileCheck %s
 ; CHECK: declare extern_weak void @__nano_atomic(ptr)
 ; CHECK: call void @__nano_atomic(ptr @nano.sites)
@@ -36,7 +37,7 @@ define i32 @f(ptr %p) {
 
 ;--- declares.ll
 target triple = "x86_64-pc-linux-gnu"
-declare void @__nano_atomic(ptr)
+declare hidden void @__nano_atomic(ptr)
 define i32 @f(ptr %p) {
   %a = atomicrmw add ptr %p, i32 1 seq_cst, align 4
   ret i32 %a
