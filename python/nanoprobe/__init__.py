@@ -175,5 +175,6 @@ class Profiler:
         return False
 
 
-# signpost(header, message=None): a mark with both texts (domain "signpost").
+# signpost(header, message=None): a mark "header: message" in domain "signpost",
+# shown by rpd export and rpd report like every user mark.
 signpost = _nanoprobe.signpost

@@ -9,6 +9,9 @@
  */
 #include "nanoprobe.h"
 
+#include <stdio.h>
+#include <stdlib.h>
+
 #include <rpd.h>
 
 PyObject *np_module;
@@ -111,16 +114,21 @@ static PyObject *np_mark(PyObject *self, PyObject *args, PyObject *kw)
   Py_RETURN_NONE;
 }
 
-/* signpost(header, message=None): a mark in domain "signpost" whose name is
- * the header and whose args are the message. */
+/* signpost(header, message=None): a mark in domain "signpost" with the text
+ * "header" or "header: message" (apiName "UserMarker", the text in args, like
+ * every user mark, so that rpd export and rpd report show it). */
 static PyObject *np_signpost(PyObject *self, PyObject *args, PyObject *kw)
 {
   static char *names[] = {"header", "message", NULL};
   const char *header, *message = NULL;
+  char *text = NULL;
   (void)self;
   if (!PyArg_ParseTupleAndKeywords(args, kw, "s|z:signpost", names, &header, &message))
     return NULL;
-  rpd_mark(NP_SIGNPOST_DOMAIN, header, message);
+  if (message && asprintf(&text, "%s: %s", header, message) < 0)
+    return PyErr_NoMemory();
+  rpd_mark(NP_SIGNPOST_DOMAIN, text ? text : header, NULL);
+  free(text);
   Py_RETURN_NONE;
 }
 
@@ -143,7 +151,7 @@ static PyMethodDef np_module_methods[] = {
     {"mark", (PyCFunction)(void (*)(void))np_mark, METH_VARARGS | METH_KEYWORDS,
      "mark(name, args=None, domain=None): a zero-duration mark"},
     {"signpost", (PyCFunction)(void (*)(void))np_signpost, METH_VARARGS | METH_KEYWORDS,
-     "signpost(header, message=None): a mark in domain 'signpost'"},
+     "signpost(header, message=None): a mark 'header: message' in domain 'signpost'"},
     {"now", np_now, METH_NOARGS, "now() -> int: the trace clock in nanoseconds"},
     {NULL, NULL, 0, NULL}};
 

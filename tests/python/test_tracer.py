@@ -54,7 +54,7 @@ def test_tracer_control(tmp_path):
     assert outer.start <= inner.start and inner.end <= outer.end
     signs = ranges(trace, "signpost")
     assert sorted((x.name, x.args) for x in signs) == [
-        ("Run number 5", "after 5 warm-up runs"), ("UserMarker", "header only")]
+        ("UserMarker", "Run number 5: after 5 warm-up runs"), ("UserMarker", "header only")]
     assert all(x.start == x.end for x in signs)
 
 
@@ -197,7 +197,11 @@ def test_rpd_tool_shows_signposts(tmp_path):
     run(["sp.py"], cwd=str(tmp_path))
     out = subprocess.run([rpd, "export", str(tmp_path / "trace.rpd"), "-o", "-"],
                          capture_output=True, text=True, check=True).stdout
-    assert "Run number 5" in out and "after 5 warm-up runs" in out
+    assert "Run number 5: after 5 warm-up runs" in out
+    subprocess.run([rpd, "report", str(tmp_path / "trace.rpd"), "-o", str(tmp_path / "r.html")],
+                   capture_output=True, check=True)
+    with open(tmp_path / "r.html") as f:
+        assert "Run number 5: after 5 warm-up runs" in f.read()
     con = sqlite3.connect(str(tmp_path / "trace.rpd"))
     assert con.execute("SELECT count(*) FROM api WHERE domain = 'signpost'").fetchone()[0] == 1
     con.close()
