@@ -149,7 +149,9 @@ class Profiler:
     _tracer_held = False
 
     def enable(self):
-        """Starts profiling; RuntimeError when a profiler is already enabled."""
+        """Starts profiling. Enables nest (a program profiled by `python -m
+        nanoprobe` may enable its own Profiler); RuntimeError when already
+        enabled with other settings."""
         Tracer._initialise()
         _nanoprobe.start()
         try:

@@ -307,6 +307,7 @@ static pthread_key_t np_stack_key; /* frees a thread's array when it exits */
 enum { NP_OFF, NP_ON, NP_DRAIN };
 static int np_state = NP_OFF; /* NP_DRAIN: disabled, other threads still closing */
 static int np_lines, np_ccalls;
+static int np_nesting; /* enables beyond the first (same settings), undone by disables */
 static Py_ssize_t np_open; /* entries open over all threads */
 static uint32_t np_domain;
 static uint32_t np_builtin_args; /* "<built-in>": the args of C-call ranges */
@@ -802,7 +803,8 @@ static int np_backend_stop(void)
 /* ---- module functions ---------------------------------------------------- */
 
 /* profiler_enable(lines=False, c_calls=False): starts profiling every thread.
- * RuntimeError when a profiler is already enabled. */
+ * Nests when already enabled with the same settings (the matching disable
+ * does nothing); RuntimeError when enabled with other settings. */
 static PyObject *np_profiler_enable(PyObject *self, PyObject *args, PyObject *kw)
 {
   static char *names[] = {"lines", "c_calls", NULL};
@@ -811,8 +813,14 @@ static PyObject *np_profiler_enable(PyObject *self, PyObject *args, PyObject *kw
   if (!PyArg_ParseTupleAndKeywords(args, kw, "|pp:profiler_enable", names, &lines, &ccalls))
     return NULL;
   if (np_state == NP_ON) {
-    PyErr_SetString(PyExc_RuntimeError, "a nanoprobe profiler is already enabled in this process");
-    return NULL;
+    if (lines != np_lines || ccalls != np_ccalls) {
+      PyErr_Format(PyExc_RuntimeError,
+                   "the nanoprobe profiler is already enabled with lines=%s, c_calls=%s",
+                   np_lines ? "True" : "False", np_ccalls ? "True" : "False");
+      return NULL;
+    }
+    np_nesting++;
+    Py_RETURN_NONE;
   }
   if (!np_domain) {
     np_domain = rpd_intern("python");
@@ -833,14 +841,18 @@ static PyObject *np_profiler_enable(PyObject *self, PyObject *args, PyObject *kw
   Py_RETURN_NONE;
 }
 
-/* profiler_disable(): closes the calling thread's open ranges and stops
- * profiling; other threads close theirs as their frames return. A no-op when
- * not enabled. */
+/* profiler_disable(): undoes one enable; the last one closes the calling
+ * thread's open ranges and stops profiling (other threads close theirs as
+ * their frames return). A no-op when not enabled. */
 static PyObject *np_profiler_disable(PyObject *self, PyObject *unused)
 {
   (void)self, (void)unused;
   if (np_state != NP_ON)
     Py_RETURN_NONE;
+  if (np_nesting > 0) {
+    np_nesting--;
+    Py_RETURN_NONE;
+  }
   np_state = NP_DRAIN;
   np_close_thread(&np_tls);
   if (np_backend_stop() < 0)

@@ -258,3 +258,21 @@ def test_no_python_records_only_user_ranges(tmp_path, nanoprobe):
     assert ranges(trace) == []
     user = ranges(trace, domain="UserMarker")
     assert [x.args for x in user] == ["inside f"]
+
+
+def test_profiler_nests_inside_the_runner(tmp_path, nanoprobe):
+    write(tmp_path, "nest.py", """
+        from nanoprobe import Profiler
+        def f():
+            return 1
+        with Profiler():             # already enabled by the runner: nests
+            f()
+        f()                          # still profiled: the runner's enable holds
+        try:
+            Profiler(lines=True).enable()
+        except RuntimeError as e:
+            print("refused:", e)
+    """)
+    r, trace = nanoprobe("nest.py")
+    assert "refused: the nanoprobe profiler is already enabled with lines=False" in r.stdout
+    assert counts(ranges(trace))["__main__.f"] == 2
