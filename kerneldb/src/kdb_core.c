@@ -133,6 +133,16 @@ uint32_t kdb_natural_align(uint32_t off, uint32_t size) {
 /* ---- names --------------------------------------------------------------- */
 #define KDB_TWIN_PREFIX "__nano_twin_"
 
+/* A demangled name without the return type templates carry ("void f<int>(int)"
+** -> "f<int>(int)"): the part after the last space before the first '<' or '('. */
+static const char *kdb_sans_return(const char *d) {
+  size_t stop = strcspn(d, "<(");
+  const char *r = d;
+  for (size_t i = 0; i < stop; i++)
+    if (d[i] == ' ') r = d + i + 1;
+  return r;
+}
+
 const char *kdb_demangle(kdb *db, const char *name) {
   const char *body = name;
   size_t plen = strlen(KDB_TWIN_PREFIX);
@@ -146,9 +156,10 @@ const char *kdb_demangle(kdb *db, const char *name) {
   }
   const char *r;
   if (body != name) {
-    size_t n = plen + strlen(d);
+    /* The prefix goes on the function name: "void __nano_twin_f<int>(int*, void*)". */
+    size_t n = plen + strlen(d), at = (size_t)(kdb_sans_return(d) - d);
     char *t = kdb_arena_alloc(&db->arena, n + 1);
-    if (t) snprintf(t, n + 1, "%s%s", KDB_TWIN_PREFIX, d);
+    if (t) snprintf(t, n + 1, "%.*s%s%s", (int)at, d, KDB_TWIN_PREFIX, d + at);
     r = t ? t : name;
   } else {
     r = kdb_arena_strdup(&db->arena, d);
@@ -235,16 +246,6 @@ void kdb_pair_twins(kdb *db, size_t first) {
 /* ---- lookup -------------------------------------------------------------- */
 static int kdb_prefix(const char *s, const char *p) {
   return strncmp(s, p, strlen(p)) == 0;
-}
-
-/* A demangled name without the return type templates carry ("void f<int>(int)"
-** -> "f<int>(int)"): the part after the last space before the first '<' or '('. */
-static const char *kdb_sans_return(const char *d) {
-  size_t stop = strcspn(d, "<(");
-  const char *r = d;
-  for (size_t i = 0; i < stop; i++)
-    if (d[i] == ' ') r = d + i + 1;
-  return r;
 }
 
 long kdb_find_kernels(const kdb *db, const char *q, const char *arch,

@@ -3,6 +3,7 @@
 (LLVM 15) and readelf on code objects built by make_inputs.sh.
 
 usage: kdb_test.py TEST KERNELDB INPUTS_DIR     (one ctest test per TEST)
+       kdb_test.py pass-twins KERNELDB PLUGIN WORK_DIR
        kdb_test.py make-zlib BUNDLE OUT         (writes a zlib CCOB v2)
 """
 import json
@@ -360,6 +361,31 @@ def test_cuda(kdb, inputs):
     check("no disassembler" in p.stderr, "isa on a cubin says why it cannot")
 
 
+def test_pass_twins(kdb, plugin, work):
+    """Twins made by the nanoprobe plugin pair with their kernels."""
+    src = os.path.join(os.path.dirname(SRC), "kdb_pass.hip")
+    os.makedirs(work, exist_ok=True)
+    co = os.path.join(work, "pass_gfx90a.co")
+    p = subprocess.run(["hipcc", "-g", "-O2", "-nogpulib", "--offload-arch=gfx90a", "--cuda-device-only",
+                        "--no-gpu-bundle-output", "-fpass-plugin=" + plugin, "-c", src, "-o", co],
+                       capture_output=True, text=True)
+    check(p.returncode == 0, "hipcc with the plugin: " + p.stderr[-2000:])
+    shown = {k["name"]: k for k in kdb_json(kdb, "show", co)}
+    originals = [n for n in shown if not n.startswith("__nano_twin_")]
+    check(sorted(originals) == sorted(["_Z4axpyfPKfPfi", "_Z4fillIdEvPT_S0_", "plain_c", "_Z6noargsv"]),
+          "kernels: %s" % sorted(shown))
+    for n in originals:
+        t = shown[n].get("twin")
+        check(t in shown, "%s has a twin (%s); kernels: %s" % (n, t, sorted(shown)))
+        tw = shown[t]
+        check(tw["twin_of"] == n, "twin_of of " + t)
+        extra = tw["args"][tw["twin_arg_index"]]
+        check(tw["explicit_arg_count"] == shown[n]["explicit_arg_count"] + 1 and extra["size"] == 8 and
+              extra["value_kind"] == "global_buffer", "%s: extra argument %s" % (t, extra))
+        check(tw["demangled"].replace("__nano_twin_", "", 1).startswith(
+            shown[n]["demangled"].rstrip(")").replace("()", "(")), "twin demangles to the signature + void*")
+
+
 def make_zlib(src, dst):
     """Writes src (an offload bundle) as a compressed bundle v2, zlib method."""
     with open(src, "rb") as f:
@@ -375,6 +401,10 @@ def make_zlib(src, dst):
 def main():
     if sys.argv[1] == "make-zlib":
         make_zlib(sys.argv[2], sys.argv[3])
+        return
+    if sys.argv[1] == "pass-twins":
+        test_pass_twins(sys.argv[2], sys.argv[3], sys.argv[4])
+        print("PASS pass-twins")
         return
     test, kdb, inputs = sys.argv[1], sys.argv[2], sys.argv[3]
     tests = {
