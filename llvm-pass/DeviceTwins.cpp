@@ -92,10 +92,10 @@ struct DevSite {
 // An access found in a twin-side function, before instrumentation.
 struct DevAccess {
   Instruction *I;
-  Value *Ptr;   // pointer operand, or null with Addr set
-  Value *Addr;  // i64 address computed at I (buffer intrinsics), else null
+  Value *Ptr;   // pointer operand; null for buffer intrinsics
   Value *Bytes; // runtime size (mem intrinsics), else null
   unsigned Kind, Space, Flags, Size;
+  Value *Rsrc = nullptr, *VOff = nullptr, *SOff = nullptr; // buffer intrinsics
 };
 
 struct DeviceTwinsPass : PassInfoMixin<DeviceTwinsPass> {
@@ -355,30 +355,35 @@ void DeviceTwins::cloneCallees() {
   }
 }
 
+// The class (NANO_DH_AS_*) of address space AS of the target; false for
+// memory that is never instrumented (private/local, buffer resources).
+static bool devSpaceClass(DevTarget T, unsigned AS, unsigned &Space) {
+  if (T == DevTarget::Host) {
+    Space = NANO_DH_AS_GENERIC;
+    return AS == 0;
+  }
+  if (AS == 0)
+    Space = NANO_DH_AS_GENERIC;
+  else if (AS == 1)
+    Space = NANO_DH_AS_GLOBAL;
+  else if (AS == 3)
+    Space = NANO_DH_AS_SHARED;
+  else if (AS == 4 || (T == DevTarget::AMDGPU && AS == 6))
+    Space = NANO_DH_AS_CONSTANT;
+  else
+    return false;
+  return true;
+}
+
 // The address-space class of Ptr; false when it is not instrumentable at all
-// (private/local stack memory, buffer resources, unknown spaces).
+// (private/local stack memory, buffer resources, unknown spaces, the
+// runtime's own globals). A generic pointer whose underlying object is known
+// (e.g. a __shared__ array reached through an addrspacecast, as NVPTX IR has
+// it until the code generator infers address spaces) gets that object's class.
 bool DeviceTwins::classify(Value *Ptr, unsigned &Space) {
   unsigned AS = Ptr->getType()->getPointerAddressSpace();
-  switch (Target) {
-  case DevTarget::Host:
-    if (AS != 0)
-      return false;
-    Space = NANO_DH_AS_GENERIC;
-    break;
-  case DevTarget::AMDGPU:
-  case DevTarget::NVPTX:
-    if (AS == 0)
-      Space = NANO_DH_AS_GENERIC;
-    else if (AS == 1)
-      Space = NANO_DH_AS_GLOBAL;
-    else if (AS == 3)
-      Space = NANO_DH_AS_SHARED;
-    else if (AS == 4 || (Target == DevTarget::AMDGPU && AS == 6))
-      Space = NANO_DH_AS_CONSTANT;
-    else
-      return false;
-    break;
-  }
+  if (!devSpaceClass(Target, AS, Space))
+    return false;
   const Value *U = getUnderlyingObject(Ptr);
 #if LLVM_VERSION_MAJOR >= 16
   if (auto *II = dyn_cast<IntrinsicInst>(U))
@@ -390,6 +395,8 @@ bool DeviceTwins::classify(Value *Ptr, unsigned &Space) {
   if (auto *GV = dyn_cast<GlobalValue>(U))
     if (compat::startsWith(GV->getName(), "__nano_"))
       return false;
+  if (AS == 0 && U->getType()->isPointerTy() && U->getType()->getPointerAddressSpace() != 0)
+    return devSpaceClass(Target, U->getType()->getPointerAddressSpace(), Space);
   return true;
 }
 
@@ -417,7 +424,7 @@ void DeviceTwins::collectAccesses(Function &F, std::vector<DevAccess> &Out) {
     if (!classify(Ptr, Space))
       return;
     unsigned Size = Ty ? (unsigned)DL.getTypeStoreSize(Ty).getFixedValue() : 0;
-    Out.push_back({I, Ptr, nullptr, Bytes, Kind, Space, Flags, Size});
+    Out.push_back({I, Ptr, Bytes, Kind, Space, Flags, Size});
   };
   for (Instruction &I : instructions(F)) {
     if (auto *LI = dyn_cast<LoadInst>(&I)) {
@@ -461,13 +468,13 @@ void DeviceTwins::collectAccesses(Function &F, std::vector<DevAccess> &Out) {
         bool IsLoad = II->getType() && !II->getType()->isVoidTy();
         unsigned First = IsLoad ? 0 : 1;
         Type *Ty = IsLoad ? II->getType() : II->getArgOperand(0)->getType();
-        IRBuilder<> B(II);
-        Value *Addr = devBufferAddress(B, II->getArgOperand(First), II->getArgOperand(First + 1),
-                                       II->getArgOperand(First + 2));
-        Out.push_back({II, nullptr, Addr, nullptr,
-                       IsLoad ? NANO_DH_KIND_LOAD : NANO_DH_KIND_STORE, NANO_DH_AS_GLOBAL,
-                       NANO_DH_SITE_BUFFER,
-                       (unsigned)DL.getTypeStoreSize(Ty).getFixedValue()});
+        DevAccess A{II, nullptr, nullptr, IsLoad ? NANO_DH_KIND_LOAD : NANO_DH_KIND_STORE,
+                    NANO_DH_AS_GLOBAL, NANO_DH_SITE_BUFFER,
+                    (unsigned)DL.getTypeStoreSize(Ty).getFixedValue()};
+        A.Rsrc = II->getArgOperand(First);
+        A.VOff = II->getArgOperand(First + 1);
+        A.SOff = II->getArgOperand(First + 2);
+        Out.push_back(A);
         break;
       }
       default:
@@ -498,7 +505,8 @@ void DeviceTwins::instrument(Function &F, const DevAccess &A) {
   Sites.push_back(S);
 
   IRBuilder<> B(A.I);
-  Value *Addr = A.Addr ? A.Addr : B.CreatePtrToInt(A.Ptr, B.getInt64Ty());
+  Value *Addr = A.Rsrc ? devBufferAddress(B, A.Rsrc, A.VOff, A.SOff)
+                       : B.CreatePtrToInt(A.Ptr, B.getInt64Ty());
   Value *Size = A.Bytes ? B.CreateZExtOrTrunc(A.Bytes, B.getInt32Ty()) : B.getInt32(A.Size);
   Value *Desc = F.getArg(F.arg_size() - 1);
   CallInst *C = B.CreateCall(Access, {Desc, B.getInt64(Id), Addr, Size});

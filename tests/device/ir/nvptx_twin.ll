@@ -1,7 +1,7 @@
 ; Twins on NVPTX: the twin is an entry (nvvm.annotations copied on LLVM 15;
 ; kernel calling convention and launch-bound attributes, upgraded from the
 ; annotations, on LLVM 22), generic and global accesses instrumented, shared
-; and local left alone, the device function cloned, originals unchanged.
+; (also through a generic pointer) and local left alone, the device function cloned, originals unchanged.
 ; RUN: %opt -load-pass-plugin=%plugin -passes=nano-device -S %s | %FileCheck %s --check-prefixes=CHECK,V%major
 
 target datalayout = "e-i64:64-i128:128-v16:16-v32:32-n16:32:64"
@@ -29,6 +29,7 @@ define void @kern(ptr addrspace(1) %a, ptr %g) {
   store float %v, ptr %loc, align 4
   store float %v, ptr addrspace(1) %a, align 4
   store float %v, ptr addrspace(3) @smem, align 4
+  store float %v, ptr addrspacecast (ptr addrspace(3) @smem to ptr), align 4
   call void @dev(ptr %g)
   ret void
 }
@@ -44,6 +45,7 @@ define void @kern(ptr addrspace(1) %a, ptr %g) {
 ; CHECK-NEXT: call void @__nano_dh_access(ptr addrspace(1) %nano_dh_desc, i64 {{-?[0-9]+}}, i64 [[P1]], i32 4)
 ; CHECK-NEXT: store float %v, ptr addrspace(1) %a
 ; CHECK-NEXT: store float %v, ptr addrspace(3) @smem
+; CHECK-NEXT: store float %v, ptr addrspacecast (ptr addrspace(3) @smem to ptr)
 ; CHECK-NEXT: call void @dev.nano_twin(ptr %g, ptr addrspace(1) %nano_dh_desc)
 
 ; CHECK-LABEL: define internal void @dev.nano_twin(ptr %p, ptr addrspace(1) %nano_dh_desc)
