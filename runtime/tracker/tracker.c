@@ -186,20 +186,22 @@ static void nanot_add_site(struct nano_site *site) {
   copy->id = ++nanot_nsites;
   copy->function = nanot_intern(site->function);
   copy->file = nanot_intern(site->file);
+  copy->module = NULL; /* the table may be unloaded (dlclose); the copy outlives it */
   __atomic_store_n(&site->id, copy->id, __ATOMIC_RELEASE);
 }
 
 /* Registers every unregistered site of module `m`, once. Returns 0, or -1
  * (with a warning) for a wrong ABI or no memory. Caller holds nanot_lock. */
 static int nanot_register_module_locked(struct nano_site_module *m) {
-  if (m->reserved == NANOT_REGISTERED)
-    return 0;
   if (m->abi != NANO_SITE_ABI) {
-    nanot_warn("site table of '%s' has ABI %u, this runtime reads %u; its atomics are not counted",
-               m->name ? m->name : "?", m->abi, NANO_SITE_ABI);
-    m->reserved = NANOT_REGISTERED;
+    if (m->reserved != NANOT_REGISTERED)
+      nanot_warn("site table of '%s' has ABI %u, this runtime reads %u; its atomics are not counted",
+                 m->name ? m->name : "?", m->abi, NANO_SITE_ABI);
+    m->reserved = NANOT_REGISTERED; /* warned once */
     return -1;
   }
+  if (m->reserved == NANOT_REGISTERED)
+    return 0;
   if (nanot_reserve_sites(m->count) != 0) {
     nanot_warn("out of memory registering %u sites of '%s'", m->count, m->name ? m->name : "?");
     return -1;
@@ -321,10 +323,12 @@ static void nanot_slow(struct nano_site *site, uint64_t n) {
   }
   uint32_t id = site->id;
   if (id == 0) {
-    if (site->module != NULL)
-      nanot_register_module_locked(site->module);
-    if (site->id == 0 && nanot_reserve_sites(1) == 0)
+    if (site->module != NULL) {
+      if (nanot_register_module_locked(site->module) != 0)
+        goto out;
+    } else if (nanot_reserve_sites(1) == 0) {
       nanot_add_site(site);
+    }
     id = site->id;
   }
   if (id == 0 || id > nanot_nsites)
