@@ -160,6 +160,9 @@ static int g_evfd = -1;
 static _Atomic int g_writer_running;
 static _Atomic int g_writer_quit;
 static pthread_t g_writer_thread;
+/* Held by the writer while it works in SQLite; fork() takes it so that the
+ * child never inherits SQLite's internal mutexes in a locked state. */
+static pthread_mutex_t g_wlock = PTHREAD_MUTEX_INITIALIZER;
 
 static void rpd_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void rpd_log(const char *fmt, ...) {
@@ -374,6 +377,7 @@ static struct rpd_rec *rpd_reserve(struct rpd_tbuf *b, uint32_t nslots, struct r
   if (strs) {
     uint32_t cap = b->asize / 8;
     for (int i = 0; i < strs->n; i++) {
+      if (!strs->p[i]) continue;
       if (strs->len[i] + 1 > cap) strs->len[i] = cap - 1;
       rpd_arena_place(&aend, strs->len[i] + 1, b->asize);
     }
@@ -1429,6 +1433,7 @@ static void *rpdw_main(void *arg) {
       ssize_t r = read(g_evfd, &v, sizeof v);
       (void)r;
     }
+    pthread_mutex_lock(&g_wlock);
     uint32_t req = atomic_load(&g_flush_req);
     int quit = atomic_load(&g_writer_quit);
     if (req != atomic_load(&g_flush_done) || quit || rc == 0) {
@@ -1440,6 +1445,7 @@ static void *rpdw_main(void *arg) {
       rpdw_drain_all();
       rpdw_commit();
     }
+    pthread_mutex_unlock(&g_wlock);
     if (quit) break;
   }
   return NULL;
@@ -1662,9 +1668,11 @@ static void rpd_install_signals(void) {
 static void rpd_atfork_prepare(void) {
   pthread_mutex_lock(&g_ctl);
   pthread_mutex_lock(&g_intern_lock);
+  pthread_mutex_lock(&g_wlock);
 }
 
 static void rpd_atfork_parent(void) {
+  pthread_mutex_unlock(&g_wlock);
   pthread_mutex_unlock(&g_intern_lock);
   pthread_mutex_unlock(&g_ctl);
 }
@@ -1672,6 +1680,7 @@ static void rpd_atfork_parent(void) {
 /* The child: the parent's buffers, writer and connection are not ours (the
  * connection is abandoned, never used or closed, as SQLite requires). */
 static void rpd_atfork_child(void) {
+  pthread_mutex_init(&g_wlock, NULL);
   pthread_mutex_init(&g_intern_lock, NULL);
   pthread_mutex_init(&g_ctl, NULL);
   atomic_store(&g_bufs, NULL);
