@@ -29,7 +29,7 @@ seed codeobject "$inputs"/t_gfx90a.co "$inputs"/t_gfx1100.co
 seed bundle "$inputs"/t.bundle
 seed ccob "$inputs"/t_zstd.ccob "$inputs"/t_zlib.ccob
 seed zstdwrap "$inputs"/t.bundle
-seed hostelf "$inputs"/libt.so "$inputs"/c_fat.o "$inputs"/c_clang.o
+seed hostelf "$inputs"/libt.so "$inputs"/c_fat.o "$inputs"/c_clang.o "$inputs"/cov6.o
 seed cubin "$inputs"/c.cubin
 status=0
 for fmt in codeobject bundle ccob zstdwrap hostelf cubin; do

@@ -220,6 +220,15 @@ def test_containers(kdb, inputs):
     check(sorted(k["name"] for k in isa) == ["_Z5scaleIdEvPT_S0_", "_Z5scaleIsEvPT_S0_"] and
           all(k["arch"] == "gfx90a" and k["insns"] for k in isa), "isa --kernels on demangled names")
     run([kdb, "lines", os.path.join(inputs, "libt.so"), "--kernels", "nomatch_xyz"], 1)
+    # clang-22: code object v6 in a compressed .hip_fatbin of a host object.
+    l = kdb_json(kdb, "list", os.path.join(inputs, "cov6.o"))
+    check(sorted((c["arch"], c["code_object_version"], c["compressed"]) for c in l["code_objects"]) ==
+          [("gfx1100", 6, True), ("gfx90a", 6, True)], "cov6.o code objects: %s" % l["code_objects"])
+    check([k["name"] for k in l["kernels"]] == ["cov6_store", "cov6_store"], "cov6.o kernels")
+    for arch in ("gfx90a", "gfx1100"):
+        isa = kdb_json(kdb, "isa", os.path.join(inputs, "cov6.o"), "cov6_store", "--arch", arch)[0]["insns"]
+        st = [i for i in isa if i.get("mem") == {"space": "global", "op": "store", "width": 4}]
+        check(len(st) == 1, "cov6.o %s: one 4-byte global store" % arch)
 
 
 def test_twins(kdb, inputs):

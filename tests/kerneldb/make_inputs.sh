@@ -6,6 +6,7 @@
 #   t.bundle                   uncompressed offload bundle (clang-offload-bundler-15)
 #   t_zstd.ccob                compressed bundle (clang-offload-bundler-22 --compress)
 #   t_zlib.ccob                compressed bundle, zlib method (written by kdb_test.py)
+#   cov6.o                     clang-22 host object, compressed .hip_fatbin, code object v6
 #   c.cubin, c_fat.o           nvcc -cubin / host object with .nv_fatbin (sm_90)
 #   c_clang.o                  clang-22 CUDA host object with .nv_fatbin (sm_90)
 # gfx1100 needs -nogpulib (Debian's ROCm 5.2 device libraries have no
@@ -30,6 +31,8 @@ clang-offload-bundler-15 --type=o --targets=$targets --input=empty.host --input=
 /usr/lib/llvm-22/bin/clang-offload-bundler --type=o --targets=$targets --input=empty.host \
   --input=t_gfx90a.co --input=t_gfx1100.co --output=t_zstd.ccob --compress
 python3 "$src/../kdb_test.py" make-zlib t.bundle t_zlib.ccob
+clang-22 -x hip --offload-arch=gfx90a --offload-arch=gfx1100 -nogpulib -nogpuinc --offload-compress \
+  -O2 -c "$src/kdb_cov6.hip" -o cov6.o
 if [ -x /usr/local/cuda/bin/nvcc ]; then
   /usr/local/cuda/bin/nvcc -cubin -arch=sm_90 "$src/kdb_test.cu" -o c.cubin
   /usr/local/cuda/bin/nvcc -c -arch=sm_90 "$src/kdb_test.cu" -o c_fat.o
