@@ -36,6 +36,10 @@ static cl::opt<std::string> ClSpaces("nano-addrspaces",
                                      cl::desc("Address spaces instrumented: "
                                               "global,generic,shared,constant "
                                               "(overrides NANO_ADDRSPACES)"));
+static cl::opt<std::string> ClInline("nano-inline-runtime",
+                                     cl::desc("1: inline the device runtime at every "
+                                              "instrumented access (overrides "
+                                              "NANO_DEVICE_INLINE)"));
 static cl::opt<std::string> ClDeviceDir("nano-device-dir",
                                         cl::desc("Directory of nano_dh_*.bc "
                                                  "(overrides NANO_DEVICE_DIR)"));
@@ -144,6 +148,14 @@ bool nano::parseDeviceFilters(DeviceFilters &F, std::string &Err) {
     F.Spaces = 1u << NANO_DH_AS_GENERIC | 1u << NANO_DH_AS_GLOBAL;
   else if (!deviceParseSet(AS, Name, Spaces, F.Spaces, Err))
     return false;
+
+  std::string Inline = deviceSetting(ClInline, "NANO_DEVICE_INLINE", Name);
+  if (Inline == "1")
+    F.InlineRuntime = true;
+  else if (!Inline.empty() && Inline != "0") {
+    Err = Name + ": expected 0 or 1, not '" + Inline + "'";
+    return false;
+  }
   return true;
 }
 

@@ -30,6 +30,7 @@ struct DeviceFilters {
   std::vector<Range> Scope; // empty: everything
   unsigned Kinds = 0;       // bit (1 << NANO_DH_KIND_*)
   unsigned Spaces = 0;      // bit (1 << NANO_DH_AS_*)
+  bool InlineRuntime = false; // inline the runtime at every site
 
   // True when kernel Name (mangled) or its demangled form matches.
   bool kernelSelected(llvm::StringRef Name) const;

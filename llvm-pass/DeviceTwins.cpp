@@ -132,6 +132,7 @@ struct DeviceTwins {
   void instrument(Function &F, const DevAccess &A);
   void emitSiteTable();
   bool linkRuntime(Function *SomeKernel);
+  void inlineRuntime();
 };
 
 } // namespace
@@ -644,6 +645,28 @@ bool DeviceTwins::linkRuntime(Function *Kernel) {
   return true;
 }
 
+// Inlines __nano_dh_access at every call (NANO_DEVICE_INLINE=1): no call
+// overhead, more code per site.
+void DeviceTwins::inlineRuntime() {
+  Function *RT = M.getFunction(RuntimeAccess);
+  if (!RT || RT->isDeclaration())
+    return;
+  SmallVector<CallBase *, 32> Calls;
+  for (User *U : RT->users())
+    if (auto *CB = dyn_cast<CallBase>(U))
+      if (CB->getCalledFunction() == RT)
+        Calls.push_back(CB);
+  for (CallBase *CB : Calls) {
+    InlineFunctionInfo IFI;
+    InlineResult R = InlineFunction(*CB, IFI);
+    if (!R.isSuccess())
+      Ctx.emitError(std::string("nanoprobe: cannot inline ") + RuntimeAccess + ": " +
+                    R.getFailureReason());
+  }
+  if (RT->use_empty())
+    RT->eraseFromParent();
+}
+
 bool DeviceTwins::run() {
   std::string Err;
   if (!parseDeviceFilters(Filters, Err)) {
@@ -680,7 +703,8 @@ bool DeviceTwins::run() {
       instrument(*F, A);
   }
   emitSiteTable();
-  linkRuntime(Kernels.front()); // errors are reported through the context
+  if (linkRuntime(Kernels.front()) && Filters.InlineRuntime)
+    inlineRuntime();
   return true;
 }
 

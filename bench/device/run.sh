@@ -9,8 +9,10 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 build=$(cd "${1:-$root/build}" && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-echo "== CPU kernels (best of 5)"
+echo "== CPU kernels (best of 5, thread CPU time): runtime called"
 "$build/bench/device/device_cpu_bench" $((1 << 18)) 5
+echo "== CPU kernels: runtime inlined (NANO_DEVICE_INLINE=1)"
+"$build/bench/device/device_cpu_bench_inline" $((1 << 18)) 5
 sites_dump=$build/tests/device/device_sites_dump
 echo "== AMDGPU static cost (hipcc, plugin $build/llvm-pass/libNanoPass.so)"
 "$root/tests/device/hip_build.sh" "$build/llvm-pass/libNanoPass.so" "$root/tests/device/samples" \
@@ -20,6 +22,11 @@ for arch in gfx90a gfx1030; do
   python3 "$root/bench/device/static_cost.py" amdgpu /usr/lib/llvm-15/bin/llvm-objdump \
     "$sites_dump" "$tmp/hip"/*."$arch".co
 done
+echo "== AMDGPU gfx90a, runtime inlined (NANO_DEVICE_INLINE=1)"
+NANO_DEVICE_INLINE=1 "$root/tests/device/hip_build.sh" "$build/llvm-pass/libNanoPass.so" \
+  "$root/tests/device/samples" "$tmp/hipinl" /usr/lib/llvm-15/bin/clang-offload-bundler gfx90a > /dev/null
+python3 "$root/bench/device/static_cost.py" amdgpu /usr/lib/llvm-15/bin/llvm-objdump \
+  "$sites_dump" "$tmp/hipinl"/*.gfx90a.co | tail -1
 if [ -x "$build/llvm-22/llvm-pass/libNanoPass.so" ] || [ -f "$build/llvm-22/llvm-pass/libNanoPass.so" ]; then
   echo "== NVPTX static cost (clang-22, sm_90)"
   "$root/tests/device/cuda_build.sh" /usr/lib/llvm-22/bin/clang "$build/llvm-22/llvm-pass/libNanoPass.so" \

@@ -3,6 +3,7 @@
 ; by default, LDS instrumented on request.
 ; RUN: %opt -load-pass-plugin=%plugin -passes=nano-device -S %s | %FileCheck %s
 ; RUN: %opt -load-pass-plugin=%plugin -passes=nano-device -nano-addrspaces=shared -S %s | %FileCheck %s --check-prefix=LDS
+; RUN: env NANO_DEVICE_INLINE=1 %opt -load-pass-plugin=%plugin -passes=nano-device -S %s | %FileCheck %s --check-prefix=INL
 
 target datalayout = "e-p:64:64-p1:64:64-p2:32:32-p3:32:32-p4:64:64-p5:32:32-p6:32:32-i64:64-v16:16-v24:32-v32:32-v48:64-v96:128-v192:256-v256:256-v512:512-v1024:1024-v2048:2048-n32:64-S32-A5-G1-ni:7"
 target triple = "amdgcn-amd-amdhsa"
@@ -93,6 +94,13 @@ define amdgpu_kernel void @plain() #0 {
 ; LDS-NOT: call void @__nano_dh_access
 ; LDS: call void @helper.nano_twin(
 ; LDS-LABEL: define amdgpu_kernel void @__nano_twin_plain(
+
+; INL-LABEL: define amdgpu_kernel void @__nano_twin__Z4kernPiiPv(
+; INL-NOT: call void @__nano_dh_access
+; INL: call i32 @llvm.amdgcn.mbcnt.lo(
+; INL-NOT: call void @__nano_dh_access
+; INL: %x = load i32, ptr addrspace(1) %a
+; INL-NOT: define internal void @__nano_dh_access
 
 declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)
 

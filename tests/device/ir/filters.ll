@@ -11,6 +11,7 @@
 ; RUN: (env NANO_KERNELS='k_(' %opt -load-pass-plugin=%plugin -passes=nano-device -S %s -o /dev/null 2>&1; echo "exit=$?") | %FileCheck %s --check-prefix=BADRE
 ; RUN: (env NANO_SCOPE='kern.cu:9-3' %opt -load-pass-plugin=%plugin -passes=nano-device -S %s -o /dev/null 2>&1; echo "exit=$?") | %FileCheck %s --check-prefix=BADSCOPE
 ; RUN: (env NANO_ACCESS='load,bogus' %opt -load-pass-plugin=%plugin -passes=nano-device -S %s -o /dev/null 2>&1; echo "exit=$?") | %FileCheck %s --check-prefix=BADKIND
+; RUN: (env NANO_DEVICE_INLINE=yes %opt -load-pass-plugin=%plugin -passes=nano-device -S %s -o /dev/null 2>&1; echo "exit=$?") | %FileCheck %s --check-prefix=BADINL
 ; RUN: (%opt -load-pass-plugin=%plugin -passes=nano-device -nano-addrspaces=global,private -S %s -o /dev/null 2>&1; echo "exit=$?") | %FileCheck %s --check-prefix=BADAS
 
 target datalayout = "e-p:64:64-p1:64:64-p2:32:32-p3:32:32-p4:64:64-p5:32:32-p6:32:32-i64:64-v16:16-v24:32-v32:32-v48:64-v96:128-v192:256-v256:256-v512:512-v1024:1024-v2048:2048-n32:64-S32-A5-G1-ni:7"
@@ -72,6 +73,8 @@ define amdgpu_kernel void @k_b(ptr addrspace(1) %p) {
 ; BADSCOPE: exit={{[1-9]}}
 ; BADKIND: error: nanoprobe: NANO_ACCESS: unknown value 'bogus'
 ; BADKIND: exit={{[1-9]}}
+; BADINL: error: nanoprobe: NANO_DEVICE_INLINE: expected 0 or 1, not 'yes'
+; BADINL: exit={{[1-9]}}
 ; BADAS: error: nanoprobe: -nano-addrspaces: unknown value 'private'
 ; BADAS: exit={{[1-9]}}
 
