@@ -48,6 +48,10 @@ def main():
         for a, b in zip(oexp, texp):
             if (a[".size"], a[".value_kind"], a[".offset"]) != (b[".size"], b[".value_kind"], b[".offset"]):
                 fail("%s: argument %r differs from the original's %r" % (twin, b, a))
+        ohid = [a[".value_kind"] for a in oargs if a[".value_kind"].startswith("hidden")]
+        thid = [a[".value_kind"] for a in targs if a[".value_kind"].startswith("hidden")]
+        if ohid != thid:
+            fail("%s: hidden arguments %s, original %s" % (twin, thid, ohid))
         desc = texp[-1]
         if desc[".size"] != 8 or desc[".value_kind"] != "global_buffer":
             fail("%s: trailing argument %r is not an 8-byte global buffer" % (twin, desc))
@@ -63,8 +67,8 @@ def main():
                 twin, t.get(".private_segment_fixed_size")))
         if str(t[".wavefront_size"]) != wave:
             fail("%s: wavefront size %s, expected %s" % (twin, t[".wavefront_size"], wave))
-        print("ok %s -> %s: %d+1 args, flat wg %s, wave %s" % (
-            orig, twin, len(oexp), t[".max_flat_workgroup_size"], t[".wavefront_size"]))
+        print("ok %s -> %s: %d+1 args, %d hidden after them, flat wg %s, wave %s" % (
+            orig, twin, len(oexp), len(thid), t[".max_flat_workgroup_size"], t[".wavefront_size"]))
     if kerneldb:
         out = subprocess.run([kerneldb, "list", co, "--json"], capture_output=True, text=True)
         if out.returncode != 0:
