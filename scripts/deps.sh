@@ -15,6 +15,7 @@ packages=(
   libjansson-dev
   python3 python3-pip python3-venv python3-pytest
   python3-yaml
+  python3-dev
   chromium
 )
 
