@@ -52,13 +52,8 @@ config.substitutions += [
     ("%nm", tool("llvm-nm")),
 ]
 
-config.available_features.add("llvm-%d" % major)
-if major >= 16:
-    config.available_features.add("rmw-uinc-udec")
-if major >= 20:
-    config.available_features.add("rmw-usub")
-if major >= 21:
-    config.available_features.add("rmw-fmaximum")
-# Debian's hipcc drives clang-15: its test runs with the LLVM 15 plugin only.
-if params.get("hipcc") and major == 15:
-    config.available_features.add("hipcc")
+# Features are decided by tests/pass/CMakeLists.txt (the one place), which
+# registers only the tests whose REQUIRES a build satisfies.
+for feature in params.get("features", "").split(","):
+    if feature:
+        config.available_features.add(feature)
