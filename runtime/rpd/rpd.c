@@ -102,7 +102,7 @@ _Static_assert(sizeof(struct rpd_ext) <= 64, "an extension is one slot");
 struct rpd_tbuf {
   _Atomic uint64_t head;  /* next slot the producer writes (published)       */
   uint64_t tail_seen;     /* producer's last view of tail                     */
-  uint64_t ahead;         /* next arena byte                                  */
+  _Atomic uint64_t ahead; /* next arena byte (relaxed: read by a failed writer) */
   uint64_t atail_seen;
   int wake_sent;          /* producer asked the writer to drain               */
   int32_t pid, tid;
@@ -180,6 +180,76 @@ RPDI_EXPORT int64_t rpd_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* ---- the time of ranges and marks ------------------------------------------
+ * By default rpd_now(). With NANO_RPD_CLOCK=tsc (x86-64 with an invariant TSC
+ * that the kernel itself uses as clocksource) producers store raw TSC ticks
+ * and the writer converts them with one linear calibration against
+ * CLOCK_MONOTONIC, taken at load and 50 ms later (then fixed, so every record
+ * converts the same way). */
+static int g_tsc;
+static int64_t g_tsc0, g_tsc_ns0;
+static double g_tsc_slope;
+static int g_tsc_ready;
+
+#if defined(__x86_64__)
+#include <x86intrin.h>
+static inline int64_t rpd_ticks(void) { return (int64_t)__rdtsc(); }
+#else
+static inline int64_t rpd_ticks(void) { return rpd_now(); }
+#endif
+
+static inline int64_t rpd_stamp(void) { return g_tsc ? rpd_ticks() : rpd_now(); }
+
+/* A (ticks, ns) pair read as close together as possible. */
+static void rpd_tsc_sample(int64_t *ticks, int64_t *ns) {
+  int64_t a = rpd_ticks();
+  *ns = rpd_now();
+  int64_t b = rpd_ticks();
+  *ticks = a + (b - a) / 2;
+}
+
+/* Turns TSC mode on when asked and the machine has a usable TSC. */
+static void rpd_tsc_init(const char *mode) {
+  if (!mode || !*mode || strcmp(mode, "monotonic") == 0) return;
+  if (strcmp(mode, "tsc") != 0) {
+    rpd_log("NANO_RPD_CLOCK=%s is not 'tsc' or 'monotonic'; using monotonic", mode);
+    return;
+  }
+#if defined(__x86_64__)
+  char src[64] = "";
+  FILE *f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "r");
+  if (f) {
+    if (!fgets(src, sizeof src, f)) src[0] = 0;
+    fclose(f);
+  }
+  if (strcmp(src, "tsc\n") != 0) {
+    rpd_log("NANO_RPD_CLOCK=tsc: the kernel's clocksource is not tsc; using monotonic");
+    return;
+  }
+  g_tsc = 1;
+  rpd_tsc_sample(&g_tsc0, &g_tsc_ns0);
+#else
+  rpd_log("NANO_RPD_CLOCK=tsc needs x86-64; using monotonic");
+#endif
+}
+
+/* Writer side: the CLOCK_MONOTONIC time of a range/mark stamp. */
+static int64_t rpdw_time(int64_t t) {
+  if (!g_tsc) return t;
+  if (!g_tsc_ready) {
+    int64_t wait = g_tsc_ns0 + 50000000 - rpd_now();
+    if (wait > 0) {
+      struct timespec ts = {wait / 1000000000, wait % 1000000000};
+      nanosleep(&ts, NULL);
+    }
+    int64_t t1, ns1;
+    rpd_tsc_sample(&t1, &ns1);
+    g_tsc_slope = t1 > g_tsc0 ? (double)(ns1 - g_tsc_ns0) / (double)(t1 - g_tsc0) : 1.0;
+    g_tsc_ready = 1;
+  }
+  return g_tsc_ns0 + (int64_t)((double)(t - g_tsc0) * g_tsc_slope);
 }
 
 static long rpd_futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct timespec *ts) {
@@ -297,7 +367,7 @@ static void rpd_tls_destructor(void *p) {
       r->type = R_EXIT;
       r->nslots = 1;
       r->epoch = epoch;
-      r->t0 = rpd_now();
+      r->t0 = rpd_stamp();
       rpd_publish(b, 1);
     }
   }
@@ -373,7 +443,7 @@ static struct rpd_rec *rpd_reserve(struct rpd_tbuf *b, uint32_t nslots, struct r
   uint32_t pad = 0;
   if (nslots > 1 && ((head + nslots - 1) & (b->nslots - 1)) < (head & (b->nslots - 1)))
     pad = b->nslots - (uint32_t)(head & (b->nslots - 1));
-  uint64_t apos = b->ahead, aend = apos;
+  uint64_t apos = atomic_load_explicit(&b->ahead, memory_order_relaxed), aend = apos;
   if (strs) {
     uint32_t cap = b->asize / 8;
     for (int i = 0; i < strs->n; i++) {
@@ -408,7 +478,7 @@ static struct rpd_rec *rpd_reserve(struct rpd_tbuf *b, uint32_t nslots, struct r
     atomic_store_explicit(&b->head, head, memory_order_release);
   }
   if (strs) {
-    uint64_t pos = b->ahead;
+    uint64_t pos = apos;
     for (int i = 0; i < strs->n; i++) {
       if (!strs->p[i]) {
         refs[i] = 0;
@@ -426,7 +496,7 @@ static struct rpd_rec *rpd_reserve(struct rpd_tbuf *b, uint32_t nslots, struct r
       memcpy(b->arena + (at & (b->asize - 1)), strs->blob, strs->bloblen);
       *blobref = ((at + 1) << 8) | (strs->bloblen / 8);
     }
-    b->ahead = aend;
+    atomic_store_explicit(&b->ahead, aend, memory_order_relaxed);
   }
   return &b->slots[head & (b->nslots - 1)];
 }
@@ -489,7 +559,7 @@ static int rpd_push_refs(uint32_t epoch, const char *domain, const char *name, c
   r->type = R_PUSH;
   r->nslots = 1;
   r->epoch = epoch;
-  r->t0 = rpd_now();
+  r->t0 = rpd_stamp();
   if (pre) {
     r->s[0] = pre[0];
     r->s[1] = pre[1];
@@ -552,7 +622,7 @@ int rpdi_pop(void) {
   r->type = R_POP;
   r->nslots = 1;
   r->epoch = epoch;
-  r->t0 = rpd_now();
+  r->t0 = rpd_stamp();
   rpd_publish(b, 1);
   return (int)d;
 }
@@ -575,7 +645,7 @@ RPDI_EXPORT void rpd_mark(const char *domain, const char *name, const char *args
   r->type = R_MARK;
   r->nslots = 1;
   r->epoch = epoch;
-  r->t0 = rpd_now();
+  r->t0 = rpd_stamp();
   r->s[0] = refs[0];
   r->s[1] = refs[1];
   r->s[2] = refs[2];
@@ -599,7 +669,7 @@ uint64_t rpdi_range_start(const char *domain, const char *text) {
   r->nslots = 1;
   r->epoch = epoch;
   r->h = id;
-  r->t0 = rpd_now();
+  r->t0 = rpd_stamp();
   r->s[0] = refs[0];
   r->s[1] = refs[1];
   rpd_publish(b, 1);
@@ -617,7 +687,7 @@ void rpdi_range_stop(uint64_t id) {
   r->nslots = 1;
   r->epoch = epoch;
   r->h = id;
-  r->t0 = rpd_now();
+  r->t0 = rpd_stamp();
   rpd_publish(b, 1);
 }
 
@@ -1081,6 +1151,7 @@ static void rpdw_user_ids(const struct rpd_tbuf *b, const struct rpd_rec *r, uin
 
 /* Writes the open range o of buffer b as an api row ending at end. */
 static void rpdw_close_range(const struct rpd_tbuf *b, const struct rpd_open *o, int64_t end) {
+  if (end < o->start) end = o->start; /* a stop stamped by another clock than the push */
   rpdw_api_row(o->api_id, b->pid, b->tid, o->start, end, o->name_id, g_w.id_empty, o->domain_id,
                o->args_id);
 }
@@ -1111,7 +1182,7 @@ static void rpdw_record(struct rpd_tbuf *b, const struct rpd_rec *r, uint64_t *a
       b->capopen = n;
     }
     struct rpd_open *o = &b->open[b->nopen++];
-    o->start = r->t0;
+    o->start = rpdw_time(r->t0);
     o->epoch = r->epoch;
     o->api_id = g_w.offset + (int64_t)atomic_fetch_add(&g_api_next, 1);
     rpdw_user_ids(b, r, aend, &o->domain_id, &o->name_id, &o->args_id);
@@ -1131,20 +1202,22 @@ static void rpdw_record(struct rpd_tbuf *b, const struct rpd_rec *r, uint64_t *a
     b->nopen = keep;
     if (b->nopen > 0) {
       b->nopen--;
-      rpdw_close_range(b, &b->open[b->nopen], r->t0);
+      rpdw_close_range(b, &b->open[b->nopen], rpdw_time(r->t0));
     }
     break;
   }
   case R_EXIT: {
     rpdw_close_stale(b, r->epoch);
-    for (int i = b->nopen - 1; i >= 0; i--) rpdw_close_range(b, &b->open[i], r->t0);
+    int64_t end = rpdw_time(r->t0);
+    for (int i = b->nopen - 1; i >= 0; i--) rpdw_close_range(b, &b->open[i], end);
     b->nopen = 0;
     break;
   }
   case R_MARK: {
     int64_t dom, name, args, id = g_w.offset + (int64_t)atomic_fetch_add(&g_api_next, 1);
     rpdw_user_ids(b, r, aend, &dom, &name, &args);
-    rpdw_api_row(id, b->pid, b->tid, r->t0, r->t0, name, g_w.id_empty, dom, args);
+    int64_t t = rpdw_time(r->t0);
+    rpdw_api_row(id, b->pid, b->tid, t, t, name, g_w.id_empty, dom, args);
     rpdw_stack(b, r->s[3], id, aend);
     break;
   }
@@ -1239,7 +1312,7 @@ static void rpdw_record(struct rpd_tbuf *b, const struct rpd_rec *r, uint64_t *a
     struct rpdw_pending *p = &g_w.pend[g_w.npend++];
     const char *d = rpdw_text(b, r->s[0], aend);
     p->id = r->h;
-    p->start = r->t0;
+    p->start = rpdw_time(r->t0);
     p->pid = b->pid;
     p->tid = b->tid;
     p->epoch = r->epoch;
@@ -1251,7 +1324,7 @@ static void rpdw_record(struct rpd_tbuf *b, const struct rpd_rec *r, uint64_t *a
     for (int i = 0; i < g_w.npend; i++) {
       struct rpdw_pending *p = &g_w.pend[i];
       if (p->id != r->h) continue;
-      int64_t end = p->epoch == r->epoch ? r->t0 : atomic_load(&g_stop_ns[p->epoch & 255]);
+      int64_t end = p->epoch == r->epoch ? rpdw_time(r->t0) : atomic_load(&g_stop_ns[p->epoch & 255]);
       rpdw_api_row(g_w.offset + (int64_t)atomic_fetch_add(&g_api_next, 1), p->pid, p->tid, p->start,
                    end, g_w.id_usermarker, g_w.id_empty, p->domain_id, p->args_id);
       g_w.pend[i] = g_w.pend[--g_w.npend];
@@ -1271,7 +1344,8 @@ static uint64_t rpdw_drain(struct rpd_tbuf *b) {
   uint64_t aend = atomic_load_explicit(&b->atail, memory_order_relaxed), n = 0;
   if (rpdw_begin() != 0) {
     /* the file is unusable: consume so producers never block */
-    atomic_store_explicit(&b->atail, b->ahead, memory_order_release);
+    atomic_store_explicit(&b->atail, atomic_load_explicit(&b->ahead, memory_order_relaxed),
+                          memory_order_release);
     atomic_store_explicit(&b->tail, head, memory_order_release);
     return 0;
   }
@@ -1749,6 +1823,7 @@ __attribute__((constructor)) static void rpd_init(void) {
   while (p < (uint32_t)slots && p < (1u << 24)) p <<= 1;
   g_cfg_slots = p;
   g_crash_wait_ms = rpd_env_int("NANO_RPD_CRASH_WAIT_MS", 5000);
+  rpd_tsc_init(getenv("NANO_RPD_CLOCK"));
   if (rpd_env_int("RPDT_AUTOSTART", 1) != 0) rpdstart();
 }
 

@@ -349,8 +349,10 @@ int nano_rpdfile_open_write(const char *path, int truncate, sqlite3 **db, char *
     return NANO_RPDFILE_ESQLITE;
   }
   sqlite3_finalize(st);
-  rc = nano_rpdfile_exec(d, path, "cannot set synchronous and cache size",
-                         "PRAGMA synchronous=NORMAL; PRAGMA cache_size=-32768", err, errlen);
+  rc = nano_rpdfile_exec(d, path, "cannot set synchronous, cache size and checkpoint interval",
+                         "PRAGMA synchronous=NORMAL; PRAGMA cache_size=-32768; "
+                         "PRAGMA wal_autocheckpoint=10000",
+                         err, errlen);
   if (rc < 0) {
     sqlite3_close(d);
     return rc;

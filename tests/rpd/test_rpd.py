@@ -235,9 +235,11 @@ def case_session():
     check(len(q(con, "SELECT 1 FROM rocpd_metadata WHERE tag='session'")) == 3, "3 session rows")
 
 
-def case_threads():
+def case_threads(extra_env=None):
     T, N = 4, 2000
-    run([prog("rpd_workload"), "threads", str(T), str(N)], {"RPDT_FILENAME": "t.rpd"})
+    env = {"RPDT_FILENAME": "t.rpd"}
+    env.update(extra_env or {})
+    run([prog("rpd_workload"), "threads", str(T), str(N)], env)
     con = db("t.rpd")
     integrity(con)
     views_complete(con)
@@ -394,8 +396,10 @@ def case_exec():
           "exec'd child rows")
 
 
-def case_control():
-    p = run([prog("rpd_workload"), "control"], {"RPDT_FILENAME": "ctl.rpd"})
+def case_control(extra_env=None):
+    env = {"RPDT_FILENAME": "ctl.rpd"}
+    env.update(extra_env or {})
+    p = run([prog("rpd_workload"), "control"], env)
     check(p.stdout.strip() == "start=2 stop=1 stop=0 stop=-1 start=1 stop=0", p.stdout)
     check("rpdstop() refused" in p.stderr, "no refusal message: %s" % p.stderr)
     con = db("ctl.rpd")
@@ -404,6 +408,18 @@ def case_control():
     check(set(rows) == {"open-at-stop", "after-restart"}, str(list(rows)))
     o, a = rows["open-at-stop"], rows["after-restart"]
     check(o[3] < o[4] < a[3], "range open at the stop must end at the stop: %s %s" % (o, a))
+
+
+def case_tsc():
+    """NANO_RPD_CLOCK=tsc: ranges stamped with the TSC nest as with the default
+    clock, and agree with CLOCK_MONOTONIC stop times (ranges open at a stop)."""
+    with open("/sys/devices/system/clocksource/clocksource0/current_clocksource") as f:
+        tsc = f.read().strip() == "tsc"
+    env = {"NANO_RPD_CLOCK": "tsc"}
+    p = run([prog("rpd_workload"), "marks", "1"], dict(env, RPDT_FILENAME="probe.rpd"))
+    check(("clocksource is not tsc" in p.stderr) == (not tsc), "stderr: %s" % p.stderr)
+    case_threads(env)
+    case_control(env)
 
 
 def case_autostart():
@@ -515,7 +531,7 @@ CASES = {
     "crash_abort": lambda: case_crash("abort", signal.SIGABRT),
     "crash_term": lambda: case_crash("term", signal.SIGTERM),
     "crash_int": lambda: case_crash("int", signal.SIGINT),
-    "chain": case_chain, "fork": case_fork, "exec": case_exec, "control": case_control, "autostart": case_autostart,
+    "tsc": case_tsc, "chain": case_chain, "fork": case_fork, "exec": case_exec, "control": case_control, "autostart": case_autostart,
     "autoflush": case_autoflush, "drop": case_drop, "stack": case_stack, "api": case_api,
     "atomics": case_atomics,
 }
