@@ -243,6 +243,29 @@ static void devDropPromises(Function &F) {
   }
 }
 
+// OpenCL-style per-argument kernel metadata (kernel_arg_*) of a twin gets an
+// entry for the descriptor, so that code object metadata emitters find one
+// per parameter.
+static void devExtendArgMetadata(Function &NF) {
+  LLVMContext &C = NF.getContext();
+  const std::pair<const char *, Metadata *> Extra[] = {
+      {"kernel_arg_addr_space",
+       ConstantAsMetadata::get(ConstantInt::get(Type::getInt32Ty(C), 1))},
+      {"kernel_arg_access_qual", MDString::get(C, "none")},
+      {"kernel_arg_type", MDString::get(C, "void*")},
+      {"kernel_arg_base_type", MDString::get(C, "void*")},
+      {"kernel_arg_type_qual", MDString::get(C, "")},
+      {"kernel_arg_name", MDString::get(C, "nano_dh_desc")}};
+  for (auto &E : Extra) {
+    MDNode *N = NF.getMetadata(E.first);
+    if (!N || N->getNumOperands() + 1 != NF.arg_size())
+      continue;
+    SmallVector<Metadata *, 8> Ops(N->op_begin(), N->op_end());
+    Ops.push_back(E.second);
+    NF.setMetadata(E.first, MDNode::get(C, Ops));
+  }
+}
+
 // Clones F into a new function Name with one more trailing parameter (the
 // descriptor). Kernels keep linkage, comdat kind and entry-point properties;
 // callees become internal.
@@ -292,6 +315,8 @@ Function *DeviceTwins::makeClone(Function &F, const std::string &Name, bool IsKe
     Decl->replaceAllUsesWith(NF);
     Decl->eraseFromParent();
   }
+  if (IsKernel)
+    devExtendArgMetadata(*NF);
   if (IsKernel && Target == DevTarget::NVPTX) {
     if (NamedMDNode *NA = M.getNamedMetadata("nvvm.annotations")) {
       SmallVector<MDNode *, 4> Copies;
