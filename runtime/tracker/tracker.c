@@ -653,5 +653,8 @@ __attribute__((destructor)) static void nanot_at_exit(void) {
     else if (strcmp(fmt, "text") != 0)
       nanot_warn("NANO_TRACKER_FORMAT='%s' is not 'text' or 'json'; using text", fmt);
   }
+  /* The program's buffered output first (libc flushes it only after the
+   * destructors), so that a log reads in order. */
+  fflush(stdout);
   nanot_dump_dest("NANO_TRACKER_OUTPUT", getenv("NANO_TRACKER_OUTPUT"), format);
 }
