@@ -68,11 +68,16 @@ typedef NANO_DH_GLOBAL u64 gword;
 u32 nano_dh_llvm_wavefrontsize(void) __asm("llvm.amdgcn.wavefrontsize");
 void nano_dh_llvm_s_sleep(int) __asm("llvm.amdgcn.s.sleep");
 
-static u64 nano_dh_active(void) { return __builtin_amdgcn_read_exec(); }
+static u32 nano_dh_wave_size(void) { return nano_dh_llvm_wavefrontsize(); }
+/* clang 15 reads exec as a 64-bit register; in wave32 EXEC_HI is not part of
+ * the mask, so it is cleared (the size is a constant after code generation). */
+static u64 nano_dh_active(void) {
+  u64 exec = __builtin_amdgcn_read_exec();
+  return nano_dh_wave_size() == 32 ? (u32)exec : exec;
+}
 static u32 nano_dh_rank(u64 exec) {
   return __builtin_amdgcn_mbcnt_hi((u32)(exec >> 32), __builtin_amdgcn_mbcnt_lo((u32)exec, 0));
 }
-static u32 nano_dh_wave_size(void) { return nano_dh_llvm_wavefrontsize(); }
 static u64 nano_dh_broadcast(u64 v, u64 exec) {
   (void)exec;
   u32 lo = __builtin_amdgcn_readfirstlane((u32)v);
