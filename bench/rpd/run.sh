@@ -19,6 +19,12 @@ awk '/^pair_string_ns/ {s=$2} /^pair_interned_ns/ {i=$2} /^two_clock_reads_ns/ {
      END {printf "hot path: %.1f ns/pair (strings), %.1f ns/pair (interned); %.1f ns of that is two clock reads; target 25 ns: %s\n",
           s, i, c, (s <= 25 ? "met" : "missed")}' hot.txt
 
+echo "== hot path with NANO_RPD_CLOCK=tsc"
+NANO_RPD_CLOCK=tsc RPDT_FILENAME=hottsc.rpd "$bin/bench_rpd" hotpath 200000 | tee hottsc.txt
+awk '/^pair_string_ns/ {s=$2} /^pair_interned_ns/ {i=$2}
+     END {printf "hot path (tsc): %.1f ns/pair (strings), %.1f ns/pair (interned); target 25 ns: %s\n",
+          s, i, (s <= 25 ? "met" : "missed")}' hottsc.txt
+
 echo "== rows persisted per second (1M ranges)"
 RPDT_FILENAME=persist.rpd "$bin/bench_rpd" persist 1000000 bare.rpd | tee persist.txt
 awk '/^persist_ratio/ {printf "persist ratio (tracer / bare insert): %.2f; target 0.7: %s\n", $2, ($2 >= 0.7 ? "met" : "missed")}' persist.txt

@@ -28,7 +28,10 @@ extern "C" {
 int rpd_set_filename(const char *path, int append);
 /* Reference-counted start/stop: recording is on while the count is positive.
  * rpdstop() at zero is refused (returns -1 and says so on stderr). rpdstart
- * returns the new count; rpdstop the new count or -1. */
+ * returns the new count, or -1 when the trace file cannot be opened (the
+ * reason on stderr); rpdstop the new count or -1. The first start opens the
+ * file and takes a session; a stop to 0 returns once everything recorded is
+ * committed. Thread-safe, from any thread. */
 int rpdstart(void);
 int rpdstop(void);
 /* Persists everything recorded so far; returns when it is committed. 0 or -1. */

@@ -911,12 +911,12 @@ static int rpdw_exec(const char *sql, const char *what) {
   return 0;
 }
 
-/* Steps a bound insert statement and resets it. */
+/* Steps a bound insert statement and resets it (every caller binds every
+ * parameter, so bindings are not cleared). */
 static int rpdw_step(int which) {
   sqlite3_stmt *st = g_w.st[which];
   int rc = sqlite3_step(st);
   sqlite3_reset(st);
-  sqlite3_clear_bindings(st);
   if (rc != SQLITE_DONE) return rpdw_fail(rpdw_sql[which]);
   g_w.txn_rows++;
   return 0;
