@@ -701,9 +701,13 @@ bool DeviceTwins::run() {
   std::vector<Function *> Kernels = kernels();
   if (Kernels.empty())
     return false;
+  // Source, triple, target CPU (one code object per GPU architecture of a
+  // fat binary) and module identifier.
   ModuleId = devHash(M.getSourceFileName());
-  ModuleId = devHash(compat::targetTriple(M).str(), devHash("\0", ModuleId));
-  ModuleId = devHash(M.getModuleIdentifier(), devHash("\0", ModuleId));
+  ModuleId = devHash(compat::targetTriple(M).str(), devHash(StringRef("\0", 1), ModuleId));
+  ModuleId = devHash(Kernels.front()->getFnAttribute("target-cpu").getValueAsString(),
+                     devHash(StringRef("\0", 1), ModuleId));
+  ModuleId = devHash(M.getModuleIdentifier(), devHash(StringRef("\0", 1), ModuleId));
 
   Type *Void = Type::getVoidTy(Ctx);
   Type *I64 = Type::getInt64Ty(Ctx), *I32 = Type::getInt32Ty(Ctx);
