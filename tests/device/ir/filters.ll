@@ -1,6 +1,7 @@
 ; Filters: kernel regex, source scope, access kinds, address spaces, through
 ; the environment and -mllvm-style options; malformed values are errors that
-; name the variable. Site file and line come from the debug locations.
+; name the variable; a missing device runtime is an error naming where it was
+; looked for. Site file and line come from the debug locations.
 ; RUN: %opt -load-pass-plugin=%plugin -passes=nano-device -S %s | %FileCheck %s --check-prefix=ALL
 ; RUN: env NANO_KERNELS='k_a.*' %opt -load-pass-plugin=%plugin -passes=nano-device -S %s | %FileCheck %s --check-prefix=KERN
 ; RUN: %opt -load-pass-plugin=%plugin -passes=nano-device -nano-kernels='k_b' -S %s | %FileCheck %s --check-prefix=KERNOPT
@@ -12,6 +13,7 @@
 ; RUN: (env NANO_SCOPE='kern.cu:9-3' %opt -load-pass-plugin=%plugin -passes=nano-device -S %s -o /dev/null 2>&1; echo "exit=$?") | %FileCheck %s --check-prefix=BADSCOPE
 ; RUN: (env NANO_ACCESS='load,bogus' %opt -load-pass-plugin=%plugin -passes=nano-device -S %s -o /dev/null 2>&1; echo "exit=$?") | %FileCheck %s --check-prefix=BADKIND
 ; RUN: (env NANO_DEVICE_INLINE=yes %opt -load-pass-plugin=%plugin -passes=nano-device -S %s -o /dev/null 2>&1; echo "exit=$?") | %FileCheck %s --check-prefix=BADINL
+; RUN: (env NANO_DEVICE_DIR=/nonexistent/dir %opt -load-pass-plugin=%plugin -passes=nano-device -S %s -o /dev/null 2>&1; echo "exit=$?") | %FileCheck %s --check-prefix=NOBC
 ; RUN: (%opt -load-pass-plugin=%plugin -passes=nano-device -nano-addrspaces=global,private -S %s -o /dev/null 2>&1; echo "exit=$?") | %FileCheck %s --check-prefix=BADAS
 
 target datalayout = "e-p:64:64-p1:64:64-p2:32:32-p3:32:32-p4:64:64-p5:32:32-p6:32:32-i64:64-v16:16-v24:32-v32:32-v48:64-v96:128-v192:256-v256:256-v512:512-v1024:1024-v2048:2048-n32:64-S32-A5-G1-ni:7"
@@ -75,6 +77,8 @@ define amdgpu_kernel void @k_b(ptr addrspace(1) %p) {
 ; BADKIND: exit={{[1-9]}}
 ; BADINL: error: nanoprobe: NANO_DEVICE_INLINE: expected 0 or 1, not 'yes'
 ; BADINL: exit={{[1-9]}}
+; NOBC: error: nanoprobe: device runtime nano_dh_amdgcn_gfx9.bc not found in /nonexistent/dir
+; NOBC: exit={{[1-9]}}
 ; BADAS: error: nanoprobe: -nano-addrspaces: unknown value 'private'
 ; BADAS: exit={{[1-9]}}
 
