@@ -138,7 +138,7 @@ static uint32_t g_cfg_slots = 1u << 14;        /* NANO_RPD_BUFFER            */
 static int g_crash_wait_ms = 5000;             /* NANO_RPD_CRASH_WAIT_MS     */
 
 static _Atomic uint32_t g_state;               /* epoch << 1 | on            */
-static _Atomic int64_t g_stop_ns[256];         /* stop time per epoch & 255  */
+static _Atomic int64_t g_stop_at[256];         /* stop stamp per epoch & 255 (rpd_stamp units) */
 static pthread_mutex_t g_ctl = PTHREAD_MUTEX_INITIALIZER;
 static int g_refs;                             /* start/stop reference count */
 static uint32_t g_epoch;
@@ -202,12 +202,20 @@ static inline int64_t rpd_ticks(void) { return rpd_now(); }
 
 static inline int64_t rpd_stamp(void) { return g_tsc ? rpd_ticks() : rpd_now(); }
 
-/* A (ticks, ns) pair read as close together as possible. */
+/* A (ticks, ns) pair read as close together as possible: the tightest of 32
+ * bracketed reads (a preemption inside one bracket would skew it). */
 static void rpd_tsc_sample(int64_t *ticks, int64_t *ns) {
-  int64_t a = rpd_ticks();
-  *ns = rpd_now();
-  int64_t b = rpd_ticks();
-  *ticks = a + (b - a) / 2;
+  int64_t best = INT64_MAX;
+  for (int i = 0; i < 32; i++) {
+    int64_t a = rpd_ticks();
+    int64_t n = rpd_now();
+    int64_t b = rpd_ticks();
+    if (b - a < best) {
+      best = b - a;
+      *ticks = a + (b - a) / 2;
+      *ns = n;
+    }
+  }
 }
 
 /* Turns TSC mode on when asked and the machine has a usable TSC. */
@@ -244,7 +252,7 @@ static int64_t rpdw_time(int64_t t) {
       struct timespec ts = {wait / 1000000000, wait % 1000000000};
       nanosleep(&ts, NULL);
     }
-    int64_t t1, ns1;
+    int64_t t1 = 0, ns1 = 0;
     rpd_tsc_sample(&t1, &ns1);
     g_tsc_slope = t1 > g_tsc0 ? (double)(ns1 - g_tsc_ns0) / (double)(t1 - g_tsc0) : 1.0;
     g_tsc_ready = 1;
@@ -1162,7 +1170,7 @@ static void rpdw_close_stale(struct rpd_tbuf *b, uint32_t cur_on_epoch) {
   for (int i = 0; i < b->nopen; i++) {
     struct rpd_open *o = &b->open[i];
     if (o->epoch != cur_on_epoch)
-      rpdw_close_range(b, o, atomic_load(&g_stop_ns[o->epoch & 255]));
+      rpdw_close_range(b, o, rpdw_time(atomic_load(&g_stop_at[o->epoch & 255])));
     else
       b->open[keep++] = *o;
   }
@@ -1195,7 +1203,7 @@ static void rpdw_record(struct rpd_tbuf *b, const struct rpd_rec *r, uint64_t *a
     for (int i = 0; i < b->nopen; i++) {
       struct rpd_open *o = &b->open[i];
       if (o->epoch != r->epoch)
-        rpdw_close_range(b, o, atomic_load(&g_stop_ns[o->epoch & 255]));
+        rpdw_close_range(b, o, rpdw_time(atomic_load(&g_stop_at[o->epoch & 255])));
       else
         b->open[keep++] = *o;
     }
@@ -1324,7 +1332,7 @@ static void rpdw_record(struct rpd_tbuf *b, const struct rpd_rec *r, uint64_t *a
     for (int i = 0; i < g_w.npend; i++) {
       struct rpdw_pending *p = &g_w.pend[i];
       if (p->id != r->h) continue;
-      int64_t end = p->epoch == r->epoch ? rpdw_time(r->t0) : atomic_load(&g_stop_ns[p->epoch & 255]);
+      int64_t end = p->epoch == r->epoch ? rpdw_time(r->t0) : rpdw_time(atomic_load(&g_stop_at[p->epoch & 255]));
       rpdw_api_row(g_w.offset + (int64_t)atomic_fetch_add(&g_api_next, 1), p->pid, p->tid, p->start,
                    end, g_w.id_usermarker, g_w.id_empty, p->domain_id, p->args_id);
       g_w.pend[i] = g_w.pend[--g_w.npend];
@@ -1481,7 +1489,7 @@ static void rpdw_flush(int atomics) {
     struct rpdw_pending *p = &g_w.pend[i];
     if (p->epoch == cur || rpdw_begin() != 0) continue;
     rpdw_api_row(g_w.offset + (int64_t)atomic_fetch_add(&g_api_next, 1), p->pid, p->tid, p->start,
-                 atomic_load(&g_stop_ns[p->epoch & 255]), g_w.id_usermarker, g_w.id_empty,
+                 rpdw_time(atomic_load(&g_stop_at[p->epoch & 255])), g_w.id_usermarker, g_w.id_empty,
                  p->domain_id, p->args_id);
     g_w.pend[i--] = g_w.pend[--g_w.npend];
   }
@@ -1608,11 +1616,11 @@ RPDI_EXPORT int rpd_set_filename(const char *path, int append) {
   return ret;
 }
 
-/* Marks the current epoch stopped at time t (async-signal-safe). */
+/* Marks the current epoch stopped at stamp t (rpd_stamp(); async-signal-safe). */
 static void rpd_mark_stopped(int64_t t) {
   uint32_t st = atomic_load(&g_state);
   if (!(st & 1)) return;
-  atomic_store(&g_stop_ns[(st >> 1) & 255], t);
+  atomic_store(&g_stop_at[(st >> 1) & 255], t);
   atomic_store(&g_state, st & ~1u);
 }
 
@@ -1644,7 +1652,7 @@ RPDI_EXPORT int rpdstop(void) {
     return -1;
   }
   int ret = --g_refs;
-  if (ret == 0) rpd_mark_stopped(rpd_now());
+  if (ret == 0) rpd_mark_stopped(rpd_stamp());
   pthread_mutex_unlock(&g_ctl);
   if (ret == 0) {
     atomic_fetch_add(&g_atomics_req, 1);
@@ -1693,7 +1701,7 @@ static void rpd_signal_handler(int sig, siginfo_t *info, void *ctx) {
   int writer = atomic_load(&g_writer_running) && !pthread_equal(pthread_self(), g_writer_thread);
   if (!user) {
     if (writer) {
-      rpd_mark_stopped(rpd_now());
+      rpd_mark_stopped(rpd_stamp());
       rpd_flush_wait(g_crash_wait_ms);
     }
     sigaction(sig, old, NULL);
@@ -1829,7 +1837,7 @@ __attribute__((constructor)) static void rpd_init(void) {
 
 __attribute__((destructor)) static void rpd_fini(void) {
   pthread_mutex_lock(&g_ctl);
-  rpd_mark_stopped(rpd_now());
+  rpd_mark_stopped(rpd_stamp());
   rpd_writer_stop();
   pthread_mutex_unlock(&g_ctl);
 }
