@@ -659,6 +659,10 @@ bool DeviceTwins::linkRuntime(Function *Kernel) {
     // possibly recursive functions a dynamic 16 KiB stack.
     F->addFnAttr(Attribute::NoRecurse);
     F->addFnAttr(Attribute::NoUnwind);
+    // The wave's active lanes at the call form the record: calls must not be
+    // merged or moved across divergent control flow.
+    if (Target != DevTarget::Host)
+      F->addFnAttr(Attribute::Convergent);
     F->removeFnAttr("target-cpu");
     F->removeFnAttr("target-features");
     F->removeFnAttr("tune-cpu");
