@@ -442,10 +442,10 @@ def case_autoflush():
         if hz:
             env["RPDT_AUTOFLUSH"] = hz
         e = dict(os.environ, **env)
-        p = subprocess.Popen([prog("rpd_workload"), "sleepy", "100", "1500"], env=e,
+        p = subprocess.Popen([prog("rpd_workload"), "sleepy", "100", "2500"], env=e,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         check(p.stdout.readline().strip() == "ready", "workload did not start")
-        time.sleep(0.5)
+        time.sleep(1.0)
         live = q(sqlite3.connect(name), "SELECT count(*) FROM rocpd_api")[0][0]
         p.communicate(timeout=30)
         check(live == expect_live, "autoflush %s: %d rows while running, expected %d"
