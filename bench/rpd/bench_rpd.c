@@ -10,7 +10,9 @@
  *                               and flushed (first push to flush return),
  *                               against a bare prepared-statement bulk insert
  *                               of the same rows (rocpd_ustring + rocpd_api)
- *                               into a fresh RPD file, in this run
+ *                               into a fresh RPD file, in this run: one-row
+ *                               statements, and 32-row statements (what the
+ *                               writer itself uses)
  *
  * Output lines "name value unit"; run.sh turns them into ratios.
  */
@@ -71,49 +73,64 @@ static int hotpath(long pairs) {
 
 /* A bare bulk insert of the rows the tracer writes for `rows` ranges: one
  * rocpd_ustring row (the text) and one rocpd_api row each, prepared
- * statements, batched transactions. */
-static double bare_insert(const char *path, long rows) {
+ * statements of `multi` rows each (1: one-row statements), batched
+ * transactions of 100000 ranges. Returns the seconds taken, or -1. */
+static double bare_insert(const char *path, long rows, int multi) {
   char err[NANO_RPDFILE_ERRLEN];
   sqlite3 *db;
   unlink(path);
+  char side[4200];
+  snprintf(side, sizeof side, "%s-wal", path);
+  unlink(side);
   if (nano_rpdfile_open_write(path, 0, &db, err, sizeof err) != 0) {
     fprintf(stderr, "%s\n", err);
     return -1;
   }
+  char sql_us[8192], sql_api[16384];
+  int n1 = snprintf(sql_us, sizeof sql_us, "INSERT INTO rocpd_ustring(id, string) VALUES (?,?)");
+  int n2 = snprintf(sql_api, sizeof sql_api,
+                    "INSERT INTO rocpd_api(id, pid, tid, start, end, apiName_id, category_id, "
+                    "domain_id, args_id) VALUES (?,?,?,?,?,?,?,?,?)");
+  for (int i = 1; i < multi; i++) {
+    n1 += snprintf(sql_us + n1, sizeof sql_us - n1, ",(?,?)");
+    n2 += snprintf(sql_api + n2, sizeof sql_api - n2, ",(?,?,?,?,?,?,?,?,?)");
+  }
   sqlite3_stmt *us, *api;
-  if (sqlite3_prepare_v2(db, "INSERT INTO rocpd_ustring(id, string) VALUES (?,?)", -1, &us, NULL) ||
-      sqlite3_prepare_v2(db,
-                         "INSERT INTO rocpd_api(id, pid, tid, start, end, apiName_id, category_id, "
-                         "domain_id, args_id) VALUES (?,?,?,?,?,?,?,?,?)",
-                         -1, &api, NULL)) {
+  if (sqlite3_prepare_v2(db, sql_us, -1, &us, NULL) || sqlite3_prepare_v2(db, sql_api, -1, &api, NULL)) {
     fprintf(stderr, "prepare: %s\n", sqlite3_errmsg(db));
     return -1;
   }
   double t0 = now_s();
-  char text[32];
+  static char text[64][32];
   int pid = getpid();
   if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) return -1;
-  for (long i = 0; i < rows; i++) {
-    snprintf(text, sizeof text, "r%ld", i);
-    sqlite3_bind_int64(us, 1, i + 2);
-    sqlite3_bind_text(us, 2, text, -1, SQLITE_STATIC);
-    if (sqlite3_step(us) != SQLITE_DONE) return -1;
-    sqlite3_reset(us);
-    int64_t t = (int64_t)i * 100;
-    sqlite3_bind_int64(api, 1, i + 1);
-    sqlite3_bind_int(api, 2, pid);
-    sqlite3_bind_int(api, 3, pid);
-    sqlite3_bind_int64(api, 4, t);
-    sqlite3_bind_int64(api, 5, t + 50);
-    sqlite3_bind_int64(api, 6, 2);
-    sqlite3_bind_int64(api, 7, 1);
-    sqlite3_bind_int64(api, 8, 2);
-    sqlite3_bind_int64(api, 9, i + 2);
-    if (sqlite3_step(api) != SQLITE_DONE) return -1;
-    sqlite3_reset(api);
-    if ((i + 1) % 100000 == 0) {
-      if (sqlite3_exec(db, "COMMIT; BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) return -1;
+  for (long i = 0; i + multi <= rows; i += multi) {
+    for (int r = 0; r < multi; r++) {
+      long j = i + r;
+      snprintf(text[r], sizeof text[r], "r%ld", j);
+      sqlite3_bind_int64(us, 2 * r + 1, j + 2);
+      sqlite3_bind_text(us, 2 * r + 2, text[r], -1, SQLITE_STATIC);
+      int64_t t = (int64_t)j * 100;
+      int b = 9 * r;
+      sqlite3_bind_int64(api, b + 1, j + 1);
+      sqlite3_bind_int(api, b + 2, pid);
+      sqlite3_bind_int(api, b + 3, pid);
+      sqlite3_bind_int64(api, b + 4, t);
+      sqlite3_bind_int64(api, b + 5, t + 50);
+      sqlite3_bind_int64(api, b + 6, 2);
+      sqlite3_bind_int64(api, b + 7, 1);
+      sqlite3_bind_int64(api, b + 8, 2);
+      sqlite3_bind_int64(api, b + 9, j + 2);
     }
+    if (sqlite3_step(us) != SQLITE_DONE || sqlite3_step(api) != SQLITE_DONE) {
+      fprintf(stderr, "insert: %s\n", sqlite3_errmsg(db));
+      return -1;
+    }
+    sqlite3_reset(us);
+    sqlite3_reset(api);
+    if ((i + multi) % 100000 < (long)multi &&
+        sqlite3_exec(db, "COMMIT; BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+      return -1;
   }
   if (sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) return -1;
   double t1 = now_s();
@@ -125,6 +142,7 @@ static double bare_insert(const char *path, long rows) {
 
 static int persist(long rows, const char *bare_path) {
   char text[32];
+  rows -= rows % 32;
   double t0 = now_s();
   for (long i = 0; i < rows; i++) {
     snprintf(text, sizeof text, "r%ld", i);
@@ -133,11 +151,14 @@ static int persist(long rows, const char *bare_path) {
   }
   if (rpdflush() != 0) return 1;
   double t1 = now_s();
-  double bare = bare_insert(bare_path, rows);
-  if (bare <= 0) return 1;
+  double bare = bare_insert(bare_path, rows, 1);
+  double bare32 = bare_insert(bare_path, rows, 32);
+  if (bare <= 0 || bare32 <= 0) return 1;
   printf("tracer_rows_per_s %.0f rows/s\n", rows / (t1 - t0));
   printf("bare_rows_per_s %.0f rows/s\n", rows / bare);
+  printf("bare_multirow_rows_per_s %.0f rows/s\n", rows / bare32);
   printf("persist_ratio %.3f x\n", bare / (t1 - t0));
+  printf("persist_ratio_multirow %.3f x\n", bare32 / (t1 - t0));
   return 0;
 }
 

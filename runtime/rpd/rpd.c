@@ -882,11 +882,29 @@ struct rpdw_pending {
   int64_t domain_id, args_id;
 };
 
+/* Rows of the two hot tables are queued and inserted RPDW_MULTI at a time
+ * with one multi-row INSERT (about twice the rows per second of one-row
+ * statements). Queued ustring texts point into the producers' arenas, so the
+ * queues are flushed before an arena tail moves and before every commit. */
+#define RPDW_MULTI 32
+struct rpdw_api_q {
+  int64_t id, start, end, name_id, cat_id, dom_id, args_id;
+  int pid, tid;
+};
+struct rpdw_ustr_q {
+  int64_t id;
+  const char *s;
+};
+
 struct rpd_writer {
   sqlite3 *db;
   char path[4096];
   int64_t session, offset;
   sqlite3_stmt *st[ST_COUNT];
+  sqlite3_stmt *api_multi, *ustr_multi;
+  struct rpdw_api_q apiq[RPDW_MULTI];
+  struct rpdw_ustr_q ustrq[RPDW_MULTI];
+  int napiq, nustrq;
   struct rpdw_map strings, ips;
   int64_t *handle_ids; /* interned handle -> rocpd_string id */
   uint32_t nhandle_ids;
@@ -938,8 +956,58 @@ static int rpdw_begin(void) {
   return 0;
 }
 
+static void rpdw_bind_api(sqlite3_stmt *st, int base, const struct rpdw_api_q *a) {
+  sqlite3_bind_int64(st, base + 1, a->id);
+  sqlite3_bind_int(st, base + 2, a->pid);
+  sqlite3_bind_int(st, base + 3, a->tid);
+  sqlite3_bind_int64(st, base + 4, a->start);
+  sqlite3_bind_int64(st, base + 5, a->end);
+  sqlite3_bind_int64(st, base + 6, a->name_id);
+  sqlite3_bind_int64(st, base + 7, a->cat_id);
+  sqlite3_bind_int64(st, base + 8, a->dom_id);
+  sqlite3_bind_int64(st, base + 9, a->args_id);
+}
+
+/* Inserts the queued ustring and api rows: a full queue with the multi-row
+ * statement, a partial one row by row. */
+static void rpdw_flush_queues(void) {
+  if (g_w.nustrq) {
+    if (g_w.nustrq == RPDW_MULTI && !g_w.failed) {
+      for (int i = 0; i < RPDW_MULTI; i++) {
+        sqlite3_bind_int64(g_w.ustr_multi, 2 * i + 1, g_w.ustrq[i].id);
+        sqlite3_bind_text(g_w.ustr_multi, 2 * i + 2, g_w.ustrq[i].s, -1, SQLITE_STATIC);
+      }
+      int rc = sqlite3_step(g_w.ustr_multi);
+      sqlite3_reset(g_w.ustr_multi);
+      if (rc != SQLITE_DONE) rpdw_fail("INSERT INTO rocpd_ustring (multi-row)");
+    } else {
+      for (int i = 0; i < g_w.nustrq; i++) {
+        sqlite3_bind_int64(g_w.st[ST_USTRING], 1, g_w.ustrq[i].id);
+        sqlite3_bind_text(g_w.st[ST_USTRING], 2, g_w.ustrq[i].s, -1, SQLITE_STATIC);
+        if (rpdw_step(ST_USTRING) != 0) break;
+      }
+    }
+    g_w.nustrq = 0;
+  }
+  if (g_w.napiq) {
+    if (g_w.napiq == RPDW_MULTI && !g_w.failed) {
+      for (int i = 0; i < RPDW_MULTI; i++) rpdw_bind_api(g_w.api_multi, 9 * i, &g_w.apiq[i]);
+      int rc = sqlite3_step(g_w.api_multi);
+      sqlite3_reset(g_w.api_multi);
+      if (rc != SQLITE_DONE) rpdw_fail("INSERT INTO rocpd_api (multi-row)");
+    } else {
+      for (int i = 0; i < g_w.napiq; i++) {
+        rpdw_bind_api(g_w.st[ST_API], 0, &g_w.apiq[i]);
+        if (rpdw_step(ST_API) != 0) break;
+      }
+    }
+    g_w.napiq = 0;
+  }
+}
+
 static int rpdw_commit(void) {
   if (!g_w.in_txn) return 0;
+  rpdw_flush_queues();
   g_w.in_txn = 0;
   return rpdw_exec("COMMIT", "cannot commit");
 }
@@ -1037,9 +1105,12 @@ static int64_t rpdw_string_id(const char *s) {
 static int64_t rpdw_ustring_id(const char *s) {
   if (!s || !*s) return g_w.id_uempty;
   int64_t id = g_w.offset + g_w.next_ustring++;
-  sqlite3_bind_int64(g_w.st[ST_USTRING], 1, id);
-  sqlite3_bind_text(g_w.st[ST_USTRING], 2, s, -1, SQLITE_STATIC);
-  return rpdw_step(ST_USTRING) == 0 ? id : -1;
+  if (g_w.nustrq == RPDW_MULTI) rpdw_flush_queues();
+  g_w.ustrq[g_w.nustrq].id = id;
+  g_w.ustrq[g_w.nustrq].s = s;
+  g_w.nustrq++;
+  g_w.txn_rows++;
+  return id;
 }
 
 /* The text of a string ref of buffer b (NULL for "none"); extends *aend past
@@ -1116,17 +1187,18 @@ static void rpdw_stack(const struct rpd_tbuf *b, uint64_t ref, int64_t api_id, u
 
 static void rpdw_api_row(int64_t id, int pid, int tid, int64_t start, int64_t end, int64_t name_id,
                          int64_t cat_id, int64_t dom_id, int64_t args_id) {
-  sqlite3_stmt *st = g_w.st[ST_API];
-  sqlite3_bind_int64(st, 1, id);
-  sqlite3_bind_int(st, 2, pid);
-  sqlite3_bind_int(st, 3, tid);
-  sqlite3_bind_int64(st, 4, start);
-  sqlite3_bind_int64(st, 5, end);
-  sqlite3_bind_int64(st, 6, name_id);
-  sqlite3_bind_int64(st, 7, cat_id);
-  sqlite3_bind_int64(st, 8, dom_id);
-  sqlite3_bind_int64(st, 9, args_id);
-  rpdw_step(ST_API);
+  if (g_w.napiq == RPDW_MULTI) rpdw_flush_queues();
+  struct rpdw_api_q *a = &g_w.apiq[g_w.napiq++];
+  a->id = id;
+  a->pid = pid;
+  a->tid = tid;
+  a->start = start;
+  a->end = end;
+  a->name_id = name_id;
+  a->cat_id = cat_id;
+  a->dom_id = dom_id;
+  a->args_id = args_id;
+  g_w.txn_rows++;
 }
 
 /* The text of any string ref (interned or in the arena), NULL for none. */
@@ -1364,6 +1436,7 @@ static uint64_t rpdw_drain(struct rpd_tbuf *b) {
     tail += ns;
     n++;
     if ((n & 1023) == 0) {
+      rpdw_flush_queues();
       atomic_store_explicit(&b->atail, aend, memory_order_release);
       atomic_store_explicit(&b->tail, tail, memory_order_release);
       if (g_w.txn_rows > 200000) {
@@ -1372,6 +1445,7 @@ static uint64_t rpdw_drain(struct rpd_tbuf *b) {
       }
     }
   }
+  rpdw_flush_queues();
   atomic_store_explicit(&b->atail, aend, memory_order_release);
   atomic_store_explicit(&b->tail, tail, memory_order_release);
   return n;
@@ -1446,6 +1520,22 @@ static int rpdw_open(void) {
       return -1;
     }
   }
+  {
+    char sql[4096];
+    int n = snprintf(sql, sizeof sql, "INSERT INTO rocpd_ustring(id, string) VALUES (?,?)");
+    for (int i = 1; i < RPDW_MULTI; i++) n += snprintf(sql + n, sizeof sql - n, ",(?,?)");
+    int rc = sqlite3_prepare_v3(g_w.db, sql, -1, SQLITE_PREPARE_PERSISTENT, &g_w.ustr_multi, NULL);
+    n = snprintf(sql, sizeof sql,
+                 "INSERT INTO rocpd_api(id, pid, tid, start, end, apiName_id, category_id, "
+                 "domain_id, args_id) VALUES (?,?,?,?,?,?,?,?,?)");
+    for (int i = 1; i < RPDW_MULTI; i++) n += snprintf(sql + n, sizeof sql - n, ",(?,?,?,?,?,?,?,?,?)");
+    if (rc == SQLITE_OK)
+      rc = sqlite3_prepare_v3(g_w.db, sql, -1, SQLITE_PREPARE_PERSISTENT, &g_w.api_multi, NULL);
+    if (rc != SQLITE_OK) {
+      rpd_log("%s: cannot prepare the multi-row inserts: %s", g_w.path, sqlite3_errmsg(g_w.db));
+      return -1;
+    }
+  }
   if (rpdw_map_init(&g_w.strings, 1) != 0 || rpdw_map_init(&g_w.ips, 0) != 0) {
     rpd_log("out of memory");
     return -1;
@@ -1465,6 +1555,8 @@ static int rpdw_open(void) {
 static void rpdw_close(void) {
   char err[NANO_RPDFILE_ERRLEN];
   for (int i = 0; i < ST_COUNT; i++) sqlite3_finalize(g_w.st[i]);
+  sqlite3_finalize(g_w.api_multi);
+  sqlite3_finalize(g_w.ustr_multi);
   if (g_w.db && nano_rpdfile_close(g_w.db, g_w.path, err, sizeof err) != 0) rpd_log("%s", err);
   rpdw_map_free(&g_w.strings);
   rpdw_map_free(&g_w.ips);
