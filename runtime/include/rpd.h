@@ -126,6 +126,14 @@ static inline void nano_zone_end_(int *unused) { (void)unused; rpd_rangePop(); }
 #define rpd_rangePush(d, n, a) ((void)0)
 #define rpd_rangePop() ((void)0)
 #define rpd_mark(d, n, a) ((void)0)
+#define rpd_intern(s) ((void)(s), (uint32_t)0)
+#define rpd_rangePushInterned(d, n, a) ((void)0)
+#define rpd_now() ((int64_t)0)
+#define rpd_record_api(d, c, n, a, s, e) ((uint64_t)0)
+#define rpd_record_kernelapi(api, launch) ((void)0)
+#define rpd_record_copyapi(api, copy) ((void)0)
+#define rpd_record_op(api, g, q, s, e, d, t) ((void)0)
+#define rpd_record_monitor(dt, id, mt, s, e, v) ((void)0)
 #define NANO_ZONE(name) ((void)0)
 
 #endif /* NANO_DISABLE */

@@ -176,14 +176,17 @@ static void rpd_log(const char *fmt, ...) {
   fprintf(stderr, "nanoprobe rpd: %.*s\n", n, buf);
 }
 
-RPDI_EXPORT int64_t rpd_now(void) {
+/* CLOCK_MONOTONIC ns; inlined in the library (rpd_now goes through the PLT). */
+static inline int64_t rpd_clock(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+RPDI_EXPORT int64_t rpd_now(void) { return rpd_clock(); }
+
 /* ---- the time of ranges and marks ------------------------------------------
- * By default rpd_now(). With NANO_RPD_CLOCK=tsc (x86-64 with an invariant TSC
+ * By default rpd_clock(). With NANO_RPD_CLOCK=tsc (x86-64 with an invariant TSC
  * that the kernel itself uses as clocksource) producers store raw TSC ticks
  * and the writer converts them with one linear calibration against
  * CLOCK_MONOTONIC, taken at load and 50 ms later (then fixed, so every record
@@ -197,10 +200,10 @@ static int g_tsc_ready;
 #include <x86intrin.h>
 static inline int64_t rpd_ticks(void) { return (int64_t)__rdtsc(); }
 #else
-static inline int64_t rpd_ticks(void) { return rpd_now(); }
+static inline int64_t rpd_ticks(void) { return rpd_clock(); }
 #endif
 
-static inline int64_t rpd_stamp(void) { return g_tsc ? rpd_ticks() : rpd_now(); }
+static inline int64_t rpd_stamp(void) { return g_tsc ? rpd_ticks() : rpd_clock(); }
 
 /* A (ticks, ns) pair read as close together as possible: the tightest of 32
  * bracketed reads (a preemption inside one bracket would skew it). */
@@ -208,7 +211,7 @@ static void rpd_tsc_sample(int64_t *ticks, int64_t *ns) {
   int64_t best = INT64_MAX;
   for (int i = 0; i < 32; i++) {
     int64_t a = rpd_ticks();
-    int64_t n = rpd_now();
+    int64_t n = rpd_clock();
     int64_t b = rpd_ticks();
     if (b - a < best) {
       best = b - a;
@@ -247,7 +250,7 @@ static void rpd_tsc_init(const char *mode) {
 static int64_t rpdw_time(int64_t t) {
   if (!g_tsc) return t;
   if (!g_tsc_ready) {
-    int64_t wait = g_tsc_ns0 + 50000000 - rpd_now();
+    int64_t wait = g_tsc_ns0 + 50000000 - rpd_clock();
     if (wait > 0) {
       struct timespec ts = {wait / 1000000000, wait % 1000000000};
       nanosleep(&ts, NULL);
@@ -1631,13 +1634,13 @@ static int rpd_flush_wait(int timeout_ms) {
   if (!atomic_load(&g_writer_running)) return -1;
   uint32_t ticket = atomic_fetch_add(&g_flush_req, 1) + 1;
   rpd_wake_writer();
-  int64_t deadline = timeout_ms < 0 ? 0 : rpd_now() + (int64_t)timeout_ms * 1000000;
+  int64_t deadline = timeout_ms < 0 ? 0 : rpd_clock() + (int64_t)timeout_ms * 1000000;
   for (;;) {
     uint32_t done = atomic_load(&g_flush_done);
     if ((int32_t)(done - ticket) >= 0) return 0;
     struct timespec ts = {0, 100000000};
     if (timeout_ms >= 0) {
-      int64_t left = deadline - rpd_now();
+      int64_t left = deadline - rpd_clock();
       if (left <= 0) return -1;
       if (left < 100000000) ts.tv_nsec = left;
     }
