@@ -126,14 +126,15 @@ static inline void nano_zone_end_(int *unused) { (void)unused; rpd_rangePop(); }
 #define rpd_rangePush(d, n, a) ((void)0)
 #define rpd_rangePop() ((void)0)
 #define rpd_mark(d, n, a) ((void)0)
-#define rpd_intern(s) ((void)(s), (uint32_t)0)
-#define rpd_rangePushInterned(d, n, a) ((void)0)
+/* sizeof: arguments count as used but are not evaluated */
+#define rpd_intern(s) ((void)sizeof(s), (uint32_t)0)
+#define rpd_rangePushInterned(d, n, a) ((void)sizeof(d), (void)sizeof(n), (void)sizeof(a))
 #define rpd_now() ((int64_t)0)
-#define rpd_record_api(d, c, n, a, s, e) ((uint64_t)0)
-#define rpd_record_kernelapi(api, launch) ((void)0)
-#define rpd_record_copyapi(api, copy) ((void)0)
-#define rpd_record_op(api, g, q, s, e, d, t) ((void)0)
-#define rpd_record_monitor(dt, id, mt, s, e, v) ((void)0)
+#define rpd_record_api(d, c, n, a, s, e) ((void)sizeof(s), (void)sizeof(e), (uint64_t)0)
+#define rpd_record_kernelapi(api, launch) ((void)sizeof(api), (void)sizeof(launch))
+#define rpd_record_copyapi(api, copy) ((void)sizeof(api), (void)sizeof(copy))
+#define rpd_record_op(api, g, q, s, e, d, t) ((void)sizeof(api), (void)sizeof(g), (void)sizeof(q))
+#define rpd_record_monitor(dt, id, mt, s, e, v) ((void)sizeof(id), (void)sizeof(v))
 #define NANO_ZONE(name) ((void)0)
 
 #endif /* NANO_DISABLE */
