@@ -17,6 +17,9 @@
  *   api                API calls with kernel/copy args and GPU ops
  *   idle MS            AUTOSTART=0 helper: start, a range, sleep, stop
  *   sleepy N MS        N ranges, then sleep MS without flushing (autoflush)
+ *   setname FILE APPEND  (RPDT_AUTOSTART=0) rpd_set_filename(FILE, APPEND),
+ *                      start, a mark, stop; prints what rpd_set_filename
+ *                      returned before and after the start
  *   chain              (RPDT_AUTOSTART=0) installs its own SIGINT handler,
  *                      then starts recording: a SIGINT inside a range runs
  *                      that handler and recording goes on
@@ -223,6 +226,15 @@ int main(int argc, char **argv) {
   }
   if (strcmp(m, "api") == 0) return do_api();
   if (strcmp(m, "chain") == 0) return do_chain();
+  if (strcmp(m, "setname") == 0 && argc > 3) {
+    int before = rpd_set_filename(argv[2], b);
+    rpdstart();
+    int after = rpd_set_filename("elsewhere.rpd", 1);
+    rpd_mark(NULL, "named", NULL);
+    rpdstop();
+    printf("set %d %d\n", before, after);
+    return 0;
+  }
   if (strcmp(m, "idle") == 0) {
     printf("count=%d\n", rpdstart());
     rpd_rangePush(NULL, "window", NULL);

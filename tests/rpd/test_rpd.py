@@ -365,6 +365,21 @@ def case_crash(kind, sig):
     check("before-crash" in texts, "%s: the last mark before the crash is missing" % kind)
 
 
+def case_setname():
+    run([prog("rpd_workload"), "marks", "5"], {"RPDT_FILENAME": "named.rpd"})
+    env = {"RPDT_AUTOSTART": "0", "RPDT_FILENAME": "ignored.rpd"}
+    p = run([prog("rpd_workload"), "setname", "named.rpd", "1"], env)
+    check(p.stdout.strip() == "set 0 -1", p.stdout)
+    check(q(db("named.rpd"), "SELECT count(*) FROM api")[0][0] == 6, "append kept the 5 marks")
+    run([prog("rpd_workload"), "setname", "named.rpd", "0"], env)
+    con = db("named.rpd")
+    check([r[8] for r in api_rows(con)] == ["named"], "truncation left old rows")
+    check(q(con, "SELECT value FROM rocpd_metadata WHERE tag='session_count'") == [("1",)],
+          "a truncated file starts again at session 0")
+    check(not os.path.exists("ignored.rpd") and not os.path.exists("elsewhere.rpd"),
+          "rpd_set_filename was not honoured")
+
+
 def case_chain():
     p = run([prog("rpd_workload"), "chain"], {"RPDT_FILENAME": "ch.rpd", "RPDT_AUTOSTART": "0"})
     check(p.stdout.strip() == "handler %d count 0" % signal.SIGINT, p.stdout)
@@ -531,7 +546,7 @@ CASES = {
     "crash_abort": lambda: case_crash("abort", signal.SIGABRT),
     "crash_term": lambda: case_crash("term", signal.SIGTERM),
     "crash_int": lambda: case_crash("int", signal.SIGINT),
-    "tsc": case_tsc, "chain": case_chain, "fork": case_fork, "exec": case_exec, "control": case_control, "autostart": case_autostart,
+    "tsc": case_tsc, "setname": case_setname, "chain": case_chain, "fork": case_fork, "exec": case_exec, "control": case_control, "autostart": case_autostart,
     "autoflush": case_autoflush, "drop": case_drop, "stack": case_stack, "api": case_api,
     "atomics": case_atomics,
 }
