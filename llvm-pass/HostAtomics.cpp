@@ -19,6 +19,23 @@
 // one GOT load, a compare and a branch weighted towards "no runtime", so an
 // untracked binary pays almost nothing and the call stays out of line.
 //
+// Loop counter promotion. On x86 a locked instruction serialises every memory
+// update around it, so a call per atomic costs about 1.3x a relaxed fetch_add
+// however little the hook does. In optimised code (functions not optnone), a
+// site in a loop whose calls all return normally (every call is a site, or a
+// `call` that is nounwind and willreturn; no invoke, no callbr) is counted in a
+// per-site register instead: `n += (&__nano_atomic != 0)` before the
+// operation, and `if (n) nano.atomic_flush(&sites[i], n), n = 0` at the start
+// of every exit block of the innermost loop that contains it (exit blocks are
+// made dedicated first; a loop where that is impossible is not promoted), and
+// inside the loop when n reaches 2^16, so a thread that stays in a loop still
+// reports. Control can only leave such a loop through its exit edges, so the
+// counts stay exact. nano.atomic_flush, one internal function per module,
+// calls the extern_weak __nano_atomic_n(site, n), or __nano_atomic n times for
+// a runtime without it. The counter is an alloca promoted to SSA registers
+// (PromoteMemToReg). -nano-atomics-promote=0 / NANO_ATOMICS_PROMOTE=0 keeps a
+// call per event (e.g. for libnano_print.so's exact event order).
+//
 // The pass runs at the OptimizerLast extension point (after inlining, at every
 // level from -O0 to -O3 and in the compile step of -flto) and as
 // `opt -passes=nano-atomics`. It leaves alone: modules already instrumented
@@ -34,12 +51,16 @@
 
 #include "nano/atomics.h"
 
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/Analysis/LoopInfo.h"
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/DebugInfoMetadata.h"
 #include "llvm/IR/DiagnosticInfo.h"
 #include "llvm/IR/DiagnosticPrinter.h"
+#include "llvm/IR/Dominators.h"
 #include "llvm/IR/Function.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/InstIterator.h"
@@ -52,7 +73,9 @@
 #include "llvm/Support/Regex.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Transforms/Utils/BasicBlockUtils.h"
+#include "llvm/Transforms/Utils/LoopUtils.h"
 #include "llvm/Transforms/Utils/ModuleUtils.h"
+#include "llvm/Transforms/Utils/PromoteMemToReg.h"
 
 #include <bitset>
 #include <cstddef>
@@ -101,6 +124,17 @@ static cl::opt<std::string>
                             "regex; overrides NANO_ATOMICS_EXCLUDE_FILES"),
                    cl::value_desc("regex"));
 
+static cl::opt<std::string>
+    ClPromote("nano-atomics-promote",
+              cl::desc("nanoprobe: 1 (default) counts the atomic sites of loops in a register "
+                       "and reports them at the loop's exits; 0 calls the hook before every "
+                       "operation; overrides NANO_ATOMICS_PROMOTE"),
+              cl::value_desc("0|1"));
+
+// A promoted site reports its in-register count when it reaches this many
+// events, so a thread that stays in a loop still shows up in the counts.
+static const uint64_t HostPromoteFlush = uint64_t(1) << 16;
+
 namespace {
 
 // Short kind names, indexed by enum nano_kind: the GCC builtin name without
@@ -119,6 +153,7 @@ using HostKindSet = std::bitset<NANO_KIND_COUNT>;
 // The settings of one compiler process: kinds and regex filters.
 struct HostConfig {
   HostKindSet Kinds;
+  bool Promote = true;
   std::unique_ptr<Regex> Functions, ExcludeFunctions, Files, ExcludeFiles;
 };
 
@@ -231,6 +266,11 @@ static const HostConfig &hostConfig() {
     hostRegexSetting(ClExcludeFunctions, "NANO_ATOMICS_EXCLUDE_FUNCTIONS", C.ExcludeFunctions);
     hostRegexSetting(ClFiles, "NANO_ATOMICS_FILES", C.Files);
     hostRegexSetting(ClExcludeFiles, "NANO_ATOMICS_EXCLUDE_FILES", C.ExcludeFiles);
+    std::string Promote = hostSetting(ClPromote, "NANO_ATOMICS_PROMOTE", Source);
+    if (Promote == "0")
+      C.Promote = false;
+    else if (!Promote.empty() && Promote != "1")
+      hostWarn(Source + ": unknown value '" + Promote + "' (known: 0 1); using the default (1)");
     return C;
   }();
   return Config;
@@ -489,7 +529,7 @@ static std::string hostSkipModule(Module &M, bool &Diagnose) {
   Triple T = compat::targetTriple(M);
   if (T.isAMDGPU() || T.isNVPTX() || T.isSPIRV())
     return "device module";
-  for (const char *Hook : {"__nano_atomic", "__nano_register_module"}) {
+  for (const char *Hook : {"__nano_atomic", "__nano_atomic_n", "__nano_register_module"}) {
     if (GlobalValue *GV = M.getNamedValue(Hook)) {
       if (!GV->isDeclaration())
         return "defines the runtime hooks";
@@ -505,8 +545,8 @@ static std::string hostSkipModule(Module &M, bool &Diagnose) {
   return "";
 }
 
-// A declaration of a weak hook `void Name(ptr)`, or null when the name is
-// taken by something else.
+// A declaration of a weak hook of type Ty, or null when the name is taken by
+// something else.
 static Function *hostHook(Module &M, StringRef Name, FunctionType *Ty) {
   GlobalValue *GV = M.getNamedValue(Name);
   if (!GV) {
@@ -546,6 +586,185 @@ static void hostGuardedCall(Function *Hook, Constant *Arg, Instruction *Before,
   Call->setDebugLoc(Loc);
 }
 
+// The weak hooks of one module and its flush function (the last two only when
+// a site is promoted).
+struct HostHooks {
+  Function *Atomic = nullptr;  // __nano_atomic
+  Function *AtomicN = nullptr; // __nano_atomic_n
+  Function *Flush = nullptr;   // nano.atomic_flush
+};
+
+// Emits the internal nano.atomic_flush(site, n), n > 0: reports n events of
+// site through __nano_atomic_n when the runtime defines it, else through n
+// calls of __nano_atomic (a runtime that predates __nano_atomic_n). Callers
+// only have n > 0 when __nano_atomic is present.
+static Function *hostFlushFunction(Module &M, Function *Atomic, Function *AtomicN) {
+  LLVMContext &Ctx = M.getContext();
+  Type *I64 = Type::getInt64Ty(Ctx);
+  PointerType *Ptr = PointerType::getUnqual(Ctx);
+  Function *F = Function::Create(FunctionType::get(Type::getVoidTy(Ctx), {Ptr, I64}, false),
+                                 GlobalValue::InternalLinkage, "nano.atomic_flush", M);
+  F->addFnAttr(Attribute::NoUnwind);
+  F->addFnAttr(Attribute::NoInline);
+  Argument *Site = F->getArg(0), *N = F->getArg(1);
+  BasicBlock *Entry = BasicBlock::Create(Ctx, "entry", F);
+  BasicBlock *Bulk = BasicBlock::Create(Ctx, "bulk", F);
+  BasicBlock *Each = BasicBlock::Create(Ctx, "each", F);
+  BasicBlock *Done = BasicBlock::Create(Ctx, "done", F);
+  IRBuilder<> B(Entry);
+  Value *HasN = B.Insert(new ICmpInst(ICmpInst::ICMP_NE, AtomicN, ConstantPointerNull::get(Ptr)),
+                         "nano.has_n");
+  B.CreateCondBr(HasN, Bulk, Each);
+  B.SetInsertPoint(Bulk);
+  B.CreateCall(AtomicN->getFunctionType(), AtomicN, {Site, N})->setDoesNotThrow();
+  B.CreateRetVoid();
+  B.SetInsertPoint(Each);
+  PHINode *Left = B.CreatePHI(I64, 2, "left");
+  B.CreateCall(Atomic->getFunctionType(), Atomic, {Site})->setDoesNotThrow();
+  Value *Next = B.CreateSub(Left, ConstantInt::get(I64, 1), "next");
+  Left->addIncoming(N, Entry);
+  Left->addIncoming(Next, Each);
+  B.CreateCondBr(B.CreateICmpNE(Next, ConstantInt::get(I64, 0)), Each, Done);
+  B.SetInsertPoint(Done);
+  B.CreateRetVoid();
+  return F;
+}
+
+// True when control can leave loop L only through its exit edges, so that a
+// count kept in a register is always reported: every call in L is a site, or
+// a plain `call` that is nounwind and willreturn (no invoke, no callbr, no
+// call that may unwind, longjmp, exit or never come back).
+static bool hostLoopPromotable(const Loop &L, const SmallPtrSetImpl<Instruction *> &SiteInsts) {
+  for (BasicBlock *BB : L.blocks())
+    for (Instruction &I : *BB) {
+      auto *CB = dyn_cast<CallBase>(&I);
+      if (!CB || SiteInsts.count(&I))
+        continue;
+      if (!isa<CallInst>(CB) || CB->mayThrow() || !CB->willReturn())
+        return false;
+    }
+  return true;
+}
+
+// Emits, in the block that ends with Then, `flush(Site, N); *Ctr = 0` with Loc.
+static void hostFlushCall(const HostHooks &H, Instruction *Then, Constant *Site, Value *N,
+                          AllocaInst *Ctr, const DebugLoc &Loc) {
+  IRBuilder<> TB(Then);
+  TB.SetCurrentDebugLocation(Loc);
+  TB.CreateCall(H.Flush->getFunctionType(), H.Flush, {Site, N})->setDoesNotThrow();
+  TB.CreateStore(ConstantInt::get(N->getType(), 0), Ctr);
+  Then->setDebugLoc(Loc);
+}
+
+// Instruments the sites Idx of F (all in F). Where promotion is on and F is
+// optimised (not optnone), a site in a promotable loop is counted in a
+// register and reported at the loop's exits and every HostPromoteFlush
+// events; every other site gets a guarded hook call before its operation.
+static void hostInstrumentFunction(Module &M, Function &F, ArrayRef<HostSite> Sites,
+                                   ArrayRef<size_t> Idx, ArrayRef<Constant *> SitePtrs,
+                                   HostHooks &H, bool Promote) {
+  SmallVector<size_t, 8> Calls;
+  MapVector<Loop *, SmallVector<size_t, 4>> Promoted;
+  DominatorTree DT;
+  LoopInfo LI;
+  if (Promote && !F.hasOptNone()) {
+    DT.recalculate(F);
+    LI.analyze(DT);
+    SmallPtrSet<Instruction *, 16> SiteInsts;
+    for (size_t I : Idx)
+      SiteInsts.insert(Sites[I].I);
+    DenseMap<Loop *, bool> Ok;
+    for (size_t I : Idx) {
+      Loop *L = LI.getLoopFor(Sites[I].I->getParent());
+      if (L) {
+        auto It = Ok.find(L);
+        if (It == Ok.end())
+          It = Ok.insert({L, hostLoopPromotable(*L, SiteInsts)}).first;
+        if (It->second) {
+          Promoted[L].push_back(I);
+          continue;
+        }
+      }
+      Calls.push_back(I);
+    }
+  } else {
+    Calls.append(Idx.begin(), Idx.end());
+  }
+
+  // Dedicated exit blocks (their predecessors all in the loop), so that a
+  // flush at an exit block's start runs exactly when control leaves the loop.
+  for (auto &P : Promoted)
+    formDedicatedExitBlocks(P.first, &DT, &LI, nullptr, false);
+  MapVector<Loop *, SmallVector<BasicBlock *, 4>> Exits;
+  for (auto &P : Promoted) {
+    SmallVector<BasicBlock *, 4> &E = Exits[P.first];
+    P.first->getUniqueExitBlocks(E);
+    bool Usable = P.first->hasDedicatedExits();
+    for (BasicBlock *BB : E)
+      Usable = Usable && !BB->isEHPad();
+    if (!Usable) {
+      Calls.append(P.second.begin(), P.second.end());
+      P.second.clear();
+    }
+  }
+
+  LLVMContext &Ctx = F.getContext();
+  Type *I64 = Type::getInt64Ty(Ctx);
+  auto *Null = ConstantPointerNull::get(cast<PointerType>(H.Atomic->getType()));
+  MDNode *Rare = MDBuilder(Ctx).createBranchWeights(1, 1 << 20);
+  SmallVector<AllocaInst *, 8> Counters;
+  BasicBlock &Entry = F.getEntryBlock();
+  for (auto &P : Promoted) {
+    for (size_t I : P.second) {
+      if (!H.Flush) {
+        H.AtomicN = hostHook(M, "__nano_atomic_n",
+                             FunctionType::get(Type::getVoidTy(Ctx),
+                                               {PointerType::getUnqual(Ctx), I64}, false));
+        H.Flush = hostFlushFunction(M, H.Atomic, H.AtomicN);
+      }
+      Constant *Site = SitePtrs[I];
+      IRBuilder<> EB(&Entry, Entry.begin());
+      AllocaInst *Ctr = EB.CreateAlloca(I64, nullptr, "nano.count");
+      EB.CreateStore(ConstantInt::get(I64, 0), Ctr);
+      Counters.push_back(Ctr);
+
+      // Before the operation: n += hooks present; report at the threshold.
+      Instruction *At = Sites[I].I;
+      DebugLoc Loc = At->getDebugLoc();
+      IRBuilder<> B(At);
+      Value *Hooked =
+          B.Insert(new ICmpInst(ICmpInst::ICMP_NE, H.Atomic, Null), "nano.hooked");
+      Value *N = B.CreateLoad(I64, Ctr, "nano.n");
+      Value *N1 = B.CreateAdd(N, B.CreateZExt(Hooked, I64), "nano.n1");
+      B.CreateStore(N1, Ctr);
+      Value *Full = B.CreateICmpEQ(N1, ConstantInt::get(I64, HostPromoteFlush), "nano.full");
+      Instruction *Then = SplitBlockAndInsertIfThen(Full, At, false, Rare);
+      cast<Instruction>(Full)->getParent()->getTerminator()->setDebugLoc(Loc);
+      hostFlushCall(H, Then, Site, N1, Ctr, Loc);
+
+      // At each exit: report what is left.
+      for (BasicBlock *BB : Exits[P.first]) {
+        Instruction *IP = &*BB->getFirstInsertionPt();
+        DebugLoc XLoc = IP->getDebugLoc();
+        IRBuilder<> XB(IP);
+        Value *Left = XB.CreateLoad(I64, Ctr, "nano.left");
+        Value *Any = XB.CreateICmpNE(Left, ConstantInt::get(I64, 0), "nano.any");
+        Instruction *XThen = SplitBlockAndInsertIfThen(Any, IP, false);
+        BB->getTerminator()->setDebugLoc(XLoc);
+        hostFlushCall(H, XThen, Site, Left, Ctr, XLoc);
+      }
+    }
+  }
+
+  for (size_t I : Calls)
+    hostGuardedCall(H.Atomic, SitePtrs[I], Sites[I].I, Sites[I].I->getDebugLoc());
+
+  if (!Counters.empty()) {
+    DominatorTree Final(F);
+    PromoteMemToReg(Counters, Final);
+  }
+}
+
 // A private constant holding S NUL-terminated, shared by equal strings.
 static Constant *hostString(Module &M, StringMap<Constant *> &Strings, StringRef S) {
   Constant *&Slot = Strings[S];
@@ -560,9 +779,9 @@ static Constant *hostString(Module &M, StringMap<Constant *> &Strings, StringRef
   return Slot;
 }
 
-// Emits the site table, the module record, the registering constructor and a
-// guarded hook call before each site's operation.
-static void hostInstrument(Module &M, ArrayRef<HostSite> Sites) {
+// Emits the site table, the module record, the registering constructor and
+// the instrumentation of each site (promoted in loops when Promote is set).
+static void hostInstrument(Module &M, ArrayRef<HostSite> Sites, bool Promote) {
   LLVMContext &Ctx = M.getContext();
   const DataLayout &DL = M.getDataLayout();
   Type *I8 = Type::getInt8Ty(Ctx), *I16 = Type::getInt16Ty(Ctx);
@@ -599,9 +818,10 @@ static void hostInstrument(Module &M, ArrayRef<HostSite> Sites) {
               ConstantInt::get(I64, 0)}));
 
   FunctionType *HookTy = FunctionType::get(Type::getVoidTy(Ctx), {Ptr}, false);
-  Function *Atomic = hostHook(M, "__nano_atomic", HookTy);
+  HostHooks H;
+  H.Atomic = hostHook(M, "__nano_atomic", HookTy);
   Function *Register = hostHook(M, "__nano_register_module", HookTy);
-  assert(Atomic && Register && "hook names were checked by hostHooksUsable");
+  assert(H.Atomic && Register && "hook names were checked by hostHooksUsable");
 
   Function *Ctor = Function::Create(FunctionType::get(Type::getVoidTy(Ctx), false),
                                     GlobalValue::InternalLinkage, "nano.module_ctor", M);
@@ -610,20 +830,29 @@ static void hostInstrument(Module &M, ArrayRef<HostSite> Sites) {
   hostGuardedCall(Register, Record, Ret, DebugLoc());
   appendToGlobalCtors(M, Ctor, 101);
 
+  SmallVector<Constant *, 64> SitePtrs;
+  MapVector<Function *, SmallVector<size_t, 8>> ByFunction;
   for (size_t Idx = 0; Idx < Sites.size(); ++Idx) {
-    Constant *SitePtr = ConstantExpr::getInBoundsGetElementPtr(
-        ArrTy, Table, ArrayRef<Constant *>{ConstantInt::get(I64, 0), ConstantInt::get(I64, Idx)});
-    hostGuardedCall(Atomic, SitePtr, Sites[Idx].I, Sites[Idx].I->getDebugLoc());
+    SitePtrs.push_back(ConstantExpr::getInBoundsGetElementPtr(
+        ArrTy, Table, ArrayRef<Constant *>{ConstantInt::get(I64, 0), ConstantInt::get(I64, Idx)}));
+    ByFunction[Sites[Idx].I->getFunction()].push_back(Idx);
   }
+  for (auto &P : ByFunction)
+    hostInstrumentFunction(M, *P.first, Sites, P.second, SitePtrs, H, Promote);
   M.addModuleFlag(Module::Max, "nano.atomics", 1);
 }
 
-// True when the hook names are free or declared as `void (ptr)` functions.
-static bool hostHooksUsable(Module &M, FunctionType *HookTy) {
-  for (const char *Hook : {"__nano_atomic", "__nano_register_module"}) {
+// True when the hook names are free or declared as functions of the hooks'
+// types: `void (ptr)`, and `void (ptr, i64)` for __nano_atomic_n (not
+// checked when HookNTy is null).
+static bool hostHooksUsable(Module &M, FunctionType *HookTy, FunctionType *HookNTy) {
+  for (const char *Hook : {"__nano_atomic", "__nano_atomic_n", "__nano_register_module"}) {
+    if (!HookNTy && StringRef(Hook) == "__nano_atomic_n")
+      continue;
     GlobalValue *GV = M.getNamedValue(Hook);
     auto *F = dyn_cast_or_null<Function>(GV);
-    if (GV && (!F || F->getFunctionType() != HookTy))
+    FunctionType *Ty = StringRef(Hook) == "__nano_atomic_n" ? HookNTy : HookTy;
+    if (GV && (!F || F->getFunctionType() != Ty))
       return false;
   }
   return true;
@@ -681,14 +910,18 @@ PreservedAnalyses HostAtomicsPass::run(Module &M, ModuleAnalysisManager &) {
     hostDiagnose(M, "more than 2^32 atomic sites");
     return PreservedAnalyses::all();
   }
-  FunctionType *HookTy =
-      FunctionType::get(Type::getVoidTy(M.getContext()), {PointerType::getUnqual(M.getContext())},
-                        false);
-  if (!hostHooksUsable(M, HookTy)) {
-    hostDiagnose(M, "__nano_atomic or __nano_register_module is declared with another type");
+  LLVMContext &Ctx = M.getContext();
+  PointerType *Ptr = PointerType::getUnqual(Ctx);
+  FunctionType *HookTy = FunctionType::get(Type::getVoidTy(Ctx), {Ptr}, false);
+  FunctionType *HookNTy =
+      FunctionType::get(Type::getVoidTy(Ctx), {Ptr, Type::getInt64Ty(Ctx)}, false);
+  if (!hostHooksUsable(M, HookTy, HookNTy)) {
+    hostDiagnose(M, hostHooksUsable(M, HookTy, nullptr)
+                        ? "__nano_atomic_n is declared with another type"
+                        : "__nano_atomic or __nano_register_module is declared with another type");
     return PreservedAnalyses::all();
   }
-  hostInstrument(M, Sites);
+  hostInstrument(M, Sites, Config.Promote);
   return PreservedAnalyses::none();
 }
 
