@@ -899,6 +899,14 @@ struct rpdw_ustr_q {
   const char *s;
 };
 
+/* The rows an interned string has in this session, 0 until first written. An
+ * interned text is immutable, so every api row that uses it as args can share
+ * one rocpd_ustring row. */
+struct rpdw_handle_ids {
+  int64_t string_id;  /* rocpd_string */
+  int64_t ustring_id; /* rocpd_ustring */
+};
+
 struct rpd_writer {
   sqlite3 *db;
   char path[4096];
@@ -909,7 +917,7 @@ struct rpd_writer {
   struct rpdw_ustr_q ustrq[RPDW_MULTI];
   int napiq, nustrq;
   struct rpdw_map strings, ips;
-  int64_t *handle_ids; /* interned handle -> rocpd_string id */
+  struct rpdw_handle_ids *handle_ids; /* interned handle -> its row ids */
   uint32_t nhandle_ids;
   int64_t next_string, next_ustring, next_op, next_apiops, next_monitor, next_stack;
   int64_t id_usermarker, id_empty, id_uempty;
@@ -1128,27 +1136,47 @@ static const char *rpdw_text(const struct rpd_tbuf *b, uint64_t ref, uint64_t *a
   return p;
 }
 
+/* The cached row ids of interned handle h, growing the cache as needed;
+ * NULL when out of memory (callers then write without caching). */
+static struct rpdw_handle_ids *rpdw_handle(uint32_t h) {
+  if (h >= g_w.nhandle_ids) {
+    uint32_t n = g_w.nhandle_ids ? g_w.nhandle_ids : 1024;
+    while (n <= h) n *= 2;
+    struct rpdw_handle_ids *a = realloc(g_w.handle_ids, n * sizeof *a);
+    if (!a) return NULL;
+    memset(a + g_w.nhandle_ids, 0, (n - g_w.nhandle_ids) * sizeof *a);
+    g_w.handle_ids = a;
+    g_w.nhandle_ids = n;
+  }
+  return &g_w.handle_ids[h];
+}
+
 /* The rocpd_string id of a string ref; interned handles are cached. */
 static int64_t rpdw_ref_id(const struct rpd_tbuf *b, uint64_t ref, const char *dflt, uint64_t *aend) {
   if (ref & RPD_REF_INTERNED) {
-    uint32_t h = (uint32_t)ref;
-    if (h < g_w.nhandle_ids && g_w.handle_ids[h]) return g_w.handle_ids[h];
-    int64_t id = rpdw_string_id(rpd_intern_get(h));
-    if (id < 0) return id;
-    if (h >= g_w.nhandle_ids) {
-      uint32_t n = g_w.nhandle_ids ? g_w.nhandle_ids : 1024;
-      while (n <= h) n *= 2;
-      int64_t *a = realloc(g_w.handle_ids, n * sizeof *a);
-      if (!a) return id;
-      memset(a + g_w.nhandle_ids, 0, (n - g_w.nhandle_ids) * sizeof *a);
-      g_w.handle_ids = a;
-      g_w.nhandle_ids = n;
-    }
-    g_w.handle_ids[h] = id;
+    struct rpdw_handle_ids *c = rpdw_handle((uint32_t)ref);
+    if (c && c->string_id) return c->string_id;
+    int64_t id = rpdw_string_id(rpd_intern_get((uint32_t)ref));
+    if (c && id > 0) c->string_id = id;
     return id;
   }
   const char *t = rpdw_text(b, ref, aend);
   return rpdw_string_id(t ? t : dflt);
+}
+
+/* The rocpd_ustring id of a string ref: a new row for an arena text, one
+ * shared row per interned handle. */
+static int64_t rpdw_ref_uid(const struct rpd_tbuf *b, uint64_t ref, uint64_t *aend) {
+  if (ref & RPD_REF_INTERNED) {
+    const char *t = rpd_intern_get((uint32_t)ref);
+    if (!t || !*t) return g_w.id_uempty;
+    struct rpdw_handle_ids *c = rpdw_handle((uint32_t)ref);
+    if (c && c->ustring_id) return c->ustring_id;
+    int64_t id = rpdw_ustring_id(t);
+    if (c) c->ustring_id = id;
+    return id;
+  }
+  return rpdw_ustring_id(rpdw_text(b, ref, aend));
 }
 
 /* Inserts the stack frames stored at stack ref `ref` for api row api_id. */
@@ -1225,10 +1253,10 @@ static void rpdw_user_ids(const struct rpd_tbuf *b, const struct rpd_rec *r, uin
     *dom = rpdw_ref_id(b, r->s[0], "", aend);
   if (a && *a) {
     *name = rpdw_ref_id(b, r->s[1], "", aend);
-    *args = rpdw_ustring_id(a);
+    *args = rpdw_ref_uid(b, r->s[2], aend);
   } else {
     *name = g_w.id_usermarker;
-    *args = rpdw_ustring_id(n);
+    *args = n ? rpdw_ref_uid(b, r->s[1], aend) : g_w.id_uempty;
   }
 }
 
@@ -1309,7 +1337,7 @@ static void rpdw_record(struct rpd_tbuf *b, const struct rpd_rec *r, uint64_t *a
     int64_t dom = rpdw_ref_id(b, r->s[0], "", aend);
     int64_t cat = rpdw_ref_id(b, r->s[1], "", aend);
     int64_t name = rpdw_ref_id(b, r->s[2], "", aend);
-    int64_t args = rpdw_ustring_id(rpdw_text(b, r->s[3], aend));
+    int64_t args = rpdw_ref_uid(b, r->s[3], aend);
     rpdw_api_row(id, b->pid, b->tid, r->t0, r->t1, name, cat, dom, args);
     if (r->nslots == 2) rpdw_stack(b, ((const struct rpd_ext *)(r + 1))->stack, id, aend);
     break;
@@ -1400,7 +1428,7 @@ static void rpdw_record(struct rpd_tbuf *b, const struct rpd_rec *r, uint64_t *a
     p->tid = b->tid;
     p->epoch = r->epoch;
     p->domain_id = (d && *d) ? rpdw_string_id(d) : g_w.id_usermarker;
-    p->args_id = rpdw_ustring_id(rpdw_text(b, r->s[1], aend));
+    p->args_id = rpdw_ref_uid(b, r->s[1], aend);
     break;
   }
   case R_RSTOP:

@@ -8,6 +8,7 @@
  *                      "committed <i>" after each flush (for the SIGKILL test)
  *   crash KIND N       N ranges and a mark, then KIND: segv, abort, term, int
  *   marks N            N marks as fast as possible (drop-mode test)
+ *   interned N         N ranges pushed by interned handle, two names, one args
  *   control            reference counting, stop below zero, ranges open at a
  *                      stop (prints what it did, the test checks the file)
  *   fork N             N ranges in the parent, then a child records N ranges
@@ -206,6 +207,18 @@ static int do_api(void) {
   return 0;
 }
 
+/* n ranges pushed by interned handle, alternating between two names that
+ * share one args text (the Python profiler's pattern). */
+static int do_interned(int n) {
+  uint32_t dom = rpd_intern("python"), args = rpd_intern("prog.py:7");
+  uint32_t names[2] = {rpd_intern("mod.even"), rpd_intern("mod.odd")};
+  for (int i = 0; i < n; i++) {
+    rpd_rangePushInterned(dom, names[i & 1], args);
+    rpd_rangePop();
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: %s MODE ARGS...\n", argv[0]);
@@ -225,6 +238,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (strcmp(m, "api") == 0) return do_api();
+  if (strcmp(m, "interned") == 0) return do_interned(a);
   if (strcmp(m, "chain") == 0) return do_chain();
   if (strcmp(m, "setname") == 0 && argc > 3) {
     int before = rpd_set_filename(argv[2], b);

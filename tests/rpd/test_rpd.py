@@ -525,6 +525,19 @@ def case_api():
     check(q(con, "SELECT Busy > 0 FROM busy") == [(1,)], "busy view")
 
 
+def case_interned():
+    N = 1000
+    run([prog("rpd_workload"), "interned", str(N)], {"RPDT_FILENAME": "in.rpd"})
+    con = db("in.rpd")
+    integrity(con)
+    rows = q(con, "SELECT domain, apiName, args, count(*) FROM api GROUP BY apiName ORDER BY apiName")
+    check(rows == [("python", "mod.even", "prog.py:7", N // 2), ("python", "mod.odd", "prog.py:7", N // 2)],
+          str(rows))
+    # an interned args text is written once and shared by every row using it
+    check(q(con, "SELECT count(*) FROM rocpd_ustring WHERE string='prog.py:7'") == [(1,)],
+          "interned args should share one rocpd_ustring row")
+
+
 def case_atomics():
     p = run([prog("atomics_app")], {"LD_PRELOAD": ARGS.lib, "RPDT_FILENAME": "at.rpd"})
     check("NANO TRACKER" not in p.stderr, "the tracker's exit dump should go to the trace only")
@@ -548,7 +561,7 @@ CASES = {
     "crash_int": lambda: case_crash("int", signal.SIGINT),
     "tsc": case_tsc, "setname": case_setname, "chain": case_chain, "fork": case_fork, "exec": case_exec, "control": case_control, "autostart": case_autostart,
     "autoflush": case_autoflush, "drop": case_drop, "stack": case_stack, "api": case_api,
-    "atomics": case_atomics,
+    "interned": case_interned, "atomics": case_atomics,
 }
 
 
