@@ -24,6 +24,9 @@
  * back into the main file every 10000 pages (40 MB, fewer checkpoints while
  * writing heavily) and when the last writer closes (nano_rpdfile_close). The
  * page cache of a writing connection is 32 MB.
+ *
+ * Threads: a connection these functions open has no SQLite mutex of its own
+ * (SQLITE_OPEN_NOMUTEX); use it from one thread at a time.
  */
 #ifndef NANO_RPDFILE_H
 #define NANO_RPDFILE_H
