@@ -197,7 +197,11 @@ std::vector<Function *> DeviceTwins::kernels() {
         }
   }
   for (Function &F : M) {
-    if (F.isDeclaration() || F.hasFnAttribute(NANO_TWIN_ATTR))
+    // Twins carry the attribute; the prefix is reserved for them, so a kernel
+    // named with it (a twin whose attribute was lost, or a hand-written one)
+    // never gets a twin of its own.
+    if (F.isDeclaration() || F.hasFnAttribute(NANO_TWIN_ATTR) ||
+        compat::startsWith(F.getName(), NANO_TWIN_PREFIX))
       continue;
     bool IsKernel = false;
     switch (Target) {
