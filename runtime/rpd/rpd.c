@@ -37,6 +37,7 @@
 #define _GNU_SOURCE
 #include "rpd.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
@@ -735,23 +736,38 @@ RPDI_EXPORT uint64_t rpd_record_api(const char *domain, const char *category, co
   return h;
 }
 
-RPDI_EXPORT void rpd_record_kernelapi(uint64_t api, const struct rpd_kernel_launch *k) {
+/* Opens a record of the recording API on the calling thread's buffer: type,
+ * nslots slots, handle h, and the n (at most 4) strings strs[] copied into the
+ * arena and referenced from s[0..n). Returns the record for the caller to fill
+ * and publish with rpd_publish(*bp, nslots), or NULL when recording is off or
+ * the record was dropped (counted). */
+static struct rpd_rec *rpd_record_open(uint8_t type, uint32_t nslots, uint64_t h,
+                                       const char *const *strs, int n, struct rpd_tbuf **bp) {
+  assert(n <= 4);
   uint32_t epoch = rpd_on();
-  if (!epoch || !api || !k) return;
+  if (!epoch) return NULL;
   struct rpd_tbuf *b = rpd_tbuf();
-  if (!b) return;
+  if (!b) return NULL;
   struct rpd_strs s = {0};
   uint64_t refs[4] = {0};
-  rpd_strs_add(&s, k->stream);
-  rpd_strs_add(&s, k->kernelName);
-  struct rpd_rec *r = rpd_reserve(b, 2, &s, refs, NULL);
-  if (!r) return;
-  r->type = R_KERNEL;
-  r->nslots = 2;
+  for (int i = 0; i < n; i++) rpd_strs_add(&s, strs[i]);
+  struct rpd_rec *r = rpd_reserve(b, nslots, &s, refs, NULL);
+  if (!r) return NULL;
+  r->type = type;
+  r->nslots = (uint8_t)nslots;
   r->epoch = epoch;
-  r->h = api;
-  r->s[0] = refs[0];
-  r->s[1] = refs[1];
+  r->h = h;
+  for (int i = 0; i < n; i++) r->s[i] = refs[i];
+  *bp = b;
+  return r;
+}
+
+RPDI_EXPORT void rpd_record_kernelapi(uint64_t api, const struct rpd_kernel_launch *k) {
+  if (!api || !k) return;
+  const char *strs[] = {k->stream, k->kernelName};
+  struct rpd_tbuf *b;
+  struct rpd_rec *r = rpd_record_open(R_KERNEL, 2, api, strs, 2, &b);
+  if (!r) return;
   struct rpd_ext *x = (struct rpd_ext *)(r + 1);
   x->i32[0] = k->gridX;
   x->i32[1] = k->gridY;
@@ -765,24 +781,11 @@ RPDI_EXPORT void rpd_record_kernelapi(uint64_t api, const struct rpd_kernel_laun
 }
 
 RPDI_EXPORT void rpd_record_copyapi(uint64_t api, const struct rpd_copy *c) {
-  uint32_t epoch = rpd_on();
-  if (!epoch || !api || !c) return;
-  struct rpd_tbuf *b = rpd_tbuf();
-  if (!b) return;
-  struct rpd_strs s = {0};
-  uint64_t refs[4] = {0};
-  rpd_strs_add(&s, c->stream);
-  rpd_strs_add(&s, c->dst);
-  rpd_strs_add(&s, c->src);
-  struct rpd_rec *r = rpd_reserve(b, 2, &s, refs, NULL);
+  if (!api || !c) return;
+  const char *strs[] = {c->stream, c->dst, c->src};
+  struct rpd_tbuf *b;
+  struct rpd_rec *r = rpd_record_open(R_COPY, 2, api, strs, 3, &b);
   if (!r) return;
-  r->type = R_COPY;
-  r->nslots = 2;
-  r->epoch = epoch;
-  r->h = api;
-  r->s[0] = refs[0];
-  r->s[1] = refs[1];
-  r->s[2] = refs[2];
   struct rpd_ext *x = (struct rpd_ext *)(r + 1);
   x->i64[0] = c->size;
   x->i64[1] = c->width;
@@ -797,49 +800,24 @@ RPDI_EXPORT void rpd_record_copyapi(uint64_t api, const struct rpd_copy *c) {
 
 RPDI_EXPORT void rpd_record_op(uint64_t api, int gpuId, int queueId, int64_t start, int64_t end,
                                const char *description, const char *opType) {
-  uint32_t epoch = rpd_on();
-  if (!epoch) return;
-  struct rpd_tbuf *b = rpd_tbuf();
-  if (!b) return;
-  struct rpd_strs s = {0};
-  uint64_t refs[4] = {0};
-  rpd_strs_add(&s, description);
-  rpd_strs_add(&s, opType);
-  struct rpd_rec *r = rpd_reserve(b, 1, &s, refs, NULL);
+  const char *strs[] = {description, opType};
+  struct rpd_tbuf *b;
+  struct rpd_rec *r = rpd_record_open(R_OP, 1, api, strs, 2, &b);
   if (!r) return;
-  r->type = R_OP;
-  r->nslots = 1;
-  r->epoch = epoch;
-  r->h = api;
   r->t0 = start;
   r->t1 = end;
-  r->s[0] = refs[0];
-  r->s[1] = refs[1];
   r->s[2] = (uint64_t)(uint32_t)gpuId | ((uint64_t)(uint32_t)queueId << 32);
   rpd_publish(b, 1);
 }
 
 RPDI_EXPORT void rpd_record_monitor(const char *deviceType, int deviceId, const char *monitorType,
                                     int64_t start, int64_t end, const char *value) {
-  uint32_t epoch = rpd_on();
-  if (!epoch) return;
-  struct rpd_tbuf *b = rpd_tbuf();
-  if (!b) return;
-  struct rpd_strs s = {0};
-  uint64_t refs[4] = {0};
-  rpd_strs_add(&s, deviceType);
-  rpd_strs_add(&s, monitorType);
-  rpd_strs_add(&s, value);
-  struct rpd_rec *r = rpd_reserve(b, 1, &s, refs, NULL);
+  const char *strs[] = {deviceType, monitorType, value};
+  struct rpd_tbuf *b;
+  struct rpd_rec *r = rpd_record_open(R_MONITOR, 1, 0, strs, 3, &b);
   if (!r) return;
-  r->type = R_MONITOR;
-  r->nslots = 1;
-  r->epoch = epoch;
   r->t0 = start;
   r->t1 = end;
-  r->s[0] = refs[0];
-  r->s[1] = refs[1];
-  r->s[2] = refs[2];
   r->s[3] = (uint64_t)(uint32_t)deviceId;
   rpd_publish(b, 1);
 }
