@@ -44,6 +44,14 @@ void an_sqlite_setup(void);
  * are writable, with a clear message when not. 0 or the exit code. */
 int an_open_write(const char *cmd, const char *path, struct rpdtool_trace *t);
 
+/* The main of a one-FILE step that writes into the trace (callstack, graph,
+ * autograd): prints `usage` for -h/--help, refuses other options and a second
+ * FILE, opens FILE with an_open_write, calls run(cmd, t), and reports a step
+ * whose metadata tag `tag` says it ran already as "nothing to do" (exit 0).
+ * Returns the exit code. */
+int an_step_main(int argc, char **argv, const char *usage, const char *what, const char *tag,
+                 int (*run)(const char *cmd, const struct rpdtool_trace *t));
+
 /* Runs `sql` (one or more statements) on t->db; on failure prints
  * "rpd <cmd>: <path>: <what>: <sqlite error>" and returns RPDTOOL_EXIT_FAIL,
  * else 0. */

@@ -226,33 +226,12 @@ static int ag_run(const char *cmd, const struct rpdtool_trace *t) {
 }
 
 int rpd_cmd_autograd(int argc, char **argv) {
-  an_sqlite_setup();
-  const char *cmd = argv[0], *path = NULL;
-  for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-      fputs("usage: rpd autograd FILE\n\n"
-            "Parses PyTorch emit_nvtx range texts ('aten::mm, seq = 12, op_id = 40, sizes =\n"
-            "[...], input_op_ids = [...]') into ext_autogradapi and adds the views autograd\n"
-            "and autogradKernel (operator, kernel, sizes, calls, avg_gpu, total_gpu; ns).\n"
-            "Runs 'rpd callstack' first when needed. Malformed texts are counted and\n"
-            "reported, not fatal. One transaction per step; a second run does nothing.\n",
-            stdout);
-      return 0;
-    }
-    if (argv[i][0] == '-' && argv[i][1]) return rpdtool_usage(cmd, "unknown option '%s'", argv[i]);
-    if (path) return rpdtool_usage(cmd, "one FILE only ('%s' and '%s')", path, argv[i]);
-    path = argv[i];
-  }
-  if (!path) return rpdtool_usage(cmd, "missing FILE");
-  struct rpdtool_trace t;
-  int ret = an_open_write(cmd, path, &t);
-  if (ret) return ret;
-  ret = ag_run(cmd, &t);
-  if (ret == AN_ALREADY) {
-    printf("rpd %s: %s: autograd tables were generated already (Autograd::Generated); nothing "
-           "to do\n", cmd, path);
-    ret = 0;
-  }
-  rpdtool_close(&t);
-  return ret;
+  return an_step_main(argc, argv,
+                      "usage: rpd autograd FILE\n\n"
+                      "Parses PyTorch emit_nvtx range texts ('aten::mm, seq = 12, op_id = 40, sizes =\n"
+                      "[...], input_op_ids = [...]') into ext_autogradapi and adds the views autograd\n"
+                      "and autogradKernel (operator, kernel, sizes, calls, avg_gpu, total_gpu; ns).\n"
+                      "Runs 'rpd callstack' first when needed. Malformed texts are counted and\n"
+                      "reported, not fatal. One transaction per step; a second run does nothing.\n",
+                      "autograd tables", "Autograd::Generated", ag_run);
 }

@@ -170,39 +170,17 @@ int an_callstack_run(const char *cmd, const struct rpdtool_trace *t, int64_t *ro
 }
 
 /* Prints the usage of `rpd callstack` on `out`. */
-static void cs_usage(FILE *out) {
-  fputs("usage: rpd callstack FILE\n\n"
-        "Adds the caller/callee relation of every recorded call and range to FILE:\n"
-        "table ext_callstack(parent_id, child_id, depth, cpu_time, gpu_time) and views\n"
-        "callStack_inclusive, callStack_exclusive, callStack_inclusive_name,\n"
-        "callStack_exclusive_name (rocmProfileData's names and numbers). Times in ns.\n"
-        "Runs in one transaction; a second run does nothing.\n",
-        out);
+static int cs_run(const char *cmd, const struct rpdtool_trace *t) {
+  return an_callstack_run(cmd, t, NULL);
 }
 
 int rpd_cmd_callstack(int argc, char **argv) {
-  an_sqlite_setup();
-  const char *cmd = argv[0];
-  const char *path = NULL;
-  for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-      cs_usage(stdout);
-      return 0;
-    }
-    if (argv[i][0] == '-' && argv[i][1]) return rpdtool_usage(cmd, "unknown option '%s'", argv[i]);
-    if (path) return rpdtool_usage(cmd, "one FILE only ('%s' and '%s')", path, argv[i]);
-    path = argv[i];
-  }
-  if (!path) return rpdtool_usage(cmd, "missing FILE");
-  struct rpdtool_trace t;
-  int ret = an_open_write(cmd, path, &t);
-  if (ret) return ret;
-  ret = an_callstack_run(cmd, &t, NULL);
-  if (ret == AN_ALREADY) {
-    printf("rpd %s: %s: call stacks were generated already (Callstack::Generated); nothing "
-           "to do\n", cmd, path);
-    ret = 0;
-  }
-  rpdtool_close(&t);
-  return ret;
+  return an_step_main(argc, argv,
+                      "usage: rpd callstack FILE\n\n"
+                      "Adds the caller/callee relation of every recorded call and range to FILE:\n"
+                      "table ext_callstack(parent_id, child_id, depth, cpu_time, gpu_time) and views\n"
+                      "callStack_inclusive, callStack_exclusive, callStack_inclusive_name,\n"
+                      "callStack_exclusive_name (rocmProfileData's names and numbers). Times in ns.\n"
+                      "Runs in one transaction; a second run does nothing.\n",
+                      "call stacks", "Callstack::Generated", cs_run);
 }

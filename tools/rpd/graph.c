@@ -332,32 +332,11 @@ static int gr_run(const char *cmd, const struct rpdtool_trace *t) {
 }
 
 int rpd_cmd_graph(int argc, char **argv) {
-  an_sqlite_setup();
-  const char *cmd = argv[0], *path = NULL;
-  for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-      fputs("usage: rpd graph FILE\n\n"
-            "Adds HIP/CUDA graph tables to FILE from the graph API calls (stream capture,\n"
-            "instantiate, launch with args 'graph = 0x.. | graphExec = 0x.. | stream = ..'):\n"
-            "ext_graph, ext_graph_kernelapis, views graphLaunch and graphKernel\n"
-            "(rocmProfileData's names). One transaction; a second run does nothing.\n",
-            stdout);
-      return 0;
-    }
-    if (argv[i][0] == '-' && argv[i][1]) return rpdtool_usage(cmd, "unknown option '%s'", argv[i]);
-    if (path) return rpdtool_usage(cmd, "one FILE only ('%s' and '%s')", path, argv[i]);
-    path = argv[i];
-  }
-  if (!path) return rpdtool_usage(cmd, "missing FILE");
-  struct rpdtool_trace t;
-  int ret = an_open_write(cmd, path, &t);
-  if (ret) return ret;
-  ret = gr_run(cmd, &t);
-  if (ret == AN_ALREADY) {
-    printf("rpd %s: %s: graph tables were generated already (Graph::Generated); nothing to do\n",
-           cmd, path);
-    ret = 0;
-  }
-  rpdtool_close(&t);
-  return ret;
+  return an_step_main(argc, argv,
+                      "usage: rpd graph FILE\n\n"
+                      "Adds HIP/CUDA graph tables to FILE from the graph API calls (stream capture,\n"
+                      "instantiate, launch with args 'graph = 0x.. | graphExec = 0x.. | stream = ..'):\n"
+                      "ext_graph, ext_graph_kernelapis, views graphLaunch and graphKernel\n"
+                      "(rocmProfileData's names). One transaction; a second run does nothing.\n",
+                      "graph tables", "Graph::Generated", gr_run);
 }
