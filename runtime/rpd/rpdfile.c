@@ -147,6 +147,17 @@ int nano_rpdfile_exec(sqlite3 *db, const char *path, const char *what, const cha
   return NANO_RPDFILE_ESQLITE;
 }
 
+/* The error code and message for SQLite result rc of a query on path:
+ * "not an SQLite database" for SQLITE_NOTADB, else SQLite's message. */
+static int rpdfile_query_err(sqlite3 *db, const char *path, int rc, char *err, size_t errlen) {
+  if (rc == SQLITE_NOTADB) {
+    rpdfile_err(err, errlen, path, "not an SQLite database");
+    return NANO_RPDFILE_ENOTDB;
+  }
+  rpdfile_err(err, errlen, path, "%s", sqlite3_errmsg(db));
+  return NANO_RPDFILE_ESQLITE;
+}
+
 /* Runs a query returning one integer (or none). Returns 1 with *out set when a
  * row came back, 0 for no row, negative on error (message in err). */
 static int rpdfile_query_int(sqlite3 *db, const char *path, const char *sql, int64_t *out,
@@ -154,11 +165,7 @@ static int rpdfile_query_int(sqlite3 *db, const char *path, const char *sql, int
   sqlite3_stmt *st = NULL;
   int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
   if (rc != SQLITE_OK) {
-    int code = rc == SQLITE_NOTADB ? NANO_RPDFILE_ENOTDB : NANO_RPDFILE_ESQLITE;
-    if (code == NANO_RPDFILE_ENOTDB)
-      rpdfile_err(err, errlen, path, "not an SQLite database");
-    else
-      rpdfile_err(err, errlen, path, "%s", sqlite3_errmsg(db));
+    int code = rpdfile_query_err(db, path, rc, err, errlen);
     sqlite3_finalize(st);
     return code;
   }
@@ -168,11 +175,7 @@ static int rpdfile_query_int(sqlite3 *db, const char *path, const char *sql, int
     *out = sqlite3_column_int64(st, 0);
     got = 1;
   } else if (rc != SQLITE_DONE) {
-    int code = rc == SQLITE_NOTADB ? NANO_RPDFILE_ENOTDB : NANO_RPDFILE_ESQLITE;
-    if (code == NANO_RPDFILE_ENOTDB)
-      rpdfile_err(err, errlen, path, "not an SQLite database");
-    else
-      rpdfile_err(err, errlen, path, "%s", sqlite3_errmsg(db));
+    int code = rpdfile_query_err(db, path, rc, err, errlen);
     sqlite3_finalize(st);
     return code;
   }
