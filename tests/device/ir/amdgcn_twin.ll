@@ -1,9 +1,9 @@
 ; Twins on AMDGPU: signature, attributes kept, instrumented accesses, original
 ; and its callee unchanged, callee cloned, LDS and private memory left alone
 ; by default, LDS instrumented on request.
-; RUN: %opt -load-pass-plugin=%plugin -passes=nano-device -S %s | %FileCheck %s
-; RUN: %opt -load-pass-plugin=%plugin -passes=nano-device -nano-addrspaces=shared -S %s | %FileCheck %s --check-prefix=LDS
-; RUN: env NANO_DEVICE_INLINE=1 %opt -load-pass-plugin=%plugin -passes=nano-device -S %s | %FileCheck %s --check-prefix=INL
+; RUN: %opt -load-pass-plugin=%plugin -passes=nano-device -S %s | FileCheck %s
+; RUN: %opt -load-pass-plugin=%plugin -passes=nano-device -nano-addrspaces=shared -S %s | FileCheck %s --check-prefix=LDS
+; RUN: env NANO_DEVICE_INLINE=1 %opt -load-pass-plugin=%plugin -passes=nano-device -S %s | FileCheck %s --check-prefix=INL
 
 target datalayout = "e-p:64:64-p1:64:64-p2:32:32-p3:32:32-p4:64:64-p5:32:32-p6:32:32-i64:64-v16:16-v24:32-v32:32-v48:64-v96:128-v192:256-v256:256-v512:512-v1024:1024-v2048:2048-n32:64-S32-A5-G1-ni:7"
 target triple = "amdgcn-amd-amdhsa"

@@ -2,19 +2,19 @@
 ; the environment and -mllvm-style options; malformed values are errors that
 ; name the variable; a missing device runtime is an error naming where it was
 ; looked for. Site file and line come from the debug locations.
-; RUN: %opt -load-pass-plugin=%plugin -passes=nano-device -S %s | %FileCheck %s --check-prefix=ALL
-; RUN: env NANO_KERNELS='k_a.*' %opt -load-pass-plugin=%plugin -passes=nano-device -S %s | %FileCheck %s --check-prefix=KERN
-; RUN: %opt -load-pass-plugin=%plugin -passes=nano-device -nano-kernels='k_b' -S %s | %FileCheck %s --check-prefix=KERNOPT
-; RUN: env NANO_SCOPE='src/kern.cu:15-25' %opt -load-pass-plugin=%plugin -passes=nano-device -S %s | %FileCheck %s --check-prefix=SCOPE
-; RUN: env NANO_SCOPE='other.cu' %opt -load-pass-plugin=%plugin -passes=nano-device -S %s | %FileCheck %s --check-prefix=NOSCOPE
-; RUN: env NANO_ACCESS=store %opt -load-pass-plugin=%plugin -passes=nano-device -S %s | %FileCheck %s --check-prefix=STORE
-; RUN: env NANO_ADDRSPACES=generic %opt -load-pass-plugin=%plugin -passes=nano-device -S %s | %FileCheck %s --check-prefix=GENERIC
-; RUN: (env NANO_KERNELS='k_(' %opt -load-pass-plugin=%plugin -passes=nano-device -S %s -o /dev/null 2>&1; echo "exit=$?") | %FileCheck %s --check-prefix=BADRE
-; RUN: (env NANO_SCOPE='kern.cu:9-3' %opt -load-pass-plugin=%plugin -passes=nano-device -S %s -o /dev/null 2>&1; echo "exit=$?") | %FileCheck %s --check-prefix=BADSCOPE
-; RUN: (env NANO_ACCESS='load,bogus' %opt -load-pass-plugin=%plugin -passes=nano-device -S %s -o /dev/null 2>&1; echo "exit=$?") | %FileCheck %s --check-prefix=BADKIND
-; RUN: (env NANO_DEVICE_INLINE=yes %opt -load-pass-plugin=%plugin -passes=nano-device -S %s -o /dev/null 2>&1; echo "exit=$?") | %FileCheck %s --check-prefix=BADINL
-; RUN: (env NANO_DEVICE_DIR=/nonexistent/dir %opt -load-pass-plugin=%plugin -passes=nano-device -S %s -o /dev/null 2>&1; echo "exit=$?") | %FileCheck %s --check-prefix=NOBC
-; RUN: (%opt -load-pass-plugin=%plugin -passes=nano-device -nano-addrspaces=global,private -S %s -o /dev/null 2>&1; echo "exit=$?") | %FileCheck %s --check-prefix=BADAS
+; RUN: %opt -load-pass-plugin=%plugin -passes=nano-device -S %s | FileCheck %s --check-prefix=ALL
+; RUN: env NANO_KERNELS='k_a.*' %opt -load-pass-plugin=%plugin -passes=nano-device -S %s | FileCheck %s --check-prefix=KERN
+; RUN: %opt -load-pass-plugin=%plugin -passes=nano-device -nano-kernels='k_b' -S %s | FileCheck %s --check-prefix=KERNOPT
+; RUN: env NANO_SCOPE='src/kern.cu:15-25' %opt -load-pass-plugin=%plugin -passes=nano-device -S %s | FileCheck %s --check-prefix=SCOPE
+; RUN: env NANO_SCOPE='other.cu' %opt -load-pass-plugin=%plugin -passes=nano-device -S %s | FileCheck %s --check-prefix=NOSCOPE
+; RUN: env NANO_ACCESS=store %opt -load-pass-plugin=%plugin -passes=nano-device -S %s | FileCheck %s --check-prefix=STORE
+; RUN: env NANO_ADDRSPACES=generic %opt -load-pass-plugin=%plugin -passes=nano-device -S %s | FileCheck %s --check-prefix=GENERIC
+; RUN: env NANO_KERNELS='k_(' %not %opt -load-pass-plugin=%plugin -passes=nano-device -S %s -o /dev/null 2>&1 | FileCheck %s --check-prefix=BADRE
+; RUN: env NANO_SCOPE='kern.cu:9-3' %not %opt -load-pass-plugin=%plugin -passes=nano-device -S %s -o /dev/null 2>&1 | FileCheck %s --check-prefix=BADSCOPE
+; RUN: env NANO_ACCESS='load,bogus' %not %opt -load-pass-plugin=%plugin -passes=nano-device -S %s -o /dev/null 2>&1 | FileCheck %s --check-prefix=BADKIND
+; RUN: env NANO_DEVICE_INLINE=yes %not %opt -load-pass-plugin=%plugin -passes=nano-device -S %s -o /dev/null 2>&1 | FileCheck %s --check-prefix=BADINL
+; RUN: env NANO_DEVICE_DIR=/nonexistent/dir %not %opt -load-pass-plugin=%plugin -passes=nano-device -S %s -o /dev/null 2>&1 | FileCheck %s --check-prefix=NOBC
+; RUN: %not %opt -load-pass-plugin=%plugin -passes=nano-device -nano-addrspaces=global,private -S %s -o /dev/null 2>&1 | FileCheck %s --check-prefix=BADAS
 
 target datalayout = "e-p:64:64-p1:64:64-p2:32:32-p3:32:32-p4:64:64-p5:32:32-p6:32:32-i64:64-v16:16-v24:32-v32:32-v48:64-v96:128-v192:256-v256:256-v512:512-v1024:1024-v2048:2048-n32:64-S32-A5-G1-ni:7"
 target triple = "amdgcn-amd-amdhsa"
@@ -70,17 +70,11 @@ define amdgpu_kernel void @k_b(ptr addrspace(1) %p) {
 ; GENERIC-NEXT: store
 
 ; BADRE: error: nanoprobe: NANO_KERNELS: invalid regular expression 'k_('
-; BADRE: exit={{[1-9]}}
 ; BADSCOPE: error: nanoprobe: NANO_SCOPE: bad line range '9-3'
-; BADSCOPE: exit={{[1-9]}}
 ; BADKIND: error: nanoprobe: NANO_ACCESS: unknown value 'bogus'
-; BADKIND: exit={{[1-9]}}
 ; BADINL: error: nanoprobe: NANO_DEVICE_INLINE: expected 0 or 1, not 'yes'
-; BADINL: exit={{[1-9]}}
 ; NOBC: error: nanoprobe: device runtime nano_dh_amdgcn_gfx9.bc not found in /nonexistent/dir
-; NOBC: exit={{[1-9]}}
 ; BADAS: error: nanoprobe: -nano-addrspaces: unknown value 'private'
-; BADAS: exit={{[1-9]}}
 
 !llvm.dbg.cu = !{!0}
 !llvm.module.flags = !{!3, !4}

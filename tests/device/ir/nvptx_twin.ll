@@ -2,7 +2,7 @@
 ; kernel calling convention and launch-bound attributes, upgraded from the
 ; annotations, on LLVM 22), generic and global accesses instrumented, shared
 ; (also through a generic pointer) and local left alone, the device function cloned, originals unchanged.
-; RUN: %opt -load-pass-plugin=%plugin -passes=nano-device -S %s | %FileCheck %s --check-prefixes=CHECK,V%major
+; RUN: %opt -load-pass-plugin=%plugin -passes=nano-device -S %s | FileCheck %s --check-prefixes=CHECK,V%major
 
 target datalayout = "e-i64:64-i128:128-v16:16-v32:32-n16:32:64"
 target triple = "nvptx64-nvidia-cuda"

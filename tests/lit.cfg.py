@@ -1,5 +1,6 @@
-# lit configuration of the pass tests (tests/pass). One plugin build per lit
-# run, given as parameters by tests/pass/CMakeLists.txt:
+# lit configuration of the IR and compile tests (tests/pass, tests/device/ir).
+# One plugin build per lit run, given as parameters by nano_add_lit_tests in
+# tests/CMakeLists.txt:
 #   --param plugin=<libNanoPass.so> --param llvm_bin=<tools dir>
 #   --param llvm_major=<N> --param hipcc=<path or empty>
 #   --param runtime_include=<runtime/include>
@@ -7,21 +8,21 @@ import os
 
 import lit.formats
 
-config.name = "nanoprobe-pass"
+config.name = "nanoprobe"
 config.test_format = lit.formats.ShTest(execute_external=False)
 config.suffixes = [".ll", ".c", ".cpp", ".hip", ".test"]
-config.excludes = ["Inputs", "lit.cfg.py", "CMakeLists.txt", "README.md"]
+config.excludes = ["Inputs", "lit.cfg.py", "CMakeLists.txt", "README.md", "samples"]
 config.test_source_root = os.path.dirname(__file__)
 
 params = lit_config.params
 for required in ("plugin", "llvm_bin", "llvm_major", "runtime_include"):
     if not params.get(required):
-        lit_config.fatal("tests/pass: --param %s=... is required" % required)
+        lit_config.fatal("tests: --param %s=... is required" % required)
 plugin = params["plugin"]
 llvm_bin = params["llvm_bin"]
 major = int(params["llvm_major"])
 if not os.path.isfile(plugin):
-    lit_config.fatal("tests/pass: plugin %s does not exist" % plugin)
+    lit_config.fatal("tests: plugin %s does not exist" % plugin)
 config.test_exec_root = params.get("exec_root", os.path.join(config.test_source_root, "Output"))
 
 # A clean environment: the pass's own settings come only from the RUN lines.
@@ -43,6 +44,7 @@ config.substitutions += [
     ("%clangxx", tool("clang++")),
     ("%clang", tool("clang")),
     ("%plugin", plugin),
+    ("%major", str(major)),
     ("%runtime_include", params["runtime_include"]),
     ("%hipcc", params.get("hipcc", "")),
     ("FileCheck", tool("FileCheck")),
@@ -52,7 +54,7 @@ config.substitutions += [
     ("%nm", tool("llvm-nm")),
 ]
 
-# Features are decided by tests/pass/CMakeLists.txt (the one place), which
+# Features are decided by nano_add_lit_tests (tests/CMakeLists.txt, the one place), which
 # registers only the tests whose REQUIRES a build satisfies.
 for feature in params.get("features", "").split(","):
     if feature:
