@@ -49,19 +49,11 @@ int an_open_write(const char *cmd, const char *path, struct rpdtool_trace *t) {
 int an_step_main(int argc, char **argv, const char *usage, const char *what, const char *tag,
                  int (*run)(const char *cmd, const struct rpdtool_trace *t)) {
   an_sqlite_setup();
-  const char *cmd = argv[0], *path = NULL;
-  for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-      fputs(usage, stdout);
-      return 0;
-    }
-    if (argv[i][0] == '-' && argv[i][1]) return rpdtool_usage(cmd, "unknown option '%s'", argv[i]);
-    if (path) return rpdtool_usage(cmd, "one FILE only ('%s' and '%s')", path, argv[i]);
-    path = argv[i];
-  }
-  if (!path) return rpdtool_usage(cmd, "missing FILE");
+  const char *cmd = argv[0], *path;
+  int ret = rpdtool_parse_args(argc, argv, usage, NULL, &path);
+  if (ret != RPDTOOL_PARSED) return ret;
   struct rpdtool_trace t;
-  int ret = an_open_write(cmd, path, &t);
+  ret = an_open_write(cmd, path, &t);
   if (ret) return ret;
   ret = run(cmd, &t);
   if (ret == AN_ALREADY) {

@@ -45,9 +45,10 @@ void an_sqlite_setup(void);
 int an_open_write(const char *cmd, const char *path, struct rpdtool_trace *t);
 
 /* The main of a one-FILE step that writes into the trace (callstack, graph,
- * autograd): prints `usage` for -h/--help, refuses other options and a second
- * FILE, opens FILE with an_open_write, calls run(cmd, t), and reports a step
- * whose metadata tag `tag` says it ran already as "nothing to do" (exit 0).
+ * autograd): parses its one FILE with rpdtool_parse_args (`usage` for
+ * -h/--help, no other options), opens FILE with an_open_write, calls
+ * run(cmd, t), and reports a step whose metadata tag `tag` says it ran
+ * already as "nothing to do" (exit 0).
  * Returns the exit code. */
 int an_step_main(int argc, char **argv, const char *usage, const char *what, const char *tag,
                  int (*run)(const char *cmd, const struct rpdtool_trace *t));

@@ -3,7 +3,6 @@
  * version-3 schema (tables, indexes, views, metadata rows) of nano/rpdfile.h.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -19,26 +18,11 @@ static const char rpd_create_help[] =
     "  -f, --force   replace an existing FILE instead of refusing\n";
 
 int rpd_cmd_create(int argc, char **argv) {
-  static const struct option opts[] = {{"help", no_argument, NULL, 'h'},
-                                       {"force", no_argument, NULL, 'f'},
-                                       {NULL, 0, NULL, 0}};
-  int force = 0, c;
-  optind = 0;
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, ":hf", opts, NULL)) != -1) {
-    if (c == 'h') {
-      fputs(rpd_create_help, stdout);
-      return RPDTOOL_EXIT_OK;
-    }
-    if (c == 'f') {
-      force = 1;
-      continue;
-    }
-    return rpdtool_usage("create", "unknown option '%s'", argv[optind - 1]);
-  }
-  if (argc - optind != 1)
-    return rpdtool_usage("create", "%s", argc - optind ? "expects one FILE" : "missing FILE");
-  const char *path = argv[optind];
+  int force = 0;
+  const struct rpdtool_opt opts[] = {{"force", 'f', NULL, &force}, {NULL, 0, NULL, NULL}};
+  const char *path;
+  int ret = rpdtool_parse_args(argc, argv, rpd_create_help, opts, &path);
+  if (ret != RPDTOOL_PARSED) return ret;
   struct stat sb;
   if (stat(path, &sb) == 0) {
     if (S_ISDIR(sb.st_mode)) return rpdtool_err("create", "%s: is a directory", path);

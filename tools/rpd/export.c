@@ -19,7 +19,6 @@
  * memory, into FILE.tmp that replaces FILE when complete.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -412,34 +411,17 @@ static int rpd_export_write(struct rpd_export *x) {
 }
 
 int rpd_cmd_export(int argc, char **argv) {
-  enum { OPT_START = 256, OPT_END };
-  static const struct option opts[] = {{"help", no_argument, NULL, 'h'},
-                                       {"output", required_argument, NULL, 'o'},
-                                       {"start", required_argument, NULL, OPT_START},
-                                       {"end", required_argument, NULL, OPT_END},
-                                       {NULL, 0, NULL, 0}};
-  const char *output = NULL, *start_s = NULL, *end_s = NULL;
-  int c;
-  optind = 0;
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, ":ho:", opts, NULL)) != -1) {
-    switch (c) {
-      case 'h':
-        fputs(rpd_export_help, stdout);
-        return RPDTOOL_EXIT_OK;
-      case 'o': output = optarg; break;
-      case OPT_START: start_s = optarg; break;
-      case OPT_END: end_s = optarg; break;
-      case ':': return rpdtool_usage("export", "option '%s' needs a value", argv[optind - 1]);
-      default: return rpdtool_usage("export", "unknown option '%s'", argv[optind - 1]);
-    }
-  }
-  if (argc - optind != 1)
-    return rpdtool_usage("export", "%s", argc - optind ? "expects one FILE" : "missing FILE");
+  const char *output = NULL, *start_s = NULL, *end_s = NULL, *file;
+  const struct rpdtool_opt opts[] = {{"output", 'o', &output, NULL},
+                                     {"start", 0, &start_s, NULL},
+                                     {"end", 0, &end_s, NULL},
+                                     {NULL, 0, NULL, NULL}};
+  int parsed = rpdtool_parse_args(argc, argv, rpd_export_help, opts, &file);
+  if (parsed != RPDTOOL_PARSED) return parsed;
   if (!output) return rpdtool_usage("export", "missing -o OUT.json");
 
   struct rpdtool_trace t;
-  int ret = rpdtool_open("export", argv[optind], RPDTOOL_READ, &t);
+  int ret = rpdtool_open("export", file, RPDTOOL_READ, &t);
   if (ret) return ret;
   struct rpd_export x = {.t = &t};
   int64_t lo, hi;

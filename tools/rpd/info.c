@@ -3,7 +3,6 @@
  * dropped records, rows per table, processes with their threads, GPUs with
  * their queues.
  */
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,21 +89,11 @@ static int64_t rpd_info_dropped(struct rpdtool_trace *t) {
 }
 
 int rpd_cmd_info(int argc, char **argv) {
-  static const struct option opts[] = {{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
-  int c;
-  optind = 0;
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-    if (c == 'h') {
-      fputs(rpd_info_help, stdout);
-      return RPDTOOL_EXIT_OK;
-    }
-    return rpdtool_usage("info", "unknown option '%s'", argv[optind - 1]);
-  }
-  if (argc - optind != 1)
-    return rpdtool_usage("info", "%s", argc - optind ? "expects one FILE" : "missing FILE");
+  const char *file;
+  int ret = rpdtool_parse_args(argc, argv, rpd_info_help, NULL, &file);
+  if (ret != RPDTOOL_PARSED) return ret;
   struct rpdtool_trace t;
-  int ret = rpdtool_open("info", argv[optind], RPDTOOL_READ, &t);
+  ret = rpdtool_open("info", file, RPDTOOL_READ, &t);
   if (ret) return ret;
 
   int64_t lo, hi;

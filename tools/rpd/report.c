@@ -727,29 +727,17 @@ static int rp_page(const char *cmd, const struct rpdtool_trace *t, FILE *f) {
 
 int rpd_cmd_report(int argc, char **argv) {
   an_sqlite_setup();
-  const char *cmd = argv[0], *in = NULL, *out = NULL;
-  for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-      fputs("usage: rpd report FILE -o OUT.html\n\n"
-            "Writes one self-contained HTML page about the trace FILE: summary, GPU busy,\n"
-            "a timeline overview, top GPU ops, top calls by inclusive and exclusive time,\n"
-            "the autograd operator -> kernel -> sizes tree (after 'rpd autograd') and\n"
-            "marks. FILE is only read.\n",
-            stdout);
-      return 0;
-    }
-    if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output")) {
-      if (++i == argc) return rpdtool_usage(cmd, "-o needs a file name");
-      out = argv[i];
-    } else if (argv[i][0] == '-' && argv[i][1]) {
-      return rpdtool_usage(cmd, "unknown option '%s'", argv[i]);
-    } else if (in) {
-      return rpdtool_usage(cmd, "one FILE only ('%s' and '%s')", in, argv[i]);
-    } else {
-      in = argv[i];
-    }
-  }
-  if (!in) return rpdtool_usage(cmd, "missing FILE");
+  const char *cmd = argv[0], *in, *out = NULL;
+  const struct rpdtool_opt opts[] = {{"output", 'o', &out, NULL}, {NULL, 0, NULL, NULL}};
+  int parsed = rpdtool_parse_args(
+      argc, argv,
+      "usage: rpd report FILE -o OUT.html\n\n"
+      "Writes one self-contained HTML page about the trace FILE: summary, GPU busy,\n"
+      "a timeline overview, top GPU ops, top calls by inclusive and exclusive time,\n"
+      "the autograd operator -> kernel -> sizes tree (after 'rpd autograd') and\n"
+      "marks. FILE is only read.\n",
+      opts, &in);
+  if (parsed != RPDTOOL_PARSED) return parsed;
   if (!out) return rpdtool_usage(cmd, "missing -o OUT.html");
   struct rpdtool_trace t;
   int ret = rpdtool_open(cmd, in, RPDTOOL_READ, &t);

@@ -7,7 +7,9 @@
 
 #include <nano/rpdfile.h>
 
+#include <assert.h>
 #include <errno.h>
+#include <getopt.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -38,6 +40,48 @@ int rpdtool_usage(const char *cmd, const char *fmt, ...) {
   va_end(ap);
   fprintf(stderr, "Try 'rpd %s --help'.\n", cmd);
   return RPDTOOL_EXIT_USAGE;
+}
+
+int rpdtool_parse_args(int argc, char **argv, const char *help, const struct rpdtool_opt *opts,
+                       const char **file) {
+  enum { MAX_OPTS = 8, LONG_ONLY = 256 };
+  const char *cmd = argv[0];
+  struct option longs[MAX_OPTS + 2] = {{"help", no_argument, NULL, 'h'}};
+  char shorts[3 * MAX_OPTS + 4] = ":h";
+  size_t ns = 2;
+  int n = 0;
+  for (; opts && opts[n].name; n++) {
+    assert(n < MAX_OPTS && (opts[n].value != NULL) != (opts[n].flag != NULL));
+    int val = opts[n].letter ? opts[n].letter : LONG_ONLY + n;
+    longs[n + 1] = (struct option){opts[n].name, opts[n].value ? required_argument : no_argument,
+                                   NULL, val};
+    if (opts[n].letter) {
+      shorts[ns++] = (char)opts[n].letter;
+      if (opts[n].value) shorts[ns++] = ':';
+    }
+  }
+  shorts[ns] = 0;
+  optind = 0;
+  opterr = 0;
+  int c;
+  while ((c = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
+    if (c == 'h') {
+      fputs(help, stdout);
+      return RPDTOOL_EXIT_OK;
+    }
+    if (c == ':') return rpdtool_usage(cmd, "option '%s' needs a value", argv[optind - 1]);
+    int k = 0;
+    while (k < n && (opts[k].letter ? opts[k].letter : LONG_ONLY + k) != c) k++;
+    if (k == n) return rpdtool_usage(cmd, "unknown option '%s'", argv[optind - 1]);
+    if (opts[k].value)
+      *opts[k].value = optarg;
+    else
+      *opts[k].flag = 1;
+  }
+  if (argc - optind != 1)
+    return rpdtool_usage(cmd, "%s", argc - optind ? "expects one FILE" : "missing FILE");
+  *file = argv[optind];
+  return RPDTOOL_PARSED;
 }
 
 /* ---- opening traces ---------------------------------------------------- */

@@ -13,6 +13,8 @@
  *                                  and keeps args in rocpd_string).
  *   rpdtool_table_*                an aligned text table (numbers right-aligned).
  *   rpdtool_print_query            run a query and print its result as such a table.
+ *   rpdtool_parse_args             the options and the one FILE of a subcommand,
+ *                                  -h/--help included.
  *   rpdtool_parse_time             --start/--end style values: absolute ns, a
  *                                  percentage of the trace span, or an offset
  *                                  from the trace start with a unit.
@@ -43,6 +45,30 @@ int rpdtool_err(const char *cmd, const char *fmt, ...) __attribute__((format(pri
 /* Prints "rpd <cmd>: <message>\nTry 'rpd <cmd> --help'.\n" on stderr; returns
  * RPDTOOL_EXIT_USAGE. */
 int rpdtool_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- arguments ---------------------------------------------------------- */
+
+/* One option of a subcommand: its long name ("output"), its short letter or 0,
+ * and either `value` (the option takes an argument, stored there) or `flag`
+ * (set to 1). A list of options ends with an entry whose name is NULL. */
+struct rpdtool_opt {
+  const char *name;
+  int letter;
+  const char **value;
+  int *flag;
+};
+
+/* Returned by rpdtool_parse_args when the subcommand should go on. */
+#define RPDTOOL_PARSED (-1)
+
+/* Parses the arguments of subcommand argv[0] with getopt_long (options may
+ * follow FILE): -h/--help prints `help` on stdout; each option of `opts` (at
+ * most 8) stores its value or sets its flag; exactly one FILE goes to *file.
+ * Returns RPDTOOL_PARSED to go on, else the exit code to return: 0 after the
+ * help, RPDTOOL_EXIT_USAGE (a message on stderr) for an unknown option, an
+ * option without its value, no FILE or more than one. */
+int rpdtool_parse_args(int argc, char **argv, const char *help, const struct rpdtool_opt *opts,
+                       const char **file);
 
 /* ---- opening traces ---------------------------------------------------- */
 

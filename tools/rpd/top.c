@@ -3,7 +3,6 @@
  * GPU ops grouped by description (by opType where the description is empty),
  * longest total first.
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -38,32 +37,15 @@ static int rpd_top_temp_view(struct rpdtool_trace *t) {
 }
 
 int rpd_cmd_top(int argc, char **argv) {
-  static const struct option opts[] = {{"help", no_argument, NULL, 'h'},
-                                       {"limit", required_argument, NULL, 'n'},
-                                       {NULL, 0, NULL, 0}};
   long limit = 20;
-  int c;
-  optind = 0;
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, ":hn:", opts, NULL)) != -1) {
-    switch (c) {
-      case 'h':
-        fputs(rpd_top_help, stdout);
-        return RPDTOOL_EXIT_OK;
-      case 'n':
-        if (rpdtool_parse_count(optarg, &limit) != 0)
-          return rpdtool_usage("top", "--limit expects a number >= 0, not '%s'", optarg);
-        break;
-      case ':':
-        return rpdtool_usage("top", "option '%s' needs a value", argv[optind - 1]);
-      default:
-        return rpdtool_usage("top", "unknown option '%s'", argv[optind - 1]);
-    }
-  }
-  if (argc - optind != 1)
-    return rpdtool_usage("top", "%s", argc - optind ? "expects one FILE" : "missing FILE");
+  const char *limit_s = NULL, *file;
+  const struct rpdtool_opt opts[] = {{"limit", 'n', &limit_s, NULL}, {NULL, 0, NULL, NULL}};
+  int ret = rpdtool_parse_args(argc, argv, rpd_top_help, opts, &file);
+  if (ret != RPDTOOL_PARSED) return ret;
+  if (limit_s && rpdtool_parse_count(limit_s, &limit) != 0)
+    return rpdtool_usage("top", "--limit expects a number >= 0, not '%s'", limit_s);
   struct rpdtool_trace t;
-  int ret = rpdtool_open("top", argv[optind], RPDTOOL_READ, &t);
+  ret = rpdtool_open("top", file, RPDTOOL_READ, &t);
   if (ret) return ret;
   int view = rpdtool_has_object(t.db, "top");
   if (view < 0)

@@ -17,41 +17,23 @@
 #include "analysis.h"
 #include "commands.h"
 
-/* Prints the usage of `rpd trim` on `out`. */
-static void tr_usage(FILE *out) {
-  fputs("usage: rpd trim FILE [--start T] [--end T] -o OUT\n\n"
-        "Writes the calls starting within [start, end] (with the GPU ops they caused,\n"
-        "and samples and unlinked ops starting within it) to a new RPD file OUT.\n"
-        "T: absolute ns ('1234567'), a percentage of the calls' span ('10%'), or an\n"
-        "offset from the first call ('+1.5ms', units ns us ms s). Defaults: the whole\n"
-        "span. Strings no kept row uses are dropped. FILE is not changed.\n",
-        out);
-}
+static const char tr_help[] =
+    "usage: rpd trim FILE [--start T] [--end T] -o OUT\n\n"
+    "Writes the calls starting within [start, end] (with the GPU ops they caused,\n"
+    "and samples and unlinked ops starting within it) to a new RPD file OUT.\n"
+    "T: absolute ns ('1234567'), a percentage of the calls' span ('10%'), or an\n"
+    "offset from the first call ('+1.5ms', units ns us ms s). Defaults: the whole\n"
+    "span. Strings no kept row uses are dropped. FILE is not changed.\n";
 
 int rpd_cmd_trim(int argc, char **argv) {
   an_sqlite_setup();
-  const char *cmd = argv[0], *in = NULL, *out = NULL, *s_start = NULL, *s_end = NULL;
-  for (int i = 1; i < argc; i++) {
-    const char **opt = !strcmp(argv[i], "--start") ? &s_start
-                       : !strcmp(argv[i], "--end") ? &s_end
-                       : !strcmp(argv[i], "-o") || !strcmp(argv[i], "--output") ? &out
-                                                                                  : NULL;
-    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-      tr_usage(stdout);
-      return 0;
-    }
-    if (opt) {
-      if (++i == argc) return rpdtool_usage(cmd, "%s needs a value", argv[i - 1]);
-      *opt = argv[i];
-    } else if (argv[i][0] == '-' && argv[i][1]) {
-      return rpdtool_usage(cmd, "unknown option '%s'", argv[i]);
-    } else if (in) {
-      return rpdtool_usage(cmd, "one FILE only ('%s' and '%s')", in, argv[i]);
-    } else {
-      in = argv[i];
-    }
-  }
-  if (!in) return rpdtool_usage(cmd, "missing FILE");
+  const char *cmd = argv[0], *in, *out = NULL, *s_start = NULL, *s_end = NULL;
+  const struct rpdtool_opt opts[] = {{"output", 'o', &out, NULL},
+                                     {"start", 0, &s_start, NULL},
+                                     {"end", 0, &s_end, NULL},
+                                     {NULL, 0, NULL, NULL}};
+  int parsed = rpdtool_parse_args(argc, argv, tr_help, opts, &in);
+  if (parsed != RPDTOOL_PARSED) return parsed;
   if (!out) return rpdtool_usage(cmd, "missing -o OUT (the input is never changed)");
   struct rpdtool_trace t;
   int ret = rpdtool_open(cmd, in, RPDTOOL_READ, &t);
