@@ -14,9 +14,9 @@
  *   store). Compile with -DEXTRA_ATOMIC for one more fetch_add per round (the
  *   gate test's "added atomic").
  */
-#include <pthread.h>
 #include <stdio.h>
-#include <stdlib.h>
+
+#include "e2e_main.h"
 
 struct pair {
   int a, b;
@@ -74,21 +74,9 @@ static void *worker(void *arg) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 4) {
-    fprintf(stderr, "usage: %s THREADS ITERS MIX\n", argv[0]);
-    return 2;
-  }
-  int threads = atoi(argv[1]);
-  iters = atol(argv[2]);
-  mix = atol(argv[3]);
-  pthread_t t[64];
-  if (threads < 1 || threads > 64)
-    return 2;
-  for (int i = 0; i < threads; i++)
-    if (pthread_create(&t[i], NULL, worker, NULL) != 0)
-      return 1;
-  for (int i = 0; i < threads; i++)
-    pthread_join(t[i], NULL);
+  int rc = e2e_run(argc, argv, &iters, &mix, worker);
+  if (rc != 0)
+    return rc;
   printf("hot=%ld word=%lu ctor=%ld\n", hot, word, ctor_value);
   return 0;
 }

@@ -8,10 +8,10 @@
  * table.
  * Prints only values that do not depend on instrumentation.
  */
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
-#include <stdlib.h>
+
+#include "e2e_main.h"
 
 static atomic_long hot;
 static atomic_long mixed;
@@ -41,21 +41,9 @@ static void *worker(void *arg) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 4) {
-    fprintf(stderr, "usage: %s THREADS ITERS MIX\n", argv[0]);
-    return 2;
-  }
-  int threads = atoi(argv[1]);
-  iters = atol(argv[2]);
-  mix = atol(argv[3]);
-  pthread_t t[64];
-  if (threads < 1 || threads > 64)
-    return 2;
-  for (int i = 0; i < threads; i++)
-    if (pthread_create(&t[i], NULL, worker, NULL) != 0)
-      return 1;
-  for (int i = 0; i < threads; i++)
-    pthread_join(t[i], NULL);
+  int rc = e2e_run(argc, argv, &iters, &mix, worker);
+  if (rc != 0)
+    return rc;
   /* Explicit loads: a plain read of an _Atomic object is an atomic load the
    * plugin sees and the prelude cannot. */
   printf("hot=%ld mixed=%ld bits=%u\n", atomic_load(&hot), atomic_load(&mixed), atomic_load(&bits));

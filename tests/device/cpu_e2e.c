@@ -26,15 +26,7 @@ NANO_TWIN_DECL(void, k_axpy, float *y, const float *x, float a, int n);
 NANO_TWIN_DECL(void, k_mixed, int64_t *count, char *dst, const char *src, unsigned len);
 extern const unsigned axpy_line, bump_line, mixed_atomic_line, mixed_cas_line, mixed_copy_line;
 
-#define CHECK(c, ...)                                                                          \
-  do {                                                                                         \
-    if (!(c)) {                                                                                \
-      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #c);                             \
-      fprintf(stderr, __VA_ARGS__);                                                            \
-      fputc('\n', stderr);                                                                     \
-      exit(1);                                                                                 \
-    }                                                                                          \
-  } while (0)
+#include "check.h"
 
 /* One expected access. */
 struct e2e_access {

@@ -9,15 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK(c, ...)                                                                          \
-  do {                                                                                         \
-    if (!(c)) {                                                                                \
-      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #c);                             \
-      fprintf(stderr, __VA_ARGS__);                                                            \
-      fputc('\n', stderr);                                                                     \
-      exit(1);                                                                                 \
-    }                                                                                          \
-  } while (0)
+#include "check.h"
 
 static void unit_put(unsigned char *p, uint64_t v, int bytes) {
   for (int i = 0; i < bytes; i++)
