@@ -107,13 +107,28 @@ void rpd_record_monitor(const char *deviceType, int deviceId, const char *monito
                         int64_t start, int64_t end, const char *value);
 
 #if defined(__GNUC__)
-/* NANO_ZONE("name"): a range from here to the end of the enclosing scope. */
+/* NANO_ZONE("name"): a range from here to the end of the enclosing scope.
+ * With a string literal the name is interned once per site (a static handle,
+ * as Tracy's source locations) and every entry takes the interned hot path;
+ * any other name is copied at each entry, as rpd_rangePush does. */
 static inline void nano_zone_end_(int *unused) { (void)unused; rpd_rangePop(); }
+static inline void nano_zone_begin_(uint32_t *site, const char *name) {
+  uint32_t h = __atomic_load_n(site, __ATOMIC_RELAXED);
+  if (!h) {
+    h = rpd_intern(name);
+    __atomic_store_n(site, h, __ATOMIC_RELAXED);
+  }
+  rpd_rangePushInterned(0, h, 0);
+}
 #define NANO_ZONE_CAT2_(a, b) a##b
 #define NANO_ZONE_CAT_(a, b) NANO_ZONE_CAT2_(a, b)
-#define NANO_ZONE(name)                                                         \
+#define NANO_ZONE(name)                                                                  \
+  static uint32_t NANO_ZONE_CAT_(nano_zone_site_, __LINE__);                             \
   int NANO_ZONE_CAT_(nano_zone_, __LINE__) __attribute__((cleanup(nano_zone_end_), unused)) = \
-      (rpd_rangePush(NULL, (name), NULL), 0)
+      (__builtin_constant_p(name)                                                        \
+           ? nano_zone_begin_(&NANO_ZONE_CAT_(nano_zone_site_, __LINE__), (name))         \
+           : rpd_rangePush(NULL, (name), NULL),                                          \
+       0)
 #endif
 
 #else /* NANO_DISABLE: the whole API compiles to nothing */

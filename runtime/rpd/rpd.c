@@ -148,9 +148,15 @@ static _Atomic(struct rpd_tbuf *) g_bufs;
 static _Atomic uint64_t g_api_next = 1;        /* api handles, process-wide  */
 static _Atomic uint64_t g_range_next = 1;      /* rpdi_range_start ids       */
 
-static __thread struct rpd_tbuf *tls_buf __attribute__((tls_model("initial-exec")));
-static __thread uint32_t tls_depth __attribute__((tls_model("initial-exec")));
-static __thread uint64_t tls_unrecorded __attribute__((tls_model("initial-exec")));
+/* A thread's state, one initial-exec TLS block (one address computation on
+ * the hot path). Bit d of `unrecorded` is set while the range open at depth
+ * d < 64 was not recorded (recording off, or dropped), so its pop is not
+ * either; the pop clears it. */
+static __thread struct rpd_tls {
+  struct rpd_tbuf *buf;
+  uint32_t depth;
+  uint64_t unrecorded;
+} tls __attribute__((tls_model("initial-exec")));
 static pthread_key_t g_tls_key;
 
 /* Flush protocol: a requester increments g_flush_req, writes the eventfd and
@@ -187,17 +193,25 @@ static inline int64_t rpd_clock(void) {
 RPDI_EXPORT int64_t rpd_now(void) { return rpd_clock(); }
 
 /* ---- the time of ranges and marks ------------------------------------------
- * By default rpd_clock(). With NANO_RPD_CLOCK=tsc (x86-64 with an invariant TSC
- * that the kernel itself uses as clocksource) producers store raw TSC ticks
- * and the writer converts them with one linear calibration against
- * CLOCK_MONOTONIC, taken at load and 50 ms later (then fixed, so every record
- * converts the same way). */
+ * Producers stamp with raw TSC ticks (one rdtsc, the cheapest precise clock)
+ * where the TSC is invariant and is the kernel's clocksource, so that
+ * CLOCK_MONOTONIC itself is derived from it; elsewhere, or with
+ * NANO_RPD_CLOCK=monotonic, with CLOCK_MONOTONIC ns.
+ *
+ * The writer converts ticks to CLOCK_MONOTONIC ns with a piecewise-linear map
+ * (rpd_tsc_map). The first segment is fitted between a sample taken at load
+ * and one 50 ms later. About once a second the writer takes a fresh
+ * (ticks, ns) sample and starts a segment there: it begins where the previous
+ * one ends (continuous, so times stay monotonic) and its slope is the
+ * measured rate plus the remaining offset spread over the next second, so the
+ * trace follows CLOCK_MONOTONIC (and GPU times in that domain) through NTP
+ * slewing instead of drifting by the calibration error. Only the writer adds
+ * segments, at "now", after every stamp it has converted: no converted stamp
+ * lies beyond a segment added later, so a stamp converts the same way forever. */
 static int g_tsc;
-static int64_t g_tsc0, g_tsc_ns0;
-static double g_tsc_slope;
-static int g_tsc_ready;
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <x86intrin.h>
 static inline int64_t rpd_ticks(void) { return (int64_t)__rdtsc(); }
 #else
@@ -222,46 +236,136 @@ static void rpd_tsc_sample(int64_t *ticks, int64_t *ns) {
   }
 }
 
-/* Turns TSC mode on when asked and the machine has a usable TSC. */
-static void rpd_tsc_init(const char *mode) {
-  if (!mode || !*mode || strcmp(mode, "monotonic") == 0) return;
-  if (strcmp(mode, "tsc") != 0) {
-    rpd_log("NANO_RPD_CLOCK=%s is not 'tsc' or 'monotonic'; using monotonic", mode);
-    return;
-  }
+struct rpd_tsc_seg {
+  int64_t ticks, ns; /* start of the segment */
+  double slope;      /* ns per tick */
+};
+
+/* Writer-side state of the map; the load sample is taken by rpd_tsc_init. */
+static struct rpd_tsc_map {
+  int64_t sample_ticks, sample_ns; /* the last sample */
+  struct rpd_tsc_seg *segs;
+  uint32_t n, cap;
+  int failed; /* out of memory: the last segment goes on */
+} g_tsc_map;
+
+enum { RPD_TSC_RESAMPLE_NS = 1000000000, RPD_TSC_FIRST_NS = 50000000 };
+
+/* Why the TSC cannot serve as the clock here, or NULL when it can. */
+static const char *rpd_tsc_unusable(void) {
 #if defined(__x86_64__)
+  unsigned a, b, c, d;
+  if (!__get_cpuid(0x80000007, &a, &b, &c, &d) || !(d & (1u << 8)))
+    return "the CPU has no invariant TSC";
   char src[64] = "";
   FILE *f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "r");
   if (f) {
     if (!fgets(src, sizeof src, f)) src[0] = 0;
     fclose(f);
   }
-  if (strcmp(src, "tsc\n") != 0) {
-    rpd_log("NANO_RPD_CLOCK=tsc: the kernel's clocksource is not tsc; using monotonic");
+  if (strcmp(src, "tsc\n") != 0) return "the kernel's clocksource is not tsc";
+  return NULL;
+#else
+  return "the TSC clock needs x86-64";
+#endif
+}
+
+/* NANO_RPD_CLOCK: unset or "auto" (TSC where usable), "tsc" (the same, with a
+ * warning where unusable), "monotonic". */
+static void rpd_tsc_init(const char *mode) {
+  int asked = mode && strcmp(mode, "tsc") == 0;
+  if (mode && *mode && !asked && strcmp(mode, "auto") != 0) {
+    if (strcmp(mode, "monotonic") != 0)
+      rpd_log("NANO_RPD_CLOCK=%s is not 'auto', 'tsc' or 'monotonic'; using monotonic", mode);
     return;
   }
+  const char *why = rpd_tsc_unusable();
+  if (why) {
+    if (asked) rpd_log("NANO_RPD_CLOCK=tsc: %s; using monotonic", why);
+    return;
+  }
+  g_tsc_map.segs = malloc(64 * sizeof *g_tsc_map.segs);
+  if (!g_tsc_map.segs) {
+    rpd_log("out of memory for the TSC map; using monotonic");
+    return;
+  }
+  g_tsc_map.cap = 64;
   g_tsc = 1;
-  rpd_tsc_sample(&g_tsc0, &g_tsc_ns0);
-#else
-  rpd_log("NANO_RPD_CLOCK=tsc needs x86-64; using monotonic");
-#endif
+  rpd_tsc_sample(&g_tsc_map.sample_ticks, &g_tsc_map.sample_ns);
+}
+
+/* Appends segment s; out of memory, the map keeps its last segment. */
+static void rpd_tsc_add(struct rpd_tsc_seg s) {
+  struct rpd_tsc_map *m = &g_tsc_map;
+  if (m->n == m->cap) {
+    uint32_t cap = m->cap ? m->cap * 2 : 64;
+    struct rpd_tsc_seg *segs = realloc(m->segs, cap * sizeof *segs);
+    if (!segs) {
+      if (!m->failed) rpd_log("out of memory for the TSC map; its last segment goes on");
+      m->failed = 1;
+      return;
+    }
+    m->segs = segs;
+    m->cap = cap;
+  }
+  m->segs[m->n++] = s;
+}
+
+static int64_t rpd_tsc_at(const struct rpd_tsc_seg *s, int64_t t) {
+  return s->ns + (int64_t)((double)(t - s->ticks) * s->slope);
+}
+
+/* Extends the map: the first segment once 50 ms have passed since load
+ * (waiting for them), then a segment a second. */
+static void rpd_tsc_extend(void) {
+  struct rpd_tsc_map *m = &g_tsc_map;
+  int64_t ticks, ns;
+  if (m->n == 0) {
+    int64_t wait = m->sample_ns + RPD_TSC_FIRST_NS - rpd_clock();
+    if (wait > 0) {
+      struct timespec ts = {wait / 1000000000, wait % 1000000000};
+      nanosleep(&ts, NULL);
+    }
+    rpd_tsc_sample(&ticks, &ns);
+    double slope = ticks > m->sample_ticks
+                       ? (double)(ns - m->sample_ns) / (double)(ticks - m->sample_ticks)
+                       : 1.0;
+    rpd_tsc_add((struct rpd_tsc_seg){m->sample_ticks, m->sample_ns, slope}); /* room from init */
+  } else {
+    if (m->failed || rpd_clock() - m->sample_ns < RPD_TSC_RESAMPLE_NS) return;
+    rpd_tsc_sample(&ticks, &ns);
+    const struct rpd_tsc_seg *last = &m->segs[m->n - 1];
+    if (ticks <= m->sample_ticks || ns <= m->sample_ns) return;
+    double rate = (double)(ns - m->sample_ns) / (double)(ticks - m->sample_ticks);
+    /* the offset left at this sample, closed over the next second; at most
+     * 1000 ppm of correction, so the slope stays sane after a long stall */
+    double fix = (double)(ns - rpd_tsc_at(last, ticks)) / RPD_TSC_RESAMPLE_NS;
+    if (fix > 1e-3) fix = 1e-3;
+    if (fix < -1e-3) fix = -1e-3;
+    rpd_tsc_add((struct rpd_tsc_seg){ticks, rpd_tsc_at(last, ticks), rate * (1 + fix)});
+  }
+  m->sample_ticks = ticks;
+  m->sample_ns = ns;
 }
 
 /* Writer side: the CLOCK_MONOTONIC time of a range/mark stamp. */
 static int64_t rpdw_time(int64_t t) {
   if (!g_tsc) return t;
-  if (!g_tsc_ready) {
-    int64_t wait = g_tsc_ns0 + 50000000 - rpd_clock();
-    if (wait > 0) {
-      struct timespec ts = {wait / 1000000000, wait % 1000000000};
-      nanosleep(&ts, NULL);
+  struct rpd_tsc_map *m = &g_tsc_map;
+  rpd_tsc_extend();
+  uint32_t i = m->n - 1;
+  if (t < m->segs[i].ticks) { /* a stamp older than the newest segment */
+    uint32_t lo = 0, hi = i;
+    while (lo < hi) {
+      uint32_t mid = (lo + hi + 1) / 2;
+      if (m->segs[mid].ticks <= t)
+        lo = mid;
+      else
+        hi = mid - 1;
     }
-    int64_t t1 = 0, ns1 = 0;
-    rpd_tsc_sample(&t1, &ns1);
-    g_tsc_slope = t1 > g_tsc0 ? (double)(ns1 - g_tsc_ns0) / (double)(t1 - g_tsc0) : 1.0;
-    g_tsc_ready = 1;
+    i = lo;
   }
-  return g_tsc_ns0 + (int64_t)((double)(t - g_tsc0) * g_tsc_slope);
+  return rpd_tsc_at(&m->segs[i], t);
 }
 
 static long rpd_futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct timespec *ts) {
@@ -370,10 +474,10 @@ static inline uint32_t rpd_on(void);
  * the buffer is handed to the writer for draining and reuse. */
 static void rpd_tls_destructor(void *p) {
   struct rpd_tbuf *b = p;
-  tls_buf = NULL; /* a record made later in this thread's exit gets a new buffer */
+  tls.buf = NULL; /* a record made later in this thread's exit gets a new buffer */
   if (!b) return;
   uint32_t epoch = rpd_on();
-  if (epoch && tls_depth > 0) {
+  if (epoch && tls.depth > 0) {
     struct rpd_rec *r = rpd_reserve(b, 1, NULL, NULL, NULL);
     if (r) {
       r->type = R_EXIT;
@@ -417,13 +521,13 @@ static struct rpd_tbuf *rpd_tbuf_slow(void) {
   b->tail_seen = atomic_load(&b->tail);
   b->atail_seen = atomic_load(&b->atail);
   b->wake_sent = 0;
-  tls_buf = b;
+  tls.buf = b;
   pthread_setspecific(g_tls_key, b);
   return b;
 }
 
 static inline struct rpd_tbuf *rpd_tbuf(void) {
-  struct rpd_tbuf *b = tls_buf;
+  struct rpd_tbuf *b = tls.buf;
   return b ? b : rpd_tbuf_slow();
 }
 
@@ -513,22 +617,24 @@ static struct rpd_rec *rpd_reserve(struct rpd_tbuf *b, uint32_t nslots, struct r
   return &b->slots[head & (b->nslots - 1)];
 }
 
+static __attribute__((noinline)) void rpd_publish_check(struct rpd_tbuf *b, uint64_t head) {
+  b->tail_seen = atomic_load_explicit(&b->tail, memory_order_acquire);
+  if (head - b->tail_seen > b->nslots / 2) {
+    if (!b->wake_sent) {
+      b->wake_sent = 1;
+      rpd_wake_writer();
+    }
+  } else {
+    b->wake_sent = 0;
+  }
+}
+
 /* Publishes a record of nslots reserved by rpd_reserve; wakes the writer
  * when the ring is more than half full. */
 static inline void rpd_publish(struct rpd_tbuf *b, uint32_t nslots) {
   uint64_t head = atomic_load_explicit(&b->head, memory_order_relaxed) + nslots;
   atomic_store_explicit(&b->head, head, memory_order_release);
-  if (head - b->tail_seen > b->nslots / 2) {
-    b->tail_seen = atomic_load_explicit(&b->tail, memory_order_acquire);
-    if (head - b->tail_seen > b->nslots / 2) {
-      if (!b->wake_sent) {
-        b->wake_sent = 1;
-        rpd_wake_writer();
-      }
-    } else {
-      b->wake_sent = 0;
-    }
-  }
+  if (__builtin_expect(head - b->tail_seen > b->nslots / 2, 0)) rpd_publish_check(b, head);
 }
 
 /* Recording state: returns the epoch when on, 0 when off. */
@@ -586,20 +692,14 @@ static int rpd_push_refs(uint32_t epoch, const char *domain, const char *name, c
   return 0;
 }
 
-/* Marks the range at the current depth as recorded or not, so its pop
- * matches. */
+/* Enters a range at the current depth, recorded or not (its pop matches). */
 static inline void rpd_depth_push(int recorded) {
-  uint32_t d = tls_depth++;
-  if (d < 64) {
-    if (recorded)
-      tls_unrecorded &= ~(1ull << d);
-    else
-      tls_unrecorded |= 1ull << d;
-  }
+  uint32_t d = tls.depth++;
+  if (!recorded && d < 64) tls.unrecorded |= 1ull << d;
 }
 
 int rpdi_push(const char *domain, const char *name, const char *args) {
-  uint32_t depth = tls_depth;
+  uint32_t depth = tls.depth;
   uint32_t epoch = rpd_on();
   int ok = epoch && rpd_push_refs(epoch, domain, name, args, NULL) == 0;
   rpd_depth_push(ok);
@@ -610,32 +710,77 @@ RPDI_EXPORT void rpd_rangePush(const char *domain, const char *name, const char 
   rpdi_push(domain, name, args);
 }
 
-RPDI_EXPORT void rpd_rangePushInterned(uint32_t domain, uint32_t name, uint32_t args) {
-  uint32_t epoch = rpd_on();
+static inline uint64_t rpd_ref_interned(uint32_t handle) {
+  return handle ? RPD_REF_INTERNED | handle : 0;
+}
+
+static __attribute__((noinline)) void rpd_push_interned_slow(uint32_t epoch, uint32_t domain,
+                                                              uint32_t name, uint32_t args) {
   int ok = 0;
   if (epoch) {
-    uint64_t pre[3] = {domain ? RPD_REF_INTERNED | domain : 0, name ? RPD_REF_INTERNED | name : 0,
-                       args ? RPD_REF_INTERNED | args : 0};
+    uint64_t pre[3] = {rpd_ref_interned(domain), rpd_ref_interned(name), rpd_ref_interned(args)};
     ok = rpd_push_refs(epoch, NULL, NULL, NULL, pre) == 0;
   }
   rpd_depth_push(ok);
 }
 
-int rpdi_pop(void) {
-  if (tls_depth == 0) return -1;
-  uint32_t d = --tls_depth;
-  if (d < 64 && (tls_unrecorded >> d) & 1) return (int)d;
+/* The hot path of NANO_ZONE and the Python profiler: one record, no strings,
+ * no stack; everything else (no buffer yet, a full ring, stack frames on)
+ * takes rpd_push_refs. */
+RPDI_EXPORT void rpd_rangePushInterned(uint32_t domain, uint32_t name, uint32_t args) {
   uint32_t epoch = rpd_on();
-  if (!epoch) return (int)d;
-  struct rpd_tbuf *b = rpd_tbuf();
-  if (!b) return (int)d;
-  struct rpd_rec *r = rpd_reserve(b, 1, NULL, NULL, NULL);
-  if (!r) return (int)d;
+  struct rpd_tbuf *b = tls.buf;
+  if (__builtin_expect(epoch && b && g_stack_depth <= 0, 1)) {
+    uint64_t head = atomic_load_explicit(&b->head, memory_order_relaxed);
+    if (__builtin_expect(head + 1 - b->tail_seen <= b->nslots, 1)) {
+      struct rpd_rec *r = &b->slots[head & (b->nslots - 1)];
+      r->type = R_PUSH;
+      r->nslots = 1;
+      r->epoch = epoch;
+      r->t0 = rpd_stamp();
+      r->s[0] = rpd_ref_interned(domain);
+      r->s[1] = rpd_ref_interned(name);
+      r->s[2] = rpd_ref_interned(args);
+      r->s[3] = 0;
+      rpd_publish(b, 1);
+      tls.depth++;
+      return;
+    }
+  }
+  rpd_push_interned_slow(epoch, domain, name, args);
+}
+
+static inline void rpd_put_pop(struct rpd_tbuf *b, struct rpd_rec *r, uint32_t epoch) {
   r->type = R_POP;
   r->nslots = 1;
   r->epoch = epoch;
   r->t0 = rpd_stamp();
   rpd_publish(b, 1);
+}
+
+/* rpdi_pop past the depth bookkeeping, when the ring seemed full or the
+ * thread has no buffer yet: records the pop of depth d. */
+static __attribute__((noinline)) int rpd_pop_slow(uint32_t d, uint32_t epoch) {
+  struct rpd_tbuf *b = rpd_tbuf();
+  struct rpd_rec *r = b ? rpd_reserve(b, 1, NULL, NULL, NULL) : NULL;
+  if (r) rpd_put_pop(b, r, epoch);
+  return (int)d;
+}
+
+int rpdi_pop(void) {
+  if (tls.depth == 0) return -1;
+  uint32_t d = --tls.depth;
+  if (d < 64 && (tls.unrecorded >> d) & 1) {
+    tls.unrecorded &= ~(1ull << d);
+    return (int)d;
+  }
+  uint32_t epoch = rpd_on();
+  if (!epoch) return (int)d;
+  struct rpd_tbuf *b = tls.buf;
+  if (__builtin_expect(!b, 0)) return rpd_pop_slow(d, epoch);
+  uint64_t head = atomic_load_explicit(&b->head, memory_order_relaxed);
+  if (__builtin_expect(head + 1 - b->tail_seen > b->nslots, 0)) return rpd_pop_slow(d, epoch);
+  rpd_put_pop(b, &b->slots[head & (b->nslots - 1)], epoch);
   return (int)d;
 }
 
@@ -1867,9 +2012,9 @@ static void rpd_atfork_child(void) {
   pthread_mutex_init(&g_intern_lock, NULL);
   pthread_mutex_init(&g_ctl, NULL);
   atomic_store(&g_bufs, NULL);
-  tls_buf = NULL;
-  tls_depth = 0;
-  tls_unrecorded = 0;
+  tls.buf = NULL;
+  tls.depth = 0;
+  tls.unrecorded = 0;
   pthread_setspecific(g_tls_key, NULL);
   atomic_store(&g_writer_running, 0);
   rpdi_stack_reset();

@@ -9,6 +9,10 @@
  *   crash KIND N       N ranges and a mark, then KIND: segv, abort, term, int
  *   marks N            N marks as fast as possible (drop-mode test)
  *   interned N         N ranges pushed by interned handle, two names, one args
+ *   zone N             N times: NANO_ZONE("zone-outer") around a NANO_ZONE
+ *                      named "dyn-<k % 3>" from a stack buffer
+ *   clock N MS         N marks, each between two rpd_now() reads that it
+ *                      prints ("<before> <after>"), MS ms apart
  *   control            reference counting, stop below zero, ranges open at a
  *                      stop (prints what it did, the test checks the file)
  *   fork N             N ranges in the parent, then a child records N ranges
@@ -219,6 +223,27 @@ static int do_interned(int n) {
   return 0;
 }
 
+static int do_zone(int n) {
+  for (int k = 0; k < n; k++) {
+    NANO_ZONE("zone-outer");
+    char name[16];
+    snprintf(name, sizeof name, "dyn-%d", k % 3);
+    NANO_ZONE(name);
+  }
+  return 0;
+}
+
+static int do_clock(int n, int ms) {
+  for (int i = 0; i < n; i++) {
+    int64_t before = rpd_now();
+    rpd_mark(NULL, "clock", NULL);
+    int64_t after = rpd_now();
+    printf("%lld %lld\n", (long long)before, (long long)after);
+    if (i + 1 < n) usleep(ms * 1000);
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: %s MODE ARGS...\n", argv[0]);
@@ -239,6 +264,8 @@ int main(int argc, char **argv) {
   }
   if (strcmp(m, "api") == 0) return do_api();
   if (strcmp(m, "interned") == 0) return do_interned(a);
+  if (strcmp(m, "zone") == 0) return do_zone(a);
+  if (strcmp(m, "clock") == 0) return do_clock(a, b);
   if (strcmp(m, "chain") == 0) return do_chain();
   if (strcmp(m, "setname") == 0 && argc > 3) {
     int before = rpd_set_filename(argv[2], b);

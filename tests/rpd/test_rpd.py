@@ -425,16 +425,58 @@ def case_control(extra_env=None):
     check(o[3] < o[4] < a[3], "range open at the stop must end at the stop: %s %s" % (o, a))
 
 
-def case_tsc():
-    """NANO_RPD_CLOCK=tsc: ranges stamped with the TSC nest as with the default
-    clock, and agree with CLOCK_MONOTONIC stop times (ranges open at a stop)."""
+def case_clock():
+    """Both clocks: ranges nest and agree with CLOCK_MONOTONIC stop times under
+    NANO_RPD_CLOCK=monotonic and =tsc; the default (auto) stamps with the TSC
+    where it is usable, silently; stamps converted from the TSC match
+    CLOCK_MONOTONIC read around them over seconds of periodic flushing."""
     with open("/sys/devices/system/clocksource/clocksource0/current_clocksource") as f:
         tsc = f.read().strip() == "tsc"
-    env = {"NANO_RPD_CLOCK": "tsc"}
-    p = run([prog("rpd_workload"), "marks", "1"], dict(env, RPDT_FILENAME="probe.rpd"))
+    p = run([prog("rpd_workload"), "marks", "1"], {"NANO_RPD_CLOCK": "tsc", "RPDT_FILENAME": "probe.rpd"})
     check(("clocksource is not tsc" in p.stderr) == (not tsc), "stderr: %s" % p.stderr)
-    case_threads(env)
-    case_control(env)
+    p = run([prog("rpd_workload"), "marks", "1"], {"RPDT_FILENAME": "auto.rpd"})
+    check("clocksource" not in p.stderr, "auto clock warned: %s" % p.stderr)
+    p = run([prog("rpd_workload"), "marks", "1"], {"NANO_RPD_CLOCK": "sundial", "RPDT_FILENAME": "bad.rpd"})
+    check("NANO_RPD_CLOCK=sundial" in p.stderr, "no warning for a bad clock: %s" % p.stderr)
+    top = os.getcwd()
+    for mode in ("monotonic", "tsc"):
+        os.makedirs(mode)
+        os.chdir(mode)  # case_threads and case_control name their files
+        env = {"NANO_RPD_CLOCK": mode}
+        case_threads(env)
+        case_control(env)
+        n, slack = 12, 20000  # 12 marks 250 ms apart; 20 us of slack
+        p = run([prog("rpd_workload"), "clock", str(n), "250"],
+                {"NANO_RPD_CLOCK": mode, "RPDT_FILENAME": "clock-%s.rpd" % mode, "RPDT_AUTOFLUSH": "20"})
+        around = [tuple(int(x) for x in line.split()) for line in p.stdout.strip().splitlines()]
+        marks = [r[0] for r in q(db("clock-%s.rpd" % mode), "SELECT start FROM rocpd_api ORDER BY start")]
+        check(len(marks) == n == len(around), "%s: %d marks, %d lines" % (mode, len(marks), len(around)))
+        for (before, after), t in zip(around, marks):
+            check(before - slack <= t <= after + slack,
+                  "%s: a mark at %d, read between %d and %d (off by %d ns)"
+                  % (mode, t, before, after, min(abs(t - before), abs(t - after))))
+        os.chdir(top)
+
+
+def case_zone():
+    """NANO_ZONE: a literal name (interned once per site) and a name from a
+    buffer (copied) give the rows rpd_rangePush gives, properly nested."""
+    n = 300
+    run([prog("rpd_workload"), "zone", str(n)], {"RPDT_FILENAME": "zone.rpd"})
+    con = db("zone.rpd")
+    integrity(con)
+    rows = api_rows(con)
+    outer = [r for r in rows if r[8] == "zone-outer"]
+    inner = [r for r in rows if r[8].startswith("dyn-")]
+    check(len(rows) == 2 * n and len(outer) == n and len(inner) == n,
+          "%d rows: %d outer, %d inner" % (len(rows), len(outer), len(inner)))
+    for k, (o, i) in enumerate(zip(outer, inner)):
+        check(o[5] == i[5] == "UserMarker" and o[7] == i[7] == "UserMarker", "zone rows %s %s" % (o, i))
+        check(i[8] == "dyn-%d" % (k % 3), "inner %d is %r" % (k, i[8]))
+        check(o[3] <= i[3] <= i[4] <= o[4], "nesting broken at %d: %s %s" % (k, o[3:5], i[3:5]))
+    disabled = run([prog("zone_disabled")])
+    check(disabled.stdout.strip() == "disabled api sum 0", "NANO_DISABLE: %r" % disabled.stdout)
+    check(not os.path.exists("trace.rpd"), "NANO_DISABLE program wrote a trace")
 
 
 def case_autostart():
@@ -559,7 +601,7 @@ CASES = {
     "crash_abort": lambda: case_crash("abort", signal.SIGABRT),
     "crash_term": lambda: case_crash("term", signal.SIGTERM),
     "crash_int": lambda: case_crash("int", signal.SIGINT),
-    "tsc": case_tsc, "setname": case_setname, "chain": case_chain, "fork": case_fork, "exec": case_exec, "control": case_control, "autostart": case_autostart,
+    "clock": case_clock, "zone": case_zone, "setname": case_setname, "chain": case_chain, "fork": case_fork, "exec": case_exec, "control": case_control, "autostart": case_autostart,
     "autoflush": case_autoflush, "drop": case_drop, "stack": case_stack, "api": case_api,
     "interned": case_interned, "atomics": case_atomics,
 }
