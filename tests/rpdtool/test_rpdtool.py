@@ -400,7 +400,7 @@ def case_tracer():
     assert "schema version:  3" in out and "processes: 1, threads: 3" in out and "GPUs: 2" in out, out
     assert "dropped records: 0" in out, out
     pid = [l.split() for l in out.splitlines() if l[:1].isdigit() and len(l.split()) == 6][0]
-    assert pid[1:4] == ["3", "25", "23"], pid  # threads, api rows, user ranges+marks
+    assert pid[1:4] == ["3", "28", "26"], pid  # threads, api rows, user ranges+marks
     out, _ = run("top", path)
     rows = [l.split() for l in out.splitlines()[2:]]
     assert [r[0] for r in rows] == ["kernelA", "CopyHostToDevice"], rows
@@ -409,8 +409,14 @@ def case_tracer():
     ev = doc["traceEvents"]
     x = [e for e in ev if e["ph"] == "X"]
     user = [e for e in x if e["cat"] == "UserMarker"]
-    assert len(user) == 21, len(user)
-    assert sorted({e["name"] for e in user}) == ["inner", "main-outer"] + [f"work {i}" for i in range(5)]
+    assert len(user) == 22, len(user)
+    assert sorted({e["name"] for e in user}) == ["inner", "main-outer", "step"] + [f"work {i}" for i in range(5)]
+    # as rocmProfileData's exporter: a marker row (apiName UserMarker, any
+    # domain) is named by its text; a range with its own args keeps them
+    step = [e for e in user if e["name"] == "step"][0]
+    assert step["args"]["args"] == "iter=1", step
+    dom = [e for e in x if e["cat"] == "mydomain"]
+    assert [e["name"] for e in dom] == ["domain-range"] and "args" not in dom[0]["args"], dom
     p = check_nesting(ev)
     assert p["inner"].startswith("work "), p
     outer = [e for e in user if e["name"] == "main-outer"][0]
@@ -418,8 +424,9 @@ def case_tracer():
         if e["pid"] == outer["pid"] and e["tid"] == outer["tid"] and e is not outer:
             assert outer["ts"] <= e["ts"] and e["ts"] + e["dur"] <= outer["ts"] + outer["dur"], e
     marks = [e for e in ev if e["ph"] == "i"]
-    assert len(marks) == 2 and {m["name"] for m in marks} == {"done"}, marks
-    assert len({(m["pid"], m["tid"]) for m in marks}) == 2
+    assert sorted((m["name"], m["cat"]) for m in marks) == \
+        [("domain-mark", "mydomain"), ("done", "UserMarker"), ("done", "UserMarker")], marks
+    assert len({(m["pid"], m["tid"]) for m in marks}) == 3
     hip = sorted(e["name"] for e in x if e["cat"] == "hip")
     assert hip == ["hipLaunchKernel", "hipMemcpyAsync"], hip
     ops = sorted((e["pid"] - GPU_PID, e["tid"], e["name"], e["dur"]) for e in x if e["cat"] == "op")

@@ -53,6 +53,12 @@ int main(int argc, char **argv) {
    * range until then, so that it encloses them. */
   struct timespec nap = {0, 200000};
   nanosleep(&nap, NULL);
+  /* a user range with its own args, and an NVTX-style domain range and mark */
+  rpd_rangePush(NULL, "step", "iter=1");
+  rpd_rangePop();
+  rpd_rangePush("mydomain", "domain-range", NULL);
+  rpd_mark("mydomain", "domain-mark", NULL);
+  rpd_rangePop();
   rpd_rangePop();
   if (rpdstop() != 0) return 1;
   return 0;

@@ -220,8 +220,12 @@ static int rpd_export_api(struct rpd_export *x) {
     const char *category = (const char *)sqlite3_column_text(st, 6);
     const char *api = (const char *)sqlite3_column_text(st, 7);
     const char *args = (const char *)sqlite3_column_text(st, 8);
-    int user = domain && !strcmp(domain, "UserMarker");
-    const char *name = user && args && *args ? args : api;
+    /* A user marker row (apiName "UserMarker", any domain: roctx, NVTX
+     * domains) is named by its text; a user range with its own apiName (domain
+     * "UserMarker", rpd_rangePush with args) by that name, its args kept. */
+    int marker = api && !strcmp(api, "UserMarker");
+    int user = marker || (domain && !strcmp(domain, "UserMarker"));
+    const char *name = marker && args && *args ? args : api;
     rpd_export_begin(x);
     fputs("\"name\":", x->out);
     rpd_export_str(x->out, name);
@@ -237,7 +241,7 @@ static int rpd_export_api(struct rpd_export *x) {
       rpd_export_dur(x, end - start);
     }
     fprintf(x->out, ",\"pid\":%" PRId64 ",\"tid\":%" PRId64 ",\"args\":{\"id\":%" PRId64, pid, tid, id);
-    if (!user && args && *args) {
+    if (!marker && args && *args) {
       fputs(",\"args\":", x->out);
       rpd_export_str(x->out, args);
     }

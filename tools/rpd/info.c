@@ -115,7 +115,7 @@ int rpd_cmd_info(int argc, char **argv) {
 
   char *sql = sqlite3_mprintf(
       "SELECT pid, count(DISTINCT tid) AS threads, count(*) AS api_calls, "
-      "sum(domain='UserMarker') AS user_markers, min(start) AS first_ns, max(end) AS last_ns "
+      "sum(domain='UserMarker' OR apiName='UserMarker') AS user_markers, min(start) AS first_ns, max(end) AS last_ns "
       "FROM (%s) GROUP BY pid ORDER BY pid",
       rpdtool_api_sql(&t));
   if (!sql) {
