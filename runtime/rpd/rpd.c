@@ -1433,16 +1433,11 @@ static void rpdw_record(struct rpd_tbuf *b, const struct rpd_rec *r, uint64_t *a
     break;
   }
   case R_POP: {
-    /* ranges of an ended epoch were closed at their stop */
-    int keep = 0;
-    for (int i = 0; i < b->nopen; i++) {
-      struct rpd_open *o = &b->open[i];
-      if (o->epoch != r->epoch)
-        rpdw_close_range(b, o, rpdw_time(atomic_load(&g_stop_at[o->epoch & 255])));
-      else
-        b->open[keep++] = *o;
-    }
-    b->nopen = keep;
+    /* Ranges of an ended epoch end at their stop. A thread stamps its pushes
+     * with the epoch it reads and epochs only grow, so the epochs of its open
+     * ranges never decrease from the bottom of the stack up: when the bottom
+     * one is of this pop's epoch, none is stale (no scan of the stack per pop). */
+    if (b->nopen && b->open[0].epoch != r->epoch) rpdw_close_stale(b, r->epoch);
     if (b->nopen > 0) {
       b->nopen--;
       rpdw_close_range(b, &b->open[b->nopen], rpdw_time(r->t0));
