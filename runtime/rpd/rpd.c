@@ -868,9 +868,12 @@ struct rpdw_pending {
  * arenas, so that queue is flushed before an arena tail moves; both are
  * flushed before every commit. */
 #define RPDW_QUEUE 4096
+/* A queued api row: the values of the rocpd_api columns, in the order of the
+ * virtual table's columns (so that xColumn is one load). */
+enum { RPDW_A_ID, RPDW_A_PID, RPDW_A_TID, RPDW_A_START, RPDW_A_END, RPDW_A_NAME, RPDW_A_CAT,
+       RPDW_A_DOM, RPDW_A_ARGS, RPDW_A_COUNT };
 struct rpdw_api_q {
-  int64_t id, start, end, name_id, cat_id, dom_id, args_id;
-  int pid, tid;
+  int64_t v[RPDW_A_COUNT];
 };
 struct rpdw_ustr_q {
   int64_t id;
@@ -968,7 +971,13 @@ struct rpdw_vt {
 struct rpdw_vt_cursor {
   sqlite3_vtab_cursor base;
   int which, i, n;
+  const int64_t *row; /* nano_rpdw_api: the values of row i */
 };
+
+/* Points cursor c of nano_rpdw_api at its row i (in id order). */
+static void rpdw_vt_api_row(struct rpdw_vt_cursor *c) {
+  if (c->which == RPDW_VT_API && c->i < c->n) c->row = g_w.q->api[g_w.q->ord[c->i].i].v;
+}
 
 static int rpdw_vt_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
                            sqlite3_vtab **out, char **err) {
@@ -1024,11 +1033,14 @@ static int rpdw_vt_filter(sqlite3_vtab_cursor *cur, int idx, const char *idxstr,
   struct rpdw_vt_cursor *c = (struct rpdw_vt_cursor *)cur;
   c->i = 0;
   c->n = c->which == RPDW_VT_API ? g_w.napiq : g_w.nustrq;
+  rpdw_vt_api_row(c);
   return SQLITE_OK;
 }
 
 static int rpdw_vt_next(sqlite3_vtab_cursor *cur) {
-  ((struct rpdw_vt_cursor *)cur)->i++;
+  struct rpdw_vt_cursor *c = (struct rpdw_vt_cursor *)cur;
+  c->i++;
+  rpdw_vt_api_row(c);
   return SQLITE_OK;
 }
 
@@ -1037,30 +1049,18 @@ static int rpdw_vt_eof(sqlite3_vtab_cursor *cur) {
   return c->i >= c->n;
 }
 
-static int rpdw_vt_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {
-  struct rpdw_vt_cursor *c = (struct rpdw_vt_cursor *)cur;
-  if (c->which == RPDW_VT_USTRING) {
-    const struct rpdw_ustr_q *u = &g_w.q->ustr[c->i];
-    if (col == 0)
-      sqlite3_result_int64(ctx, u->id);
-    else
-      sqlite3_result_text(ctx, u->s, -1, SQLITE_STATIC);
-    return SQLITE_OK;
-  }
-  const struct rpdw_api_q *a = &g_w.q->api[g_w.q->ord[c->i].i];
-  int64_t v;
-  switch (col) {
-  case 0: v = a->id; break;
-  case 1: v = a->pid; break;
-  case 2: v = a->tid; break;
-  case 3: v = a->start; break;
-  case 4: v = a->end; break;
-  case 5: v = a->name_id; break;
-  case 6: v = a->cat_id; break;
-  case 7: v = a->dom_id; break;
-  default: v = a->args_id; break;
-  }
-  sqlite3_result_int64(ctx, v);
+static int rpdw_vt_api_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {
+  if (col < 0 || col >= RPDW_A_COUNT) return SQLITE_ERROR;
+  sqlite3_result_int64(ctx, ((const struct rpdw_vt_cursor *)cur)->row[col]);
+  return SQLITE_OK;
+}
+
+static int rpdw_vt_ustring_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {
+  const struct rpdw_ustr_q *u = &g_w.q->ustr[((const struct rpdw_vt_cursor *)cur)->i];
+  if (col == 0)
+    sqlite3_result_int64(ctx, u->id);
+  else
+    sqlite3_result_text(ctx, u->s, -1, SQLITE_STATIC);
   return SQLITE_OK;
 }
 
@@ -1069,21 +1069,16 @@ static int rpdw_vt_rowid(sqlite3_vtab_cursor *cur, sqlite3_int64 *rowid) {
   return SQLITE_OK;
 }
 
-static const sqlite3_module rpdw_vt_module = {
-    .iVersion = 0,
-    .xCreate = NULL, /* eponymous only */
-    .xConnect = rpdw_vt_connect,
-    .xBestIndex = rpdw_vt_best_index,
-    .xDisconnect = rpdw_vt_disconnect,
-    .xDestroy = rpdw_vt_disconnect,
-    .xOpen = rpdw_vt_open,
-    .xClose = rpdw_vt_close,
-    .xFilter = rpdw_vt_filter,
-    .xNext = rpdw_vt_next,
-    .xEof = rpdw_vt_eof,
-    .xColumn = rpdw_vt_column,
-    .xRowid = rpdw_vt_rowid,
-};
+#define RPDW_VT_MODULE(column)                                                                     \
+  {                                                                                                \
+    .iVersion = 0, .xCreate = NULL /* eponymous only */, .xConnect = rpdw_vt_connect,             \
+    .xBestIndex = rpdw_vt_best_index, .xDisconnect = rpdw_vt_disconnect,                          \
+    .xDestroy = rpdw_vt_disconnect, .xOpen = rpdw_vt_open, .xClose = rpdw_vt_close,               \
+    .xFilter = rpdw_vt_filter, .xNext = rpdw_vt_next, .xEof = rpdw_vt_eof, .xColumn = column,     \
+    .xRowid = rpdw_vt_rowid,                                                                       \
+  }
+static const sqlite3_module rpdw_vt_api_module = RPDW_VT_MODULE(rpdw_vt_api_column);
+static const sqlite3_module rpdw_vt_ustring_module = RPDW_VT_MODULE(rpdw_vt_ustring_column);
 
 /* Sorts g_w.q->ord[0..n) by id: an LSD radix sort on id - min, 11 bits a
  * pass (the ids of one queue span a few times its length, so two or three
@@ -1133,7 +1128,7 @@ static void rpdw_flush_api(void) {
   if (n && !g_w.failed) {
     int sorted = 1;
     for (int i = 0; i < n; i++) {
-      g_w.q->ord[i].id = g_w.q->api[i].id;
+      g_w.q->ord[i].id = g_w.q->api[i].v[RPDW_A_ID];
       g_w.q->ord[i].i = (uint32_t)i;
       if (i && g_w.q->ord[i].id < g_w.q->ord[i - 1].id) sorted = 0;
     }
@@ -1351,16 +1346,16 @@ static void rpdw_stack(const struct rpd_tbuf *b, uint64_t ref, int64_t api_id, u
 static void rpdw_api_row(int64_t id, int pid, int tid, int64_t start, int64_t end, int64_t name_id,
                          int64_t cat_id, int64_t dom_id, int64_t args_id) {
   if (g_w.napiq == RPDW_QUEUE) rpdw_flush_api();
-  struct rpdw_api_q *a = &g_w.q->api[g_w.napiq++];
-  a->id = id;
-  a->pid = pid;
-  a->tid = tid;
-  a->start = start;
-  a->end = end;
-  a->name_id = name_id;
-  a->cat_id = cat_id;
-  a->dom_id = dom_id;
-  a->args_id = args_id;
+  int64_t *a = g_w.q->api[g_w.napiq++].v;
+  a[RPDW_A_ID] = id;
+  a[RPDW_A_PID] = pid;
+  a[RPDW_A_TID] = tid;
+  a[RPDW_A_START] = start;
+  a[RPDW_A_END] = end;
+  a[RPDW_A_NAME] = name_id;
+  a[RPDW_A_CAT] = cat_id;
+  a[RPDW_A_DOM] = dom_id;
+  a[RPDW_A_ARGS] = args_id;
   g_w.txn_rows++;
 }
 
@@ -1683,9 +1678,9 @@ static int rpdw_open(void) {
       return -1;
     }
   }
-  if (sqlite3_create_module_v2(g_w.db, "nano_rpdw_api", &rpdw_vt_module,
+  if (sqlite3_create_module_v2(g_w.db, "nano_rpdw_api", &rpdw_vt_api_module,
                                (void *)(intptr_t)RPDW_VT_API, NULL) != SQLITE_OK ||
-      sqlite3_create_module_v2(g_w.db, "nano_rpdw_ustring", &rpdw_vt_module,
+      sqlite3_create_module_v2(g_w.db, "nano_rpdw_ustring", &rpdw_vt_ustring_module,
                                (void *)(intptr_t)RPDW_VT_USTRING, NULL) != SQLITE_OK ||
       sqlite3_prepare_v3(g_w.db,
                          "INSERT INTO rocpd_api(id, pid, tid, start, end, apiName_id, category_id, "
