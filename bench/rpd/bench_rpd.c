@@ -13,7 +13,8 @@
  *                               of the same rows (rocpd_ustring + rocpd_api)
  *                               into a fresh RPD file, in this run: one-row
  *                               statements, and 32-row statements (what the
- *                               writer itself uses)
+ *                               writer used before its INSERT ... SELECT from
+ *                               queue virtual tables)
  *
  * Output lines "name value unit"; run.sh turns them into ratios.
  */

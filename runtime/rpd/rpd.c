@@ -969,15 +969,9 @@ RPDI_EXPORT void rpd_record_monitor(const char *deviceType, int deviceId, const 
 
 /* ---- writer --------------------------------------------------------------- */
 
-enum {
-  ST_STRING, ST_USTRING, ST_API, ST_KERNEL, ST_COPY, ST_OP, ST_APIOPS, ST_MONITOR, ST_STACK,
-  ST_COUNT
-};
+enum { ST_STRING, ST_KERNEL, ST_COPY, ST_OP, ST_APIOPS, ST_MONITOR, ST_STACK, ST_COUNT };
 static const char *const rpdw_sql[ST_COUNT] = {
     "INSERT INTO rocpd_string(id, string) VALUES (?,?)",
-    "INSERT INTO rocpd_ustring(id, string) VALUES (?,?)",
-    "INSERT INTO rocpd_api(id, pid, tid, start, end, apiName_id, category_id, domain_id, args_id) "
-    "VALUES (?,?,?,?,?,?,?,?,?)",
     "INSERT INTO rocpd_kernelapi(api_ptr_id, stream, gridX, gridY, gridZ, workgroupX, workgroupY, "
     "workgroupZ, groupSegmentSize, privateSegmentSize, kernelName_id) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
     "INSERT INTO rocpd_copyapi(api_ptr_id, stream, size, width, height, kind, dst, src, dstDevice, "
@@ -1008,18 +1002,37 @@ struct rpdw_pending {
   int64_t domain_id, args_id;
 };
 
-/* Rows of the two hot tables are queued and inserted RPDW_MULTI at a time
- * with one multi-row INSERT (about twice the rows per second of one-row
- * statements). Queued ustring texts point into the producers' arenas, so the
- * queues are flushed before an arena tail moves and before every commit. */
-#define RPDW_MULTI 32
+/* Rows of the two hot tables, rocpd_api and rocpd_ustring, are queued and
+ * inserted by one INSERT ... SELECT per queue from an eponymous virtual table
+ * that reads the queue (rpdw_vt_*): no bind calls and one statement execution
+ * per RPDW_QUEUE rows. Api rows are inserted in id order: a range's id is
+ * taken at its push and its row written at its pop, so the rows of nested
+ * ranges come in post-order, and out-of-order rowids make SQLite split full
+ * pages in the middle of the table (balance_nonroot) where rowids in order
+ * append (balance_quick). Queued ustring texts point into the producers'
+ * arenas, so that queue is flushed before an arena tail moves; both are
+ * flushed before every commit. */
+#define RPDW_QUEUE 4096
+/* A queued api row: the values of the rocpd_api columns, in the order of the
+ * virtual table's columns (so that xColumn is one load). */
+enum { RPDW_A_ID, RPDW_A_PID, RPDW_A_TID, RPDW_A_START, RPDW_A_END, RPDW_A_NAME, RPDW_A_CAT,
+       RPDW_A_DOM, RPDW_A_ARGS, RPDW_A_COUNT };
 struct rpdw_api_q {
-  int64_t id, start, end, name_id, cat_id, dom_id, args_id;
-  int pid, tid;
+  int64_t v[RPDW_A_COUNT];
 };
 struct rpdw_ustr_q {
   int64_t id;
   const char *s;
+};
+/* The insertion order of the api queue: (id, queue index) sorted by id. */
+struct rpdw_api_ord {
+  int64_t id;
+  uint32_t i;
+};
+struct rpdw_queues {
+  struct rpdw_api_q api[RPDW_QUEUE];
+  struct rpdw_api_ord ord[RPDW_QUEUE], ord_tmp[RPDW_QUEUE];
+  struct rpdw_ustr_q ustr[RPDW_QUEUE];
 };
 
 /* The rows an interned string has in this session, 0 until first written. An
@@ -1035,9 +1048,8 @@ struct rpd_writer {
   char path[4096];
   int64_t session, offset;
   sqlite3_stmt *st[ST_COUNT];
-  sqlite3_stmt *api_multi, *ustr_multi;
-  struct rpdw_api_q apiq[RPDW_MULTI];
-  struct rpdw_ustr_q ustrq[RPDW_MULTI];
+  sqlite3_stmt *api_ins, *ustr_ins; /* INSERT ... SELECT from the queues */
+  struct rpdw_queues *q; /* heap: a fork child forgets the parent's with the rest of g_w */
   int napiq, nustrq;
   struct rpdw_map strings, ips;
   struct rpdw_handle_ids *handle_ids; /* interned handle -> its row ids */
@@ -1090,53 +1102,190 @@ static int rpdw_begin(void) {
   return 0;
 }
 
-static void rpdw_bind_api(sqlite3_stmt *st, int base, const struct rpdw_api_q *a) {
-  sqlite3_bind_int64(st, base + 1, a->id);
-  sqlite3_bind_int(st, base + 2, a->pid);
-  sqlite3_bind_int(st, base + 3, a->tid);
-  sqlite3_bind_int64(st, base + 4, a->start);
-  sqlite3_bind_int64(st, base + 5, a->end);
-  sqlite3_bind_int64(st, base + 6, a->name_id);
-  sqlite3_bind_int64(st, base + 7, a->cat_id);
-  sqlite3_bind_int64(st, base + 8, a->dom_id);
-  sqlite3_bind_int64(st, base + 9, a->args_id);
+/* ---- the queue virtual tables ----
+ * Eponymous virtual tables (no CREATE VIRTUAL TABLE, nothing in the file)
+ * registered on the writer's connection only: nano_rpdw_api yields the api
+ * queue in id order, nano_rpdw_ustring the ustring queue in queue order. */
+
+enum { RPDW_VT_API, RPDW_VT_USTRING };
+
+struct rpdw_vt {
+  sqlite3_vtab base;
+  int which;
+};
+struct rpdw_vt_cursor {
+  sqlite3_vtab_cursor base;
+  int which, i, n;
+  const int64_t *row; /* nano_rpdw_api: the values of row i */
+};
+
+/* Points cursor c of nano_rpdw_api at its row i (in id order). */
+static void rpdw_vt_api_row(struct rpdw_vt_cursor *c) {
+  if (c->which == RPDW_VT_API && c->i < c->n) c->row = g_w.q->api[g_w.q->ord[c->i].i].v;
 }
 
-/* Inserts the queued ustring and api rows: a full queue with the multi-row
- * statement, a partial one row by row. */
+static int rpdw_vt_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
+                           sqlite3_vtab **out, char **err) {
+  (void)argc;
+  (void)argv;
+  (void)err;
+  int which = (int)(intptr_t)aux;
+  int rc = sqlite3_declare_vtab(
+      db, which == RPDW_VT_API ? "CREATE TABLE x(id, pid, tid, start, \"end\", apiName_id, "
+                                 "category_id, domain_id, args_id)"
+                               : "CREATE TABLE x(id, string)");
+  if (rc != SQLITE_OK) return rc;
+  struct rpdw_vt *t = sqlite3_malloc(sizeof *t);
+  if (!t) return SQLITE_NOMEM;
+  memset(t, 0, sizeof *t);
+  t->which = which;
+  *out = &t->base;
+  return SQLITE_OK;
+}
+
+static int rpdw_vt_disconnect(sqlite3_vtab *t) {
+  sqlite3_free(t);
+  return SQLITE_OK;
+}
+
+static int rpdw_vt_best_index(sqlite3_vtab *t, sqlite3_index_info *info) {
+  struct rpdw_vt *vt = (struct rpdw_vt *)t;
+  info->estimatedCost = 1.0;
+  info->estimatedRows = vt->which == RPDW_VT_API ? g_w.napiq : g_w.nustrq;
+  return SQLITE_OK;
+}
+
+static int rpdw_vt_open(sqlite3_vtab *t, sqlite3_vtab_cursor **out) {
+  struct rpdw_vt_cursor *c = sqlite3_malloc(sizeof *c);
+  if (!c) return SQLITE_NOMEM;
+  memset(c, 0, sizeof *c);
+  c->which = ((struct rpdw_vt *)t)->which;
+  *out = &c->base;
+  return SQLITE_OK;
+}
+
+static int rpdw_vt_close(sqlite3_vtab_cursor *c) {
+  sqlite3_free(c);
+  return SQLITE_OK;
+}
+
+static int rpdw_vt_filter(sqlite3_vtab_cursor *cur, int idx, const char *idxstr, int argc,
+                          sqlite3_value **argv) {
+  (void)idx;
+  (void)idxstr;
+  (void)argc;
+  (void)argv;
+  struct rpdw_vt_cursor *c = (struct rpdw_vt_cursor *)cur;
+  c->i = 0;
+  c->n = c->which == RPDW_VT_API ? g_w.napiq : g_w.nustrq;
+  rpdw_vt_api_row(c);
+  return SQLITE_OK;
+}
+
+static int rpdw_vt_next(sqlite3_vtab_cursor *cur) {
+  struct rpdw_vt_cursor *c = (struct rpdw_vt_cursor *)cur;
+  c->i++;
+  rpdw_vt_api_row(c);
+  return SQLITE_OK;
+}
+
+static int rpdw_vt_eof(sqlite3_vtab_cursor *cur) {
+  struct rpdw_vt_cursor *c = (struct rpdw_vt_cursor *)cur;
+  return c->i >= c->n;
+}
+
+static int rpdw_vt_api_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {
+  if (col < 0 || col >= RPDW_A_COUNT) return SQLITE_ERROR;
+  sqlite3_result_int64(ctx, ((const struct rpdw_vt_cursor *)cur)->row[col]);
+  return SQLITE_OK;
+}
+
+static int rpdw_vt_ustring_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {
+  const struct rpdw_ustr_q *u = &g_w.q->ustr[((const struct rpdw_vt_cursor *)cur)->i];
+  if (col == 0)
+    sqlite3_result_int64(ctx, u->id);
+  else
+    sqlite3_result_text(ctx, u->s, -1, SQLITE_STATIC);
+  return SQLITE_OK;
+}
+
+static int rpdw_vt_rowid(sqlite3_vtab_cursor *cur, sqlite3_int64 *rowid) {
+  *rowid = ((struct rpdw_vt_cursor *)cur)->i;
+  return SQLITE_OK;
+}
+
+#define RPDW_VT_MODULE(column)                                                                     \
+  {                                                                                                \
+    .iVersion = 0, .xCreate = NULL /* eponymous only */, .xConnect = rpdw_vt_connect,             \
+    .xBestIndex = rpdw_vt_best_index, .xDisconnect = rpdw_vt_disconnect,                          \
+    .xDestroy = rpdw_vt_disconnect, .xOpen = rpdw_vt_open, .xClose = rpdw_vt_close,               \
+    .xFilter = rpdw_vt_filter, .xNext = rpdw_vt_next, .xEof = rpdw_vt_eof, .xColumn = column,     \
+    .xRowid = rpdw_vt_rowid,                                                                       \
+  }
+static const sqlite3_module rpdw_vt_api_module = RPDW_VT_MODULE(rpdw_vt_api_column);
+static const sqlite3_module rpdw_vt_ustring_module = RPDW_VT_MODULE(rpdw_vt_ustring_column);
+
+/* Sorts g_w.q->ord[0..n) by id: an LSD radix sort on id - min, 11 bits a
+ * pass (the ids of one queue span a few times its length, so two or three
+ * passes; a comparison sort cost several times more per row). */
+static void rpdw_sort_api(int n) {
+  struct rpdw_api_ord *a = g_w.q->ord, *t = g_w.q->ord_tmp;
+  int64_t lo = a[0].id, hi = a[0].id;
+  for (int i = 1; i < n; i++) {
+    if (a[i].id < lo) lo = a[i].id;
+    if (a[i].id > hi) hi = a[i].id;
+  }
+  uint64_t span = (uint64_t)hi - (uint64_t)lo;
+  for (int shift = 0; shift < 64 && (span >> shift) != 0; shift += 11) {
+    uint32_t count[2048] = {0};
+    for (int i = 0; i < n; i++) count[(((uint64_t)a[i].id - (uint64_t)lo) >> shift) & 2047]++;
+    uint32_t sum = 0;
+    for (int d = 0; d < 2048; d++) {
+      uint32_t c = count[d];
+      count[d] = sum;
+      sum += c;
+    }
+    for (int i = 0; i < n; i++) t[count[(((uint64_t)a[i].id - (uint64_t)lo) >> shift) & 2047]++] = a[i];
+    struct rpdw_api_ord *x = a;
+    a = t;
+    t = x;
+  }
+  if (a != g_w.q->ord) memcpy(g_w.q->ord, a, (size_t)n * sizeof *a);
+}
+
+/* Runs one queue's INSERT ... SELECT. */
+static void rpdw_insert_queue(sqlite3_stmt *st, const char *what) {
+  int rc = sqlite3_step(st);
+  sqlite3_reset(st);
+  if (rc != SQLITE_DONE) rpdw_fail(what);
+}
+
+/* Inserts the queued ustring rows. */
+static void rpdw_flush_ustrings(void) {
+  if (g_w.nustrq && !g_w.failed)
+    rpdw_insert_queue(g_w.ustr_ins, "INSERT INTO rocpd_ustring ... FROM nano_rpdw_ustring");
+  g_w.nustrq = 0;
+}
+
+/* Inserts the queued api rows, in id order. */
+static void rpdw_flush_api(void) {
+  int n = g_w.napiq;
+  if (n && !g_w.failed) {
+    int sorted = 1;
+    for (int i = 0; i < n; i++) {
+      g_w.q->ord[i].id = g_w.q->api[i].v[RPDW_A_ID];
+      g_w.q->ord[i].i = (uint32_t)i;
+      if (i && g_w.q->ord[i].id < g_w.q->ord[i - 1].id) sorted = 0;
+    }
+    if (!sorted) rpdw_sort_api(n);
+    rpdw_insert_queue(g_w.api_ins, "INSERT INTO rocpd_api ... FROM nano_rpdw_api");
+  }
+  g_w.napiq = 0;
+}
+
 static void rpdw_flush_queues(void) {
-  if (g_w.nustrq) {
-    if (g_w.nustrq == RPDW_MULTI && !g_w.failed) {
-      for (int i = 0; i < RPDW_MULTI; i++) {
-        sqlite3_bind_int64(g_w.ustr_multi, 2 * i + 1, g_w.ustrq[i].id);
-        sqlite3_bind_text(g_w.ustr_multi, 2 * i + 2, g_w.ustrq[i].s, -1, SQLITE_STATIC);
-      }
-      int rc = sqlite3_step(g_w.ustr_multi);
-      sqlite3_reset(g_w.ustr_multi);
-      if (rc != SQLITE_DONE) rpdw_fail("INSERT INTO rocpd_ustring (multi-row)");
-    } else {
-      for (int i = 0; i < g_w.nustrq; i++) {
-        sqlite3_bind_int64(g_w.st[ST_USTRING], 1, g_w.ustrq[i].id);
-        sqlite3_bind_text(g_w.st[ST_USTRING], 2, g_w.ustrq[i].s, -1, SQLITE_STATIC);
-        if (rpdw_step(ST_USTRING) != 0) break;
-      }
-    }
-    g_w.nustrq = 0;
-  }
-  if (g_w.napiq) {
-    if (g_w.napiq == RPDW_MULTI && !g_w.failed) {
-      for (int i = 0; i < RPDW_MULTI; i++) rpdw_bind_api(g_w.api_multi, 9 * i, &g_w.apiq[i]);
-      int rc = sqlite3_step(g_w.api_multi);
-      sqlite3_reset(g_w.api_multi);
-      if (rc != SQLITE_DONE) rpdw_fail("INSERT INTO rocpd_api (multi-row)");
-    } else {
-      for (int i = 0; i < g_w.napiq; i++) {
-        rpdw_bind_api(g_w.st[ST_API], 0, &g_w.apiq[i]);
-        if (rpdw_step(ST_API) != 0) break;
-      }
-    }
-    g_w.napiq = 0;
-  }
+  rpdw_flush_ustrings();
+  rpdw_flush_api();
 }
 
 static int rpdw_commit(void) {
@@ -1239,9 +1388,9 @@ static int64_t rpdw_string_id(const char *s) {
 static int64_t rpdw_ustring_id(const char *s) {
   if (!s || !*s) return g_w.id_uempty;
   int64_t id = g_w.offset + g_w.next_ustring++;
-  if (g_w.nustrq == RPDW_MULTI) rpdw_flush_queues();
-  g_w.ustrq[g_w.nustrq].id = id;
-  g_w.ustrq[g_w.nustrq].s = s;
+  if (g_w.nustrq == RPDW_QUEUE) rpdw_flush_ustrings();
+  g_w.q->ustr[g_w.nustrq].id = id;
+  g_w.q->ustr[g_w.nustrq].s = s;
   g_w.nustrq++;
   g_w.txn_rows++;
   return id;
@@ -1341,17 +1490,17 @@ static void rpdw_stack(const struct rpd_tbuf *b, uint64_t ref, int64_t api_id, u
 
 static void rpdw_api_row(int64_t id, int pid, int tid, int64_t start, int64_t end, int64_t name_id,
                          int64_t cat_id, int64_t dom_id, int64_t args_id) {
-  if (g_w.napiq == RPDW_MULTI) rpdw_flush_queues();
-  struct rpdw_api_q *a = &g_w.apiq[g_w.napiq++];
-  a->id = id;
-  a->pid = pid;
-  a->tid = tid;
-  a->start = start;
-  a->end = end;
-  a->name_id = name_id;
-  a->cat_id = cat_id;
-  a->dom_id = dom_id;
-  a->args_id = args_id;
+  if (g_w.napiq == RPDW_QUEUE) rpdw_flush_api();
+  int64_t *a = g_w.q->api[g_w.napiq++].v;
+  a[RPDW_A_ID] = id;
+  a[RPDW_A_PID] = pid;
+  a[RPDW_A_TID] = tid;
+  a[RPDW_A_START] = start;
+  a[RPDW_A_END] = end;
+  a[RPDW_A_NAME] = name_id;
+  a[RPDW_A_CAT] = cat_id;
+  a[RPDW_A_DOM] = dom_id;
+  a[RPDW_A_ARGS] = args_id;
   g_w.txn_rows++;
 }
 
@@ -1424,16 +1573,11 @@ static void rpdw_record(struct rpd_tbuf *b, const struct rpd_rec *r, uint64_t *a
     break;
   }
   case R_POP: {
-    /* ranges of an ended epoch were closed at their stop */
-    int keep = 0;
-    for (int i = 0; i < b->nopen; i++) {
-      struct rpd_open *o = &b->open[i];
-      if (o->epoch != r->epoch)
-        rpdw_close_range(b, o, rpdw_time(atomic_load(&g_stop_at[o->epoch & 255])));
-      else
-        b->open[keep++] = *o;
-    }
-    b->nopen = keep;
+    /* Ranges of an ended epoch end at their stop. A thread stamps its pushes
+     * with the epoch it reads and epochs only grow, so the epochs of its open
+     * ranges never decrease from the bottom of the stack up: when the bottom
+     * one is of this pop's epoch, none is stale (no scan of the stack per pop). */
+    if (b->nopen && b->open[0].epoch != r->epoch) rpdw_close_stale(b, r->epoch);
     if (b->nopen > 0) {
       b->nopen--;
       rpdw_close_range(b, &b->open[b->nopen], rpdw_time(r->t0));
@@ -1590,7 +1734,7 @@ static uint64_t rpdw_drain(struct rpd_tbuf *b) {
     tail += ns;
     n++;
     if ((n & 1023) == 0) {
-      rpdw_flush_queues();
+      rpdw_flush_ustrings();
       atomic_store_explicit(&b->atail, aend, memory_order_release);
       atomic_store_explicit(&b->tail, tail, memory_order_release);
       if (g_w.txn_rows > 200000) {
@@ -1599,7 +1743,7 @@ static uint64_t rpdw_drain(struct rpd_tbuf *b) {
       }
     }
   }
-  rpdw_flush_queues();
+  rpdw_flush_ustrings();
   atomic_store_explicit(&b->atail, aend, memory_order_release);
   atomic_store_explicit(&b->tail, tail, memory_order_release);
   return n;
@@ -1667,6 +1811,11 @@ static int rpdw_open(void) {
     return -1;
   }
   g_w.offset = nano_rpdfile_session_offset(g_w.session);
+  /* Debian and others build SQLite with SQLITE_SECURE_DELETE, which zeroes
+   * every freed byte and every new b-tree page (a 4 KiB memset per page split,
+   * about 250 instructions per row here). The writer only appends, so there is
+   * nothing to scrub. */
+  if (rpdw_exec("PRAGMA secure_delete=OFF", "cannot turn off secure_delete") != 0) return -1;
   for (int i = 0; i < ST_COUNT; i++) {
     if (sqlite3_prepare_v3(g_w.db, rpdw_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &g_w.st[i], NULL) !=
         SQLITE_OK) {
@@ -1674,23 +1823,22 @@ static int rpdw_open(void) {
       return -1;
     }
   }
-  {
-    char sql[4096];
-    int n = snprintf(sql, sizeof sql, "INSERT INTO rocpd_ustring(id, string) VALUES (?,?)");
-    for (int i = 1; i < RPDW_MULTI; i++) n += snprintf(sql + n, sizeof sql - n, ",(?,?)");
-    int rc = sqlite3_prepare_v3(g_w.db, sql, -1, SQLITE_PREPARE_PERSISTENT, &g_w.ustr_multi, NULL);
-    n = snprintf(sql, sizeof sql,
-                 "INSERT INTO rocpd_api(id, pid, tid, start, end, apiName_id, category_id, "
-                 "domain_id, args_id) VALUES (?,?,?,?,?,?,?,?,?)");
-    for (int i = 1; i < RPDW_MULTI; i++) n += snprintf(sql + n, sizeof sql - n, ",(?,?,?,?,?,?,?,?,?)");
-    if (rc == SQLITE_OK)
-      rc = sqlite3_prepare_v3(g_w.db, sql, -1, SQLITE_PREPARE_PERSISTENT, &g_w.api_multi, NULL);
-    if (rc != SQLITE_OK) {
-      rpd_log("%s: cannot prepare the multi-row inserts: %s", g_w.path, sqlite3_errmsg(g_w.db));
-      return -1;
-    }
+  if (sqlite3_create_module_v2(g_w.db, "nano_rpdw_api", &rpdw_vt_api_module,
+                               (void *)(intptr_t)RPDW_VT_API, NULL) != SQLITE_OK ||
+      sqlite3_create_module_v2(g_w.db, "nano_rpdw_ustring", &rpdw_vt_ustring_module,
+                               (void *)(intptr_t)RPDW_VT_USTRING, NULL) != SQLITE_OK ||
+      sqlite3_prepare_v3(g_w.db,
+                         "INSERT INTO rocpd_api(id, pid, tid, start, end, apiName_id, category_id, "
+                         "domain_id, args_id) SELECT * FROM nano_rpdw_api",
+                         -1, SQLITE_PREPARE_PERSISTENT, &g_w.api_ins, NULL) != SQLITE_OK ||
+      sqlite3_prepare_v3(g_w.db,
+                         "INSERT INTO rocpd_ustring(id, string) SELECT * FROM nano_rpdw_ustring",
+                         -1, SQLITE_PREPARE_PERSISTENT, &g_w.ustr_ins, NULL) != SQLITE_OK) {
+    rpd_log("%s: cannot prepare the queue inserts: %s", g_w.path, sqlite3_errmsg(g_w.db));
+    return -1;
   }
-  if (rpdw_map_init(&g_w.strings, 1) != 0 || rpdw_map_init(&g_w.ips, 0) != 0) {
+  g_w.q = malloc(sizeof *g_w.q);
+  if (!g_w.q || rpdw_map_init(&g_w.strings, 1) != 0 || rpdw_map_init(&g_w.ips, 0) != 0) {
     rpd_log("out of memory");
     return -1;
   }
@@ -1699,9 +1847,8 @@ static int rpdw_open(void) {
   if (rpdw_begin() != 0) return -1;
   g_w.id_empty = rpdw_string_id("");
   g_w.id_uempty = g_w.offset + g_w.next_ustring++;
-  sqlite3_bind_int64(g_w.st[ST_USTRING], 1, g_w.id_uempty);
-  sqlite3_bind_text(g_w.st[ST_USTRING], 2, "", -1, SQLITE_STATIC);
-  rpdw_step(ST_USTRING);
+  g_w.q->ustr[g_w.nustrq].id = g_w.id_uempty;
+  g_w.q->ustr[g_w.nustrq++].s = "";
   g_w.id_usermarker = rpdw_string_id("UserMarker");
   return rpdw_commit();
 }
@@ -1709,13 +1856,14 @@ static int rpdw_open(void) {
 static void rpdw_close(void) {
   char err[NANO_RPDFILE_ERRLEN];
   for (int i = 0; i < ST_COUNT; i++) sqlite3_finalize(g_w.st[i]);
-  sqlite3_finalize(g_w.api_multi);
-  sqlite3_finalize(g_w.ustr_multi);
+  sqlite3_finalize(g_w.api_ins);
+  sqlite3_finalize(g_w.ustr_ins);
   if (g_w.db && nano_rpdfile_close(g_w.db, g_w.path, err, sizeof err) != 0) rpd_log("%s", err);
   rpdw_map_free(&g_w.strings);
   rpdw_map_free(&g_w.ips);
   free(g_w.handle_ids);
   free(g_w.pend);
+  free(g_w.q);
   rpdi_stack_reset();
   memset(&g_w, 0, sizeof g_w);
 }
