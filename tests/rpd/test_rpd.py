@@ -324,6 +324,9 @@ def case_append():
     # ids carry the session offset: each session's rows lie in its own 2^32 block
     blocks = q(con, "SELECT pid, count(DISTINCT id >> 32) FROM rocpd_api GROUP BY pid")
     check(all(b == 1 for _, b in blocks) and len({p for p, _ in blocks}) == 2, str(blocks))
+    # and are the tracer's own, in push order: N consecutive ids a session
+    spans = q(con, "SELECT pid, count(*), max(id) - min(id) + 1 FROM rocpd_api GROUP BY pid")
+    check(all(c == N and s == N for _, c, s in spans), str(spans))
 
 
 def case_sigkill():
