@@ -244,6 +244,7 @@ struct rpd_tsc_seg {
 /* Writer-side state of the map; the load sample is taken by rpd_tsc_init. */
 static struct rpd_tsc_map {
   int64_t sample_ticks, sample_ns; /* the last sample */
+  int64_t resample_ticks;          /* about a second in ticks */
   struct rpd_tsc_seg *segs;
   uint32_t n, cap;
   int failed; /* out of memory: the last segment goes on */
@@ -316,7 +317,8 @@ static int64_t rpd_tsc_at(const struct rpd_tsc_seg *s, int64_t t) {
 }
 
 /* Extends the map: the first segment once 50 ms have passed since load
- * (waiting for them), then a segment a second. */
+ * (waiting for them), then a segment a second (of stamps: the writer checks
+ * each stamp against the last sample, with no clock read). */
 static void rpd_tsc_extend(void) {
   struct rpd_tsc_map *m = &g_tsc_map;
   int64_t ticks, ns;
@@ -331,8 +333,9 @@ static void rpd_tsc_extend(void) {
                        ? (double)(ns - m->sample_ns) / (double)(ticks - m->sample_ticks)
                        : 1.0;
     rpd_tsc_add((struct rpd_tsc_seg){m->sample_ticks, m->sample_ns, slope}); /* room from init */
+    m->resample_ticks = (int64_t)(RPD_TSC_RESAMPLE_NS / slope);
   } else {
-    if (m->failed || rpd_clock() - m->sample_ns < RPD_TSC_RESAMPLE_NS) return;
+    if (m->failed) return;
     rpd_tsc_sample(&ticks, &ns);
     const struct rpd_tsc_seg *last = &m->segs[m->n - 1];
     if (ticks <= m->sample_ticks || ns <= m->sample_ns) return;
@@ -352,7 +355,7 @@ static void rpd_tsc_extend(void) {
 static int64_t rpdw_time(int64_t t) {
   if (!g_tsc) return t;
   struct rpd_tsc_map *m = &g_tsc_map;
-  rpd_tsc_extend();
+  if (m->n == 0 || t - m->sample_ticks >= m->resample_ticks) rpd_tsc_extend();
   uint32_t i = m->n - 1;
   if (t < m->segs[i].ticks) { /* a stamp older than the newest segment */
     uint32_t lo = 0, hi = i;
