@@ -200,10 +200,11 @@ RPDI_EXPORT int64_t rpd_now(void) { return rpd_clock(); }
  *
  * The writer converts ticks to CLOCK_MONOTONIC ns with a piecewise-linear map
  * (rpd_tsc_map). The first segment is fitted between a sample taken at load
- * and one 50 ms later. About once a second the writer takes a fresh
- * (ticks, ns) sample and starts a segment there: it begins where the previous
- * one ends (continuous, so times stay monotonic) and its slope is the
- * measured rate plus the remaining offset spread over the next second, so the
+ * and one taken at the first conversion (at least 1 ms later). At re-fit
+ * intervals that double up to a second the writer takes a fresh (ticks, ns)
+ * sample and starts a segment there: it begins where the previous one ends
+ * (continuous, so times stay monotonic) and its slope is the measured rate
+ * plus the remaining offset spread over the next interval, so the
  * trace follows CLOCK_MONOTONIC (and GPU times in that domain) through NTP
  * slewing instead of drifting by the calibration error. Only the writer adds
  * segments, at "now", after every stamp it has converted: no converted stamp
@@ -244,13 +245,17 @@ struct rpd_tsc_seg {
 /* Writer-side state of the map; the load sample is taken by rpd_tsc_init. */
 static struct rpd_tsc_map {
   int64_t sample_ticks, sample_ns; /* the last sample */
-  int64_t resample_ticks;          /* about a second in ticks */
+  int64_t refit_ns, refit_ticks;   /* the re-fit interval, in ns and ticks */
   struct rpd_tsc_seg *segs;
   uint32_t n, cap;
   int failed; /* out of memory: the last segment goes on */
 } g_tsc_map;
 
-enum { RPD_TSC_RESAMPLE_NS = 1000000000, RPD_TSC_FIRST_NS = 50000000 };
+/* The first fit spans at least RPD_TSC_FIRST_NS (a short program's writer
+ * waits for no more); the re-fit interval then doubles up to a second, so
+ * each segment's slope comes from an interval at least half its own length
+ * and its error stays within a few sample jitters (~0.1 us). */
+enum { RPD_TSC_FIRST_NS = 1000000, RPD_TSC_REFIT_MAX_NS = 1000000000 };
 
 /* Why the TSC cannot serve as the clock here, or NULL when it can. */
 static const char *rpd_tsc_unusable(void) {
@@ -316,12 +321,14 @@ static int64_t rpd_tsc_at(const struct rpd_tsc_seg *s, int64_t t) {
   return s->ns + (int64_t)((double)(t - s->ticks) * s->slope);
 }
 
-/* Extends the map: the first segment once 50 ms have passed since load
- * (waiting for them), then a segment a second (of stamps: the writer checks
- * each stamp against the last sample, with no clock read). */
+/* Extends the map with a segment from a fresh sample: the first once
+ * RPD_TSC_FIRST_NS have passed since load (waiting for them), then at each
+ * re-fit interval (of stamps: the writer checks each stamp against the last
+ * sample, with no clock read). */
 static void rpd_tsc_extend(void) {
   struct rpd_tsc_map *m = &g_tsc_map;
   int64_t ticks, ns;
+  double slope;
   if (m->n == 0) {
     int64_t wait = m->sample_ns + RPD_TSC_FIRST_NS - rpd_clock();
     if (wait > 0) {
@@ -329,24 +336,40 @@ static void rpd_tsc_extend(void) {
       nanosleep(&ts, NULL);
     }
     rpd_tsc_sample(&ticks, &ns);
-    double slope = ticks > m->sample_ticks
-                       ? (double)(ns - m->sample_ns) / (double)(ticks - m->sample_ticks)
-                       : 1.0;
+    slope = ticks > m->sample_ticks ? (double)(ns - m->sample_ns) / (double)(ticks - m->sample_ticks)
+                                    : 1.0;
     rpd_tsc_add((struct rpd_tsc_seg){m->sample_ticks, m->sample_ns, slope}); /* room from init */
-    m->resample_ticks = (int64_t)(RPD_TSC_RESAMPLE_NS / slope);
+    m->refit_ns = 2 * (ns - m->sample_ns);
   } else {
     if (m->failed) return;
     rpd_tsc_sample(&ticks, &ns);
-    const struct rpd_tsc_seg *last = &m->segs[m->n - 1];
     if (ticks <= m->sample_ticks || ns <= m->sample_ns) return;
     double rate = (double)(ns - m->sample_ns) / (double)(ticks - m->sample_ticks);
-    /* the offset left at this sample, closed over the next second; at most
+    /* No stamp past `edge` has been converted yet (it would have called this
+     * first). When this sample lies well past it (the writer converted
+     * nothing for a while), a segment from the edge straight to this sample
+     * keeps the stamps in between from being extrapolated over that time. */
+    int64_t edge = m->sample_ticks + m->refit_ticks;
+    if (ticks - edge >= m->refit_ticks) {
+      int64_t edge_ns = rpd_tsc_at(&m->segs[m->n - 1], edge);
+      double bridge = ns > edge_ns ? (double)(ns - edge_ns) / (double)(ticks - edge) : rate;
+      if (bridge > rate * (1 + 1e-3)) bridge = rate * (1 + 1e-3);
+      if (bridge < rate * (1 - 1e-3)) bridge = rate * (1 - 1e-3);
+      rpd_tsc_add((struct rpd_tsc_seg){edge, edge_ns, bridge});
+    }
+    const struct rpd_tsc_seg *last = &m->segs[m->n - 1];
+    m->refit_ns *= 2;
+    /* the offset left at this sample, closed over the next interval; at most
      * 1000 ppm of correction, so the slope stays sane after a long stall */
-    double fix = (double)(ns - rpd_tsc_at(last, ticks)) / RPD_TSC_RESAMPLE_NS;
+    double fix = (double)(ns - rpd_tsc_at(last, ticks)) /
+                 (double)(m->refit_ns < RPD_TSC_REFIT_MAX_NS ? m->refit_ns : RPD_TSC_REFIT_MAX_NS);
     if (fix > 1e-3) fix = 1e-3;
     if (fix < -1e-3) fix = -1e-3;
-    rpd_tsc_add((struct rpd_tsc_seg){ticks, rpd_tsc_at(last, ticks), rate * (1 + fix)});
+    slope = rate * (1 + fix);
+    rpd_tsc_add((struct rpd_tsc_seg){ticks, rpd_tsc_at(last, ticks), slope});
   }
+  if (m->refit_ns > RPD_TSC_REFIT_MAX_NS) m->refit_ns = RPD_TSC_REFIT_MAX_NS;
+  m->refit_ticks = (int64_t)((double)m->refit_ns / slope);
   m->sample_ticks = ticks;
   m->sample_ns = ns;
 }
@@ -355,7 +378,7 @@ static void rpd_tsc_extend(void) {
 static int64_t rpdw_time(int64_t t) {
   if (!g_tsc) return t;
   struct rpd_tsc_map *m = &g_tsc_map;
-  if (m->n == 0 || t - m->sample_ticks >= m->resample_ticks) rpd_tsc_extend();
+  if (m->n == 0 || t - m->sample_ticks >= m->refit_ticks) rpd_tsc_extend();
   uint32_t i = m->n - 1;
   if (t < m->segs[i].ticks) { /* a stamp older than the newest segment */
     uint32_t lo = 0, hi = i;

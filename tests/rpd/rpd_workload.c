@@ -11,8 +11,9 @@
  *   interned N         N ranges pushed by interned handle, two names, one args
  *   zone N             N times: NANO_ZONE("zone-outer") around a NANO_ZONE
  *                      named "dyn-<k % 3>" from a stack buffer
- *   clock N MS         N marks, each between two rpd_now() reads that it
- *                      prints ("<before> <after>"), MS ms apart
+ *   clock N MS [flush] N marks, each between two rpd_now() reads that it
+ *                      prints ("<before> <after>"), MS ms apart; with
+ *                      "flush", rpdflush() after each
  *   control            reference counting, stop below zero, ranges open at a
  *                      stop (prints what it did, the test checks the file)
  *   fork N             N ranges in the parent, then a child records N ranges
@@ -233,12 +234,13 @@ static int do_zone(int n) {
   return 0;
 }
 
-static int do_clock(int n, int ms) {
+static int do_clock(int n, int ms, int flush) {
   for (int i = 0; i < n; i++) {
     int64_t before = rpd_now();
     rpd_mark(NULL, "clock", NULL);
     int64_t after = rpd_now();
     printf("%lld %lld\n", (long long)before, (long long)after);
+    if (flush && rpdflush() != 0) return 1;
     if (i + 1 < n) usleep(ms * 1000);
   }
   return 0;
@@ -265,7 +267,7 @@ int main(int argc, char **argv) {
   if (strcmp(m, "api") == 0) return do_api();
   if (strcmp(m, "interned") == 0) return do_interned(a);
   if (strcmp(m, "zone") == 0) return do_zone(a);
-  if (strcmp(m, "clock") == 0) return do_clock(a, b);
+  if (strcmp(m, "clock") == 0) return do_clock(a, b, argc > 4 && strcmp(argv[4], "flush") == 0);
   if (strcmp(m, "chain") == 0) return do_chain();
   if (strcmp(m, "setname") == 0 && argc > 3) {
     int before = rpd_set_filename(argv[2], b);

@@ -448,16 +448,21 @@ def case_clock():
         env = {"NANO_RPD_CLOCK": mode}
         case_threads(env)
         case_control(env)
-        n, slack = 12, 20000  # 12 marks 250 ms apart; 20 us of slack
-        p = run([prog("rpd_workload"), "clock", str(n), "250"],
-                {"NANO_RPD_CLOCK": mode, "RPDT_FILENAME": "clock-%s.rpd" % mode, "RPDT_AUTOFLUSH": "20"})
-        around = [tuple(int(x) for x in line.split()) for line in p.stdout.strip().splitlines()]
-        marks = [r[0] for r in q(db("clock-%s.rpd" % mode), "SELECT start FROM rocpd_api ORDER BY start")]
-        check(len(marks) == n == len(around), "%s: %d marks, %d lines" % (mode, len(marks), len(around)))
-        for (before, after), t in zip(around, marks):
-            check(before - slack <= t <= after + slack,
-                  "%s: a mark at %d, read between %d and %d (off by %d ns)"
-                  % (mode, t, before, after, min(abs(t - before), abs(t - after))))
+        # 12 marks 250 ms apart, converted by the writer every 50 ms
+        # (autoflush) or one by one long after the previous (a flush after
+        # each); 20 us of slack
+        n, slack = 12, 20000
+        for how, extra, env in (("auto", [], {"RPDT_AUTOFLUSH": "20"}), ("each", ["flush"], {})):
+            path = "clock-%s-%s.rpd" % (mode, how)
+            p = run([prog("rpd_workload"), "clock", str(n), "250"] + extra,
+                    dict(env, NANO_RPD_CLOCK=mode, RPDT_FILENAME=path))
+            around = [tuple(int(x) for x in line.split()) for line in p.stdout.strip().splitlines()]
+            marks = [r[0] for r in q(db(path), "SELECT start FROM rocpd_api ORDER BY start")]
+            check(len(marks) == n == len(around), "%s: %d marks, %d lines" % (path, len(marks), len(around)))
+            for (before, after), t in zip(around, marks):
+                check(before - slack <= t <= after + slack,
+                      "%s: a mark at %d, read between %d and %d (off by %d ns)"
+                      % (path, t, before, after, min(abs(t - before), abs(t - after))))
         os.chdir(top)
 
 
