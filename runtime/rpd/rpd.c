@@ -50,6 +50,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -111,6 +112,7 @@ struct rpd_tbuf {
   _Atomic uint64_t atail;
   _Atomic uint64_t dropped;
   _Atomic int state;      /* 0 live, 1 owner exited, 2 free for reuse         */
+  char exit_name[16];     /* the owner's name at exit (set before state 1)    */
   struct rpd_tbuf *next;  /* global list, push-only                           */
   struct rpd_rec *slots;
   char *arena;
@@ -118,6 +120,7 @@ struct rpd_tbuf {
   /* writer-only: open ranges of this thread */
   struct rpd_open *open;
   int nopen, capopen;
+  char name[16]; /* writer-only: the owner's name as last written */
 };
 
 /* A range the writer has seen pushed and not yet popped. */
@@ -502,6 +505,7 @@ static void rpd_tls_destructor(void *p) {
   struct rpd_tbuf *b = p;
   tls.buf = NULL; /* a record made later in this thread's exit gets a new buffer */
   if (!b) return;
+  if (prctl(PR_GET_NAME, b->exit_name) != 0) b->exit_name[0] = 0;
   uint32_t epoch = rpd_on();
   if (epoch && tls.depth > 0) {
     struct rpd_rec *r = rpd_reserve(b, 1, NULL, NULL, NULL);
@@ -995,7 +999,7 @@ RPDI_EXPORT void rpd_record_monitor(const char *deviceType, int deviceId, const 
 
 /* ---- writer --------------------------------------------------------------- */
 
-enum { ST_STRING, ST_KERNEL, ST_COPY, ST_OP, ST_APIOPS, ST_MONITOR, ST_STACK, ST_COUNT };
+enum { ST_STRING, ST_KERNEL, ST_COPY, ST_OP, ST_APIOPS, ST_MONITOR, ST_STACK, ST_THREAD, ST_COUNT };
 static const char *const rpdw_sql[ST_COUNT] = {
     "INSERT INTO rocpd_string(id, string) VALUES (?,?)",
     "INSERT INTO rocpd_kernelapi(api_ptr_id, stream, gridX, gridY, gridZ, workgroupX, workgroupY, "
@@ -1008,7 +1012,15 @@ static const char *const rpdw_sql[ST_COUNT] = {
     "INSERT INTO rocpd_monitor(id, deviceType, deviceId, monitorType, start, end, value) "
     "VALUES (?,?,?,?,?,?,?)",
     "INSERT INTO rocpd_stackframe(id, api_ptr_id, depth, name_id) VALUES (?,?,?,?)",
+    "INSERT OR REPLACE INTO nano_thread(pid, tid, name) VALUES (?,?,?)",
 };
+
+/* nanoprobe's own table of process and thread names (the OS names, 15
+ * characters at most): the row with tid = pid names the process. rpd export
+ * shows them. */
+static const char rpdw_thread_schema[] =
+    "CREATE TABLE IF NOT EXISTS nano_thread (pid integer NOT NULL, tid integer NOT NULL, "
+    "name varchar(16) NOT NULL, PRIMARY KEY (pid, tid))";
 
 /* A hash map from keys to ids (strings or 64-bit integers). */
 struct rpdw_map {
@@ -1085,6 +1097,7 @@ struct rpd_writer {
   uint32_t nhandle_ids;
   int64_t next_string, next_ustring, next_op, next_apiops, next_monitor, next_stack;
   int64_t id_usermarker, id_empty, id_uempty;
+  char proc_name[16]; /* the process name as last written */
   struct rpdw_pending *pend;
   int npend, cappend;
   int in_txn;
@@ -1808,6 +1821,56 @@ static uint64_t rpdw_drain(struct rpd_tbuf *b) {
   return n;
 }
 
+/* Writes (pid, tid, name) into nano_thread when the name is not `written`
+ * (the name last written for them, updated). */
+static void rpdw_name(int32_t pid, int32_t tid, char written[16], const char *name) {
+  if (!name[0] || strncmp(written, name, 15) == 0 || rpdw_begin() != 0) return;
+  sqlite3_stmt *st = g_w.st[ST_THREAD];
+  sqlite3_bind_int(st, 1, pid);
+  sqlite3_bind_int(st, 2, tid);
+  sqlite3_bind_text(st, 3, name, -1, SQLITE_STATIC);
+  int rc = sqlite3_step(st);
+  sqlite3_reset(st);
+  if (rc != SQLITE_DONE) {
+    rpdw_fail("INSERT INTO nano_thread");
+    return;
+  }
+  snprintf(written, 16, "%s", name);
+}
+
+/* Reads /proc/self/task/TID/comm (tid 0: /proc/self/comm, the process's) into
+ * name[16]; "" when it cannot. */
+static void rpdw_read_comm(int32_t tid, char name[16]) {
+  char path[64];
+  if (tid)
+    snprintf(path, sizeof path, "/proc/self/task/%d/comm", (int)tid);
+  else
+    snprintf(path, sizeof path, "/proc/self/comm");
+  name[0] = 0;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  ssize_t n = read(fd, name, 15);
+  close(fd);
+  if (n <= 0) n = 0;
+  name[n] = 0;
+  char *nl = strchr(name, '\n');
+  if (nl) *nl = 0;
+}
+
+/* The names of this process and of its live recording threads (threads
+ * that exited are named from their exit; see rpdw_drain_all). */
+static void rpdw_names(void) {
+  char name[16];
+  int32_t pid = (int32_t)getpid();
+  rpdw_read_comm(0, name);
+  rpdw_name(pid, pid, g_w.proc_name, name);
+  for (struct rpd_tbuf *b = atomic_load(&g_bufs); b; b = b->next) {
+    if (atomic_load_explicit(&b->state, memory_order_acquire) != 0 || b->tid == pid) continue;
+    rpdw_read_comm(b->tid, name);
+    rpdw_name(b->pid, b->tid, b->name, name);
+  }
+}
+
 /* One pass over all buffers; frees the buffers of exited threads once empty. */
 static void rpdw_drain_all(void) {
   for (struct rpd_tbuf *b = atomic_load(&g_bufs); b; b = b->next) {
@@ -1819,6 +1882,8 @@ static void rpdw_drain_all(void) {
       rpdw_close_stale(b, (st & 1) ? st >> 1 : 0);
       /* ranges of the current epoch were closed by the thread's R_EXIT record */
       b->nopen = 0;
+      rpdw_name(b->pid, b->tid, b->name, b->exit_name);
+      b->name[0] = 0; /* for the buffer's next owner */
       atomic_store_explicit(&b->state, 2, memory_order_release);
     }
   }
@@ -1874,7 +1939,9 @@ static int rpdw_open(void) {
    * every freed byte and every new b-tree page (a 4 KiB memset per page split,
    * about 250 instructions per row here). The writer only appends, so there is
    * nothing to scrub. */
-  if (rpdw_exec("PRAGMA secure_delete=OFF", "cannot turn off secure_delete") != 0) return -1;
+  if (rpdw_exec("PRAGMA secure_delete=OFF", "cannot turn off secure_delete") != 0 ||
+      rpdw_exec(rpdw_thread_schema, "cannot create nano_thread") != 0)
+    return -1;
   for (int i = 0; i < ST_COUNT; i++) {
     if (sqlite3_prepare_v3(g_w.db, rpdw_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &g_w.st[i], NULL) !=
         SQLITE_OK) {
@@ -1936,6 +2003,7 @@ static void rpdw_close(void) {
  * (when `atomics`), commit. */
 static void rpdw_flush(int atomics) {
   rpdw_drain_all();
+  rpdw_names();
   uint32_t st = atomic_load(&g_state);
   uint32_t cur = (st & 1) ? st >> 1 : 0;
   for (struct rpd_tbuf *b = atomic_load(&g_bufs); b; b = b->next)

@@ -1,7 +1,7 @@
 /*
  * rpd_workload.c: programs the tracer tests run (linked with libnano_rpd.so).
  *
- *   threads T N        T threads, each N times: push "outer", push "inner"
+ *   threads T N        T threads named "rpd-worker", each N times: push "outer", push "inner"
  *                      with args "i=<k>", mark "tick", pop, pop; then
  *                      push "left-open" and exit without popping
  *   heavy N K          N ranges (text "r<i>"), rpdflush() every K, printing
@@ -47,6 +47,7 @@ static int g_iters;
 static void *thread_main(void *arg) {
   (void)arg;
   char args[32];
+  pthread_setname_np(pthread_self(), "rpd-worker");
   for (int k = 0; k < g_iters; k++) {
     rpd_rangePush(NULL, "outer", NULL);
     snprintf(args, sizeof args, "i=%d", k);

@@ -247,6 +247,11 @@ def case_threads(extra_env=None):
     check(len(rows) == 3 * T * N + T, "expected %d rows, got %d" % (3 * T * N + T, len(rows)))
     tids = sorted({r[2] for r in rows})
     check(len(tids) == T, "expected %d threads, got %s" % (T, tids))
+    # the process's name and each thread's, taken at its exit
+    pid = rows[0][1]
+    names = q(con, "SELECT tid, name FROM nano_thread WHERE pid = ? ORDER BY tid", pid)
+    check(sorted(names) == sorted([(pid, "rpd_workload")] + [(t, "rpd-worker") for t in tids]),
+          "nano_thread: %s" % names)
     for tid in tids:
         mine = [r for r in rows if r[2] == tid]
         outer = [r for r in mine if r[7] == "UserMarker" and r[8] == "outer"]

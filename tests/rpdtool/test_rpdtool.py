@@ -435,6 +435,11 @@ def case_tracer():
     assert len(flows) == 4 and len({e["id"] for e in flows}) == 2, flows
     counters = [e["args"]["value"] for e in ev if e["ph"] == "C"]
     assert counters == [1200, 1800], counters
+    # process and thread names as the OS had them (comm: 15 characters)
+    names = {(e["name"], e["args"]["name"]) for e in ev
+             if e["ph"] == "M" and e["pid"] == outer["pid"] and e["name"].endswith("_name")}
+    assert names == {("process_name", "rpdtool_trace_m"), ("thread_name", "rpdtool_trace_m"),
+                     ("thread_name", "maker-exit"), ("thread_name", "maker-linger")}, names
 
 
 CASES = {"tracer": case_tracer, "info": case_info, "top": case_top, "export": case_export, "window": case_window,

@@ -2,18 +2,26 @@
  * trace_maker.c: writes a trace through the tracer's API (libnano_rpd.so) for
  * the rpd tool tests: a main thread with an outer range, two threads with 5
  * nested range pairs and a mark each, two API calls each linked to a GPU op
- * (GPU 0 kernel, GPU 1 copy), two monitor samples.
+ * (GPU 0 kernel, GPU 1 copy), two monitor samples. The threads are named
+ * "maker-exit" (exits before the stop) and "maker-linger" (alive until after
+ * the stop), so both ways the tracer takes thread names are used.
  *
  * usage: trace_maker FILE
  */
+#define _GNU_SOURCE
 #include <pthread.h>
+#include <semaphore.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <time.h>
 
 #include <rpd.h>
 
+static sem_t recorded, release;
+
 static void *worker(void *arg) {
-  (void)arg;
+  int linger = (int)(intptr_t)arg;
+  pthread_setname_np(pthread_self(), linger ? "maker-linger" : "maker-exit");
   for (int i = 0; i < 5; i++) {
     char name[16];
     snprintf(name, sizeof name, "work %d", i);
@@ -25,6 +33,10 @@ static void *worker(void *arg) {
     rpd_rangePop();
   }
   rpd_mark(NULL, "done", NULL);
+  if (linger) {
+    sem_post(&recorded);
+    while (sem_wait(&release) != 0) continue;
+  }
   return NULL;
 }
 
@@ -39,9 +51,11 @@ int main(int argc, char **argv) {
   }
   rpd_rangePush(NULL, "main-outer", NULL);
   pthread_t th[2];
+  if (sem_init(&recorded, 0, 0) != 0 || sem_init(&release, 0, 0) != 0) return 1;
   for (int i = 0; i < 2; i++)
-    if (pthread_create(&th[i], NULL, worker, NULL) != 0) return 1;
-  for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+    if (pthread_create(&th[i], NULL, worker, (void *)(intptr_t)i) != 0) return 1;
+  pthread_join(th[0], NULL);
+  while (sem_wait(&recorded) != 0) continue;
   int64_t t = rpd_now();
   uint64_t k = rpd_record_api("hip", "", "hipLaunchKernel", "grid=64", t, t + 2000);
   rpd_record_op(k, 0, 1, t + 3000, t + 9000, "kernelA", "KernelExecution");
@@ -61,5 +75,7 @@ int main(int argc, char **argv) {
   rpd_rangePop();
   rpd_rangePop();
   if (rpdstop() != 0) return 1;
+  sem_post(&release);
+  pthread_join(th[1], NULL);
   return 0;
 }
