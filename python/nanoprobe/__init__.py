@@ -15,6 +15,7 @@ a range in domain "python". `python -m nanoprobe` runs a script under both.
 
 import os
 import sys
+import threading
 
 # Loading the extension loads libnano_rpd.so, which starts recording at load
 # unless $RPDT_AUTOSTART is 0. Importing nanoprobe must not start recording
@@ -32,7 +33,7 @@ del _autostart
 
 from . import atomics  # noqa: E402
 
-__all__ = ["Tracer", "Profiler", "signpost", "atomics"]
+__all__ = ["Tracer", "Profiler", "signpost", "atomics", "name_thread"]
 
 # Frames of this package are never recorded by the profiler.
 _nanoprobe._set_internal_prefix(os.path.dirname(os.path.abspath(__file__)) + os.sep)
@@ -131,6 +132,22 @@ def _env_flag(name):
     return False
 
 
+def name_thread(name, native_id=0):
+    """Names an OS thread in the trace (0: the calling thread; else a
+    Thread.native_id), in place of its OS name: rpd export shows it."""
+    _nanoprobe.name_thread(name, native_id)
+
+
+def _name_threads():
+    """Names the live threads after their threading.Thread names (threads
+    started while the profiler is on name themselves as they start, on 3.11).
+    The process's main thread keeps the OS name: its row names the process."""
+    pid = os.getpid()
+    for t in threading.enumerate():
+        if t.native_id and t.native_id != pid:
+            _nanoprobe.name_thread(t.name, t.native_id)
+
+
 class Profiler:
     """Records Python calls as ranges (domain "python") while enabled.
 
@@ -160,9 +177,11 @@ class Profiler:
             _nanoprobe.stop()
             raise
         self._tracer_held = True
+        _name_threads()
 
     def disable(self):
         """Stops profiling; closes the ranges this thread still has open."""
+        _name_threads()
         _nanoprobe.profiler_disable()
         if self._tracer_held:
             self._tracer_held = False

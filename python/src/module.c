@@ -132,6 +132,25 @@ static PyObject *np_signpost(PyObject *self, PyObject *args, PyObject *kw)
   Py_RETURN_NONE;
 }
 
+/* name_thread(name, native_id=0): names an OS thread in the trace (0: this
+ * one), as rpd_name_thread. */
+static PyObject *np_name_thread(PyObject *self, PyObject *args, PyObject *kw)
+{
+  static char *names[] = {"name", "native_id", NULL};
+  const char *name;
+  int tid = 0;
+  (void)self;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "s|i:name_thread", names, &name, &tid))
+    return NULL;
+  if (!*name) {
+    PyErr_SetString(PyExc_ValueError, "name_thread: the name is empty");
+    return NULL;
+  }
+  if (rpd_name_thread(tid, name) != 0)
+    return PyErr_NoMemory();
+  Py_RETURN_NONE;
+}
+
 /* now(): the tracer's clock (CLOCK_MONOTONIC, nanoseconds). */
 static PyObject *np_now(PyObject *self, PyObject *unused)
 {
@@ -153,6 +172,8 @@ static PyMethodDef np_module_methods[] = {
     {"signpost", (PyCFunction)(void (*)(void))np_signpost, METH_VARARGS | METH_KEYWORDS,
      "signpost(header, message=None): a mark 'header: message' in domain 'signpost'"},
     {"now", np_now, METH_NOARGS, "now() -> int: the trace clock in nanoseconds"},
+    {"name_thread", (PyCFunction)(void (*)(void))np_name_thread, METH_VARARGS | METH_KEYWORDS,
+     "name_thread(name, native_id=0): the thread's name in the trace (0: this thread)"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef np_moduledef = {

@@ -560,6 +560,23 @@ static int np_backend_stop(void)
   return np_threading_setprofile(Py_None);
 }
 
+/* Names the calling thread in the trace after its threading.Thread (the hook
+ * runs once the thread is registered, so current_thread() is the Thread
+ * object and creates nothing). A failure only leaves the OS name. */
+static void np_name_current_thread(void)
+{
+  PyObject *threading = PyImport_ImportModule("threading");
+  PyObject *t = threading ? PyObject_CallMethod(threading, "current_thread", NULL) : NULL;
+  PyObject *name = t ? PyObject_GetAttrString(t, "name") : NULL;
+  const char *s = name && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
+  if (s && *s)
+    rpd_name_thread(0, s);
+  Py_XDECREF(name);
+  Py_XDECREF(t);
+  Py_XDECREF(threading);
+  PyErr_Clear();
+}
+
 /* _thread_hook(frame, event, arg): threading.setprofile's hook for threads
  * started while the profiler is on: replaces itself with the C hooks and
  * records the event it was called for. */
@@ -576,6 +593,7 @@ static PyObject *np_thread_hook(PyObject *self, PyObject *args)
   }
   if (np_set_profile_of(PyThreadState_Get(), NULL, NULL) < 0 || np_attach(PyThreadState_Get()) < 0)
     return NULL;
+  np_name_current_thread();
   if (PyFrame_Check(frame) && PyUnicode_Check(event)) {
     if (PyUnicode_CompareWithASCIIString(event, "call") == 0)
       np_enter_frame(&np_tls, (PyFrameObject *)frame);

@@ -42,6 +42,14 @@ int rpdflush(void);
  * Either pointer may be NULL. Returns 0. */
 int rpd_status(int *count, char *path, size_t len);
 
+/* Names thread `tid` (an OS thread id, as gettid() and Python's
+ * Thread.native_id give; 0: the calling thread) in the trace, in place of its
+ * OS name: nanoprobe's table nano_thread, and rpd export's thread names
+ * (tid = getpid() names the process). The name is written at the next flush,
+ * stop or exit and stays with the tid. Returns 0, -1 for a NULL or empty name
+ * or when out of memory. */
+int rpd_name_thread(int tid, const char *name);
+
 /* ---- user ranges and marks (domain "UserMarker" unless given) ------------ */
 
 /* A range or mark is one rocpd_api row (a push/pop pair: push time to pop
@@ -138,6 +146,7 @@ static inline void nano_zone_begin_(uint32_t *site, const char *name) {
 #define rpdstop() 0
 #define rpdflush() 0
 #define rpd_status(count, path, len) ((void)(count), (void)(path), (void)(len), -1)
+#define rpd_name_thread(tid, name) ((void)(tid), (void)sizeof(name), 0)
 #define rpd_rangePush(d, n, a) ((void)0)
 #define rpd_rangePop() ((void)0)
 #define rpd_mark(d, n, a) ((void)0)

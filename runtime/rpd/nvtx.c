@@ -6,7 +6,8 @@
  * calls its InitializeInjectionNvtx2, which fills NVTX's function tables.
  * Handled: core push/pop, start/end, mark (ASCII, wide, and the Ex forms with
  * ASCII, wide or registered messages) and the domain (CORE2) forms, domain
- * creation and string registration. Ranges of the default domain are domain
+ * creation and string registration, and thread naming (nvtxNameOsThread:
+ * rpd_name_thread). Ranges of the default domain are domain
  * "UserMarker"; those of a created domain carry its name as the domain. The
  * text is the range text (args), apiName "UserMarker".
  *
@@ -140,6 +141,12 @@ static nvtxStringHandle_t nvtx_DomainRegisterStringW(nvtxDomainHandle_t d, const
   return nvtx_DomainRegisterStringA(d, nvtx_wide(s, buf, sizeof buf));
 }
 
+static void nvtx_NameOsThreadA(uint32_t tid, const char *name) { rpd_name_thread((int)tid, name); }
+static void nvtx_NameOsThreadW(uint32_t tid, const wchar_t *name) {
+  char buf[1024];
+  nvtx_NameOsThreadA(tid, nvtx_wide(name, buf, sizeof buf));
+}
+
 /* Stores fn into slot id of a module table when the table has it. */
 static void nvtx_set(NvtxFunctionTable table, unsigned size, unsigned id, NvtxFunctionPointer fn) {
   if (id < size && table[id]) *table[id] = fn;
@@ -167,6 +174,8 @@ RPDI_EXPORT int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t getExportTable
   nvtx_set(t, n, NVTX_CBID_CORE_RangePushA, NVTX_FN(nvtx_RangePushA));
   nvtx_set(t, n, NVTX_CBID_CORE_RangePushW, NVTX_FN(nvtx_RangePushW));
   nvtx_set(t, n, NVTX_CBID_CORE_RangePop, NVTX_FN(nvtx_RangePop));
+  nvtx_set(t, n, NVTX_CBID_CORE_NameOsThreadA, NVTX_FN(nvtx_NameOsThreadA));
+  nvtx_set(t, n, NVTX_CBID_CORE_NameOsThreadW, NVTX_FN(nvtx_NameOsThreadW));
   t = NULL;
   n = 0;
   if (cb->GetModuleFunctionTable(NVTX_CB_MODULE_CORE2, &t, &n) && t) {

@@ -997,6 +997,48 @@ RPDI_EXPORT void rpd_record_monitor(const char *deviceType, int deviceId, const 
   rpd_publish(b, 1);
 }
 
+/* ---- thread names given by the program ------------------------------------
+ * rpd_name_thread is rare and not on a hot path: a list under a mutex, which
+ * the writer reads when it writes names. */
+struct rpd_tname {
+  int32_t tid;
+  int written; /* the writer has stored this name */
+  char name[128];
+};
+static pthread_mutex_t g_names_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct rpd_tname *g_names;
+static int g_nnames, g_capnames;
+
+/* The entry of tid, or NULL (g_names_lock held). */
+static struct rpd_tname *rpd_tname_find(int32_t tid) {
+  for (int i = 0; i < g_nnames; i++)
+    if (g_names[i].tid == tid) return &g_names[i];
+  return NULL;
+}
+
+RPDI_EXPORT int rpd_name_thread(int tid, const char *name) {
+  if (!name || !*name) return -1;
+  if (tid == 0) tid = (int)syscall(SYS_gettid);
+  pthread_mutex_lock(&g_names_lock);
+  struct rpd_tname *e = rpd_tname_find(tid);
+  if (!e && g_nnames == g_capnames) {
+    int cap = g_capnames ? 2 * g_capnames : 16;
+    struct rpd_tname *n = realloc(g_names, (size_t)cap * sizeof *n);
+    if (n) {
+      g_names = n;
+      g_capnames = cap;
+    }
+  }
+  if (!e && g_nnames < g_capnames) e = &g_names[g_nnames++];
+  if (e) {
+    e->tid = tid;
+    e->written = 0;
+    snprintf(e->name, sizeof e->name, "%s", name);
+  }
+  pthread_mutex_unlock(&g_names_lock);
+  return e ? 0 : -1;
+}
+
 /* ---- writer --------------------------------------------------------------- */
 
 enum { ST_STRING, ST_KERNEL, ST_COPY, ST_OP, ST_APIOPS, ST_MONITOR, ST_STACK, ST_THREAD, ST_COUNT };
@@ -1821,10 +1863,9 @@ static uint64_t rpdw_drain(struct rpd_tbuf *b) {
   return n;
 }
 
-/* Writes (pid, tid, name) into nano_thread when the name is not `written`
- * (the name last written for them, updated). */
-static void rpdw_name(int32_t pid, int32_t tid, char written[16], const char *name) {
-  if (!name[0] || strncmp(written, name, 15) == 0 || rpdw_begin() != 0) return;
+/* Writes (pid, tid, name) into nano_thread. Returns 0, or -1 (failed). */
+static int rpdw_put_name(int32_t pid, int32_t tid, const char *name) {
+  if (rpdw_begin() != 0) return -1;
   sqlite3_stmt *st = g_w.st[ST_THREAD];
   sqlite3_bind_int(st, 1, pid);
   sqlite3_bind_int(st, 2, tid);
@@ -1833,10 +1874,22 @@ static void rpdw_name(int32_t pid, int32_t tid, char written[16], const char *na
   sqlite3_reset(st);
   if (rc != SQLITE_DONE) {
     rpdw_fail("INSERT INTO nano_thread");
-    return;
+    return -1;
   }
+  return 0;
+}
+
+/* Writes the OS name of (pid, tid) unless the program named the thread, or
+ * the name is `written` (the OS name last written for them, updated). */
+static void rpdw_name(int32_t pid, int32_t tid, char written[16], const char *name) {
+  if (!name[0] || strncmp(written, name, 15) == 0) return;
+  pthread_mutex_lock(&g_names_lock);
+  int given = rpd_tname_find(tid) != NULL;
+  pthread_mutex_unlock(&g_names_lock);
+  if (given || rpdw_put_name(pid, tid, name) != 0) return;
   snprintf(written, 16, "%s", name);
 }
+
 
 /* Reads /proc/self/task/TID/comm (tid 0: /proc/self/comm, the process's) into
  * name[16]; "" when it cannot. */
@@ -1857,11 +1910,17 @@ static void rpdw_read_comm(int32_t tid, char name[16]) {
   if (nl) *nl = 0;
 }
 
-/* The names of this process and of its live recording threads (threads
- * that exited are named from their exit; see rpdw_drain_all). */
+/* The names the program gave, then the OS names of this process and of its
+ * live recording threads (threads that exited are named from their exit; see
+ * rpdw_drain_all). */
 static void rpdw_names(void) {
   char name[16];
   int32_t pid = (int32_t)getpid();
+  pthread_mutex_lock(&g_names_lock);
+  for (int i = 0; i < g_nnames; i++)
+    if (!g_names[i].written && rpdw_put_name(pid, g_names[i].tid, g_names[i].name) == 0)
+      g_names[i].written = 1;
+  pthread_mutex_unlock(&g_names_lock);
   rpdw_read_comm(0, name);
   rpdw_name(pid, pid, g_w.proc_name, name);
   for (struct rpd_tbuf *b = atomic_load(&g_bufs); b; b = b->next) {
@@ -2277,9 +2336,11 @@ static void rpd_atfork_prepare(void) {
   pthread_mutex_lock(&g_ctl);
   pthread_mutex_lock(&g_intern_lock);
   pthread_mutex_lock(&g_wlock);
+  pthread_mutex_lock(&g_names_lock);
 }
 
 static void rpd_atfork_parent(void) {
+  pthread_mutex_unlock(&g_names_lock);
   pthread_mutex_unlock(&g_wlock);
   pthread_mutex_unlock(&g_intern_lock);
   pthread_mutex_unlock(&g_ctl);
@@ -2289,6 +2350,8 @@ static void rpd_atfork_parent(void) {
  * connection is abandoned, never used or closed, as SQLite requires). */
 static void rpd_atfork_child(void) {
   pthread_mutex_init(&g_wlock, NULL);
+  pthread_mutex_init(&g_names_lock, NULL);
+  g_nnames = 0; /* the parent's threads, not the child's */
   pthread_mutex_init(&g_intern_lock, NULL);
   pthread_mutex_init(&g_ctl, NULL);
   atomic_store(&g_bufs, NULL);

@@ -1,5 +1,7 @@
 """The profiler: every Python call is one range, properly nested, on every thread."""
 
+import sqlite3
+
 from conftest import assert_nested, counts, parent_of, ranges, write
 
 
@@ -152,12 +154,12 @@ def test_threads_before_and_after_enable(tmp_path, nanoprobe):
         def early():
             go.wait()
             work(3)
-        t0 = threading.Thread(target=early)
+        t0 = threading.Thread(target=early, name="early-bird")
         t0.start()                      # running before the profiler is enabled
         p = Profiler()
         p.enable()
         go.set()
-        ts = [threading.Thread(target=work, args=(4,)) for _ in range(4)]
+        ts = [threading.Thread(target=work, args=(4,), name="worker-%d" % i) for i in range(4)]
         for t in ts:
             t.start()
         for t in ts:
@@ -173,6 +175,13 @@ def test_threads_before_and_after_enable(tmp_path, nanoprobe):
     assert c["__main__.leaf"] == 4 * 4 + 3
     assert len({x.tid for x in rows if x.name == "__main__.work"}) == 5
     assert_nested(rows)
+    # threads carry their threading names; the main thread (the process) its OS name
+    con = sqlite3.connect(trace)
+    pid = rows[0].pid
+    names = dict(con.execute("SELECT tid, name FROM nano_thread WHERE pid = ?", (pid,)))
+    tids = {x.tid for x in rows if x.name == "__main__.work"}
+    assert sorted(names[t] for t in tids) == ["early-bird"] + ["worker-%d" % i for i in range(4)], names
+    assert names[pid].startswith("python"), names
 
 
 def test_partial_only_between_enable_and_disable(tmp_path, nanoprobe):

@@ -2,10 +2,13 @@
  * nvtx_app.c: an application instrumented with header-only NVTX 3, never
  * linked against nanoprobe. Recorded by NVTX_INJECTION64_PATH=libnano_rpd.so.
  */
+#define _GNU_SOURCE
 #include <nvtx3/nvToolsExt.h>
 #include <stdio.h>
+#include <unistd.h>
 
 int main(void) {
+  nvtxNameOsThreadA((uint32_t)gettid(), "nvtx-main-thread");
   int l0 = nvtxRangePushA("nvtx-outer");
   nvtxMarkA("nvtx-mark");
   int l1 = nvtxRangePushW(L"nvtx-wide");

@@ -304,6 +304,10 @@ def case_nvtx():
         check(text in rows and rows[text][5] == "mydomain", "%s: %s" % (text, rows.get(text)))
     aten = [t for t in rows if t.startswith("aten::add, seq = 7")]
     check(len(aten) == 1, "emit_nvtx style text missing")
+    # nvtxNameOsThread names the (main) thread, over its OS name
+    pid = rows["nvtx-outer"][1]
+    check(q(con, "SELECT tid, name FROM nano_thread WHERE pid = ?", pid) == [(pid, "nvtx-main-thread")],
+          "nano_thread: %s" % q(con, "SELECT * FROM nano_thread"))
 
 
 def case_append():
