@@ -138,6 +138,7 @@ static int g_truncate;                         /* rpd_set_filename(.., 0)    */
 static double g_autoflush_hz;                  /* RPDT_AUTOFLUSH             */
 static int g_stack_depth;                      /* RPDT_STACKFRAMES/NANO_RPD_STACKDEPTH */
 static int g_drop;                             /* NANO_RPD_DROP              */
+static const char *g_sync_mode = "OFF";        /* NANO_RPD_SYNC              */
 static uint32_t g_cfg_slots = 1u << 14;        /* NANO_RPD_BUFFER            */
 static int g_crash_wait_ms = 5000;             /* NANO_RPD_CRASH_WAIT_MS     */
 
@@ -1998,7 +1999,11 @@ static int rpdw_open(void) {
    * every freed byte and every new b-tree page (a 4 KiB memset per page split,
    * about 250 instructions per row here). The writer only appends, so there is
    * nothing to scrub. */
+  char sync_sql[64];
+  snprintf(sync_sql, sizeof sync_sql, "PRAGMA synchronous=%s; PRAGMA temp_store=MEMORY",
+           g_sync_mode);
   if (rpdw_exec("PRAGMA secure_delete=OFF", "cannot turn off secure_delete") != 0 ||
+      rpdw_exec(sync_sql, "cannot set synchronous and temp_store") != 0 ||
       rpdw_exec(rpdw_thread_schema, "cannot create nano_thread") != 0)
     return -1;
   for (int i = 0; i < ST_COUNT; i++) {
@@ -2420,6 +2425,17 @@ __attribute__((constructor)) static void rpd_init(void) {
   while (p < (uint32_t)slots && p < (1u << 24)) p <<= 1;
   g_cfg_slots = p;
   g_crash_wait_ms = rpd_env_int("NANO_RPD_CRASH_WAIT_MS", 5000);
+  const char *sync = getenv("NANO_RPD_SYNC");
+  if (sync && *sync) {
+    if (strcmp(sync, "off") == 0)
+      g_sync_mode = "OFF";
+    else if (strcmp(sync, "normal") == 0)
+      g_sync_mode = "NORMAL";
+    else if (strcmp(sync, "full") == 0)
+      g_sync_mode = "FULL";
+    else
+      rpd_log("NANO_RPD_SYNC=%s is not 'off', 'normal' or 'full'; using off", sync);
+  }
   rpd_tsc_init(getenv("NANO_RPD_CLOCK"));
   if (rpd_env_int("RPDT_AUTOSTART", 1) != 0) rpdstart();
 }

@@ -223,6 +223,12 @@ def case_errors():
     check("other.db: an SQLite database but not an RPD trace" in p.stderr, p.stderr)
     check(q(sqlite3.connect("other.db"), "SELECT name FROM sqlite_master") == [("foo",)],
           "other.db was changed")
+    # NANO_RPD_SYNC: a bad value is named and recording goes on with the default
+    for sync, warned in (("sometimes", True), ("full", False), ("normal", False), ("off", False)):
+        path = "sync-%s.rpd" % sync
+        p = run([prog("rpd_workload"), "marks", "3"], {"RPDT_FILENAME": path, "NANO_RPD_SYNC": sync})
+        check(("NANO_RPD_SYNC=%s is not" % sync in p.stderr) == warned, "%s: %s" % (sync, p.stderr))
+        check(q(db(path), "SELECT count(*) FROM api") == [(3,)], "%s: 3 marks expected" % path)
 
 
 def case_session():

@@ -18,7 +18,8 @@
  * on success and a negative NANO_RPDFILE_E* code otherwise.
  *
  * Journal mode: a file opened for writing is switched to WAL with
- * synchronous=NORMAL. A process killed at any point (SIGKILL included) leaves
+ * synchronous=NORMAL (the tracer's writer lowers it to OFF by default, see
+ * NANO_RPD_SYNC). A process killed at any point (SIGKILL included) leaves
  * the database consistent: committed transactions are in the WAL and are
  * recovered by the next connection; uncommitted ones vanish. The WAL is folded
  * back into the main file every 10000 pages (40 MB, fewer checkpoints while
