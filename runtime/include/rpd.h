@@ -115,18 +115,97 @@ void rpd_record_monitor(const char *deviceType, int deviceId, const char *monito
                         int64_t start, int64_t end, const char *value);
 
 #if defined(__GNUC__)
+/* ---- NANO_ZONE's inline path ----------------------------------------------
+ * As Tracy's zones: a NANO_ZONE with a literal name writes its push and pop
+ * records into the thread's ring itself (one rdtsc, a 64-byte record, a
+ * release store), with no call, while the tracer stamps with the TSC, keeps
+ * no stack frames and the ring is less than half full; otherwise it calls
+ * rpd_rangePushInterned / rpd_rangePop. These declarations are libnano_rpd's
+ * own layout, versioned by the _v1 names: a library of another layout does
+ * not link. Define NANO_RPD_NO_INLINE to always call. Not an API. */
+struct nano_rpd_rec { /* one ring slot */
+  uint8_t type, nslots;
+  uint16_t unused;
+  uint32_t epoch;
+  int64_t t0, t1;
+  uint64_t h;
+  uint64_t s[4];
+};
+enum { NANO_RPD_REC_PUSH = 1, NANO_RPD_REC_POP = 2 };
+#define NANO_RPD_REF_INTERNED (1ull << 63)
+struct nano_rpd_ring { /* the head of a thread's ring, written by that thread */
+  uint64_t head, tail_seen;
+  struct nano_rpd_rec *slots;
+  uint32_t nslots;
+};
+struct nano_rpd_thread { /* a thread's state */
+  struct nano_rpd_ring *ring;
+  uint32_t depth;
+  uint64_t unrecorded;
+};
+extern __thread struct nano_rpd_thread nano_rpd_thread_v1 __attribute__((tls_model("initial-exec")));
+extern uint32_t nano_rpd_fast_v1; /* epoch << 1 | 1 while the inline path may record, else 0 */
+#endif
+
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(NANO_RPD_NO_INLINE)
+static inline struct nano_rpd_rec *nano_rpd_slot_(struct nano_rpd_ring *b) {
+  uint64_t h = b->head;
+  return h + 1 - b->tail_seen <= b->nslots / 2 ? &b->slots[h & (b->nslots - 1)] : 0;
+}
+static inline void nano_zone_push_(uint32_t name) {
+  uint32_t st = __atomic_load_n(&nano_rpd_fast_v1, __ATOMIC_RELAXED);
+  struct nano_rpd_thread *t = &nano_rpd_thread_v1;
+  struct nano_rpd_rec *r;
+  if (__builtin_expect((st & 1) && t->ring && (r = nano_rpd_slot_(t->ring)), 1)) {
+    r->type = NANO_RPD_REC_PUSH;
+    r->nslots = 1;
+    r->epoch = st >> 1;
+    r->t0 = (int64_t)__builtin_ia32_rdtsc();
+    r->s[0] = 0;
+    r->s[1] = name ? NANO_RPD_REF_INTERNED | name : 0;
+    r->s[2] = 0;
+    r->s[3] = 0;
+    __atomic_store_n(&t->ring->head, t->ring->head + 1, __ATOMIC_RELEASE);
+    t->depth++;
+    return;
+  }
+  rpd_rangePushInterned(0, name, 0);
+}
+static inline void nano_zone_end_(int *unused) {
+  uint32_t st = __atomic_load_n(&nano_rpd_fast_v1, __ATOMIC_RELAXED);
+  struct nano_rpd_thread *t = &nano_rpd_thread_v1;
+  uint32_t d = t->depth - 1; /* a range at depth d < 64 not recorded has bit d */
+  struct nano_rpd_rec *r;
+  (void)unused;
+  if (__builtin_expect((st & 1) && t->depth && (d >= 64 || !((t->unrecorded >> d) & 1)) &&
+                           t->ring && (r = nano_rpd_slot_(t->ring)), 1)) {
+    r->type = NANO_RPD_REC_POP;
+    r->nslots = 1;
+    r->epoch = st >> 1;
+    r->t0 = (int64_t)__builtin_ia32_rdtsc();
+    __atomic_store_n(&t->ring->head, t->ring->head + 1, __ATOMIC_RELEASE);
+    t->depth = d;
+    return;
+  }
+  rpd_rangePop();
+}
+#elif defined(__GNUC__)
+static inline void nano_zone_push_(uint32_t name) { rpd_rangePushInterned(0, name, 0); }
+static inline void nano_zone_end_(int *unused) { (void)unused; rpd_rangePop(); }
+#endif
+
+#if defined(__GNUC__)
 /* NANO_ZONE("name"): a range from here to the end of the enclosing scope.
  * With a string literal the name is interned once per site (a static handle,
- * as Tracy's source locations) and every entry takes the interned hot path;
+ * as Tracy's source locations) and every entry takes the inline path above;
  * any other name is copied at each entry, as rpd_rangePush does. */
-static inline void nano_zone_end_(int *unused) { (void)unused; rpd_rangePop(); }
 static inline void nano_zone_begin_(uint32_t *site, const char *name) {
   uint32_t h = __atomic_load_n(site, __ATOMIC_RELAXED);
   if (!h) {
     h = rpd_intern(name);
     __atomic_store_n(site, h, __ATOMIC_RELAXED);
   }
-  rpd_rangePushInterned(0, h, 0);
+  nano_zone_push_(h);
 }
 #define NANO_ZONE_CAT2_(a, b) a##b
 #define NANO_ZONE_CAT_(a, b) NANO_ZONE_CAT2_(a, b)

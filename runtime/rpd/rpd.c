@@ -46,6 +46,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,8 +103,11 @@ _Static_assert(sizeof(struct rpd_ext) <= 64, "an extension is one slot");
 /* One thread's buffers. head/ahead are written by the owner only, tail/atail
  * by the writer only. */
 struct rpd_tbuf {
+  /* first, as struct nano_rpd_ring (rpd.h): what NANO_ZONE's inline path uses */
   _Atomic uint64_t head;  /* next slot the producer writes (published)       */
   uint64_t tail_seen;     /* producer's last view of tail                     */
+  struct rpd_rec *slots;
+  uint32_t nslots, asize; /* powers of two                                    */
   _Atomic uint64_t ahead; /* next arena byte (relaxed: read by a failed writer) */
   uint64_t atail_seen;
   int wake_sent;          /* producer asked the writer to drain               */
@@ -114,14 +118,26 @@ struct rpd_tbuf {
   _Atomic int state;      /* 0 live, 1 owner exited, 2 free for reuse         */
   char exit_name[16];     /* the owner's name at exit (set before state 1)    */
   struct rpd_tbuf *next;  /* global list, push-only                           */
-  struct rpd_rec *slots;
   char *arena;
-  uint32_t nslots, asize; /* powers of two                                    */
   /* writer-only: open ranges of this thread */
   struct rpd_open *open;
   int nopen, capopen;
   char name[16]; /* writer-only: the owner's name as last written */
 };
+
+/* NANO_ZONE's inline path (rpd.h) writes records and moves the head itself. */
+_Static_assert(offsetof(struct rpd_tbuf, head) == offsetof(struct nano_rpd_ring, head) &&
+                   offsetof(struct rpd_tbuf, tail_seen) == offsetof(struct nano_rpd_ring, tail_seen) &&
+                   offsetof(struct rpd_tbuf, slots) == offsetof(struct nano_rpd_ring, slots) &&
+                   offsetof(struct rpd_tbuf, nslots) == offsetof(struct nano_rpd_ring, nslots),
+               "struct nano_rpd_ring is the head of struct rpd_tbuf");
+_Static_assert(sizeof(struct rpd_rec) == sizeof(struct nano_rpd_rec) &&
+                   offsetof(struct rpd_rec, epoch) == offsetof(struct nano_rpd_rec, epoch) &&
+                   offsetof(struct rpd_rec, t0) == offsetof(struct nano_rpd_rec, t0) &&
+                   offsetof(struct rpd_rec, s) == offsetof(struct nano_rpd_rec, s) &&
+                   (int)R_PUSH == (int)NANO_RPD_REC_PUSH && (int)R_POP == (int)NANO_RPD_REC_POP &&
+                   RPD_REF_INTERNED == NANO_RPD_REF_INTERNED,
+               "struct nano_rpd_rec is struct rpd_rec");
 
 /* A range the writer has seen pushed and not yet popped. */
 struct rpd_open {
@@ -143,6 +159,16 @@ static uint32_t g_cfg_slots = 1u << 14;        /* NANO_RPD_BUFFER            */
 static int g_crash_wait_ms = 5000;             /* NANO_RPD_CRASH_WAIT_MS     */
 
 static _Atomic uint32_t g_state;               /* epoch << 1 | on            */
+/* g_state while NANO_ZONE's inline path may record (TSC stamps, no stack
+ * frames: g_fast), else 0 */
+RPDI_EXPORT uint32_t nano_rpd_fast_v1;
+static int g_fast;
+
+/* Sets the recording state (async-signal-safe). */
+static void rpd_set_state(uint32_t st) {
+  __atomic_store_n(&nano_rpd_fast_v1, g_fast ? st : 0, __ATOMIC_SEQ_CST);
+  atomic_store(&g_state, st);
+}
 static _Atomic int64_t g_stop_at[256];         /* stop stamp per epoch & 255 (rpd_stamp units) */
 static pthread_mutex_t g_ctl = PTHREAD_MUTEX_INITIALIZER;
 static int g_refs;                             /* start/stop reference count */
@@ -152,15 +178,16 @@ static _Atomic(struct rpd_tbuf *) g_bufs;
 static _Atomic uint64_t g_api_next = 1;        /* api handles, process-wide  */
 static _Atomic uint64_t g_range_next = 1;      /* rpdi_range_start ids       */
 
-/* A thread's state, one initial-exec TLS block (one address computation on
- * the hot path). Bit d of `unrecorded` is set while the range open at depth
+/* A thread's state, one initial-exec TLS block (struct nano_rpd_thread,
+ * exported for NANO_ZONE's inline path): its ring (a struct rpd_tbuf), its
+ * range depth, and bit d of `unrecorded` set while the range open at depth
  * d < 64 was not recorded (recording off, or dropped), so its pop is not
  * either; the pop clears it. */
-static __thread struct rpd_tls {
-  struct rpd_tbuf *buf;
-  uint32_t depth;
-  uint64_t unrecorded;
-} tls __attribute__((tls_model("initial-exec")));
+RPDI_EXPORT __thread struct nano_rpd_thread nano_rpd_thread_v1
+    __attribute__((tls_model("initial-exec")));
+#define tls nano_rpd_thread_v1
+static inline struct rpd_tbuf *rpd_tls_buf(void) { return (struct rpd_tbuf *)tls.ring; }
+static inline void rpd_tls_set_buf(struct rpd_tbuf *b) { tls.ring = (struct nano_rpd_ring *)b; }
 static pthread_key_t g_tls_key;
 
 /* Flush protocol: a requester increments g_flush_req, writes the eventfd and
@@ -504,7 +531,7 @@ static inline uint32_t rpd_on(void);
  * the buffer is handed to the writer for draining and reuse. */
 static void rpd_tls_destructor(void *p) {
   struct rpd_tbuf *b = p;
-  tls.buf = NULL; /* a record made later in this thread's exit gets a new buffer */
+  rpd_tls_set_buf(NULL); /* a record made later in this thread's exit gets a new buffer */
   if (!b) return;
   if (prctl(PR_GET_NAME, b->exit_name) != 0) b->exit_name[0] = 0;
   uint32_t epoch = rpd_on();
@@ -552,13 +579,13 @@ static struct rpd_tbuf *rpd_tbuf_slow(void) {
   b->tail_seen = atomic_load(&b->tail);
   b->atail_seen = atomic_load(&b->atail);
   b->wake_sent = 0;
-  tls.buf = b;
+  rpd_tls_set_buf(b);
   pthread_setspecific(g_tls_key, b);
   return b;
 }
 
 static inline struct rpd_tbuf *rpd_tbuf(void) {
-  struct rpd_tbuf *b = tls.buf;
+  struct rpd_tbuf *b = rpd_tls_buf();
   return b ? b : rpd_tbuf_slow();
 }
 
@@ -760,7 +787,7 @@ static __attribute__((noinline)) void rpd_push_interned_slow(uint32_t epoch, uin
  * takes rpd_push_refs. */
 RPDI_EXPORT void rpd_rangePushInterned(uint32_t domain, uint32_t name, uint32_t args) {
   uint32_t epoch = rpd_on();
-  struct rpd_tbuf *b = tls.buf;
+  struct rpd_tbuf *b = rpd_tls_buf();
   if (__builtin_expect(epoch && b && g_stack_depth <= 0, 1)) {
     uint64_t head = atomic_load_explicit(&b->head, memory_order_relaxed);
     if (__builtin_expect(head + 1 - b->tail_seen <= b->nslots, 1)) {
@@ -807,7 +834,7 @@ int rpdi_pop(void) {
   }
   uint32_t epoch = rpd_on();
   if (!epoch) return (int)d;
-  struct rpd_tbuf *b = tls.buf;
+  struct rpd_tbuf *b = rpd_tls_buf();
   if (__builtin_expect(!b, 0)) return rpd_pop_slow(d, epoch);
   uint64_t head = atomic_load_explicit(&b->head, memory_order_relaxed);
   if (__builtin_expect(head + 1 - b->tail_seen > b->nslots, 0)) return rpd_pop_slow(d, epoch);
@@ -2211,7 +2238,7 @@ static void rpd_mark_stopped(int64_t t) {
   uint32_t st = atomic_load(&g_state);
   if (!(st & 1)) return;
   atomic_store(&g_stop_at[(st >> 1) & 255], t);
-  atomic_store(&g_state, st & ~1u);
+  rpd_set_state(st & ~1u);
 }
 
 static void rpd_install_signals(void);
@@ -2227,7 +2254,7 @@ RPDI_EXPORT int rpdstart(void) {
     rpd_install_signals();
     g_epoch++;
     if (g_epoch == 0 || (g_epoch << 1) == 0) g_epoch = 1;
-    atomic_store(&g_state, (g_epoch << 1) | 1);
+    rpd_set_state((g_epoch << 1) | 1);
   }
   ret = ++g_refs;
   pthread_mutex_unlock(&g_ctl);
@@ -2360,7 +2387,7 @@ static void rpd_atfork_child(void) {
   pthread_mutex_init(&g_intern_lock, NULL);
   pthread_mutex_init(&g_ctl, NULL);
   atomic_store(&g_bufs, NULL);
-  tls.buf = NULL;
+  rpd_tls_set_buf(NULL);
   tls.depth = 0;
   tls.unrecorded = 0;
   pthread_setspecific(g_tls_key, NULL);
@@ -2371,10 +2398,10 @@ static void rpd_atfork_child(void) {
   g_evfd = -1;
   if (g_refs > 0) {
     uint32_t st = atomic_load(&g_state);
-    atomic_store(&g_state, st & ~1u);
+    rpd_set_state(st & ~1u);
     if (rpd_writer_start() == 0) {
       g_epoch++;
-      atomic_store(&g_state, (g_epoch << 1) | 1);
+      rpd_set_state((g_epoch << 1) | 1);
     } else {
       g_refs = 0;
     }
@@ -2437,6 +2464,7 @@ __attribute__((constructor)) static void rpd_init(void) {
       rpd_log("NANO_RPD_SYNC=%s is not 'off', 'normal' or 'full'; using off", sync);
   }
   rpd_tsc_init(getenv("NANO_RPD_CLOCK"));
+  g_fast = g_tsc && g_stack_depth <= 0;
   if (rpd_env_int("RPDT_AUTOSTART", 1) != 0) rpdstart();
 }
 

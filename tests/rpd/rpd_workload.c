@@ -10,7 +10,8 @@
  *   marks N            N marks as fast as possible (drop-mode test)
  *   interned N         N ranges pushed by interned handle, two names, one args
  *   zone N             N times: NANO_ZONE("zone-outer") around a NANO_ZONE
- *                      named "dyn-<k % 3>" from a stack buffer
+ *                      named "dyn-<k % 3>" from a stack buffer; prints
+ *                      "inline 1" when NANO_ZONE writes records inline
  *   clock N MS [flush] N marks, each between two rpd_now() reads that it
  *                      prints ("<before> <after>"), MS ms apart; with
  *                      "flush", rpdflush() after each
@@ -226,6 +227,8 @@ static int do_interned(int n) {
 }
 
 static int do_zone(int n) {
+  /* which path NANO_ZONE takes: inline (1) or calls (0) */
+  printf("inline %d\n", __atomic_load_n(&nano_rpd_fast_v1, __ATOMIC_RELAXED) != 0);
   for (int k = 0; k < n; k++) {
     NANO_ZONE("zone-outer");
     char name[16];

@@ -481,12 +481,36 @@ def case_clock():
         os.chdir(top)
 
 
+def tsc_usable():
+    """The tracer's condition for TSC stamps: an invariant TSC that is the
+    kernel's clocksource."""
+    with open("/sys/devices/system/clocksource/clocksource0/current_clocksource") as f:
+        src = f.read().strip()
+    with open("/proc/cpuinfo") as f:
+        flags = f.read().split()
+    return src == "tsc" and "constant_tsc" in flags and "nonstop_tsc" in flags
+
+
 def case_zone():
-    """NANO_ZONE: a literal name (interned once per site) and a name from a
-    buffer (copied) give the rows rpd_rangePush gives, properly nested."""
+    """NANO_ZONE: a literal name (interned once per site, its records written
+    inline where the TSC stamps) and a name from a buffer (copied) give the
+    rows rpd_rangePush gives, properly nested, on the inline path and on the
+    calls (monotonic clock, stack frames)."""
+    # a 64-slot ring: the inline path gives way to the calls at every half
+    for env, inline in (({}, tsc_usable()), ({"NANO_RPD_BUFFER": "64"}, tsc_usable()),
+                        ({"NANO_RPD_CLOCK": "monotonic"}, False), ({"RPDT_STACKFRAMES": "1"}, False)):
+        path = "zone-%d.rpd" % len(os.listdir("."))
+        check_zone(dict(env, RPDT_FILENAME=path), path, inline)
+    disabled = run([prog("zone_disabled")])
+    check(disabled.stdout.strip() == "disabled api sum 0", "NANO_DISABLE: %r" % disabled.stdout)
+    check(not os.path.exists("trace.rpd"), "NANO_DISABLE program wrote a trace")
+
+
+def check_zone(env, path, inline):
     n = 300
-    run([prog("rpd_workload"), "zone", str(n)], {"RPDT_FILENAME": "zone.rpd"})
-    con = db("zone.rpd")
+    p = run([prog("rpd_workload"), "zone", str(n)], env)
+    check(p.stdout.split("\n")[0] == "inline %d" % inline, "%s: %r, expected inline %d" % (env, p.stdout, inline))
+    con = db(path)
     integrity(con)
     rows = api_rows(con)
     outer = [r for r in rows if r[8] == "zone-outer"]
@@ -497,9 +521,8 @@ def case_zone():
         check(o[5] == i[5] == "UserMarker" and o[7] == i[7] == "UserMarker", "zone rows %s %s" % (o, i))
         check(i[8] == "dyn-%d" % (k % 3), "inner %d is %r" % (k, i[8]))
         check(o[3] <= i[3] <= i[4] <= o[4], "nesting broken at %d: %s %s" % (k, o[3:5], i[3:5]))
-    disabled = run([prog("zone_disabled")])
-    check(disabled.stdout.strip() == "disabled api sum 0", "NANO_DISABLE: %r" % disabled.stdout)
-    check(not os.path.exists("trace.rpd"), "NANO_DISABLE program wrote a trace")
+        if k:
+            check(outer[k - 1][4] <= o[3], "zones overlap at %d" % k)
 
 
 def case_autostart():
