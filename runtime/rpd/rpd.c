@@ -214,6 +214,17 @@ static void rpd_log(const char *fmt, ...) {
   fprintf(stderr, "nanoprobe rpd: %.*s\n", n, buf);
 }
 
+/* Array a of n elements of `size` bytes, *cap allocated: returns it with
+ * room for one more (doubling its allocation, from 64), or NULL when out of
+ * memory (a unchanged). */
+static void *rpd_grow(void *a, int n, int *cap, size_t size) {
+  if (n < *cap) return a;
+  int c = *cap ? *cap * 2 : 64;
+  void *p = realloc(a, (size_t)c * size);
+  if (p) *cap = c;
+  return p;
+}
+
 /* CLOCK_MONOTONIC ns; inlined in the library (rpd_now goes through the PLT). */
 static inline int64_t rpd_clock(void) {
   struct timespec ts;
@@ -278,7 +289,7 @@ static struct rpd_tsc_map {
   int64_t sample_ticks, sample_ns; /* the last sample */
   int64_t refit_ns, refit_ticks;   /* the re-fit interval, in ns and ticks */
   struct rpd_tsc_seg *segs;
-  uint32_t n, cap;
+  int n, cap;
   int failed; /* out of memory: the last segment goes on */
 } g_tsc_map;
 
@@ -321,12 +332,11 @@ static void rpd_tsc_init(const char *mode) {
     if (asked) rpd_log("NANO_RPD_CLOCK=tsc: %s; using monotonic", why);
     return;
   }
-  g_tsc_map.segs = malloc(64 * sizeof *g_tsc_map.segs);
+  g_tsc_map.segs = rpd_grow(NULL, 0, &g_tsc_map.cap, sizeof *g_tsc_map.segs);
   if (!g_tsc_map.segs) {
     rpd_log("out of memory for the TSC map; using monotonic");
     return;
   }
-  g_tsc_map.cap = 64;
   g_tsc = 1;
   rpd_tsc_sample(&g_tsc_map.sample_ticks, &g_tsc_map.sample_ns);
 }
@@ -334,18 +344,19 @@ static void rpd_tsc_init(const char *mode) {
 /* Appends segment s; out of memory, the map keeps its last segment. */
 static void rpd_tsc_add(struct rpd_tsc_seg s) {
   struct rpd_tsc_map *m = &g_tsc_map;
-  if (m->n == m->cap) {
-    uint32_t cap = m->cap ? m->cap * 2 : 64;
-    struct rpd_tsc_seg *segs = realloc(m->segs, cap * sizeof *segs);
-    if (!segs) {
-      if (!m->failed) rpd_log("out of memory for the TSC map; its last segment goes on");
-      m->failed = 1;
-      return;
-    }
-    m->segs = segs;
-    m->cap = cap;
+  struct rpd_tsc_seg *segs = rpd_grow(m->segs, m->n, &m->cap, sizeof *segs);
+  if (!segs) {
+    if (!m->failed) rpd_log("out of memory for the TSC map; its last segment goes on");
+    m->failed = 1;
+    return;
   }
+  m->segs = segs;
   m->segs[m->n++] = s;
+}
+
+/* A re-fit interval, at most RPD_TSC_REFIT_MAX_NS. */
+static int64_t rpd_tsc_refit(int64_t ns) {
+  return ns < RPD_TSC_REFIT_MAX_NS ? ns : RPD_TSC_REFIT_MAX_NS;
 }
 
 static int64_t rpd_tsc_at(const struct rpd_tsc_seg *s, int64_t t) {
@@ -370,7 +381,7 @@ static void rpd_tsc_extend(void) {
     slope = ticks > m->sample_ticks ? (double)(ns - m->sample_ns) / (double)(ticks - m->sample_ticks)
                                     : 1.0;
     rpd_tsc_add((struct rpd_tsc_seg){m->sample_ticks, m->sample_ns, slope}); /* room from init */
-    m->refit_ns = 2 * (ns - m->sample_ns);
+    m->refit_ns = rpd_tsc_refit(2 * (ns - m->sample_ns));
   } else {
     if (m->failed) return;
     rpd_tsc_sample(&ticks, &ns);
@@ -389,17 +400,15 @@ static void rpd_tsc_extend(void) {
       rpd_tsc_add((struct rpd_tsc_seg){edge, edge_ns, bridge});
     }
     const struct rpd_tsc_seg *last = &m->segs[m->n - 1];
-    m->refit_ns *= 2;
+    m->refit_ns = rpd_tsc_refit(2 * m->refit_ns);
     /* the offset left at this sample, closed over the next interval; at most
      * 1000 ppm of correction, so the slope stays sane after a long stall */
-    double fix = (double)(ns - rpd_tsc_at(last, ticks)) /
-                 (double)(m->refit_ns < RPD_TSC_REFIT_MAX_NS ? m->refit_ns : RPD_TSC_REFIT_MAX_NS);
+    double fix = (double)(ns - rpd_tsc_at(last, ticks)) / (double)m->refit_ns;
     if (fix > 1e-3) fix = 1e-3;
     if (fix < -1e-3) fix = -1e-3;
     slope = rate * (1 + fix);
     rpd_tsc_add((struct rpd_tsc_seg){ticks, rpd_tsc_at(last, ticks), slope});
   }
-  if (m->refit_ns > RPD_TSC_REFIT_MAX_NS) m->refit_ns = RPD_TSC_REFIT_MAX_NS;
   m->refit_ticks = (int64_t)((double)m->refit_ns / slope);
   m->sample_ticks = ticks;
   m->sample_ns = ns;
@@ -410,11 +419,11 @@ static int64_t rpdw_time(int64_t t) {
   if (!g_tsc) return t;
   struct rpd_tsc_map *m = &g_tsc_map;
   if (m->n == 0 || t - m->sample_ticks >= m->refit_ticks) rpd_tsc_extend();
-  uint32_t i = m->n - 1;
+  int i = m->n - 1;
   if (t < m->segs[i].ticks) { /* a stamp older than the newest segment */
-    uint32_t lo = 0, hi = i;
+    int lo = 0, hi = i;
     while (lo < hi) {
-      uint32_t mid = (lo + hi + 1) / 2;
+      int mid = (lo + hi + 1) / 2;
       if (m->segs[mid].ticks <= t)
         lo = mid;
       else
@@ -1049,15 +1058,13 @@ RPDI_EXPORT int rpd_name_thread(int tid, const char *name) {
   if (tid == 0) tid = (int)syscall(SYS_gettid);
   pthread_mutex_lock(&g_names_lock);
   struct rpd_tname *e = rpd_tname_find(tid);
-  if (!e && g_nnames == g_capnames) {
-    int cap = g_capnames ? 2 * g_capnames : 16;
-    struct rpd_tname *n = realloc(g_names, (size_t)cap * sizeof *n);
-    if (n) {
-      g_names = n;
-      g_capnames = cap;
+  if (!e) {
+    struct rpd_tname *names = rpd_grow(g_names, g_nnames, &g_capnames, sizeof *names);
+    if (names) {
+      g_names = names;
+      e = &g_names[g_nnames++];
     }
   }
-  if (!e && g_nnames < g_capnames) e = &g_names[g_nnames++];
   if (e) {
     e->tid = tid;
     e->written = 0;
@@ -1699,13 +1706,9 @@ static void rpdw_record(struct rpd_tbuf *b, const struct rpd_rec *r, uint64_t *a
   case R_PAD:
     break;
   case R_PUSH: {
-    if (b->nopen == b->capopen) {
-      int n = b->capopen ? b->capopen * 2 : 64;
-      struct rpd_open *o = realloc(b->open, n * sizeof *o);
-      if (!o) return;
-      b->open = o;
-      b->capopen = n;
-    }
+    struct rpd_open *opens = rpd_grow(b->open, b->nopen, &b->capopen, sizeof *opens);
+    if (!opens) return;
+    b->open = opens;
     struct rpd_open *o = &b->open[b->nopen++];
     o->start = rpdw_time(r->t0);
     o->epoch = r->epoch;
@@ -1822,13 +1825,9 @@ static void rpdw_record(struct rpd_tbuf *b, const struct rpd_rec *r, uint64_t *a
     break;
   }
   case R_RSTART: {
-    if (g_w.npend == g_w.cappend) {
-      int n = g_w.cappend ? g_w.cappend * 2 : 64;
-      struct rpdw_pending *p = realloc(g_w.pend, n * sizeof *p);
-      if (!p) return;
-      g_w.pend = p;
-      g_w.cappend = n;
-    }
+    struct rpdw_pending *pend = rpd_grow(g_w.pend, g_w.npend, &g_w.cappend, sizeof *pend);
+    if (!pend) return;
+    g_w.pend = pend;
     struct rpdw_pending *p = &g_w.pend[g_w.npend++];
     const char *d = rpdw_text(b, r->s[0], aend);
     p->id = r->h;
@@ -1917,7 +1916,6 @@ static void rpdw_name(int32_t pid, int32_t tid, char written[16], const char *na
   if (given || rpdw_put_name(pid, tid, name) != 0) return;
   snprintf(written, 16, "%s", name);
 }
-
 
 /* Reads /proc/self/task/TID/comm (tid 0: /proc/self/comm, the process's) into
  * name[16]; "" when it cannot. */
@@ -2025,7 +2023,9 @@ static int rpdw_open(void) {
   /* Debian and others build SQLite with SQLITE_SECURE_DELETE, which zeroes
    * every freed byte and every new b-tree page (a 4 KiB memset per page split,
    * about 250 instructions per row here). The writer only appends, so there is
-   * nothing to scrub. */
+   * nothing to scrub. synchronous: NANO_RPD_SYNC (OFF by default: safe against
+   * any death of the process, not against an OS crash); statement journals in
+   * memory, not one temporary file per queue insert. */
   char sync_sql[64];
   snprintf(sync_sql, sizeof sync_sql, "PRAGMA synchronous=%s; PRAGMA temp_store=MEMORY",
            g_sync_mode);
