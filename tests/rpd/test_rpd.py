@@ -54,6 +54,14 @@ def db(path):
     return sqlite3.connect(path)
 
 
+def alter(path, sql):
+    """Runs one statement on the SQLite file at path and commits it."""
+    con = sqlite3.connect(path)
+    con.execute(sql)
+    con.commit()
+    con.close()
+
+
 def q(con, sql, *params):
     return con.execute(sql, params).fetchall()
 
@@ -180,7 +188,7 @@ def case_schema():
     run([prog("rpd_workload"), "marks", "3"], {"RPDT_FILENAME": "empty.rpd"})
     check_schema(db("empty.rpd"), "empty.rpd")
     check(q(db("empty.rpd"), "SELECT count(*) FROM api")[0][0] == 3, "3 marks expected")
-    sqlite3.connect("bare.rpd").execute("PRAGMA user_version = 1").connection.commit()
+    alter("bare.rpd", "PRAGMA user_version = 1")
     run([prog("rpdfile_probe"), "write", "bare.rpd"])
     check_schema(db("bare.rpd"), "bare.rpd")
 
@@ -191,27 +199,18 @@ def case_errors():
     p = run([prog("rpdfile_probe"), "read", "text.rpd"], expect_rc=3)
     check("text.rpd: not an SQLite database" in p.stdout, p.stdout)
     run([prog("rpdfile_probe"), "write", "text.rpd"], expect_rc=3)
-    c = sqlite3.connect("other.db")
-    c.execute("CREATE TABLE foo(x)")
-    c.commit()
-    c.close()
+    alter("other.db", "CREATE TABLE foo(x)")
     for mode in ("read", "write"):
         p = run([prog("rpdfile_probe"), mode, "other.db"], expect_rc=4)
         check("other.db: an SQLite database but not an RPD trace" in p.stdout, p.stdout)
     run([prog("rpdfile_probe"), "write", "new.rpd"])
-    c = sqlite3.connect("new.rpd")
-    c.execute("UPDATE rocpd_metadata SET value = '4' WHERE tag = 'schema_version'")
-    c.commit()
-    c.close()
+    alter("new.rpd", "UPDATE rocpd_metadata SET value = '4' WHERE tag = 'schema_version'")
     for mode in ("read", "write"):
         p = run([prog("rpdfile_probe"), mode, "new.rpd"], expect_rc=5)
         check("new.rpd: RPD schema version 4 is newer" in p.stdout, p.stdout)
     # version 2 (no schema_version tag): readable, not appended to
     run([prog("rpdfile_probe"), "write", "v2.rpd"])
-    c = sqlite3.connect("v2.rpd")
-    c.execute("DELETE FROM rocpd_metadata WHERE tag = 'schema_version'")
-    c.commit()
-    c.close()
+    alter("v2.rpd", "DELETE FROM rocpd_metadata WHERE tag = 'schema_version'")
     p = run([prog("rpdfile_probe"), "read", "v2.rpd"])
     check(p.stdout.strip() == "version 2", p.stdout)
     p = run([prog("rpdfile_probe"), "write", "v2.rpd"], expect_rc=6)
