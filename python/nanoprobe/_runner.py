@@ -69,6 +69,7 @@ def _fork_child_exit(session):
 # multiprocessing keeps after-fork hooks in a weak-value registry: the
 # sessions must stay referenced here.
 _fork_hook_sessions = []
+_fork_hook_registered = set()  # ids of the sessions registered with multiprocessing
 
 
 def _after_fork_in_child(session):
@@ -78,13 +79,26 @@ def _after_fork_in_child(session):
     mputil.Finalize(session, _fork_child_exit, args=(session,), exitpriority=-1000)
 
 
-def _register_fork_hook(session):
-    try:
-        import multiprocessing.util as mputil
-    except ImportError:
+def _before_fork():
+    """os.fork's before-hook: registers the sessions with multiprocessing once
+    it is loaded (its forked children run the registered after-fork hooks)."""
+    mputil = sys.modules.get("multiprocessing.util")
+    if mputil is None:
         return
+    for session in _fork_hook_sessions:
+        if id(session) not in _fork_hook_registered:
+            _fork_hook_registered.add(id(session))
+            mputil.register_after_fork(session, _after_fork_in_child)
+
+
+def _register_fork_hook(session):
+    """Makes children forked by multiprocessing close their ranges and flush
+    before they leave through os._exit. multiprocessing is not imported here
+    (that costs every run about 25 ms); the sessions are registered with it
+    at the first fork after the program loaded it."""
+    if not _fork_hook_sessions:
+        os.register_at_fork(before=_before_fork)
     _fork_hook_sessions.append(session)
-    mputil.register_after_fork(session, _after_fork_in_child)
 
 
 def autostart():
