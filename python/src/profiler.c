@@ -301,7 +301,10 @@ struct np_stack {
   size_t n, cap;
 };
 
-static _Thread_local struct np_stack np_tls;
+/* initial-exec: the module is dlopen'ed, and the default model would call
+ * __tls_get_addr on every access (3% of a profiled thread's time); 24 bytes
+ * fit glibc's static TLS surplus for dlopen'ed objects. */
+static _Thread_local struct np_stack np_tls __attribute__((tls_model("initial-exec")));
 static pthread_key_t np_stack_key; /* frees a thread's array when it exits */
 
 enum { NP_OFF, NP_ON, NP_DRAIN };
