@@ -1129,13 +1129,14 @@ struct rpdw_pending {
 /* Rows of the two hot tables, rocpd_api and rocpd_ustring, are queued and
  * inserted by one INSERT ... SELECT per queue from an eponymous virtual table
  * that reads the queue (rpdw_vt_*): no bind calls and one statement execution
- * per RPDW_QUEUE rows. Api rows are inserted in id order: a range's id is
- * taken at its push and its row written at its pop, so the rows of nested
- * ranges come in post-order, and out-of-order rowids make SQLite split full
- * pages in the middle of the table (balance_nonroot) where rowids in order
- * append (balance_quick). Queued ustring texts point into the producers'
- * arenas, so that queue is flushed before an arena tail moves; both are
- * flushed before every commit. */
+ * per RPDW_QUEUE rows. Api rows are inserted in id order: out-of-order
+ * rowids make SQLite split full pages in the middle of the table
+ * (balance_nonroot) where rowids in order append (balance_quick). A range
+ * takes its id when its row is written (at its pop), so rows mostly come in
+ * id order already; API calls (ids taken by their threads) and ranges with
+ * stack frames (ids taken at their push) are sorted in. Queued ustring texts
+ * point into the producers' arenas, so that queue is flushed before an arena
+ * tail moves; both are flushed before every commit. */
 #define RPDW_QUEUE 4096
 /* A queued api row: the values of the rocpd_api columns, in the order of the
  * virtual table's columns (so that xColumn is one load). */
