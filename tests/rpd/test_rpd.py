@@ -274,6 +274,9 @@ def case_threads(extra_env=None):
             check(i[8] == "i=%d" % k, "inner %d has args %r" % (k, i[8]))
             check(o[3] <= i[3] <= t[3] == t[4] <= i[4] <= o[4],
                   "nesting broken at %d: outer %s inner %s tick %s" % (k, o[3:5], i[3:5], t[3:5]))
+            # ids in the order rows complete (a range's at its pop), as
+            # rocmProfileData numbers roctx ranges
+            check(t[0] < i[0] < o[0], "ids at %d: outer %d inner %d tick %d" % (k, o[0], i[0], t[0]))
             if k:
                 check(outer[k - 1][4] <= o[3], "outer ranges overlap at %d" % k)
 
