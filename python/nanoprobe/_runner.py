@@ -69,7 +69,7 @@ def _fork_child_exit(session):
 # multiprocessing keeps after-fork hooks in a weak-value registry: the
 # sessions must stay referenced here.
 _fork_hook_sessions = []
-_fork_hook_registered = set()  # ids of the sessions registered with multiprocessing
+_fork_hook_registered = 0  # how many of them (the first ones) multiprocessing has
 
 
 def _after_fork_in_child(session):
@@ -82,13 +82,13 @@ def _after_fork_in_child(session):
 def _before_fork():
     """os.fork's before-hook: registers the sessions with multiprocessing once
     it is loaded (its forked children run the registered after-fork hooks)."""
+    global _fork_hook_registered
     mputil = sys.modules.get("multiprocessing.util")
     if mputil is None:
         return
-    for session in _fork_hook_sessions:
-        if id(session) not in _fork_hook_registered:
-            _fork_hook_registered.add(id(session))
-            mputil.register_after_fork(session, _after_fork_in_child)
+    for session in _fork_hook_sessions[_fork_hook_registered:]:
+        mputil.register_after_fork(session, _after_fork_in_child)
+    _fork_hook_registered = len(_fork_hook_sessions)
 
 
 def _register_fork_hook(session):
