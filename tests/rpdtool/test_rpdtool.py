@@ -29,6 +29,14 @@ def run(*args, code=0):
     return p.stdout, p.stderr
 
 
+def info_table(out, title):
+    """The rows (lists of cells) of the table under the line `title` of rpd info's output."""
+    lines = out.splitlines()
+    start = lines.index(title) + 3  # the title, the header and the rule
+    end = next((i for i in range(start, len(lines)) if not lines[i].strip()), len(lines))
+    return [l.split() for l in lines[start:end]]
+
+
 def make_trace(path):
     """A version-3 trace: two processes, three threads, nested user ranges, a
     mark, API calls linked to GPU ops on two GPUs, monitor samples."""
@@ -133,6 +141,10 @@ def case_info():
     proc = [l.split() for l in lines if l.split()[:1] in (["100"], ["200"])]
     assert proc[0][:4] == ["100", "2", "6", "3"], proc
     assert proc[1][:4] == ["200", "1", "2", "2"], proc
+    # per-thread table (no names: the trace has no nano_thread): pid, tid, api calls
+    assert "name" not in out.split("threads:\n")[1].splitlines()[0], out
+    threads = info_table(out, "threads:")
+    assert [t[:3] for t in threads] == [["100", "100", "5"], ["100", "101", "1"], ["200", "200", "2"]], threads
     gpu = [l.split() for l in lines[lines.index("GPUs: 2"):] if l[:1].strip().isdigit() or l.startswith("  ")]
     gpu = [g for g in gpu if g and g[0] in ("0", "1")]
     assert gpu[0][:4] == ["0", "1", "3", str(2600 * US)], gpu  # 500+100+2000 us busy
@@ -399,8 +411,20 @@ def case_tracer():
     out, _ = run("info", path)
     assert "schema version:  3" in out and "processes: 1, threads: 3" in out and "GPUs: 2" in out, out
     assert "dropped records: 0" in out, out
-    pid = [l.split() for l in out.splitlines() if l[:1].isdigit() and len(l.split()) == 6][0]
-    assert pid[1:4] == ["3", "28", "26"], pid  # threads, api rows, user ranges+marks
+    # process and thread names as the OS had them (comm: 15 characters)
+    proc = info_table(out, "processes: 1, threads: 3")
+    assert len(proc) == 1 and proc[0][1:5] == ["rpdtool_trace_m", "3", "28", "26"], proc  # name,
+    pid = proc[0][0]                                   # threads, api rows, user ranges+marks
+    threads = {t[2]: t for t in info_table(out, "threads:")}
+    assert sorted(threads) == ["maker-exit", "maker-linger", "rpdtool_trace_m"], threads
+    assert threads["rpdtool_trace_m"][1] == pid, threads
+    assert sum(int(t[3]) for t in threads.values()) == 28, threads
+    html = os.path.join(WORK, "made.html")
+    run("report", path, "-o", html)
+    page = open(html, encoding="utf-8").read()
+    tid = threads["maker-exit"][1]
+    assert (f"<title>rpdtool_trace_m (pid {pid}), maker-exit (tid {tid})</title>maker-exit ({tid})"
+            in page), page
     out, _ = run("top", path)
     rows = [l.split() for l in out.splitlines()[2:]]
     assert [r[0] for r in rows] == ["kernelA", "CopyHostToDevice"], rows

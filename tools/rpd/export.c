@@ -163,11 +163,8 @@ static int rpd_export_done(struct rpd_export *x, sqlite3_stmt *st, int rc) {
 static int rpd_export_names(struct rpd_export *x) {
   char buf[64];
   /* names the tracer took from the OS (nano_thread), else generic ones */
-  int named = rpdtool_has_object(x->t->db, "nano_thread");
-  if (named < 0)
-    return rpdtool_err("export", "%s: reading failed: %s", x->t->path, sqlite3_errmsg(x->t->db));
   sqlite3_stmt *st = rpd_export_prepare(
-      x, named ? "SELECT D.pid, D.tid, P.name, T.name FROM (SELECT DISTINCT pid, tid FROM rocpd_api "
+      x, x->t->has_names ? "SELECT D.pid, D.tid, P.name, T.name FROM (SELECT DISTINCT pid, tid FROM rocpd_api "
                  "WHERE end>=?1 AND start<=?2) D "
                  "LEFT JOIN nano_thread P ON P.pid=D.pid AND P.tid=D.pid "
                  "LEFT JOIN nano_thread T ON T.pid=D.pid AND T.tid=D.tid ORDER BY D.pid, D.tid"
@@ -181,20 +178,12 @@ static int rpd_export_names(struct rpd_export *x) {
     const char *pname = (const char *)sqlite3_column_text(st, 2);
     const char *tname = (const char *)sqlite3_column_text(st, 3);
     if (pid != last) {
-      if (pname && *pname)
-        snprintf(buf, sizeof buf, "%s", pname);
-      else
-        snprintf(buf, sizeof buf, "process %" PRId64, pid);
+      rpdtool_name_label(buf, sizeof buf, pid, -1, pname);
       rpd_export_name(x, pid, -1, buf);
       rpd_export_sort(x, pid, pid);
       last = pid;
     }
-    if (tname && *tname)
-      snprintf(buf, sizeof buf, "%s", tname);
-    else if (tid == pid)
-      snprintf(buf, sizeof buf, "main thread %" PRId64, tid);
-    else
-      snprintf(buf, sizeof buf, "thread %" PRId64, tid);
+    rpdtool_name_label(buf, sizeof buf, pid, tid, tname);
     rpd_export_name(x, pid, tid, buf);
   }
   if (rpd_export_done(x, st, rc)) return 1;

@@ -1,7 +1,7 @@
 /*
  * info.c: `rpd info FILE`: what is in a trace: schema version, time span,
- * dropped records, rows per table, processes with their threads, GPUs with
- * their queues.
+ * dropped records, rows per table, processes, threads (with the names the
+ * OS gave them, when the tracer stored them), GPUs with their queues.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -11,10 +11,16 @@
 #include "commands.h"
 #include "rpdtool.h"
 
+#define RPD_INFO_THREADS 64 /* threads listed at most */
+#define RPD_INFO_STR(x) #x
+#define RPD_INFO_XSTR(x) RPD_INFO_STR(x)
+#define RPD_INFO_THREADS_STR RPD_INFO_XSTR(RPD_INFO_THREADS)
+
 static const char rpd_info_help[] =
     "usage: rpd info FILE\n"
     "Prints what an RPD trace holds: schema version, time span, dropped records,\n"
-    "rows per table, processes (threads, API calls), GPUs (queues, ops, busy time).\n";
+    "rows per table, processes (threads, API calls), threads (name, API calls; the\n"
+    "first " RPD_INFO_THREADS_STR "), GPUs (queues, ops, busy time).\n";
 
 /* Reads one integer of a one-row query into *out (0 for NULL). 0 or -1. */
 static int rpd_info_int(sqlite3 *db, const char *sql, int64_t *out) {
@@ -88,6 +94,15 @@ static int64_t rpd_info_dropped(struct rpdtool_trace *t) {
   return n;
 }
 
+/* The select-list item "name" of rows X (columns pid, tid): the OS name the
+ * tracer stored in nano_thread for (X.pid, tid_expr), "X.pid" naming the
+ * process; "" when the trace has no names. sqlite3_malloc'd (NULL: no memory). */
+static char *rpd_info_name_column(const struct rpdtool_trace *t, const char *tid_expr) {
+  if (!t->has_names) return sqlite3_mprintf("%s", "");
+  return sqlite3_mprintf("(SELECT name FROM nano_thread N WHERE N.pid=X.pid AND N.tid=%s) AS name, ",
+                         tid_expr);
+}
+
 int rpd_cmd_info(int argc, char **argv) {
   const char *file;
   int ret = rpdtool_parse_args(argc, argv, rpd_info_help, NULL, &file);
@@ -113,12 +128,24 @@ int rpd_cmd_info(int argc, char **argv) {
   printf("dropped records: %" PRId64 "\n", dropped);
   if ((ret = rpd_info_tables(&t))) goto out;
 
-  char *sql = sqlite3_mprintf(
-      "SELECT pid, count(DISTINCT tid) AS threads, count(*) AS api_calls, "
-      "sum(domain='UserMarker' OR apiName='UserMarker') AS user_markers, min(start) AS first_ns, max(end) AS last_ns "
-      "FROM (%s) GROUP BY pid ORDER BY pid",
-      rpdtool_api_sql(&t));
-  if (!sql) {
+  char *pname = rpd_info_name_column(&t, "X.pid"), *tname = rpd_info_name_column(&t, "X.tid");
+  char *sql = pname ? sqlite3_mprintf(
+                          "SELECT pid, %s count(DISTINCT tid) AS threads, count(*) AS api_calls, "
+                          "sum(domain='UserMarker' OR apiName='UserMarker') AS user_markers, "
+                          "min(start) AS first_ns, max(end) AS last_ns "
+                          "FROM (%s) X GROUP BY pid ORDER BY pid",
+                          pname, rpdtool_api_sql(&t))
+                    : NULL;
+  char *threads = tname ? sqlite3_mprintf("SELECT pid, tid, %s count(*) AS api_calls, "
+                                          "min(start) AS first_ns, max(end) AS last_ns "
+                                          "FROM rocpd_api X GROUP BY pid, tid ORDER BY pid, tid",
+                                          tname)
+                        : NULL;
+  sqlite3_free(pname);
+  sqlite3_free(tname);
+  if (!sql || !threads) {
+    sqlite3_free(sql);
+    sqlite3_free(threads);
     ret = rpdtool_err("info", "out of memory");
     goto out;
   }
@@ -127,12 +154,18 @@ int rpd_cmd_info(int argc, char **argv) {
       rpd_info_int(t.db, "SELECT count(*) FROM (SELECT DISTINCT pid, tid FROM rocpd_api)", &nt) ||
       rpd_info_int(t.db, "SELECT count(DISTINCT gpuId) FROM rocpd_op", &ng)) {
     sqlite3_free(sql);
+    sqlite3_free(threads);
     ret = rpdtool_err("info", "%s: %s", t.path, sqlite3_errmsg(t.db));
     goto out;
   }
   printf("\nprocesses: %" PRId64 ", threads: %" PRId64 "\n", np, nt);
   if (np) ret = rpdtool_print_query("info", t.db, sql, 0, stdout);
   sqlite3_free(sql);
+  if (!ret && nt) {
+    printf("\nthreads%s:\n", nt > RPD_INFO_THREADS ? " (the first " RPD_INFO_THREADS_STR ")" : "");
+    ret = rpdtool_print_query("info", t.db, threads, RPD_INFO_THREADS, stdout);
+  }
+  sqlite3_free(threads);
   if (ret) goto out;
   printf("\nGPUs: %" PRId64 "\n", ng);
   if (ng)

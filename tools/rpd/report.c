@@ -184,6 +184,7 @@ static int rp_busy(const char *cmd, const struct rpdtool_trace *t, FILE *f) {
 /* One lane of the timeline: busy pixel columns. */
 struct rp_lane {
   int64_t a, b;  /* pid, tid or gpuId, queueId */
+  char name[64], pname[64]; /* thread lanes: the OS names of thread and process, or "" */
   unsigned char px[RP_WIDTH];
 };
 
@@ -270,7 +271,18 @@ static int rp_draw_lanes(FILE *f, const struct rp_lane *lanes, int n, int y, con
     int64_t a = lanes[i].a;
     if (stride > 0 && a >= stride) /* a merged trace: the node is encoded (napi, nop) */
       fprintf(f, "node %lld ", (long long)(a / stride)), a %= stride;
-    fprintf(f, "%s %lld %s %lld", what, (long long)a, sub, (long long)lanes[i].b);
+    if (lanes[i].name[0]) {
+      /* the label has room for the name and the tid; the hover title says all */
+      fputs("<title>", f);
+      rp_esc(f, lanes[i].pname[0] ? lanes[i].pname : "process");
+      fprintf(f, " (%s %lld), ", what, (long long)a);
+      rp_esc(f, lanes[i].name);
+      fprintf(f, " (%s %lld)</title>", sub, (long long)lanes[i].b);
+      rp_esc(f, lanes[i].name);
+      fprintf(f, " (%lld)", (long long)lanes[i].b);
+    } else {
+      fprintf(f, "%s %lld %s %lld", what, (long long)a, sub, (long long)lanes[i].b);
+    }
     fprintf(f, "</text><rect x=\"150\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#f3f3f3\"/>", y,
             RP_WIDTH, RP_LANE);
     for (int x = 0; x < RP_WIDTH;) {
@@ -289,6 +301,35 @@ static int rp_draw_lanes(FILE *f, const struct rp_lane *lanes, int n, int y, con
   return y;
 }
 
+/* Reads into buf the name nano_thread holds for (pid, tid), "" when none.
+ * 0, or -1 on SQLite error. */
+static int rp_name_of(sqlite3_stmt *st, int64_t pid, int64_t tid, char *buf, size_t len) {
+  buf[0] = 0;
+  if (sqlite3_reset(st) != SQLITE_OK || sqlite3_bind_int64(st, 1, pid) != SQLITE_OK ||
+      sqlite3_bind_int64(st, 2, tid) != SQLITE_OK)
+    return -1;
+  int rc = sqlite3_step(st);
+  if (rc == SQLITE_ROW && sqlite3_column_text(st, 0))
+    snprintf(buf, len, "%s", (const char *)sqlite3_column_text(st, 0));
+  return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : -1;
+}
+
+/* Fills the thread and process names of the first n thread lanes from
+ * nano_thread (when the trace has it). 0, or -1 after printing the error. */
+static int rp_thread_names(const char *cmd, const struct rpdtool_trace *t, struct rp_lane *l,
+                           int n) {
+  if (!t->has_names || n <= 0) return 0;
+  sqlite3_stmt *st = rp_prep(cmd, t, "SELECT name FROM nano_thread WHERE pid=?1 AND tid=?2");
+  if (!st) return -1;
+  int ret = 0;
+  for (int i = 0; i < n && !ret; i++)
+    ret = rp_name_of(st, l[i].a, l[i].b, l[i].name, sizeof l[i].name) ||
+          rp_name_of(st, l[i].a, l[i].a, l[i].pname, sizeof l[i].pname);
+  if (ret) rpdtool_err(cmd, "%s: query failed: %s", t->path, sqlite3_errmsg(t->db));
+  sqlite3_finalize(st);
+  return ret ? -1 : 0;
+}
+
 /* The SVG timeline: thread lanes, GPU queue lanes, marks. */
 static int rp_timeline(const char *cmd, const struct rpdtool_trace *t, FILE *f, int64_t lo,
                        int64_t hi) {
@@ -298,7 +339,7 @@ static int rp_timeline(const char *cmd, const struct rpdtool_trace *t, FILE *f, 
   int ng = nc < 0 ? -1
                   : rp_lanes(cmd, t, "SELECT gpuId, queueId, start, end FROM rocpd_op", lo, hi,
                              &gpu, &mg);
-  if (ng < 0) goto out;
+  if (ng < 0 || rp_thread_names(cmd, t, cpu, nc) != 0) goto out;
   int height = (nc + ng) * (RP_LANE + 4) + 40;
   fprintf(f, "<h2 id=timeline>Timeline</h2><p class=muted>One lane per thread (calls and "
           "ranges) and per GPU queue (ops); a drawn pixel had activity. Marks are the red "

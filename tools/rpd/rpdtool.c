@@ -10,6 +10,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -130,7 +131,8 @@ int rpdtool_open(const char *cmd, const char *path, int mode, struct rpdtool_tra
   int dom = rpdtool_has_column(db, "rocpd_api", "domain_id");
   int cat = rpdtool_has_column(db, "rocpd_api", "category_id");
   int ustr = rpdtool_has_object(db, "rocpd_ustring");
-  if (dom < 0 || cat < 0 || ustr < 0) {
+  int names = rpdtool_has_object(db, "nano_thread");
+  if (dom < 0 || cat < 0 || ustr < 0 || names < 0) {
     rpdtool_err(cmd, "%s: cannot read the schema: %s", path, sqlite3_errmsg(db));
     nano_rpdfile_close(db, path, err, sizeof err);
     return RPDTOOL_EXIT_USAGE;
@@ -140,7 +142,19 @@ int rpdtool_open(const char *cmd, const char *path, int mode, struct rpdtool_tra
   t->schema_version = version;
   t->has_domain = dom && cat;
   t->has_ustring = ustr;
+  t->has_names = names;
   return 0;
+}
+
+void rpdtool_name_label(char *buf, size_t len, int64_t pid, int64_t tid, const char *name) {
+  if (name && *name)
+    snprintf(buf, len, "%s", name);
+  else if (tid < 0)
+    snprintf(buf, len, "process %" PRId64, pid);
+  else if (tid == pid)
+    snprintf(buf, len, "main thread %" PRId64, tid);
+  else
+    snprintf(buf, len, "thread %" PRId64, tid);
 }
 
 void rpdtool_close(struct rpdtool_trace *t) {

@@ -8,6 +8,7 @@
  *                                  but not RPD, newer schema version) and learn
  *                                  which schema generation (2 or 3) it has.
  *   rpdtool_span                   the trace's time span (for windows, percentages).
+ *   rpdtool_name_label             a process's or thread's name, or a generic label.
  *   rpdtool_api_sql                the schema-independent SELECT over API rows
  *                                  with their strings (v2 has no domain/category
  *                                  and keeps args in rocpd_string).
@@ -80,6 +81,7 @@ struct rpdtool_trace {
   int schema_version; /* 2 or 3 (a file without the tag counts as 2) */
   int has_domain;     /* rocpd_api has domain_id and category_id (v3) */
   int has_ustring;    /* args live in rocpd_ustring (v3), else rocpd_string */
+  int has_names;      /* nanoprobe's nano_thread: the OS names of processes and threads */
 };
 
 /* Opens the RPD file `path` (mode RPDTOOL_READ or RPDTOOL_WRITE) for subcommand
@@ -101,6 +103,11 @@ const char *rpdtool_api_sql(const struct rpdtool_trace *t);
  * calls, GPU ops and monitor samples. Returns 1 with *lo, *hi set, 0 for a
  * trace with no rows (both set to 0), -1 on SQLite error. */
 int rpdtool_span(const struct rpdtool_trace *t, int64_t *lo, int64_t *hi);
+
+/* Writes the label of process pid (tid < 0) or of its thread tid into buf:
+ * `name` (the OS name from nano_thread) when it is neither NULL nor empty,
+ * else "process P", "main thread T" (tid == pid) or "thread T". */
+void rpdtool_name_label(char *buf, size_t len, int64_t pid, int64_t tid, const char *name);
 
 /* 1 when the trace has a table or view `name`, 0 when not, -1 on SQLite error. */
 int rpdtool_has_object(sqlite3 *db, const char *name);
