@@ -7,4 +7,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/build.sh"
 build=${NANO_BUILD_DIR:-$root/build}
 cd "$build"
+export TMPDIR="$build/tmp" # see build.sh
+rm -rf "$TMPDIR"
+mkdir -p "$TMPDIR"
 ctest -j "${NANO_JOBS:-$(nproc)}" --output-on-failure --timeout 900 "$@"
