@@ -10,6 +10,7 @@ same twin.
 usage: check_amdgpu.py CODE_OBJECT WAVE_SIZE READELF CXXFILT SITES_DUMP [KERNELDB]
 """
 import json
+import os
 import subprocess
 import sys
 
@@ -17,10 +18,8 @@ import yaml
 
 from twin_names import PREFIX, check_pairs
 
-
-def fail(msg):
-    print("FAIL: " + msg)
-    sys.exit(1)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from testlib import fail  # noqa: E402 (tests/testlib.py)
 
 
 def main():

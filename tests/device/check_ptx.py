@@ -6,15 +6,14 @@ arch, every .entry has its twin as an .entry with exactly one more parameter
 usage: check_ptx.py PTX PTXAS ARCH CXXFILT
 """
 import re
+import os
 import subprocess
 import sys
 
 from twin_names import check_pairs
 
-
-def fail(msg):
-    print("FAIL: " + msg)
-    sys.exit(1)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from testlib import fail  # noqa: E402 (tests/testlib.py)
 
 
 def entries(ptx):

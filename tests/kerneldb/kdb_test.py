@@ -17,19 +17,12 @@ import zlib
 
 import yaml
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from testlib import check, fail  # noqa: E402 (tests/testlib.py)
+
 READELF = "llvm-readelf-15"
 OBJDUMP = "llvm-objdump-15"
 SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "src", "kdb_test.hip")
-
-
-def fail(msg):
-    print("FAIL: " + msg)
-    sys.exit(1)
-
-
-def check(cond, msg):
-    if not cond:
-        fail(msg)
 
 
 def run(cmd, expect_rc=0):

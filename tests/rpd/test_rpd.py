@@ -17,17 +17,10 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from testlib import check, fail  # noqa: E402 (tests/testlib.py)
+
 ARGS = None
-
-
-def fail(msg):
-    print("FAIL: " + msg)
-    sys.exit(1)
-
-
-def check(cond, msg):
-    if not cond:
-        fail(msg)
 
 
 def run(cmd, env=None, expect_rc=0, timeout=60):
