@@ -2,10 +2,13 @@
 pure-Python recorder and under `python -m nanoprobe`, and prints ratios to
 the plain run measured here.
 
-Three figures per mode, each the best of N runs: the workload's own wall time
-(timed inside the program), the process's CPU time (all threads: the
-tracer's writer included, through RUSAGE_CHILDREN) and the process's wall
-time (start-up and writing the trace at exit included).
+The N runs of the modes are interleaved (run k of every mode, then run k+1),
+so that a slow spell of a shared machine hits all modes alike. Four figures
+per mode: the best of the N runs of the workload's own wall time (timed
+inside the program), of the process's CPU time (all threads: the tracer's
+writer included, through RUSAGE_CHILDREN) and of the process's wall time
+(start-up and writing the trace at exit included), and the median of the
+process's wall times.
 
 When valgrind is installed (and NANO_BENCH_CALLGRIND is not 0), a second
 table gives instructions per profiled call, which do not depend on the load
@@ -20,6 +23,7 @@ import os
 import re
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -46,7 +50,8 @@ def main():
         env.pop(name, None)
     version = subprocess.run([python, "-c", "import sys; print(sys.version.split()[0])"],
                              capture_output=True, text=True, check=True).stdout.strip()
-    print("python %s (%s), best of %d; ratios to the plain run" % (python, version, repeat))
+    print("python %s (%s), best and median of %d interleaved runs; ratios to the plain run" % (
+        python, version, repeat))
     with tempfile.TemporaryDirectory() as tmp:
         modes = {
             "plain": [python, WORKLOAD],
@@ -54,17 +59,21 @@ def main():
             "pyrecorder": [python, os.path.join(HERE, "pyrecorder.py"), WORKLOAD],
             "nanoprobe": [python, "-m", "nanoprobe", "-o", os.path.join(tmp, "trace.rpd"), WORKLOAD],
         }
-        print("%-8s %-11s %10s %6s %10s %6s %10s %6s" % (
-            "workload", "mode", "work_s", "ratio", "cpu_s", "ratio", "wall_s", "ratio"))
-        for work in ("fib", "methods"):
+        print("%-8s %-11s %10s %6s %10s %6s %10s %6s %10s %6s" % (
+            "workload", "mode", "work_s", "ratio", "cpu_s", "ratio", "wall_s", "ratio",
+            "wall_med", "ratio"))
+        for work in ("fib", "methods", "loops"):
+            runs = {mode: [] for mode in modes}
+            for _ in range(repeat):
+                for mode, cmd in modes.items():
+                    runs[mode].append(measure(cmd + [work], env))
             base = None
-            for mode, cmd in modes.items():
-                runs = [measure(cmd + [work], env) for _ in range(repeat)]
-                best = tuple(min(r[i] for r in runs) for i in range(3))
-                base = base or best
-                print("%-8s %-11s %10.4f %6.2f %10.4f %6.2f %10.4f %6.2f" % (
-                    work, mode, best[0], best[0] / base[0], best[1], best[1] / base[1],
-                    best[2], best[2] / base[2]))
+            for mode in modes:
+                fig = tuple(min(r[i] for r in runs[mode]) for i in range(3))
+                fig += (statistics.median(r[2] for r in runs[mode]),)
+                base = base or fig
+                print("%-8s %-11s" % (work, mode) +
+                      "".join(" %10.4f %6.2f" % (fig[i], fig[i] / base[i]) for i in range(4)))
         if shutil.which("valgrind") and os.environ.get("NANO_BENCH_CALLGRIND", "1") != "0":
             instructions(python, env, tmp)
 

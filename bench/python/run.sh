@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Slowdown of call-heavy Python programs (recursive fib(25); a loop of 300k
-# method calls) under `python -m nanoprobe`, as ratios to the unprofiled run,
-# next to cProfile and a pure-Python sys.setprofile recorder, all measured in
-# this run (see bench.py for the three figures).
+# Slowdown of Python programs (call-heavy: recursive fib(25), a loop of 300k
+# method calls; and 100k calls of a function with a short loop) under
+# `python -m nanoprobe`, as ratios to the unprofiled run, next to cProfile and
+# a pure-Python sys.setprofile recorder, all measured in this run (see
+# bench.py for the four figures).
 #   bench/python/run.sh [BUILD_DIR]     (default ./build; NANO_BENCH_REPEAT=5)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
