@@ -247,6 +247,11 @@ def scenario_gate(a):
         run([a.extra] + args, {"LD_PRELOAD": a.tracker, "NANO_TRACKER_FORMAT": "json", "NANO_TRACKER_OUTPUT": cur})
         run([a.nanoprobe, "gate", "--baseline", base, "--current", cur], expect_rc=1)
         run([a.nanoprobe, "gate", "--baseline", cur, "--current", base], expect_rc=0)
+        # the measuring run's scratch folder goes under $TMPDIR; one that cannot be made is named
+        nowhere = os.path.join(d, "no-such-dir")
+        p = run(np_ + ["--baseline", base, "--", a.bin] + args, {"TMPDIR": nowhere}, expect_rc=2)
+        check(nowhere + "/nanoprobe-gate-" in p.stderr and "No such file" in p.stderr,
+              "unusable TMPDIR named: %r" % p.stderr)
 
 
 def scenario_instructions(a):

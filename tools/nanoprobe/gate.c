@@ -278,8 +278,10 @@ static void gate_rmdir(const char *dir) {
       if (e->d_name[0] == '.')
         continue;
       char p[PATH_MAX];
-      snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-      if (unlink(p) != 0)
+      int long_name = snprintf(p, sizeof p, "%s/%s", dir, e->d_name) >= (int)sizeof p;
+      if (long_name)
+        errno = ENAMETOOLONG;
+      if (long_name || unlink(p) != 0)
         fprintf(stderr, "nanoprobe gate: cannot remove '%s': %s\n", p, strerror(errno));
     }
     closedir(d);
@@ -303,8 +305,10 @@ static long long gate_callgrind_total(const char *dir) {
     if (strncmp(e->d_name, "callgrind.out.", 14) != 0)
       continue;
     char p[PATH_MAX];
-    snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-    FILE *f = fopen(p, "r");
+    int long_name = snprintf(p, sizeof p, "%s/%s", dir, e->d_name) >= (int)sizeof p;
+    if (long_name)
+      errno = ENAMETOOLONG;
+    FILE *f = long_name ? NULL : fopen(p, "r");
     if (f == NULL) {
       fprintf(stderr, "nanoprobe gate: cannot read '%s': %s\n", p, strerror(errno));
       continue;
@@ -354,9 +358,16 @@ static long long gate_perf_total(const char *path) {
 /* Runs the command and measures it into *c. Returns 0, or 2 when it could
  * not be measured. */
 static int gate_measure(struct gate_counts *c, const struct gate_opts *o) {
-  char dir[] = "/tmp/nanoprobe-gate-XXXXXX";
+  const char *tmp = getenv("TMPDIR");
+  char dir[PATH_MAX];
+  if (snprintf(dir, sizeof dir, "%s/nanoprobe-gate-XXXXXX", tmp && *tmp ? tmp : "/tmp") >=
+      (int)sizeof dir) {
+    fprintf(stderr, "nanoprobe gate: TMPDIR is too long: %s\n", tmp);
+    return 2;
+  }
   if (mkdtemp(dir) == NULL) {
-    fprintf(stderr, "nanoprobe gate: cannot create a temporary folder: %s\n", strerror(errno));
+    fprintf(stderr, "nanoprobe gate: cannot create a temporary folder %s: %s\n", dir,
+            strerror(errno));
     return 2;
   }
   int rc = 2;
