@@ -419,7 +419,9 @@ static __attribute__((noinline)) int64_t rpdw_time_slow(int64_t t) {
   struct rpd_tsc_map *m = &g_tsc_map;
   if (m->n == 0 || t - m->sample_ticks >= m->refit_ticks) rpd_tsc_extend();
   int i = m->n - 1;
-  if (t < m->segs[i].ticks) { /* a stamp older than the newest segment */
+  if (i > 0 && t < m->segs[i].ticks && t >= m->segs[i - 1].ticks) {
+    i--; /* the backlog a re-fit leaves behind: the segment before the newest */
+  } else if (t < m->segs[i].ticks) { /* an older stamp */
     int lo = 0, hi = i;
     while (lo < hi) {
       int mid = (lo + hi + 1) / 2;
