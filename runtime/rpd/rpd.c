@@ -1103,13 +1103,6 @@ static const char *const rpdw_sql[ST_COUNT] = {
     "INSERT OR REPLACE INTO nano_thread(pid, tid, name) VALUES (?,?,?)",
 };
 
-/* nanoprobe's own table of process and thread names (the OS names, 15
- * characters at most): the row with tid = pid names the process. rpd export
- * shows them. */
-static const char rpdw_thread_schema[] =
-    "CREATE TABLE IF NOT EXISTS nano_thread (pid integer NOT NULL, tid integer NOT NULL, "
-    "name varchar(16) NOT NULL, PRIMARY KEY (pid, tid))";
-
 /* A hash map from keys to ids (strings or 64-bit integers). */
 struct rpdw_map {
   uint64_t *hash;
@@ -2106,7 +2099,7 @@ static int rpdw_open(void) {
            "PRAGMA synchronous=%s; PRAGMA temp_store=MEMORY; PRAGMA cache_size=-2000", g_sync_mode);
   if (rpdw_exec("PRAGMA secure_delete=OFF", "cannot turn off secure_delete") != 0 ||
       rpdw_exec(sync_sql, "cannot set synchronous, temp_store and cache_size") != 0 ||
-      rpdw_exec(rpdw_thread_schema, "cannot create nano_thread") != 0)
+      rpdw_exec(nano_rpdfile_thread_schema_sql(), "cannot create nano_thread") != 0)
     return -1;
   for (int i = 0; i < ST_COUNT; i++) {
     if (sqlite3_prepare_v3(g_w.db, rpdw_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &g_w.st[i], NULL) !=

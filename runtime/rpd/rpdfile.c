@@ -124,6 +124,11 @@ static const char rpdfile_schema[] =
 
 const char *nano_rpdfile_schema_sql(void) { return rpdfile_schema; }
 
+const char *nano_rpdfile_thread_schema_sql(void) {
+  return "CREATE TABLE IF NOT EXISTS nano_thread (pid integer NOT NULL, tid integer NOT NULL, "
+         "name varchar(16) NOT NULL, PRIMARY KEY (pid, tid))";
+}
+
 /* Formats "<path>: <message>" into err (when err is non-NULL). */
 static void rpdfile_err(char *err, size_t errlen, const char *path, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

@@ -344,6 +344,17 @@ def case_merge():
         [(0, 0, ""), (0, 0, "rank_kernel"), (1, 1, ""), (1, 1, "rank_kernel")]
     assert q(out, "SELECT count(*), count(DISTINCT string) FROM rocpd_string")[0][0] == \
         q(out, "SELECT count(DISTINCT string) FROM rocpd_string")[0][0]
+    # The OS names the tracer stored come along, pids encoded like the calls';
+    # rpd info names node 1's process through the row (pid, pid mod pid_stride).
+    stride = int(q(out, "SELECT value FROM rocpd_metadata WHERE tag='pid_stride'")[0][0])
+    names = [q(p, "SELECT pid, tid, name FROM nano_thread") for p in (r0, r1)]
+    assert len(names[0]) == 1 and names[0][0][:2] == (pids[0], pids[0]), names
+    assert sorted(q(out, "SELECT pid, tid, name FROM nano_thread")) == \
+        sorted(names[0] + [(pid + stride, tid, name) for pid, tid, name in names[1]])
+    info, _ = run("info", out)
+    procs = info.split("processes: 2, threads: 2\n")[1].split("\n\n")[0].splitlines()[2:]
+    assert [p.split()[:2] for p in procs] == \
+        [[str(pids[0]), names[0][0][2]], [str(pids[1] + stride), names[1][0][2]]], info
     again, _ = run("merge", out, r0, r1)
     assert "nothing to do" in again
     _, err = run("merge", out, r1, r0, code=1)
@@ -381,6 +392,8 @@ def case_trim():
                        "g0", "g1", "g2", "after"}, strings
     assert q(out, "SELECT count(*) FROM rocpd_ustring") == [(6,)]
     assert q(out, "SELECT count(*) FROM rocpd_op") == [(0,)]
+    names = q(path, "SELECT pid, tid, name FROM nano_thread")
+    assert names and q(out, "SELECT pid, tid, name FROM nano_thread") == names, names
     # Percentages of the calls' span [1000, 320000]: 50% = 160500.
     out2 = os.path.join(WORK, "window2.rpd")
     for sfx in ("", "-wal", "-shm"):

@@ -14,7 +14,9 @@
  *     node * gpu_stride, the destination's strides, so the views napi and nop
  *     decode the node;
  *   - schema 2 sources (no domain/category, args in rocpd_string) become
- *     schema 3 rows: domain "UserMarker" for user markers, else "".
+ *     schema 3 rows: domain "UserMarker" for user markers, else "";
+ *   - nanoprobe's nano_thread (OS names of processes and threads) comes along,
+ *     every row of it (a name of a thread with no copied call is harmless).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdarg.h>
@@ -267,6 +269,13 @@ static int cp_rows(const char *cmd, sqlite3 *db, const struct rpdtool_trace *s,
                         "F.api_ptr_id + %lld, F.depth, coalesce(N.new, %lld) FROM "
                         "src.rocpd_stackframe F LEFT JOIN smap N ON N.old = F.name_id WHERE %s;",
                         (long long)off_api, (long long)empty, fa_F))
+    return -1;
+  if (s->has_names &&
+      (cp_exec(cmd, db, "creating nano_thread", "%s", nano_rpdfile_thread_schema_sql()) ||
+       cp_exec(cmd, db, "copying thread names",
+               "INSERT OR REPLACE INTO main.nano_thread(pid, tid, name) SELECT pid + %lld, tid, "
+               "name FROM src.nano_thread;",
+               (long long)padd)))
     return -1;
   c->strings = cp_int(db, &ok, "SELECT count(*) FROM main.rocpd_string");
   return cp_exec(cmd, db, "cleaning up",

@@ -166,11 +166,16 @@ static int rpd_export_names(struct rpd_export *x) {
   sqlite3_stmt *st = rpd_export_prepare(
       x, x->t->has_names ? "SELECT D.pid, D.tid, P.name, T.name FROM (SELECT DISTINCT pid, tid FROM rocpd_api "
                  "WHERE end>=?1 AND start<=?2) D "
-                 "LEFT JOIN nano_thread P ON P.pid=D.pid AND P.tid=D.pid "
+                 "LEFT JOIN nano_thread P ON P.pid=D.pid AND P.tid=D.pid % ?3 "
                  "LEFT JOIN nano_thread T ON T.pid=D.pid AND T.tid=D.tid ORDER BY D.pid, D.tid"
                : "SELECT DISTINCT pid, tid, NULL, NULL FROM rocpd_api WHERE end>=?1 AND start<=?2 "
                  "ORDER BY pid, tid");
   if (!st) return 1;
+  if (x->t->has_names && sqlite3_bind_int64(st, 3, x->t->pid_stride) != SQLITE_OK) {
+    rpdtool_err("export", "%s: query failed: %s", x->t->path, sqlite3_errmsg(x->t->db));
+    sqlite3_finalize(st);
+    return 1;
+  }
   int rc;
   int64_t last = INT64_MIN;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {

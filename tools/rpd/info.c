@@ -95,8 +95,8 @@ static int64_t rpd_info_dropped(struct rpdtool_trace *t) {
 }
 
 /* The select-list item "name" of rows X (columns pid, tid): the OS name the
- * tracer stored in nano_thread for (X.pid, tid_expr), "X.pid" naming the
- * process; "" when the trace has no names. sqlite3_malloc'd (NULL: no memory). */
+ * tracer stored in nano_thread for (X.pid, tid_expr) (see pid_stride in
+ * rpdtool.h for the row naming a process); "" when the trace has no names. sqlite3_malloc'd (NULL: no memory). */
 static char *rpd_info_name_column(const struct rpdtool_trace *t, const char *tid_expr) {
   if (!t->has_names) return sqlite3_mprintf("%s", "");
   return sqlite3_mprintf("(SELECT name FROM nano_thread N WHERE N.pid=X.pid AND N.tid=%s) AS name, ",
@@ -128,7 +128,9 @@ int rpd_cmd_info(int argc, char **argv) {
   printf("dropped records: %" PRId64 "\n", dropped);
   if ((ret = rpd_info_tables(&t))) goto out;
 
-  char *pname = rpd_info_name_column(&t, "X.pid"), *tname = rpd_info_name_column(&t, "X.tid");
+  char pexpr[48];
+  snprintf(pexpr, sizeof pexpr, "X.pid %% %" PRId64, t.pid_stride);
+  char *pname = rpd_info_name_column(&t, pexpr), *tname = rpd_info_name_column(&t, "X.tid");
   char *sql = pname ? sqlite3_mprintf(
                           "SELECT pid, %s count(DISTINCT tid) AS threads, count(*) AS api_calls, "
                           "sum(domain='UserMarker' OR apiName='UserMarker') AS user_markers, "

@@ -324,7 +324,7 @@ static int rp_thread_names(const char *cmd, const struct rpdtool_trace *t, struc
   int ret = 0;
   for (int i = 0; i < n && !ret; i++)
     ret = rp_name_of(st, l[i].a, l[i].b, l[i].name, sizeof l[i].name) ||
-          rp_name_of(st, l[i].a, l[i].a, l[i].pname, sizeof l[i].pname);
+          rp_name_of(st, l[i].a, l[i].a % t->pid_stride, l[i].pname, sizeof l[i].pname);
   if (ret) rpdtool_err(cmd, "%s: query failed: %s", t->path, sqlite3_errmsg(t->db));
   sqlite3_finalize(st);
   return ret ? -1 : 0;

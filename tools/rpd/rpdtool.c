@@ -118,6 +118,19 @@ static int rpdtool_has_column(sqlite3 *db, const char *table, const char *col) {
   return found;
 }
 
+/* rocpd_metadata's pid_stride; rocpd's 10000000 when it is missing or not a
+ * positive integer. */
+static int64_t rpdtool_pid_stride(sqlite3 *db) {
+  sqlite3_stmt *st = NULL;
+  int64_t stride = 0;
+  if (sqlite3_prepare_v2(db, "SELECT CAST(value AS INTEGER) FROM rocpd_metadata WHERE tag='pid_stride'",
+                         -1, &st, NULL) == SQLITE_OK &&
+      sqlite3_step(st) == SQLITE_ROW)
+    stride = sqlite3_column_int64(st, 0);
+  sqlite3_finalize(st);
+  return stride > 0 ? stride : 10000000;
+}
+
 int rpdtool_open(const char *cmd, const char *path, int mode, struct rpdtool_trace *t) {
   memset(t, 0, sizeof *t);
   char err[NANO_RPDFILE_ERRLEN];
@@ -143,6 +156,7 @@ int rpdtool_open(const char *cmd, const char *path, int mode, struct rpdtool_tra
   t->has_domain = dom && cat;
   t->has_ustring = ustr;
   t->has_names = names;
+  t->pid_stride = rpdtool_pid_stride(db);
   return 0;
 }
 

@@ -12,6 +12,7 @@
  *   nano_rpdfile_begin_session take the next session number (rocmProfileData's
  *                             multi-writer scheme: ids get session << 32)
  *   nano_rpdfile_schema_sql   the SQL that creates a version-3 file
+ *   nano_rpdfile_thread_schema_sql  nanoprobe's table of thread names
  *
  * Errors are written into a caller buffer as one line naming the path and what
  * is wrong, e.g. "trace.rpd: not an SQLite database". Every function returns 0
@@ -66,6 +67,13 @@ enum nano_rpdfile_error {
 /* The SQL script that creates an empty version-3 RPD file: tables, indexes,
  * views and the metadata rows. Static storage. */
 const char *nano_rpdfile_schema_sql(void);
+
+/* The SQL that creates nanoprobe's own table of process and thread names,
+ * nano_thread(pid, tid, name) (the OS names, 15 characters at most; the row
+ * with tid = pid names the process), if it is missing. The writer creates it;
+ * rpd merge and trim carry it over; rpd info, report and export show it.
+ * Static storage. */
+const char *nano_rpdfile_thread_schema_sql(void);
 
 /* Classifies the open database `db` (opened from `path`, used in messages).
  * On success stores the schema version (2 or 3; a file with RPD tables but no
