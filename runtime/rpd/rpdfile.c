@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <libgen.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -387,10 +388,33 @@ int nano_rpdfile_open_read(const char *path, int readonly, sqlite3 **db, int *ve
     rpdfile_err(err, errlen, path, "an empty file, not an RPD trace");
     return NANO_RPDFILE_ENOTRPD;
   }
+  /* A read-only connection that is the last to close a WAL-mode file cannot
+   * remove the side files (-wal, -shm) it made, so every `rpd info` would
+   * leave two empty files next to the trace. Where this process may write the
+   * file and its folder, readers use a read-write connection in query_only
+   * mode instead: it reads the same, writes nothing, and removes them. */
+  int writable = 0;
+  if (readonly) {
+    char *copy = strdup(path);
+    if (!copy) {
+      rpdfile_err(err, errlen, path, "out of memory");
+      return NANO_RPDFILE_ESQLITE;
+    }
+    writable = access(path, W_OK) == 0 && access(dirname(copy), W_OK) == 0;
+    free(copy);
+  }
   sqlite3 *d = NULL;
-  int rc = rpdfile_connect(path, readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE, &d, err,
-                           errlen);
+  int rc = rpdfile_connect(path, readonly && !writable ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE,
+                           &d, err, errlen);
   if (rc < 0) return rc;
+  if (readonly && writable) {
+    rc = nano_rpdfile_exec(d, path, "cannot make the connection read-only", "PRAGMA query_only=1",
+                           err, errlen);
+    if (rc < 0) {
+      sqlite3_close(d);
+      return rc;
+    }
+  }
   rc = nano_rpdfile_check(d, path, version, err, errlen);
   if (rc < 0) {
     sqlite3_close(d);

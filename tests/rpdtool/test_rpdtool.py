@@ -425,6 +425,14 @@ def case_tracer():
     tid = threads["maker-exit"][1]
     assert (f"<title>rpdtool_trace_m (pid {pid}), maker-exit (tid {tid})</title>maker-exit ({tid})"
             in page), page
+    # readers leave the file alone and as one file: no WAL side files after them
+    with open(path, "rb") as f:
+        before = f.read()
+    for cmd in (["info"], ["top"], ["export", "-o", os.path.join(WORK, "made.json")]):
+        run(*cmd, path)
+        assert not os.path.exists(path + "-wal") and not os.path.exists(path + "-shm"), cmd
+    with open(path, "rb") as f:
+        assert f.read() == before
     out, _ = run("top", path)
     rows = [l.split() for l in out.splitlines()[2:]]
     assert [r[0] for r in rows] == ["kernelA", "CopyHostToDevice"], rows

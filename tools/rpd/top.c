@@ -18,22 +18,27 @@ static const char rpd_top_help[] =
     "duration in microseconds and share of all GPU time, longest first.\n"
     "  -n, --limit N   print at most N rows (default 20; 0 = all)\n";
 
-/* Gives a trace written without the `top` view (a bare schema 2 file) the
- * view of nano_rpdfile_schema_sql() as a TEMP view, so that both kinds of file
- * answer from one definition. Returns 0, or 1 after reporting. */
-static int rpd_top_temp_view(struct rpdtool_trace *t) {
+/* The query of the table: the trace's own `top` view, or for a trace written
+ * without it (a bare schema 2 file) that view's definition in
+ * nano_rpdfile_schema_sql(), so that both kinds of file answer from one
+ * definition. sqlite3_malloc'd; NULL after reporting. */
+static char *rpd_top_sql(struct rpdtool_trace *t) {
+  int view = rpdtool_has_object(t->db, "top");
+  if (view < 0) {
+    rpdtool_err("top", "%s: %s", t->path, sqlite3_errmsg(t->db));
+    return NULL;
+  }
   static const char key[] = "CREATE VIEW top AS ";
-  const char *def = strstr(nano_rpdfile_schema_sql(), key);
+  const char *def = view ? NULL : strstr(nano_rpdfile_schema_sql(), key);
   const char *end = def ? strchr(def, ';') : NULL;
-  if (!end) return rpdtool_err("top", "internal: no top view in the RPD schema");
-  def += sizeof key - 1;
-  char *sql = sqlite3_mprintf("CREATE TEMP VIEW top AS %.*s", (int)(end - def), def);
-  if (!sql) return rpdtool_err("top", "out of memory");
-  int rc = sqlite3_exec(t->db, sql, NULL, NULL, NULL);
-  sqlite3_free(sql);
-  if (rc != SQLITE_OK)
-    return rpdtool_err("top", "%s: cannot define the top view: %s", t->path, sqlite3_errmsg(t->db));
-  return 0;
+  if (!view && !end) {
+    rpdtool_err("top", "internal: no top view in the RPD schema");
+    return NULL;
+  }
+  char *sql = view ? sqlite3_mprintf("SELECT * FROM top")
+                   : sqlite3_mprintf("%.*s", (int)(end - def - (sizeof key - 1)), def + sizeof key - 1);
+  if (!sql) rpdtool_err("top", "out of memory");
+  return sql;
 }
 
 int rpd_cmd_top(int argc, char **argv) {
@@ -47,11 +52,9 @@ int rpd_cmd_top(int argc, char **argv) {
   struct rpdtool_trace t;
   ret = rpdtool_open("top", file, RPDTOOL_READ, &t);
   if (ret) return ret;
-  int view = rpdtool_has_object(t.db, "top");
-  if (view < 0)
-    ret = rpdtool_err("top", "%s: %s", t.path, sqlite3_errmsg(t.db));
-  else if (view || !(ret = rpd_top_temp_view(&t)))
-    ret = rpdtool_print_query("top", t.db, "SELECT * FROM top", limit, stdout);
+  char *sql = rpd_top_sql(&t);
+  ret = sql ? rpdtool_print_query("top", t.db, sql, limit, stdout) : RPDTOOL_EXIT_FAIL;
+  sqlite3_free(sql);
   rpdtool_close(&t);
   return ret;
 }

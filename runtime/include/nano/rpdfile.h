@@ -96,6 +96,9 @@ int nano_rpdfile_open_write(const char *path, int truncate, sqlite3 **db, char *
 
 /* Opens an existing RPD file of schema 2 or 3 for reading (readonly != 0) or
  * for post-processing writes (readonly == 0). Stores its version in *version.
+ * A reader gets a read-write connection in query_only mode where this process
+ * may write the file and its folder (so that, last to close, it removes the
+ * WAL side files), else a read-only one; it can create no TEMP objects either.
  * Returns 0 and *db, or NANO_RPDFILE_ENOENT, _EIO, _ENOTDB, _ENOTRPD, _ENEWER,
  * _ESQLITE (then *db is NULL). */
 int nano_rpdfile_open_read(const char *path, int readonly, sqlite3 **db, int *version,
