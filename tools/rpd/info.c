@@ -96,7 +96,8 @@ static int64_t rpd_info_dropped(struct rpdtool_trace *t) {
 
 /* The select-list item "name" of rows X (columns pid, tid): the OS name the
  * tracer stored in nano_thread for (X.pid, tid_expr) (see pid_stride in
- * rpdtool.h for the row naming a process); "" when the trace has no names. sqlite3_malloc'd (NULL: no memory). */
+ * rpdtool.h for the row naming a process); "" when the trace has no names.
+ * sqlite3_malloc'd (NULL: no memory). */
 static char *rpd_info_name_column(const struct rpdtool_trace *t, const char *tid_expr) {
   if (!t->has_names) return sqlite3_mprintf("%s", "");
   return sqlite3_mprintf("(SELECT name FROM nano_thread N WHERE N.pid=X.pid AND N.tid=%s) AS name, ",
