@@ -100,8 +100,8 @@ static int64_t rpd_info_dropped(struct rpdtool_trace *t) {
  * sqlite3_malloc'd (NULL: no memory). */
 static char *rpd_info_name_column(const struct rpdtool_trace *t, const char *tid_expr) {
   if (!t->has_names) return sqlite3_mprintf("%s", "");
-  return sqlite3_mprintf("(SELECT name FROM nano_thread N WHERE N.pid=X.pid AND N.tid=%s) AS name, ",
-                         tid_expr);
+  return sqlite3_mprintf(
+      "(SELECT name FROM nano_thread N WHERE N.pid=X.pid AND N.tid=%s) AS name, ", tid_expr);
 }
 
 int rpd_cmd_info(int argc, char **argv) {

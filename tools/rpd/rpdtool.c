@@ -123,7 +123,9 @@ static int rpdtool_has_column(sqlite3 *db, const char *table, const char *col) {
 static int64_t rpdtool_pid_stride(sqlite3 *db) {
   sqlite3_stmt *st = NULL;
   int64_t stride = 0;
-  if (sqlite3_prepare_v2(db, "SELECT CAST(value AS INTEGER) FROM rocpd_metadata WHERE tag='pid_stride'",
+  if (sqlite3_prepare_v2(db,
+                         "SELECT CAST(value AS INTEGER) FROM rocpd_metadata "
+                         "WHERE tag='pid_stride'",
                          -1, &st, NULL) == SQLITE_OK &&
       sqlite3_step(st) == SQLITE_ROW)
     stride = sqlite3_column_int64(st, 0);

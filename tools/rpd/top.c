@@ -35,8 +35,9 @@ static char *rpd_top_sql(struct rpdtool_trace *t) {
     rpdtool_err("top", "internal: no top view in the RPD schema");
     return NULL;
   }
+  const char *body = def ? def + sizeof key - 1 : NULL;
   char *sql = view ? sqlite3_mprintf("SELECT * FROM top")
-                   : sqlite3_mprintf("%.*s", (int)(end - def - (sizeof key - 1)), def + sizeof key - 1);
+                   : sqlite3_mprintf("%.*s", (int)(end - body), body);
   if (!sql) rpdtool_err("top", "out of memory");
   return sql;
 }
