@@ -89,7 +89,7 @@ static int cp_rows(const char *cmd, sqlite3 *db, const struct rpdtool_trace *s,
   int ok = 1;
   int has_dom = s->has_domain;
   const char *args = s->has_ustring ? "src.rocpd_ustring" : "src.rocpd_string";
-  int64_t pstride = an_meta_int(db, "pid_stride", 10000000);
+  int64_t pstride = an_meta_int(db, "pid_stride", RPDTOOL_PID_STRIDE);
   int64_t gstride = an_meta_int(db, "gpu_stride", 1000);
   int64_t padd = o->node * pstride, gadd = o->node * gstride;
   if (o->node > 0) {

@@ -347,9 +347,8 @@ static int rp_timeline(const char *cmd, const struct rpdtool_trace *t, FILE *f, 
           "xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
           "viewBox=\"0 0 %d %d\">\n",
           RP_WIDTH + 160, height, RP_WIDTH + 160, height);
-  int64_t pstride = an_meta_int(t->db, "pid_stride", 0);
   int64_t gstride = an_meta_int(t->db, "gpu_stride", 0);
-  int y = rp_draw_lanes(f, cpu, nc, 4, "pid", "tid", pstride, "#4a90d9");
+  int y = rp_draw_lanes(f, cpu, nc, 4, "pid", "tid", t->pid_stride, "#4a90d9");
   int ytop = 4;
   y = rp_draw_lanes(f, gpu, ng, y, "gpu", "queue", gstride, "#e39b2d");
   /* Marks: zero-duration user markers, on their thread's lane. */

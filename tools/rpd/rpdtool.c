@@ -118,8 +118,8 @@ static int rpdtool_has_column(sqlite3 *db, const char *table, const char *col) {
   return found;
 }
 
-/* rocpd_metadata's pid_stride; rocpd's 10000000 when it is missing or not a
- * positive integer. */
+/* rocpd_metadata's pid_stride; RPDTOOL_PID_STRIDE when it is missing or not
+ * a positive integer. */
 static int64_t rpdtool_pid_stride(sqlite3 *db) {
   sqlite3_stmt *st = NULL;
   int64_t stride = 0;
@@ -130,7 +130,7 @@ static int64_t rpdtool_pid_stride(sqlite3 *db) {
       sqlite3_step(st) == SQLITE_ROW)
     stride = sqlite3_column_int64(st, 0);
   sqlite3_finalize(st);
-  return stride > 0 ? stride : 10000000;
+  return stride > 0 ? stride : RPDTOOL_PID_STRIDE;
 }
 
 int rpdtool_open(const char *cmd, const char *path, int mode, struct rpdtool_trace *t) {

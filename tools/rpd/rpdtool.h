@@ -39,6 +39,9 @@
 #define RPDTOOL_EXIT_FAIL 1
 #define RPDTOOL_EXIT_USAGE 2
 
+/* rocpd's pid_stride, for traces whose rocpd_metadata has none. */
+#define RPDTOOL_PID_STRIDE 10000000
+
 /* ---- messages ----------------------------------------------------------- */
 
 /* Prints "rpd <cmd>: <message>\n" on stderr; returns RPDTOOL_EXIT_FAIL. */
@@ -83,7 +86,7 @@ struct rpdtool_trace {
   int has_ustring;    /* args live in rocpd_ustring (v3), else rocpd_string */
   int has_names;      /* nanoprobe's nano_thread: the OS names of processes and threads */
   int64_t pid_stride; /* rocpd_metadata's pid_stride (rpd merge: node k adds k * stride to
-                         pids), 10000000 when missing; the nano_thread row naming process
+                         pids), RPDTOOL_PID_STRIDE when missing; the nano_thread row naming process
                          pid has tid = pid % pid_stride */
 };
 
