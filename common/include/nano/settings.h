@@ -1,0 +1,39 @@
+/*
+ * nano/settings.h: reading nanoprobe's environment variables with one policy.
+ *
+ * Each reader returns 0 when the variable is unset or empty (the caller keeps
+ * its default), 1 when it is set to a valid value (stored in *out), and -1
+ * when the value is invalid: then one line on stderr names the variable, the
+ * value and what is expected, and *out is untouched. What the caller does on
+ * -1 is its policy, but it must never be "the opposite of what was meant":
+ * a malformed switch that could turn something on stays off.
+ */
+#ifndef NANO_SETTINGS_H
+#define NANO_SETTINGS_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* 1/0, on/off, true/false, yes/no, in any case. */
+int nano_env_bool(const char *name, int *out);
+/* A decimal integer in [lo, hi]. */
+int nano_env_uint(const char *name, uint64_t lo, uint64_t hi, uint64_t *out);
+/* A size: a decimal integer with an optional K, M or G suffix (powers of
+ * 1024), in [lo, hi] bytes. */
+int nano_env_size(const char *name, uint64_t lo, uint64_t hi, uint64_t *out);
+/* One of `choices` (NULL-terminated; case-sensitive): *out gets its index. */
+int nano_env_choice(const char *name, const char *const *choices, int *out);
+/* The value, or NULL when unset or empty. */
+const char *nano_env_str(const char *name);
+
+/* Parses a size as nano_env_size does, from a string; 0 on success, -1
+ * when malformed or outside [lo, hi]. */
+int nano_parse_size(const char *s, uint64_t lo, uint64_t hi, uint64_t *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,112 @@
+/*
+ * settings.c: environment readers with one policy (nano/settings.h).
+ */
+#include "nano/settings.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+const char *nano_env_str(const char *name) {
+  const char *v = getenv(name);
+  return v && *v ? v : NULL;
+}
+
+int nano_env_bool(const char *name, int *out) {
+  static const char *const on[] = {"1", "on", "true", "yes"};
+  static const char *const off[] = {"0", "off", "false", "no"};
+  const char *v = nano_env_str(name);
+  if (!v)
+    return 0;
+  for (int i = 0; i < 4; i++) {
+    if (strcasecmp(v, on[i]) == 0) {
+      *out = 1;
+      return 1;
+    }
+    if (strcasecmp(v, off[i]) == 0) {
+      *out = 0;
+      return 1;
+    }
+  }
+  fprintf(stderr, "nanoprobe: %s=%s: expected 1/0, on/off, true/false or yes/no\n", name, v);
+  return -1;
+}
+
+/* Parses a decimal number with an optional K/M/G suffix (when `suffix`). */
+static int settings_number(const char *s, int suffix, uint64_t *out) {
+  if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
+    return -1;
+  errno = 0;
+  char *end;
+  uint64_t n = strtoull(s, &end, 10);
+  if (end == s || errno == ERANGE)
+    return -1;
+  unsigned shift = 0;
+  if (suffix && *end) {
+    shift = *end == 'K' || *end == 'k' ? 10 : *end == 'M' || *end == 'm' ? 20
+            : *end == 'G' || *end == 'g' ? 30 : 64;
+    if (shift == 64 || end[1])
+      return -1;
+    if (n > (UINT64_MAX >> shift))
+      return -1;
+  } else if (*end) {
+    return -1;
+  }
+  *out = n << shift;
+  return 0;
+}
+
+int nano_parse_size(const char *s, uint64_t lo, uint64_t hi, uint64_t *out) {
+  uint64_t n;
+  if (settings_number(s, 1, &n) != 0 || n < lo || n > hi)
+    return -1;
+  *out = n;
+  return 0;
+}
+
+int nano_env_uint(const char *name, uint64_t lo, uint64_t hi, uint64_t *out) {
+  const char *v = nano_env_str(name);
+  if (!v)
+    return 0;
+  uint64_t n;
+  if (settings_number(v, 0, &n) != 0 || n < lo || n > hi) {
+    fprintf(stderr, "nanoprobe: %s=%s: expected an integer from %" PRIu64 " to %" PRIu64 "\n",
+            name, v, lo, hi);
+    return -1;
+  }
+  *out = n;
+  return 1;
+}
+
+int nano_env_size(const char *name, uint64_t lo, uint64_t hi, uint64_t *out) {
+  const char *v = nano_env_str(name);
+  if (!v)
+    return 0;
+  if (nano_parse_size(v, lo, hi, out) != 0) {
+    fprintf(stderr,
+            "nanoprobe: %s=%s: expected a size from %" PRIu64 " to %" PRIu64
+            " bytes (a number, optionally with K, M or G)\n",
+            name, v, lo, hi);
+    return -1;
+  }
+  return 1;
+}
+
+int nano_env_choice(const char *name, const char *const *choices, int *out) {
+  const char *v = nano_env_str(name);
+  if (!v)
+    return 0;
+  for (int i = 0; choices[i]; i++)
+    if (strcmp(v, choices[i]) == 0) {
+      *out = i;
+      return 1;
+    }
+  fprintf(stderr, "nanoprobe: %s=%s: expected one of", name, v);
+  for (int i = 0; choices[i]; i++)
+    fprintf(stderr, "%s %s", i ? "," : "", choices[i]);
+  fputc('\n', stderr);
+  return -1;
+}
