@@ -25,7 +25,7 @@
 // memset/memcpy/memmove, masked vector load/store and AMDGPU raw buffer
 // load/store whose address space the filters select becomes a *site* (kernel,
 // file, line, column, kind, size, address space), and gets a call
-//     __nano_dh_access(desc, site id, address, size)
+//     __nano_dh_access(desc, site id, address, size, address-space class)
 // right before it. The device runtime (dh_comms/device/dh_device.c) is linked
 // into the module from bitcode (nano_dh_<target>.bc), internalised, and given
 // the target CPU and features of the module's kernels. Stack accesses
@@ -33,6 +33,9 @@
 //
 // The module's site table is one constant blob (layout: nano/dh_format.h) in
 // section NANO_DH_SITES_SECTION, symbol NANO_DH_SITES_SYMBOL + module id.
+//
+// Sites are numbered per function in reverse post-order of its blocks, so
+// that forward edges go from lower to higher numbers (see collectAccesses).
 //
 // Runs at the OptimizerLast extension point (after inlining, so the twin of
 // an optimised kernel records the accesses the optimised code makes) and as
@@ -42,10 +45,12 @@
 #include "Compat.h"
 #include "DeviceOptions.h"
 #include "Passes.h"
+#include "SourceFile.h"
 
 #include "../dh_comms/include/nano/dh_format.h"
 
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/PostOrderIterator.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Analysis/ValueTracking.h"
@@ -137,8 +142,7 @@ struct DeviceTwins {
 
 } // namespace
 
-// The twin's name: see nano/dh_format.h.
-static std::string devTwinName(StringRef Name) {
+std::string nano::twinName(StringRef Name) {
   std::string T = NANO_TWIN_PREFIX;
   if (!compat::startsWith(Name, "_Z"))
     return T + Name.str();
@@ -217,7 +221,7 @@ std::vector<Function *> DeviceTwins::kernels() {
     }
     if (!IsKernel || !Filters.kernelSelected(F.getName()))
       continue;
-    Function *Existing = M.getFunction(devTwinName(F.getName()));
+    Function *Existing = M.getFunction(twinName(F.getName()));
     if (Existing && !Existing->isDeclaration())
       continue; // already instrumented (e.g. the pass ran twice)
     Out.push_back(&F);
@@ -456,62 +460,68 @@ void DeviceTwins::collectAccesses(Function &F, std::vector<DevAccess> &Out) {
     unsigned Size = Ty ? (unsigned)DL.getTypeStoreSize(Ty).getFixedValue() : 0;
     Out.push_back({I, Ptr, Bytes, Kind, Space, Flags, Size});
   };
-  for (Instruction &I : instructions(F)) {
-    if (auto *LI = dyn_cast<LoadInst>(&I)) {
-      Add(LI, LI->getPointerOperand(), NANO_DH_KIND_LOAD, LI->getType(), 0, nullptr);
-    } else if (auto *SI = dyn_cast<StoreInst>(&I)) {
-      Add(SI, SI->getPointerOperand(), NANO_DH_KIND_STORE, SI->getValueOperand()->getType(), 0,
-          nullptr);
-    } else if (auto *RMW = dyn_cast<AtomicRMWInst>(&I)) {
-      Add(RMW, RMW->getPointerOperand(), NANO_DH_KIND_ATOMIC, RMW->getValOperand()->getType(), 0,
-          nullptr);
-    } else if (auto *CX = dyn_cast<AtomicCmpXchgInst>(&I)) {
-      Add(CX, CX->getPointerOperand(), NANO_DH_KIND_ATOMIC,
-          CX->getNewValOperand()->getType(), 0, nullptr);
-    } else if (auto *MT = dyn_cast<MemTransferInst>(&I)) {
-      Add(MT, MT->getRawSource(), NANO_DH_KIND_LOAD, nullptr, NANO_DH_SITE_MEMINTRINSIC,
-          MT->getLength());
-      Add(MT, MT->getRawDest(), NANO_DH_KIND_STORE, nullptr, NANO_DH_SITE_MEMINTRINSIC,
-          MT->getLength());
-    } else if (auto *MS = dyn_cast<MemSetInst>(&I)) {
-      Add(MS, MS->getRawDest(), NANO_DH_KIND_STORE, nullptr, NANO_DH_SITE_MEMINTRINSIC,
-          MS->getLength());
-    } else if (auto *II = dyn_cast<IntrinsicInst>(&I)) {
-      switch (II->getIntrinsicID()) {
-      case Intrinsic::masked_load:
-        Add(II, II->getArgOperand(0), NANO_DH_KIND_LOAD, II->getType(), NANO_DH_SITE_MASKED,
+  // Sites are numbered in reverse post-order: every forward edge of the CFG
+  // leads from lower site numbers to higher ones (blocks of a loop come before
+  // its exit, both arms of a branch before the join), which is what the CPU
+  // back end's wave scheduler reconverges by.
+  ReversePostOrderTraversal<Function *> RPOT(&F);
+  for (BasicBlock *BB : RPOT)
+    for (Instruction &I : *BB) {
+      if (auto *LI = dyn_cast<LoadInst>(&I)) {
+        Add(LI, LI->getPointerOperand(), NANO_DH_KIND_LOAD, LI->getType(), 0, nullptr);
+      } else if (auto *SI = dyn_cast<StoreInst>(&I)) {
+        Add(SI, SI->getPointerOperand(), NANO_DH_KIND_STORE, SI->getValueOperand()->getType(), 0,
             nullptr);
-        break;
-      case Intrinsic::masked_store:
-        Add(II, II->getArgOperand(1), NANO_DH_KIND_STORE, II->getArgOperand(0)->getType(),
-            NANO_DH_SITE_MASKED, nullptr);
-        break;
-      case Intrinsic::amdgcn_raw_buffer_load:
-#if LLVM_VERSION_MAJOR >= 17
-      case Intrinsic::amdgcn_raw_ptr_buffer_load:
-#endif
-      case Intrinsic::amdgcn_raw_buffer_store:
-#if LLVM_VERSION_MAJOR >= 17
-      case Intrinsic::amdgcn_raw_ptr_buffer_store:
-#endif
-      {
-        bool IsLoad = II->getType() && !II->getType()->isVoidTy();
-        unsigned First = IsLoad ? 0 : 1;
-        Type *Ty = IsLoad ? II->getType() : II->getArgOperand(0)->getType();
-        DevAccess A{II, nullptr, nullptr, IsLoad ? NANO_DH_KIND_LOAD : NANO_DH_KIND_STORE,
-                    NANO_DH_AS_GLOBAL, NANO_DH_SITE_BUFFER,
-                    (unsigned)DL.getTypeStoreSize(Ty).getFixedValue()};
-        A.Rsrc = II->getArgOperand(First);
-        A.VOff = II->getArgOperand(First + 1);
-        A.SOff = II->getArgOperand(First + 2);
-        Out.push_back(A);
-        break;
-      }
-      default:
-        break;
+      } else if (auto *RMW = dyn_cast<AtomicRMWInst>(&I)) {
+        Add(RMW, RMW->getPointerOperand(), NANO_DH_KIND_ATOMIC, RMW->getValOperand()->getType(), 0,
+            nullptr);
+      } else if (auto *CX = dyn_cast<AtomicCmpXchgInst>(&I)) {
+        Add(CX, CX->getPointerOperand(), NANO_DH_KIND_ATOMIC,
+            CX->getNewValOperand()->getType(), 0, nullptr);
+      } else if (auto *MT = dyn_cast<MemTransferInst>(&I)) {
+        Add(MT, MT->getRawSource(), NANO_DH_KIND_LOAD, nullptr, NANO_DH_SITE_MEMINTRINSIC,
+            MT->getLength());
+        Add(MT, MT->getRawDest(), NANO_DH_KIND_STORE, nullptr, NANO_DH_SITE_MEMINTRINSIC,
+            MT->getLength());
+      } else if (auto *MS = dyn_cast<MemSetInst>(&I)) {
+        Add(MS, MS->getRawDest(), NANO_DH_KIND_STORE, nullptr, NANO_DH_SITE_MEMINTRINSIC,
+            MS->getLength());
+      } else if (auto *II = dyn_cast<IntrinsicInst>(&I)) {
+        switch (II->getIntrinsicID()) {
+        case Intrinsic::masked_load:
+          Add(II, II->getArgOperand(0), NANO_DH_KIND_LOAD, II->getType(), NANO_DH_SITE_MASKED,
+              nullptr);
+          break;
+        case Intrinsic::masked_store:
+          Add(II, II->getArgOperand(1), NANO_DH_KIND_STORE, II->getArgOperand(0)->getType(),
+              NANO_DH_SITE_MASKED, nullptr);
+          break;
+        case Intrinsic::amdgcn_raw_buffer_load:
+  #if LLVM_VERSION_MAJOR >= 17
+        case Intrinsic::amdgcn_raw_ptr_buffer_load:
+  #endif
+        case Intrinsic::amdgcn_raw_buffer_store:
+  #if LLVM_VERSION_MAJOR >= 17
+        case Intrinsic::amdgcn_raw_ptr_buffer_store:
+  #endif
+        {
+          bool IsLoad = II->getType() && !II->getType()->isVoidTy();
+          unsigned First = IsLoad ? 0 : 1;
+          Type *Ty = IsLoad ? II->getType() : II->getArgOperand(0)->getType();
+          DevAccess A{II, nullptr, nullptr, IsLoad ? NANO_DH_KIND_LOAD : NANO_DH_KIND_STORE,
+                      NANO_DH_AS_GLOBAL, NANO_DH_SITE_BUFFER,
+                      (unsigned)DL.getTypeStoreSize(Ty).getFixedValue()};
+          A.Rsrc = II->getArgOperand(First);
+          A.VOff = II->getArgOperand(First + 1);
+          A.SOff = II->getArgOperand(First + 2);
+          Out.push_back(A);
+          break;
+        }
+        default:
+          break;
+        }
       }
     }
-  }
 }
 
 // Adds the site of A and the runtime call before A.I, if the filters want it.
@@ -521,7 +531,7 @@ void DeviceTwins::instrument(Function &F, const DevAccess &A) {
   DevSite S;
   S.Function = SiteNames.lookup(&F);
   if (const DebugLoc &Loc = A.I->getDebugLoc()) {
-    S.File = Loc->getFilename().str();
+    S.File = nano::sourceFile(Loc.get());
     S.Line = Loc->getLine();
     S.Column = Loc->getColumn();
   }
@@ -539,7 +549,7 @@ void DeviceTwins::instrument(Function &F, const DevAccess &A) {
                        : B.CreatePtrToInt(A.Ptr, B.getInt64Ty());
   Value *Size = A.Bytes ? B.CreateZExtOrTrunc(A.Bytes, B.getInt32Ty()) : B.getInt32(A.Size);
   Value *Desc = F.getArg(F.arg_size() - 1);
-  CallInst *C = B.CreateCall(Access, {Desc, B.getInt64(Id), Addr, Size});
+  CallInst *C = B.CreateCall(Access, {Desc, B.getInt64(Id), Addr, Size, B.getInt32(A.Space)});
   C->setDebugLoc(A.I->getDebugLoc());
 }
 
@@ -614,10 +624,14 @@ bool DeviceTwins::linkRuntime(Function *Kernel) {
   if (Target == DevTarget::NVPTX) {
     Flavour = "nvptx64";
   } else if (Target == DevTarget::AMDGPU) {
+    // GFX6-9 run wave64 only; GFX10+ run wave32 unless built with
+    // -mwavefrontsize64. The runtime's wave vote is compiled per wave size.
     StringRef CPU = Kernel->getFnAttribute("target-cpu").getValueAsString();
+    StringRef Features = Kernel->getFnAttribute("target-features").getValueAsString();
     bool Gfx9 = CPU.empty() || compat::startsWith(CPU, "gfx9") || compat::startsWith(CPU, "gfx8") ||
                 compat::startsWith(CPU, "gfx7") || compat::startsWith(CPU, "gfx6");
-    Flavour = Gfx9 ? "amdgcn_gfx9" : "amdgcn_gfx10";
+    bool Wave64 = Features.contains("+wavefrontsize64");
+    Flavour = Gfx9 ? "amdgcn_gfx9" : Wave64 ? "amdgcn_gfx10_w64" : "amdgcn_gfx10_w32";
   }
   std::string Err;
   std::string Path = findDeviceBitcode(Flavour, Err);
@@ -720,7 +734,8 @@ bool DeviceTwins::run() {
   Type *Void = Type::getVoidTy(Ctx);
   Type *I64 = Type::getInt64Ty(Ctx), *I32 = Type::getInt32Ty(Ctx);
   Access = M.getOrInsertFunction(
-      RuntimeAccess, FunctionType::get(Void, {PointerType::get(Ctx, DescAS), I64, I64, I32}, false));
+      RuntimeAccess,
+      FunctionType::get(Void, {PointerType::get(Ctx, DescAS), I64, I64, I32, I32}, false));
   if (auto *AF = dyn_cast<Function>(Access.getCallee()))
     if (AF->getFunctionType() != Access.getFunctionType()) {
       Ctx.emitError(std::string("nanoprobe: ") + RuntimeAccess + " is declared with another type");
@@ -728,7 +743,7 @@ bool DeviceTwins::run() {
     }
 
   for (Function *K : Kernels)
-    makeClone(*K, devTwinName(K->getName()), true);
+    makeClone(*K, twinName(K->getName()), true);
   cloneCallees();
   std::vector<Function *> TwinSide;
   for (auto &KV : Clones)

@@ -15,8 +15,8 @@
 
 void bench_triad(float *a, const float *b, const float *c, float s);
 void bench_poly(float *a, const float *b);
-NANO_TWIN_DECL(void, bench_triad, float *a, const float *b, const float *c, float s);
-NANO_TWIN_DECL(void, bench_poly, float *a, const float *b);
+void __nano_twin_bench_triad(float *a, const float *b, const float *c, float s, void *desc);
+void __nano_twin_bench_poly(float *a, const float *b, void *desc);
 
 static double bench_now(void) {
   struct timespec t;
@@ -45,7 +45,7 @@ int main(int argc, char **argv) {
   float *a = calloc(n, sizeof *a), *b = calloc(n, sizeof *b), *c = calloc(n, sizeof *c);
   /* triad: 3 records per thread; poly: 2; 72 bytes each. */
   struct nano_dh_buffer *buf =
-      nano_dh_buffer_create(bench_pow2((uint64_t)n * 3 * (NANO_DH_HDR_SIZE + 8)), 0, 0);
+      nano_dh_buffer_create(NULL, bench_pow2((uint64_t)n * 3 * (NANO_DH_HDR_SIZE + 8)), 0, 0, NULL, 0);
   if (!a || !b || !c || !buf) {
     fprintf(stderr, "cpu_bench: out of memory\n");
     return 1;
@@ -54,7 +54,7 @@ int main(int argc, char **argv) {
     b[i] = (float)i * 0.5f, c[i] = 1.0f / (float)(i + 1);
   void *desc = nano_dh_buffer_desc(buf);
   nano_dim3 grid = nano_dim(n / 256, 1, 1), block = nano_dim(256, 1, 1);
-  char err[256];
+  struct nano_dh_drain_stats st = {0};
   for (int k = 0; k < 2; k++) {
     double best_o = 1e30, best_t = 1e30;
     for (int r = 0; r < reps; r++) {
@@ -65,14 +65,14 @@ int main(int argc, char **argv) {
         NANO_LAUNCH(grid, block, bench_poly(a, b));
       double t1 = bench_now();
       if (k == 0)
-        NANO_LAUNCH(grid, block, NANO_TWIN(bench_triad)(a, b, c, 3.0f, desc));
+        NANO_LAUNCH(grid, block, __nano_twin_bench_triad(a, b, c, 3.0f, desc));
       else
-        NANO_LAUNCH(grid, block, NANO_TWIN(bench_poly)(a, b, desc));
+        NANO_LAUNCH(grid, block, __nano_twin_bench_poly(a, b, desc));
       double t2 = bench_now();
-      long got = nano_dh_buffer_drain(buf, NULL, NULL, err, sizeof err);
+      long got = nano_dh_buffer_finish(buf, NULL, NULL, &st);
       if (got != (long)n * (k == 0 ? 3 : 2) || nano_dh_buffer_dropped(buf) != 0) {
         fprintf(stderr, "cpu_bench: %ld records, %llu dropped: %s\n", got,
-                (unsigned long long)nano_dh_buffer_dropped(buf), got < 0 ? err : "");
+                (unsigned long long)nano_dh_buffer_dropped(buf), st.first_error);
         return 1;
       }
       if (t1 - t0 < best_o)

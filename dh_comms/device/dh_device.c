@@ -1,34 +1,47 @@
 /*
  * dh_device.c: the device side of dh_comms, compiled to LLVM bitcode once per
- * target (AMDGPU GFX9, AMDGPU GFX10+, NVPTX, host CPU) by the clang that
- * matches the plugin's LLVM, and linked into instrumented modules by the pass.
+ * target (AMDGPU GFX9 wave64, AMDGPU GFX10+ wave32 and wave64, NVPTX, host
+ * CPU) by the clang that matches the plugin's LLVM, and linked into
+ * instrumented modules by the pass.
  *
  * The pass calls one function per instrumented access, from every active lane:
  *
- *   __nano_dh_access(desc, site, addr, size)
+ *   __nano_dh_access(desc, site, addr, size, space)
  *
- * Design: one record per wave (warp) and access. The lanes of the wave that
- * execute the access agree on a leader (the lowest active lane); the leader
- * reserves header + 8 bytes per active lane in the ring of the descriptor with
- * one compare-and-swap on desc->head, and broadcasts the reserved offset; each
- * lane writes its own address at its rank among the active lanes; all lanes
- * fence; the leader writes the header, its first word last (release), which
- * marks the record complete for the host. The ring capacity is a power of two
- * and records are multiples of 8 bytes, so each 8-byte word lands at
+ * Design: one record per wave (warp) and access (layout: nano/dh_format.h).
+ * The lanes that execute the access agree on the lowest active lane as
+ * leader. Every lane learns the leader's address (base) and the second
+ * lane's; the wave votes whether all lanes sit at base + rank * stride, or
+ * within 32 bits of base, and so picks the smallest payload encoding. The
+ * leader reserves header + payload in the ring of the descriptor with one
+ * compare-and-swap on desc->head and broadcasts the offset; each lane writes
+ * its own payload entry at its rank; all lanes fence; the leader writes the
+ * header, its first word last (release), which marks the record complete for
+ * the host. The ring capacity is a power of two and records are multiples of
+ * 8 bytes, so each 8-byte word (and each 4-byte offset) lands at
  * (offset & (capacity - 1)) without straddling the end.
  *
  * A full ring: with NANO_DH_FLAG_DROP the record is dropped at once; otherwise
- * the leader polls desc->tail up to desc->max_spins times (sleeping between
- * polls on GPUs) and then drops. Every drop increments desc->dropped.
+ * the leader polls the tail (host memory, read through desc->tail_addr) up to
+ * desc->max_spins times, sleeping between polls on GPUs, and then drops.
+ * Every drop increments desc->dropped; a wave never waits forever. Only head
+ * and dropped are read-modify-write targets, and they live in the descriptor,
+ * which the host places in device memory.
+ *
+ * CPU kernels (host target) built into a program the runtime launches run as
+ * virtual waves: the runtime sets NANO_DH_FLAG_HOOK and the access goes to its
+ * hook, which suspends the lane until the wave's lanes at this site form one
+ * record, and returns the lane's position to restore into __nano_kctx.
  *
  * Target macros (set by dh_comms/CMakeLists.txt): NANO_DH_AMDGPU with
- * NANO_DH_HWID_REG (the s_getreg id of HW_ID: 4 on GFX9, 23 = HW_ID1 on GFX10+),
- * NANO_DH_NVPTX, or neither for the host CPU. The code uses clang builtins and
- * LLVM intrinsics through asm labels only, so that one source compiles with
- * clang 15 and clang 22 without a target CPU (the pass sets target-cpu and
- * features from the module it links into). Atomics are __sync builtins,
- * volatile accesses and fences: clang 15 turns 8-byte __atomic_* on NVPTX
- * without a host target into library calls that do not exist on the device.
+ * NANO_DH_WAVE (64 or 32) and NANO_DH_HWID_REG (the s_getreg id of HW_ID: 4 on
+ * GFX9, 23 = HW_ID1 on GFX10+), NANO_DH_NVPTX, or neither for the host CPU.
+ * The code uses clang builtins and LLVM intrinsics through asm labels only, so
+ * that one source compiles with clang 15 and clang 22 without a target CPU
+ * (the pass sets target-cpu and features from the module it links into).
+ * Atomics are __sync builtins, volatile accesses and fences: clang 15 turns
+ * 8-byte __atomic_* on NVPTX without a host target into library calls that do
+ * not exist on the device.
  */
 #include "nano/dh_format.h"
 
@@ -50,40 +63,61 @@ struct nano_dh_desc {
   u64 data;
   u64 capacity;
   u64 head;
-  u64 tail;
+  u64 tail_addr;
   u64 dropped;
   u32 flags;
   u32 max_spins;
+  u64 hook;
+  u32 block_lo[3];
+  u32 block_hi[3];
   u64 reserved;
 };
 _Static_assert(sizeof(struct nano_dh_desc) == NANO_DH_DESC_SIZE, "descriptor size");
+_Static_assert(__builtin_offsetof(struct nano_dh_desc, hook) == NANO_DH_DESC_OFF_HOOK, "hook");
+_Static_assert(__builtin_offsetof(struct nano_dh_desc, block_hi) == NANO_DH_DESC_OFF_BLOCK_HI,
+               "block filter");
 
 typedef NANO_DH_GLOBAL struct nano_dh_desc gdesc;
 typedef NANO_DH_GLOBAL u64 gword;
+typedef NANO_DH_GLOBAL u32 ghalf;
 
 #define NANO_DH_DROPPED_OFFSET (~0ull)
 
-/* ---- Per-target wave primitives ----------------------------------------- */
+/* ---- Per-target wave primitives ------------------------------------------
+ * active(): the active lanes; rank(exec): this lane's rank among them;
+ * lane_value(v, lane): v of lane `lane` (uniform lane index); vote(p, exec):
+ * the active lanes where p holds; wave_sync(exec): the lanes meet. */
 #if defined(NANO_DH_AMDGPU)
-u32 nano_dh_llvm_wavefrontsize(void) __asm("llvm.amdgcn.wavefrontsize");
+#if NANO_DH_WAVE == 64
+u64 nano_dh_llvm_ballot(_Bool) __asm("llvm.amdgcn.ballot.i64");
+#else
+u32 nano_dh_llvm_ballot(_Bool) __asm("llvm.amdgcn.ballot.i32");
+#endif
 void nano_dh_llvm_s_sleep(int) __asm("llvm.amdgcn.s.sleep");
+/* The intrinsic rather than the builtin, which insists on a target feature
+ * this file is compiled without (the pass supplies the kernel's). */
+_Bool nano_dh_llvm_is_shared(const void *) __asm("llvm.amdgcn.is.shared");
 
-static u32 nano_dh_wave_size(void) { return nano_dh_llvm_wavefrontsize(); }
+static u32 nano_dh_wave_size(void) { return NANO_DH_WAVE; }
 /* clang 15 reads exec as a 64-bit register; in wave32 EXEC_HI is not part of
- * the mask, so it is cleared (the size is a constant after code generation). */
+ * the mask. */
 static u64 nano_dh_active(void) {
   u64 exec = __builtin_amdgcn_read_exec();
-  return nano_dh_wave_size() == 32 ? (u32)exec : exec;
+  return NANO_DH_WAVE == 32 ? (u32)exec : exec;
 }
 static u32 nano_dh_rank(u64 exec) {
   return __builtin_amdgcn_mbcnt_hi((u32)(exec >> 32), __builtin_amdgcn_mbcnt_lo((u32)exec, 0));
 }
-static u64 nano_dh_broadcast(u64 v, u64 exec) {
-  (void)exec;
-  u32 lo = __builtin_amdgcn_readfirstlane((u32)v);
-  u32 hi = __builtin_amdgcn_readfirstlane((u32)(v >> 32));
+static u64 nano_dh_lane_value(u64 v, u32 lane) {
+  u32 lo = (u32)__builtin_amdgcn_readlane((int)(u32)v, (int)lane);
+  u32 hi = (u32)__builtin_amdgcn_readlane((int)(u32)(v >> 32), (int)lane);
   return ((u64)hi << 32) | lo;
 }
+static u64 nano_dh_vote(_Bool p, u64 exec) {
+  (void)exec;
+  return nano_dh_llvm_ballot(p);
+}
+static _Bool nano_dh_is_shared(u64 addr) { return nano_dh_llvm_is_shared((const void *)addr); }
 static void nano_dh_wave_sync(u64 exec) { (void)exec; }
 static void nano_dh_acquire(void) { __atomic_thread_fence(__ATOMIC_ACQUIRE); }
 static void nano_dh_release(void) { __atomic_thread_fence(__ATOMIC_RELEASE); }
@@ -109,11 +143,12 @@ static void nano_dh_thread(u32 t[3]) {
   t[2] = __builtin_amdgcn_workitem_id_z();
 }
 #elif defined(NANO_DH_NVPTX)
-u32 nano_dh_llvm_activemask(void) __asm("llvm.nvvm.activemask");
 u32 nano_dh_llvm_laneid(void) __asm("llvm.nvvm.read.ptx.sreg.laneid");
 u32 nano_dh_llvm_smid(void) __asm("llvm.nvvm.read.ptx.sreg.smid");
 u64 nano_dh_llvm_globaltimer(void) __asm("llvm.nvvm.read.ptx.sreg.globaltimer");
 u32 nano_dh_llvm_shfl_idx(u32 mask, u32 v, u32 lane, u32 c) __asm("llvm.nvvm.shfl.sync.idx.i32");
+u32 nano_dh_llvm_ballot(u32 mask, _Bool p) __asm("llvm.nvvm.vote.ballot.sync");
+_Bool nano_dh_llvm_isspacep_shared(const void *p) __asm("llvm.nvvm.isspacep.shared");
 void nano_dh_llvm_bar_warp_sync(u32 mask) __asm("llvm.nvvm.bar.warp.sync");
 void nano_dh_llvm_membar_gl(void) __asm("llvm.nvvm.membar.gl");
 u32 nano_dh_llvm_tid_x(void) __asm("llvm.nvvm.read.ptx.sreg.tid.x");
@@ -126,18 +161,26 @@ u32 nano_dh_llvm_ctaid_x(void) __asm("llvm.nvvm.read.ptx.sreg.ctaid.x");
 u32 nano_dh_llvm_ctaid_y(void) __asm("llvm.nvvm.read.ptx.sreg.ctaid.y");
 u32 nano_dh_llvm_ctaid_z(void) __asm("llvm.nvvm.read.ptx.sreg.ctaid.z");
 
-static u64 nano_dh_active(void) { return nano_dh_llvm_activemask(); }
+static u32 nano_dh_wave_size(void) { return 32; }
+/* PTX's activemask (ISA 6.2); inline assembly because LLVM 15 has no
+ * intrinsic for it. */
+static u64 nano_dh_active(void) {
+  u32 m;
+  __asm__ volatile("activemask.b32 %0;" : "=r"(m));
+  return m;
+}
 static u32 nano_dh_rank(u64 exec) {
   u32 below = (1u << nano_dh_llvm_laneid()) - 1u;
   return (u32)__builtin_popcount((u32)exec & below);
 }
-static u32 nano_dh_wave_size(void) { return 32; }
-static u64 nano_dh_broadcast(u64 v, u64 exec) {
-  u32 leader = (u32)__builtin_ctz((u32)exec);
-  u32 lo = nano_dh_llvm_shfl_idx((u32)exec, (u32)v, leader, 31);
-  u32 hi = nano_dh_llvm_shfl_idx((u32)exec, (u32)(v >> 32), leader, 31);
+static u64 nano_dh_lane_value(u64 v, u32 lane) {
+  u32 exec = (u32)nano_dh_active();
+  u32 lo = nano_dh_llvm_shfl_idx(exec, (u32)v, lane, 31);
+  u32 hi = nano_dh_llvm_shfl_idx(exec, (u32)(v >> 32), lane, 31);
   return ((u64)hi << 32) | lo;
 }
+static u64 nano_dh_vote(_Bool p, u64 exec) { return nano_dh_llvm_ballot((u32)exec, p); }
+static _Bool nano_dh_is_shared(u64 addr) { return nano_dh_llvm_isspacep_shared((const void *)addr); }
 static void nano_dh_wave_sync(u64 exec) { nano_dh_llvm_bar_warp_sync((u32)exec); }
 /* LLVM 15's NVPTX backend cannot select the IR fence instruction. */
 static void nano_dh_acquire(void) { nano_dh_llvm_membar_gl(); }
@@ -161,18 +204,27 @@ static void nano_dh_thread(u32 t[3]) {
   t[2] = nano_dh_llvm_tid_z();
 }
 #else
-/* CPU kernels: the launcher in nano/kernel.h sets this per thread; a CPU
- * "wave" is one thread. */
+/* CPU kernels: the thread position of nano/kernel.h, set per thread by the
+ * launcher (NANO_DH_KCTX_SIZE bytes; kernel.h checks the same size). */
 struct nano_kernel_ctx {
   u32 thread[3], block[3], block_dim[3], grid_dim[3];
+  void *shared;
+  u32 shared_bytes, reserved;
 };
+_Static_assert(sizeof(struct nano_kernel_ctx) == NANO_DH_KCTX_SIZE, "kernel context size");
 extern _Thread_local struct nano_kernel_ctx __nano_kctx;
 u64 nano_dh_llvm_readcyclecounter(void) __asm("llvm.readcyclecounter");
+/* The runtime's hook (NANO_DH_FLAG_HOOK): takes the access and returns once
+ * the lane may go on, with the position to restore. */
+typedef const struct nano_kernel_ctx *(*nano_dh_hook_fn)(void *desc, u64 site, u64 addr, u32 size,
+                                                         u32 space);
 
+static u32 nano_dh_wave_size(void) { return 1; }
 static u64 nano_dh_active(void) { return 1; }
 static u32 nano_dh_rank(u64 exec) { (void)exec; return 0; }
-static u32 nano_dh_wave_size(void) { return 1; }
-static u64 nano_dh_broadcast(u64 v, u64 exec) { (void)exec; return v; }
+static u64 nano_dh_lane_value(u64 v, u32 lane) { (void)lane; return v; }
+static u64 nano_dh_vote(_Bool p, u64 exec) { (void)exec; return p; }
+static _Bool nano_dh_is_shared(u64 addr) { (void)addr; return 0; }
 static void nano_dh_wave_sync(u64 exec) { (void)exec; }
 /* No full fence: on x86 these cost nothing, and a full fence after the
  * record's stores would wait for their cache misses, record after record. */
@@ -203,14 +255,15 @@ static void nano_dh_thread(u32 t[3]) {
  * leader lane only. */
 static u64 nano_dh_reserve(gdesc *d, u64 bytes) {
   u64 cap = d->capacity;
+  const gword *tail = (const gword *)d->tail_addr;
   u32 spins = 0;
   if (bytes > cap)
     goto drop;
   for (;;) {
     u64 head = *(volatile gword *)&d->head;
-    u64 tail = *(volatile gword *)&d->tail;
+    u64 t = *(const volatile gword *)tail;
     nano_dh_acquire();
-    if (head + bytes - tail <= cap) {
+    if (head + bytes - t <= cap) {
       if (__sync_bool_compare_and_swap(&d->head, head, head + bytes))
         return head;
       continue;
@@ -226,46 +279,81 @@ drop:
 
 /* Records one access of every active lane: see the file comment. `site` is
  * module id << 32 | site index, `addr` the lane's address, `size` the access
- * size in bytes (the leader's is recorded). A null desc records nothing. */
+ * size in bytes (the leader's is recorded), `space` the site's address-space
+ * class (NANO_DH_AS_*: generic addresses are classified). A null desc records
+ * nothing. */
 __attribute__((visibility("hidden"), noinline)) void
-__nano_dh_access(gdesc *desc, u64 site, u64 addr, u32 size) {
+__nano_dh_access(gdesc *desc, u64 site, u64 addr, u32 size, u32 space) {
   if (!desc)
     return;
+#if !defined(NANO_DH_AMDGPU) && !defined(NANO_DH_NVPTX)
+  if (desc->flags & NANO_DH_FLAG_HOOK) {
+    __nano_kctx = *((nano_dh_hook_fn)desc->hook)((void *)desc, site, addr, size, space);
+    return;
+  }
+#endif
+  u32 b[3];
+  nano_dh_block(b);
+  for (int i = 0; i < 3; i++)
+    if (b[i] < desc->block_lo[i] || b[i] > desc->block_hi[i])
+      return;
   u64 exec = nano_dh_active();
   u32 rank = nano_dh_rank(exec);
   u32 lanes = (u32)__builtin_popcountll(exec);
-  u64 bytes = NANO_DH_HDR_SIZE + 8ull * lanes;
+  u32 leader = (u32)__builtin_ctzll(exec);
+  u64 base = nano_dh_lane_value(addr, leader);
+  u64 stride = 0;
+  if (lanes > 1)
+    stride = nano_dh_lane_value(addr, (u32)__builtin_ctzll(exec & (exec - 1))) - base;
+  u64 delta = addr - base;
+  u32 enc = NANO_DH_ENC_ADDR64;
+  if (nano_dh_vote(delta == (u64)rank * stride, exec) == exec)
+    enc = NANO_DH_ENC_STRIDE;
+  else if (nano_dh_vote((u64)(long long)(int)delta == delta, exec) == exec)
+    enc = NANO_DH_ENC_OFF32;
+  u32 where = NANO_DH_SPACE_UNKNOWN;
+  if (space == NANO_DH_AS_GENERIC && nano_dh_wave_size() > 1) {
+    u64 shared = nano_dh_vote(nano_dh_is_shared(addr), exec);
+    where = shared == 0      ? NANO_DH_SPACE_GLOBAL
+            : shared == exec ? NANO_DH_SPACE_SHARED
+                             : NANO_DH_SPACE_MIXED;
+  }
+  u64 bytes = NANO_DH_HDR_SIZE + NANO_DH_PAYLOAD_BYTES(enc, lanes);
   u64 off = 0;
   if (rank == 0)
     off = nano_dh_reserve(desc, bytes);
-  off = nano_dh_broadcast(off, exec);
+  off = nano_dh_lane_value(off, leader);
   if (off == NANO_DH_DROPPED_OFFSET)
     return;
   u64 mask = desc->capacity - 1;
-  u64 base = desc->data;
-#define NANO_DH_WORD(o) (*(gword *)(base + (((off) + (o)) & mask)))
-  NANO_DH_WORD(NANO_DH_HDR_SIZE + 8ull * rank) = addr;
+  u64 ring = desc->data;
+#define NANO_DH_WORD(o) (*(gword *)(ring + ((off + (o)) & mask)))
+  if (enc == NANO_DH_ENC_OFF32)
+    *(ghalf *)(ring + ((off + NANO_DH_HDR_SIZE + 4ull * rank) & mask)) = (u32)delta;
+  else if (enc == NANO_DH_ENC_ADDR64)
+    NANO_DH_WORD(NANO_DH_HDR_SIZE + 8ull * rank) = addr;
+  u32 wave = 0;
   if (rank == 0) {
-    u32 b[3], dim[3], t[3];
-    u32 ws = nano_dh_wave_size();
-    nano_dh_block(b);
+    u32 dim[3], t[3];
     nano_dh_block_dim(dim);
     nano_dh_thread(t);
-    u32 linear = t[0] + dim[0] * (t[1] + dim[1] * t[2]);
+    wave = (t[0] + dim[0] * (t[1] + dim[1] * t[2])) / nano_dh_wave_size();
+    if (enc == NANO_DH_ENC_STRIDE)
+      NANO_DH_WORD(NANO_DH_HDR_SIZE) = stride;
     NANO_DH_WORD(NANO_DH_HDR_OFF_SITE) = site;
     NANO_DH_WORD(NANO_DH_HDR_OFF_EXEC) = exec;
+    NANO_DH_WORD(NANO_DH_HDR_OFF_BLOCK_X) =
+        (u64)b[0] | (u64)(u16)b[1] << 32 | (u64)(u16)b[2] << 48;
+    NANO_DH_WORD(NANO_DH_HDR_OFF_SIZE) = (u64)size | (u64)nano_dh_hwid() << 32;
     NANO_DH_WORD(NANO_DH_HDR_OFF_TIME) = nano_dh_clock();
-    NANO_DH_WORD(NANO_DH_HDR_OFF_BLOCK) = (u64)b[0] | (u64)b[1] << 32;
-    NANO_DH_WORD(NANO_DH_HDR_OFF_BLOCK + 8) = (u64)b[2] | (u64)(linear / ws) << 32;
-    NANO_DH_WORD(NANO_DH_HDR_OFF_HWID) = (u64)nano_dh_hwid() | (u64)size << 32;
-    NANO_DH_WORD(NANO_DH_HDR_OFF_BLOCKDIM) =
-        (u64)(u16)dim[0] | (u64)(u16)dim[1] << 16 | (u64)(u16)dim[2] << 32;
+    NANO_DH_WORD(NANO_DH_HDR_OFF_BASE) = base;
   }
   nano_dh_release();
   nano_dh_wave_sync(exec);
   if (rank == 0) {
-    u64 w0 = bytes | (u64)NANO_DH_VERSION << 32 | (u64)lanes << 48 |
-             (u64)nano_dh_wave_size() << 56;
+    u64 w0 = bytes | (u64)NANO_DH_VERSION << 16 |
+             (u64)(enc | where << NANO_DH_FORMAT_SPACE_SHIFT) << 24 | (u64)lanes << 32 |
+             (u64)nano_dh_wave_size() << 40 | (u64)(u16)wave << 48;
     *(volatile gword *)&NANO_DH_WORD(0) = w0;
   }
 #undef NANO_DH_WORD

@@ -1,117 +1,361 @@
 /*
- * dh_buffer.c: a dh_comms buffer in host memory (descriptor + ring) and the
- * drain loop that consumes its records. The device side is
- * dh_comms/device/dh_device.c; both follow nano/dh_format.h.
+ * dh_buffer.c: dh_comms buffers (descriptor + ring + tail, in a placement),
+ * the host placement, the host encoder of CPU-kernel waves and the drains
+ * that consume records. The device side is dh_comms/device/dh_device.c; both
+ * follow nano/dh_format.h.
  */
 #include "nano/dh_comms.h"
 
 #include <errno.h>
+#include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Host view of the descriptor; offsets checked below against dh_format.h. */
+/* Host view of the descriptor; offsets checked against dh_format.h. */
 struct dhbuf_desc {
   uint32_t magic, version;
-  uint64_t data, capacity, head, tail, dropped;
+  uint64_t data, capacity, head, tail_addr, dropped;
   uint32_t flags, max_spins;
+  uint64_t hook;
+  uint32_t block_lo[3], block_hi[3];
   uint64_t reserved;
 };
 _Static_assert(sizeof(struct dhbuf_desc) == NANO_DH_DESC_SIZE, "descriptor size");
-_Static_assert(offsetof(struct dhbuf_desc, head) == NANO_DH_DESC_OFF_HEAD, "head offset");
-_Static_assert(offsetof(struct dhbuf_desc, tail) == NANO_DH_DESC_OFF_TAIL, "tail offset");
+_Static_assert(offsetof(struct dhbuf_desc, head) == NANO_DH_DESC_OFF_HEAD, "head");
+_Static_assert(offsetof(struct dhbuf_desc, tail_addr) == NANO_DH_DESC_OFF_TAIL_ADDR, "tail");
 _Static_assert(offsetof(struct dhbuf_desc, dropped) == NANO_DH_DESC_OFF_DROPPED, "dropped");
 _Static_assert(offsetof(struct dhbuf_desc, max_spins) == NANO_DH_DESC_OFF_MAXSPINS, "spins");
+_Static_assert(offsetof(struct dhbuf_desc, hook) == NANO_DH_DESC_OFF_HOOK, "hook");
+_Static_assert(offsetof(struct dhbuf_desc, block_lo) == NANO_DH_DESC_OFF_BLOCK_LO, "block lo");
+_Static_assert(offsetof(struct dhbuf_desc, block_hi) == NANO_DH_DESC_OFF_BLOCK_HI, "block hi");
+
+/* Alignment of host allocations: a cache line, so the device-written head
+ * and the host-written tail never share one. */
+#define DHBUF_ALIGN 64
 
 struct nano_dh_buffer {
-  struct dhbuf_desc *desc; /* 64-aligned */
-  unsigned char *ring;     /* capacity bytes, 64-aligned */
-  unsigned char scratch[NANO_DH_HDR_SIZE + 8 * 64]; /* a record unwrapped */
+  const struct nano_dh_memory *mem;
+  struct nano_dh_placement pl;
+  struct dhbuf_desc desc;                          /* the host's copy        */
+  unsigned char scratch[NANO_DH_MAX_RECORD];       /* a record unwrapped     */
 };
 
-struct nano_dh_buffer *nano_dh_buffer_create(uint64_t capacity, uint32_t flags,
-                                             uint32_t max_spins) {
-  if (capacity < 128 || (capacity & (capacity - 1)) != 0 || capacity > (1ull << 40)) {
+/* ---- host placement --------------------------------------------------------- */
+
+/* The descriptor and the tail share one allocation (different cache lines);
+ * the ring has its own. */
+struct dhbuf_host_block {
+  struct dhbuf_desc desc;
+  _Alignas(DHBUF_ALIGN) uint64_t tail;
+};
+
+static int dhbuf_host_alloc(void *ctx, uint64_t capacity, struct nano_dh_placement *out,
+                            char *err, size_t errlen) {
+  (void)ctx;
+  memset(out, 0, sizeof *out);
+  struct dhbuf_host_block *blk = aligned_alloc(DHBUF_ALIGN, sizeof *blk);
+  unsigned char *ring = aligned_alloc(DHBUF_ALIGN, (size_t)capacity);
+  if (!blk || !ring) {
+    free(blk);
+    free(ring);
+    if (err && errlen)
+      snprintf(err, errlen, "dh_comms: cannot allocate a %llu-byte ring in host memory",
+               (unsigned long long)capacity);
+    errno = ENOMEM;
+    return -1;
+  }
+  memset(blk, 0, sizeof *blk);
+  memset(ring, 0, (size_t)capacity);
+  out->desc_device = out->desc_host = &blk->desc;
+  out->ring = ring;
+  out->ring_device = (uint64_t)(uintptr_t)ring;
+  out->tail = &blk->tail;
+  out->tail_device = (uint64_t)(uintptr_t)&blk->tail;
+  out->handle = blk;
+  return 0;
+}
+
+static void dhbuf_host_free(void *ctx, struct nano_dh_placement *p) {
+  (void)ctx;
+  free(p->handle);
+  free(p->ring);
+}
+
+/* Copies the descriptor field by field: the device may be updating head and
+ * dropped of a live descriptor, which this never touches after creation. */
+static int dhbuf_host_put(void *ctx, struct nano_dh_placement *p, const void *desc) {
+  (void)ctx;
+  const struct dhbuf_desc *src = desc;
+  struct dhbuf_desc *dst = p->desc_host;
+  dst->magic = src->magic;
+  dst->version = src->version;
+  dst->data = src->data;
+  dst->capacity = src->capacity;
+  dst->tail_addr = src->tail_addr;
+  dst->max_spins = src->max_spins;
+  memcpy(dst->block_lo, src->block_lo, sizeof dst->block_lo);
+  memcpy(dst->block_hi, src->block_hi, sizeof dst->block_hi);
+  __atomic_store_n(&dst->hook, src->hook, __ATOMIC_RELAXED);
+  __atomic_store_n(&dst->flags, src->flags, __ATOMIC_RELEASE);
+  return 0;
+}
+
+static int dhbuf_host_counters(void *ctx, const struct nano_dh_placement *p, uint64_t *head,
+                               uint64_t *dropped) {
+  (void)ctx;
+  struct dhbuf_desc *d = p->desc_host;
+  *head = __atomic_load_n(&d->head, __ATOMIC_ACQUIRE);
+  *dropped = __atomic_load_n(&d->dropped, __ATOMIC_RELAXED);
+  return 0;
+}
+
+const struct nano_dh_memory nano_dh_host_memory = {
+    "host", NULL, dhbuf_host_alloc, dhbuf_host_free, dhbuf_host_put, dhbuf_host_counters,
+};
+
+/* ---- buffers ---------------------------------------------------------------- */
+
+struct nano_dh_buffer *nano_dh_buffer_create(const struct nano_dh_memory *mem, uint64_t capacity,
+                                             uint32_t flags, uint32_t max_spins, char *err,
+                                             size_t errlen) {
+  if (err && errlen)
+    err[0] = 0;
+  if (capacity < NANO_DH_MIN_CAPACITY || (capacity & (capacity - 1)) != 0 ||
+      capacity > (1ull << 40)) {
+    if (err && errlen)
+      snprintf(err, errlen,
+               "dh_comms: a buffer of %llu bytes: the size must be a power of two from %u",
+               (unsigned long long)capacity, NANO_DH_MIN_CAPACITY);
     errno = EINVAL;
     return NULL;
   }
+  if (!mem)
+    mem = &nano_dh_host_memory;
   struct nano_dh_buffer *b = calloc(1, sizeof *b);
-  if (!b)
-    return NULL;
-  b->desc = aligned_alloc(64, sizeof *b->desc);
-  b->ring = aligned_alloc(64, (size_t)capacity);
-  if (!b->desc || !b->ring) {
-    nano_dh_buffer_destroy(b);
+  if (!b) {
     errno = ENOMEM;
     return NULL;
   }
-  memset(b->desc, 0, sizeof *b->desc);
-  memset(b->ring, 0, (size_t)capacity);
-  b->desc->magic = NANO_DH_MAGIC;
-  b->desc->version = NANO_DH_VERSION;
-  b->desc->data = (uint64_t)(uintptr_t)b->ring;
-  b->desc->capacity = capacity;
-  b->desc->flags = flags;
-  b->desc->max_spins = max_spins;
+  b->mem = mem;
+  if (mem->alloc(mem->ctx, capacity, &b->pl, err, errlen) != 0) {
+    free(b);
+    return NULL;
+  }
+  b->desc.magic = NANO_DH_MAGIC;
+  b->desc.version = NANO_DH_VERSION;
+  b->desc.data = b->pl.ring_device;
+  b->desc.capacity = capacity;
+  b->desc.tail_addr = b->pl.tail_device;
+  b->desc.flags = flags & NANO_DH_FLAG_DROP;
+  b->desc.max_spins = max_spins;
+  for (int i = 0; i < 3; i++)
+    b->desc.block_hi[i] = UINT32_MAX;
+  if (mem->put_desc(mem->ctx, &b->pl, &b->desc) != 0) {
+    if (err && errlen)
+      snprintf(err, errlen, "dh_comms: cannot write the descriptor (%s placement)", mem->name);
+    nano_dh_buffer_destroy(b);
+    return NULL;
+  }
   return b;
 }
 
 void nano_dh_buffer_destroy(struct nano_dh_buffer *b) {
   if (!b)
     return;
-  free(b->desc);
-  free(b->ring);
+  b->mem->free(b->mem->ctx, &b->pl);
   free(b);
 }
 
-void *nano_dh_buffer_desc(struct nano_dh_buffer *b) { return b->desc; }
+void *nano_dh_buffer_desc(struct nano_dh_buffer *b) { return b->pl.desc_device; }
+
+uint64_t nano_dh_buffer_capacity(const struct nano_dh_buffer *b) { return b->desc.capacity; }
 
 uint64_t nano_dh_buffer_dropped(const struct nano_dh_buffer *b) {
-  return __atomic_load_n(&b->desc->dropped, __ATOMIC_RELAXED);
+  uint64_t head, dropped;
+  if (b->mem->get_counters(b->mem->ctx, &b->pl, &head, &dropped) != 0)
+    return 0;
+  return dropped;
 }
 
-/* Copies n bytes from ring offset off (monotonic) into dst, unwrapping. */
+int nano_dh_buffer_set_blocks(struct nano_dh_buffer *b, const uint32_t lo[3],
+                              const uint32_t hi[3]) {
+  memcpy(b->desc.block_lo, lo, sizeof b->desc.block_lo);
+  memcpy(b->desc.block_hi, hi, sizeof b->desc.block_hi);
+  return b->mem->put_desc(b->mem->ctx, &b->pl, &b->desc);
+}
+
+int nano_dh_buffer_set_hook(struct nano_dh_buffer *b, void *hook) {
+  if (!b->pl.desc_host)
+    return -1;
+  b->desc.hook = (uint64_t)(uintptr_t)hook;
+  b->desc.flags = hook ? b->desc.flags | NANO_DH_FLAG_HOOK : b->desc.flags & ~NANO_DH_FLAG_HOOK;
+  return b->mem->put_desc(b->mem->ctx, &b->pl, &b->desc);
+}
+
+/* The ring address of monotonic offset off. */
+static unsigned char *dhbuf_at(const struct nano_dh_buffer *b, uint64_t off) {
+  return b->pl.ring + (off & (b->desc.capacity - 1));
+}
+
+/* Little-endian store of the low `n` bytes of v at ring offset off (never
+ * straddles the end: records and their fields are aligned to their size). */
+static void dhbuf_put(struct nano_dh_buffer *b, uint64_t off, uint64_t v, unsigned n) {
+  unsigned char *p = dhbuf_at(b, off);
+  for (unsigned i = 0; i < n; i++)
+    p[i] = (unsigned char)(v >> (8 * i));
+}
+
+unsigned nano_dh_buffer_write(struct nano_dh_buffer *b, const struct nano_dh_record *r) {
+  struct dhbuf_desc *d = b->pl.desc_host;
+  int64_t stride;
+  unsigned enc = nano_dh_encoding(r, &stride);
+  unsigned bytes = NANO_DH_HDR_SIZE + NANO_DH_PAYLOAD_BYTES(enc, r->lanes);
+  uint64_t cap = b->desc.capacity, off;
+  uint32_t spins = 0;
+  for (;;) {
+    uint64_t head = __atomic_load_n(&d->head, __ATOMIC_RELAXED);
+    uint64_t tail = __atomic_load_n(b->pl.tail, __ATOMIC_ACQUIRE);
+    if (head + bytes - tail <= cap) {
+      if (__atomic_compare_exchange_n(&d->head, &head, head + bytes, 0, __ATOMIC_ACQ_REL,
+                                      __ATOMIC_RELAXED)) {
+        off = head;
+        break;
+      }
+      continue;
+    }
+    if ((b->desc.flags & NANO_DH_FLAG_DROP) || spins++ >= b->desc.max_spins) {
+      __atomic_fetch_add(&d->dropped, 1, __ATOMIC_RELAXED);
+      return 0;
+    }
+    sched_yield();
+  }
+  uint64_t base = r->addr[0];
+  uint64_t payload = off + NANO_DH_HDR_SIZE;
+  if (enc == NANO_DH_ENC_STRIDE) {
+    dhbuf_put(b, payload, (uint64_t)stride, 8);
+  } else {
+    for (unsigned i = 0; i < r->lanes; i++)
+      if (enc == NANO_DH_ENC_OFF32)
+        dhbuf_put(b, payload + 4 * i, r->addr[i] - base, 4);
+      else
+        dhbuf_put(b, payload + 8 * i, r->addr[i], 8);
+  }
+  dhbuf_put(b, off + NANO_DH_HDR_OFF_SITE, r->site, 8);
+  dhbuf_put(b, off + NANO_DH_HDR_OFF_EXEC, r->exec, 8);
+  dhbuf_put(b, off + NANO_DH_HDR_OFF_BLOCK_X, r->block[0], 4);
+  dhbuf_put(b, off + NANO_DH_HDR_OFF_BLOCK_Y, r->block[1], 2);
+  dhbuf_put(b, off + NANO_DH_HDR_OFF_BLOCK_Z, r->block[2], 2);
+  dhbuf_put(b, off + NANO_DH_HDR_OFF_SIZE, r->size, 4);
+  dhbuf_put(b, off + NANO_DH_HDR_OFF_HWID, r->hw_id, 4);
+  dhbuf_put(b, off + NANO_DH_HDR_OFF_TIME, r->time, 8);
+  dhbuf_put(b, off + NANO_DH_HDR_OFF_BASE, base, 8);
+  uint64_t w0 = bytes | (uint64_t)NANO_DH_VERSION << 16 |
+                (uint64_t)(enc | (unsigned)r->space << NANO_DH_FORMAT_SPACE_SHIFT) << 24 |
+                (uint64_t)r->lanes << 32 | (uint64_t)r->wave_size << 40 |
+                (uint64_t)r->wave << 48;
+  __atomic_store_n((uint64_t *)dhbuf_at(b, off), w0, __ATOMIC_RELEASE);
+  return bytes;
+}
+
+/* Copies n bytes from ring offset off into dst, unwrapping. */
 static void dhbuf_copy_out(const struct nano_dh_buffer *b, uint64_t off, void *dst, size_t n) {
-  uint64_t cap = b->desc->capacity, pos = off & (cap - 1);
+  uint64_t cap = b->desc.capacity, pos = off & (cap - 1);
   size_t first = (size_t)(cap - pos) < n ? (size_t)(cap - pos) : n;
-  memcpy(dst, b->ring + pos, first);
-  memcpy((unsigned char *)dst + first, b->ring, n - first);
+  memcpy(dst, b->pl.ring + pos, first);
+  memcpy((unsigned char *)dst + first, b->pl.ring, n - first);
 }
 
 /* Zeroes n bytes at ring offset off, so the slot reads "incomplete" when the
  * ring comes around. */
 static void dhbuf_clear(struct nano_dh_buffer *b, uint64_t off, size_t n) {
-  uint64_t cap = b->desc->capacity, pos = off & (cap - 1);
+  uint64_t cap = b->desc.capacity, pos = off & (cap - 1);
   size_t first = (size_t)(cap - pos) < n ? (size_t)(cap - pos) : n;
-  memset(b->ring + pos, 0, first);
-  memset(b->ring, 0, n - first);
+  memset(b->pl.ring + pos, 0, first);
+  memset(b->pl.ring, 0, n - first);
 }
 
-long nano_dh_buffer_drain(struct nano_dh_buffer *b, nano_dh_record_fn fn, void *arg,
-                          char *errmsg, size_t errlen) {
-  long n = 0;
-  uint64_t tail = b->desc->tail;
-  uint64_t head = __atomic_load_n(&b->desc->head, __ATOMIC_ACQUIRE);
-  while (tail < head) {
-    uint32_t w0 = __atomic_load_n((uint32_t *)(b->ring + (tail & (b->desc->capacity - 1))),
-                                  __ATOMIC_ACQUIRE);
+/* Moves the tail to `tail` (the device may now reuse the bytes before it). */
+static void dhbuf_advance(struct nano_dh_buffer *b, uint64_t tail) {
+  __atomic_store_n(b->pl.tail, tail, __ATOMIC_RELEASE);
+}
+
+/* Why dhbuf_consume stopped. */
+enum dhbuf_stop {
+  DHBUF_CAUGHT_UP,  /* reached the limit                                    */
+  DHBUF_INCOMPLETE, /* the record at the tail is not complete (yet)        */
+  DHBUF_STUCK,      /* an undecodable record whose size cannot be trusted  */
+  DHBUF_ASKED,      /* the consumer asked to stop                           */
+};
+
+/* Consumes complete records from the tail up to `limit` (a monotonic
+ * offset), adding the count to *n. */
+static enum dhbuf_stop dhbuf_consume(struct nano_dh_buffer *b, uint64_t limit,
+                                     nano_dh_record_fn fn, void *arg,
+                                     struct nano_dh_drain_stats *st, long *n) {
+  uint64_t tail = *b->pl.tail;
+  while (tail < limit) {
+    uint64_t w0 = __atomic_load_n((uint64_t *)dhbuf_at(b, tail), __ATOMIC_ACQUIRE);
     if (w0 == 0)
-      break;
-    size_t avail = (size_t)(head - tail) < sizeof b->scratch ? (size_t)(head - tail)
+      return DHBUF_INCOMPLETE;
+    size_t avail = (size_t)(limit - tail) < sizeof b->scratch ? (size_t)(limit - tail)
                                                                : sizeof b->scratch;
     dhbuf_copy_out(b, tail, b->scratch, avail);
     struct nano_dh_record r;
-    long bytes = nano_dh_decode(b->scratch, avail, &r, errmsg, errlen);
-    if (bytes < 0)
-      return -1;
+    char msg[sizeof st->first_error];
+    long bytes = nano_dh_decode(b->scratch, avail, &r, msg, sizeof msg);
     if (bytes == 0)
-      break;
+      return DHBUF_INCOMPLETE;
+    if (bytes < 0) {
+      st->decode_errors++;
+      if (!st->first_error[0])
+        snprintf(st->first_error, sizeof st->first_error, "%s", msg);
+      uint64_t claimed = w0 & 0xffff;
+      if (claimed < NANO_DH_HDR_SIZE || claimed % 8 || claimed > NANO_DH_MAX_RECORD ||
+          claimed > limit - tail)
+        return DHBUF_STUCK;
+      dhbuf_clear(b, tail, (size_t)claimed);
+      st->lost_bytes += claimed;
+      tail += claimed;
+      dhbuf_advance(b, tail);
+      continue;
+    }
     int stop = fn ? fn(&r, arg) : 0;
     dhbuf_clear(b, tail, (size_t)bytes);
     tail += (uint64_t)bytes;
-    __atomic_store_n(&b->desc->tail, tail, __ATOMIC_RELEASE);
-    n++;
+    dhbuf_advance(b, tail);
+    st->records++;
+    st->bytes += (uint64_t)bytes;
+    (*n)++;
     if (stop)
-      break;
+      return DHBUF_ASKED;
+  }
+  return DHBUF_CAUGHT_UP;
+}
+
+long nano_dh_buffer_drain(struct nano_dh_buffer *b, nano_dh_record_fn fn, void *arg,
+                          struct nano_dh_drain_stats *st) {
+  long n = 0;
+  /* The ring never holds more than its capacity past the tail. */
+  dhbuf_consume(b, *b->pl.tail + b->desc.capacity, fn, arg, st, &n);
+  return n;
+}
+
+long nano_dh_buffer_finish(struct nano_dh_buffer *b, nano_dh_record_fn fn, void *arg,
+                           struct nano_dh_drain_stats *st) {
+  uint64_t head, dropped;
+  if (b->mem->get_counters(b->mem->ctx, &b->pl, &head, &dropped) != 0)
+    return -1;
+  long n = 0;
+  enum dhbuf_stop why = dhbuf_consume(b, head, fn, arg, st, &n);
+  uint64_t tail = *b->pl.tail;
+  if ((why == DHBUF_INCOMPLETE || why == DHBUF_STUCK) && tail < head) {
+    /* Reserved but never completed (the writer died), or undecodable
+     * without a usable size: nothing after it can be found. */
+    uint64_t lost = head - tail;
+    dhbuf_clear(b, tail, (size_t)(lost < b->desc.capacity ? lost : b->desc.capacity));
+    st->lost_bytes += lost;
+    dhbuf_advance(b, head);
   }
   return n;
 }

@@ -1,15 +1,17 @@
 /*
- * dh_decode.c: the one decoder of dh_comms records (layout: nano/dh_format.h,
- * dh_comms/README.md). Reads fields byte by byte in little-endian order, so it
- * does not depend on the alignment of the caller's buffer.
+ * dh_decode.c: the one decoder of dh_comms records and the encoding rule the
+ * host encoder shares with the device runtime (layout: nano/dh_format.h,
+ * dh_comms/README.md). Fields are read byte by byte in little-endian order,
+ * so the decoder does not depend on the alignment of the caller's buffer.
  */
 #include "nano/dh_comms.h"
 
 #include <stdio.h>
 #include <string.h>
 
-_Static_assert(NANO_DH_HDR_OFF_RESERVED + 2 == NANO_DH_HDR_SIZE, "header layout");
-_Static_assert(NANO_DH_DESC_OFF_MAXSPINS + 4 + 8 == NANO_DH_DESC_SIZE, "descriptor layout");
+_Static_assert(NANO_DH_HDR_OFF_BASE + 8 == NANO_DH_HDR_SIZE, "header layout");
+_Static_assert(NANO_DH_DESC_OFF_RESERVED + 8 == NANO_DH_DESC_SIZE, "descriptor layout");
+_Static_assert(NANO_DH_HDR_SIZE % 8 == 0, "records are multiples of 8 bytes");
 
 /* Little-endian reads at p. */
 static uint16_t dhdec_u16(const unsigned char *p) { return (uint16_t)(p[0] | p[1] << 8); }
@@ -32,53 +34,79 @@ long nano_dh_decode(const void *buf, size_t len, struct nano_dh_record *out, cha
   const unsigned char *p = buf;
   if (len < NANO_DH_HDR_SIZE)
     return 0;
-  uint32_t bytes = dhdec_u32(p + NANO_DH_HDR_OFF_BYTES);
+  unsigned bytes = dhdec_u16(p + NANO_DH_HDR_OFF_BYTES);
   if (bytes == 0)
     return 0;
-  uint16_t version = dhdec_u16(p + NANO_DH_HDR_OFF_VERSION);
+  unsigned version = p[NANO_DH_HDR_OFF_VERSION];
   if (version != NANO_DH_VERSION)
     return dhdec_fail(errmsg, errlen, "unsupported version", version);
+  unsigned format = p[NANO_DH_HDR_OFF_FORMAT];
+  unsigned enc = format & NANO_DH_FORMAT_ENC_MASK;
+  if (enc > NANO_DH_ENC_ADDR64 || (format >> (NANO_DH_FORMAT_SPACE_SHIFT + 2)) != 0)
+    return dhdec_fail(errmsg, errlen, "unknown format", format);
   unsigned lanes = p[NANO_DH_HDR_OFF_LANES];
   unsigned wave_size = p[NANO_DH_HDR_OFF_WAVESIZE];
   if (wave_size != 1 && wave_size != 32 && wave_size != 64)
     return dhdec_fail(errmsg, errlen, "bad wave size", wave_size);
   if (lanes == 0 || lanes > wave_size)
     return dhdec_fail(errmsg, errlen, "bad lane count", lanes);
-  if (bytes != NANO_DH_HDR_SIZE + 8u * lanes)
-    return dhdec_fail(errmsg, errlen, "size does not match lane count", bytes);
+  if (bytes != NANO_DH_HDR_SIZE + NANO_DH_PAYLOAD_BYTES(enc, lanes))
+    return dhdec_fail(errmsg, errlen, "size does not match encoding and lane count", bytes);
   uint64_t exec = dhdec_u64(p + NANO_DH_HDR_OFF_EXEC);
   if ((unsigned)__builtin_popcountll(exec) != lanes ||
       (wave_size < 64 && (exec >> wave_size) != 0))
     return dhdec_fail(errmsg, errlen, "exec mask does not match lane count", lanes);
   if (len < bytes)
     return 0;
-  memset(out, 0, sizeof *out);
-  out->bytes = bytes;
-  out->version = version;
+  out->bytes = (uint16_t)bytes;
+  out->version = (uint8_t)version;
+  out->encoding = (uint8_t)enc;
+  out->space = (uint8_t)(format >> NANO_DH_FORMAT_SPACE_SHIFT);
   out->lanes = (uint8_t)lanes;
   out->wave_size = (uint8_t)wave_size;
+  out->wave = dhdec_u16(p + NANO_DH_HDR_OFF_WAVE);
   out->site = dhdec_u64(p + NANO_DH_HDR_OFF_SITE);
   out->exec = exec;
-  out->time = dhdec_u64(p + NANO_DH_HDR_OFF_TIME);
-  for (int i = 0; i < 3; i++) {
-    out->block[i] = dhdec_u32(p + NANO_DH_HDR_OFF_BLOCK + 4 * i);
-    out->block_dim[i] = dhdec_u16(p + NANO_DH_HDR_OFF_BLOCKDIM + 2 * i);
-  }
-  out->wave = dhdec_u32(p + NANO_DH_HDR_OFF_WAVE);
-  out->hw_id = dhdec_u32(p + NANO_DH_HDR_OFF_HWID);
+  out->block[0] = dhdec_u32(p + NANO_DH_HDR_OFF_BLOCK_X);
+  out->block[1] = dhdec_u16(p + NANO_DH_HDR_OFF_BLOCK_Y);
+  out->block[2] = dhdec_u16(p + NANO_DH_HDR_OFF_BLOCK_Z);
   out->size = dhdec_u32(p + NANO_DH_HDR_OFF_SIZE);
+  out->hw_id = dhdec_u32(p + NANO_DH_HDR_OFF_HWID);
+  out->time = dhdec_u64(p + NANO_DH_HDR_OFF_TIME);
+  uint64_t base = dhdec_u64(p + NANO_DH_HDR_OFF_BASE);
+  const unsigned char *payload = p + NANO_DH_HDR_SIZE;
+  uint64_t stride = enc == NANO_DH_ENC_STRIDE ? dhdec_u64(payload) : 0;
   unsigned i = 0;
-  for (unsigned l = 0; l < 64; l++)
-    if (exec >> l & 1) {
-      out->lane[i] = (uint8_t)l;
-      out->addr[i] = dhdec_u64(p + NANO_DH_HDR_SIZE + 8 * i);
-      i++;
-    }
+  for (unsigned l = 0; l < 64; l++) {
+    if (!(exec >> l & 1))
+      continue;
+    out->lane[i] = (uint8_t)l;
+    if (enc == NANO_DH_ENC_STRIDE)
+      out->addr[i] = base + (uint64_t)i * stride;
+    else if (enc == NANO_DH_ENC_OFF32)
+      out->addr[i] = base + (uint64_t)(int64_t)(int32_t)dhdec_u32(payload + 4 * i);
+    else
+      out->addr[i] = dhdec_u64(payload + 8 * i);
+    i++;
+  }
   return (long)bytes;
 }
 
 uint32_t nano_dh_record_thread(const struct nano_dh_record *r, unsigned i) {
-  return r->wave * r->wave_size + r->lane[i];
+  return (uint32_t)r->wave * r->wave_size + r->lane[i];
+}
+
+unsigned nano_dh_encoding(const struct nano_dh_record *r, int64_t *stride) {
+  uint64_t base = r->addr[0];
+  uint64_t step = r->lanes > 1 ? r->addr[1] - base : 0;
+  int uniform = 1, near = 1;
+  for (unsigned i = 0; i < r->lanes; i++) {
+    uint64_t delta = r->addr[i] - base;
+    uniform &= delta == (uint64_t)i * step;
+    near &= (uint64_t)(int64_t)(int32_t)delta == delta;
+  }
+  *stride = (int64_t)step;
+  return uniform ? NANO_DH_ENC_STRIDE : near ? NANO_DH_ENC_OFF32 : NANO_DH_ENC_ADDR64;
 }
 
 const char *nano_dh_kind_name(unsigned kind) {

@@ -103,6 +103,12 @@ static long dhsites_parse_one(struct nano_dh_sites *s, const unsigned char *p, s
   return (long)(padded <= len ? padded : total);
 }
 
+/* Orders sites by id (nano_dh_sites_find searches them). */
+static int dhsites_cmp(const void *a, const void *b) {
+  uint64_t x = ((const struct nano_dh_site *)a)->id, y = ((const struct nano_dh_site *)b)->id;
+  return x < y ? -1 : x > y;
+}
+
 int nano_dh_sites_add_blob(struct nano_dh_sites *s, const void *data, size_t len,
                            const char *what, char *errmsg, size_t errlen) {
   const unsigned char *p = data;
@@ -119,6 +125,7 @@ int nano_dh_sites_add_blob(struct nano_dh_sites *s, const void *data, size_t len
     at += (size_t)n;
     blobs++;
   }
+  qsort(s->sites, s->count, sizeof *s->sites, dhsites_cmp);
   return blobs;
 }
 
@@ -172,10 +179,8 @@ out:
 }
 
 const struct nano_dh_site *nano_dh_sites_find(const struct nano_dh_sites *s, uint64_t id) {
-  for (size_t i = 0; i < s->count; i++)
-    if (s->sites[i].id == id)
-      return &s->sites[i];
-  return NULL;
+  struct nano_dh_site key = {.id = id};
+  return s->count ? bsearch(&key, s->sites, s->count, sizeof *s->sites, dhsites_cmp) : NULL;
 }
 
 size_t nano_dh_sites_count(const struct nano_dh_sites *s) { return s->count; }

@@ -1,14 +1,20 @@
 /*
  * nano/dh_comms.h: host side of dh_comms (libnano_dh).
  *
- * - A buffer: a descriptor plus a power-of-two ring in host memory, the one
- *   argument a twin takes after the original kernel's. CPU kernels write to it
- *   directly; GPU back ends place the same layout in device-visible memory.
- * - The record decoder, shared by every consumer (drain loop, handlers,
- *   tests): nano_dh_decode.
- * - Site tables: parsing the blobs the pass emits, loading them from an ELF
- *   file (executable, shared object or GPU code object), resolving a record's
- *   site id to kernel, file, line, column, kind, size and address space.
+ * - Records: the one decoder every consumer uses (nano_dh_decode), and the
+ *   host encoder that CPU-kernel waves use (nano_dh_buffer_write); both
+ *   follow nano/dh_format.h.
+ * - Memory placement (struct nano_dh_memory): where a buffer's descriptor,
+ *   ring and tail live. nano_dh_host_memory keeps all three in host memory
+ *   (CPU kernels); GPU back ends supply device-visible placements with the
+ *   same interface.
+ * - Buffers: a descriptor plus a power-of-two ring, the one argument a twin
+ *   takes after the original kernel's; drained in ring order.
+ * - A pool of buffers reused from dispatch to dispatch, and one drain thread
+ *   per pool that streams every active buffer to its consumer, with adaptive
+ *   back-off (and no CPU at all while no buffer is active).
+ * - Site tables: parsed from the blobs the pass emits, loaded from an ELF
+ *   file, looked up by the site id a record carries.
  *
  * Layouts: nano/dh_format.h and dh_comms/README.md.
  */
@@ -24,21 +30,24 @@
 extern "C" {
 #endif
 
-/* One decoded record: the header fields plus the addresses of the active
- * lanes, in ascending lane order (lane[i] is the lane of addr[i]). */
+/* ---- Records ------------------------------------------------------------- */
+
+/* One decoded record: the header fields plus the address of every active
+ * lane, in ascending lane order (lane[i] is the lane of addr[i]). */
 struct nano_dh_record {
-  uint32_t bytes;        /* record size in the ring                         */
-  uint16_t version;      /* NANO_DH_VERSION                                 */
-  uint8_t lanes;         /* number of addresses                             */
-  uint8_t wave_size;     /* 64, 32 or 1 (CPU)                               */
-  uint64_t site;         /* module id << 32 | site index                    */
-  uint64_t exec;         /* active lanes                                    */
-  uint64_t time;         /* device clock                                    */
-  uint32_t block[3];     /* block (workgroup) id                            */
-  uint32_t wave;         /* wave id in the block                            */
-  uint32_t hw_id;        /* hardware id register (0 where none)             */
-  uint32_t size;         /* access size in bytes                            */
-  uint16_t block_dim[3]; /* block dimensions                                */
+  uint16_t bytes;     /* record size in the ring                              */
+  uint8_t version;    /* NANO_DH_VERSION                                      */
+  uint8_t encoding;   /* NANO_DH_ENC_*: how the payload held the addresses    */
+  uint8_t space;      /* NANO_DH_SPACE_*: where generic addresses pointed     */
+  uint8_t lanes;      /* number of addresses                                  */
+  uint8_t wave_size;  /* 64, 32 or 1                                          */
+  uint16_t wave;      /* wave id in the block                                 */
+  uint64_t site;      /* module id << 32 | site index                         */
+  uint64_t exec;      /* active lanes                                         */
+  uint32_t block[3];  /* block (workgroup) id                                 */
+  uint32_t size;      /* access size in bytes                                 */
+  uint32_t hw_id;     /* hardware id register (0 where none)                  */
+  uint64_t time;      /* device clock                                         */
   uint8_t lane[64];
   uint64_t addr[64];
 };
@@ -47,9 +56,9 @@ struct nano_dh_record {
  * Decodes the record at the start of [buf, buf + len).
  * Returns the record's size in bytes (> 0) and fills *out; 0 when the record
  * is not complete yet (its first word is zero) or len is shorter than the
- * record; -1 when the bytes are not a valid record (wrong version, size not
- * matching the lane count, lane count not matching the exec mask): then errmsg
- * (if not NULL) gets a message of at most errlen bytes.
+ * record; -1 when the bytes are not a valid record (wrong version, unknown
+ * encoding, size not matching the lane count, lane count not matching the
+ * exec mask): then errmsg (if not NULL) gets a message naming the field.
  */
 long nano_dh_decode(const void *buf, size_t len, struct nano_dh_record *out, char *errmsg,
                     size_t errlen);
@@ -58,39 +67,159 @@ long nano_dh_decode(const void *buf, size_t len, struct nano_dh_record *out, cha
  * wave * wave_size + lane[i]. */
 uint32_t nano_dh_record_thread(const struct nano_dh_record *r, unsigned i);
 
-/* ---- Buffers ------------------------------------------------------------- */
+/* The smallest encoding (NANO_DH_ENC_*) that holds the addresses of a record
+ * (r->lanes of them in r->addr, rank order); *stride gets the stride when it
+ * is NANO_DH_ENC_STRIDE. The device runtime applies the same rule. */
+unsigned nano_dh_encoding(const struct nano_dh_record *r, int64_t *stride);
+
+/* ---- Memory placement ------------------------------------------------------ */
+
+/* Where one buffer's parts live, as the host and the device see them. */
+struct nano_dh_placement {
+  void *desc_device;     /* descriptor, device address: the twin's argument   */
+  void *desc_host;       /* the descriptor where the host can read and write  */
+                         /* it directly, else NULL (the ops copy)             */
+  unsigned char *ring;   /* ring, host view                                   */
+  uint64_t ring_device;  /* ring, device address                              */
+  uint64_t *tail;        /* tail, host view                                   */
+  uint64_t tail_device;  /* tail, device address                              */
+  void *handle;          /* the implementation's own                          */
+};
+
+/* A placement implementation. Descriptor and counters are RMW targets of the
+ * device: place them in memory the device updates atomically without crossing
+ * the bus (device memory on a GPU). The ring and the tail must be readable
+ * and writable by the host and visible to the device. */
+struct nano_dh_memory {
+  const char *name;
+  void *ctx;
+  /* Allocates a ring of `capacity` bytes (zeroed), a descriptor and a tail.
+   * Returns 0, or -1 with a message in err. */
+  int (*alloc)(void *ctx, uint64_t capacity, struct nano_dh_placement *out, char *err,
+               size_t errlen);
+  void (*free)(void *ctx, struct nano_dh_placement *p);
+  /* Writes the whole descriptor (NANO_DH_DESC_SIZE bytes). Returns 0 or -1. */
+  int (*put_desc)(void *ctx, struct nano_dh_placement *p, const void *desc);
+  /* Reads the device-updated counters head and dropped. Returns 0 or -1. */
+  int (*get_counters)(void *ctx, const struct nano_dh_placement *p, uint64_t *head,
+                      uint64_t *dropped);
+};
+
+/* Everything in host memory: CPU kernels. */
+extern const struct nano_dh_memory nano_dh_host_memory;
+
+/* ---- Buffers --------------------------------------------------------------- */
 struct nano_dh_buffer;
 
 /*
- * Allocates a descriptor and a ring of `capacity` bytes (a power of two,
- * >= 128) in host memory. flags: NANO_DH_FLAG_*; max_spins: polls of a full
- * ring before a record is dropped (ignored with NANO_DH_FLAG_DROP).
- * Returns NULL with errno EINVAL (bad capacity) or ENOMEM.
+ * A buffer of `capacity` bytes (a power of two, >= NANO_DH_MIN_CAPACITY) in
+ * placement `mem` (NULL: host memory). flags: NANO_DH_FLAG_*; max_spins:
+ * polls of a full ring before a record is dropped (ignored with
+ * NANO_DH_FLAG_DROP). Returns NULL with errno EINVAL (bad capacity) or
+ * ENOMEM, or with the placement's message in err.
  */
-struct nano_dh_buffer *nano_dh_buffer_create(uint64_t capacity, uint32_t flags,
-                                             uint32_t max_spins);
+struct nano_dh_buffer *nano_dh_buffer_create(const struct nano_dh_memory *mem, uint64_t capacity,
+                                             uint32_t flags, uint32_t max_spins, char *err,
+                                             size_t errlen);
 /* Frees the buffer (NULL is a no-op). */
 void nano_dh_buffer_destroy(struct nano_dh_buffer *b);
-/* The descriptor address: the trailing argument of a twin. */
+/* The descriptor's device address: the trailing argument of a twin. */
 void *nano_dh_buffer_desc(struct nano_dh_buffer *b);
-/* Records dropped so far (read from the descriptor). */
+uint64_t nano_dh_buffer_capacity(const struct nano_dh_buffer *b);
+/* Records dropped so far (monotonic over the buffer's life). */
 uint64_t nano_dh_buffer_dropped(const struct nano_dh_buffer *b);
-
-/* Called by nano_dh_buffer_drain for each record; a non-zero return stops
- * the drain (the record counts as consumed). */
-typedef int (*nano_dh_record_fn)(const struct nano_dh_record *r, void *arg);
+/* Sets the descriptor's block filter: only blocks with lo[d] <= id <= hi[d]
+ * in every dimension d record (default: all). Returns 0 or -1. */
+int nano_dh_buffer_set_blocks(struct nano_dh_buffer *b, const uint32_t lo[3],
+                              const uint32_t hi[3]);
+/* Sets the descriptor's CPU hook (NANO_DH_FLAG_HOOK with a non-NULL hook;
+ * NULL clears it). Host placement only. Returns 0 or -1. */
+int nano_dh_buffer_set_hook(struct nano_dh_buffer *b, void *hook);
 
 /*
- * Consumes every complete record between tail and head in ring order, calling
- * fn on each, zeroing its bytes and advancing tail. Stops at the first
- * incomplete record (a writer still writing it). Returns the number of records
- * consumed, or -1 on a malformed record (errmsg filled as for nano_dh_decode;
- * the ring is left at that record).
+ * Host encoder: writes record r (lanes, exec, addresses in rank order and the
+ * header fields; bytes, version and encoding are chosen here) into the ring as
+ * a device would: reserve with a compare-and-swap on head, write the
+ * payload, then the header, word 0 last with release order. A full ring is
+ * polled max_spins times (yielding the CPU between polls) and the record
+ * then dropped and counted, as on a device. Thread-safe. Host placement only.
+ * Returns the record's size, or 0 when it was dropped.
+ */
+unsigned nano_dh_buffer_write(struct nano_dh_buffer *b, const struct nano_dh_record *r);
+
+/* Called for each record consumed; a non-zero return stops the drain (the
+ * record counts as consumed). */
+typedef int (*nano_dh_record_fn)(const struct nano_dh_record *r, void *arg);
+
+/* What the drains of a buffer found (cumulative; zeroed by the caller). */
+struct nano_dh_drain_stats {
+  uint64_t records;        /* records handed to the consumer                  */
+  uint64_t bytes;          /* their bytes                                     */
+  uint64_t decode_errors;  /* records that did not decode (skipped)           */
+  uint64_t lost_bytes;     /* bytes skipped: undecodable, or never completed  */
+  char first_error[160];   /* the first decoder message, "" when none         */
+};
+
+/*
+ * Consumes every complete record from the tail on, in ring order, calling fn
+ * on each, zeroing its bytes and advancing the tail; stops at the first
+ * record not complete yet (a writer still writing it). Needs no device read:
+ * a complete record's first word is non-zero. A record that fails to decode
+ * is counted and skipped by its size field when that is plausible, else the
+ * drain stops there (nano_dh_buffer_finish then skips the rest). Only one
+ * thread may drain a buffer at a time. Returns the number of records
+ * consumed.
  */
 long nano_dh_buffer_drain(struct nano_dh_buffer *b, nano_dh_record_fn fn, void *arg,
-                          char *errmsg, size_t errlen);
+                          struct nano_dh_drain_stats *st);
 
-/* ---- Site tables --------------------------------------------------------- */
+/*
+ * The final drain, once the device has finished: reads head and consumes
+ * everything up to it. Bytes that were reserved but never completed, or that
+ * do not decode, are cleared, skipped and counted as lost. Returns the
+ * number of records consumed, or -1 when the counters cannot be read.
+ */
+long nano_dh_buffer_finish(struct nano_dh_buffer *b, nano_dh_record_fn fn, void *arg,
+                           struct nano_dh_drain_stats *st);
+
+/* ---- Pool ------------------------------------------------------------------- */
+struct nano_dh_pool;
+
+/* A pool of up to `count` buffers with these parameters, allocated on first
+ * use and reused. NULL on ENOMEM or EINVAL. */
+struct nano_dh_pool *nano_dh_pool_create(const struct nano_dh_memory *mem, unsigned count,
+                                         uint64_t capacity, uint32_t flags, uint32_t max_spins);
+/* Frees the pool and its buffers (none may be acquired). */
+void nano_dh_pool_destroy(struct nano_dh_pool *p);
+/* A free buffer, or NULL when all `count` are in use or allocation failed
+ * (err then says why, "" when all are in use). Thread-safe. */
+struct nano_dh_buffer *nano_dh_pool_acquire(struct nano_dh_pool *p, char *err, size_t errlen);
+/* Returns a drained buffer to the pool. Thread-safe. */
+void nano_dh_pool_release(struct nano_dh_pool *p, struct nano_dh_buffer *b);
+
+/* ---- Drain thread ----------------------------------------------------------- */
+struct nano_dh_drainer;
+
+/* Starts the drain thread. NULL with errno on failure. */
+struct nano_dh_drainer *nano_dh_drainer_start(void);
+/* Stops and joins it (no buffer may be attached). */
+void nano_dh_drainer_stop(struct nano_dh_drainer *d);
+/*
+ * Attaches b: the drain thread drains it into fn(arg), accumulating into *st,
+ * until nano_dh_drainer_detach. The thread sweeps every attached buffer,
+ * spins briefly when a sweep found nothing, then sleeps with growing
+ * intervals (up to 1 ms), and blocks while nothing is attached. Returns 0 or
+ * -1 (ENOMEM).
+ */
+int nano_dh_drainer_attach(struct nano_dh_drainer *d, struct nano_dh_buffer *b,
+                           nano_dh_record_fn fn, void *arg, struct nano_dh_drain_stats *st);
+/* Detaches b, waiting until the drain thread is out of it; the caller then
+ * owns the buffer (and usually calls nano_dh_buffer_finish). */
+void nano_dh_drainer_detach(struct nano_dh_drainer *d, struct nano_dh_buffer *b);
+/* CPU time the drain thread has used, in nanoseconds (for benchmarks). */
+uint64_t nano_dh_drainer_cpu_ns(const struct nano_dh_drainer *d);
+
+/* ---- Site tables ------------------------------------------------------------- */
 struct nano_dh_site {
   uint64_t id;        /* module id << 32 | index: what records carry */
   const char *kernel; /* original kernel name (mangled)               */
@@ -124,7 +253,8 @@ int nano_dh_sites_add_blob(struct nano_dh_sites *s, const void *data, size_t len
  */
 int nano_dh_sites_add_elf(struct nano_dh_sites *s, const char *path, char *errmsg,
                           size_t errlen);
-/* The site with record id `id`, or NULL. */
+/* The site with record id `id`, or NULL (a binary search). Pointers to sites
+ * stay valid until the next add or the destroy of the set. */
 const struct nano_dh_site *nano_dh_sites_find(const struct nano_dh_sites *s, uint64_t id);
 /* Number of sites in the set, and the i-th (0 <= i < count). */
 size_t nano_dh_sites_count(const struct nano_dh_sites *s);

@@ -6,15 +6,17 @@
  *     target and linked into device modules by the LLVM pass, writes records;
  *   - the LLVM pass (llvm-pass/Device*.cpp) names twins, numbers sites and
  *     emits the site table in the layout below;
- *   - the host side (dh_comms/src/) allocates descriptors, decodes records and
- *     site tables;
- *   - kerneldb pairs kernels with their twins by NANO_TWIN_PREFIX.
+ *   - the host side (dh_comms/src/ and the runtime's CPU-kernel launcher)
+ *     places descriptors, encodes the records of CPU waves, decodes records
+ *     and site tables;
+ *   - kerneldb pairs kernels with their twins by NANO_TWIN_PREFIX and reads
+ *     site tables.
  *
  * Everything is little-endian. dh_comms/README.md describes the byte layouts
- * field by field; the offsets below are the contract (static asserts in
- * dh_comms/src/dh_decode.c check the structs against them). Changing a layout
- * is an ABI break: bump NANO_DH_VERSION (records, descriptor) or
- * NANO_DH_SITES_VERSION (site table).
+ * field by field; the offsets below are the contract (static asserts in the
+ * host sources check their structs against them). Changing a layout is an ABI
+ * break: bump NANO_DH_VERSION (records, descriptor) or NANO_DH_SITES_VERSION
+ * (site table).
  *
  * This header is plain C with no includes so that the device runtime (compiled
  * without a libc) can use it.
@@ -32,39 +34,130 @@
 #define NANO_TWIN_PREFIX "__nano_twin_"
 #define NANO_TWIN_ATTR "nano.twin"
 
-/* ---- Buffer descriptor (64 bytes, 8-aligned, in device-visible memory) ---- */
+/* Format version of records and descriptors (one number: they change
+ * together). */
+#define NANO_DH_VERSION 2u
+
+/* ---- Buffer descriptor (96 bytes, 8-aligned) -------------------------------
+ * The twin's trailing argument points to it. It lives where the device can do
+ * read-modify-write atomics cheaply (device memory on a GPU, host memory for
+ * CPU kernels): only head and dropped are RMW targets, so PCIe atomics are
+ * never needed. The ring and the tail live in host-visible memory; the device
+ * reads the tail (through tail_addr) only when the ring looks full.
+ *
+ *   offset type     field      written by
+ *   0      u32      magic      host   NANO_DH_MAGIC
+ *   4      u32      version    host   NANO_DH_VERSION
+ *   8      u64      data       host   device address of the ring
+ *   16     u64      capacity   host   ring bytes, power of two >= 128
+ *   24     u64      head       device bytes reserved so far (CAS, monotonic)
+ *   32     u64      tail_addr  host   device address of the u64 tail: bytes
+ *                                     the host has consumed (monotonic)
+ *   40     u64      dropped    device records dropped (atomic add)
+ *   48     u32      flags      host   NANO_DH_FLAG_*
+ *   52     u32      max_spins  host   polls of a full ring before a drop
+ *   56     u64      hook       host   CPU kernels: the host runtime's access
+ *                                     function (NANO_DH_FLAG_HOOK); else 0
+ *   64     u32 x 3  block_lo   host   first block id recorded, per dimension
+ *   76     u32 x 3  block_hi   host   last block id recorded (inclusive)
+ *   88     u64      reserved   host   0
+ */
 #define NANO_DH_MAGIC 0x4348444eu /* "NDHC" */
-#define NANO_DH_VERSION 1u
+#define NANO_DH_DESC_SIZE 96
+#define NANO_DH_DESC_OFF_MAGIC 0
+#define NANO_DH_DESC_OFF_VERSION 4
+#define NANO_DH_DESC_OFF_DATA 8
+#define NANO_DH_DESC_OFF_CAPACITY 16
+#define NANO_DH_DESC_OFF_HEAD 24
+#define NANO_DH_DESC_OFF_TAIL_ADDR 32
+#define NANO_DH_DESC_OFF_DROPPED 40
+#define NANO_DH_DESC_OFF_FLAGS 48
+#define NANO_DH_DESC_OFF_MAXSPINS 52
+#define NANO_DH_DESC_OFF_HOOK 56
+#define NANO_DH_DESC_OFF_BLOCK_LO 64
+#define NANO_DH_DESC_OFF_BLOCK_HI 76
+#define NANO_DH_DESC_OFF_RESERVED 88
+/* The smallest ring: two maximal records do not fit, one always does. */
+#define NANO_DH_MIN_CAPACITY 1024u
 
 /* Descriptor flags. */
-#define NANO_DH_FLAG_DROP 1u /* full buffer: drop at once instead of waiting */
+#define NANO_DH_FLAG_DROP 1u /* full ring: drop at once instead of polling    */
+#define NANO_DH_FLAG_HOOK 2u /* CPU kernels: call `hook` instead of writing   */
 
-#define NANO_DH_DESC_SIZE 64
-#define NANO_DH_DESC_OFF_MAGIC 0     /* u32 NANO_DH_MAGIC                       */
-#define NANO_DH_DESC_OFF_VERSION 4   /* u32 NANO_DH_VERSION                     */
-#define NANO_DH_DESC_OFF_DATA 8      /* u64 device address of the ring          */
-#define NANO_DH_DESC_OFF_CAPACITY 16 /* u64 ring bytes, power of two, >= 128    */
-#define NANO_DH_DESC_OFF_HEAD 24     /* u64 bytes reserved so far (device)      */
-#define NANO_DH_DESC_OFF_TAIL 32     /* u64 bytes consumed so far (host)        */
-#define NANO_DH_DESC_OFF_DROPPED 40  /* u64 records dropped (device)            */
-#define NANO_DH_DESC_OFF_FLAGS 48    /* u32 NANO_DH_FLAG_*                      */
-#define NANO_DH_DESC_OFF_MAXSPINS 52 /* u32 polls of a full buffer before a drop */
+/* ---- Record: a 56-byte header and a payload of lane addresses ---------------
+ * One record per wave (warp) and executed access. Records are multiples of 8
+ * bytes; the first 8 bytes (word 0) are written last, with release order, and
+ * are never zero in a complete record: the host zeroes what it consumed.
+ *
+ *   offset type  field
+ *   0      u16   bytes      record size (56 + payload), multiple of 8
+ *   2      u8    version    NANO_DH_VERSION
+ *   3      u8    format     bits 0-1: payload encoding (NANO_DH_ENC_*);
+ *                           bits 2-3: where generic addresses pointed
+ *                           (NANO_DH_SPACE_*), 0 for other sites
+ *   4      u8    lanes      active lanes (1..64)
+ *   5      u8    wave_size  64, 32, or 1 (a CPU kernel thread on its own)
+ *   6      u16   wave       wave id in the block: linear thread id of lane 0
+ *                           divided by the wave size
+ *   8      u64   site       module id << 32 | site index (site table)
+ *   16     u64   exec       bit i = lane i was active (popcount = lanes)
+ *   24     u32   block_x    block (workgroup) id
+ *   28     u16   block_y
+ *   30     u16   block_z
+ *   32     u32   size       access size in bytes (memory intrinsics: the
+ *                           leader's length)
+ *   36     u32   hw_id      AMDGPU HW_ID / HW_ID1, NVPTX %smid, CPU 0
+ *   40     u64   time       AMDGPU s_memtime, NVPTX %globaltimer, CPU rdtsc
+ *   48     u64   base       address of the lowest active lane
+ *   56     payload, by encoding:
+ *          NANO_DH_ENC_STRIDE  i64 stride: the lane of rank r (r-th active
+ *                              lane) accessed base + r * stride (8 bytes)
+ *          NANO_DH_ENC_OFF32   i32 per lane, in rank order: address - base,
+ *                              zero-padded to a multiple of 8
+ *          NANO_DH_ENC_ADDR64  u64 per lane, in rank order: the address
+ *
+ * The device picks the smallest encoding that holds every active lane's
+ * address: STRIDE when all lanes are at base + rank * stride (coalesced,
+ * strided, broadcast, one lane), else OFF32 when every address is within
+ * 2^31 bytes of base, else ADDR64. A wave64 record is then 64 bytes for a
+ * coalesced or uniformly strided access, 312 with 32-bit offsets and 568 with
+ * full addresses (dh_comms' own: 832). Addresses are flat/generic; those of
+ * LDS/shared sites are the 32-bit offset in the group segment. */
+#define NANO_DH_HDR_SIZE 56
+#define NANO_DH_HDR_OFF_BYTES 0
+#define NANO_DH_HDR_OFF_VERSION 2
+#define NANO_DH_HDR_OFF_FORMAT 3
+#define NANO_DH_HDR_OFF_LANES 4
+#define NANO_DH_HDR_OFF_WAVESIZE 5
+#define NANO_DH_HDR_OFF_WAVE 6
+#define NANO_DH_HDR_OFF_SITE 8
+#define NANO_DH_HDR_OFF_EXEC 16
+#define NANO_DH_HDR_OFF_BLOCK_X 24
+#define NANO_DH_HDR_OFF_BLOCK_Y 28
+#define NANO_DH_HDR_OFF_BLOCK_Z 30
+#define NANO_DH_HDR_OFF_SIZE 32
+#define NANO_DH_HDR_OFF_HWID 36
+#define NANO_DH_HDR_OFF_TIME 40
+#define NANO_DH_HDR_OFF_BASE 48
+/* The largest record: a full wave64 with 64-bit addresses. */
+#define NANO_DH_MAX_RECORD (NANO_DH_HDR_SIZE + 8 * 64)
 
-/* ---- Record: 64-byte header + one u64 address per active lane ------------- */
-#define NANO_DH_HDR_SIZE 64
-#define NANO_DH_HDR_OFF_BYTES 0      /* u32 record bytes; non-zero = complete   */
-#define NANO_DH_HDR_OFF_VERSION 4    /* u16 NANO_DH_VERSION                     */
-#define NANO_DH_HDR_OFF_LANES 6      /* u8  addresses in the payload            */
-#define NANO_DH_HDR_OFF_WAVESIZE 7   /* u8  64, 32 or 1 (CPU)                   */
-#define NANO_DH_HDR_OFF_SITE 8       /* u64 module id << 32 | site index        */
-#define NANO_DH_HDR_OFF_EXEC 16      /* u64 active lanes, bit i = lane i        */
-#define NANO_DH_HDR_OFF_TIME 24      /* u64 device clock                        */
-#define NANO_DH_HDR_OFF_BLOCK 32     /* u32 x3 block (workgroup) id             */
-#define NANO_DH_HDR_OFF_WAVE 44      /* u32 wave id within the block            */
-#define NANO_DH_HDR_OFF_HWID 48      /* u32 hardware id (HW_ID, %smid; CPU 0)   */
-#define NANO_DH_HDR_OFF_SIZE 52      /* u32 access size in bytes                */
-#define NANO_DH_HDR_OFF_BLOCKDIM 56  /* u16 x3 block dimensions                 */
-#define NANO_DH_HDR_OFF_RESERVED 62  /* u16 zero                                */
+/* Payload encodings (format bits 0-1). */
+#define NANO_DH_ENC_STRIDE 0u
+#define NANO_DH_ENC_OFF32 1u
+#define NANO_DH_ENC_ADDR64 2u
+#define NANO_DH_FORMAT_ENC_MASK 3u
+/* Where the generic addresses of a record pointed (format bits 2-3). */
+#define NANO_DH_FORMAT_SPACE_SHIFT 2
+#define NANO_DH_SPACE_UNKNOWN 0u /* not a generic site, or not classified */
+#define NANO_DH_SPACE_GLOBAL 1u  /* no lane pointed into shared memory     */
+#define NANO_DH_SPACE_SHARED 2u  /* every lane pointed into shared memory  */
+#define NANO_DH_SPACE_MIXED 3u
+
+/* Payload bytes of a record with `lanes` active lanes in encoding `enc`. */
+#define NANO_DH_PAYLOAD_BYTES(enc, lanes)                                                         \
+  ((enc) == NANO_DH_ENC_STRIDE ? 8u : (enc) == NANO_DH_ENC_OFF32 ? ((lanes) * 4u + 7u) / 8u * 8u  \
+                                                                   : (lanes) * 8u)
 
 /* Access kinds (site.kind). */
 #define NANO_DH_KIND_LOAD 1u
@@ -76,11 +169,20 @@
 #define NANO_DH_SITE_MASKED 2u       /* masked vector load/store               */
 #define NANO_DH_SITE_BUFFER 4u       /* AMDGPU buffer intrinsic                */
 
-/* Address-space classes (site.addrspace); the numbers match AMDGPU and NVPTX. */
+/* Address-space classes (site.addrspace, and the last argument of the device
+ * access call); the numbers match AMDGPU and NVPTX. */
 #define NANO_DH_AS_GENERIC 0u /* flat (AMDGPU), generic (NVPTX), any (CPU) */
 #define NANO_DH_AS_GLOBAL 1u
 #define NANO_DH_AS_SHARED 3u  /* LDS (AMDGPU), shared (NVPTX) */
 #define NANO_DH_AS_CONSTANT 4u
+
+/* ---- CPU kernels ------------------------------------------------------------
+ * Size of struct nano_kernel_ctx (nano/kernel.h), the thread position a CPU
+ * kernel reads and the device runtime restores after the runtime's hook. */
+#define NANO_DH_KCTX_SIZE 64
+/* ABI of struct nano_cpu_kernel (nano/kernel.h), which the pass emits for
+ * every launched CPU kernel, and of the runtime's __nano_cpu_launch. */
+#define NANO_CPU_LAUNCH_ABI 1u
 
 /* ---- Site table: one blob per module, 8-aligned -----------------------------
  * Emitted by the pass as the constant global NANO_DH_SITES_SYMBOL<module id as

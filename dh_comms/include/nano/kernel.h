@@ -3,13 +3,8 @@
  *
  * A C (or C++) function marked NANO_KERNEL is a kernel to the pass, exactly
  * like an amdgpu_kernel or a CUDA __global__ function: compiled with
- * -fpass-plugin=libNanoPass.so it gets a twin, NANO_TWIN(name), with one more
- * trailing argument (the dh_comms descriptor, see nano/dh_comms.h) whose
- * loads, stores and atomics are recorded. The original is unchanged.
- *
- * Inside a kernel, nano_thread_idx(), nano_block_idx(), nano_block_dim() and
- * nano_grid_dim() give the position in the grid; NANO_LAUNCH runs a call once
- * per thread of a grid, sequentially, in the calling OS thread:
+ * -fpass-plugin=libNanoPass.so it gets an instrumented twin whose loads,
+ * stores and atomics are recorded. The original is unchanged.
  *
  *   NANO_KERNEL void vadd(float *c, const float *a, const float *b) {
  *     unsigned i = nano_block_idx().x * nano_block_dim().x + nano_thread_idx().x;
@@ -17,16 +12,34 @@
  *   }
  *   NANO_LAUNCH(nano_dim(4, 1, 1), nano_dim(64, 1, 1), vadd(c, a, b));
  *
- * To call a twin from another translation unit, declare it:
- *   NANO_TWIN_DECL(void, vadd, float *c, const float *a, const float *b);
- *   NANO_LAUNCH(grid, block, NANO_TWIN(vadd)(c, a, b, nano_dh_buffer_desc(buf)));
- * (extern "C" names only; a C++ kernel's twin has a mangled name, see
- * dh_comms/README.md).
+ * NANO_LAUNCH(grid, block, kernel(args...)) runs the kernel once per thread
+ * of the grid. Where the launching code was built with the plugin and the
+ * runtime (libnano_rpd.so) is loaded, the runtime runs it: blocks in parallel
+ * on worker threads, and, with NANO_INSTRUMENT=1 for a selected dispatch,
+ * the twin instead of the original, as virtual waves (NANO_CPU_WAVE lanes)
+ * whose accesses at one site form one record, as a GPU wave's do. Otherwise
+ * (no plugin, no runtime) the calling thread runs every thread in order:
+ * blocks in order, threads of a block in linear order (x fastest). The call
+ * must be a direct call of a NANO_KERNEL function; its arguments are
+ * evaluated once, as a GPU launch's are.
+ *
+ * NANO_LAUNCH_SHARED(grid, block, bytes, call) also gives every block
+ * `bytes` of shared memory (nano_shared()), private to the block and zeroed
+ * at its start, as a GPU's dynamic shared memory; accesses to it count as LDS/shared accesses (bank
+ * conflicts in MemoryAnalysis). There is no barrier: a block's threads do not
+ * run in a defined order relative to each other.
+ *
+ * Inside a kernel, nano_thread_idx(), nano_block_idx(), nano_block_dim(),
+ * nano_grid_dim() and nano_shared() give the position in the grid.
  */
 #ifndef NANO_KERNEL_H
 #define NANO_KERNEL_H
 
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nano/dh_format.h"
 
 #ifdef __cplusplus
 #define NANO_THREAD_LOCAL thread_local
@@ -42,8 +55,6 @@ extern "C" {
 #else
 #define NANO_KERNEL __attribute__((noinline, used))
 #endif
-#define NANO_TWIN(name) __nano_twin_##name
-#define NANO_TWIN_DECL(ret, name, ...) ret NANO_TWIN(name)(__VA_ARGS__, void *nano_dh_desc)
 
 typedef struct nano_dim3 {
   uint32_t x, y, z;
@@ -55,11 +66,37 @@ static inline nano_dim3 nano_dim(uint32_t x, uint32_t y, uint32_t z) {
 }
 
 /* The position of the running CPU kernel thread, read by the accessors and by
- * the device runtime (it writes block ids and dimensions into records). One
- * weak definition per program. */
+ * the device runtime (it writes block ids into records and restores the
+ * position after each recorded access). One weak definition per program.
+ * Layout: NANO_DH_KCTX_SIZE bytes (nano/dh_format.h). */
 struct nano_kernel_ctx {
   uint32_t thread[3], block[3], block_dim[3], grid_dim[3];
+  void *shared;          /* the block's shared memory, or NULL */
+  uint32_t shared_bytes; /* its size                           */
+  uint32_t reserved;
 };
+#ifdef __cplusplus
+static_assert(sizeof(struct nano_kernel_ctx) == NANO_DH_KCTX_SIZE, "kernel context size");
+#else
+_Static_assert(sizeof(struct nano_kernel_ctx) == NANO_DH_KCTX_SIZE, "kernel context size");
+#endif
+
+/* What the pass emits per launched kernel (constant, in the launching
+ * module). Fields are only ever added at the end. */
+struct nano_cpu_kernel {
+  uint32_t abi;       /* NANO_CPU_LAUNCH_ABI (nano/dh_format.h)              */
+  uint32_t arg_bytes; /* size of the argument block                           */
+  const char *name;   /* the kernel's (mangled) name                          */
+  /* Runs one kernel thread: enters *pos (nano_kernel_enter of the launching
+   * module), then calls the kernel with the arguments in args, or, with a
+   * descriptor, its twin. */
+  void (*thread)(const void *args, void *desc, const struct nano_kernel_ctx *pos);
+  const void *twin;   /* the twin, NULL when it was not built (weak)          */
+};
+
+/* The runtime includes this header for the types only (it must not define
+ * the program's thread position). */
+#ifndef NANO_KERNEL_TYPES_ONLY
 __attribute__((weak)) NANO_THREAD_LOCAL struct nano_kernel_ctx __nano_kctx;
 
 static inline nano_dim3 nano_thread_idx(void) {
@@ -74,33 +111,74 @@ static inline nano_dim3 nano_block_dim(void) {
 static inline nano_dim3 nano_grid_dim(void) {
   return nano_dim(__nano_kctx.grid_dim[0], __nano_kctx.grid_dim[1], __nano_kctx.grid_dim[2]);
 }
+static inline void *nano_shared(void) { return __nano_kctx.shared; }
 
-/* Sets the position of the calling thread (used by NANO_LAUNCH). */
-static inline void nano_kernel_set(nano_dim3 grid, nano_dim3 block, nano_dim3 b, nano_dim3 t) {
-  __nano_kctx.grid_dim[0] = grid.x, __nano_kctx.grid_dim[1] = grid.y,
-  __nano_kctx.grid_dim[2] = grid.z;
-  __nano_kctx.block_dim[0] = block.x, __nano_kctx.block_dim[1] = block.y,
-  __nano_kctx.block_dim[2] = block.z;
-  __nano_kctx.block[0] = b.x, __nano_kctx.block[1] = b.y, __nano_kctx.block[2] = b.z;
-  __nano_kctx.thread[0] = t.x, __nano_kctx.thread[1] = t.y, __nano_kctx.thread[2] = t.z;
+/* Makes *pos the position of the calling thread. The runtime calls it
+ * (through the launch the pass builds) before each kernel thread. */
+static inline void nano_kernel_enter(const struct nano_kernel_ctx *pos) { __nano_kctx = *pos; }
+
+/* ---- launching --------------------------------------------------------------
+ * The pass (PipelineStart, host modules) finds every call of
+ * __nano_launch_route, turns it into "is the runtime loaded", and replaces
+ * the kernel call under it with a call of the runtime's __nano_cpu_launch,
+ * passing a struct nano_cpu_kernel and the arguments, evaluated once, in a
+ * block. Without the pass the route is never taken. */
+
+#ifdef __cplusplus
+#define NANO_NOTHROW_ATTR
+#define NANO_NOEXCEPT noexcept
+#else
+#define NANO_NOTHROW_ATTR __attribute__((nothrow))
+#define NANO_NOEXCEPT
+#endif
+/* One symbol name in C and C++ (a static function is mangled in C++ even in
+ * an extern "C" block), and never an invoke. */
+NANO_NOTHROW_ATTR static inline int
+__nano_launch_route(nano_dim3 *grid, nano_dim3 *block, uint32_t shared,
+                    void (*enter)(const struct nano_kernel_ctx *)) NANO_NOEXCEPT
+    __asm__("__nano_launch_route");
+NANO_NOTHROW_ATTR static inline int
+__nano_launch_route(nano_dim3 *grid, nano_dim3 *block, uint32_t shared,
+                    void (*enter)(const struct nano_kernel_ctx *)) NANO_NOEXCEPT {
+  (void)grid, (void)block, (void)shared, (void)enter;
+  return 0;
 }
 
-/* Runs `call` once per thread of grid x block: blocks in order, and threads in
- * a block in linear order (x fastest), like a wave of one lane at a time. */
-#define NANO_LAUNCH(grid, block, call)                                                         \
+/* Sets the position of the calling thread (the serial launch). */
+static inline void nano_kernel_set(nano_dim3 grid, nano_dim3 block, nano_dim3 b, nano_dim3 t,
+                                   void *shared, uint32_t shared_bytes) {
+  struct nano_kernel_ctx c = {{t.x, t.y, t.z}, {b.x, b.y, b.z},
+                              {block.x, block.y, block.z}, {grid.x, grid.y, grid.z},
+                              shared, shared_bytes, 0};
+  nano_kernel_enter(&c);
+}
+
+#define NANO_LAUNCH_SHARED(grid, block, bytes, call)                                           \
   do {                                                                                         \
     nano_dim3 nano_g_ = (grid), nano_b_ = (block);                                             \
-    for (uint32_t nano_bz = 0; nano_bz < nano_g_.z; nano_bz++)                                 \
-      for (uint32_t nano_by = 0; nano_by < nano_g_.y; nano_by++)                               \
-        for (uint32_t nano_bx = 0; nano_bx < nano_g_.x; nano_bx++)                             \
-          for (uint32_t nano_tz = 0; nano_tz < nano_b_.z; nano_tz++)                           \
-            for (uint32_t nano_ty = 0; nano_ty < nano_b_.y; nano_ty++)                         \
-              for (uint32_t nano_tx = 0; nano_tx < nano_b_.x; nano_tx++) {                     \
-                nano_kernel_set(nano_g_, nano_b_, nano_dim(nano_bx, nano_by, nano_bz),        \
-                                nano_dim(nano_tx, nano_ty, nano_tz));                         \
-                call;                                                                          \
-              }                                                                                \
+    uint32_t nano_s_ = (uint32_t)(bytes);                                                      \
+    if (__nano_launch_route(&nano_g_, &nano_b_, nano_s_, nano_kernel_enter)) {                 \
+      call;                                                                                    \
+    } else {                                                                                   \
+      void *nano_sh_ = nano_s_ ? calloc(1, nano_s_) : NULL;                                    \
+      for (uint32_t nano_bz = 0; nano_bz < nano_g_.z; nano_bz++)                               \
+        for (uint32_t nano_by = 0; nano_by < nano_g_.y; nano_by++)                             \
+          for (uint32_t nano_bx = 0; nano_bx < nano_g_.x; nano_bx++)                           \
+            for (uint32_t nano_tz = 0; nano_tz < nano_b_.z; nano_tz++)                         \
+              for (uint32_t nano_ty = 0; nano_ty < nano_b_.y; nano_ty++)                       \
+                for (uint32_t nano_tx = 0; nano_tx < nano_b_.x; nano_tx++) {                   \
+                  if (nano_sh_ && (nano_tx | nano_ty | nano_tz) == 0)                          \
+                    memset(nano_sh_, 0, nano_s_);                                              \
+                  nano_kernel_set(nano_g_, nano_b_, nano_dim(nano_bx, nano_by, nano_bz),      \
+                                  nano_dim(nano_tx, nano_ty, nano_tz), nano_sh_, nano_s_);    \
+                  call;                                                                        \
+                }                                                                              \
+      free(nano_sh_);                                                                          \
+    }                                                                                          \
   } while (0)
+
+#define NANO_LAUNCH(grid, block, call) NANO_LAUNCH_SHARED(grid, block, 0, call)
+#endif /* NANO_KERNEL_TYPES_ONLY */
 
 #ifdef __cplusplus
 }

@@ -23,10 +23,10 @@ declare void @llvm.amdgcn.raw.buffer.store.f32(float, <4 x i32>, i32, i32, i32)
 ; CHECK-NOT: __nano_dh_access
 ; CHECK-LABEL: define amdgpu_kernel void @__nano_twin_vec(ptr addrspace(1) %p, <4 x i32> %rsrc, i32 %off, ptr addrspace(1) %nano_dh_desc)
 ; CHECK-NEXT: [[P:%[0-9]+]] = ptrtoint ptr addrspace(1) %p to i64
-; CHECK-NEXT: call void @__nano_dh_access(ptr addrspace(1) %nano_dh_desc, i64 {{-?[0-9]+}}, i64 [[P]], i32 16)
+; CHECK-NEXT: call void @__nano_dh_access(ptr addrspace(1) %nano_dh_desc, i64 {{-?[0-9]+}}, i64 [[P]], i32 16, i32 1)
 ; CHECK-NEXT: %m = call <4 x float> @llvm.masked.load
 ; CHECK-NEXT: [[Q:%[0-9]+]] = ptrtoint ptr addrspace(1) %p to i64
-; CHECK-NEXT: call void @__nano_dh_access(ptr addrspace(1) %nano_dh_desc, i64 {{-?[0-9]+}}, i64 [[Q]], i32 16)
+; CHECK-NEXT: call void @__nano_dh_access(ptr addrspace(1) %nano_dh_desc, i64 {{-?[0-9]+}}, i64 [[Q]], i32 16, i32 1)
 ; CHECK-NEXT: call void @llvm.masked.store
 ; CHECK-NEXT: [[W0:%[0-9]+]] = extractelement <4 x i32> %rsrc, i64 0
 ; CHECK-NEXT: [[L0:%[0-9]+]] = zext i32 [[W0]] to i64
@@ -38,11 +38,11 @@ declare void @llvm.amdgcn.raw.buffer.store.f32(float, <4 x i32>, i32, i32, i32)
 ; CHECK-NEXT: [[V:%[0-9]+]] = zext i32 %off to i64
 ; CHECK-NEXT: [[O:%[0-9]+]] = add i64 [[V]], 8
 ; CHECK-NEXT: [[A:%[0-9]+]] = add i64 [[B48]], [[O]]
-; CHECK-NEXT: call void @__nano_dh_access(ptr addrspace(1) %nano_dh_desc, i64 {{-?[0-9]+}}, i64 [[A]], i32 4)
+; CHECK-NEXT: call void @__nano_dh_access(ptr addrspace(1) %nano_dh_desc, i64 {{-?[0-9]+}}, i64 [[A]], i32 4, i32 1)
 ; CHECK-NEXT: %b = call float @llvm.amdgcn.raw.buffer.load.f32
 ; CHECK: add i64 {{%[0-9]+}}, 16
 ; CHECK-NEXT: add i64
-; CHECK-NEXT: call void @__nano_dh_access(ptr addrspace(1) %nano_dh_desc, i64 {{-?[0-9]+}}, i64 {{%[0-9]+}}, i32 4)
+; CHECK-NEXT: call void @__nano_dh_access(ptr addrspace(1) %nano_dh_desc, i64 {{-?[0-9]+}}, i64 {{%[0-9]+}}, i32 4, i32 1)
 ; CHECK-NEXT: call void @llvm.amdgcn.raw.buffer.store.f32
 
 ; LOADS-LABEL: define amdgpu_kernel void @__nano_twin_vec(

@@ -1,7 +1,8 @@
 ; Filters: kernel regex, source scope, access kinds, address spaces, through
 ; the environment and -mllvm-style options; malformed values are errors that
 ; name the variable; a missing device runtime is an error naming where it was
-; looked for. Site file and line come from the debug locations.
+; looked for. Site file and line come from the debug locations (the file
+; joined to the compilation directory).
 ; RUN: %opt -load-pass-plugin=%plugin -passes=nano-device -S %s | FileCheck %s --check-prefix=ALL
 ; RUN: env NANO_KERNELS='k_a.*' %opt -load-pass-plugin=%plugin -passes=nano-device -S %s | FileCheck %s --check-prefix=KERN
 ; RUN: %opt -load-pass-plugin=%plugin -passes=nano-device -nano-kernels='k_b' -S %s | FileCheck %s --check-prefix=KERNOPT
@@ -30,11 +31,11 @@ define amdgpu_kernel void @k_b(ptr addrspace(1) %p) {
   ret void
 }
 
-; ALL: @__nano_dh_sites_{{.*}}c"NANOSITE{{.*}}k_a\00src/kern.cu\00k_b\00
+; ALL: @__nano_dh_sites_{{.*}}c"NANOSITE{{.*}}k_a\00/work/src/kern.cu\00k_b\00
 ; ALL-LABEL: define amdgpu_kernel void @__nano_twin_k_a(
-; ALL: call void @__nano_dh_access({{.*}}, i32 4), !dbg !{{[0-9]+}}
+; ALL: call void @__nano_dh_access({{.*}}, i32 4, i32 1), !dbg !{{[0-9]+}}
 ; ALL-NEXT: load
-; ALL: call void @__nano_dh_access({{.*}}, i32 4), !dbg !{{[0-9]+}}
+; ALL: call void @__nano_dh_access({{.*}}, i32 4, i32 0), !dbg !{{[0-9]+}}
 ; ALL-NEXT: store
 ; ALL-LABEL: define amdgpu_kernel void @__nano_twin_k_b(
 ; ALL: call void @__nano_dh_access(
@@ -48,7 +49,7 @@ define amdgpu_kernel void @k_b(ptr addrspace(1) %p) {
 ; SCOPE-LABEL: define amdgpu_kernel void @__nano_twin_k_a(
 ; SCOPE-NEXT: load
 ; SCOPE-NEXT: ptrtoint
-; SCOPE-NEXT: call void @__nano_dh_access({{.*}}, i32 4), !dbg !{{[0-9]+}}
+; SCOPE-NEXT: call void @__nano_dh_access({{.*}}, i32 4, i32 0), !dbg !{{[0-9]+}}
 ; SCOPE-NEXT: store
 ; SCOPE-LABEL: define amdgpu_kernel void @__nano_twin_k_b(
 ; SCOPE-NEXT: store

@@ -38,11 +38,11 @@ define void @kern(ptr addrspace(1) %a, ptr %g) {
 ; V22-LABEL: define ptx_kernel void @__nano_twin_kern(ptr addrspace(1) %a, ptr %g, ptr addrspace(1) %nano_dh_desc) #1 {
 ; CHECK-NEXT: %loc = alloca float
 ; CHECK-NEXT: [[P0:%[0-9]+]] = ptrtoint ptr %g to i64
-; CHECK-NEXT: call void @__nano_dh_access(ptr addrspace(1) %nano_dh_desc, i64 {{-?[0-9]+}}, i64 [[P0]], i32 4)
+; CHECK-NEXT: call void @__nano_dh_access(ptr addrspace(1) %nano_dh_desc, i64 {{-?[0-9]+}}, i64 [[P0]], i32 4, i32 0)
 ; CHECK-NEXT: %v = load float, ptr %g
 ; CHECK-NEXT: store float %v, ptr %loc
 ; CHECK-NEXT: [[P1:%[0-9]+]] = ptrtoint ptr addrspace(1) %a to i64
-; CHECK-NEXT: call void @__nano_dh_access(ptr addrspace(1) %nano_dh_desc, i64 {{-?[0-9]+}}, i64 [[P1]], i32 4)
+; CHECK-NEXT: call void @__nano_dh_access(ptr addrspace(1) %nano_dh_desc, i64 {{-?[0-9]+}}, i64 [[P1]], i32 4, i32 1)
 ; CHECK-NEXT: store float %v, ptr addrspace(1) %a
 ; CHECK-NEXT: store float %v, ptr addrspace(3) @smem
 ; CHECK-NEXT: store float %v, ptr addrspacecast (ptr addrspace(3) @smem to ptr)
@@ -50,7 +50,7 @@ define void @kern(ptr addrspace(1) %a, ptr %g) {
 
 ; CHECK-LABEL: define internal void @dev.nano_twin(ptr %p, ptr addrspace(1) %nano_dh_desc)
 ; CHECK-NEXT: [[P2:%[0-9]+]] = ptrtoint ptr %p to i64
-; CHECK-NEXT: call void @__nano_dh_access(ptr addrspace(1) %nano_dh_desc, i64 {{-?[0-9]+}}, i64 [[P2]], i32 4)
+; CHECK-NEXT: call void @__nano_dh_access(ptr addrspace(1) %nano_dh_desc, i64 {{-?[0-9]+}}, i64 [[P2]], i32 4, i32 0)
 ; CHECK-NEXT: store i32 0, ptr %p
 
 ; CHECK-LABEL: define internal void @__nano_dh_access(ptr addrspace(1)

@@ -1,0 +1,456 @@
+/*
+ * memory_analysis.c: the MemoryAnalysis analyzer.
+ *
+ * Per source location (file, line, column) and access kind it answers how
+ * well the wave accesses there use memory:
+ *
+ *   global (and generic accesses that went to global memory), per record:
+ *     needed = ceil(distinct bytes / L)      the fewest lines that can hold
+ *                                            the bytes the wave touched
+ *     used   = |{ line of every byte any lane touched }|
+ *   (omniprobe divides lanes * size instead, which makes a broadcast, all
+ *   lanes at one address, "need" more lines than it uses).
+ *   with L the architecture's cache line (info->line_bytes: CPU 64, gfx906/
+ *   908 64, gfx90a/94x 128, NVIDIA 128), and on NVIDIA the same for 32-byte
+ *   sectors (info->sector_bytes). A coalesced wave has used == needed; a wave
+ *   whose lanes stride by k elements of a line's size or less uses k times
+ *   what it needs.
+ *
+ *   LDS/shared (shared sites, and generic accesses that went to shared
+ *   memory), per record: bank conflicts. Lanes are served in phases
+ *   (info->lds_model, nano/handler.h); in a phase every 4-byte word a lane
+ *   touches falls in bank (address / 4) mod 32; the phase takes as many
+ *   cycles as the busiest bank has distinct words (the same word is a
+ *   broadcast), so conflicts = that number - 1, summed over phases.
+ *
+ * Results: executions (records), accesses (lanes), bytes, lines_needed,
+ * lines_used (and sectors_*), bank_conflicts. Text: one block per location,
+ * worst first, with the source line and a caret under the column (as
+ * omniprobe prints). JSON: one object per location and dispatch, one per
+ * line; the trace gets one document per dispatch with "locations".
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyzer.h"
+#include "nano/json.h"
+
+/* Initial slots of the per-site table (a power of two; doubles at 1/2 full). */
+#define MA_INITIAL_SLOTS 64u
+/* Lines one record may touch before the count falls back to a sorted
+ * list on the heap (a memcpy of a few KiB per lane). */
+#define MA_LOCAL_LINES 256u
+/* Lanes per phase of the phased model, by access size. */
+#define MA_PHASE_LANES_4B 32u
+#define MA_PHASE_LANES_8B 16u
+#define MA_PHASE_LANES_16B 8u
+
+/* omniprobe's lane sets of a 16-byte LDS access on AMD wave64
+ * (ds_read_b128/ds_write_b128): set index of each lane. */
+static const unsigned char ma_amd_b128_set[64] = {
+    0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0,
+    3, 3, 3, 3, 2, 2, 2, 2, 4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7,
+    5, 5, 5, 5, 4, 4, 4, 4, 7, 7, 7, 7, 6, 6, 6, 6};
+
+/* What one (site, address-space class) gathered. */
+struct ma_site {
+  uint64_t key;  /* site id * 8 + space class + 1; 0 = free slot */
+  const struct nano_dh_site *site;
+  unsigned space;
+  uint32_t size; /* access size of the last record (memcpy: varies) */
+  uint64_t executions, accesses, bytes;
+  uint64_t lines_needed, lines_used, sectors_needed, sectors_used;
+  uint64_t bank_conflicts;
+};
+
+struct memory_analysis {
+  struct nano_handler h;
+  const struct nano_dispatch_info *info;
+  struct ma_site *slots;
+  size_t cap, used;
+  uint64_t unknown_sites; /* records whose site no table names */
+  int failed;
+};
+
+/* ---- the arithmetic (also used on synthetic records by the unit tests) ---- */
+
+static int ma_u64_cmp(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Distinct `unit`-byte blocks touched by the lanes of r, each reading
+ * r->size bytes from its address. -1 when out of memory. */
+static int64_t ma_blocks_used(const struct nano_dh_record *r, uint32_t unit) {
+  uint64_t local[MA_LOCAL_LINES], *ids = local;
+  size_t n = 0, cap = MA_LOCAL_LINES;
+  uint32_t size = r->size ? r->size : 1;
+  for (unsigned i = 0; i < r->lanes; i++) {
+    uint64_t first = r->addr[i] / unit, last = (r->addr[i] + size - 1) / unit;
+    for (uint64_t b = first; b <= last; b++) {
+      if (n == cap) {
+        uint64_t *grown = malloc(2 * cap * sizeof *grown);
+        if (!grown) {
+          if (ids != local)
+            free(ids);
+          return -1;
+        }
+        memcpy(grown, ids, n * sizeof *ids);
+        if (ids != local)
+          free(ids);
+        ids = grown;
+        cap *= 2;
+      }
+      ids[n++] = b;
+    }
+  }
+  qsort(ids, n, sizeof *ids, ma_u64_cmp);
+  int64_t distinct = 0;
+  for (size_t i = 0; i < n; i++)
+    distinct += i == 0 || ids[i] != ids[i - 1];
+  if (ids != local)
+    free(ids);
+  return distinct;
+}
+
+/* Bytes covered by the union of the lanes' [addr, addr + size) intervals. */
+static uint64_t ma_distinct_bytes(const struct nano_dh_record *r) {
+  uint64_t start[64];
+  uint32_t size = r->size ? r->size : 1;
+  for (unsigned i = 0; i < r->lanes; i++)
+    start[i] = r->addr[i];
+  qsort(start, r->lanes, sizeof *start, ma_u64_cmp);
+  uint64_t total = 0, end = 0;
+  for (unsigned i = 0; i < r->lanes; i++) {
+    uint64_t s = start[i] > end ? start[i] : end, e = start[i] + size;
+    if (e > s)
+      total += e - s;
+    if (e > end)
+      end = e;
+  }
+  return total;
+}
+
+/* The phase (set of lanes served together) of lane `lane` for an access of
+ * `size` bytes. */
+static unsigned ma_phase(uint32_t model, unsigned lane, uint32_t size) {
+  if (model == NANO_LDS_AMD_WAVE64) {
+    if (size <= 4)
+      return lane / 32;
+    if (size <= 8)
+      return lane / 16;
+    return ma_amd_b128_set[lane & 63];
+  }
+  return lane / (size <= 4 ? MA_PHASE_LANES_4B : size <= 8 ? MA_PHASE_LANES_8B
+                                                           : MA_PHASE_LANES_16B);
+}
+
+/* Bank conflicts of one LDS/shared record (see the file comment). */
+static uint64_t ma_bank_conflicts(const struct nano_dispatch_info *info,
+                                  const struct nano_dh_record *r) {
+  uint32_t banks = info->lds_banks ? info->lds_banks : 32;
+  uint32_t bank_bytes = info->lds_bank_bytes ? info->lds_bank_bytes : 4;
+  uint32_t size = r->size ? r->size : 1;
+  uint64_t conflicts = 0;
+  unsigned phase_of[64], phases = 0;
+  for (unsigned i = 0; i < r->lanes; i++) {
+    phase_of[i] = ma_phase(info->lds_model, r->lane[i], size);
+    if (phase_of[i] + 1 > phases)
+      phases = phase_of[i] + 1;
+  }
+  for (unsigned phase = 0; phase < phases; phase++) {
+    uint64_t words[64 * 4], *w = words;
+    size_t n = 0;
+    for (unsigned i = 0; i < r->lanes; i++) {
+      if (phase_of[i] != phase)
+        continue;
+      uint64_t first = r->addr[i] / bank_bytes, last = (r->addr[i] + size - 1) / bank_bytes;
+      for (uint64_t x = first; x <= last && n < sizeof words / sizeof *words; x++)
+        w[n++] = x;
+    }
+    if (n == 0)
+      continue;
+    qsort(w, n, sizeof *w, ma_u64_cmp);
+    /* distinct words per bank; the busiest bank sets the cycles */
+    unsigned per_bank[64] = {0}, worst = 0;
+    for (size_t i = 0; i < n; i++) {
+      if (i > 0 && w[i] == w[i - 1])
+        continue; /* broadcast */
+      unsigned b = (unsigned)(w[i] % banks) & 63;
+      if (++per_bank[b] > worst)
+        worst = per_bank[b];
+    }
+    conflicts += worst - 1;
+  }
+  return conflicts;
+}
+
+/* ---- accumulation --------------------------------------------------------- */
+
+static struct ma_site *ma_slot(struct ma_site *slots, size_t cap, uint64_t key) {
+  size_t i = (size_t)((key * 0x9E3779B97F4A7C15ull) >> 24) & (cap - 1);
+  while (slots[i].key && slots[i].key != key)
+    i = (i + 1) & (cap - 1);
+  return &slots[i];
+}
+
+static int ma_grow(struct memory_analysis *m) {
+  size_t cap = m->cap ? m->cap * 2 : MA_INITIAL_SLOTS;
+  struct ma_site *s = calloc(cap, sizeof *s);
+  if (!s)
+    return -1;
+  for (size_t i = 0; i < m->cap; i++)
+    if (m->slots[i].key)
+      *ma_slot(s, cap, m->slots[i].key) = m->slots[i];
+  free(m->slots);
+  m->slots = s;
+  m->cap = cap;
+  return 0;
+}
+
+static int ma_handle(struct nano_handler *h, const struct nano_dh_record *r) {
+  struct memory_analysis *m = (struct memory_analysis *)h;
+  const struct nano_dispatch_info *info = m->info;
+  const struct nano_dh_site *site = info->site ? info->site(info, r->site) : NULL;
+  if (!site) {
+    m->unknown_sites++;
+    return NANO_RECORD_PASS;
+  }
+  if (m->failed || (2 * (m->used + 1) > m->cap && ma_grow(m) != 0)) {
+    m->failed = 1;
+    return NANO_RECORD_PASS;
+  }
+  unsigned space = nano_analyzer_space(site, r);
+  uint64_t key = r->site * 8 + space + 1;
+  struct ma_site *s = ma_slot(m->slots, m->cap, key);
+  if (!s->key) {
+    s->key = key;
+    s->site = site;
+    s->space = space;
+    m->used++;
+  }
+  s->size = r->size;
+  s->executions++;
+  s->accesses += r->lanes;
+  s->bytes += (uint64_t)r->lanes * r->size;
+  if (space == NANO_DH_AS_SHARED) {
+    s->bank_conflicts += ma_bank_conflicts(info, r);
+    return NANO_RECORD_PASS;
+  }
+  uint64_t bytes = ma_distinct_bytes(r);
+  int64_t lines = ma_blocks_used(r, info->line_bytes);
+  int64_t sectors = info->sector_bytes != info->line_bytes ? ma_blocks_used(r, info->sector_bytes)
+                                                           : lines;
+  if (lines < 0 || sectors < 0) {
+    m->failed = 1;
+    return NANO_RECORD_PASS;
+  }
+  s->lines_needed += (bytes + info->line_bytes - 1) / info->line_bytes;
+  s->lines_used += (uint64_t)lines;
+  s->sectors_needed += (bytes + info->sector_bytes - 1) / info->sector_bytes;
+  s->sectors_used += (uint64_t)sectors;
+  return NANO_RECORD_PASS;
+}
+
+/* ---- report --------------------------------------------------------------- */
+
+/* One reported location: the sites of one file:line:column, kind and space
+ * summed (an unrolled loop or inlined code gives several sites there). */
+struct ma_row {
+  const struct nano_dh_site *site; /* the first; names the location */
+  unsigned space;
+  uint32_t size;
+  uint64_t executions, accesses, bytes;
+  uint64_t lines_needed, lines_used, sectors_needed, sectors_used, bank_conflicts;
+};
+
+static int ma_same_location(const struct ma_row *a, const struct ma_site *s) {
+  return a->space == s->space && a->site->kind == s->site->kind &&
+         a->site->line == s->site->line && a->site->column == s->site->column &&
+         strcmp(a->site->file, s->site->file) == 0;
+}
+
+/* Worst first: excess lines, then bank conflicts, then by position. */
+static int ma_row_cmp(const void *a, const void *b) {
+  const struct ma_row *x = a, *y = b;
+  uint64_t ex = x->lines_used - x->lines_needed, ey = y->lines_used - y->lines_needed;
+  if (ex != ey)
+    return ex > ey ? -1 : 1;
+  if (x->bank_conflicts != y->bank_conflicts)
+    return x->bank_conflicts > y->bank_conflicts ? -1 : 1;
+  int c = strcmp(x->site->file, y->site->file);
+  if (c)
+    return c;
+  if (x->site->line != y->site->line)
+    return x->site->line < y->site->line ? -1 : 1;
+  if (x->site->column != y->site->column)
+    return x->site->column < y->site->column ? -1 : 1;
+  return (int)x->site->kind - (int)y->site->kind;
+}
+
+static const char *ma_space_name(unsigned space) { return nano_dh_addrspace_name(space); }
+
+/* Writes the fields of one location (no braces). */
+static void ma_json_row(FILE *out, const struct nano_dispatch_info *info, const struct ma_row *r) {
+  fputs("\"file\":", out);
+  nano_json_str(out, r->site->file);
+  fprintf(out, ",\"line\":%u,\"column\":%u,\"function\":", r->site->line, r->site->column);
+  nano_json_str(out, r->site->kernel);
+  fprintf(out,
+          ",\"kind\":\"%s\",\"space\":\"%s\",\"site_space\":\"%s\",\"access_bytes\":%u,"
+          "\"executions\":%" PRIu64 ",\"accesses\":%" PRIu64 ",\"bytes\":%" PRIu64,
+          nano_dh_kind_name(r->site->kind), ma_space_name(r->space),
+          nano_dh_addrspace_name(r->site->addrspace), r->size, r->executions, r->accesses,
+          r->bytes);
+  if (r->space == NANO_DH_AS_SHARED) {
+    fprintf(out, ",\"bank_conflicts\":%" PRIu64, r->bank_conflicts);
+    return;
+  }
+  fprintf(out, ",\"line_bytes\":%u,\"lines_needed\":%" PRIu64 ",\"lines_used\":%" PRIu64,
+          info->line_bytes, r->lines_needed, r->lines_used);
+  if (info->sector_bytes != info->line_bytes)
+    fprintf(out, ",\"sector_bytes\":%u,\"sectors_needed\":%" PRIu64 ",\"sectors_used\":%" PRIu64,
+            info->sector_bytes, r->sectors_needed, r->sectors_used);
+}
+
+static void ma_text(FILE *out, const struct memory_analysis *m, const struct ma_row *rows,
+                    size_t n) {
+  const struct nano_dispatch_info *info = m->info;
+  size_t excess = 0, conflicted = 0;
+  fprintf(out, "=== MemoryAnalysis: %s, dispatch %" PRIu64 " (%s, wave %u, %u-byte lines",
+          info->kernel_name, info->dispatch_id, info->arch, info->wave_size, info->line_bytes);
+  if (info->sector_bytes != info->line_bytes)
+    fprintf(out, ", %u-byte sectors", info->sector_bytes);
+  fputs(") ===\n", out);
+  for (size_t i = 0; i < n; i++) {
+    const struct ma_row *r = &rows[i];
+    fprintf(out, "%s:%u:%u: %s of %u bytes (%s), executed %" PRIu64 " times by %" PRIu64
+                 " lanes\n",
+            *r->site->file ? r->site->file : "<unknown file>", r->site->line, r->site->column,
+            nano_dh_kind_name(r->site->kind), r->size, ma_space_name(r->space), r->executions,
+            r->accesses);
+    nano_analyzer_source(out, info, r->site->file, r->site->line, r->site->column);
+    if (r->space == NANO_DH_AS_SHARED) {
+      fprintf(out, "    %" PRIu64 " bank conflicts\n", r->bank_conflicts);
+      conflicted += r->bank_conflicts > 0;
+      continue;
+    }
+    fprintf(out, "    cache lines: %" PRIu64 " used, %" PRIu64 " needed", r->lines_used,
+            r->lines_needed);
+    if (r->lines_needed)
+      fprintf(out, " (%.2fx)", (double)r->lines_used / (double)r->lines_needed);
+    if (info->sector_bytes != info->line_bytes)
+      fprintf(out, "; sectors: %" PRIu64 " used, %" PRIu64 " needed", r->sectors_used,
+              r->sectors_needed);
+    fputc('\n', out);
+    excess += r->lines_used > r->lines_needed;
+  }
+  fprintf(out,
+          "=== end of MemoryAnalysis: %zu locations, %zu with excess cache lines, %zu with bank "
+          "conflicts",
+          n, excess, conflicted);
+  if (m->unknown_sites)
+    fprintf(out, "; %" PRIu64 " records of sites no site table names", m->unknown_sites);
+  if (m->failed)
+    fputs("; incomplete: out of memory", out);
+  fputs(" ===\n", out);
+}
+
+static void ma_report(struct nano_handler *h) {
+  struct memory_analysis *m = (struct memory_analysis *)h;
+  const struct nano_dispatch_info *info = m->info;
+  struct ma_row *rows = calloc(m->used ? m->used : 1, sizeof *rows);
+  if (!rows) {
+    fprintf(stderr, "nanoprobe: MemoryAnalysis: out of memory for the report of dispatch %" PRIu64
+                    "\n", info->dispatch_id);
+    return;
+  }
+  size_t n = 0;
+  for (size_t i = 0; i < m->cap; i++) {
+    const struct ma_site *s = &m->slots[i];
+    if (!s->key)
+      continue;
+    size_t j = 0;
+    while (j < n && !ma_same_location(&rows[j], s))
+      j++;
+    if (j == n)
+      rows[n++] = (struct ma_row){.site = s->site, .space = s->space, .size = s->size};
+    struct ma_row *r = &rows[j];
+    r->executions += s->executions;
+    r->accesses += s->accesses;
+    r->bytes += s->bytes;
+    r->lines_needed += s->lines_needed;
+    r->lines_used += s->lines_used;
+    r->sectors_needed += s->sectors_needed;
+    r->sectors_used += s->sectors_used;
+    r->bank_conflicts += s->bank_conflicts;
+  }
+  qsort(rows, n, sizeof *rows, ma_row_cmp);
+  if (info->format == NANO_FORMAT_JSON) {
+    for (size_t i = 0; i < n; i++) {
+      fputc('{', info->out);
+      nano_analyzer_json_head(info->out, info, "MemoryAnalysis");
+      fputc(',', info->out);
+      ma_json_row(info->out, info, &rows[i]);
+      fputs("}\n", info->out);
+    }
+  } else {
+    ma_text(info->out, m, rows, n);
+  }
+  fflush(info->out);
+  char *doc = NULL;
+  size_t len = 0;
+  FILE *mem = info->store ? open_memstream(&doc, &len) : NULL;
+  if (mem) {
+    fputc('{', mem);
+    nano_analyzer_json_head(mem, info, "MemoryAnalysis");
+    fprintf(mem, ",\"line_bytes\":%u,\"sector_bytes\":%u,\"unknown_site_records\":%" PRIu64
+                 ",\"complete\":%s,\"locations\":[",
+            info->line_bytes, info->sector_bytes, m->unknown_sites, m->failed ? "false" : "true");
+    for (size_t i = 0; i < n; i++) {
+      fputs(i ? ",{" : "{", mem);
+      ma_json_row(mem, info, &rows[i]);
+      fputc('}', mem);
+    }
+    fputs("]}", mem);
+    if (fclose(mem) == 0)
+      info->store(info, "MemoryAnalysis", doc);
+    free(doc);
+  }
+  free(rows);
+}
+
+static void ma_clear(struct nano_handler *h) {
+  struct memory_analysis *m = (struct memory_analysis *)h;
+  memset(m->slots, 0, m->cap * sizeof *m->slots);
+  m->used = 0;
+  m->unknown_sites = 0;
+  m->failed = 0;
+}
+
+static void ma_destroy(struct nano_handler *h) {
+  struct memory_analysis *m = (struct memory_analysis *)h;
+  free(m->slots);
+  free(m);
+}
+
+static const struct nano_handler_ops ma_ops = {ma_handle, ma_report, ma_clear, ma_destroy};
+
+struct nano_handler *nano_memory_analysis_create(const struct nano_dispatch_info *info) {
+  if (!info->line_bytes || !info->sector_bytes) {
+    fprintf(stderr, "nanoprobe: MemoryAnalysis: the dispatch of %s names no cache line size\n",
+            info->kernel_name);
+    return NULL;
+  }
+  struct memory_analysis *m = calloc(1, sizeof *m);
+  if (!m)
+    return NULL;
+  m->h = (struct nano_handler){&ma_ops, "MemoryAnalysis", NANO_HANDLER_PASS_THROUGH};
+  m->info = info;
+  if (ma_grow(m) != 0) {
+    free(m);
+    return NULL;
+  }
+  return &m->h;
+}

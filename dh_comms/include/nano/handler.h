@@ -1,0 +1,140 @@
+/*
+ * nano/handler.h: the analyzer (handler) ABI of nanoprobe, version
+ * NANO_HANDLER_ABI.
+ *
+ * For each instrumented dispatch the runtime creates one handler per analyzer
+ * named in NANO_ANALYZERS (built-in names and .so paths alike), hands every
+ * record of the dispatch to the chain of handlers in order, and calls
+ * report() once the dispatch has ended and its last record was handled. The
+ * built-in analyzers (AddressLogger, Heatmap, MemoryAnalysis) use exactly
+ * this interface.
+ *
+ * A plugin is a shared object that exports two functions:
+ *
+ *   uint32_t nano_handler_abi(void);   returns NANO_HANDLER_ABI
+ *   struct nano_handler *nano_handler_create(const struct nano_dispatch_info *info);
+ *                                      a handler for one dispatch, or NULL
+ *                                      to sit this dispatch out
+ *
+ * A plugin whose nano_handler_abi() differs from the runtime's is refused
+ * with a message naming the file and both versions. The plugin needs nothing
+ * else of nanoprobe at link time: the runtime's services come as function
+ * pointers in struct nano_dispatch_info. Handlers of one dispatch are called
+ * from one thread at a time (not always the same one); handlers of different
+ * dispatches may run concurrently.
+ *
+ * The chain: a record goes to the handlers in NANO_ANALYZERS order. A
+ * handler's handle() returns NANO_RECORD_CONSUMED to end the chain for that
+ * record (a plugin that claims records of its own), or NANO_RECORD_PASS to
+ * hand it on. A handler with NANO_HANDLER_PASS_THROUGH in flags never ends
+ * the chain: an observer (every built-in analyzer is one).
+ *
+ * Compatibility: fields are only ever added at the end of struct
+ * nano_dispatch_info (info->size says how many the runtime filled), and any
+ * other change bumps NANO_HANDLER_ABI.
+ */
+#ifndef NANO_HANDLER_H
+#define NANO_HANDLER_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "nano/dh_comms.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define NANO_HANDLER_ABI 1u
+
+/* Output format of reports (NANO_ANALYZER_FORMAT). */
+enum nano_format {
+  NANO_FORMAT_TEXT = 0, /* human-readable; AddressLogger: CSV             */
+  NANO_FORMAT_JSON = 1  /* one JSON object per line (JSON Lines)          */
+};
+
+/* How LDS/shared memory serves the lanes of a wave (32 banks of 4 bytes in
+ * every model; a wide access covers one bank per 4-byte word). */
+enum nano_lds_model {
+  NANO_LDS_NONE = 0,
+  /* AMD wave64 (GCN, CDNA): lanes 0-31 and 32-63 are served apart for
+   * accesses up to 4 bytes, 16-lane sets for 8 bytes, and eight 8-lane sets
+   * for 16 bytes (the ds_read_b128 pairing omniprobe models). */
+  NANO_LDS_AMD_WAVE64 = 1,
+  /* NVIDIA warps and wave32: one phase of 32 lanes for accesses up to 4
+   * bytes, half-warps for 8 bytes, quarter-warps for 16 bytes. */
+  NANO_LDS_PHASED = 2
+};
+
+struct nano_dispatch_info {
+  uint32_t abi;            /* the runtime's NANO_HANDLER_ABI                   */
+  uint32_t size;           /* sizeof(struct nano_dispatch_info) it filled      */
+  const char *kernel;      /* mangled name                                     */
+  const char *kernel_name; /* demangled (equals kernel when not mangled)       */
+  uint64_t dispatch_id;    /* process-wide, from 1                             */
+  uint64_t kernel_dispatch;/* the n-th dispatch of this kernel, from 1         */
+  const char *backend;     /* "cpu", "cuda", "hip"                             */
+  const char *arch;        /* "cpu", "sm_90", "gfx90a"                         */
+  uint32_t device;
+  uint32_t wave_size;
+  uint32_t grid[3];        /* blocks per grid                                  */
+  uint32_t block[3];       /* threads per block                                */
+  uint32_t line_bytes;     /* cache line of global memory                      */
+  uint32_t sector_bytes;   /* smallest transfer (NVIDIA 32); else line_bytes   */
+  uint32_t lds_banks;      /* 32                                               */
+  uint32_t lds_bank_bytes; /* 4                                                */
+  uint32_t lds_model;      /* enum nano_lds_model                              */
+  uint32_t format;         /* enum nano_format (NANO_ANALYZER_FORMAT)          */
+  uint64_t shared_bytes;   /* dynamic shared memory per block                  */
+  FILE *out;               /* NANO_ANALYZER_OUTPUT                             */
+  const char *options;     /* what followed the analyzer's name after ':'      */
+                           /* in NANO_ANALYZERS ("page=4096"), or ""           */
+  const struct nano_dh_sites *sites; /* the site tables the runtime knows      */
+  void *kerneldb;          /* a kdb * over the code object, or NULL            */
+
+  /* ---- services of the runtime ---- */
+  /* The site of a record's site id, or NULL when no table has it. */
+  const struct nano_dh_site *(*site)(const struct nano_dispatch_info *info, uint64_t id);
+  /* The text of line `line` (from 1) of `file`, without its newline; NULL
+   * when the file cannot be read. Valid for the dispatch. */
+  const char *(*source_line)(const struct nano_dispatch_info *info, const char *file,
+                             uint32_t line);
+  /* Stores a JSON document as this analyzer's result for the dispatch in
+   * the trace (table nano_analysis). Returns 0, or -1 when no trace is
+   * recorded. */
+  int (*store)(const struct nano_dispatch_info *info, const char *analyzer, const char *json);
+  void *runtime;           /* the runtime's own state                          */
+};
+
+enum { NANO_RECORD_PASS = 0, NANO_RECORD_CONSUMED = 1 };
+#define NANO_HANDLER_PASS_THROUGH 1u
+
+struct nano_handler;
+
+struct nano_handler_ops {
+  /* One record of the dispatch: NANO_RECORD_PASS or NANO_RECORD_CONSUMED. */
+  int (*handle)(struct nano_handler *h, const struct nano_dh_record *r);
+  /* The dispatch ended and every record was handled: write the results. */
+  void (*report)(struct nano_handler *h);
+  /* Forgets what was gathered (the runtime may reuse a handler). */
+  void (*clear)(struct nano_handler *h);
+  /* Frees the handler. */
+  void (*destroy)(struct nano_handler *h);
+};
+
+struct nano_handler {
+  const struct nano_handler_ops *ops;
+  const char *name;  /* shown in messages and stored with results */
+  uint32_t flags;    /* NANO_HANDLER_PASS_THROUGH                  */
+};
+
+/* What a plugin exports (see the file comment). */
+typedef uint32_t (*nano_handler_abi_fn)(void);
+typedef struct nano_handler *(*nano_handler_create_fn)(const struct nano_dispatch_info *info);
+#define NANO_HANDLER_ABI_SYMBOL "nano_handler_abi"
+#define NANO_HANDLER_CREATE_SYMBOL "nano_handler_create"
+
+#ifdef __cplusplus
+}
+#endif
+#endif

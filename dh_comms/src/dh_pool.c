@@ -1,0 +1,280 @@
+/*
+ * dh_pool.c: the buffer pool and the drain thread of dh_comms.
+ *
+ * Pool: up to `count` buffers, allocated on first use and handed out again
+ * after release, so no dispatch allocates (omniprobe allocates 64 MiB per
+ * dispatch). An exhausted pool answers NULL: the caller runs that dispatch
+ * uninstrumented rather than waiting.
+ *
+ * Drain thread: one per drainer. It sweeps every attached buffer with
+ * nano_dh_buffer_drain. A sweep that found records is followed by another at
+ * once; after a sweep that found none the thread spins (yielding) for
+ * DHPOOL_SPIN_SWEEPS sweeps, then sleeps DHPOOL_SLEEP_MIN_NS, doubling up to
+ * DHPOOL_SLEEP_MAX_NS; any record resets it to spinning. With nothing
+ * attached it blocks on a condition variable: an idle drainer uses no CPU.
+ * (omniprobe's and NVBit's drain threads poll without sleeping.)
+ *
+ * Attach and detach run on the dispatching threads. Detach waits until the
+ * thread is out of the buffer, so the final drain (nano_dh_buffer_finish)
+ * never runs concurrently with the thread's.
+ */
+#include "nano/dh_comms.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Empty sweeps spent spinning before the first sleep (each yields the CPU). */
+#define DHPOOL_SPIN_SWEEPS 64
+/* The first sleep after spinning, and the longest: a buffer fills at most
+ * this much later than it could have been drained. */
+#define DHPOOL_SLEEP_MIN_NS 20000L
+#define DHPOOL_SLEEP_MAX_NS 1000000L
+#define DHPOOL_NS_PER_S 1000000000L
+
+/* ---- pool ------------------------------------------------------------------- */
+
+struct nano_dh_pool {
+  const struct nano_dh_memory *mem;
+  unsigned count;
+  uint64_t capacity;
+  uint32_t flags, max_spins;
+  pthread_mutex_t lock;
+  unsigned made;                  /* buffers allocated so far (<= count) */
+  struct nano_dh_buffer **bufs;   /* count slots, made of them filled    */
+  unsigned char *busy;            /* 1 while acquired                    */
+};
+
+struct nano_dh_pool *nano_dh_pool_create(const struct nano_dh_memory *mem, unsigned count,
+                                         uint64_t capacity, uint32_t flags, uint32_t max_spins) {
+  if (count == 0) {
+    errno = EINVAL;
+    return NULL;
+  }
+  struct nano_dh_pool *p = calloc(1, sizeof *p);
+  if (!p)
+    return NULL;
+  p->bufs = calloc(count, sizeof *p->bufs);
+  p->busy = calloc(count, 1);
+  if (!p->bufs || !p->busy) {
+    free(p->bufs);
+    free(p->busy);
+    free(p);
+    errno = ENOMEM;
+    return NULL;
+  }
+  p->mem = mem;
+  p->count = count;
+  p->capacity = capacity;
+  p->flags = flags;
+  p->max_spins = max_spins;
+  pthread_mutex_init(&p->lock, NULL);
+  return p;
+}
+
+void nano_dh_pool_destroy(struct nano_dh_pool *p) {
+  if (!p)
+    return;
+  for (unsigned i = 0; i < p->made; i++)
+    nano_dh_buffer_destroy(p->bufs[i]);
+  pthread_mutex_destroy(&p->lock);
+  free(p->bufs);
+  free(p->busy);
+  free(p);
+}
+
+struct nano_dh_buffer *nano_dh_pool_acquire(struct nano_dh_pool *p, char *err, size_t errlen) {
+  if (err && errlen)
+    err[0] = 0;
+  struct nano_dh_buffer *b = NULL;
+  pthread_mutex_lock(&p->lock);
+  for (unsigned i = 0; i < p->made && !b; i++)
+    if (!p->busy[i]) {
+      p->busy[i] = 1;
+      b = p->bufs[i];
+    }
+  if (!b && p->made < p->count) {
+    b = nano_dh_buffer_create(p->mem, p->capacity, p->flags, p->max_spins, err, errlen);
+    if (b) {
+      p->busy[p->made] = 1;
+      p->bufs[p->made++] = b;
+    }
+  }
+  pthread_mutex_unlock(&p->lock);
+  return b;
+}
+
+void nano_dh_pool_release(struct nano_dh_pool *p, struct nano_dh_buffer *b) {
+  pthread_mutex_lock(&p->lock);
+  for (unsigned i = 0; i < p->made; i++)
+    if (p->bufs[i] == b)
+      p->busy[i] = 0;
+  pthread_mutex_unlock(&p->lock);
+}
+
+/* ---- drain thread ----------------------------------------------------------- */
+
+struct dhpool_slot {
+  struct nano_dh_buffer *b; /* NULL: free slot                          */
+  nano_dh_record_fn fn;
+  void *arg;
+  struct nano_dh_drain_stats *st;
+  int busy;                 /* the thread is draining it right now      */
+};
+
+struct nano_dh_drainer {
+  pthread_mutex_t lock;
+  pthread_cond_t wake;      /* attach, stop                             */
+  pthread_cond_t left;      /* the thread finished a slot               */
+  struct dhpool_slot *slots;
+  unsigned nslots, active;
+  int quit;
+  pthread_t thread;
+};
+
+/* now + ns on CLOCK_MONOTONIC (the condition variables' clock). */
+static struct timespec dhpool_deadline(long ns) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  t.tv_nsec += ns;
+  if (t.tv_nsec >= DHPOOL_NS_PER_S) {
+    t.tv_sec += t.tv_nsec / DHPOOL_NS_PER_S;
+    t.tv_nsec %= DHPOOL_NS_PER_S;
+  }
+  return t;
+}
+
+static void *dhpool_main(void *arg) {
+  struct nano_dh_drainer *d = arg;
+  unsigned idle = 0;   /* empty sweeps in a row */
+  long sleep_ns = DHPOOL_SLEEP_MIN_NS;
+  pthread_mutex_lock(&d->lock);
+  while (!d->quit) {
+    if (d->active == 0) {
+      idle = 0;
+      sleep_ns = DHPOOL_SLEEP_MIN_NS;
+      pthread_cond_wait(&d->wake, &d->lock);
+      continue;
+    }
+    long got = 0;
+    for (unsigned i = 0; i < d->nslots; i++) {
+      if (!d->slots[i].b)
+        continue;
+      struct dhpool_slot s = d->slots[i];
+      d->slots[i].busy = 1;
+      pthread_mutex_unlock(&d->lock);
+      got += nano_dh_buffer_drain(s.b, s.fn, s.arg, s.st);
+      pthread_mutex_lock(&d->lock);
+      d->slots[i].busy = 0;
+      pthread_cond_broadcast(&d->left);
+    }
+    if (got > 0) {
+      idle = 0;
+      sleep_ns = DHPOOL_SLEEP_MIN_NS;
+    } else if (idle < DHPOOL_SPIN_SWEEPS) {
+      idle++;
+      pthread_mutex_unlock(&d->lock);
+      sched_yield();
+      pthread_mutex_lock(&d->lock);
+    } else {
+      struct timespec until = dhpool_deadline(sleep_ns);
+      pthread_cond_timedwait(&d->wake, &d->lock, &until);
+      sleep_ns = sleep_ns * 2 > DHPOOL_SLEEP_MAX_NS ? DHPOOL_SLEEP_MAX_NS : sleep_ns * 2;
+    }
+  }
+  pthread_mutex_unlock(&d->lock);
+  return NULL;
+}
+
+struct nano_dh_drainer *nano_dh_drainer_start(void) {
+  struct nano_dh_drainer *d = calloc(1, sizeof *d);
+  if (!d)
+    return NULL;
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_mutex_init(&d->lock, NULL);
+  pthread_cond_init(&d->wake, &ca);
+  pthread_cond_init(&d->left, NULL);
+  pthread_condattr_destroy(&ca);
+  /* The thread must not take signals meant for the program. */
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &old);
+  int rc = pthread_create(&d->thread, NULL, dhpool_main, d);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (rc != 0) {
+    pthread_cond_destroy(&d->wake);
+    pthread_cond_destroy(&d->left);
+    pthread_mutex_destroy(&d->lock);
+    free(d);
+    errno = rc;
+    return NULL;
+  }
+  pthread_setname_np(d->thread, "nano-drain");
+  return d;
+}
+
+void nano_dh_drainer_stop(struct nano_dh_drainer *d) {
+  if (!d)
+    return;
+  pthread_mutex_lock(&d->lock);
+  d->quit = 1;
+  pthread_cond_signal(&d->wake);
+  pthread_mutex_unlock(&d->lock);
+  pthread_join(d->thread, NULL);
+  pthread_cond_destroy(&d->wake);
+  pthread_cond_destroy(&d->left);
+  pthread_mutex_destroy(&d->lock);
+  free(d->slots);
+  free(d);
+}
+
+int nano_dh_drainer_attach(struct nano_dh_drainer *d, struct nano_dh_buffer *b,
+                           nano_dh_record_fn fn, void *arg, struct nano_dh_drain_stats *st) {
+  pthread_mutex_lock(&d->lock);
+  unsigned i = 0;
+  while (i < d->nslots && (d->slots[i].b || d->slots[i].busy))
+    i++;
+  if (i == d->nslots) {
+    struct dhpool_slot *s = realloc(d->slots, (d->nslots + 1) * sizeof *s);
+    if (!s) {
+      pthread_mutex_unlock(&d->lock);
+      errno = ENOMEM;
+      return -1;
+    }
+    d->slots = s;
+    memset(&d->slots[d->nslots++], 0, sizeof *s);
+  }
+  d->slots[i] = (struct dhpool_slot){b, fn, arg, st, 0};
+  d->active++;
+  pthread_cond_signal(&d->wake);
+  pthread_mutex_unlock(&d->lock);
+  return 0;
+}
+
+void nano_dh_drainer_detach(struct nano_dh_drainer *d, struct nano_dh_buffer *b) {
+  pthread_mutex_lock(&d->lock);
+  for (unsigned i = 0; i < d->nslots; i++) {
+    if (d->slots[i].b != b)
+      continue;
+    d->slots[i].b = NULL;
+    d->active--;
+    while (d->slots[i].busy)
+      pthread_cond_wait(&d->left, &d->lock);
+  }
+  pthread_mutex_unlock(&d->lock);
+}
+
+uint64_t nano_dh_drainer_cpu_ns(const struct nano_dh_drainer *d) {
+  clockid_t c;
+  struct timespec t;
+  if (pthread_getcpuclockid(d->thread, &c) != 0 || clock_gettime(c, &t) != 0)
+    return 0;
+  return (uint64_t)t.tv_sec * DHPOOL_NS_PER_S + (uint64_t)t.tv_nsec;
+}
