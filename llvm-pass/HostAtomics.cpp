@@ -47,6 +47,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "Compat.h"
+#include "SourceFile.h"
 #include "Passes.h"
 
 #include "nano/atomics.h"
@@ -58,8 +59,6 @@
 #include "llvm/Analysis/LoopInfo.h"
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/DebugInfoMetadata.h"
-#include "llvm/IR/DiagnosticInfo.h"
-#include "llvm/IR/DiagnosticPrinter.h"
 #include "llvm/IR/Dominators.h"
 #include "llvm/IR/Function.h"
 #include "llvm/IR/IRBuilder.h"
@@ -276,26 +275,12 @@ static const HostConfig &hostConfig() {
   return Config;
 }
 
-namespace {
-// A plugin diagnostic (clang prints it as "warning: ... [-Wbackend-plugin]").
-class HostDiagnostic : public DiagnosticInfo {
-  const std::string &Msg;
-
-public:
-  HostDiagnostic(const std::string &Msg)
-      : DiagnosticInfo(Kind, DS_Warning), Msg(Msg) {}
-  void print(DiagnosticPrinter &DP) const override { DP << Msg; }
-  static const int Kind;
-};
-const int HostDiagnostic::Kind = getNextAvailablePluginDiagnosticKind();
-} // namespace
-
 // Reports that M is left unchanged, as a compiler warning.
 static void hostDiagnose(Module &M, const Twine &Why) {
   std::string Msg = ("nanoprobe: module '" + M.getModuleIdentifier() +
                      "' left without atomic instrumentation: " + Why)
                         .str();
-  M.getContext().diagnose(HostDiagnostic(Msg));
+  nano::warning(M.getContext(), Msg);
 }
 
 // Maps an LLVM ordering to enum nano_order (unordered counts as relaxed).
@@ -508,15 +493,6 @@ static bool hostSkipFunction(const Function &F, const SmallPtrSetImpl<Function *
          F.hasFnAttribute("nano.twin") || compat::startsWith(Name, "__nano_") ||
          compat::startsWith(Name, "nano_") || compat::startsWith(Name, "nano.") ||
          NoInstrument.count(const_cast<Function *>(&F));
-}
-
-// The source file of I as written in its debug location ("" without one),
-// with the compilation directory prepended to a relative name.
-static std::string hostFile(const DILocation *Loc) {
-  StringRef File = Loc->getFilename(), Dir = Loc->getDirectory();
-  if (File.empty() || compat::startsWith(File, "/") || Dir.empty())
-    return File.str();
-  return (Dir + "/" + File).str();
 }
 
 // Why the module as a whole is left alone, or "" to instrument it. Modules
@@ -894,7 +870,7 @@ PreservedAnalyses HostAtomicsPass::run(Module &M, ModuleAnalysisManager &) {
       if (const DILocation *Loc = I.getDebugLoc().get()) {
         S.Line = Loc->getLine();
         S.Column = Loc->getColumn();
-        S.File = hostFile(Loc);
+        S.File = nano::sourceFile(Loc);
       }
       const std::string &Where = S.File.empty() ? ModuleFile : S.File;
       if (Config.Files && !Config.Files->match(Where))

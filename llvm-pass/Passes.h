@@ -6,11 +6,23 @@
 #ifndef NANO_PASSES_H
 #define NANO_PASSES_H
 
+#include "llvm/ADT/StringRef.h"
+
+#include <string>
+
 namespace llvm {
+class LLVMContext;
 class PassBuilder;
+class Twine;
 }
 
 namespace nano {
+// A compiler warning (clang: "warning: ... [-Wbackend-plugin]").
+void warning(llvm::LLVMContext &Ctx, const llvm::Twine &Msg);
+// The name of the twin of kernel Name (the rule of nano/dh_format.h).
+std::string twinName(llvm::StringRef Name);
+// CPU-kernel launches (LaunchRouting.cpp): NANO_LAUNCH routed to the runtime.
+void registerLaunchRouting(llvm::PassBuilder &PB);
 // Host atomics (HostAtomics.cpp): hooks before every atomic op of host modules.
 void registerHostAtomics(llvm::PassBuilder &PB);
 // Kernel twins and device memory instrumentation (DeviceTwins.cpp and friends).

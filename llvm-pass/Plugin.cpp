@@ -11,6 +11,7 @@ extern "C" LLVM_ATTRIBUTE_WEAK ::llvm::PassPluginLibraryInfo llvmGetPassPluginIn
   return {LLVM_PLUGIN_API_VERSION, "NanoPass", "0.1.0", [](llvm::PassBuilder &PB) {
             // Device instrumentation first: twins are created before host
             // atomics run, and the host pass skips twins.
+            nano::registerLaunchRouting(PB);
             nano::registerDeviceInstrumentation(PB);
             nano::registerHostAtomics(PB);
           }};

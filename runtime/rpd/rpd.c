@@ -61,6 +61,7 @@
 #include "nano/atomics.h"
 #endif
 #include "rpd_internal.h"
+#include "../dispatch/dispatch.h"
 
 /* ---- records ------------------------------------------------------------- */
 
@@ -1175,6 +1176,10 @@ struct rpdw_user_entry {
   int64_t dom, name, args; /* dom 0: an empty entry */
 };
 
+/* Distinct job schemas a connection remembers having run (there is one today:
+ * the dispatch layer's). */
+#define RPDW_SCHEMAS 8
+
 struct rpd_writer {
   sqlite3 *db;
   char path[4096];
@@ -1199,6 +1204,8 @@ struct rpd_writer {
   int failed;
   int64_t drop_meta_id;
   uint64_t dropped_written;
+  const char *schemas[RPDW_SCHEMAS]; /* job schemas run on this connection */
+  int nschemas;
 };
 static struct rpd_writer g_w;
 
@@ -2164,8 +2171,61 @@ static void rpdw_close(void) {
   memset(&g_w, 0, sizeof g_w);
 }
 
+/* ---- jobs (rpdi_post) ------------------------------------------------------ */
+
+struct rpdw_job {
+  const char *schema;
+  rpdi_job_fn write;
+  void (*dtor)(void *);
+  void *data;
+  struct rpdw_job *next;
+};
+
+static pthread_mutex_t g_jobs_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct rpdw_job *g_jobs;       /* oldest first */
+static struct rpdw_job **g_jobs_tail = &g_jobs;
+
+int rpdi_post(const char *schema, rpdi_job_fn write, void (*dtor)(void *), void *data) {
+  struct rpdw_job *j = atomic_load(&g_writer_running) ? malloc(sizeof *j) : NULL;
+  if (!j) {
+    dtor(data);
+    return -1;
+  }
+  *j = (struct rpdw_job){schema, write, dtor, data, NULL};
+  pthread_mutex_lock(&g_jobs_lock);
+  *g_jobs_tail = j;
+  g_jobs_tail = &j->next;
+  pthread_mutex_unlock(&g_jobs_lock);
+  rpd_wake_writer();
+  return 0;
+}
+
+/* Runs the queued jobs (writer thread, g_wlock held). */
+static void rpdw_run_jobs(void) {
+  pthread_mutex_lock(&g_jobs_lock);
+  struct rpdw_job *j = g_jobs;
+  g_jobs = NULL;
+  g_jobs_tail = &g_jobs;
+  pthread_mutex_unlock(&g_jobs_lock);
+  while (j) {
+    struct rpdw_job *next = j->next;
+    if (rpdw_begin() == 0) {
+      int known = 0;
+      for (int i = 0; i < g_w.nschemas; i++)
+        known |= g_w.schemas[i] == j->schema;
+      if (!known && j->schema && rpdw_exec(j->schema, "cannot create nanoprobe's tables") == 0 &&
+          g_w.nschemas < RPDW_SCHEMAS)
+        g_w.schemas[g_w.nschemas++] = j->schema;
+      if (!g_w.failed) j->write(g_w.db, g_w.offset, g_w.path, j->data);
+    }
+    j->dtor(j->data);
+    free(j);
+    j = next;
+  }
+}
+
 /* Flush work: drain, close ranges of ended epochs, dropped count, atomics
- * (when `atomics`), commit. */
+ * (when `atomics`), jobs, commit. */
 static void rpdw_flush(int atomics) {
   rpdw_drain_all();
   rpdw_names();
@@ -2186,6 +2246,7 @@ static void rpdw_flush(int atomics) {
   }
   rpdw_write_dropped();
   if (atomics && !g_w.failed && rpdw_begin() == 0) rpdi_atomics_write(g_w.db, g_w.path, g_w.offset);
+  rpdw_run_jobs();
   rpdw_commit();
 }
 
@@ -2216,6 +2277,7 @@ static void *rpdw_main(void *arg) {
       rpd_futex(&g_flush_done, FUTEX_WAKE, INT32_MAX, NULL);
     } else {
       rpdw_drain_all();
+      rpdw_run_jobs();
       rpdw_commit();
     }
     pthread_mutex_unlock(&g_wlock);
@@ -2443,9 +2505,11 @@ static void rpd_atfork_prepare(void) {
   pthread_mutex_lock(&g_intern_lock);
   pthread_mutex_lock(&g_wlock);
   pthread_mutex_lock(&g_names_lock);
+  pthread_mutex_lock(&g_jobs_lock);
 }
 
 static void rpd_atfork_parent(void) {
+  pthread_mutex_unlock(&g_jobs_lock);
   pthread_mutex_unlock(&g_names_lock);
   pthread_mutex_unlock(&g_wlock);
   pthread_mutex_unlock(&g_intern_lock);
@@ -2460,6 +2524,9 @@ static void rpd_atfork_child(void) {
   g_nnames = 0; /* the parent's threads, not the child's */
   pthread_mutex_init(&g_intern_lock, NULL);
   pthread_mutex_init(&g_ctl, NULL);
+  pthread_mutex_init(&g_jobs_lock, NULL);
+  g_jobs = NULL; /* the parent's results, written by the parent */
+  g_jobs_tail = &g_jobs;
   atomic_store(&g_bufs, NULL);
   rpd_tls_set_buf(NULL);
   tls.depth = 0;
@@ -2543,6 +2610,8 @@ __attribute__((constructor)) static void rpd_init(void) {
 }
 
 __attribute__((destructor)) static void rpd_fini(void) {
+  /* the dispatch layer's last reports go into the trace: before the writer stops */
+  nano_dispatch_fini();
   pthread_mutex_lock(&g_ctl);
   rpd_mark_stopped(rpd_stamp());
   rpd_writer_stop();

@@ -6,6 +6,7 @@
  *   nvtx.c     the NVTX 3 injection (InitializeInjectionNvtx2)
  *   stack.c    stack capture (libunwind) and symbolisation (elfutils libdwfl)
  *   atomics.c  the atomics tracker's sites and counts into nano_ tables
+ *   ../dispatch/  instrumented kernel dispatches (posts writer jobs)
  */
 #ifndef NANO_RPD_INTERNAL_H
 #define NANO_RPD_INTERNAL_H
@@ -41,6 +42,23 @@ int rpdi_stack_capture(uint64_t *ips, int max);
 void rpdi_stack_symbolize(uint64_t ip, char *buf, size_t n);
 /* Drops the writer's symboliser state (after fork, at shutdown). */
 void rpdi_stack_reset(void);
+
+/* ---- jobs for the writer (the dispatch layer's results) ------------------- */
+
+/* What a job does on the writer's connection, inside its transaction:
+ * offset is the session's id offset, path the trace's (for messages).
+ * Returns 0, or -1 after saying what failed on stderr. */
+typedef int (*rpdi_job_fn)(sqlite3 *db, int64_t offset, const char *path, void *data);
+
+/*
+ * Queues a job for the writer thread, which runs `schema` (CREATE ... IF NOT
+ * EXISTS statements, static storage) once per connection before the first
+ * job that names it, then write(db, offset, path, data), then dtor(data).
+ * Jobs run in the order they were posted, at the writer's next wake-up
+ * (which this asks for) and at every flush, stop and exit. Returns 0, or -1
+ * when no trace is being written (dtor(data) has then run already).
+ */
+int rpdi_post(const char *schema, rpdi_job_fn write, void (*dtor)(void *), void *data);
 
 /* ---- atomics (atomics.c) -------------------------------------------------- */
 

@@ -130,6 +130,53 @@ const char *nano_rpdfile_thread_schema_sql(void) {
          "name varchar(16) NOT NULL, PRIMARY KEY (pid, tid))";
 }
 
+const char *nano_rpdfile_dispatch_schema_sql(void) {
+  return "CREATE TABLE IF NOT EXISTS nano_dispatch (id integer NOT NULL PRIMARY KEY, "
+         "session integer NOT NULL, pid integer NOT NULL, api_id integer, kernel text NOT NULL, "
+         "kernel_name text NOT NULL, kernel_dispatch integer NOT NULL, backend text NOT NULL, "
+         "arch text NOT NULL, device integer NOT NULL, wave_size integer NOT NULL, "
+         "grid_x integer NOT NULL, grid_y integer NOT NULL, grid_z integer NOT NULL, "
+         "block_x integer NOT NULL, block_y integer NOT NULL, block_z integer NOT NULL, "
+         "shared_bytes integer NOT NULL, start integer NOT NULL, \"end\" integer NOT NULL, "
+         "records integer NOT NULL, record_bytes integer NOT NULL, dropped integer NOT NULL, "
+         "decode_errors integer NOT NULL, lost_bytes integer NOT NULL);\n"
+         "CREATE TABLE IF NOT EXISTS nano_analysis (id integer NOT NULL PRIMARY KEY, "
+         "dispatch_id integer NOT NULL REFERENCES nano_dispatch (id), analyzer text NOT NULL, "
+         "report text NOT NULL);\n"
+         "CREATE INDEX IF NOT EXISTS nano_analysis_dispatch ON nano_analysis (dispatch_id);\n"
+         "CREATE VIEW IF NOT EXISTS nano_memory AS SELECT A.dispatch_id AS dispatch_id, "
+         "D.kernel_name AS kernel, json_extract(L.value, '$.file') AS file, "
+         "json_extract(L.value, '$.line') AS line, json_extract(L.value, '$.column') AS \"column\", "
+         "json_extract(L.value, '$.function') AS function, json_extract(L.value, '$.kind') AS kind, "
+         "json_extract(L.value, '$.space') AS space, "
+         "json_extract(L.value, '$.access_bytes') AS access_bytes, "
+         "json_extract(L.value, '$.executions') AS executions, "
+         "json_extract(L.value, '$.accesses') AS accesses, json_extract(L.value, '$.bytes') AS bytes, "
+         "json_extract(L.value, '$.line_bytes') AS line_bytes, "
+         "json_extract(L.value, '$.lines_needed') AS lines_needed, "
+         "json_extract(L.value, '$.lines_used') AS lines_used, "
+         "json_extract(L.value, '$.sector_bytes') AS sector_bytes, "
+         "json_extract(L.value, '$.sectors_needed') AS sectors_needed, "
+         "json_extract(L.value, '$.sectors_used') AS sectors_used, "
+         "json_extract(L.value, '$.bank_conflicts') AS bank_conflicts "
+         "FROM nano_analysis A JOIN nano_dispatch D ON D.id = A.dispatch_id, "
+         "json_each(A.report, '$.locations') L WHERE A.analyzer = 'MemoryAnalysis';\n"
+         "CREATE VIEW IF NOT EXISTS nano_heatmap AS SELECT A.dispatch_id AS dispatch_id, "
+         "D.kernel_name AS kernel, json_extract(A.report, '$.page_bytes') AS page_bytes, "
+         "json_extract(P.value, '$.start') AS start, json_extract(P.value, '$.end') AS \"end\", "
+         "json_extract(P.value, '$.accesses') AS accesses "
+         "FROM nano_analysis A JOIN nano_dispatch D ON D.id = A.dispatch_id, "
+         "json_each(A.report, '$.pages') P WHERE A.analyzer = 'Heatmap';\n"
+         "CREATE VIEW IF NOT EXISTS nano_address AS SELECT A.dispatch_id AS dispatch_id, "
+         "json_extract(R.value, '$[0]') AS site, json_extract(R.value, '$[1]') AS block_x, "
+         "json_extract(R.value, '$[2]') AS block_y, json_extract(R.value, '$[3]') AS block_z, "
+         "json_extract(R.value, '$[4]') AS wave, json_extract(R.value, '$[5]') AS lane, "
+         "json_extract(R.value, '$[6]') AS thread, json_extract(R.value, '$[7]') AS address, "
+         "json_extract(R.value, '$[8]') AS size "
+         "FROM nano_analysis A, json_each(A.report, '$.rows') R "
+         "WHERE A.analyzer = 'AddressLogger';\n";
+}
+
 /* Formats "<path>: <message>" into err (when err is non-NULL). */
 static void rpdfile_err(char *err, size_t errlen, const char *path, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

@@ -13,6 +13,8 @@
  *                             multi-writer scheme: ids get session << 32)
  *   nano_rpdfile_schema_sql   the SQL that creates a version-3 file
  *   nano_rpdfile_thread_schema_sql  nanoprobe's table of thread names
+ *   nano_rpdfile_dispatch_schema_sql  nanoprobe's tables of instrumented
+ *                             dispatches and analyzer results
  *
  * Errors are written into a caller buffer as one line naming the path and what
  * is wrong, e.g. "trace.rpd: not an SQLite database". Every function returns 0
@@ -74,6 +76,23 @@ const char *nano_rpdfile_schema_sql(void);
  * rpd merge and trim carry it over; rpd info, report and export show it.
  * Static storage. */
 const char *nano_rpdfile_thread_schema_sql(void);
+
+/* nanoprobe's tables of instrumented kernel dispatches, if missing (the
+ * runtime's dispatch layer writes them; runtime/dispatch/README.md):
+ *   nano_dispatch  one row per reported dispatch: id (session offset + the
+ *                  process's dispatch number), session, pid, api_id (the
+ *                  launch's rocpd_api row, NULL when none), kernel (mangled),
+ *                  kernel_name, kernel_dispatch (n-th of its kernel),
+ *                  backend, arch, device, wave_size, grid_x/y/z (blocks),
+ *                  block_x/y/z (threads), shared_bytes, start, end (ns),
+ *                  records, record_bytes, dropped, decode_errors, lost_bytes
+ *   nano_analysis  one row per analyzer and dispatch: dispatch_id ->
+ *                  nano_dispatch, analyzer, report (the analyzer's JSON)
+ * and the views over the built-in analyzers' reports (SQLite's JSON
+ * functions): nano_memory (MemoryAnalysis: one row per source location),
+ * nano_heatmap (Heatmap: one row per page), nano_address (AddressLogger with
+ * its `trace` option: one row per access). */
+const char *nano_rpdfile_dispatch_schema_sql(void);
 
 /* Classifies the open database `db` (opened from `path`, used in messages).
  * On success stores the schema version (2 or 3; a file with RPD tables but no

@@ -1,0 +1,511 @@
+/*
+ * cpu.c: the CPU back end. __nano_cpu_launch is what every NANO_LAUNCH of a
+ * module built with the plugin calls when libnano_rpd.so is loaded
+ * (nano/kernel.h, llvm-pass/LaunchRouting.cpp).
+ *
+ * A launch runs its blocks in parallel: the launching thread and the pool's
+ * workers (NANO_CPU_THREADS in all) claim blocks from a shared counter. A
+ * block runs its threads one after another, calling the kernel through the
+ * launch's thread function.
+ *
+ * When the dispatch layer instruments the launch, each selected block runs
+ * its threads as virtual waves of NANO_CPU_WAVE lanes, so that its records
+ * describe what a GPU wave of the same kernel would do. The lanes of a wave
+ * are fibers of the worker (fiber.h), each on its own stack. The twin's
+ * device runtime calls cpu_hook at every instrumented access (the buffer's
+ * descriptor carries NANO_DH_FLAG_HOOK); the hook parks the lane there and
+ * returns to the wave's scheduler, which resumes lanes until every live lane
+ * is parked or done. Then the lanes parked deepest in the call stack, and of
+ * those the ones at the lowest site, form one record (exec mask, address of
+ * each lane) and only they go on; the others wait. Site indices follow the
+ * code's layout within a function, and a device function's accesses come
+ * before its caller's next ones, so this reconverges as a GPU does: lanes
+ * that took a shorter branch wait at the join for the others, lanes still in
+ * a loop run on while those that left wait after it, and lanes that called
+ * a function finish it before the caller goes on. (Code the compiler lays
+ * out out of source order, such as a branch moved to the end as cold, can
+ * split a record of the join in two; every access is still recorded once.)
+ *
+ * Generic addresses inside the block's shared memory (NANO_LAUNCH_SHARED)
+ * are classified as shared, so MemoryAnalysis counts bank conflicts for them.
+ */
+#define _GNU_SOURCE
+#define NANO_KERNEL_TYPES_ONLY
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "dispatch.h"
+#include "fiber.h"
+#include "nano/handler.h"
+#include "nano/kernel.h"
+#include "rpd.h"
+#include "rpd_internal.h"
+
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
+
+/* The CPU as a device, for the analyzers: 64-byte cache lines. */
+#define CPU_LINE_BYTES 64
+#define CPU_MAX_LANES 64
+/* Grid y and z are recorded in 16 bits (CUDA's limit: 65535 blocks). */
+#define CPU_MAX_GRID_YZ 65536u
+/* Wave ids are recorded in 16 bits. */
+#define CPU_MAX_WAVES 65536u
+/* Alignment of a block's shared memory: its bank of an address is then the
+ * bank of its offset. */
+#define CPU_SHARED_ALIGN 4096u
+
+enum cpu_lane_state { LANE_RUNNING, LANE_AT_ACCESS, LANE_DONE };
+
+struct cpu_lane {
+  struct nano_fiber fiber;
+  struct nano_kernel_ctx pos;
+  enum cpu_lane_state state;
+  uint64_t site, addr; /* the access it is parked at */
+  uint32_t size;
+  uintptr_t depth;     /* bytes of its stack in use there: call depth */
+};
+
+/* One launch, shared by the threads running it. */
+struct cpu_job {
+  const struct nano_cpu_kernel *k;
+  const void *args;
+  nano_dim3 grid, block;
+  uint32_t shared;
+  struct nano_dispatch *d; /* NULL: originals only */
+  void *desc;
+  struct nano_dh_buffer *buf;
+  uint32_t wave;
+  uint64_t nblocks;
+  _Atomic uint64_t next; /* next block to claim */
+};
+
+/* A thread that runs blocks: a pool worker, or a launching thread. */
+struct cpu_worker {
+  unsigned index;           /* recorded as the hardware id                  */
+  const struct cpu_job *job;/* the launch it runs, NULL between launches    */
+  unsigned char *shared;    /* its blocks' shared memory                    */
+  uint32_t shared_cap;
+  unsigned char *stacks;    /* CPU_MAX_LANES fiber stacks, each after a guard page */
+  size_t stack_size, stride;
+  struct nano_fiber sched;  /* the wave scheduler's context                 */
+  struct cpu_lane lane[CPU_MAX_LANES];
+  unsigned cur;             /* the lane running                             */
+  uint32_t block[3];
+  uint32_t wave;
+};
+
+static __thread struct cpu_worker *cpu_self;
+
+static struct {
+  pthread_mutex_t launch;   /* one launch at a time uses the pool            */
+  pthread_mutex_t m;        /* the fields below                              */
+  pthread_cond_t go, done;
+  unsigned workers;         /* pool threads started                          */
+  uint64_t generation;      /* bumped per launch                             */
+  struct cpu_job *job;
+  unsigned busy;            /* pool threads still on the current job         */
+  int noted_limits;
+} g_cpu = {.launch = PTHREAD_MUTEX_INITIALIZER, .m = PTHREAD_MUTEX_INITIALIZER,
+           .go = PTHREAD_COND_INITIALIZER, .done = PTHREAD_COND_INITIALIZER};
+
+/* ---- virtual waves ---------------------------------------------------------- */
+
+/* The position a lane gets back if the hook ever runs outside a wave (it
+ * cannot: only the CPU back end's buffers carry the hook). */
+static const struct nano_kernel_ctx cpu_nowhere;
+
+/* NANO_DH_FLAG_HOOK target: parks the calling lane at its access. */
+static const struct nano_kernel_ctx *cpu_hook(void *desc, uint64_t site, uint64_t addr,
+                                              uint32_t size, uint32_t space) {
+  (void)desc, (void)space; /* every CPU site is generic: classified by address */
+  struct cpu_worker *w = cpu_self;
+  if (!w || !w->job)
+    return &cpu_nowhere;
+  struct cpu_lane *l = &w->lane[w->cur];
+  l->site = site;
+  l->addr = addr;
+  l->size = size;
+  l->depth = (uintptr_t)(w->stacks + (w->cur + 1) * w->stride) -
+             (uintptr_t)__builtin_frame_address(0);
+  l->state = LANE_AT_ACCESS;
+  nano_fiber_switch(&l->fiber, &w->sched);
+  return &l->pos;
+}
+
+/* A lane's fiber: one kernel thread of the twin. */
+static void cpu_lane_main(void *arg) {
+  struct cpu_worker *w = arg;
+  struct cpu_lane *l = &w->lane[w->cur];
+  w->job->k->thread(w->job->args, w->job->desc, &l->pos);
+  l->state = LANE_DONE;
+  nano_fiber_switch(&l->fiber, &w->sched);
+  abort(); /* a finished lane is never resumed */
+}
+
+/* Maps the worker's fiber stacks once (guard page under each). 0 or -1. */
+static int cpu_stacks(struct cpu_worker *w) {
+  if (w->stacks)
+    return 0;
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  size_t size = (nano_dispatch_cpu_stack() + page - 1) / page * page;
+  size_t stride = size + page;
+  void *p = mmap(NULL, stride * CPU_MAX_LANES, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+  if (p == MAP_FAILED)
+    return -1;
+  for (unsigned i = 0; i < CPU_MAX_LANES; i++)
+    if (mprotect((unsigned char *)p + i * stride, page, PROT_NONE) != 0) {
+      munmap(p, stride * CPU_MAX_LANES);
+      return -1;
+    }
+  w->stacks = p;
+  w->stack_size = size;
+  w->stride = stride;
+  return 0;
+}
+
+/* Where a wave's addresses pointed: all into the block's shared memory, none,
+ * or some. */
+static unsigned cpu_classify(const struct cpu_worker *w, const struct nano_dh_record *r) {
+  uint32_t bytes = w->job->shared;
+  unsigned in = 0;
+  for (unsigned i = 0; i < r->lanes; i++)
+    in += bytes && r->addr[i] >= (uint64_t)(uintptr_t)w->shared &&
+          r->addr[i] < (uint64_t)(uintptr_t)w->shared + bytes;
+  return in == 0 ? NANO_DH_SPACE_GLOBAL : in == r->lanes ? NANO_DH_SPACE_SHARED
+                                                         : NANO_DH_SPACE_MIXED;
+}
+
+static uint64_t cpu_clock(void) {
+#if defined(__x86_64__)
+  return __rdtsc();
+#else
+  return (uint64_t)rpd_now();
+#endif
+}
+
+/* Runs `lanes` threads from linear thread id `first` of the current block as
+ * one wave, writing its records. */
+static void cpu_run_wave(struct cpu_worker *w, const struct nano_kernel_ctx *base, uint32_t first,
+                         unsigned lanes) {
+  const struct cpu_job *j = w->job;
+  for (unsigned i = 0; i < lanes; i++) {
+    struct cpu_lane *l = &w->lane[i];
+    uint32_t t = first + i;
+    l->pos = *base;
+    l->pos.thread[0] = t % j->block.x;
+    l->pos.thread[1] = t / j->block.x % j->block.y;
+    l->pos.thread[2] = t / j->block.x / j->block.y;
+    l->state = LANE_RUNNING;
+    nano_fiber_init(&l->fiber, w->stacks + i * w->stride + (w->stride - w->stack_size),
+                    w->stack_size, cpu_lane_main, w);
+  }
+  unsigned run[CPU_MAX_LANES], nrun = lanes;
+  for (unsigned i = 0; i < lanes; i++)
+    run[i] = i;
+  struct nano_dh_record r;
+  for (;;) {
+    for (unsigned k = 0; k < nrun; k++) {
+      w->cur = run[k];
+      nano_fiber_switch(&w->sched, &w->lane[run[k]].fiber);
+    }
+    /* deepest first, then the lowest site */
+    uint64_t site = UINT64_MAX;
+    uintptr_t depth = 0;
+    for (unsigned i = 0; i < lanes; i++) {
+      const struct cpu_lane *l = &w->lane[i];
+      if (l->state == LANE_AT_ACCESS &&
+          (site == UINT64_MAX || l->depth > depth || (l->depth == depth && l->site < site))) {
+        site = l->site;
+        depth = l->depth;
+      }
+    }
+    if (site == UINT64_MAX)
+      return; /* every lane is done */
+    memset(&r, 0, offsetof(struct nano_dh_record, lane));
+    nrun = 0;
+    for (unsigned i = 0; i < lanes; i++) {
+      struct cpu_lane *l = &w->lane[i];
+      if (l->state != LANE_AT_ACCESS || l->site != site || l->depth != depth)
+        continue;
+      if (r.lanes == 0)
+        r.size = l->size;
+      r.lane[r.lanes] = (uint8_t)i;
+      r.addr[r.lanes++] = l->addr;
+      r.exec |= 1ull << i;
+      l->state = LANE_RUNNING;
+      run[nrun++] = i;
+    }
+    r.version = NANO_DH_VERSION;
+    r.wave_size = (uint8_t)j->wave;
+    r.wave = (uint16_t)(first / j->wave);
+    r.site = site;
+    memcpy(r.block, w->block, sizeof r.block);
+    r.hw_id = w->index;
+    r.time = cpu_clock();
+    r.space = (uint8_t)cpu_classify(w, &r);
+    nano_dh_buffer_write(j->buf, &r);
+  }
+}
+
+/* Runs block number b of the job (x fastest). */
+static void cpu_run_block(struct cpu_worker *w, const struct cpu_job *j, uint64_t b) {
+  uint32_t blk[3] = {(uint32_t)(b % j->grid.x), (uint32_t)(b / j->grid.x % j->grid.y),
+                     (uint32_t)(b / j->grid.x / j->grid.y)};
+  if (j->shared)
+    memset(w->shared, 0, j->shared);
+  struct nano_kernel_ctx pos = {{0, 0, 0}, {blk[0], blk[1], blk[2]},
+                                {j->block.x, j->block.y, j->block.z},
+                                {j->grid.x, j->grid.y, j->grid.z},
+                                j->shared ? w->shared : NULL, j->shared, 0};
+  uint32_t threads = j->block.x * j->block.y * j->block.z;
+  if (j->d && nano_dispatch_block_selected(j->d, blk)) {
+    memcpy(w->block, blk, sizeof w->block);
+    for (uint32_t first = 0; first < threads; first += j->wave)
+      cpu_run_wave(w, &pos, first, threads - first < j->wave ? threads - first : j->wave);
+    return;
+  }
+  for (uint32_t z = 0; z < j->block.z; z++)
+    for (uint32_t y = 0; y < j->block.y; y++)
+      for (uint32_t x = 0; x < j->block.x; x++) {
+        pos.thread[0] = x;
+        pos.thread[1] = y;
+        pos.thread[2] = z;
+        j->k->thread(j->args, NULL, &pos);
+      }
+}
+
+/* Claims and runs blocks of j until none is left. */
+static void cpu_run_blocks(struct cpu_worker *w, const struct cpu_job *j) {
+  w->job = j;
+  for (;;) {
+    uint64_t b = atomic_fetch_add_explicit((_Atomic uint64_t *)&j->next, 1, memory_order_relaxed);
+    if (b >= j->nblocks)
+      break;
+    cpu_run_block(w, j, b);
+  }
+  w->job = NULL;
+}
+
+/* Makes w ready for j: shared memory and (instrumented) fiber stacks. 0 or -1. */
+static int cpu_prepare(struct cpu_worker *w, const struct cpu_job *j) {
+  if (j->shared > w->shared_cap) {
+    void *p = aligned_alloc(CPU_SHARED_ALIGN, (j->shared + CPU_SHARED_ALIGN - 1) /
+                                                  CPU_SHARED_ALIGN * CPU_SHARED_ALIGN);
+    if (!p)
+      return -1;
+    free(w->shared);
+    w->shared = p;
+    w->shared_cap = j->shared;
+  }
+  return j->d ? cpu_stacks(w) : 0;
+}
+
+static void cpu_worker_free(struct cpu_worker *w) {
+  if (!w)
+    return;
+  if (w->stacks)
+    munmap(w->stacks, w->stride * CPU_MAX_LANES);
+  free(w->shared);
+  free(w);
+}
+
+/* ---- the pool ------------------------------------------------------------------ */
+
+static void *cpu_pool_main(void *arg) {
+  struct cpu_worker *w = arg;
+  cpu_self = w;
+  uint64_t seen = 0;
+  pthread_mutex_lock(&g_cpu.m);
+  for (;;) {
+    while (g_cpu.generation == seen)
+      pthread_cond_wait(&g_cpu.go, &g_cpu.m);
+    seen = g_cpu.generation;
+    struct cpu_job *j = g_cpu.job;
+    pthread_mutex_unlock(&g_cpu.m);
+    if (cpu_prepare(w, j) == 0)
+      cpu_run_blocks(w, j);
+    pthread_mutex_lock(&g_cpu.m);
+    if (--g_cpu.busy == 0)
+      pthread_cond_signal(&g_cpu.done);
+  }
+  return NULL;
+}
+
+/* Starts pool threads up to `want` (g_cpu.m held). Asynchronous signals stay
+ * with the program's threads; faults are delivered where they happen. */
+static void cpu_pool_grow(unsigned want) {
+  static const int faults[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP};
+  sigset_t async, old;
+  sigfillset(&async);
+  for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++)
+    sigdelset(&async, faults[i]);
+  pthread_sigmask(SIG_BLOCK, &async, &old);
+  while (g_cpu.workers < want) {
+    struct cpu_worker *w = calloc(1, sizeof *w);
+    pthread_t t;
+    if (!w)
+      break;
+    w->index = g_cpu.workers + 1;
+    int rc = pthread_create(&t, NULL, cpu_pool_main, w);
+    if (rc != 0) {
+      free(w);
+      fprintf(stderr, "nanoprobe: cannot start a CPU-kernel worker thread: %s\n", strerror(rc));
+      break;
+    }
+    char name[16];
+    snprintf(name, sizeof name, "nano-cpu-%u", w->index);
+    pthread_setname_np(t, name);
+    pthread_detach(t);
+    g_cpu.workers++;
+  }
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/* The fork child has the launching thread only. */
+static void cpu_atfork_child(void) {
+  pthread_mutex_init(&g_cpu.launch, NULL);
+  pthread_mutex_init(&g_cpu.m, NULL);
+  pthread_cond_init(&g_cpu.go, NULL);
+  pthread_cond_init(&g_cpu.done, NULL);
+  g_cpu.workers = 0;
+  g_cpu.busy = 0;
+  g_cpu.job = NULL;
+}
+
+/* A launching thread's worker goes with the thread. */
+static pthread_key_t cpu_key;
+static void cpu_key_free(void *w) { cpu_worker_free(w); }
+
+static pthread_once_t cpu_once = PTHREAD_ONCE_INIT;
+static void cpu_init(void) {
+  pthread_key_create(&cpu_key, cpu_key_free);
+  pthread_atfork(NULL, NULL, cpu_atfork_child);
+}
+
+/* The worker the calling thread launches with: its own (made on its first
+ * launch), or, for a launch from inside a kernel thread (the thread's worker
+ * is busy with the outer launch), a temporary one (*temp set). */
+static struct cpu_worker *cpu_launcher(int *temp) {
+  *temp = 0;
+  struct cpu_worker *w = cpu_self;
+  if (w && !w->job)
+    return w;
+  struct cpu_worker *n = calloc(1, sizeof *n);
+  if (!n)
+    return NULL;
+  if (w)
+    *temp = 1;
+  else if (pthread_setspecific(cpu_key, n) == 0)
+    cpu_self = n;
+  else
+    *temp = 1;
+  return n;
+}
+
+/* ---- the launch ------------------------------------------------------------------ */
+
+/* Whether records of this shape fit the record format; said once if not. */
+static int cpu_instrumentable(const struct nano_cpu_kernel *k, nano_dim3 g, nano_dim3 b,
+                              uint32_t wave) {
+  uint64_t threads = (uint64_t)b.x * b.y * b.z;
+  if (g.y <= CPU_MAX_GRID_YZ && g.z <= CPU_MAX_GRID_YZ && threads <= (uint64_t)CPU_MAX_WAVES * wave)
+    return 1;
+  pthread_mutex_lock(&g_cpu.m);
+  if (!g_cpu.noted_limits)
+    fprintf(stderr,
+            "nanoprobe: %s: a grid of %ux%ux%u blocks of %ux%ux%u threads is beyond what "
+            "records hold (grid y and z up to %u, %u waves per block): it runs uninstrumented\n",
+            k->name, g.x, g.y, g.z, b.x, b.y, b.z, CPU_MAX_GRID_YZ, CPU_MAX_WAVES);
+  g_cpu.noted_limits = 1;
+  pthread_mutex_unlock(&g_cpu.m);
+  return 0;
+}
+
+__attribute__((visibility("default"))) void __nano_cpu_launch(const struct nano_cpu_kernel *k,
+                                                              const nano_dim3 *grid,
+                                                              const nano_dim3 *block,
+                                                              uint32_t shared, const void *args) {
+  pthread_once(&cpu_once, cpu_init);
+  struct cpu_job j = {.k = k, .args = args, .grid = *grid, .block = *block, .shared = shared};
+  j.nblocks = (uint64_t)grid->x * grid->y * grid->z;
+  if (j.nblocks == 0 || (uint64_t)block->x * block->y * block->z == 0)
+    return;
+  if ((uint64_t)block->x * block->y * block->z > UINT32_MAX) {
+    fprintf(stderr, "nanoprobe: %s: a block of %ux%ux%u threads is more than 2^32; not launched\n",
+            k->name, block->x, block->y, block->z);
+    return;
+  }
+  int64_t start = rpd_now();
+  uint32_t wave = nano_dispatch_cpu_wave();
+  struct nano_launch_desc l = {
+      .kernel = k->name, .backend = "cpu", .arch = "cpu", .wave_size = wave,
+      .grid = {grid->x, grid->y, grid->z}, .block = {block->x, block->y, block->z},
+      .shared_bytes = shared, .line_bytes = CPU_LINE_BYTES, .sector_bytes = CPU_LINE_BYTES,
+      .lds_model = wave == 64 ? NANO_LDS_AMD_WAVE64 : NANO_LDS_PHASED,
+      .twin = cpu_instrumentable(k, *grid, *block, wave) ? k->twin : NULL};
+  j.d = nano_dispatch_begin(&l);
+  if (j.d) {
+    j.buf = nano_dispatch_buffer(j.d);
+    j.desc = nano_dispatch_desc(j.d);
+    j.wave = wave;
+    if (nano_dh_buffer_set_hook(j.buf, (void *)cpu_hook) != 0) {
+      nano_dispatch_end(j.d, start, start, 0);
+      j.d = NULL;
+    }
+  }
+
+  /* The launching thread runs blocks too. */
+  int temp;
+  struct cpu_worker *w = cpu_launcher(&temp), *outer = cpu_self;
+  if (!w || cpu_prepare(w, &j) != 0) {
+    fprintf(stderr, "nanoprobe: %s: out of memory for a worker, shared memory or fiber stacks; "
+                    "not launched\n", k->name);
+  } else {
+    cpu_self = w;
+    unsigned threads = nano_dispatch_cpu_threads();
+    int pooled = threads > 1 && j.nblocks > 1 && !temp && pthread_mutex_trylock(&g_cpu.launch) == 0;
+    if (pooled) {
+      pthread_mutex_lock(&g_cpu.m);
+      cpu_pool_grow(threads - 1);
+      g_cpu.job = &j;
+      g_cpu.busy = g_cpu.workers;
+      g_cpu.generation++;
+      pthread_cond_broadcast(&g_cpu.go);
+      pthread_mutex_unlock(&g_cpu.m);
+    }
+    cpu_run_blocks(w, &j);
+    if (pooled) {
+      pthread_mutex_lock(&g_cpu.m);
+      while (g_cpu.busy)
+        pthread_cond_wait(&g_cpu.done, &g_cpu.m);
+      g_cpu.job = NULL;
+      pthread_mutex_unlock(&g_cpu.m);
+      pthread_mutex_unlock(&g_cpu.launch);
+    }
+    cpu_self = outer;
+  }
+  if (temp)
+    cpu_worker_free(w);
+
+  int64_t end = rpd_now();
+  uint64_t api = rpd_record_api("nano", "", "nanoLaunchKernel", k->name, start, end);
+  if (api) {
+    struct rpd_kernel_launch kl = {NULL,
+                                   (int)grid->x, (int)grid->y, (int)grid->z,
+                                   (int)block->x, (int)block->y, (int)block->z,
+                                   (int)shared, 0, k->name};
+    rpd_record_kernelapi(api, &kl);
+  }
+  if (j.d)
+    nano_dispatch_end(j.d, start, end, api);
+}

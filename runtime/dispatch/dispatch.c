@@ -1,0 +1,875 @@
+/*
+ * dispatch.c: the dispatch layer (dispatch.h).
+ *
+ * Settings are read once, at the first launch any back end reports. A bad
+ * setting (a malformed NANO_KERNELS regex, an unknown analyzer, a plugin that
+ * does not load or has another ABI, a malformed number) gets one message
+ * naming the variable and the program runs uninstrumented.
+ *
+ * Selection, per launch: NANO_INSTRUMENT=1, a twin exists, NANO_KERNELS
+ * matches the mangled, demangled or bare name (whole match, as the pass's
+ * filter), and NANO_DISPATCHES picks it:
+ *   all      every dispatch
+ *   first    the first dispatch of each kernel
+ *   N        the N-th dispatch of each kernel (from 1)
+ *   random   one dispatch of each kernel, uniformly among all its dispatches:
+ *            reservoir sampling (dispatch n is recorded with probability 1/n
+ *            and replaces the earlier pick), so the reports come at exit.
+ *
+ * A selected dispatch takes a buffer of the pool (none free: it runs
+ * uninstrumented, counted) and attaches it to the drain thread with a chain
+ * of handlers; its end detaches it, drains what is left, and reports: one
+ * summary line (records, bytes, drops) and every analyzer's report on
+ * NANO_ANALYZER_OUTPUT, and rows in the trace (nano_dispatch, nano_analysis)
+ * when the tracer records.
+ */
+#define _GNU_SOURCE
+#include "dispatch.h"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <regex.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "nano/analyzers.h"
+#include "nano/handler.h"
+#include "nano/json.h"
+#include "nano/rpdfile.h"
+#include "nano/settings.h"
+#include "rpd.h"
+#include "rpd_internal.h"
+
+/* Defaults of the settings (docs/ENVIRONMENT.md). */
+#define DISPATCH_DEFAULT_ANALYZERS "MemoryAnalysis"
+#define DISPATCH_DEFAULT_BUFFER (16u << 20)    /* bytes per dispatch buffer          */
+#define DISPATCH_DEFAULT_POOL 8u               /* dispatches instrumented at once    */
+#define DISPATCH_DEFAULT_SPINS 100000u         /* polls of a full buffer, then drop  */
+#define DISPATCH_DEFAULT_CPU_WAVE 64u
+#define DISPATCH_DEFAULT_CPU_STACK (256u << 10)
+#define DISPATCH_MAX_BUFFER (1ull << 32)
+#define DISPATCH_MAX_POOL 1024u
+#define DISPATCH_MAX_CPU_THREADS 1024u
+#define DISPATCH_MIN_CPU_STACK (16u << 10)
+#define DISPATCH_MAX_CPU_STACK (64u << 20)
+
+enum dispatch_pick { PICK_ALL, PICK_FIRST, PICK_NTH, PICK_RANDOM };
+
+/* One kernel's dispatch history. */
+struct kernel_state {
+  char *name;
+  uint64_t count;         /* dispatches seen                              */
+  int selected;           /* NANO_KERNELS: -1 unknown, 0 no, 1 yes        */
+  int noted_no_twin;
+  struct nano_dispatch *kept; /* random: the current pick, reported at exit */
+  struct kernel_state *next;
+};
+
+/* The site tables of one code object (an executable, shared library, GPU
+ * code object), loaded once and never changed after. */
+struct code_object {
+  char *path;
+  struct nano_dh_sites *sites;
+  struct code_object *next;
+};
+
+struct nano_dispatch {
+  struct nano_dispatch_info info;
+  char *kernel, *kernel_name;
+  struct kernel_state *ks;
+  struct nano_dh_buffer *buf;
+  struct nano_chain *chain;
+  struct nano_dh_drain_stats st;
+  uint64_t dropped_before, dropped;
+  int64_t start, end;
+  uint64_t api;
+  int64_t session_offset;  /* the trace's when the dispatch began (-1: none) */
+};
+
+static struct {
+  pthread_once_t once;
+  int instrument;
+  int have_regex;
+  regex_t regex;
+  enum dispatch_pick pick;
+  uint64_t nth;
+  uint64_t rng;
+  struct nano_analyzers *analyzers;
+  FILE *out;
+  int out_owned;
+  uint32_t format;
+  uint32_t block_lo[3], block_hi[3];
+  uint64_t buffer_bytes;
+  unsigned pool_size;
+  uint32_t spins;
+  uint32_t cpu_wave;
+  unsigned cpu_threads;
+  uint64_t cpu_stack;
+
+  pthread_mutex_t lock; /* everything below */
+  struct kernel_state *kernels;
+  struct code_object *cos;
+  struct nano_dh_pool *pool;
+  struct nano_dh_drainer *drainer;
+  struct nano_source_cache *sources;
+  uint64_t next_id;
+  uint64_t pool_exhausted;
+  int noted_pool;
+  int finished;
+} g_d = {.once = PTHREAD_ONCE_INIT, .lock = PTHREAD_MUTEX_INITIALIZER};
+
+static void dispatch_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void dispatch_log(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  char line[1024];
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "nanoprobe: %s\n", line);
+}
+
+/* ---- settings ------------------------------------------------------------- */
+
+/* NANO_BLOCKS: "x=N[:M],y=...,z=..." (inclusive ranges). 0, or -1 with a
+ * message. */
+static int dispatch_parse_blocks(const char *v) {
+  char *copy = strdup(v), *save = NULL;
+  if (!copy)
+    return -1;
+  int rc = 0;
+  for (char *t = strtok_r(copy, ",", &save); t && rc == 0; t = strtok_r(NULL, ",", &save)) {
+    int dim = t[0] == 'x' ? 0 : t[0] == 'y' ? 1 : t[0] == 'z' ? 2 : -1;
+    char *end;
+    unsigned long lo, hi;
+    if (dim < 0 || t[1] != '=' || t[2] < '0' || t[2] > '9')
+      goto bad;
+    errno = 0;
+    lo = strtoul(t + 2, &end, 10);
+    hi = lo;
+    if (*end == ':') {
+      if (end[1] < '0' || end[1] > '9')
+        goto bad;
+      hi = strtoul(end + 1, &end, 10);
+    }
+    if (*end || errno || lo > hi || hi > UINT32_MAX)
+      goto bad;
+    g_d.block_lo[dim] = (uint32_t)lo;
+    g_d.block_hi[dim] = (uint32_t)hi;
+    continue;
+  bad:
+    dispatch_log("NANO_BLOCKS=%s: '%s' is not x=, y= or z= with a block id N or an "
+                 "inclusive range N:M",
+                 v, t);
+    rc = -1;
+  }
+  free(copy);
+  return rc;
+}
+
+/* Opens NANO_ANALYZER_OUTPUT ("%p" is the pid). */
+static int dispatch_open_output(const char *v) {
+  if (!v || strcmp(v, "stderr") == 0) {
+    g_d.out = stderr;
+    return 0;
+  }
+  if (strcmp(v, "stdout") == 0) {
+    g_d.out = stdout;
+    return 0;
+  }
+  char path[4096];
+  size_t o = 0;
+  for (const char *p = v; *p && o + 24 < sizeof path; p++) {
+    if (p[0] == '%' && p[1] == 'p') {
+      o += (size_t)snprintf(path + o, sizeof path - o, "%ld", (long)getpid());
+      p++;
+    } else {
+      path[o++] = *p;
+    }
+  }
+  path[o] = 0;
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    dispatch_log("NANO_ANALYZER_OUTPUT=%s: cannot write %s: %s; the reports go to stderr", v,
+                 path, strerror(errno));
+    g_d.out = stderr;
+    return 0;
+  }
+  g_d.out = f;
+  g_d.out_owned = 1;
+  return 0;
+}
+
+/* Reads every setting; on a bad one instrumentation stays off. */
+static void dispatch_init(void) {
+  g_d.buffer_bytes = DISPATCH_DEFAULT_BUFFER;
+  g_d.pool_size = DISPATCH_DEFAULT_POOL;
+  g_d.spins = DISPATCH_DEFAULT_SPINS;
+  g_d.cpu_wave = DISPATCH_DEFAULT_CPU_WAVE;
+  g_d.cpu_stack = DISPATCH_DEFAULT_CPU_STACK;
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  g_d.cpu_threads = cpus > 0 ? (unsigned)cpus : 1;
+  for (int i = 0; i < 3; i++)
+    g_d.block_hi[i] = UINT32_MAX;
+  g_d.format = NANO_FORMAT_TEXT;
+  g_d.out = stderr;
+
+  int bad = 0, on = 0;
+  uint64_t n;
+  if (nano_env_bool("NANO_INSTRUMENT", &on) < 0)
+    bad = 1;
+  /* the CPU back end's settings matter also when nothing is instrumented */
+  if (nano_env_uint("NANO_CPU_THREADS", 1, DISPATCH_MAX_CPU_THREADS, &n) > 0)
+    g_d.cpu_threads = (unsigned)n;
+  if (nano_env_size("NANO_CPU_STACK", DISPATCH_MIN_CPU_STACK, DISPATCH_MAX_CPU_STACK, &n) > 0)
+    g_d.cpu_stack = n;
+  if (!on)
+    return;
+
+  const char *v = nano_env_str("NANO_KERNELS");
+  if (v) {
+    size_t len = strlen(v);
+    char *anchored = malloc(len + 5);
+    if (!anchored)
+      return;
+    snprintf(anchored, len + 5, "^(%s)$", v);
+    int rc = regcomp(&g_d.regex, anchored, REG_EXTENDED | REG_NOSUB);
+    free(anchored);
+    if (rc != 0) {
+      char msg[256];
+      regerror(rc, &g_d.regex, msg, sizeof msg);
+      dispatch_log("NANO_KERNELS=%s: invalid regular expression: %s", v, msg);
+      bad = 1;
+    } else {
+      g_d.have_regex = 1;
+    }
+  }
+
+  static const char *const picks[] = {"all", "first", "random", NULL};
+  v = nano_env_str("NANO_DISPATCHES");
+  if (v) {
+    char *end;
+    errno = 0;
+    unsigned long long k = strtoull(v, &end, 10);
+    if (v[0] >= '0' && v[0] <= '9' && !*end && !errno && k >= 1) {
+      g_d.pick = PICK_NTH;
+      g_d.nth = k;
+    } else {
+      int c;
+      if (nano_env_choice("NANO_DISPATCHES", picks, &c) < 0) {
+        dispatch_log("NANO_DISPATCHES: or a dispatch number N >= 1 (the N-th of each kernel)");
+        bad = 1;
+      } else {
+        g_d.pick = c == 0 ? PICK_ALL : c == 1 ? PICK_FIRST : PICK_RANDOM;
+      }
+    }
+  }
+
+  static const char *const formats[] = {"text", "json", NULL};
+  int f;
+  int r = nano_env_choice("NANO_ANALYZER_FORMAT", formats, &f);
+  if (r < 0)
+    bad = 1;
+  else if (r > 0)
+    g_d.format = f == 1 ? NANO_FORMAT_JSON : NANO_FORMAT_TEXT;
+
+  static const char *const waves[] = {"32", "64", NULL};
+  int w;
+  r = nano_env_choice("NANO_CPU_WAVE", waves, &w);
+  if (r < 0)
+    bad = 1;
+  else if (r > 0)
+    g_d.cpu_wave = w == 0 ? 32 : 64;
+
+  if (nano_env_size("NANO_BUFFER_SIZE", NANO_DH_MIN_CAPACITY, DISPATCH_MAX_BUFFER, &n) < 0)
+    bad = 1;
+  else if (nano_env_str("NANO_BUFFER_SIZE")) {
+    if (n & (n - 1)) {
+      dispatch_log("NANO_BUFFER_SIZE=%s: the size must be a power of two",
+                   nano_env_str("NANO_BUFFER_SIZE"));
+      bad = 1;
+    }
+    g_d.buffer_bytes = n;
+  }
+  if (nano_env_uint("NANO_BUFFER_POOL", 1, DISPATCH_MAX_POOL, &n) < 0)
+    bad = 1;
+  else if (nano_env_str("NANO_BUFFER_POOL"))
+    g_d.pool_size = (unsigned)n;
+  if (nano_env_uint("NANO_BUFFER_SPINS", 0, UINT32_MAX, &n) < 0)
+    bad = 1;
+  else if (nano_env_str("NANO_BUFFER_SPINS"))
+    g_d.spins = (uint32_t)n;
+  v = nano_env_str("NANO_BLOCKS");
+  if (v && dispatch_parse_blocks(v) != 0)
+    bad = 1;
+  g_d.rng = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+  if (nano_env_uint("NANO_RANDOM_SEED", 0, UINT64_MAX, &n) < 0)
+    bad = 1;
+  else if (nano_env_str("NANO_RANDOM_SEED"))
+    g_d.rng = n;
+
+  v = nano_env_str("NANO_ANALYZERS");
+  char err[512];
+  if (nano_analyzers_load(v ? v : DISPATCH_DEFAULT_ANALYZERS, "NANO_ANALYZERS", &g_d.analyzers,
+                          err, sizeof err) != 0) {
+    dispatch_log("%s", err);
+    bad = 1;
+  }
+  if (bad) {
+    dispatch_log("NANO_INSTRUMENT=1 ignored: the program runs uninstrumented");
+    return;
+  }
+  if (dispatch_open_output(nano_env_str("NANO_ANALYZER_OUTPUT")) != 0)
+    return;
+  g_d.sources = nano_source_cache_create();
+  g_d.instrument = 1;
+}
+
+static void dispatch_ready(void) { pthread_once(&g_d.once, dispatch_init); }
+
+uint32_t nano_dispatch_cpu_wave(void) {
+  dispatch_ready();
+  return g_d.cpu_wave;
+}
+
+unsigned nano_dispatch_cpu_threads(void) {
+  dispatch_ready();
+  return g_d.cpu_threads;
+}
+
+uint64_t nano_dispatch_cpu_stack(void) {
+  dispatch_ready();
+  return g_d.cpu_stack;
+}
+
+/* ---- kernels ---------------------------------------------------------------- */
+
+/* The demangled form of a C++ name (malloc'd), or NULL. libstdc++'s demangler
+ * is there whenever a mangled kernel is, since only C++ code mangles. */
+static char *dispatch_demangle(const char *name) {
+  if (strncmp(name, "_Z", 2) != 0)
+    return NULL;
+  typedef char *(*demangle_fn)(const char *, char *, size_t *, int *);
+  demangle_fn fn = (demangle_fn)dlsym(RTLD_DEFAULT, "__cxa_demangle");
+  int status = -1;
+  char *d = fn ? fn(name, NULL, NULL, &status) : NULL;
+  if (status != 0) {
+    free(d);
+    return NULL;
+  }
+  return d;
+}
+
+/* Whether NANO_KERNELS selects the kernel: its mangled name, its demangled
+ * name, or its bare function name (demangled, without scope, template
+ * arguments and parameters), as the pass's compile-time filter. */
+static int dispatch_regex_selects(const char *name, const char *demangled) {
+  if (!g_d.have_regex)
+    return 1;
+  if (regexec(&g_d.regex, name, 0, NULL, 0) == 0)
+    return 1;
+  if (!demangled)
+    return 0;
+  if (regexec(&g_d.regex, demangled, 0, NULL, 0) == 0)
+    return 1;
+  char bare[1024];
+  snprintf(bare, sizeof bare, "%s", demangled);
+  char *paren = strchr(bare, '(');
+  if (paren)
+    *paren = 0;
+  char *start = strrchr(bare, ' ');
+  start = start ? start + 1 : bare;
+  char *colon = strrchr(start, ':');
+  if (colon)
+    start = colon + 1;
+  char *angle = strchr(start, '<');
+  if (angle)
+    *angle = 0;
+  return regexec(&g_d.regex, start, 0, NULL, 0) == 0;
+}
+
+/* The state of kernel `name`, created on first sight (g_d.lock held). */
+static struct kernel_state *dispatch_kernel(const char *name) {
+  for (struct kernel_state *k = g_d.kernels; k; k = k->next)
+    if (strcmp(k->name, name) == 0)
+      return k;
+  struct kernel_state *k = calloc(1, sizeof *k);
+  if (!k || !(k->name = strdup(name))) {
+    free(k);
+    return NULL;
+  }
+  k->selected = -1;
+  k->next = g_d.kernels;
+  g_d.kernels = k;
+  return k;
+}
+
+/* dl_iterate_phdr callback: the object whose loaded segments hold the
+ * address (arg[0]); its path goes to arg[1] ("" for the main program). */
+static int dispatch_find_object(struct dl_phdr_info *info, size_t size, void *arg) {
+  (void)size;
+  uintptr_t addr = (uintptr_t)((void **)arg)[0];
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+    if (ph->p_type == PT_LOAD && addr >= lo && addr < lo + ph->p_memsz) {
+      ((const char **)arg)[1] = info->dlpi_name;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* The site tables of the file holding `twin` (g_d.lock held): the ELF object
+ * the dynamic linker loaded it from, the main program's through
+ * /proc/self/exe. Read once per file; a file whose tables cannot be read is
+ * said once and gives an empty set. */
+static struct nano_dh_sites *dispatch_sites(const void *twin) {
+  const void *find[2] = {twin, NULL};
+  dl_iterate_phdr(dispatch_find_object, find);
+  const char *path = find[1] && *(const char *)find[1] ? find[1] : "/proc/self/exe";
+  for (struct code_object *c = g_d.cos; c; c = c->next)
+    if (strcmp(c->path, path) == 0)
+      return c->sites;
+  struct code_object *c = calloc(1, sizeof *c);
+  if (!c || !(c->path = strdup(path)) || !(c->sites = nano_dh_sites_create())) {
+    if (c)
+      free(c->path);
+    free(c);
+    return NULL;
+  }
+  char err[512];
+  int n = nano_dh_sites_add_elf(c->sites, path, err, sizeof err);
+  if (n < 0)
+    dispatch_log("the site tables of %s cannot be read: %s; records are reported without "
+                 "source positions",
+                 path, err);
+  else if (n == 0)
+    dispatch_log("%s has no site tables (section %s); records are reported without source "
+                 "positions",
+                 path, NANO_DH_SITES_SECTION);
+  c->next = g_d.cos;
+  g_d.cos = c;
+  return c->sites;
+}
+
+/* splitmix64: the reservoir's coin. */
+static uint64_t dispatch_random(void) {
+  uint64_t z = (g_d.rng += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+/* ---- services for handlers ---------------------------------------------------- */
+
+static const struct nano_dh_site *dispatch_site(const struct nano_dispatch_info *info,
+                                                uint64_t id) {
+  return info->sites ? nano_dh_sites_find(info->sites, id) : NULL;
+}
+
+static const char *dispatch_source_line(const struct nano_dispatch_info *info, const char *file,
+                                        uint32_t line) {
+  (void)info;
+  return nano_source_cache_line(g_d.sources, file, line);
+}
+
+/* nano_analysis row, written by the trace's writer. */
+struct analysis_row {
+  int64_t dispatch;
+  char *analyzer, *json;
+};
+
+static void dispatch_analysis_free(void *p) {
+  struct analysis_row *a = p;
+  free(a->analyzer);
+  free(a->json);
+  free(a);
+}
+
+static int dispatch_analysis_write(sqlite3 *db, int64_t offset, const char *path, void *p) {
+  struct analysis_row *a = p;
+  sqlite3_stmt *st;
+  if (sqlite3_prepare_v2(db,
+                         "INSERT INTO nano_analysis(dispatch_id, analyzer, report) VALUES (?,?,?)",
+                         -1, &st, NULL) != SQLITE_OK) {
+    dispatch_log("%s: cannot store the %s results: %s", path, a->analyzer, sqlite3_errmsg(db));
+    return -1;
+  }
+  sqlite3_bind_int64(st, 1, offset + a->dispatch);
+  sqlite3_bind_text(st, 2, a->analyzer, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 3, a->json, -1, SQLITE_STATIC);
+  int rc = sqlite3_step(st);
+  sqlite3_finalize(st);
+  if (rc != SQLITE_DONE) {
+    dispatch_log("%s: cannot store the %s results: %s", path, a->analyzer, sqlite3_errmsg(db));
+    return -1;
+  }
+  return 0;
+}
+
+static int dispatch_store(const struct nano_dispatch_info *info, const char *analyzer,
+                          const char *json) {
+  struct analysis_row *a = calloc(1, sizeof *a);
+  if (!a)
+    return -1;
+  a->dispatch = (int64_t)info->dispatch_id;
+  a->analyzer = strdup(analyzer ? analyzer : "");
+  a->json = strdup(json ? json : "");
+  if (!a->analyzer || !a->json) {
+    dispatch_analysis_free(a);
+    return -1;
+  }
+  return rpdi_post(nano_rpdfile_dispatch_schema_sql(), dispatch_analysis_write,
+                   dispatch_analysis_free, a);
+}
+
+/* ---- begin ------------------------------------------------------------------- */
+
+struct nano_dispatch *nano_dispatch_begin(const struct nano_launch_desc *l) {
+  dispatch_ready();
+  if (!g_d.instrument)
+    return NULL;
+  pthread_mutex_lock(&g_d.lock);
+  struct kernel_state *ks = g_d.finished ? NULL : dispatch_kernel(l->kernel);
+  if (!ks) {
+    pthread_mutex_unlock(&g_d.lock);
+    return NULL;
+  }
+  uint64_t n = ++ks->count;
+  char *demangled = NULL;
+  if (ks->selected < 0) {
+    demangled = dispatch_demangle(l->kernel);
+    ks->selected = dispatch_regex_selects(l->kernel, demangled);
+  }
+  int pick = ks->selected;
+  if (pick && !l->twin) {
+    if (!ks->noted_no_twin)
+      dispatch_log("kernel %s has no twin (its code was not built with -fpass-plugin, or "
+                   "NANO_KERNELS left it out at compile time): it runs uninstrumented",
+                   l->kernel);
+    ks->noted_no_twin = 1;
+    pick = 0;
+  }
+  if (pick) {
+    switch (g_d.pick) {
+    case PICK_ALL: break;
+    case PICK_FIRST: pick = n == 1; break;
+    case PICK_NTH: pick = n == g_d.nth; break;
+    case PICK_RANDOM: pick = dispatch_random() % n == 0; break;
+    }
+  }
+  struct nano_dh_sites *sites = NULL;
+  if (pick && !g_d.pool) {
+    g_d.pool = nano_dh_pool_create(l->memory, g_d.pool_size, g_d.buffer_bytes, 0, g_d.spins);
+    g_d.drainer = g_d.pool ? nano_dh_drainer_start() : NULL;
+    if (!g_d.drainer) {
+      dispatch_log("cannot start the drain thread: %s; the program runs uninstrumented",
+                   strerror(errno));
+      g_d.instrument = 0;
+      pick = 0;
+    }
+  }
+  if (pick)
+    sites = dispatch_sites(l->twin);
+  uint64_t id = pick ? ++g_d.next_id : 0;
+  pthread_mutex_unlock(&g_d.lock);
+  if (!pick) {
+    free(demangled);
+    return NULL;
+  }
+
+  char err[256];
+  struct nano_dh_buffer *buf = nano_dh_pool_acquire(g_d.pool, err, sizeof err);
+  struct nano_dispatch *d = buf ? calloc(1, sizeof *d) : NULL;
+  if (!d) {
+    pthread_mutex_lock(&g_d.lock);
+    g_d.pool_exhausted++;
+    if (!g_d.noted_pool)
+      dispatch_log("%s: dispatch %" PRIu64 " of %s runs uninstrumented (counted at exit)",
+                   err[0] ? err : "all buffers of the pool are in use (NANO_BUFFER_POOL)", n,
+                   l->kernel);
+    g_d.noted_pool = 1;
+    pthread_mutex_unlock(&g_d.lock);
+    if (buf)
+      nano_dh_pool_release(g_d.pool, buf);
+    free(demangled);
+    return NULL;
+  }
+  d->kernel = strdup(l->kernel);
+  d->kernel_name = demangled ? demangled : dispatch_demangle(l->kernel);
+  d->ks = ks;
+  d->buf = buf;
+  d->session_offset = -1;
+  struct nano_dispatch_info *info = &d->info;
+  info->abi = NANO_HANDLER_ABI;
+  info->size = sizeof *info;
+  info->kernel = d->kernel ? d->kernel : l->kernel;
+  info->kernel_name = d->kernel_name ? d->kernel_name : info->kernel;
+  info->dispatch_id = id;
+  info->kernel_dispatch = n;
+  info->backend = l->backend;
+  info->arch = l->arch;
+  info->device = l->device;
+  info->wave_size = l->wave_size;
+  memcpy(info->grid, l->grid, sizeof info->grid);
+  memcpy(info->block, l->block, sizeof info->block);
+  info->line_bytes = l->line_bytes;
+  info->sector_bytes = l->sector_bytes;
+  info->lds_banks = 32;
+  info->lds_bank_bytes = 4;
+  info->lds_model = l->lds_model;
+  info->format = g_d.format;
+  info->shared_bytes = l->shared_bytes;
+  info->out = g_d.out;
+  info->options = "";
+  info->sites = sites;
+  info->site = dispatch_site;
+  info->source_line = dispatch_source_line;
+  info->store = dispatch_store;
+  info->runtime = d;
+  d->chain = nano_chain_create(g_d.analyzers, info);
+  if (!d->chain || nano_dh_buffer_set_blocks(buf, g_d.block_lo, g_d.block_hi) != 0 ||
+      nano_dh_drainer_attach(g_d.drainer, buf, nano_chain_handle, d->chain, &d->st) != 0) {
+    dispatch_log("out of memory: dispatch %" PRIu64 " of %s runs uninstrumented", n, l->kernel);
+    nano_chain_destroy(d->chain);
+    nano_dh_pool_release(g_d.pool, buf);
+    free(d->kernel);
+    free(d->kernel_name);
+    free(d);
+    return NULL;
+  }
+  d->dropped_before = nano_dh_buffer_dropped(buf);
+  return d;
+}
+
+void *nano_dispatch_desc(struct nano_dispatch *d) { return nano_dh_buffer_desc(d->buf); }
+
+struct nano_dh_buffer *nano_dispatch_buffer(struct nano_dispatch *d) { return d->buf; }
+
+int nano_dispatch_block_selected(const struct nano_dispatch *d, const uint32_t block[3]) {
+  (void)d;
+  for (int i = 0; i < 3; i++)
+    if (block[i] < g_d.block_lo[i] || block[i] > g_d.block_hi[i])
+      return 0;
+  return 1;
+}
+
+/* ---- end ---------------------------------------------------------------------- */
+
+/* nano_dispatch row, written by the trace's writer. */
+struct dispatch_row {
+  int64_t id, api;
+  char *kernel, *kernel_name, *backend, *arch;
+  uint64_t kernel_dispatch, shared_bytes, records, bytes, dropped, decode_errors, lost_bytes;
+  uint32_t device, wave_size, grid[3], block[3];
+  int64_t start, end;
+};
+
+static void dispatch_row_free(void *p) {
+  struct dispatch_row *r = p;
+  free(r->kernel);
+  free(r->kernel_name);
+  free(r->backend);
+  free(r->arch);
+  free(r);
+}
+
+static int dispatch_row_write(sqlite3 *db, int64_t offset, const char *path, void *p) {
+  struct dispatch_row *r = p;
+  sqlite3_stmt *st;
+  if (sqlite3_prepare_v2(db,
+                         "INSERT INTO nano_dispatch(id, session, pid, api_id, kernel, kernel_name, "
+                         "kernel_dispatch, backend, arch, device, wave_size, grid_x, grid_y, "
+                         "grid_z, block_x, block_y, block_z, shared_bytes, start, \"end\", records, "
+                         "record_bytes, dropped, decode_errors, lost_bytes) VALUES "
+                         "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                         -1, &st, NULL) != SQLITE_OK) {
+    dispatch_log("%s: cannot store dispatch %" PRId64 ": %s", path, r->id, sqlite3_errmsg(db));
+    return -1;
+  }
+  int k = 1;
+  sqlite3_bind_int64(st, k++, offset + r->id);
+  sqlite3_bind_int64(st, k++, offset >> 32);
+  sqlite3_bind_int(st, k++, (int)getpid());
+  if (r->api)
+    sqlite3_bind_int64(st, k++, offset + r->api);
+  else
+    sqlite3_bind_null(st, k++);
+  sqlite3_bind_text(st, k++, r->kernel, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, k++, r->kernel_name, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, k++, (int64_t)r->kernel_dispatch);
+  sqlite3_bind_text(st, k++, r->backend, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, k++, r->arch, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, k++, r->device);
+  sqlite3_bind_int64(st, k++, r->wave_size);
+  for (int i = 0; i < 3; i++)
+    sqlite3_bind_int64(st, k++, r->grid[i]);
+  for (int i = 0; i < 3; i++)
+    sqlite3_bind_int64(st, k++, r->block[i]);
+  sqlite3_bind_int64(st, k++, (int64_t)r->shared_bytes);
+  sqlite3_bind_int64(st, k++, r->start);
+  sqlite3_bind_int64(st, k++, r->end);
+  sqlite3_bind_int64(st, k++, (int64_t)r->records);
+  sqlite3_bind_int64(st, k++, (int64_t)r->bytes);
+  sqlite3_bind_int64(st, k++, (int64_t)r->dropped);
+  sqlite3_bind_int64(st, k++, (int64_t)r->decode_errors);
+  sqlite3_bind_int64(st, k++, (int64_t)r->lost_bytes);
+  int rc = sqlite3_step(st);
+  sqlite3_finalize(st);
+  if (rc != SQLITE_DONE) {
+    dispatch_log("%s: cannot store dispatch %" PRId64 ": %s", path, r->id, sqlite3_errmsg(db));
+    return -1;
+  }
+  return 0;
+}
+
+/* The dispatch's summary, text or JSON, on the analyzers' output. */
+static void dispatch_summary(const struct nano_dispatch *d) {
+  const struct nano_dispatch_info *i = &d->info;
+  FILE *out = g_d.out;
+  flockfile(out);
+  if (g_d.format == NANO_FORMAT_JSON) {
+    fputc('{', out);
+    fputs("\"analyzer\":\"dispatch\",\"kernel\":", out);
+    nano_json_str(out, i->kernel);
+    fputs(",\"kernel_name\":", out);
+    nano_json_str(out, i->kernel_name);
+    fprintf(out,
+            ",\"dispatch\":%" PRIu64 ",\"kernel_dispatch\":%" PRIu64 ",\"backend\":\"%s\","
+            "\"arch\":\"%s\",\"wave_size\":%u,\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],"
+            "\"duration_ns\":%" PRId64 ",\"records\":%" PRIu64 ",\"record_bytes\":%" PRIu64
+            ",\"dropped\":%" PRIu64 ",\"decode_errors\":%" PRIu64 ",\"lost_bytes\":%" PRIu64 "}\n",
+            i->dispatch_id, i->kernel_dispatch, i->backend, i->arch, i->wave_size, i->grid[0],
+            i->grid[1], i->grid[2], i->block[0], i->block[1], i->block[2], d->end - d->start,
+            d->st.records, d->st.bytes, d->dropped, d->st.decode_errors, d->st.lost_bytes);
+  } else {
+    fprintf(out,
+            "nanoprobe: dispatch %" PRIu64 ": %s (%s dispatch %" PRIu64 ", %s, grid %ux%ux%u, "
+            "block %ux%ux%u, wave %u): %" PRIu64 " records, %" PRIu64 " bytes, %" PRIu64
+            " dropped",
+            i->dispatch_id, i->kernel_name, i->kernel_name == i->kernel ? "its" : "the kernel's",
+            i->kernel_dispatch, i->arch, i->grid[0], i->grid[1], i->grid[2], i->block[0],
+            i->block[1], i->block[2], i->wave_size, d->st.records, d->st.bytes, d->dropped);
+    if (d->st.decode_errors)
+      fprintf(out, ", %" PRIu64 " undecodable (%s)", d->st.decode_errors, d->st.first_error);
+    if (d->st.lost_bytes)
+      fprintf(out, ", %" PRIu64 " bytes lost", d->st.lost_bytes);
+    fputc('\n', out);
+  }
+  funlockfile(out);
+  if ((d->dropped || d->st.decode_errors || d->st.lost_bytes) && out != stderr)
+    dispatch_log("dispatch %" PRIu64 " of %s: %" PRIu64 " records dropped (buffer full), %" PRIu64
+                 " undecodable, %" PRIu64 " bytes lost",
+                 i->dispatch_id, i->kernel_name, d->dropped, d->st.decode_errors,
+                 d->st.lost_bytes);
+}
+
+/* Queues d's nano_dispatch row for the trace's writer. */
+static void dispatch_store_row(const struct nano_dispatch *d) {
+  struct dispatch_row *r = calloc(1, sizeof *r);
+  if (!r)
+    return;
+  const struct nano_dispatch_info *i = &d->info;
+  r->id = (int64_t)i->dispatch_id;
+  r->api = (int64_t)d->api;
+  r->kernel = strdup(i->kernel);
+  r->kernel_name = strdup(i->kernel_name);
+  r->backend = strdup(i->backend);
+  r->arch = strdup(i->arch);
+  r->kernel_dispatch = i->kernel_dispatch;
+  r->device = i->device;
+  r->wave_size = i->wave_size;
+  memcpy(r->grid, i->grid, sizeof r->grid);
+  memcpy(r->block, i->block, sizeof r->block);
+  r->shared_bytes = i->shared_bytes;
+  r->start = d->start;
+  r->end = d->end;
+  r->records = d->st.records;
+  r->bytes = d->st.bytes;
+  r->dropped = d->dropped;
+  r->decode_errors = d->st.decode_errors;
+  r->lost_bytes = d->st.lost_bytes;
+  if (!r->kernel || !r->kernel_name || !r->backend || !r->arch) {
+    dispatch_row_free(r);
+    return;
+  }
+  rpdi_post(nano_rpdfile_dispatch_schema_sql(), dispatch_row_write, dispatch_row_free, r);
+}
+
+/* Reports d: summary, trace rows, analyzers. */
+static void dispatch_publish(struct nano_dispatch *d) {
+  dispatch_summary(d);
+  dispatch_store_row(d);
+  nano_chain_report(d->chain);
+  fflush(g_d.out);
+}
+
+static void dispatch_free(struct nano_dispatch *d) {
+  if (!d)
+    return;
+  nano_chain_destroy(d->chain);
+  free(d->kernel);
+  free(d->kernel_name);
+  free(d);
+}
+
+void nano_dispatch_end(struct nano_dispatch *d, int64_t start, int64_t end, uint64_t api) {
+  nano_dh_drainer_detach(g_d.drainer, d->buf);
+  if (nano_dh_buffer_finish(d->buf, nano_chain_handle, d->chain, &d->st) < 0)
+    dispatch_log("dispatch %" PRIu64 " of %s: the buffer's counters cannot be read",
+                 d->info.dispatch_id, d->info.kernel);
+  d->dropped = nano_dh_buffer_dropped(d->buf) - d->dropped_before;
+  d->start = start;
+  d->end = end;
+  d->api = api;
+  nano_dh_pool_release(g_d.pool, d->buf);
+  d->buf = NULL;
+  if (g_d.pick != PICK_RANDOM) {
+    dispatch_publish(d);
+    dispatch_free(d);
+    return;
+  }
+  /* reservoir: this pick replaces the kernel's earlier one */
+  pthread_mutex_lock(&g_d.lock);
+  struct nano_dispatch *old = d->ks->kept;
+  d->ks->kept = d;
+  pthread_mutex_unlock(&g_d.lock);
+  dispatch_free(old);
+}
+
+void nano_dispatch_fini(void) {
+  pthread_mutex_lock(&g_d.lock);
+  g_d.finished = 1;
+  pthread_mutex_unlock(&g_d.lock);
+  for (struct kernel_state *k = g_d.kernels; k; k = k->next) {
+    if (!k->kept)
+      continue;
+    dispatch_publish(k->kept);
+    dispatch_free(k->kept);
+    k->kept = NULL;
+  }
+  if (g_d.pool_exhausted)
+    dispatch_log("%" PRIu64 " dispatches ran uninstrumented: every buffer of the pool was in use "
+                 "(NANO_BUFFER_POOL=%u)",
+                 g_d.pool_exhausted, g_d.pool_size);
+  if (g_d.drainer)
+    nano_dh_drainer_stop(g_d.drainer);
+  g_d.drainer = NULL;
+  nano_dh_pool_destroy(g_d.pool);
+  g_d.pool = NULL;
+  if (g_d.out)
+    fflush(g_d.out);
+  if (g_d.out_owned) {
+    if (fclose(g_d.out) != 0)
+      dispatch_log("NANO_ANALYZER_OUTPUT: writing the reports failed: %s", strerror(errno));
+    g_d.out = stderr;
+    g_d.out_owned = 0;
+  }
+}

@@ -1,0 +1,60 @@
+/*
+ * dispatch.h: the dispatch layer of libnano_rpd.so, between the back ends
+ * that launch kernels (cpu.c today; CUDA and HIP later) and dh_comms.
+ *
+ *   d = nano_dispatch_begin(&launch);   may this launch be instrumented? NULL:
+ *                                       launch the original. Else launch the
+ *                                       twin with nano_dispatch_desc(d) as
+ *                                       its last argument.
+ *   nano_dispatch_end(d, ...);          the device finished: final drain,
+ *                                       handlers report, results to the
+ *                                       output and the trace.
+ *
+ * The layer owns the settings of the instrumented run (NANO_INSTRUMENT,
+ * NANO_KERNELS, NANO_DISPATCHES, NANO_ANALYZERS, NANO_ANALYZER_OUTPUT,
+ * NANO_ANALYZER_FORMAT, NANO_BLOCKS, NANO_BUFFER_*; docs/ENVIRONMENT.md), the
+ * buffer pool and the drain thread, the per-kernel dispatch counts, the site
+ * tables of code objects, and the analyzers.
+ */
+#ifndef NANO_DISPATCH_H
+#define NANO_DISPATCH_H
+
+#include <stdint.h>
+
+#include "nano/dh_comms.h"
+
+/* What a back end knows about one launch. */
+struct nano_launch_desc {
+  const char *kernel;      /* mangled name                                     */
+  const char *backend;     /* "cpu", "cuda", "hip"                             */
+  const char *arch;        /* "cpu", "sm_90", "gfx90a"                         */
+  uint32_t device, wave_size;
+  uint32_t grid[3], block[3];
+  uint64_t shared_bytes;
+  uint32_t line_bytes, sector_bytes, lds_model;
+  const void *twin;        /* the twin's address; NULL: the kernel has none    */
+  const struct nano_dh_memory *memory; /* placement; NULL: host memory         */
+};
+
+struct nano_dispatch;
+
+/* See the file comment. Thread-safe. */
+struct nano_dispatch *nano_dispatch_begin(const struct nano_launch_desc *l);
+void *nano_dispatch_desc(struct nano_dispatch *d);
+struct nano_dh_buffer *nano_dispatch_buffer(struct nano_dispatch *d);
+/* Whether block (x, y, z) is recorded (NANO_BLOCKS). */
+int nano_dispatch_block_selected(const struct nano_dispatch *d, const uint32_t block[3]);
+/* Ends d (start and end in rpd_now() ns; api: the rpd_record_api handle of
+ * the launch, 0 when none). */
+void nano_dispatch_end(struct nano_dispatch *d, int64_t start, int64_t end, uint64_t api);
+
+/* Settings the CPU back end reads (parsed with the layer's). */
+uint32_t nano_dispatch_cpu_wave(void);    /* NANO_CPU_WAVE: 32 or 64 */
+unsigned nano_dispatch_cpu_threads(void); /* NANO_CPU_THREADS        */
+uint64_t nano_dispatch_cpu_stack(void);   /* NANO_CPU_STACK bytes    */
+
+/* At exit, before the trace writer stops: reports withheld by
+ * NANO_DISPATCHES=random, then the pool and drain thread go. */
+void nano_dispatch_fini(void);
+
+#endif

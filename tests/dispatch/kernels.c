@@ -1,0 +1,87 @@
+/*
+ * CPU kernels with known access patterns, compiled with the plugin. Each
+ * access the test checks carries a marker comment (@name) on its line; the
+ * test finds the line numbers by the markers.
+ */
+#include "nano/kernel.h"
+
+#include <stdint.h>
+
+static inline unsigned gid(void) {
+  return nano_block_idx().x * nano_block_dim().x + nano_thread_idx().x;
+}
+
+/* Coalesced: used = needed. */
+NANO_KERNEL void k_copy(float *dst, const float *src) {
+  unsigned i = gid();
+  dst[i] = src[i]; /* @copy */
+}
+
+/* Strided by k elements: used = k x needed for 4k <= line size. */
+NANO_KERNEL void k_stride(float *dst, const float *src, unsigned k) {
+  unsigned i = gid();
+  float v = src[(uint64_t)i * k]; /* @stride.load */
+  dst[i] = v;                     /* @stride.store */
+}
+
+/* Through an index array: a scattered ("random") pattern. */
+NANO_KERNEL void k_gather(float *dst, const float *src, const unsigned *idx) {
+  unsigned i = gid();
+  unsigned j = idx[i];    /* @gather.idx */
+  dst[i] = src[j];        /* @gather.load */
+}
+
+/* Shared memory, stride s words of 4 bytes, then 8-byte accesses with a
+ * stride of s8 elements, then a broadcast read. */
+NANO_KERNEL void k_bank(unsigned *out, unsigned s, unsigned s8) {
+  unsigned t = nano_thread_idx().x;
+  unsigned *sh = nano_shared();
+  uint64_t *sh8 = nano_shared();
+  sh[t * s] = t;                       /* @bank.store */
+  sh8[t * s8 + 1] = t;                 /* @bank.store8 */
+  out[gid()] = sh[0];                  /* @bank.broadcast */
+}
+
+/* A device function: its accesses are attributed to it. */
+static __attribute__((noinline)) float helper(const float *p, unsigned i) {
+  return p[i] * 3.0f; /* @calls.helper */
+}
+
+NANO_KERNEL void k_calls(float *dst, const float *src) {
+  unsigned i = gid();
+  dst[i] = helper(src, i); /* @calls.store */
+}
+
+/* Atomics: every lane on one counter, and each on its own. */
+NANO_KERNEL void k_atomic(int *counter, int *each) {
+  __atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);  /* @atomic.one */
+  __atomic_fetch_add(&each[gid()], 1, __ATOMIC_RELAXED); /* @atomic.each */
+}
+
+/* Divergence and reconvergence: a quarter of the lanes call one function,
+ * the rest another; the store after the join is one record per wave. */
+static __attribute__((noinline)) float pick_a(const float *a, unsigned i) {
+  return a[i]; /* @branch.a */
+}
+static __attribute__((noinline)) float pick_b(const float *b, unsigned i) {
+  return b[i] * 2.0f; /* @branch.b */
+}
+
+NANO_KERNEL void k_branch(float *out, const float *a, const float *b) {
+  unsigned i = gid();
+  float v = nano_thread_idx().x % 4 == 0 ? pick_a(a, i) : pick_b(b, i);
+  out[i] = v; /* @branch.store */
+}
+
+/* A loop whose trip count differs per lane (thread % 4): lanes that leave
+ * wait for the others after the loop. */
+NANO_KERNEL void k_loop(float *out, const float *a) {
+  unsigned i = gid();
+  float s = 0.0f;
+#if defined(__clang__)
+#pragma clang loop unroll(disable) vectorize(disable)
+#endif
+  for (unsigned k = 0; k < nano_thread_idx().x % 4; k++)
+    s += a[i * 4 + k]; /* @loop.body */
+  out[i] = s;          /* @loop.store */
+}

@@ -1,0 +1,68 @@
+/*
+ * Analyzer plugins for the tests, one source built three ways:
+ *   (default)          a good plugin: counts records and lanes per dispatch,
+ *                      claims records of its kernel's first site when asked
+ *                      (option claim), reports one JSON line and stores it;
+ *   -DPLUGIN_ABI=99    the same with another ABI version (refused);
+ *   -DPLUGIN_NO_CREATE without nano_handler_create (refused).
+ * It needs nothing of nanoprobe at link time, as any plugin.
+ */
+#include "nano/handler.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef PLUGIN_ABI
+#define PLUGIN_ABI NANO_HANDLER_ABI
+#endif
+
+uint32_t nano_handler_abi(void) { return PLUGIN_ABI; }
+
+#ifndef PLUGIN_NO_CREATE
+struct counter {
+  struct nano_handler h;
+  const struct nano_dispatch_info *info;
+  uint64_t records, lanes;
+  int claim;
+};
+
+static int counter_handle(struct nano_handler *h, const struct nano_dh_record *r) {
+  struct counter *c = (struct counter *)h;
+  c->records++;
+  c->lanes += r->lanes;
+  return c->claim ? NANO_RECORD_CONSUMED : NANO_RECORD_PASS;
+}
+
+static void counter_report(struct nano_handler *h) {
+  struct counter *c = (struct counter *)h;
+  char json[256];
+  snprintf(json, sizeof json,
+           "{\"analyzer\":\"RecordCounter\",\"dispatch\":%" PRIu64 ",\"records\":%" PRIu64
+           ",\"lanes\":%" PRIu64 "}",
+           c->info->dispatch_id, c->records, c->lanes);
+  fprintf(c->info->out, "%s\n", json);
+  c->info->store(c->info, "RecordCounter", json);
+}
+
+static void counter_clear(struct nano_handler *h) {
+  struct counter *c = (struct counter *)h;
+  c->records = c->lanes = 0;
+}
+
+static void counter_destroy(struct nano_handler *h) { free(h); }
+
+static const struct nano_handler_ops counter_ops = {counter_handle, counter_report, counter_clear,
+                                                    counter_destroy};
+
+struct nano_handler *nano_handler_create(const struct nano_dispatch_info *info) {
+  struct counter *c = calloc(1, sizeof *c);
+  if (!c)
+    return NULL;
+  c->h.ops = &counter_ops;
+  c->h.name = "RecordCounter";
+  c->info = info;
+  c->claim = strstr(info->options, "claim") != NULL;
+  return &c->h;
+}
+#endif

@@ -1,0 +1,466 @@
+#!/usr/bin/env python3
+"""Instrumented CPU kernels through the runtime, end to end: NANO_LAUNCH routed
+by the plugin, twins run as virtual waves, records drained, analyzers
+reporting, results in the trace. One case per run:
+
+    test_dispatch.py CASE --bin BUILD/tests/dispatch --lib libnano_rpd.so --src tests/dispatch
+    test_dispatch.py --list
+
+Every expectation is computed here from the access pattern (arrays are 4 KiB
+aligned; the CPU's lines are 64 bytes), never copied from a run. The source
+lines of accesses are found by the @markers in kernels.c.
+"""
+import argparse
+import json
+import math
+import os
+import re
+import sqlite3
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from testlib import check, fail  # noqa: E402 (tests/testlib.py)
+
+ARGS = None
+LINE = 64
+
+
+def run(prog, args, env=None, expect_rc=0, preload=True, llvm="15"):
+    """Runs app (or another program of the build) with the runtime preloaded;
+    returns (stdout JSON of the app, [report objects], stderr)."""
+    e = {k: v for k, v in os.environ.items()
+         if not k.startswith(("NANO_", "RPDT_")) and k != "LD_PRELOAD"}
+    out = os.path.join(ARGS.work, "reports.jsonl")
+    if os.path.exists(out):
+        os.unlink(out)
+    e.update({"RPDT_FILENAME": os.path.join(ARGS.work, "trace.rpd"),
+              "NANO_ANALYZER_OUTPUT": out, "NANO_ANALYZER_FORMAT": "json",
+              "NANO_CPU_THREADS": "2"})
+    if preload:
+        e["LD_PRELOAD"] = ARGS.lib
+    e.update({k: str(v) for k, v in (env or {}).items()})
+    path = prog if os.path.isabs(prog) else os.path.join(ARGS.bin, prog)
+    p = subprocess.run([path] + [str(a) for a in args], env=e, capture_output=True, text=True,
+                       timeout=120)
+    if expect_rc is not None and p.returncode != expect_rc:
+        fail("%s %s exited %d (expected %d)\nstdout: %s\nstderr: %s"
+             % (path, args, p.returncode, expect_rc, p.stdout, p.stderr))
+    info = json.loads(p.stdout.splitlines()[-1]) if p.returncode == 0 and p.stdout else None
+    reports = []
+    if os.path.exists(out) and e["NANO_ANALYZER_FORMAT"] == "json":
+        with open(out) as f:
+            for n, line in enumerate(f, 1):
+                try:
+                    reports.append(json.loads(line))
+                except ValueError as x:
+                    fail("%s line %d is not JSON (%s): %r" % (out, n, x, line))
+    return info, reports, p.stderr
+
+
+def app(llvm="15"):
+    return "app_llvm%s" % llvm
+
+
+def fresh_trace():
+    path = os.path.join(ARGS.work, "trace.rpd")
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        if os.path.exists(path + suffix):
+            os.unlink(path + suffix)
+    return path
+
+
+def markers():
+    """@name -> line number in kernels.c (and kernels_cxx.cpp)."""
+    lines = {}
+    for src in ("kernels.c", "kernels_cxx.cpp"):
+        with open(os.path.join(ARGS.src, src)) as f:
+            for n, text in enumerate(f, 1):
+                for m in re.finditer(r"@([\w.]+)", text):
+                    lines[m.group(1)] = n
+    return lines
+
+
+def located(reports, marker, kind=None):
+    """The MemoryAnalysis objects at the marker's line (one per column, kind,
+    space), summed over dispatches."""
+    want = markers()[marker]
+    rows = [r for r in reports if r["analyzer"] == "MemoryAnalysis" and r["line"] == want
+            and r["file"].endswith(("kernels.c", "kernels_cxx.cpp"))
+            and (kind is None or r["kind"] == kind)]
+    check(rows, "no MemoryAnalysis location at @%s (line %d) kind %s; got %s"
+          % (marker, want, kind, sorted({(r["line"], r["kind"]) for r in reports
+                                          if r["analyzer"] == "MemoryAnalysis"})))
+    return rows
+
+
+def one(reports, marker, kind=None):
+    rows = located(reports, marker, kind)
+    check(len(rows) == 1, "@%s %s: %d locations, expected 1: %s" % (marker, kind, len(rows), rows))
+    return rows[0]
+
+
+def dispatches(reports):
+    return [r for r in reports if r["analyzer"] == "dispatch"]
+
+
+def waves(n, block, wave):
+    return (n // block) * math.ceil(block / wave)
+
+
+# ---- cases ------------------------------------------------------------------
+
+def case_coalesced():
+    """k_copy: every wave's load and store use exactly the lines they need."""
+    for wave in (64, 32):
+        info, rep, _ = run(app(), ["copy"], {"NANO_INSTRUMENT": "1", "NANO_CPU_WAVE": wave})
+        n, w = info["n"], waves(info["n"], info["block"], wave)
+        for kind in ("load", "store"):
+            r = one(rep, "copy", kind)
+            need = w * wave * 4 // LINE
+            check(r["executions"] == w and r["accesses"] == n and r["lines_needed"] == need
+                  and r["lines_used"] == need and r["bytes"] == 4 * n,
+                  "wave %d %s: %s (want %d executions, %d lines)" % (wave, kind, r, w, need))
+        d = dispatches(rep)
+        check(len(d) == 1 and d[0]["records"] == 2 * w and d[0]["dropped"] == 0
+              and d[0]["record_bytes"] == 2 * w * 64 and d[0]["wave_size"] == wave,
+              "dispatch summary: %s (coalesced records are 64 bytes)" % d)
+
+
+def case_strided():
+    """k_stride by k: used = k x needed for k up to a line of floats (16)."""
+    for k in (1, 2, 4, 8, 16):
+        info, rep, _ = run(app(), ["stride", k], {"NANO_INSTRUMENT": "1"})
+        w = waves(info["n"], info["block"], 64)
+        r = one(rep, "stride.load", "load")
+        check(r["lines_needed"] == 4 * w and r["lines_used"] == 4 * k * w,
+              "stride %d: %s (want %d needed, %d used)" % (k, r, 4 * w, 4 * k * w))
+        s = one(rep, "stride.store", "store")
+        check(s["lines_used"] == s["lines_needed"] == 4 * w, "stride %d store: %s" % (k, s))
+
+
+def case_random():
+    """k_gather: the scattered load uses what its indices touch, computed here."""
+    info, rep, _ = run(app(), ["gather"], {"NANO_INSTRUMENT": "1"})
+    n = info["n"]
+    idx = [(i * i * 31 + 17) % n for i in range(n)]
+    need = used = 0
+    for w0 in range(0, n, 64):
+        addrs = [info["src"] + 4 * idx[i] for i in range(w0, w0 + 64)]
+        need += math.ceil(4 * len(set(addrs)) / LINE)
+        used += len({a // LINE for a in addrs})
+    r = one(rep, "gather.load", "load")
+    check(r["lines_needed"] == need and r["lines_used"] == used,
+          "gather: %s (want %d needed, %d used)" % (r, need, used))
+    check(used > need, "the pattern is not scattered: %d used, %d needed" % (used, need))
+
+
+def case_banks():
+    """k_bank in shared memory: conflicts 2(gcd(s,32) - 1) per wave64 for a
+    4-byte stride of s words (lanes 0-31 and 32-63 served apart), gcd - 1 for
+    wave32; 8-byte stride 2: 4 (wave64, 16-lane sets) and 2 (wave32); a
+    broadcast read: none; global memory is not counted as shared."""
+    for wave in (64, 32):
+        for s in (1, 2, 4, 32):
+            info, rep, _ = run(app(), ["bank", s], {"NANO_INSTRUMENT": "1", "NANO_CPU_WAVE": wave})
+            waves64 = 64 // wave
+            g = math.gcd(s, 32)
+            per_wave = (2 * (g - 1)) if wave == 64 else (g - 1)
+            r = one(rep, "bank.store", "store")
+            check(r["space"] == "shared" and r["bank_conflicts"] == per_wave * waves64
+                  and r["executions"] == waves64 and "lines_used" not in r,
+                  "wave %d stride %d: %s (want %d conflicts)" % (wave, s, r, per_wave * waves64))
+            r8 = one(rep, "bank.store8", "store")
+            want8 = 4 if wave == 64 else 2 * 2
+            check(r8["space"] == "shared" and r8["bank_conflicts"] == want8,
+                  "wave %d, 8-byte stride 2: %s (want %d)" % (wave, r8, want8))
+            b = one(rep, "bank.broadcast", "load")
+            check(b["space"] == "shared" and b["bank_conflicts"] == 0, "broadcast: %s" % b)
+            o = one(rep, "bank.broadcast", "store")
+            check(o["space"] == "global" and o["lines_used"] == o["lines_needed"],
+                  "the global store: %s" % o)
+
+
+def case_calls():
+    """A device function's load is recorded at its own line, named after it."""
+    info, rep, _ = run(app(), ["calls"], {"NANO_INSTRUMENT": "1"})
+    w = waves(info["n"], info["block"], 64)
+    r = one(rep, "calls.helper", "load")
+    check(r["function"] == "helper" and r["executions"] == w and r["accesses"] == info["n"],
+          "helper: %s" % r)
+    s = one(rep, "calls.store", "store")
+    check(s["function"] == "k_calls" and s["executions"] == w, "store: %s" % s)
+
+
+def case_atomics():
+    """Atomics: all lanes on one counter (one word, one line per wave), and
+    each lane on its own (coalesced)."""
+    info, rep, _ = run(app(), ["atomic"], {"NANO_INSTRUMENT": "1"})
+    w = waves(info["n"], info["block"], 64)
+    one_counter = one(rep, "atomic.one", "atomic")
+    check(one_counter["executions"] == w and one_counter["accesses"] == info["n"]
+          and one_counter["lines_needed"] == w and one_counter["lines_used"] == w,
+          "one counter: %s" % one_counter)
+    each = one(rep, "atomic.each", "atomic")
+    check(each["lines_needed"] == each["lines_used"] == 4 * w, "each: %s" % each)
+
+
+def case_reconverge():
+    """Divergence: a quarter of the lanes call pick_a, the rest pick_b; the
+    store after the join is one record of the whole wave. A loop of thread % 4
+    trips: 48, 32 and 16 lanes in its three iterations, then all 64 store."""
+    info, rep, _ = run(app(), ["branch"], {"NANO_INSTRUMENT": "1"})
+    w = waves(info["n"], info["block"], 64)
+    a, b = one(rep, "branch.a", "load"), one(rep, "branch.b", "load")
+    check(a["executions"] == w and a["accesses"] == 16 * w and b["executions"] == w
+          and b["accesses"] == 48 * w, "branches: %s / %s" % (a, b))
+    s = one(rep, "branch.store", "store")
+    check(s["executions"] == w and s["accesses"] == 64 * w,
+          "the join did not reconverge: %s (want %d records of 64 lanes)" % (s, w))
+    info, rep, _ = run(app(), ["loop"], {"NANO_INSTRUMENT": "1"})
+    body = one(rep, "loop.body", "load")
+    check(body["executions"] == 3 * w and body["accesses"] == (48 + 32 + 16) * w,
+          "loop body: %s" % body)
+    s = one(rep, "loop.store", "store")
+    check(s["executions"] == w and s["accesses"] == 64 * w, "after the loop: %s" % s)
+
+
+def case_addresses():
+    """AddressLogger: every access of k_copy, exact: each thread loads src+4i
+    and stores dst+4i, in its block and wave, with its lane; CSV and JSON."""
+    info, rep, _ = run(app(), ["copy", 2], {"NANO_INSTRUMENT": "1", "NANO_ANALYZERS": "AddressLogger",
+                                           "NANO_CPU_WAVE": "32"})
+    n = info["n"]
+    rows = [r for r in rep if r["analyzer"] == "AddressLogger"]
+    check(len(rows) == 2 * n, "%d accesses logged, want %d" % (len(rows), 2 * n))
+    seen = set()
+    for r in rows:
+        i = r["block"][0] * info["block"] + r["thread"]
+        base = info["src"] if r["kind"] == "load" else info["dst"]
+        check(r["address"] == base + 4 * i and r["size"] == 4 and r["wave"] == r["thread"] // 32
+              and r["lane"] == r["thread"] % 32 and r["line"] == markers()["copy"],
+              "access %s (thread %d)" % (r, i))
+        seen.add((r["kind"], i))
+    check(len(seen) == 2 * n, "some accesses twice, others never")
+    # CSV: the same rows, a header once
+    e = {"NANO_INSTRUMENT": "1", "NANO_ANALYZERS": "AddressLogger", "NANO_ANALYZER_FORMAT": "text"}
+    run(app(), ["copy", 2], e)
+    with open(os.path.join(ARGS.work, "reports.jsonl")) as f:
+        lines = [l for l in f.read().splitlines() if not l.startswith("nanoprobe:")]
+    check(lines[0].startswith("kernel,dispatch,site,file,line,column,kind,space,block_x")
+          and len(lines) == 1 + 2 * n and all(l.startswith("k_copy,1,0x") for l in lines[1:]),
+          "CSV: %s" % lines[:3])
+
+
+def case_selection():
+    """NANO_DISPATCHES all, first, N and random; NANO_KERNELS by name; an
+    uninstrumented dispatch still runs (app checks its results)."""
+    def picked(env):
+        _, rep, _ = run(app(), ["repeat", 5], dict({"NANO_INSTRUMENT": "1"}, **env))
+        return sorted((d["kernel"], d["kernel_dispatch"]) for d in dispatches(rep))
+    got = picked({})
+    check(got == sorted([(k, i) for k in ("k_calls", "k_copy") for i in range(1, 6)]), "all: %s" % got)
+    check(picked({"NANO_DISPATCHES": "first"}) == [("k_calls", 1), ("k_copy", 1)], "first")
+    check(picked({"NANO_DISPATCHES": "3"}) == [("k_calls", 3), ("k_copy", 3)], "third")
+    check(picked({"NANO_DISPATCHES": "9"}) == [], "a ninth of five")
+    check(picked({"NANO_KERNELS": "k_co.*"}) == [("k_copy", i) for i in range(1, 6)], "regex")
+    check(picked({"NANO_KERNELS": "copy"}) == [], "the regex matches whole names")
+    # random: one dispatch per kernel, uniform over its dispatches, reported at exit
+    counts = {}
+    for seed in range(40):
+        got = picked({"NANO_DISPATCHES": "random", "NANO_RANDOM_SEED": str(seed)})
+        check(len(got) == 2 and got[0][0] == "k_calls" and got[1][0] == "k_copy",
+              "random, seed %d: %s" % (seed, got))
+        for _, k in got:
+            counts[k] = counts.get(k, 0) + 1
+    check(set(counts) == {1, 2, 3, 4, 5},
+          "random never picked some dispatches in 80 picks: %s" % counts)
+    # the same seed, the same picks
+    check(picked({"NANO_DISPATCHES": "random", "NANO_RANDOM_SEED": "7"}) ==
+          picked({"NANO_DISPATCHES": "random", "NANO_RANDOM_SEED": "7"}), "seeded picks repeat")
+
+
+def case_cxx():
+    """C++: a namespaced template kernel, selected by its bare name, its
+    demangled name, or its mangled name; the twin is the mangled name + Pv."""
+    for pattern in ("scale", "void blas::scale<float>\\(float\\*, float\\)", "_ZN4blas5scaleIfEEvPT_S1_"):
+        _, rep, _ = run("app_cxx_llvm15", [], {"NANO_INSTRUMENT": "1", "NANO_KERNELS": pattern})
+        names = sorted(d["kernel_name"] for d in dispatches(rep))
+        want = ["void blas::scale<double>(double*, double)", "void blas::scale<float>(float*, float)"]
+        if pattern != "scale":
+            want = want[1:]
+        check(names == want, "NANO_KERNELS=%s: %s" % (pattern, names))
+    r = one(rep, "cxx.scale", "load")
+    check(r["executions"] == 4 and r["accesses"] == 256 and r["function"] == "_ZN4blas5scaleIfEEvPT_S1_",
+          "scale<float>: %s" % r)
+
+
+def case_blocks():
+    """NANO_BLOCKS: only blocks 1 and 2 of 4 are recorded (the others run the
+    original kernel)."""
+    info, rep, _ = run(app(), ["copy", 4], {"NANO_INSTRUMENT": "1", "NANO_BLOCKS": "x=1:2",
+                                           "NANO_ANALYZERS": "AddressLogger,MemoryAnalysis"})
+    blocks = {r["block"][0] for r in rep if r["analyzer"] == "AddressLogger"}
+    check(blocks == {1, 2}, "blocks recorded: %s" % blocks)
+    r = one(rep, "copy", "load")
+    check(r["executions"] == 2 * info["block"] // 64, "executions: %s" % r)
+
+
+def case_drops():
+    """A tiny buffer that drops at once when full: every record is either
+    delivered or counted as dropped, and the count is reported. (Whether any
+    drop happens depends on the drain thread falling behind two producers;
+    with 2048 records for a 16-record ring it does, and a run where it did not
+    is tried again, at most 3 times.)"""
+    for attempt in range(3):
+        info, rep, err = run(app(), ["copy", 256], {"NANO_INSTRUMENT": "1", "NANO_BUFFER_SIZE": "1024",
+                                                   "NANO_BUFFER_SPINS": "0"})
+        w = waves(info["n"], info["block"], 64)
+        d = dispatches(rep)
+        check(len(d) == 1, "dispatches: %s" % d)
+        d = d[0]
+        check(d["records"] + d["dropped"] == 2 * w,
+              "records %d + dropped %d, want %d" % (d["records"], d["dropped"], 2 * w))
+        load, store = one(rep, "copy", "load"), one(rep, "copy", "store")
+        check(load["executions"] + store["executions"] == d["records"], "analyzed what arrived")
+        if d["dropped"] > 0:
+            check("records dropped" in err and "dispatch 1 of k_copy" in err,
+                  "no warning on stderr: %s" % err)
+            return
+    fail("nothing was dropped in 3 runs of 2048 records through a 16-record ring")
+
+
+def case_trace():
+    """Results in the trace: nano_dispatch rows, the analyses and their views,
+    an API row per launch with its kernel arguments."""
+    path = fresh_trace()
+    info, rep, _ = run(app(), ["stride", 4], {"NANO_INSTRUMENT": "1",
+                                             "NANO_ANALYZERS": "MemoryAnalysis,Heatmap"})
+    con = sqlite3.connect(path)
+    d = con.execute("select id, kernel, kernel_dispatch, backend, wave_size, grid_x, block_x, "
+                    "records, dropped, api_id from nano_dispatch").fetchall()
+    check(len(d) == 1 and d[0][1:9] == ("k_stride", 1, "cpu", 64, 2, 128, 8, 0), "nano_dispatch: %s" % d)
+    api = con.execute("select apiName, domain, args from api where id = ?", (d[0][9],)).fetchall()
+    check(api == [("nanoLaunchKernel", "nano", "k_stride")], "the launch's api row: %s" % api)
+    k = con.execute("select gridX, workgroupX, S.string from rocpd_kernelapi K join rocpd_string S "
+                    "on S.id = K.kernelName_id").fetchall()
+    check(k == [(2, 128, "k_stride")], "kernelapi: %s" % k)
+    mem = con.execute("select kind, lines_needed, lines_used from nano_memory where line = ?",
+                      (markers()["stride.load"],)).fetchall()
+    w = waves(info["n"], info["block"], 64)
+    check(mem == [("load", 4 * w, 16 * w)], "nano_memory: %s" % mem)
+    heat = con.execute("select sum(accesses) from nano_heatmap").fetchone()[0]
+    check(heat == 2 * info["n"], "nano_heatmap accesses %s" % heat)
+    an = con.execute("select analyzer from nano_analysis order by analyzer").fetchall()
+    check(an == [("Heatmap",), ("MemoryAnalysis",)], "nano_analysis: %s" % an)
+    con.close()
+
+
+def case_plugin():
+    """A plugin from a path gets every record (its count is exact) and stores
+    its result; one that claims records hides them from later handlers."""
+    path = fresh_trace()
+    info, rep, _ = run(app(), ["copy"], {"NANO_INSTRUMENT": "1",
+                                        "NANO_ANALYZERS": os.path.join(ARGS.bin, "plugin_good.so") + ",MemoryAnalysis"})
+    w = waves(info["n"], info["block"], 64)
+    c = [r for r in rep if r["analyzer"] == "RecordCounter"]
+    check(c == [{"analyzer": "RecordCounter", "dispatch": 1, "records": 2 * w, "lanes": 2 * info["n"]}],
+          "plugin report: %s" % c)
+    check(one(rep, "copy", "load")["executions"] == w, "MemoryAnalysis after a passing plugin")
+    con = sqlite3.connect(path)
+    stored = con.execute("select report from nano_analysis where analyzer = 'RecordCounter'").fetchall()
+    check(len(stored) == 1 and json.loads(stored[0][0])["records"] == 2 * w, "stored: %s" % stored)
+    con.close()
+    _, rep, _ = run(app(), ["copy"], {"NANO_INSTRUMENT": "1",
+                                     "NANO_ANALYZERS": os.path.join(ARGS.bin, "plugin_good.so") + ":claim,MemoryAnalysis"})
+    check(not [r for r in rep if r["analyzer"] == "MemoryAnalysis"],
+          "a claiming plugin's records reached MemoryAnalysis")
+
+
+def case_bad_settings():
+    """Every bad setting: one message naming the variable or file, and the
+    program runs uninstrumented with correct results (exit 0)."""
+    bad = [
+        ({"NANO_KERNELS": "k_("}, "NANO_KERNELS=k_(: invalid regular expression"),
+        ({"NANO_ANALYZERS": "Heatmapp"}, "unknown analyzer 'Heatmapp'"),
+        ({"NANO_ANALYZERS": "/nonexistent/libmine.so"}, "/nonexistent/libmine.so does not load"),
+        ({"NANO_ANALYZERS": os.path.join(ARGS.bin, "plugin_badabi.so")}, "is built for handler ABI 99"),
+        ({"NANO_ANALYZERS": os.path.join(ARGS.bin, "plugin_nocreate.so")}, "does not export nano_handler_create()"),
+        ({"NANO_DISPATCHES": "often"}, "NANO_DISPATCHES=often"),
+        ({"NANO_CPU_WAVE": "48"}, "NANO_CPU_WAVE=48"),
+        ({"NANO_BLOCKS": "x=3:1"}, "NANO_BLOCKS=x=3:1"),
+        ({"NANO_BUFFER_SIZE": "3000"}, "NANO_BUFFER_SIZE=3000"),
+        ({"NANO_BUFFER_SIZE": "-1"}, "NANO_BUFFER_SIZE=-1"),
+        ({"NANO_ANALYZER_FORMAT": "xml"}, "NANO_ANALYZER_FORMAT=xml"),
+        ({"NANO_INSTRUMENT": "maybe"}, "NANO_INSTRUMENT=maybe"),
+    ]
+    for env, msg in bad:
+        e = dict({"NANO_INSTRUMENT": "1"}, **env)
+        info, rep, err = run(app(), ["calls"], e)
+        check(msg in err, "%s: message %r not in stderr: %s" % (env, msg, err))
+        check(not dispatches(rep), "%s: instrumented anyway" % env)
+        check(info and info["n"] == 256, "%s: the program's output changed" % env)
+    for on in ("1", "on", "TRUE", "yes"):
+        _, rep, _ = run(app(), ["calls"], {"NANO_INSTRUMENT": on})
+        check(len(dispatches(rep)) == 1, "NANO_INSTRUMENT=%s did not instrument" % on)
+
+
+def case_unchanged():
+    """Without the runtime, without NANO_INSTRUMENT, built without the plugin,
+    or with kernels built without it: the same results, nothing recorded."""
+    for scenario in (["copy"], ["branch"], ["bank", "2"]):
+        run(app(), scenario, preload=False)
+        _, rep, _ = run(app(), scenario)
+        check(not rep, "recorded without NANO_INSTRUMENT: %s" % rep[:2])
+        _, rep, _ = run("app_plain", scenario, {"NANO_INSTRUMENT": "1"})
+        check(not rep, "a program built without the plugin recorded: %s" % rep[:2])
+    _, rep, err = run("app_notwin", ["copy"], {"NANO_INSTRUMENT": "1"})
+    check(not dispatches(rep) and "kernel k_copy has no twin" in err, "no twin: %s" % err)
+
+
+def case_llvm22():
+    """The LLVM 22 plugin: the same chain and numbers (coalesced and strided)."""
+    info, rep, _ = run(app("22"), ["stride", 2], {"NANO_INSTRUMENT": "1"})
+    w = waves(info["n"], info["block"], 64)
+    r = one(rep, "stride.load", "load")
+    check(r["lines_needed"] == 4 * w and r["lines_used"] == 8 * w, "llvm22 stride 2: %s" % r)
+
+
+def case_text_report():
+    """The text report names the location, shows the source line with a caret
+    under the column, and the figures."""
+    e = {"NANO_INSTRUMENT": "1", "NANO_ANALYZER_FORMAT": "text"}
+    run(app(), ["stride", 4], e)
+    with open(os.path.join(ARGS.work, "reports.jsonl")) as f:
+        text = f.read()
+    line = markers()["stride.load"]
+    check(re.search(r"kernels\.c:%d:\d+: load of 4 bytes \(global\), executed 4 times by 256 lanes" % line, text)
+          and "float v = src[(uint64_t)i * k];" in text and "cache lines: 64 used, 16 needed (4.00x)" in text,
+          "text report:\n%s" % text)
+    check(re.search(r"\n +\^\n", text), "no caret:\n%s" % text)
+
+
+CASES = {name[5:]: fn for name, fn in sorted(globals().items()) if name.startswith("case_")}
+
+
+def main():
+    global ARGS
+    ap = argparse.ArgumentParser()
+    ap.add_argument("case", nargs="?")
+    ap.add_argument("--list", action="store_true")
+    ap.add_argument("--bin")
+    ap.add_argument("--lib")
+    ap.add_argument("--src")
+    ap.add_argument("--work")
+    ARGS = ap.parse_args()
+    if ARGS.list:
+        print(";".join(CASES))
+        return
+    os.makedirs(ARGS.work, exist_ok=True)
+    ARGS.work = os.path.join(ARGS.work, ARGS.case)
+    os.makedirs(ARGS.work, exist_ok=True)
+    CASES[ARGS.case]()
+    print("ok", ARGS.case)
+
+
+main()
