@@ -97,8 +97,10 @@ struct LaunchRouting {
 
 } // namespace
 
+// A warning naming the launch's place: file and line with debug info, else
+// the function.
 void LaunchRouting::warn(const Instruction &At, const Twine &Why) {
-  std::string Where;
+  std::string Where = ("in " + At.getFunction()->getName() + ": ").str();
   if (const DebugLoc &L = At.getDebugLoc())
     Where = (L->getFilename() + ":" + Twine(L->getLine()) + ": ").str();
   nano::warning(Ctx, Twine("nanoprobe: ") + Where + "NANO_LAUNCH stays serial: " + Why);

@@ -3,7 +3,8 @@
 # builds (scripts/build.sh), then demonstrates host-atomics counting on
 # examples/refcount_jobs.c: built with the plugin, run untracked, tracked
 # (text), per site (JSON), through the regression gate, and built with gcc and
-# the prelude instead of the plugin.
+# the prelude instead of the plugin; then CPU kernels (examples/memory.c) run
+# instrumented with MemoryAnalysis.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${NANO_BUILD_DIR:-$root/build}
@@ -69,5 +70,13 @@ step "without the plugin: gcc and the prelude give the same counts" \
      "gcc -O2 --include=prelude/prelude.h examples/refcount_jobs.c -o refcount_jobs_gcc"
 gcc -O2 -g -pthread --include="$root/prelude/prelude.h" "$src" -o "${app}_gcc"
 LD_PRELOAD=$tracker "${app}_gcc" 2>&1
+
+step "CPU kernels: the twins run as 64-lane waves; MemoryAnalysis per source line" \
+     "NANO_INSTRUMENT=1 NANO_ANALYZERS=MemoryAnalysis LD_PRELOAD=libnano_rpd.so examples/memory"
+(cd "$work" && NANO_INSTRUMENT=1 NANO_ANALYZERS=MemoryAnalysis RPDT_FILENAME="$work/kernels.rpd" \
+   LD_PRELOAD="$build/runtime/rpd/libnano_rpd.so" "$build/examples/memory" 2>&1)
+echo "the same results, per source line, in the trace:"
+sqlite3 -header -column "$work/kernels.rpd" \
+  "select kernel, line, kind, lines_needed, lines_used from nano_memory order by dispatch_id, line, kind"
 
 printf '\ndemo: done (files in %s)\n' "$work"

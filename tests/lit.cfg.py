@@ -3,7 +3,7 @@
 # tests/CMakeLists.txt:
 #   --param plugin=<libNanoPass.so> --param llvm_bin=<tools dir>
 #   --param llvm_major=<N> --param hipcc=<path or empty>
-#   --param runtime_include=<runtime/include>
+#   --param runtime_include=<runtime/include> --param dh_include=<dh_comms/include>
 import os
 
 import lit.formats
@@ -46,6 +46,7 @@ config.substitutions += [
     ("%plugin", plugin),
     ("%major", str(major)),
     ("%runtime_include", params["runtime_include"]),
+    ("%dh_include", params.get("dh_include", "")),
     ("%hipcc", params.get("hipcc", "")),
     ("FileCheck", tool("FileCheck")),
     ("split-file", tool("split-file")),

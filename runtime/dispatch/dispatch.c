@@ -751,12 +751,11 @@ static void dispatch_summary(const struct nano_dispatch *d) {
             d->st.records, d->st.bytes, d->dropped, d->st.decode_errors, d->st.lost_bytes);
   } else {
     fprintf(out,
-            "nanoprobe: dispatch %" PRIu64 ": %s (%s dispatch %" PRIu64 ", %s, grid %ux%ux%u, "
-            "block %ux%ux%u, wave %u): %" PRIu64 " records, %" PRIu64 " bytes, %" PRIu64
-            " dropped",
-            i->dispatch_id, i->kernel_name, i->kernel_name == i->kernel ? "its" : "the kernel's",
-            i->kernel_dispatch, i->arch, i->grid[0], i->grid[1], i->grid[2], i->block[0],
-            i->block[1], i->block[2], i->wave_size, d->st.records, d->st.bytes, d->dropped);
+            "nanoprobe: dispatch %" PRIu64 " (%s #%" PRIu64 "; %s, grid %ux%ux%u, block %ux%ux%u, "
+            "wave %u): %" PRIu64 " records, %" PRIu64 " bytes, %" PRIu64 " dropped",
+            i->dispatch_id, i->kernel_name, i->kernel_dispatch, i->arch, i->grid[0], i->grid[1],
+            i->grid[2], i->block[0], i->block[1], i->block[2], i->wave_size, d->st.records,
+            d->st.bytes, d->dropped);
     if (d->st.decode_errors)
       fprintf(out, ", %" PRIu64 " undecodable (%s)", d->st.decode_errors, d->st.first_error);
     if (d->st.lost_bytes)

@@ -4,6 +4,7 @@ by the plugin, twins run as virtual waves, records drained, analyzers
 reporting, results in the trace. One case per run:
 
     test_dispatch.py CASE --bin BUILD/tests/dispatch --lib libnano_rpd.so --src tests/dispatch
+                          --work DIR --example BUILD/examples/memory
     test_dispatch.py --list
 
 Every expectation is computed here from the access pattern (arrays are 4 KiB
@@ -46,7 +47,8 @@ def run(prog, args, env=None, expect_rc=0, preload=True, llvm="15"):
     if expect_rc is not None and p.returncode != expect_rc:
         fail("%s %s exited %d (expected %d)\nstdout: %s\nstderr: %s"
              % (path, args, p.returncode, expect_rc, p.stdout, p.stderr))
-    info = json.loads(p.stdout.splitlines()[-1]) if p.returncode == 0 and p.stdout else None
+    last = p.stdout.splitlines()[-1] if p.stdout else ""
+    info = json.loads(last) if p.returncode == 0 and last.startswith("{") else None
     reports = []
     if os.path.exists(out) and e["NANO_ANALYZER_FORMAT"] == "json":
         with open(out) as f:
@@ -440,6 +442,18 @@ def case_text_report():
     check(re.search(r"\n +\^\n", text), "no caret:\n%s" % text)
 
 
+def case_example():
+    """The README tour's example (examples/memory.c, built by the build):
+    MemoryAnalysis finds the strided load at 4x and everything else at 1x."""
+    e = {"NANO_INSTRUMENT": "1", "NANO_ANALYZERS": "MemoryAnalysis", "NANO_ANALYZER_FORMAT": "text",
+         "NANO_ANALYZER_OUTPUT": "stderr"}
+    _, _, err = run(ARGS.example, [], e)
+    check(err.count("cache lines: 256 used, 256 needed (1.00x)") == 3
+          and err.count("cache lines: 1024 used, 256 needed (4.00x)") == 1
+          and "y[i] = a * x[4 * i];" in err and "1 with excess cache lines" in err,
+          "the tour's output changed:\n%s" % err)
+
+
 CASES = {name[5:]: fn for name, fn in sorted(globals().items()) if name.startswith("case_")}
 
 
@@ -452,6 +466,7 @@ def main():
     ap.add_argument("--lib")
     ap.add_argument("--src")
     ap.add_argument("--work")
+    ap.add_argument("--example")
     ARGS = ap.parse_args()
     if ARGS.list:
         print(";".join(CASES))
