@@ -409,26 +409,39 @@ static bool devSpaceClass(DevTarget T, unsigned AS, unsigned &Space) {
   return true;
 }
 
-// The address-space class of Ptr; false when it is not instrumentable at all
-// (private/local stack memory, buffer resources, unknown spaces, the
-// runtime's own globals). A generic pointer whose underlying object is known
-// (e.g. a __shared__ array reached through an addrspacecast, as NVPTX IR has
-// it until the code generator infers address spaces) gets that object's class.
-bool DeviceTwins::classify(Value *Ptr, unsigned &Space) {
-  unsigned AS = Ptr->getType()->getPointerAddressSpace();
-  if (!devSpaceClass(Target, AS, Space))
-    return false;
+// The object Ptr points into, seen through llvm.threadlocal.address.
+static const Value *devObject(const Value *Ptr) {
   const Value *U = getUnderlyingObject(Ptr);
 #if LLVM_VERSION_MAJOR >= 16
   if (auto *II = dyn_cast<IntrinsicInst>(U))
     if (II->getIntrinsicID() == Intrinsic::threadlocal_address)
       U = getUnderlyingObject(II->getArgOperand(0));
 #endif
-  if (isa<AllocaInst>(U))
+  return U;
+}
+
+// True for the runtime's own state: a __nano_* global, or what a pointer
+// loaded from one points to (a CPU kernel's position, read through
+// __nano_kctx).
+static bool devRuntimeState(const Value *U) {
+  if (auto *LI = dyn_cast<LoadInst>(U))
+    U = devObject(LI->getPointerOperand());
+  auto *GV = dyn_cast<GlobalValue>(U);
+  return GV && compat::startsWith(GV->getName(), "__nano_");
+}
+
+// The address-space class of Ptr; false when it is not instrumentable at all
+// (private/local stack memory, buffer resources, unknown spaces, the
+// runtime's own state). A generic pointer whose underlying object is known
+// (e.g. a __shared__ array reached through an addrspacecast, as NVPTX IR has
+// it until the code generator infers address spaces) gets that object's class.
+bool DeviceTwins::classify(Value *Ptr, unsigned &Space) {
+  unsigned AS = Ptr->getType()->getPointerAddressSpace();
+  if (!devSpaceClass(Target, AS, Space))
     return false;
-  if (auto *GV = dyn_cast<GlobalValue>(U))
-    if (compat::startsWith(GV->getName(), "__nano_"))
-      return false;
+  const Value *U = devObject(Ptr);
+  if (isa<AllocaInst>(U) || devRuntimeState(U))
+    return false;
   if (AS == 0 && U->getType()->isPointerTy() && U->getType()->getPointerAddressSpace() != 0)
     return devSpaceClass(Target, U->getType()->getPointerAddressSpace(), Space);
   return true;

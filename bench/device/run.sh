@@ -1,18 +1,22 @@
 #!/usr/bin/env bash
 # Device instrumentation benchmark. usage: bench/device/run.sh [BUILD_DIR]
-#  1. CPU kernels: run time of twins (every access recorded) over originals.
-#  2. Static cost: machine instructions added per instrumented access in the
+#  1. dh_comms host side (dh_bench): bytes per record by pattern against
+#     dh_comms' 832, drain throughput against memcpy, idle drain-thread CPU.
+#  2. CPU kernels through the runtime (kernel_bench.py): instrumented over
+#     original, with and without analyzers, interleaved rounds, best/median.
+#  3. Static cost: machine instructions added per instrumented access in the
 #     sample kernels (tests/device/samples), gfx90a and gfx1030 (hipcc,
 #     llvm-objdump) and sm_90 (clang-22, PTX and ptxas SASS sizes).
+# NANO_BENCH_REPEAT: runs per figure (default 7 for dh_bench, 5 rounds for
+# kernel_bench).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=$(cd "${1:-$root/build}" && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-echo "== CPU kernels (best of 5, thread CPU time): runtime called"
-"$build/bench/device/device_cpu_bench" $((1 << 18)) 5
-echo "== CPU kernels: runtime inlined (NANO_DEVICE_INLINE=1)"
-"$build/bench/device/device_cpu_bench_inline" $((1 << 18)) 5
+"$build/bench/device/device_dh_bench" "${NANO_BENCH_REPEAT:-7}"
+python3 "$root/bench/device/kernel_bench.py" "$build/bench/device/device_cpu_bench" \
+  "$build/bench/device/device_cpu_bench_inline" "$build/runtime/rpd/libnano_rpd.so" "${NANO_BENCH_REPEAT:-5}"
 sites_dump=$build/tests/device/device_sites_dump
 echo "== AMDGPU static cost (hipcc, plugin $build/llvm-pass/libNanoPass.so)"
 "$root/tests/device/hip_build.sh" "$build/llvm-pass/libNanoPass.so" "$root/tests/device/samples" \

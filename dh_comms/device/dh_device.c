@@ -31,7 +31,7 @@
  * CPU kernels (host target) built into a program the runtime launches run as
  * virtual waves: the runtime sets NANO_DH_FLAG_HOOK and the access goes to its
  * hook, which suspends the lane until the wave's lanes at this site form one
- * record, and returns the lane's position to restore into __nano_kctx.
+ * record, and returns the lane's position, which __nano_kctx points to again.
  *
  * Target macros (set by dh_comms/CMakeLists.txt): NANO_DH_AMDGPU with
  * NANO_DH_WAVE (64 or 32) and NANO_DH_HWID_REG (the s_getreg id of HW_ID: 4 on
@@ -204,15 +204,16 @@ static void nano_dh_thread(u32 t[3]) {
   t[2] = nano_dh_llvm_tid_z();
 }
 #else
-/* CPU kernels: the thread position of nano/kernel.h, set per thread by the
- * launcher (NANO_DH_KCTX_SIZE bytes; kernel.h checks the same size). */
+/* CPU kernels: the thread position of nano/kernel.h, reached through the
+ * thread-local pointer the launcher sets (NANO_DH_KCTX_SIZE bytes; kernel.h
+ * checks the same size). */
 struct nano_kernel_ctx {
   u32 thread[3], block[3], block_dim[3], grid_dim[3];
   void *shared;
   u32 shared_bytes, reserved;
 };
 _Static_assert(sizeof(struct nano_kernel_ctx) == NANO_DH_KCTX_SIZE, "kernel context size");
-extern _Thread_local struct nano_kernel_ctx __nano_kctx;
+extern _Thread_local const struct nano_kernel_ctx *__nano_kctx;
 u64 nano_dh_llvm_readcyclecounter(void) __asm("llvm.readcyclecounter");
 /* The runtime's hook (NANO_DH_FLAG_HOOK): takes the access and returns once
  * the lane may go on, with the position to restore. */
@@ -234,19 +235,19 @@ static void nano_dh_pause(void) {}
 static u64 nano_dh_clock(void) { return nano_dh_llvm_readcyclecounter(); }
 static u32 nano_dh_hwid(void) { return 0; }
 static void nano_dh_block(u32 b[3]) {
-  b[0] = __nano_kctx.block[0];
-  b[1] = __nano_kctx.block[1];
-  b[2] = __nano_kctx.block[2];
+  b[0] = __nano_kctx->block[0];
+  b[1] = __nano_kctx->block[1];
+  b[2] = __nano_kctx->block[2];
 }
 static void nano_dh_block_dim(u32 d[3]) {
-  d[0] = __nano_kctx.block_dim[0];
-  d[1] = __nano_kctx.block_dim[1];
-  d[2] = __nano_kctx.block_dim[2];
+  d[0] = __nano_kctx->block_dim[0];
+  d[1] = __nano_kctx->block_dim[1];
+  d[2] = __nano_kctx->block_dim[2];
 }
 static void nano_dh_thread(u32 t[3]) {
-  t[0] = __nano_kctx.thread[0];
-  t[1] = __nano_kctx.thread[1];
-  t[2] = __nano_kctx.thread[2];
+  t[0] = __nano_kctx->thread[0];
+  t[1] = __nano_kctx->thread[1];
+  t[2] = __nano_kctx->thread[2];
 }
 #endif
 
@@ -288,7 +289,7 @@ __nano_dh_access(gdesc *desc, u64 site, u64 addr, u32 size, u32 space) {
     return;
 #if !defined(NANO_DH_AMDGPU) && !defined(NANO_DH_NVPTX)
   if (desc->flags & NANO_DH_FLAG_HOOK) {
-    __nano_kctx = *((nano_dh_hook_fn)desc->hook)((void *)desc, site, addr, size, space);
+    __nano_kctx = ((nano_dh_hook_fn)desc->hook)((void *)desc, site, addr, size, space);
     return;
   }
 #endif

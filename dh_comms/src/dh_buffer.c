@@ -37,6 +37,10 @@ _Static_assert(offsetof(struct dhbuf_desc, block_hi) == NANO_DH_DESC_OFF_BLOCK_H
 struct nano_dh_buffer {
   const struct nano_dh_memory *mem;
   struct nano_dh_placement pl;
+  /* The doorbell: a host writer that finds the ring full rings it once
+   * (the drain thread sets it while the buffer is attached). */
+  void (*_Atomic full_fn)(void *);
+  void *_Atomic full_arg;
   struct dhbuf_desc desc;                          /* the host's copy        */
   unsigned char scratch[NANO_DH_MAX_RECORD];       /* a record unwrapped     */
 };
@@ -185,6 +189,11 @@ int nano_dh_buffer_set_blocks(struct nano_dh_buffer *b, const uint32_t lo[3],
   return b->mem->put_desc(b->mem->ctx, &b->pl, &b->desc);
 }
 
+void nano_dh_buffer_set_doorbell(struct nano_dh_buffer *b, void (*fn)(void *), void *arg) {
+  __atomic_store_n(&b->full_arg, arg, __ATOMIC_RELAXED);
+  __atomic_store_n(&b->full_fn, fn, __ATOMIC_RELEASE);
+}
+
 int nano_dh_buffer_set_hook(struct nano_dh_buffer *b, void *hook) {
   if (!b->pl.desc_host)
     return -1;
@@ -224,9 +233,14 @@ unsigned nano_dh_buffer_write(struct nano_dh_buffer *b, const struct nano_dh_rec
       }
       continue;
     }
-    if ((b->desc.flags & NANO_DH_FLAG_DROP) || spins++ >= b->desc.max_spins) {
+    if ((b->desc.flags & NANO_DH_FLAG_DROP) || spins >= b->desc.max_spins) {
       __atomic_fetch_add(&d->dropped, 1, __ATOMIC_RELAXED);
       return 0;
+    }
+    if (spins++ == 0) {
+      void (*fn)(void *) = __atomic_load_n(&b->full_fn, __ATOMIC_ACQUIRE);
+      if (fn)
+        fn(__atomic_load_n(&b->full_arg, __ATOMIC_RELAXED));
     }
     sched_yield();
   }
@@ -298,12 +312,21 @@ static enum dhbuf_stop dhbuf_consume(struct nano_dh_buffer *b, uint64_t limit,
     uint64_t w0 = __atomic_load_n((uint64_t *)dhbuf_at(b, tail), __ATOMIC_ACQUIRE);
     if (w0 == 0)
       return DHBUF_INCOMPLETE;
+    /* Decode in place, unless the record (as its size field claims) wraps
+     * around the end of the ring: then from a copy. */
+    uint64_t cap = b->desc.capacity, pos = tail & (cap - 1);
     size_t avail = (size_t)(limit - tail) < sizeof b->scratch ? (size_t)(limit - tail)
                                                                : sizeof b->scratch;
-    dhbuf_copy_out(b, tail, b->scratch, avail);
+    const unsigned char *at = b->pl.ring + pos;
+    if (pos + avail > cap && pos + (w0 & 0xffff) > cap) {
+      dhbuf_copy_out(b, tail, b->scratch, avail);
+      at = b->scratch;
+    } else if (pos + avail > cap) {
+      avail = (size_t)(cap - pos);
+    }
     struct nano_dh_record r;
     char msg[sizeof st->first_error];
-    long bytes = nano_dh_decode(b->scratch, avail, &r, msg, sizeof msg);
+    long bytes = nano_dh_decode(at, avail, &r, msg, sizeof msg);
     if (bytes == 0)
       return DHBUF_INCOMPLETE;
     if (bytes < 0) {

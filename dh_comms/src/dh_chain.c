@@ -75,6 +75,7 @@ int nano_analyzers_load(const char *list, const char *what, struct nano_analyzer
     return -1;
   }
   char *save = NULL;
+  int none = 0;
   for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
     while (*tok == ' ')
       tok++;
@@ -83,6 +84,10 @@ int nano_analyzers_load(const char *list, const char *what, struct nano_analyzer
       tok[--len] = 0;
     if (!*tok)
       continue;
+    if (strcmp(tok, "none") == 0) {
+      none = 1;
+      continue;
+    }
     /* options: after the first ':' of a name, after the last ':' of a path
      * whose tail holds no '/' */
     int path = strchr(tok, '/') || (len > 3 && strstr(tok, ".so"));
@@ -126,7 +131,7 @@ int nano_analyzers_load(const char *list, const char *what, struct nano_analyzer
     a->e[a->n++] = e;
   }
   free(copy);
-  if (a->n == 0) {
+  if (a->n == 0 && !none) {
     snprintf(err, errlen, "%s: no analyzer named (built-in: %s; or the path of a plugin .so)",
              what, nano_analyzers_builtin_names());
     nano_analyzers_free(a);

@@ -1,11 +1,12 @@
 /*
  * dh_decode.c: the one decoder of dh_comms records and the encoding rule the
  * host encoder shares with the device runtime (layout: nano/dh_format.h,
- * dh_comms/README.md). Fields are read byte by byte in little-endian order,
+ * dh_comms/README.md). Fields are read as little-endian at any alignment,
  * so the decoder does not depend on the alignment of the caller's buffer.
  */
 #include "nano/dh_comms.h"
 
+#include <endian.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -13,13 +14,22 @@ _Static_assert(NANO_DH_HDR_OFF_BASE + 8 == NANO_DH_HDR_SIZE, "header layout");
 _Static_assert(NANO_DH_DESC_OFF_RESERVED + 8 == NANO_DH_DESC_SIZE, "descriptor layout");
 _Static_assert(NANO_DH_HDR_SIZE % 8 == 0, "records are multiples of 8 bytes");
 
-/* Little-endian reads at p. */
-static uint16_t dhdec_u16(const unsigned char *p) { return (uint16_t)(p[0] | p[1] << 8); }
+/* Little-endian reads at p, any alignment: one load each (memcpy is how C
+ * says an unaligned load; the byte swap vanishes on little-endian hosts). */
+static uint16_t dhdec_u16(const unsigned char *p) {
+  uint16_t v;
+  memcpy(&v, p, sizeof v);
+  return le16toh(v);
+}
 static uint32_t dhdec_u32(const unsigned char *p) {
-  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+  uint32_t v;
+  memcpy(&v, p, sizeof v);
+  return le32toh(v);
 }
 static uint64_t dhdec_u64(const unsigned char *p) {
-  return (uint64_t)dhdec_u32(p) | (uint64_t)dhdec_u32(p + 4) << 32;
+  uint64_t v;
+  memcpy(&v, p, sizeof v);
+  return le64toh(v);
 }
 
 /* Formats an error into errmsg when the caller gave one; returns -1. */
@@ -75,19 +85,25 @@ long nano_dh_decode(const void *buf, size_t len, struct nano_dh_record *out, cha
   out->time = dhdec_u64(p + NANO_DH_HDR_OFF_TIME);
   uint64_t base = dhdec_u64(p + NANO_DH_HDR_OFF_BASE);
   const unsigned char *payload = p + NANO_DH_HDR_SIZE;
-  uint64_t stride = enc == NANO_DH_ENC_STRIDE ? dhdec_u64(payload) : 0;
-  unsigned i = 0;
-  for (unsigned l = 0; l < 64; l++) {
-    if (!(exec >> l & 1))
-      continue;
-    out->lane[i] = (uint8_t)l;
-    if (enc == NANO_DH_ENC_STRIDE)
+  /* lanes: the set bits of exec in order (all from 0 in the common case) */
+  if (exec == (lanes == 64 ? ~0ull : (1ull << lanes) - 1)) {
+    for (unsigned i = 0; i < lanes; i++)
+      out->lane[i] = (uint8_t)i;
+  } else {
+    uint64_t m = exec;
+    for (unsigned i = 0; m; i++, m &= m - 1)
+      out->lane[i] = (uint8_t)__builtin_ctzll(m);
+  }
+  if (enc == NANO_DH_ENC_STRIDE) {
+    uint64_t stride = dhdec_u64(payload);
+    for (unsigned i = 0; i < lanes; i++)
       out->addr[i] = base + (uint64_t)i * stride;
-    else if (enc == NANO_DH_ENC_OFF32)
+  } else if (enc == NANO_DH_ENC_OFF32) {
+    for (unsigned i = 0; i < lanes; i++)
       out->addr[i] = base + (uint64_t)(int64_t)(int32_t)dhdec_u32(payload + 4 * i);
-    else
+  } else {
+    for (unsigned i = 0; i < lanes; i++)
       out->addr[i] = dhdec_u64(payload + 8 * i);
-    i++;
   }
   return (long)bytes;
 }

@@ -7,12 +7,18 @@
  * uninstrumented rather than waiting.
  *
  * Drain thread: one per drainer. It sweeps every attached buffer with
- * nano_dh_buffer_drain. A sweep that found records is followed by another at
- * once; after a sweep that found none the thread spins (yielding) for
- * DHPOOL_SPIN_SWEEPS sweeps, then sleeps DHPOOL_SLEEP_MIN_NS, doubling up to
- * DHPOOL_SLEEP_MAX_NS; any record resets it to spinning. With nothing
- * attached it blocks on a condition variable: an idle drainer uses no CPU.
- * (omniprobe's and NVBit's drain threads poll without sleeping.)
+ * nano_dh_buffer_drain. When a sweep found a buffer more than
+ * 1/DHPOOL_BUSY_FRACTION full, the next sweep follows at once (briefly
+ * yielding the CPU); otherwise the thread sleeps, DHPOOL_SLEEP_MIN_NS after
+ * a sweep that found records, doubling up to DHPOOL_SLEEP_MAX_NS while
+ * sweeps find none. A buffer of B bytes then overflows only if the device
+ * writes faster than B per millisecond (16 GB/s for the default 16 MiB),
+ * while a steady trickle of records costs a wake-up per sleep, not a core;
+ * a host writer that finds a ring full rings the doorbell, which ends the
+ * sleep at once.
+ * With nothing attached it blocks on a condition variable: an idle drainer
+ * uses no CPU. (omniprobe's and NVBit's drain threads poll without
+ * sleeping.)
  *
  * Attach and detach run on the dispatching threads. Detach waits until the
  * thread is out of the buffer, so the final drain (nano_dh_buffer_finish)
@@ -29,11 +35,11 @@
 #include <string.h>
 #include <time.h>
 
-/* Empty sweeps spent spinning before the first sleep (each yields the CPU). */
-#define DHPOOL_SPIN_SWEEPS 64
-/* The first sleep after spinning, and the longest: a buffer fills at most
- * this much later than it could have been drained. */
-#define DHPOOL_SLEEP_MIN_NS 20000L
+/* A sweep that found a buffer fuller than 1/4 is followed at once. */
+#define DHPOOL_BUSY_FRACTION 4
+/* The sleep after a sweep that found records, and the longest: a buffer is
+ * drained at most this long after it started to fill. */
+#define DHPOOL_SLEEP_MIN_NS 50000L
 #define DHPOOL_SLEEP_MAX_NS 1000000L
 #define DHPOOL_NS_PER_S 1000000000L
 
@@ -151,41 +157,39 @@ static struct timespec dhpool_deadline(long ns) {
 
 static void *dhpool_main(void *arg) {
   struct nano_dh_drainer *d = arg;
-  unsigned idle = 0;   /* empty sweeps in a row */
   long sleep_ns = DHPOOL_SLEEP_MIN_NS;
   pthread_mutex_lock(&d->lock);
   while (!d->quit) {
     if (d->active == 0) {
-      idle = 0;
       sleep_ns = DHPOOL_SLEEP_MIN_NS;
       pthread_cond_wait(&d->wake, &d->lock);
       continue;
     }
-    long got = 0;
+    int got = 0, busy = 0;
     for (unsigned i = 0; i < d->nslots; i++) {
       if (!d->slots[i].b)
         continue;
       struct dhpool_slot s = d->slots[i];
       d->slots[i].busy = 1;
       pthread_mutex_unlock(&d->lock);
-      got += nano_dh_buffer_drain(s.b, s.fn, s.arg, s.st);
+      uint64_t before = s.st->bytes;
+      got |= nano_dh_buffer_drain(s.b, s.fn, s.arg, s.st) > 0;
+      busy |= (s.st->bytes - before) * DHPOOL_BUSY_FRACTION > nano_dh_buffer_capacity(s.b);
       pthread_mutex_lock(&d->lock);
       d->slots[i].busy = 0;
       pthread_cond_broadcast(&d->left);
     }
-    if (got > 0) {
-      idle = 0;
+    if (busy) {
       sleep_ns = DHPOOL_SLEEP_MIN_NS;
-    } else if (idle < DHPOOL_SPIN_SWEEPS) {
-      idle++;
       pthread_mutex_unlock(&d->lock);
       sched_yield();
       pthread_mutex_lock(&d->lock);
-    } else {
-      struct timespec until = dhpool_deadline(sleep_ns);
-      pthread_cond_timedwait(&d->wake, &d->lock, &until);
-      sleep_ns = sleep_ns * 2 > DHPOOL_SLEEP_MAX_NS ? DHPOOL_SLEEP_MAX_NS : sleep_ns * 2;
+      continue;
     }
+    sleep_ns = got ? DHPOOL_SLEEP_MIN_NS
+                   : (sleep_ns * 2 > DHPOOL_SLEEP_MAX_NS ? DHPOOL_SLEEP_MAX_NS : sleep_ns * 2);
+    struct timespec until = dhpool_deadline(sleep_ns);
+    pthread_cond_timedwait(&d->wake, &d->lock, &until);
   }
   pthread_mutex_unlock(&d->lock);
   return NULL;
@@ -235,6 +239,12 @@ void nano_dh_drainer_stop(struct nano_dh_drainer *d) {
   free(d);
 }
 
+/* The doorbell of attached buffers: wakes the thread from its sleep. */
+static void dhpool_ring(void *arg) {
+  struct nano_dh_drainer *d = arg;
+  pthread_cond_signal(&d->wake);
+}
+
 int nano_dh_drainer_attach(struct nano_dh_drainer *d, struct nano_dh_buffer *b,
                            nano_dh_record_fn fn, void *arg, struct nano_dh_drain_stats *st) {
   pthread_mutex_lock(&d->lock);
@@ -253,12 +263,14 @@ int nano_dh_drainer_attach(struct nano_dh_drainer *d, struct nano_dh_buffer *b,
   }
   d->slots[i] = (struct dhpool_slot){b, fn, arg, st, 0};
   d->active++;
+  nano_dh_buffer_set_doorbell(b, dhpool_ring, d);
   pthread_cond_signal(&d->wake);
   pthread_mutex_unlock(&d->lock);
   return 0;
 }
 
 void nano_dh_drainer_detach(struct nano_dh_drainer *d, struct nano_dh_buffer *b) {
+  nano_dh_buffer_set_doorbell(b, NULL, NULL);
   pthread_mutex_lock(&d->lock);
   for (unsigned i = 0; i < d->nslots; i++) {
     if (d->slots[i].b != b)

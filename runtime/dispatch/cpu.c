@@ -14,8 +14,8 @@
  * are fibers of the worker (fiber.h), each on its own stack. The twin's
  * device runtime calls cpu_hook at every instrumented access (the buffer's
  * descriptor carries NANO_DH_FLAG_HOOK); the hook parks the lane there and
- * returns to the wave's scheduler, which resumes lanes until every live lane
- * is parked or done. Then the lanes parked deepest in the call stack, and of
+ * switches to the next lane of the step (the last one to the wave's
+ * scheduler), so every live lane runs until it is parked or done. Then the lanes parked deepest in the call stack, and of
  * those the ones at the lowest site, form one record (exec mask, address of
  * each lane) and only they go on; the others wait. Site indices follow the
  * code's layout within a function, and a device function's accesses come
@@ -97,6 +97,8 @@ struct cpu_worker {
   unsigned char *stacks;    /* CPU_MAX_LANES fiber stacks, each after a guard page */
   size_t stack_size, stride;
   struct nano_fiber sched;  /* the wave scheduler's context                 */
+  unsigned run[CPU_MAX_LANES], nrun, next; /* the lanes of this step, in order */
+  struct nano_kernel_ctx pos; /* the position of the thread running (originals) */
   struct cpu_lane lane[CPU_MAX_LANES];
   unsigned cur;             /* the lane running                             */
   uint32_t block[3];
@@ -123,6 +125,17 @@ static struct {
  * cannot: only the CPU back end's buffers carry the hook). */
 static const struct nano_kernel_ctx cpu_nowhere;
 
+/* Leaves lane l (parked or done) for the next lane of the step, or for the
+ * scheduler after the last: one switch per lane and step. */
+static void cpu_yield(struct cpu_worker *w, struct cpu_lane *l) {
+  if (w->next < w->nrun) {
+    w->cur = w->run[w->next++];
+    nano_fiber_switch(&l->fiber, &w->lane[w->cur].fiber);
+  } else {
+    nano_fiber_switch(&l->fiber, &w->sched);
+  }
+}
+
 /* NANO_DH_FLAG_HOOK target: parks the calling lane at its access. */
 static const struct nano_kernel_ctx *cpu_hook(void *desc, uint64_t site, uint64_t addr,
                                               uint32_t size, uint32_t space) {
@@ -137,7 +150,7 @@ static const struct nano_kernel_ctx *cpu_hook(void *desc, uint64_t site, uint64_
   l->depth = (uintptr_t)(w->stacks + (w->cur + 1) * w->stride) -
              (uintptr_t)__builtin_frame_address(0);
   l->state = LANE_AT_ACCESS;
-  nano_fiber_switch(&l->fiber, &w->sched);
+  cpu_yield(w, l);
   return &l->pos;
 }
 
@@ -147,7 +160,7 @@ static void cpu_lane_main(void *arg) {
   struct cpu_lane *l = &w->lane[w->cur];
   w->job->k->thread(w->job->args, w->job->desc, &l->pos);
   l->state = LANE_DONE;
-  nano_fiber_switch(&l->fiber, &w->sched);
+  cpu_yield(w, l);
   abort(); /* a finished lane is never resumed */
 }
 
@@ -209,15 +222,16 @@ static void cpu_run_wave(struct cpu_worker *w, const struct nano_kernel_ctx *bas
     nano_fiber_init(&l->fiber, w->stacks + i * w->stride + (w->stride - w->stack_size),
                     w->stack_size, cpu_lane_main, w);
   }
-  unsigned run[CPU_MAX_LANES], nrun = lanes;
+  unsigned *run = w->run;
+  w->nrun = lanes;
   for (unsigned i = 0; i < lanes; i++)
     run[i] = i;
   struct nano_dh_record r;
   for (;;) {
-    for (unsigned k = 0; k < nrun; k++) {
-      w->cur = run[k];
-      nano_fiber_switch(&w->sched, &w->lane[run[k]].fiber);
-    }
+    /* the step: its lanes run in order, each switching to the next */
+    w->cur = run[0];
+    w->next = 1;
+    nano_fiber_switch(&w->sched, &w->lane[run[0]].fiber);
     /* deepest first, then the lowest site */
     uint64_t site = UINT64_MAX;
     uintptr_t depth = 0;
@@ -232,7 +246,7 @@ static void cpu_run_wave(struct cpu_worker *w, const struct nano_kernel_ctx *bas
     if (site == UINT64_MAX)
       return; /* every lane is done */
     memset(&r, 0, offsetof(struct nano_dh_record, lane));
-    nrun = 0;
+    w->nrun = 0;
     for (unsigned i = 0; i < lanes; i++) {
       struct cpu_lane *l = &w->lane[i];
       if (l->state != LANE_AT_ACCESS || l->site != site || l->depth != depth)
@@ -243,7 +257,7 @@ static void cpu_run_wave(struct cpu_worker *w, const struct nano_kernel_ctx *bas
       r.addr[r.lanes++] = l->addr;
       r.exec |= 1ull << i;
       l->state = LANE_RUNNING;
-      run[nrun++] = i;
+      run[w->nrun++] = i;
     }
     r.version = NANO_DH_VERSION;
     r.wave_size = (uint8_t)j->wave;
@@ -257,31 +271,30 @@ static void cpu_run_wave(struct cpu_worker *w, const struct nano_kernel_ctx *bas
   }
 }
 
-/* Runs block number b of the job (x fastest). */
+/* Runs block number b of the job (x fastest). The kernel threads read their
+ * position through a pointer to w->pos (or to their lane's): it lives as
+ * long as the worker. */
 static void cpu_run_block(struct cpu_worker *w, const struct cpu_job *j, uint64_t b) {
   uint32_t blk[3] = {(uint32_t)(b % j->grid.x), (uint32_t)(b / j->grid.x % j->grid.y),
                      (uint32_t)(b / j->grid.x / j->grid.y)};
   if (j->shared)
     memset(w->shared, 0, j->shared);
-  struct nano_kernel_ctx pos = {{0, 0, 0}, {blk[0], blk[1], blk[2]},
-                                {j->block.x, j->block.y, j->block.z},
-                                {j->grid.x, j->grid.y, j->grid.z},
-                                j->shared ? w->shared : NULL, j->shared, 0};
+  struct nano_kernel_ctx *pos = &w->pos;
+  *pos = (struct nano_kernel_ctx){{0, 0, 0}, {blk[0], blk[1], blk[2]},
+                                  {j->block.x, j->block.y, j->block.z},
+                                  {j->grid.x, j->grid.y, j->grid.z},
+                                  j->shared ? w->shared : NULL, j->shared, 0};
   uint32_t threads = j->block.x * j->block.y * j->block.z;
   if (j->d && nano_dispatch_block_selected(j->d, blk)) {
     memcpy(w->block, blk, sizeof w->block);
     for (uint32_t first = 0; first < threads; first += j->wave)
-      cpu_run_wave(w, &pos, first, threads - first < j->wave ? threads - first : j->wave);
+      cpu_run_wave(w, pos, first, threads - first < j->wave ? threads - first : j->wave);
     return;
   }
-  for (uint32_t z = 0; z < j->block.z; z++)
-    for (uint32_t y = 0; y < j->block.y; y++)
-      for (uint32_t x = 0; x < j->block.x; x++) {
-        pos.thread[0] = x;
-        pos.thread[1] = y;
-        pos.thread[2] = z;
-        j->k->thread(j->args, NULL, &pos);
-      }
+  for (pos->thread[2] = 0; pos->thread[2] < j->block.z; pos->thread[2]++)
+    for (pos->thread[1] = 0; pos->thread[1] < j->block.y; pos->thread[1]++)
+      for (pos->thread[0] = 0; pos->thread[0] < j->block.x; pos->thread[0]++)
+        j->k->thread(j->args, NULL, pos);
 }
 
 /* Claims and runs blocks of j until none is left. */

@@ -272,6 +272,10 @@ static void unit_load_errors(void) {
   CHECK(nano_analyzers_load(" , ", "NANO_ANALYZERS", &a, err, sizeof err) < 0 &&
             strstr(err, "no analyzer"),
         "empty list: %s", err);
+  CHECK(nano_analyzers_load("none", "NANO_ANALYZERS", &a, err, sizeof err) == 0 &&
+            nano_analyzers_count(a) == 0,
+        "none: %s", err);
+  nano_analyzers_free(a);
   CHECK(nano_analyzers_load("/nonexistent/libx.so", "NANO_ANALYZERS", &a, err, sizeof err) < 0 &&
             strstr(err, "/nonexistent/libx.so") && strstr(err, "does not load"),
         "missing plugin: %s", err);

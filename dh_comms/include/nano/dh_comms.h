@@ -136,13 +136,19 @@ int nano_dh_buffer_set_blocks(struct nano_dh_buffer *b, const uint32_t lo[3],
  * NULL clears it). Host placement only. Returns 0 or -1. */
 int nano_dh_buffer_set_hook(struct nano_dh_buffer *b, void *hook);
 
+/* Sets the doorbell a host writer rings (fn(arg), once per record) when it
+ * finds the ring full, before it polls; NULL clears it. The drain thread sets
+ * it on attach, so CPU writers never wait out its sleep. Devices cannot ring
+ * it: for them the ring's size bounds the rate between two sweeps. */
+void nano_dh_buffer_set_doorbell(struct nano_dh_buffer *b, void (*fn)(void *), void *arg);
+
 /*
  * Host encoder: writes record r (lanes, exec, addresses in rank order and the
  * header fields; bytes, version and encoding are chosen here) into the ring as
  * a device would: reserve with a compare-and-swap on head, write the
  * payload, then the header, word 0 last with release order. A full ring is
- * polled max_spins times (yielding the CPU between polls) and the record
- * then dropped and counted, as on a device. Thread-safe. Host placement only.
+ * polled max_spins times (yielding the CPU between polls; the doorbell rung
+ * first) and the record then dropped and counted, as on a device. Thread-safe. Host placement only.
  * Returns the record's size, or 0 when it was dropped.
  */
 unsigned nano_dh_buffer_write(struct nano_dh_buffer *b, const struct nano_dh_record *r);

@@ -65,10 +65,12 @@ static inline nano_dim3 nano_dim(uint32_t x, uint32_t y, uint32_t z) {
   return d;
 }
 
-/* The position of the running CPU kernel thread, read by the accessors and by
- * the device runtime (it writes block ids into records and restores the
- * position after each recorded access). One weak definition per program.
- * Layout: NANO_DH_KCTX_SIZE bytes (nano/dh_format.h). */
+/* The position of a CPU kernel thread. The running thread's is reached
+ * through a thread-local pointer, __nano_kctx, that the launcher sets (one
+ * store per kernel thread: copying the 64 bytes in, then reading a field
+ * back at once, stalled every thread on some CPUs) and the device runtime
+ * restores after each recorded access of a virtual wave. Layout:
+ * NANO_DH_KCTX_SIZE bytes (nano/dh_format.h). */
 struct nano_kernel_ctx {
   uint32_t thread[3], block[3], block_dim[3], grid_dim[3];
   void *shared;          /* the block's shared memory, or NULL */
@@ -97,25 +99,37 @@ struct nano_cpu_kernel {
 /* The runtime includes this header for the types only (it must not define
  * the program's thread position). */
 #ifndef NANO_KERNEL_TYPES_ONLY
-__attribute__((weak)) NANO_THREAD_LOCAL struct nano_kernel_ctx __nano_kctx;
+/* Outside any launch the position is all zeros. One weak definition of each
+ * per program (a const object needs `extern` for external linkage in C++). */
+#ifdef __cplusplus
+#define NANO_KCTX_LINKAGE extern
+#else
+#define NANO_KCTX_LINKAGE
+#endif
+__attribute__((weak)) NANO_KCTX_LINKAGE const struct nano_kernel_ctx __nano_kctx_none = {
+    {0, 0, 0}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}, 0, 0, 0};
+__attribute__((weak)) NANO_THREAD_LOCAL const struct nano_kernel_ctx *__nano_kctx =
+    &__nano_kctx_none;
 
 static inline nano_dim3 nano_thread_idx(void) {
-  return nano_dim(__nano_kctx.thread[0], __nano_kctx.thread[1], __nano_kctx.thread[2]);
+  return nano_dim(__nano_kctx->thread[0], __nano_kctx->thread[1], __nano_kctx->thread[2]);
 }
 static inline nano_dim3 nano_block_idx(void) {
-  return nano_dim(__nano_kctx.block[0], __nano_kctx.block[1], __nano_kctx.block[2]);
+  return nano_dim(__nano_kctx->block[0], __nano_kctx->block[1], __nano_kctx->block[2]);
 }
 static inline nano_dim3 nano_block_dim(void) {
-  return nano_dim(__nano_kctx.block_dim[0], __nano_kctx.block_dim[1], __nano_kctx.block_dim[2]);
+  return nano_dim(__nano_kctx->block_dim[0], __nano_kctx->block_dim[1],
+                  __nano_kctx->block_dim[2]);
 }
 static inline nano_dim3 nano_grid_dim(void) {
-  return nano_dim(__nano_kctx.grid_dim[0], __nano_kctx.grid_dim[1], __nano_kctx.grid_dim[2]);
+  return nano_dim(__nano_kctx->grid_dim[0], __nano_kctx->grid_dim[1], __nano_kctx->grid_dim[2]);
 }
-static inline void *nano_shared(void) { return __nano_kctx.shared; }
+static inline void *nano_shared(void) { return __nano_kctx->shared; }
 
-/* Makes *pos the position of the calling thread. The runtime calls it
- * (through the launch the pass builds) before each kernel thread. */
-static inline void nano_kernel_enter(const struct nano_kernel_ctx *pos) { __nano_kctx = *pos; }
+/* Makes *pos (which must outlive the kernel thread) the position of the
+ * calling thread. The runtime calls it, through the launch the pass builds,
+ * before each kernel thread. */
+static inline void nano_kernel_enter(const struct nano_kernel_ctx *pos) { __nano_kctx = pos; }
 
 /* ---- launching --------------------------------------------------------------
  * The pass (PipelineStart, host modules) finds every call of
@@ -144,36 +158,33 @@ __nano_launch_route(nano_dim3 *grid, nano_dim3 *block, uint32_t shared,
   return 0;
 }
 
-/* Sets the position of the calling thread (the serial launch). */
-static inline void nano_kernel_set(nano_dim3 grid, nano_dim3 block, nano_dim3 b, nano_dim3 t,
-                                   void *shared, uint32_t shared_bytes) {
-  struct nano_kernel_ctx c = {{t.x, t.y, t.z}, {b.x, b.y, b.z},
-                              {block.x, block.y, block.z}, {grid.x, grid.y, grid.z},
-                              shared, shared_bytes, 0};
-  nano_kernel_enter(&c);
-}
 
-#define NANO_LAUNCH_SHARED(grid, block, bytes, call)                                           \
+#define NANO_LAUNCH_SHARED(nano_grid, nano_block, nano_bytes, nano_call)                       \
   do {                                                                                         \
-    nano_dim3 nano_g_ = (grid), nano_b_ = (block);                                             \
-    uint32_t nano_s_ = (uint32_t)(bytes);                                                      \
+    nano_dim3 nano_g_ = (nano_grid), nano_b_ = (nano_block);                                   \
+    uint32_t nano_s_ = (uint32_t)(nano_bytes);                                                 \
     if (__nano_launch_route(&nano_g_, &nano_b_, nano_s_, nano_kernel_enter)) {                 \
-      call;                                                                                    \
+      nano_call;                                                                               \
     } else {                                                                                   \
-      void *nano_sh_ = nano_s_ ? calloc(1, nano_s_) : NULL;                                    \
-      for (uint32_t nano_bz = 0; nano_bz < nano_g_.z; nano_bz++)                               \
-        for (uint32_t nano_by = 0; nano_by < nano_g_.y; nano_by++)                             \
-          for (uint32_t nano_bx = 0; nano_bx < nano_g_.x; nano_bx++)                           \
-            for (uint32_t nano_tz = 0; nano_tz < nano_b_.z; nano_tz++)                         \
-              for (uint32_t nano_ty = 0; nano_ty < nano_b_.y; nano_ty++)                       \
-                for (uint32_t nano_tx = 0; nano_tx < nano_b_.x; nano_tx++) {                   \
-                  if (nano_sh_ && (nano_tx | nano_ty | nano_tz) == 0)                          \
-                    memset(nano_sh_, 0, nano_s_);                                              \
-                  nano_kernel_set(nano_g_, nano_b_, nano_dim(nano_bx, nano_by, nano_bz),      \
-                                  nano_dim(nano_tx, nano_ty, nano_tz), nano_sh_, nano_s_);    \
-                  call;                                                                        \
+      struct nano_kernel_ctx nano_p_ = {{0, 0, 0}, {0, 0, 0},                                  \
+                                        {nano_b_.x, nano_b_.y, nano_b_.z},                     \
+                                        {nano_g_.x, nano_g_.y, nano_g_.z},                     \
+                                        nano_s_ ? calloc(1, nano_s_) : NULL, nano_s_, 0};      \
+      nano_kernel_enter(&nano_p_);                                                             \
+      for (nano_p_.block[2] = 0; nano_p_.block[2] < nano_g_.z; nano_p_.block[2]++)             \
+        for (nano_p_.block[1] = 0; nano_p_.block[1] < nano_g_.y; nano_p_.block[1]++)           \
+          for (nano_p_.block[0] = 0; nano_p_.block[0] < nano_g_.x; nano_p_.block[0]++) {       \
+            if (nano_p_.shared)                                                                \
+              memset(nano_p_.shared, 0, nano_s_);                                              \
+            for (nano_p_.thread[2] = 0; nano_p_.thread[2] < nano_b_.z; nano_p_.thread[2]++)    \
+              for (nano_p_.thread[1] = 0; nano_p_.thread[1] < nano_b_.y; nano_p_.thread[1]++)  \
+                for (nano_p_.thread[0] = 0; nano_p_.thread[0] < nano_b_.x;                     \
+                     nano_p_.thread[0]++) {                                                    \
+                  nano_call;                                                                   \
                 }                                                                              \
-      free(nano_sh_);                                                                          \
+          }                                                                                    \
+      free(nano_p_.shared);                                                                    \
+      nano_kernel_enter(&__nano_kctx_none);                                                    \
     }                                                                                          \
   } while (0)
 

@@ -1,0 +1,203 @@
+/*
+ * dh_bench: the host side of dh_comms, as ratios measured in one run.
+ *
+ *   1. Bytes per record by access pattern (wave64 and wave32), against
+ *      dh_comms' 832 bytes for a wave64 address message.
+ *   2. Drain throughput: a ring filled with records of one pattern is drained
+ *      (decoded, handed to a consumer that touches every address, zeroed),
+ *      against a plain memcpy of the same bytes; runs interleaved, best and
+ *      median of each. Target: drain >= 0.5 x memcpy. Also as address bytes
+ *      (8 per lane) delivered per second against memcpy: a compact record
+ *      describes up to 8.9 times its own size.
+ *   3. The drain thread's CPU while idle: nothing attached (blocked), and one
+ *      buffer attached that stays empty (sleeping up to 1 ms), as a share of
+ *      one core over the same wall time.
+ *
+ * usage: dh_bench [REPEATS]
+ */
+#define _GNU_SOURCE
+#include "nano/dh_comms.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* dh_comms' wave64 address message: 64-byte header, 4-byte lane headers,
+ * 8-byte addresses (research/device-runtime.md, section 1.5). */
+#define BENCH_DH_COMMS_BYTES 832.0
+#define BENCH_RING (64u << 20)
+#define BENCH_NS 1e9
+
+static double bench_now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec / BENCH_NS;
+}
+
+enum { PAT_COALESCED, PAT_STRIDED, PAT_BROADCAST, PAT_NEAR, PAT_FAR, PAT_HALF, PATTERNS };
+static const char *const bench_pattern[PATTERNS] = {
+    "coalesced (4 B apart)", "strided (64 B apart)", "broadcast (one address)",
+    "scattered within 2 GiB", "scattered anywhere", "half the lanes, coalesced"};
+
+/* A record of pattern p for a wave of `wave` lanes. */
+static void bench_record(struct nano_dh_record *r, int p, unsigned wave, unsigned k) {
+  memset(r, 0, sizeof *r);
+  r->wave_size = (uint8_t)wave;
+  r->site = 0x1234ull << 32 | (k & 255);
+  r->size = 4;
+  r->block[0] = k;
+  unsigned lanes = p == PAT_HALF ? wave / 2 : wave;
+  for (unsigned i = 0; i < lanes; i++) {
+    uint64_t a = 0x7f0000000000ull + (uint64_t)k * 4096;
+    switch (p) {
+    case PAT_COALESCED: case PAT_HALF: a += 4 * i; break;
+    case PAT_STRIDED: a += 64 * i; break;
+    case PAT_BROADCAST: break;
+    case PAT_NEAR: a += (uint64_t)(i * 2654435761u % 65536) * 64; break;
+    default: a = (uint64_t)(i * i + 1) << 36 | k; break;
+    }
+    r->addr[i] = a;
+    r->lane[i] = (uint8_t)i;
+    r->exec |= 1ull << i;
+  }
+  r->lanes = (uint8_t)lanes;
+}
+
+static void bench_sizes(void) {
+  printf("== bytes per record (dh_comms: %.0f for a wave64 address message)\n",
+         BENCH_DH_COMMS_BYTES);
+  printf("  %-27s %8s %8s %12s\n", "pattern", "wave64", "wave32", "wave64/832");
+  for (int p = 0; p < PATTERNS; p++) {
+    unsigned bytes[2];
+    for (int w = 0; w < 2; w++) {
+      struct nano_dh_record r;
+      int64_t stride;
+      bench_record(&r, p, w ? 32 : 64, 1);
+      unsigned enc = nano_dh_encoding(&r, &stride);
+      bytes[w] = NANO_DH_HDR_SIZE + NANO_DH_PAYLOAD_BYTES(enc, r.lanes);
+    }
+    printf("  %-27s %8u %8u %11.1f%%\n", bench_pattern[p], bytes[0], bytes[1],
+           100.0 * bytes[0] / BENCH_DH_COMMS_BYTES);
+  }
+}
+
+/* The consumer: touches every address, as an analyzer would at least. */
+static int bench_consume(const struct nano_dh_record *r, void *arg) {
+  uint64_t *sum = arg;
+  for (unsigned i = 0; i < r->lanes; i++)
+    *sum += r->addr[i];
+  return 0;
+}
+
+static int bench_cmp(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static void bench_drain(int reps) {
+  char err[256];
+  struct nano_dh_buffer *b = nano_dh_buffer_create(NULL, BENCH_RING, 0, 0, err, sizeof err);
+  unsigned char *copy = malloc(BENCH_RING), *src = malloc(BENCH_RING);
+  double *td = malloc(reps * sizeof *td), *tm = malloc(reps * sizeof *tm);
+  if (!b || !copy || !src || !td || !tm) {
+    fprintf(stderr, "dh_bench: out of memory: %s\n", err);
+    exit(1);
+  }
+  memset(src, 1, BENCH_RING);
+  memset(copy, 0, BENCH_RING);
+  printf("== drain throughput vs memcpy of the same bytes (%d interleaved runs, %u MiB ring)\n",
+         reps, BENCH_RING >> 20);
+  printf("  %-27s %9s %7s %10s %10s %12s %14s\n", "pattern (wave64)", "records", "MB",
+         "drain GB/s", "memcpy GB/s", "ring bytes", "address bytes");
+  printf("  %-27s %9s %7s %10s %10s %12s %14s\n", "", "", "", "", "", "best/median",
+         "best/median");
+  for (int p = 0; p < PATTERNS; p++) {
+    uint64_t bytes = 0, records = 0, sum = 0;
+    for (int k = 0; k < reps; k++) {
+      /* fill to 3/4 (the writer stops before the ring is full) */
+      unsigned n = 0;
+      bytes = 0;
+      for (;; n++) {
+        struct nano_dh_record r;
+        bench_record(&r, p, 64, n);
+        if (bytes + NANO_DH_MAX_RECORD > BENCH_RING / 4 * 3)
+          break;
+        bytes += nano_dh_buffer_write(b, &r);
+      }
+      records = n;
+      struct nano_dh_drain_stats st = {0};
+      double t0 = bench_now();
+      long got = nano_dh_buffer_drain(b, bench_consume, &sum, &st);
+      double t1 = bench_now();
+      memcpy(copy, src, bytes);
+      double t2 = bench_now();
+      if (got != (long)n || st.bytes != bytes) {
+        fprintf(stderr, "dh_bench: drained %ld of %u records\n", got, n);
+        exit(1);
+      }
+      td[k] = t1 - t0;
+      tm[k] = t2 - t1;
+    }
+    qsort(td, reps, sizeof *td, bench_cmp);
+    qsort(tm, reps, sizeof *tm, bench_cmp);
+    double gb = (double)bytes / 1e9;
+    /* what the drain delivers: 8 bytes per lane's address, against copying as
+     * many bytes at the memcpy rate measured */
+    struct nano_dh_record one;
+    bench_record(&one, p, 64, 0);
+    double addr_bytes = (double)records * 8 * one.lanes;
+    printf("  %-27s %9llu %7.1f %10.2f %10.2f %7.2f/%.2f %9.2f/%.2f\n", bench_pattern[p],
+           (unsigned long long)records, (double)bytes / 1e6, gb / td[0], gb / tm[0],
+           tm[0] / td[0], tm[reps / 2] / td[reps / 2],
+           addr_bytes / (double)bytes * tm[0] / td[0],
+           addr_bytes / (double)bytes * tm[reps / 2] / td[reps / 2]);
+    if (sum == 42)
+      puts(""); /* keep the consumer's work */
+  }
+  nano_dh_buffer_destroy(b);
+  free(copy);
+  free(src);
+  free(td);
+  free(tm);
+}
+
+static void bench_idle(void) {
+  struct nano_dh_drainer *d = nano_dh_drainer_start();
+  char err[256];
+  struct nano_dh_buffer *b = nano_dh_buffer_create(NULL, 1 << 16, 0, 0, err, sizeof err);
+  if (!d || !b) {
+    fprintf(stderr, "dh_bench: drainer: %s\n", err);
+    exit(1);
+  }
+  struct nano_dh_drain_stats st = {0};
+  const unsigned wait_us = 1000000;
+  printf("== drain thread CPU while idle (share of one core over %u s)\n", wait_us / 1000000);
+  uint64_t c0 = nano_dh_drainer_cpu_ns(d);
+  usleep(wait_us);
+  uint64_t c1 = nano_dh_drainer_cpu_ns(d);
+  nano_dh_drainer_attach(d, b, NULL, NULL, &st);
+  uint64_t c2 = nano_dh_drainer_cpu_ns(d);
+  usleep(wait_us);
+  uint64_t c3 = nano_dh_drainer_cpu_ns(d);
+  nano_dh_drainer_detach(d, b);
+  printf("  nothing attached:             %.4f%% (%llu ns)\n", (double)(c1 - c0) / 1e7,
+         (unsigned long long)(c1 - c0));
+  printf("  an empty buffer attached:     %.4f%% (%llu ns; omniprobe's and NVBit's poll: 100%%)\n",
+         (double)(c3 - c2) / 1e7, (unsigned long long)(c3 - c2));
+  nano_dh_drainer_stop(d);
+  nano_dh_buffer_destroy(b);
+}
+
+int main(int argc, char **argv) {
+  int reps = argc > 1 ? atoi(argv[1]) : 7;
+  if (reps < 1) {
+    fprintf(stderr, "usage: dh_bench [REPEATS >= 1]\n");
+    return 2;
+  }
+  bench_sizes();
+  bench_drain(reps);
+  bench_idle();
+  return 0;
+}
