@@ -802,12 +802,15 @@ static void dispatch_store_row(const struct nano_dispatch *d) {
   rpdi_post(nano_rpdfile_dispatch_schema_sql(), dispatch_row_write, dispatch_row_free, r);
 }
 
-/* Reports d: summary, trace rows, analyzers. */
+/* Reports d: summary, trace rows, analyzers. The output stream stays locked
+ * throughout, so the reports of dispatches that end at once do not mix. */
 static void dispatch_publish(struct nano_dispatch *d) {
+  flockfile(g_d.out);
   dispatch_summary(d);
   dispatch_store_row(d);
   nano_chain_report(d->chain);
   fflush(g_d.out);
+  funlockfile(g_d.out);
 }
 
 static void dispatch_free(struct nano_dispatch *d) {

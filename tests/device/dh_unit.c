@@ -350,7 +350,9 @@ static void unit_damaged(void) {
  * rest; nothing is lost or seen twice. */
 static void unit_pool(void) {
   char err[256];
-  struct nano_dh_pool *p = nano_dh_pool_create(NULL, 2, 4096, 0, 1000);
+  /* the writer waits as long as the drain thread needs (no drops): what is
+   * checked is delivery, not timing */
+  struct nano_dh_pool *p = nano_dh_pool_create(NULL, 2, 4096, 0, UINT32_MAX);
   CHECK(p, "pool");
   struct nano_dh_buffer *a = nano_dh_pool_acquire(p, err, sizeof err);
   struct nano_dh_buffer *b = nano_dh_pool_acquire(p, err, sizeof err);
@@ -368,8 +370,7 @@ static void unit_pool(void) {
   struct nano_dh_drain_stats st = {0};
   CHECK(nano_dh_drainer_attach(d, a, unit_same, &x, &st) == 0, "attach");
   for (unsigned k = 0; k < 2000; k++)
-    CHECK(nano_dh_buffer_write(a, &want[k]) > 0, "record %u dropped (the drain thread is "
-          "behind by 1000 polls)", k);
+    CHECK(nano_dh_buffer_write(a, &want[k]) > 0, "record %u dropped", k);
   nano_dh_drainer_detach(d, a);
   CHECK(nano_dh_buffer_finish(a, unit_same, &x, &st) >= 0, "finish");
   CHECK(x.next == 2000 && st.records == 2000, "%u records consumed", x.next);

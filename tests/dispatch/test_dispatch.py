@@ -4,7 +4,7 @@ by the plugin, twins run as virtual waves, records drained, analyzers
 reporting, results in the trace. One case per run:
 
     test_dispatch.py CASE --bin BUILD/tests/dispatch --lib libnano_rpd.so --src tests/dispatch
-                          --work DIR --example BUILD/examples/memory
+                          --work DIR --example BUILD/examples/memory --rpd BUILD/tools/rpd/rpd
     test_dispatch.py --list
 
 Every expectation is computed here from the access pattern (arrays are 4 KiB
@@ -12,6 +12,7 @@ aligned; the CPU's lines are 64 bytes), never copied from a run. The source
 lines of accesses are found by the @markers in kernels.c.
 """
 import argparse
+import html.parser
 import json
 import math
 import os
@@ -442,6 +443,61 @@ def case_text_report():
     check(re.search(r"\n +\^\n", text), "no caret:\n%s" % text)
 
 
+class _Cells(html.parser.HTMLParser):
+    """The text of every table cell of an HTML page, table by table, row by
+    row, and the attributes of the page's SVG rects."""
+
+    def __init__(self):
+        super().__init__()
+        self.tables, self.rects, self._cell = [], [], None
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "table":
+            self.tables.append([])
+        elif tag == "tr" and self.tables:
+            self.tables[-1].append([])
+        elif tag in ("td", "th"):
+            self._cell = ""
+        elif tag == "rect":
+            self.rects.append(dict(attrs))
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th") and self._cell is not None:
+            self.tables[-1][-1].append(self._cell.strip())
+            self._cell = None
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell += data
+
+
+def case_rpd_tools():
+    """rpd info lists the dispatches and analyses; rpd report's memory section
+    holds the analysis' numbers (read from the page's cells, not its markup)."""
+    path = fresh_trace()
+    info, _, _ = run(app(), ["stride", 4], {"NANO_INSTRUMENT": "1",
+                                           "NANO_ANALYZERS": "MemoryAnalysis,Heatmap"})
+    out = subprocess.run([ARGS.rpd, "info", path], capture_output=True, text=True)
+    check(out.returncode == 0 and "instrumented dispatches: 1, records dropped in them: 0" in out.stdout
+          and re.search(r"\n\s*\d+\s+k_stride\s+1\s+cpu\s+cpu\s+64\s+2x1x1\s+128x1x1\s+8\s+0", out.stdout)
+          and re.search(r"Heatmap\s+1\s+\d+", out.stdout) and re.search(r"MemoryAnalysis\s+1\s+\d+", out.stdout),
+          "rpd info:\n%s%s" % (out.stdout, out.stderr))
+    page = os.path.join(ARGS.work, "report.html")
+    out = subprocess.run([ARGS.rpd, "report", path, "-o", page], capture_output=True, text=True)
+    check(out.returncode == 0, "rpd report: %s" % out.stderr)
+    cells = _Cells()
+    with open(page) as f:
+        cells.feed(f.read())
+    w = waves(info["n"], info["block"], 64)
+    rows = [r for t in cells.tables for r in t if r and r[0] == "kernels.c:%d:%s" % (markers()["stride.load"], r[0].split(":")[-1])]
+    check(len(rows) == 1, "memory rows for the strided load: %s" % rows)
+    r = rows[0]
+    check(r[1] == "k_stride" and r[2].startswith("load 4 B") and r[3] == str(w) and r[5] == str(4 * w)
+          and r[6] == str(16 * w) and r[7] == "4.00x", "the strided load's row: %s" % r)
+    heat = [int(x["data-accesses"]) for x in cells.rects if "data-accesses" in x]
+    check(sum(heat) == 2 * info["n"], "heatmap cells hold %d accesses, want %d" % (sum(heat), 2 * info["n"]))
+
+
 def case_example():
     """The README tour's example (examples/memory.c, built by the build):
     MemoryAnalysis finds the strided load at 4x and everything else at 1x."""
@@ -467,6 +523,7 @@ def main():
     ap.add_argument("--src")
     ap.add_argument("--work")
     ap.add_argument("--example")
+    ap.add_argument("--rpd")
     ARGS = ap.parse_args()
     if ARGS.list:
         print(";".join(CASES))

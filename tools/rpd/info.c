@@ -1,7 +1,8 @@
 /*
  * info.c: `rpd info FILE`: what is in a trace: schema version, time span,
  * dropped records, rows per table, processes, threads (with the names the
- * OS gave them, when the tracer stored them), GPUs with their queues.
+ * OS gave them, when the tracer stored them), GPUs with their queues, and the
+ * instrumented kernel dispatches with the analyses stored for them.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -20,7 +21,9 @@ static const char rpd_info_help[] =
     "usage: rpd info FILE\n"
     "Prints what an RPD trace holds: schema version, time span, dropped records,\n"
     "rows per table, processes (threads, API calls), threads (name, API calls; the\n"
-    "first " RPD_INFO_THREADS_STR "), GPUs (queues, ops, busy time).\n";
+    "first " RPD_INFO_THREADS_STR "), GPUs (queues, ops, busy time), instrumented kernel\n"
+    "dispatches (the first " RPD_INFO_THREADS_STR "; records, drops) and the analyses stored\n"
+    "for them (see 'rpd report').\n";
 
 /* Reads one integer of a one-row query into *out (0 for NULL). 0 or -1. */
 static int rpd_info_int(sqlite3 *db, const char *sql, int64_t *out) {
@@ -104,6 +107,34 @@ static char *rpd_info_name_column(const struct rpdtool_trace *t, const char *tid
       "(SELECT name FROM nano_thread N WHERE N.pid=X.pid AND N.tid=%s) AS name, ", tid_expr);
 }
 
+/* The instrumented dispatches (nano_dispatch) and the analyses stored for
+ * them (nano_analysis). 0 or 1. */
+static int rpd_info_dispatches(struct rpdtool_trace *t) {
+  int64_t n = 0, dropped = 0;
+  if (rpd_info_int(t->db, "SELECT count(*) FROM nano_dispatch", &n) ||
+      rpd_info_int(t->db, "SELECT coalesce(sum(dropped), 0) FROM nano_dispatch", &dropped))
+    return rpdtool_err("info", "%s: %s", t->path, sqlite3_errmsg(t->db));
+  printf("\ninstrumented dispatches: %" PRId64 ", records dropped in them: %" PRId64 "\n", n,
+         dropped);
+  if (!n)
+    return 0;
+  printf("dispatches%s:\n", n > RPD_INFO_THREADS ? " (the first " RPD_INFO_THREADS_STR ")" : "");
+  int ret = rpdtool_print_query(
+      "info", t->db,
+      "SELECT id, kernel_name AS kernel, kernel_dispatch AS nth, backend, arch, wave_size AS wave, "
+      "grid_x || 'x' || grid_y || 'x' || grid_z AS grid, "
+      "block_x || 'x' || block_y || 'x' || block_z AS block, records, dropped, "
+      "\"end\" - start AS duration_ns FROM nano_dispatch ORDER BY id",
+      RPD_INFO_THREADS, stdout);
+  if (ret)
+    return ret;
+  printf("\nanalyses:\n");
+  return rpdtool_print_query("info", t->db,
+                             "SELECT analyzer, count(*) AS dispatches, sum(length(report)) AS "
+                             "report_bytes FROM nano_analysis GROUP BY analyzer ORDER BY analyzer",
+                             0, stdout);
+}
+
 int rpd_cmd_info(int argc, char **argv) {
   const char *file;
   int ret = rpdtool_parse_args(argc, argv, rpd_info_help, NULL, &file);
@@ -178,6 +209,8 @@ int rpd_cmd_info(int argc, char **argv) {
         "sum(end-start) AS busy_ns, min(start) AS first_ns, max(end) AS last_ns "
         "FROM rocpd_op GROUP BY gpuId ORDER BY gpuId",
         0, stdout);
+  if (!ret && t.has_dispatches)
+    ret = rpd_info_dispatches(&t);
 out:
   rpdtool_close(&t);
   return ret;

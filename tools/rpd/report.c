@@ -15,6 +15,10 @@
  *   autograd      operator -> kernel -> tensor sizes, collapsible, when the
  *                 file has the autograd views (`rpd autograd`)
  *   marks         zero-duration user markers (signposts)
+ *   memory        instrumented kernel dispatches (nano_dispatch): per
+ *                 dispatch the worst source locations by excess cache lines
+ *                 and by bank conflicts (MemoryAnalysis), and a heatmap strip
+ *                 of the pages it touched (Heatmap)
  *
  * The report only reads the trace. The page is written to OUT.tmp and renamed, so OUT is either
  * the previous page or the complete new one. The page's script marks
@@ -29,12 +33,18 @@
 #include "analysis.h"
 #include "commands.h"
 
+#define RP_XSTR(x) #x
+#define RP_STR(x) RP_XSTR(x)
 #define RP_WIDTH 1100    /* timeline plot width, px */
 #define RP_LANE 14       /* lane height, px */
 #define RP_MAXLANES 48   /* lanes drawn at most (per kind) */
 #define RP_MAXMARKS 300  /* marks drawn at most */
 #define RP_MAXTRACK 4096 /* lanes tracked at most (the first RP_MAXLANES drawn) */
 #define RP_TOP 25        /* rows of the top tables */
+#define RP_MEM_ROWS 10   /* locations per dispatch in the memory section */
+#define RP_MEM_DISPATCHES 50 /* dispatches in the memory section at most */
+#define RP_HEAT_PAGES 256    /* pages drawn in a heatmap strip at most */
+#define RP_HEAT_CELL 4       /* px per page in the strip */
 
 /* Writes s HTML-escaped. */
 static void rp_esc(FILE *f, const char *s) {
@@ -744,6 +754,148 @@ static int rp_marks(const char *cmd, const struct rpdtool_trace *t, FILE *f, int
   return rp_done(cmd, t, st, rc);
 }
 
+/* ---- memory analyses ------------------------------------------------------ */
+
+/* The heatmap strip of dispatch `id`: one cell per page in address order,
+ * darker for more accesses, the hottest pages listed under it. */
+static int rp_heatmap(const char *cmd, const struct rpdtool_trace *t, FILE *f, int64_t id) {
+  sqlite3_stmt *st = rp_prep(cmd, t,
+                             "SELECT start, \"end\", accesses, max(accesses) OVER (), count(*) OVER () "
+                             "FROM nano_heatmap WHERE dispatch_id = ? ORDER BY start");
+  if (!st) return -1;
+  sqlite3_bind_int64(st, 1, id);
+  int rc, n = 0, cell = RP_HEAT_CELL;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW && n < RP_HEAT_PAGES) {
+    if (n == 0) {
+      /* the strip is RP_HEAT_PAGES cells wide; fewer pages get wider cells */
+      int64_t pages = sqlite3_column_int64(st, 4);
+      if (pages < RP_HEAT_PAGES)
+        cell = (int)(RP_HEAT_PAGES * RP_HEAT_CELL / pages);
+      fprintf(f, "<p>Heatmap (%lld pages in address order, darker = more accesses):</p>"
+                 "<svg width=%d height=24 class=heatmap>",
+              (long long)pages, RP_HEAT_PAGES * RP_HEAT_CELL);
+    }
+    int64_t acc = sqlite3_column_int64(st, 2), most = sqlite3_column_int64(st, 3);
+    double shade = most > 0 ? (double)acc / (double)most : 0;
+    fprintf(f, "<rect x=%d y=0 width=%d height=24 fill=\"rgb(%d,%d,%d)\" data-accesses=%lld>"
+               "<title>0x%llx-0x%llx: %lld accesses</title></rect>",
+            n * cell, cell - 1, (int)(255 - 200 * shade), (int)(255 - 150 * shade),
+            (int)(255 - 40 * shade), (long long)acc,
+            (unsigned long long)sqlite3_column_int64(st, 0),
+            (unsigned long long)sqlite3_column_int64(st, 1), (long long)acc);
+    n++;
+  }
+  if (n)
+    fputs("</svg>\n", f);
+  if (rp_done(cmd, t, st, rc == SQLITE_ROW ? SQLITE_DONE : rc)) return -1;
+  if (!n) return 0;
+  st = rp_prep(cmd, t,
+               "SELECT start, \"end\", accesses FROM nano_heatmap WHERE dispatch_id = ? "
+               "ORDER BY accesses DESC, start LIMIT 5");
+  if (!st) return -1;
+  sqlite3_bind_int64(st, 1, id);
+  fputs("<table class=heat><thead><tr><th>hottest pages</th><th>accesses</th></tr></thead><tbody>", f);
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+    fprintf(f, "<tr><td><code>0x%llx-0x%llx</code></td><td class=n>%lld</td></tr>",
+            (unsigned long long)sqlite3_column_int64(st, 0),
+            (unsigned long long)sqlite3_column_int64(st, 1), (long long)sqlite3_column_int64(st, 2));
+  fputs("</tbody></table>\n", f);
+  return rp_done(cmd, t, st, rc);
+}
+
+/* One dispatch's worst locations (MemoryAnalysis): global ones by excess
+ * lines, shared ones by bank conflicts. */
+static int rp_memory_rows(const char *cmd, const struct rpdtool_trace *t, FILE *f, int64_t id) {
+  sqlite3_stmt *st = rp_prep(
+      cmd, t,
+      "SELECT file, line, \"column\", function, kind, space, access_bytes, executions, bytes, "
+      "lines_needed, lines_used, bank_conflicts FROM nano_memory WHERE dispatch_id = ? "
+      "ORDER BY coalesce(lines_used - lines_needed, 0) DESC, coalesce(bank_conflicts, 0) DESC, "
+      "file, line, \"column\" LIMIT " RP_STR(RP_MEM_ROWS));
+  if (!st) return -1;
+  sqlite3_bind_int64(st, 1, id);
+  fputs("<table class=\"sortable memory\"><thead><tr><th>location</th><th>function</th>"
+        "<th>access</th><th>executions</th><th>bytes</th><th>lines needed</th>"
+        "<th>lines used</th><th>used / needed</th><th>bank conflicts</th></tr></thead><tbody>\n",
+        f);
+  int rc, n = 0;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    const char *file = (const char *)sqlite3_column_text(st, 0);
+    const char *base = file ? strrchr(file, '/') : NULL;
+    fputs("<tr><td><code title=\"", f);
+    rp_esc(f, file);
+    fputs("\">", f);
+    rp_esc(f, base ? base + 1 : file);
+    fprintf(f, ":%lld:%lld</code></td><td>", (long long)sqlite3_column_int64(st, 1),
+            (long long)sqlite3_column_int64(st, 2));
+    rp_esc(f, (const char *)sqlite3_column_text(st, 3));
+    fputs("</td><td>", f);
+    rp_esc(f, (const char *)sqlite3_column_text(st, 4));
+    fprintf(f, " %lld B, ", (long long)sqlite3_column_int64(st, 6));
+    rp_esc(f, (const char *)sqlite3_column_text(st, 5));
+    fprintf(f, "</td><td class=n>%lld</td><td class=n>%lld</td>",
+            (long long)sqlite3_column_int64(st, 7), (long long)sqlite3_column_int64(st, 8));
+    if (sqlite3_column_type(st, 9) == SQLITE_NULL) {
+      fputs("<td></td><td></td><td></td>", f);
+    } else {
+      int64_t need = sqlite3_column_int64(st, 9), used = sqlite3_column_int64(st, 10);
+      fprintf(f, "<td class=n>%lld</td><td class=n>%lld</td><td class=n data-v=\"%.4f\">%.2fx</td>",
+              (long long)need, (long long)used, need ? (double)used / (double)need : 0,
+              need ? (double)used / (double)need : 0);
+    }
+    if (sqlite3_column_type(st, 11) == SQLITE_NULL)
+      fputs("<td></td></tr>\n", f);
+    else
+      fprintf(f, "<td class=n>%lld</td></tr>\n", (long long)sqlite3_column_int64(st, 11));
+    n++;
+  }
+  fputs("</tbody></table>\n", f);
+  if (!n) fputs("<p class=muted>No MemoryAnalysis results for this dispatch.</p>\n", f);
+  return rp_done(cmd, t, st, rc);
+}
+
+/* The memory section: every instrumented dispatch (the first
+ * RP_MEM_DISPATCHES) with its analyses. */
+static int rp_memory(const char *cmd, const struct rpdtool_trace *t, FILE *f) {
+  if (!t->has_dispatches) return 0;
+  sqlite3_stmt *st = rp_prep(
+      cmd, t,
+      "SELECT id, kernel_name, kernel_dispatch, arch, wave_size, grid_x, grid_y, grid_z, block_x, "
+      "block_y, block_z, records, dropped, \"end\" - start FROM nano_dispatch ORDER BY id "
+      "LIMIT " RP_STR(RP_MEM_DISPATCHES));
+  if (!st) return -1;
+  fputs("<h2 id=memory>Memory analysis of instrumented kernels</h2><p class=muted>Per "
+        "dispatch: the source locations that use the most cache lines beyond what their "
+        "accesses need, and the LDS/shared bank conflicts (MemoryAnalysis); the pages "
+        "touched (Heatmap).</p>\n",
+        f);
+  int rc, n = 0;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    int64_t id = sqlite3_column_int64(st, 0);
+    fprintf(f, "<h3 class=dispatch data-id=%lld>", (long long)id);
+    rp_esc(f, (const char *)sqlite3_column_text(st, 1));
+    fprintf(f, " <span class=muted>#%lld (dispatch %lld; ", (long long)sqlite3_column_int64(st, 2),
+            (long long)id);
+    rp_esc(f, (const char *)sqlite3_column_text(st, 3));
+    fprintf(f, ", wave %lld, grid %lldx%lldx%lld, block %lldx%lldx%lld, %lld records, "
+               "%lld dropped, ",
+            (long long)sqlite3_column_int64(st, 4), (long long)sqlite3_column_int64(st, 5),
+            (long long)sqlite3_column_int64(st, 6), (long long)sqlite3_column_int64(st, 7),
+            (long long)sqlite3_column_int64(st, 8), (long long)sqlite3_column_int64(st, 9),
+            (long long)sqlite3_column_int64(st, 10), (long long)sqlite3_column_int64(st, 11),
+            (long long)sqlite3_column_int64(st, 12));
+    rp_dur(f, (double)sqlite3_column_int64(st, 13));
+    fputs(")</span></h3>\n", f);
+    if (rp_memory_rows(cmd, t, f, id) || rp_heatmap(cmd, t, f, id)) {
+      sqlite3_finalize(st);
+      return -1;
+    }
+    n++;
+  }
+  if (!n) fputs("<p class=muted>No instrumented dispatches in this trace.</p>\n", f);
+  return rp_done(cmd, t, st, rc);
+}
+
 /* Writes the whole page for trace t to f. 0 or -1 (message printed). */
 static int rp_page(const char *cmd, const struct rpdtool_trace *t, FILE *f) {
   int64_t lo = 0, hi = 0;
@@ -759,7 +911,7 @@ static int rp_page(const char *cmd, const struct rpdtool_trace *t, FILE *f) {
         "ns, µs, ms, s. Click a column header to sort.</p>\n", f);
   if (rp_summary(cmd, t, f, lo, hi) || rp_busy(cmd, t, f) || rp_timeline(cmd, t, f, lo, hi) ||
       rp_ops(cmd, t, f) || rp_calls(cmd, t, f) || rp_autograd(cmd, t, f) ||
-      rp_marks(cmd, t, f, lo))
+      rp_marks(cmd, t, f, lo) || rp_memory(cmd, t, f))
     return -1;
   fprintf(f, "<script>\n%s</script>\n</body></html>\n", rp_js);
   return 0;
@@ -774,8 +926,8 @@ int rpd_cmd_report(int argc, char **argv) {
       "usage: rpd report FILE -o OUT.html\n\n"
       "Writes one self-contained HTML page about the trace FILE: summary, GPU busy,\n"
       "a timeline overview, top GPU ops, top calls by inclusive and exclusive time,\n"
-      "the autograd operator -> kernel -> sizes tree (after 'rpd autograd') and\n"
-      "marks. FILE is only read.\n",
+      "the autograd operator -> kernel -> sizes tree (after 'rpd autograd'),\n"
+      "marks, and the memory analyses of instrumented kernels. FILE is only read.\n",
       opts, &in);
   if (parsed != RPDTOOL_PARSED) return parsed;
   if (!out) return rpdtool_usage(cmd, "missing -o OUT.html");

@@ -147,7 +147,8 @@ int rpdtool_open(const char *cmd, const char *path, int mode, struct rpdtool_tra
   int cat = rpdtool_has_column(db, "rocpd_api", "category_id");
   int ustr = rpdtool_has_object(db, "rocpd_ustring");
   int names = rpdtool_has_object(db, "nano_thread");
-  if (dom < 0 || cat < 0 || ustr < 0 || names < 0) {
+  int dispatches = rpdtool_has_object(db, "nano_dispatch");
+  if (dom < 0 || cat < 0 || ustr < 0 || names < 0 || dispatches < 0) {
     rpdtool_err(cmd, "%s: cannot read the schema: %s", path, sqlite3_errmsg(db));
     nano_rpdfile_close(db, path, err, sizeof err);
     return RPDTOOL_EXIT_USAGE;
@@ -158,6 +159,7 @@ int rpdtool_open(const char *cmd, const char *path, int mode, struct rpdtool_tra
   t->has_domain = dom && cat;
   t->has_ustring = ustr;
   t->has_names = names;
+  t->has_dispatches = dispatches;
   t->pid_stride = rpdtool_pid_stride(db);
   return 0;
 }

@@ -81,6 +81,7 @@ struct nano_dh_placement {
                          /* it directly, else NULL (the ops copy)             */
   unsigned char *ring;   /* ring, host view                                   */
   uint64_t ring_device;  /* ring, device address                              */
+  uint64_t ring_bytes;   /* its size                                          */
   uint64_t *tail;        /* tail, host view                                   */
   uint64_t tail_device;  /* tail, device address                              */
   void *handle;          /* the implementation's own                          */
