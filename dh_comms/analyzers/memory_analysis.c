@@ -30,6 +30,7 @@
  * line; the trace gets one document per dispatch with "locations".
  */
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,6 +60,8 @@ struct ma_site {
   const struct nano_dh_site *site;
   unsigned space;
   uint32_t size; /* access size of the last record (memcpy: varies) */
+  uint32_t isa_size; /* bytes per lane of the machine code where wider, else 0 */
+  int merged;    /* no instruction of its own: counted at a wider neighbour */
   uint64_t executions, accesses, bytes;
   uint64_t lines_needed, lines_used, sectors_needed, sectors_used;
   uint64_t bank_conflicts;
@@ -81,11 +84,10 @@ static int ma_u64_cmp(const void *a, const void *b) {
 }
 
 /* Distinct `unit`-byte blocks touched by the lanes of r, each reading
- * r->size bytes from its address. -1 when out of memory. */
-static int64_t ma_blocks_used(const struct nano_dh_record *r, uint32_t unit) {
+ * `size` bytes from its address. -1 when out of memory. */
+static int64_t ma_blocks_used(const struct nano_dh_record *r, uint32_t size, uint32_t unit) {
   uint64_t local[MA_LOCAL_LINES], *ids = local;
   size_t n = 0, cap = MA_LOCAL_LINES;
-  uint32_t size = r->size ? r->size : 1;
   for (unsigned i = 0; i < r->lanes; i++) {
     uint64_t first = r->addr[i] / unit, last = (r->addr[i] + size - 1) / unit;
     for (uint64_t b = first; b <= last; b++) {
@@ -115,9 +117,8 @@ static int64_t ma_blocks_used(const struct nano_dh_record *r, uint32_t unit) {
 }
 
 /* Bytes covered by the union of the lanes' [addr, addr + size) intervals. */
-static uint64_t ma_distinct_bytes(const struct nano_dh_record *r) {
+static uint64_t ma_distinct_bytes(const struct nano_dh_record *r, uint32_t size) {
   uint64_t start[64];
-  uint32_t size = r->size ? r->size : 1;
   for (unsigned i = 0; i < r->lanes; i++)
     start[i] = r->addr[i];
   qsort(start, r->lanes, sizeof *start, ma_u64_cmp);
@@ -148,10 +149,9 @@ static unsigned ma_phase(uint32_t model, unsigned lane, uint32_t size) {
 
 /* Bank conflicts of one LDS/shared record (see the file comment). */
 static uint64_t ma_bank_conflicts(const struct nano_dispatch_info *info,
-                                  const struct nano_dh_record *r) {
+                                  const struct nano_dh_record *r, uint32_t size) {
   uint32_t banks = info->lds_banks ? info->lds_banks : 32;
   uint32_t bank_bytes = info->lds_bank_bytes ? info->lds_bank_bytes : 4;
-  uint32_t size = r->size ? r->size : 1;
   uint64_t conflicts = 0;
   unsigned phase_of[64], phases = 0;
   for (unsigned i = 0; i < r->lanes; i++) {
@@ -209,6 +209,22 @@ static int ma_grow(struct memory_analysis *m) {
   return 0;
 }
 
+/* Asks the runtime what the machine code made of site `id` (nano/handler.h:
+ * isa_width): a wider access replaces the IR's size in the line and bank
+ * arithmetic; a site folded into a neighbour's wider instruction is counted
+ * there, so its own lines are not. */
+static void ma_isa(const struct nano_dispatch_info *info, struct ma_site *s, uint64_t id) {
+  if (info->size < offsetof(struct nano_dispatch_info, isa_width) + sizeof info->isa_width ||
+      !info->isa_width)
+    return;
+  uint32_t width = 0;
+  int verdict = info->isa_width(info, id, &width);
+  if (verdict == NANO_ISA_WIDER && width > s->site->size)
+    s->isa_size = width;
+  else if (verdict == NANO_ISA_MERGED)
+    s->merged = 1;
+}
+
 static int ma_handle(struct nano_handler *h, const struct nano_dh_record *r) {
   struct memory_analysis *m = (struct memory_analysis *)h;
   const struct nano_dispatch_info *info = m->info;
@@ -228,20 +244,25 @@ static int ma_handle(struct nano_handler *h, const struct nano_dh_record *r) {
     s->key = key;
     s->site = site;
     s->space = space;
+    ma_isa(info, s, r->site);
     m->used++;
   }
   s->size = r->size;
   s->executions++;
   s->accesses += r->lanes;
   s->bytes += (uint64_t)r->lanes * r->size;
+  if (s->merged)
+    return NANO_RECORD_PASS;
+  uint32_t size = s->isa_size ? s->isa_size : r->size ? r->size : 1;
   if (space == NANO_DH_AS_SHARED) {
-    s->bank_conflicts += ma_bank_conflicts(info, r);
+    s->bank_conflicts += ma_bank_conflicts(info, r, size);
     return NANO_RECORD_PASS;
   }
-  uint64_t bytes = ma_distinct_bytes(r);
-  int64_t lines = ma_blocks_used(r, info->line_bytes);
-  int64_t sectors = info->sector_bytes != info->line_bytes ? ma_blocks_used(r, info->sector_bytes)
-                                                           : lines;
+  uint64_t bytes = ma_distinct_bytes(r, size);
+  int64_t lines = ma_blocks_used(r, size, info->line_bytes);
+  int64_t sectors = info->sector_bytes != info->line_bytes
+                        ? ma_blocks_used(r, size, info->sector_bytes)
+                        : lines;
   if (lines < 0 || sectors < 0) {
     m->failed = 1;
     return NANO_RECORD_PASS;
@@ -260,7 +281,8 @@ static int ma_handle(struct nano_handler *h, const struct nano_dh_record *r) {
 struct ma_row {
   const struct nano_dh_site *site; /* the first; names the location */
   unsigned space;
-  uint32_t size;
+  uint32_t size, isa_size;
+  int merged; /* every site of the location folded into a wider neighbour */
   uint64_t executions, accesses, bytes;
   uint64_t lines_needed, lines_used, sectors_needed, sectors_used, bank_conflicts;
 };
@@ -303,6 +325,10 @@ static void ma_json_row(FILE *out, const struct nano_dispatch_info *info, const 
           nano_dh_kind_name(r->site->kind), ma_space_name(r->space),
           nano_dh_addrspace_name(r->site->addrspace), r->size, r->executions, r->accesses,
           r->bytes);
+  if (r->isa_size)
+    fprintf(out, ",\"isa_bytes\":%u", r->isa_size);
+  if (r->merged)
+    fputs(",\"merged\":true", out);
   if (r->space == NANO_DH_AS_SHARED) {
     fprintf(out, ",\"bank_conflicts\":%" PRIu64, r->bank_conflicts);
     return;
@@ -331,6 +357,13 @@ static void ma_text(FILE *out, const struct memory_analysis *m, const struct ma_
             nano_dh_kind_name(r->site->kind), r->size, ma_space_name(r->space), r->executions,
             r->accesses);
     nano_analyzer_source(out, info, r->site->file, r->site->line, r->site->column);
+    if (r->merged) {
+      fputs("    folded into a neighbouring access's wider instruction: counted there\n", out);
+      continue;
+    }
+    if (r->isa_size)
+      fprintf(out, "    machine code: %u bytes per lane (the backend merged accesses)\n",
+              r->isa_size);
     if (r->space == NANO_DH_AS_SHARED) {
       fprintf(out, "    %" PRIu64 " bank conflicts\n", r->bank_conflicts);
       conflicted += r->bank_conflicts > 0;
@@ -375,8 +408,12 @@ static void ma_report(struct nano_handler *h) {
     while (j < n && !ma_same_location(&rows[j], s))
       j++;
     if (j == n)
-      rows[n++] = (struct ma_row){.site = s->site, .space = s->space, .size = s->size};
+      rows[n++] = (struct ma_row){.site = s->site, .space = s->space, .size = s->size,
+                                  .merged = 1};
     struct ma_row *r = &rows[j];
+    r->merged &= s->merged;
+    if (s->isa_size > r->isa_size)
+      r->isa_size = s->isa_size;
     r->executions += s->executions;
     r->accesses += s->accesses;
     r->bytes += s->bytes;

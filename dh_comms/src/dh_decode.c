@@ -124,22 +124,3 @@ unsigned nano_dh_encoding(const struct nano_dh_record *r, int64_t *stride) {
   *stride = (int64_t)step;
   return uniform ? NANO_DH_ENC_STRIDE : near ? NANO_DH_ENC_OFF32 : NANO_DH_ENC_ADDR64;
 }
-
-const char *nano_dh_kind_name(unsigned kind) {
-  switch (kind) {
-  case NANO_DH_KIND_LOAD: return "load";
-  case NANO_DH_KIND_STORE: return "store";
-  case NANO_DH_KIND_ATOMIC: return "atomic";
-  default: return "unknown";
-  }
-}
-
-const char *nano_dh_addrspace_name(unsigned as) {
-  switch (as) {
-  case NANO_DH_AS_GENERIC: return "generic";
-  case NANO_DH_AS_GLOBAL: return "global";
-  case NANO_DH_AS_SHARED: return "shared";
-  case NANO_DH_AS_CONSTANT: return "constant";
-  default: return "unknown";
-  }
-}

@@ -125,8 +125,106 @@ int nano_dh_sites_add_blob(struct nano_dh_sites *s, const void *data, size_t len
     at += (size_t)n;
     blobs++;
   }
-  qsort(s->sites, s->count, sizeof *s->sites, dhsites_cmp);
+  if (s->count)
+    qsort(s->sites, s->count, sizeof *s->sites, dhsites_cmp);
   return blobs;
+}
+
+/* Adds the blob of symbol `sym` (NANO_DH_SITES_SYMBOL...) of a file whose
+ * table has no section of its own (a cubin: the table is a global in
+ * .nv.global.init). Returns blobs added or -1. */
+static int dhsites_add_symbol(struct nano_dh_sites *s, Elf *elf, const GElf_Sym *sym,
+                              const char *what, char *errmsg, size_t errlen) {
+  Elf_Scn *scn = elf_getscn(elf, sym->st_shndx);
+  GElf_Shdr sh;
+  Elf_Data *d = NULL;
+  uint64_t at = 0;
+  if (scn && gelf_getshdr(scn, &sh) && sh.sh_type != SHT_NOBITS) {
+    /* st_value is an address (sh_addr is 0 in relocatable files) */
+    d = sym->st_value >= sh.sh_addr ? elf_getdata(scn, NULL) : NULL;
+    at = sym->st_value - sh.sh_addr;
+  }
+  if (!d || !d->d_buf || at > d->d_size || sym->st_size > d->d_size - at) {
+    snprintf(errmsg, errlen, "%s: site table symbol lies outside its section", what);
+    return -1;
+  }
+  return nano_dh_sites_add_blob(s, (const char *)d->d_buf + at, sym->st_size, what, errmsg,
+                                errlen);
+}
+
+/* The site tables of an ELF image: the NANO_DH_SITES_SECTION sections, or
+ * in a cubin without them (PTX has no sections) the NANO_DH_SITES_SYMBOL
+ * symbols. */
+static int dhsites_scan(struct nano_dh_sites *s, Elf *elf, const char *what, char *errmsg,
+                        size_t errlen) {
+  size_t shstrndx;
+  if (elf_kind(elf) != ELF_K_ELF || elf_getshdrstrndx(elf, &shstrndx) != 0) {
+    snprintf(errmsg, errlen, "%s: not an ELF file: %s", what, elf_errmsg(-1));
+    return -1;
+  }
+  int added = 0, sections = 0;
+  Elf_Scn *symtab = NULL;
+  GElf_Shdr symsh = {0};
+  for (Elf_Scn *scn = elf_nextscn(elf, NULL); scn; scn = elf_nextscn(elf, scn)) {
+    GElf_Shdr sh;
+    if (!gelf_getshdr(scn, &sh)) {
+      snprintf(errmsg, errlen, "%s: bad section header: %s", what, elf_errmsg(-1));
+      return -1;
+    }
+    if (sh.sh_type == SHT_SYMTAB) {
+      symtab = scn;
+      symsh = sh;
+    }
+    const char *name = elf_strptr(elf, shstrndx, sh.sh_name);
+    if (!name || strcmp(name, NANO_DH_SITES_SECTION) != 0 || sh.sh_type == SHT_NOBITS)
+      continue;
+    Elf_Data *d = elf_getdata(scn, NULL);
+    if (!d) {
+      snprintf(errmsg, errlen, "%s: cannot read section %s: %s", what, name, elf_errmsg(-1));
+      return -1;
+    }
+    int n = nano_dh_sites_add_blob(s, d->d_buf, d->d_size, what, errmsg, errlen);
+    if (n < 0)
+      return -1;
+    added += n;
+    sections++;
+  }
+  /* only cubins keep tables as symbols: no symbol scan of big host files */
+  GElf_Ehdr eh;
+  if (sections || !symtab || !gelf_getehdr(elf, &eh) || eh.e_machine != EM_CUDA)
+    return added;
+  Elf_Data *syms = elf_getdata(symtab, NULL);
+  size_t nsyms = symsh.sh_entsize ? symsh.sh_size / symsh.sh_entsize : 0;
+  for (size_t i = 0; syms && i < nsyms; i++) {
+    GElf_Sym sym;
+    const char *name = gelf_getsym(syms, (int)i, &sym)
+                           ? elf_strptr(elf, symsh.sh_link, sym.st_name)
+                           : NULL;
+    if (!name || strncmp(name, NANO_DH_SITES_SYMBOL, strlen(NANO_DH_SITES_SYMBOL)) != 0 ||
+        sym.st_shndx == SHN_UNDEF || sym.st_shndx >= SHN_LORESERVE)
+      continue;
+    int n = dhsites_add_symbol(s, elf, &sym, what, errmsg, errlen);
+    if (n < 0)
+      return -1;
+    added += n;
+  }
+  return added;
+}
+
+int nano_dh_sites_add_elf_memory(struct nano_dh_sites *s, const void *image, size_t len,
+                                 const char *what, char *errmsg, size_t errlen) {
+  if (elf_version(EV_CURRENT) == EV_NONE) {
+    snprintf(errmsg, errlen, "%s: libelf: %s", what, elf_errmsg(-1));
+    return -1;
+  }
+  Elf *elf = elf_memory((char *)image, len);
+  if (!elf) {
+    snprintf(errmsg, errlen, "%s: not an ELF image: %s", what, elf_errmsg(-1));
+    return -1;
+  }
+  int rc = dhsites_scan(s, elf, what, errmsg, errlen);
+  elf_end(elf);
+  return rc;
 }
 
 int nano_dh_sites_add_elf(struct nano_dh_sites *s, const char *path, char *errmsg,
@@ -140,38 +238,12 @@ int nano_dh_sites_add_elf(struct nano_dh_sites *s, const char *path, char *errms
     snprintf(errmsg, errlen, "%s: cannot open: %s", path, strerror(errno));
     return -1;
   }
-  int rc = 0;
   Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
-  size_t shstrndx;
-  if (!elf || elf_kind(elf) != ELF_K_ELF || elf_getshdrstrndx(elf, &shstrndx) != 0) {
+  int rc = -1;
+  if (!elf)
     snprintf(errmsg, errlen, "%s: not an ELF file: %s", path, elf_errmsg(-1));
-    rc = -1;
-    goto out;
-  }
-  for (Elf_Scn *scn = elf_nextscn(elf, NULL); scn; scn = elf_nextscn(elf, scn)) {
-    GElf_Shdr sh;
-    if (!gelf_getshdr(scn, &sh)) {
-      snprintf(errmsg, errlen, "%s: bad section header: %s", path, elf_errmsg(-1));
-      rc = -1;
-      goto out;
-    }
-    const char *name = elf_strptr(elf, shstrndx, sh.sh_name);
-    if (!name || strcmp(name, NANO_DH_SITES_SECTION) != 0 || sh.sh_type == SHT_NOBITS)
-      continue;
-    Elf_Data *d = elf_getdata(scn, NULL);
-    if (!d) {
-      snprintf(errmsg, errlen, "%s: cannot read section %s: %s", path, name, elf_errmsg(-1));
-      rc = -1;
-      goto out;
-    }
-    int n = nano_dh_sites_add_blob(s, d->d_buf, d->d_size, path, errmsg, errlen);
-    if (n < 0) {
-      rc = -1;
-      goto out;
-    }
-    rc += n;
-  }
-out:
+  else
+    rc = dhsites_scan(s, elf, path, errmsg, errlen);
   if (elf)
     elf_end(elf);
   close(fd);
@@ -187,4 +259,23 @@ size_t nano_dh_sites_count(const struct nano_dh_sites *s) { return s->count; }
 
 const struct nano_dh_site *nano_dh_sites_at(const struct nano_dh_sites *s, size_t i) {
   return i < s->count ? &s->sites[i] : NULL;
+}
+
+const char *nano_dh_kind_name(unsigned kind) {
+  switch (kind) {
+  case NANO_DH_KIND_LOAD: return "load";
+  case NANO_DH_KIND_STORE: return "store";
+  case NANO_DH_KIND_ATOMIC: return "atomic";
+  default: return "unknown";
+  }
+}
+
+const char *nano_dh_addrspace_name(unsigned as) {
+  switch (as) {
+  case NANO_DH_AS_GENERIC: return "generic";
+  case NANO_DH_AS_GLOBAL: return "global";
+  case NANO_DH_AS_SHARED: return "shared";
+  case NANO_DH_AS_CONSTANT: return "constant";
+  default: return "unknown";
+  }
 }

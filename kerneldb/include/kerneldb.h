@@ -3,7 +3,9 @@
 **
 ** kdb_open() reads a bare AMDGPU code object, a clang offload bundle (plain or
 ** compressed "CCOB"), an ELF executable or shared library with HIP fat binaries
-** (.hip_fatbin) or NVIDIA fat binaries (.nv_fatbin), or an NVIDIA cubin. It
+** (.hip_fatbin) or NVIDIA fat binaries (.nv_fatbin), or an NVIDIA cubin; and
+** nanoprobe's site tables in any of them, also in a host ELF file without GPU
+** code (CPU kernels built with the plugin). It
 ** lists every code object (target, code-object version) and its kernels
 ** (names, arguments, kernarg layout, resources) without disassembling anything.
 ** kdb_kernel_isa() disassembles one AMDGPU kernel on demand (LLVM's C
@@ -215,6 +217,60 @@ void kdb_classify_mnemonic(const char *mnemonic, kdb_mem_space *space,
 const char *kdb_mem_space_name(kdb_mem_space s);
 const char *kdb_mem_op_name(kdb_mem_op o);
 const char *kdb_feature_name(kdb_feature f);
+
+/* ---- nanoprobe site tables --------------------------------------------------
+** The pass records every instrumented memory access (a site) in a table per
+** module (dh_comms/README.md, "Site table"); records carry the site's id.
+** kerneldb reads the tables of AMDGPU code objects, cubins and host ELF files
+** (CPU kernels) and maps a site to the instructions that implement it. */
+typedef struct kdb_site {
+  uint64_t id;               /* module id << 32 | index, as records carry it */
+  const kdb_code_object *co; /* holder of the table; NULL: the host ELF (CPU kernels) */
+  const char *function;      /* kernel, or device function for cloned callees (mangled) */
+  const char *demangled;
+  const char *file;          /* "" without debug info */
+  uint32_t line, column;
+  uint8_t kind;              /* 1 load, 2 store, 3 atomic (NANO_DH_KIND_*) */
+  uint8_t addrspace;         /* 0 generic, 1 global, 3 shared/LDS, 4 constant */
+  uint8_t flags;             /* 1 memory intrinsic, 2 masked, 4 AMDGPU buffer */
+  uint32_t size;             /* bytes per lane as the IR accesses; 0 = per record */
+} kdb_site;
+
+/* Every site of every table, ordered by id. */
+size_t kdb_site_count(const kdb *db);
+const kdb_site *kdb_site_at(const kdb *db, size_t i);
+/* The site a record's id names, or NULL. */
+const kdb_site *kdb_site_find(const kdb *db, uint64_t id);
+
+/* One instruction of a site: insn is an element of kdb_kernel_isa(kernel). */
+typedef struct kdb_site_insn {
+  const kdb_kernel *kernel;
+  const kdb_insn *insn;
+} kdb_site_insn;
+
+/* The instructions of site s: the memory instructions of its kernel's
+** original and of the twin whose DWARF position is the site's file, line
+** and column and whose operation is the site's kind (LDS for shared sites,
+** any other space otherwise). Writes up to cap and returns their number;
+** -1 with a message where there is no ISA to search: host ELF sites,
+** NVIDIA code objects, sites without debug information, sites of device
+** functions that are no kernel of the code object. */
+long kdb_site_insns(kdb *db, const kdb_site *s, kdb_site_insn *out, size_t cap,
+                    char *err, size_t errlen);
+
+/* What the original kernel's machine code makes of site s. */
+typedef enum kdb_site_isa {
+  KDB_SITE_ISA_UNKNOWN = 0, /* no ISA to compare (see kdb_site_insns), or no
+                               instruction at the site's position and no
+                               widened neighbour to have taken it */
+  KDB_SITE_ISA_SAME,        /* its instruction moves the IR's size or less */
+  KDB_SITE_ISA_WIDER,       /* the backend merged accesses: *width > s->size */
+  KDB_SITE_ISA_MERGED       /* no instruction of its own: folded into a neighbour's */
+} kdb_site_isa;
+/* Compares s with the original kernel's instructions; *width gets the bytes
+** per lane of the instruction that implements s (0 where none). Sites at one
+** source position share its instructions in order (kdb_sites.c says how). */
+kdb_site_isa kdb_site_isa_width(kdb *db, const kdb_site *s, uint32_t *width);
 
 /* The twin name of a kernel under the device-instrumentation naming rule;
 ** malloc'd, NULL on allocation failure. */

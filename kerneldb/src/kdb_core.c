@@ -587,7 +587,7 @@ static int kdb_read_host_elf(kdb *db, kdb_err *e) {
   Elf *elf = elf_memory((char *)db->data, db->size);
   if (!elf) return kdb_fail(e, db->name, "not a readable ELF file (%s)", elf_errmsg(-1));
   size_t shstr;
-  int rc = 0, found = 0;
+  int rc = 0;
   if (elf_getshdrstrndx(elf, &shstr) != 0) {
     rc = kdb_fail(e, db->name, "ELF section name table unreadable (%s)", elf_errmsg(-1));
     goto done;
@@ -609,13 +609,13 @@ static int kdb_read_host_elf(kdb *db, kdb_err *e) {
                     (unsigned long long)sh.sh_offset, (unsigned long long)sh.sh_size, db->size);
       goto done;
     }
-    found = 1;
     const uint8_t *p = db->data + sh.sh_offset;
     if (hip) rc = kdb_read_bundles(db, p, (size_t)sh.sh_size, nm, e);
     else rc = kdb_cuda_read_fatbin(db, p, (size_t)sh.sh_size, nm, e);
     if (rc) goto done;
   }
-  if (!found) rc = kdb_fail(e, db->name, "ELF file has no GPU code (no .hip_fatbin or .nv_fatbin section)");
+  /* without GPU code it may still hold CPU kernels' site tables */
+  db->host_elf = 1;
 done:
   elf_end(elf);
   return rc;
@@ -664,8 +664,14 @@ static int kdb_finish_open(kdb *db, kdb **out, kdb_err *e) {
     kdb_close(db);
     return -1;
   }
-  if (db->ncos == 0) {
-    kdb_fail(e, db->name, "no GPU code objects found");
+  if (kdb_read_sites(db, e)) {
+    kdb_close(db);
+    return -1;
+  }
+  if (db->ncos == 0 && db->nsites == 0) {
+    kdb_fail(e, db->name, db->host_elf ? "ELF file has no GPU code (no .hip_fatbin or .nv_fatbin "
+                                         "section) and no nanoprobe site table"
+                                       : "no GPU code objects found");
     kdb_close(db);
     return -1;
   }
@@ -775,6 +781,7 @@ void kdb_close(kdb *db) {
   free(db->payloads);
   free(db->cos);
   free(db->kernels);
+  free(db->sites);
   free(db->name);
   free(db);
 }

@@ -92,6 +92,9 @@ struct kdb {
   kdb_kernel_priv **kernels; /* all kernels, code-object order */
   size_t nkernels, cap_kernels;
   uint64_t decompress_limit;
+  int host_elf;          /* the input is a host ELF file (its own sites count) */
+  kdb_site *sites;       /* every site table's sites, by id (kdb_sites.c) */
+  size_t nsites, cap_sites;
 };
 
 /* Format readers, each adds code objects/kernels to db. */
@@ -102,6 +105,10 @@ int kdb_cuda_read_cubin(kdb *db, const uint8_t *img, size_t n, const char *conta
                         kdb_err *e);
 int kdb_cuda_read_fatbin(kdb *db, const uint8_t *p, size_t n, const char *container,
                          kdb_err *e);
+
+/* Reads the site tables of every code object (and of the input itself when
+** it is a host ELF file). 0 or -1. */
+int kdb_read_sites(kdb *db, kdb_err *e);
 
 /* Adds a code object / kernel record owned by db. NULL on OOM. */
 kdb_co_priv *kdb_add_co(kdb *db);

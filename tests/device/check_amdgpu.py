@@ -5,12 +5,17 @@ global buffer) with the hidden arguments after it, the same launch bounds and
 wavefront size; the site table section decodes and names the kernels.
 
 With KERNELDB given, `kerneldb list --json` must pair every kernel with the
-same twin.
+same twin, and `kerneldb sites --json --isa` must list the table's sites,
+map every site of a kernel to the twin's instructions and give a verdict on
+the original's width that agrees with the sample's `// ISA: KIND VERDICT
+[WIDTH]` annotations (on the access's line); sites of device functions kept out of line
+get an error naming them.
 
 usage: check_amdgpu.py CODE_OBJECT WAVE_SIZE READELF CXXFILT SITES_DUMP [KERNELDB]
 """
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -80,8 +85,61 @@ def main():
     sites = subprocess.run([sites_dump, co], capture_output=True, text=True)
     if sites.returncode != 0:
         fail("%s: sites: %s" % (co, sites.stdout + sites.stderr))
-    site_kernels = {line.split("\t")[1] for line in sites.stdout.splitlines() if line}
-    print("ok %d sites in functions %s" % (len(sites.stdout.splitlines()), sorted(site_kernels)))
+    rows = [line.split("\t") for line in sites.stdout.splitlines() if line]
+    site_kernels = {r[1] for r in rows}
+    print("ok %d sites in functions %s" % (len(rows), sorted(site_kernels)))
+    if kerneldb:
+        check_site_isa(co, kerneldb, rows, set(pairs))
+
+
+def annotations(path):
+    """{(line, kind): (verdict, width or None)} from `// ISA:` comments."""
+    out = {}
+    for number, text in enumerate(open(path), 1):
+        m = re.search(r"//\s*ISA:\s*(\w+)\s+(\w+)(?:\s+(\d+))?", text)
+        if m:
+            out[(number, m.group(1))] = (m.group(2), m.group(3) and int(m.group(3)))
+    return out
+
+
+def check_site_isa(co, kerneldb, rows, originals):
+    out = subprocess.run([kerneldb, "sites", co, "--json", "--isa"], capture_output=True, text=True)
+    if out.returncode != 0:
+        fail("kerneldb sites %s: %s" % (co, out.stderr))
+    sites = json.loads(out.stdout)
+    if sorted(s["id"] for s in sites) != sorted(r[0] for r in rows):
+        fail("kerneldb sites %s: ids %s, the table holds %s" % (
+            co, [s["id"] for s in sites], [r[0] for r in rows]))
+    verdicts = {}
+    for s in sites:
+        where = "%s %s:%d:%d %s" % (s["id"], os.path.basename(s["file"]), s["line"], s["column"],
+                                      s["kind"])
+        if s["function"] not in originals:
+            if "device function" not in s.get("isa_error", ""):
+                fail("%s in %s (no kernel): isa_error %r" % (where, s["function"], s.get("isa_error")))
+            continue
+        if "isa_error" in s:
+            fail("%s: %s" % (where, s["isa_error"]))
+        twin = [i for i in s["insns"] if i["twin"]]
+        orig = [i for i in s["insns"] if not i["twin"]]
+        if not twin:
+            fail("%s: no instruction of the twin at the site's position" % where)
+        for i in s["insns"]:
+            mem = i["insn"].get("mem", {})
+            if mem.get("op") != s["kind"]:
+                fail("%s: instruction %s is a %r" % (where, i["insn"]["mnemonic"], mem.get("op")))
+        if s["isa"] == "wider" and (s["isa_width"] <= s["size"] or s["isa_width"] % s["size"]):
+            fail("%s: widened to %d bytes from %d" % (where, s["isa_width"], s["size"]))
+        if s["isa"] in ("same", "wider") and not orig:
+            fail("%s: verdict %s without an instruction of the original" % (where, s["isa"]))
+        verdicts[(s["line"], s["kind"])] = (s["isa"], s["isa_width"])
+    for key, (verdict, width) in annotations(sites[0]["file"]).items() if sites else []:
+        got = verdicts.get(key)
+        if not got or got[0] != verdict or (width is not None and got[1] != width):
+            fail("%s: line %d %s: %r, the sample says %s %s" % (co, key[0], key[1], got, verdict,
+                                                                width or ""))
+    print("ok kerneldb maps %d sites to instructions: %s" % (
+        len(sites), sorted(set(v for v, _ in verdicts.values()))))
 
 
 main()

@@ -3,12 +3,18 @@
 arch, every .entry has its twin as an .entry with exactly one more parameter
 (a 64-bit pointer), and the launch bounds directives match.
 
-usage: check_ptx.py PTX PTXAS ARCH CXXFILT
+With SITES_DUMP and KERNELDB given, the cubin ptxas makes keeps the site
+table (a global, as PTX has no sections) and `kerneldb sites --json` lists
+the same sites as dh_comms' reader, attributed to the cubin's code object.
+
+usage: check_ptx.py PTX PTXAS ARCH CXXFILT [SITES_DUMP KERNELDB]
 """
-import re
+import json
 import os
+import re
 import subprocess
 import sys
+import tempfile
 
 from twin_names import check_pairs
 
@@ -26,11 +32,35 @@ def entries(ptx):
     return out
 
 
+def check_cubin_sites(cubin, arch, sites_dump, kerneldb):
+    dump = subprocess.run([sites_dump, cubin], capture_output=True, text=True)
+    if dump.returncode != 0:
+        fail("%s: sites: %s" % (cubin, dump.stdout + dump.stderr))
+    ids = sorted(line.split("\t")[0] for line in dump.stdout.splitlines() if line)
+    if not ids:
+        fail("%s: no site table in the cubin" % cubin)
+    out = subprocess.run([kerneldb, "sites", cubin, "--json"], capture_output=True, text=True)
+    if out.returncode != 0:
+        fail("kerneldb sites %s: %s" % (cubin, out.stderr))
+    sites = json.loads(out.stdout)
+    if sorted(s["id"] for s in sites) != ids:
+        fail("kerneldb sites: %s, the table holds %s" % ([s["id"] for s in sites], ids))
+    for s in sites:
+        if s["arch"] != arch or s["code_object"] is None:
+            fail("site %s: arch %r, code object %r" % (s["id"], s["arch"], s["code_object"]))
+    print("ok kerneldb reads %d sites from the %s cubin" % (len(sites), arch))
+
+
 def main():
     ptxf, ptxas, arch, cxxfilt = sys.argv[1:5]
-    r = subprocess.run([ptxas, "-arch=" + arch, ptxf, "-o", "/dev/null"], capture_output=True, text=True)
-    if r.returncode != 0:
-        fail("ptxas -arch=%s %s: %s" % (arch, ptxf, r.stderr))
+    sites_dump, kerneldb = (sys.argv[5:7] + [None, None])[:2]
+    with tempfile.TemporaryDirectory() as tmp:
+        cubin = os.path.join(tmp, "sample.cubin")
+        r = subprocess.run([ptxas, "-arch=" + arch, ptxf, "-o", cubin], capture_output=True, text=True)
+        if r.returncode != 0:
+            fail("ptxas -arch=%s %s: %s" % (arch, ptxf, r.stderr))
+        if kerneldb:
+            check_cubin_sites(cubin, arch, sites_dump, kerneldb)
     ptx = open(ptxf).read()
     ents = entries(ptx)
     pairs, errors = check_pairs(set(ents), cxxfilt)

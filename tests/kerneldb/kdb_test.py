@@ -4,6 +4,7 @@
 
 usage: kdb_test.py TEST KERNELDB INPUTS_DIR     (one ctest test per TEST)
        kdb_test.py pass-twins KERNELDB PLUGIN WORK_DIR
+       kdb_test.py host-sites KERNELDB EXAMPLE EXAMPLE_SOURCE
        kdb_test.py make-zlib BUNDLE OUT         (writes a zlib CCOB v2)
 """
 import json
@@ -388,6 +389,35 @@ def test_pass_twins(kdb, plugin, work):
             shown[n]["demangled"].rstrip(")").replace("()", "(")), "twin demangles to the signature + void*")
 
 
+def test_host_sites(kdb, exe, src):
+    """The site table of a host program with CPU kernels (examples/memory):
+    every access of the source's kernels, at its line and column, in host
+    code (no GPU ISA to map it to)."""
+    sites = kdb_json(kdb, "sites", exe, "--isa")
+    lines = open(src).read().splitlines()
+    want = set()
+    for fn in ("scale_coalesced", "scale_strided"):
+        body = next(i for i, t in enumerate(lines, 1) if "NANO_KERNEL void " + fn in t) + 2
+        text = lines[body - 1]
+        # clang puts a store at its "=", a load at its array
+        want |= {(fn, body, text.index(" = ") + 2, "store"), (fn, body, text.index("x[") + 1, "load")}
+    got = {(s["function"], s["line"], s["column"], s["kind"]) for s in sites}
+    check(got == want, "sites %s, the source has %s" % (sorted(got), sorted(want)))
+    for s in sites:
+        check(s["arch"] == "host" and s["code_object"] is None and s["size"] == 4,
+              "host site %s" % s)
+        check(s["isa"] == "unknown" and "host code" in s.get("isa_error", ""),
+              "host site without ISA says why: %s" % s)
+        check(os.path.samefile(s["file"], src), "absolute source path: " + s["file"])
+    listed = kdb_json(kdb, "list", exe)
+    check(listed["code_objects"] == [] and listed["sites"] == len(sites), "list: %s" % listed)
+    p = run([kdb, "sites", exe, "--arch", "gfx90a"], 1)
+    check("no site --arch gfx90a" in p.stderr, "a filter matching nothing: " + p.stderr)
+    p = run([kdb, "sites", "/bin/true"], 2)
+    check("/bin/true" in p.stderr and "no nanoprobe site table" in p.stderr,
+          "a host program without sites: " + p.stderr)
+
+
 def make_zlib(src, dst):
     """Writes src (an offload bundle) as a compressed bundle v2, zlib method."""
     with open(src, "rb") as f:
@@ -407,6 +437,10 @@ def main():
     if sys.argv[1] == "pass-twins":
         test_pass_twins(sys.argv[2], sys.argv[3], sys.argv[4])
         print("PASS pass-twins")
+        return
+    if sys.argv[1] == "host-sites":
+        test_host_sites(sys.argv[2], sys.argv[3], sys.argv[4])
+        print("PASS host-sites")
         return
     test, kdb, inputs = sys.argv[1], sys.argv[2], sys.argv[3]
     tests = {

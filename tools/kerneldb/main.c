@@ -5,6 +5,7 @@
 **   kerneldb show  FILE [KERNEL] [--json] [--arch gfxNNN] [--kernels REGEX]
 **   kerneldb isa   FILE KERNEL|--kernels REGEX [--json] [--arch gfxNNN] [--source]
 **   kerneldb lines FILE KERNEL|--kernels REGEX [--json] [--arch gfxNNN]
+**   kerneldb sites FILE [--json] [--arch gfxNNN|host] [--kernels REGEX] [--isa]
 **
 ** KERNEL is a mangled name, a demangled name or a unique prefix of either.
 ** Exit status: 0 found, 1 no such kernel (or an ambiguous prefix), 2 the
@@ -12,6 +13,8 @@
 */
 #define _GNU_SOURCE
 #include "kerneldb.h"
+#include "nano/dh_comms.h"
+#include "nano/json.h"
 
 #include <regex.h>
 #include <stdio.h>
@@ -20,34 +23,31 @@
 
 typedef struct kdbcli_opts {
   const char *cmd, *file, *kernel, *arch, *regex;
-  int json, source;
+  int json, source, isa;
   regex_t re;
 } kdbcli_opts;
 
 static void kdbcli_usage(FILE *f) {
   fprintf(f,
-          "usage: kerneldb list|show|isa|lines FILE [KERNEL] [--json] [--arch ARCH]\n"
-          "                [--kernels REGEX] [--source]\n"
+          "usage: kerneldb list|show|isa|lines|sites FILE [KERNEL] [--json] [--arch ARCH]\n"
+          "                [--kernels REGEX] [--source] [--isa]\n"
           "  list   code objects (target, code-object version) and their kernels\n"
           "  show   arguments, kernarg layout and resources of kernels\n"
           "  isa    instructions of KERNEL (--source: with file:line and source text)\n"
           "  lines  source line -> instructions of KERNEL, with memory classification\n"
+          "  sites  nanoprobe's instrumented accesses (site tables of GPU code objects and\n"
+          "         of host ELF files with CPU kernels; --arch host for the latter);\n"
+          "         --isa: the instructions of each site and what the machine code made\n"
+          "         of it (widened, folded into a neighbour)\n"
           "exit: 0 found, 1 no such kernel, 2 unreadable input or usage error\n");
 }
 
 /* ---- JSON output ------------------------------------------------------------ */
-static void kdbcli_jstr(const char *s) {
-  if (!s) {
-    fputs("null", stdout);
-    return;
-  }
-  putchar('"');
-  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-    if (*p == '"' || *p == '\\') printf("\\%c", *p);
-    else if (*p < 0x20) printf("\\u%04x", *p);
-    else putchar(*p);
-  }
-  putchar('"');
+static void kdbcli_jstr(const char *s) { nano_json_str(stdout, s); }
+/* ,"key":"value" */
+static void kdbcli_jfield(const char *key, const char *value) {
+  printf(",\"%s\":", key);
+  kdbcli_jstr(value);
 }
 
 static int kdbcli_selected(const kdbcli_opts *o, const kdb_kernel *k) {
@@ -62,12 +62,9 @@ static void kdbcli_co_json(const kdb_code_object *co) {
   printf("{\"index\":%zu,\"vendor\":\"%s\",\"arch\":", co->index,
          co->vendor == KDB_VENDOR_AMDGPU ? "amdgpu" : "nvidia");
   kdbcli_jstr(co->arch);
-  printf(",\"target_id\":");
-  kdbcli_jstr(co->target_id);
-  printf(",\"triple\":");
-  kdbcli_jstr(co->triple);
-  printf(",\"container\":");
-  kdbcli_jstr(co->container);
+  kdbcli_jfield("target_id", co->target_id);
+  kdbcli_jfield("triple", co->triple);
+  kdbcli_jfield("container", co->container);
   printf(",\"compressed\":%s,\"xnack\":\"%s\",\"sramecc\":\"%s\",\"code_object_version\":%d,"
          "\"image_size\":%llu,\"kernel_count\":%zu}",
          co->compressed ? "true" : "false", kdb_feature_name(co->xnack), kdb_feature_name(co->sramecc),
@@ -77,22 +74,17 @@ static void kdbcli_co_json(const kdb_code_object *co) {
 static void kdbcli_kernel_json(const kdb_kernel *k, int full) {
   printf("{\"code_object\":%zu,\"arch\":", k->co->index);
   kdbcli_jstr(k->co->arch);
-  printf(",\"name\":");
-  kdbcli_jstr(k->name);
-  printf(",\"demangled\":");
-  kdbcli_jstr(k->demangled);
+  kdbcli_jfield("name", k->name);
+  kdbcli_jfield("demangled", k->demangled);
   if (k->twin) {
-    printf(",\"twin\":");
-    kdbcli_jstr(k->twin->name);
+    kdbcli_jfield("twin", k->twin->name);
   }
   if (k->original) {
-    printf(",\"twin_of\":");
-    kdbcli_jstr(k->original->name);
+    kdbcli_jfield("twin_of", k->original->name);
     printf(",\"twin_arg_index\":%zu", k->twin_arg_index);
   }
   if (full) {
-    printf(",\"symbol\":");
-    kdbcli_jstr(k->symbol);
+    kdbcli_jfield("symbol", k->symbol);
     printf(",\"code_addr\":%llu,\"code_size\":%llu", (unsigned long long)k->code_addr,
            (unsigned long long)k->code_size);
     if (k->has_descriptor)
@@ -116,12 +108,9 @@ static void kdbcli_kernel_json(const kdb_kernel *k, int full) {
       const kdb_arg *a = &k->args[i];
       printf("%s{\"name\":", i ? "," : "");
       kdbcli_jstr(a->name);
-      printf(",\"type_name\":");
-      kdbcli_jstr(a->type_name);
-      printf(",\"value_kind\":");
-      kdbcli_jstr(a->value_kind);
-      printf(",\"address_space\":");
-      kdbcli_jstr(a->address_space);
+      kdbcli_jfield("type_name", a->type_name);
+      kdbcli_jfield("value_kind", a->value_kind);
+      kdbcli_jfield("address_space", a->address_space);
       printf(",\"size\":%u,\"offset\":%u,\"align\":%u,\"hidden\":%s}", a->size, a->offset, a->align,
              a->hidden ? "true" : "false");
     }
@@ -175,7 +164,10 @@ static int kdbcli_list(kdb *db, const kdbcli_opts *o) {
     }
     first = 0;
   }
-  if (o->json) printf("]}\n");
+  if (o->json) printf("],\"sites\":%zu}\n", kdb_site_count(db));
+  else if (nco == 0)
+    printf("no GPU code objects; %zu nanoprobe sites of CPU kernels (kerneldb sites %s)\n",
+           kdb_site_count(db), kdb_name(db));
   if (first && (o->arch || o->regex)) {
     kdbcli_no_match(db, o);
     return 1;
@@ -350,21 +342,18 @@ static void kdbcli_insn_json(const kdb_insn *in) {
   for (uint32_t b = 0; b < in->size; b++) printf("%02x", in->bytes[b]);
   printf("\",\"mnemonic\":");
   kdbcli_jstr(in->mnemonic);
-  printf(",\"operands\":");
-  kdbcli_jstr(in->operands);
+  kdbcli_jfield("operands", in->operands);
   if (in->space != KDB_MEM_NONE)
     printf(",\"mem\":{\"space\":\"%s\",\"op\":\"%s\",\"width\":%u}", kdb_mem_space_name(in->space),
            kdb_mem_op_name(in->op), in->width);
   if (in->src.file) {
-    printf(",\"file\":");
-    kdbcli_jstr(in->src.file);
+    kdbcli_jfield("file", in->src.file);
     printf(",\"line\":%u,\"column\":%u", in->src.line, in->src.column);
   }
   if (in->inlined_func) {
     printf(",\"inlined\":{\"function\":");
     kdbcli_jstr(in->inlined_func);
-    printf(",\"file\":");
-    kdbcli_jstr(in->inlined_at.file);
+    kdbcli_jfield("file", in->inlined_at.file);
     printf(",\"line\":%u,\"column\":%u}", in->inlined_at.line, in->inlined_at.column);
   }
   putchar('}');
@@ -394,8 +383,7 @@ static int kdbcli_isa(kdb *db, const kdbcli_opts *o, int by_line) {
     if (o->json) {
       printf("%s{\"code_object\":%zu,\"arch\":", i ? "," : "", k->co->index);
       kdbcli_jstr(k->co->arch);
-      printf(",\"name\":");
-      kdbcli_jstr(k->name);
+      kdbcli_jfield("name", k->name);
       printf(",\"has_lines\":%s,", isa->has_lines ? "true" : "false");
     } else {
       printf("%s (%s) in code object %zu (%s), %zu instructions\n", k->demangled, k->name, k->co->index,
@@ -493,12 +481,109 @@ static int kdbcli_isa(kdb *db, const kdbcli_opts *o, int by_line) {
   return rc;
 }
 
+/* ---- sites ----------------------------------------------------------------- */
+static const char *const kdbcli_isa_verdicts[] = {"unknown", "same", "wider", "merged"};
+
+static int kdbcli_site_selected(const kdbcli_opts *o, const kdb_site *s) {
+  const char *arch = s->co ? s->co->arch : "host";
+  if (o->arch && strcmp(arch, o->arch) != 0) return 0;
+  if (o->regex && regexec(&o->re, s->function, 0, NULL, 0) != 0 &&
+      regexec(&o->re, s->demangled, 0, NULL, 0) != 0)
+    return 0;
+  return 1;
+}
+
+/* Prints the instructions of s and the verdict on its width (--isa). */
+static void kdbcli_site_isa(kdb *db, const kdbcli_opts *o, const kdb_site *s) {
+  enum { KDBCLI_SITE_INSNS = 64 };
+  kdb_site_insn ins[KDBCLI_SITE_INSNS];
+  char err[512];
+  long n = kdb_site_insns(db, s, ins, KDBCLI_SITE_INSNS, err, sizeof err);
+  uint32_t width = 0;
+  kdb_site_isa v = n < 0 ? KDB_SITE_ISA_UNKNOWN : kdb_site_isa_width(db, s, &width);
+  if (o->json) {
+    printf(",\"isa\":\"%s\",\"isa_width\":%u,\"insns\":[", kdbcli_isa_verdicts[v], width);
+    for (long i = 0; i < n && i < KDBCLI_SITE_INSNS; i++) {
+      printf("%s{\"kernel\":", i ? "," : "");
+      kdbcli_jstr(ins[i].kernel->name);
+      printf(",\"twin\":%s,\"insn\":", ins[i].kernel->original ? "true" : "false");
+      kdbcli_insn_json(ins[i].insn);
+      putchar('}');
+    }
+    putchar(']');
+    if (n < 0) {
+      kdbcli_jfield("isa_error", err);
+    }
+    return;
+  }
+  if (n < 0) {
+    printf("      no ISA: %s\n", err);
+    return;
+  }
+  for (long i = 0; i < n && i < KDBCLI_SITE_INSNS; i++) {
+    const kdb_insn *in = ins[i].insn;
+    printf("      %s %012llx: %s%s%s", ins[i].kernel->original ? "twin    " : "original",
+           (unsigned long long)in->addr, in->mnemonic, in->operands[0] ? " " : "", in->operands);
+    kdbcli_mem_text(in);
+    putchar('\n');
+  }
+  if (v == KDB_SITE_ISA_WIDER)
+    printf("      machine code: %u bytes per lane, the IR's %u-byte access widened\n", width, s->size);
+  else if (v == KDB_SITE_ISA_MERGED)
+    printf("      machine code: no instruction of its own in the original (folded into a "
+           "neighbour's)\n");
+  else if (v == KDB_SITE_ISA_UNKNOWN)
+    printf("      machine code: no instruction at this position in the original (the backend "
+           "moved it): the IR's width stands\n");
+}
+
+static int kdbcli_sites(kdb *db, const kdbcli_opts *o) {
+  size_t n = kdb_site_count(db), shown = 0;
+  if (o->json) printf("[");
+  for (size_t i = 0; i < n; i++) {
+    const kdb_site *s = kdb_site_at(db, i);
+    if (!kdbcli_site_selected(o, s)) continue;
+    if (o->json) {
+      printf("%s{\"id\":\"%016llx\",\"code_object\":", shown ? "," : "",
+             (unsigned long long)s->id);
+      if (s->co) printf("%zu", s->co->index);
+      else printf("null");
+      kdbcli_jfield("arch", s->co ? s->co->arch : "host");
+      kdbcli_jfield("function", s->function);
+      kdbcli_jfield("demangled", s->demangled);
+      kdbcli_jfield("file", s->file);
+      printf(",\"line\":%u,\"column\":%u,\"kind\":\"%s\",\"space\":\"%s\",\"size\":%u,"
+             "\"flags\":%u",
+             s->line, s->column, nano_dh_kind_name(s->kind),
+             nano_dh_addrspace_name(s->addrspace), s->size, s->flags);
+      if (o->isa) kdbcli_site_isa(db, o, s);
+      putchar('}');
+    } else {
+      printf("%016llx %-8s %-6s %4u B %-8s %s:%u:%u  %s\n", (unsigned long long)s->id,
+             s->co ? s->co->arch : "host", nano_dh_kind_name(s->kind), s->size,
+             nano_dh_addrspace_name(s->addrspace), *s->file ? s->file : "<no file>", s->line,
+             s->column, s->demangled);
+      if (o->isa) kdbcli_site_isa(db, o, s);
+    }
+    shown++;
+  }
+  if (o->json) printf("]\n");
+  if (shown == 0) {
+    fprintf(stderr, "kerneldb: %s: no site%s%s%s%s (the file holds %zu)\n", kdb_name(db),
+            o->regex ? " matches --kernels " : "", o->regex ? o->regex : "",
+            o->arch ? " --arch " : "", o->arch ? o->arch : "", n);
+    return 1;
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
   kdbcli_opts o = {0};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (!strcmp(a, "--json")) o.json = 1;
     else if (!strcmp(a, "--source")) o.source = 1;
+    else if (!strcmp(a, "--isa")) o.isa = 1;
     else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       kdbcli_usage(stdout);
       return 0;
@@ -526,8 +611,8 @@ int main(int argc, char **argv) {
     return 2;
   }
   int list = !strcmp(o.cmd, "list"), show = !strcmp(o.cmd, "show"), isa = !strcmp(o.cmd, "isa"),
-      lines = !strcmp(o.cmd, "lines");
-  if (!list && !show && !isa && !lines) {
+      lines = !strcmp(o.cmd, "lines"), sites = !strcmp(o.cmd, "sites");
+  if (!list && !show && !isa && !lines && !sites) {
     fprintf(stderr, "kerneldb: unknown command %s\n", o.cmd);
     kdbcli_usage(stderr);
     return 2;
@@ -552,7 +637,10 @@ int main(int argc, char **argv) {
     if (o.regex) regfree(&o.re);
     return 2;
   }
-  int rc = list ? kdbcli_list(db, &o) : show ? kdbcli_show(db, &o) : kdbcli_isa(db, &o, lines);
+  int rc = list    ? kdbcli_list(db, &o)
+           : show  ? kdbcli_show(db, &o)
+           : sites ? kdbcli_sites(db, &o)
+                   : kdbcli_isa(db, &o, lines);
   if (fflush(stdout) != 0) rc = 2;
   kdb_close(db);
   if (o.regex) regfree(&o.re);

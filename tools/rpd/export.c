@@ -28,6 +28,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "nano/json.h"
 #include "commands.h"
 #include "rpdtool.h"
 
@@ -57,46 +58,8 @@ struct rpd_export {
   struct rpdtool_progress prog;
 };
 
-/* Writes `s` as a JSON string literal: quotes, backslashes and control
- * characters escaped, invalid UTF-8 replaced by U+FFFD. */
-static void rpd_export_str(FILE *out, const char *s) {
-  const unsigned char *p = (const unsigned char *)(s ? s : "");
-  fputc('"', out);
-  while (*p) {
-    unsigned char c = *p;
-    if (c == '"' || c == '\\') {
-      fputc('\\', out);
-      fputc(c, out);
-      p++;
-    } else if (c < 0x20) {
-      switch (c) {
-        case '\n': fputs("\\n", out); break;
-        case '\r': fputs("\\r", out); break;
-        case '\t': fputs("\\t", out); break;
-        default: fprintf(out, "\\u%04x", c); break;
-      }
-      p++;
-    } else if (c < 0x80) {
-      fputc(c, out);
-      p++;
-    } else {
-      /* Length of a well-formed UTF-8 sequence starting here, or 0. */
-      int n = c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
-      for (int i = 1; i < n; i++)
-        if ((p[i] & 0xC0) != 0x80) n = 0;
-      if (n == 3 && ((c == 0xE0 && p[1] < 0xA0) || (c == 0xED && p[1] > 0x9F))) n = 0;
-      if (n == 4 && ((c == 0xF0 && p[1] < 0x90) || (c == 0xF4 && p[1] > 0x8F))) n = 0;
-      if (n) {
-        fwrite(p, 1, (size_t)n, out);
-        p += n;
-      } else {
-        fputs("\\ufffd", out);
-        p++;
-      }
-    }
-  }
-  fputc('"', out);
-}
+/* `s` as a JSON string; a NULL column (SQLite's NULL text) as "". */
+static void rpd_export_str(FILE *out, const char *s) { nano_json_str(out, s ? s : ""); }
 
 /* Writes a time `t` (ns on the trace clock) as microseconds since the base. */
 static void rpd_export_ts(struct rpd_export *x, int64_t t) {

@@ -254,12 +254,17 @@ void nano_dh_sites_destroy(struct nano_dh_sites *s);
 int nano_dh_sites_add_blob(struct nano_dh_sites *s, const void *data, size_t len,
                            const char *what, char *errmsg, size_t errlen);
 /*
- * Adds the site tables of the ELF file at path (section NANO_DH_SITES_SECTION).
- * Returns the number of blobs added (0: the file has no such section), or -1
- * with errmsg naming the file and the problem.
+ * Adds the site tables of the ELF file at path: its NANO_DH_SITES_SECTION
+ * sections, or where it has none (a cubin) the blobs of its
+ * NANO_DH_SITES_SYMBOL... symbols. Returns the number of blobs added (0: the
+ * file has none), or -1 with errmsg naming the file and the problem.
  */
 int nano_dh_sites_add_elf(struct nano_dh_sites *s, const char *path, char *errmsg,
                           size_t errlen);
+/* The same over an ELF image in memory (a code object inside a fat binary);
+ * `what` names it in messages. */
+int nano_dh_sites_add_elf_memory(struct nano_dh_sites *s, const void *image, size_t len,
+                                 const char *what, char *errmsg, size_t errlen);
 /* The site with record id `id`, or NULL (a binary search). Pointers to sites
  * stay valid until the next add or the destroy of the set. */
 const struct nano_dh_site *nano_dh_sites_find(const struct nano_dh_sites *s, uint64_t id);

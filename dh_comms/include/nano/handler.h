@@ -104,6 +104,23 @@ struct nano_dispatch_info {
    * recorded. */
   int (*store)(const struct nano_dispatch_info *info, const char *analyzer, const char *json);
   void *runtime;           /* the runtime's own state                          */
+  /* What the machine code made of the access of site `id`, where the
+   * runtime has the kernel's ISA (GPU code objects, through kerneldb):
+   * NANO_ISA_WIDER with *width the bytes per lane of its instructions when
+   * the backend merged accesses (four 4-byte loads into one
+   * global_load_dwordx4), NANO_ISA_MERGED when the site has no instruction
+   * of its own (folded into such a neighbour), NANO_ISA_SAME, or
+   * NANO_ISA_UNKNOWN. NULL where there is no ISA to read: for CPU kernels
+   * the IR's access is the one the program makes. */
+  int (*isa_width)(const struct nano_dispatch_info *info, uint64_t id, uint32_t *width);
+};
+
+/* Answers of isa_width (the values of kerneldb's kdb_site_isa). */
+enum nano_isa_verdict {
+  NANO_ISA_UNKNOWN = 0,
+  NANO_ISA_SAME = 1,
+  NANO_ISA_WIDER = 2,
+  NANO_ISA_MERGED = 3
 };
 
 enum { NANO_RECORD_PASS = 0, NANO_RECORD_CONSUMED = 1 };
