@@ -24,6 +24,9 @@
 
 static int nanop_fd = STDERR_FILENO;
 static pthread_once_t nanop_once = PTHREAD_ONCE_INIT;
+/* This thread is opening the output: an event that comes back from it (libc
+ * calling an instrumented malloc) must not wait on nanop_once. */
+static __thread int nanop_starting __attribute__((tls_model("initial-exec")));
 
 /* Opens NANO_PRINT_OUTPUT once; an unwritable path stays stderr, with an error. */
 static void nanop_init(void) {
@@ -64,16 +67,25 @@ static void nanop_line(struct nano_site *site) {
   }
 }
 
+/* Opens the output once; an event of the opening itself goes to stderr. */
+static void nanop_start(void) {
+  if (nanop_starting)
+    return;
+  nanop_starting = 1;
+  pthread_once(&nanop_once, nanop_init);
+  nanop_starting = 0;
+}
+
 NANO_API void __nano_atomic(struct nano_site *site) {
   int err = errno;
-  pthread_once(&nanop_once, nanop_init);
+  nanop_start();
   nanop_line(site);
   errno = err;
 }
 
 NANO_API void __nano_atomic_n(struct nano_site *site, uint64_t n) {
   int err = errno;
-  pthread_once(&nanop_once, nanop_init);
+  nanop_start();
   for (uint64_t i = 0; i < n; i++)
     nanop_line(site);
   errno = err;

@@ -24,9 +24,16 @@
  *
  * The runtime copies what it needs of each site (strings interned), so a
  * library may be dlclose'd and the sites it had are still reported. It never
- * counts itself (it is not built with the plugin or the prelude), and an
- * atomic executed while the runtime itself holds its lock on the same thread
- * (an instrumented malloc, say) is not counted rather than deadlocking.
+ * counts itself (it is not built with the plugin or the prelude).
+ *
+ * Re-entry. The program's own allocator may be instrumented (mimalloc or a
+ * malloc wrapper built with the plugin), so the runtime never calls malloc:
+ * its memory comes from mmap (nanot_map), and nothing it calls under its lock
+ * can run the program's code. An atomic that still reaches the runtime while
+ * it works on the same thread (libc calling an instrumented malloc from
+ * pthread_once, say) is deferred: kept in the thread's short list and counted
+ * when the runtime's work ends, never waited for. Only a burst beyond that
+ * list is lost, and then counted as lost and reported at exit.
  *
  * At exit (a destructor), when at least one site was registered and the exit
  * dump is on, the counts go to NANO_TRACKER_OUTPUT in NANO_TRACKER_FORMAT.
@@ -39,6 +46,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -58,13 +66,23 @@ struct nanot_thread {
 /* Thread states (struct nanot_tls.state). */
 enum { NANOT_NEW = 0, NANOT_LIVE = 1, NANOT_EXITED = 2 };
 
+/* Events that reached the runtime while it worked on their thread, counted
+ * when that work ends: a few, as only libc's own calls into an instrumented
+ * allocator get there (static TLS is scarce: keep the block small). */
+#define NANOT_DEFERRED 8
+
 /* Per-thread hot data: the counters and their bound, in one TLS block. */
 struct nanot_tls {
   uint64_t *counts;
   uint32_t cap;
   uint8_t state;
-  uint8_t busy; /* the runtime is working on this thread: drop nested events */
+  uint8_t busy;      /* the runtime is working on this thread: defer events */
+  uint8_t ndeferred; /* entries of deferred in use */
   struct nanot_thread *rec;
+  struct {
+    struct nano_site *site;
+    uint64_t n;
+  } deferred[NANOT_DEFERRED];
 };
 
 static __thread struct nanot_tls nanot_tls __attribute__((tls_model("initial-exec")));
@@ -80,11 +98,63 @@ static int nanot_exit_dump = 1;
 static char **nanot_strings; /* interned strings: open addressing, power of 2 */
 static size_t nanot_strings_cap, nanot_strings_used;
 
+static struct nanot_thread *nanot_spare; /* records for new threads, from nanot_map */
+static char *nanot_arena;                 /* interned strings are bumped from here */
+static size_t nanot_arena_left;
+static uint64_t nanot_lost; /* events neither counted nor deferred (atomic) */
+
 static pthread_key_t nanot_key;
 static pthread_once_t nanot_once = PTHREAD_ONCE_INIT;
 static int nanot_key_ok;
 
 static void nanot_slow(struct nano_site *site, uint64_t n) __attribute__((noinline, cold));
+
+/* Memory of the runtime's own: zeroed pages from mmap, NULL when there are
+ * none (see "Re-entry" above for why not malloc). */
+static void *nanot_map(size_t bytes) {
+  void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return p == MAP_FAILED ? NULL : p;
+}
+
+static void nanot_unmap(void *p, size_t bytes) {
+  if (p != NULL && bytes != 0 && munmap(p, bytes) != 0)
+    nanot_warn("munmap of %zu bytes failed: %s", bytes, strerror(errno));
+}
+
+/* Starts work of the runtime on this thread; returns what nanot_leave
+ * restores. Events of this thread that reach the runtime meanwhile are
+ * deferred. */
+static int nanot_enter(void) {
+  int busy = nanot_tls.busy;
+  nanot_tls.busy = 1;
+  return busy;
+}
+
+/* Ends the work nanot_enter started and, at the outermost level, counts the
+ * events deferred meanwhile. Call it with nanot_lock released. */
+static void nanot_leave(int busy) {
+  nanot_tls.busy = (uint8_t)busy;
+  while (!busy && nanot_tls.ndeferred) {
+    unsigned i = --nanot_tls.ndeferred;
+    nanot_slow(nanot_tls.deferred[i].site, nanot_tls.deferred[i].n);
+  }
+}
+
+/* Keeps an event that reached the runtime during its own work. */
+static void nanot_defer(struct nano_site *site, uint64_t n) {
+  for (unsigned i = 0; i < nanot_tls.ndeferred; i++)
+    if (nanot_tls.deferred[i].site == site) {
+      nanot_tls.deferred[i].n += n;
+      return;
+    }
+  if (nanot_tls.ndeferred == NANOT_DEFERRED) {
+    __atomic_fetch_add(&nanot_lost, n, __ATOMIC_RELAXED);
+    return;
+  }
+  nanot_tls.deferred[nanot_tls.ndeferred].site = site;
+  nanot_tls.deferred[nanot_tls.ndeferred].n = n;
+  nanot_tls.ndeferred++;
+}
 
 /*
  * The hook. Increments the calling thread's counter of `site`; goes to the
@@ -111,6 +181,29 @@ NANO_API void __nano_atomic_n(struct nano_site *site, uint64_t n) {
     nanot_slow(site, n);
 }
 
+/* The strings' pages: a chunk serves many short strings; a longer string
+ * gets pages of its own. */
+#define NANOT_ARENA_CHUNK (64u << 10)
+
+/* A copy of s that lives as long as the process, or NULL when out of
+ * memory. Caller holds nanot_lock. */
+static char *nanot_strdup(const char *s) {
+  size_t n = strlen(s) + 1;
+  if (n > nanot_arena_left) {
+    char *p = nanot_map(n > NANOT_ARENA_CHUNK ? n : NANOT_ARENA_CHUNK);
+    if (p == NULL)
+      return NULL;
+    if (n >= NANOT_ARENA_CHUNK)
+      return memcpy(p, s, n);
+    nanot_arena = p;
+    nanot_arena_left = NANOT_ARENA_CHUNK;
+  }
+  char *copy = memcpy(nanot_arena, s, n);
+  nanot_arena += n;
+  nanot_arena_left -= n;
+  return copy;
+}
+
 /* Returns the interned copy of s (never NULL: "" when out of memory or s is
  * NULL). Caller holds nanot_lock. */
 static const char *nanot_intern(const char *s) {
@@ -118,7 +211,7 @@ static const char *nanot_intern(const char *s) {
     return "";
   if (2 * (nanot_strings_used + 1) > nanot_strings_cap) {
     size_t ncap = nanot_strings_cap ? 2 * nanot_strings_cap : 1024;
-    char **n = calloc(ncap, sizeof *n);
+    char **n = nanot_map(ncap * sizeof *n);
     if (n == NULL)
       return "";
     for (size_t i = 0; i < nanot_strings_cap; i++) {
@@ -133,7 +226,7 @@ static const char *nanot_intern(const char *s) {
         j = (j + 1) & (ncap - 1);
       n[j] = e;
     }
-    free(nanot_strings);
+    nanot_unmap(nanot_strings, nanot_strings_cap * sizeof *nanot_strings);
     nanot_strings = n;
     nanot_strings_cap = ncap;
   }
@@ -146,7 +239,7 @@ static const char *nanot_intern(const char *s) {
       return nanot_strings[j];
     j = (j + 1) & (nanot_strings_cap - 1);
   }
-  char *copy = strdup(s);
+  char *copy = nanot_strdup(s);
   if (copy == NULL)
     return "";
   nanot_strings[j] = copy;
@@ -165,14 +258,20 @@ static int nanot_reserve_sites(uint32_t more) {
   uint32_t ncap = nanot_sites_cap ? nanot_sites_cap : 256;
   while (ncap < need)
     ncap = ncap > UINT32_MAX / 2 ? need : 2 * ncap;
-  struct nano_site *s = realloc(nanot_sites, (size_t)ncap * sizeof *s);
-  if (s == NULL)
+  struct nano_site *s = nanot_map((size_t)ncap * sizeof *s);
+  uint64_t *f = nanot_map((size_t)ncap * sizeof *f);
+  if (s == NULL || f == NULL) {
+    nanot_unmap(s, (size_t)ncap * sizeof *s);
+    nanot_unmap(f, (size_t)ncap * sizeof *f);
     return -1;
+  }
+  if (nanot_nsites) {
+    memcpy(s, nanot_sites, (size_t)nanot_nsites * sizeof *s);
+    memcpy(f, nanot_folded, (size_t)nanot_nsites * sizeof *f);
+  }
+  nanot_unmap(nanot_sites, (size_t)nanot_sites_cap * sizeof *s);
+  nanot_unmap(nanot_folded, (size_t)nanot_sites_cap * sizeof *f);
   nanot_sites = s;
-  uint64_t *f = realloc(nanot_folded, (size_t)ncap * sizeof *f);
-  if (f == NULL)
-    return -1;
-  memset(f + nanot_sites_cap, 0, (size_t)(ncap - nanot_sites_cap) * sizeof *f);
   nanot_folded = f;
   nanot_sites_cap = ncap;
   return 0;
@@ -216,37 +315,84 @@ static int nanot_register_module_locked(struct nano_site_module *m) {
 NANO_API void __nano_register_module(struct nano_site_module *module) {
   if (module == NULL)
     return;
-  if (pthread_mutex_lock(&nanot_lock) != 0)
-    return;
-  nanot_register_module_locked(module);
-  pthread_mutex_unlock(&nanot_lock);
+  int busy = nanot_enter();
+  if (pthread_mutex_lock(&nanot_lock) == 0) {
+    nanot_register_module_locked(module);
+    pthread_mutex_unlock(&nanot_lock);
+  }
+  nanot_leave(busy);
+}
+
+/* Thread records: carved from pages and kept with their counters when the
+ * thread exits, for the next thread: a program that starts a thread per
+ * task maps nothing (munmap costs a TLB shootdown on every core: 100 us per
+ * thread were measured). Memory follows the peak of live threads. Caller
+ * holds nanot_lock. */
+static struct nanot_thread *nanot_rec_new(void) {
+  if (nanot_spare == NULL) {
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    struct nanot_thread *r = nanot_map(page);
+    if (r == NULL)
+      return NULL;
+    for (size_t i = 0; i < page / sizeof *r; i++) {
+      r[i].next = nanot_spare;
+      nanot_spare = &r[i];
+    }
+  }
+  struct nanot_thread *rec = nanot_spare;
+  nanot_spare = rec->next;
+  if (rec->cap)
+    memset(rec->counts, 0, 2 * (size_t)rec->cap * sizeof *rec->counts); /* counts, base */
+  rec->next = NULL;
+  rec->pprev = NULL;
+  return rec;
+}
+
+/* Keeps rec and its counters for the next thread. Caller holds nanot_lock;
+ * rec is off the list of live threads. */
+static void nanot_rec_free(struct nanot_thread *rec) {
+  rec->next = nanot_spare;
+  nanot_spare = rec;
 }
 
 /* Folds an exiting thread's counters into nanot_folded (key destructor). */
 static void nanot_thread_exit(void *arg) {
   struct nanot_thread *rec = arg;
-  nanot_tls.busy = 1;
+  int busy = nanot_enter();
   if (pthread_mutex_lock(&nanot_lock) == 0) {
     for (uint32_t i = 0; i < rec->cap; i++)
       nanot_folded[i] += __atomic_load_n(&rec->counts[i], __ATOMIC_RELAXED) - rec->base[i];
     *rec->pprev = rec->next;
     if (rec->next)
       rec->next->pprev = rec->pprev;
+    nanot_tls.counts = NULL;
+    nanot_tls.cap = 0;
+    nanot_tls.rec = NULL;
+    nanot_tls.state = NANOT_EXITED;
+    nanot_rec_free(rec);
     pthread_mutex_unlock(&nanot_lock);
   }
-  nanot_tls.counts = NULL;
-  nanot_tls.cap = 0;
-  nanot_tls.rec = NULL;
-  nanot_tls.state = NANOT_EXITED;
-  nanot_tls.busy = 0;
-  free(rec->counts);
-  free(rec->base);
-  free(rec);
+  nanot_leave(busy);
 }
 
-/* fork(): hold the lock across it, so the child's copy is consistent. */
-static void nanot_atfork_prepare(void) { pthread_mutex_lock(&nanot_lock); }
-static void nanot_atfork_parent(void) { pthread_mutex_unlock(&nanot_lock); }
+/* fork(): hold the lock across it, so the child's copy is consistent; the
+ * other fork handlers that run meanwhile (an instrumented allocator's) have
+ * their events deferred. nanot_fork_busy is the forking thread's. */
+static int nanot_fork_busy, nanot_fork_locked;
+
+static void nanot_atfork_prepare(void) {
+  int busy = nanot_enter();
+  int locked = pthread_mutex_lock(&nanot_lock) == 0;
+  nanot_fork_busy = busy;
+  nanot_fork_locked = locked;
+}
+
+static void nanot_atfork_parent(void) {
+  int busy = nanot_fork_busy;
+  if (nanot_fork_locked)
+    pthread_mutex_unlock(&nanot_lock);
+  nanot_leave(busy);
+}
 
 /* In the child only the forking thread exists: drop the other threads'
  * records and start every count from zero. */
@@ -254,11 +400,8 @@ static void nanot_atfork_child(void) {
   struct nanot_thread *self = nanot_tls.rec;
   for (struct nanot_thread *t = nanot_threads, *next; t != NULL; t = next) {
     next = t->next;
-    if (t == self)
-      continue;
-    free(t->counts);
-    free(t->base);
-    free(t);
+    if (t != self)
+      nanot_rec_free(t);
   }
   nanot_threads = self;
   if (self != NULL) {
@@ -269,7 +412,12 @@ static void nanot_atfork_child(void) {
   }
   if (nanot_nsites)
     memset(nanot_folded, 0, (size_t)nanot_nsites * sizeof *nanot_folded);
-  pthread_mutex_unlock(&nanot_lock);
+  __atomic_store_n(&nanot_lost, 0, __ATOMIC_RELAXED);
+  nanot_tls.ndeferred = 0; /* the parent's, counted there */
+  int busy = nanot_fork_busy;
+  if (nanot_fork_locked)
+    pthread_mutex_unlock(&nanot_lock);
+  nanot_leave(busy);
 }
 
 static void nanot_init_once(void) {
@@ -280,24 +428,27 @@ static void nanot_init_once(void) {
     nanot_warn("pthread_atfork failed: a forked child reports its parent's counts too");
 }
 
+/* A thread's counters grow by this many (counters and baselines of 256
+ * sites fill one 4 KiB page). */
+#define NANOT_GROW_STEP 256u
+
 /* Grows the calling thread's arrays to nanot_nsites counters (at least
- * `need`). Returns 0, or -1 when out of memory. Caller holds nanot_lock, so
- * no reader sees the arrays while they move. */
+ * `need`): counters and baselines in one mapping. Returns 0, or -1 when out
+ * of memory. Caller holds nanot_lock, so no reader sees the arrays while
+ * they move. */
 static int nanot_grow(struct nanot_thread *rec, uint32_t need) {
   uint32_t ncap = nanot_nsites > need ? nanot_nsites : need;
-  uint64_t *c = calloc(ncap, sizeof *c);
-  uint64_t *b = calloc(ncap, sizeof *b);
-  if (c == NULL || b == NULL) {
-    free(c);
-    free(b);
+  if (ncap <= UINT32_MAX - NANOT_GROW_STEP)
+    ncap = (ncap + NANOT_GROW_STEP - 1) / NANOT_GROW_STEP * NANOT_GROW_STEP;
+  uint64_t *c = nanot_map(2 * (size_t)ncap * sizeof *c);
+  if (c == NULL)
     return -1;
-  }
+  uint64_t *b = c + ncap;
   if (rec->cap) {
     memcpy(c, rec->counts, (size_t)rec->cap * sizeof *c);
     memcpy(b, rec->base, (size_t)rec->cap * sizeof *b);
   }
-  free(rec->counts);
-  free(rec->base);
+  nanot_unmap(rec->counts, 2 * (size_t)rec->cap * sizeof *c);
   rec->counts = c;
   rec->base = b;
   rec->cap = ncap;
@@ -309,18 +460,23 @@ static int nanot_grow(struct nanot_thread *rec, uint32_t need) {
 /*
  * Counts n events of `site`, doing what the hot path does not: registers
  * the site, creates the thread's record, grows its arrays, counts events
- * after the thread's destructor ran. Drops the event when the runtime is busy on this thread or
- * out of memory.
+ * after the thread's destructor ran. Defers the event when the runtime is
+ * busy on this thread; drops it when out of memory.
  */
 static void nanot_slow(struct nano_site *site, uint64_t n) {
-  if (nanot_tls.busy)
-    return;
-  nanot_tls.busy = 1;
-  pthread_once(&nanot_once, nanot_init_once);
-  if (pthread_mutex_lock(&nanot_lock) != 0) {
-    nanot_tls.busy = 0;
+  if (nanot_tls.busy) {
+    nanot_defer(site, n);
     return;
   }
+  nanot_enter();
+  int err = pthread_once(&nanot_once, nanot_init_once);
+  if (err != 0 || pthread_mutex_lock(&nanot_lock) != 0) {
+    __atomic_fetch_add(&nanot_lost, n, __ATOMIC_RELAXED);
+    nanot_leave(0);
+    return;
+  }
+  struct nanot_thread *born = NULL; /* this thread's new record */
+  uint64_t lost = n;                /* until counted */
   uint32_t id = site->id;
   if (id == 0) {
     if (site->module != NULL) {
@@ -335,10 +491,11 @@ static void nanot_slow(struct nano_site *site, uint64_t n) {
     goto out; /* out of memory, or a site id this runtime did not give */
   if (nanot_tls.state == NANOT_EXITED) {
     nanot_folded[id - 1] += n;
+    lost = 0;
     goto out;
   }
   if (nanot_tls.state == NANOT_NEW) {
-    struct nanot_thread *rec = calloc(1, sizeof *rec);
+    struct nanot_thread *rec = nanot_rec_new();
     if (rec == NULL)
       goto out;
     rec->next = nanot_threads;
@@ -347,17 +504,24 @@ static void nanot_slow(struct nano_site *site, uint64_t n) {
       nanot_threads->pprev = &rec->next;
     nanot_threads = rec;
     nanot_tls.rec = rec;
+    nanot_tls.counts = rec->counts;
+    nanot_tls.cap = rec->cap;
     nanot_tls.state = NANOT_LIVE;
-    if (nanot_key_ok && pthread_setspecific(nanot_key, rec) != 0)
-      nanot_warn("pthread_setspecific failed: this thread's counts are lost when it exits");
+    born = rec;
   }
   struct nanot_thread *rec = nanot_tls.rec;
   if (id > rec->cap && nanot_grow(rec, id) != 0)
     goto out;
   rec->counts[id - 1] += n;
+  lost = 0;
 out:
   pthread_mutex_unlock(&nanot_lock);
-  nanot_tls.busy = 0;
+  if (lost)
+    __atomic_fetch_add(&nanot_lost, lost, __ATOMIC_RELAXED);
+  /* outside the lock: glibc allocates the slots of keys past the first 32 */
+  if (born && nanot_key_ok && pthread_setspecific(nanot_key, born) != 0)
+    nanot_warn("pthread_setspecific failed: this thread's counts are lost when it exits");
+  nanot_leave(0);
 }
 
 /* The total count of site id (1-based) over exited and live threads.
@@ -377,17 +541,17 @@ struct nanot_entry {
 };
 
 /* Copies every registered site with its total count into a new array (the
- * caller frees it) and sets *n. Returns NULL with *n = 0 when there is none
- * or memory is short (errno ENOMEM). */
+ * caller releases it with nanot_unmap(e, *n * sizeof *e)) and sets *n.
+ * Returns NULL with *n = 0 when there is none or memory is short (errno
+ * ENOMEM). */
 static struct nanot_entry *nanot_snapshot(uint32_t *n) {
   *n = 0;
-  int busy = nanot_tls.busy;
-  nanot_tls.busy = 1;
+  int busy = nanot_enter();
   struct nanot_entry *e = NULL;
   if (pthread_mutex_lock(&nanot_lock) != 0)
     goto out;
   if (nanot_nsites > 0) {
-    e = malloc((size_t)nanot_nsites * sizeof *e);
+    e = nanot_map((size_t)nanot_nsites * sizeof *e);
     if (e != NULL) {
       for (uint32_t i = 0; i < nanot_nsites; i++) {
         e[i].site = nanot_sites[i];
@@ -400,13 +564,12 @@ static struct nanot_entry *nanot_snapshot(uint32_t *n) {
   }
   pthread_mutex_unlock(&nanot_lock);
 out:
-  nanot_tls.busy = (uint8_t)busy;
+  nanot_leave(busy);
   return e;
 }
 
 NANO_API void nano_tracker_reset(void) {
-  int busy = nanot_tls.busy;
-  nanot_tls.busy = 1;
+  int busy = nanot_enter();
   if (pthread_mutex_lock(&nanot_lock) == 0) {
     if (nanot_nsites)
       memset(nanot_folded, 0, (size_t)nanot_nsites * sizeof *nanot_folded);
@@ -415,7 +578,7 @@ NANO_API void nano_tracker_reset(void) {
         t->base[i] = __atomic_load_n(&t->counts[i], __ATOMIC_RELAXED);
     pthread_mutex_unlock(&nanot_lock);
   }
-  nanot_tls.busy = (uint8_t)busy;
+  nanot_leave(busy);
 }
 
 NANO_API uint64_t nano_tracker_count(const char *kind_name) {
@@ -423,15 +586,14 @@ NANO_API uint64_t nano_tracker_count(const char *kind_name) {
   if (kind < 0)
     return 0;
   uint64_t n = 0;
-  int busy = nanot_tls.busy;
-  nanot_tls.busy = 1;
+  int busy = nanot_enter();
   if (pthread_mutex_lock(&nanot_lock) == 0) {
     for (uint32_t i = 0; i < nanot_nsites; i++)
       if (nanot_sites[i].kind == (unsigned)kind)
         n += nanot_total_locked(i + 1);
     pthread_mutex_unlock(&nanot_lock);
   }
-  nanot_tls.busy = (uint8_t)busy;
+  nanot_leave(busy);
   return n;
 }
 
@@ -441,7 +603,7 @@ NANO_API int nano_tracker_foreach_site(nano_site_visitor visit, void *arg) {
   int rc = 0;
   for (uint32_t i = 0; i < n && rc == 0; i++)
     rc = visit(&e[i].site, e[i].count, arg);
-  free(e);
+  nanot_unmap(e, (size_t)n * sizeof *e);
   return rc;
 }
 
@@ -506,12 +668,15 @@ static void nanot_json_name(FILE *out, const char *name, unsigned value) {
 }
 
 /* Writes the JSON document of docs/atomics.md ("nanoprobe-atomics", 1). */
-static void nanot_dump_json(FILE *out, struct nanot_entry *e, uint32_t n, const uint64_t *kinds) {
+static void nanot_dump_json(FILE *out, struct nanot_entry *e, uint32_t n, const uint64_t *kinds,
+                            uint64_t lost) {
   uint64_t total = 0;
   for (unsigned k = 0; k < NANO_KIND_COUNT; k++)
     total += kinds[k];
   fprintf(out, "{\n  \"format\": \"nanoprobe-atomics\",\n  \"version\": 1,\n  \"pid\": %ld,\n",
           (long)getpid());
+  if (lost)
+    fprintf(out, "  \"uncounted\": %" PRIu64 ",\n", lost);
   fprintf(out, "  \"total\": %" PRIu64 ",\n  \"kinds\": {", total);
   const char *sep = "\n";
   for (unsigned k = 0; k < NANO_KIND_COUNT; k++) {
@@ -575,6 +740,7 @@ NANO_API int nano_tracker_dump(FILE *out, enum nano_format format) {
   struct nanot_entry *e = nanot_snapshot(&n);
   if (e == NULL && errno == ENOMEM)
     return -1;
+  uint64_t lost = __atomic_load_n(&nanot_lost, __ATOMIC_RELAXED);
   uint64_t kinds[NANO_KIND_COUNT] = {0};
   for (uint32_t i = 0; i < n; i++)
     if (e[i].site.kind < NANO_KIND_COUNT)
@@ -584,11 +750,13 @@ NANO_API int nano_tracker_dump(FILE *out, enum nano_format format) {
     for (unsigned k = 0; k < NANO_KIND_COUNT; k++)
       if (kinds[k])
         fprintf(out, "  %s: %" PRIu64 "\n", nano_kind_name(k), kinds[k]);
+    if (lost)
+      fprintf(out, "  uncounted: %" PRIu64 "\n", lost);
     fputs("}\n", out);
   } else {
-    nanot_dump_json(out, e, n, kinds);
+    nanot_dump_json(out, e, n, kinds, lost);
   }
-  free(e);
+  nanot_unmap(e, (size_t)n * sizeof *e);
   if (fflush(out) != 0 || ferror(out)) {
     if (errno == 0)
       errno = EIO;
@@ -653,6 +821,10 @@ __attribute__((destructor)) static void nanot_at_exit(void) {
     else if (strcmp(fmt, "text") != 0)
       nanot_warn("NANO_TRACKER_FORMAT='%s' is not 'text' or 'json'; using text", fmt);
   }
+  uint64_t lost = __atomic_load_n(&nanot_lost, __ATOMIC_RELAXED);
+  if (lost)
+    nanot_warn("%" PRIu64 " atomic events were not counted (out of memory, or more nested "
+               "events during the tracker's own work than it can defer)", lost);
   /* The program's buffered output first (libc flushes it only after the
    * destructors), so that a log reads in order. */
   fflush(stdout);

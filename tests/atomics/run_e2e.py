@@ -20,12 +20,17 @@ def check(cond, what):
         print("FAIL: " + what, file=sys.stderr)
 
 
-def run(argv, env_extra=None, expect_rc=0):
+def run(argv, env_extra=None, expect_rc=0, timeout=300, cwd=None):
     env = dict(os.environ)
     for k in ("LD_PRELOAD", "NANO_TRACKER_OUTPUT", "NANO_TRACKER_FORMAT", "NANO_PRINT_OUTPUT"):
         env.pop(k, None)
     env.update(env_extra or {})
-    p = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
+    try:
+        p = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout, cwd=cwd)
+    except subprocess.TimeoutExpired:
+        FAILS.append("%s with %s: no exit within %d s (a deadlock?)" % (argv, env_extra, timeout))
+        print("FAIL: " + FAILS[-1], file=sys.stderr)
+        return subprocess.CompletedProcess(argv, -1, "", "")
     if expect_rc is not None and p.returncode != expect_rc:
         print("command %s exited %d (expected %d)\nstdout: %s\nstderr: %s"
               % (argv, p.returncode, expect_rc, p.stdout[-2000:], p.stderr[-2000:]), file=sys.stderr)
@@ -191,6 +196,49 @@ def scenario_dlopen(a):
           "dlopen: the library's site at dl_lib.c:%d: %s" % (line, sites))
 
 
+def scenario_override(a):
+    """A program whose malloc is its own and instrumented (as mimalloc's
+    MI_OVERRIDE build) runs to its end under the tracker, under the tracer
+    and the tracker together, and under the printing runtime, with threads
+    allocating while an instrumented library is dlopen'ed: no deadlock, and
+    every allocator event counted (the NOTED_SITE total is the program's
+    own count of them)."""
+    line = marker_line(a.source, "NOTED_SITE")
+    threads, iters = 4, 5000
+    args = [a.bin, a.lib, str(threads), str(iters)]
+    # the program's own guard against a hang in a test: 60 s is 100x its run
+    deadline = 60
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "c.json")
+        for preload in ([a.tracker], [a.tracer, a.tracker]):
+            p = run(args, {"LD_PRELOAD": " ".join(preload), "NANO_TRACKER_FORMAT": "json",
+                           "NANO_TRACKER_OUTPUT": out}, timeout=deadline, cwd=d)
+            m = re.match(r"noted=(\d+) dl_work=(\d+)\n$", p.stdout)
+            check(m and int(m.group(2)) == iters, "override %s: output %r" % (preload, p.stdout))
+            if not m or not os.path.exists(out):
+                continue
+            with open(out) as f:
+                doc = json.load(f)
+            noted = sum(s["count"] for s in doc["sites"]
+                        if s["file"].endswith("override_main.c") and s["line"] == line)
+            check(noted == int(m.group(1)) and noted >= threads * iters * 5,
+                  "override %s: NOTED_SITE counted %d, the program noted %s" % (preload, noted,
+                                                                                m.group(1)))
+            check("uncounted" not in doc, "override %s: uncounted events %s" % (
+                preload, doc.get("uncounted")))
+            check(not [l for l in p.stderr.splitlines() if l.startswith("nanoprobe:")],
+                  "override %s: warnings %s" % (preload, p.stderr[-500:]))
+            os.remove(out)
+        printed = os.path.join(d, "p.txt")
+        p = run([a.bin, a.lib, "2", "50"], {"LD_PRELOAD": a.print_lib, "NANO_PRINT_OUTPUT": printed},
+                timeout=deadline, cwd=d)
+        with open(printed) if os.path.exists(printed) else open(os.devnull) as f:
+            lines = f.read().count("override_main.c:%d:" % line)
+        m = re.match(r"noted=(\d+) ", p.stdout)
+        check(m and lines == int(m.group(1)), "override, printing runtime: %d lines of NOTED_SITE, "
+              "the program noted %s" % (lines, m and m.group(1)))
+
+
 def scenario_env(a):
     """Bad NANO_* values: one warning and the default; an unwritable path:
     an error naming it, and the counts on stderr."""
@@ -277,7 +325,8 @@ def scenario_instructions(a):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("scenario")
-    for opt in ("prog", "mode", "bin", "source", "tracker", "print-lib", "lib", "nanoprobe", "extra"):
+    for opt in ("prog", "mode", "bin", "source", "tracker", "tracer", "print-lib", "lib",
+                "nanoprobe", "extra"):
         ap.add_argument("--" + opt)
     a = ap.parse_args()
     globals()["scenario_" + a.scenario](a)
