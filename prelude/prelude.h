@@ -101,14 +101,20 @@ extern void __nano_prelude_hook(struct __nano_prelude_site *site)
 /* min/max kinds by the signedness of the object's type (clang builtins). */
 #define __NANO_SIGNED(p) ((__typeof__(*(p) + 0))-1 < (__typeof__(*(p) + 0))0)
 
-/* Declares this expansion's site and calls the hook with it. */
+/* Declares this expansion's site and calls the hook with it. Each site has
+ * a name of its own (__COUNTER__): builtins nested in another's arguments
+ * (uatomic_store(&x, uatomic_load(&y))) must not shadow it (-Wshadow). */
+#define __NANO_CAT_(a, b) a##b
+#define __NANO_CAT(a, b) __NANO_CAT_(a, b)
 #define __NANO_HOOK(kind, order, flags, size)                                  \
-  static struct __nano_prelude_site __nano_site_ = {                           \
+  __NANO_HOOK_AT(__NANO_CAT(__nano_site_, __COUNTER__), kind, order, flags, size)
+#define __NANO_HOOK_AT(site, kind, order, flags, size)                         \
+  static struct __nano_prelude_site site = {                                   \
       0u, (unsigned short)(kind), (order), (unsigned char)(flags),             \
       (unsigned int)(size), (unsigned int)__LINE__, 0u, 0u, __func__,          \
       __FILE__, (void *)0};                                                    \
   if (__nano_prelude_hook)                                                     \
-    __nano_prelude_hook(&__nano_site_);
+    __nano_prelude_hook(&site);
 
 /* Builtins (p, v, o) and (p, o) shapes. */
 #define __NANO_RMW(kind, builtin, p, v, o)                                     \

@@ -1,14 +1,29 @@
 #!/usr/bin/env bash
 # compile_check.sh COMPILER LANG HEADER PRELUDE: compiles a small use of
-# HEADER (C or C++) with the prelude force-included, -Wall -Wextra -Werror,
-# under the language standards below. Fails on any warning.
+# HEADER (C or C++) with the prelude force-included, -Wall -Wextra -Wshadow
+# -Werror, under the language standards below. Fails on any warning.
+# HEADER "nested" is no header: builtins nested in each other's arguments,
+# as userspace-rcu writes them (uatomic_store(&x, uatomic_load(&y))).
 set -euo pipefail
 cc=$1 lang=$2 header=$3 prelude=$4
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 src=$dir/use.$([ "$lang" = c ] && echo c || echo cpp)
-echo "#include <$header>" > "$src"
+[ "$header" = nested ] && echo "#include <stdint.h>" > "$src" || echo "#include <$header>" > "$src"
 case $header in
+  nested) cat >> "$src" <<'E'
+long x, y, z;
+long use(void) {
+  __atomic_store_n(&x, __atomic_load_n(&y, __ATOMIC_RELAXED), __ATOMIC_RELEASE);
+  __atomic_store_n(&x, __atomic_fetch_add(&y, __atomic_load_n(&z, __ATOMIC_ACQUIRE),
+                                          __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+  long e = __atomic_load_n(&x, __ATOMIC_RELAXED);
+  __atomic_compare_exchange_n(&x, &e, __atomic_exchange_n(&y, __atomic_load_n(&z, 0), 0), 0,
+                              __ATOMIC_SEQ_CST, __ATOMIC_RELAXED);
+  return __sync_fetch_and_add(&z, __sync_add_and_fetch(&y, __atomic_load_n(&x, 0)));
+}
+E
+  ;;
   stdatomic.h) cat >> "$src" <<'E'
 atomic_int n; atomic_flag f = ATOMIC_FLAG_INIT;
 int use(void) { int e = 0; atomic_fetch_add(&n, 1); atomic_compare_exchange_weak(&n, &e, 2);
@@ -64,12 +79,12 @@ case $lang:$header in
   *) stds="c++17" ;;
 esac
 for std in $stds; do
-  "$cc" -std="$std" -Wall -Wextra -Werror -O0 --include="$prelude" -c "$src" -o "$dir/use.o"
+  "$cc" -std="$std" -Wall -Wextra -Wshadow -Werror -O0 --include="$prelude" -c "$src" -o "$dir/use.o"
   # The prelude really is in effect: the object calls the hook (the uses of
   # <thread>, <mutex>, <shared_mutex>, <condition_variable> inline no atomic:
   # libstdc++ calls pthread there).
   case $header in
-    stdatomic.h|atomic|memory|future)
+    stdatomic.h|atomic|memory|future|nested)
       nm "$dir/use.o" | grep -q '__nano_atomic' || { echo "no hook call with -std=$std" >&2; exit 1; } ;;
   esac
 done
