@@ -872,7 +872,7 @@ PreservedAnalyses HostAtomicsPass::run(Module &M, ModuleAnalysisManager &) {
         S.Column = Loc->getColumn();
         S.File = nano::sourceFile(Loc);
       }
-      const std::string &Where = S.File.empty() ? ModuleFile : S.File;
+      const std::string Where = nano::normalizedPath(S.File.empty() ? ModuleFile : S.File);
       if (Config.Files && !Config.Files->match(Where))
         continue;
       if (Config.ExcludeFiles && Config.ExcludeFiles->match(Where))

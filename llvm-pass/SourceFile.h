@@ -10,7 +10,9 @@
 
 #include "Compat.h"
 
+#include "llvm/ADT/SmallString.h"
 #include "llvm/IR/DebugInfoMetadata.h"
+#include "llvm/Support/Path.h"
 
 #include <string>
 
@@ -23,6 +25,16 @@ inline std::string sourceFile(const llvm::DILocation *Loc) {
   if (File.empty() || compat::startsWith(File, "/") || Dir.empty())
     return File.str();
   return (Dir + "/" + File).str();
+}
+
+// Path with "." and "dir/.." removed lexically, as file filters match it:
+// clang records libstdc++'s headers as
+// /usr/bin/../lib/gcc/x86_64-linux-gnu/12/../../../../include/c++/12/atomic,
+// which ^/usr/include/ must match.
+inline std::string normalizedPath(llvm::StringRef Path) {
+  llvm::SmallString<256> P(Path);
+  llvm::sys::path::remove_dots(P, /*remove_dot_dot=*/true, llvm::sys::path::Style::posix);
+  return std::string(P.str());
 }
 
 } // namespace nano
