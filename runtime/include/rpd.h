@@ -31,10 +31,14 @@ int rpd_set_filename(const char *path, int append);
  * returns the new count, or -1 when the trace file cannot be opened (the
  * reason on stderr); rpdstop the new count or -1. The first start opens the
  * file and takes a session; a stop to 0 returns once everything recorded is
- * committed. Thread-safe, from any thread. */
+ * committed, and -1 when it could not be (the file cannot be written: disk
+ * full, I/O error; recording has stopped all the same). Thread-safe, from
+ * any thread. */
 int rpdstart(void);
 int rpdstop(void);
-/* Persists everything recorded so far; returns when it is committed. 0 or -1. */
+/* Persists everything recorded so far; returns when it is committed: 0, or
+ * -1 when it was not (no trace file; the file cannot be written: disk full,
+ * I/O error; from then on every flush returns -1). */
 int rpdflush(void);
 /* Recording state (rpdremote status, bindings): stores the start count in
  * *count (recording is on while it is positive) and the trace file's path

@@ -198,6 +198,9 @@ static _Atomic uint32_t g_flush_done;
 static int g_evfd = -1;
 static _Atomic int g_writer_running;
 static _Atomic int g_writer_quit;
+/* The writer could not write the file (disk full, I/O error): flushes and
+ * the final stop report it; what it consumes afterwards is counted as lost. */
+static _Atomic int g_writer_failed;
 static pthread_t g_writer_thread;
 /* Held by the writer while it works in SQLite; fork() takes it so that the
  * child never inherits SQLite's internal mutexes in a locked state. */
@@ -1202,6 +1205,8 @@ struct rpd_writer {
   int in_txn;
   uint64_t txn_rows;
   int failed;
+  uint64_t lost_rows;    /* rows of transactions the failure rolled back */
+  uint64_t lost_records; /* records consumed after it, not written */
   int64_t drop_meta_id;
   uint64_t dropped_written;
   const char *schemas[RPDW_SCHEMAS]; /* job schemas run on this connection */
@@ -1209,10 +1214,23 @@ struct rpd_writer {
 };
 static struct rpd_writer g_w;
 
+/* The writer stops writing the file: the open transaction is rolled back
+ * (SQLite may have done so already) and its rows are counted as lost. */
+static void rpdw_set_failed(void) {
+  if (g_w.failed) return;
+  g_w.failed = 1;
+  atomic_store(&g_writer_failed, 1);
+  if (g_w.db && (g_w.in_txn || !sqlite3_get_autocommit(g_w.db))) {
+    g_w.lost_rows += g_w.txn_rows;
+    if (!sqlite3_get_autocommit(g_w.db)) sqlite3_exec(g_w.db, "ROLLBACK", NULL, NULL, NULL);
+  }
+  g_w.in_txn = 0;
+}
+
 static int rpdw_fail(const char *what) {
   if (!g_w.failed)
     rpd_log("%s: %s: %s (recording into this file stops)", g_w.path, what, sqlite3_errmsg(g_w.db));
-  g_w.failed = 1;
+  rpdw_set_failed();
   return -1;
 }
 
@@ -1220,7 +1238,7 @@ static int rpdw_exec(const char *sql, const char *what) {
   char err[NANO_RPDFILE_ERRLEN];
   if (nano_rpdfile_exec(g_w.db, g_w.path, what, sql, err, sizeof err) != 0) {
     if (!g_w.failed) rpd_log("%s (recording into this file stops)", err);
-    g_w.failed = 1;
+    rpdw_set_failed();
     return -1;
   }
   return 0;
@@ -1229,6 +1247,7 @@ static int rpdw_exec(const char *sql, const char *what) {
 /* Steps a bound insert statement and resets it (every caller binds every
  * parameter, so bindings are not cleared). */
 static int rpdw_step(int which) {
+  if (g_w.failed) return -1; /* no row outside the transaction that failed */
   sqlite3_stmt *st = g_w.st[which];
   int rc = sqlite3_step(st);
   sqlite3_reset(st);
@@ -1481,8 +1500,10 @@ static void rpdw_flush_queues(void) {
 static int rpdw_commit(void) {
   if (!g_w.in_txn) return 0;
   rpdw_flush_queues();
+  if (g_w.failed) return -1;
+  if (rpdw_exec("COMMIT", "cannot commit") != 0) return -1;
   g_w.in_txn = 0;
-  return rpdw_exec("COMMIT", "cannot commit");
+  return 0;
 }
 
 static int rpdw_map_init(struct rpdw_map *m, int strings) {
@@ -1934,7 +1955,12 @@ static uint64_t rpdw_drain(struct rpd_tbuf *b) {
   if (head == tail) return 0;
   uint64_t aend = atomic_load_explicit(&b->atail, memory_order_relaxed), n = 0;
   if (rpdw_begin() != 0) {
-    /* the file is unusable: consume so producers never block */
+    /* the file is unusable: consume so producers never block, and count */
+    for (uint64_t t = tail; t < head; n++) {
+      const struct rpd_rec *r = &b->slots[t & (b->nslots - 1)];
+      t += r->nslots ? r->nslots : 1;
+    }
+    g_w.lost_records += n;
     atomic_store_explicit(&b->atail, atomic_load_explicit(&b->ahead, memory_order_relaxed),
                           memory_order_release);
     atomic_store_explicit(&b->tail, head, memory_order_release);
@@ -1943,6 +1969,7 @@ static uint64_t rpdw_drain(struct rpd_tbuf *b) {
   while (tail < head) {
     const struct rpd_rec *r = &b->slots[tail & (b->nslots - 1)];
     uint32_t ns = r->nslots ? r->nslots : 1;
+    g_w.lost_records += g_w.failed != 0; /* read (the arena moves on), not written */
     rpdw_record(b, r, &aend);
     tail += ns;
     n++;
@@ -2287,7 +2314,8 @@ static void *rpdw_main(void *arg) {
 }
 
 /* Asks the writer for a flush and waits up to timeout_ms (-1: forever) for its
- * commit. Async-signal-safe. Returns 0 when committed, -1 otherwise. */
+ * commit. Async-signal-safe. Returns 0 when committed, -1 otherwise (no
+ * writer, the wait timed out, or the writer could not write the file). */
 static int rpd_flush_wait(int timeout_ms) {
   if (!atomic_load(&g_writer_running)) return -1;
   uint32_t ticket = atomic_fetch_add(&g_flush_req, 1) + 1;
@@ -2295,7 +2323,7 @@ static int rpd_flush_wait(int timeout_ms) {
   int64_t deadline = timeout_ms < 0 ? 0 : rpd_clock() + (int64_t)timeout_ms * 1000000;
   for (;;) {
     uint32_t done = atomic_load(&g_flush_done);
-    if ((int32_t)(done - ticket) >= 0) return 0;
+    if ((int32_t)(done - ticket) >= 0) return atomic_load(&g_writer_failed) ? -1 : 0;
     struct timespec ts = {0, 100000000};
     if (timeout_ms >= 0) {
       int64_t left = deadline - rpd_clock();
@@ -2327,6 +2355,7 @@ static int rpd_writer_start(void) {
   if (!out || !*out) nano_tracker_set_exit_dump(0);
 #endif
   atomic_store(&g_writer_quit, 0);
+  atomic_store(&g_writer_failed, 0);
   atomic_store(&g_flush_done, atomic_load(&g_flush_req));
   atomic_store(&g_writer_running, 1);
   int rc = pthread_create(&g_writer_thread, NULL, rpdw_main, NULL);
@@ -2340,6 +2369,22 @@ static int rpd_writer_start(void) {
 }
 
 /* Stops the writer after a final flush (atomics included) and closes the file. */
+/* After a failure: says what was lost and tries to record it in the file
+ * (space may have come back; the rows already written stay readable
+ * either way). */
+static void rpdw_report_lost(void) {
+  char sql[256];
+  snprintf(sql, sizeof sql,
+           "INSERT INTO rocpd_metadata(tag, value) VALUES ('nano_lost_records', '%llu')",
+           (unsigned long long)(g_w.lost_rows + g_w.lost_records));
+  int kept = g_w.db && sqlite3_exec(g_w.db, sql, NULL, NULL, NULL) == SQLITE_OK;
+  rpd_log("%s: after the write failure, %llu rows were rolled back and %llu later records "
+          "were not written (%s)",
+          g_w.path, (unsigned long long)g_w.lost_rows, (unsigned long long)g_w.lost_records,
+          kept ? "recorded as nano_lost_records in rocpd_metadata"
+               : "the file could not record this either");
+}
+
 static void rpd_writer_stop(void) {
   if (!atomic_load(&g_writer_running)) return;
   atomic_store(&g_writer_quit, 1);
@@ -2351,6 +2396,7 @@ static void rpd_writer_stop(void) {
   if (dropped)
     rpd_log("%s: %llu records dropped because buffers were full%s", g_w.path,
             (unsigned long long)dropped, g_drop ? " (NANO_RPD_DROP=1)" : "");
+  if (g_w.failed) rpdw_report_lost();
   rpdw_close();
 }
 
@@ -2409,7 +2455,7 @@ RPDI_EXPORT int rpdstop(void) {
   pthread_mutex_unlock(&g_ctl);
   if (ret == 0) {
     atomic_fetch_add(&g_atomics_req, 1);
-    rpd_flush_wait(-1);
+    if (rpd_flush_wait(-1) != 0) return -1; /* stopped, but the rows did not reach the file */
   }
   return ret;
 }

@@ -4,8 +4,11 @@
  *   threads T N        T threads named "rpd-worker", each N times: push "outer", push "inner"
  *                      with args "i=<k>", mark "tick", pop, pop; then
  *                      push "left-open" and exit without popping
- *   heavy N K          N ranges (text "r<i>"), rpdflush() every K, printing
- *                      "committed <i>" after each flush (for the SIGKILL test)
+ *   heavy N K [keepgoing]  N ranges (text "r<i>"), rpdflush() every K, printing
+ *                      "committed <i>" after each flush (for the SIGKILL test);
+ *                      a failed flush ends the program (exit 1), or with
+ *                      "keepgoing" is counted and the ranges go on; then
+ *                      rpdstop(), and "failed <flushes> stop <rpdstop()>"
  *   crash KIND N       N ranges and a mark, then KIND: segv, abort, term, int
  *   marks N            N marks as fast as possible (drop-mode test)
  *   interned N         N ranges pushed by interned handle, two names, one args
@@ -71,18 +74,24 @@ static int do_threads(int t, int n) {
   return 0;
 }
 
-static int do_heavy(int n, int k) {
+static int do_heavy(int n, int k, int keepgoing) {
   char text[32];
+  int failed = 0;
   for (int i = 0; i < n; i++) {
     snprintf(text, sizeof text, "r%d", i);
     rpd_rangePush(NULL, text, NULL);
     rpd_rangePop();
     if ((i + 1) % k == 0) {
-      if (rpdflush() != 0) return 1;
+      if (rpdflush() != 0) {
+        if (!keepgoing) return 1;
+        failed++;
+        continue;
+      }
       printf("committed %d\n", i + 1);
       fflush(stdout);
     }
   }
+  if (keepgoing) printf("failed %d stop %d\n", failed, rpdstop());
   return 0;
 }
 
@@ -258,7 +267,8 @@ int main(int argc, char **argv) {
   const char *m = argv[1];
   int a = argc > 2 ? atoi(argv[2]) : 0, b = argc > 3 ? atoi(argv[3]) : 0;
   if (strcmp(m, "threads") == 0) return do_threads(a, b);
-  if (strcmp(m, "heavy") == 0) return do_heavy(a, b);
+  if (strcmp(m, "heavy") == 0)
+    return do_heavy(a, b, argc > 4 && strcmp(argv[4], "keepgoing") == 0);
   if (strcmp(m, "crash") == 0 && argc > 3) return do_crash(argv[2], b);
   if (strcmp(m, "marks") == 0) return do_marks(a);
   if (strcmp(m, "control") == 0) return do_control();

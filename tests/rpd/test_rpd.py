@@ -10,6 +10,7 @@ resulting RPD file with Python's sqlite3. Exit status 0 means the case passed.
 import argparse
 import os
 import random
+import re
 import shutil
 import signal
 import sqlite3
@@ -366,6 +367,49 @@ def case_sigkill():
     print("%d SIGKILL runs, file consistent after each" % runs)
 
 
+def case_diskfull():
+    """The file cannot grow (RLIMIT_FSIZE, SIGXFSZ ignored: writes fail with
+    EFBIG as on a full disk). The first flush that cannot commit returns -1
+    and every later one too, so is the final rpdstop(); every range of an
+    acknowledged flush is in the file, which stays readable; the loss is
+    reported on stderr with its size and recorded in the file when it can
+    be."""
+    limit_kib, n, k = 300, 100000, 1000
+    for keepgoing in (False, True):
+        for f in ("f.rpd", "f.rpd-journal"):
+            if os.path.exists(f):
+                os.remove(f)
+        cmd = ["bash", "-c", "trap '' XFSZ; ulimit -f %d; exec \"$@\"" % limit_kib, "bash",
+               prog("rpd_workload"), "heavy", str(n), str(k)] + (["keepgoing"] if keepgoing else [])
+        p = run(cmd, {"RPDT_FILENAME": "f.rpd"}, expect_rc=0 if keepgoing else 1)
+        acked = [int(l.split()[1]) for l in p.stdout.splitlines() if l.startswith("committed ")]
+        committed = acked[-1] if acked else 0
+        check(0 < committed < n, "the limit is hit after some flushes: %d acknowledged" % committed)
+        if keepgoing:
+            tail = [l for l in p.stdout.splitlines() if l.startswith("failed ")]
+            check(tail == ["failed %d stop -1" % (n // k - committed // k)],
+                  "every flush after the failure and the final stop fail: %s" % tail)
+        check("recording into this file stops" in p.stderr, "the failure is reported: " + p.stderr)
+        m = re.search(r"(\d+) rows were rolled back and (\d+) later records were not written "
+                      r"\((recorded as nano_lost_records|the file could not)", p.stderr)
+        check(m and int(m.group(1)) > 0, "the loss is reported with its size: " + p.stderr)
+        if keepgoing and m:
+            # two records (push, pop) per range pushed after the failed flush
+            later = 2 * (n - committed - k)
+            check(int(m.group(2)) == later, "%s later records lost, %d ranges were pushed after "
+                  "the failed flush" % (m.group(2), later // 2))
+        con = db("f.rpd")
+        integrity(con)
+        got = q(con, "SELECT count(DISTINCT args) FROM api WHERE CAST(substr(args, 2) AS integer) < ?",
+                committed)[0][0]
+        check(got == committed, "%d of %d acknowledged ranges in the file" % (got, committed))
+        lost = q(con, "SELECT value FROM rocpd_metadata WHERE tag = 'nano_lost_records'")
+        if m and m.group(3).startswith("recorded"):
+            check(lost == [(str(int(m.group(1)) + int(m.group(2))),)], "recorded loss %s" % lost)
+        con.close()
+    print("disk full: flushes and the stop fail, acknowledged ranges kept, the loss reported")
+
+
 def case_crash(kind, sig):
     N = 500
     p = run([prog("rpd_workload"), "crash", kind, str(N)], {"RPDT_FILENAME": "c.rpd"},
@@ -637,7 +681,7 @@ def case_atomics():
 CASES = {
     "schema": case_schema, "errors": case_errors, "session": case_session,
     "threads": case_threads, "roctx": case_roctx, "nvtx": case_nvtx, "append": case_append,
-    "sigkill": case_sigkill,
+    "sigkill": case_sigkill, "diskfull": case_diskfull,
     "crash_segv": lambda: case_crash("segv", signal.SIGSEGV),
     "crash_abort": lambda: case_crash("abort", signal.SIGABRT),
     "crash_term": lambda: case_crash("term", signal.SIGTERM),
