@@ -170,12 +170,18 @@ long kdb_site_insns(kdb *db, const kdb_site *s, kdb_site_insn *out, size_t cap, 
   return n;
 }
 
-/* Sites that match the same instructions: same code object, function,
-** source position, kind and address-space class. */
+/* Sites of one kind of access in one function of one file: same code
+** object, function, file, kind and address-space class (LDS or not). */
+static int kdb_sites_same_access(const kdb_site *a, const kdb_site *b) {
+  return a->co == b->co && a->kind == b->kind &&
+         (a->addrspace == NANO_DH_AS_SHARED) == (b->addrspace == NANO_DH_AS_SHARED) &&
+         strcmp(a->function, b->function) == 0 && strcmp(a->file, b->file) == 0;
+}
+
+/* Sites that match the same instructions: the same access at one source
+** position. */
 static int kdb_sites_siblings(const kdb_site *a, const kdb_site *b) {
-  int a_lds = a->addrspace == NANO_DH_AS_SHARED, b_lds = b->addrspace == NANO_DH_AS_SHARED;
-  return a->co == b->co && a->line == b->line && a->column == b->column && a->kind == b->kind &&
-         a_lds == b_lds && strcmp(a->function, b->function) == 0 && strcmp(a->file, b->file) == 0;
+  return a->line == b->line && a->column == b->column && kdb_sites_same_access(a, b);
 }
 
 /* The bytes per lane that instruction in moves for site s: a scalar load's
@@ -199,11 +205,8 @@ static int kdb_sites_widened(const kdb_site *t, const kdb_isa *isa) {
 static kdb_site_isa kdb_sites_orphan(const kdb *db, const kdb_site *s, const kdb_isa *isa) {
   for (size_t i = 0; i < db->nsites; i++) {
     const kdb_site *t = &db->sites[i];
-    if (t == s || t->co != s->co || t->kind != s->kind ||
-        (t->addrspace == NANO_DH_AS_SHARED) != (s->addrspace == NANO_DH_AS_SHARED) ||
-        strcmp(t->function, s->function) != 0 || strcmp(t->file, s->file) != 0)
-      continue;
-    if (kdb_sites_widened(t, isa)) return KDB_SITE_ISA_MERGED;
+    if (t != s && kdb_sites_same_access(t, s) && kdb_sites_widened(t, isa))
+      return KDB_SITE_ISA_MERGED;
   }
   return KDB_SITE_ISA_UNKNOWN;
 }

@@ -57,7 +57,8 @@
 /* One live thread's counters; linked in nanot_threads while it runs. */
 struct nanot_thread {
   uint64_t *counts;          /* cap counters, index id - 1; written by the owner */
-  uint64_t *base;            /* cap baselines set by reset; under nanot_lock */
+  uint64_t *base;            /* cap baselines set by reset; under nanot_lock;
+                                counts + cap: one mapping (nanot_counters_size) */
   uint32_t cap;
   struct nanot_thread *next; /* list of live threads, under nanot_lock */
   struct nanot_thread **pprev;
@@ -323,6 +324,14 @@ NANO_API void __nano_register_module(struct nano_site_module *module) {
   nanot_leave(busy);
 }
 
+/* A thread's counters grow by this many (counters and baselines of 256
+ * sites fill one 4 KiB page). */
+#define NANOT_GROW_STEP 256u
+
+/* Bytes of the mapping of a thread's cap counters followed by its cap
+ * baselines. */
+static size_t nanot_counters_size(uint32_t cap) { return 2 * (size_t)cap * sizeof(uint64_t); }
+
 /* Thread records: carved from pages and kept with their counters when the
  * thread exits, for the next thread: a program that starts a thread per
  * task maps nothing (munmap costs a TLB shootdown on every core: 100 us per
@@ -342,7 +351,7 @@ static struct nanot_thread *nanot_rec_new(void) {
   struct nanot_thread *rec = nanot_spare;
   nanot_spare = rec->next;
   if (rec->cap)
-    memset(rec->counts, 0, 2 * (size_t)rec->cap * sizeof *rec->counts); /* counts, base */
+    memset(rec->counts, 0, nanot_counters_size(rec->cap));
   rec->next = NULL;
   rec->pprev = NULL;
   return rec;
@@ -428,9 +437,6 @@ static void nanot_init_once(void) {
     nanot_warn("pthread_atfork failed: a forked child reports its parent's counts too");
 }
 
-/* A thread's counters grow by this many (counters and baselines of 256
- * sites fill one 4 KiB page). */
-#define NANOT_GROW_STEP 256u
 
 /* Grows the calling thread's arrays to nanot_nsites counters (at least
  * `need`): counters and baselines in one mapping. Returns 0, or -1 when out
@@ -440,7 +446,7 @@ static int nanot_grow(struct nanot_thread *rec, uint32_t need) {
   uint32_t ncap = nanot_nsites > need ? nanot_nsites : need;
   if (ncap <= UINT32_MAX - NANOT_GROW_STEP)
     ncap = (ncap + NANOT_GROW_STEP - 1) / NANOT_GROW_STEP * NANOT_GROW_STEP;
-  uint64_t *c = nanot_map(2 * (size_t)ncap * sizeof *c);
+  uint64_t *c = nanot_map(nanot_counters_size(ncap));
   if (c == NULL)
     return -1;
   uint64_t *b = c + ncap;
@@ -448,7 +454,7 @@ static int nanot_grow(struct nanot_thread *rec, uint32_t need) {
     memcpy(c, rec->counts, (size_t)rec->cap * sizeof *c);
     memcpy(b, rec->base, (size_t)rec->cap * sizeof *b);
   }
-  nanot_unmap(rec->counts, 2 * (size_t)rec->cap * sizeof *c);
+  nanot_unmap(rec->counts, nanot_counters_size(rec->cap));
   rec->counts = c;
   rec->base = b;
   rec->cap = ncap;

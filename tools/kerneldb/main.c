@@ -484,9 +484,11 @@ static int kdbcli_isa(kdb *db, const kdbcli_opts *o, int by_line) {
 /* ---- sites ----------------------------------------------------------------- */
 static const char *const kdbcli_isa_verdicts[] = {"unknown", "same", "wider", "merged"};
 
+/* The arch --arch selects a site by: its code object's, "host" for host code. */
+static const char *kdbcli_site_arch(const kdb_site *s) { return s->co ? s->co->arch : "host"; }
+
 static int kdbcli_site_selected(const kdbcli_opts *o, const kdb_site *s) {
-  const char *arch = s->co ? s->co->arch : "host";
-  if (o->arch && strcmp(arch, o->arch) != 0) return 0;
+  if (o->arch && strcmp(kdbcli_site_arch(s), o->arch) != 0) return 0;
   if (o->regex && regexec(&o->re, s->function, 0, NULL, 0) != 0 &&
       regexec(&o->re, s->demangled, 0, NULL, 0) != 0)
     return 0;
@@ -548,7 +550,7 @@ static int kdbcli_sites(kdb *db, const kdbcli_opts *o) {
              (unsigned long long)s->id);
       if (s->co) printf("%zu", s->co->index);
       else printf("null");
-      kdbcli_jfield("arch", s->co ? s->co->arch : "host");
+      kdbcli_jfield("arch", kdbcli_site_arch(s));
       kdbcli_jfield("function", s->function);
       kdbcli_jfield("demangled", s->demangled);
       kdbcli_jfield("file", s->file);
@@ -560,7 +562,7 @@ static int kdbcli_sites(kdb *db, const kdbcli_opts *o) {
       putchar('}');
     } else {
       printf("%016llx %-8s %-6s %4u B %-8s %s:%u:%u  %s\n", (unsigned long long)s->id,
-             s->co ? s->co->arch : "host", nano_dh_kind_name(s->kind), s->size,
+             kdbcli_site_arch(s), nano_dh_kind_name(s->kind), s->size,
              nano_dh_addrspace_name(s->addrspace), *s->file ? s->file : "<no file>", s->line,
              s->column, s->demangled);
       if (o->isa) kdbcli_site_isa(db, o, s);
