@@ -1,12 +1,13 @@
 //===- DeviceOptions.cpp - filters and runtime location of the device pass -===//
 //
 // Parsing of NANO_KERNELS, NANO_SCOPE, NANO_ACCESS, NANO_ADDRSPACES and the
-// search for the device runtime bitcode (see DeviceOptions.h). A -mllvm option
-// given on the command line wins over its environment variable.
+// search for the device runtime bitcode (see DeviceOptions.h), through the
+// plugin's one settings layer (Settings.h).
 //
 //===----------------------------------------------------------------------===//
 #include "DeviceOptions.h"
 #include "Compat.h"
+#include "Settings.h"
 
 #include "../dh_comms/include/nano/dh_format.h"
 
@@ -23,82 +24,48 @@
 using namespace llvm;
 using namespace nano;
 
-static cl::opt<std::string> ClKernels("nano-kernels",
+static cl::opt<std::string> ClKernels("nano-device-kernels",
                                       cl::desc("Regex of the kernels that get twins "
                                                "(overrides NANO_KERNELS)"));
-static cl::opt<std::string> ClScope("nano-scope",
+static cl::opt<std::string> ClScope("nano-device-scope",
                                     cl::desc("Source scope instrumented in twins: "
                                              "file[:first-last],... (overrides NANO_SCOPE)"));
-static cl::opt<std::string> ClAccess("nano-access",
+static cl::opt<std::string> ClAccess("nano-device-access",
                                      cl::desc("Access kinds instrumented: load,store,atomic "
                                               "(overrides NANO_ACCESS)"));
-static cl::opt<std::string> ClSpaces("nano-addrspaces",
+static cl::opt<std::string> ClSpaces("nano-device-addrspaces",
                                      cl::desc("Address spaces instrumented: "
                                               "global,generic,shared,constant "
                                               "(overrides NANO_ADDRSPACES)"));
-static cl::opt<std::string> ClInline("nano-inline-runtime",
+static cl::opt<std::string> ClInline("nano-device-inline",
                                      cl::desc("1: inline the device runtime at every "
                                               "instrumented access (overrides "
                                               "NANO_DEVICE_INLINE)"));
 static cl::opt<std::string> ClDeviceDir("nano-device-dir",
                                         cl::desc("Directory of nano_dh_*.bc "
                                                  "(overrides NANO_DEVICE_DIR)"));
-
-// The value of option O if given, else of environment variable Env; Name is
-// set to what the value came from, for error messages.
-static std::string deviceSetting(const cl::opt<std::string> &O, const char *Env,
-                                 std::string &Name) {
-  if (O.getNumOccurrences()) {
-    Name = "-" + O.ArgStr.str();
-    return O;
-  }
-  Name = Env;
-  const char *V = std::getenv(Env);
-  return V ? V : "";
-}
-
-// Parses a comma list of names into a bit set; Table maps names to bits.
-static bool deviceParseSet(StringRef Value, const std::string &Name,
-                           ArrayRef<std::pair<const char *, unsigned>> Table, unsigned &Out,
-                           std::string &Err) {
-  Out = 0;
-  SmallVector<StringRef, 8> Parts;
-  Value.split(Parts, ',');
-  for (StringRef P : Parts) {
-    P = P.trim();
-    bool Found = false;
-    for (auto &E : Table)
-      if (P == E.first) {
-        Out |= 1u << E.second;
-        Found = true;
-      }
-    if (!Found) {
-      Err = Name + ": unknown value '" + P.str() + "' (expected a comma list of";
-      for (auto &E : Table)
-        Err += std::string(" ") + E.first;
-      Err += ")";
-      return false;
-    }
-  }
-  return true;
-}
+// The options' first names, kept for existing build lines.
+static cl::alias ClKernelsOld("nano-kernels", cl::aliasopt(ClKernels),
+                              cl::desc("Alias for -nano-device-kernels"));
+static cl::alias ClScopeOld("nano-scope", cl::aliasopt(ClScope),
+                            cl::desc("Alias for -nano-device-scope"));
+static cl::alias ClAccessOld("nano-access", cl::aliasopt(ClAccess),
+                             cl::desc("Alias for -nano-device-access"));
+static cl::alias ClSpacesOld("nano-addrspaces", cl::aliasopt(ClSpaces),
+                             cl::desc("Alias for -nano-device-addrspaces"));
+static cl::alias ClInlineOld("nano-inline-runtime", cl::aliasopt(ClInline),
+                             cl::desc("Alias for -nano-device-inline"));
 
 bool nano::parseDeviceFilters(DeviceFilters &F, std::string &Err) {
-  std::string Name;
-  std::string Kernels = deviceSetting(ClKernels, "NANO_KERNELS", Name);
-  if (!Kernels.empty()) {
-    F.Kernels = std::make_unique<Regex>("^(" + Kernels + ")$");
-    std::string RErr;
-    if (!F.Kernels->isValid(RErr)) {
-      Err = Name + ": invalid regular expression '" + Kernels + "': " + RErr;
-      return false;
-    }
-  }
+  Setting Kernels = readSetting(ClKernels, "NANO_KERNELS");
+  if (Kernels.isSet() && !parseRegex(Kernels, true, F.Kernels, Err))
+    return false;
 
-  std::string Scope = deviceSetting(ClScope, "NANO_SCOPE", Name);
-  if (!Scope.empty()) {
+  Setting Scope = readSetting(ClScope, "NANO_SCOPE");
+  const std::string &Name = Scope.Name;
+  if (Scope.isSet()) {
     SmallVector<StringRef, 8> Parts;
-    StringRef(Scope).split(Parts, ',');
+    StringRef(Scope.Value).split(Parts, ',');
     for (StringRef P : Parts) {
       P = P.trim();
       DeviceFilters::Range R;
@@ -128,35 +95,29 @@ bool nano::parseDeviceFilters(DeviceFilters &F, std::string &Err) {
     }
   }
 
-  static const std::pair<const char *, unsigned> Kinds[] = {
-      {"load", NANO_DH_KIND_LOAD}, {"store", NANO_DH_KIND_STORE}, {"atomic", NANO_DH_KIND_ATOMIC}};
-  std::string Access = deviceSetting(ClAccess, "NANO_ACCESS", Name);
-  if (Access.empty())
-    F.Kinds = 1u << NANO_DH_KIND_LOAD | 1u << NANO_DH_KIND_STORE | 1u << NANO_DH_KIND_ATOMIC;
-  else if (!deviceParseSet(Access, Name, Kinds, F.Kinds, Err))
+  static const NamedBits Kinds[] = {{"load", 1u << NANO_DH_KIND_LOAD},
+                                     {"store", 1u << NANO_DH_KIND_STORE},
+                                     {"atomic", 1u << NANO_DH_KIND_ATOMIC}};
+  uint64_t Bits = 1u << NANO_DH_KIND_LOAD | 1u << NANO_DH_KIND_STORE | 1u << NANO_DH_KIND_ATOMIC;
+  Setting Access = readSetting(ClAccess, "NANO_ACCESS");
+  if (Access.isSet() && !parseBitList(Access, Kinds, Bits, Err))
     return false;
+  F.Kinds = unsigned(Bits);
 
-  static const std::pair<const char *, unsigned> Spaces[] = {
-      {"generic", NANO_DH_AS_GENERIC},
-      {"flat", NANO_DH_AS_GENERIC},
-      {"global", NANO_DH_AS_GLOBAL},
-      {"shared", NANO_DH_AS_SHARED},
-      {"lds", NANO_DH_AS_SHARED},
-      {"constant", NANO_DH_AS_CONSTANT}};
-  std::string AS = deviceSetting(ClSpaces, "NANO_ADDRSPACES", Name);
-  if (AS.empty())
-    F.Spaces = 1u << NANO_DH_AS_GENERIC | 1u << NANO_DH_AS_GLOBAL;
-  else if (!deviceParseSet(AS, Name, Spaces, F.Spaces, Err))
+  static const NamedBits Spaces[] = {{"generic", 1u << NANO_DH_AS_GENERIC},
+                                      {"flat", 1u << NANO_DH_AS_GENERIC},
+                                      {"global", 1u << NANO_DH_AS_GLOBAL},
+                                      {"shared", 1u << NANO_DH_AS_SHARED},
+                                      {"lds", 1u << NANO_DH_AS_SHARED},
+                                      {"constant", 1u << NANO_DH_AS_CONSTANT}};
+  Bits = 1u << NANO_DH_AS_GENERIC | 1u << NANO_DH_AS_GLOBAL;
+  Setting AS = readSetting(ClSpaces, "NANO_ADDRSPACES");
+  if (AS.isSet() && !parseBitList(AS, Spaces, Bits, Err))
     return false;
+  F.Spaces = unsigned(Bits);
 
-  std::string Inline = deviceSetting(ClInline, "NANO_DEVICE_INLINE", Name);
-  if (Inline == "1")
-    F.InlineRuntime = true;
-  else if (!Inline.empty() && Inline != "0") {
-    Err = Name + ": expected 0 or 1, not '" + Inline + "'";
-    return false;
-  }
-  return true;
+  Setting Inline = readSetting(ClInline, "NANO_DEVICE_INLINE");
+  return !Inline.isSet() || parseSwitch(Inline, F.InlineRuntime, Err);
 }
 
 bool nano::DeviceFilters::kernelSelected(StringRef Name) const {
@@ -212,10 +173,9 @@ static std::string devicePluginDir() {
 std::string nano::findDeviceBitcode(StringRef Flavour, std::string &Err) {
   std::string File = ("nano_dh_" + Flavour + ".bc").str();
   std::vector<std::string> Dirs;
-  std::string Name;
-  std::string Dir = deviceSetting(ClDeviceDir, "NANO_DEVICE_DIR", Name);
-  if (!Dir.empty()) {
-    Dirs.push_back(Dir);
+  Setting Dir = readSetting(ClDeviceDir, "NANO_DEVICE_DIR");
+  if (Dir.isSet()) {
+    Dirs.push_back(Dir.Value);
   } else {
     std::string P = devicePluginDir();
     if (!P.empty()) {

@@ -49,6 +49,7 @@
 #include "Compat.h"
 #include "SourceFile.h"
 #include "Passes.h"
+#include "Settings.h"
 
 #include "nano/atomics.h"
 
@@ -138,19 +139,28 @@ namespace {
 
 // Short kind names, indexed by enum nano_kind: the GCC builtin name without
 // its "__atomic_" prefix.
-const char *const HostKindNames[NANO_KIND_COUNT] = {
-    "load",           "store",          "exchange",       "compare_exchange",
-    "fetch_add",      "fetch_sub",      "fetch_and",      "fetch_nand",
-    "fetch_or",       "fetch_xor",      "fetch_max",      "fetch_min",
-    "fetch_umax",     "fetch_umin",     "fetch_fadd",     "fetch_fsub",
-    "fetch_fmax",     "fetch_fmin",     "fetch_uinc_wrap", "fetch_udec_wrap",
-    "fetch_usub_cond", "fetch_usub_sat", "fetch_fmaximum", "fetch_fminimum",
-    "test_and_set",   "clear",          "thread_fence",   "signal_fence"};
+const char *const HostKindNames[] = {
+#define NANO_KIND(id, name, value) #name,
+#include "nano/atomic_kinds.def"
+};
+// The names are indexed by value: the table must list the kinds in order.
+constexpr unsigned HostKindValues[] = {
+#define NANO_KIND(id, name, value) value,
+#include "nano/atomic_kinds.def"
+};
+constexpr bool hostKindsInOrder() {
+  for (unsigned K = 0; K < NANO_KIND_COUNT; ++K)
+    if (HostKindValues[K] != K)
+      return false;
+  return sizeof(HostKindValues) / sizeof(HostKindValues[0]) == NANO_KIND_COUNT;
+}
+static_assert(hostKindsInOrder(), "nano/atomic_kinds.def must list kinds by value");
 
 using HostKindSet = std::bitset<NANO_KIND_COUNT>;
 
 // The settings of one compiler process: kinds and regex filters.
 struct HostConfig {
+  std::string Error; // a malformed setting, named: the pass stops with it
   HostKindSet Kinds;
   bool Promote = true;
   std::unique_ptr<Regex> Functions, ExcludeFunctions, Files, ExcludeFiles;
@@ -176,102 +186,57 @@ struct HostAtomicsPass : PassInfoMixin<HostAtomicsPass> {
 
 } // namespace
 
-// Prints a configuration warning; settings are read once per process, so
-// each warning appears once.
-static void hostWarn(const Twine &Msg) { errs() << "nanoprobe: warning: " << Msg << "\n"; }
-
-// Returns the value of a setting and the name it came from: the -mllvm option
-// when given, else the environment variable, else "" (the default).
-static std::string hostSetting(const cl::opt<std::string> &Opt, const char *Env,
-                               std::string &Source) {
-  if (Opt.getNumOccurrences() > 0) {
-    Source = ("-" + Opt.ArgStr).str();
-    return Opt.getValue();
-  }
-  Source = Env;
-  const char *V = std::getenv(Env);
-  return V ? std::string(V) : std::string();
+// The host settings as a table of names for NANO_ATOMICS_KINDS: every kind,
+// and the groups all, none, rmw (exchange and every fetch_*) and fences.
+static std::vector<nano::NamedBits> hostKindTable() {
+  uint64_t RMW = uint64_t(1) << NANO_KIND_EXCHANGE;
+  for (unsigned K = NANO_KIND_FETCH_ADD; K <= NANO_KIND_FETCH_FMINIMUM; ++K)
+    RMW |= uint64_t(1) << K;
+  std::vector<nano::NamedBits> T = {
+      {"all", (uint64_t(1) << NANO_KIND_COUNT) - 1},
+      {"none", 0},
+      {"rmw", RMW},
+      {"fences", uint64_t(1) << NANO_KIND_THREAD_FENCE | uint64_t(1) << NANO_KIND_SIGNAL_FENCE}};
+  for (unsigned K = 0; K < NANO_KIND_COUNT; ++K)
+    T.push_back({HostKindNames[K], uint64_t(1) << K});
+  return T;
 }
 
-// Parses a kinds list. Returns false (leaving Out untouched) naming the first
-// unknown token in Bad.
-static bool hostParseKinds(StringRef List, HostKindSet &Out, std::string &Bad) {
-  HostKindSet Set;
-  SmallVector<StringRef, 8> Tokens;
-  List.split(Tokens, ',', -1, false);
-  for (StringRef Tok : Tokens) {
-    Tok = Tok.trim();
-    if (Tok.empty())
-      continue;
-    if (compat::startsWith(Tok, "__atomic_"))
-      Tok = Tok.drop_front(9);
-    if (Tok == "all") {
-      Set.set();
-    } else if (Tok == "none") {
-      // contributes nothing
-    } else if (Tok == "rmw") {
-      Set.set(NANO_KIND_EXCHANGE);
-      for (unsigned K = NANO_KIND_FETCH_ADD; K <= NANO_KIND_FETCH_FMINIMUM; ++K)
-        Set.set(K);
-    } else if (Tok == "fences") {
-      Set.set(NANO_KIND_THREAD_FENCE).set(NANO_KIND_SIGNAL_FENCE);
-    } else {
-      unsigned K = 0;
-      while (K < NANO_KIND_COUNT && Tok != HostKindNames[K])
-        ++K;
-      if (K == NANO_KIND_COUNT) {
-        Bad = Tok.str();
-        return false;
-      }
-      Set.set(K);
-    }
+// Reads the host settings; on a malformed one, C.Error names it.
+static HostConfig hostReadConfig() {
+  HostConfig C;
+  C.Kinds.set();
+  std::string &Err = C.Error;
+  nano::Setting Kinds = nano::readSetting(ClKinds, "NANO_ATOMICS_KINDS");
+  if (Kinds.isSet()) {
+    // kind names are taken with or without GCC's "__atomic_" prefix
+    uint64_t Bits;
+    if (!nano::parseBitList(Kinds, hostKindTable(), Bits, Err, "__atomic_"))
+      return C;
+    C.Kinds = HostKindSet(Bits);
   }
-  Out = Set;
-  return true;
-}
-
-// Compiles the regex setting of Opt/Env into Out (null when unset or invalid).
-static void hostRegexSetting(const cl::opt<std::string> &Opt, const char *Env,
-                             std::unique_ptr<Regex> &Out) {
-  std::string Source;
-  std::string Value = hostSetting(Opt, Env, Source);
-  if (Value.empty())
-    return;
-  auto R = std::make_unique<Regex>(Value);
-  std::string Err;
-  if (!R->isValid(Err)) {
-    hostWarn(Source + ": malformed regular expression '" + Value + "' (" + Err +
-             "); using the default (no filter)");
-    return;
+  struct {
+    const cl::opt<std::string> &Opt;
+    const char *Env;
+    std::unique_ptr<Regex> &Out;
+  } Regexes[] = {{ClFunctions, "NANO_ATOMICS_FUNCTIONS", C.Functions},
+                 {ClExcludeFunctions, "NANO_ATOMICS_EXCLUDE_FUNCTIONS", C.ExcludeFunctions},
+                 {ClFiles, "NANO_ATOMICS_FILES", C.Files},
+                 {ClExcludeFiles, "NANO_ATOMICS_EXCLUDE_FILES", C.ExcludeFiles}};
+  for (auto &R : Regexes) {
+    nano::Setting S = nano::readSetting(R.Opt, R.Env);
+    if (S.isSet() && !nano::parseRegex(S, false, R.Out, Err))
+      return C;
   }
-  Out = std::move(R);
+  nano::Setting Promote = nano::readSetting(ClPromote, "NANO_ATOMICS_PROMOTE");
+  if (Promote.isSet())
+    nano::parseSwitch(Promote, C.Promote, Err);
+  return C;
 }
 
 // The process-wide settings, read and checked on first use.
 static const HostConfig &hostConfig() {
-  static const HostConfig Config = [] {
-    HostConfig C;
-    C.Kinds.set();
-    std::string Source, Bad;
-    std::string Kinds = hostSetting(ClKinds, "NANO_ATOMICS_KINDS", Source);
-    if (!Kinds.empty() && !hostParseKinds(Kinds, C.Kinds, Bad)) {
-      std::string Known;
-      for (const char *N : HostKindNames)
-        Known += std::string(" ") + N;
-      hostWarn(Source + ": unknown kind '" + Bad + "' (known: all none rmw fences" + Known +
-               "); using the default (all)");
-    }
-    hostRegexSetting(ClFunctions, "NANO_ATOMICS_FUNCTIONS", C.Functions);
-    hostRegexSetting(ClExcludeFunctions, "NANO_ATOMICS_EXCLUDE_FUNCTIONS", C.ExcludeFunctions);
-    hostRegexSetting(ClFiles, "NANO_ATOMICS_FILES", C.Files);
-    hostRegexSetting(ClExcludeFiles, "NANO_ATOMICS_EXCLUDE_FILES", C.ExcludeFiles);
-    std::string Promote = hostSetting(ClPromote, "NANO_ATOMICS_PROMOTE", Source);
-    if (Promote == "0")
-      C.Promote = false;
-    else if (!Promote.empty() && Promote != "1")
-      hostWarn(Source + ": unknown value '" + Promote + "' (known: 0 1); using the default (1)");
-    return C;
-  }();
+  static const HostConfig Config = hostReadConfig();
   return Config;
 }
 
@@ -843,6 +808,10 @@ PreservedAnalyses HostAtomicsPass::run(Module &M, ModuleAnalysisManager &) {
     return PreservedAnalyses::all();
   }
   const HostConfig &Config = hostConfig();
+  if (!Config.Error.empty()) {
+    M.getContext().emitError("nanoprobe: " + Config.Error);
+    return PreservedAnalyses::all();
+  }
   if (Config.Kinds.none())
     return PreservedAnalyses::all();
 

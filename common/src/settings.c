@@ -81,6 +81,30 @@ int nano_env_uint(const char *name, uint64_t lo, uint64_t hi, uint64_t *out) {
   return 1;
 }
 
+int nano_env_real(const char *name, double lo, double hi, double *out) {
+  const char *v = nano_env_str(name);
+  if (!v)
+    return 0;
+  /* digits with at most one point: strtod alone would take "inf", "nan", hex
+   * and exponents */
+  int digits = 0, points = 0;
+  for (const char *c = v; *c; c++) {
+    if (*c >= '0' && *c <= '9')
+      digits++;
+    else if (*c == '.')
+      points++;
+    else
+      digits = -1000;
+  }
+  double x = digits > 0 && points <= 1 ? strtod(v, NULL) : -1;
+  if (digits <= 0 || points > 1 || x < lo || x > hi) {
+    fprintf(stderr, "nanoprobe: %s=%s: expected a number from %g to %g\n", name, v, lo, hi);
+    return -1;
+  }
+  *out = x;
+  return 1;
+}
+
 int nano_env_size(const char *name, uint64_t lo, uint64_t hi, uint64_t *out) {
   const char *v = nano_env_str(name);
   if (!v)

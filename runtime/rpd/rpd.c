@@ -57,6 +57,7 @@
 #include <unistd.h>
 
 #include "nano/rpdfile.h"
+#include "nano/settings.h"
 #ifdef NANO_RPD_HAVE_TRACKER
 #include "nano/atomics.h"
 #endif
@@ -95,7 +96,7 @@ _Static_assert(sizeof(struct rpd_rec) == 64, "a record is one cache line");
 struct rpd_ext {
   int64_t i64[3];
   int32_t i32[8];
-  uint64_t stack; /* stack ref: (arena pos + 1) << 8 | frame count */
+  uint64_t stack; /* stack ref: (arena pos + 1) << RPD_STACK_COUNT_BITS | frames */
 };
 _Static_assert(sizeof(struct rpd_ext) <= 64, "an extension is one slot");
 
@@ -150,14 +151,40 @@ struct rpd_open {
 
 /* ---- configuration and global state --------------------------------------- */
 
+/* Settings' defaults and ranges (docs/ENVIRONMENT.md). A value outside its
+ * range is refused with one line naming the variable; the default stays. */
+#define RPD_DEFAULT_SLOTS (1u << 14)   /* records per thread buffer            */
+#define RPD_MIN_SLOTS 64u              /* below this, a buffer fills per call  */
+#define RPD_MAX_SLOTS (1u << 24)       /* 16 Mi records: a GiB-scale buffer    */
+#define RPD_DEFAULT_STACK_DEPTH 32     /* frames per stack (RPDT_STACKFRAMES)  */
+#define RPD_STACK_COUNT_BITS 8         /* a stack ref: (arena pos + 1) << 8 | depth */
+#define RPD_MAX_STACK_DEPTH ((1 << RPD_STACK_COUNT_BITS) - 1)
+#define RPD_DEFAULT_CRASH_WAIT_MS 5000 /* a crash handler's wait for the writer */
+#define RPD_MAX_CRASH_WAIT_MS 600000   /* ten minutes: bounded, never forever  */
+#define RPD_MAX_AUTOFLUSH_HZ 1000.0    /* the writer's poll has 1 ms steps     */
+
 static char g_template[4096] = "./trace.rpd"; /* RPDT_FILENAME, %p = pid    */
 static int g_truncate;                         /* rpd_set_filename(.., 0)    */
 static double g_autoflush_hz;                  /* RPDT_AUTOFLUSH             */
 static int g_stack_depth;                      /* RPDT_STACKFRAMES/NANO_RPD_STACKDEPTH */
 static int g_drop;                             /* NANO_RPD_DROP              */
 static const char *g_sync_mode = "OFF";        /* NANO_RPD_SYNC              */
-static uint32_t g_cfg_slots = 1u << 14;        /* NANO_RPD_BUFFER            */
-static int g_crash_wait_ms = 5000;             /* NANO_RPD_CRASH_WAIT_MS     */
+static uint32_t g_cfg_slots = RPD_DEFAULT_SLOTS; /* NANO_RPD_BUFFER          */
+static int g_crash_wait_ms = RPD_DEFAULT_CRASH_WAIT_MS; /* NANO_RPD_CRASH_WAIT_MS */
+
+/* A boolean setting: `dflt` when unset or malformed (nano/settings.h says why). */
+static int rpd_env_bool(const char *name, int dflt) {
+  int v = dflt;
+  nano_env_bool(name, &v);
+  return v;
+}
+
+/* An integer setting in [lo, hi]: `dflt` when unset or outside. */
+static uint64_t rpd_env_uint(const char *name, uint64_t lo, uint64_t hi, uint64_t dflt) {
+  uint64_t v = dflt;
+  nano_env_uint(name, lo, hi, &v);
+  return v;
+}
 
 static _Atomic uint32_t g_state;               /* epoch << 1 | on            */
 /* g_state while NANO_ZONE's inline path may record (TSC stamps, no stack
@@ -170,7 +197,11 @@ static void rpd_set_state(uint32_t st) {
   __atomic_store_n(&nano_rpd_fast_v1, g_fast ? st : 0, __ATOMIC_SEQ_CST);
   atomic_store(&g_state, st);
 }
-static _Atomic int64_t g_stop_at[256];         /* stop stamp per epoch & 255 (rpd_stamp units) */
+/* Stop stamps of the last RPD_STOP_EPOCHS epochs, by epoch modulo their number
+ * (rpd_stamp units): a record of an epoch that ended has its range closed at
+ * its epoch's stop. The writer trails the producers by far fewer epochs. */
+#define RPD_STOP_EPOCHS 256u
+static _Atomic int64_t g_stop_at[RPD_STOP_EPOCHS];
 static pthread_mutex_t g_ctl = PTHREAD_MUTEX_INITIALIZER;
 static int g_refs;                             /* start/stop reference count */
 static uint32_t g_epoch;
@@ -302,6 +333,9 @@ static struct rpd_tsc_map {
  * each segment's slope comes from an interval at least half its own length
  * and its error stays within a few sample jitters (~0.1 us). */
 enum { RPD_TSC_FIRST_NS = 1000000, RPD_TSC_REFIT_MAX_NS = 1000000000 };
+/* The most a new segment's slope may differ from the measured rate (1000
+ * ppm), so one bad sample after a long stall cannot bend the map. */
+#define RPD_TSC_MAX_SKEW 1e-3
 
 /* Why the TSC cannot serve as the clock here, or NULL when it can. */
 static const char *rpd_tsc_unusable(void) {
@@ -322,15 +356,14 @@ static const char *rpd_tsc_unusable(void) {
 #endif
 }
 
-/* NANO_RPD_CLOCK: unset or "auto" (TSC where usable), "tsc" (the same, with a
- * warning where unusable), "monotonic". */
-static void rpd_tsc_init(const char *mode) {
-  int asked = mode && strcmp(mode, "tsc") == 0;
-  if (mode && *mode && !asked && strcmp(mode, "auto") != 0) {
-    if (strcmp(mode, "monotonic") != 0)
-      rpd_log("NANO_RPD_CLOCK=%s is not 'auto', 'tsc' or 'monotonic'; using monotonic", mode);
-    return;
-  }
+/* NANO_RPD_CLOCK: unset, malformed or "auto" (TSC where usable), "tsc" (the
+ * same, with a warning where unusable), "monotonic". */
+static void rpd_tsc_init(void) {
+  static const char *const clocks[] = {"auto", "tsc", "monotonic", NULL};
+  int clock = 0;
+  nano_env_choice("NANO_RPD_CLOCK", clocks, &clock);
+  if (clock == 2) return;
+  int asked = clock == 1;
   const char *why = rpd_tsc_unusable();
   if (why) {
     if (asked) rpd_log("NANO_RPD_CLOCK=tsc: %s; using monotonic", why);
@@ -399,8 +432,8 @@ static void rpd_tsc_extend(void) {
     if (ticks - edge >= m->refit_ticks) {
       int64_t edge_ns = rpd_tsc_at(&m->segs[m->n - 1], edge);
       double bridge = ns > edge_ns ? (double)(ns - edge_ns) / (double)(ticks - edge) : rate;
-      if (bridge > rate * (1 + 1e-3)) bridge = rate * (1 + 1e-3);
-      if (bridge < rate * (1 - 1e-3)) bridge = rate * (1 - 1e-3);
+      if (bridge > rate * (1 + RPD_TSC_MAX_SKEW)) bridge = rate * (1 + RPD_TSC_MAX_SKEW);
+      if (bridge < rate * (1 - RPD_TSC_MAX_SKEW)) bridge = rate * (1 - RPD_TSC_MAX_SKEW);
       rpd_tsc_add((struct rpd_tsc_seg){edge, edge_ns, bridge});
     }
     const struct rpd_tsc_seg *last = &m->segs[m->n - 1];
@@ -408,8 +441,8 @@ static void rpd_tsc_extend(void) {
     /* the offset left at this sample, closed over the next interval; at most
      * 1000 ppm of correction, so the slope stays sane after a long stall */
     double fix = (double)(ns - rpd_tsc_at(last, ticks)) / (double)m->refit_ns;
-    if (fix > 1e-3) fix = 1e-3;
-    if (fix < -1e-3) fix = -1e-3;
+    if (fix > RPD_TSC_MAX_SKEW) fix = RPD_TSC_MAX_SKEW;
+    if (fix < -RPD_TSC_MAX_SKEW) fix = -RPD_TSC_MAX_SKEW;
     slope = rate * (1 + fix);
     rpd_tsc_add((struct rpd_tsc_seg){ticks, rpd_tsc_at(last, ticks), slope});
   }
@@ -692,7 +725,7 @@ static struct rpd_rec *rpd_reserve(struct rpd_tbuf *b, uint32_t nslots, struct r
       pos = (pos + 7) & ~7ull;
       uint64_t at = rpd_arena_place(&pos, strs->bloblen, b->asize);
       memcpy(b->arena + (at & (b->asize - 1)), strs->blob, strs->bloblen);
-      *blobref = ((at + 1) << 8) | (strs->bloblen / 8);
+      *blobref = ((at + 1) << RPD_STACK_COUNT_BITS) | (strs->bloblen / 8);
     }
     atomic_store_explicit(&b->ahead, aend, memory_order_relaxed);
   }
@@ -747,7 +780,7 @@ static int rpd_push_refs(uint32_t epoch, const char *domain, const char *name, c
   struct rpd_tbuf *b = rpd_tbuf();
   if (!b) return -1;
   struct rpd_strs s = {0};
-  uint64_t refs[4] = {0}, stack = 0, ips[256];
+  uint64_t refs[4] = {0}, stack = 0, ips[RPD_MAX_STACK_DEPTH];
   if (!pre) {
     rpd_strs_add(&s, domain);
     rpd_strs_add(&s, name);
@@ -874,7 +907,7 @@ RPDI_EXPORT void rpd_mark(const char *domain, const char *name, const char *args
   struct rpd_tbuf *b = rpd_tbuf();
   if (!b) return;
   struct rpd_strs s = {0};
-  uint64_t refs[4] = {0}, stack = 0, ips[256];
+  uint64_t refs[4] = {0}, stack = 0, ips[RPD_MAX_STACK_DEPTH];
   rpd_strs_add(&s, domain);
   rpd_strs_add(&s, name);
   rpd_strs_add(&s, args);
@@ -937,7 +970,7 @@ RPDI_EXPORT uint64_t rpd_record_api(const char *domain, const char *category, co
   struct rpd_tbuf *b = rpd_tbuf();
   if (!b) return 0;
   struct rpd_strs s = {0};
-  uint64_t refs[4] = {0}, stack = 0, ips[256];
+  uint64_t refs[4] = {0}, stack = 0, ips[RPD_MAX_STACK_DEPTH];
   rpd_strs_add(&s, domain);
   rpd_strs_add(&s, category);
   rpd_strs_add(&s, apiName);
@@ -1663,8 +1696,8 @@ static int64_t rpdw_ref_uid(const struct rpd_tbuf *b, uint64_t ref, uint64_t *ae
 /* Inserts the stack frames stored at stack ref `ref` for api row api_id. */
 static void rpdw_stack(const struct rpd_tbuf *b, uint64_t ref, int64_t api_id, uint64_t *aend) {
   if (!ref) return;
-  uint64_t pos = (ref >> 8) - 1;
-  uint32_t n = (uint32_t)(ref & 0xff);
+  uint64_t pos = (ref >> RPD_STACK_COUNT_BITS) - 1;
+  uint32_t n = (uint32_t)(ref & RPD_MAX_STACK_DEPTH);
   const uint64_t *ips = (const uint64_t *)(b->arena + (pos & (b->asize - 1)));
   if (pos + n * 8 > *aend) *aend = pos + n * 8;
   for (uint32_t d = 0; d < n; d++) {
@@ -1785,7 +1818,7 @@ static void rpdw_close_stale(struct rpd_tbuf *b, uint32_t cur_on_epoch) {
   for (int i = 0; i < b->nopen; i++) {
     struct rpd_open *o = &b->open[i];
     if (o->epoch != cur_on_epoch)
-      rpdw_close_range(b, o, rpdw_time(atomic_load(&g_stop_at[o->epoch & 255])));
+      rpdw_close_range(b, o, rpdw_time(atomic_load(&g_stop_at[o->epoch % RPD_STOP_EPOCHS])));
     else
       b->open[keep++] = *o;
   }
@@ -1936,7 +1969,7 @@ static void rpdw_record(struct rpd_tbuf *b, const struct rpd_rec *r, uint64_t *a
     for (int i = 0; i < g_w.npend; i++) {
       struct rpdw_pending *p = &g_w.pend[i];
       if (p->id != r->h) continue;
-      int64_t end = p->epoch == r->epoch ? rpdw_time(r->t0) : rpdw_time(atomic_load(&g_stop_at[p->epoch & 255]));
+      int64_t end = p->epoch == r->epoch ? rpdw_time(r->t0) : rpdw_time(atomic_load(&g_stop_at[p->epoch % RPD_STOP_EPOCHS]));
       rpdw_api_row(g_w.offset + (int64_t)atomic_fetch_add(&g_api_next, 1), p->pid, p->tid, p->start,
                    end, g_w.id_usermarker, g_w.id_empty, p->domain_id, p->args_id);
       g_w.pend[i] = g_w.pend[--g_w.npend];
@@ -1947,6 +1980,13 @@ static void rpdw_record(struct rpd_tbuf *b, const struct rpd_rec *r, uint64_t *a
     break;
   }
 }
+
+/* While draining, the writer hands consumed room back to the producer every
+ * RPDW_PUBLISH_EVERY records (a full producer waits on no more than that), and
+ * splits a transaction past RPDW_TXN_MAX_ROWS rows (so one busy drain does not
+ * grow the WAL without bound). */
+#define RPDW_PUBLISH_EVERY 1024
+#define RPDW_TXN_MAX_ROWS 200000
 
 /* Drains buffer b; returns the number of records written. */
 static uint64_t rpdw_drain(struct rpd_tbuf *b) {
@@ -1973,11 +2013,11 @@ static uint64_t rpdw_drain(struct rpd_tbuf *b) {
     rpdw_record(b, r, &aend);
     tail += ns;
     n++;
-    if ((n & 1023) == 0) {
+    if (n % RPDW_PUBLISH_EVERY == 0) {
       rpdw_flush_ustrings();
       atomic_store_explicit(&b->atail, aend, memory_order_release);
       atomic_store_explicit(&b->tail, tail, memory_order_release);
-      if (g_w.txn_rows > 200000) {
+      if (g_w.txn_rows > RPDW_TXN_MAX_ROWS) {
         rpdw_commit();
         rpdw_begin();
       }
@@ -2267,7 +2307,7 @@ static void rpdw_flush(int atomics) {
     struct rpdw_pending *p = &g_w.pend[i];
     if (p->epoch == cur || rpdw_begin() != 0) continue;
     rpdw_api_row(g_w.offset + (int64_t)atomic_fetch_add(&g_api_next, 1), p->pid, p->tid, p->start,
-                 rpdw_time(atomic_load(&g_stop_at[p->epoch & 255])), g_w.id_usermarker, g_w.id_empty,
+                 rpdw_time(atomic_load(&g_stop_at[p->epoch % RPD_STOP_EPOCHS])), g_w.id_usermarker, g_w.id_empty,
                  p->domain_id, p->args_id);
     g_w.pend[i--] = g_w.pend[--g_w.npend];
   }
@@ -2419,7 +2459,7 @@ RPDI_EXPORT int rpd_set_filename(const char *path, int append) {
 static void rpd_mark_stopped(int64_t t) {
   uint32_t st = atomic_load(&g_state);
   if (!(st & 1)) return;
-  atomic_store(&g_stop_at[(st >> 1) & 255], t);
+  atomic_store(&g_stop_at[(st >> 1) % RPD_STOP_EPOCHS], t);
   rpd_set_state(st & ~1u);
 }
 
@@ -2527,8 +2567,7 @@ static void rpd_signal_handler(int sig, siginfo_t *info, void *ctx) {
 static void rpd_install_signals(void) {
   if (g_signals_installed) return;
   g_signals_installed = 1;
-  const char *e = getenv("NANO_RPD_SIGNALS");
-  if (e && strcmp(e, "0") == 0) return;
+  if (!rpd_env_bool("NANO_RPD_SIGNALS", 1)) return;
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_sigaction = rpd_signal_handler;
@@ -2597,18 +2636,6 @@ static void rpd_atfork_child(void) {
 
 /* ---- load and exit -------------------------------------------------------- */
 
-static int rpd_env_int(const char *name, int dflt) {
-  const char *e = getenv(name);
-  if (!e || !*e) return dflt;
-  char *end;
-  long v = strtol(e, &end, 10);
-  if (*end) {
-    rpd_log("%s=%s is not an integer; using %d", name, e, dflt);
-    return dflt;
-  }
-  return (int)v;
-}
-
 __attribute__((constructor)) static void rpd_init(void) {
   pthread_key_create(&g_tls_key, rpd_tls_destructor);
   pthread_atfork(rpd_atfork_prepare, rpd_atfork_parent, rpd_atfork_child);
@@ -2619,40 +2646,24 @@ __attribute__((constructor)) static void rpd_init(void) {
     else
       rpd_log("RPDT_FILENAME is too long; using %s", g_template);
   }
-  e = getenv("RPDT_AUTOFLUSH");
-  if (e && *e) {
-    char *end;
-    double hz = strtod(e, &end);
-    if (*end || hz < 0)
-      rpd_log("RPDT_AUTOFLUSH=%s is not a rate in Hz; periodic flushing stays off", e);
-    else
-      g_autoflush_hz = hz;
-  }
-  int frames = rpd_env_int("RPDT_STACKFRAMES", 0);
-  if (frames > 0) {
-    int depth = rpd_env_int("NANO_RPD_STACKDEPTH", 32);
-    g_stack_depth = depth < 1 ? 1 : depth > 255 ? 255 : depth;
-  }
-  g_drop = rpd_env_int("NANO_RPD_DROP", 0) != 0;
-  int slots = rpd_env_int("NANO_RPD_BUFFER", 1 << 14);
-  uint32_t p = 64;
-  while (p < (uint32_t)slots && p < (1u << 24)) p <<= 1;
+  nano_env_real("RPDT_AUTOFLUSH", 0, RPD_MAX_AUTOFLUSH_HZ, &g_autoflush_hz);
+  if (rpd_env_bool("RPDT_STACKFRAMES", 0))
+    g_stack_depth = (int)rpd_env_uint("NANO_RPD_STACKDEPTH", 1, RPD_MAX_STACK_DEPTH,
+                                      RPD_DEFAULT_STACK_DEPTH);
+  g_drop = rpd_env_bool("NANO_RPD_DROP", 0);
+  uint64_t slots = rpd_env_uint("NANO_RPD_BUFFER", 1, RPD_MAX_SLOTS, RPD_DEFAULT_SLOTS);
+  uint32_t p = RPD_MIN_SLOTS;
+  while (p < slots) p <<= 1;
   g_cfg_slots = p;
-  g_crash_wait_ms = rpd_env_int("NANO_RPD_CRASH_WAIT_MS", 5000);
-  const char *sync = getenv("NANO_RPD_SYNC");
-  if (sync && *sync) {
-    if (strcmp(sync, "off") == 0)
-      g_sync_mode = "OFF";
-    else if (strcmp(sync, "normal") == 0)
-      g_sync_mode = "NORMAL";
-    else if (strcmp(sync, "full") == 0)
-      g_sync_mode = "FULL";
-    else
-      rpd_log("NANO_RPD_SYNC=%s is not 'off', 'normal' or 'full'; using off", sync);
-  }
-  rpd_tsc_init(getenv("NANO_RPD_CLOCK"));
+  g_crash_wait_ms = (int)rpd_env_uint("NANO_RPD_CRASH_WAIT_MS", 0, RPD_MAX_CRASH_WAIT_MS,
+                                      RPD_DEFAULT_CRASH_WAIT_MS);
+  static const char *const syncs[] = {"off", "normal", "full", NULL};
+  static const char *const sync_modes[] = {"OFF", "NORMAL", "FULL"};
+  int sync;
+  if (nano_env_choice("NANO_RPD_SYNC", syncs, &sync) > 0) g_sync_mode = sync_modes[sync];
+  rpd_tsc_init();
   g_fast = g_tsc && g_stack_depth <= 0;
-  if (rpd_env_int("RPDT_AUTOSTART", 1) != 0) rpdstart();
+  if (rpd_env_bool("RPDT_AUTOSTART", 1)) rpdstart();
 }
 
 __attribute__((destructor)) static void rpd_fini(void) {

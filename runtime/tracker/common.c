@@ -13,34 +13,8 @@
 
 /* Names of enum nano_kind, indexed by value; GCC-builtin style. */
 static const char *const nanot_kind_names[NANO_KIND_COUNT] = {
-    [NANO_KIND_LOAD] = "__atomic_load",
-    [NANO_KIND_STORE] = "__atomic_store",
-    [NANO_KIND_EXCHANGE] = "__atomic_exchange",
-    [NANO_KIND_COMPARE_EXCHANGE] = "__atomic_compare_exchange",
-    [NANO_KIND_FETCH_ADD] = "__atomic_fetch_add",
-    [NANO_KIND_FETCH_SUB] = "__atomic_fetch_sub",
-    [NANO_KIND_FETCH_AND] = "__atomic_fetch_and",
-    [NANO_KIND_FETCH_NAND] = "__atomic_fetch_nand",
-    [NANO_KIND_FETCH_OR] = "__atomic_fetch_or",
-    [NANO_KIND_FETCH_XOR] = "__atomic_fetch_xor",
-    [NANO_KIND_FETCH_MAX] = "__atomic_fetch_max",
-    [NANO_KIND_FETCH_MIN] = "__atomic_fetch_min",
-    [NANO_KIND_FETCH_UMAX] = "__atomic_fetch_umax",
-    [NANO_KIND_FETCH_UMIN] = "__atomic_fetch_umin",
-    [NANO_KIND_FETCH_FADD] = "__atomic_fetch_fadd",
-    [NANO_KIND_FETCH_FSUB] = "__atomic_fetch_fsub",
-    [NANO_KIND_FETCH_FMAX] = "__atomic_fetch_fmax",
-    [NANO_KIND_FETCH_FMIN] = "__atomic_fetch_fmin",
-    [NANO_KIND_FETCH_UINC_WRAP] = "__atomic_fetch_uinc_wrap",
-    [NANO_KIND_FETCH_UDEC_WRAP] = "__atomic_fetch_udec_wrap",
-    [NANO_KIND_FETCH_USUB_COND] = "__atomic_fetch_usub_cond",
-    [NANO_KIND_FETCH_USUB_SAT] = "__atomic_fetch_usub_sat",
-    [NANO_KIND_FETCH_FMAXIMUM] = "__atomic_fetch_fmaximum",
-    [NANO_KIND_FETCH_FMINIMUM] = "__atomic_fetch_fminimum",
-    [NANO_KIND_TEST_AND_SET] = "__atomic_test_and_set",
-    [NANO_KIND_CLEAR] = "__atomic_clear",
-    [NANO_KIND_THREAD_FENCE] = "__atomic_thread_fence",
-    [NANO_KIND_SIGNAL_FENCE] = "__atomic_signal_fence",
+#define NANO_KIND(id, name, value) [NANO_KIND_##id] = "__atomic_" #name,
+#include "nano/atomic_kinds.def"
 };
 
 /* Names of enum nano_order, indexed by value; NULL for unused values. */

@@ -1,22 +1,22 @@
-; An unknown kind or a malformed regex gets one warning naming the variable
-; (or option), then the default: every kind, no filter.
-; RUN: env NANO_ATOMICS_KINDS=fetch_add,bogus %opt_nano -passes=nano-atomics -S %s 2> %t.kinds.err | FileCheck %s --check-prefix=ALL
-; RUN: FileCheck %s --check-prefix=KINDS < %t.kinds.err
-; RUN: env NANO_ATOMICS_FUNCTIONS='f(' %opt_nano -passes=nano-atomics -S %s 2> %t.re.err | FileCheck %s --check-prefix=ALL
-; RUN: FileCheck %s --check-prefix=REGEX < %t.re.err
-; RUN: %opt_nano -passes=nano-atomics -nano-atomics-exclude-files='[' -S %s 2> %t.opt.err | FileCheck %s --check-prefix=ALL
-; RUN: FileCheck %s --check-prefix=OPTION < %t.opt.err
-; Once per process, however often the pass runs (no function matches, so
-; the second run looks at the module, and the settings, again):
-; RUN: env NANO_ATOMICS_KINDS=bogus NANO_ATOMICS_FUNCTIONS=nomatch %opt_nano -passes=nano-atomics,nano-atomics -S %s -o /dev/null 2>&1 | grep -c warning | FileCheck %s --check-prefix=ONCE
+; A malformed setting is a compile error that names the variable (or option)
+; and the value, and the module is left alone: no typo silently turns
+; instrumentation into "every kind" or "nothing".
+; RUN: env NANO_ATOMICS_KINDS=fetch_add,bogus %not %opt_nano -passes=nano-atomics -S %s -o /dev/null 2>&1 | FileCheck %s --check-prefix=KINDS
+; RUN: env NANO_ATOMICS_KINDS=, %not %opt_nano -passes=nano-atomics -S %s -o /dev/null 2>&1 | FileCheck %s --check-prefix=EMPTY
+; RUN: env NANO_ATOMICS_FUNCTIONS='f(' %not %opt_nano -passes=nano-atomics -S %s -o /dev/null 2>&1 | FileCheck %s --check-prefix=REGEX
+; RUN: %not %opt_nano -passes=nano-atomics -nano-atomics-exclude-files='[' -S %s -o /dev/null 2>&1 | FileCheck %s --check-prefix=OPTION
+; Kind names with GCC's prefix, spaces and "none" are valid:
+; RUN: env NANO_ATOMICS_KINDS=' __atomic_fetch_add , fence' %not %opt_nano -passes=nano-atomics -S %s -o /dev/null 2>&1 | FileCheck %s --check-prefix=FENCE
+; RUN: env NANO_ATOMICS_KINDS=' __atomic_fetch_add , thread_fence' %opt_nano -passes=nano-atomics -S %s | FileCheck %s --check-prefix=BOTH
+; RUN: env NANO_ATOMICS_KINDS=none %opt_nano -passes=nano-atomics -S %s | FileCheck %s --check-prefix=NONE
 
-; ALL: @nano.sites = private global [2 x %struct.nano_site]
-; KINDS: nanoprobe: warning: NANO_ATOMICS_KINDS: unknown kind 'bogus' (known: all none rmw fences load store {{.*}}); using the default (all)
-; KINDS-NOT: warning
-; REGEX: nanoprobe: warning: NANO_ATOMICS_FUNCTIONS: malformed regular expression 'f(' ({{.+}}); using the default (no filter)
-; REGEX-NOT: warning
-; OPTION: nanoprobe: warning: -nano-atomics-exclude-files: malformed regular expression '[' ({{.+}}); using the default (no filter)
-; ONCE: {{^1$}}
+; KINDS: error: nanoprobe: NANO_ATOMICS_KINDS=fetch_add,bogus: unknown name 'bogus' (known: all none rmw fences load store {{.*}} signal_fence)
+; EMPTY: error: nanoprobe: NANO_ATOMICS_KINDS=',': an empty list (name at least one, or unset it)
+; REGEX: error: nanoprobe: NANO_ATOMICS_FUNCTIONS=f(: invalid regular expression ({{.+}})
+; OPTION: error: nanoprobe: -nano-atomics-exclude-files=[: invalid regular expression ({{.+}})
+; FENCE: unknown name 'fence'
+; BOTH: @nano.sites = private global [2 x %struct.nano_site]
+; NONE-NOT: nano.sites
 
 target triple = "x86_64-pc-linux-gnu"
 

@@ -577,6 +577,42 @@ def case_autostart():
     check([r[8] for r in rows] == ["window"], str(rows))
 
 
+def case_settings():
+    """A malformed or out-of-range setting gets exactly one line on stderr that
+    names the variable and its value; the tracer keeps that setting's default
+    and the program runs and is recorded in full (issue 21.11: -1 buffer slots
+    once meant the largest rings, 2^32 turned recording off, an unknown clock
+    fell back to monotonic, -1 ms meant an unbounded wait in a crash handler)."""
+    n = 50
+    bad = [("NANO_RPD_BUFFER", "-1"), ("NANO_RPD_BUFFER", "99999999999"),
+           ("RPDT_AUTOSTART", "4294967296"), ("RPDT_AUTOSTART", "maybe"),
+           ("NANO_RPD_SIGNALS", "garbage"), ("NANO_RPD_CLOCK", "sundial"),
+           ("NANO_RPD_CRASH_WAIT_MS", "-1"), ("NANO_RPD_CRASH_WAIT_MS", "1e9"),
+           ("RPDT_AUTOFLUSH", "nan"), ("RPDT_AUTOFLUSH", "-5"), ("RPDT_AUTOFLUSH", "1e3"),
+           ("NANO_RPD_DROP", "2"), ("NANO_RPD_SYNC", "sometimes"), ("RPDT_STACKFRAMES", "y")]
+    for i, (var, value) in enumerate(bad):
+        path = "s%d.rpd" % i
+        p = run([prog("rpd_workload"), "marks", str(n)], {var: value, "RPDT_FILENAME": path})
+        lines = [l for l in p.stderr.splitlines() if l.strip()]
+        check(len(lines) == 1 and ("%s=%s:" % (var, value)) in lines[0],
+              "%s=%s: expected one line naming it, got %r" % (var, value, p.stderr))
+        rows = q(db(path), "SELECT count(*) FROM rocpd_api")[0][0]
+        check(rows == n, "%s=%s: %d of %d marks recorded" % (var, value, rows, n))
+    # a stack depth out of range keeps the default depth (32), not 1 or 255
+    p = run([prog("rpd_workload"), "stack"],
+            {"RPDT_STACKFRAMES": "1", "NANO_RPD_STACKDEPTH": "0", "RPDT_FILENAME": "depth.rpd"})
+    check("NANO_RPD_STACKDEPTH=0:" in p.stderr, p.stderr)
+    depth = q(db("depth.rpd"), "SELECT count(*) FROM stackframe S JOIN api A ON A.id = S.id "
+                               "WHERE A.args = 'deep'")[0][0]
+    check(depth >= 3, "NANO_RPD_STACKDEPTH=0 kept %d frames, not the default depth" % depth)
+    # the documented values still work, and say nothing
+    for var, value in (("NANO_RPD_CLOCK", "auto"), ("RPDT_AUTOFLUSH", "2.5"),
+                       ("NANO_RPD_BUFFER", "100"), ("NANO_RPD_CRASH_WAIT_MS", "0"),
+                       ("RPDT_AUTOSTART", "yes"), ("NANO_RPD_SYNC", "normal")):
+        p = run([prog("rpd_workload"), "marks", str(n)], {var: value, "RPDT_FILENAME": "ok.rpd"})
+        check(p.stderr.strip() == "", "%s=%s: %s" % (var, value, p.stderr))
+
+
 def case_autoflush():
     for hz, expect_live in (("20", 100), (None, 0)):
         name = "af%s.rpd" % (hz or "off")
@@ -686,7 +722,7 @@ CASES = {
     "crash_abort": lambda: case_crash("abort", signal.SIGABRT),
     "crash_term": lambda: case_crash("term", signal.SIGTERM),
     "crash_int": lambda: case_crash("int", signal.SIGINT),
-    "clock": case_clock, "zone": case_zone, "setname": case_setname, "chain": case_chain, "fork": case_fork, "exec": case_exec, "control": case_control, "autostart": case_autostart,
+    "clock": case_clock, "settings": case_settings, "zone": case_zone, "setname": case_setname, "chain": case_chain, "fork": case_fork, "exec": case_exec, "control": case_control, "autostart": case_autostart,
     "autoflush": case_autoflush, "drop": case_drop, "stack": case_stack, "api": case_api,
     "interned": case_interned, "atomics": case_atomics,
 }

@@ -21,6 +21,8 @@ extern "C" {
 int nano_env_bool(const char *name, int *out);
 /* A decimal integer in [lo, hi]. */
 int nano_env_uint(const char *name, uint64_t lo, uint64_t hi, uint64_t *out);
+/* A finite decimal number (fractions allowed, no exponent) in [lo, hi]. */
+int nano_env_real(const char *name, double lo, double hi, double *out);
 /* A size: a decimal integer with an optional K, M or G suffix (powers of
  * 1024), in [lo, hi] bytes. */
 int nano_env_size(const char *name, uint64_t lo, uint64_t hi, uint64_t *out);

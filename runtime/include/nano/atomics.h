@@ -36,34 +36,8 @@ extern "C" {
  * stored in site tables compiled into binaries.
  */
 enum nano_kind {
-  NANO_KIND_LOAD = 0,           /* __atomic_load       (atomic load)             */
-  NANO_KIND_STORE = 1,          /* __atomic_store      (atomic store)            */
-  NANO_KIND_EXCHANGE = 2,       /* __atomic_exchange   (atomicrmw xchg)          */
-  NANO_KIND_COMPARE_EXCHANGE = 3, /* __atomic_compare_exchange (cmpxchg)         */
-  NANO_KIND_FETCH_ADD = 4,      /* atomicrmw add                                 */
-  NANO_KIND_FETCH_SUB = 5,      /* atomicrmw sub                                 */
-  NANO_KIND_FETCH_AND = 6,      /* atomicrmw and                                 */
-  NANO_KIND_FETCH_NAND = 7,     /* atomicrmw nand                                */
-  NANO_KIND_FETCH_OR = 8,       /* atomicrmw or                                  */
-  NANO_KIND_FETCH_XOR = 9,      /* atomicrmw xor                                 */
-  NANO_KIND_FETCH_MAX = 10,     /* atomicrmw max  (signed)                       */
-  NANO_KIND_FETCH_MIN = 11,     /* atomicrmw min  (signed)                       */
-  NANO_KIND_FETCH_UMAX = 12,    /* atomicrmw umax                                */
-  NANO_KIND_FETCH_UMIN = 13,    /* atomicrmw umin                                */
-  NANO_KIND_FETCH_FADD = 14,    /* atomicrmw fadd                                */
-  NANO_KIND_FETCH_FSUB = 15,    /* atomicrmw fsub                                */
-  NANO_KIND_FETCH_FMAX = 16,    /* atomicrmw fmax                                */
-  NANO_KIND_FETCH_FMIN = 17,    /* atomicrmw fmin                                */
-  NANO_KIND_FETCH_UINC_WRAP = 18, /* atomicrmw uinc_wrap (LLVM 16+)              */
-  NANO_KIND_FETCH_UDEC_WRAP = 19, /* atomicrmw udec_wrap (LLVM 16+)              */
-  NANO_KIND_FETCH_USUB_COND = 20, /* atomicrmw usub_cond (LLVM 20+)              */
-  NANO_KIND_FETCH_USUB_SAT = 21,  /* atomicrmw usub_sat  (LLVM 20+)              */
-  NANO_KIND_FETCH_FMAXIMUM = 22,  /* atomicrmw fmaximum  (LLVM 21+)              */
-  NANO_KIND_FETCH_FMINIMUM = 23,  /* atomicrmw fminimum  (LLVM 21+)              */
-  NANO_KIND_TEST_AND_SET = 24,  /* __atomic_test_and_set (prelude only)          */
-  NANO_KIND_CLEAR = 25,         /* __atomic_clear        (prelude only)          */
-  NANO_KIND_THREAD_FENCE = 26,  /* __atomic_thread_fence (fence)                 */
-  NANO_KIND_SIGNAL_FENCE = 27,  /* __atomic_signal_fence (fence syncscope("singlethread")) */
+#define NANO_KIND(id, name, value) NANO_KIND_##id = value,
+#include "atomic_kinds.def"
   NANO_KIND_COUNT = 28
 };
 

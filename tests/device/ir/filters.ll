@@ -5,6 +5,8 @@
 ; joined to the compilation directory).
 ; RUN: %opt -load-pass-plugin=%plugin -passes=nano-device -S %s | FileCheck %s --check-prefix=ALL
 ; RUN: env NANO_KERNELS='k_a.*' %opt -load-pass-plugin=%plugin -passes=nano-device -S %s | FileCheck %s --check-prefix=KERN
+; RUN: %opt -load-pass-plugin=%plugin -passes=nano-device -nano-device-kernels='k_b' -S %s | FileCheck %s --check-prefix=KERNOPT
+; The options' first names stay as aliases:
 ; RUN: %opt -load-pass-plugin=%plugin -passes=nano-device -nano-kernels='k_b' -S %s | FileCheck %s --check-prefix=KERNOPT
 ; RUN: env NANO_SCOPE='src/kern.cu:15-25' %opt -load-pass-plugin=%plugin -passes=nano-device -S %s | FileCheck %s --check-prefix=SCOPE
 ; RUN: env NANO_SCOPE='other.cu' %opt -load-pass-plugin=%plugin -passes=nano-device -S %s | FileCheck %s --check-prefix=NOSCOPE
@@ -12,6 +14,7 @@
 ; RUN: env NANO_ADDRSPACES=generic %opt -load-pass-plugin=%plugin -passes=nano-device -S %s | FileCheck %s --check-prefix=GENERIC
 ; RUN: env NANO_KERNELS='k_(' %not %opt -load-pass-plugin=%plugin -passes=nano-device -S %s -o /dev/null 2>&1 | FileCheck %s --check-prefix=BADRE
 ; RUN: env NANO_SCOPE='kern.cu:9-3' %not %opt -load-pass-plugin=%plugin -passes=nano-device -S %s -o /dev/null 2>&1 | FileCheck %s --check-prefix=BADSCOPE
+; RUN: env NANO_ACCESS=' , ' %not %opt -load-pass-plugin=%plugin -passes=nano-device -S %s -o /dev/null 2>&1 | FileCheck %s --check-prefix=EMPTYKIND
 ; RUN: env NANO_ACCESS='load,bogus' %not %opt -load-pass-plugin=%plugin -passes=nano-device -S %s -o /dev/null 2>&1 | FileCheck %s --check-prefix=BADKIND
 ; RUN: env NANO_DEVICE_INLINE=yes %not %opt -load-pass-plugin=%plugin -passes=nano-device -S %s -o /dev/null 2>&1 | FileCheck %s --check-prefix=BADINL
 ; RUN: env NANO_DEVICE_DIR=/nonexistent/dir %not %opt -load-pass-plugin=%plugin -passes=nano-device -S %s -o /dev/null 2>&1 | FileCheck %s --check-prefix=NOBC
@@ -70,12 +73,13 @@ define amdgpu_kernel void @k_b(ptr addrspace(1) %p) {
 ; GENERIC-LABEL: define amdgpu_kernel void @__nano_twin_k_b(
 ; GENERIC-NEXT: store
 
-; BADRE: error: nanoprobe: NANO_KERNELS: invalid regular expression 'k_('
+; BADRE: error: nanoprobe: NANO_KERNELS=k_(: invalid regular expression
 ; BADSCOPE: error: nanoprobe: NANO_SCOPE: bad line range '9-3'
-; BADKIND: error: nanoprobe: NANO_ACCESS: unknown value 'bogus'
-; BADINL: error: nanoprobe: NANO_DEVICE_INLINE: expected 0 or 1, not 'yes'
+; EMPTYKIND: error: nanoprobe: NANO_ACCESS=' , ': an empty list
+; BADKIND: error: nanoprobe: NANO_ACCESS=load,bogus: unknown name 'bogus' (known: load store atomic)
+; BADINL: error: nanoprobe: NANO_DEVICE_INLINE=yes: expected 0 or 1
 ; NOBC: error: nanoprobe: device runtime nano_dh_amdgcn_gfx9.bc not found in /nonexistent/dir
-; BADAS: error: nanoprobe: -nano-addrspaces: unknown value 'private'
+; BADAS: error: nanoprobe: -nano-device-addrspaces=global,private: unknown name 'private'
 
 !llvm.dbg.cu = !{!0}
 !llvm.module.flags = !{!3, !4}
