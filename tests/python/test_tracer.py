@@ -136,6 +136,46 @@ def test_subprocess_child_and_per_process_files(tmp_path):
     assert any("__main__.hello" in n for n in names) and any("__main__.spawn" in n for n in names)
 
 
+def test_child_on_a_python_without_sitecustomize(tmp_path):
+    """Debian's Python has a sitecustomize; pyenv's and python.org's have none.
+    There a child's start-up under the boot shim printed "Error in
+    sitecustomize; KeyError: 'sitecustomize'" (issue 21.12). The child here
+    starts as such a Python would: site runs with no other sitecustomize to
+    find; it must start silently and be recorded."""
+    write(tmp_path, "child.py", """
+        def hello():
+            return 1
+        hello()
+    """)
+    write(tmp_path, "bare_site.py", """
+        import importlib.machinery, runpy, sys
+        boot = next(p for p in sys.path if p.rstrip("/").endswith("_boot"))
+        class OnlyTheBootShim:
+            \"\"\"sitecustomize exists only in the boot directory.\"\"\"
+            def find_spec(self, name, path=None, target=None):
+                if name != "sitecustomize":
+                    return None
+                spec = importlib.machinery.PathFinder.find_spec(name, [boot])
+                if spec and boot in sys.path:
+                    return spec
+                raise ModuleNotFoundError("No module named 'sitecustomize'", name=name)
+        sys.meta_path.insert(0, OnlyTheBootShim())
+        import site
+        site.main()
+        runpy.run_path(sys.argv[1], run_name="__main__")
+    """)
+    write(tmp_path, "parent.py", """
+        import subprocess, sys
+        r = subprocess.run([sys.executable, "-S", "bare_site.py", "child.py"],
+                           capture_output=True, text=True)
+        sys.stderr.write(r.stderr)
+        sys.exit(r.returncode)
+    """)
+    r = run(["-m", "nanoprobe", "-o", "t.rpd", "parent.py"], cwd=str(tmp_path))
+    assert r.stderr.strip() == "", r.stderr
+    assert counts(ranges(str(tmp_path / "t.rpd"))).get("__main__.hello") == 1
+
+
 def test_runner_argv_main_and_module(tmp_path, nanoprobe):
     write(tmp_path, "args.py", """
         import sys

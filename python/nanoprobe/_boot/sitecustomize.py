@@ -13,12 +13,15 @@ import sys
 def _nanoprobe_boot():
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
-    del sys.modules["sitecustomize"]
+    this = sys.modules.pop("sitecustomize")
     try:
         import sitecustomize  # noqa: F401  the shadowed one, if any
     except ImportError as e:
         if e.name != "sitecustomize":
             raise
+        # None to shadow: the import machinery finishing this module's import
+        # expects an entry under its name (else "KeyError: 'sitecustomize'")
+        sys.modules["sitecustomize"] = this
     try:
         from nanoprobe import _runner
     except ImportError as e:
