@@ -35,6 +35,7 @@ class Session:
         self.tracer = Tracer()
         self.tracer.start()
         _register_fork_hook(self)
+        _stop_at_os_exit(self)
         if self.mode == "all":
             self.profiler = Profiler()
             self.profiler.enable()
@@ -60,6 +61,32 @@ def export_environment(mode, lines, c_calls):
     wanted = [d for d in (BOOT_DIR, PACKAGE_PARENT) if d not in entries]
     if wanted:
         os.environ["PYTHONPATH"] = os.pathsep.join(wanted + entries)
+
+
+_exit_sessions = []  # sessions to stop before os._exit ends the process
+
+
+def _stop_at_os_exit(session):
+    """os._exit skips atexit: the sessions are stopped (ranges closed, rows
+    flushed) before it ends the process. The C library keeps what a C _exit
+    would lose only where it comes before libc in symbol lookup, which a
+    dlopen'ed extension does not."""
+    _exit_sessions.append(session)
+    if getattr(os._exit, "_nanoprobe", False):
+        return
+    real_exit = os._exit
+
+    def _exit(code):
+        for s in _exit_sessions:
+            try:
+                s.stop()
+            except Exception:  # the process must end as asked
+                pass
+        real_exit(code)
+
+    _exit._nanoprobe = True
+    _exit.__doc__ = real_exit.__doc__
+    os._exit = _exit
 
 
 def _fork_child_exit(session):

@@ -2583,6 +2583,36 @@ static void rpd_install_signals(void) {
   }
 }
 
+/* ---- _exit, _Exit and quick_exit ------------------------------------------ */
+
+/* A process that ends through _exit or _Exit (a fork child's usual way out) or
+ * quick_exit runs no destructors, so the writer's last commit would not
+ * happen. These keep what a fatal signal keeps: recording stops (open ranges
+ * end now) and the writer commits, waiting at most NANO_RPD_CRASH_WAIT_MS, as
+ * async-signal-safe as the signal path (a signal handler may call _exit).
+ * _exit and _Exit are seen where this library comes before libc in symbol
+ * lookup (LD_PRELOAD, or linked with -lnano_rpd); glibc's internal calls and a
+ * raw exit_group system call are not. A vfork child (the parent's memory, no
+ * fork handlers) is told by its pid and left alone. */
+static pid_t g_tracer_pid; /* the process this tracer's state belongs to */
+
+static void rpd_exit_flush(void) {
+  if (getpid() != g_tracer_pid) return;
+  if (!atomic_load(&g_writer_running) || pthread_equal(pthread_self(), g_writer_thread)) return;
+  rpd_mark_stopped(rpd_stamp());
+  rpd_flush_wait(g_crash_wait_ms);
+}
+
+RPDI_EXPORT void _exit(int status) {
+  rpd_exit_flush();
+  for (;;) syscall(SYS_exit_group, status);
+}
+
+RPDI_EXPORT void _Exit(int status) {
+  rpd_exit_flush();
+  for (;;) syscall(SYS_exit_group, status);
+}
+
 /* ---- fork ----------------------------------------------------------------- */
 
 static void rpd_atfork_prepare(void) {
@@ -2604,6 +2634,7 @@ static void rpd_atfork_parent(void) {
 /* The child: the parent's buffers, writer and connection are not ours (the
  * connection is abandoned, never used or closed, as SQLite requires). */
 static void rpd_atfork_child(void) {
+  g_tracer_pid = getpid();
   pthread_mutex_init(&g_wlock, NULL);
   pthread_mutex_init(&g_names_lock, NULL);
   g_nnames = 0; /* the parent's threads, not the child's */
@@ -2637,8 +2668,12 @@ static void rpd_atfork_child(void) {
 /* ---- load and exit -------------------------------------------------------- */
 
 __attribute__((constructor)) static void rpd_init(void) {
-  pthread_key_create(&g_tls_key, rpd_tls_destructor);
-  pthread_atfork(rpd_atfork_prepare, rpd_atfork_parent, rpd_atfork_child);
+  if (pthread_key_create(&g_tls_key, rpd_tls_destructor) != 0)
+    rpd_log("pthread_key_create failed: ranges open at a thread's exit stay open");
+  if (pthread_atfork(rpd_atfork_prepare, rpd_atfork_parent, rpd_atfork_child) != 0)
+    rpd_log("pthread_atfork failed: a fork child may inherit held locks");
+  g_tracer_pid = getpid();
+  if (at_quick_exit(rpd_exit_flush) != 0) rpd_log("at_quick_exit failed: quick_exit will lose records");
   const char *e = getenv("RPDT_FILENAME");
   if (e && *e) {
     if (strlen(e) < sizeof g_template)

@@ -176,6 +176,20 @@ def test_child_on_a_python_without_sitecustomize(tmp_path):
     assert counts(ranges(str(tmp_path / "t.rpd"))).get("__main__.hello") == 1
 
 
+def test_os_exit_keeps_the_records(tmp_path):
+    """os._exit skips atexit; the runner stops the session first (issue 21.13)."""
+    write(tmp_path, "quit.py", """
+        import os
+        def work():
+            return sum(range(10))
+        for _ in range(1000):
+            work()
+        os._exit(4)
+    """)
+    run(["-m", "nanoprobe", "-o", "t.rpd", "quit.py"], cwd=str(tmp_path), expect=4)
+    assert counts(ranges(str(tmp_path / "t.rpd"))).get("__main__.work") == 1000
+
+
 def test_runner_argv_main_and_module(tmp_path, nanoprobe):
     write(tmp_path, "args.py", """
         import sys

@@ -123,6 +123,38 @@ static int do_marks(int n) {
   return 0;
 }
 
+/* n marks and one range left open, then the end named by `how`: _exit,
+ * _Exit, quick_exit, or fork-exit (a fork child records n marks and leaves
+ * through _exit), or vfork (a vfork child leaves through _exit at once; the
+ * parent goes on and exits normally). Exit status 3 from the _exit family. */
+static int do_exit(const char *how, int n) {
+  if (strcmp(how, "fork-exit") == 0) {
+    pid_t pid = fork();
+    if (pid < 0) return 1;
+    if (pid == 0) {
+      do_marks(n);
+      _exit(3);
+    }
+    int st;
+    return waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 3 ? 0 : 1;
+  }
+  do_marks(n);
+  rpd_rangePush(NULL, "open-at-exit", NULL);
+  if (strcmp(how, "vfork") == 0) {
+    pid_t pid = vfork();
+    if (pid < 0) return 1;
+    if (pid == 0) _exit(3);
+    int st;
+    if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 3) return 1;
+    rpd_rangePop();
+    return 0;
+  }
+  if (strcmp(how, "_exit") == 0) _exit(3);
+  if (strcmp(how, "_Exit") == 0) _Exit(3);
+  if (strcmp(how, "quick_exit") == 0) quick_exit(3);
+  return 1;
+}
+
 static int do_control(void) {
   /* autostart holds one reference: start -> 2, stop -> 1, stop -> 0 */
   int a = rpdstart();
@@ -272,6 +304,7 @@ int main(int argc, char **argv) {
   if (strcmp(m, "crash") == 0 && argc > 3) return do_crash(argv[2], b);
   if (strcmp(m, "marks") == 0) return do_marks(a);
   if (strcmp(m, "control") == 0) return do_control();
+  if (strcmp(m, "exit") == 0 && argc > 3) return do_exit(argv[2], b);
   if (strcmp(m, "fork") == 0) return do_fork(a);
   if (strcmp(m, "exec") == 0 && argc > 3) return do_exec(argv[2], b);
   if (strcmp(m, "stack") == 0) {
