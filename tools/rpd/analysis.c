@@ -223,7 +223,7 @@ static int an_gpu_load(sqlite3 *db, struct an_gpu *g) {
     free(pairs);
     return -1;
   }
-  qsort(pairs, n, 2 * sizeof *pairs, an_pair_cmp);
+  if (n) qsort(pairs, n, 2 * sizeof *pairs, an_pair_cmp); /* never qsort(NULL, 0) */
   /* Sum the durations of equal ids. */
   g->id = malloc((n ? n : 1) * sizeof *g->id);
   g->ns = malloc((n ? n : 1) * sizeof *g->ns);
@@ -268,9 +268,9 @@ static void an_gpu_free(struct an_gpu *g) {
 static int an_pop(struct an_frame *stack, int *n, const struct an_gpu *g, an_visit_fn visit,
                   void *ctx, int64_t pid, int64_t tid) {
   struct an_frame *f = &stack[*n - 1];
-  int64_t dur = f->end - f->start;
-  int rc = visit(ctx, stack, *n, dur - f->child_incl, an_gpu_find(g, f->id), pid, tid);
-  if (*n > 1) stack[*n - 2].child_incl += dur;
+  int64_t dur = rpdtool_sub(f->end, f->start);
+  int rc = visit(ctx, stack, *n, rpdtool_sub(dur, f->child_incl), an_gpu_find(g, f->id), pid, tid);
+  if (*n > 1) stack[*n - 2].child_incl = rpdtool_add(stack[*n - 2].child_incl, dur);
   (*n)--;
   return rc;
 }
@@ -351,7 +351,7 @@ static int an_src_open(sqlite3 *db, int64_t total, struct an_src *s, struct rpdt
   }
   sqlite3_finalize(st);
   if (rc != SQLITE_DONE) return -1;
-  qsort(s->rows, s->n, sizeof *s->rows, an_call_cmp);
+  if (s->n) qsort(s->rows, s->n, sizeof *s->rows, an_call_cmp);
   return 0;
 }
 

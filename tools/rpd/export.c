@@ -7,7 +7,7 @@
  *                               user ranges are named by their text
  *   marks (zero-length user)    instant events ("i", thread scope)
  *   GPU ops                     complete slices on a pseudo-process per GPU
- *                               (pid RPD_EXPORT_GPU_PID + gpuId), a track per queue
+ *                               (pid rpd_export_gpu_pid(gpu)Id), a track per queue
  *   rocpd_api_ops               flow arrows ("s" in the call, "f" in the op)
  *   rocpd_monitor               counter events ("C") on the device's process
  *   names                       process_name / thread_name metadata ("M")
@@ -62,8 +62,11 @@ struct rpd_export {
 static void rpd_export_str(FILE *out, const char *s) { nano_json_str(out, s ? s : ""); }
 
 /* Writes a time `t` (ns on the trace clock) as microseconds since the base. */
+/* The pid of GPU gpu's tracks (any id a trace holds: saturated, not wrapped). */
+static int64_t rpd_export_gpu_pid(int64_t gpu) { return rpdtool_add(RPD_EXPORT_GPU_PID, gpu); }
+
 static void rpd_export_ts(struct rpd_export *x, int64_t t) {
-  int64_t d = t - x->base;
+  int64_t d = rpdtool_sub(t, x->base);
   const char *sign = d < 0 ? "-" : "";
   uint64_t a = d < 0 ? (uint64_t)0 - (uint64_t)d : (uint64_t)d;
   fprintf(x->out, "%s%" PRIu64 ".%03u", sign, a / 1000, (unsigned)(a % 1000));
@@ -164,12 +167,12 @@ static int rpd_export_names(struct rpd_export *x) {
     int64_t gpu = sqlite3_column_int64(st, 0), q = sqlite3_column_int64(st, 1);
     if (gpu != last) {
       snprintf(buf, sizeof buf, "GPU %" PRId64, gpu);
-      rpd_export_name(x, RPD_EXPORT_GPU_PID + gpu, -1, buf);
-      rpd_export_sort(x, RPD_EXPORT_GPU_PID + gpu, RPD_EXPORT_GPU_PID + gpu);
+      rpd_export_name(x, rpd_export_gpu_pid(gpu), -1, buf);
+      rpd_export_sort(x, rpd_export_gpu_pid(gpu), rpd_export_gpu_pid(gpu));
       last = gpu;
     }
     snprintf(buf, sizeof buf, "queue %" PRId64, q);
-    rpd_export_name(x, RPD_EXPORT_GPU_PID + gpu, q, buf);
+    rpd_export_name(x, rpd_export_gpu_pid(gpu), q, buf);
   }
   return rpd_export_done(x, st, rc);
 }
@@ -211,7 +214,7 @@ static int rpd_export_api(struct rpd_export *x) {
       fputs(",\"ph\":\"X\",\"ts\":", x->out);
       rpd_export_ts(x, start);
       fputs(",\"dur\":", x->out);
-      rpd_export_dur(x, end - start);
+      rpd_export_dur(x, rpdtool_sub(end, start));
     }
     fprintf(x->out, ",\"pid\":%" PRId64 ",\"tid\":%" PRId64 ",\"args\":{\"id\":%" PRId64, pid, tid, id);
     if (!marker && args && *args) {
@@ -251,11 +254,11 @@ static int rpd_export_ops(struct rpd_export *x) {
     fputs(",\"cat\":\"op\",\"ph\":\"X\",\"ts\":", x->out);
     rpd_export_ts(x, start);
     fputs(",\"dur\":", x->out);
-    rpd_export_dur(x, end - start);
+    rpd_export_dur(x, rpdtool_sub(end, start));
     fprintf(x->out,
             ",\"pid\":%" PRId64 ",\"tid\":%" PRId64 ",\"args\":{\"id\":%" PRId64
             ",\"sequenceId\":%" PRId64 ",\"opType\":",
-            (int64_t)RPD_EXPORT_GPU_PID + gpu, q, id, seq);
+            rpd_export_gpu_pid(gpu), q, id, seq);
     rpd_export_str(x->out, type);
     fputs("}}", x->out);
     rpdtool_progress_add(&x->prog, 1);
@@ -289,7 +292,7 @@ static int rpd_export_flows(struct rpd_export *x) {
     fprintf(x->out,
             "\"name\":\"launch\",\"cat\":\"flow\",\"ph\":\"f\",\"bp\":\"e\",\"id\":%" PRId64 ",\"ts\":", id);
     rpd_export_ts(x, omid);
-    fprintf(x->out, ",\"pid\":%" PRId64 ",\"tid\":%" PRId64 "}", (int64_t)RPD_EXPORT_GPU_PID + gpu, q);
+    fprintf(x->out, ",\"pid\":%" PRId64 ",\"tid\":%" PRId64 "}", rpd_export_gpu_pid(gpu), q);
   }
   return rpd_export_done(x, st, rc);
 }
@@ -319,7 +322,7 @@ static int rpd_export_counters(struct rpd_export *x) {
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     int64_t dev = sqlite3_column_int64(st, 1);
     snprintf(buf, sizeof buf, "%.40s %" PRId64, (const char *)sqlite3_column_text(st, 0), dev);
-    rpd_export_name(x, RPD_EXPORT_DEV_PID + dev, -1, buf);
+    rpd_export_name(x, rpdtool_add(RPD_EXPORT_DEV_PID, dev), -1, buf);
   }
   if (rpd_export_done(x, st, rc)) return 1;
   /* GPUs known only from monitor rows get their name too. */
@@ -331,7 +334,7 @@ static int rpd_export_counters(struct rpd_export *x) {
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     int64_t gpu = sqlite3_column_int64(st, 0);
     snprintf(buf, sizeof buf, "GPU %" PRId64, gpu);
-    rpd_export_name(x, RPD_EXPORT_GPU_PID + gpu, -1, buf);
+    rpd_export_name(x, rpd_export_gpu_pid(gpu), -1, buf);
   }
   if (rpd_export_done(x, st, rc)) return 1;
 
@@ -355,7 +358,7 @@ static int rpd_export_counters(struct rpd_export *x) {
     fputs(",\"cat\":\"monitor\",\"ph\":\"C\",\"ts\":", x->out);
     rpd_export_ts(x, start);
     fprintf(x->out, ",\"pid\":%" PRId64 ",\"tid\":0,\"args\":{\"value\":%.17g}}",
-            (gpu ? (int64_t)RPD_EXPORT_GPU_PID : (int64_t)RPD_EXPORT_DEV_PID) + dev, v);
+            rpdtool_add(gpu ? RPD_EXPORT_GPU_PID : RPD_EXPORT_DEV_PID, dev), v);
     rpdtool_progress_add(&x->prog, 1);
   }
   return rpd_export_done(x, st, rc);

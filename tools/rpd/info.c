@@ -154,7 +154,7 @@ int rpd_cmd_info(int argc, char **argv) {
   printf("schema version:  %d\n", t.schema_version);
   if (has)
     printf("time span:       %" PRId64 " .. %" PRId64 " ns (%.6f s)\n", lo, hi,
-           (double)(hi - lo) / 1e9);
+           (double)rpdtool_sub(hi, lo) / 1e9);
   else
     printf("time span:       empty (no records)\n");
   printf("dropped records: %" PRId64 "\n", dropped);

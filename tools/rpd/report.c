@@ -149,7 +149,7 @@ static int rp_summary(const char *cmd, const struct rpdtool_trace *t, FILE *f, i
     rp_esc(f, t->path);
     fprintf(f, "</td></tr><tr><th>schema version</th><td>%d</td></tr>", t->schema_version);
     fprintf(f, "<tr><th>time span</th><td>%lld .. %lld ns (", (long long)lo, (long long)hi);
-    rp_dur(f, (double)(hi - lo));
+    rp_dur(f, (double)rpdtool_sub(hi, lo));
     fprintf(f, ")</td></tr><tr><th>API calls and ranges</th><td>%lld</td></tr>"
             "<tr><th>GPU ops</th><td>%lld</td></tr><tr><th>processes / threads</th>"
             "<td>%lld / %lld</td></tr><tr><th>GPUs</th><td>%lld</td></tr></tbody></table>\n",
@@ -198,6 +198,10 @@ struct rp_lane {
   unsigned char px[RP_WIDTH];
 };
 
+/* The strip position of time t (pixels from the left; any double: callers
+ * check it against [0, RP_WIDTH) before converting). */
+static double rp_x(int64_t t, int64_t lo, double scale) { return (double)rpdtool_sub(t, lo) * scale; }
+
 /* qsort order of lanes: by (a, b). */
 static int rp_lane_cmp(const void *pa, const void *pb) {
   const struct rp_lane *x = pa, *y = pb;
@@ -217,7 +221,7 @@ static int rp_lanes(const char *cmd, const struct rpdtool_trace *t, const char *
   if (!st) return -1;
   struct rp_lane *l = NULL;
   int n = 0, cap = 0, last = -1, rc, lost = 0;
-  double scale = hi > lo ? (double)RP_WIDTH / (double)(hi - lo) : 0;
+  double scale = hi > lo ? (double)RP_WIDTH / (double)rpdtool_sub(hi, lo) : 0;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     int64_t a = sqlite3_column_int64(st, 0), b = sqlite3_column_int64(st, 1);
     if (last < 0 || l[last].a != a || l[last].b != b) {
@@ -246,11 +250,11 @@ static int rp_lanes(const char *cmd, const struct rpdtool_trace *t, const char *
         last = n++;
       }
     }
-    int x0 = (int)((double)(sqlite3_column_int64(st, 2) - lo) * scale);
-    int x1 = (int)((double)(sqlite3_column_int64(st, 3) - lo) * scale);
-    if (x0 < 0) x0 = 0;
-    if (x1 >= RP_WIDTH) x1 = RP_WIDTH - 1;
-    memset(l[last].px + x0, 1, x1 >= x0 ? (size_t)(x1 - x0 + 1) : 0);
+    double x0 = rp_x(sqlite3_column_int64(st, 2), lo, scale);
+    double x1 = rp_x(sqlite3_column_int64(st, 3), lo, scale);
+    if (x1 < 0 || x0 >= RP_WIDTH || x1 < x0) continue; /* outside the strip */
+    int p0 = x0 < 0 ? 0 : (int)x0, p1 = x1 >= RP_WIDTH ? RP_WIDTH - 1 : (int)x1;
+    memset(l[last].px + p0, 1, (size_t)(p1 - p0 + 1));
   }
   if (rp_done(cmd, t, st, rc)) {
     free(l);
@@ -367,14 +371,16 @@ static int rp_timeline(const char *cmd, const struct rpdtool_trace *t, FILE *f, 
   sqlite3_free(sql);
   if (!st) goto out;
   int rc;
-  double scale = hi > lo ? (double)RP_WIDTH / (double)(hi - lo) : 0;
+  double scale = hi > lo ? (double)RP_WIDTH / (double)rpdtool_sub(hi, lo) : 0;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     int64_t pid = sqlite3_column_int64(st, 0), tid = sqlite3_column_int64(st, 1);
     int lane = -1;
     for (int i = 0; i < nc && lane < 0; i++)
       if (cpu[i].a == pid && cpu[i].b == tid) lane = i;
     if (lane < 0) continue;
-    int x = 150 + (int)((double)(sqlite3_column_int64(st, 2) - lo) * scale);
+    double xm = rp_x(sqlite3_column_int64(st, 2), lo, scale);
+    if (xm < 0 || xm >= RP_WIDTH) continue;
+    int x = 150 + (int)xm;
     int ly = ytop + lane * (RP_LANE + 4);
     fprintf(f, "<path class=mark d=\"M%d %d l-4 -6 h8 z\" fill=\"#d0021b\"><title>", x, ly + 6);
     rp_esc(f, (const char *)sqlite3_column_text(st, 3));
@@ -384,7 +390,7 @@ static int rp_timeline(const char *cmd, const struct rpdtool_trace *t, FILE *f, 
   fprintf(f, "\n<text x=\"150\" y=\"%d\">", y + 14);
   rp_dur(f, 0);
   fprintf(f, "</text><text x=\"%d\" y=\"%d\" text-anchor=\"end\">", RP_WIDTH + 150, y + 14);
-  rp_dur(f, (double)(hi - lo));
+  rp_dur(f, (double)rpdtool_sub(hi, lo));
   fputs("</text></svg>\n", f);
   if (mc || mg)
     fprintf(f, "<p class=muted>%d thread lanes and %d GPU queue lanes not drawn (the first %d "
@@ -561,16 +567,16 @@ static int rp_visit(void *ctx, const struct an_frame *stack, int n, int64_t cpu,
     w->capacc = cap;
   }
   const struct an_frame *f = &stack[n - 1];
-  int64_t gincl = gpu + w->acc[n];
+  int64_t gincl = rpdtool_add(gpu, w->acc[n]);
   w->acc[n] = 0;
-  w->acc[n - 1] += gincl;
+  w->acc[n - 1] = rpdtool_add(w->acc[n - 1], gincl);
   int a = rp_agg_of(w, f);
   if (a < 0) return 1;
   struct rp_agg *g = &w->agg[a];
   g->calls++;
-  g->incl += f->end - f->start;
-  g->excl += cpu;
-  g->gincl += gincl;
+  g->incl = rpdtool_add(g->incl, rpdtool_sub(f->end, f->start));
+  g->excl = rpdtool_add(g->excl, cpu);
+  g->gincl = rpdtool_add(g->gincl, gincl);
   g->gpu += gpu;
   return 0;
 }
@@ -588,7 +594,7 @@ static int rp_by_excl(const void *pa, const void *pb) {
 /* One top-calls table. */
 static void rp_calls_table(FILE *f, struct rp_walk *w, const char *id, const char *title,
                            int (*order)(const void *, const void *)) {
-  qsort(w->agg, w->nagg, sizeof *w->agg, order);
+  if (w->nagg) qsort(w->agg, w->nagg, sizeof *w->agg, order);
   fprintf(f, "<h2 id=calls-%s>%s</h2><table class=sortable><thead><tr><th>call or range</th>"
           "<th>kind</th><th>calls</th><th>inclusive CPU</th><th>exclusive CPU</th>"
           "<th>inclusive GPU</th><th>own GPU</th></tr></thead><tbody>\n", id, title);

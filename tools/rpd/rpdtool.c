@@ -435,7 +435,7 @@ int rpdtool_parse_time(const char *s, int64_t lo, int64_t hi, int64_t *out) {
   if (s[len - 1] == '%') {
     double v = strtod(s, &end);
     if (end == s || end != s + len - 1 || errno || !isfinite(v) || v < 0 || v > 100) return -1;
-    *out = lo + (int64_t)llround((double)(hi - lo) * v / 100.0);
+    *out = rpdtool_add(lo, (int64_t)llround((double)rpdtool_sub(hi, lo) * v / 100.0));
     return 0;
   }
   long long v = strtoll(s, &end, 10);

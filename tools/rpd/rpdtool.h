@@ -173,4 +173,18 @@ void rpdtool_progress_add(struct rpdtool_progress *p, uint64_t n);
 /* Clears the progress line. */
 void rpdtool_progress_end(struct rpdtool_progress *p);
 
+/* Time arithmetic on values read from a trace, saturated at INT64_MIN and
+ * INT64_MAX: a damaged or crafted file may hold any times, and a signed
+ * overflow is undefined behaviour, not a wrong number. */
+static inline int64_t rpdtool_sub(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_sub_overflow(a, b, &r)) return b < 0 ? INT64_MAX : INT64_MIN;
+  return r;
+}
+static inline int64_t rpdtool_add(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r)) return b < 0 ? INT64_MIN : INT64_MAX;
+  return r;
+}
+
 #endif /* NANO_RPDTOOL_H */
