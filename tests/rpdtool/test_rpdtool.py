@@ -474,7 +474,92 @@ def case_tracer():
                      ("thread_name", "maker-exit"), ("thread_name", "maker-linger")}, names
 
 
-CASES = {"tracer": case_tracer, "info": case_info, "top": case_top, "export": case_export, "window": case_window,
+def api_trace(path, rows, name="x"):
+    """A trace of `rows` API rows (start, end) named `name`."""
+    if os.path.exists(path):
+        os.unlink(path)
+    run("create", path)
+    db = sqlite3.connect(path)
+    db.execute("INSERT INTO rocpd_string(string) VALUES ('UserMarker')")
+    db.execute("INSERT INTO rocpd_string(string) VALUES (?)", (name,))
+    db.executemany("INSERT INTO rocpd_api(pid,tid,start,end,apiName_id,category_id,domain_id,args_id)"
+                   " VALUES (1,1,?,?,2,1,1,1)", rows)
+    db.commit()
+    db.close()
+
+
+def case_pathological():
+    """Inputs that once made commands quadratic or lie (issue 21.9)."""
+    # A 2 MB name on 600 rows: every naming command reads it once and shows it
+    # cut at 16384 characters, saying so; the export stays proportional to the
+    # rows, not rows x name.
+    big = os.path.join(WORK, "big.rpd")
+    api_trace(big, [(T0 + i * 1000, T0 + i * 1000 + 500) for i in range(600)], "N" * 2000000)
+    for args in (["info", big], ["top", big], ["export", big, "-o", os.path.join(WORK, "b.json")],
+                 ["report", big, "-o", os.path.join(WORK, "b.html")]):
+        _, err = run(*args)
+        assert "1 strings of rocpd_string are longer than 16384 characters: shown cut" in err, err
+    with open(os.path.join(WORK, "b.json")) as f:
+        names = [e["name"] for e in json.load(f)["traceEvents"] if e.get("ph") == "X"]
+    assert len(names) == 600 and all(n == "N" * 16384 + "\u2026" for n in names), len(names)
+    assert os.path.getsize(os.path.join(WORK, "b.json")) < 600 * 17000
+
+    # A missing column is named with its table, by every command, exit 2.
+    cut = os.path.join(WORK, "cut.rpd")
+    api_trace(cut, [(T0, T0 + 1)])
+    db = sqlite3.connect(cut)
+    for (view,) in db.execute("SELECT name FROM sqlite_master WHERE type='view'").fetchall():
+        db.execute('DROP VIEW "%s"' % view)
+    db.execute("ALTER TABLE rocpd_api DROP COLUMN start")
+    db.commit()
+    db.close()
+    for args in (["info", cut], ["top", cut], ["callstack", cut], ["export", cut, "-o", "-"]):
+        _, err = run(*args, code=2)
+        assert 'table rocpd_api has no column "start": damaged, or not written by an RPD tool' \
+            in err, (args, err)
+
+    # A file SQLite calls damaged: info shows what it can, says so, exit 1.
+    dmg = os.path.join(WORK, "dmg.rpd")
+    api_trace(dmg, [(T0 + i, T0 + i + 1) for i in range(20000)])
+    db = sqlite3.connect(dmg)
+    db.execute("PRAGMA journal_mode=DELETE")
+    page_size = db.execute("PRAGMA page_size").fetchone()[0]
+    leaves = [r[0] for r in db.execute(
+        "SELECT pageno FROM dbstat WHERE name='rocpd_api' AND pagetype='leaf'")]
+    db.close()
+    with open(dmg, "r+b") as f:  # a leaf's first-freeblock offset, into its own header
+        f.seek((leaves[len(leaves) // 2] - 1) * page_size + 1)
+        f.write(b"\x00\x07")
+    out, err = run("info", dmg, code=1)
+    assert "integrity:       DAMAGED" in out, out
+    assert "the file is damaged (SQLite quick_check: Page" in err, err
+    out, _ = run("info", big)
+    assert "integrity:       ok" in out, out
+
+    # Nesting 1500 deep: each call is paired with at most 1000 ancestors, so
+    # the table grows linearly past that depth, and the run says so.
+    deep = os.path.join(WORK, "deep.rpd")
+    n = 1500
+    api_trace(deep, [(T0 + i, T0 + 2 * n - i) for i in range(n)])
+    out, err = run("callstack", deep)
+    rows = sum(min(d, 1000) for d in range(1, n + 1))
+    assert "%d calls, %d ext_callstack rows, deepest stack %d" % (n, rows, n) in out, out
+    assert "500 calls are nested deeper than 1000 levels" in err, err
+    db = sqlite3.connect(deep)
+    assert db.execute("SELECT count(*), max(depth) FROM ext_callstack").fetchone() == (rows, 999)
+    db.close()
+
+    # An export that fills the disk names its output, not the trace.
+    many = os.path.join(WORK, "many.rpd")
+    api_trace(many, [(T0 + i * 10, T0 + i * 10 + 5) for i in range(20000)])
+    p = subprocess.run(["sh", "-c", 'trap "" XFSZ; ulimit -f 1000; exec "$@"', "sh", RPD, "export",
+                        many, "-o", os.path.join(WORK, "full.json")],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1 and "full.json.tmp: write failed" in p.stderr, (p.returncode, p.stderr)
+    assert not os.path.exists(os.path.join(WORK, "full.json"))
+
+
+CASES = {"tracer": case_tracer, "pathological": case_pathological, "info": case_info, "top": case_top, "export": case_export, "window": case_window,
          "v2": case_v2, "create": case_create, "errors": case_errors}
 
 if __name__ == "__main__":

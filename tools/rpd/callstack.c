@@ -25,6 +25,11 @@
 
 #define CS_BATCH 200 /* rows per multi-row INSERT */
 #define CS_CACHE_KIB 131072 /* page cache of the step: the new rows stay in memory */
+/* Ancestors a call is paired with, at most (depth 0 .. CS_MAX_DEPTH - 1). The
+ * table holds a row per (ancestor, call): unbounded, n calls nested n deep
+ * give n^2/2 rows (20,000 levels: 200 million). Deeper calls keep their
+ * nearest CS_MAX_DEPTH ancestors; the run says how many calls were cut. */
+#define CS_MAX_DEPTH 1000
 
 static const char cs_schema[] =
     "CREATE TABLE IF NOT EXISTS \"ext_callstack\" (\"id\" integer NOT NULL PRIMARY KEY "
@@ -49,7 +54,7 @@ struct cs_ctx {
   sqlite3_stmt *batch, *one;
   int64_t rows[CS_BATCH][5];
   int nrows;
-  int64_t total, calls;
+  int64_t total, calls, cut;
   int maxdepth;
 };
 
@@ -89,7 +94,8 @@ static int cs_visit(void *ctx, const struct an_frame *stack, int n, int64_t cpu,
   int64_t child = stack[n - 1].id;
   c->calls++;
   if (n > c->maxdepth) c->maxdepth = n;
-  for (int i = 0; i < n; i++) {
+  c->cut += n > CS_MAX_DEPTH;
+  for (int i = n > CS_MAX_DEPTH ? n - CS_MAX_DEPTH : 0; i < n; i++) {
     int64_t *r = c->rows[c->nrows++];
     r[0] = stack[i].id;
     r[1] = child;
@@ -166,6 +172,11 @@ int an_callstack_run(const char *cmd, const struct rpdtool_trace *t, int64_t *ro
   if (rows) *rows = c.total;
   printf("rpd %s: %s: %lld calls, %lld ext_callstack rows, deepest stack %d\n", cmd, t->path,
          (long long)c.calls, (long long)c.total, c.maxdepth);
+  if (c.cut)
+    fprintf(stderr,
+            "rpd %s: %s: %lld calls are nested deeper than %d levels: each is paired with its "
+            "nearest %d ancestors only (the inclusive times of ancestors further up miss them)\n",
+            cmd, t->path, (long long)c.cut, CS_MAX_DEPTH, CS_MAX_DEPTH);
   return 0;
 }
 
@@ -181,6 +192,8 @@ int rpd_cmd_callstack(int argc, char **argv) {
                       "table ext_callstack(parent_id, child_id, depth, cpu_time, gpu_time) and views\n"
                       "callStack_inclusive, callStack_exclusive, callStack_inclusive_name,\n"
                       "callStack_exclusive_name (rocmProfileData's names and numbers). Times in ns.\n"
-                      "Runs in one transaction; a second run does nothing.\n",
+                      "Runs in one transaction; a second run does nothing. A call nested deeper\n"
+                      "than 1000 levels is paired with its nearest 1000 ancestors only (said on\n"
+                      "stderr): the table would otherwise grow with the square of the depth.\n",
                       "call stacks", "Callstack::Generated", cs_run);
 }

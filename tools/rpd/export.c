@@ -52,6 +52,7 @@ static const char rpd_export_help[] =
 struct rpd_export {
   struct rpdtool_trace *t;
   FILE *out;
+  const char *out_name; /* for messages: the temporary output, or "stdout" */
   int64_t base, lo, hi; /* time origin; window */
   int first;            /* no event written yet */
   uint64_t skipped_counters;
@@ -119,6 +120,10 @@ static sqlite3_stmt *rpd_export_prepare(struct rpd_export *x, const char *sql) {
  * Returns 0, or 1 after reporting the error. */
 static int rpd_export_done(struct rpd_export *x, sqlite3_stmt *st, int rc) {
   sqlite3_finalize(st);
+  /* a full disk fails the output first (and SQLite's temporary files after
+   * it): name the output, not the trace */
+  if (ferror(x->out))
+    return rpdtool_err("export", "%s: write failed (is the disk full?)", x->out_name);
   if (rc != SQLITE_DONE)
     return rpdtool_err("export", "%s: reading failed: %s", x->t->path, sqlite3_errmsg(x->t->db));
   return 0;
@@ -401,7 +406,7 @@ int rpd_cmd_export(int argc, char **argv) {
   if (!output) return rpdtool_usage("export", "missing -o OUT.json");
 
   struct rpdtool_trace t;
-  int ret = rpdtool_open("export", file, RPDTOOL_READ, &t);
+  int ret = rpdtool_open_view("export", file, &t);
   if (ret) return ret;
   struct rpd_export x = {.t = &t};
   int64_t lo, hi;
@@ -450,6 +455,7 @@ int rpd_cmd_export(int argc, char **argv) {
       goto out;
     }
   }
+  x.out_name = tmp ? tmp : "stdout";
   static char iobuf[1 << 16];
   setvbuf(x.out, iobuf, _IOFBF, sizeof iobuf);
   rpdtool_progress_start(&x.prog, "export", isatty(STDERR_FILENO) ? rpd_export_total(&x) : 0);

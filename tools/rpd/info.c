@@ -135,13 +135,41 @@ static int rpd_info_dispatches(struct rpdtool_trace *t) {
                              0, stdout);
 }
 
+/* SQLite's quick_check of the whole file (every page read once: linear, and
+ * about what counting the rows costs). Returns 0 with *problem NULL when the
+ * file is sound, 0 with *problem (sqlite3_free) naming the first problem, -1
+ * when the check itself cannot run. */
+static int rpd_info_integrity(struct rpdtool_trace *t, char **problem) {
+  *problem = NULL;
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v2(t->db, "PRAGMA main.quick_check(1)", -1, &st, NULL) != SQLITE_OK) return -1;
+  int rc = sqlite3_step(st), ret = 0;
+  if (rc == SQLITE_ROW) {
+    const char *v = (const char *)sqlite3_column_text(st, 0);
+    if (!v || strcmp(v, "ok") != 0) {
+      static const char banner[] = "*** in database main ***\n";
+      if (v && !strncmp(v, banner, sizeof banner - 1)) v += sizeof banner - 1;
+      *problem = sqlite3_mprintf("%s", v ? v : "(no answer)");
+      for (char *c = *problem; c && *c; c++)
+        if (*c == '\n') *c = ' ';
+    }
+  } else if (rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB) {
+    *problem = sqlite3_mprintf("%s", sqlite3_errmsg(t->db));
+  } else {
+    ret = -1;
+  }
+  sqlite3_finalize(st);
+  return ret;
+}
+
 int rpd_cmd_info(int argc, char **argv) {
   const char *file;
   int ret = rpdtool_parse_args(argc, argv, rpd_info_help, NULL, &file);
   if (ret != RPDTOOL_PARSED) return ret;
   struct rpdtool_trace t;
-  ret = rpdtool_open("info", file, RPDTOOL_READ, &t);
+  ret = rpdtool_open_view("info", file, &t);
   if (ret) return ret;
+  char *damage = NULL; /* quick_check's first problem */
 
   int64_t lo, hi;
   int has = rpdtool_span(&t, &lo, &hi);
@@ -158,6 +186,11 @@ int rpd_cmd_info(int argc, char **argv) {
   else
     printf("time span:       empty (no records)\n");
   printf("dropped records: %" PRId64 "\n", dropped);
+  if (rpd_info_integrity(&t, &damage) != 0) {
+    ret = rpdtool_err("info", "%s: cannot check the file: %s", t.path, sqlite3_errmsg(t.db));
+    goto out;
+  }
+  printf("integrity:       %s\n", damage ? "DAMAGED (see the end)" : "ok (SQLite quick_check)");
   if ((ret = rpd_info_tables(&t))) goto out;
 
   char pexpr[48];
@@ -211,7 +244,13 @@ int rpd_cmd_info(int argc, char **argv) {
         0, stdout);
   if (!ret && t.has_dispatches)
     ret = rpd_info_dispatches(&t);
+  if (damage) {
+    fflush(stdout);
+    ret = rpdtool_err("info", "%s: the file is damaged (SQLite quick_check: %s); what is shown "
+                      "above may be incomplete or wrong", t.path, damage);
+  }
 out:
+  sqlite3_free(damage);
   rpdtool_close(&t);
   return ret;
 }

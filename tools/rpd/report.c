@@ -938,7 +938,7 @@ int rpd_cmd_report(int argc, char **argv) {
   if (parsed != RPDTOOL_PARSED) return parsed;
   if (!out) return rpdtool_usage(cmd, "missing -o OUT.html");
   struct rpdtool_trace t;
-  int ret = rpdtool_open(cmd, in, RPDTOOL_READ, &t);
+  int ret = rpdtool_open_view(cmd, in, &t);
   if (ret) return ret;
   char *tmp = sqlite3_mprintf("%s.tmp", out);
   FILE *f = tmp ? fopen(tmp, "w") : NULL;

@@ -118,6 +118,66 @@ static int rpdtool_has_column(sqlite3 *db, const char *table, const char *col) {
   return found;
 }
 
+/* Tables every reader needs; the others are checked only when present. */
+static const char *const rpdtool_core_tables[] = {"rocpd_metadata", "rocpd_string", "rocpd_api",
+                                                   "rocpd_op", "rocpd_api_ops", NULL};
+
+/* Checks the file's tables against the RPD schema (nano_rpdfile_schema_sql,
+ * the one definition): a core table missing, or a column missing from a table
+ * the file has, is named in err, so that a damaged or foreign file gets that
+ * message rather than a query's failure later ("no such column", or SQLite's
+ * "not an error"). Version 2 traces lack rocpd_api's domain_id and
+ * category_id. Returns 0, or -1 with err set. */
+static int rpdtool_check_schema(sqlite3 *db, int version, char *err, size_t len) {
+  sqlite3 *ref = NULL;
+  sqlite3_stmt *st = NULL;
+  int ret = -1;
+  if (sqlite3_open(":memory:", &ref) != SQLITE_OK ||
+      sqlite3_exec(ref, nano_rpdfile_schema_sql(), NULL, NULL, NULL) != SQLITE_OK ||
+      sqlite3_prepare_v2(ref,
+                         "SELECT m.name, p.name FROM sqlite_master m, pragma_table_info(m.name) p "
+                         "WHERE m.type = 'table' AND m.name LIKE 'rocpd%' ORDER BY m.name, p.cid",
+                         -1, &st, NULL) != SQLITE_OK) {
+    snprintf(err, len, "cannot build the reference schema: %s",
+             ref ? sqlite3_errmsg(ref) : "out of memory");
+    goto out;
+  }
+  int rc;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    const char *table = (const char *)sqlite3_column_text(st, 0);
+    const char *col = (const char *)sqlite3_column_text(st, 1);
+    int has = rpdtool_has_object(db, table);
+    if (has < 0) goto failed;
+    if (!has) {
+      for (int i = 0; rpdtool_core_tables[i]; i++)
+        if (!strcmp(table, rpdtool_core_tables[i])) {
+          snprintf(err, len, "no table %s", table);
+          goto out;
+        }
+      continue;
+    }
+    if (version < 3 && !strcmp(table, "rocpd_api") &&
+        (!strcmp(col, "domain_id") || !strcmp(col, "category_id")))
+      continue;
+    int c = rpdtool_has_column(db, table, col);
+    if (c < 0) goto failed;
+    if (!c) {
+      snprintf(err, len, "table %s has no column \"%s\"", table, col);
+      goto out;
+    }
+  }
+  if (rc == SQLITE_DONE) ret = 0;
+  else
+    snprintf(err, len, "cannot read the reference schema: %s", sqlite3_errmsg(ref));
+  goto out;
+failed:
+  snprintf(err, len, "cannot read the schema: %s", sqlite3_errmsg(db));
+out:
+  sqlite3_finalize(st);
+  sqlite3_close(ref);
+  return ret;
+}
+
 /* rocpd_metadata's pid_stride; RPDTOOL_PID_STRIDE when it is missing or not
  * a positive integer. */
 static int64_t rpdtool_pid_stride(sqlite3 *db) {
@@ -143,6 +203,11 @@ int rpdtool_open(const char *cmd, const char *path, int mode, struct rpdtool_tra
     rpdtool_err(cmd, "%s", err);
     return RPDTOOL_EXIT_USAGE;
   }
+  if (rpdtool_check_schema(db, version, err, sizeof err) != 0) {
+    rpdtool_err(cmd, "%s: %s: damaged, or not written by an RPD tool", path, err);
+    nano_rpdfile_close(db, path, err, sizeof err);
+    return RPDTOOL_EXIT_USAGE;
+  }
   int dom = rpdtool_has_column(db, "rocpd_api", "domain_id");
   int cat = rpdtool_has_column(db, "rocpd_api", "category_id");
   int ustr = rpdtool_has_object(db, "rocpd_ustring");
@@ -161,6 +226,55 @@ int rpdtool_open(const char *cmd, const char *path, int mode, struct rpdtool_tra
   t->has_names = names;
   t->has_dispatches = dispatches;
   t->pid_stride = rpdtool_pid_stride(db);
+  return 0;
+}
+
+/* Shadows string table `table` by a TEMP copy with its strings cut at
+ * RPDTOOL_MAX_TEXT, when it has longer ones. Returns 0, or -1 with a message. */
+static int rpdtool_cap_strings(struct rpdtool_trace *t, const char *cmd, const char *table) {
+  sqlite3_stmt *st = NULL;
+  char *sql = sqlite3_mprintf("SELECT count(*) FROM main.\"%w\" WHERE length(string) > %d", table,
+                              RPDTOOL_MAX_TEXT);
+  int64_t n = -1;
+  if (sql && sqlite3_prepare_v2(t->db, sql, -1, &st, NULL) == SQLITE_OK &&
+      sqlite3_step(st) == SQLITE_ROW)
+    n = sqlite3_column_int64(st, 0);
+  sqlite3_finalize(st);
+  sqlite3_free(sql);
+  if (n < 0) {
+    rpdtool_err(cmd, "%s: cannot read %s: %s", t->path, table, sqlite3_errmsg(t->db));
+    return -1;
+  }
+  if (n == 0) return 0;
+  /* query_only (nano_rpdfile_open_read) refuses TEMP tables too: lifted for
+   * this one statement, which writes only the connection's TEMP schema */
+  sql = sqlite3_mprintf("PRAGMA query_only=0; CREATE TEMP TABLE \"%w\"(id INTEGER PRIMARY KEY, string TEXT NOT NULL);"
+                        "INSERT INTO temp.\"%w\" SELECT id, CASE WHEN length(string) > %d THEN "
+                        "substr(string, 1, %d) || '\xe2\x80\xa6' ELSE string END FROM main.\"%w\"; PRAGMA query_only=1",
+                        table, table, RPDTOOL_MAX_TEXT, RPDTOOL_MAX_TEXT, table);
+  char *msg = NULL;
+  if (!sql || sqlite3_exec(t->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+    sqlite3_exec(t->db, "PRAGMA query_only=1", NULL, NULL, NULL);
+    rpdtool_err(cmd, "%s: cannot shorten the strings of %s: %s", t->path, table,
+                msg ? msg : "out of memory");
+    sqlite3_free(msg);
+    sqlite3_free(sql);
+    return -1;
+  }
+  sqlite3_free(sql);
+  fprintf(stderr, "rpd %s: %s: %" PRId64 " strings of %s are longer than %d characters: shown cut\n",
+          cmd, t->path, n, table, RPDTOOL_MAX_TEXT);
+  return 0;
+}
+
+int rpdtool_open_view(const char *cmd, const char *path, struct rpdtool_trace *t) {
+  int ret = rpdtool_open(cmd, path, RPDTOOL_READ, t);
+  if (ret) return ret;
+  if (rpdtool_cap_strings(t, cmd, "rocpd_string") ||
+      (t->has_ustring && rpdtool_cap_strings(t, cmd, "rocpd_ustring"))) {
+    rpdtool_close(t);
+    return RPDTOOL_EXIT_FAIL;
+  }
   return 0;
 }
 

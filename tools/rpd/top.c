@@ -51,7 +51,7 @@ int rpd_cmd_top(int argc, char **argv) {
   if (limit_s && rpdtool_parse_count(limit_s, &limit) != 0)
     return rpdtool_usage("top", "--limit expects a number >= 0, not '%s'", limit_s);
   struct rpdtool_trace t;
-  ret = rpdtool_open("top", file, RPDTOOL_READ, &t);
+  ret = rpdtool_open_view("top", file, &t);
   if (ret) return ret;
   char *sql = rpd_top_sql(&t);
   ret = sql ? rpdtool_print_query("top", t.db, sql, limit, stdout) : RPDTOOL_EXIT_FAIL;
