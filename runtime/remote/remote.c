@@ -15,9 +15,12 @@
  * identified with SO_PEERCRED and answered only when its uid equals the
  * process's effective uid or is 0 (root).
  *
- * No signals are used: the thread blocks in accept(); at exit the destructor
- * shuts the listening socket down, which wakes it, joins it and removes the
- * socket file. A forked child closes its parent's socket and starts its own
+ * Several clients are served at once: the thread polls the listening socket
+ * and up to RM_MAX_CLIENTS connections, each with a deadline for its request
+ * line, so idle or slow clients delay nobody (ten idle connections used to
+ * hold a status back 20 s). No signals are used: at exit the destructor shuts
+ * the listening socket down, which wakes the poll, joins the thread and
+ * removes the socket file. A forked child closes its parent's socket and starts its own
  * (pid-named) thread and socket; after exec the library, if loaded again,
  * removes the stale socket of the same pid. At start-up the sockets of
  * processes that no longer exist are removed from the directory.
@@ -29,6 +32,8 @@
 #include <nano/remote.h>
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
@@ -142,17 +147,49 @@ static int rm_write_all(int fd, const char *buf, size_t n) {
   return 0;
 }
 
-/* Serves one connection: checks the peer, reads a request line, replies. */
-static void rm_serve(int fd) {
+/* Clients served at once; one more is told the server is busy. Each has
+ * RM_REQUEST_MS to send its request line, and its reply RM_REPLY_MS to leave. */
+#define RM_MAX_CLIENTS 16
+#define RM_REQUEST_MS 2000
+#define RM_REPLY_MS 2000
+#define RM_REQUEST_MAX 128 /* bytes of a request line, newline included */
+
+/* A connection waiting for its request line. */
+struct rm_client {
+  int fd;          /* -1: a free slot */
+  size_t got;
+  int64_t deadline_ms;
+  char req[RM_REQUEST_MAX];
+};
+
+static int64_t rm_now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Sends `reply` (a line) and closes the connection. The socket is made
+ * blocking with a send timeout, so a peer that reads nothing costs at most
+ * RM_REPLY_MS. */
+static void rm_reply_close(int fd, const char *reply) {
+  struct timeval tv = {.tv_sec = RM_REPLY_MS / 1000, .tv_usec = RM_REPLY_MS % 1000 * 1000};
+  int fl = fcntl(fd, F_GETFL);
+  if (fl >= 0 && fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) == 0 &&
+      setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) == 0)
+    rm_write_all(fd, reply, strlen(reply));
+  close(fd);
+}
+
+/* A new connection: refused at once when its peer may not control us or no
+ * slot is free, else waits in a slot for its request. */
+static void rm_admit(int fd, struct rm_client *c) {
   char reply[NANO_REMOTE_LINE_MAX];
   struct ucred cred;
   socklen_t clen = sizeof cred;
-  struct timeval tv = {.tv_sec = 2};
-  if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) != 0 ||
-      getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) != 0 || clen != sizeof cred) {
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) != 0 || clen != sizeof cred) {
     snprintf(reply, sizeof reply, NANO_REMOTE_RDENIED " cannot identify the peer: %s\n",
              strerror(errno));
-    rm_write_all(fd, reply, strlen(reply));
+    rm_reply_close(fd, reply);
     return;
   }
   if (!nano_remote_peer_allowed(cred.uid, geteuid())) {
@@ -160,51 +197,93 @@ static void rm_serve(int fd) {
              NANO_REMOTE_RDENIED " permission denied: uid %u may not control process %ld "
              "(owner uid %u; only the same user or root)\n",
              (unsigned)cred.uid, (long)getpid(), (unsigned)geteuid());
-    rm_write_all(fd, reply, strlen(reply));
+    rm_reply_close(fd, reply);
     return;
   }
-  char req[128];
-  size_t got = 0;
-  while (got < sizeof req - 1) {
-    ssize_t r = recv(fd, req + got, sizeof req - 1 - got, 0);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) break;
-    got += (size_t)r;
-    if (memchr(req, '\n', got)) break;
-  }
-  req[got] = 0;
-  char *nl = strchr(req, '\n');
-  if (!nl) {
-    snprintf(reply, sizeof reply, NANO_REMOTE_RBADREQ " no request line received\n");
-    rm_write_all(fd, reply, strlen(reply));
-    return;
-  }
-  *nl = 0;
-  rm_execute(req, reply, sizeof reply - 1);
-  strcat(reply, "\n");
-  rm_write_all(fd, reply, strlen(reply));
+  for (int i = 0; i < RM_MAX_CLIENTS; i++)
+    if (c[i].fd < 0) {
+      c[i].fd = fd;
+      c[i].got = 0;
+      c[i].deadline_ms = rm_now_ms() + RM_REQUEST_MS;
+      return;
+    }
+  snprintf(reply, sizeof reply,
+           NANO_REMOTE_RFAILED " process %ld: busy, %d other clients connected; try again\n",
+           (long)getpid(), RM_MAX_CLIENTS);
+  rm_reply_close(fd, reply);
 }
 
-/* The control thread: accepts connections until the listening socket is
- * shut down. */
+/* Reads what client c sent; once its line is complete (or can no longer be),
+ * executes it, replies and frees the slot. */
+static void rm_read(struct rm_client *c) {
+  ssize_t r = recv(c->fd, c->req + c->got, sizeof c->req - 1 - c->got, 0);
+  if (r < 0 && (errno == EINTR || errno == EAGAIN)) return;
+  if (r > 0) c->got += (size_t)r;
+  c->req[c->got] = 0;
+  char *nl = strchr(c->req, '\n');
+  if (!nl && r > 0 && c->got < sizeof c->req - 1) return; /* more to come */
+  char reply[NANO_REMOTE_LINE_MAX];
+  if (!nl) {
+    snprintf(reply, sizeof reply, NANO_REMOTE_RBADREQ " no request line received\n");
+  } else {
+    *nl = 0;
+    rm_execute(c->req, reply, sizeof reply - 1);
+    strcat(reply, "\n");
+  }
+  rm_reply_close(c->fd, reply);
+  c->fd = -1;
+}
+
+/* The control thread: serves up to RM_MAX_CLIENTS connections at once with
+ * poll (an idle client delays no other), until the listening socket is shut
+ * down. Requests run one at a time, in the order their lines arrive. */
 static void *rm_thread(void *arg) {
   int lfd = (int)(intptr_t)arg;
+  struct rm_client c[RM_MAX_CLIENTS];
+  for (int i = 0; i < RM_MAX_CLIENTS; i++) c[i].fd = -1;
   while (!rm.stopping) {
-    int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-    if (fd < 0) {
-      if (errno == EINTR || errno == ECONNABORTED) continue;
-      if (!rm.stopping && (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)) {
-        /* Out of descriptors or memory for now: try again a little later. */
-        struct timespec nap = {0, 100000000};
-        nanosleep(&nap, NULL);
+    struct pollfd pfd[RM_MAX_CLIENTS + 1];
+    int slot[RM_MAX_CLIENTS + 1], n = 1;
+    int64_t now = rm_now_ms(), wait = -1;
+    pfd[0] = (struct pollfd){.fd = lfd, .events = POLLIN};
+    for (int i = 0; i < RM_MAX_CLIENTS; i++) {
+      if (c[i].fd < 0) continue;
+      if (c[i].deadline_ms <= now) { /* silent too long */
+        rm_reply_close(c[i].fd, NANO_REMOTE_RBADREQ " no request line received in time\n");
+        c[i].fd = -1;
         continue;
       }
-      if (!rm.stopping) rm_warn("accept on %s failed: %s; remote control stops", rm.path, strerror(errno));
+      int64_t left = c[i].deadline_ms - now;
+      if (wait < 0 || left < wait) wait = left;
+      pfd[n] = (struct pollfd){.fd = c[i].fd, .events = POLLIN};
+      slot[n++] = i;
+    }
+    int ready = poll(pfd, (nfds_t)n, (int)wait);
+    if (ready < 0) {
+      if (errno == EINTR) continue;
+      rm_warn("poll on %s failed: %s; remote control stops", rm.path, strerror(errno));
       break;
     }
-    rm_serve(fd);
-    close(fd);
+    for (int k = 1; k < n; k++)
+      if (pfd[k].revents) rm_read(&c[slot[k]]);
+    if (!pfd[0].revents) continue;
+    int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd >= 0) {
+      rm_admit(fd, c);
+      continue;
+    }
+    if (errno == EINTR || errno == ECONNABORTED || errno == EAGAIN) continue;
+    if (!rm.stopping && (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)) {
+      /* Out of descriptors or memory for now: try again a little later. */
+      struct timespec nap = {0, 100000000};
+      nanosleep(&nap, NULL);
+      continue;
+    }
+    if (!rm.stopping) rm_warn("accept on %s failed: %s; remote control stops", rm.path, strerror(errno));
+    break;
   }
+  for (int i = 0; i < RM_MAX_CLIENTS; i++)
+    if (c[i].fd >= 0) close(c[i].fd);
   return NULL;
 }
 

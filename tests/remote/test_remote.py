@@ -245,7 +245,73 @@ def case_users():
     assert os.listdir(bad) == [], "no socket in a directory others can write"
 
 
-CASES = {"toggle": case_toggle, "autostart": case_autostart, "errors": case_errors,
+def socket_dir():
+    uid = os.geteuid()
+    return f"/run/user/{uid}/nanoprobe" if os.path.isdir(f"/run/user/{uid}") \
+        else f"/tmp/nanoprobe-{uid}"
+
+
+def case_contention():
+    """Ten idle connections do not hold back another client: the control
+    thread serves clients side by side (it used to serve them one by one, each
+    idle one holding the rest for its 2 s request timeout). A client that
+    never sends its request is answered and closed after its own timeout."""
+    import socket
+    t = Target("busy")
+    path = os.path.join(socket_dir(), t.pid + ".sock")
+    idle = []
+    for _ in range(10):
+        c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        c.connect(path)
+        idle.append(c)
+    p = subprocess.run([RR, "status", t.pid], capture_output=True, text=True, timeout=5)
+    assert p.returncode == 0 and "recording off" in p.stdout, (p.returncode, p.stdout, p.stderr)
+    idle[0].settimeout(10)
+    assert idle[0].recv(200).startswith(b"BADREQ no request line received in time")
+    for c in idle:
+        c.close()
+    t.finish()
+
+
+def case_hostile():
+    """A process that answers with escape sequences, another pid or a status
+    word of its own (as any user's process may, when root controls it):
+    rpdremote prints only printable ASCII and refuses replies that do not name
+    the process."""
+    import socket
+    os.makedirs(socket_dir(), mode=0o700, exist_ok=True)
+    me = str(os.getpid())
+    path = os.path.join(socket_dir(), me + ".sock")
+    replies = [b"OK process " + me.encode() + b": recording on\x1b]0;pwned\x07\x1b[2J\xc2\x9b\n",
+               b"OK process 1: recording off, start count 0, file x\n",
+               b"HACKED process " + me.encode() + b": \x1b[31m\n"]
+    results = []
+    for reply in replies:
+        if os.path.exists(path):
+            os.unlink(path)
+        srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        srv.bind(path)
+        srv.listen(1)
+        p = subprocess.Popen([RR, "status", me], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        conn, _ = srv.accept()
+        conn.recv(100)
+        conn.sendall(reply)
+        conn.close()
+        out, err = p.communicate(timeout=10)
+        results.append((p.returncode, out, err))
+        srv.close()
+    os.unlink(path)
+    for code, out, err in results:
+        assert b"\x1b" not in out + err and b"\x07" not in out + err and b"\xc2" not in out + err, \
+            (out, err)
+    assert results[0][0] == 0 and results[0][1] == \
+        (b"process " + me.encode() + b": recording on\\x1b]0;pwned\\x07\\x1b[2J\\xc2\\x9b\n"), \
+        results[0]
+    assert results[1][0] == 1 and b"malformed reply (it does not name the process)" in results[1][2]
+    assert results[2][0] == 1 and b"malformed reply (status 'HACKED')" in results[2][2]
+
+
+CASES = {"contention": case_contention, "hostile": case_hostile, "toggle": case_toggle, "autostart": case_autostart, "errors": case_errors,
          "fork": case_fork, "preload": case_preload, "users": case_users}
 
 if __name__ == "__main__":

@@ -60,6 +60,22 @@ static int rr_fail(int code, const char *fmt, ...) {
   return code;
 }
 
+/* Rewrites the reply text `in` into out (len bytes) so that it is safe on a
+ * terminal: printable ASCII stays, every other byte (control characters,
+ * escape sequences, DEL, anything non-ASCII) becomes \xNN. The process that
+ * replies may belong to another user than the one reading (root controls any
+ * process): its text must not reach the terminal raw. */
+static void rr_printable(const char *in, char *out, size_t len) {
+  size_t o = 0;
+  for (const unsigned char *c = (const unsigned char *)in; *c && o + 5 < len; c++) {
+    if (*c >= 0x20 && *c < 0x7f)
+      out[o++] = (char)*c;
+    else
+      o += (size_t)snprintf(out + o, len - o, "\\x%02x", *c);
+  }
+  out[o] = 0;
+}
+
 /* Lists the live processes with a socket in this user's directory. */
 static int rr_list(void) {
   char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
@@ -196,10 +212,23 @@ int main(int argc, char **argv) {
   *nl = 0;
   char *text = strchr(line, ' ');
   if (text) *text++ = 0;
+  char shown[4 * NANO_REMOTE_LINE_MAX + 1];
+  rr_printable(text ? text : "", shown, sizeof shown);
   int code = rr_code(line);
+  if (code == RR_FAILED && strcmp(line, NANO_REMOTE_RFAILED) && strcmp(line, NANO_REMOTE_RREFUSED)) {
+    rr_printable(line, shown, sizeof shown);
+    return rr_fail(RR_FAILED, "process %ld: malformed reply (status '%.64s')", pid, shown);
+  }
+  /* a reply about the state names the process it comes from */
+  char who[32];
+  int wn = snprintf(who, sizeof who, "process %ld", pid);
+  if ((code == RR_OK || code == RR_FAILED) &&
+      (!text || strncmp(text, who, (size_t)wn) || (text[wn] != ':' && text[wn] != ' ')))
+    return rr_fail(RR_FAILED, "process %ld: malformed reply (it does not name the process): %s",
+                   pid, shown);
   if (code == RR_OK) {
-    printf("%s\n", text ? text : "");
+    printf("%s\n", shown);
     return RR_OK;
   }
-  return rr_fail(code, "%s", text ? text : line);
+  return rr_fail(code, "%s", shown);
 }
