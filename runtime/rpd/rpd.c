@@ -186,6 +186,14 @@ static uint64_t rpd_env_uint(const char *name, uint64_t lo, uint64_t hi, uint64_
   return v;
 }
 
+/* Set when the writer starts waiting for a lock another process holds on the
+ * file (nano_rpdfile's busy hook), cleared after each round the writer
+ * completes: while set, a producer whose buffer is full drops the record
+ * (g_lock_dropped) rather than waiting for the writer. */
+static _Atomic int g_writer_blocked;
+static _Atomic uint64_t g_lock_dropped;
+static void rpd_writer_waits(void) { atomic_store(&g_writer_blocked, 1); }
+
 static _Atomic uint32_t g_state;               /* epoch << 1 | on            */
 /* g_state while NANO_ZONE's inline path may record (TSC stamps, no stack
  * frames: g_fast), else 0 */
@@ -202,6 +210,14 @@ static void rpd_set_state(uint32_t st) {
  * its epoch's stop. The writer trails the producers by far fewer epochs. */
 #define RPD_STOP_EPOCHS 256u
 static _Atomic int64_t g_stop_at[RPD_STOP_EPOCHS];
+
+/* Marks the current epoch stopped at stamp t (rpd_stamp(); async-signal-safe). */
+static void rpd_mark_stopped(int64_t t) {
+  uint32_t st = atomic_load(&g_state);
+  if (!(st & 1)) return;
+  atomic_store(&g_stop_at[(st >> 1) % RPD_STOP_EPOCHS], t);
+  rpd_set_state(st & ~1u);
+}
 static pthread_mutex_t g_ctl = PTHREAD_MUTEX_INITIALIZER;
 static int g_refs;                             /* start/stop reference count */
 static uint32_t g_epoch;
@@ -694,6 +710,13 @@ static struct rpd_rec *rpd_reserve(struct rpd_tbuf *b, uint32_t nslots, struct r
     if (head + pad + nslots - b->tail_seen <= b->nslots && aend - b->atail_seen <= b->asize) break;
     if (g_drop || !atomic_load_explicit(&g_writer_running, memory_order_acquire)) {
       atomic_fetch_add_explicit(&b->dropped, 1, memory_order_relaxed);
+      return NULL;
+    }
+    if (atomic_load_explicit(&g_writer_blocked, memory_order_relaxed)) {
+      /* the writer waits for another process's lock on the file: the
+       * program does not wait with it (counted, said at exit) */
+      atomic_fetch_add_explicit(&b->dropped, 1, memory_order_relaxed);
+      atomic_fetch_add_explicit(&g_lock_dropped, 1, memory_order_relaxed);
       return NULL;
     }
     if (spins == 0) rpd_wake_writer();
@@ -2133,9 +2156,8 @@ static void rpdw_write_dropped(void) {
 }
 
 /* Writer connection setup: open the file, take a session, prepare. */
-static int rpdw_open(void) {
-  char err[NANO_RPDFILE_ERRLEN];
-  /* expand %p */
+/* g_w.path: RPDT_FILENAME with %p expanded to this process's id. */
+static void rpdw_set_path(void) {
   char *o = g_w.path, *end = g_w.path + sizeof g_w.path - 1;
   for (const char *t = g_template; *t && o < end; t++) {
     if (t[0] == '%' && t[1] == 'p') {
@@ -2147,6 +2169,13 @@ static int rpdw_open(void) {
     }
   }
   *o = 0;
+}
+
+/* Opens g_w.path for writing and begins this process's session (on the
+ * writer thread: a file locked by another process makes it wait, never the
+ * program). Returns 0 or -1 (said on stderr). */
+static int rpdw_open(void) {
+  char err[NANO_RPDFILE_ERRLEN];
   if (nano_rpdfile_open_write(g_w.path, g_truncate, &g_w.db, err, sizeof err) != 0) {
     rpd_log("%s", err);
     return -1;
@@ -2319,11 +2348,54 @@ static void rpdw_flush(int atomics) {
 
 static _Atomic uint32_t g_atomics_req; /* flush tickets that want atomics */
 
+/* The writer when its file cannot be opened: recording is turned off, what
+ * was recorded meanwhile is consumed and counted as lost (producers never
+ * wait), flushes are answered as failed, until the writer is told to quit. */
+static void rpdw_discard(void) {
+  char path[sizeof g_w.path];
+  memcpy(path, g_w.path, sizeof path);
+  rpdw_close();
+  memcpy(g_w.path, path, sizeof path);
+  rpdw_set_failed();
+  rpd_mark_stopped(rpd_stamp());
+  for (;;) {
+    struct pollfd pfd = {g_evfd, POLLIN, 0};
+    if (poll(&pfd, 1, -1) > 0) {
+      uint64_t v;
+      ssize_t r = read(g_evfd, &v, sizeof v);
+      (void)r;
+    }
+    pthread_mutex_lock(&g_wlock);
+    uint32_t req = atomic_load(&g_flush_req);
+    int quit = atomic_load(&g_writer_quit);
+    for (struct rpd_tbuf *b = atomic_load(&g_bufs); b; b = b->next) {
+      rpdw_drain(b); /* the failed writer consumes and counts */
+      if (atomic_load_explicit(&b->state, memory_order_acquire) == 1) {
+        b->nopen = 0;
+        b->name[0] = 0;
+        atomic_store_explicit(&b->state, 2, memory_order_release);
+      }
+    }
+    rpdw_run_jobs();
+    atomic_store(&g_flush_done, req);
+    rpd_futex(&g_flush_done, FUTEX_WAKE, INT32_MAX, NULL);
+    pthread_mutex_unlock(&g_wlock);
+    if (quit) break;
+  }
+}
+
 static void *rpdw_main(void *arg) {
   (void)arg;
   sigset_t all;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, NULL);
+  pthread_mutex_lock(&g_wlock);
+  int opened = rpdw_open();
+  pthread_mutex_unlock(&g_wlock);
+  if (opened != 0) {
+    rpdw_discard();
+    return NULL;
+  }
   int timeout = g_autoflush_hz > 0 ? (int)(1000.0 / g_autoflush_hz) : -1;
   if (g_autoflush_hz > 0 && timeout < 1) timeout = 1;
   for (;;) {
@@ -2348,6 +2420,7 @@ static void *rpdw_main(void *arg) {
       rpdw_commit();
     }
     pthread_mutex_unlock(&g_wlock);
+    atomic_store(&g_writer_blocked, 0); /* a whole round went through */
     if (quit) break;
   }
   return NULL;
@@ -2385,10 +2458,7 @@ static int rpd_writer_start(void) {
       return -1;
     }
   }
-  if (rpdw_open() != 0) {
-    rpdw_close();
-    return -1;
-  }
+  rpdw_set_path(); /* rpd_status names it at once; the writer thread opens it */
 #ifdef NANO_RPD_HAVE_TRACKER
   /* the counts go into the trace; the tracker's exit dump only when asked */
   const char *out = getenv("NANO_TRACKER_OUTPUT");
@@ -2433,9 +2503,12 @@ static void rpd_writer_stop(void) {
   atomic_store(&g_writer_running, 0);
   uint64_t dropped = 0;
   for (struct rpd_tbuf *b = atomic_load(&g_bufs); b; b = b->next) dropped += atomic_load(&b->dropped);
+  uint64_t locked = atomic_load(&g_lock_dropped);
   if (dropped)
     rpd_log("%s: %llu records dropped because buffers were full%s", g_w.path,
-            (unsigned long long)dropped, g_drop ? " (NANO_RPD_DROP=1)" : "");
+            (unsigned long long)dropped,
+            g_drop ? " (NANO_RPD_DROP=1)"
+            : locked ? " while the writer waited for another process's lock on the file" : "");
   if (g_w.failed) rpdw_report_lost();
   rpdw_close();
 }
@@ -2455,13 +2528,6 @@ RPDI_EXPORT int rpd_set_filename(const char *path, int append) {
   return ret;
 }
 
-/* Marks the current epoch stopped at stamp t (rpd_stamp(); async-signal-safe). */
-static void rpd_mark_stopped(int64_t t) {
-  uint32_t st = atomic_load(&g_state);
-  if (!(st & 1)) return;
-  atomic_store(&g_stop_at[(st >> 1) % RPD_STOP_EPOCHS], t);
-  rpd_set_state(st & ~1u);
-}
 
 static void rpd_install_signals(void);
 
@@ -2673,6 +2739,7 @@ __attribute__((constructor)) static void rpd_init(void) {
   if (pthread_atfork(rpd_atfork_prepare, rpd_atfork_parent, rpd_atfork_child) != 0)
     rpd_log("pthread_atfork failed: a fork child may inherit held locks");
   g_tracer_pid = getpid();
+  nano_rpdfile_on_busy(rpd_writer_waits);
   if (at_quick_exit(rpd_exit_flush) != 0) rpd_log("at_quick_exit failed: quick_exit will lose records");
   const char *e = getenv("RPDT_FILENAME");
   if (e && *e) {

@@ -22,9 +22,10 @@
 #include <string.h>
 #include <libgen.h>
 #include <sys/stat.h>
+#include <stdatomic.h>
+#include <time.h>
 #include <unistd.h>
 
-#define RPDFILE_BUSY_MS 60000
 
 static const char rpdfile_schema[] =
     /* tables (rocmProfileData tableSchema.cmd, version 3) */
@@ -318,7 +319,37 @@ static int rpdfile_probe(const char *path, char *err, size_t errlen) {
   return 0;
 }
 
-/* Opens a connection with the busy timeout set. Connections are opened
+static void (*_Atomic rpdfile_busy_hook)(void);
+static _Atomic int rpdfile_busy_said; /* the once-per-process message is out */
+
+void nano_rpdfile_on_busy(void (*hook)(void)) { atomic_store(&rpdfile_busy_hook, hook); }
+
+/* SQLite's busy handler (ctx: the connection): sleeps 1, 2, 5, 10, 15, 20, 25,
+ * 25, 25, 50, 50, then 100 ms at a time, as SQLite's own timeout does, until
+ * NANO_RPDFILE_BUSY_MS have passed; says once per process that it waits, and
+ * on which file. Returns 1 to try again, 0 to give up (SQLITE_BUSY). */
+static int rpdfile_busy(void *ctx, int count) {
+  static const int delays[] = {1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50, 100};
+  enum { NDELAYS = sizeof delays / sizeof delays[0] };
+  int waited = 0;
+  for (int i = 0; i < count && i < NDELAYS; i++) waited += delays[i];
+  if (count > NDELAYS) waited += (count - NDELAYS) * delays[NDELAYS - 1];
+  if (waited >= NANO_RPDFILE_BUSY_MS) return 0;
+  void (*hook)(void) = atomic_load(&rpdfile_busy_hook);
+  if (count == 0 && hook) hook();
+  if (waited >= NANO_RPDFILE_BUSY_SAY_MS && !atomic_exchange(&rpdfile_busy_said, 1)) {
+    const char *path = sqlite3_db_filename((sqlite3 *)ctx, "main");
+    fprintf(stderr,
+            "nanoprobe: %s: waiting for its lock, held by another process (at most %d s)\n",
+            path && *path ? path : "trace file", NANO_RPDFILE_BUSY_MS / 1000);
+  }
+  int ms = delays[count < NDELAYS ? count : NDELAYS - 1];
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) continue;
+  return 1;
+}
+
+/* Opens a connection with the busy handler set. Connections are opened
  * without SQLite's per-connection mutex (SQLITE_OPEN_NOMUTEX): each is used by
  * one thread at a time (the tracer's writer works under its own lock; the
  * tools are single-threaded), and the mutex cost a lock/unlock pair per
@@ -332,9 +363,9 @@ static int rpdfile_connect(const char *path, int flags, sqlite3 **db, char *err,
     *db = NULL;
     return NANO_RPDFILE_ESQLITE;
   }
-  rc = sqlite3_busy_timeout(*db, RPDFILE_BUSY_MS);
+  rc = sqlite3_busy_handler(*db, rpdfile_busy, *db);
   if (rc != SQLITE_OK) {
-    rpdfile_err(err, errlen, path, "cannot set busy timeout: %s", sqlite3_errmsg(*db));
+    rpdfile_err(err, errlen, path, "cannot set the busy handler: %s", sqlite3_errmsg(*db));
     sqlite3_close(*db);
     *db = NULL;
     return NANO_RPDFILE_ESQLITE;

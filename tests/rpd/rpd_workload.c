@@ -303,6 +303,12 @@ int main(int argc, char **argv) {
     return do_heavy(a, b, argc > 4 && strcmp(argv[4], "keepgoing") == 0);
   if (strcmp(m, "crash") == 0 && argc > 3) return do_crash(argv[2], b);
   if (strcmp(m, "marks") == 0) return do_marks(a);
+  if (strcmp(m, "marks-done") == 0) { /* says when the marks are made */
+    do_marks(a);
+    printf("done\n");
+    fflush(stdout);
+    return 0;
+  }
   if (strcmp(m, "control") == 0) return do_control();
   if (strcmp(m, "exit") == 0 && argc > 3) return do_exit(argv[2], b);
   if (strcmp(m, "fork") == 0) return do_fork(a);

@@ -639,6 +639,40 @@ def case_exit():
     check(closed == 1, "vfork: the parent's range after the child's _exit: %d rows" % closed)
 
 
+def case_locked():
+    """Another process holds the trace file's write lock: the program does
+    not wait for it (its work ends while the lock is still held), the writer
+    says once on stderr that it waits and for which file, records that do not
+    fit the buffers meanwhile are dropped and counted, and once the lock is
+    released the rest reaches the file (issue 21.7: main() used to wait up to
+    60 s, silently)."""
+    run([prog("rpd_workload"), "marks", "1"], {"RPDT_FILENAME": "locked.rpd"})
+    holder = sqlite3.connect("locked.rpd", isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # the write lock (WAL)
+    n = 100000
+    e = dict(os.environ, RPDT_FILENAME="locked.rpd", NANO_RPD_BUFFER="64")
+    e.pop("LD_PRELOAD", None)
+    p = subprocess.Popen([prog("rpd_workload"), "marks-done", str(n)], env=e,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = p.stdout.readline().strip()  # while the lock is held
+    check(line == "done", "the program's work did not finish under the lock: %r" % line)
+    time.sleep(1.5)  # the writer has waited long enough to say so
+    check(p.poll() is None, "exited while its writer could not have written")
+    holder.execute("ROLLBACK")
+    holder.close()
+    out, err = p.communicate(timeout=60)
+    check(p.returncode == 0, "exit %d: %s" % (p.returncode, err))
+    waits = [l for l in err.splitlines() if "waiting for its lock" in l]
+    check(len(waits) == 1 and "locked.rpd" in waits[0], "stderr: %s" % err)
+    con = db("locked.rpd")
+    kept = q(con, "SELECT count(*) FROM rocpd_api")[0][0] - 1
+    dropped = q(con, "SELECT coalesce(sum(CAST(value AS INTEGER)), 0) FROM rocpd_metadata "
+                     "WHERE tag = 'nano_dropped_records'")[0][0]
+    check(kept + dropped == n and kept > 0, "kept %d + dropped %d != %d" % (kept, dropped, n))
+    if dropped:
+        check("while the writer waited for another process's lock" in err, "stderr: %s" % err)
+
+
 def case_autoflush():
     for hz, expect_live in (("20", 100), (None, 0)):
         name = "af%s.rpd" % (hz or "off")
@@ -748,7 +782,7 @@ CASES = {
     "crash_abort": lambda: case_crash("abort", signal.SIGABRT),
     "crash_term": lambda: case_crash("term", signal.SIGTERM),
     "crash_int": lambda: case_crash("int", signal.SIGINT),
-    "clock": case_clock, "settings": case_settings, "exit": case_exit, "zone": case_zone, "setname": case_setname, "chain": case_chain, "fork": case_fork, "exec": case_exec, "control": case_control, "autostart": case_autostart,
+    "clock": case_clock, "settings": case_settings, "exit": case_exit, "locked": case_locked, "zone": case_zone, "setname": case_setname, "chain": case_chain, "fork": case_fork, "exec": case_exec, "control": case_control, "autostart": case_autostart,
     "autoflush": case_autoflush, "drop": case_drop, "stack": case_stack, "api": case_api,
     "interned": case_interned, "atomics": case_atomics,
 }

@@ -63,6 +63,16 @@ enum nano_rpdfile_error {
   NANO_RPDFILE_EIO = -7,       /* the file cannot be opened/read (errno in message) */
 };
 
+/* Waiting for a lock. Every connection opened here waits at most
+ * NANO_RPDFILE_BUSY_MS for a lock another connection holds (SQLite's busy
+ * handler), and says so once per process on stderr when a wait passes
+ * NANO_RPDFILE_BUSY_SAY_MS: "nanoprobe: FILE: waiting for its lock, held by
+ * another process". `hook`, when set, is called at the start of every wait
+ * (the tracer's writer uses it to stop producers from waiting in turn). */
+#define NANO_RPDFILE_BUSY_MS 60000
+#define NANO_RPDFILE_BUSY_SAY_MS 1000
+void nano_rpdfile_on_busy(void (*hook)(void));
+
 /* Size of an error buffer that always holds a full message. */
 #define NANO_RPDFILE_ERRLEN 512
 
