@@ -302,6 +302,86 @@ def scenario_gate(a):
               "unusable TMPDIR named: %r" % p.stderr)
 
 
+def scenario_gate_tolerances(a):
+    """Gating a noisy program (issue 21.4): --kinds-only compares per-kind
+    totals alone; tolerances N, M% and N+M%, scoped to kinds, sites or one kind
+    (the most specific wins), pass the noise and still catch an added atomic.
+    Documents are compared with --current, so every count is fixed here."""
+    def doc(sites):
+        kinds = {}
+        for (f, line, kind, n) in sites:
+            kinds["__atomic_" + kind] = kinds.get("__atomic_" + kind, 0) + n
+        return {"format": "nanoprobe-atomics", "version": 1, "total": sum(kinds.values()),
+                "kinds": kinds,
+                "sites": [{"file": f, "line": line, "column": 3, "function": "work",
+                           "kind": "__atomic_" + kind, "order": "relaxed", "size": 4, "count": n}
+                          for (f, line, kind, n) in sites]}
+    base_sites = [("q.c", 10, "fetch_add", 991), ("q.c", 20, "fetch_add", 9), ("q.c", 30, "load", 10)]
+    cases = {
+        "noisy": [("q.c", 10, "fetch_add", 991), ("q.c", 20, "fetch_add", 21), ("q.c", 30, "load", 10)],
+        "moved": [("q.c", 11, "fetch_add", 991), ("q.c", 20, "fetch_add", 9), ("q.c", 30, "load", 10)],
+        "added": [("q.c", 10, "fetch_add", 991), ("q.c", 20, "fetch_add", 9), ("q.c", 30, "load", 10),
+                  ("q.c", 40, "fetch_or", 300)],
+        "load+1": [("q.c", 10, "fetch_add", 991), ("q.c", 20, "fetch_add", 9), ("q.c", 30, "load", 11)],
+        "1060": [("q.c", 10, "fetch_add", 1051), ("q.c", 20, "fetch_add", 9), ("q.c", 30, "load", 10)],
+        "1061": [("q.c", 10, "fetch_add", 1052), ("q.c", 20, "fetch_add", 9), ("q.c", 30, "load", 10)],
+    }
+    with tempfile.TemporaryDirectory() as d:
+        def path(name, sites):
+            p = os.path.join(d, name + ".json")
+            with open(p, "w") as f:
+                json.dump(doc(sites), f)
+            return p
+        base = path("base", base_sites)
+        cur = {k: path(k, v) for k, v in cases.items()}
+
+        def gate(which, *opts, rc):
+            p = run([a.nanoprobe, "gate", "--baseline", base, "--current", cur[which], *opts],
+                    expect_rc=rc)
+            return p.stdout + p.stderr
+        gate("noisy", rc=1)                                     # a site 9 -> 21
+        gate("noisy", "--tolerance", "15", rc=0)                # absolute, everywhere
+        gate("noisy", "--tolerance", "sites=15", rc=1)          # the fetch_add total grew too
+        gate("noisy", "--tolerance", "sites=15", "--tolerance", "kinds=2%", rc=0)
+        out = gate("noisy", "--kinds-only", "--tolerance", "2%", rc=0)
+        check("site" not in out, "--kinds-only compared sites: %r" % out)
+        gate("moved", rc=1)                                     # the site's key changed
+        gate("moved", "--kinds-only", rc=0)                     # the totals did not
+        out = gate("added", "--tolerance", "15", rc=1)          # an added atomic is still caught
+        check("__atomic_fetch_or" in out and "q.c:40" in out, out)
+        gate("added", "--kinds-only", "--tolerance", "15", rc=1)
+        gate("added", "--tolerance", "fetch_or=300", "--tolerance", "15", rc=0)
+        gate("load+1", "--tolerance", "0", "--tolerance", "fetch_add=100", rc=1)  # load: 0 allowed
+        gate("load+1", "--tolerance", "__atomic_load=1", rc=0)  # the kind's GCC name, too
+        gate("1060", "--tolerance", "10+5%", rc=0)              # 60 allowed on a base of 1000
+        gate("1061", "--tolerance", "10+5%", "--kinds-only", rc=1)
+        for bad in ("bogus=5", "5%%", "1.5", "-3", "sites=", "+5%", "fetch_add=x"):
+            out = gate("noisy", "--tolerance", bad, rc=2)
+            check("--tolerance '%s'" % bad in out, "bad tolerance %r: %r" % (bad, out))
+
+
+def scenario_gate_unseen(a):
+    """The gate warns when nothing but loads and stores was counted while the
+    program has lock-prefixed instructions (inline assembly, code built
+    without the plugin: issue 21.5), and stays quiet when it counted them."""
+    with tempfile.TemporaryDirectory() as d:
+        src = os.path.join(d, "asm.c")
+        with open(src, "w") as f:
+            f.write("int n;\nint main(void) {\n"
+                    "  __asm__ volatile(\"lock; incl %0\" : \"+m\"(n));\n"
+                    "  return n == 1 ? 0 : 1;\n}\n")
+        exe = os.path.join(d, "asm")
+        run(["gcc", "-O1", src, "-o", exe])
+        base = os.path.join(d, "b.json")
+        p = run([a.nanoprobe, "gate", "--tracker", a.tracker, "--baseline", base, "--update", "--",
+                 exe])
+        check("no read-modify-write was counted, yet %s has 1 lock-prefixed instruction:" % exe
+              in p.stderr, "no warning: %r" % p.stderr)
+        p = run([a.nanoprobe, "gate", "--tracker", a.tracker, "--baseline", base, "--update", "--",
+                 a.bin, "2", "100", "10"])
+        check("lock-prefixed" not in p.stderr, "warned about a counted program: %r" % p.stderr)
+
+
 def scenario_instructions(a):
     """--metric instructions through callgrind: update, then unchanged."""
     with tempfile.TemporaryDirectory() as d:

@@ -1,10 +1,10 @@
 /*
  * gate.c: `nanoprobe gate`, the regression gate of nanoprobe.
  *
- *   nanoprobe gate --baseline base.json [--tolerance N%|N] [--update]
- *                  [--metric atomics|instructions] [--tool callgrind|perf]
+ *   nanoprobe gate --baseline base.json [--tolerance [SCOPE=]T]... [--kinds-only]
+ *                  [--update] [--metric atomics|instructions] [--tool callgrind|perf]
  *                  [--tracker libnano_tracker.so] -- ./app args...
- *   nanoprobe gate --baseline base.json --current cur.json [--tolerance N%|N]
+ *   nanoprobe gate --baseline base.json --current cur.json [--tolerance [SCOPE=]T]...
  *
  * Metric "atomics" (default): runs the command with libnano_tracker.so in
  * LD_PRELOAD and NANO_TRACKER_FORMAT=json, one dump per process into a
@@ -14,8 +14,12 @@
  * valgrind's callgrind (children traced too) or `perf stat -e instructions:u`,
  * and compares that one number.
  *
- * A count regresses when current > baseline + allowance, the allowance being
- * N, or N% of the baseline (rounded up). Exit status: 0 no regression (or
+ * A count regresses when current > baseline + allowance. A tolerance T is N
+ * (an absolute count), M% (of the baseline, rounded up) or N+M% (both added);
+ * its SCOPE is everything (none given), "kinds" (the per-kind totals),
+ * "sites" (every site), or one kind ("fetch_add" or "__atomic_fetch_add": its
+ * total and its sites). The most specific scope wins. --kinds-only compares
+ * the per-kind totals alone, as PyTorch's atomics tracker prints them. Exit status: 0 no regression (or
  * --update wrote the baseline), 1 regression (a diff is printed), 2 bad usage,
  * a missing or malformed baseline or current file, or a command that could
  * not be measured (it failed, or the measuring tool did).
@@ -25,6 +29,7 @@
 #define _GNU_SOURCE /* mkdtemp, strdup */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <limits.h>
@@ -37,9 +42,22 @@
 #include <unistd.h>
 
 #include "nanoprobe.h"
+#include "nano/atomics.h"
 
 #define GATE_FORMAT_ATOMICS "nanoprobe-atomics"
 #define GATE_FORMAT_INSTRUCTIONS "nanoprobe-instructions"
+
+/* A tolerance: an absolute count plus a percentage of the baseline. */
+struct gate_tol {
+  json_int_t abs;
+  double pct;
+};
+
+/* The kinds, named as the tracker's JSON names them (nano/atomic_kinds.def). */
+static const char *const gate_kind_names[NANO_KIND_COUNT] = {
+#define NANO_KIND(id, name, value) [NANO_KIND_##id] = "__atomic_" #name,
+#include "nano/atomic_kinds.def"
+};
 
 /* The options of one gate run. */
 struct gate_opts {
@@ -49,8 +67,10 @@ struct gate_opts {
   const char *tool;    /* callgrind or perf */
   int instructions;    /* --metric instructions */
   int update;
-  int tol_percent;     /* tolerance is a percentage */
-  double tolerance;
+  int kinds_only;      /* compare per-kind totals, not sites */
+  /* tolerances by scope: every count, kind totals, sites, one kind each */
+  struct gate_tol all, kinds, sites, kind[NANO_KIND_COUNT];
+  int has_kinds, has_sites, has_kind[NANO_KIND_COUNT];
   char **cmd;          /* argv of the command, NULL-terminated, or NULL */
 };
 
@@ -64,12 +84,16 @@ struct gate_counts {
 };
 
 static void gate_usage(FILE *out) {
-  fputs("usage: nanoprobe gate --baseline FILE [--tolerance N%|N] [--update]\n"
-        "                      [--metric atomics|instructions] [--tool callgrind|perf]\n"
+  fputs("usage: nanoprobe gate --baseline FILE [--tolerance [SCOPE=]T]... [--kinds-only]\n"
+        "                      [--update] [--metric atomics|instructions] [--tool callgrind|perf]\n"
         "                      [--tracker LIB] -- COMMAND [ARGS...]\n"
-        "       nanoprobe gate --baseline FILE --current FILE [--tolerance N%|N] [--update]\n"
+        "       nanoprobe gate --baseline FILE --current FILE [--tolerance [SCOPE=]T]... [--update]\n"
         "Compares the atomics (or instructions) COMMAND executes with a baseline;\n"
-        "exit 0: within tolerance, 1: grew (diff printed), 2: bad input.\n",
+        "exit 0: within tolerance, 1: grew (diff printed), 2: bad input.\n"
+        "  T: N (count), M% (of the baseline) or N+M% (both)\n"
+        "  SCOPE: kinds (per-kind totals), sites (every site), or a kind (fetch_add:\n"
+        "         its total and its sites); none: every count. Repeat for several.\n"
+        "  --kinds-only  compare the per-kind totals only (no sites)\n",
         out);
 }
 
@@ -494,11 +518,33 @@ out:
   return rc;
 }
 
-/* The allowance of a baseline count under the tolerance. */
-static json_int_t gate_allowance(const struct gate_opts *o, json_int_t base) {
-  if (o->tol_percent)
-    return (json_int_t)ceil((double)base * o->tolerance / 100.0);
-  return (json_int_t)o->tolerance;
+/* The index of kind `name` ("fetch_add" or "__atomic_fetch_add"), or -1. */
+static int gate_kind_index(const char *name, size_t len) {
+  static const char prefix[] = "__atomic_";
+  if (len >= sizeof prefix - 1 && strncmp(name, prefix, sizeof prefix - 1) == 0) {
+    name += sizeof prefix - 1;
+    len -= sizeof prefix - 1;
+  }
+  for (int k = 0; k < NANO_KIND_COUNT; k++) {
+    const char *n = gate_kind_names[k] + sizeof prefix - 1;
+    if (strlen(n) == len && strncmp(n, name, len) == 0)
+      return k;
+  }
+  return -1;
+}
+
+/* The allowance of baseline count `base` of a kind total (site 0) or a site
+ * (site 1) of kind `kind` (-1: not an atomics kind): the most specific
+ * tolerance given. */
+static json_int_t gate_allowance(const struct gate_opts *o, int site, int kind, json_int_t base) {
+  const struct gate_tol *t = &o->all;
+  if (!site && o->has_kinds)
+    t = &o->kinds;
+  if (site && o->has_sites)
+    t = &o->sites;
+  if (kind >= 0 && o->has_kind[kind])
+    t = &o->kind[kind];
+  return t->abs + (json_int_t)ceil((double)(base > 0 ? base : 0) * t->pct / 100.0);
 }
 
 static int gate_strcmp(const void *a, const void *b) {
@@ -510,7 +556,7 @@ static int gate_strcmp(const void *a, const void *b) {
  * line for every count that changed. Returns the number of regressions, or -1
  * when out of memory.
  */
-static int gate_compare_map(json_t *base, json_t *cur, const char *label,
+static int gate_compare_map(json_t *base, json_t *cur, const char *label, int site,
                             const struct gate_opts *o, int *changes) {
   size_t n = json_object_size(base) + json_object_size(cur);
   const char **keys = calloc(n ? n : 1, sizeof *keys);
@@ -528,7 +574,9 @@ static int gate_compare_map(json_t *base, json_t *cur, const char *label,
     json_int_t c = json_integer_value(json_object_get(cur, keys[i]));
     if (b == c)
       continue;
-    int bad = c > b + gate_allowance(o, b);
+    /* a kind total is keyed by its name; a site's key ends in its kind */
+    const char *kname = site && strrchr(keys[i], ' ') ? strrchr(keys[i], ' ') + 1 : keys[i];
+    int bad = c > b + gate_allowance(o, site, gate_kind_index(kname, strlen(kname)), b);
     regressions += bad;
     (*changes)++;
     char pct[32] = "new";
@@ -543,20 +591,160 @@ static int gate_compare_map(json_t *base, json_t *cur, const char *label,
   return regressions;
 }
 
-/* Parses "--tolerance" values: "N" (absolute) or "N%". Returns 0 or -1. */
-static int gate_parse_tolerance(const char *s, struct gate_opts *o) {
-  char *end;
-  errno = 0;
-  double t = strtod(s, &end);
-  if (errno != 0 || end == s || t < 0 || !isfinite(t))
-    return -1;
-  if (*end == '%' && end[1] == '\0') {
-    o->tol_percent = 1;
-  } else if (*end != '\0' || t != floor(t)) {
+/* Parses a tolerance value: "N", "M%" or "N+M%". Returns 0 or -1. */
+static int gate_parse_tol(const char *s, struct gate_tol *t) {
+  struct gate_tol r = {0, 0};
+  const char *plus = strchr(s, '+');
+  const char *pct = strchr(s, '%') ? (plus ? plus + 1 : s) : NULL;
+  if (pct != s) { /* an absolute part: digits up to '+' or the end */
+    if (!(*s >= '0' && *s <= '9'))
+      return -1;
+    char *end;
+    errno = 0;
+    unsigned long long n = strtoull(s, &end, 10);
+    if (errno || n > (unsigned long long)INT64_MAX || *end != (pct ? '+' : '\0'))
+      return -1;
+    r.abs = (json_int_t)n;
+  }
+  if (pct) { /* digits, an optional fraction, then '%' and the end */
+    if (!(*pct >= '0' && *pct <= '9'))
+      return -1;
+    char *end;
+    errno = 0;
+    double v = strtod(pct, &end);
+    if (errno || *end != '%' || end[1] != '\0' || !isfinite(v))
+      return -1;
+    r.pct = v;
+  }
+  *t = r;
+  return 0;
+}
+
+/* Parses one --tolerance argument, [SCOPE=]T, into o. Returns 0 or -1 (said). */
+static int gate_parse_tolerance(const char *arg, struct gate_opts *o) {
+  const char *eq = strchr(arg, '=');
+  const char *value = eq ? eq + 1 : arg;
+  struct gate_tol t;
+  if (gate_parse_tol(value, &t) != 0) {
+    fprintf(stderr, "nanoprobe gate: --tolerance '%s': '%s' is not N (a count), M%% or N+M%%\n",
+            arg, value);
     return -1;
   }
-  o->tolerance = t;
+  if (!eq) {
+    o->all = t;
+    return 0;
+  }
+  size_t len = (size_t)(eq - arg);
+  if (len == 5 && strncmp(arg, "kinds", 5) == 0) {
+    o->kinds = t;
+    o->has_kinds = 1;
+  } else if (len == 5 && strncmp(arg, "sites", 5) == 0) {
+    o->sites = t;
+    o->has_sites = 1;
+  } else {
+    int k = gate_kind_index(arg, len);
+    if (k < 0) {
+      fprintf(stderr, "nanoprobe gate: --tolerance '%s': '%.*s' is not 'kinds', 'sites' or a "
+              "kind (fetch_add, __atomic_load, ...)\n", arg, (int)len, arg);
+      return -1;
+    }
+    o->kind[k] = t;
+    o->has_kind[k] = 1;
+  }
   return 0;
+}
+
+/* The tolerances in force, for the summary line. */
+static void gate_describe_tol(const struct gate_opts *o, char *buf, size_t len) {
+  const struct gate_tol *t = &o->all;
+  size_t n = 0;
+  if (t->pct > 0 && t->abs)
+    n = (size_t)snprintf(buf, len, "%" JSON_INTEGER_FORMAT "+%g%%", t->abs, t->pct);
+  else if (t->pct > 0)
+    n = (size_t)snprintf(buf, len, "%g%%", t->pct);
+  else
+    n = (size_t)snprintf(buf, len, "%" JSON_INTEGER_FORMAT, t->abs);
+  int scoped = o->has_kinds + o->has_sites;
+  for (int k = 0; k < NANO_KIND_COUNT; k++) scoped += o->has_kind[k];
+  if (scoped && n < len)
+    snprintf(buf + n, len - n, " (%d scoped)", scoped);
+}
+
+/* The path of command `cmd` as execvp would find it, in buf; NULL if none. */
+static const char *gate_which(const char *cmd, char *buf, size_t len) {
+  if (strchr(cmd, '/'))
+    return access(cmd, X_OK) == 0 ? cmd : NULL;
+  const char *path = getenv("PATH");
+  for (const char *p = path ? path : ""; *p;) {
+    const char *colon = strchrnul(p, ':');
+    if (snprintf(buf, len, "%.*s/%s", (int)(colon - p), p, cmd) < (int)len &&
+        access(buf, X_OK) == 0)
+      return buf;
+    p = *colon ? colon + 1 : colon;
+  }
+  return NULL;
+}
+
+/* The number of lock-prefixed instructions objdump finds in file exe: the
+ * read-modify-writes of x86 (atomic adds, exchanges, compare-exchanges). -1
+ * when objdump cannot tell (not installed, not an object file). */
+static long gate_locked_insns(const char *exe) {
+  int fd[2];
+  if (pipe(fd) != 0)
+    return -1;
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid < 0) {
+    close(fd[0]);
+    close(fd[1]);
+    return -1;
+  }
+  if (pid == 0) {
+    dup2(fd[1], STDOUT_FILENO);
+    int null = open("/dev/null", O_WRONLY);
+    if (null >= 0)
+      dup2(null, STDERR_FILENO);
+    close(fd[0]);
+    close(fd[1]);
+    execlp("objdump", "objdump", "-d", "--no-show-raw-insn", exe, (char *)NULL);
+    _exit(127);
+  }
+  close(fd[1]);
+  FILE *in = fdopen(fd[0], "r");
+  long n = 0;
+  char line[512];
+  while (in && fgets(line, sizeof line, in))
+    n += strstr(line, "\tlock ") != NULL;
+  if (in)
+    fclose(in);
+  else
+    close(fd[0]);
+  int status;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+    continue;
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? n : -1;
+}
+
+/* Warns when the counts hold no read-modify-write or fence while the
+ * command's executable has lock-prefixed instructions: those come from inline
+ * assembly or code not built with the plugin, which the counts cannot see
+ * (docs/atomics.md), and a clean count would mislead. */
+static void gate_warn_unseen(const struct gate_counts *c, const struct gate_opts *o) {
+  const char *key;
+  json_t *v;
+  json_object_foreach(c->kinds, key, v) {
+    if (json_integer_value(v) > 0 && strcmp(key, "__atomic_load") && strcmp(key, "__atomic_store"))
+      return;
+  }
+  char buf[PATH_MAX];
+  const char *exe = gate_which(o->cmd[0], buf, sizeof buf);
+  long n = exe ? gate_locked_insns(exe) : -1;
+  if (n > 0)
+    fprintf(stderr,
+            "nanoprobe gate: warning: no read-modify-write was counted, yet %s has %ld "
+            "lock-prefixed instruction%s: inline assembly or code built without the plugin "
+            "is not counted (docs/atomics.md, \"What is not seen\")\n",
+            exe, n, n == 1 ? "" : "s");
 }
 
 /* Writes doc to the baseline path. Returns 0 or 2. */
@@ -584,6 +772,9 @@ int nanoprobe_cmd_gate(int argc, char **argv) {
     } else if (strcmp(a, "--update") == 0) {
       o.update = 1;
       continue;
+    } else if (strcmp(a, "--kinds-only") == 0) {
+      o.kinds_only = 1;
+      continue;
     } else if (strcmp(a, "--baseline") == 0) {
       val = &o.baseline;
     } else if (strcmp(a, "--current") == 0) {
@@ -599,10 +790,8 @@ int nanoprobe_cmd_gate(int argc, char **argv) {
       }
       const char *v = argv[++i];
       if (a[2] == 't') {
-        if (gate_parse_tolerance(v, &o) != 0) {
-          fprintf(stderr, "nanoprobe gate: --tolerance '%s' is not N (an integer count) or N%%\n", v);
+        if (gate_parse_tolerance(v, &o) != 0)
           return 2;
-        }
       } else if (strcmp(v, "instructions") == 0) {
         o.instructions = 1;
       } else if (strcmp(v, "atomics") != 0) {
@@ -643,13 +832,17 @@ int nanoprobe_cmd_gate(int argc, char **argv) {
   rc = o.current ? gate_read(&cur, o.current, "current", o.instructions) : gate_measure(&cur, &o);
   if (rc != 0)
     goto out;
+  if (o.cmd && !o.instructions)
+    gate_warn_unseen(&cur, &o);
   if (o.update) {
     rc = gate_write_baseline(cur.doc, o.baseline);
     goto out;
   }
   int changes = 0;
-  int rk = gate_compare_map(base.kinds, cur.kinds, o.instructions ? "metric" : "kind", &o, &changes);
-  int rs = o.instructions ? 0 : gate_compare_map(base.sites, cur.sites, "site", &o, &changes);
+  int rk = gate_compare_map(base.kinds, cur.kinds, o.instructions ? "metric" : "kind", 0, &o,
+                            &changes);
+  int rs = o.instructions || o.kinds_only
+               ? 0 : gate_compare_map(base.sites, cur.sites, "site", 1, &o, &changes);
   if (rk < 0 || rs < 0) {
     fprintf(stderr, "nanoprobe gate: out of memory\n");
     rc = 2;
@@ -661,8 +854,8 @@ int nanoprobe_cmd_gate(int argc, char **argv) {
   json_object_foreach(base.kinds, key, v) tb += json_integer_value(v);
   json_object_foreach(cur.kinds, key, v) tc += json_integer_value(v);
   const char *what = o.instructions ? "instructions" : "atomics";
-  char tol[40];
-  snprintf(tol, sizeof tol, o.tol_percent ? "%g%%" : "%g", o.tolerance);
+  char tol[64];
+  gate_describe_tol(&o, tol, sizeof tol);
   if (rk + rs > 0) {
     printf("nanoprobe gate: FAIL: %s grew beyond tolerance %s: %d regression%s; total %"
            JSON_INTEGER_FORMAT " -> %" JSON_INTEGER_FORMAT "\n",
