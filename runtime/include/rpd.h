@@ -18,6 +18,26 @@
 extern "C" {
 #endif
 
+/* Arguments of a kernel launch and of a copy (rpd_record_kernelapi,
+ * rpd_record_copyapi); defined under NANO_DISABLE too, so that code filling
+ * them compiles either way. */
+struct rpd_kernel_launch {
+  const char *stream;      /* "0x..." or NULL */
+  int gridX, gridY, gridZ;
+  int workgroupX, workgroupY, workgroupZ;
+  int groupSegmentSize, privateSegmentSize;
+  const char *kernelName;
+};
+
+struct rpd_copy {
+  const char *stream;
+  int64_t size, width, height;
+  int kind;
+  const char *dst, *src;   /* "0x..." pointers as text */
+  int dstDevice, srcDevice;
+  int sync, pinned;
+};
+
 #ifndef NANO_DISABLE
 
 /* ---- control ----------------------------------------------------------- */
@@ -28,9 +48,11 @@ extern "C" {
 int rpd_set_filename(const char *path, int append);
 /* Reference-counted start/stop: recording is on while the count is positive.
  * rpdstop() at zero is refused (returns -1 and says so on stderr). rpdstart
- * returns the new count, or -1 when the trace file cannot be opened (the
- * reason on stderr); rpdstop the new count or -1. The first start opens the
- * file and takes a session; a stop to 0 returns once everything recorded is
+ * returns the new count, or -1 when the writer thread cannot start; rpdstop
+ * the new count or -1. The first start starts the writer, which opens the
+ * file and takes a session on its own thread (a file locked by another
+ * process never makes the caller wait; one that cannot be opened is said on
+ * stderr, recording stops, and the next flush or stop returns -1); a stop to 0 returns once everything recorded is
  * committed, and -1 when it could not be (the file cannot be written: disk
  * full, I/O error; recording has stopped all the same). Thread-safe, from
  * any thread. */
@@ -89,24 +111,9 @@ int64_t rpd_now(void);
 uint64_t rpd_record_api(const char *domain, const char *category, const char *apiName,
                         const char *args, int64_t start, int64_t end);
 
-struct rpd_kernel_launch {
-  const char *stream;      /* "0x..." or NULL */
-  int gridX, gridY, gridZ;
-  int workgroupX, workgroupY, workgroupZ;
-  int groupSegmentSize, privateSegmentSize;
-  const char *kernelName;
-};
 /* Attaches kernel launch arguments to API call `api` (rocpd_kernelapi). */
 void rpd_record_kernelapi(uint64_t api, const struct rpd_kernel_launch *launch);
 
-struct rpd_copy {
-  const char *stream;
-  int64_t size, width, height;
-  int kind;
-  const char *dst, *src;   /* "0x..." pointers as text */
-  int dstDevice, srcDevice;
-  int sync, pinned;
-};
 /* Attaches copy arguments to API call `api` (rocpd_copyapi). */
 void rpd_record_copyapi(uint64_t api, const struct rpd_copy *copy);
 
@@ -224,25 +231,49 @@ static inline void nano_zone_begin_(uint32_t *site, const char *name) {
 
 #else /* NANO_DISABLE: the whole API compiles to nothing */
 
-#define rpd_set_filename(path, append) ((void)(path), (void)(append), 0)
-#define rpdstart() 0
-#define rpdstop() 0
-#define rpdflush() 0
-#define rpd_status(count, path, len) ((void)(count), (void)(path), (void)(len), -1)
-#define rpd_name_thread(tid, name) ((void)(tid), (void)sizeof(name), 0)
-#define rpd_rangePush(d, n, a) ((void)0)
+/* Calls whose value a program may use are static inline functions (a bare
+ * `rpdstart();` is then no "statement with no effect"); calls without a value
+ * are macros that consume their arguments unevaluated (sizeof), so a variable
+ * used only in them is still used, and nothing of them is left in the code. */
+static inline int rpd_set_filename(const char *path, int append) {
+  (void)path, (void)append;
+  return 0;
+}
+static inline int rpdstart(void) { return 0; }
+static inline int rpdstop(void) { return 0; }
+static inline int rpdflush(void) { return 0; }
+static inline int rpd_status(int *count, char *path, size_t len) {
+  (void)count, (void)path, (void)len;
+  return -1;
+}
+static inline int rpd_name_thread(int tid, const char *name) {
+  (void)tid, (void)name;
+  return 0;
+}
+static inline uint32_t rpd_intern(const char *s) {
+  (void)s;
+  return 0;
+}
+static inline int64_t rpd_now(void) { return 0; }
+static inline uint64_t rpd_record_api(const char *domain, const char *category,
+                                      const char *apiName, const char *args, int64_t start,
+                                      int64_t end) {
+  (void)domain, (void)category, (void)apiName, (void)args, (void)start, (void)end;
+  return 0;
+}
+#define rpd_rangePush(d, n, a) ((void)sizeof(d), (void)sizeof(n), (void)sizeof(a))
 #define rpd_rangePop() ((void)0)
-#define rpd_mark(d, n, a) ((void)0)
-/* sizeof: arguments count as used but are not evaluated */
-#define rpd_intern(s) ((void)sizeof(s), (uint32_t)0)
+#define rpd_mark(d, n, a) ((void)sizeof(d), (void)sizeof(n), (void)sizeof(a))
 #define rpd_rangePushInterned(d, n, a) ((void)sizeof(d), (void)sizeof(n), (void)sizeof(a))
-#define rpd_now() ((int64_t)0)
-#define rpd_record_api(d, c, n, a, s, e) ((void)sizeof(s), (void)sizeof(e), (uint64_t)0)
 #define rpd_record_kernelapi(api, launch) ((void)sizeof(api), (void)sizeof(launch))
 #define rpd_record_copyapi(api, copy) ((void)sizeof(api), (void)sizeof(copy))
-#define rpd_record_op(api, g, q, s, e, d, t) ((void)sizeof(api), (void)sizeof(g), (void)sizeof(q))
-#define rpd_record_monitor(dt, id, mt, s, e, v) ((void)sizeof(id), (void)sizeof(v))
-#define NANO_ZONE(name) ((void)0)
+#define rpd_record_op(api, g, q, s, e, d, t)                                                      \
+  ((void)sizeof(api), (void)sizeof(g), (void)sizeof(q), (void)sizeof(s), (void)sizeof(e),       \
+   (void)sizeof(d), (void)sizeof(t))
+#define rpd_record_monitor(dt, id, mt, s, e, v)                                                   \
+  ((void)sizeof(dt), (void)sizeof(id), (void)sizeof(mt), (void)sizeof(s), (void)sizeof(e),      \
+   (void)sizeof(v))
+#define NANO_ZONE(name) ((void)sizeof(name))
 
 #endif /* NANO_DISABLE */
 
