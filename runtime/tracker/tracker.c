@@ -50,6 +50,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "nano/json.h"
 
 /* Marks a module table as registered (struct nano_site_module.reserved). */
 #define NANOT_REGISTERED 0x6e616e6f72656721ull
@@ -617,20 +618,6 @@ NANO_API void nano_tracker_set_exit_dump(int enabled) {
   __atomic_store_n(&nanot_exit_dump, enabled != 0, __ATOMIC_RELAXED);
 }
 
-/* Writes s as a JSON string literal. */
-static void nanot_json_string(FILE *out, const char *s) {
-  fputc('"', out);
-  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-    if (*p == '"' || *p == '\\')
-      fprintf(out, "\\%c", *p);
-    else if (*p < 0x20)
-      fprintf(out, "\\u%04x", *p);
-    else
-      fputc(*p, out);
-  }
-  fputc('"', out);
-}
-
 /* Orders report entries by file, line, column, function, kind, order,
  * flags, size, id. */
 static int nanot_entry_cmp(const void *a, const void *b) {
@@ -668,7 +655,7 @@ static int nanot_site_same(const struct nano_site *x, const struct nano_site *y)
 /* Writes a name or, for a value without one, the number. */
 static void nanot_json_name(FILE *out, const char *name, unsigned value) {
   if (name)
-    nanot_json_string(out, name);
+    nano_json_str(out, name);
   else
     fprintf(out, "\"%u\"", value);
 }
@@ -726,9 +713,9 @@ static void nanot_dump_json(FILE *out, struct nanot_entry *e, uint32_t n, const 
         fsep = ", ";
       }
     fputs("], \"function\": ", out);
-    nanot_json_string(out, s->function);
+    nano_json_str(out, s->function);
     fputs(", \"file\": ", out);
-    nanot_json_string(out, s->file);
+    nano_json_str(out, s->file);
     fprintf(out, ", \"line\": %u, \"column\": %u, \"instances\": %u, \"count\": %" PRIu64 "}",
             s->line, s->column, instances, count);
     sep = ",\n";

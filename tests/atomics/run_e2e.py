@@ -382,6 +382,27 @@ def scenario_gate_unseen(a):
         check("lock-prefixed" not in p.stderr, "warned about a counted program: %r" % p.stderr)
 
 
+def scenario_json_bytes(a):
+    """A site whose file name is not UTF-8 (a stray Latin-1 byte) still gives a
+    valid JSON dump that the gate reads (issue 14.3: the tracker's own string
+    writer copied the byte through, and the gate rejected the whole dump)."""
+    prelude = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "prelude",
+                           "prelude.h")
+    with tempfile.TemporaryDirectory() as d:
+        src = os.path.join(d.encode(), b"caf\xe9.c")
+        with open(src, "wb") as f:
+            f.write(b"int n;\nint main(void) { __atomic_fetch_add(&n, 1, __ATOMIC_RELAXED); return 0; }\n")
+        exe = os.path.join(d, "cafe")
+        run(["gcc", "-O1", "--include=" + prelude, src, "-o", exe])
+        dump = os.path.join(d, "dump.json")
+        run([exe], {"LD_PRELOAD": a.tracker, "NANO_TRACKER_FORMAT": "json", "NANO_TRACKER_OUTPUT": dump})
+        with open(dump, "rb") as f:
+            doc = json.loads(f.read().decode("utf-8"))  # valid UTF-8 and valid JSON
+        files = [s["file"] for s in doc["sites"]]
+        check(len(files) == 1 and files[0].endswith("caf\ufffd.c"), "file names: %r" % files)
+        run([a.nanoprobe, "gate", "--baseline", dump, "--current", dump], expect_rc=0)
+
+
 def scenario_instructions(a):
     """--metric instructions through callgrind: update, then unchanged."""
     with tempfile.TemporaryDirectory() as d:
