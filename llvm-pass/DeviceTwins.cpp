@@ -42,6 +42,7 @@
 // `opt -passes=nano-device`.
 //
 //===----------------------------------------------------------------------===//
+#include "nano/hash.h"
 #include "Compat.h"
 #include "DeviceOptions.h"
 #include "Passes.h"
@@ -161,13 +162,9 @@ std::string nano::twinName(StringRef Name) {
   return T + Name.str() + "Pv";
 }
 
-// FNV-1a over S.
-static uint32_t devHash(StringRef S, uint32_t H = 2166136261u) {
-  for (unsigned char C : S) {
-    H ^= C;
-    H *= 16777619u;
-  }
-  return H;
+// FNV-1a over S (nano/hash.h).
+static uint32_t devHash(StringRef S, uint32_t H = NANO_FNV32_OFFSET) {
+  return nano_fnv32(H, S.data(), S.size());
 }
 
 std::vector<Function *> DeviceTwins::kernels() {

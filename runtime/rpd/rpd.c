@@ -57,6 +57,7 @@
 #include <unistd.h>
 
 #include "nano/rpdfile.h"
+#include "nano/hash.h"
 #include "nano/settings.h"
 #ifdef NANO_RPD_HAVE_TRACKER
 #include "nano/atomics.h"
@@ -523,11 +524,6 @@ static pthread_mutex_t g_intern_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint32_t *g_intern_map;
 static uint32_t g_intern_map_size;
 
-static uint64_t rpd_hash(const char *s) {
-  uint64_t h = 1469598103934665603ull;
-  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-  return h;
-}
 
 static const char *rpd_intern_get(uint32_t h) {
   if (h == 0) return NULL;
@@ -546,7 +542,7 @@ static int rpd_intern_grow_map(void) {
   for (uint32_t i = 0; i < g_intern_map_size; i++) {
     uint32_t h = g_intern_map[i];
     if (!h) continue;
-    uint64_t k = rpd_hash(rpd_intern_get(h)) & (nsize - 1);
+    uint64_t k = nano_fnv64_str(rpd_intern_get(h)) & (nsize - 1);
     while (nmap[k]) k = (k + 1) & (nsize - 1);
     nmap[k] = h;
   }
@@ -561,7 +557,7 @@ RPDI_EXPORT uint32_t rpd_intern(const char *s) {
   pthread_mutex_lock(&g_intern_lock);
   uint32_t result = 0;
   if ((g_intern_count + 1) * 2 > g_intern_map_size && rpd_intern_grow_map() != 0) goto out;
-  uint64_t k = rpd_hash(s) & (g_intern_map_size - 1);
+  uint64_t k = nano_fnv64_str(s) & (g_intern_map_size - 1);
   while (g_intern_map[k]) {
     if (strcmp(rpd_intern_get(g_intern_map[k]), s) == 0) {
       result = g_intern_map[k];
@@ -1628,7 +1624,7 @@ static int rpdw_map_grow(struct rpdw_map *m) {
 /* The rocpd_string id of s, inserting it when new. Returns -1 on failure. */
 static int64_t rpdw_string_id(const char *s) {
   if (!s) s = "";
-  uint64_t h = rpd_hash(s) | 1;
+  uint64_t h = nano_fnv64_str(s) | 1;
   uint32_t i = rpdw_map_slot(&g_w.strings, h, s, 0);
   if (g_w.strings.hash[i]) return g_w.strings.val[i];
   if ((g_w.strings.count + 1) * 2 > g_w.strings.size) {

@@ -50,6 +50,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "nano/hash.h"
 #include "nano/json.h"
 
 /* Marks a module table as registered (struct nano_site_module.reserved). */
@@ -220,10 +221,7 @@ static const char *nanot_intern(const char *s) {
       char *e = nanot_strings[i];
       if (e == NULL)
         continue;
-      uint64_t h = 1469598103934665603ull;
-      for (const char *p = e; *p; p++)
-        h = (h ^ (unsigned char)*p) * 1099511628211ull;
-      size_t j = (size_t)h & (ncap - 1);
+      size_t j = (size_t)nano_fnv64_str(e) & (ncap - 1);
       while (n[j] != NULL)
         j = (j + 1) & (ncap - 1);
       n[j] = e;
@@ -232,10 +230,7 @@ static const char *nanot_intern(const char *s) {
     nanot_strings = n;
     nanot_strings_cap = ncap;
   }
-  uint64_t h = 1469598103934665603ull;
-  for (const char *p = s; *p; p++)
-    h = (h ^ (unsigned char)*p) * 1099511628211ull;
-  size_t j = (size_t)h & (nanot_strings_cap - 1);
+  size_t j = (size_t)nano_fnv64_str(s) & (nanot_strings_cap - 1);
   while (nanot_strings[j] != NULL) {
     if (strcmp(nanot_strings[j], s) == 0)
       return nanot_strings[j];

@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nano/hash.h"
 #include "analysis.h"
 #include "commands.h"
 
@@ -463,9 +464,7 @@ struct rp_walk {
 
 /* FNV-1a of (range, label). */
 static uint64_t rp_hash(int range, const char *s, size_t len) {
-  uint64_t h = 1469598103934665603ull ^ (uint64_t)range;
-  for (size_t i = 0; i < len; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
-  return h;
+  return nano_fnv64(NANO_FNV64_OFFSET ^ (uint64_t)range, s, len);
 }
 
 /* Rebuilds both tables with twice the slots. 0 or -1. */
