@@ -8,7 +8,7 @@
 #include "Passes.h"
 
 extern "C" LLVM_ATTRIBUTE_WEAK ::llvm::PassPluginLibraryInfo llvmGetPassPluginInfo() {
-  return {LLVM_PLUGIN_API_VERSION, "NanoPass", "0.1.0", [](llvm::PassBuilder &PB) {
+  return {LLVM_PLUGIN_API_VERSION, "NanoPass", NANO_VERSION, [](llvm::PassBuilder &PB) {
             // Device instrumentation first: twins are created before host
             // atomics run, and the host pass skips twins.
             nano::registerLaunchRouting(PB);

@@ -22,6 +22,7 @@ import os
 import shlex
 import shutil
 import subprocess
+import re
 import sys
 import sysconfig
 import tempfile
@@ -30,7 +31,18 @@ import zipfile
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # python/
 ROOT = os.path.dirname(HERE)
 NAME = "nanoprobe"
-VERSION = "0.1.0"
+
+
+def _project_version():
+    """The version, from the one place that sets it: project() in CMakeLists.txt."""
+    with open(os.path.join(ROOT, "CMakeLists.txt")) as f:
+        m = re.search(r"project\(nanoprobe VERSION ([0-9.]+)", f.read())
+    if not m:
+        raise RuntimeError("no 'project(nanoprobe VERSION x.y.z' in %s/CMakeLists.txt" % ROOT)
+    return m.group(1)
+
+
+VERSION = _project_version()
 SUMMARY = ("Record Python programs into an RPD trace: tracer control, a C profiler, "
            "signposts, atomics counts")
 RPD_NAME = "libnano_rpd.so"

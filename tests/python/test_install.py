@@ -1,6 +1,7 @@
 """`pip install ./python` from the source tree gives a working, self-contained package."""
 
 import os
+import re
 import shutil
 import sqlite3
 
@@ -15,6 +16,8 @@ def test_pip_install_from_source_tree(tmp_path):
     shutil.copytree(SOURCE, src, ignore=shutil.ignore_patterns("build", "__pycache__"))
     shutil.copytree(os.path.join(SOURCE, "..", "runtime", "include"),
                     tmp_path / "src" / "runtime" / "include")
+    # the version comes from the one place that sets it, project() in CMakeLists.txt
+    shutil.copy(os.path.join(SOURCE, "..", "CMakeLists.txt"), tmp_path / "src")
     target = tmp_path / "site"
     env = {"NANO_BUILD_DIR": os.environ["NANO_BUILD_DIR"], "PIP_NO_INDEX": "1",
            "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PYTHONPATH": ""}
@@ -22,6 +25,9 @@ def test_pip_install_from_source_tree(tmp_path):
         env=env, timeout=300)
     pkg = target / "nanoprobe"
     assert (pkg / "libnano_rpd.so").exists()
+    with open(os.path.join(SOURCE, "..", "CMakeLists.txt")) as f:
+        version = re.search(r"project\(nanoprobe VERSION ([0-9.]+)", f.read()).group(1)
+    assert (target / ("nanoprobe-%s.dist-info" % version)).is_dir(), os.listdir(target)
     write(tmp_path, "prog.py", """
         import nanoprobe
         def f():
