@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 
-RR, TARGET, LIB, CASE, WORK = sys.argv[1:6]
+RR, TARGET, LIB, CASE, WORK = sys.argv[1:6] if sys.argv[1:] != ["--list"] else (None,) * 5
 OTHER_UID, THIRD_UID = 12345, 23456
 
 
@@ -315,6 +315,9 @@ CASES = {"contention": case_contention, "hostile": case_hostile, "toggle": case_
          "fork": case_fork, "preload": case_preload, "users": case_users}
 
 if __name__ == "__main__":
+    if sys.argv[1:] == ["--list"]:  # for CMake: the cases, one per line
+        print("\n".join(CASES))
+        sys.exit(0)
     WORK = os.path.join(WORK, CASE)
     shutil.rmtree(WORK, ignore_errors=True)
     os.makedirs(WORK)

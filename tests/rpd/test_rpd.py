@@ -806,4 +806,7 @@ def main():
 
 
 if __name__ == "__main__":
+    if sys.argv[1:] == ["--list"]:  # for CMake: the cases, one per line
+        print("\n".join(CASES))
+        sys.exit(0)
     main()

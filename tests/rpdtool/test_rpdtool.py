@@ -14,7 +14,7 @@ import sqlite3
 import subprocess
 import sys
 
-RPD, CASE, WORK = sys.argv[1:4]
+RPD, CASE, WORK = sys.argv[1:4] if sys.argv[1:] != ["--list"] else (None, None, None)
 T0 = 10**12            # a realistic CLOCK_MONOTONIC origin (ns)
 US = 1000              # rows below are written in microseconds after T0
 GPU_PID = 1000000000   # export's pseudo-process of GPU 0
@@ -563,6 +563,9 @@ CASES = {"tracer": case_tracer, "pathological": case_pathological, "info": case_
          "v2": case_v2, "create": case_create, "errors": case_errors}
 
 if __name__ == "__main__":
+    if sys.argv[1:] == ["--list"]:  # for CMake: the cases, one per line
+        print("\n".join(c for c in CASES if c != "tracer"))
+        sys.exit(0)
     WORK = os.path.join(WORK, CASE)
     shutil.rmtree(WORK, ignore_errors=True)
     os.makedirs(WORK)
