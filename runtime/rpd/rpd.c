@@ -2505,7 +2505,7 @@ static void rpd_writer_stop(void) {
             (unsigned long long)dropped,
             g_drop ? " (NANO_RPD_DROP=1)"
             : locked ? " while the writer waited for another process's lock on the file" : "");
-  if (g_w.failed) rpdw_report_lost();
+  if (g_w.failed && (g_w.lost_rows || g_w.lost_records)) rpdw_report_lost();
   rpdw_close();
 }
 
