@@ -2344,6 +2344,19 @@ static void rpdw_flush(int atomics) {
 
 static _Atomic uint32_t g_atomics_req; /* flush tickets that want atomics */
 
+/* Waits for a wake-up of the writer (its eventfd) or timeout_ms (-1: none);
+ * returns poll's result: > 0 woken, 0 timed out. */
+static int rpdw_wait(int timeout_ms) {
+  struct pollfd pfd = {g_evfd, POLLIN, 0};
+  int rc = poll(&pfd, 1, timeout_ms);
+  if (rc > 0) {
+    uint64_t v;
+    ssize_t r = read(g_evfd, &v, sizeof v); /* resets the eventfd; nothing to read on a race */
+    (void)r;
+  }
+  return rc;
+}
+
 /* The writer when its file cannot be opened: recording is turned off, what
  * was recorded meanwhile is consumed and counted as lost (producers never
  * wait), flushes are answered as failed, until the writer is told to quit. */
@@ -2355,12 +2368,7 @@ static void rpdw_discard(void) {
   rpdw_set_failed();
   rpd_mark_stopped(rpd_stamp());
   for (;;) {
-    struct pollfd pfd = {g_evfd, POLLIN, 0};
-    if (poll(&pfd, 1, -1) > 0) {
-      uint64_t v;
-      ssize_t r = read(g_evfd, &v, sizeof v);
-      (void)r;
-    }
+    rpdw_wait(-1);
     pthread_mutex_lock(&g_wlock);
     uint32_t req = atomic_load(&g_flush_req);
     int quit = atomic_load(&g_writer_quit);
@@ -2395,13 +2403,7 @@ static void *rpdw_main(void *arg) {
   int timeout = g_autoflush_hz > 0 ? (int)(1000.0 / g_autoflush_hz) : -1;
   if (g_autoflush_hz > 0 && timeout < 1) timeout = 1;
   for (;;) {
-    struct pollfd pfd = {g_evfd, POLLIN, 0};
-    int rc = poll(&pfd, 1, timeout);
-    if (rc > 0) {
-      uint64_t v;
-      ssize_t r = read(g_evfd, &v, sizeof v);
-      (void)r;
-    }
+    int rc = rpdw_wait(timeout);
     pthread_mutex_lock(&g_wlock);
     uint32_t req = atomic_load(&g_flush_req);
     int quit = atomic_load(&g_writer_quit);
