@@ -187,9 +187,10 @@ static uint64_t rpd_env_uint(const char *name, uint64_t lo, uint64_t hi, uint64_
   return v;
 }
 
-/* Set when the writer starts waiting for a lock another process holds on the
- * file (nano_rpdfile's busy hook), cleared after each round the writer
- * completes: while set, a producer whose buffer is full drops the record
+/* Set when the writer has waited NANO_RPDFILE_BUSY_SAY_MS for a lock another
+ * process holds on the file (nano_rpdfile's busy hook; shorter waits, such as
+ * other appenders' commits, keep producers waiting as before), cleared after
+ * each round the writer completes: while set, a producer whose buffer is full drops the record
  * (g_lock_dropped) rather than waiting for the writer. */
 static _Atomic int g_writer_blocked;
 static _Atomic uint64_t g_lock_dropped;

@@ -336,7 +336,7 @@ static int rpdfile_busy(void *ctx, int count) {
   if (count > NDELAYS) waited += (count - NDELAYS) * delays[NDELAYS - 1];
   if (waited >= NANO_RPDFILE_BUSY_MS) return 0;
   void (*hook)(void) = atomic_load(&rpdfile_busy_hook);
-  if (count == 0 && hook) hook();
+  if (waited >= NANO_RPDFILE_BUSY_SAY_MS && hook) hook();
   if (waited >= NANO_RPDFILE_BUSY_SAY_MS && !atomic_exchange(&rpdfile_busy_said, 1)) {
     const char *path = sqlite3_db_filename((sqlite3 *)ctx, "main");
     fprintf(stderr,

@@ -67,8 +67,9 @@ enum nano_rpdfile_error {
  * NANO_RPDFILE_BUSY_MS for a lock another connection holds (SQLite's busy
  * handler), and says so once per process on stderr when a wait passes
  * NANO_RPDFILE_BUSY_SAY_MS: "nanoprobe: FILE: waiting for its lock, held by
- * another process". `hook`, when set, is called at the start of every wait
- * (the tracer's writer uses it to stop producers from waiting in turn). */
+ * another process". `hook`, when set, is called while a wait lasts longer
+ * than that (the tracer's writer uses it to stop producers from waiting in
+ * turn; the short waits of processes appending to one file do not call it). */
 #define NANO_RPDFILE_BUSY_MS 60000
 #define NANO_RPDFILE_BUSY_SAY_MS 1000
 void nano_rpdfile_on_busy(void (*hook)(void));
