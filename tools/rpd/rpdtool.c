@@ -142,12 +142,15 @@ static int rpdtool_check_schema(sqlite3 *db, int version, char *err, size_t len)
              ref ? sqlite3_errmsg(ref) : "out of memory");
     goto out;
   }
-  int rc;
+  int rc, has = 0;
+  char last[64] = ""; /* the rows come by table: look each table up once */
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     const char *table = (const char *)sqlite3_column_text(st, 0);
     const char *col = (const char *)sqlite3_column_text(st, 1);
-    int has = rpdtool_has_object(db, table);
-    if (has < 0) goto failed;
+    if (strcmp(table, last) != 0) {
+      snprintf(last, sizeof last, "%s", table);
+      if ((has = rpdtool_has_object(db, table)) < 0) goto failed;
+    }
     if (!has) {
       for (int i = 0; rpdtool_core_tables[i]; i++)
         if (!strcmp(table, rpdtool_core_tables[i])) {
