@@ -180,7 +180,7 @@ std::string nano::findDeviceBitcode(StringRef Flavour, std::string &Err) {
     std::string P = devicePluginDir();
     if (!P.empty()) {
       Dirs.push_back(P + "/../dh_comms");
-      Dirs.push_back(P + "/../share/nanoprobe/device");
+      Dirs.push_back(P + "/device");
     }
   }
   for (const std::string &D : Dirs) {

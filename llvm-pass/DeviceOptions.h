@@ -43,7 +43,7 @@ struct DeviceFilters {
 bool parseDeviceFilters(DeviceFilters &F, std::string &Err);
 
 // Finds nano_dh_<Flavour>.bc: -nano-device-dir, NANO_DEVICE_DIR, then next to
-// the plugin (<plugin dir>/../dh_comms, <plugin dir>/../share/nanoprobe/device).
+// the plugin (<plugin dir>/../dh_comms, <plugin dir>/device, installed).
 // Returns the path, or "" with Err listing the places searched.
 std::string findDeviceBitcode(llvm::StringRef Flavour, std::string &Err);
 
