@@ -11,6 +11,7 @@
 int rpd_cmd_create(int argc, char **argv);
 int rpd_cmd_info(int argc, char **argv);
 int rpd_cmd_top(int argc, char **argv);
+int rpd_cmd_summary(int argc, char **argv);
 int rpd_cmd_export(int argc, char **argv);
 int rpd_cmd_callstack(int argc, char **argv);
 int rpd_cmd_graph(int argc, char **argv);

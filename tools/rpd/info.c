@@ -25,19 +25,6 @@ static const char rpd_info_help[] =
     "dispatches (the first " RPD_INFO_THREADS_STR "; records, drops) and the analyses stored\n"
     "for them (see 'rpd report').\n";
 
-/* Reads one integer of a one-row query into *out (0 for NULL). 0 or -1. */
-static int rpd_info_int(sqlite3 *db, const char *sql, int64_t *out) {
-  sqlite3_stmt *st = NULL;
-  if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) return -1;
-  int ret = -1;
-  if (sqlite3_step(st) == SQLITE_ROW) {
-    *out = sqlite3_column_int64(st, 0);
-    ret = 0;
-  }
-  sqlite3_finalize(st);
-  return ret;
-}
-
 /* Prints the row count of every table (not views, not SQLite's own). 0 or 1. */
 static int rpd_info_tables(struct rpdtool_trace *t) {
   sqlite3_stmt *st = NULL;
@@ -58,7 +45,7 @@ static int rpd_info_tables(struct rpdtool_trace *t) {
     const char *name = (const char *)sqlite3_column_text(st, 0);
     char *sql = sqlite3_mprintf("SELECT count(*) FROM \"%w\"", name);
     int64_t n = 0;
-    if (!sql || rpd_info_int(t->db, sql, &n) != 0) {
+    if (!sql || rpdtool_int(t->db, sql, &n) != 0) {
       ret = rpdtool_err("info", "%s: cannot count table %s: %s", t->path, name,
                         sqlite3_errmsg(t->db));
       sqlite3_free(sql);
@@ -89,7 +76,7 @@ static int rpd_info_tables(struct rpdtool_trace *t) {
  * 'nano_dropped_records'), 0 when none; -1 on error. */
 static int64_t rpd_info_dropped(struct rpdtool_trace *t) {
   int64_t n = 0;
-  if (rpd_info_int(t->db,
+  if (rpdtool_int(t->db,
                    "SELECT coalesce(sum(CAST(value AS INTEGER)),0) FROM rocpd_metadata "
                    "WHERE tag='nano_dropped_records'",
                    &n) != 0)
@@ -111,8 +98,8 @@ static char *rpd_info_name_column(const struct rpdtool_trace *t, const char *tid
  * them (nano_analysis). 0 or 1. */
 static int rpd_info_dispatches(struct rpdtool_trace *t) {
   int64_t n = 0, dropped = 0;
-  if (rpd_info_int(t->db, "SELECT count(*) FROM nano_dispatch", &n) ||
-      rpd_info_int(t->db, "SELECT coalesce(sum(dropped), 0) FROM nano_dispatch", &dropped))
+  if (rpdtool_int(t->db, "SELECT count(*) FROM nano_dispatch", &n) ||
+      rpdtool_int(t->db, "SELECT coalesce(sum(dropped), 0) FROM nano_dispatch", &dropped))
     return rpdtool_err("info", "%s: %s", t->path, sqlite3_errmsg(t->db));
   printf("\ninstrumented dispatches: %" PRId64 ", records dropped in them: %" PRId64 "\n", n,
          dropped);
@@ -217,9 +204,9 @@ int rpd_cmd_info(int argc, char **argv) {
     goto out;
   }
   int64_t np = 0, nt = 0, ng = 0;
-  if (rpd_info_int(t.db, "SELECT count(DISTINCT pid) FROM rocpd_api", &np) ||
-      rpd_info_int(t.db, "SELECT count(*) FROM (SELECT DISTINCT pid, tid FROM rocpd_api)", &nt) ||
-      rpd_info_int(t.db, "SELECT count(DISTINCT gpuId) FROM rocpd_op", &ng)) {
+  if (rpdtool_int(t.db, "SELECT count(DISTINCT pid) FROM rocpd_api", &np) ||
+      rpdtool_int(t.db, "SELECT count(*) FROM (SELECT DISTINCT pid, tid FROM rocpd_api)", &nt) ||
+      rpdtool_int(t.db, "SELECT count(DISTINCT gpuId) FROM rocpd_op", &ng)) {
     sqlite3_free(sql);
     sqlite3_free(threads);
     ret = rpdtool_err("info", "%s: %s", t.path, sqlite3_errmsg(t.db));

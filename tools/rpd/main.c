@@ -19,6 +19,7 @@ struct rpd_command {
 static const struct rpd_command rpd_commands[] = {
     {"create", rpd_cmd_create, "create an empty RPD file (schema version 3)"},
     {"info", rpd_cmd_info, "schema version, time span, rows per table, processes, threads, GPUs, drops"},
+    {"summary", rpd_cmd_summary, "totals, longest ranges, kernels, memory findings, atomics, losses"},
     {"top", rpd_cmd_top, "GPU ops grouped by name, longest total first"},
     {"export", rpd_cmd_export, "write Chrome trace-event JSON (Perfetto, chrome://tracing)"},
     {"callstack", rpd_cmd_callstack, "add caller/callee tables: ext_callstack, callStack_* views"},
@@ -32,7 +33,8 @@ static const struct rpd_command rpd_commands[] = {
 /* Prints the tool's usage and the command list on `out`. */
 static void rpd_main_usage(FILE *out) {
   fputs("usage: rpd <command> [options] FILE...\n"
-        "       rpd <command> --help\n\n"
+        "       rpd <command> --help\n"
+        "       rpd --version\n\n"
         "Commands:\n",
         out);
   for (size_t i = 0; i < sizeof rpd_commands / sizeof rpd_commands[0]; i++)
@@ -47,6 +49,10 @@ int main(int argc, char **argv) {
     return RPDTOOL_EXIT_USAGE;
   }
   const char *cmd = argv[1];
+  if (!strcmp(cmd, "--version")) {
+    puts("rpd (nanoprobe) " NANO_VERSION);
+    return 0;
+  }
   if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
     if (argc > 2 && strcmp(cmd, "help") == 0) {
       for (size_t i = 0; i < sizeof rpd_commands / sizeof rpd_commands[0]; i++)

@@ -595,3 +595,35 @@ void rpdtool_progress_end(struct rpdtool_progress *p) {
   if (p->on && p->shown >= 0) fprintf(stderr, "\r%*s\r", (int)strlen(p->label) + 5, "");
   p->shown = -1;
 }
+
+int rpdtool_int(sqlite3 *db, const char *sql, int64_t *out) {
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) return -1;
+  int ret = -1;
+  if (sqlite3_step(st) == SQLITE_ROW) {
+    *out = sqlite3_column_int64(st, 0);
+    ret = 0;
+  }
+  sqlite3_finalize(st);
+  return ret;
+}
+
+char *rpdtool_top_sql(const char *cmd, struct rpdtool_trace *t) {
+  int view = rpdtool_has_object(t->db, "top");
+  if (view < 0) {
+    rpdtool_err(cmd, "%s: %s", t->path, sqlite3_errmsg(t->db));
+    return NULL;
+  }
+  static const char key[] = "CREATE VIEW top AS ";
+  const char *def = view ? NULL : strstr(nano_rpdfile_schema_sql(), key);
+  const char *end = def ? strchr(def, ';') : NULL;
+  if (!view && !end) {
+    rpdtool_err(cmd, "internal: no top view in the RPD schema");
+    return NULL;
+  }
+  const char *body = def ? def + sizeof key - 1 : NULL;
+  char *sql = view ? sqlite3_mprintf("SELECT * FROM top")
+                   : sqlite3_mprintf("%.*s", (int)(end - body), body);
+  if (!sql) rpdtool_err(cmd, "out of memory");
+  return sql;
+}

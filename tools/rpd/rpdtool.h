@@ -128,6 +128,15 @@ int rpdtool_span(const struct rpdtool_trace *t, int64_t *lo, int64_t *hi);
  * else "process P", "main thread T" (tid == pid) or "thread T". */
 void rpdtool_name_label(char *buf, size_t len, int64_t pid, int64_t tid, const char *name);
 
+/* Runs `sql`, a query of one integer, into *out: 0, or -1 (no row, SQLite error). */
+int rpdtool_int(sqlite3 *db, const char *sql, int64_t *out);
+
+/* The query of `rpd top`'s table: the trace's own `top` view, or for a trace written
+ * without it (a bare schema 2 file) that view's definition in
+ * nano_rpdfile_schema_sql(), so that both kinds of file answer from one
+ * definition. sqlite3_malloc'd; NULL after reporting. */
+char *rpdtool_top_sql(const char *cmd, struct rpdtool_trace *t);
+
 /* 1 when the trace has a table or view `name`, 0 when not, -1 on SQLite error. */
 int rpdtool_has_object(sqlite3 *db, const char *name);
 
