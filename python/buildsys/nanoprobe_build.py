@@ -127,7 +127,7 @@ def _compile_extension(out_dir, rpd):
     target = "_nanoprobe" + suffix
     sources = sorted(glob.glob(os.path.join(HERE, "src", "*.c")))
     _run(cc + ["-std=c11", "-O2", "-g", "-Wall", "-Wextra", "-fPIC", "-shared",
-               "-fvisibility=hidden", "-I" + include,
+               "-fvisibility=hidden", "-I" + include, '-DNANO_VERSION="%s"' % VERSION,
                "-I" + os.path.join(ROOT, "runtime", "include")] + sources +
          ["-o", os.path.join(out_dir, target), "-L" + libdir, "-lnano_rpd", "-ldl",
           "-lpthread", "-Wl,-rpath,$ORIGIN"])

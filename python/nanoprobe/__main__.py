@@ -9,7 +9,7 @@ import os
 import sys
 import types
 
-from . import Tracer, _runner
+from . import Tracer, __version__, _runner
 
 USAGE = "python -m nanoprobe [options] (script.py | -m module) [args ...]"
 DESCRIPTION = """\
@@ -30,6 +30,7 @@ The exit code is the program's. Read the trace with `rpd report trace.rpd` or
 def _parser():
     p = argparse.ArgumentParser(prog="python -m nanoprobe", usage=USAGE, description=DESCRIPTION,
                                 epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--version", action="version", version="nanoprobe (Python) " + __version__)
     p.add_argument("-o", "--output", metavar="FILE",
                    help="trace file (default: $RPDT_FILENAME, else ./trace.rpd); "
                         "%%p in the name is replaced by the process id")

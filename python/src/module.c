@@ -187,7 +187,8 @@ PyMODINIT_FUNC PyInit__nanoprobe(void)
   if (!m)
     return NULL;
   if (PyModule_AddFunctions(m, np_profiler_methods) < 0 ||
-      PyModule_AddFunctions(m, np_atomics_methods) < 0 || np_profiler_init(m) < 0) {
+      PyModule_AddFunctions(m, np_atomics_methods) < 0 || np_profiler_init(m) < 0 ||
+      PyModule_AddStringConstant(m, "__version__", NANO_VERSION) < 0) {
     Py_DECREF(m);
     return NULL;
   }

@@ -39,7 +39,8 @@ static void kdbcli_usage(FILE *f) {
           "         of host ELF files with CPU kernels; --arch host for the latter);\n"
           "         --isa: the instructions of each site and what the machine code made\n"
           "         of it (widened, folded into a neighbour)\n"
-          "exit: 0 found, 1 no such kernel, 2 unreadable input or usage error\n");
+          "exit: 0 found, 1 no such kernel, 2 unreadable input or usage error\n"
+          "kerneldb --version prints the version.\n");
 }
 
 /* ---- JSON output ------------------------------------------------------------ */
@@ -588,6 +589,9 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--isa")) o.isa = 1;
     else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       kdbcli_usage(stdout);
+      return 0;
+    } else if (!strcmp(a, "--version")) {
+      puts("kerneldb (nanoprobe) " NANO_VERSION);
       return 0;
     } else if (!strcmp(a, "--arch") || !strcmp(a, "--kernels")) {
       if (i + 1 >= argc) {

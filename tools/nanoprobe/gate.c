@@ -243,22 +243,7 @@ static const char *gate_find_tracker(const char *given, char *buf, size_t n) {
   const char *env = getenv("NANO_GATE_TRACKER");
   if (env != NULL && env[0] != '\0')
     return env;
-  char exe[PATH_MAX];
-  ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (len <= 0)
-    return NULL;
-  exe[len] = '\0';
-  char *slash = strrchr(exe, '/');
-  if (slash == NULL)
-    return NULL;
-  *slash = '\0';
-  static const char *const rel[] = {NANO_GATE_TRACKER_BUILD_REL, NANO_GATE_TRACKER_INSTALL_REL};
-  for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
-    int len2 = snprintf(buf, n, "%s/%s", exe, rel[i]);
-    if (len2 > 0 && (size_t)len2 < n && access(buf, R_OK) == 0)
-      return buf;
-  }
-  return NULL;
+  return nanoprobe_locate(NANOPROBE_TRACKER, buf, n);
 }
 
 /* Runs argv with extra environment `env` (NULL-terminated "K=V" list).
@@ -670,21 +655,6 @@ static void gate_describe_tol(const struct gate_opts *o, char *buf, size_t len) 
     snprintf(buf + n, len - n, " (%d scoped)", scoped);
 }
 
-/* The path of command `cmd` as execvp would find it, in buf; NULL if none. */
-static const char *gate_which(const char *cmd, char *buf, size_t len) {
-  if (strchr(cmd, '/'))
-    return access(cmd, X_OK) == 0 ? cmd : NULL;
-  const char *path = getenv("PATH");
-  for (const char *p = path ? path : ""; *p;) {
-    const char *colon = strchrnul(p, ':');
-    if (snprintf(buf, len, "%.*s/%s", (int)(colon - p), p, cmd) < (int)len &&
-        access(buf, X_OK) == 0)
-      return buf;
-    p = *colon ? colon + 1 : colon;
-  }
-  return NULL;
-}
-
 /* The number of lock-prefixed instructions objdump finds in file exe: the
  * read-modify-writes of x86 (atomic adds, exchanges, compare-exchanges). -1
  * when objdump cannot tell (not installed, not an object file). */
@@ -737,7 +707,7 @@ static void gate_warn_unseen(const struct gate_counts *c, const struct gate_opts
       return;
   }
   char buf[PATH_MAX];
-  const char *exe = gate_which(o->cmd[0], buf, sizeof buf);
+  const char *exe = nanoprobe_which(o->cmd[0], buf, sizeof buf);
   long n = exe ? gate_locked_insns(exe) : -1;
   if (n > 0)
     fprintf(stderr,

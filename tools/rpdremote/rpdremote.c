@@ -46,7 +46,8 @@ static const char rr_help[] =
     "  list     the processes with a control socket of this user\n"
     "  --socket PATH   use this control socket instead of the default one\n"
     "Exit status: 0 done, 1 refused or failed in the process, 2 bad usage,\n"
-    "3 no such process, 4 not nanoprobe-enabled, 5 permission denied.\n";
+    "3 no such process, 4 not nanoprobe-enabled, 5 permission denied.\n"
+    "rpdremote --version prints the version.\n";
 
 /* Prints "rpdremote: <message>" on stderr and returns `code`. */
 static int rr_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -110,6 +111,10 @@ static int rr_code(const char *word) {
 int main(int argc, char **argv) {
   const char *cmd = NULL, *pid_s = NULL, *socket_path = NULL;
   for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--version")) {
+      puts("rpdremote (nanoprobe) " NANO_VERSION);
+      return 0;
+    }
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
       fputs(rr_help, stdout);
       return RR_OK;

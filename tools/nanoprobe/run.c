@@ -1,0 +1,412 @@
+/*
+ * run.c: `nanoprobe run [options] [--] PROGRAM [ARGS...]`: runs an
+ * application with tracing, as `nsys profile ./app` or `omniprobe -i -- ./app`.
+ *
+ * Before the application starts:
+ *   - PROGRAM is looked up as execvp does; missing or not executable: exit
+ *     127 naming it, nothing started;
+ *   - the trace file is made: a new ./nanoprobe-<n>.rpd (the first n free,
+ *     taken with O_EXCL so two runs never share one), or -o FILE, which must
+ *     not exist unless --append (add to it) or --force (replace it) says so;
+ *     a file that cannot be written: exit 2 naming it, nothing started;
+ *   - the environment: LD_PRELOAD gets libnano_rpd.so (tracer, atomics
+ *     counts and the dispatch of instrumented kernels in one library),
+ *     RPDT_FILENAME the trace's absolute path (children that change folder,
+ *     fork or exec append to the same file), NANO_RPD_QUIET=1 (this summary
+ *     replaces the tracer's exit line), and the NANO_* settings the options
+ *     stand for (docs/ENVIRONMENT.md). An option wins over the same variable
+ *     already set.
+ * While it runs, the application keeps the terminal: its standard streams are
+ * ours, Ctrl-C and Ctrl-\ reach it (and not us: we ignore them while
+ * waiting, as system() does), and SIGTERM, SIGHUP, SIGUSR1/2 sent to us are
+ * passed on.
+ * After it ends: one line naming the trace, then `rpd summary` of it (to
+ * stderr, so the application's stdout stays its own), and the application's
+ * exit status as ours; killed by a signal, we die of the same signal (no core
+ * dump of ours).
+ */
+#define _GNU_SOURCE /* asprintf, strchrnul */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "nanoprobe.h"
+
+/* Exit status when PROGRAM cannot be found or run, as a shell's. */
+#define RUN_EXIT_NOT_FOUND 127
+/* Exit status for bad options or an unwritable trace file. */
+#define RUN_EXIT_USAGE 2
+/* The highest n tried for ./nanoprobe-<n>.rpd. */
+#define RUN_MAX_DEFAULT_FILES 100000
+/* Environment settings one run makes, at most. */
+#define RUN_MAX_SETTINGS 24
+
+static const char run_help[] =
+    "usage: nanoprobe run [options] [--] PROGRAM [ARGS...]\n"
+    "Runs PROGRAM with tracing into an RPD file, then prints where the trace went\n"
+    "and a summary (rpd summary). The exit status is PROGRAM's.\n"
+    "\n"
+    "trace file:\n"
+    "  -o, --output FILE     the trace (default: ./nanoprobe-<n>.rpd, a new file each run)\n"
+    "      --append          add to FILE when it exists\n"
+    "  -f, --force           replace FILE when it exists\n"
+    "what is recorded:\n"
+    "      --atomics         atomics counts are wanted: the summary says so when\n"
+    "                        PROGRAM ran no instrumented atomic (they are recorded,\n"
+    "                        and summed up, whenever PROGRAM is built with the plugin)\n"
+    "      --python          record every Python call of a python3 PROGRAM and its\n"
+    "                        Python children (as python3 -m nanoprobe)\n"
+    "instrumented kernels (omniprobe's options):\n"
+    "  -i, --instrumented    run the instrumented twins of kernels (NANO_INSTRUMENT=1)\n"
+    "  -k, --kernels REGEX   only kernels whose name matches (NANO_KERNELS)\n"
+    "  -d, --dispatches D    all, first, random or N: which dispatches of each kernel\n"
+    "  -a, --analyzers LIST  analyzers, comma-separated: MemoryAnalysis, Heatmap,\n"
+    "                        AddressLogger or a .so path (NANO_ANALYZERS); implies -i\n"
+    "  -t, --format F        analyzer output: text or json (NANO_ANALYZER_FORMAT)\n"
+    "  -l, --log-location L  console (stderr), stdout or a file (NANO_ANALYZER_OUTPUT)\n"
+    "  -c, --cache-location DIR  a kernel cache (Triton): GPU run time only, refused\n"
+    "  -e, --env-dump        print the environment settings before running\n"
+    "other:\n"
+    "  -q, --quiet           no summary, only the trace's path\n"
+    "\n"
+    "examples:\n"
+    "  nanoprobe run -- ./app args\n"
+    "  nanoprobe run -o train.rpd --python -- python3 train.py\n"
+    "  nanoprobe run -i -k 'axpy|gemm.*' -d first -a MemoryAnalysis,Heatmap -- ./app\n";
+
+struct run_opts {
+  const char *output;
+  int append, force, atomics, python, instrumented, env_dump, quiet;
+  const char *kernels, *dispatches, *analyzers, *format, *log;
+  char **cmd;
+};
+
+/* "NAME=value" strings made for the child, owned here. */
+struct run_env {
+  char *set[RUN_MAX_SETTINGS];
+  int n;
+};
+
+static int run_setenv(struct run_env *e, const char *name, const char *value) {
+  if (e->n == RUN_MAX_SETTINGS || asprintf(&e->set[e->n], "%s=%s", name, value) < 0) {
+    fprintf(stderr, "nanoprobe run: out of memory\n");
+    return -1;
+  }
+  e->n++;
+  return 0;
+}
+
+/* NAME=value with value prepended to the variable's current ':'-list. */
+static int run_prepend(struct run_env *e, const char *name, const char *value) {
+  const char *old = getenv(name);
+  if (!old || !*old) return run_setenv(e, name, value);
+  char *joined;
+  if (asprintf(&joined, "%s:%s", value, old) < 0) {
+    fprintf(stderr, "nanoprobe run: out of memory\n");
+    return -1;
+  }
+  int rc = run_setenv(e, name, joined);
+  free(joined);
+  return rc;
+}
+
+static void run_env_free(struct run_env *e) {
+  for (int i = 0; i < e->n; i++) free(e->set[i]);
+  e->n = 0;
+}
+
+/* Parses the options up to PROGRAM. 0, 1 after --help, or RUN_EXIT_USAGE
+ * after saying what is wrong. */
+static int run_parse(int argc, char **argv, struct run_opts *o) {
+  memset(o, 0, sizeof *o);
+  int i = 1;
+  for (; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "--")) {
+      i++;
+      break;
+    }
+    if (a[0] != '-' || !a[1]) break;
+#define RUN_VALUE(short_, long_, field)                                                 \
+  if (!strcmp(a, short_) || !strcmp(a, long_)) {                                       \
+    if (i + 1 >= argc) {                                                                \
+      fprintf(stderr, "nanoprobe run: %s needs a value\n", a);                          \
+      return RUN_EXIT_USAGE;                                                            \
+    }                                                                                   \
+    o->field = argv[++i];                                                               \
+    continue;                                                                           \
+  }                                                                                     \
+  if (!strncmp(a, long_ "=", sizeof long_)) {                                           \
+    o->field = a + sizeof long_;                                                        \
+    continue;                                                                           \
+  }
+    RUN_VALUE("-o", "--output", output)
+    RUN_VALUE("-k", "--kernels", kernels)
+    RUN_VALUE("-d", "--dispatches", dispatches)
+    RUN_VALUE("-a", "--analyzers", analyzers)
+    RUN_VALUE("-t", "--format", format)
+    RUN_VALUE("-l", "--log-location", log)
+#undef RUN_VALUE
+    if (!strcmp(a, "-c") || !strcmp(a, "--cache-location") || !strncmp(a, "--cache-location=", 17)) {
+      fprintf(stderr, "nanoprobe run: %s: kernel caches (Triton's) are read by the GPU run "
+                      "time, which this nanoprobe does not have yet\n", a);
+      return RUN_EXIT_USAGE;
+    }
+    if (!strcmp(a, "--append")) o->append = 1;
+    else if (!strcmp(a, "-f") || !strcmp(a, "--force")) o->force = 1;
+    else if (!strcmp(a, "--atomics")) o->atomics = 1;
+    else if (!strcmp(a, "--python")) o->python = 1;
+    else if (!strcmp(a, "-i") || !strcmp(a, "--instrumented")) o->instrumented = 1;
+    else if (!strcmp(a, "-e") || !strcmp(a, "--env-dump")) o->env_dump = 1;
+    else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) o->quiet = 1;
+    else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      fputs(run_help, stdout);
+      return 1;
+    } else {
+      fprintf(stderr, "nanoprobe run: unknown option '%s' (nanoprobe run --help)\n", a);
+      return RUN_EXIT_USAGE;
+    }
+  }
+  if (i >= argc) {
+    fprintf(stderr, "nanoprobe run: no program to run (nanoprobe run --help)\n");
+    return RUN_EXIT_USAGE;
+  }
+  o->cmd = argv + i;
+  if (o->append && o->force) {
+    fprintf(stderr, "nanoprobe run: --append and --force exclude each other\n");
+    return RUN_EXIT_USAGE;
+  }
+  if ((o->append || o->force) && !o->output) {
+    fprintf(stderr, "nanoprobe run: %s needs -o FILE (the default file is always new)\n",
+            o->append ? "--append" : "--force");
+    return RUN_EXIT_USAGE;
+  }
+  if (o->format && strcmp(o->format, "text") && strcmp(o->format, "json")) {
+    fprintf(stderr, "nanoprobe run: --format '%s': expected text or json\n", o->format);
+    return RUN_EXIT_USAGE;
+  }
+  if (o->dispatches && strcmp(o->dispatches, "all") && strcmp(o->dispatches, "first") &&
+      strcmp(o->dispatches, "random")) {
+    char *end;
+    errno = 0;
+    unsigned long long n = strtoull(o->dispatches, &end, 10);
+    if (o->dispatches[0] < '1' || o->dispatches[0] > '9' || *end || errno || n == 0) {
+      fprintf(stderr, "nanoprobe run: --dispatches '%s': expected all, first, random or a "
+                      "number from 1\n", o->dispatches);
+      return RUN_EXIT_USAGE;
+    }
+  }
+  if (o->analyzers || o->kernels || o->dispatches) o->instrumented = 1;
+  return 0;
+}
+
+/* Makes the trace file (path in buf, absolute). 0, or RUN_EXIT_USAGE after
+ * saying why. */
+static int run_make_trace(const struct run_opts *o, char *buf, size_t len) {
+  char name[PATH_MAX];
+  int fd = -1;
+  if (o->output) {
+    snprintf(name, sizeof name, "%s", o->output);
+    struct stat st;
+    int exists = stat(name, &st) == 0;
+    if (exists && S_ISDIR(st.st_mode)) {
+      fprintf(stderr, "nanoprobe run: %s is a folder, not a trace file\n", name);
+      return RUN_EXIT_USAGE;
+    }
+    if (exists && !o->append && !o->force) {
+      fprintf(stderr, "nanoprobe run: %s exists; --append adds to it, --force replaces it\n", name);
+      return RUN_EXIT_USAGE;
+    }
+    if (exists && o->force && unlink(name) != 0) {
+      fprintf(stderr, "nanoprobe run: cannot replace %s: %s\n", name, strerror(errno));
+      return RUN_EXIT_USAGE;
+    }
+    fd = open(name, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  } else {
+    for (int n = 1; n <= RUN_MAX_DEFAULT_FILES; n++) {
+      snprintf(name, sizeof name, "nanoprobe-%d.rpd", n);
+      fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+      if (fd >= 0 || errno != EEXIST) break;
+    }
+  }
+  if (fd < 0) {
+    fprintf(stderr, "nanoprobe run: cannot write the trace file %s: %s\n", name, strerror(errno));
+    return RUN_EXIT_USAGE;
+  }
+  close(fd);
+  char *abs = realpath(name, NULL);
+  if (!abs || strlen(abs) >= len) {
+    fprintf(stderr, "nanoprobe run: %s: %s\n", name, abs ? "path too long" : strerror(errno));
+    free(abs);
+    return RUN_EXIT_USAGE;
+  }
+  strcpy(buf, abs);
+  free(abs);
+  return 0;
+}
+
+/* The environment of the run. 0 or RUN_EXIT_USAGE after saying why. */
+static int run_environment(const struct run_opts *o, const char *trace, struct run_env *e) {
+  char lib[PATH_MAX];
+  if (!nanoprobe_locate(NANOPROBE_RPD_LIB, lib, sizeof lib)) {
+    fprintf(stderr, "nanoprobe run: cannot find libnano_rpd.so next to this nanoprobe\n");
+    return RUN_EXIT_USAGE;
+  }
+  if (run_prepend(e, "LD_PRELOAD", lib) || run_setenv(e, "RPDT_FILENAME", trace) ||
+      run_setenv(e, "NANO_RPD_QUIET", "1"))
+    return RUN_EXIT_USAGE;
+  if (o->instrumented && run_setenv(e, "NANO_INSTRUMENT", "1")) return RUN_EXIT_USAGE;
+  if (o->kernels && run_setenv(e, "NANO_KERNELS", o->kernels)) return RUN_EXIT_USAGE;
+  if (o->dispatches && run_setenv(e, "NANO_DISPATCHES", o->dispatches)) return RUN_EXIT_USAGE;
+  if (o->analyzers && run_setenv(e, "NANO_ANALYZERS", o->analyzers)) return RUN_EXIT_USAGE;
+  if (o->format && run_setenv(e, "NANO_ANALYZER_FORMAT", o->format)) return RUN_EXIT_USAGE;
+  if (o->log && run_setenv(e, "NANO_ANALYZER_OUTPUT",
+                           strcmp(o->log, "console") ? o->log : "stderr"))
+    return RUN_EXIT_USAGE;
+  if (o->python) {
+    char py[PATH_MAX], both[2 * PATH_MAX + 16];
+    if (!nanoprobe_locate(NANOPROBE_PYTHON, py, sizeof py)) {
+      fprintf(stderr, "nanoprobe run: --python: cannot find the nanoprobe Python package next "
+                      "to this nanoprobe\n");
+      return RUN_EXIT_USAGE;
+    }
+    /* the start-up hook of python3 -m nanoprobe's children, then the package */
+    snprintf(both, sizeof both, "%s/nanoprobe/_boot:%s", py, py);
+    if (run_prepend(e, "PYTHONPATH", both) || run_setenv(e, "NANO_PYTHON_PROFILE", "all"))
+      return RUN_EXIT_USAGE;
+  }
+  return 0;
+}
+
+static pid_t g_child;
+
+/* Passes a termination request on to the application. */
+static void run_forward(int sig) {
+  if (g_child > 0) kill(g_child, sig);
+}
+
+/* Starts the application; returns its wait status, or -1. */
+static int run_child(char **cmd, const struct run_env *e) {
+  static const int forwarded[] = {SIGTERM, SIGHUP, SIGUSR1, SIGUSR2};
+  struct sigaction ign = {.sa_handler = SIG_IGN}, fwd = {.sa_handler = run_forward};
+  struct sigaction old_int, old_quit;
+  sigemptyset(&ign.sa_mask);
+  sigemptyset(&fwd.sa_mask);
+  fflush(NULL);
+  g_child = fork();
+  if (g_child < 0) {
+    fprintf(stderr, "nanoprobe run: fork: %s\n", strerror(errno));
+    return -1;
+  }
+  if (g_child == 0) {
+    for (int i = 0; i < e->n; i++)
+      if (putenv(e->set[i]) != 0) _exit(RUN_EXIT_NOT_FOUND);
+    execvp(cmd[0], cmd);
+    fprintf(stderr, "nanoprobe run: cannot run %s: %s\n", cmd[0], strerror(errno));
+    _exit(RUN_EXIT_NOT_FOUND);
+  }
+  if (sigaction(SIGINT, &ign, &old_int) != 0 || sigaction(SIGQUIT, &ign, &old_quit) != 0)
+    fprintf(stderr, "nanoprobe run: sigaction: %s\n", strerror(errno));
+  for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
+    if (sigaction(forwarded[i], &fwd, NULL) != 0)
+      fprintf(stderr, "nanoprobe run: sigaction: %s\n", strerror(errno));
+  int status;
+  while (waitpid(g_child, &status, 0) < 0) {
+    if (errno != EINTR) {
+      fprintf(stderr, "nanoprobe run: waitpid: %s\n", strerror(errno));
+      return -1;
+    }
+  }
+  sigaction(SIGINT, &old_int, NULL);
+  sigaction(SIGQUIT, &old_quit, NULL);
+  return status;
+}
+
+/* Prints the trace's path and `rpd summary` of it on stderr. */
+static void run_summary(const char *trace, const struct run_opts *o) {
+  struct stat st;
+  if (stat(trace, &st) != 0 || st.st_size == 0) {
+    fprintf(stderr, "nanoprobe: %s: nothing recorded (did the program start?)\n", trace);
+    return;
+  }
+  fprintf(stderr, "nanoprobe: trace written to %s (%lld bytes)\n", trace, (long long)st.st_size);
+  if (o->quiet) return;
+  char rpd[PATH_MAX];
+  if (!nanoprobe_locate(NANOPROBE_RPD_TOOL, rpd, sizeof rpd)) {
+    fprintf(stderr, "nanoprobe: cannot find the rpd tool for the summary\n");
+    return;
+  }
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid < 0) {
+    fprintf(stderr, "nanoprobe run: fork: %s\n", strerror(errno));
+    return;
+  }
+  if (pid == 0) {
+    dup2(STDERR_FILENO, STDOUT_FILENO);
+    if (o->atomics)
+      execl(rpd, rpd, "summary", "--atomics", trace, (char *)NULL);
+    else
+      execl(rpd, rpd, "summary", trace, (char *)NULL);
+    fprintf(stderr, "nanoprobe run: cannot run %s: %s\n", rpd, strerror(errno));
+    _exit(RUN_EXIT_NOT_FOUND);
+  }
+  int status;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+}
+
+/* Ends this process as the application ended: its status, or its signal. */
+static int run_exit_like(int status, const char *prog) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  int sig = WTERMSIG(status);
+  fprintf(stderr, "nanoprobe: %s died of signal %d (%s)\n", prog, sig, strsignal(sig));
+  fflush(NULL);
+  struct rlimit no_core = {0, 0};
+  setrlimit(RLIMIT_CORE, &no_core);
+  signal(sig, SIG_DFL);
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, sig);
+  sigprocmask(SIG_UNBLOCK, &set, NULL);
+  raise(sig);
+  return 128 + sig; /* a signal that does not end a process by default */
+}
+
+int nanoprobe_cmd_run(int argc, char **argv) {
+  struct run_opts o;
+  int rc = run_parse(argc, argv, &o);
+  if (rc) return rc == 1 ? 0 : rc;
+  char found[PATH_MAX];
+  if (!nanoprobe_which(o.cmd[0], found, sizeof found)) {
+    struct stat st;
+    int there = strchr(o.cmd[0], '/') && stat(o.cmd[0], &st) == 0;
+    fprintf(stderr, "nanoprobe run: %s: %s\n", o.cmd[0],
+            there ? "not executable" : "no such program");
+    return RUN_EXIT_NOT_FOUND;
+  }
+  char trace[PATH_MAX];
+  rc = run_make_trace(&o, trace, sizeof trace);
+  if (rc) return rc;
+  struct run_env env = {0};
+  rc = run_environment(&o, trace, &env);
+  if (rc) {
+    run_env_free(&env);
+    return rc;
+  }
+  if (o.env_dump)
+    for (int i = 0; i < env.n; i++) fprintf(stderr, "nanoprobe: %s\n", env.set[i]);
+  int status = run_child(o.cmd, &env);
+  run_env_free(&env);
+  if (status < 0) return 1;
+  run_summary(trace, &o);
+  return run_exit_like(status, o.cmd[0]);
+}
