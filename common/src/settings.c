@@ -31,7 +31,9 @@ int nano_env_bool(const char *name, int *out) {
       return 1;
     }
   }
-  fprintf(stderr, "nanoprobe: %s=%s: expected 1/0, on/off, true/false or yes/no\n", name, v);
+  fprintf(stderr, "nanoprobe: %s=%s: expected 1/0, on/off, true/false or yes/no; taken as off\n",
+          name, v);
+  *out = 0;
   return -1;
 }
 

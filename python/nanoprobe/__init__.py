@@ -17,25 +17,28 @@ import os
 import sys
 import threading
 
-# Loading the extension loads libnano_rpd.so, which starts recording at load
-# unless $RPDT_AUTOSTART is 0. Importing nanoprobe must not start recording
-# (Tracer().start() and `python -m nanoprobe` do), so the import holds it at 0
-# when the user did not choose, without passing that choice on to children.
-_autostart = os.environ.get("RPDT_AUTOSTART")
-if _autostart is None:
-    os.environ["RPDT_AUTOSTART"] = "0"
+# Loading the extension loads libnano_rpd.so, which reads its settings then:
+# it would start recording at load unless $RPDT_AUTOSTART is 0, and say at exit
+# where its rows went unless $NANO_RPD_QUIET is 1. Importing nanoprobe must not
+# start recording (Tracer().start() and `python -m nanoprobe` do), and the
+# Python front end names its file itself, so the import holds both when the
+# user did not choose, without passing that choice on to children.
+_held = {name: value for name, value in (("RPDT_AUTOSTART", "0"), ("NANO_RPD_QUIET", "1"))
+         if name not in os.environ}
+os.environ.update(_held)
 try:
     from . import _nanoprobe
 finally:
-    if _autostart is None:
-        del os.environ["RPDT_AUTOSTART"]
-del _autostart
+    for _name in _held:
+        del os.environ[_name]
+del _held
 
 from . import atomics  # noqa: E402
 
 __all__ = ["Tracer", "Profiler", "signpost", "atomics", "name_thread"]
 
 # Frames of this package are never recorded by the profiler.
+__version__ = _nanoprobe.__version__  # the project's, from CMakeLists.txt
 _nanoprobe._set_internal_prefix(os.path.dirname(os.path.abspath(__file__)) + os.sep)
 
 
@@ -121,14 +124,16 @@ class Tracer:
 
 
 def _env_flag(name):
-    """The boolean value of $name ("1", "true", "yes", "on" or the opposite);
-    anything else gets one warning on stderr and False."""
+    """The boolean value of $name ("1", "true", "yes", "on" or the opposite,
+    in any case); anything else gets one warning on stderr and False, as in
+    the C runtime (nano/settings.h)."""
     value = os.environ.get(name, "")
     if value.lower() in ("1", "true", "yes", "on"):
         return True
     if value.lower() in ("", "0", "false", "no", "off"):
         return False
-    sys.stderr.write("nanoprobe: %s=%r is not a boolean; using 0\n" % (name, value))
+    sys.stderr.write("nanoprobe: %s=%s: expected 1/0, on/off, true/false or yes/no; "
+                     "taken as off\n" % (name, value))
     return False
 
 

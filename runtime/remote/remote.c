@@ -30,6 +30,7 @@
  */
 #define _GNU_SOURCE
 #include <nano/remote.h>
+#include <nano/settings.h>
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -398,10 +399,9 @@ static void rm_atfork_child(void) {
 
 /* Reads NANO_REMOTE once per image, registers the fork handler, listens. */
 __attribute__((constructor)) static void rm_init(void) {
-  const char *env = getenv("NANO_REMOTE");
-  rm.enabled = !env || strcmp(env, "0") != 0;
-  if (env && *env && strcmp(env, "0") && strcmp(env, "1"))
-    rm_warn("NANO_REMOTE='%.32s' is neither 0 nor 1; using 1 (listening)", env);
+  int on = 1; /* a malformed value: not listening (nano/settings.h) */
+  nano_env_bool("NANO_REMOTE", &on);
+  rm.enabled = on;
   if (pthread_atfork(NULL, NULL, rm_atfork_child) != 0) rm_warn("pthread_atfork failed");
   rm_start();
 }

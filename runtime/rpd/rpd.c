@@ -169,11 +169,12 @@ static int g_truncate;                         /* rpd_set_filename(.., 0)    */
 static double g_autoflush_hz;                  /* RPDT_AUTOFLUSH             */
 static int g_stack_depth;                      /* RPDT_STACKFRAMES/NANO_RPD_STACKDEPTH */
 static int g_drop;                             /* NANO_RPD_DROP              */
+static int g_quiet;                            /* NANO_RPD_QUIET             */
 static const char *g_sync_mode = "OFF";        /* NANO_RPD_SYNC              */
 static uint32_t g_cfg_slots = RPD_DEFAULT_SLOTS; /* NANO_RPD_BUFFER          */
 static int g_crash_wait_ms = RPD_DEFAULT_CRASH_WAIT_MS; /* NANO_RPD_CRASH_WAIT_MS */
 
-/* A boolean setting: `dflt` when unset or malformed (nano/settings.h says why). */
+/* A boolean setting: `dflt` when unset, off when malformed (nano/settings.h). */
 static int rpd_env_bool(const char *name, int dflt) {
   int v = dflt;
   nano_env_bool(name, &v);
@@ -1262,6 +1263,7 @@ struct rpd_writer {
   uint64_t lost_records; /* records consumed after it, not written */
   int64_t drop_meta_id;
   uint64_t dropped_written;
+  uint64_t written_rows; /* rows committed by this process's writer */
   const char *schemas[RPDW_SCHEMAS]; /* job schemas run on this connection */
   int nschemas;
 };
@@ -1556,6 +1558,7 @@ static int rpdw_commit(void) {
   if (g_w.failed) return -1;
   if (rpdw_exec("COMMIT", "cannot commit") != 0) return -1;
   g_w.in_txn = 0;
+  g_w.written_rows += g_w.txn_rows;
   return 0;
 }
 
@@ -2509,6 +2512,11 @@ static void rpd_writer_stop(void) {
             g_drop ? " (NANO_RPD_DROP=1)"
             : locked ? " while the writer waited for another process's lock on the file" : "");
   if (g_w.failed && (g_w.lost_rows || g_w.lost_records)) rpdw_report_lost();
+  /* the one line at exit that says where the records went (not under
+   * `nanoprobe run`, which prints a summary of its own) */
+  if (g_w.db && !g_w.failed && !g_quiet)
+    rpd_log("%s: %llu rows written by pid %d", g_w.path, (unsigned long long)g_w.written_rows,
+            (int)getpid());
   rpdw_close();
 }
 
@@ -2752,6 +2760,7 @@ __attribute__((constructor)) static void rpd_init(void) {
     g_stack_depth = (int)rpd_env_uint("NANO_RPD_STACKDEPTH", 1, RPD_MAX_STACK_DEPTH,
                                       RPD_DEFAULT_STACK_DEPTH);
   g_drop = rpd_env_bool("NANO_RPD_DROP", 0);
+  g_quiet = rpd_env_bool("NANO_RPD_QUIET", 0);
   uint64_t slots = rpd_env_uint("NANO_RPD_BUFFER", 1, RPD_MAX_SLOTS, RPD_DEFAULT_SLOTS);
   uint32_t p = RPD_MIN_SLOTS;
   while (p < slots) p <<= 1;

@@ -17,7 +17,9 @@
 extern "C" {
 #endif
 
-/* 1/0, on/off, true/false, yes/no, in any case. */
+/* 1/0, on/off, true/false, yes/no, in any case. A malformed value is off:
+ * *out = 0 (so the program runs with the switch's feature off, whatever its
+ * default), the return -1 and the message as for every reader. */
 int nano_env_bool(const char *name, int *out);
 /* A decimal integer in [lo, hi]. */
 int nano_env_uint(const char *name, uint64_t lo, uint64_t hi, uint64_t *out);
