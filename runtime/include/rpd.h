@@ -158,13 +158,30 @@ extern __thread struct nano_rpd_thread nano_rpd_thread_v1 __attribute__((tls_mod
 extern uint32_t nano_rpd_fast_v1; /* epoch << 1 | 1 while the inline path may record, else 0 */
 #endif
 
+#if defined(__GNUC__)
+/* The inline path reads and writes its shared words as volatile, not through
+ * __atomic builtins: the same instructions (an aligned word's load or store is
+ * one move; on x86-64 a release store is a plain store after a compiler
+ * barrier), and the plugin, which counts every __atomic operation of a
+ * program built with it, neither counts the tracer's nor calls its hook on
+ * this path. */
+#define NANO_RPD_LOAD_(p) (*(volatile __typeof__(*(p)) *)(p))
+#define NANO_RPD_STORE_(p, v) (*(volatile __typeof__(*(p)) *)(p) = (v))
+#endif
+
 #if defined(__GNUC__) && defined(__x86_64__) && !defined(NANO_RPD_NO_INLINE)
+/* x86-64 (TSO): a store after a compiler barrier has release semantics. */
+#define NANO_RPD_STORE_RELEASE_(p, v) \
+  do {                                \
+    __asm__ __volatile__("" ::: "memory"); \
+    NANO_RPD_STORE_(p, v);            \
+  } while (0)
 static inline struct nano_rpd_rec *nano_rpd_slot_(struct nano_rpd_ring *b) {
   uint64_t h = b->head;
   return h + 1 - b->tail_seen <= b->nslots / 2 ? &b->slots[h & (b->nslots - 1)] : 0;
 }
 static inline void nano_zone_push_(uint32_t name) {
-  uint32_t st = __atomic_load_n(&nano_rpd_fast_v1, __ATOMIC_RELAXED);
+  uint32_t st = NANO_RPD_LOAD_(&nano_rpd_fast_v1);
   struct nano_rpd_thread *t = &nano_rpd_thread_v1;
   struct nano_rpd_rec *r;
   if (__builtin_expect((st & 1) && t->ring && (r = nano_rpd_slot_(t->ring)), 1)) {
@@ -176,14 +193,14 @@ static inline void nano_zone_push_(uint32_t name) {
     r->s[1] = name ? NANO_RPD_REF_INTERNED | name : 0;
     r->s[2] = 0;
     r->s[3] = 0;
-    __atomic_store_n(&t->ring->head, t->ring->head + 1, __ATOMIC_RELEASE);
+    NANO_RPD_STORE_RELEASE_(&t->ring->head, t->ring->head + 1);
     t->depth++;
     return;
   }
   rpd_rangePushInterned(0, name, 0);
 }
 static inline void nano_zone_end_(int *unused) {
-  uint32_t st = __atomic_load_n(&nano_rpd_fast_v1, __ATOMIC_RELAXED);
+  uint32_t st = NANO_RPD_LOAD_(&nano_rpd_fast_v1);
   struct nano_rpd_thread *t = &nano_rpd_thread_v1;
   uint32_t d = t->depth - 1; /* a range at depth d < 64 not recorded has bit d */
   struct nano_rpd_rec *r;
@@ -194,7 +211,7 @@ static inline void nano_zone_end_(int *unused) {
     r->nslots = 1;
     r->epoch = st >> 1;
     r->t0 = (int64_t)__builtin_ia32_rdtsc();
-    __atomic_store_n(&t->ring->head, t->ring->head + 1, __ATOMIC_RELEASE);
+    NANO_RPD_STORE_RELEASE_(&t->ring->head, t->ring->head + 1);
     t->depth = d;
     return;
   }
@@ -211,10 +228,10 @@ static inline void nano_zone_end_(int *unused) { (void)unused; rpd_rangePop(); }
  * as Tracy's source locations) and every entry takes the inline path above;
  * any other name is copied at each entry, as rpd_rangePush does. */
 static inline void nano_zone_begin_(uint32_t *site, const char *name) {
-  uint32_t h = __atomic_load_n(site, __ATOMIC_RELAXED);
+  uint32_t h = NANO_RPD_LOAD_(site);
   if (!h) {
     h = rpd_intern(name);
-    __atomic_store_n(site, h, __ATOMIC_RELAXED);
+    NANO_RPD_STORE_(site, h);
   }
   nano_zone_push_(h);
 }
