@@ -1,0 +1,373 @@
+#!/usr/bin/env python3
+"""The front door: `nanoprobe run`, `nanoprobe cc`/`cflags`, the plugin's
+check of the compiler's LLVM, --version everywhere, boolean settings, and an
+installed prefix used by another project.
+
+usage: test_frontdoor.py BUILD_DIR SOURCE_DIR CASE WORKDIR
+       test_frontdoor.py --list
+"""
+import os
+import re
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from testlib import check, fail  # noqa: E402
+
+BUILD, SRC, CASE, WORK = sys.argv[1:5] if sys.argv[1:] != ["--list"] else (None,) * 4
+if BUILD:
+    NANOPROBE = os.path.join(BUILD, "tools/nanoprobe/nanoprobe")
+    RPD = os.path.join(BUILD, "tools/rpd/rpd")
+    LIBRPD = os.path.join(BUILD, "runtime/rpd/libnano_rpd.so")
+    MEMORY = os.path.join(BUILD, "examples/memory")
+    PLUGIN15 = os.path.join(BUILD, "llvm-pass/libNanoPass.so")
+    PLUGIN22 = os.path.join(BUILD, "llvm-22/llvm-pass/libNanoPass.so")
+    VERSION = re.search(r"project\(nanoprobe VERSION ([0-9.]+)",
+                        open(os.path.join(SRC, "CMakeLists.txt")).read()).group(1)
+
+ATOMICS_C = r"""
+#include <stdio.h>
+static long n;
+int main(int argc, char **argv) {
+  (void)argv;
+  for (int i = 0; i < 100 * argc; i++) __atomic_fetch_add(&n, 1, __ATOMIC_SEQ_CST);
+  printf("n=%ld\n", n);
+  return 0;
+}
+"""
+
+
+def run(cmd, code=0, env=None, cwd=None, timeout=120, **kw):
+    """Runs cmd; checks the exit status; returns the CompletedProcess."""
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=cwd or WORK,
+                       timeout=timeout, **kw)
+    check(p.returncode == code, "%s: exit %d, expected %d\nstdout:\n%s\nstderr:\n%s"
+          % (" ".join(cmd), p.returncode, code, p.stdout, p.stderr))
+    return p
+
+
+def clean_env(**extra):
+    """The environment without the suite's nanoprobe settings."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("NANO_", "RPDT_")) and k not in ("LD_PRELOAD", "PYTHONPATH")}
+    env.update(extra)
+    return env
+
+
+def query(trace, sql):
+    db = sqlite3.connect(trace)
+    try:
+        return db.execute(sql).fetchall()
+    finally:
+        db.close()
+
+
+def build_atomics(compiler="clang-15"):
+    """An instrumented program with atomics, built with `nanoprobe cc`."""
+    src = os.path.join(WORK, "atomics.c")
+    with open(src, "w") as f:
+        f.write(ATOMICS_C)
+    exe = os.path.join(WORK, "atomics-" + compiler)
+    run([NANOPROBE, "cc", "--", compiler, "-O2", "-g", src, "-o", exe])
+    return exe
+
+
+def case_run_default():
+    # a new file per run, the application's streams and exit status kept
+    for n in (1, 2):
+        p = run([NANOPROBE, "run", "--", MEMORY], env=clean_env())
+        trace = os.path.join(WORK, "nanoprobe-%d.rpd" % n)
+        check(os.path.exists(trace), "run %d: no %s" % (n, trace))
+        check(p.stdout == "memory: 4096 threads scaled twice, results checked\n",
+              "the application's stdout is its own: %r" % p.stdout)
+        check("nanoprobe: trace written to %s" % trace in p.stderr, p.stderr)
+        check("ranges and API calls" in p.stderr and "nanoLaunchKernel" in p.stderr,
+              "summary: %s" % p.stderr)
+        rows = query(trace, "SELECT count(*) FROM api WHERE apiName='nanoLaunchKernel'")
+        check(rows == [(2,)], "run %d: 2 launches recorded, got %s" % (n, rows))
+        check("rows written by pid" not in p.stderr, "no tracer exit line under run: " + p.stderr)
+    p = run([NANOPROBE, "run", "-q", "--", "sh", "-c", "echo out; echo err >&2; exit 3"], code=3,
+            env=clean_env())
+    check(p.stdout == "out\n" and "err\n" in p.stderr, (p.stdout, p.stderr))
+    check("trace written to" in p.stderr and "ranges and API calls" not in p.stderr,
+          "-q: only the trace's path: " + p.stderr)
+
+
+def case_run_output():
+    trace = os.path.join(WORK, "out.rpd")
+    env = clean_env()
+    run([NANOPROBE, "run", "-q", "-o", trace, "--", MEMORY], env=env)
+    p = run([NANOPROBE, "run", "-o", trace, "--", "sh", "-c", "touch started"], code=2, env=env)
+    check("out.rpd exists; --append adds to it, --force replaces it" in p.stderr, p.stderr)
+    check(not os.path.exists(os.path.join(WORK, "started")), "refused: the program did not start")
+    run([NANOPROBE, "run", "-q", "--append", "-o", trace, "--", MEMORY], env=env)
+    check(query(trace, "SELECT count(DISTINCT pid) FROM rocpd_api") == [(2,)], "--append adds")
+    run([NANOPROBE, "run", "-q", "--force", "-o", trace, "--", MEMORY], env=env)
+    check(query(trace, "SELECT count(DISTINCT pid) FROM rocpd_api") == [(1,)], "--force replaces")
+    locked = os.path.join(WORK, "ro")
+    os.makedirs(locked, exist_ok=True)
+    os.chmod(locked, 0o500)
+    try:
+        if os.access(locked, os.W_OK):  # root writes anywhere: use a path that cannot exist
+            bad = "/proc/nanoprobe-no/such.rpd"
+        else:
+            bad = os.path.join(locked, "t.rpd")
+        p = run([NANOPROBE, "run", "-o", bad, "--", "sh", "-c", "touch started"], code=2, env=env)
+        check("cannot write the trace file %s" % bad in p.stderr, p.stderr)
+        check(not os.path.exists(os.path.join(WORK, "started")), "unwritable: nothing started")
+    finally:
+        os.chmod(locked, 0o700)
+
+
+def case_run_missing():
+    p = run([NANOPROBE, "run", "--", "./no-such-app"], code=127, env=clean_env())
+    check("./no-such-app: no such program" in p.stderr, p.stderr)
+    p = run([NANOPROBE, "run", "--", "no-such-app-on-path"], code=127, env=clean_env())
+    check("no-such-app-on-path: no such program" in p.stderr, p.stderr)
+    text = os.path.join(WORK, "not-exec")
+    with open(text, "w") as f:
+        f.write("#!/bin/sh\n")
+    os.chmod(text, 0o644)
+    p = run([NANOPROBE, "run", "--", text], code=127, env=clean_env())
+    check("not-exec: not executable" in p.stderr, p.stderr)
+    check(not [f for f in os.listdir(WORK) if f.startswith("nanoprobe-")],
+          "no trace file for a program that does not exist")
+    for args, what in ((["-d", "sometimes"], "--dispatches 'sometimes'"),
+                       (["-t", "csv"], "--format 'csv': expected text or json"),
+                       (["-c", "/tmp"], "kernel caches"),
+                       (["--append"], "--append needs -o FILE"),
+                       (["--bogus"], "unknown option '--bogus'"),
+                       ([], "no program to run")):
+        p = run([NANOPROBE, "run", *args] + (["--", "true"] if args else []), code=2,
+                env=clean_env())
+        check(what in p.stderr, "%s: %s" % (args, p.stderr))
+
+
+def case_run_signals():
+    # the application's death by a signal is ours too
+    p = subprocess.run([NANOPROBE, "run", "-q", "--", "sh", "-c", "kill -SEGV $$"],
+                       capture_output=True, text=True, env=clean_env(), cwd=WORK, timeout=60)
+    check(p.returncode == -signal.SIGSEGV, "died of SIGSEGV: %d %s" % (p.returncode, p.stderr))
+    check("died of signal %d" % signal.SIGSEGV in p.stderr, p.stderr)
+    # SIGTERM sent to nanoprobe reaches the application, which can handle it
+    script = "trap 'echo got-term; exit 7' TERM; echo ready; while :; do sleep 0.05; done"
+    proc = subprocess.Popen([NANOPROBE, "run", "-q", "--", "sh", "-c", script], cwd=WORK,
+                            env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    check(proc.stdout.readline() == "ready\n", "the application started")
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=30)
+    check(proc.returncode == 7 and "got-term" in out, "SIGTERM passed on: %d %r %r"
+          % (proc.returncode, out, err))
+
+
+def case_run_fork_exec():
+    trace = os.path.join(WORK, "fork.rpd")
+    p = run([NANOPROBE, "run", "-o", trace, "--", "sh", "-c",
+             "cd / && %s >/dev/null && %s >/dev/null" % (MEMORY, MEMORY)], env=clean_env())
+    pids = query(trace, "SELECT count(DISTINCT pid) FROM api WHERE apiName='nanoLaunchKernel'")
+    check(pids == [(2,)], "both exec'ed programs (in another folder) append: %s" % pids)
+    check(re.search(r"\d+ processes", p.stderr), p.stderr)
+
+
+def case_run_instrumented():
+    trace = os.path.join(WORK, "mem.rpd")
+    p = run([NANOPROBE, "run", "-o", trace, "-e", "-k", "scale_strided", "-d", "first",
+             "-a", "MemoryAnalysis", "-t", "json", "-l", os.path.join(WORK, "reports.json"),
+             "--", MEMORY], env=clean_env())
+    for var in ("NANO_INSTRUMENT=1", "NANO_KERNELS=scale_strided", "NANO_DISPATCHES=first",
+                "NANO_ANALYZERS=MemoryAnalysis", "NANO_ANALYZER_FORMAT=json"):
+        check("nanoprobe: " + var in p.stderr, "-e shows %s: %s" % (var, p.stderr))
+    kernels = query(trace, "SELECT kernel_name FROM nano_dispatch")
+    check(kernels == [("scale_strided",)], "only the selected kernel: %s" % kernels)
+    check(re.search(r"scale_strided\s+\S+memory\.c:34\s+load\s+1024\s+256\s+4\.00", p.stderr),
+          "the summary names the strided load: " + p.stderr)
+    reports = open(os.path.join(WORK, "reports.json")).read()
+    check('"analyzer"' in reports or '"MemoryAnalysis"' in reports, "-l -t json: " + reports[:200])
+
+
+def case_run_atomics():
+    exe = build_atomics()
+    p = run([NANOPROBE, "run", "--atomics", "--", exe], env=clean_env())
+    check(re.search(r"__atomic_fetch_add\s+100\b", p.stderr), "atomics per kind: " + p.stderr)
+    check("busiest atomic sites" in p.stderr and "atomics.c:6" in p.stderr, p.stderr)
+    p = run([NANOPROBE, "run", "--atomics", "--", MEMORY], env=clean_env())
+    check("atomics: none counted" in p.stderr, p.stderr)
+
+
+def case_run_python():
+    script = os.path.join(WORK, "prog.py")
+    with open(script, "w") as f:
+        f.write("def leaf(n):\n    return n + 1\n\nfor i in range(50):\n    leaf(i)\n")
+    trace = os.path.join(WORK, "py.rpd")
+    python = shutil.which("python3")
+    p = run([NANOPROBE, "run", "--python", "-o", trace, "--", python, script], env=clean_env())
+    rows = query(trace, "SELECT count(*) FROM api WHERE domain='python' AND apiName LIKE '%leaf'")
+    check(rows == [(50,)], "every Python call recorded: %s\n%s" % (rows, p.stderr))
+
+
+def case_plugin_mismatch():
+    src = os.path.join(WORK, "empty.c")
+    open(src, "w").write("int main(void) { return 0; }\n")
+    for compiler, plugin, other, match in (("clang-14", PLUGIN15, 14, None),
+                                           ("clang-22", PLUGIN15, 22, PLUGIN22),
+                                           ("clang-15", PLUGIN22, 15, PLUGIN15)):
+        if not shutil.which(compiler) or not os.path.exists(plugin):
+            fail("%s or %s missing" % (compiler, plugin))
+        p = run([compiler, "-O2", "-fpass-plugin=" + plugin, "-c", src, "-o", src + ".o"],
+                code=1)
+        mine = 15 if plugin == PLUGIN15 else 22
+        want = "is built for LLVM %d, but this compiler is LLVM %d" % (mine, other)
+        check(want in p.stderr, "%s: %s" % (compiler, p.stderr))
+        check("Stack dump" not in p.stderr and "Segmentation" not in p.stderr, p.stderr)
+        if match:
+            check("use " + os.path.realpath(match) in p.stderr or "use " + match in p.stderr,
+                  "names the matching plugin: " + p.stderr)
+    run(["clang-22", "-O2", "-fpass-plugin=" + PLUGIN22, "-c", src, "-o", src + ".o"])
+
+
+def case_cc():
+    for compiler in ("clang-15", "clang-22"):
+        exe = build_atomics(compiler)
+        out = os.path.join(WORK, compiler + ".json")
+        run([exe], env=clean_env(LD_PRELOAD=os.path.join(BUILD, "runtime/tracker/libnano_tracker.so"),
+                                 NANO_TRACKER_FORMAT="json", NANO_TRACKER_OUTPUT=out))
+        text = open(out).read()
+        check(re.search(r'"__atomic_fetch_add":\s*100\b', text),
+              "%s: built with the plugin, atomics counted: %s" % (compiler, text))
+        p = run([NANOPROBE, "cflags", "--compiler", compiler])
+        plugin = PLUGIN15 if compiler == "clang-15" else PLUGIN22
+        check(p.stdout.startswith("-fpass-plugin=" + os.path.realpath(plugin)), p.stdout)
+        check(" -I" in p.stdout, "cflags has the header folders: " + p.stdout)
+    p = run([NANOPROBE, "cc", "--", "gcc", "-c", "x.c"], code=2)
+    check("'gcc' is not a clang" in p.stderr and "prelude" in p.stderr, p.stderr)
+    p = run([NANOPROBE, "cc", "--", "clang-14", "-c", "x.c"], code=2)
+    check("'clang-14' is LLVM 14; nanoprobe has plugins for LLVM 15, 22 only" in p.stderr,
+          p.stderr)
+    p = run([NANOPROBE, "cc", "--", "no-such-cc", "-c", "x.c"], code=127)
+    check("compiler 'no-such-cc' not found" in p.stderr, p.stderr)
+
+
+def case_version():
+    for tool, name in ((NANOPROBE, "nanoprobe"), (RPD, "rpd"),
+                       (os.path.join(BUILD, "tools/kerneldb/kerneldb"), "kerneldb"),
+                       (os.path.join(BUILD, "tools/rpdremote/rpdremote"), "rpdremote")):
+        p = run([tool, "--version"])
+        check(p.stdout.strip() in ("%s %s" % (name, VERSION), "%s (nanoprobe) %s" % (name, VERSION)),
+              "%s --version: %r" % (name, p.stdout))
+    p = run([sys.executable, "-m", "nanoprobe", "--version"],
+            env=dict(clean_env(), PYTHONPATH=os.path.join(BUILD, "python")))
+    check(p.stdout.strip() == "nanoprobe (Python) %s" % VERSION, "python: %r" % p.stdout)
+
+
+def case_settings_bool():
+    env = clean_env(LD_PRELOAD=LIBRPD)
+    for value, recorded in (("YES", True), ("On", True), ("bogus", False), ("0", False)):
+        trace = os.path.join(WORK, "b-%s.rpd" % value)
+        p = run([MEMORY], env=dict(env, RPDT_FILENAME=trace, RPDT_AUTOSTART=value))
+        made = os.path.exists(trace) and query(trace, "SELECT count(*) FROM rocpd_api")[0][0] > 0
+        check(made == recorded, "RPDT_AUTOSTART=%s: recorded %s\n%s" % (value, made, p.stderr))
+        if value == "bogus":
+            check("RPDT_AUTOSTART=bogus: expected 1/0, on/off, true/false or yes/no; taken as off"
+                  in p.stderr, p.stderr)
+    # the tracer alone says where its rows went, once per process
+    trace = os.path.join(WORK, "alone.rpd")
+    p = run([MEMORY], env=dict(env, RPDT_FILENAME=trace))
+    lines = [l for l in p.stderr.splitlines() if "rows written by pid" in l]
+    check(len(lines) == 1 and trace in lines[0], "one exit line naming the file: " + p.stderr)
+
+
+def case_install():
+    prefix = os.path.join(WORK, "prefix")
+    shutil.rmtree(prefix, ignore_errors=True)
+    run(["cmake", "--install", BUILD, "--prefix", prefix])
+    # nothing of the build tree in the environment
+    path = ":".join(d for d in os.environ.get("PATH", "").split(":") if BUILD not in d)
+    env = clean_env(PATH=path)
+    env.pop("LD_LIBRARY_PATH", None)
+    for tool in ("nanoprobe", "rpd", "kerneldb", "rpdremote"):
+        run([os.path.join(prefix, "bin", tool), "--version"], env=env)
+    outside = os.path.join(SRC, "tests/frontdoor/outside")
+    pc_env = dict(env, PKG_CONFIG_PATH=os.path.join(prefix, "lib/pkgconfig"))
+
+    def pkg(*args):
+        return run(["pkg-config", *args], env=pc_env).stdout.split()
+
+    plugin = pkg("--variable=plugin_llvm22", "nanoprobe-rpd")[0]
+    check(os.path.exists(plugin) and plugin.startswith(prefix), "pkg-config's plugin: " + plugin)
+    exe_pc = os.path.join(WORK, "app-pc")
+    run(["clang-22", "-O2", "-g", "-fpass-plugin=" + plugin, *pkg("--cflags", "nanoprobe-rpd"),
+         os.path.join(outside, "app.c"), "-o", exe_pc, *pkg("--libs", "nanoprobe-rpd"),
+         "-Wl,-rpath," + pkg("--variable=libdir", "nanoprobe-rpd")[0]], env=pc_env)
+    cm_build = os.path.join(WORK, "cmake-build")
+    shutil.rmtree(cm_build, ignore_errors=True)
+    run(["cmake", "-S", outside, "-B", cm_build, "-DCMAKE_C_COMPILER=clang-15",
+         "-DCMAKE_PREFIX_PATH=" + prefix], env=env)
+    run(["cmake", "--build", cm_build], env=env)
+    for exe in (exe_pc, os.path.join(cm_build, "app")):
+        check(run([exe], env=env).stdout == "outside: 1000 adds, 256 threads\n", exe)
+        trace = exe + ".rpd"
+        p = run([os.path.join(prefix, "bin/nanoprobe"), "run", "-a", "MemoryAnalysis", "-o",
+                 trace, "--", exe], env=env)
+        check(query(trace, "SELECT count(*) FROM api WHERE args='add'") == [(1000,)],
+              "%s: the zones: %s" % (exe, p.stderr))
+        check(query(trace, "SELECT count FROM nano_atomic_totals") == [(1000,)],
+              "%s: the atomics" % exe)
+        check(query(trace, "SELECT kernel_name FROM nano_dispatch") == [("twice",)],
+              "%s: the instrumented kernel" % exe)
+        # the preloaded library of the prefix loads on its own
+        run([exe], env=dict(env, LD_PRELOAD=os.path.join(prefix, "lib/libnano_rpd.so"),
+                            RPDT_FILENAME=exe + ".2.rpd"))
+    p = run([os.path.join(prefix, "bin/nanoprobe"), "cflags", "--compiler", "clang-15"], env=env)
+    check(p.stdout.startswith("-fpass-plugin=" + os.path.join(prefix, "lib/nanoprobe/llvm-15/")),
+          "cflags from the prefix: " + p.stdout)
+    script = os.path.join(WORK, "prog.py")
+    with open(script, "w") as f:
+        f.write("def leaf():\n    pass\n\nleaf()\n")
+    trace = os.path.join(WORK, "py-installed.rpd")
+    run([os.path.join(prefix, "bin/nanoprobe"), "run", "-q", "--python", "-o", trace, "--",
+         sys.executable, script], env=env)
+    check(query(trace, "SELECT count(*) FROM api WHERE apiName LIKE '%leaf'") == [(1,)],
+          "--python from the prefix")
+
+
+def case_readme_tour():
+    """The README's tour, run as written (from a folder that looks like the
+    repository root: build/ and examples/), so it cannot drift."""
+    text = open(os.path.join(SRC, "README.md")).read()
+    m = re.search(r"## A five-minute tour\n.*?```sh\n(.*?)```", text, re.S)
+    check(m, "README.md has a tour with a sh block")
+    os.symlink(BUILD, os.path.join(WORK, "build"))
+    os.symlink(os.path.join(SRC, "examples"), os.path.join(WORK, "examples"))
+    p = run(["bash", "-euo", "pipefail", "-c", m.group(1)], env=clean_env(), timeout=300)
+    out = p.stdout + p.stderr
+    check("NANO TRACKER {" in out, "step 2 counts atomics: " + out[-2000:])
+    check(re.search(r"__atomic_compare_exchange\s+\d+", out), "step 3 sums atomics up")
+    check(re.search(r"scale_strided\s+\S+memory\.c:34\s+load\s+1024\s+256\s+4\.00", out),
+          "steps 4/5 name the strided load")
+    for f in ("jobs.json", "kernels.html", "fib.rpd"):
+        check(os.path.getsize(os.path.join(WORK, f)) > 0, f + " written")
+    calls = query(os.path.join(WORK, "fib.rpd"), "SELECT count(*) FROM api WHERE apiName LIKE '%fib'")
+    check(calls == [(1973,)], "step 6: fib(15) makes 1973 calls, got %s" % calls)
+
+
+CASES = {"readme_tour": case_readme_tour, "run_default": case_run_default, "run_output": case_run_output,
+         "run_missing": case_run_missing, "run_signals": case_run_signals,
+         "run_fork_exec": case_run_fork_exec, "run_instrumented": case_run_instrumented,
+         "run_atomics": case_run_atomics, "run_python": case_run_python,
+         "plugin_mismatch": case_plugin_mismatch, "cc": case_cc, "version": case_version,
+         "settings_bool": case_settings_bool, "install": case_install}
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--list"]:
+        print("\n".join(CASES))
+        sys.exit(0)
+    WORK = os.path.join(WORK, CASE)
+    shutil.rmtree(WORK, ignore_errors=True)
+    os.makedirs(WORK)
+    CASES[CASE]()
+    print("PASS " + CASE)
