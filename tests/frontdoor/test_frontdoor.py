@@ -174,6 +174,17 @@ def case_run_fork_exec():
     check(re.search(r"\d+ processes", p.stderr), p.stderr)
 
 
+def case_run_nvtx():
+    # NVTX 3 ranges of a program never linked with nanoprobe
+    app = os.path.join(BUILD, "tests/rpd/nvtx_app")
+    check(os.path.exists(app), "nvtx_app was not built (no nvtx3 headers)")
+    trace = os.path.join(WORK, "nvtx.rpd")
+    p = run([NANOPROBE, "run", "-o", trace, "--", app], env=clean_env())
+    rows = query(trace, "SELECT count(*) FROM api WHERE args IN ('nvtx-outer', 'nvtx-mark')")
+    check(rows == [(2,)], "NVTX range and mark recorded: %s\n%s" % (rows, p.stderr))
+    check("nvtx-outer" in p.stderr, "the summary names the NVTX range: " + p.stderr)
+
+
 def case_run_instrumented():
     trace = os.path.join(WORK, "mem.rpd")
     p = run([NANOPROBE, "run", "-o", trace, "-e", "-k", "scale_strided", "-d", "first",
@@ -357,7 +368,7 @@ def case_readme_tour():
 
 CASES = {"readme_tour": case_readme_tour, "run_default": case_run_default, "run_output": case_run_output,
          "run_missing": case_run_missing, "run_signals": case_run_signals,
-         "run_fork_exec": case_run_fork_exec, "run_instrumented": case_run_instrumented,
+         "run_fork_exec": case_run_fork_exec, "run_nvtx": case_run_nvtx, "run_instrumented": case_run_instrumented,
          "run_atomics": case_run_atomics, "run_python": case_run_python,
          "plugin_mismatch": case_plugin_mismatch, "cc": case_cc, "version": case_version,
          "settings_bool": case_settings_bool, "install": case_install}

@@ -10,7 +10,8 @@
  *     not exist unless --append (add to it) or --force (replace it) says so;
  *     a file that cannot be written: exit 2 naming it, nothing started;
  *   - the environment: LD_PRELOAD gets libnano_rpd.so (tracer, atomics
- *     counts and the dispatch of instrumented kernels in one library),
+ *     counts and the dispatch of instrumented kernels in one library), and
+ *     so does NVTX_INJECTION64_PATH unless set (NVTX 3 ranges and marks),
  *     RPDT_FILENAME the trace's absolute path (children that change folder,
  *     fork or exec append to the same file), NANO_RPD_QUIET=1 (this summary
  *     replaces the tracer's exit line), and the NANO_* settings the options
@@ -262,6 +263,9 @@ static int run_environment(const struct run_opts *o, const char *trace, struct r
   }
   if (run_prepend(e, "LD_PRELOAD", lib) || run_setenv(e, "RPDT_FILENAME", trace) ||
       run_setenv(e, "NANO_RPD_QUIET", "1"))
+    return RUN_EXIT_USAGE;
+  /* NVTX 3 loads its tool from here at the first NVTX call: ranges, marks */
+  if (!getenv("NVTX_INJECTION64_PATH") && run_setenv(e, "NVTX_INJECTION64_PATH", lib))
     return RUN_EXIT_USAGE;
   if (o->instrumented && run_setenv(e, "NANO_INSTRUMENT", "1")) return RUN_EXIT_USAGE;
   if (o->kernels && run_setenv(e, "NANO_KERNELS", o->kernels)) return RUN_EXIT_USAGE;

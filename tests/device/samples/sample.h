@@ -1,4 +1,4 @@
-/* Sample kernels for the device tests: HIP (hipcc) or CUDA (clang -x cuda). */
+/* Sample kernels for the device tests: HIP (hipcc) or CUDA (clang-22 -x cuda). */
 #ifndef NANO_SAMPLE_H
 #define NANO_SAMPLE_H
 #if defined(__HIP__)
