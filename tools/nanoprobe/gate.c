@@ -9,7 +9,12 @@
  * Metric "atomics" (default): runs the command with libnano_tracker.so in
  * LD_PRELOAD and NANO_TRACKER_FORMAT=json, one dump per process into a
  * private temporary folder, and sums the dumps; or reads --current. Counts are
- * compared per kind and per site (file:line:column, function, kind).
+ * compared per kind and per site. A site is identified by what survives edits
+ * that do not touch atomics (gate_stabilize): its path relative to the source
+ * root (--root, $NANO_GATE_ROOT, else the git checkout; a baseline stores
+ * its own), function, kind, order and ordinal among that function's sites of
+ * that kind; its line and column are shown, not matched. A run with no
+ * instrumented site, or none in common with the baseline, is an error (2).
  * Metric "instructions": counts the instructions the command executes, with
  * valgrind's callgrind (children traced too) or `perf stat -e instructions:u`,
  * and compares that one number.
@@ -68,6 +73,7 @@ struct gate_opts {
   int instructions;    /* --metric instructions */
   int update;
   int kinds_only;      /* compare per-kind totals, not sites */
+  const char *root;    /* --root, $NANO_GATE_ROOT or the git checkout: stripped from paths */
   /* tolerances by scope: every count, kind totals, sites, one kind each */
   struct gate_tol all, kinds, sites, kind[NANO_KIND_COUNT];
   int has_kinds, has_sites, has_kind[NANO_KIND_COUNT];
@@ -79,26 +85,33 @@ struct gate_opts {
 struct gate_counts {
   json_t *doc;   /* the document as written to a baseline */
   json_t *kinds; /* name -> count (borrowed from doc, or owned for instructions) */
-  json_t *sites; /* key -> count (owned) */
-  json_t *site_docs; /* key -> the site's first object, when measuring (owned) */
+  json_t *sites; /* exact key -> count (owned): merges the dumps of processes */
+  json_t *site_docs; /* exact key -> the site's first object (owned) */
+  json_t *stable;    /* stable key -> count (owned): what is compared */
+  json_t *where;     /* stable key -> "file:line:column" (owned), for messages */
 };
 
 static void gate_usage(FILE *out) {
   fputs("usage: nanoprobe gate --baseline FILE [--tolerance [SCOPE=]T]... [--kinds-only]\n"
         "                      [--update] [--metric atomics|instructions] [--tool callgrind|perf]\n"
-        "                      [--tracker LIB] -- COMMAND [ARGS...]\n"
+        "                      [--tracker LIB] [--root DIR] -- COMMAND [ARGS...]\n"
         "       nanoprobe gate --baseline FILE --current FILE [--tolerance [SCOPE=]T]... [--update]\n"
         "Compares the atomics (or instructions) COMMAND executes with a baseline;\n"
         "exit 0: within tolerance, 1: grew (diff printed), 2: bad input.\n"
         "  T: N (count), M% (of the baseline) or N+M% (both)\n"
         "  SCOPE: kinds (per-kind totals), sites (every site), or a kind (fetch_add:\n"
         "         its total and its sites); none: every count. Repeat for several.\n"
-        "  --kinds-only  compare the per-kind totals only (no sites)\n",
+        "  --kinds-only  compare the per-kind totals only (no sites)\n"
+        "  --root DIR    source root stripped from site paths (default: $NANO_GATE_ROOT,\n"
+        "                else the git checkout of the current folder)\n"
+        "A site is its path under the root, function, order, kind and ordinal among\n"
+        "that function's sites of that kind; line:column is shown, not matched.\n",
         out);
 }
 
-/* The key of a site: "file:line:column function kind". Returns a new string
- * or NULL when out of memory. */
+/* The exact key of a site: "file:line:column function kind", which merges
+ * the same site's counts from several processes. Returns a new string or
+ * NULL when out of memory. */
 static char *gate_site_key(const char *file, json_int_t line, json_int_t column,
                            const char *function, const char *kind) {
   char *key = NULL;
@@ -206,7 +219,8 @@ static int gate_read(struct gate_counts *c, const char *path, const char *role, 
   c->doc = doc;
   c->kinds = json_object();
   c->sites = json_object();
-  if (c->kinds == NULL || c->sites == NULL) {
+  c->site_docs = json_object();
+  if (c->kinds == NULL || c->sites == NULL || c->site_docs == NULL) {
     fprintf(stderr, "nanoprobe gate: out of memory reading %s\n", what);
     return 2;
   }
@@ -232,6 +246,8 @@ static void gate_free(struct gate_counts *c) {
   json_decref(c->kinds);
   json_decref(c->sites);
   json_decref(c->site_docs);
+  json_decref(c->stable);
+  json_decref(c->where);
   memset(c, 0, sizeof *c);
 }
 
@@ -419,7 +435,7 @@ static int gate_measure(struct gate_counts *c, const struct gate_opts *o) {
       fprintf(stderr, "nanoprobe gate: cannot read '%s': %s\n", dir, strerror(errno));
       goto out;
     }
-    int dumps = 0, bad = 0;
+    int bad = 0;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
       if (e->d_name[0] == '.')
@@ -437,14 +453,10 @@ static int gate_measure(struct gate_counts *c, const struct gate_opts *o) {
       if (gate_merge_atomics(c, doc, what) != 0)
         bad = 1;
       json_decref(doc);
-      dumps++;
     }
     closedir(d);
     if (bad)
       goto out;
-    if (dumps == 0)
-      fprintf(stderr, "nanoprobe gate: warning: '%s' executed no instrumented code (built with "
-                      "the plugin or the prelude?); its count is 0\n", o->cmd[0]);
   } else {
     size_t a = 0;
     int callgrind = o->tool == NULL || strcmp(o->tool, "callgrind") == 0;
@@ -503,6 +515,127 @@ out:
   return rc;
 }
 
+/* A site as the stable keys see it (strings borrowed from its object). */
+struct gate_site {
+  const char *file, *function, *kind, *order;
+  json_int_t line, column, count;
+};
+
+/* Sites of one file, function, kind and order are together, by position. */
+static int gate_site_group_cmp(const struct gate_site *a, const struct gate_site *b) {
+  int r = strcmp(a->file, b->file);
+  if (!r) r = strcmp(a->function, b->function);
+  if (!r) r = strcmp(a->kind, b->kind);
+  if (!r) r = strcmp(a->order, b->order);
+  return r;
+}
+
+static int gate_site_cmp(const void *pa, const void *pb) {
+  const struct gate_site *a = pa, *b = pb;
+  int r = gate_site_group_cmp(a, b);
+  if (!r) r = (a->line > b->line) - (a->line < b->line);
+  if (!r) r = (a->column > b->column) - (a->column < b->column);
+  return r;
+}
+
+/* file relative to root when it lies under it; file otherwise. */
+static const char *gate_relative(const char *file, const char *root) {
+  size_t n = root ? strlen(root) : 0;
+  while (n > 1 && root[n - 1] == '/')
+    n--;
+  if (n > 0 && strncmp(file, root, n) == 0 && file[n] == '/')
+    return file + n + 1;
+  return file;
+}
+
+/* A string member of a site object, "?" when missing. */
+static const char *gate_site_str(json_t *site, const char *name) {
+  const char *v = json_string_value(json_object_get(site, name));
+  return v && *v ? v : "?";
+}
+
+/*
+ * Builds c->stable and c->where from c->sites and c->site_docs. A site's
+ * stable key is "path function #n order kind": its file relative to `root`
+ * (NULL: as recorded), its function, its ordinal n among that function's
+ * sites of the same kind and order (by line, then column), its order and its
+ * kind (last: the tolerance of a kind finds it there). Line and column are
+ * shown (c->where), not matched: another checkout folder, lines added above a
+ * site or a reformat keep every key; an atomic added to a function adds one.
+ * Returns 0, or -1 when out of memory.
+ */
+static int gate_stabilize(struct gate_counts *c, const char *root) {
+  size_t n = json_object_size(c->site_docs), k = 0;
+  struct gate_site *v = calloc(n ? n : 1, sizeof *v);
+  c->stable = json_object();
+  c->where = json_object();
+  if (v == NULL || c->stable == NULL || c->where == NULL) {
+    free(v);
+    return -1;
+  }
+  const char *key;
+  json_t *doc;
+  json_object_foreach(c->site_docs, key, doc) {
+    struct gate_site *site = &v[k++];
+    site->file = gate_relative(gate_site_str(doc, "file"), root);
+    site->function = gate_site_str(doc, "function");
+    site->kind = gate_site_str(doc, "kind");
+    site->order = gate_site_str(doc, "order");
+    site->line = json_integer_value(json_object_get(doc, "line"));
+    site->column = json_integer_value(json_object_get(doc, "column"));
+    site->count = json_integer_value(json_object_get(c->sites, key));
+  }
+  qsort(v, k, sizeof *v, gate_site_cmp);
+  int rc = 0;
+  json_int_t ordinal = 0;
+  for (size_t i = 0; i < k && rc == 0; i++) {
+    ordinal = i > 0 && gate_site_group_cmp(&v[i - 1], &v[i]) == 0 ? ordinal + 1 : 0;
+    char *skey = NULL, *where = NULL;
+    if (asprintf(&skey, "%s %s #%" JSON_INTEGER_FORMAT " %s %s", v[i].file, v[i].function,
+                 ordinal, v[i].order, v[i].kind) < 0)
+      skey = NULL;
+    if (asprintf(&where, "%s:%" JSON_INTEGER_FORMAT ":%" JSON_INTEGER_FORMAT, v[i].file,
+                 v[i].line, v[i].column) < 0)
+      where = NULL;
+    rc = skey == NULL || where == NULL || gate_add(c->stable, skey, v[i].count) != 0 ||
+                 json_object_set_new(c->where, skey, json_string(where)) != 0
+             ? -1
+             : 0;
+    free(skey);
+    free(where);
+  }
+  free(v);
+  return rc;
+}
+
+/* The source root stripped from site paths: --root, $NANO_GATE_ROOT, else the
+ * top of the git checkout holding the current folder (in buf); NULL when
+ * none (paths are then compared as recorded). */
+static const char *gate_root(const struct gate_opts *o, char *buf, size_t len) {
+  if (o->root != NULL)
+    return o->root;
+  const char *env = getenv("NANO_GATE_ROOT");
+  if (env != NULL && *env)
+    return env;
+  FILE *git = popen("git rev-parse --show-toplevel 2>/dev/null", "r");
+  if (git == NULL)
+    return NULL;
+  const char *root = fgets(buf, (int)len, git) ? buf : NULL;
+  int status = pclose(git);
+  if (root == NULL || status != 0)
+    return NULL;
+  buf[strcspn(buf, "\n")] = '\0';
+  return *buf ? buf : NULL;
+}
+
+/* 1 when maps a and b share a key. */
+static int gate_overlap(json_t *a, json_t *b) {
+  const char *key;
+  json_t *v;
+  json_object_foreach(a, key, v) if (json_object_get(b, key) != NULL) return 1;
+  return 0;
+}
+
 /* The index of kind `name` ("fetch_add" or "__atomic_fetch_add"), or -1. */
 static int gate_kind_index(const char *name, size_t len) {
   static const char prefix[] = "__atomic_";
@@ -541,8 +674,8 @@ static int gate_strcmp(const void *a, const void *b) {
  * line for every count that changed. Returns the number of regressions, or -1
  * when out of memory.
  */
-static int gate_compare_map(json_t *base, json_t *cur, const char *label, int site,
-                            const struct gate_opts *o, int *changes) {
+static int gate_compare_map(json_t *base, json_t *cur, json_t *base_where, json_t *cur_where,
+                            const char *label, int site, const struct gate_opts *o, int *changes) {
   size_t n = json_object_size(base) + json_object_size(cur);
   const char **keys = calloc(n ? n : 1, sizeof *keys);
   if (keys == NULL)
@@ -567,10 +700,13 @@ static int gate_compare_map(json_t *base, json_t *cur, const char *label, int si
     char pct[32] = "new";
     if (b > 0)
       snprintf(pct, sizeof pct, "%+.2f%%", 100.0 * (double)(c - b) / (double)b);
+    const char *at = json_string_value(json_object_get(cur_where, keys[i]));
+    if (at == NULL)
+      at = json_string_value(json_object_get(base_where, keys[i]));
     printf("  %s %-10s %s: %" JSON_INTEGER_FORMAT " -> %" JSON_INTEGER_FORMAT
-           " (%+" JSON_INTEGER_FORMAT ", %s)\n",
+           " (%+" JSON_INTEGER_FORMAT ", %s)%s%s\n",
            bad ? "REGRESSED" : (c > b ? "grew     " : "shrank   "), label, keys[i], b, c, c - b,
-           pct);
+           pct, at ? " at " : "", at ? at : "");
   }
   free(keys);
   return regressions;
@@ -751,6 +887,8 @@ int nanoprobe_cmd_gate(int argc, char **argv) {
       val = &o.current;
     } else if (strcmp(a, "--tracker") == 0) {
       val = &o.tracker;
+    } else if (strcmp(a, "--root") == 0) {
+      val = &o.root;
     } else if (strcmp(a, "--tool") == 0) {
       val = &o.tool;
     } else if (strcmp(a, "--tolerance") == 0 || strcmp(a, "--metric") == 0) {
@@ -804,15 +942,46 @@ int nanoprobe_cmd_gate(int argc, char **argv) {
     goto out;
   if (o.cmd && !o.instructions)
     gate_warn_unseen(&cur, &o);
+  char rootbuf[PATH_MAX];
+  const char *root = o.instructions ? NULL : gate_root(&o, rootbuf, sizeof rootbuf);
+  if (!o.instructions) {
+    /* a baseline names the root its paths are under; older ones do not */
+    const char *base_root = json_string_value(json_object_get(base.doc, "root"));
+    if ((!o.update && gate_stabilize(&base, base_root ? base_root : root) != 0) ||
+        gate_stabilize(&cur, root) != 0 ||
+        (o.update && root && json_object_set_new(cur.doc, "root", json_string(root)) != 0)) {
+      fprintf(stderr, "nanoprobe gate: out of memory\n");
+      rc = 2;
+      goto out;
+    }
+    if (json_object_size(cur.stable) == 0) {
+      fprintf(stderr, "nanoprobe gate: %s executed no instrumented atomic (built with the plugin "
+                      "or the prelude?); nothing to %s\n",
+              o.current ? o.current : o.cmd[0], o.update ? "record" : "compare");
+      rc = 2;
+      goto out;
+    }
+    if (!o.update && json_object_size(base.stable) > 0 && !gate_overlap(base.stable, cur.stable)) {
+      fprintf(stderr, "nanoprobe gate: none of the %zu sites of this run is one of the baseline's "
+                      "%zu: another program, or sources under another root (baseline root %s, "
+                      "this run's %s; --root DIR)\n",
+              json_object_size(cur.stable), json_object_size(base.stable),
+              base_root ? base_root : "not recorded", root ? root : "none");
+      rc = 2;
+      goto out;
+    }
+  }
   if (o.update) {
     rc = gate_write_baseline(cur.doc, o.baseline);
     goto out;
   }
   int changes = 0;
-  int rk = gate_compare_map(base.kinds, cur.kinds, o.instructions ? "metric" : "kind", 0, &o,
-                            &changes);
+  int rk = gate_compare_map(base.kinds, cur.kinds, NULL, NULL,
+                            o.instructions ? "metric" : "kind", 0, &o, &changes);
   int rs = o.instructions || o.kinds_only
-               ? 0 : gate_compare_map(base.sites, cur.sites, "site", 1, &o, &changes);
+               ? 0
+               : gate_compare_map(base.stable, cur.stable, base.where, cur.where, "site", 1, &o,
+                                  &changes);
   if (rk < 0 || rs < 0) {
     fprintf(stderr, "nanoprobe gate: out of memory\n");
     rc = 2;
