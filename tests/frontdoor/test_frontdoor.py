@@ -206,6 +206,9 @@ def case_run_atomics():
     p = run([NANOPROBE, "run", "--atomics", "--", exe], env=clean_env())
     check(re.search(r"__atomic_fetch_add\s+100\b", p.stderr), "atomics per kind: " + p.stderr)
     check("busiest atomic sites" in p.stderr and "atomics.c:6" in p.stderr, p.stderr)
+    info = run([RPD, "info", os.path.join(WORK, "nanoprobe-1.rpd")]).stdout
+    check(re.search(r"host atomics per kind:\n.*\n.*\n__atomic_fetch_add\s+100\n", info),
+          "rpd info shows the totals per kind: " + info)
     p = run([NANOPROBE, "run", "--atomics", "--", MEMORY], env=clean_env())
     check("atomics: none counted" in p.stderr, p.stderr)
 

@@ -23,7 +23,7 @@ static const char rpd_info_help[] =
     "rows per table, processes (threads, API calls), threads (name, API calls; the\n"
     "first " RPD_INFO_THREADS_STR "), GPUs (queues, ops, busy time), instrumented kernel\n"
     "dispatches (the first " RPD_INFO_THREADS_STR "; records, drops) and the analyses stored\n"
-    "for them (see 'rpd report').\n";
+    "for them (see 'rpd report'), and the host atomics per kind.\n";
 
 /* Prints the row count of every table (not views, not SQLite's own). 0 or 1. */
 static int rpd_info_tables(struct rpdtool_trace *t) {
@@ -69,6 +69,19 @@ static int rpd_info_tables(struct rpdtool_trace *t) {
   rpdtool_table_free(&tb);
   sqlite3_finalize(st);
   return ret;
+}
+
+/* The host atomics the tracer stored (nano_atomic_totals, atomics.c of the
+ * tracer): totals per kind, when the trace has any. 0 or 1. */
+static int rpd_info_atomics(struct rpdtool_trace *t) {
+  int has = rpdtool_has_object(t->db, "nano_atomic_totals");
+  int64_t n = 0;
+  if (has < 0 || (has && rpdtool_int(t->db, "SELECT count(*) FROM nano_atomic_totals", &n)))
+    return rpdtool_err("info", "%s: %s", t->path, sqlite3_errmsg(t->db));
+  if (n == 0) return 0;
+  printf("\nhost atomics per kind:\n");
+  return rpdtool_print_query("info", t->db, "SELECT kind, count FROM nano_atomic_totals", 0,
+                             stdout);
 }
 
 /* Returns the number of records the tracer dropped (sum of the per-session
@@ -231,6 +244,7 @@ int rpd_cmd_info(int argc, char **argv) {
         0, stdout);
   if (!ret && t.has_dispatches)
     ret = rpd_info_dispatches(&t);
+  if (!ret) ret = rpd_info_atomics(&t);
   if (damage) {
     fflush(stdout);
     ret = rpdtool_err("info", "%s: the file is damaged (SQLite quick_check: %s); what is shown "
