@@ -90,6 +90,17 @@ def case_run_default():
         rows = query(trace, "SELECT count(*) FROM api WHERE apiName='nanoLaunchKernel'")
         check(rows == [(2,)], "run %d: 2 launches recorded, got %s" % (n, rows))
         check("rows written by pid" not in p.stderr, "no tracer exit line under run: " + p.stderr)
+        check("losses:" not in p.stderr, "nothing lost, no losses line: " + p.stderr)
+    # the summary sums each session's losses (rocpd_metadata rows per session)
+    db = sqlite3.connect(trace)
+    db.executemany("INSERT INTO rocpd_metadata(tag, value) VALUES (?, ?)",
+                   [("nano_dropped_records", "5"), ("nano_dropped_records", "2"),
+                    ("nano_lost_records", "3")])
+    db.commit()
+    db.close()
+    out = run([RPD, "summary", trace]).stdout
+    check("losses: 7 records dropped, 3 lost to write failures, 0 kernel records dropped" in out,
+          "losses summed: " + out)
     p = run([NANOPROBE, "run", "-q", "--", "sh", "-c", "echo out; echo err >&2; exit 3"], code=3,
             env=clean_env())
     check(p.stdout == "out\n" and "err\n" in p.stderr, (p.stdout, p.stderr))
@@ -205,6 +216,7 @@ def case_run_atomics():
     exe = build_atomics()
     p = run([NANOPROBE, "run", "--atomics", "--", exe], env=clean_env())
     check(re.search(r"__atomic_fetch_add\s+100\b", p.stderr), "atomics per kind: " + p.stderr)
+    check(": 1 process, " in p.stderr, "a process with only atomics counts: " + p.stderr)
     check("busiest atomic sites" in p.stderr and "atomics.c:6" in p.stderr, p.stderr)
     info = run([RPD, "info", os.path.join(WORK, "nanoprobe-1.rpd")]).stdout
     check(re.search(r"host atomics per kind:\n.*\n.*\n__atomic_fetch_add\s+100\n", info),

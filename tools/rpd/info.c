@@ -84,19 +84,6 @@ static int rpd_info_atomics(struct rpdtool_trace *t) {
                              stdout);
 }
 
-/* Returns the number of records the tracer dropped (sum of the per-session
- * rows nanoprobe's writer leaves in rocpd_metadata under the tag
- * 'nano_dropped_records'), 0 when none; -1 on error. */
-static int64_t rpd_info_dropped(struct rpdtool_trace *t) {
-  int64_t n = 0;
-  if (rpdtool_int(t->db,
-                   "SELECT coalesce(sum(CAST(value AS INTEGER)),0) FROM rocpd_metadata "
-                   "WHERE tag='nano_dropped_records'",
-                   &n) != 0)
-    return -1;
-  return n;
-}
-
 /* The select-list item "name" of rows X (columns pid, tid): the OS name the
  * tracer stored in nano_thread for (X.pid, tid_expr) (see pid_stride in
  * rpdtool.h for the row naming a process); "" when the trace has no names.
@@ -173,8 +160,8 @@ int rpd_cmd_info(int argc, char **argv) {
 
   int64_t lo, hi;
   int has = rpdtool_span(&t, &lo, &hi);
-  int64_t dropped = rpd_info_dropped(&t);
-  if (has < 0 || dropped < 0) {
+  int64_t dropped = 0;
+  if (has < 0 || rpdtool_metadata_sum(&t, "nano_dropped_records", &dropped) != 0) {
     ret = rpdtool_err("info", "%s: %s", t.path, sqlite3_errmsg(t.db));
     goto out;
   }

@@ -459,6 +459,11 @@ void rpdtool_table_free(struct rpdtool_table *tb) {
 }
 
 int rpdtool_print_query(const char *cmd, sqlite3 *db, const char *sql, long limit, FILE *out) {
+  return rpdtool_print_section(cmd, db, sql, limit, NULL, out);
+}
+
+int rpdtool_print_section(const char *cmd, sqlite3 *db, const char *sql, long limit,
+                          const char *title, FILE *out) {
   sqlite3_stmt *st = NULL;
   if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
     return rpdtool_err(cmd, "query failed: %s", sqlite3_errmsg(db));
@@ -510,9 +515,16 @@ int rpdtool_print_query(const char *cmd, sqlite3 *db, const char *sql, long limi
     }
     rows++;
   }
-  if (!ret && (limit <= 0 || rows < limit) && rc != SQLITE_DONE)
+  long total = rows;
+  if (!ret && title && limit > 0 && rows == limit) /* the rows beyond the limit, counted */
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) total++;
+  if (!ret && (limit <= 0 || rows < limit || title) && rc != SQLITE_DONE)
     ret = rpdtool_err(cmd, "query failed: %s", sqlite3_errmsg(db));
-  if (!ret) {
+  if (!ret && title && total > rows)
+    fprintf(out, "\n%s (%ld of %ld):\n", title, rows, total);
+  else if (!ret && title && rows > 0)
+    fprintf(out, "\n%s:\n", title);
+  if (!ret && (!title || rows > 0)) {
     for (int i = 0; i < n; i++)
       if (num[i]) rpdtool_table_right(&tb, i);
     rpdtool_table_print(&tb, out);
@@ -626,4 +638,21 @@ char *rpdtool_top_sql(const char *cmd, struct rpdtool_trace *t) {
                    : sqlite3_mprintf("%.*s", (int)(end - body), body);
   if (!sql) rpdtool_err(cmd, "out of memory");
   return sql;
+}
+
+int rpdtool_metadata_sum(const struct rpdtool_trace *t, const char *tag, int64_t *out) {
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v2(t->db,
+                         "SELECT coalesce(sum(CAST(value AS INTEGER)), 0) FROM rocpd_metadata "
+                         "WHERE tag = ?1",
+                         -1, &st, NULL) != SQLITE_OK)
+    return -1;
+  int ret = -1;
+  if (sqlite3_bind_text(st, 1, tag, -1, SQLITE_STATIC) == SQLITE_OK &&
+      sqlite3_step(st) == SQLITE_ROW) {
+    *out = sqlite3_column_int64(st, 0);
+    ret = 0;
+  }
+  sqlite3_finalize(st);
+  return ret;
 }

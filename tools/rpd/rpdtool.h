@@ -128,6 +128,11 @@ int rpdtool_span(const struct rpdtool_trace *t, int64_t *lo, int64_t *hi);
  * else "process P", "main thread T" (tid == pid) or "thread T". */
 void rpdtool_name_label(char *buf, size_t len, int64_t pid, int64_t tid, const char *name);
 
+/* The sum of the integer values rocpd_metadata holds under `tag` (one row
+ * per session: 'nano_dropped_records', 'nano_lost_records'), 0 when none,
+ * into *out: 0, or -1 on SQLite error. */
+int rpdtool_metadata_sum(const struct rpdtool_trace *t, const char *tag, int64_t *out);
+
 /* Runs `sql`, a query of one integer, into *out: 0, or -1 (no row, SQLite error). */
 int rpdtool_int(sqlite3 *db, const char *sql, int64_t *out);
 
@@ -166,6 +171,11 @@ void rpdtool_table_free(struct rpdtool_table *tb);
  * empty; at most `limit` rows (0: all). Returns 0, or RPDTOOL_EXIT_FAIL after
  * printing the SQLite error for `cmd`. */
 int rpdtool_print_query(const char *cmd, sqlite3 *db, const char *sql, long limit, FILE *out);
+/* rpdtool_print_query under a title: nothing at all when the query has no
+ * row, else "\n<title>:" (or "\n<title> (limit of N):" when rows were left
+ * out) and the table. */
+int rpdtool_print_section(const char *cmd, sqlite3 *db, const char *sql, long limit,
+                          const char *title, FILE *out);
 
 /* ---- option values ------------------------------------------------------ */
 

@@ -33,20 +33,10 @@ static const char rpd_summary_help[] =
     "  -n, --limit N   rows per section (default 5; 0 = all)\n"
     "  --atomics       say so when the trace has no atomics counts\n";
 
-/* One section: a title and its query; printed when the query has rows. */
+/* One section: its title and table, when its query has rows (each query
+ * runs once). */
 static int summary_section(const char *title, sqlite3 *db, const char *sql, long limit) {
-  int64_t rows = 0;
-  char *count = sqlite3_mprintf("SELECT count(*) FROM (%s)", sql);
-  if (!count) return rpdtool_err("summary", "out of memory");
-  int rc = rpdtool_int(db, count, &rows);
-  sqlite3_free(count);
-  if (rc != 0) return rpdtool_err("summary", "%s: %s", title, sqlite3_errmsg(db));
-  if (rows == 0) return 0;
-  if (limit > 0 && rows > limit)
-    printf("\n%s (%ld of %" PRId64 "):\n", title, limit, rows);
-  else
-    printf("\n%s:\n", title);
-  return rpdtool_print_query("summary", db, sql, limit, stdout);
+  return rpdtool_print_section("summary", db, sql, limit, title, stdout);
 }
 
 /* 1 when table or view `name` exists and has rows, 0 when not, -1 on error. */
@@ -63,7 +53,14 @@ static int summary_has_rows(sqlite3 *db, const char *name) {
 /* The totals line. 0, or RPDTOOL_EXIT_FAIL after saying why. */
 static int summary_totals(struct rpdtool_trace *t) {
   int64_t procs = 0, api = 0, ops = 0, dispatches = 0, lo = 0, hi = 0;
-  if (rpdtool_int(t->db, "SELECT count(DISTINCT pid) FROM rocpd_api", &procs) ||
+  /* the processes that recorded something: API rows, or only atomics */
+  int atomics = rpdtool_has_object(t->db, "nano_atomic_site");
+  char *pids = atomics < 0 ? NULL
+               : sqlite3_mprintf("SELECT count(*) FROM (SELECT pid FROM rocpd_api%s)",
+                                 atomics ? " UNION SELECT pid FROM nano_atomic_site" : "");
+  int rc = pids ? rpdtool_int(t->db, pids, &procs) : -1;
+  sqlite3_free(pids);
+  if (rc ||
       rpdtool_int(t->db, "SELECT count(*) FROM rocpd_api", &api) ||
       rpdtool_int(t->db, "SELECT count(*) FROM rocpd_op", &ops) ||
       (t->has_dispatches &&
@@ -81,14 +78,8 @@ static int summary_totals(struct rpdtool_trace *t) {
  * instrumented dispatches dropped. 0, or RPDTOOL_EXIT_FAIL. */
 static int summary_losses(struct rpdtool_trace *t) {
   int64_t dropped = 0, lost = 0, dispatch_dropped = 0;
-  if (rpdtool_int(t->db,
-                  "SELECT coalesce(sum(CAST(value AS INTEGER)), 0) FROM rocpd_metadata "
-                  "WHERE tag = 'nano_dropped_records'",
-                  &dropped) ||
-      rpdtool_int(t->db,
-                  "SELECT coalesce(sum(CAST(value AS INTEGER)), 0) FROM rocpd_metadata "
-                  "WHERE tag = 'nano_lost_records'",
-                  &lost) ||
+  if (rpdtool_metadata_sum(t, "nano_dropped_records", &dropped) ||
+      rpdtool_metadata_sum(t, "nano_lost_records", &lost) ||
       (t->has_dispatches &&
        rpdtool_int(t->db, "SELECT coalesce(sum(dropped), 0) FROM nano_dispatch",
                    &dispatch_dropped)))
