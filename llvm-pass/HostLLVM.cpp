@@ -80,9 +80,9 @@ std::string pluginPath() {
 
 // The plugin built for LLVM `Major`, "" when none is found.
 std::string matchingPlugin(const std::string &Self, int Major) {
-  std::string Dir = Self.substr(0, Self.rfind('/') == std::string::npos ? 0 : Self.rfind('/'));
-  std::string Installed =
-      (Dir.empty() ? std::string(".") : Dir) + "/../llvm-" + std::to_string(Major) + "/libNanoPass.so";
+  size_t Slash = Self.rfind('/');
+  std::string Dir = Slash == std::string::npos ? "." : Self.substr(0, Slash);
+  std::string Installed = Dir + "/../llvm-" + std::to_string(Major) + "/libNanoPass.so";
   if (access(Installed.c_str(), R_OK) == 0)
     return Installed;
   std::string Builds = NANO_PASS_BUILDS_LIST;
