@@ -94,7 +94,10 @@ static_assert(sizeof(struct nano_site) == 48, "nano_site is 48 bytes on LP64");
 static_assert(offsetof(struct nano_site, size) == 8 && offsetof(struct nano_site, function) == 24 &&
                   offsetof(struct nano_site, module) == 40,
               "nano_site layout changed: update the pass");
-static_assert(sizeof(struct nano_site_module) == 40, "nano_site_module is 40 bytes on LP64");
+static_assert(sizeof(struct nano_site_module) == 48 &&
+                  offsetof(struct nano_site_module, origins) == 40,
+              "nano_site_module is 48 bytes on LP64: update the pass");
+static_assert(sizeof(struct nano_site_origin) == 24, "nano_site_origin is 24 bytes on LP64");
 #endif
 
 static cl::opt<std::string>
@@ -123,6 +126,18 @@ static cl::opt<std::string>
                    cl::desc("nanoprobe: never instrument sites whose source file matches this "
                             "regex; overrides NANO_ATOMICS_EXCLUDE_FILES"),
                    cl::value_desc("regex"));
+
+static cl::opt<std::string> ClLibraryFiles(
+    "nano-atomics-library-files",
+    cl::desc("nanoprobe: source files that are library code: an atomic inlined from one is "
+             "reported at its first caller outside them; overrides NANO_ATOMICS_LIBRARY_FILES"),
+    cl::value_desc("regex"));
+
+// Where libraries' headers live on Linux (normalised paths): libc and
+// libstdc++ (/usr/include, /usr/lib/gcc/...), clang's own headers
+// (/usr/lib/llvm-N/lib/clang), and the CUDA and ROCm toolkits.
+static const char *const HostDefaultLibraryFiles =
+    "^(/usr/include/|/usr/lib/|/usr/local/include/|/usr/local/cuda[^/]*/|/opt/rocm[^/]*/)";
 
 static cl::opt<std::string>
     ClPromote("nano-atomics-promote",
@@ -164,6 +179,7 @@ struct HostConfig {
   HostKindSet Kinds;
   bool Promote = true;
   std::unique_ptr<Regex> Functions, ExcludeFunctions, Files, ExcludeFiles;
+  std::unique_ptr<Regex> LibraryFiles; // never null once read
 };
 
 // One operation to instrument, with what its site records.
@@ -175,7 +191,11 @@ struct HostSite {
   uint32_t Size = 0;
   uint32_t Line = 0;
   uint32_t Column = 0;
-  std::string File;
+  std::string File;     // the file of the reported frame
+  std::string Function; // the function of the reported frame ("": the IR function's name)
+  // The operation's own debug location when the site is reported at a caller
+  // it was inlined into (hostAttribute), else null.
+  const DILocation *Origin = nullptr;
 };
 
 struct HostAtomicsPass : PassInfoMixin<HostAtomicsPass> {
@@ -228,6 +248,11 @@ static HostConfig hostReadConfig() {
     if (S.isSet() && !nano::parseRegex(S, false, R.Out, Err))
       return C;
   }
+  nano::Setting Library = nano::readSetting(ClLibraryFiles, "NANO_ATOMICS_LIBRARY_FILES");
+  if (!Library.isSet())
+    Library = {HostDefaultLibraryFiles, "the default library files"};
+  if (!nano::parseRegex(Library, false, C.LibraryFiles, Err))
+    return C;
   nano::Setting Promote = nano::readSetting(ClPromote, "NANO_ATOMICS_PROMOTE");
   if (Promote.isSet())
     nano::parseSwitch(Promote, C.Promote, Err);
@@ -706,6 +731,40 @@ static void hostInstrumentFunction(Module &M, Function &F, ArrayRef<HostSite> Si
   }
 }
 
+// The name a site reports for the function of Loc's frame: its linkage
+// (mangled) name, else its source name; "" when Loc has no subprogram.
+static StringRef hostFrameFunction(const DILocation *Loc) {
+  const DISubprogram *SP = Loc->getScope()->getSubprogram();
+  if (!SP)
+    return "";
+  return SP->getLinkageName().empty() ? SP->getName() : SP->getLinkageName();
+}
+
+// Fills S's position from Loc, the operation's debug location. An operation
+// written in a library file (std::atomic, shared_ptr's count, stdatomic.h)
+// and inlined into the user's code is reported at the first frame of the
+// inlining chain that is not in a library file, with the function of that
+// frame; its own location is kept as S.Origin. When every frame is library
+// code (nothing inlined, as at -O0 for functions that are not always_inline)
+// the operation's own location stays.
+static void hostAttribute(HostSite &S, const DILocation *Loc, const Regex &Library) {
+  if (!Loc)
+    return;
+  const DILocation *At = Loc;
+  for (const DILocation *L = Loc; L; L = L->getInlinedAt()) {
+    std::string File = nano::normalizedPath(nano::sourceFile(L));
+    if (!File.empty() && !Library.match(File)) {
+      At = L;
+      break;
+    }
+  }
+  S.Origin = At == Loc ? nullptr : Loc;
+  S.File = nano::sourceFile(At);
+  S.Line = At->getLine();
+  S.Column = At->getColumn();
+  S.Function = hostFrameFunction(At).str();
+}
+
 // A private constant holding S NUL-terminated, shared by equal strings.
 static Constant *hostString(Module &M, StringMap<Constant *> &Strings, StringRef S) {
   Constant *&Slot = Strings[S];
@@ -731,7 +790,8 @@ static void hostInstrument(Module &M, ArrayRef<HostSite> Sites, bool Promote) {
   StructType *SiteTy = StructType::create(
       Ctx, {I32, I16, I8, I8, I32, I32, I32, I32, Ptr, Ptr, Ptr}, "struct.nano_site");
   StructType *ModTy =
-      StructType::create(Ctx, {I32, I32, Ptr, Ptr, Ptr, I64}, "struct.nano_site_module");
+      StructType::create(Ctx, {I32, I32, Ptr, Ptr, Ptr, I64, Ptr}, "struct.nano_site_module");
+  StructType *OriginTy = StructType::create(Ctx, {Ptr, Ptr, I32, I32}, "struct.nano_site_origin");
   ArrayType *ArrTy = ArrayType::get(SiteTy, Sites.size());
 
   auto *Table = new GlobalVariable(M, ArrTy, false, GlobalValue::PrivateLinkage, nullptr,
@@ -742,21 +802,41 @@ static void hostInstrument(Module &M, ArrayRef<HostSite> Sites, bool Promote) {
   Record->setAlignment(DL.getABITypeAlign(ModTy));
 
   StringMap<Constant *> Strings;
-  SmallVector<Constant *, 64> Entries;
+  SmallVector<Constant *, 64> Entries, Origins;
+  Constant *NoString = ConstantPointerNull::get(Ptr);
+  bool AnyOrigin = false;
   for (const HostSite &S : Sites) {
-    Function *F = S.I->getFunction();
+    StringRef Function = S.Function.empty() ? S.I->getFunction()->getName() : S.Function;
     Entries.push_back(ConstantStruct::get(
         SiteTy, {ConstantInt::get(I32, 0), ConstantInt::get(I16, S.Kind),
                  ConstantInt::get(I8, S.Order), ConstantInt::get(I8, S.Flags),
                  ConstantInt::get(I32, S.Size), ConstantInt::get(I32, S.Line),
                  ConstantInt::get(I32, S.Column), ConstantInt::get(I32, 0),
-                 hostString(M, Strings, F->getName()), hostString(M, Strings, S.File), Record}));
+                 hostString(M, Strings, Function), hostString(M, Strings, S.File), Record}));
+    if (const DILocation *O = S.Origin) {
+      AnyOrigin = true;
+      Origins.push_back(ConstantStruct::get(
+          OriginTy, {hostString(M, Strings, hostFrameFunction(O)),
+                     hostString(M, Strings, nano::sourceFile(O)),
+                     ConstantInt::get(I32, O->getLine()), ConstantInt::get(I32, O->getColumn())}));
+    } else {
+      Origins.push_back(ConstantStruct::get(
+          OriginTy, {NoString, NoString, ConstantInt::get(I32, 0), ConstantInt::get(I32, 0)}));
+    }
   }
   Table->setInitializer(ConstantArray::get(ArrTy, Entries));
+  Constant *OriginTable = NoString;
+  if (AnyOrigin) {
+    ArrayType *OriginArrTy = ArrayType::get(OriginTy, Origins.size());
+    auto *GV = new GlobalVariable(M, OriginArrTy, true, GlobalValue::PrivateLinkage,
+                                  ConstantArray::get(OriginArrTy, Origins), "nano.origins");
+    GV->setAlignment(DL.getABITypeAlign(OriginTy));
+    OriginTable = GV;
+  }
   Record->setInitializer(ConstantStruct::get(
       ModTy, {ConstantInt::get(I32, NANO_SITE_ABI), ConstantInt::get(I32, Sites.size()), Table,
-              hostString(M, Strings, M.getSourceFileName()), ConstantPointerNull::get(Ptr),
-              ConstantInt::get(I64, 0)}));
+              hostString(M, Strings, M.getSourceFileName()), NoString, ConstantInt::get(I64, 0),
+              OriginTable}));
 
   FunctionType *HookTy = FunctionType::get(Type::getVoidTy(Ctx), {Ptr}, false);
   HostHooks H;
@@ -836,12 +916,10 @@ PreservedAnalyses HostAtomicsPass::run(Module &M, ModuleAnalysisManager &) {
       if (!hostClassify(I, DL, S) || !Config.Kinds.test(S.Kind))
         continue;
       S.I = &I;
-      if (const DILocation *Loc = I.getDebugLoc().get()) {
-        S.Line = Loc->getLine();
-        S.Column = Loc->getColumn();
-        S.File = nano::sourceFile(Loc);
-      }
-      const std::string Where = nano::normalizedPath(S.File.empty() ? ModuleFile : S.File);
+      hostAttribute(S, I.getDebugLoc().get(), *Config.LibraryFiles);
+      // filters match the file the operation is written in
+      const std::string Own = S.Origin ? nano::sourceFile(S.Origin) : S.File;
+      const std::string Where = nano::normalizedPath(Own.empty() ? ModuleFile : Own);
       if (Config.Files && !Config.Files->match(Where))
         continue;
       if (Config.ExcludeFiles && Config.ExcludeFiles->match(Where))

@@ -93,6 +93,7 @@ static __thread struct nanot_tls nanot_tls __attribute__((tls_model("initial-exe
 /* Everything below is under nanot_lock. */
 static pthread_mutex_t nanot_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct nano_site *nanot_sites; /* copies of the registered sites, index id - 1 */
+static struct nano_site_origin *nanot_origins; /* their origins (file NULL: none), index id - 1 */
 static uint64_t *nanot_folded;        /* counts of exited threads, index id - 1 */
 static uint32_t nanot_nsites;         /* ids 1..nanot_nsites are taken */
 static uint32_t nanot_sites_cap;
@@ -256,29 +257,41 @@ static int nanot_reserve_sites(uint32_t more) {
   while (ncap < need)
     ncap = ncap > UINT32_MAX / 2 ? need : 2 * ncap;
   struct nano_site *s = nanot_map((size_t)ncap * sizeof *s);
+  struct nano_site_origin *o = nanot_map((size_t)ncap * sizeof *o);
   uint64_t *f = nanot_map((size_t)ncap * sizeof *f);
-  if (s == NULL || f == NULL) {
+  if (s == NULL || o == NULL || f == NULL) {
     nanot_unmap(s, (size_t)ncap * sizeof *s);
+    nanot_unmap(o, (size_t)ncap * sizeof *o);
     nanot_unmap(f, (size_t)ncap * sizeof *f);
     return -1;
   }
   if (nanot_nsites) {
     memcpy(s, nanot_sites, (size_t)nanot_nsites * sizeof *s);
+    memcpy(o, nanot_origins, (size_t)nanot_nsites * sizeof *o);
     memcpy(f, nanot_folded, (size_t)nanot_nsites * sizeof *f);
   }
   nanot_unmap(nanot_sites, (size_t)nanot_sites_cap * sizeof *s);
+  nanot_unmap(nanot_origins, (size_t)nanot_sites_cap * sizeof *o);
   nanot_unmap(nanot_folded, (size_t)nanot_sites_cap * sizeof *f);
   nanot_sites = s;
+  nanot_origins = o;
   nanot_folded = f;
   nanot_sites_cap = ncap;
   return 0;
 }
 
-/* Gives `site` the next id and keeps a copy of it. Room must be reserved.
- * Caller holds nanot_lock. */
-static void nanot_add_site(struct nano_site *site) {
+/* Gives `site` the next id and keeps a copy of it and of its origin (NULL:
+ * none). Room must be reserved. Caller holds nanot_lock. */
+static void nanot_add_site(struct nano_site *site, const struct nano_site_origin *origin) {
   struct nano_site *copy = &nanot_sites[nanot_nsites];
   *copy = *site;
+  if (origin != NULL && origin->file != NULL) {
+    struct nano_site_origin *o = &nanot_origins[nanot_nsites];
+    o->function = nanot_intern(origin->function);
+    o->file = nanot_intern(origin->file);
+    o->line = origin->line;
+    o->column = origin->column;
+  }
   copy->id = ++nanot_nsites;
   copy->function = nanot_intern(site->function);
   copy->file = nanot_intern(site->file);
@@ -286,10 +299,13 @@ static void nanot_add_site(struct nano_site *site) {
   __atomic_store_n(&site->id, copy->id, __ATOMIC_RELEASE);
 }
 
+/* The oldest site-table ABI this runtime reads (1: no origins). */
+#define NANOT_OLDEST_ABI 1u
+
 /* Registers every unregistered site of module `m`, once. Returns 0, or -1
  * (with a warning) for a wrong ABI or no memory. Caller holds nanot_lock. */
 static int nanot_register_module_locked(struct nano_site_module *m) {
-  if (m->abi != NANO_SITE_ABI) {
+  if (m->abi < NANOT_OLDEST_ABI || m->abi > NANO_SITE_ABI) {
     if (m->reserved != NANOT_REGISTERED)
       nanot_warn("site table of '%s' has ABI %u, this runtime reads %u; its atomics are not counted",
                  m->name ? m->name : "?", m->abi, NANO_SITE_ABI);
@@ -302,9 +318,11 @@ static int nanot_register_module_locked(struct nano_site_module *m) {
     nanot_warn("out of memory registering %u sites of '%s'", m->count, m->name ? m->name : "?");
     return -1;
   }
+  /* an ABI 1 table ends before `origins` */
+  const struct nano_site_origin *origins = m->abi >= 2 ? m->origins : NULL;
   for (uint32_t i = 0; i < m->count; i++)
     if (m->sites[i].id == 0)
-      nanot_add_site(&m->sites[i]);
+      nanot_add_site(&m->sites[i], origins ? &origins[i] : NULL);
   m->reserved = NANOT_REGISTERED;
   return 0;
 }
@@ -485,7 +503,7 @@ static void nanot_slow(struct nano_site *site, uint64_t n) {
       if (nanot_register_module_locked(site->module) != 0)
         goto out;
     } else if (nanot_reserve_sites(1) == 0) {
-      nanot_add_site(site);
+      nanot_add_site(site, NULL);
     }
     id = site->id;
   }
@@ -536,9 +554,10 @@ static uint64_t nanot_total_locked(uint32_t id) {
   return n;
 }
 
-/* One site and its count, as reported. */
+/* One site, its origin and its count, as reported. */
 struct nanot_entry {
   struct nano_site site;
+  struct nano_site_origin origin;
   uint64_t count;
 };
 
@@ -557,6 +576,7 @@ static struct nanot_entry *nanot_snapshot(uint32_t *n) {
     if (e != NULL) {
       for (uint32_t i = 0; i < nanot_nsites; i++) {
         e[i].site = nanot_sites[i];
+        e[i].origin = nanot_origins[i];
         e[i].count = nanot_total_locked(i + 1);
       }
       *n = nanot_nsites;
@@ -609,15 +629,43 @@ NANO_API int nano_tracker_foreach_site(nano_site_visitor visit, void *arg) {
   return rc;
 }
 
+NANO_API int nano_tracker_site_origin(uint32_t id, struct nano_site_origin *out) {
+  int found = 0;
+  int busy = nanot_enter();
+  if (pthread_mutex_lock(&nanot_lock) == 0) {
+    if (id >= 1 && id <= nanot_nsites && nanot_origins[id - 1].file != NULL) {
+      *out = nanot_origins[id - 1];
+      found = 1;
+    }
+    pthread_mutex_unlock(&nanot_lock);
+  }
+  nanot_leave(busy);
+  return found;
+}
+
 NANO_API void nano_tracker_set_exit_dump(int enabled) {
   __atomic_store_n(&nanot_exit_dump, enabled != 0, __ATOMIC_RELAXED);
 }
 
+/* Orders origins: none first, then by file, line, column, function. */
+static int nanot_origin_cmp(const struct nano_site_origin *x, const struct nano_site_origin *y) {
+  if (x->file == NULL || y->file == NULL)
+    return (x->file != NULL) - (y->file != NULL);
+  int c = strcmp(x->file, y->file);
+  if (c)
+    return c;
+  if (x->line != y->line)
+    return x->line < y->line ? -1 : 1;
+  if (x->column != y->column)
+    return x->column < y->column ? -1 : 1;
+  return strcmp(x->function, y->function);
+}
+
 /* Orders report entries by file, line, column, function, kind, order,
- * flags, size, id. */
+ * flags, size, origin, id. */
 static int nanot_entry_cmp(const void *a, const void *b) {
-  const struct nano_site *x = &((const struct nanot_entry *)a)->site;
-  const struct nano_site *y = &((const struct nanot_entry *)b)->site;
+  const struct nanot_entry *ea = a, *eb = b;
+  const struct nano_site *x = &ea->site, *y = &eb->site;
   int c = strcmp(x->file, y->file);
   if (c)
     return c;
@@ -636,15 +684,21 @@ static int nanot_entry_cmp(const void *a, const void *b) {
     return x->flags < y->flags ? -1 : 1;
   if (x->size != y->size)
     return x->size < y->size ? -1 : 1;
+  c = nanot_origin_cmp(&ea->origin, &eb->origin);
+  if (c)
+    return c;
   return x->id < y->id ? -1 : x->id > y->id;
 }
 
 /* Whether two sites are reported as one (everything but the id is equal;
  * strings are interned, so pointers compare). */
-static int nanot_site_same(const struct nano_site *x, const struct nano_site *y) {
+static int nanot_site_same(const struct nanot_entry *a, const struct nanot_entry *b) {
+  const struct nano_site *x = &a->site, *y = &b->site;
+  const struct nano_site_origin *ox = &a->origin, *oy = &b->origin;
   return x->file == y->file && x->line == y->line && x->column == y->column &&
          x->function == y->function && x->kind == y->kind && x->order == y->order &&
-         x->flags == y->flags && x->size == y->size;
+         x->flags == y->flags && x->size == y->size && ox->file == oy->file &&
+         ox->line == oy->line && ox->column == oy->column && ox->function == oy->function;
 }
 
 /* Writes a name or, for a value without one, the number. */
@@ -680,9 +734,10 @@ static void nanot_dump_json(FILE *out, struct nanot_entry *e, uint32_t n, const 
     /* Sites alike in everything but their id (an unrolled loop, a macro)
      * are reported once, with their number in "instances". */
     const struct nano_site *s = &e[i].site;
+    const struct nano_site_origin *o = &e[i].origin;
     uint64_t count = 0;
     uint32_t j = i;
-    for (; j < n && nanot_site_same(s, &e[j].site); j++)
+    for (; j < n && nanot_site_same(&e[i], &e[j]); j++)
       count += e[j].count;
     uint32_t instances = j - i;
     i = j;
@@ -711,8 +766,15 @@ static void nanot_dump_json(FILE *out, struct nanot_entry *e, uint32_t n, const 
     nano_json_str(out, s->function);
     fputs(", \"file\": ", out);
     nano_json_str(out, s->file);
-    fprintf(out, ", \"line\": %u, \"column\": %u, \"instances\": %u, \"count\": %" PRIu64 "}",
-            s->line, s->column, instances, count);
+    fprintf(out, ", \"line\": %u, \"column\": %u, ", s->line, s->column);
+    if (o->file != NULL) {
+      fputs("\"inlined_from\": {\"function\": ", out);
+      nano_json_str(out, o->function);
+      fputs(", \"file\": ", out);
+      nano_json_str(out, o->file);
+      fprintf(out, ", \"line\": %u, \"column\": %u}, ", o->line, o->column);
+    }
+    fprintf(out, "\"instances\": %u, \"count\": %" PRIu64 "}", instances, count);
     sep = ",\n";
   }
   fprintf(out, "%s]\n}\n", sep[0] == ',' ? "\n  " : "");
@@ -789,6 +851,29 @@ NANO_API int nano_tracker_dump_path(const char *path, enum nano_format format) {
   return nanot_dump_dest("nano_tracker_dump_path", path, format);
 }
 
+/* NANO_TRACKER_FORMAT: text (unset, empty or malformed, with a warning) or
+ * json. */
+static enum nano_format nanot_env_format(void) {
+  const char *fmt = getenv("NANO_TRACKER_FORMAT");
+  if (fmt == NULL || fmt[0] == '\0' || strcmp(fmt, "text") == 0)
+    return NANO_FORMAT_TEXT;
+  if (strcmp(fmt, "json") == 0)
+    return NANO_FORMAT_JSON;
+  nanot_warn("NANO_TRACKER_FORMAT='%s' is not 'text' or 'json'; using text", fmt);
+  return NANO_FORMAT_TEXT;
+}
+
+/* The entry points of PyTorch's atomics tracker (tools/cpp_nano_regression),
+ * for scripts that call them through ctypes: a reset, and a dump where the
+ * exit dump goes (NANO_TRACKER_OUTPUT, NANO_TRACKER_FORMAT). */
+NANO_API void nano_tracking_reset(void) { nano_tracker_reset(); }
+
+NANO_API int nano_tracking_dump(void) {
+  fflush(stdout); /* the caller's buffered output first, so that a log reads in order */
+  return nanot_dump_dest("NANO_TRACKER_OUTPUT", getenv("NANO_TRACKER_OUTPUT"),
+                         nanot_env_format());
+}
+
 /* The exit dump: NANO_TRACKER_OUTPUT in NANO_TRACKER_FORMAT, when on and
  * when this process registered any site. */
 __attribute__((destructor)) static void nanot_at_exit(void) {
@@ -801,14 +886,7 @@ __attribute__((destructor)) static void nanot_at_exit(void) {
   }
   if (n == 0)
     return;
-  const char *fmt = getenv("NANO_TRACKER_FORMAT");
-  enum nano_format format = NANO_FORMAT_TEXT;
-  if (fmt != NULL && fmt[0] != '\0') {
-    if (strcmp(fmt, "json") == 0)
-      format = NANO_FORMAT_JSON;
-    else if (strcmp(fmt, "text") != 0)
-      nanot_warn("NANO_TRACKER_FORMAT='%s' is not 'text' or 'json'; using text", fmt);
-  }
+  enum nano_format format = nanot_env_format();
   uint64_t lost = __atomic_load_n(&nanot_lost, __ATOMIC_RELAXED);
   if (lost)
     nanot_warn("%" PRIu64 " atomic events were not counted (out of memory, or more nested "

@@ -36,15 +36,28 @@ static struct nano_site lone_load = SITE(NANO_KIND_LOAD, 11);
 /* A module table, as the pass emits it. */
 static struct nano_site mod_sites[3] = {
     SITE(NANO_KIND_FETCH_SUB, 20), SITE(NANO_KIND_COMPARE_EXCHANGE, 21), SITE(NANO_KIND_STORE, 22)};
-static struct nano_site_module mod = {NANO_SITE_ABI, 3, mod_sites, "api_test.c", NULL, 0};
+/* The store (third site) was inlined from a library function. */
+static const struct nano_site_origin mod_origins[3] = {
+    {NULL, NULL, 0, 0}, {NULL, NULL, 0, 0}, {"lib_store", "/usr/include/lib.h", 618, 5}};
+static struct nano_site_module mod = {NANO_SITE_ABI, 3, mod_sites, "api_test.c", NULL, 0,
+                                      mod_origins};
 
 /* A second module, never registered explicitly: its first executed site
- * registers it (a constructor that has not run yet). */
-static struct nano_site_module late;
+ * registers it (a constructor that has not run yet). It has ABI 1's layout,
+ * which ends before `origins`: a binary built by an older plugin. */
+struct abi1_module {
+  uint32_t abi, count;
+  struct nano_site *sites;
+  const char *name;
+  struct nano_site_module *next;
+  uint64_t reserved;
+};
+static struct abi1_module late;
+#define LATE ((struct nano_site_module *)&late)
 static struct nano_site late_sites[2] = {
-    {0, NANO_KIND_EXCHANGE, NANO_ORDER_RELAXED, 0, 8, 30, 1, 0, "late", "late.c", &late},
-    {0, NANO_KIND_FETCH_OR, NANO_ORDER_RELAXED, 0, 8, 31, 1, 0, "late", "late.c", &late}};
-static struct nano_site_module late = {NANO_SITE_ABI, 2, late_sites, "late.c", NULL, 0};
+    {0, NANO_KIND_EXCHANGE, NANO_ORDER_RELAXED, 0, 8, 30, 1, 0, "late", "late.c", LATE},
+    {0, NANO_KIND_FETCH_OR, NANO_ORDER_RELAXED, 0, 8, 31, 1, 0, "late", "late.c", LATE}};
+static struct abi1_module late = {1, 2, late_sites, "late.c", NULL, 0};
 
 static void *thread_events(void *arg) {
   long n = (long)arg;
@@ -140,6 +153,16 @@ int main(void) {
   CHECK(nano_tracker_count("__atomic_fetch_or") == 1);
   CHECK(nano_tracker_count("__atomic_exchange") == 0);
 
+  /* Origins: kept for the inlined site only, none for ABI 1 tables. */
+  struct nano_site_origin o = {NULL, NULL, 0, 0};
+  CHECK(nano_tracker_site_origin(mod_sites[2].id, &o) == 1);
+  CHECK(o.function && strcmp(o.function, "lib_store") == 0 && o.file &&
+        strcmp(o.file, "/usr/include/lib.h") == 0 && o.line == 618 && o.column == 5);
+  CHECK(nano_tracker_site_origin(mod_sites[0].id, &o) == 0);
+  CHECK(nano_tracker_site_origin(late_sites[0].id, &o) == 0);
+  CHECK(nano_tracker_site_origin(lone_add.id, &o) == 0);
+  CHECK(nano_tracker_site_origin(0, &o) == 0 && nano_tracker_site_origin(99999, &o) == 0);
+
   /* Exited threads: exact. */
   pthread_t t[8];
   for (int i = 0; i < 8; i++)
@@ -189,7 +212,8 @@ int main(void) {
   CHECK(strstr(json, "\"total\": 10") != NULL);
   CHECK(strstr(json, "{\"kind\": \"__atomic_store\", \"order\": \"relaxed\", \"size\": 8, \"flags\": [], "
                      "\"function\": \"api_test\", \"file\": \"api_test.c\", \"line\": 22, \"column\": 1, "
-                     "\"instances\": 1, \"count\": 7}") != NULL);
+                     "\"inlined_from\": {\"function\": \"lib_store\", \"file\": \"/usr/include/lib.h\", "
+                     "\"line\": 618, \"column\": 5}, \"instances\": 1, \"count\": 7}") != NULL);
   CHECK(nano_tracker_dump(f, (enum nano_format)9) == -1 && errno == EINVAL);
   fclose(f);
   fclose(g);

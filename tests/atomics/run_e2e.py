@@ -97,6 +97,11 @@ def parse_text(stderr):
 PRINT_RE = re.compile(r"^NANO ATOMIC (\S+) (\S+) (\d+) (\S+) (.+):(\d+):(\d+)$")
 
 
+def worker_function(prog, name):
+    """Whether name is the test programs' worker function (mangled in C++)."""
+    return name == ("_ZL6workerllSt10shared_ptrIlE" if prog == "cxx" else "worker")
+
+
 def scenario_e2e(a):
     prog, mode, binary = a.prog, a.mode, a.bin
     hot_line = marker_line(a.source, "HOT")
@@ -131,7 +136,10 @@ def scenario_e2e(a):
         check(set(s) >= {"kind", "order", "size", "flags", "function", "file", "line", "column",
                          "instances", "count"}, "json site fields: %s" % s)
         check(("prelude" in s["flags"]) == (mode == "prelude"), "prelude flag matches the build: %s" % s)
-    if prog != "cxx":  # C++ atomics sit in libstdc++'s headers
+    # C++ atomics are written in libstdc++'s headers: the plugin reports them
+    # at the user's line they were inlined into (the prelude cannot).
+    user_sites = prog != "cxx" or mode == "plugin"
+    if user_sites:
         hot = [s for s in doc["sites"] if s["file"].endswith(os.path.basename(a.source)) and s["line"] == hot_line]
         check(len(hot) == 1, "one site at the hot line %d: %s" % (hot_line, hot))
         if hot:
@@ -139,8 +147,19 @@ def scenario_e2e(a):
             check(s["kind"] == "__atomic_fetch_add" and s["order"] == "relaxed" and s["size"] == 8,
                   "hot site kind/order/size: %s" % s)
             check(s["count"] == threads * iters, "hot site count %d" % s["count"])
-            check(s["function"] == "worker", "hot site function: %s" % s["function"])
+            check(worker_function(prog, s["function"]), "hot site function: %s" % s["function"])
             check((s["column"] > 0) == (mode == "plugin"), "column known with the plugin only: %s" % s)
+            origin = s.get("inlined_from")
+            if prog == "cxx":
+                check(origin is not None and origin["file"].endswith("/atomic_base.h") and origin["line"] > 0
+                      and "fetch_add" in origin["function"], "hot site inlined from libstdc++: %s" % s)
+            else:
+                check(origin is None, "a C site is where it is written: %s" % s)
+        # Library code that was not inlined (shared_ptr's _M_release) keeps its
+        # own location; everything the worker executes is at the worker's lines.
+        mine = [s for s in doc["sites"] if worker_function(prog, s["function"])]
+        check(mine and all(os.path.realpath(s["file"]) == os.path.realpath(a.source) for s in mine),
+              "the worker's sites are in %s: %s" % (a.source, mine))
 
     # The printing tracker: one line per event.
     threads, iters, mix = 2, 50, 5
@@ -161,9 +180,9 @@ def scenario_e2e(a):
         if m.group(5).endswith(os.path.basename(a.source)) and int(m.group(6)) == hot_line:
             hot += 1
             check(m.group(1) == "__atomic_fetch_add" and m.group(2) == "relaxed" and m.group(3) == "8"
-                  and m.group(4) == "worker", "print hot line content: %r" % line)
+                  and worker_function(prog, m.group(4)), "print hot line content: %r" % line)
     check(kinds == want, "print kinds %s, expected %s" % (kinds, want))
-    if prog != "cxx":
+    if user_sites:
         check(hot == threads * iters, "print: %d hot lines, expected %d" % (hot, threads * iters))
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "events.txt")
@@ -195,6 +214,48 @@ def scenario_dlopen(a):
     sites = [s for s in doc["sites"] if s["file"].endswith("dl_lib.c") and s["line"] == line]
     check(len(sites) == 1 and sites[0]["count"] == 12345 and sites[0]["function"] == "dl_work",
           "dlopen: the library's site at dl_lib.c:%d: %s" % (line, sites))
+
+
+CTYPES_SCRIPT = """
+import ctypes, sys
+lib = ctypes.CDLL(sys.argv[1])      # built with the plugin
+dll = ctypes.CDLL(sys.argv[2])      # the tracker, as PyTorch's tool's README does
+lib.dl_work.argtypes = [ctypes.c_long]
+dll.nano_tracking_reset()
+lib.dl_work(5)
+print("first", flush=True)
+dll.nano_tracking_dump()
+dll.nano_tracking_reset()
+lib.dl_work(3)
+print("second", flush=True)
+sys.exit(dll.nano_tracking_dump())
+"""
+
+
+def scenario_ctypes(a):
+    """Scripts written for PyTorch's atomics tracker work unchanged (issue
+    17.4): nano_tracking_reset and nano_tracking_dump through ctypes, the
+    dump in its "NANO TRACKER {" text, where the exit dump goes."""
+    env = {"LD_PRELOAD": a.tracker, "NANO_TRACKER_OUTPUT": "stdout"}
+    p = run([sys.executable, "-c", CTYPES_SCRIPT, a.lib, a.tracker], env)
+    blocks = p.stdout.split("NANO TRACKER {")
+    check(len(blocks) == 4 and blocks[0] == "first\n", "three dumps, the last at exit: %r" % p.stdout)
+    if len(blocks) == 4:
+        check(parse_text("NANO TRACKER {" + blocks[1].replace("second\n", "")) ==
+              {"__atomic_fetch_add": 5, "__atomic_load": 1}, "first dump: %r" % blocks[1])
+        check(blocks[1].endswith("}\nsecond\n"), "the dump before the script's next line: %r" % blocks[1])
+        check(parse_text("NANO TRACKER {" + blocks[2]) == {"__atomic_fetch_add": 3, "__atomic_load": 1},
+              "after the reset: %r" % blocks[2])
+    # the JSON format applies too; a failed dump is -1 (the script's exit status)
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "c.json")
+        run([sys.executable, "-c", CTYPES_SCRIPT, a.lib, a.tracker],
+            dict(env, NANO_TRACKER_FORMAT="json", NANO_TRACKER_OUTPUT=out))
+        with open(out) as f:
+            check(json.load(f)["kinds"] == {"__atomic_fetch_add": 3, "__atomic_load": 1}, "json dump")
+        p = run([sys.executable, "-c", CTYPES_SCRIPT, a.lib, a.tracker],
+                dict(env, NANO_TRACKER_OUTPUT=os.path.join(d, "no", "such", "dir", "x")), expect_rc=255)
+        check("cannot write the atomic counts" in p.stderr, p.stderr)
 
 
 def scenario_override(a):

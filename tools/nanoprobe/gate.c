@@ -519,6 +519,7 @@ out:
 struct gate_site {
   const char *file, *function, *kind, *order;
   json_int_t line, column, count;
+  json_t *inlined_from; /* the library location, or NULL */
 };
 
 /* Sites of one file, function, kind and order are together, by position. */
@@ -584,6 +585,7 @@ static int gate_stabilize(struct gate_counts *c, const char *root) {
     site->line = json_integer_value(json_object_get(doc, "line"));
     site->column = json_integer_value(json_object_get(doc, "column"));
     site->count = json_integer_value(json_object_get(c->sites, key));
+    site->inlined_from = json_object_get(doc, "inlined_from");
   }
   qsort(v, k, sizeof *v, gate_site_cmp);
   int rc = 0;
@@ -594,8 +596,15 @@ static int gate_stabilize(struct gate_counts *c, const char *root) {
     if (asprintf(&skey, "%s %s #%" JSON_INTEGER_FORMAT " %s %s", v[i].file, v[i].function,
                  ordinal, v[i].order, v[i].kind) < 0)
       skey = NULL;
-    if (asprintf(&where, "%s:%" JSON_INTEGER_FORMAT ":%" JSON_INTEGER_FORMAT, v[i].file,
-                 v[i].line, v[i].column) < 0)
+    const char *lib = json_string_value(json_object_get(v[i].inlined_from, "file"));
+    const char *base = lib ? strrchr(lib, '/') : NULL;
+    char detail[256] = "";
+    if (lib)
+      snprintf(detail, sizeof detail, " (inlined from %s:%" JSON_INTEGER_FORMAT ")",
+               base ? base + 1 : lib,
+               json_integer_value(json_object_get(v[i].inlined_from, "line")));
+    if (asprintf(&where, "%s:%" JSON_INTEGER_FORMAT ":%" JSON_INTEGER_FORMAT "%s", v[i].file,
+                 v[i].line, v[i].column, detail) < 0)
       where = NULL;
     rc = skey == NULL || where == NULL || gate_add(c->stable, skey, v[i].count) != 0 ||
                  json_object_set_new(c->where, skey, json_string(where)) != 0

@@ -26,7 +26,9 @@
 extern "C" {
 #endif
 
-#define NANO_SITE_ABI 1u
+/* 2: struct nano_site_module gained `origins`. The runtime reads modules of
+ * ABI 1 (no origins) and 2. */
+#define NANO_SITE_ABI 2u
 
 /*
  * Kinds of atomic operation. The printed names follow GCC's __atomic builtins;
@@ -82,6 +84,20 @@ struct nano_site {
 #define NANO_SITE_FAILURE_ORDER(flags) (((flags) >> 4) & 7u)
 
 /*
+ * Where an operation is written when its site is reported elsewhere: the pass
+ * reports an atomic of library code inlined into the user's code (std::atomic,
+ * shared_ptr's count, stdatomic.h) at the first caller outside library files,
+ * and keeps the library location here. `file` is NULL for a site reported
+ * where it is written.
+ */
+struct nano_site_origin {
+  const char *function; /* the library function (mangled for C++)             */
+  const char *file;     /* its source file, or NULL: no origin                 */
+  uint32_t line;
+  uint32_t column;
+};
+
+/*
  * One module's site table. The pass emits one per instrumented module and
  * registers it from a constructor of priority 101 by calling
  * __nano_register_module (when that symbol is present). `next` and `base`
@@ -94,6 +110,9 @@ struct nano_site_module {
   const char *name;              /* the module's source file name              */
   struct nano_site_module *next; /* runtime-owned                              */
   uint64_t reserved;             /* runtime-owned, 0 in the image              */
+  /* ABI 2: `count` entries parallel to sites, or NULL when no site of the
+   * module was inlined from library code. */
+  const struct nano_site_origin *origins;
 };
 
 /*
@@ -147,6 +166,16 @@ int nano_tracker_dump_path(const char *path, enum nano_format format);
  * count; stops early and returns the visitor's value when it is non-zero. */
 typedef int (*nano_site_visitor)(const struct nano_site *site, uint64_t count, void *arg);
 int nano_tracker_foreach_site(nano_site_visitor visit, void *arg);
+/* Copies the origin of the registered site `id` (site->id of a visited site)
+ * into *out and returns 1; returns 0 when the site is reported where it is
+ * written (or no such site). The strings live as long as the process. */
+int nano_tracker_site_origin(uint32_t id, struct nano_site_origin *out);
+/* PyTorch's atomics tracker's names, for its ctypes scripts:
+ * nano_tracking_reset() is nano_tracker_reset(); nano_tracking_dump() writes
+ * the counts where the exit dump goes (NANO_TRACKER_OUTPUT, default stderr,
+ * in NANO_TRACKER_FORMAT) and returns 0, or -1 when that failed. */
+void nano_tracking_reset(void);
+int nano_tracking_dump(void);
 /* Turns the dump at exit (NANO_TRACKER_OUTPUT, on by default) on or off; a
  * library that stores the counts elsewhere (the tracer) turns it off. */
 void nano_tracker_set_exit_dump(int enabled);
