@@ -13,6 +13,16 @@
  *                      (replaced at each flush; counts are cumulative)
  *   nano_atomic_totals view: kind, count, totals per kind over all sessions,
  *                      the numbers of the tracker's "NANO TRACKER {" text
+ *   nano_atomic_origin site_id -> function, file, line, column: where a site
+ *                      reported in the user's code is written in library
+ *                      code (the tracker's inlined_from); sites reported
+ *                      where they are written have no row
+ *   nano_atomic_sample session, pid, start, kind_id, kind, count: a
+ *                      process's total of one kind at time start (ns, the
+ *                      trace's clock), cumulative; written while recording
+ *                      every 1/NANO_RPD_ATOMICS_HZ s when a total changed,
+ *                      and at every flush that stores the counts: what
+ *                      `rpd export` draws as counter tracks
  *
  * Without the tracker (a build where nano_tracker is missing) the tables are
  * still created, empty.
@@ -34,15 +44,32 @@ static const char atomics_schema[] =
     "REFERENCES nano_atomic_site (id), count integer NOT NULL);\n"
     "CREATE VIEW IF NOT EXISTS nano_atomic_totals AS SELECT S.kind AS kind, sum(C.count) AS count "
     "FROM nano_atomic_count C JOIN nano_atomic_site S ON S.id = C.site_id "
-    "GROUP BY S.kind_id, S.kind HAVING sum(C.count) > 0 ORDER BY S.kind_id;\n";
+    "GROUP BY S.kind_id, S.kind HAVING sum(C.count) > 0 ORDER BY S.kind_id;\n"
+    "CREATE TABLE IF NOT EXISTS nano_atomic_origin (site_id integer NOT NULL PRIMARY KEY "
+    "REFERENCES nano_atomic_site (id), function varchar(4096) NOT NULL, "
+    "file varchar(4096) NOT NULL, line integer NOT NULL, column integer NOT NULL);\n"
+    "CREATE TABLE IF NOT EXISTS nano_atomic_sample (session integer NOT NULL, "
+    "pid integer NOT NULL, start integer NOT NULL, kind_id integer NOT NULL, "
+    "kind varchar(64) NOT NULL, count integer NOT NULL);\n";
+
+/* Creates the tables and the view when missing. Returns 0, or -1 with a
+ * message. */
+static int atomics_schema_create(sqlite3 *db, const char *path) {
+  char *msg = NULL;
+  if (sqlite3_exec(db, atomics_schema, NULL, NULL, &msg) == SQLITE_OK)
+    return 0;
+  fprintf(stderr, "nanoprobe rpd: %s: cannot create the nano_atomic tables: %s\n", path,
+          msg ? msg : sqlite3_errmsg(db));
+  sqlite3_free(msg);
+  return -1;
+}
 
 struct atomics_ctx {
   sqlite3 *db;
   const char *path;
   int64_t offset;
   int64_t session;
-  sqlite3_stmt *site, *count;
-  int failed;
+  sqlite3_stmt *site, *count, *origin;
 };
 
 #ifdef NANO_RPD_HAVE_TRACKER
@@ -79,31 +106,47 @@ static int atomics_visit(const struct nano_site *s, uint64_t count, void *arg) {
   sqlite3_bind_int64(st, 2, (int64_t)count);
   rc = sqlite3_step(st);
   sqlite3_reset(st);
+  if (rc != SQLITE_DONE) return -1;
+  struct nano_site_origin o;
+  if (!nano_tracker_site_origin(s->id, &o)) return 0;
+  st = c->origin;
+  sqlite3_bind_int64(st, 1, id);
+  sqlite3_bind_text(st, 2, o.function ? o.function : "", -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 3, o.file, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 4, o.line);
+  sqlite3_bind_int64(st, 5, o.column);
+  rc = sqlite3_step(st);
+  sqlite3_reset(st);
   return rc == SQLITE_DONE ? 0 : -1;
+}
+
+/* Sums a visited site's count into its kind's total. */
+static int atomics_sum(const struct nano_site *s, uint64_t count, void *arg) {
+  if (s->kind < NANO_KIND_COUNT) ((uint64_t *)arg)[s->kind] += count;
+  return 0;
 }
 #endif
 
 int rpdi_atomics_write(sqlite3 *db, const char *path, int64_t offset) {
-  char *msg = NULL;
-  if (sqlite3_exec(db, atomics_schema, NULL, NULL, &msg) != SQLITE_OK) {
-    fprintf(stderr, "nanoprobe rpd: %s: cannot create the nano_atomic tables: %s\n", path,
-            msg ? msg : sqlite3_errmsg(db));
-    sqlite3_free(msg);
-    return -1;
-  }
+  if (atomics_schema_create(db, path) != 0) return -1;
 #ifdef NANO_RPD_HAVE_TRACKER
-  struct atomics_ctx c = {db, path, offset, offset >> 32, NULL, NULL, 0};
+  struct atomics_ctx c = {db, path, offset, offset >> 32, NULL, NULL, NULL};
   if (sqlite3_prepare_v2(db,
                          "INSERT OR REPLACE INTO nano_atomic_site(id, session, pid, kind_id, kind, "
                          "memory_order, failure_order, size, flags, function, file, line, column) "
                          "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                          -1, &c.site, NULL) != SQLITE_OK ||
       sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO nano_atomic_count(site_id, count) VALUES (?,?)",
-                         -1, &c.count, NULL) != SQLITE_OK) {
+                         -1, &c.count, NULL) != SQLITE_OK ||
+      sqlite3_prepare_v2(db,
+                         "INSERT OR REPLACE INTO nano_atomic_origin(site_id, function, file, line, "
+                         "column) VALUES (?,?,?,?,?)",
+                         -1, &c.origin, NULL) != SQLITE_OK) {
     fprintf(stderr, "nanoprobe rpd: %s: cannot prepare the atomics inserts: %s\n", path,
             sqlite3_errmsg(db));
     sqlite3_finalize(c.site);
     sqlite3_finalize(c.count);
+    sqlite3_finalize(c.origin);
     return -1;
   }
   int rc = nano_tracker_foreach_site(atomics_visit, &c);
@@ -112,9 +155,60 @@ int rpdi_atomics_write(sqlite3 *db, const char *path, int64_t offset) {
             sqlite3_errmsg(db));
   sqlite3_finalize(c.site);
   sqlite3_finalize(c.count);
+  sqlite3_finalize(c.origin);
   return rc != 0 ? -1 : 0;
 #else
   (void)offset;
+  return 0;
+#endif
+}
+
+/* The totals per kind of the last sample this process wrote, and the session
+ * they belong to (a new session, after a fork, starts again from zero). */
+static uint64_t atomics_last[NANO_KIND_COUNT];
+static int64_t atomics_last_session = -1;
+
+int rpdi_atomics_sample(sqlite3 *db, const char *path, int64_t offset, int64_t now) {
+#ifdef NANO_RPD_HAVE_TRACKER
+  uint64_t totals[NANO_KIND_COUNT] = {0};
+  if (nano_tracker_foreach_site(atomics_sum, totals) != 0) return -1;
+  int64_t session = offset >> 32;
+  if (session != atomics_last_session) {
+    memset(atomics_last, 0, sizeof atomics_last);
+    atomics_last_session = session;
+  }
+  if (memcmp(totals, atomics_last, sizeof totals) == 0) return 0;
+  if (atomics_schema_create(db, path) != 0) return -1;
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v2(db,
+                         "INSERT INTO nano_atomic_sample(session, pid, start, kind_id, kind, count) "
+                         "VALUES (?,?,?,?,?,?)",
+                         -1, &st, NULL) != SQLITE_OK) {
+    fprintf(stderr, "nanoprobe rpd: %s: cannot prepare the atomics samples: %s\n", path,
+            sqlite3_errmsg(db));
+    return -1;
+  }
+  int rc = SQLITE_DONE;
+  for (unsigned k = 0; k < NANO_KIND_COUNT && rc == SQLITE_DONE; k++) {
+    if (totals[k] == atomics_last[k]) continue;
+    sqlite3_bind_int64(st, 1, session);
+    sqlite3_bind_int(st, 2, (int)getpid());
+    sqlite3_bind_int64(st, 3, now);
+    sqlite3_bind_int(st, 4, (int)k);
+    sqlite3_bind_text(st, 5, nano_kind_name(k), -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 6, (int64_t)totals[k]);
+    rc = sqlite3_step(st);
+    sqlite3_reset(st);
+  }
+  if (rc != SQLITE_DONE)
+    fprintf(stderr, "nanoprobe rpd: %s: cannot store an atomics sample: %s\n", path,
+            sqlite3_errmsg(db));
+  else
+    memcpy(atomics_last, totals, sizeof totals);
+  sqlite3_finalize(st);
+  return rc == SQLITE_DONE ? 0 : -1;
+#else
+  (void)db, (void)path, (void)offset, (void)now;
   return 0;
 #endif
 }

@@ -163,10 +163,12 @@ struct rpd_open {
 #define RPD_DEFAULT_CRASH_WAIT_MS 5000 /* a crash handler's wait for the writer */
 #define RPD_MAX_CRASH_WAIT_MS 600000   /* ten minutes: bounded, never forever  */
 #define RPD_MAX_AUTOFLUSH_HZ 1000.0    /* the writer's poll has 1 ms steps     */
+#define RPD_DEFAULT_ATOMICS_HZ 10.0    /* atomics samples: a 100 ms counter track */
 
 static char g_template[4096] = "./trace.rpd"; /* RPDT_FILENAME, %p = pid    */
 static int g_truncate;                         /* rpd_set_filename(.., 0)    */
 static double g_autoflush_hz;                  /* RPDT_AUTOFLUSH             */
+static double g_atomics_hz = RPD_DEFAULT_ATOMICS_HZ; /* NANO_RPD_ATOMICS_HZ    */
 static int g_stack_depth;                      /* RPDT_STACKFRAMES/NANO_RPD_STACKDEPTH */
 static int g_drop;                             /* NANO_RPD_DROP              */
 static int g_quiet;                            /* NANO_RPD_QUIET             */
@@ -2341,7 +2343,10 @@ static void rpdw_flush(int atomics) {
     g_w.pend[i--] = g_w.pend[--g_w.npend];
   }
   rpdw_write_dropped();
-  if (atomics && !g_w.failed && rpdw_begin() == 0) rpdi_atomics_write(g_w.db, g_w.path, g_w.offset);
+  if (atomics && !g_w.failed && rpdw_begin() == 0) {
+    rpdi_atomics_write(g_w.db, g_w.path, g_w.offset);
+    rpdi_atomics_sample(g_w.db, g_w.path, g_w.offset, rpd_clock());
+  }
   rpdw_run_jobs();
   rpdw_commit();
 }
@@ -2392,6 +2397,25 @@ static void rpdw_discard(void) {
   }
 }
 
+/* A writer period in ms for a rate in Hz (0: none, -1), at least 1 ms. */
+static int rpdw_period_ms(double hz) {
+  if (hz <= 0) return -1;
+  int ms = (int)(1000.0 / hz);
+  return ms < 1 ? 1 : ms;
+}
+
+/* While recording, a sample of the atomics totals every 1/NANO_RPD_ATOMICS_HZ
+ * s (the counter tracks of `rpd export`), committed on its own: the records
+ * stay in their buffers until a flush, as without sampling. Writer thread,
+ * g_wlock held. */
+static void rpdw_sample_atomics(int64_t *next) {
+  int64_t now = rpd_clock();
+  if (g_atomics_hz <= 0 || now < *next || !(atomic_load(&g_state) & 1) || g_w.failed) return;
+  *next = now + (int64_t)(1e9 / g_atomics_hz);
+  if (rpdw_begin() == 0) rpdi_atomics_sample(g_w.db, g_w.path, g_w.offset, now);
+  rpdw_commit();
+}
+
 static void *rpdw_main(void *arg) {
   (void)arg;
   sigset_t all;
@@ -2404,23 +2428,29 @@ static void *rpdw_main(void *arg) {
     rpdw_discard();
     return NULL;
   }
-  int timeout = g_autoflush_hz > 0 ? (int)(1000.0 / g_autoflush_hz) : -1;
-  if (g_autoflush_hz > 0 && timeout < 1) timeout = 1;
+  int flush_ms = rpdw_period_ms(g_autoflush_hz), sample_ms = rpdw_period_ms(g_atomics_hz);
+  int timeout = flush_ms < 0 || (sample_ms >= 0 && sample_ms < flush_ms) ? sample_ms : flush_ms;
+  int64_t next_flush = flush_ms < 0 ? INT64_MAX : rpd_clock() + (int64_t)flush_ms * 1000000;
+  int64_t next_sample = 0;
   for (;;) {
-    int rc = rpdw_wait(timeout);
+    int woken = rpdw_wait(timeout) > 0;
     pthread_mutex_lock(&g_wlock);
     uint32_t req = atomic_load(&g_flush_req);
     int quit = atomic_load(&g_writer_quit);
-    if (req != atomic_load(&g_flush_done) || quit || rc == 0) {
+    int64_t now = rpd_clock();
+    int due = now >= next_flush;
+    if (due) next_flush = now + (int64_t)flush_ms * 1000000;
+    if (req != atomic_load(&g_flush_done) || quit || due) {
       uint32_t areq = atomic_exchange(&g_atomics_req, 0);
       rpdw_flush(areq != 0 || quit);
       atomic_store(&g_flush_done, req);
       rpd_futex(&g_flush_done, FUTEX_WAKE, INT32_MAX, NULL);
-    } else {
+    } else if (woken) {
       rpdw_drain_all();
       rpdw_run_jobs();
       rpdw_commit();
     }
+    rpdw_sample_atomics(&next_sample);
     pthread_mutex_unlock(&g_wlock);
     atomic_store(&g_writer_blocked, 0); /* a whole round went through */
     if (quit) break;
@@ -2756,6 +2786,7 @@ __attribute__((constructor)) static void rpd_init(void) {
       rpd_log("RPDT_FILENAME is too long; using %s", g_template);
   }
   nano_env_real("RPDT_AUTOFLUSH", 0, RPD_MAX_AUTOFLUSH_HZ, &g_autoflush_hz);
+  nano_env_real("NANO_RPD_ATOMICS_HZ", 0, RPD_MAX_AUTOFLUSH_HZ, &g_atomics_hz);
   if (rpd_env_bool("RPDT_STACKFRAMES", 0))
     g_stack_depth = (int)rpd_env_uint("NANO_RPD_STACKDEPTH", 1, RPD_MAX_STACK_DEPTH,
                                       RPD_DEFAULT_STACK_DEPTH);

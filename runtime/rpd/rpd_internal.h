@@ -68,4 +68,10 @@ int rpdi_post(const char *schema, rpdi_job_fn write, void (*dtor)(void *), void 
  * a message on stderr. */
 int rpdi_atomics_write(sqlite3 *db, const char *path, int64_t offset);
 
+/* Stores a sample of this process's totals per kind at time `now` (the
+ * trace's clock) into nano_atomic_sample: the kinds whose total changed since
+ * the last sample of this session. Called by the writer thread inside its
+ * transaction. Returns 0, or -1 with a message on stderr. */
+int rpdi_atomics_sample(sqlite3 *db, const char *path, int64_t offset, int64_t now);
+
 #endif /* NANO_RPD_INTERNAL_H */

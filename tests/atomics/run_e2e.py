@@ -8,6 +8,7 @@ import json
 import os
 import re
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -515,6 +516,101 @@ def scenario_gate_identity(a):
         bare = os.path.join(d, "bare")
         out = gate(bare, build(bare, cc="gcc"), rc=2)
         check("executed no instrumented atomic" in out, out)
+
+
+TRACE_PROGRAM = r"""#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+
+static std::atomic<long> hits{0};
+
+__attribute__((noinline)) static void work(long n) {
+  for (long i = 0; i < n; i++)
+    hits.fetch_add(1, std::memory_order_relaxed); // USER LINE
+}
+
+int main(int argc, char **argv) {
+  long n = std::atol(argv[1]);
+  for (int round = 0; round < 3; round++) {
+    work(n);
+    struct timespec ts = {0, 150000000};
+    nanosleep(&ts, nullptr);
+  }
+  std::printf("%ld\n", hits.load());
+  return 0;
+}
+"""
+
+
+def scenario_trace_atomics(a):
+    """The atomics a trace holds are visible everywhere (issue 17.3): sites at
+    the user's line with the library location they were inlined from, samples
+    over time, `rpd report`'s section with the source line, `rpd export`'s
+    counter tracks, and the gate reading a trace as baseline or current run,
+    equal to the tracker's own JSON of the same run."""
+    with tempfile.TemporaryDirectory() as d:
+        src = os.path.join(d, "app.cpp")
+        with open(src, "w") as f:
+            f.write(TRACE_PROGRAM)
+        user_line = TRACE_PROGRAM.splitlines().index(
+            "    hits.fetch_add(1, std::memory_order_relaxed); // USER LINE") + 1
+        exe = os.path.join(d, "app")
+        run(["clang++-15", "-std=c++17", "-O2", "-g", "-fpass-plugin=" + a.plugin, src, "-o", exe])
+        trace = os.path.join(d, "t.rpd")
+        run([a.nanoprobe, "run", "-q", "--atomics", "-o", trace, "--", exe, "1000"], cwd=d)
+        con = sqlite3.connect(trace)
+        rows = con.execute(
+            "SELECT S.function, S.file, S.line, sum(C.count), O.function, O.file, O.line "
+            "FROM nano_atomic_site S JOIN nano_atomic_count C ON C.site_id = S.id "
+            "LEFT JOIN nano_atomic_origin O ON O.site_id = S.id WHERE S.kind = '__atomic_fetch_add' "
+            "GROUP BY 1, 2, 3, 5, 6, 7"  # an unrolled loop has several copies of the site
+        ).fetchall()
+        check(len(rows) == 1 and rows[0][:4] == ("_ZL4workl", src, user_line, 3000)
+              and rows[0][5].endswith("/atomic_base.h") and "fetch_add" in rows[0][4] and rows[0][6] > 0,
+              "the fetch_add site at the user's line, inlined from atomic_base.h: %s" % rows)
+        samples = con.execute("SELECT start, count FROM nano_atomic_sample "
+                              "WHERE kind = '__atomic_fetch_add' ORDER BY start").fetchall()
+        counts = [c for _, c in samples]
+        check(len(samples) >= 3 and counts == sorted(counts) and counts[-1] == 3000
+              and counts[0] < 3000, "fetch_add samples rise to the total: %s" % samples)
+        con.close()
+
+        rpd = os.path.join(os.path.dirname(a.nanoprobe), "..", "rpd", "rpd")
+        out = os.path.join(d, "t.json")
+        run([rpd, "export", trace, "-o", out])
+        with open(out) as f:
+            events = [e for e in json.load(f)["traceEvents"] if e.get("cat") == "atomics"]
+        adds = [e["args"]["count"] for e in events if e["name"] == "__atomic_fetch_add"]
+        check(adds == counts and all(e["ph"] == "C" for e in events), "export counter track: %s" % events)
+        html = os.path.join(d, "r.html")
+        run([rpd, "report", trace, "-o", html])
+        with open(html) as f:
+            page = f.read()
+        section = page[page.find("id=atomics"):]
+        check("id=atomics" in page and "hits.fetch_add(1, std::memory_order_relaxed); // USER LINE" in section
+              and "atomic_base.h:" in section and "%s:%d:" % (src, user_line) in section,
+              "report: the atomics section with the user's source line")
+
+        # the gate: a trace as baseline and as current run, and against JSON
+        dump = os.path.join(d, "dump.json")
+        run([exe, "1000"], {"LD_PRELOAD": a.tracker, "NANO_TRACKER_FORMAT": "json",
+                            "NANO_TRACKER_OUTPUT": dump})
+        for base, cur in ((trace, trace), (dump, trace), (trace, dump)):
+            p = run([a.nanoprobe, "gate", "--root", d, "--baseline", base, "--current", cur])
+            check("OK" in p.stdout, "gate %s vs %s: %s" % (base, cur, p.stdout))
+        more = os.path.join(d, "more.rpd")
+        run([a.nanoprobe, "run", "-q", "--atomics", "-o", more, "--", exe, "1001"], cwd=d)
+        p = run([a.nanoprobe, "gate", "--root", d, "--baseline", trace, "--current", more], expect_rc=1)
+        check(re.search(r"REGRESSED site +app\.cpp _ZL4workl #0 relaxed __atomic_fetch_add: 3000 -> 3003 "
+                        r"\(\+3, \+0\.10%%\) at app\.cpp:%d:\d+ \(inlined from atomic_base\.h:\d+\)" % user_line,
+                        p.stdout), p.stdout)
+        p = run([a.nanoprobe, "gate", "--baseline", trace, "--current", more, "--update"], expect_rc=2)
+        check("is a trace" in p.stderr and os.path.getsize(trace) > 0, p.stderr)
+        plain = os.path.join(d, "plain.rpd")
+        run([a.nanoprobe, "run", "-q", "-o", plain, "--", "true"], cwd=d)
+        p = run([a.nanoprobe, "gate", "--baseline", trace, "--current", plain], expect_rc=2)
+        check("executed no instrumented atomic" in p.stderr or "holds no host atomics" in p.stderr, p.stderr)
 
 
 def scenario_json_bytes(a):

@@ -6,6 +6,9 @@
  *                  [--tracker libnano_tracker.so] -- ./app args...
  *   nanoprobe gate --baseline base.json --current cur.json [--tolerance [SCOPE=]T]...
  *
+ * --baseline and --current also take an RPD trace recorded with atomics
+ * (gate_trace.c: its sites and counts as the tracker's document).
+ *
  * Metric "atomics" (default): runs the command with libnano_tracker.so in
  * LD_PRELOAD and NANO_TRACKER_FORMAT=json, one dump per process into a
  * private temporary folder, and sums the dumps; or reads --current. Counts are
@@ -96,6 +99,8 @@ static void gate_usage(FILE *out) {
         "                      [--update] [--metric atomics|instructions] [--tool callgrind|perf]\n"
         "                      [--tracker LIB] [--root DIR] -- COMMAND [ARGS...]\n"
         "       nanoprobe gate --baseline FILE --current FILE [--tolerance [SCOPE=]T]... [--update]\n"
+        "FILE: the tracker's JSON dump, a baseline, or an RPD trace recorded with atomics\n"
+        "(nanoprobe run --atomics).\n"
         "Compares the atomics (or instructions) COMMAND executes with a baseline;\n"
         "exit 0: within tolerance, 1: grew (diff printed), 2: bad input.\n"
         "  T: N (count), M% (of the baseline) or N+M% (both)\n"
@@ -206,15 +211,22 @@ nomem:
 static int gate_read(struct gate_counts *c, const char *path, const char *role, int instructions) {
   char what[PATH_MAX + 32];
   snprintf(what, sizeof what, "%s '%s'", role, path);
-  json_error_t err;
-  json_t *doc = json_load_file(path, 0, &err);
-  if (doc == NULL) {
-    if (access(path, R_OK) != 0)
-      fprintf(stderr, "nanoprobe gate: %s is missing: %s\n", what, strerror(errno));
-    else
-      fprintf(stderr, "nanoprobe gate: %s is malformed: line %d column %d: %s\n", what, err.line,
-              err.column, err.text);
-    return 2;
+  json_t *doc;
+  if (!instructions && gate_is_trace(path)) {
+    doc = gate_trace_atomics(path, what);
+    if (doc == NULL)
+      return 2;
+  } else {
+    json_error_t err;
+    doc = json_load_file(path, 0, &err);
+    if (doc == NULL) {
+      if (access(path, R_OK) != 0)
+        fprintf(stderr, "nanoprobe gate: %s is missing: %s\n", what, strerror(errno));
+      else
+        fprintf(stderr, "nanoprobe gate: %s is malformed: line %d column %d: %s\n", what,
+                err.line, err.column, err.text);
+      return 2;
+    }
   }
   c->doc = doc;
   c->kinds = json_object();
@@ -942,6 +954,11 @@ int nanoprobe_cmd_gate(int argc, char **argv) {
     return 2;
   }
 
+  if (o.update && gate_is_trace(o.baseline)) {
+    fprintf(stderr, "nanoprobe gate: --baseline '%s' is a trace; --update writes a JSON baseline "
+                    "and would replace it: name a .json file\n", o.baseline);
+    return 2;
+  }
   struct gate_counts base = {0}, cur = {0};
   int rc;
   if (!o.update && (rc = gate_read(&base, o.baseline, "baseline", o.instructions)) != 0)

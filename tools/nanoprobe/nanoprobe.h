@@ -7,6 +7,7 @@
 #ifndef NANOPROBE_TOOL_H
 #define NANOPROBE_TOOL_H
 
+#include <jansson.h>
 #include <limits.h>
 #include <stddef.h>
 
@@ -17,6 +18,16 @@ int nanoprobe_cmd_run(int argc, char **argv);
 /* nanoprobe cc / cflags: compile with the plugin for a compiler (cc.c). */
 int nanoprobe_cmd_cc(int argc, char **argv);
 int nanoprobe_cmd_cflags(int argc, char **argv);
+
+/* ---- gate_trace.c: the host atomics of an RPD trace -------------------- */
+
+/* 1 when path is an SQLite database (an RPD trace), by its header. */
+int gate_is_trace(const char *path);
+/* The atomics the tracer stored in trace `path`, as the tracker's JSON
+ * document ("nanoprobe-atomics" 1: kinds and sites, inlined_from kept).
+ * NULL after a message naming `what` (the trace cannot be read, or holds no
+ * atomics). */
+json_t *gate_trace_atomics(const char *path, const char *what);
 
 /* ---- locate.c: nanoprobe's parts, relative to this executable ---------- */
 

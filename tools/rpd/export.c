@@ -10,6 +10,9 @@
  *                               (pid rpd_export_gpu_pid(gpu)Id), a track per queue
  *   rocpd_api_ops               flow arrows ("s" in the call, "f" in the op)
  *   rocpd_monitor               counter events ("C") on the device's process
+ *   nano_atomic_sample          counter events ("C", cat "atomics") on the
+ *                               traced process: a track per atomic kind, its
+ *                               cumulative count
  *   names                       process_name / thread_name metadata ("M")
  *
  * Times are microseconds (the format's unit) with nanosecond decimals, counted
@@ -42,7 +45,8 @@ static const char rpd_export_help[] =
     "Writes Chrome trace-event JSON (open it in https://ui.perfetto.dev or\n"
     "chrome://tracing): API calls and user ranges as slices per process/thread,\n"
     "marks as instants, GPU ops per GPU and queue, flow arrows from call to op,\n"
-    "monitor samples as counters, process and thread names.\n"
+    "monitor samples and host atomics per kind as counters, process and\n"
+    "thread names.\n"
     "  -o, --output OUT   output file ('-' for standard output)\n"
     "  --start T, --end T keep only records overlapping [start, end]; T is\n"
     "                     absolute ns (the trace's clock), a percentage of the\n"
@@ -369,6 +373,29 @@ static int rpd_export_counters(struct rpd_export *x) {
   return rpd_export_done(x, st, rc);
 }
 
+/* The host atomics samples (nano_atomic_sample) as counter tracks: one per
+ * kind on the process's own track, the cumulative count. */
+static int rpd_export_atomics(struct rpd_export *x) {
+  int has = rpdtool_has_object(x->t->db, "nano_atomic_sample");
+  if (has <= 0) return has < 0 ? rpdtool_err("export", "%s: %s", x->t->path, sqlite3_errmsg(x->t->db)) : 0;
+  sqlite3_stmt *st = rpd_export_prepare(
+      x, "SELECT pid, kind, start, count FROM nano_atomic_sample WHERE start>=?1 AND start<=?2 "
+         "ORDER BY start");
+  if (!st) return 1;
+  int rc;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    rpd_export_begin(x);
+    fputs("\"name\":", x->out);
+    rpd_export_str(x->out, (const char *)sqlite3_column_text(st, 1));
+    fputs(",\"cat\":\"atomics\",\"ph\":\"C\",\"ts\":", x->out);
+    rpd_export_ts(x, sqlite3_column_int64(st, 2));
+    fprintf(x->out, ",\"pid\":%" PRId64 ",\"tid\":0,\"args\":{\"count\":%" PRId64 "}}",
+            (int64_t)sqlite3_column_int64(st, 0), (int64_t)sqlite3_column_int64(st, 3));
+    rpdtool_progress_add(&x->prog, 1);
+  }
+  return rpd_export_done(x, st, rc);
+}
+
 /* Counts the rows the export will visit, for the progress line. */
 static uint64_t rpd_export_total(struct rpd_export *x) {
   sqlite3_stmt *st = rpd_export_prepare(
@@ -389,7 +416,7 @@ static int rpd_export_write(struct rpd_export *x) {
           x->t->schema_version, x->base, x->lo, x->hi);
   x->first = 1;
   if (rpd_export_names(x) || rpd_export_api(x) || rpd_export_ops(x) || rpd_export_flows(x) ||
-      rpd_export_counters(x))
+      rpd_export_counters(x) || rpd_export_atomics(x))
     return 1;
   fputs("\n]}\n", x->out);
   return 0;

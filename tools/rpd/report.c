@@ -19,6 +19,10 @@
  *                 dispatch the worst source locations by excess cache lines
  *                 and by bank conflicts (MemoryAnalysis), and a heatmap strip
  *                 of the pages it touched (Heatmap)
+ *   host atomics  the atomics the tracer stored (nano_atomic_*): totals per
+ *                 kind, and the busiest sites (processes and instances
+ *                 merged) with their source line when the file is readable,
+ *                 and where a site was inlined from
  *
  * The report only reads the trace. The page is written to OUT.tmp and renamed, so OUT is either
  * the previous page or the complete new one. The page's script marks
@@ -46,6 +50,7 @@
 #define RP_MEM_DISPATCHES 50 /* dispatches in the memory section at most */
 #define RP_HEAT_PAGES 256    /* pages drawn in a heatmap strip at most */
 #define RP_HEAT_CELL 4       /* px per page in the strip */
+#define RP_SRC_LINE 240      /* characters of a source line shown at most */
 
 /* Writes s HTML-escaped. */
 static void rp_esc(FILE *f, const char *s) {
@@ -901,6 +906,104 @@ static int rp_memory(const char *cmd, const struct rpdtool_trace *t, FILE *f) {
   return rp_done(cmd, t, st, rc);
 }
 
+/* ---- host atomics ------------------------------------------------------ */
+
+/* Line `line` (1-based) of the text file `path` into buf, without its newline
+ * and cut to n - 1 characters; "" when the file or the line cannot be read
+ * (the report may be written on another machine than the trace). */
+static void rp_source_line(const char *path, int64_t line, char *buf, size_t n) {
+  buf[0] = '\0';
+  FILE *src = path && *path && line > 0 ? fopen(path, "r") : NULL;
+  if (!src) return;
+  char *text = NULL;
+  size_t cap = 0;
+  ssize_t len = 0;
+  for (int64_t i = 1; i <= line && (len = getline(&text, &cap, src)) >= 0; i++) {
+  }
+  if (len > 0) {
+    while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == '\r')) len--;
+    size_t k = (size_t)len < n - 1 ? (size_t)len : n - 1;
+    memcpy(buf, text, k);
+    buf[k] = '\0';
+  }
+  free(text);
+  fclose(src);
+}
+
+/* The host atomics section, when the tracer stored atomics. */
+static int rp_atomics(const char *cmd, const struct rpdtool_trace *t, FILE *f) {
+  int has = rpdtool_has_object(t->db, "nano_atomic_totals");
+  int origins = has > 0 ? rpdtool_has_object(t->db, "nano_atomic_origin") : 0;
+  if (has < 0 || origins < 0) {
+    rpdtool_err(cmd, "%s: %s", t->path, sqlite3_errmsg(t->db));
+    return -1;
+  }
+  if (!has) return 0;
+  sqlite3_stmt *st = rp_prep(cmd, t, "SELECT kind, count FROM nano_atomic_totals");
+  if (!st) return -1;
+  fputs("<h2 id=atomics>Host atomics</h2><p class=muted>Atomic operations the instrumented "
+        "code executed (built with the plugin, traced with the tracker), per kind and per "
+        "site. A site inlined from library code is shown at the user's line, with the "
+        "library location it came from.</p>\n<table class=sortable><thead><tr><th>kind</th>"
+        "<th>count</th></tr></thead><tbody>\n",
+        f);
+  int rc, kinds = 0;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    long long n = sqlite3_column_int64(st, 1);
+    fputs("<tr><td>", f);
+    rp_esc(f, (const char *)sqlite3_column_text(st, 0));
+    fprintf(f, "</td><td class=n data-v=\"%lld\">%lld</td></tr>\n", n, n);
+    kinds++;
+  }
+  fputs("</tbody></table>\n", f);
+  if (rp_done(cmd, t, st, rc)) return -1;
+  if (!kinds) {
+    fputs("<p class=muted>No instrumented atomic ran.</p>\n", f);
+    return 0;
+  }
+  char *sql = sqlite3_mprintf(
+      "SELECT sum(C.count) AS n, S.kind, S.memory_order, S.function, S.file, S.line, S.column, "
+      "%s FROM nano_atomic_count C JOIN nano_atomic_site S ON S.id = C.site_id %s "
+      "GROUP BY S.kind_id, S.memory_order, S.function, S.file, S.line, S.column, 8, 9 "
+      "HAVING n > 0 ORDER BY n DESC LIMIT %d",
+      origins ? "O.file, O.line" : "NULL, NULL",
+      origins ? "LEFT JOIN nano_atomic_origin O ON O.site_id = S.id" : "", RP_TOP);
+  st = sql ? rp_prep(cmd, t, sql) : NULL;
+  sqlite3_free(sql);
+  if (!st) return -1;
+  fputs("<h3>Busiest sites</h3><table class=sortable><thead><tr><th>count</th><th>kind</th>"
+        "<th>order</th><th>function</th><th>where</th><th>source</th><th>inlined from</th>"
+        "</tr></thead><tbody>\n",
+        f);
+  char line[RP_SRC_LINE + 1];
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    long long n = sqlite3_column_int64(st, 0);
+    const char *file = (const char *)sqlite3_column_text(st, 4);
+    int64_t ln = sqlite3_column_int64(st, 5);
+    fprintf(f, "<tr><td class=n data-v=\"%lld\">%lld</td><td>", n, n);
+    rp_esc(f, (const char *)sqlite3_column_text(st, 1));
+    fputs("</td><td>", f);
+    rp_esc(f, (const char *)sqlite3_column_text(st, 2));
+    fputs("</td><td><code>", f);
+    rp_esc(f, (const char *)sqlite3_column_text(st, 3));
+    fputs("</code></td><td>", f);
+    rp_esc(f, file && *file ? file : "?");
+    fprintf(f, ":%lld:%lld</td><td><code>", (long long)ln, (long long)sqlite3_column_int64(st, 6));
+    rp_source_line(file, ln, line, sizeof line);
+    rp_esc(f, line);
+    fputs("</code></td><td>", f);
+    const char *lib = (const char *)sqlite3_column_text(st, 7);
+    if (lib) {
+      const char *base = strrchr(lib, '/');
+      rp_esc(f, base ? base + 1 : lib);
+      fprintf(f, ":%lld", (long long)sqlite3_column_int64(st, 8));
+    }
+    fputs("</td></tr>\n", f);
+  }
+  fputs("</tbody></table>\n", f);
+  return rp_done(cmd, t, st, rc);
+}
+
 /* Writes the whole page for trace t to f. 0 or -1 (message printed). */
 static int rp_page(const char *cmd, const struct rpdtool_trace *t, FILE *f) {
   int64_t lo = 0, hi = 0;
@@ -916,7 +1019,7 @@ static int rp_page(const char *cmd, const struct rpdtool_trace *t, FILE *f) {
         "ns, µs, ms, s. Click a column header to sort.</p>\n", f);
   if (rp_summary(cmd, t, f, lo, hi) || rp_busy(cmd, t, f) || rp_timeline(cmd, t, f, lo, hi) ||
       rp_ops(cmd, t, f) || rp_calls(cmd, t, f) || rp_autograd(cmd, t, f) ||
-      rp_marks(cmd, t, f, lo) || rp_memory(cmd, t, f))
+      rp_marks(cmd, t, f, lo) || rp_memory(cmd, t, f) || rp_atomics(cmd, t, f))
     return -1;
   fprintf(f, "<script>\n%s</script>\n</body></html>\n", rp_js);
   return 0;
@@ -932,7 +1035,8 @@ int rpd_cmd_report(int argc, char **argv) {
       "Writes one self-contained HTML page about the trace FILE: summary, GPU busy,\n"
       "a timeline overview, top GPU ops, top calls by inclusive and exclusive time,\n"
       "the autograd operator -> kernel -> sizes tree (after 'rpd autograd'),\n"
-      "marks, and the memory analyses of instrumented kernels. FILE is only read.\n",
+      "marks, the memory analyses of instrumented kernels, and the host atomics\n"
+      "per kind and busiest site. FILE is only read.\n",
       opts, &in);
   if (parsed != RPDTOOL_PARSED) return parsed;
   if (!out) return rpdtool_usage(cmd, "missing -o OUT.html");

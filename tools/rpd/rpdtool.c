@@ -329,12 +329,14 @@ const char *rpdtool_api_sql(const struct rpdtool_trace *t) {
 int rpdtool_span(const struct rpdtool_trace *t, int64_t *lo, int64_t *hi) {
   static const char sql[] =
       "SELECT min(s), max(e) FROM (SELECT min(start) AS s, max(end) AS e FROM rocpd_api "
-      "UNION ALL SELECT min(start), max(end) FROM rocpd_op %s)";
+      "UNION ALL SELECT min(start), max(end) FROM rocpd_op %s %s)";
   char buf[512];
   int mon = rpdtool_has_object(t->db, "rocpd_monitor");
-  if (mon < 0) return -1;
+  int atomics = mon < 0 ? -1 : rpdtool_has_object(t->db, "nano_atomic_sample");
+  if (atomics < 0) return -1;
   snprintf(buf, sizeof buf, sql,
-           mon ? "UNION ALL SELECT min(start), max(end) FROM rocpd_monitor" : "");
+           mon ? "UNION ALL SELECT min(start), max(end) FROM rocpd_monitor" : "",
+           atomics ? "UNION ALL SELECT min(start), max(start) FROM nano_atomic_sample" : "");
   sqlite3_stmt *st = NULL;
   if (sqlite3_prepare_v2(t->db, buf, -1, &st, NULL) != SQLITE_OK) return -1;
   int ret = -1;
