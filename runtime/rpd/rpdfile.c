@@ -532,6 +532,31 @@ int nano_rpdfile_begin_session(sqlite3 *db, const char *path, int64_t *session, 
   return 0;
 }
 
+/* Whether db may write: not opened read-only, not in query_only mode. */
+static int rpdfile_writer(sqlite3 *db) {
+  if (sqlite3_db_readonly(db, "main") != 0) return 0;
+  sqlite3_stmt *st = NULL;
+  int query_only = 1; /* unknown: treat as a reader */
+  if (sqlite3_prepare_v2(db, "PRAGMA query_only", -1, &st, NULL) == SQLITE_OK &&
+      sqlite3_step(st) == SQLITE_ROW)
+    query_only = sqlite3_column_int(st, 0);
+  sqlite3_finalize(st);
+  return !query_only;
+}
+
+/* Leaves the file in rollback-journal mode when db is its only connection, so
+ * that readers without write access (a read-only mount, another user) can open
+ * it: a WAL file needs its -shm beside it. Never waits: with another
+ * connection open (a concurrent appender or reader) the switch fails at once
+ * and the file stays in WAL mode until the last writer closes. */
+static void rpdfile_leave_wal(sqlite3 *db) {
+  if (sqlite3_busy_handler(db, NULL, NULL) != SQLITE_OK) return;
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v2(db, "PRAGMA journal_mode=DELETE", -1, &st, NULL) == SQLITE_OK)
+    (void)sqlite3_step(st); /* SQLITE_BUSY or "wal" when others have it open: fine */
+  sqlite3_finalize(st);
+}
+
 int nano_rpdfile_close(sqlite3 *db, const char *path, char *err, size_t errlen) {
   if (!db) return 0;
   int ret = 0;
@@ -542,6 +567,7 @@ int nano_rpdfile_close(sqlite3 *db, const char *path, char *err, size_t errlen) 
     rpdfile_err(err, errlen, path, "checkpoint failed: %s", sqlite3_errmsg(db));
     ret = NANO_RPDFILE_ESQLITE;
   }
+  if (ret == 0 && rpdfile_writer(db)) rpdfile_leave_wal(db);
   rc = sqlite3_close(db);
   if (rc != SQLITE_OK) {
     rpdfile_err(err, errlen, path, "close failed: %s", sqlite3_errstr(rc));

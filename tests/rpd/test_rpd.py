@@ -786,6 +786,57 @@ def case_atomics():
     check(("__atomic_fetch_add", "relaxed", 4) in [s[:3] for s in sites], "sites: %s" % sites)
 
 
+def mode(path):
+    """The journal mode a fresh connection finds in the file at path."""
+    con = sqlite3.connect(path)
+    try:
+        return q(con, "PRAGMA journal_mode")[0][0]
+    finally:
+        con.close()
+
+
+def case_journal():
+    """A trace closed by its last writer is in rollback-journal mode, with no
+    side files, so that readers without write access open it (issue 18.1); a
+    writer that closes while another process still writes does not wait and
+    leaves WAL to the last one."""
+    run([prog("rpd_workload"), "marks", "5"], {"RPDT_FILENAME": "j.rpd"})
+    check(mode("j.rpd") == "delete", "journal mode after the only writer: %s" % mode("j.rpd"))
+    check(not os.path.exists("j.rpd-wal") and not os.path.exists("j.rpd-shm"), "side files left")
+    e = dict(os.environ, RPDT_FILENAME="j.rpd")
+    long_writer = subprocess.Popen([prog("rpd_workload"), "sleepy", "10", "3000"], env=e,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    check(long_writer.stdout.readline().strip() == "ready", "workload did not start")
+    t0 = time.monotonic()
+    run([prog("rpd_workload"), "marks", "5"], {"RPDT_FILENAME": "j.rpd"})
+    took = time.monotonic() - t0
+    check(mode("j.rpd") == "wal", "a writer still has the file: it stays in WAL mode")
+    check(took < 2.5, "the short writer waited %.1f s at its close for the other writer" % took)
+    long_writer.communicate(timeout=30)
+    check(mode("j.rpd") == "delete", "journal mode after the last writer: %s" % mode("j.rpd"))
+    con = db("j.rpd")
+    integrity(con)
+    check(q(con, "SELECT count(*) FROM api")[0][0] == 20, "rows of the three writers")
+    con.close()
+    # a reader on a read-only mount (where this machine lets root bind-mount)
+    ro = os.path.abspath("ro-mount")
+    os.makedirs(ro, exist_ok=True)
+    here = os.path.abspath(".")
+    mounted = subprocess.run(["mount", "--bind", here, ro], capture_output=True).returncode == 0
+    if mounted:
+        try:
+            if subprocess.run(["mount", "-o", "remount,ro,bind", ro], capture_output=True).returncode == 0:
+                con = sqlite3.connect("file:%s/j.rpd?mode=ro" % ro, uri=True)
+                check(q(con, "SELECT count(*) FROM api")[0][0] == 20, "read from a read-only mount")
+                con.close()
+            else:
+                print("journal: no read-only remount here; the mount check did not run")
+        finally:
+            subprocess.run(["umount", ro], capture_output=True)
+    else:
+        print("journal: no bind mount here; the read-only mount check did not run")
+
+
 CASES = {
     "schema": case_schema, "errors": case_errors, "session": case_session,
     "threads": case_threads, "roctx": case_roctx, "nvtx": case_nvtx, "append": case_append,
@@ -796,7 +847,7 @@ CASES = {
     "crash_int": lambda: case_crash("int", signal.SIGINT),
     "clock": case_clock, "settings": case_settings, "exit": case_exit, "locked": case_locked, "zone": case_zone, "setname": case_setname, "chain": case_chain, "fork": case_fork, "exec": case_exec, "control": case_control, "autostart": case_autostart,
     "autoflush": case_autoflush, "drop": case_drop, "stack": case_stack, "api": case_api,
-    "interned": case_interned, "atomics": case_atomics,
+    "interned": case_interned, "atomics": case_atomics, "journal": case_journal,
 }
 
 

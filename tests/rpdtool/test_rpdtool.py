@@ -320,8 +320,11 @@ def case_create():
     db = sqlite3.connect(path)
     meta = dict(db.execute("SELECT tag, value FROM rocpd_metadata"))
     tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    journal = db.execute("PRAGMA journal_mode").fetchone()[0]
     db.close()
     assert meta["schema_version"] == "3", meta
+    # rollback-journal mode: readers without write access can open it (issue 18.1)
+    assert journal == "delete" and not os.path.exists(path + "-wal"), journal
     assert {"rocpd_api", "rocpd_op", "rocpd_string", "rocpd_ustring", "rocpd_api_ops"} <= tables, tables
     out, _ = run("info", path)
     assert "time span:       empty (no records)" in out and "processes: 0, threads: 0" in out, out

@@ -26,8 +26,11 @@
  * the database consistent: committed transactions are in the WAL and are
  * recovered by the next connection; uncommitted ones vanish. The WAL is folded
  * back into the main file every 10000 pages (40 MB, fewer checkpoints while
- * writing heavily) and when the last writer closes (nano_rpdfile_close). The
- * page cache of a writing connection is 32 MB.
+ * writing heavily) and when the last writer closes (nano_rpdfile_close). A
+ * writer that closes the file as its only connection leaves it in
+ * rollback-journal mode (journal_mode=DELETE), so that readers need no write
+ * access (WAL readers must create the -shm file); the next writer switches
+ * it back to WAL. The page cache of a writing connection is 32 MB.
  *
  * Threads: a connection these functions open has no SQLite mutex of its own
  * (SQLITE_OPEN_NOMUTEX); use it from one thread at a time.
@@ -147,7 +150,9 @@ static inline int64_t nano_rpdfile_session_offset(int64_t session) {
 }
 
 /* Closes a connection opened by this library: checkpoints the WAL (folding it
- * into the main file when no other connection is open) and closes. Returns 0
+ * into the main file when no other connection is open), leaves the file in
+ * rollback-journal mode when db writes and is the only connection (never
+ * waiting for others), and closes. Returns 0
  * or NANO_RPDFILE_ESQLITE with a message (the connection is closed anyway).
  * db may be NULL. */
 int nano_rpdfile_close(sqlite3 *db, const char *path, char *err, size_t errlen);
