@@ -243,7 +243,7 @@ def case_window():
     expect = {"outer", "hipMemcpy", "checkpoint", "CopyHostToDevice"}
     for start, end in [(str(T0 + 2950 * US), str(T0 + 3500 * US)),   # absolute ns
                        ("25%", "30%"),                                # span 1000..9000 us
-                       ("+2ms", "+2.4ms")]:
+                       ("+2ms", "+2.4ms"), ("2ms", "2400us")]:   # offsets
         doc, _ = export(path, "--start", start, "--end", end)
         ev = doc["traceEvents"]
         got = {e["name"] for e in ev if e["ph"] in ("X", "i")}
@@ -260,7 +260,18 @@ def case_window():
     assert [e["name"] for e in doc["traceEvents"] if e["ph"] in ("X", "C")] == [SPECIAL, "sclk"]
     _, err = run("export", path, "-o", os.path.join(WORK, "w.json"), "--start", "50%", "--end", "10%", code=2)
     assert "is after --end" in err, err
-    for bad in ["abc", "12x", "-5", "101%", "+3parsecs", ""]:
+    # a number without a unit is absolute ns: far before the trace, it warns,
+    # and so does a window that holds nothing (issue 18.3)
+    doc, err = export(path, "--start", "5", "--end", "10")
+    assert "--start 5 is 5 ns on the trace's clock, outside the trace" in err and "5us" in err, err
+    assert "holds no record" in err, err
+    assert [e for e in doc["traceEvents"] if e["ph"] != "M"] == [], doc
+    # absolute timestamps: the trace's own clock, as rocmProfileData's exporter
+    doc, err = export(path, "--absolute")
+    assert doc["otherData"]["time_base_ns"] == 0 and "warning" not in err, (doc["otherData"], err)
+    outer = [e for e in doc["traceEvents"] if e.get("name") == "outer"]
+    assert len(outer) == 1 and outer[0]["ts"] == (T0 + 1500 * US) / 1000.0, outer
+    for bad in ["abc", "12x", "-5", "101%", "+3parsecs", "3parsecs", "", "5ms5"]:
         _, err = run("export", path, "-o", os.path.join(WORK, "w.json"), "--start", bad, code=2)
         assert "--start" in err, err
     assert not os.path.exists(os.path.join(WORK, "w.json"))

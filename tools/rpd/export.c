@@ -41,7 +41,7 @@
 #define RPD_EXPORT_DEV_PID 1100000000
 
 static const char rpd_export_help[] =
-    "usage: rpd export FILE -o OUT.json [--start T] [--end T]\n"
+    "usage: rpd export FILE -o OUT.json [--start T] [--end T] [--absolute]\n"
     "Writes Chrome trace-event JSON (open it in https://ui.perfetto.dev or\n"
     "chrome://tracing): API calls and user ranges as slices per process/thread,\n"
     "marks as instants, GPU ops per GPU and queue, flow arrows from call to op,\n"
@@ -51,7 +51,10 @@ static const char rpd_export_help[] =
     "  --start T, --end T keep only records overlapping [start, end]; T is\n"
     "                     absolute ns (the trace's clock), a percentage of the\n"
     "                     trace span ('25%'), or an offset from the trace start\n"
-    "                     with a unit ('+1.5ms'; ns, us, ms, s)\n";
+    "                     with a unit ('1.5ms' or '+1.5ms'; ns, us, ms, s)\n"
+    "  --absolute         timestamps on the trace's own clock (µs since its\n"
+    "                     zero), not from the first record, so that exports of\n"
+    "                     one run (rocmProfileData's rpd2tracing) line up\n";
 
 struct rpd_export {
   struct rpdtool_trace *t;
@@ -424,9 +427,11 @@ static int rpd_export_write(struct rpd_export *x) {
 
 int rpd_cmd_export(int argc, char **argv) {
   const char *output = NULL, *start_s = NULL, *end_s = NULL, *file;
+  int absolute = 0;
   const struct rpdtool_opt opts[] = {{"output", 'o', &output, NULL},
                                      {"start", 0, &start_s, NULL},
                                      {"end", 0, &end_s, NULL},
+                                     {"absolute", 0, NULL, &absolute},
                                      {NULL, 0, NULL, NULL}};
   int parsed = rpdtool_parse_args(argc, argv, rpd_export_help, opts, &file);
   if (parsed != RPDTOOL_PARSED) return parsed;
@@ -442,21 +447,10 @@ int rpd_cmd_export(int argc, char **argv) {
     ret = rpdtool_err("export", "%s: %s", t.path, sqlite3_errmsg(t.db));
     goto out;
   }
-  x.base = lo;
-  x.lo = INT64_MIN;
-  x.hi = INT64_MAX;
-  if (start_s && rpdtool_parse_time(start_s, lo, hi, &x.lo) != 0) {
-    ret = rpdtool_usage("export", "--start: '%s' is not a time (ns, N%%, or +N[ns|us|ms|s])", start_s);
-    goto out;
-  }
-  if (end_s && rpdtool_parse_time(end_s, lo, hi, &x.hi) != 0) {
-    ret = rpdtool_usage("export", "--end: '%s' is not a time (ns, N%%, or +N[ns|us|ms|s])", end_s);
-    goto out;
-  }
-  if (x.lo > x.hi) {
-    ret = rpdtool_usage("export", "--start (%" PRId64 " ns) is after --end (%" PRId64 " ns)", x.lo, x.hi);
-    goto out;
-  }
+  x.base = absolute ? 0 : lo;
+  if ((ret = rpdtool_window("export", start_s, end_s, lo, hi, &x.lo, &x.hi)) != 0) goto out;
+  if (!start_s) x.lo = INT64_MIN;
+  if (!end_s) x.hi = INT64_MAX;
 
   struct stat in_sb, out_sb;
   if (strcmp(output, "-") && stat(output, &out_sb) == 0 && stat(t.path, &in_sb) == 0 &&
@@ -502,6 +496,11 @@ int rpd_cmd_export(int argc, char **argv) {
   if (x.skipped_counters)
     fprintf(stderr, "rpd export: %" PRIu64 " rocpd_monitor rows with a non-numeric value skipped\n",
             x.skipped_counters);
+  if (!ret && (start_s || end_s) && x.prog.done == 0)
+    fprintf(stderr,
+            "rpd export: warning: the window %" PRId64 " .. %" PRId64 " ns holds no record of %s "
+            "(which spans %" PRId64 " .. %" PRId64 " ns); %s has names only\n",
+            x.lo, x.hi, t.path, lo, hi, output);
 out:
   rpdtool_close(&t);
   return ret;

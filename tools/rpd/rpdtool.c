@@ -539,13 +539,20 @@ int rpdtool_print_section(const char *cmd, sqlite3 *db, const char *sql, long li
 
 /* ---- option values ------------------------------------------------------ */
 
+/* 1 when s ends in a unit letter (an offset), 0 otherwise. */
+static int rpdtool_time_has_unit(const char *s) {
+  size_t len = strlen(s);
+  return len > 0 && (s[len - 1] == 's');
+}
+
 int rpdtool_parse_time(const char *s, int64_t lo, int64_t hi, int64_t *out) {
   if (!s || !*s) return -1;
   char *end = NULL;
   errno = 0;
-  if (s[0] == '+') {
-    double v = strtod(s + 1, &end);
-    if (end == s + 1 || errno || !isfinite(v) || v < 0) return -1;
+  if (s[0] == '+' || rpdtool_time_has_unit(s)) {
+    const char *num = s + (s[0] == '+');
+    double v = strtod(num, &end);
+    if (end == num || errno || !isfinite(v) || v < 0) return -1;
     double scale;
     if (!strcmp(end, "ns"))
       scale = 1;
@@ -573,6 +580,33 @@ int rpdtool_parse_time(const char *s, int64_t lo, int64_t hi, int64_t *out) {
   if (end == s || *end || errno || v < 0) return -1;
   *out = (int64_t)v;
   return 0;
+}
+
+/* Parses one bound of a window (see rpdtool_window); 0, or the usage status. */
+static int rpdtool_bound(const char *cmd, const char *opt, const char *s, int64_t lo, int64_t hi,
+                         int64_t *out) {
+  if (!s) return 0;
+  if (rpdtool_parse_time(s, lo, hi, out) != 0)
+    return rpdtool_usage(cmd, "%s: '%s' is not a time (ns on the trace's clock, N%%, or an "
+                              "offset from the start with a unit: 5us, +1.5ms, 2s)", opt, s);
+  if (s[0] != '+' && !rpdtool_time_has_unit(s) && s[strlen(s) - 1] != '%' && (*out < lo || *out > hi))
+    fprintf(stderr,
+            "rpd %s: warning: %s %s is %s ns on the trace's clock, outside the trace "
+            "(%" PRId64 " .. %" PRId64 " ns); write a unit for an offset from its start "
+            "(%sus, +%sms)\n",
+            cmd, opt, s, s, lo, hi, s, s);
+  return 0;
+}
+
+int rpdtool_window(const char *cmd, const char *start, const char *end, int64_t lo, int64_t hi,
+                   int64_t *a, int64_t *b) {
+  *a = lo;
+  *b = hi;
+  int ret = rpdtool_bound(cmd, "--start", start, lo, hi, a);
+  if (!ret) ret = rpdtool_bound(cmd, "--end", end, lo, hi, b);
+  if (!ret && *a > *b)
+    ret = rpdtool_usage(cmd, "--start (%" PRId64 " ns) is after --end (%" PRId64 " ns)", *a, *b);
+  return ret;
 }
 
 int rpdtool_parse_count(const char *s, long *out) {

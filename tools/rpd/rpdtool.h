@@ -182,9 +182,16 @@ int rpdtool_print_section(const char *cmd, sqlite3 *db, const char *sql, long li
 /* Parses a point in time of a trace spanning [lo, hi] ns:
  *   "123456789"       absolute nanoseconds (the trace's own clock)
  *   "25%" / "12.5%"   that fraction of the span from lo (0% = lo, 100% = hi)
- *   "+1.5ms"          an offset from lo with a unit ns, us, ms or s
+ *   "1.5ms", "+1.5ms" an offset from lo with a unit ns, us, ms or s
  * Returns 0 and sets *out, or -1 for a malformed value. */
 int rpdtool_parse_time(const char *s, int64_t lo, int64_t hi, int64_t *out);
+/* The window [*a, *b] of --start/--end (NULL: lo, hi) for a trace spanning
+ * [lo, hi]: parsed, in order, and with a warning on stderr for an absolute
+ * time outside [lo, hi] (a number without a unit is nanoseconds on the
+ * trace's clock, so "--start 5" is almost surely meant as "5us"). Returns 0,
+ * or the usage exit status after a message. */
+int rpdtool_window(const char *cmd, const char *start, const char *end, int64_t lo, int64_t hi,
+                   int64_t *a, int64_t *b);
 /* Parses a non-negative decimal integer; 0 and *out, or -1. */
 int rpdtool_parse_count(const char *s, long *out);
 

@@ -52,13 +52,7 @@ int rpd_cmd_trim(int argc, char **argv) {
   sqlite3_finalize(st);
   int64_t a = lo, b = hi;
   if (!ret && total == 0) ret = rpdtool_err(cmd, "%s: the trace has no API calls to trim", in);
-  if (!ret && s_start && rpdtool_parse_time(s_start, lo, hi, &a) != 0)
-    ret = rpdtool_usage(cmd, "bad --start '%s' (ns, N%%, or +N with ns/us/ms/s)", s_start);
-  if (!ret && s_end && rpdtool_parse_time(s_end, lo, hi, &b) != 0)
-    ret = rpdtool_usage(cmd, "bad --end '%s' (ns, N%%, or +N with ns/us/ms/s)", s_end);
-  if (!ret && a > b)
-    ret = rpdtool_usage(cmd, "the window starts (%lld) after it ends (%lld)", (long long)a,
-                        (long long)b);
+  if (!ret) ret = rpdtool_window(cmd, s_start, s_end, lo, hi, &a, &b);
   char *tagval = ret ? NULL : sqlite3_mprintf("%s [%lld, %lld]", in, (long long)a, (long long)b);
   if (!ret && !tagval) ret = rpdtool_err(cmd, "out of memory");
   if (!ret) ret = an_out_check(cmd, out, "Trim::Window", tagval);
