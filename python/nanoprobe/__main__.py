@@ -88,6 +88,19 @@ def _load(options, parser):
     return code, _main_module("__main__", None, target).__dict__
 
 
+def _writable_output(path):
+    """Why the trace file `path` cannot be written, or None when it can."""
+    path = os.path.abspath(path)
+    folder = os.path.dirname(path)
+    if not os.path.isdir(folder):
+        return "no folder %s" % folder
+    if os.path.isdir(path):
+        return "it is a folder"
+    if os.path.exists(path):
+        return None if os.access(path, os.W_OK) else "the file is not writable"
+    return None if os.access(folder, os.W_OK | os.X_OK) else "the folder %s is not writable" % folder
+
+
 def main(argv=None):
     parser = _parser()
     options = parser.parse_args(sys.argv[1:] if argv is None else argv)
@@ -96,6 +109,11 @@ def main(argv=None):
     if options.no_python and (options.partial or options.lines or options.c_calls):
         parser.error("--no-python excludes -p, -l and -c")
     if options.output:
+        # "%p" (the process id) is expanded by the tracer: check the folder only
+        why = _writable_output(options.output.replace("%p", "0"))
+        if why:
+            parser.exit(2, "python -m nanoprobe: cannot write the trace -o %s: %s\n"
+                        % (options.output, why))
         Tracer.set_filename(options.output, append=options.append)
     elif not os.environ.get("RPDT_FILENAME"):
         Tracer.set_filename("trace.rpd", append=options.append)

@@ -47,7 +47,12 @@ class Session:
             self.profiler = None
         if self.tracer is not None:
             tracer, self.tracer = self.tracer, None
-            tracer.stop()
+            try:
+                tracer.stop()
+            except RuntimeError:
+                # the tracer turned recording off when its file could not be
+                # written, and has said so on stderr
+                return
             tracer.flush()
 
 

@@ -239,6 +239,13 @@ def test_help_and_errors(tmp_path):
     assert "missing.py" in r.stderr
     r = run(["-m", "nanoprobe"], cwd=str(tmp_path), expect=2)
     assert "no script or module" in r.stderr
+    # an unwritable trace is one line and exit 2 before the script runs
+    write(tmp_path, "hello.py", "print('ran')\n")
+    for out, why in (("no/such/dir/t.rpd", "no folder"), (".", "it is a folder")):
+        r = run(["-m", "nanoprobe", "-o", out, "hello.py"], cwd=str(tmp_path), expect=2)
+        assert r.stdout == "" and "Traceback" not in r.stderr, r.stderr
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and out in lines[0] and why in lines[0], r.stderr
 
 
 def test_rpd_tool_shows_signposts(tmp_path):
