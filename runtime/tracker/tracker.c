@@ -647,33 +647,39 @@ NANO_API void nano_tracker_set_exit_dump(int enabled) {
   __atomic_store_n(&nanot_exit_dump, enabled != 0, __ATOMIC_RELAXED);
 }
 
-/* Orders origins: none first, then by file, line, column, function. */
+/* A source position as reports order it: file, line, column, function. */
+struct nanot_pos {
+  const char *file;
+  uint32_t line, column;
+  const char *function;
+};
+
+static int nanot_pos_cmp(struct nanot_pos x, struct nanot_pos y) {
+  int c = strcmp(x.file, y.file);
+  if (c)
+    return c;
+  if (x.line != y.line)
+    return x.line < y.line ? -1 : 1;
+  if (x.column != y.column)
+    return x.column < y.column ? -1 : 1;
+  return strcmp(x.function, y.function);
+}
+
+/* Orders origins: none first, then by position. */
 static int nanot_origin_cmp(const struct nano_site_origin *x, const struct nano_site_origin *y) {
   if (x->file == NULL || y->file == NULL)
     return (x->file != NULL) - (y->file != NULL);
-  int c = strcmp(x->file, y->file);
-  if (c)
-    return c;
-  if (x->line != y->line)
-    return x->line < y->line ? -1 : 1;
-  if (x->column != y->column)
-    return x->column < y->column ? -1 : 1;
-  return strcmp(x->function, y->function);
+  return nanot_pos_cmp((struct nanot_pos){x->file, x->line, x->column, x->function},
+                       (struct nanot_pos){y->file, y->line, y->column, y->function});
 }
 
-/* Orders report entries by file, line, column, function, kind, order,
- * flags, size, origin, id. */
+/* Orders report entries by position (file, line, column, function), kind,
+ * order, flags, size, origin, id. */
 static int nanot_entry_cmp(const void *a, const void *b) {
   const struct nanot_entry *ea = a, *eb = b;
   const struct nano_site *x = &ea->site, *y = &eb->site;
-  int c = strcmp(x->file, y->file);
-  if (c)
-    return c;
-  if (x->line != y->line)
-    return x->line < y->line ? -1 : 1;
-  if (x->column != y->column)
-    return x->column < y->column ? -1 : 1;
-  c = strcmp(x->function, y->function);
+  int c = nanot_pos_cmp((struct nanot_pos){x->file, x->line, x->column, x->function},
+                        (struct nanot_pos){y->file, y->line, y->column, y->function});
   if (c)
     return c;
   if (x->kind != y->kind)
