@@ -11,10 +11,13 @@
  * modules: "function+0xoff at file:line" with debug info,
  * "function+0xoff in module" without, "0xaddr in module" or "0xaddr" as a
  * last resort. Modules loaded after the last report are picked up by
- * reporting again when an address has no module.
+ * reporting again when an address has no module. clang emits no
+ * .debug_aranges, through which libdwfl finds an address's compilation unit:
+ * then the units' own ranges (DW_AT_ranges, low_pc/high_pc) are searched.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <inttypes.h>
 #include <link.h>
@@ -95,6 +98,28 @@ static int stack_report(void) {
   return 0;
 }
 
+/* The source file and line of module address addr through the compilation
+ * units' ranges, for modules without .debug_aranges; NULL when none has it. */
+static const char *stack_line_by_cu(Dwfl_Module *mod, Dwarf_Addr addr, int *lineno) {
+  Dwarf_Addr bias = 0;
+  Dwarf *dw = dwfl_module_getdwarf(mod, &bias);
+  if (!dw) return NULL;
+  Dwarf_Addr at = addr - bias;
+  Dwarf_Off off = 0, next;
+  size_t hsize;
+  while (dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
+    Dwarf_Die cu;
+    if (dwarf_offdie(dw, off + hsize, &cu) && dwarf_haspc(&cu, at) == 1) {
+      Dwarf_Line *line = dwarf_getsrc_die(&cu, at);
+      const char *file = line ? dwarf_linesrc(line, NULL, NULL) : NULL;
+      if (file && dwarf_lineno(line, lineno) == 0) return file;
+      return NULL;
+    }
+    off = next;
+  }
+  return NULL;
+}
+
 void rpdi_stack_symbolize(uint64_t ip, char *buf, size_t n) {
   if (!stack_dwfl && stack_report() != 0) {
     snprintf(buf, n, "0x%" PRIx64, ip);
@@ -115,6 +140,7 @@ void rpdi_stack_symbolize(uint64_t ip, char *buf, size_t n) {
   Dwfl_Line *line = dwfl_module_getsrc(mod, addr);
   int lineno = 0;
   const char *file = line ? dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL) : NULL;
+  if (!file) file = stack_line_by_cu(mod, addr, &lineno);
   if (fn && file)
     snprintf(buf, n, "%s+0x%" PRIx64 " at %s:%d", fn, (uint64_t)off, file, lineno);
   else if (fn)
