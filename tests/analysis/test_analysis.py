@@ -325,6 +325,45 @@ def case_report():
     assert head == b"\x89PNG\r\n\x1a\n" and os.path.getsize(png) > 20000
 
 
+def case_report_recursion():
+    """A recursive call's time is counted once, in its outermost call, and a
+    mark is no call (issue 18.5: fib showed 752.8 ms inclusive in a 169.5 ms
+    trace; marks showed as 0 ns ranges)."""
+    path = os.path.join(WORK, "recursion.rpd")
+    for sfx in ("", "-wal", "-shm"):
+        if os.path.exists(path + sfx):
+            os.unlink(path + sfx)
+    run("create", path)
+    db = sqlite3.connect(path)
+    ids = {}
+    for text in ("", "fib", "main", "UserMarker"):
+        ids[text] = db.execute("INSERT INTO rocpd_string(string) VALUES (?)", (text,)).lastrowid
+    uempty = db.execute("INSERT INTO rocpd_ustring(string) VALUES ('')").lastrowid
+    umark = db.execute("INSERT INTO rocpd_ustring(string) VALUES ('checkpoint')").lastrowid
+    rows = [("main", 0, 10000, uempty),                         # 10 us
+            ("fib", 1000, 9000, uempty), ("fib", 2000, 8000, uempty),
+            ("fib", 3000, 4000, uempty), ("fib", 5000, 7000, uempty),
+            ("UserMarker", 6000, 6000, umark)]                  # a mark inside fib
+    for name, start, end, args in rows:
+        db.execute("INSERT INTO rocpd_api(pid, tid, start, end, apiName_id, category_id, domain_id, "
+                   "args_id) VALUES (1, 1, ?, ?, ?, ?, ?, ?)",
+                   (start, end, ids[name], ids[""], ids[""], args))
+    db.commit()
+    db.close()
+    html = os.path.join(WORK, "recursion.html")
+    run("report", path, "-o", html)
+    page = open(html, encoding="utf-8").read()
+    incl = page[page.index("id=calls-incl"):page.index("id=calls-excl")]
+    table = {m[0]: (int(m[1]), int(float(m[2]))) for m in re.findall(
+        r'<tr><td>([^<]*)</td><td>\w+</td><td class=n data-v="(\d+)">\d+</td>'
+        r'<td class=n data-v="([\d.]+)"', incl)}
+    # fib: 4 calls, inclusive 8000 ns (the outermost), not 8000+6000+1000+2000
+    assert table.get("fib") == (4, 8000), table
+    assert table.get("main") == (1, 10000), table
+    assert "checkpoint" not in table, table
+    assert "checkpoint" in page[page.index("id=marks"):], "the mark is in the marks section"
+
+
 def case_merge():
     r0, r1 = make("rank", "rank0.rpd"), make("rank", "rank1.rpd")
     pids = [q(p, "SELECT DISTINCT pid FROM rocpd_api")[0][0] for p in (r0, r1)]

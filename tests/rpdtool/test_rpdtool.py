@@ -174,6 +174,20 @@ def case_top():
     assert len(out.splitlines()) == 5, out
     run("top", "--limit", "x", path, code=2)
     run("top", "--limit", code=2)
+    # a CPU-only trace: its ranges and calls instead of an empty GPU table
+    cpu = os.path.join(WORK, "cpu.rpd")
+    make_trace(cpu)
+    db = sqlite3.connect(cpu)
+    db.execute("DELETE FROM rocpd_api_ops")
+    db.execute("DELETE FROM rocpd_op")
+    db.commit()
+    db.close()
+    p = subprocess.run([RPD, "top", cpu], capture_output=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.decode("utf-8", "replace").splitlines()  # a name with a stray byte
+    assert lines[0].startswith("no GPU ops in ") and lines[1].split()[:3] == ["name", "domain", "calls"], lines
+    rows = [l.split() for l in lines[3:]]
+    assert rows and rows[0][0] == "outer" and rows[0][2:4] == ["1", "3.50"], rows   # 1500..5000 us
 
 
 def case_export():

@@ -465,6 +465,11 @@ struct rp_walk {
   size_t cap;                 /* slots of both tables */
   int64_t *acc;               /* acc[d]: inclusive GPU time of finished children at depth d+1 */
   int capacc;
+  struct {                    /* agg of the enclosing call at each depth, found once per call */
+    int64_t id;
+    int agg;
+  } *open;
+  int capopen;
 };
 
 /* FNV-1a of (range, label). */
@@ -531,17 +536,23 @@ static const char *rp_string(sqlite3_stmt *st, int64_t id) {
   return (const char *)sqlite3_column_text(st, 0);
 }
 
+/* 1 when string id is "UserMarker" (a range or mark of the user's). */
+static int rp_is_marker(const struct rp_walk *w, int64_t id) {
+  for (int i = 0; i < w->nmarker; i++)
+    if (id == w->marker[i]) return 1;
+  return 0;
+}
+
 /* The agg of a call: by its args text for a range, by its apiName else. */
 static int rp_agg_of(struct rp_walk *w, const struct an_frame *f) {
-  for (int i = 0; i < w->nmarker; i++)
-    if (f->name_id == w->marker[i]) {
-      const char *s = rp_string(w->args, f->args_id);
-      if (!s) s = "";
-      const char *cut = strstr(s, ", seq = ");
-      if (!cut || cut == s) cut = strstr(s, ", op_id = ");
-      size_t len = cut && cut > s ? (size_t)(cut - s) : strlen(s);
-      return rp_label(w, 1, s, len);
-    }
+  if (rp_is_marker(w, f->name_id)) {
+    const char *s = rp_string(w->args, f->args_id);
+    if (!s) s = "";
+    const char *cut = strstr(s, ", seq = ");
+    if (!cut || cut == s) cut = strstr(s, ", op_id = ");
+    size_t len = cut && cut > s ? (size_t)(cut - s) : strlen(s);
+    return rp_label(w, 1, s, len);
+  }
   if (2 * (w->nagg + 1) > w->cap && rp_grow(w) != 0) return -1;
   size_t h = ((uint64_t)f->name_id * 11400714819323198485ull) & (w->cap - 1);
   for (; w->byid[h] >= 0; h = (h + 1) & (w->cap - 1))
@@ -557,7 +568,32 @@ static int rp_agg_of(struct rp_walk *w, const struct an_frame *f) {
   return a;
 }
 
-/* an_visit_fn of the report. */
+/* 1 when an enclosing call of stack[n - 1] has agg a (a recursive call: its
+ * time is inside that one's already), 0 when none, -1 on error. */
+static int rp_nested_in_same(struct rp_walk *w, const struct an_frame *stack, int n, int a) {
+  if (n > w->capopen) {
+    int cap = 2 * n + 16;
+    void *p = realloc(w->open, (size_t)cap * sizeof *w->open);
+    if (!p) return -1;
+    w->open = p;
+    for (int d = w->capopen; d < cap; d++) w->open[d].id = -1;
+    w->capopen = cap;
+  }
+  for (int d = 0; d < n - 1; d++) {
+    if (w->open[d].id != stack[d].id) {
+      int ad = rp_agg_of(w, &stack[d]);
+      if (ad < 0) return -1;
+      w->open[d].id = stack[d].id;
+      w->open[d].agg = ad;
+    }
+    if (w->open[d].agg == a) return 1;
+  }
+  return 0;
+}
+
+/* an_visit_fn of the report. A recursive call adds its calls and own times
+ * but not its inclusive ones (they are in its outermost call's); a mark (a
+ * user marker of no duration) is not a call: it is in the marks section. */
 static int rp_visit(void *ctx, const struct an_frame *stack, int n, int64_t cpu, int64_t gpu,
                     int64_t pid, int64_t tid) {
   (void)pid, (void)tid;
@@ -574,13 +610,18 @@ static int rp_visit(void *ctx, const struct an_frame *stack, int n, int64_t cpu,
   int64_t gincl = rpdtool_add(gpu, w->acc[n]);
   w->acc[n] = 0;
   w->acc[n - 1] = rpdtool_add(w->acc[n - 1], gincl);
+  if (f->end == f->start && rp_is_marker(w, f->name_id)) return 0;
   int a = rp_agg_of(w, f);
   if (a < 0) return 1;
+  int nested = rp_nested_in_same(w, stack, n, a);
+  if (nested < 0) return 1;
   struct rp_agg *g = &w->agg[a];
   g->calls++;
-  g->incl = rpdtool_add(g->incl, rpdtool_sub(f->end, f->start));
+  if (!nested) {
+    g->incl = rpdtool_add(g->incl, rpdtool_sub(f->end, f->start));
+    g->gincl = rpdtool_add(g->gincl, gincl);
+  }
   g->excl = rpdtool_add(g->excl, cpu);
-  g->gincl = rpdtool_add(g->gincl, gincl);
   g->gpu += gpu;
   return 0;
 }
@@ -657,6 +698,7 @@ out:
   sqlite3_finalize(w.name);
   for (size_t i = 0; i < w.nagg; i++) free(w.agg[i].label);
   free(w.agg), free(w.bylabel), free(w.byid), free(w.idkey), free(w.acc), free(w.marker);
+  free(w.open);
   return ret;
 }
 

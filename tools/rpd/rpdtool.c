@@ -656,6 +656,25 @@ int rpdtool_int(sqlite3 *db, const char *sql, int64_t *out) {
   return ret;
 }
 
+int rpdtool_has_rows(sqlite3 *db, const char *name) {
+  int has = rpdtool_has_object(db, name);
+  if (has <= 0) return has;
+  int64_t n = 0;
+  char *sql = sqlite3_mprintf("SELECT EXISTS (SELECT 1 FROM \"%w\")", name);
+  int rc = sql ? rpdtool_int(db, sql, &n) : -1;
+  sqlite3_free(sql);
+  return rc ? -1 : (int)n;
+}
+
+char *rpdtool_ranges_sql(const struct rpdtool_trace *t) {
+  return sqlite3_mprintf(
+      "SELECT CASE WHEN apiName = 'UserMarker' THEN args ELSE apiName END AS name, domain, "
+      "count(*) AS calls, "
+      "sum(\"end\" - start) / 1e6 AS total_ms, avg(\"end\" - start) / 1e3 AS avg_us "
+      "FROM (%s) GROUP BY domain, name ORDER BY sum(\"end\" - start) DESC, calls DESC",
+      rpdtool_api_sql(t));
+}
+
 char *rpdtool_top_sql(const char *cmd, struct rpdtool_trace *t) {
   int view = rpdtool_has_object(t->db, "top");
   if (view < 0) {

@@ -144,6 +144,15 @@ char *rpdtool_top_sql(const char *cmd, struct rpdtool_trace *t);
 
 /* 1 when the trace has a table or view `name`, 0 when not, -1 on SQLite error. */
 int rpdtool_has_object(sqlite3 *db, const char *name);
+/* 1 when table or view `name` exists and has rows, 0 when not, -1 on error. */
+int rpdtool_has_rows(sqlite3 *db, const char *name);
+
+/* The query of the ranges and API calls by name (a user range by its
+ * message) and domain: calls, total ms, average us, longest total first. The
+ * total sums every call, so nested calls of a recursive function count at
+ * each level (the report's call walk counts them once).
+ * sqlite3_malloc'd; NULL when out of memory. */
+char *rpdtool_ranges_sql(const struct rpdtool_trace *t);
 
 /* ---- tables ------------------------------------------------------------- */
 

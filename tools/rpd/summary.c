@@ -39,17 +39,6 @@ static int summary_section(const char *title, sqlite3 *db, const char *sql, long
   return rpdtool_print_section("summary", db, sql, limit, title, stdout);
 }
 
-/* 1 when table or view `name` exists and has rows, 0 when not, -1 on error. */
-static int summary_has_rows(sqlite3 *db, const char *name) {
-  int has = rpdtool_has_object(db, name);
-  if (has <= 0) return has;
-  int64_t n = 0;
-  char *sql = sqlite3_mprintf("SELECT EXISTS (SELECT 1 FROM \"%w\")", name);
-  int rc = sql ? rpdtool_int(db, sql, &n) : -1;
-  sqlite3_free(sql);
-  return rc ? -1 : (int)n;
-}
-
 /* The totals line. 0, or RPDTOOL_EXIT_FAIL after saying why. */
 static int summary_totals(struct rpdtool_trace *t) {
   int64_t procs = 0, api = 0, ops = 0, dispatches = 0, lo = 0, hi = 0;
@@ -107,18 +96,13 @@ int rpd_cmd_summary(int argc, char **argv) {
   if (ret) return ret;
   ret = summary_totals(&t);
 
-  char *ranges = sqlite3_mprintf(
-      "SELECT CASE WHEN apiName = 'UserMarker' THEN args ELSE apiName END AS name, domain, "
-      "count(*) AS calls, "
-      "sum(\"end\" - start) / 1e6 AS total_ms, avg(\"end\" - start) / 1e3 AS avg_us "
-      "FROM (%s) GROUP BY domain, name ORDER BY sum(\"end\" - start) DESC, calls DESC",
-      rpdtool_api_sql(&t));
+  char *ranges = rpdtool_ranges_sql(&t);
   if (!ranges) ret = rpdtool_err("summary", "out of memory");
   if (!ret) ret = summary_section("ranges and API calls, longest total first", t.db, ranges, limit);
   sqlite3_free(ranges);
 
   if (!ret) {
-    int has = summary_has_rows(t.db, "rocpd_op");
+    int has = rpdtool_has_rows(t.db, "rocpd_op");
     char *top = has > 0 ? rpdtool_top_sql("summary", &t) : NULL;
     if (has < 0 || (has > 0 && !top))
       ret = RPDTOOL_EXIT_FAIL;
@@ -134,7 +118,7 @@ int rpd_cmd_summary(int argc, char **argv) {
         "sum(dropped) AS dropped FROM nano_dispatch GROUP BY kernel_name "
         "ORDER BY sum(\"end\" - start) DESC",
         limit);
-  if (!ret && summary_has_rows(t.db, "nano_analysis") > 0)
+  if (!ret && rpdtool_has_rows(t.db, "nano_analysis") > 0)
     ret = summary_section(
         "memory findings: cache lines used per line needed, worst first", t.db,
         "SELECT kernel, file || ':' || line AS location, kind, lines_used, lines_needed, "
@@ -142,7 +126,7 @@ int rpd_cmd_summary(int argc, char **argv) {
         "WHERE lines_needed > 0 AND lines_used > lines_needed "
         "ORDER BY lines_used * 1.0 / lines_needed DESC, lines_used DESC",
         limit);
-  int atomics = ret ? 0 : summary_has_rows(t.db, "nano_atomic_count");
+  int atomics = ret ? 0 : rpdtool_has_rows(t.db, "nano_atomic_count");
   if (atomics == 0 && !ret && want_atomics)
     printf("\natomics: none counted; a program counts its atomics when it is built with the "
            "plugin (docs/atomics.md)\n");
