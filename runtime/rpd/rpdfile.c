@@ -75,6 +75,13 @@ static const char rpdfile_schema[] =
     "INSERT INTO \"rocpd_metadata\"(tag, value) VALUES ('schema_version', '3');\n"
     "INSERT INTO \"rocpd_metadata\"(tag, value) VALUES ('gpu_stride', '1000');\n"
     "INSERT INTO \"rocpd_metadata\"(tag, value) VALUES ('pid_stride', '10000000');\n"
+    /* string references beyond rocmProfileData's well-known ones, for its
+     * string clean-up (rocpd.strings, rocpd.autograd, its trim), which would
+     * otherwise rename or drop the names of stack frames and counters */
+    "INSERT INTO \"rocpd_metadata\"(tag, value) VALUES ('references::rocpd_string.id', "
+    "'(\"rocpd_stackframe\", \"name_id\")');\n"
+    "INSERT INTO \"rocpd_metadata\"(tag, value) VALUES ('references::rocpd_string.id', "
+    "'(\"rocpd_counter\", \"name_id\")');\n"
     /* indexes (indexSchema.cmd) */
     "CREATE INDEX \"rocpd_strin_string_c7b9cd_idx\" ON \"rocpd_string\" (\"string\");\n"
     "CREATE INDEX \"rocpd_ustri_string_84d4a7_idx\" ON \"rocpd_ustring\" (\"string\");\n"
@@ -114,15 +121,44 @@ static const char rpdfile_schema[] =
     "sync, pinned, E.string AS apiName FROM rocpd_api_ops A JOIN rocpd_op B ON B.id = A.op_id "
     "JOIN rocpd_copyapi C ON C.api_ptr_id = A.api_id JOIN rocpd_api D ON D.id = A.api_id "
     "JOIN rocpd_string E ON E.id = D.apiName_id;\n"
-    "CREATE VIEW stackframe AS SELECT A.api_ptr_id AS id, C.string AS apiName, A.depth AS depth, "
-    "D.string AS name FROM rocpd_stackframe A JOIN rocpd_api B ON B.id = A.api_ptr_id "
+    /* upstream's columns first, as SQLite names them (id, string, depth,
+     * string:1), then readable names for the same two strings */
+    "CREATE VIEW stackframe AS SELECT A.api_ptr_id AS id, C.string AS string, A.depth AS depth, "
+    "D.string AS \"string:1\", C.string AS apiName, D.string AS name FROM rocpd_stackframe A "
+    "JOIN rocpd_api B ON B.id = A.api_ptr_id "
     "JOIN rocpd_string C ON C.id = B.apiName_id JOIN rocpd_string D ON D.id = A.name_id;\n"
-    "CREATE VIEW napi AS SELECT A.id, A.pid / S.stride AS node, A.pid % S.stride AS pid, A.tid, "
-    "A.start, A.end, A.domain, A.category, A.apiName, A.args FROM api A, "
+    /* the strides apply to tid and queueId too, as upstream's views do */
+    "CREATE VIEW napi AS SELECT A.id, A.pid / S.stride AS node, A.pid % S.stride AS pid, "
+    "A.tid % S.stride AS tid, A.start, A.end, A.domain, A.category, A.apiName, A.args FROM api A, "
     "(SELECT CAST(value AS integer) AS stride FROM rocpd_metadata WHERE tag = 'pid_stride') S;\n"
     "CREATE VIEW nop AS SELECT O.id, O.gpuId / S.stride AS node, O.gpuId % S.stride AS gpuId, "
-    "O.queueId, O.sequenceId, O.start, O.end, O.description, O.opType FROM op O, "
+    "O.queueId % S.stride AS queueId, O.sequenceId, O.start, O.end, O.description, O.opType "
+    "FROM op O, "
     "(SELECT CAST(value AS integer) AS stride FROM rocpd_metadata WHERE tag = 'gpu_stride') S;\n";
+
+/* rocmProfileData's optional indexes (index2Schema.cmd): `rpd index`. */
+static const char rpdfile_index_sql[] =
+    "CREATE UNIQUE INDEX IF NOT EXISTS \"rocpd_api_ops_api_id_op_id_e7e52317_uniq\" ON "
+    "\"rocpd_api_ops\" (\"api_id\", \"op_id\");\n"
+    "CREATE INDEX IF NOT EXISTS \"rocpd_api_ops_api_id_f87632ad\" ON \"rocpd_api_ops\" (\"api_id\");\n"
+    "CREATE INDEX IF NOT EXISTS \"rocpd_api_ops_op_id_b35ab7c9\" ON \"rocpd_api_ops\" (\"op_id\");\n"
+    "CREATE INDEX IF NOT EXISTS \"rocpd_op_description_id_c8dc8310\" ON \"rocpd_op\" "
+    "(\"description_id\");\n"
+    "CREATE INDEX IF NOT EXISTS \"rocpd_op_opType_id_810aaccd\" ON \"rocpd_op\" (\"opType_id\");\n"
+    "CREATE INDEX IF NOT EXISTS \"rocpd_counter_op_id_0b4d4b59\" ON \"rocpd_counter\" (\"op_id\");\n"
+    "CREATE INDEX IF NOT EXISTS \"rocpd_counter_name_id_92b0ed0c\" ON \"rocpd_counter\" "
+    "(\"name_id\");\n"
+    "CREATE INDEX IF NOT EXISTS \"rocpd_api_apiName_id_54bc0a6c\" ON \"rocpd_api\" "
+    "(\"apiName_id\");\n"
+    "CREATE INDEX IF NOT EXISTS \"rocpd_api_category_id_16543984\" ON \"rocpd_api\" "
+    "(\"category_id\");\n"
+    "CREATE INDEX IF NOT EXISTS \"rocpd_api_domain_id_081456b2\" ON \"rocpd_api\" "
+    "(\"domain_id\");\n"
+    "CREATE INDEX IF NOT EXISTS \"rocpd_api_args_id_6a626626\" ON \"rocpd_api\" (\"args_id\");\n"
+    "CREATE INDEX IF NOT EXISTS \"rocpd_kernelapi_kernelName_id_c8efa6f0\" ON "
+    "\"rocpd_kernelapi\" (\"kernelName_id\");\n";
+
+const char *nano_rpdfile_index_sql(void) { return rpdfile_index_sql; }
 
 const char *nano_rpdfile_schema_sql(void) { return rpdfile_schema; }
 

@@ -135,7 +135,8 @@ EXPECTED_VIEWS = {
     "copy": ["id", "pid", "tid", "start", "end", "apiName", "stream"] + COPY_ARGS,
     "copyop": ["id", "gpuId", "queueId", "sequenceId", "start", "end", "duration", "stream"]
               + COPY_ARGS + ["apiName"],
-    "stackframe": ["id", "apiName", "depth", "name"],
+    # rocmProfileData's columns as SQLite names them, then readable names
+    "stackframe": ["id", "string", "depth", "string:1", "apiName", "name"],
 }
 
 
@@ -168,6 +169,38 @@ def check_schema(con, what):
                        "('schema_version', 'gpu_stride', 'pid_stride')"))
     check(meta == {"schema_version": "3", "gpu_stride": "1000", "pid_stride": "10000000"},
           "%s: metadata %s" % (what, meta))
+    # rocmProfileData's string clean-up keeps the strings these columns use
+    refs = {r[0] for r in q(con, "SELECT value FROM rocpd_metadata "
+                                 "WHERE tag = 'references::rocpd_string.id'")}
+    check({'("rocpd_stackframe", "name_id")', '("rocpd_counter", "name_id")'} <= refs,
+          "%s: string references %s" % (what, refs))
+
+
+def case_views():
+    """The multi-node views apply the strides to tid and queueId as upstream's
+    do, and `top` adds up ops of one name that start and end together (on two
+    GPUs): upstream's UNION would count them once (issue 18.2)."""
+    run([prog("rpdfile_probe"), "write", "views.rpd"])
+    con = sqlite3.connect("views.rpd")
+    sid = {}
+    for text in ("", "k", "KernelExecution"):
+        sid[text] = con.execute("INSERT INTO rocpd_string(string) VALUES (?)", (text,)).lastrowid
+    uid = con.execute("INSERT INTO rocpd_ustring(string) VALUES ('')").lastrowid
+    node = 2
+    con.execute("INSERT INTO rocpd_api(pid, tid, start, end, apiName_id, category_id, domain_id, args_id) "
+                "VALUES (?, ?, 10, 20, ?, ?, ?, ?)",
+                (node * 10000000 + 42, node * 10000000 + 43, sid["k"], sid[""], sid[""], uid))
+    for gpu in (0, 1):
+        con.execute("INSERT INTO rocpd_op(gpuId, queueId, sequenceId, start, end, "
+                    "description_id, opType_id) VALUES (?, ?, 0, 100, 200, ?, ?)",
+                    (node * 1000 + gpu, node * 1000 + 7, sid["k"], sid["KernelExecution"]))
+    con.commit()
+    check(q(con, "SELECT node, pid, tid FROM napi") == [(node, 42, 43)], str(q(con, "SELECT * FROM napi")))
+    check(sorted(q(con, "SELECT node, gpuId, queueId FROM nop")) == [(node, 0, 7), (node, 1, 7)],
+          str(q(con, "SELECT * FROM nop")))
+    check(q(con, "SELECT Name, TotalCalls, TotalDuration_us FROM top") == [("k", 2, 0)],
+          str(q(con, "SELECT * FROM top")))
+    con.close()
 
 
 def case_schema():
@@ -861,6 +894,7 @@ CASES = {
     "clock": case_clock, "settings": case_settings, "exit": case_exit, "locked": case_locked, "zone": case_zone, "setname": case_setname, "chain": case_chain, "fork": case_fork, "exec": case_exec, "control": case_control, "autostart": case_autostart,
     "autoflush": case_autoflush, "drop": case_drop, "stack": case_stack, "api": case_api,
     "interned": case_interned, "atomics": case_atomics, "journal": case_journal,
+    "views": case_views,
 }
 
 

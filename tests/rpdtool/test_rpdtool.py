@@ -587,8 +587,47 @@ def case_pathological():
     assert not os.path.exists(os.path.join(WORK, "full.json"))
 
 
+UPSTREAM_INDEXES = {  # rocmProfileData's index2Schema.cmd: index -> (table, columns)
+    "rocpd_api_ops_api_id_op_id_e7e52317_uniq": ("rocpd_api_ops", ["api_id", "op_id"]),
+    "rocpd_api_ops_api_id_f87632ad": ("rocpd_api_ops", ["api_id"]),
+    "rocpd_api_ops_op_id_b35ab7c9": ("rocpd_api_ops", ["op_id"]),
+    "rocpd_op_description_id_c8dc8310": ("rocpd_op", ["description_id"]),
+    "rocpd_op_opType_id_810aaccd": ("rocpd_op", ["opType_id"]),
+    "rocpd_counter_op_id_0b4d4b59": ("rocpd_counter", ["op_id"]),
+    "rocpd_counter_name_id_92b0ed0c": ("rocpd_counter", ["name_id"]),
+    "rocpd_api_apiName_id_54bc0a6c": ("rocpd_api", ["apiName_id"]),
+    "rocpd_api_category_id_16543984": ("rocpd_api", ["category_id"]),
+    "rocpd_api_domain_id_081456b2": ("rocpd_api", ["domain_id"]),
+    "rocpd_api_args_id_6a626626": ("rocpd_api", ["args_id"]),
+    "rocpd_kernelapi_kernelName_id_c8efa6f0": ("rocpd_kernelapi", ["kernelName_id"]),
+}
+
+
+def case_index():
+    """`rpd index` adds rocmProfileData's optional indexes, once (issue 18.2)."""
+    path = os.path.join(WORK, "t.rpd")
+    make_trace(path)
+    before = subprocess.run([RPD, "top", path], capture_output=True).stdout
+    out, _ = run("index", path)
+    assert "optional indexes are in place" in out, out
+    db = sqlite3.connect(path)
+    for name, (table, cols) in UPSTREAM_INDEXES.items():
+        got = db.execute("SELECT tbl_name FROM sqlite_master WHERE type='index' AND name=?", (name,)).fetchall()
+        assert got == [(table,)], (name, got)
+        assert [r[2] for r in db.execute("PRAGMA index_info(\"%s\")" % name)] == cols, name
+    n = db.execute("SELECT count(*) FROM sqlite_master WHERE type='index'").fetchone()[0]
+    db.close()
+    run("index", path)  # again: nothing changes
+    db = sqlite3.connect(path)
+    assert db.execute("SELECT count(*) FROM sqlite_master WHERE type='index'").fetchone()[0] == n
+    db.close()
+    assert subprocess.run([RPD, "top", path], capture_output=True).stdout == before
+    _, err = run("index", os.path.join(WORK, "missing.rpd"), code=2)
+    assert "missing.rpd" in err, err
+
+
 CASES = {"tracer": case_tracer, "pathological": case_pathological, "info": case_info, "top": case_top, "export": case_export, "window": case_window,
-         "v2": case_v2, "create": case_create, "errors": case_errors}
+         "v2": case_v2, "create": case_create, "errors": case_errors, "index": case_index}
 
 if __name__ == "__main__":
     if sys.argv[1:] == ["--list"]:  # for CMake: the cases, one per line

@@ -19,5 +19,6 @@ int rpd_cmd_autograd(int argc, char **argv);
 int rpd_cmd_report(int argc, char **argv);
 int rpd_cmd_merge(int argc, char **argv);
 int rpd_cmd_trim(int argc, char **argv);
+int rpd_cmd_index(int argc, char **argv);
 
 #endif

@@ -28,6 +28,7 @@ static const struct rpd_command rpd_commands[] = {
     {"report", rpd_cmd_report, "write a self-contained HTML report (tables, timeline, autograd)"},
     {"merge", rpd_cmd_merge, "combine traces of several ranks/nodes into one (node in pid, gpuId)"},
     {"trim", rpd_cmd_trim, "write the part of a trace within a time window to a new file"},
+    {"index", rpd_cmd_index, "add rocmProfileData's optional indexes (faster joins and lookups)"},
 };
 
 /* Prints the tool's usage and the command list on `out`. */

@@ -83,6 +83,10 @@ void nano_rpdfile_on_busy(void (*hook)(void));
 /* The SQL script that creates an empty version-3 RPD file: tables, indexes,
  * views and the metadata rows. Static storage. */
 const char *nano_rpdfile_schema_sql(void);
+/* The SQL of rocmProfileData's optional indexes (its index2Schema.cmd: on
+ * rocpd_api_ops, the string ids of rocpd_op, rocpd_api, rocpd_counter and
+ * rocpd_kernelapi), each IF NOT EXISTS: what `rpd index` adds. */
+const char *nano_rpdfile_index_sql(void);
 
 /* The SQL that creates nanoprobe's own table of process and thread names,
  * nano_thread(pid, tid, name) (the OS names, 15 characters at most; the row
