@@ -9,10 +9,12 @@ the same commands on a trace written through the tracer's API (trace_maker).
 """
 import json
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
 import sys
+import time
 
 RPD, CASE, WORK = sys.argv[1:4] if sys.argv[1:] != ["--list"] else (None, None, None)
 T0 = 10**12            # a realistic CLOCK_MONOTONIC origin (ns)
@@ -626,8 +628,45 @@ def case_index():
     assert "missing.rpd" in err, err
 
 
+def case_watch():
+    """`rpd watch` prints the summary again while the file fills: it waits for
+    a file that does not exist yet, and shows live atomics from the samples
+    before a flush stored the counts (issue 18.6)."""
+    path = os.path.join(WORK, "live.rpd")
+    p = subprocess.Popen([RPD, "watch", "--interval", "1", "--count", "3", path],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(0.3)
+    tmp = path + ".new"  # made aside and renamed: watch sees no half-made file
+    make_trace(tmp)
+    db = sqlite3.connect(tmp)
+    db.executescript(
+        "CREATE TABLE nano_atomic_sample (session integer NOT NULL, pid integer NOT NULL, "
+        "start integer NOT NULL, kind_id integer NOT NULL, kind varchar(64) NOT NULL, "
+        "count integer NOT NULL);"
+        "INSERT INTO nano_atomic_sample VALUES (0, 100, 1, 4, '__atomic_fetch_add', 10);"
+        "INSERT INTO nano_atomic_sample VALUES (0, 100, 2, 4, '__atomic_fetch_add', 25);"
+        "INSERT INTO nano_atomic_sample VALUES (0, 101, 2, 4, '__atomic_fetch_add', 5);"
+        "INSERT INTO nano_atomic_sample VALUES (0, 100, 2, 0, '__atomic_load', 7);")
+    db.commit()
+    db.close()
+    os.rename(tmp, path)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 0, err
+    prints = out.split("rpd watch: ")[1:]
+    assert len(prints) == 3, out
+    assert "waiting for %s to be created" % path in prints[0], prints[0]
+    last = prints[-1]
+    assert "ranges and API calls, longest total first" in last, last
+    # the latest sample of each process and kind, summed: 25 + 5, and 7
+    rows = re.findall(r"^(__atomic_\w+)\s+(\d+)$", last, re.M)
+    assert rows == [("__atomic_fetch_add", "30"), ("__atomic_load", "7")], last
+    run("watch", "--interval", "0", path, code=2)
+    run("watch", "--count", "x", path, code=2)
+
+
 CASES = {"tracer": case_tracer, "pathological": case_pathological, "info": case_info, "top": case_top, "export": case_export, "window": case_window,
-         "v2": case_v2, "create": case_create, "errors": case_errors, "index": case_index}
+         "v2": case_v2, "create": case_create, "errors": case_errors, "index": case_index,
+         "watch": case_watch}
 
 if __name__ == "__main__":
     if sys.argv[1:] == ["--list"]:  # for CMake: the cases, one per line

@@ -20,5 +20,6 @@ int rpd_cmd_report(int argc, char **argv);
 int rpd_cmd_merge(int argc, char **argv);
 int rpd_cmd_trim(int argc, char **argv);
 int rpd_cmd_index(int argc, char **argv);
+int rpd_cmd_watch(int argc, char **argv);
 
 #endif

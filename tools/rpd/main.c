@@ -21,6 +21,7 @@ static const struct rpd_command rpd_commands[] = {
     {"info", rpd_cmd_info, "schema version, time span, rows per table, processes, threads, GPUs, drops"},
     {"summary", rpd_cmd_summary, "totals, longest ranges, kernels, memory findings, atomics, losses"},
     {"top", rpd_cmd_top, "GPU ops grouped by name, longest total first"},
+    {"watch", rpd_cmd_watch, "the summary, refreshed while a program records into the file"},
     {"export", rpd_cmd_export, "write Chrome trace-event JSON (Perfetto, chrome://tracing)"},
     {"callstack", rpd_cmd_callstack, "add caller/callee tables: ext_callstack, callStack_* views"},
     {"graph", rpd_cmd_graph, "add HIP/CUDA graph tables: ext_graph, graphLaunch, graphKernel"},
