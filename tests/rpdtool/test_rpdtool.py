@@ -230,8 +230,19 @@ def case_export():
                      ((100, 100, us(2350)), (GPU_PID, 0, us(2750))),
                      ((100, 101, us(2800)), (GPU_PID + 1, 3, us(3400)))], pairs
     assert all(f["f"]["bp"] == "e" and f["s"]["cat"] == f["f"]["cat"] for f in flows.values())
-    counters = [(e["name"], e["ts"], e["args"]["value"], e["pid"]) for e in ev if e["ph"] == "C"]
+    counters = [(e["name"], e["ts"], e["args"]["value"], e["pid"]) for e in ev
+                if e["ph"] == "C" and e["cat"] == "monitor"]
     assert counters == [("sclk", us(1000), 1500, GPU_PID), ("sclk", us(4000), 1700, GPU_PID)], counters
+    # queue depth and idle per GPU, as rpd2tracing.py: +1 at the launching
+    # call's start, -1 at the op's end, the last values at the trace's end
+    queue = [(e["pid"] - GPU_PID, e["name"], e["ts"], list(e["args"].values())[0]) for e in ev
+             if e["ph"] == "C" and e["cat"] == "queue"]
+    assert queue == [
+        (0, "Idle", us(2000), 0), (0, "QueueDepth", us(2000), 1), (0, "QueueDepth", us(2300), 2),
+        (0, "QueueDepth", us(2600), 1), (0, "Idle", us(2800), 1), (0, "QueueDepth", us(2800), 0),
+        (0, "Idle", us(9000), 1), (0, "QueueDepth", us(9000), 0),
+        (1, "Idle", us(1600), 0), (1, "QueueDepth", us(1600), 1), (1, "Idle", us(3800), 1),
+        (1, "QueueDepth", us(3800), 0), (1, "Idle", us(9000), 1), (1, "QueueDepth", us(9000), 0)], queue
     assert "1 rocpd_monitor rows with a non-numeric value skipped" in err, err
     names = {(e["pid"], e.get("tid"), e["name"]): e["args"]["name"] for e in ev if e["ph"] == "M"
              and e["name"] in ("process_name", "thread_name")}
@@ -495,7 +506,7 @@ def case_tracer():
     assert ops == [(0, 1, "kernelA", 6.0), (1, 0, "CopyHostToDevice", 2.0)], ops
     flows = [e for e in ev if e["ph"] in ("s", "f")]
     assert len(flows) == 4 and len({e["id"] for e in flows}) == 2, flows
-    counters = [e["args"]["value"] for e in ev if e["ph"] == "C"]
+    counters = [e["args"]["value"] for e in ev if e["ph"] == "C" and e["cat"] == "monitor"]
     assert counters == [1200, 1800], counters
     # process and thread names as the OS had them (comm: 15 characters)
     names = {(e["name"], e["args"]["name"]) for e in ev

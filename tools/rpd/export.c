@@ -10,6 +10,11 @@
  *                               (pid rpd_export_gpu_pid(gpu)Id), a track per queue
  *   rocpd_api_ops               flow arrows ("s" in the call, "f" in the op)
  *   rocpd_monitor               counter events ("C") on the device's process
+ *   ops per GPU                 counters "QueueDepth" (ops launched and not
+ *                               finished: +1 at the launching call's start,
+ *                               -1 at the op's end) and "Idle" (1 while the
+ *                               depth is 0) on the GPU's process, as
+ *                               rocmProfileData's rpd2tracing.py draws them
  *   nano_atomic_sample          counter events ("C", cat "atomics") on the
  *                               traced process: a track per atomic kind, its
  *                               cumulative count
@@ -45,8 +50,8 @@ static const char rpd_export_help[] =
     "Writes Chrome trace-event JSON (open it in https://ui.perfetto.dev or\n"
     "chrome://tracing): API calls and user ranges as slices per process/thread,\n"
     "marks as instants, GPU ops per GPU and queue, flow arrows from call to op,\n"
-    "monitor samples and host atomics per kind as counters, process and\n"
-    "thread names.\n"
+    "monitor samples, queue depth and idle per GPU, and host atomics per kind as\n"
+    "counters, process and thread names.\n"
     "  -o, --output OUT   output file ('-' for standard output)\n"
     "  --start T, --end T keep only records overlapping [start, end]; T is\n"
     "                     absolute ns (the trace's clock), a percentage of the\n"
@@ -61,6 +66,7 @@ struct rpd_export {
   FILE *out;
   const char *out_name; /* for messages: the temporary output, or "stdout" */
   int64_t base, lo, hi; /* time origin; window */
+  int64_t last;         /* the trace's last time (its span's end) */
   int first;            /* no event written yet */
   uint64_t skipped_counters;
   struct rpdtool_progress prog;
@@ -376,6 +382,51 @@ static int rpd_export_counters(struct rpd_export *x) {
   return rpd_export_done(x, st, rc);
 }
 
+/* Writes one counter event of GPU gpu's process at time t. */
+static void rpd_export_gpu_counter(struct rpd_export *x, int64_t gpu, const char *name,
+                                   const char *arg, int64_t t, int64_t v) {
+  rpd_export_begin(x);
+  fprintf(x->out, "\"name\":\"%s\",\"cat\":\"queue\",\"ph\":\"C\",\"ts\":", name);
+  rpd_export_ts(x, t);
+  fprintf(x->out, ",\"pid\":%" PRId64 ",\"tid\":0,\"args\":{\"%s\":%" PRId64 "}}",
+          rpd_export_gpu_pid(gpu), arg, v);
+}
+
+/* The queue depth and idle counters of each GPU: every op launched by a call
+ * counts from the call's start to the op's end. */
+static int rpd_export_queue_depth(struct rpd_export *x) {
+  sqlite3_stmt *st = rpd_export_prepare(
+      x, "SELECT gpu, ts, delta FROM (SELECT O.gpuId AS gpu, A.start AS ts, 1 AS delta "
+         "FROM rocpd_api_ops L JOIN rocpd_api A ON A.id = L.api_id JOIN rocpd_op O ON O.id = L.op_id "
+         "UNION ALL SELECT O.gpuId, O.end, -1 FROM rocpd_api_ops L "
+         "JOIN rocpd_api A ON A.id = L.api_id JOIN rocpd_op O ON O.id = L.op_id) "
+         "WHERE ts >= ?1 AND ts <= ?2 ORDER BY gpu, ts, delta DESC");
+  if (!st) return 1;
+  int rc, any = 0;
+  int64_t gpu = 0, depth = 0, end = x->hi < x->last ? x->hi : x->last;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    int64_t g = sqlite3_column_int64(st, 0), ts = sqlite3_column_int64(st, 1),
+            delta = sqlite3_column_int64(st, 2);
+    if (any && g != gpu) { /* the previous GPU's values at the end */
+      rpd_export_gpu_counter(x, gpu, "Idle", "idle", end, depth <= 0);
+      rpd_export_gpu_counter(x, gpu, "QueueDepth", "depth", end, depth);
+      depth = 0;
+    }
+    any = 1;
+    gpu = g;
+    int64_t before = depth;
+    depth += delta;
+    if (before <= 0 && depth > 0) rpd_export_gpu_counter(x, gpu, "Idle", "idle", ts, 0);
+    if (before > 0 && depth <= 0) rpd_export_gpu_counter(x, gpu, "Idle", "idle", ts, 1);
+    rpd_export_gpu_counter(x, gpu, "QueueDepth", "depth", ts, depth);
+  }
+  if (any) {
+    rpd_export_gpu_counter(x, gpu, "Idle", "idle", end, depth <= 0);
+    rpd_export_gpu_counter(x, gpu, "QueueDepth", "depth", end, depth);
+  }
+  return rpd_export_done(x, st, rc);
+}
+
 /* The host atomics samples (nano_atomic_sample) as counter tracks: one per
  * kind on the process's own track, the cumulative count. */
 static int rpd_export_atomics(struct rpd_export *x) {
@@ -419,7 +470,7 @@ static int rpd_export_write(struct rpd_export *x) {
           x->t->schema_version, x->base, x->lo, x->hi);
   x->first = 1;
   if (rpd_export_names(x) || rpd_export_api(x) || rpd_export_ops(x) || rpd_export_flows(x) ||
-      rpd_export_counters(x) || rpd_export_atomics(x))
+      rpd_export_counters(x) || rpd_export_queue_depth(x) || rpd_export_atomics(x))
     return 1;
   fputs("\n]}\n", x->out);
   return 0;
@@ -448,6 +499,7 @@ int rpd_cmd_export(int argc, char **argv) {
     goto out;
   }
   x.base = absolute ? 0 : lo;
+  x.last = hi;
   if ((ret = rpdtool_window("export", start_s, end_s, lo, hi, &x.lo, &x.hi)) != 0) goto out;
   if (!start_s) x.lo = INT64_MIN;
   if (!end_s) x.hi = INT64_MAX;
