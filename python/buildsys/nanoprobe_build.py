@@ -4,13 +4,15 @@
 extension nanoprobe._nanoprobe with the C compiler Python was built with
 ($CC overrides), linking the tracer libnano_rpd.so, which goes into the wheel
 next to the extension with the nanoprobe libraries it needs, all found
-through $ORIGIN rpaths (set with CMake's file(RPATH_SET)). The library is taken
-from, in order:
+through $ORIGIN rpaths (set with CMake's file(RPATH_SET)). The `rpd` tool goes
+in as nanoprobe/bin/rpd (`python -m nanoprobe.rpd info trace.rpd`). Library
+and tool are taken from, in order:
 
-  $NANO_RPD_LIBRARY   a libnano_rpd.so to use as is
-  $NANO_BUILD_DIR     a built nanoprobe build tree (<dir>/runtime/rpd/libnano_rpd.so)
-  otherwise           the nano_rpd target of this source tree, configured and
-                      built with CMake in python/build/cmake-nano_rpd
+  $NANO_RPD_LIBRARY, $NANO_RPD_TOOL   a libnano_rpd.so, an rpd, used as they are
+  $NANO_BUILD_DIR     a built nanoprobe build tree (<dir>/runtime/rpd/libnano_rpd.so,
+                      <dir>/tools/rpd/rpd)
+  otherwise           the nano_rpd and rpd targets of this source tree, configured
+                      and built with CMake in python/build/cmake-nano_rpd
 
 Only wheels are built (no sdist): the package needs the source tree's runtime.
 """
@@ -46,6 +48,7 @@ VERSION = _project_version()
 SUMMARY = ("Record Python programs into an RPD trace: tracer control, a C profiler, "
            "signposts, atomics counts")
 RPD_NAME = "libnano_rpd.so"
+TOOL_NAME = "rpd"
 
 
 class BuildError(Exception):
@@ -60,24 +63,27 @@ def _run(cmd):
         raise BuildError("%s failed: %s" % (cmd[0], e)) from None
 
 
-def _rpd_library():
-    """The path of libnano_rpd.so to link and ship."""
-    path = os.environ.get("NANO_RPD_LIBRARY")
-    if not path and os.environ.get("NANO_BUILD_DIR"):
-        path = os.path.join(os.environ["NANO_BUILD_DIR"], "runtime", "rpd", RPD_NAME)
-    if not path:
+def _built_parts():
+    """The paths of libnano_rpd.so (to link and ship) and of the rpd tool."""
+    lib = os.environ.get("NANO_RPD_LIBRARY")
+    tool = os.environ.get("NANO_RPD_TOOL")
+    build = os.environ.get("NANO_BUILD_DIR")
+    if (not lib or not tool) and not build:
         if not os.path.isfile(os.path.join(ROOT, "runtime", "include", "rpd.h")):
             raise BuildError("%s is not a nanoprobe source tree (no runtime/include/rpd.h); set "
-                             "NANO_BUILD_DIR or NANO_RPD_LIBRARY" % ROOT)
+                             "NANO_BUILD_DIR, or NANO_RPD_LIBRARY and NANO_RPD_TOOL" % ROOT)
         build = os.path.join(HERE, "build", "cmake-nano_rpd")
         _run(["cmake", "-S", ROOT, "-B", build, "-DNANO_TESTS=OFF",
               "-DCMAKE_BUILD_TYPE=RelWithDebInfo"])
-        _run(["cmake", "--build", build, "--target", "nano_rpd", "-j",
+        _run(["cmake", "--build", build, "--target", "nano_rpd", TOOL_NAME, "-j",
               os.environ.get("NANO_JOBS", "2")])
-        path = os.path.join(build, "runtime", "rpd", RPD_NAME)
-    if not os.path.isfile(path):
-        raise BuildError("no tracer library at %s (build the nano_rpd target first)" % path)
-    return os.path.realpath(path)
+    lib = lib or os.path.join(build, "runtime", "rpd", RPD_NAME)
+    tool = tool or os.path.join(build, "tools", "rpd", TOOL_NAME)
+    if not os.path.isfile(lib):
+        raise BuildError("no tracer library at %s (build the nano_rpd target first)" % lib)
+    if not os.path.isfile(tool):
+        raise BuildError("no rpd tool at %s (build the rpd target first)" % tool)
+    return os.path.realpath(lib), os.path.realpath(tool)
 
 
 def _nano_libraries(rpd, out_dir):
@@ -168,7 +174,7 @@ def prepare_metadata_for_build_wheel(metadata_directory, config_settings=None):
 
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
     try:
-        rpd = _rpd_library()
+        rpd, tool = _built_parts()
         with tempfile.TemporaryDirectory() as tmp:
             ext = _compile_extension(tmp, rpd)
             libs = _nano_libraries(rpd, tmp)
@@ -183,6 +189,7 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
             files.append(("%s/%s" % (NAME, ext), os.path.join(tmp, ext)))
             for lib in libs:
                 files.append(("%s/%s" % (NAME, lib), os.path.join(tmp, lib)))
+            files.append(("%s/bin/%s" % (NAME, TOOL_NAME), tool))
             tag = _tag()
             info = "%s-%s.dist-info" % (NAME, VERSION)
             wheel_name = "%s-%s-%s.whl" % (NAME, VERSION, tag)

@@ -41,3 +41,8 @@ def test_pip_install_from_source_tree(tmp_path):
     con = sqlite3.connect(str(tmp_path / "t.rpd"))
     assert con.execute("SELECT count(*) FROM api WHERE apiName = '__main__.f'").fetchone()[0] == 1
     con.close()
+    # the package reads its traces too: the rpd tool ships as nanoprobe/bin/rpd
+    assert os.access(pkg / "bin" / "rpd", os.X_OK)
+    r = run(["-m", "nanoprobe.rpd", "summary", "t.rpd"], cwd=str(tmp_path),
+            env={"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin"})
+    assert "__main__.f" in r.stdout and "1 process" in r.stdout, r.stdout
