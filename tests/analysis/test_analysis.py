@@ -314,7 +314,8 @@ def case_report():
     body = re.search(r"<body[^>]*>", dom).group(0)
     assert 'data-ok="1"' in body and "data-error" not in body, body
     for text in ("aten::mm", "Cijk_gemm", "[[2688, 768], [768, 768]]", "epoch-mark",
-                 "<svg", 'class="mark"', "Top GPU kernels", "exclusive CPU", "GPU busy"):
+                 "<svg", 'class="mark"', "Top GPU kernels", "exclusive CPU", "GPU busy", "Call tree",
+                 'class="fl"'):
         assert text in dom, text
     png = os.path.join(WORK, "report.png")
     if os.path.exists(png):
@@ -362,6 +363,13 @@ def case_report_recursion():
     assert table.get("main") == (1, 10000), table
     assert "checkpoint" not in table, table
     assert "checkpoint" in page[page.index("id=marks"):], "the mark is in the marks section"
+    # the call tree: a box per call path with its inclusive time; the two
+    # innermost fib calls share one path (3000 ns together)
+    tree = re.findall(r'data-label="([^"]*)" data-depth=(\d+) data-incl=(\d+)', page)
+    assert tree == [("main", "0", "10000"), ("fib", "1", "8000"), ("fib", "2", "6000"),
+                    ("fib", "3", "3000")], tree
+    widths = re.findall(r'class=fn style="width:([\d.]+)%"', page)
+    assert widths == ["100.000", "80.000", "75.000", "50.000"], widths
 
 
 def case_merge():

@@ -12,6 +12,8 @@
  *                 the same call walk as `rpd callstack`; ranges by their text,
  *                 autograd range texts by their operator name (the text
  *                 before ", seq = " or ", op_id = ")
+ *   call tree     an icicle of the calls and ranges by call path (threads
+ *                 merged): a box per path, as wide as its inclusive time
  *   autograd      operator -> kernel -> tensor sizes, collapsible, when the
  *                 file has the autograd views (`rpd autograd`)
  *   marks         zero-duration user markers (signposts)
@@ -51,6 +53,8 @@
 #define RP_HEAT_PAGES 256    /* pages drawn in a heatmap strip at most */
 #define RP_HEAT_CELL 4       /* px per page in the strip */
 #define RP_SRC_LINE 240      /* characters of a source line shown at most */
+#define RP_FLAME_NODES 20000 /* call paths kept in the call tree at most */
+#define RP_FLAME_MIN 0.001   /* a path narrower than this share of all is not drawn */
 
 /* Writes s HTML-escaped. */
 static void rp_esc(FILE *f, const char *s) {
@@ -112,7 +116,10 @@ static const char rp_css[] =
     "td.n{text-align:right;font-variant-numeric:tabular-nums}.bar{background:#4a90d9;height:10px}"
     "details{margin:2px 0 2px 18px}summary{cursor:pointer}summary span{color:#666}"
     ".muted{color:#777}svg text{font:11px sans-serif}code{background:#f4f4f4;padding:0 3px}"
-    "button{margin:4px 6px 4px 0}";
+    "button{margin:4px 6px 4px 0}"
+    ".flame,.fc{display:flex;align-items:flex-start}.fn{min-width:0;overflow:hidden}"
+    ".fl{height:16px;line-height:16px;font:11px sans-serif;padding:0 2px;background:#f2b36f;"
+    "border:1px solid #fff;white-space:nowrap;overflow:hidden;text-overflow:ellipsis}";
 
 /* Sortable tables, expand/collapse for the autograd tree, the ok mark. */
 static const char rp_js[] =
@@ -465,11 +472,22 @@ struct rp_walk {
   size_t cap;                 /* slots of both tables */
   int64_t *acc;               /* acc[d]: inclusive GPU time of finished children at depth d+1 */
   int capacc;
-  struct {                    /* agg of the enclosing call at each depth, found once per call */
-    int64_t id;
-    int agg;
+  struct {                    /* agg and call-tree node of the enclosing call at each depth, */
+    int64_t id;               /* found once per call */
+    int agg, node;
   } *open;
   int capopen;
+  struct rp_fnode *fn;        /* the call tree; fn[0] is its root */
+  int nfn, capfn;
+  int fn_full;                /* paths past RP_FLAME_NODES were left out */
+};
+
+/* A call path of the call tree: its last call's label and the summed
+ * inclusive time and count of the calls that ended it. */
+struct rp_fnode {
+  const char *label; /* the agg's label (stable: agg structs move, labels do not) */
+  int agg, child, next;
+  int64_t incl, calls;
 };
 
 /* FNV-1a of (range, label). */
@@ -568,9 +586,39 @@ static int rp_agg_of(struct rp_walk *w, const struct an_frame *f) {
   return a;
 }
 
-/* 1 when an enclosing call of stack[n - 1] has agg a (a recursive call: its
- * time is inside that one's already), 0 when none, -1 on error. */
-static int rp_nested_in_same(struct rp_walk *w, const struct an_frame *stack, int n, int a) {
+/* The call-tree node under `parent` for agg a (created when new; `parent`
+ * itself when the tree is full). -1 when out of memory. */
+static int rp_fnode_of(struct rp_walk *w, int parent, int a) {
+  for (int c = w->fn[parent].child; c >= 0; c = w->fn[c].next)
+    if (w->fn[c].agg == a) return c;
+  if (w->nfn == RP_FLAME_NODES) {
+    w->fn_full = 1;
+    return parent;
+  }
+  if (w->nfn == w->capfn) {
+    int cap = w->capfn ? 2 * w->capfn : 256;
+    struct rp_fnode *m = realloc(w->fn, (size_t)cap * sizeof *m);
+    if (!m) return -1;
+    w->fn = m;
+    w->capfn = cap;
+  }
+  struct rp_fnode *n = &w->fn[w->nfn];
+  n->label = w->agg[a].label;
+  n->agg = a;
+  n->child = -1;
+  n->next = w->fn[parent].child;
+  n->incl = n->calls = 0;
+  w->fn[parent].child = w->nfn;
+  return w->nfn++;
+}
+
+/* Brings w->open up to date for the enclosing calls stack[0..n-2] (their agg
+ * and call-tree node, found once per call), and sets *nested when one of
+ * them has agg a (a recursive call: its time is inside that one's already).
+ * Returns the tree node of the enclosing call (0, the root, at the top), or
+ * -1 on error. */
+static int rp_enclosing(struct rp_walk *w, const struct an_frame *stack, int n, int a,
+                        int *nested) {
   if (n > w->capopen) {
     int cap = 2 * n + 16;
     void *p = realloc(w->open, (size_t)cap * sizeof *w->open);
@@ -579,16 +627,22 @@ static int rp_nested_in_same(struct rp_walk *w, const struct an_frame *stack, in
     for (int d = w->capopen; d < cap; d++) w->open[d].id = -1;
     w->capopen = cap;
   }
+  *nested = 0;
+  int node = 0;
   for (int d = 0; d < n - 1; d++) {
     if (w->open[d].id != stack[d].id) {
       int ad = rp_agg_of(w, &stack[d]);
-      if (ad < 0) return -1;
+      int nd = ad < 0 ? -1 : rp_fnode_of(w, node, ad);
+      if (nd < 0) return -1;
       w->open[d].id = stack[d].id;
       w->open[d].agg = ad;
+      w->open[d].node = nd;
+      w->open[d + 1].id = -1; /* a new call here: what was open below it is not */
     }
-    if (w->open[d].agg == a) return 1;
+    node = w->open[d].node;
+    if (w->open[d].agg == a) *nested = 1;
   }
-  return 0;
+  return node;
 }
 
 /* an_visit_fn of the report. A recursive call adds its calls and own times
@@ -613,8 +667,14 @@ static int rp_visit(void *ctx, const struct an_frame *stack, int n, int64_t cpu,
   if (f->end == f->start && rp_is_marker(w, f->name_id)) return 0;
   int a = rp_agg_of(w, f);
   if (a < 0) return 1;
-  int nested = rp_nested_in_same(w, stack, n, a);
-  if (nested < 0) return 1;
+  int nested;
+  int parent = rp_enclosing(w, stack, n, a, &nested);
+  int node = parent < 0 ? -1 : rp_fnode_of(w, parent, a);
+  if (node < 0) return 1;
+  if (node != parent) { /* else the tree is full: the path is left out */
+    w->fn[node].incl = rpdtool_add(w->fn[node].incl, rpdtool_sub(f->end, f->start));
+    w->fn[node].calls++;
+  }
   struct rp_agg *g = &w->agg[a];
   g->calls++;
   if (!nested) {
@@ -658,8 +718,54 @@ static void rp_calls_table(FILE *f, struct rp_walk *w, const char *id, const cha
   fputs("</tbody></table>\n", f);
 }
 
+/* Writes node i of the call tree and its children as nested boxes, each as
+ * wide as its share of its parent's inclusive time (parent_incl), children
+ * narrower than RP_FLAME_MIN of the whole (total) left out. */
+static void rp_flame_node(FILE *f, const struct rp_walk *w, int i, int64_t parent_incl,
+                          int64_t total, int depth) {
+  const struct rp_fnode *n = &w->fn[i];
+  fprintf(f, "<div class=fn style=\"width:%.3f%%\" data-label=\"",
+          parent_incl > 0 ? 100.0 * (double)n->incl / (double)parent_incl : 0);
+  rp_esc(f, n->label);
+  fprintf(f, "\" data-depth=%d data-incl=%lld><div class=fl title=\"", depth, (long long)n->incl);
+  rp_esc(f, n->label);
+  fputs(": ", f);
+  rp_dur(f, (double)n->incl);
+  fprintf(f, " (%.1f%% of all), %lld calls\">", 100.0 * (double)n->incl / (double)total,
+          (long long)n->calls);
+  rp_esc(f, n->label);
+  fputs("</div><div class=fc>", f);
+  for (int c = n->child; c >= 0; c = w->fn[c].next)
+    if ((double)w->fn[c].incl >= RP_FLAME_MIN * (double)total)
+      rp_flame_node(f, w, c, n->incl, total, depth + 1);
+  fputs("</div></div>", f);
+}
+
+/* The call tree as an icicle: outermost calls on top, callees below. */
+static void rp_flame(FILE *f, const struct rp_walk *w) {
+  int64_t total = 0;
+  for (int c = w->fn[0].child; c >= 0; c = w->fn[c].next) total = rpdtool_add(total, w->fn[c].incl);
+  fputs("<h2 id=flame>Call tree</h2><p class=muted>Calls and ranges by call path, all threads "
+        "together: each box is as wide as its share of the time of the box above it (outermost "
+        "calls share all the calls' time); what a box leaves uncovered below it is its own time. "
+        "Hover a box for its time and calls.</p>\n",
+        f);
+  if (total <= 0) {
+    fputs("<p class=muted>No calls or ranges with a duration.</p>\n", f);
+    return;
+  }
+  fputs("<div class=flame>", f);
+  for (int c = w->fn[0].child; c >= 0; c = w->fn[c].next)
+    if ((double)w->fn[c].incl >= RP_FLAME_MIN * (double)total)
+      rp_flame_node(f, w, c, total, total, 0);
+  fputs("</div>\n", f);
+  if (w->fn_full)
+    fprintf(f, "<p class=muted>More than %d call paths: the ones found after those are left "
+            "out.</p>\n", RP_FLAME_NODES);
+}
+
 /* Walks the calls (the walk of `rpd callstack`), groups them by label and
- * writes the two top tables. */
+ * writes the two top tables and the call tree. */
 static int rp_calls(const char *cmd, const struct rpdtool_trace *t, FILE *f) {
   struct rp_walk w = {0};
   int ret = -1;
@@ -682,11 +788,17 @@ static int rp_calls(const char *cmd, const struct rpdtool_trace *t, FILE *f) {
     goto out;
   }
   if (rp_grow(&w) != 0) goto oom;
+  w.fn = malloc(256 * sizeof *w.fn);
+  if (!w.fn) goto oom;
+  w.capfn = 256;
+  w.nfn = 1;
+  w.fn[0] = (struct rp_fnode){"", -1, -1, -1, 0, 0};
   rc = an_walk(cmd, t, "report", rp_visit, &w);
   if (rc > 0) goto oom;
   if (rc) goto out;
   rp_calls_table(f, &w, "incl", "Top calls and ranges by inclusive CPU time", rp_by_incl);
   rp_calls_table(f, &w, "excl", "Top calls and ranges by exclusive CPU time", rp_by_excl);
+  rp_flame(f, &w);
   ret = 0;
   goto out;
 oom:
@@ -699,6 +811,7 @@ out:
   for (size_t i = 0; i < w.nagg; i++) free(w.agg[i].label);
   free(w.agg), free(w.bylabel), free(w.byid), free(w.idkey), free(w.acc), free(w.marker);
   free(w.open);
+  free(w.fn);
   return ret;
 }
 
