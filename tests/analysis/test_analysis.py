@@ -9,6 +9,7 @@ The traces are written through the tracer's own API by analysis_mktrace
 computed by hand from those times. The schema-2 case builds its file here.
 """
 import hashlib
+import json
 import os
 import pty
 import re
@@ -313,6 +314,9 @@ def case_report():
     dom = chromium("--dump-dom", "file://" + html)
     body = re.search(r"<body[^>]*>", dom).group(0)
     assert 'data-ok="1"' in body and "data-error" not in body, body
+    canvas = re.search(r"<canvas[^>]*>", dom).group(0)  # the zoomable timeline drew every slice
+    slices = re.search(r'data-slices="(\d+)"', canvas)
+    assert slices and int(slices.group(1)) > 0 and 'data-drawn="%s"' % slices.group(1) in canvas, canvas
     for text in ("aten::mm", "Cijk_gemm", "[[2688, 768], [768, 768]]", "epoch-mark",
                  "<svg", 'class="mark"', "Top GPU kernels", "exclusive CPU", "GPU busy", "Call tree",
                  'class="fl"'):
@@ -341,10 +345,12 @@ def case_report_recursion():
         ids[text] = db.execute("INSERT INTO rocpd_string(string) VALUES (?)", (text,)).lastrowid
     uempty = db.execute("INSERT INTO rocpd_ustring(string) VALUES ('')").lastrowid
     umark = db.execute("INSERT INTO rocpd_ustring(string) VALUES ('checkpoint')").lastrowid
+    uhostile = db.execute("INSERT INTO rocpd_ustring(string) VALUES ('</script><b>x')").lastrowid
     rows = [("main", 0, 10000, uempty),                         # 10 us
             ("fib", 1000, 9000, uempty), ("fib", 2000, 8000, uempty),
             ("fib", 3000, 4000, uempty), ("fib", 5000, 7000, uempty),
-            ("UserMarker", 6000, 6000, umark)]                  # a mark inside fib
+            ("UserMarker", 6000, 6000, umark),                  # a mark inside fib
+            ("UserMarker", 9500, 9600, uhostile)]               # a range named like markup
     for name, start, end, args in rows:
         db.execute("INSERT INTO rocpd_api(pid, tid, start, end, apiName_id, category_id, domain_id, "
                    "args_id) VALUES (1, 1, ?, ?, ?, ?, ?, ?)",
@@ -361,15 +367,27 @@ def case_report_recursion():
     # fib: 4 calls, inclusive 8000 ns (the outermost), not 8000+6000+1000+2000
     assert table.get("fib") == (4, 8000), table
     assert table.get("main") == (1, 10000), table
+    # the zoomable timeline: its document, nesting by depth, the mark left out
+    doc = json.loads(re.search(r'<script type="application/json" id=tl-data>(.*?)</script>',
+                               page, re.S).group(1))
+    assert doc["lanes"] == [{"name": "pid 1 tid 1", "rows": 4}] and doc["total"] == 6, doc
+    named = sorted((doc["names"][x[4]], x[1], x[2], x[3]) for x in doc["s"])
+    assert named == [("</script><b>x", 1, 9500, 100), ("fib", 1, 1000, 8000), ("fib", 2, 2000, 6000),
+                     ("fib", 3, 3000, 1000), ("fib", 3, 5000, 2000), ("main", 0, 0, 10000)], named
+    dom = chromium("--dump-dom", "file://" + html)
+    canvas = re.search(r"<canvas[^>]*>", dom).group(0)
+    assert 'data-slices="6"' in canvas and 'data-drawn="6"' in canvas, canvas
+    body = re.search(r"<body[^>]*>", dom).group(0)
+    assert 'data-ok="1"' in body and "data-error" not in body, body
     assert "checkpoint" not in table, table
     assert "checkpoint" in page[page.index("id=marks"):], "the mark is in the marks section"
     # the call tree: a box per call path with its inclusive time; the two
     # innermost fib calls share one path (3000 ns together)
     tree = re.findall(r'data-label="([^"]*)" data-depth=(\d+) data-incl=(\d+)', page)
-    assert tree == [("main", "0", "10000"), ("fib", "1", "8000"), ("fib", "2", "6000"),
-                    ("fib", "3", "3000")], tree
+    assert tree == [("main", "0", "10000"), ("&lt;/script&gt;&lt;b&gt;x", "1", "100"),
+                    ("fib", "1", "8000"), ("fib", "2", "6000"), ("fib", "3", "3000")], tree
     widths = re.findall(r'class=fn style="width:([\d.]+)%"', page)
-    assert widths == ["100.000", "80.000", "75.000", "50.000"], widths
+    assert widths == ["100.000", "1.000", "80.000", "75.000", "50.000"], widths
 
 
 def case_merge():

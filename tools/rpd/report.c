@@ -6,7 +6,9 @@
  *   summary       span, calls, ops, threads, GPUs
  *   GPU busy      per GPU: op time over the ops' wall time (the busy view)
  *   timeline      an SVG overview: one lane per thread (calls) and per GPU
- *                 queue (ops), busy pixels drawn as runs, marks as ticks
+ *                 queue (ops), busy pixels drawn as runs, marks as ticks;
+ *                 then a zoomable canvas of the longest calls, ranges and
+ *                 ops with their names and nesting (report_timeline.c)
  *   top ops       GPU ops grouped by name (the top view's grouping)
  *   top calls     by inclusive and by exclusive CPU time, with GPU time, from
  *                 the same call walk as `rpd callstack`; ranges by their text,
@@ -39,6 +41,7 @@
 #include "nano/hash.h"
 #include "analysis.h"
 #include "commands.h"
+#include "report.h"
 
 #define RP_XSTR(x) #x
 #define RP_STR(x) RP_XSTR(x)
@@ -1173,6 +1176,7 @@ static int rp_page(const char *cmd, const struct rpdtool_trace *t, FILE *f) {
   fputs("</h1>\n<p class=muted>Written by <code>rpd report</code> (nanoprobe). Times in "
         "ns, µs, ms, s. Click a column header to sort.</p>\n", f);
   if (rp_summary(cmd, t, f, lo, hi) || rp_busy(cmd, t, f) || rp_timeline(cmd, t, f, lo, hi) ||
+      rp_zoom_timeline(cmd, t, f, lo, hi) ||
       rp_ops(cmd, t, f) || rp_calls(cmd, t, f) || rp_autograd(cmd, t, f) ||
       rp_marks(cmd, t, f, lo) || rp_memory(cmd, t, f) || rp_atomics(cmd, t, f))
     return -1;
