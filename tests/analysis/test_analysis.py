@@ -283,6 +283,22 @@ def case_autograd():
     assert ("aten::relu", 7, 50, "", "") in rows
     tags = dict(q(path, "SELECT tag, value FROM rocpd_metadata"))
     assert tags["Callstack::Generated"] == "True" and tags["Autograd::Generated"] == "True"
+    # The state rocmProfileData's `rocpd.autograd --skip_callstacks` leaves (its
+    # table filled and tagged, no views; what it needs after `rpd callstack`):
+    # `rpd autograd` adds the views and gives the same answer (issue 18.2).
+    before = rows
+    db = sqlite3.connect(path)
+    db.executescript("DROP VIEW autogradKernel; DROP VIEW _autogradKernel; "
+                     "DROP VIEW _callstack_autograd_kernel_exclusive; "
+                     "DROP VIEW _callstack_autograd_kernel;")
+    db.close()
+    out, _ = run("autograd", path)
+    assert "now has its views" in out, out
+    assert q(path, "SELECT autogradName, seq, op_id, sizes, input_op_ids FROM autograd ORDER BY "
+             "op_id") == before
+    assert len(q(path, "SELECT * FROM autogradKernel")) == 4
+    out, _ = run("autograd", path)
+    assert "nothing to do" in out, out
 
 
 def chromium(*args):

@@ -206,7 +206,25 @@ static int ag_run(const char *cmd, const struct rpdtool_trace *t) {
   int done = an_meta_get(t->db, "Autograd::Generated", NULL);
   if (done < 0)
     return rpdtool_err(cmd, "%s: cannot read rocpd_metadata: %s", t->path, sqlite3_errmsg(t->db));
-  if (done) return AN_ALREADY;
+  if (done) {
+    /* rocmProfileData's rocpd.autograd filled ext_autogradapi but made no views
+     * (--skip_callstacks, or it stopped at a call stack that `rpd callstack`
+     * had made): add the call stack if needed, then the views */
+    int views = rpdtool_has_object(t->db, "autogradKernel");
+    if (views < 0)
+      return rpdtool_err(cmd, "%s: cannot read the schema: %s", t->path, sqlite3_errmsg(t->db));
+    if (views) return AN_ALREADY;
+    int ret = an_callstack_run(cmd, t, NULL);
+    if (ret && ret != AN_ALREADY) return ret;
+    if ((ret = an_begin(cmd, t))) return ret;
+    if ((ret = an_exec(cmd, t, "creating the autograd views", ag_schema))) {
+      an_rollback(t);
+      return ret;
+    }
+    if ((ret = an_commit(cmd, t))) return ret;
+    printf("rpd %s: %s: the autograd table another tool filled now has its views\n", cmd, t->path);
+    return 0;
+  }
   int ret = an_callstack_run(cmd, t, NULL);
   if (ret && ret != AN_ALREADY) return ret;
   if ((ret = an_begin(cmd, t))) return ret;
