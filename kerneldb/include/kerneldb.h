@@ -189,7 +189,7 @@ const kdb_kernel *kdb_kernel_at(const kdb *db, size_t i);
 ** of either (or of the demangled name without a template's return type,
 ** "scale<int>(int*)" for "void scale<int>(int*)") that names exactly one
 ** distinct kernel (by mangled name). arch,
-** when not NULL, keeps only code objects of that arch. Fills out[0..cap) with
+** when not NULL, keeps only code objects of that target (kdb_target_matches). Fills out[0..cap) with
 ** the matches (one per code object holding the kernel) and returns their
 ** number; 0 when no kernel matches. When a prefix matches several distinct
 ** kernels, returns -(number of distinct names) and fills out with one
@@ -217,6 +217,19 @@ void kdb_classify_mnemonic(const char *mnemonic, kdb_mem_space *space,
 const char *kdb_mem_space_name(kdb_mem_space s);
 const char *kdb_mem_op_name(kdb_mem_op o);
 const char *kdb_feature_name(kdb_feature f);
+
+/* Parses a target as `kerneldb list` prints it: an arch ("gfx90a", "sm_90")
+** with AMDGPU features after colons in any order ("gfx90a:xnack+",
+** "gfx90a:sramecc-:xnack-"). Writes the arch into arch[0..n) and each
+** feature's wanted state (KDB_FEATURE_ON for '+', _OFF for '-', _ANY when
+** not named). 0, or -1 with err set for a malformed target or an unknown
+** feature. */
+int kdb_target_parse(const char *target, char *arch, size_t n, kdb_feature *xnack,
+                     kdb_feature *sramecc, char *err, size_t errlen);
+/* 1 when code object co is of `target` (kdb_target_parse): the same arch
+** and, for each feature the target names, that state; a bare arch matches
+** every feature setting. 0 otherwise, also for a malformed target. */
+int kdb_target_matches(const kdb_code_object *co, const char *target);
 
 /* ---- nanoprobe site tables --------------------------------------------------
 ** The pass records every instrumented memory access (a site) in a table per

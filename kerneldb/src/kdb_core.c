@@ -257,7 +257,7 @@ long kdb_find_kernels(const kdb *db, const char *q, const char *arch,
     n = 0;
     for (size_t i = 0; i < db->nkernels; i++) {
       const kdb_kernel *k = &db->kernels[i]->pub;
-      if (arch && strcmp(k->co->arch, arch) != 0) continue;
+      if (arch && !kdb_target_matches(k->co, arch)) continue;
       int m = pass == 0 ? (strcmp(k->name, q) == 0 || strcmp(k->demangled, q) == 0)
                         : (kdb_prefix(k->name, q) || kdb_prefix(k->demangled, q) ||
                            kdb_prefix(kdb_sans_return(k->demangled), q));
@@ -794,6 +794,44 @@ const kdb_code_object *kdb_code_object_at(const kdb *db, size_t i) {
 size_t kdb_kernel_count(const kdb *db) { return db->nkernels; }
 const kdb_kernel *kdb_kernel_at(const kdb *db, size_t i) {
   return i < db->nkernels ? &db->kernels[i]->pub : NULL;
+}
+
+int kdb_target_parse(const char *target, char *arch, size_t n, kdb_feature *xnack,
+                     kdb_feature *sramecc, char *err, size_t errlen) {
+  *xnack = *sramecc = KDB_FEATURE_ANY;
+  size_t len = strcspn(target, ":");
+  if (len == 0 || len >= n) {
+    snprintf(err, errlen, "'%s' is not a target (an arch such as gfx90a or sm_90, then "
+             "optional :xnack+/- and :sramecc+/-)", target);
+    return -1;
+  }
+  memcpy(arch, target, len);
+  arch[len] = 0;
+  for (const char *p = target + len; *p == ':';) {
+    const char *f = p + 1;
+    size_t fl = strcspn(f, ":");
+    kdb_feature *slot = fl == 6 && !strncmp(f, "xnack", 5)     ? xnack
+                        : fl == 8 && !strncmp(f, "sramecc", 7) ? sramecc
+                                                                : NULL;
+    char sign = fl ? f[fl - 1] : 0;
+    if (!slot || (sign != '+' && sign != '-')) {
+      snprintf(err, errlen, "'%s': unknown feature '%.*s' (known: xnack+, xnack-, sramecc+, "
+               "sramecc-)", target, (int)fl, f);
+      return -1;
+    }
+    *slot = sign == '+' ? KDB_FEATURE_ON : KDB_FEATURE_OFF;
+    p = f + fl;
+  }
+  return 0;
+}
+
+int kdb_target_matches(const kdb_code_object *co, const char *target) {
+  char arch[64], err[8];
+  kdb_feature xnack, sramecc;
+  if (kdb_target_parse(target, arch, sizeof arch, &xnack, &sramecc, err, sizeof err) != 0)
+    return 0;
+  return strcmp(co->arch, arch) == 0 && (xnack == KDB_FEATURE_ANY || co->xnack == xnack) &&
+         (sramecc == KDB_FEATURE_ANY || co->sramecc == sramecc);
 }
 
 const char *kdb_feature_name(kdb_feature f) {

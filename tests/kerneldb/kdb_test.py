@@ -203,6 +203,23 @@ def test_containers(kdb, inputs):
             check(names == ref[c["arch"]], "%s %s: kernels differ" % (f, c["arch"]))
         only = kdb_json(kdb, "list", os.path.join(inputs, f), "--arch", "gfx1100")
         check([c["arch"] for c in only["code_objects"]] == ["gfx1100"], f + ": --arch filters")
+    # --arch takes targets as list prints them: features in any order, a bare
+    # arch for every setting, an unknown feature an error (issue 19.3).
+    feat = os.path.join(inputs, "libfeat.so")
+    targets = [c["target_id"] for c in kdb_json(kdb, "list", feat)["code_objects"]]
+    check(sorted(targets) == ["gfx90a:sramecc-:xnack-", "gfx90a:xnack+"], "target ids: %s" % targets)
+    for want, got in (("gfx90a:xnack+", ["gfx90a:xnack+"]), ("gfx90a:xnack-", ["gfx90a:sramecc-:xnack-"]),
+                      ("gfx90a:xnack-:sramecc-", ["gfx90a:sramecc-:xnack-"]),
+                      ("gfx90a:sramecc-:xnack-", ["gfx90a:sramecc-:xnack-"]),
+                      ("gfx90a", ["gfx90a:sramecc-:xnack-", "gfx90a:xnack+"])):
+        l = kdb_json(kdb, "list", feat, "--arch", want)
+        check(sorted(c["target_id"] for c in l["code_objects"]) == got, "--arch %s: %s" % (want, l["code_objects"]))
+        check(len({k["code_object"] for k in l["kernels"]}) == len(got), "--arch %s: kernels" % want)
+    isa = kdb_json(kdb, "isa", feat, "axpy", "--arch", "gfx90a:xnack+")
+    check(len(isa) == 1 and isa[0]["insns"], "isa --arch with a feature")
+    run([kdb, "list", feat, "--arch", "gfx90a:sramecc+"], 1)
+    p = run([kdb, "list", feat, "--arch", "gfx90a:bogus+"], 2)
+    check("unknown feature 'bogus+'" in p.stderr, p.stderr)
     # Disassembly out of a compressed bundle equals the bare code object's.
     a = kdb_json(kdb, "isa", os.path.join(inputs, "t_zstd.ccob"), "axpy", "--arch", "gfx1100")[0]["insns"]
     b = kdb_json(kdb, "isa", os.path.join(inputs, "t_gfx1100.co"), "axpy")[0]["insns"]

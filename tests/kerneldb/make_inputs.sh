@@ -24,6 +24,9 @@ hip -g -O2 -nogpulib --offload-arch=gfx1100 --cuda-device-only --no-gpu-bundle-o
   -c "$src/kdb_test.hip" -o t_gfx1100.co
 hip -g -O2 -fPIC -shared -nogpulib --offload-arch=gfx90a --offload-arch=gfx1100 \
   "$src/kdb_test.hip" -o libt.so
+# target features: one code object per setting (list prints gfx90a:xnack+, ...)
+hip -O2 -fPIC -shared -nogpulib --offload-arch=gfx90a:xnack+ \
+  --offload-arch=gfx90a:sramecc-:xnack- "$src/kdb_test.hip" -o libfeat.so
 : > empty.host
 targets=host-x86_64-unknown-linux-gnu,hipv4-amdgcn-amd-amdhsa--gfx90a,hipv4-amdgcn-amd-amdhsa--gfx1100
 clang-offload-bundler-15 --type=o --targets=$targets --input=empty.host --input=t_gfx90a.co \

@@ -39,6 +39,9 @@ static void kdbcli_usage(FILE *f) {
           "         of host ELF files with CPU kernels; --arch host for the latter);\n"
           "         --isa: the instructions of each site and what the machine code made\n"
           "         of it (widened, folded into a neighbour)\n"
+          "  --arch ARCH  only code objects of that target, as list prints it: gfx90a,\n"
+          "         sm_90, gfx90a:xnack+, gfx90a:sramecc-:xnack- (features in any order;\n"
+          "         a bare arch matches every feature setting); host for CPU kernels\n"
           "exit: 0 found, 1 no such kernel, 2 unreadable input or usage error\n"
           "kerneldb --version prints the version.\n");
 }
@@ -52,7 +55,7 @@ static void kdbcli_jfield(const char *key, const char *value) {
 }
 
 static int kdbcli_selected(const kdbcli_opts *o, const kdb_kernel *k) {
-  if (o->arch && strcmp(k->co->arch, o->arch) != 0) return 0;
+  if (o->arch && !kdb_target_matches(k->co, o->arch)) return 0;
   if (o->regex && regexec(&o->re, k->name, 0, NULL, 0) != 0 &&
       regexec(&o->re, k->demangled, 0, NULL, 0) != 0)
     return 0;
@@ -133,7 +136,7 @@ static int kdbcli_list(kdb *db, const kdbcli_opts *o) {
   int firstco = 1;
   for (size_t c = 0; c < nco; c++) {
     const kdb_code_object *co = kdb_code_object_at(db, c);
-    if (o->arch && strcmp(co->arch, o->arch) != 0) continue;
+    if (o->arch && !kdb_target_matches(co, o->arch)) continue;
     if (o->json) {
       printf("%s", firstco ? "" : ",");
       kdbcli_co_json(co);
@@ -489,7 +492,8 @@ static const char *const kdbcli_isa_verdicts[] = {"unknown", "same", "wider", "m
 static const char *kdbcli_site_arch(const kdb_site *s) { return s->co ? s->co->arch : "host"; }
 
 static int kdbcli_site_selected(const kdbcli_opts *o, const kdb_site *s) {
-  if (o->arch && strcmp(kdbcli_site_arch(s), o->arch) != 0) return 0;
+  if (o->arch && (s->co ? !kdb_target_matches(s->co, o->arch) : strcmp(o->arch, "host") != 0))
+    return 0;
   if (o->regex && regexec(&o->re, s->function, 0, NULL, 0) != 0 &&
       regexec(&o->re, s->demangled, 0, NULL, 0) != 0)
     return 0;
@@ -626,6 +630,14 @@ int main(int argc, char **argv) {
   if ((isa || lines) && !o.kernel && !o.regex) {
     fprintf(stderr, "kerneldb: %s needs a KERNEL or --kernels REGEX\n", o.cmd);
     return 2;
+  }
+  if (o.arch && strcmp(o.arch, "host") != 0) {
+    char arch[64], why[256];
+    kdb_feature xnack, sramecc;
+    if (kdb_target_parse(o.arch, arch, sizeof arch, &xnack, &sramecc, why, sizeof why) != 0) {
+      fprintf(stderr, "kerneldb: --arch %s\n", why);
+      return 2;
+    }
   }
   if (o.regex) {
     int r = regcomp(&o.re, o.regex, REG_EXTENDED | REG_NOSUB);
