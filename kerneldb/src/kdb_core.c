@@ -690,6 +690,10 @@ int kdb_open_memory(const void *data, size_t size, const char *name, kdb **out,
   return kdb_finish_open(db, out, &e);
 }
 
+/* The most kdb_open reads from a pipe: more is refused, not buffered (a
+ * runaway producer, /dev/zero through cat). */
+#define KDB_MAX_STREAM_BYTES (4ull << 30)
+
 int kdb_open(const char *path, kdb **out, char *err, size_t errlen) {
   kdb_err e = {err, errlen};
   *out = NULL;
@@ -704,6 +708,10 @@ int kdb_open(const char *path, kdb **out, char *err, size_t errlen) {
   if (S_ISDIR(st.st_mode)) {
     close(fd);
     return kdb_fail(&e, path, "is a directory");
+  }
+  if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) {
+    close(fd);
+    return kdb_fail(&e, path, "is a device, not a file");
   }
   kdb *db = kdb_new(path);
   if (!db) {
@@ -744,6 +752,13 @@ int kdb_open(const char *path, kdb **out, char *err, size_t errlen) {
       }
       if (r == 0) break;
       len += (size_t)r;
+      if (len > KDB_MAX_STREAM_BYTES) {
+        free(buf);
+        close(fd);
+        kdb_close(db);
+        return kdb_fail(&e, path, "more than %llu GiB from a pipe: save it to a file first",
+                        KDB_MAX_STREAM_BYTES >> 30);
+      }
     }
     if (kdb_reserve((void **)&db->payloads, &db->cap_payloads, db->npayloads + 1,
                     sizeof *db->payloads)) {

@@ -286,6 +286,10 @@ def test_cli(kdb, inputs):
 
 def test_bad_input(kdb, inputs):
     """Damaged inputs: exit 2 with a message naming the file, never a crash."""
+    # devices are refused at once, not read without end (issue 19.7)
+    for dev in ("/dev/zero", "/dev/urandom", "/dev/null"):
+        p = run([kdb, "list", dev], 2)
+        check("%s: is a device, not a file" % dev in p.stderr, p.stderr)
     with open(os.path.join(inputs, "t_gfx90a.co"), "rb") as f:
         co = bytearray(f.read())
     with open(os.path.join(inputs, "t.bundle"), "rb") as f:
