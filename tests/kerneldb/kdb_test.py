@@ -286,6 +286,23 @@ def test_cli(kdb, inputs):
 
 def test_bad_input(kdb, inputs):
     """Damaged inputs: exit 2 with a message naming the file, never a crash."""
+    # names with escape sequences (here OSC "set title" in place of "axpy") reach
+    # the terminal as \x1b text, in listings and in messages (issue 19.7)
+    with tempfile.TemporaryDirectory() as d:
+        esc = os.path.join(d, "esc.co")
+        with open(os.path.join(inputs, "t_gfx90a.co"), "rb") as f:
+            data = f.read()
+        with open(esc, "wb") as f:
+            f.write(data.replace(b"axpy", b"\x1b]0;"))
+        for args, rc in ((["list", esc], 0), (["show", esc], 0), (["show", esc, "_Z4\x1b"], 0),
+                         (["show", esc, "\x1b[2Jnone"], 1)):
+            p = subprocess.run([kdb] + args, capture_output=True)
+            out = p.stdout + p.stderr
+            check(p.returncode == rc and b"\x1b" not in out and b"\\x1b" in out,
+                  "%s: escapes shown as text: %r" % (args, out[-300:]))
+        j = subprocess.run([kdb, "list", esc, "--json"], capture_output=True)
+        names = [k["name"] for k in json.loads(j.stdout)["kernels"]]
+        check("_Z4\x1b]0;fPKfPfi" in names, "JSON keeps the name exactly: %s" % names)
     # devices are refused at once, not read without end (issue 19.7)
     for dev in ("/dev/zero", "/dev/urandom", "/dev/null"):
         p = run([kdb, "list", dev], 2)

@@ -15,6 +15,7 @@
 #include "kerneldb.h"
 #include "nano/dh_comms.h"
 #include "nano/json.h"
+#include "nano/text.h"
 
 #include <regex.h>
 #include <stdio.h>
@@ -584,6 +585,39 @@ static int kdbcli_sites(kdb *db, const kdbcli_opts *o) {
   return 0;
 }
 
+/* The streams text goes to before kdbcli_safe_text wrapped them. */
+static FILE *kdbcli_real_out, *kdbcli_real_err;
+
+/* Flushes and removes the wrappers (atexit: before stdio's own flush). */
+static void kdbcli_unwrap(void) {
+  if (kdbcli_real_out && stdout != kdbcli_real_out) {
+    fclose(stdout);
+    stdout = kdbcli_real_out;
+  }
+  if (kdbcli_real_err && stderr != kdbcli_real_err) {
+    fclose(stderr);
+    stderr = kdbcli_real_err;
+  }
+  fflush(stdout);
+}
+
+/* Names and paths come from the file being read, which may be damaged or
+ * hostile: text output (and every message) shows control bytes and broken
+ * UTF-8 as \xNN instead of sending them to the terminal. JSON is escaped by
+ * its writer already. */
+static void kdbcli_safe_text(int json) {
+  kdbcli_real_out = stdout;
+  kdbcli_real_err = stderr;
+  FILE *err = nano_text_stream(stderr);
+  if (err) {
+    setvbuf(err, NULL, _IOLBF, BUFSIZ);
+    stderr = err;
+  }
+  FILE *out = json ? NULL : nano_text_stream(stdout);
+  if (out) stdout = out;
+  atexit(kdbcli_unwrap);
+}
+
 int main(int argc, char **argv) {
   kdbcli_opts o = {0};
   for (int i = 1; i < argc; i++) {
@@ -620,6 +654,7 @@ int main(int argc, char **argv) {
     kdbcli_usage(stderr);
     return 2;
   }
+  kdbcli_safe_text(o.json);
   int list = !strcmp(o.cmd, "list"), show = !strcmp(o.cmd, "show"), isa = !strcmp(o.cmd, "isa"),
       lines = !strcmp(o.cmd, "lines"), sites = !strcmp(o.cmd, "sites");
   if (!list && !show && !isa && !lines && !sites) {
