@@ -29,6 +29,7 @@ int nano_utf8_len(const unsigned char *p, size_t avail) {
  * sequence that the last write cut. */
 struct text_cookie {
   FILE *out;
+  int one_line; /* newlines and tabs are escaped too */
   unsigned char held[TEXT_UTF8_MAX];
   size_t nheld;
 };
@@ -38,7 +39,7 @@ struct text_cookie {
 static void text_put(struct text_cookie *c, const unsigned char *p, size_t n, int more) {
   for (size_t i = 0; i < n;) {
     unsigned char b = p[i];
-    if (b == '\n' || b == '\t' || (b >= 0x20 && b < 0x7f)) {
+    if ((b >= 0x20 && b < 0x7f) || (!c->one_line && (b == '\n' || b == '\t'))) {
       fputc(b, c->out);
       i++;
       continue;
@@ -105,4 +106,18 @@ FILE *nano_text_stream(FILE *out) {
   FILE *f = fopencookie(c, "w", io);
   if (!f) free(c);
   return f;
+}
+
+char *nano_text_line(const char *s) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *mem = open_memstream(&buf, &len);
+  if (!mem) return NULL;
+  struct text_cookie c = {mem, 1, {0}, 0};
+  if (s) text_put(&c, (const unsigned char *)s, strlen(s), 0);
+  if (fclose(mem) != 0) {
+    free(buf);
+    return NULL;
+  }
+  return buf;
 }

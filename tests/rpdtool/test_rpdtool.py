@@ -186,7 +186,13 @@ def case_top():
     db.close()
     p = subprocess.run([RPD, "top", cpu], capture_output=True, timeout=60)
     assert p.returncode == 0, p.stderr
-    lines = p.stdout.decode("utf-8", "replace").splitlines()  # a name with a stray byte
+    # names from the trace reach the terminal safely: one row each, control
+    # bytes and a stray byte as \xNN, valid UTF-8 as it is
+    assert not re.search(rb"[\x00-\x08\x0b-\x1f\x7f]", p.stdout), p.stdout
+    text = p.stdout.decode("utf-8")
+    assert "newline \\x0a tab \\x09" in text and "ctrl \\x01 end" in text and "ab\\xffc" in text, text
+    assert "\u00e9" in text, text
+    lines = text.splitlines()
     assert lines[0].startswith("no GPU ops in ") and lines[1].split()[:3] == ["name", "domain", "calls"], lines
     rows = [l.split() for l in lines[3:]]
     assert rows and rows[0][0] == "outer" and rows[0][2:4] == ["1", "3.50"], rows   # 1500..5000 us

@@ -6,6 +6,7 @@
 #include "rpdtool.h"
 
 #include <nano/rpdfile.h>
+#include <nano/text.h>
 
 #include <assert.h>
 #include <errno.h>
@@ -355,7 +356,9 @@ int rpdtool_span(const struct rpdtool_trace *t, int64_t *lo, int64_t *hi) {
 /* ---- tables ------------------------------------------------------------- */
 
 /* strdup that maps NULL to "". */
-static char *rpdtool_dup(const char *s) { return strdup(s ? s : ""); }
+/* A cell's text: names come from the trace, which may be damaged or hostile,
+ * so control bytes, escape sequences and broken UTF-8 show as \xNN. */
+static char *rpdtool_dup(const char *s) { return nano_text_line(s); }
 
 int rpdtool_table_init(struct rpdtool_table *tb, int ncols, const char *const *header) {
   memset(tb, 0, sizeof *tb);

@@ -29,6 +29,10 @@ int nano_utf8_len(const unsigned char *p, size_t avail);
  * it), or NULL with errno set. */
 FILE *nano_text_stream(FILE *out);
 
+/* The safe form of s on one line (newlines and tabs escaped too; "" for
+ * NULL), malloc'd; NULL when out of memory. For table cells. */
+char *nano_text_line(const char *s);
+
 #ifdef __cplusplus
 }
 #endif
