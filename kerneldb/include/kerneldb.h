@@ -187,8 +187,8 @@ const kdb_kernel *kdb_kernel_at(const kdb *db, size_t i);
 
 /* Kernels named by query: an exact mangled or demangled name, else a prefix
 ** of either (or of the demangled name without a template's return type,
-** "scale<int>(int*)" for "void scale<int>(int*)") that names exactly one
-** distinct kernel (by mangled name). arch,
+** "scale<int>(int*)" for "void scale<int>(int*)"), else a substring of
+** either ("gemm_tn"), that names exactly one distinct kernel (by mangled name). arch,
 ** when not NULL, keeps only code objects of that target (kdb_target_matches). Fills out[0..cap) with
 ** the matches (one per code object holding the kernel) and returns their
 ** number; 0 when no kernel matches. When a prefix matches several distinct

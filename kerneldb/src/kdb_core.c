@@ -251,16 +251,18 @@ static int kdb_prefix(const char *s, const char *p) {
 long kdb_find_kernels(const kdb *db, const char *q, const char *arch,
                       const kdb_kernel **out, size_t cap) {
   size_t n = 0;
-  /* Pass 0: exact names. Pass 1: prefixes, which must name one kernel. */
-  for (int pass = 0; pass < 2; pass++) {
+  /* Pass 0: exact names. Pass 1: prefixes, pass 2: substrings (of the
+   * mangled or demangled name), each of which must name one kernel. */
+  for (int pass = 0; pass < 3; pass++) {
     size_t distinct = 0;
     n = 0;
     for (size_t i = 0; i < db->nkernels; i++) {
       const kdb_kernel *k = &db->kernels[i]->pub;
       if (arch && !kdb_target_matches(k->co, arch)) continue;
-      int m = pass == 0 ? (strcmp(k->name, q) == 0 || strcmp(k->demangled, q) == 0)
-                        : (kdb_prefix(k->name, q) || kdb_prefix(k->demangled, q) ||
-                           kdb_prefix(kdb_sans_return(k->demangled), q));
+      int m = pass == 0   ? (strcmp(k->name, q) == 0 || strcmp(k->demangled, q) == 0)
+              : pass == 1 ? (kdb_prefix(k->name, q) || kdb_prefix(k->demangled, q) ||
+                             kdb_prefix(kdb_sans_return(k->demangled), q))
+                          : (strstr(k->name, q) != NULL || strstr(k->demangled, q) != NULL);
       if (!m) continue;
       /* The same name in another code object is the same kernel. */
       int seen = 0;

@@ -215,6 +215,62 @@ static void kdbcli_show_text(const kdb_kernel *k) {
 }
 
 /* ---- kernel resolution ------------------------------------------------------ */
+/* Suggestions shown at most when a name matches nothing. */
+#define KDBCLI_SUGGESTIONS 5
+/* Characters of a name compared for a suggestion (the start: the function). */
+#define KDBCLI_SUGGEST_CHARS 96
+
+/* Edit distance of the first KDBCLI_SUGGEST_CHARS characters of a and b. */
+static size_t kdbcli_distance(const char *a, const char *b) {
+  size_t na = strnlen(a, KDBCLI_SUGGEST_CHARS), nb = strnlen(b, KDBCLI_SUGGEST_CHARS);
+  size_t row[KDBCLI_SUGGEST_CHARS + 1];
+  for (size_t j = 0; j <= nb; j++) row[j] = j;
+  for (size_t i = 1; i <= na; i++) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= nb; j++) {
+      size_t up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+      if (up + 1 < best) best = up + 1;
+      if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+      diag = up;
+      row[j] = best;
+    }
+  }
+  return row[nb];
+}
+
+/* Prints the kernels whose demangled name (its function part, before the
+** arguments) is closest to `query`, when close enough to be a typo. */
+static void kdbcli_suggest(kdb *db, const char *query) {
+  const kdb_kernel *best[KDBCLI_SUGGESTIONS] = {0};
+  size_t dist[KDBCLI_SUGGESTIONS], nbest = 0;
+  size_t limit = strlen(query) / 3 + 2;
+  for (size_t i = 0; i < kdb_kernel_count(db); i++) {
+    const kdb_kernel *k = kdb_kernel_at(db, i);
+    /* the function part: before the arguments, after a return type */
+    const char *f = k->demangled;
+    size_t end = strcspn(f, "("), sp = strcspn(f, " <");
+    if (sp < end && f[sp] == ' ') f += sp + 1, end -= sp + 1;
+    char fn[KDBCLI_SUGGEST_CHARS + 1];
+    snprintf(fn, sizeof fn, "%.*s", (int)end, f);
+    size_t d = kdbcli_distance(query, fn);
+    if (d > limit) continue;
+    int dup = 0;
+    for (size_t j = 0; j < nbest && !dup; j++) dup = strcmp(best[j]->name, k->name) == 0;
+    if (dup) continue;
+    size_t at = nbest < KDBCLI_SUGGESTIONS ? nbest++ : KDBCLI_SUGGESTIONS - 1;
+    if (at == KDBCLI_SUGGESTIONS - 1 && nbest == KDBCLI_SUGGESTIONS && d >= dist[at]) continue;
+    while (at > 0 && dist[at - 1] > d) { /* keep them by distance */
+      best[at] = best[at - 1];
+      dist[at] = dist[at - 1];
+      at--;
+    }
+    best[at] = k;
+    dist[at] = d;
+  }
+  for (size_t j = 0; j < nbest; j++) fprintf(stderr, "  did you mean %s\n", best[j]->demangled);
+}
+
 /* Resolves o->kernel to matches (malloc'd in *out); returns the count or -1
 ** after printing why (no such kernel, ambiguous). */
 static long kdbcli_resolve(kdb *db, const kdbcli_opts *o, const kdb_kernel ***out) {
@@ -228,6 +284,7 @@ static long kdbcli_resolve(kdb *db, const kdbcli_opts *o, const kdb_kernel ***ou
   if (n == 0) {
     fprintf(stderr, "kerneldb: %s: no kernel named '%s'%s%s\n", kdb_name(db), o->kernel,
             o->arch ? " for arch " : "", o->arch ? o->arch : "");
+    kdbcli_suggest(db, o->kernel);
     free(m);
     return -1;
   }
