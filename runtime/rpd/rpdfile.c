@@ -162,6 +162,21 @@ const char *nano_rpdfile_index_sql(void) { return rpdfile_index_sql; }
 
 const char *nano_rpdfile_schema_sql(void) { return rpdfile_schema; }
 
+int nano_rpdfile_has_object(sqlite3 *db, const char *name) {
+  sqlite3_stmt *st = NULL;
+  int rc = sqlite3_prepare_v2(db,
+                              "SELECT 1 FROM sqlite_master WHERE type IN ('table','view') AND name=?1",
+                              -1, &st, NULL);
+  if (rc != SQLITE_OK) return -1;
+  int found = -1;
+  if (sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC) == SQLITE_OK) {
+    rc = sqlite3_step(st);
+    found = rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
+  }
+  sqlite3_finalize(st);
+  return found;
+}
+
 const char *nano_rpdfile_thread_schema_sql(void) {
   return "CREATE TABLE IF NOT EXISTS nano_thread (pid integer NOT NULL, tid integer NOT NULL, "
          "name varchar(16) NOT NULL, PRIMARY KEY (pid, tid))";

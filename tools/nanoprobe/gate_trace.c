@@ -36,20 +36,6 @@ static const char gate_trace_sites_no_origin_sql[] =
 
 static const char gate_trace_kinds_sql[] = "SELECT kind, count FROM nano_atomic_totals";
 
-/* 1 when table or view `name` exists, 0 when not, -1 on error. */
-static int gate_trace_has(sqlite3 *db, const char *name) {
-  sqlite3_stmt *st = NULL;
-  if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE name = ?", -1, &st, NULL) !=
-          SQLITE_OK ||
-      sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC) != SQLITE_OK) {
-    sqlite3_finalize(st);
-    return -1;
-  }
-  int rc = sqlite3_step(st);
-  sqlite3_finalize(st);
-  return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
-}
-
 /* A text column as a JSON string ("" for NULL). */
 static json_t *gate_trace_str(sqlite3_stmt *st, int col) {
   const unsigned char *s = sqlite3_column_text(st, col);
@@ -128,8 +114,8 @@ json_t *gate_trace_atomics(const char *path, const char *what) {
     return NULL;
   }
   json_t *doc = NULL;
-  int has = gate_trace_has(db, "nano_atomic_site");
-  int origins = has > 0 ? gate_trace_has(db, "nano_atomic_origin") : 0;
+  int has = nano_rpdfile_has_object(db, "nano_atomic_site");
+  int origins = has > 0 ? nano_rpdfile_has_object(db, "nano_atomic_origin") : 0;
   if (has < 0 || origins < 0) {
     fprintf(stderr, "nanoprobe gate: %s: cannot read: %s\n", what, sqlite3_errmsg(db));
     goto out;

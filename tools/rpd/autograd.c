@@ -210,7 +210,7 @@ static int ag_run(const char *cmd, const struct rpdtool_trace *t) {
     /* rocmProfileData's rocpd.autograd filled ext_autogradapi but made no views
      * (--skip_callstacks, or it stopped at a call stack that `rpd callstack`
      * had made): add the call stack if needed, then the views */
-    int views = rpdtool_has_object(t->db, "autogradKernel");
+    int views = nano_rpdfile_has_object(t->db, "autogradKernel");
     if (views < 0)
       return rpdtool_err(cmd, "%s: cannot read the schema: %s", t->path, sqlite3_errmsg(t->db));
     if (views) return AN_ALREADY;

@@ -138,7 +138,7 @@ int an_callstack_run(const char *cmd, const struct rpdtool_trace *t, int64_t *ro
   if (ret || (ret = an_begin(cmd, t))) return ret;
   /* A table without the Generated tag is a leftover of an interrupted run of
    * rocpd's Python (it commits every 100,000 rows): start it over. */
-  int had = rpdtool_has_object(t->db, "ext_callstack");
+  int had = nano_rpdfile_has_object(t->db, "ext_callstack");
   if (had < 0 || an_exec(cmd, t, "creating ext_callstack", cs_schema) ||
       (had && an_exec(cmd, t, "clearing a partial ext_callstack", "DELETE FROM ext_callstack"))) {
     if (had < 0) rpdtool_err(cmd, "%s: cannot read the schema: %s", t->path, sqlite3_errmsg(t->db));

@@ -329,7 +329,7 @@ static int rpd_export_number(const char *s, double *v) {
 /* rocpd_monitor samples as counters: on the GPU's pseudo-process for device
  * type "gpu", else on a pseudo-process per other device. */
 static int rpd_export_counters(struct rpd_export *x) {
-  int has = rpdtool_has_object(x->t->db, "rocpd_monitor");
+  int has = nano_rpdfile_has_object(x->t->db, "rocpd_monitor");
   if (has <= 0) return has < 0 ? rpdtool_err("export", "%s: %s", x->t->path, sqlite3_errmsg(x->t->db)) : 0;
   char buf[96];
   sqlite3_stmt *st = rpd_export_prepare(
@@ -430,7 +430,7 @@ static int rpd_export_queue_depth(struct rpd_export *x) {
 /* The host atomics samples (nano_atomic_sample) as counter tracks: one per
  * kind on the process's own track, the cumulative count. */
 static int rpd_export_atomics(struct rpd_export *x) {
-  int has = rpdtool_has_object(x->t->db, "nano_atomic_sample");
+  int has = nano_rpdfile_has_object(x->t->db, "nano_atomic_sample");
   if (has <= 0) return has < 0 ? rpdtool_err("export", "%s: %s", x->t->path, sqlite3_errmsg(x->t->db)) : 0;
   sqlite3_stmt *st = rpd_export_prepare(
       x, "SELECT pid, kind, start, count FROM nano_atomic_sample WHERE start>=?1 AND start<=?2 "

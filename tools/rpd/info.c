@@ -74,7 +74,7 @@ static int rpd_info_tables(struct rpdtool_trace *t) {
 /* The host atomics the tracer stored (nano_atomic_totals, atomics.c of the
  * tracer): totals per kind, when the trace has any. 0 or 1. */
 static int rpd_info_atomics(struct rpdtool_trace *t) {
-  int has = rpdtool_has_object(t->db, "nano_atomic_totals");
+  int has = nano_rpdfile_has_object(t->db, "nano_atomic_totals");
   int64_t n = 0;
   if (has < 0 || (has && rpdtool_int(t->db, "SELECT count(*) FROM nano_atomic_totals", &n)))
     return rpdtool_err("info", "%s: %s", t->path, sqlite3_errmsg(t->db));

@@ -823,7 +823,7 @@ out:
 /* The autograd operator -> kernel -> sizes tree (autogradKernel). */
 static int rp_autograd(const char *cmd, const struct rpdtool_trace *t, FILE *f) {
   fputs("<h2 id=autograd>Autograd operators</h2>\n", f);
-  int have = rpdtool_has_object(t->db, "autogradKernel");
+  int have = nano_rpdfile_has_object(t->db, "autogradKernel");
   if (have < 0) {
     rpdtool_err(cmd, "%s: %s", t->path, sqlite3_errmsg(t->db));
     return -1;
@@ -1090,8 +1090,8 @@ static void rp_source_line(const char *path, int64_t line, char *buf, size_t n) 
 
 /* The host atomics section, when the tracer stored atomics. */
 static int rp_atomics(const char *cmd, const struct rpdtool_trace *t, FILE *f) {
-  int has = rpdtool_has_object(t->db, "nano_atomic_totals");
-  int origins = has > 0 ? rpdtool_has_object(t->db, "nano_atomic_origin") : 0;
+  int has = nano_rpdfile_has_object(t->db, "nano_atomic_totals");
+  int origins = has > 0 ? nano_rpdfile_has_object(t->db, "nano_atomic_origin") : 0;
   if (has < 0 || origins < 0) {
     rpdtool_err(cmd, "%s: %s", t->path, sqlite3_errmsg(t->db));
     return -1;

@@ -88,21 +88,6 @@ int rpdtool_parse_args(int argc, char **argv, const char *help, const struct rpd
 
 /* ---- opening traces ---------------------------------------------------- */
 
-int rpdtool_has_object(sqlite3 *db, const char *name) {
-  sqlite3_stmt *st = NULL;
-  int rc = sqlite3_prepare_v2(db,
-                              "SELECT 1 FROM sqlite_master WHERE type IN ('table','view') AND name=?1",
-                              -1, &st, NULL);
-  if (rc != SQLITE_OK) return -1;
-  int found = -1;
-  if (sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC) == SQLITE_OK) {
-    rc = sqlite3_step(st);
-    found = rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
-  }
-  sqlite3_finalize(st);
-  return found;
-}
-
 /* 1 when table `table` has column `col`, 0 when not, -1 on error. */
 static int rpdtool_has_column(sqlite3 *db, const char *table, const char *col) {
   sqlite3_stmt *st = NULL;
@@ -150,7 +135,7 @@ static int rpdtool_check_schema(sqlite3 *db, int version, char *err, size_t len)
     const char *col = (const char *)sqlite3_column_text(st, 1);
     if (strcmp(table, last) != 0) {
       snprintf(last, sizeof last, "%s", table);
-      if ((has = rpdtool_has_object(db, table)) < 0) goto failed;
+      if ((has = nano_rpdfile_has_object(db, table)) < 0) goto failed;
     }
     if (!has) {
       for (int i = 0; rpdtool_core_tables[i]; i++)
@@ -214,9 +199,9 @@ int rpdtool_open(const char *cmd, const char *path, int mode, struct rpdtool_tra
   }
   int dom = rpdtool_has_column(db, "rocpd_api", "domain_id");
   int cat = rpdtool_has_column(db, "rocpd_api", "category_id");
-  int ustr = rpdtool_has_object(db, "rocpd_ustring");
-  int names = rpdtool_has_object(db, "nano_thread");
-  int dispatches = rpdtool_has_object(db, "nano_dispatch");
+  int ustr = nano_rpdfile_has_object(db, "rocpd_ustring");
+  int names = nano_rpdfile_has_object(db, "nano_thread");
+  int dispatches = nano_rpdfile_has_object(db, "nano_dispatch");
   if (dom < 0 || cat < 0 || ustr < 0 || names < 0 || dispatches < 0) {
     rpdtool_err(cmd, "%s: cannot read the schema: %s", path, sqlite3_errmsg(db));
     nano_rpdfile_close(db, path, err, sizeof err);
@@ -332,8 +317,8 @@ int rpdtool_span(const struct rpdtool_trace *t, int64_t *lo, int64_t *hi) {
       "SELECT min(s), max(e) FROM (SELECT min(start) AS s, max(end) AS e FROM rocpd_api "
       "UNION ALL SELECT min(start), max(end) FROM rocpd_op %s %s)";
   char buf[512];
-  int mon = rpdtool_has_object(t->db, "rocpd_monitor");
-  int atomics = mon < 0 ? -1 : rpdtool_has_object(t->db, "nano_atomic_sample");
+  int mon = nano_rpdfile_has_object(t->db, "rocpd_monitor");
+  int atomics = mon < 0 ? -1 : nano_rpdfile_has_object(t->db, "nano_atomic_sample");
   if (atomics < 0) return -1;
   snprintf(buf, sizeof buf, sql,
            mon ? "UNION ALL SELECT min(start), max(end) FROM rocpd_monitor" : "",
@@ -355,7 +340,6 @@ int rpdtool_span(const struct rpdtool_trace *t, int64_t *lo, int64_t *hi) {
 
 /* ---- tables ------------------------------------------------------------- */
 
-/* strdup that maps NULL to "". */
 /* A cell's text: names come from the trace, which may be damaged or hostile,
  * so control bytes, escape sequences and broken UTF-8 show as \xNN. */
 static char *rpdtool_dup(const char *s) { return nano_text_line(s); }
@@ -660,7 +644,7 @@ int rpdtool_int(sqlite3 *db, const char *sql, int64_t *out) {
 }
 
 int rpdtool_has_rows(sqlite3 *db, const char *name) {
-  int has = rpdtool_has_object(db, name);
+  int has = nano_rpdfile_has_object(db, name);
   if (has <= 0) return has;
   int64_t n = 0;
   char *sql = sqlite3_mprintf("SELECT EXISTS (SELECT 1 FROM \"%w\")", name);
@@ -679,7 +663,7 @@ char *rpdtool_ranges_sql(const struct rpdtool_trace *t) {
 }
 
 char *rpdtool_top_sql(const char *cmd, struct rpdtool_trace *t) {
-  int view = rpdtool_has_object(t->db, "top");
+  int view = nano_rpdfile_has_object(t->db, "top");
   if (view < 0) {
     rpdtool_err(cmd, "%s: %s", t->path, sqlite3_errmsg(t->db));
     return NULL;

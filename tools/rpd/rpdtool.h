@@ -35,6 +35,8 @@
 #include <stdio.h>
 #include <sqlite3.h>
 
+#include <nano/rpdfile.h>
+
 #define RPDTOOL_EXIT_OK 0
 #define RPDTOOL_EXIT_FAIL 1
 #define RPDTOOL_EXIT_USAGE 2
@@ -142,8 +144,6 @@ int rpdtool_int(sqlite3 *db, const char *sql, int64_t *out);
  * definition. sqlite3_malloc'd; NULL after reporting. */
 char *rpdtool_top_sql(const char *cmd, struct rpdtool_trace *t);
 
-/* 1 when the trace has a table or view `name`, 0 when not, -1 on SQLite error. */
-int rpdtool_has_object(sqlite3 *db, const char *name);
 /* 1 when table or view `name` exists and has rows, 0 when not, -1 on error. */
 int rpdtool_has_rows(sqlite3 *db, const char *name);
 

@@ -15,6 +15,8 @@
  *   nano_rpdfile_thread_schema_sql  nanoprobe's table of thread names
  *   nano_rpdfile_dispatch_schema_sql  nanoprobe's tables of instrumented
  *                             dispatches and analyzer results
+ *   nano_rpdfile_index_sql    rocmProfileData's optional indexes (rpd index)
+ *   nano_rpdfile_has_object   whether a table or view exists (tools, the gate)
  *
  * Errors are written into a caller buffer as one line naming the path and what
  * is wrong, e.g. "trace.rpd: not an SQLite database". Every function returns 0
@@ -87,6 +89,9 @@ const char *nano_rpdfile_schema_sql(void);
  * rocpd_api_ops, the string ids of rocpd_op, rocpd_api, rocpd_counter and
  * rocpd_kernelapi), each IF NOT EXISTS: what `rpd index` adds. */
 const char *nano_rpdfile_index_sql(void);
+
+/* 1 when db has a table or view `name`, 0 when not, -1 on SQLite error. */
+int nano_rpdfile_has_object(sqlite3 *db, const char *name);
 
 /* The SQL that creates nanoprobe's own table of process and thread names,
  * nano_thread(pid, tid, name) (the OS names, 15 characters at most; the row
