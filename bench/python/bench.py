@@ -1,14 +1,17 @@
 """Driver of run.sh: runs each workload plain, under cProfile, under the
-pure-Python recorder and under `python -m nanoprobe`, and prints ratios to
-the plain run measured here.
+pure-Python recorder and under `python -m nanoprobe` (as is, and with
+NANO_RPD_OVERFLOW=0: producers wait for the writer when a ring is full), and
+prints ratios to the plain run measured here, then issue 20's two figures
+against cProfile: perturbation (the work's own time) and time to a complete
+file (the process's wall time).
 
 The N runs of the modes are interleaved (run k of every mode, then run k+1),
-so that a slow spell of a shared machine hits all modes alike. Four figures
-per mode: the best of the N runs of the workload's own wall time (timed
-inside the program), of the process's CPU time (all threads: the tracer's
-writer included, through RUSAGE_CHILDREN) and of the process's wall time
-(start-up and writing the trace at exit included), and the median of the
-process's wall times.
+so that a slow spell of a shared machine hits all modes alike. Five figures
+per mode: the best and the median of the N runs of the workload's own wall
+time (timed inside the program), the best of the process's CPU time (all
+threads: the tracer's writer included, through RUSAGE_CHILDREN), the best
+and the median of the process's wall time (start-up and writing the trace at
+exit included).
 
 When valgrind is installed (and NANO_BENCH_CALLGRIND is not 0), a second
 table gives instructions per profiled call, which do not depend on the load
@@ -53,27 +56,46 @@ def main():
     print("python %s (%s), best and median of %d interleaved runs; ratios to the plain run" % (
         python, version, repeat))
     with tempfile.TemporaryDirectory() as tmp:
+        trace = os.path.join(tmp, "trace.rpd")
+        nano = [python, "-m", "nanoprobe", "-o", trace, WORKLOAD]
+        # mode: (command, extra environment)
         modes = {
-            "plain": [python, WORKLOAD],
-            "cProfile": [python, "-m", "cProfile", "-o", os.path.join(tmp, "prof.out"), WORKLOAD],
-            "pyrecorder": [python, os.path.join(HERE, "pyrecorder.py"), WORKLOAD],
-            "nanoprobe": [python, "-m", "nanoprobe", "-o", os.path.join(tmp, "trace.rpd"), WORKLOAD],
+            "plain": ([python, WORKLOAD], {}),
+            "cProfile": ([python, "-m", "cProfile", "-o", os.path.join(tmp, "prof.out"), WORKLOAD],
+                         {}),
+            "pyrecorder": ([python, os.path.join(HERE, "pyrecorder.py"), WORKLOAD], {}),
+            "nanoprobe": (nano, {}),
+            # producers wait for the writer when their ring is full (before issue 20)
+            "nano-wait": (nano, {"NANO_RPD_OVERFLOW": "0"}),
         }
-        print("%-8s %-11s %10s %6s %10s %6s %10s %6s %10s %6s" % (
-            "workload", "mode", "work_s", "ratio", "cpu_s", "ratio", "wall_s", "ratio",
-            "wall_med", "ratio"))
+        print("%-8s %-11s %10s %6s %10s %6s %10s %6s %10s %6s %10s %6s" % (
+            "workload", "mode", "work_s", "ratio", "work_med", "ratio", "cpu_s", "ratio",
+            "wall_s", "ratio", "wall_med", "ratio"))
+        targets = []
         for work in ("fib", "methods", "loops"):
             runs = {mode: [] for mode in modes}
             for _ in range(repeat):
-                for mode, cmd in modes.items():
-                    runs[mode].append(measure(cmd + [work], env))
-            base = None
+                for mode, (cmd, extra) in modes.items():
+                    runs[mode].append(measure(cmd + [work], dict(env, **extra)))
+            figs = {}
             for mode in modes:
-                fig = tuple(min(r[i] for r in runs[mode]) for i in range(3))
-                fig += (statistics.median(r[2] for r in runs[mode]),)
-                base = base or fig
-                print("%-8s %-11s" % (work, mode) +
-                      "".join(" %10.4f %6.2f" % (fig[i], fig[i] / base[i]) for i in range(4)))
+                r = runs[mode]
+                figs[mode] = (min(x[0] for x in r), statistics.median(x[0] for x in r),
+                              min(x[1] for x in r), min(x[2] for x in r),
+                              statistics.median(x[2] for x in r))
+                base = figs["plain"]
+                print("%-8s %-11s" % (work, mode) + "".join(
+                    " %10.4f %6.2f" % (figs[mode][i], figs[mode][i] / base[i]) for i in range(5)))
+            targets.append((work, figs))
+        # Issue 20's two figures, nanoprobe against cProfile in this run:
+        # perturbation (the work's own time, ratio to plain) and time to a
+        # complete file (the process's wall time).
+        print("\nnanoprobe / cProfile      perturbation (work)   time to file (wall)")
+        for work, figs in targets:
+            n, c = figs["nanoprobe"], figs["cProfile"]
+            print("%-8s best %5.2f  median %5.2f     best %5.2f  median %5.2f" % (
+                work, n[0] / c[0], n[1] / c[1], n[3] / c[3], n[4] / c[4]))
+        print("targets: perturbation <= 1.00 on all three; time to file <= 1.30 on fib and methods")
         if shutil.which("valgrind") and os.environ.get("NANO_BENCH_CALLGRIND", "1") != "0":
             instructions(python, env, tmp)
 

@@ -5,8 +5,9 @@
 #             of the clock the tracer uses
 #   persist:  rows/s written by the tracer / rows/s of a bare prepared-statement
 #             bulk insert of the same rows (target >= 0.7)
-#   slowdown: wall time of 10^7 ranges (RPD_BENCH_RANGES) traced / the same
-#             program with -DNANO_DISABLE
+#   slowdown: 10^7 ranges (RPD_BENCH_RANGES) traced / the same program with
+#             -DNANO_DISABLE: the loop's own time and the process's wall time,
+#             with the overflow store and without (NANO_RPD_OVERFLOW=0)
 set -euo pipefail
 build=$(cd "${1:-./build}" && pwd)
 bin=$build/bench/rpd
@@ -35,9 +36,37 @@ awk '/^persist_ratio / {printf "persist ratio (tracer / bare one-row-statement i
      /^persist_ratio_multirow/ {printf "persist ratio (tracer / bare 32-row-statement insert): %.2f; target 0.7: %s\n", $2, ($2 >= 0.7 ? "met" : "missed")}' persist.txt
 
 n=${RPD_BENCH_RANGES:-10000000}
-echo "== slowdown of a program doing $n ranges"
-t() { local s e; s=$(date +%s%N); "$@" >/dev/null; e=$(date +%s%N); echo $(( (e - s) / 1000 )); }
-off=$(t "$bin/bench_ranges10m_off" "$n")
-on=$(RPDT_FILENAME=ranges.rpd t "$bin/bench_ranges10m" "$n")
-rows=$(sqlite3 ranges.rpd "select count(*) from rocpd_api")
-echo "$on $off $rows $n" | awk '{printf "untraced %.2fs, traced %.2fs (incl. writing %d rows before exit)\nslowdown: %.2fx, %.1f ns per range\n", $2/1e6, $1/1e6, $3, $1/$2, ($1-$2)/$4*1e3}'
+echo "== slowdown of a program doing $n ranges (best and median of ${RPD_BENCH_REPEAT:-3} interleaved runs)"
+# Two figures: the loop's own time (what the program pays while it runs) and
+# the process's wall time (a complete trace written before exit included);
+# traced as is (full rings go on in the overflow store) and with
+# NANO_RPD_OVERFLOW=0 (producers wait for the writer, as before issue 20).
+run() { # NAME ENV... -- PROGRAM
+  local name=$1 s e loop; shift
+  rm -f ranges.rpd
+  s=$(date +%s%N)
+  loop=$(env "$@" "$n" 2>&1 >/dev/null | awk '/^loop_us/ {print $2}')
+  e=$(date +%s%N)
+  echo "$name $loop $(( (e - s) / 1000 ))" >> slowdown.txt
+}
+for _ in $(seq "${RPD_BENCH_REPEAT:-3}"); do
+  run untraced NANO_RPD_QUIET=1 "$bin/bench_ranges10m_off"
+  run overflow NANO_RPD_QUIET=1 RPDT_FILENAME=ranges.rpd "$bin/bench_ranges10m"
+  rows=$(sqlite3 ranges.rpd "select count(*) from rocpd_api")
+  [ "$rows" = "$n" ] || { echo "run.sh: $rows rows of $n ranges" >&2; exit 1; }
+  run wait NANO_RPD_QUIET=1 NANO_RPD_OVERFLOW=0 RPDT_FILENAME=ranges.rpd "$bin/bench_ranges10m"
+done
+awk -v n="$n" '
+  { loop[$1] = loop[$1] " " $2; wall[$1] = wall[$1] " " $3 }
+  function best(list,   a, k, m) { split(list, a, " "); m = a[1]; for (k in a) if (a[k] + 0 < m + 0) m = a[k]; return m }
+  function med(list,   a, k, c, i, j, t) { c = split(list, a, " ")
+    for (i = 1; i <= c; i++) for (j = i + 1; j <= c; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
+    return a[int((c + 1) / 2)] }
+  END {
+    lu = best(loop["untraced"]); wu = best(wall["untraced"])
+    printf "untraced: loop %.2fs, wall %.2fs\n", lu / 1e6, wu / 1e6
+    for (m in loop) if (m != "untraced")
+      printf "traced (%s): loop %.2fx best, %.2fx median (%.1f ns per range); wall %.2fx best, %.2fx median\n",
+             m, best(loop[m]) / lu, med(loop[m]) / med(loop["untraced"]),
+             (best(loop[m]) - lu) / n * 1e3, best(wall[m]) / wu, med(wall[m]) / med(wall["untraced"])
+  }' slowdown.txt

@@ -15,10 +15,13 @@
  * inserts rows with prepared statements in batched transactions. Ids carry the
  * session offset (session << 32) taken from the file (nano/rpdfile.h).
  *
- * Full rings: the producer wakes the writer and waits (default), or with
- * NANO_RPD_DROP=1 drops the record and counts it; the count goes to the trace
- * (rocpd_metadata tag 'nano_dropped_records', one row per session) and to
- * stderr at exit.
+ * Full rings: the producer goes on in a fresh ring linked after the full
+ * one (the overflow store, see "segments"; filled rings past a memory bound
+ * wait in a temporary file), so it never waits for SQLite; past the store's
+ * bounds, or with NANO_RPD_OVERFLOW=0, it wakes the writer and waits. With
+ * NANO_RPD_DROP=1 it drops the record and counts it; the count goes to the
+ * trace (rocpd_metadata tag 'nano_dropped_records', one row per session) and
+ * to stderr at exit.
  *
  * Recording state is one atomic word: (epoch << 1) | on. rpdstart/rpdstop
  * keep a reference count under a mutex; the epoch increases at each start, so
@@ -51,8 +54,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -126,7 +131,24 @@ struct rpd_tbuf {
   struct rpd_open *open;
   int nopen, capopen;
   char name[16]; /* writer-only: the owner's name as last written */
+  /* Segments (the overflow store, see "segments" below). Every ring belongs
+   * to a thread's primary buffer, `owner`, the one on g_bufs that holds the
+   * thread's state above; a ring the producer filled is followed by the one
+   * it moved on to. */
+  struct rpd_tbuf *owner;              /* the primary (itself for a primary) */
+  _Atomic(struct rpd_tbuf *) seg_next; /* set after the ring's last record   */
+  _Atomic int seg_state;               /* enum rpd_seg_state                 */
+  int64_t spill_off;                   /* SEG_SPILLED: where, in the spill file */
+  /* primary only */
+  struct rpd_tbuf *pseg;               /* the producer's ring (tls.ring)     */
+  struct rpd_tbuf *wseg;               /* the writer's ring: oldest not drained */
+  _Atomic(struct rpd_tbuf *) spare;    /* a drained ring for the producer's next */
 };
+
+/* A segment's arrays: in memory (the writer may be draining it: SEG_READ),
+ * being written to the spill file by the producer that filled it, or there
+ * (arrays freed until the writer reads them back). */
+enum rpd_seg_state { SEG_MEM, SEG_READ, SEG_SPILLING, SEG_SPILLED };
 
 /* NANO_ZONE's inline path (rpd.h) writes records and moves the head itself. */
 _Static_assert(offsetof(struct rpd_tbuf, head) == offsetof(struct nano_rpd_ring, head) &&
@@ -156,6 +178,7 @@ struct rpd_open {
  * range is refused with one line naming the variable; the default stays. */
 #define RPD_DEFAULT_SLOTS (1u << 14)   /* records per thread buffer            */
 #define RPD_MIN_SLOTS 64u              /* below this, a buffer fills per call  */
+#define RPD_PAGE_BYTES 4096            /* the smallest page: touched to fault it */
 #define RPD_MAX_SLOTS (1u << 24)       /* 16 Mi records: a GiB-scale buffer    */
 #define RPD_DEFAULT_STACK_DEPTH 32     /* frames per stack (RPDT_STACKFRAMES)  */
 #define RPD_STACK_COUNT_BITS 8         /* a stack ref: (arena pos + 1) << 8 | depth */
@@ -164,6 +187,7 @@ struct rpd_open {
 #define RPD_MAX_CRASH_WAIT_MS 600000   /* ten minutes: bounded, never forever  */
 #define RPD_MAX_AUTOFLUSH_HZ 1000.0    /* the writer's poll has 1 ms steps     */
 #define RPD_DEFAULT_ATOMICS_HZ 10.0    /* atomics samples: a 100 ms counter track */
+#define RPD_DEFAULT_OVERFLOW_MEMORY (256ull << 20) /* filled rings kept in memory */
 
 static char g_template[4096] = "./trace.rpd"; /* RPDT_FILENAME, %p = pid    */
 static int g_truncate;                         /* rpd_set_filename(.., 0)    */
@@ -171,6 +195,8 @@ static double g_autoflush_hz;                  /* RPDT_AUTOFLUSH             */
 static double g_atomics_hz = RPD_DEFAULT_ATOMICS_HZ; /* NANO_RPD_ATOMICS_HZ    */
 static int g_stack_depth;                      /* RPDT_STACKFRAMES/NANO_RPD_STACKDEPTH */
 static int g_drop;                             /* NANO_RPD_DROP              */
+static int g_overflow = 1;                     /* NANO_RPD_OVERFLOW          */
+static uint64_t g_ovf_memory_max = RPD_DEFAULT_OVERFLOW_MEMORY; /* NANO_RPD_OVERFLOW_MEMORY */
 static int g_quiet;                            /* NANO_RPD_QUIET             */
 static const char *g_sync_mode = "OFF";        /* NANO_RPD_SYNC              */
 static uint32_t g_cfg_slots = RPD_DEFAULT_SLOTS; /* NANO_RPD_BUFFER          */
@@ -595,21 +621,147 @@ out:
 /* ---- producer side -------------------------------------------------------- */
 
 struct rpd_strs;
-static struct rpd_rec *rpd_reserve(struct rpd_tbuf *b, uint32_t nslots, struct rpd_strs *strs,
+static struct rpd_rec *rpd_reserve(struct rpd_tbuf **bp, uint32_t nslots, struct rpd_strs *strs,
                                    uint64_t *refs, uint64_t *blobref);
 static inline void rpd_publish(struct rpd_tbuf *b, uint32_t nslots);
 static inline uint32_t rpd_on(void);
 
+/* ---- segments: the overflow store ------------------------------------------
+ * A producer whose ring is full does not wait for the writer: it links a
+ * fresh ring (a segment) after the full one and goes on in that. The writer
+ * drains a thread's segments in order (all of a filled ring before the next)
+ * and hands a drained one back as the thread's spare (one per thread; others
+ * are freed). The file written is the same; the program under measurement no
+ * longer waits while SQLite writes. Filled rings past NANO_RPD_OVERFLOW_MEMORY
+ * bytes (beyond one ring per thread) go to the spill file (spill.c) and come
+ * back when the writer gets to them. Past both bounds, or with
+ * NANO_RPD_OVERFLOW=0, a producer waits as before (drops, while the writer
+ * waits for another process's lock; NANO_RPD_DROP=1 drops at once).
+ *
+ * Hand-overs: the producer stores seg_next (release) after the last record
+ * of the ring it leaves. A ring's arrays move SEG_MEM -> SEG_SPILLING ->
+ * SEG_SPILLED by the producer that filled it, and SEG_MEM <-> SEG_READ by
+ * the writer, each step a compare-and-swap from SEG_MEM: a ring the writer
+ * is draining is never spilled, one being spilled is waited for.
+ */
+static _Atomic int64_t g_ring_bytes; /* arrays of all rings in memory          */
+static _Atomic int64_t g_base_bytes; /* one ring per thread: not overflow      */
+/* Drained rings kept for any thread's next (their pages are in place, which
+ * costs more than the records on some machines, see rpd_seg_arrays), up to
+ * RPD_POOL_MAX and within NANO_RPD_OVERFLOW_MEMORY, as whose part they count. */
+#define RPD_POOL_MAX 64
+static pthread_mutex_t g_pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct rpd_tbuf *g_pool[RPD_POOL_MAX];
+static int g_npool;
+
+static size_t rpd_seg_bytes(const struct rpd_tbuf *b) {
+  return (size_t)b->nslots * sizeof(struct rpd_rec) + b->asize;
+}
+
+/* Allocates ring b's arrays (one mapping: slots, then the arena), with the
+ * slots' pages in place: a producer that moves to a fresh ring would
+ * otherwise take a page fault every 64 records, which on some virtual
+ * machines costs more than the records (12 us a fault where populating costs
+ * 3 us a page). The arena's pages come when texts use them (interned names,
+ * the common case of NANO_ZONE and Python, use none). Returns 0, or -1 (out
+ * of memory). */
+static int rpd_seg_arrays(struct rpd_tbuf *b) {
+  size_t bytes = rpd_seg_bytes(b), slots = (size_t)b->nslots * sizeof(struct rpd_rec);
+  void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return -1;
+  if (madvise(p, slots, MADV_POPULATE_WRITE) != 0) { /* before Linux 5.14: fault them now */
+    for (size_t off = 0; off < slots; off += RPD_PAGE_BYTES) ((volatile char *)p)[off] = 0;
+  }
+  b->slots = p;
+  b->arena = (char *)p + (size_t)b->nslots * sizeof(struct rpd_rec);
+  atomic_fetch_add(&g_ring_bytes, (int64_t)bytes);
+  return 0;
+}
+
+static void rpd_seg_free_arrays(struct rpd_tbuf *b) {
+  if (!b->slots) return;
+  size_t bytes = rpd_seg_bytes(b);
+  atomic_fetch_sub(&g_ring_bytes, (int64_t)bytes);
+  if (munmap(b->slots, bytes) != 0) rpd_log("munmap of a ring: %s", strerror(errno));
+  b->slots = NULL;
+  b->arena = NULL;
+}
+
+/* A new ring of the configured size for thread `owner`, or (NULL) a new
+ * thread's primary buffer. NULL when out of memory. */
+static struct rpd_tbuf *rpd_seg_new(struct rpd_tbuf *owner) {
+  struct rpd_tbuf *b = calloc(1, sizeof *b);
+  if (!b) return NULL;
+  b->nslots = owner ? owner->nslots : g_cfg_slots;
+  b->asize = b->nslots * 16;
+  if (rpd_seg_arrays(b) != 0) {
+    free(b);
+    return NULL;
+  }
+  b->owner = owner ? owner : b;
+  b->pseg = b->wseg = b;
+  return b;
+}
+
+/* Writes the filled ring b to the spill file and frees its arrays, unless
+ * the writer is draining it. Returns 0 when spilled. */
+static int rpd_seg_spill(struct rpd_tbuf *b) {
+  int expect = SEG_MEM;
+  if (!atomic_compare_exchange_strong(&b->seg_state, &expect, SEG_SPILLING)) return -1;
+  struct iovec v[2] = {{b->slots, (size_t)b->nslots * sizeof(struct rpd_rec)},
+                       {b->arena, b->asize}};
+  int64_t off = rpdi_spill_write(v, 2, rpd_seg_bytes(b));
+  if (off < 0) {
+    atomic_store(&b->seg_state, SEG_MEM);
+    return -1;
+  }
+  b->spill_off = off;
+  rpd_seg_free_arrays(b);
+  atomic_store_explicit(&b->seg_state, SEG_SPILLED, memory_order_release);
+  return 0;
+}
+
+/* The calling thread's ring b is full: links a fresh ring after it and makes
+ * that the thread's. Returns it, or NULL when overflow is off or neither
+ * memory nor the spill file has room (the caller waits or drops). */
+static struct rpd_tbuf *rpd_seg_next(struct rpd_tbuf *b) {
+  if (!g_overflow) return NULL;
+  struct rpd_tbuf *t = b->owner;
+  struct rpd_tbuf *n = atomic_exchange(&t->spare, NULL);
+  if (!n) {
+    pthread_mutex_lock(&g_pool_lock);
+    if (g_npool && g_pool[g_npool - 1]->nslots == b->nslots) n = g_pool[--g_npool];
+    pthread_mutex_unlock(&g_pool_lock);
+    if (n) n->owner = t;
+  }
+  if (!n) {
+    int64_t over = atomic_load(&g_ring_bytes) - atomic_load(&g_base_bytes);
+    if (over + (int64_t)rpd_seg_bytes(b) > (int64_t)g_ovf_memory_max && rpd_seg_spill(b) != 0)
+      return NULL;
+    n = rpd_seg_new(t);
+    if (!n) return NULL;
+  }
+  n->tail_seen = atomic_load(&n->tail);
+  n->atail_seen = atomic_load(&n->atail);
+  n->wake_sent = 0;
+  atomic_store(&n->seg_next, NULL);
+  atomic_store_explicit(&b->seg_next, n, memory_order_release);
+  t->pseg = n;
+  rpd_tls_set_buf(n);
+  rpd_wake_writer();
+  return n;
+}
+
 /* Thread exit: ranges the thread left open end now (an R_EXIT record), then
  * the buffer is handed to the writer for draining and reuse. */
 static void rpd_tls_destructor(void *p) {
-  struct rpd_tbuf *b = p;
-  rpd_tls_set_buf(NULL); /* a record made later in this thread's exit gets a new buffer */
-  if (!b) return;
-  if (prctl(PR_GET_NAME, b->exit_name) != 0) b->exit_name[0] = 0;
+  struct rpd_tbuf *t = p;
+  if (!t) return;
+  if (prctl(PR_GET_NAME, t->exit_name) != 0) t->exit_name[0] = 0;
   uint32_t epoch = rpd_on();
   if (epoch && tls.depth > 0) {
-    struct rpd_rec *r = rpd_reserve(b, 1, NULL, NULL, NULL);
+    struct rpd_tbuf *b = t->pseg;
+    struct rpd_rec *r = rpd_reserve(&b, 1, NULL, NULL, NULL);
     if (r) {
       r->type = R_EXIT;
       r->nslots = 1;
@@ -618,7 +770,8 @@ static void rpd_tls_destructor(void *p) {
       rpd_publish(b, 1);
     }
   }
-  atomic_store_explicit(&b->state, 1, memory_order_release);
+  rpd_tls_set_buf(NULL); /* a record made later in this thread's exit gets a new buffer */
+  atomic_store_explicit(&t->state, 1, memory_order_release);
 }
 
 /* Returns the calling thread's buffer, creating (or reusing) one. NULL when
@@ -631,30 +784,22 @@ static struct rpd_tbuf *rpd_tbuf_slow(void) {
     if (b->nslots == g_cfg_slots && atomic_compare_exchange_strong(&b->state, &expect, 0)) break;
   }
   if (!b) {
-    b = calloc(1, sizeof *b);
+    b = rpd_seg_new(NULL);
     if (!b) return NULL;
-    b->nslots = g_cfg_slots;
-    b->asize = g_cfg_slots * 16;
-    b->slots = aligned_alloc(64, (size_t)b->nslots * sizeof(struct rpd_rec));
-    b->arena = malloc(b->asize);
-    if (!b->slots || !b->arena) {
-      free(b->slots);
-      free(b->arena);
-      free(b);
-      return NULL;
-    }
+    atomic_fetch_add(&g_base_bytes, (int64_t)rpd_seg_bytes(b));
     struct rpd_tbuf *head = atomic_load(&g_bufs);
     do b->next = head;
     while (!atomic_compare_exchange_weak(&g_bufs, &head, b));
   }
   b->pid = pid;
   b->tid = tid;
-  b->tail_seen = atomic_load(&b->tail);
-  b->atail_seen = atomic_load(&b->atail);
-  b->wake_sent = 0;
-  rpd_tls_set_buf(b);
+  struct rpd_tbuf *ring = b->pseg;
+  ring->tail_seen = atomic_load(&ring->tail);
+  ring->atail_seen = atomic_load(&ring->atail);
+  ring->wake_sent = 0;
+  rpd_tls_set_buf(ring);
   pthread_setspecific(g_tls_key, b);
-  return b;
+  return ring;
 }
 
 static inline struct rpd_tbuf *rpd_tbuf(void) {
@@ -681,41 +826,51 @@ static inline uint64_t rpd_arena_place(uint64_t *pos, uint32_t len, uint32_t asi
   return p;
 }
 
-/* Reserves nslots contiguous slots and arena room for `strs`, copies the
+/* Reserves nslots contiguous slots and arena room for `strs` in the calling
+ * thread's ring *bp (which a full ring replaces, see "segments"), copies the
  * strings and fills refs[] (and *blobref). Returns the first slot, or NULL
  * when the record was dropped (counted). */
-static struct rpd_rec *rpd_reserve(struct rpd_tbuf *b, uint32_t nslots, struct rpd_strs *strs,
+static struct rpd_rec *rpd_reserve(struct rpd_tbuf **bp, uint32_t nslots, struct rpd_strs *strs,
                                    uint64_t *refs, uint64_t *blobref) {
-  uint64_t head = atomic_load_explicit(&b->head, memory_order_relaxed);
-  uint32_t pad = 0;
-  if (nslots > 1 && ((head + nslots - 1) & (b->nslots - 1)) < (head & (b->nslots - 1)))
-    pad = b->nslots - (uint32_t)(head & (b->nslots - 1));
-  uint64_t apos = atomic_load_explicit(&b->ahead, memory_order_relaxed), aend = apos;
-  if (strs) {
-    uint32_t cap = b->asize / 8;
-    for (int i = 0; i < strs->n; i++) {
-      if (!strs->p[i]) continue;
-      if (strs->len[i] + 1 > cap) strs->len[i] = cap - 1;
-      rpd_arena_place(&aend, strs->len[i] + 1, b->asize);
-    }
-    if (strs->bloblen) {
-      aend = (aend + 7) & ~7ull;
-      rpd_arena_place(&aend, strs->bloblen, b->asize);
-    }
-  }
+  struct rpd_tbuf *b = *bp;
+  uint64_t head, apos, aend;
+  uint32_t pad;
   for (int spins = 0;; spins++) {
+    head = atomic_load_explicit(&b->head, memory_order_relaxed);
+    pad = 0;
+    if (nslots > 1 && ((head + nslots - 1) & (b->nslots - 1)) < (head & (b->nslots - 1)))
+      pad = b->nslots - (uint32_t)(head & (b->nslots - 1));
+    apos = aend = atomic_load_explicit(&b->ahead, memory_order_relaxed);
+    if (strs) {
+      uint32_t cap = b->asize / 8;
+      for (int i = 0; i < strs->n; i++) {
+        if (!strs->p[i]) continue;
+        if (strs->len[i] + 1 > cap) strs->len[i] = cap - 1;
+        rpd_arena_place(&aend, strs->len[i] + 1, b->asize);
+      }
+      if (strs->bloblen) {
+        aend = (aend + 7) & ~7ull;
+        rpd_arena_place(&aend, strs->bloblen, b->asize);
+      }
+    }
     if (head + pad + nslots - b->tail_seen <= b->nslots && aend - b->atail_seen <= b->asize) break;
     b->tail_seen = atomic_load_explicit(&b->tail, memory_order_acquire);
     b->atail_seen = atomic_load_explicit(&b->atail, memory_order_acquire);
     if (head + pad + nslots - b->tail_seen <= b->nslots && aend - b->atail_seen <= b->asize) break;
     if (g_drop || !atomic_load_explicit(&g_writer_running, memory_order_acquire)) {
-      atomic_fetch_add_explicit(&b->dropped, 1, memory_order_relaxed);
+      atomic_fetch_add_explicit(&b->owner->dropped, 1, memory_order_relaxed);
       return NULL;
     }
+    struct rpd_tbuf *n = rpd_seg_next(b);
+    if (n) {
+      *bp = b = n;
+      continue;
+    }
     if (atomic_load_explicit(&g_writer_blocked, memory_order_relaxed)) {
-      /* the writer waits for another process's lock on the file: the
-       * program does not wait with it (counted, said at exit) */
-      atomic_fetch_add_explicit(&b->dropped, 1, memory_order_relaxed);
+      /* the writer waits for another process's lock on the file and the
+       * overflow store is full: the program does not wait with it (counted,
+       * said at exit) */
+      atomic_fetch_add_explicit(&b->owner->dropped, 1, memory_order_relaxed);
       atomic_fetch_add_explicit(&g_lock_dropped, 1, memory_order_relaxed);
       return NULL;
     }
@@ -810,7 +965,7 @@ static int rpd_push_refs(uint32_t epoch, const char *domain, const char *name, c
     rpd_strs_add(&s, args);
   }
   rpd_strs_stack(&s, ips);
-  struct rpd_rec *r = rpd_reserve(b, 1, (s.n || s.bloblen) ? &s : NULL, refs, &stack);
+  struct rpd_rec *r = rpd_reserve(&b, 1, (s.n || s.bloblen) ? &s : NULL, refs, &stack);
   if (!r) return -1;
   r->type = R_PUSH;
   r->nslots = 1;
@@ -900,7 +1055,7 @@ static inline void rpd_put_pop(struct rpd_tbuf *b, struct rpd_rec *r, uint32_t e
  * thread has no buffer yet: records the pop of depth d. */
 static __attribute__((noinline)) int rpd_pop_slow(uint32_t d, uint32_t epoch) {
   struct rpd_tbuf *b = rpd_tbuf();
-  struct rpd_rec *r = b ? rpd_reserve(b, 1, NULL, NULL, NULL) : NULL;
+  struct rpd_rec *r = b ? rpd_reserve(&b, 1, NULL, NULL, NULL) : NULL;
   if (r) rpd_put_pop(b, r, epoch);
   return (int)d;
 }
@@ -935,7 +1090,7 @@ RPDI_EXPORT void rpd_mark(const char *domain, const char *name, const char *args
   rpd_strs_add(&s, name);
   rpd_strs_add(&s, args);
   rpd_strs_stack(&s, ips);
-  struct rpd_rec *r = rpd_reserve(b, 1, &s, refs, &stack);
+  struct rpd_rec *r = rpd_reserve(&b, 1, &s, refs, &stack);
   if (!r) return;
   r->type = R_MARK;
   r->nslots = 1;
@@ -958,7 +1113,7 @@ uint64_t rpdi_range_start(const char *domain, const char *text) {
   uint64_t refs[4] = {0};
   rpd_strs_add(&s, domain);
   rpd_strs_add(&s, text);
-  struct rpd_rec *r = rpd_reserve(b, 1, &s, refs, NULL);
+  struct rpd_rec *r = rpd_reserve(&b, 1, &s, refs, NULL);
   if (!r) return id;
   r->type = R_RSTART;
   r->nslots = 1;
@@ -976,7 +1131,7 @@ void rpdi_range_stop(uint64_t id) {
   if (!epoch) return;
   struct rpd_tbuf *b = rpd_tbuf();
   if (!b) return;
-  struct rpd_rec *r = rpd_reserve(b, 1, NULL, NULL, NULL);
+  struct rpd_rec *r = rpd_reserve(&b, 1, NULL, NULL, NULL);
   if (!r) return;
   r->type = R_RSTOP;
   r->nslots = 1;
@@ -1000,7 +1155,7 @@ RPDI_EXPORT uint64_t rpd_record_api(const char *domain, const char *category, co
   rpd_strs_add(&s, args);
   rpd_strs_stack(&s, ips);
   uint32_t n = s.bloblen ? 2 : 1;
-  struct rpd_rec *r = rpd_reserve(b, n, &s, refs, &stack);
+  struct rpd_rec *r = rpd_reserve(&b, n, &s, refs, &stack);
   if (!r) return 0;
   uint64_t h = atomic_fetch_add_explicit(&g_api_next, 1, memory_order_relaxed);
   r->type = R_API;
@@ -1034,7 +1189,7 @@ static struct rpd_rec *rpd_record_open(uint8_t type, uint32_t nslots, uint64_t h
   struct rpd_strs s = {0};
   uint64_t refs[4] = {0};
   for (int i = 0; i < n; i++) rpd_strs_add(&s, strs[i]);
-  struct rpd_rec *r = rpd_reserve(b, nslots, &s, refs, NULL);
+  struct rpd_rec *r = rpd_reserve(&b, nslots, &s, refs, NULL);
   if (!r) return NULL;
   r->type = type;
   r->nslots = (uint8_t)nslots;
@@ -1850,15 +2005,18 @@ static void rpdw_close_stale(struct rpd_tbuf *b, uint32_t cur_on_epoch) {
   b->nopen = keep;
 }
 
+/* Writes record r of ring b (its texts are in b's arena; the thread's state
+ * is b's owner's). */
 static void rpdw_record(struct rpd_tbuf *b, const struct rpd_rec *r, uint64_t *aend) {
+  struct rpd_tbuf *t = b->owner;
   switch (r->type) {
   case R_PAD:
     break;
   case R_PUSH: {
-    struct rpd_open *opens = rpd_grow(b->open, b->nopen, &b->capopen, sizeof *opens);
+    struct rpd_open *opens = rpd_grow(t->open, t->nopen, &t->capopen, sizeof *opens);
     if (!opens) return;
-    b->open = opens;
-    struct rpd_open *o = &b->open[b->nopen++];
+    t->open = opens;
+    struct rpd_open *o = &t->open[t->nopen++];
     o->start = rpdw_time(r->t0);
     o->epoch = r->epoch;
     /* The id is taken at the pop (rows then come in id order, see
@@ -1873,25 +2031,25 @@ static void rpdw_record(struct rpd_tbuf *b, const struct rpd_rec *r, uint64_t *a
      * with the epoch it reads and epochs only grow, so the epochs of its open
      * ranges never decrease from the bottom of the stack up: when the bottom
      * one is of this pop's epoch, none is stale (no scan of the stack per pop). */
-    if (b->nopen && b->open[0].epoch != r->epoch) rpdw_close_stale(b, r->epoch);
-    if (b->nopen > 0) {
-      b->nopen--;
-      rpdw_close_range(b, &b->open[b->nopen], rpdw_time(r->t0));
+    if (t->nopen && t->open[0].epoch != r->epoch) rpdw_close_stale(t, r->epoch);
+    if (t->nopen > 0) {
+      t->nopen--;
+      rpdw_close_range(t, &t->open[t->nopen], rpdw_time(r->t0));
     }
     break;
   }
   case R_EXIT: {
-    rpdw_close_stale(b, r->epoch);
+    rpdw_close_stale(t, r->epoch);
     int64_t end = rpdw_time(r->t0);
-    for (int i = b->nopen - 1; i >= 0; i--) rpdw_close_range(b, &b->open[i], end);
-    b->nopen = 0;
+    for (int i = t->nopen - 1; i >= 0; i--) rpdw_close_range(t, &t->open[i], end);
+    t->nopen = 0;
     break;
   }
   case R_MARK: {
     int64_t dom, name, args, id = g_w.offset + (int64_t)atomic_fetch_add(&g_api_next, 1);
     rpdw_user_ids(b, r, aend, &dom, &name, &args);
-    int64_t t = rpdw_time(r->t0);
-    rpdw_api_row(id, b->pid, b->tid, t, t, name, g_w.id_empty, dom, args);
+    int64_t at = rpdw_time(r->t0);
+    rpdw_api_row(id, t->pid, t->tid, at, at, name, g_w.id_empty, dom, args);
     rpdw_stack(b, r->s[3], id, aend);
     break;
   }
@@ -1901,7 +2059,7 @@ static void rpdw_record(struct rpd_tbuf *b, const struct rpd_rec *r, uint64_t *a
     int64_t cat = rpdw_ref_id(b, r->s[1], "", aend);
     int64_t name = rpdw_ref_id(b, r->s[2], "", aend);
     int64_t args = rpdw_ref_uid(b, r->s[3], aend);
-    rpdw_api_row(id, b->pid, b->tid, r->t0, r->t1, name, cat, dom, args);
+    rpdw_api_row(id, t->pid, t->tid, r->t0, r->t1, name, cat, dom, args);
     if (r->nslots == 2) rpdw_stack(b, ((const struct rpd_ext *)(r + 1))->stack, id, aend);
     break;
   }
@@ -1983,8 +2141,8 @@ static void rpdw_record(struct rpd_tbuf *b, const struct rpd_rec *r, uint64_t *a
     const char *d = rpdw_text(b, r->s[0], aend);
     p->id = r->h;
     p->start = rpdw_time(r->t0);
-    p->pid = b->pid;
-    p->tid = b->tid;
+    p->pid = t->pid;
+    p->tid = t->tid;
     p->epoch = r->epoch;
     p->domain_id = (d && *d) ? rpdw_string_id(d) : g_w.id_usermarker;
     p->args_id = rpdw_ref_uid(b, r->s[1], aend);
@@ -2052,6 +2210,83 @@ static uint64_t rpdw_drain(struct rpd_tbuf *b) {
   atomic_store_explicit(&b->atail, aend, memory_order_release);
   atomic_store_explicit(&b->tail, tail, memory_order_release);
   return n;
+}
+
+/* Makes ring s's arrays the writer's to drain (SEG_READ), reading a spilled
+ * ring back. Returns 0, or -1 when it cannot now (out of memory; the next
+ * round tries again). A ring that cannot be read back is counted as lost. */
+static int rpdw_seg_take(struct rpd_tbuf *s) {
+  for (;;) {
+    int st = SEG_MEM;
+    if (atomic_compare_exchange_strong(&s->seg_state, &st, SEG_READ)) return 0;
+    if (st == SEG_SPILLING) { /* its producer is writing it out: not for long */
+      struct timespec ts = {0, 50000};
+      nanosleep(&ts, NULL);
+      continue;
+    }
+    if (st != SEG_SPILLED) return 0;
+    if (rpd_seg_arrays(s) != 0) return -1;
+    struct iovec v[2] = {{s->slots, (size_t)s->nslots * sizeof(struct rpd_rec)},
+                         {s->arena, s->asize}};
+    if (rpdi_spill_read(s->spill_off, v, 2, rpd_seg_bytes(s)) != 0) {
+      uint64_t head = atomic_load(&s->head);
+      g_w.lost_records += head - atomic_load(&s->tail); /* slots, at most that many records */
+      atomic_store(&s->atail, atomic_load(&s->ahead));
+      atomic_store(&s->tail, head);
+    }
+    rpdi_spill_release(s->spill_off, rpd_seg_bytes(s));
+    atomic_store(&s->seg_state, SEG_READ);
+    return 0;
+  }
+}
+
+/* A drained ring s of thread t that its producer has left: t's spare, else
+ * the pool's, else freed. The primary (t itself) is never freed; it is the
+ * spare first. */
+static void rpdw_seg_recycle(struct rpd_tbuf *t, struct rpd_tbuf *s) {
+  struct rpd_tbuf *old = NULL;
+  if (s == t)
+    old = atomic_exchange(&t->spare, s);
+  else if (!atomic_compare_exchange_strong(&t->spare, &old, s))
+    old = s;
+  else
+    old = NULL;
+  if (!old) return;
+  int64_t over = atomic_load(&g_ring_bytes) - atomic_load(&g_base_bytes);
+  pthread_mutex_lock(&g_pool_lock);
+  if (g_npool < RPD_POOL_MAX && over <= (int64_t)g_ovf_memory_max) {
+    g_pool[g_npool++] = old;
+    old = NULL;
+  }
+  pthread_mutex_unlock(&g_pool_lock);
+  if (old) {
+    rpd_seg_free_arrays(old);
+    free(old);
+  }
+}
+
+/* Drains thread t's rings in order; returns the number of records written. */
+static uint64_t rpdw_drain_thread(struct rpd_tbuf *t) {
+  uint64_t n = 0;
+  for (;;) {
+    struct rpd_tbuf *s = t->wseg;
+    if (rpdw_seg_take(s) != 0) break;
+    n += rpdw_drain(s);
+    struct rpd_tbuf *next = atomic_load_explicit(&s->seg_next, memory_order_acquire);
+    if (next) n += rpdw_drain(s); /* what it published before it moved on */
+    atomic_store(&s->seg_state, SEG_MEM);
+    if (!next) break;
+    atomic_store(&s->seg_next, NULL);
+    t->wseg = next;
+    rpdw_seg_recycle(t, s);
+  }
+  return n;
+}
+
+/* Whether the writer has drained every ring of thread t. */
+static int rpdw_thread_drained(const struct rpd_tbuf *t) {
+  const struct rpd_tbuf *s = t->wseg;
+  return !atomic_load(&s->seg_next) && atomic_load(&s->tail) == atomic_load(&s->head);
 }
 
 /* Writes (pid, tid, name) into nano_thread. Returns 0, or -1 (failed). */
@@ -2125,8 +2360,8 @@ static void rpdw_drain_all(void) {
   for (struct rpd_tbuf *b = atomic_load(&g_bufs); b; b = b->next) {
     int state = atomic_load_explicit(&b->state, memory_order_acquire);
     if (state == 2) continue;
-    rpdw_drain(b);
-    if (state == 1) {
+    rpdw_drain_thread(b);
+    if (state == 1 && rpdw_thread_drained(b)) {
       uint32_t st = atomic_load(&g_state);
       rpdw_close_stale(b, (st & 1) ? st >> 1 : 0);
       /* ranges of the current epoch were closed by the thread's R_EXIT record */
@@ -2382,8 +2617,8 @@ static void rpdw_discard(void) {
     uint32_t req = atomic_load(&g_flush_req);
     int quit = atomic_load(&g_writer_quit);
     for (struct rpd_tbuf *b = atomic_load(&g_bufs); b; b = b->next) {
-      rpdw_drain(b); /* the failed writer consumes and counts */
-      if (atomic_load_explicit(&b->state, memory_order_acquire) == 1) {
+      rpdw_drain_thread(b); /* the failed writer consumes and counts */
+      if (atomic_load_explicit(&b->state, memory_order_acquire) == 1 && rpdw_thread_drained(b)) {
         b->nopen = 0;
         b->name[0] = 0;
         atomic_store_explicit(&b->state, 2, memory_order_release);
@@ -2491,6 +2726,7 @@ static int rpd_writer_start(void) {
     }
   }
   rpdw_set_path(); /* rpd_status names it at once; the writer thread opens it */
+  rpdi_spill_configure(g_w.path);
 #ifdef NANO_RPD_HAVE_TRACKER
   /* the counts go into the trace; the tracker's exit dump only when asked */
   const char *out = getenv("NANO_TRACKER_OUTPUT");
@@ -2542,6 +2778,11 @@ static void rpd_writer_stop(void) {
             g_drop ? " (NANO_RPD_DROP=1)"
             : locked ? " while the writer waited for another process's lock on the file" : "");
   if (g_w.failed && (g_w.lost_rows || g_w.lost_records)) rpdw_report_lost();
+  uint64_t spilled = rpdi_spill_close();
+  if (spilled)
+    rpd_log("%s: the writer fell behind by more than NANO_RPD_OVERFLOW_MEMORY; up to %llu MiB "
+            "of records waited in a temporary file in %s",
+            g_w.path, (unsigned long long)((spilled + (1u << 20) - 1) >> 20), rpdi_spill_dir());
   /* the one line at exit that says where the records went (not under
    * `nanoprobe run`, which prints a summary of its own) */
   if (g_w.db && !g_w.failed && !g_quiet)
@@ -2724,9 +2965,13 @@ static void rpd_atfork_prepare(void) {
   pthread_mutex_lock(&g_wlock);
   pthread_mutex_lock(&g_names_lock);
   pthread_mutex_lock(&g_jobs_lock);
+  pthread_mutex_lock(&g_pool_lock);
+  rpdi_spill_atfork_prepare();
 }
 
 static void rpd_atfork_parent(void) {
+  rpdi_spill_atfork_parent();
+  pthread_mutex_unlock(&g_pool_lock);
   pthread_mutex_unlock(&g_jobs_lock);
   pthread_mutex_unlock(&g_names_lock);
   pthread_mutex_unlock(&g_wlock);
@@ -2747,6 +2992,11 @@ static void rpd_atfork_child(void) {
   g_jobs = NULL; /* the parent's results, written by the parent */
   g_jobs_tail = &g_jobs;
   atomic_store(&g_bufs, NULL);
+  atomic_store(&g_ring_bytes, 0);
+  atomic_store(&g_base_bytes, 0);
+  pthread_mutex_init(&g_pool_lock, NULL);
+  g_npool = 0; /* the parent's rings: left as they are, as its buffers */
+  rpdi_spill_atfork_child();
   rpd_tls_set_buf(NULL);
   tls.depth = 0;
   tls.unrecorded = 0;
@@ -2791,6 +3041,9 @@ __attribute__((constructor)) static void rpd_init(void) {
     g_stack_depth = (int)rpd_env_uint("NANO_RPD_STACKDEPTH", 1, RPD_MAX_STACK_DEPTH,
                                       RPD_DEFAULT_STACK_DEPTH);
   g_drop = rpd_env_bool("NANO_RPD_DROP", 0);
+  g_overflow = rpd_env_bool("NANO_RPD_OVERFLOW", 1);
+  nano_env_size("NANO_RPD_OVERFLOW_MEMORY", 0, RPDI_MAX_OVERFLOW_BYTES, &g_ovf_memory_max);
+  rpdi_spill_init();
   g_quiet = rpd_env_bool("NANO_RPD_QUIET", 0);
   uint64_t slots = rpd_env_uint("NANO_RPD_BUFFER", 1, RPD_MAX_SLOTS, RPD_DEFAULT_SLOTS);
   uint32_t p = RPD_MIN_SLOTS;

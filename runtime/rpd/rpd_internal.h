@@ -5,6 +5,7 @@
  *   roctx.c    roctx entry points over the range functions below
  *   nvtx.c     the NVTX 3 injection (InitializeInjectionNvtx2)
  *   stack.c    stack capture (libunwind) and symbolisation (elfutils libdwfl)
+ *   spill.c    the overflow store's file (filled rings past the memory bound)
  *   atomics.c  the atomics tracker's sites and counts into nano_ tables
  *   ../dispatch/  instrumented kernel dispatches (posts writer jobs)
  */
@@ -42,6 +43,32 @@ int rpdi_stack_capture(uint64_t *ips, int max);
 void rpdi_stack_symbolize(uint64_t ip, char *buf, size_t n);
 /* Drops the writer's symboliser state (after fork, at shutdown). */
 void rpdi_stack_reset(void);
+
+/* ---- the spill file (spill.c) --------------------------------------------- */
+
+struct iovec;
+/* The largest bound NANO_RPD_OVERFLOW_MEMORY/_FILE take (1 PiB: none). */
+#define RPDI_MAX_OVERFLOW_BYTES (1ull << 50)
+/* Reads NANO_RPD_OVERFLOW_FILE (the bound of live bytes; 0: no file). */
+void rpdi_spill_init(void);
+/* The file of the next spill goes in NANO_RPD_OVERFLOW_DIR, else the folder
+ * of the trace at `trace_path`; a failure said before is forgotten. */
+void rpdi_spill_configure(const char *trace_path);
+/* Writes the n (at most 4) parts, `bytes` in all, as one region; returns its
+ * offset, or -1 when the bound leaves no room or the file cannot be made or
+ * written (said once; later calls then return -1 at once). Thread-safe. */
+int64_t rpdi_spill_write(const struct iovec *iov, int n, uint64_t bytes);
+/* Reads the region at `off` back into the n parts. Returns 0, or -1 (said). */
+int rpdi_spill_read(int64_t off, const struct iovec *iov, int n, uint64_t bytes);
+/* The region at `off` is no longer needed. Thread-safe. */
+void rpdi_spill_release(int64_t off, uint64_t bytes);
+/* Closes the file (nothing may be live); returns the most bytes it held. */
+uint64_t rpdi_spill_close(void);
+/* The folder of the file (for messages). */
+const char *rpdi_spill_dir(void);
+void rpdi_spill_atfork_prepare(void);
+void rpdi_spill_atfork_parent(void);
+void rpdi_spill_atfork_child(void);
 
 /* ---- jobs for the writer (the dispatch layer's results) ------------------- */
 

@@ -273,6 +273,8 @@ def case_session():
 def case_threads(extra_env=None):
     T, N = 4, 2000
     env = {"RPDT_FILENAME": "t.rpd"}
+    if os.path.exists("t.rpd"):
+        os.unlink("t.rpd")
     env.update(extra_env or {})
     run([prog("rpd_workload"), "threads", str(T), str(N)], env)
     con = db("t.rpd")
@@ -480,15 +482,20 @@ def case_chain():
     check(rows == ["around-sigint", "after-sigint"], "rows: %s" % rows)
 
 
-def case_fork():
-    p = run([prog("rpd_workload"), "fork", "100"], {"RPDT_FILENAME": "f.rpd"})
+def case_fork(extra_env=None, n=100):
+    env = {"RPDT_FILENAME": "f.rpd"}
+    env.update(extra_env or {})
+    if os.path.exists("f.rpd"):
+        os.unlink("f.rpd")
+    p = run([prog("rpd_workload"), "fork", str(n)], env)
     lines = dict(l.split() for l in p.stdout.split("\n") if l)
     parent, child = int(lines["parent"]), int(lines["child"])
     con = db("f.rpd")
     integrity(con)
     views_complete(con)
     got = q(con, "SELECT args, pid, tid, count(*) FROM api GROUP BY args, pid, tid ORDER BY args")
-    check(got == [("child", child, child, 100), ("parent", parent, parent, 100)], str(got))
+    check(got == [("child", child, child, n), ("parent", parent, parent, n)], str(got))
+    return p
 
 
 def case_exec():
@@ -634,7 +641,9 @@ def case_settings():
            ("NANO_RPD_SIGNALS", "garbage"), ("NANO_RPD_CLOCK", "sundial"),
            ("NANO_RPD_CRASH_WAIT_MS", "-1"), ("NANO_RPD_CRASH_WAIT_MS", "1e9"),
            ("RPDT_AUTOFLUSH", "nan"), ("RPDT_AUTOFLUSH", "-5"), ("RPDT_AUTOFLUSH", "1e3"),
-           ("NANO_RPD_DROP", "2"), ("NANO_RPD_SYNC", "sometimes"), ("RPDT_STACKFRAMES", "y")]
+           ("NANO_RPD_DROP", "2"), ("NANO_RPD_SYNC", "sometimes"), ("RPDT_STACKFRAMES", "y"),
+           ("NANO_RPD_OVERFLOW", "perhaps"), ("NANO_RPD_OVERFLOW_MEMORY", "lots"),
+           ("NANO_RPD_OVERFLOW_FILE", "-1")]
     for i, (var, value) in enumerate(bad):
         path = "s%d.rpd" % i
         p = run([prog("rpd_workload"), "marks", str(n)], {var: value, "RPDT_FILENAME": path})
@@ -653,7 +662,8 @@ def case_settings():
     # the documented values still work, and say nothing
     for var, value in (("NANO_RPD_CLOCK", "auto"), ("RPDT_AUTOFLUSH", "2.5"),
                        ("NANO_RPD_BUFFER", "100"), ("NANO_RPD_CRASH_WAIT_MS", "0"),
-                       ("RPDT_AUTOSTART", "yes"), ("NANO_RPD_SYNC", "normal")):
+                       ("RPDT_AUTOSTART", "yes"), ("NANO_RPD_SYNC", "normal"),
+                       ("NANO_RPD_OVERFLOW_MEMORY", "64M"), ("NANO_RPD_OVERFLOW_FILE", "1G")):
         p = run([prog("rpd_workload"), "marks", str(n)], {var: value, "RPDT_FILENAME": "ok.rpd"})
         check(p.stderr.strip() == "", "%s=%s: %s" % (var, value, p.stderr))
 
@@ -684,18 +694,17 @@ def case_exit():
     check(closed == 1, "vfork: the parent's range after the child's _exit: %d rows" % closed)
 
 
-def case_locked():
-    """Another process holds the trace file's write lock: the program does
-    not wait for it (its work ends while the lock is still held), the writer
-    says once on stderr that it waits and for which file, records that do not
-    fit the buffers meanwhile are dropped and counted, and once the lock is
-    released the rest reaches the file (issue 21.7: main() used to wait up to
-    60 s, silently)."""
+def locked_run(n, extra_env):
+    """Makes n marks under `extra_env` while another connection holds the
+    write lock of locked.rpd (a file with one row before); returns the marks
+    kept in the file, those counted as dropped and the program's stderr."""
+    if os.path.exists("locked.rpd"):
+        os.unlink("locked.rpd")
     run([prog("rpd_workload"), "marks", "1"], {"RPDT_FILENAME": "locked.rpd"})
     holder = sqlite3.connect("locked.rpd", isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")  # the write lock (WAL)
     n = 100000
-    e = dict(os.environ, RPDT_FILENAME="locked.rpd", NANO_RPD_BUFFER="64")
+    e = dict(os.environ, RPDT_FILENAME="locked.rpd", NANO_RPD_BUFFER="64", **extra_env)
     e.pop("LD_PRELOAD", None)
     p = subprocess.Popen([prog("rpd_workload"), "marks-done", str(n)], env=e,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -713,9 +722,25 @@ def case_locked():
     kept = q(con, "SELECT count(*) FROM rocpd_api")[0][0] - 1
     dropped = q(con, "SELECT coalesce(sum(CAST(value AS INTEGER)), 0) FROM rocpd_metadata "
                      "WHERE tag = 'nano_dropped_records'")[0][0]
-    check(kept + dropped == n and kept > 0, "kept %d + dropped %d != %d" % (kept, dropped, n))
-    if dropped:
-        check("while the writer waited for another process's lock" in err, "stderr: %s" % err)
+    return kept, dropped, err
+
+
+def case_locked():
+    """Another process holds the trace file's write lock: the program does
+    not wait for it (its work ends while the lock is still held), the writer
+    says once on stderr that it waits and for which file, and once the lock is
+    released everything reaches the file (issue 21.7: main() used to wait up
+    to 60 s, silently). The records made meanwhile wait in the overflow store
+    (issue 20); only when that may hold nothing are they dropped, counted and
+    said."""
+    n = 100000
+    kept, dropped, err = locked_run(n, {})
+    check(kept == n and dropped == 0, "kept %d, dropped %d of %d" % (kept, dropped, n))
+    kept, dropped, err = locked_run(n, {"NANO_RPD_OVERFLOW_MEMORY": "0",
+                                        "NANO_RPD_OVERFLOW_FILE": "0"})
+    check(kept + dropped == n and kept > 0 and dropped > 0,
+          "no overflow store: kept %d + dropped %d != %d" % (kept, dropped, n))
+    check("while the writer waited for another process's lock" in err, "stderr: %s" % err)
 
 
 def case_autoflush():
@@ -749,12 +774,51 @@ def case_drop():
     check(dropped > 0, "nothing dropped with a 64-record buffer")
     check(rows + dropped == N, "%d rows + %d dropped != %d" % (rows, dropped, N))
     check("%d records dropped" % dropped in p.stderr, "stderr: %s" % p.stderr)
-    # default: producers wait, nothing is lost
-    run([prog("rpd_workload"), "marks", "20000"], {"RPDT_FILENAME": "w.rpd", "NANO_RPD_BUFFER": "64"})
-    con = db("w.rpd")
-    check(q(con, "SELECT count(*) FROM rocpd_api")[0][0] == 20000, "waiting mode lost records")
-    check(q(con, "SELECT count(*) FROM rocpd_metadata WHERE tag='nano_dropped_records'")[0][0] == 0,
-          "waiting mode reports drops")
+    # without the overflow store producers wait; nothing is lost either way
+    for env in ({"NANO_RPD_OVERFLOW": "0"}, {}):
+        env.update({"RPDT_FILENAME": "w.rpd", "NANO_RPD_BUFFER": "64"})
+        run([prog("rpd_workload"), "marks", "20000"], env)
+        con = db("w.rpd")
+        check(q(con, "SELECT count(*) FROM rocpd_api")[0][0] == 20000, "%s lost records" % env)
+        check(q(con, "SELECT count(*) FROM rocpd_metadata WHERE tag='nano_dropped_records'")[0][0]
+              == 0, "%s reports drops" % env)
+        con.close()
+        os.unlink("w.rpd")
+
+
+def case_overflow():
+    """Issue 20: a producer whose ring is full goes on in a fresh one (the
+    overflow store) instead of waiting; past NANO_RPD_OVERFLOW_MEMORY filled
+    rings wait in an unlinked file in the trace's folder (or
+    NANO_RPD_OVERFLOW_DIR). Rings of 64 records fill at once, so every record
+    here goes through it: each must reach the file, in order and nested as
+    made, from threads and from a fork child, and nothing is left on disk."""
+    tiny = {"NANO_RPD_BUFFER": "64"}
+    spill = {"NANO_RPD_BUFFER": "64", "NANO_RPD_OVERFLOW_MEMORY": "0"}
+    case_threads(tiny)
+    case_threads(spill)
+    case_fork(spill, 20000)
+    os.makedirs("sub", exist_ok=True)
+    n = 200000
+    p = run([prog("rpd_workload"), "marks", str(n)], dict(spill, RPDT_FILENAME="sub/o.rpd"))
+    said = [l for l in p.stderr.splitlines() if "temporary file" in l]
+    check(len(said) == 1 and said[0].endswith("temporary file in sub"),
+          "the spill is not said, or not in the trace's folder: %r" % p.stderr)
+    check(q(db("sub/o.rpd"), "SELECT count(*) FROM rocpd_api")[0][0] == n, "spilled marks lost")
+    check(sorted(os.listdir("sub")) == ["o.rpd"], "left behind: %s" % os.listdir("sub"))
+    # a folder that cannot take the file: said once, producers wait, nothing lost
+    p = run([prog("rpd_workload"), "marks", str(n)],
+            dict(spill, RPDT_FILENAME="nodir.rpd", NANO_RPD_OVERFLOW_DIR="/nonexistent/dir"))
+    said = [l for l in p.stderr.splitlines() if "overflow" in l]
+    check(len(said) == 1 and "cannot create the overflow file in /nonexistent/dir" in said[0],
+          "stderr: %r" % p.stderr)
+    check(q(db("nodir.rpd"), "SELECT count(*) FROM rocpd_api")[0][0] == n, "marks lost")
+    # NANO_RPD_OVERFLOW_DIR names where the file goes
+    os.makedirs("elsewhere", exist_ok=True)
+    p = run([prog("rpd_workload"), "marks", str(n)],
+            dict(spill, RPDT_FILENAME="dir.rpd", NANO_RPD_OVERFLOW_DIR="elsewhere"))
+    check(p.stderr.rstrip().endswith("temporary file in elsewhere"), "stderr: %r" % p.stderr)
+    check(os.listdir("elsewhere") == [], "left behind: %s" % os.listdir("elsewhere"))
 
 
 def case_stack():
@@ -892,7 +956,7 @@ CASES = {
     "crash_term": lambda: case_crash("term", signal.SIGTERM),
     "crash_int": lambda: case_crash("int", signal.SIGINT),
     "clock": case_clock, "settings": case_settings, "exit": case_exit, "locked": case_locked, "zone": case_zone, "setname": case_setname, "chain": case_chain, "fork": case_fork, "exec": case_exec, "control": case_control, "autostart": case_autostart,
-    "autoflush": case_autoflush, "drop": case_drop, "stack": case_stack, "api": case_api,
+    "autoflush": case_autoflush, "drop": case_drop, "overflow": case_overflow, "stack": case_stack, "api": case_api,
     "interned": case_interned, "atomics": case_atomics, "journal": case_journal,
     "views": case_views,
 }
