@@ -98,6 +98,27 @@ static int spill_advance(struct iovec *v, int first, size_t len) {
   return first;
 }
 
+/* Writes (or reads) the n (at most 4) parts, `bytes` in all, at `off` of fd,
+ * through short transfers and EINTR. Returns 0, or an errno value (ENOSPC
+ * for a write that wrote nothing, EIO for a read past the end). */
+static int spill_io(int write, int fd, const struct iovec *iov, int n, int64_t off,
+                    uint64_t bytes) {
+  struct iovec v[4];
+  if (n > 4) n = 4;
+  memcpy(v, iov, (size_t)n * sizeof *v);
+  uint64_t done = 0;
+  int first = 0;
+  while (done < bytes) {
+    off_t at = off + (off_t)done;
+    ssize_t k = write ? pwritev(fd, v + first, n - first, at) : preadv(fd, v + first, n - first, at);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return k < 0 ? errno : write ? ENOSPC : EIO;
+    done += (uint64_t)k;
+    first = spill_advance(v, first, (size_t)k);
+  }
+  return 0;
+}
+
 int64_t rpdi_spill_write(const struct iovec *iov, int n, uint64_t bytes) {
   pthread_mutex_lock(&g_mu);
   uint64_t used = g_no_punch ? g_end : g_live;
@@ -113,52 +134,28 @@ int64_t rpdi_spill_write(const struct iovec *iov, int n, uint64_t bytes) {
   int fd = g_fd;
   pthread_mutex_unlock(&g_mu);
 
-  /* the region is ours: written without the lock */
-  struct iovec v[4];
-  if (n > 4) n = 4;
-  memcpy(v, iov, (size_t)n * sizeof *v);
-  uint64_t done = 0;
-  int first = 0;
-  while (done < bytes) {
-    ssize_t w = pwritev(fd, v + first, n - first, off + (off_t)done);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) {
-      int err = w < 0 ? errno : ENOSPC;
-      pthread_mutex_lock(&g_mu);
-      if (!g_failed)
-        fprintf(stderr,
-                "nanoprobe rpd: cannot write the overflow file in %s: %s; producers wait for "
-                "the writer instead\n",
-                g_dir, strerror(err));
-      g_failed = 1;
-      pthread_mutex_unlock(&g_mu);
-      rpdi_spill_release(off, bytes);
-      return -1;
-    }
-    done += (uint64_t)w;
-    first = spill_advance(v, first, (size_t)w);
+  int err = spill_io(1, fd, iov, n, off, bytes); /* the region is ours: no lock */
+  if (err) {
+    pthread_mutex_lock(&g_mu);
+    if (!g_failed)
+      fprintf(stderr,
+              "nanoprobe rpd: cannot write the overflow file in %s: %s; producers wait for "
+              "the writer instead\n",
+              g_dir, strerror(err));
+    g_failed = 1;
+    pthread_mutex_unlock(&g_mu);
+    rpdi_spill_release(off, bytes);
+    return -1;
   }
   return off;
 }
 
 int rpdi_spill_read(int64_t off, const struct iovec *iov, int n, uint64_t bytes) {
-  struct iovec v[4];
-  if (n > 4) n = 4;
-  memcpy(v, iov, (size_t)n * sizeof *v);
-  uint64_t done = 0;
-  int first = 0;
-  while (done < bytes) {
-    ssize_t r = preadv(g_fd, v + first, n - first, off + (off_t)done);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) {
-      fprintf(stderr, "nanoprobe rpd: cannot read the overflow file in %s: %s\n", g_dir,
-              r < 0 ? strerror(errno) : "it ends early");
-      return -1;
-    }
-    done += (uint64_t)r;
-    first = spill_advance(v, first, (size_t)r);
-  }
-  return 0;
+  int err = spill_io(0, g_fd, iov, n, off, bytes);
+  if (err)
+    fprintf(stderr, "nanoprobe rpd: cannot read the overflow file in %s: %s\n", g_dir,
+            strerror(err));
+  return err ? -1 : 0;
 }
 
 void rpdi_spill_release(int64_t off, uint64_t bytes) {

@@ -792,12 +792,15 @@ def case_overflow():
     rings wait in an unlinked file in the trace's folder (or
     NANO_RPD_OVERFLOW_DIR). Rings of 64 records fill at once, so every record
     here goes through it: each must reach the file, in order and nested as
-    made, from threads and from a fork child, and nothing is left on disk."""
+    made, from threads, NANO_ZONE and a fork child, and nothing is left on
+    disk."""
     tiny = {"NANO_RPD_BUFFER": "64"}
     spill = {"NANO_RPD_BUFFER": "64", "NANO_RPD_OVERFLOW_MEMORY": "0"}
     case_threads(tiny)
     case_threads(spill)
     case_fork(spill, 20000)
+    # NANO_ZONE's inline path follows the thread to its next ring
+    check_zone(dict(spill, RPDT_FILENAME="zone.rpd"), "zone.rpd", tsc_usable())
     os.makedirs("sub", exist_ok=True)
     n = 200000
     p = run([prog("rpd_workload"), "marks", str(n)], dict(spill, RPDT_FILENAME="sub/o.rpd"))
