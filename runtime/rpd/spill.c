@@ -130,7 +130,6 @@ int64_t rpdi_spill_write(const struct iovec *iov, int n, uint64_t bytes) {
   int64_t off = (int64_t)g_end;
   g_end += bytes;
   g_live += bytes;
-  if (g_live > g_peak) g_peak = g_live;
   int fd = g_fd;
   pthread_mutex_unlock(&g_mu);
 
@@ -147,6 +146,9 @@ int64_t rpdi_spill_write(const struct iovec *iov, int n, uint64_t bytes) {
     rpdi_spill_release(off, bytes);
     return -1;
   }
+  pthread_mutex_lock(&g_mu);
+  if (g_live > g_peak) g_peak = g_live;
+  pthread_mutex_unlock(&g_mu);
   return off;
 }
 

@@ -816,6 +816,22 @@ def case_overflow():
     check(len(said) == 1 and "cannot create the overflow file in /nonexistent/dir" in said[0],
           "stderr: %r" % p.stderr)
     check(q(db("nodir.rpd"), "SELECT count(*) FROM rocpd_api")[0][0] == n, "marks lost")
+    # a folder that fills up: the write error said once, producers wait, nothing lost
+    full = os.path.abspath("full-mount")
+    os.makedirs(full, exist_ok=True)
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", full],
+                      capture_output=True).returncode == 0:
+        try:
+            p = run([prog("rpd_workload"), "marks", str(n)],
+                    dict(spill, RPDT_FILENAME="full.rpd", NANO_RPD_OVERFLOW_DIR=full))
+            said = [l for l in p.stderr.splitlines() if "cannot write the overflow file" in l]
+            check(len(said) == 1 and "No space left on device" in said[0],
+                  "stderr: %r" % p.stderr)
+            check(q(db("full.rpd"), "SELECT count(*) FROM rocpd_api")[0][0] == n, "marks lost")
+        finally:
+            subprocess.run(["umount", full], capture_output=True)
+    else:
+        print("overflow: no tmpfs mount here; the full-folder check did not run")
     # NANO_RPD_OVERFLOW_DIR names where the file goes
     os.makedirs("elsewhere", exist_ok=True)
     p = run([prog("rpd_workload"), "marks", str(n)],
