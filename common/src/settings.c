@@ -121,6 +121,47 @@ int nano_env_size(const char *name, uint64_t lo, uint64_t hi, uint64_t *out) {
   return 1;
 }
 
+int nano_parse_duration(const char *s, uint64_t lo, uint64_t hi, uint64_t *out) {
+  static const struct {
+    const char *unit;
+    double ns;
+  } units[] = {{"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}, {"", 1}};
+  if (!s || !*s)
+    return -1;
+  /* digits with at most one point, then a unit: strtod alone would take
+   * "inf", "nan", hex and exponents */
+  const char *c = s;
+  int digits = 0, points = 0;
+  for (; (*c >= '0' && *c <= '9') || *c == '.'; c++)
+    *c == '.' ? points++ : digits++;
+  if (!digits || points > 1)
+    return -1;
+  for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+    if (strcmp(c, units[i].unit) != 0)
+      continue;
+    double ns = strtod(s, NULL) * units[i].ns;
+    if (ns < (double)lo || ns > (double)hi)
+      return -1;
+    *out = (uint64_t)(ns + 0.5);
+    return 0;
+  }
+  return -1;
+}
+
+int nano_env_duration(const char *name, uint64_t lo, uint64_t hi, uint64_t *out) {
+  const char *v = nano_env_str(name);
+  if (!v)
+    return 0;
+  if (nano_parse_duration(v, lo, hi, out) != 0) {
+    fprintf(stderr,
+            "nanoprobe: %s=%s: expected a duration from %" PRIu64 " to %" PRIu64
+            " ns (a number with ns, us, ms or s; ns without)\n",
+            name, v, lo, hi);
+    return -1;
+  }
+  return 1;
+}
+
 int nano_env_choice(const char *name, const char *const *choices, int *out) {
   const char *v = nano_env_str(name);
   if (!v)

@@ -6,6 +6,7 @@ __main__, and its exit code is the runner's exit code.
 
 import argparse
 import os
+import re
 import sys
 import types
 
@@ -27,6 +28,12 @@ The exit code is the program's. Read the trace with `rpd report trace.rpd` or
 `rpd export trace.rpd`."""
 
 
+# NANO_RPD_MIN_DURATION's form (nano/settings.h, nano_parse_duration), checked
+# here so that a typo ends the run before it starts; the tracer checks the
+# range (at most an hour).
+_DURATION = re.compile(r"^(\d+\.?\d*|\.\d+)(ns|us|ms|s)?$")
+
+
 def _parser():
     p = argparse.ArgumentParser(prog="python -m nanoprobe", usage=USAGE, description=DESCRIPTION,
                                 epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -42,6 +49,10 @@ def _parser():
                    help="line level: also a range per executed line inside profiled functions")
     p.add_argument("-c", "--c-calls", action="store_true",
                    help="also a range per call of a C function (builtins, extensions) from Python")
+    p.add_argument("--min-duration", metavar="DURATION",
+                   help="calls shorter than DURATION (500ns, 10us, 0.5ms, 1s) are not stored "
+                        "as ranges but summed per function (calls, total, self) in the trace's "
+                        "nano_calls; `rpd report` shows them")
     p.add_argument("--no-python", action="store_true",
                    help="no Python profiler: record only C-level ranges, marks and the "
                         "program's own Tracer ranges")
@@ -117,6 +128,12 @@ def main(argv=None):
         Tracer.set_filename(options.output, append=options.append)
     elif not os.environ.get("RPDT_FILENAME"):
         Tracer.set_filename("trace.rpd", append=options.append)
+    if options.min_duration is not None:
+        if not _DURATION.match(options.min_duration):
+            parser.exit(2, "python -m nanoprobe: --min-duration %r: expected a duration such as "
+                        "500ns, 10us, 0.5ms or 1s\n" % options.min_duration)
+        # read by the tracer at the start of recording, here and in children
+        os.environ["NANO_RPD_MIN_DURATION"] = options.min_duration
     mode = "off" if options.no_python else "partial" if options.partial else "all"
     _runner.export_environment(mode, options.lines, options.c_calls)
     code, namespace = _load(options, parser)

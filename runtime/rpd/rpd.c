@@ -169,7 +169,14 @@ struct rpd_open {
   int64_t start;
   uint32_t epoch;
   int64_t api_id;
-  int64_t domain_id, name_id, args_id;
+  int64_t domain_id, name_id, args_id; /* args_id 0: resolved at the row */
+  int64_t child_ns;                    /* time in ranges nested in it, ended */
+  /* with NANO_RPD_MIN_DURATION: the args as a rocpd_string id (the key short
+   * calls are summed under) and how to make its rocpd_ustring row if the
+   * range is long enough for one: an interned ref, else a kept text */
+  int64_t args_key;
+  uint64_t args_ref;
+  const char *args_text;
 };
 
 /* ---- configuration and global state --------------------------------------- */
@@ -1423,6 +1430,14 @@ struct rpd_writer {
   uint64_t written_rows; /* rows committed by this process's writer */
   const char *schemas[RPDW_SCHEMAS]; /* job schemas run on this connection */
   int nschemas;
+  /* NANO_RPD_MIN_DURATION (ns; 0: every range is a row): shorter ranges are
+   * summed per function into nano_call_summary instead */
+  int64_t min_ns;
+  struct rpdw_call_sum *sums;
+  int nsums, capsums;
+  uint32_t sum_size; /* sum_index: sum_size slots, each an entry's index + 1 */
+  uint32_t *sum_index;
+  int sums_dirty;
 };
 static struct rpd_writer g_w;
 
@@ -1783,11 +1798,17 @@ static int rpdw_map_grow(struct rpdw_map *m) {
 }
 
 /* The rocpd_string id of s, inserting it when new. Returns -1 on failure. */
-static int64_t rpdw_string_id(const char *s) {
+/* The rocpd_string id of s (a new row the first time); *kept (when not
+ * NULL) gets the writer's own copy of s, which lives as long as the
+ * connection. */
+static int64_t rpdw_string_kept(const char *s, const char **kept) {
   if (!s) s = "";
   uint64_t h = nano_fnv64_str(s) | 1;
   uint32_t i = rpdw_map_slot(&g_w.strings, h, s, 0);
-  if (g_w.strings.hash[i]) return g_w.strings.val[i];
+  if (g_w.strings.hash[i]) {
+    if (kept) *kept = g_w.strings.key[i];
+    return g_w.strings.val[i];
+  }
   if ((g_w.strings.count + 1) * 2 > g_w.strings.size) {
     if (rpdw_map_grow(&g_w.strings) != 0) return -1;
     i = rpdw_map_slot(&g_w.strings, h, s, 0);
@@ -1805,8 +1826,11 @@ static int64_t rpdw_string_id(const char *s) {
   g_w.strings.key[i] = copy;
   g_w.strings.val[i] = id;
   g_w.strings.count++;
+  if (kept) *kept = copy;
   return id;
 }
+
+static int64_t rpdw_string_id(const char *s) { return rpdw_string_kept(s, NULL); }
 
 /* A new rocpd_ustring row for s ("" and NULL share the empty row). */
 static int64_t rpdw_ustring_id(const char *s) {
@@ -1946,19 +1970,46 @@ static int rpdw_ref_empty(const struct rpd_tbuf *b, uint64_t ref, uint64_t *aend
  * rule of rpd.h: domain NULL or "" is "UserMarker"; with non-empty args,
  * apiName = name and args = args; without, apiName "UserMarker" and
  * args = name. */
-static void rpdw_user_ids_uncached(const struct rpd_tbuf *b, const struct rpd_rec *r,
-                                   uint64_t *aend, int64_t *dom, int64_t *name, int64_t *args) {
+static uint64_t rpdw_user_dom_name(const struct rpd_tbuf *b, const struct rpd_rec *r,
+                                   uint64_t *aend, int64_t *dom, int64_t *name) {
   if (rpdw_ref_empty(b, r->s[0], aend))
     *dom = g_w.id_usermarker;
   else
     *dom = rpdw_ref_id(b, r->s[0], "", aend);
   if (!rpdw_ref_empty(b, r->s[2], aend)) {
     *name = rpdw_ref_id(b, r->s[1], "", aend);
-    *args = rpdw_ref_uid(b, r->s[2], aend);
-  } else {
-    *name = g_w.id_usermarker;
-    *args = rpdw_ref_uid(b, r->s[1], aend);
+    return r->s[2];
   }
+  *name = g_w.id_usermarker;
+  return r->s[1];
+}
+
+static void rpdw_user_ids_uncached(const struct rpd_tbuf *b, const struct rpd_rec *r,
+                                   uint64_t *aend, int64_t *dom, int64_t *name, int64_t *args) {
+  *args = rpdw_ref_uid(b, rpdw_user_dom_name(b, r, aend, dom, name), aend);
+}
+
+/* A range push under NANO_RPD_MIN_DURATION: ids as rpdw_user_ids gives, but
+ * the args only as the key of its function (a rocpd_string id) and a way to
+ * its text; its rocpd_ustring row waits for the pop (rpdw_range_args_id). */
+static void rpdw_range_keys(const struct rpd_tbuf *b, const struct rpd_rec *r, uint64_t *aend,
+                            struct rpd_open *o) {
+  uint64_t ref = rpdw_user_dom_name(b, r, aend, &o->domain_id, &o->name_id);
+  o->args_id = 0;
+  if (ref & RPD_REF_INTERNED) {
+    o->args_ref = ref;
+    o->args_key = rpdw_ref_id(b, ref, "", aend);
+  } else {
+    const char *t = rpdw_text(b, ref, aend);
+    o->args_ref = 0;
+    o->args_key = rpdw_string_kept(t ? t : "", &o->args_text);
+  }
+}
+
+/* The rocpd_ustring id of an open range's args (made now when deferred). */
+static int64_t rpdw_range_args_id(const struct rpd_open *o) {
+  if (o->args_id) return o->args_id;
+  return o->args_ref ? rpdw_ref_uid(NULL, o->args_ref, NULL) : rpdw_ustring_id(o->args_text);
 }
 
 /* rpdw_user_ids_uncached, through the cache when no ref is an arena text. */
@@ -1984,12 +2035,120 @@ static void rpdw_user_ids(const struct rpd_tbuf *b, const struct rpd_rec *r, uin
   *args = e->args;
 }
 
-/* Writes the open range o of buffer b as an api row ending at end. */
-static void rpdw_close_range(const struct rpd_tbuf *b, const struct rpd_open *o, int64_t end) {
+/* ---- short calls summed (NANO_RPD_MIN_DURATION) ----
+ * One entry per (pid, domain, name, args) of ranges shorter than the bound:
+ * calls, total and self time (total less the time of ranges nested in them),
+ * written to nano_call_summary at each flush (the rows that changed). */
+struct rpdw_call_sum {
+  int32_t pid;
+  int64_t dom, name, args;
+  int64_t calls, total_ns, self_ns;
+  int dirty;
+};
+#define RPDW_SUM_MIN_SLOTS 1024
+
+static uint64_t rpdw_sum_hash(int32_t pid, int64_t dom, int64_t name, int64_t args) {
+  return ((uint64_t)pid * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)dom * 0xC2B2AE3D27D4EB4Full) ^
+         ((uint64_t)name * 0x165667B19E3779F9ull) ^ ((uint64_t)args * 0x27D4EB2F165667C5ull);
+}
+
+/* The slot of sum_index holding (pid, dom, name, args), or the empty one
+ * where it goes. */
+static uint32_t rpdw_sum_slot(int32_t pid, int64_t dom, int64_t name, int64_t args) {
+  uint32_t mask = g_w.sum_size - 1, i = (uint32_t)(rpdw_sum_hash(pid, dom, name, args) >> 32) & mask;
+  for (;; i = (i + 1) & mask) {
+    uint32_t e = g_w.sum_index[i];
+    if (!e) return i;
+    const struct rpdw_call_sum *c = &g_w.sums[e - 1];
+    if (c->pid == pid && c->dom == dom && c->name == name && c->args == args) return i;
+  }
+}
+
+/* Doubles sum_index (or makes the first). Returns 0, or -1 (out of memory). */
+static int rpdw_sum_grow(void) {
+  uint32_t size = g_w.sum_size ? g_w.sum_size * 2 : RPDW_SUM_MIN_SLOTS;
+  uint32_t *index = calloc(size, sizeof *index);
+  if (!index) return -1;
+  free(g_w.sum_index);
+  g_w.sum_index = index;
+  g_w.sum_size = size;
+  for (int e = 0; e < g_w.nsums; e++) {
+    const struct rpdw_call_sum *c = &g_w.sums[e];
+    g_w.sum_index[rpdw_sum_slot(c->pid, c->dom, c->name, c->args)] = (uint32_t)e + 1;
+  }
+  return 0;
+}
+
+/* Adds one call of open range o of process pid, `dur` ns long. Returns 0,
+ * or -1 when out of memory (the caller writes a row instead). */
+static int rpdw_sum_add(int32_t pid, const struct rpd_open *o, int64_t dur) {
+  if ((uint32_t)(g_w.nsums + 1) * 2 > g_w.sum_size && rpdw_sum_grow() != 0) return -1;
+  uint32_t i = rpdw_sum_slot(pid, o->domain_id, o->name_id, o->args_key);
+  if (!g_w.sum_index[i]) {
+    struct rpdw_call_sum *sums = rpd_grow(g_w.sums, g_w.nsums, &g_w.capsums, sizeof *sums);
+    if (!sums) return -1;
+    g_w.sums = sums;
+    sums[g_w.nsums] = (struct rpdw_call_sum){pid, o->domain_id, o->name_id, o->args_key, 0, 0, 0, 0};
+    g_w.sum_index[i] = (uint32_t)++g_w.nsums;
+  }
+  struct rpdw_call_sum *c = &g_w.sums[g_w.sum_index[i] - 1];
+  int64_t self = dur - o->child_ns;
+  c->calls++;
+  c->total_ns += dur;
+  c->self_ns += self > 0 ? self : 0;
+  c->dirty = 1;
+  g_w.sums_dirty = 1;
+  return 0;
+}
+
+/* Writes the entries that changed since the last flush. Inside the writer's
+ * transaction. */
+static void rpdw_write_sums(void) {
+  if (!g_w.sums_dirty || g_w.failed || rpdw_begin() != 0) return;
+  if (rpdw_exec(nano_rpdfile_calls_schema_sql(), "cannot create nano_call_summary") != 0) return;
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v2(g_w.db,
+                         "INSERT INTO nano_call_summary (pid, domain_id, name_id, args_id, calls, "
+                         "total_ns, self_ns, min_duration_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) "
+                         "ON CONFLICT (pid, domain_id, name_id, args_id) DO UPDATE SET "
+                         "calls = excluded.calls, total_ns = excluded.total_ns, "
+                         "self_ns = excluded.self_ns",
+                         -1, &st, NULL) != SQLITE_OK) {
+    rpdw_fail("INSERT INTO nano_call_summary");
+    return;
+  }
+  for (int e = 0; e < g_w.nsums; e++) {
+    struct rpdw_call_sum *c = &g_w.sums[e];
+    if (!c->dirty) continue;
+    int64_t v[] = {c->pid, c->dom, c->name, c->args, c->calls, c->total_ns, c->self_ns, g_w.min_ns};
+    for (int k = 0; k < 8; k++) sqlite3_bind_int64(st, k + 1, v[k]);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE) {
+      rpdw_fail("INSERT INTO nano_call_summary");
+      break;
+    }
+    c->dirty = 0;
+    g_w.txn_rows++;
+  }
+  sqlite3_finalize(st);
+  g_w.sums_dirty = 0;
+}
+
+/* Ends the open range o of thread b at `end`: an api row, or, when shorter
+ * than NANO_RPD_MIN_DURATION (and without stack frames, whose rows refer to
+ * it), one more call in its function's summary. Its time counts as nested
+ * time of `parent` (NULL: none, or not known). */
+static void rpdw_close_range(const struct rpd_tbuf *b, struct rpd_open *o, int64_t end,
+                             struct rpd_open *parent) {
   if (end < o->start) end = o->start; /* a stop stamped by another clock than the push */
+  if (parent) parent->child_ns += end - o->start;
+  if (g_w.min_ns > 0 && !o->api_id && end - o->start < g_w.min_ns &&
+      rpdw_sum_add(b->pid, o, end - o->start) == 0)
+    return;
   int64_t id = o->api_id ? o->api_id : g_w.offset + (int64_t)atomic_fetch_add(&g_api_next, 1);
   rpdw_api_row(id, b->pid, b->tid, o->start, end, o->name_id, g_w.id_empty, o->domain_id,
-               o->args_id);
+               rpdw_range_args_id(o));
 }
 
 /* Closes every open range of b pushed in an epoch that has ended. */
@@ -1998,7 +2157,7 @@ static void rpdw_close_stale(struct rpd_tbuf *b, uint32_t cur_on_epoch) {
   for (int i = 0; i < b->nopen; i++) {
     struct rpd_open *o = &b->open[i];
     if (o->epoch != cur_on_epoch)
-      rpdw_close_range(b, o, rpdw_time(atomic_load(&g_stop_at[o->epoch % RPD_STOP_EPOCHS])));
+      rpdw_close_range(b, o, rpdw_time(atomic_load(&g_stop_at[o->epoch % RPD_STOP_EPOCHS])), NULL);
     else
       b->open[keep++] = *o;
   }
@@ -2022,7 +2181,11 @@ static void rpdw_record(struct rpd_tbuf *b, const struct rpd_rec *r, uint64_t *a
     /* The id is taken at the pop (rows then come in id order, see
      * rpdw_flush_api) unless stack frames need it now. */
     o->api_id = r->s[3] ? g_w.offset + (int64_t)atomic_fetch_add(&g_api_next, 1) : 0;
-    rpdw_user_ids(b, r, aend, &o->domain_id, &o->name_id, &o->args_id);
+    o->child_ns = 0;
+    if (g_w.min_ns > 0)
+      rpdw_range_keys(b, r, aend, o);
+    else
+      rpdw_user_ids(b, r, aend, &o->domain_id, &o->name_id, &o->args_id);
     rpdw_stack(b, r->s[3], o->api_id, aend);
     break;
   }
@@ -2034,14 +2197,16 @@ static void rpdw_record(struct rpd_tbuf *b, const struct rpd_rec *r, uint64_t *a
     if (t->nopen && t->open[0].epoch != r->epoch) rpdw_close_stale(t, r->epoch);
     if (t->nopen > 0) {
       t->nopen--;
-      rpdw_close_range(t, &t->open[t->nopen], rpdw_time(r->t0));
+      rpdw_close_range(t, &t->open[t->nopen], rpdw_time(r->t0),
+                       t->nopen ? &t->open[t->nopen - 1] : NULL);
     }
     break;
   }
   case R_EXIT: {
     rpdw_close_stale(t, r->epoch);
     int64_t end = rpdw_time(r->t0);
-    for (int i = t->nopen - 1; i >= 0; i--) rpdw_close_range(t, &t->open[i], end);
+    for (int i = t->nopen - 1; i >= 0; i--)
+      rpdw_close_range(t, &t->open[i], end, i ? &t->open[i - 1] : NULL);
     t->nopen = 0;
     break;
   }
@@ -2500,6 +2665,8 @@ static void rpdw_close(void) {
   free(g_w.handle_ids);
   free(g_w.pend);
   free(g_w.q);
+  free(g_w.sums);
+  free(g_w.sum_index);
   rpdi_stack_reset();
   memset(&g_w, 0, sizeof g_w);
 }
@@ -2578,6 +2745,7 @@ static void rpdw_flush(int atomics) {
     g_w.pend[i--] = g_w.pend[--g_w.npend];
   }
   rpdw_write_dropped();
+  rpdw_write_sums();
   if (atomics && !g_w.failed && rpdw_begin() == 0) {
     rpdi_atomics_write(g_w.db, g_w.path, g_w.offset);
     rpdi_atomics_sample(g_w.db, g_w.path, g_w.offset, rpd_clock());
@@ -2727,6 +2895,10 @@ static int rpd_writer_start(void) {
   }
   rpdw_set_path(); /* rpd_status names it at once; the writer thread opens it */
   rpdi_spill_configure(g_w.path);
+  /* read at each start: `python -m nanoprobe --min-duration` sets it after load */
+  uint64_t min_ns = 0;
+  nano_env_duration("NANO_RPD_MIN_DURATION", 0, NANO_RPDFILE_MAX_MIN_DURATION_NS, &min_ns);
+  g_w.min_ns = (int64_t)min_ns;
 #ifdef NANO_RPD_HAVE_TRACKER
   /* the counts go into the trace; the tracker's exit dump only when asked */
   const char *out = getenv("NANO_TRACKER_OUTPUT");

@@ -182,6 +182,18 @@ const char *nano_rpdfile_thread_schema_sql(void) {
          "name varchar(16) NOT NULL, PRIMARY KEY (pid, tid))";
 }
 
+const char *nano_rpdfile_calls_schema_sql(void) {
+  return "CREATE TABLE IF NOT EXISTS nano_call_summary (pid integer NOT NULL, "
+         "domain_id integer NOT NULL, name_id integer NOT NULL, args_id integer NOT NULL, "
+         "calls integer NOT NULL, total_ns integer NOT NULL, self_ns integer NOT NULL, "
+         "min_duration_ns integer NOT NULL, PRIMARY KEY (pid, domain_id, name_id, args_id));\n"
+         "CREATE VIEW IF NOT EXISTS nano_calls AS SELECT C.pid AS pid, D.string AS domain, "
+         "N.string AS name, A.string AS args, C.calls AS calls, C.total_ns AS total_ns, "
+         "C.self_ns AS self_ns, C.min_duration_ns AS min_duration_ns FROM nano_call_summary C "
+         "JOIN rocpd_string D ON D.id = C.domain_id JOIN rocpd_string N ON N.id = C.name_id "
+         "JOIN rocpd_string A ON A.id = C.args_id;\n";
+}
+
 const char *nano_rpdfile_dispatch_schema_sql(void) {
   return "CREATE TABLE IF NOT EXISTS nano_dispatch (id integer NOT NULL PRIMARY KEY, "
          "session integer NOT NULL, pid integer NOT NULL, api_id integer, kernel text NOT NULL, "

@@ -1,6 +1,9 @@
 """The profiler: every Python call is one range, properly nested, on every thread."""
 
+import os
+import re
 import sqlite3
+import subprocess
 
 from conftest import assert_nested, counts, parent_of, ranges, write
 
@@ -285,3 +288,55 @@ def test_profiler_nests_inside_the_runner(tmp_path, nanoprobe):
     r, trace = nanoprobe("nest.py")
     assert "refused: the nanoprobe profiler is already enabled with lines=False" in r.stdout
     assert counts(ranges(trace))["__main__.f"] == 2
+
+
+MIN_DURATION_PROGRAM = """
+    import time
+    def fib(n):
+        return n if n < 2 else fib(n - 1) + fib(n - 2)
+    def slow():
+        time.sleep(0.02)
+        return fib(12)
+    print(fib(15), slow())
+"""
+
+
+def test_min_duration_sums_short_calls_exactly(tmp_path, nanoprobe):
+    """Issue 20.3: with --min-duration, calls shorter than the bound are not
+    ranges but summed per function (nano_calls); a call is in exactly one of
+    the two, the long ones keep their rows and nesting, and self time is the
+    total less the time of the calls nested in them."""
+    write(tmp_path, "fib.py", MIN_DURATION_PROGRAM)
+    r, trace = nanoprobe("--min-duration", "5ms", "fib.py")
+    assert r.stdout.split() == ["610", "144"]
+    rows = ranges(trace)
+    c = counts(rows)
+    assert_nested(rows)
+    con = sqlite3.connect(trace)
+    sums = {name: (calls, total, self_, bound) for name, calls, total, self_, bound in con.execute(
+        "SELECT name, calls, total_ns, self_ns, min_duration_ns FROM nano_calls")}
+    assert c["__main__.slow"] == 1 and c["__main__.<module>"] == 1  # long: rows
+    assert "__main__.slow" not in sums
+    calls, total, self_, bound = sums["__main__.fib"]
+    assert bound == 5_000_000
+    assert calls + c.get("__main__.fib", 0) == 1973 + 465  # fib(15) and fib(12)
+    assert 0 < self_ < total
+    assert all(x.end - x.start >= 5_000_000 for x in rows if x.name == "__main__.fib")
+    # a bad bound ends the run before it starts
+    r, _ = nanoprobe("--min-duration", "fast", "fib.py", expect=2)
+    assert "--min-duration 'fast'" in r.stderr
+
+
+def test_min_duration_report(tmp_path, nanoprobe):
+    """`rpd report` shows the summed calls: fib's count, read from its cell."""
+    write(tmp_path, "fib.py", MIN_DURATION_PROGRAM)
+    _, trace = nanoprobe("--min-duration", "5ms", "fib.py")
+    calls = sqlite3.connect(trace).execute(
+        "SELECT calls FROM nano_calls WHERE name = '__main__.fib'").fetchone()[0]
+    html = tmp_path / "r.html"
+    subprocess.run([os.environ["NANO_RPD_TOOL"], "report", trace, "-o", str(html)],
+                   capture_output=True, check=True)
+    page = html.read_text()
+    section = page[page.index("<h2 id=short>"):]
+    m = re.search(r"<code>__main__\.fib</code>.*?<td class=n data-v=\"(\d+)\">", section)
+    assert m and int(m.group(1)) == calls, "report: %s" % section[:2000]

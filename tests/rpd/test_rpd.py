@@ -786,6 +786,45 @@ def case_drop():
         os.unlink("w.rpd")
 
 
+def case_min_duration():
+    """Issue 20.3: NANO_RPD_MIN_DURATION. Every range of the threads workload
+    is shorter than 1 s: none is a row, each is one call in nano_calls
+    (marks stay rows); nested time comes off the outer ranges' self time
+    exactly; a malformed bound is said and every range is a row."""
+    T, N = 4, 2000
+    if os.path.exists("md.rpd"):
+        os.unlink("md.rpd")
+    run([prog("rpd_workload"), "threads", str(T), str(N)],
+        {"RPDT_FILENAME": "md.rpd", "NANO_RPD_MIN_DURATION": "1s"})
+    con = db("md.rpd")
+    integrity(con)
+    rows = api_rows(con)
+    check(len(rows) == T * N and all(r[8] == "tick" for r in rows),
+          "%d rows, expected the %d marks only" % (len(rows), T * N))
+    sums = q(con, "SELECT name, args, calls, total_ns, self_ns, min_duration_ns FROM nano_calls")
+    calls = sum(x[2] for x in sums)
+    check(calls == 2 * T * N + T, "%d calls summed, expected %d" % (calls, 2 * T * N + T))
+    check(all(x[5] == 1000000000 for x in sums), "bound %s" % {x[5] for x in sums})
+    outer = [x for x in sums if x[0] == "UserMarker" and x[1] == "outer"]
+    inner = [x for x in sums if x[0] == "inner"]
+    check(len(outer) == 1 and outer[0][2] == T * N, "outer: %s" % outer)
+    check(sum(x[2] for x in inner) == T * N and all(x[3] == x[4] for x in inner),
+          "inner ranges have nothing nested: self == total")
+    check(outer[0][4] == outer[0][3] - sum(x[3] for x in inner),
+          "outer self %d != total %d - inner %d" % (outer[0][4], outer[0][3],
+                                                    sum(x[3] for x in inner)))
+    # a bound below every range: rows as without one, no summary
+    os.unlink("md.rpd")
+    run([prog("rpd_workload"), "threads", str(T), str(N)],
+        {"RPDT_FILENAME": "md.rpd", "NANO_RPD_MIN_DURATION": "1ns"})
+    con = db("md.rpd")
+    check(len(api_rows(con)) == 3 * T * N + T, "1ns bound dropped rows")
+    p = run([prog("rpd_workload"), "threads", "1", "10"],
+            {"RPDT_FILENAME": "mdbad.rpd", "NANO_RPD_MIN_DURATION": "fast"})
+    check("NANO_RPD_MIN_DURATION=fast:" in p.stderr, "stderr: %r" % p.stderr)
+    check(len(api_rows(db("mdbad.rpd"))) == 31, "a malformed bound summed ranges")
+
+
 def case_overflow():
     """Issue 20: a producer whose ring is full goes on in a fresh one (the
     overflow store) instead of waiting; past NANO_RPD_OVERFLOW_MEMORY filled
@@ -975,7 +1014,8 @@ CASES = {
     "crash_term": lambda: case_crash("term", signal.SIGTERM),
     "crash_int": lambda: case_crash("int", signal.SIGINT),
     "clock": case_clock, "settings": case_settings, "exit": case_exit, "locked": case_locked, "zone": case_zone, "setname": case_setname, "chain": case_chain, "fork": case_fork, "exec": case_exec, "control": case_control, "autostart": case_autostart,
-    "autoflush": case_autoflush, "drop": case_drop, "overflow": case_overflow, "stack": case_stack, "api": case_api,
+    "autoflush": case_autoflush, "drop": case_drop, "overflow": case_overflow,
+    "min_duration": case_min_duration, "stack": case_stack, "api": case_api,
     "interned": case_interned, "atomics": case_atomics, "journal": case_journal,
     "views": case_views,
 }

@@ -40,6 +40,8 @@
 #include <unistd.h>
 
 #include "nanoprobe.h"
+#include "nano/rpdfile.h"
+#include "nano/settings.h"
 
 /* Exit status when PROGRAM cannot be found or run, as a shell's. */
 #define RUN_EXIT_NOT_FOUND 127
@@ -65,6 +67,8 @@ static const char run_help[] =
     "                        and summed up, whenever PROGRAM is built with the plugin)\n"
     "      --python          record every Python call of a python3 PROGRAM and its\n"
     "                        Python children (as python3 -m nanoprobe)\n"
+    "      --min-duration D  ranges shorter than D (e.g. 10us, 0.5ms) are not rows but\n"
+    "                        summed per function: calls, total, self (nano_calls)\n"
     "instrumented kernels (omniprobe's options):\n"
     "  -i, --instrumented    run the instrumented twins of kernels (NANO_INSTRUMENT=1)\n"
     "  -k, --kernels REGEX   only kernels whose name matches (NANO_KERNELS)\n"
@@ -87,6 +91,7 @@ struct run_opts {
   const char *output;
   int append, force, atomics, python, instrumented, env_dump, quiet;
   const char *kernels, *dispatches, *analyzers, *format, *log;
+  const char *min_duration;
   char **cmd;
 };
 
@@ -155,6 +160,7 @@ static int run_parse(int argc, char **argv, struct run_opts *o) {
     RUN_VALUE("-a", "--analyzers", analyzers)
     RUN_VALUE("-t", "--format", format)
     RUN_VALUE("-l", "--log-location", log)
+    RUN_VALUE("--min-duration", "--min-duration", min_duration)
 #undef RUN_VALUE
     if (!strcmp(a, "-c") || !strcmp(a, "--cache-location") || !strncmp(a, "--cache-location=", 17)) {
       fprintf(stderr, "nanoprobe run: %s: kernel caches (Triton's) are read by the GPU run "
@@ -188,6 +194,12 @@ static int run_parse(int argc, char **argv, struct run_opts *o) {
   if ((o->append || o->force) && !o->output) {
     fprintf(stderr, "nanoprobe run: %s needs -o FILE (the default file is always new)\n",
             o->append ? "--append" : "--force");
+    return RUN_EXIT_USAGE;
+  }
+  uint64_t ns;
+  if (o->min_duration && nano_parse_duration(o->min_duration, 0, NANO_RPDFILE_MAX_MIN_DURATION_NS, &ns)) {
+    fprintf(stderr, "nanoprobe run: --min-duration '%s': expected a duration such as 500ns, "
+                    "10us, 0.5ms or 1s (at most an hour)\n", o->min_duration);
     return RUN_EXIT_USAGE;
   }
   if (o->format && strcmp(o->format, "text") && strcmp(o->format, "json")) {
@@ -269,6 +281,8 @@ static int run_environment(const struct run_opts *o, const char *trace, struct r
     return RUN_EXIT_USAGE;
   if (o->instrumented && run_setenv(e, "NANO_INSTRUMENT", "1")) return RUN_EXIT_USAGE;
   if (o->kernels && run_setenv(e, "NANO_KERNELS", o->kernels)) return RUN_EXIT_USAGE;
+  if (o->min_duration && run_setenv(e, "NANO_RPD_MIN_DURATION", o->min_duration))
+    return RUN_EXIT_USAGE;
   if (o->dispatches && run_setenv(e, "NANO_DISPATCHES", o->dispatches)) return RUN_EXIT_USAGE;
   if (o->analyzers && run_setenv(e, "NANO_ANALYZERS", o->analyzers)) return RUN_EXIT_USAGE;
   if (o->format && run_setenv(e, "NANO_ANALYZER_FORMAT", o->format)) return RUN_EXIT_USAGE;

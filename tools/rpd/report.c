@@ -23,6 +23,8 @@
  *                 dispatch the worst source locations by excess cache lines
  *                 and by bank conflicts (MemoryAnalysis), and a heatmap strip
  *                 of the pages it touched (Heatmap)
+ *   short calls   ranges shorter than NANO_RPD_MIN_DURATION, summed per
+ *                 function by the tracer (nano_calls): calls, total, self
  *   host atomics  the atomics the tracer stored (nano_atomic_*): totals per
  *                 kind, and the busiest sites (processes and instances
  *                 merged) with their source line when the file is readable,
@@ -1162,6 +1164,49 @@ static int rp_atomics(const char *cmd, const struct rpdtool_trace *t, FILE *f) {
   return rp_done(cmd, t, st, rc);
 }
 
+/* The short-calls section, when the tracer summed calls (--min-duration):
+ * the functions with the most total time in calls not stored as ranges. */
+static int rp_short_calls(const char *cmd, const struct rpdtool_trace *t, FILE *f) {
+  int has = nano_rpdfile_has_object(t->db, "nano_calls");
+  if (has < 0) {
+    rpdtool_err(cmd, "%s: %s", t->path, sqlite3_errmsg(t->db));
+    return -1;
+  }
+  if (!has) return 0;
+  char *sql = sqlite3_mprintf(
+      "SELECT domain, CASE WHEN name = 'UserMarker' THEN args ELSE name END, "
+      "CASE WHEN name = 'UserMarker' THEN '' ELSE args END, sum(calls), sum(total_ns), "
+      "sum(self_ns), max(min_duration_ns) FROM nano_calls GROUP BY domain, name, args "
+      "ORDER BY 5 DESC LIMIT %d",
+      RP_TOP);
+  sqlite3_stmt *st = sql ? rp_prep(cmd, t, sql) : NULL;
+  sqlite3_free(sql);
+  if (!st) return -1;
+  fputs("<h2 id=short>Short calls</h2><p class=muted>Calls shorter than the bound the trace "
+        "was recorded with (<code>--min-duration</code>) are not ranges in the timeline or "
+        "the tables above: the tracer summed them per function (processes merged). Total "
+        "is the sum of their durations (a recursive function's nested calls count in each); "
+        "self leaves out the time of the calls nested in them.</p>\n<table class=sortable>"
+        "<thead><tr><th>function</th><th>where</th><th>domain</th><th>calls</th><th>total</th>"
+        "<th>self</th><th>bound</th></tr></thead><tbody>\n",
+        f);
+  int rc;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    long long calls = sqlite3_column_int64(st, 3);
+    fputs("<tr><td><code>", f);
+    rp_esc(f, (const char *)sqlite3_column_text(st, 1));
+    fputs("</code></td><td>", f);
+    rp_esc(f, (const char *)sqlite3_column_text(st, 2));
+    fputs("</td><td>", f);
+    rp_esc(f, (const char *)sqlite3_column_text(st, 0));
+    fprintf(f, "</td><td class=n data-v=\"%lld\">%lld</td>", calls, calls);
+    for (int c = 4; c <= 6; c++) rp_dur_cell(f, (double)sqlite3_column_int64(st, c));
+    fputs("</tr>\n", f);
+  }
+  fputs("</tbody></table>\n", f);
+  return rp_done(cmd, t, st, rc);
+}
+
 /* Writes the whole page for trace t to f. 0 or -1 (message printed). */
 static int rp_page(const char *cmd, const struct rpdtool_trace *t, FILE *f) {
   int64_t lo = 0, hi = 0;
@@ -1178,7 +1223,8 @@ static int rp_page(const char *cmd, const struct rpdtool_trace *t, FILE *f) {
   if (rp_summary(cmd, t, f, lo, hi) || rp_busy(cmd, t, f) || rp_timeline(cmd, t, f, lo, hi) ||
       rp_zoom_timeline(cmd, t, f, lo, hi) ||
       rp_ops(cmd, t, f) || rp_calls(cmd, t, f) || rp_autograd(cmd, t, f) ||
-      rp_marks(cmd, t, f, lo) || rp_memory(cmd, t, f) || rp_atomics(cmd, t, f))
+      rp_short_calls(cmd, t, f) || rp_marks(cmd, t, f, lo) || rp_memory(cmd, t, f) ||
+      rp_atomics(cmd, t, f))
     return -1;
   fprintf(f, "<script>\n%s</script>\n</body></html>\n", rp_js);
   return 0;
@@ -1194,6 +1240,7 @@ int rpd_cmd_report(int argc, char **argv) {
       "Writes one self-contained HTML page about the trace FILE: summary, GPU busy,\n"
       "a timeline overview, top GPU ops, top calls by inclusive and exclusive time,\n"
       "the autograd operator -> kernel -> sizes tree (after 'rpd autograd'),\n"
+      "the short calls summed per function (traces made with --min-duration),\n"
       "marks, the memory analyses of instrumented kernels, and the host atomics\n"
       "per kind and busiest site. FILE is only read.\n",
       opts, &in);

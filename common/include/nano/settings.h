@@ -28,6 +28,9 @@ int nano_env_real(const char *name, double lo, double hi, double *out);
 /* A size: a decimal integer with an optional K, M or G suffix (powers of
  * 1024), in [lo, hi] bytes. */
 int nano_env_size(const char *name, uint64_t lo, uint64_t hi, uint64_t *out);
+/* A duration: a decimal number (fractions allowed) with a unit, ns, us, ms
+ * or s (ns without one), in [lo, hi] nanoseconds; *out in nanoseconds. */
+int nano_env_duration(const char *name, uint64_t lo, uint64_t hi, uint64_t *out);
 /* One of `choices` (NULL-terminated; case-sensitive): *out gets its index. */
 int nano_env_choice(const char *name, const char *const *choices, int *out);
 /* The value, or NULL when unset or empty. */
@@ -36,6 +39,8 @@ const char *nano_env_str(const char *name);
 /* Parses a size as nano_env_size does, from a string; 0 on success, -1
  * when malformed or outside [lo, hi]. */
 int nano_parse_size(const char *s, uint64_t lo, uint64_t hi, uint64_t *out);
+/* Parses a duration as nano_env_duration does; 0 on success, -1 otherwise. */
+int nano_parse_duration(const char *s, uint64_t lo, uint64_t hi, uint64_t *out);
 
 #ifdef __cplusplus
 }

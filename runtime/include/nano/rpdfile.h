@@ -13,6 +13,7 @@
  *                             multi-writer scheme: ids get session << 32)
  *   nano_rpdfile_schema_sql   the SQL that creates a version-3 file
  *   nano_rpdfile_thread_schema_sql  nanoprobe's table of thread names
+ *   nano_rpdfile_calls_schema_sql  nanoprobe's table of short calls summed
  *   nano_rpdfile_dispatch_schema_sql  nanoprobe's tables of instrumented
  *                             dispatches and analyzer results
  *   nano_rpdfile_index_sql    rocmProfileData's optional indexes (rpd index)
@@ -116,6 +117,13 @@ const char *nano_rpdfile_thread_schema_sql(void);
  * nano_heatmap (Heatmap: one row per page), nano_address (AddressLogger with
  * its `trace` option: one row per access). */
 const char *nano_rpdfile_dispatch_schema_sql(void);
+/* nanoprobe's table of short calls summed per function (NANO_RPD_MIN_DURATION):
+ * nano_call_summary (pid, domain_id, name_id, args_id: rocpd_string ids;
+ * calls, total_ns, self_ns; min_duration_ns, the bound in effect) and the
+ * view nano_calls with the strings. */
+const char *nano_rpdfile_calls_schema_sql(void);
+/* The largest NANO_RPD_MIN_DURATION (an hour, in ns): no call is shorter. */
+#define NANO_RPDFILE_MAX_MIN_DURATION_NS 3600000000000ull
 
 /* Classifies the open database `db` (opened from `path`, used in messages).
  * On success stores the schema version (2 or 3; a file with RPD tables but no
