@@ -9,6 +9,7 @@ packages=(
   clang-22 llvm-22-dev llvm-22-tools lld-22 libclang-rt-22-dev
   clang-tools-22
   hipcc rocm-device-libs libamdhip64-dev
+  librocrand1
   sqlite3 libsqlite3-dev
   libelf-dev libdw-dev libmsgpack-dev libzstd-dev zstd
   libcmocka-dev libunwind-dev valgrind

@@ -4,7 +4,10 @@
 #     instantiated 400 times, hipcc -g, gfx90a) with kdb_bench, as a ratio
 #     to llvm-objdump-15 -d on the same file in the same run (target <= 1),
 #     best of 5, as CPU time (user+sys, robust on a shared machine) and wall time;
-#  2. opening and listing a shared library of 10,000 kernels (target < 1 s).
+#  2. opening and listing a shared library of 10,000 kernels (target < 1 s);
+#  3. listing a section of many compressed bundles (bundles.py: N and 2N
+#     bundles of 8 MiB, librocsparse's shape): the time should double, not
+#     quadruple (issue 19.1), shown next to reading the file once (cat).
 # Inputs are generated once into $build/bench/kerneldb/data.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -41,3 +44,30 @@ echo "many.so: $list"
 python3 -c "
 import re; s=float(re.search(r'open_list_s=([0-9.]+)', '''$list''').group(1))
 print('open+list of %s kernels: %.3fs (target < 1s): %s' % (re.search(r'kernels=(\d+)', '''$list''').group(1), s, 'ok' if s < 1 else 'SLOW'))"
+
+# 3. many bundles: linear in the section's size
+if [ ! -s "$data/small.co" ]; then
+  python3 "$here/gen.py" many 10 "$data/small.hip"
+  hip -O1 -nogpulib --offload-arch=gfx90a --cuda-device-only --no-gpu-bundle-output \
+    -c "$data/small.hip" -o "$data/small.co"
+fi
+n=${KDB_BENCH_BUNDLES:-60}
+for k in "$n" $((2 * n)); do
+  [ -s "$data/bundles$k.bin" ] || python3 "$here/bundles.py" "$data/small.co" "$k" 8 "$data/bundles$k.bin"
+done
+line() { # FILE: "bytes cat_wall list_cpu list_wall"
+  local cat_t list_t
+  cat_t=$(python3 "$here/timeit.py" 3 cat "$1")
+  list_t=$(python3 "$here/timeit.py" 3 "$build/tools/kerneldb/kerneldb" list "$1")
+  echo "$(stat -c %s "$1") ${cat_t#*wall=} ${list_t%% *} ${list_t#*wall=}"
+}
+a=$(line "$data/bundles$n.bin"); b=$(line "$data/bundles$((2 * n)).bin")
+python3 - "$n" "$a" "$b" <<'PY'
+import sys
+n = int(sys.argv[1])
+rows = [[float(x.split("=")[-1]) for x in a.split()] for a in sys.argv[2:]]
+for k, (size, cat, cpu, wall) in zip((n, 2 * n), rows):
+    print("bundles x%d (%.0f MB): list %.2fs wall, %.2fs cpu; cat %.2fs; list/cat %.1fx"
+          % (k, size / 1e6, wall, cpu, cat, wall / cat))
+print("twice the bundles: list takes %.2fx the time (linear: 2, quadratic: 4)" % (rows[1][3] / rows[0][3]))
+PY

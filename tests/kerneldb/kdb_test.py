@@ -242,6 +242,63 @@ def test_containers(kdb, inputs):
         check(len(st) == 1, "cov6.o %s: one 4-byte global store" % arch)
 
 
+def test_many_bundles(kdb, inputs, work):
+    """Issue 19.1: a section of many bundles, as a linker concatenates them
+    (compressed ones, and plain ones between, each aligned to 4 KiB): every
+    code object is found, with the kernels of its own file. The reader used
+    to search the rest of the section for each magic once per bundle
+    (quadratic in size x bundles; bench/kerneldb times it)."""
+    n = 40
+    parts = []
+    for name in ("t_zlib.ccob", "t_zstd.ccob", "t.bundle"):
+        with open(os.path.join(inputs, name), "rb") as f:
+            b = f.read()
+        parts.append(b + bytes(-len(b) % 4096))
+    path = os.path.join(work, "many.bundles")
+    with open(path, "wb") as f:
+        for i in range(n):
+            f.write(parts[i % 3])
+    ref = {arch: sorted(k["name"] for k in kdb_json(kdb, "list", os.path.join(inputs, "t_%s.co" % arch))["kernels"])
+           for arch in ("gfx90a", "gfx1100")}
+    l = kdb_json(kdb, "list", path)
+    check(len(l["code_objects"]) == 2 * n, "%d code objects, want %d" % (len(l["code_objects"]), 2 * n))
+    compressed = [c["compressed"] for c in l["code_objects"]]
+    check(compressed.count(False) == 2 * len(range(2, n, 3)), "plain bundles between compressed ones")
+    for c in l["code_objects"]:
+        names = sorted(k["name"] for k in l["kernels"] if k["code_object"] == c["index"])
+        check(names == ref[c["arch"]], "code object %d (%s): kernels differ" % (c["index"], c["arch"]))
+
+
+def test_rocrand(kdb):
+    """Issue 19.8: a real library, Debian's librocrand (scripts/deps.sh
+    installs librocrand1): its targets and each target's kernels are those
+    clang-offload-bundler-15 and llvm-readelf-15 find."""
+    lib = "/usr/lib/x86_64-linux-gnu/librocrand.so.1"
+    if not os.path.exists(lib):
+        fail("%s is missing: scripts/deps.sh installs librocrand1" % lib)
+    l = kdb_json(kdb, "list", lib)
+    got = {c["target_id"]: sorted(k["name"] for k in l["kernels"] if k["code_object"] == c["index"])
+           for c in l["code_objects"]}
+    check(len(got) == len(l["code_objects"]), "a target twice: %s" % [c["target_id"] for c in l["code_objects"]])
+    with tempfile.TemporaryDirectory() as d:
+        fat = os.path.join(d, "fat.bin")
+        run(["objcopy", "-O", "binary", "--only-section=.hip_fatbin", lib, fat])
+        triples = [t for t in run(["clang-offload-bundler-15", "--list", "--type=o", "--input=" + fat])
+                   .stdout.split() if "amdgcn" in t]
+        want = {}
+        for i, t in enumerate(triples):
+            co = os.path.join(d, "%d.co" % i)
+            run(["clang-offload-bundler-15", "--unbundle", "--type=o", "--input=" + fat, "--targets=" + t,
+                 "--output=" + co])
+            syms = run([READELF, "-s", "--wide", co]).stdout.split("\n")
+            want[t.split("--", 1)[1]] = sorted({w[-1][:-3] for w in (x.split() for x in syms)
+                                                if len(w) >= 8 and w[-1].endswith(".kd")})
+    check(sorted(got) == sorted(want), "targets: kerneldb %s, bundler %s" % (sorted(got), sorted(want)))
+    for t in want:
+        check(got[t] == want[t] and len(want[t]) > 0,
+              "%s: %d kernels, llvm-readelf %d" % (t, len(got[t]), len(want[t])))
+
+
 def test_twins(kdb, inputs):
     """Kernels pair with their twins by the __nano_twin_ naming rule."""
     for arch in ("gfx90a", "gfx1100"):
@@ -479,6 +536,11 @@ def make_zlib(src, dst):
         f.write(hdr + comp)
 
 
+def run_in_tempdir(fn):
+    with tempfile.TemporaryDirectory() as d:
+        fn(d)
+
+
 def main():
     if sys.argv[1] == "make-zlib":
         make_zlib(sys.argv[2], sys.argv[3])
@@ -500,6 +562,8 @@ def main():
         "lines-gfx90a": lambda: test_lines(kdb, inputs, "gfx90a"),
         "lines-gfx1100": lambda: test_lines(kdb, inputs, "gfx1100"),
         "containers": lambda: test_containers(kdb, inputs),
+        "many-bundles": lambda: run_in_tempdir(lambda d: test_many_bundles(kdb, inputs, d)),
+        "rocrand": lambda: test_rocrand(kdb),
         "twins": lambda: test_twins(kdb, inputs),
         "cli": lambda: test_cli(kdb, inputs),
         "bad-input": lambda: test_bad_input(kdb, inputs),
