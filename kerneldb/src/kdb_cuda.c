@@ -9,7 +9,8 @@
 ** EIATTR_CBANK_PARAM_SIZE (the parameter block size). The shared ".nv.info"
 ** section holds per-kernel register counts and frame sizes. A fat binary
 ** (magic 0xBA55ED50) is a list of entries (PTX or ELF per architecture);
-** compressed entries are skipped.
+** compressed entries (CUDA 13's default) are skipped, and a fat binary with
+** nothing else is refused with the options that build it uncompressed.
 */
 #include "kdb_internal.h"
 
@@ -32,39 +33,60 @@ static uint32_t kdb_cuda_le(const uint8_t *p, int k) {
   return v;
 }
 
-/* One attribute record of an .nv.info section. */
+/* One attribute record of an .nv.info section:
+**
+**   offset  size  field
+**   0       1     format: NVAL 1, BVAL 2, HVAL 3, SVAL 4
+**   1       1     attribute (EIATTR_*)
+**   2       2     NVAL: zero; BVAL, HVAL: the value; SVAL: the payload's length
+**   4       len   SVAL only: the payload
+**
+** Every record has the 2 bytes at offset 2 (an NVAL too: nvcc -G cubins have
+** NVAL records in the global .nv.info, which a 2-byte NVAL misread from
+** there on, losing the register counts and frame sizes that follow). */
 typedef struct kdb_eiattr {
   unsigned fmt, attr;
   const uint8_t *val; /* SVAL payload, or the 2-byte value of BVAL/HVAL */
   uint32_t len;
 } kdb_eiattr;
 
-/* Next record at *pos in p[0..n); 0 when one was read, -1 at the end or
-** on a truncated record. */
+#define KDB_EIATTR_HEAD 4 /* format, attribute, 2-byte value or length */
+
+/* Next record at *pos in p[0..n). 1 when one was read, 0 at the end, -1 on
+** a record that is truncated or of an unknown format (*pos then at it). */
 static int kdb_cuda_next_attr(const uint8_t *p, size_t n, size_t *pos, kdb_eiattr *a) {
-  if (n - *pos < 2 || *pos >= n) return -1;
+  if (*pos >= n) return 0;
+  if (n - *pos < KDB_EIATTR_HEAD) return -1;
   a->fmt = p[*pos];
   a->attr = p[*pos + 1];
-  *pos += 2;
-  if (a->fmt == KDB_EIFMT_NVAL) {
-    a->val = NULL;
-    a->len = 0;
-    return 0;
-  }
-  if (n - *pos < 2) return -1;
-  if (a->fmt == KDB_EIFMT_BVAL || a->fmt == KDB_EIFMT_HVAL) {
-    a->val = p + *pos;
-    a->len = 2;
-    *pos += 2;
-    return 0;
+  const uint8_t *word = p + *pos + 2;
+  if (a->fmt == KDB_EIFMT_NVAL || a->fmt == KDB_EIFMT_BVAL || a->fmt == KDB_EIFMT_HVAL) {
+    a->val = a->fmt == KDB_EIFMT_NVAL ? NULL : word;
+    a->len = a->fmt == KDB_EIFMT_NVAL ? 0 : 2;
+    *pos += KDB_EIATTR_HEAD;
+    return 1;
   }
   if (a->fmt != KDB_EIFMT_SVAL) return -1;
-  a->len = kdb_cuda_le(p + *pos, 2);
-  *pos += 2;
-  if (a->len > n - *pos) return -1;
-  a->val = p + *pos;
-  *pos += a->len;
-  return 0;
+  uint32_t len = kdb_cuda_le(word, 2);
+  if (len > n - *pos - KDB_EIATTR_HEAD) return -1;
+  a->len = len;
+  a->val = word + 2;
+  *pos += KDB_EIATTR_HEAD + len;
+  return 1;
+}
+
+/* Fails naming section `sect` and the record at `pos` that
+** kdb_cuda_next_attr refused. */
+static int kdb_cuda_bad_attr(kdb *db, kdb_err *e, const char *container, const char *sect,
+                             const uint8_t *p, size_t n, size_t pos) {
+  if (n - pos < KDB_EIATTR_HEAD)
+    return kdb_fail(e, db->name, "%s: section %s: record at offset %zu truncated (%zu of %d bytes)",
+                    container, sect, pos, n - pos, KDB_EIATTR_HEAD);
+  if (p[pos] < KDB_EIFMT_NVAL || p[pos] > KDB_EIFMT_SVAL)
+    return kdb_fail(e, db->name, "%s: section %s: record at offset %zu has unknown format %u (1..4)",
+                    container, sect, pos, p[pos]);
+  return kdb_fail(e, db->name, "%s: section %s: record at offset %zu claims %u bytes, %zu left",
+                  container, sect, pos, (unsigned)kdb_cuda_le(p + pos + 2, 2), n - pos - KDB_EIATTR_HEAD);
 }
 
 static int kdb_cuda_argcmp(const void *x, const void *y) {
@@ -154,13 +176,15 @@ int kdb_cuda_read_cubin(kdb *db, const uint8_t *img, size_t n, const char *conta
       if (!p) return kdb_fail(e, db->name, "%s: section %s lies outside the image", container, sn);
       size_t pos = 0, na = 0;
       kdb_eiattr a;
-      while (kdb_cuda_next_attr(p, (size_t)sh.sh_size, &pos, &a) == 0)
+      int r;
+      while ((r = kdb_cuda_next_attr(p, (size_t)sh.sh_size, &pos, &a)) == 1)
         if (a.attr == KDB_EIATTR_KPARAM_INFO && a.len >= 12) na++;
+      if (r < 0) return kdb_cuda_bad_attr(db, e, container, sn, p, (size_t)sh.sh_size, pos);
       kdb_arg *args = na ? kdb_arena_alloc(&db->arena, na * sizeof *args) : NULL;
       if (na && !args) return kdb_fail(e, db->name, "out of memory");
       size_t j = 0;
       pos = 0;
-      while (kdb_cuda_next_attr(p, (size_t)sh.sh_size, &pos, &a) == 0) {
+      while (kdb_cuda_next_attr(p, (size_t)sh.sh_size, &pos, &a) == 1) {
         if (a.attr == KDB_EIATTR_KPARAM_INFO && a.len >= 12 && j < na) {
           args[j].offset = kdb_cuda_le(a.val + 6, 2);
           args[j].size = (kdb_cuda_le(a.val + 8, 4) >> 18) & 0x3fff;
@@ -180,11 +204,13 @@ int kdb_cuda_read_cubin(kdb *db, const uint8_t *img, size_t n, const char *conta
     if (info) {
       size_t pos = 0;
       kdb_eiattr a;
-      while (kdb_cuda_next_attr(info, (size_t)infosh.sh_size, &pos, &a) == 0) {
+      int r;
+      while ((r = kdb_cuda_next_attr(info, (size_t)infosh.sh_size, &pos, &a)) == 1) {
         if (a.len != 8 || kdb_cuda_le(a.val, 4) != i) continue;
         if (a.attr == KDB_EIATTR_REGCOUNT) k->vgpr_count = kdb_cuda_le(a.val + 4, 4);
         if (a.attr == KDB_EIATTR_FRAME_SIZE) k->private_segment_size = kdb_cuda_le(a.val + 4, 4);
       }
+      if (r < 0) return kdb_cuda_bad_attr(db, e, container, ".nv.info", info, (size_t)infosh.sh_size, pos);
     }
   }
   kdb_pair_twins(db, first_kernel);
@@ -236,7 +262,11 @@ int kdb_cuda_read_fatbin(kdb *db, const uint8_t *p, size_t n, const char *contai
     while (pos < n && p[pos] == 0) pos++;
   }
   if (!read && skipped)
-    return kdb_fail(e, db->name, "%s: fat binary holds only compressed cubins (%d), which kerneldb cannot read",
+    return kdb_fail(e, db->name,
+                    "%s: fat binary holds only compressed cubins (%d; CUDA 13 compresses by "
+                    "default, in a format kerneldb cannot read): build with nvcc -no-compress "
+                    "(or -Xfatbin -compress-mode=none), clang with -Xcuda-fatbinary "
+                    "-compress-mode=none, or give kerneldb the cubin (nvcc -cubin)",
                     container, skipped);
   return 0;
 }

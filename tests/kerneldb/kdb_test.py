@@ -468,6 +468,42 @@ def test_cuda(kdb, inputs):
             check([(a["offset"], a["size"]) for a in fat[name]["args"]] == layout, host + ": params of " + name)
     p = run([kdb, "isa", cubin, "saxpy"], 2)
     check("no disassembler" in p.stderr, "isa on a cubin says why it cannot")
+    # registers and stack frames as ptxas reports them, -G builds included
+    # (issue 19.6: their NVAL records were misread, and -G showed 0 registers)
+    for name in ("c.cubin", "c_G.cubin"):
+        path = os.path.join(inputs, name)
+        with open(path + ".usage") as f:
+            usage = f.read()
+        want = {}
+        for fn, body in re.findall(r"Compiling entry function '(\S+)'(.*?)Compile time", usage, re.S):
+            regs = re.search(r"Used (\d+) registers", body)
+            frame = re.search(r"(\d+) bytes stack frame", body)
+            want[fn] = (int(regs.group(1)), int(frame.group(1)))
+        got = {k["name"]: (k["vgpr_count"], k["private_segment_size"]) for k in kdb_json(kdb, "show", path)}
+        check(got == want and len(want) == len(infos), "%s: kerneldb %s, ptxas %s" % (name, got, want))
+    # CUDA 13 compresses fat binaries by default: refused with the way out,
+    # which then reads as the cubin does
+    p = run([kdb, "list", os.path.join(inputs, "c_G_fat.o")], 2)
+    check("only compressed cubins" in p.stderr and "nvcc -no-compress" in p.stderr
+          and "-Xcuda-fatbinary -compress-mode=none" in p.stderr, p.stderr)
+    plain = {k["name"]: k["vgpr_count"] for k in kdb_json(kdb, "show", os.path.join(inputs, "c_G_plain.o"))}
+    check(plain == {k["name"]: k["vgpr_count"] for k in kdb_json(kdb, "show", os.path.join(inputs, "c_G.cubin"))},
+          "-no-compress object: %s" % plain)
+    # what a cubin does not say is shown as not known, not as 0
+    check(all(k["max_flat_workgroup_size"] is None for k in shown.values()), "max flat workgroup size: null")
+    check("max flat workgroup size unknown" in run([kdb, "show", cubin, "saxpy"]).stdout, "show: unknown")
+    # a damaged .nv.info is an error naming the section and the record
+    with open(os.path.join(inputs, "c_G.cubin"), "rb") as f:
+        img = bytearray(f.read())
+    m = re.search(r"\[\s*\d+\] \.nv\.info\s+\S+\s+\S+\s+(\S+)", run(["readelf", "-SW", os.path.join(inputs, "c_G.cubin")]).stdout)
+    off = int(m.group(1), 16)
+    img[off] = 0x07  # the first record's format
+    with tempfile.TemporaryDirectory() as d:
+        bad = os.path.join(d, "bad.cubin")
+        with open(bad, "wb") as f:
+            f.write(img)
+        p = run([kdb, "list", bad], 2)
+        check("section .nv.info: record at offset 0 has unknown format 7" in p.stderr, p.stderr)
 
 
 def test_pass_twins(kdb, plugin, work):

@@ -8,6 +8,9 @@
 #   t_zlib.ccob                compressed bundle, zlib method (written by kdb_test.py)
 #   cov6.o                     clang-22 host object, compressed .hip_fatbin, code object v6
 #   c.cubin, c_fat.o           nvcc -cubin / host object with .nv_fatbin (sm_90)
+#   c_G.cubin                  nvcc -G -cubin (NVAL records in .nv.info); *.usage:
+#   c_G_fat.o, c_G_plain.o     nvcc -G -c: compressed fat binary (the default), -no-compress
+#                              ptxas's registers and stack frames (--resource-usage)
 #   c_clang.o                  clang-22 CUDA host object with .nv_fatbin (sm_90)
 # gfx1100 needs -nogpulib (Debian's ROCm 5.2 device libraries have no
 # gfx1100), so the gfx1100 builds (and libt.so, which holds both) use
@@ -37,8 +40,14 @@ python3 "$src/../kdb_test.py" make-zlib t.bundle t_zlib.ccob
 clang-22 -x hip --offload-arch=gfx90a --offload-arch=gfx1100 -nogpulib -nogpuinc --offload-compress \
   -O2 -c "$src/kdb_cov6.hip" -o cov6.o
 if [ -x /usr/local/cuda/bin/nvcc ]; then
-  /usr/local/cuda/bin/nvcc -cubin -arch=sm_90 "$src/kdb_test.cu" -o c.cubin
+  # ptxas's own account of registers and stack frames is the reference
+  /usr/local/cuda/bin/nvcc -cubin -arch=sm_90 --resource-usage "$src/kdb_test.cu" -o c.cubin \
+    2> c.cubin.usage
+  /usr/local/cuda/bin/nvcc -G -cubin -arch=sm_90 --resource-usage "$src/kdb_test.cu" -o c_G.cubin \
+    2> c_G.cubin.usage
   /usr/local/cuda/bin/nvcc -c -arch=sm_90 "$src/kdb_test.cu" -o c_fat.o
+  /usr/local/cuda/bin/nvcc -G -c -arch=sm_90 "$src/kdb_test.cu" -o c_G_fat.o  # compressed
+  /usr/local/cuda/bin/nvcc -G -c -arch=sm_90 -no-compress "$src/kdb_test.cu" -o c_G_plain.o
   clang-22 -x cuda --cuda-path=/usr/local/cuda --offload-arch=sm_90 -O2 -Wno-unknown-cuda-version \
     -c "$src/kdb_test.cu" -o c_clang.o
 fi

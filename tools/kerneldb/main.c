@@ -105,10 +105,15 @@ static void kdbcli_kernel_json(const kdb_kernel *k, int full) {
     printf(",\"kernarg_segment_size\":%u,\"kernarg_segment_align\":%u,\"group_segment_size\":%u,"
            "\"private_segment_size\":%u,\"sgpr_count\":%u,\"vgpr_count\":%u,\"agpr_count\":%u,"
            "\"sgpr_spill_count\":%u,\"vgpr_spill_count\":%u,\"wavefront_size\":%u,"
-           "\"max_flat_workgroup_size\":%u,\"explicit_arg_count\":%zu,\"args\":[",
+           "\"max_flat_workgroup_size\":",
            k->kernarg_segment_size, k->kernarg_segment_align, k->group_segment_size,
            k->private_segment_size, k->sgpr_count, k->vgpr_count, k->agpr_count, k->sgpr_spill_count,
-           k->vgpr_spill_count, k->wavefront_size, k->max_flat_workgroup_size, k->explicit_arg_count);
+           k->vgpr_spill_count, k->wavefront_size);
+    if (k->max_flat_workgroup_size) /* null: the file does not say */
+      printf("%u", k->max_flat_workgroup_size);
+    else
+      printf("null");
+    printf(",\"explicit_arg_count\":%zu,\"args\":[", k->explicit_arg_count);
     for (size_t i = 0; i < k->arg_count; i++) {
       const kdb_arg *a = &k->args[i];
       printf("%s{\"name\":", i ? "," : "");
@@ -199,8 +204,11 @@ static void kdbcli_show_text(const kdb_kernel *k) {
   else
     printf("  sgpr %u, vgpr %u, agpr %u, spills sgpr %u vgpr %u\n", k->sgpr_count, k->vgpr_count,
            k->agpr_count, k->sgpr_spill_count, k->vgpr_spill_count);
-  printf("  wavefront size %u, max flat workgroup size %u\n", k->wavefront_size,
-         k->max_flat_workgroup_size);
+  printf("  wavefront size %u, max flat workgroup size ", k->wavefront_size);
+  if (k->max_flat_workgroup_size) /* 0: the file does not say (a cubin never does) */
+    printf("%u\n", k->max_flat_workgroup_size);
+  else
+    printf("unknown\n");
   if (k->twin) printf("  twin: %s\n", k->twin->name);
   if (k->original)
     printf("  twin of: %s (extra argument %zu)\n", k->original->name, k->twin_arg_index);
