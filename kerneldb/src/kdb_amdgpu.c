@@ -307,6 +307,7 @@ int kdb_amdgpu_read(kdb *db, const uint8_t *img, size_t n, const char *container
     return kdb_fail(e, db->name, "%s: not an ELF image (%zu bytes)", where, n);
   if (img[EI_CLASS] != ELFCLASS64 || img[EI_DATA] != ELFDATA2LSB)
     return kdb_fail(e, db->name, "%s: AMDGPU code object must be 64-bit little-endian ELF", where);
+  if (kdb_elf_check(db, img, n, where, e)) return -1;
   kdb_co_priv *co = kdb_add_co(db);
   if (!co) return kdb_fail(e, db->name, "out of memory");
   size_t first_kernel = db->nkernels;

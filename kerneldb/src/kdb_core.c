@@ -606,8 +606,33 @@ static int kdb_read_bundles(kdb *db, const uint8_t *p, size_t n, const char *sec
   return 0;
 }
 
+int kdb_elf_check(kdb *db, const uint8_t *img, size_t n, const char *what, kdb_err *e) {
+  if (n < sizeof(Elf64_Ehdr))
+    return kdb_fail(e, db->name, "%s: truncated ELF: %zu bytes, less than the %zu-byte header", what, n,
+                    sizeof(Elf64_Ehdr));
+  if (img[EI_CLASS] != ELFCLASS64 || img[EI_DATA] != ELFDATA2LSB) return 0; /* not ours to judge */
+  Elf64_Ehdr h;
+  memcpy(&h, img, sizeof h);
+  const struct {
+    const char *table;
+    uint64_t off, count, size;
+  } t[] = {{"section header table", h.e_shoff, h.e_shnum, h.e_shentsize},
+           {"program header table", h.e_phoff, h.e_phnum, h.e_phentsize}};
+  for (int i = 0; i < 2; i++) {
+    if (!t[i].count) continue;
+    if (t[i].off > n || t[i].count * t[i].size > n - t[i].off)
+      return kdb_fail(e, db->name,
+                      "%s: truncated or damaged ELF: the %s (offset %llu, %llu entries of %llu bytes) "
+                      "ends past the end of the %zu-byte image",
+                      what, t[i].table, (unsigned long long)t[i].off, (unsigned long long)t[i].count,
+                      (unsigned long long)t[i].size, n);
+  }
+  return 0;
+}
+
 /* ---- host ELF -------------------------------------------------------------- */
 static int kdb_read_host_elf(kdb *db, kdb_err *e) {
+  if (kdb_elf_check(db, db->data, db->size, "file", e)) return -1;
   Elf *elf = elf_memory((char *)db->data, db->size);
   if (!elf) return kdb_fail(e, db->name, "not a readable ELF file (%s)", elf_errmsg(-1));
   size_t shstr;

@@ -103,6 +103,7 @@ static const uint8_t *kdb_cuda_section(const GElf_Shdr *sh, const uint8_t *img, 
 int kdb_cuda_read_cubin(kdb *db, const uint8_t *img, size_t n, const char *container, kdb_err *e) {
   if (n < sizeof(Elf64_Ehdr) || memcmp(img, ELFMAG, SELFMAG) != 0)
     return kdb_fail(e, db->name, "%s: not an ELF image (%zu bytes)", container, n);
+  if (kdb_elf_check(db, img, n, container, e)) return -1;
   kdb_co_priv *co = kdb_add_co(db);
   if (!co) return kdb_fail(e, db->name, "out of memory");
   co->image = img;

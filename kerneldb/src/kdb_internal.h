@@ -99,6 +99,11 @@ struct kdb {
 
 /* Format readers, each adds code objects/kernels to db. */
 int kdb_read_input(kdb *db, kdb_err *e);
+/* Checks that an ELF64 image of n bytes holds its header, section header
+** table and program header table (a truncated file fails here, saying so,
+** instead of looking like one without GPU code). `what` names the image in
+** the message ("file", a bundle entry). 0, or -1 after kdb_fail. */
+int kdb_elf_check(kdb *db, const uint8_t *img, size_t n, const char *what, kdb_err *e);
 int kdb_amdgpu_read(kdb *db, const uint8_t *img, size_t n, const char *container,
                     const char *triple, int compressed, kdb_err *e);
 int kdb_cuda_read_cubin(kdb *db, const uint8_t *img, size_t n, const char *container,

@@ -439,6 +439,18 @@ def test_bad_input(kdb, inputs):
             check(p.returncode == 2, "%s: exit %d, stderr %s" % (name, p.returncode, p.stderr))
             check(path in p.stderr and len(p.stderr.strip()) > len(path) + 5,
                   "%s: message names the file: %s" % (name, p.stderr))
+            # a cut file says so, not "no GPU code" or "code object v2" (issue 19.7)
+            if name in ("truncated-half", "shoff-outside"):
+                check("truncated or damaged ELF: the section header table" in p.stderr,
+                      "%s: %s" % (name, p.stderr))
+        lib = os.path.join(td, "libcut.so")
+        with open(os.path.join(inputs, "libt.so"), "rb") as f:
+            data = f.read()
+        with open(lib, "wb") as f:
+            f.write(data[:len(data) // 2])
+        p = run([kdb, "list", lib], 2)
+        check("file: truncated or damaged ELF: the section header table" in p.stderr and
+              "no GPU code" not in p.stderr, "truncated library: %s" % p.stderr)
 
 
 def test_cuda(kdb, inputs):
