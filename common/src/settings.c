@@ -107,18 +107,25 @@ int nano_env_real(const char *name, double lo, double hi, double *out) {
   return 1;
 }
 
-int nano_env_size(const char *name, uint64_t lo, uint64_t hi, uint64_t *out) {
+/* A reader over `parse` (nano_parse_size, nano_parse_duration): the message
+ * says "expected a WHAT from LO to HI UNIT (FORM)". */
+static int settings_env_parsed(const char *name, uint64_t lo, uint64_t hi, uint64_t *out,
+                               int (*parse)(const char *, uint64_t, uint64_t, uint64_t *),
+                               const char *what, const char *unit, const char *form) {
   const char *v = nano_env_str(name);
   if (!v)
     return 0;
-  if (nano_parse_size(v, lo, hi, out) != 0) {
-    fprintf(stderr,
-            "nanoprobe: %s=%s: expected a size from %" PRIu64 " to %" PRIu64
-            " bytes (a number, optionally with K, M or G)\n",
-            name, v, lo, hi);
+  if (parse(v, lo, hi, out) != 0) {
+    fprintf(stderr, "nanoprobe: %s=%s: expected a %s from %" PRIu64 " to %" PRIu64 " %s (%s)\n",
+            name, v, what, lo, hi, unit, form);
     return -1;
   }
   return 1;
+}
+
+int nano_env_size(const char *name, uint64_t lo, uint64_t hi, uint64_t *out) {
+  return settings_env_parsed(name, lo, hi, out, nano_parse_size, "size", "bytes",
+                             "a number, optionally with K, M or G");
 }
 
 int nano_parse_duration(const char *s, uint64_t lo, uint64_t hi, uint64_t *out) {
@@ -149,17 +156,8 @@ int nano_parse_duration(const char *s, uint64_t lo, uint64_t hi, uint64_t *out) 
 }
 
 int nano_env_duration(const char *name, uint64_t lo, uint64_t hi, uint64_t *out) {
-  const char *v = nano_env_str(name);
-  if (!v)
-    return 0;
-  if (nano_parse_duration(v, lo, hi, out) != 0) {
-    fprintf(stderr,
-            "nanoprobe: %s=%s: expected a duration from %" PRIu64 " to %" PRIu64
-            " ns (a number with ns, us, ms or s; ns without)\n",
-            name, v, lo, hi);
-    return -1;
-  }
-  return 1;
+  return settings_env_parsed(name, lo, hi, out, nano_parse_duration, "duration", "ns",
+                             "a number with ns, us, ms or s; ns without");
 }
 
 int nano_env_choice(const char *name, const char *const *choices, int *out) {
