@@ -179,6 +179,13 @@ void kdb_close(kdb *db);
 const char *kdb_name(const kdb *db);
 
 size_t kdb_code_object_count(const kdb *db);
+/* Code objects of a file of several (bundle entries, fat binary entries) that
+** could not be read: the others are open; each message says which one and
+** what is wrong ("lib.so: .hip_fatbin bundle 0 entry 3: ..."). A file whose
+** every code object is damaged does not open (kdb_open fails with the first
+** message). */
+size_t kdb_damaged_count(const kdb *db);
+const char *kdb_damaged_message(const kdb *db, size_t i);
 const kdb_code_object *kdb_code_object_at(const kdb *db, size_t i);
 
 /* Every kernel of every code object, in code-object order. */

@@ -518,6 +518,35 @@ static int kdb_read_ccob(kdb *db, const uint8_t *p, size_t n, const char *where,
   return kdb_read_bundle(db, out, (size_t)raw, where, 1, &inner_end, e);
 }
 
+/* Frees the code objects from index `ncos` on (a reader that failed half
+** way), and forgets the kernels from `nkernels` on (arena memory). */
+static void kdb_drop_cos(kdb *db, size_t ncos, size_t nkernels) {
+  for (size_t i = ncos; i < db->ncos; i++) {
+    kdb_co_free_lazy(db->cos[i]);
+    if (db->cos[i]->elf) elf_end(db->cos[i]->elf);
+    pthread_mutex_destroy(&db->cos[i]->lock);
+    free(db->cos[i]);
+  }
+  db->ncos = ncos;
+  db->nkernels = nkernels;
+}
+
+int kdb_read_entry(kdb *db, const uint8_t *p, size_t n, const char *where, const char *triple,
+                   int compressed, int amdgpu, kdb_err *e) {
+  size_t ncos = db->ncos, nkernels = db->nkernels;
+  char msg[KDB_DAMAGED_MSG];
+  kdb_err mine = {msg, sizeof msg};
+  int r = amdgpu ? kdb_amdgpu_read(db, p, n, where, triple, compressed, &mine)
+                 : kdb_cuda_read_cubin(db, p, n, where, &mine);
+  if (r == 0) return 0;
+  kdb_drop_cos(db, ncos, nkernels);
+  const char *kept = kdb_arena_strdup(&db->arena, msg);
+  if (!kept || kdb_reserve((void **)&db->damaged, &db->cap_damaged, db->ndamaged + 1, sizeof *db->damaged))
+    return kdb_fail(e, db->name, "out of memory");
+  db->damaged[db->ndamaged++] = kept;
+  return 0;
+}
+
 /* Reads one uncompressed offload bundle at p; *end receives the end of its
 ** last entry. */
 static int kdb_read_bundle(kdb *db, const uint8_t *p, size_t n, const char *where,
@@ -551,9 +580,9 @@ static int kdb_read_bundle(kdb *db, const uint8_t *p, size_t n, const char *wher
     const char *c = kdb_arena_strdup(&db->arena, cont);
     if (!c) return kdb_fail(e, db->name, "out of memory");
     if (strstr(triple, "amdgcn")) {
-      if (kdb_amdgpu_read(db, p + off, (size_t)size, c, triple, compressed, e)) return -1;
+      if (kdb_read_entry(db, p + off, (size_t)size, c, triple, compressed, 1, e)) return -1;
     } else if (strstr(triple, "nvptx")) {
-      if (kdb_cuda_read_cubin(db, p + off, (size_t)size, c, e)) return -1;
+      if (kdb_read_entry(db, p + off, (size_t)size, c, NULL, 0, 0, e)) return -1;
     }
     /* Other offload kinds (e.g. host code of another target) hold no kernels. */
   }
@@ -717,6 +746,11 @@ static int kdb_finish_open(kdb *db, kdb **out, kdb_err *e) {
     kdb_close(db);
     return -1;
   }
+  if (db->ncos == 0 && db->ndamaged > 0) { /* nothing but damage: the first says what */
+    snprintf(e->buf, e->len, "%s", db->damaged[0]);
+    kdb_close(db);
+    return -1;
+  }
   if (db->ncos == 0 && db->nsites == 0) {
     kdb_fail(e, db->name, db->host_elf ? "ELF file has no GPU code (no .hip_fatbin or .nv_fatbin "
                                          "section) and no nanoprobe site table"
@@ -833,12 +867,7 @@ void kdb_close(kdb *db) {
       free(isa);
     }
   }
-  for (size_t i = 0; i < db->ncos; i++) {
-    kdb_co_free_lazy(db->cos[i]);
-    if (db->cos[i]->elf) elf_end(db->cos[i]->elf);
-    pthread_mutex_destroy(&db->cos[i]->lock);
-    free(db->cos[i]);
-  }
+  kdb_drop_cos(db, 0, 0);
   for (size_t i = 0; i < db->npayloads; i++) free(db->payloads[i]);
   if (db->map) munmap(db->map, db->map_size);
   kdb_arena_free(&db->arena);
@@ -846,11 +875,17 @@ void kdb_close(kdb *db) {
   free(db->cos);
   free(db->kernels);
   free(db->sites);
+  free(db->damaged);
   free(db->name);
   free(db);
 }
 
 const char *kdb_name(const kdb *db) { return db->name; }
+size_t kdb_damaged_count(const kdb *db) { return db->ndamaged; }
+const char *kdb_damaged_message(const kdb *db, size_t i) {
+  return i < db->ndamaged ? db->damaged[i] : NULL;
+}
+
 size_t kdb_code_object_count(const kdb *db) { return db->ncos; }
 const kdb_code_object *kdb_code_object_at(const kdb *db, size_t i) {
   return i < db->ncos ? &db->cos[i]->pub : NULL;

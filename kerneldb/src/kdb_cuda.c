@@ -251,7 +251,7 @@ int kdb_cuda_read_fatbin(kdb *db, const uint8_t *p, size_t n, const char *contai
           snprintf(where, sizeof where, "%s fatbin %d entry %d", container, blocks, entry);
           const char *c = kdb_arena_strdup(&db->arena, where);
           if (!c) return kdb_fail(e, db->name, "out of memory");
-          if (kdb_cuda_read_cubin(db, payload, (size_t)psize, c, e)) return -1;
+          if (kdb_read_entry(db, payload, (size_t)psize, c, NULL, 0, 0, e)) return -1;
           read++;
         }
       }

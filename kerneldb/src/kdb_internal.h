@@ -95,6 +95,8 @@ struct kdb {
   int host_elf;          /* the input is a host ELF file (its own sites count) */
   kdb_site *sites;       /* every site table's sites, by id (kdb_sites.c) */
   size_t nsites, cap_sites;
+  const char **damaged;  /* messages of code objects that could not be read */
+  size_t ndamaged, cap_damaged;
 };
 
 /* Format readers, each adds code objects/kernels to db. */
@@ -104,6 +106,14 @@ int kdb_read_input(kdb *db, kdb_err *e);
 ** instead of looking like one without GPU code). `what` names the image in
 ** the message ("file", a bundle entry). 0, or -1 after kdb_fail. */
 int kdb_elf_check(kdb *db, const uint8_t *img, size_t n, const char *what, kdb_err *e);
+/* The longest message kept for a damaged code object. */
+#define KDB_DAMAGED_MSG 512
+/* Reads one code object of a file of several (an AMDGPU one when `amdgpu`,
+** else a cubin): a damaged one is noted in db->damaged (kdb_damaged_message)
+** and dropped, so that the others are read. 0, or -1 when even that cannot
+** be noted (out of memory). */
+int kdb_read_entry(kdb *db, const uint8_t *p, size_t n, const char *where, const char *triple,
+                   int compressed, int amdgpu, kdb_err *e);
 int kdb_amdgpu_read(kdb *db, const uint8_t *img, size_t n, const char *container,
                     const char *triple, int compressed, kdb_err *e);
 int kdb_cuda_read_cubin(kdb *db, const uint8_t *img, size_t n, const char *container,

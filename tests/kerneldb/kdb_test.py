@@ -443,6 +443,28 @@ def test_bad_input(kdb, inputs):
             if name in ("truncated-half", "shoff-outside"):
                 check("truncated or damaged ELF: the section header table" in p.stderr,
                       "%s: %s" % (name, p.stderr))
+        # one damaged code object of two: the other is read, the damage said,
+        # exit 2 (issue 19.7: one bad entry failed the whole file)
+        b = bytearray(bundle)
+        count, pos = struct.unpack_from("<Q", b, 24)[0], 32
+        for i in range(count):
+            off, size, tl = struct.unpack_from("<QQQ", b, pos)
+            triple = b[pos + 24:pos + 24 + tl].decode()
+            pos += 24 + tl
+            if "gfx90a" in triple:
+                struct.pack_into("<H", b, off + 0x3a, 0xffff)  # e_shentsize: headers past the end
+                bad_entry = i
+        one_bad = os.path.join(td, "one-bad.bundle")
+        with open(one_bad, "wb") as f:
+            f.write(b)
+        p = run([kdb, "list", one_bad], 2)
+        check("bundle 0 entry %d: truncated or damaged ELF" % bad_entry in p.stderr and "skipped" in p.stderr,
+              "damage said: %s" % p.stderr)
+        j = kdb_json(kdb, "list", one_bad, expect_rc=2)
+        ref = sorted(k["name"] for k in kdb_json(kdb, "list", os.path.join(inputs, "t_gfx1100.co"))["kernels"])
+        check([c["arch"] for c in j["code_objects"]] == ["gfx1100"] and len(j["damaged"]) == 1 and
+              sorted(k["name"] for k in j["kernels"]) == ref, "the good code object read: %s" % j["code_objects"])
+        check(kdb_json(kdb, "list", os.path.join(inputs, "t.bundle"))["damaged"] == [], "no damage: []")
         lib = os.path.join(td, "libcut.so")
         with open(os.path.join(inputs, "libt.so"), "rb") as f:
             data = f.read()

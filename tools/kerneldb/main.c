@@ -174,7 +174,14 @@ static int kdbcli_list(kdb *db, const kdbcli_opts *o) {
     }
     first = 0;
   }
-  if (o->json) printf("],\"sites\":%zu}\n", kdb_site_count(db));
+  if (o->json) {
+    printf("],\"sites\":%zu,\"damaged\":[", kdb_site_count(db));
+    for (size_t i = 0; i < kdb_damaged_count(db); i++) {
+      if (i) putchar(',');
+      kdbcli_jstr(kdb_damaged_message(db, i));
+    }
+    printf("]}\n");
+  }
   else if (nco == 0)
     printf("no GPU code objects; %zu nanoprobe sites of CPU kernels (kerneldb sites %s)\n",
            kdb_site_count(db), kdb_name(db));
@@ -755,10 +762,16 @@ int main(int argc, char **argv) {
     if (o.regex) regfree(&o.re);
     return 2;
   }
+  /* a file of several code objects with damaged ones: the others are read,
+   * the damage said first and the exit status 2 */
+  for (size_t i = 0; i < kdb_damaged_count(db); i++)
+    fprintf(stderr, "kerneldb: %s (skipped; the other code objects are read)\n",
+            kdb_damaged_message(db, i));
   int rc = list    ? kdbcli_list(db, &o)
            : show  ? kdbcli_show(db, &o)
            : sites ? kdbcli_sites(db, &o)
                    : kdbcli_isa(db, &o, lines);
+  if (kdb_damaged_count(db)) rc = 2;
   if (fflush(stdout) != 0) rc = 2;
   kdb_close(db);
   if (o.regex) regfree(&o.re);
