@@ -89,7 +89,7 @@ struct kdb_kernel {
   const char *demangled;       /* demangled; equals name when not mangled */
   const char *symbol;          /* descriptor symbol ("X.kd") or the code symbol */
   uint64_t code_addr;          /* address of the first instruction, 0 if unknown */
-  uint64_t code_size;          /* bytes up to the next symbol (what a disassembler shows) */
+  uint64_t code_size;          /* the code symbol's size (up to the next symbol when 0) */
   int has_descriptor;
   uint64_t descriptor_addr;
   kdb_descriptor descriptor;

@@ -175,16 +175,21 @@ static int kdb_amdgpu_kernels(kdb *db, kdb_co_priv *co, const msgpack_object *ke
     }
     /* The code symbol is the descriptor symbol without ".kd". */
     size_t sl = strlen(k->symbol);
+    uint64_t fsize = 0; /* the code symbol's size, 0 when unknown */
     if (sl > 3 && strcmp(k->symbol + sl - 3, ".kd") == 0) {
       char *cs = kdb_arena_strndup(&db->arena, k->symbol, sl - 3);
       if (!cs) return kdb_fail(e, db->name, "out of memory");
       key.name = cs;
       const kdb_sym *fs = nsyms ? bsearch(&key, syms, nsyms, sizeof *syms, kdb_amdgpu_symcmp) : NULL;
       if (fs && fs->type == STT_FUNC && !k->code_addr) k->code_addr = fs->value;
+      if (fs && fs->type == STT_FUNC && fs->value == k->code_addr) fsize = fs->size;
     }
     if (k->code_addr >= co->text_addr && k->code_addr - co->text_addr < co->text_size) {
-      /* Up to the next symbol, as a disassembler shows it. */
+      /* Up to the end the symbol gives, else up to the next symbol (as a
+       * disassembler shows it: the last kernel then runs on into the
+       * section's padding, s_code_end's hundreds of s_nop). */
       uint64_t end = co->text_addr + co->text_size;
+      if (fsize && fsize < end - k->code_addr) end = k->code_addr + fsize;
       size_t lo = 0, hi = naddrs;
       while (lo < hi) {
         size_t mid = (lo + hi) / 2;

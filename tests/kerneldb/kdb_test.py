@@ -47,20 +47,35 @@ def readelf_notes(path):
     return yaml.safe_load(re.sub(r"^\s*---\s*\n", "", m.group(1)))
 
 
+def func_ranges(path):
+    """{function symbol: (address, size)} from llvm-readelf -s."""
+    out = run([READELF, "-s", "--wide", path]).stdout
+    return {w[7]: (int(w[1], 16), int(w[2], 0)) for w in (l.split() for l in out.splitlines())
+            if len(w) >= 8 and w[3] == "FUNC"}
+
+
 def objdump_insns(path):
-    """{symbol: [(addr, mnemonic, operands)]} from llvm-objdump -d."""
+    """{symbol: [(addr, mnemonic, operands)]} from llvm-objdump -d, each
+    function's instructions within its symbol's size (objdump shows a
+    function up to the next symbol, the padding after its end included)."""
     out = run([OBJDUMP, "-d", path]).stdout
-    syms, cur = {}, None
+    ranges = func_ranges(path)
+    syms, cur, lim = {}, None, None
     for line in out.splitlines():
         m = re.match(r"^([0-9a-f]+) <(.*)>:$", line)
         if m:
             cur = syms.setdefault(m.group(2), [])
+            start, size = ranges.get(m.group(2), (0, 0))
+            lim = start + size if size else None
             continue
         m = re.match(r"^\t(.*?)\s*// ([0-9A-F]+):", line)
         if m and cur is not None:
+            addr = int(m.group(2), 16)
+            if lim is not None and addr >= lim:
+                continue
             text = m.group(1).strip()
             mn, _, ops = text.partition(" ")
-            cur.append((int(m.group(2), 16), mn, ops.strip()))
+            cur.append((addr, mn, ops.strip()))
     return syms
 
 
@@ -138,6 +153,9 @@ def test_objdump(kdb, inputs, arch):
         theirs = ref.get(name)
         check(theirs is not None, "objdump has no symbol " + name)
         check(len(mine) == len(theirs), "%s: %d instructions vs objdump %d" % (name, len(mine), len(theirs)))
+        # the code ends at the symbol's size: its last instruction ends the kernel (issue 19.7)
+        check(mine and mine[-1][1] in ("s_endpgm", "s_setpc_b64", "s_branch"),
+              "%s ends with %s" % (name, mine[-1] if mine else None))
         for a, b in zip(mine, theirs):
             # objdump appends the branch target symbol to the operands.
             ops_b = re.sub(r"\s*<.*>$", "", b[2])
