@@ -25,11 +25,11 @@
  * never runs concurrently with the thread's.
  */
 #include "nano/dh_comms.h"
+#include "nano/thread.h"
 
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -206,12 +206,7 @@ struct nano_dh_drainer *nano_dh_drainer_start(void) {
   pthread_cond_init(&d->wake, &ca);
   pthread_cond_init(&d->left, NULL);
   pthread_condattr_destroy(&ca);
-  /* The thread must not take signals meant for the program. */
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_BLOCK, &all, &old);
-  int rc = pthread_create(&d->thread, NULL, dhpool_main, d);
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  int rc = nano_thread_start(&d->thread, dhpool_main, d);
   if (rc != 0) {
     pthread_cond_destroy(&d->wake);
     pthread_cond_destroy(&d->left);

@@ -33,7 +33,6 @@
 #define NANO_KERNEL_TYPES_ONLY
 #include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +43,7 @@
 #include "dispatch.h"
 #include "fiber.h"
 #include "nano/handler.h"
+#include "nano/thread.h"
 #include "nano/kernel.h"
 #include "rpd.h"
 #include "rpd_internal.h"
@@ -355,21 +355,15 @@ static void *cpu_pool_main(void *arg) {
 }
 
 /* Starts pool threads up to `want` (g_cpu.m held). Asynchronous signals stay
- * with the program's threads; faults are delivered where they happen. */
+ * with the program's threads (nano/thread.h). */
 static void cpu_pool_grow(unsigned want) {
-  static const int faults[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP};
-  sigset_t async, old;
-  sigfillset(&async);
-  for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++)
-    sigdelset(&async, faults[i]);
-  pthread_sigmask(SIG_BLOCK, &async, &old);
   while (g_cpu.workers < want) {
     struct cpu_worker *w = calloc(1, sizeof *w);
     pthread_t t;
     if (!w)
       break;
     w->index = g_cpu.workers + 1;
-    int rc = pthread_create(&t, NULL, cpu_pool_main, w);
+    int rc = nano_thread_start(&t, cpu_pool_main, w);
     if (rc != 0) {
       free(w);
       fprintf(stderr, "nanoprobe: cannot start a CPU-kernel worker thread: %s\n", strerror(rc));
@@ -381,7 +375,6 @@ static void cpu_pool_grow(unsigned want) {
     pthread_detach(t);
     g_cpu.workers++;
   }
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 /* The fork child has the launching thread only. */

@@ -31,6 +31,7 @@
 #define _GNU_SOURCE
 #include <nano/remote.h>
 #include <nano/settings.h>
+#include <nano/thread.h>
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -370,14 +371,9 @@ static void rm_start(void) {
     unlink(rm.path);
     return;
   }
-  /* The thread takes no signal meant for the application. */
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
   rm.listen_fd = fd;
   rm.stopping = 0;
-  rc = pthread_create(&rm.thread, NULL, rm_thread, (void *)(intptr_t)fd);
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  rc = nano_thread_start(&rm.thread, rm_thread, (void *)(intptr_t)fd);
   if (rc != 0) {
     rm_warn("cannot start the control thread: %s; remote control disabled", strerror(rc));
     rm.listen_fd = -1;

@@ -64,6 +64,7 @@
 #include "nano/rpdfile.h"
 #include "nano/hash.h"
 #include "nano/settings.h"
+#include "nano/thread.h"
 #ifdef NANO_RPD_HAVE_TRACKER
 #include "nano/atomics.h"
 #endif
@@ -2908,7 +2909,7 @@ static int rpd_writer_start(void) {
   atomic_store(&g_writer_failed, 0);
   atomic_store(&g_flush_done, atomic_load(&g_flush_req));
   atomic_store(&g_writer_running, 1);
-  int rc = pthread_create(&g_writer_thread, NULL, rpdw_main, NULL);
+  int rc = nano_thread_start(&g_writer_thread, rpdw_main, NULL);
   if (rc != 0) {
     atomic_store(&g_writer_running, 0);
     rpd_log("cannot start the writer thread: %s", strerror(rc));

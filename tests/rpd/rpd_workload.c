@@ -30,11 +30,16 @@
  *   setname FILE APPEND  (RPDT_AUTOSTART=0) rpd_set_filename(FILE, APPEND),
  *                      start, a mark, stop; prints what rpd_set_filename
  *                      returned before and after the start
+ *   helpers            a range and a flush, then for each other thread of the
+ *                      process (the tracer's): "<name> blocks <k> of 5" for
+ *                      SIGTERM, SIGINT, SIGHUP, SIGCHLD, SIGUSR1 (from
+ *                      /proc/self/task/<tid>/status)
  *   chain              (RPDT_AUTOSTART=0) installs its own SIGINT handler,
  *                      then starts recording: a SIGINT inside a range runs
  *                      that handler and recording goes on
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -241,6 +246,49 @@ static int do_chain(void) {
   return 0;
 }
 
+/* The application's asynchronous signals that thread `tid` blocks, of five. */
+static int blocked_of_five(const char *tid) {
+  static const int sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGCHLD, SIGUSR1};
+  char path[320], line[256];
+  snprintf(path, sizeof path, "/proc/self/task/%s/status", tid);
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  unsigned long long mask = 0;
+  int found = 0;
+  while (fgets(line, sizeof line, f))
+    if (sscanf(line, "SigBlk: %llx", &mask) == 1) found = 1;
+  fclose(f);
+  if (!found) return -1;
+  int n = 0;
+  for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) n += (mask >> (sigs[i] - 1)) & 1;
+  return n;
+}
+
+static int do_helpers(void) {
+  rpd_rangePush(NULL, "helpers", NULL);
+  rpd_rangePop();
+  if (rpdflush() != 0) return 1;
+  DIR *d = opendir("/proc/self/task");
+  if (!d) return 1;
+  char self[32];
+  snprintf(self, sizeof self, "%d", (int)gettid());
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (e->d_name[0] == '.' || strcmp(e->d_name, self) == 0) continue;
+    char path[320], name[32] = "";
+    snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+    FILE *f = fopen(path, "r");
+    if (f) {
+      if (!fgets(name, sizeof name, f)) name[0] = 0;
+      fclose(f);
+    }
+    name[strcspn(name, "\n")] = 0;
+    printf("%s blocks %d of 5\n", name, blocked_of_five(e->d_name));
+  }
+  closedir(d);
+  return 0;
+}
+
 static int do_api(void) {
   int64_t t0 = rpd_now();
   uint64_t k = rpd_record_api("hip", "", "hipLaunchKernel", "kernel args", t0, t0 + 1000);
@@ -318,6 +366,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (strcmp(m, "api") == 0) return do_api();
+  if (strcmp(m, "helpers") == 0) return do_helpers();
   if (strcmp(m, "interned") == 0) return do_interned(a);
   if (strcmp(m, "zone") == 0) return do_zone(a);
   if (strcmp(m, "clock") == 0) return do_clock(a, b, argc > 4 && strcmp(argv[4], "flush") == 0);

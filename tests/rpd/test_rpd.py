@@ -482,6 +482,17 @@ def case_chain():
     check(rows == ["around-sigint", "after-sigint"], "rows: %s" % rows)
 
 
+def case_helper_signals():
+    # the tracer's threads leave the application's signals to its own threads:
+    # a handler run on a helper while the program's thread is suspended in
+    # vfork() can lose the signal (dash's trap did, under load)
+    p = run([prog("rpd_workload"), "helpers"], {"RPDT_FILENAME": "hs.rpd"})
+    lines = p.stdout.splitlines()
+    check(len(lines) >= 1, "the tracer's writer thread is listed: %r" % p.stdout)
+    check(all(line.endswith("blocks 5 of 5") for line in lines),
+          "every helper thread blocks the application's signals:\n" + p.stdout)
+
+
 def case_fork(extra_env=None, n=100):
     env = {"RPDT_FILENAME": "f.rpd"}
     env.update(extra_env or {})
@@ -1013,7 +1024,7 @@ CASES = {
     "crash_abort": lambda: case_crash("abort", signal.SIGABRT),
     "crash_term": lambda: case_crash("term", signal.SIGTERM),
     "crash_int": lambda: case_crash("int", signal.SIGINT),
-    "clock": case_clock, "settings": case_settings, "exit": case_exit, "locked": case_locked, "zone": case_zone, "setname": case_setname, "chain": case_chain, "fork": case_fork, "exec": case_exec, "control": case_control, "autostart": case_autostart,
+    "clock": case_clock, "settings": case_settings, "exit": case_exit, "locked": case_locked, "zone": case_zone, "setname": case_setname, "chain": case_chain, "helper_signals": case_helper_signals, "fork": case_fork, "exec": case_exec, "control": case_control, "autostart": case_autostart,
     "autoflush": case_autoflush, "drop": case_drop, "overflow": case_overflow,
     "min_duration": case_min_duration, "stack": case_stack, "api": case_api,
     "interned": case_interned, "atomics": case_atomics, "journal": case_journal,
