@@ -73,14 +73,19 @@
 
 /* ---- records ------------------------------------------------------------- */
 
+/* A record is one ring slot, struct nano_rpd_rec of rpd.h (NANO_ZONE's
+ * inline path writes PUSH and POP records itself); a record of two slots
+ * carries its extension (union rpd_ext) in the second. The fields by type,
+ * where s[] are string refs (0 none, RPD_REF_INTERNED | handle, else arena
+ * position + 1): */
 enum rpd_rec_type {
   R_PAD = 0,   /* filler before a 2-slot record at the end of the ring          */
-  R_PUSH,      /* t0, s[0..2] domain/name/args, s[3] stack                       */
-  R_POP,       /* t0                                                             */
+  R_PUSH = NANO_RPD_REC_PUSH, /* t0, s[0..2] domain/name/args, s[3] stack        */
+  R_POP = NANO_RPD_REC_POP,   /* t0                                              */
   R_MARK,      /* t0, s[0..2], s[3] stack                                        */
-  R_API,       /* t0, t1, h handle, s[0..3] domain/category/apiName/args; ext    */
-  R_KERNEL,    /* h api, s[0] stream, s[1] kernelName; ext i[0..7]               */
-  R_COPY,      /* h api, s[0] stream, s[1] dst, s[2] src; ext                    */
+  R_API,       /* t0, t1, h handle, s[0..3] domain/category/apiName/args; ext.api */
+  R_KERNEL,    /* h api, s[0] stream, s[1] kernelName; ext.kernel                */
+  R_COPY,      /* h api, s[0] stream, s[1] dst, s[2] src; ext.copy               */
   R_OP,        /* h api, t0, t1, s[0] description, s[1] opType, s[2] gpu|queue  */
   R_MONITOR,   /* t0, t1, s[0] deviceType, s[1] monitorType, s[2] value, s[3] id */
   R_RSTART,    /* h range id, t0, s[0] domain, s[1] text                         */
@@ -88,41 +93,41 @@ enum rpd_rec_type {
   R_EXIT,      /* t0: the thread exits; its open ranges end here                 */
 };
 
-struct rpd_rec {
-  uint8_t type;
-  uint8_t nslots;
-  uint16_t unused;
-  uint32_t epoch;
-  int64_t t0, t1;
-  uint64_t h;
-  uint64_t s[4]; /* string refs: 0 none, bit 63 interned handle, else arena pos + 1 */
-};
-_Static_assert(sizeof(struct rpd_rec) == 64, "a record is one cache line");
+_Static_assert(sizeof(struct nano_rpd_rec) == 64, "a record is one cache line");
 
-/* The second slot of R_API (stack), R_KERNEL and R_COPY records. */
-struct rpd_ext {
-  int64_t i64[3];
-  int32_t i32[8];
-  uint64_t stack; /* stack ref: (arena pos + 1) << RPD_STACK_COUNT_BITS | frames */
+/* The second slot of an R_API record with stack frames, R_KERNEL, R_COPY. */
+union rpd_ext {
+  struct {
+    uint64_t stack; /* stack ref: (arena pos + 1) << RPD_STACK_COUNT_BITS | frames */
+  } api;
+  struct { /* struct rpd_kernel_launch's numbers */
+    int32_t grid[3], workgroup[3];
+    int32_t group_segment_size, private_segment_size;
+  } kernel;
+  struct { /* struct rpd_copy's numbers */
+    int64_t size, width, height;
+    int32_t kind, dst_device, src_device, sync, pinned;
+  } copy;
 };
-_Static_assert(sizeof(struct rpd_ext) <= 64, "an extension is one slot");
+_Static_assert(sizeof(union rpd_ext) <= sizeof(struct nano_rpd_rec), "an extension is one slot");
 
-#define RPD_REF_INTERNED (1ull << 63)
+#define RPD_REF_INTERNED NANO_RPD_REF_INTERNED
 
 /* One thread's buffers. head/ahead are written by the owner only, tail/atail
  * by the writer only. */
 struct rpd_tbuf {
-  /* first, as struct nano_rpd_ring (rpd.h): what NANO_ZONE's inline path uses */
-  _Atomic uint64_t head;  /* next slot the producer writes (published)       */
-  uint64_t tail_seen;     /* producer's last view of tail                     */
-  struct rpd_rec *slots;
-  uint32_t nslots, asize; /* powers of two                                    */
+  /* first, for NANO_ZONE's inline path (rpd.h): head, the next slot the
+   * producer writes (published with a release store), tail_seen, its last
+   * view of tail, and the slots, nslots of them (a power of two) */
+  struct nano_rpd_ring ring;
+  uint32_t asize;         /* arena bytes, a power of two                      */
   _Atomic uint64_t ahead; /* next arena byte (relaxed: read by a failed writer) */
   uint64_t atail_seen;
   int wake_sent;          /* producer asked the writer to drain               */
-  int32_t pid, tid;
+  /* the producer's fields above share one cache line; the writer's begin here */
   _Alignas(64) _Atomic uint64_t tail;
   _Atomic uint64_t atail;
+  int32_t pid, tid;       /* the owner's, set when it takes the buffer        */
   _Atomic uint64_t dropped;
   _Atomic int state;      /* 0 live, 1 owner exited, 2 free for reuse         */
   char exit_name[16];     /* the owner's name at exit (set before state 1)    */
@@ -151,19 +156,9 @@ struct rpd_tbuf {
  * (arrays freed until the writer reads them back). */
 enum rpd_seg_state { SEG_MEM, SEG_READ, SEG_SPILLING, SEG_SPILLED };
 
-/* NANO_ZONE's inline path (rpd.h) writes records and moves the head itself. */
-_Static_assert(offsetof(struct rpd_tbuf, head) == offsetof(struct nano_rpd_ring, head) &&
-                   offsetof(struct rpd_tbuf, tail_seen) == offsetof(struct nano_rpd_ring, tail_seen) &&
-                   offsetof(struct rpd_tbuf, slots) == offsetof(struct nano_rpd_ring, slots) &&
-                   offsetof(struct rpd_tbuf, nslots) == offsetof(struct nano_rpd_ring, nslots),
-               "struct nano_rpd_ring is the head of struct rpd_tbuf");
-_Static_assert(sizeof(struct rpd_rec) == sizeof(struct nano_rpd_rec) &&
-                   offsetof(struct rpd_rec, epoch) == offsetof(struct nano_rpd_rec, epoch) &&
-                   offsetof(struct rpd_rec, t0) == offsetof(struct nano_rpd_rec, t0) &&
-                   offsetof(struct rpd_rec, s) == offsetof(struct nano_rpd_rec, s) &&
-                   (int)R_PUSH == (int)NANO_RPD_REC_PUSH && (int)R_POP == (int)NANO_RPD_REC_POP &&
-                   RPD_REF_INTERNED == NANO_RPD_REF_INTERNED,
-               "struct nano_rpd_rec is struct rpd_rec");
+/* NANO_ZONE's inline path (rpd.h) reads tls.ring as the ring. */
+_Static_assert(offsetof(struct rpd_tbuf, ring) == 0, "a thread's ring is its buffer");
+_Static_assert(offsetof(struct rpd_tbuf, tail) == 64, "the producer's fields fit one cache line");
 
 /* A range the writer has seen pushed and not yet popped. */
 struct rpd_open {
@@ -629,7 +624,7 @@ out:
 /* ---- producer side -------------------------------------------------------- */
 
 struct rpd_strs;
-static struct rpd_rec *rpd_reserve(struct rpd_tbuf **bp, uint32_t nslots, struct rpd_strs *strs,
+static struct nano_rpd_rec *rpd_reserve(struct rpd_tbuf **bp, uint32_t nslots, struct rpd_strs *strs,
                                    uint64_t *refs, uint64_t *blobref);
 static inline void rpd_publish(struct rpd_tbuf *b, uint32_t nslots);
 static inline uint32_t rpd_on(void);
@@ -663,7 +658,7 @@ static struct rpd_tbuf *g_pool[RPD_POOL_MAX];
 static int g_npool;
 
 static size_t rpd_seg_bytes(const struct rpd_tbuf *b) {
-  return (size_t)b->nslots * sizeof(struct rpd_rec) + b->asize;
+  return (size_t)b->ring.nslots * sizeof(struct nano_rpd_rec) + b->asize;
 }
 
 /* Allocates ring b's arrays (one mapping: slots, then the arena), with the
@@ -674,24 +669,24 @@ static size_t rpd_seg_bytes(const struct rpd_tbuf *b) {
  * the common case of NANO_ZONE and Python, use none). Returns 0, or -1 (out
  * of memory). */
 static int rpd_seg_arrays(struct rpd_tbuf *b) {
-  size_t bytes = rpd_seg_bytes(b), slots = (size_t)b->nslots * sizeof(struct rpd_rec);
+  size_t bytes = rpd_seg_bytes(b), slots = (size_t)b->ring.nslots * sizeof(struct nano_rpd_rec);
   void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) return -1;
   if (madvise(p, slots, MADV_POPULATE_WRITE) != 0) { /* before Linux 5.14: fault them now */
     for (size_t off = 0; off < slots; off += RPD_PAGE_BYTES) ((volatile char *)p)[off] = 0;
   }
-  b->slots = p;
-  b->arena = (char *)p + (size_t)b->nslots * sizeof(struct rpd_rec);
+  b->ring.slots = p;
+  b->arena = (char *)p + (size_t)b->ring.nslots * sizeof(struct nano_rpd_rec);
   atomic_fetch_add(&g_ring_bytes, (int64_t)bytes);
   return 0;
 }
 
 static void rpd_seg_free_arrays(struct rpd_tbuf *b) {
-  if (!b->slots) return;
+  if (!b->ring.slots) return;
   size_t bytes = rpd_seg_bytes(b);
   atomic_fetch_sub(&g_ring_bytes, (int64_t)bytes);
-  if (munmap(b->slots, bytes) != 0) rpd_log("munmap of a ring: %s", strerror(errno));
-  b->slots = NULL;
+  if (munmap(b->ring.slots, bytes) != 0) rpd_log("munmap of a ring: %s", strerror(errno));
+  b->ring.slots = NULL;
   b->arena = NULL;
 }
 
@@ -700,8 +695,8 @@ static void rpd_seg_free_arrays(struct rpd_tbuf *b) {
 static struct rpd_tbuf *rpd_seg_new(struct rpd_tbuf *owner) {
   struct rpd_tbuf *b = calloc(1, sizeof *b);
   if (!b) return NULL;
-  b->nslots = owner ? owner->nslots : g_cfg_slots;
-  b->asize = b->nslots * 16;
+  b->ring.nslots = owner ? owner->ring.nslots : g_cfg_slots;
+  b->asize = b->ring.nslots * 16;
   if (rpd_seg_arrays(b) != 0) {
     free(b);
     return NULL;
@@ -716,7 +711,7 @@ static struct rpd_tbuf *rpd_seg_new(struct rpd_tbuf *owner) {
 static int rpd_seg_spill(struct rpd_tbuf *b) {
   int expect = SEG_MEM;
   if (!atomic_compare_exchange_strong(&b->seg_state, &expect, SEG_SPILLING)) return -1;
-  struct iovec v[2] = {{b->slots, (size_t)b->nslots * sizeof(struct rpd_rec)},
+  struct iovec v[2] = {{b->ring.slots, (size_t)b->ring.nslots * sizeof(struct nano_rpd_rec)},
                        {b->arena, b->asize}};
   int64_t off = rpdi_spill_write(v, 2, rpd_seg_bytes(b));
   if (off < 0) {
@@ -738,7 +733,7 @@ static struct rpd_tbuf *rpd_seg_next(struct rpd_tbuf *b) {
   struct rpd_tbuf *n = atomic_exchange(&t->spare, NULL);
   if (!n) {
     pthread_mutex_lock(&g_pool_lock);
-    if (g_npool && g_pool[g_npool - 1]->nslots == b->nslots) n = g_pool[--g_npool];
+    if (g_npool && g_pool[g_npool - 1]->ring.nslots == b->ring.nslots) n = g_pool[--g_npool];
     pthread_mutex_unlock(&g_pool_lock);
     if (n) n->owner = t;
   }
@@ -749,7 +744,7 @@ static struct rpd_tbuf *rpd_seg_next(struct rpd_tbuf *b) {
     n = rpd_seg_new(t);
     if (!n) return NULL;
   }
-  n->tail_seen = atomic_load(&n->tail);
+  n->ring.tail_seen = atomic_load(&n->tail);
   n->atail_seen = atomic_load(&n->atail);
   n->wake_sent = 0;
   atomic_store(&n->seg_next, NULL);
@@ -769,7 +764,7 @@ static void rpd_tls_destructor(void *p) {
   uint32_t epoch = rpd_on();
   if (epoch && tls.depth > 0) {
     struct rpd_tbuf *b = t->pseg;
-    struct rpd_rec *r = rpd_reserve(&b, 1, NULL, NULL, NULL);
+    struct nano_rpd_rec *r = rpd_reserve(&b, 1, NULL, NULL, NULL);
     if (r) {
       r->type = R_EXIT;
       r->nslots = 1;
@@ -789,7 +784,7 @@ static struct rpd_tbuf *rpd_tbuf_slow(void) {
   pid_t pid = getpid(), tid = (pid_t)syscall(SYS_gettid);
   for (b = atomic_load(&g_bufs); b; b = b->next) {
     int expect = 2;
-    if (b->nslots == g_cfg_slots && atomic_compare_exchange_strong(&b->state, &expect, 0)) break;
+    if (b->ring.nslots == g_cfg_slots && atomic_compare_exchange_strong(&b->state, &expect, 0)) break;
   }
   if (!b) {
     b = rpd_seg_new(NULL);
@@ -802,7 +797,7 @@ static struct rpd_tbuf *rpd_tbuf_slow(void) {
   b->pid = pid;
   b->tid = tid;
   struct rpd_tbuf *ring = b->pseg;
-  ring->tail_seen = atomic_load(&ring->tail);
+  ring->ring.tail_seen = atomic_load(&ring->tail);
   ring->atail_seen = atomic_load(&ring->atail);
   ring->wake_sent = 0;
   rpd_tls_set_buf(ring);
@@ -838,16 +833,16 @@ static inline uint64_t rpd_arena_place(uint64_t *pos, uint32_t len, uint32_t asi
  * thread's ring *bp (which a full ring replaces, see "segments"), copies the
  * strings and fills refs[] (and *blobref). Returns the first slot, or NULL
  * when the record was dropped (counted). */
-static struct rpd_rec *rpd_reserve(struct rpd_tbuf **bp, uint32_t nslots, struct rpd_strs *strs,
+static struct nano_rpd_rec *rpd_reserve(struct rpd_tbuf **bp, uint32_t nslots, struct rpd_strs *strs,
                                    uint64_t *refs, uint64_t *blobref) {
   struct rpd_tbuf *b = *bp;
   uint64_t head, apos, aend;
   uint32_t pad;
   for (int spins = 0;; spins++) {
-    head = atomic_load_explicit(&b->head, memory_order_relaxed);
+    head = __atomic_load_n(&b->ring.head, __ATOMIC_RELAXED);
     pad = 0;
-    if (nslots > 1 && ((head + nslots - 1) & (b->nslots - 1)) < (head & (b->nslots - 1)))
-      pad = b->nslots - (uint32_t)(head & (b->nslots - 1));
+    if (nslots > 1 && ((head + nslots - 1) & (b->ring.nslots - 1)) < (head & (b->ring.nslots - 1)))
+      pad = b->ring.nslots - (uint32_t)(head & (b->ring.nslots - 1));
     apos = aend = atomic_load_explicit(&b->ahead, memory_order_relaxed);
     if (strs) {
       uint32_t cap = b->asize / 8;
@@ -861,10 +856,10 @@ static struct rpd_rec *rpd_reserve(struct rpd_tbuf **bp, uint32_t nslots, struct
         rpd_arena_place(&aend, strs->bloblen, b->asize);
       }
     }
-    if (head + pad + nslots - b->tail_seen <= b->nslots && aend - b->atail_seen <= b->asize) break;
-    b->tail_seen = atomic_load_explicit(&b->tail, memory_order_acquire);
+    if (head + pad + nslots - b->ring.tail_seen <= b->ring.nslots && aend - b->atail_seen <= b->asize) break;
+    b->ring.tail_seen = atomic_load_explicit(&b->tail, memory_order_acquire);
     b->atail_seen = atomic_load_explicit(&b->atail, memory_order_acquire);
-    if (head + pad + nslots - b->tail_seen <= b->nslots && aend - b->atail_seen <= b->asize) break;
+    if (head + pad + nslots - b->ring.tail_seen <= b->ring.nslots && aend - b->atail_seen <= b->asize) break;
     if (g_drop || !atomic_load_explicit(&g_writer_running, memory_order_acquire)) {
       atomic_fetch_add_explicit(&b->owner->dropped, 1, memory_order_relaxed);
       return NULL;
@@ -887,12 +882,12 @@ static struct rpd_rec *rpd_reserve(struct rpd_tbuf **bp, uint32_t nslots, struct
     nanosleep(&ts, NULL);
   }
   if (pad) {
-    struct rpd_rec *p = &b->slots[head & (b->nslots - 1)];
+    struct nano_rpd_rec *p = &b->ring.slots[head & (b->ring.nslots - 1)];
     p->type = R_PAD;
     p->nslots = (uint8_t)(pad > 255 ? 255 : pad);
     /* a pad longer than 255 slots cannot happen: nslots <= 2 */
     head += pad;
-    atomic_store_explicit(&b->head, head, memory_order_release);
+    __atomic_store_n(&b->ring.head, head, __ATOMIC_RELEASE);
   }
   if (strs) {
     uint64_t pos = apos;
@@ -915,12 +910,12 @@ static struct rpd_rec *rpd_reserve(struct rpd_tbuf **bp, uint32_t nslots, struct
     }
     atomic_store_explicit(&b->ahead, aend, memory_order_relaxed);
   }
-  return &b->slots[head & (b->nslots - 1)];
+  return &b->ring.slots[head & (b->ring.nslots - 1)];
 }
 
 static __attribute__((noinline)) void rpd_publish_check(struct rpd_tbuf *b, uint64_t head) {
-  b->tail_seen = atomic_load_explicit(&b->tail, memory_order_acquire);
-  if (head - b->tail_seen > b->nslots / 2) {
+  b->ring.tail_seen = atomic_load_explicit(&b->tail, memory_order_acquire);
+  if (head - b->ring.tail_seen > b->ring.nslots / 2) {
     if (!b->wake_sent) {
       b->wake_sent = 1;
       rpd_wake_writer();
@@ -933,9 +928,9 @@ static __attribute__((noinline)) void rpd_publish_check(struct rpd_tbuf *b, uint
 /* Publishes a record of nslots reserved by rpd_reserve; wakes the writer
  * when the ring is more than half full. */
 static inline void rpd_publish(struct rpd_tbuf *b, uint32_t nslots) {
-  uint64_t head = atomic_load_explicit(&b->head, memory_order_relaxed) + nslots;
-  atomic_store_explicit(&b->head, head, memory_order_release);
-  if (__builtin_expect(head - b->tail_seen > b->nslots / 2, 0)) rpd_publish_check(b, head);
+  uint64_t head = __atomic_load_n(&b->ring.head, __ATOMIC_RELAXED) + nslots;
+  __atomic_store_n(&b->ring.head, head, __ATOMIC_RELEASE);
+  if (__builtin_expect(head - b->ring.tail_seen > b->ring.nslots / 2, 0)) rpd_publish_check(b, head);
 }
 
 /* Recording state: returns the epoch when on, 0 when off. */
@@ -973,7 +968,7 @@ static int rpd_push_refs(uint32_t epoch, const char *domain, const char *name, c
     rpd_strs_add(&s, args);
   }
   rpd_strs_stack(&s, ips);
-  struct rpd_rec *r = rpd_reserve(&b, 1, (s.n || s.bloblen) ? &s : NULL, refs, &stack);
+  struct nano_rpd_rec *r = rpd_reserve(&b, 1, (s.n || s.bloblen) ? &s : NULL, refs, &stack);
   if (!r) return -1;
   r->type = R_PUSH;
   r->nslots = 1;
@@ -1032,9 +1027,9 @@ RPDI_EXPORT void rpd_rangePushInterned(uint32_t domain, uint32_t name, uint32_t 
   uint32_t epoch = rpd_on();
   struct rpd_tbuf *b = rpd_tls_buf();
   if (__builtin_expect(epoch && b && g_stack_depth <= 0, 1)) {
-    uint64_t head = atomic_load_explicit(&b->head, memory_order_relaxed);
-    if (__builtin_expect(head + 1 - b->tail_seen <= b->nslots, 1)) {
-      struct rpd_rec *r = &b->slots[head & (b->nslots - 1)];
+    uint64_t head = __atomic_load_n(&b->ring.head, __ATOMIC_RELAXED);
+    if (__builtin_expect(head + 1 - b->ring.tail_seen <= b->ring.nslots, 1)) {
+      struct nano_rpd_rec *r = &b->ring.slots[head & (b->ring.nslots - 1)];
       r->type = R_PUSH;
       r->nslots = 1;
       r->epoch = epoch;
@@ -1051,7 +1046,7 @@ RPDI_EXPORT void rpd_rangePushInterned(uint32_t domain, uint32_t name, uint32_t 
   rpd_push_interned_slow(epoch, domain, name, args);
 }
 
-static inline void rpd_put_pop(struct rpd_tbuf *b, struct rpd_rec *r, uint32_t epoch) {
+static inline void rpd_put_pop(struct rpd_tbuf *b, struct nano_rpd_rec *r, uint32_t epoch) {
   r->type = R_POP;
   r->nslots = 1;
   r->epoch = epoch;
@@ -1063,7 +1058,7 @@ static inline void rpd_put_pop(struct rpd_tbuf *b, struct rpd_rec *r, uint32_t e
  * thread has no buffer yet: records the pop of depth d. */
 static __attribute__((noinline)) int rpd_pop_slow(uint32_t d, uint32_t epoch) {
   struct rpd_tbuf *b = rpd_tbuf();
-  struct rpd_rec *r = b ? rpd_reserve(&b, 1, NULL, NULL, NULL) : NULL;
+  struct nano_rpd_rec *r = b ? rpd_reserve(&b, 1, NULL, NULL, NULL) : NULL;
   if (r) rpd_put_pop(b, r, epoch);
   return (int)d;
 }
@@ -1079,9 +1074,9 @@ int rpdi_pop(void) {
   if (!epoch) return (int)d;
   struct rpd_tbuf *b = rpd_tls_buf();
   if (__builtin_expect(!b, 0)) return rpd_pop_slow(d, epoch);
-  uint64_t head = atomic_load_explicit(&b->head, memory_order_relaxed);
-  if (__builtin_expect(head + 1 - b->tail_seen > b->nslots, 0)) return rpd_pop_slow(d, epoch);
-  rpd_put_pop(b, &b->slots[head & (b->nslots - 1)], epoch);
+  uint64_t head = __atomic_load_n(&b->ring.head, __ATOMIC_RELAXED);
+  if (__builtin_expect(head + 1 - b->ring.tail_seen > b->ring.nslots, 0)) return rpd_pop_slow(d, epoch);
+  rpd_put_pop(b, &b->ring.slots[head & (b->ring.nslots - 1)], epoch);
   return (int)d;
 }
 
@@ -1098,7 +1093,7 @@ RPDI_EXPORT void rpd_mark(const char *domain, const char *name, const char *args
   rpd_strs_add(&s, name);
   rpd_strs_add(&s, args);
   rpd_strs_stack(&s, ips);
-  struct rpd_rec *r = rpd_reserve(&b, 1, &s, refs, &stack);
+  struct nano_rpd_rec *r = rpd_reserve(&b, 1, &s, refs, &stack);
   if (!r) return;
   r->type = R_MARK;
   r->nslots = 1;
@@ -1121,7 +1116,7 @@ uint64_t rpdi_range_start(const char *domain, const char *text) {
   uint64_t refs[4] = {0};
   rpd_strs_add(&s, domain);
   rpd_strs_add(&s, text);
-  struct rpd_rec *r = rpd_reserve(&b, 1, &s, refs, NULL);
+  struct nano_rpd_rec *r = rpd_reserve(&b, 1, &s, refs, NULL);
   if (!r) return id;
   r->type = R_RSTART;
   r->nslots = 1;
@@ -1139,7 +1134,7 @@ void rpdi_range_stop(uint64_t id) {
   if (!epoch) return;
   struct rpd_tbuf *b = rpd_tbuf();
   if (!b) return;
-  struct rpd_rec *r = rpd_reserve(&b, 1, NULL, NULL, NULL);
+  struct nano_rpd_rec *r = rpd_reserve(&b, 1, NULL, NULL, NULL);
   if (!r) return;
   r->type = R_RSTOP;
   r->nslots = 1;
@@ -1163,7 +1158,7 @@ RPDI_EXPORT uint64_t rpd_record_api(const char *domain, const char *category, co
   rpd_strs_add(&s, args);
   rpd_strs_stack(&s, ips);
   uint32_t n = s.bloblen ? 2 : 1;
-  struct rpd_rec *r = rpd_reserve(&b, n, &s, refs, &stack);
+  struct nano_rpd_rec *r = rpd_reserve(&b, n, &s, refs, &stack);
   if (!r) return 0;
   uint64_t h = atomic_fetch_add_explicit(&g_api_next, 1, memory_order_relaxed);
   r->type = R_API;
@@ -1174,9 +1169,9 @@ RPDI_EXPORT uint64_t rpd_record_api(const char *domain, const char *category, co
   r->h = h;
   memcpy(r->s, refs, sizeof r->s);
   if (n == 2) {
-    struct rpd_ext *x = (struct rpd_ext *)(r + 1);
+    union rpd_ext *x = (union rpd_ext *)(r + 1);
     memset(x, 0, sizeof *x);
-    x->stack = stack;
+    x->api.stack = stack;
   }
   rpd_publish(b, n);
   return h;
@@ -1187,7 +1182,7 @@ RPDI_EXPORT uint64_t rpd_record_api(const char *domain, const char *category, co
  * arena and referenced from s[0..n). Returns the record for the caller to fill
  * and publish with rpd_publish(*bp, nslots), or NULL when recording is off or
  * the record was dropped (counted). */
-static struct rpd_rec *rpd_record_open(uint8_t type, uint32_t nslots, uint64_t h,
+static struct nano_rpd_rec *rpd_record_open(uint8_t type, uint32_t nslots, uint64_t h,
                                        const char *const *strs, int n, struct rpd_tbuf **bp) {
   assert(n <= 4);
   uint32_t epoch = rpd_on();
@@ -1197,7 +1192,7 @@ static struct rpd_rec *rpd_record_open(uint8_t type, uint32_t nslots, uint64_t h
   struct rpd_strs s = {0};
   uint64_t refs[4] = {0};
   for (int i = 0; i < n; i++) rpd_strs_add(&s, strs[i]);
-  struct rpd_rec *r = rpd_reserve(&b, nslots, &s, refs, NULL);
+  struct nano_rpd_rec *r = rpd_reserve(&b, nslots, &s, refs, NULL);
   if (!r) return NULL;
   r->type = type;
   r->nslots = (uint8_t)nslots;
@@ -1212,17 +1207,12 @@ RPDI_EXPORT void rpd_record_kernelapi(uint64_t api, const struct rpd_kernel_laun
   if (!api || !k) return;
   const char *strs[] = {k->stream, k->kernelName};
   struct rpd_tbuf *b;
-  struct rpd_rec *r = rpd_record_open(R_KERNEL, 2, api, strs, 2, &b);
+  struct nano_rpd_rec *r = rpd_record_open(R_KERNEL, 2, api, strs, 2, &b);
   if (!r) return;
-  struct rpd_ext *x = (struct rpd_ext *)(r + 1);
-  x->i32[0] = k->gridX;
-  x->i32[1] = k->gridY;
-  x->i32[2] = k->gridZ;
-  x->i32[3] = k->workgroupX;
-  x->i32[4] = k->workgroupY;
-  x->i32[5] = k->workgroupZ;
-  x->i32[6] = k->groupSegmentSize;
-  x->i32[7] = k->privateSegmentSize;
+  union rpd_ext *x = (union rpd_ext *)(r + 1);
+  x->kernel = (typeof(x->kernel)){{k->gridX, k->gridY, k->gridZ},
+                                  {k->workgroupX, k->workgroupY, k->workgroupZ},
+                                  k->groupSegmentSize, k->privateSegmentSize};
   rpd_publish(b, 2);
 }
 
@@ -1230,17 +1220,11 @@ RPDI_EXPORT void rpd_record_copyapi(uint64_t api, const struct rpd_copy *c) {
   if (!api || !c) return;
   const char *strs[] = {c->stream, c->dst, c->src};
   struct rpd_tbuf *b;
-  struct rpd_rec *r = rpd_record_open(R_COPY, 2, api, strs, 3, &b);
+  struct nano_rpd_rec *r = rpd_record_open(R_COPY, 2, api, strs, 3, &b);
   if (!r) return;
-  struct rpd_ext *x = (struct rpd_ext *)(r + 1);
-  x->i64[0] = c->size;
-  x->i64[1] = c->width;
-  x->i64[2] = c->height;
-  x->i32[0] = c->kind;
-  x->i32[1] = c->dstDevice;
-  x->i32[2] = c->srcDevice;
-  x->i32[3] = c->sync;
-  x->i32[4] = c->pinned;
+  union rpd_ext *x = (union rpd_ext *)(r + 1);
+  x->copy = (typeof(x->copy)){c->size, c->width, c->height, c->kind, c->dstDevice, c->srcDevice,
+                              c->sync, c->pinned};
   rpd_publish(b, 2);
 }
 
@@ -1248,7 +1232,7 @@ RPDI_EXPORT void rpd_record_op(uint64_t api, int gpuId, int queueId, int64_t sta
                                const char *description, const char *opType) {
   const char *strs[] = {description, opType};
   struct rpd_tbuf *b;
-  struct rpd_rec *r = rpd_record_open(R_OP, 1, api, strs, 2, &b);
+  struct nano_rpd_rec *r = rpd_record_open(R_OP, 1, api, strs, 2, &b);
   if (!r) return;
   r->t0 = start;
   r->t1 = end;
@@ -1260,7 +1244,7 @@ RPDI_EXPORT void rpd_record_monitor(const char *deviceType, int deviceId, const 
                                     int64_t start, int64_t end, const char *value) {
   const char *strs[] = {deviceType, monitorType, value};
   struct rpd_tbuf *b;
-  struct rpd_rec *r = rpd_record_open(R_MONITOR, 1, 0, strs, 3, &b);
+  struct nano_rpd_rec *r = rpd_record_open(R_MONITOR, 1, 0, strs, 3, &b);
   if (!r) return;
   r->t0 = start;
   r->t1 = end;
@@ -1971,7 +1955,7 @@ static int rpdw_ref_empty(const struct rpd_tbuf *b, uint64_t ref, uint64_t *aend
  * rule of rpd.h: domain NULL or "" is "UserMarker"; with non-empty args,
  * apiName = name and args = args; without, apiName "UserMarker" and
  * args = name. */
-static uint64_t rpdw_user_dom_name(const struct rpd_tbuf *b, const struct rpd_rec *r,
+static uint64_t rpdw_user_dom_name(const struct rpd_tbuf *b, const struct nano_rpd_rec *r,
                                    uint64_t *aend, int64_t *dom, int64_t *name) {
   if (rpdw_ref_empty(b, r->s[0], aend))
     *dom = g_w.id_usermarker;
@@ -1985,7 +1969,7 @@ static uint64_t rpdw_user_dom_name(const struct rpd_tbuf *b, const struct rpd_re
   return r->s[1];
 }
 
-static void rpdw_user_ids_uncached(const struct rpd_tbuf *b, const struct rpd_rec *r,
+static void rpdw_user_ids_uncached(const struct rpd_tbuf *b, const struct nano_rpd_rec *r,
                                    uint64_t *aend, int64_t *dom, int64_t *name, int64_t *args) {
   *args = rpdw_ref_uid(b, rpdw_user_dom_name(b, r, aend, dom, name), aend);
 }
@@ -1993,7 +1977,7 @@ static void rpdw_user_ids_uncached(const struct rpd_tbuf *b, const struct rpd_re
 /* A range push under NANO_RPD_MIN_DURATION: ids as rpdw_user_ids gives, but
  * the args only as the key of its function (a rocpd_string id) and a way to
  * its text; its rocpd_ustring row waits for the pop (rpdw_range_args_id). */
-static void rpdw_range_keys(const struct rpd_tbuf *b, const struct rpd_rec *r, uint64_t *aend,
+static void rpdw_range_keys(const struct rpd_tbuf *b, const struct nano_rpd_rec *r, uint64_t *aend,
                             struct rpd_open *o) {
   uint64_t ref = rpdw_user_dom_name(b, r, aend, &o->domain_id, &o->name_id);
   o->args_id = 0;
@@ -2014,7 +1998,7 @@ static int64_t rpdw_range_args_id(const struct rpd_open *o) {
 }
 
 /* rpdw_user_ids_uncached, through the cache when no ref is an arena text. */
-static void rpdw_user_ids(const struct rpd_tbuf *b, const struct rpd_rec *r, uint64_t *aend,
+static void rpdw_user_ids(const struct rpd_tbuf *b, const struct nano_rpd_rec *r, uint64_t *aend,
                           int64_t *dom, int64_t *name, int64_t *args) {
   const uint64_t *k = r->s;
   for (int i = 0; i < 3; i++)
@@ -2167,7 +2151,7 @@ static void rpdw_close_stale(struct rpd_tbuf *b, uint32_t cur_on_epoch) {
 
 /* Writes record r of ring b (its texts are in b's arena; the thread's state
  * is b's owner's). */
-static void rpdw_record(struct rpd_tbuf *b, const struct rpd_rec *r, uint64_t *aend) {
+static void rpdw_record(struct rpd_tbuf *b, const struct nano_rpd_rec *r, uint64_t *aend) {
   struct rpd_tbuf *t = b->owner;
   switch (r->type) {
   case R_PAD:
@@ -2226,39 +2210,44 @@ static void rpdw_record(struct rpd_tbuf *b, const struct rpd_rec *r, uint64_t *a
     int64_t name = rpdw_ref_id(b, r->s[2], "", aend);
     int64_t args = rpdw_ref_uid(b, r->s[3], aend);
     rpdw_api_row(id, t->pid, t->tid, r->t0, r->t1, name, cat, dom, args);
-    if (r->nslots == 2) rpdw_stack(b, ((const struct rpd_ext *)(r + 1))->stack, id, aend);
+    if (r->nslots == 2) rpdw_stack(b, ((const union rpd_ext *)(r + 1))->api.stack, id, aend);
     break;
   }
   case R_KERNEL: {
-    const struct rpd_ext *x = (const struct rpd_ext *)(r + 1);
+    const union rpd_ext *x = (const union rpd_ext *)(r + 1);
     sqlite3_stmt *st = g_w.st[ST_KERNEL];
     const char *stream = rpdw_text(b, r->s[0], aend);
     int64_t kname = rpdw_ref_id(b, r->s[1], "", aend);
     sqlite3_bind_int64(st, 1, g_w.offset + (int64_t)r->h);
     sqlite3_bind_text(st, 2, stream ? stream : "", -1, SQLITE_STATIC);
-    for (int i = 0; i < 8; i++) sqlite3_bind_int(st, 3 + i, x->i32[i]);
+    for (int i = 0; i < 3; i++) {
+      sqlite3_bind_int(st, 3 + i, x->kernel.grid[i]);
+      sqlite3_bind_int(st, 6 + i, x->kernel.workgroup[i]);
+    }
+    sqlite3_bind_int(st, 9, x->kernel.group_segment_size);
+    sqlite3_bind_int(st, 10, x->kernel.private_segment_size);
     sqlite3_bind_int64(st, 11, kname);
     rpdw_step(ST_KERNEL);
     break;
   }
   case R_COPY: {
-    const struct rpd_ext *x = (const struct rpd_ext *)(r + 1);
+    const union rpd_ext *x = (const union rpd_ext *)(r + 1);
     sqlite3_stmt *st = g_w.st[ST_COPY];
     const char *stream = rpdw_text(b, r->s[0], aend);
     const char *dst = rpdw_text(b, r->s[1], aend);
     const char *src = rpdw_text(b, r->s[2], aend);
     sqlite3_bind_int64(st, 1, g_w.offset + (int64_t)r->h);
     sqlite3_bind_text(st, 2, stream ? stream : "", -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 3, x->i64[0]);
-    sqlite3_bind_int64(st, 4, x->i64[1]);
-    sqlite3_bind_int64(st, 5, x->i64[2]);
-    sqlite3_bind_int(st, 6, x->i32[0]);
+    sqlite3_bind_int64(st, 3, x->copy.size);
+    sqlite3_bind_int64(st, 4, x->copy.width);
+    sqlite3_bind_int64(st, 5, x->copy.height);
+    sqlite3_bind_int(st, 6, x->copy.kind);
     sqlite3_bind_text(st, 7, dst ? dst : "", -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 8, src ? src : "", -1, SQLITE_STATIC);
-    sqlite3_bind_int(st, 9, x->i32[1]);
-    sqlite3_bind_int(st, 10, x->i32[2]);
-    sqlite3_bind_int(st, 11, x->i32[3] != 0);
-    sqlite3_bind_int(st, 12, x->i32[4] != 0);
+    sqlite3_bind_int(st, 9, x->copy.dst_device);
+    sqlite3_bind_int(st, 10, x->copy.src_device);
+    sqlite3_bind_int(st, 11, x->copy.sync != 0);
+    sqlite3_bind_int(st, 12, x->copy.pinned != 0);
     rpdw_step(ST_COPY);
     break;
   }
@@ -2339,14 +2328,14 @@ static void rpdw_record(struct rpd_tbuf *b, const struct rpd_rec *r, uint64_t *a
 
 /* Drains buffer b; returns the number of records written. */
 static uint64_t rpdw_drain(struct rpd_tbuf *b) {
-  uint64_t head = atomic_load_explicit(&b->head, memory_order_acquire);
+  uint64_t head = __atomic_load_n(&b->ring.head, __ATOMIC_ACQUIRE);
   uint64_t tail = atomic_load_explicit(&b->tail, memory_order_relaxed);
   if (head == tail) return 0;
   uint64_t aend = atomic_load_explicit(&b->atail, memory_order_relaxed), n = 0;
   if (rpdw_begin() != 0) {
     /* the file is unusable: consume so producers never block, and count */
     for (uint64_t t = tail; t < head; n++) {
-      const struct rpd_rec *r = &b->slots[t & (b->nslots - 1)];
+      const struct nano_rpd_rec *r = &b->ring.slots[t & (b->ring.nslots - 1)];
       t += r->nslots ? r->nslots : 1;
     }
     g_w.lost_records += n;
@@ -2356,7 +2345,7 @@ static uint64_t rpdw_drain(struct rpd_tbuf *b) {
     return 0;
   }
   while (tail < head) {
-    const struct rpd_rec *r = &b->slots[tail & (b->nslots - 1)];
+    const struct nano_rpd_rec *r = &b->ring.slots[tail & (b->ring.nslots - 1)];
     uint32_t ns = r->nslots ? r->nslots : 1;
     g_w.lost_records += g_w.failed != 0; /* read (the arena moves on), not written */
     rpdw_record(b, r, &aend);
@@ -2392,10 +2381,10 @@ static int rpdw_seg_take(struct rpd_tbuf *s) {
     }
     if (st != SEG_SPILLED) return 0;
     if (rpd_seg_arrays(s) != 0) return -1;
-    struct iovec v[2] = {{s->slots, (size_t)s->nslots * sizeof(struct rpd_rec)},
+    struct iovec v[2] = {{s->ring.slots, (size_t)s->ring.nslots * sizeof(struct nano_rpd_rec)},
                          {s->arena, s->asize}};
     if (rpdi_spill_read(s->spill_off, v, 2, rpd_seg_bytes(s)) != 0) {
-      uint64_t head = atomic_load(&s->head);
+      uint64_t head = __atomic_load_n(&s->ring.head, __ATOMIC_SEQ_CST);
       g_w.lost_records += head - atomic_load(&s->tail); /* slots, at most that many records */
       atomic_store(&s->atail, atomic_load(&s->ahead));
       atomic_store(&s->tail, head);
@@ -2452,7 +2441,7 @@ static uint64_t rpdw_drain_thread(struct rpd_tbuf *t) {
 /* Whether the writer has drained every ring of thread t. */
 static int rpdw_thread_drained(const struct rpd_tbuf *t) {
   const struct rpd_tbuf *s = t->wseg;
-  return !atomic_load(&s->seg_next) && atomic_load(&s->tail) == atomic_load(&s->head);
+  return !atomic_load(&s->seg_next) && atomic_load(&s->tail) == __atomic_load_n(&s->ring.head, __ATOMIC_SEQ_CST);
 }
 
 /* Writes (pid, tid, name) into nano_thread. Returns 0, or -1 (failed). */
