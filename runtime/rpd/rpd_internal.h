@@ -1,7 +1,9 @@
 /*
  * rpd_internal.h: what the parts of libnano_rpd.so share (not installed).
  *
- *   rpd.c      buffers, writer thread, control, user ranges, recording API
+ *   tracer.h   the tracer core: rpd.c, clock.c, intern.c, producer.c, writer.c,
+ *              writer_queue.c, calls.c (buffers, writer thread, control, user
+ *              ranges, recording API; tracer.h lists them)
  *   roctx.c    roctx entry points over the range functions below
  *   nvtx.c     the NVTX 3 injection (InitializeInjectionNvtx2)
  *   stack.c    stack capture (libunwind) and symbolisation (elfutils libdwfl)

@@ -1,5 +1,5 @@
 /*
- * spill.c: the overflow store's file (see "segments" in rpd.c).
+ * spill.c: the overflow store's file (see "segments" in producer.c).
  *
  * When the rings a writer has not drained yet hold more than
  * NANO_RPD_OVERFLOW_MEMORY bytes, a producer that fills a ring writes it here
