@@ -46,7 +46,40 @@ int an_open_write(const char *cmd, const char *path, struct rpdtool_trace *t) {
   return rpdtool_open(cmd, path, RPDTOOL_WRITE, t);
 }
 
-int an_step_main(int argc, char **argv, const char *usage, const char *what, const char *tag,
+/* The rocpd_metadata tag "<name>::<kind>" of step s into buf. */
+static const char *an_step_tag(const struct an_step *s, const char *kind, char *buf, size_t n) {
+  snprintf(buf, n, "%s::%s", s->name, kind);
+  return buf;
+}
+
+int an_step_done(const char *cmd, const struct rpdtool_trace *t, const struct an_step *s) {
+  if (!s->name) return 0;
+  char tag[64];
+  int done = an_meta_get(t->db, an_step_tag(s, "Generated", tag, sizeof tag), NULL);
+  if (done < 0)
+    rpdtool_err(cmd, "%s: cannot read rocpd_metadata: %s", t->path, sqlite3_errmsg(t->db));
+  return done;
+}
+
+int an_step_run(const char *cmd, const struct rpdtool_trace *t, const struct an_step *s, void *ctx) {
+  int done = an_step_done(cmd, t, s);
+  if (done) return done < 0 ? RPDTOOL_EXIT_FAIL : AN_ALREADY;
+  int ret = an_begin(cmd, t);
+  if (ret) return ret;
+  ret = s->fill(cmd, t, ctx);
+  char tag[64];
+  if (!ret && s->name &&
+      ((s->table_tag && an_meta_set(t->db, an_step_tag(s, "Table", tag, sizeof tag), "True") != SQLITE_OK) ||
+       an_meta_set(t->db, an_step_tag(s, "Generated", tag, sizeof tag), "True") != SQLITE_OK))
+    ret = rpdtool_err(cmd, "%s: cannot write rocpd_metadata: %s", t->path, sqlite3_errmsg(t->db));
+  if (ret) {
+    an_rollback(t);
+    return ret;
+  }
+  return an_commit(cmd, t);
+}
+
+int an_step_main(int argc, char **argv, const char *usage, const struct an_step *s,
                  int (*run)(const char *cmd, const struct rpdtool_trace *t)) {
   an_sqlite_setup();
   const char *cmd = argv[0], *path;
@@ -57,7 +90,8 @@ int an_step_main(int argc, char **argv, const char *usage, const char *what, con
   if (ret) return ret;
   ret = run(cmd, &t);
   if (ret == AN_ALREADY) {
-    printf("rpd %s: %s: %s were generated already (%s); nothing to do\n", cmd, path, what, tag);
+    printf("rpd %s: %s: %s were generated already (%s::Generated); nothing to do\n", cmd, path,
+           s->what, s->name);
     ret = 0;
   }
   rpdtool_close(&t);

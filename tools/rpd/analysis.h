@@ -44,13 +44,34 @@ void an_sqlite_setup(void);
  * are writable, with a clear message when not. 0 or the exit code. */
 int an_open_write(const char *cmd, const char *path, struct rpdtool_trace *t);
 
-/* The main of a one-FILE step that writes into the trace (callstack, graph,
- * autograd): parses its one FILE with rpdtool_parse_args (`usage` for
- * -h/--help, no other options), opens FILE with an_open_write, calls
- * run(cmd, t), and reports a step whose metadata tag `tag` says it ran
- * already as "nothing to do" (exit 0).
- * Returns the exit code. */
-int an_step_main(int argc, char **argv, const char *usage, const char *what, const char *tag,
+/* A step that writes into the trace in one transaction (callstack, graph,
+ * autograd, index). */
+struct an_step {
+  /* rocmProfileData's tag prefix: rocpd_metadata "<name>::Generated" = True
+   * marks the step done, so a second run (here or in rocpd's Python) does
+   * nothing; NULL: no tag, the step may run again */
+  const char *name;
+  int table_tag; /* also sets "<name>::Table" = True, as rocpd's callstack and autograd do */
+  const char *what; /* what it makes, for messages ("call stacks") */
+  /* Fills the step's tables inside its transaction (ctx: an_step_run's).
+   * Returns 0, or RPDTOOL_EXIT_FAIL after saying what failed. */
+  int (*fill)(const char *cmd, const struct rpdtool_trace *t, void *ctx);
+};
+
+/* Whether step s ran on t already (its Generated tag): 1, 0, or -1 after
+ * saying that rocpd_metadata cannot be read. */
+int an_step_done(const char *cmd, const struct rpdtool_trace *t, const struct an_step *s);
+
+/* Runs step s on t: AN_ALREADY when it ran already; else one transaction
+ * (an_begin, s->fill, the tags, an_commit), rolled back on any failure.
+ * Returns 0, AN_ALREADY or RPDTOOL_EXIT_FAIL. */
+int an_step_run(const char *cmd, const struct rpdtool_trace *t, const struct an_step *s, void *ctx);
+
+/* The main of a one-FILE step: parses its one FILE with rpdtool_parse_args
+ * (`usage` for -h/--help, no other options), opens FILE with an_open_write,
+ * calls run(cmd, t) (which runs step s, and prints what it made), and
+ * reports AN_ALREADY as "nothing to do" (exit 0). Returns the exit code. */
+int an_step_main(int argc, char **argv, const char *usage, const struct an_step *s,
                  int (*run)(const char *cmd, const struct rpdtool_trace *t));
 
 /* Runs `sql` (one or more statements) on t->db; on failure prints

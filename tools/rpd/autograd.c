@@ -133,11 +133,18 @@ static int ag_bind(sqlite3_stmt *st, int i, const char *s, size_t n) {
   return sqlite3_bind_text(st, i, s, (int)n, SQLITE_TRANSIENT);
 }
 
+/* What the autograd step made. */
+struct ag_counts {
+  int64_t parsed, malformed;
+};
+
 /* The autograd step proper, inside the caller's transaction: creates the
- * table and views and parses every candidate text. Returns 0 or
- * RPDTOOL_EXIT_FAIL (message printed). */
-static int ag_fill(const char *cmd, const struct rpdtool_trace *t, int64_t *parsed,
-                   int64_t *malformed) {
+ * table and views and parses every candidate text (counted in ctx, a struct
+ * ag_counts). Returns 0 or RPDTOOL_EXIT_FAIL (message printed). */
+
+static int ag_fill(const char *cmd, const struct rpdtool_trace *t, void *ctx) {
+  int64_t *parsed = &((struct ag_counts *)ctx)->parsed;
+  int64_t *malformed = &((struct ag_counts *)ctx)->malformed;
   /* A table without the Generated tag is a leftover of an interrupted run of
    * rocpd's Python (it commits every 100,000 rows): start over. */
   int ret = an_exec(cmd, t, "removing a leftover ext_autogradapi",
@@ -202,10 +209,11 @@ out:
 
 /* The autograd step on an open trace: callstack when needed, then the
  * autograd tables. 0, AN_ALREADY or RPDTOOL_EXIT_FAIL. */
+static const struct an_step ag_step = {"Autograd", 1, "autograd tables", ag_fill};
+
 static int ag_run(const char *cmd, const struct rpdtool_trace *t) {
-  int done = an_meta_get(t->db, "Autograd::Generated", NULL);
-  if (done < 0)
-    return rpdtool_err(cmd, "%s: cannot read rocpd_metadata: %s", t->path, sqlite3_errmsg(t->db));
+  int done = an_step_done(cmd, t, &ag_step);
+  if (done < 0) return RPDTOOL_EXIT_FAIL;
   if (done) {
     /* rocmProfileData's rocpd.autograd filled ext_autogradapi but made no views
      * (--skip_callstacks, or it stopped at a call stack that `rpd callstack`
@@ -227,19 +235,10 @@ static int ag_run(const char *cmd, const struct rpdtool_trace *t) {
   }
   int ret = an_callstack_run(cmd, t, NULL);
   if (ret && ret != AN_ALREADY) return ret;
-  if ((ret = an_begin(cmd, t))) return ret;
-  int64_t parsed = 0, malformed = 0;
-  ret = ag_fill(cmd, t, &parsed, &malformed);
-  if (!ret && (an_meta_set(t->db, "Autograd::Table", "True") != SQLITE_OK ||
-               an_meta_set(t->db, "Autograd::Generated", "True") != SQLITE_OK))
-    ret = rpdtool_err(cmd, "%s: cannot write rocpd_metadata: %s", t->path, sqlite3_errmsg(t->db));
-  if (ret) {
-    an_rollback(t);
-    return ret;
-  }
-  if ((ret = an_commit(cmd, t))) return ret;
+  struct ag_counts n = {0};
+  if ((ret = an_step_run(cmd, t, &ag_step, &n))) return ret;
   printf("rpd %s: %s: %lld autograd operator calls, %lld malformed range texts skipped\n", cmd,
-         t->path, (long long)parsed, (long long)malformed);
+         t->path, (long long)n.parsed, (long long)n.malformed);
   return 0;
 }
 
@@ -251,5 +250,5 @@ int rpd_cmd_autograd(int argc, char **argv) {
                       "and autogradKernel (operator, kernel, sizes, calls, avg_gpu, total_gpu; ns).\n"
                       "Runs 'rpd callstack' first when needed. Malformed texts are counted and\n"
                       "reported, not fatal. One transaction per step; a second run does nothing.\n",
-                      "autograd tables", "Autograd::Generated", ag_run);
+                      &ag_step, ag_run);
 }

@@ -126,49 +126,43 @@ static int cs_prepare(struct cs_ctx *c) {
   return rc;
 }
 
-int an_callstack_run(const char *cmd, const struct rpdtool_trace *t, int64_t *rows) {
-  if (rows) *rows = 0;
-  int done = an_meta_get(t->db, "Callstack::Generated", NULL);
-  if (done < 0) return rpdtool_err(cmd, "%s: cannot read rocpd_metadata: %s", t->path,
-                                   sqlite3_errmsg(t->db));
-  if (done) return AN_ALREADY;
+/* Fills ext_callstack (the step's fill; ctx is the struct cs_ctx). */
+static int cs_fill(const char *cmd, const struct rpdtool_trace *t, void *ctx) {
+  struct cs_ctx *c = ctx;
   char pragma[64];
   snprintf(pragma, sizeof pragma, "PRAGMA cache_size=-%d", CS_CACHE_KIB);
-  int ret = an_exec(cmd, t, "setting the cache size", pragma);
-  if (ret || (ret = an_begin(cmd, t))) return ret;
+  if (an_exec(cmd, t, "setting the cache size", pragma)) return RPDTOOL_EXIT_FAIL;
   /* A table without the Generated tag is a leftover of an interrupted run of
    * rocpd's Python (it commits every 100,000 rows): start it over. */
   int had = nano_rpdfile_has_object(t->db, "ext_callstack");
-  if (had < 0 || an_exec(cmd, t, "creating ext_callstack", cs_schema) ||
-      (had && an_exec(cmd, t, "clearing a partial ext_callstack", "DELETE FROM ext_callstack"))) {
-    if (had < 0) rpdtool_err(cmd, "%s: cannot read the schema: %s", t->path, sqlite3_errmsg(t->db));
-    an_rollback(t);
+  if (had < 0)
+    return rpdtool_err(cmd, "%s: cannot read the schema: %s", t->path, sqlite3_errmsg(t->db));
+  if (an_exec(cmd, t, "creating ext_callstack", cs_schema) ||
+      (had && an_exec(cmd, t, "clearing a partial ext_callstack", "DELETE FROM ext_callstack")))
     return RPDTOOL_EXIT_FAIL;
-  }
-  struct cs_ctx c = {.db = t->db};
-  if (cs_prepare(&c) != SQLITE_OK) {
-    rpdtool_err(cmd, "%s: cannot prepare the insert: %s", t->path, sqlite3_errmsg(t->db));
-    ret = RPDTOOL_EXIT_FAIL;
+  int ret = 0;
+  if (cs_prepare(c) != SQLITE_OK) {
+    ret = rpdtool_err(cmd, "%s: cannot prepare the insert: %s", t->path, sqlite3_errmsg(t->db));
   } else {
-    int w = an_walk(cmd, t, "callstack", cs_visit, &c);
-    if (w == 0 && cs_flush(&c) != SQLITE_OK) w = 1;
+    int w = an_walk(cmd, t, "callstack", cs_visit, c);
+    if (w == 0 && cs_flush(c) != SQLITE_OK) w = 1;
     if (w > 0)
       rpdtool_err(cmd, "%s: inserting into ext_callstack failed: %s", t->path,
                   sqlite3_errmsg(t->db));
     if (w) ret = RPDTOOL_EXIT_FAIL;
   }
-  sqlite3_finalize(c.batch);
-  sqlite3_finalize(c.one);
-  if (!ret && (an_meta_set(t->db, "Callstack::Table", "True") != SQLITE_OK ||
-               an_meta_set(t->db, "Callstack::Generated", "True") != SQLITE_OK)) {
-    rpdtool_err(cmd, "%s: cannot write rocpd_metadata: %s", t->path, sqlite3_errmsg(t->db));
-    ret = RPDTOOL_EXIT_FAIL;
-  }
-  if (ret) {
-    an_rollback(t);
-    return ret;
-  }
-  if ((ret = an_commit(cmd, t))) return ret;
+  sqlite3_finalize(c->batch);
+  sqlite3_finalize(c->one);
+  return ret;
+}
+
+static const struct an_step cs_step = {"Callstack", 1, "call stacks", cs_fill};
+
+int an_callstack_run(const char *cmd, const struct rpdtool_trace *t, int64_t *rows) {
+  if (rows) *rows = 0;
+  struct cs_ctx c = {.db = t->db};
+  int ret = an_step_run(cmd, t, &cs_step, &c);
+  if (ret) return ret;
   if (rows) *rows = c.total;
   printf("rpd %s: %s: %lld calls, %lld ext_callstack rows, deepest stack %d\n", cmd, t->path,
          (long long)c.calls, (long long)c.total, c.maxdepth);
@@ -180,7 +174,7 @@ int an_callstack_run(const char *cmd, const struct rpdtool_trace *t, int64_t *ro
   return 0;
 }
 
-/* Prints the usage of `rpd callstack` on `out`. */
+/* `rpd callstack`'s step on an open trace. */
 static int cs_run(const char *cmd, const struct rpdtool_trace *t) {
   return an_callstack_run(cmd, t, NULL);
 }
@@ -195,5 +189,5 @@ int rpd_cmd_callstack(int argc, char **argv) {
                       "Runs in one transaction; a second run does nothing. A call nested deeper\n"
                       "than 1000 levels is paired with its nearest 1000 ancestors only (said on\n"
                       "stderr): the table would otherwise grow with the square of the depth.\n",
-                      "call stacks", "Callstack::Generated", cs_run);
+                      &cs_step, cs_run);
 }

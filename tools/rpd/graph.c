@@ -296,38 +296,40 @@ out:
   return ret;
 }
 
-/* The graph step on an open trace. 0, AN_ALREADY or RPDTOOL_EXIT_FAIL. */
-static int gr_run(const char *cmd, const struct rpdtool_trace *t) {
-  int done = an_meta_get(t->db, "Graph::Generated", NULL);
-  if (done < 0)
-    return rpdtool_err(cmd, "%s: cannot read rocpd_metadata: %s", t->path, sqlite3_errmsg(t->db));
-  if (done) return AN_ALREADY;
-  int ret = an_begin(cmd, t);
-  if (ret) return ret;
-  int64_t napi = 0, nlaunch = 0, nkern = 0, ngraph = 0;
+/* What the graph step made. */
+struct gr_counts {
+  int64_t napi, nlaunch, nkern, ngraph;
+};
+
+/* Fills the graph tables (the step's fill; ctx is the struct gr_counts). */
+static int gr_fill(const char *cmd, const struct rpdtool_trace *t, void *ctx) {
+  struct gr_counts *n = ctx;
   /* Tables without the Generated tag are leftovers of an interrupted run of
    * rocpd's Python (it commits as it goes): start over. */
-  ret = an_exec(cmd, t, "removing leftover graph tables",
+  int ret = an_exec(cmd, t, "removing leftover graph tables",
                 "DROP VIEW IF EXISTS graphLaunch; DROP VIEW IF EXISTS graphKernel; "
                 "DROP VIEW IF EXISTS graphapi; DROP VIEW IF EXISTS graphLaunchapi; "
                 "DROP TABLE IF EXISTS rocpd_graphapi; DROP TABLE IF EXISTS rocpd_graphLaunchapi; "
                 "DROP TABLE IF EXISTS ext_graph_kernelapis; DROP TABLE IF EXISTS ext_graph;");
-  if (!ret) ret = gr_subclass(cmd, t, "graph", gr_graph_apis, &napi);
-  if (!ret) ret = gr_subclass(cmd, t, "graphLaunch", gr_launch_apis, &nlaunch);
+  if (!ret) ret = gr_subclass(cmd, t, "graph", gr_graph_apis, &n->napi);
+  if (!ret) ret = gr_subclass(cmd, t, "graphLaunch", gr_launch_apis, &n->nlaunch);
   if (!ret) ret = an_exec(cmd, t, "creating the graph tables", gr_schema);
   if (!ret) ret = an_exec(cmd, t, "filling ext_graph", gr_fill_graph);
-  if (!ret) ngraph = sqlite3_changes(t->db);
-  if (!ret) ret = gr_kernels(cmd, t, &nkern);
-  if (!ret && an_meta_set(t->db, "Graph::Generated", "True") != SQLITE_OK)
-    ret = rpdtool_err(cmd, "%s: cannot write rocpd_metadata: %s", t->path, sqlite3_errmsg(t->db));
-  if (ret) {
-    an_rollback(t);
-    return ret;
-  }
-  if ((ret = an_commit(cmd, t))) return ret;
+  if (!ret) n->ngraph = sqlite3_changes(t->db);
+  if (!ret) ret = gr_kernels(cmd, t, &n->nkern);
+  return ret;
+}
+
+static const struct an_step gr_step = {"Graph", 0, "graph tables", gr_fill};
+
+/* `rpd graph`'s step on an open trace. 0, AN_ALREADY or RPDTOOL_EXIT_FAIL. */
+static int gr_run(const char *cmd, const struct rpdtool_trace *t) {
+  struct gr_counts n = {0};
+  int ret = an_step_run(cmd, t, &gr_step, &n);
+  if (ret) return ret;
   printf("rpd %s: %s: %lld graph API calls, %lld graphs, %lld captured kernel launches, "
-         "%lld graph launches\n", cmd, t->path, (long long)napi, (long long)ngraph,
-         (long long)nkern, (long long)nlaunch);
+         "%lld graph launches\n", cmd, t->path, (long long)n.napi, (long long)n.ngraph,
+         (long long)n.nkern, (long long)n.nlaunch);
   return 0;
 }
 
@@ -338,5 +340,5 @@ int rpd_cmd_graph(int argc, char **argv) {
                       "instantiate, launch with args 'graph = 0x.. | graphExec = 0x.. | stream = ..'):\n"
                       "ext_graph, ext_graph_kernelapis, views graphLaunch and graphKernel\n"
                       "(rocmProfileData's names). One transaction; a second run does nothing.\n",
-                      "graph tables", "Graph::Generated", gr_run);
+                      &gr_step, gr_run);
 }

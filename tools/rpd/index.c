@@ -12,16 +12,18 @@
 #include "analysis.h"
 #include "commands.h"
 
+/* Creates the indexes (the step's fill). */
+static int rpd_index_fill(const char *cmd, const struct rpdtool_trace *t, void *ctx) {
+  (void)ctx;
+  return an_exec(cmd, t, "cannot create the indexes", nano_rpdfile_index_sql());
+}
+
+/* No tag: a second run keeps the indexes there and adds any missing. */
+static const struct an_step rpd_index_step = {NULL, 0, "indexes", rpd_index_fill};
+
 /* Creates the indexes inside one transaction. 0 or the exit code. */
 static int rpd_index_run(const char *cmd, const struct rpdtool_trace *t) {
-  int ret = an_begin(cmd, t);
-  if (ret) return ret;
-  ret = an_exec(cmd, t, "cannot create the indexes", nano_rpdfile_index_sql());
-  if (ret) {
-    an_rollback(t);
-    return ret;
-  }
-  ret = an_commit(cmd, t);
+  int ret = an_step_run(cmd, t, &rpd_index_step, NULL);
   if (!ret) printf("rpd %s: %s: rocmProfileData's optional indexes are in place\n", cmd, t->path);
   return ret;
 }
@@ -32,5 +34,5 @@ int rpd_cmd_index(int argc, char **argv) {
                       "Adds rocmProfileData's optional indexes (calls to ops, and the string\n"
                       "ids of ops, calls, counters and kernel launches) to FILE, in one\n"
                       "transaction; indexes already there are kept.\n",
-                      "indexes", "", rpd_index_run);
+                      &rpd_index_step, rpd_index_run);
 }
