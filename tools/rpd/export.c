@@ -119,9 +119,9 @@ static void rpd_export_sort(struct rpd_export *x, int64_t pid, int64_t index) {
 /* Prepares `sql` with the window bound to ?1 (lo) and ?2 (hi). NULL on error
  * (reported). */
 static sqlite3_stmt *rpd_export_prepare(struct rpd_export *x, const char *sql) {
-  sqlite3_stmt *st = NULL;
-  if (sqlite3_prepare_v2(x->t->db, sql, -1, &st, NULL) != SQLITE_OK ||
-      sqlite3_bind_int64(st, 1, x->lo) != SQLITE_OK || sqlite3_bind_int64(st, 2, x->hi) != SQLITE_OK) {
+  sqlite3_stmt *st = rpdtool_prepare("export", x->t, sql);
+  if (st && (sqlite3_bind_int64(st, 1, x->lo) != SQLITE_OK ||
+             sqlite3_bind_int64(st, 2, x->hi) != SQLITE_OK)) {
     rpdtool_err("export", "%s: query failed: %s", x->t->path, sqlite3_errmsg(x->t->db));
     sqlite3_finalize(st);
     return NULL;
@@ -132,14 +132,7 @@ static sqlite3_stmt *rpd_export_prepare(struct rpd_export *x, const char *sql) {
 /* Finishes a statement stepped to the end; `rc` is its last step's code.
  * Returns 0, or 1 after reporting the error. */
 static int rpd_export_done(struct rpd_export *x, sqlite3_stmt *st, int rc) {
-  sqlite3_finalize(st);
-  /* a full disk fails the output first (and SQLite's temporary files after
-   * it): name the output, not the trace */
-  if (ferror(x->out))
-    return rpdtool_err("export", "%s: write failed (is the disk full?)", x->out_name);
-  if (rc != SQLITE_DONE)
-    return rpdtool_err("export", "%s: reading failed: %s", x->t->path, sqlite3_errmsg(x->t->db));
-  return 0;
+  return rpdtool_done("export", x->t, st, rc, x->out, x->out_name);
 }
 
 /* Process and thread names for the API rows in the window, GPU and queue

@@ -94,25 +94,6 @@ static void rp_dur_cell(FILE *f, double ns) {
   fputs("</td>", f);
 }
 
-/* Prepares sql; on error prints it for cmd and returns NULL. */
-static sqlite3_stmt *rp_prep(const char *cmd, const struct rpdtool_trace *t, const char *sql) {
-  sqlite3_stmt *st = NULL;
-  if (sqlite3_prepare_v2(t->db, sql, -1, &st, NULL) != SQLITE_OK) {
-    rpdtool_err(cmd, "%s: query failed: %s", t->path, sqlite3_errmsg(t->db));
-    sqlite3_finalize(st);
-    return NULL;
-  }
-  return st;
-}
-
-/* Finishes a stepping loop: 0 when rc is SQLITE_DONE, else prints the error. */
-static int rp_done(const char *cmd, const struct rpdtool_trace *t, sqlite3_stmt *st, int rc) {
-  sqlite3_finalize(st);
-  if (rc == SQLITE_DONE) return 0;
-  rpdtool_err(cmd, "%s: query failed: %s", t->path, sqlite3_errmsg(t->db));
-  return -1;
-}
-
 static const char rp_css[] =
     "body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;background:#fff}"
     "h1{font-size:22px}h2{font-size:17px;margin-top:28px;border-bottom:1px solid #ddd}"
@@ -158,7 +139,7 @@ static int rp_summary(const char *cmd, const struct rpdtool_trace *t, FILE *f, i
       "(SELECT count(*) FROM (SELECT DISTINCT pid FROM rocpd_api)), "
       "(SELECT count(*) FROM (SELECT DISTINCT pid, tid FROM rocpd_api)), "
       "(SELECT count(*) FROM (SELECT DISTINCT gpuId FROM rocpd_op))";
-  sqlite3_stmt *st = rp_prep(cmd, t, sql);
+  sqlite3_stmt *st = rpdtool_prepare(cmd, t, sql);
   if (!st) return -1;
   int rc = sqlite3_step(st);
   if (rc == SQLITE_ROW) {
@@ -176,7 +157,7 @@ static int rp_summary(const char *cmd, const struct rpdtool_trace *t, FILE *f, i
             (long long)sqlite3_column_int64(st, 4));
     rc = SQLITE_DONE;
   }
-  return rp_done(cmd, t, st, rc);
+  return rpdtool_done(cmd, t, st, rc, NULL, NULL);
 }
 
 /* GPU busy per GPU, the busy view's definition. */
@@ -185,7 +166,7 @@ static int rp_busy(const char *cmd, const struct rpdtool_trace *t, FILE *f) {
       "SELECT A.gpuId, GpuTime, WallTime, GpuTime*1.0/WallTime FROM (SELECT gpuId, "
       "sum(end-start) AS GpuTime FROM rocpd_op GROUP BY gpuId) A JOIN (SELECT max(end) - "
       "min(start) AS WallTime FROM rocpd_op) ORDER BY A.gpuId";
-  sqlite3_stmt *st = rp_prep(cmd, t, sql);
+  sqlite3_stmt *st = rpdtool_prepare(cmd, t, sql);
   if (!st) return -1;
   fputs("<h2 id=busy>GPU busy</h2><p class=muted>Summed op time over the wall time of all ops "
         "(the <code>busy</code> view; overlapping ops can exceed 100%).</p>"
@@ -204,7 +185,7 @@ static int rp_busy(const char *cmd, const struct rpdtool_trace *t, FILE *f) {
   }
   fputs("</tbody></table>\n", f);
   if (!n) fputs("<p class=muted>No GPU ops in this trace.</p>\n", f);
-  return rp_done(cmd, t, st, rc);
+  return rpdtool_done(cmd, t, st, rc, NULL, NULL);
 }
 
 /* ---- timeline ---------------------------------------------------------- */
@@ -235,7 +216,7 @@ static int rp_lanes(const char *cmd, const struct rpdtool_trace *t, const char *
                     int64_t hi, struct rp_lane **lanes, int *more) {
   *lanes = NULL;
   *more = 0;
-  sqlite3_stmt *st = rp_prep(cmd, t, sql);
+  sqlite3_stmt *st = rpdtool_prepare(cmd, t, sql);
   if (!st) return -1;
   struct rp_lane *l = NULL;
   int n = 0, cap = 0, last = -1, rc, lost = 0;
@@ -274,7 +255,7 @@ static int rp_lanes(const char *cmd, const struct rpdtool_trace *t, const char *
     int p0 = x0 < 0 ? 0 : (int)x0, p1 = x1 >= RP_WIDTH ? RP_WIDTH - 1 : (int)x1;
     memset(l[last].px + p0, 1, (size_t)(p1 - p0 + 1));
   }
-  if (rp_done(cmd, t, st, rc)) {
+  if (rpdtool_done(cmd, t, st, rc, NULL, NULL)) {
     free(l);
     return -1;
   }
@@ -351,7 +332,7 @@ static int rp_name_of(sqlite3_stmt *st, int64_t pid, int64_t tid, char *buf, siz
 static int rp_thread_names(const char *cmd, const struct rpdtool_trace *t, struct rp_lane *l,
                            int n) {
   if (!t->has_names || n <= 0) return 0;
-  sqlite3_stmt *st = rp_prep(cmd, t, "SELECT name FROM nano_thread WHERE pid=?1 AND tid=?2");
+  sqlite3_stmt *st = rpdtool_prepare(cmd, t, "SELECT name FROM nano_thread WHERE pid=?1 AND tid=?2");
   if (!st) return -1;
   int ret = 0;
   for (int i = 0; i < n && !ret; i++)
@@ -385,7 +366,7 @@ static int rp_timeline(const char *cmd, const struct rpdtool_trace *t, FILE *f, 
   y = rp_draw_lanes(f, gpu, ng, y, "gpu", "queue", gstride, "#e39b2d");
   /* Marks: zero-duration user markers, on their thread's lane. */
   char *sql = rp_marks_sql(t);
-  sqlite3_stmt *st = sql ? rp_prep(cmd, t, sql) : NULL;
+  sqlite3_stmt *st = sql ? rpdtool_prepare(cmd, t, sql) : NULL;
   sqlite3_free(sql);
   if (!st) goto out;
   int rc;
@@ -404,7 +385,7 @@ static int rp_timeline(const char *cmd, const struct rpdtool_trace *t, FILE *f, 
     rp_esc(f, (const char *)sqlite3_column_text(st, 3));
     fputs("</title></path>", f);
   }
-  if (rp_done(cmd, t, st, rc)) goto out;
+  if (rpdtool_done(cmd, t, st, rc, NULL, NULL)) goto out;
   fprintf(f, "\n<text x=\"150\" y=\"%d\">", y + 14);
   rp_dur(f, 0);
   fprintf(f, "</text><text x=\"%d\" y=\"%d\" text-anchor=\"end\">", RP_WIDTH + 150, y + 14);
@@ -430,7 +411,7 @@ static int rp_ops(const char *cmd, const struct rpdtool_trace *t, FILE *f) {
       "sum(end - start) FROM rocpd_op) FROM rocpd_op O LEFT JOIN rocpd_string D ON D.id = "
       "O.description_id LEFT JOIN rocpd_string T ON T.id = O.opType_id GROUP BY name ORDER BY 3 "
       "DESC LIMIT %d", RP_TOP);
-  sqlite3_stmt *st = sql ? rp_prep(cmd, t, sql) : NULL;
+  sqlite3_stmt *st = sql ? rpdtool_prepare(cmd, t, sql) : NULL;
   sqlite3_free(sql);
   if (!st) return -1;
   fprintf(f, "<h2 id=ops>Top GPU kernels and ops</h2><table class=sortable><thead><tr>"
@@ -449,7 +430,7 @@ static int rp_ops(const char *cmd, const struct rpdtool_trace *t, FILE *f) {
             sqlite3_column_double(st, 3));
   }
   fputs("</tbody></table>\n", f);
-  return rp_done(cmd, t, st, rc);
+  return rpdtool_done(cmd, t, st, rc, NULL, NULL);
 }
 
 /* ---- top calls --------------------------------------------------------- */
@@ -777,9 +758,9 @@ static int rp_calls(const char *cmd, const struct rpdtool_trace *t, FILE *f) {
   char *asql = sqlite3_mprintf("SELECT string FROM %s WHERE id = ?1",
                                t->has_ustring ? "rocpd_ustring" : "rocpd_string");
   sqlite3_stmt *m = NULL;
-  if (!asql || !(w.args = rp_prep(cmd, t, asql)) ||
-      !(w.name = rp_prep(cmd, t, "SELECT string FROM rocpd_string WHERE id = ?1")) ||
-      !(m = rp_prep(cmd, t, "SELECT id FROM rocpd_string WHERE string = 'UserMarker'")))
+  if (!asql || !(w.args = rpdtool_prepare(cmd, t, asql)) ||
+      !(w.name = rpdtool_prepare(cmd, t, "SELECT string FROM rocpd_string WHERE id = ?1")) ||
+      !(m = rpdtool_prepare(cmd, t, "SELECT id FROM rocpd_string WHERE string = 'UserMarker'")))
     goto out;
   int rc;
   while ((rc = sqlite3_step(m)) == SQLITE_ROW) {
@@ -835,12 +816,12 @@ static int rp_autograd(const char *cmd, const struct rpdtool_trace *t, FILE *f) 
           "first (PyTorch traces with emit_nvtx ranges).</p>\n", f);
     return 0;
   }
-  sqlite3_stmt *ops = rp_prep(cmd, t, "SELECT autogradName, sum(calls), sum(total_gpu) FROM "
+  sqlite3_stmt *ops = rpdtool_prepare(cmd, t, "SELECT autogradName, sum(calls), sum(total_gpu) FROM "
                               "autogradKernel GROUP BY 1 ORDER BY 3 DESC, 1");
-  sqlite3_stmt *ks = ops ? rp_prep(cmd, t, "SELECT kernelName, sum(calls), sum(total_gpu) FROM "
+  sqlite3_stmt *ks = ops ? rpdtool_prepare(cmd, t, "SELECT kernelName, sum(calls), sum(total_gpu) FROM "
                                    "autogradKernel WHERE autogradName = ?1 GROUP BY 1 ORDER BY 3 "
                                    "DESC, 1") : NULL;
-  sqlite3_stmt *sz = ks ? rp_prep(cmd, t, "SELECT sizes, calls, avg_gpu, total_gpu FROM "
+  sqlite3_stmt *sz = ks ? rpdtool_prepare(cmd, t, "SELECT sizes, calls, avg_gpu, total_gpu FROM "
                                   "autogradKernel WHERE autogradName = ?1 AND kernelName = ?2 "
                                   "ORDER BY total_gpu DESC, sizes") : NULL;
   if (!sz) {
@@ -904,7 +885,7 @@ static int rp_autograd(const char *cmd, const struct rpdtool_trace *t, FILE *f) 
 /* The marks table. */
 static int rp_marks(const char *cmd, const struct rpdtool_trace *t, FILE *f, int64_t lo) {
   char *sql = rp_marks_sql(t);
-  sqlite3_stmt *st = sql ? rp_prep(cmd, t, sql) : NULL;
+  sqlite3_stmt *st = sql ? rpdtool_prepare(cmd, t, sql) : NULL;
   sqlite3_free(sql);
   if (!st) return -1;
   fputs("<h2 id=marks>Marks</h2><table class=sortable><thead><tr><th>time from start</th>"
@@ -921,7 +902,7 @@ static int rp_marks(const char *cmd, const struct rpdtool_trace *t, FILE *f, int
   }
   fputs("</tbody></table>\n", f);
   if (!n) fputs("<p class=muted>No marks in this trace.</p>\n", f);
-  return rp_done(cmd, t, st, rc);
+  return rpdtool_done(cmd, t, st, rc, NULL, NULL);
 }
 
 /* ---- memory analyses ------------------------------------------------------ */
@@ -929,7 +910,7 @@ static int rp_marks(const char *cmd, const struct rpdtool_trace *t, FILE *f, int
 /* The heatmap strip of dispatch `id`: one cell per page in address order,
  * darker for more accesses, the hottest pages listed under it. */
 static int rp_heatmap(const char *cmd, const struct rpdtool_trace *t, FILE *f, int64_t id) {
-  sqlite3_stmt *st = rp_prep(cmd, t,
+  sqlite3_stmt *st = rpdtool_prepare(cmd, t,
                              "SELECT start, \"end\", accesses, max(accesses) OVER (), count(*) OVER () "
                              "FROM nano_heatmap WHERE dispatch_id = ? ORDER BY start");
   if (!st) return -1;
@@ -957,9 +938,9 @@ static int rp_heatmap(const char *cmd, const struct rpdtool_trace *t, FILE *f, i
   }
   if (n)
     fputs("</svg>\n", f);
-  if (rp_done(cmd, t, st, rc == SQLITE_ROW ? SQLITE_DONE : rc)) return -1;
+  if (rpdtool_done(cmd, t, st, rc == SQLITE_ROW ? SQLITE_DONE : rc, NULL, NULL)) return -1;
   if (!n) return 0;
-  st = rp_prep(cmd, t,
+  st = rpdtool_prepare(cmd, t,
                "SELECT start, \"end\", accesses FROM nano_heatmap WHERE dispatch_id = ? "
                "ORDER BY accesses DESC, start LIMIT 5");
   if (!st) return -1;
@@ -970,13 +951,13 @@ static int rp_heatmap(const char *cmd, const struct rpdtool_trace *t, FILE *f, i
             (unsigned long long)sqlite3_column_int64(st, 0),
             (unsigned long long)sqlite3_column_int64(st, 1), (long long)sqlite3_column_int64(st, 2));
   fputs("</tbody></table>\n", f);
-  return rp_done(cmd, t, st, rc);
+  return rpdtool_done(cmd, t, st, rc, NULL, NULL);
 }
 
 /* One dispatch's worst locations (MemoryAnalysis): global ones by excess
  * lines, shared ones by bank conflicts. */
 static int rp_memory_rows(const char *cmd, const struct rpdtool_trace *t, FILE *f, int64_t id) {
-  sqlite3_stmt *st = rp_prep(
+  sqlite3_stmt *st = rpdtool_prepare(
       cmd, t,
       "SELECT file, line, \"column\", function, kind, space, access_bytes, executions, bytes, "
       "lines_needed, lines_used, bank_conflicts FROM nano_memory WHERE dispatch_id = ? "
@@ -1021,14 +1002,14 @@ static int rp_memory_rows(const char *cmd, const struct rpdtool_trace *t, FILE *
   }
   fputs("</tbody></table>\n", f);
   if (!n) fputs("<p class=muted>No MemoryAnalysis results for this dispatch.</p>\n", f);
-  return rp_done(cmd, t, st, rc);
+  return rpdtool_done(cmd, t, st, rc, NULL, NULL);
 }
 
 /* The memory section: every instrumented dispatch (the first
  * RP_MEM_DISPATCHES) with its analyses. */
 static int rp_memory(const char *cmd, const struct rpdtool_trace *t, FILE *f) {
   if (!t->has_dispatches) return 0;
-  sqlite3_stmt *st = rp_prep(
+  sqlite3_stmt *st = rpdtool_prepare(
       cmd, t,
       "SELECT id, kernel_name, kernel_dispatch, arch, wave_size, grid_x, grid_y, grid_z, block_x, "
       "block_y, block_z, records, dropped, \"end\" - start FROM nano_dispatch ORDER BY id "
@@ -1063,7 +1044,7 @@ static int rp_memory(const char *cmd, const struct rpdtool_trace *t, FILE *f) {
     n++;
   }
   if (!n) fputs("<p class=muted>No instrumented dispatches in this trace.</p>\n", f);
-  return rp_done(cmd, t, st, rc);
+  return rpdtool_done(cmd, t, st, rc, NULL, NULL);
 }
 
 /* ---- host atomics ------------------------------------------------------ */
@@ -1099,7 +1080,7 @@ static int rp_atomics(const char *cmd, const struct rpdtool_trace *t, FILE *f) {
     return -1;
   }
   if (!has) return 0;
-  sqlite3_stmt *st = rp_prep(cmd, t, "SELECT kind, count FROM nano_atomic_totals");
+  sqlite3_stmt *st = rpdtool_prepare(cmd, t, "SELECT kind, count FROM nano_atomic_totals");
   if (!st) return -1;
   fputs("<h2 id=atomics>Host atomics</h2><p class=muted>Atomic operations the instrumented "
         "code executed (built with the plugin, traced with the tracker), per kind and per "
@@ -1116,7 +1097,7 @@ static int rp_atomics(const char *cmd, const struct rpdtool_trace *t, FILE *f) {
     kinds++;
   }
   fputs("</tbody></table>\n", f);
-  if (rp_done(cmd, t, st, rc)) return -1;
+  if (rpdtool_done(cmd, t, st, rc, NULL, NULL)) return -1;
   if (!kinds) {
     fputs("<p class=muted>No instrumented atomic ran.</p>\n", f);
     return 0;
@@ -1128,7 +1109,7 @@ static int rp_atomics(const char *cmd, const struct rpdtool_trace *t, FILE *f) {
       "HAVING n > 0 ORDER BY n DESC LIMIT %d",
       origins ? "O.file, O.line" : "NULL, NULL",
       origins ? "LEFT JOIN nano_atomic_origin O ON O.site_id = S.id" : "", RP_TOP);
-  st = sql ? rp_prep(cmd, t, sql) : NULL;
+  st = sql ? rpdtool_prepare(cmd, t, sql) : NULL;
   sqlite3_free(sql);
   if (!st) return -1;
   fputs("<h3>Busiest sites</h3><table class=sortable><thead><tr><th>count</th><th>kind</th>"
@@ -1161,7 +1142,7 @@ static int rp_atomics(const char *cmd, const struct rpdtool_trace *t, FILE *f) {
     fputs("</td></tr>\n", f);
   }
   fputs("</tbody></table>\n", f);
-  return rp_done(cmd, t, st, rc);
+  return rpdtool_done(cmd, t, st, rc, NULL, NULL);
 }
 
 /* The short-calls section, when the tracer summed calls (--min-duration):
@@ -1179,7 +1160,7 @@ static int rp_short_calls(const char *cmd, const struct rpdtool_trace *t, FILE *
       "sum(self_ns), max(min_duration_ns) FROM nano_calls GROUP BY domain, name, args "
       "ORDER BY 5 DESC LIMIT %d",
       RP_TOP);
-  sqlite3_stmt *st = sql ? rp_prep(cmd, t, sql) : NULL;
+  sqlite3_stmt *st = sql ? rpdtool_prepare(cmd, t, sql) : NULL;
   sqlite3_free(sql);
   if (!st) return -1;
   fputs("<h2 id=short>Short calls</h2><p class=muted>Calls shorter than the bound the trace "
@@ -1204,7 +1185,7 @@ static int rp_short_calls(const char *cmd, const struct rpdtool_trace *t, FILE *
     fputs("</tr>\n", f);
   }
   fputs("</tbody></table>\n", f);
-  return rp_done(cmd, t, st, rc);
+  return rpdtool_done(cmd, t, st, rc, NULL, NULL);
 }
 
 /* Writes the whole page for trace t to f. 0 or -1 (message printed). */

@@ -698,3 +698,20 @@ int rpdtool_metadata_sum(const struct rpdtool_trace *t, const char *tag, int64_t
   sqlite3_finalize(st);
   return ret;
 }
+
+sqlite3_stmt *rpdtool_prepare(const char *cmd, const struct rpdtool_trace *t, const char *sql) {
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v2(t->db, sql, -1, &st, NULL) == SQLITE_OK) return st;
+  rpdtool_err(cmd, "%s: query failed: %s", t->path, sqlite3_errmsg(t->db));
+  sqlite3_finalize(st);
+  return NULL;
+}
+
+int rpdtool_done(const char *cmd, const struct rpdtool_trace *t, sqlite3_stmt *st, int rc,
+                 FILE *out, const char *out_name) {
+  sqlite3_finalize(st);
+  if (out && ferror(out)) return rpdtool_err(cmd, "%s: write failed (is the disk full?)", out_name);
+  if (rc != SQLITE_DONE)
+    return rpdtool_err(cmd, "%s: query failed: %s", t->path, sqlite3_errmsg(t->db));
+  return 0;
+}

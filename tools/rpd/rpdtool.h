@@ -135,6 +135,17 @@ void rpdtool_name_label(char *buf, size_t len, int64_t pid, int64_t tid, const c
  * into *out: 0, or -1 on SQLite error. */
 int rpdtool_metadata_sum(const struct rpdtool_trace *t, const char *tag, int64_t *out);
 
+/* Prepares sql on t's connection; on failure says so for cmd ("query
+ * failed") and returns NULL. */
+sqlite3_stmt *rpdtool_prepare(const char *cmd, const struct rpdtool_trace *t, const char *sql);
+/* Finalizes st, stepped until its last step returned rc. Returns 0 when rc
+ * is SQLITE_DONE, else RPDTOOL_EXIT_FAIL after saying the query failed. out
+ * (NULL: none) is the output written meanwhile: a write error on it is said
+ * first, naming out_name (a full disk fails the output before SQLite's
+ * temporary files). */
+int rpdtool_done(const char *cmd, const struct rpdtool_trace *t, sqlite3_stmt *st, int rc,
+                 FILE *out, const char *out_name);
+
 /* Runs `sql`, a query of one integer, into *out: 0, or -1 (no row, SQLite error). */
 int rpdtool_int(sqlite3 *db, const char *sql, int64_t *out);
 
