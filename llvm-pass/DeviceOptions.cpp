@@ -9,7 +9,7 @@
 #include "Compat.h"
 #include "Settings.h"
 
-#include "../dh_comms/include/nano/dh_format.h"
+#include "nano/dh_format.h"
 
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringExtras.h"

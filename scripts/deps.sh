@@ -12,7 +12,7 @@ packages=(
   librocrand1
   sqlite3 libsqlite3-dev
   libelf-dev libdw-dev libmsgpack-dev libzstd-dev zstd
-  libcmocka-dev libunwind-dev valgrind
+  libunwind-dev valgrind
   libjansson-dev
   python3 python3-pip python3-venv python3-pytest
   python3-yaml
