@@ -40,7 +40,8 @@ static uint64_t rpd_env_uint(const char *name, uint64_t lo, uint64_t hi, uint64_
   return v;
 }
 
-/* Calls rpd_writer_waits when the writer waits for a lock (tracer.h). */
+/* nano_rpdfile's busy hook: the writer waits for another process's lock
+ * (g_writer_blocked, tracer.h). */
 static void rpd_writer_waits(void) { atomic_store(&g_writer_blocked, 1); }
 _Atomic int g_writer_blocked;
 _Atomic uint64_t g_lock_dropped;

@@ -141,10 +141,8 @@ struct ag_counts {
 /* The autograd step proper, inside the caller's transaction: creates the
  * table and views and parses every candidate text (counted in ctx, a struct
  * ag_counts). Returns 0 or RPDTOOL_EXIT_FAIL (message printed). */
-
 static int ag_fill(const char *cmd, const struct rpdtool_trace *t, void *ctx) {
-  int64_t *parsed = &((struct ag_counts *)ctx)->parsed;
-  int64_t *malformed = &((struct ag_counts *)ctx)->malformed;
+  struct ag_counts *n = ctx;
   /* A table without the Generated tag is a leftover of an interrupted run of
    * rocpd's Python (it commits every 100,000 rows): start over. */
   int ret = an_exec(cmd, t, "removing a leftover ext_autogradapi",
@@ -174,10 +172,10 @@ static int ag_fill(const char *cmd, const struct rpdtool_trace *t, void *ctx) {
       goto out;
     }
     if (!ag_parse(s, &a)) {
-      if (*malformed < 5)
+      if (n->malformed < 5)
         fprintf(stderr, "rpd %s: %s: call %lld: range text is not an autograd operator: '%.200s'\n",
                 cmd, t->path, (long long)id, txt ? txt : "");
-      (*malformed)++;
+      n->malformed++;
       free(s);
       continue;
     }
@@ -193,7 +191,7 @@ static int ag_fill(const char *cmd, const struct rpdtool_trace *t, void *ctx) {
     free(s);
     if (brc != SQLITE_OK || sqlite3_step(ins) != SQLITE_DONE) goto sqlerr;
     sqlite3_reset(ins);
-    (*parsed)++;
+    n->parsed++;
   }
   if (rc == SQLITE_DONE) goto out;
 sqlerr:

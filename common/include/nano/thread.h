@@ -9,14 +9,14 @@
 
 /*
  * Starts fn(arg) on a new thread that never takes the application's
- * asynchronous signals: they stay blocked there (all but the faults of the
- * thread's own code, SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP,
- * SIGSYS, whose handlers must still run). A process-directed signal then reaches one of
- * the application's threads, as it would without nanoprobe. It matters: a
- * handler that runs on a helper thread while the application's thread is
- * suspended in vfork() (dash's trap handler checks a flag the vfork child
- * has set in the shared memory) drops the signal. The caller's mask is
- * unchanged. Returns 0 or pthread_create's error number.
+ * asynchronous signals: they are blocked from its first instruction (all but
+ * the faults of the thread's own code, SIGSEGV, SIGBUS, SIGILL, SIGFPE,
+ * SIGABRT, SIGTRAP, SIGSYS, whose handlers must still run). A
+ * process-directed signal then reaches one of the application's threads, as
+ * it would without nanoprobe. Blocking them only once the thread runs left a
+ * window in which dash's TERM trap, under the tracer and under load, was
+ * lost (frontdoor_run_signals). The caller's mask is unchanged. Returns 0 or
+ * pthread_create's error number.
  */
 int nano_thread_start(pthread_t *thread, void *(*fn)(void *), void *arg);
 
