@@ -136,9 +136,6 @@ static cl::opt<std::string> ClLibraryFiles(
 // Where libraries' headers live on Linux (normalised paths): libc and
 // libstdc++ (/usr/include, /usr/lib/gcc/...), clang's own headers
 // (/usr/lib/llvm-N/lib/clang), and the CUDA and ROCm toolkits.
-static const char *const HostDefaultLibraryFiles =
-    "^(/usr/include/|/usr/lib/|/usr/local/include/|/usr/local/cuda[^/]*/|/opt/rocm[^/]*/)";
-
 static cl::opt<std::string>
     ClPromote("nano-atomics-promote",
               cl::desc("nanoprobe: 1 (default) counts the atomic sites of loops in a register "
@@ -250,7 +247,7 @@ static HostConfig hostReadConfig() {
   }
   nano::Setting Library = nano::readSetting(ClLibraryFiles, "NANO_ATOMICS_LIBRARY_FILES");
   if (!Library.isSet())
-    Library = {HostDefaultLibraryFiles, "the default library files"};
+    Library = {NANO_LIBRARY_FILES_DEFAULT, "the default library files"};
   if (!nano::parseRegex(Library, false, C.LibraryFiles, Err))
     return C;
   nano::Setting Promote = nano::readSetting(ClPromote, "NANO_ATOMICS_PROMOTE");
@@ -746,7 +743,8 @@ static StringRef hostFrameFunction(const DILocation *Loc) {
 // inlining chain that is not in a library file, with the function of that
 // frame; its own location is kept as S.Origin. When every frame is library
 // code (nothing inlined, as at -O0 for functions that are not always_inline)
-// the operation's own location stays.
+// the operation's own location stays and the site is flagged
+// NANO_SITE_LIBRARY, so the runtime can find its callers on the stack.
 static void hostAttribute(HostSite &S, const DILocation *Loc, const Regex &Library) {
   if (!Loc)
     return;
@@ -759,6 +757,11 @@ static void hostAttribute(HostSite &S, const DILocation *Loc, const Regex &Libra
     }
   }
   S.Origin = At == Loc ? nullptr : Loc;
+  if (At == Loc) {
+    std::string Own = nano::normalizedPath(nano::sourceFile(Loc));
+    if (!Own.empty() && Library.match(Own))
+      S.Flags |= NANO_SITE_LIBRARY;
+  }
   S.File = nano::sourceFile(At);
   S.Line = At->getLine();
   S.Column = At->getColumn();

@@ -23,14 +23,28 @@
  *                      every 1/NANO_RPD_ATOMICS_HZ s when a total changed,
  *                      and at every flush that stores the counts: what
  *                      `rpd export` draws as counter tracks
+ *   nano_atomic_caller site_id, function, file, line -> count: where the
+ *                      user's code calls a library site (NANO_SITE_LIBRARY,
+ *                      recorded under NANO_ATOMICS_CALLERS=1): of each stack
+ *                      the tracker kept, the first frame whose source file
+ *                      is not library code (NANO_ATOMICS_LIBRARY_FILES, the
+ *                      pass's default); function "" and file "": no such
+ *                      frame, or the stack was not kept. A site's callers sum
+ *                      to its count (replaced at each flush)
+ *   nano_atomic_callers view: kind, library_function, library_file,
+ *                      library_line, caller, file, line, count: the callers
+ *                      summed over processes and sessions, busiest first
  *
  * Without the tracker (a build where nano_tracker is missing) the tables are
  * still created, empty.
  */
+#include <regex.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "nano/atomics.h"
+#include "nano/path.h"
+#include "nano/settings.h"
 #include "rpd_internal.h"
 
 static const char atomics_schema[] =
@@ -50,7 +64,17 @@ static const char atomics_schema[] =
     "file varchar(4096) NOT NULL, line integer NOT NULL, column integer NOT NULL);\n"
     "CREATE TABLE IF NOT EXISTS nano_atomic_sample (session integer NOT NULL, "
     "pid integer NOT NULL, start integer NOT NULL, kind_id integer NOT NULL, "
-    "kind varchar(64) NOT NULL, count integer NOT NULL);\n";
+    "kind varchar(64) NOT NULL, count integer NOT NULL);\n"
+    "CREATE TABLE IF NOT EXISTS nano_atomic_caller (site_id integer NOT NULL "
+    "REFERENCES nano_atomic_site (id), function varchar(4096) NOT NULL, "
+    "file varchar(4096) NOT NULL, line integer NOT NULL, count integer NOT NULL, "
+    "PRIMARY KEY (site_id, function, file, line));\n"
+    "CREATE VIEW IF NOT EXISTS nano_atomic_callers AS SELECT S.kind AS kind, "
+    "S.function AS library_function, S.file AS library_file, S.line AS library_line, "
+    "C.function AS caller, C.file AS file, C.line AS line, sum(C.count) AS count "
+    "FROM nano_atomic_caller C JOIN nano_atomic_site S ON S.id = C.site_id "
+    "GROUP BY S.kind, S.function, S.file, S.line, C.function, C.file, C.line "
+    "HAVING sum(C.count) > 0 ORDER BY count DESC;\n";
 
 /* Creates the tables and the view when missing. Returns 0, or -1 with a
  * message. */
@@ -69,7 +93,7 @@ struct atomics_ctx {
   const char *path;
   int64_t offset;
   int64_t session;
-  sqlite3_stmt *site, *count, *origin;
+  sqlite3_stmt *site, *count, *origin, *caller;
 };
 
 #ifdef NANO_RPD_HAVE_TRACKER
@@ -120,6 +144,50 @@ static int atomics_visit(const struct nano_site *s, uint64_t count, void *arg) {
   return rc == SQLITE_DONE ? 0 : -1;
 }
 
+/* The library files as a compiled regex (NANO_ATOMICS_LIBRARY_FILES, else
+ * the pass's default); NULL when even the default does not compile. */
+static regex_t *atomics_library(void) {
+  static regex_t re;
+  static int state; /* 0 unread, 1 compiled, -1 none */
+  if (state == 0) {
+    const char *pat = nano_env_str("NANO_ATOMICS_LIBRARY_FILES");
+    if (pat && regcomp(&re, pat, REG_EXTENDED | REG_NOSUB) != 0) {
+      fprintf(stderr, "nanoprobe rpd: NANO_ATOMICS_LIBRARY_FILES=%s: invalid regular expression; "
+              "callers of library atomics use the default library files\n", pat);
+      pat = NULL;
+    }
+    state = pat || regcomp(&re, NANO_LIBRARY_FILES_DEFAULT, REG_EXTENDED | REG_NOSUB) == 0 ? 1 : -1;
+  }
+  return state > 0 ? &re : NULL;
+}
+
+/* Adds one stack of a library site to its caller's row: the first frame in
+ * a source file that is not library code. */
+static int atomics_caller(uint32_t id, const uint64_t *ips, unsigned depth, uint64_t count,
+                          void *arg) {
+  struct atomics_ctx *c = arg;
+  regex_t *lib = atomics_library();
+  struct rpdi_frame f = {0}, at = {0};
+  char file[4096];
+  for (unsigned i = 0; i < depth && lib; i++)
+    if (rpdi_stack_frame(ips[i], &f) == 0 && f.file &&
+        nano_path_normalize(f.file, file, sizeof file) &&
+        regexec(lib, file, 0, NULL, 0) != 0) {
+      at = f;
+      at.file = file;
+      break;
+    }
+  sqlite3_stmt *st = c->caller;
+  sqlite3_bind_int64(st, 1, c->offset + id);
+  sqlite3_bind_text(st, 2, at.file && at.function ? at.function : "", -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 3, at.file ? at.file : "", -1, SQLITE_STATIC);
+  sqlite3_bind_int(st, 4, at.file ? at.line : 0);
+  sqlite3_bind_int64(st, 5, (int64_t)count);
+  int rc = sqlite3_step(st);
+  sqlite3_reset(st);
+  return rc == SQLITE_DONE ? 0 : -1;
+}
+
 /* Sums a visited site's count into its kind's total. */
 static int atomics_sum(const struct nano_site *s, uint64_t count, void *arg) {
   if (s->kind < NANO_KIND_COUNT) ((uint64_t *)arg)[s->kind] += count;
@@ -130,7 +198,9 @@ static int atomics_sum(const struct nano_site *s, uint64_t count, void *arg) {
 int rpdi_atomics_write(sqlite3 *db, const char *path, int64_t offset) {
   if (atomics_schema_create(db, path) != 0) return -1;
 #ifdef NANO_RPD_HAVE_TRACKER
-  struct atomics_ctx c = {db, path, offset, offset >> 32, NULL, NULL, NULL};
+  struct atomics_ctx c = {db, path, offset, offset >> 32, NULL, NULL, NULL, NULL};
+  int rc;
+  sqlite3_stmt *forget = NULL;
   if (sqlite3_prepare_v2(db,
                          "INSERT OR REPLACE INTO nano_atomic_site(id, session, pid, kind_id, kind, "
                          "memory_order, failure_order, size, flags, function, file, line, column) "
@@ -141,21 +211,36 @@ int rpdi_atomics_write(sqlite3 *db, const char *path, int64_t offset) {
       sqlite3_prepare_v2(db,
                          "INSERT OR REPLACE INTO nano_atomic_origin(site_id, function, file, line, "
                          "column) VALUES (?,?,?,?,?)",
-                         -1, &c.origin, NULL) != SQLITE_OK) {
+                         -1, &c.origin, NULL) != SQLITE_OK ||
+      sqlite3_prepare_v2(db,
+                         "INSERT INTO nano_atomic_caller(site_id, function, file, line, count) "
+                         "VALUES (?,?,?,?,?) ON CONFLICT (site_id, function, file, line) "
+                         "DO UPDATE SET count = count + excluded.count",
+                         -1, &c.caller, NULL) != SQLITE_OK ||
+      sqlite3_prepare_v2(db, "DELETE FROM nano_atomic_caller WHERE site_id > ? AND site_id <= ?",
+                         -1, &forget, NULL) != SQLITE_OK) {
     fprintf(stderr, "nanoprobe rpd: %s: cannot prepare the atomics inserts: %s\n", path,
             sqlite3_errmsg(db));
-    sqlite3_finalize(c.site);
-    sqlite3_finalize(c.count);
-    sqlite3_finalize(c.origin);
-    return -1;
+    rc = -1;
+    goto done;
   }
-  int rc = nano_tracker_foreach_site(atomics_visit, &c);
+  rc = nano_tracker_foreach_site(atomics_visit, &c);
+  /* this session's callers are written again, from the tracker's totals */
+  if (rc == 0) {
+    sqlite3_bind_int64(forget, 1, offset);
+    sqlite3_bind_int64(forget, 2, offset + UINT32_MAX);
+    rc = sqlite3_step(forget) == SQLITE_DONE ? 0 : -1;
+  }
+  if (rc == 0) rc = nano_tracker_foreach_caller(atomics_caller, &c);
   if (rc != 0)
     fprintf(stderr, "nanoprobe rpd: %s: cannot store the atomic counts: %s\n", path,
             sqlite3_errmsg(db));
+done:
   sqlite3_finalize(c.site);
   sqlite3_finalize(c.count);
   sqlite3_finalize(c.origin);
+  sqlite3_finalize(c.caller);
+  sqlite3_finalize(forget);
   return rc != 0 ? -1 : 0;
 #else
   (void)offset;

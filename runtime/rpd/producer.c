@@ -12,6 +12,8 @@
 #include <sys/prctl.h>
 #include <sys/uio.h>
 
+#include "nano/backtrace.h"
+
 /* ---- producer side -------------------------------------------------------- */
 
 struct rpd_strs;
@@ -354,7 +356,7 @@ static inline void rpd_strs_add(struct rpd_strs *s, const char *p) {
 /* Captures the stack into s when stack frames are on. */
 static void rpd_strs_stack(struct rpd_strs *s, uint64_t *ips) {
   if (g_stack_depth <= 0) return;
-  int n = rpdi_stack_capture(ips, g_stack_depth);
+  int n = nano_backtrace(ips, g_stack_depth);
   if (n > 0) {
     s->blob = ips;
     s->bloblen = (uint32_t)n * 8;

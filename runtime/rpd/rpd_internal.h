@@ -37,9 +37,20 @@ const char *rpdi_intern_str(uint32_t handle);
 
 /* ---- stack frames (stack.c) ---------------------------------------------- */
 
-/* Captures up to `max` return addresses of the caller's stack, skipping the
- * frames inside this library; returns how many were stored. */
-int rpdi_stack_capture(uint64_t *ips, int max);
+/* (Stacks are captured with nano_backtrace, nano/backtrace.h.) */
+
+/* What the symboliser knows of a return address; NULL fields are unknown.
+ * The strings belong to the symboliser and live until rpdi_stack_reset. */
+struct rpdi_frame {
+  const char *function; /* ELF symbol (mangled for C++)      */
+  uint64_t offset;      /* of the call within function        */
+  const char *file;     /* source file of the call            */
+  int line;
+  const char *module;   /* the object's path                  */
+};
+/* Fills *f for return address ip (the call before it). Returns 0, or -1
+ * when no module holds ip (f is then all NULL). Writer thread only. */
+int rpdi_stack_frame(uint64_t ip, struct rpdi_frame *f);
 /* Writes "function+0xoff at file:line" (or the best available form) for ip
  * into buf. Called by the writer thread only. */
 void rpdi_stack_symbolize(uint64_t ip, char *buf, size_t n);

@@ -1,11 +1,8 @@
 /*
  * stack.c: call stacks for RPDT_STACKFRAMES=1.
  *
- * Capture (producer threads): libunwind's unw_backtrace, loaded with
- * dlopen(RTLD_LOCAL) on first use. libunwind.so also exports _Unwind_* and
- * backtrace(); linking it into a preloaded library would put those in front
- * of libgcc's and glibc's for the whole application, so it stays local.
- * Frames inside libnano_rpd.so itself are skipped.
+ * Capture (producer threads): nano_backtrace (common/, nano/backtrace.h),
+ * which leaves out the frames inside libnano_rpd.so itself.
  *
  * Symbolisation (writer thread): elfutils libdwfl over this process's
  * modules: "function+0xoff at file:line" with debug info,
@@ -16,63 +13,14 @@
  * then the units' own ranges (DW_AT_ranges, low_pc/high_pc) are searched.
  */
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <inttypes.h>
-#include <link.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "rpd_internal.h"
-
-typedef int (*stack_backtrace_fn)(void **buffer, int size);
-static stack_backtrace_fn stack_backtrace;
-static pthread_once_t stack_once = PTHREAD_ONCE_INIT;
-static uintptr_t stack_self_lo, stack_self_hi;
-
-/* Finds the executable range of the object holding this function. */
-static int stack_self_cb(struct dl_phdr_info *info, size_t size, void *arg) {
-  (void)size;
-  uintptr_t probe = (uintptr_t)arg;
-  for (int i = 0; i < info->dlpi_phnum; i++) {
-    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-    if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X)) continue;
-    uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
-    if (probe >= lo && probe < hi) {
-      stack_self_lo = lo;
-      stack_self_hi = hi;
-      return 1;
-    }
-  }
-  return 0;
-}
-
-static void stack_init(void) {
-  dl_iterate_phdr(stack_self_cb, (void *)(uintptr_t)&rpdi_stack_capture);
-  void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
-  if (!h) {
-    fprintf(stderr, "nanoprobe rpd: RPDT_STACKFRAMES: cannot load libunwind.so.8: %s\n", dlerror());
-    return;
-  }
-  stack_backtrace = (stack_backtrace_fn)dlsym(h, "unw_backtrace");
-  if (!stack_backtrace)
-    fprintf(stderr, "nanoprobe rpd: RPDT_STACKFRAMES: libunwind.so.8 has no unw_backtrace\n");
-}
-
-int rpdi_stack_capture(uint64_t *ips, int max) {
-  pthread_once(&stack_once, stack_init);
-  if (!stack_backtrace || max <= 0) return 0;
-  void *buf[256 + 16];
-  int want = max + 16 > 256 + 16 ? 256 + 16 : max + 16;
-  int n = stack_backtrace(buf, want);
-  int i = 0, out = 0;
-  while (i < n && (uintptr_t)buf[i] >= stack_self_lo && (uintptr_t)buf[i] < stack_self_hi) i++;
-  for (; i < n && out < max; i++) ips[out++] = (uint64_t)(uintptr_t)buf[i];
-  return out;
-}
 
 static Dwfl *stack_dwfl;
 static const Dwfl_Callbacks stack_callbacks = {
@@ -120,33 +68,36 @@ static const char *stack_line_by_cu(Dwfl_Module *mod, Dwarf_Addr addr, int *line
   return NULL;
 }
 
-void rpdi_stack_symbolize(uint64_t ip, char *buf, size_t n) {
-  if (!stack_dwfl && stack_report() != 0) {
-    snprintf(buf, n, "0x%" PRIx64, ip);
-    return;
-  }
+int rpdi_stack_frame(uint64_t ip, struct rpdi_frame *f) {
+  memset(f, 0, sizeof *f);
+  if (!stack_dwfl && stack_report() != 0) return -1;
   /* a return address points after the call: look up the call itself */
   Dwarf_Addr addr = ip ? ip - 1 : 0;
   Dwfl_Module *mod = dwfl_addrmodule(stack_dwfl, addr);
   if (!mod && stack_report() == 0) mod = dwfl_addrmodule(stack_dwfl, addr);
-  if (!mod) {
-    snprintf(buf, n, "0x%" PRIx64, ip);
-    return;
-  }
-  const char *modname = dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
+  if (!mod) return -1;
+  f->module = dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
   GElf_Off off = 0;
   GElf_Sym sym;
-  const char *fn = dwfl_module_addrinfo(mod, addr, &off, &sym, NULL, NULL, NULL);
+  f->function = dwfl_module_addrinfo(mod, addr, &off, &sym, NULL, NULL, NULL);
+  f->offset = off;
   Dwfl_Line *line = dwfl_module_getsrc(mod, addr);
-  int lineno = 0;
-  const char *file = line ? dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL) : NULL;
-  if (!file) file = stack_line_by_cu(mod, addr, &lineno);
-  if (fn && file)
-    snprintf(buf, n, "%s+0x%" PRIx64 " at %s:%d", fn, (uint64_t)off, file, lineno);
-  else if (fn)
-    snprintf(buf, n, "%s+0x%" PRIx64 " in %s", fn, (uint64_t)off, modname ? modname : "?");
+  f->file = line ? dwfl_lineinfo(line, NULL, &f->line, NULL, NULL, NULL) : NULL;
+  if (!f->file) f->file = stack_line_by_cu(mod, addr, &f->line);
+  return 0;
+}
+
+void rpdi_stack_symbolize(uint64_t ip, char *buf, size_t n) {
+  struct rpdi_frame f;
+  const char *mod = rpdi_stack_frame(ip, &f) == 0 && f.module ? f.module : "?";
+  if (f.function && f.file)
+    snprintf(buf, n, "%s+0x%" PRIx64 " at %s:%d", f.function, f.offset, f.file, f.line);
+  else if (f.function)
+    snprintf(buf, n, "%s+0x%" PRIx64 " in %s", f.function, f.offset, mod);
+  else if (f.module)
+    snprintf(buf, n, "0x%" PRIx64 " in %s", ip, mod);
   else
-    snprintf(buf, n, "0x%" PRIx64 " in %s", ip, modname ? modname : "?");
+    snprintf(buf, n, "0x%" PRIx64, ip);
 }
 
 void rpdi_stack_reset(void) {

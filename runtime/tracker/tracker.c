@@ -35,6 +35,16 @@
  * when the runtime's work ends, never waited for. Only a burst beyond that
  * list is lost, and then counted as lost and reported at exit.
  *
+ * Callers of library sites (NANO_ATOMICS_CALLERS=1). A site the pass flags
+ * NANO_SITE_LIBRARY (every frame of its inlining chain is library code, as
+ * libstdc++'s out-of-line functions at -O0) cannot name the user's line. In
+ * this mode such a site's id is published with NANOT_CALLERS_BIT set, which
+ * puts it past every thread's array, so only its events take the slow path,
+ * which counts them as usual and also per distinct stack (NANOT_CALLER_DEPTH
+ * return addresses, unwound by libunwind). The hot path of every other site
+ * is unchanged. The tracer stores the stacks' first frames in the user's
+ * files (nano_atomic_caller); each event costs an unwind and the lock.
+ *
  * At exit (a destructor), when at least one site was registered and the exit
  * dump is on, the counts go to NANO_TRACKER_OUTPUT in NANO_TRACKER_FORMAT.
  * After fork() the child starts from zero: each process reports its own.
@@ -50,8 +60,10 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "nano/backtrace.h"
 #include "nano/hash.h"
 #include "nano/json.h"
+#include "nano/settings.h"
 
 /* Marks a module table as registered (struct nano_site_module.reserved). */
 #define NANOT_REGISTERED 0x6e616e6f72656721ull
@@ -112,6 +124,30 @@ static pthread_once_t nanot_once = PTHREAD_ONCE_INIT;
 static int nanot_key_ok;
 
 static void nanot_slow(struct nano_site *site, uint64_t n) __attribute__((noinline, cold));
+
+/* Set in a published id (struct nano_site.id of the program's table) of a
+ * library site whose callers are counted: no thread's array reaches it, so
+ * its events take the slow path. Ids stay below it. */
+#define NANOT_CALLERS_BIT 0x80000000u
+/* Return addresses kept per stack: libstdc++'s chains at -O0 are about six
+ * library frames deep (shared_ptr's release), well inside this. */
+#define NANOT_CALLER_DEPTH 16
+/* Distinct stacks kept (each 144 bytes); the events of stacks beyond are
+ * counted under depth 0, "stack not kept". */
+#define NANOT_CALLERS_MAX (1u << 16)
+
+/* One distinct stack of a library site and its count; site 0: a free slot. */
+struct nanot_caller {
+  uint32_t site;
+  uint32_t depth; /* return addresses in ips; 0: not kept */
+  uint64_t count;
+  uint64_t ips[NANOT_CALLER_DEPTH];
+};
+
+/* Under nanot_lock: open addressing, power of 2, at most half full. */
+static struct nanot_caller *nanot_callers;
+static uint32_t nanot_callers_cap, nanot_callers_used;
+static int nanot_callers_mode = -1; /* NANO_ATOMICS_CALLERS, read on first use */
 
 /* Memory of the runtime's own: zeroed pages from mmap, NULL when there are
  * none (see "Re-entry" above for why not malloc). */
@@ -248,7 +284,7 @@ static const char *nanot_intern(const char *s) {
 /* Makes room for `more` further sites in nanot_sites and nanot_folded.
  * Returns 0, or -1 when out of memory. Caller holds nanot_lock. */
 static int nanot_reserve_sites(uint32_t more) {
-  if (more > UINT32_MAX - 1 - nanot_nsites)
+  if (more > NANOT_CALLERS_BIT - 1 - nanot_nsites)
     return -1;
   uint32_t need = nanot_nsites + more;
   if (need <= nanot_sites_cap)
@@ -280,6 +316,66 @@ static int nanot_reserve_sites(uint32_t more) {
   return 0;
 }
 
+/* Whether NANO_ATOMICS_CALLERS=1 asks for the callers of library sites
+ * (read once). Caller holds nanot_lock. */
+static int nanot_callers_on(void) {
+  if (nanot_callers_mode < 0) {
+    int on = 0;
+    nano_env_bool("NANO_ATOMICS_CALLERS", &on);
+    nanot_callers_mode = on;
+  }
+  return nanot_callers_mode;
+}
+
+/* The slot of stack (site, ips[depth]) in a table of cap slots: its own, or
+ * the free one where it goes. */
+static struct nanot_caller *nanot_caller_slot(struct nanot_caller *table, uint32_t cap,
+                                              uint32_t site, const uint64_t *ips, uint32_t depth) {
+  uint64_t h = nano_fnv64(NANO_FNV64_OFFSET, &site, sizeof site);
+  h = nano_fnv64(h, ips, depth * sizeof *ips);
+  for (uint32_t j = (uint32_t)h & (cap - 1);; j = (j + 1) & (cap - 1)) {
+    struct nanot_caller *c = &table[j];
+    if (c->site == 0 ||
+        (c->site == site && c->depth == depth && memcmp(c->ips, ips, depth * sizeof *ips) == 0))
+      return c;
+  }
+}
+
+/* Counts n events of library site id with stack ips[depth]. Past
+ * NANOT_CALLERS_MAX stacks (or out of memory) the events go to the site's
+ * depth-0 entry; only when even that finds no slot are they left to the
+ * site's own count. Caller holds nanot_lock. */
+static void nanot_caller_add(uint32_t id, const uint64_t *ips, uint32_t depth, uint64_t n) {
+  if (2 * (nanot_callers_used + 1) > nanot_callers_cap && nanot_callers_cap < 2 * NANOT_CALLERS_MAX) {
+    uint32_t ncap = nanot_callers_cap ? 2 * nanot_callers_cap : 256;
+    struct nanot_caller *t = nanot_map((size_t)ncap * sizeof *t);
+    if (t != NULL) {
+      for (uint32_t i = 0; i < nanot_callers_cap; i++) {
+        struct nanot_caller *c = &nanot_callers[i];
+        if (c->site != 0)
+          *nanot_caller_slot(t, ncap, c->site, c->ips, c->depth) = *c;
+      }
+      nanot_unmap(nanot_callers, (size_t)nanot_callers_cap * sizeof *t);
+      nanot_callers = t;
+      nanot_callers_cap = ncap;
+    }
+  }
+  if (nanot_callers_cap == 0)
+    return;
+  struct nanot_caller *c = nanot_caller_slot(nanot_callers, nanot_callers_cap, id, ips, depth);
+  if (c->site == 0 && 2 * (nanot_callers_used + 1) > nanot_callers_cap && depth != 0)
+    c = nanot_caller_slot(nanot_callers, nanot_callers_cap, id, ips, depth = 0); /* full */
+  if (c->site == 0) {
+    if (nanot_callers_used + 2 > nanot_callers_cap)
+      return; /* a probe must always meet a free slot */
+    c->site = id;
+    c->depth = depth;
+    memcpy(c->ips, ips, depth * sizeof *ips);
+    nanot_callers_used++;
+  }
+  c->count += n;
+}
+
 /* Gives `site` the next id and keeps a copy of it and of its origin (NULL:
  * none). Room must be reserved. Caller holds nanot_lock. */
 static void nanot_add_site(struct nano_site *site, const struct nano_site_origin *origin) {
@@ -296,7 +392,10 @@ static void nanot_add_site(struct nano_site *site, const struct nano_site_origin
   copy->function = nanot_intern(site->function);
   copy->file = nanot_intern(site->file);
   copy->module = NULL; /* the table may be unloaded (dlclose); the copy outlives it */
-  __atomic_store_n(&site->id, copy->id, __ATOMIC_RELEASE);
+  uint32_t published = copy->id;
+  if ((site->flags & NANO_SITE_LIBRARY) && nanot_callers_on())
+    published |= NANOT_CALLERS_BIT;
+  __atomic_store_n(&site->id, published, __ATOMIC_RELEASE);
 }
 
 /* The oldest site-table ABI this runtime reads (1: no origins). */
@@ -435,6 +534,8 @@ static void nanot_atfork_child(void) {
   }
   if (nanot_nsites)
     memset(nanot_folded, 0, (size_t)nanot_nsites * sizeof *nanot_folded);
+  for (uint32_t i = 0; i < nanot_callers_cap; i++)
+    nanot_callers[i].count = 0;
   __atomic_store_n(&nanot_lost, 0, __ATOMIC_RELAXED);
   nanot_tls.ndeferred = 0; /* the parent's, counted there */
   int busy = nanot_fork_busy;
@@ -489,6 +590,11 @@ static void nanot_slow(struct nano_site *site, uint64_t n) {
     return;
   }
   nanot_enter();
+  /* a library site whose callers are counted: unwind before the lock */
+  uint64_t ips[NANOT_CALLER_DEPTH];
+  int depth = -1;
+  if (__atomic_load_n(&site->id, __ATOMIC_RELAXED) & NANOT_CALLERS_BIT)
+    depth = nano_backtrace(ips, NANOT_CALLER_DEPTH);
   int err = pthread_once(&nanot_once, nanot_init_once);
   if (err != 0 || pthread_mutex_lock(&nanot_lock) != 0) {
     __atomic_fetch_add(&nanot_lost, n, __ATOMIC_RELAXED);
@@ -506,6 +612,11 @@ static void nanot_slow(struct nano_site *site, uint64_t n) {
       nanot_add_site(site, NULL);
     }
     id = site->id;
+  }
+  if (id & NANOT_CALLERS_BIT) {
+    id &= ~NANOT_CALLERS_BIT;
+    if (id != 0 && id <= nanot_nsites)
+      nanot_caller_add(id, ips, depth > 0 ? (uint32_t)depth : 0, n);
   }
   if (id == 0 || id > nanot_nsites)
     goto out; /* out of memory, or a site id this runtime did not give */
@@ -598,6 +709,8 @@ NANO_API void nano_tracker_reset(void) {
     for (struct nanot_thread *t = nanot_threads; t != NULL; t = t->next)
       for (uint32_t i = 0; i < t->cap; i++)
         t->base[i] = __atomic_load_n(&t->counts[i], __ATOMIC_RELAXED);
+    for (uint32_t i = 0; i < nanot_callers_cap; i++)
+      nanot_callers[i].count = 0;
     pthread_mutex_unlock(&nanot_lock);
   }
   nanot_leave(busy);
@@ -641,6 +754,26 @@ NANO_API int nano_tracker_site_origin(uint32_t id, struct nano_site_origin *out)
   }
   nanot_leave(busy);
   return found;
+}
+
+NANO_API int nano_tracker_foreach_caller(nano_caller_visitor visit, void *arg) {
+  int busy = nanot_enter();
+  struct nanot_caller *copy = NULL;
+  uint32_t n = 0;
+  if (pthread_mutex_lock(&nanot_lock) == 0) {
+    if (nanot_callers_used > 0 &&
+        (copy = nanot_map((size_t)nanot_callers_used * sizeof *copy)) != NULL)
+      for (uint32_t i = 0; i < nanot_callers_cap; i++)
+        if (nanot_callers[i].site != 0 && nanot_callers[i].count != 0)
+          copy[n++] = nanot_callers[i];
+    pthread_mutex_unlock(&nanot_lock);
+  }
+  nanot_leave(busy);
+  int rc = 0;
+  for (uint32_t i = 0; i < n && rc == 0; i++)
+    rc = visit(copy[i].site, copy[i].ips, copy[i].depth, copy[i].count, arg);
+  nanot_unmap(copy, (size_t)nanot_callers_used * sizeof *copy);
+  return rc;
 }
 
 NANO_API void nano_tracker_set_exit_dump(int enabled) {
@@ -761,7 +894,8 @@ static void nanot_dump_json(FILE *out, struct nanot_entry *e, uint32_t n, const 
     fprintf(out, ", \"size\": %u, \"flags\": [", s->size);
     static const struct { unsigned bit; const char *name; } flags[] = {
         {NANO_SITE_WEAK, "weak"}, {NANO_SITE_VOLATILE, "volatile"},
-        {NANO_SITE_LIBCALL, "libcall"}, {NANO_SITE_PRELUDE, "prelude"}};
+        {NANO_SITE_LIBCALL, "libcall"}, {NANO_SITE_PRELUDE, "prelude"},
+        {NANO_SITE_LIBRARY, "library"}};
     const char *fsep = "";
     for (size_t f = 0; f < sizeof flags / sizeof flags[0]; f++)
       if (s->flags & flags[f].bit) {

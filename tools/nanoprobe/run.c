@@ -89,7 +89,7 @@ static const char run_help[] =
 
 struct run_opts {
   const char *output;
-  int append, force, atomics, python, instrumented, env_dump, quiet;
+  int append, force, atomics, callers, python, instrumented, env_dump, quiet;
   const char *kernels, *dispatches, *analyzers, *format, *log;
   const char *min_duration;
   char **cmd;
@@ -170,6 +170,7 @@ static int run_parse(int argc, char **argv, struct run_opts *o) {
     if (!strcmp(a, "--append")) o->append = 1;
     else if (!strcmp(a, "-f") || !strcmp(a, "--force")) o->force = 1;
     else if (!strcmp(a, "--atomics")) o->atomics = 1;
+    else if (!strcmp(a, "--atomics-callers")) o->atomics = o->callers = 1;
     else if (!strcmp(a, "--python")) o->python = 1;
     else if (!strcmp(a, "-i") || !strcmp(a, "--instrumented")) o->instrumented = 1;
     else if (!strcmp(a, "-e") || !strcmp(a, "--env-dump")) o->env_dump = 1;
@@ -280,6 +281,7 @@ static int run_environment(const struct run_opts *o, const char *trace, struct r
   if (!getenv("NVTX_INJECTION64_PATH") && run_setenv(e, "NVTX_INJECTION64_PATH", lib))
     return RUN_EXIT_USAGE;
   if (o->instrumented && run_setenv(e, "NANO_INSTRUMENT", "1")) return RUN_EXIT_USAGE;
+  if (o->callers && run_setenv(e, "NANO_ATOMICS_CALLERS", "1")) return RUN_EXIT_USAGE;
   if (o->kernels && run_setenv(e, "NANO_KERNELS", o->kernels)) return RUN_EXIT_USAGE;
   if (o->min_duration && run_setenv(e, "NANO_RPD_MIN_DURATION", o->min_duration))
     return RUN_EXIT_USAGE;

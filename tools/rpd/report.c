@@ -1071,6 +1071,56 @@ static void rp_source_line(const char *path, int64_t line, char *buf, size_t n) 
   fclose(src);
 }
 
+/* The callers of library atomics (nano_atomic_callers), when the trace was
+ * recorded with NANO_ATOMICS_CALLERS=1. */
+static int rp_atomic_callers(const char *cmd, const struct rpdtool_trace *t, FILE *f) {
+  int has = nano_rpdfile_has_object(t->db, "nano_atomic_callers");
+  if (has < 0) {
+    rpdtool_err(cmd, "%s: %s", t->path, sqlite3_errmsg(t->db));
+    return -1;
+  }
+  if (!has) return 0;
+  char *sql = sqlite3_mprintf("SELECT count, kind, library_function, caller, file, line "
+                              "FROM nano_atomic_callers LIMIT %d",
+                              RP_TOP);
+  sqlite3_stmt *st = sql ? rpdtool_prepare(cmd, t, sql) : NULL;
+  sqlite3_free(sql);
+  if (!st) return -1;
+  int rc = sqlite3_step(st);
+  if (rc == SQLITE_ROW)
+    fputs("<h3>Library atomics by caller</h3><p class=muted>Atomics of library functions "
+          "that were not inlined into your code (libstdc++ at -O0), counted per call "
+          "stack and shown at the first frame in your files.</p>\n<table class=sortable>"
+          "<thead><tr><th>count</th><th>kind</th><th>library function</th><th>called from</th>"
+          "<th>where</th><th>source</th></tr></thead><tbody>\n",
+          f);
+  char line[RP_SRC_LINE + 1];
+  int any = 0;
+  for (; rc == SQLITE_ROW; rc = sqlite3_step(st), any = 1) {
+    long long n = sqlite3_column_int64(st, 0);
+    const char *file = (const char *)sqlite3_column_text(st, 4);
+    int64_t ln = sqlite3_column_int64(st, 5);
+    fprintf(f, "<tr><td class=n data-v=\"%lld\">%lld</td><td>", n, n);
+    rp_esc(f, (const char *)sqlite3_column_text(st, 1));
+    fputs("</td><td><code>", f);
+    rp_esc(f, (const char *)sqlite3_column_text(st, 2));
+    fputs("</code></td><td><code>", f);
+    if (file && *file) {
+      rp_esc(f, (const char *)sqlite3_column_text(st, 3));
+      fputs("</code></td><td>", f);
+      rp_esc(f, file);
+      fprintf(f, ":%lld</td><td><code>", (long long)ln);
+      rp_source_line(file, ln, line, sizeof line);
+      rp_esc(f, line);
+    } else {
+      fputs("</code></td><td>no frame in your files</td><td><code>", f);
+    }
+    fputs("</code></td></tr>\n", f);
+  }
+  if (any) fputs("</tbody></table>\n", f);
+  return rpdtool_done(cmd, t, st, rc, NULL, NULL);
+}
+
 /* The host atomics section, when the tracer stored atomics. */
 static int rp_atomics(const char *cmd, const struct rpdtool_trace *t, FILE *f) {
   int has = nano_rpdfile_has_object(t->db, "nano_atomic_totals");
@@ -1142,7 +1192,8 @@ static int rp_atomics(const char *cmd, const struct rpdtool_trace *t, FILE *f) {
     fputs("</td></tr>\n", f);
   }
   fputs("</tbody></table>\n", f);
-  return rpdtool_done(cmd, t, st, rc, NULL, NULL);
+  if (rpdtool_done(cmd, t, st, rc, NULL, NULL)) return -1;
+  return rp_atomic_callers(cmd, t, f);
 }
 
 /* The short-calls section, when the tracer summed calls (--min-duration):

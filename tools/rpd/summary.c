@@ -94,6 +94,12 @@ static const char summary_sampled_atomics_sql[] =
     "GROUP BY session, pid, kind_id) L ON S.session = L.session AND S.pid = L.pid AND "
     "S.kind_id = L.kind_id AND S.start = L.last GROUP BY S.kind_id, S.kind ORDER BY count DESC";
 
+/* Library atomics (NANO_SITE_LIBRARY) per caller in the user's code. */
+static const char summary_callers_sql[] =
+    "SELECT kind, library_function, CASE WHEN file = '' THEN '(none in your files)' "
+    "ELSE caller END AS caller, CASE WHEN file = '' THEN '' ELSE file || ':' || line END "
+    "AS location, count FROM nano_atomic_callers";
+
 /* Everything after the totals line. 0 or RPDTOOL_EXIT_FAIL. */
 static int summary_sections(struct rpdtool_trace *t, long limit, int want_atomics) {
   int ret = 0;
@@ -145,6 +151,9 @@ static int summary_sections(struct rpdtool_trace *t, long limit, int want_atomic
           "GROUP BY S.kind, S.function, S.file, S.line HAVING sum(C.count) > 0 "
           "ORDER BY sum(C.count) DESC",
           limit);
+    if (!ret && rpdtool_has_rows(t->db, "nano_atomic_caller") > 0)
+      ret = summary_section("library atomics by caller (--atomics-callers)", t->db,
+                            summary_callers_sql, limit);
   } else if (sampled > 0) {
     ret = summary_section("atomics per kind (latest samples; sites come at the next flush)",
                           t->db, summary_sampled_atomics_sql, 0);

@@ -59,6 +59,16 @@ enum nano_order {
 #define NANO_SITE_VOLATILE 0x02u /* the operation is volatile                   */
 #define NANO_SITE_LIBCALL 0x04u  /* a call to a generic __atomic_* library function */
 #define NANO_SITE_PRELUDE 0x08u  /* emitted by prelude.h, not by the pass       */
+/* Every frame of the operation's inlining chain is library code (an
+ * out-of-line libstdc++ function at -O0): the site cannot name the user's
+ * line; NANO_ATOMICS_CALLERS=1 counts it per caller instead. */
+#define NANO_SITE_LIBRARY 0x80u
+
+/* Source files that are library code, as a POSIX extended regular
+ * expression: the pass's default of NANO_ATOMICS_LIBRARY_FILES, and the
+ * runtime's when it looks for a library site's caller. */
+#define NANO_LIBRARY_FILES_DEFAULT \
+  "^(/usr/include/|/usr/lib/|/usr/local/include/|/usr/local/cuda[^/]*/|/opt/rocm[^/]*/)"
 
 struct nano_site_module;
 
@@ -71,7 +81,7 @@ struct nano_site {
   uint32_t id;          /* process-wide id; 0 until the runtime registers it   */
   uint16_t kind;        /* enum nano_kind                                       */
   uint8_t order;        /* enum nano_order (success order for compare-exchange) */
-  uint8_t flags;        /* NANO_SITE_* bits; bits 4..6: compare-exchange failure order */
+  uint8_t flags;        /* NANO_SITE_* bits; bits 4..6: compare-exchange failure order; bit 7: NANO_SITE_LIBRARY */
   uint32_t size;        /* bytes accessed; 0 for fences, and for a library call whose size is not constant */
   uint32_t line;        /* 0 when unknown (no debug info)                        */
   uint32_t column;      /* 0 when unknown                                         */
@@ -170,6 +180,16 @@ int nano_tracker_foreach_site(nano_site_visitor visit, void *arg);
  * into *out and returns 1; returns 0 when the site is reported where it is
  * written (or no such site). The strings live as long as the process. */
 int nano_tracker_site_origin(uint32_t id, struct nano_site_origin *out);
+/* Calls visit(id, ips, depth, count, arg) for every distinct call stack of
+ * a library site (NANO_SITE_LIBRARY) counted under NANO_ATOMICS_CALLERS=1:
+ * the stack's return addresses, innermost first (ips[0] is in the site's own
+ * function), and its count. depth 0: events whose stack was not kept (more
+ * distinct stacks than the runtime keeps). A site's stacks sum to its count
+ * since the last reset. Stops early and returns the visitor's value when it
+ * is non-zero. */
+typedef int (*nano_caller_visitor)(uint32_t id, const uint64_t *ips, unsigned depth,
+                                   uint64_t count, void *arg);
+int nano_tracker_foreach_caller(nano_caller_visitor visit, void *arg);
 /* PyTorch's atomics tracker's names, for its ctypes scripts:
  * nano_tracking_reset() is nano_tracker_reset(); nano_tracking_dump() writes
  * the counts where the exit dump goes (NANO_TRACKER_OUTPUT, default stderr,
