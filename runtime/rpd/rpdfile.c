@@ -436,6 +436,25 @@ static int rpdfile_connect(const char *path, int flags, sqlite3 **db, char *err,
   return 0;
 }
 
+int nano_rpdfile_wal(sqlite3 *db, const char *path, char *err, size_t errlen) {
+  sqlite3_stmt *st = NULL;
+  int rc = sqlite3_prepare_v2(db, "PRAGMA journal_mode=WAL", -1, &st, NULL);
+  /* SQLITE_BUSY here skipped the busy handler (a read lock upgraded to a
+   * write lock): wait as it would, then try again */
+  for (int tries = 0; rc == SQLITE_OK || rc == SQLITE_BUSY; tries++) {
+    rc = sqlite3_step(st);
+    if (rc != SQLITE_BUSY || !rpdfile_busy(db, tries)) break;
+    sqlite3_reset(st);
+  }
+  if (rc != SQLITE_ROW) {
+    rpdfile_err(err, errlen, path, "cannot switch to WAL journaling: %s", sqlite3_errmsg(db));
+    sqlite3_finalize(st);
+    return NANO_RPDFILE_ESQLITE;
+  }
+  sqlite3_finalize(st);
+  return 0;
+}
+
 int nano_rpdfile_open_write(const char *path, int truncate, sqlite3 **db, char *err,
                             size_t errlen) {
   *db = NULL;
@@ -493,16 +512,11 @@ int nano_rpdfile_open_write(const char *path, int truncate, sqlite3 **db, char *
     return rc;
   }
   /* WAL: concurrent appenders and readers, and crash-safe commits. */
-  sqlite3_stmt *st = NULL;
-  rc = sqlite3_prepare_v2(d, "PRAGMA journal_mode=WAL", -1, &st, NULL);
-  if (rc == SQLITE_OK) rc = sqlite3_step(st);
-  if (rc != SQLITE_ROW) {
-    rpdfile_err(err, errlen, path, "cannot switch to WAL journaling: %s", sqlite3_errmsg(d));
-    sqlite3_finalize(st);
+  rc = nano_rpdfile_wal(d, path, err, errlen);
+  if (rc < 0) {
     sqlite3_close(d);
-    return NANO_RPDFILE_ESQLITE;
+    return rc;
   }
-  sqlite3_finalize(st);
   rc = nano_rpdfile_exec(d, path, "cannot set synchronous, cache size and checkpoint interval",
                          "PRAGMA synchronous=NORMAL; PRAGMA cache_size=-32768; "
                          "PRAGMA wal_autocheckpoint=10000",

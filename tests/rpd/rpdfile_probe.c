@@ -3,6 +3,8 @@
  *   rpdfile_probe read FILE    open for reading; prints "version N" or the error
  *   rpdfile_probe write FILE   open for writing; prints "ok" or the error
  *   rpdfile_probe session FILE takes a session; prints "session N"
+ *   rpdfile_probe wal FILE     opens FILE read-write and switches it to WAL;
+ *                              prints "ok" or the error
  *   rpdfile_probe schema       prints the schema SQL
  * Exit status: 0 on success, else the negated error code.
  */
@@ -20,7 +22,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (argc != 3) {
-    fprintf(stderr, "usage: %s read|write|session FILE | schema\n", argv[0]);
+    fprintf(stderr, "usage: %s read|write|session|wal FILE | schema\n", argv[0]);
     return 100;
   }
   if (strcmp(argv[1], "read") == 0) {
@@ -28,6 +30,10 @@ int main(int argc, char **argv) {
     if (rc == 0) printf("version %d\n", version);
   } else if (strcmp(argv[1], "write") == 0) {
     rc = nano_rpdfile_open_write(argv[2], 0, &db, err, sizeof err);
+    if (rc == 0) printf("ok\n");
+  } else if (strcmp(argv[1], "wal") == 0) {
+    rc = nano_rpdfile_open_read(argv[2], 0, &db, &version, err, sizeof err);
+    if (rc == 0) rc = nano_rpdfile_wal(db, argv[2], err, sizeof err);
     if (rc == 0) printf("ok\n");
   } else if (strcmp(argv[1], "session") == 0) {
     rc = nano_rpdfile_open_write(argv[2], 0, &db, err, sizeof err);

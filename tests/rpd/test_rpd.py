@@ -1014,6 +1014,23 @@ def case_journal():
             subprocess.run(["umount", ro], capture_output=True)
     else:
         print("journal: no bind mount here; the read-only mount check did not run")
+    # Switching a rollback-mode file to WAL upgrades a read lock to a write
+    # lock, which SQLite does not wait for: an appender opening the file while
+    # another holds the write lock (appenders starting together) failed at
+    # once with "cannot switch to WAL journaling: database is locked", and its
+    # records were lost. The switch now waits as the busy handler does.
+    check(mode("j.rpd") == "delete", "the file is in rollback mode before the switch")
+    holder = sqlite3.connect("j.rpd", isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # the write lock, as another appender's transaction
+    switch = subprocess.Popen([prog("rpdfile_probe"), "wal", "j.rpd"], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    time.sleep(0.5)
+    check(switch.poll() is None, "the switch waits for the lock instead of failing: %s"
+          % (switch.stdout.read() if switch.poll() is not None else ""))
+    holder.execute("COMMIT")
+    holder.close()
+    out, _ = switch.communicate(timeout=30)
+    check(switch.returncode == 0 and out.strip() == "ok", "switch after the lock is released: %s" % out)
 
 
 CASES = {

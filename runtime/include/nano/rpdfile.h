@@ -166,6 +166,14 @@ static inline int64_t nano_rpdfile_session_offset(int64_t session) {
   return (int64_t)((uint64_t)session << 32);
 }
 
+/* Switches db's file to WAL journaling (a no-op when it is in WAL mode).
+ * The switch needs a write lock taken on top of a read lock, which SQLite
+ * does not wait for: while another process holds the write lock (appenders
+ * opening a rollback-mode file at once) it fails at once with "database is
+ * locked". It is retried as the busy handler waits (up to 60 s). Returns 0,
+ * or NANO_RPDFILE_ESQLITE with a message. */
+int nano_rpdfile_wal(sqlite3 *db, const char *path, char *err, size_t errlen);
+
 /* Closes a connection opened by this library: checkpoints the WAL (folding it
  * into the main file when no other connection is open), leaves the file in
  * rollback-journal mode when db writes and is the only connection (never
