@@ -50,6 +50,7 @@
 
 #include "../dh_comms/include/nano/dh_format.h"
 
+#include "llvm/ADT/Statistic.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/PostOrderIterator.h"
 #include "llvm/ADT/SmallVector.h"
@@ -79,6 +80,13 @@
 
 using namespace llvm;
 using namespace nano;
+
+#define DEBUG_TYPE "nano-device"
+
+// Counted in release builds of LLVM too (see HostAtomics.cpp).
+ALWAYS_ENABLED_STATISTIC(NumTwins, "kernel twins created");
+ALWAYS_ENABLED_STATISTIC(NumCalleeClones, "callees cloned for the twins");
+ALWAYS_ENABLED_STATISTIC(NumDeviceSites, "device memory operations instrumented");
 
 namespace {
 
@@ -553,6 +561,7 @@ void DeviceTwins::instrument(Function &F, const DevAccess &A) {
   S.Size = A.Bytes ? 0 : A.Size;
   uint64_t Id = (uint64_t)ModuleId << 32 | Sites.size();
   Sites.push_back(S);
+  ++NumDeviceSites;
 
   IRBuilder<> B(A.I);
   Value *Addr = A.Rsrc ? devBufferAddress(B, A.Rsrc, A.VOff, A.SOff)
@@ -754,7 +763,9 @@ bool DeviceTwins::run() {
 
   for (Function *K : Kernels)
     makeClone(*K, twinName(K->getName()), true);
+  NumTwins += Kernels.size();
   cloneCallees();
+  NumCalleeClones += Clones.size() - Kernels.size();
   std::vector<Function *> TwinSide;
   for (auto &KV : Clones)
     TwinSide.push_back(KV.second);

@@ -56,7 +56,9 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/Statistic.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/Analysis/DomTreeUpdater.h"
 #include "llvm/Analysis/LoopInfo.h"
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/DebugInfoMetadata.h"
@@ -81,11 +83,23 @@
 #include <cstddef>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 using namespace llvm;
 namespace compat = nano::compat;
+
+#define DEBUG_TYPE "nano-atomics"
+
+// Counted in release builds of LLVM too (Debian's have no statistics):
+// `clang -save-stats` or `-Xclang -stats-file=F` writes them (README).
+ALWAYS_ENABLED_STATISTIC(NumSites, "host atomic sites instrumented");
+ALWAYS_ENABLED_STATISTIC(NumInlinedSites, "sites reported at a user's line they were inlined into");
+ALWAYS_ENABLED_STATISTIC(NumLibrarySites, "sites whose every frame is library code (flagged)");
+ALWAYS_ENABLED_STATISTIC(NumPromotedLoops, "loops whose sites are counted in a register");
+ALWAYS_ENABLED_STATISTIC(NumPromotedSites, "sites counted in a register (promoted loops)");
+ALWAYS_ENABLED_STATISTIC(NumHookCalls, "sites with a hook call before the operation");
 
 // The emitted struct types below mirror atomics.h field by field; on an LP64
 // host, check that the header agrees.
@@ -625,20 +639,22 @@ static void hostFlushCall(const HostHooks &H, Instruction *Then, Constant *Site,
 // events; every other site gets a guarded hook call before its operation.
 static void hostInstrumentFunction(Module &M, Function &F, ArrayRef<HostSite> Sites,
                                    ArrayRef<size_t> Idx, ArrayRef<Constant *> SitePtrs,
-                                   HostHooks &H, bool Promote) {
+                                   HostHooks &H, bool Promote, FunctionAnalysisManager &FAM) {
   SmallVector<size_t, 8> Calls;
   MapVector<Loop *, SmallVector<size_t, 4>> Promoted;
-  DominatorTree DT;
-  LoopInfo LI;
+  // The pass manager's trees (cached when an earlier pass computed them);
+  // kept up to date while promoted loops are rewritten, then invalidated.
+  DominatorTree *DT = nullptr;
+  LoopInfo *LI = nullptr;
   if (Promote && !F.hasOptNone()) {
-    DT.recalculate(F);
-    LI.analyze(DT);
+    DT = &FAM.getResult<DominatorTreeAnalysis>(F);
+    LI = &FAM.getResult<LoopAnalysis>(F);
     SmallPtrSet<Instruction *, 16> SiteInsts;
     for (size_t I : Idx)
       SiteInsts.insert(Sites[I].I);
     DenseMap<Loop *, bool> Ok;
     for (size_t I : Idx) {
-      Loop *L = LI.getLoopFor(Sites[I].I->getParent());
+      Loop *L = LI->getLoopFor(Sites[I].I->getParent());
       if (L) {
         auto It = Ok.find(L);
         if (It == Ok.end())
@@ -657,7 +673,7 @@ static void hostInstrumentFunction(Module &M, Function &F, ArrayRef<HostSite> Si
   // Dedicated exit blocks (their predecessors all in the loop), so that a
   // flush at an exit block's start runs exactly when control leaves the loop.
   for (auto &P : Promoted)
-    formDedicatedExitBlocks(P.first, &DT, &LI, nullptr, false);
+    formDedicatedExitBlocks(P.first, DT, LI, nullptr, false);
   MapVector<Loop *, SmallVector<BasicBlock *, 4>> Exits;
   for (auto &P : Promoted) {
     SmallVector<BasicBlock *, 4> &E = Exits[P.first];
@@ -668,6 +684,9 @@ static void hostInstrumentFunction(Module &M, Function &F, ArrayRef<HostSite> Si
     if (!Usable) {
       Calls.append(P.second.begin(), P.second.end());
       P.second.clear();
+    } else if (!P.second.empty()) {
+      ++NumPromotedLoops;
+      NumPromotedSites += P.second.size();
     }
   }
 
@@ -676,6 +695,9 @@ static void hostInstrumentFunction(Module &M, Function &F, ArrayRef<HostSite> Si
   auto *Null = ConstantPointerNull::get(cast<PointerType>(H.Atomic->getType()));
   MDNode *Rare = MDBuilder(Ctx).createBranchWeights(1, 1 << 20);
   SmallVector<AllocaInst *, 8> Counters;
+  std::optional<DomTreeUpdater> DTU;
+  if (DT)
+    DTU.emplace(DT, DomTreeUpdater::UpdateStrategy::Eager);
   BasicBlock &Entry = F.getEntryBlock();
   for (auto &P : Promoted) {
     for (size_t I : P.second) {
@@ -701,7 +723,7 @@ static void hostInstrumentFunction(Module &M, Function &F, ArrayRef<HostSite> Si
       Value *N1 = B.CreateAdd(N, B.CreateZExt(Hooked, I64), "nano.n1");
       B.CreateStore(N1, Ctr);
       Value *Full = B.CreateICmpEQ(N1, ConstantInt::get(I64, HostPromoteFlush), "nano.full");
-      Instruction *Then = SplitBlockAndInsertIfThen(Full, At, false, Rare);
+      Instruction *Then = SplitBlockAndInsertIfThen(Full, At, false, Rare, &*DTU, LI);
       cast<Instruction>(Full)->getParent()->getTerminator()->setDebugLoc(Loc);
       hostFlushCall(H, Then, Site, N1, Ctr, Loc);
 
@@ -712,20 +734,22 @@ static void hostInstrumentFunction(Module &M, Function &F, ArrayRef<HostSite> Si
         IRBuilder<> XB(IP);
         Value *Left = XB.CreateLoad(I64, Ctr, "nano.left");
         Value *Any = XB.CreateICmpNE(Left, ConstantInt::get(I64, 0), "nano.any");
-        Instruction *XThen = SplitBlockAndInsertIfThen(Any, IP, false);
+        Instruction *XThen = SplitBlockAndInsertIfThen(Any, IP, false, nullptr, &*DTU, LI);
         BB->getTerminator()->setDebugLoc(XLoc);
         hostFlushCall(H, XThen, Site, Left, Ctr, XLoc);
       }
     }
   }
 
+  // Counters to registers while the tree still matches the function (the
+  // guarded calls below split blocks without updating it).
+  if (!Counters.empty())
+    PromoteMemToReg(Counters, *DT);
+
   for (size_t I : Calls)
     hostGuardedCall(H.Atomic, SitePtrs[I], Sites[I].I, Sites[I].I->getDebugLoc());
-
-  if (!Counters.empty()) {
-    DominatorTree Final(F);
-    PromoteMemToReg(Counters, Final);
-  }
+  NumHookCalls += Calls.size();
+  FAM.invalidate(F, PreservedAnalyses::none());
 }
 
 // The name a site reports for the function of Loc's frame: its linkage
@@ -784,7 +808,8 @@ static Constant *hostString(Module &M, StringMap<Constant *> &Strings, StringRef
 
 // Emits the site table, the module record, the registering constructor and
 // the instrumentation of each site (promoted in loops when Promote is set).
-static void hostInstrument(Module &M, ArrayRef<HostSite> Sites, bool Promote) {
+static void hostInstrument(Module &M, ArrayRef<HostSite> Sites, bool Promote,
+                           FunctionAnalysisManager &FAM) {
   LLVMContext &Ctx = M.getContext();
   const DataLayout &DL = M.getDataLayout();
   Type *I8 = Type::getInt8Ty(Ctx), *I16 = Type::getInt16Ty(Ctx);
@@ -862,7 +887,7 @@ static void hostInstrument(Module &M, ArrayRef<HostSite> Sites, bool Promote) {
     ByFunction[Sites[Idx].I->getFunction()].push_back(Idx);
   }
   for (auto &P : ByFunction)
-    hostInstrumentFunction(M, *P.first, Sites, P.second, SitePtrs, H, Promote);
+    hostInstrumentFunction(M, *P.first, Sites, P.second, SitePtrs, H, Promote, FAM);
   M.addModuleFlag(Module::Max, "nano.atomics", 1);
 }
 
@@ -882,7 +907,7 @@ static bool hostHooksUsable(Module &M, FunctionType *HookTy, FunctionType *HookN
   return true;
 }
 
-PreservedAnalyses HostAtomicsPass::run(Module &M, ModuleAnalysisManager &) {
+PreservedAnalyses HostAtomicsPass::run(Module &M, ModuleAnalysisManager &MAM) {
   bool Diagnose = false;
   std::string Why = hostSkipModule(M, Diagnose);
   if (!Why.empty()) {
@@ -947,7 +972,13 @@ PreservedAnalyses HostAtomicsPass::run(Module &M, ModuleAnalysisManager &) {
                         : "__nano_atomic or __nano_register_module is declared with another type");
     return PreservedAnalyses::all();
   }
-  hostInstrument(M, Sites, Config.Promote);
+  NumSites += Sites.size();
+  for (const HostSite &S : Sites) {
+    NumInlinedSites += S.Origin != nullptr;
+    NumLibrarySites += (S.Flags & NANO_SITE_LIBRARY) != 0;
+  }
+  hostInstrument(M, Sites, Config.Promote,
+                 MAM.getResult<FunctionAnalysisManagerModuleProxy>(M).getManager());
   return PreservedAnalyses::none();
 }
 

@@ -62,8 +62,8 @@ using namespace llvm;
 
 #define DEBUG_TYPE "nano-launch"
 
-STATISTIC(NumLaunchesRouted, "NANO_LAUNCH sites routed to the runtime");
-STATISTIC(NumLaunchesSerial, "NANO_LAUNCH sites left serial (unsupported call)");
+ALWAYS_ENABLED_STATISTIC(NumLaunchesRouted, "NANO_LAUNCH sites routed to the runtime");
+ALWAYS_ENABLED_STATISTIC(NumLaunchesSerial, "NANO_LAUNCH sites left serial (unsupported call)");
 
 namespace {
 
