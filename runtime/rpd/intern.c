@@ -4,7 +4,7 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include "nano/hash.h"
+#include "nano/strtab.h"
 
 /* ---- interned strings (rpd_intern) ---------------------------------------- */
 
@@ -14,9 +14,6 @@ static _Atomic(const char **) g_intern_chunks[INTERN_CHUNKS];
 static uint32_t g_intern_count;
 static _Atomic uint32_t g_intern_count_pub; /* g_intern_count, readable without the lock */
 static pthread_mutex_t g_intern_lock = PTHREAD_MUTEX_INITIALIZER;
-/* open-addressing map string -> handle, guarded by g_intern_lock */
-static uint32_t *g_intern_map;
-static uint32_t g_intern_map_size;
 
 
 const char *rpd_intern_get(uint32_t h) {
@@ -29,35 +26,21 @@ const char *rpdi_intern_str(uint32_t handle) {
   return handle <= g_intern_count_pub ? rpd_intern_get(handle) : NULL;
 }
 
-static int rpd_intern_grow_map(void) {
-  uint32_t nsize = g_intern_map_size ? g_intern_map_size * 2 : 1024;
-  uint32_t *nmap = calloc(nsize, sizeof *nmap);
-  if (!nmap) return -1;
-  for (uint32_t i = 0; i < g_intern_map_size; i++) {
-    uint32_t h = g_intern_map[i];
-    if (!h) continue;
-    uint64_t k = nano_fnv64_str(rpd_intern_get(h)) & (nsize - 1);
-    while (nmap[k]) k = (k + 1) & (nsize - 1);
-    nmap[k] = h;
-  }
-  free(g_intern_map);
-  g_intern_map = nmap;
-  g_intern_map_size = nsize;
-  return 0;
+static const char *rpd_intern_at(const void *owner, uint32_t i) {
+  (void)owner;
+  return rpd_intern_get(i + 1);
 }
+/* string -> index (handle - 1), guarded by g_intern_lock */
+static struct nano_strtab g_intern_tab = {.str = rpd_intern_at, NANO_STRTAB_LIBC};
 
 RPDI_EXPORT uint32_t rpd_intern(const char *s) {
   if (!s || !*s) return 0;
   pthread_mutex_lock(&g_intern_lock);
   uint32_t result = 0;
-  if ((g_intern_count + 1) * 2 > g_intern_map_size && rpd_intern_grow_map() != 0) goto out;
-  uint64_t k = nano_fnv64_str(s) & (g_intern_map_size - 1);
-  while (g_intern_map[k]) {
-    if (strcmp(rpd_intern_get(g_intern_map[k]), s) == 0) {
-      result = g_intern_map[k];
-      goto out;
-    }
-    k = (k + 1) & (g_intern_map_size - 1);
+  uint32_t found = nano_strtab_find(&g_intern_tab, s);
+  if (found != NANO_STRTAB_NONE) {
+    result = found + 1;
+    goto out;
   }
   if (g_intern_count >= INTERN_CHUNK * INTERN_CHUNKS) goto out;
   uint32_t idx = g_intern_count;
@@ -70,12 +53,16 @@ RPDI_EXPORT uint32_t rpd_intern(const char *s) {
   char *copy = strdup(s);
   if (!copy) goto out;
   chunk[idx % INTERN_CHUNK] = copy;
+  if (nano_strtab_add(&g_intern_tab, copy) == NANO_STRTAB_NONE) {
+    chunk[idx % INTERN_CHUNK] = NULL;
+    free(copy);
+    goto out;
+  }
   /* publish the string before the handle can be used by another thread */
   atomic_thread_fence(memory_order_release);
   g_intern_count++;
   atomic_store_explicit(&g_intern_count_pub, g_intern_count, memory_order_release);
   result = idx + 1;
-  g_intern_map[k] = result;
 out:
   pthread_mutex_unlock(&g_intern_lock);
   if (!result) rpd_log("rpd_intern: out of memory; the string is recorded as empty");

@@ -64,6 +64,7 @@
 #include "nano/hash.h"
 #include "nano/json.h"
 #include "nano/settings.h"
+#include "nano/strtab.h"
 
 /* Marks a module table as registered (struct nano_site_module.reserved). */
 #define NANOT_REGISTERED 0x6e616e6f72656721ull
@@ -111,8 +112,8 @@ static uint32_t nanot_nsites;         /* ids 1..nanot_nsites are taken */
 static uint32_t nanot_sites_cap;
 static struct nanot_thread *nanot_threads;
 static int nanot_exit_dump = 1;
-static char **nanot_strings; /* interned strings: open addressing, power of 2 */
-static size_t nanot_strings_cap, nanot_strings_used;
+static char **nanot_string_v; /* interned strings by index (nanot_strtab) */
+static uint32_t nanot_string_cap;
 
 static struct nanot_thread *nanot_spare; /* records for new threads, from nanot_map */
 static char *nanot_arena;                 /* interned strings are bumped from here */
@@ -124,6 +125,18 @@ static pthread_once_t nanot_once = PTHREAD_ONCE_INIT;
 static int nanot_key_ok;
 
 static void nanot_slow(struct nano_site *site, uint64_t n) __attribute__((noinline, cold));
+static void *nanot_map(size_t bytes);
+static void nanot_unmap(void *p, size_t bytes);
+
+static const char *nanot_string_at(const void *owner, uint32_t i) {
+  (void)owner;
+  return nanot_string_v[i];
+}
+/* The interned strings' table (memory from nanot_map: no malloc). */
+static struct nano_strtab nanot_strtab = {
+    .str = nanot_string_at, .zalloc = nanot_map, .release = nanot_unmap};
+/* Entries of the first array of interned strings (one 4 KiB page). */
+#define NANOT_STRINGS_FIRST 512u
 
 /* Set in a published id (struct nano_site.id of the program's table) of a
  * library site whose callers are counted: no thread's array reaches it, so
@@ -249,36 +262,25 @@ static char *nanot_strdup(const char *s) {
 static const char *nanot_intern(const char *s) {
   if (s == NULL || s[0] == '\0')
     return "";
-  if (2 * (nanot_strings_used + 1) > nanot_strings_cap) {
-    size_t ncap = nanot_strings_cap ? 2 * nanot_strings_cap : 1024;
-    char **n = nanot_map(ncap * sizeof *n);
-    if (n == NULL)
+  uint32_t i = nano_strtab_find(&nanot_strtab, s);
+  if (i != NANO_STRTAB_NONE)
+    return nanot_string_v[i];
+  if (nanot_strtab.n == nanot_string_cap) {
+    uint32_t cap = nanot_string_cap ? 2 * nanot_string_cap : NANOT_STRINGS_FIRST;
+    char **v = nanot_map((size_t)cap * sizeof *v);
+    if (v == NULL)
       return "";
-    for (size_t i = 0; i < nanot_strings_cap; i++) {
-      char *e = nanot_strings[i];
-      if (e == NULL)
-        continue;
-      size_t j = (size_t)nano_fnv64_str(e) & (ncap - 1);
-      while (n[j] != NULL)
-        j = (j + 1) & (ncap - 1);
-      n[j] = e;
-    }
-    nanot_unmap(nanot_strings, nanot_strings_cap * sizeof *nanot_strings);
-    nanot_strings = n;
-    nanot_strings_cap = ncap;
-  }
-  size_t j = (size_t)nano_fnv64_str(s) & (nanot_strings_cap - 1);
-  while (nanot_strings[j] != NULL) {
-    if (strcmp(nanot_strings[j], s) == 0)
-      return nanot_strings[j];
-    j = (j + 1) & (nanot_strings_cap - 1);
+    if (nanot_string_cap)
+      memcpy(v, nanot_string_v, (size_t)nanot_string_cap * sizeof *v);
+    nanot_unmap(nanot_string_v, (size_t)nanot_string_cap * sizeof *v);
+    nanot_string_v = v;
+    nanot_string_cap = cap;
   }
   char *copy = nanot_strdup(s);
   if (copy == NULL)
     return "";
-  nanot_strings[j] = copy;
-  nanot_strings_used++;
-  return copy;
+  nanot_string_v[nanot_strtab.n] = copy; /* the arena keeps it if the add fails */
+  return nano_strtab_add(&nanot_strtab, copy) != NANO_STRTAB_NONE ? copy : "";
 }
 
 /* Makes room for `more` further sites in nanot_sites and nanot_folded.

@@ -24,8 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nano/hash.h"
 #include "nano/json.h"
+#include "nano/strtab.h"
 #include "report.h"
 
 #define RP_TL_SLICES 50000 /* slices on the page at most: the longest */
@@ -39,37 +39,34 @@ struct rp_tl_slice {
   int lane, depth;
 };
 
-/* The names, interned in an open-addressing table of index + 1 (0: empty). */
+/* The names by index, interned through tab. */
 struct rp_tl_names {
   char **v;
-  size_t n, cap;   /* cap names fit in v; the table has 2 * cap slots */
-  size_t *slot;
+  size_t cap; /* entries of v; tab.n are used */
+  struct nano_strtab tab;
 };
+
+static const char *rp_tl_name_at(const void *owner, uint32_t i) {
+  return ((const struct rp_tl_names *)owner)->v[i];
+}
 
 /* The index of name s, added when new; -1 when out of memory. */
 static int rp_tl_intern(struct rp_tl_names *t, const char *s) {
-  if (t->n == t->cap) {
+  uint32_t i = nano_strtab_find(&t->tab, s);
+  if (i != NANO_STRTAB_NONE) return (int)i;
+  if (t->tab.n == t->cap) {
     size_t cap = t->cap ? 2 * t->cap : 256;
     char **v = realloc(t->v, cap * sizeof *v);
     if (!v) return -1;
     t->v = v;
-    size_t *slot = calloc(2 * cap, sizeof *slot);
-    if (!slot) return -1;
-    free(t->slot);
-    t->slot = slot;
     t->cap = cap;
-    for (size_t i = 0; i < t->n; i++) {
-      size_t h = nano_fnv64_str(t->v[i]) & (2 * cap - 1);
-      while (t->slot[h]) h = (h + 1) & (2 * cap - 1);
-      t->slot[h] = i + 1;
-    }
   }
-  size_t h = nano_fnv64_str(s) & (2 * t->cap - 1);
-  for (; t->slot[h]; h = (h + 1) & (2 * t->cap - 1))
-    if (!strcmp(t->v[t->slot[h] - 1], s)) return (int)(t->slot[h] - 1);
-  if (!(t->v[t->n] = strdup(s))) return -1;
-  t->slot[h] = t->n + 1;
-  return (int)t->n++;
+  if (!(t->v[t->tab.n] = strdup(s))) return -1;
+  if ((i = nano_strtab_add(&t->tab, s)) == NANO_STRTAB_NONE) {
+    free(t->v[t->tab.n]);
+    return -1;
+  }
+  return (int)i;
 }
 
 /* Lane order (threads, then GPU queues), then start, the enclosing first. */
@@ -131,7 +128,8 @@ static int rp_tl_document(const char *cmd, const struct rpdtool_trace *t, FILE *
       "(SELECT count(*) FROM rocpd_op WHERE end > start)";
   sqlite3_stmt *st = NULL, *cnt = NULL, *tnames = NULL;
   struct rp_tl_slice *s = NULL;
-  struct rp_tl_names names = {0};
+  struct rp_tl_names names = {.tab = {.str = rp_tl_name_at, NANO_STRTAB_LIBC}};
+  names.tab.owner = &names;
   int *rows = NULL; /* nesting rows per lane */
   size_t n = 0, cap = 0;
   int ret = -1, rc;
@@ -188,7 +186,7 @@ static int rp_tl_document(const char *cmd, const struct rpdtool_trace *t, FILE *
       fprintf(out, ",\"rows\":%d}", rows[s[i].lane]);
     }
   fputs("],\"names\":[", out);
-  for (size_t i = 0; i < names.n; i++) {
+  for (size_t i = 0; i < names.tab.n; i++) {
     if (i) fputc(',', out);
     nano_json_str(out, names.v[i]);
   }
@@ -211,9 +209,9 @@ out:
   sqlite3_free(sql);
   free(s);
   free(rows);
-  for (size_t i = 0; i < names.n; i++) free(names.v[i]);
+  for (size_t i = 0; i < names.tab.n; i++) free(names.v[i]);
   free(names.v);
-  free(names.slot);
+  nano_strtab_free(&names.tab);
   return ret;
 }
 
