@@ -21,6 +21,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from testlib import report_tables  # noqa: E402
+
 RPD, MKTRACE, CASE, WORK = sys.argv[1:5]
 
 
@@ -324,9 +327,10 @@ def case_report():
     page = open(html, encoding="utf-8").read()
     assert "<link" not in page and "src=" not in page and "https://" not in page
     # aten::mm: 4 ranges of 500 ns, 100 ns of kernel launch in each; 1000 ns of GPU.
-    assert ('<td>aten::mm</td><td>range</td><td class=n data-v="4">4</td><td class=n '
-            'data-v="2000">') in page, page
-    assert '<td class=n data-v="1600">' in page
+    mm = [r for r in report_tables(page)["calls-incl"] if r["call or range"] == "aten::mm"]
+    assert len(mm) == 1 and (mm[0]["kind"], mm[0]["calls"], mm[0]["inclusive CPU"],
+                             mm[0]["exclusive CPU"], mm[0]["inclusive GPU"]) == \
+        ("range", 4, 2000, 1600, 1000), mm
     dom = chromium("--dump-dom", "file://" + html)
     body = re.search(r"<body[^>]*>", dom).group(0)
     assert 'data-ok="1"' in body and "data-error" not in body, body
@@ -376,10 +380,8 @@ def case_report_recursion():
     html = os.path.join(WORK, "recursion.html")
     run("report", path, "-o", html)
     page = open(html, encoding="utf-8").read()
-    incl = page[page.index("id=calls-incl"):page.index("id=calls-excl")]
-    table = {m[0]: (int(m[1]), int(float(m[2]))) for m in re.findall(
-        r'<tr><td>([^<]*)</td><td>\w+</td><td class=n data-v="(\d+)">\d+</td>'
-        r'<td class=n data-v="([\d.]+)"', incl)}
+    table = {r["call or range"]: (r["calls"], r["inclusive CPU"])
+             for r in report_tables(page)["calls-incl"]}
     # fib: 4 calls, inclusive 8000 ns (the outermost), not 8000+6000+1000+2000
     assert table.get("fib") == (4, 8000), table
     assert table.get("main") == (1, 10000), table

@@ -1,11 +1,14 @@
 """The profiler: every Python call is one range, properly nested, on every thread."""
 
 import os
-import re
 import sqlite3
 import subprocess
+import sys
 
 from conftest import assert_nested, counts, parent_of, ranges, write
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from testlib import report_tables  # noqa: E402
 
 
 def test_recursion_one_range_per_call(tmp_path, nanoprobe):
@@ -336,7 +339,5 @@ def test_min_duration_report(tmp_path, nanoprobe):
     html = tmp_path / "r.html"
     subprocess.run([os.environ["NANO_RPD_TOOL"], "report", trace, "-o", str(html)],
                    capture_output=True, check=True)
-    page = html.read_text()
-    section = page[page.index("<h2 id=short>"):]
-    m = re.search(r"<code>__main__\.fib</code>.*?<td class=n data-v=\"(\d+)\">", section)
-    assert m and int(m.group(1)) == calls, "report: %s" % section[:2000]
+    rows = [r for r in report_tables(html.read_text())["short"] if r["function"] == "__main__.fib"]
+    assert len(rows) == 1 and rows[0]["calls"] == calls, "report: %s" % rows
