@@ -5,8 +5,8 @@
  * job numbers from a shared counter (fetch_add), each job borrows a
  * reference-counted document (a compare-exchange "retain if alive", a
  * fetch_sub release), reads a seqlock-protected configuration (loads and an
- * acquire fence; main writes it once, with stores and a release fence), and adds its results to shared statistics (relaxed
- * fetch_add); at the end each worker publishes its share (store). main
+ * acquire fence; main writes it once, with stores and a release fence), and adds its results to
+ * shared statistics (relaxed fetch_add); at the end each worker publishes its share (store). main
  * sets up the documents with relaxed stores (not atomic_init: gcc's is an
  * atomic store, clang's a plain one, and the demo compares the two builds).
  *
@@ -121,7 +121,7 @@ int main(void) {
     pthread_join(t[i], NULL);
     sum += atomic_load_explicit(&published[i], memory_order_acquire);
   }
-  printf("refcount_jobs: %ld jobs, %ld words (workers published %ld)\n",
-         atomic_load(&jobs_done), atomic_load(&total_words), sum);
+  printf("refcount_jobs: %ld jobs, %ld words (workers published %ld)\n", atomic_load(&jobs_done),
+         atomic_load(&total_words), sum);
   return sum == atomic_load(&total_words) ? 0 : 1;
 }

@@ -15,8 +15,8 @@
 #ifndef NANO_COMPAT_H
 #define NANO_COMPAT_H
 
-#include "llvm/Config/llvm-config.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Config/llvm-config.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Pass.h"

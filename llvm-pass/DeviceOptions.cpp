@@ -41,9 +41,8 @@ static cl::opt<std::string> ClInline("nano-device-inline",
                                      cl::desc("1: inline the device runtime at every "
                                               "instrumented access (overrides "
                                               "NANO_DEVICE_INLINE)"));
-static cl::opt<std::string> ClDeviceDir("nano-device-dir",
-                                        cl::desc("Directory of nano_dh_*.bc "
-                                                 "(overrides NANO_DEVICE_DIR)"));
+static cl::opt<std::string> ClDeviceDir("nano-device-dir", cl::desc("Directory of nano_dh_*.bc "
+                                                                    "(overrides NANO_DEVICE_DIR)"));
 // The options' first names, kept for existing build lines.
 static cl::alias ClKernelsOld("nano-kernels", cl::aliasopt(ClKernels),
                               cl::desc("Alias for -nano-device-kernels"));
@@ -96,20 +95,18 @@ bool nano::parseDeviceFilters(DeviceFilters &F, std::string &Err) {
   }
 
   static const NamedBits Kinds[] = {{"load", 1u << NANO_DH_KIND_LOAD},
-                                     {"store", 1u << NANO_DH_KIND_STORE},
-                                     {"atomic", 1u << NANO_DH_KIND_ATOMIC}};
+                                    {"store", 1u << NANO_DH_KIND_STORE},
+                                    {"atomic", 1u << NANO_DH_KIND_ATOMIC}};
   uint64_t Bits = 1u << NANO_DH_KIND_LOAD | 1u << NANO_DH_KIND_STORE | 1u << NANO_DH_KIND_ATOMIC;
   Setting Access = readSetting(ClAccess, "NANO_ACCESS");
   if (Access.isSet() && !parseBitList(Access, Kinds, Bits, Err))
     return false;
   F.Kinds = unsigned(Bits);
 
-  static const NamedBits Spaces[] = {{"generic", 1u << NANO_DH_AS_GENERIC},
-                                      {"flat", 1u << NANO_DH_AS_GENERIC},
-                                      {"global", 1u << NANO_DH_AS_GLOBAL},
-                                      {"shared", 1u << NANO_DH_AS_SHARED},
-                                      {"lds", 1u << NANO_DH_AS_SHARED},
-                                      {"constant", 1u << NANO_DH_AS_CONSTANT}};
+  static const NamedBits Spaces[] = {
+      {"generic", 1u << NANO_DH_AS_GENERIC}, {"flat", 1u << NANO_DH_AS_GENERIC},
+      {"global", 1u << NANO_DH_AS_GLOBAL},   {"shared", 1u << NANO_DH_AS_SHARED},
+      {"lds", 1u << NANO_DH_AS_SHARED},      {"constant", 1u << NANO_DH_AS_CONSTANT}};
   Bits = 1u << NANO_DH_AS_GENERIC | 1u << NANO_DH_AS_GLOBAL;
   Setting AS = readSetting(ClSpaces, "NANO_ADDRSPACES");
   if (AS.isSet() && !parseBitList(AS, Spaces, Bits, Err))

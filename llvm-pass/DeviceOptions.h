@@ -27,9 +27,9 @@ struct DeviceFilters {
     std::string File; // matched as a path suffix on a '/' boundary
     unsigned First = 0, Last = ~0u;
   };
-  std::vector<Range> Scope; // empty: everything
-  unsigned Kinds = 0;       // bit (1 << NANO_DH_KIND_*)
-  unsigned Spaces = 0;      // bit (1 << NANO_DH_AS_*)
+  std::vector<Range> Scope;   // empty: everything
+  unsigned Kinds = 0;         // bit (1 << NANO_DH_KIND_*)
+  unsigned Spaces = 0;        // bit (1 << NANO_DH_AS_*)
   bool InlineRuntime = false; // inline the runtime at every site
 
   // True when kernel Name (mangled) or its demangled form matches.

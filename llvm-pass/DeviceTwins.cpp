@@ -42,18 +42,18 @@
 // `opt -passes=nano-device`.
 //
 //===----------------------------------------------------------------------===//
-#include "nano/hash.h"
 #include "Compat.h"
 #include "DeviceOptions.h"
 #include "Passes.h"
 #include "SourceFile.h"
+#include "nano/hash.h"
 
 #include "../dh_comms/include/nano/dh_format.h"
 
-#include "llvm/ADT/Statistic.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/PostOrderIterator.h"
 #include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/Statistic.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Analysis/ValueTracking.h"
 #include "llvm/Bitcode/BitcodeReader.h"
@@ -241,9 +241,9 @@ static void devDropPromises(Function &F) {
 #if LLVM_VERSION_MAJOR >= 16
   F.removeFnAttr(Attribute::Memory);
 #else
-  for (Attribute::AttrKind K : {Attribute::ReadNone, Attribute::ReadOnly, Attribute::WriteOnly,
-                                Attribute::ArgMemOnly, Attribute::InaccessibleMemOnly,
-                                Attribute::InaccessibleMemOrArgMemOnly})
+  for (Attribute::AttrKind K :
+       {Attribute::ReadNone, Attribute::ReadOnly, Attribute::WriteOnly, Attribute::ArgMemOnly,
+        Attribute::InaccessibleMemOnly, Attribute::InaccessibleMemOrArgMemOnly})
     F.removeFnAttr(K);
 #endif
   F.removeFnAttr(Attribute::NoSync);
@@ -262,8 +262,7 @@ static void devDropPromises(Function &F) {
 static void devExtendArgMetadata(Function &NF) {
   LLVMContext &C = NF.getContext();
   const std::pair<const char *, Metadata *> Extra[] = {
-      {"kernel_arg_addr_space",
-       ConstantAsMetadata::get(ConstantInt::get(Type::getInt32Ty(C), 1))},
+      {"kernel_arg_addr_space", ConstantAsMetadata::get(ConstantInt::get(Type::getInt32Ty(C), 1))},
       {"kernel_arg_access_qual", MDString::get(C, "none")},
       {"kernel_arg_type", MDString::get(C, "void*")},
       {"kernel_arg_base_type", MDString::get(C, "void*")},
@@ -494,8 +493,8 @@ void DeviceTwins::collectAccesses(Function &F, std::vector<DevAccess> &Out) {
         Add(RMW, RMW->getPointerOperand(), NANO_DH_KIND_ATOMIC, RMW->getValOperand()->getType(), 0,
             nullptr);
       } else if (auto *CX = dyn_cast<AtomicCmpXchgInst>(&I)) {
-        Add(CX, CX->getPointerOperand(), NANO_DH_KIND_ATOMIC,
-            CX->getNewValOperand()->getType(), 0, nullptr);
+        Add(CX, CX->getPointerOperand(), NANO_DH_KIND_ATOMIC, CX->getNewValOperand()->getType(), 0,
+            nullptr);
       } else if (auto *MT = dyn_cast<MemTransferInst>(&I)) {
         Add(MT, MT->getRawSource(), NANO_DH_KIND_LOAD, nullptr, NANO_DH_SITE_MEMINTRINSIC,
             MT->getLength());
@@ -515,19 +514,23 @@ void DeviceTwins::collectAccesses(Function &F, std::vector<DevAccess> &Out) {
               NANO_DH_SITE_MASKED, nullptr);
           break;
         case Intrinsic::amdgcn_raw_buffer_load:
-  #if LLVM_VERSION_MAJOR >= 17
+#if LLVM_VERSION_MAJOR >= 17
         case Intrinsic::amdgcn_raw_ptr_buffer_load:
-  #endif
+#endif
         case Intrinsic::amdgcn_raw_buffer_store:
-  #if LLVM_VERSION_MAJOR >= 17
+#if LLVM_VERSION_MAJOR >= 17
         case Intrinsic::amdgcn_raw_ptr_buffer_store:
-  #endif
+#endif
         {
           bool IsLoad = II->getType() && !II->getType()->isVoidTy();
           unsigned First = IsLoad ? 0 : 1;
           Type *Ty = IsLoad ? II->getType() : II->getArgOperand(0)->getType();
-          DevAccess A{II, nullptr, nullptr, IsLoad ? NANO_DH_KIND_LOAD : NANO_DH_KIND_STORE,
-                      NANO_DH_AS_GLOBAL, NANO_DH_SITE_BUFFER,
+          DevAccess A{II,
+                      nullptr,
+                      nullptr,
+                      IsLoad ? NANO_DH_KIND_LOAD : NANO_DH_KIND_STORE,
+                      NANO_DH_AS_GLOBAL,
+                      NANO_DH_SITE_BUFFER,
                       (unsigned)DL.getTypeStoreSize(Ty).getFixedValue()};
           A.Rsrc = II->getArgOperand(First);
           A.VOff = II->getArgOperand(First + 1);
@@ -623,11 +626,10 @@ void DeviceTwins::emitSiteTable() {
   char Hex[16];
   snprintf(Hex, sizeof Hex, "%08x", ModuleId);
   unsigned AS = Target == DevTarget::AMDGPU ? 4 : Target == DevTarget::NVPTX ? 1 : 0;
-  auto *GV = new GlobalVariable(M, Init->getType(), true,
-                                Target == DevTarget::Host ? GlobalValue::InternalLinkage
-                                                          : GlobalValue::ExternalLinkage,
-                                Init, std::string(NANO_DH_SITES_SYMBOL) + Hex, nullptr,
-                                GlobalValue::NotThreadLocal, AS);
+  auto *GV = new GlobalVariable(
+      M, Init->getType(), true,
+      Target == DevTarget::Host ? GlobalValue::InternalLinkage : GlobalValue::ExternalLinkage, Init,
+      std::string(NANO_DH_SITES_SYMBOL) + Hex, nullptr, GlobalValue::NotThreadLocal, AS);
   if (Target != DevTarget::Host)
     GV->setVisibility(GlobalValue::ProtectedVisibility);
   GV->setAlignment(Align(8));

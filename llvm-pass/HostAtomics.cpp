@@ -47,9 +47,9 @@
 //
 //===----------------------------------------------------------------------===//
 #include "Compat.h"
-#include "SourceFile.h"
 #include "Passes.h"
 #include "Settings.h"
+#include "SourceFile.h"
 
 #include "nano/atomics.h"
 
@@ -307,34 +307,56 @@ static uint8_t hostOrder(AtomicOrdering O) {
 // version of the pass does not know.
 static unsigned hostRMWKind(AtomicRMWInst::BinOp Op) {
   switch (Op) {
-  case AtomicRMWInst::Xchg: return NANO_KIND_EXCHANGE;
-  case AtomicRMWInst::Add: return NANO_KIND_FETCH_ADD;
-  case AtomicRMWInst::Sub: return NANO_KIND_FETCH_SUB;
-  case AtomicRMWInst::And: return NANO_KIND_FETCH_AND;
-  case AtomicRMWInst::Nand: return NANO_KIND_FETCH_NAND;
-  case AtomicRMWInst::Or: return NANO_KIND_FETCH_OR;
-  case AtomicRMWInst::Xor: return NANO_KIND_FETCH_XOR;
-  case AtomicRMWInst::Max: return NANO_KIND_FETCH_MAX;
-  case AtomicRMWInst::Min: return NANO_KIND_FETCH_MIN;
-  case AtomicRMWInst::UMax: return NANO_KIND_FETCH_UMAX;
-  case AtomicRMWInst::UMin: return NANO_KIND_FETCH_UMIN;
-  case AtomicRMWInst::FAdd: return NANO_KIND_FETCH_FADD;
-  case AtomicRMWInst::FSub: return NANO_KIND_FETCH_FSUB;
-  case AtomicRMWInst::FMax: return NANO_KIND_FETCH_FMAX;
-  case AtomicRMWInst::FMin: return NANO_KIND_FETCH_FMIN;
+  case AtomicRMWInst::Xchg:
+    return NANO_KIND_EXCHANGE;
+  case AtomicRMWInst::Add:
+    return NANO_KIND_FETCH_ADD;
+  case AtomicRMWInst::Sub:
+    return NANO_KIND_FETCH_SUB;
+  case AtomicRMWInst::And:
+    return NANO_KIND_FETCH_AND;
+  case AtomicRMWInst::Nand:
+    return NANO_KIND_FETCH_NAND;
+  case AtomicRMWInst::Or:
+    return NANO_KIND_FETCH_OR;
+  case AtomicRMWInst::Xor:
+    return NANO_KIND_FETCH_XOR;
+  case AtomicRMWInst::Max:
+    return NANO_KIND_FETCH_MAX;
+  case AtomicRMWInst::Min:
+    return NANO_KIND_FETCH_MIN;
+  case AtomicRMWInst::UMax:
+    return NANO_KIND_FETCH_UMAX;
+  case AtomicRMWInst::UMin:
+    return NANO_KIND_FETCH_UMIN;
+  case AtomicRMWInst::FAdd:
+    return NANO_KIND_FETCH_FADD;
+  case AtomicRMWInst::FSub:
+    return NANO_KIND_FETCH_FSUB;
+  case AtomicRMWInst::FMax:
+    return NANO_KIND_FETCH_FMAX;
+  case AtomicRMWInst::FMin:
+    return NANO_KIND_FETCH_FMIN;
 #if NANO_HAS_RMW_UINC_UDEC_WRAP
-  case AtomicRMWInst::UIncWrap: return NANO_KIND_FETCH_UINC_WRAP;
-  case AtomicRMWInst::UDecWrap: return NANO_KIND_FETCH_UDEC_WRAP;
+  case AtomicRMWInst::UIncWrap:
+    return NANO_KIND_FETCH_UINC_WRAP;
+  case AtomicRMWInst::UDecWrap:
+    return NANO_KIND_FETCH_UDEC_WRAP;
 #endif
 #if NANO_HAS_RMW_USUB_COND_SAT
-  case AtomicRMWInst::USubCond: return NANO_KIND_FETCH_USUB_COND;
-  case AtomicRMWInst::USubSat: return NANO_KIND_FETCH_USUB_SAT;
+  case AtomicRMWInst::USubCond:
+    return NANO_KIND_FETCH_USUB_COND;
+  case AtomicRMWInst::USubSat:
+    return NANO_KIND_FETCH_USUB_SAT;
 #endif
 #if NANO_HAS_RMW_FMAXIMUM_FMINIMUM
-  case AtomicRMWInst::FMaximum: return NANO_KIND_FETCH_FMAXIMUM;
-  case AtomicRMWInst::FMinimum: return NANO_KIND_FETCH_FMINIMUM;
+  case AtomicRMWInst::FMaximum:
+    return NANO_KIND_FETCH_FMAXIMUM;
+  case AtomicRMWInst::FMinimum:
+    return NANO_KIND_FETCH_FMINIMUM;
 #endif
-  default: return NANO_KIND_COUNT;
+  default:
+    return NANO_KIND_COUNT;
   }
 }
 
@@ -702,9 +724,9 @@ static void hostInstrumentFunction(Module &M, Function &F, ArrayRef<HostSite> Si
   for (auto &P : Promoted) {
     for (size_t I : P.second) {
       if (!H.Flush) {
-        H.AtomicN = hostHook(M, "__nano_atomic_n",
-                             FunctionType::get(Type::getVoidTy(Ctx),
-                                               {PointerType::getUnqual(Ctx), I64}, false));
+        H.AtomicN = hostHook(
+            M, "__nano_atomic_n",
+            FunctionType::get(Type::getVoidTy(Ctx), {PointerType::getUnqual(Ctx), I64}, false));
         H.Flush = hostFlushFunction(M, H.Atomic, H.AtomicN);
       }
       Constant *Site = SitePtrs[I];
@@ -717,8 +739,7 @@ static void hostInstrumentFunction(Module &M, Function &F, ArrayRef<HostSite> Si
       Instruction *At = Sites[I].I;
       DebugLoc Loc = At->getDebugLoc();
       IRBuilder<> B(At);
-      Value *Hooked =
-          B.Insert(new ICmpInst(ICmpInst::ICMP_NE, H.Atomic, Null), "nano.hooked");
+      Value *Hooked = B.Insert(new ICmpInst(ICmpInst::ICMP_NE, H.Atomic, Null), "nano.hooked");
       Value *N = B.CreateLoad(I64, Ctr, "nano.n");
       Value *N1 = B.CreateAdd(N, B.CreateZExt(Hooked, I64), "nano.n1");
       B.CreateStore(N1, Ctr);
@@ -797,8 +818,8 @@ static Constant *hostString(Module &M, StringMap<Constant *> &Strings, StringRef
   Constant *&Slot = Strings[S];
   if (!Slot) {
     Constant *Init = ConstantDataArray::getString(M.getContext(), S, true);
-    auto *GV = new GlobalVariable(M, Init->getType(), true, GlobalValue::PrivateLinkage, Init,
-                                  "nano.str");
+    auto *GV =
+        new GlobalVariable(M, Init->getType(), true, GlobalValue::PrivateLinkage, Init, "nano.str");
     GV->setUnnamedAddr(GlobalValue::UnnamedAddr::Global);
     GV->setAlignment(Align(1));
     Slot = GV;
@@ -822,11 +843,11 @@ static void hostInstrument(Module &M, ArrayRef<HostSite> Sites, bool Promote,
   StructType *OriginTy = StructType::create(Ctx, {Ptr, Ptr, I32, I32}, "struct.nano_site_origin");
   ArrayType *ArrTy = ArrayType::get(SiteTy, Sites.size());
 
-  auto *Table = new GlobalVariable(M, ArrTy, false, GlobalValue::PrivateLinkage, nullptr,
-                                   "nano.sites");
+  auto *Table =
+      new GlobalVariable(M, ArrTy, false, GlobalValue::PrivateLinkage, nullptr, "nano.sites");
   Table->setAlignment(DL.getABITypeAlign(SiteTy));
-  auto *Record = new GlobalVariable(M, ModTy, false, GlobalValue::PrivateLinkage, nullptr,
-                                    "nano.module");
+  auto *Record =
+      new GlobalVariable(M, ModTy, false, GlobalValue::PrivateLinkage, nullptr, "nano.module");
   Record->setAlignment(DL.getABITypeAlign(ModTy));
 
   StringMap<Constant *> Strings;
@@ -836,17 +857,17 @@ static void hostInstrument(Module &M, ArrayRef<HostSite> Sites, bool Promote,
   for (const HostSite &S : Sites) {
     StringRef Function = S.Function.empty() ? S.I->getFunction()->getName() : S.Function;
     Entries.push_back(ConstantStruct::get(
-        SiteTy, {ConstantInt::get(I32, 0), ConstantInt::get(I16, S.Kind),
-                 ConstantInt::get(I8, S.Order), ConstantInt::get(I8, S.Flags),
-                 ConstantInt::get(I32, S.Size), ConstantInt::get(I32, S.Line),
-                 ConstantInt::get(I32, S.Column), ConstantInt::get(I32, 0),
-                 hostString(M, Strings, Function), hostString(M, Strings, S.File), Record}));
+        SiteTy,
+        {ConstantInt::get(I32, 0), ConstantInt::get(I16, S.Kind), ConstantInt::get(I8, S.Order),
+         ConstantInt::get(I8, S.Flags), ConstantInt::get(I32, S.Size),
+         ConstantInt::get(I32, S.Line), ConstantInt::get(I32, S.Column), ConstantInt::get(I32, 0),
+         hostString(M, Strings, Function), hostString(M, Strings, S.File), Record}));
     if (const DILocation *O = S.Origin) {
       AnyOrigin = true;
-      Origins.push_back(ConstantStruct::get(
-          OriginTy, {hostString(M, Strings, hostFrameFunction(O)),
-                     hostString(M, Strings, nano::sourceFile(O)),
-                     ConstantInt::get(I32, O->getLine()), ConstantInt::get(I32, O->getColumn())}));
+      Origins.push_back(ConstantStruct::get(OriginTy, {hostString(M, Strings, hostFrameFunction(O)),
+                                                       hostString(M, Strings, nano::sourceFile(O)),
+                                                       ConstantInt::get(I32, O->getLine()),
+                                                       ConstantInt::get(I32, O->getColumn())}));
     } else {
       Origins.push_back(ConstantStruct::get(
           OriginTy, {NoString, NoString, ConstantInt::get(I32, 0), ConstantInt::get(I32, 0)}));
@@ -983,10 +1004,8 @@ PreservedAnalyses HostAtomicsPass::run(Module &M, ModuleAnalysisManager &MAM) {
 }
 
 void nano::registerHostAtomics(PassBuilder &PB) {
-  compat::registerOptimizerLast(
-      PB, [](ModulePassManager &MPM, OptimizationLevel, ThinOrFullLTOPhase) {
-        MPM.addPass(HostAtomicsPass());
-      });
+  compat::registerOptimizerLast(PB, [](ModulePassManager &MPM, OptimizationLevel,
+                                       ThinOrFullLTOPhase) { MPM.addPass(HostAtomicsPass()); });
   PB.registerPipelineParsingCallback(
       [](StringRef Name, ModulePassManager &MPM, ArrayRef<PassBuilder::PipelineElement>) {
         if (Name != "nano-atomics")

@@ -114,8 +114,7 @@ __attribute__((constructor(HostCheckPriority))) static void checkHostLLVM() {
     return;
   std::string Self = pluginPath();
   std::string Match = matchingPlugin(Self, F.Major);
-  fprintf(stderr,
-          "nanoprobe: %s is built for LLVM %d, but this compiler is LLVM %d (%s); %s%s\n",
+  fprintf(stderr, "nanoprobe: %s is built for LLVM %d, but this compiler is LLVM %d (%s); %s%s\n",
           Self.c_str(), LLVM_VERSION_MAJOR, F.Major, F.Path.c_str(),
           Match.empty() ? "no plugin for that LLVM was found: build one (llvm-pass/README.md)"
                         : "use ",

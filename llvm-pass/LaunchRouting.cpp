@@ -243,8 +243,7 @@ GlobalVariable *LaunchRouting::launchOf(CallBase *K, Function *Enter, StructType
   NameGV->setUnnamedAddr(GlobalValue::UnnamedAddr::Global);
   Constant *Init = ConstantStruct::get(
       Ty, {ConstantInt::get(I32, NANO_CPU_LAUNCH_ABI),
-           ConstantInt::get(I32, DL.getTypeAllocSize(Args).getFixedValue()), NameGV, Thread,
-           Twin});
+           ConstantInt::get(I32, DL.getTypeAllocSize(Args).getFixedValue()), NameGV, Thread, Twin});
   auto *GV = new GlobalVariable(M, Ty, true, GlobalValue::PrivateLinkage, Init,
                                 ("nano.launch." + Kernel->getName()).str());
   Launches[Kernel] = GV;
@@ -256,8 +255,7 @@ bool LaunchRouting::route(CallInst *Route) {
   auto *Enter = dyn_cast<Function>(Route->getArgOperand(3)->stripPointerCasts());
   ICmpInst *Cmp = Route->hasOneUse() ? dyn_cast<ICmpInst>(*Route->user_begin()) : nullptr;
   BranchInst *BI = Cmp && Cmp->hasOneUse() ? dyn_cast<BranchInst>(*Cmp->user_begin()) : nullptr;
-  if (!Enter || !Cmp || Cmp->getPredicate() != ICmpInst::ICMP_NE || !BI ||
-      !BI->isConditional()) {
+  if (!Enter || !Cmp || Cmp->getPredicate() != ICmpInst::ICMP_NE || !BI || !BI->isConditional()) {
     warn(*Route, "the launch does not have the form nano/kernel.h gives it");
     return false;
   }
@@ -295,8 +293,8 @@ bool LaunchRouting::route(CallInst *Route) {
       RuntimeLaunch, FunctionType::get(Type::getVoidTy(Ctx), {Ptr, Ptr, Ptr, I32, Ptr}, false));
   if (auto *LF = dyn_cast<Function>(Launcher.getCallee()))
     LF->setLinkage(GlobalValue::ExternalWeakLinkage);
-  CallInst *Call = B.CreateCall(Launcher, {Launch, Route->getArgOperand(0),
-                                           Route->getArgOperand(1), Route->getArgOperand(2), Block});
+  CallInst *Call = B.CreateCall(Launcher, {Launch, Route->getArgOperand(0), Route->getArgOperand(1),
+                                           Route->getArgOperand(2), Block});
   Call->setDebugLoc(K->getDebugLoc());
   K->eraseFromParent();
 
@@ -337,8 +335,7 @@ bool LaunchRouting::run() {
 
 PreservedAnalyses LaunchRoutingPass::run(Module &M, ModuleAnalysisManager &) {
   Triple TT = nano::compat::targetTriple(M);
-  if (TT.isAMDGPU() || TT.isNVPTX() || TT.isSPIRV() ||
-      nano::compat::typedPointers(M.getContext()))
+  if (TT.isAMDGPU() || TT.isNVPTX() || TT.isSPIRV() || nano::compat::typedPointers(M.getContext()))
     return PreservedAnalyses::all();
   LaunchRouting R(M);
   return R.run() ? PreservedAnalyses::none() : PreservedAnalyses::all();

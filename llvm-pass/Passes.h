@@ -14,7 +14,7 @@ namespace llvm {
 class LLVMContext;
 class PassBuilder;
 class Twine;
-}
+} // namespace llvm
 
 namespace nano {
 // A compiler warning (clang: "warning: ... [-Wbackend-plugin]").

@@ -57,8 +57,9 @@ struct __nano_prelude_site {
 };
 
 /* The runtime's __nano_atomic, weak: null when no runtime is loaded. */
-extern void __nano_prelude_hook(struct __nano_prelude_site *site)
-    __asm__("__nano_atomic") __attribute__((weak));
+extern void
+__nano_prelude_hook(struct __nano_prelude_site *site) __asm__("__nano_atomic")
+    __attribute__((weak));
 
 #ifdef __cplusplus
 }
@@ -91,12 +92,14 @@ extern void __nano_prelude_hook(struct __nano_prelude_site *site)
  * constant (HLE bits masked off), else 7 (unknown). Never evaluates `o`. */
 #define __NANO_ORDER(o)                                                        \
   ((unsigned char)(__builtin_constant_p((int)(o))                              \
-                       ? ((((int)(o)) & 0xffff) <= 5 ? (((int)(o)) & 0xffff) : 7) \
+                       ? ((((int)(o)) & 0xffff) <= 5 ? (((int)(o)) & 0xffff)   \
+                                                     : 7)                      \
                        : 7))
 /* Flags of a compare-exchange: prelude, weak when known, failure order. */
 #define __NANO_CAS_FLAGS(w, f)                                                 \
   ((unsigned char)(__NANO_F_PRELUDE |                                          \
-                   ((__builtin_constant_p((int)(w)) && (w)) ? __NANO_F_WEAK : 0) | \
+                   ((__builtin_constant_p((int)(w)) && (w)) ? __NANO_F_WEAK    \
+                                                            : 0) |             \
                    (__NANO_ORDER(f) << 4)))
 /* min/max kinds by the signedness of the object's type (clang builtins). */
 #define __NANO_SIGNED(p) ((__typeof__(*(p) + 0))-1 < (__typeof__(*(p) + 0))0)
@@ -107,12 +110,20 @@ extern void __nano_prelude_hook(struct __nano_prelude_site *site)
 #define __NANO_CAT_(a, b) a##b
 #define __NANO_CAT(a, b) __NANO_CAT_(a, b)
 #define __NANO_HOOK(kind, order, flags, size)                                  \
-  __NANO_HOOK_AT(__NANO_CAT(__nano_site_, __COUNTER__), kind, order, flags, size)
+  __NANO_HOOK_AT(__NANO_CAT(__nano_site_, __COUNTER__), kind, order, flags,    \
+                 size)
 #define __NANO_HOOK_AT(site, kind, order, flags, size)                         \
-  static struct __nano_prelude_site site = {                                   \
-      0u, (unsigned short)(kind), (order), (unsigned char)(flags),             \
-      (unsigned int)(size), (unsigned int)__LINE__, 0u, 0u, __func__,          \
-      __FILE__, (void *)0};                                                    \
+  static struct __nano_prelude_site site = {0u,                                \
+                                            (unsigned short)(kind),            \
+                                            (order),                           \
+                                            (unsigned char)(flags),            \
+                                            (unsigned int)(size),              \
+                                            (unsigned int)__LINE__,            \
+                                            0u,                                \
+                                            0u,                                \
+                                            __func__,                          \
+                                            __FILE__,                          \
+                                            (void *)0};                        \
   if (__nano_prelude_hook)                                                     \
     __nano_prelude_hook(&site);
 
@@ -127,44 +138,64 @@ extern void __nano_prelude_hook(struct __nano_prelude_site *site)
 
 #define __atomic_load_n(p, o)                                                  \
   __extension__({                                                              \
-    __NANO_HOOK(__NANO_K_LOAD, __NANO_ORDER(o), __NANO_F_PRELUDE, sizeof(*(p))) \
+    __NANO_HOOK(__NANO_K_LOAD, __NANO_ORDER(o), __NANO_F_PRELUDE,              \
+                sizeof(*(p)))                                                  \
     __atomic_load_n(p, o);                                                     \
   })
 #define __atomic_load(p, r, o)                                                 \
   __extension__({                                                              \
-    __NANO_HOOK(__NANO_K_LOAD, __NANO_ORDER(o), __NANO_F_PRELUDE, sizeof(*(p))) \
+    __NANO_HOOK(__NANO_K_LOAD, __NANO_ORDER(o), __NANO_F_PRELUDE,              \
+                sizeof(*(p)))                                                  \
     __atomic_load(p, r, o);                                                    \
   })
-#define __atomic_store_n(p, v, o) __NANO_RMW(__NANO_K_STORE, __atomic_store_n, p, v, o)
-#define __atomic_store(p, v, o) __NANO_RMW(__NANO_K_STORE, __atomic_store, p, v, o)
-#define __atomic_exchange_n(p, v, o) __NANO_RMW(__NANO_K_EXCHANGE, __atomic_exchange_n, p, v, o)
+#define __atomic_store_n(p, v, o)                                              \
+  __NANO_RMW(__NANO_K_STORE, __atomic_store_n, p, v, o)
+#define __atomic_store(p, v, o)                                                \
+  __NANO_RMW(__NANO_K_STORE, __atomic_store, p, v, o)
+#define __atomic_exchange_n(p, v, o)                                           \
+  __NANO_RMW(__NANO_K_EXCHANGE, __atomic_exchange_n, p, v, o)
 #define __atomic_exchange(p, v, r, o)                                          \
   __extension__({                                                              \
-    __NANO_HOOK(__NANO_K_EXCHANGE, __NANO_ORDER(o), __NANO_F_PRELUDE, sizeof(*(p))) \
+    __NANO_HOOK(__NANO_K_EXCHANGE, __NANO_ORDER(o), __NANO_F_PRELUDE,          \
+                sizeof(*(p)))                                                  \
     __atomic_exchange(p, v, r, o);                                             \
   })
 #define __atomic_compare_exchange_n(p, e, d, w, s, f)                          \
   __extension__({                                                              \
-    __NANO_HOOK(__NANO_K_CMPXCHG, __NANO_ORDER(s), __NANO_CAS_FLAGS(w, f), sizeof(*(p))) \
+    __NANO_HOOK(__NANO_K_CMPXCHG, __NANO_ORDER(s), __NANO_CAS_FLAGS(w, f),     \
+                sizeof(*(p)))                                                  \
     __atomic_compare_exchange_n(p, e, d, w, s, f);                             \
   })
 #define __atomic_compare_exchange(p, e, d, w, s, f)                            \
   __extension__({                                                              \
-    __NANO_HOOK(__NANO_K_CMPXCHG, __NANO_ORDER(s), __NANO_CAS_FLAGS(w, f), sizeof(*(p))) \
+    __NANO_HOOK(__NANO_K_CMPXCHG, __NANO_ORDER(s), __NANO_CAS_FLAGS(w, f),     \
+                sizeof(*(p)))                                                  \
     __atomic_compare_exchange(p, e, d, w, s, f);                               \
   })
-#define __atomic_fetch_add(p, v, o) __NANO_RMW(__NANO_K_ADD, __atomic_fetch_add, p, v, o)
-#define __atomic_fetch_sub(p, v, o) __NANO_RMW(__NANO_K_SUB, __atomic_fetch_sub, p, v, o)
-#define __atomic_fetch_and(p, v, o) __NANO_RMW(__NANO_K_AND, __atomic_fetch_and, p, v, o)
-#define __atomic_fetch_nand(p, v, o) __NANO_RMW(__NANO_K_NAND, __atomic_fetch_nand, p, v, o)
-#define __atomic_fetch_or(p, v, o) __NANO_RMW(__NANO_K_OR, __atomic_fetch_or, p, v, o)
-#define __atomic_fetch_xor(p, v, o) __NANO_RMW(__NANO_K_XOR, __atomic_fetch_xor, p, v, o)
-#define __atomic_add_fetch(p, v, o) __NANO_RMW(__NANO_K_ADD, __atomic_add_fetch, p, v, o)
-#define __atomic_sub_fetch(p, v, o) __NANO_RMW(__NANO_K_SUB, __atomic_sub_fetch, p, v, o)
-#define __atomic_and_fetch(p, v, o) __NANO_RMW(__NANO_K_AND, __atomic_and_fetch, p, v, o)
-#define __atomic_nand_fetch(p, v, o) __NANO_RMW(__NANO_K_NAND, __atomic_nand_fetch, p, v, o)
-#define __atomic_or_fetch(p, v, o) __NANO_RMW(__NANO_K_OR, __atomic_or_fetch, p, v, o)
-#define __atomic_xor_fetch(p, v, o) __NANO_RMW(__NANO_K_XOR, __atomic_xor_fetch, p, v, o)
+#define __atomic_fetch_add(p, v, o)                                            \
+  __NANO_RMW(__NANO_K_ADD, __atomic_fetch_add, p, v, o)
+#define __atomic_fetch_sub(p, v, o)                                            \
+  __NANO_RMW(__NANO_K_SUB, __atomic_fetch_sub, p, v, o)
+#define __atomic_fetch_and(p, v, o)                                            \
+  __NANO_RMW(__NANO_K_AND, __atomic_fetch_and, p, v, o)
+#define __atomic_fetch_nand(p, v, o)                                           \
+  __NANO_RMW(__NANO_K_NAND, __atomic_fetch_nand, p, v, o)
+#define __atomic_fetch_or(p, v, o)                                             \
+  __NANO_RMW(__NANO_K_OR, __atomic_fetch_or, p, v, o)
+#define __atomic_fetch_xor(p, v, o)                                            \
+  __NANO_RMW(__NANO_K_XOR, __atomic_fetch_xor, p, v, o)
+#define __atomic_add_fetch(p, v, o)                                            \
+  __NANO_RMW(__NANO_K_ADD, __atomic_add_fetch, p, v, o)
+#define __atomic_sub_fetch(p, v, o)                                            \
+  __NANO_RMW(__NANO_K_SUB, __atomic_sub_fetch, p, v, o)
+#define __atomic_and_fetch(p, v, o)                                            \
+  __NANO_RMW(__NANO_K_AND, __atomic_and_fetch, p, v, o)
+#define __atomic_nand_fetch(p, v, o)                                           \
+  __NANO_RMW(__NANO_K_NAND, __atomic_nand_fetch, p, v, o)
+#define __atomic_or_fetch(p, v, o)                                             \
+  __NANO_RMW(__NANO_K_OR, __atomic_or_fetch, p, v, o)
+#define __atomic_xor_fetch(p, v, o)                                            \
+  __NANO_RMW(__NANO_K_XOR, __atomic_xor_fetch, p, v, o)
 #define __atomic_test_and_set(p, o)                                            \
   __extension__({                                                              \
     __NANO_HOOK(__NANO_K_TAS, __NANO_ORDER(o), __NANO_F_PRELUDE, 1)            \
@@ -193,24 +224,40 @@ extern void __nano_prelude_hook(struct __nano_prelude_site *site)
     __NANO_HOOK(kind, (unsigned char)(order), __NANO_F_PRELUDE, sizeof(*(p)))  \
     builtin(p, __VA_ARGS__);                                                   \
   })
-#define __sync_fetch_and_add(p, ...) __NANO_SYNC(__NANO_K_ADD, 5, __sync_fetch_and_add, p, __VA_ARGS__)
-#define __sync_fetch_and_sub(p, ...) __NANO_SYNC(__NANO_K_SUB, 5, __sync_fetch_and_sub, p, __VA_ARGS__)
-#define __sync_fetch_and_or(p, ...) __NANO_SYNC(__NANO_K_OR, 5, __sync_fetch_and_or, p, __VA_ARGS__)
-#define __sync_fetch_and_and(p, ...) __NANO_SYNC(__NANO_K_AND, 5, __sync_fetch_and_and, p, __VA_ARGS__)
-#define __sync_fetch_and_xor(p, ...) __NANO_SYNC(__NANO_K_XOR, 5, __sync_fetch_and_xor, p, __VA_ARGS__)
-#define __sync_fetch_and_nand(p, ...) __NANO_SYNC(__NANO_K_NAND, 5, __sync_fetch_and_nand, p, __VA_ARGS__)
-#define __sync_add_and_fetch(p, ...) __NANO_SYNC(__NANO_K_ADD, 5, __sync_add_and_fetch, p, __VA_ARGS__)
-#define __sync_sub_and_fetch(p, ...) __NANO_SYNC(__NANO_K_SUB, 5, __sync_sub_and_fetch, p, __VA_ARGS__)
-#define __sync_or_and_fetch(p, ...) __NANO_SYNC(__NANO_K_OR, 5, __sync_or_and_fetch, p, __VA_ARGS__)
-#define __sync_and_and_fetch(p, ...) __NANO_SYNC(__NANO_K_AND, 5, __sync_and_and_fetch, p, __VA_ARGS__)
-#define __sync_xor_and_fetch(p, ...) __NANO_SYNC(__NANO_K_XOR, 5, __sync_xor_and_fetch, p, __VA_ARGS__)
-#define __sync_nand_and_fetch(p, ...) __NANO_SYNC(__NANO_K_NAND, 5, __sync_nand_and_fetch, p, __VA_ARGS__)
-#define __sync_bool_compare_and_swap(p, ...) __NANO_SYNC(__NANO_K_CMPXCHG, 5, __sync_bool_compare_and_swap, p, __VA_ARGS__)
-#define __sync_val_compare_and_swap(p, ...) __NANO_SYNC(__NANO_K_CMPXCHG, 5, __sync_val_compare_and_swap, p, __VA_ARGS__)
-#define __sync_lock_test_and_set(p, ...) __NANO_SYNC(__NANO_K_EXCHANGE, 2, __sync_lock_test_and_set, p, __VA_ARGS__)
+#define __sync_fetch_and_add(p, ...)                                           \
+  __NANO_SYNC(__NANO_K_ADD, 5, __sync_fetch_and_add, p, __VA_ARGS__)
+#define __sync_fetch_and_sub(p, ...)                                           \
+  __NANO_SYNC(__NANO_K_SUB, 5, __sync_fetch_and_sub, p, __VA_ARGS__)
+#define __sync_fetch_and_or(p, ...)                                            \
+  __NANO_SYNC(__NANO_K_OR, 5, __sync_fetch_and_or, p, __VA_ARGS__)
+#define __sync_fetch_and_and(p, ...)                                           \
+  __NANO_SYNC(__NANO_K_AND, 5, __sync_fetch_and_and, p, __VA_ARGS__)
+#define __sync_fetch_and_xor(p, ...)                                           \
+  __NANO_SYNC(__NANO_K_XOR, 5, __sync_fetch_and_xor, p, __VA_ARGS__)
+#define __sync_fetch_and_nand(p, ...)                                          \
+  __NANO_SYNC(__NANO_K_NAND, 5, __sync_fetch_and_nand, p, __VA_ARGS__)
+#define __sync_add_and_fetch(p, ...)                                           \
+  __NANO_SYNC(__NANO_K_ADD, 5, __sync_add_and_fetch, p, __VA_ARGS__)
+#define __sync_sub_and_fetch(p, ...)                                           \
+  __NANO_SYNC(__NANO_K_SUB, 5, __sync_sub_and_fetch, p, __VA_ARGS__)
+#define __sync_or_and_fetch(p, ...)                                            \
+  __NANO_SYNC(__NANO_K_OR, 5, __sync_or_and_fetch, p, __VA_ARGS__)
+#define __sync_and_and_fetch(p, ...)                                           \
+  __NANO_SYNC(__NANO_K_AND, 5, __sync_and_and_fetch, p, __VA_ARGS__)
+#define __sync_xor_and_fetch(p, ...)                                           \
+  __NANO_SYNC(__NANO_K_XOR, 5, __sync_xor_and_fetch, p, __VA_ARGS__)
+#define __sync_nand_and_fetch(p, ...)                                          \
+  __NANO_SYNC(__NANO_K_NAND, 5, __sync_nand_and_fetch, p, __VA_ARGS__)
+#define __sync_bool_compare_and_swap(p, ...)                                   \
+  __NANO_SYNC(__NANO_K_CMPXCHG, 5, __sync_bool_compare_and_swap, p, __VA_ARGS__)
+#define __sync_val_compare_and_swap(p, ...)                                    \
+  __NANO_SYNC(__NANO_K_CMPXCHG, 5, __sync_val_compare_and_swap, p, __VA_ARGS__)
+#define __sync_lock_test_and_set(p, ...)                                       \
+  __NANO_SYNC(__NANO_K_EXCHANGE, 2, __sync_lock_test_and_set, p, __VA_ARGS__)
 #define __sync_lock_release(...)                                               \
   __extension__({                                                              \
-    __NANO_HOOK(__NANO_K_STORE, 3, __NANO_F_PRELUDE, sizeof(*(__NANO_FIRST(__VA_ARGS__, 0)))) \
+    __NANO_HOOK(__NANO_K_STORE, 3, __NANO_F_PRELUDE,                           \
+                sizeof(*(__NANO_FIRST(__VA_ARGS__, 0))))                       \
     __sync_lock_release(__VA_ARGS__);                                          \
   })
 #define __NANO_FIRST(a, ...) a
@@ -229,36 +276,53 @@ extern void __nano_prelude_hook(struct __nano_prelude_site *site)
                 __NANO_F_PRELUDE, sizeof(*(p)))                                \
     builtin(p, v, o);                                                          \
   })
-#define __atomic_fetch_max(p, v, o) __NANO_MINMAX(__NANO_K_MAX, __NANO_K_UMAX, __atomic_fetch_max, p, v, o)
-#define __atomic_fetch_min(p, v, o) __NANO_MINMAX(__NANO_K_MIN, __NANO_K_UMIN, __atomic_fetch_min, p, v, o)
-#define __atomic_max_fetch(p, v, o) __NANO_MINMAX(__NANO_K_MAX, __NANO_K_UMAX, __atomic_max_fetch, p, v, o)
-#define __atomic_min_fetch(p, v, o) __NANO_MINMAX(__NANO_K_MIN, __NANO_K_UMIN, __atomic_min_fetch, p, v, o)
+#define __atomic_fetch_max(p, v, o)                                            \
+  __NANO_MINMAX(__NANO_K_MAX, __NANO_K_UMAX, __atomic_fetch_max, p, v, o)
+#define __atomic_fetch_min(p, v, o)                                            \
+  __NANO_MINMAX(__NANO_K_MIN, __NANO_K_UMIN, __atomic_fetch_min, p, v, o)
+#define __atomic_max_fetch(p, v, o)                                            \
+  __NANO_MINMAX(__NANO_K_MAX, __NANO_K_UMAX, __atomic_max_fetch, p, v, o)
+#define __atomic_min_fetch(p, v, o)                                            \
+  __NANO_MINMAX(__NANO_K_MIN, __NANO_K_UMIN, __atomic_min_fetch, p, v, o)
 
 #define __c11_atomic_load(p, o)                                                \
   __extension__({                                                              \
-    __NANO_HOOK(__NANO_K_LOAD, __NANO_ORDER(o), __NANO_F_PRELUDE, sizeof(*(p))) \
+    __NANO_HOOK(__NANO_K_LOAD, __NANO_ORDER(o), __NANO_F_PRELUDE,              \
+                sizeof(*(p)))                                                  \
     __c11_atomic_load(p, o);                                                   \
   })
-#define __c11_atomic_store(p, v, o) __NANO_RMW(__NANO_K_STORE, __c11_atomic_store, p, v, o)
-#define __c11_atomic_exchange(p, v, o) __NANO_RMW(__NANO_K_EXCHANGE, __c11_atomic_exchange, p, v, o)
+#define __c11_atomic_store(p, v, o)                                            \
+  __NANO_RMW(__NANO_K_STORE, __c11_atomic_store, p, v, o)
+#define __c11_atomic_exchange(p, v, o)                                         \
+  __NANO_RMW(__NANO_K_EXCHANGE, __c11_atomic_exchange, p, v, o)
 #define __c11_atomic_compare_exchange_strong(p, e, d, s, f)                    \
   __extension__({                                                              \
-    __NANO_HOOK(__NANO_K_CMPXCHG, __NANO_ORDER(s), __NANO_CAS_FLAGS(0, f), sizeof(*(p))) \
+    __NANO_HOOK(__NANO_K_CMPXCHG, __NANO_ORDER(s), __NANO_CAS_FLAGS(0, f),     \
+                sizeof(*(p)))                                                  \
     __c11_atomic_compare_exchange_strong(p, e, d, s, f);                       \
   })
 #define __c11_atomic_compare_exchange_weak(p, e, d, s, f)                      \
   __extension__({                                                              \
-    __NANO_HOOK(__NANO_K_CMPXCHG, __NANO_ORDER(s), __NANO_CAS_FLAGS(1, f), sizeof(*(p))) \
+    __NANO_HOOK(__NANO_K_CMPXCHG, __NANO_ORDER(s), __NANO_CAS_FLAGS(1, f),     \
+                sizeof(*(p)))                                                  \
     __c11_atomic_compare_exchange_weak(p, e, d, s, f);                         \
   })
-#define __c11_atomic_fetch_add(p, v, o) __NANO_RMW(__NANO_K_ADD, __c11_atomic_fetch_add, p, v, o)
-#define __c11_atomic_fetch_sub(p, v, o) __NANO_RMW(__NANO_K_SUB, __c11_atomic_fetch_sub, p, v, o)
-#define __c11_atomic_fetch_and(p, v, o) __NANO_RMW(__NANO_K_AND, __c11_atomic_fetch_and, p, v, o)
-#define __c11_atomic_fetch_nand(p, v, o) __NANO_RMW(__NANO_K_NAND, __c11_atomic_fetch_nand, p, v, o)
-#define __c11_atomic_fetch_or(p, v, o) __NANO_RMW(__NANO_K_OR, __c11_atomic_fetch_or, p, v, o)
-#define __c11_atomic_fetch_xor(p, v, o) __NANO_RMW(__NANO_K_XOR, __c11_atomic_fetch_xor, p, v, o)
-#define __c11_atomic_fetch_max(p, v, o) __NANO_MINMAX(__NANO_K_MAX, __NANO_K_UMAX, __c11_atomic_fetch_max, p, v, o)
-#define __c11_atomic_fetch_min(p, v, o) __NANO_MINMAX(__NANO_K_MIN, __NANO_K_UMIN, __c11_atomic_fetch_min, p, v, o)
+#define __c11_atomic_fetch_add(p, v, o)                                        \
+  __NANO_RMW(__NANO_K_ADD, __c11_atomic_fetch_add, p, v, o)
+#define __c11_atomic_fetch_sub(p, v, o)                                        \
+  __NANO_RMW(__NANO_K_SUB, __c11_atomic_fetch_sub, p, v, o)
+#define __c11_atomic_fetch_and(p, v, o)                                        \
+  __NANO_RMW(__NANO_K_AND, __c11_atomic_fetch_and, p, v, o)
+#define __c11_atomic_fetch_nand(p, v, o)                                       \
+  __NANO_RMW(__NANO_K_NAND, __c11_atomic_fetch_nand, p, v, o)
+#define __c11_atomic_fetch_or(p, v, o)                                         \
+  __NANO_RMW(__NANO_K_OR, __c11_atomic_fetch_or, p, v, o)
+#define __c11_atomic_fetch_xor(p, v, o)                                        \
+  __NANO_RMW(__NANO_K_XOR, __c11_atomic_fetch_xor, p, v, o)
+#define __c11_atomic_fetch_max(p, v, o)                                        \
+  __NANO_MINMAX(__NANO_K_MAX, __NANO_K_UMAX, __c11_atomic_fetch_max, p, v, o)
+#define __c11_atomic_fetch_min(p, v, o)                                        \
+  __NANO_MINMAX(__NANO_K_MIN, __NANO_K_UMIN, __c11_atomic_fetch_min, p, v, o)
 #define __c11_atomic_thread_fence(o)                                           \
   __extension__({                                                              \
     __NANO_HOOK(__NANO_K_THREAD_FENCE, __NANO_ORDER(o), __NANO_F_PRELUDE, 0)   \

@@ -60,7 +60,8 @@ int main(int argc, char **argv) {
       fprintf(stderr, "analysis_bench_gen: pthread_create failed\n");
       return 1;
     }
-  for (long i = 0; i < threads; i++) pthread_join(th[i], NULL);
+  for (long i = 0; i < threads; i++)
+    pthread_join(th[i], NULL);
   if (rpdflush() != 0 || rpdstop() != 0) {
     fprintf(stderr, "analysis_bench_gen: flushing %s failed\n", argv[1]);
     return 1;

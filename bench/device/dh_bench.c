@@ -38,8 +38,8 @@ static double bench_now(void) {
 
 enum { PAT_COALESCED, PAT_STRIDED, PAT_BROADCAST, PAT_NEAR, PAT_FAR, PAT_HALF, PATTERNS };
 static const char *const bench_pattern[PATTERNS] = {
-    "coalesced (4 B apart)", "strided (64 B apart)", "broadcast (one address)",
-    "scattered within 2 GiB", "scattered anywhere", "half the lanes, coalesced"};
+    "coalesced (4 B apart)",  "strided (64 B apart)", "broadcast (one address)",
+    "scattered within 2 GiB", "scattered anywhere",   "half the lanes, coalesced"};
 
 /* A record of pattern p for a wave of `wave` lanes. */
 static void bench_record(struct nano_dh_record *r, int p, unsigned wave, unsigned k) {
@@ -52,11 +52,21 @@ static void bench_record(struct nano_dh_record *r, int p, unsigned wave, unsigne
   for (unsigned i = 0; i < lanes; i++) {
     uint64_t a = 0x7f0000000000ull + (uint64_t)k * 4096;
     switch (p) {
-    case PAT_COALESCED: case PAT_HALF: a += 4 * i; break;
-    case PAT_STRIDED: a += 64 * i; break;
-    case PAT_BROADCAST: break;
-    case PAT_NEAR: a += (uint64_t)(i * 2654435761u % 65536) * 64; break;
-    default: a = (uint64_t)(i * i + 1) << 36 | k; break;
+    case PAT_COALESCED:
+    case PAT_HALF:
+      a += 4 * i;
+      break;
+    case PAT_STRIDED:
+      a += 64 * i;
+      break;
+    case PAT_BROADCAST:
+      break;
+    case PAT_NEAR:
+      a += (uint64_t)(i * 2654435761u % 65536) * 64;
+      break;
+    default:
+      a = (uint64_t)(i * i + 1) << 36 | k;
+      break;
     }
     r->addr[i] = a;
     r->lane[i] = (uint8_t)i;
@@ -109,10 +119,9 @@ static void bench_drain(int reps) {
   memset(copy, 0, BENCH_RING);
   printf("== drain throughput vs memcpy of the same bytes (%d interleaved runs, %u MiB ring)\n",
          reps, BENCH_RING >> 20);
-  printf("  %-27s %9s %7s %10s %10s %12s %14s\n", "pattern (wave64)", "records", "MB",
-         "drain GB/s", "memcpy GB/s", "ring bytes", "address bytes");
-  printf("  %-27s %9s %7s %10s %10s %12s %14s\n", "", "", "", "", "", "best/median",
-         "best/median");
+  printf("  %-27s %9s %7s %10s %10s %12s %14s\n", "pattern (wave64)", "records", "MB", "drain GB/s",
+         "memcpy GB/s", "ring bytes", "address bytes");
+  printf("  %-27s %9s %7s %10s %10s %12s %14s\n", "", "", "", "", "", "best/median", "best/median");
   for (int p = 0; p < PATTERNS; p++) {
     uint64_t bytes = 0, records = 0, sum = 0;
     for (int k = 0; k < reps; k++) {
@@ -149,9 +158,8 @@ static void bench_drain(int reps) {
     bench_record(&one, p, 64, 0);
     double addr_bytes = (double)records * 8 * one.lanes;
     printf("  %-27s %9llu %7.1f %10.2f %10.2f %7.2f/%.2f %9.2f/%.2f\n", bench_pattern[p],
-           (unsigned long long)records, (double)bytes / 1e6, gb / td[0], gb / tm[0],
-           tm[0] / td[0], tm[reps / 2] / td[reps / 2],
-           addr_bytes / (double)bytes * tm[0] / td[0],
+           (unsigned long long)records, (double)bytes / 1e6, gb / td[0], gb / tm[0], tm[0] / td[0],
+           tm[reps / 2] / td[reps / 2], addr_bytes / (double)bytes * tm[0] / td[0],
            addr_bytes / (double)bytes * tm[reps / 2] / td[reps / 2]);
     if (sum == 42)
       puts(""); /* keep the consumer's work */

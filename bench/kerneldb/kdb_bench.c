@@ -31,7 +31,8 @@ int main(int argc, char **argv) {
     return 2;
   }
   size_t n = kdb_kernel_count(db), names = 0;
-  for (size_t i = 0; i < n; i++) names += strlen(kdb_kernel_at(db, i)->demangled);
+  for (size_t i = 0; i < n; i++)
+    names += strlen(kdb_kernel_at(db, i)->demangled);
   double t1 = kdbb_now();
   size_t insns = 0, mem = 0, lines = 0;
   if (all)
@@ -48,8 +49,9 @@ int main(int argc, char **argv) {
       }
     }
   double t2 = kdbb_now();
-  printf("kernels=%zu name_bytes=%zu open_list_s=%.4f isa_s=%.4f insns=%zu mem_insns=%zu with_line=%zu\n", n,
-         names, t1 - t0, t2 - t1, insns, mem, lines);
+  printf("kernels=%zu name_bytes=%zu open_list_s=%.4f isa_s=%.4f insns=%zu mem_insns=%zu "
+         "with_line=%zu\n",
+         n, names, t1 - t0, t2 - t1, insns, mem, lines);
   kdb_close(db);
   return 0;
 }

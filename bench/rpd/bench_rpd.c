@@ -58,25 +58,30 @@ static int hotpath(long pairs) {
       NANO_ZONE("zone");
     }
     double t1 = now_s();
-    if (rpdflush() != 0) return 1;
+    if (rpdflush() != 0)
+      return 1;
     double t2 = now_s();
     for (long i = 0; i < batch; i++) {
       rpd_rangePush(NULL, name, NULL);
       rpd_rangePop();
     }
     double t3 = now_s();
-    if (rpdflush() != 0) return 1;
+    if (rpdflush() != 0)
+      return 1;
     double t4 = now_s();
     for (long i = 0; i < batch; i++) {
       rpd_rangePushInterned(0, h, 0);
       rpd_rangePop();
     }
     double t5 = now_s();
-    if (rpdflush() != 0) return 1;
+    if (rpdflush() != 0)
+      return 1;
     double t6 = now_s();
-    for (long i = 0; i < batch; i++) sink += tsc_read() + tsc_read();
+    for (long i = 0; i < batch; i++)
+      sink += tsc_read() + tsc_read();
     double t7 = now_s();
-    for (long i = 0; i < batch; i++) sink += rpd_now() + rpd_now();
+    for (long i = 0; i < batch; i++)
+      sink += rpd_now() + rpd_now();
     double t8 = now_s();
     t_zone += t1 - t0;
     t_str += t3 - t2;
@@ -118,14 +123,16 @@ static double bare_insert(const char *path, long rows, int multi) {
     n2 += snprintf(sql_api + n2, sizeof sql_api - n2, ",(?,?,?,?,?,?,?,?,?)");
   }
   sqlite3_stmt *us, *api;
-  if (sqlite3_prepare_v2(db, sql_us, -1, &us, NULL) || sqlite3_prepare_v2(db, sql_api, -1, &api, NULL)) {
+  if (sqlite3_prepare_v2(db, sql_us, -1, &us, NULL) ||
+      sqlite3_prepare_v2(db, sql_api, -1, &api, NULL)) {
     fprintf(stderr, "prepare: %s\n", sqlite3_errmsg(db));
     return -1;
   }
   double t0 = now_s();
   static char text[64][32];
   int pid = getpid();
-  if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) return -1;
+  if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+    return -1;
   for (long i = 0; i + multi <= rows; i += multi) {
     for (int r = 0; r < multi; r++) {
       long j = i + r;
@@ -154,7 +161,8 @@ static double bare_insert(const char *path, long rows, int multi) {
         sqlite3_exec(db, "COMMIT; BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
       return -1;
   }
-  if (sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) return -1;
+  if (sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+    return -1;
   double t1 = now_s();
   sqlite3_finalize(us);
   sqlite3_finalize(api);
@@ -171,11 +179,13 @@ static int persist(long rows, const char *bare_path) {
     rpd_rangePush(NULL, text, NULL);
     rpd_rangePop();
   }
-  if (rpdflush() != 0) return 1;
+  if (rpdflush() != 0)
+    return 1;
   double t1 = now_s();
   double bare = bare_insert(bare_path, rows, 1);
   double bare32 = bare_insert(bare_path, rows, 32);
-  if (bare <= 0 || bare32 <= 0) return 1;
+  if (bare <= 0 || bare32 <= 0)
+    return 1;
   printf("tracer_rows_per_s %.0f rows/s\n", rows / (t1 - t0));
   printf("bare_rows_per_s %.0f rows/s\n", rows / bare);
   printf("bare_multirow_rows_per_s %.0f rows/s\n", rows / bare32);
@@ -185,8 +195,10 @@ static int persist(long rows, const char *bare_path) {
 }
 
 int main(int argc, char **argv) {
-  if (argc >= 3 && strcmp(argv[1], "hotpath") == 0) return hotpath(atol(argv[2]));
-  if (argc >= 4 && strcmp(argv[1], "persist") == 0) return persist(atol(argv[2]), argv[3]);
+  if (argc >= 3 && strcmp(argv[1], "hotpath") == 0)
+    return hotpath(atol(argv[2]));
+  if (argc >= 4 && strcmp(argv[1], "persist") == 0)
+    return persist(atol(argv[2]), argv[3]);
   fprintf(stderr, "usage: %s hotpath PAIRS | persist ROWS BAREFILE\n", argv[0]);
   return 2;
 }

@@ -25,12 +25,14 @@ int main(int argc, char **argv) {
   long n = argc > 1 ? atol(argv[1]) : 10000000L;
   uint64_t x = 88172645463325252ull;
   struct timespec t0, t1;
-  if (clock_gettime(CLOCK_MONOTONIC, &t0) != 0) return 1;
+  if (clock_gettime(CLOCK_MONOTONIC, &t0) != 0)
+    return 1;
   for (long i = 0; i < n; i++) {
     NANO_ZONE("work");
     x = work(x);
   }
-  if (clock_gettime(CLOCK_MONOTONIC, &t1) != 0) return 1;
+  if (clock_gettime(CLOCK_MONOTONIC, &t1) != 0)
+    return 1;
   printf("%llu\n", (unsigned long long)(x & 0xff));
   fprintf(stderr, "loop_us %lld\n",
           (long long)((t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000));

@@ -20,10 +20,18 @@ void nano_json_str(FILE *out, const char *s) {
       p++;
     } else if (c < 0x20) {
       switch (c) {
-      case '\n': fputs("\\n", out); break;
-      case '\r': fputs("\\r", out); break;
-      case '\t': fputs("\\t", out); break;
-      default: fprintf(out, "\\u%04x", c); break;
+      case '\n':
+        fputs("\\n", out);
+        break;
+      case '\r':
+        fputs("\\r", out);
+        break;
+      case '\t':
+        fputs("\\t", out);
+        break;
+      default:
+        fprintf(out, "\\u%04x", c);
+        break;
       }
       p++;
     } else if (c < 0x80) {

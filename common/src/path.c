@@ -9,7 +9,7 @@ char *nano_path_normalize(const char *path, char *out, size_t n) {
   if (n == 0)
     return NULL;
   int absolute = path[0] == '/';
-  size_t len = 0; /* bytes of out in use, without the NUL */
+  size_t len = 0;  /* bytes of out in use, without the NUL */
   size_t keep = 0; /* leading "../" components of a relative path stay */
   if (absolute)
     out[len++] = '/';

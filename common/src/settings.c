@@ -48,8 +48,10 @@ static int settings_number(const char *s, int suffix, uint64_t *out) {
     return -1;
   unsigned shift = 0;
   if (suffix && *end) {
-    shift = *end == 'K' || *end == 'k' ? 10 : *end == 'M' || *end == 'm' ? 20
-            : *end == 'G' || *end == 'g' ? 30 : 64;
+    shift = *end == 'K' || *end == 'k'   ? 10
+            : *end == 'M' || *end == 'm' ? 20
+            : *end == 'G' || *end == 'g' ? 30
+                                         : 64;
     if (shift == 64 || end[1])
       return -1;
     if (n > (UINT64_MAX >> shift))
@@ -75,8 +77,8 @@ int nano_env_uint(const char *name, uint64_t lo, uint64_t hi, uint64_t *out) {
     return 0;
   uint64_t n;
   if (settings_number(v, 0, &n) != 0 || n < lo || n > hi) {
-    fprintf(stderr, "nanoprobe: %s=%s: expected an integer from %" PRIu64 " to %" PRIu64 "\n",
-            name, v, lo, hi);
+    fprintf(stderr, "nanoprobe: %s=%s: expected an integer from %" PRIu64 " to %" PRIu64 "\n", name,
+            v, lo, hi);
     return -1;
   }
   *out = n;

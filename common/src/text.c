@@ -8,13 +8,17 @@
 #include <string.h>
 
 int nano_utf8_len(const unsigned char *p, size_t avail) {
-  if (avail == 0) return 0;
+  if (avail == 0)
+    return 0;
   unsigned char c = p[0];
   int n = c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
-  if (n == 0) return 0;
+  if (n == 0)
+    return 0;
   for (int i = 1; i < n; i++) {
-    if ((size_t)i >= avail) return -1;
-    if ((p[i] & 0xC0) != 0x80) return 0;
+    if ((size_t)i >= avail)
+      return -1;
+    if ((p[i] & 0xC0) != 0x80)
+      return 0;
     if (i == 1 && ((c == 0xE0 && p[1] < 0xA0) || (c == 0xED && p[1] > 0x9F) ||
                    (c == 0xF0 && p[1] < 0x90) || (c == 0xF4 && p[1] > 0x8F)))
       return 0;
@@ -92,7 +96,8 @@ static ssize_t text_write(void *cookie, const char *buf, size_t size) {
 
 static int text_close(void *cookie) {
   struct text_cookie *c = cookie;
-  if (c->nheld) text_put(c, c->held, c->nheld, 0); /* a cut sequence at the end */
+  if (c->nheld)
+    text_put(c, c->held, c->nheld, 0); /* a cut sequence at the end */
   int rc = fflush(c->out);
   free(c);
   return rc;
@@ -100,11 +105,13 @@ static int text_close(void *cookie) {
 
 FILE *nano_text_stream(FILE *out) {
   struct text_cookie *c = calloc(1, sizeof *c);
-  if (!c) return NULL;
+  if (!c)
+    return NULL;
   c->out = out;
   cookie_io_functions_t io = {NULL, text_write, NULL, text_close};
   FILE *f = fopencookie(c, "w", io);
-  if (!f) free(c);
+  if (!f)
+    free(c);
   return f;
 }
 
@@ -112,9 +119,11 @@ char *nano_text_line(const char *s) {
   char *buf = NULL;
   size_t len = 0;
   FILE *mem = open_memstream(&buf, &len);
-  if (!mem) return NULL;
+  if (!mem)
+    return NULL;
   struct text_cookie c = {mem, 1, {0}, 0};
-  if (s) text_put(&c, (const unsigned char *)s, strlen(s), 0);
+  if (s)
+    text_put(&c, (const unsigned char *)s, strlen(s), 0);
   if (fclose(mem) != 0) {
     free(buf);
     return NULL;

@@ -14,7 +14,8 @@ int nano_thread_start(pthread_t *thread, void *(*fn)(void *), void *arg) {
   for (size_t i = 0; i < sizeof nano_fault_signals / sizeof nano_fault_signals[0]; i++)
     sigdelset(&block, nano_fault_signals[i]);
   int rc = pthread_sigmask(SIG_BLOCK, &block, &old);
-  if (rc != 0) return rc;
+  if (rc != 0)
+    return rc;
   rc = pthread_create(thread, NULL, fn, arg); /* the new thread inherits the mask */
   int restored = pthread_sigmask(SIG_SETMASK, &old, NULL);
   return rc ? rc : restored;

@@ -27,7 +27,7 @@ static int addrlog_header_done;
 struct addrlog {
   struct nano_handler h;
   const struct nano_dispatch_info *info;
-  FILE *trace;      /* open_memstream of the trace document, or NULL */
+  FILE *trace; /* open_memstream of the trace document, or NULL */
   char *doc;
   size_t doclen;
   uint64_t kept, seen;
@@ -60,24 +60,24 @@ static int addrlog_handle(struct nano_handler *h, const struct nano_dh_record *r
       fprintf(out,
               ",\"line\":%u,\"column\":%u,\"kind\":\"%s\",\"space\":\"%s\",\"block\":[%u,%u,%u],"
               "\"wave\":%u,\"lane\":%u,\"thread\":%u,\"address\":%" PRIu64 ",\"size\":%u}\n",
-              line, column, kind, space, r->block[0], r->block[1], r->block[2], r->wave,
-              r->lane[i], thread, r->addr[i], r->size);
+              line, column, kind, space, r->block[0], r->block[1], r->block[2], r->wave, r->lane[i],
+              thread, r->addr[i], r->size);
       funlockfile(out);
     } else {
       /* A file name with a comma or quote is quoted, as CSV wants. */
       int quote = strpbrk(file, ",\"\n") != NULL;
-      fprintf(out, "%s,%" PRIu64 ",0x%" PRIx64 ",%s%s%s,%u,%u,%s,%s,%u,%u,%u,%u,%u,%u,0x%" PRIx64
-                   ",%u\n",
-              info->kernel, info->dispatch_id, r->site, quote ? "\"" : "", file,
-              quote ? "\"" : "", line, column, kind, space, r->block[0], r->block[1],
-              r->block[2], r->wave, r->lane[i], thread, r->addr[i], r->size);
+      fprintf(out,
+              "%s,%" PRIu64 ",0x%" PRIx64 ",%s%s%s,%u,%u,%s,%s,%u,%u,%u,%u,%u,%u,0x%" PRIx64
+              ",%u\n",
+              info->kernel, info->dispatch_id, r->site, quote ? "\"" : "", file, quote ? "\"" : "",
+              line, column, kind, space, r->block[0], r->block[1], r->block[2], r->wave, r->lane[i],
+              thread, r->addr[i], r->size);
     }
     a->seen++;
     if (a->trace && a->kept < ADDRLOG_TRACE_MAX) {
-      fprintf(a->trace,
-              "%s[%" PRIu64 ",%u,%u,%u,%u,%u,%u,%" PRIu64 ",%u]", a->kept ? "," : "", r->site,
-              r->block[0], r->block[1], r->block[2], r->wave, r->lane[i], thread, r->addr[i],
-              r->size);
+      fprintf(a->trace, "%s[%" PRIu64 ",%u,%u,%u,%u,%u,%u,%" PRIu64 ",%u]", a->kept ? "," : "",
+              r->site, r->block[0], r->block[1], r->block[2], r->wave, r->lane[i], thread,
+              r->addr[i], r->size);
       a->kept++;
     }
   }

@@ -40,8 +40,10 @@ int nano_analyzer_size_option(const struct nano_dispatch_info *info, const char 
     if (nano_parse_size(buf, 1, UINT64_MAX, out) == 0)
       return 1;
   }
-  fprintf(stderr, "nanoprobe: %s: option %s=%.*s is not a size (a positive number, "
-                  "optionally with K, M or G)\n", analyzer, key, (int)len, v);
+  fprintf(stderr,
+          "nanoprobe: %s: option %s=%.*s is not a size (a positive number, "
+          "optionally with K, M or G)\n",
+          analyzer, key, (int)len, v);
   return -1;
 }
 
@@ -68,9 +70,8 @@ void nano_analyzer_json_head(FILE *out, const struct nano_dispatch_info *info,
 
 void nano_analyzer_source(FILE *out, const struct nano_dispatch_info *info, const char *file,
                           uint32_t line, uint32_t column) {
-  const char *text = info->source_line && file && *file && line
-                         ? info->source_line(info, file, line)
-                         : NULL;
+  const char *text =
+      info->source_line && file && *file && line ? info->source_line(info, file, line) : NULL;
   if (!text)
     return;
   fprintf(out, "    %s\n    ", text);

@@ -50,18 +50,17 @@
 /* omniprobe's lane sets of a 16-byte LDS access on AMD wave64
  * (ds_read_b128/ds_write_b128): set index of each lane. */
 static const unsigned char ma_amd_b128_set[64] = {
-    0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0,
-    3, 3, 3, 3, 2, 2, 2, 2, 4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7,
-    5, 5, 5, 5, 4, 4, 4, 4, 7, 7, 7, 7, 6, 6, 6, 6};
+    0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0, 3, 3, 3, 3, 2, 2, 2, 2,
+    4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7, 5, 5, 5, 5, 4, 4, 4, 4, 7, 7, 7, 7, 6, 6, 6, 6};
 
 /* What one (site, address-space class) gathered. */
 struct ma_site {
-  uint64_t key;  /* site id * 8 + space class + 1; 0 = free slot */
+  uint64_t key; /* site id * 8 + space class + 1; 0 = free slot */
   const struct nano_dh_site *site;
   unsigned space;
-  uint32_t size; /* access size of the last record (memcpy: varies) */
+  uint32_t size;     /* access size of the last record (memcpy: varies) */
   uint32_t isa_size; /* bytes per lane of the machine code where wider, else 0 */
-  int merged;    /* no instruction of its own: counted at a wider neighbour */
+  int merged;        /* no instruction of its own: counted at a wider neighbour */
   uint64_t executions, accesses, bytes;
   uint64_t lines_needed, lines_used, sectors_needed, sectors_used;
   uint64_t bank_conflicts;
@@ -143,8 +142,9 @@ static unsigned ma_phase(uint32_t model, unsigned lane, uint32_t size) {
       return lane / 16;
     return ma_amd_b128_set[lane & 63];
   }
-  return lane / (size <= 4 ? MA_PHASE_LANES_4B : size <= 8 ? MA_PHASE_LANES_8B
-                                                           : MA_PHASE_LANES_16B);
+  return lane / (size <= 4   ? MA_PHASE_LANES_4B
+                 : size <= 8 ? MA_PHASE_LANES_8B
+                             : MA_PHASE_LANES_16B);
 }
 
 /* Bank conflicts of one LDS/shared record (see the file comment). */
@@ -260,9 +260,8 @@ static int ma_handle(struct nano_handler *h, const struct nano_dh_record *r) {
   }
   uint64_t bytes = ma_distinct_bytes(r, size);
   int64_t lines = ma_blocks_used(r, size, info->line_bytes);
-  int64_t sectors = info->sector_bytes != info->line_bytes
-                        ? ma_blocks_used(r, size, info->sector_bytes)
-                        : lines;
+  int64_t sectors =
+      info->sector_bytes != info->line_bytes ? ma_blocks_used(r, size, info->sector_bytes) : lines;
   if (lines < 0 || sectors < 0) {
     m->failed = 1;
     return NANO_RECORD_PASS;
@@ -288,9 +287,8 @@ struct ma_row {
 };
 
 static int ma_same_location(const struct ma_row *a, const struct ma_site *s) {
-  return a->space == s->space && a->site->kind == s->site->kind &&
-         a->site->line == s->site->line && a->site->column == s->site->column &&
-         strcmp(a->site->file, s->site->file) == 0;
+  return a->space == s->space && a->site->kind == s->site->kind && a->site->line == s->site->line &&
+         a->site->column == s->site->column && strcmp(a->site->file, s->site->file) == 0;
 }
 
 /* Worst first: excess lines, then bank conflicts, then by position. */
@@ -351,8 +349,7 @@ static void ma_text(FILE *out, const struct memory_analysis *m, const struct ma_
   fputs(") ===\n", out);
   for (size_t i = 0; i < n; i++) {
     const struct ma_row *r = &rows[i];
-    fprintf(out, "%s:%u:%u: %s of %u bytes (%s), executed %" PRIu64 " times by %" PRIu64
-                 " lanes\n",
+    fprintf(out, "%s:%u:%u: %s of %u bytes (%s), executed %" PRIu64 " times by %" PRIu64 " lanes\n",
             *r->site->file ? r->site->file : "<unknown file>", r->site->line, r->site->column,
             nano_dh_kind_name(r->site->kind), r->size, ma_space_name(r->space), r->executions,
             r->accesses);
@@ -395,8 +392,9 @@ static void ma_report(struct nano_handler *h) {
   const struct nano_dispatch_info *info = m->info;
   struct ma_row *rows = calloc(m->used ? m->used : 1, sizeof *rows);
   if (!rows) {
-    fprintf(stderr, "nanoprobe: MemoryAnalysis: out of memory for the report of dispatch %" PRIu64
-                    "\n", info->dispatch_id);
+    fprintf(stderr,
+            "nanoprobe: MemoryAnalysis: out of memory for the report of dispatch %" PRIu64 "\n",
+            info->dispatch_id);
     return;
   }
   size_t n = 0;
@@ -408,8 +406,7 @@ static void ma_report(struct nano_handler *h) {
     while (j < n && !ma_same_location(&rows[j], s))
       j++;
     if (j == n)
-      rows[n++] = (struct ma_row){.site = s->site, .space = s->space, .size = s->size,
-                                  .merged = 1};
+      rows[n++] = (struct ma_row){.site = s->site, .space = s->space, .size = s->size, .merged = 1};
     struct ma_row *r = &rows[j];
     r->merged &= s->merged;
     if (s->isa_size > r->isa_size)
@@ -442,8 +439,9 @@ static void ma_report(struct nano_handler *h) {
   if (mem) {
     fputc('{', mem);
     nano_analyzer_json_head(mem, info, "MemoryAnalysis");
-    fprintf(mem, ",\"line_bytes\":%u,\"sector_bytes\":%u,\"unknown_site_records\":%" PRIu64
-                 ",\"complete\":%s,\"locations\":[",
+    fprintf(mem,
+            ",\"line_bytes\":%u,\"sector_bytes\":%u,\"unknown_site_records\":%" PRIu64
+            ",\"complete\":%s,\"locations\":[",
             info->line_bytes, info->sector_bytes, m->unknown_sites, m->failed ? "false" : "true");
     for (size_t i = 0; i < n; i++) {
       fputs(i ? ",{" : "{", mem);

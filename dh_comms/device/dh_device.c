@@ -180,7 +180,9 @@ static u64 nano_dh_lane_value(u64 v, u32 lane) {
   return ((u64)hi << 32) | lo;
 }
 static u64 nano_dh_vote(_Bool p, u64 exec) { return nano_dh_llvm_ballot((u32)exec, p); }
-static _Bool nano_dh_is_shared(u64 addr) { return nano_dh_llvm_isspacep_shared((const void *)addr); }
+static _Bool nano_dh_is_shared(u64 addr) {
+  return nano_dh_llvm_isspacep_shared((const void *)addr);
+}
 static void nano_dh_wave_sync(u64 exec) { nano_dh_llvm_bar_warp_sync((u32)exec); }
 /* LLVM 15's NVPTX backend cannot select the IR fence instruction. */
 static void nano_dh_acquire(void) { nano_dh_llvm_membar_gl(); }
@@ -222,10 +224,22 @@ typedef const struct nano_kernel_ctx *(*nano_dh_hook_fn)(void *desc, u64 site, u
 
 static u32 nano_dh_wave_size(void) { return 1; }
 static u64 nano_dh_active(void) { return 1; }
-static u32 nano_dh_rank(u64 exec) { (void)exec; return 0; }
-static u64 nano_dh_lane_value(u64 v, u32 lane) { (void)lane; return v; }
-static u64 nano_dh_vote(_Bool p, u64 exec) { (void)exec; return p; }
-static _Bool nano_dh_is_shared(u64 addr) { (void)addr; return 0; }
+static u32 nano_dh_rank(u64 exec) {
+  (void)exec;
+  return 0;
+}
+static u64 nano_dh_lane_value(u64 v, u32 lane) {
+  (void)lane;
+  return v;
+}
+static u64 nano_dh_vote(_Bool p, u64 exec) {
+  (void)exec;
+  return p;
+}
+static _Bool nano_dh_is_shared(u64 addr) {
+  (void)addr;
+  return 0;
+}
 static void nano_dh_wave_sync(u64 exec) { (void)exec; }
 /* No full fence: on x86 these cost nothing, and a full fence after the
  * record's stores would wait for their cache misses, record after record. */
@@ -343,8 +357,7 @@ __nano_dh_access(gdesc *desc, u64 site, u64 addr, u32 size, u32 space) {
       NANO_DH_WORD(NANO_DH_HDR_SIZE) = stride;
     NANO_DH_WORD(NANO_DH_HDR_OFF_SITE) = site;
     NANO_DH_WORD(NANO_DH_HDR_OFF_EXEC) = exec;
-    NANO_DH_WORD(NANO_DH_HDR_OFF_BLOCK_X) =
-        (u64)b[0] | (u64)(u16)b[1] << 32 | (u64)(u16)b[2] << 48;
+    NANO_DH_WORD(NANO_DH_HDR_OFF_BLOCK_X) = (u64)b[0] | (u64)(u16)b[1] << 32 | (u64)(u16)b[2] << 48;
     NANO_DH_WORD(NANO_DH_HDR_OFF_SIZE) = (u64)size | (u64)nano_dh_hwid() << 32;
     NANO_DH_WORD(NANO_DH_HDR_OFF_TIME) = nano_dh_clock();
     NANO_DH_WORD(NANO_DH_HDR_OFF_BASE) = base;

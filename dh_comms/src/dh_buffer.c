@@ -42,8 +42,8 @@ struct nano_dh_buffer {
    * (the drain thread sets it while the buffer is attached). */
   void (*_Atomic full_fn)(void *);
   void *_Atomic full_arg;
-  struct dhbuf_desc desc;                          /* the host's copy        */
-  unsigned char scratch[NANO_DH_MAX_RECORD];       /* a record unwrapped     */
+  struct dhbuf_desc desc;                    /* the host's copy        */
+  unsigned char scratch[NANO_DH_MAX_RECORD]; /* a record unwrapped     */
 };
 
 /* ---- host placement --------------------------------------------------------- */
@@ -57,13 +57,13 @@ struct dhbuf_host_block {
 
 /* The ring comes from mmap: the kernel's zero pages, faulted in as records
  * reach them (zeroing 16 MiB up front cost the first dispatch 50 ms). */
-static int dhbuf_host_alloc(void *ctx, uint64_t capacity, struct nano_dh_placement *out,
-                            char *err, size_t errlen) {
+static int dhbuf_host_alloc(void *ctx, uint64_t capacity, struct nano_dh_placement *out, char *err,
+                            size_t errlen) {
   (void)ctx;
   memset(out, 0, sizeof *out);
   struct dhbuf_host_block *blk = aligned_alloc(DHBUF_ALIGN, sizeof *blk);
-  void *ring = mmap(NULL, (size_t)capacity, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                    -1, 0);
+  void *ring =
+      mmap(NULL, (size_t)capacity, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (!blk || ring == MAP_FAILED) {
     int e = ring == MAP_FAILED ? errno : ENOMEM;
     free(blk);
@@ -272,8 +272,7 @@ unsigned nano_dh_buffer_write(struct nano_dh_buffer *b, const struct nano_dh_rec
   dhbuf_put(b, off + NANO_DH_HDR_OFF_BASE, base, 8);
   uint64_t w0 = bytes | (uint64_t)NANO_DH_VERSION << 16 |
                 (uint64_t)(enc | (unsigned)r->space << NANO_DH_FORMAT_SPACE_SHIFT) << 24 |
-                (uint64_t)r->lanes << 32 | (uint64_t)r->wave_size << 40 |
-                (uint64_t)r->wave << 48;
+                (uint64_t)r->lanes << 32 | (uint64_t)r->wave_size << 40 | (uint64_t)r->wave << 48;
   __atomic_store_n((uint64_t *)dhbuf_at(b, off), w0, __ATOMIC_RELEASE);
   return bytes;
 }
@@ -310,9 +309,8 @@ enum dhbuf_stop {
 
 /* Consumes complete records from the tail up to `limit` (a monotonic
  * offset), adding the count to *n. */
-static enum dhbuf_stop dhbuf_consume(struct nano_dh_buffer *b, uint64_t limit,
-                                     nano_dh_record_fn fn, void *arg,
-                                     struct nano_dh_drain_stats *st, long *n) {
+static enum dhbuf_stop dhbuf_consume(struct nano_dh_buffer *b, uint64_t limit, nano_dh_record_fn fn,
+                                     void *arg, struct nano_dh_drain_stats *st, long *n) {
   uint64_t tail = *b->pl.tail;
   while (tail < limit) {
     uint64_t w0 = __atomic_load_n((uint64_t *)dhbuf_at(b, tail), __ATOMIC_ACQUIRE);
@@ -321,8 +319,8 @@ static enum dhbuf_stop dhbuf_consume(struct nano_dh_buffer *b, uint64_t limit,
     /* Decode in place, unless the record (as its size field claims) wraps
      * around the end of the ring: then from a copy. */
     uint64_t cap = b->desc.capacity, pos = tail & (cap - 1);
-    size_t avail = (size_t)(limit - tail) < sizeof b->scratch ? (size_t)(limit - tail)
-                                                               : sizeof b->scratch;
+    size_t avail =
+        (size_t)(limit - tail) < sizeof b->scratch ? (size_t)(limit - tail) : sizeof b->scratch;
     const unsigned char *at = b->pl.ring + pos;
     if (pos + avail > cap && pos + (w0 & 0xffff) > cap) {
       dhbuf_copy_out(b, tail, b->scratch, avail);

@@ -111,8 +111,8 @@ int nano_analyzers_load(const char *list, const char *what, struct nano_analyzer
         }
       if (!e.create) {
         snprintf(err, errlen,
-                 "%s: unknown analyzer '%s' (built-in: %s; or the path of a plugin .so)", what,
-                 tok, nano_analyzers_builtin_names());
+                 "%s: unknown analyzer '%s' (built-in: %s; or the path of a plugin .so)", what, tok,
+                 nano_analyzers_builtin_names());
         goto fail;
       }
     }
@@ -132,8 +132,8 @@ int nano_analyzers_load(const char *list, const char *what, struct nano_analyzer
   }
   free(copy);
   if (a->n == 0 && !none) {
-    snprintf(err, errlen, "%s: no analyzer named (built-in: %s; or the path of a plugin .so)",
-             what, nano_analyzers_builtin_names());
+    snprintf(err, errlen, "%s: no analyzer named (built-in: %s; or the path of a plugin .so)", what,
+             nano_analyzers_builtin_names());
     nano_analyzers_free(a);
     return -1;
   }

@@ -63,8 +63,7 @@ long nano_dh_decode(const void *buf, size_t len, struct nano_dh_record *out, cha
   if (bytes != NANO_DH_HDR_SIZE + NANO_DH_PAYLOAD_BYTES(enc, lanes))
     return dhdec_fail(errmsg, errlen, "size does not match encoding and lane count", bytes);
   uint64_t exec = dhdec_u64(p + NANO_DH_HDR_OFF_EXEC);
-  if ((unsigned)__builtin_popcountll(exec) != lanes ||
-      (wave_size < 64 && (exec >> wave_size) != 0))
+  if ((unsigned)__builtin_popcountll(exec) != lanes || (wave_size < 64 && (exec >> wave_size) != 0))
     return dhdec_fail(errmsg, errlen, "exec mask does not match lane count", lanes);
   if (len < bytes)
     return 0;

@@ -51,9 +51,9 @@ struct nano_dh_pool {
   uint64_t capacity;
   uint32_t flags, max_spins;
   pthread_mutex_t lock;
-  unsigned made;                  /* buffers allocated so far (<= count) */
-  struct nano_dh_buffer **bufs;   /* count slots, made of them filled    */
-  unsigned char *busy;            /* 1 while acquired                    */
+  unsigned made;                /* buffers allocated so far (<= count) */
+  struct nano_dh_buffer **bufs; /* count slots, made of them filled    */
+  unsigned char *busy;          /* 1 while acquired                    */
 };
 
 struct nano_dh_pool *nano_dh_pool_create(const struct nano_dh_memory *mem, unsigned count,
@@ -130,13 +130,13 @@ struct dhpool_slot {
   nano_dh_record_fn fn;
   void *arg;
   struct nano_dh_drain_stats *st;
-  int busy;                 /* the thread is draining it right now      */
+  int busy; /* the thread is draining it right now      */
 };
 
 struct nano_dh_drainer {
   pthread_mutex_t lock;
-  pthread_cond_t wake;      /* attach, stop                             */
-  pthread_cond_t left;      /* the thread finished a slot               */
+  pthread_cond_t wake; /* attach, stop                             */
+  pthread_cond_t left; /* the thread finished a slot               */
   struct dhpool_slot *slots;
   unsigned nslots, active;
   int quit;

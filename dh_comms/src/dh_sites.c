@@ -27,14 +27,15 @@ static uint32_t dhsites_u32(const unsigned char *p) {
 }
 
 /* Formats an error; returns -1. */
-static int dhsites_fail(char *errmsg, size_t errlen, const char *what, const char *msg,
-                        size_t at) {
+static int dhsites_fail(char *errmsg, size_t errlen, const char *what, const char *msg, size_t at) {
   if (errmsg && errlen)
     snprintf(errmsg, errlen, "%s: site table at byte %zu: %s", what, at, msg);
   return -1;
 }
 
-struct nano_dh_sites *nano_dh_sites_create(void) { return calloc(1, sizeof(struct nano_dh_sites)); }
+struct nano_dh_sites *nano_dh_sites_create(void) {
+  return calloc(1, sizeof(struct nano_dh_sites));
+}
 
 void nano_dh_sites_destroy(struct nano_dh_sites *s) {
   if (!s)
@@ -84,8 +85,8 @@ static long dhsites_parse_one(struct nano_dh_sites *s, const unsigned char *p, s
     s->cap = cap;
   }
   for (uint32_t i = 0; i < nsites; i++) {
-    const unsigned char *e = (const unsigned char *)copy + NANO_DH_SITES_HDR_SIZE +
-                             (size_t)i * NANO_DH_SITE_SIZE;
+    const unsigned char *e =
+        (const unsigned char *)copy + NANO_DH_SITES_HDR_SIZE + (size_t)i * NANO_DH_SITE_SIZE;
     uint32_t kern = dhsites_u32(e), file = dhsites_u32(e + 4);
     if (kern >= strbytes || file >= strbytes)
       return dhsites_fail(errmsg, errlen, what, "string offset out of range", at);
@@ -109,8 +110,8 @@ static int dhsites_cmp(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-int nano_dh_sites_add_blob(struct nano_dh_sites *s, const void *data, size_t len,
-                           const char *what, char *errmsg, size_t errlen) {
+int nano_dh_sites_add_blob(struct nano_dh_sites *s, const void *data, size_t len, const char *what,
+                           char *errmsg, size_t errlen) {
   const unsigned char *p = data;
   size_t at = 0;
   int blobs = 0;
@@ -148,8 +149,7 @@ static int dhsites_add_symbol(struct nano_dh_sites *s, Elf *elf, const GElf_Sym 
     snprintf(errmsg, errlen, "%s: site table symbol lies outside its section", what);
     return -1;
   }
-  return nano_dh_sites_add_blob(s, (const char *)d->d_buf + at, sym->st_size, what, errmsg,
-                                errlen);
+  return nano_dh_sites_add_blob(s, (const char *)d->d_buf + at, sym->st_size, what, errmsg, errlen);
 }
 
 /* The site tables of an ELF image: the NANO_DH_SITES_SECTION sections, or
@@ -197,9 +197,8 @@ static int dhsites_scan(struct nano_dh_sites *s, Elf *elf, const char *what, cha
   size_t nsyms = symsh.sh_entsize ? symsh.sh_size / symsh.sh_entsize : 0;
   for (size_t i = 0; syms && i < nsyms; i++) {
     GElf_Sym sym;
-    const char *name = gelf_getsym(syms, (int)i, &sym)
-                           ? elf_strptr(elf, symsh.sh_link, sym.st_name)
-                           : NULL;
+    const char *name =
+        gelf_getsym(syms, (int)i, &sym) ? elf_strptr(elf, symsh.sh_link, sym.st_name) : NULL;
     if (!name || strncmp(name, NANO_DH_SITES_SYMBOL, strlen(NANO_DH_SITES_SYMBOL)) != 0 ||
         sym.st_shndx == SHN_UNDEF || sym.st_shndx >= SHN_LORESERVE)
       continue;
@@ -227,8 +226,7 @@ int nano_dh_sites_add_elf_memory(struct nano_dh_sites *s, const void *image, siz
   return rc;
 }
 
-int nano_dh_sites_add_elf(struct nano_dh_sites *s, const char *path, char *errmsg,
-                          size_t errlen) {
+int nano_dh_sites_add_elf(struct nano_dh_sites *s, const char *path, char *errmsg, size_t errlen) {
   if (elf_version(EV_CURRENT) == EV_NONE) {
     snprintf(errmsg, errlen, "%s: libelf: %s", path, elf_errmsg(-1));
     return -1;
@@ -263,19 +261,28 @@ const struct nano_dh_site *nano_dh_sites_at(const struct nano_dh_sites *s, size_
 
 const char *nano_dh_kind_name(unsigned kind) {
   switch (kind) {
-  case NANO_DH_KIND_LOAD: return "load";
-  case NANO_DH_KIND_STORE: return "store";
-  case NANO_DH_KIND_ATOMIC: return "atomic";
-  default: return "unknown";
+  case NANO_DH_KIND_LOAD:
+    return "load";
+  case NANO_DH_KIND_STORE:
+    return "store";
+  case NANO_DH_KIND_ATOMIC:
+    return "atomic";
+  default:
+    return "unknown";
   }
 }
 
 const char *nano_dh_addrspace_name(unsigned as) {
   switch (as) {
-  case NANO_DH_AS_GENERIC: return "generic";
-  case NANO_DH_AS_GLOBAL: return "global";
-  case NANO_DH_AS_SHARED: return "shared";
-  case NANO_DH_AS_CONSTANT: return "constant";
-  default: return "unknown";
+  case NANO_DH_AS_GENERIC:
+    return "generic";
+  case NANO_DH_AS_GLOBAL:
+    return "global";
+  case NANO_DH_AS_SHARED:
+    return "shared";
+  case NANO_DH_AS_CONSTANT:
+    return "constant";
+  default:
+    return "unknown";
   }
 }

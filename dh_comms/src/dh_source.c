@@ -15,7 +15,7 @@
 
 struct source_file {
   char *path;
-  char *text;     /* the file with every '\n' replaced by '\0'; NULL: unreadable */
+  char *text; /* the file with every '\n' replaced by '\0'; NULL: unreadable */
   char **lines;
   size_t nlines;
   struct source_file *next;

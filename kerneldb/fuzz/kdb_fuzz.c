@@ -34,7 +34,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
 static uint8_t *kdb_fuzz_ccob(const uint8_t *data, size_t size, size_t *out) {
   size_t cap = ZSTD_compressBound(size);
   uint8_t *b = malloc(32 + cap);
-  if (!b) return NULL;
+  if (!b)
+    return NULL;
   size_t c = ZSTD_compress(b + 32, cap, data, size, 1);
   if (ZSTD_isError(c)) {
     free(b);
@@ -57,14 +58,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   uint8_t *wrapped = NULL;
   if (kdb_fuzz_wrap) {
     wrapped = kdb_fuzz_ccob(data, size, &size);
-    if (!wrapped) return 0;
+    if (!wrapped)
+      return 0;
     data = wrapped;
   }
   int r = kdb_open_memory(data, size, "fuzz", &db, err, sizeof err);
   if (r != 0) {
     free(wrapped);
     /* Every failure carries a message naming the input. */
-    if (strncmp(err, "fuzz", 4) != 0) __builtin_trap();
+    if (strncmp(err, "fuzz", 4) != 0)
+      __builtin_trap();
     return 0;
   }
   volatile size_t sink = 0;
@@ -78,18 +81,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     for (size_t a = 0; a < k->arg_count; a++) {
       const kdb_arg *arg = &k->args[a];
       sink += arg->size + arg->offset + (arg->name ? strlen(arg->name) : 0) +
-              (arg->type_name ? strlen(arg->type_name) : 0) + (arg->value_kind ? strlen(arg->value_kind) : 0);
+              (arg->type_name ? strlen(arg->type_name) : 0) +
+              (arg->value_kind ? strlen(arg->value_kind) : 0);
     }
-    if (k->twin) sink += strlen(k->twin->name);
+    if (k->twin)
+      sink += strlen(k->twin->name);
     const kdb_isa *isa;
-    if (kdb_kernel_isa(db, k, &isa, err, sizeof err) != 0) continue;
+    if (kdb_kernel_isa(db, k, &isa, err, sizeof err) != 0)
+      continue;
     for (size_t j = 0; j < isa->count; j++) {
       const kdb_insn *in = &isa->insns[j];
       sink += in->size + strlen(in->mnemonic) + strlen(in->operands) + in->width;
-      if (in->size) sink += in->bytes[in->size - 1];
-      if (in->src.file) sink += strlen(in->src.file) + in->src.line;
-      if (in->inlined_func) sink += strlen(in->inlined_func);
-      if (in->inlined_at.file) sink += strlen(in->inlined_at.file);
+      if (in->size)
+        sink += in->bytes[in->size - 1];
+      if (in->src.file)
+        sink += strlen(in->src.file) + in->src.line;
+      if (in->inlined_func)
+        sink += strlen(in->inlined_func);
+      if (in->inlined_at.file)
+        sink += strlen(in->inlined_at.file);
     }
     if (isa->count && isa->insns[0].src.file) {
       size_t idx[4];

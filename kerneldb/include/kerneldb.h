@@ -45,17 +45,17 @@ typedef enum kdb_feature {
 
 /* One code object: one ELF image for one GPU target. */
 typedef struct kdb_code_object {
-  size_t index;            /* position in kdb_code_object_at() order */
+  size_t index; /* position in kdb_code_object_at() order */
   kdb_vendor vendor;
-  const char *arch;        /* "gfx90a", "gfx1100", "sm_90" */
-  const char *target_id;   /* "gfx90a:sramecc+:xnack-", or the arch */
-  const char *triple;      /* bundle entry triple, NULL for a bare image */
-  const char *container;   /* where it was found: "file", ".hip_fatbin bundle 0", ... */
-  int compressed;          /* 1 when the enclosing bundle was compressed */
+  const char *arch;      /* "gfx90a", "gfx1100", "sm_90" */
+  const char *target_id; /* "gfx90a:sramecc+:xnack-", or the arch */
+  const char *triple;    /* bundle entry triple, NULL for a bare image */
+  const char *container; /* where it was found: "file", ".hip_fatbin bundle 0", ... */
+  int compressed;        /* 1 when the enclosing bundle was compressed */
   kdb_feature xnack, sramecc;
   /* AMDGPU: code object version (2..6). NVIDIA: the cubin's ELF ABI version. */
   int code_object_version;
-  uint64_t image_size;     /* size of the ELF image in bytes */
+  uint64_t image_size; /* size of the ELF image in bytes */
   size_t kernel_count;
 } kdb_code_object;
 
@@ -67,7 +67,7 @@ typedef struct kdb_arg {
   const char *value_kind;    /* "by_value", "global_buffer", "hidden_global_offset_x", ... */
   const char *address_space; /* "global", "constant", "local", "private", ... */
   uint32_t size, offset, align;
-  int hidden;                /* 1 for hidden (implicit) arguments */
+  int hidden; /* 1 for hidden (implicit) arguments */
 } kdb_arg;
 
 /* The raw AMDGPU kernel descriptor (64 bytes at the ".kd" symbol). */
@@ -83,13 +83,13 @@ typedef struct kdb_descriptor {
 typedef struct kdb_kernel kdb_kernel;
 
 struct kdb_kernel {
-  size_t index;                /* position in kdb_kernel_at() order */
+  size_t index; /* position in kdb_kernel_at() order */
   const kdb_code_object *co;
-  const char *name;            /* mangled name (metadata .name / ELF symbol) */
-  const char *demangled;       /* demangled; equals name when not mangled */
-  const char *symbol;          /* descriptor symbol ("X.kd") or the code symbol */
-  uint64_t code_addr;          /* address of the first instruction, 0 if unknown */
-  uint64_t code_size;          /* the code symbol's size (up to the next symbol when 0) */
+  const char *name;      /* mangled name (metadata .name / ELF symbol) */
+  const char *demangled; /* demangled; equals name when not mangled */
+  const char *symbol;    /* descriptor symbol ("X.kd") or the code symbol */
+  uint64_t code_addr;    /* address of the first instruction, 0 if unknown */
+  uint64_t code_size;    /* the code symbol's size (up to the next symbol when 0) */
   int has_descriptor;
   uint64_t descriptor_addr;
   kdb_descriptor descriptor;
@@ -101,7 +101,7 @@ struct kdb_kernel {
   uint32_t wavefront_size, max_flat_workgroup_size; /* 0 where unknown */
   size_t arg_count;
   const kdb_arg *args;
-  size_t explicit_arg_count;   /* arguments before the first hidden one */
+  size_t explicit_arg_count; /* arguments before the first hidden one */
   /* Twins (see README: "__nano_twin_" naming rule). For an original: its twin
   ** in the same code object or NULL. For a twin: its original and the index of
   ** the extra buffer argument in args[]. */
@@ -112,13 +112,13 @@ struct kdb_kernel {
 
 /* Where an address of memory traffic goes. */
 typedef enum kdb_mem_space {
-  KDB_MEM_NONE = 0,  /* not a memory instruction */
-  KDB_MEM_GLOBAL,    /* global_* */
-  KDB_MEM_FLAT,      /* flat_* (global, LDS or scratch, decided at run time) */
-  KDB_MEM_SCRATCH,   /* scratch_* */
-  KDB_MEM_LDS,       /* ds_* */
-  KDB_MEM_BUFFER,    /* buffer_*, tbuffer_* */
-  KDB_MEM_SCALAR     /* s_load_*, s_buffer_load_*, s_store_* (scalar cache) */
+  KDB_MEM_NONE = 0, /* not a memory instruction */
+  KDB_MEM_GLOBAL,   /* global_* */
+  KDB_MEM_FLAT,     /* flat_* (global, LDS or scratch, decided at run time) */
+  KDB_MEM_SCRATCH,  /* scratch_* */
+  KDB_MEM_LDS,      /* ds_* */
+  KDB_MEM_BUFFER,   /* buffer_*, tbuffer_* */
+  KDB_MEM_SCALAR    /* s_load_*, s_buffer_load_*, s_store_* (scalar cache) */
 } kdb_mem_space;
 
 typedef enum kdb_mem_op {
@@ -140,12 +140,12 @@ typedef struct kdb_insn {
   uint64_t addr;
   uint32_t size;
   const uint8_t *bytes;
-  const char *mnemonic;   /* "<unknown>" for bytes the disassembler rejects */
-  const char *operands;   /* "" when none */
+  const char *mnemonic; /* "<unknown>" for bytes the disassembler rejects */
+  const char *operands; /* "" when none */
   kdb_mem_space space;
   kdb_mem_op op;
-  uint32_t width;         /* bytes moved per lane (per work-item), 0 if none */
-  kdb_srcpos src;         /* position from the DWARF line table */
+  uint32_t width; /* bytes moved per lane (per work-item), 0 if none */
+  kdb_srcpos src; /* position from the DWARF line table */
   /* When src lies in an inlined function: that function and the call site
   ** (innermost inlining). func NULL when not inlined. */
   const char *inlined_func;
@@ -155,7 +155,7 @@ typedef struct kdb_insn {
 typedef struct kdb_isa {
   size_t count;
   const kdb_insn *insns;
-  int has_lines;          /* 1 when the code object has a DWARF line table */
+  int has_lines; /* 1 when the code object has a DWARF line table */
 } kdb_isa;
 
 /* Opens the file at path. On success *out is a database to free with
@@ -164,8 +164,8 @@ int kdb_open(const char *path, kdb **out, char *err, size_t errlen);
 
 /* Same as kdb_open() over a caller-owned buffer that must outlive the
 ** database; name is used in messages. */
-int kdb_open_memory(const void *data, size_t size, const char *name, kdb **out,
-                    char *err, size_t errlen);
+int kdb_open_memory(const void *data, size_t size, const char *name, kdb **out, char *err,
+                    size_t errlen);
 
 /* Upper bound on the bytes one compressed bundle may decompress to; larger
 ** claims are rejected. Default 2 GiB; process-wide, applies to databases
@@ -196,30 +196,30 @@ const kdb_kernel *kdb_kernel_at(const kdb *db, size_t i);
 ** of either (or of the demangled name without a template's return type,
 ** "scale<int>(int*)" for "void scale<int>(int*)"), else a substring of
 ** either ("gemm_tn"), that names exactly one distinct kernel (by mangled name). arch,
-** when not NULL, keeps only code objects of that target (kdb_target_matches). Fills out[0..cap) with
+** when not NULL, keeps only code objects of that target (kdb_target_matches). Fills out[0..cap)
+*with
 ** the matches (one per code object holding the kernel) and returns their
 ** number; 0 when no kernel matches. When a prefix matches several distinct
 ** kernels, returns -(number of distinct names) and fills out with one
 ** kernel of each. */
-long kdb_find_kernels(const kdb *db, const char *query, const char *arch,
-                      const kdb_kernel **out, size_t cap);
+long kdb_find_kernels(const kdb *db, const char *query, const char *arch, const kdb_kernel **out,
+                      size_t cap);
 
 /* The ISA of an AMDGPU kernel, disassembled on first use and cached.
 ** -1 with a message for kernels without code (NVIDIA) or when the
 ** disassembler cannot be created for the target. */
-int kdb_kernel_isa(kdb *db, const kdb_kernel *k, const kdb_isa **out,
-                   char *err, size_t errlen);
+int kdb_kernel_isa(kdb *db, const kdb_kernel *k, const kdb_isa **out, char *err, size_t errlen);
 
 /* Indices into isa->insns of the instructions attributed to file:line; file
 ** matches the DWARF path exactly or as a trailing path component ("k.hip"
 ** matches "/src/k.hip"). Writes up to cap indices, returns the total count. */
-size_t kdb_isa_line_insns(const kdb_isa *isa, const char *file, uint32_t line,
-                          size_t *idx, size_t cap);
+size_t kdb_isa_line_insns(const kdb_isa *isa, const char *file, uint32_t line, size_t *idx,
+                          size_t cap);
 
 /* Memory classification of one AMDGPU mnemonic (used by kdb_kernel_isa, and
 ** by tools that map instrumentation records back to instructions). */
-void kdb_classify_mnemonic(const char *mnemonic, kdb_mem_space *space,
-                           kdb_mem_op *op, uint32_t *width);
+void kdb_classify_mnemonic(const char *mnemonic, kdb_mem_space *space, kdb_mem_op *op,
+                           uint32_t *width);
 
 const char *kdb_mem_space_name(kdb_mem_space s);
 const char *kdb_mem_op_name(kdb_mem_op o);
@@ -248,12 +248,12 @@ typedef struct kdb_site {
   const kdb_code_object *co; /* holder of the table; NULL: the host ELF (CPU kernels) */
   const char *function;      /* kernel, or device function for cloned callees (mangled) */
   const char *demangled;
-  const char *file;          /* "" without debug info */
+  const char *file; /* "" without debug info */
   uint32_t line, column;
-  uint8_t kind;              /* 1 load, 2 store, 3 atomic (NANO_DH_KIND_*) */
-  uint8_t addrspace;         /* 0 generic, 1 global, 3 shared/LDS, 4 constant */
-  uint8_t flags;             /* 1 memory intrinsic, 2 masked, 4 AMDGPU buffer */
-  uint32_t size;             /* bytes per lane as the IR accesses; 0 = per record */
+  uint8_t kind;      /* 1 load, 2 store, 3 atomic (NANO_DH_KIND_*) */
+  uint8_t addrspace; /* 0 generic, 1 global, 3 shared/LDS, 4 constant */
+  uint8_t flags;     /* 1 memory intrinsic, 2 masked, 4 AMDGPU buffer */
+  uint32_t size;     /* bytes per lane as the IR accesses; 0 = per record */
 } kdb_site;
 
 /* Every site of every table, ordered by id. */
@@ -275,8 +275,8 @@ typedef struct kdb_site_insn {
 ** -1 with a message where there is no ISA to search: host ELF sites,
 ** NVIDIA code objects, sites without debug information, sites of device
 ** functions that are no kernel of the code object. */
-long kdb_site_insns(kdb *db, const kdb_site *s, kdb_site_insn *out, size_t cap,
-                    char *err, size_t errlen);
+long kdb_site_insns(kdb *db, const kdb_site *s, kdb_site_insn *out, size_t cap, char *err,
+                    size_t errlen);
 
 /* What the original kernel's machine code makes of site s. */
 typedef enum kdb_site_isa {

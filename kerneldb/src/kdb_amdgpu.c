@@ -53,11 +53,13 @@ static int kdb_amdgpu_u64cmp(const void *a, const void *b) {
 
 /* Looks up key in a msgpack map; NULL when absent. */
 static const msgpack_object *kdb_mp_get(const msgpack_object *map, const char *key) {
-  if (!map || map->type != MSGPACK_OBJECT_MAP) return NULL;
+  if (!map || map->type != MSGPACK_OBJECT_MAP)
+    return NULL;
   size_t kl = strlen(key);
   for (uint32_t i = 0; i < map->via.map.size; i++) {
     const msgpack_object *k = &map->via.map.ptr[i].key;
-    if (k->type == MSGPACK_OBJECT_STR && k->via.str.size == kl && memcmp(k->via.str.ptr, key, kl) == 0)
+    if (k->type == MSGPACK_OBJECT_STR && k->via.str.size == kl &&
+        memcmp(k->via.str.ptr, key, kl) == 0)
       return &map->via.map.ptr[i].val;
   }
   return NULL;
@@ -67,14 +69,16 @@ static const msgpack_object *kdb_mp_get(const msgpack_object *map, const char *k
 ** unsigned integer. */
 static uint32_t kdb_mp_u32(const msgpack_object *map, const char *key, uint32_t def) {
   const msgpack_object *v = kdb_mp_get(map, key);
-  if (!v || v->type != MSGPACK_OBJECT_POSITIVE_INTEGER) return def;
+  if (!v || v->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+    return def;
   return v->via.u64 > UINT32_MAX ? UINT32_MAX : (uint32_t)v->via.u64;
 }
 
 /* String value of map[key] copied into the arena; NULL when absent. */
 static const char *kdb_mp_str(kdb *db, const msgpack_object *map, const char *key) {
   const msgpack_object *v = kdb_mp_get(map, key);
-  if (!v || v->type != MSGPACK_OBJECT_STR) return NULL;
+  if (!v || v->type != MSGPACK_OBJECT_STR)
+    return NULL;
   return kdb_arena_strndup(&db->arena, v->via.str.ptr, v->via.str.size);
 }
 
@@ -84,11 +88,14 @@ static const uint8_t *kdb_amdgpu_vaddr(Elf *elf, const uint8_t *img, size_t n, u
                                        uint64_t len) {
   for (Elf_Scn *s = elf_nextscn(elf, NULL); s; s = elf_nextscn(elf, s)) {
     GElf_Shdr sh;
-    if (!gelf_getshdr(s, &sh) || sh.sh_type == SHT_NOBITS || !(sh.sh_flags & SHF_ALLOC)) continue;
-    if (addr < sh.sh_addr || addr - sh.sh_addr > sh.sh_size || len > sh.sh_size - (addr - sh.sh_addr))
+    if (!gelf_getshdr(s, &sh) || sh.sh_type == SHT_NOBITS || !(sh.sh_flags & SHF_ALLOC))
+      continue;
+    if (addr < sh.sh_addr || addr - sh.sh_addr > sh.sh_size ||
+        len > sh.sh_size - (addr - sh.sh_addr))
       continue;
     uint64_t off = sh.sh_offset + (addr - sh.sh_addr);
-    if (sh.sh_offset > n || off > n || len > n - off) return NULL;
+    if (sh.sh_offset > n || off > n || len > n - off)
+      return NULL;
     return img + off;
   }
   return NULL;
@@ -109,7 +116,8 @@ static int kdb_amdgpu_kernels(kdb *db, kdb_co_priv *co, const msgpack_object *ke
     if (km->type != MSGPACK_OBJECT_MAP)
       return kdb_fail(e, db->name, "%s: metadata kernel %u is not a map", where, i);
     kdb_kernel_priv *kp = kdb_add_kernel(db, co);
-    if (!kp) return kdb_fail(e, db->name, "out of memory");
+    if (!kp)
+      return kdb_fail(e, db->name, "out of memory");
     kdb_kernel *k = &kp->pub;
     k->name = kdb_mp_str(db, km, ".name");
     k->symbol = kdb_mp_str(db, km, ".symbol");
@@ -131,7 +139,8 @@ static int kdb_amdgpu_kernels(kdb *db, kdb_co_priv *co, const msgpack_object *ke
     if (args && args->type == MSGPACK_OBJECT_ARRAY && args->via.array.size) {
       uint32_t na = args->via.array.size;
       kdb_arg *a = kdb_arena_alloc(&db->arena, na * sizeof *a);
-      if (!a) return kdb_fail(e, db->name, "out of memory");
+      if (!a)
+        return kdb_fail(e, db->name, "out of memory");
       k->explicit_arg_count = na;
       int seen_hidden = 0;
       for (uint32_t j = 0; j < na; j++) {
@@ -143,7 +152,8 @@ static int kdb_amdgpu_kernels(kdb *db, kdb_co_priv *co, const msgpack_object *ke
         a[j].size = kdb_mp_u32(am, ".size", 0);
         a[j].offset = kdb_mp_u32(am, ".offset", 0);
         a[j].align = kdb_mp_u32(am, ".align", 0);
-        if (!a[j].align) a[j].align = kdb_natural_align(a[j].offset, a[j].size);
+        if (!a[j].align)
+          a[j].align = kdb_natural_align(a[j].offset, a[j].size);
         a[j].hidden = a[j].value_kind && strncmp(a[j].value_kind, "hidden_", 7) == 0;
         if (a[j].hidden && !seen_hidden) {
           seen_hidden = 1;
@@ -178,25 +188,33 @@ static int kdb_amdgpu_kernels(kdb *db, kdb_co_priv *co, const msgpack_object *ke
     uint64_t fsize = 0; /* the code symbol's size, 0 when unknown */
     if (sl > 3 && strcmp(k->symbol + sl - 3, ".kd") == 0) {
       char *cs = kdb_arena_strndup(&db->arena, k->symbol, sl - 3);
-      if (!cs) return kdb_fail(e, db->name, "out of memory");
+      if (!cs)
+        return kdb_fail(e, db->name, "out of memory");
       key.name = cs;
-      const kdb_sym *fs = nsyms ? bsearch(&key, syms, nsyms, sizeof *syms, kdb_amdgpu_symcmp) : NULL;
-      if (fs && fs->type == STT_FUNC && !k->code_addr) k->code_addr = fs->value;
-      if (fs && fs->type == STT_FUNC && fs->value == k->code_addr) fsize = fs->size;
+      const kdb_sym *fs =
+          nsyms ? bsearch(&key, syms, nsyms, sizeof *syms, kdb_amdgpu_symcmp) : NULL;
+      if (fs && fs->type == STT_FUNC && !k->code_addr)
+        k->code_addr = fs->value;
+      if (fs && fs->type == STT_FUNC && fs->value == k->code_addr)
+        fsize = fs->size;
     }
     if (k->code_addr >= co->text_addr && k->code_addr - co->text_addr < co->text_size) {
       /* Up to the end the symbol gives, else up to the next symbol (as a
        * disassembler shows it: the last kernel then runs on into the
        * section's padding, s_code_end's hundreds of s_nop). */
       uint64_t end = co->text_addr + co->text_size;
-      if (fsize && fsize < end - k->code_addr) end = k->code_addr + fsize;
+      if (fsize && fsize < end - k->code_addr)
+        end = k->code_addr + fsize;
       size_t lo = 0, hi = naddrs;
       while (lo < hi) {
         size_t mid = (lo + hi) / 2;
-        if (addrs[mid] <= k->code_addr) lo = mid + 1;
-        else hi = mid;
+        if (addrs[mid] <= k->code_addr)
+          lo = mid + 1;
+        else
+          hi = mid;
       }
-      if (lo < naddrs && addrs[lo] < end) end = addrs[lo];
+      if (lo < naddrs && addrs[lo] < end)
+        end = addrs[lo];
       k->code_size = end - k->code_addr;
     } else {
       k->code_addr = 0;
@@ -217,7 +235,8 @@ static int kdb_amdgpu_symbols(kdb *db, kdb_co_priv *co, size_t text_ndx, kdb_sym
   int have_symtab = 0;
   for (Elf_Scn *s = elf_nextscn(co->elf, NULL); s; s = elf_nextscn(co->elf, s)) {
     GElf_Shdr sh;
-    if (!gelf_getshdr(s, &sh)) continue;
+    if (!gelf_getshdr(s, &sh))
+      continue;
     if (sh.sh_type == SHT_SYMTAB) {
       symscn = s;
       have_symtab = 1;
@@ -234,20 +253,26 @@ static int kdb_amdgpu_symbols(kdb *db, kdb_co_priv *co, size_t text_ndx, kdb_sym
     size_t count = sh.sh_entsize ? d->d_size / sh.sh_entsize : 0;
     for (size_t i = 1; i < count; i++) {
       GElf_Sym sym;
-      if (!gelf_getsym(d, (int)i, &sym)) break;
+      if (!gelf_getsym(d, (int)i, &sym))
+        break;
       const char *nm = elf_strptr(co->elf, sh.sh_link, sym.st_name);
       unsigned type = GELF_ST_TYPE(sym.st_info);
-      if (!nm || type == STT_SECTION || type == STT_FILE) continue;
-      if (kdb_reserve((void **)&syms, &cap, nsyms + 1, sizeof *syms)) goto oom;
+      if (!nm || type == STT_SECTION || type == STT_FILE)
+        continue;
+      if (kdb_reserve((void **)&syms, &cap, nsyms + 1, sizeof *syms))
+        goto oom;
       syms[nsyms++] = (kdb_sym){nm, sym.st_value, sym.st_size, sym.st_shndx, type};
       if (text_ndx && sym.st_shndx == text_ndx) {
-        if (kdb_reserve((void **)&addrs, &acap, naddrs + 1, sizeof *addrs)) goto oom;
+        if (kdb_reserve((void **)&addrs, &acap, naddrs + 1, sizeof *addrs))
+          goto oom;
         addrs[naddrs++] = sym.st_value;
       }
     }
   }
-  if (nsyms) qsort(syms, nsyms, sizeof *syms, kdb_amdgpu_symcmp);
-  if (naddrs) qsort(addrs, naddrs, sizeof *addrs, kdb_amdgpu_u64cmp);
+  if (nsyms)
+    qsort(syms, nsyms, sizeof *syms, kdb_amdgpu_symcmp);
+  if (naddrs)
+    qsort(addrs, naddrs, sizeof *addrs, kdb_amdgpu_u64cmp);
   *syms_out = syms;
   *nsyms_out = nsyms;
   *addrs_out = addrs;
@@ -265,9 +290,11 @@ static int kdb_amdgpu_notes(kdb *db, kdb_co_priv *co, const kdb_sym *syms, size_
   int found = 0;
   for (Elf_Scn *s = elf_nextscn(co->elf, NULL); s; s = elf_nextscn(co->elf, s)) {
     GElf_Shdr sh;
-    if (!gelf_getshdr(s, &sh) || sh.sh_type != SHT_NOTE) continue;
+    if (!gelf_getshdr(s, &sh) || sh.sh_type != SHT_NOTE)
+      continue;
     Elf_Data *d = elf_getdata(s, NULL);
-    if (!d) return kdb_fail(e, db->name, "%s: note section unreadable (%s)", where, elf_errmsg(-1));
+    if (!d)
+      return kdb_fail(e, db->name, "%s: note section unreadable (%s)", where, elf_errmsg(-1));
     size_t off = 0, noff, doff;
     GElf_Nhdr nh;
     while ((off = gelf_getnote(d, off, &nh, &noff, &doff)) > 0) {
@@ -291,17 +318,20 @@ static int kdb_amdgpu_notes(kdb *db, kdb_co_priv *co, const kdb_sym *syms, size_
         const char *tid = dash ? dash + 2 : target;
         co->pub.target_id = tid;
         size_t al = strcspn(tid, ":");
-        if (al) co->pub.arch = kdb_arena_strndup(&db->arena, tid, al);
+        if (al)
+          co->pub.arch = kdb_arena_strndup(&db->arena, tid, al);
       }
       int r = kdb_amdgpu_kernels(db, co, kdb_mp_get(&u.data, "amdhsa.kernels"), syms, nsyms, addrs,
                                  naddrs, where, e);
       msgpack_unpacked_destroy(&u);
-      if (r) return -1;
+      if (r)
+        return -1;
       found = 1;
     }
   }
   if (!found)
-    return kdb_fail(e, db->name, "%s: no AMDGPU metadata note (code object v2 is not supported)", where);
+    return kdb_fail(e, db->name, "%s: no AMDGPU metadata note (code object v2 is not supported)",
+                    where);
   return 0;
 }
 
@@ -312,9 +342,11 @@ int kdb_amdgpu_read(kdb *db, const uint8_t *img, size_t n, const char *container
     return kdb_fail(e, db->name, "%s: not an ELF image (%zu bytes)", where, n);
   if (img[EI_CLASS] != ELFCLASS64 || img[EI_DATA] != ELFDATA2LSB)
     return kdb_fail(e, db->name, "%s: AMDGPU code object must be 64-bit little-endian ELF", where);
-  if (kdb_elf_check(db, img, n, where, e)) return -1;
+  if (kdb_elf_check(db, img, n, where, e))
+    return -1;
   kdb_co_priv *co = kdb_add_co(db);
-  if (!co) return kdb_fail(e, db->name, "out of memory");
+  if (!co)
+    return kdb_fail(e, db->name, "out of memory");
   size_t first_kernel = db->nkernels;
   co->image = img;
   co->image_size = n;
@@ -324,7 +356,8 @@ int kdb_amdgpu_read(kdb *db, const uint8_t *img, size_t n, const char *container
   co->pub.compressed = compressed;
   co->pub.image_size = n;
   co->elf = elf_memory((char *)img, n);
-  if (!co->elf) return kdb_fail(e, db->name, "%s: ELF image unreadable (%s)", where, elf_errmsg(-1));
+  if (!co->elf)
+    return kdb_fail(e, db->name, "%s: ELF image unreadable (%s)", where, elf_errmsg(-1));
   GElf_Ehdr eh;
   if (!gelf_getehdr(co->elf, &eh))
     return kdb_fail(e, db->name, "%s: ELF header unreadable (%s)", where, elf_errmsg(-1));
@@ -334,7 +367,8 @@ int kdb_amdgpu_read(kdb *db, const uint8_t *img, size_t n, const char *container
   co->pub.code_object_version = (int)abiv + 2;
   unsigned mach = eh.e_flags & 0xff;
   for (size_t i = 0; i < sizeof kdb_amdgpu_machs / sizeof kdb_amdgpu_machs[0]; i++)
-    if (kdb_amdgpu_machs[i].mach == mach) co->pub.arch = kdb_amdgpu_machs[i].name;
+    if (kdb_amdgpu_machs[i].mach == mach)
+      co->pub.arch = kdb_amdgpu_machs[i].name;
   if (abiv >= 2) { /* v4+: two-bit feature fields */
     static const kdb_feature f4[4] = {KDB_FEATURE_UNSUPPORTED, KDB_FEATURE_ANY, KDB_FEATURE_OFF,
                                       KDB_FEATURE_ON};
@@ -353,10 +387,12 @@ int kdb_amdgpu_read(kdb *db, const uint8_t *img, size_t n, const char *container
     if (!gelf_getshdr(s, &sh))
       return kdb_fail(e, db->name, "%s: section header unreadable (%s)", where, elf_errmsg(-1));
     const char *nm = elf_strptr(co->elf, shstr, sh.sh_name);
-    if (!nm || strcmp(nm, ".text") != 0 || sh.sh_type == SHT_NOBITS) continue;
+    if (!nm || strcmp(nm, ".text") != 0 || sh.sh_type == SHT_NOBITS)
+      continue;
     if (sh.sh_offset > n || sh.sh_size > n - sh.sh_offset)
-      return kdb_fail(e, db->name, "%s: .text (offset %llu, size %llu) lies outside the %zu-byte image",
-                      where, (unsigned long long)sh.sh_offset, (unsigned long long)sh.sh_size, n);
+      return kdb_fail(e, db->name,
+                      "%s: .text (offset %llu, size %llu) lies outside the %zu-byte image", where,
+                      (unsigned long long)sh.sh_offset, (unsigned long long)sh.sh_size, n);
     text_ndx = elf_ndxscn(s);
     co->text_addr = sh.sh_addr;
     co->text_size = sh.sh_size;
@@ -365,18 +401,22 @@ int kdb_amdgpu_read(kdb *db, const uint8_t *img, size_t n, const char *container
   kdb_sym *syms = NULL;
   uint64_t *addrs = NULL;
   size_t nsyms = 0, naddrs = 0;
-  if (kdb_amdgpu_symbols(db, co, text_ndx, &syms, &nsyms, &addrs, &naddrs, where, e)) return -1;
+  if (kdb_amdgpu_symbols(db, co, text_ndx, &syms, &nsyms, &addrs, &naddrs, where, e))
+    return -1;
   int r = kdb_amdgpu_notes(db, co, syms, nsyms, addrs, naddrs, where, e);
   free(syms);
   free(addrs);
-  if (r) return -1;
+  if (r)
+    return -1;
   if (!co->pub.arch) {
     char buf[32];
     snprintf(buf, sizeof buf, "gfx-mach-0x%x", mach);
     co->pub.arch = kdb_arena_strdup(&db->arena, buf);
-    if (!co->pub.arch) return kdb_fail(e, db->name, "out of memory");
+    if (!co->pub.arch)
+      return kdb_fail(e, db->name, "out of memory");
   }
-  if (!co->pub.target_id) co->pub.target_id = co->pub.arch;
+  if (!co->pub.target_id)
+    co->pub.target_id = co->pub.arch;
   kdb_pair_twins(db, first_kernel);
   return 0;
 }

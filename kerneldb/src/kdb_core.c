@@ -39,7 +39,8 @@ void *kdb_arena_alloc(kdb_arena *a, size_t n) {
   if (!b || b->cap - b->used < n) {
     size_t cap = n > KDB_ARENA_BLOCK ? n : KDB_ARENA_BLOCK;
     b = calloc(1, sizeof *b + cap);
-    if (!b) return NULL;
+    if (!b)
+      return NULL;
     b->cap = cap;
     b->next = a->head;
     a->head = b;
@@ -51,15 +52,14 @@ void *kdb_arena_alloc(kdb_arena *a, size_t n) {
 
 char *kdb_arena_strndup(kdb_arena *a, const char *s, size_t n) {
   char *d = kdb_arena_alloc(a, n + 1);
-  if (!d) return NULL;
+  if (!d)
+    return NULL;
   memcpy(d, s, n);
   d[n] = 0;
   return d;
 }
 
-char *kdb_arena_strdup(kdb_arena *a, const char *s) {
-  return kdb_arena_strndup(a, s, strlen(s));
-}
+char *kdb_arena_strdup(kdb_arena *a, const char *s) { return kdb_arena_strndup(a, s, strlen(s)); }
 
 void kdb_arena_free(kdb_arena *a) {
   kdb_arena_block *b = a->head;
@@ -86,21 +86,27 @@ int kdb_fail(kdb_err *e, const char *name, const char *fmt, ...) {
 }
 
 int kdb_reserve(void **p, size_t *cap, size_t need, size_t esz) {
-  if (need <= *cap) return 0;
+  if (need <= *cap)
+    return 0;
   size_t n = *cap ? *cap * 2 : 16;
-  while (n < need) n *= 2;
-  if (n > SIZE_MAX / esz) return -1;
+  while (n < need)
+    n *= 2;
+  if (n > SIZE_MAX / esz)
+    return -1;
   void *q = realloc(*p, n * esz);
-  if (!q) return -1;
+  if (!q)
+    return -1;
   *p = q;
   *cap = n;
   return 0;
 }
 
 kdb_co_priv *kdb_add_co(kdb *db) {
-  if (kdb_reserve((void **)&db->cos, &db->cap_cos, db->ncos + 1, sizeof *db->cos)) return NULL;
+  if (kdb_reserve((void **)&db->cos, &db->cap_cos, db->ncos + 1, sizeof *db->cos))
+    return NULL;
   kdb_co_priv *co = calloc(1, sizeof *co);
-  if (!co) return NULL;
+  if (!co)
+    return NULL;
   if (pthread_mutex_init(&co->lock, NULL)) {
     free(co);
     return NULL;
@@ -111,11 +117,11 @@ kdb_co_priv *kdb_add_co(kdb *db) {
 }
 
 kdb_kernel_priv *kdb_add_kernel(kdb *db, kdb_co_priv *co) {
-  if (kdb_reserve((void **)&db->kernels, &db->cap_kernels, db->nkernels + 1,
-                  sizeof *db->kernels))
+  if (kdb_reserve((void **)&db->kernels, &db->cap_kernels, db->nkernels + 1, sizeof *db->kernels))
     return NULL;
   kdb_kernel_priv *k = kdb_arena_alloc(&db->arena, sizeof *k);
-  if (!k) return NULL;
+  if (!k)
+    return NULL;
   k->pub.index = db->nkernels;
   k->pub.co = &co->pub;
   atomic_init(&k->isa, NULL);
@@ -126,7 +132,8 @@ kdb_kernel_priv *kdb_add_kernel(kdb *db, kdb_co_priv *co) {
 
 uint32_t kdb_natural_align(uint32_t off, uint32_t size) {
   uint32_t a = 1;
-  while (a < 16 && a < size && off % (a * 2) == 0) a *= 2;
+  while (a < 16 && a < size && off % (a * 2) == 0)
+    a *= 2;
   return a;
 }
 
@@ -139,15 +146,18 @@ static const char *kdb_sans_return(const char *d) {
   size_t stop = strcspn(d, "<(");
   const char *r = d;
   for (size_t i = 0; i < stop; i++)
-    if (d[i] == ' ') r = d + i + 1;
+    if (d[i] == ' ')
+      r = d + i + 1;
   return r;
 }
 
 const char *kdb_demangle(kdb *db, const char *name) {
   const char *body = name;
   size_t plen = strlen(KDB_TWIN_PREFIX);
-  if (strncmp(name, KDB_TWIN_PREFIX, plen) == 0) body = name + plen;
-  if (strncmp(body, "_Z", 2) != 0) return name;
+  if (strncmp(name, KDB_TWIN_PREFIX, plen) == 0)
+    body = name + plen;
+  if (strncmp(body, "_Z", 2) != 0)
+    return name;
   int status = 0;
   char *d = __cxa_demangle(body, NULL, NULL, &status);
   if (!d || status != 0) {
@@ -159,11 +169,13 @@ const char *kdb_demangle(kdb *db, const char *name) {
     /* The prefix goes on the function name: "void __nano_twin_f<int>(int*, void*)". */
     size_t n = plen + strlen(d), at = (size_t)(kdb_sans_return(d) - d);
     char *t = kdb_arena_alloc(&db->arena, n + 1);
-    if (t) snprintf(t, n + 1, "%.*s%s%s", (int)at, d, KDB_TWIN_PREFIX, d + at);
+    if (t)
+      snprintf(t, n + 1, "%.*s%s%s", (int)at, d, KDB_TWIN_PREFIX, d + at);
     r = t ? t : name;
   } else {
     r = kdb_arena_strdup(&db->arena, d);
-    if (!r) r = name;
+    if (!r)
+      r = name;
   }
   free(d);
   return r;
@@ -187,10 +199,12 @@ static int kdb_twin_is_void_list(const char *n) {
 char *kdb_twin_name(const char *n) {
   size_t len = strlen(n), plen = strlen(KDB_TWIN_PREFIX);
   char *t = malloc(plen + len + 3);
-  if (!t) return NULL;
+  if (!t)
+    return NULL;
   memcpy(t, KDB_TWIN_PREFIX, plen);
   memcpy(t + plen, n, len + 1);
-  if (strncmp(n, "_Z", 2) != 0) return t;
+  if (strncmp(n, "_Z", 2) != 0)
+    return t;
   /* Itanium: one more trailing parameter "Pv"; an empty list "v" becomes "Pv". */
   if (len > 2 && n[len - 1] == 'v' && kdb_twin_is_void_list(n))
     memcpy(t + plen + len - 1, "Pv", 3);
@@ -206,13 +220,17 @@ static int kdb_cmp_strp(const void *a, const void *b) {
 void kdb_pair_twins(kdb *db, size_t first) {
   size_t plen = strlen(KDB_TWIN_PREFIX), ntw = 0;
   for (size_t i = first; i < db->nkernels; i++)
-    if (strncmp(db->kernels[i]->pub.name, KDB_TWIN_PREFIX, plen) == 0) ntw++;
-  if (!ntw) return;
+    if (strncmp(db->kernels[i]->pub.name, KDB_TWIN_PREFIX, plen) == 0)
+      ntw++;
+  if (!ntw)
+    return;
   kdb_kernel_priv **tw = malloc(ntw * sizeof *tw);
-  if (!tw) return; /* pairing is best effort: no twins reported */
+  if (!tw)
+    return; /* pairing is best effort: no twins reported */
   size_t j = 0;
   for (size_t i = first; i < db->nkernels; i++)
-    if (strncmp(db->kernels[i]->pub.name, KDB_TWIN_PREFIX, plen) == 0) tw[j++] = db->kernels[i];
+    if (strncmp(db->kernels[i]->pub.name, KDB_TWIN_PREFIX, plen) == 0)
+      tw[j++] = db->kernels[i];
   /* kdb_kernel_priv starts with kdb_kernel whose name is a const char *: sort
   ** by name through a key array to keep the comparison simple. */
   const char **keys = malloc(ntw * 2 * sizeof *keys);
@@ -227,13 +245,16 @@ void kdb_pair_twins(kdb *db, size_t first) {
   qsort(keys, ntw, 2 * sizeof *keys, kdb_cmp_strp);
   for (size_t i = first; i < db->nkernels; i++) {
     kdb_kernel *k = &db->kernels[i]->pub;
-    if (strncmp(k->name, KDB_TWIN_PREFIX, plen) == 0) continue;
+    if (strncmp(k->name, KDB_TWIN_PREFIX, plen) == 0)
+      continue;
     char *want = kdb_twin_name(k->name);
-    if (!want) continue;
+    if (!want)
+      continue;
     const char *key = want;
     const char **hit = bsearch(&key, keys, ntw, 2 * sizeof *keys, kdb_cmp_strp);
     free(want);
-    if (!hit) continue;
+    if (!hit)
+      continue;
     kdb_kernel *t = &((kdb_kernel_priv *)(void *)hit[1])->pub;
     k->twin = t;
     t->original = k;
@@ -244,12 +265,10 @@ void kdb_pair_twins(kdb *db, size_t first) {
 }
 
 /* ---- lookup -------------------------------------------------------------- */
-static int kdb_prefix(const char *s, const char *p) {
-  return strncmp(s, p, strlen(p)) == 0;
-}
+static int kdb_prefix(const char *s, const char *p) { return strncmp(s, p, strlen(p)) == 0; }
 
-long kdb_find_kernels(const kdb *db, const char *q, const char *arch,
-                      const kdb_kernel **out, size_t cap) {
+long kdb_find_kernels(const kdb *db, const char *q, const char *arch, const kdb_kernel **out,
+                      size_t cap) {
   size_t n = 0;
   /* Pass 0: exact names. Pass 1: prefixes, pass 2: substrings (of the
    * mangled or demangled name), each of which must name one kernel. */
@@ -258,17 +277,22 @@ long kdb_find_kernels(const kdb *db, const char *q, const char *arch,
     n = 0;
     for (size_t i = 0; i < db->nkernels; i++) {
       const kdb_kernel *k = &db->kernels[i]->pub;
-      if (arch && !kdb_target_matches(k->co, arch)) continue;
+      if (arch && !kdb_target_matches(k->co, arch))
+        continue;
       int m = pass == 0   ? (strcmp(k->name, q) == 0 || strcmp(k->demangled, q) == 0)
               : pass == 1 ? (kdb_prefix(k->name, q) || kdb_prefix(k->demangled, q) ||
                              kdb_prefix(kdb_sans_return(k->demangled), q))
                           : (strstr(k->name, q) != NULL || strstr(k->demangled, q) != NULL);
-      if (!m) continue;
+      if (!m)
+        continue;
       /* The same name in another code object is the same kernel. */
       int seen = 0;
-      for (size_t j = 0; j < n && j < cap && !seen; j++) seen = strcmp(out[j]->name, k->name) == 0;
-      if (!seen) distinct++;
-      if (n < cap) out[n] = k;
+      for (size_t j = 0; j < n && j < cap && !seen; j++)
+        seen = strcmp(out[j]->name, k->name) == 0;
+      if (!seen)
+        distinct++;
+      if (n < cap)
+        out[n] = k;
       n++;
     }
     if (distinct > 1) {
@@ -277,12 +301,15 @@ long kdb_find_kernels(const kdb *db, const char *q, const char *arch,
       for (size_t j = 0; j < n && j < cap; j++) {
         int dup = 0;
         for (size_t l = 0; l < w; l++)
-          if (strcmp(out[l]->name, out[j]->name) == 0) dup = 1;
-        if (!dup) out[w++] = out[j];
+          if (strcmp(out[l]->name, out[j]->name) == 0)
+            dup = 1;
+        if (!dup)
+          out[w++] = out[j];
       }
       return -(long)distinct;
     }
-    if (n) return (long)n;
+    if (n)
+      return (long)n;
   }
   return 0;
 }
@@ -291,49 +318,122 @@ long kdb_find_kernels(const kdb *db, const char *q, const char *arch,
 /* Skips one msgpack object at *pos; containers' counts must fit in the bytes
 ** left (every element needs at least one byte). Depth bounded. */
 static int kdb_mp_skip(const uint8_t *p, size_t n, size_t *pos, int depth) {
-  if (depth > 64 || *pos >= n) return -1;
+  if (depth > 64 || *pos >= n)
+    return -1;
   uint8_t t = p[(*pos)++];
   uint64_t cnt = 0, len = 0;
   int items = 0; /* 0 scalar/bytes, 1 array, 2 map */
-#define KDB_NEED(k) \
-  do { if (n - *pos < (k)) return -1; } while (0)
-#define KDB_BE(k, v) \
-  do { KDB_NEED(k); v = 0; for (int i_ = 0; i_ < (k); i_++) v = (v << 8) | p[(*pos)++]; } while (0)
-  if (t <= 0x7f || t >= 0xe0 || t == 0xc0 || t == 0xc2 || t == 0xc3) return 0;
-  if ((t & 0xf0) == 0x80) { cnt = t & 0x0f; items = 2; }
-  else if ((t & 0xf0) == 0x90) { cnt = t & 0x0f; items = 1; }
-  else if ((t & 0xe0) == 0xa0) len = t & 0x1f;
-  else switch (t) {
-    case 0xc4: case 0xd9: KDB_BE(1, len); break;
-    case 0xc5: case 0xda: KDB_BE(2, len); break;
-    case 0xc6: case 0xdb: KDB_BE(4, len); break;
-    case 0xc7: KDB_BE(1, len); len += 1; break;
-    case 0xc8: KDB_BE(2, len); len += 1; break;
-    case 0xc9: KDB_BE(4, len); len += 1; break;
-    case 0xca: case 0xce: case 0xd2: len = 4; break;
-    case 0xcb: case 0xcf: case 0xd3: len = 8; break;
-    case 0xcc: case 0xd0: len = 1; break;
-    case 0xcd: case 0xd1: len = 2; break;
-    case 0xd4: len = 2; break;
-    case 0xd5: len = 3; break;
-    case 0xd6: len = 5; break;
-    case 0xd7: len = 9; break;
-    case 0xd8: len = 17; break;
-    case 0xdc: KDB_BE(2, cnt); items = 1; break;
-    case 0xdd: KDB_BE(4, cnt); items = 1; break;
-    case 0xde: KDB_BE(2, cnt); items = 2; break;
-    case 0xdf: KDB_BE(4, cnt); items = 2; break;
-    default: return -1; /* 0xc1: never used */
-  }
+#define KDB_NEED(k)                                                                                \
+  do {                                                                                             \
+    if (n - *pos < (k))                                                                            \
+      return -1;                                                                                   \
+  } while (0)
+#define KDB_BE(k, v)                                                                               \
+  do {                                                                                             \
+    KDB_NEED(k);                                                                                   \
+    v = 0;                                                                                         \
+    for (int i_ = 0; i_ < (k); i_++)                                                               \
+      v = (v << 8) | p[(*pos)++];                                                                  \
+  } while (0)
+  if (t <= 0x7f || t >= 0xe0 || t == 0xc0 || t == 0xc2 || t == 0xc3)
+    return 0;
+  if ((t & 0xf0) == 0x80) {
+    cnt = t & 0x0f;
+    items = 2;
+  } else if ((t & 0xf0) == 0x90) {
+    cnt = t & 0x0f;
+    items = 1;
+  } else if ((t & 0xe0) == 0xa0)
+    len = t & 0x1f;
+  else
+    switch (t) {
+    case 0xc4:
+    case 0xd9:
+      KDB_BE(1, len);
+      break;
+    case 0xc5:
+    case 0xda:
+      KDB_BE(2, len);
+      break;
+    case 0xc6:
+    case 0xdb:
+      KDB_BE(4, len);
+      break;
+    case 0xc7:
+      KDB_BE(1, len);
+      len += 1;
+      break;
+    case 0xc8:
+      KDB_BE(2, len);
+      len += 1;
+      break;
+    case 0xc9:
+      KDB_BE(4, len);
+      len += 1;
+      break;
+    case 0xca:
+    case 0xce:
+    case 0xd2:
+      len = 4;
+      break;
+    case 0xcb:
+    case 0xcf:
+    case 0xd3:
+      len = 8;
+      break;
+    case 0xcc:
+    case 0xd0:
+      len = 1;
+      break;
+    case 0xcd:
+    case 0xd1:
+      len = 2;
+      break;
+    case 0xd4:
+      len = 2;
+      break;
+    case 0xd5:
+      len = 3;
+      break;
+    case 0xd6:
+      len = 5;
+      break;
+    case 0xd7:
+      len = 9;
+      break;
+    case 0xd8:
+      len = 17;
+      break;
+    case 0xdc:
+      KDB_BE(2, cnt);
+      items = 1;
+      break;
+    case 0xdd:
+      KDB_BE(4, cnt);
+      items = 1;
+      break;
+    case 0xde:
+      KDB_BE(2, cnt);
+      items = 2;
+      break;
+    case 0xdf:
+      KDB_BE(4, cnt);
+      items = 2;
+      break;
+    default:
+      return -1; /* 0xc1: never used */
+    }
   if (!items) {
     KDB_NEED(len);
     *pos += len;
     return 0;
   }
   uint64_t elems = items == 2 ? cnt * 2 : cnt;
-  if (elems > n - *pos) return -1;
+  if (elems > n - *pos)
+    return -1;
   for (uint64_t i = 0; i < elems; i++)
-    if (kdb_mp_skip(p, n, pos, depth + 1)) return -1;
+    if (kdb_mp_skip(p, n, pos, depth + 1))
+      return -1;
   return 0;
 #undef KDB_NEED
 #undef KDB_BE
@@ -353,16 +453,19 @@ uint64_t kdb_set_decompress_limit(uint64_t bytes) {
 
 static uint64_t kdb_le(const uint8_t *p, int k) {
   uint64_t v = 0;
-  for (int i = k - 1; i >= 0; i--) v = (v << 8) | p[i];
+  for (int i = k - 1; i >= 0; i--)
+    v = (v << 8) | p[i];
   return v;
 }
 
 /* Grows *buf (capacity *cap) towards want bytes, doubling, at most want. */
 static int kdb_grow(uint8_t **buf, size_t *cap, size_t want) {
   size_t n = *cap ? *cap * 2 : 1 << 20;
-  if (n > want) n = want;
+  if (n > want)
+    n = want;
   uint8_t *q = realloc(*buf, n ? n : 1);
-  if (!q) return -1;
+  if (!q)
+    return -1;
   *buf = q;
   *cap = n;
   return 0;
@@ -370,20 +473,22 @@ static int kdb_grow(uint8_t **buf, size_t *cap, size_t want) {
 
 /* Decompresses src (zstd when zstd, else zlib) to exactly want bytes into a
 ** malloc'd *out. Output memory grows with the data actually produced. */
-static int kdb_inflate(kdb *db, const uint8_t *src, size_t n, size_t want, int zstd,
-                       uint8_t **out, const char *where, kdb_err *e) {
+static int kdb_inflate(kdb *db, const uint8_t *src, size_t n, size_t want, int zstd, uint8_t **out,
+                       const char *where, kdb_err *e) {
   uint8_t *buf = NULL;
   size_t cap = 0, got = 0;
   int rc = -1;
   if (zstd) {
     ZSTD_DCtx *z = ZSTD_createDCtx();
-    if (!z) return kdb_fail(e, db->name, "%s: out of memory", where);
+    if (!z)
+      return kdb_fail(e, db->name, "%s: out of memory", where);
     ZSTD_inBuffer in = {src, n, 0};
     for (;;) {
       if (got == cap) {
         if (cap == want) {
-          kdb_fail(e, db->name, "%s: zstd data decompresses to more than the %zu bytes the header claims",
-                   where, want);
+          kdb_fail(e, db->name,
+                   "%s: zstd data decompresses to more than the %zu bytes the header claims", where,
+                   want);
           break;
         }
         if (kdb_grow(&buf, &cap, want)) {
@@ -398,7 +503,10 @@ static int kdb_inflate(kdb *db, const uint8_t *src, size_t n, size_t want, int z
         kdb_fail(e, db->name, "%s: corrupt zstd data (%s)", where, ZSTD_getErrorName(r));
         break;
       }
-      if (r == 0 && in.pos == in.size) { rc = 0; break; }
+      if (r == 0 && in.pos == in.size) {
+        rc = 0;
+        break;
+      }
       if (in.pos == in.size && got < cap) {
         kdb_fail(e, db->name, "%s: zstd data truncated", where);
         break;
@@ -413,14 +521,16 @@ static int kdb_inflate(kdb *db, const uint8_t *src, size_t n, size_t want, int z
   } else {
     z_stream s;
     memset(&s, 0, sizeof s);
-    if (inflateInit(&s) != Z_OK) return kdb_fail(e, db->name, "%s: zlib init failed", where);
+    if (inflateInit(&s) != Z_OK)
+      return kdb_fail(e, db->name, "%s: zlib init failed", where);
     s.next_in = (Bytef *)src;
     s.avail_in = n > UINT32_MAX ? UINT32_MAX : (uInt)n;
     for (;;) {
       if (got == cap) {
         if (cap == want) {
-          kdb_fail(e, db->name, "%s: zlib data decompresses to more than the %zu bytes the header claims",
-                   where, want);
+          kdb_fail(e, db->name,
+                   "%s: zlib data decompresses to more than the %zu bytes the header claims", where,
+                   want);
           break;
         }
         if (kdb_grow(&buf, &cap, want)) {
@@ -434,7 +544,10 @@ static int kdb_inflate(kdb *db, const uint8_t *src, size_t n, size_t want, int z
       uInt before = s.avail_out;
       int r = inflate(&s, Z_NO_FLUSH);
       got += before - s.avail_out;
-      if (r == Z_STREAM_END) { rc = 0; break; }
+      if (r == Z_STREAM_END) {
+        rc = 0;
+        break;
+      }
       if (r == Z_BUF_ERROR && s.avail_in == 0) {
         kdb_fail(e, db->name, "%s: zlib data truncated", where);
         break;
@@ -447,7 +560,8 @@ static int kdb_inflate(kdb *db, const uint8_t *src, size_t n, size_t want, int z
     inflateEnd(&s);
   }
   if (rc == 0 && got != want) {
-    rc = kdb_fail(e, db->name, "%s: decompressed to %zu bytes, header claims %zu", where, got, want);
+    rc =
+        kdb_fail(e, db->name, "%s: decompressed to %zu bytes, header claims %zu", where, got, want);
   }
   if (rc) {
     free(buf);
@@ -461,52 +575,62 @@ static int kdb_inflate(kdb *db, const uint8_t *src, size_t n, size_t want, int z
 #define KDB_BUNDLE_MAGIC_LEN 24
 #define KDB_CCOB_MAGIC "CCOB"
 
-static int kdb_read_bundle(kdb *db, const uint8_t *p, size_t n, const char *where,
-                           int compressed, size_t *end, kdb_err *e);
+static int kdb_read_bundle(kdb *db, const uint8_t *p, size_t n, const char *where, int compressed,
+                           size_t *end, kdb_err *e);
 
 /* Reads one compressed bundle at p (n bytes available); *end receives the
 ** bytes it occupies. */
-static int kdb_read_ccob(kdb *db, const uint8_t *p, size_t n, const char *where,
-                         size_t *end, kdb_err *e) {
-  if (n < 8) return kdb_fail(e, db->name, "%s: compressed bundle header truncated", where);
+static int kdb_read_ccob(kdb *db, const uint8_t *p, size_t n, const char *where, size_t *end,
+                         kdb_err *e) {
+  if (n < 8)
+    return kdb_fail(e, db->name, "%s: compressed bundle header truncated", where);
   unsigned ver = (unsigned)kdb_le(p + 4, 2), method = (unsigned)kdb_le(p + 6, 2);
   uint64_t total = n, raw;
   size_t hdr;
   if (ver == 1) {
     hdr = 20;
-    if (n < hdr) return kdb_fail(e, db->name, "%s: compressed bundle header truncated", where);
+    if (n < hdr)
+      return kdb_fail(e, db->name, "%s: compressed bundle header truncated", where);
     raw = kdb_le(p + 8, 4);
   } else if (ver == 2) {
     hdr = 24;
-    if (n < hdr) return kdb_fail(e, db->name, "%s: compressed bundle header truncated", where);
+    if (n < hdr)
+      return kdb_fail(e, db->name, "%s: compressed bundle header truncated", where);
     total = kdb_le(p + 8, 4);
     raw = kdb_le(p + 12, 4);
   } else if (ver == 3) {
     hdr = 32;
-    if (n < hdr) return kdb_fail(e, db->name, "%s: compressed bundle header truncated", where);
+    if (n < hdr)
+      return kdb_fail(e, db->name, "%s: compressed bundle header truncated", where);
     total = kdb_le(p + 8, 8);
     raw = kdb_le(p + 16, 8);
   } else {
-    return kdb_fail(e, db->name, "%s: compressed bundle version %u not supported (1..3)", where, ver);
+    return kdb_fail(e, db->name, "%s: compressed bundle version %u not supported (1..3)", where,
+                    ver);
   }
   if (total < hdr || total > n)
     return kdb_fail(e, db->name, "%s: compressed bundle claims %llu bytes, %zu available", where,
                     (unsigned long long)total, n);
   if (method > 1)
-    return kdb_fail(e, db->name, "%s: compressed bundle method %u unknown (0 zlib, 1 zstd)", where, method);
+    return kdb_fail(e, db->name, "%s: compressed bundle method %u unknown (0 zlib, 1 zstd)", where,
+                    method);
   /* Bounded by the input too: no real bundle expands 4096-fold (zlib
   ** cannot exceed about 1032:1), so a larger claim is not believed. */
   uint64_t limit = db->decompress_limit, by_input = ((uint64_t)64 << 20) + (total - hdr) * 4096;
-  if (by_input < limit) limit = by_input;
+  if (by_input < limit)
+    limit = by_input;
   if (raw > limit || raw > SIZE_MAX)
-    return kdb_fail(e, db->name, "%s: compressed bundle claims %llu bytes uncompressed, over the limit of %llu",
+    return kdb_fail(e, db->name,
+                    "%s: compressed bundle claims %llu bytes uncompressed, over the limit of %llu",
                     where, (unsigned long long)raw, (unsigned long long)limit);
   if (raw < KDB_BUNDLE_MAGIC_LEN)
     return kdb_fail(e, db->name, "%s: compressed bundle claims only %llu bytes uncompressed", where,
                     (unsigned long long)raw);
   uint8_t *out = NULL;
-  if (kdb_inflate(db, p + hdr, (size_t)total - hdr, (size_t)raw, method == 1, &out, where, e)) return -1;
-  if (kdb_reserve((void **)&db->payloads, &db->cap_payloads, db->npayloads + 1, sizeof *db->payloads)) {
+  if (kdb_inflate(db, p + hdr, (size_t)total - hdr, (size_t)raw, method == 1, &out, where, e))
+    return -1;
+  if (kdb_reserve((void **)&db->payloads, &db->cap_payloads, db->npayloads + 1,
+                  sizeof *db->payloads)) {
     free(out);
     return kdb_fail(e, db->name, "out of memory");
   }
@@ -523,7 +647,8 @@ static int kdb_read_ccob(kdb *db, const uint8_t *p, size_t n, const char *where,
 static void kdb_drop_cos(kdb *db, size_t ncos, size_t nkernels) {
   for (size_t i = ncos; i < db->ncos; i++) {
     kdb_co_free_lazy(db->cos[i]);
-    if (db->cos[i]->elf) elf_end(db->cos[i]->elf);
+    if (db->cos[i]->elf)
+      elf_end(db->cos[i]->elf);
     pthread_mutex_destroy(&db->cos[i]->lock);
     free(db->cos[i]);
   }
@@ -538,10 +663,12 @@ int kdb_read_entry(kdb *db, const uint8_t *p, size_t n, const char *where, const
   kdb_err mine = {msg, sizeof msg};
   int r = amdgpu ? kdb_amdgpu_read(db, p, n, where, triple, compressed, &mine)
                  : kdb_cuda_read_cubin(db, p, n, where, &mine);
-  if (r == 0) return 0;
+  if (r == 0)
+    return 0;
   kdb_drop_cos(db, ncos, nkernels);
   const char *kept = kdb_arena_strdup(&db->arena, msg);
-  if (!kept || kdb_reserve((void **)&db->damaged, &db->cap_damaged, db->ndamaged + 1, sizeof *db->damaged))
+  if (!kept ||
+      kdb_reserve((void **)&db->damaged, &db->cap_damaged, db->ndamaged + 1, sizeof *db->damaged))
     return kdb_fail(e, db->name, "out of memory");
   db->damaged[db->ndamaged++] = kept;
   return 0;
@@ -549,9 +676,10 @@ int kdb_read_entry(kdb *db, const uint8_t *p, size_t n, const char *where, const
 
 /* Reads one uncompressed offload bundle at p; *end receives the end of its
 ** last entry. */
-static int kdb_read_bundle(kdb *db, const uint8_t *p, size_t n, const char *where,
-                           int compressed, size_t *end, kdb_err *e) {
-  if (n < KDB_BUNDLE_MAGIC_LEN + 8) return kdb_fail(e, db->name, "%s: bundle header truncated", where);
+static int kdb_read_bundle(kdb *db, const uint8_t *p, size_t n, const char *where, int compressed,
+                           size_t *end, kdb_err *e) {
+  if (n < KDB_BUNDLE_MAGIC_LEN + 8)
+    return kdb_fail(e, db->name, "%s: bundle header truncated", where);
   uint64_t count = kdb_le(p + KDB_BUNDLE_MAGIC_LEN, 8);
   size_t pos = KDB_BUNDLE_MAGIC_LEN + 8, last = pos;
   /* Each entry header takes at least 24 bytes. */
@@ -559,34 +687,45 @@ static int kdb_read_bundle(kdb *db, const uint8_t *p, size_t n, const char *wher
     return kdb_fail(e, db->name, "%s: bundle claims %llu entries, too many for %zu bytes", where,
                     (unsigned long long)count, n);
   for (uint64_t i = 0; i < count; i++) {
-    if (n - pos < 24) return kdb_fail(e, db->name, "%s: bundle entry %llu header truncated", where,
-                                      (unsigned long long)i);
-    uint64_t off = kdb_le(p + pos, 8), size = kdb_le(p + pos + 8, 8), tlen = kdb_le(p + pos + 16, 8);
+    if (n - pos < 24)
+      return kdb_fail(e, db->name, "%s: bundle entry %llu header truncated", where,
+                      (unsigned long long)i);
+    uint64_t off = kdb_le(p + pos, 8), size = kdb_le(p + pos + 8, 8),
+             tlen = kdb_le(p + pos + 16, 8);
     pos += 24;
     if (tlen > n - pos || tlen > 4096)
       return kdb_fail(e, db->name, "%s: bundle entry %llu triple length %llu out of bounds", where,
                       (unsigned long long)i, (unsigned long long)tlen);
     char *triple = kdb_arena_strndup(&db->arena, (const char *)p + pos, (size_t)tlen);
-    if (!triple) return kdb_fail(e, db->name, "out of memory");
+    if (!triple)
+      return kdb_fail(e, db->name, "out of memory");
     pos += (size_t)tlen;
     if (off > n || size > n - off)
-      return kdb_fail(e, db->name, "%s: bundle entry %llu (%s) at offset %llu size %llu lies outside the %zu-byte bundle",
-                      where, (unsigned long long)i, triple, (unsigned long long)off,
-                      (unsigned long long)size, n);
-    if (off + size > last) last = (size_t)(off + size);
-    if (size == 0 || strncmp(triple, "host-", 5) == 0) continue;
+      return kdb_fail(
+          e, db->name,
+          "%s: bundle entry %llu (%s) at offset %llu size %llu lies outside the %zu-byte bundle",
+          where, (unsigned long long)i, triple, (unsigned long long)off, (unsigned long long)size,
+          n);
+    if (off + size > last)
+      last = (size_t)(off + size);
+    if (size == 0 || strncmp(triple, "host-", 5) == 0)
+      continue;
     char cont[256];
     snprintf(cont, sizeof cont, "%s entry %llu", where, (unsigned long long)i);
     const char *c = kdb_arena_strdup(&db->arena, cont);
-    if (!c) return kdb_fail(e, db->name, "out of memory");
+    if (!c)
+      return kdb_fail(e, db->name, "out of memory");
     if (strstr(triple, "amdgcn")) {
-      if (kdb_read_entry(db, p + off, (size_t)size, c, triple, compressed, 1, e)) return -1;
+      if (kdb_read_entry(db, p + off, (size_t)size, c, triple, compressed, 1, e))
+        return -1;
     } else if (strstr(triple, "nvptx")) {
-      if (kdb_read_entry(db, p + off, (size_t)size, c, NULL, 0, 0, e)) return -1;
+      if (kdb_read_entry(db, p + off, (size_t)size, c, NULL, 0, 0, e))
+        return -1;
     }
     /* Other offload kinds (e.g. host code of another target) hold no kernels. */
   }
-  if (last < pos) last = pos;
+  if (last < pos)
+    last = pos;
   *end = last;
   return 0;
 }
@@ -603,7 +742,8 @@ struct kdb_magic_scan {
   int done;
 };
 
-static const uint8_t *kdb_magic_next(struct kdb_magic_scan *m, const uint8_t *p, size_t pos, size_t n) {
+static const uint8_t *kdb_magic_next(struct kdb_magic_scan *m, const uint8_t *p, size_t pos,
+                                     size_t n) {
   if (!m->done && (!m->next || m->next < p + pos)) {
     m->next = memmem(p + pos, n - pos, m->magic, m->len);
     m->done = m->next == NULL;
@@ -622,24 +762,28 @@ static int kdb_read_bundles(kdb *db, const uint8_t *p, size_t n, const char *sec
     const uint8_t *a = kdb_magic_next(&plain, p, pos, n);
     const uint8_t *b = kdb_magic_next(&ccob, p, pos, n);
     const uint8_t *s = a && (!b || a < b) ? a : b;
-    if (!s) break;
+    if (!s)
+      break;
     char where[128];
     snprintf(where, sizeof where, "%s bundle %d", sect, idx++);
     size_t at = (size_t)(s - p), end = 0;
     int r = s == a ? kdb_read_bundle(db, s, n - at, where, 0, &end, e)
                    : kdb_read_ccob(db, s, n - at, where, &end, e);
-    if (r) return -1;
+    if (r)
+      return -1;
     pos = at + (end ? end : 1);
   }
-  if (idx == 0) return kdb_fail(e, db->name, "%s holds no offload bundle", sect);
+  if (idx == 0)
+    return kdb_fail(e, db->name, "%s holds no offload bundle", sect);
   return 0;
 }
 
 int kdb_elf_check(kdb *db, const uint8_t *img, size_t n, const char *what, kdb_err *e) {
   if (n < sizeof(Elf64_Ehdr))
-    return kdb_fail(e, db->name, "%s: truncated ELF: %zu bytes, less than the %zu-byte header", what, n,
-                    sizeof(Elf64_Ehdr));
-  if (img[EI_CLASS] != ELFCLASS64 || img[EI_DATA] != ELFDATA2LSB) return 0; /* not ours to judge */
+    return kdb_fail(e, db->name, "%s: truncated ELF: %zu bytes, less than the %zu-byte header",
+                    what, n, sizeof(Elf64_Ehdr));
+  if (img[EI_CLASS] != ELFCLASS64 || img[EI_DATA] != ELFDATA2LSB)
+    return 0; /* not ours to judge */
   Elf64_Ehdr h;
   memcpy(&h, img, sizeof h);
   const struct {
@@ -648,22 +792,26 @@ int kdb_elf_check(kdb *db, const uint8_t *img, size_t n, const char *what, kdb_e
   } t[] = {{"section header table", h.e_shoff, h.e_shnum, h.e_shentsize},
            {"program header table", h.e_phoff, h.e_phnum, h.e_phentsize}};
   for (int i = 0; i < 2; i++) {
-    if (!t[i].count) continue;
+    if (!t[i].count)
+      continue;
     if (t[i].off > n || t[i].count * t[i].size > n - t[i].off)
-      return kdb_fail(e, db->name,
-                      "%s: truncated or damaged ELF: the %s (offset %llu, %llu entries of %llu bytes) "
-                      "ends past the end of the %zu-byte image",
-                      what, t[i].table, (unsigned long long)t[i].off, (unsigned long long)t[i].count,
-                      (unsigned long long)t[i].size, n);
+      return kdb_fail(
+          e, db->name,
+          "%s: truncated or damaged ELF: the %s (offset %llu, %llu entries of %llu bytes) "
+          "ends past the end of the %zu-byte image",
+          what, t[i].table, (unsigned long long)t[i].off, (unsigned long long)t[i].count,
+          (unsigned long long)t[i].size, n);
   }
   return 0;
 }
 
 /* ---- host ELF -------------------------------------------------------------- */
 static int kdb_read_host_elf(kdb *db, kdb_err *e) {
-  if (kdb_elf_check(db, db->data, db->size, "file", e)) return -1;
+  if (kdb_elf_check(db, db->data, db->size, "file", e))
+    return -1;
   Elf *elf = elf_memory((char *)db->data, db->size);
-  if (!elf) return kdb_fail(e, db->name, "not a readable ELF file (%s)", elf_errmsg(-1));
+  if (!elf)
+    return kdb_fail(e, db->name, "not a readable ELF file (%s)", elf_errmsg(-1));
   size_t shstr;
   int rc = 0;
   if (elf_getshdrstrndx(elf, &shstr) != 0) {
@@ -677,20 +825,27 @@ static int kdb_read_host_elf(kdb *db, kdb_err *e) {
       goto done;
     }
     const char *nm = elf_strptr(elf, shstr, sh.sh_name);
-    if (!nm) continue;
-    int hip = strcmp(nm, ".hip_fatbin") == 0, nv = strcmp(nm, ".nv_fatbin") == 0 ||
-                                                 strcmp(nm, "__nv_relfatbin") == 0;
-    if (!hip && !nv) continue;
-    if (sh.sh_type == SHT_NOBITS) continue;
+    if (!nm)
+      continue;
+    int hip = strcmp(nm, ".hip_fatbin") == 0,
+        nv = strcmp(nm, ".nv_fatbin") == 0 || strcmp(nm, "__nv_relfatbin") == 0;
+    if (!hip && !nv)
+      continue;
+    if (sh.sh_type == SHT_NOBITS)
+      continue;
     if (sh.sh_offset > db->size || sh.sh_size > db->size - sh.sh_offset) {
-      rc = kdb_fail(e, db->name, "section %s (offset %llu, size %llu) lies outside the %zu-byte file", nm,
+      rc = kdb_fail(e, db->name,
+                    "section %s (offset %llu, size %llu) lies outside the %zu-byte file", nm,
                     (unsigned long long)sh.sh_offset, (unsigned long long)sh.sh_size, db->size);
       goto done;
     }
     const uint8_t *p = db->data + sh.sh_offset;
-    if (hip) rc = kdb_read_bundles(db, p, (size_t)sh.sh_size, nm, e);
-    else rc = kdb_cuda_read_fatbin(db, p, (size_t)sh.sh_size, nm, e);
-    if (rc) goto done;
+    if (hip)
+      rc = kdb_read_bundles(db, p, (size_t)sh.sh_size, nm, e);
+    else
+      rc = kdb_cuda_read_fatbin(db, p, (size_t)sh.sh_size, nm, e);
+    if (rc)
+      goto done;
   }
   /* without GPU code it may still hold CPU kernels' site tables */
   db->host_elf = 1;
@@ -702,19 +857,25 @@ done:
 int kdb_read_input(kdb *db, kdb_err *e) {
   const uint8_t *p = db->data;
   size_t n = db->size;
-  if (n == 0) return kdb_fail(e, db->name, "empty file");
+  if (n == 0)
+    return kdb_fail(e, db->name, "empty file");
   if (n >= 20 && memcmp(p, ELFMAG, SELFMAG) == 0) {
     unsigned mach = p[EI_DATA] == ELFDATA2LSB ? (unsigned)kdb_le(p + 18, 2) : 0;
-    if (mach == EM_AMDGPU) return kdb_amdgpu_read(db, p, n, "file", NULL, 0, e);
-    if (mach == EM_CUDA) return kdb_cuda_read_cubin(db, p, n, "file", e);
+    if (mach == EM_AMDGPU)
+      return kdb_amdgpu_read(db, p, n, "file", NULL, 0, e);
+    if (mach == EM_CUDA)
+      return kdb_cuda_read_cubin(db, p, n, "file", e);
     return kdb_read_host_elf(db, e);
   }
   if (n >= KDB_BUNDLE_MAGIC_LEN && memcmp(p, KDB_BUNDLE_MAGIC, KDB_BUNDLE_MAGIC_LEN) == 0)
     return kdb_read_bundles(db, p, n, "file", e);
-  if (n >= 4 && memcmp(p, KDB_CCOB_MAGIC, 4) == 0) return kdb_read_bundles(db, p, n, "file", e);
-  if (n >= 4 && kdb_le(p, 4) == 0xBA55ED50u) return kdb_cuda_read_fatbin(db, p, n, "file", e);
+  if (n >= 4 && memcmp(p, KDB_CCOB_MAGIC, 4) == 0)
+    return kdb_read_bundles(db, p, n, "file", e);
+  if (n >= 4 && kdb_le(p, 4) == 0xBA55ED50u)
+    return kdb_cuda_read_fatbin(db, p, n, "file", e);
   return kdb_fail(e, db->name,
-                  "not a GPU code object, offload bundle, fat binary or ELF file (starts with %02x %02x %02x %02x)",
+                  "not a GPU code object, offload bundle, fat binary or ELF file (starts with %02x "
+                  "%02x %02x %02x)",
                   p[0], n > 1 ? p[1] : 0, n > 2 ? p[2] : 0, n > 3 ? p[3] : 0);
 }
 
@@ -725,9 +886,11 @@ static int kdb_elf_ok;
 static void kdb_elf_init(void) { kdb_elf_ok = elf_version(EV_CURRENT) != EV_NONE; }
 
 static kdb *kdb_new(const char *name) {
-  if (pthread_once(&kdb_elf_once, kdb_elf_init) != 0 || !kdb_elf_ok) return NULL;
+  if (pthread_once(&kdb_elf_once, kdb_elf_init) != 0 || !kdb_elf_ok)
+    return NULL;
   kdb *db = calloc(1, sizeof *db);
-  if (!db) return NULL;
+  if (!db)
+    return NULL;
   db->name = strdup(name ? name : "(memory)");
   if (!db->name) {
     free(db);
@@ -752,9 +915,10 @@ static int kdb_finish_open(kdb *db, kdb **out, kdb_err *e) {
     return -1;
   }
   if (db->ncos == 0 && db->nsites == 0) {
-    kdb_fail(e, db->name, db->host_elf ? "ELF file has no GPU code (no .hip_fatbin or .nv_fatbin "
-                                         "section) and no nanoprobe site table"
-                                       : "no GPU code objects found");
+    kdb_fail(e, db->name,
+             db->host_elf ? "ELF file has no GPU code (no .hip_fatbin or .nv_fatbin "
+                            "section) and no nanoprobe site table"
+                          : "no GPU code objects found");
     kdb_close(db);
     return -1;
   }
@@ -762,12 +926,13 @@ static int kdb_finish_open(kdb *db, kdb **out, kdb_err *e) {
   return 0;
 }
 
-int kdb_open_memory(const void *data, size_t size, const char *name, kdb **out,
-                    char *err, size_t errlen) {
+int kdb_open_memory(const void *data, size_t size, const char *name, kdb **out, char *err,
+                    size_t errlen) {
   kdb_err e = {err, errlen};
   *out = NULL;
   kdb *db = kdb_new(name);
-  if (!db) return kdb_fail(&e, name, "libelf initialisation failed or out of memory");
+  if (!db)
+    return kdb_fail(&e, name, "libelf initialisation failed or out of memory");
   db->data = data;
   db->size = size;
   return kdb_finish_open(db, out, &e);
@@ -781,7 +946,8 @@ int kdb_open(const char *path, kdb **out, char *err, size_t errlen) {
   kdb_err e = {err, errlen};
   *out = NULL;
   int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return kdb_fail(&e, path, "cannot open: %s", strerror(errno));
+  if (fd < 0)
+    return kdb_fail(&e, path, "cannot open: %s", strerror(errno));
   struct stat st;
   if (fstat(fd, &st) != 0) {
     int er = errno;
@@ -825,7 +991,8 @@ int kdb_open(const char *path, kdb **out, char *err, size_t errlen) {
         return kdb_fail(&e, path, "out of memory");
       }
       ssize_t r = read(fd, buf + len, cap - len);
-      if (r < 0 && errno == EINTR) continue;
+      if (r < 0 && errno == EINTR)
+        continue;
       if (r < 0) {
         int er = errno;
         free(buf);
@@ -833,7 +1000,8 @@ int kdb_open(const char *path, kdb **out, char *err, size_t errlen) {
         kdb_close(db);
         return kdb_fail(&e, path, "read failed: %s", strerror(er));
       }
-      if (r == 0) break;
+      if (r == 0)
+        break;
       len += (size_t)r;
       if (len > KDB_MAX_STREAM_BYTES) {
         free(buf);
@@ -859,7 +1027,8 @@ int kdb_open(const char *path, kdb **out, char *err, size_t errlen) {
 }
 
 void kdb_close(kdb *db) {
-  if (!db) return;
+  if (!db)
+    return;
   for (size_t i = 0; i < db->nkernels; i++) {
     kdb_isa *isa = atomic_load(&db->kernels[i]->isa);
     if (isa) {
@@ -868,8 +1037,10 @@ void kdb_close(kdb *db) {
     }
   }
   kdb_drop_cos(db, 0, 0);
-  for (size_t i = 0; i < db->npayloads; i++) free(db->payloads[i]);
-  if (db->map) munmap(db->map, db->map_size);
+  for (size_t i = 0; i < db->npayloads; i++)
+    free(db->payloads[i]);
+  if (db->map)
+    munmap(db->map, db->map_size);
   kdb_arena_free(&db->arena);
   free(db->payloads);
   free(db->cos);
@@ -900,8 +1071,10 @@ int kdb_target_parse(const char *target, char *arch, size_t n, kdb_feature *xnac
   *xnack = *sramecc = KDB_FEATURE_ANY;
   size_t len = strcspn(target, ":");
   if (len == 0 || len >= n) {
-    snprintf(err, errlen, "'%s' is not a target (an arch such as gfx90a or sm_90, then "
-             "optional :xnack+/- and :sramecc+/-)", target);
+    snprintf(err, errlen,
+             "'%s' is not a target (an arch such as gfx90a or sm_90, then "
+             "optional :xnack+/- and :sramecc+/-)",
+             target);
     return -1;
   }
   memcpy(arch, target, len);
@@ -911,11 +1084,13 @@ int kdb_target_parse(const char *target, char *arch, size_t n, kdb_feature *xnac
     size_t fl = strcspn(f, ":");
     kdb_feature *slot = fl == 6 && !strncmp(f, "xnack", 5)     ? xnack
                         : fl == 8 && !strncmp(f, "sramecc", 7) ? sramecc
-                                                                : NULL;
+                                                               : NULL;
     char sign = fl ? f[fl - 1] : 0;
     if (!slot || (sign != '+' && sign != '-')) {
-      snprintf(err, errlen, "'%s': unknown feature '%.*s' (known: xnack+, xnack-, sramecc+, "
-               "sramecc-)", target, (int)fl, f);
+      snprintf(err, errlen,
+               "'%s': unknown feature '%.*s' (known: xnack+, xnack-, sramecc+, "
+               "sramecc-)",
+               target, (int)fl, f);
       return -1;
     }
     *slot = sign == '+' ? KDB_FEATURE_ON : KDB_FEATURE_OFF;
@@ -935,9 +1110,13 @@ int kdb_target_matches(const kdb_code_object *co, const char *target) {
 
 const char *kdb_feature_name(kdb_feature f) {
   switch (f) {
-    case KDB_FEATURE_ANY: return "any";
-    case KDB_FEATURE_OFF: return "off";
-    case KDB_FEATURE_ON: return "on";
-    default: return "unsupported";
+  case KDB_FEATURE_ANY:
+    return "any";
+  case KDB_FEATURE_OFF:
+    return "off";
+  case KDB_FEATURE_ON:
+    return "on";
+  default:
+    return "unsupported";
   }
 }

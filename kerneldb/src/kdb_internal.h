@@ -23,7 +23,7 @@ typedef struct kdb_arena {
   kdb_arena_block *head;
 } kdb_arena;
 
-void *kdb_arena_alloc(kdb_arena *a, size_t n);           /* zeroed, NULL on OOM */
+void *kdb_arena_alloc(kdb_arena *a, size_t n); /* zeroed, NULL on OOM */
 char *kdb_arena_strndup(kdb_arena *a, const char *s, size_t n);
 char *kdb_arena_strdup(kdb_arena *a, const char *s);
 void kdb_arena_free(kdb_arena *a);
@@ -45,12 +45,12 @@ int kdb_reserve(void **p, size_t *cap, size_t need, size_t esz);
 /* ---- lazily built per-code-object state ---------------------------------- */
 typedef struct kdb_linerow {
   uint64_t addr;
-  const char *file;  /* NULL: end of a sequence (no position from here) */
+  const char *file; /* NULL: end of a sequence (no position from here) */
   uint32_t line, column;
 } kdb_linerow;
 
 typedef struct kdb_inline_range {
-  uint64_t lo, hi;  /* [lo, hi) */
+  uint64_t lo, hi; /* [lo, hi) */
   unsigned depth;
   const char *func;
   kdb_srcpos call;
@@ -58,23 +58,23 @@ typedef struct kdb_inline_range {
 
 typedef struct kdb_kernel_priv {
   kdb_kernel pub;
-  _Atomic(kdb_isa *) isa;  /* built once under co->lock */
+  _Atomic(kdb_isa *) isa; /* built once under co->lock */
 } kdb_kernel_priv;
 
 typedef struct kdb_co_priv {
   kdb_code_object pub;
-  const uint8_t *image;  /* the ELF image (inside the input or a payload) */
+  const uint8_t *image; /* the ELF image (inside the input or a payload) */
   size_t image_size;
-  Elf *elf;              /* libelf handle on image; used under lock after open */
+  Elf *elf; /* libelf handle on image; used under lock after open */
   uint64_t text_addr, text_size, text_offset; /* the executable section */
   pthread_mutex_t lock;
-  int lines_built;       /* lines and inline ranges, under lock */
-  void *dwarf;           /* Dwarf *, kept for the strings it owns */
+  int lines_built; /* lines and inline ranges, under lock */
+  void *dwarf;     /* Dwarf *, kept for the strings it owns */
   kdb_linerow *lines;
   size_t nlines;
   kdb_inline_range *inl;
   size_t ninl;
-  void *disasm;          /* LLVMDisasmContextRef, created on first use */
+  void *disasm; /* LLVMDisasmContextRef, created on first use */
   int disasm_failed;
 } kdb_co_priv;
 
@@ -82,20 +82,20 @@ struct kdb {
   char *name;
   const uint8_t *data;
   size_t size;
-  void *map;             /* mmap'd input, or NULL */
+  void *map; /* mmap'd input, or NULL */
   size_t map_size;
   kdb_arena arena;
-  void **payloads;       /* decompressed bundles, malloc'd */
+  void **payloads; /* decompressed bundles, malloc'd */
   size_t npayloads, cap_payloads;
   kdb_co_priv **cos;
   size_t ncos, cap_cos;
   kdb_kernel_priv **kernels; /* all kernels, code-object order */
   size_t nkernels, cap_kernels;
   uint64_t decompress_limit;
-  int host_elf;          /* the input is a host ELF file (its own sites count) */
-  kdb_site *sites;       /* every site table's sites, by id (kdb_sites.c) */
+  int host_elf;    /* the input is a host ELF file (its own sites count) */
+  kdb_site *sites; /* every site table's sites, by id (kdb_sites.c) */
   size_t nsites, cap_sites;
-  const char **damaged;  /* messages of code objects that could not be read */
+  const char **damaged; /* messages of code objects that could not be read */
   size_t ndamaged, cap_damaged;
 };
 
@@ -116,10 +116,8 @@ int kdb_read_entry(kdb *db, const uint8_t *p, size_t n, const char *where, const
                    int compressed, int amdgpu, kdb_err *e);
 int kdb_amdgpu_read(kdb *db, const uint8_t *img, size_t n, const char *container,
                     const char *triple, int compressed, kdb_err *e);
-int kdb_cuda_read_cubin(kdb *db, const uint8_t *img, size_t n, const char *container,
-                        kdb_err *e);
-int kdb_cuda_read_fatbin(kdb *db, const uint8_t *p, size_t n, const char *container,
-                         kdb_err *e);
+int kdb_cuda_read_cubin(kdb *db, const uint8_t *img, size_t n, const char *container, kdb_err *e);
+int kdb_cuda_read_fatbin(kdb *db, const uint8_t *p, size_t n, const char *container, kdb_err *e);
 
 /* Reads the site tables of every code object (and of the input itself when
 ** it is a host ELF file). 0 or -1. */

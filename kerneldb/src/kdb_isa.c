@@ -13,8 +13,8 @@
 #define _GNU_SOURCE
 #include "kdb_internal.h"
 
-#include <elfutils/libdw.h>
 #include <dwarf.h>
+#include <elfutils/libdw.h>
 #include <llvm-c/Disassembler.h>
 #include <llvm-c/Target.h>
 #include <stdio.h>
@@ -22,7 +22,9 @@
 #include <string.h>
 
 /* ---- memory classification ------------------------------------------------- */
-static int kdb_isa_has_prefix(const char *s, const char *p) { return strncmp(s, p, strlen(p)) == 0; }
+static int kdb_isa_has_prefix(const char *s, const char *p) {
+  return strncmp(s, p, strlen(p)) == 0;
+}
 
 /* Width in bytes named by one '_'-separated mnemonic token; 0 if none. */
 static uint32_t kdb_isa_token_width(const char *t, size_t n) {
@@ -30,16 +32,17 @@ static uint32_t kdb_isa_token_width(const char *t, size_t n) {
     const char *tok;
     uint32_t w;
   } tab[] = {
-      {"dword", 4},  {"dwordx2", 8}, {"dwordx3", 12}, {"dwordx4", 16}, {"dwordx8", 32},
-      {"dwordx16", 64}, {"ubyte", 1}, {"sbyte", 1},   {"byte", 1},     {"u8", 1},
-      {"i8", 1},     {"b8", 1},      {"ushort", 2},   {"sshort", 2},   {"short", 2},
-      {"u16", 2},    {"i16", 2},     {"b16", 2},      {"f16", 2},      {"bf16", 2},
-      {"b32", 4},    {"u32", 4},     {"i32", 4},      {"f32", 4},      {"b64", 8},
-      {"u64", 8},    {"i64", 8},     {"f64", 8},      {"b96", 12},     {"b128", 16},
-      {"b256", 32},  {"b512", 64},   {"x2", 8},       {"pk", 4},
+      {"dword", 4},     {"dwordx2", 8}, {"dwordx3", 12}, {"dwordx4", 16}, {"dwordx8", 32},
+      {"dwordx16", 64}, {"ubyte", 1},   {"sbyte", 1},    {"byte", 1},     {"u8", 1},
+      {"i8", 1},        {"b8", 1},      {"ushort", 2},   {"sshort", 2},   {"short", 2},
+      {"u16", 2},       {"i16", 2},     {"b16", 2},      {"f16", 2},      {"bf16", 2},
+      {"b32", 4},       {"u32", 4},     {"i32", 4},      {"f32", 4},      {"b64", 8},
+      {"u64", 8},       {"i64", 8},     {"f64", 8},      {"b96", 12},     {"b128", 16},
+      {"b256", 32},     {"b512", 64},   {"x2", 8},       {"pk", 4},
   };
   for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
-    if (strlen(tab[i].tok) == n && memcmp(tab[i].tok, t, n) == 0) return tab[i].w;
+    if (strlen(tab[i].tok) == n && memcmp(tab[i].tok, t, n) == 0)
+      return tab[i].w;
   return 0;
 }
 
@@ -47,19 +50,26 @@ void kdb_classify_mnemonic(const char *m, kdb_mem_space *space, kdb_mem_op *op, 
   kdb_mem_space sp = KDB_MEM_NONE;
   kdb_mem_op o = KDB_MEMOP_NONE;
   uint32_t w = 0;
-  if (kdb_isa_has_prefix(m, "global_")) sp = KDB_MEM_GLOBAL;
-  else if (kdb_isa_has_prefix(m, "flat_")) sp = KDB_MEM_FLAT;
-  else if (kdb_isa_has_prefix(m, "scratch_")) sp = KDB_MEM_SCRATCH;
-  else if (kdb_isa_has_prefix(m, "buffer_") || kdb_isa_has_prefix(m, "tbuffer_")) sp = KDB_MEM_BUFFER;
-  else if (kdb_isa_has_prefix(m, "ds_")) sp = KDB_MEM_LDS;
+  if (kdb_isa_has_prefix(m, "global_"))
+    sp = KDB_MEM_GLOBAL;
+  else if (kdb_isa_has_prefix(m, "flat_"))
+    sp = KDB_MEM_FLAT;
+  else if (kdb_isa_has_prefix(m, "scratch_"))
+    sp = KDB_MEM_SCRATCH;
+  else if (kdb_isa_has_prefix(m, "buffer_") || kdb_isa_has_prefix(m, "tbuffer_"))
+    sp = KDB_MEM_BUFFER;
+  else if (kdb_isa_has_prefix(m, "ds_"))
+    sp = KDB_MEM_LDS;
   else if (kdb_isa_has_prefix(m, "s_load_") || kdb_isa_has_prefix(m, "s_buffer_load_") ||
            kdb_isa_has_prefix(m, "s_store_") || kdb_isa_has_prefix(m, "s_buffer_store_") ||
            kdb_isa_has_prefix(m, "s_atomic_") || kdb_isa_has_prefix(m, "s_buffer_atomic_") ||
            kdb_isa_has_prefix(m, "s_scratch_load_") || kdb_isa_has_prefix(m, "s_scratch_store_"))
     sp = KDB_MEM_SCALAR;
   if (sp != KDB_MEM_NONE) {
-    if (strstr(m, "atomic")) o = KDB_MEMOP_ATOMIC;
-    else if (strstr(m, "_load") || kdb_isa_has_prefix(m, "ds_read")) o = KDB_MEMOP_LOAD;
+    if (strstr(m, "atomic"))
+      o = KDB_MEMOP_ATOMIC;
+    else if (strstr(m, "_load") || kdb_isa_has_prefix(m, "ds_read"))
+      o = KDB_MEMOP_LOAD;
     else if (strstr(m, "_store") || kdb_isa_has_prefix(m, "ds_write_") ||
              kdb_isa_has_prefix(m, "ds_write2"))
       o = KDB_MEMOP_STORE;
@@ -78,18 +88,25 @@ void kdb_classify_mnemonic(const char *m, kdb_mem_space *space, kdb_mem_op *op, 
     const char *t = m;
     while (*t) {
       size_t n = strcspn(t, "_");
-      if (!w) w = kdb_isa_token_width(t, n);
-      if (n == 3 && memcmp(t, "d16", 3) == 0) d16 = 1;
-      if (n == 6 && memcmp(t, "format", 6) == 0) format = 1;
-      if (format && n >= 1 && n <= 4 && memcmp(t, "xyzw", n) == 0) comps = (uint32_t)n;
+      if (!w)
+        w = kdb_isa_token_width(t, n);
+      if (n == 3 && memcmp(t, "d16", 3) == 0)
+        d16 = 1;
+      if (n == 6 && memcmp(t, "format", 6) == 0)
+        format = 1;
+      if (format && n >= 1 && n <= 4 && memcmp(t, "xyzw", n) == 0)
+        comps = (uint32_t)n;
       if ((n >= 5 && memcmp(t, "read2", 5) == 0) || (n >= 6 && memcmp(t, "write2", 6) == 0) ||
           (n == 5 && memcmp(t, "2addr", 5) == 0))
         mult = 2;
       t += n;
-      if (*t == '_') t++;
+      if (*t == '_')
+        t++;
     }
-    if (comps) w = comps * (d16 ? 2 : 4);
-    if (!w) w = 4; /* dword-sized defaults: global_atomic_add, ds_append */
+    if (comps)
+      w = comps * (d16 ? 2 : 4);
+    if (!w)
+      w = 4; /* dword-sized defaults: global_atomic_add, ds_append */
     w *= mult;
   }
   *space = sp;
@@ -115,13 +132,15 @@ typedef struct kdb_rowkey {
 
 static int kdb_isa_rowcmp(const void *a, const void *b) {
   const kdb_rowkey *x = a, *y = b;
-  if (x->row.addr != y->row.addr) return x->row.addr < y->row.addr ? -1 : 1;
+  if (x->row.addr != y->row.addr)
+    return x->row.addr < y->row.addr ? -1 : 1;
   return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
 static int kdb_isa_inlcmp(const void *a, const void *b) {
   const kdb_inline_range *x = a, *y = b;
-  if (x->lo != y->lo) return x->lo < y->lo ? -1 : 1;
+  if (x->lo != y->lo)
+    return x->lo < y->lo ? -1 : 1;
   return x->depth < y->depth ? -1 : x->depth > y->depth;
 }
 
@@ -134,9 +153,11 @@ typedef struct kdb_inl_acc {
 /* Collects DW_TAG_inlined_subroutine ranges below die (depth-bounded). */
 static void kdb_isa_walk(Dwarf_Die *die, Dwarf_Files *files, size_t nfiles, unsigned depth,
                          unsigned level, kdb_inl_acc *acc) {
-  if (level > 128 || acc->oom) return;
+  if (level > 128 || acc->oom)
+    return;
   Dwarf_Die child;
-  if (dwarf_child(die, &child) != 0) return;
+  if (dwarf_child(die, &child) != 0)
+    return;
   do {
     unsigned d = depth;
     if (dwarf_tag(&child) == DW_TAG_inlined_subroutine) {
@@ -147,20 +168,22 @@ static void kdb_isa_walk(Dwarf_Die *die, Dwarf_Files *files, size_t nfiles, unsi
       if (dwarf_attr(&child, DW_AT_call_file, &at) && dwarf_formudata(&at, &cf) == 0 && files &&
           cf < nfiles)
         file = dwarf_filesrc(files, cf, NULL, NULL);
-      if (!dwarf_attr(&child, DW_AT_call_line, &at) || dwarf_formudata(&at, &cl) != 0) cl = 0;
-      if (!dwarf_attr(&child, DW_AT_call_column, &at) || dwarf_formudata(&at, &cc) != 0) cc = 0;
+      if (!dwarf_attr(&child, DW_AT_call_line, &at) || dwarf_formudata(&at, &cl) != 0)
+        cl = 0;
+      if (!dwarf_attr(&child, DW_AT_call_column, &at) || dwarf_formudata(&at, &cc) != 0)
+        cc = 0;
       const char *fn = dwarf_diename(&child);
       Dwarf_Addr base, lo, hi;
       ptrdiff_t off = 0;
       int guard = 0;
       while ((off = dwarf_ranges(&child, off, &base, &lo, &hi)) > 0 && guard++ < 4096) {
-        if (hi <= lo) continue;
+        if (hi <= lo)
+          continue;
         if (kdb_reserve((void **)&acc->v, &acc->cap, acc->n + 1, sizeof *acc->v)) {
           acc->oom = 1;
           return;
         }
-        acc->v[acc->n++] = (kdb_inline_range){lo, hi, d, fn,
-                                              {file, (uint32_t)cl, (uint32_t)cc}};
+        acc->v[acc->n++] = (kdb_inline_range){lo, hi, d, fn, {file, (uint32_t)cl, (uint32_t)cc}};
       }
     }
     kdb_isa_walk(&child, files, nfiles, d, level + 1, acc);
@@ -171,7 +194,8 @@ static void kdb_isa_walk(Dwarf_Die *die, Dwarf_Files *files, size_t nfiles, unsi
 static void kdb_isa_build_lines(kdb_co_priv *co) {
   co->lines_built = 1;
   Dwarf *dw = dwarf_begin_elf(co->elf, DWARF_C_READ, NULL);
-  if (!dw) return; /* no DWARF: instructions carry no source positions */
+  if (!dw)
+    return; /* no DWARF: instructions carry no source positions */
   co->dwarf = dw;
   kdb_rowkey *rows = NULL;
   size_t n = 0, cap = 0;
@@ -182,7 +206,8 @@ static void kdb_isa_build_lines(kdb_co_priv *co) {
   while (dwarf_get_units(dw, cu, &cu, NULL, NULL, &cudie, NULL) == 0 && guard++ < 100000) {
     Dwarf_Lines *lines;
     size_t nl;
-    if (dwarf_getsrclines(&cudie, &lines, &nl) != 0) continue;
+    if (dwarf_getsrclines(&cudie, &lines, &nl) != 0)
+      continue;
     for (size_t i = 0; i < nl; i++) {
       Dwarf_Line *l = dwarf_onesrcline(lines, i);
       Dwarf_Addr a;
@@ -191,7 +216,8 @@ static void kdb_isa_build_lines(kdb_co_priv *co) {
       if (!l || dwarf_lineaddr(l, &a) != 0 || dwarf_lineno(l, &ln) != 0 ||
           dwarf_lineendsequence(l, &end) != 0)
         continue;
-      if (dwarf_linecol(l, &col) != 0) col = 0;
+      if (dwarf_linecol(l, &col) != 0)
+        col = 0;
       const char *f = end ? NULL : dwarf_linesrc(l, NULL, NULL);
       if (kdb_reserve((void **)&rows, &cap, n + 1, sizeof *rows)) {
         free(rows);
@@ -199,20 +225,23 @@ static void kdb_isa_build_lines(kdb_co_priv *co) {
         return;
       }
       rows[n].row = (kdb_linerow){a, f, ln > 0 ? (uint32_t)ln : 0, col > 0 ? (uint32_t)col : 0};
-      if (!f && !end) rows[n].row.file = "";
+      if (!f && !end)
+        rows[n].row.file = "";
       rows[n].seq = n;
       n++;
     }
     Dwarf_Files *files = NULL;
     size_t nfiles = 0;
-    if (dwarf_getsrcfiles(&cudie, &files, &nfiles) != 0) files = NULL;
+    if (dwarf_getsrcfiles(&cudie, &files, &nfiles) != 0)
+      files = NULL;
     kdb_isa_walk(&cudie, files, nfiles, 0, 0, &acc);
   }
   if (n) {
     qsort(rows, n, sizeof *rows, kdb_isa_rowcmp);
     co->lines = malloc(n * sizeof *co->lines);
     if (co->lines) {
-      for (size_t i = 0; i < n; i++) co->lines[i] = rows[i].row;
+      for (size_t i = 0; i < n; i++)
+        co->lines[i] = rows[i].row;
       co->nlines = n;
     }
   }
@@ -220,7 +249,8 @@ static void kdb_isa_build_lines(kdb_co_priv *co) {
   if (acc.oom) {
     free(acc.v);
   } else {
-    if (acc.n) qsort(acc.v, acc.n, sizeof *acc.v, kdb_isa_inlcmp);
+    if (acc.n)
+      qsort(acc.v, acc.n, sizeof *acc.v, kdb_isa_inlcmp);
     co->inl = acc.v;
     co->ninl = acc.n;
   }
@@ -232,10 +262,13 @@ static const kdb_linerow *kdb_isa_line_at(const kdb_co_priv *co, uint64_t addr) 
   size_t lo = 0, hi = co->nlines;
   while (lo < hi) {
     size_t mid = (lo + hi) / 2;
-    if (co->lines[mid].addr <= addr) lo = mid + 1;
-    else hi = mid;
+    if (co->lines[mid].addr <= addr)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
-  if (lo == 0) return NULL;
+  if (lo == 0)
+    return NULL;
   const kdb_linerow *r = &co->lines[lo - 1];
   return r->file ? r : NULL;
 }
@@ -245,9 +278,11 @@ void kdb_co_free_lazy(kdb_co_priv *co) {
   free(co->inl);
   co->lines = NULL;
   co->inl = NULL;
-  if (co->dwarf) dwarf_end(co->dwarf);
+  if (co->dwarf)
+    dwarf_end(co->dwarf);
   co->dwarf = NULL;
-  if (co->disasm) LLVMDisasmDispose(co->disasm);
+  if (co->disasm)
+    LLVMDisasmDispose(co->disasm);
   co->disasm = NULL;
 }
 
@@ -264,13 +299,14 @@ static void kdb_isa_init_llvm(void) {
 ** process (report_fatal_error) for GFX6/GFX7 and does not know later
 ** processors, so only these names reach it. */
 static int kdb_isa_llvm15_cpu(const char *arch) {
-  static const char *const ok[] = {
-      "gfx801",  "gfx802",  "gfx803",  "gfx805",  "gfx810",  "gfx900",  "gfx902",  "gfx904",
-      "gfx906",  "gfx908",  "gfx909",  "gfx90a",  "gfx90c",  "gfx940",  "gfx1010", "gfx1011",
-      "gfx1012", "gfx1013", "gfx1030", "gfx1031", "gfx1032", "gfx1033", "gfx1034", "gfx1035",
-      "gfx1036", "gfx1100", "gfx1101", "gfx1102", "gfx1103"};
+  static const char *const ok[] = {"gfx801",  "gfx802",  "gfx803",  "gfx805",  "gfx810",  "gfx900",
+                                   "gfx902",  "gfx904",  "gfx906",  "gfx908",  "gfx909",  "gfx90a",
+                                   "gfx90c",  "gfx940",  "gfx1010", "gfx1011", "gfx1012", "gfx1013",
+                                   "gfx1030", "gfx1031", "gfx1032", "gfx1033", "gfx1034", "gfx1035",
+                                   "gfx1036", "gfx1100", "gfx1101", "gfx1102", "gfx1103"};
   for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
-    if (strcmp(arch, ok[i]) == 0) return 1;
+    if (strcmp(arch, ok[i]) == 0)
+      return 1;
   return 0;
 }
 
@@ -279,19 +315,24 @@ static int kdb_isa_llvm15_cpu(const char *arch) {
 ** with a select field of 7, which its printer treats as unreachable
 ** (llvm-objdump-15 dies with SIGILL on such bytes). Found by fuzzing. */
 static int kdb_isa_llvm15_aborts(const uint8_t *p, size_t n, int sdwa) {
-  if (!sdwa || n < 8) return 0;
+  if (!sdwa || n < 8)
+    return 0;
   uint32_t w = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-  if ((w >> 31) != 0 || (w & 0x1ff) != 0xf9) return 0;
+  if ((w >> 31) != 0 || (w & 0x1ff) != 0xf9)
+    return 0;
   uint32_t sd = (uint32_t)p[4] | (uint32_t)p[5] << 8 | (uint32_t)p[6] << 16 | (uint32_t)p[7] << 24;
   unsigned dst = (sd >> 8) & 7, src0 = (sd >> 16) & 7, src1 = (sd >> 24) & 7, enc = w >> 25;
-  if (enc == 0x3e) return src0 == 7 || src1 == 7;  /* VOPC: bits 8-15 are sdst */
-  if (enc == 0x3f) return dst == 7 || src0 == 7;   /* VOP1 */
-  return dst == 7 || src0 == 7 || src1 == 7;       /* VOP2 */
+  if (enc == 0x3e)
+    return src0 == 7 || src1 == 7; /* VOPC: bits 8-15 are sdst */
+  if (enc == 0x3f)
+    return dst == 7 || src0 == 7;            /* VOP1 */
+  return dst == 7 || src0 == 7 || src1 == 7; /* VOP2 */
 }
 
 /* Creates co's disassembler (caller holds co->lock). */
 static int kdb_isa_disasm_ctx(kdb *db, kdb_co_priv *co, kdb_err *e) {
-  if (co->disasm) return 0;
+  if (co->disasm)
+    return 0;
   if (co->disasm_failed)
     return kdb_fail(e, db->name, "%s: LLVM 15 cannot disassemble target %s", co->pub.container,
                     co->pub.arch);
@@ -306,10 +347,12 @@ static int kdb_isa_disasm_ctx(kdb *db, kdb_co_priv *co, kdb_err *e) {
   if (co->pub.xnack == KDB_FEATURE_ON || co->pub.xnack == KDB_FEATURE_OFF)
     strcat(feat, co->pub.xnack == KDB_FEATURE_ON ? "+xnack" : "-xnack");
   if (co->pub.sramecc == KDB_FEATURE_ON || co->pub.sramecc == KDB_FEATURE_OFF) {
-    if (feat[0]) strcat(feat, ",");
+    if (feat[0])
+      strcat(feat, ",");
     strcat(feat, co->pub.sramecc == KDB_FEATURE_ON ? "+sramecc" : "-sramecc");
   }
-  co->disasm = LLVMCreateDisasmCPUFeatures("amdgcn-amd-amdhsa", co->pub.arch, feat, NULL, 0, NULL, NULL);
+  co->disasm =
+      LLVMCreateDisasmCPUFeatures("amdgcn-amd-amdhsa", co->pub.arch, feat, NULL, 0, NULL, NULL);
   if (!co->disasm) {
     co->disasm_failed = 1;
     return kdb_fail(e, db->name, "%s: LLVM 15 cannot disassemble target %s", co->pub.container,
@@ -320,8 +363,10 @@ static int kdb_isa_disasm_ctx(kdb *db, kdb_co_priv *co, kdb_err *e) {
 
 /* Disassembles kernel k (caller holds co->lock). */
 static kdb_isa *kdb_isa_build(kdb *db, kdb_co_priv *co, const kdb_kernel *k, kdb_err *e) {
-  if (kdb_isa_disasm_ctx(db, co, e)) return NULL;
-  if (!co->lines_built) kdb_isa_build_lines(co);
+  if (kdb_isa_disasm_ctx(db, co, e))
+    return NULL;
+  if (!co->lines_built)
+    kdb_isa_build_lines(co);
   const uint8_t *code = co->image + co->text_offset + (k->code_addr - co->text_addr);
   size_t len = (size_t)k->code_size;
   /* Inlined ranges that can touch the kernel: sorted by lo, take lo < end. */
@@ -329,16 +374,20 @@ static kdb_isa *kdb_isa_build(kdb *db, kdb_co_priv *co, const kdb_kernel *k, kdb
   uint64_t kend = k->code_addr + len;
   while (ilo < ihi) {
     size_t mid = (ilo + ihi) / 2;
-    if (co->inl[mid].lo < k->code_addr) ilo = mid + 1;
-    else ihi = mid;
+    if (co->inl[mid].lo < k->code_addr)
+      ilo = mid + 1;
+    else
+      ihi = mid;
   }
   size_t inl_first = ilo, inl_last = ilo;
-  while (inl_last < co->ninl && co->inl[inl_last].lo < kend) inl_last++;
+  while (inl_last < co->ninl && co->inl[inl_last].lo < kend)
+    inl_last++;
   kdb_isa *isa = calloc(1, sizeof *isa);
   kdb_insn *v = NULL;
   char *text = NULL;
   size_t n = 0, cap = 0, tlen = 0, tcap = 0;
-  if (!isa) goto oom;
+  if (!isa)
+    goto oom;
   isa->has_lines = co->nlines > 0;
   /* SDWA exists from GFX8 to GFX10 (names gfx8xx, gfx9xx, gfx10xx). */
   int sdwa = strncmp(co->pub.arch, "gfx8", 4) == 0 || strncmp(co->pub.arch, "gfx9", 4) == 0 ||
@@ -348,7 +397,8 @@ static kdb_isa *kdb_isa_build(kdb *db, kdb_co_priv *co, const kdb_kernel *k, kdb
     /* Runs of 8 or more zero bytes are padding, skipped in multiples of 4
     ** as llvm-objdump does without --disassemble-zeroes. */
     size_t zeros = 0;
-    while (pos + zeros < len && code[pos + zeros] == 0) zeros++;
+    while (pos + zeros < len && code[pos + zeros] == 0)
+      zeros++;
     if (zeros >= 8) {
       pos += pos + zeros == len ? zeros : zeros & ~(size_t)3;
       continue;
@@ -372,7 +422,8 @@ static kdb_isa *kdb_isa_build(kdb *db, kdb_co_priv *co, const kdb_kernel *k, kdb
       ops = mn + mnl;
       ops += strspn(ops, " \t");
       opl = strlen(ops);
-      while (opl && (ops[opl - 1] == ' ' || ops[opl - 1] == '\t')) opl--;
+      while (opl && (ops[opl - 1] == ' ' || ops[opl - 1] == '\t'))
+        opl--;
     }
     if (kdb_reserve((void **)&v, &cap, n + 1, sizeof *v) ||
         kdb_reserve((void **)&text, &tcap, tlen + mnl + opl + 2, 1))
@@ -393,7 +444,8 @@ static kdb_isa *kdb_isa_build(kdb *db, kdb_co_priv *co, const kdb_kernel *k, kdb
     tlen += mnl + opl + 2;
     const kdb_linerow *r = co->nlines ? kdb_isa_line_at(co, in->addr) : NULL;
     /* Line 0 is DWARF's "no source line" (compiler-generated code). */
-    if (r && r->file[0] && r->line) in->src = (kdb_srcpos){r->file, r->line, r->column};
+    if (r && r->file[0] && r->line)
+      in->src = (kdb_srcpos){r->file, r->line, r->column};
     unsigned best = 0;
     for (size_t i = inl_first; i < inl_last; i++) {
       const kdb_inline_range *ir = &co->inl[i];
@@ -407,9 +459,11 @@ static kdb_isa *kdb_isa_build(kdb *db, kdb_co_priv *co, const kdb_kernel *k, kdb
   }
   /* One allocation: instructions then their text. */
   kdb_insn *all = malloc(n * sizeof *v + tlen + 1);
-  if (!all) goto oom;
+  if (!all)
+    goto oom;
   char *t = (char *)(all + n);
-  if (tlen) memcpy(t, text, tlen);
+  if (tlen)
+    memcpy(t, text, tlen);
   t[tlen] = 0;
   for (size_t i = 0; i < n; i++) {
     all[i] = v[i];
@@ -443,14 +497,17 @@ int kdb_kernel_isa(kdb *db, const kdb_kernel *k, const kdb_isa **out, char *err,
   if (!k->code_addr || !k->code_size)
     return kdb_fail(&e, db->name, "%s: kernel %s has no code in .text", k->co->container, k->name);
   kdb_co_priv *co = db->cos[k->co->index];
-  if (pthread_mutex_lock(&co->lock) != 0) return kdb_fail(&e, db->name, "mutex lock failed");
+  if (pthread_mutex_lock(&co->lock) != 0)
+    return kdb_fail(&e, db->name, "mutex lock failed");
   isa = atomic_load_explicit(&kp->isa, memory_order_relaxed);
   if (!isa) {
     isa = kdb_isa_build(db, co, k, &e);
-    if (isa) atomic_store_explicit(&kp->isa, isa, memory_order_release);
+    if (isa)
+      atomic_store_explicit(&kp->isa, isa, memory_order_release);
   }
   pthread_mutex_unlock(&co->lock);
-  if (!isa) return -1;
+  if (!isa)
+    return -1;
   *out = isa;
   return 0;
 }
@@ -458,7 +515,8 @@ int kdb_kernel_isa(kdb *db, const kdb_kernel *k, const kdb_isa **out, char *err,
 /* True when path equals file or ends in "/" + file. */
 static int kdb_isa_path_match(const char *path, const char *file) {
   size_t pl = strlen(path), fl = strlen(file);
-  if (pl == fl) return strcmp(path, file) == 0;
+  if (pl == fl)
+    return strcmp(path, file) == 0;
   return pl > fl && path[pl - fl - 1] == '/' && strcmp(path + pl - fl, file) == 0;
 }
 
@@ -467,8 +525,10 @@ size_t kdb_isa_line_insns(const kdb_isa *isa, const char *file, uint32_t line, s
   size_t n = 0;
   for (size_t i = 0; i < isa->count; i++) {
     const kdb_insn *in = &isa->insns[i];
-    if (!in->src.file || in->src.line != line || !kdb_isa_path_match(in->src.file, file)) continue;
-    if (n < cap) idx[n] = i;
+    if (!in->src.file || in->src.line != line || !kdb_isa_path_match(in->src.file, file))
+      continue;
+    if (n < cap)
+      idx[n] = i;
     n++;
   }
   return n;

@@ -33,14 +33,21 @@ static int kdb_sites_take(kdb *db, const struct nano_dh_sites *set, const kdb_co
   for (size_t i = 0; i < n; i++) {
     const struct nano_dh_site *s = nano_dh_sites_at(set, i);
     kdb_site *d = &db->sites[db->nsites];
-    *d = (kdb_site){.id = s->id, .co = co, .line = s->line, .column = s->column,
-                    .kind = s->kind, .addrspace = s->addrspace, .flags = s->flags,
+    *d = (kdb_site){.id = s->id,
+                    .co = co,
+                    .line = s->line,
+                    .column = s->column,
+                    .kind = s->kind,
+                    .addrspace = s->addrspace,
+                    .flags = s->flags,
                     .size = s->size};
     d->function = kdb_arena_strdup(&db->arena, s->kernel);
     d->file = kdb_arena_strdup(&db->arena, s->file);
-    if (!d->function || !d->file) return kdb_fail(e, db->name, "out of memory");
+    if (!d->function || !d->file)
+      return kdb_fail(e, db->name, "out of memory");
     d->demangled = kdb_demangle(db, d->function);
-    if (!d->demangled) return kdb_fail(e, db->name, "out of memory");
+    if (!d->demangled)
+      return kdb_fail(e, db->name, "out of memory");
     db->nsites++;
   }
   return 0;
@@ -50,7 +57,8 @@ static int kdb_sites_take(kdb *db, const struct nano_dh_sites *set, const kdb_co
 static int kdb_sites_image(kdb *db, const uint8_t *image, size_t size, const char *what,
                            const kdb_code_object *co, kdb_err *e) {
   struct nano_dh_sites *set = nano_dh_sites_create();
-  if (!set) return kdb_fail(e, db->name, "out of memory");
+  if (!set)
+    return kdb_fail(e, db->name, "out of memory");
   char msg[512];
   int rc = 0;
   if (nano_dh_sites_add_elf_memory(set, image, size, what, msg, sizeof msg) < 0)
@@ -69,10 +77,13 @@ static int kdb_site_cmp(const void *a, const void *b) {
 int kdb_read_sites(kdb *db, kdb_err *e) {
   for (size_t i = 0; i < db->ncos; i++) {
     kdb_co_priv *co = db->cos[i];
-    if (kdb_sites_image(db, co->image, co->image_size, co->pub.container, &co->pub, e)) return -1;
+    if (kdb_sites_image(db, co->image, co->image_size, co->pub.container, &co->pub, e))
+      return -1;
   }
-  if (db->host_elf && kdb_sites_image(db, db->data, db->size, "host ELF", NULL, e)) return -1;
-  if (db->nsites) qsort(db->sites, db->nsites, sizeof *db->sites, kdb_site_cmp);
+  if (db->host_elf && kdb_sites_image(db, db->data, db->size, "host ELF", NULL, e))
+    return -1;
+  if (db->nsites)
+    qsort(db->sites, db->nsites, sizeof *db->sites, kdb_site_cmp);
   return 0;
 }
 
@@ -100,7 +111,8 @@ static int kdb_sites_same_file(const char *a, const char *b) {
     al = bl;
     bl = tl;
   }
-  if (al == bl) return strcmp(a, b) == 0;
+  if (al == bl)
+    return strcmp(a, b) == 0;
   return bl > 0 && a[al - bl - 1] == '/' && strcmp(a + al - bl, b) == 0;
 }
 
@@ -111,8 +123,10 @@ static int kdb_sites_insn_matches(const kdb_site *s, const kdb_insn *in) {
   if (in->space == KDB_MEM_NONE || !in->src.file || in->src.line != s->line ||
       in->src.column != s->column)
     return 0;
-  if (s->kind >= sizeof ops / sizeof *ops || in->op != ops[s->kind]) return 0;
-  if (s->addrspace == NANO_DH_AS_SHARED && in->space != KDB_MEM_LDS) return 0;
+  if (s->kind >= sizeof ops / sizeof *ops || in->op != ops[s->kind])
+    return 0;
+  if (s->addrspace == NANO_DH_AS_SHARED && in->space != KDB_MEM_LDS)
+    return 0;
   if ((s->addrspace == NANO_DH_AS_GLOBAL || s->addrspace == NANO_DH_AS_CONSTANT) &&
       in->space == KDB_MEM_LDS)
     return 0;
@@ -123,10 +137,13 @@ static int kdb_sites_insn_matches(const kdb_site *s, const kdb_insn *in) {
 static int kdb_sites_search(kdb *db, const kdb_site *s, const kdb_kernel *k, kdb_site_insn *out,
                             size_t cap, long *n, kdb_err *e) {
   const kdb_isa *isa;
-  if (kdb_kernel_isa(db, k, &isa, e->buf, e->len)) return -1;
+  if (kdb_kernel_isa(db, k, &isa, e->buf, e->len))
+    return -1;
   for (size_t i = 0; i < isa->count; i++) {
-    if (!kdb_sites_insn_matches(s, &isa->insns[i])) continue;
-    if ((size_t)*n < cap) out[*n] = (kdb_site_insn){k, &isa->insns[i]};
+    if (!kdb_sites_insn_matches(s, &isa->insns[i]))
+      continue;
+    if ((size_t)*n < cap)
+      out[*n] = (kdb_site_insn){k, &isa->insns[i]};
     (*n)++;
   }
   return 0;
@@ -152,10 +169,13 @@ static const kdb_kernel *kdb_sites_kernel(const kdb *db, const kdb_site *s, kdb_
   }
   for (size_t i = 0; i < db->nkernels; i++) {
     const kdb_kernel *k = &db->kernels[i]->pub;
-    if (k->co == s->co && !k->original && strcmp(k->name, s->function) == 0) return k;
+    if (k->co == s->co && !k->original && strcmp(k->name, s->function) == 0)
+      return k;
   }
-  kdb_fail(e, db->name, "site %016llx is in %s, which is no kernel of %s (a device function "
-           "kept out of line)", (unsigned long long)s->id, s->demangled, s->co->container);
+  kdb_fail(e, db->name,
+           "site %016llx is in %s, which is no kernel of %s (a device function "
+           "kept out of line)",
+           (unsigned long long)s->id, s->demangled, s->co->container);
   return NULL;
 }
 
@@ -163,10 +183,13 @@ long kdb_site_insns(kdb *db, const kdb_site *s, kdb_site_insn *out, size_t cap, 
                     size_t errlen) {
   kdb_err e = {err, errlen};
   const kdb_kernel *k = kdb_sites_kernel(db, s, &e);
-  if (!k) return -1;
+  if (!k)
+    return -1;
   long n = 0;
-  if (kdb_sites_search(db, s, k, out, cap, &n, &e)) return -1;
-  if (k->twin && kdb_sites_search(db, s, k->twin, out, cap, &n, &e)) return -1;
+  if (kdb_sites_search(db, s, k, out, cap, &n, &e))
+    return -1;
+  if (k->twin && kdb_sites_search(db, s, k->twin, out, cap, &n, &e))
+    return -1;
   return n;
 }
 
@@ -225,9 +248,11 @@ kdb_site_isa kdb_site_isa_width(kdb *db, const kdb_site *s, uint32_t *width) {
   *width = 0;
   kdb_err quiet = {NULL, 0};
   const kdb_kernel *k = kdb_sites_kernel(db, s, &quiet);
-  if (!k || !s->size) return KDB_SITE_ISA_UNKNOWN;
+  if (!k || !s->size)
+    return KDB_SITE_ISA_UNKNOWN;
   const kdb_isa *isa;
-  if (kdb_kernel_isa(db, k, &isa, NULL, 0) || !isa->has_lines) return KDB_SITE_ISA_UNKNOWN;
+  if (kdb_kernel_isa(db, k, &isa, NULL, 0) || !isa->has_lines)
+    return KDB_SITE_ISA_UNKNOWN;
   size_t rank = 0;
   for (size_t i = 0; i < db->nsites && &db->sites[i] != s; i++)
     rank += kdb_sites_siblings(&db->sites[i], s);
@@ -235,12 +260,14 @@ kdb_site_isa kdb_site_isa_width(kdb *db, const kdb_site *s, uint32_t *width) {
   int found = 0;
   for (size_t i = 0; i < isa->count && next <= rank; i++) {
     const kdb_insn *in = &isa->insns[i];
-    if (!kdb_sites_insn_matches(s, in)) continue;
+    if (!kdb_sites_insn_matches(s, in))
+      continue;
     found = 1;
     uint32_t w = kdb_sites_lane_width(s, in);
     size_t covers = w > s->size ? w / s->size : 1;
     if (rank < next + covers) {
-      if (rank > next) return KDB_SITE_ISA_MERGED;
+      if (rank > next)
+        return KDB_SITE_ISA_MERGED;
       *width = w;
       return w > s->size ? KDB_SITE_ISA_WIDER : KDB_SITE_ISA_SAME;
     }

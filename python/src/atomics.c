@@ -32,8 +32,7 @@ static struct {
 } np_tracker;
 
 /* Resolves the tracker's functions. Returns 0, or -1 with RuntimeError. */
-static int np_tracker_resolve(void)
-{
+static int np_tracker_resolve(void) {
   void *global;
   if (np_tracker.resolved)
     return 0;
@@ -64,8 +63,7 @@ static int np_tracker_resolve(void)
 }
 
 /* atomics_loaded() -> bool. */
-static PyObject *np_atomics_loaded(PyObject *self, PyObject *unused)
-{
+static PyObject *np_atomics_loaded(PyObject *self, PyObject *unused) {
   (void)self, (void)unused;
   if (np_tracker_resolve() < 0) {
     PyErr_Clear();
@@ -75,8 +73,7 @@ static PyObject *np_atomics_loaded(PyObject *self, PyObject *unused)
 }
 
 /* atomics_reset(): zeroes every count. */
-static PyObject *np_atomics_reset(PyObject *self, PyObject *unused)
-{
+static PyObject *np_atomics_reset(PyObject *self, PyObject *unused) {
   (void)self, (void)unused;
   if (np_tracker_resolve() < 0)
     return NULL;
@@ -85,8 +82,7 @@ static PyObject *np_atomics_reset(PyObject *self, PyObject *unused)
 }
 
 /* atomics_count(kind_name) -> int: total of one kind (0 for an unknown name). */
-static PyObject *np_atomics_count(PyObject *self, PyObject *arg)
-{
+static PyObject *np_atomics_count(PyObject *self, PyObject *arg) {
   const char *name;
   (void)self;
   if (np_tracker_resolve() < 0 || !(name = PyUnicode_AsUTF8(arg)))
@@ -95,8 +91,7 @@ static PyObject *np_atomics_count(PyObject *self, PyObject *arg)
 }
 
 /* atomics_kinds() -> list of every kind name, in enum order. */
-static PyObject *np_atomics_kinds(PyObject *self, PyObject *unused)
-{
+static PyObject *np_atomics_kinds(PyObject *self, PyObject *unused) {
   PyObject *list;
   (void)self, (void)unused;
   if (np_tracker_resolve() < 0 || !(list = PyList_New(0)))
@@ -118,25 +113,23 @@ static PyObject *np_atomics_kinds(PyObject *self, PyObject *unused)
 
 /* Visitor of atomics_sites: appends one dict per site to the list `arg`.
  * Returns non-zero (stopping the walk) on a Python error. */
-static int np_atomics_visit(const struct nano_site *site, uint64_t count, void *arg)
-{
+static int np_atomics_visit(const struct nano_site *site, uint64_t count, void *arg) {
   const char *kind = np_tracker.kind_name(site->kind);
   const char *order = np_tracker.order_name(site->order);
-  PyObject *d = Py_BuildValue(
-      "{s:I,s:s,s:s,s:I,s:s,s:I,s:I,s:s,s:s,s:K}", "id", (unsigned)site->id, "kind",
-      kind ? kind : "?", "order", order ? order : "?", "size", (unsigned)site->size, "file",
-      site->file ? site->file : "", "line", (unsigned)site->line, "column", (unsigned)site->column,
-      "function", site->function ? site->function : "", "module",
-      site->module && site->module->name ? site->module->name : "", "count",
-      (unsigned long long)count);
+  PyObject *d =
+      Py_BuildValue("{s:I,s:s,s:s,s:I,s:s,s:I,s:I,s:s,s:s,s:K}", "id", (unsigned)site->id, "kind",
+                    kind ? kind : "?", "order", order ? order : "?", "size", (unsigned)site->size,
+                    "file", site->file ? site->file : "", "line", (unsigned)site->line, "column",
+                    (unsigned)site->column, "function", site->function ? site->function : "",
+                    "module", site->module && site->module->name ? site->module->name : "", "count",
+                    (unsigned long long)count);
   int rc = d ? PyList_Append((PyObject *)arg, d) : -1;
   Py_XDECREF(d);
   return rc < 0;
 }
 
 /* atomics_sites() -> list of dicts, one per registered site, with its count. */
-static PyObject *np_atomics_sites(PyObject *self, PyObject *unused)
-{
+static PyObject *np_atomics_sites(PyObject *self, PyObject *unused) {
   PyObject *list;
   (void)self, (void)unused;
   if (np_tracker_resolve() < 0 || !(list = PyList_New(0)))
@@ -149,8 +142,7 @@ static PyObject *np_atomics_sites(PyObject *self, PyObject *unused)
 }
 
 /* Parses a format name ("text" or "json"). Returns 0, or -1 with ValueError. */
-static int np_atomics_format(const char *s, enum nano_format *out)
-{
+static int np_atomics_format(const char *s, enum nano_format *out) {
   if (strcmp(s, "text") == 0)
     *out = NANO_FORMAT_TEXT;
   else if (strcmp(s, "json") == 0)
@@ -163,8 +155,7 @@ static int np_atomics_format(const char *s, enum nano_format *out)
 }
 
 /* atomics_dump(format) -> str: the tracker's dump as text. */
-static PyObject *np_atomics_dump(PyObject *self, PyObject *args)
-{
+static PyObject *np_atomics_dump(PyObject *self, PyObject *args) {
   const char *fmt;
   enum nano_format f;
   char *buf = NULL;
@@ -190,8 +181,7 @@ static PyObject *np_atomics_dump(PyObject *self, PyObject *args)
 
 /* atomics_dump_path(path, format): writes the dump to a file ("stdout" and
  * "stderr" name the streams). OSError naming the path when that fails. */
-static PyObject *np_atomics_dump_path(PyObject *self, PyObject *args)
-{
+static PyObject *np_atomics_dump_path(PyObject *self, PyObject *args) {
   const char *path, *fmt;
   enum nano_format f;
   (void)self;

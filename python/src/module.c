@@ -24,8 +24,7 @@ PyObject *np_module;
  * set_filename(path, append=False): sets the trace file before the tracer's
  * writer opens. Raises RuntimeError when the writer is already open.
  */
-static PyObject *np_set_filename(PyObject *self, PyObject *args, PyObject *kw)
-{
+static PyObject *np_set_filename(PyObject *self, PyObject *args, PyObject *kw) {
   static char *names[] = {"path", "append", NULL};
   const char *path;
   int append = 0;
@@ -35,15 +34,15 @@ static PyObject *np_set_filename(PyObject *self, PyObject *args, PyObject *kw)
   if (rpd_set_filename(path, append) != 0) {
     PyErr_Format(PyExc_RuntimeError,
                  "cannot set the trace file to '%s': the tracer's file is already open "
-                 "(set it before the first start)", path);
+                 "(set it before the first start)",
+                 path);
     return NULL;
   }
   Py_RETURN_NONE;
 }
 
 /* start(): one more reference to recording; returns the new count. */
-static PyObject *np_start(PyObject *self, PyObject *unused)
-{
+static PyObject *np_start(PyObject *self, PyObject *unused) {
   (void)self, (void)unused;
   int n = rpdstart();
   if (n < 0) {
@@ -55,8 +54,7 @@ static PyObject *np_start(PyObject *self, PyObject *unused)
 
 /* stop(): one reference less; returns the new count. Raises RuntimeError
  * when recording is not started (the count would go below zero). */
-static PyObject *np_stop(PyObject *self, PyObject *unused)
-{
+static PyObject *np_stop(PyObject *self, PyObject *unused) {
   (void)self, (void)unused;
   int n = rpdstop();
   if (n < 0) {
@@ -68,14 +66,11 @@ static PyObject *np_stop(PyObject *self, PyObject *unused)
 
 /* flush(): returns when everything recorded so far is committed to the file.
  * The GIL is released meanwhile: the writer may wait for other threads. */
-static PyObject *np_flush(PyObject *self, PyObject *unused)
-{
+static PyObject *np_flush(PyObject *self, PyObject *unused) {
   int rc;
   (void)self, (void)unused;
-  Py_BEGIN_ALLOW_THREADS
-  rc = rpdflush();
-  Py_END_ALLOW_THREADS
-  if (rc != 0) {
+  Py_BEGIN_ALLOW_THREADS rc = rpdflush();
+  Py_END_ALLOW_THREADS if (rc != 0) {
     PyErr_SetString(PyExc_RuntimeError, "the tracer could not flush the trace file (see stderr)");
     return NULL;
   }
@@ -83,8 +78,7 @@ static PyObject *np_flush(PyObject *self, PyObject *unused)
 }
 
 /* range_push(name, args=None, domain=None): opens a range on this thread. */
-static PyObject *np_range_push(PyObject *self, PyObject *args, PyObject *kw)
-{
+static PyObject *np_range_push(PyObject *self, PyObject *args, PyObject *kw) {
   static char *names[] = {"name", "args", "domain", NULL};
   const char *name, *text = NULL, *domain = NULL;
   (void)self;
@@ -95,16 +89,14 @@ static PyObject *np_range_push(PyObject *self, PyObject *args, PyObject *kw)
 }
 
 /* range_pop(): closes the innermost range of this thread (none open: no-op). */
-static PyObject *np_range_pop(PyObject *self, PyObject *unused)
-{
+static PyObject *np_range_pop(PyObject *self, PyObject *unused) {
   (void)self, (void)unused;
   rpd_rangePop();
   Py_RETURN_NONE;
 }
 
 /* mark(name, args=None, domain=None): a zero-duration mark. */
-static PyObject *np_mark(PyObject *self, PyObject *args, PyObject *kw)
-{
+static PyObject *np_mark(PyObject *self, PyObject *args, PyObject *kw) {
   static char *names[] = {"name", "args", "domain", NULL};
   const char *name, *text = NULL, *domain = NULL;
   (void)self;
@@ -117,8 +109,7 @@ static PyObject *np_mark(PyObject *self, PyObject *args, PyObject *kw)
 /* signpost(header, message=None): a mark in domain "signpost" with the text
  * "header" or "header: message" (apiName "UserMarker", the text in args, like
  * every user mark, so that rpd export and rpd report show it). */
-static PyObject *np_signpost(PyObject *self, PyObject *args, PyObject *kw)
-{
+static PyObject *np_signpost(PyObject *self, PyObject *args, PyObject *kw) {
   static char *names[] = {"header", "message", NULL};
   const char *header, *message = NULL;
   char *text = NULL;
@@ -134,8 +125,7 @@ static PyObject *np_signpost(PyObject *self, PyObject *args, PyObject *kw)
 
 /* name_thread(name, native_id=0): names an OS thread in the trace (0: this
  * one), as rpd_name_thread. */
-static PyObject *np_name_thread(PyObject *self, PyObject *args, PyObject *kw)
-{
+static PyObject *np_name_thread(PyObject *self, PyObject *args, PyObject *kw) {
   static char *names[] = {"name", "native_id", NULL};
   const char *name;
   int tid = 0;
@@ -152,8 +142,7 @@ static PyObject *np_name_thread(PyObject *self, PyObject *args, PyObject *kw)
 }
 
 /* now(): the tracer's clock (CLOCK_MONOTONIC, nanoseconds). */
-static PyObject *np_now(PyObject *self, PyObject *unused)
-{
+static PyObject *np_now(PyObject *self, PyObject *unused) {
   (void)self, (void)unused;
   return PyLong_FromLongLong((long long)rpd_now());
 }
@@ -177,12 +166,17 @@ static PyMethodDef np_module_methods[] = {
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef np_moduledef = {
-    PyModuleDef_HEAD_INIT, "_nanoprobe",
+    PyModuleDef_HEAD_INIT,
+    "_nanoprobe",
     "nanoprobe's C core: tracer control, the profiler, the atomics tracker.",
-    -1, np_module_methods, NULL, NULL, NULL, NULL};
+    -1,
+    np_module_methods,
+    NULL,
+    NULL,
+    NULL,
+    NULL};
 
-PyMODINIT_FUNC PyInit__nanoprobe(void)
-{
+PyMODINIT_FUNC PyInit__nanoprobe(void) {
   PyObject *m = PyModule_Create(&np_moduledef);
   if (!m)
     return NULL;

@@ -61,22 +61,21 @@
 /* What a code object's ranges are called; lives in the code object's co_extra
  * slot and is freed with it. Handles are the tracer's (rpd_intern). */
 struct np_code {
-  uint32_t name;     /* "module.qualname"                                  */
-  uint32_t args;     /* "file:firstline"                                   */
-  int skip;          /* code of nanoprobe's own package: never recorded    */
-  int firstline;     /* co_firstlineno                                     */
-  char *label;       /* "module.qualname", for line names                  */
-  char *file;        /* co_filename                                        */
-  uint32_t nlines;   /* entries of lines[] (pairs)                         */
-  uint32_t *lines;   /* per line (line - firstline): name, args handles    */
+  uint32_t name;   /* "module.qualname"                                  */
+  uint32_t args;   /* "file:firstline"                                   */
+  int skip;        /* code of nanoprobe's own package: never recorded    */
+  int firstline;   /* co_firstlineno                                     */
+  char *label;     /* "module.qualname", for line names                  */
+  char *file;      /* co_filename                                        */
+  uint32_t nlines; /* entries of lines[] (pairs)                         */
+  uint32_t *lines; /* per line (line - firstline): name, args handles    */
 };
 
 static Py_ssize_t np_extra_index = -1;
 static char *np_internal_prefix; /* directory of the nanoprobe package */
 
 /* co_extra free function: releases one struct np_code. */
-static void np_code_free(void *p)
-{
+static void np_code_free(void *p) {
   struct np_code *c = p;
   if (!c)
     return;
@@ -88,8 +87,7 @@ static void np_code_free(void *p)
 
 /* Returns a malloc'ed copy of the UTF-8 text of `o` (a str), or of `dflt`
  * when `o` is not a str or cannot be encoded. NULL only when out of memory. */
-static char *np_strdup_str(PyObject *o, const char *dflt)
-{
+static char *np_strdup_str(PyObject *o, const char *dflt) {
   const char *s = NULL;
   if (o && PyUnicode_Check(o)) {
     s = PyUnicode_AsUTF8(o);
@@ -102,8 +100,7 @@ static char *np_strdup_str(PyObject *o, const char *dflt)
 /* Builds and attaches the record of `co`, whose frame has the module globals
  * `globals` (may be NULL: module "?"). Returns it, or NULL (no exception set)
  * when out of memory or when the code object refuses extra data. */
-static struct np_code *np_code_create(PyCodeObject *co, PyObject *globals)
-{
+static struct np_code *np_code_create(PyCodeObject *co, PyObject *globals) {
   struct np_code *c = calloc(1, sizeof *c);
   PyObject *modname = globals ? PyDict_GetItemString(globals, "__name__") : NULL;
   PyObject *qualname = PyObject_GetAttrString((PyObject *)co, "co_qualname");
@@ -123,7 +120,8 @@ static struct np_code *np_code_create(PyCodeObject *co, PyObject *globals)
     args = NULL;
     goto fail;
   }
-  c->skip = np_internal_prefix && strncmp(c->file, np_internal_prefix, strlen(np_internal_prefix)) == 0;
+  c->skip =
+      np_internal_prefix && strncmp(c->file, np_internal_prefix, strlen(np_internal_prefix)) == 0;
   c->name = rpd_intern(c->label);
   c->args = rpd_intern(args);
   if (np_code_set_extra((PyObject *)co, np_extra_index, c) < 0) {
@@ -145,8 +143,7 @@ fail:
 /* The record of `co`, created on first use. `frame` (3.11) gives the module
  * globals; without it the current frame's are used (sys.monitoring calls
  * back with the new frame current). NULL when it cannot be had. */
-static struct np_code *np_code_info(PyCodeObject *co, PyFrameObject *frame)
-{
+static struct np_code *np_code_info(PyCodeObject *co, PyFrameObject *frame) {
   void *extra = NULL;
   PyObject *globals;
   struct np_code *c;
@@ -170,8 +167,7 @@ static struct np_code *np_code_info(PyCodeObject *co, PyFrameObject *frame)
 
 /* The name and args handles of line `line` of `c` (out[0], out[1]), interned
  * on first use. Returns 0, or -1 when out of memory. */
-static int np_line_handles(struct np_code *c, int line, uint32_t out[2])
-{
+static int np_line_handles(struct np_code *c, int line, uint32_t out[2]) {
   long idx = (long)line - c->firstline;
   char *name = NULL, *args = NULL;
   if (idx >= 0 && (unsigned long)idx < c->nlines && c->lines[2 * idx]) {
@@ -216,8 +212,7 @@ static struct {
 } np_cnames;
 
 /* Hash slot of `def` in a table of capacity `cap` (a power of two). */
-static size_t np_cnames_slot(const PyMethodDef **keys, size_t cap, const PyMethodDef *def)
-{
+static size_t np_cnames_slot(const PyMethodDef **keys, size_t cap, const PyMethodDef *def) {
   size_t i = ((uintptr_t)def >> 4) * 0x9E3779B97F4A7C15ull & (cap - 1);
   while (keys[i] && keys[i] != def)
     i = (i + 1) & (cap - 1);
@@ -225,8 +220,7 @@ static size_t np_cnames_slot(const PyMethodDef **keys, size_t cap, const PyMetho
 }
 
 /* Doubles the table. Returns 0, or -1 when out of memory. */
-static int np_cnames_grow(void)
-{
+static int np_cnames_grow(void) {
   size_t cap = np_cnames.cap ? 2 * np_cnames.cap : 256;
   const PyMethodDef **keys = calloc(cap, sizeof *keys);
   uint32_t *values = calloc(cap, sizeof *values);
@@ -253,8 +247,7 @@ static int np_cnames_grow(void)
 /* The name handle of C function `def` bound to `self` (a module, an object
  * or NULL) or defined by type `owner` (method descriptors): "module.name" or
  * "type.name". Returns 0 when out of memory. */
-static uint32_t np_cname(const PyMethodDef *def, PyObject *self, PyTypeObject *owner)
-{
+static uint32_t np_cname(const PyMethodDef *def, PyObject *self, PyTypeObject *owner) {
   size_t i;
   char *text = NULL;
   const char *prefix = NULL;
@@ -291,7 +284,7 @@ static uint32_t np_cname(const PyMethodDef *def, PyObject *self, PyTypeObject *o
 #define NP_E_LINE 2u  /* a line range is open inside it                      */
 
 struct np_entry {
-  const void *key;     /* frame (3.11), code (monitoring) or C callable     */
+  const void *key;      /* frame (3.11), code (monitoring) or C callable     */
   struct np_code *code; /* NULL for C calls                                  */
   uint32_t flags;
 };
@@ -310,7 +303,7 @@ static pthread_key_t np_stack_key; /* frees a thread's array when it exits */
 enum { NP_OFF, NP_ON, NP_DRAIN };
 static int np_state = NP_OFF; /* NP_DRAIN: disabled, other threads still closing */
 static int np_lines, np_ccalls;
-static int np_nesting; /* enables beyond the first (same settings), undone by disables */
+static int np_nesting;     /* enables beyond the first (same settings), undone by disables */
 static Py_ssize_t np_open; /* entries open over all threads */
 static uint32_t np_domain;
 static uint32_t np_builtin_args; /* "<built-in>": the args of C-call ranges */
@@ -319,8 +312,7 @@ static uint32_t np_builtin_args; /* "<built-in>": the args of C-call ranges */
 static void np_stack_free(void *p) { free(p); }
 
 /* Appends an entry to `s`. Returns it, or NULL when out of memory. */
-static struct np_entry *np_stack_push(struct np_stack *s)
-{
+static struct np_entry *np_stack_push(struct np_stack *s) {
   if (s->n == s->cap) {
     size_t cap = s->cap ? 2 * s->cap : 64;
     struct np_entry *e = realloc(s->e, cap * sizeof *e);
@@ -336,8 +328,7 @@ static struct np_entry *np_stack_push(struct np_stack *s)
 }
 
 /* Removes the top entry of `s` and closes the ranges it opened. */
-static void np_stack_pop(struct np_stack *s)
-{
+static void np_stack_pop(struct np_stack *s) {
   struct np_entry *e = &s->e[--s->n];
   np_open--;
   if (e->flags & NP_E_LINE)
@@ -347,8 +338,7 @@ static void np_stack_pop(struct np_stack *s)
 }
 
 /* A Python function with key `key` and record `c` starts or resumes. */
-static void np_enter(struct np_stack *s, const void *key, struct np_code *c)
-{
+static void np_enter(struct np_stack *s, const void *key, struct np_code *c) {
   struct np_entry *e;
   if (!c || c->skip || !(e = np_stack_push(s)))
     return;
@@ -360,8 +350,7 @@ static void np_enter(struct np_stack *s, const void *key, struct np_code *c)
 
 /* The function (or C call) with key `key` returns, yields or unwinds: pops
  * its entry when it is the top one (frames entered before enable have none). */
-static void np_leave(struct np_stack *s, const void *key)
-{
+static void np_leave(struct np_stack *s, const void *key) {
   if (s->n && s->e[s->n - 1].key == key)
     np_stack_pop(s);
 }
@@ -371,8 +360,7 @@ static void np_leave(struct np_stack *s, const void *key)
  * no entry (the one that enabled the profiler, or one of its callers, once
  * everything above returned) gets an entry that carries only line ranges. */
 static void np_line(struct np_stack *s, const void *key, PyCodeObject *co, PyFrameObject *frame,
-                    int line)
-{
+                    int line) {
   struct np_entry *e;
   uint32_t h[2];
   if (s->n && s->e[s->n - 1].key == key)
@@ -397,8 +385,7 @@ static void np_line(struct np_stack *s, const void *key, PyCodeObject *co, PyFra
 /* A C function `callable` (PyCFunction, or a method descriptor under
  * sys.monitoring) is called from Python: pushes a range named after it,
  * except for the extension's own functions. */
-static void np_enter_c(struct np_stack *s, PyObject *callable)
-{
+static void np_enter_c(struct np_stack *s, PyObject *callable) {
   struct np_entry *e;
   uint32_t name;
   if (PyCFunction_Check(callable)) {
@@ -420,8 +407,7 @@ static void np_enter_c(struct np_stack *s, PyObject *callable)
 }
 
 /* Closes every range the calling thread's profiler entries hold open. */
-static void np_close_thread(struct np_stack *s)
-{
+static void np_close_thread(struct np_stack *s) {
   while (s->n)
     np_stack_pop(s);
 }
@@ -447,8 +433,7 @@ static int np_want_profile(void) { return np_state == NP_ON && (!np_lines || np_
 static int np_want_trace(void) { return np_state == NP_ON && np_lines; }
 
 /* Python frame `frame` starts or resumes. */
-static void np_enter_frame(struct np_stack *s, PyFrameObject *frame)
-{
+static void np_enter_frame(struct np_stack *s, PyFrameObject *frame) {
   PyCodeObject *co = PyFrame_GetCode(frame);
   np_enter(s, frame, np_code_info(co, frame));
   Py_DECREF(co);
@@ -456,8 +441,7 @@ static void np_enter_frame(struct np_stack *s, PyFrameObject *frame)
 
 /* Profile hook: function calls (unless in line mode) and C calls. Detaches
  * itself once unwanted and this thread has nothing left open. */
-static int np_profile_cb(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
-{
+static int np_profile_cb(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg) {
   struct np_stack *s = &np_tls;
   (void)obj;
   switch (what) {
@@ -483,8 +467,7 @@ static int np_profile_cb(PyObject *obj, PyFrameObject *frame, int what, PyObject
 }
 
 /* Trace hook (line mode): function calls and lines. */
-static int np_trace_cb(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
-{
+static int np_trace_cb(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg) {
   struct np_stack *s = &np_tls;
   (void)obj, (void)arg;
   switch (what) {
@@ -510,8 +493,7 @@ static int np_trace_cb(PyObject *obj, PyFrameObject *frame, int what, PyObject *
 
 /* Installs the wanted hooks on thread state `ts`. Returns 0, or -1 with an
  * exception (an audit hook refused). */
-static int np_attach(PyThreadState *ts)
-{
+static int np_attach(PyThreadState *ts) {
   if (np_want_profile() && np_set_profile_of(ts, np_profile_cb, NULL) < 0)
     return -1;
   if (np_want_trace() && _PyEval_SetTrace(ts, np_trace_cb, NULL) < 0)
@@ -520,8 +502,7 @@ static int np_attach(PyThreadState *ts)
 }
 
 /* Calls threading.setprofile(hook). Returns 0, or -1 with an exception. */
-static int np_threading_setprofile(PyObject *hook)
-{
+static int np_threading_setprofile(PyObject *hook) {
   PyObject *threading = PyImport_ImportModule("threading");
   PyObject *r;
   if (!threading)
@@ -533,8 +514,7 @@ static int np_threading_setprofile(PyObject *hook)
 }
 
 /* Starts the backend: hooks on every thread and on threads started later. */
-static int np_backend_start(void)
-{
+static int np_backend_start(void) {
   PyThreadState *me = PyThreadState_Get();
   PyObject *hook = PyObject_GetAttrString(np_module, "_thread_hook");
   int rc;
@@ -552,8 +532,7 @@ static int np_backend_start(void)
 }
 
 /* Stops the backend on the calling thread (the others detach as they drain). */
-static int np_backend_stop(void)
-{
+static int np_backend_stop(void) {
   PyThreadState *ts = PyThreadState_Get();
   if (ts->c_profilefunc == np_profile_cb && np_set_profile_of(ts, NULL, NULL) < 0)
     return -1;
@@ -566,8 +545,7 @@ static int np_backend_stop(void)
 /* Names the calling thread in the trace after its threading.Thread (the hook
  * runs once the thread is registered, so current_thread() is the Thread
  * object and creates nothing). A failure only leaves the OS name. */
-static void np_name_current_thread(void)
-{
+static void np_name_current_thread(void) {
   PyObject *threading = PyImport_ImportModule("threading");
   PyObject *t = threading ? PyObject_CallMethod(threading, "current_thread", NULL) : NULL;
   PyObject *name = t ? PyObject_GetAttrString(t, "name") : NULL;
@@ -583,8 +561,7 @@ static void np_name_current_thread(void)
 /* _thread_hook(frame, event, arg): threading.setprofile's hook for threads
  * started while the profiler is on: replaces itself with the C hooks and
  * records the event it was called for. */
-static PyObject *np_thread_hook(PyObject *self, PyObject *args)
-{
+static PyObject *np_thread_hook(PyObject *self, PyObject *args) {
   PyObject *frame, *event, *arg;
   (void)self;
   if (!PyArg_ParseTuple(args, "OOO:_thread_hook", &frame, &event, &arg))
@@ -612,11 +589,22 @@ static PyObject *np_thread_hook(PyObject *self, PyObject *args)
 
 #else /* NP_MONITORING */
 
-enum { NP_EV_PY_START, NP_EV_PY_RESUME, NP_EV_PY_THROW, NP_EV_PY_RETURN, NP_EV_PY_YIELD,
-       NP_EV_PY_UNWIND, NP_EV_LINE, NP_EV_CALL, NP_EV_C_RETURN, NP_EV_C_RAISE, NP_EV_COUNT };
+enum {
+  NP_EV_PY_START,
+  NP_EV_PY_RESUME,
+  NP_EV_PY_THROW,
+  NP_EV_PY_RETURN,
+  NP_EV_PY_YIELD,
+  NP_EV_PY_UNWIND,
+  NP_EV_LINE,
+  NP_EV_CALL,
+  NP_EV_C_RETURN,
+  NP_EV_C_RAISE,
+  NP_EV_COUNT
+};
 static const char *const np_ev_names[NP_EV_COUNT] = {
-    "PY_START", "PY_RESUME", "PY_THROW", "PY_RETURN", "PY_YIELD",
-    "PY_UNWIND", "LINE", "CALL", "C_RETURN", "C_RAISE"};
+    "PY_START",  "PY_RESUME", "PY_THROW", "PY_RETURN", "PY_YIELD",
+    "PY_UNWIND", "LINE",      "CALL",     "C_RETURN",  "C_RAISE"};
 static long np_ev_bits[NP_EV_COUNT]; /* sys.monitoring.events.<name> */
 static int np_tool = -1;             /* the tool id held, -1 when none */
 static PyObject *np_monitoring;      /* sys.monitoring */
@@ -625,15 +613,13 @@ static int np_mon_set_events(long mask);
 static int np_mon_release(void);
 
 /* After a pop while draining: releases the tool once nothing is open. */
-static void np_mon_drained(void)
-{
+static void np_mon_drained(void) {
   if (np_state == NP_DRAIN && np_open == 0 && np_mon_release() < 0)
     PyErr_WriteUnraisable(NULL);
 }
 
 /* PY_START, PY_RESUME, PY_THROW: (code, offset[, exception]). */
-static PyObject *np_mon_start(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
+static PyObject *np_mon_start(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
   (void)self;
   if (np_state == NP_ON && nargs >= 1 && PyCode_Check(args[0]))
     np_enter(&np_tls, args[0], np_code_info((PyCodeObject *)args[0], NULL));
@@ -641,8 +627,7 @@ static PyObject *np_mon_start(PyObject *self, PyObject *const *args, Py_ssize_t 
 }
 
 /* PY_RETURN, PY_YIELD, PY_UNWIND: (code, offset, value or exception). */
-static PyObject *np_mon_return(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
+static PyObject *np_mon_return(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
   (void)self;
   if (nargs >= 1) {
     np_leave(&np_tls, args[0]);
@@ -652,8 +637,7 @@ static PyObject *np_mon_return(PyObject *self, PyObject *const *args, Py_ssize_t
 }
 
 /* LINE: (code, line). */
-static PyObject *np_mon_line(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
+static PyObject *np_mon_line(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
   (void)self;
   if (np_state == NP_ON && np_lines && nargs >= 2 && PyCode_Check(args[0])) {
     long line = PyLong_AsLong(args[1]);
@@ -665,8 +649,7 @@ static PyObject *np_mon_line(PyObject *self, PyObject *const *args, Py_ssize_t n
 }
 
 /* CALL: (code, offset, callable, arg0). */
-static PyObject *np_mon_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
+static PyObject *np_mon_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
   (void)self;
   if (np_state == NP_ON && np_ccalls && nargs >= 3)
     np_enter_c(&np_tls, args[2]);
@@ -674,8 +657,7 @@ static PyObject *np_mon_call(PyObject *self, PyObject *const *args, Py_ssize_t n
 }
 
 /* C_RETURN, C_RAISE: (code, offset, callable, arg0). */
-static PyObject *np_mon_creturn(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
+static PyObject *np_mon_creturn(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
   (void)self;
   if (nargs >= 3) {
     np_leave(&np_tls, args[2]);
@@ -698,8 +680,7 @@ static PyMethodDef np_mon_defs[NP_EV_COUNT] = {
     {"c_raise", NP_FASTCALL(np_mon_creturn), METH_FASTCALL, NULL}};
 
 /* Looks up sys.monitoring and the event bits. Returns 0, or -1 with an exception. */
-static int np_mon_init(void)
-{
+static int np_mon_init(void) {
   PyObject *events;
   if (np_monitoring)
     return 0;
@@ -727,16 +708,14 @@ static int np_mon_init(void)
 }
 
 /* sys.monitoring.set_events(tool, mask). Returns 0, or -1 with an exception. */
-static int np_mon_set_events(long mask)
-{
+static int np_mon_set_events(long mask) {
   PyObject *r = PyObject_CallMethod(np_monitoring, "set_events", "il", np_tool, mask);
   Py_XDECREF(r);
   return r ? 0 : -1;
 }
 
 /* The event mask for the current mode; `draining` keeps only what pops. */
-static long np_mon_mask(int draining)
-{
+static long np_mon_mask(int draining) {
   long m = np_ev_bits[NP_EV_PY_RETURN] | np_ev_bits[NP_EV_PY_YIELD] | np_ev_bits[NP_EV_PY_UNWIND];
   if (!draining)
     m |= np_ev_bits[NP_EV_PY_START] | np_ev_bits[NP_EV_PY_RESUME] | np_ev_bits[NP_EV_PY_THROW];
@@ -749,8 +728,7 @@ static long np_mon_mask(int draining)
 
 /* Takes a free tool id (PROFILER_ID first) and registers the callbacks.
  * Returns 0, or -1 with an exception. */
-static int np_mon_acquire(void)
-{
+static int np_mon_acquire(void) {
   static const int ids[] = {2, 3, 4, 5, 1};
   if (np_tool >= 0)
     return 0;
@@ -782,8 +760,7 @@ static int np_mon_acquire(void)
 }
 
 /* Turns every event off and gives the tool id back. Returns 0, or -1 with an exception. */
-static int np_mon_release(void)
-{
+static int np_mon_release(void) {
   PyObject *r;
   if (np_tool < 0)
     return 0;
@@ -791,7 +768,8 @@ static int np_mon_release(void)
   if (np_mon_set_events(0) < 0)
     return -1;
   for (int i = 0; i < NP_EV_COUNT; i++) {
-    r = PyObject_CallMethod(np_monitoring, "register_callback", "ilO", np_tool, np_ev_bits[i], Py_None);
+    r = PyObject_CallMethod(np_monitoring, "register_callback", "ilO", np_tool, np_ev_bits[i],
+                            Py_None);
     if (!r)
       return -1;
     Py_DECREF(r);
@@ -802,15 +780,13 @@ static int np_mon_release(void)
   return r ? 0 : -1;
 }
 
-static int np_backend_start(void)
-{
+static int np_backend_start(void) {
   if (np_mon_init() < 0 || np_mon_acquire() < 0)
     return -1;
   return np_mon_set_events(np_mon_mask(0));
 }
 
-static int np_backend_stop(void)
-{
+static int np_backend_stop(void) {
   if (np_open == 0)
     return np_mon_release();
   np_state = NP_DRAIN;
@@ -826,8 +802,7 @@ static int np_backend_stop(void)
 /* profiler_enable(lines=False, c_calls=False): starts profiling every thread.
  * Nests when already enabled with the same settings (the matching disable
  * does nothing); RuntimeError when enabled with other settings. */
-static PyObject *np_profiler_enable(PyObject *self, PyObject *args, PyObject *kw)
-{
+static PyObject *np_profiler_enable(PyObject *self, PyObject *args, PyObject *kw) {
   static char *names[] = {"lines", "c_calls", NULL};
   int lines = 0, ccalls = 0;
   (void)self;
@@ -865,8 +840,7 @@ static PyObject *np_profiler_enable(PyObject *self, PyObject *args, PyObject *kw
 /* profiler_disable(): undoes one enable; the last one closes the calling
  * thread's open ranges and stops profiling (other threads close theirs as
  * their frames return). A no-op when not enabled. */
-static PyObject *np_profiler_disable(PyObject *self, PyObject *unused)
-{
+static PyObject *np_profiler_disable(PyObject *self, PyObject *unused) {
   (void)self, (void)unused;
   if (np_state != NP_ON)
     Py_RETURN_NONE;
@@ -882,16 +856,14 @@ static PyObject *np_profiler_disable(PyObject *self, PyObject *unused)
 }
 
 /* profiler_state() -> (enabled, open entries over all threads, backend). */
-static PyObject *np_profiler_state(PyObject *self, PyObject *unused)
-{
+static PyObject *np_profiler_state(PyObject *self, PyObject *unused) {
   (void)self, (void)unused;
   return Py_BuildValue("(Nns)", PyBool_FromLong(np_state == NP_ON), np_open, NP_BACKEND_NAME);
 }
 
 /* _set_internal_prefix(path): frames whose file starts with path (the
  * package directory) are never recorded. */
-static PyObject *np_set_internal_prefix(PyObject *self, PyObject *arg)
-{
+static PyObject *np_set_internal_prefix(PyObject *self, PyObject *arg) {
   const char *p;
   char *copy;
   (void)self;
@@ -905,7 +877,8 @@ static PyObject *np_set_internal_prefix(PyObject *self, PyObject *arg)
 }
 
 PyMethodDef np_profiler_methods[] = {
-    {"profiler_enable", (PyCFunction)(void (*)(void))np_profiler_enable, METH_VARARGS | METH_KEYWORDS,
+    {"profiler_enable", (PyCFunction)(void (*)(void))np_profiler_enable,
+     METH_VARARGS | METH_KEYWORDS,
      "profiler_enable(lines=False, c_calls=False): profile every thread"},
     {"profiler_disable", np_profiler_disable, METH_NOARGS,
      "profiler_disable(): stop profiling; close this thread's open ranges"},
@@ -919,8 +892,7 @@ PyMethodDef np_profiler_methods[] = {
 #endif
     {NULL, NULL, 0, NULL}};
 
-int np_profiler_init(PyObject *module)
-{
+int np_profiler_init(PyObject *module) {
   static int done;
   int rc;
   (void)module;

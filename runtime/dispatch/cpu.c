@@ -15,8 +15,8 @@
  * device runtime calls cpu_hook at every instrumented access (the buffer's
  * descriptor carries NANO_DH_FLAG_HOOK); the hook parks the lane there and
  * switches to the next lane of the step (the last one to the wave's
- * scheduler), so every live lane runs until it is parked or done. Then the lanes parked deepest in the call stack, and of
- * those the ones at the lowest site, form one record (exec mask, address of
+ * scheduler), so every live lane runs until it is parked or done. Then the lanes parked deepest in
+ * the call stack, and of those the ones at the lowest site, form one record (exec mask, address of
  * each lane) and only they go on; the others wait. Site indices follow the
  * code's layout within a function, and a device function's accesses come
  * before its caller's next ones, so this reconverges as a GPU does: lanes
@@ -43,8 +43,8 @@
 #include "dispatch.h"
 #include "fiber.h"
 #include "nano/handler.h"
-#include "nano/thread.h"
 #include "nano/kernel.h"
+#include "nano/thread.h"
 #include "rpd.h"
 #include "rpd_internal.h"
 
@@ -71,7 +71,7 @@ struct cpu_lane {
   enum cpu_lane_state state;
   uint64_t site, addr; /* the access it is parked at */
   uint32_t size;
-  uintptr_t depth;     /* bytes of its stack in use there: call depth */
+  uintptr_t depth; /* bytes of its stack in use there: call depth */
 };
 
 /* One launch, shared by the threads running it. */
@@ -90,17 +90,17 @@ struct cpu_job {
 
 /* A thread that runs blocks: a pool worker, or a launching thread. */
 struct cpu_worker {
-  unsigned index;           /* recorded as the hardware id                  */
-  const struct cpu_job *job;/* the launch it runs, NULL between launches    */
-  unsigned char *shared;    /* its blocks' shared memory                    */
+  unsigned index;            /* recorded as the hardware id                  */
+  const struct cpu_job *job; /* the launch it runs, NULL between launches    */
+  unsigned char *shared;     /* its blocks' shared memory                    */
   uint32_t shared_cap;
-  unsigned char *stacks;    /* CPU_MAX_LANES fiber stacks, each after a guard page */
+  unsigned char *stacks; /* CPU_MAX_LANES fiber stacks, each after a guard page */
   size_t stack_size, stride;
-  struct nano_fiber sched;  /* the wave scheduler's context                 */
+  struct nano_fiber sched;                 /* the wave scheduler's context                 */
   unsigned run[CPU_MAX_LANES], nrun, next; /* the lanes of this step, in order */
-  struct nano_kernel_ctx pos; /* the position of the thread running (originals) */
+  struct nano_kernel_ctx pos;              /* the position of the thread running (originals) */
   struct cpu_lane lane[CPU_MAX_LANES];
-  unsigned cur;             /* the lane running                             */
+  unsigned cur; /* the lane running                             */
   uint32_t block[3];
   uint32_t wave;
 };
@@ -108,16 +108,18 @@ struct cpu_worker {
 static __thread struct cpu_worker *cpu_self;
 
 static struct {
-  pthread_mutex_t launch;   /* one launch at a time uses the pool            */
-  pthread_mutex_t m;        /* the fields below                              */
+  pthread_mutex_t launch; /* one launch at a time uses the pool            */
+  pthread_mutex_t m;      /* the fields below                              */
   pthread_cond_t go, done;
-  unsigned workers;         /* pool threads started                          */
-  uint64_t generation;      /* bumped per launch                             */
+  unsigned workers;    /* pool threads started                          */
+  uint64_t generation; /* bumped per launch                             */
   struct cpu_job *job;
-  unsigned busy;            /* pool threads still on the current job         */
+  unsigned busy; /* pool threads still on the current job         */
   int noted_limits;
-} g_cpu = {.launch = PTHREAD_MUTEX_INITIALIZER, .m = PTHREAD_MUTEX_INITIALIZER,
-           .go = PTHREAD_COND_INITIALIZER, .done = PTHREAD_COND_INITIALIZER};
+} g_cpu = {.launch = PTHREAD_MUTEX_INITIALIZER,
+           .m = PTHREAD_MUTEX_INITIALIZER,
+           .go = PTHREAD_COND_INITIALIZER,
+           .done = PTHREAD_COND_INITIALIZER};
 
 /* ---- virtual waves ---------------------------------------------------------- */
 
@@ -147,8 +149,8 @@ static const struct nano_kernel_ctx *cpu_hook(void *desc, uint64_t site, uint64_
   l->site = site;
   l->addr = addr;
   l->size = size;
-  l->depth = (uintptr_t)(w->stacks + (w->cur + 1) * w->stride) -
-             (uintptr_t)__builtin_frame_address(0);
+  l->depth =
+      (uintptr_t)(w->stacks + (w->cur + 1) * w->stride) - (uintptr_t)__builtin_frame_address(0);
   l->state = LANE_AT_ACCESS;
   cpu_yield(w, l);
   return &l->pos;
@@ -194,8 +196,9 @@ static unsigned cpu_classify(const struct cpu_worker *w, const struct nano_dh_re
   for (unsigned i = 0; i < r->lanes; i++)
     in += bytes && r->addr[i] >= (uint64_t)(uintptr_t)w->shared &&
           r->addr[i] < (uint64_t)(uintptr_t)w->shared + bytes;
-  return in == 0 ? NANO_DH_SPACE_GLOBAL : in == r->lanes ? NANO_DH_SPACE_SHARED
-                                                         : NANO_DH_SPACE_MIXED;
+  return in == 0          ? NANO_DH_SPACE_GLOBAL
+         : in == r->lanes ? NANO_DH_SPACE_SHARED
+                          : NANO_DH_SPACE_MIXED;
 }
 
 static uint64_t cpu_clock(void) {
@@ -280,10 +283,13 @@ static void cpu_run_block(struct cpu_worker *w, const struct cpu_job *j, uint64_
   if (j->shared)
     memset(w->shared, 0, j->shared);
   struct nano_kernel_ctx *pos = &w->pos;
-  *pos = (struct nano_kernel_ctx){{0, 0, 0}, {blk[0], blk[1], blk[2]},
+  *pos = (struct nano_kernel_ctx){{0, 0, 0},
+                                  {blk[0], blk[1], blk[2]},
                                   {j->block.x, j->block.y, j->block.z},
                                   {j->grid.x, j->grid.y, j->grid.z},
-                                  j->shared ? w->shared : NULL, j->shared, 0};
+                                  j->shared ? w->shared : NULL,
+                                  j->shared,
+                                  0};
   uint32_t threads = j->block.x * j->block.y * j->block.z;
   if (j->d && nano_dispatch_block_selected(j->d, blk)) {
     memcpy(w->block, blk, sizeof w->block);
@@ -453,12 +459,17 @@ __attribute__((visibility("default"))) void __nano_cpu_launch(const struct nano_
   }
   int64_t start = rpd_now();
   uint32_t wave = nano_dispatch_cpu_wave();
-  struct nano_launch_desc l = {
-      .kernel = k->name, .backend = "cpu", .arch = "cpu", .wave_size = wave,
-      .grid = {grid->x, grid->y, grid->z}, .block = {block->x, block->y, block->z},
-      .shared_bytes = shared, .line_bytes = CPU_LINE_BYTES, .sector_bytes = CPU_LINE_BYTES,
-      .lds_model = wave == 64 ? NANO_LDS_AMD_WAVE64 : NANO_LDS_PHASED,
-      .twin = cpu_instrumentable(k, *grid, *block, wave) ? k->twin : NULL};
+  struct nano_launch_desc l = {.kernel = k->name,
+                               .backend = "cpu",
+                               .arch = "cpu",
+                               .wave_size = wave,
+                               .grid = {grid->x, grid->y, grid->z},
+                               .block = {block->x, block->y, block->z},
+                               .shared_bytes = shared,
+                               .line_bytes = CPU_LINE_BYTES,
+                               .sector_bytes = CPU_LINE_BYTES,
+                               .lds_model = wave == 64 ? NANO_LDS_AMD_WAVE64 : NANO_LDS_PHASED,
+                               .twin = cpu_instrumentable(k, *grid, *block, wave) ? k->twin : NULL};
   j.d = nano_dispatch_begin(&l);
   if (j.d) {
     j.buf = nano_dispatch_buffer(j.d);
@@ -474,8 +485,10 @@ __attribute__((visibility("default"))) void __nano_cpu_launch(const struct nano_
   int temp;
   struct cpu_worker *w = cpu_launcher(&temp), *outer = cpu_self;
   if (!w || cpu_prepare(w, &j) != 0) {
-    fprintf(stderr, "nanoprobe: %s: out of memory for a worker, shared memory or fiber stacks; "
-                    "not launched\n", k->name);
+    fprintf(stderr,
+            "nanoprobe: %s: out of memory for a worker, shared memory or fiber stacks; "
+            "not launched\n",
+            k->name);
   } else {
     cpu_self = w;
     unsigned threads = nano_dispatch_cpu_threads();
@@ -506,10 +519,10 @@ __attribute__((visibility("default"))) void __nano_cpu_launch(const struct nano_
   int64_t end = rpd_now();
   uint64_t api = rpd_record_api("nano", "", "nanoLaunchKernel", k->name, start, end);
   if (api) {
-    struct rpd_kernel_launch kl = {NULL,
-                                   (int)grid->x, (int)grid->y, (int)grid->z,
-                                   (int)block->x, (int)block->y, (int)block->z,
-                                   (int)shared, 0, k->name};
+    struct rpd_kernel_launch kl = {NULL,          (int)grid->x,  (int)grid->y,
+                                   (int)grid->z,  (int)block->x, (int)block->y,
+                                   (int)block->z, (int)shared,   0,
+                                   k->name};
     rpd_record_kernelapi(api, &kl);
   }
   if (j.d)

@@ -27,9 +27,9 @@
 #include "dispatch.h"
 
 #include <dlfcn.h>
-#include <link.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <link.h>
 #include <pthread.h>
 #include <regex.h>
 #include <stdarg.h>
@@ -49,9 +49,9 @@
 
 /* Defaults of the settings (docs/ENVIRONMENT.md). */
 #define DISPATCH_DEFAULT_ANALYZERS "MemoryAnalysis"
-#define DISPATCH_DEFAULT_BUFFER (16u << 20)    /* bytes per dispatch buffer          */
-#define DISPATCH_DEFAULT_POOL 8u               /* dispatches instrumented at once    */
-#define DISPATCH_DEFAULT_SPINS 100000u         /* polls of a full buffer, then drop  */
+#define DISPATCH_DEFAULT_BUFFER (16u << 20) /* bytes per dispatch buffer          */
+#define DISPATCH_DEFAULT_POOL 8u            /* dispatches instrumented at once    */
+#define DISPATCH_DEFAULT_SPINS 100000u      /* polls of a full buffer, then drop  */
 #define DISPATCH_DEFAULT_CPU_WAVE 64u
 #define DISPATCH_DEFAULT_CPU_STACK (256u << 10)
 #define DISPATCH_MAX_BUFFER (1ull << 32)
@@ -65,8 +65,8 @@ enum dispatch_pick { PICK_ALL, PICK_FIRST, PICK_NTH, PICK_RANDOM };
 /* One kernel's dispatch history. */
 struct kernel_state {
   char *name;
-  uint64_t count;         /* dispatches seen                              */
-  int selected;           /* NANO_KERNELS: -1 unknown, 0 no, 1 yes        */
+  uint64_t count; /* dispatches seen                              */
+  int selected;   /* NANO_KERNELS: -1 unknown, 0 no, 1 yes        */
   int noted_no_twin;
   struct nano_dispatch *kept; /* random: the current pick, reported at exit */
   struct kernel_state *next;
@@ -90,7 +90,7 @@ struct nano_dispatch {
   uint64_t dropped_before, dropped;
   int64_t start, end;
   uint64_t api;
-  int64_t session_offset;  /* the trace's when the dispatch began (-1: none) */
+  int64_t session_offset; /* the trace's when the dispatch began (-1: none) */
 };
 
 static struct {
@@ -196,8 +196,8 @@ static int dispatch_open_output(const char *v) {
   path[o] = 0;
   FILE *f = fopen(path, "w");
   if (!f) {
-    dispatch_log("NANO_ANALYZER_OUTPUT=%s: cannot write %s: %s; the reports go to stderr", v,
-                 path, strerror(errno));
+    dispatch_log("NANO_ANALYZER_OUTPUT=%s: cannot write %s: %s; the reports go to stderr", v, path,
+                 strerror(errno));
     g_d.out = stderr;
     return 0;
   }
@@ -316,8 +316,8 @@ static void dispatch_init(void) {
 
   v = nano_env_str("NANO_ANALYZERS");
   char err[512];
-  if (nano_analyzers_load(v ? v : DISPATCH_DEFAULT_ANALYZERS, "NANO_ANALYZERS", &g_d.analyzers,
-                          err, sizeof err) != 0) {
+  if (nano_analyzers_load(v ? v : DISPATCH_DEFAULT_ANALYZERS, "NANO_ANALYZERS", &g_d.analyzers, err,
+                          sizeof err) != 0) {
     dispatch_log("%s", err);
     bad = 1;
   }
@@ -559,10 +559,17 @@ struct nano_dispatch *nano_dispatch_begin(const struct nano_launch_desc *l) {
   }
   if (pick) {
     switch (g_d.pick) {
-    case PICK_ALL: break;
-    case PICK_FIRST: pick = n == 1; break;
-    case PICK_NTH: pick = n == g_d.nth; break;
-    case PICK_RANDOM: pick = dispatch_random() % n == 0; break;
+    case PICK_ALL:
+      break;
+    case PICK_FIRST:
+      pick = n == 1;
+      break;
+    case PICK_NTH:
+      pick = n == g_d.nth;
+      break;
+    case PICK_RANDOM:
+      pick = dispatch_random() % n == 0;
+      break;
     }
   }
   struct nano_dh_sites *sites = NULL;
@@ -651,7 +658,9 @@ struct nano_dispatch *nano_dispatch_begin(const struct nano_launch_desc *l) {
 
 void *nano_dispatch_desc(struct nano_dispatch *d) { return nano_dh_buffer_desc(d->buf); }
 
-struct nano_dh_buffer *nano_dispatch_buffer(struct nano_dispatch *d) { return d->buf; }
+struct nano_dh_buffer *nano_dispatch_buffer(struct nano_dispatch *d) {
+  return d->buf;
+}
 
 int nano_dispatch_block_selected(const struct nano_dispatch *d, const uint32_t block[3]) {
   (void)d;
@@ -684,13 +693,14 @@ static void dispatch_row_free(void *p) {
 static int dispatch_row_write(sqlite3 *db, int64_t offset, const char *path, void *p) {
   struct dispatch_row *r = p;
   sqlite3_stmt *st;
-  if (sqlite3_prepare_v2(db,
-                         "INSERT INTO nano_dispatch(id, session, pid, api_id, kernel, kernel_name, "
-                         "kernel_dispatch, backend, arch, device, wave_size, grid_x, grid_y, "
-                         "grid_z, block_x, block_y, block_z, shared_bytes, start, \"end\", records, "
-                         "record_bytes, dropped, decode_errors, lost_bytes) VALUES "
-                         "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                         -1, &st, NULL) != SQLITE_OK) {
+  if (sqlite3_prepare_v2(
+          db,
+          "INSERT INTO nano_dispatch(id, session, pid, api_id, kernel, kernel_name, "
+          "kernel_dispatch, backend, arch, device, wave_size, grid_x, grid_y, "
+          "grid_z, block_x, block_y, block_z, shared_bytes, start, \"end\", records, "
+          "record_bytes, dropped, decode_errors, lost_bytes) VALUES "
+          "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+          -1, &st, NULL) != SQLITE_OK) {
     dispatch_log("%s: cannot store dispatch %" PRId64 ": %s", path, r->id, sqlite3_errmsg(db));
     return -1;
   }
@@ -766,8 +776,7 @@ static void dispatch_summary(const struct nano_dispatch *d) {
   if ((d->dropped || d->st.decode_errors || d->st.lost_bytes) && out != stderr)
     dispatch_log("dispatch %" PRIu64 " of %s: %" PRIu64 " records dropped (buffer full), %" PRIu64
                  " undecodable, %" PRIu64 " bytes lost",
-                 i->dispatch_id, i->kernel_name, d->dropped, d->st.decode_errors,
-                 d->st.lost_bytes);
+                 i->dispatch_id, i->kernel_name, d->dropped, d->st.decode_errors, d->st.lost_bytes);
 }
 
 /* Queues d's nano_dispatch row for the trace's writer. */

@@ -25,14 +25,14 @@
 
 /* What a back end knows about one launch. */
 struct nano_launch_desc {
-  const char *kernel;      /* mangled name                                     */
-  const char *backend;     /* "cpu", "cuda", "hip"                             */
-  const char *arch;        /* "cpu", "sm_90", "gfx90a"                         */
+  const char *kernel;  /* mangled name                                     */
+  const char *backend; /* "cpu", "cuda", "hip"                             */
+  const char *arch;    /* "cpu", "sm_90", "gfx90a"                         */
   uint32_t device, wave_size;
   uint32_t grid[3], block[3];
   uint64_t shared_bytes;
   uint32_t line_bytes, sector_bytes, lds_model;
-  const void *twin;        /* the twin's address; NULL: the kernel has none    */
+  const void *twin;                    /* the twin's address; NULL: the kernel has none    */
   const struct nano_dh_memory *memory; /* placement; NULL: host memory         */
 };
 

@@ -13,8 +13,7 @@ struct nano_fiber {
 
 /* Prepares *f to run fn(arg) on [stack, stack + size) when first resumed.
  * fn must never return: it ends by switching away for good. */
-void nano_fiber_init(struct nano_fiber *f, void *stack, size_t size, void (*fn)(void *),
-                     void *arg);
+void nano_fiber_init(struct nano_fiber *f, void *stack, size_t size, void (*fn)(void *), void *arg);
 /* Saves the running context into *from and resumes *to. */
 void nano_fiber_switch(struct nano_fiber *from, struct nano_fiber *to);
 

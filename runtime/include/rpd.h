@@ -22,7 +22,7 @@ extern "C" {
  * rpd_record_copyapi); defined under NANO_DISABLE too, so that code filling
  * them compiles either way. */
 struct rpd_kernel_launch {
-  const char *stream;      /* "0x..." or NULL */
+  const char *stream; /* "0x..." or NULL */
   int gridX, gridY, gridZ;
   int workgroupX, workgroupY, workgroupZ;
   int groupSegmentSize, privateSegmentSize;
@@ -33,7 +33,7 @@ struct rpd_copy {
   const char *stream;
   int64_t size, width, height;
   int kind;
-  const char *dst, *src;   /* "0x..." pointers as text */
+  const char *dst, *src; /* "0x..." pointers as text */
   int dstDevice, srcDevice;
   int sync, pinned;
 };
@@ -52,8 +52,8 @@ int rpd_set_filename(const char *path, int append);
  * the new count or -1. The first start starts the writer, which opens the
  * file and takes a session on its own thread (a file locked by another
  * process never makes the caller wait; one that cannot be opened is said on
- * stderr, recording stops, and the next flush or stop returns -1); a stop to 0 returns once everything recorded is
- * committed, and -1 when it could not be (the file cannot be written: disk
+ * stderr, recording stops, and the next flush or stop returns -1); a stop to 0 returns once
+ * everything recorded is committed, and -1 when it could not be (the file cannot be written: disk
  * full, I/O error; recording has stopped all the same). Thread-safe, from
  * any thread. */
 int rpdstart(void);
@@ -154,7 +154,8 @@ struct nano_rpd_thread { /* a thread's state */
   uint32_t depth;
   uint64_t unrecorded;
 };
-extern __thread struct nano_rpd_thread nano_rpd_thread_v1 __attribute__((tls_model("initial-exec")));
+extern __thread struct nano_rpd_thread nano_rpd_thread_v1
+    __attribute__((tls_model("initial-exec")));
 extern uint32_t nano_rpd_fast_v1; /* epoch << 1 | 1 while the inline path may record, else 0 */
 #endif
 
@@ -171,10 +172,10 @@ extern uint32_t nano_rpd_fast_v1; /* epoch << 1 | 1 while the inline path may re
 
 #if defined(__GNUC__) && defined(__x86_64__) && !defined(NANO_RPD_NO_INLINE)
 /* x86-64 (TSO): a store after a compiler barrier has release semantics. */
-#define NANO_RPD_STORE_RELEASE_(p, v) \
-  do {                                \
-    __asm__ __volatile__("" ::: "memory"); \
-    NANO_RPD_STORE_(p, v);            \
+#define NANO_RPD_STORE_RELEASE_(p, v)                                                              \
+  do {                                                                                             \
+    __asm__ __volatile__("" ::: "memory");                                                         \
+    NANO_RPD_STORE_(p, v);                                                                         \
   } while (0)
 static inline struct nano_rpd_rec *nano_rpd_slot_(struct nano_rpd_ring *b) {
   uint64_t h = b->head;
@@ -206,7 +207,8 @@ static inline void nano_zone_end_(int *unused) {
   struct nano_rpd_rec *r;
   (void)unused;
   if (__builtin_expect((st & 1) && t->depth && (d >= 64 || !((t->unrecorded >> d) & 1)) &&
-                           t->ring && (r = nano_rpd_slot_(t->ring)), 1)) {
+                           t->ring && (r = nano_rpd_slot_(t->ring)),
+                       1)) {
     r->type = NANO_RPD_REC_POP;
     r->nslots = 1;
     r->epoch = st >> 1;
@@ -219,7 +221,10 @@ static inline void nano_zone_end_(int *unused) {
 }
 #elif defined(__GNUC__)
 static inline void nano_zone_push_(uint32_t name) { rpd_rangePushInterned(0, name, 0); }
-static inline void nano_zone_end_(int *unused) { (void)unused; rpd_rangePop(); }
+static inline void nano_zone_end_(int *unused) {
+  (void)unused;
+  rpd_rangePop();
+}
 #endif
 
 #if defined(__GNUC__)
@@ -237,12 +242,12 @@ static inline void nano_zone_begin_(uint32_t *site, const char *name) {
 }
 #define NANO_ZONE_CAT2_(a, b) a##b
 #define NANO_ZONE_CAT_(a, b) NANO_ZONE_CAT2_(a, b)
-#define NANO_ZONE(name)                                                                  \
-  static uint32_t NANO_ZONE_CAT_(nano_zone_site_, __LINE__);                             \
-  int NANO_ZONE_CAT_(nano_zone_, __LINE__) __attribute__((cleanup(nano_zone_end_), unused)) = \
-      (__builtin_constant_p(name)                                                        \
-           ? nano_zone_begin_(&NANO_ZONE_CAT_(nano_zone_site_, __LINE__), (name))         \
-           : rpd_rangePush(NULL, (name), NULL),                                          \
+#define NANO_ZONE(name)                                                                            \
+  static uint32_t NANO_ZONE_CAT_(nano_zone_site_, __LINE__);                                       \
+  int NANO_ZONE_CAT_(nano_zone_, __LINE__) __attribute__((cleanup(nano_zone_end_), unused)) =      \
+      (__builtin_constant_p(name)                                                                  \
+           ? nano_zone_begin_(&NANO_ZONE_CAT_(nano_zone_site_, __LINE__), (name))                  \
+           : rpd_rangePush(NULL, (name), NULL),                                                    \
        0)
 #endif
 
@@ -272,9 +277,8 @@ static inline uint32_t rpd_intern(const char *s) {
   return 0;
 }
 static inline int64_t rpd_now(void) { return 0; }
-static inline uint64_t rpd_record_api(const char *domain, const char *category,
-                                      const char *apiName, const char *args, int64_t start,
-                                      int64_t end) {
+static inline uint64_t rpd_record_api(const char *domain, const char *category, const char *apiName,
+                                      const char *args, int64_t start, int64_t end) {
   (void)domain, (void)category, (void)apiName, (void)args, (void)start, (void)end;
   return 0;
 }
@@ -284,11 +288,11 @@ static inline uint64_t rpd_record_api(const char *domain, const char *category,
 #define rpd_rangePushInterned(d, n, a) ((void)sizeof(d), (void)sizeof(n), (void)sizeof(a))
 #define rpd_record_kernelapi(api, launch) ((void)sizeof(api), (void)sizeof(launch))
 #define rpd_record_copyapi(api, copy) ((void)sizeof(api), (void)sizeof(copy))
-#define rpd_record_op(api, g, q, s, e, d, t)                                                      \
-  ((void)sizeof(api), (void)sizeof(g), (void)sizeof(q), (void)sizeof(s), (void)sizeof(e),       \
+#define rpd_record_op(api, g, q, s, e, d, t)                                                       \
+  ((void)sizeof(api), (void)sizeof(g), (void)sizeof(q), (void)sizeof(s), (void)sizeof(e),          \
    (void)sizeof(d), (void)sizeof(t))
-#define rpd_record_monitor(dt, id, mt, s, e, v)                                                   \
-  ((void)sizeof(dt), (void)sizeof(id), (void)sizeof(mt), (void)sizeof(s), (void)sizeof(e),      \
+#define rpd_record_monitor(dt, id, mt, s, e, v)                                                    \
+  ((void)sizeof(dt), (void)sizeof(id), (void)sizeof(mt), (void)sizeof(s), (void)sizeof(e),         \
    (void)sizeof(v))
 #define NANO_ZONE(name) ((void)sizeof(name))
 

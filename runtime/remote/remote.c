@@ -34,10 +34,10 @@
 #include <nano/thread.h>
 
 #include <dirent.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -55,10 +55,10 @@
  * fork child handler and the destructor only, which never run concurrently
  * with each other; the thread reads listen_fd. */
 static struct {
-  int listen_fd;          /* -1 when not listening */
+  int listen_fd; /* -1 when not listening */
   pthread_t thread;
   int thread_running;
-  int enabled;            /* NANO_REMOTE is not 0 */
+  int enabled; /* NANO_REMOTE is not 0 */
   volatile sig_atomic_t stopping;
   char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 } rm = {.listen_fd = -1};
@@ -96,7 +96,7 @@ static void rm_execute(const char *req, char *out, size_t len) {
   if (!start || !stop || !flush) {
     snprintf(out, len,
              NANO_REMOTE_RNOTRACER " process %ld has libnano_remote.so but not the tracer "
-             "(libnano_rpd.so: rpdstart/rpdstop/rpdflush not found)",
+                                   "(libnano_rpd.so: rpdstart/rpdstop/rpdflush not found)",
              (long)pid);
     return;
   }
@@ -108,13 +108,14 @@ static void rm_execute(const char *req, char *out, size_t len) {
     if (n < 0) {
       snprintf(out, len,
                NANO_REMOTE_RREFUSED " process %ld: stop refused, the start count is already 0 "
-               "(recording is off)",
+                                    "(recording is off)",
                (long)pid);
       return;
     }
     int f = flush();
-    snprintf(out, len, "%s process %ld: %s (start count %d)%s", f ? NANO_REMOTE_RFAILED : NANO_REMOTE_ROK,
-             (long)pid, n > 0 ? "recording still on" : "recording off", n,
+    snprintf(out, len, "%s process %ld: %s (start count %d)%s",
+             f ? NANO_REMOTE_RFAILED : NANO_REMOTE_ROK, (long)pid,
+             n > 0 ? "recording still on" : "recording off", n,
              f ? ", but the flush failed (see the process's stderr)" : ", flushed");
   } else if (!strcmp(req, "flush")) {
     int f = flush();
@@ -126,12 +127,12 @@ static void rm_execute(const char *req, char *out, size_t len) {
     if (!status || status(&count, file, sizeof file) != 0) {
       snprintf(out, len,
                NANO_REMOTE_RFAILED " process %ld: the tracer does not report its state "
-               "(rpd_status missing in libnano_rpd.so)",
+                                   "(rpd_status missing in libnano_rpd.so)",
                (long)pid);
       return;
     }
-    snprintf(out, len, NANO_REMOTE_ROK " process %ld: recording %s, start count %d, file %s", (long)pid,
-             count > 0 ? "on" : "off", count, file[0] ? file : "(not chosen yet)");
+    snprintf(out, len, NANO_REMOTE_ROK " process %ld: recording %s, start count %d, file %s",
+             (long)pid, count > 0 ? "on" : "off", count, file[0] ? file : "(not chosen yet)");
   }
 }
 
@@ -141,8 +142,10 @@ static void rm_execute(const char *req, char *out, size_t len) {
 static int rm_write_all(int fd, const char *buf, size_t n) {
   while (n) {
     ssize_t w = send(fd, buf, n, MSG_NOSIGNAL);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return -1;
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0)
+      return -1;
     buf += w;
     n -= (size_t)w;
   }
@@ -158,7 +161,7 @@ static int rm_write_all(int fd, const char *buf, size_t n) {
 
 /* A connection waiting for its request line. */
 struct rm_client {
-  int fd;          /* -1: a free slot */
+  int fd; /* -1: a free slot */
   size_t got;
   int64_t deadline_ms;
   char req[RM_REQUEST_MAX];
@@ -197,7 +200,7 @@ static void rm_admit(int fd, struct rm_client *c) {
   if (!nano_remote_peer_allowed(cred.uid, geteuid())) {
     snprintf(reply, sizeof reply,
              NANO_REMOTE_RDENIED " permission denied: uid %u may not control process %ld "
-             "(owner uid %u; only the same user or root)\n",
+                                 "(owner uid %u; only the same user or root)\n",
              (unsigned)cred.uid, (long)getpid(), (unsigned)geteuid());
     rm_reply_close(fd, reply);
     return;
@@ -219,11 +222,14 @@ static void rm_admit(int fd, struct rm_client *c) {
  * executes it, replies and frees the slot. */
 static void rm_read(struct rm_client *c) {
   ssize_t r = recv(c->fd, c->req + c->got, sizeof c->req - 1 - c->got, 0);
-  if (r < 0 && (errno == EINTR || errno == EAGAIN)) return;
-  if (r > 0) c->got += (size_t)r;
+  if (r < 0 && (errno == EINTR || errno == EAGAIN))
+    return;
+  if (r > 0)
+    c->got += (size_t)r;
   c->req[c->got] = 0;
   char *nl = strchr(c->req, '\n');
-  if (!nl && r > 0 && c->got < sizeof c->req - 1) return; /* more to come */
+  if (!nl && r > 0 && c->got < sizeof c->req - 1)
+    return; /* more to come */
   char reply[NANO_REMOTE_LINE_MAX];
   if (!nl) {
     snprintf(reply, sizeof reply, NANO_REMOTE_RBADREQ " no request line received\n");
@@ -242,50 +248,60 @@ static void rm_read(struct rm_client *c) {
 static void *rm_thread(void *arg) {
   int lfd = (int)(intptr_t)arg;
   struct rm_client c[RM_MAX_CLIENTS];
-  for (int i = 0; i < RM_MAX_CLIENTS; i++) c[i].fd = -1;
+  for (int i = 0; i < RM_MAX_CLIENTS; i++)
+    c[i].fd = -1;
   while (!rm.stopping) {
     struct pollfd pfd[RM_MAX_CLIENTS + 1];
     int slot[RM_MAX_CLIENTS + 1], n = 1;
     int64_t now = rm_now_ms(), wait = -1;
     pfd[0] = (struct pollfd){.fd = lfd, .events = POLLIN};
     for (int i = 0; i < RM_MAX_CLIENTS; i++) {
-      if (c[i].fd < 0) continue;
+      if (c[i].fd < 0)
+        continue;
       if (c[i].deadline_ms <= now) { /* silent too long */
         rm_reply_close(c[i].fd, NANO_REMOTE_RBADREQ " no request line received in time\n");
         c[i].fd = -1;
         continue;
       }
       int64_t left = c[i].deadline_ms - now;
-      if (wait < 0 || left < wait) wait = left;
+      if (wait < 0 || left < wait)
+        wait = left;
       pfd[n] = (struct pollfd){.fd = c[i].fd, .events = POLLIN};
       slot[n++] = i;
     }
     int ready = poll(pfd, (nfds_t)n, (int)wait);
     if (ready < 0) {
-      if (errno == EINTR) continue;
+      if (errno == EINTR)
+        continue;
       rm_warn("poll on %s failed: %s; remote control stops", rm.path, strerror(errno));
       break;
     }
     for (int k = 1; k < n; k++)
-      if (pfd[k].revents) rm_read(&c[slot[k]]);
-    if (!pfd[0].revents) continue;
+      if (pfd[k].revents)
+        rm_read(&c[slot[k]]);
+    if (!pfd[0].revents)
+      continue;
     int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd >= 0) {
       rm_admit(fd, c);
       continue;
     }
-    if (errno == EINTR || errno == ECONNABORTED || errno == EAGAIN) continue;
-    if (!rm.stopping && (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)) {
+    if (errno == EINTR || errno == ECONNABORTED || errno == EAGAIN)
+      continue;
+    if (!rm.stopping &&
+        (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)) {
       /* Out of descriptors or memory for now: try again a little later. */
       struct timespec nap = {0, 100000000};
       nanosleep(&nap, NULL);
       continue;
     }
-    if (!rm.stopping) rm_warn("accept on %s failed: %s; remote control stops", rm.path, strerror(errno));
+    if (!rm.stopping)
+      rm_warn("accept on %s failed: %s; remote control stops", rm.path, strerror(errno));
     break;
   }
   for (int i = 0; i < RM_MAX_CLIENTS; i++)
-    if (c[i].fd >= 0) close(c[i].fd);
+    if (c[i].fd >= 0)
+      close(c[i].fd);
   return NULL;
 }
 
@@ -304,8 +320,9 @@ static int rm_private_dir(const char *dir) {
     return -1;
   }
   if (!S_ISDIR(sb.st_mode) || sb.st_uid != geteuid() || (sb.st_mode & 077)) {
-    rm_warn("%s is not a private directory of uid %u (owner %u, mode %03o); remote control disabled",
-            dir, (unsigned)geteuid(), (unsigned)sb.st_uid, (unsigned)(sb.st_mode & 0777));
+    rm_warn(
+        "%s is not a private directory of uid %u (owner %u, mode %03o); remote control disabled",
+        dir, (unsigned)geteuid(), (unsigned)sb.st_uid, (unsigned)(sb.st_mode & 0777));
     return -1;
   }
   return 0;
@@ -314,13 +331,16 @@ static int rm_private_dir(const char *dir) {
 /* Removes the sockets in `dir` of processes that no longer exist. */
 static void rm_clean_stale(const char *dir) {
   DIR *d = opendir(dir);
-  if (!d) return;
+  if (!d)
+    return;
   struct dirent *e;
   while ((e = readdir(d))) {
     char *end = NULL;
     long pid = strtol(e->d_name, &end, 10);
-    if (end == e->d_name || strcmp(end, ".sock") || pid <= 0 || pid == (long)getpid()) continue;
-    if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+    if (end == e->d_name || strcmp(end, ".sock") || pid <= 0 || pid == (long)getpid())
+      continue;
+    if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+      continue;
     unlinkat(dirfd(d), e->d_name, 0);
   }
   closedir(d);
@@ -328,14 +348,17 @@ static void rm_clean_stale(const char *dir) {
 
 /* Opens the listening socket at rm.path and starts the control thread. */
 static void rm_start(void) {
-  if (!rm.enabled) return;
+  if (!rm.enabled)
+    return;
   char dir[sizeof rm.path];
   if (nano_remote_dir(geteuid(), dir, sizeof dir) != 0 ||
       nano_remote_socket_path(geteuid(), getpid(), rm.path, sizeof rm.path) != 0) {
-    rm_warn("socket directory name too long for a Unix socket (NANO_REMOTE_DIR?); remote control disabled");
+    rm_warn("socket directory name too long for a Unix socket (NANO_REMOTE_DIR?); remote control "
+            "disabled");
     return;
   }
-  if (rm_private_dir(dir) != 0) return;
+  if (rm_private_dir(dir) != 0)
+    return;
   rm_clean_stale(dir);
 
   struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -351,7 +374,8 @@ static void rm_start(void) {
      * dead process whose pid was reused): replace it unless someone answers. */
     int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     int alive = probe >= 0 && connect(probe, (struct sockaddr *)&sa, sizeof sa) == 0;
-    if (probe >= 0) close(probe);
+    if (probe >= 0)
+      close(probe);
     if (alive) {
       rm_warn("%s is in use by another listener; remote control disabled", rm.path);
       close(fd);
@@ -387,7 +411,8 @@ static void rm_start(void) {
 /* In a forked child: the parent's thread is not here and its socket is the
  * parent's; close our copy and listen under the child's own pid. */
 static void rm_atfork_child(void) {
-  if (rm.listen_fd >= 0) close(rm.listen_fd);
+  if (rm.listen_fd >= 0)
+    close(rm.listen_fd);
   rm.listen_fd = -1;
   rm.thread_running = 0;
   rm_start();
@@ -398,17 +423,20 @@ __attribute__((constructor)) static void rm_init(void) {
   int on = 1; /* a malformed value: not listening (nano/settings.h) */
   nano_env_bool("NANO_REMOTE", &on);
   rm.enabled = on;
-  if (pthread_atfork(NULL, NULL, rm_atfork_child) != 0) rm_warn("pthread_atfork failed");
+  if (pthread_atfork(NULL, NULL, rm_atfork_child) != 0)
+    rm_warn("pthread_atfork failed");
   rm_start();
 }
 
 /* Stops the control thread and removes the socket (normal exit, dlclose). */
 __attribute__((destructor)) static void rm_fini(void) {
-  if (rm.listen_fd < 0) return;
+  if (rm.listen_fd < 0)
+    return;
   rm.stopping = 1;
   unlink(rm.path);
   shutdown(rm.listen_fd, SHUT_RDWR);
-  if (rm.thread_running) pthread_join(rm.thread, NULL);
+  if (rm.thread_running)
+    pthread_join(rm.thread, NULL);
   rm.thread_running = 0;
   close(rm.listen_fd);
   rm.listen_fd = -1;

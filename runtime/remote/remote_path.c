@@ -27,9 +27,11 @@ int nano_remote_dir(uid_t uid, char *buf, size_t len) {
 }
 
 int nano_remote_socket_path(uid_t uid, pid_t pid, char *buf, size_t len) {
-  if (nano_remote_dir(uid, buf, len) != 0) return -1;
+  if (nano_remote_dir(uid, buf, len) != 0)
+    return -1;
   size_t used = 0;
-  while (used < len && buf[used]) used++;
+  while (used < len && buf[used])
+    used++;
   int n = snprintf(buf + used, len - used, "/%ld.sock", (long)pid);
   return n < 0 || (size_t)n >= len - used ? -1 : 0;
 }

@@ -124,15 +124,18 @@ static int atomics_visit(const struct nano_site *s, uint64_t count, void *arg) {
   sqlite3_bind_int64(st, 13, s->column);
   int rc = sqlite3_step(st);
   sqlite3_reset(st);
-  if (rc != SQLITE_DONE) return -1;
+  if (rc != SQLITE_DONE)
+    return -1;
   st = c->count;
   sqlite3_bind_int64(st, 1, id);
   sqlite3_bind_int64(st, 2, (int64_t)count);
   rc = sqlite3_step(st);
   sqlite3_reset(st);
-  if (rc != SQLITE_DONE) return -1;
+  if (rc != SQLITE_DONE)
+    return -1;
   struct nano_site_origin o;
-  if (!nano_tracker_site_origin(s->id, &o)) return 0;
+  if (!nano_tracker_site_origin(s->id, &o))
+    return 0;
   st = c->origin;
   sqlite3_bind_int64(st, 1, id);
   sqlite3_bind_text(st, 2, o.function ? o.function : "", -1, SQLITE_STATIC);
@@ -152,8 +155,10 @@ static regex_t *atomics_library(void) {
   if (state == 0) {
     const char *pat = nano_env_str("NANO_ATOMICS_LIBRARY_FILES");
     if (pat && regcomp(&re, pat, REG_EXTENDED | REG_NOSUB) != 0) {
-      fprintf(stderr, "nanoprobe rpd: NANO_ATOMICS_LIBRARY_FILES=%s: invalid regular expression; "
-              "callers of library atomics use the default library files\n", pat);
+      fprintf(stderr,
+              "nanoprobe rpd: NANO_ATOMICS_LIBRARY_FILES=%s: invalid regular expression; "
+              "callers of library atomics use the default library files\n",
+              pat);
       pat = NULL;
     }
     state = pat || regcomp(&re, NANO_LIBRARY_FILES_DEFAULT, REG_EXTENDED | REG_NOSUB) == 0 ? 1 : -1;
@@ -171,8 +176,7 @@ static int atomics_caller(uint32_t id, const uint64_t *ips, unsigned depth, uint
   char file[4096];
   for (unsigned i = 0; i < depth && lib; i++)
     if (rpdi_stack_frame(ips[i], &f) == 0 && f.file &&
-        nano_path_normalize(f.file, file, sizeof file) &&
-        regexec(lib, file, 0, NULL, 0) != 0) {
+        nano_path_normalize(f.file, file, sizeof file) && regexec(lib, file, 0, NULL, 0) != 0) {
       at = f;
       at.file = file;
       break;
@@ -190,13 +194,15 @@ static int atomics_caller(uint32_t id, const uint64_t *ips, unsigned depth, uint
 
 /* Sums a visited site's count into its kind's total. */
 static int atomics_sum(const struct nano_site *s, uint64_t count, void *arg) {
-  if (s->kind < NANO_KIND_COUNT) ((uint64_t *)arg)[s->kind] += count;
+  if (s->kind < NANO_KIND_COUNT)
+    ((uint64_t *)arg)[s->kind] += count;
   return 0;
 }
 #endif
 
 int rpdi_atomics_write(sqlite3 *db, const char *path, int64_t offset) {
-  if (atomics_schema_create(db, path) != 0) return -1;
+  if (atomics_schema_create(db, path) != 0)
+    return -1;
 #ifdef NANO_RPD_HAVE_TRACKER
   struct atomics_ctx c = {db, path, offset, offset >> 32, NULL, NULL, NULL, NULL};
   int rc;
@@ -206,7 +212,8 @@ int rpdi_atomics_write(sqlite3 *db, const char *path, int64_t offset) {
                          "memory_order, failure_order, size, flags, function, file, line, column) "
                          "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                          -1, &c.site, NULL) != SQLITE_OK ||
-      sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO nano_atomic_count(site_id, count) VALUES (?,?)",
+      sqlite3_prepare_v2(db,
+                         "INSERT OR REPLACE INTO nano_atomic_count(site_id, count) VALUES (?,?)",
                          -1, &c.count, NULL) != SQLITE_OK ||
       sqlite3_prepare_v2(db,
                          "INSERT OR REPLACE INTO nano_atomic_origin(site_id, function, file, line, "
@@ -231,7 +238,8 @@ int rpdi_atomics_write(sqlite3 *db, const char *path, int64_t offset) {
     sqlite3_bind_int64(forget, 2, offset + UINT32_MAX);
     rc = sqlite3_step(forget) == SQLITE_DONE ? 0 : -1;
   }
-  if (rc == 0) rc = nano_tracker_foreach_caller(atomics_caller, &c);
+  if (rc == 0)
+    rc = nano_tracker_foreach_caller(atomics_caller, &c);
   if (rc != 0)
     fprintf(stderr, "nanoprobe rpd: %s: cannot store the atomic counts: %s\n", path,
             sqlite3_errmsg(db));
@@ -256,26 +264,31 @@ static int64_t atomics_last_session = -1;
 int rpdi_atomics_sample(sqlite3 *db, const char *path, int64_t offset, int64_t now) {
 #ifdef NANO_RPD_HAVE_TRACKER
   uint64_t totals[NANO_KIND_COUNT] = {0};
-  if (nano_tracker_foreach_site(atomics_sum, totals) != 0) return -1;
+  if (nano_tracker_foreach_site(atomics_sum, totals) != 0)
+    return -1;
   int64_t session = offset >> 32;
   if (session != atomics_last_session) {
     memset(atomics_last, 0, sizeof atomics_last);
     atomics_last_session = session;
   }
-  if (memcmp(totals, atomics_last, sizeof totals) == 0) return 0;
-  if (atomics_schema_create(db, path) != 0) return -1;
+  if (memcmp(totals, atomics_last, sizeof totals) == 0)
+    return 0;
+  if (atomics_schema_create(db, path) != 0)
+    return -1;
   sqlite3_stmt *st = NULL;
-  if (sqlite3_prepare_v2(db,
-                         "INSERT INTO nano_atomic_sample(session, pid, start, kind_id, kind, count) "
-                         "VALUES (?,?,?,?,?,?)",
-                         -1, &st, NULL) != SQLITE_OK) {
+  if (sqlite3_prepare_v2(
+          db,
+          "INSERT INTO nano_atomic_sample(session, pid, start, kind_id, kind, count) "
+          "VALUES (?,?,?,?,?,?)",
+          -1, &st, NULL) != SQLITE_OK) {
     fprintf(stderr, "nanoprobe rpd: %s: cannot prepare the atomics samples: %s\n", path,
             sqlite3_errmsg(db));
     return -1;
   }
   int rc = SQLITE_DONE;
   for (unsigned k = 0; k < NANO_KIND_COUNT && rc == SQLITE_DONE; k++) {
-    if (totals[k] == atomics_last[k]) continue;
+    if (totals[k] == atomics_last[k])
+      continue;
     sqlite3_bind_int64(st, 1, session);
     sqlite3_bind_int(st, 2, (int)getpid());
     sqlite3_bind_int64(st, 3, now);

@@ -5,15 +5,14 @@
 #if defined(__x86_64__)
 #include <cpuid.h>
 #endif
+#include "nano/settings.h"
 #include <stdio.h>
 #include <string.h>
-#include "nano/settings.h"
 
 RPDI_EXPORT int64_t rpd_now(void) { return rpd_clock(); }
 
 int g_tsc;
 struct rpd_tsc_map g_tsc_map;
-
 
 /* A (ticks, ns) pair read as close together as possible: the tightest of 32
  * bracketed reads (a preemption inside one bracket would skew it). */
@@ -49,10 +48,12 @@ static const char *rpd_tsc_unusable(void) {
   char src[64] = "";
   FILE *f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "r");
   if (f) {
-    if (!fgets(src, sizeof src, f)) src[0] = 0;
+    if (!fgets(src, sizeof src, f))
+      src[0] = 0;
     fclose(f);
   }
-  if (strcmp(src, "tsc\n") != 0) return "the kernel's clocksource is not tsc";
+  if (strcmp(src, "tsc\n") != 0)
+    return "the kernel's clocksource is not tsc";
   return NULL;
 #else
   return "the TSC clock needs x86-64";
@@ -65,11 +66,13 @@ void rpd_tsc_init(void) {
   static const char *const clocks[] = {"auto", "tsc", "monotonic", NULL};
   int clock = 0;
   nano_env_choice("NANO_RPD_CLOCK", clocks, &clock);
-  if (clock == 2) return;
+  if (clock == 2)
+    return;
   int asked = clock == 1;
   const char *why = rpd_tsc_unusable();
   if (why) {
-    if (asked) rpd_log("NANO_RPD_CLOCK=tsc: %s; using monotonic", why);
+    if (asked)
+      rpd_log("NANO_RPD_CLOCK=tsc: %s; using monotonic", why);
     return;
   }
   g_tsc_map.segs = rpd_grow(NULL, 0, &g_tsc_map.cap, sizeof *g_tsc_map.segs);
@@ -86,7 +89,8 @@ static void rpd_tsc_add(struct rpd_tsc_seg s) {
   struct rpd_tsc_map *m = &g_tsc_map;
   struct rpd_tsc_seg *segs = rpd_grow(m->segs, m->n, &m->cap, sizeof *segs);
   if (!segs) {
-    if (!m->failed) rpd_log("out of memory for the TSC map; its last segment goes on");
+    if (!m->failed)
+      rpd_log("out of memory for the TSC map; its last segment goes on");
     m->failed = 1;
     return;
   }
@@ -114,14 +118,17 @@ static void rpd_tsc_extend(void) {
       nanosleep(&ts, NULL);
     }
     rpd_tsc_sample(&ticks, &ns);
-    slope = ticks > m->sample_ticks ? (double)(ns - m->sample_ns) / (double)(ticks - m->sample_ticks)
-                                    : 1.0;
+    slope = ticks > m->sample_ticks
+                ? (double)(ns - m->sample_ns) / (double)(ticks - m->sample_ticks)
+                : 1.0;
     rpd_tsc_add((struct rpd_tsc_seg){m->sample_ticks, m->sample_ns, slope}); /* room from init */
     m->refit_ns = rpd_tsc_refit(2 * (ns - m->sample_ns));
   } else {
-    if (m->failed) return;
+    if (m->failed)
+      return;
     rpd_tsc_sample(&ticks, &ns);
-    if (ticks <= m->sample_ticks || ns <= m->sample_ns) return;
+    if (ticks <= m->sample_ticks || ns <= m->sample_ns)
+      return;
     double rate = (double)(ns - m->sample_ns) / (double)(ticks - m->sample_ticks);
     /* No stamp past `edge` has been converted yet (it would have called this
      * first). When this sample lies well past it (the writer converted
@@ -131,8 +138,10 @@ static void rpd_tsc_extend(void) {
     if (ticks - edge >= m->refit_ticks) {
       int64_t edge_ns = rpd_tsc_at(&m->segs[m->n - 1], edge);
       double bridge = ns > edge_ns ? (double)(ns - edge_ns) / (double)(ticks - edge) : rate;
-      if (bridge > rate * (1 + RPD_TSC_MAX_SKEW)) bridge = rate * (1 + RPD_TSC_MAX_SKEW);
-      if (bridge < rate * (1 - RPD_TSC_MAX_SKEW)) bridge = rate * (1 - RPD_TSC_MAX_SKEW);
+      if (bridge > rate * (1 + RPD_TSC_MAX_SKEW))
+        bridge = rate * (1 + RPD_TSC_MAX_SKEW);
+      if (bridge < rate * (1 - RPD_TSC_MAX_SKEW))
+        bridge = rate * (1 - RPD_TSC_MAX_SKEW);
       rpd_tsc_add((struct rpd_tsc_seg){edge, edge_ns, bridge});
     }
     const struct rpd_tsc_seg *last = &m->segs[m->n - 1];
@@ -140,8 +149,10 @@ static void rpd_tsc_extend(void) {
     /* the offset left at this sample, closed over the next interval; at most
      * 1000 ppm of correction, so the slope stays sane after a long stall */
     double fix = (double)(ns - rpd_tsc_at(last, ticks)) / (double)m->refit_ns;
-    if (fix > RPD_TSC_MAX_SKEW) fix = RPD_TSC_MAX_SKEW;
-    if (fix < -RPD_TSC_MAX_SKEW) fix = -RPD_TSC_MAX_SKEW;
+    if (fix > RPD_TSC_MAX_SKEW)
+      fix = RPD_TSC_MAX_SKEW;
+    if (fix < -RPD_TSC_MAX_SKEW)
+      fix = -RPD_TSC_MAX_SKEW;
     slope = rate * (1 + fix);
     rpd_tsc_add((struct rpd_tsc_seg){ticks, rpd_tsc_at(last, ticks), slope});
   }
@@ -153,7 +164,8 @@ static void rpd_tsc_extend(void) {
 /* rpdw_time past its common case. */
 __attribute__((noinline)) int64_t rpdw_time_slow(int64_t t) {
   struct rpd_tsc_map *m = &g_tsc_map;
-  if (m->n == 0 || t - m->sample_ticks >= m->refit_ticks) rpd_tsc_extend();
+  if (m->n == 0 || t - m->sample_ticks >= m->refit_ticks)
+    rpd_tsc_extend();
   int i = m->n - 1;
   if (i > 0 && t < m->segs[i].ticks && t >= m->segs[i - 1].ticks) {
     i--; /* the backlog a re-fit leaves behind: the segment before the newest */
@@ -170,4 +182,3 @@ __attribute__((noinline)) int64_t rpdw_time_slow(int64_t t) {
   }
   return rpd_tsc_at(&m->segs[i], t);
 }
-

@@ -2,9 +2,9 @@
 #define _GNU_SOURCE
 #include "tracer.h"
 
+#include "nano/strtab.h"
 #include <stdlib.h>
 #include <string.h>
-#include "nano/strtab.h"
 
 /* ---- interned strings (rpd_intern) ---------------------------------------- */
 
@@ -15,10 +15,11 @@ static uint32_t g_intern_count;
 static _Atomic uint32_t g_intern_count_pub; /* g_intern_count, readable without the lock */
 static pthread_mutex_t g_intern_lock = PTHREAD_MUTEX_INITIALIZER;
 
-
 const char *rpd_intern_get(uint32_t h) {
-  if (h == 0) return NULL;
-  const char **chunk = atomic_load_explicit(&g_intern_chunks[(h - 1) / INTERN_CHUNK], memory_order_acquire);
+  if (h == 0)
+    return NULL;
+  const char **chunk =
+      atomic_load_explicit(&g_intern_chunks[(h - 1) / INTERN_CHUNK], memory_order_acquire);
   return chunk ? chunk[(h - 1) % INTERN_CHUNK] : NULL;
 }
 
@@ -34,7 +35,8 @@ static const char *rpd_intern_at(const void *owner, uint32_t i) {
 static struct nano_strtab g_intern_tab = {.str = rpd_intern_at, NANO_STRTAB_LIBC};
 
 RPDI_EXPORT uint32_t rpd_intern(const char *s) {
-  if (!s || !*s) return 0;
+  if (!s || !*s)
+    return 0;
   pthread_mutex_lock(&g_intern_lock);
   uint32_t result = 0;
   uint32_t found = nano_strtab_find(&g_intern_tab, s);
@@ -42,16 +44,20 @@ RPDI_EXPORT uint32_t rpd_intern(const char *s) {
     result = found + 1;
     goto out;
   }
-  if (g_intern_count >= INTERN_CHUNK * INTERN_CHUNKS) goto out;
+  if (g_intern_count >= INTERN_CHUNK * INTERN_CHUNKS)
+    goto out;
   uint32_t idx = g_intern_count;
-  const char **chunk = atomic_load_explicit(&g_intern_chunks[idx / INTERN_CHUNK], memory_order_relaxed);
+  const char **chunk =
+      atomic_load_explicit(&g_intern_chunks[idx / INTERN_CHUNK], memory_order_relaxed);
   if (!chunk) {
     chunk = calloc(INTERN_CHUNK, sizeof *chunk);
-    if (!chunk) goto out;
+    if (!chunk)
+      goto out;
     atomic_store_explicit(&g_intern_chunks[idx / INTERN_CHUNK], chunk, memory_order_release);
   }
   char *copy = strdup(s);
-  if (!copy) goto out;
+  if (!copy)
+    goto out;
   chunk[idx % INTERN_CHUNK] = copy;
   if (nano_strtab_add(&g_intern_tab, copy) == NANO_STRTAB_NONE) {
     chunk[idx % INTERN_CHUNK] = NULL;
@@ -65,10 +71,10 @@ RPDI_EXPORT uint32_t rpd_intern(const char *s) {
   result = idx + 1;
 out:
   pthread_mutex_unlock(&g_intern_lock);
-  if (!result) rpd_log("rpd_intern: out of memory; the string is recorded as empty");
+  if (!result)
+    rpd_log("rpd_intern: out of memory; the string is recorded as empty");
   return result;
 }
-
 
 void rpd_intern_atfork(enum rpd_fork_phase phase) {
   if (phase == RPD_FORK_PREPARE)

@@ -27,7 +27,8 @@
 /* UTF-8 of a wide (UTF-32) string into buf. */
 static const char *nvtx_wide(const wchar_t *w, char *buf, size_t n) {
   size_t o = 0;
-  if (!w) return NULL;
+  if (!w)
+    return NULL;
   for (; *w && o + 5 < n; w++) {
     uint32_t c = (uint32_t)*w;
     if (c < 0x80) {
@@ -52,7 +53,8 @@ static const char *nvtx_wide(const wchar_t *w, char *buf, size_t n) {
 
 /* The text of an event's message (buf holds converted wide text). */
 static const char *nvtx_message(const nvtxEventAttributes_t *a, char *buf, size_t n) {
-  if (!a) return NULL;
+  if (!a)
+    return NULL;
   switch (a->messageType) {
   case NVTX_MESSAGE_TYPE_ASCII:
     return a->message.ascii;
@@ -149,20 +151,24 @@ static void nvtx_NameOsThreadW(uint32_t tid, const wchar_t *name) {
 
 /* Stores fn into slot id of a module table when the table has it. */
 static void nvtx_set(NvtxFunctionTable table, unsigned size, unsigned id, NvtxFunctionPointer fn) {
-  if (id < size && table[id]) *table[id] = fn;
+  if (id < size && table[id])
+    *table[id] = fn;
 }
 
 #define NVTX_FN(f) ((NvtxFunctionPointer)(void (*)(void))(f))
 
 /* The injection entry point NVTX 3 looks up; returns 1 on success. */
 RPDI_EXPORT int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t getExportTable) {
-  if (!getExportTable) return 0;
+  if (!getExportTable)
+    return 0;
   const NvtxExportTableCallbacks *cb =
       (const NvtxExportTableCallbacks *)getExportTable(NVTX_ETID_CALLBACKS);
-  if (!cb || cb->struct_size < sizeof *cb || !cb->GetModuleFunctionTable) return 0;
+  if (!cb || cb->struct_size < sizeof *cb || !cb->GetModuleFunctionTable)
+    return 0;
   NvtxFunctionTable t = NULL;
   unsigned n = 0;
-  if (!cb->GetModuleFunctionTable(NVTX_CB_MODULE_CORE, &t, &n) || !t) return 0;
+  if (!cb->GetModuleFunctionTable(NVTX_CB_MODULE_CORE, &t, &n) || !t)
+    return 0;
   nvtx_set(t, n, NVTX_CBID_CORE_MarkEx, NVTX_FN(nvtx_MarkEx));
   nvtx_set(t, n, NVTX_CBID_CORE_MarkA, NVTX_FN(nvtx_MarkA));
   nvtx_set(t, n, NVTX_CBID_CORE_MarkW, NVTX_FN(nvtx_MarkW));

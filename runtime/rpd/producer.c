@@ -17,8 +17,8 @@
 /* ---- producer side -------------------------------------------------------- */
 
 struct rpd_strs;
-static struct nano_rpd_rec *rpd_reserve(struct rpd_tbuf **bp, uint32_t nslots, struct rpd_strs *strs,
-                                   uint64_t *refs, uint64_t *blobref);
+static struct nano_rpd_rec *rpd_reserve(struct rpd_tbuf **bp, uint32_t nslots,
+                                        struct rpd_strs *strs, uint64_t *refs, uint64_t *blobref);
 static inline void rpd_publish(struct rpd_tbuf *b, uint32_t nslots);
 static inline uint32_t rpd_on(void);
 
@@ -41,8 +41,8 @@ static inline uint32_t rpd_on(void);
  * is draining is never spilled, one being spilled is waited for.
  */
 static _Atomic uint64_t g_range_next = 1; /* rpdi_range_start ids            */
-static _Atomic int64_t g_ring_bytes; /* arrays of all rings in memory          */
-static _Atomic int64_t g_base_bytes; /* one ring per thread: not overflow      */
+static _Atomic int64_t g_ring_bytes;      /* arrays of all rings in memory          */
+static _Atomic int64_t g_base_bytes;      /* one ring per thread: not overflow      */
 /* Drained rings kept for any thread's next (their pages are in place, which
  * costs more than the records on some machines, see rpd_seg_arrays), up to
  * RPD_POOL_MAX and within NANO_RPD_OVERFLOW_MEMORY, as whose part they count. */
@@ -65,9 +65,11 @@ size_t rpd_seg_bytes(const struct rpd_tbuf *b) {
 int rpd_seg_arrays(struct rpd_tbuf *b) {
   size_t bytes = rpd_seg_bytes(b), slots = (size_t)b->ring.nslots * sizeof(struct nano_rpd_rec);
   void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) return -1;
+  if (p == MAP_FAILED)
+    return -1;
   if (madvise(p, slots, MADV_POPULATE_WRITE) != 0) { /* before Linux 5.14: fault them now */
-    for (size_t off = 0; off < slots; off += RPD_PAGE_BYTES) ((volatile char *)p)[off] = 0;
+    for (size_t off = 0; off < slots; off += RPD_PAGE_BYTES)
+      ((volatile char *)p)[off] = 0;
   }
   b->ring.slots = p;
   b->arena = (char *)p + (size_t)b->ring.nslots * sizeof(struct nano_rpd_rec);
@@ -76,10 +78,12 @@ int rpd_seg_arrays(struct rpd_tbuf *b) {
 }
 
 static void rpd_seg_free_arrays(struct rpd_tbuf *b) {
-  if (!b->ring.slots) return;
+  if (!b->ring.slots)
+    return;
   size_t bytes = rpd_seg_bytes(b);
   atomic_fetch_sub(&g_ring_bytes, (int64_t)bytes);
-  if (munmap(b->ring.slots, bytes) != 0) rpd_log("munmap of a ring: %s", strerror(errno));
+  if (munmap(b->ring.slots, bytes) != 0)
+    rpd_log("munmap of a ring: %s", strerror(errno));
   b->ring.slots = NULL;
   b->arena = NULL;
 }
@@ -102,7 +106,8 @@ void rpd_seg_release(struct rpd_tbuf *b) {
  * thread's primary buffer. NULL when out of memory. */
 static struct rpd_tbuf *rpd_seg_new(struct rpd_tbuf *owner) {
   struct rpd_tbuf *b = calloc(1, sizeof *b);
-  if (!b) return NULL;
+  if (!b)
+    return NULL;
   b->ring.nslots = owner ? owner->ring.nslots : g_cfg_slots;
   b->asize = b->ring.nslots * 16;
   if (rpd_seg_arrays(b) != 0) {
@@ -118,7 +123,8 @@ static struct rpd_tbuf *rpd_seg_new(struct rpd_tbuf *owner) {
  * the writer is draining it. Returns 0 when spilled. */
 static int rpd_seg_spill(struct rpd_tbuf *b) {
   int expect = SEG_MEM;
-  if (!atomic_compare_exchange_strong(&b->seg_state, &expect, SEG_SPILLING)) return -1;
+  if (!atomic_compare_exchange_strong(&b->seg_state, &expect, SEG_SPILLING))
+    return -1;
   struct iovec v[2] = {{b->ring.slots, (size_t)b->ring.nslots * sizeof(struct nano_rpd_rec)},
                        {b->arena, b->asize}};
   int64_t off = rpdi_spill_write(v, 2, rpd_seg_bytes(b));
@@ -136,21 +142,25 @@ static int rpd_seg_spill(struct rpd_tbuf *b) {
  * that the thread's. Returns it, or NULL when overflow is off or neither
  * memory nor the spill file has room (the caller waits or drops). */
 static struct rpd_tbuf *rpd_seg_next(struct rpd_tbuf *b) {
-  if (!g_overflow) return NULL;
+  if (!g_overflow)
+    return NULL;
   struct rpd_tbuf *t = b->owner;
   struct rpd_tbuf *n = atomic_exchange(&t->spare, NULL);
   if (!n) {
     pthread_mutex_lock(&g_pool_lock);
-    if (g_npool && g_pool[g_npool - 1]->ring.nslots == b->ring.nslots) n = g_pool[--g_npool];
+    if (g_npool && g_pool[g_npool - 1]->ring.nslots == b->ring.nslots)
+      n = g_pool[--g_npool];
     pthread_mutex_unlock(&g_pool_lock);
-    if (n) n->owner = t;
+    if (n)
+      n->owner = t;
   }
   if (!n) {
     int64_t over = atomic_load(&g_ring_bytes) - atomic_load(&g_base_bytes);
     if (over + (int64_t)rpd_seg_bytes(b) > (int64_t)g_ovf_memory_max && rpd_seg_spill(b) != 0)
       return NULL;
     n = rpd_seg_new(t);
-    if (!n) return NULL;
+    if (!n)
+      return NULL;
   }
   n->ring.tail_seen = atomic_load(&n->tail);
   n->atail_seen = atomic_load(&n->atail);
@@ -167,8 +177,10 @@ static struct rpd_tbuf *rpd_seg_next(struct rpd_tbuf *b) {
  * the buffer is handed to the writer for draining and reuse. */
 void rpd_tls_destructor(void *p) {
   struct rpd_tbuf *t = p;
-  if (!t) return;
-  if (prctl(PR_GET_NAME, t->exit_name) != 0) t->exit_name[0] = 0;
+  if (!t)
+    return;
+  if (prctl(PR_GET_NAME, t->exit_name) != 0)
+    t->exit_name[0] = 0;
   uint32_t epoch = rpd_on();
   if (epoch && tls.depth > 0) {
     struct rpd_tbuf *b = t->pseg;
@@ -192,14 +204,17 @@ static struct rpd_tbuf *rpd_tbuf_slow(void) {
   pid_t pid = getpid(), tid = (pid_t)syscall(SYS_gettid);
   for (b = atomic_load(&g_bufs); b; b = b->next) {
     int expect = 2;
-    if (b->ring.nslots == g_cfg_slots && atomic_compare_exchange_strong(&b->state, &expect, 0)) break;
+    if (b->ring.nslots == g_cfg_slots && atomic_compare_exchange_strong(&b->state, &expect, 0))
+      break;
   }
   if (!b) {
     b = rpd_seg_new(NULL);
-    if (!b) return NULL;
+    if (!b)
+      return NULL;
     atomic_fetch_add(&g_base_bytes, (int64_t)rpd_seg_bytes(b));
     struct rpd_tbuf *head = atomic_load(&g_bufs);
-    do b->next = head;
+    do
+      b->next = head;
     while (!atomic_compare_exchange_weak(&g_bufs, &head, b));
   }
   b->pid = pid;
@@ -232,7 +247,8 @@ struct rpd_strs {
 static inline uint64_t rpd_arena_place(uint64_t *pos, uint32_t len, uint32_t asize) {
   uint64_t p = *pos;
   uint32_t off = (uint32_t)(p & (asize - 1));
-  if (off + len > asize) p += asize - off;
+  if (off + len > asize)
+    p += asize - off;
   *pos = p + len;
   return p;
 }
@@ -241,8 +257,8 @@ static inline uint64_t rpd_arena_place(uint64_t *pos, uint32_t len, uint32_t asi
  * thread's ring *bp (which a full ring replaces, see "segments"), copies the
  * strings and fills refs[] (and *blobref). Returns the first slot, or NULL
  * when the record was dropped (counted). */
-static struct nano_rpd_rec *rpd_reserve(struct rpd_tbuf **bp, uint32_t nslots, struct rpd_strs *strs,
-                                   uint64_t *refs, uint64_t *blobref) {
+static struct nano_rpd_rec *rpd_reserve(struct rpd_tbuf **bp, uint32_t nslots,
+                                        struct rpd_strs *strs, uint64_t *refs, uint64_t *blobref) {
   struct rpd_tbuf *b = *bp;
   uint64_t head, apos, aend;
   uint32_t pad;
@@ -255,8 +271,10 @@ static struct nano_rpd_rec *rpd_reserve(struct rpd_tbuf **bp, uint32_t nslots, s
     if (strs) {
       uint32_t cap = b->asize / 8;
       for (int i = 0; i < strs->n; i++) {
-        if (!strs->p[i]) continue;
-        if (strs->len[i] + 1 > cap) strs->len[i] = cap - 1;
+        if (!strs->p[i])
+          continue;
+        if (strs->len[i] + 1 > cap)
+          strs->len[i] = cap - 1;
         rpd_arena_place(&aend, strs->len[i] + 1, b->asize);
       }
       if (strs->bloblen) {
@@ -264,10 +282,14 @@ static struct nano_rpd_rec *rpd_reserve(struct rpd_tbuf **bp, uint32_t nslots, s
         rpd_arena_place(&aend, strs->bloblen, b->asize);
       }
     }
-    if (head + pad + nslots - b->ring.tail_seen <= b->ring.nslots && aend - b->atail_seen <= b->asize) break;
+    if (head + pad + nslots - b->ring.tail_seen <= b->ring.nslots &&
+        aend - b->atail_seen <= b->asize)
+      break;
     b->ring.tail_seen = atomic_load_explicit(&b->tail, memory_order_acquire);
     b->atail_seen = atomic_load_explicit(&b->atail, memory_order_acquire);
-    if (head + pad + nslots - b->ring.tail_seen <= b->ring.nslots && aend - b->atail_seen <= b->asize) break;
+    if (head + pad + nslots - b->ring.tail_seen <= b->ring.nslots &&
+        aend - b->atail_seen <= b->asize)
+      break;
     if (g_drop || !atomic_load_explicit(&g_writer_running, memory_order_acquire)) {
       atomic_fetch_add_explicit(&b->owner->dropped, 1, memory_order_relaxed);
       return NULL;
@@ -285,7 +307,8 @@ static struct nano_rpd_rec *rpd_reserve(struct rpd_tbuf **bp, uint32_t nslots, s
       atomic_fetch_add_explicit(&g_lock_dropped, 1, memory_order_relaxed);
       return NULL;
     }
-    if (spins == 0) rpd_wake_writer();
+    if (spins == 0)
+      rpd_wake_writer();
     struct timespec ts = {0, 50000};
     nanosleep(&ts, NULL);
   }
@@ -338,7 +361,8 @@ static __attribute__((noinline)) void rpd_publish_check(struct rpd_tbuf *b, uint
 static inline void rpd_publish(struct rpd_tbuf *b, uint32_t nslots) {
   uint64_t head = __atomic_load_n(&b->ring.head, __ATOMIC_RELAXED) + nslots;
   __atomic_store_n(&b->ring.head, head, __ATOMIC_RELEASE);
-  if (__builtin_expect(head - b->ring.tail_seen > b->ring.nslots / 2, 0)) rpd_publish_check(b, head);
+  if (__builtin_expect(head - b->ring.tail_seen > b->ring.nslots / 2, 0))
+    rpd_publish_check(b, head);
 }
 
 /* Recording state: returns the epoch when on, 0 when off. */
@@ -355,7 +379,8 @@ static inline void rpd_strs_add(struct rpd_strs *s, const char *p) {
 
 /* Captures the stack into s when stack frames are on. */
 static void rpd_strs_stack(struct rpd_strs *s, uint64_t *ips) {
-  if (g_stack_depth <= 0) return;
+  if (g_stack_depth <= 0)
+    return;
   int n = nano_backtrace(ips, g_stack_depth);
   if (n > 0) {
     s->blob = ips;
@@ -367,7 +392,8 @@ static void rpd_strs_stack(struct rpd_strs *s, uint64_t *ips) {
 static int rpd_push_refs(uint32_t epoch, const char *domain, const char *name, const char *args,
                          const uint64_t *pre) {
   struct rpd_tbuf *b = rpd_tbuf();
-  if (!b) return -1;
+  if (!b)
+    return -1;
   struct rpd_strs s = {0};
   uint64_t refs[4] = {0}, stack = 0, ips[RPD_MAX_STACK_DEPTH];
   if (!pre) {
@@ -377,7 +403,8 @@ static int rpd_push_refs(uint32_t epoch, const char *domain, const char *name, c
   }
   rpd_strs_stack(&s, ips);
   struct nano_rpd_rec *r = rpd_reserve(&b, 1, (s.n || s.bloblen) ? &s : NULL, refs, &stack);
-  if (!r) return -1;
+  if (!r)
+    return -1;
   r->type = R_PUSH;
   r->nslots = 1;
   r->epoch = epoch;
@@ -399,7 +426,8 @@ static int rpd_push_refs(uint32_t epoch, const char *domain, const char *name, c
 /* Enters a range at the current depth, recorded or not (its pop matches). */
 static inline void rpd_depth_push(int recorded) {
   uint32_t d = tls.depth++;
-  if (!recorded && d < 64) tls.unrecorded |= 1ull << d;
+  if (!recorded && d < 64)
+    tls.unrecorded |= 1ull << d;
 }
 
 int rpdi_push(const char *domain, const char *name, const char *args) {
@@ -419,7 +447,7 @@ static inline uint64_t rpd_ref_interned(uint32_t handle) {
 }
 
 static __attribute__((noinline)) void rpd_push_interned_slow(uint32_t epoch, uint32_t domain,
-                                                              uint32_t name, uint32_t args) {
+                                                             uint32_t name, uint32_t args) {
   int ok = 0;
   if (epoch) {
     uint64_t pre[3] = {rpd_ref_interned(domain), rpd_ref_interned(name), rpd_ref_interned(args)};
@@ -467,23 +495,28 @@ static inline void rpd_put_pop(struct rpd_tbuf *b, struct nano_rpd_rec *r, uint3
 static __attribute__((noinline)) int rpd_pop_slow(uint32_t d, uint32_t epoch) {
   struct rpd_tbuf *b = rpd_tbuf();
   struct nano_rpd_rec *r = b ? rpd_reserve(&b, 1, NULL, NULL, NULL) : NULL;
-  if (r) rpd_put_pop(b, r, epoch);
+  if (r)
+    rpd_put_pop(b, r, epoch);
   return (int)d;
 }
 
 int rpdi_pop(void) {
-  if (tls.depth == 0) return -1;
+  if (tls.depth == 0)
+    return -1;
   uint32_t d = --tls.depth;
   if (d < 64 && (tls.unrecorded >> d) & 1) {
     tls.unrecorded &= ~(1ull << d);
     return (int)d;
   }
   uint32_t epoch = rpd_on();
-  if (!epoch) return (int)d;
+  if (!epoch)
+    return (int)d;
   struct rpd_tbuf *b = rpd_tls_buf();
-  if (__builtin_expect(!b, 0)) return rpd_pop_slow(d, epoch);
+  if (__builtin_expect(!b, 0))
+    return rpd_pop_slow(d, epoch);
   uint64_t head = __atomic_load_n(&b->ring.head, __ATOMIC_RELAXED);
-  if (__builtin_expect(head + 1 - b->ring.tail_seen > b->ring.nslots, 0)) return rpd_pop_slow(d, epoch);
+  if (__builtin_expect(head + 1 - b->ring.tail_seen > b->ring.nslots, 0))
+    return rpd_pop_slow(d, epoch);
   rpd_put_pop(b, &b->ring.slots[head & (b->ring.nslots - 1)], epoch);
   return (int)d;
 }
@@ -492,9 +525,11 @@ RPDI_EXPORT void rpd_rangePop(void) { rpdi_pop(); }
 
 RPDI_EXPORT void rpd_mark(const char *domain, const char *name, const char *args) {
   uint32_t epoch = rpd_on();
-  if (!epoch) return;
+  if (!epoch)
+    return;
   struct rpd_tbuf *b = rpd_tbuf();
-  if (!b) return;
+  if (!b)
+    return;
   struct rpd_strs s = {0};
   uint64_t refs[4] = {0}, stack = 0, ips[RPD_MAX_STACK_DEPTH];
   rpd_strs_add(&s, domain);
@@ -502,7 +537,8 @@ RPDI_EXPORT void rpd_mark(const char *domain, const char *name, const char *args
   rpd_strs_add(&s, args);
   rpd_strs_stack(&s, ips);
   struct nano_rpd_rec *r = rpd_reserve(&b, 1, &s, refs, &stack);
-  if (!r) return;
+  if (!r)
+    return;
   r->type = R_MARK;
   r->nslots = 1;
   r->epoch = epoch;
@@ -517,15 +553,18 @@ RPDI_EXPORT void rpd_mark(const char *domain, const char *name, const char *args
 uint64_t rpdi_range_start(const char *domain, const char *text) {
   uint64_t id = atomic_fetch_add(&g_range_next, 1);
   uint32_t epoch = rpd_on();
-  if (!epoch) return id;
+  if (!epoch)
+    return id;
   struct rpd_tbuf *b = rpd_tbuf();
-  if (!b) return id;
+  if (!b)
+    return id;
   struct rpd_strs s = {0};
   uint64_t refs[4] = {0};
   rpd_strs_add(&s, domain);
   rpd_strs_add(&s, text);
   struct nano_rpd_rec *r = rpd_reserve(&b, 1, &s, refs, NULL);
-  if (!r) return id;
+  if (!r)
+    return id;
   r->type = R_RSTART;
   r->nslots = 1;
   r->epoch = epoch;
@@ -539,11 +578,14 @@ uint64_t rpdi_range_start(const char *domain, const char *text) {
 
 void rpdi_range_stop(uint64_t id) {
   uint32_t epoch = rpd_on();
-  if (!epoch) return;
+  if (!epoch)
+    return;
   struct rpd_tbuf *b = rpd_tbuf();
-  if (!b) return;
+  if (!b)
+    return;
   struct nano_rpd_rec *r = rpd_reserve(&b, 1, NULL, NULL, NULL);
-  if (!r) return;
+  if (!r)
+    return;
   r->type = R_RSTOP;
   r->nslots = 1;
   r->epoch = epoch;
@@ -555,9 +597,11 @@ void rpdi_range_stop(uint64_t id) {
 RPDI_EXPORT uint64_t rpd_record_api(const char *domain, const char *category, const char *apiName,
                                     const char *args, int64_t start, int64_t end) {
   uint32_t epoch = rpd_on();
-  if (!epoch) return 0;
+  if (!epoch)
+    return 0;
   struct rpd_tbuf *b = rpd_tbuf();
-  if (!b) return 0;
+  if (!b)
+    return 0;
   struct rpd_strs s = {0};
   uint64_t refs[4] = {0}, stack = 0, ips[RPD_MAX_STACK_DEPTH];
   rpd_strs_add(&s, domain);
@@ -567,7 +611,8 @@ RPDI_EXPORT uint64_t rpd_record_api(const char *domain, const char *category, co
   rpd_strs_stack(&s, ips);
   uint32_t n = s.bloblen ? 2 : 1;
   struct nano_rpd_rec *r = rpd_reserve(&b, n, &s, refs, &stack);
-  if (!r) return 0;
+  if (!r)
+    return 0;
   uint64_t h = atomic_fetch_add_explicit(&g_api_next, 1, memory_order_relaxed);
   r->type = R_API;
   r->nslots = (uint8_t)n;
@@ -591,48 +636,58 @@ RPDI_EXPORT uint64_t rpd_record_api(const char *domain, const char *category, co
  * and publish with rpd_publish(*bp, nslots), or NULL when recording is off or
  * the record was dropped (counted). */
 static struct nano_rpd_rec *rpd_record_open(uint8_t type, uint32_t nslots, uint64_t h,
-                                       const char *const *strs, int n, struct rpd_tbuf **bp) {
+                                            const char *const *strs, int n, struct rpd_tbuf **bp) {
   assert(n <= 4);
   uint32_t epoch = rpd_on();
-  if (!epoch) return NULL;
+  if (!epoch)
+    return NULL;
   struct rpd_tbuf *b = rpd_tbuf();
-  if (!b) return NULL;
+  if (!b)
+    return NULL;
   struct rpd_strs s = {0};
   uint64_t refs[4] = {0};
-  for (int i = 0; i < n; i++) rpd_strs_add(&s, strs[i]);
+  for (int i = 0; i < n; i++)
+    rpd_strs_add(&s, strs[i]);
   struct nano_rpd_rec *r = rpd_reserve(&b, nslots, &s, refs, NULL);
-  if (!r) return NULL;
+  if (!r)
+    return NULL;
   r->type = type;
   r->nslots = (uint8_t)nslots;
   r->epoch = epoch;
   r->h = h;
-  for (int i = 0; i < n; i++) r->s[i] = refs[i];
+  for (int i = 0; i < n; i++)
+    r->s[i] = refs[i];
   *bp = b;
   return r;
 }
 
 RPDI_EXPORT void rpd_record_kernelapi(uint64_t api, const struct rpd_kernel_launch *k) {
-  if (!api || !k) return;
+  if (!api || !k)
+    return;
   const char *strs[] = {k->stream, k->kernelName};
   struct rpd_tbuf *b;
   struct nano_rpd_rec *r = rpd_record_open(R_KERNEL, 2, api, strs, 2, &b);
-  if (!r) return;
+  if (!r)
+    return;
   union rpd_ext *x = (union rpd_ext *)(r + 1);
   x->kernel = (typeof(x->kernel)){{k->gridX, k->gridY, k->gridZ},
                                   {k->workgroupX, k->workgroupY, k->workgroupZ},
-                                  k->groupSegmentSize, k->privateSegmentSize};
+                                  k->groupSegmentSize,
+                                  k->privateSegmentSize};
   rpd_publish(b, 2);
 }
 
 RPDI_EXPORT void rpd_record_copyapi(uint64_t api, const struct rpd_copy *c) {
-  if (!api || !c) return;
+  if (!api || !c)
+    return;
   const char *strs[] = {c->stream, c->dst, c->src};
   struct rpd_tbuf *b;
   struct nano_rpd_rec *r = rpd_record_open(R_COPY, 2, api, strs, 3, &b);
-  if (!r) return;
+  if (!r)
+    return;
   union rpd_ext *x = (union rpd_ext *)(r + 1);
-  x->copy = (typeof(x->copy)){c->size, c->width, c->height, c->kind, c->dstDevice, c->srcDevice,
-                              c->sync, c->pinned};
+  x->copy = (typeof(x->copy)){c->size,      c->width,     c->height, c->kind,
+                              c->dstDevice, c->srcDevice, c->sync,   c->pinned};
   rpd_publish(b, 2);
 }
 
@@ -641,7 +696,8 @@ RPDI_EXPORT void rpd_record_op(uint64_t api, int gpuId, int queueId, int64_t sta
   const char *strs[] = {description, opType};
   struct rpd_tbuf *b;
   struct nano_rpd_rec *r = rpd_record_open(R_OP, 1, api, strs, 2, &b);
-  if (!r) return;
+  if (!r)
+    return;
   r->t0 = start;
   r->t1 = end;
   r->s[2] = (uint64_t)(uint32_t)gpuId | ((uint64_t)(uint32_t)queueId << 32);
@@ -653,7 +709,8 @@ RPDI_EXPORT void rpd_record_monitor(const char *deviceType, int deviceId, const 
   const char *strs[] = {deviceType, monitorType, value};
   struct rpd_tbuf *b;
   struct nano_rpd_rec *r = rpd_record_open(R_MONITOR, 1, 0, strs, 3, &b);
-  if (!r) return;
+  if (!r)
+    return;
   r->t0 = start;
   r->t1 = end;
   r->s[3] = (uint64_t)(uint32_t)deviceId;
@@ -675,13 +732,16 @@ static int g_nnames, g_capnames;
 /* The entry of tid, or NULL (g_names_lock held). */
 static struct rpd_tname *rpd_tname_find(int32_t tid) {
   for (int i = 0; i < g_nnames; i++)
-    if (g_names[i].tid == tid) return &g_names[i];
+    if (g_names[i].tid == tid)
+      return &g_names[i];
   return NULL;
 }
 
 RPDI_EXPORT int rpd_name_thread(int tid, const char *name) {
-  if (!name || !*name) return -1;
-  if (tid == 0) tid = (int)syscall(SYS_gettid);
+  if (!name || !*name)
+    return -1;
+  if (tid == 0)
+    tid = (int)syscall(SYS_gettid);
   pthread_mutex_lock(&g_names_lock);
   struct rpd_tname *e = rpd_tname_find(tid);
   if (!e) {
@@ -700,7 +760,6 @@ RPDI_EXPORT int rpd_name_thread(int tid, const char *name) {
   return e ? 0 : -1;
 }
 
-
 int rpd_thread_named(int32_t tid) {
   pthread_mutex_lock(&g_names_lock);
   int given = rpd_tname_find(tid) != NULL;
@@ -711,7 +770,8 @@ int rpd_thread_named(int32_t tid) {
 void rpd_given_names(int (*put)(int32_t pid, int32_t tid, const char *name), int32_t pid) {
   pthread_mutex_lock(&g_names_lock);
   for (int i = 0; i < g_nnames; i++)
-    if (!g_names[i].written && put(pid, g_names[i].tid, g_names[i].name) == 0) g_names[i].written = 1;
+    if (!g_names[i].written && put(pid, g_names[i].tid, g_names[i].name) == 0)
+      g_names[i].written = 1;
   pthread_mutex_unlock(&g_names_lock);
 }
 

@@ -3,28 +3,28 @@
 #define _GNU_SOURCE
 #include "tracer.h"
 
+#include "../dispatch/dispatch.h"
+#include "nano/rpdfile.h"
+#include "nano/settings.h"
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "nano/rpdfile.h"
-#include "nano/settings.h"
-#include "../dispatch/dispatch.h"
 
-char g_template[4096] = "./trace.rpd"; /* RPDT_FILENAME, %p = pid    */
-int g_truncate;                         /* rpd_set_filename(.., 0)    */
-double g_autoflush_hz;                  /* RPDT_AUTOFLUSH             */
-double g_atomics_hz = RPD_DEFAULT_ATOMICS_HZ; /* NANO_RPD_ATOMICS_HZ    */
-int g_stack_depth;                      /* RPDT_STACKFRAMES/NANO_RPD_STACKDEPTH */
-int g_drop;                             /* NANO_RPD_DROP              */
-int g_overflow = 1;                     /* NANO_RPD_OVERFLOW          */
+char g_template[4096] = "./trace.rpd";                   /* RPDT_FILENAME, %p = pid    */
+int g_truncate;                                          /* rpd_set_filename(.., 0)    */
+double g_autoflush_hz;                                   /* RPDT_AUTOFLUSH             */
+double g_atomics_hz = RPD_DEFAULT_ATOMICS_HZ;            /* NANO_RPD_ATOMICS_HZ    */
+int g_stack_depth;                                       /* RPDT_STACKFRAMES/NANO_RPD_STACKDEPTH */
+int g_drop;                                              /* NANO_RPD_DROP              */
+int g_overflow = 1;                                      /* NANO_RPD_OVERFLOW          */
 uint64_t g_ovf_memory_max = RPD_DEFAULT_OVERFLOW_MEMORY; /* NANO_RPD_OVERFLOW_MEMORY */
-int g_quiet;                            /* NANO_RPD_QUIET             */
-const char *g_sync_mode = "OFF";        /* NANO_RPD_SYNC              */
-uint32_t g_cfg_slots = RPD_DEFAULT_SLOTS; /* NANO_RPD_BUFFER          */
-static int g_crash_wait_ms = RPD_DEFAULT_CRASH_WAIT_MS; /* NANO_RPD_CRASH_WAIT_MS */
+int g_quiet;                                             /* NANO_RPD_QUIET             */
+const char *g_sync_mode = "OFF";                         /* NANO_RPD_SYNC              */
+uint32_t g_cfg_slots = RPD_DEFAULT_SLOTS;                /* NANO_RPD_BUFFER          */
+static int g_crash_wait_ms = RPD_DEFAULT_CRASH_WAIT_MS;  /* NANO_RPD_CRASH_WAIT_MS */
 
 /* A boolean setting: `dflt` when unset, off when malformed (nano/settings.h). */
 static int rpd_env_bool(const char *name, int dflt) {
@@ -61,12 +61,13 @@ _Atomic int64_t g_stop_at[RPD_STOP_EPOCHS];
 
 void rpd_mark_stopped(int64_t t) {
   uint32_t st = atomic_load(&g_state);
-  if (!(st & 1)) return;
+  if (!(st & 1))
+    return;
   atomic_store(&g_stop_at[(st >> 1) % RPD_STOP_EPOCHS], t);
   rpd_set_state(st & ~1u);
 }
 pthread_mutex_t g_ctl = PTHREAD_MUTEX_INITIALIZER;
-static int g_refs;                             /* start/stop reference count */
+static int g_refs; /* start/stop reference count */
 static uint32_t g_epoch;
 
 _Atomic(struct rpd_tbuf *) g_bufs;
@@ -91,23 +92,28 @@ void rpd_log(const char *fmt, ...) {
   va_start(ap, fmt);
   int n = vsnprintf(buf, sizeof buf, fmt, ap);
   va_end(ap);
-  if (n < 0) return;
-  if ((size_t)n >= sizeof buf) n = sizeof buf - 1;
+  if (n < 0)
+    return;
+  if ((size_t)n >= sizeof buf)
+    n = sizeof buf - 1;
   fprintf(stderr, "nanoprobe rpd: %.*s\n", n, buf);
 }
 
 void *rpd_grow(void *a, int n, int *cap, size_t size) {
-  if (n < *cap) return a;
+  if (n < *cap)
+    return a;
   int c = *cap ? *cap * 2 : 64;
   void *p = realloc(a, (size_t)c * size);
-  if (p) *cap = c;
+  if (p)
+    *cap = c;
   return p;
 }
 
 /* ---- control -------------------------------------------------------------- */
 
 RPDI_EXPORT int rpd_set_filename(const char *path, int append) {
-  if (!path || !*path) return -1;
+  if (!path || !*path)
+    return -1;
   pthread_mutex_lock(&g_ctl);
   int ret = -1;
   if (!atomic_load(&g_writer_running) && strlen(path) < sizeof g_template) {
@@ -118,7 +124,6 @@ RPDI_EXPORT int rpd_set_filename(const char *path, int append) {
   pthread_mutex_unlock(&g_ctl);
   return ret;
 }
-
 
 static void rpd_install_signals(void);
 
@@ -132,7 +137,8 @@ RPDI_EXPORT int rpdstart(void) {
     }
     rpd_install_signals();
     g_epoch++;
-    if (g_epoch == 0 || (g_epoch << 1) == 0) g_epoch = 1;
+    if (g_epoch == 0 || (g_epoch << 1) == 0)
+      g_epoch = 1;
     rpd_set_state((g_epoch << 1) | 1);
   }
   ret = ++g_refs;
@@ -148,18 +154,21 @@ RPDI_EXPORT int rpdstop(void) {
     return -1;
   }
   int ret = --g_refs;
-  if (ret == 0) rpd_mark_stopped(rpd_stamp());
+  if (ret == 0)
+    rpd_mark_stopped(rpd_stamp());
   pthread_mutex_unlock(&g_ctl);
   if (ret == 0) {
     atomic_fetch_add(&g_atomics_req, 1);
-    if (rpd_flush_wait(-1) != 0) return -1; /* stopped, but the rows did not reach the file */
+    if (rpd_flush_wait(-1) != 0)
+      return -1; /* stopped, but the rows did not reach the file */
   }
   return ret;
 }
 
 RPDI_EXPORT int rpd_status(int *count, char *path, size_t len) {
   pthread_mutex_lock(&g_ctl);
-  if (count) *count = g_refs;
+  if (count)
+    *count = g_refs;
   if (path && len) {
     snprintf(path, len, "%s", atomic_load(&g_writer_running) ? rpdw_path() : "");
   }
@@ -168,7 +177,8 @@ RPDI_EXPORT int rpd_status(int *count, char *path, size_t len) {
 }
 
 RPDI_EXPORT int rpdflush(void) {
-  if (!atomic_load(&g_writer_running)) return 0;
+  if (!atomic_load(&g_writer_running))
+    return 0;
   atomic_fetch_add(&g_atomics_req, 1);
   return rpd_flush_wait(-1);
 }
@@ -189,11 +199,14 @@ static int g_signals_installed;
 static void rpd_signal_handler(int sig, siginfo_t *info, void *ctx) {
   int saved_errno = errno;
   int k = 0;
-  while (k < RPD_NSIG && rpd_signals[k] != sig) k++;
-  if (k == RPD_NSIG) return;
+  while (k < RPD_NSIG && rpd_signals[k] != sig)
+    k++;
+  if (k == RPD_NSIG)
+    return;
   struct sigaction *old = &g_old_act[k];
-  int user = (old->sa_flags & SA_SIGINFO) ? old->sa_sigaction != NULL
-                                          : (old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN);
+  int user = (old->sa_flags & SA_SIGINFO)
+                 ? old->sa_sigaction != NULL
+                 : (old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN);
   int writer = atomic_load(&g_writer_running) && !pthread_equal(pthread_self(), g_writer_thread);
   if (!user) {
     if (writer) {
@@ -213,7 +226,8 @@ static void rpd_signal_handler(int sig, siginfo_t *info, void *ctx) {
     errno = saved_errno;
     return;
   }
-  if (writer && (sig == SIGTERM || sig == SIGINT)) rpd_flush_wait(g_crash_wait_ms);
+  if (writer && (sig == SIGTERM || sig == SIGINT))
+    rpd_flush_wait(g_crash_wait_ms);
   errno = saved_errno;
   if (old->sa_flags & SA_SIGINFO)
     old->sa_sigaction(sig, info, ctx);
@@ -222,9 +236,11 @@ static void rpd_signal_handler(int sig, siginfo_t *info, void *ctx) {
 }
 
 static void rpd_install_signals(void) {
-  if (g_signals_installed) return;
+  if (g_signals_installed)
+    return;
   g_signals_installed = 1;
-  if (!rpd_env_bool("NANO_RPD_SIGNALS", 1)) return;
+  if (!rpd_env_bool("NANO_RPD_SIGNALS", 1))
+    return;
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_sigaction = rpd_signal_handler;
@@ -232,8 +248,10 @@ static void rpd_install_signals(void) {
   sigemptyset(&sa.sa_mask);
   for (int i = 0; i < RPD_NSIG; i++) {
     struct sigaction old;
-    if (sigaction(rpd_signals[i], NULL, &old) != 0) continue;
-    if (!(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_IGN) continue; /* keep ignoring */
+    if (sigaction(rpd_signals[i], NULL, &old) != 0)
+      continue;
+    if (!(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_IGN)
+      continue; /* keep ignoring */
     g_old_act[i] = old;
     if (sigaction(rpd_signals[i], &sa, NULL) != 0)
       rpd_log("cannot install the handler of signal %d: %s", rpd_signals[i], strerror(errno));
@@ -254,20 +272,24 @@ static void rpd_install_signals(void) {
 static pid_t g_tracer_pid; /* the process this tracer's state belongs to */
 
 static void rpd_exit_flush(void) {
-  if (getpid() != g_tracer_pid) return;
-  if (!atomic_load(&g_writer_running) || pthread_equal(pthread_self(), g_writer_thread)) return;
+  if (getpid() != g_tracer_pid)
+    return;
+  if (!atomic_load(&g_writer_running) || pthread_equal(pthread_self(), g_writer_thread))
+    return;
   rpd_mark_stopped(rpd_stamp());
   rpd_flush_wait(g_crash_wait_ms);
 }
 
 RPDI_EXPORT void _exit(int status) {
   rpd_exit_flush();
-  for (;;) syscall(SYS_exit_group, status);
+  for (;;)
+    syscall(SYS_exit_group, status);
 }
 
 RPDI_EXPORT void _Exit(int status) {
   rpd_exit_flush();
-  for (;;) syscall(SYS_exit_group, status);
+  for (;;)
+    syscall(SYS_exit_group, status);
 }
 
 /* ---- fork ----------------------------------------------------------------- */
@@ -322,7 +344,8 @@ __attribute__((constructor)) static void rpd_init(void) {
     rpd_log("pthread_atfork failed: a fork child may inherit held locks");
   g_tracer_pid = getpid();
   nano_rpdfile_on_busy(rpd_writer_waits);
-  if (at_quick_exit(rpd_exit_flush) != 0) rpd_log("at_quick_exit failed: quick_exit will lose records");
+  if (at_quick_exit(rpd_exit_flush) != 0)
+    rpd_log("at_quick_exit failed: quick_exit will lose records");
   const char *e = getenv("RPDT_FILENAME");
   if (e && *e) {
     if (strlen(e) < sizeof g_template)
@@ -333,8 +356,8 @@ __attribute__((constructor)) static void rpd_init(void) {
   nano_env_real("RPDT_AUTOFLUSH", 0, RPD_MAX_AUTOFLUSH_HZ, &g_autoflush_hz);
   nano_env_real("NANO_RPD_ATOMICS_HZ", 0, RPD_MAX_AUTOFLUSH_HZ, &g_atomics_hz);
   if (rpd_env_bool("RPDT_STACKFRAMES", 0))
-    g_stack_depth = (int)rpd_env_uint("NANO_RPD_STACKDEPTH", 1, RPD_MAX_STACK_DEPTH,
-                                      RPD_DEFAULT_STACK_DEPTH);
+    g_stack_depth =
+        (int)rpd_env_uint("NANO_RPD_STACKDEPTH", 1, RPD_MAX_STACK_DEPTH, RPD_DEFAULT_STACK_DEPTH);
   g_drop = rpd_env_bool("NANO_RPD_DROP", 0);
   g_overflow = rpd_env_bool("NANO_RPD_OVERFLOW", 1);
   nano_env_size("NANO_RPD_OVERFLOW_MEMORY", 0, RPDI_MAX_OVERFLOW_BYTES, &g_ovf_memory_max);
@@ -342,17 +365,20 @@ __attribute__((constructor)) static void rpd_init(void) {
   g_quiet = rpd_env_bool("NANO_RPD_QUIET", 0);
   uint64_t slots = rpd_env_uint("NANO_RPD_BUFFER", 1, RPD_MAX_SLOTS, RPD_DEFAULT_SLOTS);
   uint32_t p = RPD_MIN_SLOTS;
-  while (p < slots) p <<= 1;
+  while (p < slots)
+    p <<= 1;
   g_cfg_slots = p;
   g_crash_wait_ms = (int)rpd_env_uint("NANO_RPD_CRASH_WAIT_MS", 0, RPD_MAX_CRASH_WAIT_MS,
                                       RPD_DEFAULT_CRASH_WAIT_MS);
   static const char *const syncs[] = {"off", "normal", "full", NULL};
   static const char *const sync_modes[] = {"OFF", "NORMAL", "FULL"};
   int sync;
-  if (nano_env_choice("NANO_RPD_SYNC", syncs, &sync) > 0) g_sync_mode = sync_modes[sync];
+  if (nano_env_choice("NANO_RPD_SYNC", syncs, &sync) > 0)
+    g_sync_mode = sync_modes[sync];
   rpd_tsc_init();
   g_fast = g_tsc && g_stack_depth <= 0;
-  if (rpd_env_bool("RPDT_AUTOSTART", 1)) rpdstart();
+  if (rpd_env_bool("RPDT_AUTOSTART", 1))
+    rpdstart();
 }
 
 __attribute__((destructor)) static void rpd_fini(void) {

@@ -46,7 +46,7 @@ struct rpdi_frame {
   uint64_t offset;      /* of the call within function        */
   const char *file;     /* source file of the call            */
   int line;
-  const char *module;   /* the object's path                  */
+  const char *module; /* the object's path                  */
 };
 /* Fills *f for return address ip (the call before it). Returns 0, or -1
  * when no module holds ip (f is then all NULL). Writer thread only. */

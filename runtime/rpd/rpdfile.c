@@ -16,61 +16,83 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <libgen.h>
 #include <sys/stat.h>
-#include <stdatomic.h>
 #include <time.h>
 #include <unistd.h>
 
-
 static const char rpdfile_schema[] =
     /* tables (rocmProfileData tableSchema.cmd, version 3) */
-    "CREATE TABLE IF NOT EXISTS \"rocpd_metadata\" (\"id\" integer NOT NULL PRIMARY KEY AUTOINCREMENT, "
+    "CREATE TABLE IF NOT EXISTS \"rocpd_metadata\" (\"id\" integer NOT NULL PRIMARY KEY "
+    "AUTOINCREMENT, "
     "\"tag\" varchar(4096) NOT NULL, \"value\" varchar(4096) NOT NULL);\n"
-    "CREATE TABLE IF NOT EXISTS \"rocpd_string\" (\"id\" integer NOT NULL PRIMARY KEY AUTOINCREMENT, "
+    "CREATE TABLE IF NOT EXISTS \"rocpd_string\" (\"id\" integer NOT NULL PRIMARY KEY "
+    "AUTOINCREMENT, "
     "\"string\" varchar(4096) NOT NULL);\n"
-    "CREATE TABLE IF NOT EXISTS \"rocpd_ustring\" (\"id\" integer NOT NULL PRIMARY KEY AUTOINCREMENT, "
+    "CREATE TABLE IF NOT EXISTS \"rocpd_ustring\" (\"id\" integer NOT NULL PRIMARY KEY "
+    "AUTOINCREMENT, "
     "\"string\" varchar(4096) NOT NULL);\n"
     "CREATE TABLE IF NOT EXISTS \"rocpd_api\" (\"id\" integer NOT NULL PRIMARY KEY AUTOINCREMENT, "
-    "\"pid\" integer NOT NULL, \"tid\" integer NOT NULL, \"start\" integer NOT NULL, \"end\" integer NOT NULL, "
-    "\"apiName_id\" bigint NOT NULL REFERENCES \"rocpd_string\" (\"id\") DEFERRABLE INITIALLY DEFERRED, "
-    "\"category_id\" bigint NOT NULL REFERENCES \"rocpd_string\" (\"id\") DEFERRABLE INITIALLY DEFERRED, "
-    "\"domain_id\" bigint NOT NULL REFERENCES \"rocpd_string\" (\"id\") DEFERRABLE INITIALLY DEFERRED, "
-    "\"args_id\" bigint NOT NULL REFERENCES \"rocpd_ustring\" (\"id\") DEFERRABLE INITIALLY DEFERRED);\n"
+    "\"pid\" integer NOT NULL, \"tid\" integer NOT NULL, \"start\" integer NOT NULL, \"end\" "
+    "integer NOT NULL, "
+    "\"apiName_id\" bigint NOT NULL REFERENCES \"rocpd_string\" (\"id\") DEFERRABLE INITIALLY "
+    "DEFERRED, "
+    "\"category_id\" bigint NOT NULL REFERENCES \"rocpd_string\" (\"id\") DEFERRABLE INITIALLY "
+    "DEFERRED, "
+    "\"domain_id\" bigint NOT NULL REFERENCES \"rocpd_string\" (\"id\") DEFERRABLE INITIALLY "
+    "DEFERRED, "
+    "\"args_id\" bigint NOT NULL REFERENCES \"rocpd_ustring\" (\"id\") DEFERRABLE INITIALLY "
+    "DEFERRED);\n"
     "CREATE TABLE IF NOT EXISTS \"rocpd_copyapi\" (\"api_ptr_id\" bigint NOT NULL PRIMARY KEY "
-    "REFERENCES \"rocpd_api\" (\"id\") DEFERRABLE INITIALLY DEFERRED, \"stream\" varchar(18) NOT NULL, "
-    "\"size\" integer NOT NULL, \"width\" integer NOT NULL, \"height\" integer NOT NULL, \"kind\" integer NOT NULL, "
+    "REFERENCES \"rocpd_api\" (\"id\") DEFERRABLE INITIALLY DEFERRED, \"stream\" varchar(18) NOT "
+    "NULL, "
+    "\"size\" integer NOT NULL, \"width\" integer NOT NULL, \"height\" integer NOT NULL, \"kind\" "
+    "integer NOT NULL, "
     "\"dst\" varchar(18) NOT NULL, \"src\" varchar(18) NOT NULL, \"dstDevice\" integer NOT NULL, "
     "\"srcDevice\" integer NOT NULL, \"sync\" bool NOT NULL, \"pinned\" bool NOT NULL);\n"
     "CREATE TABLE IF NOT EXISTS \"rocpd_kernelapi\" (\"api_ptr_id\" bigint NOT NULL PRIMARY KEY "
-    "REFERENCES \"rocpd_api\" (\"id\") DEFERRABLE INITIALLY DEFERRED, \"stream\" varchar(18) NOT NULL, "
+    "REFERENCES \"rocpd_api\" (\"id\") DEFERRABLE INITIALLY DEFERRED, \"stream\" varchar(18) NOT "
+    "NULL, "
     "\"gridX\" integer NOT NULL, \"gridY\" integer NOT NULL, \"gridZ\" integer NOT NULL, "
-    "\"workgroupX\" integer NOT NULL, \"workgroupY\" integer NOT NULL, \"workgroupZ\" integer NOT NULL, "
+    "\"workgroupX\" integer NOT NULL, \"workgroupY\" integer NOT NULL, \"workgroupZ\" integer NOT "
+    "NULL, "
     "\"groupSegmentSize\" integer NOT NULL, \"privateSegmentSize\" integer NOT NULL, "
-    "\"kernelName_id\" bigint NOT NULL REFERENCES \"rocpd_string\" (\"id\") DEFERRABLE INITIALLY DEFERRED);\n"
+    "\"kernelName_id\" bigint NOT NULL REFERENCES \"rocpd_string\" (\"id\") DEFERRABLE INITIALLY "
+    "DEFERRED);\n"
     "CREATE TABLE IF NOT EXISTS \"rocpd_op\" (\"id\" integer NOT NULL PRIMARY KEY AUTOINCREMENT, "
     "\"gpuId\" integer NOT NULL, \"queueId\" integer NOT NULL, \"sequenceId\" integer NOT NULL, "
     "\"start\" integer NOT NULL, \"end\" integer NOT NULL, "
-    "\"description_id\" bigint NOT NULL REFERENCES \"rocpd_string\" (\"id\") DEFERRABLE INITIALLY DEFERRED, "
-    "\"opType_id\" bigint NOT NULL REFERENCES \"rocpd_string\" (\"id\") DEFERRABLE INITIALLY DEFERRED);\n"
-    "CREATE TABLE IF NOT EXISTS \"rocpd_api_ops\" (\"id\" integer NOT NULL PRIMARY KEY AUTOINCREMENT, "
+    "\"description_id\" bigint NOT NULL REFERENCES \"rocpd_string\" (\"id\") DEFERRABLE INITIALLY "
+    "DEFERRED, "
+    "\"opType_id\" bigint NOT NULL REFERENCES \"rocpd_string\" (\"id\") DEFERRABLE INITIALLY "
+    "DEFERRED);\n"
+    "CREATE TABLE IF NOT EXISTS \"rocpd_api_ops\" (\"id\" integer NOT NULL PRIMARY KEY "
+    "AUTOINCREMENT, "
     "\"api_id\" bigint NOT NULL REFERENCES \"rocpd_api\" (\"id\") DEFERRABLE INITIALLY DEFERRED, "
     "\"op_id\" bigint NOT NULL REFERENCES \"rocpd_op\" (\"id\") DEFERRABLE INITIALLY DEFERRED);\n"
-    "CREATE TABLE IF NOT EXISTS \"rocpd_monitor\" (\"id\" integer NOT NULL PRIMARY KEY AUTOINCREMENT, "
-    "\"deviceType\" varchar(16) NOT NULL, \"deviceId\" integer NOT NULL, \"monitorType\" varchar(16) NOT NULL, "
+    "CREATE TABLE IF NOT EXISTS \"rocpd_monitor\" (\"id\" integer NOT NULL PRIMARY KEY "
+    "AUTOINCREMENT, "
+    "\"deviceType\" varchar(16) NOT NULL, \"deviceId\" integer NOT NULL, \"monitorType\" "
+    "varchar(16) NOT NULL, "
     "\"start\" integer NOT NULL, \"end\" integer NOT NULL, \"value\" varchar(255) NOT NULL);\n"
-    "CREATE TABLE IF NOT EXISTS \"rocpd_counter\" (\"id\" integer NOT NULL PRIMARY KEY AUTOINCREMENT, "
+    "CREATE TABLE IF NOT EXISTS \"rocpd_counter\" (\"id\" integer NOT NULL PRIMARY KEY "
+    "AUTOINCREMENT, "
     "\"value\" real NOT NULL, "
     "\"op_id\" bigint NOT NULL REFERENCES \"rocpd_op\" (\"id\") DEFERRABLE INITIALLY DEFERRED, "
-    "\"name_id\" bigint NOT NULL REFERENCES \"rocpd_string\" (\"id\") DEFERRABLE INITIALLY DEFERRED);\n"
-    "CREATE TABLE IF NOT EXISTS \"rocpd_stackframe\" (\"id\" integer NOT NULL PRIMARY KEY AUTOINCREMENT, "
-    "\"api_ptr_id\" bigint NOT NULL REFERENCES \"rocpd_api\" (\"id\") DEFERRABLE INITIALLY DEFERRED, "
+    "\"name_id\" bigint NOT NULL REFERENCES \"rocpd_string\" (\"id\") DEFERRABLE INITIALLY "
+    "DEFERRED);\n"
+    "CREATE TABLE IF NOT EXISTS \"rocpd_stackframe\" (\"id\" integer NOT NULL PRIMARY KEY "
+    "AUTOINCREMENT, "
+    "\"api_ptr_id\" bigint NOT NULL REFERENCES \"rocpd_api\" (\"id\") DEFERRABLE INITIALLY "
+    "DEFERRED, "
     "\"depth\" integer NOT NULL, "
-    "\"name_id\" bigint NOT NULL REFERENCES \"rocpd_string\" (\"id\") DEFERRABLE INITIALLY DEFERRED);\n"
+    "\"name_id\" bigint NOT NULL REFERENCES \"rocpd_string\" (\"id\") DEFERRABLE INITIALLY "
+    "DEFERRED);\n"
     /* metadata rows */
     "INSERT INTO \"rocpd_metadata\"(tag, value) VALUES ('schema_version', '3');\n"
     "INSERT INTO \"rocpd_metadata\"(tag, value) VALUES ('gpu_stride', '1000');\n"
@@ -108,16 +130,19 @@ static const char rpdfile_schema[] =
     "UNION ALL SELECT description_id, start, end FROM rocpd_op WHERE description_id NOT IN "
     "(SELECT id FROM rocpd_string WHERE string='')) A "
     "JOIN rocpd_string C ON C.id = A.name_id GROUP BY Name ORDER BY TotalDuration_us DESC;\n"
-    "CREATE VIEW kernel AS SELECT B.id, gpuId, queueId, sequenceId, start, end, (end-start) AS duration, "
+    "CREATE VIEW kernel AS SELECT B.id, gpuId, queueId, sequenceId, start, end, (end-start) AS "
+    "duration, "
     "stream, gridX, gridY, gridZ, workgroupX, workgroupY, workgroupZ, groupSegmentSize, "
     "privateSegmentSize, D.string AS kernelName FROM rocpd_api_ops A "
     "JOIN rocpd_op B ON B.id = A.op_id JOIN rocpd_kernelapi C ON C.api_ptr_id = A.api_id "
     "JOIN rocpd_string D ON D.id = kernelName_id;\n"
-    "CREATE VIEW copy AS SELECT B.id, pid, tid, start, end, C.string AS apiName, stream, size, width, "
+    "CREATE VIEW copy AS SELECT B.id, pid, tid, start, end, C.string AS apiName, stream, size, "
+    "width, "
     "height, kind, dst, src, dstDevice, srcDevice, sync, pinned FROM rocpd_copyapi A "
     "JOIN rocpd_api B ON B.id = A.api_ptr_id JOIN rocpd_string C ON C.id = B.apiName_id;\n"
     "CREATE VIEW copyop AS SELECT B.id, gpuId, queueId, sequenceId, B.start, B.end, "
-    "(B.end-B.start) AS duration, stream, size, width, height, kind, dst, src, dstDevice, srcDevice, "
+    "(B.end-B.start) AS duration, stream, size, width, height, kind, dst, src, dstDevice, "
+    "srcDevice, "
     "sync, pinned, E.string AS apiName FROM rocpd_api_ops A JOIN rocpd_op B ON B.id = A.op_id "
     "JOIN rocpd_copyapi C ON C.api_ptr_id = A.api_id JOIN rocpd_api D ON D.id = A.api_id "
     "JOIN rocpd_string E ON E.id = D.apiName_id;\n"
@@ -140,12 +165,15 @@ static const char rpdfile_schema[] =
 static const char rpdfile_index_sql[] =
     "CREATE UNIQUE INDEX IF NOT EXISTS \"rocpd_api_ops_api_id_op_id_e7e52317_uniq\" ON "
     "\"rocpd_api_ops\" (\"api_id\", \"op_id\");\n"
-    "CREATE INDEX IF NOT EXISTS \"rocpd_api_ops_api_id_f87632ad\" ON \"rocpd_api_ops\" (\"api_id\");\n"
-    "CREATE INDEX IF NOT EXISTS \"rocpd_api_ops_op_id_b35ab7c9\" ON \"rocpd_api_ops\" (\"op_id\");\n"
+    "CREATE INDEX IF NOT EXISTS \"rocpd_api_ops_api_id_f87632ad\" ON \"rocpd_api_ops\" "
+    "(\"api_id\");\n"
+    "CREATE INDEX IF NOT EXISTS \"rocpd_api_ops_op_id_b35ab7c9\" ON \"rocpd_api_ops\" "
+    "(\"op_id\");\n"
     "CREATE INDEX IF NOT EXISTS \"rocpd_op_description_id_c8dc8310\" ON \"rocpd_op\" "
     "(\"description_id\");\n"
     "CREATE INDEX IF NOT EXISTS \"rocpd_op_opType_id_810aaccd\" ON \"rocpd_op\" (\"opType_id\");\n"
-    "CREATE INDEX IF NOT EXISTS \"rocpd_counter_op_id_0b4d4b59\" ON \"rocpd_counter\" (\"op_id\");\n"
+    "CREATE INDEX IF NOT EXISTS \"rocpd_counter_op_id_0b4d4b59\" ON \"rocpd_counter\" "
+    "(\"op_id\");\n"
     "CREATE INDEX IF NOT EXISTS \"rocpd_counter_name_id_92b0ed0c\" ON \"rocpd_counter\" "
     "(\"name_id\");\n"
     "CREATE INDEX IF NOT EXISTS \"rocpd_api_apiName_id_54bc0a6c\" ON \"rocpd_api\" "
@@ -164,10 +192,10 @@ const char *nano_rpdfile_schema_sql(void) { return rpdfile_schema; }
 
 int nano_rpdfile_has_object(sqlite3 *db, const char *name) {
   sqlite3_stmt *st = NULL;
-  int rc = sqlite3_prepare_v2(db,
-                              "SELECT 1 FROM sqlite_master WHERE type IN ('table','view') AND name=?1",
-                              -1, &st, NULL);
-  if (rc != SQLITE_OK) return -1;
+  int rc = sqlite3_prepare_v2(
+      db, "SELECT 1 FROM sqlite_master WHERE type IN ('table','view') AND name=?1", -1, &st, NULL);
+  if (rc != SQLITE_OK)
+    return -1;
   int found = -1;
   if (sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC) == SQLITE_OK) {
     rc = sqlite3_step(st);
@@ -210,12 +238,15 @@ const char *nano_rpdfile_dispatch_schema_sql(void) {
          "CREATE INDEX IF NOT EXISTS nano_analysis_dispatch ON nano_analysis (dispatch_id);\n"
          "CREATE VIEW IF NOT EXISTS nano_memory AS SELECT A.dispatch_id AS dispatch_id, "
          "D.kernel_name AS kernel, json_extract(L.value, '$.file') AS file, "
-         "json_extract(L.value, '$.line') AS line, json_extract(L.value, '$.column') AS \"column\", "
-         "json_extract(L.value, '$.function') AS function, json_extract(L.value, '$.kind') AS kind, "
+         "json_extract(L.value, '$.line') AS line, json_extract(L.value, '$.column') AS "
+         "\"column\", "
+         "json_extract(L.value, '$.function') AS function, json_extract(L.value, '$.kind') AS "
+         "kind, "
          "json_extract(L.value, '$.space') AS space, "
          "json_extract(L.value, '$.access_bytes') AS access_bytes, "
          "json_extract(L.value, '$.executions') AS executions, "
-         "json_extract(L.value, '$.accesses') AS accesses, json_extract(L.value, '$.bytes') AS bytes, "
+         "json_extract(L.value, '$.accesses') AS accesses, json_extract(L.value, '$.bytes') AS "
+         "bytes, "
          "json_extract(L.value, '$.line_bytes') AS line_bytes, "
          "json_extract(L.value, '$.lines_needed') AS lines_needed, "
          "json_extract(L.value, '$.lines_used') AS lines_used, "
@@ -245,20 +276,23 @@ const char *nano_rpdfile_dispatch_schema_sql(void) {
 static void rpdfile_err(char *err, size_t errlen, const char *path, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 static void rpdfile_err(char *err, size_t errlen, const char *path, const char *fmt, ...) {
-  if (!err || errlen == 0) return;
+  if (!err || errlen == 0)
+    return;
   int n = snprintf(err, errlen, "%s: ", path);
-  if (n < 0 || (size_t)n >= errlen) return;
+  if (n < 0 || (size_t)n >= errlen)
+    return;
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
   va_end(ap);
 }
 
-int nano_rpdfile_exec(sqlite3 *db, const char *path, const char *what, const char *sql,
-                      char *err, size_t errlen) {
+int nano_rpdfile_exec(sqlite3 *db, const char *path, const char *what, const char *sql, char *err,
+                      size_t errlen) {
   char *msg = NULL;
   int rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
-  if (rc == SQLITE_OK) return 0;
+  if (rc == SQLITE_OK)
+    return 0;
   rpdfile_err(err, errlen, path, "%s: %s", what, msg ? msg : sqlite3_errstr(rc));
   sqlite3_free(msg);
   return NANO_RPDFILE_ESQLITE;
@@ -305,7 +339,8 @@ int nano_rpdfile_check(sqlite3 *db, const char *path, int *version, char *err, s
   *version = 0;
   int rc = rpdfile_query_int(db, path, "SELECT count(*) FROM sqlite_master WHERE type = 'table'",
                              &n, err, errlen);
-  if (rc < 0) return rc;
+  if (rc < 0)
+    return rc;
   if (n == 0) {
     rpdfile_err(err, errlen, path, "an SQLite database but not an RPD trace (it has no tables)");
     return NANO_RPDFILE_ENOTRPD;
@@ -314,7 +349,8 @@ int nano_rpdfile_check(sqlite3 *db, const char *path, int *version, char *err, s
                          "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND "
                          "name IN ('rocpd_metadata', 'rocpd_api', 'rocpd_string', 'rocpd_op')",
                          &n, err, errlen);
-  if (rc < 0) return rc;
+  if (rc < 0)
+    return rc;
   if (n != 4) {
     rpdfile_err(err, errlen, path,
                 "an SQLite database but not an RPD trace (no rocpd_metadata, rocpd_api, "
@@ -326,8 +362,10 @@ int nano_rpdfile_check(sqlite3 *db, const char *path, int *version, char *err, s
                          "SELECT CAST(value AS integer) FROM rocpd_metadata "
                          "WHERE tag = 'schema_version' ORDER BY id DESC LIMIT 1",
                          &v, err, errlen);
-  if (rc < 0) return rc;
-  if (rc == 0) v = 2;
+  if (rc < 0)
+    return rc;
+  if (rc == 0)
+    v = 2;
   *version = (int)v;
   if (v > NANO_RPD_SCHEMA_VERSION) {
     rpdfile_err(err, errlen, path,
@@ -336,8 +374,9 @@ int nano_rpdfile_check(sqlite3 *db, const char *path, int *version, char *err, s
     return NANO_RPDFILE_ENEWER;
   }
   if (v < NANO_RPD_SCHEMA_MIN_READ) {
-    rpdfile_err(err, errlen, path, "RPD schema version %lld is older than this build reads (%d to %d)",
-                (long long)v, NANO_RPD_SCHEMA_MIN_READ, NANO_RPD_SCHEMA_VERSION);
+    rpdfile_err(err, errlen, path,
+                "RPD schema version %lld is older than this build reads (%d to %d)", (long long)v,
+                NANO_RPD_SCHEMA_MIN_READ, NANO_RPD_SCHEMA_VERSION);
     return NANO_RPDFILE_EOLDER;
   }
   return 0;
@@ -348,7 +387,8 @@ int nano_rpdfile_check(sqlite3 *db, const char *path, int *version, char *err, s
 static int rpdfile_probe(const char *path, char *err, size_t errlen) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
-    if (errno == ENOENT) return 1;
+    if (errno == ENOENT)
+      return 1;
     rpdfile_err(err, errlen, path, "cannot open: %s", strerror(errno));
     return NANO_RPDFILE_EIO;
   }
@@ -395,20 +435,24 @@ static int rpdfile_busy(void *ctx, int count) {
   static const int delays[] = {1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50, 100};
   enum { NDELAYS = sizeof delays / sizeof delays[0] };
   int waited = 0;
-  for (int i = 0; i < count && i < NDELAYS; i++) waited += delays[i];
-  if (count > NDELAYS) waited += (count - NDELAYS) * delays[NDELAYS - 1];
-  if (waited >= NANO_RPDFILE_BUSY_MS) return 0;
+  for (int i = 0; i < count && i < NDELAYS; i++)
+    waited += delays[i];
+  if (count > NDELAYS)
+    waited += (count - NDELAYS) * delays[NDELAYS - 1];
+  if (waited >= NANO_RPDFILE_BUSY_MS)
+    return 0;
   void (*hook)(void) = atomic_load(&rpdfile_busy_hook);
-  if (waited >= NANO_RPDFILE_BUSY_SAY_MS && hook) hook();
+  if (waited >= NANO_RPDFILE_BUSY_SAY_MS && hook)
+    hook();
   if (waited >= NANO_RPDFILE_BUSY_SAY_MS && !atomic_exchange(&rpdfile_busy_said, 1)) {
     const char *path = sqlite3_db_filename((sqlite3 *)ctx, "main");
-    fprintf(stderr,
-            "nanoprobe: %s: waiting for its lock, held by another process (at most %d s)\n",
+    fprintf(stderr, "nanoprobe: %s: waiting for its lock, held by another process (at most %d s)\n",
             path && *path ? path : "trace file", NANO_RPDFILE_BUSY_MS / 1000);
   }
   int ms = delays[count < NDELAYS ? count : NDELAYS - 1];
   struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
-  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) continue;
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+    continue;
   return 1;
 }
 
@@ -421,7 +465,8 @@ static int rpdfile_connect(const char *path, int flags, sqlite3 **db, char *err,
   *db = NULL;
   int rc = sqlite3_open_v2(path, db, flags | SQLITE_OPEN_NOMUTEX, NULL);
   if (rc != SQLITE_OK) {
-    rpdfile_err(err, errlen, path, "cannot open: %s", *db ? sqlite3_errmsg(*db) : sqlite3_errstr(rc));
+    rpdfile_err(err, errlen, path, "cannot open: %s",
+                *db ? sqlite3_errmsg(*db) : sqlite3_errstr(rc));
     sqlite3_close(*db);
     *db = NULL;
     return NANO_RPDFILE_ESQLITE;
@@ -443,7 +488,8 @@ int nano_rpdfile_wal(sqlite3 *db, const char *path, char *err, size_t errlen) {
    * write lock): wait as it would, then try again */
   for (int tries = 0; rc == SQLITE_OK || rc == SQLITE_BUSY; tries++) {
     rc = sqlite3_step(st);
-    if (rc != SQLITE_BUSY || !rpdfile_busy(db, tries)) break;
+    if (rc != SQLITE_BUSY || !rpdfile_busy(db, tries))
+      break;
     sqlite3_reset(st);
   }
   if (rc != SQLITE_ROW) {
@@ -459,7 +505,8 @@ int nano_rpdfile_open_write(const char *path, int truncate, sqlite3 **db, char *
                             size_t errlen) {
   *db = NULL;
   int kind = rpdfile_probe(path, err, errlen);
-  if (kind < 0) return kind;
+  if (kind < 0)
+    return kind;
   if (truncate && kind == 0) {
     /* Emptying an existing RPD file: remove it with its WAL side files. */
     if (unlink(path) != 0) {
@@ -474,7 +521,8 @@ int nano_rpdfile_open_write(const char *path, int truncate, sqlite3 **db, char *
   }
   sqlite3 *d = NULL;
   int rc = rpdfile_connect(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, &d, err, errlen);
-  if (rc < 0) return rc;
+  if (rc < 0)
+    return rc;
 
   /* Schema creation and the check happen under one exclusive transaction, so
    * two processes that find the file empty create the schema once. */
@@ -529,12 +577,13 @@ int nano_rpdfile_open_write(const char *path, int truncate, sqlite3 **db, char *
   return 0;
 }
 
-int nano_rpdfile_open_read(const char *path, int readonly, sqlite3 **db, int *version,
-                           char *err, size_t errlen) {
+int nano_rpdfile_open_read(const char *path, int readonly, sqlite3 **db, int *version, char *err,
+                           size_t errlen) {
   *db = NULL;
   *version = 0;
   int kind = rpdfile_probe(path, err, errlen);
-  if (kind < 0) return kind;
+  if (kind < 0)
+    return kind;
   if (kind == 1) {
     rpdfile_err(err, errlen, path, "no such file");
     return NANO_RPDFILE_ENOENT;
@@ -559,9 +608,10 @@ int nano_rpdfile_open_read(const char *path, int readonly, sqlite3 **db, int *ve
     free(copy);
   }
   sqlite3 *d = NULL;
-  int rc = rpdfile_connect(path, readonly && !writable ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE,
-                           &d, err, errlen);
-  if (rc < 0) return rc;
+  int rc = rpdfile_connect(
+      path, readonly && !writable ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE, &d, err, errlen);
+  if (rc < 0)
+    return rc;
   if (readonly && writable) {
     rc = nano_rpdfile_exec(d, path, "cannot make the connection read-only", "PRAGMA query_only=1",
                            err, errlen);
@@ -583,11 +633,12 @@ int nano_rpdfile_begin_session(sqlite3 *db, const char *path, int64_t *session, 
                                size_t errlen) {
   *session = 0;
   int rc = nano_rpdfile_exec(db, path, "cannot lock for a session", "BEGIN EXCLUSIVE", err, errlen);
-  if (rc < 0) return rc;
+  if (rc < 0)
+    return rc;
   int64_t next = 0;
-  rc = rpdfile_query_int(db, path,
-                         "SELECT CAST(value AS integer) FROM rocpd_metadata WHERE tag = 'session_count'",
-                         &next, err, errlen);
+  rc = rpdfile_query_int(
+      db, path, "SELECT CAST(value AS integer) FROM rocpd_metadata WHERE tag = 'session_count'",
+      &next, err, errlen);
   char sql[256];
   if (rc == 1)
     snprintf(sql, sizeof sql,
@@ -599,8 +650,10 @@ int nano_rpdfile_begin_session(sqlite3 *db, const char *path, int64_t *session, 
              "INSERT INTO rocpd_metadata(tag, value) VALUES ('session_count', '1');"
              "INSERT INTO rocpd_metadata(tag, value) VALUES ('session', 'id=0 pid=%ld');",
              (long)getpid());
-  if (rc >= 0) rc = nano_rpdfile_exec(db, path, "cannot record the session", sql, err, errlen);
-  if (rc >= 0) rc = nano_rpdfile_exec(db, path, "cannot commit the session", "COMMIT", err, errlen);
+  if (rc >= 0)
+    rc = nano_rpdfile_exec(db, path, "cannot record the session", sql, err, errlen);
+  if (rc >= 0)
+    rc = nano_rpdfile_exec(db, path, "cannot commit the session", "COMMIT", err, errlen);
   if (rc < 0) {
     sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
     return rc < 0 ? rc : NANO_RPDFILE_ESQLITE;
@@ -611,7 +664,8 @@ int nano_rpdfile_begin_session(sqlite3 *db, const char *path, int64_t *session, 
 
 /* Whether db may write: not opened read-only, not in query_only mode. */
 static int rpdfile_writer(sqlite3 *db) {
-  if (sqlite3_db_readonly(db, "main") != 0) return 0;
+  if (sqlite3_db_readonly(db, "main") != 0)
+    return 0;
   sqlite3_stmt *st = NULL;
   int query_only = 1; /* unknown: treat as a reader */
   if (sqlite3_prepare_v2(db, "PRAGMA query_only", -1, &st, NULL) == SQLITE_OK &&
@@ -627,7 +681,8 @@ static int rpdfile_writer(sqlite3 *db) {
  * connection open (a concurrent appender or reader) the switch fails at once
  * and the file stays in WAL mode until the last writer closes. */
 static void rpdfile_leave_wal(sqlite3 *db) {
-  if (sqlite3_busy_handler(db, NULL, NULL) != SQLITE_OK) return;
+  if (sqlite3_busy_handler(db, NULL, NULL) != SQLITE_OK)
+    return;
   sqlite3_stmt *st = NULL;
   if (sqlite3_prepare_v2(db, "PRAGMA journal_mode=DELETE", -1, &st, NULL) == SQLITE_OK)
     (void)sqlite3_step(st); /* SQLITE_BUSY or "wal" when others have it open: fine */
@@ -635,7 +690,8 @@ static void rpdfile_leave_wal(sqlite3 *db) {
 }
 
 int nano_rpdfile_close(sqlite3 *db, const char *path, char *err, size_t errlen) {
-  if (!db) return 0;
+  if (!db)
+    return 0;
   int ret = 0;
   /* A checkpoint that finds other connections busy is not an error: the last
    * connection to close folds the WAL in. */
@@ -644,7 +700,8 @@ int nano_rpdfile_close(sqlite3 *db, const char *path, char *err, size_t errlen) 
     rpdfile_err(err, errlen, path, "checkpoint failed: %s", sqlite3_errmsg(db));
     ret = NANO_RPDFILE_ESQLITE;
   }
-  if (ret == 0 && rpdfile_writer(db)) rpdfile_leave_wal(db);
+  if (ret == 0 && rpdfile_writer(db))
+    rpdfile_leave_wal(db);
   rc = sqlite3_close(db);
   if (rc != SQLITE_OK) {
     rpdfile_err(err, errlen, path, "close failed: %s", sqlite3_errstr(rc));

@@ -34,16 +34,18 @@
 #define SPILL_DEFAULT_MAX (4ull << 30) /* 4 GiB of live regions               */
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER; /* everything below */
-static uint64_t g_max = SPILL_DEFAULT_MAX; /* NANO_RPD_OVERFLOW_FILE; 0: never  */
-static char g_dir[PATH_MAX];               /* where the file goes              */
+static uint64_t g_max = SPILL_DEFAULT_MAX;               /* NANO_RPD_OVERFLOW_FILE; 0: never  */
+static char g_dir[PATH_MAX];                             /* where the file goes              */
 static int g_fd = -1;
-static uint64_t g_end;                     /* next region's offset             */
-static uint64_t g_live;                    /* bytes of regions not released    */
-static uint64_t g_peak;                    /* most live bytes at once          */
-static int g_no_punch;                     /* the filesystem cannot punch holes */
-static int g_failed;                       /* the file could not be made or written */
+static uint64_t g_end;  /* next region's offset             */
+static uint64_t g_live; /* bytes of regions not released    */
+static uint64_t g_peak; /* most live bytes at once          */
+static int g_no_punch;  /* the filesystem cannot punch holes */
+static int g_failed;    /* the file could not be made or written */
 
-void rpdi_spill_init(void) { nano_env_size("NANO_RPD_OVERFLOW_FILE", 0, RPDI_MAX_OVERFLOW_BYTES, &g_max); }
+void rpdi_spill_init(void) {
+  nano_env_size("NANO_RPD_OVERFLOW_FILE", 0, RPDI_MAX_OVERFLOW_BYTES, &g_max);
+}
 
 void rpdi_spill_configure(const char *trace_path) {
   pthread_mutex_lock(&g_mu);
@@ -93,7 +95,8 @@ static int spill_advance(struct iovec *v, int first, size_t len) {
     v[first].iov_base = (char *)v[first].iov_base + step;
     v[first].iov_len -= step;
     len -= step;
-    if (!v[first].iov_len) first++;
+    if (!v[first].iov_len)
+      first++;
   }
   return first;
 }
@@ -104,15 +107,19 @@ static int spill_advance(struct iovec *v, int first, size_t len) {
 static int spill_io(int write, int fd, const struct iovec *iov, int n, int64_t off,
                     uint64_t bytes) {
   struct iovec v[4];
-  if (n > 4) n = 4;
+  if (n > 4)
+    n = 4;
   memcpy(v, iov, (size_t)n * sizeof *v);
   uint64_t done = 0;
   int first = 0;
   while (done < bytes) {
     off_t at = off + (off_t)done;
-    ssize_t k = write ? pwritev(fd, v + first, n - first, at) : preadv(fd, v + first, n - first, at);
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) return k < 0 ? errno : write ? ENOSPC : EIO;
+    ssize_t k =
+        write ? pwritev(fd, v + first, n - first, at) : preadv(fd, v + first, n - first, at);
+    if (k < 0 && errno == EINTR)
+      continue;
+    if (k <= 0)
+      return k < 0 ? errno : write ? ENOSPC : EIO;
     done += (uint64_t)k;
     first = spill_advance(v, first, (size_t)k);
   }
@@ -123,7 +130,8 @@ int64_t rpdi_spill_write(const struct iovec *iov, int n, uint64_t bytes) {
   pthread_mutex_lock(&g_mu);
   uint64_t used = g_no_punch ? g_end : g_live;
   if (g_failed || used + bytes > g_max || (g_fd < 0 && spill_create() != 0)) {
-    if (g_fd < 0) g_failed = 1;
+    if (g_fd < 0)
+      g_failed = 1;
     pthread_mutex_unlock(&g_mu);
     return -1;
   }
@@ -147,7 +155,8 @@ int64_t rpdi_spill_write(const struct iovec *iov, int n, uint64_t bytes) {
     return -1;
   }
   pthread_mutex_lock(&g_mu);
-  if (g_live > g_peak) g_peak = g_live;
+  if (g_live > g_peak)
+    g_peak = g_live;
   pthread_mutex_unlock(&g_mu);
   return off;
 }
@@ -168,14 +177,16 @@ void rpdi_spill_release(int64_t off, uint64_t bytes) {
   g_live -= bytes;
   if (g_live == 0) {
     g_end = 0;
-    if (ftruncate(g_fd, 0) != 0) g_no_punch = 1;
+    if (ftruncate(g_fd, 0) != 0)
+      g_no_punch = 1;
   }
   pthread_mutex_unlock(&g_mu);
 }
 
 uint64_t rpdi_spill_close(void) {
   pthread_mutex_lock(&g_mu);
-  if (g_fd >= 0) close(g_fd);
+  if (g_fd >= 0)
+    close(g_fd);
   g_fd = -1;
   g_end = g_live = 0;
   uint64_t peak = g_peak;
@@ -192,7 +203,8 @@ void rpdi_spill_atfork_parent(void) { pthread_mutex_unlock(&g_mu); }
 /* The parent's file is not the child's: its regions are the parent's. */
 void rpdi_spill_atfork_child(void) {
   pthread_mutex_init(&g_mu, NULL);
-  if (g_fd >= 0) close(g_fd);
+  if (g_fd >= 0)
+    close(g_fd);
   g_fd = -1;
   g_end = g_live = g_peak = 0;
   g_failed = 0;

@@ -51,7 +51,8 @@ static int stack_report(void) {
 static const char *stack_line_by_cu(Dwfl_Module *mod, Dwarf_Addr addr, int *lineno) {
   Dwarf_Addr bias = 0;
   Dwarf *dw = dwfl_module_getdwarf(mod, &bias);
-  if (!dw) return NULL;
+  if (!dw)
+    return NULL;
   Dwarf_Addr at = addr - bias;
   Dwarf_Off off = 0, next;
   size_t hsize;
@@ -60,7 +61,8 @@ static const char *stack_line_by_cu(Dwfl_Module *mod, Dwarf_Addr addr, int *line
     if (dwarf_offdie(dw, off + hsize, &cu) && dwarf_haspc(&cu, at) == 1) {
       Dwarf_Line *line = dwarf_getsrc_die(&cu, at);
       const char *file = line ? dwarf_linesrc(line, NULL, NULL) : NULL;
-      if (file && dwarf_lineno(line, lineno) == 0) return file;
+      if (file && dwarf_lineno(line, lineno) == 0)
+        return file;
       return NULL;
     }
     off = next;
@@ -70,12 +72,15 @@ static const char *stack_line_by_cu(Dwfl_Module *mod, Dwarf_Addr addr, int *line
 
 int rpdi_stack_frame(uint64_t ip, struct rpdi_frame *f) {
   memset(f, 0, sizeof *f);
-  if (!stack_dwfl && stack_report() != 0) return -1;
+  if (!stack_dwfl && stack_report() != 0)
+    return -1;
   /* a return address points after the call: look up the call itself */
   Dwarf_Addr addr = ip ? ip - 1 : 0;
   Dwfl_Module *mod = dwfl_addrmodule(stack_dwfl, addr);
-  if (!mod && stack_report() == 0) mod = dwfl_addrmodule(stack_dwfl, addr);
-  if (!mod) return -1;
+  if (!mod && stack_report() == 0)
+    mod = dwfl_addrmodule(stack_dwfl, addr);
+  if (!mod)
+    return -1;
   f->module = dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
   GElf_Off off = 0;
   GElf_Sym sym;
@@ -83,7 +88,8 @@ int rpdi_stack_frame(uint64_t ip, struct rpdi_frame *f) {
   f->offset = off;
   Dwfl_Line *line = dwfl_module_getsrc(mod, addr);
   f->file = line ? dwfl_lineinfo(line, NULL, &f->line, NULL, NULL, NULL) : NULL;
-  if (!f->file) f->file = stack_line_by_cu(mod, addr, &f->line);
+  if (!f->file)
+    f->file = stack_line_by_cu(mod, addr, &f->line);
   return 0;
 }
 
@@ -101,6 +107,7 @@ void rpdi_stack_symbolize(uint64_t ip, char *buf, size_t n) {
 }
 
 void rpdi_stack_reset(void) {
-  if (stack_dwfl) dwfl_end(stack_dwfl);
+  if (stack_dwfl)
+    dwfl_end(stack_dwfl);
   stack_dwfl = NULL;
 }

@@ -78,18 +78,18 @@
  * where s[] are string refs (0 none, RPD_REF_INTERNED | handle, else arena
  * position + 1): */
 enum rpd_rec_type {
-  R_PAD = 0,   /* filler before a 2-slot record at the end of the ring          */
+  R_PAD = 0,                  /* filler before a 2-slot record at the end of the ring          */
   R_PUSH = NANO_RPD_REC_PUSH, /* t0, s[0..2] domain/name/args, s[3] stack        */
   R_POP = NANO_RPD_REC_POP,   /* t0                                              */
-  R_MARK,      /* t0, s[0..2], s[3] stack                                        */
-  R_API,       /* t0, t1, h handle, s[0..3] domain/category/apiName/args; ext.api */
-  R_KERNEL,    /* h api, s[0] stream, s[1] kernelName; ext.kernel                */
-  R_COPY,      /* h api, s[0] stream, s[1] dst, s[2] src; ext.copy               */
-  R_OP,        /* h api, t0, t1, s[0] description, s[1] opType, s[2] gpu|queue  */
-  R_MONITOR,   /* t0, t1, s[0] deviceType, s[1] monitorType, s[2] value, s[3] id */
-  R_RSTART,    /* h range id, t0, s[0] domain, s[1] text                         */
-  R_RSTOP,     /* h range id, t0                                                 */
-  R_EXIT,      /* t0: the thread exits; its open ranges end here                 */
+  R_MARK,                     /* t0, s[0..2], s[3] stack                                        */
+  R_API,                      /* t0, t1, h handle, s[0..3] domain/category/apiName/args; ext.api */
+  R_KERNEL,                   /* h api, s[0] stream, s[1] kernelName; ext.kernel                */
+  R_COPY,                     /* h api, s[0] stream, s[1] dst, s[2] src; ext.copy               */
+  R_OP,                       /* h api, t0, t1, s[0] description, s[1] opType, s[2] gpu|queue  */
+  R_MONITOR,                  /* t0, t1, s[0] deviceType, s[1] monitorType, s[2] value, s[3] id */
+  R_RSTART,                   /* h range id, t0, s[0] domain, s[1] text                         */
+  R_RSTOP,                    /* h range id, t0                                                 */
+  R_EXIT,                     /* t0: the thread exits; its open ranges end here                 */
 };
 
 _Static_assert(sizeof(struct nano_rpd_rec) == 64, "a record is one cache line");
@@ -122,15 +122,15 @@ struct rpd_tbuf {
   uint32_t asize;         /* arena bytes, a power of two                      */
   _Atomic uint64_t ahead; /* next arena byte (relaxed: read by a failed writer) */
   uint64_t atail_seen;
-  int wake_sent;          /* producer asked the writer to drain               */
+  int wake_sent; /* producer asked the writer to drain               */
   /* the producer's fields above share one cache line; the writer's begin here */
   _Alignas(64) _Atomic uint64_t tail;
   _Atomic uint64_t atail;
-  int32_t pid, tid;       /* the owner's, set when it takes the buffer        */
+  int32_t pid, tid; /* the owner's, set when it takes the buffer        */
   _Atomic uint64_t dropped;
-  _Atomic int state;      /* 0 live, 1 owner exited, 2 free for reuse         */
-  char exit_name[16];     /* the owner's name at exit (set before state 1)    */
-  struct rpd_tbuf *next;  /* global list, push-only                           */
+  _Atomic int state;     /* 0 live, 1 owner exited, 2 free for reuse         */
+  char exit_name[16];    /* the owner's name at exit (set before state 1)    */
+  struct rpd_tbuf *next; /* global list, push-only                           */
   char *arena;
   /* writer-only: open ranges of this thread */
   struct rpd_open *open;
@@ -145,9 +145,9 @@ struct rpd_tbuf {
   _Atomic int seg_state;               /* enum rpd_seg_state                 */
   int64_t spill_off;                   /* SEG_SPILLED: where, in the spill file */
   /* primary only */
-  struct rpd_tbuf *pseg;               /* the producer's ring (tls.ring)     */
-  struct rpd_tbuf *wseg;               /* the writer's ring: oldest not drained */
-  _Atomic(struct rpd_tbuf *) spare;    /* a drained ring for the producer's next */
+  struct rpd_tbuf *pseg;            /* the producer's ring (tls.ring)     */
+  struct rpd_tbuf *wseg;            /* the writer's ring: oldest not drained */
+  _Atomic(struct rpd_tbuf *) spare; /* a drained ring for the producer's next */
 };
 
 /* A segment's arrays: in memory (the writer may be draining it: SEG_READ),
@@ -178,17 +178,17 @@ struct rpd_open {
 
 /* Settings' defaults and ranges (docs/ENVIRONMENT.md). A value outside its
  * range is refused with one line naming the variable; the default stays. */
-#define RPD_DEFAULT_SLOTS (1u << 14)   /* records per thread buffer            */
-#define RPD_MIN_SLOTS 64u              /* below this, a buffer fills per call  */
-#define RPD_PAGE_BYTES 4096            /* the smallest page: touched to fault it */
-#define RPD_MAX_SLOTS (1u << 24)       /* 16 Mi records: a GiB-scale buffer    */
-#define RPD_DEFAULT_STACK_DEPTH 32     /* frames per stack (RPDT_STACKFRAMES)  */
-#define RPD_STACK_COUNT_BITS 8         /* a stack ref: (arena pos + 1) << 8 | depth */
+#define RPD_DEFAULT_SLOTS (1u << 14) /* records per thread buffer            */
+#define RPD_MIN_SLOTS 64u            /* below this, a buffer fills per call  */
+#define RPD_PAGE_BYTES 4096          /* the smallest page: touched to fault it */
+#define RPD_MAX_SLOTS (1u << 24)     /* 16 Mi records: a GiB-scale buffer    */
+#define RPD_DEFAULT_STACK_DEPTH 32   /* frames per stack (RPDT_STACKFRAMES)  */
+#define RPD_STACK_COUNT_BITS 8       /* a stack ref: (arena pos + 1) << 8 | depth */
 #define RPD_MAX_STACK_DEPTH ((1 << RPD_STACK_COUNT_BITS) - 1)
-#define RPD_DEFAULT_CRASH_WAIT_MS 5000 /* a crash handler's wait for the writer */
-#define RPD_MAX_CRASH_WAIT_MS 600000   /* ten minutes: bounded, never forever  */
-#define RPD_MAX_AUTOFLUSH_HZ 1000.0    /* the writer's poll has 1 ms steps     */
-#define RPD_DEFAULT_ATOMICS_HZ 10.0    /* atomics samples: a 100 ms counter track */
+#define RPD_DEFAULT_CRASH_WAIT_MS 5000             /* a crash handler's wait for the writer */
+#define RPD_MAX_CRASH_WAIT_MS 600000               /* ten minutes: bounded, never forever  */
+#define RPD_MAX_AUTOFLUSH_HZ 1000.0                /* the writer's poll has 1 ms steps     */
+#define RPD_DEFAULT_ATOMICS_HZ 10.0                /* atomics samples: a 100 ms counter track */
 #define RPD_DEFAULT_OVERFLOW_MEMORY (256ull << 20) /* filled rings kept in memory */
 
 /* ---- settings (rpd.c reads them at load) ---------------------------------- */
@@ -324,14 +324,17 @@ int64_t rpdw_time_slow(int64_t t);
 /* Writer side: the CLOCK_MONOTONIC time of a range/mark stamp. The common
  * case, a stamp on the newest segment before the next re-fit, is inline. */
 static inline int64_t rpdw_time(int64_t t) {
-  if (!g_tsc) return t;
+  if (!g_tsc)
+    return t;
   const struct rpd_tsc_map *m = &g_tsc_map;
-  if (__builtin_expect(m->n && t - m->sample_ticks < m->refit_ticks && t >= m->segs[m->n - 1].ticks, 1))
+  if (__builtin_expect(m->n && t - m->sample_ticks < m->refit_ticks && t >= m->segs[m->n - 1].ticks,
+                       1))
     return rpd_tsc_at(&m->segs[m->n - 1], t);
   return rpdw_time_slow(t);
 }
 
-static inline long rpd_futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct timespec *ts) {
+static inline long rpd_futex(_Atomic uint32_t *addr, int op, uint32_t val,
+                             const struct timespec *ts) {
   return syscall(SYS_futex, (uint32_t *)addr, op, val, ts, NULL, 0);
 }
 

@@ -2,6 +2,10 @@
 #define _GNU_SOURCE
 #include "tracer.h"
 
+#include "nano/hash.h"
+#include "nano/rpdfile.h"
+#include "nano/settings.h"
+#include "nano/thread.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -10,10 +14,6 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/uio.h>
-#include "nano/hash.h"
-#include "nano/rpdfile.h"
-#include "nano/settings.h"
-#include "nano/thread.h"
 #ifdef NANO_RPD_HAVE_TRACKER
 #include "nano/atomics.h"
 #endif
@@ -24,7 +24,8 @@
 static const char *const rpdw_sql[ST_COUNT] = {
     "INSERT INTO rocpd_string(id, string) VALUES (?,?)",
     "INSERT INTO rocpd_kernelapi(api_ptr_id, stream, gridX, gridY, gridZ, workgroupX, workgroupY, "
-    "workgroupZ, groupSegmentSize, privateSegmentSize, kernelName_id) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+    "workgroupZ, groupSegmentSize, privateSegmentSize, kernelName_id) VALUES "
+    "(?,?,?,?,?,?,?,?,?,?,?)",
     "INSERT INTO rocpd_copyapi(api_ptr_id, stream, size, width, height, kind, dst, src, dstDevice, "
     "srcDevice, sync, pinned) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
     "INSERT INTO rocpd_op(id, gpuId, queueId, sequenceId, start, end, description_id, opType_id) "
@@ -38,16 +39,17 @@ static const char *const rpdw_sql[ST_COUNT] = {
 
 struct rpd_writer g_w;
 
-
 /* The writer stops writing the file: the open transaction is rolled back
  * (SQLite may have done so already) and its rows are counted as lost. */
 static void rpdw_set_failed(void) {
-  if (g_w.failed) return;
+  if (g_w.failed)
+    return;
   g_w.failed = 1;
   atomic_store(&g_writer_failed, 1);
   if (g_w.db && (g_w.in_txn || !sqlite3_get_autocommit(g_w.db))) {
     g_w.lost_rows += g_w.txn_rows;
-    if (!sqlite3_get_autocommit(g_w.db)) sqlite3_exec(g_w.db, "ROLLBACK", NULL, NULL, NULL);
+    if (!sqlite3_get_autocommit(g_w.db))
+      sqlite3_exec(g_w.db, "ROLLBACK", NULL, NULL, NULL);
   }
   g_w.in_txn = 0;
 }
@@ -62,7 +64,8 @@ int rpdw_fail(const char *what) {
 int rpdw_exec(const char *sql, const char *what) {
   char err[NANO_RPDFILE_ERRLEN];
   if (nano_rpdfile_exec(g_w.db, g_w.path, what, sql, err, sizeof err) != 0) {
-    if (!g_w.failed) rpd_log("%s (recording into this file stops)", err);
+    if (!g_w.failed)
+      rpd_log("%s (recording into this file stops)", err);
     rpdw_set_failed();
     return -1;
   }
@@ -72,28 +75,35 @@ int rpdw_exec(const char *sql, const char *what) {
 /* Steps a bound insert statement and resets it (every caller binds every
  * parameter, so bindings are not cleared). */
 static int rpdw_step(int which) {
-  if (g_w.failed) return -1; /* no row outside the transaction that failed */
+  if (g_w.failed)
+    return -1; /* no row outside the transaction that failed */
   sqlite3_stmt *st = g_w.st[which];
   int rc = sqlite3_step(st);
   sqlite3_reset(st);
-  if (rc != SQLITE_DONE) return rpdw_fail(rpdw_sql[which]);
+  if (rc != SQLITE_DONE)
+    return rpdw_fail(rpdw_sql[which]);
   g_w.txn_rows++;
   return 0;
 }
 
 int rpdw_begin(void) {
-  if (g_w.in_txn || g_w.failed) return g_w.failed ? -1 : 0;
-  if (rpdw_exec("BEGIN IMMEDIATE", "cannot begin a transaction") != 0) return -1;
+  if (g_w.in_txn || g_w.failed)
+    return g_w.failed ? -1 : 0;
+  if (rpdw_exec("BEGIN IMMEDIATE", "cannot begin a transaction") != 0)
+    return -1;
   g_w.in_txn = 1;
   g_w.txn_rows = 0;
   return 0;
 }
 
 static int rpdw_commit(void) {
-  if (!g_w.in_txn) return 0;
+  if (!g_w.in_txn)
+    return 0;
   rpdw_flush_queues();
-  if (g_w.failed) return -1;
-  if (rpdw_exec("COMMIT", "cannot commit") != 0) return -1;
+  if (g_w.failed)
+    return -1;
+  if (rpdw_exec("COMMIT", "cannot commit") != 0)
+    return -1;
   g_w.in_txn = 0;
   g_w.written_rows += g_w.txn_rows;
   return 0;
@@ -113,7 +123,8 @@ static int rpdw_map_init(struct rpdw_map *m, int strings) {
 
 static void rpdw_map_free(struct rpdw_map *m) {
   if (m->key)
-    for (uint32_t i = 0; i < m->size; i++) free(m->key[i]);
+    for (uint32_t i = 0; i < m->size; i++)
+      free(m->key[i]);
   free(m->hash);
   free(m->key);
   free(m->ikey);
@@ -125,7 +136,8 @@ static void rpdw_map_free(struct rpdw_map *m) {
 static uint32_t rpdw_map_slot(const struct rpdw_map *m, uint64_t h, const char *s, uint64_t ik) {
   uint32_t i = (uint32_t)h & (m->size - 1);
   while (m->hash[i]) {
-    if (m->hash[i] == h && (s ? strcmp(m->key[i], s) == 0 : m->ikey[i] == ik)) return i;
+    if (m->hash[i] == h && (s ? strcmp(m->key[i], s) == 0 : m->ikey[i] == ik))
+      return i;
     i = (i + 1) & (m->size - 1);
   }
   return i;
@@ -146,13 +158,17 @@ static int rpdw_map_grow(struct rpdw_map *m) {
     return -1;
   }
   for (uint32_t i = 0; i < m->size; i++) {
-    if (!m->hash[i]) continue;
+    if (!m->hash[i])
+      continue;
     uint32_t j = (uint32_t)m->hash[i] & (n.size - 1);
-    while (n.hash[j]) j = (j + 1) & (n.size - 1);
+    while (n.hash[j])
+      j = (j + 1) & (n.size - 1);
     n.hash[j] = m->hash[i];
     n.val[j] = m->val[i];
-    if (n.key) n.key[j] = m->key[i];
-    if (n.ikey) n.ikey[j] = m->ikey[i];
+    if (n.key)
+      n.key[j] = m->key[i];
+    if (n.ikey)
+      n.ikey[j] = m->ikey[i];
   }
   free(m->hash);
   free(m->val);
@@ -167,19 +183,23 @@ static int rpdw_map_grow(struct rpdw_map *m) {
  * NULL) gets the writer's own copy of s, which lives as long as the
  * connection. */
 static int64_t rpdw_string_kept(const char *s, const char **kept) {
-  if (!s) s = "";
+  if (!s)
+    s = "";
   uint64_t h = nano_fnv64_str(s) | 1;
   uint32_t i = rpdw_map_slot(&g_w.strings, h, s, 0);
   if (g_w.strings.hash[i]) {
-    if (kept) *kept = g_w.strings.key[i];
+    if (kept)
+      *kept = g_w.strings.key[i];
     return g_w.strings.val[i];
   }
   if ((g_w.strings.count + 1) * 2 > g_w.strings.size) {
-    if (rpdw_map_grow(&g_w.strings) != 0) return -1;
+    if (rpdw_map_grow(&g_w.strings) != 0)
+      return -1;
     i = rpdw_map_slot(&g_w.strings, h, s, 0);
   }
   char *copy = strdup(s);
-  if (!copy) return -1;
+  if (!copy)
+    return -1;
   int64_t id = g_w.offset + g_w.next_string++;
   sqlite3_bind_int64(g_w.st[ST_STRING], 1, id);
   sqlite3_bind_text(g_w.st[ST_STRING], 2, s, -1, SQLITE_STATIC);
@@ -191,7 +211,8 @@ static int64_t rpdw_string_kept(const char *s, const char **kept) {
   g_w.strings.key[i] = copy;
   g_w.strings.val[i] = id;
   g_w.strings.count++;
-  if (kept) *kept = copy;
+  if (kept)
+    *kept = copy;
   return id;
 }
 
@@ -199,9 +220,11 @@ static int64_t rpdw_string_id(const char *s) { return rpdw_string_kept(s, NULL);
 
 /* A new rocpd_ustring row for s ("" and NULL share the empty row). */
 static int64_t rpdw_ustring_id(const char *s) {
-  if (!s || !*s) return g_w.id_uempty;
+  if (!s || !*s)
+    return g_w.id_uempty;
   int64_t id = g_w.offset + g_w.next_ustring++;
-  if (g_w.nustrq == RPDW_QUEUE) rpdw_flush_ustrings();
+  if (g_w.nustrq == RPDW_QUEUE)
+    rpdw_flush_ustrings();
   g_w.q->ustr[g_w.nustrq].id = id;
   g_w.q->ustr[g_w.nustrq].s = s;
   g_w.nustrq++;
@@ -212,12 +235,15 @@ static int64_t rpdw_ustring_id(const char *s) {
 /* The text of a string ref of buffer b (NULL for "none"); extends *aend past
  * the arena bytes it occupies. */
 static const char *rpdw_text(const struct rpd_tbuf *b, uint64_t ref, uint64_t *aend) {
-  if (!ref) return NULL;
-  if (ref & RPD_REF_INTERNED) return rpd_intern_get((uint32_t)ref);
+  if (!ref)
+    return NULL;
+  if (ref & RPD_REF_INTERNED)
+    return rpd_intern_get((uint32_t)ref);
   uint64_t pos = ref - 1;
   const char *p = b->arena + (pos & (b->asize - 1));
   uint64_t end = pos + strlen(p) + 1;
-  if (end > *aend) *aend = end;
+  if (end > *aend)
+    *aend = end;
   return p;
 }
 
@@ -226,9 +252,11 @@ static const char *rpdw_text(const struct rpd_tbuf *b, uint64_t ref, uint64_t *a
 static struct rpdw_handle_ids *rpdw_handle(uint32_t h) {
   if (h >= g_w.nhandle_ids) {
     uint32_t n = g_w.nhandle_ids ? g_w.nhandle_ids : 1024;
-    while (n <= h) n *= 2;
+    while (n <= h)
+      n *= 2;
     struct rpdw_handle_ids *a = realloc(g_w.handle_ids, n * sizeof *a);
-    if (!a) return NULL;
+    if (!a)
+      return NULL;
     memset(a + g_w.nhandle_ids, 0, (n - g_w.nhandle_ids) * sizeof *a);
     g_w.handle_ids = a;
     g_w.nhandle_ids = n;
@@ -237,12 +265,15 @@ static struct rpdw_handle_ids *rpdw_handle(uint32_t h) {
 }
 
 /* The rocpd_string id of a string ref; interned handles are cached. */
-static int64_t rpdw_ref_id(const struct rpd_tbuf *b, uint64_t ref, const char *dflt, uint64_t *aend) {
+static int64_t rpdw_ref_id(const struct rpd_tbuf *b, uint64_t ref, const char *dflt,
+                           uint64_t *aend) {
   if (ref & RPD_REF_INTERNED) {
     struct rpdw_handle_ids *c = rpdw_handle((uint32_t)ref);
-    if (c && c->string_id) return c->string_id;
+    if (c && c->string_id)
+      return c->string_id;
     int64_t id = rpdw_string_id(rpd_intern_get((uint32_t)ref));
-    if (c && id > 0) c->string_id = id;
+    if (c && id > 0)
+      c->string_id = id;
     return id;
   }
   const char *t = rpdw_text(b, ref, aend);
@@ -254,9 +285,11 @@ static int64_t rpdw_ref_id(const struct rpd_tbuf *b, uint64_t ref, const char *d
 static int64_t rpdw_ref_uid(const struct rpd_tbuf *b, uint64_t ref, uint64_t *aend) {
   if (ref & RPD_REF_INTERNED) {
     struct rpdw_handle_ids *c = rpdw_handle((uint32_t)ref);
-    if (c && c->ustring_id) return c->ustring_id;
+    if (c && c->ustring_id)
+      return c->ustring_id;
     int64_t id = rpdw_ustring_id(rpd_intern_get((uint32_t)ref));
-    if (c) c->ustring_id = id;
+    if (c)
+      c->ustring_id = id;
     return id;
   }
   return rpdw_ustring_id(rpdw_text(b, ref, aend));
@@ -264,11 +297,13 @@ static int64_t rpdw_ref_uid(const struct rpd_tbuf *b, uint64_t ref, uint64_t *ae
 
 /* Inserts the stack frames stored at stack ref `ref` for api row api_id. */
 static void rpdw_stack(const struct rpd_tbuf *b, uint64_t ref, int64_t api_id, uint64_t *aend) {
-  if (!ref) return;
+  if (!ref)
+    return;
   uint64_t pos = (ref >> RPD_STACK_COUNT_BITS) - 1;
   uint32_t n = (uint32_t)(ref & RPD_MAX_STACK_DEPTH);
   const uint64_t *ips = (const uint64_t *)(b->arena + (pos & (b->asize - 1)));
-  if (pos + n * 8 > *aend) *aend = pos + n * 8;
+  if (pos + n * 8 > *aend)
+    *aend = pos + n * 8;
   for (uint32_t d = 0; d < n; d++) {
     uint64_t ip = ips[d];
     uint64_t h = (ip * 0x9E3779B97F4A7C15ull) | 1;
@@ -280,9 +315,11 @@ static void rpdw_stack(const struct rpd_tbuf *b, uint64_t ref, int64_t api_id, u
       char name[1024];
       rpdi_stack_symbolize(ip, name, sizeof name);
       sid = rpdw_string_id(name);
-      if (sid < 0) return;
+      if (sid < 0)
+        return;
       if ((g_w.ips.count + 1) * 2 > g_w.ips.size) {
-        if (rpdw_map_grow(&g_w.ips) != 0) return;
+        if (rpdw_map_grow(&g_w.ips) != 0)
+          return;
         i = rpdw_map_slot(&g_w.ips, h, NULL, ip);
       }
       g_w.ips.hash[i] = h;
@@ -295,13 +332,15 @@ static void rpdw_stack(const struct rpd_tbuf *b, uint64_t ref, int64_t api_id, u
     sqlite3_bind_int64(st, 2, api_id);
     sqlite3_bind_int(st, 3, (int)d);
     sqlite3_bind_int64(st, 4, sid);
-    if (rpdw_step(ST_STACK) != 0) return;
+    if (rpdw_step(ST_STACK) != 0)
+      return;
   }
 }
 
 static void rpdw_api_row(int64_t id, int pid, int tid, int64_t start, int64_t end, int64_t name_id,
                          int64_t cat_id, int64_t dom_id, int64_t args_id) {
-  if (g_w.napiq == RPDW_QUEUE) rpdw_flush_api();
+  if (g_w.napiq == RPDW_QUEUE)
+    rpdw_flush_api();
   int64_t *a = g_w.q->api[g_w.napiq++].v;
   a[RPDW_A_ID] = id;
   a[RPDW_A_PID] = pid;
@@ -318,13 +357,16 @@ static void rpdw_api_row(int64_t id, int pid, int tid, int64_t start, int64_t en
 /* Whether string ref `ref` has no text (none, or ""); the answer for an
  * interned handle is cached. */
 static int rpdw_ref_empty(const struct rpd_tbuf *b, uint64_t ref, uint64_t *aend) {
-  if (!ref) return 1;
+  if (!ref)
+    return 1;
   if (ref & RPD_REF_INTERNED) {
     struct rpdw_handle_ids *c = rpdw_handle((uint32_t)ref);
-    if (c && c->text != RPDW_TEXT_UNKNOWN) return c->text == RPDW_TEXT_EMPTY;
+    if (c && c->text != RPDW_TEXT_UNKNOWN)
+      return c->text == RPDW_TEXT_EMPTY;
     const char *t = rpd_intern_get((uint32_t)ref);
     int empty = !t || !*t;
-    if (c) c->text = empty ? RPDW_TEXT_EMPTY : RPDW_TEXT_SET;
+    if (c)
+      c->text = empty ? RPDW_TEXT_EMPTY : RPDW_TEXT_SET;
     return empty;
   }
   const char *t = rpdw_text(b, ref, aend);
@@ -373,7 +415,8 @@ static void rpdw_range_keys(const struct rpd_tbuf *b, const struct nano_rpd_rec 
 
 /* The rocpd_ustring id of an open range's args (made now when deferred). */
 static int64_t rpdw_range_args_id(const struct rpd_open *o) {
-  if (o->args_id) return o->args_id;
+  if (o->args_id)
+    return o->args_id;
   return o->args_ref ? rpdw_ref_uid(NULL, o->args_ref, NULL) : rpdw_ustring_id(o->args_text);
 }
 
@@ -406,8 +449,10 @@ static void rpdw_user_ids(const struct rpd_tbuf *b, const struct nano_rpd_rec *r
  * time of `parent` (NULL: none, or not known). */
 static void rpdw_close_range(const struct rpd_tbuf *b, struct rpd_open *o, int64_t end,
                              struct rpd_open *parent) {
-  if (end < o->start) end = o->start; /* a stop stamped by another clock than the push */
-  if (parent) parent->child_ns += end - o->start;
+  if (end < o->start)
+    end = o->start; /* a stop stamped by another clock than the push */
+  if (parent)
+    parent->child_ns += end - o->start;
   if (g_w.min_ns > 0 && !o->api_id && end - o->start < g_w.min_ns &&
       rpdw_sum_add(b->pid, o, end - o->start) == 0)
     return;
@@ -438,7 +483,8 @@ static void rpdw_record(struct rpd_tbuf *b, const struct nano_rpd_rec *r, uint64
     break;
   case R_PUSH: {
     struct rpd_open *opens = rpd_grow(t->open, t->nopen, &t->capopen, sizeof *opens);
-    if (!opens) return;
+    if (!opens)
+      return;
     t->open = opens;
     struct rpd_open *o = &t->open[t->nopen++];
     o->start = rpdw_time(r->t0);
@@ -459,7 +505,8 @@ static void rpdw_record(struct rpd_tbuf *b, const struct nano_rpd_rec *r, uint64
      * with the epoch it reads and epochs only grow, so the epochs of its open
      * ranges never decrease from the bottom of the stack up: when the bottom
      * one is of this pop's epoch, none is stale (no scan of the stack per pop). */
-    if (t->nopen && t->open[0].epoch != r->epoch) rpdw_close_stale(t, r->epoch);
+    if (t->nopen && t->open[0].epoch != r->epoch)
+      rpdw_close_stale(t, r->epoch);
     if (t->nopen > 0) {
       t->nopen--;
       rpdw_close_range(t, &t->open[t->nopen], rpdw_time(r->t0),
@@ -490,7 +537,8 @@ static void rpdw_record(struct rpd_tbuf *b, const struct nano_rpd_rec *r, uint64
     int64_t name = rpdw_ref_id(b, r->s[2], "", aend);
     int64_t args = rpdw_ref_uid(b, r->s[3], aend);
     rpdw_api_row(id, t->pid, t->tid, r->t0, r->t1, name, cat, dom, args);
-    if (r->nslots == 2) rpdw_stack(b, ((const union rpd_ext *)(r + 1))->api.stack, id, aend);
+    if (r->nslots == 2)
+      rpdw_stack(b, ((const union rpd_ext *)(r + 1))->api.stack, id, aend);
     break;
   }
   case R_KERNEL: {
@@ -545,7 +593,8 @@ static void rpdw_record(struct rpd_tbuf *b, const struct nano_rpd_rec *r, uint64
     sqlite3_bind_int64(st, 6, r->t1);
     sqlite3_bind_int64(st, 7, desc);
     sqlite3_bind_int64(st, 8, type);
-    if (rpdw_step(ST_OP) != 0 || !r->h) break;
+    if (rpdw_step(ST_OP) != 0 || !r->h)
+      break;
     st = g_w.st[ST_APIOPS];
     sqlite3_bind_int64(st, 1, g_w.offset + g_w.next_apiops++);
     sqlite3_bind_int64(st, 2, g_w.offset + (int64_t)r->h);
@@ -570,7 +619,8 @@ static void rpdw_record(struct rpd_tbuf *b, const struct nano_rpd_rec *r, uint64
   }
   case R_RSTART: {
     struct rpdw_pending *pend = rpd_grow(g_w.pend, g_w.npend, &g_w.cappend, sizeof *pend);
-    if (!pend) return;
+    if (!pend)
+      return;
     g_w.pend = pend;
     struct rpdw_pending *p = &g_w.pend[g_w.npend++];
     const char *d = rpdw_text(b, r->s[0], aend);
@@ -586,8 +636,11 @@ static void rpdw_record(struct rpd_tbuf *b, const struct nano_rpd_rec *r, uint64
   case R_RSTOP:
     for (int i = 0; i < g_w.npend; i++) {
       struct rpdw_pending *p = &g_w.pend[i];
-      if (p->id != r->h) continue;
-      int64_t end = p->epoch == r->epoch ? rpdw_time(r->t0) : rpdw_time(atomic_load(&g_stop_at[p->epoch % RPD_STOP_EPOCHS]));
+      if (p->id != r->h)
+        continue;
+      int64_t end = p->epoch == r->epoch
+                        ? rpdw_time(r->t0)
+                        : rpdw_time(atomic_load(&g_stop_at[p->epoch % RPD_STOP_EPOCHS]));
       rpdw_api_row(g_w.offset + (int64_t)atomic_fetch_add(&g_api_next, 1), p->pid, p->tid, p->start,
                    end, g_w.id_usermarker, g_w.id_empty, p->domain_id, p->args_id);
       g_w.pend[i] = g_w.pend[--g_w.npend];
@@ -610,7 +663,8 @@ static void rpdw_record(struct rpd_tbuf *b, const struct nano_rpd_rec *r, uint64
 static uint64_t rpdw_drain(struct rpd_tbuf *b) {
   uint64_t head = __atomic_load_n(&b->ring.head, __ATOMIC_ACQUIRE);
   uint64_t tail = atomic_load_explicit(&b->tail, memory_order_relaxed);
-  if (head == tail) return 0;
+  if (head == tail)
+    return 0;
   uint64_t aend = atomic_load_explicit(&b->atail, memory_order_relaxed), n = 0;
   if (rpdw_begin() != 0) {
     /* the file is unusable: consume so producers never block, and count */
@@ -653,14 +707,17 @@ static uint64_t rpdw_drain(struct rpd_tbuf *b) {
 static int rpdw_seg_take(struct rpd_tbuf *s) {
   for (;;) {
     int st = SEG_MEM;
-    if (atomic_compare_exchange_strong(&s->seg_state, &st, SEG_READ)) return 0;
+    if (atomic_compare_exchange_strong(&s->seg_state, &st, SEG_READ))
+      return 0;
     if (st == SEG_SPILLING) { /* its producer is writing it out: not for long */
       struct timespec ts = {0, 50000};
       nanosleep(&ts, NULL);
       continue;
     }
-    if (st != SEG_SPILLED) return 0;
-    if (rpd_seg_arrays(s) != 0) return -1;
+    if (st != SEG_SPILLED)
+      return 0;
+    if (rpd_seg_arrays(s) != 0)
+      return -1;
     struct iovec v[2] = {{s->ring.slots, (size_t)s->ring.nslots * sizeof(struct nano_rpd_rec)},
                          {s->arena, s->asize}};
     if (rpdi_spill_read(s->spill_off, v, 2, rpd_seg_bytes(s)) != 0) {
@@ -686,7 +743,8 @@ static void rpdw_seg_recycle(struct rpd_tbuf *t, struct rpd_tbuf *s) {
     old = s;
   else
     old = NULL;
-  if (old) rpd_seg_release(old);
+  if (old)
+    rpd_seg_release(old);
 }
 
 /* Drains thread t's rings in order; returns the number of records written. */
@@ -694,12 +752,15 @@ static uint64_t rpdw_drain_thread(struct rpd_tbuf *t) {
   uint64_t n = 0;
   for (;;) {
     struct rpd_tbuf *s = t->wseg;
-    if (rpdw_seg_take(s) != 0) break;
+    if (rpdw_seg_take(s) != 0)
+      break;
     n += rpdw_drain(s);
     struct rpd_tbuf *next = atomic_load_explicit(&s->seg_next, memory_order_acquire);
-    if (next) n += rpdw_drain(s); /* what it published before it moved on */
+    if (next)
+      n += rpdw_drain(s); /* what it published before it moved on */
     atomic_store(&s->seg_state, SEG_MEM);
-    if (!next) break;
+    if (!next)
+      break;
     atomic_store(&s->seg_next, NULL);
     t->wseg = next;
     rpdw_seg_recycle(t, s);
@@ -710,12 +771,14 @@ static uint64_t rpdw_drain_thread(struct rpd_tbuf *t) {
 /* Whether the writer has drained every ring of thread t. */
 static int rpdw_thread_drained(const struct rpd_tbuf *t) {
   const struct rpd_tbuf *s = t->wseg;
-  return !atomic_load(&s->seg_next) && atomic_load(&s->tail) == __atomic_load_n(&s->ring.head, __ATOMIC_SEQ_CST);
+  return !atomic_load(&s->seg_next) &&
+         atomic_load(&s->tail) == __atomic_load_n(&s->ring.head, __ATOMIC_SEQ_CST);
 }
 
 /* Writes (pid, tid, name) into nano_thread. Returns 0, or -1 (failed). */
 static int rpdw_put_name(int32_t pid, int32_t tid, const char *name) {
-  if (rpdw_begin() != 0) return -1;
+  if (rpdw_begin() != 0)
+    return -1;
   sqlite3_stmt *st = g_w.st[ST_THREAD];
   sqlite3_bind_int(st, 1, pid);
   sqlite3_bind_int(st, 2, tid);
@@ -732,8 +795,10 @@ static int rpdw_put_name(int32_t pid, int32_t tid, const char *name) {
 /* Writes the OS name of (pid, tid) unless the program named the thread, or
  * the name is `written` (the OS name last written for them, updated). */
 static void rpdw_name(int32_t pid, int32_t tid, char written[16], const char *name) {
-  if (!name[0] || strncmp(written, name, 15) == 0) return;
-  if (rpd_thread_named(tid) || rpdw_put_name(pid, tid, name) != 0) return;
+  if (!name[0] || strncmp(written, name, 15) == 0)
+    return;
+  if (rpd_thread_named(tid) || rpdw_put_name(pid, tid, name) != 0)
+    return;
   snprintf(written, 16, "%s", name);
 }
 
@@ -747,13 +812,16 @@ static void rpdw_read_comm(int32_t tid, char name[16]) {
     snprintf(path, sizeof path, "/proc/self/comm");
   name[0] = 0;
   int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return;
+  if (fd < 0)
+    return;
   ssize_t n = read(fd, name, 15);
   close(fd);
-  if (n <= 0) n = 0;
+  if (n <= 0)
+    n = 0;
   name[n] = 0;
   char *nl = strchr(name, '\n');
-  if (nl) *nl = 0;
+  if (nl)
+    *nl = 0;
 }
 
 /* The names the program gave, then the OS names of this process and of its
@@ -766,7 +834,8 @@ static void rpdw_names(void) {
   rpdw_read_comm(0, name);
   rpdw_name(pid, pid, g_w.proc_name, name);
   for (struct rpd_tbuf *b = atomic_load(&g_bufs); b; b = b->next) {
-    if (atomic_load_explicit(&b->state, memory_order_acquire) != 0 || b->tid == pid) continue;
+    if (atomic_load_explicit(&b->state, memory_order_acquire) != 0 || b->tid == pid)
+      continue;
     rpdw_read_comm(b->tid, name);
     rpdw_name(b->pid, b->tid, b->name, name);
   }
@@ -776,7 +845,8 @@ static void rpdw_names(void) {
 static void rpdw_drain_all(void) {
   for (struct rpd_tbuf *b = atomic_load(&g_bufs); b; b = b->next) {
     int state = atomic_load_explicit(&b->state, memory_order_acquire);
-    if (state == 2) continue;
+    if (state == 2)
+      continue;
     rpdw_drain_thread(b);
     if (state == 1 && rpdw_thread_drained(b)) {
       uint32_t st = atomic_load(&g_state);
@@ -793,9 +863,12 @@ static void rpdw_drain_all(void) {
 /* Writes this session's dropped-record count into rocpd_metadata. */
 static void rpdw_write_dropped(void) {
   uint64_t total = 0;
-  for (struct rpd_tbuf *b = atomic_load(&g_bufs); b; b = b->next) total += atomic_load(&b->dropped);
-  if (total == g_w.dropped_written || g_w.failed) return;
-  if (rpdw_begin() != 0) return;
+  for (struct rpd_tbuf *b = atomic_load(&g_bufs); b; b = b->next)
+    total += atomic_load(&b->dropped);
+  if (total == g_w.dropped_written || g_w.failed)
+    return;
+  if (rpdw_begin() != 0)
+    return;
   char sql[256];
   if (g_w.drop_meta_id)
     snprintf(sql, sizeof sql, "UPDATE rocpd_metadata SET value = '%llu' WHERE id = %lld",
@@ -804,8 +877,10 @@ static void rpdw_write_dropped(void) {
     snprintf(sql, sizeof sql,
              "INSERT INTO rocpd_metadata(tag, value) VALUES ('nano_dropped_records', '%llu')",
              (unsigned long long)total);
-  if (rpdw_exec(sql, "cannot record the dropped-record count") != 0) return;
-  if (!g_w.drop_meta_id) g_w.drop_meta_id = sqlite3_last_insert_rowid(g_w.db);
+  if (rpdw_exec(sql, "cannot record the dropped-record count") != 0)
+    return;
+  if (!g_w.drop_meta_id)
+    g_w.drop_meta_id = sqlite3_last_insert_rowid(g_w.db);
   g_w.dropped_written = total;
 }
 
@@ -816,7 +891,8 @@ static void rpdw_set_path(void) {
   for (const char *t = g_template; *t && o < end; t++) {
     if (t[0] == '%' && t[1] == 'p') {
       o += snprintf(o, (size_t)(end - o), "%ld", (long)getpid());
-      if (o > end) o = end;
+      if (o > end)
+        o = end;
       t++;
     } else {
       *o++ = *t;
@@ -895,7 +971,8 @@ static int rpdw_open(void) {
   }
   g_w.next_string = g_w.next_ustring = 1;
   g_w.next_op = g_w.next_apiops = g_w.next_monitor = g_w.next_stack = 1;
-  if (rpdw_begin() != 0) return -1;
+  if (rpdw_begin() != 0)
+    return -1;
   g_w.id_empty = rpdw_string_id("");
   g_w.id_uempty = g_w.offset + g_w.next_ustring++;
   g_w.q->ustr[g_w.nustrq].id = g_w.id_uempty;
@@ -906,12 +983,14 @@ static int rpdw_open(void) {
 
 static void rpdw_close(void) {
   char err[NANO_RPDFILE_ERRLEN];
-  for (int i = 0; i < ST_COUNT; i++) sqlite3_finalize(g_w.st[i]);
+  for (int i = 0; i < ST_COUNT; i++)
+    sqlite3_finalize(g_w.st[i]);
   sqlite3_finalize(g_w.api_ins);
   sqlite3_finalize(g_w.api_ins_uniform);
   sqlite3_finalize(g_w.ustr_ins);
   sqlite3_finalize(g_w.api_last);
-  if (g_w.db && nano_rpdfile_close(g_w.db, g_w.path, err, sizeof err) != 0) rpd_log("%s", err);
+  if (g_w.db && nano_rpdfile_close(g_w.db, g_w.path, err, sizeof err) != 0)
+    rpd_log("%s", err);
   rpdw_map_free(&g_w.strings);
   rpdw_map_free(&g_w.ips);
   free(g_w.handle_ids);
@@ -934,7 +1013,7 @@ struct rpdw_job {
 };
 
 static pthread_mutex_t g_jobs_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct rpdw_job *g_jobs;       /* oldest first */
+static struct rpdw_job *g_jobs; /* oldest first */
 static struct rpdw_job **g_jobs_tail = &g_jobs;
 
 int rpdi_post(const char *schema, rpdi_job_fn write, void (*dtor)(void *), void *data) {
@@ -968,7 +1047,8 @@ static void rpdw_run_jobs(void) {
       if (!known && j->schema && rpdw_exec(j->schema, "cannot create nanoprobe's tables") == 0 &&
           g_w.nschemas < RPDW_SCHEMAS)
         g_w.schemas[g_w.nschemas++] = j->schema;
-      if (!g_w.failed) j->write(g_w.db, g_w.offset, g_w.path, j->data);
+      if (!g_w.failed)
+        j->write(g_w.db, g_w.offset, g_w.path, j->data);
     }
     j->dtor(j->data);
     free(j);
@@ -985,15 +1065,17 @@ static void rpdw_flush(int atomics) {
   uint32_t cur = (st & 1) ? st >> 1 : 0;
   for (struct rpd_tbuf *b = atomic_load(&g_bufs); b; b = b->next)
     if (b->nopen) {
-      if (rpdw_begin() != 0) break;
+      if (rpdw_begin() != 0)
+        break;
       rpdw_close_stale(b, cur);
     }
   for (int i = 0; i < g_w.npend; i++) {
     struct rpdw_pending *p = &g_w.pend[i];
-    if (p->epoch == cur || rpdw_begin() != 0) continue;
+    if (p->epoch == cur || rpdw_begin() != 0)
+      continue;
     rpdw_api_row(g_w.offset + (int64_t)atomic_fetch_add(&g_api_next, 1), p->pid, p->tid, p->start,
-                 rpdw_time(atomic_load(&g_stop_at[p->epoch % RPD_STOP_EPOCHS])), g_w.id_usermarker, g_w.id_empty,
-                 p->domain_id, p->args_id);
+                 rpdw_time(atomic_load(&g_stop_at[p->epoch % RPD_STOP_EPOCHS])), g_w.id_usermarker,
+                 g_w.id_empty, p->domain_id, p->args_id);
     g_w.pend[i--] = g_w.pend[--g_w.npend];
   }
   rpdw_write_dropped();
@@ -1048,13 +1130,15 @@ static void rpdw_discard(void) {
     atomic_store(&g_flush_done, req);
     rpd_futex(&g_flush_done, FUTEX_WAKE, INT32_MAX, NULL);
     pthread_mutex_unlock(&g_wlock);
-    if (quit) break;
+    if (quit)
+      break;
   }
 }
 
 /* A writer period in ms for a rate in Hz (0: none, -1), at least 1 ms. */
 static int rpdw_period_ms(double hz) {
-  if (hz <= 0) return -1;
+  if (hz <= 0)
+    return -1;
   int ms = (int)(1000.0 / hz);
   return ms < 1 ? 1 : ms;
 }
@@ -1065,9 +1149,11 @@ static int rpdw_period_ms(double hz) {
  * g_wlock held. */
 static void rpdw_sample_atomics(int64_t *next) {
   int64_t now = rpd_clock();
-  if (g_atomics_hz <= 0 || now < *next || !(atomic_load(&g_state) & 1) || g_w.failed) return;
+  if (g_atomics_hz <= 0 || now < *next || !(atomic_load(&g_state) & 1) || g_w.failed)
+    return;
   *next = now + (int64_t)(1e9 / g_atomics_hz);
-  if (rpdw_begin() == 0) rpdi_atomics_sample(g_w.db, g_w.path, g_w.offset, now);
+  if (rpdw_begin() == 0)
+    rpdi_atomics_sample(g_w.db, g_w.path, g_w.offset, now);
   rpdw_commit();
 }
 
@@ -1091,7 +1177,8 @@ static void *rpdw_main(void *arg) {
     int quit = atomic_load(&g_writer_quit);
     int64_t now = rpd_clock();
     int due = now >= next_flush;
-    if (due) next_flush = now + (int64_t)flush_ms * 1000000;
+    if (due)
+      next_flush = now + (int64_t)flush_ms * 1000000;
     if (req != atomic_load(&g_flush_done) || quit || due) {
       uint32_t areq = atomic_exchange(&g_atomics_req, 0);
       rpdw_flush(areq != 0 || quit);
@@ -1105,7 +1192,8 @@ static void *rpdw_main(void *arg) {
     rpdw_sample_atomics(&next_sample);
     pthread_mutex_unlock(&g_wlock);
     atomic_store(&g_writer_blocked, 0); /* a whole round went through */
-    if (quit) break;
+    if (quit)
+      break;
   }
   return NULL;
 }
@@ -1114,27 +1202,33 @@ static void *rpdw_main(void *arg) {
  * commit. Async-signal-safe. Returns 0 when committed, -1 otherwise (no
  * writer, the wait timed out, or the writer could not write the file). */
 int rpd_flush_wait(int timeout_ms) {
-  if (!atomic_load(&g_writer_running)) return -1;
+  if (!atomic_load(&g_writer_running))
+    return -1;
   uint32_t ticket = atomic_fetch_add(&g_flush_req, 1) + 1;
   rpd_wake_writer();
   int64_t deadline = timeout_ms < 0 ? 0 : rpd_clock() + (int64_t)timeout_ms * 1000000;
   for (;;) {
     uint32_t done = atomic_load(&g_flush_done);
-    if ((int32_t)(done - ticket) >= 0) return atomic_load(&g_writer_failed) ? -1 : 0;
+    if ((int32_t)(done - ticket) >= 0)
+      return atomic_load(&g_writer_failed) ? -1 : 0;
     struct timespec ts = {0, 100000000};
     if (timeout_ms >= 0) {
       int64_t left = deadline - rpd_clock();
-      if (left <= 0) return -1;
-      if (left < 100000000) ts.tv_nsec = left;
+      if (left <= 0)
+        return -1;
+      if (left < 100000000)
+        ts.tv_nsec = left;
     }
     rpd_futex(&g_flush_done, FUTEX_WAIT, done, &ts);
-    if (!atomic_load(&g_writer_running)) return -1;
+    if (!atomic_load(&g_writer_running))
+      return -1;
   }
 }
 
 /* Starts the writer (file, session, thread). Called with g_ctl held. */
 int rpd_writer_start(void) {
-  if (atomic_load(&g_writer_running)) return 0;
+  if (atomic_load(&g_writer_running))
+    return 0;
   if (g_evfd < 0) {
     g_evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (g_evfd < 0) {
@@ -1151,7 +1245,8 @@ int rpd_writer_start(void) {
 #ifdef NANO_RPD_HAVE_TRACKER
   /* the counts go into the trace; the tracker's exit dump only when asked */
   const char *out = getenv("NANO_TRACKER_OUTPUT");
-  if (!out || !*out) nano_tracker_set_exit_dump(0);
+  if (!out || !*out)
+    nano_tracker_set_exit_dump(0);
 #endif
   atomic_store(&g_writer_quit, 0);
   atomic_store(&g_writer_failed, 0);
@@ -1184,20 +1279,24 @@ static void rpdw_report_lost(void) {
 }
 
 void rpd_writer_stop(void) {
-  if (!atomic_load(&g_writer_running)) return;
+  if (!atomic_load(&g_writer_running))
+    return;
   atomic_store(&g_writer_quit, 1);
   rpd_wake_writer();
   pthread_join(g_writer_thread, NULL);
   atomic_store(&g_writer_running, 0);
   uint64_t dropped = 0;
-  for (struct rpd_tbuf *b = atomic_load(&g_bufs); b; b = b->next) dropped += atomic_load(&b->dropped);
+  for (struct rpd_tbuf *b = atomic_load(&g_bufs); b; b = b->next)
+    dropped += atomic_load(&b->dropped);
   uint64_t locked = atomic_load(&g_lock_dropped);
   if (dropped)
     rpd_log("%s: %llu records dropped because buffers were full%s", g_w.path,
             (unsigned long long)dropped,
-            g_drop ? " (NANO_RPD_DROP=1)"
-            : locked ? " while the writer waited for another process's lock on the file" : "");
-  if (g_w.failed && (g_w.lost_rows || g_w.lost_records)) rpdw_report_lost();
+            g_drop   ? " (NANO_RPD_DROP=1)"
+            : locked ? " while the writer waited for another process's lock on the file"
+                     : "");
+  if (g_w.failed && (g_w.lost_rows || g_w.lost_records))
+    rpdw_report_lost();
   uint64_t spilled = rpdi_spill_close();
   if (spilled)
     rpd_log("%s: the writer fell behind by more than NANO_RPD_OVERFLOW_MEMORY; up to %llu MiB "
@@ -1210,7 +1309,6 @@ void rpd_writer_stop(void) {
             (int)getpid());
   rpdw_close();
 }
-
 
 const char *rpdw_path(void) { return g_w.path; }
 
@@ -1235,7 +1333,8 @@ void rpdw_atfork(enum rpd_fork_phase phase) {
     g_jobs_tail = &g_jobs;
     atomic_store(&g_writer_running, 0);
     memset(&g_w, 0, sizeof g_w);
-    if (g_evfd >= 0) close(g_evfd);
+    if (g_evfd >= 0)
+      close(g_evfd);
     g_evfd = -1;
     break;
   }

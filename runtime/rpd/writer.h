@@ -18,8 +18,8 @@ enum { ST_STRING, ST_KERNEL, ST_COPY, ST_OP, ST_APIOPS, ST_MONITOR, ST_STACK, ST
 /* A hash map from keys to ids (strings or 64-bit integers). */
 struct rpdw_map {
   uint64_t *hash;
-  char **key;      /* string keys (NULL for integer maps) */
-  uint64_t *ikey;  /* integer keys */
+  char **key;     /* string keys (NULL for integer maps) */
+  uint64_t *ikey; /* integer keys */
   int64_t *val;
   uint32_t size, count;
 };
@@ -47,8 +47,18 @@ struct rpdw_pending {
 #define RPDW_QUEUE 4096
 /* A queued api row: the values of the rocpd_api columns, in the order of the
  * virtual table's columns (so that xColumn is one load). */
-enum { RPDW_A_ID, RPDW_A_PID, RPDW_A_TID, RPDW_A_START, RPDW_A_END, RPDW_A_NAME, RPDW_A_CAT,
-       RPDW_A_DOM, RPDW_A_ARGS, RPDW_A_COUNT };
+enum {
+  RPDW_A_ID,
+  RPDW_A_PID,
+  RPDW_A_TID,
+  RPDW_A_START,
+  RPDW_A_END,
+  RPDW_A_NAME,
+  RPDW_A_CAT,
+  RPDW_A_DOM,
+  RPDW_A_ARGS,
+  RPDW_A_COUNT
+};
 struct rpdw_api_q {
   int64_t v[RPDW_A_COUNT];
 };
@@ -117,7 +127,7 @@ struct rpd_writer {
   uint64_t lost_records; /* records consumed after it, not written */
   int64_t drop_meta_id;
   uint64_t dropped_written;
-  uint64_t written_rows; /* rows committed by this process's writer */
+  uint64_t written_rows;             /* rows committed by this process's writer */
   const char *schemas[RPDW_SCHEMAS]; /* job schemas run on this connection */
   int nschemas;
   /* NANO_RPD_MIN_DURATION (ns; 0: every range is a row): shorter ranges are

@@ -2,15 +2,14 @@
 #define _GNU_SOURCE
 #include "tracer.h"
 
+#include "writer.h"
 #include <stdlib.h>
 #include <string.h>
-#include "writer.h"
 
 /* ---- the queue virtual tables ----
  * Eponymous virtual tables (no CREATE VIRTUAL TABLE, nothing in the file)
  * registered on the writer's connection only: nano_rpdw_api yields the api
  * queue in id order, nano_rpdw_ustring the ustring queue in queue order. */
-
 
 struct rpdw_vt {
   sqlite3_vtab base;
@@ -41,9 +40,11 @@ static int rpdw_vt_connect(sqlite3 *db, void *aux, int argc, const char *const *
       db, which == RPDW_VT_API ? "CREATE TABLE x(id, pid, tid, start, \"end\", apiName_id, "
                                  "category_id, domain_id, args_id)"
                                : "CREATE TABLE x(id, string)");
-  if (rc != SQLITE_OK) return rc;
+  if (rc != SQLITE_OK)
+    return rc;
   struct rpdw_vt *t = sqlite3_malloc(sizeof *t);
-  if (!t) return SQLITE_NOMEM;
+  if (!t)
+    return SQLITE_NOMEM;
   memset(t, 0, sizeof *t);
   t->which = which;
   *out = &t->base;
@@ -64,7 +65,8 @@ static int rpdw_vt_best_index(sqlite3_vtab *t, sqlite3_index_info *info) {
 
 static int rpdw_vt_open(sqlite3_vtab *t, sqlite3_vtab_cursor **out) {
   struct rpdw_vt_cursor *c = sqlite3_malloc(sizeof *c);
-  if (!c) return SQLITE_NOMEM;
+  if (!c)
+    return SQLITE_NOMEM;
   memset(c, 0, sizeof *c);
   c->which = ((struct rpdw_vt *)t)->which;
   *out = &c->base;
@@ -103,7 +105,8 @@ static int rpdw_vt_eof(sqlite3_vtab_cursor *cur) {
 
 static int rpdw_vt_api_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {
   const struct rpdw_vt_cursor *c = (const struct rpdw_vt_cursor *)cur;
-  if (col < 0 || col >= RPDW_A_COUNT) return SQLITE_ERROR;
+  if (col < 0 || col >= RPDW_A_COUNT)
+    return SQLITE_ERROR;
   if (col == RPDW_A_ID && c->autoid)
     sqlite3_result_null(ctx);
   else
@@ -127,10 +130,10 @@ static int rpdw_vt_rowid(sqlite3_vtab_cursor *cur, sqlite3_int64 *rowid) {
 
 #define RPDW_VT_MODULE(column)                                                                     \
   {                                                                                                \
-    .iVersion = 0, .xCreate = NULL /* eponymous only */, .xConnect = rpdw_vt_connect,             \
-    .xBestIndex = rpdw_vt_best_index, .xDisconnect = rpdw_vt_disconnect,                          \
-    .xDestroy = rpdw_vt_disconnect, .xOpen = rpdw_vt_open, .xClose = rpdw_vt_close,               \
-    .xFilter = rpdw_vt_filter, .xNext = rpdw_vt_next, .xEof = rpdw_vt_eof, .xColumn = column,     \
+    .iVersion = 0, .xCreate = NULL /* eponymous only */, .xConnect = rpdw_vt_connect,              \
+    .xBestIndex = rpdw_vt_best_index, .xDisconnect = rpdw_vt_disconnect,                           \
+    .xDestroy = rpdw_vt_disconnect, .xOpen = rpdw_vt_open, .xClose = rpdw_vt_close,                \
+    .xFilter = rpdw_vt_filter, .xNext = rpdw_vt_next, .xEof = rpdw_vt_eof, .xColumn = column,      \
     .xRowid = rpdw_vt_rowid,                                                                       \
   }
 const sqlite3_module rpdw_vt_api_module = RPDW_VT_MODULE(rpdw_vt_api_column);
@@ -143,32 +146,38 @@ static void rpdw_sort_api(int n) {
   struct rpdw_api_ord *a = g_w.q->ord, *t = g_w.q->ord_tmp;
   int64_t lo = a[0].id, hi = a[0].id;
   for (int i = 1; i < n; i++) {
-    if (a[i].id < lo) lo = a[i].id;
-    if (a[i].id > hi) hi = a[i].id;
+    if (a[i].id < lo)
+      lo = a[i].id;
+    if (a[i].id > hi)
+      hi = a[i].id;
   }
   uint64_t span = (uint64_t)hi - (uint64_t)lo;
   for (int shift = 0; shift < 64 && (span >> shift) != 0; shift += 11) {
     uint32_t count[2048] = {0};
-    for (int i = 0; i < n; i++) count[(((uint64_t)a[i].id - (uint64_t)lo) >> shift) & 2047]++;
+    for (int i = 0; i < n; i++)
+      count[(((uint64_t)a[i].id - (uint64_t)lo) >> shift) & 2047]++;
     uint32_t sum = 0;
     for (int d = 0; d < 2048; d++) {
       uint32_t c = count[d];
       count[d] = sum;
       sum += c;
     }
-    for (int i = 0; i < n; i++) t[count[(((uint64_t)a[i].id - (uint64_t)lo) >> shift) & 2047]++] = a[i];
+    for (int i = 0; i < n; i++)
+      t[count[(((uint64_t)a[i].id - (uint64_t)lo) >> shift) & 2047]++] = a[i];
     struct rpdw_api_ord *x = a;
     a = t;
     t = x;
   }
-  if (a != g_w.q->ord) memcpy(g_w.q->ord, a, (size_t)n * sizeof *a);
+  if (a != g_w.q->ord)
+    memcpy(g_w.q->ord, a, (size_t)n * sizeof *a);
 }
 
 /* Runs one queue's INSERT ... SELECT. */
 static void rpdw_insert_queue(sqlite3_stmt *st, const char *what) {
   int rc = sqlite3_step(st);
   sqlite3_reset(st);
-  if (rc != SQLITE_DONE) rpdw_fail(what);
+  if (rc != SQLITE_DONE)
+    rpdw_fail(what);
 }
 
 /* Inserts the queued ustring rows. */
@@ -184,7 +193,8 @@ void rpdw_flush_ustrings(void) {
 static int64_t rpdw_api_last_id(void) {
   sqlite3_stmt *st = g_w.api_last;
   int64_t last = -1;
-  if (sqlite3_step(st) == SQLITE_ROW) last = sqlite3_column_int64(st, 0);
+  if (sqlite3_step(st) == SQLITE_ROW)
+    last = sqlite3_column_int64(st, 0);
   sqlite3_reset(st);
   return last;
 }
@@ -202,9 +212,11 @@ void rpdw_flush_api(void) {
     for (int i = 0; i < n; i++) {
       g_w.q->ord[i].id = g_w.q->api[i].v[RPDW_A_ID];
       g_w.q->ord[i].i = (uint32_t)i;
-      if (i && g_w.q->ord[i].id < g_w.q->ord[i - 1].id) sorted = 0;
+      if (i && g_w.q->ord[i].id < g_w.q->ord[i - 1].id)
+        sorted = 0;
     }
-    if (!sorted) rpdw_sort_api(n);
+    if (!sorted)
+      rpdw_sort_api(n);
     int64_t last = rpdw_api_last_id();
     const int64_t *first = g_w.q->api[0].v;
     int uniform = 1;
@@ -212,7 +224,8 @@ void rpdw_flush_api(void) {
       struct rpdw_api_ord *o = &g_w.q->ord[i];
       const int64_t *v = g_w.q->api[o->i].v;
       o->autoid = last >= 0 && o->id == last + 1;
-      if (o->id > last) last = o->id;
+      if (o->id > last)
+        last = o->id;
       uniform &= o->autoid & (v[RPDW_A_PID] == first[RPDW_A_PID]) &
                  (v[RPDW_A_TID] == first[RPDW_A_TID]) & (v[RPDW_A_CAT] == first[RPDW_A_CAT]) &
                  (v[RPDW_A_DOM] == first[RPDW_A_DOM]);
@@ -237,4 +250,3 @@ void rpdw_flush_queues(void) {
   rpdw_flush_ustrings();
   rpdw_flush_api();
 }
-

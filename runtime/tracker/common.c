@@ -48,7 +48,8 @@ void nanot_warn(const char *fmt, ...) {
   va_end(ap);
   if (m < 0)
     return;
-  size_t len = (size_t)n + ((size_t)m < sizeof buf - (size_t)n - 1 ? (size_t)m : sizeof buf - (size_t)n - 2);
+  size_t len =
+      (size_t)n + ((size_t)m < sizeof buf - (size_t)n - 1 ? (size_t)m : sizeof buf - (size_t)n - 2);
   buf[len++] = '\n';
   /* A lost warning is not worth more than trying once. */
   ssize_t w = write(STDERR_FILENO, buf, len);

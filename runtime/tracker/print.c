@@ -54,8 +54,8 @@ static void nanop_line(struct nano_site *site) {
   char line[1024];
   const char *kind = nano_kind_name(site->kind);
   const char *order = nano_order_name(site->order);
-  int n = snprintf(line, sizeof line, "NANO ATOMIC %s %s %u %s %s:%u:%u\n",
-                   kind ? kind : "?", order ? order : "?", site->size,
+  int n = snprintf(line, sizeof line, "NANO ATOMIC %s %s %u %s %s:%u:%u\n", kind ? kind : "?",
+                   order ? order : "?", site->size,
                    site->function && site->function[0] ? site->function : "?",
                    site->file && site->file[0] ? site->file : "?", site->line, site->column);
   if (n > 0) {

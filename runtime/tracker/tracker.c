@@ -71,9 +71,9 @@
 
 /* One live thread's counters; linked in nanot_threads while it runs. */
 struct nanot_thread {
-  uint64_t *counts;          /* cap counters, index id - 1; written by the owner */
-  uint64_t *base;            /* cap baselines set by reset; under nanot_lock;
-                                counts + cap: one mapping (nanot_counters_size) */
+  uint64_t *counts; /* cap counters, index id - 1; written by the owner */
+  uint64_t *base;   /* cap baselines set by reset; under nanot_lock;
+                       counts + cap: one mapping (nanot_counters_size) */
   uint32_t cap;
   struct nanot_thread *next; /* list of live threads, under nanot_lock */
   struct nanot_thread **pprev;
@@ -105,10 +105,10 @@ static __thread struct nanot_tls nanot_tls __attribute__((tls_model("initial-exe
 
 /* Everything below is under nanot_lock. */
 static pthread_mutex_t nanot_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct nano_site *nanot_sites; /* copies of the registered sites, index id - 1 */
+static struct nano_site *nanot_sites;          /* copies of the registered sites, index id - 1 */
 static struct nano_site_origin *nanot_origins; /* their origins (file NULL: none), index id - 1 */
-static uint64_t *nanot_folded;        /* counts of exited threads, index id - 1 */
-static uint32_t nanot_nsites;         /* ids 1..nanot_nsites are taken */
+static uint64_t *nanot_folded;                 /* counts of exited threads, index id - 1 */
+static uint32_t nanot_nsites;                  /* ids 1..nanot_nsites are taken */
 static uint32_t nanot_sites_cap;
 static struct nanot_thread *nanot_threads;
 static int nanot_exit_dump = 1;
@@ -116,7 +116,7 @@ static char **nanot_string_v; /* interned strings by index (nanot_strtab) */
 static uint32_t nanot_string_cap;
 
 static struct nanot_thread *nanot_spare; /* records for new threads, from nanot_map */
-static char *nanot_arena;                 /* interned strings are bumped from here */
+static char *nanot_arena;                /* interned strings are bumped from here */
 static size_t nanot_arena_left;
 static uint64_t nanot_lost; /* events neither counted nor deferred (atomic) */
 
@@ -348,7 +348,8 @@ static struct nanot_caller *nanot_caller_slot(struct nanot_caller *table, uint32
  * depth-0 entry; only when even that finds no slot are they left to the
  * site's own count. Caller holds nanot_lock. */
 static void nanot_caller_add(uint32_t id, const uint64_t *ips, uint32_t depth, uint64_t n) {
-  if (2 * (nanot_callers_used + 1) > nanot_callers_cap && nanot_callers_cap < 2 * NANOT_CALLERS_MAX) {
+  if (2 * (nanot_callers_used + 1) > nanot_callers_cap &&
+      nanot_callers_cap < 2 * NANOT_CALLERS_MAX) {
     uint32_t ncap = nanot_callers_cap ? 2 * nanot_callers_cap : 256;
     struct nanot_caller *t = nanot_map((size_t)ncap * sizeof *t);
     if (t != NULL) {
@@ -408,8 +409,9 @@ static void nanot_add_site(struct nano_site *site, const struct nano_site_origin
 static int nanot_register_module_locked(struct nano_site_module *m) {
   if (m->abi < NANOT_OLDEST_ABI || m->abi > NANO_SITE_ABI) {
     if (m->reserved != NANOT_REGISTERED)
-      nanot_warn("site table of '%s' has ABI %u, this runtime reads %u; its atomics are not counted",
-                 m->name ? m->name : "?", m->abi, NANO_SITE_ABI);
+      nanot_warn(
+          "site table of '%s' has ABI %u, this runtime reads %u; its atomics are not counted",
+          m->name ? m->name : "?", m->abi, NANO_SITE_ABI);
     m->reserved = NANOT_REGISTERED; /* warned once */
     return -1;
   }
@@ -553,7 +555,6 @@ static void nanot_init_once(void) {
   if (pthread_atfork(nanot_atfork_prepare, nanot_atfork_parent, nanot_atfork_child) != 0)
     nanot_warn("pthread_atfork failed: a forked child reports its parent's counts too");
 }
-
 
 /* Grows the calling thread's arrays to nanot_nsites counters (at least
  * `need`): counters and baselines in one mapping. Returns 0, or -1 when out
@@ -894,10 +895,14 @@ static void nanot_dump_json(FILE *out, struct nanot_entry *e, uint32_t n, const 
       nanot_json_name(out, nano_order_name(f), f);
     }
     fprintf(out, ", \"size\": %u, \"flags\": [", s->size);
-    static const struct { unsigned bit; const char *name; } flags[] = {
-        {NANO_SITE_WEAK, "weak"}, {NANO_SITE_VOLATILE, "volatile"},
-        {NANO_SITE_LIBCALL, "libcall"}, {NANO_SITE_PRELUDE, "prelude"},
-        {NANO_SITE_LIBRARY, "library"}};
+    static const struct {
+      unsigned bit;
+      const char *name;
+    } flags[] = {{NANO_SITE_WEAK, "weak"},
+                 {NANO_SITE_VOLATILE, "volatile"},
+                 {NANO_SITE_LIBCALL, "libcall"},
+                 {NANO_SITE_PRELUDE, "prelude"},
+                 {NANO_SITE_LIBRARY, "library"}};
     const char *fsep = "";
     for (size_t f = 0; f < sizeof flags / sizeof flags[0]; f++)
       if (s->flags & flags[f].bit) {
@@ -1012,8 +1017,7 @@ NANO_API void nano_tracking_reset(void) { nano_tracker_reset(); }
 
 NANO_API int nano_tracking_dump(void) {
   fflush(stdout); /* the caller's buffered output first, so that a log reads in order */
-  return nanot_dump_dest("NANO_TRACKER_OUTPUT", getenv("NANO_TRACKER_OUTPUT"),
-                         nanot_env_format());
+  return nanot_dump_dest("NANO_TRACKER_OUTPUT", getenv("NANO_TRACKER_OUTPUT"), nanot_env_format());
 }
 
 /* The exit dump: NANO_TRACKER_OUTPUT in NANO_TRACKER_FORMAT, when on and
@@ -1032,7 +1036,8 @@ __attribute__((destructor)) static void nanot_at_exit(void) {
   uint64_t lost = __atomic_load_n(&nanot_lost, __ATOMIC_RELAXED);
   if (lost)
     nanot_warn("%" PRIu64 " atomic events were not counted (out of memory, or more nested "
-               "events during the tracker's own work than it can defer)", lost);
+               "events during the tracker's own work than it can defer)",
+               lost);
   /* The program's buffered output first (libc flushes it only after the
    * destructors), so that a log reads in order. */
   fflush(stdout);

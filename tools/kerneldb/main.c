@@ -29,22 +29,21 @@ typedef struct kdbcli_opts {
 } kdbcli_opts;
 
 static void kdbcli_usage(FILE *f) {
-  fprintf(f,
-          "usage: kerneldb list|show|isa|lines|sites FILE [KERNEL] [--json] [--arch ARCH]\n"
-          "                [--kernels REGEX] [--source] [--isa]\n"
-          "  list   code objects (target, code-object version) and their kernels\n"
-          "  show   arguments, kernarg layout and resources of kernels\n"
-          "  isa    instructions of KERNEL (--source: with file:line and source text)\n"
-          "  lines  source line -> instructions of KERNEL, with memory classification\n"
-          "  sites  nanoprobe's instrumented accesses (site tables of GPU code objects and\n"
-          "         of host ELF files with CPU kernels; --arch host for the latter);\n"
-          "         --isa: the instructions of each site and what the machine code made\n"
-          "         of it (widened, folded into a neighbour)\n"
-          "  --arch ARCH  only code objects of that target, as list prints it: gfx90a,\n"
-          "         sm_90, gfx90a:xnack+, gfx90a:sramecc-:xnack- (features in any order;\n"
-          "         a bare arch matches every feature setting); host for CPU kernels\n"
-          "exit: 0 found, 1 no such kernel, 2 unreadable input or usage error\n"
-          "kerneldb --version prints the version.\n");
+  fprintf(f, "usage: kerneldb list|show|isa|lines|sites FILE [KERNEL] [--json] [--arch ARCH]\n"
+             "                [--kernels REGEX] [--source] [--isa]\n"
+             "  list   code objects (target, code-object version) and their kernels\n"
+             "  show   arguments, kernarg layout and resources of kernels\n"
+             "  isa    instructions of KERNEL (--source: with file:line and source text)\n"
+             "  lines  source line -> instructions of KERNEL, with memory classification\n"
+             "  sites  nanoprobe's instrumented accesses (site tables of GPU code objects and\n"
+             "         of host ELF files with CPU kernels; --arch host for the latter);\n"
+             "         --isa: the instructions of each site and what the machine code made\n"
+             "         of it (widened, folded into a neighbour)\n"
+             "  --arch ARCH  only code objects of that target, as list prints it: gfx90a,\n"
+             "         sm_90, gfx90a:xnack+, gfx90a:sramecc-:xnack- (features in any order;\n"
+             "         a bare arch matches every feature setting); host for CPU kernels\n"
+             "exit: 0 found, 1 no such kernel, 2 unreadable input or usage error\n"
+             "kerneldb --version prints the version.\n");
 }
 
 /* ---- JSON output ------------------------------------------------------------ */
@@ -56,7 +55,8 @@ static void kdbcli_jfield(const char *key, const char *value) {
 }
 
 static int kdbcli_selected(const kdbcli_opts *o, const kdb_kernel *k) {
-  if (o->arch && !kdb_target_matches(k->co, o->arch)) return 0;
+  if (o->arch && !kdb_target_matches(k->co, o->arch))
+    return 0;
   if (o->regex && regexec(&o->re, k->name, 0, NULL, 0) != 0 &&
       regexec(&o->re, k->demangled, 0, NULL, 0) != 0)
     return 0;
@@ -72,8 +72,9 @@ static void kdbcli_co_json(const kdb_code_object *co) {
   kdbcli_jfield("container", co->container);
   printf(",\"compressed\":%s,\"xnack\":\"%s\",\"sramecc\":\"%s\",\"code_object_version\":%d,"
          "\"image_size\":%llu,\"kernel_count\":%zu}",
-         co->compressed ? "true" : "false", kdb_feature_name(co->xnack), kdb_feature_name(co->sramecc),
-         co->code_object_version, (unsigned long long)co->image_size, co->kernel_count);
+         co->compressed ? "true" : "false", kdb_feature_name(co->xnack),
+         kdb_feature_name(co->sramecc), co->code_object_version, (unsigned long long)co->image_size,
+         co->kernel_count);
 }
 
 static void kdbcli_kernel_json(const kdb_kernel *k, int full) {
@@ -94,21 +95,22 @@ static void kdbcli_kernel_json(const kdb_kernel *k, int full) {
            (unsigned long long)k->code_size);
     if (k->has_descriptor)
       printf(",\"descriptor\":{\"addr\":%llu,\"group_segment_fixed_size\":%u,"
-             "\"private_segment_fixed_size\":%u,\"kernarg_size\":%u,\"kernel_code_entry_byte_offset\":%lld,"
+             "\"private_segment_fixed_size\":%u,\"kernarg_size\":%u,\"kernel_code_entry_byte_"
+             "offset\":%lld,"
              "\"compute_pgm_rsrc1\":%u,\"compute_pgm_rsrc2\":%u,\"compute_pgm_rsrc3\":%u,"
              "\"kernel_code_properties\":%u}",
              (unsigned long long)k->descriptor_addr, k->descriptor.group_segment_fixed_size,
              k->descriptor.private_segment_fixed_size, k->descriptor.kernarg_size,
-             (long long)k->descriptor.kernel_code_entry_byte_offset, k->descriptor.compute_pgm_rsrc1,
-             k->descriptor.compute_pgm_rsrc2, k->descriptor.compute_pgm_rsrc3,
-             k->descriptor.kernel_code_properties);
+             (long long)k->descriptor.kernel_code_entry_byte_offset,
+             k->descriptor.compute_pgm_rsrc1, k->descriptor.compute_pgm_rsrc2,
+             k->descriptor.compute_pgm_rsrc3, k->descriptor.kernel_code_properties);
     printf(",\"kernarg_segment_size\":%u,\"kernarg_segment_align\":%u,\"group_segment_size\":%u,"
            "\"private_segment_size\":%u,\"sgpr_count\":%u,\"vgpr_count\":%u,\"agpr_count\":%u,"
            "\"sgpr_spill_count\":%u,\"vgpr_spill_count\":%u,\"wavefront_size\":%u,"
            "\"max_flat_workgroup_size\":",
            k->kernarg_segment_size, k->kernarg_segment_align, k->group_segment_size,
-           k->private_segment_size, k->sgpr_count, k->vgpr_count, k->agpr_count, k->sgpr_spill_count,
-           k->vgpr_spill_count, k->wavefront_size);
+           k->private_segment_size, k->sgpr_count, k->vgpr_count, k->agpr_count,
+           k->sgpr_spill_count, k->vgpr_spill_count, k->wavefront_size);
     if (k->max_flat_workgroup_size) /* null: the file does not say */
       printf("%u", k->max_flat_workgroup_size);
     else
@@ -131,25 +133,29 @@ static void kdbcli_kernel_json(const kdb_kernel *k, int full) {
 
 /* Says that the --arch/--kernels filters left no kernel. */
 static void kdbcli_no_match(kdb *db, const kdbcli_opts *o) {
-  fprintf(stderr, "kerneldb: %s: no kernel matches%s%s%s%s\n", kdb_name(db), o->regex ? " --kernels " : "",
-          o->regex ? o->regex : "", o->arch ? " --arch " : "", o->arch ? o->arch : "");
+  fprintf(stderr, "kerneldb: %s: no kernel matches%s%s%s%s\n", kdb_name(db),
+          o->regex ? " --kernels " : "", o->regex ? o->regex : "", o->arch ? " --arch " : "",
+          o->arch ? o->arch : "");
 }
 
 /* ---- list / show ---------------------------------------------------------- */
 static int kdbcli_list(kdb *db, const kdbcli_opts *o) {
   size_t nco = kdb_code_object_count(db), nk = kdb_kernel_count(db);
-  if (o->json) printf("{\"file\":"), kdbcli_jstr(kdb_name(db)), printf(",\"code_objects\":[");
+  if (o->json)
+    printf("{\"file\":"), kdbcli_jstr(kdb_name(db)), printf(",\"code_objects\":[");
   int firstco = 1;
   for (size_t c = 0; c < nco; c++) {
     const kdb_code_object *co = kdb_code_object_at(db, c);
-    if (o->arch && !kdb_target_matches(co, o->arch)) continue;
+    if (o->arch && !kdb_target_matches(co, o->arch))
+      continue;
     if (o->json) {
       printf("%s", firstco ? "" : ",");
       kdbcli_co_json(co);
     } else {
       if (co->vendor == KDB_VENDOR_AMDGPU)
-        printf("code object %zu: %s (amdgpu), code object v%d, xnack %s, sramecc %s, %zu kernels [%s%s]\n", c,
-               co->target_id, co->code_object_version, kdb_feature_name(co->xnack),
+        printf("code object %zu: %s (amdgpu), code object v%d, xnack %s, sramecc %s, %zu kernels "
+               "[%s%s]\n",
+               c, co->target_id, co->code_object_version, kdb_feature_name(co->xnack),
                kdb_feature_name(co->sramecc), co->kernel_count, co->container,
                co->compressed ? ", compressed" : "");
       else
@@ -158,18 +164,22 @@ static int kdbcli_list(kdb *db, const kdbcli_opts *o) {
     }
     firstco = 0;
   }
-  if (o->json) printf("],\"kernels\":[");
+  if (o->json)
+    printf("],\"kernels\":[");
   int first = 1;
   for (size_t i = 0; i < nk; i++) {
     const kdb_kernel *k = kdb_kernel_at(db, i);
-    if (!kdbcli_selected(o, k)) continue;
+    if (!kdbcli_selected(o, k))
+      continue;
     if (o->json) {
       printf("%s", first ? "" : ",");
       kdbcli_kernel_json(k, 0);
     } else {
       printf("  [%zu] %s", k->co->index, k->demangled);
-      if (strcmp(k->name, k->demangled) != 0) printf("  (%s)", k->name);
-      if (k->twin) printf("  twin: %s", k->twin->name);
+      if (strcmp(k->name, k->demangled) != 0)
+        printf("  (%s)", k->name);
+      if (k->twin)
+        printf("  twin: %s", k->twin->name);
       putchar('\n');
     }
     first = 0;
@@ -177,12 +187,12 @@ static int kdbcli_list(kdb *db, const kdbcli_opts *o) {
   if (o->json) {
     printf("],\"sites\":%zu,\"damaged\":[", kdb_site_count(db));
     for (size_t i = 0; i < kdb_damaged_count(db); i++) {
-      if (i) putchar(',');
+      if (i)
+        putchar(',');
       kdbcli_jstr(kdb_damaged_message(db, i));
     }
     printf("]}\n");
-  }
-  else if (nco == 0)
+  } else if (nco == 0)
     printf("no GPU code objects; %zu nanoprobe sites of CPU kernels (kerneldb sites %s)\n",
            kdb_site_count(db), kdb_name(db));
   if (first && (o->arch || o->regex)) {
@@ -203,7 +213,8 @@ static void kdbcli_show_text(const kdb_kernel *k) {
            k->symbol, (unsigned long long)k->descriptor_addr, k->descriptor.compute_pgm_rsrc1,
            k->descriptor.compute_pgm_rsrc2, k->descriptor.compute_pgm_rsrc3,
            k->descriptor.kernel_code_properties);
-  printf("  kernarg segment: %u bytes, align %u\n", k->kernarg_segment_size, k->kernarg_segment_align);
+  printf("  kernarg segment: %u bytes, align %u\n", k->kernarg_segment_size,
+         k->kernarg_segment_align);
   printf("  group segment: %u bytes, private segment: %u bytes\n", k->group_segment_size,
          k->private_segment_size);
   if (k->co->vendor == KDB_VENDOR_NVIDIA)
@@ -216,11 +227,13 @@ static void kdbcli_show_text(const kdb_kernel *k) {
     printf("%u\n", k->max_flat_workgroup_size);
   else
     printf("unknown\n");
-  if (k->twin) printf("  twin: %s\n", k->twin->name);
+  if (k->twin)
+    printf("  twin: %s\n", k->twin->name);
   if (k->original)
     printf("  twin of: %s (extra argument %zu)\n", k->original->name, k->twin_arg_index);
   printf("  arguments (%zu, %zu explicit):\n", k->arg_count, k->explicit_arg_count);
-  printf("    %6s %5s %5s  %-28s %-10s %s\n", "offset", "size", "align", "value kind", "space", "name: type");
+  printf("    %6s %5s %5s  %-28s %-10s %s\n", "offset", "size", "align", "value kind", "space",
+         "name: type");
   for (size_t i = 0; i < k->arg_count; i++) {
     const kdb_arg *a = &k->args[i];
     printf("    %6u %5u %5u  %-28s %-10s %s%s%s\n", a->offset, a->size, a->align,
@@ -239,14 +252,17 @@ static void kdbcli_show_text(const kdb_kernel *k) {
 static size_t kdbcli_distance(const char *a, const char *b) {
   size_t na = strnlen(a, KDBCLI_SUGGEST_CHARS), nb = strnlen(b, KDBCLI_SUGGEST_CHARS);
   size_t row[KDBCLI_SUGGEST_CHARS + 1];
-  for (size_t j = 0; j <= nb; j++) row[j] = j;
+  for (size_t j = 0; j <= nb; j++)
+    row[j] = j;
   for (size_t i = 1; i <= na; i++) {
     size_t diag = row[0];
     row[0] = i;
     for (size_t j = 1; j <= nb; j++) {
       size_t up = row[j], best = diag + (a[i - 1] != b[j - 1]);
-      if (up + 1 < best) best = up + 1;
-      if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+      if (up + 1 < best)
+        best = up + 1;
+      if (row[j - 1] + 1 < best)
+        best = row[j - 1] + 1;
       diag = up;
       row[j] = best;
     }
@@ -265,16 +281,21 @@ static void kdbcli_suggest(kdb *db, const char *query) {
     /* the function part: before the arguments, after a return type */
     const char *f = k->demangled;
     size_t end = strcspn(f, "("), sp = strcspn(f, " <");
-    if (sp < end && f[sp] == ' ') f += sp + 1, end -= sp + 1;
+    if (sp < end && f[sp] == ' ')
+      f += sp + 1, end -= sp + 1;
     char fn[KDBCLI_SUGGEST_CHARS + 1];
     snprintf(fn, sizeof fn, "%.*s", (int)end, f);
     size_t d = kdbcli_distance(query, fn);
-    if (d > limit) continue;
+    if (d > limit)
+      continue;
     int dup = 0;
-    for (size_t j = 0; j < nbest && !dup; j++) dup = strcmp(best[j]->name, k->name) == 0;
-    if (dup) continue;
+    for (size_t j = 0; j < nbest && !dup; j++)
+      dup = strcmp(best[j]->name, k->name) == 0;
+    if (dup)
+      continue;
     size_t at = nbest < KDBCLI_SUGGESTIONS ? nbest++ : KDBCLI_SUGGESTIONS - 1;
-    if (at == KDBCLI_SUGGESTIONS - 1 && nbest == KDBCLI_SUGGESTIONS && d >= dist[at]) continue;
+    if (at == KDBCLI_SUGGESTIONS - 1 && nbest == KDBCLI_SUGGESTIONS && d >= dist[at])
+      continue;
     while (at > 0 && dist[at - 1] > d) { /* keep them by distance */
       best[at] = best[at - 1];
       dist[at] = dist[at - 1];
@@ -283,7 +304,8 @@ static void kdbcli_suggest(kdb *db, const char *query) {
     best[at] = k;
     dist[at] = d;
   }
-  for (size_t j = 0; j < nbest; j++) fprintf(stderr, "  did you mean %s\n", best[j]->demangled);
+  for (size_t j = 0; j < nbest; j++)
+    fprintf(stderr, "  did you mean %s\n", best[j]->demangled);
 }
 
 /* Resolves o->kernel to matches (malloc'd in *out); returns the count or -1
@@ -305,7 +327,8 @@ static long kdbcli_resolve(kdb *db, const kdbcli_opts *o, const kdb_kernel ***ou
   }
   if (n < 0) {
     fprintf(stderr, "kerneldb: %s: '%s' names %ld kernels:\n", kdb_name(db), o->kernel, -n);
-    for (long i = 0; i < -n && (size_t)i < cap; i++) fprintf(stderr, "  %s\n", m[i]->demangled);
+    for (long i = 0; i < -n && (size_t)i < cap; i++)
+      fprintf(stderr, "  %s\n", m[i]->demangled);
     free(m);
     return -1;
   }
@@ -317,7 +340,8 @@ static long kdbcli_resolve(kdb *db, const kdbcli_opts *o, const kdb_kernel ***ou
 ** else every kernel passing --arch and --kernels. Count, or -1 after a
 ** message when there is none. */
 static long kdbcli_targets(kdb *db, const kdbcli_opts *o, const kdb_kernel ***out) {
-  if (o->kernel) return kdbcli_resolve(db, o, out);
+  if (o->kernel)
+    return kdbcli_resolve(db, o, out);
   size_t nk = kdb_kernel_count(db);
   const kdb_kernel **m = calloc(nk ? nk : 1, sizeof *m);
   if (!m) {
@@ -326,7 +350,8 @@ static long kdbcli_targets(kdb *db, const kdbcli_opts *o, const kdb_kernel ***ou
   }
   long n = 0;
   for (size_t i = 0; i < nk; i++)
-    if (kdbcli_selected(o, kdb_kernel_at(db, i))) m[n++] = kdb_kernel_at(db, i);
+    if (kdbcli_selected(o, kdb_kernel_at(db, i)))
+      m[n++] = kdb_kernel_at(db, i);
   if (n == 0) {
     kdbcli_no_match(db, o);
     free(m);
@@ -339,8 +364,10 @@ static long kdbcli_targets(kdb *db, const kdbcli_opts *o, const kdb_kernel ***ou
 static int kdbcli_show(kdb *db, const kdbcli_opts *o) {
   const kdb_kernel **m = NULL;
   long n = kdbcli_targets(db, o, &m);
-  if (n < 0) return 1;
-  if (o->json) printf("[");
+  if (n < 0)
+    return 1;
+  if (o->json)
+    printf("[");
   for (long i = 0; i < n; i++) {
     if (o->json) {
       printf("%s", i ? "," : "");
@@ -349,7 +376,8 @@ static int kdbcli_show(kdb *db, const kdbcli_opts *o) {
       kdbcli_show_text(m[i]);
     }
   }
-  if (o->json) printf("]\n");
+  if (o->json)
+    printf("]\n");
   free(m);
   return 0;
 }
@@ -364,7 +392,8 @@ typedef struct kdbcli_src {
 } kdbcli_src;
 
 static const char *kdbcli_src_line(kdbcli_src *s, const char *path, uint32_t line) {
-  if (!path || !line) return NULL;
+  if (!path || !line)
+    return NULL;
   if (!s->path || strcmp(s->path, path) != 0) {
     free(s->path);
     free(s->text);
@@ -373,7 +402,8 @@ static const char *kdbcli_src_line(kdbcli_src *s, const char *path, uint32_t lin
     s->path = strdup(path);
     FILE *f = fopen(path, "rb");
     if (!f || !s->path) {
-      if (f) fclose(f);
+      if (f)
+        fclose(f);
       return NULL;
     }
     size_t cap = 0, len = 0;
@@ -383,25 +413,30 @@ static const char *kdbcli_src_line(kdbcli_src *s, const char *path, uint32_t lin
       if (len + r + 1 > cap) {
         cap = (len + r + 1) * 2;
         char *t = realloc(s->text, cap);
-        if (!t) break;
+        if (!t)
+          break;
         s->text = t;
       }
       memcpy(s->text + len, buf, r);
       len += r;
     }
     fclose(f);
-    if (!s->text) return NULL;
+    if (!s->text)
+      return NULL;
     s->text[len] = 0;
     size_t lc = 1;
-    for (size_t i = 0; i < len; i++) lc += s->text[i] == '\n';
+    for (size_t i = 0; i < len; i++)
+      lc += s->text[i] == '\n';
     s->lines = malloc(lc * sizeof *s->lines);
-    if (!s->lines) return NULL;
+    if (!s->lines)
+      return NULL;
     char *p = s->text;
     s->lines[s->nlines++] = p;
     for (; *p; p++)
       if (*p == '\n') {
         *p = 0;
-        if (s->nlines < lc) s->lines[s->nlines++] = p + 1;
+        if (s->nlines < lc)
+          s->lines[s->nlines++] = p + 1;
       }
   }
   return line <= s->nlines ? s->lines[line - 1] : NULL;
@@ -416,7 +451,8 @@ static void kdbcli_src_free(kdbcli_src *s) {
 /* ---- isa / lines ------------------------------------------------------------ */
 static void kdbcli_insn_json(const kdb_insn *in) {
   printf("{\"addr\":%llu,\"size\":%u,\"bytes\":\"", (unsigned long long)in->addr, in->size);
-  for (uint32_t b = 0; b < in->size; b++) printf("%02x", in->bytes[b]);
+  for (uint32_t b = 0; b < in->size; b++)
+    printf("%02x", in->bytes[b]);
   printf("\",\"mnemonic\":");
   kdbcli_jstr(in->mnemonic);
   kdbcli_jfield("operands", in->operands);
@@ -444,10 +480,12 @@ static void kdbcli_mem_text(const kdb_insn *in) {
 static int kdbcli_isa(kdb *db, const kdbcli_opts *o, int by_line) {
   const kdb_kernel **m = NULL;
   long n = kdbcli_targets(db, o, &m);
-  if (n < 0) return 1;
+  if (n < 0)
+    return 1;
   int rc = 0;
   kdbcli_src src = {0};
-  if (o->json) printf("[");
+  if (o->json)
+    printf("[");
   for (long i = 0; i < n; i++) {
     const kdb_kernel *k = m[i];
     const kdb_isa *isa;
@@ -463,11 +501,12 @@ static int kdbcli_isa(kdb *db, const kdbcli_opts *o, int by_line) {
       kdbcli_jfield("name", k->name);
       printf(",\"has_lines\":%s,", isa->has_lines ? "true" : "false");
     } else {
-      printf("%s (%s) in code object %zu (%s), %zu instructions\n", k->demangled, k->name, k->co->index,
-             k->co->target_id, isa->count);
+      printf("%s (%s) in code object %zu (%s), %zu instructions\n", k->demangled, k->name,
+             k->co->index, k->co->target_id, isa->count);
     }
     if (!by_line) {
-      if (o->json) printf("\"insns\":[");
+      if (o->json)
+        printf("\"insns\":[");
       const char *lastf = NULL;
       uint32_t lastl = 0;
       for (size_t j = 0; j < isa->count; j++) {
@@ -483,7 +522,8 @@ static int kdbcli_isa(kdb *db, const kdbcli_opts *o, int by_line) {
         }
         if (o->source && in->src.file && (in->src.file != lastf || in->src.line != lastl)) {
           const char *t = kdbcli_src_line(&src, in->src.file, in->src.line);
-          printf("; %s:%u:%u%s%s", in->src.file, in->src.line, in->src.column, t ? "  " : "", t ? t : "");
+          printf("; %s:%u:%u%s%s", in->src.file, in->src.line, in->src.column, t ? "  " : "",
+                 t ? t : "");
           if (in->inlined_func)
             printf("  [inlined %s at %s:%u]", in->inlined_func,
                    in->inlined_at.file ? in->inlined_at.file : "?", in->inlined_at.line);
@@ -491,12 +531,13 @@ static int kdbcli_isa(kdb *db, const kdbcli_opts *o, int by_line) {
           lastf = in->src.file;
           lastl = in->src.line;
         }
-        printf("  %012llx: %s%s%s", (unsigned long long)in->addr, in->mnemonic, in->operands[0] ? " " : "",
-               in->operands);
+        printf("  %012llx: %s%s%s", (unsigned long long)in->addr, in->mnemonic,
+               in->operands[0] ? " " : "", in->operands);
         kdbcli_mem_text(in);
         putchar('\n');
       }
-      if (o->json) printf("]}");
+      if (o->json)
+        printf("]}");
       continue;
     }
     /* lines: group instructions by (file, line) in order of first appearance. */
@@ -509,11 +550,13 @@ static int kdbcli_isa(kdb *db, const kdbcli_opts *o, int by_line) {
       free(m);
       return 2;
     }
-    if (o->json) printf("\"lines\":[");
+    if (o->json)
+      printf("\"lines\":[");
     int firstl = 1;
     for (size_t j = 0; j < isa->count; j++) {
       const kdb_insn *a = &isa->insns[j];
-      if (done[j]) continue;
+      if (done[j])
+        continue;
       size_t cnt = 0;
       for (size_t l = j; l < isa->count; l++) {
         const kdb_insn *b = &isa->insns[l];
@@ -536,8 +579,10 @@ static int kdbcli_isa(kdb *db, const kdbcli_opts *o, int by_line) {
         printf("]}");
       } else {
         const char *t = kdbcli_src_line(&src, a->src.file, a->src.line);
-        if (a->src.file) printf("%s:%u%s%s\n", a->src.file, a->src.line, t ? "  " : "", t ? t : "");
-        else printf("(no source position)\n");
+        if (a->src.file)
+          printf("%s:%u%s%s\n", a->src.file, a->src.line, t ? "  " : "", t ? t : "");
+        else
+          printf("(no source position)\n");
         for (size_t c = 0; c < cnt; c++) {
           const kdb_insn *in = &isa->insns[order[c]];
           printf("  %012llx: %s%s%s", (unsigned long long)in->addr, in->mnemonic,
@@ -548,11 +593,13 @@ static int kdbcli_isa(kdb *db, const kdbcli_opts *o, int by_line) {
       }
       firstl = 0;
     }
-    if (o->json) printf("]}");
+    if (o->json)
+      printf("]}");
     free(order);
     free(done);
   }
-  if (o->json) printf("]\n");
+  if (o->json)
+    printf("]\n");
   kdbcli_src_free(&src);
   free(m);
   return rc;
@@ -608,7 +655,8 @@ static void kdbcli_site_isa(kdb *db, const kdbcli_opts *o, const kdb_site *s) {
     putchar('\n');
   }
   if (v == KDB_SITE_ISA_WIDER)
-    printf("      machine code: %u bytes per lane, the IR's %u-byte access widened\n", width, s->size);
+    printf("      machine code: %u bytes per lane, the IR's %u-byte access widened\n", width,
+           s->size);
   else if (v == KDB_SITE_ISA_MERGED)
     printf("      machine code: no instruction of its own in the original (folded into a "
            "neighbour's)\n");
@@ -619,35 +667,41 @@ static void kdbcli_site_isa(kdb *db, const kdbcli_opts *o, const kdb_site *s) {
 
 static int kdbcli_sites(kdb *db, const kdbcli_opts *o) {
   size_t n = kdb_site_count(db), shown = 0;
-  if (o->json) printf("[");
+  if (o->json)
+    printf("[");
   for (size_t i = 0; i < n; i++) {
     const kdb_site *s = kdb_site_at(db, i);
-    if (!kdbcli_site_selected(o, s)) continue;
+    if (!kdbcli_site_selected(o, s))
+      continue;
     if (o->json) {
-      printf("%s{\"id\":\"%016llx\",\"code_object\":", shown ? "," : "",
-             (unsigned long long)s->id);
-      if (s->co) printf("%zu", s->co->index);
-      else printf("null");
+      printf("%s{\"id\":\"%016llx\",\"code_object\":", shown ? "," : "", (unsigned long long)s->id);
+      if (s->co)
+        printf("%zu", s->co->index);
+      else
+        printf("null");
       kdbcli_jfield("arch", kdbcli_site_arch(s));
       kdbcli_jfield("function", s->function);
       kdbcli_jfield("demangled", s->demangled);
       kdbcli_jfield("file", s->file);
       printf(",\"line\":%u,\"column\":%u,\"kind\":\"%s\",\"space\":\"%s\",\"size\":%u,"
              "\"flags\":%u",
-             s->line, s->column, nano_dh_kind_name(s->kind),
-             nano_dh_addrspace_name(s->addrspace), s->size, s->flags);
-      if (o->isa) kdbcli_site_isa(db, o, s);
+             s->line, s->column, nano_dh_kind_name(s->kind), nano_dh_addrspace_name(s->addrspace),
+             s->size, s->flags);
+      if (o->isa)
+        kdbcli_site_isa(db, o, s);
       putchar('}');
     } else {
       printf("%016llx %-8s %-6s %4u B %-8s %s:%u:%u  %s\n", (unsigned long long)s->id,
              kdbcli_site_arch(s), nano_dh_kind_name(s->kind), s->size,
              nano_dh_addrspace_name(s->addrspace), *s->file ? s->file : "<no file>", s->line,
              s->column, s->demangled);
-      if (o->isa) kdbcli_site_isa(db, o, s);
+      if (o->isa)
+        kdbcli_site_isa(db, o, s);
     }
     shown++;
   }
-  if (o->json) printf("]\n");
+  if (o->json)
+    printf("]\n");
   if (shown == 0) {
     fprintf(stderr, "kerneldb: %s: no site%s%s%s%s (the file holds %zu)\n", kdb_name(db),
             o->regex ? " matches --kernels " : "", o->regex ? o->regex : "",
@@ -686,7 +740,8 @@ static void kdbcli_safe_text(int json) {
     stderr = err;
   }
   FILE *out = json ? NULL : nano_text_stream(stdout);
-  if (out) stdout = out;
+  if (out)
+    stdout = out;
   atexit(kdbcli_unwrap);
 }
 
@@ -694,9 +749,12 @@ int main(int argc, char **argv) {
   kdbcli_opts o = {0};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
-    if (!strcmp(a, "--json")) o.json = 1;
-    else if (!strcmp(a, "--source")) o.source = 1;
-    else if (!strcmp(a, "--isa")) o.isa = 1;
+    if (!strcmp(a, "--json"))
+      o.json = 1;
+    else if (!strcmp(a, "--source"))
+      o.source = 1;
+    else if (!strcmp(a, "--isa"))
+      o.isa = 1;
     else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       kdbcli_usage(stdout);
       return 0;
@@ -708,15 +766,20 @@ int main(int argc, char **argv) {
         fprintf(stderr, "kerneldb: %s needs a value\n", a);
         return 2;
       }
-      if (!strcmp(a, "--arch")) o.arch = argv[++i];
-      else o.regex = argv[++i];
+      if (!strcmp(a, "--arch"))
+        o.arch = argv[++i];
+      else
+        o.regex = argv[++i];
     } else if (a[0] == '-' && a[1]) {
       fprintf(stderr, "kerneldb: unknown option %s\n", a);
       kdbcli_usage(stderr);
       return 2;
-    } else if (!o.cmd) o.cmd = a;
-    else if (!o.file) o.file = a;
-    else if (!o.kernel) o.kernel = a;
+    } else if (!o.cmd)
+      o.cmd = a;
+    else if (!o.file)
+      o.file = a;
+    else if (!o.kernel)
+      o.kernel = a;
     else {
       fprintf(stderr, "kerneldb: unexpected argument %s\n", a);
       return 2;
@@ -759,7 +822,8 @@ int main(int argc, char **argv) {
   char err[1024];
   if (kdb_open(o.file, &db, err, sizeof err)) {
     fprintf(stderr, "kerneldb: %s\n", err);
-    if (o.regex) regfree(&o.re);
+    if (o.regex)
+      regfree(&o.re);
     return 2;
   }
   /* a file of several code objects with damaged ones: the others are read,
@@ -771,9 +835,12 @@ int main(int argc, char **argv) {
            : show  ? kdbcli_show(db, &o)
            : sites ? kdbcli_sites(db, &o)
                    : kdbcli_isa(db, &o, lines);
-  if (kdb_damaged_count(db)) rc = 2;
-  if (fflush(stdout) != 0) rc = 2;
+  if (kdb_damaged_count(db))
+    rc = 2;
+  if (fflush(stdout) != 0)
+    rc = 2;
   kdb_close(db);
-  if (o.regex) regfree(&o.re);
+  if (o.regex)
+    regfree(&o.re);
   return rc;
 }

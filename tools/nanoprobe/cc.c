@@ -73,8 +73,10 @@ static int cc_llvm_major(const char *compiler) {
   size_t n = 0;
   ssize_t r;
   while (n < sizeof out - 1 && (r = read(fd[0], out + n, sizeof out - 1 - n)) != 0) {
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) break;
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r < 0)
+      break;
     n += (size_t)r;
   }
   out[n] = '\0';
@@ -83,9 +85,11 @@ static int cc_llvm_major(const char *compiler) {
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   const char *v = strstr(out, "clang version ");
-  if (v) return atoi(v + strlen("clang version "));
-  fprintf(stderr, "nanoprobe: '%s' is not a clang (its --version says: %.*s); the plugin needs "
-                  "clang, clang++ or hipcc (gcc: use nano/prelude.h, see prelude/README.md)\n",
+  if (v)
+    return atoi(v + strlen("clang version "));
+  fprintf(stderr,
+          "nanoprobe: '%s' is not a clang (its --version says: %.*s); the plugin needs "
+          "clang, clang++ or hipcc (gcc: use nano/prelude.h, see prelude/README.md)\n",
           compiler, (int)strcspn(out, "\n"), out);
   return 0;
 }
@@ -94,8 +98,10 @@ static int cc_llvm_major(const char *compiler) {
  * saying why there is none. */
 static int cc_plugin_for(const char *compiler, char *buf, size_t len) {
   int major = cc_llvm_major(compiler);
-  if (major < 0) return -major;
-  if (major == 0) return 2;
+  if (major < 0)
+    return -major;
+  if (major == 0)
+    return 2;
   struct nanoprobe_plugin p[CC_MAX_PLUGINS];
   int n = nanoprobe_plugins(p, CC_MAX_PLUGINS);
   char have[256] = "";
@@ -107,17 +113,19 @@ static int cc_plugin_for(const char *compiler, char *buf, size_t len) {
     size_t used = strlen(have);
     snprintf(have + used, sizeof have - used, "%s%d", used ? ", " : "", p[i].major);
   }
-  fprintf(stderr, "nanoprobe: '%s' is LLVM %d; nanoprobe has plugins for LLVM %s only\n",
-          compiler, major, n ? have : "(none found)");
+  fprintf(stderr, "nanoprobe: '%s' is LLVM %d; nanoprobe has plugins for LLVM %s only\n", compiler,
+          major, n ? have : "(none found)");
   return 2;
 }
 
 /* The default compiler of cflags: $CC, else clang-<major of the first plugin>. */
 static const char *cc_default_compiler(char *buf, size_t len) {
   const char *cc = getenv("CC");
-  if (cc && *cc) return cc;
+  if (cc && *cc)
+    return cc;
   struct nanoprobe_plugin p[CC_MAX_PLUGINS];
-  if (nanoprobe_plugins(p, CC_MAX_PLUGINS) < 1) return "clang";
+  if (nanoprobe_plugins(p, CC_MAX_PLUGINS) < 1)
+    return "clang";
   snprintf(buf, len, "clang-%d", p[0].major);
   return buf;
 }
@@ -142,16 +150,19 @@ int nanoprobe_cmd_cflags(int argc, char **argv) {
     }
   }
   char dflt[64], plugin[PATH_MAX], inc[2 * PATH_MAX];
-  if (!compiler) compiler = cc_default_compiler(dflt, sizeof dflt);
+  if (!compiler)
+    compiler = cc_default_compiler(dflt, sizeof dflt);
   int rc = cc_plugin_for(compiler, plugin, sizeof plugin);
-  if (rc) return rc;
+  if (rc)
+    return rc;
   if (plugin_only) {
     printf("%s\n", plugin);
     return 0;
   }
   printf("-fpass-plugin=%s", plugin);
   if (nanoprobe_include_dirs(inc, sizeof inc))
-    for (char *d = strtok(inc, ":"); d; d = strtok(NULL, ":")) printf(" -I%s", d);
+    for (char *d = strtok(inc, ":"); d; d = strtok(NULL, ":"))
+      printf(" -I%s", d);
   putchar('\n');
   return 0;
 }
@@ -162,14 +173,16 @@ int nanoprobe_cmd_cc(int argc, char **argv) {
     fputs(cc_help, stdout);
     return 0;
   }
-  if (argc > 1 && !strcmp(argv[1], "--")) first = 2;
+  if (argc > 1 && !strcmp(argv[1], "--"))
+    first = 2;
   if (first >= argc) {
     fprintf(stderr, "nanoprobe cc: no compiler given\n%s", cc_help);
     return 2;
   }
   char plugin[PATH_MAX], inc[2 * PATH_MAX], flag[PATH_MAX + 32];
   int rc = cc_plugin_for(argv[first], plugin, sizeof plugin);
-  if (rc) return rc;
+  if (rc)
+    return rc;
   int nargs = argc - first;
   char **args = calloc((size_t)nargs + CC_MAX_INCLUDE_DIRS + 2, sizeof *args);
   if (!args) {
@@ -184,10 +197,13 @@ int nanoprobe_cmd_cc(int argc, char **argv) {
   int ndirs = 0;
   if (nanoprobe_include_dirs(inc, sizeof inc))
     for (char *d = strtok(inc, ":"); d && ndirs < CC_MAX_INCLUDE_DIRS; d = strtok(NULL, ":")) {
-      if (asprintf(&dirs[ndirs], "-I%s", d) < 0) dirs[ndirs] = NULL;
-      if (dirs[ndirs]) args[a++] = dirs[ndirs++];
+      if (asprintf(&dirs[ndirs], "-I%s", d) < 0)
+        dirs[ndirs] = NULL;
+      if (dirs[ndirs])
+        args[a++] = dirs[ndirs++];
     }
-  for (int i = first + 1; i < argc; i++) args[a++] = argv[i];
+  for (int i = first + 1; i < argc; i++)
+    args[a++] = argv[i];
   args[a] = NULL;
   execvp(args[0], args);
   fprintf(stderr, "nanoprobe cc: cannot run '%s': %s\n", args[0], strerror(errno));

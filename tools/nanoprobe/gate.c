@@ -27,7 +27,8 @@
  * its SCOPE is everything (none given), "kinds" (the per-kind totals),
  * "sites" (every site), or one kind ("fetch_add" or "__atomic_fetch_add": its
  * total and its sites). The most specific scope wins. --kinds-only compares
- * the per-kind totals alone, as PyTorch's atomics tracker prints them. Exit status: 0 no regression (or
+ * the per-kind totals alone, as PyTorch's atomics tracker prints them. Exit status: 0 no regression
+ * (or
  * --update wrote the baseline), 1 regression (a diff is printed), 2 bad usage,
  * a missing or malformed baseline or current file, or a command that could
  * not be measured (it failed, or the measuring tool did).
@@ -49,8 +50,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "nanoprobe.h"
 #include "nano/atomics.h"
+#include "nanoprobe.h"
 
 #define GATE_FORMAT_ATOMICS "nanoprobe-atomics"
 #define GATE_FORMAT_INSTRUCTIONS "nanoprobe-instructions"
@@ -72,46 +73,47 @@ struct gate_opts {
   const char *baseline;
   const char *current;
   const char *tracker;
-  const char *tool;    /* callgrind or perf */
-  int instructions;    /* --metric instructions */
+  const char *tool; /* callgrind or perf */
+  int instructions; /* --metric instructions */
   int update;
-  int kinds_only;      /* compare per-kind totals, not sites */
-  const char *root;    /* --root, $NANO_GATE_ROOT or the git checkout: stripped from paths */
+  int kinds_only;   /* compare per-kind totals, not sites */
+  const char *root; /* --root, $NANO_GATE_ROOT or the git checkout: stripped from paths */
   /* tolerances by scope: every count, kind totals, sites, one kind each */
   struct gate_tol all, kinds, sites, kind[NANO_KIND_COUNT];
   int has_kinds, has_sites, has_kind[NANO_KIND_COUNT];
-  char **cmd;          /* argv of the command, NULL-terminated, or NULL */
+  char **cmd; /* argv of the command, NULL-terminated, or NULL */
 };
 
 /* Counts of one run, normalised: per kind and per site key, as json
  * objects of integers (jansson keeps insertion order). */
 struct gate_counts {
-  json_t *doc;   /* the document as written to a baseline */
-  json_t *kinds; /* name -> count (borrowed from doc, or owned for instructions) */
-  json_t *sites; /* exact key -> count (owned): merges the dumps of processes */
+  json_t *doc;       /* the document as written to a baseline */
+  json_t *kinds;     /* name -> count (borrowed from doc, or owned for instructions) */
+  json_t *sites;     /* exact key -> count (owned): merges the dumps of processes */
   json_t *site_docs; /* exact key -> the site's first object (owned) */
   json_t *stable;    /* stable key -> count (owned): what is compared */
   json_t *where;     /* stable key -> "file:line:column" (owned), for messages */
 };
 
 static void gate_usage(FILE *out) {
-  fputs("usage: nanoprobe gate --baseline FILE [--tolerance [SCOPE=]T]... [--kinds-only]\n"
-        "                      [--update] [--metric atomics|instructions] [--tool callgrind|perf]\n"
-        "                      [--tracker LIB] [--root DIR] -- COMMAND [ARGS...]\n"
-        "       nanoprobe gate --baseline FILE --current FILE [--tolerance [SCOPE=]T]... [--update]\n"
-        "FILE: the tracker's JSON dump, a baseline, or an RPD trace recorded with atomics\n"
-        "(nanoprobe run --atomics).\n"
-        "Compares the atomics (or instructions) COMMAND executes with a baseline;\n"
-        "exit 0: within tolerance, 1: grew (diff printed), 2: bad input.\n"
-        "  T: N (count), M% (of the baseline) or N+M% (both)\n"
-        "  SCOPE: kinds (per-kind totals), sites (every site), or a kind (fetch_add:\n"
-        "         its total and its sites); none: every count. Repeat for several.\n"
-        "  --kinds-only  compare the per-kind totals only (no sites)\n"
-        "  --root DIR    source root stripped from site paths (default: $NANO_GATE_ROOT,\n"
-        "                else the git checkout of the current folder)\n"
-        "A site is its path under the root, function, order, kind and ordinal among\n"
-        "that function's sites of that kind; line:column is shown, not matched.\n",
-        out);
+  fputs(
+      "usage: nanoprobe gate --baseline FILE [--tolerance [SCOPE=]T]... [--kinds-only]\n"
+      "                      [--update] [--metric atomics|instructions] [--tool callgrind|perf]\n"
+      "                      [--tracker LIB] [--root DIR] -- COMMAND [ARGS...]\n"
+      "       nanoprobe gate --baseline FILE --current FILE [--tolerance [SCOPE=]T]... [--update]\n"
+      "FILE: the tracker's JSON dump, a baseline, or an RPD trace recorded with atomics\n"
+      "(nanoprobe run --atomics).\n"
+      "Compares the atomics (or instructions) COMMAND executes with a baseline;\n"
+      "exit 0: within tolerance, 1: grew (diff printed), 2: bad input.\n"
+      "  T: N (count), M% (of the baseline) or N+M% (both)\n"
+      "  SCOPE: kinds (per-kind totals), sites (every site), or a kind (fetch_add:\n"
+      "         its total and its sites); none: every count. Repeat for several.\n"
+      "  --kinds-only  compare the per-kind totals only (no sites)\n"
+      "  --root DIR    source root stripped from site paths (default: $NANO_GATE_ROOT,\n"
+      "                else the git checkout of the current folder)\n"
+      "A site is its path under the root, function, order, kind and ordinal among\n"
+      "that function's sites of that kind; line:column is shown, not matched.\n",
+      out);
 }
 
 /* The exact key of a site: "file:line:column function kind", which merges
@@ -146,7 +148,8 @@ static int gate_merge_atomics(struct gate_counts *c, json_t *doc, const char *wh
     return -1;
   }
   if (strcmp(json_string_value(fmt), GATE_FORMAT_ATOMICS) != 0) {
-    fprintf(stderr, "nanoprobe gate: %s is a \"%s\" document, not \"%s\" (use the matching --metric)\n",
+    fprintf(stderr,
+            "nanoprobe gate: %s is a \"%s\" document, not \"%s\" (use the matching --metric)\n",
             what, json_string_value(fmt), GATE_FORMAT_ATOMICS);
     return -1;
   }
@@ -158,7 +161,8 @@ static int gate_merge_atomics(struct gate_counts *c, json_t *doc, const char *wh
   json_t *kinds = json_object_get(doc, "kinds");
   json_t *sites = json_object_get(doc, "sites");
   if (!json_is_object(kinds) || !json_is_array(sites)) {
-    fprintf(stderr, "nanoprobe gate: %s is malformed: needs a \"kinds\" object and a \"sites\" array\n",
+    fprintf(stderr,
+            "nanoprobe gate: %s is malformed: needs a \"kinds\" object and a \"sites\" array\n",
             what);
     return -1;
   }
@@ -223,8 +227,8 @@ static int gate_read(struct gate_counts *c, const char *path, const char *role, 
       if (access(path, R_OK) != 0)
         fprintf(stderr, "nanoprobe gate: %s is missing: %s\n", what, strerror(errno));
       else
-        fprintf(stderr, "nanoprobe gate: %s is malformed: line %d column %d: %s\n", what,
-                err.line, err.column, err.text);
+        fprintf(stderr, "nanoprobe gate: %s is malformed: line %d column %d: %s\n", what, err.line,
+                err.column, err.text);
       return 2;
     }
   }
@@ -246,7 +250,8 @@ static int gate_read(struct gate_counts *c, const char *path, const char *role, 
     return 2;
   }
   if (strcmp(fmt, GATE_FORMAT_INSTRUCTIONS) != 0) {
-    fprintf(stderr, "nanoprobe gate: %s is a \"%s\" document, not \"%s\" (use the matching --metric)\n",
+    fprintf(stderr,
+            "nanoprobe gate: %s is a \"%s\" document, not \"%s\" (use the matching --metric)\n",
             what, fmt, GATE_FORMAT_INSTRUCTIONS);
     return 2;
   }
@@ -382,7 +387,8 @@ static long long gate_perf_total(const char *path) {
     if (strstr(line, ",instructions") == NULL)
       continue;
     if (line[0] < '0' || line[0] > '9') {
-      fprintf(stderr, "nanoprobe gate: perf cannot count instructions here (%.*s); use --tool callgrind\n",
+      fprintf(stderr,
+              "nanoprobe gate: perf cannot count instructions here (%.*s); use --tool callgrind\n",
               (int)strcspn(line, ",\n"), line);
       break;
     }
@@ -537,17 +543,22 @@ struct gate_site {
 /* Sites of one file, function, kind and order are together, by position. */
 static int gate_site_group_cmp(const struct gate_site *a, const struct gate_site *b) {
   int r = strcmp(a->file, b->file);
-  if (!r) r = strcmp(a->function, b->function);
-  if (!r) r = strcmp(a->kind, b->kind);
-  if (!r) r = strcmp(a->order, b->order);
+  if (!r)
+    r = strcmp(a->function, b->function);
+  if (!r)
+    r = strcmp(a->kind, b->kind);
+  if (!r)
+    r = strcmp(a->order, b->order);
   return r;
 }
 
 static int gate_site_cmp(const void *pa, const void *pb) {
   const struct gate_site *a = pa, *b = pb;
   int r = gate_site_group_cmp(a, b);
-  if (!r) r = (a->line > b->line) - (a->line < b->line);
-  if (!r) r = (a->column > b->column) - (a->column < b->column);
+  if (!r)
+    r = (a->line > b->line) - (a->line < b->line);
+  if (!r)
+    r = (a->column > b->column) - (a->column < b->column);
   return r;
 }
 
@@ -605,8 +616,8 @@ static int gate_stabilize(struct gate_counts *c, const char *root) {
   for (size_t i = 0; i < k && rc == 0; i++) {
     ordinal = i > 0 && gate_site_group_cmp(&v[i - 1], &v[i]) == 0 ? ordinal + 1 : 0;
     char *skey = NULL, *where = NULL;
-    if (asprintf(&skey, "%s %s #%" JSON_INTEGER_FORMAT " %s %s", v[i].file, v[i].function,
-                 ordinal, v[i].order, v[i].kind) < 0)
+    if (asprintf(&skey, "%s %s #%" JSON_INTEGER_FORMAT " %s %s", v[i].file, v[i].function, ordinal,
+                 v[i].order, v[i].kind) < 0)
       skey = NULL;
     const char *lib = json_string_value(json_object_get(v[i].inlined_from, "file"));
     const char *base = lib ? strrchr(lib, '/') : NULL;
@@ -786,8 +797,10 @@ static int gate_parse_tolerance(const char *arg, struct gate_opts *o) {
   } else {
     int k = gate_kind_index(arg, len);
     if (k < 0) {
-      fprintf(stderr, "nanoprobe gate: --tolerance '%s': '%.*s' is not 'kinds', 'sites' or a "
-              "kind (fetch_add, __atomic_load, ...)\n", arg, (int)len, arg);
+      fprintf(stderr,
+              "nanoprobe gate: --tolerance '%s': '%.*s' is not 'kinds', 'sites' or a "
+              "kind (fetch_add, __atomic_load, ...)\n",
+              arg, (int)len, arg);
       return -1;
     }
     o->kind[k] = t;
@@ -807,7 +820,8 @@ static void gate_describe_tol(const struct gate_opts *o, char *buf, size_t len) 
   else
     n = (size_t)snprintf(buf, len, "%" JSON_INTEGER_FORMAT, t->abs);
   int scoped = o->has_kinds + o->has_sites;
-  for (int k = 0; k < NANO_KIND_COUNT; k++) scoped += o->has_kind[k];
+  for (int k = 0; k < NANO_KIND_COUNT; k++)
+    scoped += o->has_kind[k];
   if (scoped && n < len)
     snprintf(buf + n, len - n, " (%d scoped)", scoped);
 }
@@ -955,8 +969,10 @@ int nanoprobe_cmd_gate(int argc, char **argv) {
   }
 
   if (o.update && gate_is_trace(o.baseline)) {
-    fprintf(stderr, "nanoprobe gate: --baseline '%s' is a trace; --update writes a JSON baseline "
-                    "and would replace it: name a .json file\n", o.baseline);
+    fprintf(stderr,
+            "nanoprobe gate: --baseline '%s' is a trace; --update writes a JSON baseline "
+            "and would replace it: name a .json file\n",
+            o.baseline);
     return 2;
   }
   struct gate_counts base = {0}, cur = {0};
@@ -981,16 +997,18 @@ int nanoprobe_cmd_gate(int argc, char **argv) {
       goto out;
     }
     if (json_object_size(cur.stable) == 0) {
-      fprintf(stderr, "nanoprobe gate: %s executed no instrumented atomic (built with the plugin "
-                      "or the prelude?); nothing to %s\n",
+      fprintf(stderr,
+              "nanoprobe gate: %s executed no instrumented atomic (built with the plugin "
+              "or the prelude?); nothing to %s\n",
               o.current ? o.current : o.cmd[0], o.update ? "record" : "compare");
       rc = 2;
       goto out;
     }
     if (!o.update && json_object_size(base.stable) > 0 && !gate_overlap(base.stable, cur.stable)) {
-      fprintf(stderr, "nanoprobe gate: none of the %zu sites of this run is one of the baseline's "
-                      "%zu: another program, or sources under another root (baseline root %s, "
-                      "this run's %s; --root DIR)\n",
+      fprintf(stderr,
+              "nanoprobe gate: none of the %zu sites of this run is one of the baseline's "
+              "%zu: another program, or sources under another root (baseline root %s, "
+              "this run's %s; --root DIR)\n",
               json_object_size(cur.stable), json_object_size(base.stable),
               base_root ? base_root : "not recorded", root ? root : "none");
       rc = 2;
@@ -1002,12 +1020,11 @@ int nanoprobe_cmd_gate(int argc, char **argv) {
     goto out;
   }
   int changes = 0;
-  int rk = gate_compare_map(base.kinds, cur.kinds, NULL, NULL,
-                            o.instructions ? "metric" : "kind", 0, &o, &changes);
-  int rs = o.instructions || o.kinds_only
-               ? 0
-               : gate_compare_map(base.stable, cur.stable, base.where, cur.where, "site", 1, &o,
-                                  &changes);
+  int rk = gate_compare_map(base.kinds, cur.kinds, NULL, NULL, o.instructions ? "metric" : "kind",
+                            0, &o, &changes);
+  int rs = o.instructions || o.kinds_only ? 0
+                                          : gate_compare_map(base.stable, cur.stable, base.where,
+                                                             cur.where, "site", 1, &o, &changes);
   if (rk < 0 || rs < 0) {
     fprintf(stderr, "nanoprobe gate: out of memory\n");
     rc = 2;
@@ -1022,8 +1039,8 @@ int nanoprobe_cmd_gate(int argc, char **argv) {
   char tol[64];
   gate_describe_tol(&o, tol, sizeof tol);
   if (rk + rs > 0) {
-    printf("nanoprobe gate: FAIL: %s grew beyond tolerance %s: %d regression%s; total %"
-           JSON_INTEGER_FORMAT " -> %" JSON_INTEGER_FORMAT "\n",
+    printf("nanoprobe gate: FAIL: %s grew beyond tolerance %s: %d regression%s; total "
+           "%" JSON_INTEGER_FORMAT " -> %" JSON_INTEGER_FORMAT "\n",
            what, tol, rk + rs, rk + rs == 1 ? "" : "s", tb, tc);
     rc = 1;
   } else {

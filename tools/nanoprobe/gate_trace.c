@@ -51,17 +51,16 @@ static int gate_trace_sites(sqlite3 *db, int origins, json_t *sites) {
   if (rc != SQLITE_OK)
     return rc;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-    json_t *site = json_pack("{s:o, s:o, s:o, s:o, s:I, s:I, s:I}", "kind", gate_trace_str(st, 0),
-                             "order", gate_trace_str(st, 1), "function", gate_trace_str(st, 2),
-                             "file", gate_trace_str(st, 3), "line",
-                             (json_int_t)sqlite3_column_int64(st, 4), "column",
-                             (json_int_t)sqlite3_column_int64(st, 5), "count",
-                             (json_int_t)sqlite3_column_int64(st, 6));
+    json_t *site = json_pack(
+        "{s:o, s:o, s:o, s:o, s:I, s:I, s:I}", "kind", gate_trace_str(st, 0), "order",
+        gate_trace_str(st, 1), "function", gate_trace_str(st, 2), "file", gate_trace_str(st, 3),
+        "line", (json_int_t)sqlite3_column_int64(st, 4), "column",
+        (json_int_t)sqlite3_column_int64(st, 5), "count", (json_int_t)sqlite3_column_int64(st, 6));
     if (site && sqlite3_column_type(st, 8) != SQLITE_NULL) {
-      json_t *from = json_pack("{s:o, s:o, s:I, s:I}", "function", gate_trace_str(st, 7), "file",
-                               gate_trace_str(st, 8), "line",
-                               (json_int_t)sqlite3_column_int64(st, 9), "column",
-                               (json_int_t)sqlite3_column_int64(st, 10));
+      json_t *from =
+          json_pack("{s:o, s:o, s:I, s:I}", "function", gate_trace_str(st, 7), "file",
+                    gate_trace_str(st, 8), "line", (json_int_t)sqlite3_column_int64(st, 9),
+                    "column", (json_int_t)sqlite3_column_int64(st, 10));
       if (!from || json_object_set_new(site, "inlined_from", from) != 0) {
         json_decref(site);
         site = NULL;

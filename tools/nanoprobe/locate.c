@@ -17,10 +17,12 @@
 /* The folder of this executable in buf; NULL when /proc cannot tell. */
 static const char *locate_self_dir(char *buf, size_t len) {
   ssize_t n = readlink("/proc/self/exe", buf, len - 1);
-  if (n <= 0) return NULL;
+  if (n <= 0)
+    return NULL;
   buf[n] = '\0';
   char *slash = strrchr(buf, '/');
-  if (!slash) return NULL;
+  if (!slash)
+    return NULL;
   *slash = '\0';
   return buf;
 }
@@ -28,9 +30,11 @@ static const char *locate_self_dir(char *buf, size_t len) {
 /* dir/rel in buf when that file exists; NULL otherwise. */
 static const char *locate_try(const char *dir, const char *rel, char *buf, size_t len) {
   int n = snprintf(buf, len, "%s/%s", dir, rel);
-  if (n < 0 || (size_t)n >= len || access(buf, F_OK) != 0) return NULL;
+  if (n < 0 || (size_t)n >= len || access(buf, F_OK) != 0)
+    return NULL;
   char *real = realpath(buf, NULL);
-  if (!real) return NULL;
+  if (!real)
+    return NULL;
   n = snprintf(buf, len, "%s", real);
   free(real);
   return (size_t)n < len ? buf : NULL;
@@ -50,15 +54,18 @@ const char *nanoprobe_locate(enum nanoprobe_part part, char *buf, size_t len) {
       [NANOPROBE_PYTHON] = {NANOPROBE_PYTHON_BUILD, NANOPROBE_PYTHON_INSTALL},
   };
   char dir[PATH_MAX];
-  if (!locate_self_dir(dir, sizeof dir)) return NULL;
+  if (!locate_self_dir(dir, sizeof dir))
+    return NULL;
   for (int i = 0; i < 2; i++)
-    if (locate_try(dir, rel[part][i], buf, len)) return buf;
+    if (locate_try(dir, rel[part][i], buf, len))
+      return buf;
   return NULL;
 }
 
 int nanoprobe_plugins(struct nanoprobe_plugin *out, int max) {
   char dir[PATH_MAX];
-  if (!locate_self_dir(dir, sizeof dir)) return 0;
+  if (!locate_self_dir(dir, sizeof dir))
+    return 0;
   int n = 0;
   const char *p = NANOPROBE_PLUGINS_BUILD;
   while (*p && n < max) {
@@ -72,15 +79,19 @@ int nanoprobe_plugins(struct nanoprobe_plugin *out, int max) {
     }
     p = *end ? end + 1 : end;
   }
-  if (n > 0) return n;
+  if (n > 0)
+    return n;
   char root[PATH_MAX];
-  if (!locate_try(dir, NANOPROBE_PLUGINS_INSTALL, root, sizeof root)) return 0;
+  if (!locate_try(dir, NANOPROBE_PLUGINS_INSTALL, root, sizeof root))
+    return 0;
   DIR *d = opendir(root);
-  if (!d) return 0;
+  if (!d)
+    return 0;
   struct dirent *e;
   while ((e = readdir(d)) != NULL && n < max) {
     char rel[NAME_MAX + 32];
-    if (strncmp(e->d_name, "llvm-", 5) != 0 || atoi(e->d_name + 5) <= 0) continue;
+    if (strncmp(e->d_name, "llvm-", 5) != 0 || atoi(e->d_name + 5) <= 0)
+      continue;
     snprintf(rel, sizeof rel, "%s/libNanoPass.so", e->d_name);
     if (locate_try(root, rel, out[n].path, sizeof out[n].path)) {
       out[n].major = atoi(e->d_name + 5);
@@ -97,12 +108,14 @@ const char *nanoprobe_include_dirs(char *buf, size_t len) {
     return n >= 0 && (size_t)n < len ? buf : NULL;
   }
   char dir[PATH_MAX];
-  if (!locate_self_dir(dir, sizeof dir)) return NULL;
+  if (!locate_self_dir(dir, sizeof dir))
+    return NULL;
   return locate_try(dir, NANOPROBE_INCLUDE_INSTALL, buf, len);
 }
 
 const char *nanoprobe_which(const char *cmd, char *buf, size_t len) {
-  if (strchr(cmd, '/')) return access(cmd, X_OK) == 0 ? cmd : NULL;
+  if (strchr(cmd, '/'))
+    return access(cmd, X_OK) == 0 ? cmd : NULL;
   const char *path = getenv("PATH");
   for (const char *p = path ? path : ""; *p;) {
     const char *colon = strchrnul(p, ':');

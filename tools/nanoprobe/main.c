@@ -11,7 +11,8 @@ static const struct {
   int (*run)(int argc, char **argv);
   const char *help;
 } nanoprobe_cmds[] = {
-    {"run", nanoprobe_cmd_run, "run a program with tracing; print where the trace went and a summary"},
+    {"run", nanoprobe_cmd_run,
+     "run a program with tracing; print where the trace went and a summary"},
     {"cc", nanoprobe_cmd_cc, "compile with the plugin that matches the compiler"},
     {"cflags", nanoprobe_cmd_cflags, "the flags that build with nanoprobe, for a compiler"},
     {"gate", nanoprobe_cmd_gate, "compare a command's atomics (or instructions) with a baseline"},

@@ -39,9 +39,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "nanoprobe.h"
 #include "nano/rpdfile.h"
 #include "nano/settings.h"
+#include "nanoprobe.h"
 
 /* Exit status when PROGRAM cannot be found or run, as a shell's. */
 #define RUN_EXIT_NOT_FOUND 127
@@ -113,7 +113,8 @@ static int run_setenv(struct run_env *e, const char *name, const char *value) {
 /* NAME=value with value prepended to the variable's current ':'-list. */
 static int run_prepend(struct run_env *e, const char *name, const char *value) {
   const char *old = getenv(name);
-  if (!old || !*old) return run_setenv(e, name, value);
+  if (!old || !*old)
+    return run_setenv(e, name, value);
   char *joined;
   if (asprintf(&joined, "%s:%s", value, old) < 0) {
     fprintf(stderr, "nanoprobe run: out of memory\n");
@@ -125,7 +126,8 @@ static int run_prepend(struct run_env *e, const char *name, const char *value) {
 }
 
 static void run_env_free(struct run_env *e) {
-  for (int i = 0; i < e->n; i++) free(e->set[i]);
+  for (int i = 0; i < e->n; i++)
+    free(e->set[i]);
   e->n = 0;
 }
 
@@ -140,19 +142,20 @@ static int run_parse(int argc, char **argv, struct run_opts *o) {
       i++;
       break;
     }
-    if (a[0] != '-' || !a[1]) break;
-#define RUN_VALUE(short_, long_, field)                                                 \
-  if (!strcmp(a, short_) || !strcmp(a, long_)) {                                       \
-    if (i + 1 >= argc) {                                                                \
-      fprintf(stderr, "nanoprobe run: %s needs a value\n", a);                          \
-      return RUN_EXIT_USAGE;                                                            \
-    }                                                                                   \
-    o->field = argv[++i];                                                               \
-    continue;                                                                           \
-  }                                                                                     \
-  if (!strncmp(a, long_ "=", sizeof long_)) {                                           \
-    o->field = a + sizeof long_;                                                        \
-    continue;                                                                           \
+    if (a[0] != '-' || !a[1])
+      break;
+#define RUN_VALUE(short_, long_, field)                                                            \
+  if (!strcmp(a, short_) || !strcmp(a, long_)) {                                                   \
+    if (i + 1 >= argc) {                                                                           \
+      fprintf(stderr, "nanoprobe run: %s needs a value\n", a);                                     \
+      return RUN_EXIT_USAGE;                                                                       \
+    }                                                                                              \
+    o->field = argv[++i];                                                                          \
+    continue;                                                                                      \
+  }                                                                                                \
+  if (!strncmp(a, long_ "=", sizeof long_)) {                                                      \
+    o->field = a + sizeof long_;                                                                   \
+    continue;                                                                                      \
   }
     RUN_VALUE("-o", "--output", output)
     RUN_VALUE("-k", "--kernels", kernels)
@@ -162,19 +165,30 @@ static int run_parse(int argc, char **argv, struct run_opts *o) {
     RUN_VALUE("-l", "--log-location", log)
     RUN_VALUE("--min-duration", "--min-duration", min_duration)
 #undef RUN_VALUE
-    if (!strcmp(a, "-c") || !strcmp(a, "--cache-location") || !strncmp(a, "--cache-location=", 17)) {
-      fprintf(stderr, "nanoprobe run: %s: kernel caches (Triton's) are read by the GPU run "
-                      "time, which this nanoprobe does not have yet\n", a);
+    if (!strcmp(a, "-c") || !strcmp(a, "--cache-location") ||
+        !strncmp(a, "--cache-location=", 17)) {
+      fprintf(stderr,
+              "nanoprobe run: %s: kernel caches (Triton's) are read by the GPU run "
+              "time, which this nanoprobe does not have yet\n",
+              a);
       return RUN_EXIT_USAGE;
     }
-    if (!strcmp(a, "--append")) o->append = 1;
-    else if (!strcmp(a, "-f") || !strcmp(a, "--force")) o->force = 1;
-    else if (!strcmp(a, "--atomics")) o->atomics = 1;
-    else if (!strcmp(a, "--atomics-callers")) o->atomics = o->callers = 1;
-    else if (!strcmp(a, "--python")) o->python = 1;
-    else if (!strcmp(a, "-i") || !strcmp(a, "--instrumented")) o->instrumented = 1;
-    else if (!strcmp(a, "-e") || !strcmp(a, "--env-dump")) o->env_dump = 1;
-    else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) o->quiet = 1;
+    if (!strcmp(a, "--append"))
+      o->append = 1;
+    else if (!strcmp(a, "-f") || !strcmp(a, "--force"))
+      o->force = 1;
+    else if (!strcmp(a, "--atomics"))
+      o->atomics = 1;
+    else if (!strcmp(a, "--atomics-callers"))
+      o->atomics = o->callers = 1;
+    else if (!strcmp(a, "--python"))
+      o->python = 1;
+    else if (!strcmp(a, "-i") || !strcmp(a, "--instrumented"))
+      o->instrumented = 1;
+    else if (!strcmp(a, "-e") || !strcmp(a, "--env-dump"))
+      o->env_dump = 1;
+    else if (!strcmp(a, "-q") || !strcmp(a, "--quiet"))
+      o->quiet = 1;
     else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
       fputs(run_help, stdout);
       return 1;
@@ -198,9 +212,12 @@ static int run_parse(int argc, char **argv, struct run_opts *o) {
     return RUN_EXIT_USAGE;
   }
   uint64_t ns;
-  if (o->min_duration && nano_parse_duration(o->min_duration, 0, NANO_RPDFILE_MAX_MIN_DURATION_NS, &ns)) {
-    fprintf(stderr, "nanoprobe run: --min-duration '%s': expected a duration such as 500ns, "
-                    "10us, 0.5ms or 1s (at most an hour)\n", o->min_duration);
+  if (o->min_duration &&
+      nano_parse_duration(o->min_duration, 0, NANO_RPDFILE_MAX_MIN_DURATION_NS, &ns)) {
+    fprintf(stderr,
+            "nanoprobe run: --min-duration '%s': expected a duration such as 500ns, "
+            "10us, 0.5ms or 1s (at most an hour)\n",
+            o->min_duration);
     return RUN_EXIT_USAGE;
   }
   if (o->format && strcmp(o->format, "text") && strcmp(o->format, "json")) {
@@ -213,12 +230,15 @@ static int run_parse(int argc, char **argv, struct run_opts *o) {
     errno = 0;
     unsigned long long n = strtoull(o->dispatches, &end, 10);
     if (o->dispatches[0] < '1' || o->dispatches[0] > '9' || *end || errno || n == 0) {
-      fprintf(stderr, "nanoprobe run: --dispatches '%s': expected all, first, random or a "
-                      "number from 1\n", o->dispatches);
+      fprintf(stderr,
+              "nanoprobe run: --dispatches '%s': expected all, first, random or a "
+              "number from 1\n",
+              o->dispatches);
       return RUN_EXIT_USAGE;
     }
   }
-  if (o->analyzers || o->kernels || o->dispatches) o->instrumented = 1;
+  if (o->analyzers || o->kernels || o->dispatches)
+    o->instrumented = 1;
   return 0;
 }
 
@@ -248,7 +268,8 @@ static int run_make_trace(const struct run_opts *o, char *buf, size_t len) {
     for (int n = 1; n <= RUN_MAX_DEFAULT_FILES; n++) {
       snprintf(name, sizeof name, "nanoprobe-%d.rpd", n);
       fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-      if (fd >= 0 || errno != EEXIST) break;
+      if (fd >= 0 || errno != EEXIST)
+        break;
     }
   }
   if (fd < 0) {
@@ -280,16 +301,22 @@ static int run_environment(const struct run_opts *o, const char *trace, struct r
   /* NVTX 3 loads its tool from here at the first NVTX call: ranges, marks */
   if (!getenv("NVTX_INJECTION64_PATH") && run_setenv(e, "NVTX_INJECTION64_PATH", lib))
     return RUN_EXIT_USAGE;
-  if (o->instrumented && run_setenv(e, "NANO_INSTRUMENT", "1")) return RUN_EXIT_USAGE;
-  if (o->callers && run_setenv(e, "NANO_ATOMICS_CALLERS", "1")) return RUN_EXIT_USAGE;
-  if (o->kernels && run_setenv(e, "NANO_KERNELS", o->kernels)) return RUN_EXIT_USAGE;
+  if (o->instrumented && run_setenv(e, "NANO_INSTRUMENT", "1"))
+    return RUN_EXIT_USAGE;
+  if (o->callers && run_setenv(e, "NANO_ATOMICS_CALLERS", "1"))
+    return RUN_EXIT_USAGE;
+  if (o->kernels && run_setenv(e, "NANO_KERNELS", o->kernels))
+    return RUN_EXIT_USAGE;
   if (o->min_duration && run_setenv(e, "NANO_RPD_MIN_DURATION", o->min_duration))
     return RUN_EXIT_USAGE;
-  if (o->dispatches && run_setenv(e, "NANO_DISPATCHES", o->dispatches)) return RUN_EXIT_USAGE;
-  if (o->analyzers && run_setenv(e, "NANO_ANALYZERS", o->analyzers)) return RUN_EXIT_USAGE;
-  if (o->format && run_setenv(e, "NANO_ANALYZER_FORMAT", o->format)) return RUN_EXIT_USAGE;
-  if (o->log && run_setenv(e, "NANO_ANALYZER_OUTPUT",
-                           strcmp(o->log, "console") ? o->log : "stderr"))
+  if (o->dispatches && run_setenv(e, "NANO_DISPATCHES", o->dispatches))
+    return RUN_EXIT_USAGE;
+  if (o->analyzers && run_setenv(e, "NANO_ANALYZERS", o->analyzers))
+    return RUN_EXIT_USAGE;
+  if (o->format && run_setenv(e, "NANO_ANALYZER_FORMAT", o->format))
+    return RUN_EXIT_USAGE;
+  if (o->log &&
+      run_setenv(e, "NANO_ANALYZER_OUTPUT", strcmp(o->log, "console") ? o->log : "stderr"))
     return RUN_EXIT_USAGE;
   if (o->python) {
     char py[PATH_MAX], both[2 * PATH_MAX + 16];
@@ -310,7 +337,8 @@ static pid_t g_child;
 
 /* Passes a termination request on to the application. */
 static void run_forward(int sig) {
-  if (g_child > 0) kill(g_child, sig);
+  if (g_child > 0)
+    kill(g_child, sig);
 }
 
 /* Starts the application; returns its wait status, or -1. */
@@ -328,7 +356,8 @@ static int run_child(char **cmd, const struct run_env *e) {
   }
   if (g_child == 0) {
     for (int i = 0; i < e->n; i++)
-      if (putenv(e->set[i]) != 0) _exit(RUN_EXIT_NOT_FOUND);
+      if (putenv(e->set[i]) != 0)
+        _exit(RUN_EXIT_NOT_FOUND);
     execvp(cmd[0], cmd);
     fprintf(stderr, "nanoprobe run: cannot run %s: %s\n", cmd[0], strerror(errno));
     _exit(RUN_EXIT_NOT_FOUND);
@@ -358,7 +387,8 @@ static void run_summary(const char *trace, const struct run_opts *o) {
     return;
   }
   fprintf(stderr, "nanoprobe: trace written to %s (%lld bytes)\n", trace, (long long)st.st_size);
-  if (o->quiet) return;
+  if (o->quiet)
+    return;
   char rpd[PATH_MAX];
   if (!nanoprobe_locate(NANOPROBE_RPD_TOOL, rpd, sizeof rpd)) {
     fprintf(stderr, "nanoprobe: cannot find the rpd tool for the summary\n");
@@ -386,7 +416,8 @@ static void run_summary(const char *trace, const struct run_opts *o) {
 
 /* Ends this process as the application ended: its status, or its signal. */
 static int run_exit_like(int status, const char *prog) {
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFEXITED(status))
+    return WEXITSTATUS(status);
   int sig = WTERMSIG(status);
   fprintf(stderr, "nanoprobe: %s died of signal %d (%s)\n", prog, sig, strsignal(sig));
   fflush(NULL);
@@ -404,7 +435,8 @@ static int run_exit_like(int status, const char *prog) {
 int nanoprobe_cmd_run(int argc, char **argv) {
   struct run_opts o;
   int rc = run_parse(argc, argv, &o);
-  if (rc) return rc == 1 ? 0 : rc;
+  if (rc)
+    return rc == 1 ? 0 : rc;
   char found[PATH_MAX];
   if (!nanoprobe_which(o.cmd[0], found, sizeof found)) {
     struct stat st;
@@ -415,7 +447,8 @@ int nanoprobe_cmd_run(int argc, char **argv) {
   }
   char trace[PATH_MAX];
   rc = run_make_trace(&o, trace, sizeof trace);
-  if (rc) return rc;
+  if (rc)
+    return rc;
   struct run_env env = {0};
   rc = run_environment(&o, trace, &env);
   if (rc) {
@@ -423,10 +456,12 @@ int nanoprobe_cmd_run(int argc, char **argv) {
     return rc;
   }
   if (o.env_dump)
-    for (int i = 0; i < env.n; i++) fprintf(stderr, "nanoprobe: %s\n", env.set[i]);
+    for (int i = 0; i < env.n; i++)
+      fprintf(stderr, "nanoprobe: %s\n", env.set[i]);
   int status = run_child(o.cmd, &env);
   run_env_free(&env);
-  if (status < 0) return 1;
+  if (status < 0)
+    return 1;
   run_summary(trace, &o);
   return run_exit_like(status, o.cmd[0]);
 }

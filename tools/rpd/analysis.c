@@ -28,17 +28,22 @@ void an_sqlite_setup(void) {
 int an_open_write(const char *cmd, const char *path, struct rpdtool_trace *t) {
   memset(t, 0, sizeof *t);
   if (access(path, F_OK) == 0 && access(path, W_OK) != 0)
-    return rpdtool_err(cmd, "%s: the file is read-only (%s); this step writes into the trace: "
-                       "copy it somewhere writable first", path, strerror(errno));
+    return rpdtool_err(cmd,
+                       "%s: the file is read-only (%s); this step writes into the trace: "
+                       "copy it somewhere writable first",
+                       path, strerror(errno));
   char *dir = strdup(path);
-  if (!dir) return rpdtool_err(cmd, "out of memory");
+  if (!dir)
+    return rpdtool_err(cmd, "out of memory");
   char *slash = strrchr(dir, '/');
   const char *d = slash ? (slash == dir ? "/" : (*slash = 0, dir)) : ".";
   int dir_ok = access(d, W_OK) == 0;
   int e = errno;
   if (!dir_ok) {
-    rpdtool_err(cmd, "%s: its directory %s is read-only (%s); this step writes into the trace "
-                "and its journal: copy it somewhere writable first", path, d, strerror(e));
+    rpdtool_err(cmd,
+                "%s: its directory %s is read-only (%s); this step writes into the trace "
+                "and its journal: copy it somewhere writable first",
+                path, d, strerror(e));
     free(dir);
     return RPDTOOL_EXIT_FAIL;
   }
@@ -53,7 +58,8 @@ static const char *an_step_tag(const struct an_step *s, const char *kind, char *
 }
 
 int an_step_done(const char *cmd, const struct rpdtool_trace *t, const struct an_step *s) {
-  if (!s->name) return 0;
+  if (!s->name)
+    return 0;
   char tag[64];
   int done = an_meta_get(t->db, an_step_tag(s, "Generated", tag, sizeof tag), NULL);
   if (done < 0)
@@ -61,15 +67,19 @@ int an_step_done(const char *cmd, const struct rpdtool_trace *t, const struct an
   return done;
 }
 
-int an_step_run(const char *cmd, const struct rpdtool_trace *t, const struct an_step *s, void *ctx) {
+int an_step_run(const char *cmd, const struct rpdtool_trace *t, const struct an_step *s,
+                void *ctx) {
   int done = an_step_done(cmd, t, s);
-  if (done) return done < 0 ? RPDTOOL_EXIT_FAIL : AN_ALREADY;
+  if (done)
+    return done < 0 ? RPDTOOL_EXIT_FAIL : AN_ALREADY;
   int ret = an_begin(cmd, t);
-  if (ret) return ret;
+  if (ret)
+    return ret;
   ret = s->fill(cmd, t, ctx);
   char tag[64];
   if (!ret && s->name &&
-      ((s->table_tag && an_meta_set(t->db, an_step_tag(s, "Table", tag, sizeof tag), "True") != SQLITE_OK) ||
+      ((s->table_tag &&
+        an_meta_set(t->db, an_step_tag(s, "Table", tag, sizeof tag), "True") != SQLITE_OK) ||
        an_meta_set(t->db, an_step_tag(s, "Generated", tag, sizeof tag), "True") != SQLITE_OK))
     ret = rpdtool_err(cmd, "%s: cannot write rocpd_metadata: %s", t->path, sqlite3_errmsg(t->db));
   if (ret) {
@@ -84,10 +94,12 @@ int an_step_main(int argc, char **argv, const char *usage, const struct an_step 
   an_sqlite_setup();
   const char *cmd = argv[0], *path;
   int ret = rpdtool_parse_args(argc, argv, usage, NULL, &path);
-  if (ret != RPDTOOL_PARSED) return ret;
+  if (ret != RPDTOOL_PARSED)
+    return ret;
   struct rpdtool_trace t;
   ret = an_open_write(cmd, path, &t);
-  if (ret) return ret;
+  if (ret)
+    return ret;
   ret = run(cmd, &t);
   if (ret == AN_ALREADY) {
     printf("rpd %s: %s: %s were generated already (%s::Generated); nothing to do\n", cmd, path,
@@ -100,7 +112,8 @@ int an_step_main(int argc, char **argv, const char *usage, const struct an_step 
 
 int an_exec(const char *cmd, const struct rpdtool_trace *t, const char *what, const char *sql) {
   char *err = NULL;
-  if (sqlite3_exec(t->db, sql, NULL, NULL, &err) == SQLITE_OK) return 0;
+  if (sqlite3_exec(t->db, sql, NULL, NULL, &err) == SQLITE_OK)
+    return 0;
   rpdtool_err(cmd, "%s: %s: %s", t->path, what, err ? err : sqlite3_errmsg(t->db));
   sqlite3_free(err);
   return RPDTOOL_EXIT_FAIL;
@@ -109,40 +122,49 @@ int an_exec(const char *cmd, const struct rpdtool_trace *t, const char *what, co
 int an_begin(const char *cmd, const struct rpdtool_trace *t) {
   sqlite3_busy_timeout(t->db, 2000);
   if (sqlite3_db_readonly(t->db, "main") == 1)
-    return rpdtool_err(cmd, "%s: the file is read-only; this step writes into it "
-                       "(copy it somewhere writable first)", t->path);
+    return rpdtool_err(cmd,
+                       "%s: the file is read-only; this step writes into it "
+                       "(copy it somewhere writable first)",
+                       t->path);
   int rc = sqlite3_exec(t->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
-  if (rc == SQLITE_OK) return 0;
+  if (rc == SQLITE_OK)
+    return 0;
   switch (rc & 0xff) {
-    case SQLITE_BUSY:
-    case SQLITE_LOCKED:
-      return rpdtool_err(cmd, "%s: locked by another writer (is a trace still being recorded "
-                         "into it?); try again when it is closed", t->path);
-    case SQLITE_READONLY:
-    case SQLITE_CANTOPEN:
-    case SQLITE_PERM:
-      return rpdtool_err(cmd, "%s: cannot write to the file or its directory (%s); this step "
-                         "writes into the trace", t->path, sqlite3_errmsg(t->db));
-    default:
-      return rpdtool_err(cmd, "%s: cannot start a transaction: %s", t->path,
-                         sqlite3_errmsg(t->db));
+  case SQLITE_BUSY:
+  case SQLITE_LOCKED:
+    return rpdtool_err(cmd,
+                       "%s: locked by another writer (is a trace still being recorded "
+                       "into it?); try again when it is closed",
+                       t->path);
+  case SQLITE_READONLY:
+  case SQLITE_CANTOPEN:
+  case SQLITE_PERM:
+    return rpdtool_err(cmd,
+                       "%s: cannot write to the file or its directory (%s); this step "
+                       "writes into the trace",
+                       t->path, sqlite3_errmsg(t->db));
+  default:
+    return rpdtool_err(cmd, "%s: cannot start a transaction: %s", t->path, sqlite3_errmsg(t->db));
   }
 }
 
 int an_commit(const char *cmd, const struct rpdtool_trace *t) {
-  if (sqlite3_exec(t->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK) return 0;
+  if (sqlite3_exec(t->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK)
+    return 0;
   rpdtool_err(cmd, "%s: commit failed: %s", t->path, sqlite3_errmsg(t->db));
   an_rollback(t);
   return RPDTOOL_EXIT_FAIL;
 }
 
 void an_rollback(const struct rpdtool_trace *t) {
-  if (!sqlite3_get_autocommit(t->db)) sqlite3_exec(t->db, "ROLLBACK", NULL, NULL, NULL);
+  if (!sqlite3_get_autocommit(t->db))
+    sqlite3_exec(t->db, "ROLLBACK", NULL, NULL, NULL);
 }
 
 int an_meta_get(sqlite3 *db, const char *tag, char **value) {
   sqlite3_stmt *st = NULL;
-  if (value) *value = NULL;
+  if (value)
+    *value = NULL;
   if (sqlite3_prepare_v2(db, "SELECT value FROM rocpd_metadata WHERE tag=?1 ORDER BY id LIMIT 1",
                          -1, &st, NULL) != SQLITE_OK)
     return -1;
@@ -154,7 +176,8 @@ int an_meta_get(sqlite3 *db, const char *tag, char **value) {
       if (value) {
         const char *v = (const char *)sqlite3_column_text(st, 0);
         *value = strdup(v ? v : "");
-        if (!*value) ret = -1;
+        if (!*value)
+          ret = -1;
       }
     } else if (rc == SQLITE_DONE) {
       ret = 0;
@@ -166,17 +189,20 @@ int an_meta_get(sqlite3 *db, const char *tag, char **value) {
 
 int an_meta_set(sqlite3 *db, const char *tag, const char *value) {
   int have = an_meta_get(db, tag, NULL);
-  if (have < 0) return sqlite3_errcode(db);
+  if (have < 0)
+    return sqlite3_errcode(db);
   sqlite3_stmt *st = NULL;
   int rc = sqlite3_prepare_v2(db,
                               have ? "UPDATE rocpd_metadata SET value=?2 WHERE tag=?1"
                                    : "INSERT INTO rocpd_metadata(tag, value) VALUES (?1, ?2)",
                               -1, &st, NULL);
-  if (rc != SQLITE_OK) return rc;
+  if (rc != SQLITE_OK)
+    return rc;
   if ((rc = sqlite3_bind_text(st, 1, tag, -1, SQLITE_STATIC)) == SQLITE_OK &&
       (rc = sqlite3_bind_text(st, 2, value, -1, SQLITE_STATIC)) == SQLITE_OK) {
     rc = sqlite3_step(st);
-    if (rc == SQLITE_DONE) rc = SQLITE_OK;
+    if (rc == SQLITE_DONE)
+      rc = SQLITE_OK;
   }
   sqlite3_finalize(st);
   return rc;
@@ -188,7 +214,8 @@ int64_t an_intern(sqlite3 *db, sqlite3_stmt **lookup, sqlite3_stmt **insert, con
                          lookup, NULL) != SQLITE_OK)
     return -1;
   sqlite3_reset(*lookup);
-  if (sqlite3_bind_text(*lookup, 1, s, -1, SQLITE_TRANSIENT) != SQLITE_OK) return -1;
+  if (sqlite3_bind_text(*lookup, 1, s, -1, SQLITE_TRANSIENT) != SQLITE_OK)
+    return -1;
   int rc = sqlite3_step(*lookup);
   if (rc == SQLITE_ROW) {
     int64_t id = sqlite3_column_int64(*lookup, 0);
@@ -196,16 +223,18 @@ int64_t an_intern(sqlite3 *db, sqlite3_stmt **lookup, sqlite3_stmt **insert, con
     return id;
   }
   sqlite3_reset(*lookup);
-  if (rc != SQLITE_DONE) return -1;
-  if (!*insert &&
-      sqlite3_prepare_v2(db, "INSERT INTO rocpd_string(string) VALUES (?1)", -1, insert, NULL) !=
-          SQLITE_OK)
+  if (rc != SQLITE_DONE)
+    return -1;
+  if (!*insert && sqlite3_prepare_v2(db, "INSERT INTO rocpd_string(string) VALUES (?1)", -1, insert,
+                                     NULL) != SQLITE_OK)
     return -1;
   sqlite3_reset(*insert);
-  if (sqlite3_bind_text(*insert, 1, s, -1, SQLITE_TRANSIENT) != SQLITE_OK) return -1;
+  if (sqlite3_bind_text(*insert, 1, s, -1, SQLITE_TRANSIENT) != SQLITE_OK)
+    return -1;
   rc = sqlite3_step(*insert);
   sqlite3_reset(*insert);
-  if (rc != SQLITE_DONE) return -1;
+  if (rc != SQLITE_DONE)
+    return -1;
   return sqlite3_last_insert_rowid(db);
 }
 
@@ -257,7 +286,8 @@ static int an_gpu_load(sqlite3 *db, struct an_gpu *g) {
     free(pairs);
     return -1;
   }
-  if (n) qsort(pairs, n, 2 * sizeof *pairs, an_pair_cmp); /* never qsort(NULL, 0) */
+  if (n)
+    qsort(pairs, n, 2 * sizeof *pairs, an_pair_cmp); /* never qsort(NULL, 0) */
   /* Sum the durations of equal ids. */
   g->id = malloc((n ? n : 1) * sizeof *g->id);
   g->ns = malloc((n ? n : 1) * sizeof *g->ns);
@@ -304,7 +334,8 @@ static int an_pop(struct an_frame *stack, int *n, const struct an_gpu *g, an_vis
   struct an_frame *f = &stack[*n - 1];
   int64_t dur = rpdtool_sub(f->end, f->start);
   int rc = visit(ctx, stack, *n, rpdtool_sub(dur, f->child_incl), an_gpu_find(g, f->id), pid, tid);
-  if (*n > 1) stack[*n - 2].child_incl = rpdtool_add(stack[*n - 2].child_incl, dur);
+  if (*n > 1)
+    stack[*n - 2].child_incl = rpdtool_add(stack[*n - 2].child_incl, dur);
   (*n)--;
   return rc;
 }
@@ -331,10 +362,14 @@ static const char an_calls_sql[] =
 /* qsort order of the walk. */
 static int an_call_cmp(const void *pa, const void *pb) {
   const struct an_call *a = pa, *b = pb;
-  if (a->pid != b->pid) return a->pid < b->pid ? -1 : 1;
-  if (a->tid != b->tid) return a->tid < b->tid ? -1 : 1;
-  if (a->start != b->start) return a->start < b->start ? -1 : 1;
-  if (a->end != b->end) return a->end > b->end ? -1 : 1;
+  if (a->pid != b->pid)
+    return a->pid < b->pid ? -1 : 1;
+  if (a->tid != b->tid)
+    return a->tid < b->tid ? -1 : 1;
+  if (a->start != b->start)
+    return a->start < b->start ? -1 : 1;
+  if (a->end != b->end)
+    return a->end > b->end ? -1 : 1;
   return a->id < b->id ? -1 : a->id > b->id;
 }
 
@@ -367,7 +402,8 @@ static int an_src_open(sqlite3 *db, int64_t total, struct an_src *s, struct rpdt
     return -1;
   }
   sqlite3_stmt *st = NULL;
-  if (sqlite3_prepare_v2(db, an_calls_sql, -1, &st, NULL) != SQLITE_OK) return -1;
+  if (sqlite3_prepare_v2(db, an_calls_sql, -1, &st, NULL) != SQLITE_OK)
+    return -1;
   int rc;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     if (s->n == cap) { /* rows added since the count */
@@ -381,18 +417,22 @@ static int an_src_open(sqlite3 *db, int64_t total, struct an_src *s, struct rpdt
       cap *= 2;
     }
     an_call_read(st, &s->rows[s->n++]);
-    if ((s->n & 0xfff) == 0) rpdtool_progress_add(p, 0x1000);
+    if ((s->n & 0xfff) == 0)
+      rpdtool_progress_add(p, 0x1000);
   }
   sqlite3_finalize(st);
-  if (rc != SQLITE_DONE) return -1;
-  if (s->n) qsort(s->rows, s->n, sizeof *s->rows, an_call_cmp);
+  if (rc != SQLITE_DONE)
+    return -1;
+  if (s->n)
+    qsort(s->rows, s->n, sizeof *s->rows, an_call_cmp);
   return 0;
 }
 
 /* The next call of the source: 1 and *c, 0 at the end, -1 on SQLite error. */
 static int an_src_next(struct an_src *s, struct an_call *c) {
   if (!s->st) {
-    if (s->next == s->n) return 0;
+    if (s->next == s->n)
+      return 0;
     *c = s->rows[s->next++];
     return 1;
   }
@@ -438,21 +478,24 @@ int an_walk(const char *cmd, const struct rpdtool_trace *t, const char *label, a
     an_gpu_free(&g);
     return -1;
   }
-  if (!src.st) rpdtool_progress_add(&prog, (uint64_t)total - (src.n & ~(size_t)0xfff));
+  if (!src.st)
+    rpdtool_progress_add(&prog, (uint64_t)total - (src.n & ~(size_t)0xfff));
   struct an_frame *stack = NULL;
   int n = 0, cap = 0, ret = 0, rc;
   int64_t pid = 0, tid = 0, seen = 0;
   struct an_call c;
   while ((rc = an_src_next(&src, &c)) == 1) {
-    struct an_frame f = {.id = c.id, .start = c.start, .end = c.end, .name_id = c.name_id,
-                         .args_id = c.args_id};
+    struct an_frame f = {
+        .id = c.id, .start = c.start, .end = c.end, .name_id = c.name_id, .args_id = c.args_id};
     if (seen && (c.pid != pid || c.tid != tid))
-      while (n > 0 && !ret) ret = an_pop(stack, &n, &g, visit, ctx, pid, tid);
+      while (n > 0 && !ret)
+        ret = an_pop(stack, &n, &g, visit, ctx, pid, tid);
     pid = c.pid;
     tid = c.tid;
     while (n > 0 && !ret && stack[n - 1].end < f.end)
       ret = an_pop(stack, &n, &g, visit, ctx, pid, tid);
-    if (ret) break;
+    if (ret)
+      break;
     if (n == cap) {
       int ncap = cap ? cap * 2 : 64;
       struct an_frame *s = realloc(stack, (size_t)ncap * sizeof *s);
@@ -465,13 +508,15 @@ int an_walk(const char *cmd, const struct rpdtool_trace *t, const char *label, a
       cap = ncap;
     }
     stack[n++] = f;
-    if ((++seen & 0xfff) == 0) rpdtool_progress_add(&prog, 0x1000);
+    if ((++seen & 0xfff) == 0)
+      rpdtool_progress_add(&prog, 0x1000);
   }
   if (!ret && rc < 0) {
     rpdtool_err(cmd, "%s: reading rocpd_api failed: %s", t->path, sqlite3_errmsg(t->db));
     ret = -1;
   }
-  while (!ret && n > 0) ret = an_pop(stack, &n, &g, visit, ctx, pid, tid);
+  while (!ret && n > 0)
+    ret = an_pop(stack, &n, &g, visit, ctx, pid, tid);
   rpdtool_progress_end(&prog);
   an_src_close(&src);
   free(stack);

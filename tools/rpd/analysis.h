@@ -23,8 +23,8 @@
 #ifndef NANO_RPD_ANALYSIS_H
 #define NANO_RPD_ANALYSIS_H
 
-#include <stdint.h>
 #include <sqlite3.h>
+#include <stdint.h>
 
 #include "rpdtool.h"
 
@@ -51,7 +51,7 @@ struct an_step {
    * marks the step done, so a second run (here or in rocpd's Python) does
    * nothing; NULL: no tag, the step may run again */
   const char *name;
-  int table_tag; /* also sets "<name>::Table" = True, as rocpd's callstack and autograd do */
+  int table_tag;    /* also sets "<name>::Table" = True, as rocpd's callstack and autograd do */
   const char *what; /* what it makes, for messages ("call stacks") */
   /* Fills the step's tables inside its transaction (ctx: an_step_run's).
    * Returns 0, or RPDTOOL_EXIT_FAIL after saying what failed. */
@@ -108,8 +108,8 @@ int64_t an_meta_int(sqlite3 *db, const char *tag, int64_t dflt);
 /* ---- copying traces (analysis_copy.c) ---------------------------------- */
 
 struct an_copy_opts {
-  int64_t node;   /* pid += node * pid_stride, gpuId += node * gpu_stride */
-  int window;     /* non-zero: copy only what starts within [lo, hi] */
+  int64_t node; /* pid += node * pid_stride, gpuId += node * gpu_stride */
+  int window;   /* non-zero: copy only what starts within [lo, hi] */
   int64_t lo, hi;
 };
 
@@ -156,8 +156,8 @@ struct an_frame {
  * exclusive CPU time (duration minus its direct children's durations), gpu
  * the summed duration of the ops linked to it through rocpd_api_ops (0 when
  * none). Returns 0 to go on, non-zero to stop the walk with that value. */
-typedef int (*an_visit_fn)(void *ctx, const struct an_frame *stack, int n, int64_t cpu,
-                           int64_t gpu, int64_t pid, int64_t tid);
+typedef int (*an_visit_fn)(void *ctx, const struct an_frame *stack, int n, int64_t cpu, int64_t gpu,
+                           int64_t pid, int64_t tid);
 
 /* Walks every call of rocpd_api per (pid, tid) in start order (ties: the
  * longer first, then by id). A call is a child of the innermost earlier call

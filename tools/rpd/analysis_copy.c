@@ -44,7 +44,8 @@ static int cp_exec(const char *cmd, sqlite3 *db, const char *what, const char *f
   char *err = NULL;
   int rc = sqlite3_exec(db, sql, NULL, NULL, &err);
   sqlite3_free(sql);
-  if (rc == SQLITE_OK) return 0;
+  if (rc == SQLITE_OK)
+    return 0;
   rpdtool_err(cmd, "%s: %s", what, err ? err : sqlite3_errmsg(db));
   sqlite3_free(err);
   return -1;
@@ -77,7 +78,8 @@ int64_t an_meta_int(sqlite3 *db, const char *tag, int64_t dflt) {
   if (have == 1) {
     char *end = NULL;
     long long x = strtoll(v, &end, 10);
-    if (end != v && !*end && x > 0) n = x;
+    if (end != v && !*end && x > 0)
+      n = x;
   }
   free(v);
   return n;
@@ -96,9 +98,11 @@ static int cp_rows(const char *cmd, sqlite3 *db, const struct rpdtool_trace *s,
     int64_t maxpid = cp_int(db, &ok, "SELECT coalesce(max(pid), 0) FROM src.rocpd_api");
     int64_t maxgpu = cp_int(db, &ok, "SELECT coalesce(max(gpuId), 0) FROM src.rocpd_op");
     if (ok && (maxpid >= pstride || maxgpu >= gstride)) {
-      rpdtool_err(cmd, "%s: already holds several nodes (pid %lld or gpuId %lld beyond the "
-                  "strides %lld, %lld); merge its sources instead", s->path, (long long)maxpid,
-                  (long long)maxgpu, (long long)pstride, (long long)gstride);
+      rpdtool_err(cmd,
+                  "%s: already holds several nodes (pid %lld or gpuId %lld beyond the "
+                  "strides %lld, %lld); merge its sources instead",
+                  s->path, (long long)maxpid, (long long)maxgpu, (long long)pstride,
+                  (long long)gstride);
       return -1;
     }
   }
@@ -124,7 +128,8 @@ static int cp_rows(const char *cmd, sqlite3 *db, const struct rpdtool_trace *s,
              (long long)o->hi);
     snprintf(op_cond, sizeof op_cond,
              "O.start >= %lld AND O.start <= %lld AND O.id NOT IN (SELECT op_id FROM "
-             "src.rocpd_api_ops)", (long long)o->lo, (long long)o->hi);
+             "src.rocpd_api_ops)",
+             (long long)o->lo, (long long)o->hi);
     snprintf(mon_cond, sizeof mon_cond, "M.start >= %lld AND M.start <= %lld", (long long)o->lo,
              (long long)o->hi);
   }
@@ -140,8 +145,10 @@ static int cp_rows(const char *cmd, sqlite3 *db, const struct rpdtool_trace *s,
                        "rocpd_stackframe"};
   int *flag[] = {&has_kern, &has_copy, &has_mon, &has_cnt, &has_sf};
   for (int i = 0; i < 5; i++)
-    *flag[i] = (int)cp_int(db, &ok, "SELECT count(*) FROM src.sqlite_master WHERE type='table' "
-                           "AND name='%s'", opt[i]);
+    *flag[i] = (int)cp_int(db, &ok,
+                           "SELECT count(*) FROM src.sqlite_master WHERE type='table' "
+                           "AND name='%s'",
+                           opt[i]);
   if (!ok) {
     rpdtool_err(cmd, "%s: reading the schema: %s", s->path, sqlite3_errmsg(db));
     return -1;
@@ -168,16 +175,20 @@ static int cp_rows(const char *cmd, sqlite3 *db, const struct rpdtool_trace *s,
       (has_dom && cp_exec(cmd, db, "selecting strings",
                           "INSERT OR IGNORE INTO used SELECT category_id FROM src.rocpd_api "
                           "WHERE %s; INSERT OR IGNORE INTO used SELECT domain_id FROM "
-                          "src.rocpd_api WHERE %s;", fa_id, fa_id)) ||
+                          "src.rocpd_api WHERE %s;",
+                          fa_id, fa_id)) ||
       (has_kern && cp_exec(cmd, db, "selecting strings",
                            "INSERT OR IGNORE INTO used SELECT kernelName_id FROM "
-                           "src.rocpd_kernelapi WHERE %s;", fa_ptr)) ||
+                           "src.rocpd_kernelapi WHERE %s;",
+                           fa_ptr)) ||
       (has_cnt && cp_exec(cmd, db, "selecting strings",
                           "INSERT OR IGNORE INTO used SELECT name_id FROM src.rocpd_counter C "
-                          "WHERE %s;", fo_C)) ||
+                          "WHERE %s;",
+                          fo_C)) ||
       (has_sf && cp_exec(cmd, db, "selecting strings",
                          "INSERT OR IGNORE INTO used SELECT name_id FROM src.rocpd_stackframe "
-                         "WHERE %s;", fa_ptr)) ||
+                         "WHERE %s;",
+                         fa_ptr)) ||
       cp_exec(cmd, db, "copying strings",
               "INSERT INTO main.rocpd_string(string) SELECT DISTINCT S.string FROM "
               "src.rocpd_string S JOIN used U ON U.old = S.id WHERE NOT EXISTS (SELECT 1 FROM "
@@ -303,7 +314,8 @@ int an_copy(const char *cmd, sqlite3 *db, const struct rpdtool_trace *src,
       rpdtool_err(cmd, "commit failed: %s", sqlite3_errmsg(db));
       ret = -1;
     }
-    if (ret) sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+    if (ret)
+      sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
   }
   if (sqlite3_exec(db, "DETACH DATABASE src", NULL, NULL, NULL) != SQLITE_OK && !ret) {
     rpdtool_err(cmd, "%s: cannot detach: %s", src->path, sqlite3_errmsg(db));
@@ -315,7 +327,8 @@ int an_copy(const char *cmd, sqlite3 *db, const struct rpdtool_trace *src,
 /* ---- new output files -------------------------------------------------- */
 
 int an_out_check(const char *cmd, const char *out, const char *tag, const char *value) {
-  if (access(out, F_OK) != 0) return 0;
+  if (access(out, F_OK) != 0)
+    return 0;
   struct rpdtool_trace t;
   char *have = NULL;
   int same = 0;
@@ -324,9 +337,12 @@ int an_out_check(const char *cmd, const char *out, const char *tag, const char *
     free(have);
     rpdtool_close(&t);
   }
-  if (same) return AN_ALREADY;
-  return rpdtool_err(cmd, "%s exists and was not made by this same command; refusing to "
-                     "overwrite it (remove it or choose another output)", out);
+  if (same)
+    return AN_ALREADY;
+  return rpdtool_err(cmd,
+                     "%s exists and was not made by this same command; refusing to "
+                     "overwrite it (remove it or choose another output)",
+                     out);
 }
 
 int an_out_create(const char *cmd, const char *out, sqlite3 **db) {
@@ -348,11 +364,13 @@ int an_out_create(const char *cmd, const char *out, sqlite3 **db) {
 
 void an_out_discard(sqlite3 *db, const char *out) {
   char err[NANO_RPDFILE_ERRLEN];
-  if (db) nano_rpdfile_close(db, out, err, sizeof err);
+  if (db)
+    nano_rpdfile_close(db, out, err, sizeof err);
   const char *sfx[] = {"", "-wal", "-shm", "-journal"};
   for (int i = 0; i < 4; i++) {
     char *p = sqlite3_mprintf("%s%s", out, sfx[i]);
-    if (p) unlink(p);
+    if (p)
+      unlink(p);
     sqlite3_free(p);
   }
 }

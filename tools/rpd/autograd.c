@@ -70,11 +70,14 @@ struct ag_text {
  * (setting *d, *dn) or NULL. */
 static const char *ag_num(const char *p, const char *lit, const char **d, size_t *dn) {
   size_t l = strlen(lit);
-  if (!p || strncmp(p, lit, l)) return NULL;
+  if (!p || strncmp(p, lit, l))
+    return NULL;
   p += l;
   const char *q = p;
-  while (isdigit((unsigned char)*q)) q++;
-  if (q == p) return NULL;
+  while (isdigit((unsigned char)*q))
+    q++;
+  if (q == p)
+    return NULL;
   *d = p;
   *dn = (size_t)(q - p);
   return q;
@@ -84,11 +87,14 @@ static const char *ag_num(const char *p, const char *lit, const char **d, size_t
  * (the last ", input_op_ids = "). 1 and fills a, else 0. */
 static int ag_tail(const char *p, struct ag_text *a) {
   static const char sz[] = ", sizes = ", in[] = ", input_op_ids = ";
-  if (!p || strncmp(p, sz, sizeof sz - 1)) return 0;
+  if (!p || strncmp(p, sz, sizeof sz - 1))
+    return 0;
   p += sizeof sz - 1;
   const char *last = NULL;
-  for (const char *q = strstr(p, in); q; q = strstr(q + 1, in)) last = q;
-  if (!last) return 0;
+  for (const char *q = strstr(p, in); q; q = strstr(q + 1, in))
+    last = q;
+  if (!last)
+    return 0;
   a->sizes = p;
   a->lsizes = (size_t)(last - p);
   a->inputs = last + sizeof in - 1;
@@ -102,10 +108,12 @@ static int ag_match(const char *s, int pat, struct ag_text *a) {
   const char *sep = pat == 1 || pat == 3 ? ", seq = " : ", op_id = ";
   size_t len = strlen(s), l = strlen(sep);
   for (size_t i = len >= l ? len - l : 0; i >= 1 && len >= l; i--) {
-    if (strncmp(s + i, sep, l)) continue;
+    if (strncmp(s + i, sep, l))
+      continue;
     struct ag_text m = {.name = s, .lname = i, .seq = "", .sizes = "", .inputs = ""};
     const char *p = s + i;
-    if (pat == 1 || pat == 3) p = ag_num(p, ", seq = ", &m.seq, &m.lseq);
+    if (pat == 1 || pat == 3)
+      p = ag_num(p, ", seq = ", &m.seq, &m.lseq);
     p = ag_num(p, ", op_id = ", &m.op, &m.lop);
     int ok = pat <= 2 ? ag_tail(p, &m) : p && !*p;
     if (ok) {
@@ -121,10 +129,13 @@ static int ag_match(const char *s, int pat, struct ag_text *a) {
  * the text malformed ('.' does not match it). */
 static int ag_parse(char *s, struct ag_text *a) {
   size_t len = strlen(s);
-  if (len && s[len - 1] == '\n') s[--len] = 0;
-  if (strchr(s, '\n')) return 0;
+  if (len && s[len - 1] == '\n')
+    s[--len] = 0;
+  if (strchr(s, '\n'))
+    return 0;
   for (int pat = 1; pat <= 4; pat++)
-    if (ag_match(s, pat, a)) return 1;
+    if (ag_match(s, pat, a))
+      return 1;
   return 0;
 }
 
@@ -147,8 +158,10 @@ static int ag_fill(const char *cmd, const struct rpdtool_trace *t, void *ctx) {
    * rocpd's Python (it commits every 100,000 rows): start over. */
   int ret = an_exec(cmd, t, "removing a leftover ext_autogradapi",
                     "DROP TABLE IF EXISTS ext_autogradapi");
-  if (!ret) ret = an_exec(cmd, t, "creating the autograd tables", ag_schema);
-  if (ret) return ret;
+  if (!ret)
+    ret = an_exec(cmd, t, "creating the autograd tables", ag_schema);
+  if (ret)
+    return ret;
   char *sql = sqlite3_mprintf(
       "SELECT A.id, B.string FROM rocpd_api A JOIN %s B ON B.id = A.args_id WHERE B.string LIKE "
       "'%%, op_id = %%' OR B.string LIKE '%%, seq = %%' OR B.string LIKE '%%, sizes = %%' OR "
@@ -156,11 +169,13 @@ static int ag_fill(const char *cmd, const struct rpdtool_trace *t, void *ctx) {
       t->has_ustring ? "rocpd_ustring" : "rocpd_string");
   sqlite3_stmt *st = NULL, *ins = NULL, *look = NULL, *add = NULL;
   int rc;
-  if (!sql) return rpdtool_err(cmd, "out of memory");
+  if (!sql)
+    return rpdtool_err(cmd, "out of memory");
   if (sqlite3_prepare_v2(t->db, sql, -1, &st, NULL) != SQLITE_OK ||
-      sqlite3_prepare_v2(t->db, "INSERT INTO ext_autogradapi (api_ptr_id, autogradName_id, seq, "
-                         "op_id, sizes, input_op_ids) VALUES (?1, ?2, ?3, ?4, ?5, ?6)", -1, &ins,
-                         NULL) != SQLITE_OK)
+      sqlite3_prepare_v2(t->db,
+                         "INSERT INTO ext_autogradapi (api_ptr_id, autogradName_id, seq, "
+                         "op_id, sizes, input_op_ids) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                         -1, &ins, NULL) != SQLITE_OK)
     goto sqlerr;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     int64_t id = sqlite3_column_int64(st, 0);
@@ -183,17 +198,24 @@ static int ag_fill(const char *cmd, const struct rpdtool_trace *t, void *ctx) {
     int64_t name_id = name ? an_intern(t->db, &look, &add, name) : -1;
     free(name);
     int brc = name_id < 0 ? SQLITE_ERROR : sqlite3_bind_int64(ins, 1, id);
-    if (brc == SQLITE_OK) brc = sqlite3_bind_int64(ins, 2, name_id);
-    if (brc == SQLITE_OK) brc = ag_bind(ins, 3, a.seq, a.lseq);
-    if (brc == SQLITE_OK) brc = ag_bind(ins, 4, a.op, a.lop);
-    if (brc == SQLITE_OK) brc = ag_bind(ins, 5, a.sizes, a.lsizes);
-    if (brc == SQLITE_OK) brc = ag_bind(ins, 6, a.inputs, a.linputs);
+    if (brc == SQLITE_OK)
+      brc = sqlite3_bind_int64(ins, 2, name_id);
+    if (brc == SQLITE_OK)
+      brc = ag_bind(ins, 3, a.seq, a.lseq);
+    if (brc == SQLITE_OK)
+      brc = ag_bind(ins, 4, a.op, a.lop);
+    if (brc == SQLITE_OK)
+      brc = ag_bind(ins, 5, a.sizes, a.lsizes);
+    if (brc == SQLITE_OK)
+      brc = ag_bind(ins, 6, a.inputs, a.linputs);
     free(s);
-    if (brc != SQLITE_OK || sqlite3_step(ins) != SQLITE_DONE) goto sqlerr;
+    if (brc != SQLITE_OK || sqlite3_step(ins) != SQLITE_DONE)
+      goto sqlerr;
     sqlite3_reset(ins);
     n->parsed++;
   }
-  if (rc == SQLITE_DONE) goto out;
+  if (rc == SQLITE_DONE)
+    goto out;
 sqlerr:
   ret = rpdtool_err(cmd, "%s: filling ext_autogradapi: %s", t->path, sqlite3_errmsg(t->db));
 out:
@@ -211,7 +233,8 @@ static const struct an_step ag_step = {"Autograd", 1, "autograd tables", ag_fill
 
 static int ag_run(const char *cmd, const struct rpdtool_trace *t) {
   int done = an_step_done(cmd, t, &ag_step);
-  if (done < 0) return RPDTOOL_EXIT_FAIL;
+  if (done < 0)
+    return RPDTOOL_EXIT_FAIL;
   if (done) {
     /* rocmProfileData's rocpd.autograd filled ext_autogradapi but made no views
      * (--skip_callstacks, or it stopped at a call stack that `rpd callstack`
@@ -219,34 +242,41 @@ static int ag_run(const char *cmd, const struct rpdtool_trace *t) {
     int views = nano_rpdfile_has_object(t->db, "autogradKernel");
     if (views < 0)
       return rpdtool_err(cmd, "%s: cannot read the schema: %s", t->path, sqlite3_errmsg(t->db));
-    if (views) return AN_ALREADY;
+    if (views)
+      return AN_ALREADY;
     int ret = an_callstack_run(cmd, t, NULL);
-    if (ret && ret != AN_ALREADY) return ret;
-    if ((ret = an_begin(cmd, t))) return ret;
+    if (ret && ret != AN_ALREADY)
+      return ret;
+    if ((ret = an_begin(cmd, t)))
+      return ret;
     if ((ret = an_exec(cmd, t, "creating the autograd views", ag_schema))) {
       an_rollback(t);
       return ret;
     }
-    if ((ret = an_commit(cmd, t))) return ret;
+    if ((ret = an_commit(cmd, t)))
+      return ret;
     printf("rpd %s: %s: the autograd table another tool filled now has its views\n", cmd, t->path);
     return 0;
   }
   int ret = an_callstack_run(cmd, t, NULL);
-  if (ret && ret != AN_ALREADY) return ret;
+  if (ret && ret != AN_ALREADY)
+    return ret;
   struct ag_counts n = {0};
-  if ((ret = an_step_run(cmd, t, &ag_step, &n))) return ret;
+  if ((ret = an_step_run(cmd, t, &ag_step, &n)))
+    return ret;
   printf("rpd %s: %s: %lld autograd operator calls, %lld malformed range texts skipped\n", cmd,
          t->path, (long long)n.parsed, (long long)n.malformed);
   return 0;
 }
 
 int rpd_cmd_autograd(int argc, char **argv) {
-  return an_step_main(argc, argv,
-                      "usage: rpd autograd FILE\n\n"
-                      "Parses PyTorch emit_nvtx range texts ('aten::mm, seq = 12, op_id = 40, sizes =\n"
-                      "[...], input_op_ids = [...]') into ext_autogradapi and adds the views autograd\n"
-                      "and autogradKernel (operator, kernel, sizes, calls, avg_gpu, total_gpu; ns).\n"
-                      "Runs 'rpd callstack' first when needed. Malformed texts are counted and\n"
-                      "reported, not fatal. One transaction per step; a second run does nothing.\n",
-                      &ag_step, ag_run);
+  return an_step_main(
+      argc, argv,
+      "usage: rpd autograd FILE\n\n"
+      "Parses PyTorch emit_nvtx range texts ('aten::mm, seq = 12, op_id = 40, sizes =\n"
+      "[...], input_op_ids = [...]') into ext_autogradapi and adds the views autograd\n"
+      "and autogradKernel (operator, kernel, sizes, calls, avg_gpu, total_gpu; ns).\n"
+      "Runs 'rpd callstack' first when needed. Malformed texts are counted and\n"
+      "reported, not fatal. One transaction per step; a second run does nothing.\n",
+      &ag_step, ag_run);
 }

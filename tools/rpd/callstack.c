@@ -23,7 +23,7 @@
 #include "analysis.h"
 #include "commands.h"
 
-#define CS_BATCH 200 /* rows per multi-row INSERT */
+#define CS_BATCH 200        /* rows per multi-row INSERT */
 #define CS_CACHE_KIB 131072 /* page cache of the step: the new rows stay in memory */
 /* Ancestors a call is paired with, at most (depth 0 .. CS_MAX_DEPTH - 1). The
  * table holds a row per (ancestor, call): unbounded, n calls nested n deep
@@ -62,7 +62,8 @@ struct cs_ctx {
  * last bind result. */
 static int cs_bind(sqlite3_stmt *st, int base, const int64_t *r) {
   int rc = SQLITE_OK;
-  for (int i = 0; i < 5 && rc == SQLITE_OK; i++) rc = sqlite3_bind_int64(st, base + i + 1, r[i]);
+  for (int i = 0; i < 5 && rc == SQLITE_OK; i++)
+    rc = sqlite3_bind_int64(st, base + i + 1, r[i]);
   return rc;
 }
 
@@ -71,13 +72,16 @@ static int cs_bind(sqlite3_stmt *st, int base, const int64_t *r) {
 static int cs_flush(struct cs_ctx *c) {
   int rc = SQLITE_OK;
   if (c->nrows == CS_BATCH) {
-    for (int r = 0; r < CS_BATCH && rc == SQLITE_OK; r++) rc = cs_bind(c->batch, 5 * r, c->rows[r]);
-    if (rc == SQLITE_OK) rc = sqlite3_step(c->batch);
+    for (int r = 0; r < CS_BATCH && rc == SQLITE_OK; r++)
+      rc = cs_bind(c->batch, 5 * r, c->rows[r]);
+    if (rc == SQLITE_OK)
+      rc = sqlite3_step(c->batch);
     sqlite3_reset(c->batch);
   } else {
     for (int r = 0; r < c->nrows && (rc == SQLITE_OK || rc == SQLITE_DONE); r++) {
       rc = cs_bind(c->one, 0, c->rows[r]);
-      if (rc == SQLITE_OK) rc = sqlite3_step(c->one);
+      if (rc == SQLITE_OK)
+        rc = sqlite3_step(c->one);
       sqlite3_reset(c->one);
     }
   }
@@ -93,7 +97,8 @@ static int cs_visit(void *ctx, const struct an_frame *stack, int n, int64_t cpu,
   struct cs_ctx *c = ctx;
   int64_t child = stack[n - 1].id;
   c->calls++;
-  if (n > c->maxdepth) c->maxdepth = n;
+  if (n > c->maxdepth)
+    c->maxdepth = n;
   c->cut += n > CS_MAX_DEPTH;
   for (int i = n > CS_MAX_DEPTH ? n - CS_MAX_DEPTH : 0; i < n; i++) {
     int64_t *r = c->rows[c->nrows++];
@@ -102,7 +107,8 @@ static int cs_visit(void *ctx, const struct an_frame *stack, int n, int64_t cpu,
     r[2] = n - 1 - i;
     r[3] = cpu;
     r[4] = gpu;
-    if (c->nrows == CS_BATCH && cs_flush(c) != SQLITE_OK) return 1;
+    if (c->nrows == CS_BATCH && cs_flush(c) != SQLITE_OK)
+      return 1;
   }
   return 0;
 }
@@ -121,8 +127,10 @@ static int cs_prepare(struct cs_ctx *c) {
   sql[len] = 0;
   int rc = sqlite3_prepare_v2(c->db, sql, -1, &c->batch, NULL);
   if (rc == SQLITE_OK)
-    rc = sqlite3_prepare_v2(c->db, "INSERT INTO ext_callstack(parent_id, child_id, depth, "
-                            "cpu_time, gpu_time) VALUES (?,?,?,?,?)", -1, &c->one, NULL);
+    rc = sqlite3_prepare_v2(c->db,
+                            "INSERT INTO ext_callstack(parent_id, child_id, depth, "
+                            "cpu_time, gpu_time) VALUES (?,?,?,?,?)",
+                            -1, &c->one, NULL);
   return rc;
 }
 
@@ -131,7 +139,8 @@ static int cs_fill(const char *cmd, const struct rpdtool_trace *t, void *ctx) {
   struct cs_ctx *c = ctx;
   char pragma[64];
   snprintf(pragma, sizeof pragma, "PRAGMA cache_size=-%d", CS_CACHE_KIB);
-  if (an_exec(cmd, t, "setting the cache size", pragma)) return RPDTOOL_EXIT_FAIL;
+  if (an_exec(cmd, t, "setting the cache size", pragma))
+    return RPDTOOL_EXIT_FAIL;
   /* A table without the Generated tag is a leftover of an interrupted run of
    * rocpd's Python (it commits every 100,000 rows): start it over. */
   int had = nano_rpdfile_has_object(t->db, "ext_callstack");
@@ -145,11 +154,13 @@ static int cs_fill(const char *cmd, const struct rpdtool_trace *t, void *ctx) {
     ret = rpdtool_err(cmd, "%s: cannot prepare the insert: %s", t->path, sqlite3_errmsg(t->db));
   } else {
     int w = an_walk(cmd, t, "callstack", cs_visit, c);
-    if (w == 0 && cs_flush(c) != SQLITE_OK) w = 1;
+    if (w == 0 && cs_flush(c) != SQLITE_OK)
+      w = 1;
     if (w > 0)
       rpdtool_err(cmd, "%s: inserting into ext_callstack failed: %s", t->path,
                   sqlite3_errmsg(t->db));
-    if (w) ret = RPDTOOL_EXIT_FAIL;
+    if (w)
+      ret = RPDTOOL_EXIT_FAIL;
   }
   sqlite3_finalize(c->batch);
   sqlite3_finalize(c->one);
@@ -159,11 +170,14 @@ static int cs_fill(const char *cmd, const struct rpdtool_trace *t, void *ctx) {
 static const struct an_step cs_step = {"Callstack", 1, "call stacks", cs_fill};
 
 int an_callstack_run(const char *cmd, const struct rpdtool_trace *t, int64_t *rows) {
-  if (rows) *rows = 0;
+  if (rows)
+    *rows = 0;
   struct cs_ctx c = {.db = t->db};
   int ret = an_step_run(cmd, t, &cs_step, &c);
-  if (ret) return ret;
-  if (rows) *rows = c.total;
+  if (ret)
+    return ret;
+  if (rows)
+    *rows = c.total;
   printf("rpd %s: %s: %lld calls, %lld ext_callstack rows, deepest stack %d\n", cmd, t->path,
          (long long)c.calls, (long long)c.total, c.maxdepth);
   if (c.cut)
@@ -180,14 +194,15 @@ static int cs_run(const char *cmd, const struct rpdtool_trace *t) {
 }
 
 int rpd_cmd_callstack(int argc, char **argv) {
-  return an_step_main(argc, argv,
-                      "usage: rpd callstack FILE\n\n"
-                      "Adds the caller/callee relation of every recorded call and range to FILE:\n"
-                      "table ext_callstack(parent_id, child_id, depth, cpu_time, gpu_time) and views\n"
-                      "callStack_inclusive, callStack_exclusive, callStack_inclusive_name,\n"
-                      "callStack_exclusive_name (rocmProfileData's names and numbers). Times in ns.\n"
-                      "Runs in one transaction; a second run does nothing. A call nested deeper\n"
-                      "than 1000 levels is paired with its nearest 1000 ancestors only (said on\n"
-                      "stderr): the table would otherwise grow with the square of the depth.\n",
-                      &cs_step, cs_run);
+  return an_step_main(
+      argc, argv,
+      "usage: rpd callstack FILE\n\n"
+      "Adds the caller/callee relation of every recorded call and range to FILE:\n"
+      "table ext_callstack(parent_id, child_id, depth, cpu_time, gpu_time) and views\n"
+      "callStack_inclusive, callStack_exclusive, callStack_inclusive_name,\n"
+      "callStack_exclusive_name (rocmProfileData's names and numbers). Times in ns.\n"
+      "Runs in one transaction; a second run does nothing. A call nested deeper\n"
+      "than 1000 levels is paired with its nearest 1000 ancestors only (said on\n"
+      "stderr): the table would otherwise grow with the square of the depth.\n",
+      &cs_step, cs_run);
 }

@@ -22,11 +22,14 @@ int rpd_cmd_create(int argc, char **argv) {
   const struct rpdtool_opt opts[] = {{"force", 'f', NULL, &force}, {NULL, 0, NULL, NULL}};
   const char *path;
   int ret = rpdtool_parse_args(argc, argv, rpd_create_help, opts, &path);
-  if (ret != RPDTOOL_PARSED) return ret;
+  if (ret != RPDTOOL_PARSED)
+    return ret;
   struct stat sb;
   if (stat(path, &sb) == 0) {
-    if (S_ISDIR(sb.st_mode)) return rpdtool_err("create", "%s: is a directory", path);
-    if (!force) return rpdtool_err("create", "%s: exists (use --force to replace it)", path);
+    if (S_ISDIR(sb.st_mode))
+      return rpdtool_err("create", "%s: is a directory", path);
+    if (!force)
+      return rpdtool_err("create", "%s: exists (use --force to replace it)", path);
   } else if (errno != ENOENT) {
     return rpdtool_err("create", "%s: %s", path, strerror(errno));
   }

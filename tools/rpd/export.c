@@ -36,8 +36,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "nano/json.h"
 #include "commands.h"
+#include "nano/json.h"
 #include "rpdtool.h"
 
 /* Pseudo-process ids for GPUs and other monitored devices: above any Linux pid
@@ -101,7 +101,9 @@ static void rpd_export_begin(struct rpd_export *x) {
 /* A metadata event naming a process (tid < 0) or a thread. */
 static void rpd_export_name(struct rpd_export *x, int64_t pid, int64_t tid, const char *name) {
   rpd_export_begin(x);
-  fprintf(x->out, "\"ph\":\"M\",\"name\":\"%s\",\"pid\":%" PRId64 ",\"tid\":%" PRId64 ",\"args\":{\"name\":",
+  fprintf(x->out,
+          "\"ph\":\"M\",\"name\":\"%s\",\"pid\":%" PRId64 ",\"tid\":%" PRId64
+          ",\"args\":{\"name\":",
           tid < 0 ? "process_name" : "thread_name", pid, tid < 0 ? 0 : tid);
   rpd_export_str(x->out, name);
   fputs("}}", x->out);
@@ -141,13 +143,15 @@ static int rpd_export_names(struct rpd_export *x) {
   char buf[64];
   /* names the tracer took from the OS (nano_thread), else generic ones */
   sqlite3_stmt *st = rpd_export_prepare(
-      x, x->t->has_names ? "SELECT D.pid, D.tid, P.name, T.name FROM (SELECT DISTINCT pid, tid FROM rocpd_api "
-                 "WHERE end>=?1 AND start<=?2) D "
-                 "LEFT JOIN nano_thread P ON P.pid=D.pid AND P.tid=D.pid % ?3 "
-                 "LEFT JOIN nano_thread T ON T.pid=D.pid AND T.tid=D.tid ORDER BY D.pid, D.tid"
-               : "SELECT DISTINCT pid, tid, NULL, NULL FROM rocpd_api WHERE end>=?1 AND start<=?2 "
-                 "ORDER BY pid, tid");
-  if (!st) return 1;
+      x, x->t->has_names
+             ? "SELECT D.pid, D.tid, P.name, T.name FROM (SELECT DISTINCT pid, tid FROM rocpd_api "
+               "WHERE end>=?1 AND start<=?2) D "
+               "LEFT JOIN nano_thread P ON P.pid=D.pid AND P.tid=D.pid % ?3 "
+               "LEFT JOIN nano_thread T ON T.pid=D.pid AND T.tid=D.tid ORDER BY D.pid, D.tid"
+             : "SELECT DISTINCT pid, tid, NULL, NULL FROM rocpd_api WHERE end>=?1 AND start<=?2 "
+               "ORDER BY pid, tid");
+  if (!st)
+    return 1;
   if (x->t->has_names && sqlite3_bind_int64(st, 3, x->t->pid_stride) != SQLITE_OK) {
     rpdtool_err("export", "%s: query failed: %s", x->t->path, sqlite3_errmsg(x->t->db));
     sqlite3_finalize(st);
@@ -168,11 +172,13 @@ static int rpd_export_names(struct rpd_export *x) {
     rpdtool_name_label(buf, sizeof buf, pid, tid, tname);
     rpd_export_name(x, pid, tid, buf);
   }
-  if (rpd_export_done(x, st, rc)) return 1;
+  if (rpd_export_done(x, st, rc))
+    return 1;
 
   st = rpd_export_prepare(
       x, "SELECT DISTINCT gpuId, queueId FROM rocpd_op WHERE end>=?1 AND start<=?2 ORDER BY 1, 2");
-  if (!st) return 1;
+  if (!st)
+    return 1;
   last = INT64_MIN;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     int64_t gpu = sqlite3_column_int64(st, 0), q = sqlite3_column_int64(st, 1);
@@ -190,14 +196,16 @@ static int rpd_export_names(struct rpd_export *x) {
 
 /* API calls and user ranges as slices, marks as instants. */
 static int rpd_export_api(struct rpd_export *x) {
-  char *sql = sqlite3_mprintf(
-      "SELECT id, pid, tid, start, end, domain, category, apiName, args FROM (%s) "
-      "WHERE end>=?1 AND start<=?2 ORDER BY pid, tid, start, end DESC",
-      rpdtool_api_sql(x->t));
-  if (!sql) return rpdtool_err("export", "out of memory");
+  char *sql =
+      sqlite3_mprintf("SELECT id, pid, tid, start, end, domain, category, apiName, args FROM (%s) "
+                      "WHERE end>=?1 AND start<=?2 ORDER BY pid, tid, start, end DESC",
+                      rpdtool_api_sql(x->t));
+  if (!sql)
+    return rpdtool_err("export", "out of memory");
   sqlite3_stmt *st = rpd_export_prepare(x, sql);
   sqlite3_free(sql);
-  if (!st) return 1;
+  if (!st)
+    return 1;
   int rc;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     int64_t id = sqlite3_column_int64(st, 0), pid = sqlite3_column_int64(st, 1),
@@ -227,7 +235,8 @@ static int rpd_export_api(struct rpd_export *x) {
       fputs(",\"dur\":", x->out);
       rpd_export_dur(x, rpdtool_sub(end, start));
     }
-    fprintf(x->out, ",\"pid\":%" PRId64 ",\"tid\":%" PRId64 ",\"args\":{\"id\":%" PRId64, pid, tid, id);
+    fprintf(x->out, ",\"pid\":%" PRId64 ",\"tid\":%" PRId64 ",\"args\":{\"id\":%" PRId64, pid, tid,
+            id);
     if (!marker && args && *args) {
       fputs(",\"args\":", x->out);
       rpd_export_str(x->out, args);
@@ -245,13 +254,13 @@ static int rpd_export_api(struct rpd_export *x) {
 /* GPU ops as slices on their GPU's pseudo-process, one track per queue. */
 static int rpd_export_ops(struct rpd_export *x) {
   sqlite3_stmt *st = rpd_export_prepare(
-      x,
-      "SELECT O.id, O.gpuId, O.queueId, O.sequenceId, O.start, O.end, "
-      "coalesce(D.string,''), coalesce(T.string,'') FROM rocpd_op O "
-      "LEFT JOIN rocpd_string D ON D.id=O.description_id "
-      "LEFT JOIN rocpd_string T ON T.id=O.opType_id "
-      "WHERE O.end>=?1 AND O.start<=?2 ORDER BY O.gpuId, O.queueId, O.start, O.end DESC");
-  if (!st) return 1;
+      x, "SELECT O.id, O.gpuId, O.queueId, O.sequenceId, O.start, O.end, "
+         "coalesce(D.string,''), coalesce(T.string,'') FROM rocpd_op O "
+         "LEFT JOIN rocpd_string D ON D.id=O.description_id "
+         "LEFT JOIN rocpd_string T ON T.id=O.opType_id "
+         "WHERE O.end>=?1 AND O.start<=?2 ORDER BY O.gpuId, O.queueId, O.start, O.end DESC");
+  if (!st)
+    return 1;
   int rc;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     int64_t id = sqlite3_column_int64(st, 0), gpu = sqlite3_column_int64(st, 1),
@@ -283,12 +292,12 @@ static int rpd_export_ops(struct rpd_export *x) {
  * open at its timestamp never picks a neighbour starting or ending there. */
 static int rpd_export_flows(struct rpd_export *x) {
   sqlite3_stmt *st = rpd_export_prepare(
-      x,
-      "SELECT L.id, A.pid, A.tid, A.start + (A.end - A.start) / 2, O.gpuId, O.queueId, "
-      "O.start + (O.end - O.start) / 2 FROM rocpd_api_ops L "
-      "JOIN rocpd_api A ON A.id=L.api_id JOIN rocpd_op O ON O.id=L.op_id "
-      "WHERE A.end>=?1 AND A.start<=?2 AND O.end>=?1 AND O.start<=?2 ORDER BY L.id");
-  if (!st) return 1;
+      x, "SELECT L.id, A.pid, A.tid, A.start + (A.end - A.start) / 2, O.gpuId, O.queueId, "
+         "O.start + (O.end - O.start) / 2 FROM rocpd_api_ops L "
+         "JOIN rocpd_api A ON A.id=L.api_id JOIN rocpd_op O ON O.id=L.op_id "
+         "WHERE A.end>=?1 AND A.start<=?2 AND O.end>=?1 AND O.start<=?2 ORDER BY L.id");
+  if (!st)
+    return 1;
   int rc;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     int64_t id = sqlite3_column_int64(st, 0), pid = sqlite3_column_int64(st, 1),
@@ -296,12 +305,15 @@ static int rpd_export_flows(struct rpd_export *x) {
             gpu = sqlite3_column_int64(st, 4), q = sqlite3_column_int64(st, 5),
             omid = sqlite3_column_int64(st, 6);
     rpd_export_begin(x);
-    fprintf(x->out, "\"name\":\"launch\",\"cat\":\"flow\",\"ph\":\"s\",\"id\":%" PRId64 ",\"ts\":", id);
+    fprintf(x->out,
+            "\"name\":\"launch\",\"cat\":\"flow\",\"ph\":\"s\",\"id\":%" PRId64 ",\"ts\":", id);
     rpd_export_ts(x, amid);
     fprintf(x->out, ",\"pid\":%" PRId64 ",\"tid\":%" PRId64 "}", pid, tid);
     rpd_export_begin(x);
     fprintf(x->out,
-            "\"name\":\"launch\",\"cat\":\"flow\",\"ph\":\"f\",\"bp\":\"e\",\"id\":%" PRId64 ",\"ts\":", id);
+            "\"name\":\"launch\",\"cat\":\"flow\",\"ph\":\"f\",\"bp\":\"e\",\"id\":%" PRId64
+            ",\"ts\":",
+            id);
     rpd_export_ts(x, omid);
     fprintf(x->out, ",\"pid\":%" PRId64 ",\"tid\":%" PRId64 "}", rpd_export_gpu_pid(gpu), q);
   }
@@ -310,12 +322,15 @@ static int rpd_export_flows(struct rpd_export *x) {
 
 /* Parses a monitor value as a finite number; 0 and *v, or -1. */
 static int rpd_export_number(const char *s, double *v) {
-  if (!s) return -1;
+  if (!s)
+    return -1;
   char *end = NULL;
   errno = 0;
   *v = strtod(s, &end);
-  if (end == s || errno || !isfinite(*v)) return -1;
-  while (*end == ' ' || *end == '\t') end++;
+  if (end == s || errno || !isfinite(*v))
+    return -1;
+  while (*end == ' ' || *end == '\t')
+    end++;
   return *end ? -1 : 0;
 }
 
@@ -323,36 +338,42 @@ static int rpd_export_number(const char *s, double *v) {
  * type "gpu", else on a pseudo-process per other device. */
 static int rpd_export_counters(struct rpd_export *x) {
   int has = nano_rpdfile_has_object(x->t->db, "rocpd_monitor");
-  if (has <= 0) return has < 0 ? rpdtool_err("export", "%s: %s", x->t->path, sqlite3_errmsg(x->t->db)) : 0;
+  if (has <= 0)
+    return has < 0 ? rpdtool_err("export", "%s: %s", x->t->path, sqlite3_errmsg(x->t->db)) : 0;
   char buf[96];
   sqlite3_stmt *st = rpd_export_prepare(
       x, "SELECT DISTINCT deviceType, deviceId FROM rocpd_monitor WHERE end>=?1 AND start<=?2 "
          "AND lower(deviceType)<>'gpu' ORDER BY 1, 2");
-  if (!st) return 1;
+  if (!st)
+    return 1;
   int rc;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     int64_t dev = sqlite3_column_int64(st, 1);
     snprintf(buf, sizeof buf, "%.40s %" PRId64, (const char *)sqlite3_column_text(st, 0), dev);
     rpd_export_name(x, rpdtool_add(RPD_EXPORT_DEV_PID, dev), -1, buf);
   }
-  if (rpd_export_done(x, st, rc)) return 1;
+  if (rpd_export_done(x, st, rc))
+    return 1;
   /* GPUs known only from monitor rows get their name too. */
-  st = rpd_export_prepare(
-      x, "SELECT DISTINCT deviceId FROM rocpd_monitor WHERE end>=?1 AND start<=?2 "
-         "AND lower(deviceType)='gpu' AND deviceId NOT IN "
-         "(SELECT gpuId FROM rocpd_op WHERE end>=?1 AND start<=?2) ORDER BY 1");
-  if (!st) return 1;
+  st = rpd_export_prepare(x,
+                          "SELECT DISTINCT deviceId FROM rocpd_monitor WHERE end>=?1 AND start<=?2 "
+                          "AND lower(deviceType)='gpu' AND deviceId NOT IN "
+                          "(SELECT gpuId FROM rocpd_op WHERE end>=?1 AND start<=?2) ORDER BY 1");
+  if (!st)
+    return 1;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     int64_t gpu = sqlite3_column_int64(st, 0);
     snprintf(buf, sizeof buf, "GPU %" PRId64, gpu);
     rpd_export_name(x, rpd_export_gpu_pid(gpu), -1, buf);
   }
-  if (rpd_export_done(x, st, rc)) return 1;
+  if (rpd_export_done(x, st, rc))
+    return 1;
 
   st = rpd_export_prepare(
       x, "SELECT deviceType, deviceId, monitorType, start, value FROM rocpd_monitor "
          "WHERE end>=?1 AND start<=?2 ORDER BY start");
-  if (!st) return 1;
+  if (!st)
+    return 1;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     const char *dtype = (const char *)sqlite3_column_text(st, 0);
     int64_t dev = sqlite3_column_int64(st, 1), start = sqlite3_column_int64(st, 3);
@@ -389,12 +410,14 @@ static void rpd_export_gpu_counter(struct rpd_export *x, int64_t gpu, const char
  * counts from the call's start to the op's end. */
 static int rpd_export_queue_depth(struct rpd_export *x) {
   sqlite3_stmt *st = rpd_export_prepare(
-      x, "SELECT gpu, ts, delta FROM (SELECT O.gpuId AS gpu, A.start AS ts, 1 AS delta "
-         "FROM rocpd_api_ops L JOIN rocpd_api A ON A.id = L.api_id JOIN rocpd_op O ON O.id = L.op_id "
-         "UNION ALL SELECT O.gpuId, O.end, -1 FROM rocpd_api_ops L "
-         "JOIN rocpd_api A ON A.id = L.api_id JOIN rocpd_op O ON O.id = L.op_id) "
-         "WHERE ts >= ?1 AND ts <= ?2 ORDER BY gpu, ts, delta DESC");
-  if (!st) return 1;
+      x,
+      "SELECT gpu, ts, delta FROM (SELECT O.gpuId AS gpu, A.start AS ts, 1 AS delta "
+      "FROM rocpd_api_ops L JOIN rocpd_api A ON A.id = L.api_id JOIN rocpd_op O ON O.id = L.op_id "
+      "UNION ALL SELECT O.gpuId, O.end, -1 FROM rocpd_api_ops L "
+      "JOIN rocpd_api A ON A.id = L.api_id JOIN rocpd_op O ON O.id = L.op_id) "
+      "WHERE ts >= ?1 AND ts <= ?2 ORDER BY gpu, ts, delta DESC");
+  if (!st)
+    return 1;
   int rc, any = 0;
   int64_t gpu = 0, depth = 0, end = x->hi < x->last ? x->hi : x->last;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -409,8 +432,10 @@ static int rpd_export_queue_depth(struct rpd_export *x) {
     gpu = g;
     int64_t before = depth;
     depth += delta;
-    if (before <= 0 && depth > 0) rpd_export_gpu_counter(x, gpu, "Idle", "idle", ts, 0);
-    if (before > 0 && depth <= 0) rpd_export_gpu_counter(x, gpu, "Idle", "idle", ts, 1);
+    if (before <= 0 && depth > 0)
+      rpd_export_gpu_counter(x, gpu, "Idle", "idle", ts, 0);
+    if (before > 0 && depth <= 0)
+      rpd_export_gpu_counter(x, gpu, "Idle", "idle", ts, 1);
     rpd_export_gpu_counter(x, gpu, "QueueDepth", "depth", ts, depth);
   }
   if (any) {
@@ -424,11 +449,13 @@ static int rpd_export_queue_depth(struct rpd_export *x) {
  * kind on the process's own track, the cumulative count. */
 static int rpd_export_atomics(struct rpd_export *x) {
   int has = nano_rpdfile_has_object(x->t->db, "nano_atomic_sample");
-  if (has <= 0) return has < 0 ? rpdtool_err("export", "%s: %s", x->t->path, sqlite3_errmsg(x->t->db)) : 0;
+  if (has <= 0)
+    return has < 0 ? rpdtool_err("export", "%s: %s", x->t->path, sqlite3_errmsg(x->t->db)) : 0;
   sqlite3_stmt *st = rpd_export_prepare(
       x, "SELECT pid, kind, start, count FROM nano_atomic_sample WHERE start>=?1 AND start<=?2 "
          "ORDER BY start");
-  if (!st) return 1;
+  if (!st)
+    return 1;
   int rc;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     rpd_export_begin(x);
@@ -445,10 +472,11 @@ static int rpd_export_atomics(struct rpd_export *x) {
 
 /* Counts the rows the export will visit, for the progress line. */
 static uint64_t rpd_export_total(struct rpd_export *x) {
-  sqlite3_stmt *st = rpd_export_prepare(
-      x, "SELECT (SELECT count(*) FROM rocpd_api WHERE end>=?1 AND start<=?2)"
-         " + (SELECT count(*) FROM rocpd_op WHERE end>=?1 AND start<=?2)");
-  if (!st) return 0;
+  sqlite3_stmt *st =
+      rpd_export_prepare(x, "SELECT (SELECT count(*) FROM rocpd_api WHERE end>=?1 AND start<=?2)"
+                            " + (SELECT count(*) FROM rocpd_op WHERE end>=?1 AND start<=?2)");
+  if (!st)
+    return 0;
   uint64_t n = sqlite3_step(st) == SQLITE_ROW ? (uint64_t)sqlite3_column_int64(st, 0) : 0;
   sqlite3_finalize(st);
   return n;
@@ -458,8 +486,9 @@ static uint64_t rpd_export_total(struct rpd_export *x) {
 static int rpd_export_write(struct rpd_export *x) {
   fprintf(x->out, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"source\":");
   rpd_export_str(x->out, x->t->path);
-  fprintf(x->out, ",\"schema_version\":%d,\"time_base_ns\":%" PRId64 ",\"window_start_ns\":%" PRId64
-                  ",\"window_end_ns\":%" PRId64 "},\n\"traceEvents\":[",
+  fprintf(x->out,
+          ",\"schema_version\":%d,\"time_base_ns\":%" PRId64 ",\"window_start_ns\":%" PRId64
+          ",\"window_end_ns\":%" PRId64 "},\n\"traceEvents\":[",
           x->t->schema_version, x->base, x->lo, x->hi);
   x->first = 1;
   if (rpd_export_names(x) || rpd_export_api(x) || rpd_export_ops(x) || rpd_export_flows(x) ||
@@ -478,12 +507,15 @@ int rpd_cmd_export(int argc, char **argv) {
                                      {"absolute", 0, NULL, &absolute},
                                      {NULL, 0, NULL, NULL}};
   int parsed = rpdtool_parse_args(argc, argv, rpd_export_help, opts, &file);
-  if (parsed != RPDTOOL_PARSED) return parsed;
-  if (!output) return rpdtool_usage("export", "missing -o OUT.json");
+  if (parsed != RPDTOOL_PARSED)
+    return parsed;
+  if (!output)
+    return rpdtool_usage("export", "missing -o OUT.json");
 
   struct rpdtool_trace t;
   int ret = rpdtool_open_view("export", file, &t);
-  if (ret) return ret;
+  if (ret)
+    return ret;
   struct rpd_export x = {.t = &t};
   int64_t lo, hi;
   int has = rpdtool_span(&t, &lo, &hi);
@@ -493,9 +525,12 @@ int rpd_cmd_export(int argc, char **argv) {
   }
   x.base = absolute ? 0 : lo;
   x.last = hi;
-  if ((ret = rpdtool_window("export", start_s, end_s, lo, hi, &x.lo, &x.hi)) != 0) goto out;
-  if (!start_s) x.lo = INT64_MIN;
-  if (!end_s) x.hi = INT64_MAX;
+  if ((ret = rpdtool_window("export", start_s, end_s, lo, hi, &x.lo, &x.hi)) != 0)
+    goto out;
+  if (!start_s)
+    x.lo = INT64_MIN;
+  if (!end_s)
+    x.hi = INT64_MAX;
 
   struct stat in_sb, out_sb;
   if (strcmp(output, "-") && stat(output, &out_sb) == 0 && stat(t.path, &in_sb) == 0 &&
@@ -528,14 +563,16 @@ int rpd_cmd_export(int argc, char **argv) {
   ret = rpd_export_write(&x);
   rpdtool_progress_end(&x.prog);
   if (fflush(x.out) != 0 || ferror(x.out)) {
-    if (!ret) ret = rpdtool_err("export", "%s: write failed: %s", tmp ? tmp : "stdout", strerror(errno));
+    if (!ret)
+      ret = rpdtool_err("export", "%s: write failed: %s", tmp ? tmp : "stdout", strerror(errno));
   }
   if (tmp) {
     if (fclose(x.out) != 0 && !ret)
       ret = rpdtool_err("export", "%s: write failed: %s", tmp, strerror(errno));
     if (!ret && rename(tmp, output) != 0)
       ret = rpdtool_err("export", "cannot rename %s to %s: %s", tmp, output, strerror(errno));
-    if (ret) unlink(tmp);
+    if (ret)
+      unlink(tmp);
     free(tmp);
   }
   if (x.skipped_counters)

@@ -29,13 +29,21 @@
 
 /* The API names of graph creation and of graph launch (rocpd's lists, plus
  * the CUDA names without a version suffix as nanoprobe's backends record). */
-static const char *const gr_graph_apis[] = {
-    "hipStreamBeginCapture", "hipStreamEndCapture", "hipGraphInstantiate",
-    "hipGraphInstantiateWithFlags", "cudaStreamBeginCapture_v10000",
-    "cudaStreamBeginCapture_ptsz_v10000", "cudaStreamEndCapture_v10000",
-    "cudaStreamEndCapture_ptsz_v10000", "cudaGraphInstantiate_v10000",
-    "cudaGraphInstantiateWithFlags_v11040", "cudaStreamBeginCapture", "cudaStreamEndCapture",
-    "cudaGraphInstantiate", "cudaGraphInstantiateWithFlags", NULL};
+static const char *const gr_graph_apis[] = {"hipStreamBeginCapture",
+                                            "hipStreamEndCapture",
+                                            "hipGraphInstantiate",
+                                            "hipGraphInstantiateWithFlags",
+                                            "cudaStreamBeginCapture_v10000",
+                                            "cudaStreamBeginCapture_ptsz_v10000",
+                                            "cudaStreamEndCapture_v10000",
+                                            "cudaStreamEndCapture_ptsz_v10000",
+                                            "cudaGraphInstantiate_v10000",
+                                            "cudaGraphInstantiateWithFlags_v11040",
+                                            "cudaStreamBeginCapture",
+                                            "cudaStreamEndCapture",
+                                            "cudaGraphInstantiate",
+                                            "cudaGraphInstantiateWithFlags",
+                                            NULL};
 static const char *const gr_launch_apis[] = {"hipGraphLaunch", "cudaGraphLaunch_v10000",
                                              "cudaGraphLaunch_ptsz_v10000", "cudaGraphLaunch",
                                              NULL};
@@ -85,8 +93,10 @@ struct gr_keys {
 
 /* Copies s[0..len) without leading/trailing white space (Python's strip()). */
 static char *gr_strip(const char *s, size_t len) {
-  while (len && isspace((unsigned char)*s)) s++, len--;
-  while (len && isspace((unsigned char)s[len - 1])) len--;
+  while (len && isspace((unsigned char)*s))
+    s++, len--;
+  while (len && isspace((unsigned char)s[len - 1]))
+    len--;
   return strndup(s, len);
 }
 
@@ -106,7 +116,8 @@ static int gr_split(const char *args, int (*fn)(void *, char *, char *), void *c
       free(v);
       return -1;
     }
-    if (!bar) return 0;
+    if (!bar)
+      return 0;
     p = bar + 1;
   }
 }
@@ -118,12 +129,15 @@ static int gr_add_key(void *ctx, char *k, char *v) {
   free(v);
   size_t len = strlen(k);
   size_t a = 0;
-  while (a < len && k[a] == '"') a++;
-  while (len > a && k[len - 1] == '"') len--;
+  while (a < len && k[a] == '"')
+    a++;
+  while (len > a && k[len - 1] == '"')
+    len--;
   memmove(k, k + a, len - a);
   k[len - a] = 0;
   int skip = !*k || !strcmp(k, "s_api") || !strcmp(k, "s_op");
-  for (int i = 0; i < keys->n && !skip; i++) skip = !strcmp(keys->name[i], k);
+  for (int i = 0; i < keys->n && !skip; i++)
+    skip = !strcmp(keys->name[i], k);
   if (skip || keys->n == GR_MAXKEYS) {
     free(k);
     return 0;
@@ -162,7 +176,8 @@ static char *gr_rows_sql(const struct rpdtool_trace *t, const char *const *names
     sqlite3_free(in);
     in = next;
   }
-  if (!in) return NULL;
+  if (!in)
+    return NULL;
   char *sql = sqlite3_mprintf(
       "SELECT %s FROM rocpd_api A JOIN %s B ON B.id = A.args_id WHERE A.apiName_id IN "
       "(SELECT id FROM rocpd_string WHERE string IN (%s))",
@@ -184,21 +199,27 @@ static int gr_subclass(const char *cmd, const struct rpdtool_trace *t, const cha
   char *sql = NULL;
   const char *fixed[] = {"stream", "graph", "graphExec"};
   for (int i = 0; i < 3; i++)
-    if (!(keys.name[keys.n++] = strdup(fixed[i]))) goto oom;
-  if (!(sql = gr_rows_sql(t, names, 1))) goto oom;
-  if (sqlite3_prepare_v2(t->db, sql, -1, &st, NULL) != SQLITE_OK) goto sqlerr;
+    if (!(keys.name[keys.n++] = strdup(fixed[i])))
+      goto oom;
+  if (!(sql = gr_rows_sql(t, names, 1)))
+    goto oom;
+  if (sqlite3_prepare_v2(t->db, sql, -1, &st, NULL) != SQLITE_OK)
+    goto sqlerr;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     const char *a = (const char *)sqlite3_column_text(st, 0);
-    if (gr_split(a ? a : "", gr_add_key, &keys) != 0) goto oom;
+    if (gr_split(a ? a : "", gr_add_key, &keys) != 0)
+      goto oom;
   }
-  if (rc != SQLITE_DONE) goto sqlerr;
+  if (rc != SQLITE_DONE)
+    goto sqlerr;
   sqlite3_finalize(st);
   st = NULL;
   sqlite3_free(sql);
   /* CREATE TABLE and the INSERT with one column per key. */
   sql = sqlite3_mprintf("CREATE TABLE IF NOT EXISTS \"rocpd_%wapi\" (\"api_ptr_id\" integer NOT "
                         "NULL PRIMARY KEY REFERENCES \"rocpd_api\" (\"id\") DEFERRABLE INITIALLY "
-                        "DEFERRED", sub);
+                        "DEFERRED",
+                        sub);
   char *isql = sqlite3_mprintf("INSERT INTO \"rocpd_%wapi\"(api_ptr_id", sub);
   for (int i = 0; i < keys.n && sql && isql; i++) {
     char *s2 = sqlite3_mprintf("%s, \"%w\" %s", sql, keys.name[i],
@@ -211,7 +232,8 @@ static int gr_subclass(const char *cmd, const struct rpdtool_trace *t, const cha
   }
   if (sql && isql) {
     char *s2 = sqlite3_mprintf("%s); CREATE VIEW IF NOT EXISTS \"%wapi\" AS SELECT * FROM api A "
-                               "JOIN \"rocpd_%wapi\" B ON B.api_ptr_id=A.id;", sql, sub, sub);
+                               "JOIN \"rocpd_%wapi\" B ON B.api_ptr_id=A.id;",
+                               sql, sub, sub);
     char *i2 = sqlite3_mprintf("%s) VALUES (?1", isql);
     for (int i = 0; i < keys.n && i2; i++) {
       char *i3 = sqlite3_mprintf("%s, ?%d", i2, i + 2);
@@ -237,9 +259,12 @@ static int gr_subclass(const char *cmd, const struct rpdtool_trace *t, const cha
     goto sqlerr;
   }
   sqlite3_free(isql);
-  if (ret) goto out;
-  if (!(sql = gr_rows_sql(t, names, 0))) goto oom;
-  if (sqlite3_prepare_v2(t->db, sql, -1, &st, NULL) != SQLITE_OK) goto sqlerr;
+  if (ret)
+    goto out;
+  if (!(sql = gr_rows_sql(t, names, 0)))
+    goto oom;
+  if (sqlite3_prepare_v2(t->db, sql, -1, &st, NULL) != SQLITE_OK)
+    goto sqlerr;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     struct gr_row row = {.keys = &keys};
     const char *a = (const char *)sqlite3_column_text(st, 1);
@@ -247,25 +272,30 @@ static int gr_subclass(const char *cmd, const struct rpdtool_trace *t, const cha
     int brc = sqlite3_bind_int64(ins, 1, sqlite3_column_int64(st, 0));
     for (int i = 0; i < keys.n && brc == SQLITE_OK; i++)
       brc = sqlite3_bind_text(ins, i + 2, row.val[i] ? row.val[i] : "", -1, SQLITE_TRANSIENT);
-    for (int i = 0; i < keys.n; i++) free(row.val[i]);
-    if (bad) goto oom;
-    if (brc != SQLITE_OK || sqlite3_step(ins) != SQLITE_DONE) goto sqlerr;
+    for (int i = 0; i < keys.n; i++)
+      free(row.val[i]);
+    if (bad)
+      goto oom;
+    if (brc != SQLITE_OK || sqlite3_step(ins) != SQLITE_DONE)
+      goto sqlerr;
     sqlite3_reset(ins);
     (*count)++;
   }
-  if (rc != SQLITE_DONE) goto sqlerr;
+  if (rc != SQLITE_DONE)
+    goto sqlerr;
   goto out;
 oom:
   ret = rpdtool_err(cmd, "out of memory");
   goto out;
 sqlerr:
-  ret = rpdtool_err(cmd, "%s: graph API table rocpd_%sapi: %s", t->path, sub,
-                    sqlite3_errmsg(t->db));
+  ret =
+      rpdtool_err(cmd, "%s: graph API table rocpd_%sapi: %s", t->path, sub, sqlite3_errmsg(t->db));
 out:
   sqlite3_finalize(st);
   sqlite3_finalize(ins);
   sqlite3_free(sql);
-  for (int i = 0; i < keys.n; i++) free(keys.name[i]);
+  for (int i = 0; i < keys.n; i++)
+    free(keys.name[i]);
   return ret;
 }
 
@@ -287,7 +317,8 @@ static int gr_kernels(const char *cmd, const struct rpdtool_trace *t, int64_t *c
     *count += sqlite3_changes(t->db);
     sqlite3_reset(ins);
   }
-  if (rc == SQLITE_DONE) goto out;
+  if (rc == SQLITE_DONE)
+    goto out;
 sqlerr:
   ret = rpdtool_err(cmd, "%s: filling ext_graph_kernelapis: %s", t->path, sqlite3_errmsg(t->db));
 out:
@@ -306,17 +337,24 @@ static int gr_fill(const char *cmd, const struct rpdtool_trace *t, void *ctx) {
   struct gr_counts *n = ctx;
   /* Tables without the Generated tag are leftovers of an interrupted run of
    * rocpd's Python (it commits as it goes): start over. */
-  int ret = an_exec(cmd, t, "removing leftover graph tables",
-                "DROP VIEW IF EXISTS graphLaunch; DROP VIEW IF EXISTS graphKernel; "
-                "DROP VIEW IF EXISTS graphapi; DROP VIEW IF EXISTS graphLaunchapi; "
-                "DROP TABLE IF EXISTS rocpd_graphapi; DROP TABLE IF EXISTS rocpd_graphLaunchapi; "
-                "DROP TABLE IF EXISTS ext_graph_kernelapis; DROP TABLE IF EXISTS ext_graph;");
-  if (!ret) ret = gr_subclass(cmd, t, "graph", gr_graph_apis, &n->napi);
-  if (!ret) ret = gr_subclass(cmd, t, "graphLaunch", gr_launch_apis, &n->nlaunch);
-  if (!ret) ret = an_exec(cmd, t, "creating the graph tables", gr_schema);
-  if (!ret) ret = an_exec(cmd, t, "filling ext_graph", gr_fill_graph);
-  if (!ret) n->ngraph = sqlite3_changes(t->db);
-  if (!ret) ret = gr_kernels(cmd, t, &n->nkern);
+  int ret =
+      an_exec(cmd, t, "removing leftover graph tables",
+              "DROP VIEW IF EXISTS graphLaunch; DROP VIEW IF EXISTS graphKernel; "
+              "DROP VIEW IF EXISTS graphapi; DROP VIEW IF EXISTS graphLaunchapi; "
+              "DROP TABLE IF EXISTS rocpd_graphapi; DROP TABLE IF EXISTS rocpd_graphLaunchapi; "
+              "DROP TABLE IF EXISTS ext_graph_kernelapis; DROP TABLE IF EXISTS ext_graph;");
+  if (!ret)
+    ret = gr_subclass(cmd, t, "graph", gr_graph_apis, &n->napi);
+  if (!ret)
+    ret = gr_subclass(cmd, t, "graphLaunch", gr_launch_apis, &n->nlaunch);
+  if (!ret)
+    ret = an_exec(cmd, t, "creating the graph tables", gr_schema);
+  if (!ret)
+    ret = an_exec(cmd, t, "filling ext_graph", gr_fill_graph);
+  if (!ret)
+    n->ngraph = sqlite3_changes(t->db);
+  if (!ret)
+    ret = gr_kernels(cmd, t, &n->nkern);
   return ret;
 }
 
@@ -326,19 +364,22 @@ static const struct an_step gr_step = {"Graph", 0, "graph tables", gr_fill};
 static int gr_run(const char *cmd, const struct rpdtool_trace *t) {
   struct gr_counts n = {0};
   int ret = an_step_run(cmd, t, &gr_step, &n);
-  if (ret) return ret;
+  if (ret)
+    return ret;
   printf("rpd %s: %s: %lld graph API calls, %lld graphs, %lld captured kernel launches, "
-         "%lld graph launches\n", cmd, t->path, (long long)n.napi, (long long)n.ngraph,
-         (long long)n.nkern, (long long)n.nlaunch);
+         "%lld graph launches\n",
+         cmd, t->path, (long long)n.napi, (long long)n.ngraph, (long long)n.nkern,
+         (long long)n.nlaunch);
   return 0;
 }
 
 int rpd_cmd_graph(int argc, char **argv) {
-  return an_step_main(argc, argv,
-                      "usage: rpd graph FILE\n\n"
-                      "Adds HIP/CUDA graph tables to FILE from the graph API calls (stream capture,\n"
-                      "instantiate, launch with args 'graph = 0x.. | graphExec = 0x.. | stream = ..'):\n"
-                      "ext_graph, ext_graph_kernelapis, views graphLaunch and graphKernel\n"
-                      "(rocmProfileData's names). One transaction; a second run does nothing.\n",
-                      &gr_step, gr_run);
+  return an_step_main(
+      argc, argv,
+      "usage: rpd graph FILE\n\n"
+      "Adds HIP/CUDA graph tables to FILE from the graph API calls (stream capture,\n"
+      "instantiate, launch with args 'graph = 0x.. | graphExec = 0x.. | stream = ..'):\n"
+      "ext_graph, ext_graph_kernelapis, views graphLaunch and graphKernel\n"
+      "(rocmProfileData's names). One transaction; a second run does nothing.\n",
+      &gr_step, gr_run);
 }

@@ -24,7 +24,8 @@ static const struct an_step rpd_index_step = {NULL, 0, "indexes", rpd_index_fill
 /* Creates the indexes inside one transaction. 0 or the exit code. */
 static int rpd_index_run(const char *cmd, const struct rpdtool_trace *t) {
   int ret = an_step_run(cmd, t, &rpd_index_step, NULL);
-  if (!ret) printf("rpd %s: %s: rocmProfileData's optional indexes are in place\n", cmd, t->path);
+  if (!ret)
+    printf("rpd %s: %s: rocmProfileData's optional indexes are in place\n", cmd, t->path);
   return ret;
 }
 

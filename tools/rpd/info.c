@@ -78,7 +78,8 @@ static int rpd_info_atomics(struct rpdtool_trace *t) {
   int64_t n = 0;
   if (has < 0 || (has && rpdtool_int(t->db, "SELECT count(*) FROM nano_atomic_totals", &n)))
     return rpdtool_err("info", "%s: %s", t->path, sqlite3_errmsg(t->db));
-  if (n == 0) return 0;
+  if (n == 0)
+    return 0;
   printf("\nhost atomics per kind:\n");
   return rpdtool_print_query("info", t->db, "SELECT kind, count FROM nano_atomic_totals", 0,
                              stdout);
@@ -89,7 +90,8 @@ static int rpd_info_atomics(struct rpdtool_trace *t) {
  * rpdtool.h for the row naming a process); "" when the trace has no names.
  * sqlite3_malloc'd (NULL: no memory). */
 static char *rpd_info_name_column(const struct rpdtool_trace *t, const char *tid_expr) {
-  if (!t->has_names) return sqlite3_mprintf("%s", "");
+  if (!t->has_names)
+    return sqlite3_mprintf("%s", "");
   return sqlite3_mprintf(
       "(SELECT name FROM nano_thread N WHERE N.pid=X.pid AND N.tid=%s) AS name, ", tid_expr);
 }
@@ -129,16 +131,19 @@ static int rpd_info_dispatches(struct rpdtool_trace *t) {
 static int rpd_info_integrity(struct rpdtool_trace *t, char **problem) {
   *problem = NULL;
   sqlite3_stmt *st = NULL;
-  if (sqlite3_prepare_v2(t->db, "PRAGMA main.quick_check(1)", -1, &st, NULL) != SQLITE_OK) return -1;
+  if (sqlite3_prepare_v2(t->db, "PRAGMA main.quick_check(1)", -1, &st, NULL) != SQLITE_OK)
+    return -1;
   int rc = sqlite3_step(st), ret = 0;
   if (rc == SQLITE_ROW) {
     const char *v = (const char *)sqlite3_column_text(st, 0);
     if (!v || strcmp(v, "ok") != 0) {
       static const char banner[] = "*** in database main ***\n";
-      if (v && !strncmp(v, banner, sizeof banner - 1)) v += sizeof banner - 1;
+      if (v && !strncmp(v, banner, sizeof banner - 1))
+        v += sizeof banner - 1;
       *problem = sqlite3_mprintf("%s", v ? v : "(no answer)");
       for (char *c = *problem; c && *c; c++)
-        if (*c == '\n') *c = ' ';
+        if (*c == '\n')
+          *c = ' ';
     }
   } else if (rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB) {
     *problem = sqlite3_mprintf("%s", sqlite3_errmsg(t->db));
@@ -152,10 +157,12 @@ static int rpd_info_integrity(struct rpdtool_trace *t, char **problem) {
 int rpd_cmd_info(int argc, char **argv) {
   const char *file;
   int ret = rpdtool_parse_args(argc, argv, rpd_info_help, NULL, &file);
-  if (ret != RPDTOOL_PARSED) return ret;
+  if (ret != RPDTOOL_PARSED)
+    return ret;
   struct rpdtool_trace t;
   ret = rpdtool_open_view("info", file, &t);
-  if (ret) return ret;
+  if (ret)
+    return ret;
   char *damage = NULL; /* quick_check's first problem */
 
   int64_t lo, hi;
@@ -178,18 +185,20 @@ int rpd_cmd_info(int argc, char **argv) {
     goto out;
   }
   printf("integrity:       %s\n", damage ? "DAMAGED (see the end)" : "ok (SQLite quick_check)");
-  if ((ret = rpd_info_tables(&t))) goto out;
+  if ((ret = rpd_info_tables(&t)))
+    goto out;
 
   char pexpr[48];
   snprintf(pexpr, sizeof pexpr, "X.pid %% %" PRId64, t.pid_stride);
   char *pname = rpd_info_name_column(&t, pexpr), *tname = rpd_info_name_column(&t, "X.tid");
-  char *sql = pname ? sqlite3_mprintf(
-                          "SELECT pid, %s count(DISTINCT tid) AS threads, count(*) AS api_calls, "
-                          "sum(domain='UserMarker' OR apiName='UserMarker') AS user_markers, "
-                          "min(start) AS first_ns, max(end) AS last_ns "
-                          "FROM (%s) X GROUP BY pid ORDER BY pid",
-                          pname, rpdtool_api_sql(&t))
-                    : NULL;
+  char *sql =
+      pname
+          ? sqlite3_mprintf("SELECT pid, %s count(DISTINCT tid) AS threads, count(*) AS api_calls, "
+                            "sum(domain='UserMarker' OR apiName='UserMarker') AS user_markers, "
+                            "min(start) AS first_ns, max(end) AS last_ns "
+                            "FROM (%s) X GROUP BY pid ORDER BY pid",
+                            pname, rpdtool_api_sql(&t))
+          : NULL;
   char *threads = tname ? sqlite3_mprintf("SELECT pid, tid, %s count(*) AS api_calls, "
                                           "min(start) AS first_ns, max(end) AS last_ns "
                                           "FROM rocpd_api X GROUP BY pid, tid ORDER BY pid, tid",
@@ -213,14 +222,16 @@ int rpd_cmd_info(int argc, char **argv) {
     goto out;
   }
   printf("\nprocesses: %" PRId64 ", threads: %" PRId64 "\n", np, nt);
-  if (np) ret = rpdtool_print_query("info", t.db, sql, 0, stdout);
+  if (np)
+    ret = rpdtool_print_query("info", t.db, sql, 0, stdout);
   sqlite3_free(sql);
   if (!ret && nt) {
     printf("\nthreads%s:\n", nt > RPD_INFO_THREADS ? " (the first " RPD_INFO_THREADS_STR ")" : "");
     ret = rpdtool_print_query("info", t.db, threads, RPD_INFO_THREADS, stdout);
   }
   sqlite3_free(threads);
-  if (ret) goto out;
+  if (ret)
+    goto out;
   printf("\nGPUs: %" PRId64 "\n", ng);
   if (ng)
     ret = rpdtool_print_query(
@@ -231,11 +242,14 @@ int rpd_cmd_info(int argc, char **argv) {
         0, stdout);
   if (!ret && t.has_dispatches)
     ret = rpd_info_dispatches(&t);
-  if (!ret) ret = rpd_info_atomics(&t);
+  if (!ret)
+    ret = rpd_info_atomics(&t);
   if (damage) {
     fflush(stdout);
-    ret = rpdtool_err("info", "%s: the file is damaged (SQLite quick_check: %s); what is shown "
-                      "above may be incomplete or wrong", t.path, damage);
+    ret = rpdtool_err("info",
+                      "%s: the file is damaged (SQLite quick_check: %s); what is shown "
+                      "above may be incomplete or wrong",
+                      t.path, damage);
   }
 out:
   sqlite3_free(damage);

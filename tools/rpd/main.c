@@ -18,14 +18,17 @@ struct rpd_command {
 /* One line per command; `rpd --help` lists them in this order. */
 static const struct rpd_command rpd_commands[] = {
     {"create", rpd_cmd_create, "create an empty RPD file (schema version 3)"},
-    {"info", rpd_cmd_info, "schema version, time span, rows per table, processes, threads, GPUs, drops"},
-    {"summary", rpd_cmd_summary, "totals, longest ranges, kernels, memory findings, atomics, losses"},
+    {"info", rpd_cmd_info,
+     "schema version, time span, rows per table, processes, threads, GPUs, drops"},
+    {"summary", rpd_cmd_summary,
+     "totals, longest ranges, kernels, memory findings, atomics, losses"},
     {"top", rpd_cmd_top, "GPU ops grouped by name, longest total first"},
     {"watch", rpd_cmd_watch, "the summary, refreshed while a program records into the file"},
     {"export", rpd_cmd_export, "write Chrome trace-event JSON (Perfetto, chrome://tracing)"},
     {"callstack", rpd_cmd_callstack, "add caller/callee tables: ext_callstack, callStack_* views"},
     {"graph", rpd_cmd_graph, "add HIP/CUDA graph tables: ext_graph, graphLaunch, graphKernel"},
-    {"autograd", rpd_cmd_autograd, "parse PyTorch emit_nvtx ranges: ext_autogradapi, autogradKernel"},
+    {"autograd", rpd_cmd_autograd,
+     "parse PyTorch emit_nvtx ranges: ext_autogradapi, autogradKernel"},
     {"report", rpd_cmd_report, "write a self-contained HTML report (tables, timeline, autograd)"},
     {"merge", rpd_cmd_merge, "combine traces of several ranks/nodes into one (node in pid, gpuId)"},
     {"trim", rpd_cmd_trim, "write the part of a trace within a time window to a new file"},
@@ -69,7 +72,8 @@ int main(int argc, char **argv) {
     return RPDTOOL_EXIT_OK;
   }
   for (size_t i = 0; i < sizeof rpd_commands / sizeof rpd_commands[0]; i++)
-    if (!strcmp(cmd, rpd_commands[i].name)) return rpd_commands[i].run(argc - 1, argv + 1);
+    if (!strcmp(cmd, rpd_commands[i].name))
+      return rpd_commands[i].run(argc - 1, argv + 1);
   fprintf(stderr, "rpd: unknown command '%s'\n\n", cmd);
   rpd_main_usage(stderr);
   return RPDTOOL_EXIT_USAGE;

@@ -34,11 +34,13 @@ static int mg_nodes(const char *s, long *nodes, int n) {
   for (int i = 0; i < n; i++) {
     char *end = NULL;
     long v = strtol(s, &end, 10);
-    if (end == s || v < 0 || v >= MG_MAXNODE) return -1;
+    if (end == s || v < 0 || v >= MG_MAXNODE)
+      return -1;
     nodes[i] = v;
     s = end;
     if (i + 1 < n) {
-      if (*s != ',') return -1;
+      if (*s != ',')
+        return -1;
       s++;
     }
   }
@@ -50,7 +52,8 @@ int rpd_cmd_merge(int argc, char **argv) {
   const char *cmd = argv[0], *nodes_arg = NULL;
   const char **files = calloc((size_t)argc, sizeof *files);
   int nfiles = 0;
-  if (!files) return rpdtool_err(cmd, "out of memory");
+  if (!files)
+    return rpdtool_err(cmd, "out of memory");
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
       mg_usage(stdout);
@@ -84,7 +87,8 @@ int rpd_cmd_merge(int argc, char **argv) {
     ret = rpdtool_err(cmd, "out of memory");
     goto done;
   }
-  for (int i = 0; i < nin; i++) nodes[i] = i;
+  for (int i = 0; i < nin; i++)
+    nodes[i] = i;
   if (nodes_arg && mg_nodes(nodes_arg, nodes, nin) != 0) {
     ret = rpdtool_usage(cmd, "--nodes wants %d numbers 0..%d separated by commas, got '%s'", nin,
                         MG_MAXNODE - 1, nodes_arg);
@@ -111,7 +115,8 @@ int rpd_cmd_merge(int argc, char **argv) {
       goto done;
     }
     struct rpdtool_trace t;
-    if ((ret = rpdtool_open(cmd, files[i + 1], RPDTOOL_READ, &t))) goto done;
+    if ((ret = rpdtool_open(cmd, files[i + 1], RPDTOOL_READ, &t)))
+      goto done;
     rpdtool_close(&t);
   }
   ret = an_out_check(cmd, out, "Merge::Inputs", tagval);
@@ -120,17 +125,21 @@ int rpd_cmd_merge(int argc, char **argv) {
     ret = 0;
     goto done;
   }
-  if (ret || (ret = an_out_create(cmd, out, &db))) goto done;
+  if (ret || (ret = an_out_create(cmd, out, &db)))
+    goto done;
   struct an_copy_counts c = {0};
   struct rpdtool_progress prog;
   rpdtool_progress_start(&prog, "merge", (uint64_t)nin);
   for (int i = 0; i < nin; i++) {
     struct rpdtool_trace t;
     struct an_copy_opts o = {.node = nodes[i]};
-    if ((ret = rpdtool_open(cmd, files[i + 1], RPDTOOL_READ, &t))) break;
-    if (an_copy(cmd, db, &t, &o, &c) != 0) ret = RPDTOOL_EXIT_FAIL;
+    if ((ret = rpdtool_open(cmd, files[i + 1], RPDTOOL_READ, &t)))
+      break;
+    if (an_copy(cmd, db, &t, &o, &c) != 0)
+      ret = RPDTOOL_EXIT_FAIL;
     rpdtool_close(&t);
-    if (ret) break;
+    if (ret)
+      break;
     rpdtool_progress_add(&prog, 1);
   }
   rpdtool_progress_end(&prog);
@@ -138,7 +147,8 @@ int rpd_cmd_merge(int argc, char **argv) {
     an_out_discard(db, out);
     goto done;
   }
-  if ((ret = an_out_finish(cmd, db, out, "Merge::Inputs", tagval))) goto done;
+  if ((ret = an_out_finish(cmd, db, out, "Merge::Inputs", tagval)))
+    goto done;
   printf("rpd %s: %s: %d inputs, %lld calls, %lld GPU ops, %lld monitor samples, %lld strings\n",
          cmd, out, nin, (long long)c.api, (long long)c.op, (long long)c.monitor,
          (long long)c.strings);

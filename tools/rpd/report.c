@@ -40,20 +40,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nano/hash.h"
 #include "analysis.h"
 #include "commands.h"
+#include "nano/hash.h"
 #include "report.h"
 
 #define RP_XSTR(x) #x
 #define RP_STR(x) RP_XSTR(x)
-#define RP_WIDTH 1100    /* timeline plot width, px */
-#define RP_LANE 14       /* lane height, px */
-#define RP_MAXLANES 48   /* lanes drawn at most (per kind) */
-#define RP_MAXMARKS 300  /* marks drawn at most */
-#define RP_MAXTRACK 4096 /* lanes tracked at most (the first RP_MAXLANES drawn) */
-#define RP_TOP 25        /* rows of the top tables */
-#define RP_MEM_ROWS 10   /* locations per dispatch in the memory section */
+#define RP_WIDTH 1100        /* timeline plot width, px */
+#define RP_LANE 14           /* lane height, px */
+#define RP_MAXLANES 48       /* lanes drawn at most (per kind) */
+#define RP_MAXMARKS 300      /* marks drawn at most */
+#define RP_MAXTRACK 4096     /* lanes tracked at most (the first RP_MAXLANES drawn) */
+#define RP_TOP 25            /* rows of the top tables */
+#define RP_MEM_ROWS 10       /* locations per dispatch in the memory section */
 #define RP_MEM_DISPATCHES 50 /* dispatches in the memory section at most */
 #define RP_HEAT_PAGES 256    /* pages drawn in a heatmap strip at most */
 #define RP_HEAT_CELL 4       /* px per page in the strip */
@@ -65,12 +65,23 @@
 static void rp_esc(FILE *f, const char *s) {
   for (; s && *s; s++) {
     switch (*s) {
-      case '&': fputs("&amp;", f); break;
-      case '<': fputs("&lt;", f); break;
-      case '>': fputs("&gt;", f); break;
-      case '"': fputs("&quot;", f); break;
-      case '\'': fputs("&#39;", f); break;
-      default: fputc(*s, f);
+    case '&':
+      fputs("&amp;", f);
+      break;
+    case '<':
+      fputs("&lt;", f);
+      break;
+    case '>':
+      fputs("&gt;", f);
+      break;
+    case '"':
+      fputs("&quot;", f);
+      break;
+    case '\'':
+      fputs("&#39;", f);
+      break;
+    default:
+      fputc(*s, f);
     }
   }
 }
@@ -140,7 +151,8 @@ static int rp_summary(const char *cmd, const struct rpdtool_trace *t, FILE *f, i
       "(SELECT count(*) FROM (SELECT DISTINCT pid, tid FROM rocpd_api)), "
       "(SELECT count(*) FROM (SELECT DISTINCT gpuId FROM rocpd_op))";
   sqlite3_stmt *st = rpdtool_prepare(cmd, t, sql);
-  if (!st) return -1;
+  if (!st)
+    return -1;
   int rc = sqlite3_step(st);
   if (rc == SQLITE_ROW) {
     fputs("<h2>Summary</h2><table><tbody>", f);
@@ -149,7 +161,8 @@ static int rp_summary(const char *cmd, const struct rpdtool_trace *t, FILE *f, i
     fprintf(f, "</td></tr><tr><th>schema version</th><td>%d</td></tr>", t->schema_version);
     fprintf(f, "<tr><th>time span</th><td>%lld .. %lld ns (", (long long)lo, (long long)hi);
     rp_dur(f, (double)rpdtool_sub(hi, lo));
-    fprintf(f, ")</td></tr><tr><th>API calls and ranges</th><td>%lld</td></tr>"
+    fprintf(f,
+            ")</td></tr><tr><th>API calls and ranges</th><td>%lld</td></tr>"
             "<tr><th>GPU ops</th><td>%lld</td></tr><tr><th>processes / threads</th>"
             "<td>%lld / %lld</td></tr><tr><th>GPUs</th><td>%lld</td></tr></tbody></table>\n",
             (long long)sqlite3_column_int64(st, 0), (long long)sqlite3_column_int64(st, 1),
@@ -167,11 +180,13 @@ static int rp_busy(const char *cmd, const struct rpdtool_trace *t, FILE *f) {
       "sum(end-start) AS GpuTime FROM rocpd_op GROUP BY gpuId) A JOIN (SELECT max(end) - "
       "min(start) AS WallTime FROM rocpd_op) ORDER BY A.gpuId";
   sqlite3_stmt *st = rpdtool_prepare(cmd, t, sql);
-  if (!st) return -1;
+  if (!st)
+    return -1;
   fputs("<h2 id=busy>GPU busy</h2><p class=muted>Summed op time over the wall time of all ops "
         "(the <code>busy</code> view; overlapping ops can exceed 100%).</p>"
         "<table class=sortable><thead><tr><th>gpuId</th><th>op time</th><th>wall time</th>"
-        "<th>busy</th><th></th></tr></thead><tbody>\n", f);
+        "<th>busy</th><th></th></tr></thead><tbody>\n",
+        f);
   int rc, n = 0;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     double b = sqlite3_column_double(st, 3);
@@ -179,12 +194,18 @@ static int rp_busy(const char *cmd, const struct rpdtool_trace *t, FILE *f) {
             (long long)sqlite3_column_int64(st, 0));
     rp_dur_cell(f, sqlite3_column_double(st, 1));
     rp_dur_cell(f, sqlite3_column_double(st, 2));
-    fprintf(f, "<td class=n data-v=\"%.6f\">%.1f%%</td><td><div class=bar style=\"width:%dpx\">"
-            "</div></td></tr>\n", b, 100 * b, (int)(200 * (b > 1 ? 1 : b < 0 ? 0 : b)));
+    fprintf(f,
+            "<td class=n data-v=\"%.6f\">%.1f%%</td><td><div class=bar style=\"width:%dpx\">"
+            "</div></td></tr>\n",
+            b, 100 * b,
+            (int)(200 * (b > 1   ? 1
+                         : b < 0 ? 0
+                                 : b)));
     n++;
   }
   fputs("</tbody></table>\n", f);
-  if (!n) fputs("<p class=muted>No GPU ops in this trace.</p>\n", f);
+  if (!n)
+    fputs("<p class=muted>No GPU ops in this trace.</p>\n", f);
   return rpdtool_done(cmd, t, st, rc, NULL, NULL);
 }
 
@@ -192,19 +213,22 @@ static int rp_busy(const char *cmd, const struct rpdtool_trace *t, FILE *f) {
 
 /* One lane of the timeline: busy pixel columns. */
 struct rp_lane {
-  int64_t a, b;  /* pid, tid or gpuId, queueId */
+  int64_t a, b;             /* pid, tid or gpuId, queueId */
   char name[64], pname[64]; /* thread lanes: the OS names of thread and process, or "" */
   unsigned char px[RP_WIDTH];
 };
 
 /* The strip position of time t (pixels from the left; any double: callers
  * check it against [0, RP_WIDTH) before converting). */
-static double rp_x(int64_t t, int64_t lo, double scale) { return (double)rpdtool_sub(t, lo) * scale; }
+static double rp_x(int64_t t, int64_t lo, double scale) {
+  return (double)rpdtool_sub(t, lo) * scale;
+}
 
 /* qsort order of lanes: by (a, b). */
 static int rp_lane_cmp(const void *pa, const void *pb) {
   const struct rp_lane *x = pa, *y = pb;
-  if (x->a != y->a) return x->a < y->a ? -1 : 1;
+  if (x->a != y->a)
+    return x->a < y->a ? -1 : 1;
   return x->b < y->b ? -1 : x->b > y->b;
 }
 
@@ -217,7 +241,8 @@ static int rp_lanes(const char *cmd, const struct rpdtool_trace *t, const char *
   *lanes = NULL;
   *more = 0;
   sqlite3_stmt *st = rpdtool_prepare(cmd, t, sql);
-  if (!st) return -1;
+  if (!st)
+    return -1;
   struct rp_lane *l = NULL;
   int n = 0, cap = 0, last = -1, rc, lost = 0;
   double scale = hi > lo ? (double)RP_WIDTH / (double)rpdtool_sub(hi, lo) : 0;
@@ -226,7 +251,8 @@ static int rp_lanes(const char *cmd, const struct rpdtool_trace *t, const char *
     if (last < 0 || l[last].a != a || l[last].b != b) {
       last = -1;
       for (int i = 0; i < n && last < 0; i++)
-        if (l[i].a == a && l[i].b == b) last = i;
+        if (l[i].a == a && l[i].b == b)
+          last = i;
       if (last < 0) {
         if (n == RP_MAXTRACK) {
           lost = 1;
@@ -251,7 +277,8 @@ static int rp_lanes(const char *cmd, const struct rpdtool_trace *t, const char *
     }
     double x0 = rp_x(sqlite3_column_int64(st, 2), lo, scale);
     double x1 = rp_x(sqlite3_column_int64(st, 3), lo, scale);
-    if (x1 < 0 || x0 >= RP_WIDTH || x1 < x0) continue; /* outside the strip */
+    if (x1 < 0 || x0 >= RP_WIDTH || x1 < x0)
+      continue; /* outside the strip */
     int p0 = x0 < 0 ? 0 : (int)x0, p1 = x1 >= RP_WIDTH ? RP_WIDTH - 1 : (int)x1;
     memset(l[last].px + p0, 1, (size_t)(p1 - p0 + 1));
   }
@@ -259,7 +286,8 @@ static int rp_lanes(const char *cmd, const struct rpdtool_trace *t, const char *
     free(l);
     return -1;
   }
-  if (n) qsort(l, (size_t)n, sizeof *l, rp_lane_cmp);
+  if (n)
+    qsort(l, (size_t)n, sizeof *l, rp_lane_cmp);
   *lanes = l;
   *more = (n > RP_MAXLANES ? n - RP_MAXLANES : 0) + lost;
   return n > RP_MAXLANES ? RP_MAXLANES : n;
@@ -271,8 +299,8 @@ static char *rp_marks_sql(const struct rpdtool_trace *t) {
   return sqlite3_mprintf("SELECT A.pid, A.tid, A.start, G.string FROM rocpd_api A JOIN %s G ON "
                          "G.id = A.args_id WHERE A.start = A.end AND A.apiName_id IN (SELECT id "
                          "FROM rocpd_string WHERE string = 'UserMarker') ORDER BY A.start "
-                         "LIMIT %d", t->has_ustring ? "rocpd_ustring" : "rocpd_string",
-                         RP_MAXMARKS);
+                         "LIMIT %d",
+                         t->has_ustring ? "rocpd_ustring" : "rocpd_string", RP_MAXMARKS);
 }
 
 /* Draws lanes from y on as runs of busy pixels, labelled "<what> a <sub> b"
@@ -304,7 +332,8 @@ static int rp_draw_lanes(FILE *f, const struct rp_lane *lanes, int n, int y, con
         continue;
       }
       int e = x;
-      while (e < RP_WIDTH && lanes[i].px[e]) e++;
+      while (e < RP_WIDTH && lanes[i].px[e])
+        e++;
       fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\"/>", 150 + x, y,
               e - x, RP_LANE, color);
       x = e;
@@ -331,14 +360,18 @@ static int rp_name_of(sqlite3_stmt *st, int64_t pid, int64_t tid, char *buf, siz
  * nano_thread (when the trace has it). 0, or -1 after printing the error. */
 static int rp_thread_names(const char *cmd, const struct rpdtool_trace *t, struct rp_lane *l,
                            int n) {
-  if (!t->has_names || n <= 0) return 0;
-  sqlite3_stmt *st = rpdtool_prepare(cmd, t, "SELECT name FROM nano_thread WHERE pid=?1 AND tid=?2");
-  if (!st) return -1;
+  if (!t->has_names || n <= 0)
+    return 0;
+  sqlite3_stmt *st =
+      rpdtool_prepare(cmd, t, "SELECT name FROM nano_thread WHERE pid=?1 AND tid=?2");
+  if (!st)
+    return -1;
   int ret = 0;
   for (int i = 0; i < n && !ret; i++)
     ret = rp_name_of(st, l[i].a, l[i].b, l[i].name, sizeof l[i].name) ||
           rp_name_of(st, l[i].a, l[i].a % t->pid_stride, l[i].pname, sizeof l[i].pname);
-  if (ret) rpdtool_err(cmd, "%s: query failed: %s", t->path, sqlite3_errmsg(t->db));
+  if (ret)
+    rpdtool_err(cmd, "%s: query failed: %s", t->path, sqlite3_errmsg(t->db));
   sqlite3_finalize(st);
   return ret ? -1 : 0;
 }
@@ -352,9 +385,11 @@ static int rp_timeline(const char *cmd, const struct rpdtool_trace *t, FILE *f, 
   int ng = nc < 0 ? -1
                   : rp_lanes(cmd, t, "SELECT gpuId, queueId, start, end FROM rocpd_op", lo, hi,
                              &gpu, &mg);
-  if (ng < 0 || rp_thread_names(cmd, t, cpu, nc) != 0) goto out;
+  if (ng < 0 || rp_thread_names(cmd, t, cpu, nc) != 0)
+    goto out;
   int height = (nc + ng) * (RP_LANE + 4) + 40;
-  fprintf(f, "<h2 id=timeline>Timeline</h2><p class=muted>One lane per thread (calls and "
+  fprintf(f,
+          "<h2 id=timeline>Timeline</h2><p class=muted>One lane per thread (calls and "
           "ranges) and per GPU queue (ops); a drawn pixel had activity. Marks are the red "
           "ticks (hover for the text).</p>\n<svg id=timeline-svg "
           "xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
@@ -368,32 +403,39 @@ static int rp_timeline(const char *cmd, const struct rpdtool_trace *t, FILE *f, 
   char *sql = rp_marks_sql(t);
   sqlite3_stmt *st = sql ? rpdtool_prepare(cmd, t, sql) : NULL;
   sqlite3_free(sql);
-  if (!st) goto out;
+  if (!st)
+    goto out;
   int rc;
   double scale = hi > lo ? (double)RP_WIDTH / (double)rpdtool_sub(hi, lo) : 0;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     int64_t pid = sqlite3_column_int64(st, 0), tid = sqlite3_column_int64(st, 1);
     int lane = -1;
     for (int i = 0; i < nc && lane < 0; i++)
-      if (cpu[i].a == pid && cpu[i].b == tid) lane = i;
-    if (lane < 0) continue;
+      if (cpu[i].a == pid && cpu[i].b == tid)
+        lane = i;
+    if (lane < 0)
+      continue;
     double xm = rp_x(sqlite3_column_int64(st, 2), lo, scale);
-    if (xm < 0 || xm >= RP_WIDTH) continue;
+    if (xm < 0 || xm >= RP_WIDTH)
+      continue;
     int x = 150 + (int)xm;
     int ly = ytop + lane * (RP_LANE + 4);
     fprintf(f, "<path class=mark d=\"M%d %d l-4 -6 h8 z\" fill=\"#d0021b\"><title>", x, ly + 6);
     rp_esc(f, (const char *)sqlite3_column_text(st, 3));
     fputs("</title></path>", f);
   }
-  if (rpdtool_done(cmd, t, st, rc, NULL, NULL)) goto out;
+  if (rpdtool_done(cmd, t, st, rc, NULL, NULL))
+    goto out;
   fprintf(f, "\n<text x=\"150\" y=\"%d\">", y + 14);
   rp_dur(f, 0);
   fprintf(f, "</text><text x=\"%d\" y=\"%d\" text-anchor=\"end\">", RP_WIDTH + 150, y + 14);
   rp_dur(f, (double)rpdtool_sub(hi, lo));
   fputs("</text></svg>\n", f);
   if (mc || mg)
-    fprintf(f, "<p class=muted>%d thread lanes and %d GPU queue lanes not drawn (the first %d "
-            "of each kind are).</p>\n", mc, mg, RP_MAXLANES);
+    fprintf(f,
+            "<p class=muted>%d thread lanes and %d GPU queue lanes not drawn (the first %d "
+            "of each kind are).</p>\n",
+            mc, mg, RP_MAXLANES);
   ret = 0;
 out:
   free(cpu);
@@ -410,13 +452,15 @@ static int rp_ops(const char *cmd, const struct rpdtool_trace *t, FILE *f) {
       "name, count(*), sum(O.end - O.start), sum(O.end - O.start) * 100.0 / (SELECT "
       "sum(end - start) FROM rocpd_op) FROM rocpd_op O LEFT JOIN rocpd_string D ON D.id = "
       "O.description_id LEFT JOIN rocpd_string T ON T.id = O.opType_id GROUP BY name ORDER BY 3 "
-      "DESC LIMIT %d", RP_TOP);
+      "DESC LIMIT %d",
+      RP_TOP);
   sqlite3_stmt *st = sql ? rpdtool_prepare(cmd, t, sql) : NULL;
   sqlite3_free(sql);
-  if (!st) return -1;
+  if (!st)
+    return -1;
   fprintf(f, "<h2 id=ops>Top GPU kernels and ops</h2><table class=sortable><thead><tr>"
-          "<th>name</th><th>calls</th><th>total</th><th>average</th><th>%% of GPU time</th>"
-          "</tr></thead><tbody>\n");
+             "<th>name</th><th>calls</th><th>total</th><th>average</th><th>%% of GPU time</th>"
+             "</tr></thead><tbody>\n");
   int rc;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     int64_t calls = sqlite3_column_int64(st, 1);
@@ -447,25 +491,25 @@ struct rp_agg {
  * through an open-addressing table of agg indexes keyed by (range, label);
  * apiName ids of calls map to their agg through a second one keyed by id. */
 struct rp_walk {
-  sqlite3_stmt *name, *args;  /* string by id: rocpd_string, the args table */
-  int64_t *marker;            /* the ids of the string "UserMarker" */
+  sqlite3_stmt *name, *args; /* string by id: rocpd_string, the args table */
+  int64_t *marker;           /* the ids of the string "UserMarker" */
   int nmarker;
   struct rp_agg *agg;
   size_t nagg, capagg;
-  int *bylabel;               /* slots: agg index or -1; size cap (power of 2) */
-  int64_t *idkey;             /* name id per slot of byid */
+  int *bylabel;   /* slots: agg index or -1; size cap (power of 2) */
+  int64_t *idkey; /* name id per slot of byid */
   int *byid;
-  size_t cap;                 /* slots of both tables */
-  int64_t *acc;               /* acc[d]: inclusive GPU time of finished children at depth d+1 */
+  size_t cap;   /* slots of both tables */
+  int64_t *acc; /* acc[d]: inclusive GPU time of finished children at depth d+1 */
   int capacc;
-  struct {                    /* agg and call-tree node of the enclosing call at each depth, */
-    int64_t id;               /* found once per call */
+  struct {      /* agg and call-tree node of the enclosing call at each depth, */
+    int64_t id; /* found once per call */
     int agg, node;
-  } *open;
+  } * open;
   int capopen;
-  struct rp_fnode *fn;        /* the call tree; fn[0] is its root */
+  struct rp_fnode *fn; /* the call tree; fn[0] is its root */
   int nfn, capfn;
-  int fn_full;                /* paths past RP_FLAME_NODES were left out */
+  int fn_full; /* paths past RP_FLAME_NODES were left out */
 };
 
 /* A call path of the call tree: its last call's label and the summed
@@ -490,17 +534,20 @@ static int rp_grow(struct rp_walk *w) {
     free(bl), free(bi), free(ik);
     return -1;
   }
-  for (size_t i = 0; i < cap; i++) bl[i] = bi[i] = -1;
+  for (size_t i = 0; i < cap; i++)
+    bl[i] = bi[i] = -1;
   for (size_t a = 0; a < w->nagg; a++) {
     const struct rp_agg *g = &w->agg[a];
     size_t h = rp_hash(g->range, g->label, strlen(g->label)) & (cap - 1);
-    while (bl[h] >= 0) h = (h + 1) & (cap - 1);
+    while (bl[h] >= 0)
+      h = (h + 1) & (cap - 1);
     bl[h] = (int)a;
   }
   for (size_t i = 0; i < w->cap; i++)
     if (w->byid[i] >= 0) {
       size_t h = ((uint64_t)w->idkey[i] * 11400714819323198485ull) & (cap - 1);
-      while (bi[h] >= 0) h = (h + 1) & (cap - 1);
+      while (bi[h] >= 0)
+        h = (h + 1) & (cap - 1);
       bi[h] = w->byid[i];
       ik[h] = w->idkey[i];
     }
@@ -511,7 +558,8 @@ static int rp_grow(struct rp_walk *w) {
 
 /* The agg of (range, label[0..len)), added when new. Index or -1. */
 static int rp_label(struct rp_walk *w, int range, const char *label, size_t len) {
-  if (2 * (w->nagg + 1) > w->cap && rp_grow(w) != 0) return -1;
+  if (2 * (w->nagg + 1) > w->cap && rp_grow(w) != 0)
+    return -1;
   size_t h = rp_hash(range, label, len) & (w->cap - 1);
   for (; w->bylabel[h] >= 0; h = (h + 1) & (w->cap - 1)) {
     const struct rp_agg *g = &w->agg[w->bylabel[h]];
@@ -521,13 +569,15 @@ static int rp_label(struct rp_walk *w, int range, const char *label, size_t len)
   if (w->nagg == w->capagg) {
     size_t c = w->capagg ? 2 * w->capagg : 256;
     struct rp_agg *a = realloc(w->agg, c * sizeof *a);
-    if (!a) return -1;
+    if (!a)
+      return -1;
     w->agg = a;
     w->capagg = c;
   }
   struct rp_agg *g = &w->agg[w->nagg];
   memset(g, 0, sizeof *g);
-  if (!(g->label = strndup(label, len))) return -1;
+  if (!(g->label = strndup(label, len)))
+    return -1;
   g->range = range;
   w->bylabel[h] = (int)w->nagg;
   return (int)w->nagg++;
@@ -536,14 +586,16 @@ static int rp_label(struct rp_walk *w, int range, const char *label, size_t len)
 /* The text of string `id` through statement st (NULL when absent). */
 static const char *rp_string(sqlite3_stmt *st, int64_t id) {
   sqlite3_reset(st);
-  if (sqlite3_bind_int64(st, 1, id) != SQLITE_OK || sqlite3_step(st) != SQLITE_ROW) return NULL;
+  if (sqlite3_bind_int64(st, 1, id) != SQLITE_OK || sqlite3_step(st) != SQLITE_ROW)
+    return NULL;
   return (const char *)sqlite3_column_text(st, 0);
 }
 
 /* 1 when string id is "UserMarker" (a range or mark of the user's). */
 static int rp_is_marker(const struct rp_walk *w, int64_t id) {
   for (int i = 0; i < w->nmarker; i++)
-    if (id == w->marker[i]) return 1;
+    if (id == w->marker[i])
+      return 1;
   return 0;
 }
 
@@ -551,22 +603,28 @@ static int rp_is_marker(const struct rp_walk *w, int64_t id) {
 static int rp_agg_of(struct rp_walk *w, const struct an_frame *f) {
   if (rp_is_marker(w, f->name_id)) {
     const char *s = rp_string(w->args, f->args_id);
-    if (!s) s = "";
+    if (!s)
+      s = "";
     const char *cut = strstr(s, ", seq = ");
-    if (!cut || cut == s) cut = strstr(s, ", op_id = ");
+    if (!cut || cut == s)
+      cut = strstr(s, ", op_id = ");
     size_t len = cut && cut > s ? (size_t)(cut - s) : strlen(s);
     return rp_label(w, 1, s, len);
   }
-  if (2 * (w->nagg + 1) > w->cap && rp_grow(w) != 0) return -1;
+  if (2 * (w->nagg + 1) > w->cap && rp_grow(w) != 0)
+    return -1;
   size_t h = ((uint64_t)f->name_id * 11400714819323198485ull) & (w->cap - 1);
   for (; w->byid[h] >= 0; h = (h + 1) & (w->cap - 1))
-    if (w->idkey[h] == f->name_id) return w->byid[h];
+    if (w->idkey[h] == f->name_id)
+      return w->byid[h];
   const char *s = rp_string(w->name, f->name_id);
   int a = rp_label(w, 0, s ? s : "", s ? strlen(s) : 0);
-  if (a < 0) return -1;
+  if (a < 0)
+    return -1;
   /* rp_label may have grown the tables: find the free slot again. */
   h = ((uint64_t)f->name_id * 11400714819323198485ull) & (w->cap - 1);
-  while (w->byid[h] >= 0) h = (h + 1) & (w->cap - 1);
+  while (w->byid[h] >= 0)
+    h = (h + 1) & (w->cap - 1);
   w->byid[h] = a;
   w->idkey[h] = f->name_id;
   return a;
@@ -576,7 +634,8 @@ static int rp_agg_of(struct rp_walk *w, const struct an_frame *f) {
  * itself when the tree is full). -1 when out of memory. */
 static int rp_fnode_of(struct rp_walk *w, int parent, int a) {
   for (int c = w->fn[parent].child; c >= 0; c = w->fn[c].next)
-    if (w->fn[c].agg == a) return c;
+    if (w->fn[c].agg == a)
+      return c;
   if (w->nfn == RP_FLAME_NODES) {
     w->fn_full = 1;
     return parent;
@@ -584,7 +643,8 @@ static int rp_fnode_of(struct rp_walk *w, int parent, int a) {
   if (w->nfn == w->capfn) {
     int cap = w->capfn ? 2 * w->capfn : 256;
     struct rp_fnode *m = realloc(w->fn, (size_t)cap * sizeof *m);
-    if (!m) return -1;
+    if (!m)
+      return -1;
     w->fn = m;
     w->capfn = cap;
   }
@@ -608,9 +668,11 @@ static int rp_enclosing(struct rp_walk *w, const struct an_frame *stack, int n, 
   if (n > w->capopen) {
     int cap = 2 * n + 16;
     void *p = realloc(w->open, (size_t)cap * sizeof *w->open);
-    if (!p) return -1;
+    if (!p)
+      return -1;
     w->open = p;
-    for (int d = w->capopen; d < cap; d++) w->open[d].id = -1;
+    for (int d = w->capopen; d < cap; d++)
+      w->open[d].id = -1;
     w->capopen = cap;
   }
   *nested = 0;
@@ -619,14 +681,16 @@ static int rp_enclosing(struct rp_walk *w, const struct an_frame *stack, int n, 
     if (w->open[d].id != stack[d].id) {
       int ad = rp_agg_of(w, &stack[d]);
       int nd = ad < 0 ? -1 : rp_fnode_of(w, node, ad);
-      if (nd < 0) return -1;
+      if (nd < 0)
+        return -1;
       w->open[d].id = stack[d].id;
       w->open[d].agg = ad;
       w->open[d].node = nd;
       w->open[d + 1].id = -1; /* a new call here: what was open below it is not */
     }
     node = w->open[d].node;
-    if (w->open[d].agg == a) *nested = 1;
+    if (w->open[d].agg == a)
+      *nested = 1;
   }
   return node;
 }
@@ -641,7 +705,8 @@ static int rp_visit(void *ctx, const struct an_frame *stack, int n, int64_t cpu,
   if (n >= w->capacc) {
     int cap = 2 * n + 16;
     int64_t *a = realloc(w->acc, (size_t)cap * sizeof *a);
-    if (!a) return 1;
+    if (!a)
+      return 1;
     memset(a + w->capacc, 0, (size_t)(cap - w->capacc) * sizeof *a);
     w->acc = a;
     w->capacc = cap;
@@ -650,13 +715,16 @@ static int rp_visit(void *ctx, const struct an_frame *stack, int n, int64_t cpu,
   int64_t gincl = rpdtool_add(gpu, w->acc[n]);
   w->acc[n] = 0;
   w->acc[n - 1] = rpdtool_add(w->acc[n - 1], gincl);
-  if (f->end == f->start && rp_is_marker(w, f->name_id)) return 0;
+  if (f->end == f->start && rp_is_marker(w, f->name_id))
+    return 0;
   int a = rp_agg_of(w, f);
-  if (a < 0) return 1;
+  if (a < 0)
+    return 1;
   int nested;
   int parent = rp_enclosing(w, stack, n, a, &nested);
   int node = parent < 0 ? -1 : rp_fnode_of(w, parent, a);
-  if (node < 0) return 1;
+  if (node < 0)
+    return 1;
   if (node != parent) { /* else the tree is full: the path is left out */
     w->fn[node].incl = rpdtool_add(w->fn[node].incl, rpdtool_sub(f->end, f->start));
     w->fn[node].calls++;
@@ -685,10 +753,13 @@ static int rp_by_excl(const void *pa, const void *pb) {
 /* One top-calls table. */
 static void rp_calls_table(FILE *f, struct rp_walk *w, const char *id, const char *title,
                            int (*order)(const void *, const void *)) {
-  if (w->nagg) qsort(w->agg, w->nagg, sizeof *w->agg, order);
-  fprintf(f, "<h2 id=calls-%s>%s</h2><table class=sortable><thead><tr><th>call or range</th>"
+  if (w->nagg)
+    qsort(w->agg, w->nagg, sizeof *w->agg, order);
+  fprintf(f,
+          "<h2 id=calls-%s>%s</h2><table class=sortable><thead><tr><th>call or range</th>"
           "<th>kind</th><th>calls</th><th>inclusive CPU</th><th>exclusive CPU</th>"
-          "<th>inclusive GPU</th><th>own GPU</th></tr></thead><tbody>\n", id, title);
+          "<th>inclusive GPU</th><th>own GPU</th></tr></thead><tbody>\n",
+          id, title);
   for (size_t i = 0; i < w->nagg && i < RP_TOP; i++) {
     const struct rp_agg *g = &w->agg[i];
     fputs("<tr><td>", f);
@@ -730,7 +801,8 @@ static void rp_flame_node(FILE *f, const struct rp_walk *w, int i, int64_t paren
 /* The call tree as an icicle: outermost calls on top, callees below. */
 static void rp_flame(FILE *f, const struct rp_walk *w) {
   int64_t total = 0;
-  for (int c = w->fn[0].child; c >= 0; c = w->fn[c].next) total = rpdtool_add(total, w->fn[c].incl);
+  for (int c = w->fn[0].child; c >= 0; c = w->fn[c].next)
+    total = rpdtool_add(total, w->fn[c].incl);
   fputs("<h2 id=flame>Call tree</h2><p class=muted>Calls and ranges by call path, all threads "
         "together: each box is as wide as its share of the time of the box above it (outermost "
         "calls share all the calls' time); what a box leaves uncovered below it is its own time. "
@@ -746,8 +818,10 @@ static void rp_flame(FILE *f, const struct rp_walk *w) {
       rp_flame_node(f, w, c, total, total, 0);
   fputs("</div>\n", f);
   if (w->fn_full)
-    fprintf(f, "<p class=muted>More than %d call paths: the ones found after those are left "
-            "out.</p>\n", RP_FLAME_NODES);
+    fprintf(f,
+            "<p class=muted>More than %d call paths: the ones found after those are left "
+            "out.</p>\n",
+            RP_FLAME_NODES);
 }
 
 /* Walks the calls (the walk of `rpd callstack`), groups them by label and
@@ -765,7 +839,8 @@ static int rp_calls(const char *cmd, const struct rpdtool_trace *t, FILE *f) {
   int rc;
   while ((rc = sqlite3_step(m)) == SQLITE_ROW) {
     int64_t *x = realloc(w.marker, (size_t)(w.nmarker + 1) * sizeof *x);
-    if (!x) goto oom;
+    if (!x)
+      goto oom;
     w.marker = x;
     w.marker[w.nmarker++] = sqlite3_column_int64(m, 0);
   }
@@ -773,15 +848,19 @@ static int rp_calls(const char *cmd, const struct rpdtool_trace *t, FILE *f) {
     rpdtool_err(cmd, "%s: %s", t->path, sqlite3_errmsg(t->db));
     goto out;
   }
-  if (rp_grow(&w) != 0) goto oom;
+  if (rp_grow(&w) != 0)
+    goto oom;
   w.fn = malloc(256 * sizeof *w.fn);
-  if (!w.fn) goto oom;
+  if (!w.fn)
+    goto oom;
   w.capfn = 256;
   w.nfn = 1;
   w.fn[0] = (struct rp_fnode){"", -1, -1, -1, 0, 0};
   rc = an_walk(cmd, t, "report", rp_visit, &w);
-  if (rc > 0) goto oom;
-  if (rc) goto out;
+  if (rc > 0)
+    goto oom;
+  if (rc)
+    goto out;
   rp_calls_table(f, &w, "incl", "Top calls and ranges by inclusive CPU time", rp_by_incl);
   rp_calls_table(f, &w, "excl", "Top calls and ranges by exclusive CPU time", rp_by_excl);
   rp_flame(f, &w);
@@ -794,7 +873,8 @@ out:
   sqlite3_finalize(m);
   sqlite3_finalize(w.args);
   sqlite3_finalize(w.name);
-  for (size_t i = 0; i < w.nagg; i++) free(w.agg[i].label);
+  for (size_t i = 0; i < w.nagg; i++)
+    free(w.agg[i].label);
   free(w.agg), free(w.bylabel), free(w.byid), free(w.idkey), free(w.acc), free(w.marker);
   free(w.open);
   free(w.fn);
@@ -813,17 +893,25 @@ static int rp_autograd(const char *cmd, const struct rpdtool_trace *t, FILE *f) 
   }
   if (!have) {
     fputs("<p class=muted>No autograd tables in this file: run <code>rpd autograd FILE</code> "
-          "first (PyTorch traces with emit_nvtx ranges).</p>\n", f);
+          "first (PyTorch traces with emit_nvtx ranges).</p>\n",
+          f);
     return 0;
   }
-  sqlite3_stmt *ops = rpdtool_prepare(cmd, t, "SELECT autogradName, sum(calls), sum(total_gpu) FROM "
-                              "autogradKernel GROUP BY 1 ORDER BY 3 DESC, 1");
-  sqlite3_stmt *ks = ops ? rpdtool_prepare(cmd, t, "SELECT kernelName, sum(calls), sum(total_gpu) FROM "
-                                   "autogradKernel WHERE autogradName = ?1 GROUP BY 1 ORDER BY 3 "
-                                   "DESC, 1") : NULL;
-  sqlite3_stmt *sz = ks ? rpdtool_prepare(cmd, t, "SELECT sizes, calls, avg_gpu, total_gpu FROM "
-                                  "autogradKernel WHERE autogradName = ?1 AND kernelName = ?2 "
-                                  "ORDER BY total_gpu DESC, sizes") : NULL;
+  sqlite3_stmt *ops = rpdtool_prepare(cmd, t,
+                                      "SELECT autogradName, sum(calls), sum(total_gpu) FROM "
+                                      "autogradKernel GROUP BY 1 ORDER BY 3 DESC, 1");
+  sqlite3_stmt *ks =
+      ops ? rpdtool_prepare(cmd, t,
+                            "SELECT kernelName, sum(calls), sum(total_gpu) FROM "
+                            "autogradKernel WHERE autogradName = ?1 GROUP BY 1 ORDER BY 3 "
+                            "DESC, 1")
+          : NULL;
+  sqlite3_stmt *sz =
+      ks ? rpdtool_prepare(cmd, t,
+                           "SELECT sizes, calls, avg_gpu, total_gpu FROM "
+                           "autogradKernel WHERE autogradName = ?1 AND kernelName = ?2 "
+                           "ORDER BY total_gpu DESC, sizes")
+         : NULL;
   if (!sz) {
     sqlite3_finalize(ops);
     sqlite3_finalize(ks);
@@ -832,7 +920,8 @@ static int rp_autograd(const char *cmd, const struct rpdtool_trace *t, FILE *f) 
   fputs("<p class=muted>GPU time of the kernels launched directly inside each operator's "
         "range (<code>autogradKernel</code>), operator &rarr; kernel &rarr; tensor sizes."
         "</p><button id=ag-expand>expand all</button><button id=ag-collapse>collapse all"
-        "</button>\n", f);
+        "</button>\n",
+        f);
   int rc, n = 0, ok = 1;
   while (ok && (rc = sqlite3_step(ops)) == SQLITE_ROW) {
     const char *op = (const char *)sqlite3_column_text(ops, 0);
@@ -852,7 +941,8 @@ static int rp_autograd(const char *cmd, const struct rpdtool_trace *t, FILE *f) 
       fprintf(f, " <span>%lld calls, ", (long long)sqlite3_column_int64(ks, 1));
       rp_dur(f, sqlite3_column_double(ks, 2));
       fputs("</span></summary><table><thead><tr><th>sizes</th><th>calls</th><th>average GPU"
-            "</th><th>total GPU</th></tr></thead><tbody>\n", f);
+            "</th><th>total GPU</th></tr></thead><tbody>\n",
+            f);
       sqlite3_reset(sz);
       ok = sqlite3_bind_text(sz, 1, op, -1, SQLITE_TRANSIENT) == SQLITE_OK &&
            sqlite3_bind_text(sz, 2, k, -1, SQLITE_TRANSIENT) == SQLITE_OK;
@@ -871,9 +961,12 @@ static int rp_autograd(const char *cmd, const struct rpdtool_trace *t, FILE *f) 
     ok = ok && rk == SQLITE_DONE;
     fputs("</details>\n", f);
   }
-  if (ok && rc != SQLITE_DONE) ok = 0;
-  if (!n && ok) fputs("<p class=muted>No kernels inside autograd operators.</p>\n", f);
-  if (!ok) rpdtool_err(cmd, "%s: autograd query failed: %s", t->path, sqlite3_errmsg(t->db));
+  if (ok && rc != SQLITE_DONE)
+    ok = 0;
+  if (!n && ok)
+    fputs("<p class=muted>No kernels inside autograd operators.</p>\n", f);
+  if (!ok)
+    rpdtool_err(cmd, "%s: autograd query failed: %s", t->path, sqlite3_errmsg(t->db));
   sqlite3_finalize(ops);
   sqlite3_finalize(ks);
   sqlite3_finalize(sz);
@@ -887,9 +980,11 @@ static int rp_marks(const char *cmd, const struct rpdtool_trace *t, FILE *f, int
   char *sql = rp_marks_sql(t);
   sqlite3_stmt *st = sql ? rpdtool_prepare(cmd, t, sql) : NULL;
   sqlite3_free(sql);
-  if (!st) return -1;
+  if (!st)
+    return -1;
   fputs("<h2 id=marks>Marks</h2><table class=sortable><thead><tr><th>time from start</th>"
-        "<th>pid</th><th>tid</th><th>text</th></tr></thead><tbody>\n", f);
+        "<th>pid</th><th>tid</th><th>text</th></tr></thead><tbody>\n",
+        f);
   int rc, n = 0;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     fputs("<tr>", f);
@@ -901,7 +996,8 @@ static int rp_marks(const char *cmd, const struct rpdtool_trace *t, FILE *f, int
     n++;
   }
   fputs("</tbody></table>\n", f);
-  if (!n) fputs("<p class=muted>No marks in this trace.</p>\n", f);
+  if (!n)
+    fputs("<p class=muted>No marks in this trace.</p>\n", f);
   return rpdtool_done(cmd, t, st, rc, NULL, NULL);
 }
 
@@ -910,10 +1006,12 @@ static int rp_marks(const char *cmd, const struct rpdtool_trace *t, FILE *f, int
 /* The heatmap strip of dispatch `id`: one cell per page in address order,
  * darker for more accesses, the hottest pages listed under it. */
 static int rp_heatmap(const char *cmd, const struct rpdtool_trace *t, FILE *f, int64_t id) {
-  sqlite3_stmt *st = rpdtool_prepare(cmd, t,
-                             "SELECT start, \"end\", accesses, max(accesses) OVER (), count(*) OVER () "
-                             "FROM nano_heatmap WHERE dispatch_id = ? ORDER BY start");
-  if (!st) return -1;
+  sqlite3_stmt *st =
+      rpdtool_prepare(cmd, t,
+                      "SELECT start, \"end\", accesses, max(accesses) OVER (), count(*) OVER () "
+                      "FROM nano_heatmap WHERE dispatch_id = ? ORDER BY start");
+  if (!st)
+    return -1;
   sqlite3_bind_int64(st, 1, id);
   int rc, n = 0, cell = RP_HEAT_CELL;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW && n < RP_HEAT_PAGES) {
@@ -922,14 +1020,16 @@ static int rp_heatmap(const char *cmd, const struct rpdtool_trace *t, FILE *f, i
       int64_t pages = sqlite3_column_int64(st, 4);
       if (pages < RP_HEAT_PAGES)
         cell = (int)(RP_HEAT_PAGES * RP_HEAT_CELL / pages);
-      fprintf(f, "<p>Heatmap (%lld pages in address order, darker = more accesses):</p>"
-                 "<svg width=%d height=24 class=heatmap>",
+      fprintf(f,
+              "<p>Heatmap (%lld pages in address order, darker = more accesses):</p>"
+              "<svg width=%d height=24 class=heatmap>",
               (long long)pages, RP_HEAT_PAGES * RP_HEAT_CELL);
     }
     int64_t acc = sqlite3_column_int64(st, 2), most = sqlite3_column_int64(st, 3);
     double shade = most > 0 ? (double)acc / (double)most : 0;
-    fprintf(f, "<rect x=%d y=0 width=%d height=24 fill=\"rgb(%d,%d,%d)\" data-accesses=%lld>"
-               "<title>0x%llx-0x%llx: %lld accesses</title></rect>",
+    fprintf(f,
+            "<rect x=%d y=0 width=%d height=24 fill=\"rgb(%d,%d,%d)\" data-accesses=%lld>"
+            "<title>0x%llx-0x%llx: %lld accesses</title></rect>",
             n * cell, cell - 1, (int)(255 - 200 * shade), (int)(255 - 150 * shade),
             (int)(255 - 40 * shade), (long long)acc,
             (unsigned long long)sqlite3_column_int64(st, 0),
@@ -938,18 +1038,23 @@ static int rp_heatmap(const char *cmd, const struct rpdtool_trace *t, FILE *f, i
   }
   if (n)
     fputs("</svg>\n", f);
-  if (rpdtool_done(cmd, t, st, rc == SQLITE_ROW ? SQLITE_DONE : rc, NULL, NULL)) return -1;
-  if (!n) return 0;
+  if (rpdtool_done(cmd, t, st, rc == SQLITE_ROW ? SQLITE_DONE : rc, NULL, NULL))
+    return -1;
+  if (!n)
+    return 0;
   st = rpdtool_prepare(cmd, t,
-               "SELECT start, \"end\", accesses FROM nano_heatmap WHERE dispatch_id = ? "
-               "ORDER BY accesses DESC, start LIMIT 5");
-  if (!st) return -1;
+                       "SELECT start, \"end\", accesses FROM nano_heatmap WHERE dispatch_id = ? "
+                       "ORDER BY accesses DESC, start LIMIT 5");
+  if (!st)
+    return -1;
   sqlite3_bind_int64(st, 1, id);
-  fputs("<table class=heat><thead><tr><th>hottest pages</th><th>accesses</th></tr></thead><tbody>", f);
+  fputs("<table class=heat><thead><tr><th>hottest pages</th><th>accesses</th></tr></thead><tbody>",
+        f);
   while ((rc = sqlite3_step(st)) == SQLITE_ROW)
     fprintf(f, "<tr><td><code>0x%llx-0x%llx</code></td><td class=n>%lld</td></tr>",
             (unsigned long long)sqlite3_column_int64(st, 0),
-            (unsigned long long)sqlite3_column_int64(st, 1), (long long)sqlite3_column_int64(st, 2));
+            (unsigned long long)sqlite3_column_int64(st, 1),
+            (long long)sqlite3_column_int64(st, 2));
   fputs("</tbody></table>\n", f);
   return rpdtool_done(cmd, t, st, rc, NULL, NULL);
 }
@@ -963,7 +1068,8 @@ static int rp_memory_rows(const char *cmd, const struct rpdtool_trace *t, FILE *
       "lines_needed, lines_used, bank_conflicts FROM nano_memory WHERE dispatch_id = ? "
       "ORDER BY coalesce(lines_used - lines_needed, 0) DESC, coalesce(bank_conflicts, 0) DESC, "
       "file, line, \"column\" LIMIT " RP_STR(RP_MEM_ROWS));
-  if (!st) return -1;
+  if (!st)
+    return -1;
   sqlite3_bind_int64(st, 1, id);
   fputs("<table class=\"sortable memory\"><thead><tr><th>location</th><th>function</th>"
         "<th>access</th><th>executions</th><th>bytes</th><th>lines needed</th>"
@@ -1001,20 +1107,23 @@ static int rp_memory_rows(const char *cmd, const struct rpdtool_trace *t, FILE *
     n++;
   }
   fputs("</tbody></table>\n", f);
-  if (!n) fputs("<p class=muted>No MemoryAnalysis results for this dispatch.</p>\n", f);
+  if (!n)
+    fputs("<p class=muted>No MemoryAnalysis results for this dispatch.</p>\n", f);
   return rpdtool_done(cmd, t, st, rc, NULL, NULL);
 }
 
 /* The memory section: every instrumented dispatch (the first
  * RP_MEM_DISPATCHES) with its analyses. */
 static int rp_memory(const char *cmd, const struct rpdtool_trace *t, FILE *f) {
-  if (!t->has_dispatches) return 0;
+  if (!t->has_dispatches)
+    return 0;
   sqlite3_stmt *st = rpdtool_prepare(
       cmd, t,
       "SELECT id, kernel_name, kernel_dispatch, arch, wave_size, grid_x, grid_y, grid_z, block_x, "
       "block_y, block_z, records, dropped, \"end\" - start FROM nano_dispatch ORDER BY id "
       "LIMIT " RP_STR(RP_MEM_DISPATCHES));
-  if (!st) return -1;
+  if (!st)
+    return -1;
   fputs("<h2 id=memory>Memory analysis of instrumented kernels</h2><p class=muted>Per "
         "dispatch: the source locations that use the most cache lines beyond what their "
         "accesses need, and the LDS/shared bank conflicts (MemoryAnalysis); the pages "
@@ -1028,8 +1137,9 @@ static int rp_memory(const char *cmd, const struct rpdtool_trace *t, FILE *f) {
     fprintf(f, " <span class=muted>#%lld (dispatch %lld; ", (long long)sqlite3_column_int64(st, 2),
             (long long)id);
     rp_esc(f, (const char *)sqlite3_column_text(st, 3));
-    fprintf(f, ", wave %lld, grid %lldx%lldx%lld, block %lldx%lldx%lld, %lld records, "
-               "%lld dropped, ",
+    fprintf(f,
+            ", wave %lld, grid %lldx%lldx%lld, block %lldx%lldx%lld, %lld records, "
+            "%lld dropped, ",
             (long long)sqlite3_column_int64(st, 4), (long long)sqlite3_column_int64(st, 5),
             (long long)sqlite3_column_int64(st, 6), (long long)sqlite3_column_int64(st, 7),
             (long long)sqlite3_column_int64(st, 8), (long long)sqlite3_column_int64(st, 9),
@@ -1043,7 +1153,8 @@ static int rp_memory(const char *cmd, const struct rpdtool_trace *t, FILE *f) {
     }
     n++;
   }
-  if (!n) fputs("<p class=muted>No instrumented dispatches in this trace.</p>\n", f);
+  if (!n)
+    fputs("<p class=muted>No instrumented dispatches in this trace.</p>\n", f);
   return rpdtool_done(cmd, t, st, rc, NULL, NULL);
 }
 
@@ -1055,14 +1166,16 @@ static int rp_memory(const char *cmd, const struct rpdtool_trace *t, FILE *f) {
 static void rp_source_line(const char *path, int64_t line, char *buf, size_t n) {
   buf[0] = '\0';
   FILE *src = path && *path && line > 0 ? fopen(path, "r") : NULL;
-  if (!src) return;
+  if (!src)
+    return;
   char *text = NULL;
   size_t cap = 0;
   ssize_t len = 0;
   for (int64_t i = 1; i <= line && (len = getline(&text, &cap, src)) >= 0; i++) {
   }
   if (len > 0) {
-    while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == '\r')) len--;
+    while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == '\r'))
+      len--;
     size_t k = (size_t)len < n - 1 ? (size_t)len : n - 1;
     memcpy(buf, text, k);
     buf[k] = '\0';
@@ -1079,13 +1192,15 @@ static int rp_atomic_callers(const char *cmd, const struct rpdtool_trace *t, FIL
     rpdtool_err(cmd, "%s: %s", t->path, sqlite3_errmsg(t->db));
     return -1;
   }
-  if (!has) return 0;
+  if (!has)
+    return 0;
   char *sql = sqlite3_mprintf("SELECT count, kind, library_function, caller, file, line "
                               "FROM nano_atomic_callers LIMIT %d",
                               RP_TOP);
   sqlite3_stmt *st = sql ? rpdtool_prepare(cmd, t, sql) : NULL;
   sqlite3_free(sql);
-  if (!st) return -1;
+  if (!st)
+    return -1;
   int rc = sqlite3_step(st);
   if (rc == SQLITE_ROW)
     fputs("<h3>Library atomics by caller</h3><p class=muted>Atomics of library functions "
@@ -1117,7 +1232,8 @@ static int rp_atomic_callers(const char *cmd, const struct rpdtool_trace *t, FIL
     }
     fputs("</code></td></tr>\n", f);
   }
-  if (any) fputs("</tbody></table>\n", f);
+  if (any)
+    fputs("</tbody></table>\n", f);
   return rpdtool_done(cmd, t, st, rc, NULL, NULL);
 }
 
@@ -1129,9 +1245,11 @@ static int rp_atomics(const char *cmd, const struct rpdtool_trace *t, FILE *f) {
     rpdtool_err(cmd, "%s: %s", t->path, sqlite3_errmsg(t->db));
     return -1;
   }
-  if (!has) return 0;
+  if (!has)
+    return 0;
   sqlite3_stmt *st = rpdtool_prepare(cmd, t, "SELECT kind, count FROM nano_atomic_totals");
-  if (!st) return -1;
+  if (!st)
+    return -1;
   fputs("<h2 id=atomics>Host atomics</h2><p class=muted>Atomic operations the instrumented "
         "code executed (built with the plugin, traced with the tracker), per kind and per "
         "site. A site inlined from library code is shown at the user's line, with the "
@@ -1147,7 +1265,8 @@ static int rp_atomics(const char *cmd, const struct rpdtool_trace *t, FILE *f) {
     kinds++;
   }
   fputs("</tbody></table>\n", f);
-  if (rpdtool_done(cmd, t, st, rc, NULL, NULL)) return -1;
+  if (rpdtool_done(cmd, t, st, rc, NULL, NULL))
+    return -1;
   if (!kinds) {
     fputs("<p class=muted>No instrumented atomic ran.</p>\n", f);
     return 0;
@@ -1161,7 +1280,8 @@ static int rp_atomics(const char *cmd, const struct rpdtool_trace *t, FILE *f) {
       origins ? "LEFT JOIN nano_atomic_origin O ON O.site_id = S.id" : "", RP_TOP);
   st = sql ? rpdtool_prepare(cmd, t, sql) : NULL;
   sqlite3_free(sql);
-  if (!st) return -1;
+  if (!st)
+    return -1;
   fputs("<h3>Busiest sites</h3><table class=sortable><thead><tr><th>count</th><th>kind</th>"
         "<th>order</th><th>function</th><th>where</th><th>source</th><th>inlined from</th>"
         "</tr></thead><tbody>\n",
@@ -1192,7 +1312,8 @@ static int rp_atomics(const char *cmd, const struct rpdtool_trace *t, FILE *f) {
     fputs("</td></tr>\n", f);
   }
   fputs("</tbody></table>\n", f);
-  if (rpdtool_done(cmd, t, st, rc, NULL, NULL)) return -1;
+  if (rpdtool_done(cmd, t, st, rc, NULL, NULL))
+    return -1;
   return rp_atomic_callers(cmd, t, f);
 }
 
@@ -1204,7 +1325,8 @@ static int rp_short_calls(const char *cmd, const struct rpdtool_trace *t, FILE *
     rpdtool_err(cmd, "%s: %s", t->path, sqlite3_errmsg(t->db));
     return -1;
   }
-  if (!has) return 0;
+  if (!has)
+    return 0;
   char *sql = sqlite3_mprintf(
       "SELECT domain, CASE WHEN name = 'UserMarker' THEN args ELSE name END, "
       "CASE WHEN name = 'UserMarker' THEN '' ELSE args END, sum(calls), sum(total_ns), "
@@ -1213,7 +1335,8 @@ static int rp_short_calls(const char *cmd, const struct rpdtool_trace *t, FILE *
       RP_TOP);
   sqlite3_stmt *st = sql ? rpdtool_prepare(cmd, t, sql) : NULL;
   sqlite3_free(sql);
-  if (!st) return -1;
+  if (!st)
+    return -1;
   fputs("<h2 id=short>Short calls</h2><p class=muted>Calls shorter than the bound the trace "
         "was recorded with (<code>--min-duration</code>) are not ranges in the timeline or "
         "the tables above: the tracer summed them per function (processes merged). Total "
@@ -1232,7 +1355,8 @@ static int rp_short_calls(const char *cmd, const struct rpdtool_trace *t, FILE *
     fputs("</td><td>", f);
     rp_esc(f, (const char *)sqlite3_column_text(st, 0));
     fprintf(f, "</td><td class=n data-v=\"%lld\">%lld</td>", calls, calls);
-    for (int c = 4; c <= 6; c++) rp_dur_cell(f, (double)sqlite3_column_int64(st, c));
+    for (int c = 4; c <= 6; c++)
+      rp_dur_cell(f, (double)sqlite3_column_int64(st, c));
     fputs("</tr>\n", f);
   }
   fputs("</tbody></table>\n", f);
@@ -1251,12 +1375,12 @@ static int rp_page(const char *cmd, const struct rpdtool_trace *t, FILE *f) {
   fprintf(f, "</title><style>%s</style></head>\n<body>\n<h1>Trace report: ", rp_css);
   rp_esc(f, t->path);
   fputs("</h1>\n<p class=muted>Written by <code>rpd report</code> (nanoprobe). Times in "
-        "ns, µs, ms, s. Click a column header to sort.</p>\n", f);
+        "ns, µs, ms, s. Click a column header to sort.</p>\n",
+        f);
   if (rp_summary(cmd, t, f, lo, hi) || rp_busy(cmd, t, f) || rp_timeline(cmd, t, f, lo, hi) ||
-      rp_zoom_timeline(cmd, t, f, lo, hi) ||
-      rp_ops(cmd, t, f) || rp_calls(cmd, t, f) || rp_autograd(cmd, t, f) ||
-      rp_short_calls(cmd, t, f) || rp_marks(cmd, t, f, lo) || rp_memory(cmd, t, f) ||
-      rp_atomics(cmd, t, f))
+      rp_zoom_timeline(cmd, t, f, lo, hi) || rp_ops(cmd, t, f) || rp_calls(cmd, t, f) ||
+      rp_autograd(cmd, t, f) || rp_short_calls(cmd, t, f) || rp_marks(cmd, t, f, lo) ||
+      rp_memory(cmd, t, f) || rp_atomics(cmd, t, f))
     return -1;
   fprintf(f, "<script>\n%s</script>\n</body></html>\n", rp_js);
   return 0;
@@ -1276,11 +1400,14 @@ int rpd_cmd_report(int argc, char **argv) {
       "marks, the memory analyses of instrumented kernels, and the host atomics\n"
       "per kind and busiest site. FILE is only read.\n",
       opts, &in);
-  if (parsed != RPDTOOL_PARSED) return parsed;
-  if (!out) return rpdtool_usage(cmd, "missing -o OUT.html");
+  if (parsed != RPDTOOL_PARSED)
+    return parsed;
+  if (!out)
+    return rpdtool_usage(cmd, "missing -o OUT.html");
   struct rpdtool_trace t;
   int ret = rpdtool_open_view(cmd, in, &t);
-  if (ret) return ret;
+  if (ret)
+    return ret;
   char *tmp = sqlite3_mprintf("%s.tmp", out);
   FILE *f = tmp ? fopen(tmp, "w") : NULL;
   if (!f) {

@@ -35,7 +35,7 @@
 struct rp_tl_slice {
   int64_t a, b, start, end; /* a, b: pid, tid (kind 0) or gpuId, queueId (kind 1) */
   int kind;
-  int name;                 /* index into the names */
+  int name; /* index into the names */
   int lane, depth;
 };
 
@@ -53,15 +53,18 @@ static const char *rp_tl_name_at(const void *owner, uint32_t i) {
 /* The index of name s, added when new; -1 when out of memory. */
 static int rp_tl_intern(struct rp_tl_names *t, const char *s) {
   uint32_t i = nano_strtab_find(&t->tab, s);
-  if (i != NANO_STRTAB_NONE) return (int)i;
+  if (i != NANO_STRTAB_NONE)
+    return (int)i;
   if (t->tab.n == t->cap) {
     size_t cap = t->cap ? 2 * t->cap : 256;
     char **v = realloc(t->v, cap * sizeof *v);
-    if (!v) return -1;
+    if (!v)
+      return -1;
     t->v = v;
     t->cap = cap;
   }
-  if (!(t->v[t->tab.n] = strdup(s))) return -1;
+  if (!(t->v[t->tab.n] = strdup(s)))
+    return -1;
   if ((i = nano_strtab_add(&t->tab, s)) == NANO_STRTAB_NONE) {
     free(t->v[t->tab.n]);
     return -1;
@@ -72,10 +75,14 @@ static int rp_tl_intern(struct rp_tl_names *t, const char *s) {
 /* Lane order (threads, then GPU queues), then start, the enclosing first. */
 static int rp_tl_cmp(const void *pa, const void *pb) {
   const struct rp_tl_slice *x = pa, *y = pb;
-  if (x->kind != y->kind) return x->kind - y->kind;
-  if (x->a != y->a) return x->a < y->a ? -1 : 1;
-  if (x->b != y->b) return x->b < y->b ? -1 : 1;
-  if (x->start != y->start) return x->start < y->start ? -1 : 1;
+  if (x->kind != y->kind)
+    return x->kind - y->kind;
+  if (x->a != y->a)
+    return x->a < y->a ? -1 : 1;
+  if (x->b != y->b)
+    return x->b < y->b ? -1 : 1;
+  if (x->start != y->start)
+    return x->start < y->start ? -1 : 1;
   return x->end > y->end ? -1 : x->end < y->end;
 }
 
@@ -96,8 +103,8 @@ static void rp_tl_lane_name(FILE *out, const struct rpdtool_trace *t, sqlite3_st
       sqlite3_bind_int64(names, 2, x->b) == SQLITE_OK && sqlite3_step(names) == SQLITE_ROW)
     name = sqlite3_column_text(names, 0);
   if (name && *name)
-    snprintf(label, sizeof label, "%s (pid %" PRId64 " tid %" PRId64 ")", (const char *)name,
-             x->a, x->b);
+    snprintf(label, sizeof label, "%s (pid %" PRId64 " tid %" PRId64 ")", (const char *)name, x->a,
+             x->b);
   else if (x->kind)
     snprintf(label, sizeof label, "GPU %" PRId64 " queue %" PRId64, x->a, x->b);
   else if (t->pid_stride > 0 && x->a >= t->pid_stride)
@@ -123,9 +130,8 @@ static int rp_tl_document(const char *cmd, const struct rpdtool_trace *t, FILE *
       "LEFT JOIN rocpd_string T ON T.id = O.opType_id WHERE O.end > O.start) "
       "ORDER BY e - s DESC LIMIT %d",
       args, RP_TL_SLICES);
-  static const char count_sql[] =
-      "SELECT (SELECT count(*) FROM rocpd_api WHERE end > start) + "
-      "(SELECT count(*) FROM rocpd_op WHERE end > start)";
+  static const char count_sql[] = "SELECT (SELECT count(*) FROM rocpd_api WHERE end > start) + "
+                                  "(SELECT count(*) FROM rocpd_op WHERE end > start)";
   sqlite3_stmt *st = NULL, *cnt = NULL, *tnames = NULL;
   struct rp_tl_slice *s = NULL;
   struct rp_tl_names names = {.tab = {.str = rp_tl_name_at, NANO_STRTAB_LIBC}};
@@ -133,17 +139,21 @@ static int rp_tl_document(const char *cmd, const struct rpdtool_trace *t, FILE *
   int *rows = NULL; /* nesting rows per lane */
   size_t n = 0, cap = 0;
   int ret = -1, rc;
-  if (!sql) goto oom;
+  if (!sql)
+    goto oom;
   if (sqlite3_prepare_v2(t->db, sql, -1, &st, NULL) != SQLITE_OK ||
       sqlite3_prepare_v2(t->db, count_sql, -1, &cnt, NULL) != SQLITE_OK ||
-      (t->has_names && sqlite3_prepare_v2(t->db, "SELECT name FROM nano_thread WHERE pid = ?1 "
-                                          "AND tid = ?2", -1, &tnames, NULL) != SQLITE_OK))
+      (t->has_names && sqlite3_prepare_v2(t->db,
+                                          "SELECT name FROM nano_thread WHERE pid = ?1 "
+                                          "AND tid = ?2",
+                                          -1, &tnames, NULL) != SQLITE_OK))
     goto sqlerr;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     if (n == cap) {
       cap = cap ? 2 * cap : 1024;
       struct rp_tl_slice *m = realloc(s, cap * sizeof *m);
-      if (!m) goto oom;
+      if (!m)
+        goto oom;
       s = m;
     }
     const char *name = (const char *)sqlite3_column_text(st, 5);
@@ -153,28 +163,36 @@ static int rp_tl_document(const char *cmd, const struct rpdtool_trace *t, FILE *
     x->b = sqlite3_column_int64(st, 2);
     x->start = sqlite3_column_int64(st, 3);
     x->end = sqlite3_column_int64(st, 4);
-    if ((x->name = rp_tl_intern(&names, name ? name : "")) < 0) goto oom;
+    if ((x->name = rp_tl_intern(&names, name ? name : "")) < 0)
+      goto oom;
   }
-  if (rc != SQLITE_DONE || sqlite3_step(cnt) != SQLITE_ROW) goto sqlerr;
+  if (rc != SQLITE_DONE || sqlite3_step(cnt) != SQLITE_ROW)
+    goto sqlerr;
   int64_t total = sqlite3_column_int64(cnt, 0);
-  if (n) qsort(s, n, sizeof *s, rp_tl_cmp);
+  if (n)
+    qsort(s, n, sizeof *s, rp_tl_cmp);
 
   /* lanes and depths: the ends of the open slices of the current lane */
   int64_t open[RP_TL_DEPTH];
   int lanes = 0;
-  if (n && !(rows = calloc(n, sizeof *rows))) goto oom;
+  if (n && !(rows = calloc(n, sizeof *rows)))
+    goto oom;
   for (size_t i = 0; i < n; i++) {
     if (i == 0 || !rp_tl_same_lane(&s[i], &s[i - 1])) {
       lanes++;
-      for (int d = 0; d < RP_TL_DEPTH; d++) open[d] = INT64_MIN;
+      for (int d = 0; d < RP_TL_DEPTH; d++)
+        open[d] = INT64_MIN;
     }
     int depth = 0;
-    while (depth < RP_TL_DEPTH - 1 && open[depth] > s[i].start) depth++;
+    while (depth < RP_TL_DEPTH - 1 && open[depth] > s[i].start)
+      depth++;
     open[depth] = s[i].end;
-    for (int d = depth + 1; d < RP_TL_DEPTH; d++) open[d] = INT64_MIN;
+    for (int d = depth + 1; d < RP_TL_DEPTH; d++)
+      open[d] = INT64_MIN;
     s[i].lane = lanes - 1;
     s[i].depth = depth;
-    if (depth + 1 > rows[lanes - 1]) rows[lanes - 1] = depth + 1;
+    if (depth + 1 > rows[lanes - 1])
+      rows[lanes - 1] = depth + 1;
   }
 
   fprintf(out, "{\"span\":%" PRId64 ",\"total\":%" PRId64 ",\"kept\":%zu,\"lanes\":[",
@@ -187,7 +205,8 @@ static int rp_tl_document(const char *cmd, const struct rpdtool_trace *t, FILE *
     }
   fputs("],\"names\":[", out);
   for (size_t i = 0; i < names.tab.n; i++) {
-    if (i) fputc(',', out);
+    if (i)
+      fputc(',', out);
     nano_json_str(out, names.v[i]);
   }
   fputs("],\"s\":[", out);
@@ -209,7 +228,8 @@ out:
   sqlite3_free(sql);
   free(s);
   free(rows);
-  for (size_t i = 0; i < names.tab.n; i++) free(names.v[i]);
+  for (size_t i = 0; i < names.tab.n; i++)
+    free(names.v[i]);
   free(names.v);
   nano_strtab_free(&names.tab);
   return ret;
@@ -239,8 +259,10 @@ static const char rp_tl_js[] =
     "      if(w>40){g.fillStyle='#111';g.save();g.beginPath();g.rect(a,yy,w,ROW);g.clip();\n"
     "        g.fillText(D.names[x[4]],a+2,yy+12);g.restore();}});});\n"
     "  cv.setAttribute('data-drawn',String(drawn));\n"
-    "  document.getElementById('tl-range').textContent=fmt(v0)+' .. '+fmt(v1)+' of '+fmt(D.span);}\n"
-    "function at(ev){var r=cv.getBoundingClientRect();return {x:ev.clientX-r.left,y:ev.clientY-r.top};}\n"
+    "  document.getElementById('tl-range').textContent=fmt(v0)+' .. '+fmt(v1)+' of "
+    "'+fmt(D.span);}\n"
+    "function at(ev){var r=cv.getBoundingClientRect();return "
+    "{x:ev.clientX-r.left,y:ev.clientY-r.top};}\n"
     "function zoom(f,x){var W=cv.width,t=v0+(v1-v0)*x/W,nv0=t-(t-v0)*f,nv1=t+(v1-t)*f;\n"
     "  if(nv1-nv0<100)return;v0=Math.max(0,nv0);v1=Math.min(Math.max(D.span,1),nv1);draw();}\n"
     "cv.addEventListener('wheel',function(ev){ev.preventDefault();\n"
@@ -259,7 +281,8 @@ static const char rp_tl_js[] =
     "    tip.textContent=D.names[hit[4]]+': '+fmt(hit[3])+' at +'+fmt(hit[2]);}\n"
     "  else tip.style.display='none';});\n"
     "cv.addEventListener('dblclick',function(){v0=0;v1=Math.max(D.span,1);draw();});\n"
-    "document.getElementById('tl-in').addEventListener('click',function(){zoom(0.5,cv.width/2);});\n"
+    "document.getElementById('tl-in').addEventListener('click',function(){zoom(0.5,cv.width/"
+    "2);});\n"
     "document.getElementById('tl-out').addEventListener('click',function(){zoom(2,cv.width/2);});\n"
     "document.getElementById('tl-all').addEventListener('click',function(){v0=0;"
     "v1=Math.max(D.span,1);draw();});\n"

@@ -55,11 +55,12 @@ int rpdtool_parse_args(int argc, char **argv, const char *help, const struct rpd
   for (; opts && opts[n].name; n++) {
     assert(n < MAX_OPTS && (opts[n].value != NULL) != (opts[n].flag != NULL));
     int val = opts[n].letter ? opts[n].letter : LONG_ONLY + n;
-    longs[n + 1] = (struct option){opts[n].name, opts[n].value ? required_argument : no_argument,
-                                   NULL, val};
+    longs[n + 1] =
+        (struct option){opts[n].name, opts[n].value ? required_argument : no_argument, NULL, val};
     if (opts[n].letter) {
       shorts[ns++] = (char)opts[n].letter;
-      if (opts[n].value) shorts[ns++] = ':';
+      if (opts[n].value)
+        shorts[ns++] = ':';
     }
   }
   shorts[ns] = 0;
@@ -71,10 +72,13 @@ int rpdtool_parse_args(int argc, char **argv, const char *help, const struct rpd
       fputs(help, stdout);
       return RPDTOOL_EXIT_OK;
     }
-    if (c == ':') return rpdtool_usage(cmd, "option '%s' needs a value", argv[optind - 1]);
+    if (c == ':')
+      return rpdtool_usage(cmd, "option '%s' needs a value", argv[optind - 1]);
     int k = 0;
-    while (k < n && (opts[k].letter ? opts[k].letter : LONG_ONLY + k) != c) k++;
-    if (k == n) return rpdtool_usage(cmd, "unknown option '%s'", argv[optind - 1]);
+    while (k < n && (opts[k].letter ? opts[k].letter : LONG_ONLY + k) != c)
+      k++;
+    if (k == n)
+      return rpdtool_usage(cmd, "unknown option '%s'", argv[optind - 1]);
     if (opts[k].value)
       *opts[k].value = optarg;
     else
@@ -105,8 +109,8 @@ static int rpdtool_has_column(sqlite3 *db, const char *table, const char *col) {
 }
 
 /* Tables every reader needs; the others are checked only when present. */
-static const char *const rpdtool_core_tables[] = {"rocpd_metadata", "rocpd_string", "rocpd_api",
-                                                   "rocpd_op", "rocpd_api_ops", NULL};
+static const char *const rpdtool_core_tables[] = {"rocpd_metadata", "rocpd_string",  "rocpd_api",
+                                                  "rocpd_op",       "rocpd_api_ops", NULL};
 
 /* Checks the file's tables against the RPD schema (nano_rpdfile_schema_sql,
  * the one definition): a core table missing, or a column missing from a table
@@ -135,7 +139,8 @@ static int rpdtool_check_schema(sqlite3 *db, int version, char *err, size_t len)
     const char *col = (const char *)sqlite3_column_text(st, 1);
     if (strcmp(table, last) != 0) {
       snprintf(last, sizeof last, "%s", table);
-      if ((has = nano_rpdfile_has_object(db, table)) < 0) goto failed;
+      if ((has = nano_rpdfile_has_object(db, table)) < 0)
+        goto failed;
     }
     if (!has) {
       for (int i = 0; rpdtool_core_tables[i]; i++)
@@ -149,13 +154,15 @@ static int rpdtool_check_schema(sqlite3 *db, int version, char *err, size_t len)
         (!strcmp(col, "domain_id") || !strcmp(col, "category_id")))
       continue;
     int c = rpdtool_has_column(db, table, col);
-    if (c < 0) goto failed;
+    if (c < 0)
+      goto failed;
     if (!c) {
       snprintf(err, len, "table %s has no column \"%s\"", table, col);
       goto out;
     }
   }
-  if (rc == SQLITE_DONE) ret = 0;
+  if (rc == SQLITE_DONE)
+    ret = 0;
   else
     snprintf(err, len, "cannot read the reference schema: %s", sqlite3_errmsg(ref));
   goto out;
@@ -234,13 +241,16 @@ static int rpdtool_cap_strings(struct rpdtool_trace *t, const char *cmd, const c
     rpdtool_err(cmd, "%s: cannot read %s: %s", t->path, table, sqlite3_errmsg(t->db));
     return -1;
   }
-  if (n == 0) return 0;
+  if (n == 0)
+    return 0;
   /* query_only (nano_rpdfile_open_read) refuses TEMP tables too: lifted for
    * this one statement, which writes only the connection's TEMP schema */
-  sql = sqlite3_mprintf("PRAGMA query_only=0; CREATE TEMP TABLE \"%w\"(id INTEGER PRIMARY KEY, string TEXT NOT NULL);"
-                        "INSERT INTO temp.\"%w\" SELECT id, CASE WHEN length(string) > %d THEN "
-                        "substr(string, 1, %d) || '\xe2\x80\xa6' ELSE string END FROM main.\"%w\"; PRAGMA query_only=1",
-                        table, table, RPDTOOL_MAX_TEXT, RPDTOOL_MAX_TEXT, table);
+  sql = sqlite3_mprintf(
+      "PRAGMA query_only=0; CREATE TEMP TABLE \"%w\"(id INTEGER PRIMARY KEY, string TEXT NOT NULL);"
+      "INSERT INTO temp.\"%w\" SELECT id, CASE WHEN length(string) > %d THEN "
+      "substr(string, 1, %d) || '\xe2\x80\xa6' ELSE string END FROM main.\"%w\"; PRAGMA "
+      "query_only=1",
+      table, table, RPDTOOL_MAX_TEXT, RPDTOOL_MAX_TEXT, table);
   char *msg = NULL;
   if (!sql || sqlite3_exec(t->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
     sqlite3_exec(t->db, "PRAGMA query_only=1", NULL, NULL, NULL);
@@ -251,14 +261,16 @@ static int rpdtool_cap_strings(struct rpdtool_trace *t, const char *cmd, const c
     return -1;
   }
   sqlite3_free(sql);
-  fprintf(stderr, "rpd %s: %s: %" PRId64 " strings of %s are longer than %d characters: shown cut\n",
-          cmd, t->path, n, table, RPDTOOL_MAX_TEXT);
+  fprintf(stderr,
+          "rpd %s: %s: %" PRId64 " strings of %s are longer than %d characters: shown cut\n", cmd,
+          t->path, n, table, RPDTOOL_MAX_TEXT);
   return 0;
 }
 
 int rpdtool_open_view(const char *cmd, const char *path, struct rpdtool_trace *t) {
   int ret = rpdtool_open(cmd, path, RPDTOOL_READ, t);
-  if (ret) return ret;
+  if (ret)
+    return ret;
   if (rpdtool_cap_strings(t, cmd, "rocpd_string") ||
       (t->has_ustring && rpdtool_cap_strings(t, cmd, "rocpd_ustring"))) {
     rpdtool_close(t);
@@ -308,7 +320,8 @@ const char *rpdtool_api_sql(const struct rpdtool_trace *t) {
       "coalesce(N.string,'') AS apiName, coalesce(G.string,'') AS args "
       "FROM rocpd_api A LEFT JOIN rocpd_string N ON N.id=A.apiName_id "
       "LEFT JOIN rocpd_string G ON G.id=A.args_id";
-  if (!t->has_domain) return v2;
+  if (!t->has_domain)
+    return v2;
   return t->has_ustring ? v3 : v3s;
 }
 
@@ -319,12 +332,14 @@ int rpdtool_span(const struct rpdtool_trace *t, int64_t *lo, int64_t *hi) {
   char buf[512];
   int mon = nano_rpdfile_has_object(t->db, "rocpd_monitor");
   int atomics = mon < 0 ? -1 : nano_rpdfile_has_object(t->db, "nano_atomic_sample");
-  if (atomics < 0) return -1;
+  if (atomics < 0)
+    return -1;
   snprintf(buf, sizeof buf, sql,
            mon ? "UNION ALL SELECT min(start), max(end) FROM rocpd_monitor" : "",
            atomics ? "UNION ALL SELECT min(start), max(start) FROM nano_atomic_sample" : "");
   sqlite3_stmt *st = NULL;
-  if (sqlite3_prepare_v2(t->db, buf, -1, &st, NULL) != SQLITE_OK) return -1;
+  if (sqlite3_prepare_v2(t->db, buf, -1, &st, NULL) != SQLITE_OK)
+    return -1;
   int ret = -1;
   *lo = *hi = 0;
   if (sqlite3_step(st) == SQLITE_ROW) {
@@ -362,7 +377,8 @@ int rpdtool_table_init(struct rpdtool_table *tb, int ncols, const char *const *h
 }
 
 void rpdtool_table_right(struct rpdtool_table *tb, int col) {
-  if (col >= 0 && col < tb->ncols) tb->right[col] = 1;
+  if (col >= 0 && col < tb->ncols)
+    tb->right[col] = 1;
 }
 
 int rpdtool_table_add(struct rpdtool_table *tb, const char *const *cells) {
@@ -370,14 +386,16 @@ int rpdtool_table_add(struct rpdtool_table *tb, const char *const *cells) {
   if (tb->nrows == tb->cap) {
     size_t cap = tb->cap ? tb->cap * 2 : 16;
     char **c = realloc(tb->cells, cap * n * sizeof *c);
-    if (!c) return -1;
+    if (!c)
+      return -1;
     tb->cells = c;
     tb->cap = cap;
   }
   char **row = tb->cells + tb->nrows * n;
   for (size_t i = 0; i < n; i++) {
     if (!(row[i] = rpdtool_dup(cells[i]))) {
-      while (i--) free(row[i]);
+      while (i--)
+        free(row[i]);
       return -1;
     }
   }
@@ -389,7 +407,8 @@ int rpdtool_table_add(struct rpdtool_table *tb, const char *const *cells) {
 static size_t rpdtool_width(const char *s) {
   size_t w = 0;
   for (; *s; s++)
-    if (((unsigned char)*s & 0xC0) != 0x80) w++;
+    if (((unsigned char)*s & 0xC0) != 0x80)
+      w++;
   return w;
 }
 
@@ -407,27 +426,33 @@ static void rpdtool_cell(FILE *out, const char *s, size_t w, int right, int last
 void rpdtool_table_print(const struct rpdtool_table *tb, FILE *out) {
   size_t n = (size_t)tb->ncols;
   size_t *w = calloc(n ? n : 1, sizeof *w);
-  if (!w) return;
+  if (!w)
+    return;
   for (size_t c = 0; c < n; c++) {
     w[c] = rpdtool_width(tb->header[c]);
     for (size_t r = 0; r < tb->nrows; r++) {
       size_t x = rpdtool_width(tb->cells[r * n + c]);
-      if (x > w[c]) w[c] = x;
+      if (x > w[c])
+        w[c] = x;
     }
   }
   for (size_t c = 0; c < n; c++) {
-    if (c) fputs("  ", out);
+    if (c)
+      fputs("  ", out);
     rpdtool_cell(out, tb->header[c], w[c], tb->right[c], c + 1 == n);
   }
   fputc('\n', out);
   for (size_t c = 0; c < n; c++) {
-    if (c) fputs("  ", out);
-    for (size_t i = 0; i < w[c]; i++) fputc('-', out);
+    if (c)
+      fputs("  ", out);
+    for (size_t i = 0; i < w[c]; i++)
+      fputc('-', out);
   }
   fputc('\n', out);
   for (size_t r = 0; r < tb->nrows; r++) {
     for (size_t c = 0; c < n; c++) {
-      if (c) fputs("  ", out);
+      if (c)
+        fputs("  ", out);
       rpdtool_cell(out, tb->cells[r * n + c], w[c], tb->right[c], c + 1 == n);
     }
     fputc('\n', out);
@@ -438,9 +463,11 @@ void rpdtool_table_print(const struct rpdtool_table *tb, FILE *out) {
 void rpdtool_table_free(struct rpdtool_table *tb) {
   size_t n = (size_t)tb->ncols;
   if (tb->header)
-    for (size_t i = 0; i < n; i++) free(tb->header[i]);
+    for (size_t i = 0; i < n; i++)
+      free(tb->header[i]);
   if (tb->cells)
-    for (size_t i = 0; i < tb->nrows * n; i++) free(tb->cells[i]);
+    for (size_t i = 0; i < tb->nrows * n; i++)
+      free(tb->cells[i]);
   free(tb->header);
   free(tb->right);
   free(tb->cells);
@@ -468,7 +495,8 @@ int rpdtool_print_section(const char *cmd, sqlite3 *db, const char *sql, long li
     sqlite3_finalize(st);
     return rpdtool_err(cmd, "out of memory");
   }
-  for (int i = 0; i < n; i++) hdr[i] = sqlite3_column_name(st, i);
+  for (int i = 0; i < n; i++)
+    hdr[i] = sqlite3_column_name(st, i);
   if (rpdtool_table_init(&tb, n, hdr) != 0) {
     free(hdr), free(cells), free(num), free(nums);
     sqlite3_finalize(st);
@@ -481,20 +509,20 @@ int rpdtool_print_section(const char *cmd, sqlite3 *db, const char *sql, long li
       char *buf = nums + (size_t)i * 64;
       const char *s = buf;
       switch (sqlite3_column_type(st, i)) {
-        case SQLITE_INTEGER:
-          snprintf(buf, 64, "%lld", (long long)sqlite3_column_int64(st, i));
-          num[i] = 1;
-          break;
-        case SQLITE_FLOAT:
-          snprintf(buf, 64, "%.2f", sqlite3_column_double(st, i));
-          num[i] = 1;
-          break;
-        case SQLITE_NULL:
-          s = "";
-          break;
-        default:
-          s = (const char *)sqlite3_column_text(st, i);
-          break;
+      case SQLITE_INTEGER:
+        snprintf(buf, 64, "%lld", (long long)sqlite3_column_int64(st, i));
+        num[i] = 1;
+        break;
+      case SQLITE_FLOAT:
+        snprintf(buf, 64, "%.2f", sqlite3_column_double(st, i));
+        num[i] = 1;
+        break;
+      case SQLITE_NULL:
+        s = "";
+        break;
+      default:
+        s = (const char *)sqlite3_column_text(st, i);
+        break;
       }
       cells[i] = (char *)s;
     }
@@ -506,7 +534,8 @@ int rpdtool_print_section(const char *cmd, sqlite3 *db, const char *sql, long li
   }
   long total = rows;
   if (!ret && title && limit > 0 && rows == limit) /* the rows beyond the limit, counted */
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) total++;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+      total++;
   if (!ret && (limit <= 0 || rows < limit || title) && rc != SQLITE_DONE)
     ret = rpdtool_err(cmd, "query failed: %s", sqlite3_errmsg(db));
   if (!ret && title && total > rows)
@@ -515,7 +544,8 @@ int rpdtool_print_section(const char *cmd, sqlite3 *db, const char *sql, long li
     fprintf(out, "\n%s:\n", title);
   if (!ret && (!title || rows > 0)) {
     for (int i = 0; i < n; i++)
-      if (num[i]) rpdtool_table_right(&tb, i);
+      if (num[i])
+        rpdtool_table_right(&tb, i);
     rpdtool_table_print(&tb, out);
   }
   rpdtool_table_free(&tb);
@@ -533,13 +563,15 @@ static int rpdtool_time_has_unit(const char *s) {
 }
 
 int rpdtool_parse_time(const char *s, int64_t lo, int64_t hi, int64_t *out) {
-  if (!s || !*s) return -1;
+  if (!s || !*s)
+    return -1;
   char *end = NULL;
   errno = 0;
   if (s[0] == '+' || rpdtool_time_has_unit(s)) {
     const char *num = s + (s[0] == '+');
     double v = strtod(num, &end);
-    if (end == num || errno || !isfinite(v) || v < 0) return -1;
+    if (end == num || errno || !isfinite(v) || v < 0)
+      return -1;
     double scale;
     if (!strcmp(end, "ns"))
       scale = 1;
@@ -552,19 +584,22 @@ int rpdtool_parse_time(const char *s, int64_t lo, int64_t hi, int64_t *out) {
     else
       return -1;
     double ns = v * scale;
-    if (ns > 9e18) return -1;
+    if (ns > 9e18)
+      return -1;
     *out = lo + (int64_t)llround(ns);
     return 0;
   }
   size_t len = strlen(s);
   if (s[len - 1] == '%') {
     double v = strtod(s, &end);
-    if (end == s || end != s + len - 1 || errno || !isfinite(v) || v < 0 || v > 100) return -1;
+    if (end == s || end != s + len - 1 || errno || !isfinite(v) || v < 0 || v > 100)
+      return -1;
     *out = rpdtool_add(lo, (int64_t)llround((double)rpdtool_sub(hi, lo) * v / 100.0));
     return 0;
   }
   long long v = strtoll(s, &end, 10);
-  if (end == s || *end || errno || v < 0) return -1;
+  if (end == s || *end || errno || v < 0)
+    return -1;
   *out = (int64_t)v;
   return 0;
 }
@@ -572,11 +607,15 @@ int rpdtool_parse_time(const char *s, int64_t lo, int64_t hi, int64_t *out) {
 /* Parses one bound of a window (see rpdtool_window); 0, or the usage status. */
 static int rpdtool_bound(const char *cmd, const char *opt, const char *s, int64_t lo, int64_t hi,
                          int64_t *out) {
-  if (!s) return 0;
+  if (!s)
+    return 0;
   if (rpdtool_parse_time(s, lo, hi, out) != 0)
-    return rpdtool_usage(cmd, "%s: '%s' is not a time (ns on the trace's clock, N%%, or an "
-                              "offset from the start with a unit: 5us, +1.5ms, 2s)", opt, s);
-  if (s[0] != '+' && !rpdtool_time_has_unit(s) && s[strlen(s) - 1] != '%' && (*out < lo || *out > hi))
+    return rpdtool_usage(cmd,
+                         "%s: '%s' is not a time (ns on the trace's clock, N%%, or an "
+                         "offset from the start with a unit: 5us, +1.5ms, 2s)",
+                         opt, s);
+  if (s[0] != '+' && !rpdtool_time_has_unit(s) && s[strlen(s) - 1] != '%' &&
+      (*out < lo || *out > hi))
     fprintf(stderr,
             "rpd %s: warning: %s %s is %s ns on the trace's clock, outside the trace "
             "(%" PRId64 " .. %" PRId64 " ns); write a unit for an offset from its start "
@@ -590,18 +629,21 @@ int rpdtool_window(const char *cmd, const char *start, const char *end, int64_t 
   *a = lo;
   *b = hi;
   int ret = rpdtool_bound(cmd, "--start", start, lo, hi, a);
-  if (!ret) ret = rpdtool_bound(cmd, "--end", end, lo, hi, b);
+  if (!ret)
+    ret = rpdtool_bound(cmd, "--end", end, lo, hi, b);
   if (!ret && *a > *b)
     ret = rpdtool_usage(cmd, "--start (%" PRId64 " ns) is after --end (%" PRId64 " ns)", *a, *b);
   return ret;
 }
 
 int rpdtool_parse_count(const char *s, long *out) {
-  if (!s || !*s) return -1;
+  if (!s || !*s)
+    return -1;
   char *end = NULL;
   errno = 0;
   long v = strtol(s, &end, 10);
-  if (*end || errno || v < 0 || s[0] == '-' || s[0] == '+') return -1;
+  if (*end || errno || v < 0 || s[0] == '-' || s[0] == '+')
+    return -1;
   *out = v;
   return 0;
 }
@@ -618,22 +660,26 @@ void rpdtool_progress_start(struct rpdtool_progress *p, const char *label, uint6
 
 void rpdtool_progress_add(struct rpdtool_progress *p, uint64_t n) {
   p->done += n;
-  if (!p->on) return;
+  if (!p->on)
+    return;
   int pct = (int)(p->done >= p->total ? 100 : p->done * 100 / p->total);
-  if (pct == p->shown) return;
+  if (pct == p->shown)
+    return;
   p->shown = pct;
   fprintf(stderr, "\r%s %3d%%", p->label, pct);
   fflush(stderr);
 }
 
 void rpdtool_progress_end(struct rpdtool_progress *p) {
-  if (p->on && p->shown >= 0) fprintf(stderr, "\r%*s\r", (int)strlen(p->label) + 5, "");
+  if (p->on && p->shown >= 0)
+    fprintf(stderr, "\r%*s\r", (int)strlen(p->label) + 5, "");
   p->shown = -1;
 }
 
 int rpdtool_int(sqlite3 *db, const char *sql, int64_t *out) {
   sqlite3_stmt *st = NULL;
-  if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) return -1;
+  if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+    return -1;
   int ret = -1;
   if (sqlite3_step(st) == SQLITE_ROW) {
     *out = sqlite3_column_int64(st, 0);
@@ -645,7 +691,8 @@ int rpdtool_int(sqlite3 *db, const char *sql, int64_t *out) {
 
 int rpdtool_has_rows(sqlite3 *db, const char *name) {
   int has = nano_rpdfile_has_object(db, name);
-  if (has <= 0) return has;
+  if (has <= 0)
+    return has;
   int64_t n = 0;
   char *sql = sqlite3_mprintf("SELECT EXISTS (SELECT 1 FROM \"%w\")", name);
   int rc = sql ? rpdtool_int(db, sql, &n) : -1;
@@ -678,7 +725,8 @@ char *rpdtool_top_sql(const char *cmd, struct rpdtool_trace *t) {
   const char *body = def ? def + sizeof key - 1 : NULL;
   char *sql = view ? sqlite3_mprintf("SELECT * FROM top")
                    : sqlite3_mprintf("%.*s", (int)(end - body), body);
-  if (!sql) rpdtool_err(cmd, "out of memory");
+  if (!sql)
+    rpdtool_err(cmd, "out of memory");
   return sql;
 }
 
@@ -701,7 +749,8 @@ int rpdtool_metadata_sum(const struct rpdtool_trace *t, const char *tag, int64_t
 
 sqlite3_stmt *rpdtool_prepare(const char *cmd, const struct rpdtool_trace *t, const char *sql) {
   sqlite3_stmt *st = NULL;
-  if (sqlite3_prepare_v2(t->db, sql, -1, &st, NULL) == SQLITE_OK) return st;
+  if (sqlite3_prepare_v2(t->db, sql, -1, &st, NULL) == SQLITE_OK)
+    return st;
   rpdtool_err(cmd, "%s: query failed: %s", t->path, sqlite3_errmsg(t->db));
   sqlite3_finalize(st);
   return NULL;
@@ -710,7 +759,8 @@ sqlite3_stmt *rpdtool_prepare(const char *cmd, const struct rpdtool_trace *t, co
 int rpdtool_done(const char *cmd, const struct rpdtool_trace *t, sqlite3_stmt *st, int rc,
                  FILE *out, const char *out_name) {
   sqlite3_finalize(st);
-  if (out && ferror(out)) return rpdtool_err(cmd, "%s: write failed (is the disk full?)", out_name);
+  if (out && ferror(out))
+    return rpdtool_err(cmd, "%s: write failed (is the disk full?)", out_name);
   if (rc != SQLITE_DONE)
     return rpdtool_err(cmd, "%s: query failed: %s", t->path, sqlite3_errmsg(t->db));
   return 0;

@@ -31,9 +31,9 @@
 #ifndef NANO_RPDTOOL_H
 #define NANO_RPDTOOL_H
 
+#include <sqlite3.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <sqlite3.h>
 
 #include <nano/rpdfile.h>
 
@@ -169,9 +169,9 @@ char *rpdtool_ranges_sql(const struct rpdtool_trace *t);
 
 struct rpdtool_table {
   int ncols;
-  char **header;      /* ncols strings */
+  char **header;        /* ncols strings */
   unsigned char *right; /* per column: 1 right-aligned, 0 left */
-  char **cells;       /* nrows * ncols strings */
+  char **cells;         /* nrows * ncols strings */
   size_t nrows, cap;
 };
 
@@ -218,10 +218,10 @@ int rpdtool_parse_count(const char *s, long *out);
 /* ---- progress ----------------------------------------------------------- */
 
 struct rpdtool_progress {
-  int on;             /* stderr is a terminal */
+  int on; /* stderr is a terminal */
   const char *label;
   uint64_t total, done;
-  int shown;          /* last percentage printed, -1 none */
+  int shown; /* last percentage printed, -1 none */
 };
 
 /* Starts a progress line "label  NN%" for `total` units (shown on a tty only). */
@@ -236,12 +236,14 @@ void rpdtool_progress_end(struct rpdtool_progress *p);
  * overflow is undefined behaviour, not a wrong number. */
 static inline int64_t rpdtool_sub(int64_t a, int64_t b) {
   int64_t r;
-  if (__builtin_sub_overflow(a, b, &r)) return b < 0 ? INT64_MAX : INT64_MIN;
+  if (__builtin_sub_overflow(a, b, &r))
+    return b < 0 ? INT64_MAX : INT64_MIN;
   return r;
 }
 static inline int64_t rpdtool_add(int64_t a, int64_t b) {
   int64_t r;
-  if (__builtin_add_overflow(a, b, &r)) return b < 0 ? INT64_MIN : INT64_MAX;
+  if (__builtin_add_overflow(a, b, &r))
+    return b < 0 ? INT64_MIN : INT64_MAX;
   return r;
 }
 

@@ -50,13 +50,13 @@ static int summary_totals(struct rpdtool_trace *t) {
   int64_t procs = 0, api = 0, ops = 0, dispatches = 0, lo = 0, hi = 0;
   /* the processes that recorded something: API rows, or only atomics */
   int atomics = nano_rpdfile_has_object(t->db, "nano_atomic_site");
-  char *pids = atomics < 0 ? NULL
-               : sqlite3_mprintf("SELECT count(*) FROM (SELECT pid FROM rocpd_api%s)",
-                                 atomics ? " UNION SELECT pid FROM nano_atomic_site" : "");
+  char *pids = atomics < 0
+                   ? NULL
+                   : sqlite3_mprintf("SELECT count(*) FROM (SELECT pid FROM rocpd_api%s)",
+                                     atomics ? " UNION SELECT pid FROM nano_atomic_site" : "");
   int rc = pids ? rpdtool_int(t->db, pids, &procs) : -1;
   sqlite3_free(pids);
-  if (rc ||
-      rpdtool_int(t->db, "SELECT count(*) FROM rocpd_api", &api) ||
+  if (rc || rpdtool_int(t->db, "SELECT count(*) FROM rocpd_api", &api) ||
       rpdtool_int(t->db, "SELECT count(*) FROM rocpd_op", &ops) ||
       (t->has_dispatches &&
        rpdtool_int(t->db, "SELECT count(*) FROM nano_dispatch", &dispatches)) ||
@@ -105,8 +105,10 @@ static int summary_sections(struct rpdtool_trace *t, long limit, int want_atomic
   int ret = 0;
 
   char *ranges = rpdtool_ranges_sql(t);
-  if (!ranges) ret = rpdtool_err("summary", "out of memory");
-  if (!ret) ret = summary_section("ranges and API calls, longest total first", t->db, ranges, limit);
+  if (!ranges)
+    ret = rpdtool_err("summary", "out of memory");
+  if (!ret)
+    ret = summary_section("ranges and API calls, longest total first", t->db, ranges, limit);
   sqlite3_free(ranges);
 
   if (!ret) {
@@ -119,13 +121,12 @@ static int summary_sections(struct rpdtool_trace *t, long limit, int want_atomic
     sqlite3_free(top);
   }
   if (!ret && t->has_dispatches)
-    ret = summary_section(
-        "instrumented kernels", t->db,
-        "SELECT kernel_name AS kernel, count(*) AS dispatches, "
-        "sum(\"end\" - start) / 1e6 AS total_ms, sum(records) AS records, "
-        "sum(dropped) AS dropped FROM nano_dispatch GROUP BY kernel_name "
-        "ORDER BY sum(\"end\" - start) DESC",
-        limit);
+    ret = summary_section("instrumented kernels", t->db,
+                          "SELECT kernel_name AS kernel, count(*) AS dispatches, "
+                          "sum(\"end\" - start) / 1e6 AS total_ms, sum(records) AS records, "
+                          "sum(dropped) AS dropped FROM nano_dispatch GROUP BY kernel_name "
+                          "ORDER BY sum(\"end\" - start) DESC",
+                          limit);
   if (!ret && rpdtool_has_rows(t->db, "nano_analysis") > 0)
     ret = summary_section(
         "memory findings: cache lines used per line needed, worst first", t->db,
@@ -155,10 +156,11 @@ static int summary_sections(struct rpdtool_trace *t, long limit, int want_atomic
       ret = summary_section("library atomics by caller (--atomics-callers)", t->db,
                             summary_callers_sql, limit);
   } else if (sampled > 0) {
-    ret = summary_section("atomics per kind (latest samples; sites come at the next flush)",
-                          t->db, summary_sampled_atomics_sql, 0);
+    ret = summary_section("atomics per kind (latest samples; sites come at the next flush)", t->db,
+                          summary_sampled_atomics_sql, 0);
   }
-  if (!ret) ret = summary_losses(t);
+  if (!ret)
+    ret = summary_losses(t);
   return ret;
 }
 
@@ -166,18 +168,20 @@ int rpd_cmd_summary(int argc, char **argv) {
   long limit = SUMMARY_DEFAULT_LIMIT;
   const char *limit_s = NULL, *file;
   int want_atomics = 0;
-  const struct rpdtool_opt opts[] = {{"limit", 'n', &limit_s, NULL},
-                                     {"atomics", 0, NULL, &want_atomics},
-                                     {NULL, 0, NULL, NULL}};
+  const struct rpdtool_opt opts[] = {
+      {"limit", 'n', &limit_s, NULL}, {"atomics", 0, NULL, &want_atomics}, {NULL, 0, NULL, NULL}};
   int ret = rpdtool_parse_args(argc, argv, rpd_summary_help, opts, &file);
-  if (ret != RPDTOOL_PARSED) return ret;
+  if (ret != RPDTOOL_PARSED)
+    return ret;
   if (limit_s && rpdtool_parse_count(limit_s, &limit) != 0)
     return rpdtool_usage("summary", "--limit expects a number >= 0, not '%s'", limit_s);
   struct rpdtool_trace t;
   ret = rpdtool_open_view("summary", file, &t);
-  if (ret) return ret;
+  if (ret)
+    return ret;
   ret = summary_totals(&t);
-  if (!ret) ret = summary_sections(&t, limit, want_atomics);
+  if (!ret)
+    ret = summary_sections(&t, limit, want_atomics);
   rpdtool_close(&t);
   return ret;
 }
@@ -206,7 +210,8 @@ int rpd_cmd_watch(int argc, char **argv) {
                                      {"count", 'c', &count_s, NULL},
                                      {NULL, 0, NULL, NULL}};
   int ret = rpdtool_parse_args(argc, argv, rpd_watch_help, opts, &file);
-  if (ret != RPDTOOL_PARSED) return ret;
+  if (ret != RPDTOOL_PARSED)
+    return ret;
   if (limit_s && rpdtool_parse_count(limit_s, &limit) != 0)
     return rpdtool_usage("watch", "--limit expects a number >= 0, not '%s'", limit_s);
   if (interval_s && (rpdtool_parse_count(interval_s, &interval) != 0 || interval < 1 ||
@@ -217,25 +222,31 @@ int rpd_cmd_watch(int argc, char **argv) {
     return rpdtool_usage("watch", "--count expects a number >= 0, not '%s'", count_s);
   int tty = isatty(STDOUT_FILENO);
   for (long n = 1;; n++) {
-    if (tty) fputs("\033[H\033[2J", stdout); /* home, clear */
+    if (tty)
+      fputs("\033[H\033[2J", stdout); /* home, clear */
     time_t now = time(NULL);
     char at[16] = "";
     struct tm tm;
-    if (localtime_r(&now, &tm)) strftime(at, sizeof at, "%H:%M:%S", &tm);
+    if (localtime_r(&now, &tm))
+      strftime(at, sizeof at, "%H:%M:%S", &tm);
     printf("rpd watch: %s at %s (every %ld s)\n", file, at, interval);
     struct rpdtool_trace t;
     if (access(file, F_OK) != 0) {
       printf("waiting for %s to be created\n", file);
     } else {
       ret = rpdtool_open_view("watch", file, &t);
-      if (ret) return ret;
+      if (ret)
+        return ret;
       ret = summary_totals(&t);
-      if (!ret) ret = summary_sections(&t, limit, 0);
+      if (!ret)
+        ret = summary_sections(&t, limit, 0);
       rpdtool_close(&t);
-      if (ret) return ret;
+      if (ret)
+        return ret;
     }
     fflush(stdout);
-    if (count && n >= count) return 0;
+    if (count && n >= count)
+      return 0;
     sleep((unsigned)interval);
   }
 }

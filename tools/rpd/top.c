@@ -27,12 +27,14 @@ int rpd_cmd_top(int argc, char **argv) {
   const char *limit_s = NULL, *file;
   const struct rpdtool_opt opts[] = {{"limit", 'n', &limit_s, NULL}, {NULL, 0, NULL, NULL}};
   int ret = rpdtool_parse_args(argc, argv, rpd_top_help, opts, &file);
-  if (ret != RPDTOOL_PARSED) return ret;
+  if (ret != RPDTOOL_PARSED)
+    return ret;
   if (limit_s && rpdtool_parse_count(limit_s, &limit) != 0)
     return rpdtool_usage("top", "--limit expects a number >= 0, not '%s'", limit_s);
   struct rpdtool_trace t;
   ret = rpdtool_open_view("top", file, &t);
-  if (ret) return ret;
+  if (ret)
+    return ret;
   int ops = rpdtool_has_rows(t.db, "rocpd_op");
   char *sql = NULL;
   if (ops < 0) {
@@ -42,9 +44,11 @@ int rpd_cmd_top(int argc, char **argv) {
   } else {
     printf("no GPU ops in %s: its ranges and API calls, longest total first\n", t.path);
     sql = rpdtool_ranges_sql(&t);
-    if (!sql) rpdtool_err("top", "out of memory");
+    if (!sql)
+      rpdtool_err("top", "out of memory");
   }
-  if (!ret) ret = sql ? rpdtool_print_query("top", t.db, sql, limit, stdout) : RPDTOOL_EXIT_FAIL;
+  if (!ret)
+    ret = sql ? rpdtool_print_query("top", t.db, sql, limit, stdout) : RPDTOOL_EXIT_FAIL;
   sqlite3_free(sql);
   rpdtool_close(&t);
   return ret;

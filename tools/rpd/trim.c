@@ -33,11 +33,14 @@ int rpd_cmd_trim(int argc, char **argv) {
                                      {"end", 0, &s_end, NULL},
                                      {NULL, 0, NULL, NULL}};
   int parsed = rpdtool_parse_args(argc, argv, tr_help, opts, &in);
-  if (parsed != RPDTOOL_PARSED) return parsed;
-  if (!out) return rpdtool_usage(cmd, "missing -o OUT (the input is never changed)");
+  if (parsed != RPDTOOL_PARSED)
+    return parsed;
+  if (!out)
+    return rpdtool_usage(cmd, "missing -o OUT (the input is never changed)");
   struct rpdtool_trace t;
   int ret = rpdtool_open(cmd, in, RPDTOOL_READ, &t);
-  if (ret) return ret;
+  if (ret)
+    return ret;
   sqlite3_stmt *st = NULL;
   int64_t lo = 0, hi = 0, total = 0;
   if (sqlite3_prepare_v2(t.db, "SELECT min(start), max(end), count(*) FROM rocpd_api", -1, &st,
@@ -51,11 +54,15 @@ int rpd_cmd_trim(int argc, char **argv) {
   }
   sqlite3_finalize(st);
   int64_t a = lo, b = hi;
-  if (!ret && total == 0) ret = rpdtool_err(cmd, "%s: the trace has no API calls to trim", in);
-  if (!ret) ret = rpdtool_window(cmd, s_start, s_end, lo, hi, &a, &b);
+  if (!ret && total == 0)
+    ret = rpdtool_err(cmd, "%s: the trace has no API calls to trim", in);
+  if (!ret)
+    ret = rpdtool_window(cmd, s_start, s_end, lo, hi, &a, &b);
   char *tagval = ret ? NULL : sqlite3_mprintf("%s [%lld, %lld]", in, (long long)a, (long long)b);
-  if (!ret && !tagval) ret = rpdtool_err(cmd, "out of memory");
-  if (!ret) ret = an_out_check(cmd, out, "Trim::Window", tagval);
+  if (!ret && !tagval)
+    ret = rpdtool_err(cmd, "out of memory");
+  if (!ret)
+    ret = an_out_check(cmd, out, "Trim::Window", tagval);
   if (ret == AN_ALREADY) {
     printf("rpd %s: %s holds this window of %s already; nothing to do\n", cmd, out, in);
     ret = 0;
@@ -69,9 +76,9 @@ int rpd_cmd_trim(int argc, char **argv) {
         ret = RPDTOOL_EXIT_FAIL;
       } else if (!(ret = an_out_finish(cmd, db, out, "Trim::Window", tagval))) {
         printf("rpd %s: %s: window [%lld, %lld] ns: %lld of %lld calls, %lld GPU ops, %lld "
-               "monitor samples, %lld strings\n", cmd, out, (long long)a, (long long)b,
-               (long long)c.api, (long long)total, (long long)c.op, (long long)c.monitor,
-               (long long)c.strings);
+               "monitor samples, %lld strings\n",
+               cmd, out, (long long)a, (long long)b, (long long)c.api, (long long)total,
+               (long long)c.op, (long long)c.monitor, (long long)c.strings);
       }
     }
   }

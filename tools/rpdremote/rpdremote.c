@@ -84,15 +84,18 @@ static int rr_list(void) {
     return rr_fail(RR_USAGE, "socket directory name too long (NANO_REMOTE_DIR?)");
   DIR *d = opendir(dir);
   if (!d) {
-    if (errno == ENOENT) return RR_OK;
+    if (errno == ENOENT)
+      return RR_OK;
     return rr_fail(RR_FAILED, "%s: %s", dir, strerror(errno));
   }
   struct dirent *e;
   while ((e = readdir(d))) {
     char *end = NULL;
     long pid = strtol(e->d_name, &end, 10);
-    if (end == e->d_name || strcmp(end, ".sock") || pid <= 0) continue;
-    if (kill((pid_t)pid, 0) != 0 && errno == ESRCH) continue;
+    if (end == e->d_name || strcmp(end, ".sock") || pid <= 0)
+      continue;
+    if (kill((pid_t)pid, 0) != 0 && errno == ESRCH)
+      continue;
     printf("%ld\n", pid);
   }
   closedir(d);
@@ -101,10 +104,14 @@ static int rr_list(void) {
 
 /* Maps a reply status word to an exit code. */
 static int rr_code(const char *word) {
-  if (!strcmp(word, NANO_REMOTE_ROK)) return RR_OK;
-  if (!strcmp(word, NANO_REMOTE_RDENIED)) return RR_DENIED;
-  if (!strcmp(word, NANO_REMOTE_RNOTRACER)) return RR_NOTENABLED;
-  if (!strcmp(word, NANO_REMOTE_RBADREQ)) return RR_USAGE;
+  if (!strcmp(word, NANO_REMOTE_ROK))
+    return RR_OK;
+  if (!strcmp(word, NANO_REMOTE_RDENIED))
+    return RR_DENIED;
+  if (!strcmp(word, NANO_REMOTE_RNOTRACER))
+    return RR_NOTENABLED;
+  if (!strcmp(word, NANO_REMOTE_RBADREQ))
+    return RR_USAGE;
   return RR_FAILED;
 }
 
@@ -120,7 +127,8 @@ int main(int argc, char **argv) {
       return RR_OK;
     }
     if (!strcmp(argv[i], "--socket")) {
-      if (++i == argc) return rr_fail(RR_USAGE, "--socket needs a PATH");
+      if (++i == argc)
+        return rr_fail(RR_USAGE, "--socket needs a PATH");
       socket_path = argv[i];
     } else if (argv[i][0] == '-' && argv[i][1]) {
       return rr_fail(RR_USAGE, "unknown option '%s' (see rpdremote --help)", argv[i]);
@@ -132,14 +140,17 @@ int main(int argc, char **argv) {
       return rr_fail(RR_USAGE, "unexpected argument '%s' (see rpdremote --help)", argv[i]);
     }
   }
-  if (!cmd) return rr_fail(RR_USAGE, "missing command (see rpdremote --help)");
+  if (!cmd)
+    return rr_fail(RR_USAGE, "missing command (see rpdremote --help)");
   if (!strcmp(cmd, "list")) {
-    if (pid_s) return rr_fail(RR_USAGE, "list takes no PID");
+    if (pid_s)
+      return rr_fail(RR_USAGE, "list takes no PID");
     return rr_list();
   }
   if (strcmp(cmd, "start") && strcmp(cmd, "stop") && strcmp(cmd, "flush") && strcmp(cmd, "status"))
     return rr_fail(RR_USAGE, "unknown command '%s' (start, stop, flush, status, list)", cmd);
-  if (!pid_s) return rr_fail(RR_USAGE, "%s: missing PID", cmd);
+  if (!pid_s)
+    return rr_fail(RR_USAGE, "%s: missing PID", cmd);
   char *end = NULL;
   errno = 0;
   long pid = strtol(pid_s, &end, 10);
@@ -162,7 +173,8 @@ int main(int argc, char **argv) {
   }
 
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return rr_fail(RR_FAILED, "socket: %s", strerror(errno));
+  if (fd < 0)
+    return rr_fail(RR_FAILED, "socket: %s", strerror(errno));
   if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
     int e = errno;
     close(fd);
@@ -194,7 +206,8 @@ int main(int argc, char **argv) {
   size_t got = 0;
   while (got < sizeof line - 1) {
     ssize_t r = recv(fd, line + got, sizeof line - 1 - got, 0);
-    if (r < 0 && errno == EINTR) continue;
+    if (r < 0 && errno == EINTR)
+      continue;
     if (r < 0) {
       int e = errno;
       close(fd);
@@ -204,23 +217,29 @@ int main(int argc, char **argv) {
       return rr_fail(RR_FAILED, "process %ld: no reply: %s", pid,
                      e == EAGAIN ? "timed out" : strerror(e));
     }
-    if (r == 0) break;
+    if (r == 0)
+      break;
     got += (size_t)r;
-    if (memchr(line, '\n', got)) break;
+    if (memchr(line, '\n', got))
+      break;
   }
   close(fd);
   line[got] = 0;
   char *nl = strchr(line, '\n');
   if (!nl && send_errno)
-    return rr_fail(RR_FAILED, "process %ld: cannot send the request: %s", pid, strerror(send_errno));
-  if (!nl) return rr_fail(RR_FAILED, "process %ld: incomplete reply '%s'", pid, line);
+    return rr_fail(RR_FAILED, "process %ld: cannot send the request: %s", pid,
+                   strerror(send_errno));
+  if (!nl)
+    return rr_fail(RR_FAILED, "process %ld: incomplete reply '%s'", pid, line);
   *nl = 0;
   char *text = strchr(line, ' ');
-  if (text) *text++ = 0;
+  if (text)
+    *text++ = 0;
   char shown[4 * NANO_REMOTE_LINE_MAX + 1];
   rr_printable(text ? text : "", shown, sizeof shown);
   int code = rr_code(line);
-  if (code == RR_FAILED && strcmp(line, NANO_REMOTE_RFAILED) && strcmp(line, NANO_REMOTE_RREFUSED)) {
+  if (code == RR_FAILED && strcmp(line, NANO_REMOTE_RFAILED) &&
+      strcmp(line, NANO_REMOTE_RREFUSED)) {
     rr_printable(line, shown, sizeof shown);
     return rr_fail(RR_FAILED, "process %ld: malformed reply (status '%.64s')", pid, shown);
   }

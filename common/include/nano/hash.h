@@ -18,21 +18,24 @@
 /* Continues 64-bit FNV-1a hash h over the n bytes at p. */
 static inline uint64_t nano_fnv64(uint64_t h, const void *p, size_t n) {
   const unsigned char *c = (const unsigned char *)p;
-  for (size_t i = 0; i < n; i++) h = (h ^ c[i]) * NANO_FNV64_PRIME;
+  for (size_t i = 0; i < n; i++)
+    h = (h ^ c[i]) * NANO_FNV64_PRIME;
   return h;
 }
 
 /* 64-bit FNV-1a of the NUL-terminated string s. */
 static inline uint64_t nano_fnv64_str(const char *s) {
   uint64_t h = NANO_FNV64_OFFSET;
-  for (; *s; s++) h = (h ^ (unsigned char)*s) * NANO_FNV64_PRIME;
+  for (; *s; s++)
+    h = (h ^ (unsigned char)*s) * NANO_FNV64_PRIME;
   return h;
 }
 
 /* Continues 32-bit FNV-1a hash h over the n bytes at p. */
 static inline uint32_t nano_fnv32(uint32_t h, const void *p, size_t n) {
   const unsigned char *c = (const unsigned char *)p;
-  for (size_t i = 0; i < n; i++) h = (h ^ c[i]) * NANO_FNV32_PRIME;
+  for (size_t i = 0; i < n; i++)
+    h = (h ^ c[i]) * NANO_FNV32_PRIME;
   return h;
 }
 

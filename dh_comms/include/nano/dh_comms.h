@@ -35,19 +35,19 @@ extern "C" {
 /* One decoded record: the header fields plus the address of every active
  * lane, in ascending lane order (lane[i] is the lane of addr[i]). */
 struct nano_dh_record {
-  uint16_t bytes;     /* record size in the ring                              */
-  uint8_t version;    /* NANO_DH_VERSION                                      */
-  uint8_t encoding;   /* NANO_DH_ENC_*: how the payload held the addresses    */
-  uint8_t space;      /* NANO_DH_SPACE_*: where generic addresses pointed     */
-  uint8_t lanes;      /* number of addresses                                  */
-  uint8_t wave_size;  /* 64, 32 or 1                                          */
-  uint16_t wave;      /* wave id in the block                                 */
-  uint64_t site;      /* module id << 32 | site index                         */
-  uint64_t exec;      /* active lanes                                         */
-  uint32_t block[3];  /* block (workgroup) id                                 */
-  uint32_t size;      /* access size in bytes                                 */
-  uint32_t hw_id;     /* hardware id register (0 where none)                  */
-  uint64_t time;      /* device clock                                         */
+  uint16_t bytes;    /* record size in the ring                              */
+  uint8_t version;   /* NANO_DH_VERSION                                      */
+  uint8_t encoding;  /* NANO_DH_ENC_*: how the payload held the addresses    */
+  uint8_t space;     /* NANO_DH_SPACE_*: where generic addresses pointed     */
+  uint8_t lanes;     /* number of addresses                                  */
+  uint8_t wave_size; /* 64, 32 or 1                                          */
+  uint16_t wave;     /* wave id in the block                                 */
+  uint64_t site;     /* module id << 32 | site index                         */
+  uint64_t exec;     /* active lanes                                         */
+  uint32_t block[3]; /* block (workgroup) id                                 */
+  uint32_t size;     /* access size in bytes                                 */
+  uint32_t hw_id;    /* hardware id register (0 where none)                  */
+  uint64_t time;     /* device clock                                         */
   uint8_t lane[64];
   uint64_t addr[64];
 };
@@ -76,15 +76,15 @@ unsigned nano_dh_encoding(const struct nano_dh_record *r, int64_t *stride);
 
 /* Where one buffer's parts live, as the host and the device see them. */
 struct nano_dh_placement {
-  void *desc_device;     /* descriptor, device address: the twin's argument   */
-  void *desc_host;       /* the descriptor where the host can read and write  */
-                         /* it directly, else NULL (the ops copy)             */
-  unsigned char *ring;   /* ring, host view                                   */
-  uint64_t ring_device;  /* ring, device address                              */
-  uint64_t ring_bytes;   /* its size                                          */
-  uint64_t *tail;        /* tail, host view                                   */
-  uint64_t tail_device;  /* tail, device address                              */
-  void *handle;          /* the implementation's own                          */
+  void *desc_device;    /* descriptor, device address: the twin's argument   */
+  void *desc_host;      /* the descriptor where the host can read and write  */
+                        /* it directly, else NULL (the ops copy)             */
+  unsigned char *ring;  /* ring, host view                                   */
+  uint64_t ring_device; /* ring, device address                              */
+  uint64_t ring_bytes;  /* its size                                          */
+  uint64_t *tail;       /* tail, host view                                   */
+  uint64_t tail_device; /* tail, device address                              */
+  void *handle;         /* the implementation's own                          */
 };
 
 /* A placement implementation. Descriptor and counters are RMW targets of the
@@ -131,8 +131,7 @@ uint64_t nano_dh_buffer_capacity(const struct nano_dh_buffer *b);
 uint64_t nano_dh_buffer_dropped(const struct nano_dh_buffer *b);
 /* Sets the descriptor's block filter: only blocks with lo[d] <= id <= hi[d]
  * in every dimension d record (default: all). Returns 0 or -1. */
-int nano_dh_buffer_set_blocks(struct nano_dh_buffer *b, const uint32_t lo[3],
-                              const uint32_t hi[3]);
+int nano_dh_buffer_set_blocks(struct nano_dh_buffer *b, const uint32_t lo[3], const uint32_t hi[3]);
 /* Sets the descriptor's CPU hook (NANO_DH_FLAG_HOOK with a non-NULL hook;
  * NULL clears it). Host placement only. Returns 0 or -1. */
 int nano_dh_buffer_set_hook(struct nano_dh_buffer *b, void *hook);
@@ -160,11 +159,11 @@ typedef int (*nano_dh_record_fn)(const struct nano_dh_record *r, void *arg);
 
 /* What the drains of a buffer found (cumulative; zeroed by the caller). */
 struct nano_dh_drain_stats {
-  uint64_t records;        /* records handed to the consumer                  */
-  uint64_t bytes;          /* their bytes                                     */
-  uint64_t decode_errors;  /* records that did not decode (skipped)           */
-  uint64_t lost_bytes;     /* bytes skipped: undecodable, or never completed  */
-  char first_error[160];   /* the first decoder message, "" when none         */
+  uint64_t records;       /* records handed to the consumer                  */
+  uint64_t bytes;         /* their bytes                                     */
+  uint64_t decode_errors; /* records that did not decode (skipped)           */
+  uint64_t lost_bytes;    /* bytes skipped: undecodable, or never completed  */
+  char first_error[160];  /* the first decoder message, "" when none         */
 };
 
 /*
@@ -251,16 +250,15 @@ void nano_dh_sites_destroy(struct nano_dh_sites *s);
  * with errmsg naming `what` and the defect (bad magic, version, truncation,
  * string offset out of range).
  */
-int nano_dh_sites_add_blob(struct nano_dh_sites *s, const void *data, size_t len,
-                           const char *what, char *errmsg, size_t errlen);
+int nano_dh_sites_add_blob(struct nano_dh_sites *s, const void *data, size_t len, const char *what,
+                           char *errmsg, size_t errlen);
 /*
  * Adds the site tables of the ELF file at path: its NANO_DH_SITES_SECTION
  * sections, or where it has none (a cubin) the blobs of its
  * NANO_DH_SITES_SYMBOL... symbols. Returns the number of blobs added (0: the
  * file has none), or -1 with errmsg naming the file and the problem.
  */
-int nano_dh_sites_add_elf(struct nano_dh_sites *s, const char *path, char *errmsg,
-                          size_t errlen);
+int nano_dh_sites_add_elf(struct nano_dh_sites *s, const char *path, char *errmsg, size_t errlen);
 /* The same over an ELF image in memory (a code object inside a fat binary);
  * `what` names it in messages. */
 int nano_dh_sites_add_elf_memory(struct nano_dh_sites *s, const void *image, size_t len,

@@ -155,9 +155,10 @@
 #define NANO_DH_SPACE_MIXED 3u
 
 /* Payload bytes of a record with `lanes` active lanes in encoding `enc`. */
-#define NANO_DH_PAYLOAD_BYTES(enc, lanes)                                                         \
-  ((enc) == NANO_DH_ENC_STRIDE ? 8u : (enc) == NANO_DH_ENC_OFF32 ? ((lanes) * 4u + 7u) / 8u * 8u  \
-                                                                   : (lanes) * 8u)
+#define NANO_DH_PAYLOAD_BYTES(enc, lanes)                                                          \
+  ((enc) == NANO_DH_ENC_STRIDE  ? 8u                                                               \
+   : (enc) == NANO_DH_ENC_OFF32 ? ((lanes)*4u + 7u) / 8u * 8u                                      \
+                                : (lanes)*8u)
 
 /* Access kinds (site.kind). */
 #define NANO_DH_KIND_LOAD 1u
@@ -173,7 +174,7 @@
  * access call); the numbers match AMDGPU and NVPTX. */
 #define NANO_DH_AS_GENERIC 0u /* flat (AMDGPU), generic (NVPTX), any (CPU) */
 #define NANO_DH_AS_GLOBAL 1u
-#define NANO_DH_AS_SHARED 3u  /* LDS (AMDGPU), shared (NVPTX) */
+#define NANO_DH_AS_SHARED 3u /* LDS (AMDGPU), shared (NVPTX) */
 #define NANO_DH_AS_CONSTANT 4u
 
 /* ---- CPU kernels ------------------------------------------------------------

@@ -67,30 +67,30 @@ enum nano_lds_model {
 };
 
 struct nano_dispatch_info {
-  uint32_t abi;            /* the runtime's NANO_HANDLER_ABI                   */
-  uint32_t size;           /* sizeof(struct nano_dispatch_info) it filled      */
-  const char *kernel;      /* mangled name                                     */
-  const char *kernel_name; /* demangled (equals kernel when not mangled)       */
-  uint64_t dispatch_id;    /* process-wide, from 1                             */
-  uint64_t kernel_dispatch;/* the n-th dispatch of this kernel, from 1         */
-  const char *backend;     /* "cpu", "cuda", "hip"                             */
-  const char *arch;        /* "cpu", "sm_90", "gfx90a"                         */
+  uint32_t abi;             /* the runtime's NANO_HANDLER_ABI                   */
+  uint32_t size;            /* sizeof(struct nano_dispatch_info) it filled      */
+  const char *kernel;       /* mangled name                                     */
+  const char *kernel_name;  /* demangled (equals kernel when not mangled)       */
+  uint64_t dispatch_id;     /* process-wide, from 1                             */
+  uint64_t kernel_dispatch; /* the n-th dispatch of this kernel, from 1         */
+  const char *backend;      /* "cpu", "cuda", "hip"                             */
+  const char *arch;         /* "cpu", "sm_90", "gfx90a"                         */
   uint32_t device;
   uint32_t wave_size;
-  uint32_t grid[3];        /* blocks per grid                                  */
-  uint32_t block[3];       /* threads per block                                */
-  uint32_t line_bytes;     /* cache line of global memory                      */
-  uint32_t sector_bytes;   /* smallest transfer (NVIDIA 32); else line_bytes   */
-  uint32_t lds_banks;      /* 32                                               */
-  uint32_t lds_bank_bytes; /* 4                                                */
-  uint32_t lds_model;      /* enum nano_lds_model                              */
-  uint32_t format;         /* enum nano_format (NANO_ANALYZER_FORMAT)          */
-  uint64_t shared_bytes;   /* dynamic shared memory per block                  */
-  FILE *out;               /* NANO_ANALYZER_OUTPUT                             */
-  const char *options;     /* what followed the analyzer's name after ':'      */
-                           /* in NANO_ANALYZERS ("page=4096"), or ""           */
+  uint32_t grid[3];                  /* blocks per grid                                  */
+  uint32_t block[3];                 /* threads per block                                */
+  uint32_t line_bytes;               /* cache line of global memory                      */
+  uint32_t sector_bytes;             /* smallest transfer (NVIDIA 32); else line_bytes   */
+  uint32_t lds_banks;                /* 32                                               */
+  uint32_t lds_bank_bytes;           /* 4                                                */
+  uint32_t lds_model;                /* enum nano_lds_model                              */
+  uint32_t format;                   /* enum nano_format (NANO_ANALYZER_FORMAT)          */
+  uint64_t shared_bytes;             /* dynamic shared memory per block                  */
+  FILE *out;                         /* NANO_ANALYZER_OUTPUT                             */
+  const char *options;               /* what followed the analyzer's name after ':'      */
+                                     /* in NANO_ANALYZERS ("page=4096"), or ""           */
   const struct nano_dh_sites *sites; /* the site tables the runtime knows      */
-  void *kerneldb;          /* a kdb * over the code object, or NULL            */
+  void *kerneldb;                    /* a kdb * over the code object, or NULL            */
 
   /* ---- services of the runtime ---- */
   /* The site of a record's site id, or NULL when no table has it. */
@@ -103,7 +103,7 @@ struct nano_dispatch_info {
    * the trace (table nano_analysis). Returns 0, or -1 when no trace is
    * recorded. */
   int (*store)(const struct nano_dispatch_info *info, const char *analyzer, const char *json);
-  void *runtime;           /* the runtime's own state                          */
+  void *runtime; /* the runtime's own state                          */
   /* What the machine code made of the access of site `id`, where the
    * runtime has the kernel's ISA (GPU code objects, through kerneldb):
    * NANO_ISA_WIDER with *width the bytes per lane of its instructions when
@@ -141,8 +141,8 @@ struct nano_handler_ops {
 
 struct nano_handler {
   const struct nano_handler_ops *ops;
-  const char *name;  /* shown in messages and stored with results */
-  uint32_t flags;    /* NANO_HANDLER_PASS_THROUGH                  */
+  const char *name; /* shown in messages and stored with results */
+  uint32_t flags;   /* NANO_HANDLER_PASS_THROUGH                  */
 };
 
 /* What a plugin exports (see the file comment). */

@@ -93,7 +93,7 @@ struct nano_cpu_kernel {
    * module), then calls the kernel with the arguments in args, or, with a
    * descriptor, its twin. */
   void (*thread)(const void *args, void *desc, const struct nano_kernel_ctx *pos);
-  const void *twin;   /* the twin, NULL when it was not built (weak)          */
+  const void *twin; /* the twin, NULL when it was not built (weak)          */
 };
 
 /* The runtime includes this header for the types only (it must not define
@@ -118,8 +118,7 @@ static inline nano_dim3 nano_block_idx(void) {
   return nano_dim(__nano_kctx->block[0], __nano_kctx->block[1], __nano_kctx->block[2]);
 }
 static inline nano_dim3 nano_block_dim(void) {
-  return nano_dim(__nano_kctx->block_dim[0], __nano_kctx->block_dim[1],
-                  __nano_kctx->block_dim[2]);
+  return nano_dim(__nano_kctx->block_dim[0], __nano_kctx->block_dim[1], __nano_kctx->block_dim[2]);
 }
 static inline nano_dim3 nano_grid_dim(void) {
   return nano_dim(__nano_kctx->grid_dim[0], __nano_kctx->grid_dim[1], __nano_kctx->grid_dim[2]);
@@ -158,34 +157,35 @@ __nano_launch_route(nano_dim3 *grid, nano_dim3 *block, uint32_t shared,
   return 0;
 }
 
-
-#define NANO_LAUNCH_SHARED(nano_grid, nano_block, nano_bytes, nano_call)                       \
-  do {                                                                                         \
-    nano_dim3 nano_g_ = (nano_grid), nano_b_ = (nano_block);                                   \
-    uint32_t nano_s_ = (uint32_t)(nano_bytes);                                                 \
-    if (__nano_launch_route(&nano_g_, &nano_b_, nano_s_, nano_kernel_enter)) {                 \
-      nano_call;                                                                               \
-    } else {                                                                                   \
-      struct nano_kernel_ctx nano_p_ = {{0, 0, 0}, {0, 0, 0},                                  \
-                                        {nano_b_.x, nano_b_.y, nano_b_.z},                     \
-                                        {nano_g_.x, nano_g_.y, nano_g_.z},                     \
-                                        nano_s_ ? calloc(1, nano_s_) : NULL, nano_s_, 0};      \
-      nano_kernel_enter(&nano_p_);                                                             \
-      for (nano_p_.block[2] = 0; nano_p_.block[2] < nano_g_.z; nano_p_.block[2]++)             \
-        for (nano_p_.block[1] = 0; nano_p_.block[1] < nano_g_.y; nano_p_.block[1]++)           \
-          for (nano_p_.block[0] = 0; nano_p_.block[0] < nano_g_.x; nano_p_.block[0]++) {       \
-            if (nano_p_.shared)                                                                \
-              memset(nano_p_.shared, 0, nano_s_);                                              \
-            for (nano_p_.thread[2] = 0; nano_p_.thread[2] < nano_b_.z; nano_p_.thread[2]++)    \
-              for (nano_p_.thread[1] = 0; nano_p_.thread[1] < nano_b_.y; nano_p_.thread[1]++)  \
-                for (nano_p_.thread[0] = 0; nano_p_.thread[0] < nano_b_.x;                     \
-                     nano_p_.thread[0]++) {                                                    \
-                  nano_call;                                                                   \
-                }                                                                              \
-          }                                                                                    \
-      free(nano_p_.shared);                                                                    \
-      nano_kernel_enter(&__nano_kctx_none);                                                    \
-    }                                                                                          \
+#define NANO_LAUNCH_SHARED(nano_grid, nano_block, nano_bytes, nano_call)                           \
+  do {                                                                                             \
+    nano_dim3 nano_g_ = (nano_grid), nano_b_ = (nano_block);                                       \
+    uint32_t nano_s_ = (uint32_t)(nano_bytes);                                                     \
+    if (__nano_launch_route(&nano_g_, &nano_b_, nano_s_, nano_kernel_enter)) {                     \
+      nano_call;                                                                                   \
+    } else {                                                                                       \
+      struct nano_kernel_ctx nano_p_ = {{0, 0, 0},                                                 \
+                                        {0, 0, 0},                                                 \
+                                        {nano_b_.x, nano_b_.y, nano_b_.z},                         \
+                                        {nano_g_.x, nano_g_.y, nano_g_.z},                         \
+                                        nano_s_ ? calloc(1, nano_s_) : NULL,                       \
+                                        nano_s_,                                                   \
+                                        0};                                                        \
+      nano_kernel_enter(&nano_p_);                                                                 \
+      for (nano_p_.block[2] = 0; nano_p_.block[2] < nano_g_.z; nano_p_.block[2]++)                 \
+        for (nano_p_.block[1] = 0; nano_p_.block[1] < nano_g_.y; nano_p_.block[1]++)               \
+          for (nano_p_.block[0] = 0; nano_p_.block[0] < nano_g_.x; nano_p_.block[0]++) {           \
+            if (nano_p_.shared)                                                                    \
+              memset(nano_p_.shared, 0, nano_s_);                                                  \
+            for (nano_p_.thread[2] = 0; nano_p_.thread[2] < nano_b_.z; nano_p_.thread[2]++)        \
+              for (nano_p_.thread[1] = 0; nano_p_.thread[1] < nano_b_.y; nano_p_.thread[1]++)      \
+                for (nano_p_.thread[0] = 0; nano_p_.thread[0] < nano_b_.x; nano_p_.thread[0]++) {  \
+                  nano_call;                                                                       \
+                }                                                                                  \
+          }                                                                                        \
+      free(nano_p_.shared);                                                                        \
+      nano_kernel_enter(&__nano_kctx_none);                                                        \
+    }                                                                                              \
   } while (0)
 
 #define NANO_LAUNCH(grid, block, call) NANO_LAUNCH_SHARED(grid, block, 0, call)

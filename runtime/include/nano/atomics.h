@@ -67,7 +67,7 @@ enum nano_order {
 /* Source files that are library code, as a POSIX extended regular
  * expression: the pass's default of NANO_ATOMICS_LIBRARY_FILES, and the
  * runtime's when it looks for a library site's caller. */
-#define NANO_LIBRARY_FILES_DEFAULT \
+#define NANO_LIBRARY_FILES_DEFAULT                                                                 \
   "^(/usr/include/|/usr/lib/|/usr/local/include/|/usr/local/cuda[^/]*/|/opt/rocm[^/]*/)"
 
 struct nano_site_module;
@@ -78,16 +78,18 @@ struct nano_site_module;
  * 48 bytes on LP64.
  */
 struct nano_site {
-  uint32_t id;          /* process-wide id; 0 until the runtime registers it   */
-  uint16_t kind;        /* enum nano_kind                                       */
-  uint8_t order;        /* enum nano_order (success order for compare-exchange) */
-  uint8_t flags;        /* NANO_SITE_* bits; bits 4..6: compare-exchange failure order; bit 7: NANO_SITE_LIBRARY */
-  uint32_t size;        /* bytes accessed; 0 for fences, and for a library call whose size is not constant */
-  uint32_t line;        /* 0 when unknown (no debug info)                        */
-  uint32_t column;      /* 0 when unknown                                         */
-  uint32_t reserved;    /* 0                                                      */
-  const char *function; /* enclosing function (mangled for C++), never NULL     */
-  const char *file;     /* source file, "" when unknown, never NULL              */
+  uint32_t id;   /* process-wide id; 0 until the runtime registers it   */
+  uint16_t kind; /* enum nano_kind                                       */
+  uint8_t order; /* enum nano_order (success order for compare-exchange) */
+  uint8_t flags; /* NANO_SITE_* bits; bits 4..6: compare-exchange failure order; bit 7:
+                    NANO_SITE_LIBRARY */
+  uint32_t
+      size; /* bytes accessed; 0 for fences, and for a library call whose size is not constant */
+  uint32_t line;                   /* 0 when unknown (no debug info)                        */
+  uint32_t column;                 /* 0 when unknown                                         */
+  uint32_t reserved;               /* 0                                                      */
+  const char *function;            /* enclosing function (mangled for C++), never NULL     */
+  const char *file;                /* source file, "" when unknown, never NULL              */
   struct nano_site_module *module; /* the table this site belongs to          */
 };
 
@@ -187,8 +189,8 @@ int nano_tracker_site_origin(uint32_t id, struct nano_site_origin *out);
  * distinct stacks than the runtime keeps). A site's stacks sum to its count
  * since the last reset. Stops early and returns the visitor's value when it
  * is non-zero. */
-typedef int (*nano_caller_visitor)(uint32_t id, const uint64_t *ips, unsigned depth,
-                                   uint64_t count, void *arg);
+typedef int (*nano_caller_visitor)(uint32_t id, const uint64_t *ips, unsigned depth, uint64_t count,
+                                   void *arg);
 int nano_tracker_foreach_caller(nano_caller_visitor visit, void *arg);
 /* PyTorch's atomics tracker's names, for its ctypes scripts:
  * nano_tracking_reset() is nano_tracker_reset(); nano_tracking_dump() writes

@@ -26,12 +26,12 @@ extern "C" {
 #endif
 
 /* Reply status words. */
-#define NANO_REMOTE_ROK "OK"            /* done; text says the new state          */
-#define NANO_REMOTE_RREFUSED "REFUSED"  /* not done: e.g. a stop at count zero    */
-#define NANO_REMOTE_RFAILED "FAILED"    /* tried and failed (flush error)         */
+#define NANO_REMOTE_ROK "OK"             /* done; text says the new state          */
+#define NANO_REMOTE_RREFUSED "REFUSED"   /* not done: e.g. a stop at count zero    */
+#define NANO_REMOTE_RFAILED "FAILED"     /* tried and failed (flush error)         */
 #define NANO_REMOTE_RNOTRACER "NOTRACER" /* libnano_rpd.so is not loaded          */
-#define NANO_REMOTE_RDENIED "DENIED"    /* the peer's uid may not control us      */
-#define NANO_REMOTE_RBADREQ "BADREQ"    /* unknown request                       */
+#define NANO_REMOTE_RDENIED "DENIED"     /* the peer's uid may not control us      */
+#define NANO_REMOTE_RBADREQ "BADREQ"     /* unknown request                       */
 
 /* Longest request or reply line, newline included. */
 #define NANO_REMOTE_LINE_MAX 4352

@@ -41,9 +41,9 @@
 #ifndef NANO_RPDFILE_H
 #define NANO_RPDFILE_H
 
+#include <sqlite3.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <sqlite3.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -60,13 +60,13 @@ extern "C" {
 /* Error codes (negative). */
 enum nano_rpdfile_error {
   NANO_RPDFILE_OK = 0,
-  NANO_RPDFILE_ESQLITE = -1,   /* an SQLite call failed (message in err)            */
-  NANO_RPDFILE_ENOENT = -2,    /* the file does not exist (reading)                 */
-  NANO_RPDFILE_ENOTDB = -3,    /* the file is not an SQLite database                */
-  NANO_RPDFILE_ENOTRPD = -4,   /* an SQLite database without the RPD tables         */
-  NANO_RPDFILE_ENEWER = -5,    /* schema version newer than this build handles      */
-  NANO_RPDFILE_EOLDER = -6,    /* schema version too old (writing needs version 3)  */
-  NANO_RPDFILE_EIO = -7,       /* the file cannot be opened/read (errno in message) */
+  NANO_RPDFILE_ESQLITE = -1, /* an SQLite call failed (message in err)            */
+  NANO_RPDFILE_ENOENT = -2,  /* the file does not exist (reading)                 */
+  NANO_RPDFILE_ENOTDB = -3,  /* the file is not an SQLite database                */
+  NANO_RPDFILE_ENOTRPD = -4, /* an SQLite database without the RPD tables         */
+  NANO_RPDFILE_ENEWER = -5,  /* schema version newer than this build handles      */
+  NANO_RPDFILE_EOLDER = -6,  /* schema version too old (writing needs version 3)  */
+  NANO_RPDFILE_EIO = -7,     /* the file cannot be opened/read (errno in message) */
 };
 
 /* Waiting for a lock. Every connection opened here waits at most
@@ -141,8 +141,7 @@ int nano_rpdfile_check(sqlite3 *db, const char *path, int *version, char *err, s
  * truncate != 0 first empties an existing file (only when no other process
  * has it open: the caller's business). The connection has a busy timeout of
  * 60 s and WAL journaling. Returns 0 and *db, or an error (then *db is NULL). */
-int nano_rpdfile_open_write(const char *path, int truncate, sqlite3 **db, char *err,
-                            size_t errlen);
+int nano_rpdfile_open_write(const char *path, int truncate, sqlite3 **db, char *err, size_t errlen);
 
 /* Opens an existing RPD file of schema 2 or 3 for reading (readonly != 0) or
  * for post-processing writes (readonly == 0). Stores its version in *version.
@@ -151,8 +150,8 @@ int nano_rpdfile_open_write(const char *path, int truncate, sqlite3 **db, char *
  * WAL side files), else a read-only one; it can create no TEMP objects either.
  * Returns 0 and *db, or NANO_RPDFILE_ENOENT, _EIO, _ENOTDB, _ENOTRPD, _ENEWER,
  * _ESQLITE (then *db is NULL). */
-int nano_rpdfile_open_read(const char *path, int readonly, sqlite3 **db, int *version,
-                           char *err, size_t errlen);
+int nano_rpdfile_open_read(const char *path, int readonly, sqlite3 **db, int *version, char *err,
+                           size_t errlen);
 
 /* Takes the next session number of the file under an exclusive transaction:
  * reads rocpd_metadata 'session_count' (absent means 0), stores value + 1, and
@@ -184,8 +183,8 @@ int nano_rpdfile_close(sqlite3 *db, const char *path, char *err, size_t errlen);
 
 /* Runs `sql` (one or more statements) on db; on failure writes
  * "<path>: <what>: <sqlite message>" into err and returns NANO_RPDFILE_ESQLITE. */
-int nano_rpdfile_exec(sqlite3 *db, const char *path, const char *what, const char *sql,
-                      char *err, size_t errlen);
+int nano_rpdfile_exec(sqlite3 *db, const char *path, const char *what, const char *sql, char *err,
+                      size_t errlen);
 
 #ifdef __cplusplus
 }
