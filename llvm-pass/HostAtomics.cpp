@@ -52,6 +52,7 @@
 #include "SourceFile.h"
 
 #include "nano/atomics.h"
+#include "nano/path.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/MapVector.h"

@@ -135,6 +135,14 @@ typedef struct kdb_srcpos {
   uint32_t line, column;
 } kdb_srcpos;
 
+/* One frame of an instruction's inlining chain: the function it executes in
+** and the position in that function. */
+typedef struct kdb_frame {
+  const char *func; /* DWARF name of an inlined function; the kernel's
+                       demangled name for the outermost frame */
+  kdb_srcpos pos;   /* file NULL when DWARF does not say */
+} kdb_frame;
+
 /* One instruction of a kernel. */
 typedef struct kdb_insn {
   uint64_t addr;
@@ -150,6 +158,17 @@ typedef struct kdb_insn {
   ** (innermost inlining). func NULL when not inlined. */
   const char *inlined_func;
   kdb_srcpos inlined_at;
+  /* The whole inlining chain, innermost first, as llvm-symbolizer gives it:
+  ** frames[0] is src in the innermost function, frames[i + 1] the position
+  ** where frames[i]'s function was inlined, the last one in the kernel's
+  ** own code (its outermost location). frame_count is 0 without a source
+  ** position, 1 when nothing is inlined. */
+  uint32_t frame_count;
+  /* The index of the frame to report the instruction at in the user's
+  ** code: the innermost one whose file is not library code
+  ** (kdb_set_library_files), else the outermost. 0 when frame_count is 0. */
+  uint32_t user_frame;
+  const kdb_frame *frames;
 } kdb_insn;
 
 typedef struct kdb_isa {
@@ -209,6 +228,14 @@ long kdb_find_kernels(const kdb *db, const char *query, const char *arch, const 
 ** -1 with a message for kernels without code (NVIDIA) or when the
 ** disassembler cannot be created for the target. */
 int kdb_kernel_isa(kdb *db, const kdb_kernel *k, const kdb_isa **out, char *err, size_t errlen);
+
+/* Which source files are library code (system and toolkit headers), for
+** kdb_insn.user_frame: a POSIX extended regular expression matched against
+** normalised paths ("a/../b" is "b"); NULL restores the default, the one the
+** plugin uses for host atomics (NANO_ATOMICS_LIBRARY_FILES, nano/path.h).
+** Applies to kernels disassembled afterwards. 0, or -1 with a message for a
+** malformed pattern (the setting is unchanged). */
+int kdb_set_library_files(kdb *db, const char *pattern, char *err, size_t errlen);
 
 /* Indices into isa->insns of the instructions attributed to file:line; file
 ** matches the DWARF path exactly or as a trailing path component ("k.hip"

@@ -1037,6 +1037,8 @@ void kdb_close(kdb *db) {
     }
   }
   kdb_drop_cos(db, 0, 0);
+  if (db->library_ok)
+    regfree(&db->library);
   for (size_t i = 0; i < db->npayloads; i++)
     free(db->payloads[i]);
   if (db->map)

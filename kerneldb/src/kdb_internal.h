@@ -14,6 +14,7 @@
 #include <gelf.h>
 #include <libelf.h>
 #include <pthread.h>
+#include <regex.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 
@@ -80,6 +81,8 @@ typedef struct kdb_co_priv {
 
 struct kdb {
   char *name;
+  regex_t library; /* library files (kdb_set_library_files) */
+  int library_ok;  /* library holds a compiled pattern */
   const uint8_t *data;
   size_t size;
   void *map; /* mmap'd input, or NULL */

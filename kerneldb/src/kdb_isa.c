@@ -5,8 +5,9 @@
 ** symbol with LLVM's C disassembler (one context per code object, created on
 ** first use), splits each instruction into mnemonic and operands, classifies
 ** memory instructions from the mnemonic, and attaches the DWARF line-table
-** position and innermost inlining (libdw). The line table and the inlined
-** ranges are read once per code object. All of it happens under the code
+** position and the whole inlining chain (libdw), with the frame to report in
+** the user's code (the innermost outside library files). The line table and
+** the inlined ranges are read once per code object. All of it happens under the code
 ** object's mutex; the finished kdb_isa is published with a release store so
 ** later readers need no lock.
 */
@@ -20,6 +21,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "nano/path.h"
 
 /* ---- memory classification ------------------------------------------------- */
 static int kdb_isa_has_prefix(const char *s, const char *p) {
@@ -361,6 +364,66 @@ static int kdb_isa_disasm_ctx(kdb *db, kdb_co_priv *co, kdb_err *e) {
   return 0;
 }
 
+int kdb_set_library_files(kdb *db, const char *pattern, char *err, size_t errlen) {
+  kdb_err e = {err, errlen};
+  regex_t re;
+  int rc = regcomp(&re, pattern ? pattern : NANO_LIBRARY_FILES_DEFAULT, REG_EXTENDED | REG_NOSUB);
+  if (rc != 0) {
+    char why[128];
+    regerror(rc, &re, why, sizeof why);
+    return kdb_fail(&e, db->name, "library files '%s': %s", pattern, why);
+  }
+  if (db->library_ok)
+    regfree(&db->library);
+  db->library = re;
+  db->library_ok = 1;
+  return 0;
+}
+
+/* Whether file is library code for db (the default pattern until set). */
+static int kdb_isa_library_file(kdb *db, const char *file) {
+  if (!db->library_ok && kdb_set_library_files(db, NULL, NULL, 0) != 0)
+    return 0;
+  char norm[4096];
+  const char *p = nano_path_normalize(file, norm, sizeof norm) ? norm : file;
+  return regexec(&db->library, p, 0, NULL, 0) == 0;
+}
+
+/* The deepest inlining this reader follows (DWARF nesting is bounded by
+** kdb_isa_walk's 128 levels too). */
+#define KDB_ISA_MAX_FRAMES 64
+
+/* Appends the inlining chain of instruction `in` (src set) to *fv: the
+** inlined ranges of co[first, last) that hold its address, deepest first.
+** Returns the number of frames, or 0 when out of memory. */
+static uint32_t kdb_isa_chain(const kdb_co_priv *co, const kdb_kernel *k, const kdb_insn *in,
+                              size_t first, size_t last, kdb_frame **fv, size_t *fn, size_t *fcap) {
+  const kdb_inline_range *hold[KDB_ISA_MAX_FRAMES];
+  unsigned nhold = 0;
+  for (size_t i = first; i < last; i++) {
+    const kdb_inline_range *ir = &co->inl[i];
+    if (in->addr < ir->lo || in->addr >= ir->hi || nhold == KDB_ISA_MAX_FRAMES)
+      continue;
+    unsigned j = nhold++; /* keep hold sorted by depth, deepest first */
+    while (j > 0 && hold[j - 1]->depth < ir->depth) {
+      hold[j] = hold[j - 1];
+      j--;
+    }
+    hold[j] = ir;
+  }
+  if (kdb_reserve((void **)fv, fcap, *fn + nhold + 1, sizeof **fv))
+    return 0;
+  kdb_frame *f = *fv + *fn;
+  f[0].pos = in->src;
+  for (unsigned j = 0; j < nhold; j++) {
+    f[j].func = hold[j]->func ? hold[j]->func : "?";
+    f[j + 1].pos = hold[j]->call;
+  }
+  f[nhold].func = k->demangled;
+  *fn += nhold + 1;
+  return nhold + 1;
+}
+
 /* Disassembles kernel k (caller holds co->lock). */
 static kdb_isa *kdb_isa_build(kdb *db, kdb_co_priv *co, const kdb_kernel *k, kdb_err *e) {
   if (kdb_isa_disasm_ctx(db, co, e))
@@ -385,7 +448,8 @@ static kdb_isa *kdb_isa_build(kdb *db, kdb_co_priv *co, const kdb_kernel *k, kdb
   kdb_isa *isa = calloc(1, sizeof *isa);
   kdb_insn *v = NULL;
   char *text = NULL;
-  size_t n = 0, cap = 0, tlen = 0, tcap = 0;
+  kdb_frame *fv = NULL; /* every instruction's frames, in order */
+  size_t n = 0, cap = 0, tlen = 0, tcap = 0, fn = 0, fcap = 0;
   if (!isa)
     goto oom;
   isa->has_lines = co->nlines > 0;
@@ -446,22 +510,34 @@ static kdb_isa *kdb_isa_build(kdb *db, kdb_co_priv *co, const kdb_kernel *k, kdb
     /* Line 0 is DWARF's "no source line" (compiler-generated code). */
     if (r && r->file[0] && r->line)
       in->src = (kdb_srcpos){r->file, r->line, r->column};
-    unsigned best = 0;
-    for (size_t i = inl_first; i < inl_last; i++) {
-      const kdb_inline_range *ir = &co->inl[i];
-      if (in->addr >= ir->lo && in->addr < ir->hi && ir->depth > best) {
-        best = ir->depth;
-        in->inlined_func = ir->func ? ir->func : "?";
-        in->inlined_at = ir->call;
+    if (in->src.file) {
+      /* frames: an offset into fv now, a pointer once fv stops moving */
+      in->frames = (const kdb_frame *)(uintptr_t)fn;
+      in->frame_count = kdb_isa_chain(co, k, in, inl_first, inl_last, &fv, &fn, &fcap);
+      if (in->frame_count == 0)
+        goto oom;
+      const kdb_frame *f = fv + (uintptr_t)in->frames;
+      if (in->frame_count > 1) {
+        in->inlined_func = f[0].func;
+        in->inlined_at = f[1].pos;
       }
+      in->user_frame = in->frame_count - 1;
+      for (uint32_t j = 0; j + 1 < in->frame_count; j++)
+        if (f[j].pos.file && !kdb_isa_library_file(db, f[j].pos.file)) {
+          in->user_frame = j;
+          break;
+        }
     }
     pos += sz;
   }
-  /* One allocation: instructions then their text. */
-  kdb_insn *all = malloc(n * sizeof *v + tlen + 1);
+  /* One allocation: instructions, their frames, their text. */
+  kdb_insn *all = malloc(n * sizeof *v + fn * sizeof *fv + tlen + 1);
   if (!all)
     goto oom;
-  char *t = (char *)(all + n);
+  kdb_frame *frames = (kdb_frame *)(all + n);
+  if (fn)
+    memcpy(frames, fv, fn * sizeof *fv);
+  char *t = (char *)(frames + fn);
   if (tlen)
     memcpy(t, text, tlen);
   t[tlen] = 0;
@@ -469,15 +545,18 @@ static kdb_isa *kdb_isa_build(kdb *db, kdb_co_priv *co, const kdb_kernel *k, kdb
     all[i] = v[i];
     all[i].mnemonic = t + (uintptr_t)v[i].mnemonic;
     all[i].operands = t + (uintptr_t)v[i].operands;
+    all[i].frames = v[i].frame_count ? frames + (uintptr_t)v[i].frames : NULL;
   }
   free(v);
   free(text);
+  free(fv);
   isa->insns = all;
   isa->count = n;
   return isa;
 oom:
   free(v);
   free(text);
+  free(fv);
   free(isa);
   kdb_fail(e, db->name, "out of memory disassembling %s", k->name);
   return NULL;

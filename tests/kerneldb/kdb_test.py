@@ -23,6 +23,7 @@ from testlib import check, fail  # noqa: E402 (tests/testlib.py)
 
 READELF = "llvm-readelf-15"
 OBJDUMP = "llvm-objdump-15"
+SYMBOLIZER = "llvm-symbolizer-15"
 SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "src", "kdb_test.hip")
 
 
@@ -79,10 +80,10 @@ def objdump_insns(path):
     return syms
 
 
-def marker_lines():
-    """{tag: line number} of the KDB:<tag> markers in the test source."""
+def marker_lines(path=None):
+    """{tag: line number} of the KDB:<tag> markers in the test source (or path)."""
     tags = {}
-    with open(SRC) as f:
+    with open(path or SRC) as f:
         for i, line in enumerate(f, 1):
             m = re.search(r"KDB:(\w+)", line)
             if m:
@@ -204,6 +205,66 @@ def test_lines(kdb, inputs, arch):
           "8-byte global ops of scale<double> on the scale line")
     text = run([kdb, "isa", co, "axpy", "--source"]).stdout
     check("y[i] = a * xv + y[i];" in text, "--source prints the source text")
+
+
+def test_inlining(kdb, inputs, arch):
+    """Whole inlining chains, innermost first, and the frame in the user's
+    files (issue 19.5): chain's atomics are in bump, inlined in bump_twice,
+    inlined in chain; the load written in kdb_lib.h (a library when
+    --library-files says so) is reported at the user's line with --attribute
+    user, and every instruction at the kernel's own line with outermost."""
+    co = os.path.join(inputs, "t_%s.co" % arch)
+    tags = dict(marker_lines(), **marker_lines(os.path.join(os.path.dirname(SRC), "kdb_lib.h")))
+    isa = kdb_json(kdb, "isa", co, "chain")[0]
+    pos = lambda f: (f["function"], os.path.basename(f["file"]), f["line"])
+    # every chain equals llvm-symbolizer's (file, line, column per frame; its
+    # names are demangled linkage names, kerneldb's DWARF names)
+    framed = [i for i in isa["insns"] if i.get("frames")]
+    out = subprocess.run([SYMBOLIZER, "--obj=" + co, "--inlining"], capture_output=True, text=True,
+                         input="".join("0x%x\n" % i["addr"] for i in framed)).stdout
+    blocks = [b.splitlines() for b in out.strip().split("\n\n")]
+    check(len(blocks) == len(framed), "one symbolizer answer per instruction")
+    for i, b in zip(framed, blocks):
+        sym = [(b[k], b[k + 1]) for k in range(0, len(b), 2)]
+        ours = [(f["function"], "%s:%d:%d" % (f["file"], f["line"], f["column"])) for f in i["frames"]]
+        check(len(sym) == len(ours) and all(s[1] == o[1] and s[0].startswith(o[0]) for s, o in zip(sym, ours)),
+              "0x%x: frames %s, llvm-symbolizer %s" % (i["addr"], ours, sym))
+    at = [i for i in isa["insns"] if i.get("mem", {}).get("op") == "atomic"]
+    check(len(at) == 2 and all([pos(f) for f in i["frames"]][0] == ("bump", "kdb_test.hip", tags["inlined_atomic"])
+                               and pos(i["frames"][1])[:2] == ("bump_twice", "kdb_test.hip")
+                               and pos(i["frames"][2]) == ("chain", "kdb_test.hip", tags["call_outer"])
+                               for i in at), "atomics: bump in bump_twice in chain: %s" % at)
+    check(all(i["user_frame"] == 0 and i["line"] == tags["inlined_atomic"] and
+              i["inlined"]["line"] in (tags["call_inner"], tags["call_inner2"]) for i in at),
+          "atomics: user frame innermost (all in the user's file), src and inlined as before: %s" % at)
+    load = [i for i in isa["insns"] if i.get("mem", {}).get("space") == "global" and i["mem"]["op"] == "load"]
+    check(len(load) == 1 and [pos(f) for f in load[0]["frames"]] ==
+          [("kdb_lib_load", "kdb_lib.h", tags["lib_load"]), ("chain", "kdb_test.hip", tags["call_outer"])]
+          and load[0]["user_frame"] == 0, "the header's load, not library by default: %s" % load)
+    lib = kdb_json(kdb, "isa", co, "chain", "--library-files", r"kdb_lib\.h$")[0]
+    load = [i for i in lib["insns"] if i.get("mem", {}).get("space") == "global" and i["mem"]["op"] == "load"]
+    check(len(load) == 1 and load[0]["user_frame"] == 1, "with kdb_lib.h a library: user frame 1: %s" % load)
+    # lines grouped by each attribution
+    def groups(*opts):
+        return {(os.path.basename(g["file"]) if g["file"] else None, g["line"]):
+                sorted(i["mem"]["op"] for i in g["insns"] if "mem" in i and i["mem"]["space"] == "global")
+                for g in kdb_json(kdb, "lines", co, "chain", *opts)[0]["lines"]}
+    inner = groups()
+    check(inner.get(("kdb_lib.h", tags["lib_load"])) == ["load"] and
+          inner.get(("kdb_test.hip", tags["inlined_atomic"])) == ["atomic", "atomic"], "innermost: %s" % inner)
+    user = groups("--attribute", "user", "--library-files", r"kdb_lib\.h$")
+    check(user.get(("kdb_test.hip", tags["call_outer"])) == ["load"] and
+          not any(f == "kdb_lib.h" for f, _ in user) and
+          user.get(("kdb_test.hip", tags["inlined_atomic"])) == ["atomic", "atomic"], "user: %s" % user)
+    outer = groups("--attribute", "outermost")
+    check(outer.get(("kdb_test.hip", tags["call_outer"])) == ["atomic", "atomic", "load"],
+          "outermost: everything at the kernel's line: %s" % outer)
+    text = run([kdb, "isa", co, "chain", "--source"]).stdout
+    check("[inlined: bump <- bump_twice at " in text and " <- chain at " in text, "chain in --source: " + text)
+    p = run([kdb, "lines", co, "chain", "--attribute", "middle"], expect_rc=2)
+    check("--attribute middle: expected innermost, user or outermost" in p.stderr, p.stderr)
+    p = run([kdb, "lines", co, "chain", "--library-files", "("], expect_rc=2)
+    check("--library-files" in p.stderr and "library files '('" in p.stderr, p.stderr)
 
 
 def test_containers(kdb, inputs):
@@ -629,7 +690,25 @@ def run_in_tempdir(fn):
         fn(d)
 
 
+def input_cases(kdb, inputs):
+    """The cases that read the inputs make_inputs.sh builds, by name."""
+    cases = {"containers": lambda: test_containers(kdb, inputs),
+             "many-bundles": lambda: run_in_tempdir(lambda d: test_many_bundles(kdb, inputs, d)),
+             "twins": lambda: test_twins(kdb, inputs),
+             "cli": lambda: test_cli(kdb, inputs),
+             "bad-input": lambda: test_bad_input(kdb, inputs),
+             "cuda": lambda: test_cuda(kdb, inputs)}
+    for arch in ("gfx90a", "gfx1100"):
+        for name, fn in (("notes", test_notes), ("objdump", test_objdump), ("lines", test_lines),
+                         ("inlining", test_inlining)):
+            cases["%s-%s" % (name, arch)] = (lambda fn, arch: lambda: fn(kdb, inputs, arch))(fn, arch)
+    return cases
+
+
 def main():
+    if sys.argv[1:] == ["--list"]:  # for CMake: the cases over the inputs, one per line
+        print("\n".join(sorted(input_cases(None, None))))
+        return
     if sys.argv[1] == "make-zlib":
         make_zlib(sys.argv[2], sys.argv[3])
         return
@@ -642,21 +721,7 @@ def main():
         print("PASS host-sites")
         return
     test, kdb, inputs = sys.argv[1], sys.argv[2], sys.argv[3]
-    tests = {
-        "notes-gfx90a": lambda: test_notes(kdb, inputs, "gfx90a"),
-        "notes-gfx1100": lambda: test_notes(kdb, inputs, "gfx1100"),
-        "objdump-gfx90a": lambda: test_objdump(kdb, inputs, "gfx90a"),
-        "objdump-gfx1100": lambda: test_objdump(kdb, inputs, "gfx1100"),
-        "lines-gfx90a": lambda: test_lines(kdb, inputs, "gfx90a"),
-        "lines-gfx1100": lambda: test_lines(kdb, inputs, "gfx1100"),
-        "containers": lambda: test_containers(kdb, inputs),
-        "many-bundles": lambda: run_in_tempdir(lambda d: test_many_bundles(kdb, inputs, d)),
-        "rocrand": lambda: test_rocrand(kdb),
-        "twins": lambda: test_twins(kdb, inputs),
-        "cli": lambda: test_cli(kdb, inputs),
-        "bad-input": lambda: test_bad_input(kdb, inputs),
-        "cuda": lambda: test_cuda(kdb, inputs),
-    }
+    tests = dict(input_cases(kdb, inputs), rocrand=lambda: test_rocrand(kdb))
     tests[test]()
     print("PASS " + test)
 

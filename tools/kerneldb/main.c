@@ -4,7 +4,8 @@
 **   kerneldb list  FILE [--json] [--arch gfxNNN] [--kernels REGEX]
 **   kerneldb show  FILE [KERNEL] [--json] [--arch gfxNNN] [--kernels REGEX]
 **   kerneldb isa   FILE KERNEL|--kernels REGEX [--json] [--arch gfxNNN] [--source]
-**   kerneldb lines FILE KERNEL|--kernels REGEX [--json] [--arch gfxNNN]
+**                  [--attribute innermost|user|outermost] [--library-files REGEX]
+**   kerneldb lines FILE KERNEL|--kernels REGEX [--json] [--arch gfxNNN] [--attribute ...]
 **   kerneldb sites FILE [--json] [--arch gfxNNN|host] [--kernels REGEX] [--isa]
 **
 ** KERNEL is a mangled name, a demangled name or a unique prefix of either.
@@ -22,9 +23,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Which frame of an instruction's inlining chain isa --source and lines
+** report it at (--attribute). */
+typedef enum kdbcli_attr { KDBCLI_INNERMOST, KDBCLI_USER, KDBCLI_OUTERMOST } kdbcli_attr;
+
 typedef struct kdbcli_opts {
-  const char *cmd, *file, *kernel, *arch, *regex;
+  const char *cmd, *file, *kernel, *arch, *regex, *library;
   int json, source, isa;
+  kdbcli_attr attr;
   regex_t re;
 } kdbcli_opts;
 
@@ -42,6 +48,13 @@ static void kdbcli_usage(FILE *f) {
              "  --arch ARCH  only code objects of that target, as list prints it: gfx90a,\n"
              "         sm_90, gfx90a:xnack+, gfx90a:sramecc-:xnack- (features in any order;\n"
              "         a bare arch matches every feature setting); host for CPU kernels\n"
+             "  --attribute innermost|user|outermost  the source position isa --source and\n"
+             "         lines give an inlined instruction: DWARF's own line (default), the\n"
+             "         innermost one in your files (not a system or toolkit header), or the\n"
+             "         kernel's own line; JSON has the whole chain (\"frames\") either way\n"
+             "  --library-files REGEX  which files are library code for --attribute user\n"
+             "         (POSIX extended, on normalised paths; default: /usr/include,\n"
+             "         /usr/lib, /usr/local/include, /usr/local/cuda*, /opt/rocm*)\n"
              "exit: 0 found, 1 no such kernel, 2 unreadable input or usage error\n"
              "kerneldb --version prints the version.\n");
 }
@@ -469,7 +482,39 @@ static void kdbcli_insn_json(const kdb_insn *in) {
     kdbcli_jfield("file", in->inlined_at.file);
     printf(",\"line\":%u,\"column\":%u}", in->inlined_at.line, in->inlined_at.column);
   }
+  if (in->frame_count) {
+    printf(",\"user_frame\":%u,\"frames\":[", in->user_frame);
+    for (uint32_t f = 0; f < in->frame_count; f++) {
+      printf("%s{\"function\":", f ? "," : "");
+      kdbcli_jstr(in->frames[f].func);
+      kdbcli_jfield("file", in->frames[f].pos.file);
+      printf(",\"line\":%u,\"column\":%u}", in->frames[f].pos.line, in->frames[f].pos.column);
+    }
+    putchar(']');
+  }
   putchar('}');
+}
+
+/* The position --attribute reports in at; file NULL when none. */
+static kdb_srcpos kdbcli_pos(const kdbcli_opts *o, const kdb_insn *in) {
+  if (!in->frame_count)
+    return in->src;
+  uint32_t f = o->attr == KDBCLI_INNERMOST ? 0
+               : o->attr == KDBCLI_USER    ? in->user_frame
+                                           : in->frame_count - 1;
+  return in->frames[f].pos;
+}
+
+/* Prints the inlining chain of in after its source line:
+** "  [inlined: bump <- twice at k.hip:40 <- k(int*) at k.hip:44]". */
+static void kdbcli_chain_text(const kdb_insn *in) {
+  if (in->frame_count < 2)
+    return;
+  printf("  [inlined: %s", in->frames[0].func);
+  for (uint32_t f = 1; f < in->frame_count; f++)
+    printf(" <- %s at %s:%u", in->frames[f].func,
+           in->frames[f].pos.file ? in->frames[f].pos.file : "?", in->frames[f].pos.line);
+  putchar(']');
 }
 
 static void kdbcli_mem_text(const kdb_insn *in) {
@@ -516,20 +561,18 @@ static int kdbcli_isa(kdb *db, const kdbcli_opts *o, int by_line) {
           kdbcli_insn_json(in);
           continue;
         }
-        if (o->source && !in->src.file && (lastf || j == 0)) {
+        kdb_srcpos at = kdbcli_pos(o, in);
+        if (o->source && !at.file && (lastf || j == 0)) {
           printf("; (no source line)\n");
           lastf = NULL;
         }
-        if (o->source && in->src.file && (in->src.file != lastf || in->src.line != lastl)) {
-          const char *t = kdbcli_src_line(&src, in->src.file, in->src.line);
-          printf("; %s:%u:%u%s%s", in->src.file, in->src.line, in->src.column, t ? "  " : "",
-                 t ? t : "");
-          if (in->inlined_func)
-            printf("  [inlined %s at %s:%u]", in->inlined_func,
-                   in->inlined_at.file ? in->inlined_at.file : "?", in->inlined_at.line);
+        if (o->source && at.file && (at.file != lastf || at.line != lastl)) {
+          const char *t = kdbcli_src_line(&src, at.file, at.line);
+          printf("; %s:%u:%u%s%s", at.file, at.line, at.column, t ? "  " : "", t ? t : "");
+          kdbcli_chain_text(in);
           putchar('\n');
-          lastf = in->src.file;
-          lastl = in->src.line;
+          lastf = at.file;
+          lastl = at.line;
         }
         printf("  %012llx: %s%s%s", (unsigned long long)in->addr, in->mnemonic,
                in->operands[0] ? " " : "", in->operands);
@@ -554,15 +597,14 @@ static int kdbcli_isa(kdb *db, const kdbcli_opts *o, int by_line) {
       printf("\"lines\":[");
     int firstl = 1;
     for (size_t j = 0; j < isa->count; j++) {
-      const kdb_insn *a = &isa->insns[j];
+      kdb_srcpos a = kdbcli_pos(o, &isa->insns[j]);
       if (done[j])
         continue;
       size_t cnt = 0;
       for (size_t l = j; l < isa->count; l++) {
-        const kdb_insn *b = &isa->insns[l];
-        int same = (a->src.file == NULL && b->src.file == NULL) ||
-                   (a->src.file && b->src.file && a->src.line == b->src.line &&
-                    strcmp(a->src.file, b->src.file) == 0);
+        kdb_srcpos b = kdbcli_pos(o, &isa->insns[l]);
+        int same = (a.file == NULL && b.file == NULL) ||
+                   (a.file && b.file && a.line == b.line && strcmp(a.file, b.file) == 0);
         if (same && !done[l]) {
           done[l] = 1;
           order[cnt++] = l;
@@ -570,17 +612,17 @@ static int kdbcli_isa(kdb *db, const kdbcli_opts *o, int by_line) {
       }
       if (o->json) {
         printf("%s{\"file\":", firstl ? "" : ",");
-        kdbcli_jstr(a->src.file);
-        printf(",\"line\":%u,\"insns\":[", a->src.line);
+        kdbcli_jstr(a.file);
+        printf(",\"line\":%u,\"insns\":[", a.line);
         for (size_t c = 0; c < cnt; c++) {
           printf("%s", c ? "," : "");
           kdbcli_insn_json(&isa->insns[order[c]]);
         }
         printf("]}");
       } else {
-        const char *t = kdbcli_src_line(&src, a->src.file, a->src.line);
-        if (a->src.file)
-          printf("%s:%u%s%s\n", a->src.file, a->src.line, t ? "  " : "", t ? t : "");
+        const char *t = kdbcli_src_line(&src, a.file, a.line);
+        if (a.file)
+          printf("%s:%u%s%s\n", a.file, a.line, t ? "  " : "", t ? t : "");
         else
           printf("(no source position)\n");
         for (size_t c = 0; c < cnt; c++) {
@@ -761,15 +803,25 @@ int main(int argc, char **argv) {
     } else if (!strcmp(a, "--version")) {
       puts("kerneldb (nanoprobe) " NANO_VERSION);
       return 0;
-    } else if (!strcmp(a, "--arch") || !strcmp(a, "--kernels")) {
+    } else if (!strcmp(a, "--arch") || !strcmp(a, "--kernels") || !strcmp(a, "--attribute") ||
+               !strcmp(a, "--library-files")) {
       if (i + 1 >= argc) {
         fprintf(stderr, "kerneldb: %s needs a value\n", a);
         return 2;
       }
+      const char *v = argv[++i];
       if (!strcmp(a, "--arch"))
-        o.arch = argv[++i];
-      else
-        o.regex = argv[++i];
+        o.arch = v;
+      else if (!strcmp(a, "--kernels"))
+        o.regex = v;
+      else if (!strcmp(a, "--library-files"))
+        o.library = v;
+      else if (!strcmp(v, "innermost") || !strcmp(v, "user") || !strcmp(v, "outermost"))
+        o.attr = v[0] == 'i' ? KDBCLI_INNERMOST : v[0] == 'u' ? KDBCLI_USER : KDBCLI_OUTERMOST;
+      else {
+        fprintf(stderr, "kerneldb: --attribute %s: expected innermost, user or outermost\n", v);
+        return 2;
+      }
     } else if (a[0] == '-' && a[1]) {
       fprintf(stderr, "kerneldb: unknown option %s\n", a);
       kdbcli_usage(stderr);
@@ -822,6 +874,13 @@ int main(int argc, char **argv) {
   char err[1024];
   if (kdb_open(o.file, &db, err, sizeof err)) {
     fprintf(stderr, "kerneldb: %s\n", err);
+    if (o.regex)
+      regfree(&o.re);
+    return 2;
+  }
+  if (o.library && kdb_set_library_files(db, o.library, err, sizeof err)) {
+    fprintf(stderr, "kerneldb: --library-files: %s\n", err);
+    kdb_close(db);
     if (o.regex)
       regfree(&o.re);
     return 2;

@@ -16,4 +16,12 @@
  */
 char *nano_path_normalize(const char *path, char *out, size_t n);
 
+/* Source files that are library code (system and toolkit headers), as a
+ * POSIX extended regular expression over normalised paths: the plugin's
+ * default of NANO_ATOMICS_LIBRARY_FILES, the tracer's when it looks for a
+ * library atomic's caller, kerneldb's when it attributes an instruction to
+ * the user's own line. */
+#define NANO_LIBRARY_FILES_DEFAULT                                                                 \
+  "^(/usr/include/|/usr/lib/|/usr/local/include/|/usr/local/cuda[^/]*/|/opt/rocm[^/]*/)"
+
 #endif /* NANO_PATH_H */

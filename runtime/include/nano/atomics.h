@@ -64,12 +64,6 @@ enum nano_order {
  * line; NANO_ATOMICS_CALLERS=1 counts it per caller instead. */
 #define NANO_SITE_LIBRARY 0x80u
 
-/* Source files that are library code, as a POSIX extended regular
- * expression: the pass's default of NANO_ATOMICS_LIBRARY_FILES, and the
- * runtime's when it looks for a library site's caller. */
-#define NANO_LIBRARY_FILES_DEFAULT                                                                 \
-  "^(/usr/include/|/usr/lib/|/usr/local/include/|/usr/local/cuda[^/]*/|/opt/rocm[^/]*/)"
-
 struct nano_site_module;
 
 /*

@@ -2,6 +2,8 @@
 // tests (tests/kerneldb/kdb_test.py); keep each marker on its statement.
 #include <hip/hip_runtime.h>
 
+#include "kdb_lib.h"
+
 #define TID (__builtin_amdgcn_workitem_id_x())
 #define GID (__builtin_amdgcn_workgroup_id_x() * 64 + __builtin_amdgcn_workitem_id_x())
 
@@ -30,6 +32,18 @@ extern "C" __global__ void lds_kernel(int* out) {
   __builtin_amdgcn_s_barrier();
   out[TID] = tile[63 - TID];  // KDB:lds_load
   bump(out + 64);  // KDB:call_bump
+}
+
+// A two-level inlining chain (bump in bump_twice in chain), and a load
+// written in a header that plays a library's (kdb_lib.h, as HIP's headers
+// implement blockDim.x), inlined at the user's line.
+__device__ __attribute__((always_inline)) inline void bump_twice(int* p) {
+  bump(p);  // KDB:call_inner
+  bump(p + 1);  // KDB:call_inner2
+}
+
+extern "C" __global__ void chain(int* out, const int* in) {
+  bump_twice(out + kdb_lib_load(in));  // KDB:call_outer
 }
 
 __global__ void noargs() {}
