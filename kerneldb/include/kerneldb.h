@@ -233,8 +233,9 @@ int kdb_kernel_isa(kdb *db, const kdb_kernel *k, const kdb_isa **out, char *err,
 ** kdb_insn.user_frame: a POSIX extended regular expression matched against
 ** normalised paths ("a/../b" is "b"); NULL restores the default, the one the
 ** plugin uses for host atomics (NANO_ATOMICS_LIBRARY_FILES, nano/path.h).
-** Applies to kernels disassembled afterwards. 0, or -1 with a message for a
-** malformed pattern (the setting is unchanged). */
+** Applies to kernels disassembled afterwards; not to be called while another
+** thread disassembles. 0, or -1 with a message for a malformed pattern (the
+** setting is unchanged). */
 int kdb_set_library_files(kdb *db, const char *pattern, char *err, size_t errlen);
 
 /* Indices into isa->insns of the instructions attributed to file:line; file

@@ -897,6 +897,9 @@ static kdb *kdb_new(const char *name) {
     return NULL;
   }
   db->decompress_limit = atomic_load(&kdb_decompress_limit);
+  /* the default library files, compiled here: ISA builds of several code
+   * objects read it at once */
+  kdb_set_library_files(db, NULL, NULL, 0);
   return db;
 }
 

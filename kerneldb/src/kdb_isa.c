@@ -380,9 +380,9 @@ int kdb_set_library_files(kdb *db, const char *pattern, char *err, size_t errlen
   return 0;
 }
 
-/* Whether file is library code for db (the default pattern until set). */
+/* Whether file is library code for db (kdb_new compiled the default). */
 static int kdb_isa_library_file(kdb *db, const char *file) {
-  if (!db->library_ok && kdb_set_library_files(db, NULL, NULL, 0) != 0)
+  if (!db->library_ok)
     return 0;
   char norm[4096];
   const char *p = nano_path_normalize(file, norm, sizeof norm) ? norm : file;
