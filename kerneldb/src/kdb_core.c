@@ -908,6 +908,7 @@ static int kdb_finish_open(kdb *db, kdb **out, kdb_err *e) {
     kdb_close(db);
     return -1;
   }
+  kdb_dwarf_args(db);
   if (kdb_read_sites(db, e)) {
     kdb_close(db);
     return -1;

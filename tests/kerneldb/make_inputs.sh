@@ -3,6 +3,7 @@
 # kerneldb_inputs): $1 = output directory.
 #   t_gfx90a.co, t_gfx1100.co  bare code objects (hipcc -g; wave64, wave32)
 #   libt.so                    shared library with a .hip_fatbin for both
+#   t_argname.co               gfx90a with -fhip-kernel-arg-name (names in the note)
 #   t.bundle                   uncompressed offload bundle (clang-offload-bundler-15)
 #   t_zstd.ccob                compressed bundle (clang-offload-bundler-22 --compress)
 #   t_zlib.ccob                compressed bundle, zlib method (written by kdb_test.py)
@@ -27,6 +28,9 @@ hip -g -O2 -nogpulib --offload-arch=gfx1100 --cuda-device-only --no-gpu-bundle-o
   -c "$src/kdb_test.hip" -o t_gfx1100.co
 hip -g -O2 -fPIC -shared -nogpulib --offload-arch=gfx90a --offload-arch=gfx1100 \
   "$src/kdb_test.hip" -o libt.so
+# argument names in the metadata note (and still no types)
+hip -g -O2 -fhip-kernel-arg-name --offload-arch=gfx90a --cuda-device-only --no-gpu-bundle-output \
+  -c "$src/kdb_test.hip" -o t_argname.co
 # target features: one code object per setting (list prints gfx90a:xnack+, ...)
 hip -O2 -fPIC -shared -nogpulib --offload-arch=gfx90a:xnack+ \
   --offload-arch=gfx90a:sramecc-:xnack- "$src/kdb_test.hip" -o libfeat.so
