@@ -7,7 +7,11 @@
 #  2. opening and listing a shared library of 10,000 kernels (target < 1 s);
 #  3. listing a section of many compressed bundles (bundles.py: N and 2N
 #     bundles of 8 MiB, librocsparse's shape): the time should double, not
-#     quadruple (issue 19.1), shown next to reading the file once (cat).
+#     quadruple (issue 19.1), shown next to reading the file once (cat);
+#  4. peak memory of `kerneldb isa` over one kernel and over every kernel of
+#     big.co (the CLI frees each kernel's ISA once printed): the same peak
+#     whatever the number of kernels (issue 19.2), with CPU and peak memory
+#     as ratios to llvm-objdump-15 -d in the same run.
 # Inputs are generated once into $build/bench/kerneldb/data.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -59,7 +63,8 @@ line() { # FILE: "bytes cat_wall list_cpu list_wall"
   local cat_t list_t
   cat_t=$(python3 "$here/timeit.py" 3 cat "$1")
   list_t=$(python3 "$here/timeit.py" 3 "$build/tools/kerneldb/kerneldb" list "$1")
-  echo "$(stat -c %s "$1") ${cat_t#*wall=} ${list_t%% *} ${list_t#*wall=}"
+  wall() { sed 's/.*wall=\([^ ]*\).*/\1/' <<<"$1"; }
+  echo "$(stat -c %s "$1") $(wall "$cat_t") ${list_t%% *} $(wall "$list_t")"
 }
 a=$(line "$data/bundles$n.bin"); b=$(line "$data/bundles$((2 * n)).bin")
 python3 - "$n" "$a" "$b" <<'PY'
@@ -70,4 +75,19 @@ for k, (size, cat, cpu, wall) in zip((n, 2 * n), rows):
     print("bundles x%d (%.0f MB): list %.2fs wall, %.2fs cpu; cat %.2fs; list/cat %.1fx"
           % (k, size / 1e6, wall, cpu, cat, wall / cat))
 print("twice the bundles: list takes %.2fx the time (linear: 2, quadratic: 4)" % (rows[1][3] / rows[0][3]))
+PY
+
+# 4. bounded memory
+kdb=$build/tools/kerneldb/kerneldb
+first=$("$kdb" list "$data/big.co" --json | python3 -c "import json,sys; print(json.load(sys.stdin)['kernels'][0]['name'])")
+one=$(python3 "$here/timeit.py" 3 "$kdb" isa "$data/big.co" "$first")
+all=$(python3 "$here/timeit.py" 3 "$kdb" isa "$data/big.co" --kernels .)
+obj=$(python3 "$here/timeit.py" 3 llvm-objdump-15 -d "$data/big.co")
+python3 - "$one" "$all" "$obj" <<'PY'
+import sys
+one, all_, obj = (dict(kv.split("=") for kv in a.split()) for a in sys.argv[1:])
+print("kerneldb isa, one kernel: %s KiB peak; every kernel: %s KiB peak (%.2fx one kernel's)"
+      % (one["rss"], all_["rss"], float(all_["rss"]) / float(one["rss"])))
+print("kerneldb isa --kernels . vs llvm-objdump-15 -d: cpu %.2fx, peak memory %.2fx (best of 3)"
+      % (float(all_["cpu"]) / float(obj["cpu"]), float(all_["rss"]) / float(obj["rss"])))
 PY

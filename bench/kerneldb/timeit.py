@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """timeit.py RUNS CMD...: runs CMD RUNS times (stdout to /dev/null) and prints
-"cpu=<best user+sys seconds> wall=<best wall seconds>". CPU time is the
-robust figure on a shared machine; wall time is shown alongside."""
+"cpu=<best user+sys seconds> wall=<best wall seconds> rss=<smallest peak
+resident KiB>". CPU time is the robust figure on a shared machine; wall time
+is shown alongside."""
 import os
 import sys
 import time
 
 runs, cmd = int(sys.argv[1]), sys.argv[2:]
-best_cpu = best_wall = None
+best_cpu = best_wall = best_rss = None
 for _ in range(runs):
     t0 = time.monotonic()
     pid = os.fork()
@@ -22,4 +23,5 @@ for _ in range(runs):
     cpu = ru.ru_utime + ru.ru_stime
     best_cpu = cpu if best_cpu is None else min(best_cpu, cpu)
     best_wall = wall if best_wall is None else min(best_wall, wall)
-print("cpu=%.4f wall=%.4f" % (best_cpu, best_wall))
+    best_rss = ru.ru_maxrss if best_rss is None else min(best_rss, ru.ru_maxrss)
+print("cpu=%.4f wall=%.4f rss=%d" % (best_cpu, best_wall, best_rss))

@@ -238,6 +238,20 @@ int kdb_kernel_isa(kdb *db, const kdb_kernel *k, const kdb_isa **out, char *err,
 ** setting is unchanged). */
 int kdb_set_library_files(kdb *db, const char *pattern, char *err, size_t errlen);
 
+/* The ISA cache. By default every ISA stays until kdb_close(): a tool that
+** walks a large library's kernels holds them all (rocsparse's one target:
+** 2.6 GB). kdb_kernel_isa_release() frees one kernel's ISA now (pointers into
+** it become invalid; the next kdb_kernel_isa() disassembles again): the CLI
+** releases each kernel after printing it. kdb_set_isa_cache_limit() bounds
+** the cached bytes instead: past the limit the least recently used ISAs are
+** freed, except the two most recently used, so an ISA pointer then stays
+** valid only until the second later kdb_kernel_isa() call (for streaming
+** consumers; kdb_site_insns() keeps working). 0 (the default) is no bound.
+** Returns the previous limit. kdb_isa_cache_bytes() is what is cached now. */
+void kdb_kernel_isa_release(kdb *db, const kdb_kernel *k);
+uint64_t kdb_set_isa_cache_limit(kdb *db, uint64_t bytes);
+uint64_t kdb_isa_cache_bytes(kdb *db);
+
 /* Indices into isa->insns of the instructions attributed to file:line; file
 ** matches the DWARF path exactly or as a trailing path component ("k.hip"
 ** matches "/src/k.hip"). Writes up to cap indices, returns the total count. */

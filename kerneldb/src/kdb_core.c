@@ -897,6 +897,11 @@ static kdb *kdb_new(const char *name) {
     return NULL;
   }
   db->decompress_limit = atomic_load(&kdb_decompress_limit);
+  if (pthread_mutex_init(&db->isa_lock, NULL) != 0) {
+    free(db->name);
+    free(db);
+    return NULL;
+  }
   /* the default library files, compiled here: ISA builds of several code
    * objects read it at once */
   kdb_set_library_files(db, NULL, NULL, 0);
@@ -1041,6 +1046,7 @@ void kdb_close(kdb *db) {
     }
   }
   kdb_drop_cos(db, 0, 0);
+  pthread_mutex_destroy(&db->isa_lock);
   if (db->library_ok)
     regfree(&db->library);
   for (size_t i = 0; i < db->npayloads; i++)

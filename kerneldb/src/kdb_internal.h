@@ -59,7 +59,11 @@ typedef struct kdb_inline_range {
 
 typedef struct kdb_kernel_priv {
   kdb_kernel pub;
-  _Atomic(kdb_isa *) isa; /* built once under co->lock */
+  _Atomic(kdb_isa *) isa; /* built under co->lock; freed by release/eviction */
+  /* the ISA cache's recency list (under db->isa_lock) and the ISA's bytes */
+  struct kdb_kernel_priv *lru_prev, *lru_next;
+  size_t isa_bytes;
+  int in_lru;
 } kdb_kernel_priv;
 
 typedef struct kdb_co_priv {
@@ -81,8 +85,14 @@ typedef struct kdb_co_priv {
 
 struct kdb {
   char *name;
-  regex_t library; /* library files (kdb_set_library_files) */
-  int library_ok;  /* library holds a compiled pattern */
+  pthread_mutex_t isa_lock;  /* the ISA cache: list, bytes, limit */
+  kdb_kernel_priv *lru_head; /* most recently used first */
+  kdb_kernel_priv *lru_tail;
+  size_t lru_count;
+  uint64_t isa_bytes;
+  _Atomic uint64_t isa_limit; /* 0: unbounded */
+  regex_t library;            /* library files (kdb_set_library_files) */
+  int library_ok;             /* library holds a compiled pattern */
   const uint8_t *data;
   size_t size;
   void *map; /* mmap'd input, or NULL */

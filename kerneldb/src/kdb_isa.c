@@ -552,6 +552,7 @@ static kdb_isa *kdb_isa_build(kdb *db, kdb_co_priv *co, const kdb_kernel *k, kdb
   free(fv);
   isa->insns = all;
   isa->count = n;
+  ((kdb_kernel_priv *)k)->isa_bytes = sizeof *isa + n * sizeof *v + fn * sizeof *fv + tlen + 1;
   return isa;
 oom:
   free(v);
@@ -562,11 +563,112 @@ oom:
   return NULL;
 }
 
+/* ---- the ISA cache (see kerneldb.h) --------------------------------------- */
+
+/* The ISAs the limit never evicts: the most recent ones, which a caller may
+** still be using together (an original and its twin in kdb_site_insns). */
+#define KDB_ISA_KEEP 2
+
+/* Unlinks kp from the recency list (caller holds db->isa_lock). */
+static void kdb_lru_unlink(kdb *db, kdb_kernel_priv *kp) {
+  if (!kp->in_lru)
+    return;
+  *(kp->lru_prev ? &kp->lru_prev->lru_next : &db->lru_head) = kp->lru_next;
+  *(kp->lru_next ? &kp->lru_next->lru_prev : &db->lru_tail) = kp->lru_prev;
+  kp->lru_prev = kp->lru_next = NULL;
+  kp->in_lru = 0;
+  db->lru_count--;
+  db->isa_bytes -= kp->isa_bytes;
+}
+
+/* Puts kp first in the recency list (caller holds db->isa_lock). */
+static void kdb_lru_front(kdb *db, kdb_kernel_priv *kp) {
+  if (kp->in_lru && db->lru_head == kp)
+    return;
+  kdb_lru_unlink(db, kp);
+  kp->lru_next = db->lru_head;
+  *(db->lru_head ? &db->lru_head->lru_prev : &db->lru_tail) = kp;
+  db->lru_head = kp;
+  kp->in_lru = 1;
+  db->lru_count++;
+  db->isa_bytes += kp->isa_bytes;
+}
+
+/* Frees kp's ISA (kp is off the recency list). */
+static void kdb_isa_free(kdb *db, kdb_kernel_priv *kp) {
+  kdb_co_priv *co = db->cos[kp->pub.co->index];
+  if (pthread_mutex_lock(&co->lock) != 0)
+    return;
+  kdb_isa *isa = atomic_exchange(&kp->isa, NULL);
+  pthread_mutex_unlock(&co->lock);
+  if (isa) {
+    free((void *)isa->insns);
+    free(isa);
+  }
+}
+
+/* Evicts least recently used ISAs while the cache is over its limit. */
+static void kdb_lru_trim(kdb *db) {
+  for (;;) {
+    kdb_kernel_priv *victim = NULL;
+    if (pthread_mutex_lock(&db->isa_lock) != 0)
+      return;
+    uint64_t limit = atomic_load(&db->isa_limit);
+    if (limit && db->isa_bytes > limit && db->lru_count > KDB_ISA_KEEP) {
+      victim = db->lru_tail;
+      kdb_lru_unlink(db, victim);
+    }
+    pthread_mutex_unlock(&db->isa_lock);
+    if (!victim)
+      return;
+    kdb_isa_free(db, victim);
+  }
+}
+
+/* Notes that kp's ISA was used (and, once built, its size). */
+static void kdb_lru_use(kdb *db, kdb_kernel_priv *kp) {
+  if (pthread_mutex_lock(&db->isa_lock) != 0)
+    return;
+  kdb_lru_front(db, kp);
+  pthread_mutex_unlock(&db->isa_lock);
+  kdb_lru_trim(db);
+}
+
+void kdb_kernel_isa_release(kdb *db, const kdb_kernel *k) {
+  kdb_kernel_priv *kp = (kdb_kernel_priv *)k;
+  if (pthread_mutex_lock(&db->isa_lock) != 0)
+    return;
+  kdb_lru_unlink(db, kp);
+  pthread_mutex_unlock(&db->isa_lock);
+  kdb_isa_free(db, kp);
+}
+
+uint64_t kdb_set_isa_cache_limit(kdb *db, uint64_t bytes) {
+  uint64_t old = 0;
+  if (pthread_mutex_lock(&db->isa_lock) == 0) {
+    old = atomic_exchange(&db->isa_limit, bytes);
+    pthread_mutex_unlock(&db->isa_lock);
+  }
+  kdb_lru_trim(db);
+  return old;
+}
+
+uint64_t kdb_isa_cache_bytes(kdb *db) {
+  uint64_t n = 0;
+  if (pthread_mutex_lock(&db->isa_lock) == 0) {
+    n = db->isa_bytes;
+    pthread_mutex_unlock(&db->isa_lock);
+  }
+  return n;
+}
+
 int kdb_kernel_isa(kdb *db, const kdb_kernel *k, const kdb_isa **out, char *err, size_t errlen) {
   kdb_err e = {err, errlen};
   kdb_kernel_priv *kp = (kdb_kernel_priv *)k;
   kdb_isa *isa = atomic_load_explicit(&kp->isa, memory_order_acquire);
   if (isa) {
+    if (atomic_load_explicit(&db->isa_limit, memory_order_relaxed))
+      kdb_lru_use(db, kp);
     *out = isa;
     return 0;
   }
@@ -587,6 +689,7 @@ int kdb_kernel_isa(kdb *db, const kdb_kernel *k, const kdb_isa **out, char *err,
   pthread_mutex_unlock(&co->lock);
   if (!isa)
     return -1;
+  kdb_lru_use(db, kp);
   *out = isa;
   return 0;
 }

@@ -4,7 +4,7 @@
 ** disassembly (8 threads on one database must see one cached ISA each,
 ** identical to a single-threaded run on a second database).
 **
-** usage: kdb_unit TEST CODE_OBJECT     TEST: classify | twin-names | threads
+** usage: kdb_unit TEST CODE_OBJECT     TEST: classify | twin-names | threads | cache
 */
 #include "kerneldb.h"
 
@@ -178,6 +178,59 @@ static void kdbu_threads(const char *path) {
   kdb_close(ref);
 }
 
+/* Disassembles every kernel of path in db and checks each ISA against ref's
+** (instruction count, first and last address); returns the largest ISA's
+** cache bytes. */
+static uint64_t kdbu_walk(kdb *db, kdb *ref, int check_each) {
+  char err[512];
+  uint64_t largest = 0;
+  for (size_t k = 0; k < kdb_kernel_count(db); k++) {
+    const kdb_isa *got, *want;
+    uint64_t before = kdb_isa_cache_bytes(db);
+    if (kdb_kernel_isa(db, kdb_kernel_at(db, k), &got, err, sizeof err) != 0 ||
+        kdb_kernel_isa(ref, kdb_kernel_at(ref, k), &want, err, sizeof err) != 0)
+      continue; /* no code (tested elsewhere) */
+    uint64_t after = kdb_isa_cache_bytes(db);
+    if (after > before && after - before > largest)
+      largest = after - before;
+    if (check_each)
+      KDBU_CHECK(got->count == want->count && got->count > 0 &&
+                     got->insns[0].addr == want->insns[0].addr &&
+                     got->insns[got->count - 1].addr == want->insns[want->count - 1].addr,
+                 "kernel %zu: ISA as without a cache limit", k);
+  }
+  return largest;
+}
+
+/* The ISA cache (issue 19.2): releasing frees a kernel's ISA and it comes
+** back the same; with a limit the cached bytes stay within the limit plus
+** the two ISAs always kept, while every ISA is still right. */
+static void kdbu_cache(const char *path) {
+  kdb *db = NULL, *ref = NULL;
+  char err[512];
+  if (kdb_open(path, &db, err, sizeof err) || kdb_open(path, &ref, err, sizeof err)) {
+    KDBU_CHECK(0, "open: %s", err);
+    kdb_close(db);
+    return;
+  }
+  uint64_t largest = kdbu_walk(db, ref, 1);
+  uint64_t all = kdb_isa_cache_bytes(db);
+  KDBU_CHECK(all > 2 * largest, "unbounded: every ISA cached (%llu bytes, largest %llu)",
+             (unsigned long long)all, (unsigned long long)largest);
+  for (size_t k = 0; k < kdb_kernel_count(db); k++)
+    kdb_kernel_isa_release(db, kdb_kernel_at(db, k));
+  KDBU_CHECK(kdb_isa_cache_bytes(db) == 0, "released: %llu bytes left",
+             (unsigned long long)kdb_isa_cache_bytes(db));
+  KDBU_CHECK(kdb_set_isa_cache_limit(db, 1) == 0, "the default limit is none");
+  kdbu_walk(db, ref, 1);
+  KDBU_CHECK(kdb_isa_cache_bytes(db) <= 2 * largest, "limited: %llu bytes cached, 2 largest %llu",
+             (unsigned long long)kdb_isa_cache_bytes(db), (unsigned long long)(2 * largest));
+  kdbu_walk(db, ref, 1); /* evicted ISAs are built again, the same */
+  KDBU_CHECK(kdb_set_isa_cache_limit(db, 0) == 1, "the previous limit is returned");
+  kdb_close(db);
+  kdb_close(ref);
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: kdb_unit classify|twin-names|threads [CODE_OBJECT]\n");
@@ -186,6 +239,7 @@ int main(int argc, char **argv) {
   if (!strcmp(argv[1], "classify")) kdbu_classify();
   else if (!strcmp(argv[1], "twin-names")) kdbu_twin_names();
   else if (!strcmp(argv[1], "threads") && argc > 2) kdbu_threads(argv[2]);
+  else if (!strcmp(argv[1], "cache") && argc > 2) kdbu_cache(argv[2]);
   else {
     fprintf(stderr, "kdb_unit: unknown test %s\n", argv[1]);
     return 2;

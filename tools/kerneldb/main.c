@@ -581,6 +581,7 @@ static int kdbcli_isa(kdb *db, const kdbcli_opts *o, int by_line) {
       }
       if (o->json)
         printf("]}");
+      kdb_kernel_isa_release(db, k); /* streaming: one kernel's ISA at a time */
       continue;
     }
     /* lines: group instructions by (file, line) in order of first appearance. */
@@ -639,6 +640,7 @@ static int kdbcli_isa(kdb *db, const kdbcli_opts *o, int by_line) {
       printf("]}");
     free(order);
     free(done);
+    kdb_kernel_isa_release(db, k);
   }
   if (o->json)
     printf("]\n");
