@@ -578,10 +578,18 @@ static int kdb_inflate(kdb *db, const uint8_t *src, size_t n, size_t want, int z
 static int kdb_read_bundle(kdb *db, const uint8_t *p, size_t n, const char *where, int compressed,
                            size_t *end, kdb_err *e);
 
-/* Reads one compressed bundle at p (n bytes available); *end receives the
-** bytes it occupies. */
-static int kdb_read_ccob(kdb *db, const uint8_t *p, size_t n, const char *where, size_t *end,
-                         kdb_err *e) {
+/* A compressed bundle's header, checked. */
+struct kdb_ccob {
+  size_t hdr;     /* header bytes */
+  uint64_t total; /* bytes the bundle occupies */
+  uint64_t raw;   /* bytes it decompresses to */
+  int zstd;       /* method 1 (else zlib) */
+};
+
+/* Reads and checks the header of the compressed bundle at p (n bytes
+** available). 0, or -1 after kdb_fail. */
+static int kdb_ccob_header(kdb *db, const uint8_t *p, size_t n, const char *where,
+                           struct kdb_ccob *c, kdb_err *e) {
   if (n < 8)
     return kdb_fail(e, db->name, "%s: compressed bundle header truncated", where);
   unsigned ver = (unsigned)kdb_le(p + 4, 2), method = (unsigned)kdb_le(p + 6, 2);
@@ -626,20 +634,51 @@ static int kdb_read_ccob(kdb *db, const uint8_t *p, size_t n, const char *where,
   if (raw < KDB_BUNDLE_MAGIC_LEN)
     return kdb_fail(e, db->name, "%s: compressed bundle claims only %llu bytes uncompressed", where,
                     (unsigned long long)raw);
+  *c = (struct kdb_ccob){hdr, total, raw, method == 1};
+  return 0;
+}
+
+/* A compressed bundle decompressed ahead of the reader (kdb_inflate_ahead):
+** its data, or the message of its failure. */
+struct kdb_inflated {
+  const uint8_t *at; /* where the bundle starts in the section */
+  struct kdb_ccob c;
+  uint8_t *out; /* NULL: failed with msg */
+  char msg[KDB_DAMAGED_MSG];
+  const char *where;
+};
+
+/* Reads one compressed bundle at p (n bytes available); *end receives the
+** bytes it occupies. pre, when not NULL, is the bundle decompressed ahead. */
+static int kdb_read_ccob(kdb *db, const uint8_t *p, size_t n, const char *where, size_t *end,
+                         struct kdb_inflated *pre, kdb_err *e) {
+  struct kdb_ccob c;
   uint8_t *out = NULL;
-  if (kdb_inflate(db, p + hdr, (size_t)total - hdr, (size_t)raw, method == 1, &out, where, e))
+  if (pre) {
+    if (!pre->out) {
+      if (e && e->buf && e->len)
+        snprintf(e->buf, e->len, "%s", pre->msg); /* names the input already */
+      return -1;
+    }
+    c = pre->c;
+    out = pre->out;
+    pre->out = NULL; /* the payloads own it now */
+  } else if (kdb_ccob_header(db, p, n, where, &c, e) ||
+             kdb_inflate(db, p + c.hdr, (size_t)c.total - c.hdr, (size_t)c.raw, c.zstd, &out, where,
+                         e)) {
     return -1;
+  }
   if (kdb_reserve((void **)&db->payloads, &db->cap_payloads, db->npayloads + 1,
                   sizeof *db->payloads)) {
     free(out);
     return kdb_fail(e, db->name, "out of memory");
   }
   db->payloads[db->npayloads++] = out;
-  *end = (size_t)total;
+  *end = (size_t)c.total;
   if (memcmp(out, KDB_BUNDLE_MAGIC, KDB_BUNDLE_MAGIC_LEN) != 0)
     return kdb_fail(e, db->name, "%s: compressed bundle does not hold an offload bundle", where);
   size_t inner_end;
-  return kdb_read_bundle(db, out, (size_t)raw, where, 1, &inner_end, e);
+  return kdb_read_bundle(db, out, (size_t)c.raw, where, 1, &inner_end, e);
 }
 
 /* Frees the code objects from index `ncos` on (a reader that failed half
@@ -751,11 +790,88 @@ static const uint8_t *kdb_magic_next(struct kdb_magic_scan *m, const uint8_t *p,
   return m->next;
 }
 
+/* Threads that decompress bundles ahead of the reader: decompression is
+** most of listing a compressed library (librocsparse: 1.3 GB from 111
+** bundles). */
+#define KDB_INFLATE_THREADS 8
+
+struct kdb_inflate_job {
+  kdb *db;
+  struct kdb_inflated *v;
+  size_t n;
+  _Atomic size_t next; /* the next bundle to take */
+};
+
+static void *kdb_inflate_worker(void *arg) {
+  struct kdb_inflate_job *j = arg;
+  for (size_t i; (i = atomic_fetch_add(&j->next, 1)) < j->n;) {
+    struct kdb_inflated *b = &j->v[i];
+    kdb_err e = {b->msg, sizeof b->msg};
+    if (kdb_inflate(j->db, b->at + b->c.hdr, (size_t)b->c.total - b->c.hdr, (size_t)b->c.raw,
+                    b->c.zstd, &b->out, b->where, &e))
+      b->out = NULL;
+  }
+  return NULL;
+}
+
+/* Finds the run of compressed bundles (versions 2 and 3, whose headers say
+** where they end) from the start of the section at p and decompresses them
+** on several threads. Returns them in order (*count; NULL when fewer than
+** two or on any trouble: the reader then decompresses as it goes, and
+** reports errors in order either way). */
+static struct kdb_inflated *kdb_inflate_ahead(kdb *db, const uint8_t *p, size_t n, const char *sect,
+                                              size_t *count) {
+  *count = 0;
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  if (cpus < 2)
+    return NULL;
+  struct kdb_inflated *v = NULL;
+  size_t nv = 0, cap = 0, pos = 0;
+  struct kdb_magic_scan plain = {KDB_BUNDLE_MAGIC, KDB_BUNDLE_MAGIC_LEN, NULL, 0};
+  struct kdb_magic_scan ccob = {KDB_CCOB_MAGIC, 4, NULL, 0};
+  while (pos < n) {
+    const uint8_t *a = kdb_magic_next(&plain, p, pos, n);
+    const uint8_t *b = kdb_magic_next(&ccob, p, pos, n);
+    if (!b || (a && a < b) || n - (size_t)(b - p) < 8 || kdb_le(b + 4, 2) < 2)
+      break; /* a plain bundle or a version-1 one: the reader goes on from here */
+    struct kdb_ccob c;
+    char where[128];
+    snprintf(where, sizeof where, "%s bundle %zu", sect, nv);
+    if (kdb_ccob_header(db, b, n - (size_t)(b - p), where, &c, NULL))
+      break;
+    if (kdb_reserve((void **)&v, &cap, nv + 1, sizeof *v))
+      break;
+    v[nv] = (struct kdb_inflated){.at = b, .c = c, .where = kdb_arena_strdup(&db->arena, where)};
+    if (!v[nv].where)
+      break;
+    nv++;
+    pos = (size_t)(b - p) + (size_t)c.total;
+  }
+  if (nv < 2) {
+    free(v);
+    return NULL;
+  }
+  struct kdb_inflate_job job = {db, v, nv, 0};
+  pthread_t th[KDB_INFLATE_THREADS];
+  size_t want = (size_t)cpus < nv ? (size_t)cpus : nv, started = 0;
+  if (want > KDB_INFLATE_THREADS)
+    want = KDB_INFLATE_THREADS;
+  for (; started + 1 < want; started++) /* the calling thread is one of them */
+    if (pthread_create(&th[started], NULL, kdb_inflate_worker, &job) != 0)
+      break;
+  kdb_inflate_worker(&job);
+  for (size_t t = 0; t < started; t++)
+    pthread_join(th[t], NULL);
+  *count = nv;
+  return v;
+}
+
 /* Reads a sequence of bundles (plain or compressed) that a linker
 ** concatenated into one section, skipping the padding between them. */
 static int kdb_read_bundles(kdb *db, const uint8_t *p, size_t n, const char *sect, kdb_err *e) {
-  size_t pos = 0;
-  int idx = 0;
+  size_t pos = 0, nahead = 0, used = 0;
+  int idx = 0, rc = 0;
+  struct kdb_inflated *ahead = kdb_inflate_ahead(db, p, n, sect, &nahead);
   struct kdb_magic_scan plain = {KDB_BUNDLE_MAGIC, KDB_BUNDLE_MAGIC_LEN, NULL, 0};
   struct kdb_magic_scan ccob = {KDB_CCOB_MAGIC, 4, NULL, 0};
   while (pos < n) {
@@ -767,15 +883,21 @@ static int kdb_read_bundles(kdb *db, const uint8_t *p, size_t n, const char *sec
     char where[128];
     snprintf(where, sizeof where, "%s bundle %d", sect, idx++);
     size_t at = (size_t)(s - p), end = 0;
+    struct kdb_inflated *pre = used < nahead && ahead[used].at == s ? &ahead[used++] : NULL;
     int r = s == a ? kdb_read_bundle(db, s, n - at, where, 0, &end, e)
-                   : kdb_read_ccob(db, s, n - at, where, &end, e);
-    if (r)
-      return -1;
+                   : kdb_read_ccob(db, s, n - at, where, &end, pre, e);
+    if (r) {
+      rc = -1;
+      break;
+    }
     pos = at + (end ? end : 1);
   }
-  if (idx == 0)
+  for (size_t i = 0; i < nahead; i++)
+    free(ahead[i].out); /* what the reader did not take (it stopped early) */
+  free(ahead);
+  if (rc == 0 && idx == 0)
     return kdb_fail(e, db->name, "%s holds no offload bundle", sect);
-  return 0;
+  return rc;
 }
 
 int kdb_elf_check(kdb *db, const uint8_t *img, size_t n, const char *what, kdb_err *e) {
