@@ -44,43 +44,15 @@
 
 #include "nano/atomics.h"
 #include "nano/path.h"
+#include "nano/rpdfile.h"
 #include "nano/settings.h"
 #include "rpd_internal.h"
-
-static const char atomics_schema[] =
-    "CREATE TABLE IF NOT EXISTS nano_atomic_site (id integer NOT NULL PRIMARY KEY, "
-    "session integer NOT NULL, pid integer NOT NULL, kind_id integer NOT NULL, "
-    "kind varchar(64) NOT NULL, memory_order varchar(16) NOT NULL, "
-    "failure_order varchar(16) NOT NULL, size integer NOT NULL, flags integer NOT NULL, "
-    "function varchar(4096) NOT NULL, file varchar(4096) NOT NULL, line integer NOT NULL, "
-    "column integer NOT NULL);\n"
-    "CREATE TABLE IF NOT EXISTS nano_atomic_count (site_id integer NOT NULL PRIMARY KEY "
-    "REFERENCES nano_atomic_site (id), count integer NOT NULL);\n"
-    "CREATE VIEW IF NOT EXISTS nano_atomic_totals AS SELECT S.kind AS kind, sum(C.count) AS count "
-    "FROM nano_atomic_count C JOIN nano_atomic_site S ON S.id = C.site_id "
-    "GROUP BY S.kind_id, S.kind HAVING sum(C.count) > 0 ORDER BY S.kind_id;\n"
-    "CREATE TABLE IF NOT EXISTS nano_atomic_origin (site_id integer NOT NULL PRIMARY KEY "
-    "REFERENCES nano_atomic_site (id), function varchar(4096) NOT NULL, "
-    "file varchar(4096) NOT NULL, line integer NOT NULL, column integer NOT NULL);\n"
-    "CREATE TABLE IF NOT EXISTS nano_atomic_sample (session integer NOT NULL, "
-    "pid integer NOT NULL, start integer NOT NULL, kind_id integer NOT NULL, "
-    "kind varchar(64) NOT NULL, count integer NOT NULL);\n"
-    "CREATE TABLE IF NOT EXISTS nano_atomic_caller (site_id integer NOT NULL "
-    "REFERENCES nano_atomic_site (id), function varchar(4096) NOT NULL, "
-    "file varchar(4096) NOT NULL, line integer NOT NULL, count integer NOT NULL, "
-    "PRIMARY KEY (site_id, function, file, line));\n"
-    "CREATE VIEW IF NOT EXISTS nano_atomic_callers AS SELECT S.kind AS kind, "
-    "S.function AS library_function, S.file AS library_file, S.line AS library_line, "
-    "C.function AS caller, C.file AS file, C.line AS line, sum(C.count) AS count "
-    "FROM nano_atomic_caller C JOIN nano_atomic_site S ON S.id = C.site_id "
-    "GROUP BY S.kind, S.function, S.file, S.line, C.function, C.file, C.line "
-    "HAVING sum(C.count) > 0 ORDER BY count DESC;\n";
 
 /* Creates the tables and the view when missing. Returns 0, or -1 with a
  * message. */
 static int atomics_schema_create(sqlite3 *db, const char *path) {
   char *msg = NULL;
-  if (sqlite3_exec(db, atomics_schema, NULL, NULL, &msg) == SQLITE_OK)
+  if (sqlite3_exec(db, nano_rpdfile_atomics_schema_sql(), NULL, NULL, &msg) == SQLITE_OK)
     return 0;
   fprintf(stderr, "nanoprobe rpd: %s: cannot create the nano_atomic tables: %s\n", path,
           msg ? msg : sqlite3_errmsg(db));

@@ -222,6 +222,37 @@ const char *nano_rpdfile_calls_schema_sql(void) {
          "JOIN rocpd_string A ON A.id = C.args_id;\n";
 }
 
+const char *nano_rpdfile_atomics_schema_sql(void) {
+  return "CREATE TABLE IF NOT EXISTS nano_atomic_site (id integer NOT NULL PRIMARY KEY, "
+         "session integer NOT NULL, pid integer NOT NULL, kind_id integer NOT NULL, "
+         "kind varchar(64) NOT NULL, memory_order varchar(16) NOT NULL, "
+         "failure_order varchar(16) NOT NULL, size integer NOT NULL, flags integer NOT NULL, "
+         "function varchar(4096) NOT NULL, file varchar(4096) NOT NULL, line integer NOT NULL, "
+         "column integer NOT NULL);\n"
+         "CREATE TABLE IF NOT EXISTS nano_atomic_count (site_id integer NOT NULL PRIMARY KEY "
+         "REFERENCES nano_atomic_site (id), count integer NOT NULL);\n"
+         "CREATE VIEW IF NOT EXISTS nano_atomic_totals AS SELECT S.kind AS kind, sum(C.count) AS "
+         "count "
+         "FROM nano_atomic_count C JOIN nano_atomic_site S ON S.id = C.site_id "
+         "GROUP BY S.kind_id, S.kind HAVING sum(C.count) > 0 ORDER BY S.kind_id;\n"
+         "CREATE TABLE IF NOT EXISTS nano_atomic_origin (site_id integer NOT NULL PRIMARY KEY "
+         "REFERENCES nano_atomic_site (id), function varchar(4096) NOT NULL, "
+         "file varchar(4096) NOT NULL, line integer NOT NULL, column integer NOT NULL);\n"
+         "CREATE TABLE IF NOT EXISTS nano_atomic_sample (session integer NOT NULL, "
+         "pid integer NOT NULL, start integer NOT NULL, kind_id integer NOT NULL, "
+         "kind varchar(64) NOT NULL, count integer NOT NULL);\n"
+         "CREATE TABLE IF NOT EXISTS nano_atomic_caller (site_id integer NOT NULL "
+         "REFERENCES nano_atomic_site (id), function varchar(4096) NOT NULL, "
+         "file varchar(4096) NOT NULL, line integer NOT NULL, count integer NOT NULL, "
+         "PRIMARY KEY (site_id, function, file, line));\n"
+         "CREATE VIEW IF NOT EXISTS nano_atomic_callers AS SELECT S.kind AS kind, "
+         "S.function AS library_function, S.file AS library_file, S.line AS library_line, "
+         "C.function AS caller, C.file AS file, C.line AS line, sum(C.count) AS count "
+         "FROM nano_atomic_caller C JOIN nano_atomic_site S ON S.id = C.site_id "
+         "GROUP BY S.kind, S.function, S.file, S.line, C.function, C.file, C.line "
+         "HAVING sum(C.count) > 0 ORDER BY count DESC;\n";
+}
+
 const char *nano_rpdfile_dispatch_schema_sql(void) {
   return "CREATE TABLE IF NOT EXISTS nano_dispatch (id integer NOT NULL PRIMARY KEY, "
          "session integer NOT NULL, pid integer NOT NULL, api_id integer, kernel text NOT NULL, "

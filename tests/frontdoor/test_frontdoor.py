@@ -236,6 +236,65 @@ def case_run_python():
     check(rows == [(50,)], "every Python call recorded: %s\n%s" % (rows, p.stderr))
 
 
+def case_merge_nano():
+    """`rpd merge` and `rpd trim` keep nanoprobe's own tables (host atomics,
+    short-call sums, instrumented dispatches and analyses): they used to
+    drop them. Each input's sessions are shifted past the output's, so ids
+    stay apart, and pids get the node stride like the calls'."""
+    exe = build_atomics()
+    a, b, c = (os.path.join(WORK, n) for n in ("m_atomics.rpd", "m_mem.rpd", "m_py.rpd"))
+    run([NANOPROBE, "run", "-q", "--atomics", "-o", a, "--", exe], env=clean_env())
+    run([NANOPROBE, "run", "-q", "-k", "scale_strided", "-d", "first", "-a", "MemoryAnalysis",
+         "-o", b, "--", MEMORY], env=clean_env())
+    script = os.path.join(WORK, "short.py")
+    with open(script, "w") as f:
+        f.write("def leaf(n):\n    return n + 1\n\nfor i in range(300):\n    leaf(i)\n")
+    run([NANOPROBE, "run", "-q", "--python", "--min-duration", "1ms", "-o", c, "--",
+         shutil.which("python3"), script], env=clean_env())
+    out = os.path.join(WORK, "m_all.rpd")
+    run([RPD, "merge", out, a, b, c, a])
+    stride = int(query(out, "SELECT value FROM rocpd_metadata WHERE tag='pid_stride'")[0][0])
+    sites = query(a, "SELECT S.pid, S.kind, S.file, S.line, C.count FROM nano_atomic_site S "
+                     "JOIN nano_atomic_count C ON C.site_id = S.id ORDER BY S.id")
+    merged = query(out, "SELECT S.pid, S.kind, S.file, S.line, C.count FROM nano_atomic_site S "
+                        "JOIN nano_atomic_count C ON C.site_id = S.id ORDER BY S.id")
+    check(sites and merged == sites + [(p + 3 * stride,) + r[1:] for (p, *_), r in zip(sites, sites)],
+          "atomic sites of inputs 0 and 3, pids of node 3 shifted:\n%s\n%s" % (sites, merged))
+    check(query(out, "SELECT count FROM nano_atomic_totals") == [(200,)], "totals add up")
+    check(len(query(out, "SELECT DISTINCT session FROM nano_atomic_site")) == 2, "two sessions")
+    samples = query(a, "SELECT count(*) FROM nano_atomic_sample")[0][0]
+    check(samples > 0 and query(out, "SELECT count(*) FROM nano_atomic_sample")[0][0] == 2 * samples,
+          "samples of both copies")
+    disp = query(b, "SELECT pid, kernel_name, records FROM nano_dispatch")
+    check(disp and query(out, "SELECT pid, kernel_name, records FROM nano_dispatch") ==
+          [(p + stride, k, r) for p, k, r in disp], "dispatches of node 1: %s" % disp)
+    check(query(out, "SELECT kernel, line, lines_used, lines_needed FROM nano_memory") ==
+          query(b, "SELECT kernel, line, lines_used, lines_needed FROM nano_memory"), "analyses")
+    launch = query(out, "SELECT A.apiName FROM nano_dispatch D JOIN api A ON A.id = D.api_id")
+    check(len(launch) == len(disp), "each dispatch still points at its launch call: %s" % launch)
+    calls = query(c, "SELECT name, calls, total_ns FROM nano_calls WHERE name LIKE '%leaf'")
+    check(calls and calls[0][1] == 300 and
+          query(out, "SELECT name, calls, total_ns FROM nano_calls WHERE name LIKE '%leaf'") == calls,
+          "short-call sums with their names: %s" % calls)
+    summary = run([RPD, "summary", out]).stdout
+    check("atomics per kind" in summary and "instrumented kernels" in summary, summary)
+    # trim: the window's dispatches, the atomics totals of the whole run
+    (start,), = query(b, "SELECT start FROM nano_dispatch")
+    t = os.path.join(WORK, "m_trim.rpd")
+    run([RPD, "trim", b, "--start", str(start), "--end", str(start), "-o", t])
+    check(query(t, "SELECT D.kernel_name, A.apiName FROM nano_dispatch D JOIN api A ON A.id = "
+                   "D.api_id") == query(b, "SELECT D.kernel_name, A.apiName FROM nano_dispatch D "
+                                           "JOIN api A ON A.id = D.api_id") and
+          query(t, "SELECT count(*) FROM nano_memory")[0][0] > 0,
+          "trim keeps the window's dispatch and its launch")
+    t2 = os.path.join(WORK, "m_trim2.rpd")
+    run([RPD, "trim", b, "--start", str(start - 2), "--end", str(start - 1), "-o", t2])
+    check(query(t2, "SELECT count(*) FROM nano_dispatch") == [(0,)], "nor one outside it")
+    t3 = os.path.join(WORK, "m_trim3.rpd")
+    run([RPD, "trim", out, "--start", "0%", "--end", "100%", "-o", t3])
+    check(query(t3, "SELECT count FROM nano_atomic_totals") == [(200,)], "trim keeps the totals")
+
+
 def case_plugin_mismatch():
     src = os.path.join(WORK, "empty.c")
     open(src, "w").write("int main(void) { return 0; }\n")
@@ -381,7 +440,7 @@ def case_readme_tour():
     check(calls == [(1973,)], "step 6: fib(15) makes 1973 calls, got %s" % calls)
 
 
-CASES = {"readme_tour": case_readme_tour, "run_default": case_run_default, "run_output": case_run_output,
+CASES = {"merge_nano": case_merge_nano, "readme_tour": case_readme_tour, "run_default": case_run_default, "run_output": case_run_output,
          "run_missing": case_run_missing, "run_signals": case_run_signals,
          "run_fork_exec": case_run_fork_exec, "run_nvtx": case_run_nvtx, "run_instrumented": case_run_instrumented,
          "run_atomics": case_run_atomics, "run_python": case_run_python,

@@ -16,7 +16,13 @@
  *   - schema 2 sources (no domain/category, args in rocpd_string) become
  *     schema 3 rows: domain "UserMarker" for user markers, else "";
  *   - nanoprobe's nano_thread (OS names of processes and threads) comes along,
- *     every row of it (a name of a thread with no copied call is harmless).
+ *     every row of it (a name of a thread with no copied call is harmless);
+ *   - so do nanoprobe's other tables (cp_nano): host atomics, short calls
+ *     summed, instrumented dispatches and their analyses, their session
+ *     numbers shifted past the destination's so that ids (session << 32 | n)
+ *     never collide. A window keeps the samples and dispatches that start in
+ *     it; the atomics counts and call sums are totals of the whole run
+ *     (nothing dates them) and are kept as they are.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdarg.h>
@@ -83,6 +89,122 @@ int64_t an_meta_int(sqlite3 *db, const char *tag, int64_t dflt) {
   }
   free(v);
   return n;
+}
+
+/* Whether schema `db` ("main" or "src") has table or view `name`; -1 on error. */
+static int cp_has(sqlite3 *db, const char *schema, const char *name, int *ok) {
+  return (int)cp_int(db, ok, "SELECT count(*) FROM %s.sqlite_master WHERE name = '%s'", schema,
+                     name);
+}
+
+/* The first session number after those the destination's nanoprobe tables
+** use (0 when none). */
+static int64_t cp_next_session(sqlite3 *db, int *ok) {
+  static const char *const tables[] = {"nano_atomic_site", "nano_atomic_sample", "nano_dispatch"};
+  int64_t next = 0;
+  for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++)
+    if (cp_has(db, "main", tables[i], ok) > 0) {
+      int64_t s = cp_int(db, ok, "SELECT coalesce(max(session) + 1, 0) FROM main.%s", tables[i]);
+      if (s > next)
+        next = s;
+    }
+  return next;
+}
+
+/* Copies nanoprobe's own tables of the attached source (see the banner):
+** pids get padd, sessions shift by the destination's next session, calls by
+** off_api, strings through smap (empty: the id of ""). */
+static int cp_nano(const char *cmd, sqlite3 *db, const struct rpdtool_trace *s,
+                   const struct an_copy_opts *o, int64_t padd, int64_t off_api, int64_t empty) {
+  int ok = 1;
+  int atomics = cp_has(db, "src", "nano_atomic_site", &ok) > 0;
+  int origin = cp_has(db, "src", "nano_atomic_origin", &ok) > 0;
+  int sample = cp_has(db, "src", "nano_atomic_sample", &ok) > 0;
+  int caller = cp_has(db, "src", "nano_atomic_caller", &ok) > 0;
+  int calls = cp_has(db, "src", "nano_call_summary", &ok) > 0;
+  int disp = cp_has(db, "src", "nano_dispatch", &ok) > 0;
+  int64_t sess = ok ? cp_next_session(db, &ok) : 0;
+  if (!ok) {
+    rpdtool_err(cmd, "%s: reading nanoprobe's tables: %s", s->path, sqlite3_errmsg(db));
+    return -1;
+  }
+  long long so = (long long)sess, idoff = (long long)nano_rpdfile_session_offset(sess);
+  long long pa = (long long)padd;
+  char win[160] = "1";
+  if (o->window)
+    snprintf(win, sizeof win, "start >= %lld AND start <= %lld", (long long)o->lo,
+             (long long)o->hi);
+  if (atomics &&
+      (cp_exec(cmd, db, "creating the atomics tables", "%s", nano_rpdfile_atomics_schema_sql()) ||
+       cp_exec(cmd, db, "copying atomic sites",
+               "INSERT INTO main.nano_atomic_site(id, session, pid, kind_id, kind, memory_order, "
+               "failure_order, size, flags, function, file, line, \"column\") SELECT id + %lld, "
+               "session + %lld, pid + %lld, kind_id, kind, memory_order, failure_order, size, "
+               "flags, function, file, line, \"column\" FROM src.nano_atomic_site; "
+               "INSERT INTO main.nano_atomic_count(site_id, count) SELECT site_id + %lld, count "
+               "FROM src.nano_atomic_count;",
+               idoff, so, pa, idoff) ||
+       (origin && cp_exec(cmd, db, "copying atomic origins",
+                          "INSERT INTO main.nano_atomic_origin(site_id, function, file, line, "
+                          "\"column\") SELECT site_id + %lld, function, file, line, \"column\" "
+                          "FROM src.nano_atomic_origin;",
+                          idoff)) ||
+       (sample && cp_exec(cmd, db, "copying atomics samples",
+                          "INSERT INTO main.nano_atomic_sample(session, pid, start, kind_id, kind, "
+                          "count) SELECT session + %lld, pid + %lld, start, kind_id, kind, count "
+                          "FROM src.nano_atomic_sample WHERE %s;",
+                          so, pa, win)) ||
+       (caller && cp_exec(cmd, db, "copying atomics callers",
+                          "INSERT INTO main.nano_atomic_caller(site_id, function, file, line, "
+                          "count) SELECT site_id + %lld, function, file, line, count FROM "
+                          "src.nano_atomic_caller;",
+                          idoff))))
+    return -1;
+  /* sums of one process and function add up (the WHERE lets SQLite parse
+   * the upsert after a SELECT) */
+  if (calls &&
+      (cp_exec(cmd, db, "creating nano_call_summary", "%s", nano_rpdfile_calls_schema_sql()) ||
+       cp_exec(cmd, db, "copying short-call sums",
+               "INSERT INTO main.nano_call_summary(pid, domain_id, name_id, args_id, calls, "
+               "total_ns, self_ns, min_duration_ns) SELECT C.pid + %lld, coalesce(D.new, %lld), "
+               "coalesce(N.new, %lld), coalesce(A.new, %lld), C.calls, C.total_ns, C.self_ns, "
+               "C.min_duration_ns FROM src.nano_call_summary C LEFT JOIN smap D ON D.old = "
+               "C.domain_id LEFT JOIN smap N ON N.old = C.name_id LEFT JOIN smap A ON A.old = "
+               "C.args_id WHERE 1 ON CONFLICT (pid, domain_id, name_id, args_id) DO UPDATE SET "
+               "calls = calls + excluded.calls, total_ns = total_ns + excluded.total_ns, "
+               "self_ns = self_ns + excluded.self_ns, min_duration_ns = "
+               "max(min_duration_ns, excluded.min_duration_ns);",
+               pa, (long long)empty, (long long)empty, (long long)empty)))
+    return -1;
+  if (disp) {
+    if (cp_exec(cmd, db, "creating the dispatch tables", "%s", nano_rpdfile_dispatch_schema_sql()))
+      return -1;
+    long long off_an =
+        (long long)cp_int(db, &ok, "SELECT coalesce(max(id), 0) FROM main.nano_analysis");
+    /* a launch call outside the window is not there to point at */
+    char api_expr[128];
+    snprintf(api_expr, sizeof api_expr,
+             o->window ? "CASE WHEN api_id IN kapi THEN api_id + %lld END" : "api_id + %lld",
+             (long long)off_api);
+    if (!ok ||
+        cp_exec(cmd, db, "copying dispatches",
+                "INSERT INTO main.nano_dispatch(id, session, pid, api_id, kernel, kernel_name, "
+                "kernel_dispatch, backend, arch, device, wave_size, grid_x, grid_y, grid_z, "
+                "block_x, block_y, block_z, shared_bytes, start, \"end\", records, record_bytes, "
+                "dropped, decode_errors, lost_bytes) SELECT id + %lld, session + %lld, pid + %lld, "
+                "%s, kernel, kernel_name, kernel_dispatch, backend, arch, device, wave_size, "
+                "grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_bytes, start, \"end\", "
+                "records, record_bytes, dropped, decode_errors, lost_bytes FROM src.nano_dispatch "
+                "WHERE %s;",
+                idoff, so, pa, api_expr, win) ||
+        cp_exec(cmd, db, "copying analyses",
+                "INSERT INTO main.nano_analysis(id, dispatch_id, analyzer, report) SELECT id + "
+                "%lld, dispatch_id + %lld, analyzer, report FROM src.nano_analysis WHERE "
+                "dispatch_id IN (SELECT id FROM src.nano_dispatch WHERE %s);",
+                off_an, idoff, win))
+      return -1;
+  }
+  return 0;
 }
 
 /* Copies the attached source `src` into main, in the caller's transaction. */
@@ -189,6 +311,11 @@ static int cp_rows(const char *cmd, sqlite3 *db, const struct rpdtool_trace *s,
                          "INSERT OR IGNORE INTO used SELECT name_id FROM src.rocpd_stackframe "
                          "WHERE %s;",
                          fa_ptr)) ||
+      (cp_has(db, "src", "nano_call_summary", &ok) > 0 &&
+       cp_exec(cmd, db, "selecting strings",
+               "INSERT OR IGNORE INTO used SELECT domain_id FROM src.nano_call_summary; "
+               "INSERT OR IGNORE INTO used SELECT name_id FROM src.nano_call_summary; "
+               "INSERT OR IGNORE INTO used SELECT args_id FROM src.nano_call_summary;")) ||
       cp_exec(cmd, db, "copying strings",
               "INSERT INTO main.rocpd_string(string) SELECT DISTINCT S.string FROM "
               "src.rocpd_string S JOIN used U ON U.old = S.id WHERE NOT EXISTS (SELECT 1 FROM "
@@ -287,6 +414,8 @@ static int cp_rows(const char *cmd, sqlite3 *db, const struct rpdtool_trace *s,
                "INSERT OR REPLACE INTO main.nano_thread(pid, tid, name) SELECT pid + %lld, tid, "
                "name FROM src.nano_thread;",
                (long long)padd)))
+    return -1;
+  if (cp_nano(cmd, db, s, o, padd, off_api, empty))
     return -1;
   c->strings = cp_int(db, &ok, "SELECT count(*) FROM main.rocpd_string");
   return cp_exec(cmd, db, "cleaning up",

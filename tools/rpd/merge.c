@@ -4,8 +4,8 @@
  * --nodes): its pids get node * pid_stride and its gpuIds node * gpu_stride
  * (the output's strides, rocpd_metadata), so the views napi and nop show
  * node, pid and gpuId apart. Strings are shared, ids renumbered (see
- * analysis_copy.c). Post-processing tables of the inputs are not copied: run
- * the steps on the merged file.
+ * analysis_copy.c), nanoprobe's tables with them. Post-processing tables of
+ * the inputs are not copied: run the steps on the merged file.
  */
 #define _XOPEN_SOURCE 700
 #include <limits.h>

@@ -122,6 +122,12 @@ const char *nano_rpdfile_dispatch_schema_sql(void);
  * calls, total_ns, self_ns; min_duration_ns, the bound in effect) and the
  * view nano_calls with the strings. */
 const char *nano_rpdfile_calls_schema_sql(void);
+/* nanoprobe's tables of host atomics counts (the tracer writes them from
+ * libnano_tracker.so; the columns are described in runtime/rpd/atomics.c):
+ * nano_atomic_site, nano_atomic_count, nano_atomic_origin,
+ * nano_atomic_sample, nano_atomic_caller and the views nano_atomic_totals,
+ * nano_atomic_callers. Site ids are session offset + the tracker's id. */
+const char *nano_rpdfile_atomics_schema_sql(void);
 /* The largest NANO_RPD_MIN_DURATION (an hour, in ns): no call is shorter. */
 #define NANO_RPDFILE_MAX_MIN_DURATION_NS 3600000000000ull
 
