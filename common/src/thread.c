@@ -1,4 +1,5 @@
 /* thread.c: nano_thread_start (nano/thread.h). */
+#define _POSIX_C_SOURCE 200809L /* sigset_t and pthread_sigmask under -std=c11 too */
 #include "nano/thread.h"
 
 #include <signal.h>

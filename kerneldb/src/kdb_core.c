@@ -9,6 +9,7 @@
 */
 #define _GNU_SOURCE
 #include "kdb_internal.h"
+#include "nano/thread.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -856,8 +857,10 @@ static struct kdb_inflated *kdb_inflate_ahead(kdb *db, const uint8_t *p, size_t 
   size_t want = (size_t)cpus < nv ? (size_t)cpus : nv, started = 0;
   if (want > KDB_INFLATE_THREADS)
     want = KDB_INFLATE_THREADS;
-  for (; started + 1 < want; started++) /* the calling thread is one of them */
-    if (pthread_create(&th[started], NULL, kdb_inflate_worker, &job) != 0)
+  /* the calling thread is one of them; the others leave the application's
+   * signals alone (kerneldb also runs inside traced programs) */
+  for (; started + 1 < want; started++)
+    if (nano_thread_start(&th[started], kdb_inflate_worker, &job) != 0)
       break;
   kdb_inflate_worker(&job);
   for (size_t t = 0; t < started; t++)
