@@ -145,7 +145,6 @@ static void nano_dh_thread(u32 t[3]) {
 #elif defined(NANO_DH_NVPTX)
 u32 nano_dh_llvm_laneid(void) __asm("llvm.nvvm.read.ptx.sreg.laneid");
 u32 nano_dh_llvm_smid(void) __asm("llvm.nvvm.read.ptx.sreg.smid");
-u64 nano_dh_llvm_globaltimer(void) __asm("llvm.nvvm.read.ptx.sreg.globaltimer");
 u32 nano_dh_llvm_shfl_idx(u32 mask, u32 v, u32 lane, u32 c) __asm("llvm.nvvm.shfl.sync.idx.i32");
 u32 nano_dh_llvm_ballot(u32 mask, _Bool p) __asm("llvm.nvvm.vote.ballot.sync");
 _Bool nano_dh_llvm_isspacep_shared(const void *p) __asm("llvm.nvvm.isspacep.shared");
@@ -188,7 +187,13 @@ static void nano_dh_wave_sync(u64 exec) { nano_dh_llvm_bar_warp_sync((u32)exec);
 static void nano_dh_acquire(void) { nano_dh_llvm_membar_gl(); }
 static void nano_dh_release(void) { nano_dh_llvm_membar_gl(); }
 static void nano_dh_pause(void) {}
-static u64 nano_dh_clock(void) { return nano_dh_llvm_globaltimer(); }
+/* PTX's %globaltimer (ns); inline assembly because LLVM 15 has no intrinsic
+ * for it (its PTX then calls an undefined "llvm.nvvm..." that ptxas refuses). */
+static u64 nano_dh_clock(void) {
+  u64 t;
+  __asm__ volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
 static u32 nano_dh_hwid(void) { return nano_dh_llvm_smid(); }
 static void nano_dh_block(u32 b[3]) {
   b[0] = nano_dh_llvm_ctaid_x();
