@@ -1112,6 +1112,7 @@ static void rpdw_discard(void) {
   rpdw_close();
   memcpy(g_w.path, path, sizeof path);
   rpdw_set_failed();
+  g_w.never_opened = 1;
   rpd_mark_stopped(rpd_stamp());
   for (;;) {
     rpdw_wait(-1);
@@ -1266,6 +1267,11 @@ int rpd_writer_start(void) {
  * (space may have come back; the rows already written stay readable
  * either way). */
 static void rpdw_report_lost(void) {
+  if (g_w.never_opened) {
+    rpd_log("%s: the trace could not be opened (said above); %llu records were not written",
+            g_w.path, (unsigned long long)g_w.lost_records);
+    return;
+  }
   char sql[256];
   snprintf(sql, sizeof sql,
            "INSERT INTO rocpd_metadata(tag, value) VALUES ('nano_lost_records', '%llu')",

@@ -123,6 +123,7 @@ struct rpd_writer {
   int in_txn;
   uint64_t txn_rows;
   int failed;
+  int never_opened;      /* the file could not be opened: nothing was written */
   uint64_t lost_rows;    /* rows of transactions the failure rolled back */
   uint64_t lost_records; /* records consumed after it, not written */
   int64_t drop_meta_id;

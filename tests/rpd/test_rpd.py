@@ -250,6 +250,8 @@ def case_errors():
     # the tracer refuses a foreign file, names it, and leaves it alone
     p = run([prog("rpd_workload"), "marks", "3"], {"RPDT_FILENAME": "other.db"})
     check("other.db: an SQLite database but not an RPD trace" in p.stderr, p.stderr)
+    check("other.db: the trace could not be opened (said above); 3 records were not written"
+          in p.stderr, "what the refusal cost, said as such: " + p.stderr)
     check(q(sqlite3.connect("other.db"), "SELECT name FROM sqlite_master") == [("foo",)],
           "other.db was changed")
     # NANO_RPD_SYNC: a bad value is named and recording goes on with the default
