@@ -84,6 +84,15 @@ inline bool endsWith(llvm::StringRef S, llvm::StringRef Suffix) {
   return S.size() >= Suffix.size() && S.substr(S.size() - Suffix.size()) == Suffix;
 }
 
+// Moves I right before Pos (instruction positions became iterators).
+inline void moveBefore(llvm::Instruction *I, llvm::Instruction *Pos) {
+#if LLVM_VERSION_MAJOR >= 20
+  I->moveBefore(Pos->getIterator());
+#else
+  I->moveBefore(Pos);
+#endif
+}
+
 // True when the context still uses typed pointers (LLVM 15 with
 // -no-opaque-pointers); the passes only handle opaque pointers.
 inline bool typedPointers(llvm::LLVMContext &Ctx) {

@@ -42,7 +42,7 @@
 #include "Compat.h"
 #include "Passes.h"
 
-#include "../dh_comms/include/nano/dh_format.h"
+#include "nano/dh_format.h"
 
 #include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/Statistic.h"

@@ -23,6 +23,8 @@ void warning(llvm::LLVMContext &Ctx, const llvm::Twine &Msg);
 std::string twinName(llvm::StringRef Name);
 // CPU-kernel launches (LaunchRouting.cpp): NANO_LAUNCH routed to the runtime.
 void registerLaunchRouting(llvm::PassBuilder &PB);
+// GPU kernel launches (GpuLaunch.cpp): twins registered, CUDA/HIP launches routed.
+void registerGpuLaunch(llvm::PassBuilder &PB);
 // Host atomics (HostAtomics.cpp): hooks before every atomic op of host modules.
 void registerHostAtomics(llvm::PassBuilder &PB);
 // Kernel twins and device memory instrumentation (DeviceTwins.cpp and friends).

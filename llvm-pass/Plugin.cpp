@@ -12,6 +12,7 @@ extern "C" LLVM_ATTRIBUTE_WEAK ::llvm::PassPluginLibraryInfo llvmGetPassPluginIn
             // Device instrumentation first: twins are created before host
             // atomics run, and the host pass skips twins.
             nano::registerLaunchRouting(PB);
+            nano::registerGpuLaunch(PB);
             nano::registerDeviceInstrumentation(PB);
             nano::registerHostAtomics(PB);
           }};

@@ -10,7 +10,7 @@ import lit.formats
 
 config.name = "nanoprobe"
 config.test_format = lit.formats.ShTest(execute_external=False)
-config.suffixes = [".ll", ".c", ".cpp", ".hip", ".test"]
+config.suffixes = [".ll", ".c", ".cpp", ".hip", ".cu", ".test"]
 config.excludes = ["Inputs", "lit.cfg.py", "CMakeLists.txt", "README.md", "samples"]
 config.test_source_root = os.path.dirname(__file__)
 

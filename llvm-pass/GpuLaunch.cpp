@@ -1,0 +1,228 @@
+//===- GpuLaunch.cpp - GPU kernel launches routed to the runtime ----------===//
+//
+// The host half of kernel twins for CUDA and HIP (nano/gpu_launch.h). In the
+// host module of a CUDA or HIP compilation, clang registers every kernel from
+// the module constructor,
+//
+//   __cudaRegisterFunction(module, kernel_handle, "dev_name", "dev_name", -1, 0...)
+//
+// (HIP: __hipRegisterFunction), and launches it with
+//
+//   cudaLaunchKernel(kernel_handle, grid_xy, grid_z, block_xy, block_z, args, shared, stream)
+//
+// (HIP: hipLaunchKernel) in its launch stub and wherever the program calls the
+// launch API itself. For every kernel the device filter selects (NANO_KERNELS,
+// the same as on the device side, which gives exactly those kernels a twin)
+// this pass
+//   - registers the twin right after the kernel, with the same call, module
+//     and flags: a host handle of its own (nano.twin.handle.<name>, one
+//     private byte) and the twin's device name (twinName);
+//   - turns each launch whose kernel is a constant handle of such a kernel
+//     into
+//       &__nano_gpu_launch != null
+//         ? __nano_gpu_launch(api, handle, twin handle, grid..., args, nargs, shared, stream)
+//         : <the launch, unchanged>
+//     with nargs the kernel's parameter count (its stub's).
+// __nano_gpu_launch is extern_weak: without the runtime the program launches
+// exactly as before. Launches through a handle that is not a constant (a
+// function pointer in a variable) are left alone.
+//
+// Runs at the start of the pipeline (before the stubs are inlined into their
+// callers), also at -O0, and as `opt -passes=nano-gpu-launch`.
+//
+//===----------------------------------------------------------------------===//
+#include "Compat.h"
+#include "DeviceOptions.h"
+#include "Passes.h"
+
+#include "nano/dh_format.h"
+#include "nano/gpu_launch.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/Statistic.h"
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/Instructions.h"
+#include "llvm/IR/Module.h"
+#include "llvm/IR/PassManager.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Transforms/Utils/BasicBlockUtils.h"
+
+#include <string>
+#include <vector>
+
+using namespace llvm;
+
+#define DEBUG_TYPE "nano-gpu-launch"
+
+ALWAYS_ENABLED_STATISTIC(NumGpuTwinsRegistered, "GPU kernel twins registered on the host");
+ALWAYS_ENABLED_STATISTIC(NumGpuLaunchesRouted, "GPU kernel launches routed to the runtime");
+
+namespace {
+
+const char *const RuntimeLaunch = "__nano_gpu_launch";
+
+// One launch API: its registration and launch calls.
+struct GpuApi {
+  int Id; // enum nano_gpu_api
+  const char *Register;
+  const char *Launch;
+};
+const GpuApi Apis[] = {{NANO_GPU_CUDA, "__cudaRegisterFunction", "cudaLaunchKernel"},
+                       {NANO_GPU_HIP, "__hipRegisterFunction", "hipLaunchKernel"}};
+
+// A registered kernel: its twin's host handle and parameter count.
+struct GpuKernel {
+  GlobalVariable *TwinHandle;
+  unsigned NumArgs;
+};
+
+struct GpuLaunchPass : PassInfoMixin<GpuLaunchPass> {
+  PreservedAnalyses run(Module &M, ModuleAnalysisManager &);
+};
+
+// The C string a constant points to, or "" when it is none.
+StringRef constString(Value *V) {
+  auto *GV = dyn_cast<GlobalVariable>(V->stripPointerCasts());
+  if (!GV || !GV->hasInitializer())
+    return "";
+  auto *CDA = dyn_cast<ConstantDataArray>(GV->getInitializer());
+  return CDA && CDA->isCString() ? CDA->getAsCString() : "";
+}
+
+// The launch stub of a kernel handle: the handle itself (CUDA) or the function
+// a HIP handle variable holds; null when neither.
+Function *stubOf(Value *Handle) {
+  Value *V = Handle->stripPointerCasts();
+  if (auto *F = dyn_cast<Function>(V))
+    return F;
+  if (auto *GV = dyn_cast<GlobalVariable>(V))
+    if (GV->hasInitializer())
+      return dyn_cast<Function>(GV->getInitializer()->stripPointerCasts());
+  return nullptr;
+}
+
+// Registers the twins of the selected kernels registered by calls to Reg.
+DenseMap<Value *, GpuKernel> registerTwins(Module &M, Function *Reg,
+                                           const nano::DeviceFilters &Filters) {
+  DenseMap<Value *, GpuKernel> Kernels;
+  std::vector<CallInst *> Calls;
+  for (User *U : Reg->users())
+    if (auto *CI = dyn_cast<CallInst>(U))
+      if (CI->getCalledFunction() == Reg && CI->arg_size() == 10)
+        Calls.push_back(CI);
+  LLVMContext &Ctx = M.getContext();
+  for (CallInst *CI : Calls) {
+    Value *Handle = CI->getArgOperand(1)->stripPointerCasts();
+    StringRef Name = constString(CI->getArgOperand(2));
+    Function *Stub = stubOf(Handle);
+    if (Name.empty() || !Stub || Kernels.count(Handle) ||
+        nano::compat::startsWith(Name, NANO_TWIN_PREFIX) || !Filters.kernelSelected(Name))
+      continue;
+    std::string Twin = nano::twinName(Name);
+    auto *TwinHandle =
+        new GlobalVariable(M, Type::getInt8Ty(Ctx), false, GlobalValue::PrivateLinkage,
+                           ConstantInt::get(Type::getInt8Ty(Ctx), 0), "nano.twin.handle." + Name);
+    IRBuilder<> B(CI->getNextNode());
+    Constant *TwinName = B.CreateGlobalString(Twin, "nano.twin.name");
+    SmallVector<Value *, 10> Args(CI->args());
+    Args[1] = TwinHandle;
+    Args[2] = TwinName;
+    Args[3] = TwinName;
+    B.CreateCall(Reg->getFunctionType(), Reg, Args);
+    Kernels[Handle] = {TwinHandle, static_cast<unsigned>(Stub->arg_size())};
+    ++NumGpuTwinsRegistered;
+  }
+  return Kernels;
+}
+
+// Routes the launches of registered kernels through the runtime.
+bool routeLaunches(Module &M, const GpuApi &Api, Function *Launch,
+                   const DenseMap<Value *, GpuKernel> &Kernels) {
+  std::vector<CallInst *> Calls;
+  for (User *U : Launch->users())
+    if (auto *CI = dyn_cast<CallInst>(U))
+      if (CI->getCalledFunction() == Launch && CI->arg_size() == 8 &&
+          Kernels.count(CI->getArgOperand(0)->stripPointerCasts()))
+        Calls.push_back(CI);
+  if (Calls.empty())
+    return false;
+  LLVMContext &Ctx = M.getContext();
+  Type *I32 = Type::getInt32Ty(Ctx), *I64 = Type::getInt64Ty(Ctx);
+  PointerType *Ptr = PointerType::getUnqual(Ctx);
+  FunctionType *RouteTy =
+      FunctionType::get(I32, {I32, Ptr, Ptr, I64, I32, I64, I32, Ptr, I32, I64, Ptr}, false);
+  Function *Route = M.getFunction(RuntimeLaunch);
+  if (!Route) {
+    Route = Function::Create(RouteTy, GlobalValue::ExternalWeakLinkage, RuntimeLaunch, M);
+  } else if (Route->getFunctionType() != RouteTy) {
+    Ctx.emitError(std::string("nanoprobe: ") + RuntimeLaunch + " is declared with another type");
+    return false;
+  }
+  for (CallInst *CI : Calls) {
+    const GpuKernel &K = Kernels.find(CI->getArgOperand(0)->stripPointerCasts())->second;
+    IRBuilder<> B(CI);
+    Value *Present =
+        B.CreateICmpNE(Route, ConstantPointerNull::get(Route->getType()), "nano.gpu.runtime");
+    Instruction *ThenTerm = nullptr, *ElseTerm = nullptr;
+    SplitBlockAndInsertIfThenElse(Present, CI, &ThenTerm, &ElseTerm);
+    // the launch itself goes to the else block, unchanged
+    nano::compat::moveBefore(CI, ElseTerm);
+    IRBuilder<> TB(ThenTerm);
+    TB.SetCurrentDebugLocation(CI->getDebugLoc());
+    auto Arg = [&](unsigned I, Type *Ty) { return TB.CreateZExtOrTrunc(CI->getArgOperand(I), Ty); };
+    Value *Shared = TB.CreateZExtOrTrunc(CI->getArgOperand(6), I64);
+    CallInst *Routed =
+        TB.CreateCall(RouteTy, Route,
+                      {ConstantInt::get(I32, Api.Id), CI->getArgOperand(0), K.TwinHandle,
+                       Arg(1, I64), Arg(2, I32), Arg(3, I64), Arg(4, I32), CI->getArgOperand(5),
+                       ConstantInt::get(I32, K.NumArgs), Shared, CI->getArgOperand(7)},
+                      "nano.gpu.launch");
+    BasicBlock *Join = ElseTerm->getSuccessor(0);
+    IRBuilder<> JB(&*Join->getFirstInsertionPt());
+    PHINode *Result = JB.CreatePHI(CI->getType(), 2, "nano.gpu.result");
+    CI->replaceAllUsesWith(Result);
+    Result->addIncoming(TB.CreateZExtOrTrunc(Routed, CI->getType()), ThenTerm->getParent());
+    Result->addIncoming(CI, ElseTerm->getParent());
+    ++NumGpuLaunchesRouted;
+  }
+  return true;
+}
+
+PreservedAnalyses GpuLaunchPass::run(Module &M, ModuleAnalysisManager &) {
+  Triple TT = nano::compat::targetTriple(M);
+  if (TT.isAMDGPU() || TT.isNVPTX() || TT.isSPIRV() || nano::compat::typedPointers(M.getContext()))
+    return PreservedAnalyses::all();
+  bool Changed = false;
+  for (const GpuApi &Api : Apis) {
+    Function *Reg = M.getFunction(Api.Register);
+    if (!Reg || Reg->getFunctionType()->getNumParams() != 10)
+      continue;
+    nano::DeviceFilters Filters;
+    std::string Err;
+    if (!nano::parseDeviceFilters(Filters, Err)) {
+      M.getContext().emitError("nanoprobe: " + Err);
+      return PreservedAnalyses::all();
+    }
+    DenseMap<Value *, GpuKernel> Kernels = registerTwins(M, Reg, Filters);
+    Changed |= !Kernels.empty();
+    if (Function *Launch = M.getFunction(Api.Launch))
+      if (Launch->getFunctionType()->getNumParams() == 8)
+        Changed |= routeLaunches(M, Api, Launch, Kernels);
+  }
+  return Changed ? PreservedAnalyses::none() : PreservedAnalyses::all();
+}
+
+} // namespace
+
+void nano::registerGpuLaunch(PassBuilder &PB) {
+  PB.registerPipelineStartEPCallback(
+      [](ModulePassManager &MPM, OptimizationLevel) { MPM.addPass(GpuLaunchPass()); });
+  PB.registerPipelineParsingCallback(
+      [](StringRef Name, ModulePassManager &MPM, ArrayRef<PassBuilder::PipelineElement>) {
+        if (Name != "nano-gpu-launch")
+          return false;
+        MPM.addPass(GpuLaunchPass());
+        return true;
+      });
+}
