@@ -1,8 +1,9 @@
 /*
- * fake_cudart.c: the CUDA runtime entry points a clang host object calls, for
- * testing the plugin's launch routing on a machine without a GPU. It records
- * what is registered and prints each launch: the device name of the kernel
- * launched, grid, block, shared bytes and stream.
+ * fake_cudart.c: the CUDA runtime entry points a clang host object calls (and
+ * HIP's, which have the same shapes), for testing the plugin's launch routing
+ * on a machine without a GPU. It records what is registered and prints each
+ * launch: the device name of the kernel launched, grid, block, shared bytes
+ * and stream.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -67,4 +68,26 @@ int cudaLaunchKernel(const void *func, struct dim3 grid, struct dim3 block, void
     }
   printf("launch of an unregistered handle %p\n", func);
   return 98;
+}
+
+/* HIP's names for the same entry points. */
+void **__hipRegisterFatBinary(void *fatbin) { return __cudaRegisterFatBinary(fatbin); }
+void __hipUnregisterFatBinary(void **module) { __cudaUnregisterFatBinary(module); }
+void __hipRegisterFunction(void **module, const char *host, char *device_fun,
+                           const char *device_name, int thread_limit, void *tid, void *bid,
+                           void *bdim, void *gdim, int *wsize) {
+  __cudaRegisterFunction(module, host, device_fun, device_name, thread_limit, tid, bid, bdim,
+                         gdim, wsize);
+}
+unsigned __hipPushCallConfiguration(struct dim3 grid, struct dim3 block, size_t shared,
+                                    void *stream) {
+  return __cudaPushCallConfiguration(grid, block, shared, stream);
+}
+int __hipPopCallConfiguration(struct dim3 *grid, struct dim3 *block, size_t *shared,
+                              void **stream) {
+  return __cudaPopCallConfiguration(grid, block, shared, stream);
+}
+int hipLaunchKernel(const void *func, struct dim3 grid, struct dim3 block, void **args,
+                    size_t shared, void *stream) {
+  return cudaLaunchKernel(func, grid, block, args, shared, stream);
 }

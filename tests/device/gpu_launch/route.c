@@ -12,6 +12,8 @@ struct dim3 {
 };
 int cudaLaunchKernel(const void *func, struct dim3 grid, struct dim3 block, void **args,
                      size_t shared, void *stream);
+int hipLaunchKernel(const void *func, struct dim3 grid, struct dim3 block, void **args,
+                    size_t shared, void *stream);
 
 static char route_desc[64];
 
@@ -30,5 +32,6 @@ int __nano_gpu_launch(int api, const void *kernel, const void *twin, uint64_t gr
   printf("twin's last argument %p\n", *(void **)all[nargs]);
   struct dim3 g = {(unsigned)grid_xy, (unsigned)(grid_xy >> 32), grid_z};
   struct dim3 b = {(unsigned)block_xy, (unsigned)(block_xy >> 32), block_z};
-  return cudaLaunchKernel(twin, g, b, all, shared, stream);
+  return (api == NANO_GPU_HIP ? hipLaunchKernel : cudaLaunchKernel)(twin, g, b, all, shared,
+                                                                    stream);
 }
