@@ -224,6 +224,14 @@ const kdb_kernel *kdb_kernel_at(const kdb *db, size_t i);
 long kdb_find_kernels(const kdb *db, const char *query, const char *arch, const kdb_kernel **out,
                       size_t cap);
 
+/* Completes the argument names and C types of k's code object's kernels
+** from DWARF where the metadata has none (hipcc -g records neither,
+** -fhip-kernel-arg-name names only, nvcc -G cubins neither): the kernel's
+** DW_TAG_subprogram, found by linkage name, gives `x: const float *`. Once
+** per code object (later calls return at once); nothing without DWARF. Call
+** it before reading k->args[].name/type_name from several threads. */
+void kdb_kernel_arg_names(kdb *db, const kdb_kernel *k);
+
 /* The ISA of an AMDGPU kernel, disassembled on first use and cached.
 ** -1 with a message for kernels without code (NVIDIA) or when the
 ** disassembler cannot be created for the target. */

@@ -829,11 +829,14 @@ static struct kdb_inflated *kdb_inflate_ahead(kdb *db, const uint8_t *p, size_t 
   struct kdb_inflated *v = NULL;
   size_t nv = 0, cap = 0, pos = 0;
   struct kdb_magic_scan plain = {KDB_BUNDLE_MAGIC, KDB_BUNDLE_MAGIC_LEN, NULL, 0};
-  struct kdb_magic_scan ccob = {KDB_CCOB_MAGIC, 4, NULL, 0};
   while (pos < n) {
+    /* the compressed bundle before the next plain one, if any (not
+     * kdb_magic_next: a section of plain bundles must not be searched
+     * whole for a compressed one here) */
     const uint8_t *a = kdb_magic_next(&plain, p, pos, n);
-    const uint8_t *b = kdb_magic_next(&ccob, p, pos, n);
-    if (!b || (a && a < b) || n - (size_t)(b - p) < 8 || kdb_le(b + 4, 2) < 2)
+    size_t end = a ? (size_t)(a - p) : n;
+    const uint8_t *b = memmem(p + pos, end - pos, KDB_CCOB_MAGIC, 4);
+    if (!b || n - (size_t)(b - p) < 8 || kdb_le(b + 4, 2) < 2)
       break; /* a plain bundle or a version-1 one: the reader goes on from here */
     struct kdb_ccob c;
     char where[128];
@@ -876,11 +879,14 @@ static int kdb_read_bundles(kdb *db, const uint8_t *p, size_t n, const char *sec
   int idx = 0, rc = 0;
   struct kdb_inflated *ahead = kdb_inflate_ahead(db, p, n, sect, &nahead);
   struct kdb_magic_scan plain = {KDB_BUNDLE_MAGIC, KDB_BUNDLE_MAGIC_LEN, NULL, 0};
-  struct kdb_magic_scan ccob = {KDB_CCOB_MAGIC, 4, NULL, 0};
   while (pos < n) {
+    /* a compressed bundle counts when it comes before the next plain one:
+     * searched for only up to there, so a section of plain bundles is not
+     * also searched whole for "CCOB" (librocsparse: 1.3 GB) */
     const uint8_t *a = kdb_magic_next(&plain, p, pos, n);
-    const uint8_t *b = kdb_magic_next(&ccob, p, pos, n);
-    const uint8_t *s = a && (!b || a < b) ? a : b;
+    size_t lim = a ? (size_t)(a - p) : n;
+    const uint8_t *b = memmem(p + pos, lim - pos, KDB_CCOB_MAGIC, 4);
+    const uint8_t *s = b ? b : a;
     if (!s)
       break;
     char where[128];
@@ -1038,7 +1044,6 @@ static int kdb_finish_open(kdb *db, kdb **out, kdb_err *e) {
     kdb_close(db);
     return -1;
   }
-  kdb_dwarf_args(db);
   if (kdb_read_sites(db, e)) {
     kdb_close(db);
     return -1;

@@ -6,9 +6,10 @@
 ** hipcc; a cubin's .nv.info gives neither. With -g, DWARF has both: the
 ** kernel's DW_TAG_subprogram (found by linkage name, or by name for extern
 ** "C" kernels) lists its DW_TAG_formal_parameter children in source order,
-** which is the order of the explicit arguments. kdb_dwarf_args fills what
-** the note left empty, once per code object when it is opened; the strings
-** go to the database's arena.
+** which is the order of the explicit arguments. kdb_kernel_arg_names fills
+** what the note left empty, once per code object, on request: reading the
+** DWARF of every code object when a file is opened took a third of listing
+** librocsparse (777 code objects). The strings go to the database's arena.
 */
 #define _GNU_SOURCE
 #include "kdb_internal.h"
@@ -198,12 +199,19 @@ static void kdb_dwarf_co(kdb *db, kdb_co_priv *co, size_t first, size_t last) {
   free(ks);
 }
 
-void kdb_dwarf_args(kdb *db) {
-  /* kernels are stored in code-object order: one run per code object */
-  for (size_t i = 0, j; i < db->nkernels; i = j) {
-    const kdb_code_object *co = db->kernels[i]->pub.co;
-    for (j = i + 1; j < db->nkernels && db->kernels[j]->pub.co == co; j++)
-      ;
-    kdb_dwarf_co(db, db->cos[co->index], i, j);
+void kdb_kernel_arg_names(kdb *db, const kdb_kernel *k) {
+  kdb_co_priv *co = db->cos[k->co->index];
+  if (pthread_mutex_lock(&co->lock) != 0)
+    return;
+  if (!co->args_filled) {
+    co->args_filled = 1;
+    /* kernels are stored in code-object order: co's are one run around k */
+    size_t first = k->index, last = k->index + 1;
+    while (first > 0 && db->kernels[first - 1]->pub.co == k->co)
+      first--;
+    while (last < db->nkernels && db->kernels[last]->pub.co == k->co)
+      last++;
+    kdb_dwarf_co(db, co, first, last);
   }
+  pthread_mutex_unlock(&co->lock);
 }

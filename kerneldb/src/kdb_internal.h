@@ -81,6 +81,7 @@ typedef struct kdb_co_priv {
   size_t ninl;
   void *disasm; /* LLVMDisasmContextRef, created on first use */
   int disasm_failed;
+  int args_filled; /* kdb_kernel_arg_names ran, under lock */
 } kdb_co_priv;
 
 struct kdb {
@@ -131,11 +132,6 @@ int kdb_amdgpu_read(kdb *db, const uint8_t *img, size_t n, const char *container
                     const char *triple, int compressed, kdb_err *e);
 int kdb_cuda_read_cubin(kdb *db, const uint8_t *img, size_t n, const char *container, kdb_err *e);
 int kdb_cuda_read_fatbin(kdb *db, const uint8_t *p, size_t n, const char *container, kdb_err *e);
-
-/* Fills the names and types of kernels' explicit arguments that the
-** metadata left empty from their code objects' DWARF (kdb_dwarf.c); nothing
-** without DWARF. */
-void kdb_dwarf_args(kdb *db);
 
 /* Reads the site tables of every code object (and of the input itself when
 ** it is a host ELF file). 0 or -1. */

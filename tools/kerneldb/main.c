@@ -382,6 +382,7 @@ static int kdbcli_show(kdb *db, const kdbcli_opts *o) {
   if (o->json)
     printf("[");
   for (long i = 0; i < n; i++) {
+    kdb_kernel_arg_names(db, m[i]);
     if (o->json) {
       printf("%s", i ? "," : "");
       kdbcli_kernel_json(m[i], 1);
