@@ -257,6 +257,10 @@ int kdb_set_library_files(kdb *db, const char *pattern, char *err, size_t errlen
 ** consumers; kdb_site_insns() keeps working). 0 (the default) is no bound.
 ** Returns the previous limit. kdb_isa_cache_bytes() is what is cached now. */
 void kdb_kernel_isa_release(kdb *db, const kdb_kernel *k);
+/* Frees what disassembling co's kernels built: their ISAs, co's line table,
+** inlining ranges, DWARF and disassembler (built again when needed). For a
+** tool that walks a library one code object at a time (the CLI). */
+void kdb_code_object_release(kdb *db, const kdb_code_object *co);
 uint64_t kdb_set_isa_cache_limit(kdb *db, uint64_t bytes);
 uint64_t kdb_isa_cache_bytes(kdb *db);
 

@@ -281,6 +281,7 @@ void kdb_co_free_lazy(kdb_co_priv *co) {
   free(co->inl);
   co->lines = NULL;
   co->inl = NULL;
+  co->nlines = co->ninl = 0;
   if (co->dwarf)
     dwarf_end(co->dwarf);
   co->dwarf = NULL;
@@ -641,6 +642,21 @@ void kdb_kernel_isa_release(kdb *db, const kdb_kernel *k) {
   kdb_lru_unlink(db, kp);
   pthread_mutex_unlock(&db->isa_lock);
   kdb_isa_free(db, kp);
+}
+
+void kdb_code_object_release(kdb *db, const kdb_code_object *pub) {
+  /* kernels are stored in code-object order: co's are one run */
+  size_t i = 0;
+  while (i < db->nkernels && db->kernels[i]->pub.co != pub)
+    i++;
+  for (; i < db->nkernels && db->kernels[i]->pub.co == pub; i++)
+    kdb_kernel_isa_release(db, &db->kernels[i]->pub);
+  kdb_co_priv *co = db->cos[pub->index];
+  if (pthread_mutex_lock(&co->lock) != 0)
+    return;
+  kdb_co_free_lazy(co); /* its ISAs, which point into the DWARF, are gone */
+  co->lines_built = 0;
+  pthread_mutex_unlock(&co->lock);
 }
 
 uint64_t kdb_set_isa_cache_limit(kdb *db, uint64_t bytes) {

@@ -532,7 +532,11 @@ static int kdbcli_isa(kdb *db, const kdbcli_opts *o, int by_line) {
   kdbcli_src src = {0};
   if (o->json)
     printf("[");
+  const kdb_code_object *prev = NULL; /* streaming: one code object's state at a time */
   for (long i = 0; i < n; i++) {
+    if (prev && prev != m[i]->co)
+      kdb_code_object_release(db, prev);
+    prev = m[i]->co;
     const kdb_kernel *k = m[i];
     const kdb_isa *isa;
     char err[512];
