@@ -202,9 +202,10 @@ static uint64_t kdbu_walk(kdb *db, kdb *ref, int check_each) {
   return largest;
 }
 
-/* The ISA cache (issue 19.2): releasing frees a kernel's ISA and it comes
-** back the same; with a limit the cached bytes stay within the limit plus
-** the two ISAs always kept, while every ISA is still right. */
+/* The ISA cache (issue 19.2): releasing frees a kernel's ISA (or a code
+** object's whole state) and it comes back the same; with a limit the cached
+** bytes stay within the limit plus the two ISAs always kept, while every ISA
+** is still right. */
 static void kdbu_cache(const char *path) {
   kdb *db = NULL, *ref = NULL;
   char err[512];
@@ -227,6 +228,13 @@ static void kdbu_cache(const char *path) {
              (unsigned long long)kdb_isa_cache_bytes(db), (unsigned long long)(2 * largest));
   kdbu_walk(db, ref, 1); /* evicted ISAs are built again, the same */
   KDBU_CHECK(kdb_set_isa_cache_limit(db, 0) == 1, "the previous limit is returned");
+  /* a code object's whole disassembly state goes, and comes back the same */
+  kdbu_walk(db, ref, 0);
+  for (size_t i = 0; i < kdb_code_object_count(db); i++)
+    kdb_code_object_release(db, kdb_code_object_at(db, i));
+  KDBU_CHECK(kdb_isa_cache_bytes(db) == 0, "code objects released: %llu bytes left",
+             (unsigned long long)kdb_isa_cache_bytes(db));
+  kdbu_walk(db, ref, 1);
   kdb_close(db);
   kdb_close(ref);
 }
