@@ -65,6 +65,31 @@ inline void registerOptimizerLast(llvm::PassBuilder &PB, ModuleEPCallback CB) {
 #endif
 }
 
+// Where a pass runs in clang's pipelines (every optimisation level).
+enum class PassPoint {
+  PipelineStart, // before anything else: the source's calls still intact
+  OptimizerLast  // after the optimisation pipeline (see registerOptimizerLast)
+};
+
+// Registers module pass PassT at Point and as `opt -passes=<Name>`.
+template <typename PassT>
+void registerModulePass(llvm::PassBuilder &PB, llvm::StringRef Name, PassPoint Point) {
+  if (Point == PassPoint::PipelineStart)
+    PB.registerPipelineStartEPCallback(
+        [](llvm::ModulePassManager &MPM, llvm::OptimizationLevel) { MPM.addPass(PassT()); });
+  else
+    registerOptimizerLast(PB, [](llvm::ModulePassManager &MPM, llvm::OptimizationLevel,
+                                 llvm::ThinOrFullLTOPhase) { MPM.addPass(PassT()); });
+  PB.registerPipelineParsingCallback(
+      [N = Name.str()](llvm::StringRef Given, llvm::ModulePassManager &MPM,
+                       llvm::ArrayRef<llvm::PassBuilder::PipelineElement>) {
+        if (Given != N)
+          return false;
+        MPM.addPass(PassT());
+        return true;
+      });
+}
+
 // The module's target triple.
 inline llvm::Triple targetTriple(const llvm::Module &M) {
 #if LLVM_VERSION_MAJOR >= 21
@@ -102,6 +127,13 @@ inline bool typedPointers(llvm::LLVMContext &Ctx) {
   (void)Ctx;
   return false;
 #endif
+}
+
+// True for a module of CPU code the passes can handle: not a GPU target
+// (AMDGPU, NVPTX, SPIR-V) and with opaque pointers.
+inline bool hostModule(const llvm::Module &M) {
+  llvm::Triple TT = targetTriple(M);
+  return !TT.isAMDGPU() && !TT.isNVPTX() && !TT.isSPIRV() && !typedPointers(M.getContext());
 }
 
 } // namespace compat

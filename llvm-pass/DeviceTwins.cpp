@@ -797,13 +797,5 @@ PreservedAnalyses DeviceTwinsPass::run(Module &M, ModuleAnalysisManager &) {
 }
 
 void nano::registerDeviceInstrumentation(PassBuilder &PB) {
-  compat::registerOptimizerLast(PB, [](ModulePassManager &MPM, OptimizationLevel,
-                                       ThinOrFullLTOPhase) { MPM.addPass(DeviceTwinsPass()); });
-  PB.registerPipelineParsingCallback(
-      [](StringRef Name, ModulePassManager &MPM, ArrayRef<PassBuilder::PipelineElement>) {
-        if (Name != "nano-device")
-          return false;
-        MPM.addPass(DeviceTwinsPass());
-        return true;
-      });
+  compat::registerModulePass<DeviceTwinsPass>(PB, "nano-device", compat::PassPoint::OptimizerLast);
 }

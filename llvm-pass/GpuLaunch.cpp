@@ -190,8 +190,7 @@ bool routeLaunches(Module &M, const GpuApi &Api, Function *Launch,
 }
 
 PreservedAnalyses GpuLaunchPass::run(Module &M, ModuleAnalysisManager &) {
-  Triple TT = nano::compat::targetTriple(M);
-  if (TT.isAMDGPU() || TT.isNVPTX() || TT.isSPIRV() || nano::compat::typedPointers(M.getContext()))
+  if (!nano::compat::hostModule(M))
     return PreservedAnalyses::all();
   bool Changed = false;
   for (const GpuApi &Api : Apis) {
@@ -216,13 +215,6 @@ PreservedAnalyses GpuLaunchPass::run(Module &M, ModuleAnalysisManager &) {
 } // namespace
 
 void nano::registerGpuLaunch(PassBuilder &PB) {
-  PB.registerPipelineStartEPCallback(
-      [](ModulePassManager &MPM, OptimizationLevel) { MPM.addPass(GpuLaunchPass()); });
-  PB.registerPipelineParsingCallback(
-      [](StringRef Name, ModulePassManager &MPM, ArrayRef<PassBuilder::PipelineElement>) {
-        if (Name != "nano-gpu-launch")
-          return false;
-        MPM.addPass(GpuLaunchPass());
-        return true;
-      });
+  compat::registerModulePass<GpuLaunchPass>(PB, "nano-gpu-launch",
+                                            compat::PassPoint::PipelineStart);
 }

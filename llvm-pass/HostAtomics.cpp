@@ -1005,13 +1005,5 @@ PreservedAnalyses HostAtomicsPass::run(Module &M, ModuleAnalysisManager &MAM) {
 }
 
 void nano::registerHostAtomics(PassBuilder &PB) {
-  compat::registerOptimizerLast(PB, [](ModulePassManager &MPM, OptimizationLevel,
-                                       ThinOrFullLTOPhase) { MPM.addPass(HostAtomicsPass()); });
-  PB.registerPipelineParsingCallback(
-      [](StringRef Name, ModulePassManager &MPM, ArrayRef<PassBuilder::PipelineElement>) {
-        if (Name != "nano-atomics")
-          return false;
-        MPM.addPass(HostAtomicsPass());
-        return true;
-      });
+  compat::registerModulePass<HostAtomicsPass>(PB, "nano-atomics", compat::PassPoint::OptimizerLast);
 }

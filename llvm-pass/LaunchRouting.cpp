@@ -334,21 +334,13 @@ bool LaunchRouting::run() {
 }
 
 PreservedAnalyses LaunchRoutingPass::run(Module &M, ModuleAnalysisManager &) {
-  Triple TT = nano::compat::targetTriple(M);
-  if (TT.isAMDGPU() || TT.isNVPTX() || TT.isSPIRV() || nano::compat::typedPointers(M.getContext()))
+  if (!nano::compat::hostModule(M))
     return PreservedAnalyses::all();
   LaunchRouting R(M);
   return R.run() ? PreservedAnalyses::none() : PreservedAnalyses::all();
 }
 
 void nano::registerLaunchRouting(PassBuilder &PB) {
-  PB.registerPipelineStartEPCallback(
-      [](ModulePassManager &MPM, OptimizationLevel) { MPM.addPass(LaunchRoutingPass()); });
-  PB.registerPipelineParsingCallback(
-      [](StringRef Name, ModulePassManager &MPM, ArrayRef<PassBuilder::PipelineElement>) {
-        if (Name != "nano-launch")
-          return false;
-        MPM.addPass(LaunchRoutingPass());
-        return true;
-      });
+  compat::registerModulePass<LaunchRoutingPass>(PB, "nano-launch",
+                                                compat::PassPoint::PipelineStart);
 }
