@@ -763,9 +763,10 @@ NANO_API int nano_tracker_foreach_caller(nano_caller_visitor visit, void *arg) {
   int busy = nanot_enter();
   struct nanot_caller *copy = NULL;
   uint32_t n = 0;
+  size_t bytes = 0; /* of copy: the table may grow once the lock is released */
   if (pthread_mutex_lock(&nanot_lock) == 0) {
-    if (nanot_callers_used > 0 &&
-        (copy = nanot_map((size_t)nanot_callers_used * sizeof *copy)) != NULL)
+    bytes = (size_t)nanot_callers_used * sizeof *copy;
+    if (bytes > 0 && (copy = nanot_map(bytes)) != NULL)
       for (uint32_t i = 0; i < nanot_callers_cap; i++)
         if (nanot_callers[i].site != 0 && nanot_callers[i].count != 0)
           copy[n++] = nanot_callers[i];
@@ -775,7 +776,7 @@ NANO_API int nano_tracker_foreach_caller(nano_caller_visitor visit, void *arg) {
   int rc = 0;
   for (uint32_t i = 0; i < n && rc == 0; i++)
     rc = visit(copy[i].site, copy[i].ips, copy[i].depth, copy[i].count, arg);
-  nanot_unmap(copy, (size_t)nanot_callers_used * sizeof *copy);
+  nanot_unmap(copy, bytes);
   return rc;
 }
 
