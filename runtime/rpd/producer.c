@@ -21,6 +21,8 @@ static struct nano_rpd_rec *rpd_reserve(struct rpd_tbuf **bp, uint32_t nslots,
                                         struct rpd_strs *strs, uint64_t *refs, uint64_t *blobref);
 static inline void rpd_publish(struct rpd_tbuf *b, uint32_t nslots);
 static inline uint32_t rpd_on(void);
+static struct nano_rpd_rec *rpd_record_open(uint8_t type, uint32_t nslots, uint64_t h,
+                                            const char *const *strs, int n, struct rpd_tbuf **bp);
 
 /* ---- segments: the overflow store ------------------------------------------
  * A producer whose ring is full does not wait for the writer: it links a
@@ -552,46 +554,23 @@ RPDI_EXPORT void rpd_mark(const char *domain, const char *name, const char *args
 
 uint64_t rpdi_range_start(const char *domain, const char *text) {
   uint64_t id = atomic_fetch_add(&g_range_next, 1);
-  uint32_t epoch = rpd_on();
-  if (!epoch)
-    return id;
-  struct rpd_tbuf *b = rpd_tbuf();
-  if (!b)
-    return id;
-  struct rpd_strs s = {0};
-  uint64_t refs[4] = {0};
-  rpd_strs_add(&s, domain);
-  rpd_strs_add(&s, text);
-  struct nano_rpd_rec *r = rpd_reserve(&b, 1, &s, refs, NULL);
-  if (!r)
-    return id;
-  r->type = R_RSTART;
-  r->nslots = 1;
-  r->epoch = epoch;
-  r->h = id;
-  r->t0 = rpd_stamp();
-  r->s[0] = refs[0];
-  r->s[1] = refs[1];
-  rpd_publish(b, 1);
+  const char *strs[] = {domain, text};
+  struct rpd_tbuf *b;
+  struct nano_rpd_rec *r = rpd_record_open(R_RSTART, 1, id, strs, 2, &b);
+  if (r) {
+    r->t0 = rpd_stamp();
+    rpd_publish(b, 1);
+  }
   return id;
 }
 
 void rpdi_range_stop(uint64_t id) {
-  uint32_t epoch = rpd_on();
-  if (!epoch)
-    return;
-  struct rpd_tbuf *b = rpd_tbuf();
-  if (!b)
-    return;
-  struct nano_rpd_rec *r = rpd_reserve(&b, 1, NULL, NULL, NULL);
-  if (!r)
-    return;
-  r->type = R_RSTOP;
-  r->nslots = 1;
-  r->epoch = epoch;
-  r->h = id;
-  r->t0 = rpd_stamp();
-  rpd_publish(b, 1);
+  struct rpd_tbuf *b;
+  struct nano_rpd_rec *r = rpd_record_open(R_RSTOP, 1, id, NULL, 0, &b);
+  if (r) {
+    r->t0 = rpd_stamp();
+    rpd_publish(b, 1);
+  }
 }
 
 RPDI_EXPORT uint64_t rpd_record_api(const char *domain, const char *category, const char *apiName,
