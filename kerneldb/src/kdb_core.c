@@ -126,6 +126,8 @@ kdb_kernel_priv *kdb_add_kernel(kdb *db, kdb_co_priv *co) {
   k->pub.index = db->nkernels;
   k->pub.co = &co->pub;
   atomic_init(&k->isa, NULL);
+  if (co->pub.kernel_count == 0) /* a code object's kernels are added together */
+    co->first_kernel = db->nkernels;
   db->kernels[db->nkernels++] = k;
   co->pub.kernel_count++;
   return k;
@@ -791,6 +793,20 @@ static const uint8_t *kdb_magic_next(struct kdb_magic_scan *m, const uint8_t *p,
   return m->next;
 }
 
+/* The next bundle of the section at p from pos: a compressed one that comes
+** before the next plain one, else that plain one; NULL when none is left.
+** *compressed says which. The compressed magic is searched for only up to
+** the next plain bundle, so a section of plain bundles is not also searched
+** whole for "CCOB" (librocsparse: 1.3 GB, every page touched). */
+static const uint8_t *kdb_next_bundle(struct kdb_magic_scan *plain, const uint8_t *p, size_t pos,
+                                      size_t n, int *compressed) {
+  const uint8_t *a = kdb_magic_next(plain, p, pos, n);
+  size_t lim = a ? (size_t)(a - p) : n;
+  const uint8_t *b = memmem(p + pos, lim - pos, KDB_CCOB_MAGIC, 4);
+  *compressed = b != NULL;
+  return b ? b : a;
+}
+
 /* Threads that decompress bundles ahead of the reader: decompression is
 ** most of listing a compressed library (librocsparse: 1.3 GB from 111
 ** bundles). */
@@ -830,13 +846,9 @@ static struct kdb_inflated *kdb_inflate_ahead(kdb *db, const uint8_t *p, size_t 
   size_t nv = 0, cap = 0, pos = 0;
   struct kdb_magic_scan plain = {KDB_BUNDLE_MAGIC, KDB_BUNDLE_MAGIC_LEN, NULL, 0};
   while (pos < n) {
-    /* the compressed bundle before the next plain one, if any (not
-     * kdb_magic_next: a section of plain bundles must not be searched
-     * whole for a compressed one here) */
-    const uint8_t *a = kdb_magic_next(&plain, p, pos, n);
-    size_t end = a ? (size_t)(a - p) : n;
-    const uint8_t *b = memmem(p + pos, end - pos, KDB_CCOB_MAGIC, 4);
-    if (!b || n - (size_t)(b - p) < 8 || kdb_le(b + 4, 2) < 2)
+    int compressed;
+    const uint8_t *b = kdb_next_bundle(&plain, p, pos, n, &compressed);
+    if (!b || !compressed || n - (size_t)(b - p) < 8 || kdb_le(b + 4, 2) < 2)
       break; /* a plain bundle or a version-1 one: the reader goes on from here */
     struct kdb_ccob c;
     char where[128];
@@ -880,21 +892,16 @@ static int kdb_read_bundles(kdb *db, const uint8_t *p, size_t n, const char *sec
   struct kdb_inflated *ahead = kdb_inflate_ahead(db, p, n, sect, &nahead);
   struct kdb_magic_scan plain = {KDB_BUNDLE_MAGIC, KDB_BUNDLE_MAGIC_LEN, NULL, 0};
   while (pos < n) {
-    /* a compressed bundle counts when it comes before the next plain one:
-     * searched for only up to there, so a section of plain bundles is not
-     * also searched whole for "CCOB" (librocsparse: 1.3 GB) */
-    const uint8_t *a = kdb_magic_next(&plain, p, pos, n);
-    size_t lim = a ? (size_t)(a - p) : n;
-    const uint8_t *b = memmem(p + pos, lim - pos, KDB_CCOB_MAGIC, 4);
-    const uint8_t *s = b ? b : a;
+    int compressed;
+    const uint8_t *s = kdb_next_bundle(&plain, p, pos, n, &compressed);
     if (!s)
       break;
     char where[128];
     snprintf(where, sizeof where, "%s bundle %d", sect, idx++);
     size_t at = (size_t)(s - p), end = 0;
     struct kdb_inflated *pre = used < nahead && ahead[used].at == s ? &ahead[used++] : NULL;
-    int r = s == a ? kdb_read_bundle(db, s, n - at, where, 0, &end, e)
-                   : kdb_read_ccob(db, s, n - at, where, &end, pre, e);
+    int r = compressed ? kdb_read_ccob(db, s, n - at, where, &end, pre, e)
+                       : kdb_read_bundle(db, s, n - at, where, 0, &end, e);
     if (r) {
       rc = -1;
       break;

@@ -205,13 +205,7 @@ void kdb_kernel_arg_names(kdb *db, const kdb_kernel *k) {
     return;
   if (!co->args_filled) {
     co->args_filled = 1;
-    /* kernels are stored in code-object order: co's are one run around k */
-    size_t first = k->index, last = k->index + 1;
-    while (first > 0 && db->kernels[first - 1]->pub.co == k->co)
-      first--;
-    while (last < db->nkernels && db->kernels[last]->pub.co == k->co)
-      last++;
-    kdb_dwarf_co(db, co, first, last);
+    kdb_dwarf_co(db, co, co->first_kernel, co->first_kernel + co->pub.kernel_count);
   }
   pthread_mutex_unlock(&co->lock);
 }

@@ -81,7 +81,8 @@ typedef struct kdb_co_priv {
   size_t ninl;
   void *disasm; /* LLVMDisasmContextRef, created on first use */
   int disasm_failed;
-  int args_filled; /* kdb_kernel_arg_names ran, under lock */
+  int args_filled;     /* kdb_kernel_arg_names ran, under lock */
+  size_t first_kernel; /* its kernels: db->kernels[first_kernel .. + kernel_count) */
 } kdb_co_priv;
 
 struct kdb {

@@ -645,13 +645,9 @@ void kdb_kernel_isa_release(kdb *db, const kdb_kernel *k) {
 }
 
 void kdb_code_object_release(kdb *db, const kdb_code_object *pub) {
-  /* kernels are stored in code-object order: co's are one run */
-  size_t i = 0;
-  while (i < db->nkernels && db->kernels[i]->pub.co != pub)
-    i++;
-  for (; i < db->nkernels && db->kernels[i]->pub.co == pub; i++)
-    kdb_kernel_isa_release(db, &db->kernels[i]->pub);
   kdb_co_priv *co = db->cos[pub->index];
+  for (size_t i = co->first_kernel; i < co->first_kernel + pub->kernel_count; i++)
+    kdb_kernel_isa_release(db, &db->kernels[i]->pub);
   if (pthread_mutex_lock(&co->lock) != 0)
     return;
   kdb_co_free_lazy(co); /* its ISAs, which point into the DWARF, are gone */
