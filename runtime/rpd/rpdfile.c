@@ -515,13 +515,14 @@ static int rpdfile_connect(const char *path, int flags, sqlite3 **db, char *err,
 int nano_rpdfile_wal(sqlite3 *db, const char *path, char *err, size_t errlen) {
   sqlite3_stmt *st = NULL;
   int rc = sqlite3_prepare_v2(db, "PRAGMA journal_mode=WAL", -1, &st, NULL);
-  /* SQLITE_BUSY here skipped the busy handler (a read lock upgraded to a
-   * write lock): wait as it would, then try again */
-  for (int tries = 0; rc == SQLITE_OK || rc == SQLITE_BUSY; tries++) {
+  /* SQLITE_BUSY from the step skipped the busy handler (a read lock
+   * upgraded to a write lock): wait as it would, then try again */
+  for (int tries = 0; rc == SQLITE_OK; tries++) {
     rc = sqlite3_step(st);
     if (rc != SQLITE_BUSY || !rpdfile_busy(db, tries))
       break;
     sqlite3_reset(st);
+    rc = SQLITE_OK;
   }
   if (rc != SQLITE_ROW) {
     rpdfile_err(err, errlen, path, "cannot switch to WAL journaling: %s", sqlite3_errmsg(db));

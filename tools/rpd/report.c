@@ -1210,8 +1210,8 @@ static int rp_atomic_callers(const char *cmd, const struct rpdtool_trace *t, FIL
           "<th>where</th><th>source</th></tr></thead><tbody>\n",
           f);
   char line[RP_SRC_LINE + 1];
-  int any = 0;
-  for (; rc == SQLITE_ROW; rc = sqlite3_step(st), any = 1) {
+  int any = rc == SQLITE_ROW;
+  for (; rc == SQLITE_ROW; rc = sqlite3_step(st)) {
     long long n = sqlite3_column_int64(st, 0);
     const char *file = (const char *)sqlite3_column_text(st, 4);
     int64_t ln = sqlite3_column_int64(st, 5);
