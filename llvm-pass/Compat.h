@@ -17,6 +17,8 @@
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Config/llvm-config.h"
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/GlobalVariable.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Pass.h"
@@ -134,6 +136,16 @@ inline bool typedPointers(llvm::LLVMContext &Ctx) {
 inline bool hostModule(const llvm::Module &M) {
   llvm::Triple TT = targetTriple(M);
   return !TT.isAMDGPU() && !TT.isNVPTX() && !TT.isSPIRV() && !typedPointers(M.getContext());
+}
+
+// The C string constant V points to (a constant global's initializer, as
+// annotations and kernel names are given), or "" when it is none.
+inline llvm::StringRef constantString(const llvm::Value *V) {
+  auto *GV = llvm::dyn_cast<llvm::GlobalVariable>(V->stripPointerCasts());
+  if (!GV || !GV->hasInitializer())
+    return "";
+  auto *Data = llvm::dyn_cast<llvm::ConstantDataSequential>(GV->getInitializer());
+  return Data && Data->isCString() ? Data->getAsCString() : "";
 }
 
 } // namespace compat

@@ -197,11 +197,7 @@ std::vector<Function *> DeviceTwins::kernels() {
           if (!CS || CS->getNumOperands() < 2)
             continue;
           auto *F = dyn_cast<Function>(CS->getOperand(0)->stripPointerCasts());
-          auto *StrGV = dyn_cast<GlobalVariable>(CS->getOperand(1)->stripPointerCasts());
-          if (!F || !StrGV || !StrGV->hasInitializer())
-            continue;
-          auto *Str = dyn_cast<ConstantDataArray>(StrGV->getInitializer());
-          if (Str && Str->isCString() && Str->getAsCString() == "nano_kernel")
+          if (F && compat::constantString(CS->getOperand(1)) == "nano_kernel")
             Annotated.insert(F);
         }
   }

@@ -81,15 +81,6 @@ struct GpuLaunchPass : PassInfoMixin<GpuLaunchPass> {
   PreservedAnalyses run(Module &M, ModuleAnalysisManager &);
 };
 
-// The C string a constant points to, or "" when it is none.
-StringRef constString(Value *V) {
-  auto *GV = dyn_cast<GlobalVariable>(V->stripPointerCasts());
-  if (!GV || !GV->hasInitializer())
-    return "";
-  auto *CDA = dyn_cast<ConstantDataArray>(GV->getInitializer());
-  return CDA && CDA->isCString() ? CDA->getAsCString() : "";
-}
-
 // The launch stub of a kernel handle: the handle itself (CUDA) or the function
 // a HIP handle variable holds; null when neither.
 Function *stubOf(Value *Handle) {
@@ -114,7 +105,7 @@ DenseMap<Value *, GpuKernel> registerTwins(Module &M, Function *Reg,
   LLVMContext &Ctx = M.getContext();
   for (CallInst *CI : Calls) {
     Value *Handle = CI->getArgOperand(1)->stripPointerCasts();
-    StringRef Name = constString(CI->getArgOperand(2));
+    StringRef Name = nano::compat::constantString(CI->getArgOperand(2));
     Function *Stub = stubOf(Handle);
     if (Name.empty() || !Stub || Kernels.count(Handle) ||
         nano::compat::startsWith(Name, NANO_TWIN_PREFIX) || !Filters.kernelSelected(Name))

@@ -494,11 +494,7 @@ static void hostAnnotated(Module &M, StringRef Annotation, SmallPtrSetImpl<Funct
     auto *Entry = dyn_cast<ConstantStruct>(Op);
     if (!Entry || Entry->getNumOperands() < 2)
       continue;
-    auto *Str = dyn_cast<GlobalVariable>(Entry->getOperand(1)->stripPointerCasts());
-    if (!Str || !Str->hasInitializer())
-      continue;
-    auto *Data = dyn_cast<ConstantDataSequential>(Str->getInitializer());
-    if (!Data || !Data->isCString() || Data->getAsCString() != Annotation)
+    if (compat::constantString(Entry->getOperand(1)) != Annotation)
       continue;
     Value *Target = Entry->getOperand(0)->stripPointerCasts();
     if (auto *F = dyn_cast<Function>(Target))
