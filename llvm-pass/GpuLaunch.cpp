@@ -20,9 +20,12 @@
 //   - turns each launch whose kernel is a constant handle of such a kernel
 //     into
 //       &__nano_gpu_launch != null
-//         ? __nano_gpu_launch(api, handle, twin handle, grid..., args, nargs, shared, stream)
+//         ? __nano_gpu_launch(api, launch, handle, twin handle, "dev_name", grid...,
+//                             args, nargs, shared, stream)
 //         : <the launch, unchanged>
-//     with nargs the kernel's parameter count (its stub's).
+//     with launch the launch function the call named (the program's own:
+//     with a static cudart the runtime has no other) and nargs the kernel's
+//     parameter count (its stub's).
 // __nano_gpu_launch is extern_weak: without the runtime the program launches
 // exactly as before. Launches through a handle that is not a constant (a
 // function pointer in a variable) are left alone.
@@ -62,17 +65,21 @@ namespace {
 
 const char *const RuntimeLaunch = "__nano_gpu_launch";
 
-// One launch API: its registration and launch calls.
+// One launch API: its registration call and its launch calls, the second on
+// the per-thread default stream (clang's -fgpu-default-stream=per-thread).
 struct GpuApi {
   int Id; // enum nano_gpu_api
   const char *Register;
-  const char *Launch;
+  const char *Launch, *LaunchPerThread;
 };
-const GpuApi Apis[] = {{NANO_GPU_CUDA, "__cudaRegisterFunction", "cudaLaunchKernel"},
-                       {NANO_GPU_HIP, "__hipRegisterFunction", "hipLaunchKernel"}};
+const GpuApi Apis[] = {
+    {NANO_GPU_CUDA, "__cudaRegisterFunction", "cudaLaunchKernel", "cudaLaunchKernel_ptsz"},
+    {NANO_GPU_HIP, "__hipRegisterFunction", "hipLaunchKernel", "hipLaunchKernel_spt"}};
 
-// A registered kernel: its twin's host handle and parameter count.
+// A registered kernel: its device name, its twin's host handle and its
+// parameter count.
 struct GpuKernel {
+  Constant *Name;
   GlobalVariable *TwinHandle;
   unsigned NumArgs;
 };
@@ -106,8 +113,9 @@ DenseMap<Value *, GpuKernel> registerTwins(Module &M, Function *Reg,
   for (CallInst *CI : Calls) {
     Value *Handle = CI->getArgOperand(1)->stripPointerCasts();
     StringRef Name = nano::compat::constantString(CI->getArgOperand(2));
+    auto *NameConst = dyn_cast<Constant>(CI->getArgOperand(2));
     Function *Stub = stubOf(Handle);
-    if (Name.empty() || !Stub || Kernels.count(Handle) ||
+    if (Name.empty() || !NameConst || !Stub || Kernels.count(Handle) ||
         nano::compat::startsWith(Name, NANO_TWIN_PREFIX) || !Filters.kernelSelected(Name))
       continue;
     std::string Twin = nano::twinName(Name);
@@ -121,14 +129,16 @@ DenseMap<Value *, GpuKernel> registerTwins(Module &M, Function *Reg,
     Args[2] = TwinName;
     Args[3] = TwinName;
     B.CreateCall(Reg->getFunctionType(), Reg, Args);
-    Kernels[Handle] = {TwinHandle, static_cast<unsigned>(Stub->arg_size())};
+    Kernels[Handle] = {NameConst, TwinHandle, static_cast<unsigned>(Stub->arg_size())};
     ++NumGpuTwinsRegistered;
   }
   return Kernels;
 }
 
 // Routes the launches of registered kernels through the runtime.
-bool routeLaunches(Module &M, const GpuApi &Api, Function *Launch,
+// Id: the api argument (the API's, with NANO_GPU_PER_THREAD for the
+// per-thread launch call).
+bool routeLaunches(Module &M, int Id, Function *Launch,
                    const DenseMap<Value *, GpuKernel> &Kernels) {
   std::vector<CallInst *> Calls;
   for (User *U : Launch->users())
@@ -141,8 +151,8 @@ bool routeLaunches(Module &M, const GpuApi &Api, Function *Launch,
   LLVMContext &Ctx = M.getContext();
   Type *I32 = Type::getInt32Ty(Ctx), *I64 = Type::getInt64Ty(Ctx);
   PointerType *Ptr = PointerType::getUnqual(Ctx);
-  FunctionType *RouteTy =
-      FunctionType::get(I32, {I32, Ptr, Ptr, I64, I32, I64, I32, Ptr, I32, I64, Ptr}, false);
+  FunctionType *RouteTy = FunctionType::get(
+      I32, {I32, Ptr, Ptr, Ptr, Ptr, I64, I32, I64, I32, Ptr, I32, I64, Ptr}, false);
   Function *Route = M.getFunction(RuntimeLaunch);
   if (!Route) {
     Route = Function::Create(RouteTy, GlobalValue::ExternalWeakLinkage, RuntimeLaunch, M);
@@ -163,12 +173,12 @@ bool routeLaunches(Module &M, const GpuApi &Api, Function *Launch,
     TB.SetCurrentDebugLocation(CI->getDebugLoc());
     auto Arg = [&](unsigned I, Type *Ty) { return TB.CreateZExtOrTrunc(CI->getArgOperand(I), Ty); };
     Value *Shared = TB.CreateZExtOrTrunc(CI->getArgOperand(6), I64);
-    CallInst *Routed =
-        TB.CreateCall(RouteTy, Route,
-                      {ConstantInt::get(I32, Api.Id), CI->getArgOperand(0), K.TwinHandle,
-                       Arg(1, I64), Arg(2, I32), Arg(3, I64), Arg(4, I32), CI->getArgOperand(5),
-                       ConstantInt::get(I32, K.NumArgs), Shared, CI->getArgOperand(7)},
-                      "nano.gpu.launch");
+    CallInst *Routed = TB.CreateCall(
+        RouteTy, Route,
+        {ConstantInt::get(I32, Id), Launch, CI->getArgOperand(0), K.TwinHandle, K.Name, Arg(1, I64),
+         Arg(2, I32), Arg(3, I64), Arg(4, I32), CI->getArgOperand(5),
+         ConstantInt::get(I32, K.NumArgs), Shared, CI->getArgOperand(7)},
+        "nano.gpu.launch");
     BasicBlock *Join = ElseTerm->getSuccessor(0);
     IRBuilder<> JB(&*Join->getFirstInsertionPt());
     PHINode *Result = JB.CreatePHI(CI->getType(), 2, "nano.gpu.result");
@@ -196,9 +206,11 @@ PreservedAnalyses GpuLaunchPass::run(Module &M, ModuleAnalysisManager &) {
     }
     DenseMap<Value *, GpuKernel> Kernels = registerTwins(M, Reg, Filters);
     Changed |= !Kernels.empty();
-    if (Function *Launch = M.getFunction(Api.Launch))
-      if (Launch->getFunctionType()->getNumParams() == 8)
-        Changed |= routeLaunches(M, Api, Launch, Kernels);
+    for (auto [Name, Id] : {std::pair(Api.Launch, Api.Id),
+                            std::pair(Api.LaunchPerThread, Api.Id | NANO_GPU_PER_THREAD)})
+      if (Function *Launch = M.getFunction(Name))
+        if (Launch->getFunctionType()->getNumParams() == 8)
+          Changed |= routeLaunches(M, Id, Launch, Kernels);
   }
   return Changed ? PreservedAnalyses::none() : PreservedAnalyses::all();
 }

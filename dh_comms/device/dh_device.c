@@ -149,7 +149,7 @@ u32 nano_dh_llvm_shfl_idx(u32 mask, u32 v, u32 lane, u32 c) __asm("llvm.nvvm.shf
 u32 nano_dh_llvm_ballot(u32 mask, _Bool p) __asm("llvm.nvvm.vote.ballot.sync");
 _Bool nano_dh_llvm_isspacep_shared(const void *p) __asm("llvm.nvvm.isspacep.shared");
 void nano_dh_llvm_bar_warp_sync(u32 mask) __asm("llvm.nvvm.bar.warp.sync");
-void nano_dh_llvm_membar_gl(void) __asm("llvm.nvvm.membar.gl");
+void nano_dh_llvm_membar_sys(void) __asm("llvm.nvvm.membar.sys");
 u32 nano_dh_llvm_tid_x(void) __asm("llvm.nvvm.read.ptx.sreg.tid.x");
 u32 nano_dh_llvm_tid_y(void) __asm("llvm.nvvm.read.ptx.sreg.tid.y");
 u32 nano_dh_llvm_tid_z(void) __asm("llvm.nvvm.read.ptx.sreg.tid.z");
@@ -183,9 +183,11 @@ static _Bool nano_dh_is_shared(u64 addr) {
   return nano_dh_llvm_isspacep_shared((const void *)addr);
 }
 static void nano_dh_wave_sync(u64 exec) { nano_dh_llvm_bar_warp_sync((u32)exec); }
-/* LLVM 15's NVPTX backend cannot select the IR fence instruction. */
-static void nano_dh_acquire(void) { nano_dh_llvm_membar_gl(); }
-static void nano_dh_release(void) { nano_dh_llvm_membar_gl(); }
+/* System scope: the ring and the tail are host memory (the CUDA placement,
+ * runtime/dispatch/gpu.c), which membar.gl does not order for the host's
+ * reads. (LLVM 15's NVPTX backend cannot select the IR fence instruction.) */
+static void nano_dh_acquire(void) { nano_dh_llvm_membar_sys(); }
+static void nano_dh_release(void) { nano_dh_llvm_membar_sys(); }
 static void nano_dh_pause(void) {}
 /* PTX's %globaltimer (ns); inline assembly because LLVM 15 has no intrinsic
  * for it (its PTX then calls an undefined "llvm.nvvm..." that ptxas refuses). */

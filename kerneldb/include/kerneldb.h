@@ -206,6 +206,9 @@ size_t kdb_code_object_count(const kdb *db);
 size_t kdb_damaged_count(const kdb *db);
 const char *kdb_damaged_message(const kdb *db, size_t i);
 const kdb_code_object *kdb_code_object_at(const kdb *db, size_t i);
+/* Its ELF image (co->image_size bytes, decompressed where the bundle was),
+** valid while db is open. */
+const void *kdb_code_object_image(const kdb *db, const kdb_code_object *co);
 
 /* Every kernel of every code object, in code-object order. */
 size_t kdb_kernel_count(const kdb *db);

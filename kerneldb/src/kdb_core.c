@@ -1210,6 +1210,10 @@ size_t kdb_code_object_count(const kdb *db) { return db->ncos; }
 const kdb_code_object *kdb_code_object_at(const kdb *db, size_t i) {
   return i < db->ncos ? &db->cos[i]->pub : NULL;
 }
+const void *kdb_code_object_image(const kdb *db, const kdb_code_object *co) {
+  (void)db;
+  return ((const kdb_co_priv *)co)->image;
+}
 size_t kdb_kernel_count(const kdb *db) { return db->nkernels; }
 const kdb_kernel *kdb_kernel_at(const kdb *db, size_t i) {
   return i < db->nkernels ? &db->kernels[i]->pub : NULL;

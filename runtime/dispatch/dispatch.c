@@ -39,6 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kerneldb.h"
 #include "nano/analyzers.h"
 #include "nano/handler.h"
 #include "nano/json.h"
@@ -75,15 +76,23 @@ struct kernel_state {
 /* The site tables of one code object (an executable, shared library, GPU
  * code object), loaded once and never changed after. */
 struct code_object {
-  char *path;
+  char *path, *arch;
   struct nano_dh_sites *sites;
   struct code_object *next;
+};
+
+/* The buffers of one placement (host memory, a GPU context's). */
+struct placement_pool {
+  const struct nano_dh_memory *memory;
+  struct nano_dh_pool *pool;
+  struct placement_pool *next;
 };
 
 struct nano_dispatch {
   struct nano_dispatch_info info;
   char *kernel, *kernel_name;
   struct kernel_state *ks;
+  struct nano_dh_pool *pool;
   struct nano_dh_buffer *buf;
   struct nano_chain *chain;
   struct nano_dh_drain_stats st;
@@ -116,7 +125,7 @@ static struct {
   pthread_mutex_t lock; /* everything below */
   struct kernel_state *kernels;
   struct code_object *cos;
-  struct nano_dh_pool *pool;
+  struct placement_pool *pools;
   struct nano_dh_drainer *drainer;
   struct nano_source_cache *sources;
   uint64_t next_id;
@@ -426,34 +435,144 @@ static int dispatch_find_object(struct dl_phdr_info *info, size_t size, void *ar
   return 0;
 }
 
+/* The pool of placement `memory` (NULL: host memory), made on first use
+ * (g_d.lock held); NULL when out of memory. Buffers are allocated as
+ * dispatches need them, up to NANO_BUFFER_POOL per placement. */
+static struct nano_dh_pool *dispatch_pool(const struct nano_dh_memory *memory) {
+  for (struct placement_pool *p = g_d.pools; p; p = p->next)
+    if (p->memory == memory)
+      return p->pool;
+  struct placement_pool *p = calloc(1, sizeof *p);
+  if (!p ||
+      !(p->pool = nano_dh_pool_create(memory, g_d.pool_size, g_d.buffer_bytes, 0, g_d.spins))) {
+    free(p);
+    return NULL;
+  }
+  p->memory = memory;
+  p->next = g_d.pools;
+  g_d.pools = p;
+  return p->pool;
+}
+
+/* kerneldb, opened on the first GPU dispatch: it finds the code objects in
+ * a host file's fat binaries (.nv_fatbin, .hip_fatbin, compressed or not),
+ * whose images hold the site tables. libnano_rpd does not link it (it
+ * brings LLVM's disassembler): it is loaded from this library's folder, the
+ * library search path, or the build tree. */
+static struct {
+  int tried, usable;
+  int (*open)(const char *, kdb **, char *, size_t);
+  size_t (*count)(const kdb *);
+  const kdb_code_object *(*at)(const kdb *, size_t);
+  const void *(*image)(const kdb *, const kdb_code_object *);
+  void (*close)(kdb *);
+} g_kdb;
+
+static void *dispatch_kdb_try(const char *dir, const char *name) {
+  char path[4096];
+  if (snprintf(path, sizeof path, "%s%s%s", dir, *dir ? "/" : "", name) >= (int)sizeof path)
+    return NULL;
+  return dlopen(path, RTLD_NOW | RTLD_LOCAL);
+}
+
+/* Loads kerneldb once (g_d.lock held); 0 or -1 with a message in err. */
+static int dispatch_kdb_load(char *err, size_t errlen) {
+  if (g_kdb.tried)
+    goto done;
+  g_kdb.tried = 1;
+  Dl_info self;
+  void *h = NULL;
+  if (dladdr((void *)dispatch_kdb_load, &self) && self.dli_fname) {
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", self.dli_fname);
+    char *slash = strrchr(dir, '/');
+    if (slash) {
+      *slash = 0;
+      h = dispatch_kdb_try(dir, "libkerneldb.so");
+    }
+  }
+  if (!h)
+    h = dispatch_kdb_try("", "libkerneldb.so");
+#ifdef NANO_KERNELDB_BUILD_PATH
+  if (!h)
+    h = dispatch_kdb_try("", NANO_KERNELDB_BUILD_PATH);
+#endif
+  if (!h)
+    goto done;
+  *(void **)&g_kdb.open = dlsym(h, "kdb_open");
+  *(void **)&g_kdb.count = dlsym(h, "kdb_code_object_count");
+  *(void **)&g_kdb.at = dlsym(h, "kdb_code_object_at");
+  *(void **)&g_kdb.image = dlsym(h, "kdb_code_object_image");
+  *(void **)&g_kdb.close = dlsym(h, "kdb_close");
+  g_kdb.usable = g_kdb.open && g_kdb.count && g_kdb.at && g_kdb.image && g_kdb.close;
+done:
+  if (!g_kdb.usable)
+    snprintf(err, errlen, "kerneldb (libkerneldb.so, which reads GPU code objects) %s",
+             g_kdb.tried ? "cannot be loaded or is too old" : "is missing");
+  return g_kdb.usable ? 0 : -1;
+}
+
+/* Adds the site tables of the GPU code objects in the host file at path:
+ * those built for arch, or every one where none is (a JIT-compiled PTX).
+ * Returns the number of tables' sites added, or -1 with a message. */
+static long dispatch_gpu_sites(struct nano_dh_sites *sites, const char *path, const char *arch,
+                               char *err, size_t errlen) {
+  if (dispatch_kdb_load(err, errlen) != 0)
+    return -1;
+  kdb *db;
+  if (g_kdb.open(path, &db, err, errlen) != 0)
+    return -1;
+  size_t n = g_kdb.count(db), matching = 0;
+  for (size_t i = 0; i < n; i++)
+    matching += strcmp(g_kdb.at(db, i)->arch, arch) == 0;
+  long rc = 0;
+  for (size_t i = 0; i < n && rc >= 0; i++) {
+    const kdb_code_object *co = g_kdb.at(db, i);
+    if (matching && strcmp(co->arch, arch) != 0)
+      continue;
+    if (nano_dh_sites_add_elf_memory(sites, g_kdb.image(db, co), (size_t)co->image_size,
+                                     co->container, err, errlen) < 0)
+      rc = -1;
+  }
+  if (rc == 0)
+    rc = (long)nano_dh_sites_count(sites);
+  g_kdb.close(db);
+  return rc;
+}
+
 /* The site tables of the file holding `twin` (g_d.lock held): the ELF object
  * the dynamic linker loaded it from, the main program's through
- * /proc/self/exe. Read once per file; a file whose tables cannot be read is
- * said once and gives an empty set. */
-static struct nano_dh_sites *dispatch_sites(const void *twin) {
-  const void *find[2] = {twin, NULL};
+ * /proc/self/exe; for GPU back ends the tables of its code objects for the
+ * launch's arch. Read once per file and arch; a file whose tables cannot be
+ * read is said once and gives an empty set. */
+static struct nano_dh_sites *dispatch_sites(const struct nano_launch_desc *l) {
+  const void *find[2] = {l->twin, NULL};
   dl_iterate_phdr(dispatch_find_object, find);
   const char *path = find[1] && *(const char *)find[1] ? find[1] : "/proc/self/exe";
+  int gpu = strcmp(l->backend, "cpu") != 0;
   for (struct code_object *c = g_d.cos; c; c = c->next)
-    if (strcmp(c->path, path) == 0)
+    if (strcmp(c->path, path) == 0 && strcmp(c->arch, l->arch) == 0)
       return c->sites;
   struct code_object *c = calloc(1, sizeof *c);
-  if (!c || !(c->path = strdup(path)) || !(c->sites = nano_dh_sites_create())) {
-    if (c)
+  if (!c || !(c->path = strdup(path)) || !(c->arch = strdup(l->arch)) ||
+      !(c->sites = nano_dh_sites_create())) {
+    if (c) {
       free(c->path);
+      free(c->arch);
+    }
     free(c);
     return NULL;
   }
-  char err[512];
-  int n = nano_dh_sites_add_elf(c->sites, path, err, sizeof err);
+  char err[512] = "";
+  long n = gpu ? dispatch_gpu_sites(c->sites, path, l->arch, err, sizeof err)
+               : nano_dh_sites_add_elf(c->sites, path, err, sizeof err);
   if (n < 0)
     dispatch_log("the site tables of %s cannot be read: %s; records are reported without "
                  "source positions",
                  path, err);
   else if (n == 0)
-    dispatch_log("%s has no site tables (section %s); records are reported without source "
-                 "positions",
-                 path, NANO_DH_SITES_SECTION);
+    dispatch_log("%s has no site tables (%s); records are reported without source positions", path,
+                 gpu ? "in its GPU code for this device" : "section " NANO_DH_SITES_SECTION);
   c->next = g_d.cos;
   g_d.cos = c;
   return c->sites;
@@ -532,6 +651,11 @@ static int dispatch_store(const struct nano_dispatch_info *info, const char *ana
 
 /* ---- begin ------------------------------------------------------------------- */
 
+int nano_dispatch_instrumenting(void) {
+  dispatch_ready();
+  return g_d.instrument;
+}
+
 struct nano_dispatch *nano_dispatch_begin(const struct nano_launch_desc *l) {
   dispatch_ready();
   if (!g_d.instrument)
@@ -573,18 +697,21 @@ struct nano_dispatch *nano_dispatch_begin(const struct nano_launch_desc *l) {
     }
   }
   struct nano_dh_sites *sites = NULL;
-  if (pick && !g_d.pool) {
-    g_d.pool = nano_dh_pool_create(l->memory, g_d.pool_size, g_d.buffer_bytes, 0, g_d.spins);
-    g_d.drainer = g_d.pool ? nano_dh_drainer_start() : NULL;
-    if (!g_d.drainer) {
-      dispatch_log("cannot start the drain thread: %s; the program runs uninstrumented",
-                   strerror(errno));
-      g_d.instrument = 0;
-      pick = 0;
-    }
+  if (pick && !g_d.drainer && !(g_d.drainer = nano_dh_drainer_start())) {
+    dispatch_log("cannot start the drain thread: %s; the program runs uninstrumented",
+                 strerror(errno));
+    g_d.instrument = 0;
+    pick = 0;
+  }
+  struct nano_dh_pool *pool = pick ? dispatch_pool(l->memory) : NULL;
+  if (pick && !pool) {
+    dispatch_log("out of memory for a buffer pool: dispatch %" PRIu64 " of %s runs "
+                 "uninstrumented",
+                 n, l->kernel);
+    pick = 0;
   }
   if (pick)
-    sites = dispatch_sites(l->twin);
+    sites = dispatch_sites(l);
   uint64_t id = pick ? ++g_d.next_id : 0;
   pthread_mutex_unlock(&g_d.lock);
   if (!pick) {
@@ -593,7 +720,7 @@ struct nano_dispatch *nano_dispatch_begin(const struct nano_launch_desc *l) {
   }
 
   char err[256];
-  struct nano_dh_buffer *buf = nano_dh_pool_acquire(g_d.pool, err, sizeof err);
+  struct nano_dh_buffer *buf = nano_dh_pool_acquire(pool, err, sizeof err);
   struct nano_dispatch *d = buf ? calloc(1, sizeof *d) : NULL;
   if (!d) {
     pthread_mutex_lock(&g_d.lock);
@@ -605,13 +732,14 @@ struct nano_dispatch *nano_dispatch_begin(const struct nano_launch_desc *l) {
     g_d.noted_pool = 1;
     pthread_mutex_unlock(&g_d.lock);
     if (buf)
-      nano_dh_pool_release(g_d.pool, buf);
+      nano_dh_pool_release(pool, buf);
     free(demangled);
     return NULL;
   }
   d->kernel = strdup(l->kernel);
   d->kernel_name = demangled ? demangled : dispatch_demangle(l->kernel);
   d->ks = ks;
+  d->pool = pool;
   d->buf = buf;
   d->session_offset = -1;
   struct nano_dispatch_info *info = &d->info;
@@ -646,7 +774,7 @@ struct nano_dispatch *nano_dispatch_begin(const struct nano_launch_desc *l) {
       nano_dh_drainer_attach(g_d.drainer, buf, nano_chain_handle, d->chain, &d->st) != 0) {
     dispatch_log("out of memory: dispatch %" PRIu64 " of %s runs uninstrumented", n, l->kernel);
     nano_chain_destroy(d->chain);
-    nano_dh_pool_release(g_d.pool, buf);
+    nano_dh_pool_release(pool, buf);
     free(d->kernel);
     free(d->kernel_name);
     free(d);
@@ -840,7 +968,7 @@ void nano_dispatch_end(struct nano_dispatch *d, int64_t start, int64_t end, uint
   d->start = start;
   d->end = end;
   d->api = api;
-  nano_dh_pool_release(g_d.pool, d->buf);
+  nano_dh_pool_release(d->pool, d->buf);
   d->buf = NULL;
   if (g_d.pick != PICK_RANDOM) {
     dispatch_publish(d);
@@ -873,8 +1001,12 @@ void nano_dispatch_fini(void) {
   if (g_d.drainer)
     nano_dh_drainer_stop(g_d.drainer);
   g_d.drainer = NULL;
-  nano_dh_pool_destroy(g_d.pool);
-  g_d.pool = NULL;
+  while (g_d.pools) {
+    struct placement_pool *p = g_d.pools;
+    g_d.pools = p->next;
+    nano_dh_pool_destroy(p->pool);
+    free(p);
+  }
   if (g_d.out)
     fflush(g_d.out);
   if (g_d.out_owned) {

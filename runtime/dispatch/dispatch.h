@@ -38,6 +38,9 @@ struct nano_launch_desc {
 
 struct nano_dispatch;
 
+/* Whether any launch may be instrumented (NANO_INSTRUMENT, and nothing has
+ * turned it off since): back ends skip their preparation when not. */
+int nano_dispatch_instrumenting(void);
 /* See the file comment. Thread-safe. */
 struct nano_dispatch *nano_dispatch_begin(const struct nano_launch_desc *l);
 void *nano_dispatch_desc(struct nano_dispatch *d);

@@ -23,9 +23,9 @@ void run(float *x, float *y, int n) {
 // (LLVM 15 folds the test of the weak symbol into the branch)
 // CHECK: br i1 icmp ne (ptr @__nano_gpu_launch, ptr null), label %[[ROUTE:[0-9]+]], label %[[ORIG:[0-9]+]]
 // CHECK: [[ROUTE]]:
-// CHECK-NEXT: call i32 @__nano_gpu_launch(i32 2, ptr @_Z4axpyfPKfPfi, ptr @[[TWIN]], i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}, i32 %{{.*}}, ptr %{{.*}}, i32 4, i64 %{{.*}}, ptr %{{.*}})
+// CHECK-NEXT: call i32 @__nano_gpu_launch(i32 2, ptr @hipLaunchKernel, ptr @_Z4axpyfPKfPfi, ptr @[[TWIN]], ptr @[[KNAME:[0-9]+]], i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}, i32 %{{.*}}, ptr %{{.*}}, i32 4, i64 %{{.*}}, ptr %{{.*}})
 // CHECK: [[ORIG]]:
 // CHECK-NEXT: call noundef i32 @hipLaunchKernel(ptr noundef @_Z4axpyfPKfPfi,
-// CHECK: call i32 @__hipRegisterFunction(ptr %{{.*}}, ptr @_Z4axpyfPKfPfi, ptr @{{[0-9]+}}, ptr @{{[0-9]+}}, i32 -1,
+// CHECK: call i32 @__hipRegisterFunction(ptr %{{.*}}, ptr @_Z4axpyfPKfPfi, ptr @[[KNAME]], ptr @[[KNAME]], i32 -1,
 // CHECK-NEXT: call i32 @__hipRegisterFunction(ptr %{{.*}}, ptr @[[TWIN]], ptr @[[NAME]], ptr @[[NAME]], i32 -1, ptr null, ptr null, ptr null, ptr null, ptr null)
-// CHECK: declare extern_weak i32 @__nano_gpu_launch(i32, ptr, ptr, i64, i32, i64, i32, ptr, i32, i64, ptr)
+// CHECK: declare extern_weak i32 @__nano_gpu_launch(i32, ptr, ptr, ptr, ptr, i64, i32, i64, i32, ptr, i32, i64, ptr)

@@ -1,4 +1,6 @@
-// A CUDA program whose launches the plugin routes (tests/device/gpu_launch).
+// A CUDA program whose launches the plugin routes (tests/device/gpu_launch):
+// axpy through <<<>>>, other through cudaLaunchKernel, once more into a
+// stream being captured; then it waits for the device and checks the results.
 #include <cstdio>
 
 __global__ void axpy(float a, const float *x, float *y, int n) {
@@ -7,13 +9,23 @@ __global__ void axpy(float a, const float *x, float *y, int n) {
 }
 __global__ void other(int *p) { *p = 1; }
 
+static float x[1000], y[1000];
+static int p, q;
+
 int main() {
-  float *x = (float *)0x1000, *y = (float *)0x2000;
+  for (int i = 0; i < 1000; i++)
+    x[i] = (float)i, y[i] = 1.0f;
   cudaStream_t s = (cudaStream_t)0x3000;
-  axpy<<<dim3(3, 2, 1), dim3(256, 1, 1), 16, s>>>(2.0f, x, y, 1000);
-  int *p = (int *)0x4000;
-  void *args[] = {&p};
-  int rc = cudaLaunchKernel((const void *)other, dim3(1), dim3(32), args, 0, s);
-  std::printf("done %d\n", rc);
+  axpy<<<dim3(4, 1, 1), dim3(256, 1, 1), 16, s>>>(2.0f, x, y, 1000);
+  int *pp = &p, *qp = &q;
+  void *args[] = {&pp}, *captured_args[] = {&qp};
+  int rc = cudaLaunchKernel((const void *)other, dim3(1, 2), dim3(32), args, 0, s);
+  int rc2 =
+      cudaLaunchKernel((const void *)other, dim3(1), dim3(32), captured_args, 0, (cudaStream_t)0x5000);
+  cudaDeviceSynchronize();
+  int wrong = 0;
+  for (int i = 0; i < 1000; i++)
+    wrong += y[i] != 2.0f * i + 1.0f;
+  std::printf("done %d %d y %s p %d q %d\n", rc, rc2, wrong ? "wrong" : "right", p, q);
   return 0;
 }

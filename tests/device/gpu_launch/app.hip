@@ -5,10 +5,16 @@ __global__ void axpy(float a, const float *x, float *y, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) y[i] = a * x[i] + y[i];
 }
+static float x[1000], y[1000];
 int main() {
-  float *x = (float *)0x1000, *y = (float *)0x2000;
+  for (int i = 0; i < 1000; i++)
+    x[i] = (float)i, y[i] = 1.0f;
   hipStream_t s = (hipStream_t)0x3000;
-  hipLaunchKernelGGL(axpy, dim3(3, 2, 1), dim3(256, 1, 1), 16, s, 2.0f, x, y, 1000);
-  std::printf("done\n");
+  hipLaunchKernelGGL(axpy, dim3(4, 1, 1), dim3(256, 1, 1), 16, s, 2.0f, x, y, 1000);
+  hipDeviceSynchronize();
+  int wrong = 0;
+  for (int i = 0; i < 1000; i++)
+    wrong += y[i] != 2.0f * i + 1.0f;
+  std::printf("done y %s\n", wrong ? "wrong" : "right");
   return 0;
 }

@@ -1,57 +1,117 @@
 #!/usr/bin/env bash
-# Launch routing of CUDA and HIP kernels, run without a GPU (issue 15.1): the
-# host side of app.cu (clang with CUDA's headers) or app.hip (hipcc) is built
-# with the plugin against a stand-in runtime (fake_cudart.c, both APIs) that
-# prints what is registered and launched.
-#   - without the runtime's __nano_gpu_launch: the kernels launch as before;
-#     the twins are registered too, each right after its kernel;
-#   - with a stand-in runtime entry (route.c) preloaded: each launch reaches
-#     it with the api and the kernel's argument count (axpy 4, CUDA's other 1)
-#     and it launches the twin with grid, block, shared bytes and stream
-#     unchanged and one more argument.
-# usage: check.sh cuda|hip COMPILER PLUGIN CC RUNTIME_INCLUDE OUT_DIR
+# Launch routing and the runtime's GPU back end, run without a GPU (issue 15):
+# the host side of app.cu (clang with CUDA's headers) or app.hip (hipcc) is
+# built with the plugin and linked against a stand-in CUDA (fake_cudart.c:
+# runtime and driver, a device that runs only while the program
+# synchronizes, twins emulated through the device runtime's CPU build).
+#   - without libnano_rpd.so: the kernels launch as before; the twins are
+#     registered too, each right after its kernel;
+#   - with it, not instrumenting: the originals launch, each launch is an API
+#     row of the trace;
+#   - with NANO_INSTRUMENT=1 (CUDA): the twins launch with the launch's grid,
+#     block, shared bytes and stream and the descriptor; nothing waits for
+#     the program's streams; every access reaches the analyzer and the trace
+#     (nano_dispatch: backend, arch, shape, records) at its source line, read
+#     from the site table of the cubin in the program's fat binary; a launch
+#     into a stream being captured runs the original; a small ring still
+#     accounts for every record (drained or dropped);
+#   - HIP: said once, the original runs.
+# CUDA's device side is compiled for real (ptxas, fatbinary: the toolkit's);
+# HIP's host side alone.
+# usage: check.sh cuda|hip COMPILER PLUGIN CLANG SOURCE_ROOT LIBNANO_RPD KERNELDB OUT_DIR
 set -euo pipefail
-api=$1 compiler=$2 plugin=$3 cc=$4 inc=$5 out=$6
+api=$1 compiler=$2 plugin=$3 clang=$4 root=$5 rpd=$6 kerneldb=$7 out=$8
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$out"
 cd "$out"
-echo fatbin > gpubinary # the host object embeds it; the stand-in ignores it
-embed=(-O2 -c -Xclang -fcuda-include-gpubinary -Xclang gpubinary -fpass-plugin="$plugin")
+rm -f ./*.rpd ./*.rpd-*
 if [ "$api" = cuda ]; then
-  "$compiler" -x cuda --cuda-host-only --cuda-gpu-arch=sm_90 --cuda-path=/usr/local/cuda \
-    -Wno-unknown-cuda-version "${embed[@]}" "$here/app.cu" -o app.o
-  id=1 kernels="_Z4axpyfPKfPfi _Z5otherPi" done_line="done 0"
+  "$compiler" -x cuda --cuda-gpu-arch=sm_90 --cuda-path=/usr/local/cuda -Wno-unknown-cuda-version \
+    -O2 -g -c -fpass-plugin="$plugin" "$here/app.cu" -o app.o
+  kernels="_Z4axpyfPKfPfi _Z5otherPi" done_line="done 0 0 y right p 1 q 1"
+  # the sites of the twins' accesses, in the emulated kernels' order
+  sites=$("$kerneldb" sites app.o --arch sm_90)
+  echo "$sites"
+  site() { awk -v at="app.cu:$1" '$7 ~ at"$" { print $1 }' <<<"$sites"; }
+  FAKE_SITES="$(site 8:25) $(site 8:32) $(site 8:19) $(site 10:36)"
+  export FAKE_SITES
+  [ "$(wc -w <<<"$FAKE_SITES")" = 4 ] || { echo "FAIL: four sites in app.cu's cubin"; exit 1; }
 else
-  "$compiler" --offload-arch=gfx90a --cuda-host-only "${embed[@]}" "$here/app.hip" -o app.o \
+  echo fatbin > gpubinary # the host object embeds it; the stand-in ignores it
+  "$compiler" --offload-arch=gfx90a --cuda-host-only -O2 -c -Xclang -fcuda-include-gpubinary \
+    -Xclang gpubinary -fpass-plugin="$plugin" "$here/app.hip" -o app.o \
     2> >(grep -v -e rocm_agent_enumerator -e 'linker. input unused' >&2)
-  id=2 kernels="_Z4axpyfPKfPfi" done_line="done"
+  kernels="_Z4axpyfPKfPfi" done_line="done y right"
 fi
-"$cc" -shared -fPIC "$here/fake_cudart.c" -o libfakecudart.so
-"$cc" -shared -fPIC -I"$inc" "$here/route.c" -o libroute.so -L. -lfakecudart
-"$cc" app.o -o app -L. -lfakecudart -Wl,-rpath,"$out"
+"$clang" -std=c11 -O2 -shared -fPIC -Wall -Werror -I"$root/dh_comms/include" \
+  "$here/fake_cudart.c" "$root/dh_comms/device/dh_device.c" -Wl,-soname,libcuda.so.1 \
+  -o libcuda.so.1 -lpthread
+"$clang" app.o -o app -L. -l:libcuda.so.1 -Wl,-rpath,"$out"
 fail() { echo "FAIL: $*"; exit 1; }
+axpy_cfg='grid 4 1 1 block 256 1 1 shared 16 stream 0x3000'
+
 plain=$(./app)
 echo "$plain"
 want=$(for k in $kernels; do printf 'register %s\nregister %s\n' "$k" "__nano_twin_${k}Pv"; done)
 [ "$(grep '^register' <<<"$plain")" = "$want" ] || fail "registrations: each kernel, then its twin"
-grep -q '^launch _Z4axpyfPKfPfi grid 3 2 1 block 256 1 1 shared 16 stream 0x3000 ' <<<"$plain" ||
-  fail "without the runtime, axpy launches as before"
-grep -qx "$done_line" <<<"$plain" || fail "the program ends normally"
-routed=$(LD_PRELOAD=./libroute.so ./app)
-echo "$routed"
-desc=$(sed -n "s/^route api $id nargs 4 desc \\(0x[0-9a-f]*\\)\$/\\1/p" <<<"$routed")
-[ -n "$desc" ] || fail "axpy's launch reaches the runtime: api $id, 4 arguments"
-grep -q '^launch __nano_twin__Z4axpyfPKfPfiPv grid 3 2 1 block 256 1 1 shared 16 stream 0x3000 ' \
-  <<<"$routed" || fail "the runtime launches axpy's twin with the launch's configuration"
-n=$(wc -w <<<"$kernels")
-[ "$(grep -c "^twin's last argument $desc$" <<<"$routed")" = "$n" ] ||
-  fail "every twin gets the descriptor"
-if [ "$api" = cuda ]; then
-  grep -q '^launch _Z5otherPi grid 1 1 1 block 32 1 1 shared 0 stream 0x3000 ' <<<"$plain" ||
-    fail "without the runtime, cudaLaunchKernel(other) launches as before"
-  grep -q '^route api 1 nargs 1 desc ' <<<"$routed" || fail "other's launch reaches the runtime"
-  grep -q '^launch __nano_twin__Z5otherPiPv grid 1 1 1 block 32 1 1 shared 0 stream 0x3000 ' \
-    <<<"$routed" || fail "the runtime launches other's twin"
+grep -qx "launch _Z4axpyfPKfPfi $axpy_cfg" <<<"$plain" || fail "without the runtime, axpy launches as before"
+grep -qx "$done_line" <<<"$plain" || fail "the program ends normally with the right results"
+
+# the runtime present, not instrumenting: originals, API rows
+traced=$(RPDT_FILENAME=traced.rpd LD_PRELOAD="$rpd" ./app)
+echo "$traced"
+grep -qx "launch _Z4axpyfPKfPfi $axpy_cfg" <<<"$traced" || fail "axpy's original launches"
+! grep -q '^launch __nano_twin' <<<"$traced" || fail "no twin without NANO_INSTRUMENT"
+grep -qx "$done_line" <<<"$traced" || fail "traced: right results"
+! grep -q "primary context" <<<"$traced" || fail "not instrumenting: CUDA is not touched"
+query() { python3 -c 'import sqlite3,sys
+for r in sqlite3.connect(sys.argv[1]).execute(sys.argv[2]): print(*r)' "$@"; }
+launches=$(query traced.rpd "select count(*) from rocpd_api a join rocpd_string s on s.id = a.apiName_id join rocpd_kernelapi k on k.api_ptr_id = a.id where s.string = 'nanoLaunchKernel'")
+[ "$launches" = "$(grep -c '^launch ' <<<"$traced")" ] || fail "one API row per launch (got $launches)"
+
+if [ "$api" = hip ]; then
+  err=$(LD_PRELOAD="$rpd" RPDT_AUTOSTART=0 NANO_INSTRUMENT=1 ./app 2>&1 >/dev/null)
+  grep -q "HIP kernels run uninstrumented" <<<"$err" || fail "HIP: said that twins are not launched"
+  echo "PASS hip launch routing"
+  exit 0
 fi
-! grep -q '^launch _Z' <<<"$routed" || fail "no original launched when the runtime takes the twin"
-echo "PASS $api launch routing"
+
+run_instrumented() { # NAME [env...]: app's stdout in NAME.out, stderr in NAME.err
+  local name=$1
+  shift
+  env RPDT_FILENAME="$name.rpd" NANO_INSTRUMENT=1 NANO_ANALYZERS=MemoryAnalysis \
+    NANO_ANALYZER_FORMAT=json NANO_ANALYZER_OUTPUT="$name.json" "$@" LD_PRELOAD="$rpd" ./app \
+    >"$name.out" 2>"$name.err" || fail "$name: the program failed: $(cat "$name.err")"
+  cat "$name.out" "$name.err"
+}
+run_instrumented inst
+grep -qx "launch __nano_twin__Z4axpyfPKfPfiPv $axpy_cfg" inst.out ||
+  fail "axpy's twin launches with the launch's configuration"
+grep -qx "launch __nano_twin__Z5otherPiPv grid 1 2 1 block 32 1 1 shared 0 stream 0x3000" inst.out ||
+  fail "other's twin launches (2-D grid)"
+grep -qx "launch _Z5otherPi grid 1 1 1 block 32 1 1 shared 0 stream 0x5000" inst.out ||
+  fail "a launch into a captured stream runs the original"
+grep -q "captured into a graph" inst.err || fail "the captured launch is said"
+grep -qx "primary context retained" inst.out || fail "no context current: device 0's primary one"
+! grep -q SERIALIZED inst.out || fail "the runtime waited for the program's stream"
+grep -qx "$done_line" inst.out || fail "instrumented: right results"
+rows=$(query inst.rpd "select kernel, backend, arch, wave_size, grid_x, grid_y, grid_z, block_x, shared_bytes, records, dropped, decode_errors, lost_bytes, d.start <= d.\"end\", s.string from nano_dispatch d join rocpd_api a on a.id = d.api_id join rocpd_string s on s.id = a.apiName_id order by kernel")
+echo "$rows"
+[ "$rows" = "_Z4axpyfPKfPfi cuda sm_90 32 4 1 1 256 16 3000 0 0 0 1 nanoLaunchKernel
+_Z5otherPi cuda sm_90 32 1 2 1 32 0 64 0 0 0 1 nanoLaunchKernel" ] ||
+  fail "nano_dispatch: one row per twin, every access recorded, linked to its launch"
+memory=$(query inst.rpd "select kernel, replace(file, '$here/', ''), line, \"column\", kind, accesses, bytes from nano_memory order by kernel, line, \"column\"")
+echo "$memory"
+[ "$memory" = "_Z4axpyfPKfPfi app.cu 8 19 store 1000 4000
+_Z4axpyfPKfPfi app.cu 8 25 load 1000 4000
+_Z4axpyfPKfPfi app.cu 8 32 load 1000 4000
+_Z5otherPi app.cu 10 36 store 64 256" ] ||
+  fail "MemoryAnalysis: every access at its source line (the cubin's site table)"
+[ "$(wc -l <inst.json)" -ge 2 ] || fail "a JSON report per dispatch"
+
+# a ring far smaller than the records: drained while the twin runs, or dropped
+run_instrumented small NANO_BUFFER_SIZE=4096 NANO_BUFFER_SPINS=1000000
+grep -qx "$done_line" small.out || fail "small ring: right results"
+sum=$(query small.rpd "select records + dropped, records > 0 from nano_dispatch where kernel = '_Z4axpyfPKfPfi'")
+[ "$sum" = "3000 1" ] || fail "small ring: every record drained or dropped ($sum)"
+echo "PASS $api launch routing and GPU back end"

@@ -1,17 +1,40 @@
 /*
- * fake_cudart.c: the CUDA runtime entry points a clang host object calls (and
- * HIP's, which have the same shapes), for testing the plugin's launch routing
- * on a machine without a GPU. It records what is registered and prints each
- * launch: the device name of the kernel launched, grid, block, shared bytes
- * and stream.
+ * fake_cudart.c: a stand-in CUDA for testing launch routing and the
+ * runtime's GPU back end on a machine without a GPU. One library, soname
+ * libcuda.so.1, with
+ *   - the runtime entry points a clang host object calls (and HIP's, which
+ *     have the same shapes): registrations are printed, each launch is
+ *     printed ("launch NAME grid ... stream ...") and queued;
+ *   - a device: a thread that runs queued work in order, but only while the
+ *     program waits in cudaDeviceSynchronize. A tool that waited for a
+ *     kernel inside a launch would hang, not pass;
+ *   - the driver functions runtime/dispatch/gpu.c resolves, with their
+ *     rules: every call that needs a context fails without a current one;
+ *     device memory starts as garbage; copies and synchronization are
+ *     allowed only on streams made with cuStreamCreate (anything else would
+ *     make the tool wait for the program's kernels: "SERIALIZED" is printed);
+ *     stream 0x5000 is being captured.
+ * Kernels are emulated by name: axpy (y = a*x + y) and other (*p = 1), one
+ * CUDA thread after another; their twins also record every access through
+ * the device runtime's CPU build (dh_device.c, one lane per record), under
+ * the site ids of FAKE_SITES (axpy's load of x, load of y, store of y, then
+ * other's store; hexadecimal, as `kerneldb sites` prints them).
  */
+#define _GNU_SOURCE
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+#include "nano/dh_format.h"
 
 struct dim3 {
   unsigned x, y, z;
 };
+
+/* ---- registrations ---------------------------------------------------------- */
 
 #define FAKE_MAX_KERNELS 64
 static struct {
@@ -56,14 +79,165 @@ int __cudaPopCallConfiguration(struct dim3 *grid, struct dim3 *block, size_t *sh
   return 0;
 }
 
-/* cudaErrorInvalidDeviceFunction for a handle nobody registered. */
+/* ---- the device: a queue run only while the program synchronizes ------------ */
+
+enum item_kind { ITEM_KERNEL, ITEM_HOSTFN, ITEM_EVENT };
+struct item {
+  enum item_kind kind;
+  const char *name; /* kernel */
+  struct dim3 grid, block;
+  void *argv[6]; /* argument values, as pointers (the emulated kernels' shapes) */
+  float a;
+  int n;
+  void (*fn)(void *); /* host function */
+  void *arg;
+  int64_t *stamp; /* event */
+  struct item *next;
+};
+
+static pthread_mutex_t dev_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t dev_cond = PTHREAD_COND_INITIALIZER;
+static struct item *dev_head, **dev_tail = &dev_head;
+static int dev_running, dev_busy, dev_started;
+static pthread_t dev_thread;
+
+static int64_t fake_now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* The device runtime's CPU build: the thread position it reads, its entry. */
+struct nano_kernel_ctx {
+  uint32_t thread[3], block[3], block_dim[3], grid_dim[3];
+  void *shared;
+  uint32_t shared_bytes, reserved;
+};
+_Thread_local const struct nano_kernel_ctx *__nano_kctx;
+void __nano_dh_access(void *desc, uint64_t site, uint64_t addr, uint32_t size, uint32_t space);
+
+/* The site id of the i-th access FAKE_SITES names; 0 where it names none. */
+static uint64_t fake_site(int i) {
+  const char *v = getenv("FAKE_SITES");
+  char *end;
+  uint64_t id = 0;
+  for (int k = 0; v && k <= i; k++, v = end)
+    if ((id = strtoull(v, &end, 16)) == 0 && end == v)
+      return 0;
+  return id;
+}
+
+static void run_kernel(struct item *it) {
+  int twin = strncmp(it->name, NANO_TWIN_PREFIX, strlen(NANO_TWIN_PREFIX)) == 0;
+  int axpy = strstr(it->name, "axpy") != NULL;
+  void *desc = twin ? it->argv[axpy ? 4 : 1] : NULL;
+  uint64_t site[4] = {fake_site(0), fake_site(1), fake_site(2), fake_site(3)};
+  struct nano_kernel_ctx k = {.block_dim = {it->block.x, it->block.y, it->block.z},
+                              .grid_dim = {it->grid.x, it->grid.y, it->grid.z}};
+  __nano_kctx = &k;
+  for (unsigned b = 0; b < it->grid.x * it->grid.y * it->grid.z; b++)
+    for (unsigned t = 0; t < it->block.x * it->block.y * it->block.z; t++) {
+      k.block[0] = b % it->grid.x, k.block[1] = b / it->grid.x % it->grid.y;
+      k.block[2] = b / (it->grid.x * it->grid.y);
+      k.thread[0] = t % it->block.x, k.thread[1] = t / it->block.x % it->block.y;
+      k.thread[2] = t / (it->block.x * it->block.y);
+      if (axpy) {
+        int i = (int)(k.block[0] * it->block.x + k.thread[0]);
+        const float *x = it->argv[1];
+        float *y = it->argv[2];
+        if (i >= it->n)
+          continue;
+        if (desc) {
+          __nano_dh_access(desc, site[0], (uint64_t)(uintptr_t)&x[i], 4, NANO_DH_AS_GLOBAL);
+          __nano_dh_access(desc, site[1], (uint64_t)(uintptr_t)&y[i], 4, NANO_DH_AS_GLOBAL);
+          __nano_dh_access(desc, site[2], (uint64_t)(uintptr_t)&y[i], 4, NANO_DH_AS_GLOBAL);
+        }
+        y[i] = it->a * x[i] + y[i];
+      } else {
+        int *p = it->argv[0];
+        if (desc)
+          __nano_dh_access(desc, site[3], (uint64_t)(uintptr_t)p, 4, NANO_DH_AS_GLOBAL);
+        *p = 1;
+      }
+    }
+  __nano_kctx = NULL;
+}
+
+static void *device_main(void *arg) {
+  (void)arg;
+  pthread_mutex_lock(&dev_lock);
+  for (;;) {
+    while (!dev_running || !dev_head)
+      pthread_cond_wait(&dev_cond, &dev_lock);
+    struct item *it = dev_head;
+    if (!(dev_head = it->next))
+      dev_tail = &dev_head;
+    dev_busy = 1;
+    pthread_mutex_unlock(&dev_lock);
+    if (it->kind == ITEM_KERNEL)
+      run_kernel(it);
+    else if (it->kind == ITEM_HOSTFN)
+      it->fn(it->arg);
+    else
+      __atomic_store_n(it->stamp, fake_now(), __ATOMIC_RELEASE);
+    free(it);
+    pthread_mutex_lock(&dev_lock);
+    dev_busy = 0;
+    pthread_cond_broadcast(&dev_cond);
+  }
+  return NULL;
+}
+
+static void enqueue(struct item *it) {
+  pthread_mutex_lock(&dev_lock);
+  if (!dev_started) {
+    dev_started = 1;
+    pthread_create(&dev_thread, NULL, device_main, NULL);
+  }
+  *dev_tail = it;
+  dev_tail = &it->next;
+  pthread_mutex_unlock(&dev_lock);
+}
+
+int cudaDeviceSynchronize(void) {
+  pthread_mutex_lock(&dev_lock);
+  dev_running = 1;
+  pthread_cond_broadcast(&dev_cond);
+  while (dev_head || dev_busy)
+    pthread_cond_wait(&dev_cond, &dev_lock);
+  dev_running = 0;
+  pthread_mutex_unlock(&dev_lock);
+  return 0;
+}
+
+/* cudaErrorInvalidDeviceFunction (98) for a handle nobody registered. */
 int cudaLaunchKernel(const void *func, struct dim3 grid, struct dim3 block, void **args,
                      size_t shared, void *stream) {
   for (int i = 0; i < fake_nkernels; i++)
     if (fake_kernels[i].host == func) {
-      printf("launch %s grid %u %u %u block %u %u %u shared %zu stream %p first-arg %p\n",
-             fake_kernels[i].name, grid.x, grid.y, grid.z, block.x, block.y, block.z, shared,
-             stream, args ? args[0] : NULL);
+      const char *name = fake_kernels[i].name;
+      printf("launch %s grid %u %u %u block %u %u %u shared %zu stream %p\n", name, grid.x,
+             grid.y, grid.z, block.x, block.y, block.z, shared, stream);
+      struct item *it = calloc(1, sizeof *it);
+      if (!it)
+        return 2; /* cudaErrorMemoryAllocation */
+      it->kind = ITEM_KERNEL;
+      it->name = name;
+      it->grid = grid, it->block = block;
+      int twin = strncmp(name, NANO_TWIN_PREFIX, strlen(NANO_TWIN_PREFIX)) == 0;
+      if (strstr(name, "axpy")) {
+        it->a = *(float *)args[0];
+        it->argv[1] = *(void **)args[1];
+        it->argv[2] = *(void **)args[2];
+        it->n = *(int *)args[3];
+        if (twin)
+          it->argv[4] = *(void **)args[4];
+      } else {
+        it->argv[0] = *(void **)args[0];
+        if (twin)
+          it->argv[1] = *(void **)args[1];
+      }
+      enqueue(it);
       return 0;
     }
   printf("launch of an unregistered handle %p\n", func);
@@ -90,4 +264,201 @@ int __hipPopCallConfiguration(struct dim3 *grid, struct dim3 *block, size_t *sha
 int hipLaunchKernel(const void *func, struct dim3 grid, struct dim3 block, void **args,
                     size_t shared, void *stream) {
   return cudaLaunchKernel(func, grid, block, args, shared, stream);
+}
+int hipDeviceSynchronize(void) { return cudaDeviceSynchronize(); }
+
+/* ---- the driver ------------------------------------------------------------------ */
+
+#define CU_OK 0
+#define CU_INVALID_VALUE 1
+#define CU_NOT_INITIALIZED 3
+#define CU_INVALID_CONTEXT 201
+#define CU_NOT_READY 600
+#define FAKE_CAPTURED_STREAM ((void *)0x5000)
+
+static int fake_ctx, fake_initialized;
+static _Thread_local void *ctx_stack[8];
+static _Thread_local int ctx_depth; /* ctx_stack[ctx_depth - 1] is current */
+static void *private_streams[16];
+static int nprivate;
+
+static int has_ctx(void) { return ctx_depth > 0 && ctx_stack[ctx_depth - 1]; }
+#define NEED_CTX()                                                                                 \
+  do {                                                                                             \
+    if (!has_ctx())                                                                                \
+      return CU_INVALID_CONTEXT;                                                                   \
+  } while (0)
+
+static int is_private(void *s) {
+  for (int i = 0; i < nprivate; i++)
+    if (private_streams[i] == s)
+      return 1;
+  return 0;
+}
+
+int cuInit(unsigned flags) {
+  fake_initialized = flags == 0;
+  return flags == 0 ? CU_OK : CU_INVALID_VALUE;
+}
+int cuDeviceGet(int *dev, int ordinal) {
+  if (!fake_initialized)
+    return CU_NOT_INITIALIZED;
+  *dev = ordinal;
+  return ordinal == 0 ? CU_OK : CU_INVALID_VALUE;
+}
+int cuDeviceGetAttribute(int *v, int attr, int dev) {
+  (void)dev;
+  *v = attr == 75 ? 9 : 0; /* compute capability 9.0 */
+  return attr == 75 || attr == 76 ? CU_OK : CU_INVALID_VALUE;
+}
+int cuDevicePrimaryCtxRetain(void **ctx, int dev) {
+  if (!fake_initialized || dev != 0)
+    return CU_NOT_INITIALIZED;
+  *ctx = &fake_ctx;
+  printf("primary context retained\n");
+  return CU_OK;
+}
+int cuCtxGetCurrent(void **ctx) {
+  *ctx = ctx_depth ? ctx_stack[ctx_depth - 1] : NULL;
+  return CU_OK;
+}
+int cuCtxSetCurrent(void *ctx) {
+  if (ctx_depth == 0)
+    ctx_depth = 1;
+  ctx_stack[ctx_depth - 1] = ctx;
+  return CU_OK;
+}
+int cuCtxGetDevice(int *dev) {
+  NEED_CTX();
+  *dev = 0;
+  return CU_OK;
+}
+int cuCtxPushCurrent_v2(void *ctx) {
+  if (ctx_depth == 8 || ctx != &fake_ctx)
+    return CU_INVALID_CONTEXT;
+  ctx_stack[ctx_depth++] = ctx;
+  return CU_OK;
+}
+int cuCtxPopCurrent_v2(void **ctx) {
+  if (ctx_depth == 0)
+    return CU_INVALID_CONTEXT;
+  *ctx = ctx_stack[--ctx_depth];
+  return CU_OK;
+}
+int cuMemHostAlloc(void **p, size_t n, unsigned flags) {
+  NEED_CTX();
+  if (!(flags & 0x02)) /* the device could not see it */
+    return CU_INVALID_VALUE;
+  *p = aligned_alloc(4096, (n + 4095) / 4096 * 4096);
+  return *p ? CU_OK : 2;
+}
+int cuMemHostGetDevicePointer_v2(unsigned long long *d, void *p, unsigned flags) {
+  NEED_CTX();
+  *d = (unsigned long long)(uintptr_t)p;
+  return flags == 0 ? CU_OK : CU_INVALID_VALUE;
+}
+int cuMemFreeHost(void *p) {
+  NEED_CTX();
+  free(p);
+  return CU_OK;
+}
+int cuMemAlloc_v2(unsigned long long *d, size_t n) {
+  NEED_CTX();
+  void *p = malloc(n);
+  if (!p)
+    return 2;
+  memset(p, 0xab, n); /* device memory is not cleared */
+  *d = (unsigned long long)(uintptr_t)p;
+  return CU_OK;
+}
+int cuMemFree_v2(unsigned long long d) {
+  NEED_CTX();
+  free((void *)(uintptr_t)d);
+  return CU_OK;
+}
+int cuStreamCreate(void **s, unsigned flags) {
+  NEED_CTX();
+  if (nprivate == 16 || flags != 1) /* only non-blocking streams stay out of the way */
+    return CU_INVALID_VALUE;
+  *s = private_streams[nprivate++] = malloc(1);
+  return CU_OK;
+}
+int cuStreamSynchronize(void *s) {
+  NEED_CTX();
+  if (!is_private(s)) {
+    printf("SERIALIZED: cuStreamSynchronize(%p)\n", s);
+    return CU_INVALID_VALUE;
+  }
+  return CU_OK; /* its copies ran when issued */
+}
+int cuStreamIsCapturing(void *s, int *status) {
+  NEED_CTX();
+  *status = s == FAKE_CAPTURED_STREAM;
+  return CU_OK;
+}
+int cuMemcpyHtoDAsync_v2(unsigned long long d, const void *src, size_t n, void *s) {
+  NEED_CTX();
+  if (!is_private(s)) {
+    printf("SERIALIZED: a copy on stream %p\n", s);
+    return CU_INVALID_VALUE;
+  }
+  memcpy((void *)(uintptr_t)d, src, n);
+  return CU_OK;
+}
+int cuMemcpyDtoHAsync_v2(void *dst, unsigned long long d, size_t n, void *s) {
+  NEED_CTX();
+  if (!is_private(s)) {
+    printf("SERIALIZED: a copy on stream %p\n", s);
+    return CU_INVALID_VALUE;
+  }
+  memcpy(dst, (void *)(uintptr_t)d, n);
+  return CU_OK;
+}
+int cuEventCreate(void **e, unsigned flags) {
+  NEED_CTX();
+  int64_t *stamp = calloc(1, sizeof *stamp);
+  *e = stamp;
+  return stamp && flags == 0 ? CU_OK : CU_INVALID_VALUE;
+}
+int cuEventRecord(void *e, void *s) {
+  NEED_CTX();
+  (void)s;
+  struct item *it = calloc(1, sizeof *it);
+  if (!it)
+    return 2;
+  it->kind = ITEM_EVENT;
+  it->stamp = e;
+  __atomic_store_n(it->stamp, 0, __ATOMIC_RELAXED);
+  enqueue(it);
+  return CU_OK;
+}
+int cuEventElapsedTime(float *ms, void *a, void *b) {
+  NEED_CTX();
+  int64_t t0 = __atomic_load_n((int64_t *)a, __ATOMIC_ACQUIRE);
+  int64_t t1 = __atomic_load_n((int64_t *)b, __ATOMIC_ACQUIRE);
+  if (!t0 || !t1)
+    return CU_NOT_READY;
+  *ms = (float)(t1 - t0) / 1e6f;
+  return CU_OK;
+}
+int cuEventDestroy_v2(void *e) {
+  NEED_CTX();
+  free(e);
+  return CU_OK;
+}
+int cuLaunchHostFunc(void *s, void (*fn)(void *), void *arg) {
+  NEED_CTX();
+  (void)s;
+  struct item *it = calloc(1, sizeof *it);
+  if (!it)
+    return 2;
+  it->kind = ITEM_HOSTFN;
+  it->fn = fn;
+  it->arg = arg;
+  enqueue(it);
+  return CU_OK;
+}
+int cuGetErrorName(int r, const char **s) {
+  *s = r == CU_INVALID_CONTEXT ? "CUDA_ERROR_INVALID_CONTEXT" : "CUDA_ERROR_FAKE";
+  return CU_OK;
 }

@@ -1,0 +1,657 @@
+/*
+ * gpu.c: the GPU back end of the dispatch layer: __nano_gpu_launch
+ * (nano/gpu_launch.h), which the plugin puts in front of every launch of a
+ * kernel that has a twin in CUDA programs built with it.
+ *
+ * Per launch:
+ *   1. the CUDA driver (libcuda.so.1, opened at run time: libnano_rpd links
+ *      against no GPU library and loads in any process) and the launching
+ *      thread's context; with none current, device 0's primary context is
+ *      made current, the one cudart would use;
+ *   2. nano_dispatch_begin with the kernel's name, the device's arch (sm_XY),
+ *      wave 32, grid, block, dynamic shared bytes and the context's
+ *      placement; NULL: the original, through the program's own launch
+ *      function (a static cudart has no other);
+ *   3. else the twin, with the buffer's descriptor as one more argument,
+ *      between two events, and a host function after it on the same stream;
+ *   4. the host function (CUDA runs it once the twin is done; it may not call
+ *      CUDA) queues the dispatch for the finisher thread, which ends it:
+ *      elapsed time from the events, final drain, reports, trace rows.
+ * Nothing waits for the program's streams: kernels overlap as they do
+ * without the tool (NVBit's memtrace synchronizes the device after each
+ * launch).
+ *
+ * Placement, one per context (its buffers are pooled by the dispatch layer):
+ *
+ *   part              memory                        why
+ *   ring              pinned host, device-mapped    the drain reads records in place
+ *   descriptor        device (cuMemAlloc)           head and dropped are the device's
+ *                                                   atomics: none cross the bus
+ *   tail              pinned host, device-mapped    the host moves it, the device polls it
+ *   counter staging   pinned host (same block)      head and dropped, copied at the end
+ *
+ * The descriptor and the counters move through a private non-blocking stream:
+ * a copy on the legacy default stream would wait for the program's kernels.
+ *
+ * Not launched as twins (the original runs, said once): HIP launches (no HIP
+ * back end yet), launches into a stream being captured into a graph (the
+ * buffer would belong to one replay of many).
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "dispatch.h"
+#include "nano/gpu_launch.h"
+#include "nano/handler.h"
+#include "nano/thread.h"
+#include "rpd.h"
+#include "rpd_internal.h"
+
+/* ---- the CUDA driver API, as much of it as used (cuda.h's types) ------------- */
+
+typedef int CUresult; /* CUDA_SUCCESS 0 */
+typedef int CUdevice;
+typedef void *CUcontext;
+typedef void *CUstream;
+typedef void *CUevent;
+typedef unsigned long long CUdeviceptr;
+
+#define GPU_CU_SUCCESS 0
+#define GPU_CU_ATTR_CC_MAJOR 75 /* CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR */
+#define GPU_CU_ATTR_CC_MINOR 76 /* ..._MINOR                                    */
+#define GPU_CU_HOSTALLOC_PORTABLE 0x01
+#define GPU_CU_HOSTALLOC_DEVICEMAP 0x02
+#define GPU_CU_STREAM_NON_BLOCKING 0x1
+#define GPU_CU_STREAM_PER_THREAD ((CUstream)0x2) /* the thread's default stream */
+#define GPU_CU_EVENT_DEFAULT 0x0
+#define GPU_CU_CAPTURE_NONE 0 /* CU_STREAM_CAPTURE_STATUS_NONE */
+
+/* One entry per driver function: its name (the versioned one where cuda.h
+ * maps the plain name to it) and where its address goes. */
+static struct gpu_cuda {
+  CUresult (*Init)(unsigned);
+  CUresult (*DeviceGet)(CUdevice *, int);
+  CUresult (*DeviceGetAttribute)(int *, int, CUdevice);
+  CUresult (*DevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+  CUresult (*CtxGetCurrent)(CUcontext *);
+  CUresult (*CtxSetCurrent)(CUcontext);
+  CUresult (*CtxGetDevice)(CUdevice *);
+  CUresult (*CtxPushCurrent)(CUcontext);
+  CUresult (*CtxPopCurrent)(CUcontext *);
+  CUresult (*MemHostAlloc)(void **, size_t, unsigned);
+  CUresult (*MemHostGetDevicePointer)(CUdeviceptr *, void *, unsigned);
+  CUresult (*MemFreeHost)(void *);
+  CUresult (*MemAlloc)(CUdeviceptr *, size_t);
+  CUresult (*MemFree)(CUdeviceptr);
+  CUresult (*StreamCreate)(CUstream *, unsigned);
+  CUresult (*StreamSynchronize)(CUstream);
+  CUresult (*StreamIsCapturing)(CUstream, int *);
+  CUresult (*MemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
+  CUresult (*MemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
+  CUresult (*EventCreate)(CUevent *, unsigned);
+  CUresult (*EventRecord)(CUevent, CUstream);
+  CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
+  CUresult (*EventDestroy)(CUevent);
+  CUresult (*LaunchHostFunc)(CUstream, void (*)(void *), void *);
+  CUresult (*GetErrorName)(CUresult, const char **);
+} cu;
+
+#define GPU_CU_FN(field, symbol)                                                                   \
+  { #symbol, offsetof(struct gpu_cuda, field) }
+static const struct {
+  const char *name;
+  size_t offset;
+} gpu_cuda_fns[] = {
+    GPU_CU_FN(Init, cuInit),
+    GPU_CU_FN(DeviceGet, cuDeviceGet),
+    GPU_CU_FN(DeviceGetAttribute, cuDeviceGetAttribute),
+    GPU_CU_FN(DevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain),
+    GPU_CU_FN(CtxGetCurrent, cuCtxGetCurrent),
+    GPU_CU_FN(CtxSetCurrent, cuCtxSetCurrent),
+    GPU_CU_FN(CtxGetDevice, cuCtxGetDevice),
+    GPU_CU_FN(CtxPushCurrent, cuCtxPushCurrent_v2),
+    GPU_CU_FN(CtxPopCurrent, cuCtxPopCurrent_v2),
+    GPU_CU_FN(MemHostAlloc, cuMemHostAlloc),
+    GPU_CU_FN(MemHostGetDevicePointer, cuMemHostGetDevicePointer_v2),
+    GPU_CU_FN(MemFreeHost, cuMemFreeHost),
+    GPU_CU_FN(MemAlloc, cuMemAlloc_v2),
+    GPU_CU_FN(MemFree, cuMemFree_v2),
+    GPU_CU_FN(StreamCreate, cuStreamCreate),
+    GPU_CU_FN(StreamSynchronize, cuStreamSynchronize),
+    GPU_CU_FN(StreamIsCapturing, cuStreamIsCapturing),
+    GPU_CU_FN(MemcpyHtoDAsync, cuMemcpyHtoDAsync_v2),
+    GPU_CU_FN(MemcpyDtoHAsync, cuMemcpyDtoHAsync_v2),
+    GPU_CU_FN(EventCreate, cuEventCreate),
+    GPU_CU_FN(EventRecord, cuEventRecord),
+    GPU_CU_FN(EventElapsedTime, cuEventElapsedTime),
+    GPU_CU_FN(EventDestroy, cuEventDestroy_v2),
+    GPU_CU_FN(LaunchHostFunc, cuLaunchHostFunc),
+    GPU_CU_FN(GetErrorName, cuGetErrorName),
+};
+
+/* The most arguments a kernel's launch passes (the twin gets one more). */
+#define GPU_MAX_ARGS 255
+/* How long the exit handler waits for twins still running. */
+#define GPU_EXIT_WAIT_NS 2000000000L
+#define GPU_NS_PER_S 1000000000L
+#define GPU_NS_PER_MS 1e6
+/* Bytes of the pinned block of a buffer: the tail, then the counters'
+ * staging area on a cache line of its own. */
+#define GPU_LINE 64
+#define GPU_BLOCK_BYTES (2 * GPU_LINE)
+
+/* One context the program launched in: its placement and copy stream. */
+struct gpu_context {
+  CUcontext ctx;
+  CUdevice dev;
+  char arch[16];
+  CUstream copies;
+  struct nano_dh_memory mem;
+  struct gpu_context *next;
+};
+
+/* An instrumented launch in flight. Two owners, the launching thread (until
+ * it has recorded the launch's API row) and CUDA's host function (until the
+ * twin is done): whichever lets go last hands it to the finisher. */
+struct gpu_flight {
+  struct nano_dispatch *d;
+  struct gpu_context *c;
+  CUevent ev[2]; /* before and after the twin; NULL: no timing */
+  int64_t launched, done;
+  uint64_t api;
+  int owners;
+  struct gpu_flight *next;
+};
+
+static struct {
+  pthread_once_t once;
+  int usable;           /* the driver loaded with every function */
+  pthread_mutex_t lock; /* everything below */
+  pthread_cond_t wake, idle;
+  struct gpu_context *contexts;
+  struct gpu_flight *queue, **queue_end;
+  unsigned in_flight; /* launched twins not yet ended */
+  int finisher_started, exiting;
+  pthread_t finisher;
+  int noted_hip, noted_capture, noted_error;
+} g_gpu = {.once = PTHREAD_ONCE_INIT,
+           .lock = PTHREAD_MUTEX_INITIALIZER,
+           .wake = PTHREAD_COND_INITIALIZER,
+           .idle = PTHREAD_COND_INITIALIZER,
+           .queue_end = &g_gpu.queue};
+
+static const char *gpu_error(CUresult r) {
+  const char *s = NULL;
+  if (cu.GetErrorName && cu.GetErrorName(r, &s) == GPU_CU_SUCCESS && s)
+    return s;
+  return "unknown CUDA error";
+}
+
+/* Says what failed, once per process for each *noted flag. */
+static void gpu_note(int *noted, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void gpu_note(int *noted, const char *fmt, ...) {
+  pthread_mutex_lock(&g_gpu.lock);
+  int first = !*noted;
+  *noted = 1;
+  pthread_mutex_unlock(&g_gpu.lock);
+  if (!first)
+    return;
+  char line[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "nanoprobe: %s\n", line);
+}
+
+/* Opens the driver (already loaded by the program's cudart) and resolves
+ * every function; without all of them the back end stays off. */
+static void gpu_load(void) {
+  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+  if (!h) {
+    fprintf(stderr,
+            "nanoprobe: the CUDA driver (libcuda.so.1) cannot be loaded: %s; kernels run "
+            "uninstrumented\n",
+            dlerror());
+    return;
+  }
+  for (size_t i = 0; i < sizeof gpu_cuda_fns / sizeof gpu_cuda_fns[0]; i++) {
+    void *f = dlsym(h, gpu_cuda_fns[i].name);
+    if (!f) {
+      fprintf(stderr,
+              "nanoprobe: the CUDA driver lacks %s (a driver older than CUDA 11.1?); kernels "
+              "run uninstrumented\n",
+              gpu_cuda_fns[i].name);
+      return;
+    }
+    memcpy((char *)&cu + gpu_cuda_fns[i].offset, &f, sizeof f);
+  }
+  g_gpu.usable = 1;
+}
+
+/* ---- placement ------------------------------------------------------------------ */
+
+/* Runs under c's context, whichever thread calls (drain, finisher, launcher). */
+static int gpu_push(struct gpu_context *c) { return cu.CtxPushCurrent(c->ctx) == GPU_CU_SUCCESS; }
+static void gpu_pop(void) {
+  CUcontext old;
+  cu.CtxPopCurrent(&old);
+}
+
+/* The pinned block and the descriptor of a placement (its handle). */
+struct gpu_buffer {
+  unsigned char *block; /* tail at 0, staging at GPU_LINE */
+  CUdeviceptr desc;
+};
+
+static int gpu_fail(char *err, size_t errlen, const char *what, uint64_t bytes, CUresult r) {
+  if (err && errlen)
+    snprintf(err, errlen, "CUDA: cannot allocate %s of %llu bytes: %s", what,
+             (unsigned long long)bytes, gpu_error(r));
+  return -1;
+}
+
+static void gpu_free(void *ctx, struct nano_dh_placement *p) {
+  struct gpu_context *c = ctx;
+  struct gpu_buffer *b = p->handle;
+  /* At exit the program's cudart may have torn the context down already;
+   * the process returns the memory anyway. */
+  if (b && !g_gpu.exiting && gpu_push(c)) {
+    if (b->desc)
+      cu.MemFree(b->desc);
+    if (b->block)
+      cu.MemFreeHost(b->block);
+    if (p->ring)
+      cu.MemFreeHost(p->ring);
+    gpu_pop();
+  }
+  free(b);
+  memset(p, 0, sizeof *p);
+}
+
+static int gpu_alloc(void *ctx, uint64_t capacity, struct nano_dh_placement *out, char *err,
+                     size_t errlen) {
+  struct gpu_context *c = ctx;
+  memset(out, 0, sizeof *out);
+  struct gpu_buffer *b = calloc(1, sizeof *b);
+  if (!b) {
+    if (err && errlen)
+      snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  out->handle = b;
+  if (!gpu_push(c)) {
+    if (err && errlen)
+      snprintf(err, errlen, "CUDA: the context of device %d cannot be made current", c->dev);
+    free(b);
+    out->handle = NULL;
+    return -1;
+  }
+  const unsigned mapped = GPU_CU_HOSTALLOC_PORTABLE | GPU_CU_HOSTALLOC_DEVICEMAP;
+  void *ring = NULL, *block = NULL;
+  CUdeviceptr ring_dev = 0, tail_dev = 0;
+  CUresult r;
+  int rc = -1;
+  if ((r = cu.MemHostAlloc(&ring, (size_t)capacity, mapped)) != GPU_CU_SUCCESS)
+    gpu_fail(err, errlen, "a mapped host ring", capacity, r);
+  else if ((out->ring = ring, r = cu.MemHostGetDevicePointer(&ring_dev, ring, 0)) != GPU_CU_SUCCESS)
+    gpu_fail(err, errlen, "the ring's device view", capacity, r);
+  else if ((r = cu.MemHostAlloc(&block, GPU_BLOCK_BYTES, mapped)) != GPU_CU_SUCCESS)
+    gpu_fail(err, errlen, "a mapped host tail", GPU_BLOCK_BYTES, r);
+  else if ((b->block = block, r = cu.MemHostGetDevicePointer(&tail_dev, block, 0)) !=
+           GPU_CU_SUCCESS)
+    gpu_fail(err, errlen, "the tail's device view", GPU_BLOCK_BYTES, r);
+  else if ((r = cu.MemAlloc(&b->desc, NANO_DH_DESC_SIZE)) != GPU_CU_SUCCESS)
+    gpu_fail(err, errlen, "a descriptor in device memory", NANO_DH_DESC_SIZE, r);
+  else
+    rc = 0;
+  gpu_pop();
+  if (rc != 0) {
+    gpu_free(c, out);
+    return -1;
+  }
+  /* The drain expects a zeroed ring (a record's first word is its flag). */
+  memset(ring, 0, (size_t)capacity);
+  memset(block, 0, GPU_BLOCK_BYTES);
+  out->desc_device = (void *)(uintptr_t)b->desc;
+  out->desc_host = NULL;
+  out->ring_device = ring_dev;
+  out->ring_bytes = capacity;
+  out->tail = (uint64_t *)block;
+  out->tail_device = tail_dev;
+  return 0;
+}
+
+/* Copies [from, to) of the descriptor to the device (on the copy stream). */
+static CUresult gpu_put_range(struct gpu_context *c, const struct gpu_buffer *b, const void *desc,
+                              size_t from, size_t to) {
+  return cu.MemcpyHtoDAsync(b->desc + from, (const char *)desc + from, to - from, c->copies);
+}
+
+/* Writes everything but head and dropped, which the device owns once the
+ * descriptor exists (zero at creation: the device's memory is not cleared). */
+static int gpu_put_desc(void *ctx, struct nano_dh_placement *p, const void *desc) {
+  struct gpu_context *c = ctx;
+  struct gpu_buffer *b = p->handle;
+  static const unsigned char zero[NANO_DH_DESC_SIZE];
+  if (!gpu_push(c))
+    return -1;
+  CUresult r;
+  if (b->block[GPU_LINE - 1] == 0) { /* first write: counters from zero */
+    r = gpu_put_range(c, b, zero, 0, NANO_DH_DESC_SIZE);
+    if (r == GPU_CU_SUCCESS && (r = cu.StreamSynchronize(c->copies)) == GPU_CU_SUCCESS)
+      b->block[GPU_LINE - 1] = 1;
+  } else {
+    r = GPU_CU_SUCCESS;
+  }
+  if (r == GPU_CU_SUCCESS)
+    r = gpu_put_range(c, b, desc, 0, NANO_DH_DESC_OFF_HEAD);
+  if (r == GPU_CU_SUCCESS)
+    r = gpu_put_range(c, b, desc, NANO_DH_DESC_OFF_TAIL_ADDR, NANO_DH_DESC_OFF_DROPPED);
+  if (r == GPU_CU_SUCCESS)
+    r = gpu_put_range(c, b, desc, NANO_DH_DESC_OFF_FLAGS, NANO_DH_DESC_SIZE);
+  /* The program's stream launches the twin only after this returns. */
+  if (r == GPU_CU_SUCCESS)
+    r = cu.StreamSynchronize(c->copies);
+  gpu_pop();
+  return r == GPU_CU_SUCCESS ? 0 : -1;
+}
+
+static int gpu_counters(void *ctx, const struct nano_dh_placement *p, uint64_t *head,
+                        uint64_t *dropped) {
+  struct gpu_context *c = ctx;
+  struct gpu_buffer *b = p->handle;
+  /* head at OFF_HEAD, dropped at OFF_DROPPED: one copy of the three words */
+  uint64_t *stage = (uint64_t *)(b->block + GPU_LINE);
+  const size_t n = NANO_DH_DESC_OFF_DROPPED + 8 - NANO_DH_DESC_OFF_HEAD;
+  if (!gpu_push(c))
+    return -1;
+  CUresult r = cu.MemcpyDtoHAsync(stage, b->desc + NANO_DH_DESC_OFF_HEAD, n, c->copies);
+  if (r == GPU_CU_SUCCESS)
+    r = cu.StreamSynchronize(c->copies);
+  gpu_pop();
+  if (r != GPU_CU_SUCCESS)
+    return -1;
+  *head = stage[0];
+  *dropped = stage[(NANO_DH_DESC_OFF_DROPPED - NANO_DH_DESC_OFF_HEAD) / 8];
+  return 0;
+}
+
+/* The context current on this thread (device 0's primary one made current
+ * where none is, as cudart would), with its placement; NULL after saying why. */
+static struct gpu_context *gpu_context(void) {
+  CUcontext ctx = NULL;
+  CUresult r = cu.CtxGetCurrent(&ctx);
+  if (r == GPU_CU_SUCCESS && !ctx) {
+    CUdevice dev;
+    if ((r = cu.Init(0)) == GPU_CU_SUCCESS && (r = cu.DeviceGet(&dev, 0)) == GPU_CU_SUCCESS &&
+        (r = cu.DevicePrimaryCtxRetain(&ctx, dev)) == GPU_CU_SUCCESS)
+      r = cu.CtxSetCurrent(ctx);
+  }
+  if (r != GPU_CU_SUCCESS || !ctx) {
+    gpu_note(&g_gpu.noted_error, "CUDA: no context to launch in (%s); kernels run uninstrumented",
+             r != GPU_CU_SUCCESS ? gpu_error(r) : "none current");
+    return NULL;
+  }
+  pthread_mutex_lock(&g_gpu.lock);
+  struct gpu_context *c = g_gpu.contexts;
+  while (c && c->ctx != ctx)
+    c = c->next;
+  pthread_mutex_unlock(&g_gpu.lock);
+  if (c)
+    return c;
+  c = calloc(1, sizeof *c);
+  int major = 0, minor = 0;
+  if (!c || (r = cu.CtxGetDevice(&c->dev)) != GPU_CU_SUCCESS ||
+      (r = cu.DeviceGetAttribute(&major, GPU_CU_ATTR_CC_MAJOR, c->dev)) != GPU_CU_SUCCESS ||
+      (r = cu.DeviceGetAttribute(&minor, GPU_CU_ATTR_CC_MINOR, c->dev)) != GPU_CU_SUCCESS ||
+      (r = cu.StreamCreate(&c->copies, GPU_CU_STREAM_NON_BLOCKING)) != GPU_CU_SUCCESS) {
+    gpu_note(&g_gpu.noted_error,
+             "CUDA: the device cannot be queried (%s); kernels run "
+             "uninstrumented",
+             c ? gpu_error(r) : "out of memory");
+    free(c);
+    return NULL;
+  }
+  c->ctx = ctx;
+  snprintf(c->arch, sizeof c->arch, "sm_%d%d", major, minor);
+  c->mem = (struct nano_dh_memory){"cuda", c, gpu_alloc, gpu_free, gpu_put_desc, gpu_counters};
+  pthread_mutex_lock(&g_gpu.lock);
+  c->next = g_gpu.contexts;
+  g_gpu.contexts = c;
+  pthread_mutex_unlock(&g_gpu.lock);
+  return c;
+}
+
+/* ---- end of a dispatch ------------------------------------------------------------ */
+
+static void gpu_end(struct gpu_flight *f) {
+  int64_t start = f->launched, end = f->done ? f->done : rpd_now();
+  float ms;
+  if (f->ev[0] && gpu_push(f->c)) {
+    if (cu.EventElapsedTime(&ms, f->ev[0], f->ev[1]) == GPU_CU_SUCCESS &&
+        end - ms * GPU_NS_PER_MS >= start)
+      start = end - (int64_t)(ms * GPU_NS_PER_MS);
+    cu.EventDestroy(f->ev[0]);
+    cu.EventDestroy(f->ev[1]);
+    gpu_pop();
+  }
+  nano_dispatch_end(f->d, start, end, f->api);
+  free(f);
+  pthread_mutex_lock(&g_gpu.lock);
+  if (--g_gpu.in_flight == 0)
+    pthread_cond_broadcast(&g_gpu.idle);
+  pthread_mutex_unlock(&g_gpu.lock);
+}
+
+static void *gpu_finisher(void *arg) {
+  (void)arg;
+  pthread_mutex_lock(&g_gpu.lock);
+  for (;;) {
+    while (!g_gpu.queue)
+      pthread_cond_wait(&g_gpu.wake, &g_gpu.lock);
+    struct gpu_flight *f = g_gpu.queue;
+    if (!(g_gpu.queue = f->next))
+      g_gpu.queue_end = &g_gpu.queue;
+    pthread_mutex_unlock(&g_gpu.lock);
+    gpu_end(f);
+    pthread_mutex_lock(&g_gpu.lock);
+  }
+  return NULL;
+}
+
+/* Lets go of f; the last owner queues it for the finisher. */
+static void gpu_release(struct gpu_flight *f) {
+  if (__atomic_sub_fetch(&f->owners, 1, __ATOMIC_ACQ_REL) != 0)
+    return;
+  f->next = NULL;
+  pthread_mutex_lock(&g_gpu.lock);
+  *g_gpu.queue_end = f;
+  g_gpu.queue_end = &f->next;
+  pthread_cond_signal(&g_gpu.wake);
+  pthread_mutex_unlock(&g_gpu.lock);
+}
+
+/* CUDA's host function after the twin: no CUDA calls here. */
+static void gpu_done(void *arg) {
+  struct gpu_flight *f = arg;
+  f->done = rpd_now();
+  gpu_release(f);
+}
+
+/* At exit, before the program's cudart tears its contexts down (this handler
+ * is registered after cudart's, so runs first): twins still running are
+ * waited for, up to GPU_EXIT_WAIT_NS, and ended while CUDA still works. */
+static void gpu_exit(void) {
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_sec += GPU_EXIT_WAIT_NS / GPU_NS_PER_S;
+  pthread_mutex_lock(&g_gpu.lock);
+  while (g_gpu.in_flight && pthread_cond_timedwait(&g_gpu.idle, &g_gpu.lock, &until) == 0)
+    ;
+  unsigned left = g_gpu.in_flight;
+  g_gpu.exiting = 1;
+  pthread_mutex_unlock(&g_gpu.lock);
+  if (left)
+    fprintf(stderr,
+            "nanoprobe: %u instrumented dispatches had not ended at exit (the program did not "
+            "wait for its kernels): they are not reported\n",
+            left);
+}
+
+static void gpu_init(void) {
+  gpu_load();
+  if (!g_gpu.usable)
+    return;
+  if (nano_thread_start(&g_gpu.finisher, gpu_finisher, NULL) != 0) {
+    fprintf(stderr, "nanoprobe: cannot start the GPU finisher thread; kernels run "
+                    "uninstrumented\n");
+    g_gpu.usable = 0;
+    return;
+  }
+  pthread_detach(g_gpu.finisher);
+  atexit(gpu_exit);
+}
+
+/* ---- the launch ------------------------------------------------------------------- */
+
+/* Launches the twin of dispatch d; 0, or the launch's error with d not ended. */
+static int gpu_launch_twin(struct gpu_flight *f, nano_gpu_launch_fn launch, const void *twin,
+                           uint64_t grid_xy, uint32_t grid_z, uint64_t block_xy, uint32_t block_z,
+                           void **args, uint32_t nargs, size_t shared, void *stream, CUstream cs) {
+  void *all[GPU_MAX_ARGS + 1];
+  memcpy(all, args, nargs * sizeof *args);
+  void *desc = nano_dispatch_desc(f->d);
+  all[nargs] = &desc;
+  if (cu.EventCreate(&f->ev[0], GPU_CU_EVENT_DEFAULT) != GPU_CU_SUCCESS)
+    f->ev[0] = NULL;
+  else if (cu.EventCreate(&f->ev[1], GPU_CU_EVENT_DEFAULT) != GPU_CU_SUCCESS ||
+           cu.EventRecord(f->ev[0], cs) != GPU_CU_SUCCESS) {
+    cu.EventDestroy(f->ev[0]);
+    if (f->ev[1])
+      cu.EventDestroy(f->ev[1]);
+    f->ev[0] = f->ev[1] = NULL;
+  }
+  int rc = launch(twin, grid_xy, grid_z, block_xy, block_z, all, shared, stream);
+  if (rc != 0)
+    return rc;
+  if (f->ev[0] && cu.EventRecord(f->ev[1], cs) != GPU_CU_SUCCESS) {
+    cu.EventDestroy(f->ev[0]);
+    cu.EventDestroy(f->ev[1]);
+    f->ev[0] = f->ev[1] = NULL;
+  }
+  pthread_mutex_lock(&g_gpu.lock);
+  g_gpu.in_flight++;
+  pthread_mutex_unlock(&g_gpu.lock);
+  CUresult r = cu.LaunchHostFunc(cs, gpu_done, f);
+  if (r != GPU_CU_SUCCESS) {
+    /* No word when the twin is done: wait for this stream alone. */
+    gpu_note(&g_gpu.noted_error,
+             "CUDA: cuLaunchHostFunc failed (%s): instrumented dispatches wait for their stream",
+             gpu_error(r));
+    cu.StreamSynchronize(cs);
+    gpu_done(f);
+  }
+  return 0;
+}
+
+__attribute__((visibility("default"))) int
+__nano_gpu_launch(int api, nano_gpu_launch_fn launch, const void *kernel, const void *twin,
+                  const char *name, uint64_t grid_xy, uint32_t grid_z, uint64_t block_xy,
+                  uint32_t block_z, void **args, uint32_t nargs, size_t shared, void *stream) {
+  int64_t start = rpd_now();
+  struct gpu_flight *f = NULL;
+  struct gpu_context *c = NULL;
+  /* The stream as the driver names it: a NULL of the per-thread variant is
+   * the thread's default stream. */
+  CUstream cs = !stream && (api & NANO_GPU_PER_THREAD) ? GPU_CU_STREAM_PER_THREAD : stream;
+  int capturing = GPU_CU_CAPTURE_NONE;
+  if (!nano_dispatch_instrumenting()) {
+    /* the original, and only the API row */
+  } else if ((api & NANO_GPU_API_MASK) != NANO_GPU_CUDA) {
+    gpu_note(&g_gpu.noted_hip, "%s: HIP kernels run uninstrumented (no HIP back end yet)", name);
+  } else if (nargs > GPU_MAX_ARGS) {
+    gpu_note(&g_gpu.noted_error, "%s: more than %d arguments; it runs uninstrumented", name,
+             GPU_MAX_ARGS);
+  } else {
+    pthread_once(&g_gpu.once, gpu_init);
+    if (g_gpu.usable && (c = gpu_context()) &&
+        cu.StreamIsCapturing(cs, &capturing) == GPU_CU_SUCCESS &&
+        capturing == GPU_CU_CAPTURE_NONE) {
+      struct nano_launch_desc l = {
+          .kernel = name,
+          .backend = "cuda",
+          .arch = c->arch,
+          .device = (uint32_t)c->dev,
+          .wave_size = 32,
+          .grid = {(uint32_t)grid_xy, (uint32_t)(grid_xy >> 32), grid_z},
+          .block = {(uint32_t)block_xy, (uint32_t)(block_xy >> 32), block_z},
+          .shared_bytes = shared,
+          .line_bytes = 128,
+          .sector_bytes = 32,
+          .lds_model = NANO_LDS_PHASED,
+          .twin = twin,
+          .memory = &c->mem};
+      struct nano_dispatch *d = nano_dispatch_begin(&l);
+      if (d && !(f = calloc(1, sizeof *f))) {
+        nano_dispatch_end(d, start, start, 0);
+        d = NULL;
+      }
+      if (f) {
+        f->d = d;
+        f->c = c;
+        f->launched = start;
+        f->owners = 2;
+      }
+    } else if (capturing != GPU_CU_CAPTURE_NONE) {
+      gpu_note(&g_gpu.noted_capture,
+               "%s: launched into a stream being captured into a graph: it runs uninstrumented",
+               name);
+    }
+  }
+  int rc;
+  if (f && (rc = gpu_launch_twin(f, launch, twin, grid_xy, grid_z, block_xy, block_z, args, nargs,
+                                 shared, stream, cs)) != 0) {
+    gpu_note(&g_gpu.noted_error, "%s: its twin did not launch (error %d): it runs uninstrumented",
+             name, rc);
+    if (f->ev[0]) {
+      cu.EventDestroy(f->ev[0]);
+      cu.EventDestroy(f->ev[1]);
+    }
+    nano_dispatch_end(f->d, start, start, 0);
+    free(f);
+    f = NULL;
+  }
+  if (!f)
+    rc = launch(kernel, grid_xy, grid_z, block_xy, block_z, args, shared, stream);
+  int64_t end = rpd_now();
+  uint64_t id = rpd_record_api("nano", "", "nanoLaunchKernel", name, start, end);
+  if (id) {
+    char sname[24];
+    snprintf(sname, sizeof sname, "%p", stream);
+    struct rpd_kernel_launch kl = {sname,
+                                   (int)(uint32_t)grid_xy,
+                                   (int)(grid_xy >> 32),
+                                   (int)grid_z,
+                                   (int)(uint32_t)block_xy,
+                                   (int)(block_xy >> 32),
+                                   (int)block_z,
+                                   (int)shared,
+                                   0,
+                                   name};
+    rpd_record_kernelapi(id, &kl);
+  }
+  if (f) {
+    f->api = id;
+    gpu_release(f);
+  }
+  return rc;
+}
