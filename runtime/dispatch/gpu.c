@@ -250,6 +250,7 @@ static void gpu_pop(void) {
 struct gpu_buffer {
   unsigned char *block; /* tail at 0, staging at GPU_LINE */
   CUdeviceptr desc;
+  int counters_zeroed; /* the descriptor's head and dropped were cleared */
 };
 
 static int gpu_fail(char *err, size_t errlen, const char *what, uint64_t bytes, CUresult r) {
@@ -344,13 +345,10 @@ static int gpu_put_desc(void *ctx, struct nano_dh_placement *p, const void *desc
   static const unsigned char zero[NANO_DH_DESC_SIZE];
   if (!gpu_push(c))
     return -1;
-  CUresult r;
-  if (b->block[GPU_LINE - 1] == 0) { /* first write: counters from zero */
+  CUresult r = GPU_CU_SUCCESS;
+  if (!b->counters_zeroed) {
     r = gpu_put_range(c, b, zero, 0, NANO_DH_DESC_SIZE);
-    if (r == GPU_CU_SUCCESS && (r = cu.StreamSynchronize(c->copies)) == GPU_CU_SUCCESS)
-      b->block[GPU_LINE - 1] = 1;
-  } else {
-    r = GPU_CU_SUCCESS;
+    b->counters_zeroed = r == GPU_CU_SUCCESS;
   }
   if (r == GPU_CU_SUCCESS)
     r = gpu_put_range(c, b, desc, 0, NANO_DH_DESC_OFF_HEAD);
