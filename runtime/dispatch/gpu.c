@@ -452,6 +452,7 @@ static void gpu_end(struct gpu_flight *f) {
 
 static void *gpu_finisher(void *arg) {
   (void)arg;
+  rpd_cupti_quiet = 1; /* every CUDA call of this thread is nanoprobe's */
   pthread_mutex_lock(&g_gpu.lock);
   for (;;) {
     while (!g_gpu.queue)
@@ -521,6 +522,17 @@ static void gpu_init(void) {
 
 /* ---- the launch ------------------------------------------------------------------- */
 
+/* The program's launch call: traced by CUPTI as the program's, unlike the
+ * rest of __nano_gpu_launch's CUDA calls (rpd_cupti_quiet). */
+static int gpu_program_launch(nano_gpu_launch_fn launch, const void *kernel, uint64_t grid_xy,
+                              uint32_t grid_z, uint64_t block_xy, uint32_t block_z, void **args,
+                              size_t shared, void *stream) {
+  rpd_cupti_quiet--;
+  int rc = launch(kernel, grid_xy, grid_z, block_xy, block_z, args, shared, stream);
+  rpd_cupti_quiet++;
+  return rc;
+}
+
 /* Launches the twin of dispatch d; 0, or the launch's error with d not ended. */
 static int gpu_launch_twin(struct gpu_flight *f, nano_gpu_launch_fn launch, const void *twin,
                            uint64_t grid_xy, uint32_t grid_z, uint64_t block_xy, uint32_t block_z,
@@ -538,7 +550,8 @@ static int gpu_launch_twin(struct gpu_flight *f, nano_gpu_launch_fn launch, cons
       cu.EventDestroy(f->ev[1]);
     f->ev[0] = f->ev[1] = NULL;
   }
-  int rc = launch(twin, grid_xy, grid_z, block_xy, block_z, all, shared, stream);
+  int rc =
+      gpu_program_launch(launch, twin, grid_xy, grid_z, block_xy, block_z, all, shared, stream);
   if (rc != 0)
     return rc;
   if (f->ev[0] && cu.EventRecord(f->ev[1], cs) != GPU_CU_SUCCESS) {
@@ -566,6 +579,7 @@ __nano_gpu_launch(int api, nano_gpu_launch_fn launch, const void *kernel, const 
                   const char *name, uint64_t grid_xy, uint32_t grid_z, uint64_t block_xy,
                   uint32_t block_z, void **args, uint32_t nargs, size_t shared, void *stream) {
   int64_t start = rpd_now();
+  rpd_cupti_quiet++;
   struct gpu_flight *f = NULL;
   struct gpu_context *c = NULL;
   /* The stream as the driver names it: a NULL of the per-thread variant is
@@ -629,7 +643,9 @@ __nano_gpu_launch(int api, nano_gpu_launch_fn launch, const void *kernel, const 
     f = NULL;
   }
   if (!f)
-    rc = launch(kernel, grid_xy, grid_z, block_xy, block_z, args, shared, stream);
+    rc = gpu_program_launch(launch, kernel, grid_xy, grid_z, block_xy, block_z, args, shared,
+                            stream);
+  rpd_cupti_quiet--;
   int64_t end = rpd_now();
   uint64_t id = rpd_record_api("nano", "", "nanoLaunchKernel", name, start, end);
   if (id) {

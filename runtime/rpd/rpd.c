@@ -343,6 +343,7 @@ __attribute__((constructor)) static void rpd_init(void) {
   if (pthread_atfork(rpd_atfork_prepare, rpd_atfork_parent, rpd_atfork_child) != 0)
     rpd_log("pthread_atfork failed: a fork child may inherit held locks");
   g_tracer_pid = getpid();
+  rpd_cupti_preload();
   nano_rpdfile_on_busy(rpd_writer_waits);
   if (at_quick_exit(rpd_exit_flush) != 0)
     rpd_log("at_quick_exit failed: quick_exit will lose records");
@@ -382,7 +383,9 @@ __attribute__((constructor)) static void rpd_init(void) {
 }
 
 __attribute__((destructor)) static void rpd_fini(void) {
-  /* the dispatch layer's last reports go into the trace: before the writer stops */
+  /* CUPTI's last activities and the dispatch layer's last reports go into the
+   * trace: before the writer stops */
+  rpd_cupti_flush();
   nano_dispatch_fini();
   pthread_mutex_lock(&g_ctl);
   rpd_mark_stopped(rpd_stamp());

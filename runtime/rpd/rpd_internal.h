@@ -114,4 +114,18 @@ int rpdi_atomics_write(sqlite3 *db, const char *path, int64_t offset);
  * transaction. Returns 0, or -1 with a message on stderr. */
 int rpdi_atomics_sample(sqlite3 *db, const char *path, int64_t offset, int64_t now);
 
+/* ---- CUDA through CUPTI (cupti.c; absent without CUPTI's headers) -------- */
+
+/* Nonzero while the calling thread makes nanoprobe's own CUDA calls (the GPU
+ * back end's copies, events, host functions): CUPTI's callbacks record
+ * neither them nor the work they issue. */
+extern __thread int rpd_cupti_quiet;
+/* From the tracer's constructor: CUDA_INJECTION64_PATH to this library
+ * where unset and NANO_CUPTI allows, so the CUDA driver starts CUPTI tracing
+ * (InitializeInjection) when the program initializes CUDA. */
+void rpd_cupti_preload(void);
+/* Delivers CUPTI's pending activity records (kernels, copies) to the trace;
+ * before the writer stops. */
+void rpd_cupti_flush(void);
+
 #endif /* NANO_RPD_INTERNAL_H */

@@ -1,6 +1,7 @@
 // A CUDA program whose launches the plugin routes (tests/device/gpu_launch):
 // axpy through <<<>>>, other through cudaLaunchKernel, once more into a
-// stream being captured; then it waits for the device and checks the results.
+// stream being captured; then it waits for the device, copies the result and
+// checks it.
 #include <cstdio>
 
 __global__ void axpy(float a, const float *x, float *y, int n) {
@@ -9,7 +10,7 @@ __global__ void axpy(float a, const float *x, float *y, int n) {
 }
 __global__ void other(int *p) { *p = 1; }
 
-static float x[1000], y[1000];
+static float x[1000], y[1000], z[1000];
 static int p, q;
 
 int main() {
@@ -23,9 +24,10 @@ int main() {
   int rc2 =
       cudaLaunchKernel((const void *)other, dim3(1), dim3(32), captured_args, 0, (cudaStream_t)0x5000);
   cudaDeviceSynchronize();
+  cudaMemcpy(z, y, sizeof y, cudaMemcpyDeviceToHost);
   int wrong = 0;
   for (int i = 0; i < 1000; i++)
-    wrong += y[i] != 2.0f * i + 1.0f;
+    wrong += y[i] != 2.0f * i + 1.0f || z[i] != y[i];
   std::printf("done %d %d y %s p %d q %d\n", rc, rc2, wrong ? "wrong" : "right", p, q);
   return 0;
 }

@@ -15,6 +15,12 @@
 #     from the site table of the cubin in the program's fat binary; a launch
 #     into a stream being captured runs the original; a small ring still
 #     accounts for every record (drained or dropped);
+#   - CUDA traced through CUPTI (the stand-in's, fake_cupti.c, loaded by the
+#     stand-in driver from CUDA_INJECTION64_PATH, which the preloaded tracer
+#     sets): runtime calls as API rows (not the driver calls inside them),
+#     kernels and the copy as ops linked to their calls, with launch and
+#     copy arguments; nanoprobe's own CUDA calls are neither; with CUPTI
+#     held by another client, that is said and the rest is traced;
 #   - HIP: said once, the original runs.
 # CUDA's device side is compiled for real (ptxas, fatbinary: the toolkit's);
 # HIP's host side alone.
@@ -33,7 +39,10 @@ if [ "$api" = cuda ]; then
   sites=$("$kerneldb" sites app.o --arch sm_90)
   echo "$sites"
   site() { awk -v at="app.cu:$1" '$7 ~ at"$" { print $1 }' <<<"$sites"; }
-  FAKE_SITES="$(site 8:25) $(site 8:32) $(site 8:19) $(site 10:36)"
+  axpy_line=$(grep -n 'y\[i\] = a \* x\[i\]' "$here/app.cu" | cut -d: -f1)
+  other_line=$(grep -n '^__global__ void other' "$here/app.cu" | cut -d: -f1)
+  FAKE_SITES="$(site "$axpy_line:25") $(site "$axpy_line:32") $(site "$axpy_line:19")"
+  FAKE_SITES+=" $(site "$other_line:36")"
   export FAKE_SITES
   [ "$(wc -w <<<"$FAKE_SITES")" = 4 ] || { echo "FAIL: four sites in app.cu's cubin"; exit 1; }
 else
@@ -44,8 +53,9 @@ else
   kernels="_Z4axpyfPKfPfi" done_line="done y right"
 fi
 "$clang" -std=c11 -O2 -shared -fPIC -Wall -Werror -I"$root/dh_comms/include" \
-  "$here/fake_cudart.c" "$root/dh_comms/device/dh_device.c" -Wl,-soname,libcuda.so.1 \
-  -o libcuda.so.1 -lpthread
+  -I/usr/local/cuda/include "$here/fake_cudart.c" "$here/fake_cupti.c" \
+  "$root/dh_comms/device/dh_device.c" -Wl,-soname,libcuda.so.1 -o libcuda.so.1 -lpthread -ldl
+export NANO_CUPTI_PATH="$out/libcuda.so.1" # the stand-in's CUPTI
 "$clang" app.o -o app -L. -l:libcuda.so.1 -Wl,-rpath,"$out"
 fail() { echo "FAIL: $*"; exit 1; }
 axpy_cfg='grid 4 1 1 block 256 1 1 shared 16 stream 0x3000'
@@ -68,6 +78,24 @@ query() { python3 -c 'import sqlite3,sys
 for r in sqlite3.connect(sys.argv[1]).execute(sys.argv[2]): print(*r)' "$@"; }
 launches=$(query traced.rpd "select count(*) from rocpd_api a join rocpd_string s on s.id = a.apiName_id join rocpd_kernelapi k on k.api_ptr_id = a.id where s.string = 'nanoLaunchKernel'")
 [ "$launches" = "$(grep -c '^launch ' <<<"$traced")" ] || fail "one API row per launch (got $launches)"
+
+# CUDA through CUPTI: calls, and ops linked to them (the view api_ops joins them)
+cuda_rows() { # FILE: each CUDA API row, then its op (type, description), in time order
+  query "$1" "select s.string, coalesce(t.string, '-'), coalesce(nullif(d.string, ''), '-'), coalesce(o.start >= a.start and o.start <= o.\"end\", '-') from rocpd_api a join rocpd_string s on s.id = a.apiName_id join rocpd_string m on m.id = a.domain_id left join rocpd_api_ops x on x.api_id = a.id left join rocpd_op o on o.id = x.op_id left join rocpd_string t on t.id = o.opType_id left join rocpd_string d on d.id = o.description_id where m.string = 'cuda' order by a.start"
+}
+if [ "$api" = cuda ]; then
+  rows=$(cuda_rows traced.rpd)
+  echo "$rows"
+  [ "$rows" = "cudaLaunchKernel ConcurrentKernel _Z4axpyfPKfPfi 1
+cudaLaunchKernel ConcurrentKernel _Z5otherPi 1
+cudaLaunchKernel ConcurrentKernel _Z5otherPi 1
+cudaDeviceSynchronize - - -
+cudaMemcpy Memcpy - 1" ] || fail "CUPTI: runtime calls, kernels and the copy linked to them"
+  args=$(query traced.rpd "select k.gridX, k.gridY, k.workgroupX, k.groupSegmentSize, k.stream, n.string from rocpd_kernelapi k join rocpd_api a on a.id = k.api_ptr_id join rocpd_string s on s.id = a.apiName_id join rocpd_string n on n.id = k.kernelName_id where s.string = 'cudaLaunchKernel' order by a.start limit 1")
+  [ "$args" = "4 1 256 16 0x3000 _Z4axpyfPKfPfi" ] || fail "CUPTI: launch arguments ($args)"
+  copy=$(query traced.rpd "select c.size, c.kind, c.sync from rocpd_copyapi c join rocpd_api a on a.id = c.api_ptr_id")
+  [ "$copy" = "4000 2 1" ] || fail "CUPTI: copy arguments ($copy)"
+fi
 
 if [ "$api" = hip ]; then
   err=$(LD_PRELOAD="$rpd" RPDT_AUTOSTART=0 NANO_INSTRUMENT=1 ./app 2>&1 >/dev/null)
@@ -102,12 +130,25 @@ _Z5otherPi cuda sm_90 32 1 2 1 32 0 64 0 0 0 1 nanoLaunchKernel" ] ||
   fail "nano_dispatch: one row per twin, every access recorded, linked to its launch"
 memory=$(query inst.rpd "select kernel, replace(file, '$here/', ''), line, \"column\", kind, accesses, bytes from nano_memory order by kernel, line, \"column\"")
 echo "$memory"
-[ "$memory" = "_Z4axpyfPKfPfi app.cu 8 19 store 1000 4000
-_Z4axpyfPKfPfi app.cu 8 25 load 1000 4000
-_Z4axpyfPKfPfi app.cu 8 32 load 1000 4000
-_Z5otherPi app.cu 10 36 store 64 256" ] ||
+[ "$memory" = "_Z4axpyfPKfPfi app.cu $axpy_line 19 store 1000 4000
+_Z4axpyfPKfPfi app.cu $axpy_line 25 load 1000 4000
+_Z4axpyfPKfPfi app.cu $axpy_line 32 load 1000 4000
+_Z5otherPi app.cu $other_line 36 store 64 256" ] ||
   fail "MemoryAnalysis: every access at its source line (the cubin's site table)"
 [ "$(wc -l <inst.json)" -ge 2 ] || fail "a JSON report per dispatch"
+rows=$(cuda_rows inst.rpd)
+[ "$rows" = "cudaLaunchKernel ConcurrentKernel __nano_twin__Z4axpyfPKfPfiPv 1
+cudaLaunchKernel ConcurrentKernel __nano_twin__Z5otherPiPv 1
+cudaLaunchKernel ConcurrentKernel _Z5otherPi 1
+cudaDeviceSynchronize - - -
+cudaMemcpy Memcpy - 1" ] || fail "CUPTI while instrumenting: the twins' launches; nanoprobe's own calls and copies not traced ($rows)"
+
+# another CUPTI client holds CUPTI: said, and the rest is traced
+busy_err=$(FAKE_CUPTI_BUSY=1 RPDT_FILENAME=busy.rpd LD_PRELOAD="$rpd" ./app 2>&1 >busy.out)
+grep -q "another CUPTI client" <<<"$busy_err" || fail "a refused CUPTI subscription is said"
+grep -qx "$done_line" busy.out || fail "CUPTI refused: right results"
+[ "$(query busy.rpd "select count(*) from rocpd_api a join rocpd_string s on s.id = a.apiName_id where s.string = 'nanoLaunchKernel'")" = 3 ] ||
+  fail "CUPTI refused: the rest of the trace is recorded"
 
 # a ring far smaller than the records: drained while the twin runs, or dropped
 run_instrumented small NANO_BUFFER_SIZE=4096 NANO_BUFFER_SPINS=1000000

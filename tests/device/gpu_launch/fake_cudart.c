@@ -13,7 +13,11 @@
  *     device memory starts as garbage; copies and synchronization are
  *     allowed only on streams made with cuStreamCreate (anything else would
  *     make the tool wait for the program's kernels: "SERIALIZED" is printed);
- *     stream 0x5000 is being captured.
+ *     stream 0x5000 is being captured;
+ *   - the driver's loading of CUDA_INJECTION64_PATH (its InitializeInjection
+ *     is called at the first runtime call) and CUPTI's callbacks and
+ *     activity records (fake_cupti.c): each runtime call is reported with
+ *     one driver call inside it, each kernel and copy when the device ran it.
  * Kernels are emulated by name: axpy (y = a*x + y) and other (*p = 1), one
  * CUDA thread after another; their twins also record every access through
  * the device runtime's CPU build (dh_device.c, one lane per record), under
@@ -21,6 +25,7 @@
  * other's store; hexadecimal, as `kerneldb sites` prints them).
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -79,12 +84,52 @@ int __cudaPopCallConfiguration(struct dim3 *grid, struct dim3 *block, size_t *sh
   return 0;
 }
 
+/* ---- CUPTI (fake_cupti.c) and the driver's injection ------------------------ */
+
+uint64_t fake_cupti_now(void);
+uint32_t fake_cupti_corr(void);
+void fake_cupti_sync(int enter, uint32_t corr);
+void fake_cupti_launch(int enter, uint32_t corr, const void *func, const char *symbol,
+                       const unsigned grid[3], const unsigned block[3], void **args,
+                       size_t shared, void *stream);
+void fake_cupti_memcpy(int enter, uint32_t corr, void *dst, const void *src, size_t n, int kind);
+void fake_cupti_driver(int enter, uint32_t corr, const char *name);
+void fake_cupti_kernel(uint32_t corr, const char *name, uint32_t stream, uint64_t start,
+                       uint64_t end);
+void fake_cupti_copy(uint32_t corr, uint32_t runtime_corr, uint32_t stream, uint64_t start,
+                     uint64_t end);
+
+/* CUPTI's stream id of a stream handle. */
+static uint32_t stream_id(const void *s) { return (uint32_t)((uintptr_t)s >> 12); }
+
+/* As the driver at cuInit: the library CUDA_INJECTION64_PATH names, and its
+ * InitializeInjection. */
+static void inject(void) {
+  const char *path = getenv("CUDA_INJECTION64_PATH");
+  if (!path || !*path)
+    return;
+  void *h = dlopen(path, RTLD_NOW);
+  int (*init)(void) = h ? (int (*)(void))dlsym(h, "InitializeInjection") : NULL;
+  if (!init || init() != 1)
+    printf("injection of %s failed\n", path);
+}
+static pthread_once_t inject_once = PTHREAD_ONCE_INIT;
+
+/* A driver call made inside a runtime call, as CUPTI reports it. */
+static uint32_t driver_call(const char *name) {
+  uint32_t corr = fake_cupti_corr();
+  fake_cupti_driver(1, corr, name);
+  fake_cupti_driver(0, corr, name);
+  return corr;
+}
+
 /* ---- the device: a queue run only while the program synchronizes ------------ */
 
 enum item_kind { ITEM_KERNEL, ITEM_HOSTFN, ITEM_EVENT };
 struct item {
   enum item_kind kind;
   const char *name; /* kernel */
+  uint32_t corr, stream;
   struct dim3 grid, block;
   void *argv[6]; /* argument values, as pointers (the emulated kernels' shapes) */
   float a;
@@ -174,8 +219,11 @@ static void *device_main(void *arg) {
       dev_tail = &dev_head;
     dev_busy = 1;
     pthread_mutex_unlock(&dev_lock);
-    if (it->kind == ITEM_KERNEL)
+    if (it->kind == ITEM_KERNEL) {
+      uint64_t t0 = fake_cupti_now();
       run_kernel(it);
+      fake_cupti_kernel(it->corr, it->name, it->stream, t0, fake_cupti_now());
+    }
     else if (it->kind == ITEM_HOSTFN)
       it->fn(it->arg);
     else
@@ -199,7 +247,7 @@ static void enqueue(struct item *it) {
   pthread_mutex_unlock(&dev_lock);
 }
 
-int cudaDeviceSynchronize(void) {
+static void device_drain(void) {
   pthread_mutex_lock(&dev_lock);
   dev_running = 1;
   pthread_cond_broadcast(&dev_cond);
@@ -207,12 +255,35 @@ int cudaDeviceSynchronize(void) {
     pthread_cond_wait(&dev_cond, &dev_lock);
   dev_running = 0;
   pthread_mutex_unlock(&dev_lock);
+}
+
+int cudaDeviceSynchronize(void) {
+  pthread_once(&inject_once, inject);
+  uint32_t corr = fake_cupti_corr();
+  fake_cupti_sync(1, corr);
+  driver_call("cuCtxSynchronize");
+  device_drain();
+  fake_cupti_sync(0, corr);
+  return 0;
+}
+
+/* cudaMemcpyDeviceToHost and the others: a copy after the device's work. */
+int cudaMemcpy(void *dst, const void *src, size_t n, int kind) {
+  pthread_once(&inject_once, inject);
+  uint32_t corr = fake_cupti_corr();
+  fake_cupti_memcpy(1, corr, dst, src, n, kind);
+  uint32_t dcorr = driver_call("cuMemcpyDtoH_v2");
+  device_drain();
+  uint64_t t0 = fake_cupti_now();
+  memmove(dst, src, n);
+  fake_cupti_copy(dcorr, 0, 0, t0, fake_cupti_now());
+  fake_cupti_memcpy(0, corr, dst, src, n, kind);
   return 0;
 }
 
 /* cudaErrorInvalidDeviceFunction (98) for a handle nobody registered. */
-int cudaLaunchKernel(const void *func, struct dim3 grid, struct dim3 block, void **args,
-                     size_t shared, void *stream) {
+static int launch(const void *func, struct dim3 grid, struct dim3 block, void **args,
+                  size_t shared, void *stream, uint32_t corr) {
   for (int i = 0; i < fake_nkernels; i++)
     if (fake_kernels[i].host == func) {
       const char *name = fake_kernels[i].name;
@@ -223,6 +294,8 @@ int cudaLaunchKernel(const void *func, struct dim3 grid, struct dim3 block, void
         return 2; /* cudaErrorMemoryAllocation */
       it->kind = ITEM_KERNEL;
       it->name = name;
+      it->corr = corr;
+      it->stream = stream_id(stream);
       it->grid = grid, it->block = block;
       int twin = strncmp(name, NANO_TWIN_PREFIX, strlen(NANO_TWIN_PREFIX)) == 0;
       if (strstr(name, "axpy")) {
@@ -242,6 +315,22 @@ int cudaLaunchKernel(const void *func, struct dim3 grid, struct dim3 block, void
     }
   printf("launch of an unregistered handle %p\n", func);
   return 98;
+}
+
+int cudaLaunchKernel(const void *func, struct dim3 grid, struct dim3 block, void **args,
+                     size_t shared, void *stream) {
+  pthread_once(&inject_once, inject);
+  uint32_t corr = fake_cupti_corr();
+  const char *symbol = NULL;
+  for (int i = 0; i < fake_nkernels; i++)
+    if (fake_kernels[i].host == func)
+      symbol = fake_kernels[i].name;
+  unsigned g[3] = {grid.x, grid.y, grid.z}, b[3] = {block.x, block.y, block.z};
+  fake_cupti_launch(1, corr, func, symbol, g, b, args, shared, stream);
+  driver_call("cuLaunchKernel");
+  int rc = launch(func, grid, block, args, shared, stream, corr);
+  fake_cupti_launch(0, corr, func, symbol, g, b, args, shared, stream);
+  return rc;
 }
 
 /* HIP's names for the same entry points. */
@@ -265,7 +354,10 @@ int hipLaunchKernel(const void *func, struct dim3 grid, struct dim3 block, void 
                     size_t shared, void *stream) {
   return cudaLaunchKernel(func, grid, block, args, shared, stream);
 }
-int hipDeviceSynchronize(void) { return cudaDeviceSynchronize(); }
+int hipDeviceSynchronize(void) {
+  device_drain();
+  return 0;
+}
 
 /* ---- the driver ------------------------------------------------------------------ */
 
@@ -398,6 +490,8 @@ int cuStreamIsCapturing(void *s, int *status) {
 }
 int cuMemcpyHtoDAsync_v2(unsigned long long d, const void *src, size_t n, void *s) {
   NEED_CTX();
+  uint64_t t0 = fake_cupti_now();
+  fake_cupti_copy(driver_call("cuMemcpyHtoDAsync_v2"), 0, stream_id(s), t0, fake_cupti_now());
   if (!is_private(s)) {
     printf("SERIALIZED: a copy on stream %p\n", s);
     return CU_INVALID_VALUE;
@@ -407,6 +501,8 @@ int cuMemcpyHtoDAsync_v2(unsigned long long d, const void *src, size_t n, void *
 }
 int cuMemcpyDtoHAsync_v2(void *dst, unsigned long long d, size_t n, void *s) {
   NEED_CTX();
+  uint64_t t0 = fake_cupti_now();
+  fake_cupti_copy(driver_call("cuMemcpyDtoHAsync_v2"), 0, stream_id(s), t0, fake_cupti_now());
   if (!is_private(s)) {
     printf("SERIALIZED: a copy on stream %p\n", s);
     return CU_INVALID_VALUE;
@@ -448,6 +544,7 @@ int cuEventDestroy_v2(void *e) {
 }
 int cuLaunchHostFunc(void *s, void (*fn)(void *), void *arg) {
   NEED_CTX();
+  driver_call("cuLaunchHostFunc");
   (void)s;
   struct item *it = calloc(1, sizeof *it);
   if (!it)

@@ -1,0 +1,419 @@
+/*
+ * cupti.c: CUDA programs traced through CUPTI: runtime and driver API calls
+ * as rocpd_api rows, kernels, copies and memsets as rocpd_op rows with GPU
+ * times, linked to the call that issued them (rocpd_api_ops), with
+ * rocpd_kernelapi / rocpd_copyapi arguments. The rows have the shapes
+ * rocmProfileData's CUPTI data source writes (domain "cuda"; op types
+ * "ConcurrentKernel", "Memcpy", "Memset"; kernel names as description), with
+ * the stream as queueId, so a timeline has a track per GPU and stream.
+ *
+ * Loading: the CUDA driver loads the library CUDA_INJECTION64_PATH names at
+ * cuInit and calls its InitializeInjection: any CUDA program, static cudart
+ * included, without rebuilding. Under LD_PRELOAD the tracer sets that
+ * variable to its own path where it is unset (NANO_CUPTI=0: not), so a
+ * preloaded tracer records CUDA too. libcupti is opened at run time
+ * (NANO_CUPTI_PATH, the library path, the toolkit's folders): the tracer
+ * loads in processes without CUDA and never touches CUPTI there.
+ *
+ * Kernels are recorded with the concurrent-kernel activity, which does not
+ * serialize kernels (CUPTI_ACTIVITY_KIND_KERNEL would). CUPTI takes its
+ * timestamps from rpd_now (cuptiActivityRegisterTimestampCallback), so GPU
+ * times are on the trace's clock.
+ *
+ * Correlation: each traced call's CUPTI correlation id maps to its API row
+ * (a direct-mapped table of CUPTI_MAP_SLOTS entries: ids grow by one per
+ * call, so an entry is overwritten only by a call CUPTI_MAP_SLOTS calls
+ * later). Driver calls made inside a runtime call are not rows of their own;
+ * their ids map to the runtime call's row (a copy's activity carries the
+ * driver call's id). nanoprobe's own CUDA calls (the GPU back end's copies,
+ * events and host functions, marked by rpd_cupti_quiet) are neither rows nor
+ * ops.
+ *
+ * Only one CUPTI subscriber may exist in a process on older drivers (Nsight
+ * Systems, the PyTorch profiler, rocmProfileData are others): when CUPTI
+ * refuses, that is said once and the rest of the tracer goes on.
+ */
+#define _GNU_SOURCE
+#include <cupti.h>
+#include <dlfcn.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nano/settings.h"
+#include "rpd.h"
+#include "rpd_internal.h"
+
+/* Bytes of each activity buffer CUPTI asks for, and their alignment. */
+#define CUPTI_BUFFER_BYTES (1u << 20)
+#define CUPTI_BUFFER_ALIGN 8
+/* Correlation ids remembered (a power of two). */
+#define CUPTI_MAP_SLOTS (1u << 16)
+/* The map's value for nanoprobe's own calls: their activities are dropped. */
+#define CUPTI_SELF UINT64_MAX
+/* API calls of a thread open at once, and driver calls inside one runtime
+ * call whose ids are kept. */
+#define CUPTI_MAX_DEPTH 16
+#define CUPTI_MAX_NESTED 16
+
+__thread int rpd_cupti_quiet;
+
+/* The CUPTI functions used, resolved from the library at run time. */
+static struct {
+  __typeof__(&cuptiGetVersion) GetVersion;
+  __typeof__(&cuptiGetResultString) GetResultString;
+  __typeof__(&cuptiSubscribe) Subscribe;
+  __typeof__(&cuptiEnableDomain) EnableDomain;
+  __typeof__(&cuptiActivityRegisterCallbacks) ActivityRegisterCallbacks;
+  __typeof__(&cuptiActivityRegisterTimestampCallback) ActivityRegisterTimestampCallback;
+  __typeof__(&cuptiActivityEnable) ActivityEnable;
+  __typeof__(&cuptiActivityFlushAll) ActivityFlushAll;
+  __typeof__(&cuptiActivityGetNextRecord) ActivityGetNextRecord;
+  __typeof__(&cuptiActivityGetNumDroppedRecords) ActivityGetNumDroppedRecords;
+} cp;
+
+#define CUPTI_FN(field, symbol)                                                                    \
+  { #symbol, offsetof(__typeof__(cp), field) }
+static const struct {
+  const char *name;
+  size_t offset;
+} cupti_fns[] = {
+    CUPTI_FN(GetVersion, cuptiGetVersion),
+    CUPTI_FN(GetResultString, cuptiGetResultString),
+    CUPTI_FN(Subscribe, cuptiSubscribe),
+    CUPTI_FN(EnableDomain, cuptiEnableDomain),
+    CUPTI_FN(ActivityRegisterCallbacks, cuptiActivityRegisterCallbacks),
+    CUPTI_FN(ActivityRegisterTimestampCallback, cuptiActivityRegisterTimestampCallback),
+    CUPTI_FN(ActivityEnable, cuptiActivityEnable),
+    CUPTI_FN(ActivityFlushAll, cuptiActivityFlushAll),
+    CUPTI_FN(ActivityGetNextRecord, cuptiActivityGetNextRecord),
+    CUPTI_FN(ActivityGetNumDroppedRecords, cuptiActivityGetNumDroppedRecords),
+};
+
+/* Where libcupti is looked for after NANO_CUPTI_PATH and the library path. */
+static const char *const cupti_paths[] = {
+    "libcupti.so",
+    "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so",
+    "/usr/local/cuda/lib64/libcupti.so",
+    "/usr/local/cuda/lib/libcupti.so",
+};
+
+static struct {
+  pthread_once_t once;
+  int activities; /* kernels, copies, memsets recorded */
+  pthread_mutex_t map_lock;
+  uint32_t corr[CUPTI_MAP_SLOTS];
+  uint64_t api[CUPTI_MAP_SLOTS];
+  uint64_t dropped; /* activity records CUPTI dropped */
+} g_cu = {.once = PTHREAD_ONCE_INIT, .map_lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* A thread's open API calls. */
+static __thread struct {
+  int depth, runtime_depth;
+  int64_t start[CUPTI_MAX_DEPTH];
+  uint32_t nested[CUPTI_MAX_NESTED];
+  int nnested;
+} t_cu;
+
+static const char *cupti_error(CUptiResult r) {
+  const char *s = NULL;
+  if (cp.GetResultString && cp.GetResultString(r, &s) == CUPTI_SUCCESS && s)
+    return s;
+  return "unknown CUPTI error";
+}
+
+/* ---- correlation ------------------------------------------------------------------ */
+
+static void cupti_map(uint32_t corr, uint64_t api) {
+  uint32_t slot = corr & (CUPTI_MAP_SLOTS - 1);
+  pthread_mutex_lock(&g_cu.map_lock);
+  g_cu.corr[slot] = corr;
+  g_cu.api[slot] = api;
+  pthread_mutex_unlock(&g_cu.map_lock);
+}
+
+/* The API row of correlation id corr (0: unknown, CUPTI_SELF: nanoprobe's). */
+static uint64_t cupti_lookup(uint32_t corr) {
+  uint32_t slot = corr & (CUPTI_MAP_SLOTS - 1);
+  pthread_mutex_lock(&g_cu.map_lock);
+  uint64_t api = g_cu.corr[slot] == corr ? g_cu.api[slot] : 0;
+  pthread_mutex_unlock(&g_cu.map_lock);
+  return api;
+}
+
+/* ---- API calls -------------------------------------------------------------------- */
+
+/* Runtime calls left out, as rocmProfileData does: frequent and uninformative. */
+static int cupti_skipped(CUpti_CallbackId cbid) {
+  return cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020 ||
+         cbid == CUPTI_RUNTIME_TRACE_CBID_cudaSetDevice_v3020 ||
+         cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGetLastError_v3020 ||
+         cbid == CUPTI_RUNTIME_TRACE_CBID_cudaPeekAtLastError_v3020;
+}
+
+static void cupti_kernelapi(uint64_t api, const char *symbol, dim3 grid, dim3 block, size_t shared,
+                            const void *stream) {
+  char sname[32];
+  snprintf(sname, sizeof sname, "%p", stream);
+  struct rpd_kernel_launch k = {
+      sname,        (int)grid.x,  (int)grid.y, (int)grid.z, (int)block.x,
+      (int)block.y, (int)block.z, (int)shared, 0,           symbol ? symbol : ""};
+  rpd_record_kernelapi(api, &k);
+}
+
+static void cupti_copyapi(uint64_t api, const void *dst, const void *src, size_t count, int kind,
+                          const void *stream, int sync) {
+  char sname[32] = "", d[32], s[32];
+  if (!sync)
+    snprintf(sname, sizeof sname, "%p", stream);
+  snprintf(d, sizeof d, "%p", dst);
+  snprintf(s, sizeof s, "%p", src);
+  struct rpd_copy c = {.stream = sync ? NULL : sname,
+                       .size = (int64_t)count,
+                       .kind = kind,
+                       .dst = d,
+                       .src = s,
+                       .sync = sync};
+  rpd_record_copyapi(api, &c);
+}
+
+/* The arguments of the runtime calls whose rows carry them. */
+static void cupti_arguments(uint64_t api, CUpti_CallbackId cbid, const CUpti_CallbackData *cb) {
+  const void *p = cb->functionParams;
+  switch (cbid) {
+  case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000:
+  case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000: {
+    const cudaLaunchKernel_v7000_params *a = p;
+    cupti_kernelapi(api, cb->symbolName, a->gridDim, a->blockDim, a->sharedMem, a->stream);
+    break;
+  }
+  case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060:
+  case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060: {
+    const cudaLaunchConfig_t *c = ((const cudaLaunchKernelExC_v11060_params *)p)->config;
+    if (c)
+      cupti_kernelapi(api, cb->symbolName, c->gridDim, c->blockDim, c->dynamicSmemBytes, c->stream);
+    break;
+  }
+  case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020:
+  case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_ptds_v7000: {
+    const cudaMemcpy_v3020_params *a = p;
+    cupti_copyapi(api, a->dst, a->src, a->count, (int)a->kind, NULL, 1);
+    break;
+  }
+  case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020:
+  case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_ptsz_v7000: {
+    const cudaMemcpyAsync_v3020_params *a = p;
+    cupti_copyapi(api, a->dst, a->src, a->count, (int)a->kind, a->stream, 0);
+    break;
+  }
+  default:
+    break;
+  }
+}
+
+static void CUPTIAPI cupti_callback(void *userdata, CUpti_CallbackDomain domain,
+                                    CUpti_CallbackId cbid, const void *data) {
+  (void)userdata;
+  const CUpti_CallbackData *cb = data;
+  int enter = cb->callbackSite == CUPTI_API_ENTER;
+  if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API)
+    return;
+  if (rpd_cupti_quiet) {
+    if (!enter)
+      cupti_map(cb->correlationId, CUPTI_SELF);
+    return;
+  }
+  if (domain == CUPTI_CB_DOMAIN_DRIVER_API && t_cu.runtime_depth > 0) {
+    if (!enter && t_cu.nnested < CUPTI_MAX_NESTED)
+      t_cu.nested[t_cu.nnested++] = cb->correlationId;
+    return;
+  }
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cupti_skipped(cbid))
+    return;
+  int runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
+  if (enter) {
+    if (t_cu.depth < CUPTI_MAX_DEPTH)
+      t_cu.start[t_cu.depth] = rpd_now();
+    t_cu.depth++;
+    t_cu.runtime_depth += runtime;
+    return;
+  }
+  int64_t end = rpd_now();
+  if (t_cu.depth == 0) /* tracing began inside this call */
+    return;
+  t_cu.depth--;
+  t_cu.runtime_depth -= runtime;
+  int64_t start = t_cu.depth < CUPTI_MAX_DEPTH ? t_cu.start[t_cu.depth] : end;
+  uint64_t api =
+      rpd_record_api("cuda", "", cb->functionName ? cb->functionName : "", "", start, end);
+  if (api && runtime)
+    cupti_arguments(api, cbid, cb);
+  cupti_map(cb->correlationId, api);
+  if (runtime && t_cu.runtime_depth == 0) {
+    for (int i = 0; i < t_cu.nnested; i++)
+      cupti_map(t_cu.nested[i], api);
+    t_cu.nnested = 0;
+  }
+}
+
+/* ---- activities ------------------------------------------------------------------- */
+
+static void CUPTIAPI cupti_buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records) {
+  *buffer = aligned_alloc(CUPTI_BUFFER_ALIGN, CUPTI_BUFFER_BYTES);
+  *size = *buffer ? CUPTI_BUFFER_BYTES : 0;
+  *max_records = 0;
+}
+
+static void cupti_op(uint32_t corr, uint32_t device, uint32_t stream, uint64_t start, uint64_t end,
+                     const char *description, const char *type) {
+  uint64_t api = cupti_lookup(corr);
+  if (api == CUPTI_SELF)
+    return;
+  rpd_record_op(api, (int)device, (int)stream, (int64_t)start, (int64_t)end, description, type);
+}
+
+static void CUPTIAPI cupti_buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer,
+                                            size_t size, size_t valid) {
+  (void)size;
+  CUpti_Activity *rec = NULL;
+  while (valid && cp.ActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
+    switch (rec->kind) {
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+      const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)rec;
+      cupti_op(k->correlationId, k->deviceId, k->streamId, k->start, k->end, k->name,
+               "ConcurrentKernel");
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMCPY: {
+      const CUpti_ActivityMemcpy6 *m = (const CUpti_ActivityMemcpy6 *)rec;
+      cupti_op(m->runtimeCorrelationId ? m->runtimeCorrelationId : m->correlationId, m->deviceId,
+               m->streamId, m->start, m->end, "", "Memcpy");
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMSET: {
+      const CUpti_ActivityMemset4 *m = (const CUpti_ActivityMemset4 *)rec;
+      cupti_op(m->correlationId, m->deviceId, m->streamId, m->start, m->end, "", "Memset");
+      break;
+    }
+    default:
+      break;
+    }
+  }
+  size_t dropped = 0;
+  if (cp.ActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped) {
+    __atomic_add_fetch(&g_cu.dropped, dropped, __ATOMIC_RELAXED);
+    fprintf(stderr, "nanoprobe: CUPTI dropped %zu activity records (kernels, copies)\n", dropped);
+  }
+  free(buffer);
+}
+
+static uint64_t CUPTIAPI cupti_timestamp(void) { return (uint64_t)rpd_now(); }
+
+/* ---- start and flush --------------------------------------------------------------- */
+
+static void *cupti_open(void) {
+  const char *env = getenv("NANO_CUPTI_PATH");
+  if (env && *env) {
+    void *h = dlopen(env, RTLD_NOW | RTLD_LOCAL);
+    if (!h)
+      fprintf(stderr, "nanoprobe: NANO_CUPTI_PATH=%s cannot be loaded: %s\n", env, dlerror());
+    return h;
+  }
+  for (size_t i = 0; i < sizeof cupti_paths / sizeof cupti_paths[0]; i++) {
+    void *h = dlopen(cupti_paths[i], RTLD_NOW | RTLD_LOCAL);
+    if (h)
+      return h;
+  }
+  fprintf(stderr, "nanoprobe: libcupti.so (CUDA toolkit) not found (set NANO_CUPTI_PATH): CUDA "
+                  "calls and kernels are not traced\n");
+  return NULL;
+}
+
+static int cupti_check(CUptiResult r, const char *what) {
+  if (r == CUPTI_SUCCESS)
+    return 0;
+  fprintf(stderr, "nanoprobe: CUPTI: %s failed: %s; CUDA calls and kernels are not traced\n", what,
+          cupti_error(r));
+  return -1;
+}
+
+static void cupti_start(void) {
+  void *h = cupti_open();
+  if (!h)
+    return;
+  for (size_t i = 0; i < sizeof cupti_fns / sizeof cupti_fns[0]; i++) {
+    void *f = dlsym(h, cupti_fns[i].name);
+    if (!f) {
+      fprintf(stderr,
+              "nanoprobe: libcupti lacks %s (older than CUDA 12?): CUDA calls and "
+              "kernels are not traced\n",
+              cupti_fns[i].name);
+      return;
+    }
+    memcpy((char *)&cp + cupti_fns[i].offset, &f, sizeof f);
+  }
+  uint32_t version = 0;
+  if (cupti_check(cp.GetVersion(&version), "cuptiGetVersion"))
+    return;
+  CUpti_SubscriberHandle sub;
+  CUptiResult r = cp.Subscribe(&sub, (CUpti_CallbackFunc)cupti_callback, NULL);
+  if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+    fprintf(stderr, "nanoprobe: another CUPTI client (Nsight Systems, the PyTorch profiler, "
+                    "rocmProfileData?) is active: CUDA calls and kernels are not traced; the rest "
+                    "of the trace is recorded\n");
+    return;
+  }
+  if (cupti_check(r, "cuptiSubscribe") ||
+      cupti_check(cp.EnableDomain(1, sub, CUPTI_CB_DOMAIN_RUNTIME_API), "enabling runtime calls") ||
+      cupti_check(cp.EnableDomain(1, sub, CUPTI_CB_DOMAIN_DRIVER_API), "enabling driver calls"))
+    return;
+  /* Activity records are read as this header's versions of them. */
+  if (version / 10000 != CUPTI_API_VERSION / 10000) {
+    fprintf(stderr,
+            "nanoprobe: libcupti's API version %u is not the %u nanoprobe was built with: CUDA "
+            "calls are traced, kernels and copies are not\n",
+            version, (unsigned)CUPTI_API_VERSION);
+    return;
+  }
+  if (cupti_check(cp.ActivityRegisterTimestampCallback(cupti_timestamp), "registering the clock") ||
+      cupti_check(cp.ActivityRegisterCallbacks(cupti_buffer_requested, cupti_buffer_completed),
+                  "registering activity buffers") ||
+      cupti_check(cp.ActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "enabling kernels") ||
+      cupti_check(cp.ActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY), "enabling copies") ||
+      cupti_check(cp.ActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET), "enabling memsets"))
+    return;
+  g_cu.activities = 1;
+  atexit(rpd_cupti_flush);
+}
+
+void rpd_cupti_flush(void) {
+  if (g_cu.activities)
+    cp.ActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+}
+
+/* NANO_CUPTI: on unless set to a false value (nano/settings.h). */
+static int cupti_wanted(void) {
+  int on = 1;
+  nano_env_bool("NANO_CUPTI", &on);
+  return on;
+}
+
+void rpd_cupti_preload(void) {
+  if (!cupti_wanted() || getenv("CUDA_INJECTION64_PATH"))
+    return;
+  Dl_info self;
+  char path[PATH_MAX];
+  if (dladdr((void *)rpd_cupti_preload, &self) && self.dli_fname &&
+      realpath(self.dli_fname, path) && setenv("CUDA_INJECTION64_PATH", path, 0) != 0)
+    fprintf(stderr, "nanoprobe: cannot set CUDA_INJECTION64_PATH: CUDA is not traced\n");
+}
+
+/* The CUDA driver's entry for the library CUDA_INJECTION64_PATH names. */
+__attribute__((visibility("default"))) int InitializeInjection(void) {
+  if (cupti_wanted())
+    pthread_once(&g_cu.once, cupti_start);
+  return 1;
+}

@@ -1,0 +1,9 @@
+/*
+ * cupti_none.c: the CUPTI entry points of rpd_internal.h where libnano_rpd.so
+ * is built without CUPTI's headers: CUDA programs are not traced.
+ */
+#include "rpd_internal.h"
+
+__thread int rpd_cupti_quiet;
+void rpd_cupti_preload(void) {}
+void rpd_cupti_flush(void) {}
