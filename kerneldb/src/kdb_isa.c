@@ -14,10 +14,21 @@
 #define _GNU_SOURCE
 #include "kdb_internal.h"
 
+#include <dlfcn.h>
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <llvm-c/Disassembler.h>
-#include <llvm-c/Target.h>
+
+/* The functions of libLLVM used (kdb_isa_init_llvm resolves them). */
+static struct {
+  int usable;
+  void (*InitTargetInfo)(void);
+  void (*InitTargetMC)(void);
+  void (*InitDisassembler)(void);
+  __typeof__(&LLVMCreateDisasmCPUFeatures) CreateDisasmCPUFeatures;
+  __typeof__(&LLVMDisasmInstruction) DisasmInstruction;
+  __typeof__(&LLVMDisasmDispose) DisasmDispose;
+} kdb_llvm;
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -286,17 +297,37 @@ void kdb_co_free_lazy(kdb_co_priv *co) {
     dwarf_end(co->dwarf);
   co->dwarf = NULL;
   if (co->disasm)
-    LLVMDisasmDispose(co->disasm);
+    kdb_llvm.DisasmDispose(co->disasm);
   co->disasm = NULL;
 }
 
 /* ---- disassembly ------------------------------------------------------------- */
+
+/* LLVM 15's C disassembler, opened on the first disassembly: kerneldb's
+** other answers (code objects, kernels, arguments, sites, lines) need no
+** LLVM, so it loads where LLVM is not installed (the GPU runtime reads site
+** tables through it on machines with CUDA alone). */
 static pthread_once_t kdb_isa_once = PTHREAD_ONCE_INIT;
 
 static void kdb_isa_init_llvm(void) {
-  LLVMInitializeAMDGPUTargetInfo();
-  LLVMInitializeAMDGPUTargetMC();
-  LLVMInitializeAMDGPUDisassembler();
+  void *h = dlopen(KDB_LLVM_SONAME, RTLD_NOW | RTLD_LOCAL);
+  if (!h)
+    h = dlopen(KDB_LLVM_PATH, RTLD_NOW | RTLD_LOCAL);
+  if (!h)
+    return;
+  *(void **)&kdb_llvm.InitTargetInfo = dlsym(h, "LLVMInitializeAMDGPUTargetInfo");
+  *(void **)&kdb_llvm.InitTargetMC = dlsym(h, "LLVMInitializeAMDGPUTargetMC");
+  *(void **)&kdb_llvm.InitDisassembler = dlsym(h, "LLVMInitializeAMDGPUDisassembler");
+  *(void **)&kdb_llvm.CreateDisasmCPUFeatures = dlsym(h, "LLVMCreateDisasmCPUFeatures");
+  *(void **)&kdb_llvm.DisasmInstruction = dlsym(h, "LLVMDisasmInstruction");
+  *(void **)&kdb_llvm.DisasmDispose = dlsym(h, "LLVMDisasmDispose");
+  if (!kdb_llvm.InitTargetInfo || !kdb_llvm.InitTargetMC || !kdb_llvm.InitDisassembler ||
+      !kdb_llvm.CreateDisasmCPUFeatures || !kdb_llvm.DisasmInstruction || !kdb_llvm.DisasmDispose)
+    return;
+  kdb_llvm.InitTargetInfo();
+  kdb_llvm.InitTargetMC();
+  kdb_llvm.InitDisassembler();
+  kdb_llvm.usable = 1;
 }
 
 /* True when LLVM 15's AMDGPU disassembler handles arch. It aborts the
@@ -345,8 +376,11 @@ static int kdb_isa_disasm_ctx(kdb *db, kdb_co_priv *co, kdb_err *e) {
     return kdb_fail(e, db->name, "%s: LLVM 15 cannot disassemble target %s", co->pub.container,
                     co->pub.arch);
   }
-  if (pthread_once(&kdb_isa_once, kdb_isa_init_llvm) != 0)
-    return kdb_fail(e, db->name, "LLVM initialisation failed");
+  if (pthread_once(&kdb_isa_once, kdb_isa_init_llvm) != 0 || !kdb_llvm.usable)
+    return kdb_fail(e, db->name,
+                    "the AMDGPU disassembler (LLVM 15's %s, or %s) cannot be loaded: install "
+                    "LLVM 15 (Debian: libllvm15)",
+                    KDB_LLVM_SONAME, KDB_LLVM_PATH);
   char feat[64] = "";
   if (co->pub.xnack == KDB_FEATURE_ON || co->pub.xnack == KDB_FEATURE_OFF)
     strcat(feat, co->pub.xnack == KDB_FEATURE_ON ? "+xnack" : "-xnack");
@@ -355,8 +389,8 @@ static int kdb_isa_disasm_ctx(kdb *db, kdb_co_priv *co, kdb_err *e) {
       strcat(feat, ",");
     strcat(feat, co->pub.sramecc == KDB_FEATURE_ON ? "+sramecc" : "-sramecc");
   }
-  co->disasm =
-      LLVMCreateDisasmCPUFeatures("amdgcn-amd-amdhsa", co->pub.arch, feat, NULL, 0, NULL, NULL);
+  co->disasm = kdb_llvm.CreateDisasmCPUFeatures("amdgcn-amd-amdhsa", co->pub.arch, feat, NULL, 0,
+                                                NULL, NULL);
   if (!co->disasm) {
     co->disasm_failed = 1;
     return kdb_fail(e, db->name, "%s: LLVM 15 cannot disassemble target %s", co->pub.container,
@@ -471,8 +505,8 @@ static kdb_isa *kdb_isa_build(kdb *db, kdb_co_priv *co, const kdb_kernel *k, kdb
     char buf[256];
     size_t sz = kdb_isa_llvm15_aborts(code + pos, len - pos, sdwa)
                     ? 0
-                    : LLVMDisasmInstruction(co->disasm, (uint8_t *)code + pos, len - pos,
-                                            k->code_addr + pos, buf, sizeof buf);
+                    : kdb_llvm.DisasmInstruction(co->disasm, (uint8_t *)code + pos, len - pos,
+                                                 k->code_addr + pos, buf, sizeof buf);
     const char *mn, *ops;
     size_t mnl, opl;
     if (sz == 0) {
