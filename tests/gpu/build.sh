@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Builds the GPU suite (README.md) into OUT: every sample of samples/ with
+# clang-22 and the plugin for sm_90 (static cudart, as nvcc links by default;
+# cuBLAS's sample with the shared cuBLAS), and OUT/lib with libnano_rpd.so,
+# libkerneldb.so and the libraries they need beyond the C library, so that
+# OUT runs on a GPU machine that has CUDA but none of nanoprobe's build
+# dependencies (run.sh OUT there).
+# usage: build.sh CLANGXX PLUGIN LIBNANO_RPD LIBKERNELDB OUT
+set -euo pipefail
+clangxx=$1 plugin=$2 rpd=$3 kdb=$4 out=$5
+here=$(cd "$(dirname "$0")" && pwd)
+cuda=/usr/local/cuda
+mkdir -p "$out/lib"
+flags=(-x cuda --cuda-gpu-arch=sm_90 --cuda-path="$cuda" -Wno-unknown-cuda-version -O2 -g
+  -fpass-plugin="$plugin" -I"$here/samples")
+for src in "$here"/samples/*.cu; do
+  name=$(basename "$src" .cu)
+  libs=(-L"$cuda/lib64" -lcudart_static -ldl -lrt -lpthread)
+  [ "$name" = cublas ] && libs+=(-lcublas -Wl,-rpath,"$cuda/lib64")
+  "$clangxx" "${flags[@]}" "$src" -o "$out/$name" "${libs[@]}"
+done
+# the runtime and what it loads, minus what every machine has (the C and C++
+# libraries, zlib: a copy of these could shadow the newer ones CUDA needs)
+cp "$rpd" "$kdb" "$out/lib/"
+for lib in "$rpd" "$kdb"; do
+  ldd "$lib" | awk '$3 ~ /^\// { print $3 }' | while read -r dep; do
+    case $(basename "$dep") in
+    libc.so* | libm.so* | libpthread.so* | libdl.so* | librt.so* | ld-linux* | libstdc++* | libgcc_s* | libz.so*) ;;
+    *) cp -L "$dep" "$out/lib/" ;;
+    esac
+  done
+done
+cp "$here/run.sh" "$here/check.py" "$out/"
+echo "built $(ls "$here"/samples/*.cu | wc -l) samples and $(ls "$out/lib" | wc -l) libraries into $out"

@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""Checks one sample of the GPU suite (run.sh): what it printed, what
+MemoryAnalysis reported and what the trace holds. usage: check.py SAMPLE WORK"""
+import sqlite3
+import sys
+
+sample, work = sys.argv[1], sys.argv[2]
+out = open(f"{work}/{sample}.out").read()
+err = open(f"{work}/{sample}.err").read()
+failures = []
+
+
+def expect(cond, what):
+    if not cond:
+        failures.append(what)
+
+
+def rows(sql, *args):
+    return db.execute(sql, args).fetchall()
+
+
+expect(f"{sample} ok" in out and "rc 0" in out, f"the program's result under the runtime: {out.strip()!r} {err[-300:]!r}")
+db = sqlite3.connect(f"{work}/{sample}.rpd")
+db.row_factory = sqlite3.Row
+dispatches = rows("select * from nano_dispatch")
+for d in dispatches:
+    expect(d["backend"] == "cuda" and d["arch"].startswith("sm_"), f"dispatch {d['kernel']}: backend {d['backend']} arch {d['arch']}")
+    expect(d["dropped"] == 0 and d["decode_errors"] == 0 and d["lost_bytes"] == 0,
+           f"dispatch {d['kernel']}: dropped {d['dropped']} decode errors {d['decode_errors']} lost {d['lost_bytes']}")
+    expect(d["records"] > 0, f"dispatch {d['kernel']}: no records")
+memory = rows("select * from nano_memory")
+ops = rows("select o.start, o.\"end\", o.queueId, d.string as name, t.string as type, x.api_id "
+           "from rocpd_op o join rocpd_string d on d.id = o.description_id "
+           "join rocpd_string t on t.id = o.opType_id left join rocpd_api_ops x on x.op_id = o.id")
+kernels = [o for o in ops if o["type"] == "ConcurrentKernel"]
+expect(kernels, "CUPTI: no kernel ops in the trace")
+expect(all(o["api_id"] for o in kernels), "CUPTI: a kernel op not linked to its call")
+
+
+def at(kind, **where):
+    return [m for m in memory if m["kind"] == kind and all(m[k] == v for k, v in where.items())]
+
+
+if sample == "vecadd":
+    n = 1 << 20
+    expect(len(dispatches) == 1, f"one instrumented dispatch, got {len(dispatches)}")
+    expect(len(memory) == 4, f"4 locations (a, g_scale, b, c), got {len(memory)}")
+    for m in memory:
+        expect(m["accesses"] == n, f"{m['line']}:{m['column']} {m['kind']}: {m['accesses']} accesses, not {n}")
+        expect(m["sectors_used"] == m["sectors_needed"], f"{m['line']}:{m['column']}: coalesced, yet {m['sectors_used']} sectors used for {m['sectors_needed']}")
+elif sample == "strided":
+    n = 1 << 16
+    (load,) = at("load") or [None]
+    (store,) = at("store") or [None]
+    expect(load and load["accesses"] == n, "strided load: n accesses")
+    expect(load and load["sectors_used"] == 8 * load["sectors_needed"], "strided load: 8 times the sectors needed")
+    expect(load and load["lines_used"] == 8 * load["lines_needed"], "strided load: 8 times the lines needed")
+    expect(store and store["sectors_used"] == store["sectors_needed"], "strided store: coalesced")
+elif sample == "bank":
+    shared = [m for m in memory if m["space"] == "shared"]
+    expect(len(shared) == 2, f"a shared store and load, got {len(shared)}")
+    for m in shared:
+        expect(m["executions"] == 64 and m["bank_conflicts"] == 64, f"{m['kind']}: {m['executions']} warp accesses, {m['bank_conflicts']} conflicts (64 and 64 expected)")
+elif sample == "atomics":
+    atomic = at("atomic")
+    expect(len(atomic) == 1 and atomic[0]["accesses"] == 1 << 16, "one atomic location, 65536 accesses")
+elif sample == "devfunc":
+    fetch = [m for m in memory if m["function"] == "_Z5fetchPKfi" and m["kind"] == "load"]
+    expect(len(fetch) == 1 and fetch[0]["accesses"] == 1 << 16, "the load in fetch(), at its own line, 65536 accesses")
+elif sample == "streams":
+    spins = [o for o in kernels if "spin" in o["name"]]
+    expect(len(spins) == 2, f"two spin kernels, got {len(spins)}")
+    if len(spins) == 2:
+        a, b = spins
+        expect(a["queueId"] != b["queueId"], "on two streams")
+        expect(max(a["start"], b["start"]) < min(a["end"], b["end"]), "instrumented and traced, the two kernels still overlap in time")
+elif sample == "graph":
+    expect("captured into a graph" in err, "the captured launch is said")
+    expect(len([o for o in kernels if o["name"] == "_Z3incPi"]) == 3, "each of the 3 replays' kernel is an op")
+elif sample == "cublas":
+    expect(not dispatches, "a library kernel without a twin is not instrumented")
+    expect(any("gemm" in o["name"].lower() for o in kernels), "cuBLAS's GEMM kernel is traced")
+
+for f in failures:
+    print(f"FAIL {sample}: {f}")
+if not failures:
+    print(f"PASS {sample}: {len(dispatches)} instrumented dispatches, {len(memory)} locations, {len(kernels)} kernel ops")
+sys.exit(1 if failures else 0)

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Runs the GPU suite that build.sh built into OUT (README.md): each sample
+# plain, then instrumented and traced (LD_PRELOAD of libnano_rpd.so,
+# NANO_INSTRUMENT=1, MemoryAnalysis as JSON, CUDA through CUPTI), and checks
+# what it printed, reported and recorded (check.py). Logs and traces go to
+# WORK (default: a new temporary folder).
+# Exit: 0 every sample passed; 1 one failed; 77 no CUDA device here (nothing
+# ran, and that is said).
+# usage: run.sh OUT [WORK [SAMPLE...]]
+set -uo pipefail
+out=$(cd "$1" && pwd)
+work=${2:-$(mktemp -d)}
+shift $(($# < 2 ? $# : 2))
+samples=${*:-vecadd strided bank atomics devfunc streams graph cublas}
+mkdir -p "$work"
+if ! "$out/probe" >"$work/probe.out" 2>&1; then
+  echo "no CUDA device here ($(cat "$work/probe.out")): the GPU suite did not run;" \
+    "run tests/gpu/run.sh on a GPU machine (tests/gpu/README.md)"
+  exit 77
+fi
+export LD_LIBRARY_PATH="$out/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# CUPTI and cuBLAS where this machine keeps them
+if [ -z "${NANO_CUPTI_PATH:-}" ]; then
+  cupti=$(find /usr/local /opt /usr/lib -name 'libcupti.so*' 2>/dev/null | sort | head -1)
+  [ -n "$cupti" ] && export NANO_CUPTI_PATH=$cupti
+fi
+cublas=$(find /usr/local /opt /usr/lib -name 'libcublas.so.1[0-9]*' 2>/dev/null | sort | head -1)
+[ -n "$cublas" ] && LD_LIBRARY_PATH+=":$(dirname "$cublas")"
+echo "GPU suite: $(nvidia-smi -L 2>/dev/null | head -1); CUPTI ${NANO_CUPTI_PATH:-not found}"
+failed=0
+for s in $samples; do
+  if ! "$out/$s" >"$work/$s.plain" 2>&1; then
+    echo "FAIL $s: the plain run failed: $(tail -3 "$work/$s.plain")"
+    failed=1
+    continue
+  fi
+  env RPDT_FILENAME="$work/$s.rpd" NANO_INSTRUMENT=1 NANO_ANALYZERS=MemoryAnalysis \
+    NANO_ANALYZER_FORMAT=json NANO_ANALYZER_OUTPUT="$work/$s.json" \
+    LD_PRELOAD="$out/lib/libnano_rpd.so" "$out/$s" >"$work/$s.out" 2>"$work/$s.err"
+  echo "rc $?" >>"$work/$s.out"
+  python3 "$out/check.py" "$s" "$work" || failed=1
+done
+exit $failed

@@ -1,0 +1,27 @@
+// graph.cu: a launch captured into a graph, the graph launched three times.
+// The runtime launches captured kernels uninstrumented (said once); the
+// tracer records each replay's kernel.
+#include "common.h"
+
+__global__ void inc(int *p) { p[threadIdx.x] += 1; }
+
+int main() {
+  int *p, h[32];
+  cudaStream_t s;
+  cudaGraph_t g;
+  cudaGraphExec_t ge;
+  CHECK(cudaMalloc(&p, sizeof h));
+  CHECK(cudaMemset(p, 0, sizeof h));
+  CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  inc<<<1, 32, 0, s>>>(p);
+  CHECK(cudaStreamEndCapture(s, &g));
+  CHECK(cudaGraphInstantiate(&ge, g, 0));
+  for (int r = 0; r < 3; r++) CHECK(cudaGraphLaunch(ge, s));
+  CHECK(cudaStreamSynchronize(s));
+  CHECK(cudaMemcpy(h, p, sizeof h, cudaMemcpyDeviceToHost));
+  int wrong = 0;
+  for (int i = 0; i < 32; i++) wrong += h[i] != 3;
+  std::printf("graph %s\n", wrong ? "WRONG" : "ok");
+  return wrong != 0;
+}
