@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the GPU suite (README.md) into OUT: every sample of samples/ with
+# Builds the GPU suite (README.md) into OUT: every sample of samples/ and
+# bench/gpu's gpubench (run as OUT/bench.sh) with
 # clang-22 and the plugin for sm_90 (static cudart, as nvcc links by default;
 # cuBLAS's sample with the shared cuBLAS), and OUT/lib with libnano_rpd.so,
 # libkerneldb.so and the libraries they need beyond the C library, so that
@@ -13,7 +14,7 @@ cuda=/usr/local/cuda
 mkdir -p "$out/lib"
 flags=(-x cuda --cuda-gpu-arch=sm_90 --cuda-path="$cuda" -Wno-unknown-cuda-version -O2 -g
   -fpass-plugin="$plugin" -I"$here/samples")
-for src in "$here"/samples/*.cu; do
+for src in "$here"/samples/*.cu "$here/../../bench/gpu/gpubench.cu"; do
   name=$(basename "$src" .cu)
   libs=(-L"$cuda/lib64" -lcudart_static -ldl -lrt -lpthread)
   [ "$name" = cublas ] && libs+=(-lcublas -Wl,-rpath,"$cuda/lib64")
@@ -31,4 +32,5 @@ for lib in "$rpd" "$kdb"; do
   done
 done
 cp "$here/run.sh" "$here/check.py" "$out/"
-echo "built $(ls "$here"/samples/*.cu | wc -l) samples and $(ls "$out/lib" | wc -l) libraries into $out"
+cp "$here/../../bench/gpu/run.sh" "$out/bench.sh"
+echo "built $(ls "$here"/samples/*.cu | wc -l) samples, gpubench and $(ls "$out/lib" | wc -l) libraries into $out"

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# GPU benchmarks (issue 15.6), on a GPU machine, over what tests/gpu/build.sh
+# built (OUT: gpubench and lib/). Each figure is a ratio to a baseline
+# measured in the same round; rounds interleave the variants; best and median
+# of ROUNDS (NANO_BENCH_REPEAT, default 5).
+#   launch cost      tiny kernel, each launch waited for: instrumented (no
+#                    analyzer; MemoryAnalysis) over plain. NVBit's memtrace:
+#                    6.9-7.3x on a tiny vector add.
+#   per-access cost  memory-bound triad (R passes, about 100 ms plain at
+#                    R=350 on an H100): instrumented (none; MemoryAnalysis) over
+#                    plain, and records drained per second (nano_dispatch).
+#   tracing          cudaStreamQuery and empty launches: traced (CUPTI) over plain.
+# usage: bench/gpu/run.sh OUT [WORK]   (env: NANO_BENCH_REPEAT, NANO_BENCH_PASSES)
+set -euo pipefail
+out=$(cd "$1" && pwd)
+work=${2:-$(mktemp -d)}
+mkdir -p "$work"
+rounds=${NANO_BENCH_REPEAT:-5} passes=${NANO_BENCH_PASSES:-350}
+"$out/probe" >/dev/null 2>&1 || { echo "no CUDA device here: the GPU benchmarks did not run"; exit 77; }
+export LD_LIBRARY_PATH="$out/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+if [ -z "${NANO_CUPTI_PATH:-}" ]; then
+  cupti=$(find /usr/local /opt /usr/lib -name 'libcupti.so*' 2>/dev/null | sort | head -1)
+  [ -n "$cupti" ] && export NANO_CUPTI_PATH=$cupti
+fi
+rpd=$out/lib/libnano_rpd.so
+echo "GPU benchmarks: $(nvidia-smi -L 2>/dev/null | head -1); $rounds rounds"
+# variant NAME: the environment of a run (plain has none)
+variant() {
+  case $1 in
+  plain) echo "NANO_CUPTI=0" ;;
+  traced) echo "LD_PRELOAD=$rpd RPDT_FILENAME=$work/traced.rpd" ;;
+  inst_none) echo "LD_PRELOAD=$rpd NANO_CUPTI=0 RPDT_FILENAME=$work/inst.rpd NANO_INSTRUMENT=1 NANO_ANALYZERS=none" ;;
+  inst_memory) echo "LD_PRELOAD=$rpd NANO_CUPTI=0 RPDT_FILENAME=$work/inst.rpd NANO_INSTRUMENT=1 NANO_ANALYZERS=MemoryAnalysis NANO_ANALYZER_OUTPUT=/dev/null" ;;
+  esac
+}
+# figure MODE N VARIANT: the number gpubench prints
+figure() {
+  rm -f "$work"/*.rpd*
+  env $(variant "$3") "$out/gpubench" "$1" "$2" 2>>"$work/stderr" | awk '{ print $2 }'
+}
+# ratios MODE N BASE VARIANT...: best and median of VARIANT/BASE over the rounds
+ratios() {
+  local mode=$1 n=$2 base=$3
+  shift 3
+  declare -A r
+  for ((i = 0; i < rounds; i++)); do
+    b=$(figure "$mode" "$n" "$base")
+    for v in "$@"; do r[$v]+="$(python3 -c "print($(figure "$mode" "$n" "$v") / $b)") "; done
+  done
+  for v in "$@"; do
+    python3 - "$mode" "$v" "$base" ${r[$v]} <<'PY'
+import statistics, sys
+mode, v, base, xs = sys.argv[1], sys.argv[2], sys.argv[3], [float(x) for x in sys.argv[4:]]
+print(f"{mode:9} {v:12} / {base:6}: best {min(xs):8.2f}x  median {statistics.median(xs):8.2f}x")
+PY
+  done
+}
+ratios tiny 2000 plain inst_none inst_memory
+ratios membound "$passes" plain inst_none inst_memory
+figure membound "$passes" inst_none >/dev/null
+python3 - "$work/inst.rpd" <<'PY'
+import sqlite3, sys
+r = sqlite3.connect(sys.argv[1]).execute('select records, dropped, "end" - start from nano_dispatch').fetchone()
+print(f"membound drained {r[0] / (r[2] / 1e9) / 1e6:.1f} M records/s ({r[0]} records, {r[1]} dropped)")
+PY
+ratios api 200000 plain traced
+ratios launch 100000 plain traced
