@@ -15,7 +15,8 @@ __global__ void tiny(float *p) { p[threadIdx.x] += 1.0f; }
 __global__ void empty() {}
 __global__ void triad(float *a, const float *b, const float *c, long n, int passes) {
   for (int r = 0; r < passes; r++)
-    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x)
+    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n;
+         i += (long)gridDim.x * blockDim.x)
       a[i] = b[i] + 0.5f * c[i];
 }
 
@@ -65,13 +66,15 @@ int main(int argc, char **argv) {
     (void)cudaStreamQuery(s);
     double t0 = seconds();
     for (long i = 0; i < n; i++)
-      if (cudaStreamQuery(s) != cudaSuccess) return 3;
+      if (cudaStreamQuery(s) != cudaSuccess)
+        return 3;
     std::printf("api %.1f ns\n", (seconds() - t0) / n * 1e9);
   } else if (!std::strcmp(mode, "launch")) {
     empty<<<1, 32, 0, s>>>();
     CHECK(cudaStreamSynchronize(s));
     double t0 = seconds();
-    for (long i = 0; i < n; i++) empty<<<1, 32, 0, s>>>();
+    for (long i = 0; i < n; i++)
+      empty<<<1, 32, 0, s>>>();
     CHECK(cudaStreamSynchronize(s));
     std::printf("launch %.3f us\n", (seconds() - t0) / n * 1e6);
   } else {

@@ -476,7 +476,7 @@ __attribute__((visibility("default"))) void __nano_cpu_launch(const struct nano_
     j.desc = nano_dispatch_desc(j.d);
     j.wave = wave;
     if (nano_dh_buffer_set_hook(j.buf, (void *)cpu_hook) != 0) {
-      nano_dispatch_end(j.d, start, start, 0);
+      nano_dispatch_cancel(j.d);
       j.d = NULL;
     }
   }

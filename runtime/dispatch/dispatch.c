@@ -959,6 +959,12 @@ static void dispatch_free(struct nano_dispatch *d) {
   free(d);
 }
 
+void nano_dispatch_cancel(struct nano_dispatch *d) {
+  nano_dh_drainer_detach(g_d.drainer, d->buf);
+  nano_dh_pool_release(d->pool, d->buf);
+  dispatch_free(d);
+}
+
 void nano_dispatch_end(struct nano_dispatch *d, int64_t start, int64_t end, uint64_t api) {
   nano_dh_drainer_detach(g_d.drainer, d->buf);
   if (nano_dh_buffer_finish(d->buf, nano_chain_handle, d->chain, &d->st) < 0)

@@ -51,6 +51,10 @@ int nano_dispatch_block_selected(const struct nano_dispatch *d, const uint32_t b
  * the launch, 0 when none). */
 void nano_dispatch_end(struct nano_dispatch *d, int64_t start, int64_t end, uint64_t api);
 
+/* Gives d up before its twin ran (the twin could not be launched): no
+ * report, no rows; the buffer goes back to the pool. */
+void nano_dispatch_cancel(struct nano_dispatch *d);
+
 /* Settings the CPU back end reads (parsed with the layer's). */
 uint32_t nano_dispatch_cpu_wave(void);    /* NANO_CPU_WAVE: 32 or 64 */
 unsigned nano_dispatch_cpu_threads(void); /* NANO_CPU_THREADS        */

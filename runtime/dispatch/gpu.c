@@ -614,7 +614,7 @@ __nano_gpu_launch(int api, nano_gpu_launch_fn launch, const void *kernel, const 
           .memory = &c->mem};
       struct nano_dispatch *d = nano_dispatch_begin(&l);
       if (d && !(f = calloc(1, sizeof *f))) {
-        nano_dispatch_end(d, start, start, 0);
+        nano_dispatch_cancel(d);
         d = NULL;
       }
       if (f) {
@@ -638,7 +638,7 @@ __nano_gpu_launch(int api, nano_gpu_launch_fn launch, const void *kernel, const 
       cu.EventDestroy(f->ev[0]);
       cu.EventDestroy(f->ev[1]);
     }
-    nano_dispatch_end(f->d, start, start, 0);
+    nano_dispatch_cancel(f->d);
     free(f);
     f = NULL;
   }

@@ -143,6 +143,22 @@ cudaLaunchKernel ConcurrentKernel _Z5otherPi 1
 cudaDeviceSynchronize - - -
 cudaMemcpy Memcpy - 1" ] || fail "CUPTI while instrumenting: the twins' launches; nanoprobe's own calls and copies not traced ($rows)"
 
+# one buffer in the pool: other's launch, queued behind axpy's, finds none
+run_instrumented pool NANO_BUFFER_POOL=1
+grep -qx "$done_line" pool.out || fail "pool exhausted: right results"
+grep -q "1 dispatches ran uninstrumented: every buffer of the pool was in use" pool.err ||
+  fail "an exhausted pool is counted and said"
+grep -qx "launch _Z5otherPi grid 1 2 1 block 32 1 1 shared 0 stream 0x3000" pool.out ||
+  fail "pool exhausted: the original runs, nothing waits"
+
+# the module lacks the twins: said, the originals run, the program's results stand
+run_instrumented notwin FAKE_NO_TWINS=1
+grep -qx "$done_line" notwin.out || fail "no twins in the module: right results"
+grep -q "its twin did not launch (error 98): it runs uninstrumented" notwin.err ||
+  fail "a twin that does not launch is said"
+[ "$(query notwin.rpd "select count(*) from sqlite_master where name = 'nano_dispatch'")" = 0 ] ||
+  fail "no twin ran: no dispatch reported"
+
 # another CUPTI client holds CUPTI: said, and the rest is traced
 busy_err=$(FAKE_CUPTI_BUSY=1 RPDT_FILENAME=busy.rpd LD_PRELOAD="$rpd" ./app 2>&1 >busy.out)
 grep -q "another CUPTI client" <<<"$busy_err" || fail "a refused CUPTI subscription is said"
