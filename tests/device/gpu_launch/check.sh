@@ -24,9 +24,9 @@
 #   - HIP: said once, the original runs.
 # CUDA's device side is compiled for real (ptxas, fatbinary: the toolkit's);
 # HIP's host side alone.
-# usage: check.sh cuda|hip COMPILER PLUGIN CLANG SOURCE_ROOT LIBNANO_RPD KERNELDB OUT_DIR
+# usage: check.sh cuda|hip COMPILER PLUGIN CLANG SOURCE_ROOT LIBNANO_RPD KERNELDB RPD_TOOL OUT_DIR
 set -euo pipefail
-api=$1 compiler=$2 plugin=$3 clang=$4 root=$5 rpd=$6 kerneldb=$7 out=$8
+api=$1 compiler=$2 plugin=$3 clang=$4 root=$5 rpd=$6 kerneldb=$7 rpdtool=$8 out=$9
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$out"
 cd "$out"
@@ -95,6 +95,17 @@ cudaMemcpy Memcpy - 1" ] || fail "CUPTI: runtime calls, kernels and the copy lin
   [ "$args" = "4 1 256 16 0x3000 _Z4axpyfPKfPfi" ] || fail "CUPTI: launch arguments ($args)"
   copy=$(query traced.rpd "select c.size, c.kind, c.sync from rocpd_copyapi c join rocpd_api a on a.id = c.api_ptr_id")
   [ "$copy" = "4000 2 1" ] || fail "CUPTI: copy arguments ($copy)"
+  # rpd's tools on it: kernels with GPU times; a track per GPU stream, arrows from the calls
+  "$rpdtool" top traced.rpd | grep -q '^_Z4axpyfPKfPfi  *1 ' || fail "rpd top lists the kernel"
+  "$rpdtool" export traced.rpd -o traced.json
+  python3 - traced.json <<'PY' || fail "rpd export: stream tracks and flow arrows"
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+tracks = {e["args"]["name"] for e in ev if e.get("name") == "thread_name" and e["pid"] >= 10**9}
+flows = [e for e in ev if e.get("cat") == "flow"]
+assert tracks == {"queue 0", "queue 3", "queue 5"}, tracks  # the copy's, stream 0x3000's, 0x5000's
+assert len(flows) == 8, len(flows)  # 4 ops, an arrow each from its call
+PY
 fi
 
 if [ "$api" = hip ]; then
