@@ -19,6 +19,13 @@
 #include <elfutils/libdw.h>
 #include <llvm-c/Disassembler.h>
 
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nano/path.h"
+#include "nano/symbols.h"
+
 /* The functions of libLLVM used (kdb_isa_init_llvm resolves them). */
 static struct {
   int usable;
@@ -29,11 +36,6 @@ static struct {
   __typeof__(&LLVMDisasmInstruction) DisasmInstruction;
   __typeof__(&LLVMDisasmDispose) DisasmDispose;
 } kdb_llvm;
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "nano/path.h"
 
 /* ---- memory classification ------------------------------------------------- */
 static int kdb_isa_has_prefix(const char *s, const char *p) {
@@ -315,14 +317,15 @@ static void kdb_isa_init_llvm(void) {
     h = dlopen(KDB_LLVM_PATH, RTLD_NOW | RTLD_LOCAL);
   if (!h)
     return;
-  *(void **)&kdb_llvm.InitTargetInfo = dlsym(h, "LLVMInitializeAMDGPUTargetInfo");
-  *(void **)&kdb_llvm.InitTargetMC = dlsym(h, "LLVMInitializeAMDGPUTargetMC");
-  *(void **)&kdb_llvm.InitDisassembler = dlsym(h, "LLVMInitializeAMDGPUDisassembler");
-  *(void **)&kdb_llvm.CreateDisasmCPUFeatures = dlsym(h, "LLVMCreateDisasmCPUFeatures");
-  *(void **)&kdb_llvm.DisasmInstruction = dlsym(h, "LLVMDisasmInstruction");
-  *(void **)&kdb_llvm.DisasmDispose = dlsym(h, "LLVMDisasmDispose");
-  if (!kdb_llvm.InitTargetInfo || !kdb_llvm.InitTargetMC || !kdb_llvm.InitDisassembler ||
-      !kdb_llvm.CreateDisasmCPUFeatures || !kdb_llvm.DisasmInstruction || !kdb_llvm.DisasmDispose)
+  static const struct nano_symbol fns[] = {
+      NANO_SYMBOL(__typeof__(kdb_llvm), InitTargetInfo, LLVMInitializeAMDGPUTargetInfo),
+      NANO_SYMBOL(__typeof__(kdb_llvm), InitTargetMC, LLVMInitializeAMDGPUTargetMC),
+      NANO_SYMBOL(__typeof__(kdb_llvm), InitDisassembler, LLVMInitializeAMDGPUDisassembler),
+      NANO_SYMBOL(__typeof__(kdb_llvm), CreateDisasmCPUFeatures, LLVMCreateDisasmCPUFeatures),
+      NANO_SYMBOL(__typeof__(kdb_llvm), DisasmInstruction, LLVMDisasmInstruction),
+      NANO_SYMBOL(__typeof__(kdb_llvm), DisasmDispose, LLVMDisasmDispose),
+  };
+  if (nano_symbols_resolve(h, fns, sizeof fns / sizeof fns[0], &kdb_llvm))
     return;
   kdb_llvm.InitTargetInfo();
   kdb_llvm.InitTargetMC();

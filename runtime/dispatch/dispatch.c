@@ -45,6 +45,7 @@
 #include "nano/json.h"
 #include "nano/rpdfile.h"
 #include "nano/settings.h"
+#include "nano/symbols.h"
 #include "rpd.h"
 #include "rpd_internal.h"
 
@@ -499,12 +500,14 @@ static int dispatch_kdb_load(char *err, size_t errlen) {
 #endif
   if (!h)
     goto done;
-  *(void **)&g_kdb.open = dlsym(h, "kdb_open");
-  *(void **)&g_kdb.count = dlsym(h, "kdb_code_object_count");
-  *(void **)&g_kdb.at = dlsym(h, "kdb_code_object_at");
-  *(void **)&g_kdb.image = dlsym(h, "kdb_code_object_image");
-  *(void **)&g_kdb.close = dlsym(h, "kdb_close");
-  g_kdb.usable = g_kdb.open && g_kdb.count && g_kdb.at && g_kdb.image && g_kdb.close;
+  static const struct nano_symbol fns[] = {
+      NANO_SYMBOL(__typeof__(g_kdb), open, kdb_open),
+      NANO_SYMBOL(__typeof__(g_kdb), count, kdb_code_object_count),
+      NANO_SYMBOL(__typeof__(g_kdb), at, kdb_code_object_at),
+      NANO_SYMBOL(__typeof__(g_kdb), image, kdb_code_object_image),
+      NANO_SYMBOL(__typeof__(g_kdb), close, kdb_close),
+  };
+  g_kdb.usable = !nano_symbols_resolve(h, fns, sizeof fns / sizeof fns[0], &g_kdb);
 done:
   if (!g_kdb.usable)
     snprintf(err, errlen, "kerneldb (libkerneldb.so, which reads GPU code objects) %s",

@@ -51,6 +51,7 @@
 #include "dispatch.h"
 #include "nano/gpu_launch.h"
 #include "nano/handler.h"
+#include "nano/symbols.h"
 #include "nano/thread.h"
 #include "rpd.h"
 #include "rpd_internal.h"
@@ -104,12 +105,8 @@ static struct gpu_cuda {
   CUresult (*GetErrorName)(CUresult, const char **);
 } cu;
 
-#define GPU_CU_FN(field, symbol)                                                                   \
-  { #symbol, offsetof(struct gpu_cuda, field) }
-static const struct {
-  const char *name;
-  size_t offset;
-} gpu_cuda_fns[] = {
+#define GPU_CU_FN(field, symbol) NANO_SYMBOL(struct gpu_cuda, field, symbol)
+static const struct nano_symbol gpu_cuda_fns[] = {
     GPU_CU_FN(Init, cuInit),
     GPU_CU_FN(DeviceGet, cuDeviceGet),
     GPU_CU_FN(DeviceGetAttribute, cuDeviceGetAttribute),
@@ -223,16 +220,14 @@ static void gpu_load(void) {
             dlerror());
     return;
   }
-  for (size_t i = 0; i < sizeof gpu_cuda_fns / sizeof gpu_cuda_fns[0]; i++) {
-    void *f = dlsym(h, gpu_cuda_fns[i].name);
-    if (!f) {
-      fprintf(stderr,
-              "nanoprobe: the CUDA driver lacks %s (a driver older than CUDA 11.1?); kernels "
-              "run uninstrumented\n",
-              gpu_cuda_fns[i].name);
-      return;
-    }
-    memcpy((char *)&cu + gpu_cuda_fns[i].offset, &f, sizeof f);
+  const char *missing =
+      nano_symbols_resolve(h, gpu_cuda_fns, sizeof gpu_cuda_fns / sizeof gpu_cuda_fns[0], &cu);
+  if (missing) {
+    fprintf(stderr,
+            "nanoprobe: the CUDA driver lacks %s (a driver older than CUDA 11.1?); kernels run "
+            "uninstrumented\n",
+            missing);
+    return;
   }
   g_gpu.usable = 1;
 }

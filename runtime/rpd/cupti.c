@@ -44,6 +44,7 @@
 #include <string.h>
 
 #include "nano/settings.h"
+#include "nano/symbols.h"
 #include "rpd.h"
 #include "rpd_internal.h"
 
@@ -75,12 +76,8 @@ static struct {
   __typeof__(&cuptiActivityGetNumDroppedRecords) ActivityGetNumDroppedRecords;
 } cp;
 
-#define CUPTI_FN(field, symbol)                                                                    \
-  { #symbol, offsetof(__typeof__(cp), field) }
-static const struct {
-  const char *name;
-  size_t offset;
-} cupti_fns[] = {
+#define CUPTI_FN(field, symbol) NANO_SYMBOL(__typeof__(cp), field, symbol)
+static const struct nano_symbol cupti_fns[] = {
     CUPTI_FN(GetVersion, cuptiGetVersion),
     CUPTI_FN(GetResultString, cuptiGetResultString),
     CUPTI_FN(Subscribe, cuptiSubscribe),
@@ -344,16 +341,14 @@ static void cupti_start(void) {
   void *h = cupti_open();
   if (!h)
     return;
-  for (size_t i = 0; i < sizeof cupti_fns / sizeof cupti_fns[0]; i++) {
-    void *f = dlsym(h, cupti_fns[i].name);
-    if (!f) {
-      fprintf(stderr,
-              "nanoprobe: libcupti lacks %s (older than CUDA 12?): CUDA calls and "
-              "kernels are not traced\n",
-              cupti_fns[i].name);
-      return;
-    }
-    memcpy((char *)&cp + cupti_fns[i].offset, &f, sizeof f);
+  const char *missing =
+      nano_symbols_resolve(h, cupti_fns, sizeof cupti_fns / sizeof cupti_fns[0], &cp);
+  if (missing) {
+    fprintf(stderr,
+            "nanoprobe: libcupti lacks %s (older than CUDA 12?): CUDA calls and kernels are not "
+            "traced\n",
+            missing);
+    return;
   }
   uint32_t version = 0;
   if (cupti_check(cp.GetVersion(&version), "cuptiGetVersion"))
