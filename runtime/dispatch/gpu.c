@@ -170,16 +170,18 @@ struct gpu_flight {
 
 static struct {
   pthread_once_t once;
-  int usable;           /* the driver loaded with every function */
+  int usable;                    /* the driver loaded with every function */
+  pthread_mutex_t contexts_lock; /* contexts */
+  struct gpu_context *contexts;
   pthread_mutex_t lock; /* everything below */
   pthread_cond_t wake, idle;
-  struct gpu_context *contexts;
   struct gpu_flight *queue, **queue_end;
   unsigned in_flight; /* launched twins not yet ended */
   int finisher_started, exiting;
   pthread_t finisher;
   int noted_hip, noted_capture, noted_error;
 } g_gpu = {.once = PTHREAD_ONCE_INIT,
+           .contexts_lock = PTHREAD_MUTEX_INITIALIZER,
            .lock = PTHREAD_MUTEX_INITIALIZER,
            .wake = PTHREAD_COND_INITIALIZER,
            .idle = PTHREAD_COND_INITIALIZER,
@@ -394,22 +396,26 @@ static struct gpu_context *gpu_context(void) {
              r != GPU_CU_SUCCESS ? gpu_error(r) : "none current");
     return NULL;
   }
-  pthread_mutex_lock(&g_gpu.lock);
+  /* One lock over lookup and creation: two threads new to one context make
+   * one placement (creation is rare; CUDA calls under this lock call back
+   * into nothing of ours). */
+  pthread_mutex_lock(&g_gpu.contexts_lock);
   struct gpu_context *c = g_gpu.contexts;
   while (c && c->ctx != ctx)
     c = c->next;
-  pthread_mutex_unlock(&g_gpu.lock);
-  if (c)
+  if (c) {
+    pthread_mutex_unlock(&g_gpu.contexts_lock);
     return c;
+  }
   c = calloc(1, sizeof *c);
   int major = 0, minor = 0;
   if (!c || (r = cu.CtxGetDevice(&c->dev)) != GPU_CU_SUCCESS ||
       (r = cu.DeviceGetAttribute(&major, GPU_CU_ATTR_CC_MAJOR, c->dev)) != GPU_CU_SUCCESS ||
       (r = cu.DeviceGetAttribute(&minor, GPU_CU_ATTR_CC_MINOR, c->dev)) != GPU_CU_SUCCESS ||
       (r = cu.StreamCreate(&c->copies, GPU_CU_STREAM_NON_BLOCKING)) != GPU_CU_SUCCESS) {
+    pthread_mutex_unlock(&g_gpu.contexts_lock);
     gpu_note(&g_gpu.noted_error,
-             "CUDA: the device cannot be queried (%s); kernels run "
-             "uninstrumented",
+             "CUDA: the device cannot be queried (%s); kernels run uninstrumented",
              c ? gpu_error(r) : "out of memory");
     free(c);
     return NULL;
@@ -417,10 +423,9 @@ static struct gpu_context *gpu_context(void) {
   c->ctx = ctx;
   snprintf(c->arch, sizeof c->arch, "sm_%d%d", major, minor);
   c->mem = (struct nano_dh_memory){"cuda", c, gpu_alloc, gpu_free, gpu_put_desc, gpu_counters};
-  pthread_mutex_lock(&g_gpu.lock);
   c->next = g_gpu.contexts;
   g_gpu.contexts = c;
-  pthread_mutex_unlock(&g_gpu.lock);
+  pthread_mutex_unlock(&g_gpu.contexts_lock);
   return c;
 }
 
