@@ -64,6 +64,7 @@ ALWAYS_ENABLED_STATISTIC(NumGpuLaunchesRouted, "GPU kernel launches routed to th
 namespace {
 
 const char *const RuntimeLaunch = "__nano_gpu_launch";
+const char *const RuntimeRegister = "__nano_gpu_register";
 
 // One launch API: its registration call and its launch calls, the second on
 // the per-thread default stream (clang's -fgpu-default-stream=per-thread).
@@ -100,8 +101,32 @@ Function *stubOf(Value *Handle) {
   return nullptr;
 }
 
+// Emits `if (&__nano_gpu_register) __nano_gpu_register(api, kernel, twin,
+// name, nargs)` before I: the runtime learns which twin a kernel handle has,
+// for launches through a handle that is not a constant.
+void emitRuntimeRegistration(Module &M, Instruction *I, int Api, Value *Handle, Constant *Name,
+                             GlobalVariable *Twin, unsigned NumArgs) {
+  LLVMContext &Ctx = M.getContext();
+  Type *I32 = Type::getInt32Ty(Ctx);
+  PointerType *Ptr = PointerType::getUnqual(Ctx);
+  FunctionType *Ty = FunctionType::get(Type::getVoidTy(Ctx), {I32, Ptr, Ptr, Ptr, I32}, false);
+  Function *F = M.getFunction(RuntimeRegister);
+  if (!F)
+    F = Function::Create(Ty, GlobalValue::ExternalWeakLinkage, RuntimeRegister, M);
+  else if (F->getFunctionType() != Ty) {
+    Ctx.emitError(std::string("nanoprobe: ") + RuntimeRegister + " is declared with another type");
+    return;
+  }
+  IRBuilder<> B(I);
+  Value *Present = B.CreateICmpNE(F, ConstantPointerNull::get(F->getType()), "nano.gpu.runtime");
+  Instruction *Then = SplitBlockAndInsertIfThen(Present, I, false);
+  IRBuilder<> TB(Then);
+  TB.CreateCall(Ty, F,
+                {ConstantInt::get(I32, Api), Handle, Twin, Name, ConstantInt::get(I32, NumArgs)});
+}
+
 // Registers the twins of the selected kernels registered by calls to Reg.
-DenseMap<Value *, GpuKernel> registerTwins(Module &M, Function *Reg,
+DenseMap<Value *, GpuKernel> registerTwins(Module &M, Function *Reg, int Api,
                                            const nano::DeviceFilters &Filters) {
   DenseMap<Value *, GpuKernel> Kernels;
   std::vector<CallInst *> Calls;
@@ -128,8 +153,11 @@ DenseMap<Value *, GpuKernel> registerTwins(Module &M, Function *Reg,
     Args[1] = TwinHandle;
     Args[2] = TwinName;
     Args[3] = TwinName;
-    B.CreateCall(Reg->getFunctionType(), Reg, Args);
-    Kernels[Handle] = {NameConst, TwinHandle, static_cast<unsigned>(Stub->arg_size())};
+    CallInst *TwinReg = B.CreateCall(Reg->getFunctionType(), Reg, Args);
+    unsigned NumArgs = static_cast<unsigned>(Stub->arg_size());
+    Kernels[Handle] = {NameConst, TwinHandle, NumArgs};
+    emitRuntimeRegistration(M, TwinReg->getNextNode(), Api, CI->getArgOperand(1), NameConst,
+                            TwinHandle, NumArgs);
     ++NumGpuTwinsRegistered;
   }
   return Kernels;
@@ -140,12 +168,16 @@ DenseMap<Value *, GpuKernel> registerTwins(Module &M, Function *Reg,
 // per-thread launch call).
 bool routeLaunches(Module &M, int Id, Function *Launch,
                    const DenseMap<Value *, GpuKernel> &Kernels) {
+  // Constant handles of kernels with twins, and handles that are no
+  // constant (the runtime looks their twin up: __nano_gpu_register).
   std::vector<CallInst *> Calls;
   for (User *U : Launch->users())
-    if (auto *CI = dyn_cast<CallInst>(U))
+    if (auto *CI = dyn_cast<CallInst>(U)) {
+      Value *Handle = CI->getArgOperand(0)->stripPointerCasts();
       if (CI->getCalledFunction() == Launch && CI->arg_size() == 8 &&
-          Kernels.count(CI->getArgOperand(0)->stripPointerCasts()))
+          (Kernels.count(Handle) || !isa<Constant>(Handle)))
         Calls.push_back(CI);
+    }
   if (Calls.empty())
     return false;
   LLVMContext &Ctx = M.getContext();
@@ -161,7 +193,11 @@ bool routeLaunches(Module &M, int Id, Function *Launch,
     return false;
   }
   for (CallInst *CI : Calls) {
-    const GpuKernel &K = Kernels.find(CI->getArgOperand(0)->stripPointerCasts())->second;
+    auto Known = Kernels.find(CI->getArgOperand(0)->stripPointerCasts());
+    Constant *Null = ConstantPointerNull::get(Ptr);
+    Value *TwinArg = Known != Kernels.end() ? Known->second.TwinHandle : Null;
+    Value *NameArg = Known != Kernels.end() ? Known->second.Name : Null;
+    unsigned NumArgs = Known != Kernels.end() ? Known->second.NumArgs : 0;
     IRBuilder<> B(CI);
     Value *Present =
         B.CreateICmpNE(Route, ConstantPointerNull::get(Route->getType()), "nano.gpu.runtime");
@@ -173,12 +209,12 @@ bool routeLaunches(Module &M, int Id, Function *Launch,
     TB.SetCurrentDebugLocation(CI->getDebugLoc());
     auto Arg = [&](unsigned I, Type *Ty) { return TB.CreateZExtOrTrunc(CI->getArgOperand(I), Ty); };
     Value *Shared = TB.CreateZExtOrTrunc(CI->getArgOperand(6), I64);
-    CallInst *Routed = TB.CreateCall(
-        RouteTy, Route,
-        {ConstantInt::get(I32, Id), Launch, CI->getArgOperand(0), K.TwinHandle, K.Name, Arg(1, I64),
-         Arg(2, I32), Arg(3, I64), Arg(4, I32), CI->getArgOperand(5),
-         ConstantInt::get(I32, K.NumArgs), Shared, CI->getArgOperand(7)},
-        "nano.gpu.launch");
+    CallInst *Routed =
+        TB.CreateCall(RouteTy, Route,
+                      {ConstantInt::get(I32, Id), Launch, CI->getArgOperand(0), TwinArg, NameArg,
+                       Arg(1, I64), Arg(2, I32), Arg(3, I64), Arg(4, I32), CI->getArgOperand(5),
+                       ConstantInt::get(I32, NumArgs), Shared, CI->getArgOperand(7)},
+                      "nano.gpu.launch");
     BasicBlock *Join = ElseTerm->getSuccessor(0);
     IRBuilder<> JB(&*Join->getFirstInsertionPt());
     PHINode *Result = JB.CreatePHI(CI->getType(), 2, "nano.gpu.result");
@@ -204,7 +240,7 @@ PreservedAnalyses GpuLaunchPass::run(Module &M, ModuleAnalysisManager &) {
       M.getContext().emitError("nanoprobe: " + Err);
       return PreservedAnalyses::all();
     }
-    DenseMap<Value *, GpuKernel> Kernels = registerTwins(M, Reg, Filters);
+    DenseMap<Value *, GpuKernel> Kernels = registerTwins(M, Reg, Api.Id, Filters);
     Changed |= !Kernels.empty();
     for (auto [Name, Id] : {std::pair(Api.Launch, Api.Id),
                             std::pair(Api.LaunchPerThread, Api.Id | NANO_GPU_PER_THREAD)})

@@ -520,6 +520,72 @@ static void gpu_init(void) {
   atexit(gpu_exit);
 }
 
+/* ---- the twins of kernel handles (__nano_gpu_register) -------------------------- */
+
+/* A kernel handle's twin, as its module announced it. */
+struct gpu_twin {
+  const void *kernel, *twin;
+  const char *name;
+  uint32_t nargs;
+};
+
+/* Open addressing on the handle; doubles at half full. */
+#define GPU_TWINS_INITIAL 64
+static struct {
+  pthread_mutex_t lock;
+  struct gpu_twin *slots;
+  size_t cap, used;
+} g_twins = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static size_t gpu_twin_slot(const struct gpu_twin *slots, size_t cap, const void *kernel) {
+  size_t i = ((uintptr_t)kernel >> 4) * 0x9E3779B97F4A7C15ull & (cap - 1);
+  while (slots[i].kernel && slots[i].kernel != kernel)
+    i = (i + 1) & (cap - 1);
+  return i;
+}
+
+__attribute__((visibility("default"))) void __nano_gpu_register(int api, const void *kernel,
+                                                                const void *twin, const char *name,
+                                                                uint32_t nargs) {
+  (void)api;
+  pthread_mutex_lock(&g_twins.lock);
+  if (2 * (g_twins.used + 1) > g_twins.cap) {
+    size_t cap = g_twins.cap ? 2 * g_twins.cap : GPU_TWINS_INITIAL;
+    struct gpu_twin *slots = calloc(cap, sizeof *slots);
+    if (!slots) {
+      pthread_mutex_unlock(&g_twins.lock);
+      fprintf(stderr,
+              "nanoprobe: out of memory: launches of %s through a kernel pointer run "
+              "uninstrumented\n",
+              name);
+      return;
+    }
+    for (size_t i = 0; i < g_twins.cap; i++)
+      if (g_twins.slots[i].kernel)
+        slots[gpu_twin_slot(slots, cap, g_twins.slots[i].kernel)] = g_twins.slots[i];
+    free(g_twins.slots);
+    g_twins.slots = slots;
+    g_twins.cap = cap;
+  }
+  size_t i = gpu_twin_slot(g_twins.slots, g_twins.cap, kernel);
+  g_twins.used += !g_twins.slots[i].kernel;
+  g_twins.slots[i] = (struct gpu_twin){kernel, twin, name, nargs};
+  pthread_mutex_unlock(&g_twins.lock);
+}
+
+/* The twin announced for kernel; 0 when none was. */
+static int gpu_twin_find(const void *kernel, struct gpu_twin *out) {
+  pthread_mutex_lock(&g_twins.lock);
+  int found = 0;
+  if (g_twins.cap) {
+    size_t i = gpu_twin_slot(g_twins.slots, g_twins.cap, kernel);
+    if ((found = g_twins.slots[i].kernel != NULL))
+      *out = g_twins.slots[i];
+  }
+  pthread_mutex_unlock(&g_twins.lock);
+  return found;
+}
+
 /* ---- the launch ------------------------------------------------------------------- */
 
 /* The program's launch call: traced by CUPTI as the program's, unlike the
@@ -579,6 +645,17 @@ __nano_gpu_launch(int api, nano_gpu_launch_fn launch, const void *kernel, const 
                   const char *name, uint64_t grid_xy, uint32_t grid_z, uint64_t block_xy,
                   uint32_t block_z, void **args, uint32_t nargs, size_t shared, void *stream) {
   int64_t start = rpd_now();
+  struct gpu_twin known;
+  if (!twin && gpu_twin_find(kernel, &known)) { /* a handle that was no constant */
+    twin = known.twin;
+    name = known.name;
+    nargs = known.nargs;
+  }
+  if (!twin) { /* never announced: not built with the plugin */
+    int rc = launch(kernel, grid_xy, grid_z, block_xy, block_z, args, shared, stream);
+    rpd_record_api("nano", "", "nanoLaunchKernel", "", start, rpd_now());
+    return rc;
+  }
   rpd_cupti_quiet++;
   struct gpu_flight *f = NULL;
   struct gpu_context *c = NULL;

@@ -6,7 +6,10 @@
 // called and the kernel's device name. NANO_KERNELS selects on the host as on
 // the device: an unselected kernel gets no twin and keeps its launch. With
 // -Xclang -fgpu-default-stream=per-thread the stub calls cudaLaunchKernel_ptsz, and
-// the runtime is told so (api 0x101).
+// the runtime is told so (api 0x101). Each twin is also announced to the
+// runtime (__nano_gpu_register, extern_weak: kernel handle, twin handle, name,
+// argument count), so a launch through a handle that is no constant goes to
+// the runtime too, with neither twin nor name: the runtime looks them up.
 // REQUIRES: cuda
 // RUN: echo fatbin > %t.fatbin
 // RUN: %clangxx_nano -x cuda --cuda-host-only --cuda-gpu-arch=sm_90 --cuda-path=/usr/local/cuda -Wno-unknown-cuda-version -O0 -S -emit-llvm -Xclang -fcuda-include-gpubinary -Xclang %t.fatbin %s -o - | FileCheck %s
@@ -23,6 +26,10 @@ int run(float *x, float *y, int n, cudaStream_t s) {
   axpy<<<(n + 255) / 256, 256, 0, s>>>(2.0f, x, y, n);
   void *args[] = {&x};
   return cudaLaunchKernel((const void *)other, dim3(1), dim3(1), args, 16, s);
+}
+
+int run_any(const void *kernel, void **args, cudaStream_t s) {
+  return cudaLaunchKernel(kernel, dim3(2), dim3(64), args, 0, s);
 }
 
 // CHECK-DAG: @[[AXPYK:[0-9]+]] = private unnamed_addr constant [15 x i8] c"_Z4axpyfPKfPfi\00"
@@ -49,13 +56,25 @@ int run(float *x, float *y, int n, cudaStream_t s) {
 // CHECK: call i32 @__nano_gpu_launch(i32 1, ptr @cudaLaunchKernel, ptr @_Z20__device_stub__otherPi, ptr @[[OTHER]], ptr @[[OTHERK]], {{.*}}, i32 1, i64 16, ptr
 // CHECK: call i32 @cudaLaunchKernel(ptr noundef @_Z20__device_stub__otherPi,
 
-// Registration: each twin right after its kernel, same module handle.
+// A handle that is no constant: to the runtime, which looks the twin up.
+// CHECK-LABEL: define {{.*}} @_Z7run_anyPKvPPvP11CUstream_st(
+// CHECK: call i32 @__nano_gpu_launch(i32 1, ptr @cudaLaunchKernel, ptr %{{[0-9]+}}, ptr null, ptr null, {{.*}}, i32 0, i64 0, ptr
+// CHECK: call i32 @cudaLaunchKernel(ptr noundef %{{[0-9]+}},
+
+// Registration: each twin right after its kernel, same module handle, then
+// announced to the runtime where it is present.
 // CHECK-LABEL: define internal void @__cuda_register_globals(ptr %0)
 // CHECK-NEXT: call i32 @__cudaRegisterFunction(ptr %0, ptr @_Z19__device_stub__axpyfPKfPfi,
 // CHECK-NEXT: call i32 @__cudaRegisterFunction(ptr %0, ptr @[[AXPY]], ptr @[[AXPYN]], ptr @[[AXPYN]], i32 -1, ptr null, ptr null, ptr null, ptr null, ptr null)
+// CHECK-NEXT: %[[HAVE_REG:.*]] = icmp ne ptr @__nano_gpu_register, null
+// CHECK-NEXT: br i1 %[[HAVE_REG]], label %[[REG:.*]], label %[[NEXT:.*]]
+// CHECK: [[REG]]:
+// CHECK-NEXT: call void @__nano_gpu_register(i32 1, ptr @_Z19__device_stub__axpyfPKfPfi, ptr @[[AXPY]], ptr @[[AXPYK]], i32 4)
+// CHECK: [[NEXT]]:
 // CHECK-NEXT: call i32 @__cudaRegisterFunction(ptr %0, ptr @_Z20__device_stub__otherPi,
 // CHECK-NEXT: call i32 @__cudaRegisterFunction(ptr %0, ptr @[[OTHER]], ptr @[[OTHERN]], ptr @[[OTHERN]],
-// CHECK: declare extern_weak i32 @__nano_gpu_launch(i32, ptr, ptr, ptr, ptr, i64, i32, i64, i32, ptr, i32, i64, ptr)
+// CHECK-DAG: declare extern_weak i32 @__nano_gpu_launch(i32, ptr, ptr, ptr, ptr, i64, i32, i64, i32, ptr, i32, i64, ptr)
+// CHECK-DAG: declare extern_weak void @__nano_gpu_register(i32, ptr, ptr, ptr, i32)
 
 // PTSZ-LABEL: define {{.*}} @_Z19__device_stub__axpyfPKfPfi(
 // PTSZ: call i32 @__nano_gpu_launch(i32 257, ptr @cudaLaunchKernel_ptsz, ptr @_Z19__device_stub__axpyfPKfPfi,

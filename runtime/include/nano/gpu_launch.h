@@ -21,6 +21,16 @@
  * through `launch` with the same arguments, or the twin with args and one
  * more, a pointer to the dispatch's buffer descriptor. Its result is the
  * launch call's (cudaError_t or hipError_t).
+ *
+ * Each twin is also announced, right after its registration, where the
+ * runtime is present:
+ *
+ *   __nano_gpu_register ? __nano_gpu_register(api, kernel, twin, "name", nargs)
+ *
+ * so a launch through a handle that is no constant (a kernel pointer held in
+ * a variable or passed in) reaches __nano_gpu_launch with twin and name NULL
+ * and nargs 0, and the runtime looks them up; a handle never announced (a
+ * kernel of code not built with the plugin) is launched as it is.
  */
 #ifndef NANO_GPU_LAUNCH_H
 #define NANO_GPU_LAUNCH_H
@@ -49,7 +59,8 @@ typedef int (*nano_gpu_launch_fn)(const void *kernel, uint64_t grid_xy, uint32_t
 /*
  * launch: the launch function the program called (its own copy: a static
  * cudart has no other); kernel, twin: the host handles the API knows the
- * kernel and its twin by; name: the kernel's device (mangled) name;
+ * kernel and its twin by (twin NULL: look it up); name: the kernel's device
+ * (mangled) name (NULL with twin);
  * grid_xy, block_xy: x in the low 32 bits, y in the high ones; args: the
  * kernel's nargs argument pointers; shared: dynamic shared memory bytes;
  * stream: the API's stream (NULL: the default one).
@@ -57,6 +68,12 @@ typedef int (*nano_gpu_launch_fn)(const void *kernel, uint64_t grid_xy, uint32_t
 int __nano_gpu_launch(int api, nano_gpu_launch_fn launch, const void *kernel, const void *twin,
                       const char *name, uint64_t grid_xy, uint32_t grid_z, uint64_t block_xy,
                       uint32_t block_z, void **args, uint32_t nargs, size_t shared, void *stream);
+
+/* kernel, twin: host handles; name: the kernel's device name; nargs: its
+ * parameter count. Registers the pair for launches through a non-constant
+ * handle. */
+void __nano_gpu_register(int api, const void *kernel, const void *twin, const char *name,
+                         uint32_t nargs);
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,7 @@
 // A CUDA program whose launches the plugin routes (tests/device/gpu_launch):
-// axpy through <<<>>>, other through cudaLaunchKernel, once more into a
-// stream being captured; then it waits for the device, copies the result and
+// axpy through <<<>>>, other through cudaLaunchKernel of a kernel pointer
+// held in a variable (the runtime looks its twin up), once more by name into
+// a stream being captured; then it waits for the device, copies the result and
 // checks it.
 #include <cstdio>
 
@@ -20,7 +21,8 @@ int main() {
   axpy<<<dim3(4, 1, 1), dim3(256, 1, 1), 16, s>>>(2.0f, x, y, 1000);
   int *pp = &p, *qp = &q;
   void *args[] = {&pp}, *captured_args[] = {&qp};
-  int rc = cudaLaunchKernel((const void *)other, dim3(1, 2), dim3(32), args, 0, s);
+  void (*volatile pick)(int *) = other;
+  int rc = cudaLaunchKernel((const void *)pick, dim3(1, 2), dim3(32), args, 0, s);
   int rc2 =
       cudaLaunchKernel((const void *)other, dim3(1), dim3(32), captured_args, 0, (cudaStream_t)0x5000);
   cudaDeviceSynchronize();
