@@ -56,7 +56,7 @@ fi
   -I/usr/local/cuda/include "$here/fake_cudart.c" "$here/fake_cupti.c" \
   "$root/dh_comms/device/dh_device.c" -Wl,-soname,libcuda.so.1 -o libcuda.so.1 -lpthread -ldl
 export NANO_CUPTI_PATH="$out/libcuda.so.1" # the stand-in's CUPTI
-"$clang" app.o -o app -L. -l:libcuda.so.1 -Wl,-rpath,"$out"
+"$clang" app.o -o app -L. -l:libcuda.so.1 -Wl,-rpath,"$out" -lstdc++ # a C++ program
 fail() { echo "FAIL: $*"; exit 1; }
 axpy_cfg='grid 4 1 1 block 256 1 1 shared 16 stream 0x3000'
 
@@ -141,10 +141,10 @@ _Z5otherPi cuda sm_90 32 1 2 1 32 0 64 0 0 0 1 nanoLaunchKernel" ] ||
   fail "nano_dispatch: one row per twin, every access recorded, linked to its launch"
 memory=$(query inst.rpd "select kernel, replace(file, '$here/', ''), line, \"column\", kind, accesses, bytes from nano_memory order by kernel, line, \"column\"")
 echo "$memory"
-[ "$memory" = "_Z4axpyfPKfPfi app.cu $axpy_line 19 store 1000 4000
-_Z4axpyfPKfPfi app.cu $axpy_line 25 load 1000 4000
-_Z4axpyfPKfPfi app.cu $axpy_line 32 load 1000 4000
-_Z5otherPi app.cu $other_line 36 store 64 256" ] ||
+[ "$memory" = "axpy(float, float const*, float*, int) app.cu $axpy_line 19 store 1000 4000
+axpy(float, float const*, float*, int) app.cu $axpy_line 25 load 1000 4000
+axpy(float, float const*, float*, int) app.cu $axpy_line 32 load 1000 4000
+other(int*) app.cu $other_line 36 store 64 256" ] ||
   fail "MemoryAnalysis: every access at its source line (the cubin's site table)"
 [ "$(wc -l <inst.json)" -ge 2 ] || fail "a JSON report per dispatch"
 rows=$(cuda_rows inst.rpd)
