@@ -293,6 +293,22 @@ def case_merge_nano():
     t3 = os.path.join(WORK, "m_trim3.rpd")
     run([RPD, "trim", out, "--start", "0%", "--end", "100%", "-o", t3])
     check(query(t3, "SELECT count FROM nano_atomic_totals") == [(200,)], "trim keeps the totals")
+    # an input whose recording dropped and lost records: merged and trimmed
+    # traces still say so (the tools sum these counts)
+    lossy = os.path.join(WORK, "m_lossy.rpd")
+    shutil.copy(b, lossy)
+    with sqlite3.connect(lossy) as db:
+        db.execute("INSERT INTO rocpd_metadata(tag, value) VALUES ('nano_dropped_records', '7'), "
+                   "('nano_lost_records', '3')")
+    for merged_or_trimmed, argv in (("m_lossy_merged.rpd", [RPD, "merge", None, lossy, c, lossy]),
+                                    ("m_lossy_trim.rpd", [RPD, "trim", lossy, "-o", None])):
+        path = os.path.join(WORK, merged_or_trimmed)
+        run([path if x is None else x for x in argv])
+        copies = 2 if "merge" in argv else 1
+        counts = query(path, "SELECT tag, sum(CAST(value AS integer)) FROM rocpd_metadata WHERE tag "
+                             "IN ('nano_dropped_records', 'nano_lost_records') GROUP BY tag ORDER BY tag")
+        check(counts == [("nano_dropped_records", 7 * copies), ("nano_lost_records", 3 * copies)],
+              "%s carries the inputs' lost records: %s" % (merged_or_trimmed, counts))
 
 
 def case_plugin_mismatch():

@@ -22,7 +22,10 @@
  *     numbers shifted past the destination's so that ids (session << 32 | n)
  *     never collide. A window keeps the samples and dispatches that start in
  *     it; the atomics counts and call sums are totals of the whole run
- *     (nothing dates them) and are kept as they are.
+ *     (nothing dates them) and are kept as they are;
+ *   - the source's counts of records its recording dropped or lost
+ *     (rocpd_metadata nano_dropped_records, nano_lost_records), which the
+ *     tools sum: the copy says it is incomplete where the source did.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdarg.h>
@@ -416,6 +419,13 @@ static int cp_rows(const char *cmd, sqlite3 *db, const struct rpdtool_trace *s,
                (long long)padd)))
     return -1;
   if (cp_nano(cmd, db, s, o, padd, off_api, empty))
+    return -1;
+  /* What the source's recording lost (records dropped or never written):
+   * counts that readers sum, so a merged or trimmed trace still says it is
+   * incomplete. A window keeps them all: nothing dates a loss. */
+  if (cp_exec(cmd, db, "copying the counts of lost records",
+              "INSERT INTO main.rocpd_metadata(tag, value) SELECT tag, value FROM "
+              "src.rocpd_metadata WHERE tag IN ('nano_dropped_records', 'nano_lost_records');"))
     return -1;
   c->strings = cp_int(db, &ok, "SELECT count(*) FROM main.rocpd_string");
   return cp_exec(cmd, db, "cleaning up",
