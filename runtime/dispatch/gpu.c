@@ -1,31 +1,33 @@
 /*
  * gpu.c: the GPU back end of the dispatch layer: __nano_gpu_launch
  * (nano/gpu_launch.h), which the plugin puts in front of every launch of a
- * kernel that has a twin in CUDA programs built with it.
+ * kernel that has a twin in CUDA and HIP programs built with it. The GPU API
+ * is gpu.h's: the CUDA driver (gpu_cuda.c) or the HIP runtime (gpu_hip.c),
+ * after the launch call's API.
  *
  * Per launch:
- *   1. the CUDA driver (libcuda.so.1, opened at run time: libnano_rpd links
- *      against no GPU library and loads in any process) and the launching
- *      thread's context; with none current, device 0's primary context is
- *      made current, the one cudart would use;
- *   2. nano_dispatch_begin with the kernel's name, the device's arch (sm_XY),
- *      wave 32, grid, block, dynamic shared bytes and the context's
- *      placement; NULL: the original, through the program's own launch
- *      function (a static cudart has no other);
+ *   1. the API (opened at run time: libnano_rpd links against no GPU library
+ *      and loads in any process) and the launching thread's device (CUDA:
+ *      its context; with none current, device 0's primary context is made
+ *      current, the one cudart would use);
+ *   2. nano_dispatch_begin with the kernel's name, the device's arch (sm_XY,
+ *      gfxNNN), wave size, cache line, grid, block, dynamic shared bytes and
+ *      the device's placement; NULL: the original, through the program's own
+ *      launch function (a static cudart has no other);
  *   3. else the twin, with the buffer's descriptor as one more argument,
  *      between two events, and a host function after it on the same stream;
- *   4. the host function (CUDA runs it once the twin is done; it may not call
- *      CUDA) queues the dispatch for the finisher thread, which ends it:
+ *   4. the host function (the API runs it once the twin is done; it may not
+ *      call the API) queues the dispatch for the finisher thread, which ends it:
  *      elapsed time from the events, final drain, reports, trace rows.
  * Nothing waits for the program's streams: kernels overlap as they do
  * without the tool (NVBit's memtrace synchronizes the device after each
  * launch).
  *
- * Placement, one per context (its buffers are pooled by the dispatch layer):
+ * Placement, one per device (its buffers are pooled by the dispatch layer):
  *
  *   part              memory                        why
  *   ring              pinned host, device-mapped    the drain reads records in place
- *   descriptor        device (cuMemAlloc)           head and dropped are the device's
+ *   descriptor        device memory                 head and dropped are the device's
  *                                                   atomics: none cross the bus
  *   tail              pinned host, device-mapped    the host moves it, the device polls it
  *   counter staging   pinned host (same block)      head and dropped, copied at the end
@@ -33,9 +35,9 @@
  * The descriptor and the counters move through a private non-blocking stream:
  * a copy on the legacy default stream would wait for the program's kernels.
  *
- * Not launched as twins (the original runs, said once): HIP launches (no HIP
- * back end yet), launches into a stream being captured into a graph (the
- * buffer would belong to one replay of many).
+ * Not launched as twins (the original runs, said once): launches into a
+ * stream being captured into a graph (the buffer would belong to one replay
+ * of many).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -49,90 +51,13 @@
 #include <time.h>
 
 #include "dispatch.h"
+#include "gpu.h"
 #include "nano/gpu_launch.h"
 #include "nano/handler.h"
 #include "nano/symbols.h"
 #include "nano/thread.h"
 #include "rpd.h"
 #include "rpd_internal.h"
-
-/* ---- the CUDA driver API, as much of it as used (cuda.h's types) ------------- */
-
-typedef int CUresult; /* CUDA_SUCCESS 0 */
-typedef int CUdevice;
-typedef void *CUcontext;
-typedef void *CUstream;
-typedef void *CUevent;
-typedef unsigned long long CUdeviceptr;
-
-#define GPU_CU_SUCCESS 0
-#define GPU_CU_ATTR_CC_MAJOR 75 /* CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR */
-#define GPU_CU_ATTR_CC_MINOR 76 /* ..._MINOR                                    */
-#define GPU_CU_HOSTALLOC_PORTABLE 0x01
-#define GPU_CU_HOSTALLOC_DEVICEMAP 0x02
-#define GPU_CU_STREAM_NON_BLOCKING 0x1
-#define GPU_CU_STREAM_PER_THREAD ((CUstream)0x2) /* the thread's default stream */
-#define GPU_CU_EVENT_DEFAULT 0x0
-#define GPU_CU_CAPTURE_NONE 0 /* CU_STREAM_CAPTURE_STATUS_NONE */
-
-/* One entry per driver function: its name (the versioned one where cuda.h
- * maps the plain name to it) and where its address goes. */
-static struct gpu_cuda {
-  CUresult (*Init)(unsigned);
-  CUresult (*DeviceGet)(CUdevice *, int);
-  CUresult (*DeviceGetAttribute)(int *, int, CUdevice);
-  CUresult (*DevicePrimaryCtxRetain)(CUcontext *, CUdevice);
-  CUresult (*CtxGetCurrent)(CUcontext *);
-  CUresult (*CtxSetCurrent)(CUcontext);
-  CUresult (*CtxGetDevice)(CUdevice *);
-  CUresult (*CtxPushCurrent)(CUcontext);
-  CUresult (*CtxPopCurrent)(CUcontext *);
-  CUresult (*MemHostAlloc)(void **, size_t, unsigned);
-  CUresult (*MemHostGetDevicePointer)(CUdeviceptr *, void *, unsigned);
-  CUresult (*MemFreeHost)(void *);
-  CUresult (*MemAlloc)(CUdeviceptr *, size_t);
-  CUresult (*MemFree)(CUdeviceptr);
-  CUresult (*StreamCreate)(CUstream *, unsigned);
-  CUresult (*StreamSynchronize)(CUstream);
-  CUresult (*StreamIsCapturing)(CUstream, int *);
-  CUresult (*MemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
-  CUresult (*MemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
-  CUresult (*EventCreate)(CUevent *, unsigned);
-  CUresult (*EventRecord)(CUevent, CUstream);
-  CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
-  CUresult (*EventDestroy)(CUevent);
-  CUresult (*LaunchHostFunc)(CUstream, void (*)(void *), void *);
-  CUresult (*GetErrorName)(CUresult, const char **);
-} cu;
-
-#define GPU_CU_FN(field, symbol) NANO_SYMBOL(struct gpu_cuda, field, symbol)
-static const struct nano_symbol gpu_cuda_fns[] = {
-    GPU_CU_FN(Init, cuInit),
-    GPU_CU_FN(DeviceGet, cuDeviceGet),
-    GPU_CU_FN(DeviceGetAttribute, cuDeviceGetAttribute),
-    GPU_CU_FN(DevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain),
-    GPU_CU_FN(CtxGetCurrent, cuCtxGetCurrent),
-    GPU_CU_FN(CtxSetCurrent, cuCtxSetCurrent),
-    GPU_CU_FN(CtxGetDevice, cuCtxGetDevice),
-    GPU_CU_FN(CtxPushCurrent, cuCtxPushCurrent_v2),
-    GPU_CU_FN(CtxPopCurrent, cuCtxPopCurrent_v2),
-    GPU_CU_FN(MemHostAlloc, cuMemHostAlloc),
-    GPU_CU_FN(MemHostGetDevicePointer, cuMemHostGetDevicePointer_v2),
-    GPU_CU_FN(MemFreeHost, cuMemFreeHost),
-    GPU_CU_FN(MemAlloc, cuMemAlloc_v2),
-    GPU_CU_FN(MemFree, cuMemFree_v2),
-    GPU_CU_FN(StreamCreate, cuStreamCreate),
-    GPU_CU_FN(StreamSynchronize, cuStreamSynchronize),
-    GPU_CU_FN(StreamIsCapturing, cuStreamIsCapturing),
-    GPU_CU_FN(MemcpyHtoDAsync, cuMemcpyHtoDAsync_v2),
-    GPU_CU_FN(MemcpyDtoHAsync, cuMemcpyDtoHAsync_v2),
-    GPU_CU_FN(EventCreate, cuEventCreate),
-    GPU_CU_FN(EventRecord, cuEventRecord),
-    GPU_CU_FN(EventElapsedTime, cuEventElapsedTime),
-    GPU_CU_FN(EventDestroy, cuEventDestroy_v2),
-    GPU_CU_FN(LaunchHostFunc, cuLaunchHostFunc),
-    GPU_CU_FN(GetErrorName, cuGetErrorName),
-};
 
 /* The most arguments a kernel's launch passes (the twin gets one more). */
 #define GPU_MAX_ARGS 255
@@ -145,12 +70,14 @@ static const struct nano_symbol gpu_cuda_fns[] = {
 #define GPU_LINE 64
 #define GPU_BLOCK_BYTES (2 * GPU_LINE)
 
-/* One context the program launched in: its placement and copy stream. */
+/* One device the program launched on (CUDA: one context): its API,
+ * placement and copy stream. */
 struct gpu_context {
-  CUcontext ctx;
-  CUdevice dev;
-  char arch[16];
-  CUstream copies;
+  const struct gpu_api *api;
+  void *key;
+  int dev;
+  struct gpu_device_info info;
+  void *copies;
   struct nano_dh_memory mem;
   struct gpu_context *next;
 };
@@ -161,16 +88,23 @@ struct gpu_context {
 struct gpu_flight {
   struct nano_dispatch *d;
   struct gpu_context *c;
-  CUevent ev[2]; /* before and after the twin; NULL: no timing */
+  void *ev[2]; /* before and after the twin; NULL: no timing */
   int64_t launched, done;
   uint64_t api;
   int owners;
   struct gpu_flight *next;
 };
 
-static struct {
+/* An API's state: loaded once, at its first instrumented launch. */
+struct gpu_loaded {
   pthread_once_t once;
-  int usable;                    /* the driver loaded with every function */
+  int usable; /* loaded with every function */
+};
+
+static struct {
+  struct gpu_loaded cuda, hip;
+  pthread_once_t finisher_once;
+  int finisher_usable;
   pthread_mutex_t contexts_lock; /* contexts */
   struct gpu_context *contexts;
   pthread_mutex_t lock; /* everything below */
@@ -179,20 +113,15 @@ static struct {
   unsigned in_flight; /* launched twins not yet ended */
   int finisher_started, exiting;
   pthread_t finisher;
-  int noted_hip, noted_capture, noted_error;
-} g_gpu = {.once = PTHREAD_ONCE_INIT,
+  int noted_capture, noted_error;
+} g_gpu = {.cuda = {PTHREAD_ONCE_INIT, 0},
+           .hip = {PTHREAD_ONCE_INIT, 0},
+           .finisher_once = PTHREAD_ONCE_INIT,
            .contexts_lock = PTHREAD_MUTEX_INITIALIZER,
            .lock = PTHREAD_MUTEX_INITIALIZER,
            .wake = PTHREAD_COND_INITIALIZER,
            .idle = PTHREAD_COND_INITIALIZER,
            .queue_end = &g_gpu.queue};
-
-static const char *gpu_error(CUresult r) {
-  const char *s = NULL;
-  if (cu.GetErrorName && cu.GetErrorName(r, &s) == GPU_CU_SUCCESS && s)
-    return s;
-  return "unknown CUDA error";
-}
 
 /* Says what failed, once per process for each *noted flag. */
 static void gpu_note(int *noted, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -211,49 +140,24 @@ static void gpu_note(int *noted, const char *fmt, ...) {
   fprintf(stderr, "nanoprobe: %s\n", line);
 }
 
-/* Opens the driver (already loaded by the program's cudart) and resolves
- * every function; without all of them the back end stays off. */
-static void gpu_load(void) {
-  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
-  if (!h) {
-    fprintf(stderr,
-            "nanoprobe: the CUDA driver (libcuda.so.1) cannot be loaded: %s; kernels run "
-            "uninstrumented\n",
-            dlerror());
-    return;
-  }
-  const char *missing =
-      nano_symbols_resolve(h, gpu_cuda_fns, sizeof gpu_cuda_fns / sizeof gpu_cuda_fns[0], &cu);
-  if (missing) {
-    fprintf(stderr,
-            "nanoprobe: the CUDA driver lacks %s (a driver older than CUDA 11.1?); kernels run "
-            "uninstrumented\n",
-            missing);
-    return;
-  }
-  g_gpu.usable = 1;
-}
-
 /* ---- placement ------------------------------------------------------------------ */
 
-/* Runs under c's context, whichever thread calls (drain, finisher, launcher). */
-static int gpu_push(struct gpu_context *c) { return cu.CtxPushCurrent(c->ctx) == GPU_CU_SUCCESS; }
-static void gpu_pop(void) {
-  CUcontext old;
-  cu.CtxPopCurrent(&old);
-}
+/* Runs under c's device, whichever thread calls (drain, finisher, launcher). */
+static int gpu_push(struct gpu_context *c) { return c->api->enter(c->key, c->dev) == 0; }
+static void gpu_pop(struct gpu_context *c) { c->api->leave(); }
 
 /* The pinned block and the descriptor of a placement (its handle). */
 struct gpu_buffer {
   unsigned char *block; /* tail at 0, staging at GPU_LINE */
-  CUdeviceptr desc;
+  uint64_t desc;
   int counters_zeroed; /* the descriptor's head and dropped were cleared */
 };
 
-static int gpu_fail(char *err, size_t errlen, const char *what, uint64_t bytes, CUresult r) {
+static int gpu_fail(const struct gpu_context *c, char *err, size_t errlen, const char *what,
+                    uint64_t bytes, int r) {
   if (err && errlen)
-    snprintf(err, errlen, "CUDA: cannot allocate %s of %llu bytes: %s", what,
-             (unsigned long long)bytes, gpu_error(r));
+    snprintf(err, errlen, "%s: cannot allocate %s of %llu bytes: %s", c->api->backend, what,
+             (unsigned long long)bytes, c->api->error(r));
   return -1;
 }
 
@@ -264,12 +168,12 @@ static void gpu_free(void *ctx, struct nano_dh_placement *p) {
    * the process returns the memory anyway. */
   if (b && !g_gpu.exiting && gpu_push(c)) {
     if (b->desc)
-      cu.MemFree(b->desc);
+      c->api->dev_free(b->desc);
     if (b->block)
-      cu.MemFreeHost(b->block);
+      c->api->host_free(b->block);
     if (p->ring)
-      cu.MemFreeHost(p->ring);
-    gpu_pop();
+      c->api->host_free(p->ring);
+    gpu_pop(c);
   }
   free(b);
   memset(p, 0, sizeof *p);
@@ -288,30 +192,28 @@ static int gpu_alloc(void *ctx, uint64_t capacity, struct nano_dh_placement *out
   out->handle = b;
   if (!gpu_push(c)) {
     if (err && errlen)
-      snprintf(err, errlen, "CUDA: the context of device %d cannot be made current", c->dev);
+      snprintf(err, errlen, "%s: device %d cannot be made current", c->api->backend, c->dev);
     free(b);
     out->handle = NULL;
     return -1;
   }
-  const unsigned mapped = GPU_CU_HOSTALLOC_PORTABLE | GPU_CU_HOSTALLOC_DEVICEMAP;
+  const struct gpu_api *api = c->api;
   void *ring = NULL, *block = NULL;
-  CUdeviceptr ring_dev = 0, tail_dev = 0;
-  CUresult r;
-  int rc = -1;
-  if ((r = cu.MemHostAlloc(&ring, (size_t)capacity, mapped)) != GPU_CU_SUCCESS)
-    gpu_fail(err, errlen, "a mapped host ring", capacity, r);
-  else if ((out->ring = ring, r = cu.MemHostGetDevicePointer(&ring_dev, ring, 0)) != GPU_CU_SUCCESS)
-    gpu_fail(err, errlen, "the ring's device view", capacity, r);
-  else if ((r = cu.MemHostAlloc(&block, GPU_BLOCK_BYTES, mapped)) != GPU_CU_SUCCESS)
-    gpu_fail(err, errlen, "a mapped host tail", GPU_BLOCK_BYTES, r);
-  else if ((b->block = block, r = cu.MemHostGetDevicePointer(&tail_dev, block, 0)) !=
-           GPU_CU_SUCCESS)
-    gpu_fail(err, errlen, "the tail's device view", GPU_BLOCK_BYTES, r);
-  else if ((r = cu.MemAlloc(&b->desc, NANO_DH_DESC_SIZE)) != GPU_CU_SUCCESS)
-    gpu_fail(err, errlen, "a descriptor in device memory", NANO_DH_DESC_SIZE, r);
+  uint64_t ring_dev = 0, tail_dev = 0;
+  int r, rc = -1;
+  if ((r = api->host_alloc(&ring, (size_t)capacity)) != 0)
+    gpu_fail(c, err, errlen, "a mapped host ring", capacity, r);
+  else if ((out->ring = ring, r = api->host_device_ptr(&ring_dev, ring)) != 0)
+    gpu_fail(c, err, errlen, "the ring's device view", capacity, r);
+  else if ((r = api->host_alloc(&block, GPU_BLOCK_BYTES)) != 0)
+    gpu_fail(c, err, errlen, "a mapped host tail", GPU_BLOCK_BYTES, r);
+  else if ((b->block = block, r = api->host_device_ptr(&tail_dev, block)) != 0)
+    gpu_fail(c, err, errlen, "the tail's device view", GPU_BLOCK_BYTES, r);
+  else if ((r = api->dev_alloc(&b->desc, NANO_DH_DESC_SIZE)) != 0)
+    gpu_fail(c, err, errlen, "a descriptor in device memory", NANO_DH_DESC_SIZE, r);
   else
     rc = 0;
-  gpu_pop();
+  gpu_pop(c);
   if (rc != 0) {
     gpu_free(c, out);
     return -1;
@@ -329,9 +231,9 @@ static int gpu_alloc(void *ctx, uint64_t capacity, struct nano_dh_placement *out
 }
 
 /* Copies [from, to) of the descriptor to the device (on the copy stream). */
-static CUresult gpu_put_range(struct gpu_context *c, const struct gpu_buffer *b, const void *desc,
-                              size_t from, size_t to) {
-  return cu.MemcpyHtoDAsync(b->desc + from, (const char *)desc + from, to - from, c->copies);
+static int gpu_put_range(struct gpu_context *c, const struct gpu_buffer *b, const void *desc,
+                         size_t from, size_t to) {
+  return c->api->copy_to_device(b->desc + from, (const char *)desc + from, to - from, c->copies);
 }
 
 /* Writes everything but head and dropped, which the device owns once the
@@ -342,22 +244,22 @@ static int gpu_put_desc(void *ctx, struct nano_dh_placement *p, const void *desc
   static const unsigned char zero[NANO_DH_DESC_SIZE];
   if (!gpu_push(c))
     return -1;
-  CUresult r = GPU_CU_SUCCESS;
+  int r = 0;
   if (!b->counters_zeroed) {
     r = gpu_put_range(c, b, zero, 0, NANO_DH_DESC_SIZE);
-    b->counters_zeroed = r == GPU_CU_SUCCESS;
+    b->counters_zeroed = r == 0;
   }
-  if (r == GPU_CU_SUCCESS)
+  if (r == 0)
     r = gpu_put_range(c, b, desc, 0, NANO_DH_DESC_OFF_HEAD);
-  if (r == GPU_CU_SUCCESS)
+  if (r == 0)
     r = gpu_put_range(c, b, desc, NANO_DH_DESC_OFF_TAIL_ADDR, NANO_DH_DESC_OFF_DROPPED);
-  if (r == GPU_CU_SUCCESS)
+  if (r == 0)
     r = gpu_put_range(c, b, desc, NANO_DH_DESC_OFF_FLAGS, NANO_DH_DESC_SIZE);
   /* The program's stream launches the twin only after this returns. */
-  if (r == GPU_CU_SUCCESS)
-    r = cu.StreamSynchronize(c->copies);
-  gpu_pop();
-  return r == GPU_CU_SUCCESS ? 0 : -1;
+  if (r == 0)
+    r = c->api->stream_sync(c->copies);
+  gpu_pop(c);
+  return r == 0 ? 0 : -1;
 }
 
 static int gpu_counters(void *ctx, const struct nano_dh_placement *p, uint64_t *head,
@@ -369,60 +271,53 @@ static int gpu_counters(void *ctx, const struct nano_dh_placement *p, uint64_t *
   const size_t n = NANO_DH_DESC_OFF_DROPPED + 8 - NANO_DH_DESC_OFF_HEAD;
   if (!gpu_push(c))
     return -1;
-  CUresult r = cu.MemcpyDtoHAsync(stage, b->desc + NANO_DH_DESC_OFF_HEAD, n, c->copies);
-  if (r == GPU_CU_SUCCESS)
-    r = cu.StreamSynchronize(c->copies);
-  gpu_pop();
-  if (r != GPU_CU_SUCCESS)
+  int r = c->api->copy_to_host(stage, b->desc + NANO_DH_DESC_OFF_HEAD, n, c->copies);
+  if (r == 0)
+    r = c->api->stream_sync(c->copies);
+  gpu_pop(c);
+  if (r != 0)
     return -1;
   *head = stage[0];
   *dropped = stage[(NANO_DH_DESC_OFF_DROPPED - NANO_DH_DESC_OFF_HEAD) / 8];
   return 0;
 }
 
-/* The context current on this thread (device 0's primary one made current
- * where none is, as cudart would), with its placement; NULL after saying why. */
-static struct gpu_context *gpu_context(void) {
-  CUcontext ctx = NULL;
-  CUresult r = cu.CtxGetCurrent(&ctx);
-  if (r == GPU_CU_SUCCESS && !ctx) {
-    CUdevice dev;
-    if ((r = cu.Init(0)) == GPU_CU_SUCCESS && (r = cu.DeviceGet(&dev, 0)) == GPU_CU_SUCCESS &&
-        (r = cu.DevicePrimaryCtxRetain(&ctx, dev)) == GPU_CU_SUCCESS)
-      r = cu.CtxSetCurrent(ctx);
-  }
-  if (r != GPU_CU_SUCCESS || !ctx) {
-    gpu_note(&g_gpu.noted_error, "CUDA: no context to launch in (%s); kernels run uninstrumented",
-             r != GPU_CU_SUCCESS ? gpu_error(r) : "none current");
+/* The launching thread's device under api (CUDA: its context, device 0's
+ * primary one made current where none is, as cudart would), with its
+ * placement; NULL after saying why. */
+static struct gpu_context *gpu_context(const struct gpu_api *api) {
+  void *key = NULL;
+  int dev = 0, r = api->current(&key, &dev);
+  if (r != 0 || !key) {
+    gpu_note(&g_gpu.noted_error, "%s: no device to launch on (%s); kernels run uninstrumented",
+             api->backend, r != 0 ? api->error(r) : "no context current");
     return NULL;
   }
-  /* One lock over lookup and creation: two threads new to one context make
-   * one placement (creation is rare; CUDA calls under this lock call back
-   * into nothing of ours). */
+  /* One lock over lookup and creation: two threads new to one device make
+   * one placement (creation is rare; the API's calls under this lock call
+   * back into nothing of ours). */
   pthread_mutex_lock(&g_gpu.contexts_lock);
   struct gpu_context *c = g_gpu.contexts;
-  while (c && c->ctx != ctx)
+  while (c && (c->api != api || c->key != key))
     c = c->next;
   if (c) {
     pthread_mutex_unlock(&g_gpu.contexts_lock);
     return c;
   }
   c = calloc(1, sizeof *c);
-  int major = 0, minor = 0;
-  if (!c || (r = cu.CtxGetDevice(&c->dev)) != GPU_CU_SUCCESS ||
-      (r = cu.DeviceGetAttribute(&major, GPU_CU_ATTR_CC_MAJOR, c->dev)) != GPU_CU_SUCCESS ||
-      (r = cu.DeviceGetAttribute(&minor, GPU_CU_ATTR_CC_MINOR, c->dev)) != GPU_CU_SUCCESS ||
-      (r = cu.StreamCreate(&c->copies, GPU_CU_STREAM_NON_BLOCKING)) != GPU_CU_SUCCESS) {
+  if (!c || (r = api->describe(key, dev, &c->info)) != 0 ||
+      (r = api->stream_create(&c->copies)) != 0) {
     pthread_mutex_unlock(&g_gpu.contexts_lock);
-    gpu_note(&g_gpu.noted_error,
-             "CUDA: the device cannot be queried (%s); kernels run uninstrumented",
-             c ? gpu_error(r) : "out of memory");
+    gpu_note(&g_gpu.noted_error, "%s: device %d cannot be queried (%s); kernels run uninstrumented",
+             api->backend, dev, c ? api->error(r) : "out of memory");
     free(c);
     return NULL;
   }
-  c->ctx = ctx;
-  snprintf(c->arch, sizeof c->arch, "sm_%d%d", major, minor);
-  c->mem = (struct nano_dh_memory){"cuda", c, gpu_alloc, gpu_free, gpu_put_desc, gpu_counters};
+  c->api = api;
+  c->key = key;
+  c->dev = dev;
+  c->mem =
+      (struct nano_dh_memory){api->backend, c, gpu_alloc, gpu_free, gpu_put_desc, gpu_counters};
   c->next = g_gpu.contexts;
   g_gpu.contexts = c;
   pthread_mutex_unlock(&g_gpu.contexts_lock);
@@ -435,12 +330,11 @@ static void gpu_end(struct gpu_flight *f) {
   int64_t start = f->launched, end = f->done ? f->done : rpd_now();
   float ms;
   if (f->ev[0] && gpu_push(f->c)) {
-    if (cu.EventElapsedTime(&ms, f->ev[0], f->ev[1]) == GPU_CU_SUCCESS &&
-        end - ms * GPU_NS_PER_MS >= start)
+    if (f->c->api->event_ms(&ms, f->ev[0], f->ev[1]) == 0 && end - ms * GPU_NS_PER_MS >= start)
       start = end - (int64_t)(ms * GPU_NS_PER_MS);
-    cu.EventDestroy(f->ev[0]);
-    cu.EventDestroy(f->ev[1]);
-    gpu_pop();
+    f->c->api->event_destroy(f->ev[0]);
+    f->c->api->event_destroy(f->ev[1]);
+    gpu_pop(f->c);
   }
   nano_dispatch_end(f->d, start, end, f->api);
   free(f);
@@ -506,18 +400,30 @@ static void gpu_exit(void) {
             left);
 }
 
-static void gpu_init(void) {
-  gpu_load();
-  if (!g_gpu.usable)
-    return;
+static void gpu_start_finisher(void) {
   if (nano_thread_start(&g_gpu.finisher, gpu_finisher, NULL) != 0) {
     fprintf(stderr, "nanoprobe: cannot start the GPU finisher thread; kernels run "
                     "uninstrumented\n");
-    g_gpu.usable = 0;
     return;
   }
   pthread_detach(g_gpu.finisher);
   atexit(gpu_exit);
+  g_gpu.finisher_usable = 1;
+}
+static void gpu_load_cuda(void) { g_gpu.cuda.usable = gpu_cuda_api.load() == 0; }
+static void gpu_load_hip(void) { g_gpu.hip.usable = gpu_hip_api.load() == 0; }
+
+/* The API of a launch (the api argument), loaded; NULL when it cannot be. */
+static const struct gpu_api *gpu_api_of(int api) {
+  pthread_once(&g_gpu.finisher_once, gpu_start_finisher);
+  if (!g_gpu.finisher_usable)
+    return NULL;
+  if ((api & NANO_GPU_API_MASK) == NANO_GPU_HIP) {
+    pthread_once(&g_gpu.hip.once, gpu_load_hip);
+    return g_gpu.hip.usable ? &gpu_hip_api : NULL;
+  }
+  pthread_once(&g_gpu.cuda.once, gpu_load_cuda);
+  return g_gpu.cuda.usable ? &gpu_cuda_api : NULL;
 }
 
 /* ---- the twins of kernel handles (__nano_gpu_register) -------------------------- */
@@ -599,45 +505,98 @@ static int gpu_program_launch(nano_gpu_launch_fn launch, const void *kernel, uin
   return rc;
 }
 
-/* Launches the twin of dispatch d; 0, or the launch's error with d not ended. */
+/* Drops f's events (the API frees them once their records completed). */
+static void gpu_drop_events(struct gpu_flight *f) {
+  if (f->ev[0])
+    f->c->api->event_destroy(f->ev[0]);
+  if (f->ev[1])
+    f->c->api->event_destroy(f->ev[1]);
+  f->ev[0] = f->ev[1] = NULL;
+}
+
+/* Launches the twin of dispatch d on stream s (the API's name for the
+ * program's stream); 0, or the launch's error with d not ended. */
 static int gpu_launch_twin(struct gpu_flight *f, nano_gpu_launch_fn launch, const void *twin,
                            uint64_t grid_xy, uint32_t grid_z, uint64_t block_xy, uint32_t block_z,
-                           void **args, uint32_t nargs, size_t shared, void *stream, CUstream cs) {
+                           void **args, uint32_t nargs, size_t shared, void *stream, void *s) {
+  const struct gpu_api *api = f->c->api;
   void *all[GPU_MAX_ARGS + 1];
   memcpy(all, args, nargs * sizeof *args);
   void *desc = nano_dispatch_desc(f->d);
   all[nargs] = &desc;
-  if (cu.EventCreate(&f->ev[0], GPU_CU_EVENT_DEFAULT) != GPU_CU_SUCCESS)
+  if (api->event_create(&f->ev[0]) != 0)
     f->ev[0] = NULL;
-  else if (cu.EventCreate(&f->ev[1], GPU_CU_EVENT_DEFAULT) != GPU_CU_SUCCESS ||
-           cu.EventRecord(f->ev[0], cs) != GPU_CU_SUCCESS) {
-    cu.EventDestroy(f->ev[0]);
-    if (f->ev[1])
-      cu.EventDestroy(f->ev[1]);
-    f->ev[0] = f->ev[1] = NULL;
-  }
+  else if (api->event_create(&f->ev[1]) != 0 || api->event_record(f->ev[0], s) != 0)
+    gpu_drop_events(f);
   int rc =
       gpu_program_launch(launch, twin, grid_xy, grid_z, block_xy, block_z, all, shared, stream);
   if (rc != 0)
     return rc;
-  if (f->ev[0] && cu.EventRecord(f->ev[1], cs) != GPU_CU_SUCCESS) {
-    cu.EventDestroy(f->ev[0]);
-    cu.EventDestroy(f->ev[1]);
-    f->ev[0] = f->ev[1] = NULL;
-  }
+  if (f->ev[0] && api->event_record(f->ev[1], s) != 0)
+    gpu_drop_events(f);
   pthread_mutex_lock(&g_gpu.lock);
   g_gpu.in_flight++;
   pthread_mutex_unlock(&g_gpu.lock);
-  CUresult r = cu.LaunchHostFunc(cs, gpu_done, f);
-  if (r != GPU_CU_SUCCESS) {
+  int r = api->host_func(s, gpu_done, f);
+  if (r != 0) {
     /* No word when the twin is done: wait for this stream alone. */
     gpu_note(&g_gpu.noted_error,
-             "CUDA: cuLaunchHostFunc failed (%s): instrumented dispatches wait for their stream",
-             gpu_error(r));
-    cu.StreamSynchronize(cs);
+             "%s: the host function after a twin failed (%s): instrumented dispatches wait for "
+             "their stream",
+             api->backend, api->error(r));
+    api->stream_sync(s);
     gpu_done(f);
   }
   return 0;
+}
+
+/* The dispatch of one launch, or NULL: the original runs. */
+static struct gpu_flight *gpu_begin(int api_id, const void *twin, const char *name,
+                                    uint64_t grid_xy, uint32_t grid_z, uint64_t block_xy,
+                                    uint32_t block_z, uint32_t nargs, size_t shared, void *s,
+                                    int64_t start) {
+  if (nargs > GPU_MAX_ARGS) {
+    gpu_note(&g_gpu.noted_error, "%s: more than %d arguments; it runs uninstrumented", name,
+             GPU_MAX_ARGS);
+    return NULL;
+  }
+  const struct gpu_api *api = gpu_api_of(api_id);
+  struct gpu_context *c = api ? gpu_context(api) : NULL;
+  int capturing = 0;
+  if (!c || api->stream_capturing(s, &capturing) != 0)
+    return NULL;
+  if (capturing) {
+    gpu_note(&g_gpu.noted_capture,
+             "%s: launched into a stream being captured into a graph: it runs uninstrumented",
+             name);
+    return NULL;
+  }
+  struct nano_launch_desc l = {.kernel = name,
+                               .backend = api->backend,
+                               .arch = c->info.arch,
+                               .device = (uint32_t)c->dev,
+                               .wave_size = c->info.wave_size,
+                               .grid = {(uint32_t)grid_xy, (uint32_t)(grid_xy >> 32), grid_z},
+                               .block = {(uint32_t)block_xy, (uint32_t)(block_xy >> 32), block_z},
+                               .shared_bytes = shared,
+                               .line_bytes = c->info.line_bytes,
+                               .sector_bytes = c->info.sector_bytes,
+                               .lds_model = c->info.lds_model,
+                               .twin = twin,
+                               .memory = &c->mem};
+  struct nano_dispatch *d = nano_dispatch_begin(&l);
+  if (!d)
+    return NULL;
+  struct gpu_flight *f = calloc(1, sizeof *f);
+  if (!f) {
+    nano_dispatch_cancel(d);
+    return NULL;
+  }
+  f->d = d;
+  f->c = c;
+  f->launched = start;
+  f->owners = 2;
+  return f;
 }
 
 __attribute__((visibility("default"))) int
@@ -657,64 +616,19 @@ __nano_gpu_launch(int api, nano_gpu_launch_fn launch, const void *kernel, const 
     return rc;
   }
   rpd_cupti_quiet++;
-  struct gpu_flight *f = NULL;
-  struct gpu_context *c = NULL;
-  /* The stream as the driver names it: a NULL of the per-thread variant is
-   * the thread's default stream. */
-  CUstream cs = !stream && (api & NANO_GPU_PER_THREAD) ? GPU_CU_STREAM_PER_THREAD : stream;
-  int capturing = GPU_CU_CAPTURE_NONE;
-  if (!nano_dispatch_instrumenting()) {
-    /* the original, and only the API row */
-  } else if ((api & NANO_GPU_API_MASK) != NANO_GPU_CUDA) {
-    gpu_note(&g_gpu.noted_hip, "%s: HIP kernels run uninstrumented (no HIP back end yet)", name);
-  } else if (nargs > GPU_MAX_ARGS) {
-    gpu_note(&g_gpu.noted_error, "%s: more than %d arguments; it runs uninstrumented", name,
-             GPU_MAX_ARGS);
-  } else {
-    pthread_once(&g_gpu.once, gpu_init);
-    if (g_gpu.usable && (c = gpu_context()) &&
-        cu.StreamIsCapturing(cs, &capturing) == GPU_CU_SUCCESS &&
-        capturing == GPU_CU_CAPTURE_NONE) {
-      struct nano_launch_desc l = {
-          .kernel = name,
-          .backend = "cuda",
-          .arch = c->arch,
-          .device = (uint32_t)c->dev,
-          .wave_size = 32,
-          .grid = {(uint32_t)grid_xy, (uint32_t)(grid_xy >> 32), grid_z},
-          .block = {(uint32_t)block_xy, (uint32_t)(block_xy >> 32), block_z},
-          .shared_bytes = shared,
-          .line_bytes = 128,
-          .sector_bytes = 32,
-          .lds_model = NANO_LDS_PHASED,
-          .twin = twin,
-          .memory = &c->mem};
-      struct nano_dispatch *d = nano_dispatch_begin(&l);
-      if (d && !(f = calloc(1, sizeof *f))) {
-        nano_dispatch_cancel(d);
-        d = NULL;
-      }
-      if (f) {
-        f->d = d;
-        f->c = c;
-        f->launched = start;
-        f->owners = 2;
-      }
-    } else if (capturing != GPU_CU_CAPTURE_NONE) {
-      gpu_note(&g_gpu.noted_capture,
-               "%s: launched into a stream being captured into a graph: it runs uninstrumented",
-               name);
-    }
-  }
+  /* The stream as the API names it: a NULL of the per-thread variant is the
+   * thread's default stream. */
+  void *s = !stream && (api & NANO_GPU_PER_THREAD) ? GPU_STREAM_PER_THREAD : stream;
+  struct gpu_flight *f =
+      nano_dispatch_instrumenting()
+          ? gpu_begin(api, twin, name, grid_xy, grid_z, block_xy, block_z, nargs, shared, s, start)
+          : NULL;
   int rc;
   if (f && (rc = gpu_launch_twin(f, launch, twin, grid_xy, grid_z, block_xy, block_z, args, nargs,
-                                 shared, stream, cs)) != 0) {
+                                 shared, stream, s)) != 0) {
     gpu_note(&g_gpu.noted_error, "%s: its twin did not launch (error %d): it runs uninstrumented",
              name, rc);
-    if (f->ev[0]) {
-      cu.EventDestroy(f->ev[0]);
-      cu.EventDestroy(f->ev[1]);
-    }
+    gpu_drop_events(f);
     nano_dispatch_cancel(f->d);
     free(f);
     f = NULL;

@@ -412,7 +412,9 @@ int cuDevicePrimaryCtxRetain(void **ctx, int dev) {
   if (!fake_initialized || dev != 0)
     return CU_NOT_INITIALIZED;
   *ctx = &fake_ctx;
-  printf("primary context retained\n");
+  static int said;
+  if (!said++)
+    printf("primary context retained\n");
   return CU_OK;
 }
 int cuCtxGetCurrent(void **ctx) {

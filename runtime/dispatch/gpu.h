@@ -1,0 +1,65 @@
+/*
+ * gpu.h: what the GPU back end (gpu.c) needs of a GPU API, implemented for
+ * the CUDA driver (gpu_cuda.c) and the HIP runtime (gpu_hip.c). Each is
+ * opened at run time: libnano_rpd.so links against neither.
+ *
+ * Every operation returns 0 or the API's own error code (error() names it),
+ * and runs in the device's context: gpu.c brackets them with enter/leave
+ * wherever the calling thread may be another one than the launching one.
+ * Streams, events and device pointers are the API's handles as opaque
+ * pointers and 64-bit addresses.
+ */
+#ifndef NANO_GPU_H
+#define NANO_GPU_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* What a device is, for the dispatch layer (nano_launch_desc). */
+struct gpu_device_info {
+  char arch[32]; /* "sm_90", "gfx90a" */
+  uint32_t wave_size, line_bytes, sector_bytes, lds_model;
+};
+
+struct gpu_api {
+  const char *backend; /* "cuda", "hip": nano_dispatch's backend column */
+  const char *library; /* what load() opens, for messages */
+  /* Resolves the API's functions; 0, or -1 after saying why on stderr. */
+  int (*load)(void);
+  /* The launching thread's device: *key names it uniquely in the process
+   * (CUDA: its context; one is made current where none is), *dev its
+   * ordinal. */
+  int (*current)(void **key, int *dev);
+  int (*describe)(void *key, int dev, struct gpu_device_info *out);
+  /* Makes the device current on the calling thread, and back. */
+  int (*enter)(void *key, int dev);
+  void (*leave)(void);
+  /* Pinned host memory the device reads and writes while kernels run. */
+  int (*host_alloc)(void **p, size_t n);
+  int (*host_device_ptr)(uint64_t *d, void *p);
+  int (*host_free)(void *p);
+  int (*dev_alloc)(uint64_t *d, size_t n);
+  int (*dev_free)(uint64_t d);
+  /* A stream that never waits for the program's (non-blocking). */
+  int (*stream_create)(void **s);
+  int (*stream_sync)(void *s);
+  int (*stream_capturing)(void *s, int *capturing);
+  int (*copy_to_device)(uint64_t d, const void *src, size_t n, void *s);
+  int (*copy_to_host)(void *dst, uint64_t d, size_t n, void *s);
+  int (*event_create)(void **e);
+  int (*event_record)(void *e, void *s);
+  int (*event_ms)(float *ms, void *start, void *end);
+  int (*event_destroy)(void *e);
+  /* fn(arg) once the stream's work so far is done; fn may not call the API. */
+  int (*host_func)(void *s, void (*fn)(void *), void *arg);
+  const char *(*error)(int rc);
+};
+
+extern const struct gpu_api gpu_cuda_api;
+extern const struct gpu_api gpu_hip_api;
+
+/* The per-thread default stream's handle in both APIs (cudaStreamPerThread,
+ * hipStreamPerThread). */
+#define GPU_STREAM_PER_THREAD ((void *)0x2)
+
+#endif /* NANO_GPU_H */

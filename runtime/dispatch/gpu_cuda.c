@@ -1,0 +1,221 @@
+/*
+ * gpu_cuda.c: the GPU back end's API (gpu.h) on the CUDA driver,
+ * libcuda.so.1, which every CUDA program loads (a static cudart too): its
+ * contexts are the back end's devices, a thread with none current gets
+ * device 0's primary context, the one cudart would use.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdio.h>
+
+#include "gpu.h"
+#include "nano/handler.h"
+#include "nano/symbols.h"
+
+/* cuda.h's types and constants, as much of them as used. */
+typedef int CUresult; /* CUDA_SUCCESS 0 */
+typedef int CUdevice;
+typedef void *CUcontext;
+typedef void *CUstream;
+typedef void *CUevent;
+typedef unsigned long long CUdeviceptr;
+
+#define CU_SUCCESS 0
+#define CU_ATTR_CC_MAJOR 75 /* CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR */
+#define CU_ATTR_CC_MINOR 76 /* ..._MINOR                                    */
+#define CU_HOSTALLOC_PORTABLE 0x01
+#define CU_HOSTALLOC_DEVICEMAP 0x02
+#define CU_STREAM_NON_BLOCKING 0x1
+#define CU_EVENT_DEFAULT 0x0
+#define CU_CAPTURE_NONE 0 /* CU_STREAM_CAPTURE_STATUS_NONE */
+/* NVIDIA: 128-byte lines of 32-byte sectors; shared memory in phases. */
+#define CU_LINE_BYTES 128
+#define CU_SECTOR_BYTES 32
+#define CU_WAVE 32
+
+/* The driver functions used: the versioned names where cuda.h maps the
+ * plain ones to them. */
+static struct {
+  CUresult (*Init)(unsigned);
+  CUresult (*DeviceGet)(CUdevice *, int);
+  CUresult (*DeviceGetAttribute)(int *, int, CUdevice);
+  CUresult (*DevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+  CUresult (*CtxGetCurrent)(CUcontext *);
+  CUresult (*CtxSetCurrent)(CUcontext);
+  CUresult (*CtxGetDevice)(CUdevice *);
+  CUresult (*CtxPushCurrent)(CUcontext);
+  CUresult (*CtxPopCurrent)(CUcontext *);
+  CUresult (*MemHostAlloc)(void **, size_t, unsigned);
+  CUresult (*MemHostGetDevicePointer)(CUdeviceptr *, void *, unsigned);
+  CUresult (*MemFreeHost)(void *);
+  CUresult (*MemAlloc)(CUdeviceptr *, size_t);
+  CUresult (*MemFree)(CUdeviceptr);
+  CUresult (*StreamCreate)(CUstream *, unsigned);
+  CUresult (*StreamSynchronize)(CUstream);
+  CUresult (*StreamIsCapturing)(CUstream, int *);
+  CUresult (*MemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
+  CUresult (*MemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
+  CUresult (*EventCreate)(CUevent *, unsigned);
+  CUresult (*EventRecord)(CUevent, CUstream);
+  CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
+  CUresult (*EventDestroy)(CUevent);
+  CUresult (*LaunchHostFunc)(CUstream, void (*)(void *), void *);
+  CUresult (*GetErrorName)(CUresult, const char **);
+} cu;
+
+#define CU_FN(field, symbol) NANO_SYMBOL(__typeof__(cu), field, symbol)
+static const struct nano_symbol cu_fns[] = {
+    CU_FN(Init, cuInit),
+    CU_FN(DeviceGet, cuDeviceGet),
+    CU_FN(DeviceGetAttribute, cuDeviceGetAttribute),
+    CU_FN(DevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain),
+    CU_FN(CtxGetCurrent, cuCtxGetCurrent),
+    CU_FN(CtxSetCurrent, cuCtxSetCurrent),
+    CU_FN(CtxGetDevice, cuCtxGetDevice),
+    CU_FN(CtxPushCurrent, cuCtxPushCurrent_v2),
+    CU_FN(CtxPopCurrent, cuCtxPopCurrent_v2),
+    CU_FN(MemHostAlloc, cuMemHostAlloc),
+    CU_FN(MemHostGetDevicePointer, cuMemHostGetDevicePointer_v2),
+    CU_FN(MemFreeHost, cuMemFreeHost),
+    CU_FN(MemAlloc, cuMemAlloc_v2),
+    CU_FN(MemFree, cuMemFree_v2),
+    CU_FN(StreamCreate, cuStreamCreate),
+    CU_FN(StreamSynchronize, cuStreamSynchronize),
+    CU_FN(StreamIsCapturing, cuStreamIsCapturing),
+    CU_FN(MemcpyHtoDAsync, cuMemcpyHtoDAsync_v2),
+    CU_FN(MemcpyDtoHAsync, cuMemcpyDtoHAsync_v2),
+    CU_FN(EventCreate, cuEventCreate),
+    CU_FN(EventRecord, cuEventRecord),
+    CU_FN(EventElapsedTime, cuEventElapsedTime),
+    CU_FN(EventDestroy, cuEventDestroy_v2),
+    CU_FN(LaunchHostFunc, cuLaunchHostFunc),
+    CU_FN(GetErrorName, cuGetErrorName),
+};
+
+static int cuda_load(void) {
+  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+  if (!h) {
+    fprintf(stderr,
+            "nanoprobe: the CUDA driver (libcuda.so.1) cannot be loaded: %s; kernels run "
+            "uninstrumented\n",
+            dlerror());
+    return -1;
+  }
+  const char *missing = nano_symbols_resolve(h, cu_fns, sizeof cu_fns / sizeof cu_fns[0], &cu);
+  if (missing) {
+    fprintf(stderr,
+            "nanoprobe: the CUDA driver lacks %s (a driver older than CUDA 11.1?); kernels run "
+            "uninstrumented\n",
+            missing);
+    return -1;
+  }
+  return 0;
+}
+
+static int cuda_current(void **key, int *dev) {
+  CUcontext ctx = NULL;
+  CUresult r = cu.CtxGetCurrent(&ctx);
+  if (r == CU_SUCCESS && !ctx) {
+    CUdevice d;
+    if ((r = cu.Init(0)) == CU_SUCCESS && (r = cu.DeviceGet(&d, 0)) == CU_SUCCESS &&
+        (r = cu.DevicePrimaryCtxRetain(&ctx, d)) == CU_SUCCESS)
+      r = cu.CtxSetCurrent(ctx);
+  }
+  if (r == CU_SUCCESS)
+    r = cu.CtxGetDevice(dev);
+  *key = ctx;
+  return r;
+}
+
+static int cuda_describe(void *key, int dev, struct gpu_device_info *out) {
+  (void)key;
+  int major = 0, minor = 0;
+  CUresult r = cu.DeviceGetAttribute(&major, CU_ATTR_CC_MAJOR, dev);
+  if (r == CU_SUCCESS)
+    r = cu.DeviceGetAttribute(&minor, CU_ATTR_CC_MINOR, dev);
+  snprintf(out->arch, sizeof out->arch, "sm_%d%d", major, minor);
+  out->wave_size = CU_WAVE;
+  out->line_bytes = CU_LINE_BYTES;
+  out->sector_bytes = CU_SECTOR_BYTES;
+  out->lds_model = NANO_LDS_PHASED;
+  return r;
+}
+
+static int cuda_enter(void *key, int dev) {
+  (void)dev;
+  return cu.CtxPushCurrent(key);
+}
+static void cuda_leave(void) {
+  CUcontext old;
+  cu.CtxPopCurrent(&old);
+}
+static int cuda_host_alloc(void **p, size_t n) {
+  return cu.MemHostAlloc(p, n, CU_HOSTALLOC_PORTABLE | CU_HOSTALLOC_DEVICEMAP);
+}
+static int cuda_host_device_ptr(uint64_t *d, void *p) {
+  CUdeviceptr v = 0;
+  CUresult r = cu.MemHostGetDevicePointer(&v, p, 0);
+  *d = v;
+  return r;
+}
+static int cuda_host_free(void *p) { return cu.MemFreeHost(p); }
+static int cuda_dev_alloc(uint64_t *d, size_t n) {
+  CUdeviceptr v = 0;
+  CUresult r = cu.MemAlloc(&v, n);
+  *d = v;
+  return r;
+}
+static int cuda_dev_free(uint64_t d) { return cu.MemFree(d); }
+static int cuda_stream_create(void **s) { return cu.StreamCreate(s, CU_STREAM_NON_BLOCKING); }
+static int cuda_stream_sync(void *s) { return cu.StreamSynchronize(s); }
+static int cuda_stream_capturing(void *s, int *capturing) {
+  int status = CU_CAPTURE_NONE;
+  CUresult r = cu.StreamIsCapturing(s, &status);
+  *capturing = status != CU_CAPTURE_NONE;
+  return r;
+}
+static int cuda_copy_to_device(uint64_t d, const void *src, size_t n, void *s) {
+  return cu.MemcpyHtoDAsync(d, src, n, s);
+}
+static int cuda_copy_to_host(void *dst, uint64_t d, size_t n, void *s) {
+  return cu.MemcpyDtoHAsync(dst, d, n, s);
+}
+static int cuda_event_create(void **e) { return cu.EventCreate(e, CU_EVENT_DEFAULT); }
+static int cuda_event_record(void *e, void *s) { return cu.EventRecord(e, s); }
+static int cuda_event_ms(float *ms, void *a, void *b) { return cu.EventElapsedTime(ms, a, b); }
+static int cuda_event_destroy(void *e) { return cu.EventDestroy(e); }
+static int cuda_host_func(void *s, void (*fn)(void *), void *arg) {
+  return cu.LaunchHostFunc(s, fn, arg);
+}
+static const char *cuda_error(int rc) {
+  const char *s = NULL;
+  if (cu.GetErrorName && cu.GetErrorName(rc, &s) == CU_SUCCESS && s)
+    return s;
+  return "unknown CUDA error";
+}
+
+const struct gpu_api gpu_cuda_api = {
+    "cuda",
+    "libcuda.so.1",
+    cuda_load,
+    cuda_current,
+    cuda_describe,
+    cuda_enter,
+    cuda_leave,
+    cuda_host_alloc,
+    cuda_host_device_ptr,
+    cuda_host_free,
+    cuda_dev_alloc,
+    cuda_dev_free,
+    cuda_stream_create,
+    cuda_stream_sync,
+    cuda_stream_capturing,
+    cuda_copy_to_device,
+    cuda_copy_to_host,
+    cuda_event_create,
+    cuda_event_record,
+    cuda_event_ms,
+    cuda_event_destroy,
+    cuda_host_func,
+    cuda_error,
+};

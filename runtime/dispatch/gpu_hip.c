@@ -1,0 +1,207 @@
+/*
+ * gpu_hip.c: the GPU back end's API (gpu.h) on the HIP runtime
+ * (libamdhip64, which every HIP program loads). Devices are HIP's ordinals.
+ * The ring and tail are host memory allocated mapped and coherent
+ * (fine-grained), which the host reads while kernels run; the device's
+ * properties come from hipGetDeviceProperties in its ROCm 5 layout (the
+ * headers this is built with), which ROCm 6 keeps as ...R0000.
+ */
+#define _GNU_SOURCE
+#define __HIP_PLATFORM_AMD__
+#include <dlfcn.h>
+#include <hip/hip_runtime_api.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "gpu.h"
+#include "nano/handler.h"
+#include "nano/symbols.h"
+
+/* AMD: 128-byte lines (64 on gfx900/906/908), no sectors. */
+#define HIP_LINE_BYTES 128
+#define HIP_LINE_BYTES_GFX9_EARLY 64
+#define HIP_DEFAULT_WAVE 64
+
+static struct {
+  __typeof__(&hipGetDevice) GetDevice;
+  __typeof__(&hipSetDevice) SetDevice;
+  __typeof__(&hipHostMalloc) HostMalloc;
+  __typeof__(&hipHostGetDevicePointer) HostGetDevicePointer;
+  __typeof__(&hipHostFree) HostFree;
+  __typeof__(&hipMalloc) Malloc;
+  __typeof__(&hipFree) Free;
+  __typeof__(&hipStreamCreateWithFlags) StreamCreateWithFlags;
+  __typeof__(&hipStreamSynchronize) StreamSynchronize;
+  __typeof__(&hipStreamIsCapturing) StreamIsCapturing;
+  __typeof__(&hipMemcpyAsync) MemcpyAsync;
+  __typeof__(&hipEventCreate) EventCreate;
+  __typeof__(&hipEventRecord) EventRecord;
+  __typeof__(&hipEventElapsedTime) EventElapsedTime;
+  __typeof__(&hipEventDestroy) EventDestroy;
+  __typeof__(&hipLaunchHostFunc) LaunchHostFunc;
+  __typeof__(&hipGetErrorName) GetErrorName;
+  __typeof__(&hipGetDeviceProperties) GetDeviceProperties; /* may stay NULL */
+} hip;
+
+#define HIP_FN(field, symbol) NANO_SYMBOL(__typeof__(hip), field, symbol)
+static const struct nano_symbol hip_fns[] = {
+    HIP_FN(GetDevice, hipGetDevice),
+    HIP_FN(SetDevice, hipSetDevice),
+    HIP_FN(HostMalloc, hipHostMalloc),
+    HIP_FN(HostGetDevicePointer, hipHostGetDevicePointer),
+    HIP_FN(HostFree, hipHostFree),
+    HIP_FN(Malloc, hipMalloc),
+    HIP_FN(Free, hipFree),
+    HIP_FN(StreamCreateWithFlags, hipStreamCreateWithFlags),
+    HIP_FN(StreamSynchronize, hipStreamSynchronize),
+    HIP_FN(StreamIsCapturing, hipStreamIsCapturing),
+    HIP_FN(MemcpyAsync, hipMemcpyAsync),
+    HIP_FN(EventCreate, hipEventCreate),
+    HIP_FN(EventRecord, hipEventRecord),
+    HIP_FN(EventElapsedTime, hipEventElapsedTime),
+    HIP_FN(EventDestroy, hipEventDestroy),
+    HIP_FN(LaunchHostFunc, hipLaunchHostFunc),
+    HIP_FN(GetErrorName, hipGetErrorName),
+};
+
+/* Where the runtime is: the program has loaded it under one of these. */
+static const char *const hip_libraries[] = {"libamdhip64.so.6", "libamdhip64.so.5",
+                                            "libamdhip64.so"};
+
+static int hip_load(void) {
+  void *h = NULL;
+  for (size_t i = 0; !h && i < sizeof hip_libraries / sizeof hip_libraries[0]; i++)
+    h = dlopen(hip_libraries[i], RTLD_NOW | RTLD_GLOBAL);
+  if (!h) {
+    fprintf(stderr,
+            "nanoprobe: the HIP runtime (libamdhip64.so) cannot be loaded: %s; kernels "
+            "run uninstrumented\n",
+            dlerror());
+    return -1;
+  }
+  const char *missing = nano_symbols_resolve(h, hip_fns, sizeof hip_fns / sizeof hip_fns[0], &hip);
+  if (missing) {
+    fprintf(stderr,
+            "nanoprobe: the HIP runtime lacks %s (older than ROCm 5?); kernels run "
+            "uninstrumented\n",
+            missing);
+    return -1;
+  }
+  /* ROCm 6 names the ROCm 5 layout ...R0000. */
+  *(void **)&hip.GetDeviceProperties = dlsym(h, "hipGetDevicePropertiesR0000");
+  if (!hip.GetDeviceProperties)
+    *(void **)&hip.GetDeviceProperties = dlsym(h, "hipGetDeviceProperties");
+  return 0;
+}
+
+static int hip_current(void **key, int *dev) {
+  hipError_t r = hip.GetDevice(dev);
+  *key = (void *)(intptr_t)(*dev + 1); /* never NULL */
+  return r;
+}
+
+static int hip_describe(void *key, int dev, struct gpu_device_info *out) {
+  (void)key;
+  hipDeviceProp_t p;
+  memset(&p, 0, sizeof p);
+  hipError_t r = hip.GetDeviceProperties ? hip.GetDeviceProperties(&p, dev) : hipSuccess;
+  if (r == hipSuccess && p.gcnArchName[0]) {
+    snprintf(out->arch, sizeof out->arch, "%.*s", (int)strcspn(p.gcnArchName, ":"),
+             p.gcnArchName); /* without the feature suffix (":sramecc+:xnack-") */
+    out->wave_size = p.warpSize > 0 ? (uint32_t)p.warpSize : HIP_DEFAULT_WAVE;
+  } else {
+    snprintf(out->arch, sizeof out->arch, "amdgcn");
+    out->wave_size = HIP_DEFAULT_WAVE;
+  }
+  int early =
+      !strcmp(out->arch, "gfx900") || !strcmp(out->arch, "gfx906") || !strcmp(out->arch, "gfx908");
+  out->line_bytes = out->sector_bytes = early ? HIP_LINE_BYTES_GFX9_EARLY : HIP_LINE_BYTES;
+  out->lds_model = out->wave_size == 64 ? NANO_LDS_AMD_WAVE64 : NANO_LDS_PHASED;
+  return r;
+}
+
+/* The device the calling thread had, restored by hip_leave. */
+static __thread int hip_saved_device = -1;
+
+static int hip_enter(void *key, int dev) {
+  (void)key;
+  if (hip.GetDevice(&hip_saved_device) != hipSuccess)
+    hip_saved_device = -1;
+  return hip_saved_device == dev ? hipSuccess : hip.SetDevice(dev);
+}
+static void hip_leave(void) {
+  int now;
+  if (hip_saved_device >= 0 && hip.GetDevice(&now) == hipSuccess && now != hip_saved_device)
+    hip.SetDevice(hip_saved_device);
+  hip_saved_device = -1;
+}
+static int hip_host_alloc(void **p, size_t n) {
+  return hip.HostMalloc(p, n, hipHostMallocPortable | hipHostMallocMapped | hipHostMallocCoherent);
+}
+static int hip_host_device_ptr(uint64_t *d, void *p) {
+  void *v = NULL;
+  hipError_t r = hip.HostGetDevicePointer(&v, p, 0);
+  *d = (uint64_t)(uintptr_t)v;
+  return r;
+}
+static int hip_host_free(void *p) { return hip.HostFree(p); }
+static int hip_dev_alloc(uint64_t *d, size_t n) {
+  void *v = NULL;
+  hipError_t r = hip.Malloc(&v, n);
+  *d = (uint64_t)(uintptr_t)v;
+  return r;
+}
+static int hip_dev_free(uint64_t d) { return hip.Free((void *)(uintptr_t)d); }
+static int hip_stream_create(void **s) {
+  return hip.StreamCreateWithFlags((hipStream_t *)s, hipStreamNonBlocking);
+}
+static int hip_stream_sync(void *s) { return hip.StreamSynchronize(s); }
+static int hip_stream_capturing(void *s, int *capturing) {
+  hipStreamCaptureStatus status = hipStreamCaptureStatusNone;
+  hipError_t r = hip.StreamIsCapturing(s, &status);
+  *capturing = status != hipStreamCaptureStatusNone;
+  return r;
+}
+static int hip_copy_to_device(uint64_t d, const void *src, size_t n, void *s) {
+  return hip.MemcpyAsync((void *)(uintptr_t)d, src, n, hipMemcpyHostToDevice, s);
+}
+static int hip_copy_to_host(void *dst, uint64_t d, size_t n, void *s) {
+  return hip.MemcpyAsync(dst, (const void *)(uintptr_t)d, n, hipMemcpyDeviceToHost, s);
+}
+static int hip_event_create(void **e) { return hip.EventCreate((hipEvent_t *)e); }
+static int hip_event_record(void *e, void *s) { return hip.EventRecord(e, s); }
+static int hip_event_ms(float *ms, void *a, void *b) { return hip.EventElapsedTime(ms, a, b); }
+static int hip_event_destroy(void *e) { return hip.EventDestroy(e); }
+static int hip_host_func(void *s, void (*fn)(void *), void *arg) {
+  return hip.LaunchHostFunc(s, fn, arg);
+}
+static const char *hip_error(int rc) {
+  const char *s = hip.GetErrorName ? hip.GetErrorName((hipError_t)rc) : NULL;
+  return s ? s : "unknown HIP error";
+}
+
+const struct gpu_api gpu_hip_api = {
+    "hip",
+    "libamdhip64.so",
+    hip_load,
+    hip_current,
+    hip_describe,
+    hip_enter,
+    hip_leave,
+    hip_host_alloc,
+    hip_host_device_ptr,
+    hip_host_free,
+    hip_dev_alloc,
+    hip_dev_free,
+    hip_stream_create,
+    hip_stream_sync,
+    hip_stream_capturing,
+    hip_copy_to_device,
+    hip_copy_to_host,
+    hip_event_create,
+    hip_event_record,
+    hip_event_ms,
+    hip_event_destroy,
+    hip_host_func,
+    hip_error,
+};

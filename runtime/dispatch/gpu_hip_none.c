@@ -1,0 +1,14 @@
+/*
+ * gpu_hip_none.c: the HIP API of gpu.h where libnano_rpd.so is built without
+ * HIP's headers: HIP kernels run uninstrumented, said once.
+ */
+#include <stdio.h>
+
+#include "gpu.h"
+
+static int hip_none_load(void) {
+  fprintf(stderr, "nanoprobe: built without HIP's headers: HIP kernels run uninstrumented\n");
+  return -1;
+}
+
+const struct gpu_api gpu_hip_api = {"hip", "libamdhip64.so", hip_none_load};

@@ -1,0 +1,108 @@
+/*
+ * fake_hip.c: the HIP runtime of the stand-in (fake_cudart.c), part of the
+ * same library (the test links it as libamdhip64.so.5 too), with HIP's own
+ * headers so the device properties have the real layout. Each call maps to
+ * the stand-in driver's (a device at ordinal 0: gfx90a, wave 64); launches
+ * and synchronization are fake_cudart.c's hipLaunchKernel and
+ * hipDeviceSynchronize.
+ */
+#define _GNU_SOURCE
+#define __HIP_PLATFORM_AMD__
+#include <hip/hip_runtime_api.h>
+#include <stdint.h>
+#include <string.h>
+
+/* The stand-in driver (fake_cudart.c). */
+int cuCtxPushCurrent_v2(void *ctx);
+int cuCtxPopCurrent_v2(void **ctx);
+int cuInit(unsigned flags);
+int cuDevicePrimaryCtxRetain(void **ctx, int dev);
+int cuMemHostAlloc(void **p, size_t n, unsigned flags);
+int cuMemHostGetDevicePointer_v2(unsigned long long *d, void *p, unsigned flags);
+int cuMemFreeHost(void *p);
+int cuMemAlloc_v2(unsigned long long *d, size_t n);
+int cuMemFree_v2(unsigned long long d);
+int cuStreamCreate(void **s, unsigned flags);
+int cuStreamSynchronize(void *s);
+int cuStreamIsCapturing(void *s, int *status);
+int cuMemcpyHtoDAsync_v2(unsigned long long d, const void *src, size_t n, void *s);
+int cuMemcpyDtoHAsync_v2(void *dst, unsigned long long d, size_t n, void *s);
+int cuEventCreate(void **e, unsigned flags);
+int cuEventRecord(void *e, void *s);
+int cuEventElapsedTime(float *ms, void *a, void *b);
+int cuEventDestroy_v2(void *e);
+int cuLaunchHostFunc(void *s, void (*fn)(void *), void *arg);
+
+/* HIP has no contexts to make current: every call runs in the device's. */
+#define IN_DEVICE(call)                                                                            \
+  do {                                                                                             \
+    void *ctx_, *old_;                                                                             \
+    if (cuInit(0) || cuDevicePrimaryCtxRetain(&ctx_, 0) || cuCtxPushCurrent_v2(ctx_))              \
+      return hipErrorInvalidContext;                                                               \
+    int rc_ = (call);                                                                              \
+    cuCtxPopCurrent_v2(&old_);                                                                     \
+    return rc_ ? hipErrorInvalidValue : hipSuccess;                                                \
+  } while (0)
+
+static int current_device;
+
+hipError_t hipGetDevice(int *dev) {
+  *dev = current_device;
+  return hipSuccess;
+}
+hipError_t hipSetDevice(int dev) {
+  if (dev != 0)
+    return hipErrorInvalidDevice;
+  current_device = dev;
+  return hipSuccess;
+}
+hipError_t hipGetDeviceProperties(hipDeviceProp_t *p, int dev) {
+  if (dev != 0)
+    return hipErrorInvalidDevice;
+  memset(p, 0, sizeof *p);
+  strcpy(p->name, "stand-in");
+  strcpy(p->gcnArchName, "gfx90a:sramecc+:xnack-");
+  p->warpSize = 64;
+  return hipSuccess;
+}
+hipError_t hipHostMalloc(void **p, size_t n, unsigned flags) {
+  if (!(flags & hipHostMallocMapped) || !(flags & hipHostMallocCoherent))
+    return hipErrorInvalidValue; /* the host would not see the device's writes in time */
+  IN_DEVICE(cuMemHostAlloc(p, n, 0x02));
+}
+hipError_t hipHostGetDevicePointer(void **d, void *p, unsigned flags) {
+  unsigned long long v;
+  IN_DEVICE((cuMemHostGetDevicePointer_v2(&v, p, flags) || (*d = (void *)(uintptr_t)v, 0)));
+}
+hipError_t hipHostFree(void *p) { IN_DEVICE(cuMemFreeHost(p)); }
+hipError_t hipMalloc(void **p, size_t n) {
+  unsigned long long v;
+  IN_DEVICE((cuMemAlloc_v2(&v, n) || (*p = (void *)(uintptr_t)v, 0)));
+}
+hipError_t hipFree(void *p) { IN_DEVICE(cuMemFree_v2((unsigned long long)(uintptr_t)p)); }
+hipError_t hipStreamCreateWithFlags(hipStream_t *s, unsigned flags) {
+  IN_DEVICE(cuStreamCreate((void **)s, flags));
+}
+hipError_t hipStreamSynchronize(hipStream_t s) { IN_DEVICE(cuStreamSynchronize(s)); }
+hipError_t hipStreamIsCapturing(hipStream_t s, hipStreamCaptureStatus *status) {
+  int st;
+  IN_DEVICE((cuStreamIsCapturing(s, &st) ||
+             (*status = st ? hipStreamCaptureStatusActive : hipStreamCaptureStatusNone, 0)));
+}
+hipError_t hipMemcpyAsync(void *dst, const void *src, size_t n, hipMemcpyKind kind, hipStream_t s) {
+  if (kind == hipMemcpyHostToDevice)
+    IN_DEVICE(cuMemcpyHtoDAsync_v2((unsigned long long)(uintptr_t)dst, src, n, s));
+  if (kind == hipMemcpyDeviceToHost)
+    IN_DEVICE(cuMemcpyDtoHAsync_v2(dst, (unsigned long long)(uintptr_t)src, n, s));
+  return hipErrorInvalidValue;
+}
+hipError_t hipEventCreate(hipEvent_t *e) { IN_DEVICE(cuEventCreate((void **)e, 0)); }
+hipError_t hipEventRecord(hipEvent_t e, hipStream_t s) { IN_DEVICE(cuEventRecord(e, s)); }
+hipError_t hipEventElapsedTime(float *ms, hipEvent_t a, hipEvent_t b) {
+  IN_DEVICE(cuEventElapsedTime(ms, a, b));
+}
+hipError_t hipEventDestroy(hipEvent_t e) { IN_DEVICE(cuEventDestroy_v2(e)); }
+hipError_t hipLaunchHostFunc(hipStream_t s, hipHostFn_t fn, void *arg) {
+  IN_DEVICE(cuLaunchHostFunc(s, fn, arg));
+}
+const char *hipGetErrorName(hipError_t e) { return e == hipSuccess ? "hipSuccess" : "hipErrorFake"; }
