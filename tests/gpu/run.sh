@@ -29,6 +29,11 @@ cublas=$(find /usr/local /opt /usr/lib -name 'libcublas.so.1[0-9]*' 2>/dev/null 
 echo "GPU suite: $(nvidia-smi -L 2>/dev/null | head -1); CUPTI ${NANO_CUPTI_PATH:-not found}"
 failed=0
 for s in $samples; do
+  if [ ! -x "$out/$s" ]; then
+    echo "FAIL $s: not built (build.sh said why)"
+    failed=1
+    continue
+  fi
   if ! "$out/$s" >"$work/$s.plain" 2>&1; then
     echo "FAIL $s: the plain run failed: $(tail -3 "$work/$s.plain")"
     failed=1
