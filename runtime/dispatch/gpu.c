@@ -40,7 +40,6 @@
  * of many).
  */
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -54,7 +53,6 @@
 #include "gpu.h"
 #include "nano/gpu_launch.h"
 #include "nano/handler.h"
-#include "nano/symbols.h"
 #include "nano/thread.h"
 #include "rpd.h"
 #include "rpd_internal.h"
@@ -83,8 +81,8 @@ struct gpu_context {
 };
 
 /* An instrumented launch in flight. Two owners, the launching thread (until
- * it has recorded the launch's API row) and CUDA's host function (until the
- * twin is done): whichever lets go last hands it to the finisher. */
+ * it has recorded the launch's API row) and the API's host function (until
+ * the twin is done): whichever lets go last hands it to the finisher. */
 struct gpu_flight {
   struct nano_dispatch *d;
   struct gpu_context *c;
@@ -111,7 +109,7 @@ static struct {
   pthread_cond_t wake, idle;
   struct gpu_flight *queue, **queue_end;
   unsigned in_flight; /* launched twins not yet ended */
-  int finisher_started, exiting;
+  int exiting;
   pthread_t finisher;
   int noted_capture, noted_error;
 } g_gpu = {.cuda = {PTHREAD_ONCE_INIT, 0},
@@ -326,14 +324,22 @@ static struct gpu_context *gpu_context(const struct gpu_api *api) {
 
 /* ---- end of a dispatch ------------------------------------------------------------ */
 
+/* Drops f's events (the API frees them once their records completed). */
+static void gpu_drop_events(struct gpu_flight *f) {
+  if (f->ev[0])
+    f->c->api->event_destroy(f->ev[0]);
+  if (f->ev[1])
+    f->c->api->event_destroy(f->ev[1]);
+  f->ev[0] = f->ev[1] = NULL;
+}
+
 static void gpu_end(struct gpu_flight *f) {
   int64_t start = f->launched, end = f->done ? f->done : rpd_now();
   float ms;
   if (f->ev[0] && gpu_push(f->c)) {
     if (f->c->api->event_ms(&ms, f->ev[0], f->ev[1]) == 0 && end - ms * GPU_NS_PER_MS >= start)
       start = end - (int64_t)(ms * GPU_NS_PER_MS);
-    f->c->api->event_destroy(f->ev[0]);
-    f->c->api->event_destroy(f->ev[1]);
+    gpu_drop_events(f);
     gpu_pop(f->c);
   }
   nano_dispatch_end(f->d, start, end, f->api);
@@ -346,7 +352,7 @@ static void gpu_end(struct gpu_flight *f) {
 
 static void *gpu_finisher(void *arg) {
   (void)arg;
-  rpd_cupti_quiet = 1; /* every CUDA call of this thread is nanoprobe's */
+  rpd_cupti_quiet = 1; /* every GPU API call of this thread is nanoprobe's */
   pthread_mutex_lock(&g_gpu.lock);
   for (;;) {
     while (!g_gpu.queue)
@@ -354,6 +360,8 @@ static void *gpu_finisher(void *arg) {
     struct gpu_flight *f = g_gpu.queue;
     if (!(g_gpu.queue = f->next))
       g_gpu.queue_end = &g_gpu.queue;
+    if (g_gpu.exiting) /* past the exit handler: said there, and the layer is going */
+      continue;
     pthread_mutex_unlock(&g_gpu.lock);
     gpu_end(f);
     pthread_mutex_lock(&g_gpu.lock);
@@ -373,7 +381,7 @@ static void gpu_release(struct gpu_flight *f) {
   pthread_mutex_unlock(&g_gpu.lock);
 }
 
-/* CUDA's host function after the twin: no CUDA calls here. */
+/* The API's host function after the twin: no API calls here. */
 static void gpu_done(void *arg) {
   struct gpu_flight *f = arg;
   f->done = rpd_now();
@@ -503,15 +511,6 @@ static int gpu_program_launch(nano_gpu_launch_fn launch, const void *kernel, uin
   int rc = launch(kernel, grid_xy, grid_z, block_xy, block_z, args, shared, stream);
   rpd_cupti_quiet++;
   return rc;
-}
-
-/* Drops f's events (the API frees them once their records completed). */
-static void gpu_drop_events(struct gpu_flight *f) {
-  if (f->ev[0])
-    f->c->api->event_destroy(f->ev[0]);
-  if (f->ev[1])
-    f->c->api->event_destroy(f->ev[1]);
-  f->ev[0] = f->ev[1] = NULL;
 }
 
 /* Launches the twin of dispatch d on stream s (the API's name for the
