@@ -41,6 +41,7 @@
 
 #include "kerneldb.h"
 #include "nano/analyzers.h"
+#include "nano/demangle.h"
 #include "nano/handler.h"
 #include "nano/json.h"
 #include "nano/rpdfile.h"
@@ -360,22 +361,6 @@ uint64_t nano_dispatch_cpu_stack(void) {
 
 /* ---- kernels ---------------------------------------------------------------- */
 
-/* The demangled form of a C++ name (malloc'd), or NULL. libstdc++'s demangler
- * is there whenever a mangled kernel is, since only C++ code mangles. */
-static char *dispatch_demangle(const char *name) {
-  if (strncmp(name, "_Z", 2) != 0)
-    return NULL;
-  typedef char *(*demangle_fn)(const char *, char *, size_t *, int *);
-  demangle_fn fn = (demangle_fn)dlsym(RTLD_DEFAULT, "__cxa_demangle");
-  int status = -1;
-  char *d = fn ? fn(name, NULL, NULL, &status) : NULL;
-  if (status != 0) {
-    free(d);
-    return NULL;
-  }
-  return d;
-}
-
 /* Whether NANO_KERNELS selects the kernel: its mangled name, its demangled
  * name, or its bare function name (demangled, without scope, template
  * arguments and parameters), as the pass's compile-time filter. */
@@ -672,7 +657,7 @@ struct nano_dispatch *nano_dispatch_begin(const struct nano_launch_desc *l) {
   uint64_t n = ++ks->count;
   char *demangled = NULL;
   if (ks->selected < 0) {
-    demangled = dispatch_demangle(l->kernel);
+    demangled = nano_demangle(l->kernel);
     ks->selected = dispatch_regex_selects(l->kernel, demangled);
   }
   int pick = ks->selected;
@@ -740,7 +725,7 @@ struct nano_dispatch *nano_dispatch_begin(const struct nano_launch_desc *l) {
     return NULL;
   }
   d->kernel = strdup(l->kernel);
-  d->kernel_name = demangled ? demangled : dispatch_demangle(l->kernel);
+  d->kernel_name = demangled ? demangled : nano_demangle(l->kernel);
   d->ks = ks;
   d->pool = pool;
   d->buf = buf;

@@ -38,11 +38,14 @@
 #include <dlfcn.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "nano/demangle.h"
+#include "nano/hash.h"
 #include "nano/settings.h"
 #include "nano/symbols.h"
 #include "rpd.h"
@@ -141,6 +144,46 @@ static uint64_t cupti_lookup(uint32_t corr) {
   return api;
 }
 
+/* ---- kernel names ----------------------------------------------------------------- */
+
+/* Kernel names as the trace shows them, demangled (as rocmProfileData does).
+ * A name is demangled once: a launch's call looks it up here instead of
+ * paying the demangler (about a microsecond) every time. Direct-mapped on the
+ * name's hash; a slot, once filled, never changes (read without a lock); a
+ * name whose slot holds another is demangled each time. */
+#define CUPTI_NAME_SLOTS 1024
+struct cupti_name {
+  char *mangled, *shown;
+};
+static struct cupti_name *_Atomic cupti_names[CUPTI_NAME_SLOTS];
+
+/* The name to show for mangled; *owned (to free) when it was made for this
+ * call alone. */
+static const char *cupti_kernel_name(const char *mangled, char **owned) {
+  *owned = NULL;
+  if (!mangled)
+    return "";
+  struct cupti_name *_Atomic *slot = &cupti_names[nano_fnv64_str(mangled) % CUPTI_NAME_SLOTS];
+  struct cupti_name *n = atomic_load_explicit(slot, memory_order_acquire);
+  if (n && strcmp(n->mangled, mangled) == 0)
+    return n->shown;
+  char *d = nano_demangle(mangled);
+  if (!n && (n = malloc(sizeof *n))) {
+    n->mangled = strdup(mangled);
+    n->shown = d ? d : n->mangled;
+    struct cupti_name *none = NULL;
+    if (n->mangled && atomic_compare_exchange_strong_explicit(slot, &none, n, memory_order_release,
+                                                              memory_order_relaxed))
+      return n->shown;
+    if (n->shown != n->mangled)
+      d = n->shown; /* still ours to return */
+    free(n->mangled);
+    free(n);
+  }
+  *owned = d;
+  return d ? d : mangled;
+}
+
 /* ---- API calls -------------------------------------------------------------------- */
 
 /* Runtime calls left out, as rocmProfileData does: frequent and uninformative. */
@@ -153,12 +196,13 @@ static int cupti_skipped(CUpti_CallbackId cbid) {
 
 static void cupti_kernelapi(uint64_t api, const char *symbol, dim3 grid, dim3 block, size_t shared,
                             const void *stream) {
-  char sname[32];
+  char sname[32], *owned;
   snprintf(sname, sizeof sname, "%p", stream);
   struct rpd_kernel_launch k = {
       sname,        (int)grid.x,  (int)grid.y, (int)grid.z, (int)block.x,
-      (int)block.y, (int)block.z, (int)shared, 0,           symbol ? symbol : ""};
+      (int)block.y, (int)block.z, (int)shared, 0,           cupti_kernel_name(symbol, &owned)};
   rpd_record_kernelapi(api, &k);
+  free(owned);
 }
 
 static void cupti_copyapi(uint64_t api, const void *dst, const void *src, size_t count, int kind,
@@ -280,8 +324,10 @@ static void CUPTIAPI cupti_buffer_completed(CUcontext ctx, uint32_t stream, uint
     switch (rec->kind) {
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
       const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)rec;
-      cupti_op(k->correlationId, k->deviceId, k->streamId, k->start, k->end, k->name,
-               "ConcurrentKernel");
+      char *owned;
+      cupti_op(k->correlationId, k->deviceId, k->streamId, k->start, k->end,
+               cupti_kernel_name(k->name, &owned), "ConcurrentKernel");
+      free(owned);
       break;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {

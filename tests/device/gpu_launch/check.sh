@@ -89,17 +89,19 @@ cuda_rows() { # FILE: each CUDA API row, then its op (type, description), in tim
 if [ "$api" = cuda ]; then
   rows=$(cuda_rows traced.rpd)
   echo "$rows"
-  [ "$rows" = "cudaLaunchKernel ConcurrentKernel _Z4axpyfPKfPfi 1
-cudaLaunchKernel ConcurrentKernel _Z5otherPi 1
-cudaLaunchKernel ConcurrentKernel _Z5otherPi 1
+  [ "$rows" = "cudaLaunchKernel ConcurrentKernel axpy(float, float const*, float*, int) 1
+cudaLaunchKernel ConcurrentKernel other(int*) 1
+cudaLaunchKernel ConcurrentKernel other(int*) 1
 cudaDeviceSynchronize - - -
 cudaMemcpy Memcpy - 1" ] || fail "CUPTI: runtime calls, kernels and the copy linked to them"
   args=$(query traced.rpd "select k.gridX, k.gridY, k.workgroupX, k.groupSegmentSize, k.stream, n.string from rocpd_kernelapi k join rocpd_api a on a.id = k.api_ptr_id join rocpd_string s on s.id = a.apiName_id join rocpd_string n on n.id = k.kernelName_id where s.string = 'cudaLaunchKernel' order by a.start limit 1")
-  [ "$args" = "4 1 256 16 0x3000 _Z4axpyfPKfPfi" ] || fail "CUPTI: launch arguments ($args)"
+  [ "$args" = "4 1 256 16 0x3000 axpy(float, float const*, float*, int)" ] ||
+    fail "CUPTI: launch arguments, the kernel demangled ($args)"
   copy=$(query traced.rpd "select c.size, c.kind, c.sync from rocpd_copyapi c join rocpd_api a on a.id = c.api_ptr_id")
   [ "$copy" = "4000 2 1" ] || fail "CUPTI: copy arguments ($copy)"
   # rpd's tools on it: kernels with GPU times; a track per GPU stream, arrows from the calls
-  "$rpdtool" top traced.rpd | grep -q '^_Z4axpyfPKfPfi  *1 ' || fail "rpd top lists the kernel"
+  "$rpdtool" top traced.rpd | grep -q '^axpy(float, float const\*, float\*, int)  *1 ' ||
+    fail "rpd top lists the kernel"
   "$rpdtool" export traced.rpd -o traced.json
   python3 - traced.json <<'PY' || fail "rpd export: stream tracks and flow arrows"
 import json, sys
@@ -159,7 +161,7 @@ other(int*) app.cu $other_line 36 store 64 256" ] ||
 rows=$(cuda_rows inst.rpd)
 [ "$rows" = "cudaLaunchKernel ConcurrentKernel __nano_twin__Z4axpyfPKfPfiPv 1
 cudaLaunchKernel ConcurrentKernel __nano_twin__Z5otherPiPv 1
-cudaLaunchKernel ConcurrentKernel _Z5otherPi 1
+cudaLaunchKernel ConcurrentKernel other(int*) 1
 cudaDeviceSynchronize - - -
 cudaMemcpy Memcpy - 1" ] || fail "CUPTI while instrumenting: the twins' launches; nanoprobe's own calls and copies not traced ($rows)"
 
