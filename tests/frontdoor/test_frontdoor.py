@@ -200,9 +200,9 @@ def case_run_instrumented():
     trace = os.path.join(WORK, "mem.rpd")
     p = run([NANOPROBE, "run", "-o", trace, "-e", "-k", "scale_strided", "-d", "first",
              "-a", "MemoryAnalysis", "-t", "json", "-l", os.path.join(WORK, "reports.json"),
-             "--", MEMORY], env=clean_env())
+             "--no-cupti", "--", MEMORY], env=clean_env())
     for var in ("NANO_INSTRUMENT=1", "NANO_KERNELS=scale_strided", "NANO_DISPATCHES=first",
-                "NANO_ANALYZERS=MemoryAnalysis", "NANO_ANALYZER_FORMAT=json"):
+                "NANO_ANALYZERS=MemoryAnalysis", "NANO_ANALYZER_FORMAT=json", "NANO_CUPTI=0"):
         check("nanoprobe: " + var in p.stderr, "-e shows %s: %s" % (var, p.stderr))
     kernels = query(trace, "SELECT kernel_name FROM nano_dispatch")
     check(kernels == [("scale_strided",)], "only the selected kernel: %s" % kernels)

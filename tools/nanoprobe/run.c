@@ -69,6 +69,8 @@ static const char run_help[] =
     "                        Python children (as python3 -m nanoprobe)\n"
     "      --min-duration D  ranges shorter than D (e.g. 10us, 0.5ms) are not rows but\n"
     "                        summed per function: calls, total, self (nano_calls)\n"
+    "      --no-cupti        leave CUPTI to PROGRAM's own profiler: no CUDA calls,\n"
+    "                        kernels or copies in the trace (NANO_CUPTI=0)\n"
     "instrumented kernels (omniprobe's options):\n"
     "  -i, --instrumented    run the instrumented twins of kernels (NANO_INSTRUMENT=1)\n"
     "  -k, --kernels REGEX   only kernels whose name matches (NANO_KERNELS)\n"
@@ -77,7 +79,7 @@ static const char run_help[] =
     "                        AddressLogger or a .so path (NANO_ANALYZERS); implies -i\n"
     "  -t, --format F        analyzer output: text or json (NANO_ANALYZER_FORMAT)\n"
     "  -l, --log-location L  console (stderr), stdout or a file (NANO_ANALYZER_OUTPUT)\n"
-    "  -c, --cache-location DIR  a kernel cache (Triton): GPU run time only, refused\n"
+    "  -c, --cache-location DIR  a kernel cache (Triton): refused, its kernels have no twins\n"
     "  -e, --env-dump        print the environment settings before running\n"
     "other:\n"
     "  -q, --quiet           no summary, only the trace's path\n"
@@ -89,7 +91,7 @@ static const char run_help[] =
 
 struct run_opts {
   const char *output;
-  int append, force, atomics, callers, python, instrumented, env_dump, quiet;
+  int append, force, atomics, callers, python, instrumented, env_dump, quiet, no_cupti;
   const char *kernels, *dispatches, *analyzers, *format, *log;
   const char *min_duration;
   char **cmd;
@@ -168,8 +170,8 @@ static int run_parse(int argc, char **argv, struct run_opts *o) {
     if (!strcmp(a, "-c") || !strcmp(a, "--cache-location") ||
         !strncmp(a, "--cache-location=", 17)) {
       fprintf(stderr,
-              "nanoprobe run: %s: kernel caches (Triton's) are read by the GPU run "
-              "time, which this nanoprobe does not have yet\n",
+              "nanoprobe run: %s: kernel caches (Triton's) are not read: kernels compiled "
+              "at run time are not built with the plugin and have no twins\n",
               a);
       return RUN_EXIT_USAGE;
     }
@@ -183,6 +185,8 @@ static int run_parse(int argc, char **argv, struct run_opts *o) {
       o->atomics = o->callers = 1;
     else if (!strcmp(a, "--python"))
       o->python = 1;
+    else if (!strcmp(a, "--no-cupti"))
+      o->no_cupti = 1;
     else if (!strcmp(a, "-i") || !strcmp(a, "--instrumented"))
       o->instrumented = 1;
     else if (!strcmp(a, "-e") || !strcmp(a, "--env-dump"))
@@ -304,6 +308,8 @@ static int run_environment(const struct run_opts *o, const char *trace, struct r
   if (o->instrumented && run_setenv(e, "NANO_INSTRUMENT", "1"))
     return RUN_EXIT_USAGE;
   if (o->callers && run_setenv(e, "NANO_ATOMICS_CALLERS", "1"))
+    return RUN_EXIT_USAGE;
+  if (o->no_cupti && run_setenv(e, "NANO_CUPTI", "0"))
     return RUN_EXIT_USAGE;
   if (o->kernels && run_setenv(e, "NANO_KERNELS", o->kernels))
     return RUN_EXIT_USAGE;
