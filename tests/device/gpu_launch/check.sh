@@ -181,6 +181,17 @@ grep -q "its twin did not launch (error 98): it runs uninstrumented" notwin.err 
 [ "$(query notwin.rpd "select count(*) from sqlite_master where name = 'nano_dispatch'")" = 0 ] ||
   fail "no twin ran: no dispatch reported"
 
+# four host threads launching at once, each dispatch whole
+"$compiler" -x cuda --cuda-gpu-arch=sm_90 --cuda-path=/usr/local/cuda -Wno-unknown-cuda-version \
+  -O2 -g -c -fpass-plugin="$plugin" "$here/threads.cu" -o threads.o
+"$clang" threads.o -o threads -L. -l:libcuda.so.1 -Wl,-rpath,"$out" -lstdc++ -lpthread
+env RPDT_FILENAME=threads.rpd NANO_INSTRUMENT=1 NANO_ANALYZERS=none NANO_BUFFER_POOL=64 \
+  LD_PRELOAD="$rpd" ./threads >threads.out 2>threads.err || fail "threads: $(cat threads.err)"
+grep -qx "threads right" threads.out || fail "threads: right results"
+! grep -q SERIALIZED threads.out || fail "threads: the runtime waited for a program's stream"
+[ "$(query threads.rpd "select count(*), min(records), max(records), sum(decode_errors) from nano_dispatch")" = "40 3000 3000 0" ] ||
+  fail "threads: 40 dispatches of 3,000 records each"
+
 # another CUPTI client holds CUPTI: said, and the rest is traced
 busy_err=$(FAKE_CUPTI_BUSY=1 RPDT_FILENAME=busy.rpd LD_PRELOAD="$rpd" ./app 2>&1 >busy.out)
 grep -q "another CUPTI client" <<<"$busy_err" || fail "a refused CUPTI subscription is said"

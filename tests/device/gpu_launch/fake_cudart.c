@@ -48,9 +48,10 @@ static struct {
 } fake_kernels[FAKE_MAX_KERNELS];
 static int fake_nkernels;
 static void *fake_module = &fake_nkernels;
-static struct dim3 fake_grid, fake_block;
-static size_t fake_shared;
-static void *fake_stream;
+/* <<<>>>'s configuration, pushed and popped by the launching thread. */
+static _Thread_local struct dim3 fake_grid, fake_block;
+static _Thread_local size_t fake_shared;
+static _Thread_local void *fake_stream;
 
 void **__cudaRegisterFatBinary(void *fatbin) {
   (void)fatbin;
