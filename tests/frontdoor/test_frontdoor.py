@@ -293,6 +293,18 @@ def case_merge_nano():
     t3 = os.path.join(WORK, "m_trim3.rpd")
     run([RPD, "trim", out, "--start", "0%", "--end", "100%", "-o", t3])
     check(query(t3, "SELECT count FROM nano_atomic_totals") == [(200,)], "trim keeps the totals")
+    # a recording appended to a merged trace keeps all its rows (its session's
+    # ids used to clash with the copied rows': UNIQUE constraint failures)
+    appended = os.path.join(WORK, "m_appended.rpd")
+    shutil.copy(out, appended)
+    before = query(appended, "SELECT count(*) FROM nano_dispatch")[0][0]
+    for _ in range(2):
+        p = run([NANOPROBE, "run", "-q", "--append", "-k", "scale_strided", "-d", "first", "-a",
+                 "MemoryAnalysis", "-o", appended, "--", MEMORY], env=clean_env())
+        check("UNIQUE" not in p.stderr and "not written" not in p.stderr,
+              "appending to a merged trace: %s" % p.stderr)
+    check(query(appended, "SELECT count(*) FROM nano_dispatch")[0][0] == before + 2,
+          "both appended dispatches are there")
     # an input whose recording dropped and lost records: merged and trimmed
     # traces still say so (the tools sum these counts)
     lossy = os.path.join(WORK, "m_lossy.rpd")

@@ -25,7 +25,10 @@
  *     (nothing dates them) and are kept as they are;
  *   - the source's counts of records its recording dropped or lost
  *     (rocpd_metadata nano_dropped_records, nano_lost_records), which the
- *     tools sum: the copy says it is incomplete where the source did.
+ *     tools sum: the copy says it is incomplete where the source did;
+ *   - the destination's session_count moves past every id and session the
+ *     copy now holds (cp_sessions), so a recording appended later does not
+ *     clash with copied rows.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdarg.h>
@@ -112,6 +115,35 @@ static int64_t cp_next_session(sqlite3 *db, int *ok) {
         next = s;
     }
   return next;
+}
+
+/* Makes the destination's session_count name a session whose ids (from
+** session << 32 on) lie above every id now in it and past the sessions of
+** nanoprobe's tables, so that a recording appended later
+** (nano_rpdfile_begin_session) writes ids no copied row has; without it an
+** append to a merged or trimmed trace lost its rows to id clashes. */
+static int cp_sessions(const char *cmd, sqlite3 *db) {
+  static const char *const tables[] = {"rocpd_api",       "rocpd_op",      "rocpd_string",
+                                       "rocpd_ustring",   "rocpd_api_ops", "rocpd_monitor",
+                                       "rocpd_stackframe"};
+  int ok = 1;
+  int64_t next = cp_next_session(db, &ok);
+  for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++)
+    if (cp_has(db, "main", tables[i], &ok) > 0) {
+      int64_t top = cp_int(db, &ok, "SELECT coalesce(max(id), 0) FROM main.%s", tables[i]);
+      if ((top >> 32) + 1 > next)
+        next = (top >> 32) + 1;
+    }
+  if (!ok) {
+    rpdtool_err(cmd, "reading the ids of the copy: %s", sqlite3_errmsg(db));
+    return -1;
+  }
+  return cp_exec(cmd, db, "recording the next session",
+                 "INSERT INTO main.rocpd_metadata(tag, value) SELECT 'session_count', '0' WHERE "
+                 "NOT EXISTS (SELECT 1 FROM main.rocpd_metadata WHERE tag = 'session_count');"
+                 "UPDATE main.rocpd_metadata SET value = CAST(max(CAST(value AS integer), %lld) "
+                 "AS TEXT) WHERE tag = 'session_count';",
+                 (long long)next);
 }
 
 /* Copies nanoprobe's own tables of the attached source (see the banner):
@@ -425,7 +457,8 @@ static int cp_rows(const char *cmd, sqlite3 *db, const struct rpdtool_trace *s,
    * incomplete. A window keeps them all: nothing dates a loss. */
   if (cp_exec(cmd, db, "copying the counts of lost records",
               "INSERT INTO main.rocpd_metadata(tag, value) SELECT tag, value FROM "
-              "src.rocpd_metadata WHERE tag IN ('nano_dropped_records', 'nano_lost_records');"))
+              "src.rocpd_metadata WHERE tag IN ('nano_dropped_records', 'nano_lost_records');") ||
+      cp_sessions(cmd, db))
     return -1;
   c->strings = cp_int(db, &ok, "SELECT count(*) FROM main.rocpd_string");
   return cp_exec(cmd, db, "cleaning up",
