@@ -101,6 +101,18 @@ Function *stubOf(Value *Handle) {
   return nullptr;
 }
 
+// The extern_weak declaration of runtime entry Name of type Ty; null, after an
+// error naming it, when the module declares it with another type.
+Function *runtimeEntry(Module &M, const char *Name, FunctionType *Ty) {
+  Function *F = M.getFunction(Name);
+  if (!F)
+    return Function::Create(Ty, GlobalValue::ExternalWeakLinkage, Name, M);
+  if (F->getFunctionType() == Ty)
+    return F;
+  M.getContext().emitError(std::string("nanoprobe: ") + Name + " is declared with another type");
+  return nullptr;
+}
+
 // Emits `if (&__nano_gpu_register) __nano_gpu_register(api, kernel, twin,
 // name, nargs)` before I: the runtime learns which twin a kernel handle has,
 // for launches through a handle that is not a constant.
@@ -110,13 +122,9 @@ void emitRuntimeRegistration(Module &M, Instruction *I, int Api, Value *Handle, 
   Type *I32 = Type::getInt32Ty(Ctx);
   PointerType *Ptr = PointerType::getUnqual(Ctx);
   FunctionType *Ty = FunctionType::get(Type::getVoidTy(Ctx), {I32, Ptr, Ptr, Ptr, I32}, false);
-  Function *F = M.getFunction(RuntimeRegister);
+  Function *F = runtimeEntry(M, RuntimeRegister, Ty);
   if (!F)
-    F = Function::Create(Ty, GlobalValue::ExternalWeakLinkage, RuntimeRegister, M);
-  else if (F->getFunctionType() != Ty) {
-    Ctx.emitError(std::string("nanoprobe: ") + RuntimeRegister + " is declared with another type");
     return;
-  }
   IRBuilder<> B(I);
   Value *Present = B.CreateICmpNE(F, ConstantPointerNull::get(F->getType()), "nano.gpu.runtime");
   Instruction *Then = SplitBlockAndInsertIfThen(Present, I, false);
@@ -185,13 +193,9 @@ bool routeLaunches(Module &M, int Id, Function *Launch,
   PointerType *Ptr = PointerType::getUnqual(Ctx);
   FunctionType *RouteTy = FunctionType::get(
       I32, {I32, Ptr, Ptr, Ptr, Ptr, I64, I32, I64, I32, Ptr, I32, I64, Ptr}, false);
-  Function *Route = M.getFunction(RuntimeLaunch);
-  if (!Route) {
-    Route = Function::Create(RouteTy, GlobalValue::ExternalWeakLinkage, RuntimeLaunch, M);
-  } else if (Route->getFunctionType() != RouteTy) {
-    Ctx.emitError(std::string("nanoprobe: ") + RuntimeLaunch + " is declared with another type");
+  Function *Route = runtimeEntry(M, RuntimeLaunch, RouteTy);
+  if (!Route)
     return false;
-  }
   for (CallInst *CI : Calls) {
     auto Known = Kernels.find(CI->getArgOperand(0)->stripPointerCasts());
     Constant *Null = ConstantPointerNull::get(Ptr);
