@@ -442,9 +442,10 @@ static struct nano_dh_pool *dispatch_pool(const struct nano_dh_memory *memory) {
 
 /* kerneldb, opened on the first GPU dispatch: it finds the code objects in
  * a host file's fat binaries (.nv_fatbin, .hip_fatbin, compressed or not),
- * whose images hold the site tables. libnano_rpd does not link it (it
- * brings LLVM's disassembler): it is loaded from this library's folder, the
- * library search path, or the build tree. */
+ * whose images hold the site tables. libnano_rpd does not link it (only
+ * GPU dispatches need it, and its decompressors and metadata reader with
+ * it): it is loaded from this library's folder, the library search path, or
+ * the build tree. */
 static struct {
   int tried, usable;
   int (*open)(const char *, kdb **, char *, size_t);
@@ -495,8 +496,9 @@ static int dispatch_kdb_load(char *err, size_t errlen) {
   g_kdb.usable = !nano_symbols_resolve(h, fns, sizeof fns / sizeof fns[0], &g_kdb);
 done:
   if (!g_kdb.usable)
-    snprintf(err, errlen, "kerneldb (libkerneldb.so, which reads GPU code objects) %s",
-             g_kdb.tried ? "cannot be loaded or is too old" : "is missing");
+    snprintf(err, errlen,
+             "kerneldb (libkerneldb.so, which reads GPU code objects) cannot be loaded or is "
+             "too old");
   return g_kdb.usable ? 0 : -1;
 }
 
