@@ -347,20 +347,35 @@ static void run_forward(int sig) {
     kill(g_child, sig);
 }
 
-/* Starts the application; returns its wait status, or -1. */
+/* Starts the application; returns its wait status, or -1. The signals we
+ * forward or ignore are blocked from before the fork until our handlers are
+ * in place: one sent as soon as the application runs (a test's SIGTERM after
+ * its first line) used to kill us with the default action instead, leaving
+ * the application running on its own. The child gets the mask back before
+ * exec. */
 static int run_child(char **cmd, const struct run_env *e) {
   static const int forwarded[] = {SIGTERM, SIGHUP, SIGUSR1, SIGUSR2};
   struct sigaction ign = {.sa_handler = SIG_IGN}, fwd = {.sa_handler = run_forward};
   struct sigaction old_int, old_quit;
   sigemptyset(&ign.sa_mask);
   sigemptyset(&fwd.sa_mask);
+  sigset_t ours, old_mask;
+  sigemptyset(&ours);
+  sigaddset(&ours, SIGINT);
+  sigaddset(&ours, SIGQUIT);
+  for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
+    sigaddset(&ours, forwarded[i]);
   fflush(NULL);
+  if (sigprocmask(SIG_BLOCK, &ours, &old_mask) != 0)
+    fprintf(stderr, "nanoprobe run: sigprocmask: %s\n", strerror(errno));
   g_child = fork();
   if (g_child < 0) {
     fprintf(stderr, "nanoprobe run: fork: %s\n", strerror(errno));
+    sigprocmask(SIG_SETMASK, &old_mask, NULL);
     return -1;
   }
   if (g_child == 0) {
+    sigprocmask(SIG_SETMASK, &old_mask, NULL);
     for (int i = 0; i < e->n; i++)
       if (putenv(e->set[i]) != 0)
         _exit(RUN_EXIT_NOT_FOUND);
@@ -373,6 +388,8 @@ static int run_child(char **cmd, const struct run_env *e) {
   for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
     if (sigaction(forwarded[i], &fwd, NULL) != 0)
       fprintf(stderr, "nanoprobe run: sigaction: %s\n", strerror(errno));
+  /* what arrived meanwhile is forwarded (or ignored) now */
+  sigprocmask(SIG_SETMASK, &old_mask, NULL);
   int status;
   while (waitpid(g_child, &status, 0) < 0) {
     if (errno != EINTR) {
