@@ -109,7 +109,7 @@ static double bare_insert(const char *path, long rows, int multi) {
   char side[4200];
   snprintf(side, sizeof side, "%s-wal", path);
   unlink(side);
-  if (nano_rpdfile_open_write(path, 0, &db, err, sizeof err) != 0) {
+  if (nano_rpdfile_open_write(path, 0, NANO_RPDFILE_SYNC_OFF, &db, err, sizeof err) != 0) {
     fprintf(stderr, "%s\n", err);
     return -1;
   }

@@ -22,7 +22,7 @@ int g_drop;                                              /* NANO_RPD_DROP       
 int g_overflow = 1;                                      /* NANO_RPD_OVERFLOW          */
 uint64_t g_ovf_memory_max = RPD_DEFAULT_OVERFLOW_MEMORY; /* NANO_RPD_OVERFLOW_MEMORY */
 int g_quiet;                                             /* NANO_RPD_QUIET             */
-const char *g_sync_mode = "OFF";                         /* NANO_RPD_SYNC              */
+enum nano_rpdfile_sync g_sync = NANO_RPDFILE_SYNC_OFF;   /* NANO_RPD_SYNC             */
 uint32_t g_cfg_slots = RPD_DEFAULT_SLOTS;                /* NANO_RPD_BUFFER          */
 static int g_crash_wait_ms = RPD_DEFAULT_CRASH_WAIT_MS;  /* NANO_RPD_CRASH_WAIT_MS */
 
@@ -372,10 +372,9 @@ __attribute__((constructor)) static void rpd_init(void) {
   g_crash_wait_ms = (int)rpd_env_uint("NANO_RPD_CRASH_WAIT_MS", 0, RPD_MAX_CRASH_WAIT_MS,
                                       RPD_DEFAULT_CRASH_WAIT_MS);
   static const char *const syncs[] = {"off", "normal", "full", NULL};
-  static const char *const sync_modes[] = {"OFF", "NORMAL", "FULL"};
-  int sync;
+  int sync; /* the index of the enum's value */
   if (nano_env_choice("NANO_RPD_SYNC", syncs, &sync) > 0)
-    g_sync_mode = sync_modes[sync];
+    g_sync = (enum nano_rpdfile_sync)sync;
   rpd_tsc_init();
   g_fast = g_tsc && g_stack_depth <= 0;
   if (rpd_env_bool("RPDT_AUTOSTART", 1))

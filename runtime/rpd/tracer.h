@@ -202,7 +202,7 @@ extern int g_drop;
 extern int g_overflow;
 extern uint64_t g_ovf_memory_max;
 extern int g_quiet;
-extern const char *g_sync_mode;
+extern enum nano_rpdfile_sync g_sync;
 extern uint32_t g_cfg_slots;
 
 /* ---- shared state ------------------------------------------------------------ */

@@ -906,7 +906,7 @@ static void rpdw_set_path(void) {
  * program). Returns 0 or -1 (said on stderr). */
 static int rpdw_open(void) {
   char err[NANO_RPDFILE_ERRLEN];
-  if (nano_rpdfile_open_write(g_w.path, g_truncate, &g_w.db, err, sizeof err) != 0) {
+  if (nano_rpdfile_open_write(g_w.path, g_truncate, g_sync, &g_w.db, err, sizeof err) != 0) {
     rpd_log("%s", err);
     return -1;
   }
@@ -921,17 +921,16 @@ static int rpdw_open(void) {
   /* Debian and others build SQLite with SQLITE_SECURE_DELETE, which zeroes
    * every freed byte and every new b-tree page (a 4 KiB memset per page split,
    * about 250 instructions per row here). The writer only appends, so there is
-   * nothing to scrub. synchronous: NANO_RPD_SYNC (OFF by default: safe against
-   * any death of the process, not against an OS crash); statement journals in
-   * memory, not one temporary file per queue insert; SQLite's default page
-   * cache (2 MB) rather than the 32 MB nano_rpdfile_open sets for the rpd
-   * tools' queries: appends touch only the right edge of each B-tree, and a
-   * cache that stays in the core's L2 cut the writer's CPU time by about 8 %. */
-  char sync_sql[96];
-  snprintf(sync_sql, sizeof sync_sql,
-           "PRAGMA synchronous=%s; PRAGMA temp_store=MEMORY; PRAGMA cache_size=-2000", g_sync_mode);
+   * nothing to scrub. synchronous was set from the file's first transaction on
+   * (NANO_RPD_SYNC, OFF by default: safe against any death of the process,
+   * not against an OS crash); statement journals in memory, not one temporary
+   * file per queue insert; SQLite's default page cache (2 MB) rather than the
+   * 32 MB nano_rpdfile_open sets for the rpd tools' queries: appends touch
+   * only the right edge of each B-tree, and a cache that stays in the core's
+   * L2 cut the writer's CPU time by about 8 %. */
   if (rpdw_exec("PRAGMA secure_delete=OFF", "cannot turn off secure_delete") != 0 ||
-      rpdw_exec(sync_sql, "cannot set synchronous, temp_store and cache_size") != 0 ||
+      rpdw_exec("PRAGMA temp_store=MEMORY; PRAGMA cache_size=-2000",
+                "cannot set temp_store and cache_size") != 0 ||
       rpdw_exec(nano_rpdfile_thread_schema_sql(), "cannot create nano_thread") != 0)
     return -1;
   for (int i = 0; i < ST_COUNT; i++) {

@@ -3,8 +3,6 @@
  *   rpdfile_probe read FILE    open for reading; prints "version N" or the error
  *   rpdfile_probe write FILE   open for writing; prints "ok" or the error
  *   rpdfile_probe session FILE takes a session; prints "session N"
- *   rpdfile_probe wal FILE     opens FILE read-write and switches it to WAL;
- *                              prints "ok" or the error
  *   rpdfile_probe schema       prints the schema SQL
  * Exit status: 0 on success, else the negated error code.
  */
@@ -22,21 +20,17 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (argc != 3) {
-    fprintf(stderr, "usage: %s read|write|session|wal FILE | schema\n", argv[0]);
+    fprintf(stderr, "usage: %s read|write|session FILE | schema\n", argv[0]);
     return 100;
   }
   if (strcmp(argv[1], "read") == 0) {
     rc = nano_rpdfile_open_read(argv[2], 1, &db, &version, err, sizeof err);
     if (rc == 0) printf("version %d\n", version);
   } else if (strcmp(argv[1], "write") == 0) {
-    rc = nano_rpdfile_open_write(argv[2], 0, &db, err, sizeof err);
-    if (rc == 0) printf("ok\n");
-  } else if (strcmp(argv[1], "wal") == 0) {
-    rc = nano_rpdfile_open_read(argv[2], 0, &db, &version, err, sizeof err);
-    if (rc == 0) rc = nano_rpdfile_wal(db, argv[2], err, sizeof err);
+    rc = nano_rpdfile_open_write(argv[2], 0, NANO_RPDFILE_SYNC_NORMAL, &db, err, sizeof err);
     if (rc == 0) printf("ok\n");
   } else if (strcmp(argv[1], "session") == 0) {
-    rc = nano_rpdfile_open_write(argv[2], 0, &db, err, sizeof err);
+    rc = nano_rpdfile_open_write(argv[2], 0, NANO_RPDFILE_SYNC_NORMAL, &db, err, sizeof err);
     int64_t s = 0;
     if (rc == 0) rc = nano_rpdfile_begin_session(db, argv[2], &s, err, sizeof err);
     if (rc == 0) printf("session %lld\n", (long long)s);

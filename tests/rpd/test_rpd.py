@@ -250,8 +250,13 @@ def case_errors():
     # the tracer refuses a foreign file, names it, and leaves it alone
     p = run([prog("rpd_workload"), "marks", "3"], {"RPDT_FILENAME": "other.db"})
     check("other.db: an SQLite database but not an RPD trace" in p.stderr, p.stderr)
-    check("other.db: the trace could not be opened (said above); 3 records were not written"
-          in p.stderr, "what the refusal cost, said as such: " + p.stderr)
+    # The writer opens the file on its own thread (the program never waits
+    # for it) and turns recording off when it cannot: the marks made before
+    # that are counted as not written, those after are not recorded at all.
+    lost = re.search(r"other\.db: the trace could not be opened \(said above\); (\d+) records "
+                     r"were not written", p.stderr)
+    check(lost is None or 1 <= int(lost.group(1)) <= 3,
+          "what the refusal cost, said as such: " + p.stderr)
     check(q(sqlite3.connect("other.db"), "SELECT name FROM sqlite_master") == [("foo",)],
           "other.db was changed")
     # NANO_RPD_SYNC: a bad value is named and recording goes on with the default
@@ -977,13 +982,17 @@ def mode(path):
 
 
 def case_journal():
-    """A trace closed by its last writer is in rollback-journal mode, with no
-    side files, so that readers without write access open it (issue 18.1); a
-    writer that closes while another process still writes does not wait and
-    leaves WAL to the last one."""
+    """Traces are written with a rollback journal, not WAL (issue 20: WAL wrote
+    every page twice), and a trace closed by its last writer has no side files,
+    so that readers without write access open it (issue 18.1). Writers that
+    overlap do not wait for each other's close. A file left in WAL mode (by
+    another tool, or a writer killed while others had it open) is written
+    through WAL while another connection has it open and switched back by the
+    last writer."""
     run([prog("rpd_workload"), "marks", "5"], {"RPDT_FILENAME": "j.rpd"})
     check(mode("j.rpd") == "delete", "journal mode after the only writer: %s" % mode("j.rpd"))
-    check(not os.path.exists("j.rpd-wal") and not os.path.exists("j.rpd-shm"), "side files left")
+    check(not any(os.path.exists("j.rpd" + s) for s in ("-wal", "-shm", "-journal")),
+          "side files left")
     e = dict(os.environ, RPDT_FILENAME="j.rpd")
     long_writer = subprocess.Popen([prog("rpd_workload"), "sleepy", "10", "3000"], env=e,
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -991,13 +1000,27 @@ def case_journal():
     t0 = time.monotonic()
     run([prog("rpd_workload"), "marks", "5"], {"RPDT_FILENAME": "j.rpd"})
     took = time.monotonic() - t0
-    check(mode("j.rpd") == "wal", "a writer still has the file: it stays in WAL mode")
+    check(mode("j.rpd") == "delete", "a second writer: still a rollback journal: %s" % mode("j.rpd"))
     check(took < 2.5, "the short writer waited %.1f s at its close for the other writer" % took)
     long_writer.communicate(timeout=30)
-    check(mode("j.rpd") == "delete", "journal mode after the last writer: %s" % mode("j.rpd"))
     con = db("j.rpd")
     integrity(con)
     check(q(con, "SELECT count(*) FROM api")[0][0] == 20, "rows of the three writers")
+    con.close()
+    # a file in WAL mode, held open by another connection while a writer appends
+    holder = sqlite3.connect("j.rpd", isolation_level=None)
+    check(q(holder, "PRAGMA journal_mode=WAL")[0][0] == "wal", "the holder switched to WAL")
+    check(q(holder, "SELECT count(*) FROM rocpd_api")[0][0] == 20, "the holder reads")
+    run([prog("rpd_workload"), "marks", "5"], {"RPDT_FILENAME": "j.rpd"})
+    check(mode("j.rpd") == "wal", "another connection has the file: it stays in WAL mode")
+    holder.close()
+    run([prog("rpd_workload"), "marks", "5"], {"RPDT_FILENAME": "j.rpd"})
+    check(mode("j.rpd") == "delete", "journal mode after the last writer: %s" % mode("j.rpd"))
+    check(not any(os.path.exists("j.rpd" + s) for s in ("-wal", "-shm", "-journal")),
+          "side files left after WAL")
+    con = db("j.rpd")
+    integrity(con)
+    check(q(con, "SELECT count(*) FROM api")[0][0] == 30, "rows of the five writers")
     con.close()
     # a reader on a read-only mount (where this machine lets root bind-mount)
     ro = os.path.abspath("ro-mount")
@@ -1008,7 +1031,7 @@ def case_journal():
         try:
             if subprocess.run(["mount", "-o", "remount,ro,bind", ro], capture_output=True).returncode == 0:
                 con = sqlite3.connect("file:%s/j.rpd?mode=ro" % ro, uri=True)
-                check(q(con, "SELECT count(*) FROM api")[0][0] == 20, "read from a read-only mount")
+                check(q(con, "SELECT count(*) FROM api")[0][0] == 30, "read from a read-only mount")
                 con.close()
             else:
                 print("journal: no read-only remount here; the mount check did not run")
@@ -1016,23 +1039,6 @@ def case_journal():
             subprocess.run(["umount", ro], capture_output=True)
     else:
         print("journal: no bind mount here; the read-only mount check did not run")
-    # Switching a rollback-mode file to WAL upgrades a read lock to a write
-    # lock, which SQLite does not wait for: an appender opening the file while
-    # another holds the write lock (appenders starting together) failed at
-    # once with "cannot switch to WAL journaling: database is locked", and its
-    # records were lost. The switch now waits as the busy handler does.
-    check(mode("j.rpd") == "delete", "the file is in rollback mode before the switch")
-    holder = sqlite3.connect("j.rpd", isolation_level=None)
-    holder.execute("BEGIN IMMEDIATE")  # the write lock, as another appender's transaction
-    switch = subprocess.Popen([prog("rpdfile_probe"), "wal", "j.rpd"], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True)
-    time.sleep(0.5)
-    check(switch.poll() is None, "the switch waits for the lock instead of failing: %s"
-          % (switch.stdout.read() if switch.poll() is not None else ""))
-    holder.execute("COMMIT")
-    holder.close()
-    out, _ = switch.communicate(timeout=30)
-    check(switch.returncode == 0 and out.strip() == "ok", "switch after the lock is released: %s" % out)
 
 
 CASES = {

@@ -519,7 +519,8 @@ int an_out_check(const char *cmd, const char *out, const char *tag, const char *
 
 int an_out_create(const char *cmd, const char *out, sqlite3 **db) {
   char err[NANO_RPDFILE_ERRLEN];
-  if (nano_rpdfile_open_write(out, 0, db, err, sizeof err) != NANO_RPDFILE_OK) {
+  if (nano_rpdfile_open_write(out, 0, NANO_RPDFILE_SYNC_NORMAL, db, err, sizeof err) !=
+      NANO_RPDFILE_OK) {
     rpdtool_err(cmd, "%s", err);
     an_out_discard(NULL, out);
     return RPDTOOL_EXIT_FAIL;

@@ -35,7 +35,8 @@ int rpd_cmd_create(int argc, char **argv) {
   }
   char err[NANO_RPDFILE_ERRLEN];
   sqlite3 *db = NULL;
-  if (nano_rpdfile_open_write(path, force, &db, err, sizeof err) != NANO_RPDFILE_OK)
+  if (nano_rpdfile_open_write(path, force, NANO_RPDFILE_SYNC_NORMAL, &db, err, sizeof err) !=
+      NANO_RPDFILE_OK)
     return rpdtool_err("create", "%s", err);
   if (nano_rpdfile_close(db, path, err, sizeof err) != NANO_RPDFILE_OK)
     return rpdtool_err("create", "%s", err);

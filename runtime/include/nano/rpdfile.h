@@ -23,17 +23,17 @@
  * is wrong, e.g. "trace.rpd: not an SQLite database". Every function returns 0
  * on success and a negative NANO_RPDFILE_E* code otherwise.
  *
- * Journal mode: a file opened for writing is switched to WAL with
- * synchronous=NORMAL (the tracer's writer lowers it to OFF by default, see
- * NANO_RPD_SYNC). A process killed at any point (SIGKILL included) leaves
- * the database consistent: committed transactions are in the WAL and are
- * recovered by the next connection; uncommitted ones vanish. The WAL is folded
- * back into the main file every 10000 pages (40 MB, fewer checkpoints while
- * writing heavily) and when the last writer closes (nano_rpdfile_close). A
- * writer that closes the file as its only connection leaves it in
- * rollback-journal mode (journal_mode=DELETE), so that readers need no write
- * access (WAL readers must create the -shm file); the next writer switches
- * it back to WAL. The page cache of a writing connection is 32 MB.
+ * Journal mode: a file opened for writing is in rollback-journal mode
+ * (journal_mode=DELETE), with the synchronous setting its caller asks for
+ * (the rpd tools NORMAL; the tracer OFF by default, see NANO_RPD_SYNC). Appends journal only the
+ * pages at the right edge of each B-tree; WAL would write every page twice. A process killed at any
+ * point (SIGKILL included) leaves the database consistent: committed transactions are in the file;
+ * an uncommitted one is rolled back from its hot journal (-journal) by the next connection. A file
+ * found in WAL mode (left so by another tool, or by a writer killed while others had it open) is
+ * switched back when this connection is its only one, else written in WAL mode (folded in every
+ * 10000 pages and by the last connection to close, nano_rpdfile_close). No side files remain after
+ * the last writer closes, so readers need no write access. The page cache of
+ * a writing connection is 32 MB.
  *
  * Threads: a connection these functions open has no SQLite mutex of its own
  * (SQLITE_OPEN_NOMUTEX); use it from one thread at a time.
@@ -67,6 +67,15 @@ enum nano_rpdfile_error {
   NANO_RPDFILE_ENEWER = -5,  /* schema version newer than this build handles      */
   NANO_RPDFILE_EOLDER = -6,  /* schema version too old (writing needs version 3)  */
   NANO_RPDFILE_EIO = -7,     /* the file cannot be opened/read (errno in message) */
+};
+
+/* SQLite's synchronous setting of a writing connection (nano_rpdfile_open_write):
+ * OFF never waits for the disk (safe against the death of the process, not
+ * against an OS crash or power loss); NORMAL and FULL sync at every commit. */
+enum nano_rpdfile_sync {
+  NANO_RPDFILE_SYNC_OFF = 0,
+  NANO_RPDFILE_SYNC_NORMAL = 1,
+  NANO_RPDFILE_SYNC_FULL = 2,
 };
 
 /* Waiting for a lock. Every connection opened here waits at most
@@ -146,8 +155,11 @@ int nano_rpdfile_check(sqlite3 *db, const char *path, int *version, char *err, s
  * refused: not SQLite, SQLite but not RPD, version 2 (older) or newer.
  * truncate != 0 first empties an existing file (only when no other process
  * has it open: the caller's business). The connection has a busy timeout of
- * 60 s and WAL journaling. Returns 0 and *db, or an error (then *db is NULL). */
-int nano_rpdfile_open_write(const char *path, int truncate, sqlite3 **db, char *err, size_t errlen);
+ * 60 s, a rollback journal and `sync` from its first transaction on (the
+ * schema's and the session's included). Returns 0 and *db, or an error (then
+ * *db is NULL). */
+int nano_rpdfile_open_write(const char *path, int truncate, enum nano_rpdfile_sync sync,
+                            sqlite3 **db, char *err, size_t errlen);
 
 /* Opens an existing RPD file of schema 2 or 3 for reading (readonly != 0) or
  * for post-processing writes (readonly == 0). Stores its version in *version.
@@ -171,17 +183,9 @@ static inline int64_t nano_rpdfile_session_offset(int64_t session) {
   return (int64_t)((uint64_t)session << 32);
 }
 
-/* Switches db's file to WAL journaling (a no-op when it is in WAL mode).
- * The switch needs a write lock taken on top of a read lock, which SQLite
- * does not wait for: while another process holds the write lock (appenders
- * opening a rollback-mode file at once) it fails at once with "database is
- * locked". It is retried as the busy handler waits (up to 60 s). Returns 0,
- * or NANO_RPDFILE_ESQLITE with a message. */
-int nano_rpdfile_wal(sqlite3 *db, const char *path, char *err, size_t errlen);
-
-/* Closes a connection opened by this library: checkpoints the WAL (folding it
- * into the main file when no other connection is open), leaves the file in
- * rollback-journal mode when db writes and is the only connection (never
+/* Closes a connection opened by this library: checkpoints a WAL-mode file's
+ * WAL (folding it into the main file when no other connection is open),
+ * leaves the file in rollback-journal mode when db writes and is the only connection (never
  * waiting for others), and closes. Returns 0
  * or NANO_RPDFILE_ESQLITE with a message (the connection is closed anyway).
  * db may be NULL. */
