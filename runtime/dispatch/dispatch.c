@@ -774,6 +774,21 @@ struct nano_dispatch *nano_dispatch_begin(const struct nano_launch_desc *l) {
   return d;
 }
 
+int nano_dispatch_reserve(const struct nano_dh_memory *memory, char *err, size_t errlen) {
+  dispatch_ready();
+  pthread_mutex_lock(&g_d.lock);
+  struct nano_dh_pool *pool = dispatch_pool(memory);
+  pthread_mutex_unlock(&g_d.lock);
+  struct nano_dh_buffer *b = pool ? nano_dh_pool_acquire(pool, err, errlen) : NULL;
+  if (!b) {
+    if (!pool || !err[0])
+      snprintf(err, errlen, "%s", pool ? "all buffers of the pool are in use" : "out of memory");
+    return -1;
+  }
+  nano_dh_pool_release(pool, b);
+  return 0;
+}
+
 void *nano_dispatch_desc(struct nano_dispatch *d) { return nano_dh_buffer_desc(d->buf); }
 
 struct nano_dh_buffer *nano_dispatch_buffer(struct nano_dispatch *d) {

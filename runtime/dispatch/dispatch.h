@@ -51,6 +51,11 @@ int nano_dispatch_block_selected(const struct nano_dispatch *d, const uint32_t b
  * the launch, 0 when none). */
 void nano_dispatch_end(struct nano_dispatch *d, int64_t start, int64_t end, uint64_t api);
 
+/* Makes the pool of placement `memory` and its first buffer now, for a back
+ * end whose later nano_dispatch_begin runs where nothing may be allocated (a
+ * graph's host node). Returns 0, or -1 with a message in err. */
+int nano_dispatch_reserve(const struct nano_dh_memory *memory, char *err, size_t errlen);
+
 /* Gives d up before its twin ran (the twin could not be launched): no
  * report, no rows; the buffer goes back to the pool. */
 void nano_dispatch_cancel(struct nano_dispatch *d);

@@ -35,9 +35,24 @@
  * The descriptor and the counters move through a private non-blocking stream:
  * a copy on the legacy default stream would wait for the program's kernels.
  *
- * Not launched as twins (the original runs, said once): launches into a
- * stream being captured into a graph (the buffer would belong to one replay
- * of many).
+ * A launch into a stream being captured into a graph becomes five nodes of
+ * the graph, so that every replay is a dispatch of its own:
+ *
+ *   host function    begin: nano_dispatch_begin, which stages the descriptor
+ *                    (head = the ring's tail) in the pinned block; a replay
+ *                    not picked (NANO_DISPATCHES, or the buffer busy) stages
+ *                    one whose block filter records nothing
+ *   copy             the staged descriptor to the device
+ *   twin             with that descriptor, as outside graphs
+ *   copy             head and dropped back to the pinned block
+ *   host function    end: nano_dispatch_end, reading the counters there
+ *
+ * No API call runs in the host functions (the API forbids it): the node's
+ * placement (its own pool of one buffer) is allocated at capture, with the
+ * capturing thread's mode relaxed for it. The replay's time is the host
+ * functions' (no events in graphs). A twin is captured only once it has
+ * launched outside a graph (a failed launch would spoil the program's
+ * capture); until then the original is captured, said once.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -63,10 +78,12 @@
 #define GPU_EXIT_WAIT_NS 2000000000L
 #define GPU_NS_PER_S 1000000000L
 #define GPU_NS_PER_MS 1e6
-/* Bytes of the pinned block of a buffer: the tail, then the counters'
- * staging area on a cache line of its own. */
+/* The pinned block of a buffer: the tail, then the counters' staging area
+ * on a cache line of its own, then a graph node's staged descriptor. */
 #define GPU_LINE 64
-#define GPU_BLOCK_BYTES (2 * GPU_LINE)
+#define GPU_STAGE_COUNTERS GPU_LINE
+#define GPU_STAGE_DESC (2 * GPU_LINE)
+#define GPU_BLOCK_BYTES (GPU_STAGE_DESC + (NANO_DH_DESC_SIZE + GPU_LINE - 1) / GPU_LINE * GPU_LINE)
 
 /* One device the program launched on (CUDA: one context): its API,
  * placement and copy stream. */
@@ -111,7 +128,7 @@ static struct {
   unsigned in_flight; /* launched twins not yet ended */
   int exiting;
   pthread_t finisher;
-  int noted_capture, noted_error;
+  int noted_capture, noted_unproven, noted_error;
 } g_gpu = {.cuda = {PTHREAD_ONCE_INIT, 0},
            .hip = {PTHREAD_ONCE_INIT, 0},
            .finisher_once = PTHREAD_ONCE_INIT,
@@ -146,7 +163,7 @@ static void gpu_pop(struct gpu_context *c) { c->api->leave(); }
 
 /* The pinned block and the descriptor of a placement (its handle). */
 struct gpu_buffer {
-  unsigned char *block; /* tail at 0, staging at GPU_LINE */
+  unsigned char *block; /* tail at 0, staging from GPU_STAGE_COUNTERS */
   uint64_t desc;
   int counters_zeroed; /* the descriptor's head and dropped were cleared */
 };
@@ -265,7 +282,7 @@ static int gpu_counters(void *ctx, const struct nano_dh_placement *p, uint64_t *
   struct gpu_context *c = ctx;
   struct gpu_buffer *b = p->handle;
   /* head at OFF_HEAD, dropped at OFF_DROPPED: one copy of the three words */
-  uint64_t *stage = (uint64_t *)(b->block + GPU_LINE);
+  uint64_t *stage = (uint64_t *)(b->block + GPU_STAGE_COUNTERS);
   const size_t n = NANO_DH_DESC_OFF_DROPPED + 8 - NANO_DH_DESC_OFF_HEAD;
   if (!gpu_push(c))
     return -1;
@@ -333,6 +350,14 @@ static void gpu_drop_events(struct gpu_flight *f) {
   f->ev[0] = f->ev[1] = NULL;
 }
 
+/* One instrumented dispatch fewer in flight; wakes the exit handler at none. */
+static void gpu_flight_done(void) {
+  pthread_mutex_lock(&g_gpu.lock);
+  if (--g_gpu.in_flight == 0)
+    pthread_cond_broadcast(&g_gpu.idle);
+  pthread_mutex_unlock(&g_gpu.lock);
+}
+
 static void gpu_end(struct gpu_flight *f) {
   int64_t start = f->launched, end = f->done ? f->done : rpd_now();
   float ms;
@@ -344,10 +369,7 @@ static void gpu_end(struct gpu_flight *f) {
   }
   nano_dispatch_end(f->d, start, end, f->api);
   free(f);
-  pthread_mutex_lock(&g_gpu.lock);
-  if (--g_gpu.in_flight == 0)
-    pthread_cond_broadcast(&g_gpu.idle);
-  pthread_mutex_unlock(&g_gpu.lock);
+  gpu_flight_done();
 }
 
 static void *gpu_finisher(void *arg) {
@@ -436,68 +458,77 @@ static const struct gpu_api *gpu_api_of(int api) {
 
 /* ---- the twins of kernel handles (__nano_gpu_register) -------------------------- */
 
-/* A kernel handle's twin, as its module announced it. */
+/* A kernel's twin: as its module announced it (keyed by the kernel's handle),
+ * or one that has launched outside a graph (keyed by the twin). */
 struct gpu_twin {
-  const void *kernel, *twin;
+  const void *key, *twin;
   const char *name;
   uint32_t nargs;
 };
 
-/* Open addressing on the handle; doubles at half full. */
+/* Open addressing on the key; doubles at half full. */
 #define GPU_TWINS_INITIAL 64
-static struct {
+struct gpu_twin_table {
   pthread_mutex_t lock;
   struct gpu_twin *slots;
   size_t cap, used;
-} g_twins = {.lock = PTHREAD_MUTEX_INITIALIZER};
+};
+static struct gpu_twin_table g_twins = {.lock = PTHREAD_MUTEX_INITIALIZER};
+static struct gpu_twin_table g_proven = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
-static size_t gpu_twin_slot(const struct gpu_twin *slots, size_t cap, const void *kernel) {
-  size_t i = ((uintptr_t)kernel >> 4) * 0x9E3779B97F4A7C15ull & (cap - 1);
-  while (slots[i].kernel && slots[i].kernel != kernel)
+static size_t gpu_twin_slot(const struct gpu_twin *slots, size_t cap, const void *key) {
+  size_t i = ((uintptr_t)key >> 4) * 0x9E3779B97F4A7C15ull & (cap - 1);
+  while (slots[i].key && slots[i].key != key)
     i = (i + 1) & (cap - 1);
   return i;
+}
+
+/* Adds or replaces t's entry of e.key; -1 when out of memory. */
+static int gpu_twin_put(struct gpu_twin_table *t, struct gpu_twin e) {
+  pthread_mutex_lock(&t->lock);
+  if (2 * (t->used + 1) > t->cap) {
+    size_t cap = t->cap ? 2 * t->cap : GPU_TWINS_INITIAL;
+    struct gpu_twin *slots = calloc(cap, sizeof *slots);
+    if (!slots) {
+      pthread_mutex_unlock(&t->lock);
+      return -1;
+    }
+    for (size_t i = 0; i < t->cap; i++)
+      if (t->slots[i].key)
+        slots[gpu_twin_slot(slots, cap, t->slots[i].key)] = t->slots[i];
+    free(t->slots);
+    t->slots = slots;
+    t->cap = cap;
+  }
+  size_t i = gpu_twin_slot(t->slots, t->cap, e.key);
+  t->used += !t->slots[i].key;
+  t->slots[i] = e;
+  pthread_mutex_unlock(&t->lock);
+  return 0;
+}
+
+/* t's entry of key into *out (may be NULL); 0 when it has none. */
+static int gpu_twin_find(struct gpu_twin_table *t, const void *key, struct gpu_twin *out) {
+  pthread_mutex_lock(&t->lock);
+  int found = 0;
+  if (t->cap) {
+    size_t i = gpu_twin_slot(t->slots, t->cap, key);
+    if ((found = t->slots[i].key != NULL) && out)
+      *out = t->slots[i];
+  }
+  pthread_mutex_unlock(&t->lock);
+  return found;
 }
 
 __attribute__((visibility("default"))) void __nano_gpu_register(int api, const void *kernel,
                                                                 const void *twin, const char *name,
                                                                 uint32_t nargs) {
   (void)api;
-  pthread_mutex_lock(&g_twins.lock);
-  if (2 * (g_twins.used + 1) > g_twins.cap) {
-    size_t cap = g_twins.cap ? 2 * g_twins.cap : GPU_TWINS_INITIAL;
-    struct gpu_twin *slots = calloc(cap, sizeof *slots);
-    if (!slots) {
-      pthread_mutex_unlock(&g_twins.lock);
-      fprintf(stderr,
-              "nanoprobe: out of memory: launches of %s through a kernel pointer run "
-              "uninstrumented\n",
-              name);
-      return;
-    }
-    for (size_t i = 0; i < g_twins.cap; i++)
-      if (g_twins.slots[i].kernel)
-        slots[gpu_twin_slot(slots, cap, g_twins.slots[i].kernel)] = g_twins.slots[i];
-    free(g_twins.slots);
-    g_twins.slots = slots;
-    g_twins.cap = cap;
-  }
-  size_t i = gpu_twin_slot(g_twins.slots, g_twins.cap, kernel);
-  g_twins.used += !g_twins.slots[i].kernel;
-  g_twins.slots[i] = (struct gpu_twin){kernel, twin, name, nargs};
-  pthread_mutex_unlock(&g_twins.lock);
-}
-
-/* The twin announced for kernel; 0 when none was. */
-static int gpu_twin_find(const void *kernel, struct gpu_twin *out) {
-  pthread_mutex_lock(&g_twins.lock);
-  int found = 0;
-  if (g_twins.cap) {
-    size_t i = gpu_twin_slot(g_twins.slots, g_twins.cap, kernel);
-    if ((found = g_twins.slots[i].kernel != NULL))
-      *out = g_twins.slots[i];
-  }
-  pthread_mutex_unlock(&g_twins.lock);
-  return found;
+  if (gpu_twin_put(&g_twins, (struct gpu_twin){kernel, twin, name, nargs}) != 0)
+    fprintf(stderr,
+            "nanoprobe: out of memory: launches of %s through a kernel pointer run "
+            "uninstrumented\n",
+            name);
 }
 
 /* ---- the launch ------------------------------------------------------------------- */
@@ -531,6 +562,8 @@ static int gpu_launch_twin(struct gpu_flight *f, nano_gpu_launch_fn launch, cons
       gpu_program_launch(launch, twin, grid_xy, grid_z, block_xy, block_z, all, shared, stream);
   if (rc != 0)
     return rc;
+  if (!gpu_twin_find(&g_proven, twin, NULL))
+    (void)gpu_twin_put(&g_proven, (struct gpu_twin){twin, twin, NULL, nargs}); /* best effort */
   if (f->ev[0] && api->event_record(f->ev[1], s) != 0)
     gpu_drop_events(f);
   pthread_mutex_lock(&g_gpu.lock);
@@ -549,11 +582,10 @@ static int gpu_launch_twin(struct gpu_flight *f, nano_gpu_launch_fn launch, cons
   return 0;
 }
 
-/* The dispatch of one launch, or NULL: the original runs. */
-static struct gpu_flight *gpu_begin(int api_id, const void *twin, const char *name,
-                                    uint64_t grid_xy, uint32_t grid_z, uint64_t block_xy,
-                                    uint32_t block_z, uint32_t nargs, size_t shared, void *s,
-                                    int64_t start) {
+/* The device of a launch on stream s, and s's capture status; NULL: the
+ * original runs. */
+static struct gpu_context *gpu_prepare(int api_id, const char *name, uint32_t nargs, void *s,
+                                       int *status) {
   if (nargs > GPU_MAX_ARGS) {
     gpu_note(&g_gpu.noted_error, "%s: more than %d arguments; it runs uninstrumented", name,
              GPU_MAX_ARGS);
@@ -561,29 +593,36 @@ static struct gpu_flight *gpu_begin(int api_id, const void *twin, const char *na
   }
   const struct gpu_api *api = gpu_api_of(api_id);
   struct gpu_context *c = api ? gpu_context(api) : NULL;
-  int capturing = 0;
-  if (!c || api->stream_capturing(s, &capturing) != 0)
+  if (!c || api->capture_status(s, status) != 0)
     return NULL;
-  if (capturing) {
-    gpu_note(&g_gpu.noted_capture,
-             "%s: launched into a stream being captured into a graph: it runs uninstrumented",
-             name);
-    return NULL;
-  }
-  struct nano_launch_desc l = {.kernel = name,
-                               .backend = api->backend,
-                               .arch = c->info.arch,
-                               .device = (uint32_t)c->dev,
-                               .wave_size = c->info.wave_size,
-                               .grid = {(uint32_t)grid_xy, (uint32_t)(grid_xy >> 32), grid_z},
-                               .block = {(uint32_t)block_xy, (uint32_t)(block_xy >> 32), block_z},
-                               .shared_bytes = shared,
-                               .line_bytes = c->info.line_bytes,
-                               .sector_bytes = c->info.sector_bytes,
-                               .lds_model = c->info.lds_model,
-                               .twin = twin,
-                               .memory = &c->mem};
-  struct nano_dispatch *d = nano_dispatch_begin(&l);
+  return c;
+}
+
+/* What the dispatch layer is told of a launch on c. */
+static struct nano_launch_desc gpu_launch_desc(struct gpu_context *c, const void *twin,
+                                               const char *name, uint64_t grid_xy, uint32_t grid_z,
+                                               uint64_t block_xy, uint32_t block_z, size_t shared,
+                                               const struct nano_dh_memory *memory) {
+  return (struct nano_launch_desc){
+      .kernel = name,
+      .backend = c->api->backend,
+      .arch = c->info.arch,
+      .device = (uint32_t)c->dev,
+      .wave_size = c->info.wave_size,
+      .grid = {(uint32_t)grid_xy, (uint32_t)(grid_xy >> 32), grid_z},
+      .block = {(uint32_t)block_xy, (uint32_t)(block_xy >> 32), block_z},
+      .shared_bytes = shared,
+      .line_bytes = c->info.line_bytes,
+      .sector_bytes = c->info.sector_bytes,
+      .lds_model = c->info.lds_model,
+      .twin = twin,
+      .memory = memory};
+}
+
+/* The dispatch of one launch on c outside a graph, or NULL: the original runs. */
+static struct gpu_flight *gpu_begin(struct gpu_context *c, const struct nano_launch_desc *l,
+                                    int64_t start) {
+  struct nano_dispatch *d = nano_dispatch_begin(l);
   if (!d)
     return NULL;
   struct gpu_flight *f = calloc(1, sizeof *f);
@@ -598,13 +637,205 @@ static struct gpu_flight *gpu_begin(int api_id, const void *twin, const char *na
   return f;
 }
 
+/* ---- launches captured into a graph ------------------------------------------------ */
+
+/* One twin launch captured into a graph (see the file comment). Lives as
+ * long as the process: nothing tells the runtime when the graph goes. */
+struct gpu_node {
+  struct gpu_context *c;
+  struct nano_dh_memory mem;    /* c's placement, the descriptor staged */
+  struct nano_launch_desc l;    /* l.memory = &mem */
+  struct nano_dh_placement *pl; /* the pool's one buffer */
+  int allocating;               /* its allocation is allowed: at capture only */
+  int broken;                   /* capturing the nodes failed: replays record nothing */
+  struct nano_dispatch *d;      /* the replay running */
+  int64_t start;
+  uint64_t api; /* the capture's launch row */
+};
+
+static int gpu_node_alloc(void *ctx, uint64_t capacity, struct nano_dh_placement *out, char *err,
+                          size_t errlen) {
+  struct gpu_node *n = ctx;
+  if (!n->allocating) { /* a host function: no API calls */
+    snprintf(err, errlen, "the graph's buffer of %s is in use by another replay", n->l.kernel);
+    return -1;
+  }
+  int rc = gpu_alloc(n->c, capacity, out, err, errlen);
+  if (rc == 0)
+    n->pl = out;
+  return rc;
+}
+
+static void gpu_node_free(void *ctx, struct nano_dh_placement *p) {
+  struct gpu_node *n = ctx;
+  gpu_free(n->c, p);
+}
+
+static uint64_t *gpu_node_counters_stage(const struct nano_dh_placement *p) {
+  return (uint64_t *)(((struct gpu_buffer *)p->handle)->block + GPU_STAGE_COUNTERS);
+}
+
+/* Stages the descriptor for the next replay's copy: head continues from the
+ * ring's tail (everything before it was drained), dropped from the last
+ * replay's count. No API call. */
+static int gpu_node_put_desc(void *ctx, struct nano_dh_placement *p, const void *desc) {
+  (void)ctx;
+  unsigned char *stage = ((struct gpu_buffer *)p->handle)->block + GPU_STAGE_DESC;
+  const uint64_t *counters = gpu_node_counters_stage(p);
+  uint64_t head = *p->tail,
+           dropped = counters[(NANO_DH_DESC_OFF_DROPPED - NANO_DH_DESC_OFF_HEAD) / 8];
+  memcpy(stage, desc, NANO_DH_DESC_SIZE);
+  memcpy(stage + NANO_DH_DESC_OFF_HEAD, &head, sizeof head);
+  memcpy(stage + NANO_DH_DESC_OFF_DROPPED, &dropped, sizeof dropped);
+  return 0;
+}
+
+/* The counters the last replay copied back. No API call. */
+static int gpu_node_counters(void *ctx, const struct nano_dh_placement *p, uint64_t *head,
+                             uint64_t *dropped) {
+  (void)ctx;
+  const uint64_t *counters = gpu_node_counters_stage(p);
+  *head = counters[0];
+  *dropped = counters[(NANO_DH_DESC_OFF_DROPPED - NANO_DH_DESC_OFF_HEAD) / 8];
+  return 0;
+}
+
+/* Stages a descriptor whose block filter admits no block: the replay's twin
+ * records nothing. */
+static void gpu_node_silence(struct gpu_node *n) {
+  unsigned char *stage = ((struct gpu_buffer *)n->pl->handle)->block + GPU_STAGE_DESC;
+  const uint32_t lo[3] = {UINT32_MAX, UINT32_MAX, UINT32_MAX}, hi[3] = {0, 0, 0};
+  memcpy(stage + NANO_DH_DESC_OFF_BLOCK_LO, lo, sizeof lo);
+  memcpy(stage + NANO_DH_DESC_OFF_BLOCK_HI, hi, sizeof hi);
+}
+
+/* The graph's first host function of a replay. */
+static void gpu_node_begin(void *arg) {
+  struct gpu_node *n = arg;
+  n->d = NULL;
+  pthread_mutex_lock(&g_gpu.lock);
+  int go = !n->broken && !g_gpu.exiting;
+  g_gpu.in_flight += go; /* before the dispatch exists: the exit handler waits */
+  pthread_mutex_unlock(&g_gpu.lock);
+  if (go) {
+    n->start = rpd_now();
+    n->d = nano_dispatch_begin(&n->l);
+    if (n->d && nano_dispatch_desc(n->d) != n->pl->desc_device) { /* not the node's buffer */
+      nano_dispatch_cancel(n->d);
+      n->d = NULL;
+    }
+  }
+  if (!n->d) {
+    gpu_node_silence(n);
+    if (go)
+      gpu_flight_done();
+  }
+}
+
+/* The graph's last host function of a replay. */
+static void gpu_node_end(void *arg) {
+  struct gpu_node *n = arg;
+  struct nano_dispatch *d = n->d;
+  if (!d)
+    return;
+  n->d = NULL;
+  pthread_mutex_lock(&g_gpu.lock);
+  int exiting = g_gpu.exiting;
+  pthread_mutex_unlock(&g_gpu.lock);
+  if (!exiting) /* past the exit handler: said there, and the layer is going */
+    nano_dispatch_end(d, n->start, rpd_now(), n->api);
+  gpu_flight_done();
+}
+
+/* A node for a capture of l on c, its buffer allocated; NULL after saying why. */
+static struct gpu_node *gpu_node_create(struct gpu_context *c, const struct nano_launch_desc *l) {
+  struct gpu_node *n = calloc(1, sizeof *n);
+  char *kernel = l->kernel ? strdup(l->kernel) : NULL;
+  if (!n || !kernel) {
+    free(n);
+    free(kernel);
+    gpu_note(&g_gpu.noted_capture,
+             "out of memory: launches captured into graphs run uninstrumented");
+    return NULL;
+  }
+  n->c = c;
+  n->mem = (struct nano_dh_memory){
+      c->api->backend, n, gpu_node_alloc, gpu_node_free, gpu_node_put_desc, gpu_node_counters};
+  n->l = *l;
+  n->l.kernel = kernel;
+  n->l.memory = &n->mem;
+  /* Allocating while a capture in global mode runs is forbidden unless this
+   * thread relaxes its own mode. */
+  int mode = GPU_CAPTURE_MODE_RELAXED, swapped = c->api->capture_mode(&mode) == 0;
+  char err[256] = "";
+  n->allocating = 1;
+  int rc = nano_dispatch_reserve(&n->mem, err, sizeof err);
+  n->allocating = 0;
+  if (swapped)
+    c->api->capture_mode(&mode);
+  if (rc != 0 || !n->pl) {
+    /* the dispatch layer may hold the node's (empty) pool: the node stays */
+    gpu_note(&g_gpu.noted_capture,
+             "%s: no buffer for a launch captured into a graph (%s): it runs uninstrumented in "
+             "the graph",
+             l->kernel, err[0] ? err : "the dispatch layer is off");
+    return NULL;
+  }
+  return n;
+}
+
+/* Captures the nodes of an instrumented launch of twin into stream s; 0, or
+ * the twin launch's error (then the original is to be captured). */
+static int gpu_capture(struct gpu_node *n, nano_gpu_launch_fn launch, const void *twin,
+                       uint64_t grid_xy, uint32_t grid_z, uint64_t block_xy, uint32_t block_z,
+                       void **args, uint32_t nargs, size_t shared, void *stream, void *s) {
+  const struct gpu_api *api = n->c->api;
+  struct gpu_buffer *b = n->pl->handle;
+  void *all[GPU_MAX_ARGS + 1];
+  memcpy(all, args, nargs * sizeof *args);
+  void *desc = n->pl->desc_device;
+  all[nargs] = &desc;
+  int r = api->host_func(s, gpu_node_begin, n);
+  if (r == 0)
+    r = api->copy_to_device(b->desc, b->block + GPU_STAGE_DESC, NANO_DH_DESC_SIZE, s);
+  if (r != 0) {
+    n->broken = 1;
+    gpu_note(&g_gpu.noted_capture,
+             "%s: capturing its buffer's nodes into the graph failed (%s): it runs uninstrumented "
+             "in the graph",
+             n->l.kernel, api->error(r));
+    return r;
+  }
+  int rc =
+      gpu_program_launch(launch, twin, grid_xy, grid_z, block_xy, block_z, all, shared, stream);
+  if (rc != 0) {
+    n->broken = 1;
+    return rc;
+  }
+  const size_t counters = NANO_DH_DESC_OFF_DROPPED + 8 - NANO_DH_DESC_OFF_HEAD;
+  r = api->copy_to_host(b->block + GPU_STAGE_COUNTERS, b->desc + NANO_DH_DESC_OFF_HEAD, counters,
+                        s);
+  if (r == 0)
+    r = api->host_func(s, gpu_node_end, n);
+  if (r != 0) {
+    /* the twin is in the graph: it must record nothing from now on */
+    n->broken = 1;
+    gpu_node_silence(n);
+    gpu_note(&g_gpu.noted_capture,
+             "%s: capturing its buffer's nodes into the graph failed (%s): its replays record "
+             "nothing",
+             n->l.kernel, api->error(r));
+  }
+  return 0;
+}
+
 __attribute__((visibility("default"))) int
 __nano_gpu_launch(int api, nano_gpu_launch_fn launch, const void *kernel, const void *twin,
                   const char *name, uint64_t grid_xy, uint32_t grid_z, uint64_t block_xy,
                   uint32_t block_z, void **args, uint32_t nargs, size_t shared, void *stream) {
   int64_t start = rpd_now();
   struct gpu_twin known;
-  if (!twin && gpu_twin_find(kernel, &known)) { /* a handle that was no constant */
+  if (!twin && gpu_twin_find(&g_twins, kernel, &known)) { /* a handle that was no constant */
     twin = known.twin;
     name = known.name;
     nargs = known.nargs;
@@ -618,21 +849,46 @@ __nano_gpu_launch(int api, nano_gpu_launch_fn launch, const void *kernel, const 
   /* The stream as the API names it: a NULL of the per-thread variant is the
    * thread's default stream. */
   void *s = !stream && (api & NANO_GPU_PER_THREAD) ? GPU_STREAM_PER_THREAD : stream;
-  struct gpu_flight *f =
-      nano_dispatch_instrumenting()
-          ? gpu_begin(api, twin, name, grid_xy, grid_z, block_xy, block_z, nargs, shared, s, start)
-          : NULL;
-  int rc;
-  if (f && (rc = gpu_launch_twin(f, launch, twin, grid_xy, grid_z, block_xy, block_z, args, nargs,
-                                 shared, stream, s)) != 0) {
-    gpu_note(&g_gpu.noted_error, "%s: its twin did not launch (error %d): it runs uninstrumented",
-             name, rc);
-    gpu_drop_events(f);
-    nano_dispatch_cancel(f->d);
-    free(f);
-    f = NULL;
+  struct gpu_flight *f = NULL;
+  struct gpu_node *node = NULL;
+  int rc = -1, launched = 0, status = GPU_CAPTURE_NONE;
+  struct gpu_context *c =
+      nano_dispatch_instrumenting() ? gpu_prepare(api, name, nargs, s, &status) : NULL;
+  if (c && status == GPU_CAPTURE_NONE) {
+    struct nano_launch_desc l =
+        gpu_launch_desc(c, twin, name, grid_xy, grid_z, block_xy, block_z, shared, &c->mem);
+    f = gpu_begin(c, &l, start);
+    if (f && (rc = gpu_launch_twin(f, launch, twin, grid_xy, grid_z, block_xy, block_z, args, nargs,
+                                   shared, stream, s)) != 0) {
+      gpu_note(&g_gpu.noted_error, "%s: its twin did not launch (error %d): it runs uninstrumented",
+               name, rc);
+      gpu_drop_events(f);
+      nano_dispatch_cancel(f->d);
+      free(f);
+      f = NULL;
+    }
+    launched = f != NULL;
+  } else if (c && status == GPU_CAPTURE_ACTIVE && !gpu_twin_find(&g_proven, twin, NULL)) {
+    gpu_note(&g_gpu.noted_unproven,
+             "%s: captured into a graph before its twin ever launched outside one: it runs "
+             "uninstrumented in the graph (later captures, after an instrumented launch, are "
+             "instrumented)",
+             name);
+  } else if (c && status == GPU_CAPTURE_ACTIVE) {
+    struct nano_launch_desc l =
+        gpu_launch_desc(c, twin, name, grid_xy, grid_z, block_xy, block_z, shared, NULL);
+    node = gpu_node_create(c, &l);
+    if (node && (rc = gpu_capture(node, launch, twin, grid_xy, grid_z, block_xy, block_z, args,
+                                  nargs, shared, stream, s)) != 0) {
+      gpu_note(&g_gpu.noted_error,
+               "%s: its twin was not captured (error %d): it runs "
+               "uninstrumented in the graph",
+               name, rc);
+      node = NULL;
+    }
+    launched = node != NULL;
   }
-  if (!f)
+  if (!launched)
     rc = gpu_program_launch(launch, kernel, grid_xy, grid_z, block_xy, block_z, args, shared,
                             stream);
   rpd_cupti_quiet--;
@@ -653,6 +909,8 @@ __nano_gpu_launch(int api, nano_gpu_launch_fn launch, const void *kernel, const 
                                    name};
     rpd_record_kernelapi(id, &kl);
   }
+  if (node)
+    node->api = id;
   if (f) {
     f->api = id;
     gpu_release(f);

@@ -43,7 +43,11 @@ struct gpu_api {
   /* A stream that never waits for the program's (non-blocking). */
   int (*stream_create)(void **s);
   int (*stream_sync)(void *s);
-  int (*stream_capturing)(void *s, int *capturing);
+  /* GPU_CAPTURE_*: whether s is being captured into a graph. */
+  int (*capture_status)(void *s, int *status);
+  /* Swaps the calling thread's capture mode (GPU_CAPTURE_MODE_*) with *mode:
+   * relaxed, a thread may allocate while another captures. */
+  int (*capture_mode)(int *mode);
   int (*copy_to_device)(uint64_t d, const void *src, size_t n, void *s);
   int (*copy_to_host)(void *dst, uint64_t d, size_t n, void *s);
   int (*event_create)(void **e);
@@ -57,6 +61,13 @@ struct gpu_api {
 
 extern const struct gpu_api gpu_cuda_api;
 extern const struct gpu_api gpu_hip_api;
+
+/* Capture status and modes, the same numbers in both APIs
+ * (CU_STREAM_CAPTURE_STATUS_*, hipStreamCaptureStatus*;
+ * CU_STREAM_CAPTURE_MODE_*, hipStreamCaptureMode*). */
+#define GPU_CAPTURE_NONE 0
+#define GPU_CAPTURE_ACTIVE 1
+#define GPU_CAPTURE_MODE_RELAXED 2
 
 /* The per-thread default stream's handle in both APIs (cudaStreamPerThread,
  * hipStreamPerThread). */

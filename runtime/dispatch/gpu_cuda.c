@@ -27,7 +27,6 @@ typedef unsigned long long CUdeviceptr;
 #define CU_HOSTALLOC_DEVICEMAP 0x02
 #define CU_STREAM_NON_BLOCKING 0x1
 #define CU_EVENT_DEFAULT 0x0
-#define CU_CAPTURE_NONE 0 /* CU_STREAM_CAPTURE_STATUS_NONE */
 /* NVIDIA: 128-byte lines of 32-byte sectors; shared memory in phases. */
 #define CU_LINE_BYTES 128
 #define CU_SECTOR_BYTES 32
@@ -53,6 +52,7 @@ static struct {
   CUresult (*StreamCreate)(CUstream *, unsigned);
   CUresult (*StreamSynchronize)(CUstream);
   CUresult (*StreamIsCapturing)(CUstream, int *);
+  CUresult (*ThreadExchangeStreamCaptureMode)(int *);
   CUresult (*MemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
   CUresult (*MemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
   CUresult (*EventCreate)(CUevent *, unsigned);
@@ -82,6 +82,7 @@ static const struct nano_symbol cu_fns[] = {
     CU_FN(StreamCreate, cuStreamCreate),
     CU_FN(StreamSynchronize, cuStreamSynchronize),
     CU_FN(StreamIsCapturing, cuStreamIsCapturing),
+    CU_FN(ThreadExchangeStreamCaptureMode, cuThreadExchangeStreamCaptureMode),
     CU_FN(MemcpyHtoDAsync, cuMemcpyHtoDAsync_v2),
     CU_FN(MemcpyDtoHAsync, cuMemcpyDtoHAsync_v2),
     CU_FN(EventCreate, cuEventCreate),
@@ -168,12 +169,11 @@ static int cuda_dev_alloc(uint64_t *d, size_t n) {
 static int cuda_dev_free(uint64_t d) { return cu.MemFree(d); }
 static int cuda_stream_create(void **s) { return cu.StreamCreate(s, CU_STREAM_NON_BLOCKING); }
 static int cuda_stream_sync(void *s) { return cu.StreamSynchronize(s); }
-static int cuda_stream_capturing(void *s, int *capturing) {
-  int status = CU_CAPTURE_NONE;
-  CUresult r = cu.StreamIsCapturing(s, &status);
-  *capturing = status != CU_CAPTURE_NONE;
-  return r;
+static int cuda_capture_status(void *s, int *status) {
+  *status = GPU_CAPTURE_NONE;
+  return cu.StreamIsCapturing(s, status);
 }
+static int cuda_capture_mode(int *mode) { return cu.ThreadExchangeStreamCaptureMode(mode); }
 static int cuda_copy_to_device(uint64_t d, const void *src, size_t n, void *s) {
   return cu.MemcpyHtoDAsync(d, src, n, s);
 }
@@ -209,7 +209,8 @@ const struct gpu_api gpu_cuda_api = {
     cuda_dev_free,
     cuda_stream_create,
     cuda_stream_sync,
-    cuda_stream_capturing,
+    cuda_capture_status,
+    cuda_capture_mode,
     cuda_copy_to_device,
     cuda_copy_to_host,
     cuda_event_create,

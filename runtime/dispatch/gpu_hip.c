@@ -33,6 +33,7 @@ static struct {
   __typeof__(&hipStreamCreateWithFlags) StreamCreateWithFlags;
   __typeof__(&hipStreamSynchronize) StreamSynchronize;
   __typeof__(&hipStreamIsCapturing) StreamIsCapturing;
+  __typeof__(&hipThreadExchangeStreamCaptureMode) ThreadExchangeStreamCaptureMode;
   __typeof__(&hipMemcpyAsync) MemcpyAsync;
   __typeof__(&hipEventCreate) EventCreate;
   __typeof__(&hipEventRecord) EventRecord;
@@ -55,6 +56,7 @@ static const struct nano_symbol hip_fns[] = {
     HIP_FN(StreamCreateWithFlags, hipStreamCreateWithFlags),
     HIP_FN(StreamSynchronize, hipStreamSynchronize),
     HIP_FN(StreamIsCapturing, hipStreamIsCapturing),
+    HIP_FN(ThreadExchangeStreamCaptureMode, hipThreadExchangeStreamCaptureMode),
     HIP_FN(MemcpyAsync, hipMemcpyAsync),
     HIP_FN(EventCreate, hipEventCreate),
     HIP_FN(EventRecord, hipEventRecord),
@@ -156,10 +158,16 @@ static int hip_stream_create(void **s) {
   return hip.StreamCreateWithFlags((hipStream_t *)s, hipStreamNonBlocking);
 }
 static int hip_stream_sync(void *s) { return hip.StreamSynchronize(s); }
-static int hip_stream_capturing(void *s, int *capturing) {
-  hipStreamCaptureStatus status = hipStreamCaptureStatusNone;
-  hipError_t r = hip.StreamIsCapturing(s, &status);
-  *capturing = status != hipStreamCaptureStatusNone;
+static int hip_capture_status(void *s, int *status) {
+  hipStreamCaptureStatus st = hipStreamCaptureStatusNone;
+  hipError_t r = hip.StreamIsCapturing(s, &st);
+  *status = (int)st;
+  return r;
+}
+static int hip_capture_mode(int *mode) {
+  hipStreamCaptureMode m = (hipStreamCaptureMode)*mode;
+  hipError_t r = hip.ThreadExchangeStreamCaptureMode(&m);
+  *mode = (int)m;
   return r;
 }
 static int hip_copy_to_device(uint64_t d, const void *src, size_t n, void *s) {
@@ -195,7 +203,8 @@ const struct gpu_api gpu_hip_api = {
     hip_dev_free,
     hip_stream_create,
     hip_stream_sync,
-    hip_stream_capturing,
+    hip_capture_status,
+    hip_capture_mode,
     hip_copy_to_device,
     hip_copy_to_host,
     hip_event_create,

@@ -75,8 +75,10 @@ elif sample == "streams":
         expect(a["queueId"] != b["queueId"], "on two streams")
         expect(max(a["start"], b["start"]) < min(a["end"], b["end"]), "instrumented and traced, the two kernels still overlap in time")
 elif sample == "graph":
-    expect("captured into a graph" in err, "the captured launch is said")
-    expect(len([o for o in kernels if o["name"] in ("inc(int*)", "_Z3incPi")]) == 3, "each of the 3 replays' kernel is an op")
+    expect(len(dispatches) == 4, f"the warm-up and each of the 3 replays are dispatches, got {len(dispatches)}")
+    expect(all(d["records"] == 64 for d in dispatches), "each dispatch: 32 loads and 32 stores")
+    expect(len({d["id"] for d in dispatches}) == 4, "four dispatches, four ids")
+    expect(len([o for o in kernels if "inc" in o["name"] or "3incPi" in o["name"]]) == 4, "the warm-up's and each replay's kernel are ops")
 elif sample == "cublas":
     expect(not dispatches, "a library kernel without a twin is not instrumented")
     expect(any("gemm" in o["name"].lower() for o in kernels), "cuBLAS's GEMM kernel is traced")

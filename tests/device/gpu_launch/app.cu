@@ -1,8 +1,8 @@
 // A CUDA program whose launches the plugin routes (tests/device/gpu_launch):
 // axpy through <<<>>>, other through cudaLaunchKernel of a kernel pointer
 // held in a variable (the runtime looks its twin up), once more by name into
-// a stream being captured; then it waits for the device, copies the result and
-// checks it.
+// a stream being captured into a graph, which it launches three times; then
+// it waits for the device, copies the result and checks it.
 #include <cstdio>
 
 __global__ void axpy(float a, const float *x, float *y, int n) {
@@ -23,8 +23,20 @@ int main() {
   void *args[] = {&pp}, *captured_args[] = {&qp};
   void (*volatile pick)(int *) = other;
   int rc = cudaLaunchKernel((const void *)pick, dim3(1, 2), dim3(32), args, 0, s);
-  int rc2 =
-      cudaLaunchKernel((const void *)other, dim3(1), dim3(32), captured_args, 0, (cudaStream_t)0x5000);
+  cudaStream_t g;
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  int rc2 = cudaStreamCreate(&g);
+  if (!rc2)
+    rc2 = cudaStreamBeginCapture(g, cudaStreamCaptureModeGlobal);
+  if (!rc2)
+    rc2 = cudaLaunchKernel((const void *)other, dim3(1), dim3(32), captured_args, 0, g);
+  if (!rc2)
+    rc2 = cudaStreamEndCapture(g, &graph);
+  if (!rc2)
+    rc2 = cudaGraphInstantiate(&exec, graph, 0);
+  for (int i = 0; i < 3 && !rc2; i++)
+    rc2 = cudaGraphLaunch(exec, g);
   cudaDeviceSynchronize();
   cudaMemcpy(z, y, sizeof y, cudaMemcpyDeviceToHost);
   int wrong = 0;

@@ -13,8 +13,11 @@
 #     the program's streams; every access reaches the analyzer and the trace
 #     (nano_dispatch: backend, arch, shape, records) at its source line, read
 #     from the site table of the cubin in the program's fat binary; a launch
-#     into a stream being captured runs the original; a small ring still
-#     accounts for every record (drained or dropped);
+#     captured into a graph becomes the twin between host functions and
+#     copies, so that each of the graph's three replays is a dispatch of its
+#     own, and replays not picked (NANO_DISPATCHES) record nothing; a twin that
+#     never launched outside a graph is captured as the original; a small ring
+#     still accounts for every record (drained or dropped);
 #   - CUDA traced through CUPTI (the stand-in's, fake_cupti.c, loaded by the
 #     stand-in driver from CUDA_INJECTION64_PATH, which the preloaded tracer
 #     sets): runtime calls as API rows (not the driver calls inside them),
@@ -69,6 +72,7 @@ want=$(for k in $kernels; do printf 'register %s\nregister %s\n' "$k" "__nano_tw
 [ "$(grep '^register' <<<"$plain")" = "$want" ] || fail "registrations: each kernel, then its twin"
 grep -qx "launch _Z4axpyfPKfPfi $axpy_cfg" <<<"$plain" || fail "without the runtime, axpy launches as before"
 grep -qx "$done_line" <<<"$plain" || fail "the program ends normally with the right results"
+[ "$api" = hip ] || grep -qx "capture ends: 1 nodes" <<<"$plain" || fail "the graph holds the kernel"
 
 # the runtime present, not instrumenting: originals, API rows
 traced=$(RPDT_FILENAME=traced.rpd LD_PRELOAD="$rpd" ./app)
@@ -91,7 +95,7 @@ if [ "$api" = cuda ]; then
   echo "$rows"
   [ "$rows" = "cudaLaunchKernel ConcurrentKernel axpy(float, float const*, float*, int) 1
 cudaLaunchKernel ConcurrentKernel other(int*) 1
-cudaLaunchKernel ConcurrentKernel other(int*) 1
+cudaLaunchKernel - - -
 cudaDeviceSynchronize - - -
 cudaMemcpy Memcpy - 1" ] || fail "CUPTI: runtime calls, kernels and the copy linked to them"
   args=$(query traced.rpd "select k.gridX, k.gridY, k.workgroupX, k.groupSegmentSize, k.stream, n.string from rocpd_kernelapi k join rocpd_api a on a.id = k.api_ptr_id join rocpd_string s on s.id = a.apiName_id join rocpd_string n on n.id = k.kernelName_id where s.string = 'cudaLaunchKernel' order by a.start limit 1")
@@ -108,8 +112,8 @@ import json, sys
 ev = json.load(open(sys.argv[1]))["traceEvents"]
 tracks = {e["args"]["name"] for e in ev if e.get("name") == "thread_name" and e["pid"] >= 10**9}
 flows = [e for e in ev if e.get("cat") == "flow"]
-assert tracks == {"queue 0", "queue 3", "queue 5"}, tracks  # the copy's, stream 0x3000's, 0x5000's
-assert len(flows) == 8, len(flows)  # 4 ops, an arrow each from its call
+assert tracks == {"queue 0", "queue 3"}, tracks  # the copy's, stream 0x3000's
+assert len(flows) == 6, len(flows)  # 3 ops, an arrow each from its call
 PY
 fi
 
@@ -141,29 +145,46 @@ if [ "$api" = hip ]; then
 fi
 grep -qx "launch __nano_twin__Z5otherPiPv grid 1 2 1 block 32 1 1 shared 0 stream 0x3000" inst.out ||
   fail "other's twin launches (2-D grid)"
-grep -qx "launch _Z5otherPi grid 1 1 1 block 32 1 1 shared 0 stream 0x5000" inst.out ||
-  fail "a launch into a captured stream runs the original"
-grep -q "captured into a graph" inst.err || fail "the captured launch is said"
+grep -q "^launch __nano_twin__Z5otherPiPv grid 1 1 1 block 32 1 1 shared 0 stream 0x" inst.out ||
+  fail "the twin is captured into the graph"
+grep -qx "capture ends: 5 nodes" inst.out ||
+  fail "the graph: begin, the descriptor's copy, the twin, the counters' copy, end"
 grep -qx "primary context retained" inst.out || fail "no context current: device 0's primary one"
 rows=$(query inst.rpd "select kernel, backend, arch, wave_size, grid_x, grid_y, grid_z, block_x, shared_bytes, records, dropped, decode_errors, lost_bytes, d.start <= d.\"end\", s.string from nano_dispatch d join rocpd_api a on a.id = d.api_id join rocpd_string s on s.id = a.apiName_id order by kernel")
 echo "$rows"
+graph_row="_Z5otherPi cuda sm_90 32 1 1 1 32 0 32 0 0 0 1 nanoLaunchKernel"
 [ "$rows" = "_Z4axpyfPKfPfi cuda sm_90 32 4 1 1 256 16 3000 0 0 0 1 nanoLaunchKernel
-_Z5otherPi cuda sm_90 32 1 2 1 32 0 64 0 0 0 1 nanoLaunchKernel" ] ||
-  fail "nano_dispatch: one row per twin, every access recorded, linked to its launch"
-memory=$(query inst.rpd "select kernel, replace(file, '$here/', ''), line, \"column\", kind, accesses, bytes from nano_memory order by kernel, line, \"column\"")
+_Z5otherPi cuda sm_90 32 1 2 1 32 0 64 0 0 0 1 nanoLaunchKernel
+$graph_row
+$graph_row
+$graph_row" ] ||
+  fail "nano_dispatch: one row per twin and per graph replay, every access recorded, linked to its launch"
+[ "$(query inst.rpd "select count(distinct id), count(distinct api_id) from nano_dispatch where grid_y = 1 and kernel = '_Z5otherPi'")" = "3 1" ] ||
+  fail "three replays, three dispatches, all linked to the capture's launch"
+memory=$(query inst.rpd "select kernel, replace(file, '$here/', ''), line, \"column\", kind, sum(accesses), sum(bytes) from nano_memory group by kernel, file, line, \"column\", kind order by kernel, line, \"column\"")
 echo "$memory"
 [ "$memory" = "axpy(float, float const*, float*, int) app.cu $axpy_line 19 store 1000 4000
 axpy(float, float const*, float*, int) app.cu $axpy_line 25 load 1000 4000
 axpy(float, float const*, float*, int) app.cu $axpy_line 32 load 1000 4000
-other(int*) app.cu $other_line 36 store 64 256" ] ||
+other(int*) app.cu $other_line 36 store 160 640" ] ||
   fail "MemoryAnalysis: every access at its source line (the cubin's site table)"
 [ "$(wc -l <inst.json)" -ge 2 ] || fail "a JSON report per dispatch"
 rows=$(cuda_rows inst.rpd)
 [ "$rows" = "cudaLaunchKernel ConcurrentKernel __nano_twin__Z4axpyfPKfPfiPv 1
 cudaLaunchKernel ConcurrentKernel __nano_twin__Z5otherPiPv 1
-cudaLaunchKernel ConcurrentKernel other(int*) 1
+cudaLaunchKernel - - -
 cudaDeviceSynchronize - - -
 cudaMemcpy Memcpy - 1" ] || fail "CUPTI while instrumenting: the twins' launches; nanoprobe's own calls and copies not traced ($rows)"
+
+# replays not picked record nothing; the capture's buffer stays usable
+run_instrumented first NANO_DISPATCHES=first
+grep -qx "$done_line" first.out || fail "NANO_DISPATCHES=first: right results"
+[ "$(query first.rpd "select kernel, grid_y, records from nano_dispatch order by kernel")" = "_Z4axpyfPKfPfi 1 3000
+_Z5otherPi 2 64" ] || fail "NANO_DISPATCHES=first: the first dispatch of each kernel, no replay"
+[ "$(grep -c "^twin __nano_twin__Z5otherPiPv: recorded nothing$" first.out)" = 3 ] ||
+  fail "NANO_DISPATCHES=first: the replays' twins record nothing"
+[ "$(grep -c "^twin __nano_twin__Z5otherPiPv: recorded$" inst.out)" = 4 ] ||
+  fail "every twin of other records when every dispatch is picked"
 
 # one buffer in the pool: other's launch, queued behind axpy's, finds none
 run_instrumented pool NANO_BUFFER_POOL=1
@@ -172,6 +193,9 @@ grep -q "1 dispatches ran uninstrumented: every buffer of the pool was in use" p
   fail "an exhausted pool is counted and said"
 grep -qx "launch _Z5otherPi grid 1 2 1 block 32 1 1 shared 0 stream 0x3000" pool.out ||
   fail "pool exhausted: the original runs, nothing waits"
+grep -q "captured into a graph before its twin ever launched outside one" pool.err ||
+  fail "a twin never launched is not captured, and that is said"
+grep -qx "capture ends: 1 nodes" pool.out || fail "pool exhausted: the original is captured"
 
 # the module lacks the twins: said, the originals run, the program's results stand
 run_instrumented notwin FAKE_NO_TWINS=1

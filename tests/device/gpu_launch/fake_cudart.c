@@ -13,7 +13,12 @@
  *     device memory starts as garbage; copies and synchronization are
  *     allowed only on streams made with cuStreamCreate (anything else would
  *     make the tool wait for the program's kernels: "SERIALIZED" is printed);
- *     stream 0x5000 is being captured;
+ *   - stream capture into a graph (one capture at a time): kernels, copies and
+ *     host functions issued into the capturing stream become the graph's
+ *     nodes, run in order at each cudaGraphLaunch; while a capture in global
+ *     mode runs, allocation and synchronization fail (CUDA's "potentially
+ *     unsafe" calls) unless the calling thread relaxed its mode
+ *     (cuThreadExchangeStreamCaptureMode); CUPTI sees no graph activity;
  *   - the driver's loading of CUDA_INJECTION64_PATH (its InitializeInjection
  *     is called at the first runtime call) and CUPTI's callbacks and
  *     activity records (fake_cupti.c): each runtime call is reported with
@@ -22,7 +27,9 @@
  * CUDA thread after another; their twins also record every access through
  * the device runtime's CPU build (dh_device.c, one lane per record), under
  * the site ids of FAKE_SITES (axpy's load of x, load of y, store of y, then
- * other's store; hexadecimal, as `kerneldb sites` prints them).
+ * other's store; hexadecimal, as `kerneldb sites` prints them), and say
+ * whether they recorded anything ("twin NAME: recorded", by the
+ * descriptor's head).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -126,7 +133,7 @@ static uint32_t driver_call(const char *name) {
 
 /* ---- the device: a queue run only while the program synchronizes ------------ */
 
-enum item_kind { ITEM_KERNEL, ITEM_HOSTFN, ITEM_EVENT };
+enum item_kind { ITEM_KERNEL, ITEM_HOSTFN, ITEM_EVENT, ITEM_COPY };
 struct item {
   enum item_kind kind;
   const char *name; /* kernel */
@@ -138,6 +145,10 @@ struct item {
   void (*fn)(void *); /* host function */
   void *arg;
   int64_t *stamp; /* event */
+  void *dst;      /* copy */
+  const void *src;
+  size_t bytes;
+  uint64_t head0; /* a twin's descriptor head when it started */
   struct item *next;
 };
 
@@ -180,6 +191,8 @@ static void run_kernel(struct item *it) {
   uint64_t site[4] = {fake_site(0), fake_site(1), fake_site(2), fake_site(3)};
   struct nano_kernel_ctx k = {.block_dim = {it->block.x, it->block.y, it->block.z},
                               .grid_dim = {it->grid.x, it->grid.y, it->grid.z}};
+  if (desc)
+    memcpy(&it->head0, (char *)desc + NANO_DH_DESC_OFF_HEAD, sizeof it->head0);
   __nano_kctx = &k;
   for (unsigned b = 0; b < it->grid.x * it->grid.y * it->grid.z; b++)
     for (unsigned t = 0; t < it->block.x * it->block.y * it->block.z; t++) {
@@ -207,6 +220,11 @@ static void run_kernel(struct item *it) {
       }
     }
   __nano_kctx = NULL;
+  if (desc) { /* what the twin wrote, by its descriptor's head */
+    uint64_t head;
+    memcpy(&head, (char *)desc + NANO_DH_DESC_OFF_HEAD, sizeof head);
+    printf("twin %s: %s\n", it->name, head != it->head0 ? "recorded" : "recorded nothing");
+  }
 }
 
 static void *device_main(void *arg) {
@@ -223,11 +241,13 @@ static void *device_main(void *arg) {
     if (it->kind == ITEM_KERNEL) {
       uint64_t t0 = fake_cupti_now();
       run_kernel(it);
-      fake_cupti_kernel(it->corr, it->name, it->stream, t0, fake_cupti_now());
-    }
-    else if (it->kind == ITEM_HOSTFN)
+      if (it->corr) /* not a graph's */
+        fake_cupti_kernel(it->corr, it->name, it->stream, t0, fake_cupti_now());
+    } else if (it->kind == ITEM_HOSTFN) {
       it->fn(it->arg);
-    else
+    } else if (it->kind == ITEM_COPY) {
+      memcpy(it->dst, it->src, it->bytes);
+    } else
       __atomic_store_n(it->stamp, fake_now(), __ATOMIC_RELEASE);
     free(it);
     pthread_mutex_lock(&dev_lock);
@@ -246,6 +266,91 @@ static void enqueue(struct item *it) {
   *dev_tail = it;
   dev_tail = &it->next;
   pthread_mutex_unlock(&dev_lock);
+}
+
+/* ---- stream capture ----------------------------------------------------------- */
+
+#define CAPTURE_MODE_GLOBAL 0
+#define CAPTURE_MODE_RELAXED 2
+#define CU_CAPTURE_UNSUPPORTED 900 /* CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED */
+static void *capture_stream; /* the stream being captured, NULL when none */
+static int capture_global;   /* its capture's mode is global */
+static struct item *capture_head, **capture_tail = &capture_head;
+static _Thread_local int thread_mode = CAPTURE_MODE_GLOBAL;
+
+struct graph {
+  struct item *items;
+};
+
+/* Whether a "potentially unsafe" call fails now. */
+static int unsafe_now(void) {
+  return capture_stream && capture_global && thread_mode != CAPTURE_MODE_RELAXED;
+}
+
+/* Queues it for the device, or adds it to the graph being captured when it
+ * goes to the capturing stream. */
+static void issue(struct item *it, void *stream) {
+  if (stream && stream == capture_stream) {
+    *capture_tail = it;
+    capture_tail = &it->next;
+    return;
+  }
+  enqueue(it);
+}
+
+int cuThreadExchangeStreamCaptureMode(int *mode) {
+  int old = thread_mode;
+  thread_mode = *mode;
+  *mode = old;
+  return 0;
+}
+
+int cudaStreamCreate(void **s) {
+  *s = malloc(1);
+  return *s ? 0 : 2;
+}
+int cudaStreamBeginCapture(void *s, int mode) {
+  if (capture_stream || !s)
+    return 1; /* cudaErrorInvalidValue: the stand-in captures one stream at a time */
+  capture_stream = s;
+  capture_global = mode == CAPTURE_MODE_GLOBAL;
+  capture_head = NULL;
+  capture_tail = &capture_head;
+  printf("capture begins\n");
+  return 0;
+}
+int cudaStreamEndCapture(void *s, void **graph) {
+  if (s != capture_stream)
+    return 1;
+  struct graph *g = calloc(1, sizeof *g);
+  if (!g)
+    return 2;
+  g->items = capture_head;
+  capture_stream = NULL;
+  *graph = g;
+  int n = 0;
+  for (struct item *it = g->items; it; it = it->next)
+    n++;
+  printf("capture ends: %d nodes\n", n);
+  return 0;
+}
+int cudaGraphInstantiate(void **exec, void *graph, unsigned long long flags) {
+  *exec = graph;
+  return flags == 0 ? 0 : 1;
+}
+int cudaGraphLaunch(void *exec, void *stream) {
+  struct graph *g = exec;
+  for (const struct item *node = g->items; node; node = node->next) {
+    struct item *it = malloc(sizeof *it);
+    if (!it)
+      return 2;
+    *it = *node;
+    it->corr = 0;
+    it->stream = stream_id(stream);
+    it->next = NULL;
+    enqueue(it);
+  }
+  return 0;
 }
 
 static void device_drain(void) {
@@ -316,7 +421,7 @@ static int launch(const void *func, struct dim3 grid, struct dim3 block, void **
         if (twin)
           it->argv[1] = *(void **)args[1];
       }
-      enqueue(it);
+      issue(it, stream);
       return 0;
     }
   printf("launch of an unregistered handle %p\n", func);
@@ -372,7 +477,6 @@ int hipDeviceSynchronize(void) {
 #define CU_NOT_INITIALIZED 3
 #define CU_INVALID_CONTEXT 201
 #define CU_NOT_READY 600
-#define FAKE_CAPTURED_STREAM ((void *)0x5000)
 
 static int fake_ctx, fake_initialized;
 static _Thread_local void *ctx_stack[8];
@@ -447,6 +551,8 @@ int cuCtxPopCurrent_v2(void **ctx) {
 }
 int cuMemHostAlloc(void **p, size_t n, unsigned flags) {
   NEED_CTX();
+  if (unsafe_now())
+    return CU_CAPTURE_UNSUPPORTED;
   if (!(flags & 0x02)) /* the device could not see it */
     return CU_INVALID_VALUE;
   *p = aligned_alloc(4096, (n + 4095) / 4096 * 4096);
@@ -464,6 +570,8 @@ int cuMemFreeHost(void *p) {
 }
 int cuMemAlloc_v2(unsigned long long *d, size_t n) {
   NEED_CTX();
+  if (unsafe_now())
+    return CU_CAPTURE_UNSUPPORTED;
   void *p = malloc(n);
   if (!p)
     return 2;
@@ -485,6 +593,8 @@ int cuStreamCreate(void **s, unsigned flags) {
 }
 int cuStreamSynchronize(void *s) {
   NEED_CTX();
+  if (unsafe_now())
+    return CU_CAPTURE_UNSUPPORTED;
   if (!is_private(s)) {
     printf("SERIALIZED: cuStreamSynchronize(%p)\n", s);
     return CU_INVALID_VALUE;
@@ -493,11 +603,23 @@ int cuStreamSynchronize(void *s) {
 }
 int cuStreamIsCapturing(void *s, int *status) {
   NEED_CTX();
-  *status = s == FAKE_CAPTURED_STREAM;
+  *status = s && s == capture_stream; /* CU_STREAM_CAPTURE_STATUS_ACTIVE */
+  return CU_OK;
+}
+/* A copy node of the graph being captured. */
+static int capture_copy(void *dst, const void *src, size_t n) {
+  struct item *it = calloc(1, sizeof *it);
+  if (!it)
+    return 2;
+  it->kind = ITEM_COPY;
+  it->dst = dst, it->src = src, it->bytes = n;
+  issue(it, capture_stream);
   return CU_OK;
 }
 int cuMemcpyHtoDAsync_v2(unsigned long long d, const void *src, size_t n, void *s) {
   NEED_CTX();
+  if (s && s == capture_stream)
+    return capture_copy((void *)(uintptr_t)d, src, n);
   uint64_t t0 = fake_cupti_now();
   fake_cupti_copy(driver_call("cuMemcpyHtoDAsync_v2"), 0, stream_id(s), t0, fake_cupti_now());
   if (!is_private(s)) {
@@ -509,6 +631,8 @@ int cuMemcpyHtoDAsync_v2(unsigned long long d, const void *src, size_t n, void *
 }
 int cuMemcpyDtoHAsync_v2(void *dst, unsigned long long d, size_t n, void *s) {
   NEED_CTX();
+  if (s && s == capture_stream)
+    return capture_copy(dst, (const void *)(uintptr_t)d, n);
   uint64_t t0 = fake_cupti_now();
   fake_cupti_copy(driver_call("cuMemcpyDtoHAsync_v2"), 0, stream_id(s), t0, fake_cupti_now());
   if (!is_private(s)) {
@@ -555,14 +679,13 @@ int cuEventDestroy_v2(void *e) {
 int cuLaunchHostFunc(void *s, void (*fn)(void *), void *arg) {
   NEED_CTX();
   driver_call("cuLaunchHostFunc");
-  (void)s;
   struct item *it = calloc(1, sizeof *it);
   if (!it)
     return 2;
   it->kind = ITEM_HOSTFN;
   it->fn = fn;
   it->arg = arg;
-  enqueue(it);
+  issue(it, s);
   return CU_OK;
 }
 int cuGetErrorName(int r, const char **s) {

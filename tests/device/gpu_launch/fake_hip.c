@@ -89,6 +89,13 @@ hipError_t hipStreamIsCapturing(hipStream_t s, hipStreamCaptureStatus *status) {
   IN_DEVICE((cuStreamIsCapturing(s, &st) ||
              (*status = st ? hipStreamCaptureStatusActive : hipStreamCaptureStatusNone, 0)));
 }
+int cuThreadExchangeStreamCaptureMode(int *mode);
+hipError_t hipThreadExchangeStreamCaptureMode(hipStreamCaptureMode *mode) {
+  int m = (int)*mode;
+  int r = cuThreadExchangeStreamCaptureMode(&m);
+  *mode = (hipStreamCaptureMode)m;
+  return r ? hipErrorInvalidValue : hipSuccess;
+}
 hipError_t hipMemcpyAsync(void *dst, const void *src, size_t n, hipMemcpyKind kind, hipStream_t s) {
   if (kind == hipMemcpyHostToDevice)
     IN_DEVICE(cuMemcpyHtoDAsync_v2((unsigned long long)(uintptr_t)dst, src, n, s));

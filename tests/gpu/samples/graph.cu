@@ -1,6 +1,7 @@
-// graph.cu: a launch captured into a graph, the graph launched three times.
-// The runtime launches captured kernels uninstrumented (said once); the
-// tracer records each replay's kernel.
+// graph.cu: a kernel launched once (a warm-up), then captured into a graph,
+// the graph launched three times. Instrumented, each replay is a dispatch of
+// its own (the twin runs between the runtime's host functions and copies in
+// the graph); the tracer records each replay's kernel.
 #include "common.h"
 
 __global__ void inc(int *p) { p[threadIdx.x] += 1; }
@@ -13,6 +14,7 @@ int main() {
   CHECK(cudaMalloc(&p, sizeof h));
   CHECK(cudaMemset(p, 0, sizeof h));
   CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  inc<<<1, 32, 0, s>>>(p);
   CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
   inc<<<1, 32, 0, s>>>(p);
   CHECK(cudaStreamEndCapture(s, &g));
@@ -21,7 +23,7 @@ int main() {
   CHECK(cudaStreamSynchronize(s));
   CHECK(cudaMemcpy(h, p, sizeof h, cudaMemcpyDeviceToHost));
   int wrong = 0;
-  for (int i = 0; i < 32; i++) wrong += h[i] != 3;
+  for (int i = 0; i < 32; i++) wrong += h[i] != 4;
   std::printf("graph %s\n", wrong ? "WRONG" : "ok");
   return wrong != 0;
 }
