@@ -25,7 +25,8 @@
 #     copy arguments; nanoprobe's own CUDA calls are neither; with CUPTI
 #     held by another client, that is said and the rest is traced;
 #   - HIP (host side only: no site table): the HIP runtime's placement, the
-#     device's arch and wave size from its properties, every access recorded.
+#     device's arch and wave size from its properties, every access recorded,
+#     a graph's replays each a dispatch.
 # CUDA's device side is compiled for real (ptxas, fatbinary: the toolkit's);
 # HIP's host side alone.
 # usage: check.sh cuda|hip COMPILER PLUGIN CLANG SOURCE_ROOT LIBNANO_RPD KERNELDB RPD_TOOL OUT_DIR
@@ -54,7 +55,7 @@ else
   "$compiler" --offload-arch=gfx90a --cuda-host-only -O2 -c -Xclang -fcuda-include-gpubinary \
     -Xclang gpubinary -fpass-plugin="$plugin" "$here/app.hip" -o app.o \
     2> >(grep -v -e rocm_agent_enumerator -e 'linker. input unused' >&2)
-  kernels="_Z4axpyfPKfPfi" done_line="done y right"
+  kernels="_Z4axpyfPKfPfi" done_line="done 0 y right"
 fi
 "$clang" -std=c11 -O2 -shared -fPIC -Wall -Werror -I"$root/dh_comms/include" \
   -I/usr/local/cuda/include "$here/fake_cudart.c" "$here/fake_cupti.c" "$here/fake_hip.c" \
@@ -72,7 +73,7 @@ want=$(for k in $kernels; do printf 'register %s\nregister %s\n' "$k" "__nano_tw
 [ "$(grep '^register' <<<"$plain")" = "$want" ] || fail "registrations: each kernel, then its twin"
 grep -qx "launch _Z4axpyfPKfPfi $axpy_cfg" <<<"$plain" || fail "without the runtime, axpy launches as before"
 grep -qx "$done_line" <<<"$plain" || fail "the program ends normally with the right results"
-[ "$api" = hip ] || grep -qx "capture ends: 1 nodes" <<<"$plain" || fail "the graph holds the kernel"
+grep -qx "capture ends: 1 nodes" <<<"$plain" || fail "the graph holds the kernel"
 
 # the runtime present, not instrumenting: originals, API rows
 traced=$(RPDT_FILENAME=traced.rpd LD_PRELOAD="$rpd" ./app)
@@ -134,11 +135,15 @@ grep -qx "$done_line" inst.out || fail "instrumented: right results"
 if [ "$api" = hip ]; then
   # the HIP runtime's placement: the device's arch and wave from its properties
   rows=$(query inst.rpd "select kernel, backend, arch, wave_size, grid_x, block_x, shared_bytes, records, dropped from nano_dispatch")
-  [ "$rows" = "_Z4axpyfPKfPfi hip gfx90a 64 4 256 16 3000 0" ] ||
-    fail "HIP: the twin's dispatch, every access recorded ($rows)"
+  row="_Z4axpyfPKfPfi hip gfx90a 64 4 256 16 3000 0"
+  [ "$rows" = "$row
+$row
+$row
+$row" ] || fail "HIP: the twin's dispatch and the graph's three replays, every access recorded ($rows)"
+  grep -qx "capture ends: 5 nodes" inst.out || fail "HIP: the twin is captured with its nodes"
   run_instrumented small NANO_BUFFER_SIZE=4096 NANO_BUFFER_SPINS=1000000
   grep -qx "$done_line" small.out || fail "HIP, small ring: right results"
-  [ "$(query small.rpd "select records + dropped from nano_dispatch")" = 3000 ] ||
+  [ "$(query small.rpd "select count(*), min(records + dropped), max(records + dropped) from nano_dispatch")" = "4 3000 3000" ] ||
     fail "HIP, small ring: every record drained or dropped"
   echo "PASS hip launch routing and GPU back end"
   exit 0

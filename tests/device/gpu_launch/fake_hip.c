@@ -4,7 +4,7 @@
  * headers so the device properties have the real layout. Each call maps to
  * the stand-in driver's (a device at ordinal 0: gfx90a, wave 64); launches
  * and synchronization are fake_cudart.c's hipLaunchKernel and
- * hipDeviceSynchronize.
+ * hipDeviceSynchronize, stream capture and graphs its cuda* ones.
  */
 #define _GNU_SOURCE
 #define __HIP_PLATFORM_AMD__
@@ -32,6 +32,12 @@ int cuEventRecord(void *e, void *s);
 int cuEventElapsedTime(float *ms, void *a, void *b);
 int cuEventDestroy_v2(void *e);
 int cuLaunchHostFunc(void *s, void (*fn)(void *), void *arg);
+int cuThreadExchangeStreamCaptureMode(int *mode);
+int cudaStreamCreate(void **s);
+int cudaStreamBeginCapture(void *s, int mode);
+int cudaStreamEndCapture(void *s, void **graph);
+int cudaGraphInstantiate(void **exec, void *graph, unsigned long long flags);
+int cudaGraphLaunch(void *exec, void *stream);
 
 /* HIP has no contexts to make current: every call runs in the device's. */
 #define IN_DEVICE(call)                                                                            \
@@ -89,7 +95,6 @@ hipError_t hipStreamIsCapturing(hipStream_t s, hipStreamCaptureStatus *status) {
   IN_DEVICE((cuStreamIsCapturing(s, &st) ||
              (*status = st ? hipStreamCaptureStatusActive : hipStreamCaptureStatusNone, 0)));
 }
-int cuThreadExchangeStreamCaptureMode(int *mode);
 hipError_t hipThreadExchangeStreamCaptureMode(hipStreamCaptureMode *mode) {
   int m = (int)*mode;
   int r = cuThreadExchangeStreamCaptureMode(&m);
@@ -111,5 +116,22 @@ hipError_t hipEventElapsedTime(float *ms, hipEvent_t a, hipEvent_t b) {
 hipError_t hipEventDestroy(hipEvent_t e) { IN_DEVICE(cuEventDestroy_v2(e)); }
 hipError_t hipLaunchHostFunc(hipStream_t s, hipHostFn_t fn, void *arg) {
   IN_DEVICE(cuLaunchHostFunc(s, fn, arg));
+}
+hipError_t hipStreamCreate(hipStream_t *s) {
+  return cudaStreamCreate((void **)s) ? hipErrorOutOfMemory : hipSuccess;
+}
+hipError_t hipStreamBeginCapture(hipStream_t s, hipStreamCaptureMode mode) {
+  return cudaStreamBeginCapture(s, (int)mode) ? hipErrorInvalidValue : hipSuccess;
+}
+hipError_t hipStreamEndCapture(hipStream_t s, hipGraph_t *graph) {
+  return cudaStreamEndCapture(s, (void **)graph) ? hipErrorInvalidValue : hipSuccess;
+}
+hipError_t hipGraphInstantiate(hipGraphExec_t *exec, hipGraph_t graph, hipGraphNode_t *error_node,
+                               char *log, size_t log_bytes) {
+  (void)error_node, (void)log, (void)log_bytes;
+  return cudaGraphInstantiate((void **)exec, graph, 0) ? hipErrorInvalidValue : hipSuccess;
+}
+hipError_t hipGraphLaunch(hipGraphExec_t exec, hipStream_t s) {
+  return cudaGraphLaunch(exec, s) ? hipErrorInvalidValue : hipSuccess;
 }
 const char *hipGetErrorName(hipError_t e) { return e == hipSuccess ? "hipSuccess" : "hipErrorFake"; }
