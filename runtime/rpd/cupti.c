@@ -103,7 +103,7 @@ static const char *const cupti_paths[] = {
 
 static struct {
   pthread_once_t once;
-  int activities; /* kernels, copies, memsets recorded */
+  _Atomic int activities; /* kernels, copies, memsets recorded, not flushed at exit yet */
   pthread_mutex_t map_lock;
   uint32_t corr[CUPTI_MAP_SLOTS];
   uint64_t api[CUPTI_MAP_SLOTS];
@@ -431,8 +431,14 @@ static void cupti_start(void) {
 }
 
 void rpd_cupti_flush(void) {
-  if (g_cu.activities)
-    cp.ActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  if (!atomic_exchange(&g_cu.activities, 0)) /* the atexit handler's and the destructor's: once */
+    return;
+  CUptiResult r = cp.ActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  if (r != CUPTI_SUCCESS)
+    fprintf(stderr,
+            "nanoprobe: CUPTI: flushing the activity records at exit failed: %s; the last kernels "
+            "and copies may be missing from the trace\n",
+            cupti_error(r));
 }
 
 /* NANO_CUPTI: on unless set to a false value (nano/settings.h). */

@@ -124,8 +124,9 @@ extern __thread int rpd_cupti_quiet;
  * where unset and NANO_CUPTI allows, so the CUDA driver starts CUPTI tracing
  * (InitializeInjection) when the program initializes CUDA. */
 void rpd_cupti_preload(void);
-/* Delivers CUPTI's pending activity records (kernels, copies) to the trace;
- * before the writer stops. */
+/* At exit, before the writer stops: delivers CUPTI's pending activity
+ * records (kernels, copies) to the trace, once (the first of the exit
+ * handler's and the destructor's calls). */
 void rpd_cupti_flush(void);
 
 #endif /* NANO_RPD_INTERNAL_H */
