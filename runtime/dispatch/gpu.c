@@ -709,6 +709,15 @@ static void gpu_node_silence(struct gpu_node *n) {
   memcpy(stage + NANO_DH_DESC_OFF_BLOCK_HI, hi, sizeof hi);
 }
 
+/* Marks n's capture failed: its replays record nothing (read by the host
+ * functions, on the API's thread). */
+static void gpu_node_break(struct gpu_node *n) {
+  pthread_mutex_lock(&g_gpu.lock);
+  n->broken = 1;
+  pthread_mutex_unlock(&g_gpu.lock);
+  gpu_node_silence(n);
+}
+
 /* The graph's first host function of a replay. */
 static void gpu_node_begin(void *arg) {
   struct gpu_node *n = arg;
@@ -785,7 +794,7 @@ static struct gpu_node *gpu_node_create(struct gpu_context *c, const struct nano
 }
 
 /* Captures the nodes of an instrumented launch of twin into stream s; 0, or
- * the twin launch's error (then the original is to be captured). */
+ * an error, said (then the original is to be captured). */
 static int gpu_capture(struct gpu_node *n, nano_gpu_launch_fn launch, const void *twin,
                        uint64_t grid_xy, uint32_t grid_z, uint64_t block_xy, uint32_t block_z,
                        void **args, uint32_t nargs, size_t shared, void *stream, void *s) {
@@ -799,7 +808,7 @@ static int gpu_capture(struct gpu_node *n, nano_gpu_launch_fn launch, const void
   if (r == 0)
     r = api->copy_to_device(b->desc, b->block + GPU_STAGE_DESC, NANO_DH_DESC_SIZE, s);
   if (r != 0) {
-    n->broken = 1;
+    gpu_node_break(n);
     gpu_note(&g_gpu.noted_capture,
              "%s: capturing its buffer's nodes into the graph failed (%s): it runs uninstrumented "
              "in the graph",
@@ -809,7 +818,10 @@ static int gpu_capture(struct gpu_node *n, nano_gpu_launch_fn launch, const void
   int rc =
       gpu_program_launch(launch, twin, grid_xy, grid_z, block_xy, block_z, all, shared, stream);
   if (rc != 0) {
-    n->broken = 1;
+    gpu_node_break(n);
+    gpu_note(&g_gpu.noted_capture,
+             "%s: its twin was not captured (error %d): it runs uninstrumented in the graph",
+             n->l.kernel, rc);
     return rc;
   }
   const size_t counters = NANO_DH_DESC_OFF_DROPPED + 8 - NANO_DH_DESC_OFF_HEAD;
@@ -819,8 +831,7 @@ static int gpu_capture(struct gpu_node *n, nano_gpu_launch_fn launch, const void
     r = api->host_func(s, gpu_node_end, n);
   if (r != 0) {
     /* the twin is in the graph: it must record nothing from now on */
-    n->broken = 1;
-    gpu_node_silence(n);
+    gpu_node_break(n);
     gpu_note(&g_gpu.noted_capture,
              "%s: capturing its buffer's nodes into the graph failed (%s): its replays record "
              "nothing",
@@ -879,13 +890,8 @@ __nano_gpu_launch(int api, nano_gpu_launch_fn launch, const void *kernel, const 
         gpu_launch_desc(c, twin, name, grid_xy, grid_z, block_xy, block_z, shared, NULL);
     node = gpu_node_create(c, &l);
     if (node && (rc = gpu_capture(node, launch, twin, grid_xy, grid_z, block_xy, block_z, args,
-                                  nargs, shared, stream, s)) != 0) {
-      gpu_note(&g_gpu.noted_error,
-               "%s: its twin was not captured (error %d): it runs "
-               "uninstrumented in the graph",
-               name, rc);
-      node = NULL;
-    }
+                                  nargs, shared, stream, s)) != 0)
+      node = NULL; /* said */
     launched = node != NULL;
   }
   if (!launched)

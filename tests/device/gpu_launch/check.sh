@@ -191,6 +191,15 @@ _Z5otherPi 2 64" ] || fail "NANO_DISPATCHES=first: the first dispatch of each ke
 [ "$(grep -c "^twin __nano_twin__Z5otherPiPv: recorded$" inst.out)" = 4 ] ||
   fail "every twin of other records when every dispatch is picked"
 
+# the graph's nodes cannot be captured: said, the original is captured
+run_instrumented nohostfn FAKE_NO_GRAPH_HOSTFN=1
+grep -qx "$done_line" nohostfn.out || fail "no host function in graphs: right results"
+grep -q "capturing its buffer's nodes into the graph failed" nohostfn.err ||
+  fail "a failed capture of the nodes is said"
+grep -qx "capture ends: 1 nodes" nohostfn.out || fail "the original alone is captured"
+[ "$(query nohostfn.rpd "select count(*) from nano_dispatch")" = 2 ] ||
+  fail "no host function in graphs: the two launches outside the graph are dispatches"
+
 # one buffer in the pool: other's launch, queued behind axpy's, finds none
 run_instrumented pool NANO_BUFFER_POOL=1
 grep -qx "$done_line" pool.out || fail "pool exhausted: right results"

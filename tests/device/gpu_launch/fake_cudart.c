@@ -676,9 +676,13 @@ int cuEventDestroy_v2(void *e) {
   (void)e;
   return CU_OK;
 }
+/* FAKE_NO_GRAPH_HOSTFN=1: a host function cannot be captured. */
 int cuLaunchHostFunc(void *s, void (*fn)(void *), void *arg) {
   NEED_CTX();
   driver_call("cuLaunchHostFunc");
+  const char *no_hostfn = getenv("FAKE_NO_GRAPH_HOSTFN");
+  if (s && s == capture_stream && no_hostfn && *no_hostfn == '1')
+    return CU_CAPTURE_UNSUPPORTED;
   struct item *it = calloc(1, sizeof *it);
   if (!it)
     return 2;
