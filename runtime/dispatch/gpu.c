@@ -780,8 +780,11 @@ static struct gpu_node *gpu_node_create(struct gpu_context *c, const struct nano
   n->allocating = 1;
   int rc = nano_dispatch_reserve(&n->mem, err, sizeof err);
   n->allocating = 0;
-  if (swapped)
-    c->api->capture_mode(&mode);
+  int r;
+  if (swapped && (r = c->api->capture_mode(&mode)) != 0)
+    gpu_note(&g_gpu.noted_error,
+             "%s: the capturing thread's capture mode cannot be restored (%s): it stays relaxed",
+             c->api->backend, c->api->error(r));
   if (rc != 0 || !n->pl) {
     /* the dispatch layer may hold the node's (empty) pool: the node stays */
     gpu_note(&g_gpu.noted_capture,
