@@ -84,6 +84,10 @@
 #define GPU_STAGE_COUNTERS GPU_LINE
 #define GPU_STAGE_DESC (2 * GPU_LINE)
 #define GPU_BLOCK_BYTES (GPU_STAGE_DESC + (NANO_DH_DESC_SIZE + GPU_LINE - 1) / GPU_LINE * GPU_LINE)
+/* The counters' copy: the descriptor's words from head to dropped (head, the
+ * tail's address, dropped), and where dropped lies in it. */
+#define GPU_COUNTERS_BYTES (NANO_DH_DESC_OFF_DROPPED + 8 - NANO_DH_DESC_OFF_HEAD)
+#define GPU_STAGED_DROPPED ((NANO_DH_DESC_OFF_DROPPED - NANO_DH_DESC_OFF_HEAD) / 8)
 
 /* One device the program launched on (CUDA: one context): its API,
  * placement and copy stream. */
@@ -277,23 +281,27 @@ static int gpu_put_desc(void *ctx, struct nano_dh_placement *p, const void *desc
   return r == 0 ? 0 : -1;
 }
 
+/* The counters last copied to b's staging area. */
+static void gpu_staged_counters(const struct gpu_buffer *b, uint64_t *head, uint64_t *dropped) {
+  const uint64_t *stage = (const uint64_t *)(b->block + GPU_STAGE_COUNTERS);
+  *head = stage[0];
+  *dropped = stage[GPU_STAGED_DROPPED];
+}
+
 static int gpu_counters(void *ctx, const struct nano_dh_placement *p, uint64_t *head,
                         uint64_t *dropped) {
   struct gpu_context *c = ctx;
   struct gpu_buffer *b = p->handle;
-  /* head at OFF_HEAD, dropped at OFF_DROPPED: one copy of the three words */
-  uint64_t *stage = (uint64_t *)(b->block + GPU_STAGE_COUNTERS);
-  const size_t n = NANO_DH_DESC_OFF_DROPPED + 8 - NANO_DH_DESC_OFF_HEAD;
   if (!gpu_push(c))
     return -1;
-  int r = c->api->copy_to_host(stage, b->desc + NANO_DH_DESC_OFF_HEAD, n, c->copies);
+  int r = c->api->copy_to_host(b->block + GPU_STAGE_COUNTERS, b->desc + NANO_DH_DESC_OFF_HEAD,
+                               GPU_COUNTERS_BYTES, c->copies);
   if (r == 0)
     r = c->api->stream_sync(c->copies);
   gpu_pop(c);
   if (r != 0)
     return -1;
-  *head = stage[0];
-  *dropped = stage[(NANO_DH_DESC_OFF_DROPPED - NANO_DH_DESC_OFF_HEAD) / 8];
+  gpu_staged_counters(b, head, dropped);
   return 0;
 }
 
@@ -671,19 +679,15 @@ static void gpu_node_free(void *ctx, struct nano_dh_placement *p) {
   gpu_free(n->c, p);
 }
 
-static uint64_t *gpu_node_counters_stage(const struct nano_dh_placement *p) {
-  return (uint64_t *)(((struct gpu_buffer *)p->handle)->block + GPU_STAGE_COUNTERS);
-}
-
 /* Stages the descriptor for the next replay's copy: head continues from the
  * ring's tail (everything before it was drained), dropped from the last
  * replay's count. No API call. */
 static int gpu_node_put_desc(void *ctx, struct nano_dh_placement *p, const void *desc) {
   (void)ctx;
-  unsigned char *stage = ((struct gpu_buffer *)p->handle)->block + GPU_STAGE_DESC;
-  const uint64_t *counters = gpu_node_counters_stage(p);
-  uint64_t head = *p->tail,
-           dropped = counters[(NANO_DH_DESC_OFF_DROPPED - NANO_DH_DESC_OFF_HEAD) / 8];
+  const struct gpu_buffer *b = p->handle;
+  unsigned char *stage = b->block + GPU_STAGE_DESC;
+  uint64_t staged_head, dropped, head = *p->tail;
+  gpu_staged_counters(b, &staged_head, &dropped);
   memcpy(stage, desc, NANO_DH_DESC_SIZE);
   memcpy(stage + NANO_DH_DESC_OFF_HEAD, &head, sizeof head);
   memcpy(stage + NANO_DH_DESC_OFF_DROPPED, &dropped, sizeof dropped);
@@ -694,9 +698,7 @@ static int gpu_node_put_desc(void *ctx, struct nano_dh_placement *p, const void 
 static int gpu_node_counters(void *ctx, const struct nano_dh_placement *p, uint64_t *head,
                              uint64_t *dropped) {
   (void)ctx;
-  const uint64_t *counters = gpu_node_counters_stage(p);
-  *head = counters[0];
-  *dropped = counters[(NANO_DH_DESC_OFF_DROPPED - NANO_DH_DESC_OFF_HEAD) / 8];
+  gpu_staged_counters(p->handle, head, dropped);
   return 0;
 }
 
@@ -827,9 +829,8 @@ static int gpu_capture(struct gpu_node *n, nano_gpu_launch_fn launch, const void
              n->l.kernel, rc);
     return rc;
   }
-  const size_t counters = NANO_DH_DESC_OFF_DROPPED + 8 - NANO_DH_DESC_OFF_HEAD;
-  r = api->copy_to_host(b->block + GPU_STAGE_COUNTERS, b->desc + NANO_DH_DESC_OFF_HEAD, counters,
-                        s);
+  r = api->copy_to_host(b->block + GPU_STAGE_COUNTERS, b->desc + NANO_DH_DESC_OFF_HEAD,
+                        GPU_COUNTERS_BYTES, s);
   if (r == 0)
     r = api->host_func(s, gpu_node_end, n);
   if (r != 0) {
