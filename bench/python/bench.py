@@ -1,10 +1,12 @@
 """Driver of run.sh: runs each workload plain, under cProfile, under the
 pure-Python recorder and under `python -m nanoprobe` (as is, and with
 NANO_RPD_OVERFLOW=0: producers wait for the writer when a ring is full; and
-with NANO_RPD_MIN_DURATION=10us: shorter calls summed, not rows), and
-prints ratios to the plain run measured here, then issue 20's two figures
+with NANO_RPD_MIN_DURATION=10us: shorter calls summed, not rows; and with
+NANO_RPD_WRITER_NICE=0: the writer at the program's priority), and prints
+ratios to the plain run measured here, then issue 20's two figures
 against cProfile: perturbation (the work's own time) and time to a complete
-file (the process's wall time).
+file (the process's wall time). NANO_BENCH_BUSY=1 runs a spinning process
+beside every run (cores contended, where the writer's priority matters).
 
 The N runs of the modes are interleaved (run k of every mode, then run k+1),
 so that a slow spell of a shared machine hits all modes alike. Five figures
@@ -23,6 +25,7 @@ writer thread, and the writer's instructions inside SQLite: one rocpd_api
 row costs SQLite more than cProfile spends on a whole call, so on two cores
 the writer, not the profiled thread, bounds nanoprobe's wall time.
 """
+import atexit
 import os
 import re
 import resource
@@ -70,7 +73,16 @@ def main():
             "nano-wait": (nano, {"NANO_RPD_OVERFLOW": "0"}),
             # calls under 10 us summed per function instead of rows (--min-duration)
             "nano-10us": (nano, {"NANO_RPD_MIN_DURATION": "10us"}),
+            # the writer at the program's priority (before issue 20's last round)
+            "nano-nice0": (nano, {"NANO_RPD_WRITER_NICE": "0"}),
         }
+        # NANO_BENCH_BUSY=1: one more process spins all along, as on a machine
+        # where the program's threads and the writer compete for cores
+        busy = None
+        if os.environ.get("NANO_BENCH_BUSY", "0") != "0":
+            busy = subprocess.Popen([python, "-c", "while True: pass"])
+            atexit.register(busy.kill)  # also when a run fails
+            print("NANO_BENCH_BUSY: a spinning process runs beside every run")
         print("%-8s %-11s %10s %6s %10s %6s %10s %6s %10s %6s %10s %6s" % (
             "workload", "mode", "work_s", "ratio", "work_med", "ratio", "cpu_s", "ratio",
             "wall_s", "ratio", "wall_med", "ratio"))
@@ -96,11 +108,14 @@ def main():
         print("\n/ cProfile                  perturbation (work)   time to file (wall)")
         for work, figs in targets:
             c = figs["cProfile"]
-            for mode in ("nanoprobe", "nano-10us"):
+            for mode in ("nanoprobe", "nano-10us", "nano-nice0"):
                 n = figs[mode]
                 print("%-8s %-10s best %5.2f  median %5.2f     best %5.2f  median %5.2f" % (
                     work, mode, n[0] / c[0], n[1] / c[1], n[3] / c[3], n[4] / c[4]))
         print("targets: perturbation <= 1.00 on all three; time to file <= 1.30 on fib and methods")
+        if busy:
+            busy.kill()
+            busy.wait()
         if shutil.which("valgrind") and os.environ.get("NANO_BENCH_CALLGRIND", "1") != "0":
             instructions(python, env, tmp)
 

@@ -25,6 +25,7 @@ int g_quiet;                                             /* NANO_RPD_QUIET      
 enum nano_rpdfile_sync g_sync = NANO_RPDFILE_SYNC_OFF;   /* NANO_RPD_SYNC             */
 uint32_t g_cfg_slots = RPD_DEFAULT_SLOTS;                /* NANO_RPD_BUFFER          */
 static int g_crash_wait_ms = RPD_DEFAULT_CRASH_WAIT_MS;  /* NANO_RPD_CRASH_WAIT_MS */
+int g_writer_nice = RPD_DEFAULT_WRITER_NICE;             /* NANO_RPD_WRITER_NICE     */
 
 /* A boolean setting: `dflt` when unset, off when malformed (nano/settings.h). */
 static int rpd_env_bool(const char *name, int dflt) {
@@ -371,6 +372,8 @@ __attribute__((constructor)) static void rpd_init(void) {
   g_cfg_slots = p;
   g_crash_wait_ms = (int)rpd_env_uint("NANO_RPD_CRASH_WAIT_MS", 0, RPD_MAX_CRASH_WAIT_MS,
                                       RPD_DEFAULT_CRASH_WAIT_MS);
+  g_writer_nice =
+      (int)rpd_env_uint("NANO_RPD_WRITER_NICE", 0, RPD_MAX_WRITER_NICE, RPD_DEFAULT_WRITER_NICE);
   static const char *const syncs[] = {"off", "normal", "full", NULL};
   int sync; /* the index of the enum's value */
   if (nano_env_choice("NANO_RPD_SYNC", syncs, &sync) > 0)

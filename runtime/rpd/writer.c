@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #ifdef NANO_RPD_HAVE_TRACKER
 #include "nano/atomics.h"
@@ -1157,8 +1159,29 @@ static void rpdw_sample_atomics(int64_t *next) {
   rpdw_commit();
 }
 
+/* Lowers the calling writer thread's priority NANO_RPD_WRITER_NICE steps
+ * below the process's (Linux keeps a nice value per thread). */
+static void rpdw_lower_priority(void) {
+  if (g_writer_nice <= 0)
+    return;
+  id_t tid = (id_t)syscall(SYS_gettid);
+  errno = 0;
+  int nice = getpriority(PRIO_PROCESS, tid);
+  if (nice == -1 && errno != 0) {
+    rpd_log("cannot read the writer thread's priority: %s", strerror(errno));
+    return;
+  }
+  nice += g_writer_nice;
+  if (nice > RPD_MAX_WRITER_NICE)
+    nice = RPD_MAX_WRITER_NICE;
+  if (setpriority(PRIO_PROCESS, tid, nice) != 0)
+    rpd_log("cannot lower the writer thread's priority (NANO_RPD_WRITER_NICE=%d): %s",
+            g_writer_nice, strerror(errno));
+}
+
 static void *rpdw_main(void *arg) {
   (void)arg; /* started by nano_thread_start: the application's signals are blocked */
+  rpdw_lower_priority();
   pthread_mutex_lock(&g_wlock);
   int opened = rpdw_open();
   pthread_mutex_unlock(&g_wlock);

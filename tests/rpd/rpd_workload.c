@@ -31,7 +31,7 @@
  *                      start, a mark, stop; prints what rpd_set_filename
  *                      returned before and after the start
  *   helpers            a range and a flush, then for each other thread of the
- *                      process (the tracer's): "<name> blocks <k> of 5" for
+ *                      process (the tracer's): "<name> nice <n> blocks <k> of 5" for
  *                      SIGTERM, SIGINT, SIGHUP, SIGCHLD, SIGUSR1 (from
  *                      /proc/self/task/<tid>/status)
  *   chain              (RPDT_AUTOSTART=0) installs its own SIGINT handler,
@@ -40,11 +40,13 @@
  */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -283,7 +285,9 @@ static int do_helpers(void) {
       fclose(f);
     }
     name[strcspn(name, "\n")] = 0;
-    printf("%s blocks %d of 5\n", name, blocked_of_five(e->d_name));
+    errno = 0;
+    int nice = getpriority(PRIO_PROCESS, (id_t)atoi(e->d_name));
+    printf("%s nice %d blocks %d of 5\n", name, errno ? 99 : nice, blocked_of_five(e->d_name));
   }
   closedir(d);
   return 0;

@@ -508,6 +508,22 @@ def case_helper_signals():
           "every helper thread blocks the application's signals:\n" + p.stdout)
 
 
+def case_writer_nice():
+    """The writer thread runs NANO_RPD_WRITER_NICE (default 10) steps below
+    the process's priority, so that where the program's threads and the
+    writer compete for cores the program goes first (issue 20); 0 leaves it
+    at the program's; the sum stops at 19."""
+    def nices(env):
+        p = run([prog("rpd_workload"), "helpers"], dict(env, RPDT_FILENAME="wn.rpd"))
+        return [int(line.split()[2]) for line in p.stdout.splitlines()]
+    check(nices({}) == [10], "default: the writer at nice 10: %s" % nices({}))
+    check(nices({"NANO_RPD_WRITER_NICE": "0"}) == [0], "NANO_RPD_WRITER_NICE=0")
+    check(nices({"NANO_RPD_WRITER_NICE": "3"}) == [3], "NANO_RPD_WRITER_NICE=3")
+    p = run(["nice", "-n", "15", prog("rpd_workload"), "helpers"], {"RPDT_FILENAME": "wn.rpd"})
+    got = [int(line.split()[2]) for line in p.stdout.splitlines()]
+    check(got == [19], "a program at nice 15: its writer at 19, got %s" % got)
+
+
 def case_fork(extra_env=None, n=100):
     env = {"RPDT_FILENAME": "f.rpd"}
     env.update(extra_env or {})
@@ -669,7 +685,8 @@ def case_settings():
            ("RPDT_AUTOFLUSH", "nan"), ("RPDT_AUTOFLUSH", "-5"), ("RPDT_AUTOFLUSH", "1e3"),
            ("NANO_RPD_DROP", "2"), ("NANO_RPD_SYNC", "sometimes"), ("RPDT_STACKFRAMES", "y"),
            ("NANO_RPD_OVERFLOW", "perhaps"), ("NANO_RPD_OVERFLOW_MEMORY", "lots"),
-           ("NANO_RPD_OVERFLOW_FILE", "-1")]
+           ("NANO_RPD_OVERFLOW_FILE", "-1"), ("NANO_RPD_WRITER_NICE", "20"),
+           ("NANO_RPD_WRITER_NICE", "-1")]
     for i, (var, value) in enumerate(bad):
         path = "s%d.rpd" % i
         p = run([prog("rpd_workload"), "marks", str(n)], {var: value, "RPDT_FILENAME": path})
@@ -689,7 +706,8 @@ def case_settings():
     for var, value in (("NANO_RPD_CLOCK", "auto"), ("RPDT_AUTOFLUSH", "2.5"),
                        ("NANO_RPD_BUFFER", "100"), ("NANO_RPD_CRASH_WAIT_MS", "0"),
                        ("RPDT_AUTOSTART", "yes"), ("NANO_RPD_SYNC", "normal"),
-                       ("NANO_RPD_OVERFLOW_MEMORY", "64M"), ("NANO_RPD_OVERFLOW_FILE", "1G")):
+                       ("NANO_RPD_OVERFLOW_MEMORY", "64M"), ("NANO_RPD_OVERFLOW_FILE", "1G"),
+                       ("NANO_RPD_WRITER_NICE", "0")):
         p = run([prog("rpd_workload"), "marks", str(n)], {var: value, "RPDT_FILENAME": "ok.rpd"})
         check(p.stderr.strip() == "", "%s=%s: %s" % (var, value, p.stderr))
 
@@ -1075,7 +1093,7 @@ CASES = {
     "crash_abort": lambda: case_crash("abort", signal.SIGABRT),
     "crash_term": lambda: case_crash("term", signal.SIGTERM),
     "crash_int": lambda: case_crash("int", signal.SIGINT),
-    "clock": case_clock, "settings": case_settings, "exit": case_exit, "locked": case_locked, "zone": case_zone, "setname": case_setname, "chain": case_chain, "helper_signals": case_helper_signals, "fork": case_fork, "exec": case_exec, "control": case_control, "autostart": case_autostart,
+    "clock": case_clock, "settings": case_settings, "exit": case_exit, "locked": case_locked, "zone": case_zone, "setname": case_setname, "chain": case_chain, "helper_signals": case_helper_signals, "writer_nice": case_writer_nice, "fork": case_fork, "exec": case_exec, "control": case_control, "autostart": case_autostart,
     "autoflush": case_autoflush, "drop": case_drop, "overflow": case_overflow,
     "min_duration": case_min_duration, "stack": case_stack, "api": case_api,
     "interned": case_interned, "atomics": case_atomics, "journal": case_journal,
