@@ -36,7 +36,16 @@ variant() {
 # figure MODE N VARIANT: the number gpubench prints
 figure() {
   rm -f "$work"/*.rpd*
-  env $(variant "$3") "$out/gpubench" "$1" "$2" 2>>"$work/stderr" | awk '{ print $2 }'
+  # a hung run is killed (NANO_GPU_SAMPLE_TIMEOUT s, default 120) and stops the
+  # benchmark instead of eating the device session
+  local limit=${NANO_GPU_SAMPLE_TIMEOUT:-120} line rc=0
+  line=$(timeout --kill-after=5 "$limit" env $(variant "$3") "$out/gpubench" "$1" "$2" \
+    2>>"$work/stderr") || rc=$?
+  if [ "$rc" != 0 ]; then
+    echo "FAIL gpubench $1 $2 ($3): exit $rc (124 or 137: killed after $limit s); see $work/stderr" >&2
+    exit 1
+  fi
+  awk '{ print $2 }' <<<"$line"
 }
 # ratios MODE N BASE VARIANT...: best and median of VARIANT/BASE over the rounds
 ratios() {

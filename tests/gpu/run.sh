@@ -5,7 +5,9 @@
 # what it printed, reported and recorded (check.py). Logs and traces go to
 # WORK (default: a new temporary folder).
 # Exit: 0 every sample passed; 1 one failed; 77 no CUDA device here (nothing
-# ran, and that is said).
+# ran, and that is said). A run that takes longer than NANO_GPU_SAMPLE_TIMEOUT
+# seconds (default 120) is killed and fails, so one hang does not eat a
+# device session.
 # usage: run.sh OUT [WORK [SAMPLE...]]
 set -uo pipefail
 out=$(cd "$1" && pwd)
@@ -27,6 +29,8 @@ fi
 cublas=$(find /usr/local /opt /usr/lib -name 'libcublas.so.1[0-9]*' 2>/dev/null | sort | head -1)
 [ -n "$cublas" ] && LD_LIBRARY_PATH+=":$(dirname "$cublas")"
 echo "GPU suite: $(nvidia-smi -L 2>/dev/null | head -1); CUPTI ${NANO_CUPTI_PATH:-not found}"
+limit=${NANO_GPU_SAMPLE_TIMEOUT:-120}
+bounded() { timeout --kill-after=5 "$limit" "$@"; } # 124/137: it hung
 failed=0
 for s in $samples; do
   if [ ! -x "$out/$s" ]; then
@@ -34,15 +38,16 @@ for s in $samples; do
     failed=1
     continue
   fi
-  if ! "$out/$s" >"$work/$s.plain" 2>&1; then
-    echo "FAIL $s: the plain run failed: $(tail -3 "$work/$s.plain")"
+  if ! bounded "$out/$s" >"$work/$s.plain" 2>&1; then
+    echo "FAIL $s: the plain run failed (124 or 137: killed after ${limit} s): $(tail -3 "$work/$s.plain")"
     failed=1
     continue
   fi
-  env RPDT_FILENAME="$work/$s.rpd" NANO_INSTRUMENT=1 NANO_ANALYZERS=MemoryAnalysis \
+  # timeout outside env: the preloaded tracer is the sample's alone
+  bounded env RPDT_FILENAME="$work/$s.rpd" NANO_INSTRUMENT=1 NANO_ANALYZERS=MemoryAnalysis \
     NANO_ANALYZER_FORMAT=json NANO_ANALYZER_OUTPUT="$work/$s.json" \
     LD_PRELOAD="$out/lib/libnano_rpd.so" "$out/$s" >"$work/$s.out" 2>"$work/$s.err"
-  echo "rc $?" >>"$work/$s.out"
+  echo "rc $?" >>"$work/$s.out" # 124 or 137: killed after $limit s
   python3 "$out/check.py" "$s" "$work" || failed=1
 done
 exit $failed
