@@ -45,7 +45,9 @@
  *   copy             the staged descriptor to the device
  *   twin             with that descriptor, as outside graphs
  *   copy             head and dropped back to the pinned block
- *   host function    end: nano_dispatch_end, reading the counters there
+ *   host function    end: the replay goes to the finisher, which ends it with
+ *                    the counters staged there; the next replay's begin
+ *                    waits for that only if it has not happened yet
  *
  * No API call runs in the host functions (the API forbids it): the node's
  * placement (its own pool of one buffer) is allocated at capture, with the
@@ -101,6 +103,8 @@ struct gpu_context {
   struct gpu_context *next;
 };
 
+struct gpu_node;
+
 /* An instrumented launch in flight. Two owners, the launching thread (until
  * it has recorded the launch's API row) and the API's host function (until
  * the twin is done): whichever lets go last hands it to the finisher. */
@@ -111,6 +115,7 @@ struct gpu_flight {
   int64_t launched, done;
   uint64_t api;
   int owners;
+  struct gpu_node *node; /* a graph replay's: its node, told when it ended */
   struct gpu_flight *next;
 };
 
@@ -127,7 +132,7 @@ static struct {
   pthread_mutex_t contexts_lock; /* contexts */
   struct gpu_context *contexts;
   pthread_mutex_t lock; /* everything below */
-  pthread_cond_t wake, idle;
+  pthread_cond_t wake, idle, replay_ended;
   struct gpu_flight *queue, **queue_end;
   unsigned in_flight; /* launched twins not yet ended */
   int exiting;
@@ -140,6 +145,7 @@ static struct {
            .lock = PTHREAD_MUTEX_INITIALIZER,
            .wake = PTHREAD_COND_INITIALIZER,
            .idle = PTHREAD_COND_INITIALIZER,
+           .replay_ended = PTHREAD_COND_INITIALIZER,
            .queue_end = &g_gpu.queue};
 
 /* Says what failed, once per process for each *noted flag. */
@@ -366,6 +372,8 @@ static void gpu_flight_done(void) {
   pthread_mutex_unlock(&g_gpu.lock);
 }
 
+static void gpu_node_ended(struct gpu_node *n);
+
 static void gpu_end(struct gpu_flight *f) {
   int64_t start = f->launched, end = f->done ? f->done : rpd_now();
   float ms;
@@ -376,6 +384,8 @@ static void gpu_end(struct gpu_flight *f) {
     gpu_pop(f->c);
   }
   nano_dispatch_end(f->d, start, end, f->api);
+  if (f->node)
+    gpu_node_ended(f->node);
   free(f);
   gpu_flight_done();
 }
@@ -430,6 +440,7 @@ static void gpu_exit(void) {
     ;
   unsigned left = g_gpu.in_flight;
   g_gpu.exiting = 1;
+  pthread_cond_broadcast(&g_gpu.replay_ended); /* replays waiting for one: give up */
   pthread_mutex_unlock(&g_gpu.lock);
   if (left)
     fprintf(stderr,
@@ -657,6 +668,7 @@ struct gpu_node {
   int allocating;               /* its allocation is allowed: at capture only */
   int broken;                   /* capturing the nodes failed: replays record nothing */
   struct nano_dispatch *d;      /* the replay running */
+  int ending;                   /* (g_gpu.lock) a replay's end is queued for the finisher */
   int64_t start;
   uint64_t api; /* the capture's launch row */
 };
@@ -720,11 +732,25 @@ static void gpu_node_break(struct gpu_node *n) {
   gpu_node_silence(n);
 }
 
-/* The graph's first host function of a replay. */
+/* The finisher ended a replay of n: its buffer and staged counters are free
+ * for the next. */
+static void gpu_node_ended(struct gpu_node *n) {
+  pthread_mutex_lock(&g_gpu.lock);
+  n->ending = 0;
+  pthread_cond_broadcast(&g_gpu.replay_ended);
+  pthread_mutex_unlock(&g_gpu.lock);
+}
+
+/* The graph's first host function of a replay. A replay whose predecessor
+ * the finisher has not ended yet waits for it here (its twin would write
+ * into the ring and counters being read): the stream waits only when replays
+ * come faster than their reports. */
 static void gpu_node_begin(void *arg) {
   struct gpu_node *n = arg;
   n->d = NULL;
   pthread_mutex_lock(&g_gpu.lock);
+  while (n->ending && !g_gpu.exiting)
+    pthread_cond_wait(&g_gpu.replay_ended, &g_gpu.lock);
   int go = !n->broken && !g_gpu.exiting;
   g_gpu.in_flight += go; /* before the dispatch exists: the exit handler waits */
   pthread_mutex_unlock(&g_gpu.lock);
@@ -743,19 +769,31 @@ static void gpu_node_begin(void *arg) {
   }
 }
 
-/* The graph's last host function of a replay. */
+/* The graph's last host function of a replay: the replay's end goes to the
+ * finisher (the counters are already staged), as an ungraphed twin's does. */
 static void gpu_node_end(void *arg) {
   struct gpu_node *n = arg;
   struct nano_dispatch *d = n->d;
   if (!d)
     return;
   n->d = NULL;
+  int64_t done = rpd_now();
+  struct gpu_flight *f = calloc(1, sizeof *f);
+  if (!f) { /* out of memory: end it here, the stream waits */
+    pthread_mutex_lock(&g_gpu.lock);
+    int exiting = g_gpu.exiting;
+    pthread_mutex_unlock(&g_gpu.lock);
+    if (!exiting) /* past the exit handler: said there, and the layer is going */
+      nano_dispatch_end(d, n->start, done, n->api);
+    gpu_flight_done();
+    return;
+  }
+  *f = (struct gpu_flight){
+      .d = d, .c = n->c, .launched = n->start, .done = done, .api = n->api, .owners = 1, .node = n};
   pthread_mutex_lock(&g_gpu.lock);
-  int exiting = g_gpu.exiting;
+  n->ending = 1;
   pthread_mutex_unlock(&g_gpu.lock);
-  if (!exiting) /* past the exit handler: said there, and the layer is going */
-    nano_dispatch_end(d, n->start, rpd_now(), n->api);
-  gpu_flight_done();
+  gpu_release(f);
 }
 
 /* A node for a capture of l on c, its buffer allocated; NULL after saying why. */
