@@ -1166,15 +1166,15 @@ static void rpdw_lower_priority(void) {
     return;
   id_t tid = (id_t)syscall(SYS_gettid);
   errno = 0;
-  int nice = getpriority(PRIO_PROCESS, tid);
-  if (nice == -1 && errno != 0) {
+  int level = getpriority(PRIO_PROCESS, tid);
+  if (level == -1 && errno != 0) {
     rpd_log("cannot read the writer thread's priority: %s", strerror(errno));
     return;
   }
-  nice += g_writer_nice;
-  if (nice > RPD_MAX_WRITER_NICE)
-    nice = RPD_MAX_WRITER_NICE;
-  if (setpriority(PRIO_PROCESS, tid, nice) != 0)
+  level += g_writer_nice;
+  if (level > RPD_MAX_WRITER_NICE)
+    level = RPD_MAX_WRITER_NICE;
+  if (setpriority(PRIO_PROCESS, tid, level) != 0)
     rpd_log("cannot lower the writer thread's priority (NANO_RPD_WRITER_NICE=%d): %s",
             g_writer_nice, strerror(errno));
 }
