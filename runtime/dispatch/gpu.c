@@ -313,8 +313,9 @@ static int gpu_counters(void *ctx, const struct nano_dh_placement *p, uint64_t *
 
 /* The launching thread's device under api (CUDA: its context, device 0's
  * primary one made current where none is, as cudart would), with its
- * placement; NULL after saying why. */
-static struct gpu_context *gpu_context(const struct gpu_api *api) {
+ * placement, made where it is new and `create` allows; NULL after saying why
+ * (silently for a new device that may not be made). */
+static struct gpu_context *gpu_context(const struct gpu_api *api, int create) {
   void *key = NULL;
   int dev = 0, r = api->current(&key, &dev);
   if (r != 0 || !key) {
@@ -329,7 +330,7 @@ static struct gpu_context *gpu_context(const struct gpu_api *api) {
   struct gpu_context *c = g_gpu.contexts;
   while (c && (c->api != api || c->key != key))
     c = c->next;
-  if (c) {
+  if (c || !create) {
     pthread_mutex_unlock(&g_gpu.contexts_lock);
     return c;
   }
@@ -603,15 +604,33 @@ static int gpu_launch_twin(struct gpu_flight *f, nano_gpu_launch_fn launch, cons
 
 /* The device of a launch on stream s, and s's capture status; NULL: the
  * original runs. */
-static struct gpu_context *gpu_prepare(int api_id, const char *name, uint32_t nargs, void *s,
-                                       int *status) {
+static struct gpu_context *gpu_prepare(int api_id, const void *twin, const char *name,
+                                       uint32_t nargs, void *s, int *status) {
   if (nargs > GPU_MAX_ARGS) {
     gpu_note(&g_gpu.noted_error, "%s: more than %d arguments; it runs uninstrumented", name,
              GPU_MAX_ARGS);
     return NULL;
   }
   const struct gpu_api *api = gpu_api_of(api_id);
-  struct gpu_context *c = api ? gpu_context(api) : NULL;
+  if (!api)
+    return NULL;
+  /* The capture status first: inside a program's capture in global mode a
+   * new device's placement (a stream, memory) would spoil the capture. A
+   * thread that captures has its context current; a query that fails (no
+   * context yet) means no capture. */
+  if (api->capture_status(s, status) == 0 && *status != GPU_CAPTURE_NONE) {
+    if (*status != GPU_CAPTURE_ACTIVE) /* an invalidated capture: the program's business */
+      return NULL;
+    struct gpu_context *c = gpu_twin_find(&g_proven, twin, NULL) ? gpu_context(api, 0) : NULL;
+    if (!c)
+      gpu_note(&g_gpu.noted_unproven,
+               "%s: captured into a graph before its twin ever launched outside one on this "
+               "device: it runs uninstrumented in the graph (captures after an instrumented "
+               "launch are instrumented)",
+               name);
+    return c;
+  }
+  struct gpu_context *c = gpu_context(api, 1);
   if (!c || api->capture_status(s, status) != 0)
     return NULL;
   return c;
@@ -906,7 +925,7 @@ __nano_gpu_launch(int api, nano_gpu_launch_fn launch, const void *kernel, const 
   struct gpu_node *node = NULL;
   int rc = -1, launched = 0, status = GPU_CAPTURE_NONE;
   struct gpu_context *c =
-      nano_dispatch_instrumenting() ? gpu_prepare(api, name, nargs, s, &status) : NULL;
+      nano_dispatch_instrumenting() ? gpu_prepare(api, twin, name, nargs, s, &status) : NULL;
   if (c && status == GPU_CAPTURE_NONE) {
     struct nano_launch_desc l =
         gpu_launch_desc(c, twin, name, grid_xy, grid_z, block_xy, block_z, shared, &c->mem);
@@ -921,12 +940,6 @@ __nano_gpu_launch(int api, nano_gpu_launch_fn launch, const void *kernel, const 
       f = NULL;
     }
     launched = f != NULL;
-  } else if (c && status == GPU_CAPTURE_ACTIVE && !gpu_twin_find(&g_proven, twin, NULL)) {
-    gpu_note(&g_gpu.noted_unproven,
-             "%s: captured into a graph before its twin ever launched outside one: it runs "
-             "uninstrumented in the graph (later captures, after an instrumented launch, are "
-             "instrumented)",
-             name);
   } else if (c && status == GPU_CAPTURE_ACTIVE) {
     struct nano_launch_desc l =
         gpu_launch_desc(c, twin, name, grid_xy, grid_z, block_xy, block_z, shared, NULL);

@@ -200,6 +200,15 @@ grep -qx "capture ends: 1 nodes" nohostfn.out || fail "the original alone is cap
 [ "$(query nohostfn.rpd "select count(*) from nano_dispatch")" = 2 ] ||
   fail "no host function in graphs: the two launches outside the graph are dispatches"
 
+# the process's first launch is captured: nothing of the runtime's (a new
+# device's stream, memory) may spoil the program's capture; the original is
+# captured and that is said
+run_instrumented first_capture APP_CAPTURE_FIRST=1
+grep -qx "done 0 0 y wrong p 0 q 1" first_capture.out || fail "capture first: the graph's result"
+grep -qx "capture ends: 1 nodes" first_capture.out || fail "capture first: the original is captured"
+grep -q "captured into a graph before its twin ever launched outside one" first_capture.err ||
+  fail "capture first: said"
+
 # one buffer in the pool: other's launch, queued behind axpy's, finds none
 run_instrumented pool NANO_BUFFER_POOL=1
 grep -qx "$done_line" pool.out || fail "pool exhausted: right results"

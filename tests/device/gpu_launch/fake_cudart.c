@@ -16,9 +16,10 @@
  *   - stream capture into a graph (one capture at a time): kernels, copies and
  *     host functions issued into the capturing stream become the graph's
  *     nodes, run in order at each cudaGraphLaunch; while a capture in global
- *     mode runs, allocation and synchronization fail (CUDA's "potentially
- *     unsafe" calls) unless the calling thread relaxed its mode
- *     (cuThreadExchangeStreamCaptureMode); CUPTI sees no graph activity;
+ *     mode runs, allocation, stream creation and synchronization fail (CUDA's
+ *     "potentially unsafe" calls) and spoil the capture (its end fails) unless
+ *     the calling thread relaxed its mode (cuThreadExchangeStreamCaptureMode);
+ *     CUPTI sees no graph activity;
  *   - the driver's loading of CUDA_INJECTION64_PATH (its InitializeInjection
  *     is called at the first runtime call) and CUPTI's callbacks and
  *     activity records (fake_cupti.c): each runtime call is reported with
@@ -275,6 +276,7 @@ static void enqueue(struct item *it) {
 #define CU_CAPTURE_UNSUPPORTED 900 /* CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED */
 static void *capture_stream; /* the stream being captured, NULL when none */
 static int capture_global;   /* its capture's mode is global */
+static int capture_spoiled;  /* an unsafe call was made during it */
 static struct item *capture_head, **capture_tail = &capture_head;
 static _Thread_local int thread_mode = CAPTURE_MODE_GLOBAL;
 
@@ -282,9 +284,11 @@ struct graph {
   struct item *items;
 };
 
-/* Whether a "potentially unsafe" call fails now. */
+/* Whether a "potentially unsafe" call fails now (and spoils the capture). */
 static int unsafe_now(void) {
-  return capture_stream && capture_global && thread_mode != CAPTURE_MODE_RELAXED;
+  int unsafe = capture_stream && capture_global && thread_mode != CAPTURE_MODE_RELAXED;
+  capture_spoiled |= unsafe;
+  return unsafe;
 }
 
 /* Queues it for the device, or adds it to the graph being captured when it
@@ -305,15 +309,22 @@ int cuThreadExchangeStreamCaptureMode(int *mode) {
   return 0;
 }
 
+/* As cudart, whose stream calls make device 0's primary context current on
+ * the calling thread. */
+static void runtime_context(void);
+
 int cudaStreamCreate(void **s) {
+  runtime_context();
   *s = malloc(1);
   return *s ? 0 : 2;
 }
 int cudaStreamBeginCapture(void *s, int mode) {
+  runtime_context();
   if (capture_stream || !s)
     return 1; /* cudaErrorInvalidValue: the stand-in captures one stream at a time */
   capture_stream = s;
   capture_global = mode == CAPTURE_MODE_GLOBAL;
+  capture_spoiled = 0;
   capture_head = NULL;
   capture_tail = &capture_head;
   printf("capture begins\n");
@@ -322,6 +333,11 @@ int cudaStreamBeginCapture(void *s, int mode) {
 int cudaStreamEndCapture(void *s, void **graph) {
   if (s != capture_stream)
     return 1;
+  if (capture_spoiled) {
+    capture_stream = NULL;
+    printf("capture spoiled by an unsafe call\n");
+    return 901; /* cudaErrorStreamCaptureInvalidated */
+  }
   struct graph *g = calloc(1, sizeof *g);
   if (!g)
     return 2;
@@ -485,6 +501,13 @@ static void *private_streams[16];
 static int nprivate;
 
 static int has_ctx(void) { return ctx_depth > 0 && ctx_stack[ctx_depth - 1]; }
+static void runtime_context(void) {
+  if (has_ctx())
+    return;
+  if (ctx_depth == 0)
+    ctx_depth = 1;
+  ctx_stack[ctx_depth - 1] = &fake_ctx;
+}
 #define NEED_CTX()                                                                                 \
   do {                                                                                             \
     if (!has_ctx())                                                                                \
@@ -586,6 +609,8 @@ int cuMemFree_v2(unsigned long long d) {
 }
 int cuStreamCreate(void **s, unsigned flags) {
   NEED_CTX();
+  if (unsafe_now())
+    return CU_CAPTURE_UNSUPPORTED;
   if (nprivate == 16 || flags != 1) /* only non-blocking streams stay out of the way */
     return CU_INVALID_VALUE;
   *s = private_streams[nprivate++] = malloc(1);
