@@ -167,9 +167,40 @@ static void gpu_note(int *noted, const char *fmt, ...) {
 
 /* ---- placement ------------------------------------------------------------------ */
 
-/* Runs under c's device, whichever thread calls (drain, finisher, launcher). */
-static int gpu_push(struct gpu_context *c) { return c->api->enter(c->key, c->dev) == 0; }
-static void gpu_pop(struct gpu_context *c) { c->api->leave(); }
+/* Runs under c's device, whichever thread calls (drain, finisher, launcher),
+ * with the thread's capture mode relaxed: the placement's allocations, copies
+ * and synchronizations of its private stream are the API's "potentially
+ * unsafe" calls, which a capture in global mode anywhere in the process
+ * (the program's) would refuse and be spoiled by. */
+struct gpu_relaxed {
+  int swapped, saved; /* the thread's mode before, when it was swapped */
+};
+static void gpu_relax(const struct gpu_api *api, struct gpu_relaxed *r) {
+  r->saved = GPU_CAPTURE_MODE_RELAXED;
+  r->swapped = api->capture_mode(&r->saved) == 0;
+}
+static void gpu_unrelax(const struct gpu_api *api, const struct gpu_relaxed *r) {
+  int saved = r->saved, rc;
+  if (r->swapped && (rc = api->capture_mode(&saved)) != 0)
+    gpu_note(&g_gpu.noted_error,
+             "%s: a thread's capture mode cannot be restored (%s): it stays relaxed", api->backend,
+             api->error(rc));
+}
+
+static __thread int gpu_pushed; /* nesting: the outermost push relaxes */
+static __thread struct gpu_relaxed gpu_push_mode;
+static int gpu_push(struct gpu_context *c) {
+  if (c->api->enter(c->key, c->dev) != 0)
+    return 0;
+  if (gpu_pushed++ == 0)
+    gpu_relax(c->api, &gpu_push_mode);
+  return 1;
+}
+static void gpu_pop(struct gpu_context *c) {
+  if (--gpu_pushed == 0)
+    gpu_unrelax(c->api, &gpu_push_mode);
+  c->api->leave();
+}
 
 /* The pinned block and the descriptor of a placement (its handle). */
 struct gpu_buffer {
@@ -335,14 +366,18 @@ static struct gpu_context *gpu_context(const struct gpu_api *api, int create) {
     return c;
   }
   c = calloc(1, sizeof *c);
+  struct gpu_relaxed relaxed; /* creating a stream is unsafe in another's capture */
+  gpu_relax(api, &relaxed);
   if (!c || (r = api->describe(key, dev, &c->info)) != 0 ||
       (r = api->stream_create(&c->copies)) != 0) {
+    gpu_unrelax(api, &relaxed);
     pthread_mutex_unlock(&g_gpu.contexts_lock);
     gpu_note(&g_gpu.noted_error, "%s: device %d cannot be queried (%s); kernels run uninstrumented",
              api->backend, dev, c ? api->error(r) : "out of memory");
     free(c);
     return NULL;
   }
+  gpu_unrelax(api, &relaxed);
   c->api = api;
   c->key = key;
   c->dev = dev;
@@ -832,18 +867,10 @@ static struct gpu_node *gpu_node_create(struct gpu_context *c, const struct nano
   n->l = *l;
   n->l.kernel = kernel;
   n->l.memory = &n->mem;
-  /* Allocating while a capture in global mode runs is forbidden unless this
-   * thread relaxes its own mode. */
-  int mode = GPU_CAPTURE_MODE_RELAXED, swapped = c->api->capture_mode(&mode) == 0;
   char err[256] = "";
-  n->allocating = 1;
+  n->allocating = 1; /* gpu_alloc relaxes the capturing thread's mode for it */
   int rc = nano_dispatch_reserve(&n->mem, err, sizeof err);
   n->allocating = 0;
-  int r;
-  if (swapped && (r = c->api->capture_mode(&mode)) != 0)
-    gpu_note(&g_gpu.noted_error,
-             "%s: the capturing thread's capture mode cannot be restored (%s): it stays relaxed",
-             c->api->backend, c->api->error(r));
   if (rc != 0 || !n->pl) {
     /* the dispatch layer may hold the node's (empty) pool: the node stays */
     gpu_note(&g_gpu.noted_capture,

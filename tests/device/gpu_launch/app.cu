@@ -2,10 +2,13 @@
 // axpy through <<<>>>, other through cudaLaunchKernel of a kernel pointer
 // held in a variable (the runtime looks its twin up), once more by name into
 // a stream being captured into a graph, which it launches three times; then
-// it waits for the device, copies the result and checks it. APP_CAPTURE_FIRST
-// set: only the captured launch (the first launch of the process).
+// it waits for the device, copies the result and checks it. APP_ORDER:
+// "capture-first", only the captured launch (the first of the process);
+// "during-capture", axpy's and other's launches on their stream while the
+// capture (global mode) is open, before the captured launch.
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 __global__ void axpy(float a, const float *x, float *y, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -23,17 +26,23 @@ int main() {
   int *pp = &p, *qp = &q;
   void *args[] = {&pp}, *captured_args[] = {&qp};
   void (*volatile pick)(int *) = other;
+  const char *order = std::getenv("APP_ORDER");
+  order = order ? order : "";
   int rc = 0;
-  if (!std::getenv("APP_CAPTURE_FIRST")) {
+  auto uncaptured = [&] {
     axpy<<<dim3(4, 1, 1), dim3(256, 1, 1), 16, s>>>(2.0f, x, y, 1000);
     rc = cudaLaunchKernel((const void *)pick, dim3(1, 2), dim3(32), args, 0, s);
-  }
+  };
+  if (!*order)
+    uncaptured();
   cudaStream_t g;
   cudaGraph_t graph;
   cudaGraphExec_t exec;
   int rc2 = cudaStreamCreate(&g);
   if (!rc2)
     rc2 = cudaStreamBeginCapture(g, cudaStreamCaptureModeGlobal);
+  if (!std::strcmp(order, "during-capture"))
+    uncaptured();
   if (!rc2)
     rc2 = cudaLaunchKernel((const void *)other, dim3(1), dim3(32), captured_args, 0, g);
   if (!rc2)

@@ -203,11 +203,21 @@ grep -qx "capture ends: 1 nodes" nohostfn.out || fail "the original alone is cap
 # the process's first launch is captured: nothing of the runtime's (a new
 # device's stream, memory) may spoil the program's capture; the original is
 # captured and that is said
-run_instrumented first_capture APP_CAPTURE_FIRST=1
+run_instrumented first_capture APP_ORDER=capture-first
 grep -qx "done 0 0 y wrong p 0 q 1" first_capture.out || fail "capture first: the graph's result"
 grep -qx "capture ends: 1 nodes" first_capture.out || fail "capture first: the original is captured"
 grep -q "captured into a graph before its twin ever launched outside one" first_capture.err ||
   fail "capture first: said"
+
+# launches on another stream while the program's capture (global mode) is
+# open: the runtime's allocations and copies there (the device's first) do
+# not spoil it, and the captured launch is instrumented
+run_instrumented during_capture APP_ORDER=during-capture
+grep -qx "$done_line" during_capture.out || fail "launches during a capture: right results"
+grep -qx "capture ends: 5 nodes" during_capture.out ||
+  fail "launches during a capture: the capture holds the twin's nodes, unspoiled"
+[ "$(query during_capture.rpd "select count(*) from nano_dispatch")" = 5 ] ||
+  fail "launches during a capture: axpy, other and the three replays"
 
 # one buffer in the pool: other's launch, queued behind axpy's, finds none
 run_instrumented pool NANO_BUFFER_POOL=1
