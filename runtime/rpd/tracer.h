@@ -30,8 +30,8 @@
  * Durability: fatal signals (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT) and
  * SIGTERM/SIGINT are caught; the handler only does atomic stores, write() to
  * an eventfd and a bounded futex wait for the writer's commit, then restores
- * the previous disposition and re-raises. The file uses WAL journaling (see
- * nano/rpdfile.h), so SIGKILL leaves it consistent.
+ * the previous disposition and re-raises. The file has a rollback journal
+ * (see nano/rpdfile.h), so SIGKILL leaves it consistent.
  *
  * fork: the child starts with no buffers and, when recording, a fresh writer
  * and session (its own pid and tids). exec: a preloaded library initialises

@@ -746,7 +746,7 @@ def locked_run(n, extra_env):
         os.unlink("locked.rpd")
     run([prog("rpd_workload"), "marks", "1"], {"RPDT_FILENAME": "locked.rpd"})
     holder = sqlite3.connect("locked.rpd", isolation_level=None)
-    holder.execute("BEGIN IMMEDIATE")  # the write lock (WAL)
+    holder.execute("BEGIN IMMEDIATE")  # the write lock
     n = 100000
     e = dict(os.environ, RPDT_FILENAME="locked.rpd", NANO_RPD_BUFFER="64", **extra_env)
     e.pop("LD_PRELOAD", None)

@@ -173,7 +173,7 @@ def main():
     maker = os.path.join(build, "tests", "rpdtool", "rpdtool_trace_maker")
     good = os.path.join(work, "good.rpd")
     run([maker, good], {"RPDT_AUTOSTART": "0"})
-    run([rpd, "info", good])  # folds the WAL in
+    run([rpd, "info", good])  # a reader first, as users do
     inputs = {"good": good}
     inputs.update(crafted(rpd, work))
     inputs.update(damaged(good, work, 40))

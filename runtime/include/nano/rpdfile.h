@@ -25,15 +25,17 @@
  *
  * Journal mode: a file opened for writing is in rollback-journal mode
  * (journal_mode=DELETE), with the synchronous setting its caller asks for
- * (the rpd tools NORMAL; the tracer OFF by default, see NANO_RPD_SYNC). Appends journal only the
- * pages at the right edge of each B-tree; WAL would write every page twice. A process killed at any
- * point (SIGKILL included) leaves the database consistent: committed transactions are in the file;
- * an uncommitted one is rolled back from its hot journal (-journal) by the next connection. A file
- * found in WAL mode (left so by another tool, or by a writer killed while others had it open) is
- * switched back when this connection is its only one, else written in WAL mode (folded in every
- * 10000 pages and by the last connection to close, nano_rpdfile_close). No side files remain after
- * the last writer closes, so readers need no write access. The page cache of
- * a writing connection is 32 MB.
+ * (the rpd tools NORMAL; the tracer OFF by default, see NANO_RPD_SYNC).
+ * Appends journal only the pages at the right edge of each B-tree; WAL would
+ * write every page twice. A process killed at any point (SIGKILL included)
+ * leaves the database consistent: committed transactions are in the file; an
+ * uncommitted one is rolled back from its hot journal (-journal) by the next
+ * connection. A file found in WAL mode (left so by another tool, or by a
+ * writer killed while others had it open) is switched back when this
+ * connection is its only one, else written in WAL mode (folded in every
+ * 10000 pages and by the last connection to close, nano_rpdfile_close). No
+ * side files remain after the last writer closes, so readers need no write
+ * access. The page cache of a writing connection is 32 MB.
  *
  * Threads: a connection these functions open has no SQLite mutex of its own
  * (SQLITE_OPEN_NOMUTEX); use it from one thread at a time.
