@@ -53,8 +53,9 @@
  * placement (its own pool of one buffer) is allocated at capture, with the
  * capturing thread's mode relaxed for it. The replay's time is the host
  * functions' (no events in graphs). A twin is captured only once it has
- * launched outside a graph (a failed launch would spoil the program's
- * capture); until then the original is captured, said once.
+ * launched outside a graph on that device (a failed launch, or a device's
+ * setup, would spoil the program's capture); until then the original is
+ * captured, said once.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -601,14 +602,19 @@ static int gpu_program_launch(nano_gpu_launch_fn launch, const void *kernel, uin
 
 /* Launches the twin of dispatch d on stream s (the API's name for the
  * program's stream); 0, or the launch's error with d not ended. */
+/* The twin's arguments into all: the kernel's, then a pointer to the
+ * descriptor's address (*desc must live until the launch returns). */
+static void gpu_twin_args(void **all, void **args, uint32_t nargs, void **desc) {
+  memcpy(all, args, nargs * sizeof *args);
+  all[nargs] = desc;
+}
+
 static int gpu_launch_twin(struct gpu_flight *f, nano_gpu_launch_fn launch, const void *twin,
                            uint64_t grid_xy, uint32_t grid_z, uint64_t block_xy, uint32_t block_z,
                            void **args, uint32_t nargs, size_t shared, void *stream, void *s) {
   const struct gpu_api *api = f->c->api;
-  void *all[GPU_MAX_ARGS + 1];
-  memcpy(all, args, nargs * sizeof *args);
-  void *desc = nano_dispatch_desc(f->d);
-  all[nargs] = &desc;
+  void *all[GPU_MAX_ARGS + 1], *desc = nano_dispatch_desc(f->d);
+  gpu_twin_args(all, args, nargs, &desc);
   if (api->event_create(&f->ev[0]) != 0)
     f->ev[0] = NULL;
   else if (api->event_create(&f->ev[1]) != 0 || api->event_record(f->ev[0], s) != 0)
@@ -889,10 +895,8 @@ static int gpu_capture(struct gpu_node *n, nano_gpu_launch_fn launch, const void
                        void **args, uint32_t nargs, size_t shared, void *stream, void *s) {
   const struct gpu_api *api = n->c->api;
   struct gpu_buffer *b = n->pl->handle;
-  void *all[GPU_MAX_ARGS + 1];
-  memcpy(all, args, nargs * sizeof *args);
-  void *desc = n->pl->desc_device;
-  all[nargs] = &desc;
+  void *all[GPU_MAX_ARGS + 1], *desc = n->pl->desc_device;
+  gpu_twin_args(all, args, nargs, &desc);
   int r = api->host_func(s, gpu_node_begin, n);
   if (r == 0)
     r = api->copy_to_device(b->desc, b->block + GPU_STAGE_DESC, NANO_DH_DESC_SIZE, s);
