@@ -501,13 +501,6 @@ static void *private_streams[16];
 static int nprivate;
 
 static int has_ctx(void) { return ctx_depth > 0 && ctx_stack[ctx_depth - 1]; }
-static void runtime_context(void) {
-  if (has_ctx())
-    return;
-  if (ctx_depth == 0)
-    ctx_depth = 1;
-  ctx_stack[ctx_depth - 1] = &fake_ctx;
-}
 #define NEED_CTX()                                                                                 \
   do {                                                                                             \
     if (!has_ctx())                                                                                \
@@ -554,6 +547,10 @@ int cuCtxSetCurrent(void *ctx) {
     ctx_depth = 1;
   ctx_stack[ctx_depth - 1] = ctx;
   return CU_OK;
+}
+static void runtime_context(void) {
+  if (!has_ctx())
+    cuCtxSetCurrent(&fake_ctx);
 }
 int cuCtxGetDevice(int *dev) {
   NEED_CTX();
