@@ -513,14 +513,13 @@ def case_writer_nice():
     the process's priority, so that where the program's threads and the
     writer compete for cores the program goes first (issue 20); 0 leaves it
     at the program's; the sum stops at 19."""
-    def nices(env):
-        p = run([prog("rpd_workload"), "helpers"], dict(env, RPDT_FILENAME="wn.rpd"))
+    def nices(env, prefix=()):
+        p = run(list(prefix) + [prog("rpd_workload"), "helpers"], dict(env, RPDT_FILENAME="wn.rpd"))
         return [int(line.split()[2]) for line in p.stdout.splitlines()]
     check(nices({}) == [10], "default: the writer at nice 10: %s" % nices({}))
     check(nices({"NANO_RPD_WRITER_NICE": "0"}) == [0], "NANO_RPD_WRITER_NICE=0")
     check(nices({"NANO_RPD_WRITER_NICE": "3"}) == [3], "NANO_RPD_WRITER_NICE=3")
-    p = run(["nice", "-n", "15", prog("rpd_workload"), "helpers"], {"RPDT_FILENAME": "wn.rpd"})
-    got = [int(line.split()[2]) for line in p.stdout.splitlines()]
+    got = nices({}, ("nice", "-n", "15"))
     check(got == [19], "a program at nice 15: its writer at 19, got %s" % got)
 
 
