@@ -86,9 +86,12 @@ class Tracer:
         """One more reference to recording; returns the new count."""
         return _nanoprobe.start()
 
-    def stop(self):
-        """One reference less; returns the new count. RuntimeError when not started."""
-        return _nanoprobe.stop()
+    def stop(self, wait=True):
+        """One reference less; returns the new count. RuntimeError when not
+        started, or when a stop to 0 could not write the file. A stop to 0
+        returns once the rows are in the file; with wait=False at once (they
+        get there by the next flush or the process's exit, which waits)."""
+        return _nanoprobe.stop(wait=wait)
 
     def flush(self):
         """Returns when everything recorded so far is in the file."""

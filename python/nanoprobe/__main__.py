@@ -142,7 +142,8 @@ def main(argv=None):
     try:
         exec(code, namespace)
     finally:
-        session.stop()
+        # the interpreter's shutdown runs while the writer commits the last rows
+        session.stop(wait=False)
     return 0
 
 

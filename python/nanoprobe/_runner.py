@@ -30,6 +30,7 @@ class Session:
         self.mode = mode
         self.tracer = None
         self.profiler = None
+        self.unflushed = None  # the tracer, when stopped without waiting for the file
 
     def start(self):
         self.tracer = Tracer()
@@ -40,20 +41,30 @@ class Session:
             self.profiler = Profiler()
             self.profiler.enable()
 
-    def stop(self):
-        """Idempotent: disables the profiler, stops recording, flushes."""
+    def stop(self, wait=True):
+        """Idempotent: disables the profiler, stops recording and, with wait,
+        returns once the rows are in the file. wait=False leaves the last rows
+        to the C library's exit (which waits for them), so that the
+        interpreter's shutdown overlaps the writer's last commits; a later
+        stop() waits for them (os._exit, which skips that exit)."""
         if self.profiler is not None:
             self.profiler.disable()
             self.profiler = None
         if self.tracer is not None:
             tracer, self.tracer = self.tracer, None
             try:
-                tracer.stop()
+                tracer.stop(wait=False)
             except RuntimeError:
-                # the tracer turned recording off when its file could not be
-                # written, and has said so on stderr
-                return
-            tracer.flush()
+                return  # not started: the tracer has said so on stderr
+            self.unflushed = tracer
+        if wait and self.unflushed is not None:
+            tracer, self.unflushed = self.unflushed, None
+            try:
+                tracer.flush()
+            except RuntimeError:
+                # the file could not be written; the tracer has said so on
+                # stderr, and the program must end as it would have
+                pass
 
 
 def export_environment(mode, lines, c_calls):
@@ -149,5 +160,5 @@ def autostart():
     except Exception as e:  # a child must run even when recording cannot start
         sys.stderr.write("nanoprobe: recording not started in pid %d: %s\n" % (os.getpid(), e))
         return
-    atexit.register(session.stop)
+    atexit.register(session.stop, wait=False)
 

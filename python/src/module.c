@@ -52,14 +52,31 @@ static PyObject *np_start(PyObject *self, PyObject *unused) {
   return PyLong_FromLong(n);
 }
 
-/* stop(): one reference less; returns the new count. Raises RuntimeError
- * when recording is not started (the count would go below zero). */
-static PyObject *np_stop(PyObject *self, PyObject *unused) {
-  (void)self, (void)unused;
-  int n = rpdstop();
+/* stop(wait=True): one reference less; returns the new count. Raises
+ * RuntimeError when recording is not started (the count would go below
+ * zero), or when a stop to 0 waited for the file and the rows could not be
+ * written (recording has stopped all the same). wait=False: a stop to 0 does
+ * not wait for the file (rpdstop_nowait). The GIL is released while waiting. */
+static PyObject *np_stop(PyObject *self, PyObject *args, PyObject *kwargs) {
+  static char *kwlist[] = {"wait", NULL};
+  int wait = 1;
+  (void)self;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|p:stop", kwlist, &wait))
+    return NULL;
+  int n = rpdstop_nowait();
   if (n < 0) {
     PyErr_SetString(PyExc_RuntimeError, "stop() without a matching start(): recording is not on");
     return NULL;
+  }
+  if (n == 0 && wait) {
+    int rc;
+    Py_BEGIN_ALLOW_THREADS rc = rpdflush();
+    Py_END_ALLOW_THREADS if (rc != 0) {
+      PyErr_SetString(PyExc_RuntimeError,
+                      "recording stopped, but the tracer could not write the trace file (see "
+                      "stderr)");
+      return NULL;
+    }
   }
   return PyLong_FromLong(n);
 }
@@ -151,7 +168,8 @@ static PyMethodDef np_module_methods[] = {
     {"set_filename", (PyCFunction)(void (*)(void))np_set_filename, METH_VARARGS | METH_KEYWORDS,
      "set_filename(path, append=False): the trace file, before the first start"},
     {"start", np_start, METH_NOARGS, "start() -> int: one more reference to recording"},
-    {"stop", np_stop, METH_NOARGS, "stop() -> int: one reference less"},
+    {"stop", (PyCFunction)(void (*)(void))np_stop, METH_VARARGS | METH_KEYWORDS,
+     "stop(wait=True) -> int: one reference less; at 0, wait for the file unless wait=False"},
     {"flush", np_flush, METH_NOARGS, "flush(): commit everything recorded so far"},
     {"range_push", (PyCFunction)(void (*)(void))np_range_push, METH_VARARGS | METH_KEYWORDS,
      "range_push(name, args=None, domain=None): open a range on this thread"},

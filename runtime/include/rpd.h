@@ -58,6 +58,12 @@ int rpd_set_filename(const char *path, int append);
  * any thread. */
 int rpdstart(void);
 int rpdstop(void);
+/* rpdstop without the wait: a stop to 0 ends recording now (same stop time)
+ * and returns at once; the rows still in flight reach the file in the
+ * background, by the next rpdflush or at the process's exit at the latest
+ * (exit waits for them). A program's shutdown then overlaps the writing.
+ * Returns the new count, or -1 at zero (refused, as rpdstop). */
+int rpdstop_nowait(void);
 /* Persists everything recorded so far; returns when it is committed: 0, or
  * -1 when it was not (no trace file; the file cannot be written: disk full,
  * I/O error; from then on every flush returns -1). */
@@ -263,6 +269,7 @@ static inline int rpd_set_filename(const char *path, int append) {
 }
 static inline int rpdstart(void) { return 0; }
 static inline int rpdstop(void) { return 0; }
+static inline int rpdstop_nowait(void) { return 0; }
 static inline int rpdflush(void) { return 0; }
 static inline int rpd_status(int *count, char *path, size_t len) {
   (void)count, (void)path, (void)len;

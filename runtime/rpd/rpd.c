@@ -147,7 +147,7 @@ RPDI_EXPORT int rpdstart(void) {
   return ret;
 }
 
-RPDI_EXPORT int rpdstop(void) {
+RPDI_EXPORT int rpdstop_nowait(void) {
   pthread_mutex_lock(&g_ctl);
   if (g_refs == 0) {
     pthread_mutex_unlock(&g_ctl);
@@ -158,11 +158,15 @@ RPDI_EXPORT int rpdstop(void) {
   if (ret == 0)
     rpd_mark_stopped(rpd_stamp());
   pthread_mutex_unlock(&g_ctl);
-  if (ret == 0) {
+  if (ret == 0)
     atomic_fetch_add(&g_atomics_req, 1);
-    if (rpd_flush_wait(-1) != 0)
-      return -1; /* stopped, but the rows did not reach the file */
-  }
+  return ret;
+}
+
+RPDI_EXPORT int rpdstop(void) {
+  int ret = rpdstop_nowait();
+  if (ret == 0 && rpd_flush_wait(-1) != 0)
+    return -1; /* stopped, but the rows did not reach the file */
   return ret;
 }
 

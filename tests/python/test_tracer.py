@@ -190,6 +190,23 @@ def test_os_exit_keeps_the_records(tmp_path):
     assert counts(ranges(str(tmp_path / "t.rpd"))).get("__main__.work") == 1000
 
 
+def test_os_exit_after_the_script_keeps_the_records(tmp_path):
+    """The runner stops without waiting for the file when the script ends
+    (the interpreter's shutdown overlaps the last commits); an os._exit
+    after that (here from an atexit handler, with the writer still behind)
+    waits for them, as the C library's exit would have."""
+    write(tmp_path, "late.py", """
+        import atexit, os
+        def work():
+            return 1
+        atexit.register(os._exit, 5)
+        for _ in range(200_000):
+            work()
+    """)
+    run(["-m", "nanoprobe", "-o", "t.rpd", "late.py"], cwd=str(tmp_path), expect=5)
+    assert counts(ranges(str(tmp_path / "t.rpd"))).get("__main__.work") == 200_000
+
+
 def test_runner_argv_main_and_module(tmp_path, nanoprobe):
     write(tmp_path, "args.py", """
         import sys

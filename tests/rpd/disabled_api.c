@@ -37,5 +37,6 @@ int main(int argc, char **argv) {
   char path[16];
   rpd_status(&count, path, sizeof path);
   rpdflush();
+  rpdstop_nowait();
   return rpdstop();
 }

@@ -14,7 +14,7 @@ int main(void) {
     rpd_rangePush(NULL, "disabled-range", NULL);
     rpd_mark(NULL, "disabled-mark", NULL);
     rpd_rangePop();
-    sum += rpdstart() + rpdstop() + rpdflush() + (int)rpd_now() + (int)rpd_intern("x");
+    sum += rpdstart() + rpdstop() + rpdstop_nowait() + rpdflush() + (int)rpd_now() + (int)rpd_intern("x");
   }
   printf("disabled api sum %d\n", sum);
   return 0;
