@@ -527,6 +527,26 @@ static void rpdfile_rollback_mode(sqlite3 *db) {
   (void)sqlite3_busy_handler(db, rpdfile_busy, db); /* cannot fail on an open connection */
 }
 
+int nano_rpdfile_remove(const char *path, char *err, size_t errlen) {
+  int kind = rpdfile_probe(path, err, errlen);
+  if (kind != 0)
+    return kind < 0 ? kind : 0;
+  if (unlink(path) != 0) {
+    rpdfile_err(err, errlen, path, "cannot remove for truncation: %s", strerror(errno));
+    return NANO_RPDFILE_EIO;
+  }
+  static const char *const sides[] = {"-wal", "-shm", "-journal"};
+  for (size_t i = 0; i < sizeof sides / sizeof sides[0]; i++) {
+    char side[4096];
+    snprintf(side, sizeof side, "%s%s", path, sides[i]);
+    if (unlink(side) != 0 && errno != ENOENT) {
+      rpdfile_err(err, errlen, side, "cannot remove for truncation: %s", strerror(errno));
+      return NANO_RPDFILE_EIO;
+    }
+  }
+  return 0;
+}
+
 int nano_rpdfile_open_write(const char *path, int truncate, enum nano_rpdfile_sync sync,
                             sqlite3 **db, char *err, size_t errlen) {
   static const char *const sync_names[] = {
@@ -539,23 +559,14 @@ int nano_rpdfile_open_write(const char *path, int truncate, enum nano_rpdfile_sy
     rpdfile_err(err, errlen, path, "no such synchronous setting: %d", (int)sync);
     return NANO_RPDFILE_ESQLITE;
   }
+  if (truncate) {
+    int rc = nano_rpdfile_remove(path, err, errlen);
+    if (rc < 0)
+      return rc;
+  }
   int kind = rpdfile_probe(path, err, errlen);
   if (kind < 0)
     return kind;
-  if (truncate && kind == 0) {
-    /* Emptying an existing RPD file: remove it with its journal side files. */
-    if (unlink(path) != 0) {
-      rpdfile_err(err, errlen, path, "cannot remove for truncation: %s", strerror(errno));
-      return NANO_RPDFILE_EIO;
-    }
-    char side[4096];
-    snprintf(side, sizeof side, "%s-wal", path);
-    unlink(side);
-    snprintf(side, sizeof side, "%s-shm", path);
-    unlink(side);
-    snprintf(side, sizeof side, "%s-journal", path);
-    unlink(side);
-  }
   sqlite3 *d = NULL;
   int rc = rpdfile_connect(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, &d, err, errlen);
   if (rc < 0)

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #ifdef NANO_RPD_HAVE_TRACKER
@@ -886,6 +887,90 @@ static void rpdw_write_dropped(void) {
   g_w.dropped_written = total;
 }
 
+/* Lowers the calling thread's priority `steps` nice steps below the
+ * process's (Linux keeps a nice value per thread), at most to
+ * RPD_MAX_WRITER_NICE; `who` names the thread in the message of a failure. */
+static void rpdw_lower_priority(int steps, const char *who) {
+  if (steps <= 0)
+    return;
+  id_t tid = (id_t)syscall(SYS_gettid);
+  errno = 0;
+  int level = getpriority(PRIO_PROCESS, tid);
+  if (level == -1 && errno != 0) {
+    rpd_log("cannot read the %s thread's priority: %s", who, strerror(errno));
+    return;
+  }
+  level += steps;
+  if (level > RPD_MAX_WRITER_NICE)
+    level = RPD_MAX_WRITER_NICE;
+  if (setpriority(PRIO_PROCESS, tid, level) != 0)
+    rpd_log("cannot lower the %s thread's priority (by %d): %s", who, steps, strerror(errno));
+}
+
+/* ---- truncation -------------------------------------------------------------
+ * A truncating recording (rpd_set_filename(path, 0)) removes the old trace
+ * when it starts, in rpd_writer_start, under g_ctl: before any fork can
+ * happen, so that a child forked early appends to the parent's new file
+ * instead of removing it as well (the loser's connection would be left on a
+ * removed file: "attempt to write a readonly database").
+ * Freeing a file's blocks and cached pages costs the kernel about 0.2 to 0.5
+ * ms per MiB, all inside unlink, which would delay the program (and, later,
+ * every row of the new recording). So the old file is held open across the
+ * removal (the name goes at once, the blocks stay), and a thread at the lowest
+ * priority closes it, which frees them, on a core the program leaves idle.
+ * The writer joins that thread when it closes the file. A fork waits for a
+ * close under way (the lock); the child closes its inherited copy, which
+ * frees nothing. */
+static struct {
+  pthread_mutex_t lock; /* held across the close, and across fork */
+  int fd;               /* the removed file, until closed; -1 */
+  pthread_t thread;
+  int started; /* thread is to be joined */
+} g_old = {PTHREAD_MUTEX_INITIALIZER, -1, 0, 0};
+
+static void rpdw_old_close(void) {
+  pthread_mutex_lock(&g_old.lock);
+  if (g_old.fd >= 0 && close(g_old.fd) != 0)
+    rpd_log("cannot close the removed trace file: %s", strerror(errno));
+  g_old.fd = -1;
+  pthread_mutex_unlock(&g_old.lock);
+}
+
+static void *rpdw_old_thread(void *arg) {
+  (void)arg; /* started by nano_thread_start: the application's signals are blocked */
+  rpdw_lower_priority(RPD_MAX_WRITER_NICE, "trace remover");
+  rpdw_old_close();
+  return NULL;
+}
+
+/* Removes the trace at g_w.path for a truncating start (g_truncate), which
+ * is then done. A removal that fails leaves g_truncate set: the writer's
+ * open tries again and says why it cannot. A FIFO or device at the path does
+ * not block the hold (O_NONBLOCK). */
+static void rpdw_truncate(void) {
+  int fd = open(g_w.path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  char err[NANO_RPDFILE_ERRLEN];
+  if (nano_rpdfile_remove(g_w.path, err, sizeof err) == 0)
+    g_truncate = 0;
+  if (fd < 0)
+    return;
+  g_old.fd = fd;
+  struct stat sb;
+  if (!g_truncate && fstat(fd, &sb) == 0 && sb.st_nlink == 0 &&
+      nano_thread_start(&g_old.thread, rpdw_old_thread, NULL) == 0) {
+    g_old.started = 1;
+    return;
+  }
+  rpdw_old_close(); /* nothing removed (frees nothing), or no thread */
+}
+
+/* Waits for the removed file's close (at the writer's close). */
+static void rpdw_old_join(void) {
+  if (g_old.started)
+    pthread_join(g_old.thread, NULL);
+  g_old.started = 0;
+}
+
 /* Writer connection setup: open the file, take a session, prepare. */
 /* g_w.path: RPDT_FILENAME with %p expanded to this process's id. */
 static void rpdw_set_path(void) {
@@ -1001,6 +1086,7 @@ static void rpdw_close(void) {
   free(g_w.sum_index);
   rpdi_stack_reset();
   memset(&g_w, 0, sizeof g_w);
+  rpdw_old_join();
 }
 
 /* ---- jobs (rpdi_post) ------------------------------------------------------ */
@@ -1159,29 +1245,9 @@ static void rpdw_sample_atomics(int64_t *next) {
   rpdw_commit();
 }
 
-/* Lowers the calling writer thread's priority NANO_RPD_WRITER_NICE steps
- * below the process's (Linux keeps a nice value per thread). */
-static void rpdw_lower_priority(void) {
-  if (g_writer_nice <= 0)
-    return;
-  id_t tid = (id_t)syscall(SYS_gettid);
-  errno = 0;
-  int level = getpriority(PRIO_PROCESS, tid);
-  if (level == -1 && errno != 0) {
-    rpd_log("cannot read the writer thread's priority: %s", strerror(errno));
-    return;
-  }
-  level += g_writer_nice;
-  if (level > RPD_MAX_WRITER_NICE)
-    level = RPD_MAX_WRITER_NICE;
-  if (setpriority(PRIO_PROCESS, tid, level) != 0)
-    rpd_log("cannot lower the writer thread's priority (NANO_RPD_WRITER_NICE=%d): %s",
-            g_writer_nice, strerror(errno));
-}
-
 static void *rpdw_main(void *arg) {
   (void)arg; /* started by nano_thread_start: the application's signals are blocked */
-  rpdw_lower_priority();
+  rpdw_lower_priority(g_writer_nice, "writer");
   pthread_mutex_lock(&g_wlock);
   int opened = rpdw_open();
   pthread_mutex_unlock(&g_wlock);
@@ -1260,6 +1326,8 @@ int rpd_writer_start(void) {
     }
   }
   rpdw_set_path(); /* rpd_status names it at once; the writer thread opens it */
+  if (g_truncate)
+    rpdw_truncate();
   rpdi_spill_configure(g_w.path);
   /* read at each start: `python -m nanoprobe --min-duration` sets it after load */
   uint64_t min_ns = 0;
@@ -1347,8 +1415,10 @@ void rpdw_atfork(enum rpd_fork_phase phase) {
   case RPD_FORK_PREPARE:
     pthread_mutex_lock(&g_wlock);
     pthread_mutex_lock(&g_jobs_lock);
+    pthread_mutex_lock(&g_old.lock);
     break;
   case RPD_FORK_PARENT:
+    pthread_mutex_unlock(&g_old.lock);
     pthread_mutex_unlock(&g_jobs_lock);
     pthread_mutex_unlock(&g_wlock);
     break;
@@ -1357,6 +1427,11 @@ void rpdw_atfork(enum rpd_fork_phase phase) {
      * connection is abandoned, never used or closed, as SQLite requires) */
     pthread_mutex_init(&g_wlock, NULL);
     pthread_mutex_init(&g_jobs_lock, NULL);
+    pthread_mutex_init(&g_old.lock, NULL);
+    if (g_old.fd >= 0)
+      close(g_old.fd); /* the parent's copy frees the blocks */
+    g_old.fd = -1;
+    g_old.started = 0;
     g_jobs = NULL; /* the parent's results, written by the parent */
     g_jobs_tail = &g_jobs;
     atomic_store(&g_writer_running, 0);

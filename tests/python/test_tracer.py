@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from conftest import assert_nested, counts, ranges, run, write
+from conftest import PYTHON, assert_nested, child_env, counts, ranges, run, write
 
 
 def test_tracer_control(tmp_path):
@@ -205,6 +205,63 @@ def test_os_exit_after_the_script_keeps_the_records(tmp_path):
     """)
     run(["-m", "nanoprobe", "-o", "t.rpd", "late.py"], cwd=str(tmp_path), expect=5)
     assert counts(ranges(str(tmp_path / "t.rpd"))).get("__main__.work") == 200_000
+
+
+def test_truncation_frees_the_old_trace_while_the_program_runs(tmp_path):
+    """A run over an existing trace removes it when recording starts, and a
+    thread of the tracer's frees its blocks while the program runs (not at
+    its exit). A child forked at once appends its session to the new file
+    (it used to remove that file too when the fork came before the parent's
+    writer had opened it, and one of the two lost its rows), and never holds
+    the removed file. On one core (the program's main thread first, the
+    tracer's threads at lower priority) the fork comes before that close and
+    before the writer's open."""
+    write(tmp_path, "calls.py", """
+        def f():
+            pass
+        for _ in range(50_000):
+            f()
+    """)
+    run(["-m", "nanoprobe", "-o", "t.rpd", "calls.py"], cwd=str(tmp_path))
+    write(tmp_path, "again.py", """
+        import os, time
+        def removed_held():
+            n = 0
+            for fd in os.listdir("/proc/self/fd"):
+                try:
+                    target = os.readlink("/proc/self/fd/" + fd)
+                except OSError:
+                    continue
+                n += target.endswith("/t.rpd (deleted)")
+            return n
+        pid = os.fork()
+        if pid == 0:
+            os._exit(10 + removed_held())
+        deadline = time.monotonic() + 20
+        while removed_held() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        print("parent", removed_held())
+        print("child", os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) - 10)
+    """)
+    cpu = min(os.sched_getaffinity(0))
+    for _ in range(3):  # each run truncates the last one's trace; the race was lost 1 in 2
+        r = subprocess.run([PYTHON, "-m", "nanoprobe", "-o", "t.rpd", "again.py"],
+                           cwd=str(tmp_path), env=child_env(), capture_output=True, text=True,
+                           timeout=60, preexec_fn=lambda: os.sched_setaffinity(0, {cpu}))
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.split() == ["parent", "0", "child", "0"], r.stdout + r.stderr
+        assert r.stderr == "", r.stderr
+        assert sorted(os.listdir(str(tmp_path))) == ["again.py", "calls.py", "t.rpd"]
+        trace = str(tmp_path / "t.rpd")
+        assert counts(ranges(trace)).get("__main__.f") is None
+        con = sqlite3.connect(trace)
+        try:
+            sessions = con.execute(
+                "SELECT value FROM rocpd_metadata WHERE tag = 'session_count'").fetchall()
+            pids = con.execute("SELECT count(DISTINCT pid) FROM rocpd_api").fetchall()
+        finally:
+            con.close()
+        assert sessions == [("2",)] and pids == [(2,)], (sessions, pids)
 
 
 def test_runner_argv_main_and_module(tmp_path, nanoprobe):

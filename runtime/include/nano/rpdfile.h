@@ -8,6 +8,7 @@
  *   nano_rpdfile_open_write   open for appending; creates the schema in a
  *                             missing, empty or table-less file
  *   nano_rpdfile_open_read    open an existing trace of schema 2 or 3
+ *   nano_rpdfile_remove       remove a trace and its side files (truncation)
  *   nano_rpdfile_check        classify an open database (version or why not)
  *   nano_rpdfile_begin_session take the next session number (rocmProfileData's
  *                             multi-writer scheme: ids get session << 32)
@@ -150,16 +151,21 @@ const char *nano_rpdfile_atomics_schema_sql(void);
  * at all is reported as _ENOTRPD with *version = 0. */
 int nano_rpdfile_check(sqlite3 *db, const char *path, int *version, char *err, size_t errlen);
 
+/* Removes the SQLite file at `path` with its journal side files (-wal, -shm,
+ * -journal), as a truncating open does first. Nothing there, or an empty
+ * file: nothing to do. Anything else is refused (not SQLite: _ENOTDB; a
+ * folder, unreadable: _EIO). Returns 0 or the error. */
+int nano_rpdfile_remove(const char *path, char *err, size_t errlen);
+
 /* Opens `path` for writing. A missing file, an empty (0-byte) file or an
  * SQLite file without any table gets the version-3 schema (created under an
  * exclusive transaction, so concurrent creators produce one schema). A file
  * holding a version-3 RPD trace is opened for appending. Anything else is
  * refused: not SQLite, SQLite but not RPD, version 2 (older) or newer.
- * truncate != 0 first empties an existing file (only when no other process
- * has it open: the caller's business). The connection has a busy timeout of
- * 60 s, a rollback journal and `sync` from its first transaction on (the
- * schema's and the session's included). Returns 0 and *db, or an error (then
- * *db is NULL). */
+ * truncate != 0 first removes an existing SQLite file (nano_rpdfile_remove;
+ * only when no other process has it open: the caller's business). The connection has a busy timeout
+ * of 60 s, a rollback journal and `sync` from its first transaction on (the schema's and the
+ * session's included). Returns 0 and *db, or an error (then *db is NULL). */
 int nano_rpdfile_open_write(const char *path, int truncate, enum nano_rpdfile_sync sync,
                             sqlite3 **db, char *err, size_t errlen);
 
