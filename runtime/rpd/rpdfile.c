@@ -682,7 +682,10 @@ int nano_rpdfile_open_read(const char *path, int readonly, sqlite3 **db, int *ve
 int nano_rpdfile_begin_session(sqlite3 *db, const char *path, int64_t *session, char *err,
                                size_t errlen) {
   *session = 0;
-  int rc = nano_rpdfile_exec(db, path, "cannot lock for a session", "BEGIN EXCLUSIVE", err, errlen);
+  int own = sqlite3_get_autocommit(db); /* no transaction open: take one */
+  int rc =
+      own ? nano_rpdfile_exec(db, path, "cannot lock for a session", "BEGIN EXCLUSIVE", err, errlen)
+          : 0;
   if (rc < 0)
     return rc;
   int64_t next = 0;
@@ -702,11 +705,12 @@ int nano_rpdfile_begin_session(sqlite3 *db, const char *path, int64_t *session, 
              (long)getpid());
   if (rc >= 0)
     rc = nano_rpdfile_exec(db, path, "cannot record the session", sql, err, errlen);
-  if (rc >= 0)
+  if (rc >= 0 && own)
     rc = nano_rpdfile_exec(db, path, "cannot commit the session", "COMMIT", err, errlen);
   if (rc < 0) {
-    sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
-    return rc < 0 ? rc : NANO_RPDFILE_ESQLITE;
+    if (own)
+      sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+    return rc;
   }
   *session = next;
   return 0;

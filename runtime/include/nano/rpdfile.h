@@ -179,9 +179,12 @@ int nano_rpdfile_open_write(const char *path, int truncate, enum nano_rpdfile_sy
 int nano_rpdfile_open_read(const char *path, int readonly, sqlite3 **db, int *version, char *err,
                            size_t errlen);
 
-/* Takes the next session number of the file under an exclusive transaction:
- * reads rocpd_metadata 'session_count' (absent means 0), stores value + 1, and
- * adds a 'session' row "id=N pid=P". Returns 0 with *session = N; the writer
+/* Takes the next session number of the file: reads rocpd_metadata
+ * 'session_count' (absent means 0), stores value + 1, and adds a 'session' row
+ * "id=N pid=P". Outside a transaction it runs in an exclusive one of its own;
+ * inside one that holds the write lock (BEGIN IMMEDIATE or EXCLUSIVE) it
+ * joins it, and the number is the caller's once the caller commits (one
+ * commit less at a writer's start). Returns 0 with *session = N; the writer
  * then adds N << 32 to every id and reference it writes. */
 int nano_rpdfile_begin_session(sqlite3 *db, const char *path, int64_t *session, char *err,
                                size_t errlen);
