@@ -8,6 +8,12 @@ against cProfile: perturbation (the work's own time) and time to a complete
 file (the process's wall time). NANO_BENCH_BUSY=1 runs a spinning process
 beside every run (cores contended, where the writer's priority matters).
 
+NANO_BENCH_MODES=a,b runs only those modes (plain and cProfile always run),
+NANO_BENCH_WORKLOADS=fib,methods only those workloads, and
+NANO_BENCH_BASELINE=DIR adds the mode "baseline": `python -m nanoprobe` from
+another build's package (DIR is its python folder, e.g. an older commit's
+build/python), for an A/B of two builds in one run.
+
 The N runs of the modes are interleaved (run k of every mode, then run k+1),
 so that a slow spell of a shared machine hits all modes alike. Five figures
 per mode: the best and the median of the N runs of the workload's own wall
@@ -76,6 +82,26 @@ def main():
             # the writer at the program's priority (before issue 20's last round)
             "nano-nice0": (nano, {"NANO_RPD_WRITER_NICE": "0"}),
         }
+        baseline = os.environ.get("NANO_BENCH_BASELINE")
+        if baseline:
+            # another build's package (its python folder), for an A/B in one run
+            if not os.path.isdir(os.path.join(baseline, "nanoprobe")):
+                sys.exit("bench.py: NANO_BENCH_BASELINE=%s: no nanoprobe package there" % baseline)
+            modes["baseline"] = (nano, {"PYTHONPATH": baseline})
+        wanted = os.environ.get("NANO_BENCH_MODES")
+        if wanted:
+            names = wanted.split(",")
+            unknown = [m for m in names if m not in modes]
+            if unknown:
+                sys.exit("bench.py: NANO_BENCH_MODES: no mode %s (modes: %s)" % (
+                    ", ".join(unknown), ", ".join(modes)))
+            # plain (the ratios' base) and cProfile (the targets' base) always run
+            modes = {m: c for m, c in modes.items() if m in ("plain", "cProfile") or m in names}
+        workloads = os.environ.get("NANO_BENCH_WORKLOADS", "fib,methods,loops").split(",")
+        for work in workloads:
+            if work not in ("fib", "methods", "loops"):
+                sys.exit("bench.py: NANO_BENCH_WORKLOADS: no workload %r (fib, methods, loops)"
+                         % work)
         # NANO_BENCH_BUSY=1: one more process spins all along, as on a machine
         # where the program's threads and the writer compete for cores
         busy = None
@@ -87,7 +113,7 @@ def main():
             "workload", "mode", "work_s", "ratio", "work_med", "ratio", "cpu_s", "ratio",
             "wall_s", "ratio", "wall_med", "ratio"))
         targets = []
-        for work in ("fib", "methods", "loops"):
+        for work in workloads:
             runs = {mode: [] for mode in modes}
             for _ in range(repeat):
                 for mode, (cmd, extra) in modes.items():
@@ -108,7 +134,7 @@ def main():
         print("\n/ cProfile                  perturbation (work)   time to file (wall)")
         for work, figs in targets:
             c = figs["cProfile"]
-            for mode in ("nanoprobe", "nano-10us", "nano-nice0"):
+            for mode in [m for m in modes if m not in ("plain", "cProfile", "pyrecorder")]:
                 n = figs[mode]
                 print("%-8s %-10s best %5.2f  median %5.2f     best %5.2f  median %5.2f" % (
                     work, mode, n[0] / c[0], n[1] / c[1], n[3] / c[3], n[4] / c[4]))
