@@ -556,6 +556,24 @@ static void nanot_init_once(void) {
     nanot_warn("pthread_atfork failed: a forked child reports its parent's counts too");
 }
 
+/* nanot_lock is a leaf: any code may reach the tracker while it holds a lock
+ * of its own (an instrumented allocator called by SQLite under the tracer's
+ * writer lock), so at fork it must be taken after every other lock. Fork
+ * handlers prepare in the reverse order of their registration: the tracker
+ * registers its own at load, before any library that depends on it (the
+ * tracer, nanoprobe's Python module) registers its own in a constructor that
+ * runs after this one, and before the program's main. Registered at the first
+ * event instead, as before, they could come after the tracer's, and a fork
+ * deadlocked against the tracer's writer (the forking thread holding
+ * nanot_lock and waiting for the writer lock, the writer waiting for
+ * nanot_lock in malloc). */
+__attribute__((constructor)) static void nanot_at_load(void) {
+  int err = pthread_once(&nanot_once, nanot_init_once);
+  if (err != 0)
+    nanot_warn("pthread_once failed (%s): fork handlers registered at the first event",
+               strerror(err));
+}
+
 /* Grows the calling thread's arrays to nanot_nsites counters (at least
  * `need`): counters and baselines in one mapping. Returns 0, or -1 when out
  * of memory. Caller holds nanot_lock, so no reader sees the arrays while

@@ -6,10 +6,11 @@
  * event, dlopen of an instrumented library, the dump at exit) must never
  * wait on itself when libc calls back into this allocator.
  *
- * usage: override_main LIB THREADS ITERS
+ * usage: override_main LIB THREADS ITERS [FORKS]
  *   THREADS threads each allocate, grow and free ITERS blocks while the
- *   main thread dlopens LIB (dl_lib.c), calls dl_work(ITERS) and forks a
- *   child that allocates and leaves with _exit (no dump). While the
+ *   main thread dlopens LIB (dl_lib.c), calls dl_work(ITERS) and forks
+ *   FORKS children (default 1), one after the other, that allocate and
+ *   leave with _exit (no dump). While the
  *   workers run, every allocator call also adds 1 to `noted`; the program
  *   prints "noted=N dl_work=M", and the tracker's count of the line marked
  *   in note() must be exactly N.
@@ -79,14 +80,15 @@ static void *worker(void *arg) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 4) {
-    fprintf(stderr, "usage: %s LIB THREADS ITERS\n", argv[0]);
+  if (argc != 4 && argc != 5) {
+    fprintf(stderr, "usage: %s LIB THREADS ITERS [FORKS]\n", argv[0]);
     return 2;
   }
   int nthreads = atoi(argv[2]);
   iters = atol(argv[3]);
-  if (nthreads < 1 || nthreads > 64 || iters < 1) {
-    fprintf(stderr, "%s: THREADS must be 1 to 64, ITERS positive\n", argv[0]);
+  int forks = argc == 5 ? atoi(argv[4]) : 1;
+  if (nthreads < 1 || nthreads > 64 || iters < 1 || forks < 1) {
+    fprintf(stderr, "%s: THREADS must be 1 to 64, ITERS and FORKS positive\n", argv[0]);
     return 2;
   }
   pthread_t t[64];
@@ -104,17 +106,19 @@ int main(int argc, char **argv) {
     return 1;
   }
   long done = dl_work(iters);
-  pid_t child = fork();
-  if (child == 0) {
-    __atomic_store_n(&counting, 0, __ATOMIC_RELEASE); /* the parent's count only */
-    free(malloc(100));
-    _exit(0);
-  }
-  int status;
-  if (child < 0 || waitpid(child, &status, 0) != child || !WIFEXITED(status) ||
-      WEXITSTATUS(status) != 0) {
-    fprintf(stderr, "%s: the forked child failed\n", argv[0]);
-    return 1;
+  for (int f = 0; f < forks; f++) {
+    pid_t child = fork();
+    if (child == 0) {
+      __atomic_store_n(&counting, 0, __ATOMIC_RELEASE); /* the parent's count only */
+      free(malloc(100));
+      _exit(0);
+    }
+    int status;
+    if (child < 0 || waitpid(child, &status, 0) != child || !WIFEXITED(status) ||
+        WEXITSTATUS(status) != 0) {
+      fprintf(stderr, "%s: the forked child failed\n", argv[0]);
+      return 1;
+    }
   }
   for (int i = 0; i < nthreads; i++)
     if (pthread_join(t[i], NULL) != 0) {

@@ -265,7 +265,8 @@ def scenario_override(a):
     and the tracker together, and under the printing runtime, with threads
     allocating while an instrumented library is dlopen'ed: no deadlock, and
     every allocator event counted (the NOTED_SITE total is the program's
-    own count of them)."""
+    own count of them); and forks 200 times under the tracer and the tracker
+    without a deadlock."""
     line = marker_line(a.source, "NOTED_SITE")
     threads, iters = 4, 5000
     args = [a.bin, a.lib, str(threads), str(iters)]
@@ -292,6 +293,15 @@ def scenario_override(a):
             check(not [l for l in p.stderr.splitlines() if l.startswith("nanoprobe:")],
                   "override %s: warnings %s" % (preload, p.stderr[-500:]))
             os.remove(out)
+        # Forks while the tracer's writer holds its lock and allocates (it
+        # samples the atomics 1000 times a second): the tracker's lock must be
+        # taken last at fork (200 forks deadlocked every run when the
+        # tracker's fork handlers came after the tracer's).
+        p = run(args + ["200"], {"LD_PRELOAD": " ".join([a.tracer, a.tracker]),
+                                 "NANO_RPD_ATOMICS_HZ": "1000", "NANO_RPD_QUIET": "1"},
+                timeout=deadline, cwd=d)
+        check(re.match(r"noted=\d+ dl_work=%d\n$" % iters, p.stdout),
+              "override, 200 forks under the tracer: output %r" % p.stdout)
         printed = os.path.join(d, "p.txt")
         p = run([a.bin, a.lib, "2", "50"], {"LD_PRELOAD": a.print_lib, "NANO_PRINT_OUTPUT": printed},
                 timeout=deadline, cwd=d)
