@@ -398,10 +398,20 @@ static void cpu_atfork_child(void) {
 static pthread_key_t cpu_key;
 static void cpu_key_free(void *w) { cpu_worker_free(w); }
 
+static int cpu_key_ok; /* else every launch has a temporary worker */
+
 static pthread_once_t cpu_once = PTHREAD_ONCE_INIT;
 static void cpu_init(void) {
-  pthread_key_create(&cpu_key, cpu_key_free);
-  pthread_atfork(NULL, NULL, cpu_atfork_child);
+  int rc = pthread_key_create(&cpu_key, cpu_key_free);
+  cpu_key_ok = rc == 0;
+  if (!cpu_key_ok)
+    fprintf(stderr, "nanoprobe: pthread_key_create: %s: each CPU-kernel launch starts a worker\n",
+            strerror(rc));
+  rc = pthread_atfork(NULL, NULL, cpu_atfork_child);
+  if (rc != 0)
+    fprintf(stderr,
+            "nanoprobe: pthread_atfork: %s: CPU-kernel launches in a fork child may wait forever\n",
+            strerror(rc));
 }
 
 /* The worker the calling thread launches with: its own (made on its first
@@ -417,7 +427,7 @@ static struct cpu_worker *cpu_launcher(int *temp) {
     return NULL;
   if (w)
     *temp = 1;
-  else if (pthread_setspecific(cpu_key, n) == 0)
+  else if (cpu_key_ok && pthread_setspecific(cpu_key, n) == 0)
     cpu_self = n;
   else
     *temp = 1;
