@@ -662,6 +662,16 @@ static void rpdw_record(struct rpd_tbuf *b, const struct nano_rpd_rec *r, uint64
 #define RPDW_PUBLISH_EVERY 1024
 #define RPDW_TXN_MAX_ROWS 200000
 
+/* A round of the writer holds g_wlock, and a fork waits for it (rpdw_atfork).
+ * A round drains every ring, including those a producer moves on to meanwhile,
+ * which under a program recording faster than the writer can write is a lot:
+ * a fork waited up to a second beside two busy processes (minutes once, with
+ * a thread recording all along on a loaded machine).
+ * So a fork says it is waiting, and the round stops at the next publication
+ * point (every RPDW_PUBLISH_EVERY records), commits what it has and lets the
+ * fork through; the next round goes on where it stopped (g_w.cut_short). */
+static _Atomic int g_fork_waiting;
+
 /* Drains buffer b; returns the number of records written. */
 static uint64_t rpdw_drain(struct rpd_tbuf *b) {
   uint64_t head = __atomic_load_n(&b->ring.head, __ATOMIC_ACQUIRE);
@@ -695,6 +705,10 @@ static uint64_t rpdw_drain(struct rpd_tbuf *b) {
       if (g_w.txn_rows > RPDW_TXN_MAX_ROWS) {
         rpdw_commit();
         rpdw_begin();
+      }
+      if (atomic_load_explicit(&g_fork_waiting, memory_order_relaxed)) {
+        g_w.cut_short = 1;
+        break;
       }
     }
   }
@@ -759,10 +773,10 @@ static uint64_t rpdw_drain_thread(struct rpd_tbuf *t) {
       break;
     n += rpdw_drain(s);
     struct rpd_tbuf *next = atomic_load_explicit(&s->seg_next, memory_order_acquire);
-    if (next)
+    if (next && !g_w.cut_short)
       n += rpdw_drain(s); /* what it published before it moved on */
     atomic_store(&s->seg_state, SEG_MEM);
-    if (!next)
+    if (!next || g_w.cut_short)
       break;
     atomic_store(&s->seg_next, NULL);
     t->wseg = next;
@@ -846,7 +860,8 @@ static void rpdw_names(void) {
 
 /* One pass over all buffers; frees the buffers of exited threads once empty. */
 static void rpdw_drain_all(void) {
-  for (struct rpd_tbuf *b = atomic_load(&g_bufs); b; b = b->next) {
+  g_w.cut_short = 0;
+  for (struct rpd_tbuf *b = atomic_load(&g_bufs); b && !g_w.cut_short; b = b->next) {
     int state = atomic_load_explicit(&b->state, memory_order_acquire);
     if (state == 2)
       continue;
@@ -1169,7 +1184,7 @@ static void rpdw_flush(int atomics) {
   }
   rpdw_write_dropped();
   rpdw_write_sums();
-  if (atomics && !g_w.failed && rpdw_begin() == 0) {
+  if (atomics && !g_w.cut_short && !g_w.failed && rpdw_begin() == 0) {
     rpdi_atomics_write(g_w.db, g_w.path, g_w.offset);
     rpdi_atomics_sample(g_w.db, g_w.path, g_w.offset, rpd_clock());
   }
@@ -1262,7 +1277,8 @@ static void *rpdw_main(void *arg) {
   int64_t next_flush = flush_ms < 0 ? INT64_MAX : rpd_clock() + (int64_t)flush_ms * 1000000;
   int64_t next_sample = 0;
   for (;;) {
-    int woken = rpdw_wait(timeout) > 0;
+    /* a round cut short for a fork goes on at once */
+    int woken = g_w.cut_short || rpdw_wait(timeout) > 0;
     pthread_mutex_lock(&g_wlock);
     uint32_t req = atomic_load(&g_flush_req);
     int quit = atomic_load(&g_writer_quit);
@@ -1273,8 +1289,13 @@ static void *rpdw_main(void *arg) {
     if (req != atomic_load(&g_flush_done) || quit || due) {
       uint32_t areq = atomic_exchange(&g_atomics_req, 0);
       rpdw_flush(areq != 0 || quit);
-      atomic_store(&g_flush_done, req);
-      rpd_futex(&g_flush_done, FUTEX_WAKE, INT32_MAX, NULL);
+      if (g_w.cut_short) {
+        atomic_fetch_add(&g_atomics_req, areq); /* asked again with the flush */
+        quit = 0;                               /* the flush is served next round */
+      } else {
+        atomic_store(&g_flush_done, req);
+        rpd_futex(&g_flush_done, FUTEX_WAKE, INT32_MAX, NULL);
+      }
     } else if (woken) {
       rpdw_drain_all();
       rpdw_run_jobs();
@@ -1415,7 +1436,9 @@ const char *rpdw_path(void) { return g_w.path; }
 void rpdw_atfork(enum rpd_fork_phase phase) {
   switch (phase) {
   case RPD_FORK_PREPARE:
+    atomic_store(&g_fork_waiting, 1); /* the writer's round stops short */
     pthread_mutex_lock(&g_wlock);
+    atomic_store(&g_fork_waiting, 0);
     pthread_mutex_lock(&g_jobs_lock);
     pthread_mutex_lock(&g_old.lock);
     break;

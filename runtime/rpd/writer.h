@@ -122,6 +122,7 @@ struct rpd_writer {
   int npend, cappend;
   int in_txn;
   uint64_t txn_rows;
+  int cut_short; /* the last round stopped for a fork: records are left */
   int failed;
   int never_opened;      /* the file could not be opened: nothing was written */
   uint64_t lost_rows;    /* rows of transactions the failure rolled back */
