@@ -657,8 +657,9 @@ static void rpdw_record(struct rpd_tbuf *b, const struct nano_rpd_rec *r, uint64
 
 /* While draining, the writer hands consumed room back to the producer every
  * RPDW_PUBLISH_EVERY records (a full producer waits on no more than that), and
- * splits a transaction past RPDW_TXN_MAX_ROWS rows (so one busy drain does not
- * grow the WAL without bound). */
+ * splits a transaction past RPDW_TXN_MAX_ROWS rows (so that one busy drain
+ * neither keeps other appenders off the file nor leaves a SIGKILL that much
+ * to roll back). */
 #define RPDW_PUBLISH_EVERY 1024
 #define RPDW_TXN_MAX_ROWS 200000
 
