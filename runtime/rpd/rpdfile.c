@@ -416,7 +416,9 @@ int nano_rpdfile_check(sqlite3 *db, const char *path, int *version, char *err, s
 /* Looks at the file itself before SQLite does: 1 = missing, 2 = empty,
  * 0 = starts with the SQLite header, or an error (not SQLite, unreadable). */
 static int rpdfile_probe(const char *path, char *err, size_t errlen) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  /* O_NONBLOCK: a FIFO there must not stop the caller (a truncating
+   * recording probes in rpdstart, on the program's thread) */
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     if (errno == ENOENT)
       return 1;
@@ -431,6 +433,11 @@ static int rpdfile_probe(const char *path, char *err, size_t errlen) {
   }
   if (S_ISDIR(sb.st_mode)) {
     rpdfile_err(err, errlen, path, "is a directory, not an RPD file");
+    close(fd);
+    return NANO_RPDFILE_EIO;
+  }
+  if (!S_ISREG(sb.st_mode)) {
+    rpdfile_err(err, errlen, path, "is not a regular file, not an RPD file");
     close(fd);
     return NANO_RPDFILE_EIO;
   }

@@ -264,6 +264,18 @@ def test_truncation_frees_the_old_trace_while_the_program_runs(tmp_path):
         assert sessions == [("2",)] and pids == [(2,)], (sessions, pids)
 
 
+def test_fifo_as_trace_file_is_refused_without_waiting(tmp_path):
+    """A FIFO where the trace should go: the program runs to its end (the
+    truncating start probes the path on the program's thread, and used to
+    wait there for a writer to open the FIFO) and the tracer says why it
+    records nothing."""
+    write(tmp_path, "prog.py", "print('ran')\n")
+    os.mkfifo(str(tmp_path / "t.rpd"))
+    r = run(["-m", "nanoprobe", "-o", "t.rpd", "prog.py"], cwd=str(tmp_path), timeout=30)
+    assert r.stdout == "ran\n"
+    assert "t.rpd: is not a regular file, not an RPD file" in r.stderr, r.stderr
+
+
 def test_runner_argv_main_and_module(tmp_path, nanoprobe):
     write(tmp_path, "args.py", """
         import sys
