@@ -6,20 +6,26 @@
 #   launch cost      tiny kernel, each launch waited for: instrumented (no
 #                    analyzer; MemoryAnalysis) over plain. NVBit's memtrace:
 #                    6.9-7.3x on a tiny vector add.
-#   per-access cost  memory-bound triad (R passes, about 100 ms plain at
-#                    R=350 on an H100): instrumented (none; MemoryAnalysis) over
-#                    plain, and records drained per second (nano_dispatch).
+#   per-access cost  memory-bound triad (R passes: 10 ms plain at the default
+#                    R=35 on an H100, 106 ms at R=350, where one instrumented
+#                    run takes minutes): instrumented (none; MemoryAnalysis)
+#                    over plain, and records drained per second (nano_dispatch).
 #   tracing          cudaStreamQuery and empty launches: traced (CUPTI) over plain.
 # usage: bench/gpu/run.sh OUT [WORK]   (env: NANO_BENCH_REPEAT, NANO_BENCH_PASSES)
 set -euo pipefail
 out=$(cd "$1" && pwd)
 work=${2:-$(mktemp -d)}
 mkdir -p "$work"
-rounds=${NANO_BENCH_REPEAT:-5} passes=${NANO_BENCH_PASSES:-350}
+rounds=${NANO_BENCH_REPEAT:-5} passes=${NANO_BENCH_PASSES:-35}
 "$out/probe" >/dev/null 2>&1 || { echo "no CUDA device here: the GPU benchmarks did not run"; exit 77; }
 export LD_LIBRARY_PATH="$out/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-if [ -z "${NANO_CUPTI_PATH:-}" ]; then
-  cupti=$(find /usr/local /opt /usr/lib -name 'libcupti.so*' 2>/dev/null | sort | head -1)
+# (the runtime itself looks in the toolkit's /usr/local/cuda folders:
+# runtime/rpd/cupti.c, cupti_dirs)
+toolkit_cupti=$(ls /usr/local/cuda/{extras/CUPTI/lib64,lib64,targets/x86_64-linux/lib}/libcupti.so{.13,} 2>/dev/null | head -1)
+if [ -z "${NANO_CUPTI_PATH:-}" ] && [ -z "$toolkit_cupti" ]; then
+  # the toolkit's release (13: what the suite is built with), not an older
+  # copy such as Nsight Compute's
+  cupti=$(find /usr/local /opt /usr/lib -name 'libcupti.so.13*' 2>/dev/null | sort | head -1)
   [ -n "$cupti" ] && export NANO_CUPTI_PATH=$cupti
 fi
 rpd=$out/lib/libnano_rpd.so
@@ -53,8 +59,12 @@ ratios() {
   shift 3
   declare -A r
   for ((i = 0; i < rounds; i++)); do
-    b=$(figure "$mode" "$n" "$base")
-    for v in "$@"; do r[$v]+="$(python3 -c "print($(figure "$mode" "$n" "$v") / $b)") "; done
+    # a failed run stops the benchmark (figure said which)
+    b=$(figure "$mode" "$n" "$base") || exit 1
+    for v in "$@"; do
+      x=$(figure "$mode" "$n" "$v") || exit 1
+      r[$v]+="$(python3 -c "print($x / $b)") "
+    done
   done
   for v in "$@"; do
     python3 - "$mode" "$v" "$base" ${r[$v]} <<'PY'
@@ -64,7 +74,10 @@ print(f"{mode:9} {v:12} / {base:6}: best {min(xs):8.2f}x  median {statistics.med
 PY
   done
 }
+# the long one last, so that a session cut short has the others
 ratios tiny 2000 plain inst_none inst_memory
+ratios api 200000 plain traced
+ratios launch 100000 plain traced
 ratios membound "$passes" plain inst_none inst_memory
 figure membound "$passes" inst_none >/dev/null
 python3 - "$work/inst.rpd" <<'PY'
@@ -72,5 +85,3 @@ import sqlite3, sys
 r = sqlite3.connect(sys.argv[1]).execute('select records, dropped, "end" - start from nano_dispatch').fetchone()
 print(f"membound drained {r[0] / (r[2] / 1e9) / 1e6:.1f} M records/s ({r[0]} records, {r[1]} dropped)")
 PY
-ratios api 200000 plain traced
-ratios launch 100000 plain traced

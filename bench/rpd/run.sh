@@ -52,7 +52,8 @@ run() { # NAME ENV... -- PROGRAM
 for _ in $(seq "${RPD_BENCH_REPEAT:-3}"); do
   run untraced NANO_RPD_QUIET=1 "$bin/bench_ranges10m_off"
   run overflow NANO_RPD_QUIET=1 RPDT_FILENAME=ranges.rpd "$bin/bench_ranges10m"
-  rows=$(sqlite3 ranges.rpd "select count(*) from rocpd_api")
+  # python's sqlite3: the GPU machines have no sqlite3 command
+  rows=$(python3 -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute("select count(*) from rocpd_api").fetchone()[0])' ranges.rpd)
   [ "$rows" = "$n" ] || { echo "run.sh: $rows rows of $n ranges" >&2; exit 1; }
   run wait NANO_RPD_QUIET=1 NANO_RPD_OVERFLOW=0 RPDT_FILENAME=ranges.rpd "$bin/bench_ranges10m"
 done

@@ -70,7 +70,7 @@ struct nano_dh_desc {
   u64 hook;
   u32 block_lo[3];
   u32 block_hi[3];
-  u64 reserved;
+  u64 tail_seen;
 };
 _Static_assert(sizeof(struct nano_dh_desc) == NANO_DH_DESC_SIZE, "descriptor size");
 _Static_assert(__builtin_offsetof(struct nano_dh_desc, hook) == NANO_DH_DESC_OFF_HOOK, "hook");
@@ -188,13 +188,21 @@ static void nano_dh_wave_sync(u64 exec) { nano_dh_llvm_bar_warp_sync((u32)exec);
  * reads. (LLVM 15's NVPTX backend cannot select the IR fence instruction.) */
 static void nano_dh_acquire(void) { nano_dh_llvm_membar_sys(); }
 static void nano_dh_release(void) { nano_dh_llvm_membar_sys(); }
-static void nano_dh_pause(void) {}
 /* PTX's %globaltimer (ns); inline assembly because LLVM 15 has no intrinsic
  * for it (its PTX then calls an undefined "llvm.nvvm..." that ptxas refuses). */
 static u64 nano_dh_clock(void) {
   u64 t;
   __asm__ volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   return t;
+}
+/* Between two polls of the tail (a read across the bus that every waiting
+ * warp would otherwise repeat back to back): about NANO_DH_PAUSE_NS on the
+ * global timer, which needs no sm_70 (nanosleep does). */
+#define NANO_DH_PAUSE_NS 500u
+static void nano_dh_pause(void) {
+  u64 start = nano_dh_clock();
+  while (nano_dh_clock() - start < NANO_DH_PAUSE_NS)
+    ;
 }
 static u32 nano_dh_hwid(void) { return nano_dh_llvm_smid(); }
 static void nano_dh_block(u32 b[3]) {
@@ -274,26 +282,49 @@ static void nano_dh_thread(u32 t[3]) {
 
 /* Reserves `bytes` in the ring; returns the ring offset (monotonic byte
  * count) or NANO_DH_DROPPED_OFFSET after counting a drop. Called by the
- * leader lane only. */
+ * leader lane only.
+ *
+ * The common case touches the descriptor alone (device memory): room is
+ * judged against desc->tail_seen, a lower bound of the host's tail (the host
+ * sets it with each descriptor it writes; leaders raise it after reading the
+ * tail), and the reservation is one fetch-and-add on head. Reading the tail
+ * itself crosses the bus, and on a GPU those reads queue: with a read and a
+ * compare-and-swap retry per reservation, a grid of 2,048 warps made about
+ * 1,400 records per second on an H100.
+ *
+ *   1. Room for `bytes` after head? If not as far as tail_seen tells, poll
+ *      the tail (pausing between polls); a ring still full after max_spins
+ *      polls, or at once with NANO_DH_FLAG_DROP, drops the record.
+ *   2. Fetch-and-add: the reservation. Leaders that passed step 1 together
+ *      may have reserved past the room between them (at most one record per
+ *      leader in flight); such a leader waits for the host, which drains
+ *      while the dispatch runs, in ring order, so the earliest reservation
+ *      always has room and every one after it gets it in turn. */
 static u64 nano_dh_reserve(gdesc *d, u64 bytes) {
   u64 cap = d->capacity;
   const gword *tail = (const gword *)d->tail_addr;
+  volatile gword *seen = (volatile gword *)&d->tail_seen;
+  u64 t = *seen;
   u32 spins = 0;
   if (bytes > cap)
     goto drop;
-  for (;;) {
-    u64 head = *(volatile gword *)&d->head;
-    u64 t = *(const volatile gword *)tail;
-    nano_dh_acquire();
-    if (head + bytes - t <= cap) {
-      if (__sync_bool_compare_and_swap(&d->head, head, head + bytes))
-        return head;
-      continue;
-    }
-    if ((d->flags & NANO_DH_FLAG_DROP) || spins++ >= d->max_spins)
+  while (*(volatile gword *)&d->head + bytes - t > cap) {
+    if (spins && ((d->flags & NANO_DH_FLAG_DROP) || spins > d->max_spins))
       goto drop;
-    nano_dh_pause();
+    if (spins++)
+      nano_dh_pause();
+    t = *(const volatile gword *)tail;
+    nano_dh_acquire();
+    *seen = t;
   }
+  u64 off = __sync_fetch_and_add(&d->head, bytes);
+  while (off + bytes - t > cap) {
+    t = *(const volatile gword *)tail;
+    nano_dh_acquire();
+    if (off + bytes - t > cap)
+      nano_dh_pause();
+  }
+  return off;
 drop:
   __sync_fetch_and_add(&d->dropped, 1ull);
   return NANO_DH_DROPPED_OFFSET;

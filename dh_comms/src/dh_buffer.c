@@ -20,7 +20,7 @@ struct dhbuf_desc {
   uint32_t flags, max_spins;
   uint64_t hook;
   uint32_t block_lo[3], block_hi[3];
-  uint64_t reserved;
+  uint64_t tail_seen;
 };
 _Static_assert(sizeof(struct dhbuf_desc) == NANO_DH_DESC_SIZE, "descriptor size");
 _Static_assert(offsetof(struct dhbuf_desc, head) == NANO_DH_DESC_OFF_HEAD, "head");
@@ -106,6 +106,7 @@ static int dhbuf_host_put(void *ctx, struct nano_dh_placement *p, const void *de
   dst->max_spins = src->max_spins;
   memcpy(dst->block_lo, src->block_lo, sizeof dst->block_lo);
   memcpy(dst->block_hi, src->block_hi, sizeof dst->block_hi);
+  __atomic_store_n(&dst->tail_seen, src->tail_seen, __ATOMIC_RELAXED);
   __atomic_store_n(&dst->hook, src->hook, __ATOMIC_RELAXED);
   __atomic_store_n(&dst->flags, src->flags, __ATOMIC_RELEASE);
   return 0;
@@ -125,6 +126,13 @@ const struct nano_dh_memory nano_dh_host_memory = {
 };
 
 /* ---- buffers ---------------------------------------------------------------- */
+
+/* Writes b's descriptor to its placement, tail_seen set to the tail now (the
+ * device's lower bound of it: dh_format.h). */
+static int dhbuf_put_desc(struct nano_dh_buffer *b) {
+  b->desc.tail_seen = __atomic_load_n(b->pl.tail, __ATOMIC_ACQUIRE);
+  return b->mem->put_desc(b->mem->ctx, &b->pl, &b->desc);
+}
 
 struct nano_dh_buffer *nano_dh_buffer_create(const struct nano_dh_memory *mem, uint64_t capacity,
                                              uint32_t flags, uint32_t max_spins, char *err,
@@ -161,7 +169,7 @@ struct nano_dh_buffer *nano_dh_buffer_create(const struct nano_dh_memory *mem, u
   b->desc.max_spins = max_spins;
   for (int i = 0; i < 3; i++)
     b->desc.block_hi[i] = UINT32_MAX;
-  if (mem->put_desc(mem->ctx, &b->pl, &b->desc) != 0) {
+  if (dhbuf_put_desc(b) != 0) {
     if (err && errlen)
       snprintf(err, errlen, "dh_comms: cannot write the descriptor (%s placement)", mem->name);
     nano_dh_buffer_destroy(b);
@@ -192,7 +200,7 @@ int nano_dh_buffer_set_blocks(struct nano_dh_buffer *b, const uint32_t lo[3],
                               const uint32_t hi[3]) {
   memcpy(b->desc.block_lo, lo, sizeof b->desc.block_lo);
   memcpy(b->desc.block_hi, hi, sizeof b->desc.block_hi);
-  return b->mem->put_desc(b->mem->ctx, &b->pl, &b->desc);
+  return dhbuf_put_desc(b);
 }
 
 void nano_dh_buffer_set_doorbell(struct nano_dh_buffer *b, void (*fn)(void *), void *arg) {
@@ -205,7 +213,7 @@ int nano_dh_buffer_set_hook(struct nano_dh_buffer *b, void *hook) {
     return -1;
   b->desc.hook = (uint64_t)(uintptr_t)hook;
   b->desc.flags = hook ? b->desc.flags | NANO_DH_FLAG_HOOK : b->desc.flags & ~NANO_DH_FLAG_HOOK;
-  return b->mem->put_desc(b->mem->ctx, &b->pl, &b->desc);
+  return dhbuf_put_desc(b);
 }
 
 /* The ring address of monotonic offset off. */

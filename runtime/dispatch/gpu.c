@@ -763,6 +763,7 @@ static int gpu_node_put_desc(void *ctx, struct nano_dh_placement *p, const void 
   memcpy(stage, desc, NANO_DH_DESC_SIZE);
   memcpy(stage + NANO_DH_DESC_OFF_HEAD, &head, sizeof head);
   memcpy(stage + NANO_DH_DESC_OFF_DROPPED, &dropped, sizeof dropped);
+  memcpy(stage + NANO_DH_DESC_OFF_TAIL_SEEN, &head, sizeof head);
   return 0;
 }
 

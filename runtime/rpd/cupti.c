@@ -93,13 +93,17 @@ static const struct nano_symbol cupti_fns[] = {
     CUPTI_FN(ActivityGetNumDroppedRecords, cuptiActivityGetNumDroppedRecords),
 };
 
-/* Where libcupti is looked for after NANO_CUPTI_PATH and the library path. */
-static const char *const cupti_paths[] = {
-    "libcupti.so",
-    "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so",
-    "/usr/local/cuda/lib64/libcupti.so",
-    "/usr/local/cuda/lib/libcupti.so",
+/* Where libcupti is looked for after NANO_CUPTI_PATH: the library path,
+ * then the toolkit's folders; in each, the soname of the CUDA major release
+ * nanoprobe was built with (a runtime-only install has no unversioned name),
+ * then the unversioned name. */
+static const char *const cupti_dirs[] = {
+    "",
+    "/usr/local/cuda/extras/CUPTI/lib64/",
+    "/usr/local/cuda/lib64/",
+    "/usr/local/cuda/targets/x86_64-linux/lib/",
 };
+#define CUPTI_CUDA_MAJOR (CUDA_VERSION / 1000)
 
 static struct {
   pthread_once_t once;
@@ -365,10 +369,18 @@ static void *cupti_open(void) {
       fprintf(stderr, "nanoprobe: NANO_CUPTI_PATH=%s cannot be loaded: %s\n", env, dlerror());
     return h;
   }
-  for (size_t i = 0; i < sizeof cupti_paths / sizeof cupti_paths[0]; i++) {
-    void *h = dlopen(cupti_paths[i], RTLD_NOW | RTLD_LOCAL);
-    if (h)
-      return h;
+  for (size_t i = 0; i < sizeof cupti_dirs / sizeof cupti_dirs[0]; i++) {
+    char path[PATH_MAX];
+    for (int versioned = 1; versioned >= 0; versioned--) {
+      int n = versioned
+                  ? snprintf(path, sizeof path, "%slibcupti.so.%d", cupti_dirs[i], CUPTI_CUDA_MAJOR)
+                  : snprintf(path, sizeof path, "%slibcupti.so", cupti_dirs[i]);
+      if (n < 0 || (size_t)n >= sizeof path)
+        continue;
+      void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+      if (h)
+        return h;
+    }
   }
   fprintf(stderr, "nanoprobe: libcupti.so (CUDA toolkit) not found (set NANO_CUPTI_PATH): CUDA "
                   "calls and kernels are not traced\n");

@@ -8,14 +8,20 @@
  * compared with exactly the accesses each thread makes. (The runtime's
  * virtual waves are tested by tests/dispatch.)
  *
- * usage: cpu_e2e records|drop|wait|drain
+ * usage: cpu_e2e records|drop|wait|drain|threads
  *   records: large buffer; every record checked, nothing dropped
  *   drop:    the smallest buffer (16 one-lane records), NANO_DH_FLAG_DROP:
  *            16 records kept, the rest dropped and counted
  *   wait:    the same with a bounded wait (no drain): same, after waiting
  *   drain:   the smallest buffer drained after every thread: no drops,
  *            records wrap around the ring and still decode exactly
+ *   threads: E2E_WRITERS threads launch twins at once into the smallest
+ *            buffer while a drainer consumes it: leaders that check for
+ *            room together reserve past it and wait for the drain
+ *            (nano_dh_reserve); every record arrives once, none dropped
  */
+#define _GNU_SOURCE /* pthread_tryjoin_np */
+#include <pthread.h>
 #include "nano/dh_comms.h"
 #include "nano/kernel.h"
 
@@ -159,9 +165,85 @@ static void e2e_run(struct e2e_data *d, struct nano_dh_buffer *buf, struct e2e_s
   CHECK(d->count[0] == E2E_N && d->count_ref[0] == E2E_N, "count %lld", (long long)d->count[0]);
 }
 
+/* ---- threads mode ---------------------------------------------------------- */
+
+enum { E2E_WRITERS = 4, E2E_ROUNDS = 2000 };
+
+struct e2e_writer {
+  pthread_t id;
+  struct nano_dh_buffer *buf;
+  struct e2e_data d;
+};
+
+static void *e2e_write(void *arg) {
+  struct e2e_writer *w = arg;
+  void *desc = nano_dh_buffer_desc(w->buf);
+  nano_dim3 grid = nano_dim(E2E_GRID, 1, 1), block = nano_dim(E2E_BLOCK, 1, 1);
+  for (int r = 0; r < E2E_ROUNDS; r++)
+    NANO_LAUNCH(grid, block, __nano_twin_k_axpy(w->d.y, w->d.x, 2.0f, E2E_N, desc));
+  return NULL;
+}
+
+struct e2e_tally {
+  struct e2e_writer *w;
+  unsigned long records, foreign;
+};
+
+/* Counts a record; one whose address lies in no writer's arrays is foreign. */
+static int e2e_count(const struct nano_dh_record *r, void *arg) {
+  struct e2e_tally *t = arg;
+  t->records++;
+  uintptr_t a = (uintptr_t)r->addr[0];
+  for (int i = 0; i < E2E_WRITERS; i++) {
+    const struct e2e_data *d = &t->w[i].d;
+    if ((a >= (uintptr_t)d->x && a < (uintptr_t)(d->x + E2E_N)) ||
+        (a >= (uintptr_t)d->y && a < (uintptr_t)(d->y + E2E_N)))
+      return 0;
+  }
+  t->foreign++;
+  return 0;
+}
+
+static int e2e_threads(void) {
+  static struct e2e_writer w[E2E_WRITERS];
+  char err[256];
+  /* waits for room as long as it takes: the drainer never stops */
+  struct nano_dh_buffer *buf =
+      nano_dh_buffer_create(NULL, NANO_DH_MIN_CAPACITY, 0, UINT32_MAX, err, sizeof err);
+  CHECK(buf, "cannot create a buffer: %s", err);
+  for (int i = 0; i < E2E_WRITERS; i++) {
+    w[i].buf = buf;
+    e2e_init(&w[i].d);
+    CHECK(pthread_create(&w[i].id, NULL, e2e_write, &w[i]) == 0, "pthread_create");
+  }
+  struct e2e_tally t = {w, 0, 0};
+  struct nano_dh_drain_stats st = {0};
+  int joined[E2E_WRITERS] = {0}, running = E2E_WRITERS;
+  while (running) {
+    nano_dh_buffer_drain(buf, e2e_count, &t, &st);
+    for (int i = 0; i < E2E_WRITERS; i++)
+      if (!joined[i] && pthread_tryjoin_np(w[i].id, NULL) == 0)
+        joined[i] = 1, running--;
+  }
+  nano_dh_buffer_finish(buf, e2e_count, &t, &st);
+  const unsigned long want = (unsigned long)E2E_WRITERS * E2E_ROUNDS * E2E_N * 3;
+  CHECK(st.decode_errors == 0 && st.lost_bytes == 0, "decode errors %llu, lost bytes %llu: %s",
+        (unsigned long long)st.decode_errors, (unsigned long long)st.lost_bytes, st.first_error);
+  CHECK(nano_dh_buffer_dropped(buf) == 0, "%llu dropped",
+        (unsigned long long)nano_dh_buffer_dropped(buf));
+  CHECK(t.records == want, "%lu records, want %lu", t.records, want);
+  CHECK(t.foreign == 0, "%lu records of addresses no writer touched", t.foreign);
+  nano_dh_buffer_destroy(buf);
+  printf("ok threads: %d writers, %lu records through a %u-byte ring\n", E2E_WRITERS, want,
+         NANO_DH_MIN_CAPACITY);
+  return 0;
+}
+
 int main(int argc, char **argv) {
-  CHECK(argc == 2, "usage: %s records|drop|wait|drain", argv[0]);
+  CHECK(argc == 2, "usage: %s records|drop|wait|drain|threads", argv[0]);
   const char *mode = argv[1];
+  if (strcmp(mode, "threads") == 0)
+    return e2e_threads();
   static struct e2e_state s;
   static struct e2e_data d;
   char err[256];

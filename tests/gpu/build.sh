@@ -24,7 +24,10 @@ for src in "$here"/samples/*.cu "$here/../../bench/gpu/gpubench.cu"; do
     fi
     libs+=(-lcublas -Wl,-rpath,"$cuda/lib64")
   fi
-  "$clangxx" "${flags[@]}" "$src" -o "$out/$name" "${libs[@]}"
+  # shared memory is instrumented on request only (NANO_ADDRSPACES)
+  spaces=global,generic
+  [ "$name" = bank ] && spaces+=,shared
+  NANO_ADDRSPACES=$spaces "$clangxx" "${flags[@]}" "$src" -o "$out/$name" "${libs[@]}"
 done
 # the runtime and what it loads, minus what every machine has (the C and C++
 # libraries, zlib: a copy of these could shadow the newer ones CUDA needs)

@@ -43,14 +43,16 @@
  * read-modify-write atomics cheaply (device memory on a GPU, host memory for
  * CPU kernels): only head and dropped are RMW targets, so PCIe atomics are
  * never needed. The ring and the tail live in host-visible memory; the device
- * reads the tail (through tail_addr) only when the ring looks full.
+ * reads the tail (through tail_addr) only when the ring looks full by
+ * tail_seen, a lower bound of the tail kept in the descriptor.
  *
  *   offset type     field      written by
  *   0      u32      magic      host   NANO_DH_MAGIC
  *   4      u32      version    host   NANO_DH_VERSION
  *   8      u64      data       host   device address of the ring
  *   16     u64      capacity   host   ring bytes, power of two >= 128
- *   24     u64      head       device bytes reserved so far (CAS, monotonic)
+ *   24     u64      head       device bytes reserved so far (fetch-and-add,
+ *                                     monotonic)
  *   32     u64      tail_addr  host   device address of the u64 tail: bytes
  *                                     the host has consumed (monotonic)
  *   40     u64      dropped    device records dropped (atomic add)
@@ -60,7 +62,10 @@
  *                                     function (NANO_DH_FLAG_HOOK); else 0
  *   64     u32 x 3  block_lo   host   first block id recorded, per dimension
  *   76     u32 x 3  block_hi   host   last block id recorded (inclusive)
- *   88     u64      reserved   host   0
+ *   88     u64      tail_seen  both   a tail the host has reached (so a lower
+ *                                     bound of it): the host writes the tail
+ *                                     with each descriptor, leaders after
+ *                                     reading it (0 is valid, only slower)
  */
 #define NANO_DH_MAGIC 0x4348444eu /* "NDHC" */
 #define NANO_DH_DESC_SIZE 96
@@ -76,7 +81,7 @@
 #define NANO_DH_DESC_OFF_HOOK 56
 #define NANO_DH_DESC_OFF_BLOCK_LO 64
 #define NANO_DH_DESC_OFF_BLOCK_HI 76
-#define NANO_DH_DESC_OFF_RESERVED 88
+#define NANO_DH_DESC_OFF_TAIL_SEEN 88
 /* The smallest ring: two maximal records do not fit, one always does. */
 #define NANO_DH_MIN_CAPACITY 1024u
 
