@@ -39,9 +39,6 @@
 
 /* Initial slots of the per-site table (a power of two; doubles at 1/2 full). */
 #define MA_INITIAL_SLOTS 64u
-/* Lines one record may touch before the count falls back to a sorted
- * list on the heap (a memcpy of a few KiB per lane). */
-#define MA_LOCAL_LINES 256u
 /* Lanes per phase of the phased model, by access size. */
 #define MA_PHASE_LANES_4B 32u
 #define MA_PHASE_LANES_8B 16u
@@ -77,59 +74,92 @@ struct memory_analysis {
 
 /* ---- the arithmetic (also used on synthetic records by the unit tests) ---- */
 
+/* Lanes up to which ma_sort sorts by insertion (no call per comparison). */
+#define MA_INSERTION_SORT_MAX 64u
+
 static int ma_u64_cmp(const void *a, const void *b) {
   uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
   return x < y ? -1 : x > y;
 }
 
-/* Distinct `unit`-byte blocks touched by the lanes of r, each reading
- * `size` bytes from its address. -1 when out of memory. */
-static int64_t ma_blocks_used(const struct nano_dh_record *r, uint32_t size, uint32_t unit) {
-  uint64_t local[MA_LOCAL_LINES], *ids = local;
-  size_t n = 0, cap = MA_LOCAL_LINES;
-  for (unsigned i = 0; i < r->lanes; i++) {
-    uint64_t first = r->addr[i] / unit, last = (r->addr[i] + size - 1) / unit;
-    for (uint64_t b = first; b <= last; b++) {
-      if (n == cap) {
-        uint64_t *grown = malloc(2 * cap * sizeof *grown);
-        if (!grown) {
-          if (ids != local)
-            free(ids);
-          return -1;
-        }
-        memcpy(grown, ids, n * sizeof *ids);
-        if (ids != local)
-          free(ids);
-        ids = grown;
-        cap *= 2;
-      }
-      ids[n++] = b;
-    }
+/* Sorts v ascending: by insertion for a wave's worth, else qsort. */
+static void ma_sort(uint64_t *v, size_t n) {
+  if (n > MA_INSERTION_SORT_MAX) {
+    qsort(v, n, sizeof *v, ma_u64_cmp);
+    return;
   }
-  qsort(ids, n, sizeof *ids, ma_u64_cmp);
-  int64_t distinct = 0;
-  for (size_t i = 0; i < n; i++)
-    distinct += i == 0 || ids[i] != ids[i - 1];
-  if (ids != local)
-    free(ids);
-  return distinct;
+  for (size_t i = 1; i < n; i++) {
+    uint64_t x = v[i];
+    size_t j = i;
+    for (; j > 0 && v[j - 1] > x; j--)
+      v[j] = v[j - 1];
+    v[j] = x;
+  }
 }
 
-/* Bytes covered by the union of the lanes' [addr, addr + size) intervals. */
-static uint64_t ma_distinct_bytes(const struct nano_dh_record *r, uint32_t size) {
-  uint64_t start[64];
-  for (unsigned i = 0; i < r->lanes; i++)
-    start[i] = r->addr[i];
-  qsort(start, r->lanes, sizeof *start, ma_u64_cmp);
-  uint64_t total = 0, end = 0;
-  for (unsigned i = 0; i < r->lanes; i++) {
-    uint64_t s = start[i] > end ? start[i] : end, e = start[i] + size;
-    if (e > s)
-      total += e - s;
-    if (e > end)
-      end = e;
+/* The lanes' addresses of r in ascending order: r's own when they already
+ * are (a wave's lanes usually go up with the lane), reversed when they go
+ * down, else sorted into buf. */
+static const uint64_t *ma_sorted(const struct nano_dh_record *r, uint64_t buf[64]) {
+  unsigned n = r->lanes, up = 1, down = 1;
+  for (unsigned i = 1; i < n && (up || down); i++) {
+    up &= r->addr[i - 1] <= r->addr[i];
+    down &= r->addr[i - 1] >= r->addr[i];
   }
-  return total;
+  if (up)
+    return r->addr;
+  for (unsigned i = 0; i < n; i++)
+    buf[i] = r->addr[down ? n - 1 - i : i];
+  if (!down)
+    ma_sort(buf, n);
+  return buf;
+}
+
+/* What the lanes' [addr, addr + size) intervals cover, addr ascending in
+ * `a`: distinct bytes, and distinct `line`- and `sector`-byte blocks. One
+ * sweep: intervals sorted by start cover sorted block ranges, so a block is
+ * new exactly when it lies past the last one counted. */
+struct ma_cover {
+  uint64_t bytes, lines, sectors;
+};
+
+static void ma_blocks(uint64_t first, uint64_t last, int *any, uint64_t *top, uint64_t *count) {
+  if (*any && first <= *top)
+    first = *top + 1;
+  if (first <= last) {
+    *count += last - first + 1;
+    *top = last;
+    *any = 1;
+  }
+}
+
+/* A block size as a shift (every architecture's lines and sectors are powers
+ * of two: a division per lane was most of the analyzer's time), or -1. */
+static int ma_shift(uint32_t unit) {
+  return unit && !(unit & (unit - 1)) ? __builtin_ctz(unit) : -1;
+}
+
+static uint64_t ma_block(uint64_t x, uint32_t unit, int shift) {
+  return shift >= 0 ? x >> shift : x / unit;
+}
+
+static struct ma_cover ma_cover(const uint64_t *a, unsigned n, uint32_t size, uint32_t line,
+                                uint32_t sector) {
+  struct ma_cover c = {0, 0, 0};
+  uint64_t end = 0, line_top = 0, sector_top = 0;
+  int line_any = 0, sector_any = 0, ls = ma_shift(line), ss = ma_shift(sector);
+  for (unsigned i = 0; i < n; i++) {
+    uint64_t s = a[i], e = a[i] + size; /* [s, e) */
+    uint64_t from = i && s < end ? end : s;
+    if (e > from)
+      c.bytes += e - from;
+    if (!i || e > end)
+      end = e;
+    ma_blocks(ma_block(s, line, ls), ma_block(e - 1, line, ls), &line_any, &line_top, &c.lines);
+    ma_blocks(ma_block(s, sector, ss), ma_block(e - 1, sector, ss), &sector_any, &sector_top,
+              &c.sectors);
+  }
+  return c;
 }
 
 /* The phase (set of lanes served together) of lane `lane` for an access of
@@ -171,7 +201,7 @@ static uint64_t ma_bank_conflicts(const struct nano_dispatch_info *info,
     }
     if (n == 0)
       continue;
-    qsort(w, n, sizeof *w, ma_u64_cmp);
+    ma_sort(w, n);
     /* distinct words per bank; the busiest bank sets the cycles */
     unsigned per_bank[64] = {0}, worst = 0;
     for (size_t i = 0; i < n; i++) {
@@ -258,18 +288,13 @@ static int ma_handle(struct nano_handler *h, const struct nano_dh_record *r) {
     s->bank_conflicts += ma_bank_conflicts(info, r, size);
     return NANO_RECORD_PASS;
   }
-  uint64_t bytes = ma_distinct_bytes(r, size);
-  int64_t lines = ma_blocks_used(r, size, info->line_bytes);
-  int64_t sectors =
-      info->sector_bytes != info->line_bytes ? ma_blocks_used(r, size, info->sector_bytes) : lines;
-  if (lines < 0 || sectors < 0) {
-    m->failed = 1;
-    return NANO_RECORD_PASS;
-  }
-  s->lines_needed += (bytes + info->line_bytes - 1) / info->line_bytes;
-  s->lines_used += (uint64_t)lines;
-  s->sectors_needed += (bytes + info->sector_bytes - 1) / info->sector_bytes;
-  s->sectors_used += (uint64_t)sectors;
+  uint64_t buf[64];
+  struct ma_cover c =
+      ma_cover(ma_sorted(r, buf), r->lanes, size, info->line_bytes, info->sector_bytes);
+  s->lines_needed += (c.bytes + info->line_bytes - 1) / info->line_bytes;
+  s->lines_used += c.lines;
+  s->sectors_needed += (c.bytes + info->sector_bytes - 1) / info->sector_bytes;
+  s->sectors_used += c.sectors;
   return NANO_RECORD_PASS;
 }
 

@@ -167,6 +167,28 @@ static void unit_global(void) {
   CHECK(unit_field("accesses") == 3 && unit_field("lines_used") == 3 &&
             unit_field("lines_needed") == 1,
         "partial wave: %s", unit_doc);
+  /* NVIDIA, lanes going down (stride -4 from 0x107c): the same line and 4
+   * sectors as going up */
+  r[0] = unit_rec(SITE_GLOBAL, 32, 0, 0x107c, -4, 4, 0);
+  unit_memory("nvidia", r, 1);
+  CHECK(unit_field("lines_needed") == 1 && unit_field("lines_used") == 1 &&
+            unit_field("sectors_needed") == 4 && unit_field("sectors_used") == 4,
+        "nvidia descending: %s", unit_doc);
+  /* the coalesced words in a shuffled lane order (lane i at word 7i mod 32),
+   * and a second record whose lanes pair up on 16 words 64 bytes apart
+   * (lane i at 0x3000 + (i mod 16) * 64, i descending): unordered lanes are
+   * sorted, not miscounted. First: 1 line, 4 sectors. Second: 16 distinct
+   * words = 64 bytes (1 line, 2 sectors needed) over 8 lines and 16 sectors. */
+  r[0] = unit_rec(SITE_GLOBAL, 32, 0, 0x1000, 4, 4, 0);
+  r[1] = r[0];
+  for (unsigned i = 0; i < 32; i++) {
+    r[0].addr[i] = 0x1000 + (i * 7 % 32) * 4;
+    r[1].addr[i] = 0x3000 + ((31 - i) % 16) * 64;
+  }
+  unit_memory("nvidia", r, 2);
+  CHECK(unit_field("lines_needed") == 2 && unit_field("lines_used") == 9 &&
+            unit_field("sectors_needed") == 6 && unit_field("sectors_used") == 20,
+        "nvidia unordered lanes: %s", unit_doc);
   /* 16-byte accesses, 64 lanes contiguous: 1024 bytes = 8 lines of 128 */
   r[0] = unit_rec(SITE_GLOBAL, 64, 0, 0xa000, 16, 16, 0);
   unit_memory("gfx90a", r, 1);
