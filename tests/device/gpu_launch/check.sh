@@ -175,11 +175,11 @@ other(int*) app.cu $other_line 36 store 160 640" ] ||
   fail "MemoryAnalysis: every access at its source line (the cubin's site table)"
 [ "$(wc -l <inst.json)" -ge 2 ] || fail "a JSON report per dispatch"
 rows=$(cuda_rows inst.rpd)
-[ "$rows" = "cudaLaunchKernel ConcurrentKernel __nano_twin__Z4axpyfPKfPfiPv 1
-cudaLaunchKernel ConcurrentKernel __nano_twin__Z5otherPiPv 1
+[ "$rows" = "cudaLaunchKernel ConcurrentKernel axpy(float, float const*, float*, int) [instrumented] 1
+cudaLaunchKernel ConcurrentKernel other(int*) [instrumented] 1
 cudaLaunchKernel - - -
 cudaDeviceSynchronize - - -
-cudaMemcpy Memcpy - 1" ] || fail "CUPTI while instrumenting: the twins' launches; nanoprobe's own calls and copies not traced ($rows)"
+cudaMemcpy Memcpy - 1" ] || fail "CUPTI while instrumenting: the twins' launches, named as the kernels the program launched, marked; nanoprobe's own calls and copies not traced ($rows)"
 
 # replays not picked record nothing; the capture's buffer stays usable
 run_instrumented first NANO_DISPATCHES=first
