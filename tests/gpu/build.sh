@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Builds the GPU suite (README.md) into OUT: every sample of samples/ and
-# bench/gpu's gpubench (run as OUT/bench.sh) with
-# clang-22 and the plugin for sm_90 (static cudart, as nvcc links by default;
-# cuBLAS's sample with the shared cuBLAS), and OUT/lib with libnano_rpd.so,
-# libkerneldb.so and the libraries they need beyond the C library, so that
-# OUT runs on a GPU machine that has CUDA but none of nanoprobe's build
-# dependencies (run.sh OUT there).
+# bench/gpu's gpubench (run as OUT/bench.sh) with clang-22 and the plugin for
+# sm_90 (static cudart, as nvcc links by default, but for dynshared's shared
+# one; cuBLAS's sample with the shared cuBLAS), and OUT/lib with
+# libnano_rpd.so, libkerneldb.so and the libraries they need beyond the C
+# library, so that OUT runs on a GPU machine that has CUDA but none of
+# nanoprobe's build dependencies (run.sh OUT there).
 # usage: build.sh CLANGXX PLUGIN LIBNANO_RPD LIBKERNELDB OUT
 set -euo pipefail
 clangxx=$1 plugin=$2 rpd=$3 kdb=$4 out=$5
@@ -17,6 +17,8 @@ flags=(-x cuda --cuda-gpu-arch=sm_90 --cuda-path="$cuda" -Wno-unknown-cuda-versi
 for src in "$here"/samples/*.cu "$here/../../bench/gpu/gpubench.cu"; do
   name=$(basename "$src" .cu)
   libs=(-L"$cuda/lib64" -lcudart_static -ldl -lrt -lpthread)
+  # one sample with the shared cudart (clang's --cudart=shared)
+  [ "$name" = dynshared ] && libs=(-L"$cuda/lib64" -lcudart -Wl,-rpath,"$cuda/lib64")
   if [ "$name" = cublas ]; then
     if [ ! -e "$cuda/lib64/libcublas.so" ]; then
       echo "build.sh: no cuBLAS in $cuda/lib64: the cublas sample is not built"
@@ -26,7 +28,7 @@ for src in "$here"/samples/*.cu "$here/../../bench/gpu/gpubench.cu"; do
   fi
   # shared memory is instrumented on request only (NANO_ADDRSPACES)
   spaces=global,generic
-  [ "$name" = bank ] && spaces+=,shared
+  case $name in bank | dynshared) spaces+=,shared ;; esac
   NANO_ADDRSPACES=$spaces "$clangxx" "${flags[@]}" "$src" -o "$out/$name" "${libs[@]}"
 done
 # the runtime and what it loads, minus what every machine has (the C and C++

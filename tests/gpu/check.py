@@ -19,7 +19,8 @@ def rows(sql, *args):
     return db.execute(sql, args).fetchall()
 
 
-expect(f"{sample} ok" in out and "rc 0" in out, f"the program's result under the runtime: {out.strip()!r} {err[-300:]!r}")
+program = "cublas" if sample == "inject" else sample
+expect(f"{program} ok" in out and "rc 0" in out, f"the program's result under the runtime: {out.strip()!r} {err[-300:]!r}")
 try:  # read-only: a run that wrote no trace must not get an empty one here
     db = sqlite3.connect(f"file:{work}/{sample}.rpd?mode=ro", uri=True)
     db.execute("select 1 from rocpd_op limit 1")
@@ -89,9 +90,22 @@ elif sample == "graph":
            f"each dispatch: a load and a store of 32 lanes, got {[(m['kind'], m['accesses']) for m in memory]}")
     expect(len({d["id"] for d in dispatches}) == 4, "four dispatches, four ids")
     expect(len([o for o in kernels if "inc" in o["name"] or "3incPi" in o["name"]]) == 4, "the warm-up's and each replay's kernel are ops")
-elif sample == "cublas":
+elif sample in ("cublas", "inject"):
     expect(not dispatches, "a library kernel without a twin is not instrumented")
     expect(any("gemm" in o["name"].lower() for o in kernels), "cuBLAS's GEMM kernel is traced")
+    calls = {r[0] for r in rows("select s.string from rocpd_api a join rocpd_string s on s.id = a.apiName_id "
+                                "join rocpd_string d on d.id = a.domain_id where d.string = 'cuda'")}
+    expect({"cudaMalloc", "cudaMemcpy"} <= calls, f"the program's CUDA calls are traced, got {sorted(calls)[:8]}")
+    copies = [o for o in ops if o["type"] == "Memcpy"]
+    expect(len(copies) >= 3 and all(o["api_id"] for o in copies), "its three copies are ops linked to their calls")
+elif sample == "dynshared":
+    expect(len(dispatches) == 1 and dispatches[0]["shared_bytes"] == 1024, "one dispatch with 1024 dynamic shared bytes")
+    glob = [m for m in memory if m["space"] == "global"]
+    shared = [m for m in memory if m["space"] == "shared"]
+    expect(len(glob) == 2 and all(m["accesses"] == 1 << 14 and m["sectors_used"] == m["sectors_needed"] for m in glob),
+           "a coalesced global load and store of 16384 lanes")
+    expect(len(shared) == 2 and all(m["executions"] == 512 and m["bank_conflicts"] == 0 for m in shared),
+           f"a shared store and load, 512 warp accesses each, no bank conflict: {[dict(m) for m in shared]}")
 
 for f in failures:
     print(f"FAIL {sample}: {f}")

@@ -13,7 +13,7 @@ set -uo pipefail
 out=$(cd "$1" && pwd)
 work=${2:-$(mktemp -d)}
 shift $(($# < 2 ? $# : 2))
-samples=${*:-vecadd strided bank atomics devfunc streams graph cublas}
+samples=${*:-vecadd strided bank atomics devfunc streams graph cublas dynshared inject}
 mkdir -p "$work"
 if ! "$out/probe" >"$work/probe.out" 2>&1; then
   echo "no CUDA device here ($(cat "$work/probe.out")): the GPU suite did not run;" \
@@ -38,20 +38,29 @@ limit=${NANO_GPU_SAMPLE_TIMEOUT:-120}
 bounded() { timeout --kill-after=5 "$limit" "$@"; } # 124/137: it hung
 failed=0
 for s in $samples; do
-  if [ ! -x "$out/$s" ]; then
-    echo "FAIL $s: not built (build.sh said why)"
+  prog=$s
+  [ "$s" = inject ] && prog=cublas # the cuBLAS program, traced another way
+  if [ ! -x "$out/$prog" ]; then
+    echo "FAIL $s: $prog not built (build.sh said why)"
     failed=1
     continue
   fi
-  if ! bounded "$out/$s" >"$work/$s.plain" 2>&1; then
-    echo "FAIL $s: the plain run failed (124 or 137: killed after ${limit} s): $(tail -3 "$work/$s.plain")"
-    failed=1
-    continue
+  if [ "$s" = inject ]; then
+    # neither built with the plugin nor preloaded: CUDA loads the tracer
+    # (CUDA_INJECTION64_PATH), as for any CUDA program
+    bounded env RPDT_FILENAME="$work/$s.rpd" CUDA_INJECTION64_PATH="$out/lib/libnano_rpd.so" \
+      "$out/$prog" >"$work/$s.out" 2>"$work/$s.err"
+  else
+    if ! bounded "$out/$s" >"$work/$s.plain" 2>&1; then
+      echo "FAIL $s: the plain run failed (124 or 137: killed after ${limit} s): $(tail -3 "$work/$s.plain")"
+      failed=1
+      continue
+    fi
+    # timeout outside env: the preloaded tracer is the sample's alone
+    bounded env RPDT_FILENAME="$work/$s.rpd" NANO_INSTRUMENT=1 NANO_ANALYZERS=MemoryAnalysis \
+      NANO_ANALYZER_FORMAT=json NANO_ANALYZER_OUTPUT="$work/$s.json" \
+      LD_PRELOAD="$out/lib/libnano_rpd.so" "$out/$s" >"$work/$s.out" 2>"$work/$s.err"
   fi
-  # timeout outside env: the preloaded tracer is the sample's alone
-  bounded env RPDT_FILENAME="$work/$s.rpd" NANO_INSTRUMENT=1 NANO_ANALYZERS=MemoryAnalysis \
-    NANO_ANALYZER_FORMAT=json NANO_ANALYZER_OUTPUT="$work/$s.json" \
-    LD_PRELOAD="$out/lib/libnano_rpd.so" "$out/$s" >"$work/$s.out" 2>"$work/$s.err"
   echo "rc $?" >>"$work/$s.out" # 124 or 137: killed after $limit s
   python3 "$out/check.py" "$s" "$work" || failed=1
 done
