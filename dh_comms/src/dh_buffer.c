@@ -43,6 +43,7 @@ struct nano_dh_buffer {
   void (*_Atomic full_fn)(void *);
   void *_Atomic full_arg;
   struct dhbuf_desc desc;                    /* the host's copy        */
+  uint64_t dropped_at_finish;                /* as the last finish read */
   unsigned char scratch[NANO_DH_MAX_RECORD]; /* a record unwrapped     */
 };
 
@@ -188,6 +189,10 @@ void nano_dh_buffer_destroy(struct nano_dh_buffer *b) {
 void *nano_dh_buffer_desc(struct nano_dh_buffer *b) { return b->pl.desc_device; }
 
 uint64_t nano_dh_buffer_capacity(const struct nano_dh_buffer *b) { return b->desc.capacity; }
+
+uint64_t nano_dh_buffer_dropped_at_finish(const struct nano_dh_buffer *b) {
+  return b->dropped_at_finish;
+}
 
 uint64_t nano_dh_buffer_dropped(const struct nano_dh_buffer *b) {
   uint64_t head, dropped;
@@ -381,6 +386,7 @@ long nano_dh_buffer_finish(struct nano_dh_buffer *b, nano_dh_record_fn fn, void 
   uint64_t head, dropped;
   if (b->mem->get_counters(b->mem->ctx, &b->pl, &head, &dropped) != 0)
     return -1;
+  b->dropped_at_finish = dropped;
   long n = 0;
   enum dhbuf_stop why = dhbuf_consume(b, head, fn, arg, st, &n);
   uint64_t tail = *b->pl.tail;

@@ -770,7 +770,8 @@ struct nano_dispatch *nano_dispatch_begin(const struct nano_launch_desc *l) {
     free(d);
     return NULL;
   }
-  d->dropped_before = nano_dh_buffer_dropped(buf);
+  /* not read from the device: a copy and a wait on the launching thread */
+  d->dropped_before = nano_dh_buffer_dropped_at_finish(buf);
   return d;
 }
 
@@ -975,7 +976,7 @@ void nano_dispatch_end(struct nano_dispatch *d, int64_t start, int64_t end, uint
   if (nano_dh_buffer_finish(d->buf, nano_chain_handle, d->chain, &d->st) < 0)
     dispatch_log("dispatch %" PRIu64 " of %s: the buffer's counters cannot be read",
                  d->info.dispatch_id, d->info.kernel);
-  d->dropped = nano_dh_buffer_dropped(d->buf) - d->dropped_before;
+  d->dropped = nano_dh_buffer_dropped_at_finish(d->buf) - d->dropped_before;
   d->start = start;
   d->end = end;
   d->api = api;

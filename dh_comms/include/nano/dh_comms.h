@@ -127,8 +127,14 @@ void nano_dh_buffer_destroy(struct nano_dh_buffer *b);
 /* The descriptor's device address: the trailing argument of a twin. */
 void *nano_dh_buffer_desc(struct nano_dh_buffer *b);
 uint64_t nano_dh_buffer_capacity(const struct nano_dh_buffer *b);
-/* Records dropped so far (monotonic over the buffer's life). */
+/* Records dropped so far (monotonic over the buffer's life), read from the
+ * descriptor (on a GPU: a copy from the device and a wait). */
 uint64_t nano_dh_buffer_dropped(const struct nano_dh_buffer *b);
+/* Records dropped as of the last nano_dh_buffer_finish (0 before the first),
+ * without reading the device: between a finish and the buffer's next use
+ * nothing changes the count, so a dispatch's drops are the difference of
+ * this across it. */
+uint64_t nano_dh_buffer_dropped_at_finish(const struct nano_dh_buffer *b);
 /* Sets the descriptor's block filter: only blocks with lo[d] <= id <= hi[d]
  * in every dimension d record (default: all). Returns 0 or -1. */
 int nano_dh_buffer_set_blocks(struct nano_dh_buffer *b, const uint32_t lo[3], const uint32_t hi[3]);
