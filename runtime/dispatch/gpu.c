@@ -30,7 +30,9 @@
  *   descriptor        device memory                 head and dropped are the device's
  *                                                   atomics: none cross the bus
  *   tail              pinned host, device-mapped    the host moves it, the device polls it
- *   counter staging   pinned host (same block)      head and dropped, copied at the end
+ *   counter staging   pinned host (same block)      head and dropped, copied at the end;
+ *                                                   the next use's descriptor is written
+ *                                                   whole, in one copy, with them
  *
  * The descriptor and the counters move through a private non-blocking stream:
  * a copy on the legacy default stream would wait for the program's kernels.
@@ -207,7 +209,6 @@ static void gpu_pop(struct gpu_context *c) {
 struct gpu_buffer {
   unsigned char *block; /* tail at 0, staging from GPU_STAGE_COUNTERS */
   uint64_t desc;
-  int counters_zeroed; /* the descriptor's head and dropped were cleared */
 };
 
 static int gpu_fail(const struct gpu_context *c, char *err, size_t errlen, const char *what,
@@ -287,43 +288,36 @@ static int gpu_alloc(void *ctx, uint64_t capacity, struct nano_dh_placement *out
   return 0;
 }
 
-/* Copies [from, to) of the descriptor to the device (on the copy stream). */
-static int gpu_put_range(struct gpu_context *c, const struct gpu_buffer *b, const void *desc,
-                         size_t from, size_t to) {
-  return c->api->copy_to_device(b->desc + from, (const char *)desc + from, to - from, c->copies);
+/* The counters last copied to b's staging area (zero for a new buffer). */
+static void gpu_staged_counters(const struct gpu_buffer *b, uint64_t *head, uint64_t *dropped) {
+  const uint64_t *stage = (const uint64_t *)(b->block + GPU_STAGE_COUNTERS);
+  *head = stage[0];
+  *dropped = stage[GPU_STAGED_DROPPED];
 }
 
-/* Writes everything but head and dropped, which the device owns once the
- * descriptor exists (zero at creation: the device's memory is not cleared). */
+/* Writes the descriptor to the device in one copy (on the copy stream) and
+ * waits for it: the host's fields, and head and dropped, which the device
+ * owns, as it left them: the counters the buffer's last finish staged
+ * (gpu_counters), or zero for a new buffer (the device's memory is not
+ * cleared). Between a finish and the buffer's next use nothing else
+ * changes them. */
 static int gpu_put_desc(void *ctx, struct nano_dh_placement *p, const void *desc) {
   struct gpu_context *c = ctx;
   struct gpu_buffer *b = p->handle;
-  static const unsigned char zero[NANO_DH_DESC_SIZE];
+  unsigned char image[NANO_DH_DESC_SIZE];
+  uint64_t head, dropped;
+  memcpy(image, desc, sizeof image);
+  gpu_staged_counters(b, &head, &dropped);
+  memcpy(image + NANO_DH_DESC_OFF_HEAD, &head, sizeof head);
+  memcpy(image + NANO_DH_DESC_OFF_DROPPED, &dropped, sizeof dropped);
   if (!gpu_push(c))
     return -1;
-  int r = 0;
-  if (!b->counters_zeroed) {
-    r = gpu_put_range(c, b, zero, 0, NANO_DH_DESC_SIZE);
-    b->counters_zeroed = r == 0;
-  }
-  if (r == 0)
-    r = gpu_put_range(c, b, desc, 0, NANO_DH_DESC_OFF_HEAD);
-  if (r == 0)
-    r = gpu_put_range(c, b, desc, NANO_DH_DESC_OFF_TAIL_ADDR, NANO_DH_DESC_OFF_DROPPED);
-  if (r == 0)
-    r = gpu_put_range(c, b, desc, NANO_DH_DESC_OFF_FLAGS, NANO_DH_DESC_SIZE);
+  int r = c->api->copy_to_device(b->desc, image, sizeof image, c->copies);
   /* The program's stream launches the twin only after this returns. */
   if (r == 0)
     r = c->api->stream_sync(c->copies);
   gpu_pop(c);
   return r == 0 ? 0 : -1;
-}
-
-/* The counters last copied to b's staging area. */
-static void gpu_staged_counters(const struct gpu_buffer *b, uint64_t *head, uint64_t *dropped) {
-  const uint64_t *stage = (const uint64_t *)(b->block + GPU_STAGE_COUNTERS);
-  *head = stage[0];
-  *dropped = stage[GPU_STAGED_DROPPED];
 }
 
 static int gpu_counters(void *ctx, const struct nano_dh_placement *p, uint64_t *head,

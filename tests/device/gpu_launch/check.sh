@@ -248,6 +248,14 @@ grep -qx "threads right" threads.out || fail "threads: right results"
 ! grep -q SERIALIZED threads.out || fail "threads: the runtime waited for a program's stream"
 [ "$(query threads.rpd "select count(*), min(records), max(records), sum(decode_errors) from nano_dispatch")" = "40 3000 3000 0" ] ||
   fail "threads: 40 dispatches of 3,000 records each"
+# two buffers used again and again (a launch that finds both busy runs
+# uninstrumented): each dispatch starts where the last left its buffer
+env RPDT_FILENAME=reuse.rpd NANO_INSTRUMENT=1 NANO_ANALYZERS=none NANO_BUFFER_POOL=2 THREADS_SYNC=1 \
+  LD_PRELOAD="$rpd" ./threads >reuse.out 2>reuse.err || fail "reuse: $(cat reuse.err)"
+grep -qx "threads right" reuse.out || fail "reuse: right results"
+reuse=$(query reuse.rpd "select count(*) > 2, min(records), max(records), sum(dropped), sum(decode_errors) from nano_dispatch")
+[ "$reuse" = "1 3000 3000 0 0" ] ||
+  fail "reuse: more dispatches than buffers, each of 3,000 records, none dropped ($reuse)"
 
 # another CUPTI client holds CUPTI: said, and the rest is traced
 busy_err=$(FAKE_CUPTI_BUSY=1 RPDT_FILENAME=busy.rpd LD_PRELOAD="$rpd" ./app 2>&1 >busy.out)

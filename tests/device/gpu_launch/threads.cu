@@ -1,7 +1,11 @@
 // Four host threads, each on its own stream, launch axpy ten times and then
 // wait for their stream: the runtime's state (devices, pools, flights, the
-// finisher) is shared by all of them (tests/device/gpu_launch).
+// finisher) is shared by all of them (tests/device/gpu_launch). With
+// THREADS_SYNC=1 each waits for the device after every launch, so that a
+// small pool's buffers are used again and again.
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <pthread.h>
 
 __global__ void axpy(float a, const float *x, float *y, int n) {
@@ -17,8 +21,12 @@ static float x[THREADS][N], y[THREADS][N];
 static void *work(void *arg) {
   long t = (long)arg;
   cudaStream_t s = (cudaStream_t)(0x10000 * (t + 1));
-  for (int k = 0; k < LAUNCHES; k++)
+  const char *sync = std::getenv("THREADS_SYNC");
+  for (int k = 0; k < LAUNCHES; k++) {
     axpy<<<4, 256, 0, s>>>(1.0f, x[t], y[t], N);
+    if (sync && !std::strcmp(sync, "1"))
+      cudaDeviceSynchronize();
+  }
   return nullptr;
 }
 
