@@ -57,20 +57,27 @@ figure() {
 ratios() {
   local mode=$1 n=$2 base=$3
   shift 3
-  declare -A r
+  declare -A r a
+  local bs=""
   for ((i = 0; i < rounds; i++)); do
     # a failed run stops the benchmark (figure said which)
     b=$(figure "$mode" "$n" "$base") || exit 1
+    bs+="$b "
     for v in "$@"; do
       x=$(figure "$mode" "$n" "$v") || exit 1
       r[$v]+="$(python3 -c "print($x / $b)") "
+      a[$v]+="$x "
     done
   done
+  # ratios, and the medians themselves (gpubench's unit: us, ms or ns)
   for v in "$@"; do
-    python3 - "$mode" "$v" "$base" ${r[$v]} <<'PY'
+    python3 - "$mode" "$v" "$base" "$bs" "${a[$v]}" ${r[$v]} <<'PY'
 import statistics, sys
-mode, v, base, xs = sys.argv[1], sys.argv[2], sys.argv[3], [float(x) for x in sys.argv[4:]]
-print(f"{mode:9} {v:12} / {base:6}: best {min(xs):8.2f}x  median {statistics.median(xs):8.2f}x")
+mode, v, base, bs, vs = sys.argv[1:6]
+xs = [float(x) for x in sys.argv[6:]]
+med = lambda s: statistics.median(float(x) for x in s.split())
+print(f"{mode:9} {v:12} / {base:6}: best {min(xs):8.2f}x  median {statistics.median(xs):8.2f}x"
+      f"  ({med(vs):.3f} / {med(bs):.3f} per unit, medians)")
 PY
   done
 }
