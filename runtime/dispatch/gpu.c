@@ -981,7 +981,8 @@ __nano_gpu_launch(int api, nano_gpu_launch_fn launch, const void *kernel, const 
   rpd_cupti_quiet--;
   int64_t end = rpd_now();
   uint64_t id = rpd_record_api("nano", "", "nanoLaunchKernel", name, start, end);
-  if (id) {
+  /* the launch's arguments, where CUPTI's row of the program's call has none */
+  if (id && !((api & NANO_GPU_API_MASK) == NANO_GPU_CUDA && rpd_cupti_records_calls())) {
     char sname[24];
     snprintf(sname, sizeof sname, "%p", stream);
     struct rpd_kernel_launch kl = {sname,

@@ -109,6 +109,7 @@ static const char *const cupti_dirs[] = {
 static struct {
   pthread_once_t once;
   _Atomic int activities; /* kernels, copies, memsets recorded, not flushed at exit yet */
+  _Atomic int calls;      /* runtime and driver calls recorded */
   pthread_mutex_t map_lock;
   uint32_t corr[CUPTI_MAP_SLOTS];
   uint64_t api[CUPTI_MAP_SLOTS];
@@ -289,6 +290,54 @@ static void cupti_arguments(uint64_t api, CUpti_CallbackId cbid, const CUpti_Cal
   }
 }
 
+/* Handles as rocmProfileData's roctracer rows print them ("%p", as the
+ * launches' stream column), so that `rpd graph` joins them. */
+#define CUPTI_HANDLE_CHARS 32
+
+/* The args column of the runtime calls `rpd graph` reads ("key = value |
+ * ..."): the captured stream, the graph a capture made, the executable an
+ * instantiation made of it, what a launch launched; "" for other calls. At
+ * the call's exit, where the graph and the executable are out parameters. */
+static const char *cupti_graph_args(CUpti_CallbackId cbid, const CUpti_CallbackData *cb, char *buf,
+                                    size_t len) {
+  const void *p = cb->functionParams;
+  int n = -1;
+  switch (cbid) {
+  case CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_v10000:
+  case CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_ptsz_v10000:
+    n = snprintf(buf, len, "stream = %p",
+                 (void *)((const cudaStreamBeginCapture_v10000_params *)p)->stream);
+    break;
+  case CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_v10000:
+  case CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_ptsz_v10000: {
+    const cudaStreamEndCapture_v10000_params *a = p;
+    n = snprintf(buf, len, "stream = %p | graph = %p", (void *)a->stream,
+                 a->pGraph ? (void *)*a->pGraph : NULL);
+    break;
+  }
+  case CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v10000:
+  case CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v12000:
+  case CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiateWithFlags_v11040:
+  case CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiateWithParams_v12000:
+  case CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiateWithParams_ptsz_v12000: {
+    /* every version starts with the executable's out parameter and the graph */
+    const cudaGraphInstantiateWithFlags_v11040_params *a = p;
+    n = snprintf(buf, len, "graphExec = %p | graph = %p",
+                 a->pGraphExec ? (void *)*a->pGraphExec : NULL, (void *)a->graph);
+    break;
+  }
+  case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000:
+  case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000: {
+    const cudaGraphLaunch_v10000_params *a = p;
+    n = snprintf(buf, len, "graphExec = %p | stream = %p", (void *)a->graphExec, (void *)a->stream);
+    break;
+  }
+  default:
+    break;
+  }
+  return n > 0 && (size_t)n < len ? buf : "";
+}
+
 static void CUPTIAPI cupti_callback(void *userdata, CUpti_CallbackDomain domain,
                                     CUpti_CallbackId cbid, const void *data) {
   (void)userdata;
@@ -322,8 +371,10 @@ static void CUPTIAPI cupti_callback(void *userdata, CUpti_CallbackDomain domain,
   t_cu.depth--;
   t_cu.runtime_depth -= runtime;
   int64_t start = t_cu.depth < CUPTI_MAX_DEPTH ? t_cu.start[t_cu.depth] : end;
+  char args[4 * CUPTI_HANDLE_CHARS];
   uint64_t api =
-      rpd_record_api("cuda", "", cb->functionName ? cb->functionName : "", "", start, end);
+      rpd_record_api("cuda", "", cb->functionName ? cb->functionName : "",
+                     runtime ? cupti_graph_args(cbid, cb, args, sizeof args) : "", start, end);
   if (api && runtime)
     cupti_arguments(api, cbid, cb);
   cupti_map(cb->correlationId, api);
@@ -417,6 +468,8 @@ static void *cupti_open(void) {
   return NULL;
 }
 
+int rpd_cupti_records_calls(void) { return g_cu.calls; }
+
 static int cupti_check(CUptiResult r, const char *what) {
   if (r == CUPTI_SUCCESS)
     return 0;
@@ -453,6 +506,7 @@ static void cupti_start(void) {
       cupti_check(cp.EnableDomain(1, sub, CUPTI_CB_DOMAIN_RUNTIME_API), "enabling runtime calls") ||
       cupti_check(cp.EnableDomain(1, sub, CUPTI_CB_DOMAIN_DRIVER_API), "enabling driver calls"))
     return;
+  g_cu.calls = 1;
   /* Activity records are read as this header's versions of them. */
   if (version / 10000 != CUPTI_API_VERSION / 10000) {
     fprintf(stderr,

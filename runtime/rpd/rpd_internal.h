@@ -124,6 +124,10 @@ extern __thread int rpd_cupti_quiet;
  * where unset and NANO_CUPTI allows, so the CUDA driver starts CUPTI tracing
  * (InitializeInjection) when the program initializes CUDA. */
 void rpd_cupti_preload(void);
+/* Nonzero once CUPTI records the program's CUDA runtime calls, whose launch
+ * rows then carry the launches' rocpd_kernelapi rows (the GPU back end's
+ * own launch rows leave theirs out: one per launch). */
+int rpd_cupti_records_calls(void);
 /* At exit, before the writer stops: delivers CUPTI's pending activity
  * records (kernels, copies) to the trace, once (the first of the exit
  * handler's and the destructor's calls). */

@@ -84,8 +84,13 @@ grep -qx "$done_line" <<<"$traced" || fail "traced: right results"
 ! grep -q "primary context" <<<"$traced" || fail "not instrumenting: CUDA is not touched"
 query() { python3 -c 'import sqlite3,sys
 for r in sqlite3.connect(sys.argv[1]).execute(sys.argv[2]): print(*r)' "$@"; }
-launches=$(query traced.rpd "select count(*) from rocpd_api a join rocpd_string s on s.id = a.apiName_id join rocpd_kernelapi k on k.api_ptr_id = a.id where s.string = 'nanoLaunchKernel'")
-[ "$launches" = "$(grep -c '^launch ' <<<"$traced")" ] || fail "one API row per launch (got $launches)"
+nano_launches() { # FILE: nanoLaunchKernel rows, and how many carry rocpd_kernelapi rows
+  query "$1" "select count(*), count(k.api_ptr_id) from rocpd_api a join rocpd_string s on s.id = a.apiName_id left join rocpd_kernelapi k on k.api_ptr_id = a.id where s.string = 'nanoLaunchKernel'"
+}
+n=$(grep -c '^launch ' <<<"$traced")
+# with CUPTI recording CUDA's calls, the arguments are on its cudaLaunchKernel rows alone
+[ "$(nano_launches traced.rpd)" = "$n $([ "$api" = cuda ] && echo 0 || echo "$n")" ] ||
+  fail "one API row per launch, the arguments once ($(nano_launches traced.rpd))"
 
 # CUDA through CUPTI: calls, and ops linked to them (the view api_ops joins them)
 cuda_rows() { # FILE: each CUDA API row, then its op (type, description), in time order
@@ -96,9 +101,22 @@ if [ "$api" = cuda ]; then
   echo "$rows"
   [ "$rows" = "cudaLaunchKernel ConcurrentKernel axpy(float, float const*, float*, int) 1
 cudaLaunchKernel ConcurrentKernel other(int*) 1
+cudaStreamBeginCapture - - -
 cudaLaunchKernel - - -
+cudaStreamEndCapture - - -
+cudaGraphInstantiate - - -
+cudaGraphLaunch ConcurrentKernel other(int*) 1
+cudaGraphLaunch ConcurrentKernel other(int*) 1
+cudaGraphLaunch ConcurrentKernel other(int*) 1
 cudaDeviceSynchronize - - -
-cudaMemcpy Memcpy - 1" ] || fail "CUPTI: runtime calls, kernels and the copy linked to them"
+cudaMemcpy Memcpy - 1" ] || fail "CUPTI: runtime calls, kernels (a graph's replays' too) and the copy linked to them"
+  # rpd graph on it: the capture's graph, its executable, its one kernel, three launches
+  "$rpdtool" graph traced.rpd >/dev/null || fail "rpd graph on a CUDA trace"
+  graphs=$(query traced.rpd "select count(*), count(distinct graphExec) from ext_graph")
+  kernels=$(query traced.rpd "select sequence, kernelName, gridX, workgroupX from graphKernel")
+  launches=$(query traced.rpd "select count(*), sum(gpuTime_usec >= 0) from graphLaunch")
+  [ "$kernels" = "1 other(int*) 1 32" ] && [ "$launches" = "3 3" ] && [ "$graphs" = "1 1" ] ||
+    fail "rpd graph: one captured graph with other(int*), launched three times ($graphs; $kernels; $launches)"
   args=$(query traced.rpd "select k.gridX, k.gridY, k.workgroupX, k.groupSegmentSize, k.stream, n.string from rocpd_kernelapi k join rocpd_api a on a.id = k.api_ptr_id join rocpd_string s on s.id = a.apiName_id join rocpd_string n on n.id = k.kernelName_id where s.string = 'cudaLaunchKernel' order by a.start limit 1")
   [ "$args" = "4 1 256 16 0x3000 axpy(float, float const*, float*, int)" ] ||
     fail "CUPTI: launch arguments, the kernel demangled ($args)"
@@ -113,8 +131,9 @@ import json, sys
 ev = json.load(open(sys.argv[1]))["traceEvents"]
 tracks = {e["args"]["name"] for e in ev if e.get("name") == "thread_name" and e["pid"] >= 10**9}
 flows = [e for e in ev if e.get("cat") == "flow"]
-assert tracks == {"queue 0", "queue 3"}, tracks  # the copy's, stream 0x3000's
-assert len(flows) == 6, len(flows)  # 3 ops, an arrow each from its call
+# the copy's, stream 0x3000's, the graph's (a stream the stand-in allocated)
+assert {"queue 0", "queue 3"} < tracks and len(tracks) == 3, tracks
+assert len(flows) == 12, len(flows)  # 6 ops (3 of them the graph's replays), an arrow each
 PY
 fi
 
@@ -177,7 +196,13 @@ other(int*) app.cu $other_line 36 store 160 640" ] ||
 rows=$(cuda_rows inst.rpd)
 [ "$rows" = "cudaLaunchKernel ConcurrentKernel axpy(float, float const*, float*, int) [instrumented] 1
 cudaLaunchKernel ConcurrentKernel other(int*) [instrumented] 1
+cudaStreamBeginCapture - - -
 cudaLaunchKernel - - -
+cudaStreamEndCapture - - -
+cudaGraphInstantiate - - -
+cudaGraphLaunch ConcurrentKernel other(int*) [instrumented] 1
+cudaGraphLaunch ConcurrentKernel other(int*) [instrumented] 1
+cudaGraphLaunch ConcurrentKernel other(int*) [instrumented] 1
 cudaDeviceSynchronize - - -
 cudaMemcpy Memcpy - 1" ] || fail "CUPTI while instrumenting: the twins' launches, named as the kernels the program launched, marked; nanoprobe's own calls and copies not traced ($rows)"
 
@@ -261,8 +286,8 @@ reuse=$(query reuse.rpd "select count(*) > 2, min(records), max(records), sum(dr
 busy_err=$(FAKE_CUPTI_BUSY=1 RPDT_FILENAME=busy.rpd LD_PRELOAD="$rpd" ./app 2>&1 >busy.out)
 grep -q "another CUPTI client" <<<"$busy_err" || fail "a refused CUPTI subscription is said"
 grep -qx "$done_line" busy.out || fail "CUPTI refused: right results"
-[ "$(query busy.rpd "select count(*) from rocpd_api a join rocpd_string s on s.id = a.apiName_id where s.string = 'nanoLaunchKernel'")" = 3 ] ||
-  fail "CUPTI refused: the rest of the trace is recorded"
+[ "$(nano_launches busy.rpd)" = "3 3" ] ||
+  fail "CUPTI refused: the rest of the trace is recorded, the launches' arguments on nanoprobe's rows"
 
 # a ring far smaller than the records: drained while the twin runs, or dropped
 run_instrumented small NANO_BUFFER_SIZE=4096 NANO_BUFFER_SPINS=1000000

@@ -103,6 +103,10 @@ void fake_cupti_launch(int enter, uint32_t corr, const void *func, const char *s
                        size_t shared, void *stream);
 void fake_cupti_memcpy(int enter, uint32_t corr, void *dst, const void *src, size_t n, int kind);
 void fake_cupti_driver(int enter, uint32_t corr, const char *name);
+void fake_cupti_begin_capture(int enter, uint32_t corr, void *stream);
+void fake_cupti_end_capture(int enter, uint32_t corr, void *stream, void **graph);
+void fake_cupti_instantiate(int enter, uint32_t corr, void **exec, void *graph);
+void fake_cupti_graph_launch(int enter, uint32_t corr, void *exec, void *stream);
 void fake_cupti_kernel(uint32_t corr, const char *name, uint32_t stream, uint64_t start,
                        uint64_t end);
 void fake_cupti_copy(uint32_t corr, uint32_t runtime_corr, uint32_t stream, uint64_t start,
@@ -318,7 +322,7 @@ int cudaStreamCreate(void **s) {
   *s = malloc(1);
   return *s ? 0 : 2;
 }
-int cudaStreamBeginCapture(void *s, int mode) {
+static int begin_capture(void *s, int mode) {
   runtime_context();
   if (capture_stream || !s)
     return 1; /* cudaErrorInvalidValue: the stand-in captures one stream at a time */
@@ -330,7 +334,7 @@ int cudaStreamBeginCapture(void *s, int mode) {
   printf("capture begins\n");
   return 0;
 }
-int cudaStreamEndCapture(void *s, void **graph) {
+static int end_capture(void *s, void **graph) {
   if (s != capture_stream)
     return 1;
   if (capture_spoiled) {
@@ -350,23 +354,49 @@ int cudaStreamEndCapture(void *s, void **graph) {
   printf("capture ends: %d nodes\n", n);
   return 0;
 }
-int cudaGraphInstantiate(void **exec, void *graph, unsigned long long flags) {
-  *exec = graph;
-  return flags == 0 ? 0 : 1;
-}
-int cudaGraphLaunch(void *exec, void *stream) {
+static int graph_launch(void *exec, void *stream, uint32_t corr) {
   struct graph *g = exec;
   for (const struct item *node = g->items; node; node = node->next) {
     struct item *it = malloc(sizeof *it);
     if (!it)
       return 2;
     *it = *node;
-    it->corr = 0;
+    it->corr = corr; /* a replay's kernels: ops of the launch */
     it->stream = stream_id(stream);
     it->next = NULL;
     enqueue(it);
   }
   return 0;
+}
+
+/* The runtime's graph calls, each reported to CUPTI around its work. */
+int cudaStreamBeginCapture(void *s, int mode) {
+  uint32_t corr = fake_cupti_corr();
+  fake_cupti_begin_capture(1, corr, s);
+  int rc = begin_capture(s, mode);
+  fake_cupti_begin_capture(0, corr, s);
+  return rc;
+}
+int cudaStreamEndCapture(void *s, void **graph) {
+  uint32_t corr = fake_cupti_corr();
+  fake_cupti_end_capture(1, corr, s, graph);
+  int rc = end_capture(s, graph);
+  fake_cupti_end_capture(0, corr, s, graph);
+  return rc;
+}
+int cudaGraphInstantiate(void **exec, void *graph, unsigned long long flags) {
+  uint32_t corr = fake_cupti_corr();
+  fake_cupti_instantiate(1, corr, exec, graph);
+  *exec = graph;
+  fake_cupti_instantiate(0, corr, exec, graph);
+  return flags == 0 ? 0 : 1;
+}
+int cudaGraphLaunch(void *exec, void *stream) {
+  uint32_t corr = fake_cupti_corr();
+  fake_cupti_graph_launch(1, corr, exec, stream);
+  int rc = graph_launch(exec, stream, corr);
+  fake_cupti_graph_launch(0, corr, exec, stream);
+  return rc;
 }
 
 static void device_drain(void) {

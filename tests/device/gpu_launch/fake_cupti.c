@@ -159,6 +159,32 @@ void fake_cupti_memcpy(int enter, uint32_t corr, void *dst, const void *src, siz
   fake_callback(0, enter, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020, "cudaMemcpy", &p, NULL, corr);
 }
 
+/* The runtime's graph calls with the parameters CUPTI gives them (a tool
+ * reads the graph and the executable, out parameters, at the exit). */
+void fake_cupti_begin_capture(int enter, uint32_t corr, void *stream) {
+  cudaStreamBeginCapture_v10000_params p = {stream, cudaStreamCaptureModeGlobal};
+  fake_callback(0, enter, CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_v10000,
+                "cudaStreamBeginCapture", &p, NULL, corr);
+}
+
+void fake_cupti_end_capture(int enter, uint32_t corr, void *stream, void **graph) {
+  cudaStreamEndCapture_v10000_params p = {stream, (cudaGraph_t *)graph};
+  fake_callback(0, enter, CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_v10000,
+                "cudaStreamEndCapture", &p, NULL, corr);
+}
+
+void fake_cupti_instantiate(int enter, uint32_t corr, void **exec, void *graph) {
+  cudaGraphInstantiate_v12000_params p = {(cudaGraphExec_t *)exec, graph, 0};
+  fake_callback(0, enter, CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v12000,
+                "cudaGraphInstantiate", &p, NULL, corr);
+}
+
+void fake_cupti_graph_launch(int enter, uint32_t corr, void *exec, void *stream) {
+  cudaGraphLaunch_v10000_params p = {exec, stream};
+  fake_callback(0, enter, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, "cudaGraphLaunch", &p,
+                NULL, corr);
+}
+
 /* A driver call by name (its cbid matters to no test). */
 void fake_cupti_driver(int enter, uint32_t corr, const char *name) {
   fake_callback(1, enter, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, name, NULL, NULL, corr);
