@@ -90,6 +90,18 @@ elif sample == "graph":
            f"each dispatch: a load and a store of 32 lanes, got {[(m['kind'], m['accesses']) for m in memory]}")
     expect(len({d["id"] for d in dispatches}) == 4, "four dispatches, four ids")
     expect(len([o for o in kernels if "inc" in o["name"] or "3incPi" in o["name"]]) == 4, "the warm-up's and each replay's kernel are ops")
+    # what rpd graph joins: the capture's graph, instantiated, launched three times
+    args = {}
+    for name, a in rows("select s.string, g.string from rocpd_api a join rocpd_string s on s.id = a.apiName_id "
+                        "join rocpd_string g on g.id = a.args_id where s.string like 'cuda%Graph%' "
+                        "or s.string like 'cudaStream%Capture%' order by a.start"):
+        args.setdefault(name, []).append(dict(kv.split(" = ") for kv in a.split(" | ")) if a else {})
+    ended = args.get("cudaStreamEndCapture", [{}])[0]
+    made = args.get("cudaGraphInstantiate", [{}])[0]
+    launched = args.get("cudaGraphLaunch", [])
+    expect(ended.get("graph") and made.get("graph") == ended["graph"] and made.get("graphExec")
+           and len(launched) == 3 and all(l.get("graphExec") == made["graphExec"] for l in launched),
+           f"graph calls carry the graph and the executable (rpd graph): {args}")
 elif sample in ("cublas", "inject"):
     expect(not dispatches, "a library kernel without a twin is not instrumented")
     expect(any("gemm" in o["name"].lower() for o in kernels), "cuBLAS's GEMM kernel is traced")
