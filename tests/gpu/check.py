@@ -93,7 +93,7 @@ elif sample == "graph":
     # what rpd graph joins: the capture's graph, instantiated, launched three times
     args = {}
     for name, a in rows("select s.string, g.string from rocpd_api a join rocpd_string s on s.id = a.apiName_id "
-                        "join rocpd_string g on g.id = a.args_id where s.string like 'cuda%Graph%' "
+                        "join rocpd_ustring g on g.id = a.args_id where s.string like 'cuda%Graph%' "
                         "or s.string like 'cudaStream%Capture%' order by a.start"):
         args.setdefault(name, []).append(dict(kv.split(" = ") for kv in a.split(" | ")) if a else {})
     ended = args.get("cudaStreamEndCapture", [{}])[0]
