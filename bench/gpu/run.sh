@@ -4,8 +4,8 @@
 # measured in the same round; rounds interleave the variants; best and median
 # of ROUNDS (NANO_BENCH_REPEAT, default 5).
 #   launch cost      tiny kernel, each launch waited for: instrumented (no
-#                    analyzer; MemoryAnalysis) over plain. NVBit's memtrace:
-#                    6.9-7.3x on a tiny vector add.
+#                    analyzer; the same with NANO_GPU_END=event; MemoryAnalysis)
+#                    over plain. NVBit's memtrace: 6.9-7.3x on a tiny vector add.
 #   per-access cost  memory-bound triad (R passes: 10 ms plain at the default
 #                    R=35 on an H100, 106 ms at R=350, where one instrumented
 #                    run takes minutes): instrumented (none; MemoryAnalysis)
@@ -36,6 +36,7 @@ variant() {
   plain) echo "NANO_CUPTI=0" ;;
   traced) echo "LD_PRELOAD=$rpd RPDT_FILENAME=$work/traced.rpd" ;;
   inst_none) echo "LD_PRELOAD=$rpd NANO_CUPTI=0 RPDT_FILENAME=$work/inst.rpd NANO_INSTRUMENT=1 NANO_ANALYZERS=none" ;;
+  inst_event) echo "LD_PRELOAD=$rpd NANO_CUPTI=0 RPDT_FILENAME=$work/inst.rpd NANO_INSTRUMENT=1 NANO_ANALYZERS=none NANO_GPU_END=event" ;;
   inst_memory) echo "LD_PRELOAD=$rpd NANO_CUPTI=0 RPDT_FILENAME=$work/inst.rpd NANO_INSTRUMENT=1 NANO_ANALYZERS=MemoryAnalysis NANO_ANALYZER_OUTPUT=/dev/null" ;;
   esac
 }
@@ -82,7 +83,7 @@ PY
   done
 }
 # the long one last, so that a session cut short has the others
-ratios tiny 2000 plain inst_none inst_memory
+ratios tiny 2000 plain inst_none inst_event inst_memory
 ratios api 200000 plain traced
 ratios launch 100000 plain traced
 ratios membound "$passes" plain inst_none inst_memory

@@ -18,7 +18,9 @@
  *      between two events, and a host function after it on the same stream;
  *   4. the host function (the API runs it once the twin is done; it may not
  *      call the API) queues the dispatch for the finisher thread, which ends it:
- *      elapsed time from the events, final drain, reports, trace rows.
+ *      elapsed time from the events, final drain, reports, trace rows. With
+ *      NANO_GPU_END=event no host function: a waiter thread waits for the
+ *      end event, in launch order, and queues the dispatch instead.
  * Nothing waits for the program's streams: kernels overlap as they do
  * without the tool (NVBit's memtrace synchronizes the device after each
  * launch).
@@ -119,6 +121,7 @@ struct gpu_flight {
   uint64_t api;
   int owners;
   struct gpu_node *node; /* a graph replay's: its node, told when it ended */
+  void *stream;          /* the API's name for the program's stream */
   struct gpu_flight *next;
 };
 
@@ -134,10 +137,12 @@ static struct {
   int finisher_usable;
   pthread_mutex_t contexts_lock; /* contexts */
   struct gpu_context *contexts;
+  int end_by_event;     /* NANO_GPU_END=event: the waiter ends twins, not host functions */
   pthread_mutex_t lock; /* everything below */
-  pthread_cond_t wake, idle, replay_ended;
+  pthread_cond_t wake, idle, replay_ended, waiter_wake;
   struct gpu_flight *queue, **queue_end;
-  unsigned in_flight; /* launched twins not yet ended */
+  struct gpu_flight *waiting, **waiting_end; /* for the waiter, in launch order */
+  unsigned in_flight;                        /* launched twins not yet ended */
   int exiting;
   pthread_t finisher;
   int noted_capture, noted_unproven, noted_error;
@@ -149,7 +154,9 @@ static struct {
            .wake = PTHREAD_COND_INITIALIZER,
            .idle = PTHREAD_COND_INITIALIZER,
            .replay_ended = PTHREAD_COND_INITIALIZER,
-           .queue_end = &g_gpu.queue};
+           .waiter_wake = PTHREAD_COND_INITIALIZER,
+           .queue_end = &g_gpu.queue,
+           .waiting_end = &g_gpu.waiting};
 
 /* Says what failed, once per process for each *noted flag. */
 static void gpu_note(int *noted, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -459,6 +466,43 @@ static void gpu_done(void *arg) {
   gpu_release(f);
 }
 
+/* NANO_GPU_END=event: waits, sleeping, for each twin's end event in launch
+ * order, and then does what the host function does. The program's stream
+ * carries no host function then, whose round trip through the driver's
+ * callback thread a program that waits for its stream would wait for too. */
+static void *gpu_waiter(void *arg) {
+  (void)arg;
+  rpd_cupti_quiet = 1; /* every GPU API call of this thread is nanoprobe's */
+  pthread_mutex_lock(&g_gpu.lock);
+  for (;;) {
+    while (!g_gpu.waiting)
+      pthread_cond_wait(&g_gpu.waiter_wake, &g_gpu.lock);
+    struct gpu_flight *f = g_gpu.waiting;
+    if (!(g_gpu.waiting = f->next))
+      g_gpu.waiting_end = &g_gpu.waiting;
+    pthread_mutex_unlock(&g_gpu.lock);
+    const struct gpu_api *api = f->c->api;
+    int r = -1;
+    if (gpu_push(f->c)) {
+      if ((r = api->event_sync(f->ev[1])) != 0) {
+        gpu_note(&g_gpu.noted_error,
+                 "%s: waiting for a twin's end event failed (%s): waiting for its stream",
+                 api->backend, api->error(r));
+        r = api->stream_sync(f->stream);
+      }
+      gpu_pop(f->c);
+    }
+    if (r != 0)
+      gpu_note(&g_gpu.noted_error,
+               "%s: a twin's end cannot be waited for: its report may miss "
+               "records",
+               api->backend);
+    gpu_done(f);
+    pthread_mutex_lock(&g_gpu.lock);
+  }
+  return NULL;
+}
+
 /* At exit, before the program's cudart tears its contexts down (this handler
  * is registered after cudart's, so runs first): twins still running are
  * waited for, up to GPU_EXIT_WAIT_NS, and ended while CUDA still works. */
@@ -480,6 +524,17 @@ static void gpu_exit(void) {
             left);
 }
 
+/* NANO_GPU_END: how the end of a twin is learnt (docs/ENVIRONMENT.md). */
+static int gpu_end_setting(void) {
+  const char *v = getenv("NANO_GPU_END");
+  if (!v || !*v || !strcmp(v, "hostfn"))
+    return 0;
+  if (!strcmp(v, "event"))
+    return 1;
+  fprintf(stderr, "nanoprobe: NANO_GPU_END=%s: not hostfn or event; hostfn is used\n", v);
+  return 0;
+}
+
 static void gpu_start_finisher(void) {
   if (nano_thread_start(&g_gpu.finisher, gpu_finisher, NULL) != 0) {
     fprintf(stderr, "nanoprobe: cannot start the GPU finisher thread; kernels run "
@@ -487,6 +542,16 @@ static void gpu_start_finisher(void) {
     return;
   }
   pthread_detach(g_gpu.finisher);
+  if (gpu_end_setting()) {
+    pthread_t waiter;
+    if (nano_thread_start(&waiter, gpu_waiter, NULL) != 0) {
+      fprintf(stderr, "nanoprobe: NANO_GPU_END=event: cannot start the waiter thread; host "
+                      "functions end twins\n");
+    } else {
+      pthread_detach(waiter);
+      g_gpu.end_by_event = 1;
+    }
+  }
   atexit(gpu_exit);
   g_gpu.finisher_usable = 1;
 }
@@ -609,9 +674,10 @@ static int gpu_launch_twin(struct gpu_flight *f, nano_gpu_launch_fn launch, cons
   const struct gpu_api *api = f->c->api;
   void *all[GPU_MAX_ARGS + 1], *desc = nano_dispatch_desc(f->d);
   gpu_twin_args(all, args, nargs, &desc);
-  if (api->event_create(&f->ev[0]) != 0)
+  if (api->event_create(&f->ev[0], 0) != 0)
     f->ev[0] = NULL;
-  else if (api->event_create(&f->ev[1]) != 0 || api->event_record(f->ev[0], s) != 0)
+  else if (api->event_create(&f->ev[1], g_gpu.end_by_event) != 0 ||
+           api->event_record(f->ev[0], s) != 0)
     gpu_drop_events(f);
   int rc =
       gpu_program_launch(launch, twin, grid_xy, grid_z, block_xy, block_z, all, shared, stream);
@@ -621,8 +687,17 @@ static int gpu_launch_twin(struct gpu_flight *f, nano_gpu_launch_fn launch, cons
     (void)gpu_twin_put(&g_proven, (struct gpu_twin){twin, twin, NULL, nargs}); /* best effort */
   if (f->ev[0] && api->event_record(f->ev[1], s) != 0)
     gpu_drop_events(f);
+  f->stream = s;
   pthread_mutex_lock(&g_gpu.lock);
   g_gpu.in_flight++;
+  if (g_gpu.end_by_event && f->ev[1]) { /* the waiter learns the end */
+    f->next = NULL;
+    *g_gpu.waiting_end = f;
+    g_gpu.waiting_end = &f->next;
+    pthread_cond_signal(&g_gpu.waiter_wake);
+    pthread_mutex_unlock(&g_gpu.lock);
+    return 0;
+  }
   pthread_mutex_unlock(&g_gpu.lock);
   int r = api->host_func(s, gpu_done, f);
   if (r != 0) {

@@ -50,8 +50,11 @@ struct gpu_api {
   int (*capture_mode)(int *mode);
   int (*copy_to_device)(uint64_t d, const void *src, size_t n, void *s);
   int (*copy_to_host)(void *dst, uint64_t d, size_t n, void *s);
-  int (*event_create)(void **e);
+  /* blocking: a thread in event_sync sleeps instead of spinning. */
+  int (*event_create)(void **e, int blocking);
   int (*event_record)(void *e, void *s);
+  /* Waits until the work before e's record is done. */
+  int (*event_sync)(void *e);
   int (*event_ms)(float *ms, void *start, void *end);
   int (*event_destroy)(void *e);
   /* fn(arg) once the stream's work so far is done; fn may not call the API. */

@@ -27,6 +27,7 @@ typedef unsigned long long CUdeviceptr;
 #define CU_HOSTALLOC_DEVICEMAP 0x02
 #define CU_STREAM_NON_BLOCKING 0x1
 #define CU_EVENT_DEFAULT 0x0
+#define CU_EVENT_BLOCKING_SYNC 0x1
 /* NVIDIA: 128-byte lines of 32-byte sectors; shared memory in phases. */
 #define CU_LINE_BYTES 128
 #define CU_SECTOR_BYTES 32
@@ -58,6 +59,7 @@ static struct {
   CUresult (*EventCreate)(CUevent *, unsigned);
   CUresult (*EventRecord)(CUevent, CUstream);
   CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
+  CUresult (*EventSynchronize)(CUevent);
   CUresult (*EventDestroy)(CUevent);
   CUresult (*LaunchHostFunc)(CUstream, void (*)(void *), void *);
   CUresult (*GetErrorName)(CUresult, const char **);
@@ -88,6 +90,7 @@ static const struct nano_symbol cu_fns[] = {
     CU_FN(EventCreate, cuEventCreate),
     CU_FN(EventRecord, cuEventRecord),
     CU_FN(EventElapsedTime, cuEventElapsedTime),
+    CU_FN(EventSynchronize, cuEventSynchronize),
     CU_FN(EventDestroy, cuEventDestroy_v2),
     CU_FN(LaunchHostFunc, cuLaunchHostFunc),
     CU_FN(GetErrorName, cuGetErrorName),
@@ -180,8 +183,11 @@ static int cuda_copy_to_device(uint64_t d, const void *src, size_t n, void *s) {
 static int cuda_copy_to_host(void *dst, uint64_t d, size_t n, void *s) {
   return cu.MemcpyDtoHAsync(dst, d, n, s);
 }
-static int cuda_event_create(void **e) { return cu.EventCreate(e, CU_EVENT_DEFAULT); }
+static int cuda_event_create(void **e, int blocking) {
+  return cu.EventCreate(e, blocking ? CU_EVENT_BLOCKING_SYNC : CU_EVENT_DEFAULT);
+}
 static int cuda_event_record(void *e, void *s) { return cu.EventRecord(e, s); }
+static int cuda_event_sync(void *e) { return cu.EventSynchronize(e); }
 static int cuda_event_ms(float *ms, void *a, void *b) { return cu.EventElapsedTime(ms, a, b); }
 static int cuda_event_destroy(void *e) { return cu.EventDestroy(e); }
 static int cuda_host_func(void *s, void (*fn)(void *), void *arg) {
@@ -215,6 +221,7 @@ const struct gpu_api gpu_cuda_api = {
     cuda_copy_to_host,
     cuda_event_create,
     cuda_event_record,
+    cuda_event_sync,
     cuda_event_ms,
     cuda_event_destroy,
     cuda_host_func,

@@ -35,7 +35,8 @@ static struct {
   __typeof__(&hipStreamIsCapturing) StreamIsCapturing;
   __typeof__(&hipThreadExchangeStreamCaptureMode) ThreadExchangeStreamCaptureMode;
   __typeof__(&hipMemcpyAsync) MemcpyAsync;
-  __typeof__(&hipEventCreate) EventCreate;
+  __typeof__(&hipEventCreateWithFlags) EventCreateWithFlags;
+  __typeof__(&hipEventSynchronize) EventSynchronize;
   __typeof__(&hipEventRecord) EventRecord;
   __typeof__(&hipEventElapsedTime) EventElapsedTime;
   __typeof__(&hipEventDestroy) EventDestroy;
@@ -58,7 +59,8 @@ static const struct nano_symbol hip_fns[] = {
     HIP_FN(StreamIsCapturing, hipStreamIsCapturing),
     HIP_FN(ThreadExchangeStreamCaptureMode, hipThreadExchangeStreamCaptureMode),
     HIP_FN(MemcpyAsync, hipMemcpyAsync),
-    HIP_FN(EventCreate, hipEventCreate),
+    HIP_FN(EventCreateWithFlags, hipEventCreateWithFlags),
+    HIP_FN(EventSynchronize, hipEventSynchronize),
     HIP_FN(EventRecord, hipEventRecord),
     HIP_FN(EventElapsedTime, hipEventElapsedTime),
     HIP_FN(EventDestroy, hipEventDestroy),
@@ -176,8 +178,12 @@ static int hip_copy_to_device(uint64_t d, const void *src, size_t n, void *s) {
 static int hip_copy_to_host(void *dst, uint64_t d, size_t n, void *s) {
   return hip.MemcpyAsync(dst, (const void *)(uintptr_t)d, n, hipMemcpyDeviceToHost, s);
 }
-static int hip_event_create(void **e) { return hip.EventCreate((hipEvent_t *)e); }
+static int hip_event_create(void **e, int blocking) {
+  return hip.EventCreateWithFlags((hipEvent_t *)e,
+                                  blocking ? hipEventBlockingSync : hipEventDefault);
+}
 static int hip_event_record(void *e, void *s) { return hip.EventRecord(e, s); }
+static int hip_event_sync(void *e) { return hip.EventSynchronize(e); }
 static int hip_event_ms(float *ms, void *a, void *b) { return hip.EventElapsedTime(ms, a, b); }
 static int hip_event_destroy(void *e) { return hip.EventDestroy(e); }
 static int hip_host_func(void *s, void (*fn)(void *), void *arg) {
@@ -209,6 +215,7 @@ const struct gpu_api gpu_hip_api = {
     hip_copy_to_host,
     hip_event_create,
     hip_event_record,
+    hip_event_sync,
     hip_event_ms,
     hip_event_destroy,
     hip_host_func,

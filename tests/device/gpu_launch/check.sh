@@ -183,6 +183,19 @@ $graph_row
 $graph_row
 $graph_row" ] ||
   fail "nano_dispatch: one row per twin and per graph replay, every access recorded, linked to its launch"
+
+# NANO_GPU_END=event: a waiter thread, not a host function, learns each twin's
+# end (graph replays keep theirs): the same dispatches, nothing waits
+run_instrumented event NANO_GPU_END=event
+grep -qx "$done_line" event.out || fail "NANO_GPU_END=event: right results"
+! grep -q SERIALIZED event.out || fail "NANO_GPU_END=event: the runtime waited for the program's stream"
+[ "$(query event.rpd "select kernel, backend, arch, wave_size, grid_x, grid_y, grid_z, block_x, shared_bytes, records, dropped, decode_errors, lost_bytes, d.start <= d.\"end\", s.string from nano_dispatch d join rocpd_api a on a.id = d.api_id join rocpd_string s on s.id = a.apiName_id order by kernel")" = "$rows" ] ||
+  fail "NANO_GPU_END=event: the same dispatches as with host functions"
+[ "$(grep -c "^host function" event.out)" -lt "$(grep -c "^host function" inst.out)" ] ||
+  fail "NANO_GPU_END=event: fewer host functions on the program's streams"
+run_instrumented bad_end NANO_GPU_END=sometimes
+grep -q "NANO_GPU_END=sometimes: not hostfn or event; hostfn is used" bad_end.err ||
+  fail "a bad NANO_GPU_END is named"
 [ "$(query inst.rpd "select count(distinct id), count(distinct api_id) from nano_dispatch where grid_y = 1 and kernel = '_Z5otherPi'")" = "3 1" ] ||
   fail "three replays, three dispatches, all linked to the capture's launch"
 memory=$(query inst.rpd "select kernel, replace(file, '$here/', ''), line, \"column\", kind, sum(accesses), sum(bytes) from nano_memory group by kernel, file, line, \"column\", kind order by kernel, line, \"column\"")
@@ -273,6 +286,11 @@ grep -qx "threads right" threads.out || fail "threads: right results"
 ! grep -q SERIALIZED threads.out || fail "threads: the runtime waited for a program's stream"
 [ "$(query threads.rpd "select count(*), min(records), max(records), sum(decode_errors) from nano_dispatch")" = "40 3000 3000 0" ] ||
   fail "threads: 40 dispatches of 3,000 records each"
+env RPDT_FILENAME=threads_event.rpd NANO_INSTRUMENT=1 NANO_ANALYZERS=none NANO_BUFFER_POOL=64 \
+  NANO_GPU_END=event LD_PRELOAD="$rpd" ./threads >threads_event.out 2>threads_event.err ||
+  fail "threads, NANO_GPU_END=event: $(cat threads_event.err)"
+[ "$(query threads_event.rpd "select count(*), min(records), max(records), sum(decode_errors) from nano_dispatch")" = "40 3000 3000 0" ] ||
+  fail "threads, NANO_GPU_END=event: 40 dispatches of 3,000 records each"
 # two buffers used again and again (a launch that finds both busy runs
 # uninstrumented): each dispatch starts where the last left its buffer
 env RPDT_FILENAME=reuse.rpd NANO_INSTRUMENT=1 NANO_ANALYZERS=none NANO_BUFFER_POOL=2 THREADS_SYNC=1 \

@@ -523,6 +523,7 @@ int hipDeviceSynchronize(void) {
 #define CU_NOT_INITIALIZED 3
 #define CU_INVALID_CONTEXT 201
 #define CU_NOT_READY 600
+#define CU_EVENT_BLOCKING 1 /* CU_EVENT_BLOCKING_SYNC */
 
 static int fake_ctx, fake_initialized;
 static _Thread_local void *ctx_stack[8];
@@ -698,7 +699,17 @@ int cuEventCreate(void **e, unsigned flags) {
   NEED_CTX();
   int64_t *stamp = calloc(1, sizeof *stamp);
   *e = stamp;
-  return stamp && flags == 0 ? CU_OK : CU_INVALID_VALUE;
+  return stamp && (flags & ~CU_EVENT_BLOCKING) == 0 ? CU_OK : CU_INVALID_VALUE;
+}
+/* Waits for the device to pass the event's record: the device runs only
+ * while the program synchronizes, so a tool's thread waits for that. */
+int cuEventSynchronize(void *e) {
+  NEED_CTX();
+  pthread_mutex_lock(&dev_lock);
+  while (!__atomic_load_n((int64_t *)e, __ATOMIC_ACQUIRE))
+    pthread_cond_wait(&dev_cond, &dev_lock);
+  pthread_mutex_unlock(&dev_lock);
+  return CU_OK;
 }
 int cuEventRecord(void *e, void *s) {
   NEED_CTX();
@@ -741,6 +752,7 @@ int cuLaunchHostFunc(void *s, void (*fn)(void *), void *arg) {
   it->kind = ITEM_HOSTFN;
   it->fn = fn;
   it->arg = arg;
+  printf("host function on stream %p\n", s);
   issue(it, s);
   return CU_OK;
 }

@@ -29,6 +29,7 @@ int cuMemcpyHtoDAsync_v2(unsigned long long d, const void *src, size_t n, void *
 int cuMemcpyDtoHAsync_v2(void *dst, unsigned long long d, size_t n, void *s);
 int cuEventCreate(void **e, unsigned flags);
 int cuEventRecord(void *e, void *s);
+int cuEventSynchronize(void *e);
 int cuEventElapsedTime(float *ms, void *a, void *b);
 int cuEventDestroy_v2(void *e);
 int cuLaunchHostFunc(void *s, void (*fn)(void *), void *arg);
@@ -109,6 +110,10 @@ hipError_t hipMemcpyAsync(void *dst, const void *src, size_t n, hipMemcpyKind ki
   return hipErrorInvalidValue;
 }
 hipError_t hipEventCreate(hipEvent_t *e) { IN_DEVICE(cuEventCreate((void **)e, 0)); }
+hipError_t hipEventCreateWithFlags(hipEvent_t *e, unsigned flags) {
+  IN_DEVICE(cuEventCreate((void **)e, flags));
+}
+hipError_t hipEventSynchronize(hipEvent_t e) { IN_DEVICE(cuEventSynchronize(e)); }
 hipError_t hipEventRecord(hipEvent_t e, hipStream_t s) { IN_DEVICE(cuEventRecord(e, s)); }
 hipError_t hipEventElapsedTime(float *ms, hipEvent_t a, hipEvent_t b) {
   IN_DEVICE(cuEventElapsedTime(ms, a, b));
