@@ -125,6 +125,12 @@ struct gpu_flight {
   struct gpu_flight *next;
 };
 
+/* Flights handed from one thread to another, in order (under g_gpu.lock). */
+struct gpu_fifo {
+  struct gpu_flight *head, **end;
+  pthread_cond_t wake;
+};
+
 /* An API's state: loaded once, at its first instrumented launch. */
 struct gpu_loaded {
   pthread_once_t once;
@@ -139,10 +145,10 @@ static struct {
   struct gpu_context *contexts;
   int end_by_event;     /* NANO_GPU_END=event: the waiter ends twins, not host functions */
   pthread_mutex_t lock; /* everything below */
-  pthread_cond_t wake, idle, replay_ended, waiter_wake;
-  struct gpu_flight *queue, **queue_end;
-  struct gpu_flight *waiting, **waiting_end; /* for the waiter, in launch order */
-  unsigned in_flight;                        /* launched twins not yet ended */
+  pthread_cond_t idle, replay_ended;
+  struct gpu_fifo queue;   /* for the finisher */
+  struct gpu_fifo waiting; /* for the waiter, in launch order */
+  unsigned in_flight;      /* launched twins not yet ended */
   int exiting;
   pthread_t finisher;
   int noted_capture, noted_unproven, noted_error;
@@ -151,12 +157,28 @@ static struct {
            .finisher_once = PTHREAD_ONCE_INIT,
            .contexts_lock = PTHREAD_MUTEX_INITIALIZER,
            .lock = PTHREAD_MUTEX_INITIALIZER,
-           .wake = PTHREAD_COND_INITIALIZER,
            .idle = PTHREAD_COND_INITIALIZER,
            .replay_ended = PTHREAD_COND_INITIALIZER,
-           .waiter_wake = PTHREAD_COND_INITIALIZER,
-           .queue_end = &g_gpu.queue,
-           .waiting_end = &g_gpu.waiting};
+           .queue = {NULL, &g_gpu.queue.head, PTHREAD_COND_INITIALIZER},
+           .waiting = {NULL, &g_gpu.waiting.head, PTHREAD_COND_INITIALIZER}};
+
+/* Appends f to q and wakes q's thread (g_gpu.lock held). */
+static void gpu_fifo_push(struct gpu_fifo *q, struct gpu_flight *f) {
+  f->next = NULL;
+  *q->end = f;
+  q->end = &f->next;
+  pthread_cond_signal(&q->wake);
+}
+
+/* The first flight of q, waited for (g_gpu.lock held, released meanwhile). */
+static struct gpu_flight *gpu_fifo_pop(struct gpu_fifo *q) {
+  while (!q->head)
+    pthread_cond_wait(&q->wake, &g_gpu.lock);
+  struct gpu_flight *f = q->head;
+  if (!(q->head = f->next))
+    q->end = &q->head;
+  return f;
+}
 
 /* Says what failed, once per process for each *noted flag. */
 static void gpu_note(int *noted, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -433,11 +455,7 @@ static void *gpu_finisher(void *arg) {
   rpd_cupti_quiet = 1; /* every GPU API call of this thread is nanoprobe's */
   pthread_mutex_lock(&g_gpu.lock);
   for (;;) {
-    while (!g_gpu.queue)
-      pthread_cond_wait(&g_gpu.wake, &g_gpu.lock);
-    struct gpu_flight *f = g_gpu.queue;
-    if (!(g_gpu.queue = f->next))
-      g_gpu.queue_end = &g_gpu.queue;
+    struct gpu_flight *f = gpu_fifo_pop(&g_gpu.queue);
     if (g_gpu.exiting) /* past the exit handler: said there, and the layer is going */
       continue;
     pthread_mutex_unlock(&g_gpu.lock);
@@ -451,11 +469,8 @@ static void *gpu_finisher(void *arg) {
 static void gpu_release(struct gpu_flight *f) {
   if (__atomic_sub_fetch(&f->owners, 1, __ATOMIC_ACQ_REL) != 0)
     return;
-  f->next = NULL;
   pthread_mutex_lock(&g_gpu.lock);
-  *g_gpu.queue_end = f;
-  g_gpu.queue_end = &f->next;
-  pthread_cond_signal(&g_gpu.wake);
+  gpu_fifo_push(&g_gpu.queue, f);
   pthread_mutex_unlock(&g_gpu.lock);
 }
 
@@ -475,11 +490,7 @@ static void *gpu_waiter(void *arg) {
   rpd_cupti_quiet = 1; /* every GPU API call of this thread is nanoprobe's */
   pthread_mutex_lock(&g_gpu.lock);
   for (;;) {
-    while (!g_gpu.waiting)
-      pthread_cond_wait(&g_gpu.waiter_wake, &g_gpu.lock);
-    struct gpu_flight *f = g_gpu.waiting;
-    if (!(g_gpu.waiting = f->next))
-      g_gpu.waiting_end = &g_gpu.waiting;
+    struct gpu_flight *f = gpu_fifo_pop(&g_gpu.waiting);
     pthread_mutex_unlock(&g_gpu.lock);
     const struct gpu_api *api = f->c->api;
     int r = -1;
@@ -691,10 +702,7 @@ static int gpu_launch_twin(struct gpu_flight *f, nano_gpu_launch_fn launch, cons
   pthread_mutex_lock(&g_gpu.lock);
   g_gpu.in_flight++;
   if (g_gpu.end_by_event && f->ev[1]) { /* the waiter learns the end */
-    f->next = NULL;
-    *g_gpu.waiting_end = f;
-    g_gpu.waiting_end = &f->next;
-    pthread_cond_signal(&g_gpu.waiter_wake);
+    gpu_fifo_push(&g_gpu.waiting, f);
     pthread_mutex_unlock(&g_gpu.lock);
     return 0;
   }
