@@ -68,8 +68,9 @@ enum dispatch_pick { PICK_ALL, PICK_FIRST, PICK_NTH, PICK_RANDOM };
 /* One kernel's dispatch history. */
 struct kernel_state {
   char *name;
-  uint64_t count; /* dispatches seen                              */
-  int selected;   /* NANO_KERNELS: -1 unknown, 0 no, 1 yes        */
+  char *demangled; /* once, at first sight; NULL: not a mangled name */
+  uint64_t count;  /* dispatches seen                              */
+  int selected;    /* NANO_KERNELS: -1 unknown, 0 no, 1 yes        */
   int noted_no_twin;
   struct nano_dispatch *kept; /* random: the current pick, reported at exit */
   struct kernel_state *next;
@@ -399,6 +400,7 @@ static struct kernel_state *dispatch_kernel(const char *name) {
     free(k);
     return NULL;
   }
+  k->demangled = nano_demangle(name);
   k->selected = -1;
   k->next = g_d.kernels;
   g_d.kernels = k;
@@ -657,11 +659,8 @@ struct nano_dispatch *nano_dispatch_begin(const struct nano_launch_desc *l) {
     return NULL;
   }
   uint64_t n = ++ks->count;
-  char *demangled = NULL;
-  if (ks->selected < 0) {
-    demangled = nano_demangle(l->kernel);
-    ks->selected = dispatch_regex_selects(l->kernel, demangled);
-  }
+  if (ks->selected < 0)
+    ks->selected = dispatch_regex_selects(l->kernel, ks->demangled);
   int pick = ks->selected;
   if (pick && !l->twin) {
     if (!ks->noted_no_twin)
@@ -705,7 +704,6 @@ struct nano_dispatch *nano_dispatch_begin(const struct nano_launch_desc *l) {
   uint64_t id = pick ? ++g_d.next_id : 0;
   pthread_mutex_unlock(&g_d.lock);
   if (!pick) {
-    free(demangled);
     return NULL;
   }
 
@@ -723,11 +721,10 @@ struct nano_dispatch *nano_dispatch_begin(const struct nano_launch_desc *l) {
     pthread_mutex_unlock(&g_d.lock);
     if (buf)
       nano_dh_pool_release(pool, buf);
-    free(demangled);
     return NULL;
   }
   d->kernel = strdup(l->kernel);
-  d->kernel_name = demangled ? demangled : nano_demangle(l->kernel);
+  d->kernel_name = ks->demangled ? strdup(ks->demangled) : NULL;
   d->ks = ks;
   d->pool = pool;
   d->buf = buf;
