@@ -495,7 +495,8 @@ static void *gpu_waiter(void *arg) {
     const struct gpu_api *api = f->c->api;
     int r = -1;
     if (gpu_push(f->c)) {
-      if ((r = api->event_sync(f->ev[1])) != 0) {
+      /* (a per-thread default stream names this thread's own here) */
+      if ((r = api->event_sync(f->ev[1])) != 0 && f->stream != GPU_STREAM_PER_THREAD) {
         gpu_note(&g_gpu.noted_error,
                  "%s: waiting for a twin's end event failed (%s): waiting for its stream",
                  api->backend, api->error(r));
