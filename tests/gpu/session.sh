@@ -4,6 +4,7 @@
 # brings back what ran. In order of what matters most:
 #   env.txt       the machine: GPU, driver, toolkit, Nsight Compute
 #   suite.txt     tests/gpu/run.sh; work.tar.gz: its logs, reports and traces
+#   suite_event.txt  four samples again with NANO_GPU_END=event
 #   ncu.txt       Nsight Compute's L1 and L2 sector and bank-conflict counts of
 #                 the samples whose MemoryAnalysis figures the suite checks
 #   rpd.txt       bench/rpd/run.sh (the tracer's hot path: the 25 ns check)
@@ -31,7 +32,11 @@ export NANO_GPU_SAMPLE_TIMEOUT=${NANO_GPU_SAMPLE_TIMEOUT:-60}
 } >"$results/env.txt" 2>&1
 
 "$here/run.sh" "$suite" "$work/suite" 2>&1 | tee "$results/suite.txt"
-tar -czf "$results/work.tar.gz" -C "$work" suite
+# the same with the end of twins learnt from events (NANO_GPU_END=event, not
+# the default yet): the samples that launch outside and inside graphs
+NANO_GPU_END=event "$here/run.sh" "$suite" "$work/suite_event" vecadd streams graph dynshared 2>&1 |
+  tee "$results/suite_event.txt"
+tar -czf "$results/work.tar.gz" -C "$work" suite suite_event
 
 if [ -n "$ncu" ]; then
   # global load/store sectors and requests at L1, sectors at L2 (from L1),
