@@ -79,6 +79,9 @@
 #include "rpd.h"
 #include "rpd_internal.h"
 
+/* Events a device keeps for reuse: two per launch, created and destroyed,
+ * were four driver calls per instrumented launch. */
+#define GPU_EVENT_POOL 64
 /* The most arguments a kernel's launch passes (the twin gets one more). */
 #define GPU_MAX_ARGS 255
 /* How long the exit handler waits for twins still running. */
@@ -105,6 +108,9 @@ struct gpu_context {
   struct gpu_device_info info;
   void *copies;
   struct nano_dh_memory mem;
+  pthread_mutex_t events_lock; /* events, nevents */
+  void *events[GPU_EVENT_POOL];
+  unsigned nevents;
   struct gpu_context *next;
 };
 
@@ -405,6 +411,7 @@ static struct gpu_context *gpu_context(const struct gpu_api *api, int create) {
   c->api = api;
   c->key = key;
   c->dev = dev;
+  pthread_mutex_init(&c->events_lock, NULL);
   c->mem =
       (struct nano_dh_memory){api->backend, c, gpu_alloc, gpu_free, gpu_put_desc, gpu_counters};
   c->next = g_gpu.contexts;
@@ -415,13 +422,33 @@ static struct gpu_context *gpu_context(const struct gpu_api *api, int create) {
 
 /* ---- end of a dispatch ------------------------------------------------------------ */
 
-/* Drops f's events (the API frees them once their records completed). */
+/* An event of c, kept or new (blocking as NANO_GPU_END asks; c current). */
+static int gpu_event_get(struct gpu_context *c, void **e) {
+  pthread_mutex_lock(&c->events_lock);
+  int kept = c->nevents > 0;
+  if (kept)
+    *e = c->events[--c->nevents];
+  pthread_mutex_unlock(&c->events_lock);
+  return kept ? 0 : c->api->event_create(e, g_gpu.end_by_event);
+}
+
+/* Lets go of f's events: kept for reuse (recording an event again replaces
+ * a record still pending), destroyed past GPU_EVENT_POOL (the API frees
+ * them once their records completed). */
 static void gpu_drop_events(struct gpu_flight *f) {
-  if (f->ev[0])
-    f->c->api->event_destroy(f->ev[0]);
-  if (f->ev[1])
-    f->c->api->event_destroy(f->ev[1]);
-  f->ev[0] = f->ev[1] = NULL;
+  struct gpu_context *c = f->c;
+  for (int i = 0; i < 2; i++) {
+    if (!f->ev[i])
+      continue;
+    pthread_mutex_lock(&c->events_lock);
+    int kept = c->nevents < GPU_EVENT_POOL;
+    if (kept)
+      c->events[c->nevents++] = f->ev[i];
+    pthread_mutex_unlock(&c->events_lock);
+    if (!kept)
+      c->api->event_destroy(f->ev[i]);
+    f->ev[i] = NULL;
+  }
 }
 
 /* One instrumented dispatch fewer in flight; wakes the exit handler at none. */
@@ -686,10 +713,9 @@ static int gpu_launch_twin(struct gpu_flight *f, nano_gpu_launch_fn launch, cons
   const struct gpu_api *api = f->c->api;
   void *all[GPU_MAX_ARGS + 1], *desc = nano_dispatch_desc(f->d);
   gpu_twin_args(all, args, nargs, &desc);
-  if (api->event_create(&f->ev[0], 0) != 0)
+  if (gpu_event_get(f->c, &f->ev[0]) != 0)
     f->ev[0] = NULL;
-  else if (api->event_create(&f->ev[1], g_gpu.end_by_event) != 0 ||
-           api->event_record(f->ev[0], s) != 0)
+  else if (gpu_event_get(f->c, &f->ev[1]) != 0 || api->event_record(f->ev[0], s) != 0)
     gpu_drop_events(f);
   int rc =
       gpu_program_launch(launch, twin, grid_xy, grid_z, block_xy, block_z, all, shared, stream);
