@@ -15,7 +15,9 @@
  *      the device's placement; NULL: the original, through the program's own
  *      launch function (a static cudart has no other);
  *   3. else the twin, with the buffer's descriptor as one more argument,
- *      between two events, and a host function after it on the same stream;
+ *      after the stream waits for the descriptor's copy (an event on the
+ *      copy stream: the launching thread does not wait), between two events,
+ *      and a host function after it on the same stream;
  *   4. the host function (the API runs it once the twin is done; it may not
  *      call the API) queues the dispatch for the finisher thread, which ends it:
  *      elapsed time from the events, final drain, reports, trace rows. With
@@ -89,7 +91,7 @@
 #define GPU_NS_PER_S 1000000000L
 #define GPU_NS_PER_MS 1e6
 /* The pinned block of a buffer: the tail, then the counters' staging area
- * on a cache line of its own, then a graph node's staged descriptor. */
+ * on a cache line of its own, then the descriptor staged for its copy. */
 #define GPU_LINE 64
 #define GPU_STAGE_COUNTERS GPU_LINE
 #define GPU_STAGE_DESC (2 * GPU_LINE)
@@ -107,6 +109,7 @@ struct gpu_context {
   int dev;
   struct gpu_device_info info;
   void *copies;
+  void *staged; /* recorded on copies after each descriptor's copy; NULL: waited for */
   struct nano_dh_memory mem;
   pthread_mutex_t events_lock; /* events, nevents */
   void *events[GPU_EVENT_POOL];
@@ -330,27 +333,29 @@ static void gpu_staged_counters(const struct gpu_buffer *b, uint64_t *head, uint
   *dropped = stage[GPU_STAGED_DROPPED];
 }
 
-/* Writes the descriptor to the device in one copy (on the copy stream) and
- * waits for it: the host's fields, and head and dropped, which the device
- * owns, as it left them: the counters the buffer's last finish staged
- * (gpu_counters), or zero for a new buffer (the device's memory is not
- * cleared). Between a finish and the buffer's next use nothing else
- * changes them. */
+/* Writes the descriptor to the device in one copy on the copy stream, from
+ * the buffer's pinned staging area: the host's fields, and head and dropped,
+ * which the device owns, as it left them: the counters the buffer's last
+ * finish staged (gpu_counters), or zero for a new buffer (the device's memory
+ * is not cleared). Between a finish and the buffer's next use nothing else
+ * changes them. Then c->staged is recorded after the copy, and the twin's
+ * stream waits for it (gpu_launch_twin): the launching thread does not. The
+ * copy stream runs in order, so the latest record, whichever thread made
+ * it, follows this copy. Without that event the copy is waited for here. */
 static int gpu_put_desc(void *ctx, struct nano_dh_placement *p, const void *desc) {
   struct gpu_context *c = ctx;
   struct gpu_buffer *b = p->handle;
-  unsigned char image[NANO_DH_DESC_SIZE];
+  unsigned char *image = b->block + GPU_STAGE_DESC;
   uint64_t head, dropped;
-  memcpy(image, desc, sizeof image);
+  memcpy(image, desc, NANO_DH_DESC_SIZE);
   gpu_staged_counters(b, &head, &dropped);
   memcpy(image + NANO_DH_DESC_OFF_HEAD, &head, sizeof head);
   memcpy(image + NANO_DH_DESC_OFF_DROPPED, &dropped, sizeof dropped);
   if (!gpu_push(c))
     return -1;
-  int r = c->api->copy_to_device(b->desc, image, sizeof image, c->copies);
-  /* The program's stream launches the twin only after this returns. */
+  int r = c->api->copy_to_device(b->desc, image, NANO_DH_DESC_SIZE, c->copies);
   if (r == 0)
-    r = c->api->stream_sync(c->copies);
+    r = c->staged ? c->api->event_record(c->staged, c->copies) : c->api->stream_sync(c->copies);
   gpu_pop(c);
   return r == 0 ? 0 : -1;
 }
@@ -407,6 +412,8 @@ static struct gpu_context *gpu_context(const struct gpu_api *api, int create) {
     free(c);
     return NULL;
   }
+  if (api->event_create(&c->staged, 0) != 0)
+    c->staged = NULL; /* descriptors' copies are waited for */
   gpu_unrelax(api, &relaxed);
   c->api = api;
   c->key = key;
@@ -717,6 +724,9 @@ static int gpu_launch_twin(struct gpu_flight *f, nano_gpu_launch_fn launch, cons
     f->ev[0] = NULL;
   else if (gpu_event_get(f->c, &f->ev[1]) != 0 || api->event_record(f->ev[0], s) != 0)
     gpu_drop_events(f);
+  /* the descriptor's copy first (gpu_put_desc); else the host waits for it */
+  if (f->c->staged && api->stream_wait(s, f->c->staged) != 0 && api->stream_sync(f->c->copies) != 0)
+    return -1;
   int rc =
       gpu_program_launch(launch, twin, grid_xy, grid_z, block_xy, block_z, all, shared, stream);
   if (rc != 0)

@@ -43,6 +43,8 @@ struct gpu_api {
   /* A stream that never waits for the program's (non-blocking). */
   int (*stream_create)(void **s);
   int (*stream_sync)(void *s);
+  /* Work issued to s after this waits for the work before e's record. */
+  int (*stream_wait)(void *s, void *e);
   /* GPU_CAPTURE_*: whether s is being captured into a graph. */
   int (*capture_status)(void *s, int *status);
   /* Swaps the calling thread's capture mode (GPU_CAPTURE_MODE_*) with *mode:

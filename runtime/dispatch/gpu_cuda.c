@@ -52,6 +52,7 @@ static struct {
   CUresult (*MemFree)(CUdeviceptr);
   CUresult (*StreamCreate)(CUstream *, unsigned);
   CUresult (*StreamSynchronize)(CUstream);
+  CUresult (*StreamWaitEvent)(CUstream, CUevent, unsigned);
   CUresult (*StreamIsCapturing)(CUstream, int *);
   CUresult (*ThreadExchangeStreamCaptureMode)(int *);
   CUresult (*MemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
@@ -83,6 +84,7 @@ static const struct nano_symbol cu_fns[] = {
     CU_FN(MemFree, cuMemFree_v2),
     CU_FN(StreamCreate, cuStreamCreate),
     CU_FN(StreamSynchronize, cuStreamSynchronize),
+    CU_FN(StreamWaitEvent, cuStreamWaitEvent),
     CU_FN(StreamIsCapturing, cuStreamIsCapturing),
     CU_FN(ThreadExchangeStreamCaptureMode, cuThreadExchangeStreamCaptureMode),
     CU_FN(MemcpyHtoDAsync, cuMemcpyHtoDAsync_v2),
@@ -172,6 +174,7 @@ static int cuda_dev_alloc(uint64_t *d, size_t n) {
 static int cuda_dev_free(uint64_t d) { return cu.MemFree(d); }
 static int cuda_stream_create(void **s) { return cu.StreamCreate(s, CU_STREAM_NON_BLOCKING); }
 static int cuda_stream_sync(void *s) { return cu.StreamSynchronize(s); }
+static int cuda_stream_wait(void *s, void *e) { return cu.StreamWaitEvent(s, e, 0); }
 static int cuda_capture_status(void *s, int *status) {
   *status = GPU_CAPTURE_NONE;
   return cu.StreamIsCapturing(s, status);
@@ -215,6 +218,7 @@ const struct gpu_api gpu_cuda_api = {
     cuda_dev_free,
     cuda_stream_create,
     cuda_stream_sync,
+    cuda_stream_wait,
     cuda_capture_status,
     cuda_capture_mode,
     cuda_copy_to_device,

@@ -32,6 +32,7 @@ static struct {
   __typeof__(&hipFree) Free;
   __typeof__(&hipStreamCreateWithFlags) StreamCreateWithFlags;
   __typeof__(&hipStreamSynchronize) StreamSynchronize;
+  __typeof__(&hipStreamWaitEvent) StreamWaitEvent;
   __typeof__(&hipStreamIsCapturing) StreamIsCapturing;
   __typeof__(&hipThreadExchangeStreamCaptureMode) ThreadExchangeStreamCaptureMode;
   __typeof__(&hipMemcpyAsync) MemcpyAsync;
@@ -56,6 +57,7 @@ static const struct nano_symbol hip_fns[] = {
     HIP_FN(Free, hipFree),
     HIP_FN(StreamCreateWithFlags, hipStreamCreateWithFlags),
     HIP_FN(StreamSynchronize, hipStreamSynchronize),
+    HIP_FN(StreamWaitEvent, hipStreamWaitEvent),
     HIP_FN(StreamIsCapturing, hipStreamIsCapturing),
     HIP_FN(ThreadExchangeStreamCaptureMode, hipThreadExchangeStreamCaptureMode),
     HIP_FN(MemcpyAsync, hipMemcpyAsync),
@@ -160,6 +162,7 @@ static int hip_stream_create(void **s) {
   return hip.StreamCreateWithFlags((hipStream_t *)s, hipStreamNonBlocking);
 }
 static int hip_stream_sync(void *s) { return hip.StreamSynchronize(s); }
+static int hip_stream_wait(void *s, void *e) { return hip.StreamWaitEvent(s, e, 0); }
 static int hip_capture_status(void *s, int *status) {
   hipStreamCaptureStatus st = hipStreamCaptureStatusNone;
   hipError_t r = hip.StreamIsCapturing(s, &st);
@@ -209,6 +212,7 @@ const struct gpu_api gpu_hip_api = {
     hip_dev_free,
     hip_stream_create,
     hip_stream_sync,
+    hip_stream_wait,
     hip_capture_status,
     hip_capture_mode,
     hip_copy_to_device,

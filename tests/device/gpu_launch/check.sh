@@ -149,6 +149,8 @@ run_instrumented() { # NAME [env...]: app's stdout in NAME.out, stderr in NAME.e
 run_instrumented inst
 grep -qx "launch __nano_twin__Z4axpyfPKfPfiPv $axpy_cfg" inst.out ||
   fail "axpy's twin launches with the launch's configuration"
+[ "$(grep -B1 "^launch __nano_twin__Z4axpyfPKfPfiPv" inst.out | head -1)" = "stream 0x3000 waits for an event" ] ||
+  fail "the twin's stream waits for the descriptor's copy (an event), the launching thread does not"
 ! grep -q SERIALIZED inst.out || fail "the runtime waited for the program's stream"
 grep -qx "$done_line" inst.out || fail "instrumented: right results"
 if [ "$api" = hip ]; then
