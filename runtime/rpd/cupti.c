@@ -545,12 +545,28 @@ static int cupti_wanted(void) {
 }
 
 void rpd_cupti_preload(void) {
-  if (!cupti_wanted() || getenv("CUDA_INJECTION64_PATH"))
+  if (!cupti_wanted())
     return;
   Dl_info self;
-  char path[PATH_MAX];
-  if (dladdr((void *)rpd_cupti_preload, &self) && self.dli_fname &&
-      realpath(self.dli_fname, path) && setenv("CUDA_INJECTION64_PATH", path, 0) != 0)
+  char path[PATH_MAX], set_path[PATH_MAX];
+  if (!dladdr((void *)rpd_cupti_preload, &self) || !self.dli_fname ||
+      !realpath(self.dli_fname, path)) {
+    fprintf(stderr, "nanoprobe: cannot find the tracer's own path: CUDA is not traced\n");
+    return;
+  }
+  /* Another tool's injection (Nsight Systems, Nsight Compute): the driver
+   * calls its InitializeInjection, not ours. */
+  const char *set = getenv("CUDA_INJECTION64_PATH");
+  if (set && *set) {
+    if (!realpath(set, set_path) || strcmp(set_path, path) != 0)
+      fprintf(stderr,
+              "nanoprobe: CUDA_INJECTION64_PATH=%s names another tool's library: CUDA calls, "
+              "kernels and copies are not traced (that tool holds CUDA's injection); the rest "
+              "of the trace is recorded\n",
+              set);
+    return;
+  }
+  if (setenv("CUDA_INJECTION64_PATH", path, 0) != 0)
     fprintf(stderr, "nanoprobe: cannot set CUDA_INJECTION64_PATH: CUDA is not traced\n");
 }
 

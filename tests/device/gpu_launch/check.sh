@@ -302,6 +302,15 @@ reuse=$(query reuse.rpd "select count(*) > 2, min(records), max(records), sum(dr
 [ "$reuse" = "1 3000 3000 0 0" ] ||
   fail "reuse: more dispatches than buffers, each of 3,000 records, none dropped ($reuse)"
 
+# another tool's library holds CUDA's injection: said, and the rest is traced
+other_err=$(CUDA_INJECTION64_PATH=/nonexistent/libother-tool.so RPDT_FILENAME=other.rpd \
+  LD_PRELOAD="$rpd" ./app 2>&1 >other.out)
+grep -q "CUDA_INJECTION64_PATH=/nonexistent/libother-tool.so names another tool's library" <<<"$other_err" ||
+  fail "another tool's CUDA injection is said ($other_err)"
+grep -qx "$done_line" other.out || fail "another tool's injection: right results"
+[ "$(nano_launches other.rpd | cut -d' ' -f1)" = 3 ] ||
+  fail "another tool's injection: the rest of the trace is recorded"
+
 # another CUPTI client holds CUPTI: said, and the rest is traced
 busy_err=$(FAKE_CUPTI_BUSY=1 RPDT_FILENAME=busy.rpd LD_PRELOAD="$rpd" ./app 2>&1 >busy.out)
 grep -q "another CUPTI client" <<<"$busy_err" || fail "a refused CUPTI subscription is said"
