@@ -70,7 +70,7 @@ struct kernel_state {
   char *name;
   char *demangled; /* once, at first sight; NULL: not a mangled name */
   uint64_t count;  /* dispatches seen                              */
-  int selected;    /* NANO_KERNELS: -1 unknown, 0 no, 1 yes        */
+  int selected;    /* NANO_KERNELS selects it                      */
   int noted_no_twin;
   struct nano_dispatch *kept; /* random: the current pick, reported at exit */
   struct kernel_state *next;
@@ -401,7 +401,7 @@ static struct kernel_state *dispatch_kernel(const char *name) {
     return NULL;
   }
   k->demangled = nano_demangle(name);
-  k->selected = -1;
+  k->selected = dispatch_regex_selects(name, k->demangled);
   k->next = g_d.kernels;
   g_d.kernels = k;
   return k;
@@ -659,8 +659,6 @@ struct nano_dispatch *nano_dispatch_begin(const struct nano_launch_desc *l) {
     return NULL;
   }
   uint64_t n = ++ks->count;
-  if (ks->selected < 0)
-    ks->selected = dispatch_regex_selects(l->kernel, ks->demangled);
   int pick = ks->selected;
   if (pick && !l->twin) {
     if (!ks->noted_no_twin)
