@@ -18,16 +18,7 @@ work=${2:-$(mktemp -d)}
 mkdir -p "$work"
 rounds=${NANO_BENCH_REPEAT:-5} passes=${NANO_BENCH_PASSES:-35}
 "$out/probe" >/dev/null 2>&1 || { echo "no CUDA device here: the GPU benchmarks did not run"; exit 77; }
-export LD_LIBRARY_PATH="$out/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-# (the runtime itself looks in the toolkit's /usr/local/cuda folders:
-# runtime/rpd/cupti.c, cupti_dirs)
-toolkit_cupti=$(ls /usr/local/cuda/{extras/CUPTI/lib64,lib64,targets/x86_64-linux/lib}/libcupti.so{.13,} 2>/dev/null | head -1)
-if [ -z "${NANO_CUPTI_PATH:-}" ] && [ -z "$toolkit_cupti" ]; then
-  # the toolkit's release (13: what the suite is built with), not an older
-  # copy such as Nsight Compute's
-  cupti=$(find /usr/local /opt /usr/lib -name 'libcupti.so.13*' 2>/dev/null | sort | head -1)
-  [ -n "$cupti" ] && export NANO_CUPTI_PATH=$cupti
-fi
+. "$out/env.sh" # OUT/lib and CUPTI (tests/gpu/env.sh)
 rpd=$out/lib/libnano_rpd.so
 echo "GPU benchmarks: $(nvidia-smi -L 2>/dev/null | head -1); $rounds rounds"
 # variant NAME: the environment of a run (plain has none)

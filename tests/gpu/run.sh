@@ -20,17 +20,8 @@ if ! "$out/probe" >"$work/probe.out" 2>&1; then
     "run tests/gpu/run.sh on a GPU machine (tests/gpu/README.md)"
   exit 77
 fi
-export LD_LIBRARY_PATH="$out/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-# CUPTI and cuBLAS where this machine keeps them
-# (the runtime itself looks in the toolkit's /usr/local/cuda folders:
-# runtime/rpd/cupti.c, cupti_dirs)
-toolkit_cupti=$(ls /usr/local/cuda/{extras/CUPTI/lib64,lib64,targets/x86_64-linux/lib}/libcupti.so{.13,} 2>/dev/null | head -1)
-if [ -z "${NANO_CUPTI_PATH:-}" ] && [ -z "$toolkit_cupti" ]; then
-  # the toolkit's release (13: what the suite is built with), not an older
-  # copy such as Nsight Compute's
-  cupti=$(find /usr/local /opt /usr/lib -name 'libcupti.so.13*' 2>/dev/null | sort | head -1)
-  [ -n "$cupti" ] && export NANO_CUPTI_PATH=$cupti
-fi
+# OUT/lib and CUPTI (env.sh), and cuBLAS where this machine keeps it
+. "$out/env.sh"
 cublas=$(find /usr/local /opt /usr/lib -name 'libcublas.so.1[0-9]*' 2>/dev/null | sort | head -1)
 [ -n "$cublas" ] && LD_LIBRARY_PATH+=":$(dirname "$cublas")"
 echo "GPU suite: $(nvidia-smi -L 2>/dev/null | head -1); CUPTI ${NANO_CUPTI_PATH:-from the toolkit, found by the runtime}"
