@@ -333,6 +333,17 @@ static void gpu_staged_counters(const struct gpu_buffer *b, uint64_t *head, uint
   *dropped = stage[GPU_STAGED_DROPPED];
 }
 
+/* Stages desc in b's pinned block for its copy to the device, with head and
+ * dropped, the device's words, as given; returns the staged bytes. */
+static unsigned char *gpu_stage_desc(const struct gpu_buffer *b, const void *desc, uint64_t head,
+                                     uint64_t dropped) {
+  unsigned char *stage = b->block + GPU_STAGE_DESC;
+  memcpy(stage, desc, NANO_DH_DESC_SIZE);
+  memcpy(stage + NANO_DH_DESC_OFF_HEAD, &head, sizeof head);
+  memcpy(stage + NANO_DH_DESC_OFF_DROPPED, &dropped, sizeof dropped);
+  return stage;
+}
+
 /* Writes the descriptor to the device in one copy on the copy stream, from
  * the buffer's pinned staging area: the host's fields, and head and dropped,
  * which the device owns, as it left them: the counters the buffer's last
@@ -345,12 +356,9 @@ static void gpu_staged_counters(const struct gpu_buffer *b, uint64_t *head, uint
 static int gpu_put_desc(void *ctx, struct nano_dh_placement *p, const void *desc) {
   struct gpu_context *c = ctx;
   struct gpu_buffer *b = p->handle;
-  unsigned char *image = b->block + GPU_STAGE_DESC;
   uint64_t head, dropped;
-  memcpy(image, desc, NANO_DH_DESC_SIZE);
   gpu_staged_counters(b, &head, &dropped);
-  memcpy(image + NANO_DH_DESC_OFF_HEAD, &head, sizeof head);
-  memcpy(image + NANO_DH_DESC_OFF_DROPPED, &dropped, sizeof dropped);
+  unsigned char *image = gpu_stage_desc(b, desc, head, dropped);
   if (!gpu_push(c))
     return -1;
   int r = c->api->copy_to_device(b->desc, image, NANO_DH_DESC_SIZE, c->copies);
@@ -866,18 +874,15 @@ static void gpu_node_free(void *ctx, struct nano_dh_placement *p) {
 }
 
 /* Stages the descriptor for the next replay's copy: head continues from the
- * ring's tail (everything before it was drained), dropped from the last
- * replay's count. No API call. */
+ * ring's tail (everything before it was drained; desc's tail_seen, set by
+ * dh_comms, is that tail too), dropped from the last replay's count. No API
+ * call. */
 static int gpu_node_put_desc(void *ctx, struct nano_dh_placement *p, const void *desc) {
   (void)ctx;
   const struct gpu_buffer *b = p->handle;
-  unsigned char *stage = b->block + GPU_STAGE_DESC;
-  uint64_t staged_head, dropped, head = *p->tail;
+  uint64_t staged_head, dropped;
   gpu_staged_counters(b, &staged_head, &dropped);
-  memcpy(stage, desc, NANO_DH_DESC_SIZE);
-  memcpy(stage + NANO_DH_DESC_OFF_HEAD, &head, sizeof head);
-  memcpy(stage + NANO_DH_DESC_OFF_DROPPED, &dropped, sizeof dropped);
-  memcpy(stage + NANO_DH_DESC_OFF_TAIL_SEEN, &head, sizeof head);
+  gpu_stage_desc(b, desc, *p->tail, dropped);
   return 0;
 }
 
