@@ -334,6 +334,31 @@ def test_help_and_errors(tmp_path):
         assert len(lines) == 1 and out in lines[0] and why in lines[0], r.stderr
 
 
+def test_command_line_forms(tmp_path):
+    """The runner reads its options as python and argparse do: combined short
+    flags, a value attached (-oFILE, --output=FILE), a unique prefix of a long
+    option, `--` before the program; anything else is exit 2 before the
+    program runs, naming the option."""
+    write(tmp_path, "hello.py", "import sys; print('ran', sys.argv[1:])\n")
+    for argv, trace in ((["-pl", "-oa.rpd", "hello.py", "-x"], "a.rpd"),
+                        (["--out=b.rpd", "--", "hello.py", "-x"], "b.rpd"),
+                        (["--min-dur", "1us", "-o", "c.rpd", "hello.py", "-x"], "c.rpd")):
+        r = run(["-m", "nanoprobe"] + argv, cwd=str(tmp_path))
+        assert "ran ['-x']" in r.stdout, (argv, r.stdout, r.stderr)
+        assert os.path.getsize(str(tmp_path / trace)) > 0, argv
+    for argv, message in ((["-x", "hello.py"], "unrecognized arguments: -x"),
+                          (["--colour", "hello.py"], "unrecognized arguments: --colour"),
+                          (["--append=yes", "hello.py"], "--append: ignored explicit argument"),
+                          (["hello.py", "-o"], None),
+                          (["-o"], "-o/--output: expected one argument")):
+        r = run(["-m", "nanoprobe"] + argv, cwd=str(tmp_path), expect=0 if message is None else 2)
+        if message is None:  # options after the program are the program's
+            assert "ran ['-o']" in r.stdout, r.stderr
+            continue
+        assert "ran" not in r.stdout and message in r.stderr, (argv, r.stderr)
+        assert r.stderr.startswith("usage: python -m nanoprobe"), r.stderr
+
+
 def test_rpd_tool_shows_signposts(tmp_path):
     rpd = os.environ["NANO_RPD_TOOL"]
     write(tmp_path, "sp.py", """
