@@ -1008,6 +1008,14 @@ static struct gpu_node *gpu_node_create(struct gpu_context *c, const struct nano
   return n;
 }
 
+/* Tells the tracer that the node just captured into s is nanoprobe's (a
+ * copy of a graph's descriptor or counters), not the program's. */
+static void gpu_own_node(const struct gpu_api *api, void *s) {
+  void *node = NULL;
+  if (api->captured_node && api->captured_node(s, &node) == 0)
+    rpd_cupti_own_graph_node(node);
+}
+
 /* Captures the nodes of an instrumented launch of twin into stream s; 0, or
  * an error, said (then the original is to be captured). */
 static int gpu_capture(struct gpu_node *n, nano_gpu_launch_fn launch, const void *twin,
@@ -1018,8 +1026,9 @@ static int gpu_capture(struct gpu_node *n, nano_gpu_launch_fn launch, const void
   void *all[GPU_MAX_ARGS + 1], *desc = n->pl->desc_device;
   gpu_twin_args(all, args, nargs, &desc);
   int r = api->host_func(s, gpu_node_begin, n);
-  if (r == 0)
-    r = api->copy_to_device(b->desc, b->block + GPU_STAGE_DESC, NANO_DH_DESC_SIZE, s);
+  if (r == 0 &&
+      (r = api->copy_to_device(b->desc, b->block + GPU_STAGE_DESC, NANO_DH_DESC_SIZE, s)) == 0)
+    gpu_own_node(api, s);
   if (r != 0) {
     gpu_node_break(n);
     gpu_note(&g_gpu.noted_capture,
@@ -1039,8 +1048,10 @@ static int gpu_capture(struct gpu_node *n, nano_gpu_launch_fn launch, const void
   }
   r = api->copy_to_host(b->block + GPU_STAGE_COUNTERS, b->desc + NANO_DH_DESC_OFF_HEAD,
                         GPU_COUNTERS_BYTES, s);
-  if (r == 0)
+  if (r == 0) {
+    gpu_own_node(api, s);
     r = api->host_func(s, gpu_node_end, n);
+  }
   if (r != 0) {
     /* the twin is in the graph: it must record nothing from now on */
     gpu_node_break(n);

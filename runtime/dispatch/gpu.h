@@ -50,6 +50,10 @@ struct gpu_api {
   /* Swaps the calling thread's capture mode (GPU_CAPTURE_MODE_*) with *mode:
    * relaxed, a thread may allocate while another captures. */
   int (*capture_mode)(int *mode);
+  /* The graph node the last work issued to s (being captured) became; NULL
+   * where the API cannot say (then the tracer cannot tell it from the
+   * program's). */
+  int (*captured_node)(void *s, void **node);
   int (*copy_to_device)(uint64_t d, const void *src, size_t n, void *s);
   int (*copy_to_host)(void *dst, uint64_t d, size_t n, void *s);
   /* blocking: a thread in event_sync sleeps instead of spinning. */

@@ -64,6 +64,9 @@ static struct {
   CUresult (*EventDestroy)(CUevent);
   CUresult (*LaunchHostFunc)(CUstream, void (*)(void *), void *);
   CUresult (*GetErrorName)(CUresult, const char **);
+  /* optional (CUDA 11.3): without it, the graph copies show as the program's */
+  CUresult (*StreamGetCaptureInfo)(CUstream, int *, unsigned long long *, void **, void *const **,
+                                   size_t *);
 } cu;
 
 #define CU_FN(field, symbol) NANO_SYMBOL(__typeof__(cu), field, symbol)
@@ -115,6 +118,7 @@ static int cuda_load(void) {
             missing);
     return -1;
   }
+  *(void **)&cu.StreamGetCaptureInfo = dlsym(h, "cuStreamGetCaptureInfo_v2");
   return 0;
 }
 
@@ -180,6 +184,18 @@ static int cuda_capture_status(void *s, int *status) {
   return cu.StreamIsCapturing(s, status);
 }
 static int cuda_capture_mode(int *mode) { return cu.ThreadExchangeStreamCaptureMode(mode); }
+static int cuda_captured_node(void *s, void **node) {
+  *node = NULL;
+  int status = 0;
+  void *const *deps = NULL;
+  size_t ndeps = 0;
+  if (!cu.StreamGetCaptureInfo)
+    return -1;
+  CUresult r = cu.StreamGetCaptureInfo(s, &status, NULL, NULL, &deps, &ndeps);
+  if (r == CU_SUCCESS && ndeps == 1) /* in a capture's sequence: the node just captured */
+    *node = deps[0];
+  return r;
+}
 static int cuda_copy_to_device(uint64_t d, const void *src, size_t n, void *s) {
   return cu.MemcpyHtoDAsync(d, src, n, s);
 }
@@ -221,6 +237,7 @@ const struct gpu_api gpu_cuda_api = {
     cuda_stream_wait,
     cuda_capture_status,
     cuda_capture_mode,
+    cuda_captured_node,
     cuda_copy_to_device,
     cuda_copy_to_host,
     cuda_event_create,

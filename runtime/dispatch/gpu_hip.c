@@ -215,6 +215,7 @@ const struct gpu_api gpu_hip_api = {
     hip_stream_wait,
     hip_capture_status,
     hip_capture_mode,
+    NULL, /* no tracer follows HIP graphs */
     hip_copy_to_device,
     hip_copy_to_host,
     hip_event_create,

@@ -72,6 +72,8 @@ static struct {
   __typeof__(&cuptiGetResultString) GetResultString;
   __typeof__(&cuptiSubscribe) Subscribe;
   __typeof__(&cuptiEnableDomain) EnableDomain;
+  __typeof__(&cuptiEnableCallback) EnableCallback;
+  __typeof__(&cuptiGetGraphNodeId) GetGraphNodeId;
   __typeof__(&cuptiActivityRegisterCallbacks) ActivityRegisterCallbacks;
   __typeof__(&cuptiActivityRegisterTimestampCallback) ActivityRegisterTimestampCallback;
   __typeof__(&cuptiActivityEnable) ActivityEnable;
@@ -86,6 +88,8 @@ static const struct nano_symbol cupti_fns[] = {
     CUPTI_FN(GetResultString, cuptiGetResultString),
     CUPTI_FN(Subscribe, cuptiSubscribe),
     CUPTI_FN(EnableDomain, cuptiEnableDomain),
+    CUPTI_FN(EnableCallback, cuptiEnableCallback),
+    CUPTI_FN(GetGraphNodeId, cuptiGetGraphNodeId),
     CUPTI_FN(ActivityRegisterCallbacks, cuptiActivityRegisterCallbacks),
     CUPTI_FN(ActivityRegisterTimestampCallback, cuptiActivityRegisterTimestampCallback),
     CUPTI_FN(ActivityEnable, cuptiActivityEnable),
@@ -148,6 +152,82 @@ static uint64_t cupti_lookup(uint32_t corr) {
   uint64_t api = g_cu.corr[slot] == corr ? g_cu.api[slot] : 0;
   pthread_mutex_unlock(&g_cu.map_lock);
   return api;
+}
+
+/* ---- nanoprobe's own graph nodes -------------------------------------------------- */
+
+/* The graph node ids (cuptiGetGraphNodeId) of the GPU back end's copies in
+ * the program's graphs, and of the nodes instantiation (or a graph's clone)
+ * makes of them: CUPTI reports a replay's copies under the executable's
+ * node ids, with the correlation id of the program's graph launch. An
+ * open-addressed set, doubled at half full; 0 is no id (CUPTI's "not a
+ * graph's"), the empty slot. */
+#define CUPTI_OWN_FIRST_SLOTS 64
+static struct {
+  pthread_mutex_t lock;
+  uint64_t *slot;
+  size_t cap, n;
+  _Atomic size_t count; /* n, read without the lock: while 0, nothing is looked up */
+} g_own = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* Where id is in the set, or the empty slot where it would go (cap > n). */
+static size_t cupti_own_slot(const uint64_t *slot, size_t cap, uint64_t id) {
+  size_t i = (size_t)(id * 0x9E3779B97F4A7C15ull) & (cap - 1);
+  while (slot[i] && slot[i] != id)
+    i = (i + 1) & (cap - 1);
+  return i;
+}
+
+static void cupti_own_add(uint64_t id) {
+  if (!id)
+    return;
+  pthread_mutex_lock(&g_own.lock);
+  if (2 * (g_own.n + 1) > g_own.cap) {
+    size_t cap = g_own.cap ? 2 * g_own.cap : CUPTI_OWN_FIRST_SLOTS;
+    uint64_t *slot = calloc(cap, sizeof *slot);
+    if (!slot) { /* out of memory: this copy shows as the program's */
+      pthread_mutex_unlock(&g_own.lock);
+      return;
+    }
+    for (size_t i = 0; i < g_own.cap; i++)
+      if (g_own.slot[i])
+        slot[cupti_own_slot(slot, cap, g_own.slot[i])] = g_own.slot[i];
+    free(g_own.slot);
+    g_own.slot = slot;
+    g_own.cap = cap;
+  }
+  size_t i = cupti_own_slot(g_own.slot, g_own.cap, id);
+  if (!g_own.slot[i]) {
+    g_own.slot[i] = id;
+    atomic_store(&g_own.count, ++g_own.n);
+  }
+  pthread_mutex_unlock(&g_own.lock);
+}
+
+static int cupti_own_has(uint64_t id) {
+  if (!id || !atomic_load(&g_own.count))
+    return 0;
+  pthread_mutex_lock(&g_own.lock);
+  int has = g_own.slot[cupti_own_slot(g_own.slot, g_own.cap, id)] == id;
+  pthread_mutex_unlock(&g_own.lock);
+  return has;
+}
+
+void rpd_cupti_own_graph_node(void *node) {
+  uint64_t id = 0;
+  if (node && atomic_load(&g_cu.activities) &&
+      cp.GetGraphNodeId((CUgraphNode)node, &id) == CUPTI_SUCCESS)
+    cupti_own_add(id);
+}
+
+/* CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED: a clone of one of ours is ours. */
+static void cupti_node_cloned(const CUpti_ResourceData *r) {
+  const CUpti_GraphData *g = r ? r->resourceDescriptor : NULL;
+  uint64_t original = 0, id = 0;
+  if (g && g->originalNode && atomic_load(&g_own.count) &&
+      cp.GetGraphNodeId(g->originalNode, &original) == CUPTI_SUCCESS && cupti_own_has(original) &&
+      cp.GetGraphNodeId(g->node, &id) == CUPTI_SUCCESS)
+    cupti_own_add(id);
 }
 
 /* ---- kernel names ----------------------------------------------------------------- */
@@ -341,10 +421,12 @@ static const char *cupti_graph_args(CUpti_CallbackId cbid, const CUpti_CallbackD
 static void CUPTIAPI cupti_callback(void *userdata, CUpti_CallbackDomain domain,
                                     CUpti_CallbackId cbid, const void *data) {
   (void)userdata;
-  const CUpti_CallbackData *cb = data;
-  int enter = cb->callbackSite == CUPTI_API_ENTER;
+  if (domain == CUPTI_CB_DOMAIN_RESOURCE && cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED)
+    cupti_node_cloned(data);
   if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API)
     return;
+  const CUpti_CallbackData *cb = data;
+  int enter = cb->callbackSite == CUPTI_API_ENTER;
   if (rpd_cupti_quiet) {
     if (!enter)
       cupti_map(cb->correlationId, CUPTI_SELF);
@@ -417,6 +499,8 @@ static void CUPTIAPI cupti_buffer_completed(CUcontext ctx, uint32_t stream, uint
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
       const CUpti_ActivityMemcpy6 *m = (const CUpti_ActivityMemcpy6 *)rec;
+      if (cupti_own_has(m->graphNodeId)) /* a copy the GPU back end added to a graph */
+        break;
       cupti_op(m->runtimeCorrelationId ? m->runtimeCorrelationId : m->correlationId, m->deviceId,
                m->streamId, m->start, m->end, "", "Memcpy");
       break;
@@ -524,6 +608,12 @@ static void cupti_start(void) {
     return;
   g_cu.activities = 1;
   atexit(rpd_cupti_flush);
+  r = cp.EnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED);
+  if (r != CUPTI_SUCCESS)
+    fprintf(stderr,
+            "nanoprobe: CUPTI: following graph instantiations failed: %s; the copies nanoprobe "
+            "adds to instrumented graphs show as the program's\n",
+            cupti_error(r));
 }
 
 void rpd_cupti_flush(void) {

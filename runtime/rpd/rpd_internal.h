@@ -128,6 +128,11 @@ void rpd_cupti_preload(void);
  * rows then carry the launches' rocpd_kernelapi rows (the GPU back end's
  * own launch rows leave theirs out: one per launch). */
 int rpd_cupti_records_calls(void);
+/* The GPU back end's own node (a copy) in a graph being captured: its runs
+ * at every replay, and those of the nodes instantiation clones from it, are
+ * left out of the trace (CUPTI attributes them to the program's graph
+ * launch). */
+void rpd_cupti_own_graph_node(void *node);
 /* At exit, before the writer stops: delivers CUPTI's pending activity
  * records (kernels, copies) to the trace, once (the first of the exit
  * handler's and the destructor's calls). */

@@ -90,6 +90,12 @@ elif sample in ("graph", "graph_relaxed"):
            f"each dispatch: a load and a store of 32 lanes, got {[(m['kind'], m['accesses']) for m in memory]}")
     expect(len({d["id"] for d in dispatches}) == 4, "four dispatches, four ids")
     expect(len([o for o in kernels if "inc" in o["name"] or "3incPi" in o["name"]]) == 4, "the warm-up's and each replay's kernel are ops")
+    replayed = [r["type"] for r in rows(
+        "select t.string as type from rocpd_op o join rocpd_string t on t.id = o.opType_id "
+        "join rocpd_api_ops x on x.op_id = o.id join rocpd_api a on a.id = x.api_id "
+        "join rocpd_string s on s.id = a.apiName_id where s.string like 'cudaGraphLaunch%'")]
+    expect(replayed == ["ConcurrentKernel"] * 3,
+           f"each replay's one op is its kernel: the copies nanoprobe adds to the graph are not the program's, got {replayed}")
     # what rpd graph joins: the capture's graph, instantiated, launched three times
     args = {}
     for name, a in rows("select s.string, g.string from rocpd_api a join rocpd_string s on s.id = a.apiName_id "

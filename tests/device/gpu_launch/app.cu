@@ -1,7 +1,8 @@
 // A CUDA program whose launches the plugin routes (tests/device/gpu_launch):
 // axpy through <<<>>>, other through cudaLaunchKernel of a kernel pointer
 // held in a variable (the runtime looks its twin up), once more by name into
-// a stream being captured into a graph, which it launches three times; then
+// a stream being captured into a graph with a copy after it, which it
+// launches three times; then
 // it waits for the device, copies the result and checks it. APP_ORDER:
 // "capture-first", only the captured launch (the first of the process);
 // "during-capture", axpy's and other's launches on their stream while the
@@ -17,7 +18,7 @@ __global__ void axpy(float a, const float *x, float *y, int n) {
 __global__ void other(int *p) { *p = 1; }
 
 static float x[1000], y[1000], z[1000];
-static int p, q;
+static int p, q, r;
 
 int main() {
   for (int i = 0; i < 1000; i++)
@@ -45,6 +46,8 @@ int main() {
     uncaptured();
   if (!rc2)
     rc2 = cudaLaunchKernel((const void *)other, dim3(1), dim3(32), captured_args, 0, g);
+  if (!rc2)
+    rc2 = cudaMemcpyAsync(&r, &q, sizeof q, cudaMemcpyDeviceToHost, g);
   if (!rc2)
     rc2 = cudaStreamEndCapture(g, &graph);
   if (!rc2)

@@ -73,7 +73,9 @@ want=$(for k in $kernels; do printf 'register %s\nregister %s\n' "$k" "__nano_tw
 [ "$(grep '^register' <<<"$plain")" = "$want" ] || fail "registrations: each kernel, then its twin"
 grep -qx "launch _Z4axpyfPKfPfi $axpy_cfg" <<<"$plain" || fail "without the runtime, axpy launches as before"
 grep -qx "$done_line" <<<"$plain" || fail "the program ends normally with the right results"
-grep -qx "capture ends: 1 nodes" <<<"$plain" || fail "the graph holds the kernel"
+graph_nodes=1 # CUDA's graph: the kernel, then a copy
+[ "$api" = cuda ] && graph_nodes=2
+grep -qx "capture ends: $graph_nodes nodes" <<<"$plain" || fail "the graph holds the program's nodes"
 
 # the runtime present, not instrumenting: originals, API rows
 traced=$(RPDT_FILENAME=traced.rpd LD_PRELOAD="$rpd" ./app)
@@ -94,7 +96,7 @@ n=$(grep -c '^launch ' <<<"$traced")
 
 # CUDA through CUPTI: calls, and ops linked to them (the view api_ops joins them)
 cuda_rows() { # FILE: each CUDA API row, then its op (type, description), in time order
-  query "$1" "select s.string, coalesce(t.string, '-'), coalesce(nullif(d.string, ''), '-'), coalesce(o.start >= a.start and o.start <= o.\"end\", '-') from rocpd_api a join rocpd_string s on s.id = a.apiName_id join rocpd_string m on m.id = a.domain_id left join rocpd_api_ops x on x.api_id = a.id left join rocpd_op o on o.id = x.op_id left join rocpd_string t on t.id = o.opType_id left join rocpd_string d on d.id = o.description_id where m.string = 'cuda' order by a.start"
+  query "$1" "select s.string, coalesce(t.string, '-'), coalesce(nullif(d.string, ''), '-'), coalesce(o.start >= a.start and o.start <= o.\"end\", '-') from rocpd_api a join rocpd_string s on s.id = a.apiName_id join rocpd_string m on m.id = a.domain_id left join rocpd_api_ops x on x.api_id = a.id left join rocpd_op o on o.id = x.op_id left join rocpd_string t on t.id = o.opType_id left join rocpd_string d on d.id = o.description_id where m.string = 'cuda' order by a.start, o.start"
 }
 if [ "$api" = cuda ]; then
   rows=$(cuda_rows traced.rpd)
@@ -103,13 +105,17 @@ if [ "$api" = cuda ]; then
 cudaLaunchKernel ConcurrentKernel other(int*) 1
 cudaStreamBeginCapture - - -
 cudaLaunchKernel - - -
+cudaMemcpyAsync - - -
 cudaStreamEndCapture - - -
 cudaGraphInstantiate - - -
 cudaGraphLaunch ConcurrentKernel other(int*) 1
+cudaGraphLaunch Memcpy - 1
 cudaGraphLaunch ConcurrentKernel other(int*) 1
+cudaGraphLaunch Memcpy - 1
 cudaGraphLaunch ConcurrentKernel other(int*) 1
+cudaGraphLaunch Memcpy - 1
 cudaDeviceSynchronize - - -
-cudaMemcpy Memcpy - 1" ] || fail "CUPTI: runtime calls, kernels (a graph's replays' too) and the copy linked to them"
+cudaMemcpy Memcpy - 1" ] || fail "CUPTI: runtime calls, kernels and copies (a graph's replays' too) linked to them"
   # rpd graph on it: the capture's graph, its executable, its one kernel, three launches
   "$rpdtool" graph traced.rpd >/dev/null || fail "rpd graph on a CUDA trace"
   graphs=$(query traced.rpd "select count(*), count(distinct graphExec) from ext_graph")
@@ -120,8 +126,9 @@ cudaMemcpy Memcpy - 1" ] || fail "CUPTI: runtime calls, kernels (a graph's repla
   args=$(query traced.rpd "select k.gridX, k.gridY, k.workgroupX, k.groupSegmentSize, k.stream, n.string from rocpd_kernelapi k join rocpd_api a on a.id = k.api_ptr_id join rocpd_string s on s.id = a.apiName_id join rocpd_string n on n.id = k.kernelName_id where s.string = 'cudaLaunchKernel' order by a.start limit 1")
   [ "$args" = "4 1 256 16 0x3000 axpy(float, float const*, float*, int)" ] ||
     fail "CUPTI: launch arguments, the kernel demangled ($args)"
-  copy=$(query traced.rpd "select c.size, c.kind, c.sync from rocpd_copyapi c join rocpd_api a on a.id = c.api_ptr_id")
-  [ "$copy" = "4000 2 1" ] || fail "CUPTI: copy arguments ($copy)"
+  copy=$(query traced.rpd "select c.size, c.kind, c.sync from rocpd_copyapi c join rocpd_api a on a.id = c.api_ptr_id order by a.start")
+  [ "$copy" = "4 2 0
+4000 2 1" ] || fail "CUPTI: copy arguments, the captured one's and cudaMemcpy's ($copy)"
   # rpd's tools on it: kernels with GPU times; a track per GPU stream, arrows from the calls
   "$rpdtool" top traced.rpd | grep -q '^axpy(float, float const\*, float\*, int)  *1 ' ||
     fail "rpd top lists the kernel"
@@ -133,7 +140,7 @@ tracks = {e["args"]["name"] for e in ev if e.get("name") == "thread_name" and e[
 flows = [e for e in ev if e.get("cat") == "flow"]
 # the copy's, stream 0x3000's, the graph's (a stream the stand-in allocated)
 assert {"queue 0", "queue 3"} < tracks and len(tracks) == 3, tracks
-assert len(flows) == 12, len(flows)  # 6 ops (3 of them the graph's replays), an arrow each
+assert len(flows) == 18, len(flows)  # 9 ops (6 of them the graph's replays), an arrow each
 PY
 fi
 
@@ -173,8 +180,8 @@ grep -qx "launch __nano_twin__Z5otherPiPv grid 1 2 1 block 32 1 1 shared 0 strea
   fail "other's twin launches (2-D grid)"
 grep -q "^launch __nano_twin__Z5otherPiPv grid 1 1 1 block 32 1 1 shared 0 stream 0x" inst.out ||
   fail "the twin is captured into the graph"
-grep -qx "capture ends: 5 nodes" inst.out ||
-  fail "the graph: begin, the descriptor's copy, the twin, the counters' copy, end"
+grep -qx "capture ends: 6 nodes" inst.out ||
+  fail "the graph: begin, the descriptor's copy, the twin, the counters' copy, end, the program's copy"
 grep -qx "primary context retained" inst.out || fail "no context current: device 0's primary one"
 rows=$(query inst.rpd "select kernel, backend, arch, wave_size, grid_x, grid_y, grid_z, block_x, shared_bytes, records, dropped, decode_errors, lost_bytes, d.start <= d.\"end\", s.string from nano_dispatch d join rocpd_api a on a.id = d.api_id join rocpd_string s on s.id = a.apiName_id order by kernel")
 echo "$rows"
@@ -213,13 +220,17 @@ rows=$(cuda_rows inst.rpd)
 cudaLaunchKernel ConcurrentKernel other(int*) [instrumented] 1
 cudaStreamBeginCapture - - -
 cudaLaunchKernel - - -
+cudaMemcpyAsync - - -
 cudaStreamEndCapture - - -
 cudaGraphInstantiate - - -
 cudaGraphLaunch ConcurrentKernel other(int*) [instrumented] 1
+cudaGraphLaunch Memcpy - 1
 cudaGraphLaunch ConcurrentKernel other(int*) [instrumented] 1
+cudaGraphLaunch Memcpy - 1
 cudaGraphLaunch ConcurrentKernel other(int*) [instrumented] 1
+cudaGraphLaunch Memcpy - 1
 cudaDeviceSynchronize - - -
-cudaMemcpy Memcpy - 1" ] || fail "CUPTI while instrumenting: the twins' launches, named as the kernels the program launched, marked; nanoprobe's own calls and copies not traced ($rows)"
+cudaMemcpy Memcpy - 1" ] || fail "CUPTI while instrumenting: the twins' launches, named as the kernels the program launched, marked; nanoprobe's own calls and copies not traced, its copies in the graph neither ($rows)"
 
 # replays not picked record nothing; the capture's buffer stays usable
 run_instrumented first NANO_DISPATCHES=first
@@ -236,7 +247,7 @@ run_instrumented nohostfn FAKE_NO_GRAPH_HOSTFN=1
 grep -qx "$done_line" nohostfn.out || fail "no host function in graphs: right results"
 grep -q "capturing its buffer's nodes into the graph failed" nohostfn.err ||
   fail "a failed capture of the nodes is said"
-grep -qx "capture ends: 1 nodes" nohostfn.out || fail "the original alone is captured"
+grep -qx "capture ends: 2 nodes" nohostfn.out || fail "the original alone is captured"
 [ "$(query nohostfn.rpd "select count(*) from nano_dispatch")" = 2 ] ||
   fail "no host function in graphs: the two launches outside the graph are dispatches"
 
@@ -245,7 +256,7 @@ grep -qx "capture ends: 1 nodes" nohostfn.out || fail "the original alone is cap
 # captured and that is said
 run_instrumented first_capture APP_ORDER=capture-first
 grep -qx "done 0 0 y wrong p 0 q 1" first_capture.out || fail "capture first: the graph's result"
-grep -qx "capture ends: 1 nodes" first_capture.out || fail "capture first: the original is captured"
+grep -qx "capture ends: 2 nodes" first_capture.out || fail "capture first: the original is captured"
 grep -q "captured into a graph before its twin ever launched outside one" first_capture.err ||
   fail "capture first: said"
 
@@ -254,7 +265,7 @@ grep -q "captured into a graph before its twin ever launched outside one" first_
 # not spoil it, and the captured launch is instrumented
 run_instrumented during_capture APP_ORDER=during-capture
 grep -qx "$done_line" during_capture.out || fail "launches during a capture: right results"
-grep -qx "capture ends: 5 nodes" during_capture.out ||
+grep -qx "capture ends: 6 nodes" during_capture.out ||
   fail "launches during a capture: the capture holds the twin's nodes, unspoiled"
 [ "$(query during_capture.rpd "select count(*) from nano_dispatch")" = 5 ] ||
   fail "launches during a capture: axpy, other and the three replays"
@@ -268,7 +279,7 @@ grep -qx "launch _Z5otherPi grid 1 2 1 block 32 1 1 shared 0 stream 0x3000" pool
   fail "pool exhausted: the original runs, nothing waits"
 grep -q "captured into a graph before its twin ever launched outside one" pool.err ||
   fail "a twin never launched is not captured, and that is said"
-grep -qx "capture ends: 1 nodes" pool.out || fail "pool exhausted: the original is captured"
+grep -qx "capture ends: 2 nodes" pool.out || fail "pool exhausted: the original is captured"
 
 # the module lacks the twins: said, the originals run, the program's results stand
 run_instrumented notwin FAKE_NO_TWINS=1

@@ -19,7 +19,10 @@
  *     mode runs, allocation, stream creation and synchronization fail (CUDA's
  *     "potentially unsafe" calls) and spoil the capture (its end fails) unless
  *     the calling thread relaxed its mode (cuThreadExchangeStreamCaptureMode);
- *     CUPTI sees no graph activity;
+ *     cuStreamGetCaptureInfo_v2 names the node captured last; instantiation
+ *     clones the nodes (new ids, CUPTI's resource callback for each); a
+ *     replay's kernels and copies are CUPTI activity of the graph launch, with
+ *     the executable's node ids;
  *   - the driver's loading of CUDA_INJECTION64_PATH (its InitializeInjection
  *     is called at the first runtime call) and CUPTI's callbacks and
  *     activity records (fake_cupti.c): each runtime call is reported with
@@ -102,15 +105,18 @@ void fake_cupti_launch(int enter, uint32_t corr, const void *func, const char *s
                        const unsigned grid[3], const unsigned block[3], void **args,
                        size_t shared, void *stream);
 void fake_cupti_memcpy(int enter, uint32_t corr, void *dst, const void *src, size_t n, int kind);
+void fake_cupti_memcpy_async(int enter, uint32_t corr, void *dst, const void *src, size_t n,
+                             int kind, void *stream);
+void fake_cupti_node_cloned(void *exec, void *original, void *node);
 void fake_cupti_driver(int enter, uint32_t corr, const char *name);
 void fake_cupti_begin_capture(int enter, uint32_t corr, void *stream);
 void fake_cupti_end_capture(int enter, uint32_t corr, void *stream, void **graph);
 void fake_cupti_instantiate(int enter, uint32_t corr, void **exec, void *graph);
 void fake_cupti_graph_launch(int enter, uint32_t corr, void *exec, void *stream);
 void fake_cupti_kernel(uint32_t corr, const char *name, uint32_t stream, uint64_t start,
-                       uint64_t end);
+                       uint64_t end, uint64_t node);
 void fake_cupti_copy(uint32_t corr, uint32_t runtime_corr, uint32_t stream, uint64_t start,
-                     uint64_t end);
+                     uint64_t end, uint64_t node);
 
 /* CUPTI's stream id of a stream handle. */
 static uint32_t stream_id(const void *s) { return (uint32_t)((uintptr_t)s >> 12); }
@@ -153,7 +159,8 @@ struct item {
   void *dst;      /* copy */
   const void *src;
   size_t bytes;
-  uint64_t head0; /* a twin's descriptor head when it started */
+  uint64_t head0;   /* a twin's descriptor head when it started */
+  uint64_t node_id; /* a graph's node: its id (CUPTI's graphNodeId) */
   struct item *next;
 };
 
@@ -246,12 +253,14 @@ static void *device_main(void *arg) {
     if (it->kind == ITEM_KERNEL) {
       uint64_t t0 = fake_cupti_now();
       run_kernel(it);
-      if (it->corr) /* not a graph's */
-        fake_cupti_kernel(it->corr, it->name, it->stream, t0, fake_cupti_now());
+      if (it->corr)
+        fake_cupti_kernel(it->corr, it->name, it->stream, t0, fake_cupti_now(), it->node_id);
     } else if (it->kind == ITEM_HOSTFN) {
       it->fn(it->arg);
-    } else if (it->kind == ITEM_COPY) {
+    } else if (it->kind == ITEM_COPY) { /* a graph's */
+      uint64_t t0 = fake_cupti_now();
       memcpy(it->dst, it->src, it->bytes);
+      fake_cupti_copy(it->corr, 0, it->stream, t0, fake_cupti_now(), it->node_id);
     } else
       __atomic_store_n(it->stamp, fake_now(), __ATOMIC_RELEASE);
     free(it);
@@ -282,7 +291,12 @@ static void *capture_stream; /* the stream being captured, NULL when none */
 static int capture_global;   /* its capture's mode is global */
 static int capture_spoiled;  /* an unsafe call was made during it */
 static struct item *capture_head, **capture_tail = &capture_head;
+static struct item *capture_last; /* the node captured last */
+static uint64_t last_node_id;
 static _Thread_local int thread_mode = CAPTURE_MODE_GLOBAL;
+
+uint64_t fake_node_id(void *node) { return ((const struct item *)node)->node_id; }
+static int capture_copy(void *dst, const void *src, size_t n);
 
 struct graph {
   struct item *items;
@@ -299,8 +313,10 @@ static int unsafe_now(void) {
  * goes to the capturing stream. */
 static void issue(struct item *it, void *stream) {
   if (stream && stream == capture_stream) {
+    it->node_id = ++last_node_id;
     *capture_tail = it;
     capture_tail = &it->next;
+    capture_last = it;
     return;
   }
   enqueue(it);
@@ -329,7 +345,7 @@ static int begin_capture(void *s, int mode) {
   capture_stream = s;
   capture_global = mode == CAPTURE_MODE_GLOBAL;
   capture_spoiled = 0;
-  capture_head = NULL;
+  capture_head = capture_last = NULL;
   capture_tail = &capture_head;
   printf("capture begins\n");
   return 0;
@@ -384,12 +400,32 @@ int cudaStreamEndCapture(void *s, void **graph) {
   fake_cupti_end_capture(0, corr, s, graph);
   return rc;
 }
+/* The executable: a copy of the graph's nodes, each with an id of its own. */
+static int instantiate(void **exec, const struct graph *g) {
+  struct graph *e = calloc(1, sizeof *e);
+  if (!e)
+    return 2;
+  struct item **tail = &e->items;
+  for (struct item *node = g->items; node; node = node->next) {
+    struct item *clone = malloc(sizeof *clone);
+    if (!clone)
+      return 2;
+    *clone = *node;
+    clone->node_id = ++last_node_id;
+    clone->next = NULL;
+    *tail = clone;
+    tail = &clone->next;
+    fake_cupti_node_cloned(e, node, clone);
+  }
+  *exec = e;
+  return 0;
+}
 int cudaGraphInstantiate(void **exec, void *graph, unsigned long long flags) {
   uint32_t corr = fake_cupti_corr();
   fake_cupti_instantiate(1, corr, exec, graph);
-  *exec = graph;
+  int rc = flags == 0 ? instantiate(exec, graph) : 1;
   fake_cupti_instantiate(0, corr, exec, graph);
-  return flags == 0 ? 0 : 1;
+  return rc;
 }
 int cudaGraphLaunch(void *exec, void *stream) {
   uint32_t corr = fake_cupti_corr();
@@ -428,9 +464,20 @@ int cudaMemcpy(void *dst, const void *src, size_t n, int kind) {
   device_drain();
   uint64_t t0 = fake_cupti_now();
   memmove(dst, src, n);
-  fake_cupti_copy(dcorr, 0, 0, t0, fake_cupti_now());
+  fake_cupti_copy(dcorr, 0, 0, t0, fake_cupti_now(), 0);
   fake_cupti_memcpy(0, corr, dst, src, n, kind);
   return 0;
+}
+
+/* Only into a stream being captured (a graph's copy node): the stand-in's
+ * device has no copy engine outside graphs. */
+int cudaMemcpyAsync(void *dst, const void *src, size_t n, int kind, void *stream) {
+  uint32_t corr = fake_cupti_corr();
+  fake_cupti_memcpy_async(1, corr, dst, src, n, kind, stream);
+  driver_call("cuMemcpyAsync");
+  int rc = stream && stream == capture_stream ? capture_copy(dst, src, n) : 1;
+  fake_cupti_memcpy_async(0, corr, dst, src, n, kind, stream);
+  return rc;
 }
 
 /* cudaErrorInvalidDeviceFunction (98) for a handle nobody registered. */
@@ -654,6 +701,22 @@ int cuStreamSynchronize(void *s) {
   }
   return CU_OK; /* its copies ran when issued */
 }
+int cuStreamGetCaptureInfo_v2(void *s, int *status, unsigned long long *id, void **graph,
+                               void *const **deps, size_t *ndeps) {
+  static _Thread_local void *dep;
+  NEED_CTX();
+  *status = s && s == capture_stream;
+  if (id)
+    *id = *status;
+  if (graph)
+    *graph = NULL;
+  dep = *status ? capture_last : NULL;
+  if (deps)
+    *deps = &dep;
+  if (ndeps)
+    *ndeps = dep != NULL;
+  return CU_OK;
+}
 int cuStreamIsCapturing(void *s, int *status) {
   NEED_CTX();
   *status = s && s == capture_stream; /* CU_STREAM_CAPTURE_STATUS_ACTIVE */
@@ -674,7 +737,7 @@ int cuMemcpyHtoDAsync_v2(unsigned long long d, const void *src, size_t n, void *
   if (s && s == capture_stream)
     return capture_copy((void *)(uintptr_t)d, src, n);
   uint64_t t0 = fake_cupti_now();
-  fake_cupti_copy(driver_call("cuMemcpyHtoDAsync_v2"), 0, stream_id(s), t0, fake_cupti_now());
+  fake_cupti_copy(driver_call("cuMemcpyHtoDAsync_v2"), 0, stream_id(s), t0, fake_cupti_now(), 0);
   if (!is_private(s)) {
     printf("SERIALIZED: a copy on stream %p\n", s);
     return CU_INVALID_VALUE;
@@ -687,7 +750,7 @@ int cuMemcpyDtoHAsync_v2(void *dst, unsigned long long d, size_t n, void *s) {
   if (s && s == capture_stream)
     return capture_copy(dst, (const void *)(uintptr_t)d, n);
   uint64_t t0 = fake_cupti_now();
-  fake_cupti_copy(driver_call("cuMemcpyDtoHAsync_v2"), 0, stream_id(s), t0, fake_cupti_now());
+  fake_cupti_copy(driver_call("cuMemcpyDtoHAsync_v2"), 0, stream_id(s), t0, fake_cupti_now(), 0);
   if (!is_private(s)) {
     printf("SERIALIZED: a copy on stream %p\n", s);
     return CU_INVALID_VALUE;

@@ -3,8 +3,9 @@
  * same library, with CUPTI's own headers so the records have the real
  * layouts. What the tracer uses: one subscriber (FAKE_CUPTI_BUSY=1: refused
  * as when another client holds CUPTI), the runtime and driver callback
- * domains, activity buffers delivered on cuptiActivityFlushAll only, the
- * timestamp callback. fake_cudart.c reports its calls and its device's work
+ * domains, the resource callback of a cloned graph node, graph node ids,
+ * activity buffers delivered on cuptiActivityFlushAll only, the timestamp
+ * callback. fake_cudart.c reports its calls and its device's work
  * through the fake_cupti_* functions below.
  */
 #define _GNU_SOURCE
@@ -20,6 +21,7 @@
 static CUpti_CallbackFunc sub_fn;
 static void *sub_data;
 static int domain_on[CUPTI_CB_DOMAIN_SIZE];
+static int node_cloned_on; /* CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED enabled */
 static CUpti_BuffersCallbackRequestFunc buf_request;
 static CUpti_BuffersCallbackCompleteFunc buf_complete;
 static CUpti_TimestampCallbackFunc clock_fn;
@@ -59,6 +61,21 @@ CUptiResult cuptiEnableDomain(uint32_t enable, CUpti_SubscriberHandle sub,
   if (sub != (CUpti_SubscriberHandle)&sub_fn || domain >= CUPTI_CB_DOMAIN_SIZE)
     return CUPTI_ERROR_INVALID_PARAMETER;
   domain_on[domain] = (int)enable;
+  return CUPTI_SUCCESS;
+}
+CUptiResult cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle sub,
+                                CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+  if (sub != (CUpti_SubscriberHandle)&sub_fn || domain != CUPTI_CB_DOMAIN_RESOURCE ||
+      cbid != CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED)
+    return CUPTI_ERROR_INVALID_PARAMETER; /* all the stand-in offers */
+  node_cloned_on = (int)enable;
+  return CUPTI_SUCCESS;
+}
+uint64_t fake_node_id(void *node); /* fake_cudart.c */
+CUptiResult cuptiGetGraphNodeId(CUgraphNode node, uint64_t *id) {
+  if (!node || !id)
+    return CUPTI_ERROR_INVALID_PARAMETER;
+  *id = fake_node_id(node);
   return CUPTI_SUCCESS;
 }
 CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc request,
@@ -185,6 +202,22 @@ void fake_cupti_graph_launch(int enter, uint32_t corr, void *exec, void *stream)
                 NULL, corr);
 }
 
+void fake_cupti_memcpy_async(int enter, uint32_t corr, void *dst, const void *src, size_t n,
+                             int kind, void *stream) {
+  cudaMemcpyAsync_v3020_params p = {dst, src, n, (enum cudaMemcpyKind)kind, stream};
+  fake_callback(0, enter, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020, "cudaMemcpyAsync", &p,
+                NULL, corr);
+}
+
+/* Instantiation made node of graph exec from original. */
+void fake_cupti_node_cloned(void *exec, void *original, void *node) {
+  if (!sub_fn || !node_cloned_on)
+    return;
+  CUpti_GraphData g = {.originalNode = original, .node = node, .graphExec = exec};
+  CUpti_ResourceData r = {.resourceDescriptor = &g};
+  sub_fn(sub_data, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED, &r);
+}
+
 /* A driver call by name (its cbid matters to no test). */
 void fake_cupti_driver(int enter, uint32_t corr, const char *name) {
   fake_callback(1, enter, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, name, NULL, NULL, corr);
@@ -197,8 +230,9 @@ static void fake_push(const union fake_record *r) {
   pthread_mutex_unlock(&lock);
 }
 
+/* node: the executable graph's node that ran it, 0 outside graphs. */
 void fake_cupti_kernel(uint32_t corr, const char *name, uint32_t stream, uint64_t start,
-                       uint64_t end) {
+                       uint64_t end, uint64_t node) {
   if (!kernels_on)
     return;
   union fake_record r;
@@ -209,13 +243,14 @@ void fake_cupti_kernel(uint32_t corr, const char *name, uint32_t stream, uint64_
   r.kernel.streamId = stream;
   r.kernel.start = start;
   r.kernel.end = end;
+  r.kernel.graphNodeId = node;
   fake_push(&r);
 }
 
 /* corr: the driver call's id (runtime_corr 0, as CUPTI leaves it for copies
- * issued through the driver API). */
+ * issued through the driver API); node as for kernels. */
 void fake_cupti_copy(uint32_t corr, uint32_t runtime_corr, uint32_t stream, uint64_t start,
-                     uint64_t end) {
+                     uint64_t end, uint64_t node) {
   if (!copies_on)
     return;
   union fake_record r;
@@ -226,5 +261,6 @@ void fake_cupti_copy(uint32_t corr, uint32_t runtime_corr, uint32_t stream, uint
   r.copy.streamId = stream;
   r.copy.start = start;
   r.copy.end = end;
+  r.copy.graphNodeId = node;
   fake_push(&r);
 }
