@@ -728,13 +728,14 @@ static int gpu_launch_twin(struct gpu_flight *f, nano_gpu_launch_fn launch, cons
   const struct gpu_api *api = f->c->api;
   void *all[GPU_MAX_ARGS + 1], *desc = nano_dispatch_desc(f->d);
   gpu_twin_args(all, args, nargs, &desc);
+  /* the descriptor's copy first (gpu_put_desc); else the host waits for it */
+  if (f->c->staged && api->stream_wait(s, f->c->staged) != 0 && api->stream_sync(f->c->copies) != 0)
+    return -1;
+  /* the start event after that wait: the twin's time is its own */
   if (gpu_event_get(f->c, &f->ev[0]) != 0)
     f->ev[0] = NULL;
   else if (gpu_event_get(f->c, &f->ev[1]) != 0 || api->event_record(f->ev[0], s) != 0)
     gpu_drop_events(f);
-  /* the descriptor's copy first (gpu_put_desc); else the host waits for it */
-  if (f->c->staged && api->stream_wait(s, f->c->staged) != 0 && api->stream_sync(f->c->copies) != 0)
-    return -1;
   int rc =
       gpu_program_launch(launch, twin, grid_xy, grid_z, block_xy, block_z, all, shared, stream);
   if (rc != 0)
