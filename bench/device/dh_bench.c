@@ -80,6 +80,8 @@ static void bench_record(struct nano_dh_record *r, int p, unsigned wave, unsigne
     r->exec |= 1ull << i;
   }
   r->lanes = (uint8_t)lanes;
+  int64_t stride;
+  r->encoding = (uint8_t)nano_dh_encoding(r, &stride); /* as the decoder gives it */
 }
 
 static void bench_sizes(void) {

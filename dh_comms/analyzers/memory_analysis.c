@@ -231,7 +231,8 @@ static int ma_contiguous(const struct nano_dh_record *r, uint32_t size, uint32_t
   uint64_t step = down ? -stride : stride;
   if (step > size)
     return 0;
-  for (unsigned i = 0; i < n; i++, next += stride)
+  /* a strided record's lanes are in progression by its encoding's promise */
+  for (unsigned i = 0; r->encoding != NANO_DH_ENC_STRIDE && i < n; i++, next += stride)
     if (r->addr[i] != next)
       return 0;
   uint64_t lo = down ? r->addr[n - 1] : r->addr[0], hi = lo + (n - 1) * step + size;

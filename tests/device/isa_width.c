@@ -56,6 +56,8 @@ static struct nano_dh_record wave_record(uint64_t site, uint64_t base, uint32_t 
     r.lane[l] = (uint8_t)l;
     r.addr[l] = base + (uint64_t)l * stride;
   }
+  int64_t s;
+  r.encoding = (uint8_t)nano_dh_encoding(&r, &s);
   return r;
 }
 

@@ -109,8 +109,12 @@ static void unit_memory(const char *arch, const struct nano_dh_record *r, size_t
   struct nano_chain *c = nano_chain_create(a, &info);
   CHECK(c && nano_chain_size(c) == 1, "chain");
   unit_doc[0] = 0;
-  for (size_t i = 0; i < n; i++)
-    nano_chain_handle(&r[i], c);
+  for (size_t i = 0; i < n; i++) {
+    struct nano_dh_record d = r[i]; /* with its encoding, as the decoder gives it */
+    int64_t stride;
+    d.encoding = (uint8_t)nano_dh_encoding(&d, &stride);
+    nano_chain_handle(&d, c);
+  }
   nano_chain_report(c);
   nano_chain_destroy(c);
   nano_analyzers_free(a);
@@ -189,6 +193,15 @@ static void unit_global(void) {
   CHECK(unit_field("lines_needed") == 2 && unit_field("lines_used") == 9 &&
             unit_field("sectors_needed") == 6 && unit_field("sectors_used") == 20,
         "nvidia unordered lanes: %s", unit_doc);
+  /* coalesced words but the last lane far away: not in progression, though
+   * its first step is the access size (1 line and 4 sectors needed, 2 lines
+   * and 5 sectors used) */
+  r[0] = unit_rec(SITE_GLOBAL, 32, 0, 0x1000, 4, 4, 0);
+  r[0].addr[31] = 0x2000;
+  unit_memory("nvidia", r, 1);
+  CHECK(unit_field("lines_needed") == 1 && unit_field("lines_used") == 2 &&
+            unit_field("sectors_needed") == 4 && unit_field("sectors_used") == 5,
+        "nvidia one lane out of progression: %s", unit_doc);
   /* 16-byte accesses, 64 lanes contiguous: 1024 bytes = 8 lines of 128 */
   r[0] = unit_rec(SITE_GLOBAL, 64, 0, 0xa000, 16, 16, 0);
   unit_memory("gfx90a", r, 1);

@@ -37,7 +37,10 @@ extern "C" {
 struct nano_dh_record {
   uint16_t bytes;    /* record size in the ring                              */
   uint8_t version;   /* NANO_DH_VERSION                                      */
-  uint8_t encoding;  /* NANO_DH_ENC_*: how the payload held the addresses    */
+  uint8_t encoding;  /* NANO_DH_ENC_*: how the payload held the addresses;   */
+                     /* STRIDE promises addr[i] = addr[0] + i * (addr[1] -   */
+                     /* addr[0]) (analyzers rely on it): a record made by    */
+                     /* hand sets it with nano_dh_encoding                   */
   uint8_t space;     /* NANO_DH_SPACE_*: where generic addresses pointed     */
   uint8_t lanes;     /* number of addresses                                  */
   uint8_t wave_size; /* 64, 32 or 1                                          */
