@@ -208,48 +208,47 @@ static void unit_global(void) {
   CHECK(unit_field("lines_needed") == 8 && unit_field("lines_used") == 8, "b128: %s", unit_doc);
 }
 
+/* Bank conflicts of one shared-memory record: lanes from 0 at base + lane *
+ * stride, `size` bytes each, on an architecture's model. */
+static const struct {
+  const char *arch;
+  unsigned lanes;
+  uint64_t base;
+  int64_t stride;
+  uint32_t size;
+  long long conflicts;
+  const char *why;
+} unit_bank_cases[] = {
+    {"gfx90a", 64, 0, 8, 4, 2,
+     "AMD wave64, 4 B, stride 2 words: each 32-lane half touches 16 banks with 2 words each: "
+     "1 conflict per half"},
+    {"gfx90a", 64, 0, 128, 4, 62, "stride 32 words: every lane of a half in bank 0: 31 + 31"},
+    {"nvidia", 32, 0, 8, 4, 1, "NVIDIA, 32 lanes, stride 2 words: 1 phase, 2 words per bank"},
+    {"gfx90a", 64, 0x40, 0, 4, 0, "a broadcast: one word, no conflict"},
+    {"gfx90a", 64, 0, 16, 8, 4,
+     "AMD, 8 B at stride 16 B (words 4t, 4t+1): in each 16-lane set lanes t and t+8 share both "
+     "banks: 1 conflict per set"},
+    {"nvidia", 32, 0, 16, 8, 2, "NVIDIA: the same over 32 lanes, half-warps"},
+    {"gfx90a", 64, 0, 16, 16, 0,
+     "16 B contiguous: AMD's b128 sets pair lanes 0-3 with 20-23 (words 0-15 and 80-95: 32 "
+     "banks)"},
+    {"nvidia", 32, 0, 16, 16, 0, "16 B contiguous: NVIDIA's quarter-warps neither"},
+    {"nvidia", 32, 0, 32, 16, 4,
+     "16 B at stride 32 B on NVIDIA: a quarter-warp of 8 lanes covers words 8t..8t+3: banks "
+     "repeat every 4 lanes: 2 words per bank, 1 per phase"},
+};
+
 static void unit_banks(void) {
   struct nano_dh_record r[1];
-  /* AMD wave64, 4 B, stride 2 words: each 32-lane half touches 16 banks with
-   * 2 words each: 1 conflict per half, 2 per wave. */
-  r[0] = unit_rec(SITE_SHARED, 64, 0, 0, 8, 4, 0);
-  unit_memory("gfx90a", r, 1);
-  CHECK(unit_field("bank_conflicts") == 2 && !strstr(unit_doc, "lines_used"),
-        "amd stride 2: %s", unit_doc);
-  /* stride 32 words: every lane of a half in bank 0: 31 + 31 */
-  r[0] = unit_rec(SITE_SHARED, 64, 0, 0, 128, 4, 0);
-  unit_memory("gfx90a", r, 1);
-  CHECK(unit_field("bank_conflicts") == 62, "amd stride 32: %s", unit_doc);
-  /* NVIDIA, 32 lanes, stride 2 words: 1 phase, 2 words per bank: 1 */
-  r[0] = unit_rec(SITE_SHARED, 32, 0, 0, 8, 4, 0);
-  unit_memory("nvidia", r, 1);
-  CHECK(unit_field("bank_conflicts") == 1, "nvidia stride 2: %s", unit_doc);
-  /* a broadcast: one word, no conflict */
-  r[0] = unit_rec(SITE_SHARED, 64, 0, 0x40, 0, 4, 0);
-  unit_memory("gfx90a", r, 1);
-  CHECK(unit_field("bank_conflicts") == 0, "broadcast: %s", unit_doc);
-  /* AMD, 8 B at stride 16 B (words 4t, 4t+1): in each 16-lane set lanes t and
-   * t+8 share both banks: 1 conflict per set, 4 per wave */
-  r[0] = unit_rec(SITE_SHARED, 64, 0, 0, 16, 8, 0);
-  unit_memory("gfx90a", r, 1);
-  CHECK(unit_field("bank_conflicts") == 4, "amd b64 stride 2: %s", unit_doc);
-  /* NVIDIA: the same over 32 lanes, half-warps: 2 */
-  r[0] = unit_rec(SITE_SHARED, 32, 0, 0, 16, 8, 0);
-  unit_memory("nvidia", r, 1);
-  CHECK(unit_field("bank_conflicts") == 2, "nvidia b64 stride 2: %s", unit_doc);
-  /* 16 B contiguous: AMD's b128 sets pair lanes 0-3 with 20-23 (words 0-15
-   * and 80-95: 32 banks), so no conflict; NVIDIA's quarter-warps neither */
-  r[0] = unit_rec(SITE_SHARED, 64, 0, 0, 16, 16, 0);
-  unit_memory("gfx90a", r, 1);
-  CHECK(unit_field("bank_conflicts") == 0, "amd b128: %s", unit_doc);
-  r[0] = unit_rec(SITE_SHARED, 32, 0, 0, 16, 16, 0);
-  unit_memory("nvidia", r, 1);
-  CHECK(unit_field("bank_conflicts") == 0, "nvidia b128: %s", unit_doc);
-  /* 16 B at stride 32 B on NVIDIA: a quarter-warp of 8 lanes covers words
-   * 8t..8t+3: banks repeat every 4 lanes: 2 words per bank, 1 per phase, 4 */
-  r[0] = unit_rec(SITE_SHARED, 32, 0, 0, 32, 16, 0);
-  unit_memory("nvidia", r, 1);
-  CHECK(unit_field("bank_conflicts") == 4, "nvidia b128 stride 2: %s", unit_doc);
+  for (size_t i = 0; i < sizeof unit_bank_cases / sizeof unit_bank_cases[0]; i++) {
+    r[0] = unit_rec(SITE_SHARED, unit_bank_cases[i].lanes, 0, unit_bank_cases[i].base,
+                    unit_bank_cases[i].stride, unit_bank_cases[i].size, 0);
+    unit_memory(unit_bank_cases[i].arch, r, 1);
+    CHECK(unit_field("bank_conflicts") == unit_bank_cases[i].conflicts &&
+              !strstr(unit_doc, "lines_used"),
+          "%s (%lld conflicts): %s", unit_bank_cases[i].why, unit_bank_cases[i].conflicts,
+          unit_doc);
+  }
   /* a generic site whose addresses went to shared memory counts as shared */
   r[0] = unit_rec(SITE_GENERIC, 64, 0, 0, 8, 4, NANO_DH_SPACE_SHARED);
   unit_memory("gfx90a", r, 1);
