@@ -18,6 +18,8 @@
  *      interleaved, best and median, and records per second. On the H100
  *      the drain alone delivered 31 M records/s: the analyzer should not be
  *      the limit.
+ *   5. Drain threads: two full rings (two dispatches at once) drained by a
+ *      drainer of two threads against one, interleaved, best and median.
  *
  * usage: dh_bench [REPEATS]
  */
@@ -36,6 +38,8 @@
 #define BENCH_DH_COMMS_BYTES 832.0
 #define BENCH_RING (64u << 20)
 #define BENCH_NS 1e9
+/* How often the benchmark looks whether drain threads are done. */
+#define BENCH_POLL_US 50
 
 static double bench_now(void) {
   struct timespec t;
@@ -181,7 +185,7 @@ static void bench_drain(int reps) {
 }
 
 static void bench_idle(void) {
-  struct nano_dh_drainer *d = nano_dh_drainer_start();
+  struct nano_dh_drainer *d = nano_dh_drainer_start(1);
   char err[256];
   struct nano_dh_buffer *b = nano_dh_buffer_create(NULL, 1 << 16, 0, 0, err, sizeof err);
   if (!d || !b) {
@@ -205,6 +209,70 @@ static void bench_idle(void) {
          (double)(c3 - c2) / 1e7, (unsigned long long)(c3 - c2));
   nano_dh_drainer_stop(d);
   nano_dh_buffer_destroy(b);
+}
+
+/* Fills b to 3/4 with coalesced warp-32 records; returns how many. */
+static unsigned bench_fill(struct nano_dh_buffer *b, uint64_t capacity) {
+  unsigned n = 0;
+  uint64_t bytes = 0;
+  for (;; n++) {
+    struct nano_dh_record r;
+    bench_record(&r, PAT_COALESCED, 32, n);
+    if (bytes + NANO_DH_MAX_RECORD > capacity / 4 * 3)
+      return n;
+    bytes += nano_dh_buffer_write(b, &r);
+  }
+}
+
+/* Seconds a drainer of `threads` takes to drain two full rings (attached
+ * together, each into bench_consume, until every record is out). */
+static double bench_two_rings(unsigned threads, struct nano_dh_buffer *b[2], uint64_t capacity) {
+  struct nano_dh_drainer *d = nano_dh_drainer_start(threads);
+  if (!d) {
+    fprintf(stderr, "dh_bench: cannot start %u drain threads\n", threads);
+    exit(1);
+  }
+  unsigned n[2] = {bench_fill(b[0], capacity), bench_fill(b[1], capacity)};
+  struct nano_dh_drain_stats st[2] = {{0}};
+  uint64_t sum[2] = {0, 0};
+  double t0 = bench_now();
+  for (int i = 0; i < 2; i++)
+    nano_dh_drainer_attach(d, b[i], bench_consume, &sum[i], &st[i]);
+  for (int i = 0; i < 2; i++)
+    while (__atomic_load_n(&st[i].records, __ATOMIC_RELAXED) < n[i])
+      usleep(BENCH_POLL_US); /* not spinning: the two cores are the threads' */
+  double t = bench_now() - t0;
+  for (int i = 0; i < 2; i++)
+    nano_dh_drainer_detach(d, b[i]);
+  nano_dh_drainer_stop(d);
+  return sum[0] + sum[1] == 42 ? 0 : t; /* keep the consumer's work */
+}
+
+static void bench_threads(int reps) {
+  const uint64_t capacity = BENCH_RING / 4;
+  char err[256];
+  struct nano_dh_buffer *b[2] = {nano_dh_buffer_create(NULL, capacity, 0, 0, err, sizeof err),
+                                 nano_dh_buffer_create(NULL, capacity, 0, 0, err, sizeof err)};
+  double *t1 = malloc(reps * sizeof *t1), *t2 = malloc(reps * sizeof *t2);
+  if (!b[0] || !b[1] || !t1 || !t2) {
+    fprintf(stderr, "dh_bench: out of memory: %s\n", err);
+    exit(1);
+  }
+  for (int k = 0; k < reps; k++) {
+    t1[k] = bench_two_rings(1, b, capacity);
+    t2[k] = bench_two_rings(2, b, capacity);
+  }
+  qsort(t1, reps, sizeof *t1, bench_cmp);
+  qsort(t2, reps, sizeof *t2, bench_cmp);
+  printf("== drain threads: two full %u MiB rings of coalesced warp-32 records (%d interleaved "
+         "runs)\n",
+         (unsigned)(capacity >> 20), reps);
+  printf("  one thread %.1f ms, two threads %.1f ms (best); speed-up best %.2f, median %.2f\n",
+         t1[0] * 1e3, t2[0] * 1e3, t1[0] / t2[0], t1[reps / 2] / t2[reps / 2]);
+  nano_dh_buffer_destroy(b[0]);
+  nano_dh_buffer_destroy(b[1]);
+  free(t1);
+  free(t2);
 }
 
 /* Records of the analyzer figure: enough to run for tens of milliseconds. */
@@ -309,5 +377,6 @@ int main(int argc, char **argv) {
   bench_drain(reps);
   bench_idle();
   bench_analyzer(reps);
+  bench_threads(reps);
   return 0;
 }

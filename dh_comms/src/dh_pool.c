@@ -6,8 +6,11 @@
  * dispatch). An exhausted pool answers NULL: the caller runs that dispatch
  * uninstrumented rather than waiting.
  *
- * Drain thread: one per drainer. It sweeps every attached buffer with
- * nano_dh_buffer_drain. When a sweep found a buffer more than
+ * Drain threads: one or more per drainer. Each sweeps the attached buffers
+ * with nano_dh_buffer_drain, skipping one another thread is draining: a
+ * buffer is drained by one thread at a time, in order, so several
+ * dispatches at once (streams) are drained in parallel, one dispatch's
+ * records never. When a sweep found a buffer more than
  * 1/DHPOOL_BUSY_FRACTION full, the next sweep follows at once (briefly
  * yielding the CPU); otherwise the thread sleeps, DHPOOL_SLEEP_MIN_NS after
  * a sweep that found records, doubling up to DHPOOL_SLEEP_MAX_NS while
@@ -136,11 +139,12 @@ struct dhpool_slot {
 struct nano_dh_drainer {
   pthread_mutex_t lock;
   pthread_cond_t wake; /* attach, stop                             */
-  pthread_cond_t left; /* the thread finished a slot               */
+  pthread_cond_t left; /* a thread finished a slot                 */
   struct dhpool_slot *slots;
   unsigned nslots, active;
   int quit;
-  pthread_t thread;
+  unsigned nthreads; /* started                                  */
+  pthread_t *threads;
 };
 
 /* now + ns on CLOCK_MONOTONIC (the condition variables' clock). */
@@ -167,7 +171,7 @@ static void *dhpool_main(void *arg) {
     }
     int got = 0, busy = 0;
     for (unsigned i = 0; i < d->nslots; i++) {
-      if (!d->slots[i].b)
+      if (!d->slots[i].b || d->slots[i].busy) /* free, or another thread's now */
         continue;
       struct dhpool_slot s = d->slots[i];
       d->slots[i].busy = 1;
@@ -195,10 +199,27 @@ static void *dhpool_main(void *arg) {
   return NULL;
 }
 
-struct nano_dh_drainer *nano_dh_drainer_start(void) {
-  struct nano_dh_drainer *d = calloc(1, sizeof *d);
-  if (!d)
+/* Stops and joins the threads started so far. */
+static void dhpool_quit(struct nano_dh_drainer *d) {
+  pthread_mutex_lock(&d->lock);
+  d->quit = 1;
+  pthread_cond_broadcast(&d->wake);
+  pthread_mutex_unlock(&d->lock);
+  for (unsigned i = 0; i < d->nthreads; i++)
+    pthread_join(d->threads[i], NULL);
+}
+
+struct nano_dh_drainer *nano_dh_drainer_start(unsigned threads) {
+  if (threads == 0) {
+    errno = EINVAL;
     return NULL;
+  }
+  struct nano_dh_drainer *d = calloc(1, sizeof *d);
+  if (!d || !(d->threads = calloc(threads, sizeof *d->threads))) {
+    free(d);
+    errno = ENOMEM;
+    return NULL;
+  }
   pthread_condattr_t ca;
   pthread_condattr_init(&ca);
   pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -206,31 +227,32 @@ struct nano_dh_drainer *nano_dh_drainer_start(void) {
   pthread_cond_init(&d->wake, &ca);
   pthread_cond_init(&d->left, NULL);
   pthread_condattr_destroy(&ca);
-  int rc = nano_thread_start(&d->thread, dhpool_main, d);
-  if (rc != 0) {
-    pthread_cond_destroy(&d->wake);
-    pthread_cond_destroy(&d->left);
-    pthread_mutex_destroy(&d->lock);
-    free(d);
-    errno = rc;
-    return NULL;
+  for (; d->nthreads < threads; d->nthreads++) {
+    int rc = nano_thread_start(&d->threads[d->nthreads], dhpool_main, d);
+    if (rc != 0) {
+      dhpool_quit(d);
+      pthread_cond_destroy(&d->wake);
+      pthread_cond_destroy(&d->left);
+      pthread_mutex_destroy(&d->lock);
+      free(d->threads);
+      free(d);
+      errno = rc;
+      return NULL;
+    }
+    pthread_setname_np(d->threads[d->nthreads], "nano-drain");
   }
-  pthread_setname_np(d->thread, "nano-drain");
   return d;
 }
 
 void nano_dh_drainer_stop(struct nano_dh_drainer *d) {
   if (!d)
     return;
-  pthread_mutex_lock(&d->lock);
-  d->quit = 1;
-  pthread_cond_signal(&d->wake);
-  pthread_mutex_unlock(&d->lock);
-  pthread_join(d->thread, NULL);
+  dhpool_quit(d);
   pthread_cond_destroy(&d->wake);
   pthread_cond_destroy(&d->left);
   pthread_mutex_destroy(&d->lock);
   free(d->slots);
+  free(d->threads);
   free(d);
 }
 
@@ -279,9 +301,12 @@ void nano_dh_drainer_detach(struct nano_dh_drainer *d, struct nano_dh_buffer *b)
 }
 
 uint64_t nano_dh_drainer_cpu_ns(const struct nano_dh_drainer *d) {
-  clockid_t c;
-  struct timespec t;
-  if (pthread_getcpuclockid(d->thread, &c) != 0 || clock_gettime(c, &t) != 0)
-    return 0;
-  return (uint64_t)t.tv_sec * DHPOOL_NS_PER_S + (uint64_t)t.tv_nsec;
+  uint64_t ns = 0;
+  for (unsigned i = 0; i < d->nthreads; i++) {
+    clockid_t c;
+    struct timespec t;
+    if (pthread_getcpuclockid(d->threads[i], &c) == 0 && clock_gettime(c, &t) == 0)
+      ns += (uint64_t)t.tv_sec * DHPOOL_NS_PER_S + (uint64_t)t.tv_nsec;
+  }
+  return ns;
 }

@@ -60,6 +60,12 @@
 #define DISPATCH_MAX_BUFFER (1ull << 32)
 #define DISPATCH_MAX_POOL 1024u
 #define DISPATCH_MAX_CPU_THREADS 1024u
+/* Drain threads by default: one up to DISPATCH_DRAIN_CPUS_EACH cores, then
+ * one per that many cores, at most DISPATCH_DEFAULT_DRAIN_MAX (each drains
+ * its own dispatches: more help only programs with that many at once). */
+#define DISPATCH_DRAIN_CPUS_EACH 4
+#define DISPATCH_DEFAULT_DRAIN_MAX 4u
+#define DISPATCH_MAX_DRAIN_THREADS 64u
 #define DISPATCH_MIN_CPU_STACK (16u << 10)
 #define DISPATCH_MAX_CPU_STACK (64u << 20)
 
@@ -124,6 +130,7 @@ static struct {
   uint32_t cpu_wave;
   unsigned cpu_threads;
   uint64_t cpu_stack;
+  unsigned drain_threads;
 
   pthread_mutex_t lock; /* everything below */
   struct kernel_state *kernels;
@@ -227,6 +234,10 @@ static void dispatch_init(void) {
   g_d.cpu_stack = DISPATCH_DEFAULT_CPU_STACK;
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   g_d.cpu_threads = cpus > 0 ? (unsigned)cpus : 1;
+  g_d.drain_threads =
+      cpus > 2 * DISPATCH_DRAIN_CPUS_EACH - 1 ? (unsigned)cpus / DISPATCH_DRAIN_CPUS_EACH : 1;
+  if (g_d.drain_threads > DISPATCH_DEFAULT_DRAIN_MAX)
+    g_d.drain_threads = DISPATCH_DEFAULT_DRAIN_MAX;
   for (int i = 0; i < 3; i++)
     g_d.block_hi[i] = UINT32_MAX;
   g_d.format = NANO_FORMAT_TEXT;
@@ -313,6 +324,10 @@ static void dispatch_init(void) {
     bad = 1;
   else if (nano_env_str("NANO_BUFFER_POOL"))
     g_d.pool_size = (unsigned)n;
+  if (nano_env_uint("NANO_DRAIN_THREADS", 1, DISPATCH_MAX_DRAIN_THREADS, &n) < 0)
+    bad = 1;
+  else if (nano_env_str("NANO_DRAIN_THREADS"))
+    g_d.drain_threads = (unsigned)n;
   if (nano_env_uint("NANO_BUFFER_SPINS", 0, UINT32_MAX, &n) < 0)
     bad = 1;
   else if (nano_env_str("NANO_BUFFER_SPINS"))
@@ -684,8 +699,8 @@ struct nano_dispatch *nano_dispatch_begin(const struct nano_launch_desc *l) {
     }
   }
   struct nano_dh_sites *sites = NULL;
-  if (pick && !g_d.drainer && !(g_d.drainer = nano_dh_drainer_start())) {
-    dispatch_log("cannot start the drain thread: %s; the program runs uninstrumented",
+  if (pick && !g_d.drainer && !(g_d.drainer = nano_dh_drainer_start(g_d.drain_threads))) {
+    dispatch_log("cannot start the drain threads: %s; the program runs uninstrumented",
                  strerror(errno));
     g_d.instrument = 0;
     pick = 0;

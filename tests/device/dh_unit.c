@@ -8,6 +8,8 @@
  */
 #include "nano/dh_comms.h"
 
+#include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -212,10 +214,13 @@ static void unit_sites(void) {
 struct unit_expect {
   const struct nano_dh_record *want;
   unsigned n, next;
+  int inside; /* a drain thread is in unit_same for this buffer */
 };
 
 static int unit_same(const struct nano_dh_record *r, void *arg) {
   struct unit_expect *x = arg;
+  CHECK(!__atomic_exchange_n(&x->inside, 1, __ATOMIC_ACQ_REL),
+        "two drain threads in one buffer at once");
   CHECK(x->next < x->n, "record %u beyond the %u written", x->next, x->n);
   const struct nano_dh_record *w = &x->want[x->next++];
   CHECK(r->lanes == w->lanes && r->exec == w->exec && r->site == w->site && r->size == w->size &&
@@ -226,6 +231,7 @@ static int unit_same(const struct nano_dh_record *r, void *arg) {
   for (unsigned i = 0; i < r->lanes; i++)
     CHECK(r->addr[i] == w->addr[i] && r->lane[i] == w->lane[i], "record %u lane %u", x->next - 1,
           i);
+  __atomic_store_n(&x->inside, 0, __ATOMIC_RELEASE);
   return 0;
 }
 
@@ -274,7 +280,7 @@ static void unit_buffer(void) {
   for (unsigned round = 0; round < 10; round++) {
     for (unsigned k = 0; k < 40; k++)
       unit_make(&want[k], round * 40 + k, 1 + k % 32, k % 3);
-    struct unit_expect x = {want, 0, 0};
+    struct unit_expect x = {want, 0, 0, 0};
     for (unsigned k = 0; k < 40; k++) {
       unsigned w = nano_dh_buffer_write(b, &want[k]);
       int64_t stride;
@@ -325,7 +331,7 @@ static void unit_damaged(void) {
   memcpy(&data, (const unsigned char *)nano_dh_buffer_desc(b) + NANO_DH_DESC_OFF_DATA, 8);
   ((unsigned char *)(uintptr_t)data)[NANO_DH_HDR_OFF_VERSION] = 99;
   struct nano_dh_drain_stats st = {0};
-  struct unit_expect x = {&r[1], 1, 0};
+  struct unit_expect x = {&r[1], 1, 0, 0};
   CHECK(nano_dh_buffer_finish(b, unit_same, &x, &st) == 1 && x.next == 1, "second record");
   CHECK(st.decode_errors == 1 && st.lost_bytes == 64 && strstr(st.first_error, "version"),
         "errors %llu lost %llu '%s'", (unsigned long long)st.decode_errors,
@@ -361,12 +367,12 @@ static void unit_pool(void) {
   nano_dh_pool_release(p, a);
   CHECK(nano_dh_pool_acquire(p, err, sizeof err) == a, "reused");
 
-  struct nano_dh_drainer *d = nano_dh_drainer_start();
+  struct nano_dh_drainer *d = nano_dh_drainer_start(1);
   CHECK(d, "drainer");
   static struct nano_dh_record want[2000];
   for (unsigned k = 0; k < 2000; k++)
     unit_make(&want[k], k, 1 + k % 32, k % 3);
-  struct unit_expect x = {want, 2000, 0};
+  struct unit_expect x = {want, 2000, 0, 0};
   struct nano_dh_drain_stats st = {0};
   CHECK(nano_dh_drainer_attach(d, a, unit_same, &x, &st) == 0, "attach");
   for (unsigned k = 0; k < 2000; k++)
@@ -380,12 +386,62 @@ static void unit_pool(void) {
   nano_dh_pool_destroy(p);
 }
 
+/* Writes its buffer's records (unit_drainers). */
+struct unit_writer {
+  struct nano_dh_buffer *b;
+  const struct nano_dh_record *want;
+  unsigned n;
+};
+static void *unit_write(void *arg) {
+  const struct unit_writer *w = arg;
+  for (unsigned k = 0; k < w->n; k++)
+    CHECK(nano_dh_buffer_write(w->b, &w->want[k]) > 0, "record %u dropped", k);
+  return NULL;
+}
+
+/* Three drain threads, two small buffers written at once: each buffer's
+ * records arrive whole and in order, never two threads in one buffer. */
+static void unit_drainers(void) {
+  errno = 0;
+  CHECK(!nano_dh_drainer_start(0) && errno == EINVAL, "no drain thread refused");
+  char err[256];
+  struct nano_dh_drainer *d = nano_dh_drainer_start(3);
+  CHECK(d, "drainer of 3 threads");
+  enum { N = 3000 };
+  static struct nano_dh_record want[2][N];
+  struct nano_dh_buffer *b[2];
+  struct unit_expect x[2];
+  struct nano_dh_drain_stats st[2] = {{0}};
+  struct unit_writer w[2];
+  pthread_t t[2];
+  for (int i = 0; i < 2; i++) {
+    for (unsigned k = 0; k < N; k++)
+      unit_make(&want[i][k], k, 1 + (k + i) % 32, (k + i) % 3);
+    b[i] = nano_dh_buffer_create(NULL, 4096, 0, UINT32_MAX, err, sizeof err);
+    CHECK(b[i], "buffer: %s", err);
+    x[i] = (struct unit_expect){want[i], N, 0, 0};
+    CHECK(nano_dh_drainer_attach(d, b[i], unit_same, &x[i], &st[i]) == 0, "attach");
+    w[i] = (struct unit_writer){b[i], want[i], N};
+  }
+  for (int i = 0; i < 2; i++)
+    CHECK(pthread_create(&t[i], NULL, unit_write, &w[i]) == 0, "writer");
+  for (int i = 0; i < 2; i++) {
+    CHECK(pthread_join(t[i], NULL) == 0, "join");
+    nano_dh_drainer_detach(d, b[i]);
+    CHECK(nano_dh_buffer_finish(b[i], unit_same, &x[i], &st[i]) >= 0, "finish");
+    CHECK(x[i].next == N && st[i].records == N, "buffer %d: %u records consumed", i, x[i].next);
+    nano_dh_buffer_destroy(b[i]);
+  }
+  nano_dh_drainer_stop(d);
+}
+
 int main(void) {
   unit_records();
   unit_sites();
   unit_buffer();
   unit_damaged();
   unit_pool();
-  printf("ok dh_comms: records, sites, buffers, pool, drain thread\n");
+  unit_drainers();
+  printf("ok dh_comms: records, sites, buffers, pool, drain threads\n");
   return 0;
 }

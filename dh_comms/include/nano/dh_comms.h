@@ -215,23 +215,24 @@ void nano_dh_pool_release(struct nano_dh_pool *p, struct nano_dh_buffer *b);
 /* ---- Drain thread ----------------------------------------------------------- */
 struct nano_dh_drainer;
 
-/* Starts the drain thread. NULL with errno on failure. */
-struct nano_dh_drainer *nano_dh_drainer_start(void);
-/* Stops and joins it (no buffer may be attached). */
+/* Starts `threads` drain threads (at least 1). NULL with errno on failure. */
+struct nano_dh_drainer *nano_dh_drainer_start(unsigned threads);
+/* Stops and joins them (no buffer may be attached). */
 void nano_dh_drainer_stop(struct nano_dh_drainer *d);
 /*
- * Attaches b: the drain thread drains it into fn(arg), accumulating into *st,
- * until nano_dh_drainer_detach. The thread sweeps every attached buffer,
- * spins briefly when a sweep found nothing, then sleeps with growing
- * intervals (up to 1 ms), and blocks while nothing is attached. Returns 0 or
- * -1 (ENOMEM).
+ * Attaches b: the drain threads drain it into fn(arg), accumulating into *st,
+ * until nano_dh_drainer_detach; one thread at a time (fn is never called
+ * concurrently for one buffer; buffers are drained in parallel). A thread
+ * sweeps every attached buffer no other thread is in, spins briefly when a
+ * sweep found nothing, then sleeps with growing intervals (up to 1 ms), and
+ * blocks while nothing is attached. Returns 0 or -1 (ENOMEM).
  */
 int nano_dh_drainer_attach(struct nano_dh_drainer *d, struct nano_dh_buffer *b,
                            nano_dh_record_fn fn, void *arg, struct nano_dh_drain_stats *st);
 /* Detaches b, waiting until the drain thread is out of it; the caller then
  * owns the buffer (and usually calls nano_dh_buffer_finish). */
 void nano_dh_drainer_detach(struct nano_dh_drainer *d, struct nano_dh_buffer *b);
-/* CPU time the drain thread has used, in nanoseconds (for benchmarks). */
+/* CPU time the drain threads have used, in nanoseconds (for benchmarks). */
 uint64_t nano_dh_drainer_cpu_ns(const struct nano_dh_drainer *d);
 
 /* ---- Site tables ------------------------------------------------------------- */

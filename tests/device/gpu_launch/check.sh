@@ -299,11 +299,16 @@ grep -qx "threads right" threads.out || fail "threads: right results"
 ! grep -q SERIALIZED threads.out || fail "threads: the runtime waited for a program's stream"
 [ "$(query threads.rpd "select count(*), min(records), max(records), sum(decode_errors) from nano_dispatch")" = "40 3000 3000 0" ] ||
   fail "threads: 40 dispatches of 3,000 records each"
+# (and three drain threads, each buffer drained by one at a time)
 env RPDT_FILENAME=threads_event.rpd NANO_INSTRUMENT=1 NANO_ANALYZERS=none NANO_BUFFER_POOL=64 \
-  NANO_GPU_END=event LD_PRELOAD="$rpd" ./threads >threads_event.out 2>threads_event.err ||
-  fail "threads, NANO_GPU_END=event: $(cat threads_event.err)"
+  NANO_GPU_END=event NANO_DRAIN_THREADS=3 LD_PRELOAD="$rpd" ./threads >threads_event.out \
+  2>threads_event.err || fail "threads, NANO_GPU_END=event: $(cat threads_event.err)"
 [ "$(query threads_event.rpd "select count(*), min(records), max(records), sum(decode_errors) from nano_dispatch")" = "40 3000 3000 0" ] ||
-  fail "threads, NANO_GPU_END=event: 40 dispatches of 3,000 records each"
+  fail "threads, NANO_GPU_END=event, three drain threads: 40 dispatches of 3,000 records each"
+env RPDT_FILENAME=bad_drain.rpd NANO_INSTRUMENT=1 NANO_DRAIN_THREADS=0 LD_PRELOAD="$rpd" ./threads \
+  >bad_drain.out 2>bad_drain.err || fail "threads, NANO_DRAIN_THREADS=0: $(cat bad_drain.err)"
+grep -qx "threads right" bad_drain.out && grep -q "NANO_DRAIN_THREADS=0" bad_drain.err ||
+  fail "a bad NANO_DRAIN_THREADS is named and the program runs ($(cat bad_drain.err))"
 # two buffers used again and again (a launch that finds both busy runs
 # uninstrumented): each dispatch starts where the last left its buffer
 env RPDT_FILENAME=reuse.rpd NANO_INSTRUMENT=1 NANO_ANALYZERS=none NANO_BUFFER_POOL=2 THREADS_SYNC=1 \
