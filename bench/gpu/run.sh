@@ -11,12 +11,17 @@
 #                    run takes minutes): instrumented (none; MemoryAnalysis)
 #                    over plain, and records drained per second (nano_dispatch).
 #   tracing          cudaStreamQuery and empty launches: traced (CUPTI) over plain.
-# usage: bench/gpu/run.sh OUT [WORK]   (env: NANO_BENCH_REPEAT, NANO_BENCH_PASSES)
+# usage: bench/gpu/run.sh OUT [WORK]
+# env: NANO_BENCH_REPEAT; NANO_BENCH_PASSES; NANO_BENCH_FIGURES, the groups to
+# run (default "tiny api launch membound"); NANO_BENCH_MEMBOUND, membound's
+# instrumented variants (default "inst_none inst_memory").
 set -euo pipefail
 out=$(cd "$1" && pwd)
 work=${2:-$(mktemp -d)}
 mkdir -p "$work"
 rounds=${NANO_BENCH_REPEAT:-5} passes=${NANO_BENCH_PASSES:-35}
+figures=" ${NANO_BENCH_FIGURES:-tiny api launch membound} "
+membound=${NANO_BENCH_MEMBOUND:-inst_none inst_memory}
 "$out/probe" >/dev/null 2>&1 || { echo "no CUDA device here: the GPU benchmarks did not run"; exit 77; }
 . "$out/env.sh" # OUT/lib and CUPTI (tests/gpu/env.sh)
 rpd=$out/lib/libnano_rpd.so
@@ -73,12 +78,16 @@ print(f"{mode:9} {v:12} / {base:6}: best {min(xs):8.2f}x  median {statistics.med
 PY
   done
 }
+wanted() { [[ $figures == *" $1 "* ]]; }
 # the long one last, so that a session cut short has the others
-ratios tiny 2000 plain inst_none inst_event inst_memory
-ratios api 200000 plain traced
-ratios launch 100000 plain traced
-ratios membound "$passes" plain inst_none inst_memory
-figure membound "$passes" inst_none >/dev/null
+if wanted tiny; then ratios tiny 2000 plain inst_none inst_event inst_memory; fi
+if wanted api; then ratios api 200000 plain traced; fi
+if wanted launch; then ratios launch 100000 plain traced; fi
+wanted membound || exit 0
+# shellcheck disable=SC2086 # a list of variants
+ratios membound "$passes" plain $membound
+# the drained-records figure is inst_none's: its last run, or one more
+[[ $membound == *inst_none ]] || figure membound "$passes" inst_none >/dev/null
 python3 - "$work/inst.rpd" <<'PY'
 import sqlite3, sys
 r = sqlite3.connect(sys.argv[1]).execute('select records, dropped, "end" - start from nano_dispatch').fetchone()

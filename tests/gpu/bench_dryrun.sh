@@ -36,4 +36,9 @@ fail() { echo "FAIL: $*"; exit 1; }
   fail "seven ratios of 3 units to 2 (tiny: three variants; api; launch; membound: two)"
 grep -qx "membound drained 2.0 M records/s (2000000 records, 0 dropped)" <<<"$got" ||
   fail "the drained-records figure from the dispatch row"
+got=$(NANO_BENCH_REPEAT=1 NANO_BENCH_FIGURES=membound NANO_BENCH_MEMBOUND=inst_none \
+  "$out/bench.sh" "$out" "$work/bench_long")
+echo "$got"
+[ "$(grep -c ': best' <<<"$got")" = 1 ] && grep -q "^membound  inst_none" <<<"$got" ||
+  fail "NANO_BENCH_FIGURES and NANO_BENCH_MEMBOUND narrow the run to one ratio"
 echo "PASS bench/gpu/run.sh dry run"
