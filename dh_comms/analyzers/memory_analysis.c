@@ -143,6 +143,12 @@ static uint64_t ma_block(uint64_t x, uint32_t unit, int shift) {
   return shift >= 0 ? x >> shift : x / unit;
 }
 
+/* Units of `unit` bytes that `bytes` fill, rounded up (no division for the
+ * powers of two every real line and sector size is). */
+static uint64_t ma_units(uint64_t bytes, uint32_t unit, int shift) {
+  return ma_block(bytes + unit - 1, unit, shift);
+}
+
 static struct ma_cover ma_cover(const uint64_t *a, unsigned n, uint32_t size, uint32_t line,
                                 uint32_t sector) {
   struct ma_cover c = {0, 0, 0};
@@ -320,9 +326,9 @@ static int ma_handle(struct nano_handler *h, const struct nano_dh_record *r) {
     uint64_t buf[64];
     c = ma_cover(ma_sorted(r, buf), r->lanes, size, info->line_bytes, info->sector_bytes);
   }
-  s->lines_needed += (c.bytes + info->line_bytes - 1) / info->line_bytes;
+  s->lines_needed += ma_units(c.bytes, info->line_bytes, ma_shift(info->line_bytes));
   s->lines_used += c.lines;
-  s->sectors_needed += (c.bytes + info->sector_bytes - 1) / info->sector_bytes;
+  s->sectors_needed += ma_units(c.bytes, info->sector_bytes, ma_shift(info->sector_bytes));
   s->sectors_used += c.sectors;
   return NANO_RECORD_PASS;
 }
