@@ -51,8 +51,13 @@ static const unsigned char ma_amd_b128_set[64] = {
     4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7, 5, 5, 5, 5, 4, 4, 4, 4, 7, 7, 7, 7, 6, 6, 6, 6};
 
 /* What one (site, address-space class) gathered. */
+/* One slot per (site id, the record's space field): the key is the record's
+ * own, so the runtime's site table is searched once per slot, not per
+ * record. A site no table names keeps a slot with site NULL. */
 struct ma_site {
-  uint64_t key; /* site id * 8 + space class + 1; 0 = free slot */
+  uint64_t id;    /* the records' site id                              */
+  uint8_t rspace; /* their space field (NANO_DH_SPACE_*)               */
+  uint8_t taken;  /* 0: a free slot                                    */
   const struct nano_dh_site *site;
   unsigned space;
   uint32_t size;     /* access size of the last record (memcpy: varies) */
@@ -251,9 +256,9 @@ static int ma_contiguous(const struct nano_dh_record *r, uint32_t size, uint32_t
 
 /* ---- accumulation --------------------------------------------------------- */
 
-static struct ma_site *ma_slot(struct ma_site *slots, size_t cap, uint64_t key) {
-  size_t i = (size_t)((key * 0x9E3779B97F4A7C15ull) >> 24) & (cap - 1);
-  while (slots[i].key && slots[i].key != key)
+static struct ma_site *ma_slot(struct ma_site *slots, size_t cap, uint64_t id, unsigned rspace) {
+  size_t i = (size_t)(((id ^ (uint64_t)rspace << 61) * 0x9E3779B97F4A7C15ull) >> 24) & (cap - 1);
+  while (slots[i].taken && (slots[i].id != id || slots[i].rspace != rspace))
     i = (i + 1) & (cap - 1);
   return &slots[i];
 }
@@ -264,8 +269,8 @@ static int ma_grow(struct memory_analysis *m) {
   if (!s)
     return -1;
   for (size_t i = 0; i < m->cap; i++)
-    if (m->slots[i].key)
-      *ma_slot(s, cap, m->slots[i].key) = m->slots[i];
+    if (m->slots[i].taken)
+      *ma_slot(s, cap, m->slots[i].id, m->slots[i].rspace) = m->slots[i];
   free(m->slots);
   m->slots = s;
   m->cap = cap;
@@ -291,25 +296,27 @@ static void ma_isa(const struct nano_dispatch_info *info, struct ma_site *s, uin
 static int ma_handle(struct nano_handler *h, const struct nano_dh_record *r) {
   struct memory_analysis *m = (struct memory_analysis *)h;
   const struct nano_dispatch_info *info = m->info;
-  const struct nano_dh_site *site = info->site ? info->site(info, r->site) : NULL;
-  if (!site) {
-    m->unknown_sites++;
-    return NANO_RECORD_PASS;
-  }
   if (m->failed || (2 * (m->used + 1) > m->cap && ma_grow(m) != 0)) {
     m->failed = 1;
     return NANO_RECORD_PASS;
   }
-  unsigned space = nano_analyzer_space(site, r);
-  uint64_t key = r->site * 8 + space + 1;
-  struct ma_site *s = ma_slot(m->slots, m->cap, key);
-  if (!s->key) {
-    s->key = key;
-    s->site = site;
-    s->space = space;
-    ma_isa(info, s, r->site);
+  struct ma_site *s = ma_slot(m->slots, m->cap, r->site, r->space);
+  if (!s->taken) {
+    s->taken = 1;
+    s->id = r->site;
+    s->rspace = r->space;
+    s->site = info->site ? info->site(info, r->site) : NULL;
+    if (s->site) {
+      s->space = nano_analyzer_space(s->site, r);
+      ma_isa(info, s, r->site);
+    }
     m->used++;
   }
+  if (!s->site) {
+    m->unknown_sites++;
+    return NANO_RECORD_PASS;
+  }
+  unsigned space = s->space;
   s->size = r->size;
   s->executions++;
   s->accesses += r->lanes;
@@ -460,7 +467,7 @@ static void ma_report(struct nano_handler *h) {
   size_t n = 0;
   for (size_t i = 0; i < m->cap; i++) {
     const struct ma_site *s = &m->slots[i];
-    if (!s->key)
+    if (!s->taken || !s->site)
       continue;
     size_t j = 0;
     while (j < n && !ma_same_location(&rows[j], s))
