@@ -107,7 +107,9 @@ static void ma_sort(uint64_t *v, size_t n) {
  * down, else sorted into buf. */
 static const uint64_t *ma_sorted(const struct nano_dh_record *r, uint64_t buf[64]) {
   unsigned n = r->lanes, up = 1, down = 1;
-  for (unsigned i = 1; i < n && (up || down); i++) {
+  if (r->encoding == NANO_DH_ENC_STRIDE && n > 1) /* in progression: its stride's sign says */
+    up = !(down = (int64_t)(r->addr[1] - r->addr[0]) < 0);
+  for (unsigned i = 1; r->encoding != NANO_DH_ENC_STRIDE && i < n && (up || down); i++) {
     up &= r->addr[i - 1] <= r->addr[i];
     down &= r->addr[i - 1] >= r->addr[i];
   }

@@ -178,6 +178,17 @@ static void unit_global(void) {
   CHECK(unit_field("lines_needed") == 1 && unit_field("lines_used") == 1 &&
             unit_field("sectors_needed") == 4 && unit_field("sectors_used") == 4,
         "nvidia descending: %s", unit_doc);
+  /* NVIDIA, 4 B at stride 64, lanes going up and going down: 32 words over
+   * 2 KiB, 2 per line: 1 line and 4 sectors needed, 16 lines and 32
+   * sectors used, either way */
+  r[0] = unit_rec(SITE_GLOBAL, 32, 0, 0x3000, 64, 4, 0);
+  r[1] = unit_rec(SITE_GLOBAL, 32, 0, 0x3000 + 31 * 64, -64, 4, 0);
+  for (int k = 0; k < 2; k++) {
+    unit_memory("nvidia", &r[k], 1);
+    CHECK(unit_field("lines_needed") == 1 && unit_field("lines_used") == 16 &&
+              unit_field("sectors_needed") == 4 && unit_field("sectors_used") == 32,
+          "nvidia strided %s: %s", k ? "down" : "up", unit_doc);
+  }
   /* the coalesced words in a shuffled lane order (lane i at word 7i mod 32),
    * and a second record whose lanes pair up on 16 words 64 bytes apart
    * (lane i at 0x3000 + (i mod 16) * 64, i descending): unordered lanes are
