@@ -3,6 +3,8 @@
 // "<mode> <figure> <unit>":
 //   tiny N       N launches of a one-warp kernel, each waited for: us per launch
 //   membound R   one grid-stride triad over 2^26 floats, R passes: ms (CUDA events)
+//   membound2 R  two such triads at once on two streams (two dispatches to
+//                drain together): ms from before the first to after both
 //   api N        N cudaStreamQuery calls on an idle stream: ns per call
 //   launch N     N launches of an empty kernel, then one wait: us per launch
 #include <chrono>
@@ -26,7 +28,7 @@ static double seconds() {
 
 int main(int argc, char **argv) {
   if (argc != 3) {
-    std::fprintf(stderr, "usage: gpubench tiny|membound|api|launch N\n");
+    std::fprintf(stderr, "usage: gpubench tiny|membound|membound2|api|launch N\n");
     return 2;
   }
   const char *mode = argv[1];
@@ -62,6 +64,32 @@ int main(int argc, char **argv) {
     float ms = 0;
     CHECK(cudaEventElapsedTime(&ms, e0, e1));
     std::printf("membound %.3f ms\n", ms);
+  } else if (!std::strcmp(mode, "membound2")) {
+    const long len = 1L << 26;
+    float *a[2], *b, *c;
+    cudaStream_t s2;
+    CHECK(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
+    CHECK(cudaMalloc(&a[0], len * sizeof(float)));
+    CHECK(cudaMalloc(&a[1], len * sizeof(float)));
+    CHECK(cudaMalloc(&b, len * sizeof(float)));
+    CHECK(cudaMalloc(&c, len * sizeof(float)));
+    CHECK(cudaMemsetAsync(b, 0, len * sizeof(float), s));
+    CHECK(cudaMemsetAsync(c, 0, len * sizeof(float), s));
+    cudaEvent_t e0, e1, e2;
+    CHECK(cudaEventCreate(&e0));
+    CHECK(cudaEventCreate(&e1));
+    CHECK(cudaEventCreate(&e2));
+    CHECK(cudaEventRecord(e0, s));
+    CHECK(cudaStreamWaitEvent(s2, e0, 0));
+    triad<<<1024, 256, 0, s>>>(a[0], b, c, len, (int)n);
+    triad<<<1024, 256, 0, s2>>>(a[1], b, c, len, (int)n);
+    CHECK(cudaEventRecord(e2, s2));
+    CHECK(cudaStreamWaitEvent(s, e2, 0));
+    CHECK(cudaEventRecord(e1, s));
+    CHECK(cudaStreamSynchronize(s));
+    float ms = 0;
+    CHECK(cudaEventElapsedTime(&ms, e0, e1));
+    std::printf("membound2 %.3f ms\n", ms);
   } else if (!std::strcmp(mode, "api")) {
     (void)cudaStreamQuery(s);
     double t0 = seconds();

@@ -11,9 +11,11 @@
 #                    run takes minutes): instrumented (none; MemoryAnalysis)
 #                    over plain, and records drained per second (nano_dispatch).
 #   tracing          cudaStreamQuery and empty launches: traced (CUPTI) over plain.
+#   drain threads    (group "drain", not run by default) two triads at once
+#                    on two streams, instrumented: NANO_DRAIN_THREADS=4 over 1.
 # usage: bench/gpu/run.sh OUT [WORK]
 # env: NANO_BENCH_REPEAT; NANO_BENCH_PASSES; NANO_BENCH_FIGURES, the groups to
-# run (default "tiny api launch membound"); NANO_BENCH_MEMBOUND, membound's
+# run (default "tiny api launch membound"; "drain" too on request); NANO_BENCH_MEMBOUND, membound's
 # instrumented variants (default "inst_none inst_memory").
 set -euo pipefail
 out=$(cd "$1" && pwd)
@@ -34,6 +36,7 @@ variant() {
   inst_none) echo "LD_PRELOAD=$rpd NANO_CUPTI=0 RPDT_FILENAME=$work/inst.rpd NANO_INSTRUMENT=1 NANO_ANALYZERS=none" ;;
   inst_event) echo "LD_PRELOAD=$rpd NANO_CUPTI=0 RPDT_FILENAME=$work/inst.rpd NANO_INSTRUMENT=1 NANO_ANALYZERS=none NANO_GPU_END=event" ;;
   inst_memory) echo "LD_PRELOAD=$rpd NANO_CUPTI=0 RPDT_FILENAME=$work/inst.rpd NANO_INSTRUMENT=1 NANO_ANALYZERS=MemoryAnalysis NANO_ANALYZER_OUTPUT=/dev/null" ;;
+  inst_drain4) echo "LD_PRELOAD=$rpd NANO_CUPTI=0 RPDT_FILENAME=$work/inst.rpd NANO_INSTRUMENT=1 NANO_ANALYZERS=none NANO_DRAIN_THREADS=4" ;;
   esac
 }
 # figure MODE N VARIANT: the number gpubench prints
@@ -83,6 +86,7 @@ wanted() { [[ $figures == *" $1 "* ]]; }
 if wanted tiny; then ratios tiny 2000 plain inst_none inst_event inst_memory; fi
 if wanted api; then ratios api 200000 plain traced; fi
 if wanted launch; then ratios launch 100000 plain traced; fi
+if wanted drain; then ratios membound2 "$passes" inst_none inst_drain4; fi
 wanted membound || exit 0
 # shellcheck disable=SC2086 # a list of variants
 ratios membound "$passes" plain $membound

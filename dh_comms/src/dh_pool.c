@@ -281,7 +281,8 @@ int nano_dh_drainer_attach(struct nano_dh_drainer *d, struct nano_dh_buffer *b,
   d->slots[i] = (struct dhpool_slot){b, fn, arg, st, 0};
   d->active++;
   nano_dh_buffer_set_doorbell(b, dhpool_ring, d);
-  pthread_cond_signal(&d->wake);
+  /* every thread: one sleeping while another drains would leave b waiting */
+  pthread_cond_broadcast(&d->wake);
   pthread_mutex_unlock(&d->lock);
   return 0;
 }

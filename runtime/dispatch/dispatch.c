@@ -60,11 +60,11 @@
 #define DISPATCH_MAX_BUFFER (1ull << 32)
 #define DISPATCH_MAX_POOL 1024u
 #define DISPATCH_MAX_CPU_THREADS 1024u
-/* Drain threads by default: one up to DISPATCH_DRAIN_CPUS_EACH cores, then
- * one per that many cores, at most DISPATCH_DEFAULT_DRAIN_MAX (each drains
- * its own dispatches: more help only programs with that many at once). */
-#define DISPATCH_DRAIN_CPUS_EACH 4
-#define DISPATCH_DEFAULT_DRAIN_MAX 4u
+/* Drain threads by default: one. More drain several dispatches at once in
+ * parallel, but on the development VM two threads draining two full rings
+ * took 0.75 to 1.08 times one thread's time (memory-bound there, or its two
+ * vCPUs share a core): a choice for the user until a GPU host measures it. */
+#define DISPATCH_DEFAULT_DRAIN_THREADS 1u
 #define DISPATCH_MAX_DRAIN_THREADS 64u
 #define DISPATCH_MIN_CPU_STACK (16u << 10)
 #define DISPATCH_MAX_CPU_STACK (64u << 20)
@@ -234,10 +234,7 @@ static void dispatch_init(void) {
   g_d.cpu_stack = DISPATCH_DEFAULT_CPU_STACK;
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   g_d.cpu_threads = cpus > 0 ? (unsigned)cpus : 1;
-  g_d.drain_threads =
-      cpus > 2 * DISPATCH_DRAIN_CPUS_EACH - 1 ? (unsigned)cpus / DISPATCH_DRAIN_CPUS_EACH : 1;
-  if (g_d.drain_threads > DISPATCH_DEFAULT_DRAIN_MAX)
-    g_d.drain_threads = DISPATCH_DEFAULT_DRAIN_MAX;
+  g_d.drain_threads = DISPATCH_DEFAULT_DRAIN_THREADS;
   for (int i = 0; i < 3; i++)
     g_d.block_hi[i] = UINT32_MAX;
   g_d.format = NANO_FORMAT_TEXT;

@@ -41,4 +41,8 @@ got=$(NANO_BENCH_REPEAT=1 NANO_BENCH_FIGURES=membound NANO_BENCH_MEMBOUND=inst_n
 echo "$got"
 [ "$(grep -c ': best' <<<"$got")" = 1 ] && grep -q "^membound  inst_none" <<<"$got" ||
   fail "NANO_BENCH_FIGURES and NANO_BENCH_MEMBOUND narrow the run to one ratio"
+got=$(NANO_BENCH_REPEAT=1 NANO_BENCH_FIGURES=drain "$out/bench.sh" "$out" "$work/bench_drain")
+echo "$got"
+grep -Eq "^membound2 inst_drain4 +/ inst_none: best +1.00x" <<<"$got" ||
+  fail "the drain group: two triads at once, four drain threads over one"
 echo "PASS bench/gpu/run.sh dry run"

@@ -56,6 +56,9 @@ LD_LIBRARY_PATH="$suite/lib" RPD_BENCH_RANGES=${RPD_BENCH_RANGES:-2000000} \
   timeout 120 "$here/../../bench/rpd/run.sh" "$build" 2>&1 | tee "$results/rpd.txt"
 
 NANO_BENCH_REPEAT=${NANO_BENCH_REPEAT:-3} "$suite/bench.sh" "$suite" "$work/bench" 2>&1 | tee "$results/gpubench.txt"
+# two dispatches drained at once: 4 drain threads over 1 (NANO_DRAIN_THREADS's default)
+NANO_BENCH_REPEAT=1 NANO_BENCH_FIGURES=drain "$suite/bench.sh" "$suite" "$work/bench_drain" 2>&1 |
+  tee "$results/gpubench_drain.txt"
 # the memory-bound kernel of >= 100 ms (350 passes: 106 ms plain on an
 # H100), once, without an analyzer: an instrumented run takes most of a minute
 NANO_BENCH_REPEAT=1 NANO_BENCH_FIGURES=membound NANO_BENCH_PASSES=350 NANO_BENCH_MEMBOUND=inst_none \
