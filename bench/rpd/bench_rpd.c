@@ -134,24 +134,21 @@ static double bare_insert(const char *path, long rows, int multi) {
   if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
     return -1;
   for (long i = 0; i + multi <= rows; i += multi) {
+    int bound = SQLITE_OK;
     for (int r = 0; r < multi; r++) {
       long j = i + r;
       snprintf(text[r], sizeof text[r], "r%ld", j);
-      sqlite3_bind_int64(us, 2 * r + 1, j + 2);
-      sqlite3_bind_text(us, 2 * r + 2, text[r], -1, SQLITE_STATIC);
+      bound |= sqlite3_bind_int64(us, 2 * r + 1, j + 2) |
+               sqlite3_bind_text(us, 2 * r + 2, text[r], -1, SQLITE_STATIC);
       int64_t t = (int64_t)j * 100;
       int b = 9 * r;
-      sqlite3_bind_int64(api, b + 1, j + 1);
-      sqlite3_bind_int(api, b + 2, pid);
-      sqlite3_bind_int(api, b + 3, pid);
-      sqlite3_bind_int64(api, b + 4, t);
-      sqlite3_bind_int64(api, b + 5, t + 50);
-      sqlite3_bind_int64(api, b + 6, 2);
-      sqlite3_bind_int64(api, b + 7, 1);
-      sqlite3_bind_int64(api, b + 8, 2);
-      sqlite3_bind_int64(api, b + 9, j + 2);
+      bound |= sqlite3_bind_int64(api, b + 1, j + 1) | sqlite3_bind_int(api, b + 2, pid) |
+               sqlite3_bind_int(api, b + 3, pid) | sqlite3_bind_int64(api, b + 4, t) |
+               sqlite3_bind_int64(api, b + 5, t + 50) | sqlite3_bind_int64(api, b + 6, 2) |
+               sqlite3_bind_int64(api, b + 7, 1) | sqlite3_bind_int64(api, b + 8, 2) |
+               sqlite3_bind_int64(api, b + 9, j + 2);
     }
-    if (sqlite3_step(us) != SQLITE_DONE || sqlite3_step(api) != SQLITE_DONE) {
+    if (bound != SQLITE_OK || sqlite3_step(us) != SQLITE_DONE || sqlite3_step(api) != SQLITE_DONE) {
       fprintf(stderr, "insert: %s\n", sqlite3_errmsg(db));
       return -1;
     }

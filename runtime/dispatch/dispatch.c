@@ -625,10 +625,11 @@ static int dispatch_analysis_write(sqlite3 *db, int64_t offset, const char *path
     dispatch_log("%s: cannot store the %s results: %s", path, a->analyzer, sqlite3_errmsg(db));
     return -1;
   }
-  sqlite3_bind_int64(st, 1, offset + a->dispatch);
-  sqlite3_bind_text(st, 2, a->analyzer, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 3, a->json, -1, SQLITE_STATIC);
-  int rc = sqlite3_step(st);
+  int rc = sqlite3_bind_int64(st, 1, offset + a->dispatch) |
+           sqlite3_bind_text(st, 2, a->analyzer, -1, SQLITE_STATIC) |
+           sqlite3_bind_text(st, 3, a->json, -1, SQLITE_STATIC);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_step(st);
   sqlite3_finalize(st);
   if (rc != SQLITE_DONE) {
     dispatch_log("%s: cannot store the %s results: %s", path, a->analyzer, sqlite3_errmsg(db));
@@ -845,34 +846,36 @@ static int dispatch_row_write(sqlite3 *db, int64_t offset, const char *path, voi
     dispatch_log("%s: cannot store dispatch %" PRId64 ": %s", path, r->id, sqlite3_errmsg(db));
     return -1;
   }
-  int k = 1;
-  sqlite3_bind_int64(st, k++, offset + r->id);
-  sqlite3_bind_int64(st, k++, offset >> 32);
-  sqlite3_bind_int(st, k++, (int)getpid());
+  /* the columns in order; each bind its own statement (k++ once per sequence point) */
+  int k = 1, rc = SQLITE_OK;
+  rc |= sqlite3_bind_int64(st, k++, offset + r->id);
+  rc |= sqlite3_bind_int64(st, k++, offset >> 32);
+  rc |= sqlite3_bind_int(st, k++, (int)getpid());
   if (r->api)
-    sqlite3_bind_int64(st, k++, offset + r->api);
+    rc |= sqlite3_bind_int64(st, k++, offset + r->api);
   else
-    sqlite3_bind_null(st, k++);
-  sqlite3_bind_text(st, k++, r->kernel, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, k++, r->kernel_name, -1, SQLITE_STATIC);
-  sqlite3_bind_int64(st, k++, (int64_t)r->kernel_dispatch);
-  sqlite3_bind_text(st, k++, r->backend, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, k++, r->arch, -1, SQLITE_STATIC);
-  sqlite3_bind_int64(st, k++, r->device);
-  sqlite3_bind_int64(st, k++, r->wave_size);
+    rc |= sqlite3_bind_null(st, k++);
+  rc |= sqlite3_bind_text(st, k++, r->kernel, -1, SQLITE_STATIC);
+  rc |= sqlite3_bind_text(st, k++, r->kernel_name, -1, SQLITE_STATIC);
+  rc |= sqlite3_bind_int64(st, k++, (int64_t)r->kernel_dispatch);
+  rc |= sqlite3_bind_text(st, k++, r->backend, -1, SQLITE_STATIC);
+  rc |= sqlite3_bind_text(st, k++, r->arch, -1, SQLITE_STATIC);
+  rc |= sqlite3_bind_int64(st, k++, r->device);
+  rc |= sqlite3_bind_int64(st, k++, r->wave_size);
   for (int i = 0; i < 3; i++)
-    sqlite3_bind_int64(st, k++, r->grid[i]);
+    rc |= sqlite3_bind_int64(st, k++, r->grid[i]);
   for (int i = 0; i < 3; i++)
-    sqlite3_bind_int64(st, k++, r->block[i]);
-  sqlite3_bind_int64(st, k++, (int64_t)r->shared_bytes);
-  sqlite3_bind_int64(st, k++, r->start);
-  sqlite3_bind_int64(st, k++, r->end);
-  sqlite3_bind_int64(st, k++, (int64_t)r->records);
-  sqlite3_bind_int64(st, k++, (int64_t)r->bytes);
-  sqlite3_bind_int64(st, k++, (int64_t)r->dropped);
-  sqlite3_bind_int64(st, k++, (int64_t)r->decode_errors);
-  sqlite3_bind_int64(st, k++, (int64_t)r->lost_bytes);
-  int rc = sqlite3_step(st);
+    rc |= sqlite3_bind_int64(st, k++, r->block[i]);
+  rc |= sqlite3_bind_int64(st, k++, (int64_t)r->shared_bytes);
+  rc |= sqlite3_bind_int64(st, k++, r->start);
+  rc |= sqlite3_bind_int64(st, k++, r->end);
+  rc |= sqlite3_bind_int64(st, k++, (int64_t)r->records);
+  rc |= sqlite3_bind_int64(st, k++, (int64_t)r->bytes);
+  rc |= sqlite3_bind_int64(st, k++, (int64_t)r->dropped);
+  rc |= sqlite3_bind_int64(st, k++, (int64_t)r->decode_errors);
+  rc |= sqlite3_bind_int64(st, k++, (int64_t)r->lost_bytes);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_step(st);
   sqlite3_finalize(st);
   if (rc != SQLITE_DONE) {
     dispatch_log("%s: cannot store dispatch %" PRId64 ": %s", path, r->id, sqlite3_errmsg(db));

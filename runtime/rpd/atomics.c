@@ -81,27 +81,24 @@ static int atomics_visit(const struct nano_site *s, uint64_t count, void *arg) {
                            ? nano_order_name(NANO_SITE_FAILURE_ORDER(s->flags))
                            : "";
   sqlite3_stmt *st = c->site;
-  sqlite3_bind_int64(st, 1, id);
-  sqlite3_bind_int64(st, 2, c->session);
-  sqlite3_bind_int(st, 3, (int)getpid());
-  sqlite3_bind_int(st, 4, s->kind);
-  sqlite3_bind_text(st, 5, kind ? kind : "unknown", -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 6, order ? order : "unknown", -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 7, forder ? forder : "unknown", -1, SQLITE_STATIC);
-  sqlite3_bind_int64(st, 8, s->size);
-  sqlite3_bind_int(st, 9, s->flags);
-  sqlite3_bind_text(st, 10, s->function ? s->function : "", -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 11, s->file ? s->file : "", -1, SQLITE_STATIC);
-  sqlite3_bind_int64(st, 12, s->line);
-  sqlite3_bind_int64(st, 13, s->column);
-  int rc = sqlite3_step(st);
+  int rc = sqlite3_bind_int64(st, 1, id) | sqlite3_bind_int64(st, 2, c->session) |
+           sqlite3_bind_int(st, 3, (int)getpid()) | sqlite3_bind_int(st, 4, s->kind) |
+           sqlite3_bind_text(st, 5, kind ? kind : "unknown", -1, SQLITE_STATIC) |
+           sqlite3_bind_text(st, 6, order ? order : "unknown", -1, SQLITE_STATIC) |
+           sqlite3_bind_text(st, 7, forder ? forder : "unknown", -1, SQLITE_STATIC) |
+           sqlite3_bind_int64(st, 8, s->size) | sqlite3_bind_int(st, 9, s->flags) |
+           sqlite3_bind_text(st, 10, s->function ? s->function : "", -1, SQLITE_STATIC) |
+           sqlite3_bind_text(st, 11, s->file ? s->file : "", -1, SQLITE_STATIC) |
+           sqlite3_bind_int64(st, 12, s->line) | sqlite3_bind_int64(st, 13, s->column);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_step(st);
   sqlite3_reset(st);
   if (rc != SQLITE_DONE)
     return -1;
   st = c->count;
-  sqlite3_bind_int64(st, 1, id);
-  sqlite3_bind_int64(st, 2, (int64_t)count);
-  rc = sqlite3_step(st);
+  rc = sqlite3_bind_int64(st, 1, id) | sqlite3_bind_int64(st, 2, (int64_t)count);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_step(st);
   sqlite3_reset(st);
   if (rc != SQLITE_DONE)
     return -1;
@@ -109,12 +106,12 @@ static int atomics_visit(const struct nano_site *s, uint64_t count, void *arg) {
   if (!nano_tracker_site_origin(s->id, &o))
     return 0;
   st = c->origin;
-  sqlite3_bind_int64(st, 1, id);
-  sqlite3_bind_text(st, 2, o.function ? o.function : "", -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 3, o.file, -1, SQLITE_STATIC);
-  sqlite3_bind_int64(st, 4, o.line);
-  sqlite3_bind_int64(st, 5, o.column);
-  rc = sqlite3_step(st);
+  rc = sqlite3_bind_int64(st, 1, id) |
+       sqlite3_bind_text(st, 2, o.function ? o.function : "", -1, SQLITE_STATIC) |
+       sqlite3_bind_text(st, 3, o.file, -1, SQLITE_STATIC) | sqlite3_bind_int64(st, 4, o.line) |
+       sqlite3_bind_int64(st, 5, o.column);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_step(st);
   sqlite3_reset(st);
   return rc == SQLITE_DONE ? 0 : -1;
 }
@@ -154,12 +151,13 @@ static int atomics_caller(uint32_t id, const uint64_t *ips, unsigned depth, uint
       break;
     }
   sqlite3_stmt *st = c->caller;
-  sqlite3_bind_int64(st, 1, c->offset + id);
-  sqlite3_bind_text(st, 2, at.file && at.function ? at.function : "", -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 3, at.file ? at.file : "", -1, SQLITE_STATIC);
-  sqlite3_bind_int(st, 4, at.file ? at.line : 0);
-  sqlite3_bind_int64(st, 5, (int64_t)count);
-  int rc = sqlite3_step(st);
+  int rc = sqlite3_bind_int64(st, 1, c->offset + id) |
+           sqlite3_bind_text(st, 2, at.file && at.function ? at.function : "", -1, SQLITE_STATIC) |
+           sqlite3_bind_text(st, 3, at.file ? at.file : "", -1, SQLITE_STATIC) |
+           sqlite3_bind_int(st, 4, at.file ? at.line : 0) |
+           sqlite3_bind_int64(st, 5, (int64_t)count);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_step(st);
   sqlite3_reset(st);
   return rc == SQLITE_DONE ? 0 : -1;
 }
@@ -206,9 +204,11 @@ int rpdi_atomics_write(sqlite3 *db, const char *path, int64_t offset) {
   rc = nano_tracker_foreach_site(atomics_visit, &c);
   /* this session's callers are written again, from the tracker's totals */
   if (rc == 0) {
-    sqlite3_bind_int64(forget, 1, offset);
-    sqlite3_bind_int64(forget, 2, offset + UINT32_MAX);
-    rc = sqlite3_step(forget) == SQLITE_DONE ? 0 : -1;
+    rc = sqlite3_bind_int64(forget, 1, offset) == SQLITE_OK &&
+                 sqlite3_bind_int64(forget, 2, offset + UINT32_MAX) == SQLITE_OK &&
+                 sqlite3_step(forget) == SQLITE_DONE
+             ? 0
+             : -1;
   }
   if (rc == 0)
     rc = nano_tracker_foreach_caller(atomics_caller, &c);
@@ -261,13 +261,12 @@ int rpdi_atomics_sample(sqlite3 *db, const char *path, int64_t offset, int64_t n
   for (unsigned k = 0; k < NANO_KIND_COUNT && rc == SQLITE_DONE; k++) {
     if (totals[k] == atomics_last[k])
       continue;
-    sqlite3_bind_int64(st, 1, session);
-    sqlite3_bind_int(st, 2, (int)getpid());
-    sqlite3_bind_int64(st, 3, now);
-    sqlite3_bind_int(st, 4, (int)k);
-    sqlite3_bind_text(st, 5, nano_kind_name(k), -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 6, (int64_t)totals[k]);
-    rc = sqlite3_step(st);
+    rc = sqlite3_bind_int64(st, 1, session) | sqlite3_bind_int(st, 2, (int)getpid()) |
+         sqlite3_bind_int64(st, 3, now) | sqlite3_bind_int(st, 4, (int)k) |
+         sqlite3_bind_text(st, 5, nano_kind_name(k), -1, SQLITE_STATIC) |
+         sqlite3_bind_int64(st, 6, (int64_t)totals[k]);
+    if (rc == SQLITE_OK)
+      rc = sqlite3_step(st);
     sqlite3_reset(st);
   }
   if (rc != SQLITE_DONE)

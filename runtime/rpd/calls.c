@@ -104,9 +104,11 @@ void rpdw_write_sums(void) {
     if (!c->dirty)
       continue;
     int64_t v[] = {c->pid, c->dom, c->name, c->args, c->calls, c->total_ns, c->self_ns, g_w.min_ns};
+    int rc = SQLITE_OK;
     for (int k = 0; k < 8; k++)
-      sqlite3_bind_int64(st, k + 1, v[k]);
-    int rc = sqlite3_step(st);
+      rc |= sqlite3_bind_int64(st, k + 1, v[k]);
+    if (rc == SQLITE_OK)
+      rc = sqlite3_step(st);
     sqlite3_reset(st);
     if (rc != SQLITE_DONE) {
       rpdw_fail("INSERT INTO nano_call_summary");

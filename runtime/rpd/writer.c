@@ -76,12 +76,14 @@ int rpdw_exec(const char *sql, const char *what) {
 }
 
 /* Steps a bound insert statement and resets it (every caller binds every
- * parameter, so bindings are not cleared). */
-static int rpdw_step(int which) {
+ * parameter, so bindings are not cleared). `bound` is the binds' results
+ * or'ed: one that failed would leave the last row's value in its place, so
+ * the row is not written and the file fails. */
+static int rpdw_step(int which, int bound) {
   if (g_w.failed)
     return -1; /* no row outside the transaction that failed */
   sqlite3_stmt *st = g_w.st[which];
-  int rc = sqlite3_step(st);
+  int rc = bound == SQLITE_OK ? sqlite3_step(st) : bound;
   sqlite3_reset(st);
   if (rc != SQLITE_DONE)
     return rpdw_fail(rpdw_sql[which]);
@@ -204,9 +206,9 @@ static int64_t rpdw_string_kept(const char *s, const char **kept) {
   if (!copy)
     return -1;
   int64_t id = g_w.offset + g_w.next_string++;
-  sqlite3_bind_int64(g_w.st[ST_STRING], 1, id);
-  sqlite3_bind_text(g_w.st[ST_STRING], 2, s, -1, SQLITE_STATIC);
-  if (rpdw_step(ST_STRING) != 0) {
+  int bound = sqlite3_bind_int64(g_w.st[ST_STRING], 1, id) |
+              sqlite3_bind_text(g_w.st[ST_STRING], 2, s, -1, SQLITE_STATIC);
+  if (rpdw_step(ST_STRING, bound) != 0) {
     free(copy);
     return -1;
   }
@@ -331,11 +333,10 @@ static void rpdw_stack(const struct rpd_tbuf *b, uint64_t ref, int64_t api_id, u
       g_w.ips.count++;
     }
     sqlite3_stmt *st = g_w.st[ST_STACK];
-    sqlite3_bind_int64(st, 1, g_w.offset + g_w.next_stack++);
-    sqlite3_bind_int64(st, 2, api_id);
-    sqlite3_bind_int(st, 3, (int)d);
-    sqlite3_bind_int64(st, 4, sid);
-    if (rpdw_step(ST_STACK) != 0)
+    int bound = sqlite3_bind_int64(st, 1, g_w.offset + g_w.next_stack++) |
+                sqlite3_bind_int64(st, 2, api_id) | sqlite3_bind_int(st, 3, (int)d) |
+                sqlite3_bind_int64(st, 4, sid);
+    if (rpdw_step(ST_STACK, bound) != 0)
       return;
   }
 }
@@ -549,16 +550,15 @@ static void rpdw_record(struct rpd_tbuf *b, const struct nano_rpd_rec *r, uint64
     sqlite3_stmt *st = g_w.st[ST_KERNEL];
     const char *stream = rpdw_text(b, r->s[0], aend);
     int64_t kname = rpdw_ref_id(b, r->s[1], "", aend);
-    sqlite3_bind_int64(st, 1, g_w.offset + (int64_t)r->h);
-    sqlite3_bind_text(st, 2, stream ? stream : "", -1, SQLITE_STATIC);
-    for (int i = 0; i < 3; i++) {
-      sqlite3_bind_int(st, 3 + i, x->kernel.grid[i]);
-      sqlite3_bind_int(st, 6 + i, x->kernel.workgroup[i]);
-    }
-    sqlite3_bind_int(st, 9, x->kernel.group_segment_size);
-    sqlite3_bind_int(st, 10, x->kernel.private_segment_size);
-    sqlite3_bind_int64(st, 11, kname);
-    rpdw_step(ST_KERNEL);
+    int bound = sqlite3_bind_int64(st, 1, g_w.offset + (int64_t)r->h) |
+                sqlite3_bind_text(st, 2, stream ? stream : "", -1, SQLITE_STATIC);
+    for (int i = 0; i < 3; i++)
+      bound |= sqlite3_bind_int(st, 3 + i, x->kernel.grid[i]) |
+               sqlite3_bind_int(st, 6 + i, x->kernel.workgroup[i]);
+    bound |= sqlite3_bind_int(st, 9, x->kernel.group_segment_size) |
+             sqlite3_bind_int(st, 10, x->kernel.private_segment_size) |
+             sqlite3_bind_int64(st, 11, kname);
+    rpdw_step(ST_KERNEL, bound);
     break;
   }
   case R_COPY: {
@@ -567,19 +567,16 @@ static void rpdw_record(struct rpd_tbuf *b, const struct nano_rpd_rec *r, uint64
     const char *stream = rpdw_text(b, r->s[0], aend);
     const char *dst = rpdw_text(b, r->s[1], aend);
     const char *src = rpdw_text(b, r->s[2], aend);
-    sqlite3_bind_int64(st, 1, g_w.offset + (int64_t)r->h);
-    sqlite3_bind_text(st, 2, stream ? stream : "", -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 3, x->copy.size);
-    sqlite3_bind_int64(st, 4, x->copy.width);
-    sqlite3_bind_int64(st, 5, x->copy.height);
-    sqlite3_bind_int(st, 6, x->copy.kind);
-    sqlite3_bind_text(st, 7, dst ? dst : "", -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 8, src ? src : "", -1, SQLITE_STATIC);
-    sqlite3_bind_int(st, 9, x->copy.dst_device);
-    sqlite3_bind_int(st, 10, x->copy.src_device);
-    sqlite3_bind_int(st, 11, x->copy.sync != 0);
-    sqlite3_bind_int(st, 12, x->copy.pinned != 0);
-    rpdw_step(ST_COPY);
+    int bound =
+        sqlite3_bind_int64(st, 1, g_w.offset + (int64_t)r->h) |
+        sqlite3_bind_text(st, 2, stream ? stream : "", -1, SQLITE_STATIC) |
+        sqlite3_bind_int64(st, 3, x->copy.size) | sqlite3_bind_int64(st, 4, x->copy.width) |
+        sqlite3_bind_int64(st, 5, x->copy.height) | sqlite3_bind_int(st, 6, x->copy.kind) |
+        sqlite3_bind_text(st, 7, dst ? dst : "", -1, SQLITE_STATIC) |
+        sqlite3_bind_text(st, 8, src ? src : "", -1, SQLITE_STATIC) |
+        sqlite3_bind_int(st, 9, x->copy.dst_device) | sqlite3_bind_int(st, 10, x->copy.src_device) |
+        sqlite3_bind_int(st, 11, x->copy.sync != 0) | sqlite3_bind_int(st, 12, x->copy.pinned != 0);
+    rpdw_step(ST_COPY, bound);
     break;
   }
   case R_OP: {
@@ -588,21 +585,18 @@ static void rpdw_record(struct rpd_tbuf *b, const struct nano_rpd_rec *r, uint64
     int64_t id = g_w.offset + seq;
     int64_t desc = rpdw_ref_id(b, r->s[0], "", aend);
     int64_t type = rpdw_ref_id(b, r->s[1], "", aend);
-    sqlite3_bind_int64(st, 1, id);
-    sqlite3_bind_int(st, 2, (int32_t)(uint32_t)r->s[2]);
-    sqlite3_bind_int(st, 3, (int32_t)(uint32_t)(r->s[2] >> 32));
-    sqlite3_bind_int64(st, 4, seq);
-    sqlite3_bind_int64(st, 5, r->t0);
-    sqlite3_bind_int64(st, 6, r->t1);
-    sqlite3_bind_int64(st, 7, desc);
-    sqlite3_bind_int64(st, 8, type);
-    if (rpdw_step(ST_OP) != 0 || !r->h)
+    int bound = sqlite3_bind_int64(st, 1, id) |
+                sqlite3_bind_int(st, 2, (int32_t)(uint32_t)r->s[2]) |
+                sqlite3_bind_int(st, 3, (int32_t)(uint32_t)(r->s[2] >> 32)) |
+                sqlite3_bind_int64(st, 4, seq) | sqlite3_bind_int64(st, 5, r->t0) |
+                sqlite3_bind_int64(st, 6, r->t1) | sqlite3_bind_int64(st, 7, desc) |
+                sqlite3_bind_int64(st, 8, type);
+    if (rpdw_step(ST_OP, bound) != 0 || !r->h)
       break;
     st = g_w.st[ST_APIOPS];
-    sqlite3_bind_int64(st, 1, g_w.offset + g_w.next_apiops++);
-    sqlite3_bind_int64(st, 2, g_w.offset + (int64_t)r->h);
-    sqlite3_bind_int64(st, 3, id);
-    rpdw_step(ST_APIOPS);
+    bound = sqlite3_bind_int64(st, 1, g_w.offset + g_w.next_apiops++) |
+            sqlite3_bind_int64(st, 2, g_w.offset + (int64_t)r->h) | sqlite3_bind_int64(st, 3, id);
+    rpdw_step(ST_APIOPS, bound);
     break;
   }
   case R_MONITOR: {
@@ -610,14 +604,13 @@ static void rpdw_record(struct rpd_tbuf *b, const struct nano_rpd_rec *r, uint64
     const char *dt = rpdw_text(b, r->s[0], aend);
     const char *mt = rpdw_text(b, r->s[1], aend);
     const char *v = rpdw_text(b, r->s[2], aend);
-    sqlite3_bind_int64(st, 1, g_w.offset + g_w.next_monitor++);
-    sqlite3_bind_text(st, 2, dt ? dt : "", -1, SQLITE_STATIC);
-    sqlite3_bind_int(st, 3, (int32_t)r->s[3]);
-    sqlite3_bind_text(st, 4, mt ? mt : "", -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 5, r->t0);
-    sqlite3_bind_int64(st, 6, r->t1);
-    sqlite3_bind_text(st, 7, v ? v : "", -1, SQLITE_STATIC);
-    rpdw_step(ST_MONITOR);
+    int bound = sqlite3_bind_int64(st, 1, g_w.offset + g_w.next_monitor++) |
+                sqlite3_bind_text(st, 2, dt ? dt : "", -1, SQLITE_STATIC) |
+                sqlite3_bind_int(st, 3, (int32_t)r->s[3]) |
+                sqlite3_bind_text(st, 4, mt ? mt : "", -1, SQLITE_STATIC) |
+                sqlite3_bind_int64(st, 5, r->t0) | sqlite3_bind_int64(st, 6, r->t1) |
+                sqlite3_bind_text(st, 7, v ? v : "", -1, SQLITE_STATIC);
+    rpdw_step(ST_MONITOR, bound);
     break;
   }
   case R_RSTART: {
@@ -798,10 +791,10 @@ static int rpdw_put_name(int32_t pid, int32_t tid, const char *name) {
   if (rpdw_begin() != 0)
     return -1;
   sqlite3_stmt *st = g_w.st[ST_THREAD];
-  sqlite3_bind_int(st, 1, pid);
-  sqlite3_bind_int(st, 2, tid);
-  sqlite3_bind_text(st, 3, name, -1, SQLITE_STATIC);
-  int rc = sqlite3_step(st);
+  int rc = sqlite3_bind_int(st, 1, pid) | sqlite3_bind_int(st, 2, tid) |
+           sqlite3_bind_text(st, 3, name, -1, SQLITE_STATIC);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_step(st);
   sqlite3_reset(st);
   if (rc != SQLITE_DONE) {
     rpdw_fail("INSERT INTO nano_thread");

@@ -1012,7 +1012,8 @@ static int rp_heatmap(const char *cmd, const struct rpdtool_trace *t, FILE *f, i
                       "FROM nano_heatmap WHERE dispatch_id = ? ORDER BY start");
   if (!st)
     return -1;
-  sqlite3_bind_int64(st, 1, id);
+  if (sqlite3_bind_int64(st, 1, id) != SQLITE_OK)
+    return rpdtool_done(cmd, t, st, SQLITE_ERROR, NULL, NULL);
   int rc, n = 0, cell = RP_HEAT_CELL;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW && n < RP_HEAT_PAGES) {
     if (n == 0) {
@@ -1047,7 +1048,8 @@ static int rp_heatmap(const char *cmd, const struct rpdtool_trace *t, FILE *f, i
                        "ORDER BY accesses DESC, start LIMIT 5");
   if (!st)
     return -1;
-  sqlite3_bind_int64(st, 1, id);
+  if (sqlite3_bind_int64(st, 1, id) != SQLITE_OK)
+    return rpdtool_done(cmd, t, st, SQLITE_ERROR, NULL, NULL);
   fputs("<table class=heat><thead><tr><th>hottest pages</th><th>accesses</th></tr></thead><tbody>",
         f);
   while ((rc = sqlite3_step(st)) == SQLITE_ROW)
@@ -1070,7 +1072,8 @@ static int rp_memory_rows(const char *cmd, const struct rpdtool_trace *t, FILE *
       "file, line, \"column\" LIMIT " RP_STR(RP_MEM_ROWS));
   if (!st)
     return -1;
-  sqlite3_bind_int64(st, 1, id);
+  if (sqlite3_bind_int64(st, 1, id) != SQLITE_OK)
+    return rpdtool_done(cmd, t, st, SQLITE_ERROR, NULL, NULL);
   fputs("<table class=\"sortable memory\"><thead><tr><th>location</th><th>function</th>"
         "<th>access</th><th>executions</th><th>bytes</th><th>lines needed</th>"
         "<th>lines used</th><th>used / needed</th><th>bank conflicts</th></tr></thead><tbody>\n",
