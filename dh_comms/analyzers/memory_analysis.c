@@ -50,10 +50,9 @@ static const unsigned char ma_amd_b128_set[64] = {
     0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0, 3, 3, 3, 3, 2, 2, 2, 2,
     4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7, 5, 5, 5, 5, 4, 4, 4, 4, 7, 7, 7, 7, 6, 6, 6, 6};
 
-/* What one (site, address-space class) gathered. */
-/* One slot per (site id, the record's space field): the key is the record's
- * own, so the runtime's site table is searched once per slot, not per
- * record. A site no table names keeps a slot with site NULL. */
+/* What the records of one site id and space field gathered: the key is the
+ * record's own, so the runtime's site table is searched once per slot, not
+ * per record. A site no table names keeps a slot with site NULL. */
 struct ma_site {
   uint64_t id;    /* the records' site id                              */
   uint8_t rspace; /* their space field (NANO_DH_SPACE_*)               */

@@ -199,16 +199,6 @@ static void *dhpool_main(void *arg) {
   return NULL;
 }
 
-/* Stops and joins the threads started so far. */
-static void dhpool_quit(struct nano_dh_drainer *d) {
-  pthread_mutex_lock(&d->lock);
-  d->quit = 1;
-  pthread_cond_broadcast(&d->wake);
-  pthread_mutex_unlock(&d->lock);
-  for (unsigned i = 0; i < d->nthreads; i++)
-    pthread_join(d->threads[i], NULL);
-}
-
 struct nano_dh_drainer *nano_dh_drainer_start(unsigned threads) {
   if (threads == 0) {
     errno = EINVAL;
@@ -230,12 +220,7 @@ struct nano_dh_drainer *nano_dh_drainer_start(unsigned threads) {
   for (; d->nthreads < threads; d->nthreads++) {
     int rc = nano_thread_start(&d->threads[d->nthreads], dhpool_main, d);
     if (rc != 0) {
-      dhpool_quit(d);
-      pthread_cond_destroy(&d->wake);
-      pthread_cond_destroy(&d->left);
-      pthread_mutex_destroy(&d->lock);
-      free(d->threads);
-      free(d);
+      nano_dh_drainer_stop(d); /* the threads started so far */
       errno = rc;
       return NULL;
     }
@@ -247,7 +232,12 @@ struct nano_dh_drainer *nano_dh_drainer_start(unsigned threads) {
 void nano_dh_drainer_stop(struct nano_dh_drainer *d) {
   if (!d)
     return;
-  dhpool_quit(d);
+  pthread_mutex_lock(&d->lock);
+  d->quit = 1;
+  pthread_cond_broadcast(&d->wake);
+  pthread_mutex_unlock(&d->lock);
+  for (unsigned i = 0; i < d->nthreads; i++)
+    pthread_join(d->threads[i], NULL);
   pthread_cond_destroy(&d->wake);
   pthread_cond_destroy(&d->left);
   pthread_mutex_destroy(&d->lock);
