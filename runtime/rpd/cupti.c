@@ -29,9 +29,12 @@
  * events and host functions, marked by rpd_cupti_quiet) are neither rows nor
  * ops.
  *
- * Only one CUPTI subscriber may exist in a process on older drivers (Nsight
- * Systems, the PyTorch profiler, rocmProfileData are others): when CUPTI
- * refuses, that is said once and the rest of the tracer goes on.
+ * Only one CUPTI subscriber may exist in a process (CUPTI before 13.2, or a
+ * subscriber that asked for no others; Nsight Systems, the PyTorch profiler,
+ * rocmProfileData are others): when CUPTI refuses, that is said once, naming
+ * the subscriber that holds it where CUPTI names subscribers
+ * (cuptiSubscribe_v2, to which nanoprobe is "nanoprobe"), and the rest of the
+ * tracer goes on.
  */
 #define _GNU_SOURCE
 #include <cupti.h>
@@ -71,6 +74,7 @@ static struct {
   __typeof__(&cuptiGetVersion) GetVersion;
   __typeof__(&cuptiGetResultString) GetResultString;
   __typeof__(&cuptiSubscribe) Subscribe;
+  __typeof__(&cuptiSubscribe_v2) SubscribeNamed; /* CUDA 12.8 on; NULL before */
   __typeof__(&cuptiEnableDomain) EnableDomain;
   __typeof__(&cuptiEnableCallback) EnableCallback;
   __typeof__(&cuptiGetGraphNodeId) GetGraphNodeId;
@@ -562,6 +566,22 @@ static int cupti_check(CUptiResult r, const char *what) {
   return -1;
 }
 
+/* Subscribes as "nanoprobe" where CUPTI names subscribers (cuptiSubscribe_v2),
+ * so that tools refused after it can name it, and learns the name of the one
+ * that holds CUPTI when nanoprobe is refused (into holder, size bytes; left
+ * empty by an older CUPTI). */
+static CUptiResult cupti_subscribe(CUpti_SubscriberHandle *sub, char *holder, size_t size) {
+  if (!cp.SubscribeNamed)
+    return cp.Subscribe(sub, (CUpti_CallbackFunc)cupti_callback, NULL);
+  CUpti_SubscriberParams params = {
+      .structSize = CUpti_SubscriberParams_STRUCT_SIZE,
+      .subscriberName = "nanoprobe",
+      .oldSubscriberName = holder,
+      .oldSubscriberSize = size,
+  };
+  return cp.SubscribeNamed(sub, (CUpti_CallbackFunc)cupti_callback, NULL, &params);
+}
+
 static void cupti_start(void) {
   void *h = cupti_open();
   if (!h)
@@ -575,15 +595,18 @@ static void cupti_start(void) {
             missing);
     return;
   }
+  *(void **)&cp.SubscribeNamed = dlsym(h, "cuptiSubscribe_v2");
   uint32_t version = 0;
   if (cupti_check(cp.GetVersion(&version), "cuptiGetVersion"))
     return;
   CUpti_SubscriberHandle sub;
-  CUptiResult r = cp.Subscribe(&sub, (CUpti_CallbackFunc)cupti_callback, NULL);
+  char holder[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN] = "";
+  CUptiResult r = cupti_subscribe(&sub, holder, sizeof holder);
   if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
-    fprintf(stderr, "nanoprobe: another CUPTI client (Nsight Systems, the PyTorch profiler, "
-                    "rocmProfileData?) is active: CUDA calls and kernels are not traced; the rest "
-                    "of the trace is recorded\n");
+    fprintf(stderr,
+            "nanoprobe: another CUPTI client (%s) is active: CUDA calls and kernels are not "
+            "traced; the rest of the trace is recorded\n",
+            *holder ? holder : "Nsight Systems, the PyTorch profiler, rocmProfileData?");
     return;
   }
   if (cupti_check(r, "cuptiSubscribe") ||

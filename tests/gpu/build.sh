@@ -2,7 +2,7 @@
 # Builds the GPU suite (README.md) into OUT: every sample of samples/ and
 # bench/gpu's gpubench (run as OUT/bench.sh) with clang-22 and the plugin for
 # sm_90 (static cudart, as nvcc links by default, but for dynshared's shared
-# one; cuBLAS's sample with the shared cuBLAS), and OUT/lib with
+# one; cuBLAS's sample with the shared cuBLAS, subscriber's with libcupti), and OUT/lib with
 # libnano_rpd.so, libkerneldb.so and the libraries they need beyond the C
 # library, so that OUT runs on a GPU machine that has CUDA but none of
 # nanoprobe's build dependencies (run.sh OUT there).
@@ -26,6 +26,7 @@ for src in "$here"/samples/*.cu "$here/../../bench/gpu/gpubench.cu"; do
     fi
     libs+=(-lcublas -Wl,-rpath,"$cuda/lib64")
   fi
+  [ "$name" = subscriber ] && libs+=(-lcupti -Wl,-rpath,"$cuda/lib64")
   # shared memory is instrumented on request only (NANO_ADDRSPACES)
   spaces=global,generic
   case $name in bank | dynshared) spaces+=,shared ;; esac

@@ -328,8 +328,9 @@ grep -qx "$done_line" other.out || fail "another tool's injection: right results
   fail "another tool's injection: the rest of the trace is recorded"
 
 # another CUPTI client holds CUPTI: said, and the rest is traced
-busy_err=$(FAKE_CUPTI_BUSY=1 RPDT_FILENAME=busy.rpd LD_PRELOAD="$rpd" ./app 2>&1 >busy.out)
-grep -q "another CUPTI client" <<<"$busy_err" || fail "a refused CUPTI subscription is said"
+busy_err=$(FAKE_CUPTI_BUSY="CUPTI for other tool" RPDT_FILENAME=busy.rpd LD_PRELOAD="$rpd" ./app 2>&1 >busy.out)
+grep -q "another CUPTI client (CUPTI for other tool) is active" <<<"$busy_err" ||
+  fail "a refused CUPTI subscription is said, naming the client CUPTI names ($busy_err)"
 grep -qx "$done_line" busy.out || fail "CUPTI refused: right results"
 [ "$(nano_launches busy.rpd)" = "3 3" ] ||
   fail "CUPTI refused: the rest of the trace is recorded, the launches' arguments on nanoprobe's rows"

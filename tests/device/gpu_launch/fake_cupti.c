@@ -1,8 +1,8 @@
 /*
  * fake_cupti.c: the CUPTI of the stand-in CUDA (fake_cudart.c), part of the
  * same library, with CUPTI's own headers so the records have the real
- * layouts. What the tracer uses: one subscriber (FAKE_CUPTI_BUSY=1: refused
- * as when another client holds CUPTI), the runtime and driver callback
+ * layouts. What the tracer uses: one subscriber (FAKE_CUPTI_BUSY=NAME: refused
+ * as when the client NAME holds CUPTI), the runtime and driver callback
  * domains, the resource callback of a cloned graph node, graph node ids,
  * activity buffers delivered on cuptiActivityFlushAll only, the timestamp
  * callback. fake_cudart.c reports its calls and its device's work
@@ -12,6 +12,7 @@
 #include <cupti.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -49,12 +50,22 @@ CUptiResult cuptiGetResultString(CUptiResult r, const char **s) {
 }
 CUptiResult cuptiSubscribe(CUpti_SubscriberHandle *sub, CUpti_CallbackFunc fn, void *data) {
   const char *busy = getenv("FAKE_CUPTI_BUSY");
-  if ((busy && *busy == '1') || sub_fn)
+  if ((busy && *busy) || sub_fn)
     return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
   sub_fn = fn;
   sub_data = data;
   *sub = (CUpti_SubscriberHandle)&sub_fn;
   return CUPTI_SUCCESS;
+}
+/* Refused, it names the subscriber that holds CUPTI: FAKE_CUPTI_BUSY's value. */
+CUptiResult cuptiSubscribe_v2(CUpti_SubscriberHandle *sub, CUpti_CallbackFunc fn, void *data,
+                              CUpti_SubscriberParams *params) {
+  CUptiResult r = cuptiSubscribe(sub, fn, data);
+  const char *busy = getenv("FAKE_CUPTI_BUSY");
+  if (r != CUPTI_SUCCESS && params && params->oldSubscriberName && params->oldSubscriberSize)
+    snprintf(params->oldSubscriberName, params->oldSubscriberSize, "%s",
+             busy && *busy ? busy : "fake");
+  return r;
 }
 CUptiResult cuptiEnableDomain(uint32_t enable, CUpti_SubscriberHandle sub,
                               CUpti_CallbackDomain domain) {
