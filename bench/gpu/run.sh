@@ -4,11 +4,11 @@
 # measured in the same round; rounds interleave the variants; best and median
 # of ROUNDS (NANO_BENCH_REPEAT, default 5).
 #   launch cost      tiny kernel, each launch waited for: instrumented (no
-#                    analyzer; the same with NANO_GPU_END=event; MemoryAnalysis)
+#                    analyzer; the same with NANO_GPU_END=hostfn; MemoryAnalysis)
 #                    over plain. NVBit's memtrace: 6.9-7.3x on a tiny vector add.
 #   per-access cost  memory-bound triad (R passes: 10 ms plain at the default
-#                    R=35 on an H100, 106 ms at R=350, where one instrumented
-#                    run takes minutes): instrumented (none; MemoryAnalysis)
+#                    R=35 on an H100, 106 ms at R=350 (85 ms on an H200), where
+#                    one instrumented run takes minutes): instrumented (none; MemoryAnalysis)
 #                    over plain, and records drained per second (nano_dispatch).
 #   tracing          cudaStreamQuery and empty launches: traced (CUPTI) over plain.
 #   drain threads    (group "drain", not run by default) two triads at once
@@ -34,7 +34,7 @@ variant() {
   plain) echo "NANO_CUPTI=0" ;;
   traced) echo "LD_PRELOAD=$rpd RPDT_FILENAME=$work/traced.rpd" ;;
   inst_none) echo "LD_PRELOAD=$rpd NANO_CUPTI=0 RPDT_FILENAME=$work/inst.rpd NANO_INSTRUMENT=1 NANO_ANALYZERS=none" ;;
-  inst_event) echo "LD_PRELOAD=$rpd NANO_CUPTI=0 RPDT_FILENAME=$work/inst.rpd NANO_INSTRUMENT=1 NANO_ANALYZERS=none NANO_GPU_END=event" ;;
+  inst_hostfn) echo "LD_PRELOAD=$rpd NANO_CUPTI=0 RPDT_FILENAME=$work/inst.rpd NANO_INSTRUMENT=1 NANO_ANALYZERS=none NANO_GPU_END=hostfn" ;;
   inst_memory) echo "LD_PRELOAD=$rpd NANO_CUPTI=0 RPDT_FILENAME=$work/inst.rpd NANO_INSTRUMENT=1 NANO_ANALYZERS=MemoryAnalysis NANO_ANALYZER_OUTPUT=/dev/null" ;;
   inst_drain4) echo "LD_PRELOAD=$rpd NANO_CUPTI=0 RPDT_FILENAME=$work/inst.rpd NANO_INSTRUMENT=1 NANO_ANALYZERS=none NANO_DRAIN_THREADS=4" ;;
   esac
@@ -83,7 +83,7 @@ PY
 }
 wanted() { [[ $figures == *" $1 "* ]]; }
 # the long one last, so that a session cut short has the others
-if wanted tiny; then ratios tiny 2000 plain inst_none inst_event inst_memory; fi
+if wanted tiny; then ratios tiny 2000 plain inst_none inst_hostfn inst_memory; fi
 if wanted api; then ratios api 200000 plain traced; fi
 if wanted launch; then ratios launch 100000 plain traced; fi
 if wanted drain; then ratios membound2 "$passes" inst_none inst_drain4; fi

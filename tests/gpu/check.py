@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Checks one sample of the GPU suite (run.sh): what it printed, what
 MemoryAnalysis reported and what the trace holds. usage: check.py SAMPLE WORK"""
+import json
 import sqlite3
 import sys
 
@@ -86,6 +87,9 @@ elif sample == "streams":
         a, b = spins
         expect(a["queueId"] != b["queueId"], "on two streams")
         expect(max(a["start"], b["start"]) < min(a["end"], b["end"]), "instrumented and traced, the two kernels still overlap in time")
+    # the reports, in the order dispatches ended: the short second one first
+    ended = [r["dispatch"] for r in map(json.loads, open(f"{work}/{sample}.json")) if r["analyzer"] == "dispatch"]
+    expect(ended == [2, 1], f"the short twin on stream 2 ends before the long one launched before it on stream 1, got {ended}")
 elif sample in ("graph", "graph_relaxed"):
     expect(len(dispatches) == 4, f"the warm-up and each of the 3 replays are dispatches, got {len(dispatches)}")
     expect(all(d["records"] == 2 for d in dispatches), "each dispatch: one warp's load and store records")

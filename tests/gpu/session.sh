@@ -4,11 +4,12 @@
 # brings back what ran. In order of what matters most:
 #   env.txt       the machine: GPU, driver, toolkit, Nsight Compute
 #   suite.txt     tests/gpu/run.sh; work.tar.gz: its logs, reports and traces
-#   suite_event.txt  four samples again with NANO_GPU_END=event
+#   suite_hostfn.txt five samples again with NANO_GPU_END=hostfn
 #   ncu.txt       Nsight Compute's L1 and L2 sector and bank-conflict counts of
 #                 the samples whose MemoryAnalysis figures the suite checks
 #   rpd.txt       bench/rpd/run.sh (the tracer's hot path: the 25 ns check)
-#   gpubench.txt  bench/gpu/run.sh
+#   gpubench.txt  bench/gpu/run.sh; gpubench_drain.txt: NANO_DRAIN_THREADS=4
+#                 over 1; gpubench_long.txt: the >= 100 ms memory-bound kernel
 # Runs over a build folder made here (here: ctest -R gpu_suite_build, and
 # bench/rpd built); the device tool carries BUILD/gpu-suite and BUILD/bench/rpd.
 # usage: tests/gpu/session.sh BUILD RESULTS
@@ -32,11 +33,11 @@ export NANO_GPU_SAMPLE_TIMEOUT=${NANO_GPU_SAMPLE_TIMEOUT:-60}
 } >"$results/env.txt" 2>&1
 
 "$here/run.sh" "$suite" "$work/suite" 2>&1 | tee "$results/suite.txt"
-# the same with the end of twins learnt from events (NANO_GPU_END=event, not
-# the default yet): the samples that launch outside and inside graphs
-NANO_GPU_END=event "$here/run.sh" "$suite" "$work/suite_event" vecadd streams graph dynshared 2>&1 |
-  tee "$results/suite_event.txt"
-tar -czf "$results/work.tar.gz" -C "$work" suite suite_event
+# the same with the end of twins learnt from host functions (NANO_GPU_END=hostfn,
+# not the default): the samples that launch outside and inside graphs
+NANO_GPU_END=hostfn "$here/run.sh" "$suite" "$work/suite_hostfn" vecadd streams graph dynshared subscriber 2>&1 |
+  tee "$results/suite_hostfn.txt"
+tar -czf "$results/work.tar.gz" -C "$work" suite suite_hostfn
 
 if [ -n "$ncu" ]; then
   # global load/store sectors and requests at L1, sectors at L2 (from L1),
@@ -59,9 +60,10 @@ NANO_BENCH_REPEAT=${NANO_BENCH_REPEAT:-3} "$suite/bench.sh" "$suite" "$work/benc
 # two dispatches drained at once: 4 drain threads over 1 (NANO_DRAIN_THREADS's default)
 NANO_BENCH_REPEAT=1 NANO_BENCH_FIGURES=drain "$suite/bench.sh" "$suite" "$work/bench_drain" 2>&1 |
   tee "$results/gpubench_drain.txt"
-# the issue's memory-bound kernel of >= 100 ms (350 passes: 106 ms plain on an
-# H100), once, without an analyzer: an instrumented run takes most of a minute
-NANO_BENCH_REPEAT=1 NANO_BENCH_FIGURES=membound NANO_BENCH_PASSES=350 NANO_BENCH_MEMBOUND=inst_none \
-  NANO_GPU_SAMPLE_TIMEOUT=150 "$suite/bench.sh" "$suite" "$work/bench_long" 2>&1 |
+# the issue's memory-bound kernel of >= 100 ms (420 passes: 102 ms plain on an
+# H200, 127 on an H100), once, without and with MemoryAnalysis: instrumented
+# runs of a minute or two
+NANO_BENCH_REPEAT=1 NANO_BENCH_FIGURES=membound NANO_BENCH_PASSES=420 \
+  NANO_GPU_SAMPLE_TIMEOUT=200 "$suite/bench.sh" "$suite" "$work/bench_long" 2>&1 |
   tee "$results/gpubench_long.txt"
 rm -rf "$work"

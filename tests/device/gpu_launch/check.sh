@@ -193,17 +193,18 @@ $graph_row
 $graph_row" ] ||
   fail "nano_dispatch: one row per twin and per graph replay, every access recorded, linked to its launch"
 
-# NANO_GPU_END=event: a waiter thread, not a host function, learns each twin's
-# end (graph replays keep theirs): the same dispatches, nothing waits
-run_instrumented event NANO_GPU_END=event
-grep -qx "$done_line" event.out || fail "NANO_GPU_END=event: right results"
-! grep -q SERIALIZED event.out || fail "NANO_GPU_END=event: the runtime waited for the program's stream"
-[ "$(query event.rpd "select kernel, backend, arch, wave_size, grid_x, grid_y, grid_z, block_x, shared_bytes, records, dropped, decode_errors, lost_bytes, d.start <= d.\"end\", s.string from nano_dispatch d join rocpd_api a on a.id = d.api_id join rocpd_string s on s.id = a.apiName_id order by kernel")" = "$rows" ] ||
-  fail "NANO_GPU_END=event: the same dispatches as with host functions"
-[ "$(grep -c "^host function" event.out)" -lt "$(grep -c "^host function" inst.out)" ] ||
-  fail "NANO_GPU_END=event: fewer host functions on the program's streams"
+# NANO_GPU_END=hostfn: a host function after each twin, not a waiter thread
+# (the default, event), learns its end (graph replays have theirs either way):
+# the same dispatches, nothing waits, more host functions
+run_instrumented hostfn NANO_GPU_END=hostfn
+grep -qx "$done_line" hostfn.out || fail "NANO_GPU_END=hostfn: right results"
+! grep -q SERIALIZED hostfn.out || fail "NANO_GPU_END=hostfn: the runtime waited for the program's stream"
+[ "$(query hostfn.rpd "select kernel, backend, arch, wave_size, grid_x, grid_y, grid_z, block_x, shared_bytes, records, dropped, decode_errors, lost_bytes, d.start <= d.\"end\", s.string from nano_dispatch d join rocpd_api a on a.id = d.api_id join rocpd_string s on s.id = a.apiName_id order by kernel")" = "$rows" ] ||
+  fail "NANO_GPU_END=hostfn: the same dispatches as with waiter threads"
+[ "$(grep -c "^host function" inst.out)" -lt "$(grep -c "^host function" hostfn.out)" ] ||
+  fail "by default no host function after twins on the program's streams (NANO_GPU_END=event)"
 run_instrumented bad_end NANO_GPU_END=sometimes
-grep -q "NANO_GPU_END=sometimes: not hostfn or event; hostfn is used" bad_end.err ||
+grep -q "NANO_GPU_END=sometimes: not event or hostfn; event is used" bad_end.err ||
   fail "a bad NANO_GPU_END is named"
 [ "$(query inst.rpd "select count(distinct id), count(distinct api_id) from nano_dispatch where grid_y = 1 and kernel = '_Z5otherPi'")" = "3 1" ] ||
   fail "three replays, three dispatches, all linked to the capture's launch"
@@ -300,11 +301,11 @@ grep -qx "threads right" threads.out || fail "threads: right results"
 [ "$(query threads.rpd "select count(*), min(records), max(records), sum(decode_errors) from nano_dispatch")" = "40 3000 3000 0" ] ||
   fail "threads: 40 dispatches of 3,000 records each"
 # (and three drain threads, each buffer drained by one at a time)
-env RPDT_FILENAME=threads_event.rpd NANO_INSTRUMENT=1 NANO_ANALYZERS=none NANO_BUFFER_POOL=64 \
-  NANO_GPU_END=event NANO_DRAIN_THREADS=3 LD_PRELOAD="$rpd" ./threads >threads_event.out \
-  2>threads_event.err || fail "threads, NANO_GPU_END=event: $(cat threads_event.err)"
-[ "$(query threads_event.rpd "select count(*), min(records), max(records), sum(decode_errors) from nano_dispatch")" = "40 3000 3000 0" ] ||
-  fail "threads, NANO_GPU_END=event, three drain threads: 40 dispatches of 3,000 records each"
+env RPDT_FILENAME=threads_hostfn.rpd NANO_INSTRUMENT=1 NANO_ANALYZERS=none NANO_BUFFER_POOL=64 \
+  NANO_GPU_END=hostfn NANO_DRAIN_THREADS=3 LD_PRELOAD="$rpd" ./threads >threads_hostfn.out \
+  2>threads_hostfn.err || fail "threads, NANO_GPU_END=hostfn: $(cat threads_hostfn.err)"
+[ "$(query threads_hostfn.rpd "select count(*), min(records), max(records), sum(decode_errors) from nano_dispatch")" = "40 3000 3000 0" ] ||
+  fail "threads, NANO_GPU_END=hostfn, three drain threads: 40 dispatches of 3,000 records each"
 env RPDT_FILENAME=bad_drain.rpd NANO_INSTRUMENT=1 NANO_DRAIN_THREADS=0 LD_PRELOAD="$rpd" ./threads \
   >bad_drain.out 2>bad_drain.err || fail "threads, NANO_DRAIN_THREADS=0: $(cat bad_drain.err)"
 grep -qx "threads right" bad_drain.out && grep -q "NANO_DRAIN_THREADS=0" bad_drain.err ||
