@@ -10,17 +10,9 @@ __global__ void twice(const float *in, float *out, int n) {
 }
 
 int main() {
-  const int n = 1 << 16;
-  float *in, *out, *h = new float[n];
-  CHECK(cudaMalloc(&in, n * sizeof(float)));
-  CHECK(cudaMalloc(&out, n * sizeof(float)));
-  for (int i = 0; i < n; i++) h[i] = (float)i;
-  CHECK(cudaMemcpy(in, h, n * sizeof(float), cudaMemcpyHostToDevice));
-  twice<<<n / 256, 256>>>(in, out, n);
-  CHECK(cudaGetLastError());
-  CHECK(cudaMemcpy(h, out, n * sizeof(float), cudaMemcpyDeviceToHost));
-  int wrong = 0;
-  for (int i = 0; i < n; i++) wrong += h[i] != 2.0f * (float)i;
+  Doubling d = doubling_setup(1 << 16);
+  twice<<<d.n / 256, 256>>>(d.in, d.out, d.n);
+  int wrong = doubling_wrong(d);
   std::printf("devfunc %s\n", wrong ? "WRONG" : "ok");
   return wrong != 0;
 }
