@@ -312,6 +312,29 @@ static void dhbuf_advance(struct nano_dh_buffer *b, uint64_t tail) {
   __atomic_store_n(b->pl.tail, tail, __ATOMIC_RELEASE);
 }
 
+/* A drain clears what it consumed and moves the tail once per this many
+ * bytes (or a ring's eighth, if less), and when it stops: not once per
+ * record. A GPU whose ring is full polls the tail across the bus, and each
+ * poll takes the tail's line from the host's cache, which the next store
+ * must fetch back. */
+#define DHBUF_RELEASE_BYTES 65536
+#define DHBUF_RELEASE_SHARE 8
+
+/* The consumed bytes a drain has not cleared and released yet: from `from`
+ * to the drain's tail. */
+struct dhbuf_consumed {
+  uint64_t from, tail, step;
+};
+
+/* Clears and releases what c holds (all of it, or once a step is there). */
+static void dhbuf_release(struct nano_dh_buffer *b, struct dhbuf_consumed *c, int all) {
+  if (c->tail == c->from || (!all && c->tail - c->from < c->step))
+    return;
+  dhbuf_clear(b, c->from, (size_t)(c->tail - c->from));
+  dhbuf_advance(b, c->tail);
+  c->from = c->tail;
+}
+
 /* Why dhbuf_consume stopped. */
 enum dhbuf_stop {
   DHBUF_CAUGHT_UP,  /* reached the limit                                    */
@@ -321,17 +344,26 @@ enum dhbuf_stop {
 };
 
 /* Consumes complete records from the tail up to `limit` (a monotonic
- * offset), adding the count to *n. */
+ * offset), adding the count to *n; what it consumed is cleared and released
+ * (dhbuf_release) before it returns. */
 static enum dhbuf_stop dhbuf_consume(struct nano_dh_buffer *b, uint64_t limit, nano_dh_record_fn fn,
                                      void *arg, struct nano_dh_drain_stats *st, long *n) {
-  uint64_t tail = *b->pl.tail;
-  while (tail < limit) {
+  uint64_t cap = b->desc.capacity;
+  struct dhbuf_consumed c = {*b->pl.tail, *b->pl.tail, DHBUF_RELEASE_BYTES};
+  if (c.step > cap / DHBUF_RELEASE_SHARE)
+    c.step = cap / DHBUF_RELEASE_SHARE;
+  enum dhbuf_stop why = DHBUF_CAUGHT_UP;
+  while (c.tail < limit) {
+    dhbuf_release(b, &c, 0);
+    uint64_t tail = c.tail;
     uint64_t w0 = __atomic_load_n((uint64_t *)dhbuf_at(b, tail), __ATOMIC_ACQUIRE);
-    if (w0 == 0)
-      return DHBUF_INCOMPLETE;
+    if (w0 == 0) {
+      why = DHBUF_INCOMPLETE;
+      break;
+    }
     /* Decode in place, unless the record (as its size field claims) wraps
      * around the end of the ring: then from a copy. */
-    uint64_t cap = b->desc.capacity, pos = tail & (cap - 1);
+    uint64_t pos = tail & (cap - 1);
     size_t avail =
         (size_t)(limit - tail) < sizeof b->scratch ? (size_t)(limit - tail) : sizeof b->scratch;
     const unsigned char *at = b->pl.ring + pos;
@@ -344,33 +376,36 @@ static enum dhbuf_stop dhbuf_consume(struct nano_dh_buffer *b, uint64_t limit, n
     struct nano_dh_record r;
     char msg[sizeof st->first_error];
     long bytes = nano_dh_decode(at, avail, &r, msg, sizeof msg);
-    if (bytes == 0)
-      return DHBUF_INCOMPLETE;
+    if (bytes == 0) {
+      why = DHBUF_INCOMPLETE;
+      break;
+    }
     if (bytes < 0) {
       st->decode_errors++;
       if (!st->first_error[0])
         snprintf(st->first_error, sizeof st->first_error, "%s", msg);
       uint64_t claimed = w0 & 0xffff;
       if (claimed < NANO_DH_HDR_SIZE || claimed % 8 || claimed > NANO_DH_MAX_RECORD ||
-          claimed > limit - tail)
-        return DHBUF_STUCK;
-      dhbuf_clear(b, tail, (size_t)claimed);
+          claimed > limit - tail) {
+        why = DHBUF_STUCK;
+        break;
+      }
       st->lost_bytes += claimed;
-      tail += claimed;
-      dhbuf_advance(b, tail);
+      c.tail += claimed;
       continue;
     }
     int stop = fn ? fn(&r, arg) : 0;
-    dhbuf_clear(b, tail, (size_t)bytes);
-    tail += (uint64_t)bytes;
-    dhbuf_advance(b, tail);
+    c.tail += (uint64_t)bytes;
     st->records++;
     st->bytes += (uint64_t)bytes;
     (*n)++;
-    if (stop)
-      return DHBUF_ASKED;
+    if (stop) {
+      why = DHBUF_ASKED;
+      break;
+    }
   }
-  return DHBUF_CAUGHT_UP;
+  dhbuf_release(b, &c, 1);
+  return why;
 }
 
 long nano_dh_buffer_drain(struct nano_dh_buffer *b, nano_dh_record_fn fn, void *arg,
