@@ -169,7 +169,7 @@ static struct rpd_tbuf *rpd_seg_next(struct rpd_tbuf *b) {
   n->wake_sent = 0;
   atomic_store(&n->seg_next, NULL);
   atomic_store_explicit(&b->seg_next, n, memory_order_release);
-  t->pseg = n;
+  __atomic_store_n(&t->pseg, n, __ATOMIC_RELEASE); /* the writer's bound of a pass */
   rpd_tls_set_buf(n);
   rpd_wake_writer();
   return n;

@@ -758,8 +758,13 @@ static void rpdw_seg_recycle(struct rpd_tbuf *t, struct rpd_tbuf *s) {
     rpd_seg_release(old);
 }
 
-/* Drains thread t's rings in order; returns the number of records written. */
+/* Drains thread t's rings in order, up to the one its producer had when the
+ * pass began; returns the number of records written. */
 static uint64_t rpdw_drain_thread(struct rpd_tbuf *t) {
+  /* The thread's ring now: rings its producer links after it are the next
+   * pass's, so that a pass (and a flush) ends while a producer outpaces the
+   * writer. */
+  const struct rpd_tbuf *last = __atomic_load_n(&t->pseg, __ATOMIC_ACQUIRE);
   uint64_t n = 0;
   for (;;) {
     struct rpd_tbuf *s = t->wseg;
@@ -775,6 +780,8 @@ static uint64_t rpdw_drain_thread(struct rpd_tbuf *t) {
     atomic_store(&s->seg_next, NULL);
     t->wseg = next;
     rpdw_seg_recycle(t, s);
+    if (s == last)
+      break;
   }
   return n;
 }

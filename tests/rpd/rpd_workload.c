@@ -15,6 +15,10 @@
  *   zone N             N times: NANO_ZONE("zone-outer") around a NANO_ZONE
  *                      named "dyn-<k % 3>" from a stack buffer; prints
  *                      "inline 1" when NANO_ZONE writes records inline
+ *   outpaced CAP       a thread records ranges (a new args string each) as fast
+ *                      as it can, up to CAP; after 50 ms the main thread
+ *                      flushes and says whether the flush returned while
+ *                      that thread still recorded
  *   clock N MS [flush] N marks, each between two rpd_now() reads that it
  *                      prints ("<before> <after>"), MS ms apart; with
  *                      "flush", rpdflush() after each
@@ -43,6 +47,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -331,6 +336,49 @@ static int do_zone(int n) {
   return 0;
 }
 
+/* outpaced: a thread records ranges faster than the writer persists them,
+ * in batches of OUTPACED_BATCH, until told to stop or CAP are made. */
+#define OUTPACED_BATCH 1000
+#define OUTPACED_START_MS 50 /* recording before the main thread flushes */
+static _Atomic int g_stop_recording;
+static _Atomic long g_recorded;
+static long g_cap;
+
+static void *outpacing(void *arg) {
+  (void)arg;
+  uint32_t dom = rpd_intern("test"), name = rpd_intern("fast");
+  char args[32];
+  long n = 0;
+  while (n < g_cap && !atomic_load(&g_stop_recording)) {
+    for (int i = 0; i < OUTPACED_BATCH; i++, n++) {
+      snprintf(args, sizeof args, "i=%ld", n); /* a new string row per range: a slow writer */
+      rpd_rangePushInterned(dom, name, rpd_intern(args));
+      rpd_rangePop();
+    }
+    atomic_store(&g_recorded, n);
+  }
+  return NULL;
+}
+
+/* outpaced CAP: flushes while a thread records faster than the writer can
+ * persist (up to CAP ranges); prints whether the flush returned while that
+ * thread still recorded, then how many ranges it made before and after. */
+static int do_outpaced(long cap) {
+  g_cap = cap;
+  pthread_t t;
+  if (pthread_create(&t, NULL, outpacing, NULL) != 0)
+    return 1;
+  usleep(OUTPACED_START_MS * 1000);
+  long before = atomic_load(&g_recorded);
+  int rc = rpdflush();
+  long after = atomic_load(&g_recorded);
+  atomic_store(&g_stop_recording, 1);
+  pthread_join(t, NULL);
+  printf("flush %d, returned while recording: %s\n", rc, after < cap ? "yes" : "no");
+  printf("ranges before %ld after %ld total %ld\n", before, after, atomic_load(&g_recorded));
+  return rc != 0;
+}
+
 static int do_clock(int n, int ms, int flush) {
   for (int i = 0; i < n; i++) {
     int64_t before = rpd_now();
@@ -373,6 +421,7 @@ int main(int argc, char **argv) {
   if (strcmp(m, "helpers") == 0) return do_helpers();
   if (strcmp(m, "interned") == 0) return do_interned(a);
   if (strcmp(m, "zone") == 0) return do_zone(a);
+  if (strcmp(m, "outpaced") == 0) return do_outpaced(atol(argv[2]));
   if (strcmp(m, "clock") == 0) return do_clock(a, b, argc > 4 && strcmp(argv[4], "flush") == 0);
   if (strcmp(m, "chain") == 0) return do_chain();
   if (strcmp(m, "setname") == 0 && argc > 3) {

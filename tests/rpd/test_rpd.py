@@ -920,6 +920,19 @@ def case_overflow():
             dict(spill, RPDT_FILENAME="dir.rpd", NANO_RPD_OVERFLOW_DIR="elsewhere"))
     check(p.stderr.rstrip().endswith("temporary file in elsewhere"), "stderr: %r" % p.stderr)
     check(os.listdir("elsewhere") == [], "left behind: %s" % os.listdir("elsewhere"))
+    # a flush while a thread records faster than the writer persists returns
+    # once what came before it is written, not when that thread stops (it
+    # followed the thread's new rings: 20 s and 2 GB for 20M ranges once)
+    cap = 4000000
+    # (the writer at the recording thread's priority: on a busy machine a lowered
+    # one may starve, and the recorder reach the cap first)
+    p = run([prog("rpd_workload"), "outpaced", str(cap)],
+            {"RPDT_FILENAME": "outpaced.rpd", "NANO_RPD_WRITER_NICE": "0"})
+    check("flush 0, returned while recording: yes" in p.stdout,
+          "the flush waited for the recording thread: %r" % p.stdout)
+    total = int(p.stdout.split("total ")[1].split()[0])
+    check(q(db("outpaced.rpd"), "SELECT count(*) FROM rocpd_api")[0][0] == total,
+          "ranges lost: %r" % p.stdout)
 
 
 def case_stack():
