@@ -134,8 +134,13 @@ struct gpu_flight {
   int owners;
   struct gpu_node *node; /* a graph replay's: its node, told when it ended */
   void *stream;          /* the API's name for the program's stream */
+  const void *queue;     /* the stream as waiters tell streams apart (with c) */
   struct gpu_flight *next;
 };
+
+/* Distinct per thread: a per-thread default stream's name is the same in
+ * every thread, its queue for the waiters is its thread's. */
+static __thread char gpu_thread_tag;
 
 /* Flights handed from one thread to another, in order (under g_gpu.lock). */
 struct gpu_fifo {
@@ -158,13 +163,14 @@ static struct {
   int end_by_event;     /* waiters end twins, not host functions (NANO_GPU_END) */
   pthread_mutex_t lock; /* everything below */
   pthread_cond_t idle, replay_ended;
-  struct gpu_fifo queue;           /* for the finisher */
-  struct gpu_fifo waiting;         /* for the waiters, in launch order */
-  unsigned waiters;                /* waiter threads started */
-  void *waited[GPU_MAX_WAITERS];   /* the stream each waiter waits on, */
-  int waiting_on[GPU_MAX_WAITERS]; /* if it waits on one */
-  int asleep[GPU_MAX_WAITERS];     /* until a push wakes it */
-  unsigned in_flight;              /* launched twins not yet ended */
+  struct gpu_fifo queue;                         /* for the finisher */
+  struct gpu_fifo waiting;                       /* for the waiters, in launch order */
+  unsigned waiters;                              /* waiter threads started */
+  struct gpu_context *waited_c[GPU_MAX_WAITERS]; /* the context and queue */
+  const void *waited_q[GPU_MAX_WAITERS];         /* of each waiter's stream, */
+  int waiting_on[GPU_MAX_WAITERS];               /* if it waits on one */
+  int asleep[GPU_MAX_WAITERS];                   /* until a push wakes it */
+  unsigned in_flight;                            /* launched twins not yet ended */
   int exiting;
   pthread_t finisher;
   int noted_capture, noted_unproven, noted_error, noted_waiter;
@@ -530,10 +536,10 @@ static void gpu_done(void *arg) {
   gpu_release(f);
 }
 
-/* Whether a waiter other than w waits on stream s (g_gpu.lock held). */
-static int gpu_stream_waited(void *s, unsigned w) {
+/* Whether a waiter other than w waits on f's stream (g_gpu.lock held). */
+static int gpu_stream_waited(const struct gpu_flight *f, unsigned w) {
   for (unsigned i = 0; i < g_gpu.waiters; i++)
-    if (i != w && g_gpu.waiting_on[i] && g_gpu.waited[i] == s)
+    if (i != w && g_gpu.waiting_on[i] && g_gpu.waited_c[i] == f->c && g_gpu.waited_q[i] == f->queue)
       return 1;
   return 0;
 }
@@ -544,11 +550,12 @@ static struct gpu_flight *gpu_waiting_pop(unsigned w) {
   for (;;) {
     for (struct gpu_flight **at = &g_gpu.waiting.head; *at; at = &(*at)->next) {
       struct gpu_flight *f = *at;
-      if (gpu_stream_waited(f->stream, w))
+      if (gpu_stream_waited(f, w))
         continue;
       if (!(*at = f->next) && g_gpu.waiting.end == &f->next)
         g_gpu.waiting.end = at;
-      g_gpu.waited[w] = f->stream;
+      g_gpu.waited_c[w] = f->c;
+      g_gpu.waited_q[w] = f->queue;
       g_gpu.waiting_on[w] = 1;
       return f;
     }
@@ -604,7 +611,7 @@ static void *gpu_waiter(void *arg) {
  * GPU_MAX_WAITERS busy, f waits for the first to be free. */
 static void gpu_waiting_push(struct gpu_flight *f) {
   gpu_fifo_push(&g_gpu.waiting, f);
-  if (gpu_stream_waited(f->stream, GPU_MAX_WAITERS))
+  if (gpu_stream_waited(f, GPU_MAX_WAITERS))
     return;
   for (unsigned i = 0; i < g_gpu.waiters; i++)
     if (g_gpu.asleep[i]) { /* claimed: a second push wakes another */
@@ -818,6 +825,7 @@ static int gpu_launch_twin(struct gpu_flight *f, nano_gpu_launch_fn launch, cons
   if (f->ev[0] && api->event_record(f->ev[1], s) != 0)
     gpu_drop_events(f);
   f->stream = s;
+  f->queue = s == GPU_STREAM_PER_THREAD ? (const void *)&gpu_thread_tag : s;
   pthread_mutex_lock(&g_gpu.lock);
   g_gpu.in_flight++;
   if (g_gpu.end_by_event && f->ev[1]) { /* a waiter learns the end */
