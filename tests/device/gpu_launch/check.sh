@@ -17,7 +17,8 @@
 #     copies, so that each of the graph's three replays is a dispatch of its
 #     own, and replays not picked (NANO_DISPATCHES) record nothing; a twin that
 #     never launched outside a graph is captured as the original; a small ring
-#     still accounts for every record (drained or dropped);
+#     still accounts for every record (drained or dropped); a twin on one
+#     stream ends and is reported while one on another is held (held.cu);
 #   - CUDA traced through CUPTI (the stand-in's, fake_cupti.c, loaded by the
 #     stand-in driver from CUDA_INJECTION64_PATH, which the preloaded tracer
 #     sets): runtime calls as API rows (not the driver calls inside them),
@@ -318,6 +319,21 @@ grep -qx "threads right" reuse.out || fail "reuse: right results"
 reuse=$(query reuse.rpd "select count(*) > 2, min(records), max(records), sum(dropped), sum(decode_errors) from nano_dispatch")
 [ "$reuse" = "1 3000 3000 0 0" ] ||
   fail "reuse: more dispatches than buffers, each of 3,000 records, none dropped ($reuse)"
+
+# a twin held on its stream (FAKE_HOLD_STREAM) and one on another stream that
+# runs: the second is reported while the first waits (each stream's twins are
+# waited for apart), and with host functions as well
+"$compiler" -x cuda --cuda-gpu-arch=sm_90 --cuda-path=/usr/local/cuda -Wno-unknown-cuda-version \
+  -O2 -g -c -fpass-plugin="$plugin" "$here/held.cu" -o held.o
+"$clang" held.o -o held -L. -l:libcuda.so.1 -Wl,-rpath,"$out" -lstdc++ -lpthread
+for end in event hostfn; do
+  env RPDT_FILENAME="held_$end.rpd" NANO_INSTRUMENT=1 NANO_ANALYZERS=none NANO_ANALYZER_FORMAT=json \
+    NANO_ANALYZER_OUTPUT="held_$end.json" NANO_GPU_END=$end FAKE_HOLD_STREAM=0x10000 \
+    LD_PRELOAD="$rpd" ./held >"held_$end.out" 2>"held_$end.err" || fail "held, $end: $(cat "held_$end.err")"
+  grep -qx "held right" "held_$end.out" || fail "held, $end: right results"
+  grep -qx "other reported while axpy is held: yes" "held_$end.out" ||
+    fail "held, NANO_GPU_END=$end: a twin's end waited for a held one on another stream"
+done
 
 # another tool's library holds CUDA's injection: said, and the rest is traced
 other_err=$(CUDA_INJECTION64_PATH=/nonexistent/libother-tool.so RPDT_FILENAME=other.rpd \

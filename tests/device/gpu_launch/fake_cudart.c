@@ -6,8 +6,11 @@
  *     have the same shapes): registrations are printed, each launch is
  *     printed ("launch NAME grid ... stream ...") and queued;
  *   - a device: a thread that runs queued work in order, but only while the
- *     program waits in cudaDeviceSynchronize. A tool that waited for a
- *     kernel inside a launch would hang, not pass;
+ *     program waits in cudaDeviceSynchronize (or cudaStreamSynchronize, until
+ *     that stream's work is done). A tool that waited for a kernel inside a
+ *     launch would hang, not pass. FAKE_HOLD_STREAM=HANDLE holds that stream's
+ *     work until cudaDeviceSynchronize while other streams' runs, so work
+ *     ends out of launch order as on a GPU;
  *   - the driver functions runtime/dispatch/gpu.c resolves, with their
  *     rules: every call that needs a context fails without a current one;
  *     device memory starts as garbage; copies and synchronization are
@@ -161,6 +164,7 @@ struct item {
   size_t bytes;
   uint64_t head0;   /* a twin's descriptor head when it started */
   uint64_t node_id; /* a graph's node: its id (CUPTI's graphNodeId) */
+  const void *queue; /* the program's stream it was issued to */
   struct item *next;
 };
 
@@ -169,6 +173,25 @@ static pthread_cond_t dev_cond = PTHREAD_COND_INITIALIZER;
 static struct item *dev_head, **dev_tail = &dev_head;
 static int dev_running, dev_busy, dev_started;
 static pthread_t dev_thread;
+/* FAKE_HOLD_STREAM=HANDLE: that stream's work waits until the program's
+ * cudaDeviceSynchronize, while other streams' runs (cudaStreamSynchronize), so
+ * work ends out of launch order as on a GPU. */
+static const void *dev_held;
+static int dev_held_read;
+
+/* The first queued item the device may run (dev_lock held): held streams'
+ * wait, and each stream's items run in order. */
+static struct item **dev_next(void) {
+  if (!dev_held_read) {
+    const char *v = getenv("FAKE_HOLD_STREAM");
+    dev_held = v && *v ? (const void *)(uintptr_t)strtoull(v, NULL, 16) : NULL;
+    dev_held_read = 1;
+  }
+  struct item **at = &dev_head;
+  while (*at && dev_held && (*at)->queue == dev_held)
+    at = &(*at)->next;
+  return at;
+}
 
 static int64_t fake_now(void) {
   struct timespec t;
@@ -243,11 +266,12 @@ static void *device_main(void *arg) {
   (void)arg;
   pthread_mutex_lock(&dev_lock);
   for (;;) {
-    while (!dev_running || !dev_head)
+    struct item **at;
+    while (!dev_running || !*(at = dev_next()))
       pthread_cond_wait(&dev_cond, &dev_lock);
-    struct item *it = dev_head;
-    if (!(dev_head = it->next))
-      dev_tail = &dev_head;
+    struct item *it = *at;
+    if (!(*at = it->next))
+      dev_tail = at;
     dev_busy = 1;
     pthread_mutex_unlock(&dev_lock);
     if (it->kind == ITEM_KERNEL) {
@@ -312,6 +336,7 @@ static int unsafe_now(void) {
 /* Queues it for the device, or adds it to the graph being captured when it
  * goes to the capturing stream. */
 static void issue(struct item *it, void *stream) {
+  it->queue = stream;
   if (stream && stream == capture_stream) {
     it->node_id = ++last_node_id;
     *capture_tail = it;
@@ -437,12 +462,37 @@ int cudaGraphLaunch(void *exec, void *stream) {
 
 static void device_drain(void) {
   pthread_mutex_lock(&dev_lock);
+  dev_held = NULL; /* the program waits for everything: nothing is held */
+  dev_held_read = 1;
   dev_running = 1;
   pthread_cond_broadcast(&dev_cond);
   while (dev_head || dev_busy)
     pthread_cond_wait(&dev_cond, &dev_lock);
   dev_running = 0;
   pthread_mutex_unlock(&dev_lock);
+}
+
+/* Whether work of stream s is queued or running (dev_lock held). */
+static int stream_pending(const void *s) {
+  if (dev_busy)
+    return 1;
+  for (const struct item *it = dev_head; it; it = it->next)
+    if (it->queue == s)
+      return 1;
+  return 0;
+}
+
+/* The device runs until stream s's work is done (a held stream's waits). */
+int cudaStreamSynchronize(void *s) {
+  pthread_once(&inject_once, inject);
+  pthread_mutex_lock(&dev_lock);
+  dev_running = 1;
+  pthread_cond_broadcast(&dev_cond);
+  while (stream_pending(s))
+    pthread_cond_wait(&dev_cond, &dev_lock);
+  dev_running = 0;
+  pthread_mutex_unlock(&dev_lock);
+  return 0;
 }
 
 int cudaDeviceSynchronize(void) {
@@ -784,11 +834,11 @@ int cuEventSynchronize(void *e) {
 }
 int cuEventRecord(void *e, void *s) {
   NEED_CTX();
-  (void)s;
   struct item *it = calloc(1, sizeof *it);
   if (!it)
     return 2;
   it->kind = ITEM_EVENT;
+  it->queue = s;
   it->stamp = e;
   __atomic_store_n(it->stamp, 0, __ATOMIC_RELAXED);
   enqueue(it);
