@@ -571,10 +571,10 @@ static struct gpu_flight *gpu_waiting_pop(unsigned w) {
  * stream carries no host function, whose round trip through the driver's
  * callback thread a program that waits for its stream would wait for too
  * (an H200: a tiny kernel 4.97x plain instrumented, 6.06x with host
- * functions; medians of 11 rounds). Each stream waited on
- * has a waiter of its own, so a long twin on one stream does not hold back
- * the end of short ones on others (as one waiter in launch order would;
- * tests/gpu's streams checks it). */
+ * functions; medians of 11 rounds). Each stream waited on has a waiter of
+ * its own, so a long twin on one stream does not hold back the end of short
+ * ones on others, as one waiter in launch order would (tests/gpu's streams
+ * and tests/device/gpu_launch's held.cu check it). */
 static void *gpu_waiter(void *arg) {
   unsigned w = (unsigned)(uintptr_t)arg;
   rpd_cupti_quiet = 1; /* every GPU API call of this thread is nanoprobe's */
