@@ -255,6 +255,44 @@ static int ma_contiguous(const struct nano_dh_record *r, uint32_t size, uint32_t
   return 1;
 }
 
+/* Blocks of `unit` bytes that n accesses of `size` bytes cover, the first at
+ * lo, each `step` bytes after the last, step > size (so none overlap). */
+static uint64_t ma_progression_units(uint64_t lo, uint64_t step, unsigned n, uint32_t size,
+                                     uint32_t unit, int shift) {
+  uint64_t hi = lo + (n - 1) * step + size;
+  /* gaps shorter than a block: no block lies in one, so every block from the
+   * first to the last is covered */
+  if (step - size < unit)
+    return ma_block(hi - 1, unit, shift) - ma_block(lo, unit, shift) + 1;
+  /* gaps of a block or more: no two accesses share a block; with a step of
+   * whole blocks every access covers as many */
+  if (step % unit == 0)
+    return n * (ma_block(lo + size - 1, unit, shift) - ma_block(lo, unit, shift) + 1);
+  uint64_t count = 0;
+  for (unsigned k = 0; k < n; k++, lo += step)
+    count += ma_block(lo + size - 1, unit, shift) - ma_block(lo, unit, shift) + 1;
+  return count;
+}
+
+/* The strided case in closed form: a strided record's lanes (in progression
+ * by its encoding's promise) farther apart than `size`. True and *c filled
+ * then; false otherwise. */
+static int ma_progression(const struct nano_dh_record *r, uint32_t size, uint32_t line,
+                          uint32_t sector, struct ma_cover *c) {
+  unsigned n = r->lanes;
+  if (r->encoding != NANO_DH_ENC_STRIDE || n < 2)
+    return 0;
+  uint64_t stride = r->addr[1] - r->addr[0];
+  int down = (int64_t)stride < 0;
+  uint64_t step = down ? -stride : stride, lo = down ? r->addr[n - 1] : r->addr[0];
+  if (step <= size)
+    return 0;
+  c->bytes = (uint64_t)n * size;
+  c->lines = ma_progression_units(lo, step, n, size, line, ma_shift(line));
+  c->sectors = ma_progression_units(lo, step, n, size, sector, ma_shift(sector));
+  return 1;
+}
+
 /* ---- accumulation --------------------------------------------------------- */
 
 static struct ma_site *ma_slot(struct ma_site *slots, size_t cap, uint64_t id, unsigned rspace) {
@@ -330,7 +368,8 @@ static int ma_handle(struct nano_handler *h, const struct nano_dh_record *r) {
     return NANO_RECORD_PASS;
   }
   struct ma_cover c;
-  if (!ma_contiguous(r, size, info->line_bytes, info->sector_bytes, &c)) {
+  if (!ma_contiguous(r, size, info->line_bytes, info->sector_bytes, &c) &&
+      !ma_progression(r, size, info->line_bytes, info->sector_bytes, &c)) {
     uint64_t buf[64];
     c = ma_cover(ma_sorted(r, buf), r->lanes, size, info->line_bytes, info->sector_bytes);
   }

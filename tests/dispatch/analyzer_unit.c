@@ -32,6 +32,8 @@ static const struct nano_dh_site *unit_site(const struct nano_dispatch_info *inf
 }
 
 static char unit_doc[1 << 16];
+/* The encoding unit_memory gives records: -1, the decoder's (nano_dh_encoding). */
+static int unit_encoding = -1;
 
 static int unit_store(const struct nano_dispatch_info *info, const char *analyzer,
                       const char *json) {
@@ -113,6 +115,8 @@ static void unit_memory(const char *arch, const struct nano_dh_record *r, size_t
     struct nano_dh_record d = r[i]; /* with its encoding, as the decoder gives it */
     int64_t stride;
     d.encoding = (uint8_t)nano_dh_encoding(&d, &stride);
+    if (unit_encoding >= 0)
+      d.encoding = (uint8_t)unit_encoding;
     nano_chain_handle(&d, c);
   }
   nano_chain_report(c);
@@ -249,6 +253,50 @@ static const struct {
      "repeat every 4 lanes: 2 words per bank, 1 per phase"},
 };
 
+/* Strided records (lanes farther apart than their size) are counted in
+ * closed form; the same lanes as 64-bit addresses go through the sweep: the
+ * counts must agree, going up and down, aligned or not, with steps of whole,
+ * partial and several blocks. */
+static void unit_progressions(void) {
+  static const int64_t strides[] = {5, 8, 12, 24, 32, 33, 48, 64, 96, 100, 128, 200, 256, 4096};
+  static const uint32_t sizes[] = {1, 2, 4, 8, 16};
+  static const uint64_t bases[] = {0x1000000, 0x1000004, 0x100007c, 0x10000f1};
+  static const unsigned lanes[] = {2, 7, 32, 64};
+  static const char *const archs[] = {"nvidia", "gfx90a"};
+  static const char *const fields[] = {"lines_used", "lines_needed", "sectors_used",
+                                       "sectors_needed"};
+  unsigned checked = 0;
+  for (size_t a = 0; a < 2; a++)
+    for (size_t i = 0; i < sizeof strides / sizeof *strides; i++)
+      for (int sign = 1; sign >= -1; sign -= 2)
+        for (size_t z = 0; z < sizeof sizes / sizeof *sizes; z++)
+          for (size_t b = 0; b < sizeof bases / sizeof *bases; b++)
+            for (size_t l = 0; l < sizeof lanes / sizeof *lanes; l++) {
+              if (strides[i] <= (int64_t)sizes[z])
+                continue;
+              struct nano_dh_record r =
+                  unit_rec(SITE_GLOBAL, lanes[l], 0, bases[b], sign * strides[i], sizes[z], 0);
+              long long closed[4], swept[4];
+              size_t nf = a == 0 ? 4 : 2; /* AMD: no sectors apart from lines */
+              unit_memory(archs[a], &r, 1);
+              for (size_t f = 0; f < nf; f++)
+                closed[f] = unit_field(fields[f]);
+              unit_encoding = NANO_DH_ENC_ADDR64;
+              unit_memory(archs[a], &r, 1);
+              unit_encoding = -1;
+              for (size_t f = 0; f < nf; f++) {
+                swept[f] = unit_field(fields[f]);
+                CHECK(closed[f] == swept[f],
+                      "%s, %u lanes of %u B from 0x%llx at stride %lld: %s %lld in closed "
+                      "form, %lld swept",
+                      archs[a], lanes[l], sizes[z], (unsigned long long)bases[b],
+                      (long long)(sign * strides[i]), fields[f], closed[f], swept[f]);
+              }
+              checked++;
+            }
+  CHECK(checked > 1000, "only %u strided records compared", checked);
+}
+
 static void unit_banks(void) {
   struct nano_dh_record r[1];
   for (size_t i = 0; i < sizeof unit_bank_cases / sizeof unit_bank_cases[0]; i++) {
@@ -333,6 +381,7 @@ static void unit_load_errors(void) {
 
 int main(void) {
   unit_global();
+  unit_progressions();
   unit_banks();
   unit_heatmap();
   unit_load_errors();
