@@ -67,6 +67,18 @@ struct ma_site {
   uint64_t bank_conflicts;
 };
 
+/* Slots of the set that counts a record's distinct blocks (a power of two,
+ * four times a wave64's lanes: short probes). */
+#define MA_SET_BITS 8
+#define MA_SET_SLOTS (1u << MA_SET_BITS)
+
+/* A set of block numbers, emptied by a new stamp instead of clearing. */
+struct ma_set {
+  uint64_t key[MA_SET_SLOTS];
+  uint32_t stamp[MA_SET_SLOTS];
+  uint32_t now;
+};
+
 struct memory_analysis {
   struct nano_handler h;
   const struct nano_dispatch_info *info;
@@ -74,6 +86,7 @@ struct memory_analysis {
   size_t cap, used;
   uint64_t unknown_sites; /* records whose site no table names */
   int failed;
+  struct ma_set set;
 };
 
 /* ---- the arithmetic (also used on synthetic records by the unit tests) ---- */
@@ -293,6 +306,58 @@ static int ma_progression(const struct nano_dh_record *r, uint32_t size, uint32_
   return 1;
 }
 
+/* Distinct values of v[i] >> shift over n values, counted in set s. */
+static uint64_t ma_distinct(struct ma_set *s, const uint64_t *v, unsigned n, int shift) {
+  if (++s->now == 0) { /* the stamps wrapped: clear once in 2^32 counts */
+    memset(s->stamp, 0, sizeof s->stamp);
+    s->now = 1;
+  }
+  uint64_t count = 0;
+  for (unsigned i = 0; i < n; i++) {
+    uint64_t k = v[i] >> shift;
+    size_t h = (size_t)((k * 0x9E3779B97F4A7C15ull) >> (64 - MA_SET_BITS));
+    while (s->stamp[h] == s->now && s->key[h] != k)
+      h = (h + 1) & (MA_SET_SLOTS - 1);
+    if (s->stamp[h] != s->now) {
+      s->stamp[h] = s->now;
+      s->key[h] = k;
+      count++;
+    }
+  }
+  return count;
+}
+
+/* Blocks of 2^unit_shift bytes that accesses of 2^size_shift bytes, each
+ * aligned to its size, cover at the `distinct` distinct addresses of v. */
+static uint64_t ma_aligned_units(struct ma_set *s, const uint64_t *v, unsigned n, int size_shift,
+                                 int unit_shift, uint64_t distinct) {
+  if (size_shift <= unit_shift) /* an access lies within one block */
+    return ma_distinct(s, v, n, unit_shift);
+  return distinct << (size_shift - unit_shift); /* accesses are equal or disjoint */
+}
+
+/* The scattered case without sorting: lanes whose accesses are aligned to
+ * their size (a power of two), as compilers lay data out, in any order. Two
+ * such accesses are equal or disjoint, so the bytes are the distinct
+ * addresses times the size, and the blocks counted in a set. True and *c
+ * filled then; false otherwise (ma_cover sweeps those). */
+static int ma_aligned(struct ma_set *set, const struct nano_dh_record *r, uint32_t size,
+                      uint32_t line, uint32_t sector, struct ma_cover *c) {
+  int zs = ma_shift(size), ls = ma_shift(line), ss = ma_shift(sector);
+  if (zs < 0 || ls < 0 || ss < 0 || !r->lanes)
+    return 0;
+  uint64_t misaligned = 0;
+  for (unsigned i = 0; i < r->lanes; i++)
+    misaligned |= r->addr[i];
+  if (misaligned & (size - 1))
+    return 0;
+  uint64_t distinct = ma_distinct(set, r->addr, r->lanes, zs);
+  c->bytes = distinct * size;
+  c->lines = ma_aligned_units(set, r->addr, r->lanes, zs, ls, distinct);
+  c->sectors = ss == ls ? c->lines : ma_aligned_units(set, r->addr, r->lanes, zs, ss, distinct);
+  return 1;
+}
+
 /* ---- accumulation --------------------------------------------------------- */
 
 static struct ma_site *ma_slot(struct ma_site *slots, size_t cap, uint64_t id, unsigned rspace) {
@@ -369,7 +434,8 @@ static int ma_handle(struct nano_handler *h, const struct nano_dh_record *r) {
   }
   struct ma_cover c;
   if (!ma_contiguous(r, size, info->line_bytes, info->sector_bytes, &c) &&
-      !ma_progression(r, size, info->line_bytes, info->sector_bytes, &c)) {
+      !ma_progression(r, size, info->line_bytes, info->sector_bytes, &c) &&
+      !ma_aligned(&m->set, r, size, info->line_bytes, info->sector_bytes, &c)) {
     uint64_t buf[64];
     c = ma_cover(ma_sorted(r, buf), r->lanes, size, info->line_bytes, info->sector_bytes);
   }

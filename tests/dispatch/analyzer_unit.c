@@ -297,6 +297,67 @@ static void unit_progressions(void) {
   CHECK(checked > 1000, "only %u strided records compared", checked);
 }
 
+static int unit_u64_cmp(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Distinct values of v[i] >> shift (sorts v). */
+static uint64_t unit_distinct(uint64_t *v, size_t n, int shift) {
+  qsort(v, n, sizeof *v, unit_u64_cmp);
+  uint64_t count = 0;
+  for (size_t i = 0; i < n; i++)
+    count += i == 0 || v[i] >> shift != v[i - 1] >> shift;
+  return count;
+}
+
+/* Scattered records (lanes in any order, duplicates, aligned to their size
+ * or not) against a count of every byte they touch: MemoryAnalysis's set
+ * count of aligned lanes and its sweep of the others must give the bytes'
+ * distinct lines and sectors, and the lines and sectors those bytes need. */
+static void unit_scattered(void) {
+  static const uint32_t sizes[] = {1, 2, 4, 8, 16, 32, 64, 3, 12};
+  static const uint64_t spans[] = {64, 512, 4096, 1 << 20};
+  static const char *const archs[] = {"nvidia", "gfx90a"};
+  static uint64_t bytes[64 * 64];
+  uint64_t x = 0x2545F4914F6CDD1Dull; /* xorshift state: the same records every run */
+  for (int k = 0; k < 4000; k++) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    int nv = k % 2 == 0;
+    uint32_t size = sizes[x % (sizeof sizes / sizeof *sizes)];
+    uint64_t span = spans[(x >> 8) % (sizeof spans / sizeof *spans)];
+    int aligned = (x >> 16) % 4 != 0;
+    unsigned lanes = 1 + (unsigned)((x >> 20) % 64);
+    struct nano_dh_record r = unit_rec(SITE_GLOBAL, lanes, 0, 0, 0, size, 0);
+    size_t nb = 0;
+    for (unsigned i = 0; i < lanes; i++) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      uint64_t a = 0x40000000 + x % span;
+      if (aligned)
+        a -= a % size;
+      r.addr[i] = a;
+      for (uint32_t b = 0; b < size; b++)
+        bytes[nb++] = a + b;
+    }
+    uint32_t line = 128, sector = nv ? 32 : 128; /* unit_info's */
+    uint64_t distinct = unit_distinct(bytes, nb, 0), lines = unit_distinct(bytes, nb, 7),
+             sectors = unit_distinct(bytes, nb, nv ? 5 : 7);
+    unit_memory(archs[!nv], &r, 1);
+    CHECK(unit_field("lines_used") == (long long)lines &&
+              unit_field("lines_needed") == (long long)((distinct + line - 1) / line),
+          "%s, %u lanes of %u B within %llu bytes%s: %llu distinct bytes over %llu lines: %s",
+          archs[!nv], lanes, size, (unsigned long long)span, aligned ? ", aligned" : "",
+          (unsigned long long)distinct, (unsigned long long)lines, unit_doc);
+    if (nv)
+      CHECK(unit_field("sectors_used") == (long long)sectors &&
+                unit_field("sectors_needed") == (long long)((distinct + sector - 1) / sector),
+            "nvidia, %u lanes of %u B within %llu bytes%s: %llu distinct bytes over %llu "
+            "sectors: %s",
+            lanes, size, (unsigned long long)span, aligned ? ", aligned" : "",
+            (unsigned long long)distinct, (unsigned long long)sectors, unit_doc);
+  }
+}
+
 static void unit_banks(void) {
   struct nano_dh_record r[1];
   for (size_t i = 0; i < sizeof unit_bank_cases / sizeof unit_bank_cases[0]; i++) {
@@ -382,6 +443,7 @@ static void unit_load_errors(void) {
 int main(void) {
   unit_global();
   unit_progressions();
+  unit_scattered();
   unit_banks();
   unit_heatmap();
   unit_load_errors();
