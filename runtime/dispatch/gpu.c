@@ -148,6 +148,14 @@ struct gpu_fifo {
   pthread_cond_t wake;
 };
 
+/* A waiter thread's state (under g_gpu.lock). */
+struct gpu_waiter {
+  struct gpu_context *c; /* the context and queue of the stream it waits on, */
+  const void *queue;
+  int busy;   /* if it waits on one */
+  int asleep; /* until a push wakes it */
+};
+
 /* An API's state: loaded once, at its first instrumented launch. */
 struct gpu_loaded {
   pthread_once_t once;
@@ -163,14 +171,11 @@ static struct {
   int end_by_event;     /* waiters end twins, not host functions (NANO_GPU_END) */
   pthread_mutex_t lock; /* everything below */
   pthread_cond_t idle, replay_ended;
-  struct gpu_fifo queue;                         /* for the finisher */
-  struct gpu_fifo waiting;                       /* for the waiters, in launch order */
-  unsigned waiters;                              /* waiter threads started */
-  struct gpu_context *waited_c[GPU_MAX_WAITERS]; /* the context and queue */
-  const void *waited_q[GPU_MAX_WAITERS];         /* of each waiter's stream, */
-  int waiting_on[GPU_MAX_WAITERS];               /* if it waits on one */
-  int asleep[GPU_MAX_WAITERS];                   /* until a push wakes it */
-  unsigned in_flight;                            /* launched twins not yet ended */
+  struct gpu_fifo queue;   /* for the finisher */
+  struct gpu_fifo waiting; /* for the waiters, in launch order */
+  unsigned waiters;        /* waiter threads started */
+  struct gpu_waiter waiter[GPU_MAX_WAITERS];
+  unsigned in_flight; /* launched twins not yet ended */
   int exiting;
   pthread_t finisher;
   int noted_capture, noted_unproven, noted_error, noted_waiter;
@@ -539,7 +544,8 @@ static void gpu_done(void *arg) {
 /* Whether a waiter other than w waits on f's stream (g_gpu.lock held). */
 static int gpu_stream_waited(const struct gpu_flight *f, unsigned w) {
   for (unsigned i = 0; i < g_gpu.waiters; i++)
-    if (i != w && g_gpu.waiting_on[i] && g_gpu.waited_c[i] == f->c && g_gpu.waited_q[i] == f->queue)
+    if (i != w && g_gpu.waiter[i].busy && g_gpu.waiter[i].c == f->c &&
+        g_gpu.waiter[i].queue == f->queue)
       return 1;
   return 0;
 }
@@ -554,13 +560,11 @@ static struct gpu_flight *gpu_waiting_pop(unsigned w) {
         continue;
       if (!(*at = f->next) && g_gpu.waiting.end == &f->next)
         g_gpu.waiting.end = at;
-      g_gpu.waited_c[w] = f->c;
-      g_gpu.waited_q[w] = f->queue;
-      g_gpu.waiting_on[w] = 1;
+      g_gpu.waiter[w] = (struct gpu_waiter){f->c, f->queue, 1, 0};
       return f;
     }
-    g_gpu.asleep[w] = 1;
-    while (g_gpu.asleep[w])
+    g_gpu.waiter[w].asleep = 1;
+    while (g_gpu.waiter[w].asleep)
       pthread_cond_wait(&g_gpu.waiting.wake, &g_gpu.lock);
   }
 }
@@ -601,7 +605,7 @@ static void *gpu_waiter(void *arg) {
                api->backend);
     gpu_done(f);
     pthread_mutex_lock(&g_gpu.lock);
-    g_gpu.waiting_on[w] = 0;
+    g_gpu.waiter[w].busy = 0;
   }
   return NULL;
 }
@@ -614,8 +618,8 @@ static void gpu_waiting_push(struct gpu_flight *f) {
   if (gpu_stream_waited(f, GPU_MAX_WAITERS))
     return;
   for (unsigned i = 0; i < g_gpu.waiters; i++)
-    if (g_gpu.asleep[i]) { /* claimed: a second push wakes another */
-      g_gpu.asleep[i] = 0;
+    if (g_gpu.waiter[i].asleep) { /* claimed: a second push wakes another */
+      g_gpu.waiter[i].asleep = 0;
       pthread_cond_broadcast(&g_gpu.waiting.wake);
       return;
     }

@@ -29,9 +29,10 @@
  * events and host functions, marked by rpd_cupti_quiet) are neither rows nor
  * ops.
  *
- * Only one CUPTI subscriber may exist in a process (CUPTI before 13.2, or a
- * subscriber that asked for no others; Nsight Systems, the PyTorch profiler,
- * rocmProfileData are others): when CUPTI refuses, that is said once, naming
+ * Only one CUPTI subscriber may exist in a process with the CUPTI nanoprobe
+ * is built against (CUDA 13.0's; later ones let subscribers that ask share
+ * it; Nsight Systems, the PyTorch profiler, rocmProfileData are others):
+ * when CUPTI refuses, that is said once, naming
  * the subscriber that holds it where CUPTI names subscribers
  * (cuptiSubscribe_v2, to which nanoprobe is "nanoprobe"), and the rest of the
  * tracer goes on.
@@ -74,7 +75,7 @@ static struct {
   __typeof__(&cuptiGetVersion) GetVersion;
   __typeof__(&cuptiGetResultString) GetResultString;
   __typeof__(&cuptiSubscribe) Subscribe;
-  __typeof__(&cuptiSubscribe_v2) SubscribeNamed; /* CUDA 12.8 on; NULL before */
+  __typeof__(&cuptiSubscribe_v2) SubscribeNamed; /* NULL where libcupti lacks it */
   __typeof__(&cuptiEnableDomain) EnableDomain;
   __typeof__(&cuptiEnableCallback) EnableCallback;
   __typeof__(&cuptiGetGraphNodeId) GetGraphNodeId;
