@@ -279,7 +279,7 @@ static uint64_t ma_progression_units(uint64_t lo, uint64_t step, unsigned n, uin
     return ma_block(hi - 1, unit, shift) - ma_block(lo, unit, shift) + 1;
   /* gaps of a block or more: no two accesses share a block; with a step of
    * whole blocks every access covers as many */
-  if (step % unit == 0)
+  if ((shift >= 0 ? step & (unit - 1) : step % unit) == 0)
     return n * (ma_block(lo + size - 1, unit, shift) - ma_block(lo, unit, shift) + 1);
   uint64_t count = 0;
   for (unsigned k = 0; k < n; k++, lo += step)
