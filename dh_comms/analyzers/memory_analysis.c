@@ -162,6 +162,11 @@ static uint64_t ma_block(uint64_t x, uint32_t unit, int shift) {
   return shift >= 0 ? x >> shift : x / unit;
 }
 
+/* Blocks of `unit` bytes that the bytes [lo, hi) touch, hi > lo. */
+static uint64_t ma_span(uint64_t lo, uint64_t hi, uint32_t unit, int shift) {
+  return ma_block(hi - 1, unit, shift) - ma_block(lo, unit, shift) + 1;
+}
+
 /* Units of `unit` bytes that `bytes` fill, rounded up (no division for the
  * powers of two every real line and sector size is). */
 static uint64_t ma_units(uint64_t bytes, uint32_t unit, int shift) {
@@ -263,8 +268,8 @@ static int ma_contiguous(const struct nano_dh_record *r, uint32_t size, uint32_t
   uint64_t lo = down ? r->addr[n - 1] : r->addr[0], hi = lo + (n - 1) * step + size;
   int ls = ma_shift(line), ss = ma_shift(sector);
   c->bytes = hi - lo;
-  c->lines = ma_block(hi - 1, line, ls) - ma_block(lo, line, ls) + 1;
-  c->sectors = ma_block(hi - 1, sector, ss) - ma_block(lo, sector, ss) + 1;
+  c->lines = ma_span(lo, hi, line, ls);
+  c->sectors = ma_span(lo, hi, sector, ss);
   return 1;
 }
 
@@ -276,14 +281,14 @@ static uint64_t ma_progression_units(uint64_t lo, uint64_t step, unsigned n, uin
   /* gaps shorter than a block: no block lies in one, so every block from the
    * first to the last is covered */
   if (step - size < unit)
-    return ma_block(hi - 1, unit, shift) - ma_block(lo, unit, shift) + 1;
+    return ma_span(lo, hi, unit, shift);
   /* gaps of a block or more: no two accesses share a block; with a step of
    * whole blocks every access covers as many */
   if ((shift >= 0 ? step & (unit - 1) : step % unit) == 0)
-    return n * (ma_block(lo + size - 1, unit, shift) - ma_block(lo, unit, shift) + 1);
+    return n * ma_span(lo, lo + size, unit, shift);
   uint64_t count = 0;
   for (unsigned k = 0; k < n; k++, lo += step)
-    count += ma_block(lo + size - 1, unit, shift) - ma_block(lo, unit, shift) + 1;
+    count += ma_span(lo, lo + size, unit, shift);
   return count;
 }
 

@@ -291,10 +291,15 @@ grep -q "its twin did not launch (error 98): it runs uninstrumented" notwin.err 
 [ "$(query notwin.rpd "select count(*) from sqlite_master where name = 'nano_dispatch'")" = 0 ] ||
   fail "no twin ran: no dispatch reported"
 
+# NAME.cu built with the plugin into ./NAME, a threaded program on the stand-in
+cuda_program() {
+  "$compiler" -x cuda --cuda-gpu-arch=sm_90 --cuda-path=/usr/local/cuda -Wno-unknown-cuda-version \
+    -O2 -g -c -fpass-plugin="$plugin" "$here/$1.cu" -o "$1.o"
+  "$clang" "$1.o" -o "$1" -L. -l:libcuda.so.1 -Wl,-rpath,"$out" -lstdc++ -lpthread
+}
+
 # four host threads launching at once, each dispatch whole
-"$compiler" -x cuda --cuda-gpu-arch=sm_90 --cuda-path=/usr/local/cuda -Wno-unknown-cuda-version \
-  -O2 -g -c -fpass-plugin="$plugin" "$here/threads.cu" -o threads.o
-"$clang" threads.o -o threads -L. -l:libcuda.so.1 -Wl,-rpath,"$out" -lstdc++ -lpthread
+cuda_program threads
 env RPDT_FILENAME=threads.rpd NANO_INSTRUMENT=1 NANO_ANALYZERS=none NANO_BUFFER_POOL=64 \
   LD_PRELOAD="$rpd" ./threads >threads.out 2>threads.err || fail "threads: $(cat threads.err)"
 grep -qx "threads right" threads.out || fail "threads: right results"
@@ -323,9 +328,7 @@ reuse=$(query reuse.rpd "select count(*) > 2, min(records), max(records), sum(dr
 # a twin held on its stream (FAKE_HOLD_STREAM) and one on another stream that
 # runs: the second is reported while the first waits (each stream's twins are
 # waited for apart), and with host functions as well
-"$compiler" -x cuda --cuda-gpu-arch=sm_90 --cuda-path=/usr/local/cuda -Wno-unknown-cuda-version \
-  -O2 -g -c -fpass-plugin="$plugin" "$here/held.cu" -o held.o
-"$clang" held.o -o held -L. -l:libcuda.so.1 -Wl,-rpath,"$out" -lstdc++ -lpthread
+cuda_program held
 for end in event hostfn; do
   env RPDT_FILENAME="held_$end.rpd" NANO_INSTRUMENT=1 NANO_ANALYZERS=none NANO_ANALYZER_FORMAT=json \
     NANO_ANALYZER_OUTPUT="held_$end.json" NANO_GPU_END=$end FAKE_HOLD_STREAM=0x10000 \

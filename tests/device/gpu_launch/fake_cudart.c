@@ -173,9 +173,7 @@ static pthread_cond_t dev_cond = PTHREAD_COND_INITIALIZER;
 static struct item *dev_head, **dev_tail = &dev_head;
 static int dev_running, dev_busy, dev_started;
 static pthread_t dev_thread;
-/* FAKE_HOLD_STREAM=HANDLE: that stream's work waits until the program's
- * cudaDeviceSynchronize, while other streams' runs (cudaStreamSynchronize), so
- * work ends out of launch order as on a GPU. */
+/* FAKE_HOLD_STREAM's stream (the file comment), until nothing is held. */
 static const void *dev_held;
 static int dev_held_read;
 
@@ -460,21 +458,9 @@ int cudaGraphLaunch(void *exec, void *stream) {
   return rc;
 }
 
-static void device_drain(void) {
-  pthread_mutex_lock(&dev_lock);
-  dev_held = NULL; /* the program waits for everything: nothing is held */
-  dev_held_read = 1;
-  dev_running = 1;
-  pthread_cond_broadcast(&dev_cond);
-  while (dev_head || dev_busy)
-    pthread_cond_wait(&dev_cond, &dev_lock);
-  dev_running = 0;
-  pthread_mutex_unlock(&dev_lock);
-}
-
-/* Whether work of stream s is queued or running (dev_lock held). */
-static int stream_pending(const void *s) {
-  if (dev_busy)
+/* Whether work is queued or running (dev_lock held): any (all), or stream s's. */
+static int device_pending(int all, const void *s) {
+  if (dev_busy || (all && dev_head))
     return 1;
   for (const struct item *it = dev_head; it; it = it->next)
     if (it->queue == s)
@@ -482,16 +468,27 @@ static int stream_pending(const void *s) {
   return 0;
 }
 
-/* The device runs until stream s's work is done (a held stream's waits). */
-int cudaStreamSynchronize(void *s) {
-  pthread_once(&inject_once, inject);
+/* The device runs while the caller waits for all its work, which releases a
+ * held stream, or for stream s's (a held stream's waits). */
+static void device_run(int all, const void *s) {
   pthread_mutex_lock(&dev_lock);
+  if (all) {
+    dev_held = NULL;
+    dev_held_read = 1;
+  }
   dev_running = 1;
   pthread_cond_broadcast(&dev_cond);
-  while (stream_pending(s))
+  while (device_pending(all, s))
     pthread_cond_wait(&dev_cond, &dev_lock);
   dev_running = 0;
   pthread_mutex_unlock(&dev_lock);
+}
+
+static void device_drain(void) { device_run(1, NULL); }
+
+int cudaStreamSynchronize(void *s) {
+  pthread_once(&inject_once, inject);
+  device_run(0, s);
   return 0;
 }
 
