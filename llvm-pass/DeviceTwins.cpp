@@ -17,7 +17,8 @@
 // kernel is never changed.
 //
 // Functions the twin calls (directly, transitively) that are defined in the
-// module are cloned with the same extra parameter ("<name>.nano_twin"), so
+// module are cloned with the same extra parameter ("<name>.nano_twin", made
+// unique by the module; "nano_unnamed.nano_twin" for an unnamed one), so
 // their accesses are recorded too while the original kernel's callees stay
 // untouched.
 //
@@ -92,6 +93,11 @@ namespace {
 
 const char *const RuntimeAccess = "__nano_dh_access";
 const char *const CalleeSuffix = ".nano_twin";
+// Functions without a name (ROCm's hostcall code has @0, @1, ...): their
+// clones are named UnnamedClone + CalleeSuffix (made unique by the module),
+// their sites' function UnnamedSiteFunction.
+const char *const UnnamedClone = "nano_unnamed";
+const char *const UnnamedSiteFunction = "(unnamed)";
 
 enum class DevTarget { AMDGPU, NVPTX, Host };
 
@@ -283,7 +289,14 @@ Function *DeviceTwins::makeClone(Function &F, const std::string &Name, bool IsKe
   Params.push_back(PointerType::get(Ctx, DescAS));
   auto *NFT = FunctionType::get(FT->getReturnType(), Params, FT->isVarArg());
 
-  Function *Decl = M.getFunction(Name); // a declaration the user wrote
+  // A declaration the user wrote is replaced by the clone. A definition of
+  // that name (another clone: callees without a name all map to one name)
+  // stays, and the module gives the new clone a unique name; kernels never
+  // get here with their twin's name defined (devSelectKernels).
+  Function *Decl = M.getFunction(Name);
+  if (Decl && !Decl->isDeclaration())
+    Decl = nullptr;
+  assert(!(IsKernel && M.getFunction(Name) && !Decl) && "a kernel's twin name is taken");
   if (Decl)
     Decl->setName(Name + ".nano_decl");
   Function *NF = Function::Create(NFT, IsKernel ? F.getLinkage() : GlobalValue::InternalLinkage,
@@ -341,7 +354,7 @@ Function *DeviceTwins::makeClone(Function &F, const std::string &Name, bool IsKe
     }
   }
   Clones[&F] = NF;
-  SiteNames[NF] = F.getName().str();
+  SiteNames[NF] = F.hasName() ? F.getName().str() : UnnamedSiteFunction;
   return NF;
 }
 
@@ -368,7 +381,8 @@ void DeviceTwins::cloneCallees() {
       if (!Clone) {
         if (Callee->hasFnAttribute(NANO_TWIN_ATTR))
           continue;
-        Clone = makeClone(*Callee, (Callee->getName() + CalleeSuffix).str(), false);
+        StringRef Base = Callee->hasName() ? Callee->getName() : StringRef(UnnamedClone);
+        Clone = makeClone(*Callee, (Base + CalleeSuffix).str(), false);
         Work.push_back(Clone);
       }
       SmallVector<Value *, 8> Args(CI->args());
