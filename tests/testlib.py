@@ -80,3 +80,95 @@ def report_tables(page):
     r = Reader()
     r.feed(page)
     return r.tables
+
+
+def check_output_safety(write, work, valid):
+    """Checks that a command writing a whole output file never clobbers what
+    is not a regular file of its own (common/include/nano/outfile.h).
+
+    write(out, code) runs the command with output path out, asserts its exit
+    status is code and returns (stdout, stderr); valid(text) says whether
+    text is a complete output. Cases: a character device and a FIFO (written
+    in place, still there after), a symbolic link to a device (in place, the
+    link kept), a link to a regular file and a dangling link (refused, exit
+    1, link and target unchanged), a folder (refused), a planted OUT.tmp link
+    (left alone), a regular file (replaced, its mode kept), "-" (standard
+    output)."""
+    import os
+    import stat
+    import threading
+
+    def path(name):
+        p = os.path.join(work, name)
+        if os.path.lexists(p):
+            if os.path.isdir(p) and not os.path.islink(p):
+                os.rmdir(p)
+            else:
+                os.unlink(p)
+        return p
+
+    def strays(name):
+        return [f for f in os.listdir(work) if f.startswith(name + ".tmp.")]
+
+    # a character device: made here as /dev/null's twin where mknod is allowed
+    # (root), else /dev/null itself is only named through a link below
+    dev = path("dev")
+    try:
+        os.mknod(dev, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    except PermissionError:
+        dev = None
+    if dev:
+        write(dev, 0)
+        check(stat.S_ISCHR(os.lstat(dev).st_mode), "a device at OUT stays a device")
+        check(not strays("dev"), "no temporary left beside a device: %s" % strays("dev"))
+    link = path("devlink")
+    os.symlink("/dev/null", link)
+    write(link, 0)
+    check(os.path.islink(link) and os.readlink(link) == "/dev/null",
+          "a link to a device is written through, not replaced")
+
+    # a FIFO: written in place while a reader takes what comes
+    fifo = path("fifo")
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(open(fifo).read()))
+    reader.start()
+    write(fifo, 0)
+    reader.join(60)
+    check(not reader.is_alive() and got and valid(got[0]), "the FIFO's reader got the output")
+    check(stat.S_ISFIFO(os.lstat(fifo).st_mode), "a FIFO at OUT stays a FIFO")
+
+    # links to a regular file or to nothing: refused, both unchanged
+    victim = path("victim")
+    with open(victim, "w") as f:
+        f.write("precious\n")
+    for name, target in (("filelink", victim), ("dangling", os.path.join(work, "nothing"))):
+        out = path(name)
+        os.symlink(target, out)
+        _, err = write(out, 1)
+        check("%s is a symbolic link; refusing" % out in err, "refusal names the link: " + err)
+        check(os.readlink(out) == target, "the link at OUT is kept")
+        check(not os.path.exists(os.path.join(work, "nothing")), "nothing made through the link")
+    check(open(victim).read() == "precious\n", "a link's target is never written")
+
+    folder = path("folder")
+    os.mkdir(folder)
+    _, err = write(folder, 1)
+    check("%s is a folder; refusing" % folder in err, "refusal names the folder: " + err)
+
+    # a planted OUT.tmp link is left alone; a regular OUT is replaced, mode kept
+    out = path("out")
+    planted = path("out.tmp")
+    os.symlink(victim, planted)
+    with open(out, "w") as f:
+        f.write("old\n")
+    os.chmod(out, 0o640)
+    write(out, 0)
+    check(open(victim).read() == "precious\n", "a planted OUT.tmp's target is never written")
+    check(os.readlink(planted) == victim, "a planted OUT.tmp is left alone")
+    check(stat.S_ISREG(os.lstat(out).st_mode) and valid(open(out).read()), "OUT replaced")
+    check(stat.S_IMODE(os.stat(out).st_mode) == 0o640, "a replaced OUT keeps its mode")
+    check(not strays("out"), "no temporary left: %s" % strays("out"))
+
+    stdout, _ = write("-", 0)
+    check(valid(stdout), "'-' writes standard output")

@@ -44,6 +44,7 @@
 #include "nano/demangle.h"
 #include "nano/handler.h"
 #include "nano/json.h"
+#include "nano/outfile.h"
 #include "nano/rpdfile.h"
 #include "nano/settings.h"
 #include "nano/symbols.h"
@@ -198,7 +199,7 @@ static int dispatch_open_output(const char *v) {
     g_d.out = stderr;
     return 0;
   }
-  if (strcmp(v, "stdout") == 0) {
+  if (strcmp(v, "stdout") == 0 || strcmp(v, "-") == 0) {
     g_d.out = stdout;
     return 0;
   }
@@ -213,10 +214,15 @@ static int dispatch_open_output(const char *v) {
     }
   }
   path[o] = 0;
-  FILE *f = fopen(path, "w");
+  char why[sizeof path + 128];
+  int fd = nano_outfile_stream(path, 0, why, sizeof why);
+  FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
   if (!f) {
-    dispatch_log("NANO_ANALYZER_OUTPUT=%s: cannot write %s: %s; the reports go to stderr", v, path,
-                 strerror(errno));
+    if (fd >= 0) {
+      snprintf(why, sizeof why, "%s: %s", path, strerror(errno));
+      close(fd);
+    }
+    dispatch_log("NANO_ANALYZER_OUTPUT=%s: cannot write: %s; the reports go to stderr", v, why);
     g_d.out = stderr;
     return 0;
   }

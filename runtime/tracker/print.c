@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "nano/outfile.h"
 
 static int nanop_fd = STDERR_FILENO;
 static pthread_once_t nanop_once = PTHREAD_ONCE_INIT;
@@ -38,10 +39,10 @@ static void nanop_init(void) {
     nanop_fd = STDOUT_FILENO;
     break;
   case NANOT_DEST_PATH: {
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+    char why[sizeof path + 128];
+    int fd = nano_outfile_stream(path, 1, why, sizeof why);
     if (fd < 0)
-      nanot_warn("cannot write atomic events to '%s': %s; writing them to stderr", path,
-                 strerror(errno));
+      nanot_warn("cannot write atomic events: %s; writing them to stderr", why);
     else
       nanop_fd = fd;
     break;

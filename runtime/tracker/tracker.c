@@ -63,6 +63,7 @@
 #include "nano/backtrace.h"
 #include "nano/hash.h"
 #include "nano/json.h"
+#include "nano/outfile.h"
 #include "nano/settings.h"
 #include "nano/strtab.h"
 
@@ -989,24 +990,21 @@ static int nanot_dump_dest(const char *var, const char *path, enum nano_format f
     return nano_tracker_dump(stderr, format);
   if (dest == NANOT_DEST_STDOUT)
     return nano_tracker_dump(stdout, format);
-  FILE *f = fopen(buf, "w");
-  if (f == NULL) {
-    int err = errno;
-    nanot_warn("cannot write the atomic counts to '%s': %s; writing them to stderr", buf,
-               strerror(err));
-    nano_tracker_dump(stderr, format);
-    errno = err;
-    return -1;
-  }
-  int rc = nano_tracker_dump(f, format);
-  int err = errno;
-  if (fclose(f) != 0 && rc == 0) {
-    rc = -1;
-    err = errno;
+  struct nano_outfile o;
+  char why[4096 + 128];
+  int rc = nano_outfile_open(&o, buf, why, sizeof why);
+  if (rc == 0) {
+    if (nano_tracker_dump(o.f, format) != 0) {
+      snprintf(why, sizeof why, "%s: write failed: %s", buf, strerror(errno));
+      nano_outfile_abort(&o);
+      rc = -1;
+    } else {
+      rc = nano_outfile_commit(&o, why, sizeof why);
+    }
   }
   if (rc != 0) {
-    nanot_warn("writing the atomic counts to '%s' failed: %s; writing them to stderr", buf,
-               strerror(err));
+    int err = errno ? errno : EIO;
+    nanot_warn("cannot write the atomic counts: %s; writing them to stderr", why);
     nano_tracker_dump(stderr, format);
     errno = err;
   }

@@ -191,6 +191,16 @@ def scenario_e2e(a):
         check(printed.stderr == "", "NANO_PRINT_OUTPUT: nothing on stderr")
         with open(out) as f:
             check(len(f.read().splitlines()) == sum(want.values()), "NANO_PRINT_OUTPUT: all lines in the file")
+        # a link at NANO_PRINT_OUTPUT is refused (the events go to stderr), its target never written
+        victim = os.path.join(d, "victim")
+        with open(victim, "w") as f:
+            f.write("precious\n")
+        link = os.path.join(d, "link.txt")
+        os.symlink(victim, link)
+        printed = run(args, {"LD_PRELOAD": a.print_lib, "NANO_PRINT_OUTPUT": link})
+        check("%s is a symbolic link; refusing" % link in printed.stderr
+              and "NANO ATOMIC" in printed.stderr, "NANO_PRINT_OUTPUT link: %s" % printed.stderr[:500])
+        check(open(victim).read() == "precious\n", "NANO_PRINT_OUTPUT: a link's target is never written")
 
 
 def scenario_linked(a):
@@ -257,6 +267,23 @@ def scenario_ctypes(a):
         p = run([sys.executable, "-c", CTYPES_SCRIPT, a.lib, a.tracker],
                 dict(env, NANO_TRACKER_OUTPUT=os.path.join(d, "no", "such", "dir", "x")), expect_rc=255)
         check("cannot write the atomic counts" in p.stderr, p.stderr)
+        # a link at the output is refused (the counts go to stderr), its target
+        # never written; a planted OUT.tmp link is left alone
+        victim = os.path.join(d, "victim")
+        with open(victim, "w") as f:
+            f.write("precious\n")
+        link = os.path.join(d, "link.json")
+        os.symlink(victim, link)
+        p = run([sys.executable, "-c", CTYPES_SCRIPT, a.lib, a.tracker],
+                dict(env, NANO_TRACKER_OUTPUT=link), expect_rc=255)
+        check("%s is a symbolic link; refusing" % link in p.stderr and "NANO TRACKER {" in p.stderr,
+              p.stderr)
+        os.symlink(victim, out + ".tmp")
+        run([sys.executable, "-c", CTYPES_SCRIPT, a.lib, a.tracker],
+            dict(env, NANO_TRACKER_FORMAT="json", NANO_TRACKER_OUTPUT=out))
+        check(open(victim).read() == "precious\n" and os.path.islink(link)
+              and os.readlink(out + ".tmp") == victim, "links and their target left alone")
+        check("kinds" in json.load(open(out)), "the dump replaced OUT beside a planted OUT.tmp")
 
 
 def scenario_override(a):

@@ -408,6 +408,24 @@ def case_bad_settings():
         check(len(dispatches(rep)) == 1, "NANO_INSTRUMENT=%s did not instrument" % on)
 
 
+def case_output_link():
+    """NANO_ANALYZER_OUTPUT naming a link: refused with a message, the reports
+    go to stderr, the link's target is never written."""
+    victim = os.path.join(ARGS.work, "victim")
+    link = os.path.join(ARGS.work, "reports-link")
+    for path in (victim, link):
+        if os.path.lexists(path):
+            os.unlink(path)
+    with open(victim, "w") as f:
+        f.write("precious\n")
+    os.symlink(victim, link)
+    info, _, err = run(app(), ["calls"], {"NANO_INSTRUMENT": "1", "NANO_ANALYZER_OUTPUT": link})
+    check("%s is a symbolic link; refusing" % link in err, "no refusal: %s" % err)
+    check('"analyzer":"dispatch"' in err.replace(" ", ""), "the reports went to stderr: %s" % err)
+    check(open(victim).read() == "precious\n", "the link's target was written")
+    check(info and info["n"] == 256, "the program's output changed")
+
+
 def case_unchanged():
     """Without the runtime, without NANO_INSTRUMENT, built without the plugin,
     or with kernels built without it: the same results, nothing recorded."""

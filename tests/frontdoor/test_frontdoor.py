@@ -10,6 +10,7 @@ import os
 import re
 import shutil
 import signal
+import stat
 import sqlite3
 import subprocess
 import sys
@@ -119,6 +120,31 @@ def case_run_output():
     check(query(trace, "SELECT count(DISTINCT pid) FROM rocpd_api") == [(2,)], "--append adds")
     run([NANOPROBE, "run", "-q", "--force", "-o", trace, "--", MEMORY], env=env)
     check(query(trace, "SELECT count(DISTINCT pid) FROM rocpd_api") == [(1,)], "--force replaces")
+    # --force replaces a regular trace only: never a device, a FIFO or a link
+    victim = os.path.join(WORK, "victim")
+    with open(victim, "w") as f:
+        f.write("precious\n")
+    fifo, dev, link, devlink = (os.path.join(WORK, n) for n in ("fifo", "dev", "link", "devlink"))
+    os.mkfifo(fifo)
+    os.symlink(victim, link)
+    os.symlink("/dev/null", devlink)
+    refusals = [(fifo, "is a device or FIFO"), (link, "is a symbolic link"),
+                (devlink, "is a device or FIFO")]
+    try:  # a device of our own where mknod is allowed (root), never /dev/null itself
+        os.mknod(dev, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+        refusals.append((dev, "is a device or FIFO"))
+    except PermissionError:
+        pass
+    for out, why in refusals:
+        for mode in ("--force", "--append"):
+            p = run([NANOPROBE, "run", mode, "-o", out, "--", "sh", "-c", "touch started"], code=2,
+                    env=env)
+            check("%s %s" % (out, why) in p.stderr, p.stderr)
+            check(not os.path.exists(os.path.join(WORK, "started")), "refused: nothing started")
+    check(stat.S_ISFIFO(os.lstat(fifo).st_mode) and os.readlink(link) == victim
+          and os.readlink(devlink) == "/dev/null", "the FIFO and the links are kept")
+    check(not os.path.exists(dev) or stat.S_ISCHR(os.lstat(dev).st_mode), "the device is kept")
+    check(open(victim).read() == "precious\n", "a link's target is never written")
     locked = os.path.join(WORK, "ro")
     os.makedirs(locked, exist_ok=True)
     os.chmod(locked, 0o500)

@@ -16,6 +16,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from testlib import check_output_safety  # noqa: E402
+
 RPD, CASE, WORK = sys.argv[1:4] if sys.argv[1:] != ["--list"] else (None, None, None)
 T0 = 10**12            # a realistic CLOCK_MONOTONIC origin (ns)
 US = 1000              # rows below are written in microseconds after T0
@@ -602,7 +605,9 @@ def case_pathological():
     p = subprocess.run(["sh", "-c", 'trap "" XFSZ; ulimit -f 1000; exec "$@"', "sh", RPD, "export",
                         many, "-o", os.path.join(WORK, "full.json")],
                        capture_output=True, text=True, timeout=60)
-    assert p.returncode == 1 and "full.json.tmp: write failed" in p.stderr, (p.returncode, p.stderr)
+    assert p.returncode == 1 and re.search(r"full\.json\.tmp\.[0-9]+\.[0-9]+: write failed", p.stderr), \
+        (p.returncode, p.stderr)
+    assert not [f for f in os.listdir(WORK) if f.startswith("full.json")], os.listdir(WORK)
     assert not os.path.exists(os.path.join(WORK, "full.json"))
 
 
@@ -681,9 +686,29 @@ def case_watch():
     run("watch", "--count", "x", path, code=2)
 
 
+def case_outputs():
+    """export and report never clobber a device, a FIFO or a link (testlib)."""
+    t = os.path.join(WORK, "t.rpd")
+    make_trace(t)
+
+    def valid_json(text):
+        try:
+            return bool(json.loads(text)["traceEvents"])
+        except ValueError:
+            return False
+
+    def valid_html(text):
+        return text.startswith("<!DOCTYPE html>") and text.rstrip().endswith("</html>")
+
+    for cmd, valid in (("export", valid_json), ("report", valid_html)):
+        work = os.path.join(WORK, cmd)
+        os.makedirs(work)
+        check_output_safety(lambda out, code: run(cmd, t, "-o", out, code=code), work, valid)
+
+
 CASES = {"tracer": case_tracer, "pathological": case_pathological, "info": case_info, "top": case_top, "export": case_export, "window": case_window,
          "v2": case_v2, "create": case_create, "errors": case_errors, "index": case_index,
-         "watch": case_watch}
+         "watch": case_watch, "outputs": case_outputs}
 
 if __name__ == "__main__":
     if sys.argv[1:] == ["--list"]:  # for CMake: the cases, one per line

@@ -39,6 +39,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "nano/outfile.h"
 #include "nano/rpdfile.h"
 #include "nano/settings.h"
 #include "nanoprobe.h"
@@ -253,12 +254,16 @@ static int run_make_trace(const struct run_opts *o, char *buf, size_t len) {
   int fd = -1;
   if (o->output) {
     snprintf(name, sizeof name, "%s", o->output);
-    struct stat st;
-    int exists = stat(name, &st) == 0;
-    if (exists && S_ISDIR(st.st_mode)) {
-      fprintf(stderr, "nanoprobe run: %s is a folder, not a trace file\n", name);
+    char err[PATH_MAX + 128];
+    enum nano_outfile_kind kind = nano_outfile_kind(name, err, sizeof err);
+    if (kind == NANO_OUTFILE_REFUSED || kind == NANO_OUTFILE_IN_PLACE) {
+      if (kind == NANO_OUTFILE_IN_PLACE)
+        snprintf(err, sizeof err,
+                 "%s is a device or FIFO, not a trace file; refusing to replace it", name);
+      fprintf(stderr, "nanoprobe run: %s\n", err);
       return RUN_EXIT_USAGE;
     }
+    int exists = kind == NANO_OUTFILE_REGULAR;
     if (exists && !o->append && !o->force) {
       fprintf(stderr, "nanoprobe run: %s exists; --append adds to it, --force replaces it\n", name);
       return RUN_EXIT_USAGE;
@@ -267,7 +272,10 @@ static int run_make_trace(const struct run_opts *o, char *buf, size_t len) {
       fprintf(stderr, "nanoprobe run: cannot replace %s: %s\n", name, strerror(errno));
       return RUN_EXIT_USAGE;
     }
-    fd = open(name, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    /* Never through a link planted since it was looked at */
+    fd = exists && o->append
+             ? open(name, O_WRONLY | O_NOFOLLOW | O_CLOEXEC)
+             : open(name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   } else {
     for (int n = 1; n <= RUN_MAX_DEFAULT_FILES; n++) {
       snprintf(name, sizeof name, "nanoprobe-%d.rpd", n);

@@ -24,7 +24,8 @@
  * from the first record of the trace; otherData.time_base_ns holds that
  * origin on the trace's own clock. The window keeps every record that overlaps
  * [start, end]. The output is streamed row by row from SQLite, never built in
- * memory, into FILE.tmp that replaces FILE when complete.
+ * memory, into a temporary beside FILE that replaces it when complete; a
+ * device or FIFO is written in place, a link refused (nano/outfile.h).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -38,6 +39,7 @@
 
 #include "commands.h"
 #include "nano/json.h"
+#include "nano/outfile.h"
 #include "rpdtool.h"
 
 /* Pseudo-process ids for GPUs and other monitored devices: above any Linux pid
@@ -538,43 +540,23 @@ int rpd_cmd_export(int argc, char **argv) {
     ret = rpdtool_usage("export", "-o %s is the trace itself", output);
     goto out;
   }
-  char *tmp = NULL;
-  if (!strcmp(output, "-")) {
-    x.out = stdout;
-  } else {
-    size_t n = strlen(output) + 5;
-    tmp = malloc(n);
-    if (!tmp) {
-      ret = rpdtool_err("export", "out of memory");
-      goto out;
-    }
-    snprintf(tmp, n, "%s.tmp", output);
-    x.out = fopen(tmp, "w");
-    if (!x.out) {
-      ret = rpdtool_err("export", "%s: cannot write: %s", tmp, strerror(errno));
-      free(tmp);
-      goto out;
-    }
+  struct nano_outfile of;
+  char err[512];
+  if (nano_outfile_open(&of, output, err, sizeof err) != 0) {
+    ret = rpdtool_err("export", "%s", err);
+    goto out;
   }
-  x.out_name = tmp ? tmp : "stdout";
+  x.out = of.f;
+  x.out_name = of.tmp ? of.tmp : of.f == stdout ? "stdout" : output;
   static char iobuf[1 << 16];
   setvbuf(x.out, iobuf, _IOFBF, sizeof iobuf);
   rpdtool_progress_start(&x.prog, "export", isatty(STDERR_FILENO) ? rpd_export_total(&x) : 0);
   ret = rpd_export_write(&x);
   rpdtool_progress_end(&x.prog);
-  if (fflush(x.out) != 0 || ferror(x.out)) {
-    if (!ret)
-      ret = rpdtool_err("export", "%s: write failed: %s", tmp ? tmp : "stdout", strerror(errno));
-  }
-  if (tmp) {
-    if (fclose(x.out) != 0 && !ret)
-      ret = rpdtool_err("export", "%s: write failed: %s", tmp, strerror(errno));
-    if (!ret && rename(tmp, output) != 0)
-      ret = rpdtool_err("export", "cannot rename %s to %s: %s", tmp, output, strerror(errno));
-    if (ret)
-      unlink(tmp);
-    free(tmp);
-  }
+  if (ret)
+    nano_outfile_abort(&of);
+  else if (nano_outfile_commit(&of, err, sizeof err) != 0)
+    ret = rpdtool_err("export", "%s", err);
   if (x.skipped_counters)
     fprintf(stderr, "rpd export: %" PRIu64 " rocpd_monitor rows with a non-numeric value skipped\n",
             x.skipped_counters);

@@ -30,8 +30,9 @@
  *                 merged) with their source line when the file is readable,
  *                 and where a site was inlined from
  *
- * The report only reads the trace. The page is written to OUT.tmp and renamed, so OUT is either
- * the previous page or the complete new one. The page's script marks
+ * The report only reads the trace. The page is written to a temporary beside OUT and renamed,
+ * so OUT is either the previous page or the complete new one ("-": standard output; a device or
+ * FIFO is written in place, a link refused: nano/outfile.h). The page's script marks
  * <body data-ok="1"> when it ran through, and data-error on a script error.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -43,6 +44,8 @@
 #include "analysis.h"
 #include "commands.h"
 #include "nano/hash.h"
+#include "nano/outfile.h"
+#include "nano/text.h"
 #include "report.h"
 
 #define RP_XSTR(x) #x
@@ -61,10 +64,23 @@
 #define RP_FLAME_NODES 20000 /* call paths kept in the call tree at most */
 #define RP_FLAME_MIN 0.001   /* a path narrower than this share of all is not drawn */
 
-/* Writes s HTML-escaped. */
+/* Writes s HTML-escaped, as valid UTF-8 whatever the trace holds: a byte that
+ * starts no well-formed sequence, and a control character other than a tab or
+ * newline (HTML allows none), become U+FFFD. */
 static void rp_esc(FILE *f, const char *s) {
   for (; s && *s; s++) {
-    switch (*s) {
+    unsigned char c = (unsigned char)*s;
+    if (c >= 0x80) {
+      int n = nano_utf8_len((const unsigned char *)s, strnlen(s, 4));
+      if (n > 0) {
+        fwrite(s, 1, (size_t)n, f);
+        s += n - 1;
+      } else {
+        fputs("&#xFFFD;", f);
+      }
+      continue;
+    }
+    switch (c) {
     case '&':
       fputs("&amp;", f);
       break;
@@ -81,7 +97,10 @@ static void rp_esc(FILE *f, const char *s) {
       fputs("&#39;", f);
       break;
     default:
-      fputc(*s, f);
+      if ((c < 0x20 && c != '\t' && c != '\n') || c == 0x7f)
+        fputs("&#xFFFD;", f);
+      else
+        fputc(c, f);
     }
   }
 }
@@ -1411,32 +1430,18 @@ int rpd_cmd_report(int argc, char **argv) {
   int ret = rpdtool_open_view(cmd, in, &t);
   if (ret)
     return ret;
-  char *tmp = sqlite3_mprintf("%s.tmp", out);
-  FILE *f = tmp ? fopen(tmp, "w") : NULL;
-  if (!f) {
-    ret = rpdtool_err(cmd, "%s: cannot write: %m", tmp ? tmp : out);
-  } else {
-    int bad = rp_page(cmd, &t, f);
-    if (ferror(f) && !bad) {
-      rpdtool_err(cmd, "%s: write error", tmp);
-      bad = 1;
-    }
-    if (fclose(f) != 0 && !bad) {
-      rpdtool_err(cmd, "%s: write error: %m", tmp);
-      bad = 1;
-    }
-    if (!bad && rename(tmp, out) != 0) {
-      rpdtool_err(cmd, "cannot rename %s to %s: %m", tmp, out);
-      bad = 1;
-    }
-    if (bad) {
-      remove(tmp);
-      ret = RPDTOOL_EXIT_FAIL;
-    } else {
-      printf("rpd %s: wrote %s\n", cmd, out);
-    }
+  struct nano_outfile of;
+  char err[512];
+  if (nano_outfile_open(&of, out, err, sizeof err) != 0) {
+    ret = rpdtool_err(cmd, "%s", err);
+  } else if (rp_page(cmd, &t, of.f)) {
+    nano_outfile_abort(&of);
+    ret = RPDTOOL_EXIT_FAIL;
+  } else if (nano_outfile_commit(&of, err, sizeof err) != 0) {
+    ret = rpdtool_err(cmd, "%s", err);
+  } else if (strcmp(out, "-") != 0) {
+    printf("rpd %s: wrote %s\n", cmd, out);
   }
-  sqlite3_free(tmp);
   rpdtool_close(&t);
   return ret;
 }
