@@ -21,7 +21,8 @@
  *   (info->lds_model, nano/handler.h); in a phase every 4-byte word a lane
  *   touches falls in bank (address / 4) mod 32; the phase takes as many
  *   cycles as the busiest bank has distinct words (the same word is a
- *   broadcast), so conflicts = that number - 1, summed over phases.
+ *   broadcast), so conflicts = that number - 1, summed over phases; every
+ *   word of an access of any width counts.
  *
  * Results: executions (records), accesses (lanes), bytes, lines_needed,
  * lines_used (and sectors_*), bank_conflicts. Text: one block per location,
@@ -43,6 +44,9 @@
 #define MA_PHASE_LANES_4B 32u
 #define MA_PHASE_LANES_8B 16u
 #define MA_PHASE_LANES_16B 8u
+/* Banks modelled at most (LDS and shared memory have 32; a larger count in
+ * the dispatch info is taken as this many). */
+#define MA_MAX_BANKS 64u
 
 /* omniprobe's lane sets of a 16-byte LDS access on AMD wave64
  * (ds_read_b128/ds_write_b128): set index of each lane. */
@@ -207,11 +211,29 @@ static unsigned ma_phase(uint32_t model, unsigned lane, uint32_t size) {
                              : MA_PHASE_LANES_16B);
 }
 
-/* Bank conflicts of one LDS/shared record (see the file comment). */
+/* Adds the words [first, last] to per_bank: word w is in bank w mod banks.
+ * Whole turns of the banks in closed form, so an access of any width costs
+ * at most one pass over the banks. */
+static void ma_bank_add(uint64_t *per_bank, uint32_t banks, uint64_t first, uint64_t last) {
+  uint64_t words = last - first + 1, turns = words / banks;
+  unsigned rest = (unsigned)(words % banks), b = (unsigned)(first % banks);
+  if (turns)
+    for (unsigned i = 0; i < banks; i++)
+      per_bank[i] += turns;
+  for (unsigned i = 0; i < rest; i++)
+    per_bank[(b + i) % banks]++;
+}
+
+/* Bank conflicts of one LDS/shared record (see the file comment). In each
+ * phase the lanes' word ranges are merged into disjoint runs (the same word
+ * twice is a broadcast), whose words are then counted per bank: exact for
+ * accesses of any width (a 256-byte copy per lane spans 64 words). */
 static uint64_t ma_bank_conflicts(const struct nano_dispatch_info *info,
                                   const struct nano_dh_record *r, uint32_t size) {
   uint32_t banks = info->lds_banks ? info->lds_banks : 32;
   uint32_t bank_bytes = info->lds_bank_bytes ? info->lds_bank_bytes : 4;
+  if (banks > MA_MAX_BANKS)
+    banks = MA_MAX_BANKS;
   uint64_t conflicts = 0;
   unsigned phase_of[64], phases = 0;
   for (unsigned i = 0; i < r->lanes; i++) {
@@ -220,27 +242,41 @@ static uint64_t ma_bank_conflicts(const struct nano_dispatch_info *info,
       phases = phase_of[i] + 1;
   }
   for (unsigned phase = 0; phase < phases; phase++) {
-    uint64_t words[64 * 4], *w = words;
-    size_t n = 0;
+    /* the phase's word ranges [first[k], last[k]], sorted by first */
+    uint64_t first[64], last[64];
+    unsigned n = 0;
     for (unsigned i = 0; i < r->lanes; i++) {
       if (phase_of[i] != phase)
         continue;
-      uint64_t first = r->addr[i] / bank_bytes, last = (r->addr[i] + size - 1) / bank_bytes;
-      for (uint64_t x = first; x <= last && n < sizeof words / sizeof *words; x++)
-        w[n++] = x;
+      uint64_t f = r->addr[i] / bank_bytes, l = (r->addr[i] + size - 1) / bank_bytes;
+      unsigned j = n++;
+      for (; j > 0 && first[j - 1] > f; j--) {
+        first[j] = first[j - 1];
+        last[j] = last[j - 1];
+      }
+      first[j] = f;
+      last[j] = l;
     }
     if (n == 0)
       continue;
-    ma_sort(w, n);
     /* distinct words per bank; the busiest bank sets the cycles */
-    unsigned per_bank[64] = {0}, worst = 0;
-    for (size_t i = 0; i < n; i++) {
-      if (i > 0 && w[i] == w[i - 1])
-        continue; /* broadcast */
-      unsigned b = (unsigned)(w[i] % banks) & 63;
-      if (++per_bank[b] > worst)
-        worst = per_bank[b];
+    uint64_t per_bank[MA_MAX_BANKS] = {0}, worst = 0;
+    uint64_t run_first = first[0], run_last = last[0];
+    for (unsigned k = 1; k <= n; k++) {
+      if (k < n && first[k] <= run_last + 1) {
+        if (last[k] > run_last)
+          run_last = last[k];
+        continue;
+      }
+      ma_bank_add(per_bank, banks, run_first, run_last);
+      if (k < n) {
+        run_first = first[k];
+        run_last = last[k];
+      }
     }
+    for (unsigned b = 0; b < banks; b++)
+      if (per_bank[b] > worst)
+        worst = per_bank[b];
     conflicts += worst - 1;
   }
   return conflicts;

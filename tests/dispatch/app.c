@@ -10,6 +10,7 @@
  *   stride K        k_stride with stride K, 2 blocks of 128
  *   gather          k_gather through a scattered index, 2 blocks of 128
  *   bank S          k_bank, one block of 64, 8 KiB shared, stride S (4 B) and 2 (8 B)
+ *   bankwide S      k_bankwide, one block of 64, 256 B per lane out of shared memory at stride S B
  *   calls           k_calls, 2 blocks of 128
  *   atomic          k_atomic, 2 blocks of 128
  *   branch          k_branch, 2 blocks of 128
@@ -27,6 +28,7 @@ void k_copy(float *dst, const float *src);
 void k_stride(float *dst, const float *src, unsigned k);
 void k_gather(float *dst, const float *src, const unsigned *idx);
 void k_bank(unsigned *out, unsigned s, unsigned s8);
+void k_bankwide(unsigned char *out, unsigned stride);
 void k_calls(float *dst, const float *src);
 void k_atomic(int *counter, int *each);
 void k_branch(float *out, const float *a, const float *b);
@@ -103,6 +105,16 @@ int main(int argc, char **argv) {
     for (unsigned i = 0; i < n; i++)
       if (out[i] != 0)
         app_fail(sc, i); /* sh[0] is thread 0's value, 0, or not yet written, 0 */
+    printf("{\"n\":%u,\"block\":64,\"s\":%u}\n", n, arg);
+  } else if (strcmp(sc, "bankwide") == 0) {
+    n = 64;
+    unsigned char *out = app_alloc(n * 256);
+    memset(out, 0xff, n * 256);
+    NANO_LAUNCH_SHARED(nano_dim(1, 1, 1), nano_dim(64, 1, 1), 64 * arg + 256,
+                       k_bankwide(out, arg));
+    for (unsigned i = 0; i < n * 256; i++)
+      if (out[i] != 0)
+        app_fail(sc, i); /* shared memory starts zeroed */
     printf("{\"n\":%u,\"block\":64,\"s\":%u}\n", n, arg);
   } else if (strcmp(sc, "calls") == 0 || strcmp(sc, "branch") == 0 || strcmp(sc, "loop") == 0) {
     n = blocks * BLOCK;

@@ -6,6 +6,7 @@
 #include "nano/kernel.h"
 
 #include <stdint.h>
+#include <string.h>
 
 static inline unsigned gid(void) {
   return nano_block_idx().x * nano_block_dim().x + nano_thread_idx().x;
@@ -40,6 +41,14 @@ NANO_KERNEL void k_bank(unsigned *out, unsigned s, unsigned s8) {
   sh[t * s] = t;                       /* @bank.store */
   sh8[t * s8 + 1] = t;                 /* @bank.store8 */
   out[gid()] = sh[0];                  /* @bank.broadcast */
+}
+
+/* A 256-byte copy per lane out of shared memory, lanes `stride` bytes apart
+ * (64 words each: every bank many times over). */
+NANO_KERNEL void k_bankwide(unsigned char *out, unsigned stride) {
+  unsigned t = nano_thread_idx().x;
+  unsigned char *sh = nano_shared();
+  memcpy(out + (size_t)gid() * 256, sh + (size_t)t * stride, 256); /* @bankwide.copy */
 }
 
 /* A device function: its accesses are attributed to it. */

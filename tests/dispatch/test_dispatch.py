@@ -184,6 +184,45 @@ def case_banks():
                   "the global store: %s" % o)
 
 
+def bank_model(wave, lanes, addr, size, banks=32):
+    """Bank conflicts of one shared-memory access as the documented model has
+    them, by brute force: lanes served in phases (wave64: AMD's ds_*_b128
+    sets for accesses over 8 bytes, halves or quarters otherwise; wave32:
+    32, 16 or 8 consecutive lanes by size), each phase as many cycles as its
+    busiest bank has distinct 4-byte words."""
+    def phase(lane):
+        if wave == 64 and size > 8:
+            return (lane // 32) * 4 + [0, 1, 2, 3, 1, 0, 3, 2][(lane % 32) // 4]
+        return lane // (32 if size <= 4 else 16 if size <= 8 else 8)
+    words = {}
+    for lane in lanes:
+        first, last = addr(lane) // 4, (addr(lane) + size - 1) // 4
+        words.setdefault(phase(lane), set()).update(range(first, last + 1))
+    total = 0
+    for ws in words.values():
+        per_bank = [0] * banks
+        for w in ws:
+            per_bank[w % banks] += 1
+        total += max(per_bank) - 1
+    return total
+
+
+def case_bankwide():
+    """A 256-byte copy per lane out of shared memory (64 words: every bank
+    several times over) is counted whole, as the brute-force model counts it,
+    at strides that put every lane on the same banks (256), that overlap
+    (64, 4), and contiguous (256-byte records side by side)."""
+    for wave in (64, 32):
+        for s in (256, 64, 4, 1024):
+            info, rep, _ = run(app(), ["bankwide", s], {"NANO_INSTRUMENT": "1", "NANO_CPU_WAVE": wave})
+            want = sum(bank_model(wave, range(w * wave, (w + 1) * wave) if wave == 32 else range(64),
+                                  lambda lane: lane * s, 256)
+                       for w in range(64 // wave))
+            r = one(rep, "bankwide.copy", "load")
+            check(r["space"] == "shared" and r["access_bytes"] == 256 and r["bank_conflicts"] == want,
+                  "wave %d stride %d: %s (want %d conflicts)" % (wave, s, r, want))
+
+
 def case_calls():
     """A device function's load is recorded at its own line, named after it."""
     info, rep, _ = run(app(), ["calls"], {"NANO_INSTRUMENT": "1"})
