@@ -88,6 +88,8 @@ using namespace nano;
 ALWAYS_ENABLED_STATISTIC(NumTwins, "kernel twins created");
 ALWAYS_ENABLED_STATISTIC(NumCalleeClones, "callees cloned for the twins");
 ALWAYS_ENABLED_STATISTIC(NumDeviceSites, "device memory operations instrumented");
+ALWAYS_ENABLED_STATISTIC(NumTwinsBounded,
+                         "NVPTX twins given the block-size bound their kernel lacks");
 
 namespace {
 
@@ -98,6 +100,9 @@ const char *const CalleeSuffix = ".nano_twin";
 // their sites' function UnnamedSiteFunction.
 const char *const UnnamedClone = "nano_unnamed";
 const char *const UnnamedSiteFunction = "(unnamed)";
+// The most threads a block of an NVIDIA GPU can have (every architecture
+// since sm_20): the bound of a twin whose kernel has none.
+const unsigned NvptxMaxThreads = 1024;
 
 enum class DevTarget { AMDGPU, NVPTX, Host };
 
@@ -146,6 +151,7 @@ struct DeviceTwins {
   bool run();
   std::vector<Function *> kernels();
   Function *makeClone(Function &F, const std::string &Name, bool IsKernel);
+  void boundTwin(Function &Twin);
   void cloneCallees();
   void collectAccesses(Function &F, std::vector<DevAccess> &Out);
   bool classify(Value *Ptr, unsigned &Space);
@@ -280,6 +286,36 @@ static void devExtendArgMetadata(Function &NF) {
   }
 }
 
+// A twin needs more registers than its kernel (the original of one real
+// kernel: 32, its twin: 81). A kernel without launch bounds may be launched
+// with up to NvptxMaxThreads threads per block, so its twin without bounds
+// could fail to launch where the original does: such a twin gets the bound
+// (.maxntid), and ptxas caps its registers and spills instead. Bounds the
+// original has were copied with its attributes or annotations.
+void DeviceTwins::boundTwin(Function &Twin) {
+#if LLVM_VERSION_MAJOR >= 20
+  if (Twin.hasFnAttribute("nvvm.maxntid") || Twin.hasFnAttribute("nvvm.reqntid"))
+    return;
+  Twin.addFnAttr("nvvm.maxntid", std::to_string(NvptxMaxThreads));
+#else
+  NamedMDNode *NA = M.getOrInsertNamedMetadata("nvvm.annotations");
+  for (MDNode *N : NA->operands()) {
+    auto *VM = N->getNumOperands() >= 2 ? dyn_cast_or_null<ValueAsMetadata>(N->getOperand(0).get())
+                                        : nullptr;
+    auto *Key = N->getNumOperands() >= 2 ? dyn_cast<MDString>(N->getOperand(1)) : nullptr;
+    if (VM && VM->getValue() == &Twin && Key &&
+        (compat::startsWith(Key->getString(), "maxntid") ||
+         compat::startsWith(Key->getString(), "reqntid")))
+      return;
+  }
+  Type *I32 = Type::getInt32Ty(Ctx);
+  NA->addOperand(
+      MDNode::get(Ctx, {ValueAsMetadata::get(&Twin), MDString::get(Ctx, "maxntidx"),
+                        ConstantAsMetadata::get(ConstantInt::get(I32, NvptxMaxThreads))}));
+#endif
+  NumTwinsBounded++;
+}
+
 // Clones F into a new function Name with one more trailing parameter (the
 // descriptor). Kernels keep linkage, comdat kind and entry-point properties;
 // callees become internal.
@@ -352,6 +388,7 @@ Function *DeviceTwins::makeClone(Function &F, const std::string &Name, bool IsKe
       for (MDNode *N : Copies)
         NA->addOperand(N);
     }
+    boundTwin(*NF);
   }
   Clones[&F] = NF;
   SiteNames[NF] = F.hasName() ? F.getName().str() : UnnamedSiteFunction;

@@ -13,7 +13,7 @@ target triple = "x86_64-pc-linux-gnu"
 ; ADDLOAD: @nano.sites = private global [2 x %struct.nano_site] [%struct.nano_site { i32 0, i16 4, {{.*}} }, %struct.nano_site { i32 0, i16 0,
 ; RMW: @nano.sites = private global [2 x %struct.nano_site] [%struct.nano_site { i32 0, i16 4, {{.*}} }, %struct.nano_site { i32 0, i16 2,
 ; FENCES: @nano.sites = private global [1 x %struct.nano_site] [%struct.nano_site { i32 0, i16 26,
-; NONE-NOT: nano
+; NONE-NOT: {{@(__)?nano}}
 ; CAS: @nano.sites = private global [1 x %struct.nano_site] [%struct.nano_site { i32 0, i16 3,
 ; ALL: @nano.sites = private global [5 x %struct.nano_site]
 
