@@ -60,22 +60,46 @@ using namespace llvm;
 
 ALWAYS_ENABLED_STATISTIC(NumGpuTwinsRegistered, "GPU kernel twins registered on the host");
 ALWAYS_ENABLED_STATISTIC(NumGpuLaunchesRouted, "GPU kernel launches routed to the runtime");
+ALWAYS_ENABLED_STATISTIC(NumGpuConfigureMirrored,
+                         "GPU kernel configuration calls mirrored to the twins");
 
 namespace {
 
 const char *const RuntimeLaunch = "__nano_gpu_launch";
 const char *const RuntimeRegister = "__nano_gpu_register";
 
-// One launch API: its registration call and its launch calls, the second on
-// the per-thread default stream (clang's -fgpu-default-stream=per-thread).
+const char *const RuntimeApi = "__nano_gpu_api";
+const char *const RuntimeTwinOf = "__nano_gpu_twin_of";
+
+// One launch API: its registration call, its launch calls (the second on the
+// per-thread default stream: clang's -fgpu-default-stream=per-thread), its
+// last-error calls and error names, and the calls that configure a kernel
+// through its handle (the twin must be configured the same to launch where
+// the kernel does: 64 KiB of dynamic shared memory needs the attribute).
 struct GpuApi {
   int Id; // enum nano_gpu_api
   const char *Register;
   const char *Launch, *LaunchPerThread;
+  const char *GetLastError, *PeekAtLastError, *GetErrorName;
+  const char *Configure[3];
 };
 const GpuApi Apis[] = {
-    {NANO_GPU_CUDA, "__cudaRegisterFunction", "cudaLaunchKernel", "cudaLaunchKernel_ptsz"},
-    {NANO_GPU_HIP, "__hipRegisterFunction", "hipLaunchKernel", "hipLaunchKernel_spt"}};
+    {NANO_GPU_CUDA,
+     "__cudaRegisterFunction",
+     "cudaLaunchKernel",
+     "cudaLaunchKernel_ptsz",
+     "cudaGetLastError",
+     "cudaPeekAtLastError",
+     "cudaGetErrorName",
+     {"cudaFuncSetAttribute", "cudaFuncSetCacheConfig", "cudaFuncSetSharedMemConfig"}},
+    {NANO_GPU_HIP,
+     "__hipRegisterFunction",
+     "hipLaunchKernel",
+     "hipLaunchKernel_spt",
+     "hipGetLastError",
+     "hipPeekAtLastError",
+     "hipGetErrorName",
+     {"hipFuncSetAttribute", "hipFuncSetCacheConfig", "hipFuncSetSharedMemConfig"}}};
 
 // A registered kernel: its device name, its twin's host handle and its
 // parameter count.
@@ -133,8 +157,103 @@ void emitRuntimeRegistration(Module &M, Instruction *I, int Api, Value *Handle, 
                 {ConstantInt::get(I32, Api), Handle, Twin, Name, ConstantInt::get(I32, NumArgs)});
 }
 
+// Emits `if (&__nano_gpu_api) __nano_gpu_api(api, GetLastError,
+// PeekAtLastError, GetErrorName)` before I: the runtime clears the error a
+// twin's failed launch leaves (the program would read it as its own) and
+// names it, with the program's own copies of the API (a static cudart too).
+void emitRuntimeApi(Module &M, Instruction *I, const GpuApi &Api) {
+  LLVMContext &Ctx = M.getContext();
+  Type *I32 = Type::getInt32Ty(Ctx);
+  PointerType *Ptr = PointerType::getUnqual(Ctx);
+  FunctionType *Ty = FunctionType::get(Type::getVoidTy(Ctx), {I32, Ptr, Ptr, Ptr}, false);
+  Function *F = runtimeEntry(M, RuntimeApi, Ty);
+  if (!F)
+    return;
+  FunctionCallee Get = M.getOrInsertFunction(Api.GetLastError, FunctionType::get(I32, false));
+  FunctionCallee Peek = M.getOrInsertFunction(Api.PeekAtLastError, FunctionType::get(I32, false));
+  FunctionCallee Name =
+      M.getOrInsertFunction(Api.GetErrorName, FunctionType::get(Ptr, {I32}, false));
+  IRBuilder<> B(I);
+  Value *Present = B.CreateICmpNE(F, ConstantPointerNull::get(F->getType()), "nano.gpu.runtime");
+  Instruction *Then = SplitBlockAndInsertIfThen(Present, I, false);
+  IRBuilder<> TB(Then);
+  TB.CreateCall(
+      Ty, F, {ConstantInt::get(I32, Api.Id), Get.getCallee(), Peek.getCallee(), Name.getCallee()});
+}
+
+// Mirrors each call that configures a kernel through its handle
+// (cudaFuncSetAttribute, ...) to the kernel's twin: right after a call that
+// succeeded, the same call with the twin's handle, whose failure is cleared
+// from the API's last error. The twin of a constant handle is known here; a
+// handle that is no constant (the C++ wrappers of the API pass theirs on) is
+// looked up by the runtime (__nano_gpu_twin_of, extern_weak: no runtime, no
+// twin to configure). Returns whether a call was mirrored.
+bool mirrorConfiguration(Module &M, const GpuApi &Api,
+                         const DenseMap<Value *, GpuKernel> &Kernels) {
+  LLVMContext &Ctx = M.getContext();
+  Type *I32 = Type::getInt32Ty(Ctx);
+  PointerType *Ptr = PointerType::getUnqual(Ctx);
+  bool Changed = false;
+  for (const char *Name : Api.Configure) {
+    Function *Configure = M.getFunction(Name);
+    if (!Configure || Configure->arg_size() < 1 || !Configure->getReturnType()->isIntegerTy() ||
+        !Configure->getArg(0)->getType()->isPointerTy())
+      continue;
+    std::vector<CallInst *> Calls;
+    for (User *U : Configure->users())
+      if (auto *CI = dyn_cast<CallInst>(U))
+        if (CI->getCalledFunction() == Configure)
+          Calls.push_back(CI);
+    for (CallInst *CI : Calls) {
+      Value *Handle = CI->getArgOperand(0)->stripPointerCasts();
+      auto Known = Kernels.find(Handle);
+      if (Known == Kernels.end() && isa<Constant>(Handle))
+        continue; // a kernel without a twin
+      IRBuilder<> B(CI->getNextNode());
+      B.SetCurrentDebugLocation(CI->getDebugLoc());
+      Value *Twin;
+      if (Known != Kernels.end()) {
+        Twin = Known->second.TwinHandle;
+      } else {
+        FunctionType *Ty = FunctionType::get(Ptr, {I32, Ptr}, false);
+        Function *TwinOf = runtimeEntry(M, RuntimeTwinOf, Ty);
+        if (!TwinOf)
+          return Changed;
+        // the runtime's answer where it is loaded, else no twin
+        Value *Present = B.CreateICmpNE(TwinOf, ConstantPointerNull::get(TwinOf->getType()));
+        Instruction *Then = SplitBlockAndInsertIfThen(Present, &*B.GetInsertPoint(), false);
+        IRBuilder<> TB(Then);
+        Value *Found =
+            TB.CreateCall(Ty, TwinOf, {ConstantInt::get(I32, Api.Id), CI->getArgOperand(0)});
+        B.SetInsertPoint(&*Then->getParent()->getSingleSuccessor()->getFirstInsertionPt());
+        PHINode *Phi = B.CreatePHI(Ptr, 2, "nano.gpu.twin");
+        Phi->addIncoming(Found, Then->getParent());
+        Phi->addIncoming(ConstantPointerNull::get(Ptr), cast<Instruction>(Present)->getParent());
+        Twin = Phi;
+      }
+      Value *Ok = B.CreateAnd(B.CreateICmpEQ(CI, ConstantInt::get(CI->getType(), 0)),
+                              B.CreateIsNotNull(Twin), "nano.gpu.configure.twin");
+      Instruction *Then = SplitBlockAndInsertIfThen(Ok, &*B.GetInsertPoint(), false);
+      IRBuilder<> TB(Then);
+      SmallVector<Value *, 4> Args(CI->args());
+      Args[0] = Twin;
+      CallInst *Mirrored = TB.CreateCall(CI->getFunctionType(), Configure, Args);
+      Mirrored->setCallingConv(CI->getCallingConv());
+      Mirrored->setAttributes(CI->getAttributes());
+      // the twin's failure is not the program's: out of the last error
+      Instruction *Clear = SplitBlockAndInsertIfThen(
+          TB.CreateICmpNE(Mirrored, ConstantInt::get(Mirrored->getType(), 0)), Then, false);
+      IRBuilder<> CB(Clear);
+      CB.CreateCall(M.getOrInsertFunction(Api.GetLastError, FunctionType::get(I32, false)));
+      ++NumGpuConfigureMirrored;
+      Changed = true;
+    }
+  }
+  return Changed;
+}
+
 // Registers the twins of the selected kernels registered by calls to Reg.
-DenseMap<Value *, GpuKernel> registerTwins(Module &M, Function *Reg, int Api,
+DenseMap<Value *, GpuKernel> registerTwins(Module &M, Function *Reg, const GpuApi &Api,
                                            const nano::DeviceFilters &Filters) {
   DenseMap<Value *, GpuKernel> Kernels;
   std::vector<CallInst *> Calls;
@@ -163,8 +282,10 @@ DenseMap<Value *, GpuKernel> registerTwins(Module &M, Function *Reg, int Api,
     Args[3] = TwinName;
     CallInst *TwinReg = B.CreateCall(Reg->getFunctionType(), Reg, Args);
     unsigned NumArgs = static_cast<unsigned>(Stub->arg_size());
+    if (Kernels.empty())
+      emitRuntimeApi(M, TwinReg->getNextNode(), Api);
     Kernels[Handle] = {NameConst, TwinHandle, NumArgs};
-    emitRuntimeRegistration(M, TwinReg->getNextNode(), Api, CI->getArgOperand(1), NameConst,
+    emitRuntimeRegistration(M, TwinReg->getNextNode(), Api.Id, CI->getArgOperand(1), NameConst,
                             TwinHandle, NumArgs);
     ++NumGpuTwinsRegistered;
   }
@@ -244,8 +365,9 @@ PreservedAnalyses GpuLaunchPass::run(Module &M, ModuleAnalysisManager &) {
       M.getContext().emitError("nanoprobe: " + Err);
       return PreservedAnalyses::all();
     }
-    DenseMap<Value *, GpuKernel> Kernels = registerTwins(M, Reg, Api.Id, Filters);
+    DenseMap<Value *, GpuKernel> Kernels = registerTwins(M, Reg, Api, Filters);
     Changed |= !Kernels.empty();
+    Changed |= mirrorConfiguration(M, Api, Kernels);
     for (auto [Name, Id] : {std::pair(Api.Launch, Api.Id),
                             std::pair(Api.LaunchPerThread, Api.Id | NANO_GPU_PER_THREAD)})
       if (Function *Launch = M.getFunction(Name))

@@ -784,6 +784,74 @@ __attribute__((visibility("default"))) void __nano_gpu_register(int api, const v
             name);
 }
 
+__attribute__((visibility("default"))) const void *__nano_gpu_twin_of(int api, const void *kernel) {
+  (void)api;
+  struct gpu_twin t;
+  return gpu_twin_find(&g_twins, kernel, &t) ? t.twin : NULL;
+}
+
+/* ---- the program's own API: last error, error names (__nano_gpu_api) ------------- */
+
+/* Per API (index: enum nano_gpu_api), the program's copies of its last-error
+ * calls and error names: a failed twin launch leaves its error there, which
+ * the program would read as its own. Written by module constructors, read at
+ * launches: atomic. */
+typedef int (*gpu_last_error_fn)(void);
+typedef const char *(*gpu_error_name_fn)(int);
+static struct {
+  gpu_last_error_fn get, peek;
+  gpu_error_name_fn name;
+} g_program_api[NANO_GPU_HIP + 1];
+
+__attribute__((visibility("default"))) void
+__nano_gpu_api(int api, gpu_last_error_fn get, gpu_last_error_fn peek, gpu_error_name_fn name) {
+  api &= NANO_GPU_API_MASK;
+  if (api < NANO_GPU_CUDA || api > NANO_GPU_HIP)
+    return;
+  __atomic_store_n(&g_program_api[api].get, get, __ATOMIC_RELEASE);
+  __atomic_store_n(&g_program_api[api].peek, peek, __ATOMIC_RELEASE);
+  __atomic_store_n(&g_program_api[api].name, name, __ATOMIC_RELEASE);
+}
+
+/* Whether the program has an error of its own pending (its API's
+ * PeekAtLastError; 0 where the program did not say how to ask). */
+static int gpu_program_error_pending(int api) {
+  api &= NANO_GPU_API_MASK;
+  gpu_last_error_fn peek = __atomic_load_n(&g_program_api[api].peek, __ATOMIC_ACQUIRE);
+  return peek && peek() != 0;
+}
+
+/* Twins that failed to launch, said once each (keyed by the twin's handle). */
+static struct gpu_twin_table g_failed = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* After the twin of kernel `name` failed to launch with the API's error rc
+ * (-1: the runtime's own step before it): takes the error out of the
+ * program's last error unless one of its own was pending before (the
+ * original then runs, and the program must see what it would without the
+ * tool), and says it once per twin with the API's name of the error. */
+static void gpu_twin_failed(int api, const void *twin, const char *name, int rc, int pending,
+                            const char *what) {
+  int a = api & NANO_GPU_API_MASK;
+  gpu_last_error_fn get = __atomic_load_n(&g_program_api[a].get, __ATOMIC_ACQUIRE);
+  gpu_error_name_fn error_name = __atomic_load_n(&g_program_api[a].name, __ATOMIC_ACQUIRE);
+  if (rc > 0 && !pending && get)
+    get();
+  if (gpu_twin_find(&g_failed, twin, NULL))
+    return;
+  (void)gpu_twin_put(&g_failed, (struct gpu_twin){twin, twin, name, 0}); /* best effort */
+  char reason[96];
+  const char *n = rc > 0 && error_name ? error_name(rc) : NULL;
+  if (rc <= 0)
+    snprintf(reason, sizeof reason, "its buffer could not be made ready");
+  else if (n)
+    snprintf(reason, sizeof reason, "%s, error %d", n, rc);
+  else
+    snprintf(reason, sizeof reason, "error %d", rc);
+  fprintf(stderr, "nanoprobe: %s: its twin %s (%s): %s\n", name, what, reason,
+          strcmp(what, "did not launch") == 0 ? "it runs uninstrumented"
+                                              : "it runs uninstrumented in the graph");
+}
+
 /* ---- the launch ------------------------------------------------------------------- */
 
 /* The program's launch call: traced by CUPTI as the program's, unlike the
@@ -1104,7 +1172,7 @@ static void gpu_own_node(const struct gpu_api *api, void *s) {
 
 /* Captures the nodes of an instrumented launch of twin into stream s; 0, or
  * an error, said (then the original is to be captured). */
-static int gpu_capture(struct gpu_node *n, nano_gpu_launch_fn launch, const void *twin,
+static int gpu_capture(struct gpu_node *n, int api_id, nano_gpu_launch_fn launch, const void *twin,
                        uint64_t grid_xy, uint32_t grid_z, uint64_t block_xy, uint32_t block_z,
                        void **args, uint32_t nargs, size_t shared, void *stream, void *s) {
   const struct gpu_api *api = n->c->api;
@@ -1123,13 +1191,12 @@ static int gpu_capture(struct gpu_node *n, nano_gpu_launch_fn launch, const void
              n->l.kernel, api->error(r));
     return r;
   }
+  int pending = gpu_program_error_pending(api_id);
   int rc =
       gpu_program_launch(launch, twin, grid_xy, grid_z, block_xy, block_z, all, shared, stream);
   if (rc != 0) {
     gpu_node_break(n);
-    gpu_note(&g_gpu.noted_capture,
-             "%s: its twin was not captured (error %d): it runs uninstrumented in the graph",
-             n->l.kernel, rc);
+    gpu_twin_failed(api_id, twin, n->l.kernel, rc, pending, "was not captured");
     return rc;
   }
   r = api->copy_to_host(b->block + GPU_STAGE_COUNTERS, b->desc + NANO_DH_DESC_OFF_HEAD,
@@ -1178,10 +1245,10 @@ __nano_gpu_launch(int api, nano_gpu_launch_fn launch, const void *kernel, const 
     struct nano_launch_desc l =
         gpu_launch_desc(c, twin, name, grid_xy, grid_z, block_xy, block_z, shared, &c->mem);
     f = gpu_begin(c, &l, start);
+    int pending = f ? gpu_program_error_pending(api) : 0;
     if (f && (rc = gpu_launch_twin(f, launch, twin, grid_xy, grid_z, block_xy, block_z, args, nargs,
                                    shared, stream, s)) != 0) {
-      gpu_note(&g_gpu.noted_error, "%s: its twin did not launch (error %d): it runs uninstrumented",
-               name, rc);
+      gpu_twin_failed(api, twin, name, rc, pending, "did not launch");
       gpu_drop_events(f);
       nano_dispatch_cancel(f->d);
       free(f);
@@ -1192,7 +1259,7 @@ __nano_gpu_launch(int api, nano_gpu_launch_fn launch, const void *kernel, const 
     struct nano_launch_desc l =
         gpu_launch_desc(c, twin, name, grid_xy, grid_z, block_xy, block_z, shared, NULL);
     node = gpu_node_create(c, &l);
-    if (node && (rc = gpu_capture(node, launch, twin, grid_xy, grid_z, block_xy, block_z, args,
+    if (node && (rc = gpu_capture(node, api, launch, twin, grid_xy, grid_z, block_xy, block_z, args,
                                   nargs, shared, stream, s)) != 0)
       node = NULL; /* said */
     launched = node != NULL;

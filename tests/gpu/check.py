@@ -139,6 +139,13 @@ elif sample == "dynshared":
            "a coalesced global load and store of 16384 lanes")
     expect(len(shared) == 2 and all(m["executions"] == 512 and m["bank_conflicts"] == 0 for m in shared),
            f"a shared store and load, 512 warp accesses each, no bank conflict: {[dict(m) for m in shared]}")
+elif sample == "launchable":
+    expect("did not launch" not in err, f"both twins launch: {err[-400:]!r}")
+    shape = sorted((d["kernel"], d["block_x"], d["shared_bytes"]) for d in dispatches)
+    expect(len(dispatches) == 2 and shape[0][0].startswith("bigshared") and shape[0][1:] == (1024, 65536)
+           and shape[1][0].startswith("hungry") and shape[1][1] == 1024,
+           f"two instrumented dispatches: bigshared with 64 KiB of dynamic shared memory and hungry, "
+           f"1024 threads each, got {shape}")
 
 for f in failures:
     print(f"FAIL {sample}: {f}")

@@ -75,6 +75,18 @@ int __nano_gpu_launch(int api, nano_gpu_launch_fn launch, const void *kernel, co
 void __nano_gpu_register(int api, const void *kernel, const void *twin, const char *name,
                          uint32_t nargs);
 
+/* The twin's host handle of a kernel handle some module announced, or NULL:
+ * the plugin mirrors a configuration call (cudaFuncSetAttribute, ...) whose
+ * handle is no constant to the twin through it. */
+const void *__nano_gpu_twin_of(int api, const void *kernel);
+
+/* The program's own cudaGetLastError, cudaPeekAtLastError and
+ * cudaGetErrorName (HIP's), from the constructor of each module that
+ * registers twins: the runtime takes a failed twin launch's error out of the
+ * program's last error and names it. */
+void __nano_gpu_api(int api, int (*get_last_error)(void), int (*peek_at_last_error)(void),
+                    const char *(*error_name)(int));
+
 #ifdef __cplusplus
 }
 #endif

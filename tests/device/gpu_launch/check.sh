@@ -286,7 +286,7 @@ grep -qx "capture ends: 2 nodes" pool.out || fail "pool exhausted: the original 
 # the module lacks the twins: said, the originals run, the program's results stand
 run_instrumented notwin FAKE_NO_TWINS=1
 grep -qx "$done_line" notwin.out || fail "no twins in the module: right results"
-grep -q "its twin did not launch (error 98): it runs uninstrumented" notwin.err ||
+grep -q "its twin did not launch (cudaErrorInvalidDeviceFunction, error 98): it runs uninstrumented" notwin.err ||
   fail "a twin that does not launch is said"
 [ "$(query notwin.rpd "select count(*) from sqlite_master where name = 'nano_dispatch'")" = 0 ] ||
   fail "no twin ran: no dispatch reported"
@@ -337,6 +337,33 @@ for end in event hostfn; do
   grep -qx "other reported while axpy is held: yes" "held_$end.out" ||
     fail "held, NANO_GPU_END=$end: a twin's end waited for a held one on another stream"
 done
+
+# kernel configuration (cudaFuncSetAttribute: 64 KiB of dynamic shared memory)
+# reaches the twin, which launches with it; a launch that fails fails as it
+# would without the tool, its twin's failure said once with the API's name of
+# the error; a twin that fails where the original does not (no twins in the
+# module) leaves no error for the program to read
+cuda_program shmem
+shmem_line="shmem set 0 big 0 small 1 after 0 p 1 q 0"
+./shmem >shmem_plain.out || fail "shmem: the program failed"
+grep -qx "$shmem_line" shmem_plain.out || fail "shmem without the runtime: $(cat shmem_plain.out)"
+grep -qx "launch _Z5smallPi refused: 65536 bytes of dynamic shared memory, 49152 allowed" shmem_plain.out ||
+  fail "shmem: the stand-in refuses 64 KiB without the attribute"
+for mode in inst notwins; do
+  env RPDT_FILENAME="shmem_$mode.rpd" NANO_INSTRUMENT=1 NANO_ANALYZERS=none \
+    $([ $mode = notwins ] && echo FAKE_NO_TWINS=1) LD_PRELOAD="$rpd" ./shmem \
+    >"shmem_$mode.out" 2>"shmem_$mode.err" || fail "shmem, $mode: $(cat "shmem_$mode.err")"
+  grep -qx "$shmem_line" "shmem_$mode.out" ||
+    fail "shmem, $mode: the program sees what it sees without the tool: $(cat "shmem_$mode.out")"
+done
+grep -qx "attribute __nano_twin__Z3bigPiPv max dynamic shared 65536" shmem_inst.out ||
+  fail "shmem: cudaFuncSetAttribute mirrored to the twin"
+grep -qx "launch __nano_twin__Z3bigPiPv grid 1 1 1 block 32 1 1 shared 65536 stream 0x3000" shmem_inst.out ||
+  fail "shmem: the twin launches with 64 KiB of dynamic shared memory"
+grep -qx "nanoprobe: _Z5smallPi: its twin did not launch (cudaErrorInvalidValue, error 1): it runs uninstrumented" shmem_inst.err ||
+  fail "shmem: a twin that cannot launch is said, with the error's name ($(cat shmem_inst.err))"
+[ "$(grep -c "its twin did not launch" shmem_notwins.err)" = 2 ] ||
+  fail "shmem: each kernel's failed twin said once ($(cat shmem_notwins.err))"
 
 # another tool's library holds CUDA's injection: said, and the rest is traced
 other_err=$(CUDA_INJECTION64_PATH=/nonexistent/libother-tool.so RPDT_FILENAME=other.rpd \

@@ -4,7 +4,10 @@
  * libcuda.so.1, with
  *   - the runtime entry points a clang host object calls (and HIP's, which
  *     have the same shapes): registrations are printed, each launch is
- *     printed ("launch NAME grid ... stream ...") and queued;
+ *     printed ("launch NAME grid ... stream ...") and queued; a launch with
+ *     more dynamic shared memory than its kernel allows (48 KiB, or what
+ *     cudaFuncSetAttribute set, up to 227 KiB) fails; a failing call sets
+ *     the thread's last error, which only cudaGetLastError resets;
  *   - a device: a thread that runs queued work in order, but only while the
  *     program waits in cudaDeviceSynchronize (or cudaStreamSynchronize, until
  *     that stream's work is done). A tool that waited for a kernel inside a
@@ -56,9 +59,15 @@ struct dim3 {
 /* ---- registrations ---------------------------------------------------------- */
 
 #define FAKE_MAX_KERNELS 64
+/* Dynamic shared memory a launch may ask for without opting in (CUDA's rule
+ * since sm_70), and the most a kernel may opt into (sm_90's
+ * cudaDevAttrMaxSharedMemoryPerBlockOptin, 227 KiB). */
+#define FAKE_SHARED_DEFAULT (48u << 10)
+#define FAKE_SHARED_OPTIN (227u << 10)
 static struct {
   const void *host;
   const char *name;
+  size_t max_shared; /* cudaFuncAttributeMaxDynamicSharedMemorySize */
 } fake_kernels[FAKE_MAX_KERNELS];
 static int fake_nkernels;
 static void *fake_module = &fake_nkernels;
@@ -83,6 +92,7 @@ void __cudaRegisterFunction(void **module, const char *host, char *device_fun,
     return;
   }
   fake_kernels[fake_nkernels].host = host;
+  fake_kernels[fake_nkernels].max_shared = FAKE_SHARED_DEFAULT;
   fake_kernels[fake_nkernels++].name = device_name;
   printf("register %s\n", device_name);
 }
@@ -527,7 +537,77 @@ int cudaMemcpyAsync(void *dst, const void *src, size_t n, int kind, void *stream
   return rc;
 }
 
-/* cudaErrorInvalidDeviceFunction (98) for a handle nobody registered. */
+/* ---- the runtime's last error, kernel attributes -------------------------------- */
+
+/* The calling thread's last error, as the CUDA runtime keeps it: set by
+ * every call that fails, kept across calls that succeed, returned and reset
+ * by cudaGetLastError. */
+static _Thread_local int fake_last_error;
+static int fake_fail(int rc) {
+  if (rc)
+    fake_last_error = rc;
+  return rc;
+}
+int cudaGetLastError(void) {
+  int rc = fake_last_error;
+  fake_last_error = 0;
+  return rc;
+}
+int cudaPeekAtLastError(void) { return fake_last_error; }
+const char *cudaGetErrorName(int rc) {
+  switch (rc) {
+  case 0:
+    return "cudaSuccess";
+  case 1:
+    return "cudaErrorInvalidValue";
+  case 2:
+    return "cudaErrorMemoryAllocation";
+  case 98:
+    return "cudaErrorInvalidDeviceFunction";
+  default:
+    return "cudaErrorUnknown";
+  }
+}
+
+static int fake_kernel_index(const void *func) {
+  for (int i = 0; i < fake_nkernels; i++)
+    if (fake_kernels[i].host == func)
+      return i;
+  return -1;
+}
+
+/* cudaFuncAttributeMaxDynamicSharedMemorySize (8) up to the opt-in limit,
+ * cudaFuncAttributePreferredSharedMemoryCarveout (9) as a percentage; others,
+ * and other values, cudaErrorInvalidValue; an unregistered handle
+ * cudaErrorInvalidDeviceFunction. */
+int cudaFuncSetAttribute(const void *func, int attr, int value) {
+  int i = fake_kernel_index(func);
+  if (i < 0)
+    return fake_fail(98);
+  if (attr == 8 && value >= 0 && (unsigned)value <= FAKE_SHARED_OPTIN) {
+    fake_kernels[i].max_shared = (size_t)value;
+    printf("attribute %s max dynamic shared %d\n", fake_kernels[i].name, value);
+    return 0;
+  }
+  if (attr == 9 && value >= -1 && value <= 100)
+    return 0;
+  return fake_fail(1);
+}
+int cudaFuncSetCacheConfig(const void *func, int config) {
+  return fake_fail(fake_kernel_index(func) < 0 ? 98 : config < 0 || config > 3 ? 1 : 0);
+}
+int hipFuncSetAttribute(const void *func, int attr, int value) {
+  return cudaFuncSetAttribute(func, attr, value);
+}
+int hipFuncSetCacheConfig(const void *func, int config) {
+  return cudaFuncSetCacheConfig(func, config);
+}
+int hipGetLastError(void) { return cudaGetLastError(); }
+int hipPeekAtLastError(void) { return cudaPeekAtLastError(); }
+
+/* cudaErrorInvalidDeviceFunction (98) for a handle nobody registered;
+ * cudaErrorInvalidValue (1) for more dynamic shared memory than the kernel
+ * allows (48 KiB unless cudaFuncSetAttribute raised it). */
 /* FAKE_NO_TWINS=1: the module lacks the twins (a host side built with the
  * plugin, the device side without), so launching one fails. */
 static int launch(const void *func, struct dim3 grid, struct dim3 block, void **args,
@@ -538,6 +618,11 @@ static int launch(const void *func, struct dim3 grid, struct dim3 block, void **
       const char *name = fake_kernels[i].name;
       if (no_twins && *no_twins == '1' && strncmp(name, NANO_TWIN_PREFIX, strlen(NANO_TWIN_PREFIX)) == 0)
         return 98; /* cudaErrorInvalidDeviceFunction */
+      if (shared > fake_kernels[i].max_shared) {
+        printf("launch %s refused: %zu bytes of dynamic shared memory, %zu allowed\n", name,
+               shared, fake_kernels[i].max_shared);
+        return 1; /* cudaErrorInvalidValue */
+      }
       printf("launch %s grid %u %u %u block %u %u %u shared %zu stream %p\n", name, grid.x,
              grid.y, grid.z, block.x, block.y, block.z, shared, stream);
       struct item *it = calloc(1, sizeof *it);
@@ -579,7 +664,7 @@ int cudaLaunchKernel(const void *func, struct dim3 grid, struct dim3 block, void
   unsigned g[3] = {grid.x, grid.y, grid.z}, b[3] = {block.x, block.y, block.z};
   fake_cupti_launch(1, corr, func, symbol, g, b, args, shared, stream);
   driver_call("cuLaunchKernel");
-  int rc = launch(func, grid, block, args, shared, stream, corr);
+  int rc = fake_fail(launch(func, grid, block, args, shared, stream, corr));
   fake_cupti_launch(0, corr, func, symbol, g, b, args, shared, stream);
   return rc;
 }

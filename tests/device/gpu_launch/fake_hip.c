@@ -143,4 +143,16 @@ hipError_t hipGraphInstantiate(hipGraphExec_t *exec, hipGraph_t graph, hipGraphN
 hipError_t hipGraphLaunch(hipGraphExec_t exec, hipStream_t s) {
   return cudaGraphLaunch(exec, s) ? hipErrorInvalidValue : hipSuccess;
 }
-const char *hipGetErrorName(hipError_t e) { return e == hipSuccess ? "hipSuccess" : "hipErrorFake"; }
+/* The names of the codes the stand-in returns (HIP's numbers are CUDA's). */
+const char *hipGetErrorName(hipError_t e) {
+  switch ((int)e) {
+  case 0:
+    return "hipSuccess";
+  case 1:
+    return "hipErrorInvalidValue";
+  case 98:
+    return "hipErrorInvalidDeviceFunction";
+  default:
+    return "hipErrorFake";
+  }
+}

@@ -1,0 +1,40 @@
+// Kernel configuration reaches the twins, and a twin's failure never becomes
+// the program's (tests/device/gpu_launch): big needs 64 KiB of dynamic shared
+// memory, which the program allows with cudaFuncSetAttribute (the C++
+// wrapper: its handle is no constant where the plugin sees it); small is
+// launched with as much without it, so its launch fails, with or without the
+// tool. Prints what the program sees: the attribute call's result, each
+// launch's cudaGetLastError, the last error after them, the results.
+#include <cstdio>
+
+__global__ void big(int *p) {
+  extern __shared__ int sh[];
+  sh[threadIdx.x] = 1;
+  __syncthreads();
+  *p = sh[0];
+}
+
+__global__ void small(int *p) {
+  extern __shared__ int sh[];
+  sh[threadIdx.x] = 1;
+  __syncthreads();
+  *p = sh[0];
+}
+
+#define SHARED (64 << 10)
+
+int main() {
+  static int p, q;
+  int *pp = &p, *qp = &q;
+  cudaStream_t s = (cudaStream_t)0x3000;
+  int set = cudaFuncSetAttribute(big, cudaFuncAttributeMaxDynamicSharedMemorySize, SHARED);
+  big<<<1, 32, SHARED, s>>>(pp);
+  int big_rc = cudaGetLastError();
+  small<<<1, 32, SHARED, s>>>(qp);
+  int small_rc = cudaGetLastError();
+  int after = cudaGetLastError();
+  cudaDeviceSynchronize();
+  std::printf("shmem set %d big %d small %d after %d p %d q %d\n", set, big_rc, small_rc, after, p,
+              q);
+  return 0;
+}
