@@ -27,8 +27,12 @@
 //     with a static cudart the runtime has no other) and nargs the kernel's
 //     parameter count (its stub's).
 // __nano_gpu_launch is extern_weak: without the runtime the program launches
-// exactly as before. Launches through a handle that is not a constant (a
-// function pointer in a variable) are left alone.
+// exactly as before. Cooperative launches (the same shape) are routed the same
+// way; launches through a handle that is not a constant (a function pointer
+// in a variable) are looked up by the runtime. Launch calls of other shapes
+// (cudaLaunchKernelExC, cuLaunchKernel, kernel nodes added to graphs) are not
+// routed: the compile says so at each (GpuApi::Unrouted). Calls that
+// configure a kernel (cudaFuncSetAttribute, ...) are mirrored to its twin.
 //
 // Runs at the start of the pipeline (before the stubs are inlined into their
 // callers), also at -O0, and as `opt -passes=nano-gpu-launch`.
@@ -40,6 +44,7 @@
 
 #include "nano/dh_format.h"
 #include "nano/gpu_launch.h"
+#include "nano/path.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/Statistic.h"
@@ -49,6 +54,7 @@
 #include "llvm/IR/Module.h"
 #include "llvm/IR/PassManager.h"
 #include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/Regex.h"
 #include "llvm/Transforms/Utils/BasicBlockUtils.h"
 
 #include <string>
@@ -59,7 +65,13 @@ using namespace llvm;
 #define DEBUG_TYPE "nano-gpu-launch"
 
 ALWAYS_ENABLED_STATISTIC(NumGpuTwinsRegistered, "GPU kernel twins registered on the host");
-ALWAYS_ENABLED_STATISTIC(NumGpuLaunchesRouted, "GPU kernel launches routed to the runtime");
+ALWAYS_ENABLED_STATISTIC(NumGpuStubLaunchesRouted,
+                         "GPU kernel launch stubs routed to the runtime (<<<>>>, "
+                         "hipLaunchKernelGGL; called or not)");
+ALWAYS_ENABLED_STATISTIC(NumGpuCallLaunchesRouted,
+                         "GPU launch calls of the program routed to the runtime");
+ALWAYS_ENABLED_STATISTIC(NumGpuLaunchesNotRouted,
+                         "GPU launch calls not routed (each said at compile time)");
 ALWAYS_ENABLED_STATISTIC(NumGpuConfigureMirrored,
                          "GPU kernel configuration calls mirrored to the twins");
 
@@ -76,30 +88,75 @@ const char *const RuntimeTwinOf = "__nano_gpu_twin_of";
 // last-error calls and error names, and the calls that configure a kernel
 // through its handle (the twin must be configured the same to launch where
 // the kernel does: 64 KiB of dynamic shared memory needs the attribute).
+// A launch call the pass routes: every one has cudaLaunchKernel's shape
+// (kernel, grid, block, args, shared, stream), so the runtime launches the
+// twin through the same function: a cooperative launch stays cooperative.
+struct GpuLaunchCall {
+  const char *Name;
+  bool PerThread; // the per-thread default stream's variant
+};
+
+// A launch call the pass does not route, and why: the kernels it launches
+// run uninstrumented, which the compile says at each call.
+struct GpuUnrouted {
+  const char *Name, *Why;
+};
+
 struct GpuApi {
   int Id; // enum nano_gpu_api
   const char *Register;
-  const char *Launch, *LaunchPerThread;
+  GpuLaunchCall Launches[4];
   const char *GetLastError, *PeekAtLastError, *GetErrorName;
   const char *Configure[3];
+  GpuUnrouted Unrouted[9];
 };
+
+const char *const WhyEx = "its launch attributes (clusters, ...) are not mirrored to twins yet";
+const char *const WhyModule = "it launches a function looked up in a module at run time, whose "
+                              "twin the runtime does not look up yet";
+const char *const WhyGraph = "kernel nodes of graphs built by hand are not given twins yet "
+                             "(launches captured into graphs are)";
+const char *const WhyMulti = "multi-device launches are not routed";
+
 const GpuApi Apis[] = {
     {NANO_GPU_CUDA,
      "__cudaRegisterFunction",
-     "cudaLaunchKernel",
-     "cudaLaunchKernel_ptsz",
+     {{"cudaLaunchKernel", false},
+      {"cudaLaunchKernel_ptsz", true},
+      {"cudaLaunchCooperativeKernel", false},
+      {"cudaLaunchCooperativeKernel_ptsz", true}},
      "cudaGetLastError",
      "cudaPeekAtLastError",
      "cudaGetErrorName",
-     {"cudaFuncSetAttribute", "cudaFuncSetCacheConfig", "cudaFuncSetSharedMemConfig"}},
+     {"cudaFuncSetAttribute", "cudaFuncSetCacheConfig", "cudaFuncSetSharedMemConfig"},
+     {{"cudaLaunchKernelExC", WhyEx},
+      {"cudaLaunchKernelExC_ptsz", WhyEx},
+      {"cuLaunchKernel", WhyModule},
+      {"cuLaunchKernelEx", WhyModule},
+      {"cuLaunchCooperativeKernel", WhyModule},
+      {"cudaGraphAddKernelNode", WhyGraph},
+      {"cudaGraphAddNode", WhyGraph},
+      {"cudaGraphExecKernelNodeSetParams", WhyGraph},
+      {"cudaLaunchCooperativeKernelMultiDevice", WhyMulti}}},
     {NANO_GPU_HIP,
      "__hipRegisterFunction",
-     "hipLaunchKernel",
-     "hipLaunchKernel_spt",
+     {{"hipLaunchKernel", false},
+      {"hipLaunchKernel_spt", true},
+      {"hipLaunchCooperativeKernel", false},
+      {"hipLaunchCooperativeKernel_spt", true}},
      "hipGetLastError",
      "hipPeekAtLastError",
      "hipGetErrorName",
-     {"hipFuncSetAttribute", "hipFuncSetCacheConfig", "hipFuncSetSharedMemConfig"}}};
+     {"hipFuncSetAttribute", "hipFuncSetCacheConfig", "hipFuncSetSharedMemConfig"},
+     {{"hipLaunchKernelExC", WhyEx},
+      {"hipModuleLaunchKernel", WhyModule},
+      {"hipExtModuleLaunchKernel", WhyModule},
+      {"hipModuleLaunchCooperativeKernel", WhyModule},
+      {"hipGraphAddKernelNode", WhyGraph},
+      {"hipGraphAddNode", WhyGraph},
+      {"hipGraphExecKernelNodeSetParams", WhyGraph},
+      {"hipLaunchCooperativeKernelMultiDevice", WhyMulti},
+      {"hipExtLaunchKernel", WhyEx}}}};
 
 // A registered kernel: its device name, its twin's host handle and its
 // parameter count.
@@ -292,6 +349,54 @@ DenseMap<Value *, GpuKernel> registerTwins(Module &M, Function *Reg, const GpuAp
   return Kernels;
 }
 
+// Where the program makes call CB: CB itself, or, where CB is in a wrapper
+// from the API's own headers (cudaLaunchKernelEx's C++ templates call one
+// another, then cudaLaunchKernelExC), the calls of the wrapper, up to the
+// program's own code.
+void programCalls(CallBase *CB, SmallVectorImpl<Instruction *> &Out, unsigned Depth = 0) {
+  static const Regex Library(NANO_LIBRARY_FILES_DEFAULT); // POSIX extended
+  const unsigned MaxWrappers = 8; // nesting of header wrappers followed at most
+  Function *Wrapper = CB->getFunction();
+  const DebugLoc &L = CB->getDebugLoc();
+  bool InLibrary = L && (Library.match(L->getFilename()) ||
+                         Library.match((L->getDirectory() + "/" + L->getFilename()).str()));
+  size_t Before = Out.size();
+  if (InLibrary && Depth < MaxWrappers &&
+      (Wrapper->hasLocalLinkage() || Wrapper->hasLinkOnceLinkage()))
+    for (User *U : Wrapper->users())
+      if (auto *Caller = dyn_cast<CallBase>(U))
+        if (Caller->getCalledFunction() == Wrapper)
+          programCalls(Caller, Out, Depth + 1);
+  if (Out.size() == Before)
+    Out.push_back(CB);
+}
+
+// Says at each call of a launch the pass does not route that its kernels run
+// uninstrumented, and why.
+void sayUnrouted(Module &M, const GpuApi &Api) {
+  for (const GpuUnrouted &U : Api.Unrouted) {
+    Function *F = M.getFunction(U.Name);
+    if (!F)
+      continue;
+    for (User *Us : F->users()) {
+      auto *CB = dyn_cast<CallBase>(Us);
+      if (!CB || CB->getCalledFunction() != F)
+        continue;
+      SmallVector<Instruction *, 2> Calls;
+      programCalls(CB, Calls);
+      for (Instruction *At : Calls) {
+        std::string Where = ("in " + At->getFunction()->getName() + ": ").str();
+        if (const DebugLoc &L = At->getDebugLoc())
+          Where = (L->getFilename() + ":" + Twine(L->getLine()) + ": ").str();
+        nano::warning(M.getContext(), Twine("nanoprobe: ") + Where + U.Name +
+                                          " is not routed: its kernels run uninstrumented (" +
+                                          U.Why + ")");
+        ++NumGpuLaunchesNotRouted;
+      }
+    }
+  }
+}
+
 // Routes the launches of registered kernels through the runtime.
 // Id: the api argument (the API's, with NANO_GPU_PER_THREAD for the
 // per-thread launch call).
@@ -346,7 +451,12 @@ bool routeLaunches(Module &M, int Id, Function *Launch,
     CI->replaceAllUsesWith(Result);
     Result->addIncoming(TB.CreateZExtOrTrunc(Routed, CI->getType()), ThenTerm->getParent());
     Result->addIncoming(CI, ElseTerm->getParent());
-    ++NumGpuLaunchesRouted;
+    // a kernel's launch stub (<<<>>>, hipLaunchKernelGGL) is there whether
+    // or not the program calls it: counted apart from the program's calls
+    if (Known != Kernels.end() && CI->getFunction() == stubOf(Known->first))
+      ++NumGpuStubLaunchesRouted;
+    else
+      ++NumGpuCallLaunchesRouted;
   }
   return true;
 }
@@ -368,11 +478,12 @@ PreservedAnalyses GpuLaunchPass::run(Module &M, ModuleAnalysisManager &) {
     DenseMap<Value *, GpuKernel> Kernels = registerTwins(M, Reg, Api, Filters);
     Changed |= !Kernels.empty();
     Changed |= mirrorConfiguration(M, Api, Kernels);
-    for (auto [Name, Id] : {std::pair(Api.Launch, Api.Id),
-                            std::pair(Api.LaunchPerThread, Api.Id | NANO_GPU_PER_THREAD)})
-      if (Function *Launch = M.getFunction(Name))
+    for (const GpuLaunchCall &L : Api.Launches)
+      if (Function *Launch = M.getFunction(L.Name))
         if (Launch->getFunctionType()->getNumParams() == 8)
-          Changed |= routeLaunches(M, Id, Launch, Kernels);
+          Changed |=
+              routeLaunches(M, Api.Id | (L.PerThread ? NANO_GPU_PER_THREAD : 0), Launch, Kernels);
+    sayUnrouted(M, Api);
   }
   return Changed ? PreservedAnalyses::none() : PreservedAnalyses::all();
 }

@@ -339,12 +339,13 @@ for end in event hostfn; do
 done
 
 # kernel configuration (cudaFuncSetAttribute: 64 KiB of dynamic shared memory)
-# reaches the twin, which launches with it; a launch that fails fails as it
+# reaches the twin, which launches with it, also cooperatively
+# (cudaLaunchCooperativeKernel is routed); a launch that fails fails as it
 # would without the tool, its twin's failure said once with the API's name of
 # the error; a twin that fails where the original does not (no twins in the
 # module) leaves no error for the program to read
 cuda_program shmem
-shmem_line="shmem set 0 big 0 small 1 after 0 p 1 q 0"
+shmem_line="shmem set 0 big 0 small 1 after 0 coop 0 p 1 q 0"
 ./shmem >shmem_plain.out || fail "shmem: the program failed"
 grep -qx "$shmem_line" shmem_plain.out || fail "shmem without the runtime: $(cat shmem_plain.out)"
 grep -qx "launch _Z5smallPi refused: 65536 bytes of dynamic shared memory, 49152 allowed" shmem_plain.out ||
@@ -360,6 +361,9 @@ grep -qx "attribute __nano_twin__Z3bigPiPv max dynamic shared 65536" shmem_inst.
   fail "shmem: cudaFuncSetAttribute mirrored to the twin"
 grep -qx "launch __nano_twin__Z3bigPiPv grid 1 1 1 block 32 1 1 shared 65536 stream 0x3000" shmem_inst.out ||
   fail "shmem: the twin launches with 64 KiB of dynamic shared memory"
+grep -A1 -x "cooperative launch of __nano_twin__Z3bigPiPv" shmem_inst.out |
+  grep -qx "launch __nano_twin__Z3bigPiPv grid 2 1 1 block 32 1 1 shared 65536 stream 0x3000" ||
+  fail "shmem: a cooperative launch is routed, its twin launched cooperatively"
 grep -qx "nanoprobe: _Z5smallPi: its twin did not launch (cudaErrorInvalidValue, error 1): it runs uninstrumented" shmem_inst.err ||
   fail "shmem: a twin that cannot launch is said, with the error's name ($(cat shmem_inst.err))"
 [ "$(grep -c "its twin did not launch" shmem_notwins.err)" = 2 ] ||

@@ -669,6 +669,15 @@ int cudaLaunchKernel(const void *func, struct dim3 grid, struct dim3 block, void
   return rc;
 }
 
+/* A cooperative launch: said, then launched as any other (the stand-in's
+ * device runs a grid's blocks one after another, all of them resident). */
+int cudaLaunchCooperativeKernel(const void *func, struct dim3 grid, struct dim3 block,
+                                void **args, size_t shared, void *stream) {
+  int i = fake_kernel_index(func);
+  printf("cooperative launch of %s\n", i < 0 ? "an unregistered handle" : fake_kernels[i].name);
+  return cudaLaunchKernel(func, grid, block, args, shared, stream);
+}
+
 /* HIP's names for the same entry points. */
 void **__hipRegisterFatBinary(void *fatbin) { return __cudaRegisterFatBinary(fatbin); }
 void __hipUnregisterFatBinary(void **module) { __cudaUnregisterFatBinary(module); }
@@ -689,6 +698,10 @@ int __hipPopCallConfiguration(struct dim3 *grid, struct dim3 *block, size_t *sha
 int hipLaunchKernel(const void *func, struct dim3 grid, struct dim3 block, void **args,
                     size_t shared, void *stream) {
   return cudaLaunchKernel(func, grid, block, args, shared, stream);
+}
+int hipLaunchCooperativeKernel(const void *func, struct dim3 grid, struct dim3 block, void **args,
+                               unsigned shared, void *stream) {
+  return cudaLaunchCooperativeKernel(func, grid, block, args, shared, stream);
 }
 int hipDeviceSynchronize(void) {
   device_drain();

@@ -3,8 +3,9 @@
 // memory, which the program allows with cudaFuncSetAttribute (the C++
 // wrapper: its handle is no constant where the plugin sees it); small is
 // launched with as much without it, so its launch fails, with or without the
-// tool. Prints what the program sees: the attribute call's result, each
-// launch's cudaGetLastError, the last error after them, the results.
+// tool. Then a cooperative launch of big: routed, its twin launched
+// cooperatively. Prints what the program sees: the attribute call's result,
+// each launch's cudaGetLastError, the last error after them, the results.
 #include <cstdio>
 
 __global__ void big(int *p) {
@@ -33,8 +34,10 @@ int main() {
   small<<<1, 32, SHARED, s>>>(qp);
   int small_rc = cudaGetLastError();
   int after = cudaGetLastError();
+  void *args[] = {&pp};
+  int coop = cudaLaunchCooperativeKernel((const void *)big, dim3(2), dim3(32), args, SHARED, s);
   cudaDeviceSynchronize();
-  std::printf("shmem set %d big %d small %d after %d p %d q %d\n", set, big_rc, small_rc, after, p,
-              q);
+  std::printf("shmem set %d big %d small %d after %d coop %d p %d q %d\n", set, big_rc, small_rc,
+              after, coop, p, q);
   return 0;
 }

@@ -1,0 +1,50 @@
+// Every launch API is routed or said (LLVM 22, CUDA host side): a cooperative
+// launch goes to the runtime through cudaLaunchCooperativeKernel itself (the
+// twin launches cooperatively); cudaLaunchKernelEx, a driver launch of a
+// function looked up in a module, and a kernel node added to a graph by hand
+// are not routed, and the compile says so at each call, with why. The
+// statistics count the kernels' stubs apart from the program's own calls, and
+// the calls not routed.
+// REQUIRES: cuda
+// RUN: rm -rf %t && mkdir -p %t && echo fatbin > %t/fatbin
+// RUN: %clangxx_nano -x cuda --cuda-host-only --cuda-gpu-arch=sm_90 --cuda-path=/usr/local/cuda -Wno-unknown-cuda-version -O0 -g -S -emit-llvm -Xclang -fcuda-include-gpubinary -Xclang %t/fatbin %s -o %t/kinds.ll -save-stats=obj 2> %t/err
+// RUN: FileCheck %s < %t/kinds.ll
+// RUN: FileCheck %s --check-prefix=SAID < %t/err
+// RUN: FileCheck %s --check-prefix=STATS < %t/gpu-launch-kinds-cuda.stats
+#include <cuda.h>
+
+__global__ void coop(int *p) { *p = 1; }
+__global__ void ex(int *p) { *p = 2; }
+__global__ void unused(int *p) { *p = 3; }
+
+int run(int *p, cudaStream_t s, CUfunction f, cudaGraph_t g) {
+  void *args[] = {&p};
+  int rc = cudaLaunchCooperativeKernel((const void *)coop, dim3(2), dim3(32), args, 0, s);
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(1);
+  config.blockDim = dim3(32);
+  config.stream = s;
+  rc |= cudaLaunchKernelEx(&config, ex, p);
+  rc |= cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, (CUstream)s, args, nullptr);
+  cudaGraphNode_t node;
+  cudaKernelNodeParams params = {};
+  params.func = (void *)ex;
+  params.gridDim = dim3(1);
+  params.blockDim = dim3(32);
+  params.kernelParams = args;
+  rc |= cudaGraphAddKernelNode(&node, g, nullptr, 0, &params);
+  return rc;
+}
+
+// CHECK-LABEL: define {{.*}} @_Z3runPiP11CUstream_stP9CUfunc_stP10CUgraph_st(
+// CHECK: call i32 @__nano_gpu_launch(i32 1, ptr @cudaLaunchCooperativeKernel, ptr @_Z19__device_stub__coopPi, ptr @nano.twin.handle._Z4coopPi,
+// CHECK: call i32 @cudaLaunchCooperativeKernel(ptr noundef @_Z19__device_stub__coopPi,
+
+// SAID-DAG: gpu-launch-kinds-cuda.cu:27: cudaLaunchKernelExC is not routed: its kernels run uninstrumented (its launch attributes (clusters, ...) are not mirrored to twins yet)
+// SAID-DAG: gpu-launch-kinds-cuda.cu:28: cuLaunchKernel is not routed: its kernels run uninstrumented (it launches a function looked up in a module at run time, whose twin the runtime does not look up yet)
+// SAID-DAG: gpu-launch-kinds-cuda.cu:35: cudaGraphAddKernelNode is not routed: its kernels run uninstrumented (kernel nodes of graphs built by hand are not given twins yet (launches captured into graphs are))
+
+// three stubs (coop, ex, unused), whether called or not; one call of the program
+// STATS-DAG: "nano-gpu-launch.NumGpuStubLaunchesRouted": 3
+// STATS-DAG: "nano-gpu-launch.NumGpuCallLaunchesRouted": 1
+// STATS-DAG: "nano-gpu-launch.NumGpuLaunchesNotRouted": 3
