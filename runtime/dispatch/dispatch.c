@@ -255,8 +255,18 @@ static void dispatch_init(void) {
     g_d.cpu_threads = (unsigned)n;
   if (nano_env_size("NANO_CPU_STACK", DISPATCH_MIN_CPU_STACK, DISPATCH_MAX_CPU_STACK, &n) > 0)
     g_d.cpu_stack = n;
-  if (!on)
+  if (!on) {
+    /* settings that only mean something instrumented: never a silent no-op
+     * (read at the first launch, so only a program with kernels hears it) */
+    const char *meant = nano_env_str("NANO_ANALYZERS")    ? "NANO_ANALYZERS"
+                        : nano_env_str("NANO_DISPATCHES") ? "NANO_DISPATCHES"
+                                                          : NULL;
+    if (meant && !bad)
+      dispatch_log("%s is set but NANO_INSTRUMENT is not: kernels run uninstrumented "
+                   "(NANO_INSTRUMENT=1 instruments them)",
+                   meant);
     return;
+  }
 
   const char *v = nano_env_str("NANO_KERNELS");
   if (v) {

@@ -236,6 +236,26 @@ def case_run_instrumented():
           "the summary names the strided load: " + p.stderr)
     reports = open(os.path.join(WORK, "reports.json")).read()
     check('"analyzer"' in reports or '"MemoryAnalysis"' in reports, "-l -t json: " + reports[:200])
+    check("no kernel was instrumented" not in p.stderr, "no hint when kernels ran instrumented")
+    # never a silent no-op: bad -a and -k stop the run before the program starts
+    for opt, why in ((["-a", "NoSuchAnalyzer"], "--analyzers: unknown analyzer 'NoSuchAnalyzer'"),
+                     (["-a", "/nonexistent/libmine.so"], "analyzer plugin /nonexistent/libmine.so does not load"),
+                     (["-k", "("], "--kernels '(': not a regular expression")):
+        p = run([NANOPROBE, "run", "-f", "-o", trace] + opt + ["--", "sh", "-c", "touch started"],
+                code=2, env=clean_env())
+        check(why in p.stderr, "%s: %s" % (opt, p.stderr))
+        check(not os.path.exists(os.path.join(WORK, "started")), "%s: the program did not start" % opt)
+    # a program whose launching file was built without the plugin: said
+    plain = os.path.join(BUILD, "tests/dispatch/app_plain")
+    p = run([NANOPROBE, "run", "-f", "-o", trace, "-a", "MemoryAnalysis", "--", plain, "copy"],
+            env=clean_env())
+    check("no kernel was instrumented: a kernel runs instrumented only where the file that "
+          "launches it was built with the plugin" in p.stderr, "uninstrumented run said: " + p.stderr)
+    # NANO_ANALYZERS without NANO_INSTRUMENT: said by the runtime at the first launch
+    p = run([MEMORY], env=clean_env(NANO_ANALYZERS="MemoryAnalysis", LD_PRELOAD=LIBRPD,
+                                    RPDT_FILENAME=os.path.join(WORK, "noinst.rpd")))
+    check("NANO_ANALYZERS is set but NANO_INSTRUMENT is not: kernels run uninstrumented" in p.stderr,
+          "analyzers without instrumentation said: " + p.stderr)
 
 
 def case_run_atomics():

@@ -30,6 +30,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <regex.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +40,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "nano/analyzers.h"
 #include "nano/outfile.h"
 #include "nano/rpdfile.h"
 #include "nano/settings.h"
@@ -132,6 +134,31 @@ static void run_env_free(struct run_env *e) {
   for (int i = 0; i < e->n; i++)
     free(e->set[i]);
   e->n = 0;
+}
+
+/* Checks -k as the runtime reads NANO_KERNELS (a POSIX extended regular
+ * expression matched whole), so that a bad one stops the run before the
+ * program starts instead of leaving it uninstrumented. 0, or -1 after saying
+ * why. */
+static int run_check_kernels(const char *kernels) {
+  size_t len = strlen(kernels) + sizeof "^()$";
+  char *anchored = malloc(len);
+  if (!anchored) {
+    fprintf(stderr, "nanoprobe run: out of memory\n");
+    return -1;
+  }
+  snprintf(anchored, len, "^(%s)$", kernels);
+  regex_t re;
+  int rc = regcomp(&re, anchored, REG_EXTENDED | REG_NOSUB);
+  free(anchored);
+  if (rc != 0) {
+    char msg[256];
+    regerror(rc, &re, msg, sizeof msg);
+    fprintf(stderr, "nanoprobe run: --kernels '%s': not a regular expression: %s\n", kernels, msg);
+    return -1;
+  }
+  regfree(&re);
+  return 0;
 }
 
 /* Parses the options up to PROGRAM. 0, 1 after --help, or RUN_EXIT_USAGE
@@ -241,6 +268,17 @@ static int run_parse(int argc, char **argv, struct run_opts *o) {
               o->dispatches);
       return RUN_EXIT_USAGE;
     }
+  }
+  if (o->kernels && run_check_kernels(o->kernels))
+    return RUN_EXIT_USAGE;
+  if (o->analyzers) {
+    struct nano_analyzers *a = NULL;
+    char err[512];
+    if (nano_analyzers_load(o->analyzers, "nanoprobe run: --analyzers", &a, err, sizeof err)) {
+      fprintf(stderr, "%s\n", err);
+      return RUN_EXIT_USAGE;
+    }
+    nano_analyzers_free(a);
   }
   if (o->analyzers || o->kernels || o->dispatches)
     o->instrumented = 1;
@@ -445,6 +483,42 @@ static void run_summary(const char *trace, const struct run_opts *o) {
   }
 }
 
+/* One integer a query of db gives, or -1 when it fails. */
+static int64_t run_count(sqlite3 *db, const char *sql) {
+  sqlite3_stmt *st = NULL;
+  int64_t n = -1;
+  if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+    n = sqlite3_column_int64(st, 0);
+  sqlite3_finalize(st);
+  return n;
+}
+
+/* After an instrumented run that instrumented nothing, says why that happens
+ * (never a silent no-op): the launching files were built without the plugin,
+ * or -k selected no kernel that ran. */
+static void run_hint_uninstrumented(const char *trace, const struct run_opts *o) {
+  sqlite3 *db = NULL;
+  int version;
+  char err[NANO_RPDFILE_ERRLEN];
+  if (nano_rpdfile_open_read(trace, 1, &db, &version, err, sizeof err) != 0)
+    return; /* run_summary has said what is wrong with the file */
+  int has = nano_rpdfile_has_object(db, "nano_dispatch");
+  int64_t dispatches = has > 0 ? run_count(db, "SELECT count(*) FROM nano_dispatch") : has;
+  int64_t kernels = run_count(db, "SELECT count(*) FROM rocpd_op o JOIN rocpd_string s ON "
+                                  "s.id = o.opType_id WHERE s.string LIKE '%Kernel%'");
+  if (dispatches == 0) {
+    char ran[64] = "";
+    if (kernels > 0)
+      snprintf(ran, sizeof ran, " (%lld kernels ran)", (long long)kernels);
+    fprintf(stderr,
+            "nanoprobe: no kernel was instrumented%s: a kernel runs instrumented only where the "
+            "file that launches it was built with the plugin (nanoprobe cc -- COMPILER ...)%s\n",
+            ran, o->kernels ? ", and only a kernel -k selects" : "");
+  }
+  if (nano_rpdfile_close(db, trace, err, sizeof err) != 0)
+    fprintf(stderr, "nanoprobe: %s\n", err);
+}
+
 /* Ends this process as the application ended: its status, or its signal. */
 static int run_exit_like(int status, const char *prog) {
   if (WIFEXITED(status))
@@ -494,5 +568,7 @@ int nanoprobe_cmd_run(int argc, char **argv) {
   if (status < 0)
     return 1;
   run_summary(trace, &o);
+  if (o.instrumented)
+    run_hint_uninstrumented(trace, &o);
   return run_exit_like(status, o.cmd[0]);
 }
