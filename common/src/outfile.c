@@ -69,9 +69,7 @@ static int outfile_open_in_place(const char *path, int flags, char *err, size_t 
   return fd;
 }
 
-/* Creates a new temporary beside path, exclusively (never through a link).
- * Its name goes into *tmp (malloc'd). A descriptor, or -1 with err. */
-static int outfile_make_tmp(const char *path, char **tmp, char *err, size_t n) {
+int nano_outfile_temp(const char *path, char **tmp, char *err, size_t n) {
   static unsigned serial;
   size_t len = strlen(path) + 64;
   char *name = malloc(len);
@@ -111,7 +109,7 @@ int nano_outfile_open(struct nano_outfile *o, const char *path, char *err, size_
     if (fd < 0)
       return -1;
   } else {
-    fd = outfile_make_tmp(path, &o->tmp, err, n);
+    fd = nano_outfile_temp(path, &o->tmp, err, n);
     if (fd < 0)
       return -1;
     if (kind == NANO_OUTFILE_REGULAR && fchmod(fd, st.st_mode & 07777) != 0) {
@@ -195,4 +193,12 @@ int nano_outfile_stream(const char *path, int append, char *err, size_t n) {
     return -1;
   }
   return fd;
+}
+
+int nano_stdout_finish(const char *prog) {
+  errno = 0;
+  if (fflush(stdout) == 0 && !ferror(stdout))
+    return 0;
+  fprintf(stderr, "%s: cannot write standard output: %s\n", prog, strerror(errno ? errno : EIO));
+  return -1;
 }

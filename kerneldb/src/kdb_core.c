@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1088,12 +1089,41 @@ int kdb_open_memory(const void *data, size_t size, const char *name, kdb **out, 
  * runaway producer, /dev/zero through cat). */
 #define KDB_MAX_STREAM_BYTES (4ull << 30)
 
+/* How long kdb_open waits for a FIFO's writer (opening one blocks until a
+ * writer comes: a FIFO nobody writes to would hold the reader forever). */
+#define KDB_FIFO_WAIT_MS 10000
+
+/* Opens path for reading; a FIFO without blocking in open, then waiting at
+ * most KDB_FIFO_WAIT_MS for its first bytes. A descriptor, or -1 with e. */
+static int kdb_open_fd(const char *path, kdb_err *e) {
+  struct stat st;
+  int fifo = stat(path, &st) == 0 && S_ISFIFO(st.st_mode);
+  int fd = open(path, O_RDONLY | O_CLOEXEC | (fifo ? O_NONBLOCK : 0));
+  if (fd < 0)
+    return kdb_fail(e, path, "cannot open: %s", strerror(errno));
+  if (!fifo)
+    return fd;
+  struct pollfd p = {.fd = fd, .events = POLLIN};
+  int n;
+  while ((n = poll(&p, 1, KDB_FIFO_WAIT_MS)) < 0 && errno == EINTR) {
+  }
+  int flags = fcntl(fd, F_GETFL);
+  if (n <= 0 || flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+    int er = errno;
+    close(fd);
+    if (n == 0)
+      return kdb_fail(e, path, "is a FIFO nothing was written to in %d s", KDB_FIFO_WAIT_MS / 1000);
+    return kdb_fail(e, path, "cannot wait for the FIFO: %s", strerror(er));
+  }
+  return fd;
+}
+
 int kdb_open(const char *path, kdb **out, char *err, size_t errlen) {
   kdb_err e = {err, errlen};
   *out = NULL;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = kdb_open_fd(path, &e);
   if (fd < 0)
-    return kdb_fail(&e, path, "cannot open: %s", strerror(errno));
+    return -1;
   struct stat st;
   if (fstat(fd, &st) != 0) {
     int er = errno;

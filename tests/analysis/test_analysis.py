@@ -20,6 +20,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from testlib import report_tables  # noqa: E402
@@ -651,6 +652,31 @@ def case_killed():
         q(path, "SELECT tag, value FROM rocpd_metadata ORDER BY id") == state
     out, _ = run("callstack", path)
     assert "200000 calls" in out and "200000 ext_callstack rows" in out, out
+
+
+def case_killed_output():
+    """rpd merge and trim killed (SIGKILL) while they write leave no output:
+    they build it in a temporary beside it, so the rerun makes it instead of
+    refusing a half-written file (issue 37.4)."""
+    big = make("flat", "bigflat.rpd", "200000")
+    other = make("rank", "rank9.rpd")
+    for cmd in (["merge", "{out}", big, other], ["trim", big, "--start", "0%", "--end", "100%",
+                                                  "-o", "{out}"]):
+        out = os.path.join(WORK, "killed-%s.rpd" % cmd[0])
+        for f in os.listdir(WORK):
+            if f.startswith(os.path.basename(out)):
+                os.unlink(os.path.join(WORK, f))
+        args = [a.format(out=out) for a in cmd]
+        proc = subprocess.Popen([RPD] + args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while not [f for f in os.listdir(WORK) if f.startswith(os.path.basename(out) + ".tmp.")]:
+            assert proc.poll() is None and time.monotonic() < deadline, "%s: no temporary" % cmd[0]
+            time.sleep(0.001)
+        proc.kill()
+        proc.wait()
+        assert not os.path.exists(out), "%s: a killed run left %s" % (cmd[0], out)
+        done, _ = run(*args)
+        assert os.path.exists(out) and q(out, "SELECT count(*) FROM rocpd_api")[0][0] > 0, done
 
 
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}

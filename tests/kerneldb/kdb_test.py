@@ -14,6 +14,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import time
 import zlib
 
 import yaml
@@ -480,6 +481,24 @@ def test_cli(kdb, inputs):
     p = run([kdb, "frobnicate", co], 2)
     p = run([kdb, "list", co, "--kernels", "("], 2)
     check("regex" in p.stderr, "bad regex message")
+    # standard output that cannot be written: said, exit 2 (issue 37.4)
+    with open("/dev/full", "w") as full:
+        p = subprocess.run([kdb, "list", co], stdout=full, stderr=subprocess.PIPE, text=True, timeout=60)
+    check(p.returncode == 2 and "kerneldb: cannot write standard output: No space left on device" in p.stderr,
+          "a full stdout: exit %d, %r" % (p.returncode, p.stderr))
+    # a FIFO: read once its writer comes; one nobody writes to is refused,
+    # not waited on forever (issue 37.4)
+    with tempfile.TemporaryDirectory() as d:
+        fifo = os.path.join(d, "co.fifo")
+        os.mkfifo(fifo)
+        writer = subprocess.Popen(["sh", "-c", 'sleep 1; cat "$1" > "$2"', "sh", co, fifo])
+        p = run([kdb, "list", fifo], 0)
+        writer.wait(30)
+        check("axpy" in p.stdout, "a FIFO's code object is read: " + p.stdout[:200])
+        t0 = time.monotonic()
+        p = run([kdb, "list", fifo], 2)
+        check("is a FIFO nothing was written to in 10 s" in p.stderr and time.monotonic() - t0 < 30,
+              "a FIFO without a writer: " + p.stderr)
 
 
 def test_bad_input(kdb, inputs):

@@ -704,6 +704,12 @@ def case_outputs():
         work = os.path.join(WORK, cmd)
         os.makedirs(work)
         check_output_safety(lambda out, code: run(cmd, t, "-o", out, code=code), work, valid)
+    # a standard output that cannot be written fails the command, said
+    for cmd in (["summary"], ["info"], ["top"], ["export", "-o", "-"]):
+        with open("/dev/full", "w") as full:
+            p = subprocess.run([RPD, cmd[0], t] + cmd[1:], stdout=full, stderr=subprocess.PIPE,
+                               text=True, timeout=60)
+        assert p.returncode == 1 and "No space left on device" in p.stderr, (cmd, p.returncode, p.stderr)
 
 
 CASES = {"tracer": case_tracer, "pathological": case_pathological, "info": case_info, "top": case_top, "export": case_export, "window": case_window,

@@ -16,6 +16,7 @@
 #include "kerneldb.h"
 #include "nano/dh_comms.h"
 #include "nano/json.h"
+#include "nano/outfile.h"
 #include "nano/text.h"
 
 #include <regex.h>
@@ -763,7 +764,8 @@ static int kdbcli_sites(kdb *db, const kdbcli_opts *o) {
 /* The streams text goes to before kdbcli_safe_text wrapped them. */
 static FILE *kdbcli_real_out, *kdbcli_real_err;
 
-/* Flushes and removes the wrappers (atexit: before stdio's own flush). */
+/* Removes the wrappers, their bytes handed to the real streams (atexit too:
+ * before stdio's own flush, which writes the real streams out). */
 static void kdbcli_unwrap(void) {
   if (kdbcli_real_out && stdout != kdbcli_real_out) {
     fclose(stdout);
@@ -773,7 +775,6 @@ static void kdbcli_unwrap(void) {
     fclose(stderr);
     stderr = kdbcli_real_err;
   }
-  fflush(stdout);
 }
 
 /* Names and paths come from the file being read, which may be damaged or
@@ -903,7 +904,8 @@ int main(int argc, char **argv) {
                    : kdbcli_isa(db, &o, lines);
   if (kdb_damaged_count(db))
     rc = 2;
-  if (fflush(stdout) != 0)
+  kdbcli_unwrap(); /* the text wrappers' bytes reach the real streams */
+  if (nano_stdout_finish("kerneldb") != 0)
     rc = 2;
   kdb_close(db);
   if (o.regex)

@@ -128,19 +128,26 @@ struct an_copy_counts {
 int an_copy(const char *cmd, sqlite3 *db, const struct rpdtool_trace *src,
             const struct an_copy_opts *o, struct an_copy_counts *c);
 
-/* New output files of merge and trim. an_out_check: 0 when `out` does not
- * exist; AN_ALREADY when it is an RPD file whose metadata tag `tag` equals
- * `value` (the same command made it: nothing to do); otherwise prints that it
- * refuses to overwrite and returns RPDTOOL_EXIT_FAIL. an_out_create: creates
- * the schema-3 file (0 or RPDTOOL_EXIT_FAIL). an_out_finish: records
- * tag = value and closes (0, or RPDTOOL_EXIT_FAIL with the file removed).
- * an_out_discard: closes db (may be NULL) and removes the file and its
+/* New output files of merge and trim, built in a temporary beside the
+ * output and moved into place when complete, so a command killed halfway
+ * leaves no output for its rerun to refuse. an_out_check: 0 when `out` does
+ * not exist; AN_ALREADY when it is an RPD file whose metadata tag `tag`
+ * equals `value` (the same command made it: nothing to do); otherwise prints
+ * that it refuses to overwrite and returns RPDTOOL_EXIT_FAIL. an_out_create:
+ * creates the schema-3 temporary, o->db open on it (0 or RPDTOOL_EXIT_FAIL).
+ * an_out_finish: records tag = value, closes, and moves the temporary to
+ * `out` where nothing is there (0, or RPDTOOL_EXIT_FAIL with the temporary
+ * removed). an_out_discard: closes o->db and removes the temporary with its
  * journals, so a failed command leaves nothing behind. */
+struct an_out {
+  const char *path; /* the output */
+  char *tmp;        /* the temporary it is built in */
+  sqlite3 *db;      /* open on tmp */
+};
 int an_out_check(const char *cmd, const char *out, const char *tag, const char *value);
-int an_out_create(const char *cmd, const char *out, sqlite3 **db);
-int an_out_finish(const char *cmd, sqlite3 *db, const char *out, const char *tag,
-                  const char *value);
-void an_out_discard(sqlite3 *db, const char *out);
+int an_out_create(const char *cmd, const char *out, struct an_out *o);
+int an_out_finish(const char *cmd, struct an_out *o, const char *tag, const char *value);
+void an_out_discard(struct an_out *o);
 
 /* ---- the call walk ----------------------------------------------------- */
 

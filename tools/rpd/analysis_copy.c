@@ -31,6 +31,7 @@
  *     clash with copied rows.
  */
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +41,7 @@
 #include <nano/rpdfile.h>
 
 #include "analysis.h"
+#include "nano/outfile.h"
 
 /* Runs printf-formatted SQL on db; on error prints it for cmd and returns -1. */
 static int cp_exec(const char *cmd, sqlite3 *db, const char *what, const char *fmt, ...)
@@ -517,49 +519,70 @@ int an_out_check(const char *cmd, const char *out, const char *tag, const char *
                      out);
 }
 
-int an_out_create(const char *cmd, const char *out, sqlite3 **db) {
+int an_out_create(const char *cmd, const char *out, struct an_out *o) {
   char err[NANO_RPDFILE_ERRLEN];
-  if (nano_rpdfile_open_write(out, 0, NANO_RPDFILE_SYNC_NORMAL, db, err, sizeof err) !=
+  *o = (struct an_out){.path = out};
+  int fd = nano_outfile_temp(out, &o->tmp, err, sizeof err);
+  if (fd < 0)
+    return rpdtool_err(cmd, "%s", err);
+  close(fd); /* SQLite opens it by name: an empty file becomes a new trace */
+  if (nano_rpdfile_open_write(o->tmp, 0, NANO_RPDFILE_SYNC_NORMAL, &o->db, err, sizeof err) !=
       NANO_RPDFILE_OK) {
     rpdtool_err(cmd, "%s", err);
-    an_out_discard(NULL, out);
+    an_out_discard(o);
     return RPDTOOL_EXIT_FAIL;
   }
   /* A large page cache keeps the copied rows in memory until the commit. */
-  if (sqlite3_exec(*db, "PRAGMA cache_size=-131072", NULL, NULL, NULL) != SQLITE_OK) {
-    rpdtool_err(cmd, "%s: cannot set the cache size: %s", out, sqlite3_errmsg(*db));
-    an_out_discard(*db, out);
-    *db = NULL;
+  if (sqlite3_exec(o->db, "PRAGMA cache_size=-131072", NULL, NULL, NULL) != SQLITE_OK) {
+    rpdtool_err(cmd, "%s: cannot set the cache size: %s", o->tmp, sqlite3_errmsg(o->db));
+    an_out_discard(o);
     return RPDTOOL_EXIT_FAIL;
   }
   return 0;
 }
 
-void an_out_discard(sqlite3 *db, const char *out) {
+void an_out_discard(struct an_out *o) {
   char err[NANO_RPDFILE_ERRLEN];
-  if (db)
-    nano_rpdfile_close(db, out, err, sizeof err);
-  const char *sfx[] = {"", "-wal", "-shm", "-journal"};
-  for (int i = 0; i < 4; i++) {
-    char *p = sqlite3_mprintf("%s%s", out, sfx[i]);
-    if (p)
-      unlink(p);
-    sqlite3_free(p);
+  if (o->db)
+    nano_rpdfile_close(o->db, o->tmp, err, sizeof err);
+  o->db = NULL;
+  if (o->tmp) {
+    const char *sfx[] = {"", "-wal", "-shm", "-journal"};
+    for (int i = 0; i < 4; i++) {
+      char *p = sqlite3_mprintf("%s%s", o->tmp, sfx[i]);
+      if (p)
+        unlink(p);
+      sqlite3_free(p);
+    }
   }
+  free(o->tmp);
+  o->tmp = NULL;
 }
 
-int an_out_finish(const char *cmd, sqlite3 *db, const char *out, const char *tag,
-                  const char *value) {
+int an_out_finish(const char *cmd, struct an_out *o, const char *tag, const char *value) {
   char err[NANO_RPDFILE_ERRLEN];
-  if (an_meta_set(db, tag, value) != SQLITE_OK) {
-    rpdtool_err(cmd, "%s: cannot write rocpd_metadata: %s", out, sqlite3_errmsg(db));
-    an_out_discard(db, out);
+  if (an_meta_set(o->db, tag, value) != SQLITE_OK) {
+    rpdtool_err(cmd, "%s: cannot write rocpd_metadata: %s", o->tmp, sqlite3_errmsg(o->db));
+    an_out_discard(o);
     return RPDTOOL_EXIT_FAIL;
   }
-  if (nano_rpdfile_close(db, out, err, sizeof err) != NANO_RPDFILE_OK) {
+  int rc = nano_rpdfile_close(o->db, o->tmp, err, sizeof err);
+  o->db = NULL;
+  if (rc != NANO_RPDFILE_OK) {
     rpdtool_err(cmd, "%s", err);
-    an_out_discard(NULL, out);
+    an_out_discard(o);
     return RPDTOOL_EXIT_FAIL;
   }
+  /* into place only where nothing is (an_out_check found nothing): link
+   * fails rather than replace what appeared meanwhile */
+  if (link(o->tmp, o->path) != 0) {
+    rpdtool_err(cmd, "cannot move %s to %s: %s", o->tmp, o->path, strerror(errno));
+    an_out_discard(o);
+    return RPDTOOL_EXIT_FAIL;
+  }
+  if (unlink(o->tmp) != 0)
+    rpdtool_err(cmd, "%s: cannot remove it: %s (%s is complete)", o->tmp, strerror(errno), o->path);
+  free(o->tmp);
+  o->tmp = NULL;
   return 0;
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "nano/outfile.h"
 #include "rpdtool.h"
 
 struct rpd_command {
@@ -72,8 +73,12 @@ int main(int argc, char **argv) {
     return RPDTOOL_EXIT_OK;
   }
   for (size_t i = 0; i < sizeof rpd_commands / sizeof rpd_commands[0]; i++)
-    if (!strcmp(cmd, rpd_commands[i].name))
-      return rpd_commands[i].run(argc - 1, argv + 1);
+    if (!strcmp(cmd, rpd_commands[i].name)) {
+      int rc = rpd_commands[i].run(argc - 1, argv + 1);
+      if (nano_stdout_finish("rpd") != 0 && rc == RPDTOOL_EXIT_OK)
+        rc = RPDTOOL_EXIT_FAIL;
+      return rc;
+    }
   fprintf(stderr, "rpd: unknown command '%s'\n\n", cmd);
   rpd_main_usage(stderr);
   return RPDTOOL_EXIT_USAGE;

@@ -82,7 +82,7 @@ int rpd_cmd_merge(int argc, char **argv) {
   long *nodes = calloc((size_t)nin, sizeof *nodes);
   char *tagval = NULL;
   int ret = 0;
-  sqlite3 *db = NULL;
+  struct an_out o = {0};
   if (!nodes) {
     ret = rpdtool_err(cmd, "out of memory");
     goto done;
@@ -125,17 +125,17 @@ int rpd_cmd_merge(int argc, char **argv) {
     ret = 0;
     goto done;
   }
-  if (ret || (ret = an_out_create(cmd, out, &db)))
+  if (ret || (ret = an_out_create(cmd, out, &o)))
     goto done;
   struct an_copy_counts c = {0};
   struct rpdtool_progress prog;
   rpdtool_progress_start(&prog, "merge", (uint64_t)nin);
   for (int i = 0; i < nin; i++) {
     struct rpdtool_trace t;
-    struct an_copy_opts o = {.node = nodes[i]};
+    struct an_copy_opts copy = {.node = nodes[i]};
     if ((ret = rpdtool_open(cmd, files[i + 1], RPDTOOL_READ, &t)))
       break;
-    if (an_copy(cmd, db, &t, &o, &c) != 0)
+    if (an_copy(cmd, o.db, &t, &copy, &c) != 0)
       ret = RPDTOOL_EXIT_FAIL;
     rpdtool_close(&t);
     if (ret)
@@ -144,10 +144,10 @@ int rpd_cmd_merge(int argc, char **argv) {
   }
   rpdtool_progress_end(&prog);
   if (ret) {
-    an_out_discard(db, out);
+    an_out_discard(&o);
     goto done;
   }
-  if ((ret = an_out_finish(cmd, db, out, "Merge::Inputs", tagval)))
+  if ((ret = an_out_finish(cmd, &o, "Merge::Inputs", tagval)))
     goto done;
   printf("rpd %s: %s: %d inputs, %lld calls, %lld GPU ops, %lld monitor samples, %lld strings\n",
          cmd, out, nin, (long long)c.api, (long long)c.op, (long long)c.monitor,

@@ -67,14 +67,14 @@ int rpd_cmd_trim(int argc, char **argv) {
     printf("rpd %s: %s holds this window of %s already; nothing to do\n", cmd, out, in);
     ret = 0;
   } else if (!ret) {
-    sqlite3 *db = NULL;
+    struct an_out o;
     struct an_copy_counts c = {0};
-    struct an_copy_opts o = {.node = 0, .window = 1, .lo = a, .hi = b};
-    if (!(ret = an_out_create(cmd, out, &db))) {
-      if (an_copy(cmd, db, &t, &o, &c) != 0) {
-        an_out_discard(db, out);
+    struct an_copy_opts copy = {.node = 0, .window = 1, .lo = a, .hi = b};
+    if (!(ret = an_out_create(cmd, out, &o))) {
+      if (an_copy(cmd, o.db, &t, &copy, &c) != 0) {
+        an_out_discard(&o);
         ret = RPDTOOL_EXIT_FAIL;
-      } else if (!(ret = an_out_finish(cmd, db, out, "Trim::Window", tagval))) {
+      } else if (!(ret = an_out_finish(cmd, &o, "Trim::Window", tagval))) {
         printf("rpd %s: %s: window [%lld, %lld] ns: %lld of %lld calls, %lld GPU ops, %lld "
                "monitor samples, %lld strings\n",
                cmd, out, (long long)a, (long long)b, (long long)c.api, (long long)total,

@@ -59,9 +59,21 @@ int nano_outfile_commit(struct nano_outfile *o, char *err, size_t n);
 /* Gives o up: closes it and removes its temporary; the path is left as it was. */
 void nano_outfile_abort(struct nano_outfile *o);
 
+/* Creates a new, empty temporary beside path as nano_outfile_open does
+ * (PATH.tmp.<pid>.<n>, O_CREAT|O_EXCL) and returns its descriptor, its name
+ * in *tmp (malloc'd); -1 with err (n bytes). For outputs another library
+ * writes by name (an SQLite file), renamed into place when complete. */
+int nano_outfile_temp(const char *path, char **tmp, char *err, size_t n);
+
 /* Opens path for an output written as it goes (the table's last column) and
  * returns its descriptor (O_CLOEXEC; append-only when append is set), or -1
  * with err (n bytes) naming path and the reason. "-" gives STDOUT_FILENO. */
 int nano_outfile_stream(const char *path, int append, char *err, size_t n);
+
+/* Flushes standard output at a tool's end; -1 after saying on stderr
+ * ("PROG: cannot write standard output: ...") when it or an earlier write
+ * to it failed (a full disk, a closed pipe with SIGPIPE ignored), so that
+ * the tool's exit status says so. */
+int nano_stdout_finish(const char *prog);
 
 #endif /* NANO_OUTFILE_H */
