@@ -9,11 +9,15 @@
 
 extern "C" LLVM_ATTRIBUTE_WEAK ::llvm::PassPluginLibraryInfo llvmGetPassPluginInfo() {
   return {LLVM_PLUGIN_API_VERSION, "NanoPass", NANO_VERSION, [](llvm::PassBuilder &PB) {
-            // Device instrumentation first: twins are created before host
-            // atomics run, and the host pass skips twins.
+            // Host atomics before device instrumentation (both run at
+            // OptimizerLast, in this order): a CPU kernel's twin is cloned
+            // from the kernel with its atomics' hook calls, on the kernel's
+            // own sites, so the kernel's atomics count the same whichever
+            // runs. The host pass skips twins made before it (opt pipelines
+            // naming nano-device first).
             nano::registerLaunchRouting(PB);
             nano::registerGpuLaunch(PB);
-            nano::registerDeviceInstrumentation(PB);
             nano::registerHostAtomics(PB);
+            nano::registerDeviceInstrumentation(PB);
           }};
 }

@@ -247,6 +247,23 @@ def case_atomics():
     check(each["lines_needed"] == each["lines_used"] == 4 * w, "each: %s" % each)
 
 
+def case_kernel_atomics():
+    """A kernel's atomics are counted the same whichever variant runs (the
+    host atomics pass runs before the twins are cloned, so a twin carries its
+    kernel's hook calls on the kernel's sites): two fetch_adds per thread."""
+    for llvm in ("15", "22"):
+        for env in ({}, {"NANO_INSTRUMENT": "1", "NANO_ANALYZERS": "none"}):
+            trace = fresh_trace()
+            info, _, err = run(app(llvm), ["atomic"], env)
+            db = sqlite3.connect(trace)
+            totals = db.execute("SELECT kind, count FROM nano_atomic_totals").fetchall()
+            sites = db.execute("SELECT count(*) FROM nano_atomic_site").fetchone()[0]
+            db.close()
+            check(totals == [("__atomic_fetch_add", 2 * info["n"])] and sites == 2,
+                  "llvm%s %s: %s over %d sites, want %d fetch_adds over 2 (%s)"
+                  % (llvm, env or "uninstrumented", totals, sites, 2 * info["n"], err[-300:]))
+
+
 def case_reconverge():
     """Divergence: a quarter of the lanes call pick_a, the rest pick_b; the
     store after the join is one record of the whole wave. A loop of thread % 4
