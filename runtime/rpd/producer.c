@@ -197,6 +197,25 @@ void rpd_tls_destructor(void *p) {
   }
   rpd_tls_set_buf(NULL); /* a record made later in this thread's exit gets a new buffer */
   atomic_store_explicit(&t->state, 1, memory_order_release);
+  rpd_altstack_drop();
+}
+
+uint64_t rpd_records_pending(void) {
+  uint64_t n = 0;
+  pid_t pid = getpid();
+  for (struct rpd_tbuf *b = atomic_load(&g_bufs); b; b = b->next) {
+    if (b->pid != pid || atomic_load_explicit(&b->state, memory_order_acquire) == 2)
+      continue;
+    uint64_t head = __atomic_load_n(&b->ring.head, __ATOMIC_ACQUIRE);
+    uint64_t at = atomic_load_explicit(&b->tail, memory_order_acquire);
+    /* records, not slots: a record spans its nslots */
+    while (at < head && head - at <= b->ring.nslots) {
+      uint8_t k = b->ring.slots[at & (b->ring.nslots - 1)].nslots;
+      at += k ? k : 1;
+      n++;
+    }
+  }
+  return n;
 }
 
 /* Returns the calling thread's buffer, creating (or reusing) one. NULL when
@@ -227,6 +246,7 @@ static struct rpd_tbuf *rpd_tbuf_slow(void) {
   ring->wake_sent = 0;
   rpd_tls_set_buf(ring);
   pthread_setspecific(g_tls_key, b);
+  rpd_altstack_take(); /* a thread that records gets its death recorded too */
   return ring;
 }
 

@@ -6,12 +6,15 @@
 #include "../dispatch/dispatch.h"
 #include "nano/rpdfile.h"
 #include "nano/settings.h"
+#include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 char g_template[4096] = "./trace.rpd";                   /* RPDT_FILENAME, %p = pid    */
 int g_truncate;                                          /* rpd_set_filename(.., 0)    */
@@ -25,7 +28,8 @@ int g_quiet;                                             /* NANO_RPD_QUIET      
 enum nano_rpdfile_sync g_sync = NANO_RPDFILE_SYNC_OFF;   /* NANO_RPD_SYNC             */
 uint32_t g_cfg_slots = RPD_DEFAULT_SLOTS;                /* NANO_RPD_BUFFER          */
 static int g_crash_wait_ms = RPD_DEFAULT_CRASH_WAIT_MS;  /* NANO_RPD_CRASH_WAIT_MS */
-int g_writer_nice = RPD_DEFAULT_WRITER_NICE;             /* NANO_RPD_WRITER_NICE     */
+static pid_t g_tracer_pid; /* the process this tracer's state belongs to (not a vfork child) */
+int g_writer_nice = RPD_DEFAULT_WRITER_NICE; /* NANO_RPD_WRITER_NICE     */
 
 /* A boolean setting: `dflt` when unset, off when malformed (nano/settings.h). */
 static int rpd_env_bool(const char *name, int dflt) {
@@ -190,17 +194,106 @@ RPDI_EXPORT int rpdflush(void) {
 
 /* ---- signals -------------------------------------------------------------- */
 
-static const int rpd_signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTERM, SIGINT};
+/* Every signal whose default action ends the process (signal(7): Term and
+ * Core), but SIGKILL and SIGSTOP, which cannot be caught, and the real-time
+ * signals, some of which the C library keeps for itself. */
+static const int rpd_signals[] = {SIGSEGV, SIGBUS,  SIGILL,  SIGFPE,   SIGABRT, SIGTERM,
+                                  SIGINT,  SIGHUP,  SIGQUIT, SIGPIPE,  SIGALRM, SIGUSR1,
+                                  SIGUSR2, SIGXFSZ, SIGXCPU, SIGTRAP,  SIGSYS,  SIGVTALRM,
+                                  SIGPROF, SIGIO,   SIGPWR,  SIGSTKFLT};
 #define RPD_NSIG (int)(sizeof rpd_signals / sizeof rpd_signals[0])
 static struct sigaction g_old_act[RPD_NSIG];
 static int g_signals_installed;
 
+/* The alternate signal stack of a thread that records, so that a stack
+ * overflow still runs the handler: bytes, at least, and the thread's own
+ * (NULL: the thread had one of its own, or none could be had). */
+#define RPD_ALTSTACK_BYTES (64u << 10)
+static __thread void *tls_altstack __attribute__((tls_model("initial-exec")));
+static __thread size_t tls_altstack_bytes __attribute__((tls_model("initial-exec")));
+
+void rpd_altstack_take(void) {
+  stack_t old;
+  if (tls_altstack || sigaltstack(NULL, &old) != 0 || !(old.ss_flags & SS_DISABLE))
+    return; /* ours already, or the program's */
+  long min = sysconf(_SC_MINSIGSTKSZ);
+  size_t bytes =
+      min > 0 && (size_t)min * 4 > RPD_ALTSTACK_BYTES ? (size_t)min * 4 : RPD_ALTSTACK_BYTES;
+  void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED)
+    return;
+  stack_t ss = {.ss_sp = p, .ss_size = bytes, .ss_flags = 0};
+  if (sigaltstack(&ss, NULL) != 0) {
+    munmap(p, bytes);
+    return;
+  }
+  tls_altstack = p;
+  tls_altstack_bytes = bytes;
+}
+
+void rpd_altstack_drop(void) {
+  if (!tls_altstack)
+    return;
+  stack_t cur, off = {.ss_flags = SS_DISABLE};
+  /* only while it is ours and not in use (a handler running on it) */
+  if (sigaltstack(NULL, &cur) == 0 && cur.ss_sp == tls_altstack && !(cur.ss_flags & SS_ONSTACK) &&
+      sigaltstack(&off, NULL) == 0)
+    munmap(tls_altstack, tls_altstack_bytes);
+  tls_altstack = NULL;
+}
+
+/* Writes s to stderr (async-signal-safe). */
+static void rpd_say(const char *s) {
+  size_t n = strlen(s);
+  while (n) {
+    ssize_t w = write(STDERR_FILENO, s, n);
+    if (w <= 0)
+      return;
+    s += w;
+    n -= (size_t)w;
+  }
+}
+
+/* Writes v in decimal into buf (24 bytes) and returns where it starts
+ * (async-signal-safe: no printf in a handler). */
+static const char *rpd_dec(uint64_t v, char buf[24]) {
+  char *p = buf + 23;
+  *p = 0;
+  do
+    *--p = (char)('0' + v % 10);
+  while (v /= 10);
+  return p;
+}
+
+/* The end of recording on a death path (a fatal signal, _exit, quick_exit,
+ * exec): recording stops (open ranges end now), the atomics' counts are asked
+ * for, and the writer commits, waited for at most NANO_RPD_CRASH_WAIT_MS.
+ * When the wait runs out, says on stderr how many records at least are lost
+ * (async-signal-safe throughout). `why` names the path in that line. */
+static void rpd_last_flush(const char *why) {
+  rpd_mark_stopped(rpd_stamp());
+  atomic_fetch_add(&g_atomics_req, 1);
+  if (rpd_flush_wait(g_crash_wait_ms) == 0 || !atomic_load(&g_writer_running))
+    return;
+  char n[24], ms[24];
+  rpd_say("nanoprobe rpd: ");
+  rpd_say(why);
+  rpd_say(": the writer did not commit within ");
+  rpd_say(rpd_dec((uint64_t)g_crash_wait_ms, ms));
+  rpd_say(" ms (NANO_RPD_CRASH_WAIT_MS): at least ");
+  rpd_say(rpd_dec(rpd_records_pending(), n));
+  rpd_say(" records of this process (those still in its threads' first rings) are not in "
+          "the trace\n");
+}
+
 /* The handler. With the default action in place before us, the signal ends
- * the process: recording stops (open ranges end now), the writer commits
- * (bounded wait), the default action is restored and the signal re-raised (a
- * fault re-executes and faults again on return). With an application handler
- * before us, SIGTERM/SIGINT only flush (recording goes on) and faults and
- * SIGABRT go straight to that handler (a runtime may use SIGSEGV itself). */
+ * the process: rpd_last_flush, then the default action is restored and the
+ * signal re-raised (a fault re-executes and faults again on return). With an
+ * application handler before us, SIGTERM/SIGINT only flush (recording goes
+ * on) and every other signal goes straight to that handler (a runtime may use
+ * SIGSEGV itself; a timer's SIGALRM must stay cheap). Runs on the thread's
+ * alternate stack where it has one (rpd_altstack_take): a stack overflow
+ * still flushes. */
 static void rpd_signal_handler(int sig, siginfo_t *info, void *ctx) {
   int saved_errno = errno;
   int k = 0;
@@ -212,11 +305,14 @@ static void rpd_signal_handler(int sig, siginfo_t *info, void *ctx) {
   int user = (old->sa_flags & SA_SIGINFO)
                  ? old->sa_sigaction != NULL
                  : (old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN);
-  int writer = atomic_load(&g_writer_running) && !pthread_equal(pthread_self(), g_writer_thread);
+  int writer = atomic_load(&g_writer_running) && !pthread_equal(pthread_self(), g_writer_thread) &&
+               getpid() == g_tracer_pid;
   if (!user) {
     if (writer) {
-      rpd_mark_stopped(rpd_stamp());
-      rpd_flush_wait(g_crash_wait_ms);
+      char num[24];
+      char why[48] = "signal ";
+      strcat(why, rpd_dec((uint64_t)sig, num));
+      rpd_last_flush(why);
     }
     sigaction(sig, old, NULL);
     if ((sig != SIGSEGV && sig != SIGBUS && sig != SIGILL && sig != SIGFPE) ||
@@ -246,10 +342,11 @@ static void rpd_install_signals(void) {
   g_signals_installed = 1;
   if (!rpd_env_bool("NANO_RPD_SIGNALS", 1))
     return;
+  rpd_altstack_take(); /* the installing thread's (the main thread's, usually) */
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_sigaction = rpd_signal_handler;
-  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
   sigemptyset(&sa.sa_mask);
   for (int i = 0; i < RPD_NSIG; i++) {
     struct sigaction old;
@@ -274,15 +371,12 @@ static void rpd_install_signals(void) {
  * lookup (LD_PRELOAD, or linked with -lnano_rpd); glibc's internal calls and a
  * raw exit_group system call are not. A vfork child (the parent's memory, no
  * fork handlers) is told by its pid and left alone. */
-static pid_t g_tracer_pid; /* the process this tracer's state belongs to */
-
 static void rpd_exit_flush(void) {
   if (getpid() != g_tracer_pid)
     return;
   if (!atomic_load(&g_writer_running) || pthread_equal(pthread_self(), g_writer_thread))
     return;
-  rpd_mark_stopped(rpd_stamp());
-  rpd_flush_wait(g_crash_wait_ms);
+  rpd_last_flush("exit");
 }
 
 RPDI_EXPORT void _exit(int status) {
@@ -295,6 +389,116 @@ RPDI_EXPORT void _Exit(int status) {
   rpd_exit_flush();
   for (;;)
     syscall(SYS_exit_group, status);
+}
+
+/* ---- exec ----------------------------------------------------------------- */
+
+/* exec* replaces the image that records: what it recorded is committed first
+ * (rpd_last_flush, "exec"), and recording resumes where the exec fails. Every
+ * function of the family is here (glibc's execvp and execl call execve
+ * inside, where interposing execve alone would not see them); the real ones
+ * are resolved at load, since an exec often runs in a fork child, where
+ * dlsym is not safe. A vfork child (the parent's memory) is left alone, as
+ * on _exit. */
+typedef int (*rpd_execve_fn)(const char *, char *const[], char *const[]);
+typedef int (*rpd_execv_fn)(const char *, char *const[]);
+typedef int (*rpd_fexecve_fn)(int, char *const[], char *const[]);
+static struct {
+  rpd_execve_fn execve, execvpe;
+  rpd_execv_fn execv, execvp;
+  rpd_fexecve_fn fexecve;
+} g_exec;
+
+static void rpd_exec_resolve(void) {
+  g_exec.execve = (rpd_execve_fn)dlsym(RTLD_NEXT, "execve");
+  g_exec.execvpe = (rpd_execve_fn)dlsym(RTLD_NEXT, "execvpe");
+  g_exec.execv = (rpd_execv_fn)dlsym(RTLD_NEXT, "execv");
+  g_exec.execvp = (rpd_execv_fn)dlsym(RTLD_NEXT, "execvp");
+  g_exec.fexecve = (rpd_fexecve_fn)dlsym(RTLD_NEXT, "fexecve");
+}
+
+/* Before an exec: 1 when recording was on and stopped for it. */
+static int rpd_exec_begin(void) {
+  if (getpid() != g_tracer_pid || !atomic_load(&g_writer_running) ||
+      pthread_equal(pthread_self(), g_writer_thread) || !(atomic_load(&g_state) & 1))
+    return 0;
+  rpd_last_flush("exec");
+  return 1;
+}
+
+/* After an exec that failed: recording goes on (a new epoch), errno kept. */
+static int rpd_exec_failed(int resume, int rc) {
+  int saved = errno;
+  if (resume) {
+    pthread_mutex_lock(&g_ctl);
+    if (g_refs > 0 && !(atomic_load(&g_state) & 1)) {
+      g_epoch++;
+      if (g_epoch == 0 || (g_epoch << 1) == 0)
+        g_epoch = 1;
+      rpd_set_state((g_epoch << 1) | 1);
+    }
+    pthread_mutex_unlock(&g_ctl);
+  }
+  errno = saved;
+  return rc;
+}
+
+/* The real function, or ENOSYS where the C library has none. */
+#define RPD_EXEC_CALL(fn, ...)                                                                     \
+  do {                                                                                             \
+    int resume_ = rpd_exec_begin();                                                                \
+    if (!g_exec.fn) {                                                                              \
+      errno = ENOSYS;                                                                              \
+      return rpd_exec_failed(resume_, -1);                                                         \
+    }                                                                                              \
+    return rpd_exec_failed(resume_, g_exec.fn(__VA_ARGS__));                                       \
+  } while (0)
+
+RPDI_EXPORT int execve(const char *path, char *const argv[], char *const envp[]) {
+  RPD_EXEC_CALL(execve, path, argv, envp);
+}
+RPDI_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[]) {
+  RPD_EXEC_CALL(execvpe, file, argv, envp);
+}
+RPDI_EXPORT int execv(const char *path, char *const argv[]) { RPD_EXEC_CALL(execv, path, argv); }
+RPDI_EXPORT int execvp(const char *file, char *const argv[]) { RPD_EXEC_CALL(execvp, file, argv); }
+RPDI_EXPORT int fexecve(int fd, char *const argv[], char *const envp[]) {
+  RPD_EXEC_CALL(fexecve, fd, argv, envp);
+}
+
+/* The arguments of execl, execlp and execle after arg0, up to the NULL, into
+ * argv (n + 1 pointers); the count. */
+static size_t rpd_execl_count(va_list ap) {
+  size_t n = 1;
+  while (va_arg(ap, char *))
+    n++;
+  return n;
+}
+#define RPD_EXECL_ARGV(argv, arg0, last)                                                           \
+  va_list ap;                                                                                      \
+  va_start(ap, arg0);                                                                              \
+  size_t n_ = rpd_execl_count(ap);                                                                 \
+  va_end(ap);                                                                                      \
+  char *argv[n_ + 1];                                                                              \
+  argv[0] = (char *)(arg0);                                                                        \
+  va_start(ap, arg0);                                                                              \
+  for (size_t i_ = 1; i_ <= n_; i_++)                                                              \
+    argv[i_] = va_arg(ap, char *);                                                                 \
+  last;                                                                                            \
+  va_end(ap)
+
+RPDI_EXPORT int execl(const char *path, const char *arg, ...) {
+  RPD_EXECL_ARGV(argv, arg, (void)0);
+  return execv(path, argv);
+}
+RPDI_EXPORT int execlp(const char *file, const char *arg, ...) {
+  RPD_EXECL_ARGV(argv, arg, (void)0);
+  return execvp(file, argv);
+}
+RPDI_EXPORT int execle(const char *path, const char *arg, ...) {
+  char *const *envp;
+  RPD_EXECL_ARGV(argv, arg, envp = va_arg(ap, char *const *));
+  return execve(path, argv, envp);
 }
 
 /* ---- fork ----------------------------------------------------------------- */
@@ -348,6 +552,7 @@ __attribute__((constructor)) static void rpd_init(void) {
   if (pthread_atfork(rpd_atfork_prepare, rpd_atfork_parent, rpd_atfork_child) != 0)
     rpd_log("pthread_atfork failed: a fork child may inherit held locks");
   g_tracer_pid = getpid();
+  rpd_exec_resolve();
   rpd_cupti_preload();
   nano_rpdfile_on_busy(rpd_writer_waits);
   if (at_quick_exit(rpd_exit_flush) != 0)

@@ -388,6 +388,18 @@ int rpd_thread_named(int32_t tid);
  * yet (it takes one by returning 0). */
 void rpd_given_names(int (*put)(int32_t pid, int32_t tid, const char *name), int32_t pid);
 void rpd_producer_atfork(enum rpd_fork_phase phase);
+/* Records the threads' primary rings hold that the writer has not taken: a
+ * lower bound on what a death before the writer's next commit loses (records
+ * in overflow rings and in the writer's open transaction are not counted).
+ * Async-signal-safe: atomics of the push-only buffer list. */
+uint64_t rpd_records_pending(void);
+
+/* rpd.c */
+/* Gives the calling thread an alternate signal stack where it has none, so
+ * the tracer's handler runs after a stack overflow; rpd_altstack_drop takes
+ * it back at the thread's exit. */
+void rpd_altstack_take(void);
+void rpd_altstack_drop(void);
 
 /* writer.c */
 /* Starts the writer (file, session, thread). Called with g_ctl held. 0 or -1. */

@@ -9,7 +9,11 @@
  *                      a failed flush ends the program (exit 1), or with
  *                      "keepgoing" is counted and the ranges go on; then
  *                      rpdstop(), and "failed <flushes> stop <rpdstop()>"
- *   crash KIND N       N ranges and a mark, then KIND: segv, abort, term, int
+ *   crash KIND N       N ranges and a mark, then KIND: segv, abort, term, int,
+ *                      overflow (of the main thread's stack), or a signal by
+ *                      name: pipe, hup, quit, alrm, usr1, xfsz, trap, sys
+ *   exec-direct PROG N N ranges, an exec that fails, a range, then exec PROG
+ *                      in the same process (no fork)
  *   marks N            N marks as fast as possible (drop-mode test)
  *   interned N         N ranges pushed by interned handle, two names, one args
  *   zone N             N times: NANO_ZONE("zone-outer") around a NANO_ZONE
@@ -107,6 +111,15 @@ static int do_heavy(int n, int k, int keepgoing) {
   return 0;
 }
 
+/* Recurses until the stack runs out (each frame keeps a page the compiler
+ * cannot drop). */
+static volatile int overflow_forever = 1; /* the compiler cannot see the recursion end */
+__attribute__((noinline)) static int overflow(int depth) {
+  volatile char page[4096];
+  page[0] = (char)depth;
+  return overflow_forever ? overflow(depth + 1) + page[0] : 0;
+}
+
 static int do_crash(const char *kind, int n) {
   char text[32];
   for (int i = 0; i < n; i++) {
@@ -124,6 +137,18 @@ static int do_crash(const char *kind, int n) {
     kill(getpid(), SIGTERM);
   } else if (strcmp(kind, "int") == 0) {
     kill(getpid(), SIGINT);
+  } else if (strcmp(kind, "overflow") == 0) {
+    overflow(0);
+  } else {
+    /* the other signals whose default action ends the process, by name */
+    static const struct {
+      const char *name;
+      int sig;
+    } sigs[] = {{"pipe", SIGPIPE}, {"hup", SIGHUP},   {"quit", SIGQUIT}, {"alrm", SIGALRM},
+                {"usr1", SIGUSR1}, {"xfsz", SIGXFSZ}, {"trap", SIGTRAP}, {"sys", SIGSYS}};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+      if (strcmp(kind, sigs[i].name) == 0)
+        kill(getpid(), sigs[i].sig);
   }
   /* a signal whose default action is to terminate never gets here */
   sleep(5);
@@ -205,6 +230,22 @@ static int do_fork(int n) {
   if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0) return 1;
   printf("parent %d\n", (int)getpid());
   return 0;
+}
+
+/* N ranges, then exec PROG in this very process (one thread, no fork). */
+static int do_exec_direct(const char *prog, int n) {
+  for (int i = 0; i < n; i++) {
+    rpd_rangePush(NULL, "before-exec", NULL);
+    rpd_rangePop();
+  }
+  printf("pid %d\n", (int)getpid());
+  fflush(stdout);
+  execl("/nonexistent/program", "nothing", (char *)NULL); /* fails: recording goes on */
+  rpd_rangePush(NULL, "after-failed-exec", NULL);
+  rpd_rangePop();
+  execl(prog, prog, (char *)NULL);
+  perror(prog);
+  return 127;
 }
 
 static int do_exec(const char *prog, int n) {
@@ -413,6 +454,7 @@ int main(int argc, char **argv) {
   if (strcmp(m, "exit") == 0 && argc > 3) return do_exit(argv[2], b);
   if (strcmp(m, "fork") == 0) return do_fork(a);
   if (strcmp(m, "exec") == 0 && argc > 3) return do_exec(argv[2], b);
+  if (strcmp(m, "exec-direct") == 0 && argc > 3) return do_exec_direct(argv[2], b);
   if (strcmp(m, "stack") == 0) {
     stack_middle();
     return 0;

@@ -475,6 +475,50 @@ def case_crash(kind, sig):
     check("before-crash" in texts, "%s: the last mark before the crash is missing" % kind)
 
 
+def case_crash_signals():
+    """Every signal whose default action ends the process keeps what was
+    recorded (SIGPIPE: `traced_app | head`), and so does a stack overflow on
+    the main thread (the handler runs on an alternate stack)."""
+    for kind, sig in (("overflow", signal.SIGSEGV), ("pipe", signal.SIGPIPE),
+                      ("hup", signal.SIGHUP), ("quit", signal.SIGQUIT), ("alrm", signal.SIGALRM),
+                      ("usr1", signal.SIGUSR1), ("xfsz", signal.SIGXFSZ), ("trap", signal.SIGTRAP),
+                      ("sys", signal.SIGSYS)):
+        for f in ("c.rpd", "c.rpd-wal", "c.rpd-shm"):
+            if os.path.exists(f):
+                os.unlink(f)
+        case_crash(kind, sig)
+
+
+def case_crash_lost():
+    """A death whose wait for the writer runs out says how many records at
+    least it leaves behind (NANO_RPD_CRASH_WAIT_MS=0: no wait)."""
+    p = run([prog("rpd_workload"), "crash", "term", "100000"],
+            {"RPDT_FILENAME": "lost.rpd", "NANO_RPD_CRASH_WAIT_MS": "0"}, expect_rc=-signal.SIGTERM)
+    m = re.search(r"nanoprobe rpd: signal %d: the writer did not commit within 0 ms "
+                  r"\(NANO_RPD_CRASH_WAIT_MS\): at least (\d+) records of this process" % signal.SIGTERM,
+                  p.stderr)
+    check(m, "the loss is said: " + p.stderr)
+    kept = q(db("lost.rpd"), "SELECT count(*) FROM api")[0][0] if os.path.getsize("lost.rpd") else 0
+    # two records a range and the mark: what is not in the file is at least what was said
+    check(m and 0 < int(m.group(1)) <= 2 * (100000 - kept) + 1,
+          "at least %s records lost, %d of 100000 ranges kept" % (m and m.group(1), kept))
+
+
+def case_exec_direct():
+    """An exec in the process that records (one thread, no fork) keeps what was
+    recorded before it; a failed exec goes on recording; the new image appends."""
+    p = run([prog("rpd_workload"), "exec-direct", prog("roctx_app"), "10"],
+            {"LD_PRELOAD": ARGS.lib, "RPDT_FILENAME": "ed.rpd"})
+    pid = int(p.stdout.split()[p.stdout.split().index("pid") + 1])
+    con = db("ed.rpd")
+    integrity(con)
+    rows = dict(q(con, "SELECT args, count(*) FROM api WHERE pid=? GROUP BY args", pid))
+    check(rows.get("before-exec") == 10, "the ranges before the exec: %s" % rows)
+    check(rows.get("after-failed-exec") == 1, "recording goes on after a failed exec: %s" % rows)
+    check(sum(v for k, v in rows.items() if k.startswith("roctx-")) == 4,
+          "the exec'd image appends: %s" % rows)
+
+
 def case_setname():
     run([prog("rpd_workload"), "marks", "5"], {"RPDT_FILENAME": "named.rpd"})
     env = {"RPDT_AUTOSTART": "0", "RPDT_FILENAME": "ignored.rpd"}
@@ -1014,6 +1058,16 @@ def case_atomics():
     check(len(sites) == 3 and all(s[3].endswith("atomics_app.c") and s[4] > 0 for s in sites),
           "sites: %s" % sites)
     check(("__atomic_fetch_add", "relaxed", 4) in [s[:3] for s in sites], "sites: %s" % sites)
+    # the counts reach the trace on every way out, as the ranges do
+    for end, rc in (("_exit", 0), ("quick_exit", 0), ("abort", -signal.SIGABRT),
+                    ("segv", -signal.SIGSEGV), ("term", -signal.SIGTERM)):
+        trace = "at-%s.rpd" % end
+        if os.path.exists(trace):
+            os.unlink(trace)
+        run([prog("atomics_app"), end], {"LD_PRELOAD": ARGS.lib, "RPDT_FILENAME": trace}, expect_rc=rc)
+        totals = dict(q(db(trace), "SELECT kind, count FROM nano_atomic_totals"))
+        check(totals.get("__atomic_fetch_add") == 1000 and totals.get("__atomic_store") == 10,
+              "%s: totals %s" % (end, totals))
 
 
 def mode(path):
@@ -1111,6 +1165,8 @@ CASES = {
     "crash_abort": lambda: case_crash("abort", signal.SIGABRT),
     "crash_term": lambda: case_crash("term", signal.SIGTERM),
     "crash_int": lambda: case_crash("int", signal.SIGINT),
+    "crash_signals": case_crash_signals, "crash_lost": case_crash_lost,
+    "exec_direct": case_exec_direct,
     "clock": case_clock, "settings": case_settings, "exit": case_exit, "locked": case_locked, "zone": case_zone, "setname": case_setname, "chain": case_chain, "helper_signals": case_helper_signals, "writer_nice": case_writer_nice, "fork": case_fork, "exec": case_exec, "control": case_control, "autostart": case_autostart,
     "autoflush": case_autoflush, "drop": case_drop, "overflow": case_overflow,
     "min_duration": case_min_duration, "stack": case_stack, "api": case_api,
