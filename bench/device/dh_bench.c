@@ -362,7 +362,7 @@ static void bench_analyzer(int reps) {
       for (unsigned i = 0; i < BENCH_ANALYZED; i++)
         bench_consume(&recs[i % BENCH_KEPT], &sum);
       double t2 = bench_now();
-      nano_chain_report(c);
+      nano_chain_report(c, 0);
       nano_chain_destroy(c);
       ta[k] = t1 - t0;
       tt[k] = t2 - t1;

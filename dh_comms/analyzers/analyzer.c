@@ -65,7 +65,8 @@ void nano_analyzer_json_head(FILE *out, const struct nano_dispatch_info *info,
   nano_json_str(out, info->backend);
   fputs(",\"arch\":", out);
   nano_json_str(out, info->arch);
-  fprintf(out, ",\"wave_size\":%u", info->wave_size);
+  fprintf(out, ",\"wave_size\":%u,\"lost_records\":%" PRIu64, info->wave_size,
+          nano_dispatch_lost(info));
 }
 
 void nano_analyzer_source(FILE *out, const struct nano_dispatch_info *info, const char *file,

@@ -88,7 +88,7 @@ static void heatmap_json(FILE *out, const struct heatmap *m, const struct heatma
   fputc('{', out);
   nano_analyzer_json_head(out, m->info, "Heatmap");
   fprintf(out, ",\"page_bytes\":%" PRIu64 ",\"accesses\":%" PRIu64 ",\"complete\":%s,\"pages\":[",
-          m->page_bytes, m->accesses, m->failed ? "false" : "true");
+          m->page_bytes, m->accesses, m->failed || nano_dispatch_lost(m->info) ? "false" : "true");
   for (size_t i = 0; i < m->used; i++) {
     uint64_t start = (pages[i].page - 1) * m->page_bytes;
     fprintf(out, "%s{\"start\":%" PRIu64 ",\"end\":%" PRIu64 ",\"accesses\":%" PRIu64 "}",
@@ -128,11 +128,14 @@ static void heatmap_report(struct nano_handler *h) {
             info->kernel_name, info->dispatch_id, m->accesses, n, m->page_bytes);
     for (size_t i = 0; i < n; i++) {
       uint64_t start = (pages[i].page - 1) * m->page_bytes;
-      fprintf(info->out, "\tpage[0x%" PRIx64 ":%" PRIx64 "] %" PRIu64 " accesses\n", start,
+      fprintf(info->out, "\tpage[0x%" PRIx64 ":0x%" PRIx64 "] %" PRIu64 " accesses\n", start,
               start + m->page_bytes - 1, pages[i].accesses);
     }
     if (m->failed)
       fputs("\t(incomplete: out of memory while counting)\n", info->out);
+    if (nano_dispatch_lost(info))
+      fprintf(info->out, "\t(incomplete: %" PRIu64 " records of the dispatch were lost)\n",
+              nano_dispatch_lost(info));
   }
   fflush(info->out);
   if (doc && info->store)

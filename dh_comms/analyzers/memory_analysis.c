@@ -598,6 +598,9 @@ static void ma_text(FILE *out, const struct memory_analysis *m, const struct ma_
     fprintf(out, "; %" PRIu64 " records of sites no site table names", m->unknown_sites);
   if (m->failed)
     fputs("; incomplete: out of memory", out);
+  if (nano_dispatch_lost(m->info))
+    fprintf(out, "; incomplete: %" PRIu64 " records of the dispatch were lost",
+            nano_dispatch_lost(m->info));
   fputs(" ===\n", out);
 }
 
@@ -656,7 +659,8 @@ static void ma_report(struct nano_handler *h) {
     fprintf(mem,
             ",\"line_bytes\":%u,\"sector_bytes\":%u,\"unknown_site_records\":%" PRIu64
             ",\"complete\":%s,\"locations\":[",
-            info->line_bytes, info->sector_bytes, m->unknown_sites, m->failed ? "false" : "true");
+            info->line_bytes, info->sector_bytes, m->unknown_sites,
+            m->failed || nano_dispatch_lost(info) ? "false" : "true");
     for (size_t i = 0; i < n; i++) {
       fputs(i ? ",{" : "{", mem);
       ma_json_row(mem, info, &rows[i]);

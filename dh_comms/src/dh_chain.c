@@ -199,9 +199,11 @@ int nano_chain_handle(const struct nano_dh_record *r, void *chain) {
   return 0;
 }
 
-void nano_chain_report(struct nano_chain *c) {
-  for (size_t i = 0; i < c->n; i++)
+void nano_chain_report(struct nano_chain *c, uint64_t lost_records) {
+  for (size_t i = 0; i < c->n; i++) {
+    c->info[i].lost_records = lost_records;
     c->h[i]->ops->report(c->h[i]);
+  }
 }
 
 size_t nano_chain_size(const struct nano_chain *c) { return c->n; }

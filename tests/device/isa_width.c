@@ -95,7 +95,7 @@ static char *analyze(kdb *db, const struct nano_dh_record *r, size_t n, int with
   CHECK(c, "chain");
   for (size_t i = 0; i < n; i++)
     nano_chain_handle(&r[i], c);
-  nano_chain_report(c);
+  nano_chain_report(c, 0);
   nano_chain_destroy(c);
   nano_analyzers_free(a);
   CHECK(fclose(out) == 0, "fclose");

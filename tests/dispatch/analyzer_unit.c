@@ -119,7 +119,7 @@ static void unit_memory(const char *arch, const struct nano_dh_record *r, size_t
       d.encoding = (uint8_t)unit_encoding;
     nano_chain_handle(&d, c);
   }
-  nano_chain_report(c);
+  nano_chain_report(c, 0);
   nano_chain_destroy(c);
   nano_analyzers_free(a);
   fclose(out);
@@ -394,7 +394,7 @@ static void unit_heatmap(void) {
                                 unit_rec(SITE_GLOBAL, 64, 0, 0x3c00, 32, 4, 0)};
   nano_chain_handle(&r[0], c);
   nano_chain_handle(&r[1], c);
-  nano_chain_report(c);
+  nano_chain_report(c, 0);
   nano_chain_destroy(c);
   nano_analyzers_free(a);
   fclose(out);

@@ -372,6 +372,7 @@ def case_drops():
     with 2048 records for a 16-record ring it does, and a run where it did not
     is tried again, at most 3 times.)"""
     for attempt in range(3):
+        fresh_trace()
         info, rep, err = run(app(), ["copy", 256], {"NANO_INSTRUMENT": "1", "NANO_BUFFER_SIZE": "1024",
                                                    "NANO_BUFFER_SPINS": "0"})
         w = waves(info["n"], info["block"], 64)
@@ -382,7 +383,16 @@ def case_drops():
               "records %d + dropped %d, want %d" % (d["records"], d["dropped"], 2 * w))
         load, store = one(rep, "copy", "load"), one(rep, "copy", "store")
         check(load["executions"] + store["executions"] == d["records"], "analyzed what arrived")
+        # every result says how many records it lacks
+        check(load["lost_records"] == store["lost_records"] == d["dropped"],
+              "lost_records %d/%d, dropped %d" % (load["lost_records"], store["lost_records"], d["dropped"]))
         if d["dropped"] > 0:
+            db = sqlite3.connect(os.path.join(ARGS.work, "trace.rpd"))
+            docs = [json.loads(r[0]) for r in db.execute("SELECT report FROM nano_analysis")]
+            db.close()
+            check(docs and all(doc["complete"] is False and doc["lost_records"] == d["dropped"]
+                               for doc in docs),
+                  "the stored results say they are incomplete: %s" % [(doc.get("complete"), doc.get("lost_records")) for doc in docs])
             check("records dropped" in err and "dispatch 1 of k_copy" in err,
                   "no warning on stderr: %s" % err)
             return

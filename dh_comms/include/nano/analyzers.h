@@ -45,8 +45,9 @@ struct nano_chain *nano_chain_create(const struct nano_analyzers *a,
                                      const struct nano_dispatch_info *info);
 /* Hands one record down the chain (a nano_dh_record_fn; arg is the chain). */
 int nano_chain_handle(const struct nano_dh_record *r, void *chain);
-/* report() of every handler, in order. */
-void nano_chain_report(struct nano_chain *c);
+/* report() of every handler, in order; lost_records: the dispatch's records
+ * that never reached the handlers (their info's lost_records). */
+void nano_chain_report(struct nano_chain *c, uint64_t lost_records);
 /* Number of handlers created for the dispatch. */
 size_t nano_chain_size(const struct nano_chain *c);
 void nano_chain_destroy(struct nano_chain *c);

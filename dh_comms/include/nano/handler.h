@@ -36,6 +36,7 @@
 #ifndef NANO_HANDLER_H
 #define NANO_HANDLER_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -113,7 +114,19 @@ struct nano_dispatch_info {
    * NANO_ISA_UNKNOWN. NULL where there is no ISA to read: for CPU kernels
    * the IR's access is the one the program makes. */
   int (*isa_width)(const struct nano_dispatch_info *info, uint64_t id, uint32_t *width);
+  /* Records of the dispatch that never reached the handlers (dropped at a
+   * full ring, undecodable, lost with their bytes), set before report: the
+   * results are incomplete when not 0. Read it where info->size covers it
+   * (nano_dispatch_lost). */
+  uint64_t lost_records;
 };
+
+/* info's lost_records where the runtime that filled info has the field, else 0. */
+static inline uint64_t nano_dispatch_lost(const struct nano_dispatch_info *info) {
+  return info->size >= offsetof(struct nano_dispatch_info, lost_records) + sizeof(uint64_t)
+             ? info->lost_records
+             : 0;
+}
 
 /* Answers of isa_width (the values of kerneldb's kdb_site_isa). */
 enum nano_isa_verdict {
