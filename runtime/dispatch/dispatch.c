@@ -116,6 +116,7 @@ static struct {
   pthread_once_t once;
   int instrument;
   int have_regex;
+  char *kernels_setting; /* NANO_KERNELS as given, for the message at exit */
   regex_t regex;
   enum dispatch_pick pick;
   uint64_t nth;
@@ -284,6 +285,7 @@ static void dispatch_init(void) {
       bad = 1;
     } else {
       g_d.have_regex = 1;
+      g_d.kernels_setting = strdup(v);
     }
   }
 
@@ -1022,6 +1024,36 @@ void nano_dispatch_end(struct nano_dispatch *d, int64_t start, int64_t end, uint
   dispatch_free(old);
 }
 
+/* The most kernel names the message of an unmatched NANO_KERNELS lists. */
+#define DISPATCH_UNSELECTED_NAMES 5
+
+/* At exit: a NANO_KERNELS that selected none of the kernels launched is said,
+ * with some of their names (never a silent no-op). */
+static void dispatch_say_unselected(void) {
+  if (!g_d.have_regex || !g_d.kernels)
+    return;
+  size_t n = 0;
+  for (struct kernel_state *k = g_d.kernels; k; k = k->next) {
+    if (k->selected)
+      return;
+    n++;
+  }
+  char names[1024] = "";
+  size_t used = 0, listed = 0;
+  for (struct kernel_state *k = g_d.kernels; k && listed < DISPATCH_UNSELECTED_NAMES;
+       k = k->next, listed++) {
+    int w = snprintf(names + used, sizeof names - used, "%s%s", listed ? ", " : "",
+                     k->demangled ? k->demangled : k->name);
+    if (w < 0 || (size_t)w >= sizeof names - used)
+      break;
+    used += (size_t)w;
+  }
+  dispatch_log("NANO_KERNELS=%s selected none of the %zu kernel%s launched (%s%s): nothing was "
+               "instrumented",
+               g_d.kernels_setting ? g_d.kernels_setting : "", n, n == 1 ? "" : "s", names,
+               n > listed ? ", ..." : "");
+}
+
 void nano_dispatch_fini(void) {
   pthread_mutex_lock(&g_d.lock);
   g_d.finished = 1;
@@ -1033,6 +1065,7 @@ void nano_dispatch_fini(void) {
     dispatch_free(k->kept);
     k->kept = NULL;
   }
+  dispatch_say_unselected();
   if (g_d.pool_exhausted)
     dispatch_log("%" PRIu64 " dispatches ran uninstrumented: every buffer of the pool was in use "
                  "(NANO_BUFFER_POOL=%u)",

@@ -324,6 +324,12 @@ def case_selection():
     check(picked({"NANO_DISPATCHES": "9"}) == [], "a ninth of five")
     check(picked({"NANO_KERNELS": "k_co.*"}) == [("k_copy", i) for i in range(1, 6)], "regex")
     check(picked({"NANO_KERNELS": "copy"}) == [], "the regex matches whole names")
+    # a NANO_KERNELS that selects none of the kernels launched is said at exit
+    _, _, err = run(app(), ["repeat", 2], {"NANO_INSTRUMENT": "1", "NANO_KERNELS": "copy"})
+    check(re.search(r"NANO_KERNELS=copy selected none of the 2 kernels launched \((k_calls, k_copy|"
+                    r"k_copy, k_calls)\): nothing was instrumented", err), "unmatched NANO_KERNELS: " + err)
+    _, _, err = run(app(), ["repeat", 2], {"NANO_INSTRUMENT": "1", "NANO_KERNELS": "k_copy"})
+    check("selected none" not in err, "a NANO_KERNELS that selects a kernel is not said: " + err)
     # random: one dispatch per kernel, uniform over its dispatches, reported at exit
     counts = {}
     for seed in range(40):
