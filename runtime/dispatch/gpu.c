@@ -77,6 +77,7 @@
 #include "gpu.h"
 #include "nano/gpu_launch.h"
 #include "nano/handler.h"
+#include "nano/hash.h"
 #include "nano/thread.h"
 #include "rpd.h"
 #include "rpd_internal.h"
@@ -178,7 +179,7 @@ static struct {
   unsigned in_flight; /* launched twins not yet ended */
   int exiting;
   pthread_t finisher;
-  int noted_capture, noted_unproven, noted_error, noted_waiter;
+  int noted_waiter;
 } g_gpu = {.cuda = {PTHREAD_ONCE_INIT, 0},
            .hip = {PTHREAD_ONCE_INIT, 0},
            .finisher_once = PTHREAD_ONCE_INIT,
@@ -207,21 +208,32 @@ static struct gpu_flight *gpu_fifo_pop(struct gpu_fifo *q) {
   return f;
 }
 
-/* Says what failed, once per process for each *noted flag. */
-static void gpu_note(int *noted, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void gpu_note(int *noted, const char *fmt, ...) {
-  pthread_mutex_lock(&g_gpu.lock);
-  int first = !*noted;
-  *noted = 1;
-  pthread_mutex_unlock(&g_gpu.lock);
-  if (!first)
-    return;
+/* Distinct messages gpu_note remembers having said; past that many, later
+ * new ones are still said (a repeat may then be said again). */
+#define GPU_NOTES_MAX 256
+
+/* Says what failed, once per process for each distinct message: a kind of
+ * failure, and the kernel or device it names, each said on its own (one flag
+ * for every kind once kept all but the first silent). */
+static void gpu_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void gpu_note(const char *fmt, ...) {
+  static uint64_t said[GPU_NOTES_MAX];
+  static size_t nsaid;
   char line[512];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(line, sizeof line, fmt, ap);
   va_end(ap);
-  fprintf(stderr, "nanoprobe: %s\n", line);
+  uint64_t h = nano_fnv64_str(line);
+  pthread_mutex_lock(&g_gpu.lock);
+  int first = 1;
+  for (size_t i = 0; i < nsaid && first; i++)
+    first = said[i] != h;
+  if (first && nsaid < GPU_NOTES_MAX)
+    said[nsaid++] = h;
+  pthread_mutex_unlock(&g_gpu.lock);
+  if (first)
+    fprintf(stderr, "nanoprobe: %s\n", line);
 }
 
 /* ---- placement ------------------------------------------------------------------ */
@@ -241,8 +253,7 @@ static void gpu_relax(const struct gpu_api *api, struct gpu_relaxed *r) {
 static void gpu_unrelax(const struct gpu_api *api, const struct gpu_relaxed *r) {
   int saved = r->saved, rc;
   if (r->swapped && (rc = api->capture_mode(&saved)) != 0)
-    gpu_note(&g_gpu.noted_error,
-             "%s: a thread's capture mode cannot be restored (%s): it stays relaxed", api->backend,
+    gpu_note("%s: a thread's capture mode cannot be restored (%s): it stays relaxed", api->backend,
              api->error(rc));
 }
 
@@ -411,8 +422,8 @@ static struct gpu_context *gpu_context(const struct gpu_api *api, int create) {
   void *key = NULL;
   int dev = 0, r = api->current(&key, &dev);
   if (r != 0 || !key) {
-    gpu_note(&g_gpu.noted_error, "%s: no device to launch on (%s); kernels run uninstrumented",
-             api->backend, r != 0 ? api->error(r) : "no context current");
+    gpu_note("%s: no device to launch on (%s); kernels run uninstrumented", api->backend,
+             r != 0 ? api->error(r) : "no context current");
     return NULL;
   }
   /* One lock over lookup and creation: two threads new to one device make
@@ -433,8 +444,8 @@ static struct gpu_context *gpu_context(const struct gpu_api *api, int create) {
       (r = api->stream_create(&c->copies)) != 0) {
     gpu_unrelax(api, &relaxed);
     pthread_mutex_unlock(&g_gpu.contexts_lock);
-    gpu_note(&g_gpu.noted_error, "%s: device %d cannot be queried (%s); kernels run uninstrumented",
-             api->backend, dev, c ? api->error(r) : "out of memory");
+    gpu_note("%s: device %d cannot be queried (%s); kernels run uninstrumented", api->backend, dev,
+             c ? api->error(r) : "out of memory");
     free(c);
     return NULL;
   }
@@ -591,16 +602,14 @@ static void *gpu_waiter(void *arg) {
     if (gpu_push(f->c)) {
       /* (a per-thread default stream names this thread's own here) */
       if ((r = api->event_sync(f->ev[1])) != 0 && f->stream != GPU_STREAM_PER_THREAD) {
-        gpu_note(&g_gpu.noted_error,
-                 "%s: waiting for a twin's end event failed (%s): waiting for its stream",
+        gpu_note("%s: waiting for a twin's end event failed (%s): waiting for its stream",
                  api->backend, api->error(r));
         r = api->stream_sync(f->stream);
       }
       gpu_pop(f->c);
     }
     if (r != 0)
-      gpu_note(&g_gpu.noted_error,
-               "%s: a twin's end cannot be waited for: its report may miss "
+      gpu_note("%s: a twin's end cannot be waited for: its report may miss "
                "records",
                api->backend);
     gpu_done(f);
@@ -909,8 +918,7 @@ static int gpu_launch_twin(struct gpu_flight *f, nano_gpu_launch_fn launch, cons
   int r = api->host_func(s, gpu_done, f);
   if (r != 0) {
     /* No word when the twin is done: wait for this stream alone. */
-    gpu_note(&g_gpu.noted_error,
-             "%s: the host function after a twin failed (%s): instrumented dispatches wait for "
+    gpu_note("%s: the host function after a twin failed (%s): instrumented dispatches wait for "
              "their stream",
              api->backend, api->error(r));
     api->stream_sync(s);
@@ -924,8 +932,7 @@ static int gpu_launch_twin(struct gpu_flight *f, nano_gpu_launch_fn launch, cons
 static struct gpu_context *gpu_prepare(int api_id, const void *twin, const char *name,
                                        uint32_t nargs, void *s, int *status) {
   if (nargs > GPU_MAX_ARGS) {
-    gpu_note(&g_gpu.noted_error, "%s: more than %d arguments; it runs uninstrumented", name,
-             GPU_MAX_ARGS);
+    gpu_note("%s: more than %d arguments; it runs uninstrumented", name, GPU_MAX_ARGS);
     return NULL;
   }
   const struct gpu_api *api = gpu_api_of(api_id);
@@ -940,8 +947,7 @@ static struct gpu_context *gpu_prepare(int api_id, const void *twin, const char 
       return NULL;
     struct gpu_context *c = gpu_twin_find(&g_proven, twin, NULL) ? gpu_context(api, 0) : NULL;
     if (!c)
-      gpu_note(&g_gpu.noted_unproven,
-               "%s: captured into a graph before its twin ever launched outside one on this "
+      gpu_note("%s: captured into a graph before its twin ever launched outside one on this "
                "device: it runs uninstrumented in the graph (captures after an instrumented "
                "launch are instrumented)",
                name);
@@ -1137,8 +1143,7 @@ static struct gpu_node *gpu_node_create(struct gpu_context *c, const struct nano
   if (!n || !kernel) {
     free(n);
     free(kernel);
-    gpu_note(&g_gpu.noted_capture,
-             "out of memory: launches captured into graphs run uninstrumented");
+    gpu_note("out of memory: launches captured into graphs run uninstrumented");
     return NULL;
   }
   n->c = c;
@@ -1153,8 +1158,7 @@ static struct gpu_node *gpu_node_create(struct gpu_context *c, const struct nano
   n->allocating = 0;
   if (rc != 0 || !n->pl) {
     /* the dispatch layer may hold the node's (empty) pool: the node stays */
-    gpu_note(&g_gpu.noted_capture,
-             "%s: no buffer for a launch captured into a graph (%s): it runs uninstrumented in "
+    gpu_note("%s: no buffer for a launch captured into a graph (%s): it runs uninstrumented in "
              "the graph",
              l->kernel, err[0] ? err : "the dispatch layer is off");
     return NULL;
@@ -1185,8 +1189,7 @@ static int gpu_capture(struct gpu_node *n, int api_id, nano_gpu_launch_fn launch
     gpu_own_node(api, s);
   if (r != 0) {
     gpu_node_break(n);
-    gpu_note(&g_gpu.noted_capture,
-             "%s: capturing its buffer's nodes into the graph failed (%s): it runs uninstrumented "
+    gpu_note("%s: capturing its buffer's nodes into the graph failed (%s): it runs uninstrumented "
              "in the graph",
              n->l.kernel, api->error(r));
     return r;
@@ -1208,8 +1211,7 @@ static int gpu_capture(struct gpu_node *n, int api_id, nano_gpu_launch_fn launch
   if (r != 0) {
     /* the twin is in the graph: it must record nothing from now on */
     gpu_node_break(n);
-    gpu_note(&g_gpu.noted_capture,
-             "%s: capturing its buffer's nodes into the graph failed (%s): its replays record "
+    gpu_note("%s: capturing its buffer's nodes into the graph failed (%s): its replays record "
              "nothing",
              n->l.kernel, api->error(r));
   }
