@@ -459,9 +459,11 @@ def case_install():
     plugin = pkg("--variable=plugin_llvm22", "nanoprobe-rpd")[0]
     check(os.path.exists(plugin) and plugin.startswith(prefix), "pkg-config's plugin: " + plugin)
     exe_pc = os.path.join(WORK, "app-pc")
+    # pkg-config's Libs carry the rpath: the program starts without LD_LIBRARY_PATH
     run(["clang-22", "-O2", "-g", "-fpass-plugin=" + plugin, *pkg("--cflags", "nanoprobe-rpd"),
-         os.path.join(outside, "app.c"), "-o", exe_pc, *pkg("--libs", "nanoprobe-rpd"),
-         "-Wl,-rpath," + pkg("--variable=libdir", "nanoprobe-rpd")[0]], env=pc_env)
+         os.path.join(outside, "app.c"), "-o", exe_pc, *pkg("--libs", "nanoprobe-rpd")], env=pc_env)
+    check(os.path.exists(os.path.join(prefix, "share/doc/nanoprobe/prelude.md")),
+          "prelude/README.md, which messages name, is installed")
     cm_build = os.path.join(WORK, "cmake-build")
     shutil.rmtree(cm_build, ignore_errors=True)
     run(["cmake", "-S", outside, "-B", cm_build, "-DCMAKE_C_COMPILER=clang-15",

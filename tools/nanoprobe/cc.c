@@ -89,7 +89,8 @@ static int cc_llvm_major(const char *compiler) {
     return atoi(v + strlen("clang version "));
   fprintf(stderr,
           "nanoprobe: '%s' is not a clang (its --version says: %.*s); the plugin needs "
-          "clang, clang++ or hipcc (gcc: use nano/prelude.h, see prelude/README.md)\n",
+          "clang, clang++ or hipcc (gcc: --include=nano/prelude.h, see prelude/README.md, "
+          "installed as share/doc/nanoprobe/prelude.md)\n",
           compiler, (int)strcspn(out, "\n"), out);
   return 0;
 }
