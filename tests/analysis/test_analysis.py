@@ -265,6 +265,19 @@ def case_graph():
     assert q(path, "SELECT count(*) FROM graphLaunchapi") == [(3,)]
     cols = [r[1] for r in q(path, "PRAGMA table_info(rocpd_graphapi)")]
     assert cols[:4] == ["api_ptr_id", "stream", "graph", "graphExec"] and "mode" in cols, cols
+    # a trace trimmed mid-capture: the stream's first graph call already carries
+    # the graph (its begin-capture is not in the trace); the capture then starts
+    # at its end-capture call (rocpd's fill failed: NOT NULL constraint)
+    cut = make("graph", "graph-cut.rpd")
+    db = sqlite3.connect(cut)
+    db.execute("DELETE FROM rocpd_api WHERE apiName_id IN (SELECT id FROM rocpd_string WHERE "
+               "string LIKE '%BeginCapture')")
+    db.commit()
+    db.close()
+    out, _ = run("graph", cut)
+    assert "1 graphs" in out, out
+    assert q(cut, "SELECT graph, graphExec, stream, start, end FROM ext_graph") == \
+        [("0xaaa", "0xbbb", "0x10", 9000, 10000)]
 
 
 def case_autograd():

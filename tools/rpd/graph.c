@@ -70,11 +70,16 @@ static const char gr_schema[] =
 
 /* rocpd's ext_graph fill: each end-capture row (it carries the graph) takes
  * the start of the row before it on its stream (the begin-capture) and is
- * joined with every instantiation of its graph. */
+ * joined with every instantiation of its graph. rocpd's window runs over all
+ * streams at once, so a stream's first row took another stream's start, or
+ * none (NOT NULL failed on a trace trimmed mid-capture): here the window is
+ * the stream's own, and a capture whose begin is not in the trace starts at
+ * its end-capture call. */
 static const char gr_fill_graph[] =
     "INSERT INTO ext_graph(graph, graphExec, stream, start, end) SELECT B.graph, B.graphExec, "
-    "stream, start, end FROM (SELECT stream, graph, lag(start) OVER (ORDER BY stream, start ASC) "
-    "AS start, end FROM (SELECT * FROM rocpd_graphapi A JOIN rocpd_api B ON B.id = A.api_ptr_id "
+    "stream, start, end FROM (SELECT stream, graph, coalesce(lag(start) OVER (PARTITION BY stream "
+    "ORDER BY start ASC), start) AS start, end FROM (SELECT * FROM rocpd_graphapi A JOIN rocpd_api "
+    "B ON B.id = A.api_ptr_id "
     "WHERE stream != '' ORDER BY stream, start ASC)) A JOIN (SELECT graph, graphExec FROM "
     "rocpd_graphapi WHERE graph != '' AND graphExec != '') B ON B.graph = A.graph";
 
