@@ -73,6 +73,15 @@ def crafted(rpd, work):
                            (op, (0, 0, 0, I64_MIN, I64_MAX, 2, 2)),
                            (op, (I64_MAX, I64_MIN, 0, I64_MAX, I64_MIN, 2, 2)),
                            ("INSERT INTO rocpd_api_ops(api_id, op_id) VALUES (1, 1)", ())])
+    # report's marks section (a mark's time from the span's start) and the
+    # GPU time summed per call (two ops of nearly 2^63 ns on one call)
+    link = "INSERT INTO rocpd_api_ops(api_id, op_id) VALUES (?, ?)"
+    make("extreme-marks", [(s, ("UserMarker",)), (s, ("k",)), (s, ("KernelExecution",)),
+                           (api, (1, 1, I64_MIN, I64_MIN, 1, 1, 1, 1)),
+                           (api, (1, 1, I64_MAX, I64_MAX, 1, 1, 1, 1)),
+                           (api, (1, 2, 0, 10, 2, 1, 1, 1)),
+                           (op, (0, 0, 1, 0, I64_MAX, 2, 3)), (op, (0, 0, 2, 1, I64_MAX, 2, 3)),
+                           (link, (3, 1)), (link, (3, 2))])
     make("dangling", [(api, (1, 1, T0, T0 + 10, 999, 999, 999, 999)),
                       (op, (0, 0, 1, T0, T0 + 5, 999, 999)),
                       ("INSERT INTO rocpd_api_ops(api_id, op_id) VALUES (77, 88)", ())])

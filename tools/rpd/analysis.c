@@ -297,7 +297,7 @@ static int an_gpu_load(sqlite3 *db, struct an_gpu *g) {
   }
   for (size_t i = 0; i < n; i++) {
     if (g->n && g->id[g->n - 1] == pairs[2 * i]) {
-      g->ns[g->n - 1] += pairs[2 * i + 1];
+      g->ns[g->n - 1] = rpdtool_add(g->ns[g->n - 1], pairs[2 * i + 1]);
     } else {
       g->id[g->n] = pairs[2 * i];
       g->ns[g->n] = pairs[2 * i + 1];

@@ -755,7 +755,7 @@ static int rp_visit(void *ctx, const struct an_frame *stack, int n, int64_t cpu,
     g->gincl = rpdtool_add(g->gincl, gincl);
   }
   g->excl = rpdtool_add(g->excl, cpu);
-  g->gpu += gpu;
+  g->gpu = rpdtool_add(g->gpu, gpu);
   return 0;
 }
 
@@ -1007,7 +1007,7 @@ static int rp_marks(const char *cmd, const struct rpdtool_trace *t, FILE *f, int
   int rc, n = 0;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     fputs("<tr>", f);
-    rp_dur_cell(f, (double)(sqlite3_column_int64(st, 2) - lo));
+    rp_dur_cell(f, (double)rpdtool_sub(sqlite3_column_int64(st, 2), lo));
     fprintf(f, "<td class=n>%lld</td><td class=n>%lld</td><td>",
             (long long)sqlite3_column_int64(st, 0), (long long)sqlite3_column_int64(st, 1));
     rp_esc(f, (const char *)sqlite3_column_text(st, 3));
