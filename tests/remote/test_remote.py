@@ -7,6 +7,7 @@ usage: test_remote.py RPDREMOTE TARGET LIBNANO_REMOTE CASE WORKDIR
 import os
 import shutil
 import sqlite3
+import signal
 import subprocess
 import sys
 import time
@@ -145,6 +146,17 @@ def case_errors():
     finally:
         s.kill()
         s.wait()
+    # a stopped process cannot answer: said at once, not waited on
+    t = Target("stopped")
+    os.kill(int(t.pid), signal.SIGSTOP)
+    try:
+        start = time.monotonic()
+        out = rr("status", t.pid, code=1)
+        assert f"process {t.pid} is stopped (by a signal)" in out and time.monotonic() - start < 10, out
+    finally:
+        os.kill(int(t.pid), signal.SIGCONT)
+    rr("status", t.pid)  # running again: it answers (exit 0)
+    t.finish()
     # loaded but told not to listen
     t = Target("inert", env={"NANO_REMOTE": "0"})
     assert "not nanoprobe-enabled" in rr("status", t.pid, code=4)

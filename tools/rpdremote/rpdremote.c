@@ -34,6 +34,25 @@ enum {
   RR_DENIED = 5,
 };
 
+/* The longest wait to connect and for a reply: a flush may take a while on a
+ * large backlog; more than this and the process is not answering. */
+#define RR_REPLY_TIMEOUT_S 120
+
+/* The state letter of process pid (/proc/PID/stat: R, S, D, T stopped, t
+ * traced, Z...), or 0 when it cannot be read. */
+static char rr_proc_state(long pid) {
+  char path[64], buf[512];
+  snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return 0;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  char *close_paren = strrchr(buf, ')'); /* the name may hold anything: after its last ')' */
+  return close_paren && close_paren[1] == ' ' ? close_paren[2] : 0;
+}
+
 static const char rr_help[] =
     "usage: rpdremote start|stop|flush|status [--socket PATH] PID\n"
     "       rpdremote list\n"
@@ -45,6 +64,8 @@ static const char rr_help[] =
     "  status   recording on/off, the start count, the trace file\n"
     "  list     the processes with a control socket of this user\n"
     "  --socket PATH   use this control socket instead of the default one\n"
+    "A stopped process is said at once; one that does not answer in 120 s\n"
+    "is given up on.\n"
     "Exit status: 0 done, 1 refused or failed in the process, 2 bad usage,\n"
     "3 no such process, 4 not nanoprobe-enabled, 5 permission denied.\n"
     "rpdremote --version prints the version.\n";
@@ -172,9 +193,25 @@ int main(int argc, char **argv) {
     return rr_fail(RR_USAGE, "socket path too long for a Unix socket (NANO_REMOTE_DIR?)");
   }
 
+  /* A stopped process (SIGSTOP, a debugger) answers nothing: said at once */
+  char state = rr_proc_state(pid);
+  if (state == 'T' || state == 't')
+    return rr_fail(RR_FAILED,
+                   "process %ld is stopped (%s): it cannot answer until it runs (kill -CONT %ld)",
+                   pid, state == 'T' ? "by a signal" : "by a debugger", pid);
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0)
     return rr_fail(RR_FAILED, "socket: %s", strerror(errno));
+  /* Bounded waits: to connect (a full backlog) and for the reply (a flush
+   * may take a while on a large backlog; a process stopped after this check
+   * never answers). */
+  struct timeval tv = {.tv_sec = RR_REPLY_TIMEOUT_S};
+  if (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) != 0 ||
+      setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) != 0) {
+    int e = errno;
+    close(fd);
+    return rr_fail(RR_FAILED, "cannot bound the wait for process %ld: %s", pid, strerror(e));
+  }
   if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
     int e = errno;
     close(fd);
@@ -193,11 +230,8 @@ int main(int argc, char **argv) {
                      "process %ld is not nanoprobe-enabled: %s is stale (nobody listens)", pid,
                      sa.sun_path);
     return rr_fail(RR_FAILED, "process %ld: cannot connect to %s: %s", pid, sa.sun_path,
-                   strerror(e));
+                   e == EAGAIN ? "timed out" : strerror(e));
   }
-  /* A flush may take a while on a large backlog. */
-  struct timeval tv = {.tv_sec = 120};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   char line[NANO_REMOTE_LINE_MAX];
   int n = snprintf(line, sizeof line, "%s\n", cmd);
   /* The process may answer before reading (a refusal), so a failed send is
