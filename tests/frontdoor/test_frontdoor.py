@@ -160,6 +160,24 @@ def case_run_output():
         os.chmod(locked, 0o700)
 
 
+def case_run_pid_template():
+    """-o with %p: each process records into its own file named after its pid
+    (the tracer expands it); the summary names the program's own file, and no
+    file named with a literal %p is left (issue 37.5)."""
+    p = run([NANOPROBE, "run", "-o", os.path.join(WORK, "t-%p.rpd"), "--", MEMORY], env=clean_env())
+    made = sorted(f for f in os.listdir(WORK) if f.startswith("t-"))
+    check(len(made) == 1 and re.fullmatch(r"t-\d+\.rpd", made[0]), "one file per pid: %s" % made)
+    trace = os.path.join(WORK, made[0])
+    check("nanoprobe: trace written to %s" % trace in p.stderr and "nothing recorded" not in p.stderr,
+          "the summary names %s: %s" % (trace, p.stderr))
+    pid = int(re.search(r"t-(\d+)", made[0]).group(1))
+    check(query(trace, "SELECT DISTINCT pid FROM rocpd_api") == [(pid,)], "the file of pid %d" % pid)
+    p = run([NANOPROBE, "run", "-o", "/nonexistent/dir/t-%p.rpd", "--", "sh", "-c", "touch started"],
+            code=2, env=clean_env())
+    check("its folder does not exist" in p.stderr and not os.path.exists(os.path.join(WORK, "started")),
+          p.stderr)
+
+
 def case_run_missing():
     p = run([NANOPROBE, "run", "--", "./no-such-app"], code=127, env=clean_env())
     check("./no-such-app: no such program" in p.stderr, p.stderr)
@@ -517,7 +535,7 @@ def case_readme_tour():
 
 
 CASES = {"merge_nano": case_merge_nano, "readme_tour": case_readme_tour, "run_default": case_run_default, "run_output": case_run_output,
-         "run_missing": case_run_missing, "run_signals": case_run_signals,
+         "run_missing": case_run_missing, "run_pid_template": case_run_pid_template, "run_signals": case_run_signals,
          "run_fork_exec": case_run_fork_exec, "run_nvtx": case_run_nvtx, "run_instrumented": case_run_instrumented,
          "run_atomics": case_run_atomics, "run_python": case_run_python,
          "plugin_mismatch": case_plugin_mismatch, "cc": case_cc, "version": case_version,

@@ -285,11 +285,50 @@ static int run_parse(int argc, char **argv, struct run_opts *o) {
   return 0;
 }
 
+/* -o with "%p" (the tracer's per-process file names): the absolute template
+ * in buf, nothing created (each process makes its own file, named after its
+ * pid, which is not known before the program starts). 0, or RUN_EXIT_USAGE
+ * after saying why. */
+static int run_trace_template(const char *output, char *buf, size_t len) {
+  char dir[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s", output);
+  char *slash = strrchr(dir, '/');
+  const char *base = slash ? slash + 1 : output;
+  if (slash)
+    *(slash == dir ? slash + 1 : slash) = 0;
+  char *abs = realpath(slash ? dir : ".", NULL);
+  if (!abs || snprintf(buf, len, "%s/%s", strcmp(abs, "/") ? abs : "", base) >= (int)len) {
+    fprintf(stderr, "nanoprobe run: -o %s: %s\n", output,
+            abs ? "path too long" : "its folder does not exist");
+    free(abs);
+    return RUN_EXIT_USAGE;
+  }
+  free(abs);
+  return 0;
+}
+
+/* The file the program's own process records into: the template with its
+ * pid where -o had "%p" (as the tracer expands it), else the trace. */
+static void run_trace_of(const char *trace, pid_t pid, char *out, size_t len) {
+  size_t o = 0;
+  for (const char *p = trace; *p && o + 24 < len; p++) {
+    if (p[0] == '%' && p[1] == 'p') {
+      o += (size_t)snprintf(out + o, len - o, "%ld", (long)pid);
+      p++;
+    } else {
+      out[o++] = *p;
+    }
+  }
+  out[o] = 0;
+}
+
 /* Makes the trace file (path in buf, absolute). 0, or RUN_EXIT_USAGE after
  * saying why. */
 static int run_make_trace(const struct run_opts *o, char *buf, size_t len) {
   char name[PATH_MAX];
   int fd = -1;
+  if (o->output && strstr(o->output, "%p"))
+    return run_trace_template(o->output, buf, len);
   if (o->output) {
     snprintf(name, sizeof name, "%s", o->output);
     char err[PATH_MAX + 128];
@@ -567,8 +606,10 @@ int nanoprobe_cmd_run(int argc, char **argv) {
   run_env_free(&env);
   if (status < 0)
     return 1;
-  run_summary(trace, &o);
+  char own[PATH_MAX];
+  run_trace_of(trace, g_child, own, sizeof own);
+  run_summary(own, &o);
   if (o.instrumented)
-    run_hint_uninstrumented(trace, &o);
+    run_hint_uninstrumented(own, &o);
   return run_exit_like(status, o.cmd[0]);
 }
