@@ -592,6 +592,68 @@ void DeviceTwins::collectAccesses(Function &F, std::vector<DevAccess> &Out) {
     }
 }
 
+// The widest access NVPTX's load/store vectorizer makes of adjacent scalars
+// (ld/st.v4.b32, .v2.b64): 16 bytes.
+const unsigned NvptxVectorBytes = 16;
+
+// Whether the instructions strictly between A and B (same block, A first)
+// leave memory alone: a run of accesses the backend can merge.
+static bool devNothingBetween(const Instruction *A, const Instruction *B) {
+  for (const Instruction *I = A->getNextNode(); I && I != B; I = I->getNextNode())
+    if (I->mayReadOrWriteMemory())
+      return false;
+  return true;
+}
+
+// NVPTX: the load/store vectorizer runs in the backend, after this pass. In
+// the original it merges adjacent scalar accesses (a float4 that SROA split
+// into four floats) back into one ld/st.v4; in the twin the calls before each
+// would keep them scalar, so the twin made narrower accesses than the kernel
+// and its records said 4 bytes where the machine moves 16. So a run of simple
+// loads (or stores) in one block, nothing else touching memory between them,
+// at consecutive offsets from one base, of equal size, whose total is a power
+// of two of at most NvptxVectorBytes that the first's alignment covers,
+// becomes one access of the total size at the first: one site, one call, and
+// the run stays adjacent for the vectorizer. Out keeps program order.
+static void devMergeVectorRuns(const DataLayout &DL, std::vector<DevAccess> &Out) {
+  // a plain (non-volatile, non-atomic) load or store, and its alignment
+  auto Simple = [](const Instruction *I, Align &Al) {
+    if (auto *L = dyn_cast<LoadInst>(I))
+      return Al = L->getAlign(), L->isSimple();
+    if (auto *S = dyn_cast<StoreInst>(I))
+      return Al = S->getAlign(), S->isSimple();
+    return false;
+  };
+  std::vector<DevAccess> Merged;
+  for (size_t i = 0; i < Out.size();) {
+    DevAccess A = Out[i];
+    Align First(1), Al(1);
+    int64_t Off0 = 0;
+    const Value *Base =
+        Simple(A.I, First) && A.Size ? GetPointerBaseWithConstantOffset(A.Ptr, Off0, DL) : nullptr;
+    size_t Last = i; // the last access of the longest run that merges
+    for (size_t j = i + 1; Base && j < Out.size(); j++) {
+      const DevAccess &B = Out[j];
+      int64_t Off = 0;
+      if (B.Kind != A.Kind || B.Space != A.Space || B.Size != A.Size ||
+          B.I->getParent() != A.I->getParent() || B.I->getOpcode() != A.I->getOpcode() ||
+          !Simple(B.I, Al) || !devNothingBetween(Out[j - 1].I, B.I) ||
+          GetPointerBaseWithConstantOffset(B.Ptr, Off, DL) != Base ||
+          Off != Off0 + (int64_t)(j - i) * A.Size)
+        break;
+      unsigned Size = (unsigned)(j - i + 1) * A.Size;
+      if (Size > NvptxVectorBytes)
+        break;
+      if (isPowerOf2_32(Size) && First.value() >= Size)
+        Last = j;
+    }
+    A.Size *= (unsigned)(Last - i + 1);
+    Merged.push_back(A);
+    i = Last + 1;
+  }
+  Out.swap(Merged);
+}
+
 // Adds the site of A and the runtime call before A.I, if the filters want it.
 void DeviceTwins::instrument(Function &F, const DevAccess &A) {
   if (!(Filters.Kinds & (1u << A.Kind)) || !(Filters.Spaces & (1u << A.Space)))
@@ -821,6 +883,8 @@ bool DeviceTwins::run() {
   for (Function *F : TwinSide) {
     std::vector<DevAccess> Accesses;
     collectAccesses(*F, Accesses);
+    if (Target == DevTarget::NVPTX)
+      devMergeVectorRuns(DL, Accesses);
     for (const DevAccess &A : Accesses)
       instrument(*F, A);
   }
