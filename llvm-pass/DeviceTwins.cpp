@@ -63,6 +63,7 @@
 #include "llvm/IR/DebugInfoMetadata.h"
 #include "llvm/IR/Function.h"
 #include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/InlineAsm.h"
 #include "llvm/IR/InstIterator.h"
 #include "llvm/IR/Instructions.h"
 #include "llvm/IR/IntrinsicInst.h"
@@ -88,6 +89,8 @@ using namespace nano;
 ALWAYS_ENABLED_STATISTIC(NumTwins, "kernel twins created");
 ALWAYS_ENABLED_STATISTIC(NumCalleeClones, "callees cloned for the twins");
 ALWAYS_ENABLED_STATISTIC(NumDeviceSites, "device memory operations instrumented");
+ALWAYS_ENABLED_STATISTIC(NumAsmUnseen,
+                         "inline assembly statements in twins that may touch memory, not recorded");
 ALWAYS_ENABLED_STATISTIC(NumTwinsBounded,
                          "NVPTX twins given the block-size bound their kernel lacks");
 
@@ -137,6 +140,9 @@ struct DeviceTwins {
   unsigned DescAS;
   uint32_t ModuleId = 0;
   std::vector<DevSite> Sites;
+  // Inline assembly of the function being collected that may touch memory
+  // and is no PTX access devAsmAccesses reads: said once per function.
+  unsigned AsmUnseen = 0;
   // Original function -> its twin-side clone (kernels and callees), in
   // creation order so that site numbering is deterministic.
   MapVector<Function *, Function *> Clones;
@@ -515,6 +521,84 @@ static Value *devBufferAddress(IRBuilder<> &B, Value *Rsrc, Value *VOff, Value *
   return B.CreateAdd(Base, Off);
 }
 
+// The accesses of one PTX instruction in inline assembly, as clang's CUDA
+// headers write __ldcs, __ldcg, __ldlu, __ldcv, __stwt, __stcs and cp.async:
+// "ld.global.cs.v4.f32 {$0,$1,$2,$3}, [$4];", "st.global.wt.f32 [$0], $1;",
+// "cp.async.ca.shared.global [$0], [$1], 16;". Adds each access it makes
+// (with its operand's pointer, the instruction's width and state space) to
+// Out and returns true; false for any other assembly.
+static bool devAsmAccesses(CallInst *CI, const InlineAsm *IA, std::vector<DevAccess> &Out) {
+  StringRef Text = StringRef(IA->getAsmString()).trim();
+  if (compat::endsWith(Text, ";"))
+    Text = Text.drop_back().rtrim();
+  if (Text.contains(';') || Text.contains('\n'))
+    return false; // more than one instruction
+  auto [Op, Operands] = Text.split(' ');
+  SmallVector<StringRef, 8> Parts;
+  Op.split(Parts, '.');
+  bool Load = Parts[0] == "ld", Store = Parts[0] == "st",
+       Copy = Parts.size() > 1 && Parts[0] == "cp" && Parts[1] == "async";
+  if (!Load && !Store && !Copy)
+    return false;
+  // "$N" operands: outputs come first and are not call arguments
+  unsigned Outputs = 0;
+  for (const InlineAsm::ConstraintInfo &C : IA->ParseConstraints()) {
+    if (C.isIndirect)
+      return false; // memory operands: not the forms handled here
+    Outputs += C.Type == InlineAsm::isOutput;
+  }
+  // the "[$N]" address operands, in order
+  SmallVector<Value *, 2> Addrs;
+  for (StringRef Rest = Operands; !Rest.empty();) {
+    size_t Open = Rest.find("[$");
+    if (Open == StringRef::npos)
+      break;
+    unsigned N;
+    StringRef Num = Rest.substr(Open + 2).take_while([](char c) { return isDigit(c); });
+    if (Num.getAsInteger(10, N) || N < Outputs || N - Outputs >= CI->arg_size())
+      return false;
+    Type *Ty = CI->getArgOperand(N - Outputs)->getType();
+    if (!Ty->isPointerTy() && !Ty->isIntegerTy())
+      return false;
+    Addrs.push_back(CI->getArgOperand(N - Outputs));
+    Rest = Rest.substr(Open + 2 + Num.size());
+  }
+  unsigned Space = NANO_DH_AS_GENERIC, Vec = 1, Elem = 0;
+  for (StringRef P : Parts) {
+    if (P == "global")
+      Space = NANO_DH_AS_GLOBAL;
+    else if (P == "shared")
+      Space = NANO_DH_AS_SHARED;
+    else if (P == "const")
+      Space = NANO_DH_AS_CONSTANT;
+    else if (P == "local" || P == "param")
+      return true; // never instrumented: nothing to add, nothing to say
+    else if (P == "v2" || P == "v4" || P == "v8")
+      Vec = P[1] - '0';
+    else if (P.size() >= 2 && (P[0] == 'f' || P[0] == 'b' || P[0] == 'u' || P[0] == 's') &&
+             isDigit(P[1]))
+      Elem = (unsigned)std::stoul(P.substr(1).take_while([](char c) { return isDigit(c); }).str()) /
+             8 * (compat::endsWith(P, "x2") ? 2 : 1);
+  }
+  if (Copy) { // cp.async.*.shared.global [dst], [src], bytes: a global load, a shared store
+    size_t Comma = Operands.rfind(',');
+    unsigned Bytes = 0;
+    if (Addrs.size() != 2 || Comma == StringRef::npos ||
+        Operands.substr(Comma + 1).trim().getAsInteger(10, Bytes) || !Bytes)
+      return false;
+    Out.push_back(
+        {CI, Addrs[1], nullptr, NANO_DH_KIND_LOAD, NANO_DH_AS_GLOBAL, NANO_DH_SITE_ASM, Bytes});
+    Out.push_back(
+        {CI, Addrs[0], nullptr, NANO_DH_KIND_STORE, NANO_DH_AS_SHARED, NANO_DH_SITE_ASM, Bytes});
+    return true;
+  }
+  if (Addrs.size() != 1 || !Elem)
+    return false;
+  Out.push_back({CI, Addrs[0], nullptr, Load ? NANO_DH_KIND_LOAD : NANO_DH_KIND_STORE, Space,
+                 NANO_DH_SITE_ASM, Elem * Vec});
+  return true;
+}
+
 void DeviceTwins::collectAccesses(Function &F, std::vector<DevAccess> &Out) {
   auto Add = [&](Instruction *I, Value *Ptr, unsigned Kind, Type *Ty, unsigned Flags,
                  Value *Bytes) {
@@ -550,6 +634,12 @@ void DeviceTwins::collectAccesses(Function &F, std::vector<DevAccess> &Out) {
       } else if (auto *MS = dyn_cast<MemSetInst>(&I)) {
         Add(MS, MS->getRawDest(), NANO_DH_KIND_STORE, nullptr, NANO_DH_SITE_MEMINTRINSIC,
             MS->getLength());
+      } else if (auto *CI = dyn_cast<CallInst>(&I); CI && CI->isInlineAsm()) {
+        auto *IA = cast<InlineAsm>(CI->getCalledOperand());
+        if (Target == DevTarget::NVPTX && !devAsmAccesses(CI, IA, Out) &&
+            (IA->hasSideEffects() || CI->mayReadOrWriteMemory()) &&
+            StringRef(IA->getConstraintString()).contains("memory"))
+          AsmUnseen++;
       } else if (auto *II = dyn_cast<IntrinsicInst>(&I)) {
         switch (II->getIntrinsicID()) {
         case Intrinsic::masked_load:
@@ -676,8 +766,11 @@ void DeviceTwins::instrument(Function &F, const DevAccess &A) {
   ++NumDeviceSites;
 
   IRBuilder<> B(A.I);
-  Value *Addr = A.Rsrc ? devBufferAddress(B, A.Rsrc, A.VOff, A.SOff)
-                       : B.CreatePtrToInt(A.Ptr, B.getInt64Ty());
+  // a pointer, or (inline assembly's "r" operand of cp.async) a 32-bit
+  // shared-memory address
+  Value *Addr = A.Rsrc                            ? devBufferAddress(B, A.Rsrc, A.VOff, A.SOff)
+                : A.Ptr->getType()->isIntegerTy() ? B.CreateZExtOrTrunc(A.Ptr, B.getInt64Ty())
+                                                  : B.CreatePtrToInt(A.Ptr, B.getInt64Ty());
   Value *Size = A.Bytes ? B.CreateZExtOrTrunc(A.Bytes, B.getInt32Ty()) : B.getInt32(A.Size);
   Value *Desc = F.getArg(F.arg_size() - 1);
   CallInst *C = B.CreateCall(Access, {Desc, B.getInt64(Id), Addr, Size, B.getInt32(A.Space)});
@@ -882,9 +975,17 @@ bool DeviceTwins::run() {
     TwinSide.push_back(KV.second);
   for (Function *F : TwinSide) {
     std::vector<DevAccess> Accesses;
+    AsmUnseen = 0;
     collectAccesses(*F, Accesses);
     if (Target == DevTarget::NVPTX)
       devMergeVectorRuns(DL, Accesses);
+    if (AsmUnseen) {
+      nano::warning(Ctx, Twine("nanoprobe: ") + SiteNames.lookup(F) + ": " + Twine(AsmUnseen) +
+                             " inline assembly statement" + (AsmUnseen == 1 ? "" : "s") +
+                             " that may touch memory " + (AsmUnseen == 1 ? "is" : "are") +
+                             " not recorded (only PTX ld, st and cp.async are read)");
+      NumAsmUnseen += AsmUnseen;
+    }
     for (const DevAccess &A : Accesses)
       instrument(*F, A);
   }

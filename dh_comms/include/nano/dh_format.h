@@ -174,6 +174,7 @@
 #define NANO_DH_SITE_MEMINTRINSIC 1u /* memcpy/memmove/memset: size is per call */
 #define NANO_DH_SITE_MASKED 2u       /* masked vector load/store               */
 #define NANO_DH_SITE_BUFFER 4u       /* AMDGPU buffer intrinsic                */
+#define NANO_DH_SITE_ASM 8u          /* a PTX ld/st/cp.async in inline asm     */
 
 /* Address-space classes (site.addrspace, and the last argument of the device
  * access call); the numbers match AMDGPU and NVPTX. */
