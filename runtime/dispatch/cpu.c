@@ -105,7 +105,18 @@ struct cpu_worker {
   uint32_t wave;
 };
 
-static __thread struct cpu_worker *cpu_self;
+/* The worker the calling thread runs (initial-exec: read by the signal
+ * handler, nano_cpu_lane_overflow). */
+static __thread struct cpu_worker *cpu_self __attribute__((tls_model("initial-exec")));
+
+int nano_cpu_lane_overflow(const void *addr, uint64_t *stack_bytes) {
+  const struct cpu_worker *w = cpu_self;
+  uintptr_t a = (uintptr_t)addr, base = w ? (uintptr_t)w->stacks : 0;
+  if (!base || a < base || a >= base + w->stride * CPU_MAX_LANES)
+    return 0;
+  *stack_bytes = w->stack_size;
+  return (a - base) % w->stride < w->stride - w->stack_size; /* a lane's guard page */
+}
 
 static struct {
   pthread_mutex_t launch; /* one launch at a time uses the pool            */
@@ -343,6 +354,7 @@ static void cpu_worker_free(struct cpu_worker *w) {
 static void *cpu_pool_main(void *arg) {
   struct cpu_worker *w = arg;
   cpu_self = w;
+  rpd_altstack_take(); /* a lane's stack overflow is said (nano_cpu_lane_overflow) */
   uint64_t seen = 0;
   pthread_mutex_lock(&g_cpu.m);
   for (;;) {
@@ -501,6 +513,7 @@ __attribute__((visibility("default"))) void __nano_cpu_launch(const struct nano_
             k->name);
   } else {
     cpu_self = w;
+    rpd_altstack_take();
     unsigned threads = nano_dispatch_cpu_threads();
     int pooled = threads > 1 && j.nblocks > 1 && !temp && pthread_mutex_trylock(&g_cpu.launch) == 0;
     if (pooled) {

@@ -307,6 +307,13 @@ static void rpd_signal_handler(int sig, siginfo_t *info, void *ctx) {
                  : (old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN);
   int writer = atomic_load(&g_writer_running) && !pthread_equal(pthread_self(), g_writer_thread) &&
                getpid() == g_tracer_pid;
+  uint64_t lane_stack;
+  if (sig == SIGSEGV && info && nano_cpu_lane_overflow(info->si_addr, &lane_stack)) {
+    char n[24];
+    rpd_say("nanoprobe: a thread of a CPU kernel overflowed its stack of ");
+    rpd_say(rpd_dec(lane_stack, n));
+    rpd_say(" bytes (NANO_CPU_STACK gives instrumented kernel threads more)\n");
+  }
   if (!user) {
     if (writer) {
       char num[24];

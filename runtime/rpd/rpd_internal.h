@@ -20,6 +20,13 @@
 
 #define RPDI_EXPORT __attribute__((visibility("default")))
 
+/* Gives the calling thread an alternate signal stack where it has none, so
+ * the tracer's handler runs after a stack overflow (rpd.c; threads that record
+ * and the CPU back end's workers take one); rpd_altstack_drop takes it back at
+ * the thread's exit. */
+void rpd_altstack_take(void);
+void rpd_altstack_drop(void);
+
 /* Range push on the calling thread with text `text` in domain `domain`
  * (NULL: "UserMarker"); `name`/`args` follow rpd_rangePush. Returns the
  * 0-based nesting level of the new range. */

@@ -394,13 +394,6 @@ void rpd_producer_atfork(enum rpd_fork_phase phase);
  * Async-signal-safe: atomics of the push-only buffer list. */
 uint64_t rpd_records_pending(void);
 
-/* rpd.c */
-/* Gives the calling thread an alternate signal stack where it has none, so
- * the tracer's handler runs after a stack overflow; rpd_altstack_drop takes
- * it back at the thread's exit. */
-void rpd_altstack_take(void);
-void rpd_altstack_drop(void);
-
 /* writer.c */
 /* Starts the writer (file, session, thread). Called with g_ctl held. 0 or -1. */
 int rpd_writer_start(void);

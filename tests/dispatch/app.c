@@ -11,6 +11,7 @@
  *   gather          k_gather through a scattered index, 2 blocks of 128
  *   bank S          k_bank, one block of 64, 8 KiB shared, stride S (4 B) and 2 (8 B)
  *   bankwide S      k_bankwide, one block of 64, 256 B per lane out of shared memory at stride S B
+ *   deep D          k_deep, one block of 64, recursing D calls of a page of stack each
  *   calls           k_calls, 2 blocks of 128
  *   atomic          k_atomic, 2 blocks of 128
  *   branch          k_branch, 2 blocks of 128
@@ -29,6 +30,7 @@ void k_stride(float *dst, const float *src, unsigned k);
 void k_gather(float *dst, const float *src, const unsigned *idx);
 void k_bank(unsigned *out, unsigned s, unsigned s8);
 void k_bankwide(unsigned char *out, unsigned stride);
+void k_deep(unsigned *out, unsigned depth);
 void k_calls(float *dst, const float *src);
 void k_atomic(int *counter, int *each);
 void k_branch(float *out, const float *a, const float *b);
@@ -106,6 +108,11 @@ int main(int argc, char **argv) {
       if (out[i] != 0)
         app_fail(sc, i); /* sh[0] is thread 0's value, 0, or not yet written, 0 */
     printf("{\"n\":%u,\"block\":64,\"s\":%u}\n", n, arg);
+  } else if (strcmp(sc, "deep") == 0) {
+    n = 64;
+    unsigned *out = app_alloc(n * sizeof *out);
+    NANO_LAUNCH(nano_dim(1, 1, 1), nano_dim(64, 1, 1), k_deep(out, arg));
+    printf("{\"n\":%u,\"block\":64,\"depth\":%u}\n", n, arg);
   } else if (strcmp(sc, "bankwide") == 0) {
     n = 64;
     unsigned char *out = app_alloc(n * 256);

@@ -51,6 +51,16 @@ NANO_KERNEL void k_bankwide(unsigned char *out, unsigned stride) {
   memcpy(out + (size_t)gid() * 256, sh + (size_t)t * stride, 256); /* @bankwide.copy */
 }
 
+/* Recursion `depth` deep, a page of stack per call: overflows a lane's small
+ * stack (NANO_CPU_STACK) where a thread's own stack holds it. */
+static __attribute__((noinline)) unsigned deep(unsigned depth, unsigned *out) {
+  volatile unsigned char page[4096];
+  page[depth % sizeof page] = (unsigned char)depth;
+  return depth ? deep(depth - 1, out) + page[depth % sizeof page] : (*out = 1);
+}
+
+NANO_KERNEL void k_deep(unsigned *out, unsigned depth) { out[gid()] = deep(depth, &out[gid()]); }
+
 /* A device function: its accesses are attributed to it. */
 static __attribute__((noinline)) float helper(const float *p, unsigned i) {
   return p[i] * 3.0f; /* @calls.helper */

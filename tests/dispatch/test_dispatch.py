@@ -17,6 +17,7 @@ import json
 import math
 import os
 import re
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -221,6 +222,17 @@ def case_bankwide():
             r = one(rep, "bankwide.copy", "load")
             check(r["space"] == "shared" and r["access_bytes"] == 256 and r["bank_conflicts"] == want,
                   "wave %d stride %d: %s (want %d conflicts)" % (wave, s, r, want))
+
+
+def case_lane_stack():
+    """A kernel thread that overflows its lane's stack under instrumentation
+    (NANO_CPU_STACK) is named, not a bare SIGSEGV; with a larger stack it runs."""
+    _, _, err = run(app(), ["deep", 64], {"NANO_INSTRUMENT": "1", "NANO_CPU_STACK": "65536"},
+                    expect_rc=-signal.SIGSEGV)
+    check("a thread of a CPU kernel overflowed its stack of 65536 bytes (NANO_CPU_STACK" in err,
+          "the overflow is named: " + err[-500:])
+    info, rep, _ = run(app(), ["deep", 64], {"NANO_INSTRUMENT": "1", "NANO_CPU_STACK": "1M"})
+    check(info and info["depth"] == 64 and len(dispatches(rep)) == 1, "a 1 MiB lane stack holds it")
 
 
 def case_calls():
