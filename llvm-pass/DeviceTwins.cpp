@@ -140,9 +140,6 @@ struct DeviceTwins {
   unsigned DescAS;
   uint32_t ModuleId = 0;
   std::vector<DevSite> Sites;
-  // Inline assembly of the function being collected that may touch memory
-  // and is no PTX access devAsmAccesses reads: said once per function.
-  unsigned AsmUnseen = 0;
   // Original function -> its twin-side clone (kernels and callees), in
   // creation order so that site numbering is deterministic.
   MapVector<Function *, Function *> Clones;
@@ -159,7 +156,7 @@ struct DeviceTwins {
   Function *makeClone(Function &F, const std::string &Name, bool IsKernel);
   void boundTwin(Function &Twin);
   void cloneCallees();
-  void collectAccesses(Function &F, std::vector<DevAccess> &Out);
+  unsigned collectAccesses(Function &F, std::vector<DevAccess> &Out);
   bool classify(Value *Ptr, unsigned &Space);
   void instrument(Function &F, const DevAccess &A);
   void emitSiteTable();
@@ -576,9 +573,12 @@ static bool devAsmAccesses(CallInst *CI, const InlineAsm *IA, std::vector<DevAcc
     else if (P == "v2" || P == "v4" || P == "v8")
       Vec = P[1] - '0';
     else if (P.size() >= 2 && (P[0] == 'f' || P[0] == 'b' || P[0] == 'u' || P[0] == 's') &&
-             isDigit(P[1]))
-      Elem = (unsigned)std::stoul(P.substr(1).take_while([](char c) { return isDigit(c); }).str()) /
-             8 * (compat::endsWith(P, "x2") ? 2 : 1);
+             isDigit(P[1])) { // f32, b16, u8, s64, b128, f16x2, bf16x2...
+      unsigned Bits = 0;
+      if (P.substr(1).take_while([](char c) { return isDigit(c); }).getAsInteger(10, Bits))
+        return false;
+      Elem = Bits / 8 * (compat::endsWith(P, "x2") ? 2 : 1);
+    }
   }
   if (Copy) { // cp.async.*.shared.global [dst], [src], bytes: a global load, a shared store
     size_t Comma = Operands.rfind(',');
@@ -599,7 +599,10 @@ static bool devAsmAccesses(CallInst *CI, const InlineAsm *IA, std::vector<DevAcc
   return true;
 }
 
-void DeviceTwins::collectAccesses(Function &F, std::vector<DevAccess> &Out) {
+// The accesses of twin-side function F into Out, in site order; returns how
+// many inline assembly statements that may touch memory it could not read.
+unsigned DeviceTwins::collectAccesses(Function &F, std::vector<DevAccess> &Out) {
+  unsigned AsmUnseen = 0;
   auto Add = [&](Instruction *I, Value *Ptr, unsigned Kind, Type *Ty, unsigned Flags,
                  Value *Bytes) {
     unsigned Space = 0;
@@ -680,6 +683,7 @@ void DeviceTwins::collectAccesses(Function &F, std::vector<DevAccess> &Out) {
         }
       }
     }
+  return AsmUnseen;
 }
 
 // The widest access NVPTX's load/store vectorizer makes of adjacent scalars
@@ -975,8 +979,7 @@ bool DeviceTwins::run() {
     TwinSide.push_back(KV.second);
   for (Function *F : TwinSide) {
     std::vector<DevAccess> Accesses;
-    AsmUnseen = 0;
-    collectAccesses(*F, Accesses);
+    unsigned AsmUnseen = collectAccesses(*F, Accesses);
     if (Target == DevTarget::NVPTX)
       devMergeVectorRuns(DL, Accesses);
     if (AsmUnseen) {

@@ -194,23 +194,30 @@ Function *runtimeEntry(Module &M, const char *Name, FunctionType *Ty) {
   return nullptr;
 }
 
+// Emits `if (&Name) Name(Args)` before I for the extern_weak runtime entry
+// Name returning void (nothing where the module declares it with another
+// type: runtimeEntry said so).
+void emitIfRuntime(Module &M, Instruction *I, const char *Name, ArrayRef<Value *> Args) {
+  SmallVector<Type *, 5> Params;
+  for (Value *A : Args)
+    Params.push_back(A->getType());
+  FunctionType *Ty = FunctionType::get(Type::getVoidTy(M.getContext()), Params, false);
+  Function *F = runtimeEntry(M, Name, Ty);
+  if (!F)
+    return;
+  IRBuilder<> B(I);
+  Value *Present = B.CreateICmpNE(F, ConstantPointerNull::get(F->getType()), "nano.gpu.runtime");
+  IRBuilder<> TB(SplitBlockAndInsertIfThen(Present, I, false));
+  TB.CreateCall(Ty, F, Args);
+}
+
 // Emits `if (&__nano_gpu_register) __nano_gpu_register(api, kernel, twin,
 // name, nargs)` before I: the runtime learns which twin a kernel handle has,
 // for launches through a handle that is not a constant.
 void emitRuntimeRegistration(Module &M, Instruction *I, int Api, Value *Handle, Constant *Name,
                              GlobalVariable *Twin, unsigned NumArgs) {
-  LLVMContext &Ctx = M.getContext();
-  Type *I32 = Type::getInt32Ty(Ctx);
-  PointerType *Ptr = PointerType::getUnqual(Ctx);
-  FunctionType *Ty = FunctionType::get(Type::getVoidTy(Ctx), {I32, Ptr, Ptr, Ptr, I32}, false);
-  Function *F = runtimeEntry(M, RuntimeRegister, Ty);
-  if (!F)
-    return;
-  IRBuilder<> B(I);
-  Value *Present = B.CreateICmpNE(F, ConstantPointerNull::get(F->getType()), "nano.gpu.runtime");
-  Instruction *Then = SplitBlockAndInsertIfThen(Present, I, false);
-  IRBuilder<> TB(Then);
-  TB.CreateCall(Ty, F,
+  Type *I32 = Type::getInt32Ty(M.getContext());
+  emitIfRuntime(M, I, RuntimeRegister,
                 {ConstantInt::get(I32, Api), Handle, Twin, Name, ConstantInt::get(I32, NumArgs)});
 }
 
@@ -222,20 +229,13 @@ void emitRuntimeApi(Module &M, Instruction *I, const GpuApi &Api) {
   LLVMContext &Ctx = M.getContext();
   Type *I32 = Type::getInt32Ty(Ctx);
   PointerType *Ptr = PointerType::getUnqual(Ctx);
-  FunctionType *Ty = FunctionType::get(Type::getVoidTy(Ctx), {I32, Ptr, Ptr, Ptr}, false);
-  Function *F = runtimeEntry(M, RuntimeApi, Ty);
-  if (!F)
-    return;
   FunctionCallee Get = M.getOrInsertFunction(Api.GetLastError, FunctionType::get(I32, false));
   FunctionCallee Peek = M.getOrInsertFunction(Api.PeekAtLastError, FunctionType::get(I32, false));
   FunctionCallee Name =
       M.getOrInsertFunction(Api.GetErrorName, FunctionType::get(Ptr, {I32}, false));
-  IRBuilder<> B(I);
-  Value *Present = B.CreateICmpNE(F, ConstantPointerNull::get(F->getType()), "nano.gpu.runtime");
-  Instruction *Then = SplitBlockAndInsertIfThen(Present, I, false);
-  IRBuilder<> TB(Then);
-  TB.CreateCall(
-      Ty, F, {ConstantInt::get(I32, Api.Id), Get.getCallee(), Peek.getCallee(), Name.getCallee()});
+  emitIfRuntime(
+      M, I, RuntimeApi,
+      {ConstantInt::get(I32, Api.Id), Get.getCallee(), Peek.getCallee(), Name.getCallee()});
 }
 
 // Mirrors each call that configures a kernel through its handle

@@ -1,6 +1,7 @@
 /*
- * path.c: nano_path_normalize (see nano/path.h).
+ * path.c: nano_path_normalize and nano_path_expand_pid (see nano/path.h).
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "nano/path.h"
@@ -58,4 +59,31 @@ char *nano_path_normalize(const char *path, char *out, size_t n) {
   }
   out[len] = '\0';
   return out;
+}
+
+int nano_path_expand_pid(const char *tmpl, long pid, char *out, size_t n) {
+  if (n == 0)
+    return -1;
+  char num[24];
+  int numlen = snprintf(num, sizeof num, "%ld", pid);
+  size_t o = 0;
+  for (const char *t = tmpl; *t; t++) {
+    const char *piece = t;
+    size_t len = 1;
+    if (t[0] == '%' && t[1] == 'p') {
+      piece = num;
+      len = (size_t)numlen;
+      t++;
+    }
+    if (o + len >= n) { /* as much as fits, and say it did not */
+      size_t room = n - 1 - o;
+      memcpy(out + o, piece, room);
+      out[n - 1] = '\0';
+      return -1;
+    }
+    memcpy(out + o, piece, len);
+    o += len;
+  }
+  out[o] = '\0';
+  return 0;
 }

@@ -177,3 +177,14 @@ int nano_env_choice(const char *name, const char *const *choices, int *out) {
   fputc('\n', stderr);
   return -1;
 }
+
+int nano_regcomp_whole(regex_t *re, const char *pattern) {
+  size_t len = strlen(pattern) + sizeof "^()$";
+  char *anchored = malloc(len);
+  if (!anchored)
+    return REG_ESPACE;
+  snprintf(anchored, len, "^(%s)$", pattern);
+  int rc = regcomp(re, anchored, REG_EXTENDED | REG_NOSUB);
+  free(anchored);
+  return rc;
+}

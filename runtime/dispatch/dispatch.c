@@ -45,6 +45,7 @@
 #include "nano/handler.h"
 #include "nano/json.h"
 #include "nano/outfile.h"
+#include "nano/path.h"
 #include "nano/rpdfile.h"
 #include "nano/settings.h"
 #include "nano/symbols.h"
@@ -205,16 +206,7 @@ static int dispatch_open_output(const char *v) {
     return 0;
   }
   char path[4096];
-  size_t o = 0;
-  for (const char *p = v; *p && o + 24 < sizeof path; p++) {
-    if (p[0] == '%' && p[1] == 'p') {
-      o += (size_t)snprintf(path + o, sizeof path - o, "%ld", (long)getpid());
-      p++;
-    } else {
-      path[o++] = *p;
-    }
-  }
-  path[o] = 0;
+  (void)nano_path_expand_pid(v, (long)getpid(), path, sizeof path); /* cut when too long */
   char why[sizeof path + 128];
   int fd = nano_outfile_stream(path, 0, why, sizeof why);
   FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
@@ -271,13 +263,7 @@ static void dispatch_init(void) {
 
   const char *v = nano_env_str("NANO_KERNELS");
   if (v) {
-    size_t len = strlen(v);
-    char *anchored = malloc(len + 5);
-    if (!anchored)
-      return;
-    snprintf(anchored, len + 5, "^(%s)$", v);
-    int rc = regcomp(&g_d.regex, anchored, REG_EXTENDED | REG_NOSUB);
-    free(anchored);
+    int rc = nano_regcomp_whole(&g_d.regex, v);
     if (rc != 0) {
       char msg[256];
       regerror(rc, &g_d.regex, msg, sizeof msg);

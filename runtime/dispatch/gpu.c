@@ -833,13 +833,14 @@ static int gpu_program_error_pending(int api) {
 /* Twins that failed to launch, said once each (keyed by the twin's handle). */
 static struct gpu_twin_table g_failed = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
-/* After the twin of kernel `name` failed to launch with the API's error rc
- * (-1: the runtime's own step before it): takes the error out of the
- * program's last error unless one of its own was pending before (the
- * original then runs, and the program must see what it would without the
- * tool), and says it once per twin with the API's name of the error. */
+/* After the twin of kernel `name` failed to launch (captured: into a graph
+ * being captured) with the API's error rc (-1: the runtime's own step before
+ * it): takes the error out of the program's last error unless one of its own
+ * was pending before (the original then runs, and the program must see what
+ * it would without the tool), and says it once per twin with the API's name
+ * of the error. */
 static void gpu_twin_failed(int api, const void *twin, const char *name, int rc, int pending,
-                            const char *what) {
+                            int captured) {
   int a = api & NANO_GPU_API_MASK;
   gpu_last_error_fn get = __atomic_load_n(&g_program_api[a].get, __ATOMIC_ACQUIRE);
   gpu_error_name_fn error_name = __atomic_load_n(&g_program_api[a].name, __ATOMIC_ACQUIRE);
@@ -856,9 +857,9 @@ static void gpu_twin_failed(int api, const void *twin, const char *name, int rc,
     snprintf(reason, sizeof reason, "%s, error %d", n, rc);
   else
     snprintf(reason, sizeof reason, "error %d", rc);
-  fprintf(stderr, "nanoprobe: %s: its twin %s (%s): %s\n", name, what, reason,
-          strcmp(what, "did not launch") == 0 ? "it runs uninstrumented"
-                                              : "it runs uninstrumented in the graph");
+  fprintf(stderr, "nanoprobe: %s: its twin %s (%s): it runs uninstrumented%s\n", name,
+          captured ? "was not captured" : "did not launch", reason,
+          captured ? " in the graph" : "");
 }
 
 /* ---- the launch ------------------------------------------------------------------- */
@@ -1199,7 +1200,7 @@ static int gpu_capture(struct gpu_node *n, int api_id, nano_gpu_launch_fn launch
       gpu_program_launch(launch, twin, grid_xy, grid_z, block_xy, block_z, all, shared, stream);
   if (rc != 0) {
     gpu_node_break(n);
-    gpu_twin_failed(api_id, twin, n->l.kernel, rc, pending, "was not captured");
+    gpu_twin_failed(api_id, twin, n->l.kernel, rc, pending, 1);
     return rc;
   }
   r = api->copy_to_host(b->block + GPU_STAGE_COUNTERS, b->desc + NANO_DH_DESC_OFF_HEAD,
@@ -1250,7 +1251,7 @@ __nano_gpu_launch(int api, nano_gpu_launch_fn launch, const void *kernel, const 
     int pending = f ? gpu_program_error_pending(api) : 0;
     if (f && (rc = gpu_launch_twin(f, launch, twin, grid_xy, grid_z, block_xy, block_z, args, nargs,
                                    shared, stream, s)) != 0) {
-      gpu_twin_failed(api, twin, name, rc, pending, "did not launch");
+      gpu_twin_failed(api, twin, name, rc, pending, 0);
       gpu_drop_events(f);
       nano_dispatch_cancel(f->d);
       free(f);

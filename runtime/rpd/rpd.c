@@ -132,6 +132,15 @@ RPDI_EXPORT int rpd_set_filename(const char *path, int append) {
 
 static void rpd_install_signals(void);
 
+/* Recording starts in a new epoch (g_ctl held): records of the old one are
+ * told apart, and the epoch is never 0 (0 means "not recording"). */
+static void rpd_begin_epoch(void) {
+  g_epoch++;
+  if (g_epoch == 0 || (g_epoch << 1) == 0)
+    g_epoch = 1;
+  rpd_set_state((g_epoch << 1) | 1);
+}
+
 RPDI_EXPORT int rpdstart(void) {
   pthread_mutex_lock(&g_ctl);
   int ret;
@@ -141,10 +150,7 @@ RPDI_EXPORT int rpdstart(void) {
       return -1;
     }
     rpd_install_signals();
-    g_epoch++;
-    if (g_epoch == 0 || (g_epoch << 1) == 0)
-      g_epoch = 1;
-    rpd_set_state((g_epoch << 1) | 1);
+    rpd_begin_epoch();
   }
   ret = ++g_refs;
   pthread_mutex_unlock(&g_ctl);
@@ -265,6 +271,14 @@ static const char *rpd_dec(uint64_t v, char buf[24]) {
   return p;
 }
 
+/* Whether a death path of the calling thread is this tracer's to flush: its
+ * own process (not a vfork child, which shares the parent's memory), a
+ * writer running, and not the writer thread itself. Async-signal-safe. */
+static int rpd_death_ours(void) {
+  return getpid() == g_tracer_pid && atomic_load(&g_writer_running) &&
+         !pthread_equal(pthread_self(), g_writer_thread);
+}
+
 /* The end of recording on a death path (a fatal signal, _exit, quick_exit,
  * exec): recording stops (open ranges end now), the atomics' counts are asked
  * for, and the writer commits, waited for at most NANO_RPD_CRASH_WAIT_MS.
@@ -305,8 +319,7 @@ static void rpd_signal_handler(int sig, siginfo_t *info, void *ctx) {
   int user = (old->sa_flags & SA_SIGINFO)
                  ? old->sa_sigaction != NULL
                  : (old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN);
-  int writer = atomic_load(&g_writer_running) && !pthread_equal(pthread_self(), g_writer_thread) &&
-               getpid() == g_tracer_pid;
+  int writer = rpd_death_ours();
   uint64_t lane_stack;
   if (sig == SIGSEGV && info && nano_cpu_lane_overflow(info->si_addr, &lane_stack)) {
     char n[24];
@@ -379,11 +392,8 @@ static void rpd_install_signals(void) {
  * raw exit_group system call are not. A vfork child (the parent's memory, no
  * fork handlers) is told by its pid and left alone. */
 static void rpd_exit_flush(void) {
-  if (getpid() != g_tracer_pid)
-    return;
-  if (!atomic_load(&g_writer_running) || pthread_equal(pthread_self(), g_writer_thread))
-    return;
-  rpd_last_flush("exit");
+  if (rpd_death_ours())
+    rpd_last_flush("exit");
 }
 
 RPDI_EXPORT void _exit(int status) {
@@ -426,8 +436,7 @@ static void rpd_exec_resolve(void) {
 
 /* Before an exec: 1 when recording was on and stopped for it. */
 static int rpd_exec_begin(void) {
-  if (getpid() != g_tracer_pid || !atomic_load(&g_writer_running) ||
-      pthread_equal(pthread_self(), g_writer_thread) || !(atomic_load(&g_state) & 1))
+  if (!rpd_death_ours() || !(atomic_load(&g_state) & 1))
     return 0;
   rpd_last_flush("exec");
   return 1;
@@ -438,12 +447,8 @@ static int rpd_exec_failed(int resume, int rc) {
   int saved = errno;
   if (resume) {
     pthread_mutex_lock(&g_ctl);
-    if (g_refs > 0 && !(atomic_load(&g_state) & 1)) {
-      g_epoch++;
-      if (g_epoch == 0 || (g_epoch << 1) == 0)
-        g_epoch = 1;
-      rpd_set_state((g_epoch << 1) | 1);
-    }
+    if (g_refs > 0 && !(atomic_load(&g_state) & 1))
+      rpd_begin_epoch();
     pthread_mutex_unlock(&g_ctl);
   }
   errno = saved;
@@ -543,8 +548,7 @@ static void rpd_atfork_child(void) {
     uint32_t st = atomic_load(&g_state);
     rpd_set_state(st & ~1u);
     if (rpd_writer_start() == 0) {
-      g_epoch++;
-      rpd_set_state((g_epoch << 1) | 1);
+      rpd_begin_epoch();
     } else {
       g_refs = 0;
     }

@@ -3,6 +3,7 @@
 #include "tracer.h"
 
 #include "nano/hash.h"
+#include "nano/path.h"
 #include "nano/rpdfile.h"
 #include "nano/settings.h"
 #include "nano/thread.h"
@@ -990,18 +991,7 @@ static void rpdw_old_join(void) {
 /* Writer connection setup: open the file, take a session, prepare. */
 /* g_w.path: RPDT_FILENAME with %p expanded to this process's id. */
 static void rpdw_set_path(void) {
-  char *o = g_w.path, *end = g_w.path + sizeof g_w.path - 1;
-  for (const char *t = g_template; *t && o < end; t++) {
-    if (t[0] == '%' && t[1] == 'p') {
-      o += snprintf(o, (size_t)(end - o), "%ld", (long)getpid());
-      if (o > end)
-        o = end;
-      t++;
-    } else {
-      *o++ = *t;
-    }
-  }
-  *o = 0;
+  (void)nano_path_expand_pid(g_template, (long)getpid(), g_w.path, sizeof g_w.path); /* cut */
 }
 
 /* Opens g_w.path for writing and begins this process's session (on the

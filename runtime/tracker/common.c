@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "nano/path.h"
 
 /* Names of enum nano_kind, indexed by value; GCC-builtin style. */
 static const char *const nanot_kind_names[NANO_KIND_COUNT] = {
@@ -61,23 +62,9 @@ enum nanot_dest nanot_parse_dest(const char *var, const char *value, char *buf, 
     return NANOT_DEST_STDERR;
   if (strcmp(value, "stdout") == 0)
     return NANOT_DEST_STDOUT;
-  size_t o = 0;
-  for (const char *s = value; *s; s++) {
-    char pid[24];
-    const char *piece = s;
-    size_t len = 1;
-    if (s[0] == '%' && s[1] == 'p') {
-      len = (size_t)snprintf(pid, sizeof pid, "%ld", (long)getpid());
-      piece = pid;
-      s++;
-    }
-    if (o + len >= n) {
-      nanot_warn("%s: path '%s' is too long; writing to stderr", var, value);
-      return NANOT_DEST_STDERR;
-    }
-    memcpy(buf + o, piece, len);
-    o += len;
+  if (nano_path_expand_pid(value, (long)getpid(), buf, n) != 0) {
+    nanot_warn("%s: path '%s' is too long; writing to stderr", var, value);
+    return NANOT_DEST_STDERR;
   }
-  buf[o] = '\0';
   return NANOT_DEST_PATH;
 }

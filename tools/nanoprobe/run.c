@@ -30,7 +30,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <regex.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +41,7 @@
 
 #include "nano/analyzers.h"
 #include "nano/outfile.h"
+#include "nano/path.h"
 #include "nano/rpdfile.h"
 #include "nano/settings.h"
 #include "nanoprobe.h"
@@ -141,16 +141,8 @@ static void run_env_free(struct run_env *e) {
  * program starts instead of leaving it uninstrumented. 0, or -1 after saying
  * why. */
 static int run_check_kernels(const char *kernels) {
-  size_t len = strlen(kernels) + sizeof "^()$";
-  char *anchored = malloc(len);
-  if (!anchored) {
-    fprintf(stderr, "nanoprobe run: out of memory\n");
-    return -1;
-  }
-  snprintf(anchored, len, "^(%s)$", kernels);
   regex_t re;
-  int rc = regcomp(&re, anchored, REG_EXTENDED | REG_NOSUB);
-  free(anchored);
+  int rc = nano_regcomp_whole(&re, kernels);
   if (rc != 0) {
     char msg[256];
     regerror(rc, &re, msg, sizeof msg);
@@ -305,21 +297,6 @@ static int run_trace_template(const char *output, char *buf, size_t len) {
   }
   free(abs);
   return 0;
-}
-
-/* The file the program's own process records into: the template with its
- * pid where -o had "%p" (as the tracer expands it), else the trace. */
-static void run_trace_of(const char *trace, pid_t pid, char *out, size_t len) {
-  size_t o = 0;
-  for (const char *p = trace; *p && o + 24 < len; p++) {
-    if (p[0] == '%' && p[1] == 'p') {
-      o += (size_t)snprintf(out + o, len - o, "%ld", (long)pid);
-      p++;
-    } else {
-      out[o++] = *p;
-    }
-  }
-  out[o] = 0;
 }
 
 /* Makes the trace file (path in buf, absolute). 0, or RUN_EXIT_USAGE after
@@ -606,8 +583,9 @@ int nanoprobe_cmd_run(int argc, char **argv) {
   run_env_free(&env);
   if (status < 0)
     return 1;
-  char own[PATH_MAX];
-  run_trace_of(trace, g_child, own, sizeof own);
+  char own[PATH_MAX]; /* the program's own file: the template with its pid where -o had %p */
+  if (nano_path_expand_pid(trace, (long)g_child, own, sizeof own) != 0)
+    fprintf(stderr, "nanoprobe run: %s: the path is too long\n", trace);
   run_summary(own, &o);
   if (o.instrumented)
     run_hint_uninstrumented(own, &o);

@@ -16,6 +16,14 @@
  */
 char *nano_path_normalize(const char *path, char *out, size_t n);
 
+/*
+ * Writes tmpl into out (n bytes) with every "%p" replaced by pid, as
+ * nanoprobe's file-name settings expand it (RPDT_FILENAME, NANO_TRACKER_OUTPUT,
+ * NANO_PRINT_OUTPUT, NANO_ANALYZER_OUTPUT, nanoprobe run -o). 0, or -1 when
+ * the result does not fit: out then holds as much of it as fits.
+ */
+int nano_path_expand_pid(const char *tmpl, long pid, char *out, size_t n);
+
 /* Source files that are library code (system and toolkit headers), as a
  * POSIX extended regular expression over normalised paths: the plugin's
  * default of NANO_ATOMICS_LIBRARY_FILES, the tracer's when it looks for a

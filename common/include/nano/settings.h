@@ -11,6 +11,7 @@
 #ifndef NANO_SETTINGS_H
 #define NANO_SETTINGS_H
 
+#include <regex.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -35,6 +36,11 @@ int nano_env_duration(const char *name, uint64_t lo, uint64_t hi, uint64_t *out)
 int nano_env_choice(const char *name, const char *const *choices, int *out);
 /* The value, or NULL when unset or empty. */
 const char *nano_env_str(const char *name);
+
+/* Compiles pattern as a POSIX extended regular expression that must match a
+ * whole name ("^(pattern)$", REG_NOSUB), as NANO_KERNELS and nanoprobe run -k
+ * read it. regcomp's result (REG_ESPACE when out of memory). */
+int nano_regcomp_whole(regex_t *re, const char *pattern);
 
 /* Parses a size as nano_env_size does, from a string; 0 on success, -1
  * when malformed or outside [lo, hi]. */
