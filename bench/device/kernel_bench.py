@@ -9,9 +9,11 @@ usage: kernel_bench.py CPU_BENCH CPU_BENCH_INLINE LIBNANO_RPD [ROUNDS]
 
 Modes: serial (no runtime: the calling thread runs every thread), original
 (the runtime, NANO_INSTRUMENT=0), twin + none (records drained and counted),
-twin + MemoryAnalysis, twin + Heatmap, and twin + none with the device runtime
-inlined at every access (NANO_DEVICE_INLINE=1 build). One worker thread
-(NANO_CPU_THREADS=1), so the drain thread has the other core.
+twin + MemoryAnalysis and twin + Heatmap each with their sums made from
+records (NANO_AGGREGATE=host: ring, drain thread, analyzer) and where the
+virtual waves run (device: no record), and twin + none with the device
+runtime inlined at every access (NANO_DEVICE_INLINE=1 build). One worker
+thread (NANO_CPU_THREADS=1), so the drain thread has the other core.
 """
 import json
 import os
@@ -26,8 +28,14 @@ modes = [
     ("serial (no runtime)", bench, None),
     ("original (runtime)", bench, {"NANO_INSTRUMENT": "0"}),
     ("twin, no analyzer", bench, {"NANO_INSTRUMENT": "1", "NANO_ANALYZERS": "none"}),
-    ("twin + MemoryAnalysis", bench, {"NANO_INSTRUMENT": "1", "NANO_ANALYZERS": "MemoryAnalysis"}),
-    ("twin + Heatmap", bench, {"NANO_INSTRUMENT": "1", "NANO_ANALYZERS": "Heatmap"}),
+    ("twin + MemoryAnalysis, host", bench, {"NANO_INSTRUMENT": "1", "NANO_ANALYZERS": "MemoryAnalysis",
+                                            "NANO_AGGREGATE": "host"}),
+    ("twin + MemoryAnalysis, device", bench, {"NANO_INSTRUMENT": "1", "NANO_ANALYZERS": "MemoryAnalysis",
+                                              "NANO_AGGREGATE": "device"}),
+    ("twin + Heatmap, host", bench, {"NANO_INSTRUMENT": "1", "NANO_ANALYZERS": "Heatmap",
+                                     "NANO_AGGREGATE": "host"}),
+    ("twin + Heatmap, device", bench, {"NANO_INSTRUMENT": "1", "NANO_ANALYZERS": "Heatmap",
+                                       "NANO_AGGREGATE": "device"}),
     ("twin, no analyzer, inlined", bench_inline, {"NANO_INSTRUMENT": "1", "NANO_ANALYZERS": "none"}),
 ]
 times = {m[0]: {"triad": [], "poly": []} for m in modes}
@@ -47,11 +55,11 @@ for _ in range(rounds):
 
 print("== CPU kernels: wall time per launch of %d threads (%d rounds x 3 launches, interleaved)"
       % (threads, rounds))
-print("  %-28s %-6s %12s %12s %14s" % ("mode", "kernel", "best ns/thr", "median", "x original best/median"))
+print("  %-31s %-6s %12s %12s %14s" % ("mode", "kernel", "best ns/thr", "median", "x original best/median"))
 for k in ("triad", "poly"):
     ob, om = min(times["original (runtime)"][k]), statistics.median(times["original (runtime)"][k])
     for name, _, _ in modes:
         t = times[name][k]
         b, m = min(t), statistics.median(t)
-        print("  %-28s %-6s %12.2f %12.2f %10.2f/%.2f" % (name, k, 1e9 * b / threads, 1e9 * m / threads,
+        print("  %-31s %-6s %12.2f %12.2f %10.2f/%.2f" % (name, k, 1e9 * b / threads, 1e9 * m / threads,
                                                           b / ob, m / om))

@@ -130,14 +130,15 @@ static void addrlog_destroy(struct nano_handler *h) {
   free(a);
 }
 
+/* every record, so no aggregates op */
 static const struct nano_handler_ops addrlog_ops = {addrlog_handle, addrlog_report, addrlog_clear,
-                                                    addrlog_destroy};
+                                                    addrlog_destroy, NULL};
 
 struct nano_handler *nano_address_logger_create(const struct nano_dispatch_info *info) {
   struct addrlog *a = calloc(1, sizeof *a);
   if (!a)
     return NULL;
-  a->h = (struct nano_handler){&addrlog_ops, "AddressLogger", NANO_HANDLER_PASS_THROUGH};
+  a->h = (struct nano_handler){&addrlog_ops, "AddressLogger", NANO_HANDLER_PASS_THROUGH, 0};
   a->info = info;
   if (nano_analyzer_flag_option(info, "trace"))
     addrlog_open_trace(a);

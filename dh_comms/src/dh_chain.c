@@ -11,6 +11,7 @@
 #include <strings.h>
 
 #include "../analyzers/analyzer.h"
+#include "nano/aggregate.h"
 
 /* The built-in analyzers, by the names users type (omniprobe's). */
 static const struct {
@@ -27,6 +28,7 @@ struct chain_entry {
   char *name;    /* as written, without options */
   char *options; /* after ':' or "" */
   nano_handler_create_fn create;
+  uint32_t abi; /* the handler ABI its handlers speak */
 };
 
 struct nano_analyzers {
@@ -38,7 +40,7 @@ const char *nano_analyzers_builtin_names(void) { return "AddressLogger, Heatmap,
 
 /* Loads plugin `path` into *create; -1 with a message. */
 static int chain_load_plugin(const char *what, const char *path, nano_handler_create_fn *create,
-                             char *err, size_t errlen) {
+                             uint32_t *abi_out, char *err, size_t errlen) {
   void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   if (!h) {
     snprintf(err, errlen, "%s: analyzer plugin %s does not load: %s", what, path, dlerror());
@@ -52,14 +54,15 @@ static int chain_load_plugin(const char *what, const char *path, nano_handler_cr
     return -1;
   }
   uint32_t v = abi();
-  if (v != NANO_HANDLER_ABI) {
+  if (v < NANO_HANDLER_ABI_OLDEST || v > NANO_HANDLER_ABI) {
     snprintf(err, errlen,
-             "%s: analyzer plugin %s is built for handler ABI %u; this runtime has ABI %u "
-             "(rebuild it against this nano/handler.h)",
-             what, path, v, NANO_HANDLER_ABI);
+             "%s: analyzer plugin %s is built for handler ABI %u; this runtime has ABI %u and "
+             "loads %u to %u (rebuild it against this nano/handler.h)",
+             what, path, v, NANO_HANDLER_ABI, NANO_HANDLER_ABI_OLDEST, NANO_HANDLER_ABI);
     return -1;
   }
   *create = fn;
+  *abi_out = v;
   return 0;
 }
 
@@ -99,9 +102,9 @@ int nano_analyzers_load(const char *list, const char *what, struct nano_analyzer
       *colon = 0;
       opts = colon + 1;
     }
-    struct chain_entry e = {0};
+    struct chain_entry e = {.abi = NANO_HANDLER_ABI};
     if (path) {
-      if (chain_load_plugin(what, tok, &e.create, err, errlen) != 0)
+      if (chain_load_plugin(what, tok, &e.create, &e.abi, err, errlen) != 0)
         goto fail;
     } else {
       for (size_t i = 0; i < CHAIN_NBUILTINS; i++)
@@ -165,6 +168,7 @@ const char *nano_analyzers_name(const struct nano_analyzers *a, size_t i) { retu
 struct nano_chain {
   size_t n;
   struct nano_handler **h;
+  uint32_t *abi;                   /* each handler's ABI */
   struct nano_dispatch_info *info; /* one copy per analyzer (its options) */
 };
 
@@ -174,8 +178,9 @@ struct nano_chain *nano_chain_create(const struct nano_analyzers *a,
   if (!c)
     return NULL;
   c->h = calloc(a->n, sizeof *c->h);
+  c->abi = calloc(a->n, sizeof *c->abi);
   c->info = calloc(a->n, sizeof *c->info);
-  if (!c->h || !c->info) {
+  if (!c->h || !c->abi || !c->info) {
     nano_chain_destroy(c);
     return NULL;
   }
@@ -184,8 +189,10 @@ struct nano_chain *nano_chain_create(const struct nano_analyzers *a,
     *copy = *info;
     copy->options = a->e[i].options;
     struct nano_handler *h = a->e[i].create(copy);
-    if (h)
+    if (h) {
+      c->abi[c->n] = a->e[i].abi;
       c->h[c->n++] = h;
+    }
   }
   return c;
 }
@@ -206,6 +213,35 @@ void nano_chain_report(struct nano_chain *c, uint64_t lost_records) {
   }
 }
 
+int nano_chain_aggregable(const struct nano_chain *c, unsigned *what, uint64_t *page_bytes,
+                          const char **needs_records) {
+  *what = 0;
+  *page_bytes = 0;
+  *needs_records = NULL;
+  for (size_t i = 0; i < c->n; i++) {
+    const struct nano_handler *h = c->h[i];
+    uint32_t flags = c->abi[i] >= 2 && h->ops->aggregates ? h->flags : 0;
+    int pages = (flags & NANO_HANDLER_PAGE_COUNTS) && h->page_bytes;
+    if (!(flags & NANO_HANDLER_SITE_COUNTS) && !pages) {
+      *needs_records = h->name;
+      return 0;
+    }
+    if (pages && *page_bytes && *page_bytes != h->page_bytes) {
+      *needs_records = h->name; /* two page sizes: one table cannot serve both */
+      return 0;
+    }
+    if (pages)
+      *page_bytes = h->page_bytes;
+    *what |= (flags & NANO_HANDLER_SITE_COUNTS ? NANO_AGG_SITES : 0) | (pages ? NANO_AGG_PAGES : 0);
+  }
+  return c->n > 0;
+}
+
+void nano_chain_aggregates(struct nano_chain *c, const struct nano_aggregates *a) {
+  for (size_t i = 0; i < c->n; i++)
+    c->h[i]->ops->aggregates(c->h[i], a);
+}
+
 size_t nano_chain_size(const struct nano_chain *c) { return c->n; }
 
 void nano_chain_destroy(struct nano_chain *c) {
@@ -214,6 +250,7 @@ void nano_chain_destroy(struct nano_chain *c) {
   for (size_t i = 0; i < c->n; i++)
     c->h[i]->ops->destroy(c->h[i]);
   free(c->h);
+  free(c->abi);
   free(c->info);
   free(c);
 }

@@ -42,6 +42,7 @@
 
 #include "dispatch.h"
 #include "fiber.h"
+#include "nano/aggregate.h"
 #include "nano/handler.h"
 #include "nano/kernel.h"
 #include "nano/thread.h"
@@ -81,6 +82,7 @@ struct cpu_job {
   nano_dim3 grid, block;
   uint32_t shared;
   struct nano_dispatch *d; /* NULL: originals only */
+  int on_device;           /* d's sums are made here (nano_dispatch_on_device) */
   void *desc;
   struct nano_dh_buffer *buf;
   uint32_t wave;
@@ -103,6 +105,8 @@ struct cpu_worker {
   unsigned cur; /* the lane running                             */
   uint32_t block[3];
   uint32_t wave;
+  struct nano_aggregate *shard; /* its share of the job's sums (on_device) */
+  int shard_failed;
 };
 
 /* The worker the calling thread runs (initial-exec: read by the signal
@@ -220,8 +224,22 @@ static uint64_t cpu_clock(void) {
 #endif
 }
 
+/* Adds the wave's access r to the worker's shard of the job's sums (the
+ * device path: what the analyzers would make of r, made here, no record). */
+static void cpu_sum(struct cpu_worker *w, const struct cpu_job *j, struct nano_dh_record *r) {
+  if (!w->shard && !w->shard_failed && !(w->shard = nano_dispatch_shard(j->d)))
+    w->shard_failed = 1;
+  if (!w->shard) {
+    nano_dispatch_shard_lost(j->d, 1);
+    return;
+  }
+  int64_t stride;
+  r->encoding = (uint8_t)nano_dh_encoding(r, &stride); /* the analyzers' fast paths rely on it */
+  nano_aggregate_add(w->shard, r);
+}
+
 /* Runs `lanes` threads from linear thread id `first` of the current block as
- * one wave, writing its records. */
+ * one wave, writing its records or summing them (cpu_sum). */
 static void cpu_run_wave(struct cpu_worker *w, const struct nano_kernel_ctx *base, uint32_t first,
                          unsigned lanes) {
   const struct cpu_job *j = w->job;
@@ -281,7 +299,10 @@ static void cpu_run_wave(struct cpu_worker *w, const struct nano_kernel_ctx *bas
     r.hw_id = w->index;
     r.time = cpu_clock();
     r.space = (uint8_t)cpu_classify(w, &r);
-    nano_dh_buffer_write(j->buf, &r);
+    if (j->on_device)
+      cpu_sum(w, j, &r);
+    else
+      nano_dh_buffer_write(j->buf, &r);
   }
 }
 
@@ -317,6 +338,8 @@ static void cpu_run_block(struct cpu_worker *w, const struct cpu_job *j, uint64_
 /* Claims and runs blocks of j until none is left. */
 static void cpu_run_blocks(struct cpu_worker *w, const struct cpu_job *j) {
   w->job = j;
+  w->shard = NULL; /* the dispatch owns the last job's */
+  w->shard_failed = 0;
   for (;;) {
     uint64_t b = atomic_fetch_add_explicit((_Atomic uint64_t *)&j->next, 1, memory_order_relaxed);
     if (b >= j->nblocks)
@@ -491,11 +514,13 @@ __attribute__((visibility("default"))) void __nano_cpu_launch(const struct nano_
                                .line_bytes = CPU_LINE_BYTES,
                                .sector_bytes = CPU_LINE_BYTES,
                                .lds_model = wave == 64 ? NANO_LDS_AMD_WAVE64 : NANO_LDS_PHASED,
+                               .aggregates = 1,
                                .twin = cpu_instrumentable(k, *grid, *block, wave) ? k->twin : NULL};
   j.d = nano_dispatch_begin(&l);
   if (j.d) {
     j.buf = nano_dispatch_buffer(j.d);
     j.desc = nano_dispatch_desc(j.d);
+    j.on_device = nano_dispatch_on_device(j.d);
     j.wave = wave;
     if (nano_dh_buffer_set_hook(j.buf, (void *)cpu_hook) != 0) {
       nano_dispatch_cancel(j.d);

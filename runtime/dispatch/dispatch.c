@@ -33,6 +33,7 @@
 #include <pthread.h>
 #include <regex.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,7 @@
 #include <unistd.h>
 
 #include "kerneldb.h"
+#include "nano/aggregate.h"
 #include "nano/analyzers.h"
 #include "nano/demangle.h"
 #include "nano/handler.h"
@@ -72,6 +74,8 @@
 #define DISPATCH_MAX_CPU_STACK (64u << 20)
 
 enum dispatch_pick { PICK_ALL, PICK_FIRST, PICK_NTH, PICK_RANDOM };
+/* NANO_AGGREGATE: where the analyzers' sums are made. */
+enum dispatch_where { WHERE_AUTO, WHERE_DEVICE, WHERE_HOST };
 
 /* One kernel's dispatch history. */
 struct kernel_state {
@@ -111,6 +115,16 @@ struct nano_dispatch {
   int64_t start, end;
   uint64_t api;
   int64_t session_offset; /* the trace's when the dispatch began (-1: none) */
+  /* summed where the waves run (NANO_AGGREGATE): no records, no drain */
+  int on_device;
+  unsigned agg_what;
+  uint64_t agg_page_bytes;
+  pthread_mutex_t shard_lock;
+  struct nano_aggregate **shards; /* one per thread of the back end that ran waves */
+  size_t nshards;
+  _Atomic uint64_t agg_lost; /* wave accesses no shard took (out of memory) */
+  struct nano_aggregates view;
+  uint64_t agg_records; /* wave accesses summed */
 };
 
 static struct {
@@ -134,6 +148,7 @@ static struct {
   unsigned cpu_threads;
   uint64_t cpu_stack;
   unsigned drain_threads;
+  enum dispatch_where where;
 
   pthread_mutex_t lock; /* everything below */
   struct kernel_state *kernels;
@@ -144,6 +159,7 @@ static struct {
   uint64_t next_id;
   uint64_t pool_exhausted;
   int noted_pool;
+  int noted_where;
   int finished;
 } g_d = {.once = PTHREAD_ONCE_INIT, .lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -253,6 +269,7 @@ static void dispatch_init(void) {
      * (read at the first launch, so only a program with kernels hears it) */
     const char *meant = nano_env_str("NANO_ANALYZERS")    ? "NANO_ANALYZERS"
                         : nano_env_str("NANO_DISPATCHES") ? "NANO_DISPATCHES"
+                        : nano_env_str("NANO_AGGREGATE")  ? "NANO_AGGREGATE"
                                                           : NULL;
     if (meant && !bad)
       dispatch_log("%s is set but NANO_INSTRUMENT is not: kernels run uninstrumented "
@@ -302,6 +319,14 @@ static void dispatch_init(void) {
     bad = 1;
   else if (r > 0)
     g_d.format = f == 1 ? NANO_FORMAT_JSON : NANO_FORMAT_TEXT;
+
+  static const char *const wheres[] = {"auto", "device", "host", NULL};
+  int where;
+  r = nano_env_choice("NANO_AGGREGATE", wheres, &where);
+  if (r < 0)
+    bad = 1;
+  else if (r > 0)
+    g_d.where = (enum dispatch_where)where;
 
   static const char *const waves[] = {"32", "64", NULL};
   int w;
@@ -660,6 +685,34 @@ static int dispatch_store(const struct nano_dispatch_info *info, const char *ana
 
 /* ---- begin ------------------------------------------------------------------- */
 
+/* Whether d's sums are made where its waves run: NANO_AGGREGATE allows it,
+ * the back end can (l->aggregates) and every handler of the chain is served
+ * by sums. NANO_AGGREGATE=device that cannot be had is said once. */
+static int dispatch_on_device(struct nano_dispatch *d, const struct nano_launch_desc *l) {
+  const char *needs = NULL;
+  if (g_d.where == WHERE_HOST ||
+      !nano_chain_aggregable(d->chain, &d->agg_what, &d->agg_page_bytes, &needs) ||
+      !l->aggregates) {
+    if (g_d.where == WHERE_DEVICE) {
+      pthread_mutex_lock(&g_d.lock);
+      if (!g_d.noted_where)
+        dispatch_log(needs ? "NANO_AGGREGATE=device: analyzer %s needs every record: "
+                             "dispatches stream their records"
+                     : nano_chain_size(d->chain)
+                         ? "NANO_AGGREGATE=device: the %s back end sums on the host only: its "
+                           "dispatches stream their records"
+                         : "NANO_AGGREGATE=device: no analyzer (%s) to sum for",
+                     needs                       ? needs
+                     : nano_chain_size(d->chain) ? l->backend
+                                                 : "none");
+      g_d.noted_where = 1;
+      pthread_mutex_unlock(&g_d.lock);
+    }
+    return 0;
+  }
+  return 1;
+}
+
 int nano_dispatch_instrumenting(void) {
   dispatch_ready();
   return g_d.instrument;
@@ -772,8 +825,12 @@ struct nano_dispatch *nano_dispatch_begin(const struct nano_launch_desc *l) {
   info->store = dispatch_store;
   info->runtime = d;
   d->chain = nano_chain_create(g_d.analyzers, info);
+  pthread_mutex_init(&d->shard_lock, NULL);
+  if (d->chain)
+    d->on_device = dispatch_on_device(d, l);
   if (!d->chain || nano_dh_buffer_set_blocks(buf, g_d.block_lo, g_d.block_hi) != 0 ||
-      nano_dh_drainer_attach(g_d.drainer, buf, nano_chain_handle, d->chain, &d->st) != 0) {
+      (!d->on_device &&
+       nano_dh_drainer_attach(g_d.drainer, buf, nano_chain_handle, d->chain, &d->st) != 0)) {
     dispatch_log("out of memory: dispatch %" PRIu64 " of %s runs uninstrumented", n, l->kernel);
     nano_chain_destroy(d->chain);
     nano_dh_pool_release(pool, buf);
@@ -808,6 +865,30 @@ struct nano_dh_buffer *nano_dispatch_buffer(struct nano_dispatch *d) {
   return d->buf;
 }
 
+int nano_dispatch_on_device(const struct nano_dispatch *d) { return d->on_device; }
+
+struct nano_aggregate *nano_dispatch_shard(struct nano_dispatch *d) {
+  struct nano_aggregate *a = nano_aggregate_create(&d->info, d->agg_what, d->agg_page_bytes);
+  if (!a)
+    return NULL;
+  pthread_mutex_lock(&d->shard_lock);
+  struct nano_aggregate **grown = realloc(d->shards, (d->nshards + 1) * sizeof *grown);
+  if (grown) {
+    d->shards = grown;
+    d->shards[d->nshards++] = a;
+  }
+  pthread_mutex_unlock(&d->shard_lock);
+  if (!grown) {
+    nano_aggregate_destroy(a);
+    return NULL;
+  }
+  return a;
+}
+
+void nano_dispatch_shard_lost(struct nano_dispatch *d, uint64_t records) {
+  atomic_fetch_add_explicit(&d->agg_lost, records, memory_order_relaxed);
+}
+
 int nano_dispatch_block_selected(const struct nano_dispatch *d, const uint32_t block[3]) {
   (void)d;
   for (int i = 0; i < 3; i++)
@@ -825,6 +906,7 @@ struct dispatch_row {
   uint64_t kernel_dispatch, shared_bytes, records, bytes, dropped, decode_errors, lost_bytes;
   uint32_t device, wave_size, grid[3], block[3];
   int64_t start, end;
+  const char *aggregate; /* static: dispatch_where_name */
 };
 
 static void dispatch_row_free(void *p) {
@@ -839,13 +921,18 @@ static void dispatch_row_free(void *p) {
 static int dispatch_row_write(sqlite3 *db, int64_t offset, const char *path, void *p) {
   struct dispatch_row *r = p;
   sqlite3_stmt *st;
+  char err[NANO_RPDFILE_ERRLEN];
+  if (nano_rpdfile_dispatch_upgrade(db, path, err, sizeof err) != 0) {
+    dispatch_log("cannot store dispatch %" PRId64 ": %s", r->id, err);
+    return -1;
+  }
   if (sqlite3_prepare_v2(
           db,
           "INSERT INTO nano_dispatch(id, session, pid, api_id, kernel, kernel_name, "
           "kernel_dispatch, backend, arch, device, wave_size, grid_x, grid_y, "
           "grid_z, block_x, block_y, block_z, shared_bytes, start, \"end\", records, "
-          "record_bytes, dropped, decode_errors, lost_bytes) VALUES "
-          "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+          "record_bytes, dropped, decode_errors, lost_bytes, aggregate) VALUES "
+          "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
           -1, &st, NULL) != SQLITE_OK) {
     dispatch_log("%s: cannot store dispatch %" PRId64 ": %s", path, r->id, sqlite3_errmsg(db));
     return -1;
@@ -878,6 +965,7 @@ static int dispatch_row_write(sqlite3 *db, int64_t offset, const char *path, voi
   rc |= sqlite3_bind_int64(st, k++, (int64_t)r->dropped);
   rc |= sqlite3_bind_int64(st, k++, (int64_t)r->decode_errors);
   rc |= sqlite3_bind_int64(st, k++, (int64_t)r->lost_bytes);
+  rc |= sqlite3_bind_text(st, k++, r->aggregate, -1, SQLITE_STATIC);
   if (rc == SQLITE_OK)
     rc = sqlite3_step(st);
   sqlite3_finalize(st);
@@ -886,6 +974,11 @@ static int dispatch_row_write(sqlite3 *db, int64_t offset, const char *path, voi
     return -1;
   }
   return 0;
+}
+
+/* Where d's sums were made, as the trace and the summary name it. */
+static const char *dispatch_where_name(const struct nano_dispatch *d) {
+  return d->on_device ? "device" : "host";
 }
 
 /* The dispatch's summary, text or JSON, on the analyzers' output. */
@@ -902,18 +995,26 @@ static void dispatch_summary(const struct nano_dispatch *d) {
     fprintf(out,
             ",\"dispatch\":%" PRIu64 ",\"kernel_dispatch\":%" PRIu64 ",\"backend\":\"%s\","
             "\"arch\":\"%s\",\"wave_size\":%u,\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],"
-            "\"duration_ns\":%" PRId64 ",\"records\":%" PRIu64 ",\"record_bytes\":%" PRIu64
-            ",\"dropped\":%" PRIu64 ",\"decode_errors\":%" PRIu64 ",\"lost_bytes\":%" PRIu64 "}\n",
+            "\"duration_ns\":%" PRId64 ",\"aggregate\":\"%s\",\"wave_accesses\":%" PRIu64
+            ",\"records\":%" PRIu64 ",\"record_bytes\":%" PRIu64 ",\"dropped\":%" PRIu64
+            ",\"decode_errors\":%" PRIu64 ",\"lost_bytes\":%" PRIu64 "}\n",
             i->dispatch_id, i->kernel_dispatch, i->backend, i->arch, i->wave_size, i->grid[0],
             i->grid[1], i->grid[2], i->block[0], i->block[1], i->block[2], d->end - d->start,
-            d->st.records, d->st.bytes, d->dropped, d->st.decode_errors, d->st.lost_bytes);
+            dispatch_where_name(d), d->on_device ? d->agg_records : d->st.records, d->st.records,
+            d->st.bytes, d->dropped, d->st.decode_errors, d->st.lost_bytes);
   } else {
     fprintf(out,
             "nanoprobe: dispatch %" PRIu64 " (%s #%" PRIu64 "; %s, grid %ux%ux%u, block %ux%ux%u, "
-            "wave %u): %" PRIu64 " records, %" PRIu64 " bytes, %" PRIu64 " dropped",
+            "wave %u): ",
             i->dispatch_id, i->kernel_name, i->kernel_dispatch, i->arch, i->grid[0], i->grid[1],
-            i->grid[2], i->block[0], i->block[1], i->block[2], i->wave_size, d->st.records,
-            d->st.bytes, d->dropped);
+            i->grid[2], i->block[0], i->block[1], i->block[2], i->wave_size);
+    if (d->on_device)
+      fprintf(out, "%" PRIu64 " wave accesses summed on the device, no records", d->agg_records);
+    else
+      fprintf(out, "%" PRIu64 " records, %" PRIu64 " bytes, %" PRIu64 " dropped", d->st.records,
+              d->st.bytes, d->dropped);
+    if (d->on_device && d->dropped)
+      fprintf(out, ", %" PRIu64 " not summed (out of memory)", d->dropped);
     if (d->st.decode_errors)
       fprintf(out, ", %" PRIu64 " undecodable (%s)", d->st.decode_errors, d->st.first_error);
     if (d->st.lost_bytes)
@@ -952,6 +1053,7 @@ static void dispatch_store_row(const struct nano_dispatch *d) {
   r->dropped = d->dropped;
   r->decode_errors = d->st.decode_errors;
   r->lost_bytes = d->st.lost_bytes;
+  r->aggregate = dispatch_where_name(d);
   if (!r->kernel || !r->kernel_name || !r->backend || !r->arch) {
     dispatch_row_free(r);
     return;
@@ -965,7 +1067,8 @@ static void dispatch_publish(struct nano_dispatch *d) {
   flockfile(g_d.out);
   dispatch_summary(d);
   dispatch_store_row(d);
-  /* a record whose bytes were lost counts once: its count is not known */
+  /* a record whose bytes were lost counts once: its count is not known
+   * (on the device path d->dropped holds the wave accesses not summed) */
   nano_chain_report(d->chain, d->dropped + d->st.decode_errors + (d->st.lost_bytes ? 1 : 0));
   fflush(g_d.out);
   funlockfile(g_d.out);
@@ -975,23 +1078,62 @@ static void dispatch_free(struct nano_dispatch *d) {
   if (!d)
     return;
   nano_chain_destroy(d->chain);
+  for (size_t i = 0; i < d->nshards; i++)
+    nano_aggregate_destroy(d->shards[i]);
+  free(d->shards);
+  pthread_mutex_destroy(&d->shard_lock);
   free(d->kernel);
   free(d->kernel_name);
   free(d);
 }
 
 void nano_dispatch_cancel(struct nano_dispatch *d) {
-  nano_dh_drainer_detach(g_d.drainer, d->buf);
+  if (!d->on_device)
+    nano_dh_drainer_detach(g_d.drainer, d->buf);
   nano_dh_pool_release(d->pool, d->buf);
   dispatch_free(d);
 }
 
-void nano_dispatch_end(struct nano_dispatch *d, int64_t start, int64_t end, uint64_t api) {
+/* Ends d's stream of records: detach, final drain, drops counted. */
+static void dispatch_drain_end(struct nano_dispatch *d) {
   nano_dh_drainer_detach(g_d.drainer, d->buf);
   if (nano_dh_buffer_finish(d->buf, nano_chain_handle, d->chain, &d->st) < 0)
     dispatch_log("dispatch %" PRIu64 " of %s: the buffer's counters cannot be read",
                  d->info.dispatch_id, d->info.kernel);
   d->dropped = nano_dh_buffer_dropped_at_finish(d->buf) - d->dropped_before;
+}
+
+/* The device's sums of d, its shards merged into the first, handed to the
+ * handlers. */
+static void dispatch_hand_sums(struct nano_dispatch *d) {
+  if (!d->nshards && !(d->shards = calloc(1, sizeof *d->shards))) {
+    dispatch_log("dispatch %" PRIu64 " of %s: out of memory for its sums", d->info.dispatch_id,
+                 d->info.kernel);
+    nano_dispatch_shard_lost(d, 1);
+    return;
+  }
+  if (!d->nshards &&
+      (d->shards[0] = nano_aggregate_create(&d->info, d->agg_what, d->agg_page_bytes)))
+    d->nshards = 1;
+  for (size_t i = 1; i < d->nshards; i++)
+    nano_aggregate_merge(d->shards[0], d->shards[i]);
+  if (!d->nshards || nano_aggregate_view(d->shards[0], "device", &d->view) != 0) {
+    dispatch_log("dispatch %" PRIu64 " of %s: out of memory for its sums", d->info.dispatch_id,
+                 d->info.kernel);
+    nano_dispatch_shard_lost(d, 1); /* the reports say they are incomplete */
+    return;
+  }
+  d->agg_records = nano_aggregate_records(d->shards[0]);
+  nano_chain_aggregates(d->chain, &d->view);
+}
+
+void nano_dispatch_end(struct nano_dispatch *d, int64_t start, int64_t end, uint64_t api) {
+  if (d->on_device) {
+    dispatch_hand_sums(d);
+    d->dropped = atomic_load(&d->agg_lost);
+  } else {
+    dispatch_drain_end(d);
+  }
   d->start = start;
   d->end = end;
   d->api = api;

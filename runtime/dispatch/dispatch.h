@@ -33,6 +33,7 @@ struct nano_launch_desc {
   uint64_t shared_bytes;
   uint32_t line_bytes, sector_bytes, lds_model;
   const void *twin;                    /* the twin's address; NULL: the kernel has none    */
+  int aggregates;                      /* the back end can sum where the waves run         */
   const struct nano_dh_memory *memory; /* placement; NULL: host memory         */
 };
 
@@ -45,6 +46,16 @@ int nano_dispatch_instrumenting(void);
 struct nano_dispatch *nano_dispatch_begin(const struct nano_launch_desc *l);
 void *nano_dispatch_desc(struct nano_dispatch *d);
 struct nano_dh_buffer *nano_dispatch_buffer(struct nano_dispatch *d);
+/* Whether d's analyzers are served by sums made where its waves run
+ * (NANO_AGGREGATE; only when the launch said l->aggregates): then the back
+ * end adds each wave access to a shard of its own instead of writing a
+ * record, and nothing is drained. */
+int nano_dispatch_on_device(const struct nano_dispatch *d);
+/* A new, empty shard of d's sums for one thread of the back end, merged at
+ * nano_dispatch_end; NULL when out of memory (then the thread counts what it
+ * could not sum with nano_dispatch_shard_lost). Thread-safe. */
+struct nano_aggregate *nano_dispatch_shard(struct nano_dispatch *d);
+void nano_dispatch_shard_lost(struct nano_dispatch *d, uint64_t records);
 /* Whether block (x, y, z) is recorded (NANO_BLOCKS). */
 int nano_dispatch_block_selected(const struct nano_dispatch *d, const uint32_t block[3]);
 /* Ends d (start and end in rpd_now() ns; api: the rpd_record_api handle of

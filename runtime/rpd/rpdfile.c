@@ -205,6 +205,21 @@ int nano_rpdfile_has_object(sqlite3 *db, const char *name) {
   return found;
 }
 
+int nano_rpdfile_has_column(sqlite3 *db, const char *table, const char *column) {
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v2(db, "SELECT 1 FROM pragma_table_info(?1) WHERE name=?2", -1, &st, NULL) !=
+      SQLITE_OK)
+    return -1;
+  int found = -1;
+  if (sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC) == SQLITE_OK &&
+      sqlite3_bind_text(st, 2, column, -1, SQLITE_STATIC) == SQLITE_OK) {
+    int rc = sqlite3_step(st);
+    found = rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
+  }
+  sqlite3_finalize(st);
+  return found;
+}
+
 const char *nano_rpdfile_thread_schema_sql(void) {
   return "CREATE TABLE IF NOT EXISTS nano_thread (pid integer NOT NULL, tid integer NOT NULL, "
          "name varchar(16) NOT NULL, PRIMARY KEY (pid, tid))";
@@ -262,7 +277,7 @@ const char *nano_rpdfile_dispatch_schema_sql(void) {
          "block_x integer NOT NULL, block_y integer NOT NULL, block_z integer NOT NULL, "
          "shared_bytes integer NOT NULL, start integer NOT NULL, \"end\" integer NOT NULL, "
          "records integer NOT NULL, record_bytes integer NOT NULL, dropped integer NOT NULL, "
-         "decode_errors integer NOT NULL, lost_bytes integer NOT NULL);\n"
+         "decode_errors integer NOT NULL, lost_bytes integer NOT NULL, aggregate text);\n"
          "CREATE TABLE IF NOT EXISTS nano_analysis (id integer NOT NULL PRIMARY KEY, "
          "dispatch_id integer NOT NULL REFERENCES nano_dispatch (id), analyzer text NOT NULL, "
          "report text NOT NULL);\n"
@@ -304,6 +319,21 @@ const char *nano_rpdfile_dispatch_schema_sql(void) {
 }
 
 /* Formats "<path>: <message>" into err (when err is non-NULL). */
+static void rpdfile_err(char *err, size_t errlen, const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+int nano_rpdfile_dispatch_upgrade(sqlite3 *db, const char *path, char *err, size_t errlen) {
+  int has = nano_rpdfile_has_column(db, "nano_dispatch", "aggregate");
+  if (has < 0) {
+    rpdfile_err(err, errlen, path, "reading nano_dispatch's columns: %s", sqlite3_errmsg(db));
+    return NANO_RPDFILE_ESQLITE;
+  }
+  return has ? 0
+             : nano_rpdfile_exec(db, path, "adding nano_dispatch.aggregate",
+                                 "ALTER TABLE nano_dispatch ADD COLUMN aggregate text", err,
+                                 errlen);
+}
+
 static void rpdfile_err(char *err, size_t errlen, const char *path, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 static void rpdfile_err(char *err, size_t errlen, const char *path, const char *fmt, ...) {

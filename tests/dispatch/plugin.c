@@ -4,6 +4,10 @@
  *                      claims records of its kernel's first site when asked
  *                      (option claim), reports one JSON line and stores it;
  *   -DPLUGIN_ABI=99    the same with another ABI version (refused);
+ *   -DPLUGIN_ABI=1     the same as an ABI 1 plugin (loads, takes records);
+ *   -DPLUGIN_SUMS      a plugin served by per-site sums (ABI 2,
+ *                      NANO_HANDLER_SITE_COUNTS): reports where they were
+ *                      made and their executions, or the records it got;
  *   -DPLUGIN_NO_CREATE without nano_handler_create (refused).
  * It needs nothing of nanoprobe at link time, as any plugin.
  */
@@ -25,7 +29,21 @@ struct counter {
   const struct nano_dispatch_info *info;
   uint64_t records, lanes;
   int claim;
+  const char *where; /* PLUGIN_SUMS: "device" when served by sums */
+  uint64_t executions;
 };
+
+#ifdef PLUGIN_SUMS
+static void counter_sums(struct nano_handler *h, const struct nano_aggregates *a) {
+  struct counter *c = (struct counter *)h;
+  c->where = a->where;
+  for (size_t i = 0; i < a->nsites; i++)
+    c->executions += a->sites[i].executions;
+}
+#define COUNTER_SUMS counter_sums
+#else
+#define COUNTER_SUMS NULL
+#endif
 
 static int counter_handle(struct nano_handler *h, const struct nano_dh_record *r) {
   struct counter *c = (struct counter *)h;
@@ -37,10 +55,16 @@ static int counter_handle(struct nano_handler *h, const struct nano_dh_record *r
 static void counter_report(struct nano_handler *h) {
   struct counter *c = (struct counter *)h;
   char json[256];
-  snprintf(json, sizeof json,
-           "{\"analyzer\":\"RecordCounter\",\"dispatch\":%" PRIu64 ",\"records\":%" PRIu64
-           ",\"lanes\":%" PRIu64 "}",
-           c->info->dispatch_id, c->records, c->lanes);
+  if (c->where)
+    snprintf(json, sizeof json,
+             "{\"analyzer\":\"RecordCounter\",\"dispatch\":%" PRIu64 ",\"where\":\"%s\","
+             "\"executions\":%" PRIu64 "}",
+             c->info->dispatch_id, c->where, c->executions);
+  else
+    snprintf(json, sizeof json,
+             "{\"analyzer\":\"RecordCounter\",\"dispatch\":%" PRIu64 ",\"records\":%" PRIu64
+             ",\"lanes\":%" PRIu64 "}",
+             c->info->dispatch_id, c->records, c->lanes);
   fprintf(c->info->out, "%s\n", json);
   c->info->store(c->info, "RecordCounter", json);
 }
@@ -53,7 +77,7 @@ static void counter_clear(struct nano_handler *h) {
 static void counter_destroy(struct nano_handler *h) { free(h); }
 
 static const struct nano_handler_ops counter_ops = {counter_handle, counter_report, counter_clear,
-                                                    counter_destroy};
+                                                    counter_destroy, COUNTER_SUMS};
 
 struct nano_handler *nano_handler_create(const struct nano_dispatch_info *info) {
   struct counter *c = calloc(1, sizeof *c);
@@ -61,6 +85,9 @@ struct nano_handler *nano_handler_create(const struct nano_dispatch_info *info) 
     return NULL;
   c->h.ops = &counter_ops;
   c->h.name = "RecordCounter";
+#ifdef PLUGIN_SUMS
+  c->h.flags = NANO_HANDLER_PASS_THROUGH | NANO_HANDLER_SITE_COUNTS;
+#endif
   c->info = info;
   c->claim = strstr(info->options, "claim") != NULL;
   return &c->h;

@@ -29,9 +29,11 @@ ARGS = None
 LINE = 64
 
 
-def run(prog, args, env=None, expect_rc=0, preload=True, llvm="15"):
-    """Runs app (or another program of the build) with the runtime preloaded;
-    returns (stdout JSON of the app, [report objects], stderr)."""
+def run(prog, args, env=None, expect_rc=0, preload=True, llvm="15", fixed_addresses=False):
+    """Runs app (or another program of the build) with the runtime preloaded
+    (fixed_addresses: without address space randomisation, so that two runs
+    place their arrays alike); returns (stdout JSON of the app, [report
+    objects], stderr)."""
     e = {k: v for k, v in os.environ.items()
          if not k.startswith(("NANO_", "RPDT_")) and k != "LD_PRELOAD"}
     out = os.path.join(ARGS.work, "reports.jsonl")
@@ -44,8 +46,9 @@ def run(prog, args, env=None, expect_rc=0, preload=True, llvm="15"):
         e["LD_PRELOAD"] = ARGS.lib
     e.update({k: str(v) for k, v in (env or {}).items()})
     path = prog if os.path.isabs(prog) else os.path.join(ARGS.bin, prog)
-    p = subprocess.run([path] + [str(a) for a in args], env=e, capture_output=True, text=True,
-                       timeout=120)
+    fixed = ["setarch", os.uname().machine, "-R"] if fixed_addresses else []
+    p = subprocess.run(fixed + [path] + [str(a) for a in args], env=e, capture_output=True,
+                       text=True, timeout=120)
     if expect_rc is not None and p.returncode != expect_rc:
         fail("%s %s exited %d (expected %d)\nstdout: %s\nstderr: %s"
              % (path, args, p.returncode, expect_rc, p.stdout, p.stderr))
@@ -115,20 +118,26 @@ def waves(n, block, wave):
 # ---- cases ------------------------------------------------------------------
 
 def case_coalesced():
-    """k_copy: every wave's load and store use exactly the lines they need."""
+    """k_copy: every wave's load and store use exactly the lines they need,
+    summed from records (host) or where the waves ran (device, the default
+    for MemoryAnalysis: no record is made)."""
     for wave in (64, 32):
-        info, rep, _ = run(app(), ["copy"], {"NANO_INSTRUMENT": "1", "NANO_CPU_WAVE": wave})
-        n, w = info["n"], waves(info["n"], info["block"], wave)
-        for kind in ("load", "store"):
-            r = one(rep, "copy", kind)
-            need = w * wave * 4 // LINE
-            check(r["executions"] == w and r["accesses"] == n and r["lines_needed"] == need
-                  and r["lines_used"] == need and r["bytes"] == 4 * n,
-                  "wave %d %s: %s (want %d executions, %d lines)" % (wave, kind, r, w, need))
-        d = dispatches(rep)
-        check(len(d) == 1 and d[0]["records"] == 2 * w and d[0]["dropped"] == 0
-              and d[0]["record_bytes"] == 2 * w * 64 and d[0]["wave_size"] == wave,
-              "dispatch summary: %s (coalesced records are 64 bytes)" % d)
+        for where in ("host", "device"):
+            info, rep, _ = run(app(), ["copy"], {"NANO_INSTRUMENT": "1", "NANO_CPU_WAVE": wave,
+                                                 "NANO_AGGREGATE": where})
+            n, w = info["n"], waves(info["n"], info["block"], wave)
+            for kind in ("load", "store"):
+                r = one(rep, "copy", kind)
+                need = w * wave * 4 // LINE
+                check(r["executions"] == w and r["accesses"] == n and r["lines_needed"] == need
+                      and r["lines_used"] == need and r["bytes"] == 4 * n,
+                      "wave %d %s %s: %s (want %d executions, %d lines)" % (wave, where, kind, r, w, need))
+            d = dispatches(rep)
+            records = 2 * w if where == "host" else 0
+            check(len(d) == 1 and d[0]["aggregate"] == where and d[0]["wave_accesses"] == 2 * w
+                  and d[0]["records"] == records and d[0]["dropped"] == 0
+                  and d[0]["record_bytes"] == records * 64 and d[0]["wave_size"] == wave,
+                  "dispatch summary (%s): %s (coalesced records are 64 bytes)" % (where, d))
 
 
 def case_strided():
@@ -392,7 +401,7 @@ def case_drops():
     for attempt in range(3):
         fresh_trace()
         info, rep, err = run(app(), ["copy", 256], {"NANO_INSTRUMENT": "1", "NANO_BUFFER_SIZE": "1024",
-                                                   "NANO_BUFFER_SPINS": "0"})
+                                                   "NANO_BUFFER_SPINS": "0", "NANO_AGGREGATE": "host"})
         w = waves(info["n"], info["block"], 64)
         d = dispatches(rep)
         check(len(d) == 1, "dispatches: %s" % d)
@@ -425,9 +434,10 @@ def case_trace():
                                              "NANO_ANALYZERS": "MemoryAnalysis,Heatmap"})
     con = sqlite3.connect(path)
     d = con.execute("select id, kernel, kernel_dispatch, backend, wave_size, grid_x, block_x, "
-                    "records, dropped, api_id from nano_dispatch").fetchall()
-    check(len(d) == 1 and d[0][1:9] == ("k_stride", 1, "cpu", 64, 2, 128, 8, 0), "nano_dispatch: %s" % d)
-    api = con.execute("select apiName, domain, args from api where id = ?", (d[0][9],)).fetchall()
+                    "records, dropped, aggregate, api_id from nano_dispatch").fetchall()
+    check(len(d) == 1 and d[0][1:10] == ("k_stride", 1, "cpu", 64, 2, 128, 0, 0, "device"),
+          "nano_dispatch: %s" % d)
+    api = con.execute("select apiName, domain, args from api where id = ?", (d[0][10],)).fetchall()
     check(api == [("nanoLaunchKernel", "nano", "k_stride")], "the launch's api row: %s" % api)
     k = con.execute("select gridX, workgroupX, S.string from rocpd_kernelapi K join rocpd_string S "
                     "on S.id = K.kernelName_id").fetchall()
@@ -464,6 +474,77 @@ def case_plugin():
           "a claiming plugin's records reached MemoryAnalysis")
 
 
+# Scenarios of app and their argument, for comparing the two paths: every
+# pattern of kernels.c (coalesced, strided, scattered, shared with conflicts,
+# wide shared copies, calls, divergence, loops, atomics).
+PATH_SCENARIOS = [("copy", []), ("stride", [4]), ("gather", []), ("bank", [3]),
+                  ("bankwide", [64]), ("calls", []), ("branch", []), ("loop", []),
+                  ("atomic", [])]
+
+
+def case_aggregate_paths():
+    """MemoryAnalysis and Heatmap say the same whether their sums are made
+    from records (NANO_AGGREGATE=host) or where the waves ran (device):
+    every field of every location and page, wave 32 and 64, on every
+    scenario; the trace's documents too, and the dispatch row names the path."""
+    for sc, arg in PATH_SCENARIOS:
+        for wave in (64, 32):
+            got = {}
+            for where in ("host", "device"):
+                path = fresh_trace()
+                _, rep, _ = run(app(), [sc] + arg, {"NANO_INSTRUMENT": "1", "NANO_CPU_WAVE": wave,
+                                                    "NANO_ANALYZERS": "MemoryAnalysis,Heatmap",
+                                                    "NANO_AGGREGATE": where},
+                                    fixed_addresses=True)
+                d = dispatches(rep)
+                check(len(d) == 1 and d[0]["aggregate"] == where, "%s %s: dispatches %s" % (sc, where, d))
+                mem = sorted(json.dumps(r, sort_keys=True) for r in rep if r["analyzer"] == "MemoryAnalysis")
+                heat = [r for r in rep if r["analyzer"] == "Heatmap"]
+                check(mem and len(heat) == 1 and heat[0]["aggregate"] == where,
+                      "%s %s: reports %s" % (sc, where, rep))
+                con = sqlite3.connect(path)
+                row = con.execute("select aggregate from nano_dispatch").fetchall()
+                docs = {a: json.loads(r) for a, r in con.execute("select analyzer, report from nano_analysis")}
+                con.close()
+                check(row == [(where,)] and docs["MemoryAnalysis"]["aggregate"] == where,
+                      "%s %s: the trace says %s / %s" % (sc, where, row, docs["MemoryAnalysis"].get("aggregate")))
+                for doc in docs.values():
+                    del doc["aggregate"]
+                del heat[0]["aggregate"]
+                got[where] = (mem, heat, docs, d[0]["wave_accesses"])
+            check(got["host"] == got["device"],
+                  "%s wave %d: host and device differ:\n%s\n%s" % (sc, wave, got["host"], got["device"]))
+
+
+def case_aggregate_choice():
+    """Which path a dispatch takes: records for an analyzer that needs them
+    (AddressLogger, an ABI-1 plugin even when it claims sums), sums for a
+    plugin that declares them; NANO_AGGREGATE=device that cannot be had is
+    said once and the dispatches stream."""
+    env = {"NANO_INSTRUMENT": "1"}
+    _, rep, _ = run(app(), ["copy"], dict(env, NANO_ANALYZERS="AddressLogger,MemoryAnalysis"))
+    d = dispatches(rep)
+    check(d and d[0]["aggregate"] == "host" and d[0]["records"] == d[0]["wave_accesses"] > 0,
+          "AddressLogger streams: %s" % d)
+    info, rep, err = run(app(), ["copy"], dict(env, NANO_ANALYZERS="AddressLogger",
+                                              NANO_AGGREGATE="device"))
+    check(err.count("NANO_AGGREGATE=device: analyzer AddressLogger needs every record") == 1
+          and dispatches(rep)[0]["aggregate"] == "host", "device refused: %s" % err)
+    w = waves(info["n"], info["block"], 64)
+    sums = os.path.join(ARGS.bin, "plugin_sums.so")
+    for where, want in (("auto", {"where": "device", "executions": 2 * w}),
+                        ("host", {"records": 2 * w, "lanes": 2 * info["n"]})):
+        _, rep, _ = run(app(), ["copy"], dict(env, NANO_ANALYZERS=sums + ",MemoryAnalysis",
+                                               NANO_AGGREGATE=where))
+        c = [r for r in rep if r["analyzer"] == "RecordCounter"]
+        check(c == [dict({"analyzer": "RecordCounter", "dispatch": 1}, **want)],
+              "sums plugin, NANO_AGGREGATE=%s: %s" % (where, c))
+    _, rep, _ = run(app(), ["copy"], dict(env, NANO_ANALYZERS=os.path.join(ARGS.bin, "plugin_abi1.so")))
+    c = [r for r in rep if r["analyzer"] == "RecordCounter"]
+    check(c == [{"analyzer": "RecordCounter", "dispatch": 1, "records": 2 * w, "lanes": 2 * info["n"]}]
+          and dispatches(rep)[0]["aggregate"] == "host", "ABI 1 plugin: %s" % c)
+
+
 def case_bad_settings():
     """Every bad setting: one message naming the variable or file, and the
     program runs uninstrumented with correct results (exit 0)."""
@@ -480,6 +561,7 @@ def case_bad_settings():
         ({"NANO_BUFFER_SIZE": "-1"}, "NANO_BUFFER_SIZE=-1"),
         ({"NANO_ANALYZER_FORMAT": "xml"}, "NANO_ANALYZER_FORMAT=xml"),
         ({"NANO_INSTRUMENT": "maybe"}, "NANO_INSTRUMENT=maybe"),
+        ({"NANO_AGGREGATE": "gpu"}, "NANO_AGGREGATE=gpu"),
     ]
     for env, msg in bad:
         e = dict({"NANO_INSTRUMENT": "1"}, **env)
@@ -581,7 +663,7 @@ def case_rpd_tools():
                                            "NANO_ANALYZERS": "MemoryAnalysis,Heatmap"})
     out = subprocess.run([ARGS.rpd, "info", path], capture_output=True, text=True)
     check(out.returncode == 0 and "instrumented dispatches: 1, records dropped in them: 0" in out.stdout
-          and re.search(r"\n\s*\d+\s+k_stride\s+1\s+cpu\s+cpu\s+64\s+2x1x1\s+128x1x1\s+8\s+0", out.stdout)
+          and re.search(r"\n\s*\d+\s+k_stride\s+1\s+cpu\s+cpu\s+64\s+2x1x1\s+128x1x1\s+device\s+0\s+0", out.stdout)
           and re.search(r"Heatmap\s+1\s+\d+", out.stdout) and re.search(r"MemoryAnalysis\s+1\s+\d+", out.stdout),
           "rpd info:\n%s%s" % (out.stdout, out.stderr))
     page = os.path.join(ARGS.work, "report.html")

@@ -214,8 +214,18 @@ static int cp_nano(const char *cmd, sqlite3 *db, const struct rpdtool_trace *s,
                pa, (long long)empty, (long long)empty, (long long)empty)))
     return -1;
   if (disp) {
+    char err[NANO_RPDFILE_ERRLEN];
     if (cp_exec(cmd, db, "creating the dispatch tables", "%s", nano_rpdfile_dispatch_schema_sql()))
       return -1;
+    if (nano_rpdfile_dispatch_upgrade(db, "the output", err, sizeof err) != 0) {
+      rpdtool_err(cmd, "%s", err);
+      return -1;
+    }
+    /* the source's aggregate column, where its file has one */
+    sqlite3_stmt *st = NULL;
+    int src_agg = sqlite3_prepare_v2(db, "SELECT aggregate FROM src.nano_dispatch LIMIT 0", -1, &st,
+                                     NULL) == SQLITE_OK;
+    sqlite3_finalize(st);
     long long off_an =
         (long long)cp_int(db, &ok, "SELECT coalesce(max(id), 0) FROM main.nano_analysis");
     /* a launch call outside the window is not there to point at */
@@ -228,12 +238,12 @@ static int cp_nano(const char *cmd, sqlite3 *db, const struct rpdtool_trace *s,
                 "INSERT INTO main.nano_dispatch(id, session, pid, api_id, kernel, kernel_name, "
                 "kernel_dispatch, backend, arch, device, wave_size, grid_x, grid_y, grid_z, "
                 "block_x, block_y, block_z, shared_bytes, start, \"end\", records, record_bytes, "
-                "dropped, decode_errors, lost_bytes) SELECT id + %lld, session + %lld, pid + %lld, "
-                "%s, kernel, kernel_name, kernel_dispatch, backend, arch, device, wave_size, "
-                "grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_bytes, start, \"end\", "
-                "records, record_bytes, dropped, decode_errors, lost_bytes FROM src.nano_dispatch "
-                "WHERE %s;",
-                idoff, so, pa, api_expr, win) ||
+                "dropped, decode_errors, lost_bytes, aggregate) SELECT id + %lld, session + %lld, "
+                "pid + %lld, %s, kernel, kernel_name, kernel_dispatch, backend, arch, device, "
+                "wave_size, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_bytes, "
+                "start, \"end\", records, record_bytes, dropped, decode_errors, lost_bytes, %s "
+                "FROM src.nano_dispatch WHERE %s;",
+                idoff, so, pa, api_expr, src_agg ? "aggregate" : "NULL", win) ||
         cp_exec(cmd, db, "copying analyses",
                 "INSERT INTO main.nano_analysis(id, dispatch_id, analyzer, report) SELECT id + "
                 "%lld, dispatch_id + %lld, analyzer, report FROM src.nano_analysis WHERE "

@@ -108,13 +108,16 @@ static int rpd_info_dispatches(struct rpdtool_trace *t) {
   if (!n)
     return 0;
   printf("dispatches%s:\n", n > RPD_INFO_THREADS ? " (the first " RPD_INFO_THREADS_STR ")" : "");
-  int ret = rpdtool_print_query(
-      "info", t->db,
+  char *sql = sqlite3_mprintf(
       "SELECT id, kernel_name AS kernel, kernel_dispatch AS nth, backend, arch, wave_size AS wave, "
       "grid_x || 'x' || grid_y || 'x' || grid_z AS grid, "
-      "block_x || 'x' || block_y || 'x' || block_z AS block, records, dropped, "
+      "block_x || 'x' || block_y || 'x' || block_z AS block, %s AS summed, records, dropped, "
       "\"end\" - start AS duration_ns FROM nano_dispatch ORDER BY id",
-      RPD_INFO_THREADS, stdout);
+      t->dispatch_where_sql);
+  if (!sql)
+    return rpdtool_err("info", "out of memory");
+  int ret = rpdtool_print_query("info", t->db, sql, RPD_INFO_THREADS, stdout);
+  sqlite3_free(sql);
   if (ret)
     return ret;
   printf("\nanalyses:\n");

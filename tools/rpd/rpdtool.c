@@ -92,22 +92,6 @@ int rpdtool_parse_args(int argc, char **argv, const char *help, const struct rpd
 
 /* ---- opening traces ---------------------------------------------------- */
 
-/* 1 when table `table` has column `col`, 0 when not, -1 on error. */
-static int rpdtool_has_column(sqlite3 *db, const char *table, const char *col) {
-  sqlite3_stmt *st = NULL;
-  if (sqlite3_prepare_v2(db, "SELECT 1 FROM pragma_table_info(?1) WHERE name=?2", -1, &st, NULL) !=
-      SQLITE_OK)
-    return -1;
-  int found = -1;
-  if (sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC) == SQLITE_OK &&
-      sqlite3_bind_text(st, 2, col, -1, SQLITE_STATIC) == SQLITE_OK) {
-    int rc = sqlite3_step(st);
-    found = rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
-  }
-  sqlite3_finalize(st);
-  return found;
-}
-
 /* Tables every reader needs; the others are checked only when present. */
 static const char *const rpdtool_core_tables[] = {"rocpd_metadata", "rocpd_string",  "rocpd_api",
                                                   "rocpd_op",       "rocpd_api_ops", NULL};
@@ -153,7 +137,7 @@ static int rpdtool_check_schema(sqlite3 *db, int version, char *err, size_t len)
     if (version < 3 && !strcmp(table, "rocpd_api") &&
         (!strcmp(col, "domain_id") || !strcmp(col, "category_id")))
       continue;
-    int c = rpdtool_has_column(db, table, col);
+    int c = nano_rpdfile_has_column(db, table, col);
     if (c < 0)
       goto failed;
     if (!c) {
@@ -204,12 +188,13 @@ int rpdtool_open(const char *cmd, const char *path, int mode, struct rpdtool_tra
     nano_rpdfile_close(db, path, err, sizeof err);
     return RPDTOOL_EXIT_USAGE;
   }
-  int dom = rpdtool_has_column(db, "rocpd_api", "domain_id");
-  int cat = rpdtool_has_column(db, "rocpd_api", "category_id");
+  int dom = nano_rpdfile_has_column(db, "rocpd_api", "domain_id");
+  int cat = nano_rpdfile_has_column(db, "rocpd_api", "category_id");
   int ustr = nano_rpdfile_has_object(db, "rocpd_ustring");
   int names = nano_rpdfile_has_object(db, "nano_thread");
   int dispatches = nano_rpdfile_has_object(db, "nano_dispatch");
-  if (dom < 0 || cat < 0 || ustr < 0 || names < 0 || dispatches < 0) {
+  int where = dispatches > 0 ? nano_rpdfile_has_column(db, "nano_dispatch", "aggregate") : 0;
+  if (dom < 0 || cat < 0 || ustr < 0 || names < 0 || dispatches < 0 || where < 0) {
     rpdtool_err(cmd, "%s: cannot read the schema: %s", path, sqlite3_errmsg(db));
     nano_rpdfile_close(db, path, err, sizeof err);
     return RPDTOOL_EXIT_USAGE;
@@ -221,6 +206,7 @@ int rpdtool_open(const char *cmd, const char *path, int mode, struct rpdtool_tra
   t->has_ustring = ustr;
   t->has_names = names;
   t->has_dispatches = dispatches;
+  t->dispatch_where_sql = where ? "coalesce(aggregate, 'host')" : "'host'";
   t->pid_stride = rpdtool_pid_stride(db);
   return 0;
 }

@@ -88,6 +88,9 @@ struct rpdtool_trace {
   int has_ustring;    /* args live in rocpd_ustring (v3), else rocpd_string */
   int has_names;      /* nanoprobe's nano_thread: the OS names of processes and threads */
   int has_dispatches; /* nanoprobe's nano_dispatch and nano_analysis: instrumented kernels */
+  /* where each dispatch's sums were made, as SQL over nano_dispatch:
+   * "coalesce(aggregate, 'host')", or "'host'" for files older than the column */
+  const char *dispatch_where_sql;
   int64_t pid_stride; /* rocpd_metadata's pid_stride (rpd merge: node k adds k * stride to
                          pids), RPDTOOL_PID_STRIDE when missing; the nano_thread row naming process
                          pid has tid = pid % pid_stride */

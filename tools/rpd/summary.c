@@ -120,13 +120,17 @@ static int summary_sections(struct rpdtool_trace *t, long limit, int want_atomic
       ret = summary_section("GPU ops, longest total first", t->db, top, limit);
     sqlite3_free(top);
   }
-  if (!ret && t->has_dispatches)
-    ret = summary_section("instrumented kernels", t->db,
-                          "SELECT kernel_name AS kernel, count(*) AS dispatches, "
-                          "sum(\"end\" - start) / 1e6 AS total_ms, sum(records) AS records, "
-                          "sum(dropped) AS dropped FROM nano_dispatch GROUP BY kernel_name "
-                          "ORDER BY sum(\"end\" - start) DESC",
-                          limit);
+  if (!ret && t->has_dispatches) {
+    char *sql = sqlite3_mprintf(
+        "SELECT kernel_name AS kernel, count(*) AS dispatches, "
+        "sum(\"end\" - start) / 1e6 AS total_ms, group_concat(DISTINCT %s) AS summed, "
+        "sum(records) AS records, sum(dropped) AS dropped FROM nano_dispatch "
+        "GROUP BY kernel_name ORDER BY sum(\"end\" - start) DESC",
+        t->dispatch_where_sql);
+    ret = sql ? summary_section("instrumented kernels", t->db, sql, limit)
+              : rpdtool_err("summary", "out of memory");
+    sqlite3_free(sql);
+  }
   if (!ret && rpdtool_has_rows(t->db, "nano_analysis") > 0)
     ret = summary_section(
         "memory findings: cache lines used per line needed, worst first", t->db,

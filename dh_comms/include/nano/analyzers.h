@@ -48,6 +48,16 @@ int nano_chain_handle(const struct nano_dh_record *r, void *chain);
 /* report() of every handler, in order; lost_records: the dispatch's records
  * that never reached the handlers (their info's lost_records). */
 void nano_chain_report(struct nano_chain *c, uint64_t lost_records);
+/* Whether per-site and per-page sums can serve every handler of c (each
+ * declares NANO_HANDLER_SITE_COUNTS or NANO_HANDLER_PAGE_COUNTS, ABI 2, and
+ * those with pages want one page size): 1 with *what (NANO_AGG_*) and
+ * *page_bytes to sum; 0 with *needs_records the name of the first handler
+ * that wants records (NULL for an empty chain). */
+int nano_chain_aggregable(const struct nano_chain *c, unsigned *what, uint64_t *page_bytes,
+                          const char **needs_records);
+/* Hands the dispatch's sums to every handler (ops->aggregates), instead of
+ * records; only after nano_chain_aggregable said 1. */
+void nano_chain_aggregates(struct nano_chain *c, const struct nano_aggregates *a);
 /* Number of handlers created for the dispatch. */
 size_t nano_chain_size(const struct nano_chain *c);
 void nano_chain_destroy(struct nano_chain *c);

@@ -29,9 +29,21 @@
  * hand it on. A handler with NANO_HANDLER_PASS_THROUGH in flags never ends
  * the chain: an observer (every built-in analyzer is one).
  *
+ * Aggregates (ABI 2): a handler that needs only per-site sums (flag
+ * NANO_HANDLER_SITE_COUNTS: what MemoryAnalysis reports) or per-page counts
+ * (NANO_HANDLER_PAGE_COUNTS with page_bytes: Heatmap) may be served without
+ * records. When every handler of a dispatch is such a one and the back end
+ * computes the sums where the waves run (NANO_AGGREGATE, docs/ENVIRONMENT.md),
+ * no record is made: ops->aggregates() hands the dispatch's sums over once,
+ * before report(). Otherwise records flow as always and aggregates() is not
+ * called; a handler makes its sums from them (the same ones: for the
+ * built-in analyzers, nano/aggregate.h computes both).
+ *
  * Compatibility: fields are only ever added at the end of struct
  * nano_dispatch_info (info->size says how many the runtime filled), and any
- * other change bumps NANO_HANDLER_ABI.
+ * other change bumps NANO_HANDLER_ABI. Plugins of ABI 1 still load: their
+ * handlers take records (the runtime reads neither ops->aggregates nor
+ * page_bytes of theirs).
  */
 #ifndef NANO_HANDLER_H
 #define NANO_HANDLER_H
@@ -46,7 +58,9 @@
 extern "C" {
 #endif
 
-#define NANO_HANDLER_ABI 1u
+#define NANO_HANDLER_ABI 2u
+/* The oldest plugin ABI the runtime loads (ABI 1: records only). */
+#define NANO_HANDLER_ABI_OLDEST 1u
 
 /* Output format of reports (NANO_ANALYZER_FORMAT). */
 enum nano_format {
@@ -138,6 +152,48 @@ enum nano_isa_verdict {
 
 enum { NANO_RECORD_PASS = 0, NANO_RECORD_CONSUMED = 1 };
 #define NANO_HANDLER_PASS_THROUGH 1u
+/* (ABI 2) The handler can be served by per-site sums instead of records. */
+#define NANO_HANDLER_SITE_COUNTS 2u
+/* (ABI 2) ... by per-page counts of pages of its page_bytes. */
+#define NANO_HANDLER_PAGE_COUNTS 4u
+
+/* The sums of one site id's records in one space (ABI 2). */
+struct nano_site_counts {
+  uint64_t site;                        /* the records' site id                              */
+  uint32_t space;                       /* NANO_DH_AS_GLOBAL or NANO_DH_AS_SHARED: where the  */
+                                        /* accesses went (generic ones classified)           */
+  uint32_t size;                        /* bytes per lane of the last access                 */
+  uint32_t isa_size;                    /* bytes per lane of the machine code where wider    */
+                                        /* (isa_width), else 0: the line and bank arithmetic */
+                                        /* used it                                           */
+  uint32_t merged;                      /* 1: no instruction of its own (NANO_ISA_MERGED):   */
+                                        /* lines and conflicts are counted at the neighbour  */
+  uint64_t executions, accesses, bytes; /* records, lanes, lanes * size */
+  uint64_t lines_needed, lines_used;    /* global: cache lines          */
+  uint64_t sectors_needed, sectors_used;
+  uint64_t bank_conflicts; /* shared */
+};
+
+/* Lane accesses whose first byte lies on page `page` (address / page_bytes). */
+struct nano_page_counts {
+  uint64_t page, accesses;
+};
+
+/* A dispatch's sums as handed to ops->aggregates (ABI 2); valid until the
+ * handler's report() returns. */
+struct nano_aggregates {
+  uint32_t size;     /* sizeof(struct nano_aggregates) the runtime filled */
+  const char *where; /* "device": summed where the waves ran; "host"     */
+  const struct nano_site_counts *sites;
+  size_t nsites;
+  uint64_t unknown_site_records; /* records of sites no site table names */
+  uint64_t sites_lost;           /* records not summed (out of memory)    */
+  uint64_t page_bytes;
+  const struct nano_page_counts *pages;
+  size_t npages;
+  uint64_t page_accesses; /* lane accesses counted on pages            */
+  uint64_t pages_lost;    /* lane accesses not counted (table full)    */
+};
 
 struct nano_handler;
 
@@ -150,12 +206,16 @@ struct nano_handler_ops {
   void (*clear)(struct nano_handler *h);
   /* Frees the handler. */
   void (*destroy)(struct nano_handler *h);
+  /* (ABI 2; may be NULL) The dispatch's sums, instead of its records: see
+   * the file comment. */
+  void (*aggregates)(struct nano_handler *h, const struct nano_aggregates *a);
 };
 
 struct nano_handler {
   const struct nano_handler_ops *ops;
-  const char *name; /* shown in messages and stored with results */
-  uint32_t flags;   /* NANO_HANDLER_PASS_THROUGH                  */
+  const char *name;    /* shown in messages and stored with results        */
+  uint32_t flags;      /* NANO_HANDLER_PASS_THROUGH, _SITE_COUNTS, ...      */
+  uint64_t page_bytes; /* (ABI 2) with NANO_HANDLER_PAGE_COUNTS: its pages */
 };
 
 /* What a plugin exports (see the file comment). */

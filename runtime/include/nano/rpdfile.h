@@ -105,6 +105,12 @@ const char *nano_rpdfile_index_sql(void);
 
 /* 1 when db has a table or view `name`, 0 when not, -1 on SQLite error. */
 int nano_rpdfile_has_object(sqlite3 *db, const char *name);
+/* 1 when table `table` has column `column`, 0 when not, -1 on SQLite error. */
+int nano_rpdfile_has_column(sqlite3 *db, const char *table, const char *column);
+/* Adds the columns nano_dispatch gained since files were first written
+ * (aggregate) to a file's older table (the main database's, which must have
+ * one). 0, or an NANO_RPDFILE_E* code with the message in err. */
+int nano_rpdfile_dispatch_upgrade(sqlite3 *db, const char *path, char *err, size_t errlen);
 
 /* The SQL that creates nanoprobe's own table of process and thread names,
  * nano_thread(pid, tid, name) (the OS names, 15 characters at most; the row
@@ -121,7 +127,10 @@ const char *nano_rpdfile_thread_schema_sql(void);
  *                  kernel_name, kernel_dispatch (n-th of its kernel),
  *                  backend, arch, device, wave_size, grid_x/y/z (blocks),
  *                  block_x/y/z (threads), shared_bytes, start, end (ns),
- *                  records, record_bytes, dropped, decode_errors, lost_bytes
+ *                  records, record_bytes, dropped, decode_errors, lost_bytes,
+ *                  aggregate ('device': the analyzers' sums were made where
+ *                  the waves ran, no record crossed; 'host': from records;
+ *                  NULL in files written before the column existed)
  *   nano_analysis  one row per analyzer and dispatch: dispatch_id ->
  *                  nano_dispatch, analyzer, report (the analyzer's JSON)
  * and the views over the built-in analyzers' reports (SQLite's JSON
