@@ -14,6 +14,8 @@
 #define _GNU_SOURCE /* O_CLOEXEC */
 #include "nano/rpdfile.h"
 
+#include "nano/outfile.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -584,6 +586,32 @@ int nano_rpdfile_remove(const char *path, char *err, size_t errlen) {
   return 0;
 }
 
+/* Makes the new trace `path` appear whole: its schema is written into a
+ * temporary beside it, which is then hard-linked to path (never over a file
+ * another process made meanwhile: that one stands). A kill while the schema
+ * is written leaves the temporary, not an empty file at path that readers
+ * would refuse. Where any step fails (no hard links on the file system, a
+ * folder that cannot be written) nothing is left and the caller creates the
+ * file in place, which names the failure. */
+static void rpdfile_create_whole(const char *path) {
+  char err[NANO_RPDFILE_ERRLEN], *tmp = NULL;
+  int fd = nano_outfile_temp(path, &tmp, err, sizeof err);
+  if (fd < 0)
+    return;
+  close(fd);
+  sqlite3 *d = NULL;
+  int ok = rpdfile_connect(tmp, SQLITE_OPEN_READWRITE, &d, err, sizeof err) == 0 &&
+           nano_rpdfile_exec(d, tmp, "schema", "BEGIN", err, sizeof err) == 0 &&
+           nano_rpdfile_exec(d, tmp, "schema", rpdfile_schema, err, sizeof err) == 0 &&
+           nano_rpdfile_exec(d, tmp, "schema", "COMMIT", err, sizeof err) == 0;
+  if (d && sqlite3_close(d) != SQLITE_OK)
+    ok = 0;
+  if (ok && link(tmp, path) != 0 && errno != EEXIST)
+    ok = 0;
+  unlink(tmp);
+  free(tmp);
+}
+
 int nano_rpdfile_open_write(const char *path, int truncate, enum nano_rpdfile_sync sync,
                             sqlite3 **db, char *err, size_t errlen) {
   static const char *const sync_names[] = {
@@ -604,6 +632,8 @@ int nano_rpdfile_open_write(const char *path, int truncate, enum nano_rpdfile_sy
   int kind = rpdfile_probe(path, err, errlen);
   if (kind < 0)
     return kind;
+  if (kind == 1)
+    rpdfile_create_whole(path);
   sqlite3 *d = NULL;
   int rc = rpdfile_connect(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, &d, err, errlen);
   if (rc < 0)

@@ -420,6 +420,30 @@ def case_sigkill():
     print("%d SIGKILL runs, file consistent after each; %d killed inside a transaction" % (runs, hot))
 
 
+def case_create_whole():
+    """A new trace appears whole: a kill while its schema is written (the
+    shim kills the process at the link that puts the finished file in place)
+    leaves no file at the path, never an empty one the tools would refuse;
+    the next run makes the trace, and leaves no temporary beside it."""
+    path = os.path.abspath("whole.rpd")
+    for f in os.listdir("."):
+        if f.startswith("whole.rpd"):
+            os.unlink(f)
+    p = run([prog("rpd_workload"), "marks", "10"],
+            {"RPDT_FILENAME": path, "LD_PRELOAD": prog("kill_at_link.so")}, expect_rc=None)
+    check(p.returncode == -signal.SIGKILL, "the shim did not kill at link(): rc %d" % p.returncode)
+    check(not os.path.exists(path), "a killed creation left %s (%d bytes)"
+          % (path, os.path.getsize(path) if os.path.exists(path) else -1))
+    for f in os.listdir("."):
+        if f.startswith("whole.rpd"):
+            os.unlink(f)  # the killed run's temporary
+    run([prog("rpd_workload"), "marks", "10"], {"RPDT_FILENAME": path})
+    r = run([prog("rpdfile_probe"), "read", path])
+    check(r.stdout.strip() == "version 3", "the new trace: %s" % r.stdout)
+    left = sorted(f for f in os.listdir(".") if f.startswith("whole.rpd") and f != "whole.rpd")
+    check(not left, "files left beside the trace: %s" % left)
+
+
 def case_diskfull():
     """The file cannot grow (RLIMIT_FSIZE, SIGXFSZ ignored: writes fail with
     EFBIG as on a full disk). The first flush that cannot commit returns -1
@@ -1160,7 +1184,7 @@ def case_journal():
 CASES = {
     "schema": case_schema, "errors": case_errors, "session": case_session,
     "threads": case_threads, "roctx": case_roctx, "nvtx": case_nvtx, "append": case_append,
-    "sigkill": case_sigkill, "diskfull": case_diskfull,
+    "sigkill": case_sigkill, "create_whole": case_create_whole, "diskfull": case_diskfull,
     "crash_segv": lambda: case_crash("segv", signal.SIGSEGV),
     "crash_abort": lambda: case_crash("abort", signal.SIGABRT),
     "crash_term": lambda: case_crash("term", signal.SIGTERM),
