@@ -453,6 +453,26 @@ def case_trace():
     con.close()
 
 
+def case_trace_upgrade():
+    """A trace written before nano_dispatch had its aggregate column: rpd info
+    reads it (the path shows as host), and a run that appends to it adds the
+    column, its old rows NULL, its new row 'device'."""
+    path = fresh_trace()
+    run(app(), ["copy"], {"NANO_INSTRUMENT": "1"})
+    con = sqlite3.connect(path)
+    con.execute("ALTER TABLE nano_dispatch DROP COLUMN aggregate")
+    con.commit()
+    con.close()
+    out = subprocess.run([ARGS.rpd, "info", path], capture_output=True, text=True)
+    check(out.returncode == 0 and re.search(r"k_copy\s+1\s+cpu\s+cpu\s+64\s+4x1x1\s+128x1x1\s+host\s",
+                                            out.stdout), "rpd info of the old file:\n%s%s" % (out.stdout, out.stderr))
+    run(app(), ["copy"], {"NANO_INSTRUMENT": "1"})
+    con = sqlite3.connect(path)
+    rows = con.execute("select aggregate from nano_dispatch order by id").fetchall()
+    con.close()
+    check(rows == [(None,), ("device",)], "after the append: %s" % rows)
+
+
 def case_plugin():
     """A plugin from a path gets every record (its count is exact) and stores
     its result; one that claims records hides them from later handlers."""
