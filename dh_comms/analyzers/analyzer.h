@@ -14,6 +14,7 @@
 /* The factories (nano/analyzers.h registers them by name). */
 struct nano_handler *nano_address_logger_create(const struct nano_dispatch_info *info);
 struct nano_handler *nano_heatmap_create(const struct nano_dispatch_info *info);
+struct nano_handler *nano_kernel_timeline_create(const struct nano_dispatch_info *info);
 struct nano_handler *nano_memory_analysis_create(const struct nano_dispatch_info *info);
 
 /*

@@ -20,6 +20,7 @@ static const struct {
 } chain_builtins[] = {
     {"AddressLogger", nano_address_logger_create},
     {"Heatmap", nano_heatmap_create},
+    {"KernelTimeline", nano_kernel_timeline_create},
     {"MemoryAnalysis", nano_memory_analysis_create},
 };
 #define CHAIN_NBUILTINS (sizeof chain_builtins / sizeof chain_builtins[0])
@@ -36,7 +37,9 @@ struct nano_analyzers {
   size_t n;
 };
 
-const char *nano_analyzers_builtin_names(void) { return "AddressLogger, Heatmap, MemoryAnalysis"; }
+const char *nano_analyzers_builtin_names(void) {
+  return "AddressLogger, Heatmap, KernelTimeline, MemoryAnalysis";
+}
 
 /* Loads plugin `path` into *create; -1 with a message. */
 static int chain_load_plugin(const char *what, const char *path, nano_handler_create_fn *create,
@@ -222,7 +225,7 @@ int nano_chain_aggregable(const struct nano_chain *c, unsigned *what, uint64_t *
     const struct nano_handler *h = c->h[i];
     uint32_t flags = c->abi[i] >= 2 && h->ops->aggregates ? h->flags : 0;
     int pages = (flags & NANO_HANDLER_PAGE_COUNTS) && h->page_bytes;
-    if (!(flags & NANO_HANDLER_SITE_COUNTS) && !pages) {
+    if (!(flags & (NANO_HANDLER_SITE_COUNTS | NANO_HANDLER_BLOCK_TIMES)) && !pages) {
       *needs_records = h->name;
       return 0;
     }
@@ -235,6 +238,13 @@ int nano_chain_aggregable(const struct nano_chain *c, unsigned *what, uint64_t *
     *what |= (flags & NANO_HANDLER_SITE_COUNTS ? NANO_AGG_SITES : 0) | (pages ? NANO_AGG_PAGES : 0);
   }
   return c->n > 0;
+}
+
+int nano_chain_wants_block_times(const struct nano_chain *c) {
+  for (size_t i = 0; i < c->n; i++)
+    if (c->abi[i] >= 2 && (c->h[i]->flags & NANO_HANDLER_BLOCK_TIMES))
+      return 1;
+  return 0;
 }
 
 void nano_chain_aggregates(struct nano_chain *c, const struct nano_aggregates *a) {

@@ -83,6 +83,8 @@ struct cpu_job {
   uint32_t shared;
   struct nano_dispatch *d; /* NULL: originals only */
   int on_device;           /* d's sums are made here (nano_dispatch_on_device) */
+  int time_blocks;         /* d wants its blocks' times                         */
+  int twin_waves;          /* selected blocks run the twin as virtual waves     */
   void *desc;
   struct nano_dh_buffer *buf;
   uint32_t wave;
@@ -323,16 +325,20 @@ static void cpu_run_block(struct cpu_worker *w, const struct cpu_job *j, uint64_
                                   j->shared,
                                   0};
   uint32_t threads = j->block.x * j->block.y * j->block.z;
-  if (j->d && nano_dispatch_block_selected(j->d, blk)) {
+  int selected = j->d && nano_dispatch_block_selected(j->d, blk);
+  int64_t start = selected && j->time_blocks ? rpd_now() : 0;
+  if (selected && j->twin_waves) {
     memcpy(w->block, blk, sizeof w->block);
     for (uint32_t first = 0; first < threads; first += j->wave)
       cpu_run_wave(w, pos, first, threads - first < j->wave ? threads - first : j->wave);
-    return;
+  } else {
+    for (pos->thread[2] = 0; pos->thread[2] < j->block.z; pos->thread[2]++)
+      for (pos->thread[1] = 0; pos->thread[1] < j->block.y; pos->thread[1]++)
+        for (pos->thread[0] = 0; pos->thread[0] < j->block.x; pos->thread[0]++)
+          j->k->thread(j->args, NULL, pos);
   }
-  for (pos->thread[2] = 0; pos->thread[2] < j->block.z; pos->thread[2]++)
-    for (pos->thread[1] = 0; pos->thread[1] < j->block.y; pos->thread[1]++)
-      for (pos->thread[0] = 0; pos->thread[0] < j->block.x; pos->thread[0]++)
-        j->k->thread(j->args, NULL, pos);
+  if (selected && j->time_blocks)
+    nano_dispatch_block_time(j->d, blk, w->index, start, rpd_now());
 }
 
 /* Claims and runs blocks of j until none is left. */
@@ -360,7 +366,7 @@ static int cpu_prepare(struct cpu_worker *w, const struct cpu_job *j) {
     w->shared = p;
     w->shared_cap = j->shared;
   }
-  return j->d ? cpu_stacks(w) : 0;
+  return j->d && j->twin_waves ? cpu_stacks(w) : 0;
 }
 
 static void cpu_worker_free(struct cpu_worker *w) {
@@ -521,6 +527,8 @@ __attribute__((visibility("default"))) void __nano_cpu_launch(const struct nano_
     j.buf = nano_dispatch_buffer(j.d);
     j.desc = nano_dispatch_desc(j.d);
     j.on_device = nano_dispatch_on_device(j.d);
+    j.time_blocks = nano_dispatch_times_blocks(j.d);
+    j.twin_waves = nano_dispatch_needs_accesses(j.d);
     j.wave = wave;
     if (nano_dh_buffer_set_hook(j.buf, (void *)cpu_hook) != 0) {
       nano_dispatch_cancel(j.d);

@@ -71,6 +71,8 @@
 #define DISPATCH_DEFAULT_DRAIN_THREADS 1u
 #define DISPATCH_MAX_DRAIN_THREADS 64u
 #define DISPATCH_MIN_CPU_STACK (16u << 10)
+/* Block times kept before the first growth of a dispatch's array. */
+#define DISPATCH_INITIAL_BLOCKS 256u
 #define DISPATCH_MAX_CPU_STACK (64u << 20)
 
 enum dispatch_pick { PICK_ALL, PICK_FIRST, PICK_NTH, PICK_RANDOM };
@@ -125,6 +127,11 @@ struct nano_dispatch {
   _Atomic uint64_t agg_lost; /* wave accesses no shard took (out of memory) */
   struct nano_aggregates view;
   uint64_t agg_records; /* wave accesses summed */
+  /* the blocks' times, when a handler reads them (under shard_lock) */
+  int time_blocks;
+  struct nano_block_time *blocks;
+  size_t nblocks, blocks_cap;
+  uint64_t blocks_dropped;
 };
 
 static struct {
@@ -632,6 +639,15 @@ static const char *dispatch_source_line(const struct nano_dispatch_info *info, c
   return nano_source_cache_line(g_d.sources, file, line);
 }
 
+static const struct nano_block_time *dispatch_block_times(const struct nano_dispatch_info *info,
+                                                          size_t *n, uint64_t *dropped) {
+  const struct nano_dispatch *d = info->runtime;
+  *n = d->nblocks;
+  if (dropped)
+    *dropped = d->blocks_dropped;
+  return d->blocks;
+}
+
 /* nano_analysis row, written by the trace's writer. */
 struct analysis_row {
   int64_t dispatch;
@@ -823,11 +839,14 @@ struct nano_dispatch *nano_dispatch_begin(const struct nano_launch_desc *l) {
   info->site = dispatch_site;
   info->source_line = dispatch_source_line;
   info->store = dispatch_store;
+  info->block_times = dispatch_block_times;
   info->runtime = d;
   d->chain = nano_chain_create(g_d.analyzers, info);
   pthread_mutex_init(&d->shard_lock, NULL);
-  if (d->chain)
+  if (d->chain) {
     d->on_device = dispatch_on_device(d, l);
+    d->time_blocks = nano_chain_wants_block_times(d->chain);
+  }
   if (!d->chain || nano_dh_buffer_set_blocks(buf, g_d.block_lo, g_d.block_hi) != 0 ||
       (!d->on_device &&
        nano_dh_drainer_attach(g_d.drainer, buf, nano_chain_handle, d->chain, &d->st) != 0)) {
@@ -883,6 +902,31 @@ struct nano_aggregate *nano_dispatch_shard(struct nano_dispatch *d) {
     return NULL;
   }
   return a;
+}
+
+int nano_dispatch_times_blocks(const struct nano_dispatch *d) { return d->time_blocks; }
+
+int nano_dispatch_needs_accesses(const struct nano_dispatch *d) {
+  return !d->on_device || d->agg_what != 0;
+}
+
+void nano_dispatch_block_time(struct nano_dispatch *d, const uint32_t block[3], uint32_t unit,
+                              int64_t start, int64_t end) {
+  pthread_mutex_lock(&d->shard_lock);
+  if (d->nblocks == d->blocks_cap && d->blocks_cap < NANO_BLOCK_TIMES_MAX) {
+    size_t cap = d->blocks_cap ? 2 * d->blocks_cap : DISPATCH_INITIAL_BLOCKS;
+    struct nano_block_time *grown = realloc(d->blocks, cap * sizeof *grown);
+    if (grown) {
+      d->blocks = grown;
+      d->blocks_cap = cap;
+    }
+  }
+  if (d->nblocks < d->blocks_cap)
+    d->blocks[d->nblocks++] =
+        (struct nano_block_time){{block[0], block[1], block[2]}, unit, start, end};
+  else
+    d->blocks_dropped++;
+  pthread_mutex_unlock(&d->shard_lock);
 }
 
 void nano_dispatch_shard_lost(struct nano_dispatch *d, uint64_t records) {
@@ -1081,6 +1125,7 @@ static void dispatch_free(struct nano_dispatch *d) {
   for (size_t i = 0; i < d->nshards; i++)
     nano_aggregate_destroy(d->shards[i]);
   free(d->shards);
+  free(d->blocks);
   pthread_mutex_destroy(&d->shard_lock);
   free(d->kernel);
   free(d->kernel_name);
@@ -1127,7 +1172,13 @@ static void dispatch_hand_sums(struct nano_dispatch *d) {
   nano_chain_aggregates(d->chain, &d->view);
 }
 
+static int dispatch_block_cmp(const void *a, const void *b) {
+  const struct nano_block_time *x = a, *y = b;
+  return x->start < y->start ? -1 : x->start > y->start;
+}
+
 void nano_dispatch_end(struct nano_dispatch *d, int64_t start, int64_t end, uint64_t api) {
+  qsort(d->blocks, d->nblocks, sizeof *d->blocks, dispatch_block_cmp);
   if (d->on_device) {
     dispatch_hand_sums(d);
     d->dropped = atomic_load(&d->agg_lost);

@@ -56,6 +56,16 @@ int nano_dispatch_on_device(const struct nano_dispatch *d);
  * could not sum with nano_dispatch_shard_lost). Thread-safe. */
 struct nano_aggregate *nano_dispatch_shard(struct nano_dispatch *d);
 void nano_dispatch_shard_lost(struct nano_dispatch *d, uint64_t records);
+/* Whether a handler of d reads its blocks' times: then the back end calls
+ * nano_dispatch_block_time once per selected block (NANO_BLOCKS), with the
+ * unit that ran it and its start and end in rpd_now() ns. Thread-safe. */
+int nano_dispatch_times_blocks(const struct nano_dispatch *d);
+void nano_dispatch_block_time(struct nano_dispatch *d, const uint32_t block[3], uint32_t unit,
+                              int64_t start, int64_t end);
+/* Whether d's handlers need its accesses at all: not when every one reads
+ * only block times (KernelTimeline alone), and then the back end may run the
+ * original kernel, timed per block, instead of the twin. */
+int nano_dispatch_needs_accesses(const struct nano_dispatch *d);
 /* Whether block (x, y, z) is recorded (NANO_BLOCKS). */
 int nano_dispatch_block_selected(const struct nano_dispatch *d, const uint32_t block[3]);
 /* Ends d (start and end in rpd_now() ns; api: the rpd_record_api handle of

@@ -317,7 +317,13 @@ const char *nano_rpdfile_dispatch_schema_sql(void) {
          "json_extract(R.value, '$[6]') AS thread, json_extract(R.value, '$[7]') AS address, "
          "json_extract(R.value, '$[8]') AS size "
          "FROM nano_analysis A, json_each(A.report, '$.rows') R "
-         "WHERE A.analyzer = 'AddressLogger';\n";
+         "WHERE A.analyzer = 'AddressLogger';\n"
+         "CREATE VIEW IF NOT EXISTS nano_block AS SELECT A.dispatch_id AS dispatch_id, "
+         "json_extract(R.value, '$[0]') AS block_x, json_extract(R.value, '$[1]') AS block_y, "
+         "json_extract(R.value, '$[2]') AS block_z, json_extract(R.value, '$[3]') AS unit, "
+         "json_extract(R.value, '$[4]') AS start, json_extract(R.value, '$[5]') AS \"end\" "
+         "FROM nano_analysis A, json_each(A.report, '$.rows') R "
+         "WHERE A.analyzer = 'KernelTimeline';\n";
 }
 
 /* Formats "<path>: <message>" into err (when err is non-NULL). */
@@ -590,17 +596,21 @@ int nano_rpdfile_remove(const char *path, char *err, size_t errlen) {
  * temporary beside it, which is then hard-linked to path (never over a file
  * another process made meanwhile: that one stands). A kill while the schema
  * is written leaves the temporary, not an empty file at path that readers
- * would refuse. Where any step fails (no hard links on the file system, a
+ * would refuse. The temporary is private until linked, so it needs no
+ * journal; it is synced as the trace will be (`sync`, SQLite's synchronous
+ * setting). Where any step fails (no hard links on the file system, a
  * folder that cannot be written) nothing is left and the caller creates the
  * file in place, which names the failure. */
-static void rpdfile_create_whole(const char *path) {
-  char err[NANO_RPDFILE_ERRLEN], *tmp = NULL;
+static void rpdfile_create_whole(const char *path, const char *sync) {
+  char err[NANO_RPDFILE_ERRLEN], *tmp = NULL, pragmas[96];
   int fd = nano_outfile_temp(path, &tmp, err, sizeof err);
   if (fd < 0)
     return;
   close(fd);
+  snprintf(pragmas, sizeof pragmas, "PRAGMA journal_mode=OFF; PRAGMA synchronous=%s", sync);
   sqlite3 *d = NULL;
   int ok = rpdfile_connect(tmp, SQLITE_OPEN_READWRITE, &d, err, sizeof err) == 0 &&
+           nano_rpdfile_exec(d, tmp, "schema", pragmas, err, sizeof err) == 0 &&
            nano_rpdfile_exec(d, tmp, "schema", "BEGIN", err, sizeof err) == 0 &&
            nano_rpdfile_exec(d, tmp, "schema", rpdfile_schema, err, sizeof err) == 0 &&
            nano_rpdfile_exec(d, tmp, "schema", "COMMIT", err, sizeof err) == 0;
@@ -633,7 +643,7 @@ int nano_rpdfile_open_write(const char *path, int truncate, enum nano_rpdfile_sy
   if (kind < 0)
     return kind;
   if (kind == 1)
-    rpdfile_create_whole(path);
+    rpdfile_create_whole(path, sync_names[sync]);
   sqlite3 *d = NULL;
   int rc = rpdfile_connect(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, &d, err, errlen);
   if (rc < 0)

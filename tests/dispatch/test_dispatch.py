@@ -473,6 +473,81 @@ def case_trace_upgrade():
     check(rows == [(None,), ("device",)], "after the append: %s" % rows)
 
 
+def timeline_model(rows):
+    """KernelTimeline's figures from its rows [(x, y, z, unit, start, end)],
+    as its README defines them."""
+    d = sorted(r[5] - r[4] for r in rows)
+    busy, last = {}, {}
+    for r in rows:
+        busy[r[3]] = busy.get(r[3], 0) + r[5] - r[4]
+        last[r[3]] = max(last.get(r[3], r[5]), r[5])
+    mean = sum(busy.values()) / len(busy)
+    end = max(r[5] for r in rows)
+    return {"blocks": len(rows), "units": len(busy), "span_ns": end - min(r[4] for r in rows),
+            "block_ns": {"min": d[0], "median": d[len(d) // 2], "max": d[-1]},
+            "unit_busy_max": max(busy.values()), "imbalance": max(busy.values()) / mean,
+            "tail_ns": end - min(last.values())}
+
+
+def case_kernel_timeline():
+    """KernelTimeline: one nano_block row per block (NANO_BLOCKS respected),
+    inside its dispatch, on the worker that ran it; the figures match a model
+    of the rows; alone it makes no record (the original runs, timed); beside
+    MemoryAnalysis both answer; rpd export shows the blocks as slices per
+    unit, rpd report draws them."""
+    for analyzers, blocks_env, want in (("KernelTimeline", None, 4),
+                                        ("KernelTimeline,MemoryAnalysis", None, 4),
+                                        ("AddressLogger,KernelTimeline", None, 4),
+                                        ("KernelTimeline", "x=1:2", 2)):
+        path = fresh_trace()
+        env = {"NANO_INSTRUMENT": "1", "NANO_ANALYZERS": analyzers}
+        if blocks_env:
+            env["NANO_BLOCKS"] = blocks_env
+        info, rep, _ = run(app(), ["copy"], env)
+        d = dispatches(rep)
+        check(len(d) == 1, "%s: dispatches %s" % (analyzers, d))
+        if analyzers == "KernelTimeline":
+            check(d[0]["records"] == 0 and d[0]["wave_accesses"] == 0 and d[0]["aggregate"] == "device",
+                  "KernelTimeline alone made records: %s" % d)
+        con = sqlite3.connect(path)
+        rows = con.execute("select block_x, block_y, block_z, unit, start, \"end\" from nano_block").fetchall()
+        span = con.execute("select start, \"end\" from nano_dispatch").fetchone()
+        con.close()
+        blocks = sorted(r[0] for r in rows)
+        lo = 1 if blocks_env else 0
+        check(blocks == list(range(lo, lo + want)) and all(r[1] == r[2] == 0 for r in rows),
+              "%s %s: blocks %s" % (analyzers, blocks_env, rows))
+        check(all(0 <= r[3] < 2 and span[0] <= r[4] <= r[5] <= span[1] for r in rows),
+              "%s: rows outside their dispatch %s or on no worker: %s" % (analyzers, span, rows))
+        t = [r for r in rep if r["analyzer"] == "KernelTimeline"]
+        m = timeline_model(rows)
+        check(len(t) == 1 and all(t[0][k] == m[k] for k in ("blocks", "units", "span_ns", "block_ns", "tail_ns"))
+              and t[0]["unit_busy_ns"]["max"] == m["unit_busy_max"]
+              and abs(t[0]["imbalance"] - m["imbalance"]) < 1e-3,
+              "%s: figures %s, model %s" % (analyzers, t, m))
+        if "MemoryAnalysis" in analyzers:
+            w = waves(info["n"], info["block"], 64)
+            check(one(rep, "copy", "load")["executions"] == w, "MemoryAnalysis beside KernelTimeline")
+    out = os.path.join(ARGS.work, "blocks.json")
+    p = subprocess.run([ARGS.rpd, "export", path, "-o", out], capture_output=True, text=True)
+    check(p.returncode == 0, "rpd export: %s" % p.stderr)
+    with open(out) as f:
+        ev = json.load(f)["traceEvents"]
+    slices = [e for e in ev if e.get("cat") == "block"]
+    check(len(slices) == 2 and all(e["name"] == "k_copy" and e["pid"] == 1200000000 for e in slices)
+          and sorted(e["args"]["block"][0] for e in slices) == [1, 2],
+          "exported blocks: %s" % slices)
+    check(any(e.get("ph") == "M" and e["pid"] == 1200000000 and e["args"]["name"] == "blocks: CPU kernels"
+              for e in ev), "no name for the blocks' process")
+    page = os.path.join(ARGS.work, "blocks.html")
+    p = subprocess.run([ARGS.rpd, "report", path, "-o", page], capture_output=True, text=True)
+    check(p.returncode == 0, "rpd report: %s" % p.stderr)
+    with open(page) as f:
+        html_text = f.read()
+    check("Blocks (KernelTimeline): 2 on" in html_text and html_text.count("data-unit=") == 2,
+          "the report's block lanes")
+
+
 def case_plugin():
     """A plugin from a path gets every record (its count is exact) and stores
     its result; one that claims records hides them from later handlers."""

@@ -15,6 +15,12 @@
  *                               -1 at the op's end) and "Idle" (1 while the
  *                               depth is 0) on the GPU's process, as
  *                               rocmProfileData's rpd2tracing.py draws them
+ *   nano_block                  the blocks of instrumented dispatches
+ *                               (KernelTimeline): complete slices ("X", cat
+ *                               "block") on a pseudo-process per device
+ *                               (pid rpd_export_block_pid), a track per unit
+ *                               (SM, CU, CPU worker), named by the kernel and
+ *                               the block
  *   nano_atomic_sample          counter events ("C", cat "atomics") on the
  *                               traced process: a track per atomic kind, its
  *                               cumulative count
@@ -46,6 +52,9 @@
  * (at most 2^22) and below 2^31. */
 #define RPD_EXPORT_GPU_PID 1000000000
 #define RPD_EXPORT_DEV_PID 1100000000
+/* Pseudo-process ids of the blocks of instrumented dispatches: CPU kernels'
+ * at the base, GPU g's at base + 1 + g. */
+#define RPD_EXPORT_BLOCK_PID 1200000000
 
 static const char rpd_export_help[] =
     "usage: rpd export FILE -o OUT.json [--start T] [--end T] [--absolute]\n"
@@ -472,6 +481,71 @@ static int rpd_export_atomics(struct rpd_export *x) {
   return rpd_export_done(x, st, rc);
 }
 
+/* The pid of the block tracks of a backend's device. */
+static int64_t rpd_export_block_pid(const char *backend, int64_t device) {
+  return strcmp(backend, "cpu") == 0 ? RPD_EXPORT_BLOCK_PID
+                                     : rpdtool_add(RPD_EXPORT_BLOCK_PID + 1, device);
+}
+
+/* The blocks KernelTimeline timed (view nano_block), as slices per unit. */
+static int rpd_export_blocks(struct rpd_export *x) {
+  int has = nano_rpdfile_has_object(x->t->db, "nano_block");
+  if (has <= 0)
+    return has < 0 ? rpdtool_err("export", "%s: %s", x->t->path, sqlite3_errmsg(x->t->db)) : 0;
+  sqlite3_stmt *st = rpd_export_prepare(
+      x, "SELECT D.backend, D.device, B.unit, B.start, B.\"end\", D.kernel_name, B.block_x, "
+         "B.block_y, B.block_z, B.dispatch_id FROM nano_block B JOIN nano_dispatch D ON "
+         "D.id = B.dispatch_id WHERE B.\"end\">=?1 AND B.start<=?2 "
+         "ORDER BY D.backend, D.device, B.unit, B.start");
+  if (!st)
+    return 1;
+  int rc;
+  char last_backend[16] = "";
+  int64_t last_pid = -1, last_unit = -1;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    const char *backend = (const char *)sqlite3_column_text(st, 0);
+    int64_t device = sqlite3_column_int64(st, 1), unit = sqlite3_column_int64(st, 2);
+    int64_t pid = rpd_export_block_pid(backend ? backend : "", device);
+    int cpu = backend && strcmp(backend, "cpu") == 0;
+    if (pid != last_pid) {
+      char name[64];
+      if (cpu)
+        snprintf(name, sizeof name, "blocks: CPU kernels");
+      else
+        snprintf(name, sizeof name, "blocks: %s device %" PRId64, backend ? backend : "?", device);
+      rpd_export_name(x, pid, -1, name);
+      last_pid = pid;
+      last_unit = -1;
+      snprintf(last_backend, sizeof last_backend, "%s", backend ? backend : "");
+    }
+    if (unit != last_unit) {
+      char name[64];
+      snprintf(name, sizeof name, "%s %" PRId64,
+               cpu                                 ? "worker"
+               : strcmp(last_backend, "cuda") == 0 ? "SM"
+                                                   : "CU",
+               unit);
+      rpd_export_name(x, pid, unit, name);
+      last_unit = unit;
+    }
+    int64_t start = sqlite3_column_int64(st, 3), end = sqlite3_column_int64(st, 4);
+    rpd_export_begin(x);
+    fputs("\"name\":", x->out);
+    rpd_export_str(x->out, (const char *)sqlite3_column_text(st, 5));
+    fputs(",\"cat\":\"block\",\"ph\":\"X\",\"ts\":", x->out);
+    rpd_export_ts(x, start);
+    fputs(",\"dur\":", x->out);
+    rpd_export_dur(x, rpdtool_sub(end, start));
+    fprintf(x->out,
+            ",\"pid\":%" PRId64 ",\"tid\":%" PRId64 ",\"args\":{\"block\":[%" PRId64 ",%" PRId64
+            ",%" PRId64 "],\"dispatch\":%" PRId64 "}}",
+            pid, unit, (int64_t)sqlite3_column_int64(st, 6), (int64_t)sqlite3_column_int64(st, 7),
+            (int64_t)sqlite3_column_int64(st, 8), (int64_t)sqlite3_column_int64(st, 9));
+    rpdtool_progress_add(&x->prog, 1);
+  }
+  return rpd_export_done(x, st, rc);
+}
+
 /* Counts the rows the export will visit, for the progress line. */
 static uint64_t rpd_export_total(struct rpd_export *x) {
   sqlite3_stmt *st =
@@ -494,7 +568,8 @@ static int rpd_export_write(struct rpd_export *x) {
           x->t->schema_version, x->base, x->lo, x->hi);
   x->first = 1;
   if (rpd_export_names(x) || rpd_export_api(x) || rpd_export_ops(x) || rpd_export_flows(x) ||
-      rpd_export_counters(x) || rpd_export_queue_depth(x) || rpd_export_atomics(x))
+      rpd_export_counters(x) || rpd_export_queue_depth(x) || rpd_export_atomics(x) ||
+      rpd_export_blocks(x))
     return 1;
   fputs("\n]}\n", x->out);
   return 0;

@@ -21,8 +21,9 @@
  *   marks         zero-duration user markers (signposts)
  *   memory        instrumented kernel dispatches (nano_dispatch): per
  *                 dispatch the worst source locations by excess cache lines
- *                 and by bank conflicts (MemoryAnalysis), and a heatmap strip
- *                 of the pages it touched (Heatmap)
+ *                 and by bank conflicts (MemoryAnalysis), a heatmap strip
+ *                 of the pages it touched (Heatmap), and its blocks on a lane
+ *                 per unit with their spread (KernelTimeline)
  *   short calls   ranges shorter than NANO_RPD_MIN_DURATION, summed per
  *                 function by the tracer (nano_calls): calls, total, self
  *   host atomics  the atomics the tracer stored (nano_atomic_*): totals per
@@ -60,6 +61,10 @@
 #define RP_MEM_DISPATCHES 50 /* dispatches in the memory section at most */
 #define RP_HEAT_PAGES 256    /* pages drawn in a heatmap strip at most */
 #define RP_HEAT_CELL 4       /* px per page in the strip */
+#define RP_BLOCK_LANES 64    /* units drawn as lanes of a dispatch's blocks at most */
+#define RP_BLOCKS_DRAWN 8192 /* blocks drawn per dispatch at most */
+#define RP_BLOCK_WIDTH 800   /* px of a dispatch's block lanes */
+#define RP_BLOCK_LANE 10     /* px per lane */
 #define RP_SRC_LINE 240      /* characters of a source line shown at most */
 #define RP_FLAME_NODES 20000 /* call paths kept in the call tree at most */
 #define RP_FLAME_MIN 0.001   /* a path narrower than this share of all is not drawn */
@@ -1134,6 +1139,84 @@ static int rp_memory_rows(const char *cmd, const struct rpdtool_trace *t, FILE *
   return rpdtool_done(cmd, t, st, rc, NULL, NULL);
 }
 
+/* KernelTimeline's figures and block lanes of dispatch id, when it ran. 0, or
+ * -1 after a message. */
+static int rp_blocks(const char *cmd, const struct rpdtool_trace *t, FILE *f, int64_t id) {
+  int has = nano_rpdfile_has_object(t->db, "nano_block");
+  if (has <= 0)
+    return has < 0 ? rpdtool_done(cmd, t, NULL, SQLITE_ERROR, NULL, NULL) : 0;
+  sqlite3_stmt *st = rpdtool_prepare(
+      cmd, t,
+      "SELECT json_extract(report, '$.blocks'), json_extract(report, '$.units'), "
+      "json_extract(report, '$.span_ns'), json_extract(report, '$.block_ns.min'), "
+      "json_extract(report, '$.block_ns.median'), json_extract(report, '$.block_ns.max'), "
+      "json_extract(report, '$.imbalance'), json_extract(report, '$.tail_ns') "
+      "FROM nano_analysis WHERE dispatch_id = ? AND analyzer = 'KernelTimeline' LIMIT 1");
+  if (!st)
+    return -1;
+  if (sqlite3_bind_int64(st, 1, id) != SQLITE_OK)
+    return rpdtool_done(cmd, t, st, SQLITE_ERROR, NULL, NULL);
+  int rc = sqlite3_step(st);
+  if (rc == SQLITE_ROW) {
+    fprintf(f, "<p class=blocks>Blocks (KernelTimeline): %lld on %lld units over ",
+            (long long)sqlite3_column_int64(st, 0), (long long)sqlite3_column_int64(st, 1));
+    rp_dur(f, sqlite3_column_double(st, 2));
+    fputs("; block time min ", f);
+    rp_dur(f, sqlite3_column_double(st, 3));
+    fputs(", median ", f);
+    rp_dur(f, sqlite3_column_double(st, 4));
+    fputs(", max ", f);
+    rp_dur(f, sqlite3_column_double(st, 5));
+    fprintf(f, "; busiest unit %.2fx the mean; tail ", sqlite3_column_double(st, 6));
+    rp_dur(f, sqlite3_column_double(st, 7));
+    fputs(" (the last block's end after the first unit's last)</p>\n", f);
+  }
+  if (rpdtool_done(cmd, t, st, rc == SQLITE_ROW ? SQLITE_DONE : rc, NULL, NULL))
+    return -1;
+  if (rc != SQLITE_ROW)
+    return 0;
+  st =
+      rpdtool_prepare(cmd, t,
+                      "SELECT unit, start, \"end\", block_x, block_y, block_z, min(start) OVER (), "
+                      "max(\"end\") OVER () FROM nano_block WHERE dispatch_id = ? "
+                      "ORDER BY unit, start LIMIT " RP_STR(RP_BLOCKS_DRAWN));
+  if (!st)
+    return -1;
+  if (sqlite3_bind_int64(st, 1, id) != SQLITE_OK)
+    return rpdtool_done(cmd, t, st, SQLITE_ERROR, NULL, NULL);
+  int lane = -1, lanes_cut = 0;
+  int64_t unit = -1;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    int64_t u = sqlite3_column_int64(st, 0), b0 = sqlite3_column_int64(st, 1),
+            b1 = sqlite3_column_int64(st, 2), lo = sqlite3_column_int64(st, 6),
+            hi = sqlite3_column_int64(st, 7);
+    if (lane < 0)
+      fprintf(f, "<svg width=%d height=%d class=blocks>", RP_BLOCK_WIDTH,
+              RP_BLOCK_LANES * RP_BLOCK_LANE);
+    if (u != unit) {
+      unit = u;
+      if (++lane == RP_BLOCK_LANES) {
+        lanes_cut = 1;
+        break;
+      }
+    }
+    double scale = hi > lo ? (double)RP_BLOCK_WIDTH / (double)(hi - lo) : 0;
+    fprintf(f,
+            "<rect x=%.1f y=%d width=%.1f height=%d fill=\"#4a7ab5\" data-unit=%lld>"
+            "<title>block (%lld,%lld,%lld) on unit %lld: %lld ns</title></rect>",
+            (double)(b0 - lo) * scale, lane * RP_BLOCK_LANE,
+            (double)(b1 - b0) * scale > 1 ? (double)(b1 - b0) * scale : 1.0, RP_BLOCK_LANE - 2,
+            (long long)u, (long long)sqlite3_column_int64(st, 3),
+            (long long)sqlite3_column_int64(st, 4), (long long)sqlite3_column_int64(st, 5),
+            (long long)u, (long long)(b1 - b0));
+  }
+  if (lane >= 0)
+    fputs("</svg>\n", f);
+  if (lanes_cut)
+    fputs("<p class=muted>(the first " RP_STR(RP_BLOCK_LANES) " units are drawn)</p>\n", f);
+  return rpdtool_done(cmd, t, st, rc == SQLITE_ROW ? SQLITE_DONE : rc, NULL, NULL);
+}
+
 /* The memory section: every instrumented dispatch (the first
  * RP_MEM_DISPATCHES) with its analyses. */
 static int rp_memory(const char *cmd, const struct rpdtool_trace *t, FILE *f) {
@@ -1169,7 +1252,7 @@ static int rp_memory(const char *cmd, const struct rpdtool_trace *t, FILE *f) {
             (long long)sqlite3_column_int64(st, 12));
     rp_dur(f, (double)sqlite3_column_int64(st, 13));
     fputs(")</span></h3>\n", f);
-    if (rp_memory_rows(cmd, t, f, id) || rp_heatmap(cmd, t, f, id)) {
+    if (rp_memory_rows(cmd, t, f, id) || rp_heatmap(cmd, t, f, id) || rp_blocks(cmd, t, f, id)) {
       sqlite3_finalize(st);
       return -1;
     }

@@ -18,7 +18,7 @@ struct nano_analyzers;
 
 /*
  * Parses a comma list of analyzers: built-in names (AddressLogger, Heatmap,
- * MemoryAnalysis; any case) and paths of plugin shared objects (an entry with
+ * KernelTimeline, MemoryAnalysis; any case) and paths of plugin shared objects (an entry with
  * a '/' or ending in ".so"), each optionally followed by ':' and its options
  * ("Heatmap:page=1M", "/opt/libmine.so:verbose"). Plugins are loaded
  * (dlopen RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE) and must export
@@ -55,6 +55,9 @@ void nano_chain_report(struct nano_chain *c, uint64_t lost_records);
  * that wants records (NULL for an empty chain). */
 int nano_chain_aggregable(const struct nano_chain *c, unsigned *what, uint64_t *page_bytes,
                           const char **needs_records);
+/* Whether a handler of c reads the blocks' start and end
+ * (NANO_HANDLER_BLOCK_TIMES). */
+int nano_chain_wants_block_times(const struct nano_chain *c);
 /* Hands the dispatch's sums to every handler (ops->aggregates), instead of
  * records; only after nano_chain_aggregable said 1. */
 void nano_chain_aggregates(struct nano_chain *c, const struct nano_aggregates *a);

@@ -81,6 +81,8 @@ enum nano_lds_model {
   NANO_LDS_PHASED = 2
 };
 
+struct nano_block_time; /* below */
+
 struct nano_dispatch_info {
   uint32_t abi;             /* the runtime's NANO_HANDLER_ABI                   */
   uint32_t size;            /* sizeof(struct nano_dispatch_info) it filled      */
@@ -133,6 +135,13 @@ struct nano_dispatch_info {
    * results are incomplete when not 0. Read it where info->size covers it
    * (nano_dispatch_lost). */
   uint64_t lost_records;
+  /* (ABI 2) The start and end of every block of the dispatch, where a
+   * handler asked for them (NANO_HANDLER_BLOCK_TIMES): *n entries, valid
+   * during report(); *dropped (may be NULL) the blocks beyond what the
+   * runtime keeps (NANO_BLOCK_TIMES_MAX). NULL with *n = 0 where the back end
+   * does not time blocks. */
+  const struct nano_block_time *(*block_times)(const struct nano_dispatch_info *info, size_t *n,
+                                               uint64_t *dropped);
 };
 
 /* info's lost_records where the runtime that filled info has the field, else 0. */
@@ -156,6 +165,21 @@ enum { NANO_RECORD_PASS = 0, NANO_RECORD_CONSUMED = 1 };
 #define NANO_HANDLER_SITE_COUNTS 2u
 /* (ABI 2) ... by per-page counts of pages of its page_bytes. */
 #define NANO_HANDLER_PAGE_COUNTS 4u
+/* (ABI 2) The handler reads the blocks' start and end (info->block_times);
+ * alone it needs no record either, and the back end may run the original
+ * kernel, timed per block, instead of the twin. */
+#define NANO_HANDLER_BLOCK_TIMES 8u
+
+/* Blocks timed per dispatch at most; the rest are counted. */
+#define NANO_BLOCK_TIMES_MAX (1u << 20)
+
+/* When one block (workgroup) of a dispatch ran, on the trace's clock (ns),
+ * and on which unit: the SM or CU (GPUs), the worker thread (CPU kernels). */
+struct nano_block_time {
+  uint32_t block[3];
+  uint32_t unit;
+  int64_t start, end;
+};
 
 /* The sums of one site id's records in one space (ABI 2). */
 struct nano_site_counts {

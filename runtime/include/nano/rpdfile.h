@@ -136,7 +136,8 @@ const char *nano_rpdfile_thread_schema_sql(void);
  * and the views over the built-in analyzers' reports (SQLite's JSON
  * functions): nano_memory (MemoryAnalysis: one row per source location),
  * nano_heatmap (Heatmap: one row per page), nano_address (AddressLogger with
- * its `trace` option: one row per access). */
+ * its `trace` option: one row per access), nano_block (KernelTimeline: one
+ * row per block: dispatch_id, block_x/y/z, unit, start, end). */
 const char *nano_rpdfile_dispatch_schema_sql(void);
 /* nanoprobe's table of short calls summed per function (NANO_RPD_MIN_DURATION):
  * nano_call_summary (pid, domain_id, name_id, args_id: rocpd_string ids;
