@@ -38,6 +38,18 @@
 // Sites are numbered per function in reverse post-order of its blocks, so
 // that forward edges go from lower to higher numbers (see collectAccesses).
 //
+// CPU twins (virtual waves, runtime/dispatch/cpu.c) also tell the runtime
+// where a GPU's wave would reconverge that site order alone cannot say:
+// their blocks are numbered with each loop contiguous (its exits after all
+// of its body), every loop that holds a site or a call to a twin-side
+// function calls __nano_dh_reconverge(desc, point) at its latches, point
+// being the site count at the loop's end (the runtime orders it after every
+// site of the loop and before the first after it: lanes that finished an
+// iteration wait there for the lanes still in it), and every cloned callee
+// calls __nano_dh_enter(desc) on entry and __nano_dh_leave(desc) before it
+// returns (the call depth the runtime orders lanes by, where the stack bytes
+// in use vary with a variable-length array).
+//
 // Runs at the OptimizerLast extension point (after inlining, so the twin of
 // an optimised kernel records the accesses the optimised code makes) and as
 // `opt -passes=nano-device`.
@@ -56,11 +68,13 @@
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/Statistic.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/Analysis/LoopInfo.h"
 #include "llvm/Analysis/ValueTracking.h"
 #include "llvm/Bitcode/BitcodeReader.h"
 #include "llvm/Demangle/Demangle.h"
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/DebugInfoMetadata.h"
+#include "llvm/IR/Dominators.h"
 #include "llvm/IR/Function.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/InlineAsm.h"
@@ -89,6 +103,7 @@ using namespace nano;
 ALWAYS_ENABLED_STATISTIC(NumTwins, "kernel twins created");
 ALWAYS_ENABLED_STATISTIC(NumCalleeClones, "callees cloned for the twins");
 ALWAYS_ENABLED_STATISTIC(NumDeviceSites, "device memory operations instrumented");
+ALWAYS_ENABLED_STATISTIC(NumReconvergePoints, "loops of CPU twins given a reconvergence point");
 ALWAYS_ENABLED_STATISTIC(NumAsmUnseen,
                          "inline assembly statements in twins that may touch memory, not recorded");
 ALWAYS_ENABLED_STATISTIC(NumTwinsBounded,
@@ -97,6 +112,10 @@ ALWAYS_ENABLED_STATISTIC(NumTwinsBounded,
 namespace {
 
 const char *const RuntimeAccess = "__nano_dh_access";
+// CPU twins only (see the banner).
+const char *const RuntimeReconverge = "__nano_dh_reconverge";
+const char *const RuntimeEnter = "__nano_dh_enter";
+const char *const RuntimeLeave = "__nano_dh_leave";
 const char *const CalleeSuffix = ".nano_twin";
 // Functions without a name (ROCm's hostcall code has @0, @1, ...): their
 // clones are named UnnamedClone + CalleeSuffix (made unique by the module),
@@ -146,6 +165,7 @@ struct DeviceTwins {
   // Twin-side clone -> name to record in its sites.
   DenseMap<Function *, std::string> SiteNames;
   FunctionCallee Access;
+  FunctionCallee Reconverge, Enter, Leave; // CPU twins
 
   DeviceTwins(Module &M, DevTarget T)
       : M(M), Ctx(M.getContext()), DL(M.getDataLayout()), Target(T),
@@ -156,7 +176,10 @@ struct DeviceTwins {
   Function *makeClone(Function &F, const std::string &Name, bool IsKernel);
   void boundTwin(Function &Twin);
   void cloneCallees();
-  unsigned collectAccesses(Function &F, std::vector<DevAccess> &Out);
+  unsigned collectAccesses(ArrayRef<BasicBlock *> Order, std::vector<DevAccess> &Out);
+  void instrumentFunction(Function &F, bool IsKernel);
+  void markReconvergence(Function &F, const LoopInfo &LI, ArrayRef<BasicBlock *> Order,
+                         const DenseMap<BasicBlock *, uint64_t> &SitesAfter);
   bool classify(Value *Ptr, unsigned &Space);
   void instrument(Function &F, const DevAccess &A);
   void emitSiteTable();
@@ -599,9 +622,42 @@ static bool devAsmAccesses(CallInst *CI, const InlineAsm *IA, std::vector<DevAcc
   return true;
 }
 
-// The accesses of twin-side function F into Out, in site order; returns how
-// many inline assembly statements that may touch memory it could not read.
-unsigned DeviceTwins::collectAccesses(Function &F, std::vector<DevAccess> &Out) {
+// Appends the blocks of RPO that lie in Scope (the whole function when null)
+// to Out, each loop nested in Scope contiguous, in RPO order otherwise.
+static void devLoopOrder(ArrayRef<BasicBlock *> RPO, const Loop *Scope, const LoopInfo &LI,
+                         SmallPtrSetImpl<BasicBlock *> &Done, std::vector<BasicBlock *> &Out) {
+  for (BasicBlock *BB : RPO) {
+    if (Done.count(BB) || (Scope && !Scope->contains(BB)))
+      continue;
+    const Loop *L = LI.getLoopFor(BB);
+    if (L == Scope) {
+      Done.insert(BB);
+      Out.push_back(BB);
+      continue;
+    }
+    while (L->getParentLoop() != Scope) // the loop of BB directly in Scope
+      L = L->getParentLoop();
+    devLoopOrder(RPO, L, LI, Done, Out);
+  }
+}
+
+// F's blocks in reverse post-order with each loop's blocks contiguous: a
+// loop is entered at its header only (LoopInfo's loops are natural), so
+// forward edges still go from earlier blocks to later ones, and every block
+// of a loop comes before the blocks after it, even an exit that RPO visits
+// before the loop's body.
+static std::vector<BasicBlock *> devBlockOrder(Function &F, const LoopInfo &LI) {
+  ReversePostOrderTraversal<Function *> RPOT(&F);
+  std::vector<BasicBlock *> RPO(RPOT.begin(), RPOT.end()), Out;
+  SmallPtrSet<BasicBlock *, 32> Done;
+  devLoopOrder(RPO, nullptr, LI, Done, Out);
+  return Out;
+}
+
+// The accesses of the blocks of a twin-side function, in Order, into Out, in
+// site order; returns how many inline assembly statements that may touch
+// memory it could not read.
+unsigned DeviceTwins::collectAccesses(ArrayRef<BasicBlock *> Order, std::vector<DevAccess> &Out) {
   unsigned AsmUnseen = 0;
   auto Add = [&](Instruction *I, Value *Ptr, unsigned Kind, Type *Ty, unsigned Flags,
                  Value *Bytes) {
@@ -611,12 +667,11 @@ unsigned DeviceTwins::collectAccesses(Function &F, std::vector<DevAccess> &Out) 
     unsigned Size = Ty ? (unsigned)DL.getTypeStoreSize(Ty).getFixedValue() : 0;
     Out.push_back({I, Ptr, Bytes, Kind, Space, Flags, Size});
   };
-  // Sites are numbered in reverse post-order: every forward edge of the CFG
-  // leads from lower site numbers to higher ones (blocks of a loop come before
-  // its exit, both arms of a branch before the join), which is what the CPU
-  // back end's wave scheduler reconverges by.
-  ReversePostOrderTraversal<Function *> RPOT(&F);
-  for (BasicBlock *BB : RPOT)
+  // Sites are numbered in the blocks' order (devBlockOrder): every forward
+  // edge of the CFG leads from lower site numbers to higher ones (blocks of a
+  // loop come before its exit, both arms of a branch before the join), which
+  // is what the CPU back end's wave scheduler reconverges by.
+  for (BasicBlock *BB : Order)
     for (Instruction &I : *BB) {
       if (auto *LI = dyn_cast<LoadInst>(&I)) {
         Add(LI, LI->getPointerOperand(), NANO_DH_KIND_LOAD, LI->getType(), 0, nullptr);
@@ -746,6 +801,90 @@ static void devMergeVectorRuns(const DataLayout &DL, std::vector<DevAccess> &Out
     i = Last + 1;
   }
   Out.swap(Merged);
+}
+
+// Numbers the sites of twin-side function F and instruments them; in a CPU
+// twin, also the loops' reconvergence points and the call depth (banner).
+void DeviceTwins::instrumentFunction(Function &F, bool IsKernel) {
+  DominatorTree DT(F);
+  LoopInfo LI(DT);
+  std::vector<BasicBlock *> Order;
+  if (Target == DevTarget::Host) {
+    Order = devBlockOrder(F, LI);
+  } else {
+    ReversePostOrderTraversal<Function *> RPOT(&F);
+    Order.assign(RPOT.begin(), RPOT.end());
+  }
+  std::vector<DevAccess> Accesses;
+  unsigned AsmUnseen = collectAccesses(Order, Accesses);
+  if (Target == DevTarget::NVPTX)
+    devMergeVectorRuns(DL, Accesses);
+  if (AsmUnseen) {
+    nano::warning(Ctx, Twine("nanoprobe: ") + SiteNames.lookup(&F) + ": " + Twine(AsmUnseen) +
+                           " inline assembly statement" + (AsmUnseen == 1 ? "" : "s") +
+                           " that may touch memory " + (AsmUnseen == 1 ? "is" : "are") +
+                           " not recorded (only PTX ld, st and cp.async are read)");
+    NumAsmUnseen += AsmUnseen;
+  }
+  // the site count after each block, for the reconvergence points
+  DenseMap<BasicBlock *, uint64_t> SitesAfter;
+  size_t k = 0;
+  for (BasicBlock *BB : Order) {
+    for (; k < Accesses.size() && Accesses[k].I->getParent() == BB; k++)
+      instrument(F, Accesses[k]);
+    SitesAfter[BB] = Sites.size();
+  }
+  if (Target != DevTarget::Host)
+    return;
+  markReconvergence(F, LI, Order, SitesAfter);
+  if (IsKernel)
+    return; // the lanes start at depth 0
+  Value *Desc = F.getArg(F.arg_size() - 1);
+  IRBuilder<> B(&*F.getEntryBlock().getFirstInsertionPt());
+  B.CreateCall(Enter, {Desc});
+  for (BasicBlock &BB : F)
+    if (auto *Ret = dyn_cast<ReturnInst>(BB.getTerminator())) {
+      B.SetInsertPoint(Ret);
+      B.CreateCall(Leave, {Desc});
+    }
+}
+
+// A CPU twin's loops that hold a site or a call to a twin-side function get
+// __nano_dh_reconverge(desc, point) before each latch's branch, point being
+// the site count at the loop's last block in Order (banner).
+void DeviceTwins::markReconvergence(Function &F, const LoopInfo &LI, ArrayRef<BasicBlock *> Order,
+                                    const DenseMap<BasicBlock *, uint64_t> &SitesAfter) {
+  DenseMap<BasicBlock *, size_t> Pos;
+  for (size_t i = 0; i < Order.size(); i++)
+    Pos[Order[i]] = i;
+  SmallPtrSet<Function *, 16> TwinSide;
+  for (auto &KV : Clones)
+    TwinSide.insert(KV.second);
+  Value *Desc = F.getArg(F.arg_size() - 1);
+  for (Loop *L : LI.getLoopsInPreorder()) {
+    size_t First = Order.size(), Last = 0;
+    for (BasicBlock *BB : L->blocks()) {
+      First = std::min(First, Pos.lookup(BB));
+      Last = std::max(Last, Pos.lookup(BB));
+    }
+    // a header is never the entry block, so First > 0
+    uint64_t Before = SitesAfter.lookup(Order[First - 1]);
+    uint64_t End = SitesAfter.lookup(Order[Last]);
+    bool Calls = false;
+    for (BasicBlock *BB : L->blocks())
+      for (Instruction &I : *BB)
+        if (auto *CB = dyn_cast<CallBase>(&I))
+          Calls |= CB->getCalledFunction() && TwinSide.count(CB->getCalledFunction());
+    if (End == Before && !Calls)
+      continue; // nothing recorded inside: nothing to keep together
+    SmallVector<BasicBlock *, 4> Latches;
+    L->getLoopLatches(Latches);
+    for (BasicBlock *Latch : Latches) {
+      IRBuilder<> B(Latch->getTerminator());
+      B.CreateCall(Reconverge, {Desc, B.getInt64((uint64_t)ModuleId << 32 | End)});
+    }
+    ++NumReconvergePoints;
+  }
 }
 
 // Adds the site of A and the runtime call before A.I, if the filters want it.
@@ -977,21 +1116,18 @@ bool DeviceTwins::run() {
   std::vector<Function *> TwinSide;
   for (auto &KV : Clones)
     TwinSide.push_back(KV.second);
-  for (Function *F : TwinSide) {
-    std::vector<DevAccess> Accesses;
-    unsigned AsmUnseen = collectAccesses(*F, Accesses);
-    if (Target == DevTarget::NVPTX)
-      devMergeVectorRuns(DL, Accesses);
-    if (AsmUnseen) {
-      nano::warning(Ctx, Twine("nanoprobe: ") + SiteNames.lookup(F) + ": " + Twine(AsmUnseen) +
-                             " inline assembly statement" + (AsmUnseen == 1 ? "" : "s") +
-                             " that may touch memory " + (AsmUnseen == 1 ? "is" : "are") +
-                             " not recorded (only PTX ld, st and cp.async are read)");
-      NumAsmUnseen += AsmUnseen;
-    }
-    for (const DevAccess &A : Accesses)
-      instrument(*F, A);
+  if (Target == DevTarget::Host) {
+    PointerType *DescTy = PointerType::get(Ctx, DescAS);
+    Reconverge =
+        M.getOrInsertFunction(RuntimeReconverge, FunctionType::get(Void, {DescTy, I64}, false));
+    Enter = M.getOrInsertFunction(RuntimeEnter, FunctionType::get(Void, {DescTy}, false));
+    Leave = M.getOrInsertFunction(RuntimeLeave, FunctionType::get(Void, {DescTy}, false));
   }
+  SmallPtrSet<Function *, 8> KernelTwins;
+  for (Function *K : Kernels)
+    KernelTwins.insert(Clones.lookup(K));
+  for (Function *F : TwinSide)
+    instrumentFunction(*F, KernelTwins.count(F));
   emitSiteTable();
   if (linkRuntime(Kernels.front()) && Filters.InlineRuntime)
     inlineRuntime();

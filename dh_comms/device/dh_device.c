@@ -227,7 +227,7 @@ static void nano_dh_thread(u32 t[3]) {
 struct nano_kernel_ctx {
   u32 thread[3], block[3], block_dim[3], grid_dim[3];
   void *shared;
-  u32 shared_bytes, reserved;
+  u32 shared_bytes, depth;
 };
 _Static_assert(sizeof(struct nano_kernel_ctx) == NANO_DH_KCTX_SIZE, "kernel context size");
 extern _Thread_local const struct nano_kernel_ctx *__nano_kctx;
@@ -410,3 +410,27 @@ __nano_dh_access(gdesc *desc, u64 site, u64 addr, u32 size, u32 space) {
   }
 #undef NANO_DH_WORD
 }
+
+#if !defined(NANO_DH_AMDGPU) && !defined(NANO_DH_NVPTX)
+/* CPU twins only (the pass calls these in host modules; llvm-pass/
+ * DeviceTwins.cpp's banner). Outside a virtual wave (no hook) they do
+ * nothing. */
+
+/* A loop's latch: the lane waits there for the wave's lanes still in the
+ * iteration (point: module id << 32 | the site count at the loop's end). */
+__attribute__((visibility("hidden"), noinline)) void __nano_dh_reconverge(gdesc *desc, u64 point) {
+  if (desc && (desc->flags & NANO_DH_FLAG_HOOK))
+    __nano_kctx = ((nano_dh_hook_fn)desc->hook)((void *)desc, point, 0, 0, NANO_DH_HOOK_POINT);
+}
+
+/* Entry to and return from a cloned callee: the lane's call depth. */
+__attribute__((visibility("hidden"), noinline)) void __nano_dh_enter(gdesc *desc) {
+  if (desc && (desc->flags & NANO_DH_FLAG_HOOK))
+    ((struct nano_kernel_ctx *)__nano_kctx)->depth++;
+}
+
+__attribute__((visibility("hidden"), noinline)) void __nano_dh_leave(gdesc *desc) {
+  if (desc && (desc->flags & NANO_DH_FLAG_HOOK))
+    ((struct nano_kernel_ctx *)__nano_kctx)->depth--;
+}
+#endif

@@ -15,16 +15,21 @@
  * device runtime calls cpu_hook at every instrumented access (the buffer's
  * descriptor carries NANO_DH_FLAG_HOOK); the hook parks the lane there and
  * switches to the next lane of the step (the last one to the wave's
- * scheduler), so every live lane runs until it is parked or done. Then the lanes parked deepest in
- * the call stack, and of those the ones at the lowest site, form one record (exec mask, address of
- * each lane) and only they go on; the others wait. Site indices follow the
- * code's layout within a function, and a device function's accesses come
- * before its caller's next ones, so this reconverges as a GPU does: lanes
- * that took a shorter branch wait at the join for the others, lanes still in
- * a loop run on while those that left wait after it, and lanes that called
- * a function finish it before the caller goes on. (Code the compiler lays
- * out out of source order, such as a branch moved to the end as cold, can
- * split a record of the join in two; every access is still recorded once.)
+ * scheduler), so every live lane runs until it is parked or done. Then the
+ * lanes parked deepest in calls (nano_kernel_ctx.depth, which the twin's
+ * callees count), and of those the ones at the lowest place in the code
+ * (cpu_order), form one record (exec mask, address of each lane) and only
+ * they go on; the others wait. Site indices follow the code's layout within
+ * a function with each loop's sites together, a loop's latches carry a
+ * reconvergence point after all of its sites (where lanes meet without a
+ * record), and a device function's accesses come before its caller's next
+ * ones, so this reconverges as a GPU does: lanes that took a shorter branch
+ * wait at the join for the others, lanes that finished an iteration wait at
+ * its end for those still in it, lanes still in a loop run on while those
+ * that left wait after it, and lanes that called a function finish it
+ * before the caller goes on. (Code the compiler lays out out of source
+ * order, such as a branch moved to the end as cold, can split a record of
+ * the join in two; every access is still recorded once.)
  *
  * Generic addresses inside the block's shared memory (NANO_LAUNCH_SHARED)
  * are classified as shared, so MemoryAnalysis counts bank conflicts for them.
@@ -72,7 +77,9 @@ struct cpu_lane {
   enum cpu_lane_state state;
   uint64_t site, addr; /* the access it is parked at */
   uint32_t size;
-  uintptr_t depth; /* bytes of its stack in use there: call depth */
+  int point;      /* parked at a loop's reconvergence point, not an access */
+  uint64_t order; /* cpu_order of where it is parked                      */
+  uint32_t depth; /* its call depth there (pos.depth)                     */
 };
 
 /* One launch, shared by the threads running it. */
@@ -155,10 +162,20 @@ static void cpu_yield(struct cpu_worker *w, struct cpu_lane *l) {
   }
 }
 
-/* NANO_DH_FLAG_HOOK target: parks the calling lane at its access. */
+/* Where a parked lane stands in its function's code: site index i (the
+ * pass numbers them so that forward edges go up, each loop's sites before
+ * the sites after the loop) at 2i + 2; a loop's reconvergence point, whose
+ * index is the site count at the loop's end, at 2i + 1: after every site of
+ * the loop, before the first after it. */
+static uint64_t cpu_order(uint64_t site, int point) {
+  return 2 * (site & UINT32_MAX) + (point ? 1 : 2);
+}
+
+/* NANO_DH_FLAG_HOOK target: parks the calling lane at its access, or at a
+ * loop's reconvergence point (space NANO_DH_HOOK_POINT). */
 static const struct nano_kernel_ctx *cpu_hook(void *desc, uint64_t site, uint64_t addr,
                                               uint32_t size, uint32_t space) {
-  (void)desc, (void)space; /* every CPU site is generic: classified by address */
+  (void)desc; /* every CPU site is generic: classified by address */
   struct cpu_worker *w = cpu_self;
   if (!w || !w->job)
     return &cpu_nowhere;
@@ -166,8 +183,9 @@ static const struct nano_kernel_ctx *cpu_hook(void *desc, uint64_t site, uint64_
   l->site = site;
   l->addr = addr;
   l->size = size;
-  l->depth =
-      (uintptr_t)(w->stacks + (w->cur + 1) * w->stride) - (uintptr_t)__builtin_frame_address(0);
+  l->point = space == NANO_DH_HOOK_POINT;
+  l->order = cpu_order(site, l->point);
+  l->depth = l->pos.depth;
   l->state = LANE_AT_ACCESS;
   cpu_yield(w, l);
   return &l->pos;
@@ -266,37 +284,42 @@ static void cpu_run_wave(struct cpu_worker *w, const struct nano_kernel_ctx *bas
     w->cur = run[0];
     w->next = 1;
     nano_fiber_switch(&w->sched, &w->lane[run[0]].fiber);
-    /* deepest first, then the lowest site */
-    uint64_t site = UINT64_MAX;
-    uintptr_t depth = 0;
+    /* deepest first, then the lowest place in the code */
+    uint64_t order = UINT64_MAX;
+    uint32_t depth = 0;
     for (unsigned i = 0; i < lanes; i++) {
       const struct cpu_lane *l = &w->lane[i];
       if (l->state == LANE_AT_ACCESS &&
-          (site == UINT64_MAX || l->depth > depth || (l->depth == depth && l->site < site))) {
-        site = l->site;
+          (order == UINT64_MAX || l->depth > depth || (l->depth == depth && l->order < order))) {
+        order = l->order;
         depth = l->depth;
       }
     }
-    if (site == UINT64_MAX)
+    if (order == UINT64_MAX)
       return; /* every lane is done */
     memset(&r, 0, offsetof(struct nano_dh_record, lane));
     w->nrun = 0;
+    int point = 0;
     for (unsigned i = 0; i < lanes; i++) {
       struct cpu_lane *l = &w->lane[i];
-      if (l->state != LANE_AT_ACCESS || l->site != site || l->depth != depth)
+      if (l->state != LANE_AT_ACCESS || l->order != order || l->depth != depth)
         continue;
-      if (r.lanes == 0)
+      point = l->point;
+      if (r.lanes == 0) {
         r.size = l->size;
+        r.site = l->site;
+      }
       r.lane[r.lanes] = (uint8_t)i;
       r.addr[r.lanes++] = l->addr;
       r.exec |= 1ull << i;
       l->state = LANE_RUNNING;
       run[w->nrun++] = i;
     }
+    if (point)
+      continue; /* the lanes met at a loop's end: nothing to record */
     r.version = NANO_DH_VERSION;
     r.wave_size = (uint8_t)j->wave;
     r.wave = (uint16_t)(first / j->wave);
-    r.site = site;
     memcpy(r.block, w->block, sizeof r.block);
     r.hw_id = w->index;
     r.time = cpu_clock();

@@ -16,6 +16,8 @@
  *   atomic          k_atomic, 2 blocks of 128
  *   branch          k_branch, 2 blocks of 128
  *   loop            k_loop, 2 blocks of 128
+ *   loopbranch, loopcall, nested, vla
+ *                   k_loopbranch, k_loopcall, k_nested, k_vla, 2 blocks of 128
  *   repeat N        k_copy and k_calls, N times each, 1 block of 64
  */
 #include "nano/kernel.h"
@@ -35,6 +37,10 @@ void k_calls(float *dst, const float *src);
 void k_atomic(int *counter, int *each);
 void k_branch(float *out, const float *a, const float *b);
 void k_loop(float *out, const float *a);
+void k_loopbranch(float *out, const float *a);
+void k_loopcall(float *out, const float *a);
+void k_nested(float *out, const float *a);
+void k_vla(float *out, const float *a);
 
 enum { BLOCK = 128, PAGE = 4096 };
 
@@ -58,6 +64,18 @@ static float *app_floats(size_t n) {
 static void app_fail(const char *what, size_t i) {
   fprintf(stderr, "app: %s: wrong result at %zu\n", what, i);
   exit(1);
+}
+
+/* What k_loopbranch, k_loopcall and k_nested leave in out[i] for thread t:
+ * the sum, in k order, of the a[i * 4 + k] whose iteration took the branch. */
+static float app_halves(const char *sc, const float *a, unsigned i, unsigned t) {
+  float s = 0.0f;
+  for (unsigned k = 0; k < 4; k++) {
+    unsigned parity = strcmp(sc, "nested") == 0 ? t + k / 2 + k % 2 : t + k;
+    if (parity % 2 == 0)
+      s += a[i * 4 + k];
+  }
+  return s;
 }
 
 /* The scattered index of the gather scenario (the test computes the same). */
@@ -123,6 +141,29 @@ int main(int argc, char **argv) {
       if (out[i] != 0)
         app_fail(sc, i); /* shared memory starts zeroed */
     printf("{\"n\":%u,\"block\":64,\"s\":%u}\n", n, arg);
+  } else if (strcmp(sc, "loopbranch") == 0 || strcmp(sc, "loopcall") == 0 ||
+             strcmp(sc, "nested") == 0 || strcmp(sc, "vla") == 0) {
+    n = blocks * BLOCK;
+    float *a = app_floats(4 * (size_t)n), *out = app_alloc(n * sizeof(float));
+    if (strcmp(sc, "loopbranch") == 0)
+      NANO_LAUNCH(nano_dim(blocks, 1, 1), nano_dim(BLOCK, 1, 1), k_loopbranch(out, a));
+    else if (strcmp(sc, "loopcall") == 0)
+      NANO_LAUNCH(nano_dim(blocks, 1, 1), nano_dim(BLOCK, 1, 1), k_loopcall(out, a));
+    else if (strcmp(sc, "nested") == 0)
+      NANO_LAUNCH(nano_dim(blocks, 1, 1), nano_dim(BLOCK, 1, 1), k_nested(out, a));
+    else
+      NANO_LAUNCH(nano_dim(blocks, 1, 1), nano_dim(BLOCK, 1, 1), k_vla(out, a));
+    for (unsigned i = 0; i < n; i++) {
+      unsigned t = i % BLOCK;
+      float want = 0.0f;
+      if (strcmp(sc, "vla") == 0)
+        want = a[i] + (float)(t % 4);
+      else
+        want = app_halves(sc, a, i, t);
+      if (out[i] != want)
+        app_fail(sc, i);
+    }
+    printf("{\"n\":%u,\"block\":%u,\"a\":%llu}\n", n, BLOCK, (unsigned long long)(uintptr_t)a);
   } else if (strcmp(sc, "calls") == 0 || strcmp(sc, "branch") == 0 || strcmp(sc, "loop") == 0) {
     n = blocks * BLOCK;
     float *a = app_floats(4 * (size_t)n), *b = app_floats(n), *out = app_alloc(n * sizeof(float));

@@ -104,3 +104,65 @@ NANO_KERNEL void k_loop(float *out, const float *a) {
     s += a[i * 4 + k]; /* @loop.body */
   out[i] = s;          /* @loop.store */
 }
+
+/* A branch inside a loop: in iteration k the lanes with (t + k) % 2 == 0
+ * load. On a GPU each iteration's load is an execution of its own by half
+ * the wave; the lanes that skip it wait at the loop's end. */
+NANO_KERNEL void k_loopbranch(float *out, const float *a) {
+  unsigned i = gid(), t = nano_thread_idx().x;
+  float s = 0.0f;
+#if defined(__clang__)
+#pragma clang loop unroll(disable) vectorize(disable)
+#endif
+  for (unsigned k = 0; k < 4; k++)
+    if ((t + k) % 2 == 0)
+      s += a[i * 4 + k]; /* @loopbranch.load */
+  out[i] = s;            /* @loopbranch.store */
+}
+
+/* The same through a call from the branch. */
+static __attribute__((noinline)) float pick_c(const float *a, unsigned j) {
+  return a[j]; /* @loopcall.load */
+}
+
+NANO_KERNEL void k_loopcall(float *out, const float *a) {
+  unsigned i = gid(), t = nano_thread_idx().x;
+  float s = 0.0f;
+#if defined(__clang__)
+#pragma clang loop unroll(disable) vectorize(disable)
+#endif
+  for (unsigned k = 0; k < 4; k++)
+    if ((t + k) % 2 == 0)
+      s += pick_c(a, i * 4 + k);
+  out[i] = s;
+}
+
+/* Nested loops with the branch in the inner one: one execution per (k, m)
+ * by half the wave. */
+NANO_KERNEL void k_nested(float *out, const float *a) {
+  unsigned i = gid(), t = nano_thread_idx().x;
+  float s = 0.0f;
+#if defined(__clang__)
+#pragma clang loop unroll(disable) vectorize(disable)
+#endif
+  for (unsigned k = 0; k < 2; k++) {
+#if defined(__clang__)
+#pragma clang loop unroll(disable) vectorize(disable)
+#endif
+    for (unsigned m = 0; m < 2; m++)
+      if ((t + k + m) % 2 == 0)
+        s += a[i * 4 + k * 2 + m]; /* @nested.load */
+  }
+  out[i] = s;
+}
+
+/* A variable-length array of a different size per lane: the load after it
+ * is one execution per wave (lanes meet by place in the code, not by the
+ * stack bytes they use). */
+NANO_KERNEL void k_vla(float *out, const float *a) {
+  unsigned i = gid(), n = nano_thread_idx().x % 4 + 1;
+  volatile float tmp[n];
+  for (unsigned k = 0; k < n; k++)
+    tmp[k] = (float)k;
+  out[i] = a[i] + tmp[n - 1]; /* @vla.load */
+}

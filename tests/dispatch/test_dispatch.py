@@ -255,6 +255,52 @@ def case_calls():
     check(s["function"] == "k_calls" and s["executions"] == w, "store: %s" % s)
 
 
+def gpu_records(n, block, wave, iterations):
+    """The records a GPU makes of an access inside a loop: per wave and
+    iteration, one record of the lanes whose predicate holds there (lanes that
+    skip it wait at the loop's end, as SIMT reconverges at the immediate post-
+    dominator). iterations: [(k, predicate(t), element(i))]. Returns
+    (executions, accesses, lines used, lines needed) of 4-byte accesses."""
+    ex = acc = used = needed = 0
+    for w0 in range(0, n, wave):
+        for _, pred, elem in iterations:
+            addrs = [4 * elem(i) for i in range(w0, min(w0 + wave, n)) if pred(i % block)]
+            if not addrs:
+                continue
+            ex += 1
+            acc += len(addrs)
+            used += len({a // LINE for a in addrs})
+            needed += -(-4 * len(set(addrs)) // LINE)
+    return ex, acc, used, needed
+
+
+def case_reconverge_loops():
+    """Virtual waves reconverge as a GPU's do inside loops: a branch in a loop
+    (directly, through a call, in a nested loop) is one execution per
+    iteration by the lanes that take it, never lanes of two iterations in one
+    record; a variable-length array of a different size per lane does not
+    split the access after it. Counted against a model of SIMT execution,
+    wave 64 and 32, both plugins."""
+    halves = [(k, (lambda k: lambda t: (t + k) % 2 == 0)(k), (lambda k: lambda i: i * 4 + k)(k))
+              for k in range(4)]
+    nested = [(k * 2 + m, (lambda k, m: lambda t: (t + k + m) % 2 == 0)(k, m),
+               (lambda k, m: lambda i: i * 4 + k * 2 + m)(k, m)) for k in range(2) for m in range(2)]
+    plain = [(0, lambda t: True, lambda i: i)]
+    for llvm in ("15", "22"):
+        for wave in (64, 32):
+            for sc, marker, kind, model in (("loopbranch", "loopbranch.load", "load", halves),
+                                            ("loopcall", "loopcall.load", "load", halves),
+                                            ("nested", "nested.load", "load", nested),
+                                            ("vla", "vla.load", "load", plain)):
+                info, rep, _ = run(app(llvm), [sc], {"NANO_INSTRUMENT": "1", "NANO_CPU_WAVE": wave})
+                ex, acc, used, needed = gpu_records(info["n"], info["block"], wave, model)
+                r = one(rep, marker, kind)
+                got = (r["executions"], r["accesses"], r["lines_used"], r["lines_needed"])
+                check(got == (ex, acc, used, needed),
+                      "llvm %s wave %d %s: executions, accesses, lines used, needed %s; "
+                      "a GPU makes %s" % (llvm, wave, sc, got, (ex, acc, used, needed)))
+
+
 def case_atomics():
     """Atomics: all lanes on one counter (one word, one line per wave), and
     each lane on its own (coalesced)."""

@@ -88,6 +88,10 @@
 /* Descriptor flags. */
 #define NANO_DH_FLAG_DROP 1u /* full ring: drop at once instead of polling    */
 #define NANO_DH_FLAG_HOOK 2u /* CPU kernels: call `hook` instead of writing   */
+/* The `space` the device runtime passes the hook for a loop's reconvergence
+ * point (__nano_dh_reconverge) rather than an access; its `site` is then
+ * module id << 32 | the site count at the loop's end. */
+#define NANO_DH_HOOK_POINT 0xffffffffu
 
 /* ---- Record: a 56-byte header and a payload of lane addresses ---------------
  * One record per wave (warp) and executed access. Records are multiples of 8

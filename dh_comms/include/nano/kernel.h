@@ -75,7 +75,7 @@ struct nano_kernel_ctx {
   uint32_t thread[3], block[3], block_dim[3], grid_dim[3];
   void *shared;          /* the block's shared memory, or NULL */
   uint32_t shared_bytes; /* its size                           */
-  uint32_t reserved;
+  uint32_t depth;        /* calls the twin is in (virtual waves: __nano_dh_enter) */
 };
 #ifdef __cplusplus
 static_assert(sizeof(struct nano_kernel_ctx) == NANO_DH_KCTX_SIZE, "kernel context size");
