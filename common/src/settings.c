@@ -10,15 +10,40 @@
 #include <string.h>
 #include <strings.h>
 
+/* Bits of the variables whose empty value was said (by a hash of the name:
+ * one message per variable and process, whichever reader meets it). */
+#define SETTINGS_SAID_BITS 1024u
+static _Atomic unsigned char settings_said[SETTINGS_SAID_BITS / 8];
+
+/* Says once that `name` is set but empty. */
+static void settings_say_empty(const char *name) {
+  uint32_t h = 2166136261u;
+  for (const char *c = name; *c; c++)
+    h = (h ^ (unsigned char)*c) * 16777619u;
+  h %= SETTINGS_SAID_BITS;
+  unsigned char bit = (unsigned char)(1u << (h % 8));
+  if (__atomic_fetch_or(&settings_said[h / 8], bit, __ATOMIC_RELAXED) & bit)
+    return;
+  fprintf(stderr,
+          "nanoprobe: %s is set but empty: its default is used (unset it, or give it a value)\n",
+          name);
+}
+
 const char *nano_env_str(const char *name) {
   const char *v = getenv(name);
+  if (v && !*v)
+    settings_say_empty(name);
   return v && *v ? v : NULL;
 }
+
+/* The value of `name` for the typed readers: NULL when unset; an empty value
+ * is a value like any other (each reader's message says what it expected). */
+static const char *settings_value(const char *name) { return getenv(name); }
 
 int nano_env_bool(const char *name, int *out) {
   static const char *const on[] = {"1", "on", "true", "yes"};
   static const char *const off[] = {"0", "off", "false", "no"};
-  const char *v = nano_env_str(name);
+  const char *v = settings_value(name);
   if (!v)
     return 0;
   for (int i = 0; i < 4; i++) {
@@ -72,7 +97,7 @@ int nano_parse_size(const char *s, uint64_t lo, uint64_t hi, uint64_t *out) {
 }
 
 int nano_env_uint(const char *name, uint64_t lo, uint64_t hi, uint64_t *out) {
-  const char *v = nano_env_str(name);
+  const char *v = settings_value(name);
   if (!v)
     return 0;
   uint64_t n;
@@ -86,7 +111,7 @@ int nano_env_uint(const char *name, uint64_t lo, uint64_t hi, uint64_t *out) {
 }
 
 int nano_env_real(const char *name, double lo, double hi, double *out) {
-  const char *v = nano_env_str(name);
+  const char *v = settings_value(name);
   if (!v)
     return 0;
   /* digits with at most one point: strtod alone would take "inf", "nan", hex
@@ -114,7 +139,7 @@ int nano_env_real(const char *name, double lo, double hi, double *out) {
 static int settings_env_parsed(const char *name, uint64_t lo, uint64_t hi, uint64_t *out,
                                int (*parse)(const char *, uint64_t, uint64_t, uint64_t *),
                                const char *what, const char *unit, const char *form) {
-  const char *v = nano_env_str(name);
+  const char *v = settings_value(name);
   if (!v)
     return 0;
   if (parse(v, lo, hi, out) != 0) {
@@ -163,7 +188,7 @@ int nano_env_duration(const char *name, uint64_t lo, uint64_t hi, uint64_t *out)
 }
 
 int nano_env_choice(const char *name, const char *const *choices, int *out) {
-  const char *v = nano_env_str(name);
+  const char *v = settings_value(name);
   if (!v)
     return 0;
   for (int i = 0; choices[i]; i++)

@@ -1178,7 +1178,8 @@ static int dispatch_block_cmp(const void *a, const void *b) {
 }
 
 void nano_dispatch_end(struct nano_dispatch *d, int64_t start, int64_t end, uint64_t api) {
-  qsort(d->blocks, d->nblocks, sizeof *d->blocks, dispatch_block_cmp);
+  if (d->nblocks > 1)
+    qsort(d->blocks, d->nblocks, sizeof *d->blocks, dispatch_block_cmp);
   if (d->on_device) {
     dispatch_hand_sums(d);
     d->dropped = atomic_load(&d->agg_lost);

@@ -78,6 +78,7 @@
 #include "nano/gpu_launch.h"
 #include "nano/handler.h"
 #include "nano/hash.h"
+#include "nano/settings.h"
 #include "nano/thread.h"
 #include "rpd.h"
 #include "rpd_internal.h"
@@ -670,13 +671,10 @@ static void gpu_exit(void) {
 
 /* NANO_GPU_END: how the end of a twin is learnt (docs/ENVIRONMENT.md). */
 static int gpu_end_setting(void) {
-  const char *v = getenv("NANO_GPU_END");
-  if (!v || !*v || !strcmp(v, "event"))
-    return 1;
-  if (!strcmp(v, "hostfn"))
-    return 0;
-  fprintf(stderr, "nanoprobe: NANO_GPU_END=%s: not event or hostfn; event is used\n", v);
-  return 1;
+  static const char *const ends[] = {"event", "hostfn", NULL};
+  int end = 0; /* a bad value is said and the default kept (nano/settings.h) */
+  nano_env_choice("NANO_GPU_END", ends, &end);
+  return end != 1;
 }
 
 static void gpu_start_finisher(void) {

@@ -9,10 +9,12 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include "nano/settings.h"
+
 int nano_remote_dir(uid_t uid, char *buf, size_t len) {
-  const char *env = getenv("NANO_REMOTE_DIR");
+  const char *env = nano_env_str("NANO_REMOTE_DIR");
   int n;
-  if (env && *env) {
+  if (env) {
     n = snprintf(buf, len, "%s", env);
   } else {
     char run[64];

@@ -532,8 +532,8 @@ static uint64_t CUPTIAPI cupti_timestamp(void) { return (uint64_t)rpd_now(); }
 /* ---- start and flush --------------------------------------------------------------- */
 
 static void *cupti_open(void) {
-  const char *env = getenv("NANO_CUPTI_PATH");
-  if (env && *env) {
+  const char *env = nano_env_str("NANO_CUPTI_PATH");
+  if (env) {
     void *h = dlopen(env, RTLD_NOW | RTLD_LOCAL);
     if (!h)
       fprintf(stderr, "nanoprobe: NANO_CUPTI_PATH=%s cannot be loaded: %s\n", env, dlerror());

@@ -568,8 +568,8 @@ __attribute__((constructor)) static void rpd_init(void) {
   nano_rpdfile_on_busy(rpd_writer_waits);
   if (at_quick_exit(rpd_exit_flush) != 0)
     rpd_log("at_quick_exit failed: quick_exit will lose records");
-  const char *e = getenv("RPDT_FILENAME");
-  if (e && *e) {
+  const char *e = nano_env_str("RPDT_FILENAME");
+  if (e) {
     if (strlen(e) < sizeof g_template)
       strcpy(g_template, e);
     else

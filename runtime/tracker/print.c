@@ -22,6 +22,7 @@
 
 #include "internal.h"
 #include "nano/outfile.h"
+#include "nano/settings.h"
 
 static int nanop_fd = STDERR_FILENO;
 static pthread_once_t nanop_once = PTHREAD_ONCE_INIT;
@@ -32,7 +33,8 @@ static __thread int nanop_starting __attribute__((tls_model("initial-exec")));
 /* Opens NANO_PRINT_OUTPUT once; an unwritable path stays stderr, with an error. */
 static void nanop_init(void) {
   char path[4096];
-  switch (nanot_parse_dest("NANO_PRINT_OUTPUT", getenv("NANO_PRINT_OUTPUT"), path, sizeof path)) {
+  switch (
+      nanot_parse_dest("NANO_PRINT_OUTPUT", nano_env_str("NANO_PRINT_OUTPUT"), path, sizeof path)) {
   case NANOT_DEST_STDERR:
     break;
   case NANOT_DEST_STDOUT:

@@ -1018,8 +1018,8 @@ NANO_API int nano_tracker_dump_path(const char *path, enum nano_format format) {
 /* NANO_TRACKER_FORMAT: text (unset, empty or malformed, with a warning) or
  * json. */
 static enum nano_format nanot_env_format(void) {
-  const char *fmt = getenv("NANO_TRACKER_FORMAT");
-  if (fmt == NULL || fmt[0] == '\0' || strcmp(fmt, "text") == 0)
+  const char *fmt = nano_env_str("NANO_TRACKER_FORMAT");
+  if (fmt == NULL || strcmp(fmt, "text") == 0)
     return NANO_FORMAT_TEXT;
   if (strcmp(fmt, "json") == 0)
     return NANO_FORMAT_JSON;
@@ -1034,7 +1034,8 @@ NANO_API void nano_tracking_reset(void) { nano_tracker_reset(); }
 
 NANO_API int nano_tracking_dump(void) {
   fflush(stdout); /* the caller's buffered output first, so that a log reads in order */
-  return nanot_dump_dest("NANO_TRACKER_OUTPUT", getenv("NANO_TRACKER_OUTPUT"), nanot_env_format());
+  return nanot_dump_dest("NANO_TRACKER_OUTPUT", nano_env_str("NANO_TRACKER_OUTPUT"),
+                         nanot_env_format());
 }
 
 /* The exit dump: NANO_TRACKER_OUTPUT in NANO_TRACKER_FORMAT, when on and
@@ -1058,5 +1059,5 @@ __attribute__((destructor)) static void nanot_at_exit(void) {
   /* The program's buffered output first (libc flushes it only after the
    * destructors), so that a log reads in order. */
   fflush(stdout);
-  nanot_dump_dest("NANO_TRACKER_OUTPUT", getenv("NANO_TRACKER_OUTPUT"), format);
+  nanot_dump_dest("NANO_TRACKER_OUTPUT", nano_env_str("NANO_TRACKER_OUTPUT"), format);
 }

@@ -609,7 +609,9 @@ def scenario_trace_atomics(a):
         samples = con.execute("SELECT start, count FROM nano_atomic_sample "
                               "WHERE kind = '__atomic_fetch_add' ORDER BY start").fetchall()
         counts = [c for _, c in samples]
-        check(len(samples) >= 3 and counts == sorted(counts) and counts[-1] == 3000
+        # (two samples at least: on a loaded machine the sampler may miss a
+        # phase of the program, which sleeps between them)
+        check(len(samples) >= 2 and counts == sorted(counts) and counts[-1] == 3000
               and counts[0] < 3000, "fetch_add samples rise to the total: %s" % samples)
         con.close()
 

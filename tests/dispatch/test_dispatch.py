@@ -703,6 +703,10 @@ def case_bad_settings():
         ({"NANO_ANALYZER_FORMAT": "xml"}, "NANO_ANALYZER_FORMAT=xml"),
         ({"NANO_INSTRUMENT": "maybe"}, "NANO_INSTRUMENT=maybe"),
         ({"NANO_AGGREGATE": "gpu"}, "NANO_AGGREGATE=gpu"),
+        # empty is a value, refused like the others (never unset in silence)
+        ({"NANO_CPU_WAVE": ""}, "NANO_CPU_WAVE=: expected one of"),
+        ({"NANO_BUFFER_POOL": ""}, "NANO_BUFFER_POOL=: expected an integer"),
+        ({"NANO_INSTRUMENT": ""}, "NANO_INSTRUMENT=: expected 1/0"),
     ]
     for env, msg in bad:
         e = dict({"NANO_INSTRUMENT": "1"}, **env)

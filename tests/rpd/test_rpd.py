@@ -763,7 +763,10 @@ def case_settings():
            ("NANO_RPD_DROP", "2"), ("NANO_RPD_SYNC", "sometimes"), ("RPDT_STACKFRAMES", "y"),
            ("NANO_RPD_OVERFLOW", "perhaps"), ("NANO_RPD_OVERFLOW_MEMORY", "lots"),
            ("NANO_RPD_OVERFLOW_FILE", "-1"), ("NANO_RPD_WRITER_NICE", "20"),
-           ("NANO_RPD_WRITER_NICE", "-1")]
+           ("NANO_RPD_WRITER_NICE", "-1"),
+           # an empty value is a value: refused like any bad one, never unset in silence
+           ("NANO_RPD_BUFFER", ""), ("RPDT_AUTOFLUSH", ""), ("NANO_RPD_SYNC", ""),
+           ("RPDT_STACKFRAMES", ""), ("NANO_RPD_OVERFLOW_MEMORY", "")]
     for i, (var, value) in enumerate(bad):
         path = "s%d.rpd" % i
         p = run([prog("rpd_workload"), "marks", str(n)], {var: value, "RPDT_FILENAME": path})
@@ -772,6 +775,15 @@ def case_settings():
               "%s=%s: expected one line naming it, got %r" % (var, value, p.stderr))
         rows = q(db(path), "SELECT count(*) FROM rocpd_api")[0][0]
         check(rows == n, "%s=%s: %d of %d marks recorded" % (var, value, rows, n))
+    # an empty RPDT_FILENAME is said once and the default name used
+    for f in ("trace.rpd", "trace.rpd-journal"):
+        if os.path.exists(f):
+            os.unlink(f)
+    p = run([prog("rpd_workload"), "marks", str(n)], {"RPDT_FILENAME": ""})
+    check(p.stderr.count("RPDT_FILENAME is set but empty: its default is used") == 1
+          and len([l for l in p.stderr.splitlines() if l.strip()]) == 1,
+          "RPDT_FILENAME='': %r" % p.stderr)
+    check(q(db("trace.rpd"), "SELECT count(*) FROM rocpd_api")[0][0] == n, "the default file")
     # a stack depth out of range keeps the default depth (32), not 1 or 255
     p = run([prog("rpd_workload"), "stack"],
             {"RPDT_STACKFRAMES": "1", "NANO_RPD_STACKDEPTH": "0", "RPDT_FILENAME": "depth.rpd"})

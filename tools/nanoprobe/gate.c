@@ -51,6 +51,7 @@
 #include <unistd.h>
 
 #include "nano/atomics.h"
+#include "nano/settings.h"
 #include "nanoprobe.h"
 
 #define GATE_FORMAT_ATOMICS "nanoprobe-atomics"
@@ -273,8 +274,8 @@ static void gate_free(struct gate_counts *c) {
 static const char *gate_find_tracker(const char *given, char *buf, size_t n) {
   if (given != NULL)
     return given;
-  const char *env = getenv("NANO_GATE_TRACKER");
-  if (env != NULL && env[0] != '\0')
+  const char *env = nano_env_str("NANO_GATE_TRACKER");
+  if (env != NULL)
     return env;
   return nanoprobe_locate(NANOPROBE_TRACKER, buf, n);
 }
@@ -646,8 +647,8 @@ static int gate_stabilize(struct gate_counts *c, const char *root) {
 static const char *gate_root(const struct gate_opts *o, char *buf, size_t len) {
   if (o->root != NULL)
     return o->root;
-  const char *env = getenv("NANO_GATE_ROOT");
-  if (env != NULL && *env)
+  const char *env = nano_env_str("NANO_GATE_ROOT");
+  if (env != NULL)
     return env;
   FILE *git = popen("git rev-parse --show-toplevel 2>/dev/null", "r");
   if (git == NULL)

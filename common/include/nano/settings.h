@@ -1,10 +1,13 @@
 /*
  * nano/settings.h: reading nanoprobe's environment variables with one policy.
  *
- * Each reader returns 0 when the variable is unset or empty (the caller keeps
- * its default), 1 when it is set to a valid value (stored in *out), and -1
- * when the value is invalid: then one line on stderr names the variable, the
- * value and what is expected, and *out is untouched. What the caller does on
+ * Each reader returns 0 when the variable is unset (the caller keeps its
+ * default), 1 when it is set to a valid value (stored in *out), and -1 when
+ * the value is invalid, an empty one included: then one line on stderr
+ * names the variable, the value and what is expected, and *out is
+ * untouched. An empty value is never silently taken as unset (`NAME= cmd`
+ * may mean a forgotten value): the typed readers refuse it, nano_env_str
+ * says so once per variable and gives the default. What the caller does on
  * -1 is its policy, but it must never be "the opposite of what was meant":
  * a malformed switch that could turn something on stays off.
  */
@@ -34,7 +37,8 @@ int nano_env_size(const char *name, uint64_t lo, uint64_t hi, uint64_t *out);
 int nano_env_duration(const char *name, uint64_t lo, uint64_t hi, uint64_t *out);
 /* One of `choices` (NULL-terminated; case-sensitive): *out gets its index. */
 int nano_env_choice(const char *name, const char *const *choices, int *out);
-/* The value, or NULL when unset or empty. */
+/* The value, or NULL when unset or empty (an empty one said on stderr once
+ * per variable: the caller's default is used). */
 const char *nano_env_str(const char *name);
 
 /* Compiles pattern as a POSIX extended regular expression that must match a

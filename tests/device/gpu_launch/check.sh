@@ -205,7 +205,7 @@ grep -qx "$done_line" hostfn.out || fail "NANO_GPU_END=hostfn: right results"
 [ "$(grep -c "^host function" inst.out)" -lt "$(grep -c "^host function" hostfn.out)" ] ||
   fail "by default no host function after twins on the program's streams (NANO_GPU_END=event)"
 run_instrumented bad_end NANO_GPU_END=sometimes
-grep -q "NANO_GPU_END=sometimes: not event or hostfn; event is used" bad_end.err ||
+grep -q "NANO_GPU_END=sometimes: expected one of event, hostfn" bad_end.err ||
   fail "a bad NANO_GPU_END is named"
 [ "$(query inst.rpd "select count(distinct id), count(distinct api_id) from nano_dispatch where grid_y = 1 and kernel = '_Z5otherPi'")" = "3 1" ] ||
   fail "three replays, three dispatches, all linked to the capture's launch"
