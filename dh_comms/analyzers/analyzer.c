@@ -87,3 +87,25 @@ unsigned nano_analyzer_space(const struct nano_dh_site *site, const struct nano_
     return site->addrspace;
   return r->space == NANO_DH_SPACE_SHARED ? NANO_DH_AS_SHARED : NANO_DH_AS_GLOBAL;
 }
+
+FILE *nano_analyzer_doc_begin(const struct nano_dispatch_info *info, const char *analyzer,
+                              struct nano_analyzer_doc *d) {
+  *d = (struct nano_analyzer_doc){NULL, 0};
+  FILE *mem = info->store ? open_memstream(&d->text, &d->len) : NULL;
+  if (mem) {
+    fputc('{', mem);
+    nano_analyzer_json_head(mem, info, analyzer);
+  }
+  return mem;
+}
+
+void nano_analyzer_doc_store(const struct nano_dispatch_info *info, const char *analyzer, FILE *mem,
+                             struct nano_analyzer_doc *d) {
+  if (!mem)
+    return;
+  fputc('}', mem);
+  if (fclose(mem) == 0)
+    info->store(info, analyzer, d->text);
+  free(d->text);
+  d->text = NULL;
+}

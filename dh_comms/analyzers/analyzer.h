@@ -34,6 +34,20 @@ int nano_analyzer_flag_option(const struct nano_dispatch_info *info, const char 
 void nano_analyzer_json_head(FILE *out, const struct nano_dispatch_info *info,
                              const char *analyzer);
 
+/* The trace's document of an analyzer's result: nano_analyzer_doc_begin
+ * opens it (a memory stream holding '{' and the JSON head), the analyzer
+ * writes its fields, nano_analyzer_doc_store closes it and stores it
+ * (info->store). begin returns NULL when the trace takes no document or
+ * memory is short: the analyzer then skips its fields. */
+struct nano_analyzer_doc {
+  char *text;
+  size_t len;
+};
+FILE *nano_analyzer_doc_begin(const struct nano_dispatch_info *info, const char *analyzer,
+                              struct nano_analyzer_doc *d);
+void nano_analyzer_doc_store(const struct nano_dispatch_info *info, const char *analyzer, FILE *mem,
+                             struct nano_analyzer_doc *d);
+
 /* Writes "    <source line>\n    <caret under column>\n" when the source
  * line can be read; nothing otherwise. */
 void nano_analyzer_source(FILE *out, const struct nano_dispatch_info *info, const char *file,

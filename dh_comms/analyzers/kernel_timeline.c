@@ -165,21 +165,16 @@ static void tl_report(struct nano_handler *h) {
     tl_text(info->out, info, &f, dropped);
   }
   fflush(info->out);
-  char *doc = NULL;
-  size_t len = 0;
-  FILE *mem = info->store ? open_memstream(&doc, &len) : NULL;
+  struct nano_analyzer_doc doc;
+  FILE *mem = nano_analyzer_doc_begin(info, "KernelTimeline", &doc);
   if (mem) {
-    fputc('{', mem);
-    nano_analyzer_json_head(mem, info, "KernelTimeline");
     tl_json_figures(mem, &f, dropped);
     fputs(",\"rows\":[", mem);
     for (size_t i = 0; i < n; i++) /* the runtime's order: by start */
       fprintf(mem, "%s[%u,%u,%u,%u,%" PRId64 ",%" PRId64 "]", i ? "," : "", given[i].block[0],
               given[i].block[1], given[i].block[2], given[i].unit, given[i].start, given[i].end);
-    fputs("]}", mem);
-    if (fclose(mem) == 0)
-      info->store(info, "KernelTimeline", doc);
-    free(doc);
+    fputc(']', mem);
+    nano_analyzer_doc_store(info, "KernelTimeline", mem, &doc);
   }
   free(b);
 }

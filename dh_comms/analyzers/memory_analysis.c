@@ -210,12 +210,9 @@ static void ma_report(struct nano_handler *h) {
     ma_text(info->out, m, v, rows, n);
   }
   fflush(info->out);
-  char *doc = NULL;
-  size_t len = 0;
-  FILE *mem = info->store ? open_memstream(&doc, &len) : NULL;
+  struct nano_analyzer_doc doc;
+  FILE *mem = nano_analyzer_doc_begin(info, "MemoryAnalysis", &doc);
   if (mem) {
-    fputc('{', mem);
-    nano_analyzer_json_head(mem, info, "MemoryAnalysis");
     fprintf(mem,
             ",\"aggregate\":\"%s\",\"line_bytes\":%u,\"sector_bytes\":%u,"
             "\"unknown_site_records\":%" PRIu64 ",\"complete\":%s,\"locations\":[",
@@ -226,10 +223,8 @@ static void ma_report(struct nano_handler *h) {
       ma_json_row(mem, info, &rows[i]);
       fputc('}', mem);
     }
-    fputs("]}", mem);
-    if (fclose(mem) == 0)
-      info->store(info, "MemoryAnalysis", doc);
-    free(doc);
+    fputc(']', mem);
+    nano_analyzer_doc_store(info, "MemoryAnalysis", mem, &doc);
   }
   free(rows);
 }
