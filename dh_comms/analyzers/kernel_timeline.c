@@ -14,7 +14,8 @@
  *                       waited for the rest
  *
  * Text: a few lines per dispatch. JSON: one object per dispatch with those
- * figures. The trace gets them and "rows": [[x, y, z, unit, start, end], ...]
+ * figures ("timed": false and none where the back end does not time blocks,
+ * CUDA and HIP today). The trace gets them and "rows": [[x, y, z, unit, start, end], ...]
  * (view nano_block). It needs no record: alone, it lets the runtime run the
  * original kernel, timed per block (NANO_HANDLER_BLOCK_TIMES).
  */
@@ -145,6 +146,19 @@ static void tl_report(struct nano_handler *h) {
   if (info->size >= offsetof(struct nano_dispatch_info, block_times) + sizeof info->block_times &&
       info->block_times)
     given = info->block_times(info, &n, &dropped);
+  if (!given) { /* said, never an empty timeline */
+    if (info->format == NANO_FORMAT_JSON) {
+      fputc('{', info->out);
+      nano_analyzer_json_head(info->out, info, "KernelTimeline");
+      fputs(",\"timed\":false}\n", info->out);
+    } else {
+      fprintf(info->out,
+              "KernelTimeline: dispatch %" PRIu64 " of %s: the %s back end does not time "
+              "blocks yet\n",
+              info->dispatch_id, info->kernel_name, info->backend);
+    }
+    return;
+  }
   struct nano_block_time *b = malloc((n ? n : 1) * sizeof *b);
   struct tl_figures f;
   if (b && n)

@@ -167,6 +167,7 @@ static struct {
   uint64_t pool_exhausted;
   int noted_pool;
   int noted_where;
+  int noted_blocks;
   int finished;
 } g_d = {.once = PTHREAD_ONCE_INIT, .lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -645,7 +646,8 @@ static const struct nano_block_time *dispatch_block_times(const struct nano_disp
   *n = d->nblocks;
   if (dropped)
     *dropped = d->blocks_dropped;
-  return d->blocks;
+  static const struct nano_block_time none[1]; /* timed, but no block ran */
+  return !d->time_blocks ? NULL : d->blocks ? d->blocks : none;
 }
 
 /* nano_analysis row, written by the trace's writer. */
@@ -845,7 +847,16 @@ struct nano_dispatch *nano_dispatch_begin(const struct nano_launch_desc *l) {
   pthread_mutex_init(&d->shard_lock, NULL);
   if (d->chain) {
     d->on_device = dispatch_on_device(d, l);
-    d->time_blocks = nano_chain_wants_block_times(d->chain);
+    d->time_blocks = nano_chain_wants_block_times(d->chain) && l->times_blocks;
+    if (nano_chain_wants_block_times(d->chain) && !l->times_blocks) {
+      pthread_mutex_lock(&g_d.lock);
+      if (!g_d.noted_blocks)
+        dispatch_log("KernelTimeline: the %s back end does not time blocks yet: its dispatches "
+                     "report none",
+                     l->backend);
+      g_d.noted_blocks = 1;
+      pthread_mutex_unlock(&g_d.lock);
+    }
   }
   if (!d->chain || nano_dh_buffer_set_blocks(buf, g_d.block_lo, g_d.block_hi) != 0 ||
       (!d->on_device &&

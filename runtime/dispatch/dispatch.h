@@ -34,6 +34,7 @@ struct nano_launch_desc {
   uint32_t line_bytes, sector_bytes, lds_model;
   const void *twin;                    /* the twin's address; NULL: the kernel has none    */
   int aggregates;                      /* the back end can sum where the waves run         */
+  int times_blocks;                    /* ... and time blocks (nano_dispatch_block_time)   */
   const struct nano_dh_memory *memory; /* placement; NULL: host memory         */
 };
 

@@ -139,7 +139,7 @@ struct nano_dispatch_info {
    * handler asked for them (NANO_HANDLER_BLOCK_TIMES): *n entries, valid
    * during report(); *dropped (may be NULL) the blocks beyond what the
    * runtime keeps (NANO_BLOCK_TIMES_MAX). NULL with *n = 0 where the back end
-   * does not time blocks. */
+   * does not time blocks (a dispatch that timed none has a non-NULL array). */
   const struct nano_block_time *(*block_times)(const struct nano_dispatch_info *info, size_t *n,
                                                uint64_t *dropped);
 };

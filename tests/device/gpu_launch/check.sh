@@ -204,6 +204,12 @@ grep -qx "$done_line" hostfn.out || fail "NANO_GPU_END=hostfn: right results"
   fail "NANO_GPU_END=hostfn: the same dispatches as with waiter threads"
 [ "$(grep -c "^host function" inst.out)" -lt "$(grep -c "^host function" hostfn.out)" ] ||
   fail "by default no host function after twins on the program's streams (NANO_GPU_END=event)"
+# KernelTimeline on a back end that does not time blocks: said once, and per dispatch
+run_instrumented timeline NANO_ANALYZERS=KernelTimeline,MemoryAnalysis
+[ "$(grep -c "KernelTimeline: the cuda back end does not time blocks yet" timeline.err)" = 1 ] ||
+  fail "KernelTimeline without block times is said once"
+grep -q '"analyzer":"KernelTimeline".*"timed":false' timeline.json ||
+  fail "KernelTimeline's report says it has no block times"
 run_instrumented bad_end NANO_GPU_END=sometimes
 grep -q "NANO_GPU_END=sometimes: expected one of event, hostfn" bad_end.err ||
   fail "a bad NANO_GPU_END is named"
