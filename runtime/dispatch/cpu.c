@@ -223,14 +223,19 @@ static int cpu_stacks(struct cpu_worker *w) {
   return 0;
 }
 
+/* Whether addr lies in the block's shared memory. */
+static int cpu_in_shared(const struct cpu_worker *w, uint64_t addr) {
+  uint32_t bytes = w->job->shared;
+  return bytes && addr >= (uint64_t)(uintptr_t)w->shared &&
+         addr < (uint64_t)(uintptr_t)w->shared + bytes;
+}
+
 /* Where a wave's addresses pointed: all into the block's shared memory, none,
  * or some. */
 static unsigned cpu_classify(const struct cpu_worker *w, const struct nano_dh_record *r) {
-  uint32_t bytes = w->job->shared;
   unsigned in = 0;
   for (unsigned i = 0; i < r->lanes; i++)
-    in += bytes && r->addr[i] >= (uint64_t)(uintptr_t)w->shared &&
-          r->addr[i] < (uint64_t)(uintptr_t)w->shared + bytes;
+    in += cpu_in_shared(w, r->addr[i]);
   return in == 0          ? NANO_DH_SPACE_GLOBAL
          : in == r->lanes ? NANO_DH_SPACE_SHARED
                           : NANO_DH_SPACE_MIXED;
@@ -258,8 +263,38 @@ static void cpu_sum(struct cpu_worker *w, const struct cpu_job *j, struct nano_d
   nano_aggregate_add(w->shard, r);
 }
 
+/* Writes the wave's record r, or sums it (cpu_sum). */
+static void cpu_emit(struct cpu_worker *w, const struct cpu_job *j, struct nano_dh_record *r) {
+  if (j->on_device)
+    cpu_sum(w, j, r);
+  else
+    nano_dh_buffer_write(j->buf, r);
+}
+
+/* A wave whose lanes went to shared and to global memory at one generic
+ * access: one record per space, each lane in its own, so that the shared
+ * lanes count bank conflicts and the global ones cache lines (a GPU's record
+ * of such a wave is counted as global: its device sees only the vote). */
+static void cpu_emit_split(struct cpu_worker *w, const struct cpu_job *j,
+                           const struct nano_dh_record *r) {
+  for (int shared = 0; shared < 2; shared++) {
+    struct nano_dh_record p;
+    memcpy(&p, r, offsetof(struct nano_dh_record, lane));
+    p.lanes = 0;
+    p.exec = 0;
+    p.space = (uint8_t)(shared ? NANO_DH_SPACE_SHARED : NANO_DH_SPACE_GLOBAL);
+    for (unsigned i = 0; i < r->lanes; i++)
+      if (cpu_in_shared(w, r->addr[i]) == shared) {
+        p.lane[p.lanes] = r->lane[i];
+        p.addr[p.lanes++] = r->addr[i];
+        p.exec |= 1ull << r->lane[i];
+      }
+    cpu_emit(w, j, &p);
+  }
+}
+
 /* Runs `lanes` threads from linear thread id `first` of the current block as
- * one wave, writing its records or summing them (cpu_sum). */
+ * one wave, writing its records or summing them (cpu_emit). */
 static void cpu_run_wave(struct cpu_worker *w, const struct nano_kernel_ctx *base, uint32_t first,
                          unsigned lanes) {
   const struct cpu_job *j = w->job;
@@ -324,10 +359,10 @@ static void cpu_run_wave(struct cpu_worker *w, const struct nano_kernel_ctx *bas
     r.hw_id = w->index;
     r.time = cpu_clock();
     r.space = (uint8_t)cpu_classify(w, &r);
-    if (j->on_device)
-      cpu_sum(w, j, &r);
+    if (r.space == NANO_DH_SPACE_MIXED)
+      cpu_emit_split(w, j, &r);
     else
-      nano_dh_buffer_write(j->buf, &r);
+      cpu_emit(w, j, &r);
   }
 }
 

@@ -18,6 +18,7 @@
  *   loop            k_loop, 2 blocks of 128
  *   loopbranch, loopcall, nested, vla
  *                   k_loopbranch, k_loopcall, k_nested, k_vla, 2 blocks of 128
+ *   mixed           k_mixed, 2 blocks of 128, 1 KiB shared
  *   repeat N        k_copy and k_calls, N times each, 1 block of 64
  */
 #include "nano/kernel.h"
@@ -41,6 +42,7 @@ void k_loopbranch(float *out, const float *a);
 void k_loopcall(float *out, const float *a);
 void k_nested(float *out, const float *a);
 void k_vla(float *out, const float *a);
+void k_mixed(float *out, const float *a);
 
 enum { BLOCK = 128, PAGE = 4096 };
 
@@ -187,6 +189,15 @@ int main(int argc, char **argv) {
         app_fail(sc, i);
     }
     printf("{\"n\":%u,\"block\":%u}\n", n, BLOCK);
+  } else if (strcmp(sc, "mixed") == 0) {
+    n = blocks * BLOCK;
+    float *a = app_floats(n), *out = app_alloc(n * sizeof(float));
+    NANO_LAUNCH_SHARED(nano_dim(blocks, 1, 1), nano_dim(BLOCK, 1, 1), 2 * BLOCK * sizeof(float),
+                       k_mixed(out, a));
+    for (unsigned i = 0; i < n; i++)
+      if (out[i] != (i % BLOCK % 2 ? a[i] : 0.0f)) /* shared memory starts zeroed */
+        app_fail(sc, i);
+    printf("{\"n\":%u,\"block\":%u,\"a\":%llu}\n", n, BLOCK, (unsigned long long)(uintptr_t)a);
   } else if (strcmp(sc, "atomic") == 0) {
     n = blocks * BLOCK;
     int *counter = app_alloc(sizeof(int)), *each = app_alloc(n * sizeof(int));

@@ -166,3 +166,15 @@ NANO_KERNEL void k_vla(float *out, const float *a) {
     tmp[k] = (float)k;
   out[i] = a[i] + tmp[n - 1]; /* @vla.load */
 }
+
+/* One generic load whose even lanes read the block's shared memory (zeroed,
+ * two words apart: bank conflicts) and odd lanes global memory (the pointer
+ * hidden from the compiler so that it stays one access): each lane is
+ * counted in its own space. */
+NANO_KERNEL void k_mixed(float *out, const float *a) {
+  unsigned t = nano_thread_idx().x, i = gid();
+  const float *sh = nano_shared();
+  const float *p = t % 2 ? a + i : sh + 2 * t;
+  __asm__("" : "+r"(p));
+  out[i] = *p; /* @mixed.load */
+}

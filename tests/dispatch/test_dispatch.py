@@ -217,6 +217,34 @@ def bank_model(wave, lanes, addr, size, banks=32):
     return total
 
 
+def case_mixed_space():
+    """One generic load whose even lanes read shared memory and odd lanes
+    global memory: each lane counted in its own space (shared: bank
+    conflicts by the model above; global: cache lines), both paths."""
+    for wave in (64, 32):
+        for where in ("host", "device"):
+            info, rep, _ = run(app(), ["mixed"], {"NANO_INSTRUMENT": "1", "NANO_CPU_WAVE": wave,
+                                                 "NANO_AGGREGATE": where})
+            n, block = info["n"], info["block"]
+            rows = {r["space"]: r for r in located(rep, "mixed.load", "load")}
+            check(sorted(rows) == ["global", "shared"], "wave %d %s: spaces %s" % (wave, where, rows))
+            waves_ = waves(n, block, wave)
+            conflicts = used = needed = 0
+            for w0 in range(0, n, wave):
+                lanes = [t for t in range(w0, w0 + wave) if t % block % 2 == 0]
+                conflicts += bank_model(wave, [t - w0 for t in lanes], lambda l: 8 * ((w0 + l) % block), 4)
+                addrs = [info["a"] + 4 * t for t in range(w0, w0 + wave) if t % block % 2]
+                used += len({a // LINE for a in addrs})
+                needed += -(-4 * len(addrs) // LINE)
+            sh, gl = rows["shared"], rows["global"]
+            check(sh["executions"] == waves_ and sh["accesses"] == n // 2
+                  and sh["bank_conflicts"] == conflicts,
+                  "wave %d %s shared: %s (want %d executions, %d conflicts)" % (wave, where, sh, waves_, conflicts))
+            check(gl["executions"] == waves_ and gl["accesses"] == n // 2 and gl["lines_used"] == used
+                  and gl["lines_needed"] == needed,
+                  "wave %d %s global: %s (want %d used, %d needed)" % (wave, where, gl, used, needed))
+
+
 def case_bankwide():
     """A 256-byte copy per lane out of shared memory (64 words: every bank
     several times over) is counted whole, as the brute-force model counts it,

@@ -4,8 +4,11 @@
 ; the site count at the loop's end (the exit's site id); a loop with neither
 ; gets none; cloned callees count the call depth (__nano_dh_enter/leave).
 ; The originals are unchanged.
-; RUN: %opt -load-pass-plugin=%plugin -passes=nano-device -S %s | FileCheck %s
+; (The module is read from standard input, so that its id, a hash of its name,
+; and with it the site ids are the same in every checkout.)
+; RUN: %opt -load-pass-plugin=%plugin -passes=nano-device -S < %s | FileCheck %s
 
+source_filename = "cpu_reconverge.ll"
 target datalayout = "e-m:e-p270:32:32-p271:32:32-p272:64:64-i64:64-i128:128-f80:128-n8:16:32:64-S128"
 target triple = "x86_64-pc-linux-gnu"
 
@@ -60,12 +63,12 @@ exit:
 ; CHECK-LABEL: define void @__nano_twin_k(
 ; CHECK-NOT: __nano_dh_enter
 ; CHECK: exit:
-; CHECK: call void @__nano_dh_access(ptr %nano_dh_desc, i64 [[#EXIT:]],
+; CHECK: call void @__nano_dh_access(ptr %nano_dh_desc, i64 [[#%d,EXIT:]],
 ; CHECK: then:
-; CHECK: call void @__nano_dh_access(ptr %nano_dh_desc, i64 [[#EXIT-1]],
+; CHECK: call void @__nano_dh_access(ptr %nano_dh_desc, i64 [[#%d,EXIT-1]],
 ; CHECK: call void @helper.nano_twin(
 ; CHECK: latch:
-; CHECK: call void @__nano_dh_reconverge(ptr %nano_dh_desc, i64 [[#EXIT]])
+; CHECK: call void @__nano_dh_reconverge(ptr %nano_dh_desc, i64 [[#%d,EXIT]])
 ; CHECK-NEXT: br label %header
 
 ; CHECK-LABEL: define void @__nano_twin_quiet(
