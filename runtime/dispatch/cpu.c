@@ -63,6 +63,9 @@
 #define CPU_MAX_LANES 64
 /* Grid y and z are recorded in 16 bits (CUDA's limit: 65535 blocks). */
 #define CPU_MAX_GRID_YZ 65536u
+/* Pages at the top of each lane's stack touched when the stacks are made
+ * (a lane of the sample kernels uses two or three). */
+#define CPU_STACK_WARM_PAGES 4u
 /* Wave ids are recorded in 16 bits. */
 #define CPU_MAX_WAVES 65536u
 /* Alignment of a block's shared memory: its bank of an address is then the
@@ -136,6 +139,7 @@ static struct {
   pthread_mutex_t m;      /* the fields below                              */
   pthread_cond_t go, done;
   unsigned workers;    /* pool threads started                          */
+  unsigned ready;      /* ... of them waiting for work                  */
   uint64_t generation; /* bumped per launch                             */
   struct cpu_job *job;
   unsigned busy; /* pool threads still on the current job         */
@@ -220,6 +224,11 @@ static int cpu_stacks(struct cpu_worker *w) {
   w->stacks = p;
   w->stack_size = size;
   w->stride = stride;
+  /* the top of each lane's stack faulted in now, not in the dispatch's first
+   * block (which took 2 ms longer than the others on the development VM) */
+  for (unsigned i = 0; i < CPU_MAX_LANES; i++)
+    for (size_t k = 1; k <= CPU_STACK_WARM_PAGES && k * page <= size; k++)
+      ((volatile unsigned char *)p)[(i + 1) * stride - k * page] = 0;
   return 0;
 }
 
@@ -366,6 +375,16 @@ static void cpu_run_wave(struct cpu_worker *w, const struct nano_kernel_ctx *bas
   }
 }
 
+/* Says once that a block ran its original threads for want of fiber stacks. */
+static void cpu_note_no_stacks(const struct nano_cpu_kernel *k) {
+  static _Atomic int said;
+  if (!atomic_exchange(&said, 1))
+    fprintf(stderr,
+            "nanoprobe: %s: out of memory for a worker's fiber stacks: its blocks run "
+            "uninstrumented\n",
+            k->name);
+}
+
 /* Runs block number b of the job (x fastest). The kernel threads read their
  * position through a pointer to w->pos (or to their lane's): it lives as
  * long as the worker. */
@@ -385,7 +404,9 @@ static void cpu_run_block(struct cpu_worker *w, const struct cpu_job *j, uint64_
   uint32_t threads = j->block.x * j->block.y * j->block.z;
   int selected = j->d && nano_dispatch_block_selected(j->d, blk);
   int64_t start = selected && j->time_blocks ? rpd_now() : 0;
-  if (selected && j->twin_waves) {
+  if (selected && j->twin_waves && cpu_stacks(w) != 0)
+    cpu_note_no_stacks(j->k);
+  if (selected && j->twin_waves && w->stacks) {
     memcpy(w->block, blk, sizeof w->block);
     for (uint32_t first = 0; first < threads; first += j->wave)
       cpu_run_wave(w, pos, first, threads - first < j->wave ? threads - first : j->wave);
@@ -413,7 +434,10 @@ static void cpu_run_blocks(struct cpu_worker *w, const struct cpu_job *j) {
   w->job = NULL;
 }
 
-/* Makes w ready for j: shared memory and (instrumented) fiber stacks. 0 or -1. */
+/* Makes w ready for j: shared memory (the fiber stacks come with the first
+ * block that runs as waves: a pool thread that finds no block left, as with
+ * grids smaller than the pool, never makes them while the launch waits). 0 or
+ * -1. */
 static int cpu_prepare(struct cpu_worker *w, const struct cpu_job *j) {
   if (j->shared > w->shared_cap) {
     void *p = aligned_alloc(CPU_SHARED_ALIGN, (j->shared + CPU_SHARED_ALIGN - 1) /
@@ -424,7 +448,7 @@ static int cpu_prepare(struct cpu_worker *w, const struct cpu_job *j) {
     w->shared = p;
     w->shared_cap = j->shared;
   }
-  return j->d && j->twin_waves ? cpu_stacks(w) : 0;
+  return 0;
 }
 
 static void cpu_worker_free(struct cpu_worker *w) {
@@ -444,6 +468,8 @@ static void *cpu_pool_main(void *arg) {
   rpd_altstack_take(); /* a lane's stack overflow is said (nano_cpu_lane_overflow) */
   uint64_t seen = 0;
   pthread_mutex_lock(&g_cpu.m);
+  g_cpu.ready++;
+  pthread_cond_broadcast(&g_cpu.done);
   for (;;) {
     while (g_cpu.generation == seen)
       pthread_cond_wait(&g_cpu.go, &g_cpu.m);
@@ -459,8 +485,10 @@ static void *cpu_pool_main(void *arg) {
   return NULL;
 }
 
-/* Starts pool threads up to `want` (g_cpu.m held). Asynchronous signals stay
- * with the program's threads (nano/thread.h). */
+/* Starts pool threads up to `want` (g_cpu.m held) and waits until they are
+ * ready: their start-up (a few ms on the development VM, with the tracer's
+ * per-thread setup) is the launch call's, not the kernel's. Asynchronous
+ * signals stay with the program's threads (nano/thread.h). */
 static void cpu_pool_grow(unsigned want) {
   while (g_cpu.workers < want) {
     struct cpu_worker *w = calloc(1, sizeof *w);
@@ -480,6 +508,8 @@ static void cpu_pool_grow(unsigned want) {
     pthread_detach(t);
     g_cpu.workers++;
   }
+  while (g_cpu.ready < g_cpu.workers)
+    pthread_cond_wait(&g_cpu.done, &g_cpu.m);
 }
 
 /* The fork child has the launching thread only. */
@@ -489,6 +519,7 @@ static void cpu_atfork_child(void) {
   pthread_cond_init(&g_cpu.go, NULL);
   pthread_cond_init(&g_cpu.done, NULL);
   g_cpu.workers = 0;
+  g_cpu.ready = 0;
   g_cpu.busy = 0;
   g_cpu.job = NULL;
 }
@@ -601,7 +632,7 @@ __attribute__((visibility("default"))) void __nano_cpu_launch(const struct nano_
   /* The dispatch's time is its blocks' (start-up of the runtime, the site
    * tables, the pool threads: the launch call's row has it all) */
   int64_t run_start = start;
-  if (!w || cpu_prepare(w, &j) != 0) {
+  if (!w || cpu_prepare(w, &j) != 0 || (j.d && j.twin_waves && cpu_stacks(w) != 0)) {
     fprintf(stderr,
             "nanoprobe: %s: out of memory for a worker, shared memory or fiber stacks; "
             "not launched\n",
