@@ -343,16 +343,18 @@ def case_merge_nano():
     summary = run([RPD, "summary", out]).stdout
     check("atomics per kind" in summary and "instrumented kernels" in summary, summary)
     # trim: the window's dispatches, the atomics totals of the whole run
-    (start,), = query(b, "SELECT start FROM nano_dispatch")
+    # (the launch call starts before its dispatch, whose time is its blocks')
+    (launch, start), = query(b, "SELECT A.start, D.start FROM nano_dispatch D JOIN api A ON "
+                                "A.id = D.api_id")
     t = os.path.join(WORK, "m_trim.rpd")
-    run([RPD, "trim", b, "--start", str(start), "--end", str(start), "-o", t])
+    run([RPD, "trim", b, "--start", str(launch), "--end", str(start), "-o", t])
     check(query(t, "SELECT D.kernel_name, A.apiName FROM nano_dispatch D JOIN api A ON A.id = "
                    "D.api_id") == query(b, "SELECT D.kernel_name, A.apiName FROM nano_dispatch D "
                                            "JOIN api A ON A.id = D.api_id") and
           query(t, "SELECT count(*) FROM nano_memory")[0][0] > 0,
           "trim keeps the window's dispatch and its launch")
     t2 = os.path.join(WORK, "m_trim2.rpd")
-    run([RPD, "trim", b, "--start", str(start - 2), "--end", str(start - 1), "-o", t2])
+    run([RPD, "trim", b, "--start", str(launch - 2), "--end", str(launch - 1), "-o", t2])
     check(query(t2, "SELECT count(*) FROM nano_dispatch") == [(0,)], "nor one outside it")
     t3 = os.path.join(WORK, "m_trim3.rpd")
     run([RPD, "trim", out, "--start", "0%", "--end", "100%", "-o", t3])
