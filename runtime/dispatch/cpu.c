@@ -142,7 +142,7 @@ static struct {
   unsigned ready;      /* ... of them waiting for work                  */
   uint64_t generation; /* bumped per launch                             */
   struct cpu_job *job;
-  unsigned busy; /* pool threads still on the current job         */
+  unsigned busy; /* pool threads that took the current job, on it   */
   int noted_limits;
 } g_cpu = {.launch = PTHREAD_MUTEX_INITIALIZER,
            .m = PTHREAD_MUTEX_INITIALIZER,
@@ -466,6 +466,11 @@ static void *cpu_pool_main(void *arg) {
   struct cpu_worker *w = arg;
   cpu_self = w;
   rpd_altstack_take(); /* a lane's stack overflow is said (nano_cpu_lane_overflow) */
+  /* the fiber stacks now, while the launch that started the pool waits for
+   * it to be ready, not in the dispatch's first block (4.5 ms there on the
+   * development VM); a failure is retried by the first block that needs them */
+  if (nano_dispatch_instrumenting())
+    (void)cpu_stacks(w);
   uint64_t seen = 0;
   pthread_mutex_lock(&g_cpu.m);
   g_cpu.ready++;
@@ -475,12 +480,15 @@ static void *cpu_pool_main(void *arg) {
       pthread_cond_wait(&g_cpu.go, &g_cpu.m);
     seen = g_cpu.generation;
     struct cpu_job *j = g_cpu.job;
+    if (!j)
+      continue; /* woken too late: its launch ran every block without it */
+    g_cpu.busy++;
     pthread_mutex_unlock(&g_cpu.m);
     if (cpu_prepare(w, j) == 0)
       cpu_run_blocks(w, j);
     pthread_mutex_lock(&g_cpu.m);
     if (--g_cpu.busy == 0)
-      pthread_cond_signal(&g_cpu.done);
+      pthread_cond_broadcast(&g_cpu.done);
   }
   return NULL;
 }
@@ -647,7 +655,6 @@ __attribute__((visibility("default"))) void __nano_cpu_launch(const struct nano_
       cpu_pool_grow(threads - 1);
       run_start = rpd_now();
       g_cpu.job = &j;
-      g_cpu.busy = g_cpu.workers;
       g_cpu.generation++;
       pthread_cond_broadcast(&g_cpu.go);
       pthread_mutex_unlock(&g_cpu.m);
@@ -656,10 +663,12 @@ __attribute__((visibility("default"))) void __nano_cpu_launch(const struct nano_
     }
     cpu_run_blocks(w, &j);
     if (pooled) {
+      /* every block is claimed: pool threads that have not taken the job yet
+       * never will (j lives on this stack), those that did are waited for */
       pthread_mutex_lock(&g_cpu.m);
+      g_cpu.job = NULL;
       while (g_cpu.busy)
         pthread_cond_wait(&g_cpu.done, &g_cpu.m);
-      g_cpu.job = NULL;
       pthread_mutex_unlock(&g_cpu.m);
       pthread_mutex_unlock(&g_cpu.launch);
     }
