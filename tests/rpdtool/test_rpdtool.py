@@ -553,6 +553,24 @@ def case_pathological():
         names = [e["name"] for e in json.load(f)["traceEvents"] if e.get("ph") == "X"]
     assert len(names) == 600 and all(n == "N" * 16384 + "\u2026" for n in names), len(names)
     assert os.path.getsize(os.path.join(WORK, "b.json")) < 600 * 17000
+    # A 1 MB op description on 400 ops: `top` and `summary` group and show the
+    # cut copy, not the file's string through the file's own `top` view (a
+    # 50 MB one took 263 s and 20 GB there)
+    ops = os.path.join(WORK, "bigop.rpd")
+    api_trace(ops, [(T0, T0 + 1)])
+    db = sqlite3.connect(ops)
+    db.execute("INSERT INTO rocpd_string(id, string) VALUES (1000, ?)", ("D" * 1000000,))
+    db.execute("INSERT INTO rocpd_string(id, string) VALUES (1001, 'KernelExecution')")
+    db.executemany("INSERT INTO rocpd_op(gpuId, queueId, sequenceId, start, end, description_id, "
+                   "opType_id) VALUES (0, 0, ?, ?, ?, 1000, 1001)",
+                   [(i, T0 + i * 1000, T0 + i * 1000 + 500) for i in range(400)])
+    db.commit()
+    db.close()
+    for cmd in ("top", "summary"):
+        out, err = run(cmd, ops)
+        assert "strings of rocpd_string are longer than 16384 characters: shown cut" in err, err
+        assert "D" * 16384 + "\u2026" in out and "D" * 16385 not in out, (cmd, len(out))
+        assert max(len(line) for line in out.splitlines()) < 17000, cmd
 
     # A missing column is named with its table, by every command, exit 2.
     cut = os.path.join(WORK, "cut.rpd")

@@ -88,6 +88,7 @@ struct rpdtool_trace {
   int has_ustring;    /* args live in rocpd_ustring (v3), else rocpd_string */
   int has_names;      /* nanoprobe's nano_thread: the OS names of processes and threads */
   int has_dispatches; /* nanoprobe's nano_dispatch and nano_analysis: instrumented kernels */
+  int strings_cut;    /* rpdtool_open_view shadowed a string table with cut strings */
   /* where each dispatch's sums were made, as SQL over nano_dispatch:
    * "coalesce(aggregate, 'host')", or "'host'" for files older than the column */
   const char *dispatch_where_sql;
@@ -153,8 +154,9 @@ int rpdtool_done(const char *cmd, const struct rpdtool_trace *t, sqlite3_stmt *s
 int rpdtool_int(sqlite3 *db, const char *sql, int64_t *out);
 
 /* The query of `rpd top`'s table: the trace's own `top` view, or for a trace written
- * without it (a bare schema 2 file) that view's definition in
- * nano_rpdfile_schema_sql(), so that both kinds of file answer from one
+ * without it (a bare schema 2 file), or whose strings rpdtool_open_view cut
+ * (the file's view would read the file's uncut ones), that view's definition
+ * in nano_rpdfile_schema_sql(), so that both kinds of file answer from one
  * definition. sqlite3_malloc'd; NULL after reporting. */
 char *rpdtool_top_sql(const char *cmd, struct rpdtool_trace *t);
 
