@@ -166,6 +166,7 @@ struct DeviceTwins {
   DenseMap<Function *, std::string> SiteNames;
   FunctionCallee Access;
   FunctionCallee Reconverge, Enter, Leave; // CPU twins
+  SmallPtrSet<Function *, 16> TwinSide;    // the clones' set (Clones' values)
 
   DeviceTwins(Module &M, DevTarget T)
       : M(M), Ctx(M.getContext()), DL(M.getDataLayout()), Target(T),
@@ -182,6 +183,7 @@ struct DeviceTwins {
                          const DenseMap<BasicBlock *, uint64_t> &SitesAfter);
   bool classify(Value *Ptr, unsigned &Space);
   void instrument(Function &F, const DevAccess &A);
+  uint64_t siteId(uint64_t Index) const { return (uint64_t)ModuleId << 32 | Index; }
   void emitSiteTable();
   bool linkRuntime(Function *SomeKernel);
   void inlineRuntime();
@@ -857,17 +859,11 @@ void DeviceTwins::markReconvergence(Function &F, const LoopInfo &LI, ArrayRef<Ba
   DenseMap<BasicBlock *, size_t> Pos;
   for (size_t i = 0; i < Order.size(); i++)
     Pos[Order[i]] = i;
-  SmallPtrSet<Function *, 16> TwinSide;
-  for (auto &KV : Clones)
-    TwinSide.insert(KV.second);
   Value *Desc = F.getArg(F.arg_size() - 1);
   for (Loop *L : LI.getLoopsInPreorder()) {
-    size_t First = Order.size(), Last = 0;
-    for (BasicBlock *BB : L->blocks()) {
-      First = std::min(First, Pos.lookup(BB));
-      Last = std::max(Last, Pos.lookup(BB));
-    }
-    // a header is never the entry block, so First > 0
+    // the loop's blocks are contiguous in Order, its header first
+    // (devBlockOrder); a header is never the entry block, so First > 0
+    size_t First = Pos.lookup(L->getHeader()), Last = First + L->getNumBlocks() - 1;
     uint64_t Before = SitesAfter.lookup(Order[First - 1]);
     uint64_t End = SitesAfter.lookup(Order[Last]);
     bool Calls = false;
@@ -881,7 +877,7 @@ void DeviceTwins::markReconvergence(Function &F, const LoopInfo &LI, ArrayRef<Ba
     L->getLoopLatches(Latches);
     for (BasicBlock *Latch : Latches) {
       IRBuilder<> B(Latch->getTerminator());
-      B.CreateCall(Reconverge, {Desc, B.getInt64((uint64_t)ModuleId << 32 | End)});
+      B.CreateCall(Reconverge, {Desc, B.getInt64(siteId(End))});
     }
     ++NumReconvergePoints;
   }
@@ -904,7 +900,7 @@ void DeviceTwins::instrument(Function &F, const DevAccess &A) {
   S.Space = A.Space;
   S.Flags = A.Flags;
   S.Size = A.Bytes ? 0 : A.Size;
-  uint64_t Id = (uint64_t)ModuleId << 32 | Sites.size();
+  uint64_t Id = siteId(Sites.size());
   Sites.push_back(S);
   ++NumDeviceSites;
 
@@ -1113,9 +1109,8 @@ bool DeviceTwins::run() {
   NumTwins += Kernels.size();
   cloneCallees();
   NumCalleeClones += Clones.size() - Kernels.size();
-  std::vector<Function *> TwinSide;
   for (auto &KV : Clones)
-    TwinSide.push_back(KV.second);
+    TwinSide.insert(KV.second);
   if (Target == DevTarget::Host) {
     PointerType *DescTy = PointerType::get(Ctx, DescAS);
     Reconverge =
@@ -1126,8 +1121,8 @@ bool DeviceTwins::run() {
   SmallPtrSet<Function *, 8> KernelTwins;
   for (Function *K : Kernels)
     KernelTwins.insert(Clones.lookup(K));
-  for (Function *F : TwinSide)
-    instrumentFunction(*F, KernelTwins.count(F));
+  for (auto &KV : Clones) // creation order: deterministic site numbers
+    instrumentFunction(*KV.second, KernelTwins.count(KV.second));
   emitSiteTable();
   if (linkRuntime(Kernels.front()) && Filters.InlineRuntime)
     inlineRuntime();

@@ -10,6 +10,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "nano/hash.h"
+
 /* Bits of the variables whose empty value was said (by a hash of the name:
  * one message per variable and process, whichever reader meets it). */
 #define SETTINGS_SAID_BITS 1024u
@@ -17,10 +19,7 @@ static _Atomic unsigned char settings_said[SETTINGS_SAID_BITS / 8];
 
 /* Says once that `name` is set but empty. */
 static void settings_say_empty(const char *name) {
-  uint32_t h = 2166136261u;
-  for (const char *c = name; *c; c++)
-    h = (h ^ (unsigned char)*c) * 16777619u;
-  h %= SETTINGS_SAID_BITS;
+  uint32_t h = nano_fnv32(NANO_FNV32_OFFSET, name, strlen(name)) % SETTINGS_SAID_BITS;
   unsigned char bit = (unsigned char)(1u << (h % 8));
   if (__atomic_fetch_or(&settings_said[h / 8], bit, __ATOMIC_RELAXED) & bit)
     return;

@@ -643,6 +643,14 @@ void nano_aggregate_clear(struct nano_aggregate *a) {
   a->records = a->unknown = a->sites_lost = a->page_accesses = a->pages_lost = 0;
 }
 
+const struct nano_aggregates *nano_aggregate_report(struct nano_aggregate *a,
+                                                    const struct nano_aggregates *given,
+                                                    struct nano_aggregates *own) {
+  if (given)
+    return given;
+  return nano_aggregate_view(a, "host", own) == 0 ? own : NULL;
+}
+
 uint64_t nano_aggregate_records(const struct nano_aggregate *a) { return a->records; }
 
 void nano_aggregate_destroy(struct nano_aggregate *a) {

@@ -65,9 +65,7 @@ static void heatmap_report(struct nano_handler *h) {
   struct heatmap *m = (struct heatmap *)h;
   const struct nano_dispatch_info *info = m->info;
   struct nano_aggregates own;
-  const struct nano_aggregates *v = m->given;
-  if (!v && nano_aggregate_view(m->agg, "host", &own) == 0)
-    v = &own;
+  const struct nano_aggregates *v = nano_aggregate_report(m->agg, m->given, &own);
   struct nano_page_counts *pages = v ? malloc((v->npages ? v->npages : 1) * sizeof *pages) : NULL;
   if (!pages) {
     fprintf(stderr, "nanoprobe: Heatmap: out of memory for the report of dispatch %" PRIu64 "\n",

@@ -163,9 +163,7 @@ static void ma_report(struct nano_handler *h) {
   struct memory_analysis *m = (struct memory_analysis *)h;
   const struct nano_dispatch_info *info = m->info;
   struct nano_aggregates own;
-  const struct nano_aggregates *v = m->given;
-  if (!v && nano_aggregate_view(m->agg, "host", &own) == 0)
-    v = &own;
+  const struct nano_aggregates *v = nano_aggregate_report(m->agg, m->given, &own);
   struct ma_row *rows = v ? calloc(v->nsites ? v->nsites : 1, sizeof *rows) : NULL;
   if (!rows) {
     fprintf(stderr,

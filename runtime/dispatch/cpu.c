@@ -434,10 +434,9 @@ static void cpu_run_blocks(struct cpu_worker *w, const struct cpu_job *j) {
   w->job = NULL;
 }
 
-/* Makes w ready for j: shared memory (the fiber stacks come with the first
- * block that runs as waves: a pool thread that finds no block left, as with
- * grids smaller than the pool, never makes them while the launch waits). 0 or
- * -1. */
+/* Makes w ready for j: shared memory. (The fiber stacks are a pool thread's
+ * from its start when the run instruments, the launching thread's from its
+ * launch; cpu_run_block makes them where that failed.) 0 or -1. */
 static int cpu_prepare(struct cpu_worker *w, const struct cpu_job *j) {
   if (j->shared > w->shared_cap) {
     void *p = aligned_alloc(CPU_SHARED_ALIGN, (j->shared + CPU_SHARED_ALIGN - 1) /

@@ -71,9 +71,9 @@
 #define DISPATCH_DEFAULT_DRAIN_THREADS 1u
 #define DISPATCH_MAX_DRAIN_THREADS 64u
 #define DISPATCH_MIN_CPU_STACK (16u << 10)
+#define DISPATCH_MAX_CPU_STACK (64u << 20)
 /* Block times kept before the first growth of a dispatch's array. */
 #define DISPATCH_INITIAL_BLOCKS 256u
-#define DISPATCH_MAX_CPU_STACK (64u << 20)
 
 enum dispatch_pick { PICK_ALL, PICK_FIRST, PICK_NTH, PICK_RANDOM };
 /* NANO_AGGREGATE: where the analyzers' sums are made. */
@@ -847,8 +847,9 @@ struct nano_dispatch *nano_dispatch_begin(const struct nano_launch_desc *l) {
   pthread_mutex_init(&d->shard_lock, NULL);
   if (d->chain) {
     d->on_device = dispatch_on_device(d, l);
-    d->time_blocks = nano_chain_wants_block_times(d->chain) && l->times_blocks;
-    if (nano_chain_wants_block_times(d->chain) && !l->times_blocks) {
+    int wants_blocks = nano_chain_wants_block_times(d->chain);
+    d->time_blocks = wants_blocks && l->times_blocks;
+    if (wants_blocks && !l->times_blocks) {
       pthread_mutex_lock(&g_d.lock);
       if (!g_d.noted_blocks)
         dispatch_log("KernelTimeline: the %s back end does not time blocks yet: its dispatches "

@@ -500,30 +500,30 @@ static int rpd_export_blocks(struct rpd_export *x) {
   if (!st)
     return 1;
   int rc;
-  char last_backend[16] = "";
   int64_t last_pid = -1, last_unit = -1;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     const char *backend = (const char *)sqlite3_column_text(st, 0);
+    if (!backend)
+      backend = "";
     int64_t device = sqlite3_column_int64(st, 1), unit = sqlite3_column_int64(st, 2);
-    int64_t pid = rpd_export_block_pid(backend ? backend : "", device);
-    int cpu = backend && strcmp(backend, "cpu") == 0;
+    int64_t pid = rpd_export_block_pid(backend, device);
+    int cpu = strcmp(backend, "cpu") == 0;
     if (pid != last_pid) {
       char name[64];
       if (cpu)
         snprintf(name, sizeof name, "blocks: CPU kernels");
       else
-        snprintf(name, sizeof name, "blocks: %s device %" PRId64, backend ? backend : "?", device);
+        snprintf(name, sizeof name, "blocks: %s device %" PRId64, backend, device);
       rpd_export_name(x, pid, -1, name);
       last_pid = pid;
       last_unit = -1;
-      snprintf(last_backend, sizeof last_backend, "%s", backend ? backend : "");
     }
     if (unit != last_unit) {
       char name[64];
       snprintf(name, sizeof name, "%s %" PRId64,
-               cpu                                 ? "worker"
-               : strcmp(last_backend, "cuda") == 0 ? "SM"
-                                                   : "CU",
+               cpu                            ? "worker"
+               : strcmp(backend, "cuda") == 0 ? "SM"
+                                              : "CU",
                unit);
       rpd_export_name(x, pid, unit, name);
       last_unit = unit;

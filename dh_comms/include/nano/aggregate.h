@@ -38,6 +38,12 @@ void nano_aggregate_merge(struct nano_aggregate *into, const struct nano_aggrega
 /* Fills *v with the sums as flat arrays (v->where as given). Valid until the
  * next call on a. 0, or -1 when out of memory. */
 int nano_aggregate_view(struct nano_aggregate *a, const char *where, struct nano_aggregates *v);
+/* The sums a built-in analyzer reports: `given` (handed over by the
+ * runtime) when it has them, else a view of a's own ("host", in *own).
+ * NULL when out of memory. */
+const struct nano_aggregates *nano_aggregate_report(struct nano_aggregate *a,
+                                                    const struct nano_aggregates *given,
+                                                    struct nano_aggregates *own);
 /* Records added (merged ones included). */
 uint64_t nano_aggregate_records(const struct nano_aggregate *a);
 void nano_aggregate_clear(struct nano_aggregate *a);
