@@ -8,7 +8,7 @@ packages=(
   clang-15 llvm-15-dev llvm-15-tools lld-15
   clang-22 llvm-22-dev llvm-22-tools lld-22 libclang-rt-22-dev
   clang-tools-22 clang-format-14
-  hipcc rocm-device-libs libamdhip64-dev
+  hipcc rocm-device-libs libamdhip64-dev libhsa-runtime-dev
   librocrand1
   sqlite3 libsqlite3-dev
   libelf-dev libdw-dev libmsgpack-dev libzstd-dev zstd

@@ -40,7 +40,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "kerneldb.h"
+#include "kdb_load.h"
 #include "nano/aggregate.h"
 #include "nano/analyzers.h"
 #include "nano/demangle.h"
@@ -491,105 +491,47 @@ static struct nano_dh_pool *dispatch_pool(const struct nano_dh_memory *memory) {
   return p->pool;
 }
 
-/* kerneldb, opened on the first GPU dispatch: it finds the code objects in
- * a host file's fat binaries (.nv_fatbin, .hip_fatbin, compressed or not),
- * whose images hold the site tables. libnano_rpd does not link it (only
- * GPU dispatches need it, and its decompressors and metadata reader with
- * it): it is loaded from this library's folder, the library search path, or
- * the build tree. */
-static struct {
-  int tried, usable;
-  int (*open)(const char *, kdb **, char *, size_t);
-  size_t (*count)(const kdb *);
-  const kdb_code_object *(*at)(const kdb *, size_t);
-  const void *(*image)(const kdb *, const kdb_code_object *);
-  void (*close)(kdb *);
-} g_kdb;
-
-static void *dispatch_kdb_try(const char *dir, const char *name) {
-  char path[4096];
-  if (snprintf(path, sizeof path, "%s%s%s", dir, *dir ? "/" : "", name) >= (int)sizeof path)
-    return NULL;
-  return dlopen(path, RTLD_NOW | RTLD_LOCAL);
-}
-
-/* Loads kerneldb once (g_d.lock held); 0 or -1 with a message in err. */
-static int dispatch_kdb_load(char *err, size_t errlen) {
-  if (g_kdb.tried)
-    goto done;
-  g_kdb.tried = 1;
-  Dl_info self;
-  void *h = NULL;
-  if (dladdr((void *)dispatch_kdb_load, &self) && self.dli_fname) {
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s", self.dli_fname);
-    char *slash = strrchr(dir, '/');
-    if (slash) {
-      *slash = 0;
-      h = dispatch_kdb_try(dir, "libkerneldb.so");
-    }
-  }
-  if (!h)
-    h = dispatch_kdb_try("", "libkerneldb.so");
-#ifdef NANO_KERNELDB_BUILD_PATH
-  if (!h)
-    h = dispatch_kdb_try("", NANO_KERNELDB_BUILD_PATH);
-#endif
-  if (!h)
-    goto done;
-  static const struct nano_symbol fns[] = {
-      NANO_SYMBOL(__typeof__(g_kdb), open, kdb_open),
-      NANO_SYMBOL(__typeof__(g_kdb), count, kdb_code_object_count),
-      NANO_SYMBOL(__typeof__(g_kdb), at, kdb_code_object_at),
-      NANO_SYMBOL(__typeof__(g_kdb), image, kdb_code_object_image),
-      NANO_SYMBOL(__typeof__(g_kdb), close, kdb_close),
-  };
-  g_kdb.usable = !nano_symbols_resolve(h, fns, sizeof fns / sizeof fns[0], &g_kdb);
-done:
-  if (!g_kdb.usable)
-    snprintf(err, errlen,
-             "kerneldb (libkerneldb.so, which reads GPU code objects) cannot be loaded or is "
-             "too old");
-  return g_kdb.usable ? 0 : -1;
-}
-
 /* Adds the site tables of the GPU code objects in the host file at path:
  * those built for arch, or every one where none is (a JIT-compiled PTX).
  * Returns the number of tables' sites added, or -1 with a message. */
 static long dispatch_gpu_sites(struct nano_dh_sites *sites, const char *path, const char *arch,
                                char *err, size_t errlen) {
-  if (dispatch_kdb_load(err, errlen) != 0)
+  const struct nano_kdb_api *kdb_api = nano_kdb_load(err, errlen);
+  if (!kdb_api)
     return -1;
   kdb *db;
-  if (g_kdb.open(path, &db, err, errlen) != 0)
+  if (kdb_api->open(path, &db, err, errlen) != 0)
     return -1;
-  size_t n = g_kdb.count(db), matching = 0;
+  size_t n = kdb_api->count(db), matching = 0;
   for (size_t i = 0; i < n; i++)
-    matching += strcmp(g_kdb.at(db, i)->arch, arch) == 0;
+    matching += strcmp(kdb_api->at(db, i)->arch, arch) == 0;
   long rc = 0;
   for (size_t i = 0; i < n && rc >= 0; i++) {
-    const kdb_code_object *co = g_kdb.at(db, i);
+    const kdb_code_object *co = kdb_api->at(db, i);
     if (matching && strcmp(co->arch, arch) != 0)
       continue;
-    if (nano_dh_sites_add_elf_memory(sites, g_kdb.image(db, co), (size_t)co->image_size,
+    if (nano_dh_sites_add_elf_memory(sites, kdb_api->image(db, co), (size_t)co->image_size,
                                      co->container, err, errlen) < 0)
       rc = -1;
   }
   if (rc == 0)
     rc = (long)nano_dh_sites_count(sites);
-  g_kdb.close(db);
+  kdb_api->close(db);
   return rc;
 }
 
-/* The site tables of the file holding `twin` (g_d.lock held): the ELF object
+/* The site tables of the file holding `twin` (or l->sites_path) (g_d.lock held): the ELF object
  * the dynamic linker loaded it from, the main program's through
  * /proc/self/exe; for GPU back ends the tables of its code objects for the
  * launch's arch. Read once per file and arch; a file whose tables cannot be
  * read is said once and gives an empty set. */
 static struct nano_dh_sites *dispatch_sites(const struct nano_launch_desc *l) {
   const void *find[2] = {l->twin, NULL};
-  dl_iterate_phdr(dispatch_find_object, find);
-  const char *path = find[1] && *(const char *)find[1] ? find[1] : "/proc/self/exe";
+  if (!l->sites_path)
+    dl_iterate_phdr(dispatch_find_object, find);
+  const char *path = l->sites_path                       ? l->sites_path
+                     : find[1] && *(const char *)find[1] ? find[1]
+                                                         : "/proc/self/exe";
   int gpu = strcmp(l->backend, "cpu") != 0;
   for (struct code_object *c = g_d.cos; c; c = c->next)
     if (strcmp(c->path, path) == 0 && strcmp(c->arch, l->arch) == 0)

@@ -23,6 +23,10 @@
 
 #include "nano/dh_comms.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* What a back end knows about one launch. */
 struct nano_launch_desc {
   const char *kernel;  /* mangled name                                     */
@@ -33,6 +37,8 @@ struct nano_launch_desc {
   uint64_t shared_bytes;
   uint32_t line_bytes, sector_bytes, lds_model;
   const void *twin;                    /* the twin's address; NULL: the kernel has none    */
+  const char *sites_path;              /* the file of the twin's code object (a kernel     */
+                                       /* cache's), else NULL: the file holding twin       */
   int aggregates;                      /* the back end can sum where the waves run         */
   int times_blocks;                    /* ... and time blocks (nano_dispatch_block_time)   */
   const struct nano_dh_memory *memory; /* placement; NULL: host memory         */
@@ -95,5 +101,9 @@ int nano_cpu_lane_overflow(const void *addr, uint64_t *stack_bytes);
 /* At exit, before the trace writer stops: reports withheld by
  * NANO_DISPATCHES=random, then the pool and drain thread go. */
 void nano_dispatch_fini(void);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

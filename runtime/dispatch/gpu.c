@@ -1295,3 +1295,14 @@ __nano_gpu_launch(int api, nano_gpu_launch_fn launch, const void *kernel, const 
   }
   return rc;
 }
+
+/* AMD: 128-byte lines (64 on gfx900/906/908), no sectors. */
+#define GPU_AMD_LINE_BYTES 128
+#define GPU_AMD_LINE_BYTES_GFX9_EARLY 64
+
+void gpu_amd_memory_model(struct gpu_device_info *out) {
+  int early =
+      !strcmp(out->arch, "gfx900") || !strcmp(out->arch, "gfx906") || !strcmp(out->arch, "gfx908");
+  out->line_bytes = out->sector_bytes = early ? GPU_AMD_LINE_BYTES_GFX9_EARLY : GPU_AMD_LINE_BYTES;
+  out->lds_model = out->wave_size == 64 ? NANO_LDS_AMD_WAVE64 : NANO_LDS_PHASED;
+}

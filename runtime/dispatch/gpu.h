@@ -15,6 +15,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* What a device is, for the dispatch layer (nano_launch_desc). */
 struct gpu_device_info {
   char arch[32]; /* "sm_90", "gfx90a" */
@@ -68,6 +72,10 @@ struct gpu_api {
   const char *(*error)(int rc);
 };
 
+/* An AMD device's line and sector bytes and LDS model, from its arch and
+ * wave size (set in out). */
+void gpu_amd_memory_model(struct gpu_device_info *out);
+
 extern const struct gpu_api gpu_cuda_api;
 extern const struct gpu_api gpu_hip_api;
 
@@ -81,5 +89,9 @@ extern const struct gpu_api gpu_hip_api;
 /* The per-thread default stream's handle in both APIs (cudaStreamPerThread,
  * hipStreamPerThread). */
 #define GPU_STREAM_PER_THREAD ((void *)0x2)
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* NANO_GPU_H */

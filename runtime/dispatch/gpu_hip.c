@@ -17,9 +17,6 @@
 #include "nano/handler.h"
 #include "nano/symbols.h"
 
-/* AMD: 128-byte lines (64 on gfx900/906/908), no sectors. */
-#define HIP_LINE_BYTES 128
-#define HIP_LINE_BYTES_GFX9_EARLY 64
 #define HIP_DEFAULT_WAVE 64
 
 static struct {
@@ -119,10 +116,7 @@ static int hip_describe(void *key, int dev, struct gpu_device_info *out) {
     snprintf(out->arch, sizeof out->arch, "amdgcn");
     out->wave_size = HIP_DEFAULT_WAVE;
   }
-  int early =
-      !strcmp(out->arch, "gfx900") || !strcmp(out->arch, "gfx906") || !strcmp(out->arch, "gfx908");
-  out->line_bytes = out->sector_bytes = early ? HIP_LINE_BYTES_GFX9_EARLY : HIP_LINE_BYTES;
-  out->lds_model = out->wave_size == 64 ? NANO_LDS_AMD_WAVE64 : NANO_LDS_PHASED;
+  gpu_amd_memory_model(out);
   return r;
 }
 

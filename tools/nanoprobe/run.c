@@ -82,7 +82,10 @@ static const char run_help[] =
     "                        AddressLogger or a .so path (NANO_ANALYZERS); implies -i\n"
     "  -t, --format F        analyzer output: text or json (NANO_ANALYZER_FORMAT)\n"
     "  -l, --log-location L  console (stderr), stdout or a file (NANO_ANALYZER_OUTPUT)\n"
-    "  -c, --cache-location DIR  a kernel cache (Triton): refused, its kernels have no twins\n"
+    "  -c, --cache-location DIR[:DIR...]  kernel caches: code objects built with the plugin\n"
+    "                        (nanoprobe cache build) whose kernels replace the program's\n"
+    "                        of the same name: their twins with -i, else themselves\n"
+    "                        (AMD, through the HSA tool; NANO_KERNEL_CACHE)\n"
     "  -e, --env-dump        print the environment settings before running\n"
     "other:\n"
     "  -q, --quiet           no summary, only the trace's path\n"
@@ -95,7 +98,7 @@ static const char run_help[] =
 struct run_opts {
   const char *output;
   int append, force, atomics, callers, python, instrumented, env_dump, quiet, no_cupti;
-  const char *kernels, *dispatches, *analyzers, *format, *log;
+  const char *kernels, *dispatches, *analyzers, *format, *log, *cache;
   const char *min_duration;
   char **cmd;
 };
@@ -185,16 +188,9 @@ static int run_parse(int argc, char **argv, struct run_opts *o) {
     RUN_VALUE("-a", "--analyzers", analyzers)
     RUN_VALUE("-t", "--format", format)
     RUN_VALUE("-l", "--log-location", log)
+    RUN_VALUE("-c", "--cache-location", cache)
     RUN_VALUE("--min-duration", "--min-duration", min_duration)
 #undef RUN_VALUE
-    if (!strcmp(a, "-c") || !strcmp(a, "--cache-location") ||
-        !strncmp(a, "--cache-location=", 17)) {
-      fprintf(stderr,
-              "nanoprobe run: %s: kernel caches (Triton's) are not read: kernels compiled "
-              "at run time are not built with the plugin and have no twins\n",
-              a);
-      return RUN_EXIT_USAGE;
-    }
     if (!strcmp(a, "--append"))
       o->append = 1;
     else if (!strcmp(a, "-f") || !strcmp(a, "--force"))
@@ -354,6 +350,38 @@ static int run_make_trace(const struct run_opts *o, char *buf, size_t len) {
   return 0;
 }
 
+/* NANO_KERNEL_CACHE: the ':'-list dirs, each an existing directory, made
+ * absolute (the program may change folder). 0, or -1 after saying why. */
+static int run_cache(const char *dirs, struct run_env *e) {
+  char *copy = strdup(dirs), *save = NULL, *joined = NULL;
+  int rc = copy ? 0 : -1;
+  for (char *d = copy ? strtok_r(copy, ":", &save) : NULL; d && rc == 0;
+       d = strtok_r(NULL, ":", &save)) {
+    struct stat st;
+    char *abs = realpath(d, NULL), *next;
+    if (!abs || stat(abs, &st) != 0 || !S_ISDIR(st.st_mode)) {
+      fprintf(stderr, "nanoprobe run: --cache-location %s: %s\n", d,
+              abs ? "not a directory" : strerror(errno));
+      rc = -1;
+    } else if (asprintf(&next, "%s%s%s", joined ? joined : "", joined ? ":" : "", abs) < 0) {
+      rc = -1;
+    } else {
+      free(joined);
+      joined = next;
+    }
+    free(abs);
+  }
+  if (rc == 0 && !joined) {
+    fprintf(stderr, "nanoprobe run: --cache-location '%s': no directory\n", dirs);
+    rc = -1;
+  }
+  if (rc == 0)
+    rc = run_setenv(e, "NANO_KERNEL_CACHE", joined);
+  free(joined);
+  free(copy);
+  return rc;
+}
+
 /* The environment of the run. 0 or RUN_EXIT_USAGE after saying why. */
 static int run_environment(const struct run_opts *o, const char *trace, struct run_env *e) {
   char lib[PATH_MAX];
@@ -363,6 +391,15 @@ static int run_environment(const struct run_opts *o, const char *trace, struct r
   }
   if (run_prepend(e, "LD_PRELOAD", lib) || run_setenv(e, "RPDT_FILENAME", trace) ||
       run_setenv(e, "NANO_RPD_QUIET", "1"))
+    return RUN_EXIT_USAGE;
+  /* ROCr loads HSA tools from this space-separated list at hsa_init: AMD
+   * kernels of programs not built with anything of ours */
+  const char *tools = getenv("HSA_TOOLS_LIB");
+  char hsa[2 * PATH_MAX + 2];
+  snprintf(hsa, sizeof hsa, "%s%s%s", lib, tools && *tools ? " " : "", tools ? tools : "");
+  if (run_setenv(e, "HSA_TOOLS_LIB", hsa))
+    return RUN_EXIT_USAGE;
+  if (o->cache && run_cache(o->cache, e))
     return RUN_EXIT_USAGE;
   /* NVTX 3 loads its tool from here at the first NVTX call: ranges, marks */
   if (!getenv("NVTX_INJECTION64_PATH") && run_setenv(e, "NVTX_INJECTION64_PATH", lib))

@@ -1,0 +1,1126 @@
+/*
+ * hsa_tool.cpp: libnano_rpd.so as an HSA tool (HSA_TOOLS_LIB; issue 38).
+ * C++ only because ROCr's table header, hsa_api_trace.h, is; the code is C.
+ *
+ * ROCr loads every library named in HSA_TOOLS_LIB at hsa_init and calls its
+ * OnLoad with the runtime's API table, through which every hsa_* call of the
+ * program goes. OnLoad keeps a copy of the table (the tool calls the runtime
+ * only through that copy) and puts its hooks in:
+ *
+ *   hsa_queue_create            -> an intercept queue
+ *                                  (hsa_amd_queue_intercept_create) with
+ *                                  hsa_submit as its handler and profiling on
+ *   hsa_code_object_reader_*,   -> the program's kernels: name, argument list
+ *   hsa_executable_load_agent_     (kerneldb, only while a kernel cache is
+ *   code_object, _freeze           set), kernarg and segment sizes, by kernel
+ *                                  object
+ *
+ * Each kernel dispatch packet is copied, its completion signal replaced by
+ * one of the tool's (a pool), and written on; nothing waits, so kernels run
+ * as concurrently as before. When the tool's signal completes (an async
+ * handler on ROCr's thread), the dispatch's start and end
+ * (hsa_amd_profiling_get_dispatch_time, converted to the trace's clock)
+ * become a rocpd op, opType KernelExecution, linked to an API row
+ * hsa_kernel_dispatch (its submission) that carries grid, workgroup, LDS and
+ * scratch; then the program's own signal is decremented, so that it waits
+ * exactly as before, only after the row exists.
+ *
+ * The kernel cache (NANO_KERNEL_CACHE=DIR[:DIR...]): at the first queue of a
+ * GPU agent, every file of the directories that kerneldb reads (code
+ * objects, offload bundles, fat binaries) has its code objects for the
+ * agent's arch loaded into executables of the tool's own. A kernel K of the
+ * program then runs as
+ *   - its twin from the cache (NANO_INSTRUMENT=1, the dispatch API picks the
+ *     dispatch): one more argument, the dh_comms buffer in fine-grained
+ *     system memory; records drained and analysed as for any twin, the site
+ *     table read from the cache file;
+ *   - else a kernel of the cache with K's name (plain mode: A/B timing of a
+ *     rebuilt kernel);
+ * when their explicit argument lists (size, offset, alignment, value kind,
+ * from the metadata of both code objects) are identical; else K runs, said
+ * once per kernel with the reason. The kernarg segment is rebuilt in a slot
+ * of the tool's kernarg pool: explicit arguments copied, the buffer at the
+ * twin's offset for it, hidden arguments copied by value kind from the
+ * original's (or made from the packet where it has none); the group segment
+ * keeps the dispatch's dynamic LDS above the replacement's static LDS, the
+ * private segment is the replacement's. A full pool runs K (counted).
+ */
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define AMD_INTERNAL_BUILD /* hsa_api_trace.h includes its siblings by this */
+#include "hsa/hsa.h"
+#include "hsa/hsa_api_trace.h"
+#include "hsa/hsa_ext_amd.h"
+
+#include "dispatch.h"
+#include "gpu.h"
+#include "kdb_load.h"
+#include "nano/dh_comms.h"
+#include "rpd.h"
+extern "C" { /* C headers written for C callers only */
+#include "nano/demangle.h"
+#include "nano/settings.h"
+}
+
+#define EXPORT extern "C" __attribute__((visibility("default")))
+
+/* Buckets of the kernel-object table (a power of two). */
+#define HSA_KERNEL_BUCKETS 4096
+/* Signals made at once when the pool is empty. */
+#define HSA_SIGNAL_BATCH 64
+/* The tool's kernarg pool: slots of this many bytes (a kernel whose kernarg
+ * segment is larger is not replaced) ... */
+#define HSA_KERNARG_SLOT 4096
+/* ... this many of them (dispatches replaced and not yet complete). */
+#define HSA_KERNARG_SLOTS 1024
+/* Samples taken to relate the HSA system clock to the trace's. */
+#define HSA_CLOCK_SAMPLES 16
+/* Packets handled on the stack per submission; more are allocated. */
+#define HSA_BATCH 16
+#define HSA_PACKET_BYTES 64
+/* What twins' names get in the trace, as cupti.c's. */
+#define HSA_TWIN_MARK " [instrumented]"
+/* The hidden argument a twin's buffer follows: the explicit list's end. */
+#define HSA_MAX_ARGS 64
+
+struct hsa_arg {
+  char kind[48];
+  uint32_t size, offset, align;
+  int hidden;
+};
+
+/* A kernel of the cache: a replacement for the program's kernel `key`. */
+struct hsa_alt {
+  char *key;  /* the program's kernel it replaces (mangled) */
+  char *path; /* the cache file                                  */
+  uint64_t agent, object;
+  uint32_t kernarg, group, priv;
+  int twin;
+  int dup_said;      /* another entry for key was said to be ignored */
+  size_t buffer_arg; /* a twin's buffer argument, in args[] */
+  size_t nargs;
+  struct hsa_arg *args;
+  struct hsa_alt *next;
+};
+
+/* A kernel of the program, by kernel object. */
+struct hsa_kernel {
+  uint64_t object, agent;
+  char *name;  /* mangled, without ".kd" */
+  char *shown; /* demangled, for the trace */
+  char *twin_shown;
+  uint32_t kernarg, group, priv;
+  size_t nargs; /* its argument list, when the cache needed it; else 0 */
+  struct hsa_arg *args;
+  int args_known;
+  int resolved; /* its replacements were looked for */
+  struct hsa_alt *twin, *plain;
+  struct hsa_kernel *next;
+};
+
+/* Argument lists read from the program's code objects at load, by
+ * executable, until freeze gives their kernel objects. */
+struct hsa_loaded {
+  uint64_t executable;
+  char *name;
+  size_t nargs;
+  struct hsa_arg *args;
+  struct hsa_loaded *next;
+};
+
+struct hsa_queue_info {
+  uint64_t agent;
+  int id, gpu;
+  char arch[32]; /* the agent's ("gfx90a"): dispatches keep pointing at it */
+  uint32_t wave;
+};
+
+/* One dispatch between its submission and its completion. */
+struct hsa_pending {
+  hsa_signal_t ours, program;
+  const struct hsa_kernel *kernel;
+  struct hsa_queue_info *queue;
+  uint64_t api;
+  int twin;
+  struct nano_dispatch *dispatch;
+  void *kernarg; /* a slot of the pool, or NULL */
+  struct hsa_pending *next;
+};
+
+static struct {
+  CoreApiTable core; /* the runtime's functions, as OnLoad found them */
+  AmdExtTable amd;
+  pthread_mutex_t lock; /* everything below but the kernel table's reads */
+  struct hsa_kernel *kernels[HSA_KERNEL_BUCKETS]; /* read without the lock */
+  struct hsa_loaded *loaded;
+  struct {
+    uint64_t reader;
+    const void *data;
+    size_t size;
+    int fd;
+  } readers[64];
+  int nreaders;
+  hsa_signal_t *signals;
+  int nsignals, signals_cap;
+  struct hsa_pending *free_pending;
+  int queues;
+  uint64_t gpus[16];
+  int ngpus;
+  /* clock: trace ns = system ticks * ns_per_tick + offset */
+  double ns_per_tick;
+  int64_t offset;
+  /* the kernel cache */
+  const char *cache;
+  struct hsa_alt *alts;
+  uint64_t cache_agents[16];
+  int ncache_agents;
+  hsa_amd_memory_pool_t kernarg_pool;
+  int have_kernarg_pool;
+  char *slab;
+  int free_slots[HSA_KERNARG_SLOTS];
+  int nfree_slots, slab_tried;
+  uint64_t pool_full, replaced, instrumented;
+} g_hsa = {};
+
+static void hsa_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void hsa_log(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  char line[1024];
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "nanoprobe: hsa: %s\n", line);
+}
+
+static const char *hsa_error(hsa_status_t rc) {
+  const char *s = NULL;
+  if (!g_hsa.core.hsa_status_string_fn ||
+      g_hsa.core.hsa_status_string_fn(rc, &s) != HSA_STATUS_SUCCESS || !s)
+    return "unknown HSA error";
+  return s;
+}
+
+/* ---- the clock ------------------------------------------------------------------- */
+
+/* Relates HSA's system timestamps to rpd_now(): the pair read closest
+ * together of HSA_CLOCK_SAMPLES. */
+static void hsa_clock_init(void) {
+  uint64_t freq = 0;
+  if (g_hsa.core.hsa_system_get_info_fn(HSA_SYSTEM_INFO_TIMESTAMP_FREQUENCY, &freq) !=
+          HSA_STATUS_SUCCESS ||
+      !freq)
+    freq = 1000000000ull;
+  g_hsa.ns_per_tick = 1e9 / (double)freq;
+  int64_t best = INT64_MAX;
+  for (int i = 0; i < HSA_CLOCK_SAMPLES; i++) {
+    uint64_t ticks;
+    int64_t before = rpd_now();
+    if (g_hsa.core.hsa_system_get_info_fn(HSA_SYSTEM_INFO_TIMESTAMP, &ticks) != HSA_STATUS_SUCCESS)
+      return;
+    int64_t after = rpd_now();
+    if (after - before < best) {
+      best = after - before;
+      g_hsa.offset = before + (after - before) / 2 - (int64_t)((double)ticks * g_hsa.ns_per_tick);
+    }
+  }
+}
+
+/* An agent's tick on the trace's clock; -1 when the runtime cannot say. */
+static int64_t hsa_trace_time(uint64_t agent, uint64_t tick) {
+  uint64_t sys;
+  hsa_agent_t a = {agent};
+  if (g_hsa.amd.hsa_amd_profiling_convert_tick_to_system_domain_fn(a, tick, &sys) !=
+      HSA_STATUS_SUCCESS)
+    return -1;
+  return (int64_t)((double)sys * g_hsa.ns_per_tick) + g_hsa.offset;
+}
+
+/* ---- kernels of the program -------------------------------------------------------- */
+
+static size_t hsa_bucket(uint64_t object) {
+  return (size_t)((object * 0x9E3779B97F4A7C15ull) >> 52) & (HSA_KERNEL_BUCKETS - 1);
+}
+
+/* The kernel with kernel object `object`, newest load first; NULL if none. */
+static struct hsa_kernel *hsa_kernel_find(uint64_t object) {
+  for (struct hsa_kernel *k = __atomic_load_n(&g_hsa.kernels[hsa_bucket(object)], __ATOMIC_ACQUIRE);
+       k; k = k->next)
+    if (k->object == object)
+      return k;
+  return NULL;
+}
+
+static struct hsa_arg *hsa_args_copy(const kdb_kernel *k, size_t *n) {
+  *n = k->arg_count < HSA_MAX_ARGS ? k->arg_count : HSA_MAX_ARGS;
+  struct hsa_arg *a = (struct hsa_arg *)calloc(*n ? *n : 1, sizeof *a);
+  if (!a)
+    return NULL;
+  for (size_t i = 0; i < *n; i++) {
+    snprintf(a[i].kind, sizeof a[i].kind, "%s", k->args[i].value_kind ? k->args[i].value_kind : "");
+    a[i].size = k->args[i].size, a[i].offset = k->args[i].offset, a[i].align = k->args[i].align;
+    a[i].hidden = k->args[i].hidden;
+  }
+  return a;
+}
+
+static int hsa_is_cached(const char *name) {
+  for (struct hsa_alt *a = g_hsa.alts; a; a = a->next)
+    if (!strcmp(a->key, name))
+      return 1;
+  return 0;
+}
+
+/* The argument lists of the kernels of code object [data, data+size) that
+ * the cache may replace, kept for executable e until its freeze (lock held). */
+static void hsa_read_arguments(uint64_t e, const void *data, size_t size) {
+  char err[256];
+  const struct nano_kdb_api *kdb_api = nano_kdb_load(err, sizeof err);
+  kdb *db;
+  if (!kdb_api || kdb_api->open_memory(data, size, "program code object", &db, err, sizeof err)) {
+    hsa_log("a code object of the program cannot be read (%s): its kernels are not replaced", err);
+    return;
+  }
+  for (size_t i = 0; i < kdb_api->kernel_count(db); i++) {
+    const kdb_kernel *k = kdb_api->kernel_at(db, i);
+    if (!hsa_is_cached(k->name))
+      continue;
+    struct hsa_loaded *l = (struct hsa_loaded *)calloc(1, sizeof *l);
+    if (!l || !(l->name = strdup(k->name)) || !(l->args = hsa_args_copy(k, &l->nargs))) {
+      if (l)
+        free(l->name);
+      free(l);
+      continue;
+    }
+    l->executable = e;
+    l->next = g_hsa.loaded;
+    g_hsa.loaded = l;
+  }
+  kdb_api->close(db);
+}
+
+static hsa_status_t hook_reader_memory(const void *data, size_t size,
+                                       hsa_code_object_reader_t *out) {
+  hsa_status_t rc = g_hsa.core.hsa_code_object_reader_create_from_memory_fn(data, size, out);
+  if (rc == HSA_STATUS_SUCCESS && g_hsa.alts) {
+    pthread_mutex_lock(&g_hsa.lock);
+    int i = g_hsa.nreaders < 64 ? g_hsa.nreaders++ : 63;
+    g_hsa.readers[i] = {out->handle, data, size, -1};
+    pthread_mutex_unlock(&g_hsa.lock);
+  }
+  return rc;
+}
+
+static hsa_status_t hook_reader_file(hsa_file_t fd, hsa_code_object_reader_t *out) {
+  hsa_status_t rc = g_hsa.core.hsa_code_object_reader_create_from_file_fn(fd, out);
+  if (rc == HSA_STATUS_SUCCESS && g_hsa.alts) {
+    pthread_mutex_lock(&g_hsa.lock);
+    int i = g_hsa.nreaders < 64 ? g_hsa.nreaders++ : 63;
+    g_hsa.readers[i] = {out->handle, NULL, 0, fd};
+    pthread_mutex_unlock(&g_hsa.lock);
+  }
+  return rc;
+}
+
+static hsa_status_t hook_reader_destroy(hsa_code_object_reader_t r) {
+  pthread_mutex_lock(&g_hsa.lock);
+  for (int i = 0; i < g_hsa.nreaders; i++)
+    if (g_hsa.readers[i].reader == r.handle)
+      g_hsa.readers[i] = g_hsa.readers[--g_hsa.nreaders];
+  pthread_mutex_unlock(&g_hsa.lock);
+  return g_hsa.core.hsa_code_object_reader_destroy_fn(r);
+}
+
+static hsa_status_t hook_load(hsa_executable_t e, hsa_agent_t agent, hsa_code_object_reader_t r,
+                              const char *options, hsa_loaded_code_object_t *out) {
+  hsa_status_t rc = g_hsa.core.hsa_executable_load_agent_code_object_fn(e, agent, r, options, out);
+  if (rc != HSA_STATUS_SUCCESS || !g_hsa.alts)
+    return rc;
+  pthread_mutex_lock(&g_hsa.lock);
+  for (int i = 0; i < g_hsa.nreaders; i++) {
+    if (g_hsa.readers[i].reader != r.handle)
+      continue;
+    if (g_hsa.readers[i].data) {
+      hsa_read_arguments(e.handle, g_hsa.readers[i].data, g_hsa.readers[i].size);
+    } else {
+      struct stat st;
+      int fd = g_hsa.readers[i].fd;
+      char *copy =
+          fstat(fd, &st) == 0 && st.st_size > 0 ? (char *)malloc((size_t)st.st_size) : NULL;
+      if (copy && pread(fd, copy, (size_t)st.st_size, 0) == st.st_size)
+        hsa_read_arguments(e.handle, copy, (size_t)st.st_size);
+      free(copy);
+    }
+  }
+  pthread_mutex_unlock(&g_hsa.lock);
+  return rc;
+}
+
+static char *hsa_twin_shown(const char *shown) {
+  char *s;
+  return asprintf(&s, "%s%s", shown, HSA_TWIN_MARK) < 0 ? NULL : s;
+}
+
+static hsa_status_t hsa_add_symbol(hsa_executable_t e, hsa_executable_symbol_t s, void *data) {
+  (void)data;
+  hsa_symbol_kind_t kind;
+  uint32_t len = 0;
+  CoreApiTable *c = &g_hsa.core;
+  if (c->hsa_executable_symbol_get_info_fn(s, HSA_EXECUTABLE_SYMBOL_INFO_TYPE, &kind) !=
+          HSA_STATUS_SUCCESS ||
+      kind != HSA_SYMBOL_KIND_KERNEL ||
+      c->hsa_executable_symbol_get_info_fn(s, HSA_EXECUTABLE_SYMBOL_INFO_NAME_LENGTH, &len) !=
+          HSA_STATUS_SUCCESS)
+    return HSA_STATUS_SUCCESS;
+  struct hsa_kernel *k = (struct hsa_kernel *)calloc(1, sizeof *k);
+  char *name = (char *)calloc(1, (size_t)len + 1);
+  hsa_agent_t agent;
+  if (!k || !name ||
+      c->hsa_executable_symbol_get_info_fn(s, HSA_EXECUTABLE_SYMBOL_INFO_NAME, name) !=
+          HSA_STATUS_SUCCESS ||
+      c->hsa_executable_symbol_get_info_fn(s, HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT,
+                                           &k->object) != HSA_STATUS_SUCCESS ||
+      c->hsa_executable_symbol_get_info_fn(s, HSA_EXECUTABLE_SYMBOL_INFO_AGENT, &agent) !=
+          HSA_STATUS_SUCCESS) {
+    free(k);
+    free(name);
+    return HSA_STATUS_SUCCESS;
+  }
+  c->hsa_executable_symbol_get_info_fn(s, HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_SIZE,
+                                       &k->kernarg);
+  c->hsa_executable_symbol_get_info_fn(s, HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_GROUP_SEGMENT_SIZE,
+                                       &k->group);
+  c->hsa_executable_symbol_get_info_fn(s, HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_PRIVATE_SEGMENT_SIZE,
+                                       &k->priv);
+  size_t n = strlen(name);
+  if (n > 3 && !strcmp(name + n - 3, ".kd"))
+    name[n - 3] = 0;
+  k->name = name;
+  k->agent = agent.handle;
+  k->shown = nano_demangle(name);
+  if (!k->shown)
+    k->shown = strdup(name);
+  k->twin_shown = hsa_twin_shown(k->shown ? k->shown : name);
+  for (struct hsa_loaded **l = &g_hsa.loaded; *l;)
+    if ((*l)->executable == e.handle && !strcmp((*l)->name, name)) {
+      struct hsa_loaded *f = *l;
+      k->args = f->args, k->nargs = f->nargs, k->args_known = 1;
+      *l = f->next;
+      free(f->name);
+      free(f);
+    } else {
+      l = &(*l)->next;
+    }
+  size_t b = hsa_bucket(k->object);
+  k->next = g_hsa.kernels[b];
+  __atomic_store_n(&g_hsa.kernels[b], k, __ATOMIC_RELEASE);
+  return HSA_STATUS_SUCCESS;
+}
+
+static hsa_status_t hook_freeze(hsa_executable_t e, const char *options) {
+  hsa_status_t rc = g_hsa.core.hsa_executable_freeze_fn(e, options);
+  if (rc == HSA_STATUS_SUCCESS) {
+    pthread_mutex_lock(&g_hsa.lock);
+    g_hsa.core.hsa_executable_iterate_symbols_fn(e, hsa_add_symbol, NULL);
+    pthread_mutex_unlock(&g_hsa.lock);
+  }
+  return rc;
+}
+
+/* ---- the kernel cache ------------------------------------------------------------ */
+
+static int hsa_agent_arch(uint64_t agent, char *arch, size_t len) {
+  char name[64] = "";
+  if (g_hsa.core.hsa_agent_get_info_fn({agent}, HSA_AGENT_INFO_NAME, name) != HSA_STATUS_SUCCESS)
+    return -1;
+  snprintf(arch, len, "%.*s", (int)strcspn(name, ":"), name);
+  return 0;
+}
+
+/* Loads the code object image of co into an executable of the tool's on
+ * agent, and adds its kernels to the cache (lock held). */
+static void hsa_cache_load(uint64_t agent, const struct nano_kdb_api *api, kdb *db,
+                           const kdb_code_object *co, const char *path) {
+  CoreApiTable *c = &g_hsa.core;
+  hsa_code_object_reader_t reader;
+  hsa_executable_t exe;
+  hsa_status_t rc = c->hsa_code_object_reader_create_from_memory_fn(
+      api->image(db, co), (size_t)co->image_size, &reader);
+  if (rc != HSA_STATUS_SUCCESS) {
+    hsa_log("kernel cache: %s: %s; skipped", path, hsa_error(rc));
+    return;
+  }
+  rc = c->hsa_executable_create_alt_fn(HSA_PROFILE_FULL, HSA_DEFAULT_FLOAT_ROUNDING_MODE_DEFAULT,
+                                       NULL, &exe);
+  if (rc == HSA_STATUS_SUCCESS) {
+    rc = c->hsa_executable_load_agent_code_object_fn(exe, {agent}, reader, NULL, NULL);
+    if (rc == HSA_STATUS_SUCCESS)
+      rc = c->hsa_executable_freeze_fn(exe, NULL);
+    if (rc != HSA_STATUS_SUCCESS)
+      c->hsa_executable_destroy_fn(exe);
+  }
+  c->hsa_code_object_reader_destroy_fn(reader);
+  if (rc != HSA_STATUS_SUCCESS) {
+    hsa_log("kernel cache: %s (%s): cannot be loaded: %s; skipped", path, co->target_id,
+            hsa_error(rc));
+    return;
+  }
+  for (size_t i = 0; i < api->kernel_count(db); i++) {
+    const kdb_kernel *k = api->kernel_at(db, i);
+    if (k->co != co)
+      continue;
+    const char *key = k->original ? k->original->name : k->name;
+    int twin = k->original != NULL;
+    int dup = 0;
+    for (struct hsa_alt *a = g_hsa.alts; a && !dup; a = a->next)
+      if (a->agent == agent && a->twin == twin && !strcmp(a->key, key)) {
+        if (!a->dup_said)
+          hsa_log("kernel cache: %s%s is in %s and %s: the first is used", key,
+                  twin ? " (its twin)" : "", a->path, path);
+        a->dup_said = dup = 1;
+      }
+    char sym[1024];
+    hsa_executable_symbol_t s;
+    struct hsa_alt *a = dup ? NULL : (struct hsa_alt *)calloc(1, sizeof *a);
+    if (!a)
+      continue;
+    snprintf(sym, sizeof sym, "%s", k->symbol ? k->symbol : k->name);
+    hsa_agent_t ag = {agent};
+    if (c->hsa_executable_get_symbol_by_name_fn(exe, sym, &ag, &s) != HSA_STATUS_SUCCESS ||
+        c->hsa_executable_symbol_get_info_fn(s, HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT,
+                                             &a->object) != HSA_STATUS_SUCCESS ||
+        !(a->key = strdup(key)) || !(a->path = strdup(path)) ||
+        !(a->args = hsa_args_copy(k, &a->nargs))) {
+      free(a->key);
+      free(a->path);
+      free(a);
+      continue;
+    }
+    c->hsa_executable_symbol_get_info_fn(s, HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_SIZE,
+                                         &a->kernarg);
+    c->hsa_executable_symbol_get_info_fn(s, HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_GROUP_SEGMENT_SIZE,
+                                         &a->group);
+    c->hsa_executable_symbol_get_info_fn(s, HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_PRIVATE_SEGMENT_SIZE,
+                                         &a->priv);
+    a->agent = agent;
+    a->twin = twin;
+    a->buffer_arg = k->twin_arg_index;
+    a->next = g_hsa.alts;
+    g_hsa.alts = a;
+  }
+}
+
+static int hsa_name_cmp(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Reads the cache's directories for agent, once per agent (lock held). Files
+ * in name order, directories in the order given: the first one wins. */
+static void hsa_cache_open(uint64_t agent) {
+  for (int i = 0; i < g_hsa.ncache_agents; i++)
+    if (g_hsa.cache_agents[i] == agent)
+      return;
+  if (g_hsa.ncache_agents == 16)
+    return;
+  g_hsa.cache_agents[g_hsa.ncache_agents++] = agent;
+  char arch[64], err[512];
+  if (hsa_agent_arch(agent, arch, sizeof arch) != 0)
+    return;
+  const struct nano_kdb_api *api = nano_kdb_load(err, sizeof err);
+  if (!api) {
+    hsa_log("NANO_KERNEL_CACHE is not read: %s", err);
+    return;
+  }
+  char *dirs = strdup(g_hsa.cache), *save = NULL;
+  for (char *dir = dirs ? strtok_r(dirs, ":", &save) : NULL; dir;
+       dir = strtok_r(NULL, ":", &save)) {
+    DIR *d = opendir(dir);
+    if (!d) {
+      hsa_log("NANO_KERNEL_CACHE: %s: %s", dir, strerror(errno));
+      continue;
+    }
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+      if (e->d_name[0] == '.')
+        continue;
+      if (n == cap) {
+        char **grown = (char **)realloc(names, (cap = cap ? 2 * cap : 16) * sizeof *names);
+        if (!grown)
+          break;
+        names = grown;
+      }
+      if (asprintf(&names[n], "%s/%s", dir, e->d_name) >= 0)
+        n++;
+    }
+    closedir(d);
+    qsort(names, n, sizeof *names, hsa_name_cmp);
+    for (size_t i = 0; i < n; i++) {
+      struct stat st;
+      kdb *db;
+      if (stat(names[i], &st) == 0 && S_ISREG(st.st_mode)) {
+        if (api->open(names[i], &db, err, sizeof err) != 0) {
+          hsa_log("kernel cache: %s is not a code object kerneldb reads (%s); skipped", names[i],
+                  err);
+        } else {
+          for (size_t j = 0; j < api->count(db); j++)
+            if (!strcmp(api->at(db, j)->arch, arch))
+              hsa_cache_load(agent, api, db, api->at(db, j), names[i]);
+          api->close(db);
+        }
+      }
+      free(names[i]);
+    }
+    free(names);
+  }
+  free(dirs);
+}
+
+/* Why alt cannot replace k ("" when it can): their explicit arguments. */
+static int hsa_args_differ(const struct hsa_kernel *k, const struct hsa_alt *alt, char *why,
+                           size_t len) {
+  if (!k->args_known) {
+    snprintf(why, len, "the program's argument list of it is unknown");
+    return 1;
+  }
+  size_t i = 0, j = 0;
+  for (;; i++, j++) {
+    if (alt->twin && j == alt->buffer_arg)
+      j++;
+    int end_k = i >= k->nargs || k->args[i].hidden, end_a = j >= alt->nargs || alt->args[j].hidden;
+    if (end_k || end_a) {
+      if (end_k != end_a)
+        snprintf(why, len, "the program's kernel has %zu explicit arguments, the cache's %s", i,
+                 end_k ? "more" : "fewer");
+      return end_k != end_a;
+    }
+    const struct hsa_arg *x = &k->args[i], *y = &alt->args[j];
+    if (x->size != y->size || x->offset != y->offset || x->align != y->align ||
+        strcmp(x->kind, y->kind)) {
+      snprintf(why, len,
+               "argument %zu: %s of %u bytes at %u (program) against %s of %u bytes at %u (cache)",
+               i, x->kind, x->size, x->offset, y->kind, y->size, y->offset);
+      return 1;
+    }
+  }
+}
+
+/* Finds k's replacements on its agent, once (lock held). */
+static void hsa_resolve(struct hsa_kernel *k) {
+  if (k->resolved)
+    return;
+  k->resolved = 1;
+  for (struct hsa_alt *a = g_hsa.alts; a; a = a->next) {
+    if (a->agent != k->agent || strcmp(a->key, k->name))
+      continue;
+    char why[512];
+    if (hsa_args_differ(k, a, why, sizeof why)) {
+      hsa_log("kernel cache: %s%s in %s does not replace %s: %s; it runs as built",
+              a->twin ? "the twin of " : "", k->shown ? k->shown : k->name, a->path, k->name, why);
+      continue;
+    }
+    if (a->kernarg > HSA_KERNARG_SLOT) {
+      hsa_log("kernel cache: %s in %s takes %u kernarg bytes, more than the %d of a slot; %s runs "
+              "as built",
+              k->name, a->path, a->kernarg, HSA_KERNARG_SLOT, k->name);
+      continue;
+    }
+    if (a->twin && !k->twin)
+      k->twin = a;
+    else if (!a->twin && !k->plain)
+      k->plain = a;
+  }
+}
+
+/* ---- the kernarg pool and the buffers' memory ---------------------------------------- */
+
+static hsa_status_t hsa_find_pool(hsa_amd_memory_pool_t p, void *data) {
+  (void)data;
+  uint32_t flags = 0;
+  bool alloc = false;
+  if (g_hsa.amd.hsa_amd_memory_pool_get_info_fn(p, HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS, &flags) ==
+          HSA_STATUS_SUCCESS &&
+      g_hsa.amd.hsa_amd_memory_pool_get_info_fn(p, HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALLOWED,
+                                                &alloc) == HSA_STATUS_SUCCESS &&
+      alloc && (flags & HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT) && !g_hsa.have_kernarg_pool) {
+    g_hsa.kernarg_pool = p;
+    g_hsa.have_kernarg_pool = 1;
+  }
+  return HSA_STATUS_SUCCESS;
+}
+
+static hsa_status_t hsa_find_cpu_pools(hsa_agent_t a, void *data) {
+  hsa_device_type_t t;
+  if (g_hsa.core.hsa_agent_get_info_fn(a, HSA_AGENT_INFO_DEVICE, &t) == HSA_STATUS_SUCCESS &&
+      t == HSA_DEVICE_TYPE_CPU)
+    g_hsa.amd.hsa_amd_agent_iterate_memory_pools_fn(a, hsa_find_pool, data);
+  return HSA_STATUS_SUCCESS;
+}
+
+static hsa_status_t hsa_collect_gpus(hsa_agent_t a, void *data) {
+  (void)data;
+  hsa_device_type_t t;
+  if (g_hsa.core.hsa_agent_get_info_fn(a, HSA_AGENT_INFO_DEVICE, &t) == HSA_STATUS_SUCCESS &&
+      t == HSA_DEVICE_TYPE_GPU && g_hsa.ngpus < 16)
+    g_hsa.gpus[g_hsa.ngpus++] = a.handle;
+  return HSA_STATUS_SUCCESS;
+}
+
+/* Fine-grained system memory from the kernarg pool, readable and writable
+ * by every GPU agent; NULL with a message in err. */
+static void *hsa_system_alloc(size_t n, char *err, size_t errlen) {
+  void *p = NULL;
+  hsa_status_t rc = g_hsa.have_kernarg_pool
+                        ? g_hsa.amd.hsa_amd_memory_pool_allocate_fn(g_hsa.kernarg_pool, n, 0, &p)
+                        : (hsa_status_t)HSA_STATUS_ERROR_INVALID_MEMORY_POOL;
+  hsa_agent_t gpus[16];
+  for (int i = 0; i < g_hsa.ngpus; i++)
+    gpus[i].handle = g_hsa.gpus[i];
+  if (rc == HSA_STATUS_SUCCESS)
+    rc = g_hsa.amd.hsa_amd_agents_allow_access_fn((uint32_t)g_hsa.ngpus, gpus, NULL, p);
+  if (rc != HSA_STATUS_SUCCESS) {
+    if (p)
+      g_hsa.amd.hsa_amd_memory_pool_free_fn(p);
+    snprintf(err, errlen, "%zu bytes of kernarg-pool memory: %s", n, hsa_error(rc));
+    return NULL;
+  }
+  return p;
+}
+
+/* A kernarg slot, or NULL when all are in use (lock held). */
+static void *hsa_slot_take(void) {
+  if (!g_hsa.slab_tried) {
+    g_hsa.slab_tried = 1;
+    char err[256];
+    g_hsa.slab =
+        (char *)hsa_system_alloc((size_t)HSA_KERNARG_SLOT * HSA_KERNARG_SLOTS, err, sizeof err);
+    if (!g_hsa.slab)
+      hsa_log("no kernarg pool for replaced kernels (%s): kernels run as built", err);
+    for (int i = 0; g_hsa.slab && i < HSA_KERNARG_SLOTS; i++)
+      g_hsa.free_slots[g_hsa.nfree_slots++] = HSA_KERNARG_SLOTS - 1 - i;
+  }
+  if (!g_hsa.nfree_slots)
+    return NULL;
+  return g_hsa.slab + (size_t)g_hsa.free_slots[--g_hsa.nfree_slots] * HSA_KERNARG_SLOT;
+}
+
+static void hsa_slot_give(void *p) {
+  pthread_mutex_lock(&g_hsa.lock);
+  g_hsa.free_slots[g_hsa.nfree_slots++] = (int)(((char *)p - g_hsa.slab) / HSA_KERNARG_SLOT);
+  pthread_mutex_unlock(&g_hsa.lock);
+}
+
+struct hsa_buffer_block {
+  char desc[NANO_DH_DESC_SIZE];
+  uint64_t tail;
+};
+
+static int hsa_buf_alloc(void *ctx, uint64_t capacity, struct nano_dh_placement *out, char *err,
+                         size_t errlen) {
+  (void)ctx;
+  memset(out, 0, sizeof *out);
+  char *ring = (char *)hsa_system_alloc((size_t)capacity, err, errlen);
+  struct hsa_buffer_block *b =
+      ring ? (struct hsa_buffer_block *)hsa_system_alloc(sizeof *b, err, errlen) : NULL;
+  if (!b) {
+    if (ring)
+      g_hsa.amd.hsa_amd_memory_pool_free_fn(ring);
+    return -1;
+  }
+  memset(ring, 0, (size_t)capacity);
+  memset(b, 0, sizeof *b);
+  out->desc_device = out->desc_host = b->desc;
+  out->ring = (unsigned char *)ring;
+  out->ring_device = (uint64_t)(uintptr_t)ring;
+  out->ring_bytes = capacity;
+  out->tail = &b->tail;
+  out->tail_device = (uint64_t)(uintptr_t)&b->tail;
+  out->handle = b;
+  return 0;
+}
+
+static void hsa_buf_free(void *ctx, struct nano_dh_placement *p) {
+  (void)ctx;
+  g_hsa.amd.hsa_amd_memory_pool_free_fn(p->ring);
+  g_hsa.amd.hsa_amd_memory_pool_free_fn(p->handle);
+}
+
+static int hsa_buf_put(void *ctx, struct nano_dh_placement *p, const void *desc) {
+  return nano_dh_host_memory.put_desc(ctx, p, desc); /* host-coherent: as host memory */
+}
+
+static int hsa_buf_counters(void *ctx, const struct nano_dh_placement *p, uint64_t *head,
+                            uint64_t *dropped) {
+  return nano_dh_host_memory.get_counters(ctx, p, head, dropped);
+}
+
+/* Buffers in fine-grained system memory the GPUs reach (the kernarg pool). */
+static const struct nano_dh_memory hsa_memory = {"hsa fine-grained system memory",
+                                                 NULL,
+                                                 hsa_buf_alloc,
+                                                 hsa_buf_free,
+                                                 hsa_buf_put,
+                                                 hsa_buf_counters};
+
+/* ---- kernarg rebuilding ------------------------------------------------------------ */
+
+static const struct hsa_arg *hsa_arg_of_kind(const struct hsa_kernel *k, const char *kind) {
+  for (size_t i = 0; i < k->nargs; i++)
+    if (k->args[i].hidden && !strcmp(k->args[i].kind, kind))
+      return &k->args[i];
+  return NULL;
+}
+
+/* A hidden argument the original does not carry, from the packet. */
+static uint64_t hsa_hidden_value(const char *kind, const hsa_kernel_dispatch_packet_t *p,
+                                 const struct hsa_kernel *k) {
+  uint32_t grid[3] = {p->grid_size_x, p->grid_size_y, p->grid_size_z};
+  uint32_t wg[3] = {p->workgroup_size_x, p->workgroup_size_y, p->workgroup_size_z};
+  static const char *const axes = "xyz";
+  for (int d = 0; d < 3; d++) {
+    char name[40];
+    uint32_t w = wg[d] ? wg[d] : 1;
+    snprintf(name, sizeof name, "hidden_block_count_%c", axes[d]);
+    if (!strcmp(kind, name))
+      return (grid[d] + w - 1) / w;
+    snprintf(name, sizeof name, "hidden_group_size_%c", axes[d]);
+    if (!strcmp(kind, name))
+      return w;
+    snprintf(name, sizeof name, "hidden_remainder_%c", axes[d]);
+    if (!strcmp(kind, name))
+      return grid[d] % w;
+  }
+  if (!strcmp(kind, "hidden_grid_dims"))
+    return (p->setup >> HSA_KERNEL_DISPATCH_PACKET_SETUP_DIMENSIONS) & 3;
+  if (!strcmp(kind, "hidden_dynamic_lds_size"))
+    return p->group_segment_size > k->group ? p->group_segment_size - k->group : 0;
+  return 0; /* global offsets, pointers the runtime did not give: none */
+}
+
+/* Writes the kernarg segment of alt for packet p of kernel k into dst. */
+static void hsa_kernargs(const struct hsa_kernel *k, const struct hsa_alt *alt,
+                         const hsa_kernel_dispatch_packet_t *p, char *dst, uint64_t buffer) {
+  const char *src = (const char *)p->kernarg_address;
+  memset(dst, 0, alt->kernarg);
+  size_t i = 0;
+  for (size_t j = 0; j < alt->nargs; j++) {
+    const struct hsa_arg *a = &alt->args[j];
+    if (a->offset + a->size > alt->kernarg)
+      continue;
+    if (alt->twin && j == alt->buffer_arg) {
+      memcpy(dst + a->offset, &buffer, a->size < 8 ? a->size : 8);
+    } else if (!a->hidden) {
+      memcpy(dst + a->offset, src + k->args[i].offset, a->size);
+      i++;
+    } else {
+      const struct hsa_arg *o = hsa_arg_of_kind(k, a->kind);
+      if (o && o->offset + o->size <= k->kernarg) {
+        memcpy(dst + a->offset, src + o->offset, o->size < a->size ? o->size : a->size);
+      } else {
+        uint64_t v = hsa_hidden_value(a->kind, p, k);
+        memcpy(dst + a->offset, &v, a->size < 8 ? a->size : 8);
+      }
+    }
+  }
+}
+
+/* ---- dispatches ------------------------------------------------------------------- */
+
+static int hsa_signal_take(hsa_signal_t *out) {
+  if (!g_hsa.nsignals) {
+    if (g_hsa.signals_cap < HSA_SIGNAL_BATCH) {
+      hsa_signal_t *grown =
+          (hsa_signal_t *)realloc(g_hsa.signals, HSA_SIGNAL_BATCH * sizeof *grown);
+      if (!grown)
+        return -1;
+      g_hsa.signals = grown;
+      g_hsa.signals_cap = HSA_SIGNAL_BATCH;
+    }
+    for (int i = 0; i < HSA_SIGNAL_BATCH / 2; i++)
+      if (g_hsa.core.hsa_signal_create_fn(1, 0, NULL, &g_hsa.signals[g_hsa.nsignals]) ==
+          HSA_STATUS_SUCCESS)
+        g_hsa.nsignals++;
+    if (!g_hsa.nsignals)
+      return -1;
+  }
+  *out = g_hsa.signals[--g_hsa.nsignals];
+  return 0;
+}
+
+static void hsa_signal_give(hsa_signal_t s) {
+  g_hsa.core.hsa_signal_store_relaxed_fn(s, 1);
+  pthread_mutex_lock(&g_hsa.lock);
+  if (g_hsa.nsignals == g_hsa.signals_cap) {
+    int cap = g_hsa.signals_cap * 2;
+    hsa_signal_t *grown = (hsa_signal_t *)realloc(g_hsa.signals, (size_t)cap * sizeof *grown);
+    if (grown)
+      g_hsa.signals = grown, g_hsa.signals_cap = cap;
+  }
+  if (g_hsa.nsignals < g_hsa.signals_cap)
+    g_hsa.signals[g_hsa.nsignals++] = s;
+  else
+    g_hsa.core.hsa_signal_destroy_fn(s);
+  pthread_mutex_unlock(&g_hsa.lock);
+}
+
+static bool hsa_complete(hsa_signal_value_t value, void *arg) {
+  (void)value;
+  struct hsa_pending *p = (struct hsa_pending *)arg;
+  hsa_amd_profiling_dispatch_time_t t;
+  int64_t start = -1, end = -1;
+  if (g_hsa.amd.hsa_amd_profiling_get_dispatch_time_fn({p->queue->agent}, p->ours, &t) ==
+      HSA_STATUS_SUCCESS) {
+    start = hsa_trace_time(p->queue->agent, t.start);
+    end = hsa_trace_time(p->queue->agent, t.end);
+  }
+  if (start < 0 || end < start)
+    start = end = rpd_now(); /* no profiling times: the completion's */
+  const struct hsa_kernel *k = p->kernel;
+  const char *shown = !k                         ? ""
+                      : p->twin && k->twin_shown ? k->twin_shown
+                      : k->shown                 ? k->shown
+                                                 : k->name;
+  rpd_record_op(p->api, p->queue->gpu, p->queue->id, start, end, shown, "KernelExecution");
+  if (p->dispatch)
+    nano_dispatch_end(p->dispatch, start, end, p->api);
+  if (p->kernarg)
+    hsa_slot_give(p->kernarg);
+  if (p->program.handle)
+    g_hsa.core.hsa_signal_subtract_screlease_fn(p->program, 1);
+  hsa_signal_give(p->ours);
+  pthread_mutex_lock(&g_hsa.lock);
+  p->next = g_hsa.free_pending;
+  g_hsa.free_pending = p;
+  pthread_mutex_unlock(&g_hsa.lock);
+  return false;
+}
+
+/* Replaces packet p's kernel by a cache's where one applies (lock held);
+ * fills pending's twin, dispatch and kernarg. */
+static void hsa_replace(struct hsa_kernel *k, struct hsa_queue_info *q,
+                        hsa_kernel_dispatch_packet_t *p, struct hsa_pending *pending) {
+  hsa_cache_open(q->agent);
+  hsa_resolve(k);
+  struct hsa_alt *alt = NULL;
+  struct nano_dispatch *d = NULL;
+  if (k->twin && nano_dispatch_instrumenting()) {
+    struct gpu_device_info info = {};
+    snprintf(info.arch, sizeof info.arch, "%s", q->arch);
+    info.wave_size = q->wave;
+    gpu_amd_memory_model(&info);
+    struct nano_launch_desc l = {};
+    l.kernel = k->name;
+    l.backend = "hsa";
+    l.arch = q->arch;
+    l.device = (uint32_t)q->gpu;
+    l.wave_size = q->wave;
+    uint32_t grid[3] = {p->grid_size_x, p->grid_size_y, p->grid_size_z};
+    uint32_t wg[3] = {p->workgroup_size_x, p->workgroup_size_y, p->workgroup_size_z};
+    for (int i = 0; i < 3; i++) {
+      l.block[i] = wg[i] ? wg[i] : 1;
+      l.grid[i] = (grid[i] + l.block[i] - 1) / l.block[i];
+    }
+    l.shared_bytes = p->group_segment_size > k->group ? p->group_segment_size - k->group : 0;
+    l.line_bytes = info.line_bytes, l.sector_bytes = info.sector_bytes,
+    l.lds_model = info.lds_model;
+    l.twin = (const void *)(uintptr_t)k->twin->object;
+    l.sites_path = k->twin->path;
+    l.memory = &hsa_memory;
+    pthread_mutex_unlock(&g_hsa.lock); /* the dispatch API takes its own locks */
+    d = nano_dispatch_begin(&l);
+    pthread_mutex_lock(&g_hsa.lock);
+    if (d)
+      alt = k->twin;
+  } else if (k->plain) {
+    alt = k->plain;
+  }
+  if (!alt)
+    return;
+  char *slot = (char *)hsa_slot_take();
+  if (!slot) {
+    if (g_hsa.pool_full++ == 0)
+      hsa_log("the kernarg pool (%d slots) is full: dispatches run as built until slots free "
+              "(counted at exit)",
+              HSA_KERNARG_SLOTS);
+    if (d)
+      nano_dispatch_cancel(d);
+    return;
+  }
+  uint64_t buffer = d ? (uint64_t)(uintptr_t)nano_dispatch_desc(d) : 0;
+  hsa_kernargs(k, alt, p, slot, buffer);
+  p->group_segment_size = p->group_segment_size -
+                          (p->group_segment_size > k->group ? k->group : p->group_segment_size) +
+                          alt->group;
+  p->private_segment_size = alt->priv;
+  p->kernel_object = alt->object;
+  p->kernarg_address = slot;
+  pending->kernarg = slot;
+  pending->dispatch = d;
+  pending->twin = d != NULL;
+  if (d)
+    g_hsa.instrumented++;
+  else
+    g_hsa.replaced++;
+}
+
+static void hsa_submit(const void *in, uint64_t count, uint64_t index, void *data,
+                       hsa_amd_queue_intercept_packet_writer writer) {
+  (void)index;
+  struct hsa_queue_info *q = (struct hsa_queue_info *)data;
+  unsigned char local[HSA_BATCH * HSA_PACKET_BYTES];
+  unsigned char *pkts =
+      count <= HSA_BATCH ? local : (unsigned char *)malloc(count * HSA_PACKET_BYTES);
+  if (!pkts) { /* not traced, still run */
+    writer(in, count);
+    return;
+  }
+  memcpy(pkts, in, count * HSA_PACKET_BYTES);
+  for (uint64_t i = 0; i < count; i++) {
+    hsa_kernel_dispatch_packet_t *p = (hsa_kernel_dispatch_packet_t *)(pkts + i * HSA_PACKET_BYTES);
+    int type = (p->header >> HSA_PACKET_HEADER_TYPE) & ((1 << HSA_PACKET_HEADER_WIDTH_TYPE) - 1);
+    if (type != HSA_PACKET_TYPE_KERNEL_DISPATCH)
+      continue;
+    struct hsa_kernel *k = hsa_kernel_find(p->kernel_object);
+    pthread_mutex_lock(&g_hsa.lock);
+    struct hsa_pending *pending = g_hsa.free_pending;
+    if (pending)
+      g_hsa.free_pending = pending->next;
+    else
+      pending = (struct hsa_pending *)malloc(sizeof *pending);
+    hsa_signal_t ours;
+    if (!pending || hsa_signal_take(&ours) != 0) {
+      pthread_mutex_unlock(&g_hsa.lock);
+      free(pending);
+      continue; /* not traced, still run */
+    }
+    memset(pending, 0, sizeof *pending);
+    pending->ours = ours;
+    pending->program = p->completion_signal;
+    pending->kernel = k;
+    pending->queue = q;
+    if (k && g_hsa.alts)
+      hsa_replace(k, q, p, pending);
+    pthread_mutex_unlock(&g_hsa.lock);
+    int64_t now = rpd_now();
+    char args[96];
+    snprintf(args, sizeof args, "queue = %d | kernel_object = 0x%llx", q->id,
+             (unsigned long long)p->kernel_object);
+    pending->api = rpd_record_api("hsa", "", "hsa_kernel_dispatch", args, now, now);
+    if (pending->api) {
+      struct rpd_kernel_launch kl = {};
+      char sname[32];
+      snprintf(sname, sizeof sname, "%d", q->id);
+      kl.stream = sname;
+      kl.gridX = (int)p->grid_size_x, kl.gridY = (int)p->grid_size_y,
+      kl.gridZ = (int)p->grid_size_z;
+      kl.workgroupX = p->workgroup_size_x, kl.workgroupY = p->workgroup_size_y;
+      kl.workgroupZ = p->workgroup_size_z;
+      kl.groupSegmentSize = (int)p->group_segment_size;
+      kl.privateSegmentSize = (int)p->private_segment_size;
+      kl.kernelName = !k                               ? ""
+                      : pending->twin && k->twin_shown ? k->twin_shown
+                      : k->shown                       ? k->shown
+                                                       : k->name;
+      rpd_record_kernelapi(pending->api, &kl);
+    }
+    p->completion_signal = ours;
+    if (g_hsa.amd.hsa_amd_signal_async_handler_fn(ours, HSA_SIGNAL_CONDITION_LT, 1, hsa_complete,
+                                                  pending) != HSA_STATUS_SUCCESS) {
+      p->completion_signal = pending->program; /* untimed, but the program's signal works */
+      hsa_log("a dispatch of %s is not timed: no async handler", k ? k->name : "a kernel");
+    }
+  }
+  writer(pkts, count);
+  if (pkts != local)
+    free(pkts);
+}
+
+/* ---- queues ----------------------------------------------------------------------- */
+
+static hsa_status_t hook_queue_create(hsa_agent_t agent, uint32_t size, hsa_queue_type32_t type,
+                                      void (*cb)(hsa_status_t, hsa_queue_t *, void *), void *data,
+                                      uint32_t priv, uint32_t group, hsa_queue_t **out) {
+  struct hsa_queue_info *q = (struct hsa_queue_info *)calloc(1, sizeof *q);
+  hsa_status_t rc =
+      q ? g_hsa.amd.hsa_amd_queue_intercept_create_fn(agent, size, type, cb, data, priv, group, out)
+        : HSA_STATUS_ERROR_OUT_OF_RESOURCES;
+  if (rc != HSA_STATUS_SUCCESS) { /* as the program would have had it */
+    free(q);
+    return g_hsa.core.hsa_queue_create_fn(agent, size, type, cb, data, priv, group, out);
+  }
+  pthread_mutex_lock(&g_hsa.lock);
+  q->agent = agent.handle;
+  q->id = g_hsa.queues++;
+  q->wave = 64;
+  if (hsa_agent_arch(agent.handle, q->arch, sizeof q->arch) != 0)
+    snprintf(q->arch, sizeof q->arch, "amdgcn");
+  g_hsa.core.hsa_agent_get_info_fn(agent, HSA_AGENT_INFO_WAVEFRONT_SIZE, &q->wave);
+  for (int i = 0; i < g_hsa.ngpus; i++)
+    if (g_hsa.gpus[i] == agent.handle)
+      q->gpu = i;
+  if (g_hsa.alts || g_hsa.cache)
+    hsa_cache_open(agent.handle);
+  pthread_mutex_unlock(&g_hsa.lock);
+  if (g_hsa.amd.hsa_amd_queue_intercept_register_fn(*out, hsa_submit, q) != HSA_STATUS_SUCCESS)
+    hsa_log("queue %d: cannot intercept its packets: its kernels are not traced", q->id);
+  else if (g_hsa.amd.hsa_amd_profiling_set_profiler_enabled_fn(*out, 1) != HSA_STATUS_SUCCESS)
+    hsa_log("queue %d: no profiling: its kernels' times are their completions'", q->id);
+  return HSA_STATUS_SUCCESS;
+}
+
+/* ---- loading ------------------------------------------------------------------------- */
+
+EXPORT bool OnLoad(HsaApiTable *table, uint64_t runtime_version, uint64_t failed_tool_count,
+                   const char *const *failed_tool_names) {
+  (void)runtime_version, (void)failed_tool_count, (void)failed_tool_names;
+  if (!table || !table->core_ || !table->amd_ext_ ||
+      table->core_->version.minor_id < sizeof(CoreApiTable) ||
+      table->amd_ext_->version.minor_id <
+          offsetof(AmdExtTable, hsa_amd_queue_intercept_register_fn) + sizeof(void *)) {
+    hsa_log("the HSA runtime's API table is older than this tool's: kernels are not traced");
+    return true; /* loaded, idle: the program runs as without us */
+  }
+  pthread_mutex_init(&g_hsa.lock, NULL);
+  g_hsa.core = *table->core_;
+  g_hsa.amd = *table->amd_ext_;
+  hsa_clock_init();
+  g_hsa.core.hsa_iterate_agents_fn(hsa_collect_gpus, NULL);
+  g_hsa.core.hsa_iterate_agents_fn(hsa_find_cpu_pools, NULL);
+  g_hsa.cache = nano_env_str("NANO_KERNEL_CACHE");
+  /* queues must be intercept queues, made by the runtime: a tool before us
+   * that wraps hsa_queue_create is bypassed, and is told so */
+  Dl_info wrapper, runtime;
+  if (dladdr((void *)table->core_->hsa_queue_create_fn, &wrapper) &&
+      dladdr((void *)table->core_->hsa_init_fn, &runtime) && wrapper.dli_fbase != runtime.dli_fbase)
+    hsa_log("hsa_queue_create is wrapped by %s, loaded before nanoprobe: it will not see the "
+            "program's queues (list libnano_rpd.so first in HSA_TOOLS_LIB)",
+            wrapper.dli_fname ? wrapper.dli_fname : "another tool");
+  table->core_->hsa_queue_create_fn = hook_queue_create;
+  if (g_hsa.cache) {
+    /* the cache's kernel names are needed before the program's loads */
+    pthread_mutex_lock(&g_hsa.lock);
+    for (int i = 0; i < g_hsa.ngpus; i++)
+      hsa_cache_open(g_hsa.gpus[i]);
+    pthread_mutex_unlock(&g_hsa.lock);
+    table->core_->hsa_code_object_reader_create_from_memory_fn = hook_reader_memory;
+    table->core_->hsa_code_object_reader_create_from_file_fn = hook_reader_file;
+    table->core_->hsa_code_object_reader_destroy_fn = hook_reader_destroy;
+    table->core_->hsa_executable_load_agent_code_object_fn = hook_load;
+  }
+  table->core_->hsa_executable_freeze_fn = hook_freeze;
+  return true;
+}
+
+EXPORT void OnUnload(void) {
+  if (g_hsa.pool_full)
+    hsa_log("%llu dispatches ran as built: the kernarg pool was full",
+            (unsigned long long)g_hsa.pool_full);
+}

@@ -1,0 +1,400 @@
+#!/usr/bin/env python3
+"""libnano_rpd.so as an HSA tool, and the kernel cache (issue 38), without an AMD GPU.
+
+A stand-in ROCr (standin_hsa.cpp, on ROCr's real headers) loads the tool as ROCr
+does (HSA_TOOLS_LIB, OnLoad with the API table), and hsa_app.c runs hipcc-built
+code objects (made without the plugin) through it as the HIP runtime would. The
+stand-in logs every kernel its "hardware" ran, with its code object, segment
+sizes, times and kernarg bytes; the checks below compare that log, the program's
+output and the trace against what the code objects' metadata (read by LLVM's
+llvm-readelf, not kerneldb) and the AQL rules say.
+
+usage: test_hsa.py ROOT OUT RPD_LIB PLUGIN HIPCC BUNDLER LLVM_BIN CXX KERNELDB_CLI NANOPROBE
+"""
+import os
+import re
+import sqlite3
+import subprocess
+import sys
+import time
+
+import yaml
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from testlib import check, fail  # noqa: E402
+
+ROOT, OUT, RPD_LIB, PLUGIN, HIPCC, BUNDLER, LLVM_BIN, CXX, KERNELDB, NANOPROBE = sys.argv[1:11]
+HERE = os.path.join(ROOT, "tests", "hsa")
+KERNEL_US = 200  # the stand-in's default kernel time
+
+
+def sh(cmd, **kw):
+    r = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if r.returncode != 0:
+        fail("%s: exit %d\n%s%s" % (" ".join(cmd), r.returncode, r.stdout, r.stderr))
+    return r
+
+
+def hip_build(src, out, archs, v5=True, plugin=False, opt="-O2"):
+    cmd = [HIPCC, opt, "-g", "--cuda-device-only", "-c", "-B" + LLVM_BIN, src, "-o", out]
+    cmd += ["--offload-arch=" + a for a in archs]
+    cmd.append("-mcode-object-version=%d" % (5 if v5 else 4))
+    if plugin:
+        cmd.append("-fpass-plugin=" + PLUGIN)
+    sh(cmd)
+
+
+def unbundle(bundle, arch, out):
+    sh([BUNDLER, "--type=o", "--targets=hipv4-amdgcn-amd-amdhsa--" + arch, "--input=" + bundle,
+        "--output=" + out, "--unbundle"])
+    return out
+
+
+def fnv64(path):
+    h = 0xCBF29CE484222325
+    for b in open(path, "rb").read():
+        h = ((h ^ b) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return "%016x" % h
+
+
+def metadata(co):
+    """Each kernel's args, segment sizes and kernarg size, from llvm-readelf's notes."""
+    notes = sh([os.path.join(LLVM_BIN, "llvm-readelf"), "--notes", co]).stdout
+    doc = notes[notes.index("---"):notes.index("\n...") + 4]
+    kernels = {}
+    for k in yaml.safe_load(doc)["amdhsa.kernels"]:
+        kernels[k[".name"]] = {
+            "args": [(a[".value_kind"], a[".offset"], a[".size"]) for a in k.get(".args", [])],
+            "group": k[".group_segment_fixed_size"],
+            "private": k[".private_segment_fixed_size"],
+            "kernarg": k[".kernarg_segment_size"],
+        }
+    return kernels
+
+
+def build_all():
+    os.makedirs(OUT, exist_ok=True)
+    inc = ["-I" + os.path.join(ROOT, "dh_comms", "include")]
+    sh([os.path.join(LLVM_BIN, "clang"), "-std=c11", "-O1", "-fPIC", "-c"] + inc +
+       [os.path.join(ROOT, "dh_comms", "device", "dh_device.c"), "-o", OUT + "/dh_device.o"])
+    sh([CXX, "-std=c++17", "-O1", "-g", "-shared", "-fPIC", "-fvisibility=hidden", "-Wall", "-Werror",
+        "-DAMD_INTERNAL_BUILD", "-I/usr/include/hsa"] + inc +
+       [HERE + "/standin_hsa.cpp", OUT + "/dh_device.o", "-Wl,-soname,libhsa-runtime64.so.1",
+        "-o", OUT + "/libhsa-runtime64.so.1", "-lpthread", "-ldl"])
+    if not os.path.exists(OUT + "/libhsa-runtime64.so"):
+        os.symlink("libhsa-runtime64.so.1", OUT + "/libhsa-runtime64.so")
+    sh(["cc", "-std=c11", "-O2", "-g", "-Wall", "-Werror", HERE + "/hsa_app.c", "-o", OUT + "/hsa_app",
+        "-L" + OUT, "-lhsa-runtime64", "-Wl,-rpath," + OUT, "-lpthread"])
+    sh([CXX, "-std=c++17", "-O1", "-shared", "-fPIC", "-Wall", "-Werror", "-I/usr/include/hsa",
+        HERE + "/other_tool.cpp", "-o", OUT + "/libother_tool.so"])
+    src = HERE + "/kernels.hip"
+    hip_build(src, OUT + "/prog5.bundle", ["gfx90a", "gfx1030"])
+    hip_build(src, OUT + "/prog4.bundle", ["gfx90a"], v5=False)
+    os.makedirs(OUT + "/cache", exist_ok=True)
+    hip_build(src, OUT + "/cache/kernels.bundle", ["gfx90a", "gfx1030"], plugin=True)
+    os.makedirs(OUT + "/plain", exist_ok=True)
+    hip_build(src, OUT + "/plain/kernels.bundle", ["gfx90a"], opt="-O1")
+    os.makedirs(OUT + "/mismatch", exist_ok=True)
+    hip_build(HERE + "/kernels_mismatch.hip", OUT + "/mismatch/dyn.bundle", ["gfx90a"])
+    for arch in ("gfx90a", "gfx1030"):
+        unbundle(OUT + "/prog5.bundle", arch, OUT + "/prog5.%s.co" % arch)
+        unbundle(OUT + "/cache/kernels.bundle", arch, OUT + "/cache.%s.co" % arch)
+    unbundle(OUT + "/prog4.bundle", "gfx90a", OUT + "/prog4.gfx90a.co")
+    unbundle(OUT + "/plain/kernels.bundle", "gfx90a", OUT + "/plain.gfx90a.co")
+    unbundle(OUT + "/mismatch/dyn.bundle", "gfx90a", OUT + "/mismatch.gfx90a.co")
+
+
+def sites(arch):
+    """The twins' site ids in the order the stand-in emulates: axpy x, y, y; dyn out."""
+    out = sh([KERNELDB, "sites", OUT + "/cache/kernels.bundle", "--arch", arch]).stdout
+    want = ["kernels.hip:7:25", "kernels.hip:7:32", "kernels.hip:7:19", "kernels.hip:13:20"]
+    ids = []
+    for w in want:
+        m = [ln.split()[0] for ln in out.splitlines() if ln.split()[-1:] and ln.split()[6].endswith(w)]
+        check(len(m) == 1, "one site at %s in the cache's %s code object:\n%s" % (w, arch, out))
+        ids.append(m[0])
+    return " ".join(ids)
+
+
+def run(name, co, args=(), env=None, tool=True, arch="gfx90a"):
+    """Runs hsa_app on co; returns (stdout, stderr, log lines, trace path or None)."""
+    log = "%s/%s.log" % (OUT, name)
+    trace = "%s/%s.rpd" % (OUT, name)
+    for p in (log, trace):
+        if os.path.exists(p):
+            os.unlink(p)
+    e = dict(os.environ, FAKE_HSA_LOG=log, FAKE_HSA_ARCH=arch)
+    for k in list(e):
+        if k.startswith("NANO_") or k in ("HSA_TOOLS_LIB", "RPDT_FILENAME", "LD_PRELOAD"):
+            del e[k]
+    if tool:
+        e.update(HSA_TOOLS_LIB=RPD_LIB, RPDT_FILENAME=trace)
+    e.update(env or {})
+    r = subprocess.run([OUT + "/hsa_app", co] + list(args), capture_output=True, text=True, env=e,
+                       timeout=120)
+    if r.returncode != 0:
+        fail("%s: hsa_app exit %d\n%s%s" % (name, r.returncode, r.stdout, r.stderr))
+    lines = open(log).read().splitlines() if os.path.exists(log) else []
+    return r.stdout, r.stderr, [parse(ln) for ln in lines], trace if tool else None
+
+
+def parse(line):
+    fields = dict(f.split("=", 1) for f in line.split()[1:])
+    for k in ("group", "private", "signal", "start", "end", "queue"):
+        fields[k] = int(fields[k])
+    fields["kernarg"] = bytes.fromhex(fields["kernarg"])
+    return fields
+
+
+def program_kernargs(stdout):
+    return {m.group(1): bytes.fromhex(m.group(2)) for m in re.finditer(r"kernarg (\w+) (\w+)", stdout)}
+
+
+def expect_ok(name, stdout, kernels=("axpy", "dyn")):
+    for k in kernels:
+        check("ok %s" % k in stdout, "%s: %s's results are right:\n%s" % (name, k, stdout))
+
+
+MANGLED = {"axpy": "_Z4axpyfPKfPfi", "dyn": "_Z3dynPi"}
+
+
+def hidden_from_packet(kind, d, orig_meta):
+    """What a hidden argument holds when the original kernel has none: the packet's."""
+    grid = [int(v) for v in d["grid"].split(",")]
+    wg = [int(v) for v in d["wg"].split(",")]
+    for i, axis in enumerate("xyz"):
+        if kind == "hidden_block_count_" + axis:
+            return (grid[i] + wg[i] - 1) // wg[i]
+        if kind == "hidden_group_size_" + axis:
+            return wg[i]
+        if kind == "hidden_remainder_" + axis:
+            return grid[i] % wg[i]
+    if kind == "hidden_grid_dims":
+        return 1
+    if kind == "hidden_dynamic_lds_size":
+        return d["program_group"] - orig_meta["group"]
+    return 0
+
+
+def expect_kernargs(name, d, original, orig_meta, alt_meta, twin):
+    """Every byte of the replacement's kernarg segment, from the program's and the metadata."""
+    want = bytearray(alt_meta["kernarg"])
+    orig_args = [a for a in orig_meta["args"]]
+    explicit = [a for a in orig_args if not a[0].startswith("hidden_")]
+    alt_explicit = [a for a in alt_meta["args"] if not a[0].startswith("hidden_")]
+    buffer_at = None
+    if twin:
+        buffer_at = alt_explicit[-1][1]
+        alt_explicit = alt_explicit[:-1]
+    check(len(explicit) == len(alt_explicit), "%s: explicit argument counts" % name)
+    for (k1, o1, s1), (k2, o2, s2) in zip(explicit, alt_explicit):
+        want[o2:o2 + s2] = original[o1:o1 + s1]
+    by_kind = {k: (o, s) for k, o, s in orig_args if k.startswith("hidden_")}
+    for k, o, s in alt_meta["args"]:
+        if not k.startswith("hidden_"):
+            continue
+        if k in by_kind:
+            oo, os_ = by_kind[k]
+            n = min(s, os_)
+            want[o:o + n] = original[oo:oo + n]
+        else:
+            want[o:o + s] = hidden_from_packet(k, d, orig_meta).to_bytes(8, "little")[:s]
+    got = bytearray(d["kernarg"])
+    if twin:
+        ptr = int.from_bytes(got[buffer_at:buffer_at + 8], "little")
+        check(ptr != 0, "%s: the twin's buffer argument (offset %d) is set" % (name, buffer_at))
+        got[buffer_at:buffer_at + 8] = bytes(8)
+    if bytes(got) != bytes(want):
+        diff = [i for i in range(len(want)) if got[i] != want[i]]
+        fail("%s: kernarg bytes differ at offsets %s\n got %s\nwant %s" % (name, diff[:16], got.hex(), want.hex()))
+
+
+def rows(trace, sql):
+    db = sqlite3.connect(trace)
+    try:
+        return db.execute(sql).fetchall()
+    finally:
+        db.close()
+
+
+def case_plain_and_timed():
+    co = OUT + "/prog5.gfx90a.co"
+    out0, _, log0, _ = run("untraced", co, tool=False)
+    expect_ok("untraced", out0)
+    check([d["signal"] for d in log0] == [1, 0], "untraced: dyn has no completion signal of its own")
+    out, err, log, trace = run("timed", co)
+    expect_ok("timed", out)
+    check(len(log) == 2 and [d["kernel"] for d in log] == ["_Z4axpyfPKfPfi", "_Z3dynPi"],
+          "timed: the program's two kernels ran:\n%s" % log)
+    check(all(d["image"] == fnv64(co) for d in log), "timed: from the program's code object")
+    check(all(d["signal"] == 1 for d in log), "timed: every dispatch carries the tool's signal")
+    kargs = program_kernargs(out)
+    for d, k in zip(log, ("axpy", "dyn")):
+        check(d["kernarg"] == kargs[k], "timed: %s's kernarg segment is the program's own" % k)
+    check(log[1]["group"] == 256, "timed: dyn keeps its 256 bytes of dynamic LDS")
+    ops = rows(trace, "select description, opType, gpuId, queueId, start, end, id from op order by start")
+    check(len(ops) == 2, "timed: two kernel ops: %s" % ops)
+    # the trace's clock is CLOCK_MONOTONIC; the stand-in's system domain is _RAW
+    skew = time.clock_gettime_ns(time.CLOCK_MONOTONIC) - time.clock_gettime_ns(time.CLOCK_MONOTONIC_RAW)
+    for (desc, optype, gpu, queue, start, end, _), d in zip(ops, log):
+        check(desc == d["kernel"] and optype == "KernelExecution" and gpu == 0,
+              "timed: op %s is a KernelExecution of %s on GPU 0" % (desc, d["kernel"]))
+        check(abs((end - start) - (d["end"] - d["start"])) <= 2,
+              "timed: %s's duration %d ns is the profiling times' %d ns" % (desc, end - start, d["end"] - d["start"]))
+        check(abs((start - d["start"]) - skew) < 2000000,
+              "timed: %s starts where the profiling time says (%d ns apart, clocks %d)" % (desc, start - d["start"], skew))
+        check(d["end"] - d["start"] >= KERNEL_US * 1000, "timed: the kernel ran its time")
+    check(ops[0][3] != ops[1][3], "timed: the two queues are two queueIds")
+    apis = rows(trace, "select a.apiName, a.domain, k.gridX, k.workgroupX, k.groupSegmentSize, "
+                "k.privateSegmentSize, s.string, o.description from api a "
+                "join rocpd_kernelapi k on k.api_ptr_id = a.id join rocpd_string s on s.id = k.kernelName_id "
+                "join rocpd_api_ops ao on ao.api_id = a.id join op o on o.id = ao.op_id order by a.start")
+    check([r[:7] for r in apis] == [("hsa_kernel_dispatch", "hsa", 1024, 256, 0, 0, "_Z4axpyfPKfPfi"),
+                                    ("hsa_kernel_dispatch", "hsa", 64, 64, 256, 0, "_Z3dynPi")],
+          "timed: each dispatch's API row carries grid, workgroup, LDS, scratch: %s" % apis)
+    check(all(r[6] == r[7] for r in apis), "timed: each op is linked to its dispatch")
+    print("ok timed: two kernels, their profiling times, grid/workgroup/LDS, the program's signals")
+
+
+def case_concurrent():
+    co = OUT + "/prog5.gfx90a.co"
+    for tool in (False, True):
+        name = "concurrent_traced" if tool else "concurrent"
+        out, _, log, _ = run(name, co, ["concurrent"], {"FAKE_HSA_KERNEL_US": "300000"}, tool=tool)
+        expect_ok(name, out, ("concurrent axpy",))
+        check(len(log) == 2 and log[0]["queue"] != log[1]["queue"], "%s: two queues" % name)
+        a, b = log
+        check(a["start"] < b["end"] and b["start"] < a["end"],
+              "%s: the two kernels ran at the same time: %s" % (name, [(d["start"], d["end"]) for d in log]))
+    print("ok concurrent: kernels on two queues still overlap with the tool (not serialised)")
+
+
+def check_twins(name, prog_co, cache_co, out, log, trace, arch, wave):
+    orig = metadata(prog_co)
+    alt = metadata(cache_co)
+    kargs = program_kernargs(out)
+    check([d["kernel"] for d in log] == ["__nano_twin__Z4axpyfPKfPfiPv", "__nano_twin__Z3dynPiPv"],
+          "%s: the twins ran: %s" % (name, [d["kernel"] for d in log]))
+    check(all(d["image"] == fnv64(cache_co) for d in log), "%s: from the cache's code object" % name)
+    for d, k in zip(log, ("axpy", "dyn")):
+        om, tm = orig[MANGLED[k]], alt["__nano_twin_%sPv" % MANGLED[k]]
+        d["program_group"] = om["group"] + (256 if k == "dyn" else 0)
+        expect_kernargs("%s %s" % (name, k), d, kargs[k], om, tm, twin=True)
+        check(d["group"] == d["program_group"] - om["group"] + tm["group"],
+              "%s: %s's group segment: the twin's static LDS plus the dispatch's dynamic" % (name, k))
+        check(d["private"] == tm["private"], "%s: %s's private segment is the twin's" % (name, k))
+    disp = rows(trace, "select kernel, backend, arch, wave_size, records, dropped from nano_dispatch "
+                "order by id")
+    check(disp == [("_Z4axpyfPKfPfi", "hsa", arch, wave, 3000, 0), ("_Z3dynPi", "hsa", arch, wave, 64, 0)],
+          "%s: the dispatches' rows (every access of the emulated twins): %s" % (name, disp))
+    reports = rows(trace, "select report from nano_analysis where analyzer = 'MemoryAnalysis' order by dispatch_id")
+    check(len(reports) == 2, "%s: a MemoryAnalysis report per dispatch" % name)
+    import json
+    locs = {(l["file"].split("/")[-1], l["line"], l["column"]): l for r in reports for l in json.loads(r[0])["locations"]}
+    for key, n in ((("kernels.hip", 7, 25), 1000), (("kernels.hip", 7, 32), 1000), (("kernels.hip", 7, 19), 1000),
+                   (("kernels.hip", 13, 20), 64)):
+        check(key in locs, "%s: a location at %s:%d:%d (the cache file's site table): %s" % ((name,) + key + (sorted(locs),)))
+        l = locs[key]
+        # the stand-in's emulation records one lane per access: n accesses of 4 bytes
+        check((l["accesses"], l["bytes"], l["space"]) == (n, 4 * n, "global"),
+              "%s: %d accesses of 4 bytes at %s: %s" % (name, n, key, l))
+    ops = [r[0] for r in rows(trace, "select description from op order by start")]
+    check(ops == ["_Z4axpyfPKfPfi [instrumented]", "_Z3dynPi [instrumented]"],
+          "%s: the ops name the program's kernels, instrumented: %s" % (name, ops))
+
+
+def case_twins():
+    env = {"NANO_KERNEL_CACHE": OUT + "/cache", "NANO_INSTRUMENT": "1", "NANO_ANALYZERS": "MemoryAnalysis",
+           "NANO_ANALYZER_OUTPUT": OUT + "/twins.txt"}
+    for arch, wave, prog in (("gfx90a", 64, "prog5"), ("gfx1030", 32, "prog5"), ("gfx90a", 64, "prog4")):
+        name = "twins_%s_%s" % (arch, prog)
+        e = dict(env, FAKE_SITES=sites(arch))
+        out, err, log, trace = run(name, OUT + "/%s.%s.co" % (prog, arch), env=e, arch=arch)
+        expect_ok(name, out)
+        check_twins(name, OUT + "/%s.%s.co" % (prog, arch), OUT + "/cache.%s.co" % arch, out, log, trace, arch, wave)
+        check("nanoprobe: hsa:" not in err, "%s: nothing to say: %s" % (name, err))
+    print("ok twins: the cache's twins ran with rebuilt kernargs (v5 and v4 programs, wave 64 and 32), "
+          "records drained, MemoryAnalysis at the cache's source lines")
+
+
+def case_plain_cache():
+    co = OUT + "/prog5.gfx90a.co"
+    out, err, log, trace = run("plain_cache", co, env={"NANO_KERNEL_CACHE": OUT + "/plain"})
+    expect_ok("plain_cache", out)
+    check([d["kernel"] for d in log] == ["_Z4axpyfPKfPfi", "_Z3dynPi"], "plain_cache: same names")
+    check(all(d["image"] == fnv64(OUT + "/plain.gfx90a.co") for d in log),
+          "plain_cache: both kernels ran from the cache's code object")
+    orig, alt = metadata(co), metadata(OUT + "/plain.gfx90a.co")
+    kargs = program_kernargs(out)
+    for d, k in zip(log, ("axpy", "dyn")):
+        d["program_group"] = orig[MANGLED[k]]["group"] + (256 if k == "dyn" else 0)
+        expect_kernargs("plain_cache " + k, d, kargs[k], orig[MANGLED[k]], alt[MANGLED[k]], twin=False)
+    check(not rows(trace, "select name from sqlite_master where name = 'nano_dispatch'"),
+          "plain_cache: nothing instrumented")
+    print("ok plain_cache: kernels of the same name and arguments replace the program's")
+
+
+def case_mismatch_and_bad_cache():
+    co = OUT + "/prog5.gfx90a.co"
+    junk = OUT + "/junkdir"
+    os.makedirs(junk, exist_ok=True)
+    with open(junk + "/junk.co", "w") as f:
+        f.write("not a code object\n")
+    cache = ":".join([OUT + "/mismatch", junk, OUT + "/plain", OUT + "/plain"])
+    out, err, log, _ = run("mismatch", co, env={"NANO_KERNEL_CACHE": cache})
+    expect_ok("mismatch", out)
+    check(log[0]["image"] == fnv64(OUT + "/plain.gfx90a.co"), "mismatch: axpy ran the plain cache's")
+    check(log[1]["image"] == fnv64(co),
+          "mismatch: dyn ran the program's (the first entry for it, in mismatch/, is refused)")
+    refusals = [ln for ln in err.splitlines() if "does not replace _Z3dynPi" in ln]
+    check(len(refusals) == 1 and "explicit arguments" in refusals[0],
+          "mismatch: the refusal is said once, with the reason:\n%s" % err)
+    junk_lines = [ln for ln in err.splitlines() if "junk.co" in ln]
+    check(len(junk_lines) == 1 and "skipped" in junk_lines[0], "mismatch: the junk file is said once:\n%s" % err)
+    dup = [ln for ln in err.splitlines() if "the first is used" in ln]
+    check(len(dup) == 2, "mismatch: each kernel twice in the cache is said once:\n%s" % err)
+    print("ok mismatch: a different argument list refused once, junk and duplicates said once")
+
+
+def case_two_tools():
+    co = OUT + "/prog5.gfx90a.co"
+    other = OUT + "/libother_tool.so"
+    out, err, log, trace = run("two_tools", co, env={"HSA_TOOLS_LIB": RPD_LIB + " " + other})
+    expect_ok("two_tools", out)
+    check("other tool: 2 queues" in err, "two_tools: the other tool saw the program's queues:\n%s" % err)
+    check(len(rows(trace, "select * from rocpd_op")) == 2, "two_tools: nanoprobe traced both kernels")
+    out, err, log, trace = run("two_tools_after", co, env={"HSA_TOOLS_LIB": other + " " + RPD_LIB})
+    expect_ok("two_tools_after", out)
+    check(len(rows(trace, "select * from rocpd_op")) == 2, "two_tools_after: nanoprobe traced both kernels")
+    check("hsa_queue_create is wrapped by %s" % other in err and "other tool: 0 queues" in err,
+          "two_tools_after: the tool nanoprobe bypasses is named:\n%s" % err)
+    print("ok two_tools: another tool in HSA_TOOLS_LIB loads and works beside nanoprobe's "
+          "(listed after it; listed before, it is told it is bypassed)")
+
+
+def case_nanoprobe_run():
+    co = OUT + "/prog5.gfx90a.co"
+    trace = OUT + "/run.rpd"
+    for p in (trace, OUT + "/run.log"):
+        if os.path.exists(p):
+            os.unlink(p)
+    e = {k: v for k, v in os.environ.items() if not k.startswith(("NANO_", "HSA_", "RPDT_"))}
+    e.update(FAKE_HSA_LOG=OUT + "/run.log", FAKE_SITES=sites("gfx90a"))
+    r = subprocess.run([NANOPROBE, "run", "-q", "-o", trace, "-c", OUT + "/cache", "-a", "MemoryAnalysis",
+                        "-l", OUT + "/run.txt", "--", OUT + "/hsa_app", co],
+                       capture_output=True, text=True, env=e, timeout=120)
+    check(r.returncode == 0, "nanoprobe run -c: exit %d\n%s%s" % (r.returncode, r.stdout, r.stderr))
+    expect_ok("nanoprobe run", r.stdout)
+    kernels = [parse(ln)["kernel"] for ln in open(OUT + "/run.log").read().splitlines()]
+    check(kernels == ["__nano_twin__Z4axpyfPKfPfiPv", "__nano_twin__Z3dynPiPv"],
+          "nanoprobe run -i -c DIR -a MemoryAnalysis: the twins ran: %s" % kernels)
+    check(len(rows(trace, "select * from nano_analysis")) == 2, "nanoprobe run: the reports are in the trace")
+    print("ok nanoprobe run -c DIR -a MemoryAnalysis -- ./hsa_app: the tool set up, twins from the cache")
+
+
+if __name__ == "__main__":
+    build_all()
+    which = sys.argv[11:] or ["plain_and_timed", "concurrent", "twins", "plain_cache",
+                              "mismatch_and_bad_cache", "two_tools", "nanoprobe_run"]
+    for c in which:
+        globals()["case_" + c]()
