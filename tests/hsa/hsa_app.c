@@ -5,13 +5,15 @@
  * kernels as AQL packets on queues it creates, with kernarg segments from the
  * kernarg pool. It knows nothing of nanoprobe.
  *
- *   hsa_app CODE_OBJECT [concurrent]
+ *   hsa_app CODE_OBJECT [concurrent | repeat N]
  *
  * axpy(float a, const float *x, float *y, int n): 1000 elements, 4 groups of
  * 256, waited for through the packet's completion signal; then dyn(int *out)
  * with 256 bytes of dynamic LDS, no completion signal, followed by a
  * barrier-AND packet whose completion signal is waited for (what HIP does).
- * concurrent: axpy from two threads on two queues at once instead.
+ * concurrent: axpy from two threads on two queues at once instead; repeat
+ * N: N axpy dispatches one after the other, printing the time per dispatch
+ * (bench/hsa).
  * The hidden arguments (after the explicit ones) are a pattern of their
  * offsets, so that a test can tell every kernarg byte's origin; each
  * segment is printed ("kernarg KERNEL HEX").
@@ -22,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <hsa/hsa.h>
 #include <hsa/hsa_ext_amd.h>
@@ -182,6 +185,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   int concurrent = argc > 2 && !strcmp(argv[2], "concurrent");
+  long repeat = argc > 3 && !strcmp(argv[2], "repeat") ? atol(argv[3]) : 0;
   CHECK(hsa_init());
   CHECK(hsa_iterate_agents(find_gpu, NULL));
   CHECK(hsa_iterate_agents(find_cpu_pools, NULL));
@@ -218,7 +222,16 @@ int main(int argc, char **argv) {
   hsa_queue_t *q1, *q2;
   CHECK(hsa_queue_create(gpu, 64, HSA_QUEUE_TYPE_MULTI, NULL, NULL, UINT32_MAX, UINT32_MAX, &q1));
   CHECK(hsa_queue_create(gpu, 64, HSA_QUEUE_TYPE_MULTI, NULL, NULL, UINT32_MAX, UINT32_MAX, &q2));
-  if (concurrent) {
+  if (repeat > 0) { /* bench/hsa: one dispatch waited for, repeat times */
+    struct axpy_run r = {q1, ka, 0};
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (long i = 0; i < repeat; i++)
+      axpy(&r);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    printf("%s ns per dispatch %.0f\n", r.ok ? "ok" : "WRONG",
+           ((double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec)) / (double)repeat);
+  } else if (concurrent) {
     struct axpy_run r[2] = {{q1, ka, 0}, {q2, ka, 0}};
     pthread_t t[2];
     for (int i = 0; i < 2; i++)

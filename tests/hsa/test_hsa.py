@@ -9,10 +9,11 @@ sizes, times and kernarg bytes; the checks below compare that log, the program's
 output and the trace against what the code objects' metadata (read by LLVM's
 llvm-readelf, not kerneldb) and the AQL rules say.
 
-usage: test_hsa.py ROOT OUT RPD_LIB PLUGIN HIPCC BUNDLER LLVM_BIN CXX KERNELDB_CLI NANOPROBE
+usage: test_hsa.py ROOT OUT RPD_LIB HIPCC BUNDLER LLVM_BIN CXX KERNELDB_CLI NANOPROBE [CASE...]
 """
 import os
 import re
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -23,7 +24,7 @@ import yaml
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from testlib import check, fail  # noqa: E402
 
-ROOT, OUT, RPD_LIB, PLUGIN, HIPCC, BUNDLER, LLVM_BIN, CXX, KERNELDB, NANOPROBE = sys.argv[1:11]
+ROOT, OUT, RPD_LIB, HIPCC, BUNDLER, LLVM_BIN, CXX, KERNELDB, NANOPROBE = sys.argv[1:10]
 HERE = os.path.join(ROOT, "tests", "hsa")
 KERNEL_US = 200  # the stand-in's default kernel time
 
@@ -35,12 +36,10 @@ def sh(cmd, **kw):
     return r
 
 
-def hip_build(src, out, archs, v5=True, plugin=False, opt="-O2"):
+def hip_build(src, out, archs, v5=True, opt="-O2"):
     cmd = [HIPCC, opt, "-g", "--cuda-device-only", "-c", "-B" + LLVM_BIN, src, "-o", out]
     cmd += ["--offload-arch=" + a for a in archs]
     cmd.append("-mcode-object-version=%d" % (5 if v5 else 4))
-    if plugin:
-        cmd.append("-fpass-plugin=" + PLUGIN)
     sh(cmd)
 
 
@@ -73,7 +72,8 @@ def metadata(co):
 
 
 def build_all():
-    os.makedirs(OUT, exist_ok=True)
+    shutil.rmtree(OUT, ignore_errors=True)
+    os.makedirs(OUT)
     inc = ["-I" + os.path.join(ROOT, "dh_comms", "include")]
     sh([os.path.join(LLVM_BIN, "clang"), "-std=c11", "-O1", "-fPIC", "-c"] + inc +
        [os.path.join(ROOT, "dh_comms", "device", "dh_device.c"), "-o", OUT + "/dh_device.o"])
@@ -91,14 +91,23 @@ def build_all():
     hip_build(src, OUT + "/prog5.bundle", ["gfx90a", "gfx1030"])
     hip_build(src, OUT + "/prog4.bundle", ["gfx90a"], v5=False)
     os.makedirs(OUT + "/cache", exist_ok=True)
-    hip_build(src, OUT + "/cache/kernels.bundle", ["gfx90a", "gfx1030"], plugin=True)
+    # the cache as a user builds it
+    sh([NANOPROBE, "cache", "build", "-o", OUT + "/cache", "--", HIPCC, "-O2", "-g", "-B" + LLVM_BIN,
+        "--offload-arch=gfx90a", "--offload-arch=gfx1030", "-mcode-object-version=5", src])
+    listing = sh([NANOPROBE, "cache", "list", OUT + "/cache"]).stdout
+    for arch in ("gfx90a", "gfx1030"):
+        check(arch in listing, "cache list names the target %s:\n%s" % (arch, listing))
+    for k in ("axpy(float, float const*, float*, int)", "dyn(int*)"):
+        check(re.search(r"twin of +%s" % re.escape(k), listing) and
+              re.search(r"original, with its twin +%s" % re.escape(k), listing),
+              "cache list shows %s and its twin:\n%s" % (k, listing))
     os.makedirs(OUT + "/plain", exist_ok=True)
     hip_build(src, OUT + "/plain/kernels.bundle", ["gfx90a"], opt="-O1")
     os.makedirs(OUT + "/mismatch", exist_ok=True)
     hip_build(HERE + "/kernels_mismatch.hip", OUT + "/mismatch/dyn.bundle", ["gfx90a"])
     for arch in ("gfx90a", "gfx1030"):
         unbundle(OUT + "/prog5.bundle", arch, OUT + "/prog5.%s.co" % arch)
-        unbundle(OUT + "/cache/kernels.bundle", arch, OUT + "/cache.%s.co" % arch)
+        unbundle(OUT + "/cache/kernels.hip.o", arch, OUT + "/cache.%s.co" % arch)
     unbundle(OUT + "/prog4.bundle", "gfx90a", OUT + "/prog4.gfx90a.co")
     unbundle(OUT + "/plain/kernels.bundle", "gfx90a", OUT + "/plain.gfx90a.co")
     unbundle(OUT + "/mismatch/dyn.bundle", "gfx90a", OUT + "/mismatch.gfx90a.co")
@@ -106,7 +115,7 @@ def build_all():
 
 def sites(arch):
     """The twins' site ids in the order the stand-in emulates: axpy x, y, y; dyn out."""
-    out = sh([KERNELDB, "sites", OUT + "/cache/kernels.bundle", "--arch", arch]).stdout
+    out = sh([KERNELDB, "sites", OUT + "/cache/kernels.hip.o", "--arch", arch]).stdout
     want = ["kernels.hip:7:25", "kernels.hip:7:32", "kernels.hip:7:19", "kernels.hip:13:20"]
     ids = []
     for w in want:
@@ -394,7 +403,7 @@ def case_nanoprobe_run():
 
 if __name__ == "__main__":
     build_all()
-    which = sys.argv[11:] or ["plain_and_timed", "concurrent", "twins", "plain_cache",
+    which = sys.argv[10:] or ["plain_and_timed", "concurrent", "twins", "plain_cache",
                               "mismatch_and_bad_cache", "two_tools", "nanoprobe_run"]
     for c in which:
         globals()["case_" + c]()

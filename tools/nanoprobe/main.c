@@ -15,6 +15,8 @@ static const struct {
      "run a program with tracing; print where the trace went and a summary"},
     {"cc", nanoprobe_cmd_cc, "compile with the plugin that matches the compiler"},
     {"cflags", nanoprobe_cmd_cflags, "the flags that build with nanoprobe, for a compiler"},
+    {"cache", nanoprobe_cmd_cache,
+     "build a kernel cache (code objects with twins) or list what one holds"},
     {"gate", nanoprobe_cmd_gate, "compare a command's atomics (or instructions) with a baseline"},
 };
 

@@ -14,6 +14,7 @@
 /* nanoprobe gate: compare atomics or instructions with a baseline (gate.c). */
 int nanoprobe_cmd_gate(int argc, char **argv);
 /* nanoprobe run: run an application with tracing (run.c). */
+int nanoprobe_cmd_cache(int argc, char **argv);
 int nanoprobe_cmd_run(int argc, char **argv);
 /* nanoprobe cc / cflags: compile with the plugin for a compiler (cc.c). */
 int nanoprobe_cmd_cc(int argc, char **argv);

@@ -13,7 +13,9 @@
  *     counts and the dispatch of instrumented kernels in one library), and
  *     so does NVTX_INJECTION64_PATH unless set (NVTX 3 ranges and marks),
  *     RPDT_FILENAME the trace's absolute path (children that change folder,
- *     fork or exec append to the same file), NANO_RPD_QUIET=1 (this summary
+ *     fork or exec append to the same file), HSA_TOOLS_LIB gets it first
+ *     (ROCr loads it as an HSA tool: AMD kernels of any program; -c DIR sets
+ *     NANO_KERNEL_CACHE), NANO_RPD_QUIET=1 (this summary
  *     replaces the tracer's exit line), and the NANO_* settings the options
  *     stand for (docs/ENVIRONMENT.md). An option wins over the same variable
  *     already set.

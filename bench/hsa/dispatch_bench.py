@@ -1,0 +1,50 @@
+#!/usr/bin/env python3
+"""Per-dispatch cost of the HSA tool's interception (issue 38), on the stand-in ROCr.
+
+Runs tests/hsa's hsa_app in repeat mode (N axpy dispatches, each waited for, the
+stand-in's kernels taking no time) three ways, interleaved, ROUNDS times:
+  bare      no tool
+  traced    HSA_TOOLS_LIB=libnano_rpd.so: intercept queue, the tool's signal,
+            the async completion, the trace rows
+  replaced  traced, and each kernel replaced by the kernel cache's (plain mode:
+            kernarg slot, rebuilt segment)
+and prints each one's time per dispatch (best and median) and the ratios to bare.
+The stand-in's queues and signals are not ROCr's: the ratio says what the tool
+adds to a dispatch path of this cost, not what it adds on a GPU.
+
+usage: dispatch_bench.py HSA_TEST_DIR LIBNANO_RPD [DISPATCHES] [ROUNDS]
+  HSA_TEST_DIR: the folder the device_hsa_tool test built (build/tests/device/hsa)
+"""
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+d, lib = sys.argv[1], sys.argv[2]
+n = int(sys.argv[3]) if len(sys.argv) > 3 else 2000
+rounds = int(sys.argv[4]) if len(sys.argv) > 4 else 7
+co = os.path.join(d, "prog5.gfx90a.co")
+tmp = tempfile.mkdtemp()
+modes = {
+    "bare": {},
+    "traced": {"HSA_TOOLS_LIB": lib},
+    "replaced": {"HSA_TOOLS_LIB": lib, "NANO_KERNEL_CACHE": os.path.join(d, "plain")},
+}
+times = {m: [] for m in modes}
+for r in range(rounds):
+    for m, extra in modes.items():
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("NANO_", "HSA_", "RPDT_"))}
+        env.update(extra, FAKE_HSA_KERNEL_US="0", RPDT_FILENAME=os.path.join(tmp, "%s%d.rpd" % (m, r)),
+                   NANO_RPD_QUIET="1")
+        out = subprocess.run([os.path.join(d, "hsa_app"), co, "repeat", str(n)], env=env,
+                             capture_output=True, text=True, check=True).stdout
+        line = [ln for ln in out.splitlines() if "per dispatch" in ln][0]
+        if not line.startswith("ok"):
+            sys.exit("%s: wrong results" % m)
+        times[m].append(float(line.split()[-1]) / 1000)
+base = statistics.median(times["bare"])
+print("%d dispatches x %d rounds (us per dispatch; ratio of medians to bare)" % (n, rounds))
+for m, t in times.items():
+    print("  %-9s best %7.2f  median %7.2f  ratio %.2fx" % (m, min(t), statistics.median(t),
+                                                           statistics.median(t) / base))
