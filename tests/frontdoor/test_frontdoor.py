@@ -193,7 +193,7 @@ def case_run_missing():
           "no trace file for a program that does not exist")
     for args, what in ((["-d", "sometimes"], "--dispatches 'sometimes'"),
                        (["-t", "csv"], "--format 'csv': expected text or json"),
-                       (["-c", "/tmp"], "kernel caches"),
+                       (["-c", "/nonexistent-cache"], "--cache-location /nonexistent-cache: No such file"),
                        (["--append"], "--append needs -o FILE"),
                        (["--bogus"], "unknown option '--bogus'"),
                        ([], "no program to run")):
