@@ -12,7 +12,7 @@ and prints each one's time per dispatch (best and median) and the ratios to bare
 The stand-in's queues and signals are not ROCr's: the ratio says what the tool
 adds to a dispatch path of this cost, not what it adds on a GPU.
 
-usage: dispatch_bench.py HSA_TEST_DIR LIBNANO_RPD [DISPATCHES] [ROUNDS]
+usage: dispatch_bench.py HSA_TEST_DIR LIBNANO_RPD [DISPATCHES] [ROUNDS]  (run.sh calls it)
   HSA_TEST_DIR: the folder the device_hsa_tool test built (build/tests/device/hsa)
 """
 import os

@@ -43,7 +43,8 @@
  * twin's offset for it, hidden arguments copied by value kind from the
  * original's (or made from the packet where it has none); the group segment
  * keeps the dispatch's dynamic LDS above the replacement's static LDS, the
- * private segment is the replacement's. A full pool runs K (counted).
+ * private segment is the replacement's. A full pool (NANO_KERNARG_POOL
+ * slots) runs K (counted).
  */
 #include <dirent.h>
 #include <dlfcn.h>
@@ -63,6 +64,7 @@
 
 #include "dispatch.h"
 #include "gpu.h"
+#include "hip_api.h"
 #include "kdb_load.h"
 #include "nano/dh_comms.h"
 #include "rpd.h"
@@ -80,8 +82,10 @@ extern "C" { /* C headers written for C callers only */
 /* The tool's kernarg pool: slots of this many bytes (a kernel whose kernarg
  * segment is larger is not replaced) ... */
 #define HSA_KERNARG_SLOT 4096
-/* ... this many of them (dispatches replaced and not yet complete). */
+/* ... NANO_KERNARG_POOL of them (dispatches replaced and not yet complete):
+ * by default this many, at most the second. */
 #define HSA_KERNARG_SLOTS 1024
+#define HSA_KERNARG_SLOTS_MAX 65536
 /* Samples taken to relate the HSA system clock to the trace's. */
 #define HSA_CLOCK_SAMPLES 16
 /* Packets handled on the stack per submission; more are allocated. */
@@ -149,7 +153,8 @@ struct hsa_pending {
   hsa_signal_t ours, program;
   const struct hsa_kernel *kernel;
   struct hsa_queue_info *queue;
-  uint64_t api;
+  uint64_t api;              /* its hsa_kernel_dispatch row, or 0 */
+  struct rpd_hip_call *call; /* the HIP call that submitted it, or NULL */
   int twin;
   struct nano_dispatch *dispatch;
   void *kernarg; /* a slot of the pool, or NULL */
@@ -186,8 +191,8 @@ static struct {
   hsa_amd_memory_pool_t kernarg_pool;
   int have_kernarg_pool;
   char *slab;
-  int free_slots[HSA_KERNARG_SLOTS];
-  int nfree_slots, slab_tried;
+  int *free_slots;
+  int nfree_slots, nslots, slab_tried;
   uint64_t pool_full, replaced, instrumented;
 } g_hsa = {};
 
@@ -700,12 +705,19 @@ static void *hsa_slot_take(void) {
   if (!g_hsa.slab_tried) {
     g_hsa.slab_tried = 1;
     char err[256];
-    g_hsa.slab =
-        (char *)hsa_system_alloc((size_t)HSA_KERNARG_SLOT * HSA_KERNARG_SLOTS, err, sizeof err);
+    uint64_t n = HSA_KERNARG_SLOTS;
+    if (nano_env_uint("NANO_KERNARG_POOL", 1, HSA_KERNARG_SLOTS_MAX, &n) < 0)
+      n = HSA_KERNARG_SLOTS; /* said by the reader */
+    g_hsa.nslots = (int)n;
+    g_hsa.free_slots = (int *)malloc(n * sizeof *g_hsa.free_slots);
+    g_hsa.slab = g_hsa.free_slots
+                     ? (char *)hsa_system_alloc((size_t)HSA_KERNARG_SLOT * n, err, sizeof err)
+                     : NULL;
     if (!g_hsa.slab)
-      hsa_log("no kernarg pool for replaced kernels (%s): kernels run as built", err);
-    for (int i = 0; g_hsa.slab && i < HSA_KERNARG_SLOTS; i++)
-      g_hsa.free_slots[g_hsa.nfree_slots++] = HSA_KERNARG_SLOTS - 1 - i;
+      hsa_log("no kernarg pool for replaced kernels (%s): kernels run as built",
+              g_hsa.free_slots ? err : "out of memory");
+    for (int i = 0; g_hsa.slab && i < g_hsa.nslots; i++)
+      g_hsa.free_slots[g_hsa.nfree_slots++] = g_hsa.nslots - 1 - i;
   }
   if (!g_hsa.nfree_slots)
     return NULL;
@@ -871,6 +883,21 @@ static void hsa_signal_give(hsa_signal_t s) {
   pthread_mutex_unlock(&g_hsa.lock);
 }
 
+/* A kernel's op, waiting for the row it links to. */
+struct hsa_op {
+  int gpu, queue;
+  int64_t start, end;
+  const char *shown; /* the kernel's, which lives as long as the process */
+};
+
+static void hsa_record_op(uint64_t api, void *arg) {
+  struct hsa_op *op = (struct hsa_op *)arg;
+  rpd_record_op(api, op->gpu, op->queue, op->start, op->end, op->shown, "KernelExecution");
+  free(op);
+}
+
+static void hsa_record_nothing(uint64_t api, void *arg) { (void)api, (void)arg; }
+
 static bool hsa_complete(hsa_signal_value_t value, void *arg) {
   (void)value;
   struct hsa_pending *p = (struct hsa_pending *)arg;
@@ -884,13 +911,21 @@ static bool hsa_complete(hsa_signal_value_t value, void *arg) {
   if (start < 0 || end < start)
     start = end = rpd_now(); /* no profiling times: the completion's */
   const struct hsa_kernel *k = p->kernel;
-  const char *shown = !k                         ? ""
-                      : p->twin && k->twin_shown ? k->twin_shown
-                      : k->shown                 ? k->shown
-                                                 : k->name;
-  rpd_record_op(p->api, p->queue->gpu, p->queue->id, start, end, shown, "KernelExecution");
+  struct hsa_op *op = (struct hsa_op *)malloc(sizeof *op);
+  if (op) {
+    op->gpu = p->queue->gpu, op->queue = p->queue->id, op->start = start, op->end = end;
+    op->shown = !k                         ? "(unknown kernel)"
+                : p->twin && k->twin_shown ? k->twin_shown
+                : k->shown                 ? k->shown
+                                           : k->name;
+  }
+  uint64_t api = p->call ? rpd_hip_call_api(p->call) : p->api;
+  if (p->call) /* the op when the call's row exists: now, or when it returns */
+    rpd_hip_call_link(p->call, op ? hsa_record_op : hsa_record_nothing, op);
+  else if (op)
+    hsa_record_op(p->api, op);
   if (p->dispatch)
-    nano_dispatch_end(p->dispatch, start, end, p->api);
+    nano_dispatch_end(p->dispatch, start, end, api);
   if (p->kernarg)
     hsa_slot_give(p->kernarg);
   if (p->program.handle)
@@ -947,9 +982,9 @@ static void hsa_replace(struct hsa_kernel *k, struct hsa_queue_info *q,
   char *slot = (char *)hsa_slot_take();
   if (!slot) {
     if (g_hsa.pool_full++ == 0)
-      hsa_log("the kernarg pool (%d slots) is full: dispatches run as built until slots free "
-              "(counted at exit)",
-              HSA_KERNARG_SLOTS);
+      hsa_log("the kernarg pool (%d slots, NANO_KERNARG_POOL) is full: dispatches run as built "
+              "until slots free (counted at exit)",
+              g_hsa.nslots);
     if (d)
       nano_dispatch_cancel(d);
     return;
@@ -1009,11 +1044,13 @@ static void hsa_submit(const void *in, uint64_t count, uint64_t index, void *dat
     if (k && g_hsa.alts)
       hsa_replace(k, q, p, pending);
     pthread_mutex_unlock(&g_hsa.lock);
+    pending->call = rpd_hip_call_current(); /* its row is the dispatch's API row */
     int64_t now = rpd_now();
     char args[96];
     snprintf(args, sizeof args, "queue = %d | kernel_object = 0x%llx", q->id,
              (unsigned long long)p->kernel_object);
-    pending->api = rpd_record_api("hsa", "", "hsa_kernel_dispatch", args, now, now);
+    if (!pending->call)
+      pending->api = rpd_record_api("hsa", "", "hsa_kernel_dispatch", args, now, now);
     if (pending->api) {
       struct rpd_kernel_launch kl = {};
       char sname[32];
@@ -1116,6 +1153,7 @@ EXPORT bool OnLoad(HsaApiTable *table, uint64_t runtime_version, uint64_t failed
     table->core_->hsa_executable_load_agent_code_object_fn = hook_load;
   }
   table->core_->hsa_executable_freeze_fn = hook_freeze;
+  rpd_hip_api_start(); /* a HIP runtime initialising HSA: its API calls */
   return true;
 }
 

@@ -9,7 +9,7 @@ sizes, times and kernarg bytes; the checks below compare that log, the program's
 output and the trace against what the code objects' metadata (read by LLVM's
 llvm-readelf, not kerneldb) and the AQL rules say.
 
-usage: test_hsa.py ROOT OUT RPD_LIB HIPCC BUNDLER LLVM_BIN CXX KERNELDB_CLI NANOPROBE [CASE...]
+usage: test_hsa.py ROOT OUT RPD_LIB HIPCC BUNDLER LLVM_BIN CXX KERNELDB_CLI KERNELDB_LIB NANOPROBE [CASE...]
 """
 import os
 import re
@@ -24,7 +24,7 @@ import yaml
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from testlib import check, fail  # noqa: E402
 
-ROOT, OUT, RPD_LIB, HIPCC, BUNDLER, LLVM_BIN, CXX, KERNELDB, NANOPROBE = sys.argv[1:10]
+ROOT, OUT, RPD_LIB, HIPCC, BUNDLER, LLVM_BIN, CXX, KERNELDB, KERNELDB_LIB, NANOPROBE = sys.argv[1:11]
 HERE = os.path.join(ROOT, "tests", "hsa")
 KERNEL_US = 200  # the stand-in's default kernel time
 
@@ -87,6 +87,21 @@ def build_all():
         "-L" + OUT, "-lhsa-runtime64", "-Wl,-rpath," + OUT, "-lpthread"])
     sh([CXX, "-std=c++17", "-O1", "-shared", "-fPIC", "-Wall", "-Werror", "-I/usr/include/hsa",
         HERE + "/other_tool.cpp", "-o", OUT + "/libother_tool.so"])
+    # a HIP runtime on HSA (hip_4.2: the symbol version hipcc's programs ask for)
+    os.makedirs(OUT + "/hip")
+    with open(OUT + "/hip/hip.map", "w") as f:
+        f.write("hip_4.2 { global: hip*; __hip*; local: *; };\n")
+    kdb_dir = os.path.dirname(KERNELDB_LIB)
+    sh(["cc", "-std=c11", "-O1", "-g", "-shared", "-fPIC", "-Wall", "-Werror",
+        "-I" + os.path.join(ROOT, "kerneldb", "include"), HERE + "/standin_hip.c",
+        "-Wl,--version-script," + OUT + "/hip/hip.map", "-Wl,-soname,libamdhip64.so.5",
+        "-o", OUT + "/hip/libamdhip64.so.5", "-L" + OUT, "-lhsa-runtime64", "-L" + kdb_dir,
+        "-l:" + os.path.basename(KERNELDB_LIB), "-Wl,-rpath," + OUT + ":" + kdb_dir, "-lpthread"])
+    # the program: plain hipcc, linked against the real libamdhip64
+    r = subprocess.run([HIPCC, "--offload-arch=gfx90a", "-O2", HERE + "/hip_app.hip", "-o",
+                        OUT + "/hip/hip_app"], capture_output=True, text=True)
+    if r.returncode != 0:
+        fail("hipcc hip_app.hip: %s%s" % (r.stdout, r.stderr))
     src = HERE + "/kernels.hip"
     hip_build(src, OUT + "/prog5.bundle", ["gfx90a", "gfx1030"])
     hip_build(src, OUT + "/prog4.bundle", ["gfx90a"], v5=False)
@@ -365,6 +380,21 @@ def case_mismatch_and_bad_cache():
     print("ok mismatch: a different argument list refused once, junk and duplicates said once")
 
 
+def case_full_pool():
+    co = OUT + "/prog5.gfx90a.co"
+    out, err, log, _ = run("full_pool", co, ["concurrent"],
+                           {"FAKE_HSA_KERNEL_US": "300000", "NANO_KERNEL_CACHE": OUT + "/plain",
+                            "NANO_KERNARG_POOL": "1"})
+    expect_ok("full_pool", out, ("concurrent axpy",))
+    images = sorted(d["image"] for d in log)
+    check(images == sorted([fnv64(co), fnv64(OUT + "/plain.gfx90a.co")]),
+          "full_pool: of two dispatches at once with one kernarg slot, one is replaced, one runs as built")
+    check(err.count("kernarg pool (1 slots, NANO_KERNARG_POOL) is full") == 1 and
+          "1 dispatches ran as built: the kernarg pool was full" in err,
+          "full_pool: said once, counted at the end:\n%s" % err)
+    print("ok full_pool: a dispatch that finds the kernarg pool full runs as built, said and counted")
+
+
 def case_two_tools():
     co = OUT + "/prog5.gfx90a.co"
     other = OUT + "/libother_tool.so"
@@ -401,9 +431,61 @@ def case_nanoprobe_run():
     print("ok nanoprobe run -c DIR -a MemoryAnalysis -- ./hsa_app: the tool set up, twins from the cache")
 
 
+def case_hip_program():
+    """A program built by plain hipcc, on the stand-in HIP over the stand-in ROCr."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NANO_", "HSA_", "RPDT_"))}
+    env.update(LD_LIBRARY_PATH=OUT + "/hip:" + OUT, FAKE_HSA_LOG=OUT + "/hip.log", FAKE_SITES=sites("gfx90a"))
+    app = OUT + "/hip/hip_app"
+    r = subprocess.run([app], capture_output=True, text=True, env=env, timeout=120)
+    check(r.returncode == 0, "hip_app alone: exit %d %s" % (r.returncode, r.stderr))
+    expect_ok("hip_app alone", r.stdout)
+    for mode, args in (("traced", []), ("twins", ["-i", "-c", OUT + "/cache", "-a", "MemoryAnalysis"])):
+        trace = "%s/hip_%s.rpd" % (OUT, mode)
+        for p in (trace, OUT + "/hip.log"):
+            if os.path.exists(p):
+                os.unlink(p)
+        r = subprocess.run([NANOPROBE, "run", "-q", "-o", trace] + args + ["-l", OUT + "/hip.txt", "--", app],
+                           capture_output=True, text=True, env=env, timeout=120)
+        check(r.returncode == 0, "nanoprobe run %s -- hip_app: exit %d\n%s" % (args, r.returncode, r.stderr))
+        expect_ok("hip_app " + mode, r.stdout)
+        log = [parse(ln) for ln in open(OUT + "/hip.log").read().splitlines()]
+        want = ["_Z4axpyfPKfPfi", "_Z3dynPi"]
+        if mode == "twins":
+            want = ["__nano_twin_%sPv" % k for k in want]
+        check([d["kernel"] for d in log] == want, "hip_app %s: the kernels that ran: %s" % (mode, log))
+        ops = rows(trace, "select description from op order by start")
+        check(len(ops) == 2, "hip_app %s: both kernels are ops: %s" % (mode, ops))
+        # the HIP calls, through the runtime's callbacks (roctracer's contract)
+        calls = [r[0] for r in rows(trace, "select apiName from api where domain = 'hip' order by start")]
+        check(calls == ["hipMalloc", "hipMalloc", "hipMemcpy", "hipMemcpy", "hipLaunchKernel", "hipMalloc",
+                        "hipLaunchKernel", "hipDeviceSynchronize", "hipMemcpy", "hipMemcpy", "hipFree",
+                        "hipFree", "hipFree"], "hip_app %s: the program's HIP calls in order: %s" % (mode, calls))
+        check(not rows(trace, "select * from api where apiName = 'hsa_kernel_dispatch'"),
+              "hip_app %s: a launch's row is its hipLaunchKernel" % mode)
+        launches = rows(trace, "select k.gridX, k.workgroupX, k.groupSegmentSize, s.string, o.description "
+                        "from api a join rocpd_kernelapi k on k.api_ptr_id = a.id "
+                        "join rocpd_string s on s.id = k.kernelName_id join rocpd_api_ops ao on ao.api_id = a.id "
+                        "join op o on o.id = ao.op_id where a.apiName = 'hipLaunchKernel' order by a.start")
+        mark = " [instrumented]" if mode == "twins" else ""
+        axpy, dyn = "axpy(float, float const*, float*, int)", "dyn(int*)"  # a C++ program: demangled
+        check(launches == [(1024, 256, 0, axpy, axpy + mark), (64, 64, 256, dyn, dyn + mark)],
+              "hip_app %s: each launch's arguments, and its kernel's op linked to it: %s" % (mode, launches))
+        copies = rows(trace, "select c.size, c.kind, c.sync from api a join rocpd_copyapi c on c.api_ptr_id = a.id "
+                      "order by a.start")
+        check(copies == [(4000, 1, 1), (4000, 1, 1), (4000, 2, 1), (256, 2, 1)],
+              "hip_app %s: the copies' sizes and kinds: %s" % (mode, copies))
+        if mode == "twins":
+            disp = rows(trace, "select kernel, backend, records from nano_dispatch order by id")
+            check(disp == [("_Z4axpyfPKfPfi", "hsa", 3000), ("_Z3dynPi", "hsa", 64)],
+                  "hip_app twins: the dispatches' records: %s" % disp)
+            check(len(rows(trace, "select * from nano_analysis")) == 2, "hip_app twins: the reports")
+    print("ok hip_program: a program built by plain hipcc: its HIP calls with their kernels and copies, "
+          "then the cache's twins (nanoprobe run -i -c DIR -a MemoryAnalysis)")
+
+
 if __name__ == "__main__":
     build_all()
-    which = sys.argv[10:] or ["plain_and_timed", "concurrent", "twins", "plain_cache",
-                              "mismatch_and_bad_cache", "two_tools", "nanoprobe_run"]
+    which = sys.argv[11:] or ["plain_and_timed", "concurrent", "twins", "plain_cache",
+                              "mismatch_and_bad_cache", "full_pool", "two_tools", "nanoprobe_run", "hip_program"]
     for c in which:
         globals()["case_" + c]()

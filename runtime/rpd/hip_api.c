@@ -1,0 +1,242 @@
+/*
+ * hip_api.c: the HIP API calls of programs not built with anything of ours
+ * (issue 38 part 1), as rocmProfileData's roctracer data source records
+ * them: through the HIP runtime's own callback interface
+ * (hipRegisterApiCallback, roctracer's contract: the runtime calls back at
+ * each call's enter and exit with its hip_api_data_t, domain
+ * ACTIVITY_DOMAIN_HIP_API).
+ *
+ * Each call is a rocpd_api row, domain `hip`, apiName the function, on the
+ * calling thread, from its enter to its exit; launches add rocpd_kernelapi
+ * (grid in work-items and workgroup as the dispatch packet has them,
+ * dynamic LDS, the kernel's name demangled as its op's, the stream), copies
+ * rocpd_copyapi. The
+ * GPU work a call submits (the HSA tool sees its packets on the same thread,
+ * between enter and exit) becomes ops linked to the call's row:
+ * rpd_hip_call_current() gives the call, rpd_hip_call_link() records an op
+ * against it as soon as its row exists (the op may complete before the call
+ * returns).
+ *
+ * Started by the HSA tool's OnLoad (rpd_hip_api_start): by then the HIP
+ * runtime, if the program has one, is initialising HSA, so it is loaded and
+ * its callback table constructed.
+ */
+#define _GNU_SOURCE
+#define __HIP_PLATFORM_AMD__
+#include <dlfcn.h>
+#include <hip/hip_runtime_api.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hip/amd_detail/hip_prof_str.h>
+
+#include "hip_api.h"
+#include "nano/demangle.h"
+#include "rpd.h"
+#include "tracer.h"
+
+/* roctracer's prof_protocol.h (not in Debian's packages): the HIP API
+ * domain and the two phases of a call. */
+#define HIP_API_DOMAIN 3
+#define HIP_API_PHASE_ENTER 0
+#define HIP_API_PHASE_EXIT 1
+/* Calls nested in calls (the runtime calling itself) that are still timed. */
+#define HIP_API_MAX_DEPTH 16
+/* Ops of one call recorded before its row exists, at most. */
+#define HIP_API_MAX_WAITING 8
+
+/* An op waiting for its call's row. */
+struct hip_waiting {
+  void (*record)(uint64_t api, void *arg);
+  void *arg;
+};
+
+struct rpd_hip_call {
+  pthread_mutex_t lock;
+  uint64_t api; /* 0 until the row exists */
+  int done;     /* the call returned (api may still be 0: not recorded) */
+  int refs;
+  struct hip_waiting waiting[HIP_API_MAX_WAITING];
+  int nwaiting;
+};
+
+static __thread struct {
+  int depth;
+  int64_t start[HIP_API_MAX_DEPTH];
+  struct rpd_hip_call *call[HIP_API_MAX_DEPTH];
+} t_hip;
+
+static atomic_int g_started;
+
+static void hip_call_unref(struct rpd_hip_call *c) {
+  pthread_mutex_lock(&c->lock);
+  int refs = --c->refs;
+  pthread_mutex_unlock(&c->lock);
+  if (refs == 0) {
+    pthread_mutex_destroy(&c->lock);
+    free(c);
+  }
+}
+
+struct rpd_hip_call *rpd_hip_call_current(void) {
+  int d = t_hip.depth;
+  struct rpd_hip_call *c = d > 0 && d <= HIP_API_MAX_DEPTH ? t_hip.call[d - 1] : NULL;
+  if (c) {
+    pthread_mutex_lock(&c->lock);
+    c->refs++;
+    pthread_mutex_unlock(&c->lock);
+  }
+  return c;
+}
+
+uint64_t rpd_hip_call_api(struct rpd_hip_call *c) {
+  pthread_mutex_lock(&c->lock);
+  uint64_t api = c->api;
+  pthread_mutex_unlock(&c->lock);
+  return api;
+}
+
+void rpd_hip_call_link(struct rpd_hip_call *c, void (*record)(uint64_t api, void *arg), void *arg) {
+  pthread_mutex_lock(&c->lock);
+  int now = c->done || c->nwaiting == HIP_API_MAX_WAITING;
+  if (!now)
+    c->waiting[c->nwaiting++] = (struct hip_waiting){record, arg};
+  uint64_t api = c->api;
+  pthread_mutex_unlock(&c->lock);
+  if (now)
+    record(api, arg);
+  hip_call_unref(c);
+}
+
+static void hip_kernelapi(uint64_t api, const void *fn, dim3 grid, dim3 block, size_t shared,
+                          hipStream_t stream) {
+  static const char *(*name_of)(const void *, hipStream_t);
+  if (!name_of)
+    name_of =
+        (const char *(*)(const void *, hipStream_t))dlsym(RTLD_DEFAULT, "hipKernelNameRefByPtr");
+  char sname[32];
+  snprintf(sname, sizeof sname, "%p", (void *)stream);
+  const char *name = name_of ? name_of(fn, stream) : NULL;
+  char *shown = name ? nano_demangle(name) : NULL; /* as the kernel's op shows it */
+  struct rpd_kernel_launch k = {sname,
+                                (int)(grid.x * block.x),
+                                (int)(grid.y * block.y),
+                                (int)(grid.z * block.z),
+                                (int)block.x,
+                                (int)block.y,
+                                (int)block.z,
+                                (int)shared,
+                                0,
+                                shown  ? shown
+                                : name ? name
+                                       : ""};
+  rpd_record_kernelapi(api, &k);
+  free(shown);
+}
+
+static void hip_copyapi(uint64_t api, void *dst, const void *src, size_t n, int kind,
+                        hipStream_t stream, int sync) {
+  char sname[32] = "", d[32], s[32];
+  if (!sync)
+    snprintf(sname, sizeof sname, "%p", (void *)stream);
+  snprintf(d, sizeof d, "%p", dst);
+  snprintf(s, sizeof s, "%p", src);
+  struct rpd_copy c = {.stream = sync ? NULL : sname,
+                       .size = (int64_t)n,
+                       .kind = kind,
+                       .dst = d,
+                       .src = s,
+                       .sync = sync};
+  rpd_record_copyapi(api, &c);
+}
+
+/* The rows' arguments of the calls that carry them. */
+static void hip_arguments(uint64_t api, uint32_t cid, const hip_api_data_t *d) {
+  switch (cid) {
+  case HIP_API_ID_hipLaunchKernel: {
+    const __typeof__(d->args.hipLaunchKernel) *a = &d->args.hipLaunchKernel;
+    hip_kernelapi(api, a->function_address, a->numBlocks, a->dimBlocks, a->sharedMemBytes,
+                  a->stream);
+    break;
+  }
+  case HIP_API_ID_hipMemcpy: {
+    const __typeof__(d->args.hipMemcpy) *a = &d->args.hipMemcpy;
+    hip_copyapi(api, a->dst, a->src, a->sizeBytes, (int)a->kind, NULL, 1);
+    break;
+  }
+  case HIP_API_ID_hipMemcpyAsync: {
+    const __typeof__(d->args.hipMemcpyAsync) *a = &d->args.hipMemcpyAsync;
+    hip_copyapi(api, a->dst, a->src, a->sizeBytes, (int)a->kind, a->stream, 0);
+    break;
+  }
+  default:
+    break;
+  }
+}
+
+/* Calls left out, as rocmProfileData does: frequent and uninformative. */
+static int hip_skipped(uint32_t cid) {
+  return cid == HIP_API_ID_hipGetDevice || cid == HIP_API_ID_hipSetDevice ||
+         cid == HIP_API_ID_hipGetLastError || cid == HIP_API_ID_hipPeekAtLastError;
+}
+
+static void hip_callback(uint32_t domain, uint32_t cid, const void *data, void *arg) {
+  (void)arg;
+  const hip_api_data_t *d = data;
+  if (domain != HIP_API_DOMAIN || !d || hip_skipped(cid))
+    return;
+  if (d->phase == HIP_API_PHASE_ENTER) {
+    int i = t_hip.depth++;
+    if (i < HIP_API_MAX_DEPTH) {
+      t_hip.start[i] = rpd_now();
+      struct rpd_hip_call *c = calloc(1, sizeof *c);
+      if (c) {
+        pthread_mutex_init(&c->lock, NULL);
+        c->refs = 1;
+      }
+      t_hip.call[i] = c;
+    }
+    return;
+  }
+  if (t_hip.depth == 0) /* tracing began inside this call */
+    return;
+  int i = --t_hip.depth;
+  if (i >= HIP_API_MAX_DEPTH)
+    return;
+  int64_t end = rpd_now();
+  uint64_t api = rpd_record_api("hip", "", hip_api_name(cid), "", t_hip.start[i], end);
+  if (api)
+    hip_arguments(api, cid, d);
+  struct rpd_hip_call *c = t_hip.call[i];
+  t_hip.call[i] = NULL;
+  if (!c)
+    return;
+  pthread_mutex_lock(&c->lock);
+  c->api = api;
+  c->done = 1;
+  int n = c->nwaiting;
+  struct hip_waiting waiting[HIP_API_MAX_WAITING];
+  memcpy(waiting, c->waiting, sizeof waiting);
+  pthread_mutex_unlock(&c->lock);
+  for (int k = 0; k < n; k++)
+    waiting[k].record(api, waiting[k].arg);
+  hip_call_unref(c);
+}
+
+void rpd_hip_api_start(void) {
+  if (atomic_exchange(&g_started, 1))
+    return;
+  hipError_t (*reg)(uint32_t, void *, void *) =
+      (hipError_t(*)(uint32_t, void *, void *))dlsym(RTLD_DEFAULT, "hipRegisterApiCallback");
+  if (!reg)
+    return; /* no HIP runtime in the program: its HSA calls are traced alone */
+  int failed = 0;
+  for (uint32_t id = HIP_API_ID_FIRST; id <= HIP_API_ID_LAST; id++)
+    if (!hip_skipped(id) && reg(id, (void *)hip_callback, NULL) != hipSuccess)
+      failed++;
+  if (failed)
+    rpd_log("the HIP runtime refused %d of its API callbacks: those calls are not traced", failed);
+}

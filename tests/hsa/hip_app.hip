@@ -1,0 +1,39 @@
+// A HIP program built by plain hipcc, with no nanoprobe in it (issue 38's
+// end-to-end test): it runs on the stand-in HIP runtime (standin_hip.c) over
+// the stand-in ROCr, and prints "ok KERNEL" for each kernel whose results
+// are right.
+#include <hip/hip_runtime.h>
+#include <stdio.h>
+__global__ void axpy(float a, const float *x, float *y, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = a * x[i] + y[i];
+}
+__global__ void dyn(int *out) {
+  extern __shared__ int s[];
+  s[threadIdx.x] = threadIdx.x;
+  __syncthreads();
+  out[threadIdx.x] = s[blockDim.x - 1 - threadIdx.x];
+}
+int main() {
+  const int n = 1000;
+  float *x, *y;
+  hipMalloc(&x, n * 4); hipMalloc(&y, n * 4);
+  float hx[n], hy[n];
+  for (int i = 0; i < n; i++) hx[i] = i, hy[i] = 1;
+  hipMemcpy(x, hx, n * 4, hipMemcpyHostToDevice);
+  hipMemcpy(y, hy, n * 4, hipMemcpyHostToDevice);
+  axpy<<<(n + 255) / 256, 256>>>(2.0f, x, y, n);
+  int *out; hipMalloc(&out, 64 * 4);
+  dyn<<<1, 64, 64 * sizeof(int)>>>(out);
+  hipDeviceSynchronize();
+  hipMemcpy(hy, y, n * 4, hipMemcpyDeviceToHost);
+  int ho[64]; hipMemcpy(ho, out, 64 * 4, hipMemcpyDeviceToHost);
+  int ok = 1;
+  for (int i = 0; i < n; i++) ok &= hy[i] == 2.0f * i + 1;
+  printf("%s axpy\n", ok ? "ok" : "WRONG");
+  ok = 1;
+  for (int t = 0; t < 64; t++) ok &= ho[t] == 63 - t;
+  printf("%s dyn\n", ok ? "ok" : "WRONG");
+  hipFree(x); hipFree(y); hipFree(out);
+  return 0;
+}

@@ -1,0 +1,393 @@
+/*
+ * standin_hip.c: a stand-in HIP runtime (libamdhip64.so.5) on HSA, for
+ * programs built by plain hipcc (issue 38's end-to-end test). It does what
+ * ROCclr does for the calls hipcc's host code and a simple program make,
+ * through the exported hsa_* functions only, so that an HSA tool sees them
+ * as it would under the real runtime:
+ *   - __hipRegisterFatBinary: the program's .hip_fatbin wrapper ("HIPF") and
+ *     its clang offload bundle; the code object for the GPU agent's arch
+ *     (hipv4-amdgcn-amd-amdhsa--gfxNNN) is loaded at the first launch
+ *     (code object reader from memory, executable, freeze);
+ *   - __hipRegisterFunction: host stub -> kernel name;
+ *   - hipLaunchKernel: the kernel's argument list from its metadata
+ *     (kerneldb), the kernarg segment in the kernarg pool (explicit
+ *     arguments from the launch's, hidden ones by value kind: block counts,
+ *     group sizes, remainders, grid dimensions, dynamic LDS; the rest 0), an
+ *     AQL dispatch packet (group segment: static + the launch's dynamic LDS)
+ *     with a completion signal, on one queue;
+ *   - hipDeviceSynchronize, and hipMemcpy before it copies: every launch's
+ *     signal waited for; hipMalloc/hipFree: the GPU's memory pool;
+ *   - roctracer's callback interface: hipRegisterApiCallback, each of the
+ *     calls above called back at its enter and exit (domain 3, phases 0 and
+ *     1) with its hip_api_data_t; hipKernelNameRefByPtr.
+ * Exported under HIP's symbol version (hip_4.2), so a program linked by
+ * hipcc against the real libamdhip64 runs on it.
+ */
+#define _GNU_SOURCE
+#define __HIP_PLATFORM_AMD__
+#include <hip/hip_runtime_api.h>
+#include <hsa/hsa.h>
+#include <hsa/hsa_ext_amd.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hip/amd_detail/hip_prof_str.h>
+
+#include "kerneldb.h"
+
+/* roctracer's prof_protocol.h: the HIP API domain, a call's phases. */
+#define API_DOMAIN_HIP 3
+#define API_ENTER 0
+#define API_EXIT 1
+
+typedef void (*api_callback)(uint32_t domain, uint32_t cid, const void *data, void *arg);
+static struct {
+  api_callback fn;
+  void *arg;
+} g_callbacks[HIP_API_ID_LAST + 1];
+
+hipError_t hipRegisterApiCallback(uint32_t id, void *fn, void *arg) {
+  if (id < HIP_API_ID_FIRST || id > HIP_API_ID_LAST)
+    return hipErrorInvalidValue;
+  g_callbacks[id].fn = (api_callback)fn;
+  g_callbacks[id].arg = arg;
+  return hipSuccess;
+}
+
+/* Calls back the registered callback of cid, if any, for phase of data. */
+static void api(uint32_t cid, hip_api_data_t *data, uint32_t phase) {
+  static uint64_t correlation;
+  if (!g_callbacks[cid].fn)
+    return;
+  if (phase == API_ENTER)
+    data->correlation_id = __atomic_add_fetch(&correlation, 1, __ATOMIC_RELAXED);
+  data->phase = phase;
+  g_callbacks[cid].fn(API_DOMAIN_HIP, cid, data, g_callbacks[cid].arg);
+}
+
+#define BUNDLE_MAGIC "__CLANG_OFFLOAD_BUNDLE__"
+#define FATBIN_MAGIC 0x48495046u /* "HIPF" */
+#define MAX_PENDING 256
+#define MAX_FUNCTIONS 64
+#define QUEUE_SIZE 64
+
+struct module {
+  const char *image; /* the code object for the agent, in the program's bundle */
+  size_t size;
+  int loaded;
+  hsa_executable_t exe;
+  kdb *db;
+};
+
+struct function {
+  const void *host;
+  struct module *m;
+  char name[256];
+};
+
+static struct {
+  pthread_mutex_t lock;
+  int ready;
+  hsa_agent_t gpu;
+  hsa_amd_memory_pool_t kernarg, device;
+  hsa_queue_t *queue;
+  char arch[64];
+  struct function fns[MAX_FUNCTIONS];
+  int nfns;
+  hsa_signal_t pending[MAX_PENDING];
+  void *pending_args[MAX_PENDING];
+  int npending;
+} g = {PTHREAD_MUTEX_INITIALIZER};
+
+static void die(const char *what) {
+  fprintf(stderr, "stand-in HIP: %s\n", what);
+  exit(1);
+}
+
+static hsa_status_t find_gpu(hsa_agent_t a, void *data) {
+  (void)data;
+  hsa_device_type_t t;
+  if (hsa_agent_get_info(a, HSA_AGENT_INFO_DEVICE, &t) == HSA_STATUS_SUCCESS && t == HSA_DEVICE_TYPE_GPU)
+    g.gpu = a;
+  return HSA_STATUS_SUCCESS;
+}
+static hsa_status_t find_pool(hsa_amd_memory_pool_t p, void *data) {
+  uint32_t flags = 0;
+  hsa_amd_memory_pool_get_info(p, HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS, &flags);
+  if (data && (flags & HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT))
+    g.kernarg = p;
+  if (!data && (flags & HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED))
+    g.device = p;
+  return HSA_STATUS_SUCCESS;
+}
+static hsa_status_t find_pools(hsa_agent_t a, void *data) {
+  (void)data;
+  hsa_device_type_t t;
+  if (hsa_agent_get_info(a, HSA_AGENT_INFO_DEVICE, &t) == HSA_STATUS_SUCCESS)
+    hsa_amd_agent_iterate_memory_pools(a, find_pool, t == HSA_DEVICE_TYPE_CPU ? (void *)1 : NULL);
+  return HSA_STATUS_SUCCESS;
+}
+
+/* HSA, the GPU, its pools and one queue, at the first call that needs them. */
+static void init(void) {
+  if (g.ready)
+    return;
+  if (hsa_init() != HSA_STATUS_SUCCESS || hsa_iterate_agents(find_gpu, NULL) != HSA_STATUS_SUCCESS ||
+      !g.gpu.handle || hsa_iterate_agents(find_pools, NULL) != HSA_STATUS_SUCCESS ||
+      !g.kernarg.handle || !g.device.handle)
+    die("no GPU agent or pools");
+  char name[64] = "";
+  hsa_agent_get_info(g.gpu, HSA_AGENT_INFO_NAME, name);
+  snprintf(g.arch, sizeof g.arch, "%s", name);
+  if (hsa_queue_create(g.gpu, QUEUE_SIZE, HSA_QUEUE_TYPE_MULTI, NULL, NULL, UINT32_MAX, UINT32_MAX,
+                       &g.queue) != HSA_STATUS_SUCCESS)
+    die("no queue");
+  g.ready = 1;
+}
+
+void **__hipRegisterFatBinary(const void *data) {
+  const struct {
+    uint32_t magic, version;
+    const char *binary;
+    void *unused;
+  } *w = data;
+  if (!w || w->magic != FATBIN_MAGIC || memcmp(w->binary, BUNDLE_MAGIC, strlen(BUNDLE_MAGIC)))
+    die("a fat binary that is no HIP offload bundle");
+  pthread_mutex_lock(&g.lock);
+  init();
+  struct module *m = calloc(1, sizeof *m);
+  if (!m)
+    die("out of memory");
+  const char *p = w->binary + strlen(BUNDLE_MAGIC);
+  uint64_t n, off, size, idlen;
+  memcpy(&n, p, 8);
+  p += 8;
+  char want[96];
+  snprintf(want, sizeof want, "hipv4-amdgcn-amd-amdhsa--%s", g.arch);
+  for (uint64_t i = 0; i < n; i++) {
+    memcpy(&off, p, 8), memcpy(&size, p + 8, 8), memcpy(&idlen, p + 16, 8);
+    if (idlen == strlen(want) && !memcmp(p + 24, want, idlen))
+      m->image = w->binary + off, m->size = size;
+    p += 24 + idlen;
+  }
+  pthread_mutex_unlock(&g.lock);
+  if (!m->image)
+    fprintf(stderr, "stand-in HIP: no code object for %s in the program\n", want);
+  return (void **)m;
+}
+
+void __hipUnregisterFatBinary(void **modules) { (void)modules; }
+
+void __hipRegisterFunction(void **modules, const void *host, char *device, const char *name,
+                           unsigned limit, void *tid, void *bid, dim3 *block, dim3 *grid, int *wsize) {
+  (void)device, (void)limit, (void)tid, (void)bid, (void)block, (void)grid, (void)wsize;
+  pthread_mutex_lock(&g.lock);
+  if (g.nfns == MAX_FUNCTIONS)
+    die("too many kernels");
+  struct function *f = &g.fns[g.nfns++];
+  f->host = host;
+  f->m = (struct module *)modules;
+  snprintf(f->name, sizeof f->name, "%s", name);
+  pthread_mutex_unlock(&g.lock);
+}
+
+static __thread struct {
+  dim3 grid, block;
+  size_t shared;
+  hipStream_t stream;
+} t_config;
+
+hipError_t __hipPushCallConfiguration(dim3 grid, dim3 block, size_t shared, hipStream_t stream) {
+  t_config.grid = grid, t_config.block = block, t_config.shared = shared, t_config.stream = stream;
+  return hipSuccess;
+}
+hipError_t __hipPopCallConfiguration(dim3 *grid, dim3 *block, size_t *shared, hipStream_t *stream) {
+  *grid = t_config.grid, *block = t_config.block, *shared = t_config.shared, *stream = t_config.stream;
+  return hipSuccess;
+}
+
+static void module_load(struct module *m) {
+  if (m->loaded)
+    return;
+  hsa_code_object_reader_t r;
+  char err[256];
+  if (!m->image || hsa_code_object_reader_create_from_memory(m->image, m->size, &r) != HSA_STATUS_SUCCESS ||
+      hsa_executable_create_alt(HSA_PROFILE_FULL, HSA_DEFAULT_FLOAT_ROUNDING_MODE_DEFAULT, NULL,
+                                &m->exe) != HSA_STATUS_SUCCESS ||
+      hsa_executable_load_agent_code_object(m->exe, g.gpu, r, NULL, NULL) != HSA_STATUS_SUCCESS ||
+      hsa_executable_freeze(m->exe, NULL) != HSA_STATUS_SUCCESS ||
+      hsa_code_object_reader_destroy(r) != HSA_STATUS_SUCCESS ||
+      kdb_open_memory(m->image, m->size, "program", &m->db, err, sizeof err) != 0)
+    die("the program's code object cannot be loaded");
+  m->loaded = 1;
+}
+
+static uint64_t hidden(const char *kind, dim3 grid, dim3 block, size_t shared) {
+  const uint32_t gv[3] = {grid.x, grid.y, grid.z}, bv[3] = {block.x, block.y, block.z};
+  for (int d = 0; d < 3; d++) {
+    char name[40];
+    snprintf(name, sizeof name, "hidden_block_count_%c", "xyz"[d]);
+    if (!strcmp(kind, name))
+      return gv[d];
+    snprintf(name, sizeof name, "hidden_group_size_%c", "xyz"[d]);
+    if (!strcmp(kind, name))
+      return bv[d];
+  }
+  if (!strcmp(kind, "hidden_grid_dims"))
+    return grid.z > 1 || block.z > 1 ? 3 : grid.y > 1 || block.y > 1 ? 2 : 1;
+  if (!strcmp(kind, "hidden_dynamic_lds_size"))
+    return shared;
+  return 0; /* offsets, remainders (whole groups), pointers the stand-in does not give */
+}
+
+static hipError_t launch(const void *fn, dim3 grid, dim3 block, void **args, size_t shared,
+                        hipStream_t stream) {
+  (void)stream;
+  pthread_mutex_lock(&g.lock);
+  struct function *f = NULL;
+  for (int i = 0; i < g.nfns && !f; i++)
+    if (g.fns[i].host == fn)
+      f = &g.fns[i];
+  if (!f) {
+    pthread_mutex_unlock(&g.lock);
+    return hipErrorInvalidDeviceFunction;
+  }
+  module_load(f->m);
+  const kdb_kernel *k = NULL;
+  for (size_t i = 0; i < kdb_kernel_count(f->m->db) && !k; i++)
+    if (!strcmp(kdb_kernel_at(f->m->db, i)->name, f->name))
+      k = kdb_kernel_at(f->m->db, i);
+  char sym[300];
+  snprintf(sym, sizeof sym, "%s.kd", f->name);
+  hsa_executable_symbol_t s;
+  uint64_t object;
+  uint32_t kernarg, group, priv;
+  if (!k || hsa_executable_get_symbol_by_name(f->m->exe, sym, &g.gpu, &s) != HSA_STATUS_SUCCESS ||
+      hsa_executable_symbol_get_info(s, HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT, &object) ||
+      hsa_executable_symbol_get_info(s, HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_SIZE, &kernarg) ||
+      hsa_executable_symbol_get_info(s, HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_GROUP_SEGMENT_SIZE, &group) ||
+      hsa_executable_symbol_get_info(s, HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_PRIVATE_SEGMENT_SIZE, &priv))
+    die("a kernel of the program is missing");
+  char *ka = NULL;
+  if (hsa_amd_memory_pool_allocate(g.kernarg, kernarg ? kernarg : 16, 0, (void **)&ka) ||
+      hsa_amd_agents_allow_access(1, &g.gpu, NULL, ka))
+    die("no kernarg memory");
+  memset(ka, 0, kernarg);
+  for (size_t i = 0, e = 0; i < k->arg_count; i++) {
+    const kdb_arg *a = &k->args[i];
+    if (a->offset + a->size > kernarg)
+      continue;
+    if (!a->hidden) {
+      memcpy(ka + a->offset, args[e++], a->size);
+    } else {
+      uint64_t v = hidden(a->value_kind ? a->value_kind : "", grid, block, shared);
+      memcpy(ka + a->offset, &v, a->size < 8 ? a->size : 8);
+    }
+  }
+  hsa_signal_t done;
+  if (g.npending == MAX_PENDING || hsa_signal_create(1, 0, NULL, &done) != HSA_STATUS_SUCCESS)
+    die("too many launches in flight");
+  g.pending[g.npending] = done;
+  g.pending_args[g.npending++] = ka;
+  hsa_kernel_dispatch_packet_t p = {0};
+  p.setup = 3 << HSA_KERNEL_DISPATCH_PACKET_SETUP_DIMENSIONS;
+  p.workgroup_size_x = (uint16_t)block.x, p.workgroup_size_y = (uint16_t)block.y;
+  p.workgroup_size_z = (uint16_t)block.z;
+  p.grid_size_x = grid.x * block.x, p.grid_size_y = grid.y * block.y, p.grid_size_z = grid.z * block.z;
+  p.group_segment_size = group + (uint32_t)shared;
+  p.private_segment_size = priv;
+  p.kernel_object = object;
+  p.kernarg_address = ka;
+  p.completion_signal = done;
+  uint16_t header = HSA_PACKET_TYPE_KERNEL_DISPATCH << HSA_PACKET_HEADER_TYPE |
+                    1 << HSA_PACKET_HEADER_BARRIER |
+                    HSA_FENCE_SCOPE_SYSTEM << HSA_PACKET_HEADER_SCACQUIRE_FENCE_SCOPE |
+                    HSA_FENCE_SCOPE_SYSTEM << HSA_PACKET_HEADER_SCRELEASE_FENCE_SCOPE;
+  uint64_t i = hsa_queue_add_write_index_relaxed(g.queue, 1);
+  while (i - hsa_queue_load_read_index_scacquire(g.queue) >= g.queue->size)
+    ;
+  unsigned char *slot = (unsigned char *)g.queue->base_address + (i % g.queue->size) * 64;
+  memcpy(slot + 2, (unsigned char *)&p + 2, 62);
+  __atomic_store_n((uint16_t *)slot, header, __ATOMIC_RELEASE);
+  hsa_signal_store_screlease(g.queue->doorbell_signal, (hsa_signal_value_t)i);
+  pthread_mutex_unlock(&g.lock);
+  return hipSuccess;
+}
+
+static hipError_t synchronize(void) {
+  pthread_mutex_lock(&g.lock);
+  for (int i = 0; i < g.npending; i++) {
+    while (hsa_signal_wait_scacquire(g.pending[i], HSA_SIGNAL_CONDITION_EQ, 0, UINT64_MAX,
+                                     HSA_WAIT_STATE_BLOCKED) != 0)
+      ;
+    hsa_signal_destroy(g.pending[i]);
+    hsa_amd_memory_pool_free(g.pending_args[i]);
+  }
+  g.npending = 0;
+  pthread_mutex_unlock(&g.lock);
+  return hipSuccess;
+}
+
+static hipError_t device_malloc(void **p, size_t n) {
+  pthread_mutex_lock(&g.lock);
+  init();
+  hsa_status_t rc = hsa_amd_memory_pool_allocate(g.device, n ? n : 1, 0, p);
+  pthread_mutex_unlock(&g.lock);
+  return rc == HSA_STATUS_SUCCESS ? hipSuccess : hipErrorOutOfMemory;
+}
+
+static hipError_t device_free(void *p) {
+  synchronize();
+  return !p || hsa_amd_memory_pool_free(p) == HSA_STATUS_SUCCESS ? hipSuccess : hipErrorInvalidValue;
+}
+
+static hipError_t copy(void *dst, const void *src, size_t n, hipMemcpyKind kind) {
+  (void)kind;
+  synchronize();
+  memcpy(dst, src, n);
+  return hipSuccess;
+}
+
+/* ---- the exported calls, each between its callbacks ---- */
+
+#define CALL(cid, fill, call)                                                                      \
+  do {                                                                                             \
+    hip_api_data_t d_;                                                                             \
+    memset(&d_, 0, sizeof d_);                                                                     \
+    fill;                                                                                          \
+    api(cid, &d_, API_ENTER);                                                                      \
+    hipError_t rc_ = (call);                                                                       \
+    api(cid, &d_, API_EXIT);                                                                       \
+    return rc_;                                                                                    \
+  } while (0)
+
+hipError_t hipLaunchKernel(const void *fn, dim3 grid, dim3 block, void **args, size_t shared,
+                           hipStream_t stream) {
+  CALL(HIP_API_ID_hipLaunchKernel,
+       (d_.args.hipLaunchKernel.function_address = fn, d_.args.hipLaunchKernel.numBlocks = grid,
+        d_.args.hipLaunchKernel.dimBlocks = block, d_.args.hipLaunchKernel.args = args,
+        d_.args.hipLaunchKernel.sharedMemBytes = shared, d_.args.hipLaunchKernel.stream = stream),
+       launch(fn, grid, block, args, shared, stream));
+}
+hipError_t hipDeviceSynchronize(void) { CALL(HIP_API_ID_hipDeviceSynchronize, (void)0, synchronize()); }
+hipError_t hipMalloc(void **p, size_t n) {
+  CALL(HIP_API_ID_hipMalloc, (d_.args.hipMalloc.ptr = p, d_.args.hipMalloc.size = n),
+       device_malloc(p, n));
+}
+hipError_t hipFree(void *p) { CALL(HIP_API_ID_hipFree, d_.args.hipFree.ptr = p, device_free(p)); }
+hipError_t hipMemcpy(void *dst, const void *src, size_t n, hipMemcpyKind kind) {
+  CALL(HIP_API_ID_hipMemcpy,
+       (d_.args.hipMemcpy.dst = dst, d_.args.hipMemcpy.src = src, d_.args.hipMemcpy.sizeBytes = n,
+        d_.args.hipMemcpy.kind = kind),
+       copy(dst, src, n, kind));
+}
+
+const char *hipKernelNameRefByPtr(const void *fn, hipStream_t stream) {
+  (void)stream;
+  for (int i = 0; i < g.nfns; i++)
+    if (g.fns[i].host == fn)
+      return g.fns[i].name;
+  return NULL;
+}
