@@ -175,10 +175,8 @@ static void dispatch_log(const char *fmt, ...) __attribute__((format(printf, 1, 
 static void dispatch_log(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  char line[1024];
-  vsnprintf(line, sizeof line, fmt, ap);
+  rpdi_logv("nanoprobe: ", fmt, ap);
   va_end(ap);
-  fprintf(stderr, "nanoprobe: %s\n", line);
 }
 
 /* ---- settings ------------------------------------------------------------- */

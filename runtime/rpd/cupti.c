@@ -325,22 +325,6 @@ static void cupti_kernelapi(uint64_t api, const char *symbol, dim3 grid, dim3 bl
   free(owned);
 }
 
-static void cupti_copyapi(uint64_t api, const void *dst, const void *src, size_t count, int kind,
-                          const void *stream, int sync) {
-  char sname[32] = "", d[32], s[32];
-  if (!sync)
-    snprintf(sname, sizeof sname, "%p", stream);
-  snprintf(d, sizeof d, "%p", dst);
-  snprintf(s, sizeof s, "%p", src);
-  struct rpd_copy c = {.stream = sync ? NULL : sname,
-                       .size = (int64_t)count,
-                       .kind = kind,
-                       .dst = d,
-                       .src = s,
-                       .sync = sync};
-  rpd_record_copyapi(api, &c);
-}
-
 /* The arguments of the runtime calls whose rows carry them. */
 static void cupti_arguments(uint64_t api, CUpti_CallbackId cbid, const CUpti_CallbackData *cb) {
   const void *p = cb->functionParams;
@@ -361,13 +345,13 @@ static void cupti_arguments(uint64_t api, CUpti_CallbackId cbid, const CUpti_Cal
   case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020:
   case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_ptds_v7000: {
     const cudaMemcpy_v3020_params *a = p;
-    cupti_copyapi(api, a->dst, a->src, a->count, (int)a->kind, NULL, 1);
+    rpdi_copy_args(api, a->dst, a->src, a->count, (int)a->kind, NULL, 1);
     break;
   }
   case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020:
   case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_ptsz_v7000: {
     const cudaMemcpyAsync_v3020_params *a = p;
-    cupti_copyapi(api, a->dst, a->src, a->count, (int)a->kind, a->stream, 0);
+    rpdi_copy_args(api, a->dst, a->src, a->count, (int)a->kind, a->stream, 0);
     break;
   }
   default:

@@ -36,6 +36,7 @@
 #include "hip_api.h"
 #include "nano/demangle.h"
 #include "rpd.h"
+#include "rpd_internal.h"
 #include "tracer.h"
 
 /* roctracer's prof_protocol.h (not in Debian's packages): the HIP API
@@ -137,22 +138,6 @@ static void hip_kernelapi(uint64_t api, const void *fn, dim3 grid, dim3 block, s
   free(shown);
 }
 
-static void hip_copyapi(uint64_t api, void *dst, const void *src, size_t n, int kind,
-                        hipStream_t stream, int sync) {
-  char sname[32] = "", d[32], s[32];
-  if (!sync)
-    snprintf(sname, sizeof sname, "%p", (void *)stream);
-  snprintf(d, sizeof d, "%p", dst);
-  snprintf(s, sizeof s, "%p", src);
-  struct rpd_copy c = {.stream = sync ? NULL : sname,
-                       .size = (int64_t)n,
-                       .kind = kind,
-                       .dst = d,
-                       .src = s,
-                       .sync = sync};
-  rpd_record_copyapi(api, &c);
-}
-
 /* The rows' arguments of the calls that carry them. */
 static void hip_arguments(uint64_t api, uint32_t cid, const hip_api_data_t *d) {
   switch (cid) {
@@ -164,12 +149,12 @@ static void hip_arguments(uint64_t api, uint32_t cid, const hip_api_data_t *d) {
   }
   case HIP_API_ID_hipMemcpy: {
     const __typeof__(d->args.hipMemcpy) *a = &d->args.hipMemcpy;
-    hip_copyapi(api, a->dst, a->src, a->sizeBytes, (int)a->kind, NULL, 1);
+    rpdi_copy_args(api, a->dst, a->src, a->sizeBytes, (int)a->kind, NULL, 1);
     break;
   }
   case HIP_API_ID_hipMemcpyAsync: {
     const __typeof__(d->args.hipMemcpyAsync) *a = &d->args.hipMemcpyAsync;
-    hip_copyapi(api, a->dst, a->src, a->sizeBytes, (int)a->kind, a->stream, 0);
+    rpdi_copy_args(api, a->dst, a->src, a->sizeBytes, (int)a->kind, a->stream, 0);
     break;
   }
   default:

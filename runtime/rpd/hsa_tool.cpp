@@ -68,6 +68,7 @@
 #include "kdb_load.h"
 #include "nano/dh_comms.h"
 #include "rpd.h"
+#include "rpd_internal.h"
 extern "C" { /* C headers written for C callers only */
 #include "nano/demangle.h"
 #include "nano/settings.h"
@@ -200,10 +201,8 @@ static void hsa_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void hsa_log(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  char line[1024];
-  vsnprintf(line, sizeof line, fmt, ap);
+  rpdi_logv("nanoprobe: hsa: ", fmt, ap);
   va_end(ap);
-  fprintf(stderr, "nanoprobe: hsa: %s\n", line);
 }
 
 static const char *hsa_error(hsa_status_t rc) {

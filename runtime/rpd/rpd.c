@@ -91,17 +91,21 @@ _Atomic int g_writer_failed;
 pthread_t g_writer_thread;
 pthread_mutex_t g_wlock = PTHREAD_MUTEX_INITIALIZER;
 
-void rpd_log(const char *fmt, ...) {
+void rpdi_logv(const char *prefix, const char *fmt, va_list ap) {
   char buf[1024];
-  va_list ap;
-  va_start(ap, fmt);
   int n = vsnprintf(buf, sizeof buf, fmt, ap);
-  va_end(ap);
   if (n < 0)
     return;
   if ((size_t)n >= sizeof buf)
     n = sizeof buf - 1;
-  fprintf(stderr, "nanoprobe rpd: %.*s\n", n, buf);
+  fprintf(stderr, "%s%.*s\n", prefix, n, buf);
+}
+
+void rpd_log(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  rpdi_logv("nanoprobe rpd: ", fmt, ap);
+  va_end(ap);
 }
 
 void *rpd_grow(void *a, int n, int *cap, size_t size) {

@@ -15,8 +15,21 @@
 #define NANO_RPD_INTERNAL_H
 
 #include <sqlite3.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One line on stderr: prefix, then the message (rpd.c; rpd_log's). */
+void rpdi_logv(const char *prefix, const char *fmt, va_list ap);
+/* rocpd_copyapi of API call api from a runtime's copy arguments (CUPTI's,
+ * HIP's): pointers and the stream as "%p" text; sync: a synchronous copy,
+ * which has no stream (producer.c). */
+void rpdi_copy_args(uint64_t api, const void *dst, const void *src, size_t n, int kind,
+                    const void *stream, int sync);
 
 #define RPDI_EXPORT __attribute__((visibility("default")))
 
@@ -144,5 +157,9 @@ void rpd_cupti_own_graph_node(void *node);
  * records (kernels, copies) to the trace, once (the first of the exit
  * handler's and the destructor's calls). */
 void rpd_cupti_flush(void);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* NANO_RPD_INTERNAL_H */

@@ -69,6 +69,7 @@
 #include "hsa/hsa_ext_amd.h"
 
 #include "nano/dh_format.h"
+#include "fake_sites.h"
 
 #define EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -752,15 +753,6 @@ __thread const struct nano_kernel_ctx *__nano_kctx;
 void __nano_dh_access(void *desc, uint64_t site, uint64_t addr, uint32_t size, uint32_t space);
 }
 
-static uint64_t fake_site(int i) {
-  const char *v = getenv("FAKE_SITES");
-  char *end;
-  uint64_t id = 0;
-  for (int k = 0; v && k <= i; k++, v = end)
-    if ((id = strtoull(v, &end, 16)) == 0 && end == v)
-      return 0;
-  return id;
-}
 
 static pthread_mutex_t g_log_lock = PTHREAD_MUTEX_INITIALIZER;
 

@@ -74,7 +74,7 @@ def metadata(co):
 def build_all():
     shutil.rmtree(OUT, ignore_errors=True)
     os.makedirs(OUT)
-    inc = ["-I" + os.path.join(ROOT, "dh_comms", "include")]
+    inc = ["-I" + os.path.join(ROOT, "dh_comms", "include"), "-I" + os.path.join(ROOT, "tests", "common")]
     sh([os.path.join(LLVM_BIN, "clang"), "-std=c11", "-O1", "-fPIC", "-c"] + inc +
        [os.path.join(ROOT, "dh_comms", "device", "dh_device.c"), "-o", OUT + "/dh_device.o"])
     sh([CXX, "-std=c++17", "-O1", "-g", "-shared", "-fPIC", "-fvisibility=hidden", "-Wall", "-Werror",

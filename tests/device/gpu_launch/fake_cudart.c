@@ -51,6 +51,7 @@
 #include <time.h>
 
 #include "nano/dh_format.h"
+#include "fake_sites.h"
 
 struct dim3 {
   unsigned x, y, z;
@@ -216,16 +217,6 @@ struct nano_kernel_ctx {
 _Thread_local const struct nano_kernel_ctx *__nano_kctx;
 void __nano_dh_access(void *desc, uint64_t site, uint64_t addr, uint32_t size, uint32_t space);
 
-/* The site id of the i-th access FAKE_SITES names; 0 where it names none. */
-static uint64_t fake_site(int i) {
-  const char *v = getenv("FAKE_SITES");
-  char *end;
-  uint64_t id = 0;
-  for (int k = 0; v && k <= i; k++, v = end)
-    if ((id = strtoull(v, &end, 16)) == 0 && end == v)
-      return 0;
-  return id;
-}
 
 static void run_kernel(struct item *it) {
   int twin = strncmp(it->name, NANO_TWIN_PREFIX, strlen(NANO_TWIN_PREFIX)) == 0;
