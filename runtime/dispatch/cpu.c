@@ -122,10 +122,13 @@ struct cpu_worker {
 };
 
 /* The worker the calling thread runs (initial-exec: read by the signal
- * handler, nano_cpu_lane_overflow). */
+ * handler, cpu_lane_overflow). */
 static __thread struct cpu_worker *cpu_self __attribute__((tls_model("initial-exec")));
 
-int nano_cpu_lane_overflow(const void *addr, uint64_t *stack_bytes) {
+/* Whether addr (a fault's) lies in a guard page of the calling thread's CPU
+ * kernel lane stacks: 1 and *stack_bytes the lanes' stack size when it does
+ * (a lane overflowed its NANO_CPU_STACK). Async-signal-safe. */
+static int cpu_lane_overflow(const void *addr, uint64_t *stack_bytes) {
   const struct cpu_worker *w = cpu_self;
   uintptr_t a = (uintptr_t)addr, base = w ? (uintptr_t)w->stacks : 0;
   if (!base || a < base || a >= base + w->stride * CPU_MAX_LANES)
@@ -464,7 +467,7 @@ static void cpu_worker_free(struct cpu_worker *w) {
 static void *cpu_pool_main(void *arg) {
   struct cpu_worker *w = arg;
   cpu_self = w;
-  rpd_altstack_take(); /* a lane's stack overflow is said (nano_cpu_lane_overflow) */
+  rpd_altstack_take(); /* a lane's stack overflow is said (cpu_fault) */
   /* the fiber stacks now, while the launch that started the pool waits for
    * it to be ready, not in the dispatch's first block (4.5 ms there on the
    * development VM); a failure is retried by the first block that needs them */
@@ -687,4 +690,20 @@ __attribute__((visibility("default"))) void __nano_cpu_launch(const struct nano_
   }
   if (j.d)
     nano_dispatch_end(j.d, run_start, end, api);
+}
+
+/* The tracer's fault hook: a lane that overflowed its stack is named. */
+static void cpu_fault(int sig, const siginfo_t *info) {
+  uint64_t stack;
+  if (sig == SIGSEGV && info && cpu_lane_overflow(info->si_addr, &stack)) {
+    char n[24];
+    rpdi_say("nanoprobe: a thread of a CPU kernel overflowed its stack of ");
+    rpdi_say(rpdi_dec(stack, n));
+    rpdi_say(" bytes (NANO_CPU_STACK gives instrumented kernel threads more)\n");
+  }
+}
+
+__attribute__((constructor(RPDI_REGISTER_CPU))) static void cpu_register(void) {
+  static const struct rpdi_component cpu = {"cpu kernels", NULL, NULL, cpu_fault};
+  rpdi_component_register(&cpu);
 }

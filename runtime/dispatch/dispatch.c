@@ -1186,7 +1186,10 @@ static void dispatch_say_unselected(void) {
                n > listed ? ", ..." : "");
 }
 
-void nano_dispatch_fini(void) {
+/* At exit, before the trace writer stops (the tracer's component exit hook):
+ * reports withheld by NANO_DISPATCHES=random, then the pool and drain thread
+ * go. */
+static void dispatch_fini(void) {
   pthread_mutex_lock(&g_d.lock);
   g_d.finished = 1;
   pthread_mutex_unlock(&g_d.lock);
@@ -1219,4 +1222,9 @@ void nano_dispatch_fini(void) {
     g_d.out = stderr;
     g_d.out_owned = 0;
   }
+}
+
+__attribute__((constructor(RPDI_REGISTER_DISPATCH))) static void dispatch_register(void) {
+  static const struct rpdi_component dispatch = {"dispatch", NULL, dispatch_fini, NULL};
+  rpdi_component_register(&dispatch);
 }

@@ -93,15 +93,6 @@ uint32_t nano_dispatch_cpu_wave(void);    /* NANO_CPU_WAVE: 32 or 64 */
 unsigned nano_dispatch_cpu_threads(void); /* NANO_CPU_THREADS        */
 uint64_t nano_dispatch_cpu_stack(void);   /* NANO_CPU_STACK bytes    */
 
-/* Whether addr (a fault's) lies in a guard page of the calling thread's CPU
- * kernel lane stacks: 1 and *stack_bytes the lanes' stack size when it does
- * (a lane overflowed its NANO_CPU_STACK). Async-signal-safe (cpu.c). */
-int nano_cpu_lane_overflow(const void *addr, uint64_t *stack_bytes);
-
-/* At exit, before the trace writer stops: reports withheld by
- * NANO_DISPATCHES=random, then the pool and drain thread go. */
-void nano_dispatch_fini(void);
-
 #ifdef __cplusplus
 }
 #endif

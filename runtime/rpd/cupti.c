@@ -567,6 +567,8 @@ static CUptiResult cupti_subscribe(CUpti_SubscriberHandle *sub, char *holder, si
   return cp.SubscribeNamed(sub, (CUpti_CallbackFunc)cupti_callback, NULL, &params);
 }
 
+static void cupti_flush(void);
+
 static void cupti_start(void) {
   void *h = cupti_open();
   if (!h)
@@ -615,7 +617,7 @@ static void cupti_start(void) {
       cupti_check(cp.ActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET), "enabling memsets"))
     return;
   g_cu.activities = 1;
-  atexit(rpd_cupti_flush);
+  atexit(cupti_flush);
   r = cp.EnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED);
   if (r != CUPTI_SUCCESS)
     fprintf(stderr,
@@ -624,7 +626,10 @@ static void cupti_start(void) {
             cupti_error(r));
 }
 
-void rpd_cupti_flush(void) {
+/* At exit, before the writer stops: delivers CUPTI's pending activity
+ * records (kernels, copies) to the trace, once (the first of the exit
+ * handler's and the component's exit hook). */
+static void cupti_flush(void) {
   if (!atomic_exchange(&g_cu.activities, 0)) /* the atexit handler's and the destructor's: once */
     return;
   CUptiResult r = cp.ActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
@@ -642,13 +647,15 @@ static int cupti_wanted(void) {
   return on;
 }
 
-void rpd_cupti_preload(void) {
+/* At load: CUDA_INJECTION64_PATH to this library where unset and NANO_CUPTI
+ * allows, so the CUDA driver starts CUPTI tracing (InitializeInjection) when
+ * the program initializes CUDA. */
+static void cupti_preload(void) {
   if (!cupti_wanted())
     return;
   Dl_info self;
   char path[PATH_MAX], set_path[PATH_MAX];
-  if (!dladdr((void *)rpd_cupti_preload, &self) || !self.dli_fname ||
-      !realpath(self.dli_fname, path)) {
+  if (!dladdr((void *)cupti_preload, &self) || !self.dli_fname || !realpath(self.dli_fname, path)) {
     fprintf(stderr, "nanoprobe: cannot find the tracer's own path: CUDA is not traced\n");
     return;
   }
@@ -673,4 +680,9 @@ __attribute__((visibility("default"))) int InitializeInjection(void) {
   if (cupti_wanted())
     pthread_once(&g_cu.once, cupti_start);
   return 1;
+}
+
+__attribute__((constructor(RPDI_REGISTER_CUPTI))) static void cupti_register(void) {
+  static const struct rpdi_component cupti = {"cupti", cupti_preload, cupti_flush, NULL};
+  rpdi_component_register(&cupti);
 }

@@ -3,7 +3,6 @@
 #define _GNU_SOURCE
 #include "tracer.h"
 
-#include "../dispatch/dispatch.h"
 #include "nano/rpdfile.h"
 #include "nano/settings.h"
 #include <dlfcn.h>
@@ -252,8 +251,12 @@ void rpd_altstack_drop(void) {
   tls_altstack = NULL;
 }
 
-/* Writes s to stderr (async-signal-safe). */
-static void rpd_say(const char *s) {
+/* The components registered (rpd_internal.h), at most this many. */
+#define RPD_MAX_COMPONENTS 8
+static const struct rpdi_component *g_components[RPD_MAX_COMPONENTS];
+static int g_ncomponents;
+
+void rpdi_say(const char *s) {
   size_t n = strlen(s);
   while (n) {
     ssize_t w = write(STDERR_FILENO, s, n);
@@ -264,9 +267,7 @@ static void rpd_say(const char *s) {
   }
 }
 
-/* Writes v in decimal into buf (24 bytes) and returns where it starts
- * (async-signal-safe: no printf in a handler). */
-static const char *rpd_dec(uint64_t v, char buf[24]) {
+const char *rpdi_dec(uint64_t v, char buf[24]) {
   char *p = buf + 23;
   *p = 0;
   do
@@ -294,14 +295,14 @@ static void rpd_last_flush(const char *why) {
   if (rpd_flush_wait(g_crash_wait_ms) == 0 || !atomic_load(&g_writer_running))
     return;
   char n[24], ms[24];
-  rpd_say("nanoprobe rpd: ");
-  rpd_say(why);
-  rpd_say(": the writer did not commit within ");
-  rpd_say(rpd_dec((uint64_t)g_crash_wait_ms, ms));
-  rpd_say(" ms (NANO_RPD_CRASH_WAIT_MS): at least ");
-  rpd_say(rpd_dec(rpd_records_pending(), n));
-  rpd_say(" records of this process (those still in its threads' first rings) are not in "
-          "the trace\n");
+  rpdi_say("nanoprobe rpd: ");
+  rpdi_say(why);
+  rpdi_say(": the writer did not commit within ");
+  rpdi_say(rpdi_dec((uint64_t)g_crash_wait_ms, ms));
+  rpdi_say(" ms (NANO_RPD_CRASH_WAIT_MS): at least ");
+  rpdi_say(rpdi_dec(rpd_records_pending(), n));
+  rpdi_say(" records of this process (those still in its threads' first rings) are not in "
+           "the trace\n");
 }
 
 /* The handler. With the default action in place before us, the signal ends
@@ -324,18 +325,14 @@ static void rpd_signal_handler(int sig, siginfo_t *info, void *ctx) {
                  ? old->sa_sigaction != NULL
                  : (old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN);
   int writer = rpd_death_ours();
-  uint64_t lane_stack;
-  if (sig == SIGSEGV && info && nano_cpu_lane_overflow(info->si_addr, &lane_stack)) {
-    char n[24];
-    rpd_say("nanoprobe: a thread of a CPU kernel overflowed its stack of ");
-    rpd_say(rpd_dec(lane_stack, n));
-    rpd_say(" bytes (NANO_CPU_STACK gives instrumented kernel threads more)\n");
-  }
+  for (int i = 0; i < g_ncomponents; i++)
+    if (g_components[i]->fault)
+      g_components[i]->fault(sig, info);
   if (!user) {
     if (writer) {
       char num[24];
       char why[48] = "signal ";
-      strcat(why, rpd_dec((uint64_t)sig, num));
+      strcat(why, rpdi_dec((uint64_t)sig, num));
       rpd_last_flush(why);
     }
     sigaction(sig, old, NULL);
@@ -561,6 +558,14 @@ static void rpd_atfork_child(void) {
 
 /* ---- load and exit -------------------------------------------------------- */
 
+void rpdi_component_register(const struct rpdi_component *c) {
+  if (g_ncomponents == RPD_MAX_COMPONENTS) {
+    rpd_log("component %s not registered: more than %d", c->name, RPD_MAX_COMPONENTS);
+    return;
+  }
+  g_components[g_ncomponents++] = c;
+}
+
 __attribute__((constructor)) static void rpd_init(void) {
   if (pthread_key_create(&g_tls_key, rpd_tls_destructor) != 0)
     rpd_log("pthread_key_create failed: ranges open at a thread's exit stay open");
@@ -568,7 +573,6 @@ __attribute__((constructor)) static void rpd_init(void) {
     rpd_log("pthread_atfork failed: a fork child may inherit held locks");
   g_tracer_pid = getpid();
   rpd_exec_resolve();
-  rpd_cupti_preload();
   nano_rpdfile_on_busy(rpd_writer_waits);
   if (at_quick_exit(rpd_exit_flush) != 0)
     rpd_log("at_quick_exit failed: quick_exit will lose records");
@@ -604,15 +608,19 @@ __attribute__((constructor)) static void rpd_init(void) {
     g_sync = (enum nano_rpdfile_sync)sync;
   rpd_tsc_init();
   g_fast = g_tsc && g_stack_depth <= 0;
+  for (int i = 0; i < g_ncomponents; i++)
+    if (g_components[i]->load)
+      g_components[i]->load();
   if (rpd_env_bool("RPDT_AUTOSTART", 1))
     rpdstart();
 }
 
 __attribute__((destructor)) static void rpd_fini(void) {
-  /* CUPTI's last activities and the dispatch layer's last reports go into the
-   * trace: before the writer stops */
-  rpd_cupti_flush();
-  nano_dispatch_fini();
+  /* the components' last records (CUPTI's activities, the dispatch layer's
+   * reports) go into the trace: before the writer stops */
+  for (int i = 0; i < g_ncomponents; i++)
+    if (g_components[i]->exit)
+      g_components[i]->exit();
   pthread_mutex_lock(&g_ctl);
   rpd_mark_stopped(rpd_stamp());
   rpd_writer_stop();

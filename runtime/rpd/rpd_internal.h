@@ -14,6 +14,7 @@
 #ifndef NANO_RPD_INTERNAL_H
 #define NANO_RPD_INTERNAL_H
 
+#include <signal.h>
 #include <sqlite3.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -134,16 +135,36 @@ int rpdi_atomics_write(sqlite3 *db, const char *path, int64_t offset);
  * transaction. Returns 0, or -1 with a message on stderr. */
 int rpdi_atomics_sample(sqlite3 *db, const char *path, int64_t offset, int64_t now);
 
+/* ---- components ------------------------------------------------------------
+ * The core (tracer.h's parts) knows the components of libnano_rpd.so (CUPTI,
+ * the dispatch layer) only by what they register, from a constructor of
+ * their own that runs before the core's (RPDI_REGISTER_*: constructor
+ * priorities, which also order them): their load hook after the core has
+ * read its settings, their exit hook at exit before the writer stops (their
+ * last records go into the trace), in that order. A component calls the
+ * core (rpdi_post, rpd_record_*), never the other way. */
+struct rpdi_component {
+  const char *name;
+  void (*load)(void); /* NULL: nothing at load */
+  void (*exit)(void); /* NULL: nothing at exit */
+  /* A fatal signal, from the tracer's handler: says on stderr, async-signal-
+   * safely (rpdi_say, rpdi_dec), what the component knows of it. NULL:
+   * nothing. */
+  void (*fault)(int sig, const siginfo_t *info);
+};
+enum { RPDI_REGISTER_CUPTI = 201, RPDI_REGISTER_DISPATCH = 202, RPDI_REGISTER_CPU = 203 };
+void rpdi_component_register(const struct rpdi_component *c);
+/* s to stderr; v in decimal into buf (24 bytes), returning where it starts.
+ * Both async-signal-safe (rpd.c). */
+void rpdi_say(const char *s);
+const char *rpdi_dec(uint64_t v, char buf[24]);
+
 /* ---- CUDA through CUPTI (cupti.c; absent without CUPTI's headers) -------- */
 
 /* Nonzero while the calling thread makes nanoprobe's own CUDA calls (the GPU
  * back end's copies, events, host functions): CUPTI's callbacks record
  * neither them nor the work they issue. */
 extern __thread int rpd_cupti_quiet;
-/* From the tracer's constructor: CUDA_INJECTION64_PATH to this library
- * where unset and NANO_CUPTI allows, so the CUDA driver starts CUPTI tracing
- * (InitializeInjection) when the program initializes CUDA. */
-void rpd_cupti_preload(void);
 /* Nonzero once CUPTI records the program's CUDA runtime calls, whose launch
  * rows then carry the launches' rocpd_kernelapi rows (the GPU back end's
  * own launch rows leave theirs out: one per launch). */
@@ -153,10 +174,6 @@ int rpd_cupti_records_calls(void);
  * left out of the trace (CUPTI attributes them to the program's graph
  * launch). */
 void rpd_cupti_own_graph_node(void *node);
-/* At exit, before the writer stops: delivers CUPTI's pending activity
- * records (kernels, copies) to the trace, once (the first of the exit
- * handler's and the destructor's calls). */
-void rpd_cupti_flush(void);
 
 #ifdef __cplusplus
 }
