@@ -85,6 +85,8 @@
 
 /* Events a device keeps for reuse: two per launch, created and destroyed,
  * were four driver calls per instrumented launch. */
+__thread int rpd_gpu_quiet;
+
 #define GPU_EVENT_POOL 64
 /* Waiter threads (NANO_GPU_END=event), one per stream whose twins are being
  * waited for at once: streams beyond it wait for a free waiter. */
@@ -524,7 +526,7 @@ static void gpu_end(struct gpu_flight *f) {
 
 static void *gpu_finisher(void *arg) {
   (void)arg;
-  rpd_cupti_quiet = 1; /* every GPU API call of this thread is nanoprobe's */
+  rpd_gpu_quiet = 1; /* every GPU API call of this thread is nanoprobe's */
   pthread_mutex_lock(&g_gpu.lock);
   for (;;) {
     struct gpu_flight *f = gpu_fifo_pop(&g_gpu.queue);
@@ -593,7 +595,7 @@ static struct gpu_flight *gpu_waiting_pop(unsigned w) {
  * and tests/device/gpu_launch's held.cu check it). */
 static void *gpu_waiter(void *arg) {
   unsigned w = (unsigned)(uintptr_t)arg;
-  rpd_cupti_quiet = 1; /* every GPU API call of this thread is nanoprobe's */
+  rpd_gpu_quiet = 1; /* every GPU API call of this thread is nanoprobe's */
   pthread_mutex_lock(&g_gpu.lock);
   for (;;) {
     struct gpu_flight *f = gpu_waiting_pop(w);
@@ -863,13 +865,13 @@ static void gpu_twin_failed(int api, const void *twin, const char *name, int rc,
 /* ---- the launch ------------------------------------------------------------------- */
 
 /* The program's launch call: traced by CUPTI as the program's, unlike the
- * rest of __nano_gpu_launch's CUDA calls (rpd_cupti_quiet). */
+ * rest of __nano_gpu_launch's CUDA calls (rpd_gpu_quiet). */
 static int gpu_program_launch(nano_gpu_launch_fn launch, const void *kernel, uint64_t grid_xy,
                               uint32_t grid_z, uint64_t block_xy, uint32_t block_z, void **args,
                               size_t shared, void *stream) {
-  rpd_cupti_quiet--;
+  rpd_gpu_quiet--;
   int rc = launch(kernel, grid_xy, grid_z, block_xy, block_z, args, shared, stream);
-  rpd_cupti_quiet++;
+  rpd_gpu_quiet++;
   return rc;
 }
 
@@ -1233,7 +1235,7 @@ __nano_gpu_launch(int api, nano_gpu_launch_fn launch, const void *kernel, const 
     rpd_record_api("nano", "", "nanoLaunchKernel", "", start, rpd_now());
     return rc;
   }
-  rpd_cupti_quiet++;
+  rpd_gpu_quiet++;
   /* The stream as the API names it: a NULL of the per-thread variant is the
    * thread's default stream. */
   void *s = !stream && (api & NANO_GPU_PER_THREAD) ? GPU_STREAM_PER_THREAD : stream;
@@ -1268,7 +1270,7 @@ __nano_gpu_launch(int api, nano_gpu_launch_fn launch, const void *kernel, const 
   if (!launched)
     rc = gpu_program_launch(launch, kernel, grid_xy, grid_z, block_xy, block_z, args, shared,
                             stream);
-  rpd_cupti_quiet--;
+  rpd_gpu_quiet--;
   int64_t end = rpd_now();
   uint64_t id = rpd_record_api("nano", "", "nanoLaunchKernel", name, start, end);
   /* the launch's arguments, where CUPTI's row of the program's call has none */

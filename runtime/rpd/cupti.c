@@ -26,7 +26,7 @@
  * later). Driver calls made inside a runtime call are not rows of their own;
  * their ids map to the runtime call's row (a copy's activity carries the
  * driver call's id). nanoprobe's own CUDA calls (the GPU back end's copies,
- * events and host functions, marked by rpd_cupti_quiet) are neither rows nor
+ * events and host functions, marked by rpd_gpu_quiet) are neither rows nor
  * ops.
  *
  * Only one CUPTI subscriber may exist in a process with the CUPTI nanoprobe
@@ -67,8 +67,6 @@
  * call whose ids are kept. */
 #define CUPTI_MAX_DEPTH 16
 #define CUPTI_MAX_NESTED 16
-
-__thread int rpd_cupti_quiet;
 
 /* The CUPTI functions used, resolved from the library at run time. */
 static struct {
@@ -416,7 +414,7 @@ static void CUPTIAPI cupti_callback(void *userdata, CUpti_CallbackDomain domain,
     return;
   const CUpti_CallbackData *cb = data;
   int enter = cb->callbackSite == CUPTI_API_ENTER;
-  if (rpd_cupti_quiet) {
+  if (rpd_gpu_quiet) {
     if (!enter)
       cupti_map(cb->correlationId, CUPTI_SELF);
     return;

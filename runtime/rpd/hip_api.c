@@ -68,6 +68,7 @@ static __thread struct {
   int depth;
   int64_t start[HIP_API_MAX_DEPTH];
   struct rpd_hip_call *call[HIP_API_MAX_DEPTH];
+  unsigned char own[HIP_API_MAX_DEPTH]; /* nanoprobe's own call (rpd_gpu_quiet at enter) */
 } t_hip;
 
 static atomic_int g_started;
@@ -175,7 +176,9 @@ static void hip_callback(uint32_t domain, uint32_t cid, const void *data, void *
     return;
   if (d->phase == HIP_API_PHASE_ENTER) {
     int i = t_hip.depth++;
-    if (i < HIP_API_MAX_DEPTH) {
+    if (i < HIP_API_MAX_DEPTH && (t_hip.own[i] = rpd_gpu_quiet != 0))
+      t_hip.call[i] = NULL;
+    else if (i < HIP_API_MAX_DEPTH) {
       t_hip.start[i] = rpd_now();
       struct rpd_hip_call *c = calloc(1, sizeof *c);
       if (c) {
@@ -190,6 +193,8 @@ static void hip_callback(uint32_t domain, uint32_t cid, const void *data, void *
     return;
   int i = --t_hip.depth;
   if (i >= HIP_API_MAX_DEPTH)
+    return;
+  if (t_hip.own[i])
     return;
   int64_t end = rpd_now();
   uint64_t api = rpd_record_api("hip", "", hip_api_name(cid), "", t_hip.start[i], end);

@@ -1009,6 +1009,10 @@ static void hsa_submit(const void *in, uint64_t count, uint64_t index, void *dat
                        hsa_amd_queue_intercept_packet_writer writer) {
   (void)index;
   struct hsa_queue_info *q = (struct hsa_queue_info *)data;
+  if (rpd_gpu_quiet) { /* nanoprobe's own work (the GPU back end's copies): not the program's */
+    writer(in, count);
+    return;
+  }
   unsigned char local[HSA_BATCH * HSA_PACKET_BYTES];
   unsigned char *pkts =
       count <= HSA_BATCH ? local : (unsigned char *)malloc(count * HSA_PACKET_BYTES);

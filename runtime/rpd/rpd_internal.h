@@ -159,12 +159,13 @@ void rpdi_component_register(const struct rpdi_component *c);
 void rpdi_say(const char *s);
 const char *rpdi_dec(uint64_t v, char buf[24]);
 
+/* Nonzero while the calling thread makes nanoprobe's own GPU API calls (the
+ * GPU back end's copies, events, host functions; gpu.c): the API tracers
+ * (CUPTI's callbacks, HIP's) record neither them nor the work they issue. */
+extern __thread int rpd_gpu_quiet;
+
 /* ---- CUDA through CUPTI (cupti.c; absent without CUPTI's headers) -------- */
 
-/* Nonzero while the calling thread makes nanoprobe's own CUDA calls (the GPU
- * back end's copies, events, host functions): CUPTI's callbacks record
- * neither them nor the work they issue. */
-extern __thread int rpd_cupti_quiet;
 /* Nonzero once CUPTI records the program's CUDA runtime calls, whose launch
  * rows then carry the launches' rocpd_kernelapi rows (the GPU back end's
  * own launch rows leave theirs out: one per launch). */
