@@ -113,15 +113,11 @@ void rpd_hip_call_link(struct rpd_hip_call *c, void (*record)(uint64_t api, void
   hip_call_unref(c);
 }
 
-static void hip_kernelapi(uint64_t api, const void *fn, dim3 grid, dim3 block, size_t shared,
+/* rocpd_kernelapi of a launch of the kernel named `name` (NULL: unknown). */
+static void hip_kernelapi(uint64_t api, const char *name, dim3 grid, dim3 block, size_t shared,
                           hipStream_t stream) {
-  static const char *(*name_of)(const void *, hipStream_t);
-  if (!name_of)
-    name_of =
-        (const char *(*)(const void *, hipStream_t))dlsym(RTLD_DEFAULT, "hipKernelNameRefByPtr");
   char sname[32];
   snprintf(sname, sizeof sname, "%p", (void *)stream);
-  const char *name = name_of ? name_of(fn, stream) : NULL;
   char *shown = name ? nano_demangle(name) : NULL; /* as the kernel's op shows it */
   struct rpd_kernel_launch k = {sname,
                                 (int)(grid.x * block.x),
@@ -143,8 +139,23 @@ static void hip_kernelapi(uint64_t api, const void *fn, dim3 grid, dim3 block, s
 static void hip_arguments(uint64_t api, uint32_t cid, const hip_api_data_t *d) {
   switch (cid) {
   case HIP_API_ID_hipLaunchKernel: {
+    static const char *(*by_ptr)(const void *, hipStream_t);
+    if (!by_ptr)
+      by_ptr =
+          (const char *(*)(const void *, hipStream_t))dlsym(RTLD_DEFAULT, "hipKernelNameRefByPtr");
     const __typeof__(d->args.hipLaunchKernel) *a = &d->args.hipLaunchKernel;
-    hip_kernelapi(api, a->function_address, a->numBlocks, a->dimBlocks, a->sharedMemBytes,
+    hip_kernelapi(api, by_ptr ? by_ptr(a->function_address, a->stream) : NULL, a->numBlocks,
+                  a->dimBlocks, a->sharedMemBytes, a->stream);
+    break;
+  }
+  case HIP_API_ID_hipModuleLaunchKernel: { /* Triton's, Tensile's */
+    static const char *(*by_function)(hipFunction_t);
+    if (!by_function)
+      by_function = (const char *(*)(hipFunction_t))dlsym(RTLD_DEFAULT, "hipKernelNameRef");
+    const __typeof__(d->args.hipModuleLaunchKernel) *a = &d->args.hipModuleLaunchKernel;
+    dim3 grid = {a->gridDimX, a->gridDimY, a->gridDimZ};
+    dim3 block = {a->blockDimX, a->blockDimY, a->blockDimZ};
+    hip_kernelapi(api, by_function ? by_function(a->f) : NULL, grid, block, a->sharedMemBytes,
                   a->stream);
     break;
   }

@@ -87,6 +87,9 @@ extern "C" { /* C headers written for C callers only */
  * by default this many, at most the second. */
 #define HSA_KERNARG_SLOTS 1024
 #define HSA_KERNARG_SLOTS_MAX 65536
+/* How long OnUnload waits for dispatches still running to complete. */
+#define HSA_UNLOAD_WAIT_MS 1000
+#define HSA_UNLOAD_POLL_US 1000
 /* Samples taken to relate the HSA system clock to the trace's. */
 #define HSA_CLOCK_SAMPLES 16
 /* Packets handled on the stack per submission; more are allocated. */
@@ -195,6 +198,7 @@ static struct {
   int *free_slots;
   int nfree_slots, nslots, slab_tried;
   uint64_t pool_full, replaced, instrumented;
+  uint64_t in_flight; /* dispatches given the tool's signal, not yet complete (atomic) */
 } g_hsa = {};
 
 static void hsa_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -929,6 +933,7 @@ static bool hsa_complete(hsa_signal_value_t value, void *arg) {
     hsa_slot_give(p->kernarg);
   if (p->program.handle)
     g_hsa.core.hsa_signal_subtract_screlease_fn(p->program, 1);
+  __atomic_sub_fetch(&g_hsa.in_flight, 1, __ATOMIC_RELEASE);
   hsa_signal_give(p->ours);
   pthread_mutex_lock(&g_hsa.lock);
   p->next = g_hsa.free_pending;
@@ -1072,8 +1077,10 @@ static void hsa_submit(const void *in, uint64_t count, uint64_t index, void *dat
       rpd_record_kernelapi(pending->api, &kl);
     }
     p->completion_signal = ours;
+    __atomic_add_fetch(&g_hsa.in_flight, 1, __ATOMIC_RELAXED);
     if (g_hsa.amd.hsa_amd_signal_async_handler_fn(ours, HSA_SIGNAL_CONDITION_LT, 1, hsa_complete,
                                                   pending) != HSA_STATUS_SUCCESS) {
+      __atomic_sub_fetch(&g_hsa.in_flight, 1, __ATOMIC_RELAXED);
       p->completion_signal = pending->program; /* untimed, but the program's signal works */
       hsa_log("a dispatch of %s is not timed: no async handler", k ? k->name : "a kernel");
     }
@@ -1160,7 +1167,19 @@ EXPORT bool OnLoad(HsaApiTable *table, uint64_t runtime_version, uint64_t failed
   return true;
 }
 
+/* At hsa_shut_down: dispatches still running get HSA_UNLOAD_WAIT_MS to
+ * complete (their rows, the program's signals); those that do not are said,
+ * as they will not be in the trace. */
 EXPORT void OnUnload(void) {
+  for (int waited = 0;
+       __atomic_load_n(&g_hsa.in_flight, __ATOMIC_ACQUIRE) && waited < HSA_UNLOAD_WAIT_MS * 1000;
+       waited += HSA_UNLOAD_POLL_US)
+    usleep(HSA_UNLOAD_POLL_US);
+  uint64_t left = __atomic_load_n(&g_hsa.in_flight, __ATOMIC_ACQUIRE);
+  if (left)
+    hsa_log("%llu kernel dispatches were still running at hsa_shut_down (after %d ms): they are "
+            "not in the trace",
+            (unsigned long long)left, HSA_UNLOAD_WAIT_MS);
   if (g_hsa.pool_full)
     hsa_log("%llu dispatches ran as built: the kernarg pool was full",
             (unsigned long long)g_hsa.pool_full);

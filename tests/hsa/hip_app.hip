@@ -1,9 +1,12 @@
 // A HIP program built by plain hipcc, with no nanoprobe in it (issue 38's
 // end-to-end test): it runs on the stand-in HIP runtime (standin_hip.c) over
 // the stand-in ROCr, and prints "ok KERNEL" for each kernel whose results
-// are right.
+// are right. With a code object's path as argument it also runs that
+// object's axpy as Triton and Tensile run kernels: hipModuleLoadData,
+// hipModuleGetFunction, hipModuleLaunchKernel.
 #include <hip/hip_runtime.h>
 #include <stdio.h>
+#include <stdlib.h>
 __global__ void axpy(float a, const float *x, float *y, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) y[i] = a * x[i] + y[i];
@@ -14,7 +17,7 @@ __global__ void dyn(int *out) {
   __syncthreads();
   out[threadIdx.x] = s[blockDim.x - 1 - threadIdx.x];
 }
-int main() {
+int main(int argc, char **argv) {
   const int n = 1000;
   float *x, *y;
   hipMalloc(&x, n * 4); hipMalloc(&y, n * 4);
@@ -34,6 +37,31 @@ int main() {
   ok = 1;
   for (int t = 0; t < 64; t++) ok &= ho[t] == 63 - t;
   printf("%s dyn\n", ok ? "ok" : "WRONG");
+  if (argc > 1) { // y = 2x + 1 so far: once more through a module, 4x + 1
+    FILE *f = fopen(argv[1], "rb");
+    if (!f || fseek(f, 0, SEEK_END) != 0)
+      return 1;
+    long size = ftell(f);
+    char *image = (char *)malloc(size);
+    if (fseek(f, 0, SEEK_SET) != 0 || fread(image, 1, size, f) != (size_t)size)
+      return 1;
+    fclose(f);
+    hipModule_t m;
+    hipFunction_t k;
+    float a = 2.0f;
+    int count = n;
+    void *params[] = {&a, &x, &y, &count};
+    if (hipModuleLoadData(&m, image) != hipSuccess ||
+        hipModuleGetFunction(&k, m, "_Z4axpyfPKfPfi") != hipSuccess ||
+        hipModuleLaunchKernel(k, (n + 255) / 256, 1, 1, 256, 1, 1, 0, 0, params, nullptr) !=
+            hipSuccess)
+      return 1;
+    hipMemcpy(hy, y, n * 4, hipMemcpyDeviceToHost);
+    ok = 1;
+    for (int i = 0; i < n; i++)
+      ok &= hy[i] == 4.0f * i + 1;
+    printf("%s module axpy\n", ok ? "ok" : "WRONG");
+  }
   hipFree(x); hipFree(y); hipFree(out);
   return 0;
 }

@@ -5,7 +5,7 @@
  * kernels as AQL packets on queues it creates, with kernarg segments from the
  * kernarg pool. It knows nothing of nanoprobe.
  *
- *   hsa_app CODE_OBJECT [concurrent | repeat N]
+ *   hsa_app CODE_OBJECT [concurrent | repeat N | nowait]
  *
  * axpy(float a, const float *x, float *y, int n): 1000 elements, 4 groups of
  * 256, waited for through the packet's completion signal; then dyn(int *out)
@@ -13,7 +13,8 @@
  * barrier-AND packet whose completion signal is waited for (what HIP does).
  * concurrent: axpy from two threads on two queues at once instead; repeat
  * N: N axpy dispatches one after the other, printing the time per dispatch
- * (bench/hsa).
+ * (bench/hsa); nowait: one axpy dispatch, then hsa_shut_down at once, its
+ * queues left as they are (a program that ends with a kernel running).
  * The hidden arguments (after the explicit ones) are a pattern of their
  * offsets, so that a test can tell every kernarg byte's origin; each
  * segment is printed ("kernarg KERNEL HEX").
@@ -185,6 +186,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   int concurrent = argc > 2 && !strcmp(argv[2], "concurrent");
+  int nowait = argc > 2 && !strcmp(argv[2], "nowait");
   long repeat = argc > 3 && !strcmp(argv[2], "repeat") ? atol(argv[3]) : 0;
   CHECK(hsa_init());
   CHECK(hsa_iterate_agents(find_gpu, NULL));
@@ -222,6 +224,22 @@ int main(int argc, char **argv) {
   hsa_queue_t *q1, *q2;
   CHECK(hsa_queue_create(gpu, 64, HSA_QUEUE_TYPE_MULTI, NULL, NULL, UINT32_MAX, UINT32_MAX, &q1));
   CHECK(hsa_queue_create(gpu, 64, HSA_QUEUE_TYPE_MULTI, NULL, NULL, UINT32_MAX, UINT32_MAX, &q2));
+  if (nowait) {
+    static float x[N], y[N];
+    float a = 2.0f, *xp = x, *yp = y;
+    int n = N;
+    unsigned char ex[AXPY_EXPLICIT] = {0};
+    memcpy(ex, &a, 4);
+    memcpy(ex + 8, &xp, 8);
+    memcpy(ex + 16, &yp, 8);
+    memcpy(ex + 24, &n, 4);
+    hsa_signal_t done;
+    CHECK(hsa_signal_create(1, 0, NULL, &done));
+    dispatch(q1, &ka, kernargs("axpy", &ka, ex, sizeof ex), (N + WG - 1) / WG * WG, WG, 0, done);
+    printf("submitted axpy\n");
+    CHECK(hsa_shut_down());
+    return 0;
+  }
   if (repeat > 0) { /* bench/hsa: one dispatch waited for, repeat times */
     struct axpy_run r = {q1, ka, 0};
     struct timespec t0, t1;

@@ -17,9 +17,12 @@
  *     with a completion signal, on one queue;
  *   - hipDeviceSynchronize, and hipMemcpy before it copies: every launch's
  *     signal waited for; hipMalloc/hipFree: the GPU's memory pool;
+ *   - modules as Triton and Tensile use them: hipModuleLoadData (a code
+ *     object in memory), hipModuleGetFunction, hipModuleLaunchKernel
+ *     (kernelParams; extra refused);
  *   - roctracer's callback interface: hipRegisterApiCallback, each of the
  *     calls above called back at its enter and exit (domain 3, phases 0 and
- *     1) with its hip_api_data_t; hipKernelNameRefByPtr.
+ *     1) with its hip_api_data_t; hipKernelNameRefByPtr, hipKernelNameRef.
  * Exported under HIP's symbol version (hip_4.2), so a program linked by
  * hipcc against the real libamdhip64 runs on it.
  */
@@ -31,6 +34,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <elf.h>
 #include <string.h>
 
 #include <hip/amd_detail/hip_prof_str.h>
@@ -391,3 +395,63 @@ const char *hipKernelNameRefByPtr(const void *fn, hipStream_t stream) {
       return g.fns[i].name;
   return NULL;
 }
+
+/* ---- modules ---- */
+
+static hipError_t module_from_image(hipModule_t *out, const void *image) {
+  const unsigned char *e = image;
+  if (!out || !e || memcmp(e, "\177ELF", 4))
+    return hipErrorInvalidImage;
+  const Elf64_Ehdr *h = image;
+  size_t size = h->e_shoff + (size_t)h->e_shnum * h->e_shentsize; /* the section headers end it */
+  pthread_mutex_lock(&g.lock);
+  init();
+  struct module *m = calloc(1, sizeof *m);
+  if (m)
+    m->image = image, m->size = size;
+  pthread_mutex_unlock(&g.lock);
+  *out = (hipModule_t)m;
+  return m ? hipSuccess : hipErrorOutOfMemory;
+}
+
+static hipError_t module_function(hipFunction_t *out, hipModule_t mod, const char *name) {
+  pthread_mutex_lock(&g.lock);
+  if (g.nfns == MAX_FUNCTIONS)
+    die("too many kernels");
+  struct function *f = &g.fns[g.nfns++];
+  f->host = f; /* a module function is its own handle */
+  f->m = (struct module *)mod;
+  snprintf(f->name, sizeof f->name, "%s", name);
+  pthread_mutex_unlock(&g.lock);
+  *out = (hipFunction_t)f;
+  return hipSuccess;
+}
+
+hipError_t hipModuleLoadData(hipModule_t *out, const void *image) {
+  CALL(HIP_API_ID_hipModuleLoadData,
+       (d_.args.hipModuleLoadData.module = out, d_.args.hipModuleLoadData.image = image),
+       module_from_image(out, image));
+}
+hipError_t hipModuleGetFunction(hipFunction_t *out, hipModule_t mod, const char *name) {
+  CALL(HIP_API_ID_hipModuleGetFunction,
+       (d_.args.hipModuleGetFunction.function = out, d_.args.hipModuleGetFunction.module = mod,
+        d_.args.hipModuleGetFunction.kname = name),
+       module_function(out, mod, name));
+}
+hipError_t hipModuleLaunchKernel(hipFunction_t f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                                 unsigned by, unsigned bz, unsigned shared, hipStream_t stream,
+                                 void **params, void **extra) {
+  dim3 grid = {gx, gy, gz}, block = {bx, by, bz};
+  CALL(HIP_API_ID_hipModuleLaunchKernel,
+       (d_.args.hipModuleLaunchKernel.f = f, d_.args.hipModuleLaunchKernel.gridDimX = gx,
+        d_.args.hipModuleLaunchKernel.gridDimY = gy, d_.args.hipModuleLaunchKernel.gridDimZ = gz,
+        d_.args.hipModuleLaunchKernel.blockDimX = bx, d_.args.hipModuleLaunchKernel.blockDimY = by,
+        d_.args.hipModuleLaunchKernel.blockDimZ = bz,
+        d_.args.hipModuleLaunchKernel.sharedMemBytes = shared,
+        d_.args.hipModuleLaunchKernel.stream = stream,
+        d_.args.hipModuleLaunchKernel.kernelParams = params,
+        d_.args.hipModuleLaunchKernel.extra = extra),
+       extra ? hipErrorNotSupported : launch(f, grid, block, params, shared, stream));
+}
+
+const char *hipKernelNameRef(const hipFunction_t f) { return hipKernelNameRefByPtr(f, NULL); }

@@ -407,6 +407,18 @@ def case_full_pool():
     print("ok full_pool: a dispatch that finds the kernarg pool full runs as built, said and counted")
 
 
+def case_shutdown():
+    co = OUT + "/prog5.gfx90a.co"
+    out, err, log, trace = run("shutdown_quick", co, ["nowait"], {"FAKE_HSA_KERNEL_US": "200000"})
+    check("still running" not in err and len(rows(trace, "select * from op")) == 1,
+          "shutdown: a kernel that completes within the wait is in the trace:\n%s" % err)
+    out, err, log, trace = run("shutdown_slow", co, ["nowait"], {"FAKE_HSA_KERNEL_US": "3000000"})
+    check("1 kernel dispatches were still running at hsa_shut_down (after 1000 ms): they are not "
+          "in the trace" in err and not rows(trace, "select * from op"),
+          "shutdown: a kernel still running is said, not silently missing:\n%s" % err)
+    print("ok shutdown: kernels running at hsa_shut_down get a second, then are said")
+
+
 def case_two_tools():
     co = OUT + "/prog5.gfx90a.co"
     other = OUT + "/libother_tool.so"
@@ -448,49 +460,55 @@ def case_hip_program():
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NANO_", "HSA_", "RPDT_"))}
     env.update(LD_LIBRARY_PATH=OUT + "/hip:" + OUT, FAKE_HSA_LOG=OUT + "/hip.log", FAKE_SITES=sites("gfx90a"))
     app = OUT + "/hip/hip_app"
-    r = subprocess.run([app], capture_output=True, text=True, env=env, timeout=120)
+    module = OUT + "/prog5.gfx90a.co"  # run again through hipModuleLaunchKernel
+    r = subprocess.run([app, module], capture_output=True, text=True, env=env, timeout=120)
     check(r.returncode == 0, "hip_app alone: exit %d %s" % (r.returncode, r.stderr))
-    expect_ok("hip_app alone", r.stdout)
+    expect_ok("hip_app alone", r.stdout, ("axpy", "dyn", "module axpy"))
     for mode, args in (("traced", []), ("twins", ["-i", "-c", OUT + "/cache", "-a", "MemoryAnalysis"])):
         trace = "%s/hip_%s.rpd" % (OUT, mode)
         for p in (trace, OUT + "/hip.log"):
             if os.path.exists(p):
                 os.unlink(p)
-        r = subprocess.run([NANOPROBE, "run", "-q", "-o", trace] + args + ["-l", OUT + "/hip.txt", "--", app],
+        r = subprocess.run([NANOPROBE, "run", "-q", "-o", trace] + args +
+                           ["-l", OUT + "/hip.txt", "--", app, module],
                            capture_output=True, text=True, env=env, timeout=120)
         check(r.returncode == 0, "nanoprobe run %s -- hip_app: exit %d\n%s" % (args, r.returncode, r.stderr))
-        expect_ok("hip_app " + mode, r.stdout)
+        expect_ok("hip_app " + mode, r.stdout, ("axpy", "dyn", "module axpy"))
         log = [parse(ln) for ln in open(OUT + "/hip.log").read().splitlines()]
-        want = ["_Z4axpyfPKfPfi", "_Z3dynPi"]
+        want = ["_Z4axpyfPKfPfi", "_Z3dynPi", "_Z4axpyfPKfPfi"]
         if mode == "twins":
             want = ["__nano_twin_%sPv" % k for k in want]
         check([d["kernel"] for d in log] == want, "hip_app %s: the kernels that ran: %s" % (mode, log))
         ops = rows(trace, "select description from op order by start")
-        check(len(ops) == 2, "hip_app %s: both kernels are ops: %s" % (mode, ops))
+        check(len(ops) == 3, "hip_app %s: the three kernels are ops: %s" % (mode, ops))
         # the HIP calls, through the runtime's callbacks (roctracer's contract)
         calls = [r[0] for r in rows(trace, "select apiName from api where domain = 'hip' order by start")]
         check(calls == ["hipMalloc", "hipMalloc", "hipMemcpy", "hipMemcpy", "hipLaunchKernel", "hipMalloc",
-                        "hipLaunchKernel", "hipDeviceSynchronize", "hipMemcpy", "hipMemcpy", "hipFree",
-                        "hipFree", "hipFree"], "hip_app %s: the program's HIP calls in order: %s" % (mode, calls))
+                        "hipLaunchKernel", "hipDeviceSynchronize", "hipMemcpy", "hipMemcpy",
+                        "hipModuleLoadData", "hipModuleGetFunction", "hipModuleLaunchKernel", "hipMemcpy",
+                        "hipFree", "hipFree", "hipFree"],
+              "hip_app %s: the program's HIP calls in order: %s" % (mode, calls))
         check(not rows(trace, "select * from api where apiName = 'hsa_kernel_dispatch'"),
               "hip_app %s: a launch's row is its hipLaunchKernel" % mode)
         launches = rows(trace, "select k.gridX, k.workgroupX, k.groupSegmentSize, s.string, o.description "
                         "from api a join rocpd_kernelapi k on k.api_ptr_id = a.id "
                         "join rocpd_string s on s.id = k.kernelName_id join rocpd_api_ops ao on ao.api_id = a.id "
-                        "join op o on o.id = ao.op_id where a.apiName = 'hipLaunchKernel' order by a.start")
+                        "join op o on o.id = ao.op_id where a.apiName like '%LaunchKernel' order by a.start")
         mark = " [instrumented]" if mode == "twins" else ""
         axpy, dyn = "axpy(float, float const*, float*, int)", "dyn(int*)"  # a C++ program: demangled
-        check(launches == [(1024, 256, 0, axpy, axpy + mark), (64, 64, 256, dyn, dyn + mark)],
+        check(launches == [(1024, 256, 0, axpy, axpy + mark), (64, 64, 256, dyn, dyn + mark),
+                           (1024, 256, 0, axpy, axpy + mark)],
               "hip_app %s: each launch's arguments, and its kernel's op linked to it: %s" % (mode, launches))
         copies = rows(trace, "select c.size, c.kind, c.sync from api a join rocpd_copyapi c on c.api_ptr_id = a.id "
                       "order by a.start")
-        check(copies == [(4000, 1, 1), (4000, 1, 1), (4000, 2, 1), (256, 2, 1)],
+        check(copies == [(4000, 1, 1), (4000, 1, 1), (4000, 2, 1), (256, 2, 1), (4000, 2, 1)],
               "hip_app %s: the copies' sizes and kinds: %s" % (mode, copies))
         if mode == "twins":
             disp = rows(trace, "select kernel, backend, records from nano_dispatch order by id")
-            check(disp == [("_Z4axpyfPKfPfi", "hsa", 3000), ("_Z3dynPi", "hsa", 64)],
+            check(disp == [("_Z4axpyfPKfPfi", "hsa", 3000), ("_Z3dynPi", "hsa", 64),
+                           ("_Z4axpyfPKfPfi", "hsa", 3000)],
                   "hip_app twins: the dispatches' records: %s" % disp)
-            check(len(rows(trace, "select * from nano_analysis")) == 2, "hip_app twins: the reports")
+            check(len(rows(trace, "select * from nano_analysis")) == 3, "hip_app twins: the reports")
     print("ok hip_program: a program built by plain hipcc: its HIP calls with their kernels and copies, "
           "then the cache's twins (nanoprobe run -i -c DIR -a MemoryAnalysis)")
 
@@ -498,6 +516,6 @@ def case_hip_program():
 if __name__ == "__main__":
     build_all()
     which = sys.argv[11:] or ["plain_and_timed", "concurrent", "twins", "plain_cache",
-                              "mismatch_and_bad_cache", "full_pool", "two_tools", "nanoprobe_run", "hip_program"]
+                              "mismatch_and_bad_cache", "full_pool", "shutdown", "two_tools", "nanoprobe_run", "hip_program"]
     for c in which:
         globals()["case_" + c]()
