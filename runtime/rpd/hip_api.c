@@ -174,6 +174,49 @@ static void hip_arguments(uint64_t api, uint32_t cid, const hip_api_data_t *d) {
   }
 }
 
+/* Handles as roctracer prints them ("%p"), so that `rpd graph` joins them. */
+#define HIP_HANDLE_CHARS 32
+
+/* The args column of the graph calls `rpd graph` reads ("key = value | ...",
+ * as cupti.c writes CUDA's): the captured stream, the graph a capture made,
+ * the executable instantiated from it, what a launch launched; "" for other
+ * calls. At the call's exit, where the graph and executable are out
+ * parameters. */
+static const char *hip_graph_args(uint32_t cid, const hip_api_data_t *d, char *buf, size_t len) {
+  int n = -1;
+  switch (cid) {
+  case HIP_API_ID_hipStreamBeginCapture:
+    n = snprintf(buf, len, "stream = %p", (void *)d->args.hipStreamBeginCapture.stream);
+    break;
+  case HIP_API_ID_hipStreamEndCapture: {
+    const __typeof__(d->args.hipStreamEndCapture) *a = &d->args.hipStreamEndCapture;
+    n = snprintf(buf, len, "stream = %p | graph = %p", (void *)a->stream,
+                 a->pGraph ? (void *)*a->pGraph : NULL);
+    break;
+  }
+  case HIP_API_ID_hipGraphInstantiate: {
+    const __typeof__(d->args.hipGraphInstantiate) *a = &d->args.hipGraphInstantiate;
+    n = snprintf(buf, len, "graphExec = %p | graph = %p",
+                 a->pGraphExec ? (void *)*a->pGraphExec : NULL, (void *)a->graph);
+    break;
+  }
+  case HIP_API_ID_hipGraphInstantiateWithFlags: {
+    const __typeof__(d->args.hipGraphInstantiateWithFlags) *a =
+        &d->args.hipGraphInstantiateWithFlags;
+    n = snprintf(buf, len, "graphExec = %p | graph = %p",
+                 a->pGraphExec ? (void *)*a->pGraphExec : NULL, (void *)a->graph);
+    break;
+  }
+  case HIP_API_ID_hipGraphLaunch:
+    n = snprintf(buf, len, "graphExec = %p | stream = %p", (void *)d->args.hipGraphLaunch.graphExec,
+                 (void *)d->args.hipGraphLaunch.stream);
+    break;
+  default:
+    break;
+  }
+  return n > 0 && (size_t)n < len ? buf : "";
+}
+
 /* Calls left out, as rocmProfileData does: frequent and uninformative. */
 static int hip_skipped(uint32_t cid) {
   return cid == HIP_API_ID_hipGetDevice || cid == HIP_API_ID_hipSetDevice ||
@@ -208,7 +251,9 @@ static void hip_callback(uint32_t domain, uint32_t cid, const void *data, void *
   if (t_hip.own[i])
     return;
   int64_t end = rpd_now();
-  uint64_t api = rpd_record_api("hip", "", hip_api_name(cid), "", t_hip.start[i], end);
+  char args[4 * HIP_HANDLE_CHARS];
+  uint64_t api = rpd_record_api("hip", "", hip_api_name(cid),
+                                hip_graph_args(cid, d, args, sizeof args), t_hip.start[i], end);
   if (api)
     hip_arguments(api, cid, d);
   struct rpd_hip_call *c = t_hip.call[i];

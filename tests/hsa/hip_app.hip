@@ -3,10 +3,13 @@
 // the stand-in ROCr, and prints "ok KERNEL" for each kernel whose results
 // are right. With a code object's path as argument it also runs that
 // object's axpy as Triton and Tensile run kernels: hipModuleLoadData,
-// hipModuleGetFunction, hipModuleLaunchKernel.
+// hipModuleGetFunction, hipModuleLaunchKernel. With "graph" after it, y is
+// reset to 1 and an axpy captured into a graph on a stream of its own is
+// launched twice (y = 4x + 1).
 #include <hip/hip_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 __global__ void axpy(float a, const float *x, float *y, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) y[i] = a * x[i] + y[i];
@@ -61,6 +64,28 @@ int main(int argc, char **argv) {
     for (int i = 0; i < n; i++)
       ok &= hy[i] == 4.0f * i + 1;
     printf("%s module axpy\n", ok ? "ok" : "WRONG");
+  }
+  if (argc > 2 && !strcmp(argv[2], "graph")) {
+    for (int i = 0; i < n; i++)
+      hy[i] = 1;
+    hipMemcpy(y, hy, n * 4, hipMemcpyHostToDevice);
+    hipStream_t s;
+    hipGraph_t graph;
+    hipGraphExec_t exec;
+    if (hipStreamCreate(&s) != hipSuccess ||
+        hipStreamBeginCapture(s, hipStreamCaptureModeGlobal) != hipSuccess)
+      return 1;
+    axpy<<<(n + 255) / 256, 256, 0, s>>>(2.0f, x, y, n);
+    if (hipStreamEndCapture(s, &graph) != hipSuccess ||
+        hipGraphInstantiate(&exec, graph, nullptr, nullptr, 0) != hipSuccess ||
+        hipGraphLaunch(exec, s) != hipSuccess || hipGraphLaunch(exec, s) != hipSuccess ||
+        hipStreamSynchronize(s) != hipSuccess)
+      return 1;
+    hipMemcpy(hy, y, n * 4, hipMemcpyDeviceToHost);
+    ok = 1;
+    for (int i = 0; i < n; i++)
+      ok &= hy[i] == 4.0f * i + 1;
+    printf("%s graph axpy\n", ok ? "ok" : "WRONG");
   }
   hipFree(x); hipFree(y); hipFree(out);
   return 0;

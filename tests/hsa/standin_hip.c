@@ -17,13 +17,17 @@
  *     with a completion signal, on one queue;
  *   - hipDeviceSynchronize, and hipMemcpy before it copies: every launch's
  *     signal waited for; hipMalloc/hipFree: the GPU's memory pool;
+ *   - streams and graph capture: hipStreamCreate, hipStreamBeginCapture,
+ *     hipStreamEndCapture (launches on a capturing stream become nodes),
+ *     hipGraphInstantiate, hipGraphLaunch (each node a dispatch),
+ *     hipStreamSynchronize;
  *   - modules as Triton and Tensile use them: hipModuleLoadData (a code
  *     object in memory), hipModuleGetFunction, hipModuleLaunchKernel
  *     (kernelParams; extra refused);
  *   - roctracer's callback interface: hipRegisterApiCallback, each of the
  *     calls above called back at its enter and exit (domain 3, phases 0 and
  *     1) with its hip_api_data_t; hipKernelNameRefByPtr, hipKernelNameRef.
- * Exported under HIP's symbol version (hip_4.2), so a program linked by
+ * Exported under HIP's symbol versions (hip_4.2; graphs hip_4.3), so a program linked by
  * hipcc against the real libamdhip64 runs on it.
  */
 #define _GNU_SOURCE
@@ -76,6 +80,7 @@ static void api(uint32_t cid, hip_api_data_t *data, uint32_t phase) {
 #define MAX_PENDING 256
 #define MAX_FUNCTIONS 64
 #define QUEUE_SIZE 64
+#define MAX_NODES 16
 
 struct module {
   const char *image; /* the code object for the agent, in the program's bundle */
@@ -246,9 +251,53 @@ static uint64_t hidden(const char *kind, dim3 grid, dim3 block, size_t shared) {
   return 0; /* offsets, remainders (whole groups), pointers the stand-in does not give */
 }
 
+/* A kernel dispatch captured into a graph: its packet and kernarg bytes. */
+struct node {
+  hsa_kernel_dispatch_packet_t p;
+  uint32_t kernarg;
+  char args[512];
+};
+struct graph {
+  struct node nodes[MAX_NODES];
+  int n;
+};
+struct graph_exec {
+  struct graph *graph;
+};
+struct stream {
+  struct graph *capture; /* the graph being captured, or NULL */
+};
+
+/* Submits packet p (kernarg bytes args, kernarg of them) with a completion
+ * signal of its own, pending until synchronize (g.lock held). */
+static void submit(hsa_kernel_dispatch_packet_t p, const char *args, uint32_t kernarg) {
+  char *ka = NULL;
+  if (hsa_amd_memory_pool_allocate(g.kernarg, kernarg ? kernarg : 16, 0, (void **)&ka) ||
+      hsa_amd_agents_allow_access(1, &g.gpu, NULL, ka))
+    die("no kernarg memory");
+  memcpy(ka, args, kernarg);
+  hsa_signal_t done;
+  if (g.npending == MAX_PENDING || hsa_signal_create(1, 0, NULL, &done) != HSA_STATUS_SUCCESS)
+    die("too many launches in flight");
+  g.pending[g.npending] = done;
+  g.pending_args[g.npending++] = ka;
+  p.kernarg_address = ka;
+  p.completion_signal = done;
+  uint16_t header = HSA_PACKET_TYPE_KERNEL_DISPATCH << HSA_PACKET_HEADER_TYPE |
+                    1 << HSA_PACKET_HEADER_BARRIER |
+                    HSA_FENCE_SCOPE_SYSTEM << HSA_PACKET_HEADER_SCACQUIRE_FENCE_SCOPE |
+                    HSA_FENCE_SCOPE_SYSTEM << HSA_PACKET_HEADER_SCRELEASE_FENCE_SCOPE;
+  uint64_t i = hsa_queue_add_write_index_relaxed(g.queue, 1);
+  while (i - hsa_queue_load_read_index_scacquire(g.queue) >= g.queue->size)
+    ;
+  unsigned char *slot = (unsigned char *)g.queue->base_address + (i % g.queue->size) * 64;
+  memcpy(slot + 2, (unsigned char *)&p + 2, 62);
+  __atomic_store_n((uint16_t *)slot, header, __ATOMIC_RELEASE);
+  hsa_signal_store_screlease(g.queue->doorbell_signal, (hsa_signal_value_t)i);
+}
+
 static hipError_t launch(const void *fn, dim3 grid, dim3 block, void **args, size_t shared,
-                        hipStream_t stream) {
-  (void)stream;
+                         hipStream_t stream) {
   pthread_mutex_lock(&g.lock);
   struct function *f = NULL;
   for (int i = 0; i < g.nfns && !f; i++)
@@ -274,11 +323,9 @@ static hipError_t launch(const void *fn, dim3 grid, dim3 block, void **args, siz
       hsa_executable_symbol_get_info(s, HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_GROUP_SEGMENT_SIZE, &group) ||
       hsa_executable_symbol_get_info(s, HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_PRIVATE_SEGMENT_SIZE, &priv))
     die("a kernel of the program is missing");
-  char *ka = NULL;
-  if (hsa_amd_memory_pool_allocate(g.kernarg, kernarg ? kernarg : 16, 0, (void **)&ka) ||
-      hsa_amd_agents_allow_access(1, &g.gpu, NULL, ka))
-    die("no kernarg memory");
-  memset(ka, 0, kernarg);
+  char ka[512] = {0};
+  if (kernarg > sizeof ka)
+    die("a kernarg segment larger than the stand-in takes");
   for (size_t i = 0, e = 0; i < k->arg_count; i++) {
     const kdb_arg *a = &k->args[i];
     if (a->offset + a->size > kernarg)
@@ -290,11 +337,6 @@ static hipError_t launch(const void *fn, dim3 grid, dim3 block, void **args, siz
       memcpy(ka + a->offset, &v, a->size < 8 ? a->size : 8);
     }
   }
-  hsa_signal_t done;
-  if (g.npending == MAX_PENDING || hsa_signal_create(1, 0, NULL, &done) != HSA_STATUS_SUCCESS)
-    die("too many launches in flight");
-  g.pending[g.npending] = done;
-  g.pending_args[g.npending++] = ka;
   hsa_kernel_dispatch_packet_t p = {0};
   p.setup = 3 << HSA_KERNEL_DISPATCH_PACKET_SETUP_DIMENSIONS;
   p.workgroup_size_x = (uint16_t)block.x, p.workgroup_size_y = (uint16_t)block.y;
@@ -303,19 +345,17 @@ static hipError_t launch(const void *fn, dim3 grid, dim3 block, void **args, siz
   p.group_segment_size = group + (uint32_t)shared;
   p.private_segment_size = priv;
   p.kernel_object = object;
-  p.kernarg_address = ka;
-  p.completion_signal = done;
-  uint16_t header = HSA_PACKET_TYPE_KERNEL_DISPATCH << HSA_PACKET_HEADER_TYPE |
-                    1 << HSA_PACKET_HEADER_BARRIER |
-                    HSA_FENCE_SCOPE_SYSTEM << HSA_PACKET_HEADER_SCACQUIRE_FENCE_SCOPE |
-                    HSA_FENCE_SCOPE_SYSTEM << HSA_PACKET_HEADER_SCRELEASE_FENCE_SCOPE;
-  uint64_t i = hsa_queue_add_write_index_relaxed(g.queue, 1);
-  while (i - hsa_queue_load_read_index_scacquire(g.queue) >= g.queue->size)
-    ;
-  unsigned char *slot = (unsigned char *)g.queue->base_address + (i % g.queue->size) * 64;
-  memcpy(slot + 2, (unsigned char *)&p + 2, 62);
-  __atomic_store_n((uint16_t *)slot, header, __ATOMIC_RELEASE);
-  hsa_signal_store_screlease(g.queue->doorbell_signal, (hsa_signal_value_t)i);
+  struct stream *st = (struct stream *)stream;
+  if (st && st->capture) { /* a node of the graph, not a dispatch */
+    if (st->capture->n == MAX_NODES)
+      die("too many nodes in a graph");
+    struct node *nd = &st->capture->nodes[st->capture->n++];
+    nd->p = p;
+    nd->kernarg = kernarg;
+    memcpy(nd->args, ka, kernarg);
+  } else {
+    submit(p, ka, kernarg);
+  }
   pthread_mutex_unlock(&g.lock);
   return hipSuccess;
 }
@@ -455,3 +495,72 @@ hipError_t hipModuleLaunchKernel(hipFunction_t f, unsigned gx, unsigned gy, unsi
 }
 
 const char *hipKernelNameRef(const hipFunction_t f) { return hipKernelNameRefByPtr(f, NULL); }
+
+/* ---- streams and graphs ---- */
+
+static hipError_t stream_create(hipStream_t *out) {
+  *out = (hipStream_t)calloc(1, sizeof(struct stream));
+  return *out ? hipSuccess : hipErrorOutOfMemory;
+}
+static hipError_t capture_begin(hipStream_t s) {
+  struct stream *st = (struct stream *)s;
+  if (!st || st->capture)
+    return hipErrorIllegalState;
+  st->capture = calloc(1, sizeof *st->capture);
+  return st->capture ? hipSuccess : hipErrorOutOfMemory;
+}
+static hipError_t capture_end(hipStream_t s, hipGraph_t *out) {
+  struct stream *st = (struct stream *)s;
+  if (!st || !st->capture)
+    return hipErrorIllegalState;
+  *out = (hipGraph_t)st->capture;
+  st->capture = NULL;
+  return hipSuccess;
+}
+static hipError_t instantiate(hipGraphExec_t *out, hipGraph_t graph) {
+  struct graph_exec *e = calloc(1, sizeof *e);
+  if (!e)
+    return hipErrorOutOfMemory;
+  e->graph = (struct graph *)graph;
+  *out = (hipGraphExec_t)e;
+  return hipSuccess;
+}
+static hipError_t graph_launch(hipGraphExec_t exec) {
+  struct graph *gr = ((struct graph_exec *)exec)->graph;
+  pthread_mutex_lock(&g.lock);
+  for (int i = 0; i < gr->n; i++)
+    submit(gr->nodes[i].p, gr->nodes[i].args, gr->nodes[i].kernarg);
+  pthread_mutex_unlock(&g.lock);
+  return hipSuccess;
+}
+
+hipError_t hipStreamCreate(hipStream_t *out) {
+  CALL(HIP_API_ID_hipStreamCreate, d_.args.hipStreamCreate.stream = out, stream_create(out));
+}
+hipError_t hipStreamBeginCapture(hipStream_t s, hipStreamCaptureMode mode) {
+  CALL(HIP_API_ID_hipStreamBeginCapture,
+       (d_.args.hipStreamBeginCapture.stream = s, d_.args.hipStreamBeginCapture.mode = mode),
+       capture_begin(s));
+}
+hipError_t hipStreamEndCapture(hipStream_t s, hipGraph_t *out) {
+  CALL(HIP_API_ID_hipStreamEndCapture,
+       (d_.args.hipStreamEndCapture.stream = s, d_.args.hipStreamEndCapture.pGraph = out),
+       capture_end(s, out));
+}
+hipError_t hipGraphInstantiate(hipGraphExec_t *out, hipGraph_t graph, hipGraphNode_t *error_node,
+                               char *log, size_t log_size) {
+  CALL(HIP_API_ID_hipGraphInstantiate,
+       (d_.args.hipGraphInstantiate.pGraphExec = out, d_.args.hipGraphInstantiate.graph = graph,
+        d_.args.hipGraphInstantiate.pErrorNode = error_node,
+        d_.args.hipGraphInstantiate.pLogBuffer = log,
+        d_.args.hipGraphInstantiate.bufferSize = log_size),
+       instantiate(out, graph));
+}
+hipError_t hipGraphLaunch(hipGraphExec_t exec, hipStream_t s) {
+  CALL(HIP_API_ID_hipGraphLaunch,
+       (d_.args.hipGraphLaunch.graphExec = exec, d_.args.hipGraphLaunch.stream = s),
+       graph_launch(exec));
+}
+hipError_t hipStreamSynchronize(hipStream_t s) {
+  CALL(HIP_API_ID_hipStreamSynchronize, d_.args.hipStreamSynchronize.stream = s, synchronize());
+}

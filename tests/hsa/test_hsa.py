@@ -9,7 +9,7 @@ sizes, times and kernarg bytes; the checks below compare that log, the program's
 output and the trace against what the code objects' metadata (read by LLVM's
 llvm-readelf, not kerneldb) and the AQL rules say.
 
-usage: test_hsa.py ROOT OUT RPD_LIB HIPCC BUNDLER LLVM_BIN CXX KERNELDB_CLI KERNELDB_LIB NANOPROBE [CASE...]
+usage: test_hsa.py ROOT OUT RPD_LIB HIPCC BUNDLER LLVM_BIN CXX KERNELDB_CLI KERNELDB_LIB NANOPROBE RPD [CASE...]
 HSA_TEST_PRELOAD: LD_PRELOAD for the runs that load RPD_LIB (ASan's runtime, tests/sanitize).
 """
 import os
@@ -25,7 +25,7 @@ import yaml
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from testlib import check, fail  # noqa: E402
 
-ROOT, OUT, RPD_LIB, HIPCC, BUNDLER, LLVM_BIN, CXX, KERNELDB, KERNELDB_LIB, NANOPROBE = sys.argv[1:11]
+ROOT, OUT, RPD_LIB, HIPCC, BUNDLER, LLVM_BIN, CXX, KERNELDB, KERNELDB_LIB, NANOPROBE, RPD = sys.argv[1:12]
 HERE = os.path.join(ROOT, "tests", "hsa")
 KERNEL_US = 200  # the stand-in's default kernel time
 
@@ -91,7 +91,9 @@ def build_all():
     # a HIP runtime on HSA (hip_4.2: the symbol version hipcc's programs ask for)
     os.makedirs(OUT + "/hip")
     with open(OUT + "/hip/hip.map", "w") as f:
-        f.write("hip_4.2 { global: hip*; __hip*; local: *; };\n")
+        # the graph calls came with HIP 4.3, as in Debian's libamdhip64
+        f.write("hip_4.2 { global: hip*; __hip*; local: *; };\n"
+                "hip_4.3 { global: hipGraph*; hipStreamBeginCapture; hipStreamEndCapture; } hip_4.2;\n")
     kdb_dir = os.path.dirname(KERNELDB_LIB)
     sh(["cc", "-std=c11", "-O1", "-g", "-shared", "-fPIC", "-Wall", "-Werror",
         "-I" + os.path.join(ROOT, "kerneldb", "include"), HERE + "/standin_hip.c",
@@ -461,32 +463,34 @@ def case_hip_program():
     env.update(LD_LIBRARY_PATH=OUT + "/hip:" + OUT, FAKE_HSA_LOG=OUT + "/hip.log", FAKE_SITES=sites("gfx90a"))
     app = OUT + "/hip/hip_app"
     module = OUT + "/prog5.gfx90a.co"  # run again through hipModuleLaunchKernel
-    r = subprocess.run([app, module], capture_output=True, text=True, env=env, timeout=120)
+    r = subprocess.run([app, module, "graph"], capture_output=True, text=True, env=env, timeout=120)
     check(r.returncode == 0, "hip_app alone: exit %d %s" % (r.returncode, r.stderr))
-    expect_ok("hip_app alone", r.stdout, ("axpy", "dyn", "module axpy"))
+    expect_ok("hip_app alone", r.stdout, ("axpy", "dyn", "module axpy", "graph axpy"))
     for mode, args in (("traced", []), ("twins", ["-i", "-c", OUT + "/cache", "-a", "MemoryAnalysis"])):
         trace = "%s/hip_%s.rpd" % (OUT, mode)
         for p in (trace, OUT + "/hip.log"):
             if os.path.exists(p):
                 os.unlink(p)
         r = subprocess.run([NANOPROBE, "run", "-q", "-o", trace] + args +
-                           ["-l", OUT + "/hip.txt", "--", app, module],
+                           ["-l", OUT + "/hip.txt", "--", app, module, "graph"],
                            capture_output=True, text=True, env=env, timeout=120)
         check(r.returncode == 0, "nanoprobe run %s -- hip_app: exit %d\n%s" % (args, r.returncode, r.stderr))
-        expect_ok("hip_app " + mode, r.stdout, ("axpy", "dyn", "module axpy"))
+        expect_ok("hip_app " + mode, r.stdout, ("axpy", "dyn", "module axpy", "graph axpy"))
         log = [parse(ln) for ln in open(OUT + "/hip.log").read().splitlines()]
-        want = ["_Z4axpyfPKfPfi", "_Z3dynPi", "_Z4axpyfPKfPfi"]
+        want = ["_Z4axpyfPKfPfi", "_Z3dynPi"] + ["_Z4axpyfPKfPfi"] * 3  # module, graph twice
         if mode == "twins":
             want = ["__nano_twin_%sPv" % k for k in want]
         check([d["kernel"] for d in log] == want, "hip_app %s: the kernels that ran: %s" % (mode, log))
         ops = rows(trace, "select description from op order by start")
-        check(len(ops) == 3, "hip_app %s: the three kernels are ops: %s" % (mode, ops))
+        check(len(ops) == 5, "hip_app %s: the five kernels are ops: %s" % (mode, ops))
         # the HIP calls, through the runtime's callbacks (roctracer's contract)
         calls = [r[0] for r in rows(trace, "select apiName from api where domain = 'hip' order by start")]
         check(calls == ["hipMalloc", "hipMalloc", "hipMemcpy", "hipMemcpy", "hipLaunchKernel", "hipMalloc",
                         "hipLaunchKernel", "hipDeviceSynchronize", "hipMemcpy", "hipMemcpy",
                         "hipModuleLoadData", "hipModuleGetFunction", "hipModuleLaunchKernel", "hipMemcpy",
-                        "hipFree", "hipFree", "hipFree"],
+                        "hipMemcpy", "hipStreamCreate", "hipStreamBeginCapture", "hipLaunchKernel",
+                        "hipStreamEndCapture", "hipGraphInstantiate", "hipGraphLaunch", "hipGraphLaunch",
+                        "hipStreamSynchronize", "hipMemcpy", "hipFree", "hipFree", "hipFree"],
               "hip_app %s: the program's HIP calls in order: %s" % (mode, calls))
         check(not rows(trace, "select * from api where apiName = 'hsa_kernel_dispatch'"),
               "hip_app %s: a launch's row is its hipLaunchKernel" % mode)
@@ -501,21 +505,34 @@ def case_hip_program():
               "hip_app %s: each launch's arguments, and its kernel's op linked to it: %s" % (mode, launches))
         copies = rows(trace, "select c.size, c.kind, c.sync from api a join rocpd_copyapi c on c.api_ptr_id = a.id "
                       "order by a.start")
-        check(copies == [(4000, 1, 1), (4000, 1, 1), (4000, 2, 1), (256, 2, 1), (4000, 2, 1)],
+        check(copies == [(4000, 1, 1), (4000, 1, 1), (4000, 2, 1), (256, 2, 1), (4000, 2, 1), (4000, 1, 1),
+                         (4000, 2, 1)],
               "hip_app %s: the copies' sizes and kinds: %s" % (mode, copies))
         if mode == "twins":
             disp = rows(trace, "select kernel, backend, records from nano_dispatch order by id")
-            check(disp == [("_Z4axpyfPKfPfi", "hsa", 3000), ("_Z3dynPi", "hsa", 64),
-                           ("_Z4axpyfPKfPfi", "hsa", 3000)],
+            check(disp == [("_Z4axpyfPKfPfi", "hsa", 3000), ("_Z3dynPi", "hsa", 64)] +
+                  [("_Z4axpyfPKfPfi", "hsa", 3000)] * 3,
                   "hip_app twins: the dispatches' records: %s" % disp)
-            check(len(rows(trace, "select * from nano_analysis")) == 3, "hip_app twins: the reports")
+            check(len(rows(trace, "select * from nano_analysis")) == 5, "hip_app twins: the reports")
+        # the graph: its capture, executable and two launches, as `rpd graph` finds them
+        graph_ops = rows(trace, "select count(*) from api a join rocpd_api_ops ao on ao.api_id = a.id "
+                         "where a.apiName = 'hipGraphLaunch'")
+        check(graph_ops == [(2,)], "hip_app %s: each graph launch's kernel linked to it: %s" % (mode, graph_ops))
+        g = subprocess.run([RPD, "graph", trace], capture_output=True, text=True, timeout=120)
+        check(g.returncode == 0, "rpd graph: exit %d %s" % (g.returncode, g.stderr))
+        graphs = rows(trace, "select count(*) from ext_graph")
+        launched = rows(trace, "select count(*) from graphLaunch")
+        captured = rows(trace, "select count(*) from ext_graph_kernelapis")
+        check(graphs == [(1,)] and launched == [(2,)] and captured == [(1,)],
+              "hip_app %s: rpd graph finds one graph of one kernel, launched twice: %s %s %s\n%s" %
+              (mode, graphs, launched, captured, g.stdout))
     print("ok hip_program: a program built by plain hipcc: its HIP calls with their kernels and copies, "
           "then the cache's twins (nanoprobe run -i -c DIR -a MemoryAnalysis)")
 
 
 if __name__ == "__main__":
     build_all()
-    which = sys.argv[11:] or ["plain_and_timed", "concurrent", "twins", "plain_cache",
+    which = sys.argv[12:] or ["plain_and_timed", "concurrent", "twins", "plain_cache",
                               "mismatch_and_bad_cache", "full_pool", "shutdown", "two_tools", "nanoprobe_run", "hip_program"]
     for c in which:
         globals()["case_" + c]()
