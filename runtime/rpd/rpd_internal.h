@@ -1,7 +1,7 @@
 /*
  * rpd_internal.h: what the parts of libnano_rpd.so share (not installed).
  *
- *   tracer.h   the tracer core: rpd.c, clock.c, intern.c, producer.c, writer.c,
+ *   tracer.h   the tracer core: rpd.c, clock.c, intern.c, producer.c, writer.c, writer_rows.c,
  *              writer_queue.c, calls.c (buffers, writer thread, control, user
  *              ranges, recording API; tracer.h lists them)
  *   roctx.c    roctx entry points over the range functions below

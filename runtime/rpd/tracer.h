@@ -43,7 +43,8 @@
  *   intern.c        interned strings (rpd_intern)
  *   producer.c      the producer hot path, the overflow store's rings,
  *                   the recording API (rpd.h) and thread names
- *   writer.c        the writer thread: records into rows, files, jobs
+ *   writer.c        the writer thread: rings drained, files, jobs, flush
+ *   writer_rows.c   records into rows: strings, API rows, ranges
  *   writer.h        the writer's state, shared by the three files below
  *   writer_queue.c  the queues of api and ustring rows (virtual tables)
  *   calls.c         short calls summed (NANO_RPD_MIN_DURATION)

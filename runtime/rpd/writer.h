@@ -151,6 +151,24 @@ int rpdw_fail(const char *what);
 int rpdw_exec(const char *sql, const char *what);
 /* Begins the writer's transaction unless one is open. 0, or -1 (failed). */
 int rpdw_begin(void);
+/* Steps prepared statement `which` (ST_*) and resets it; `bound` is its
+ * binds' results or'ed. 0, or -1 after failing the file. */
+int rpdw_step(int which, int bound);
+
+/* ---- writer_rows.c: records into rows ---- */
+
+/* A string map (the trace's string ids, or handles): 0, or -1 (no memory). */
+int rpdw_map_init(struct rpdw_map *m, int strings);
+void rpdw_map_free(struct rpdw_map *m);
+/* The rocpd_string id of s, made where new (0: failed). */
+int64_t rpdw_string_id(const char *s);
+/* Queues one rocpd_api row. */
+void rpdw_api_row(int64_t id, int pid, int tid, int64_t start, int64_t end, int64_t name_id,
+                  int64_t cat_id, int64_t dom_id, int64_t args_id);
+/* Closes thread b's ranges left open from an epoch before cur_on_epoch. */
+void rpdw_close_stale(struct rpd_tbuf *b, uint32_t cur_on_epoch);
+/* Writes ring record r of buffer b as its rows; *aend follows the arena. */
+void rpdw_record(struct rpd_tbuf *b, const struct nano_rpd_rec *r, uint64_t *aend);
 
 /* ---- writer_queue.c ---- */
 
