@@ -622,6 +622,11 @@ def scenario_trace_atomics(a):
             events = [e for e in json.load(f)["traceEvents"] if e.get("cat") == "atomics"]
         adds = [e["args"]["count"] for e in events if e["name"] == "__atomic_fetch_add"]
         check(adds == counts and all(e["ph"] == "C" for e in events), "export counter track: %s" % events)
+        # an atomics-only trace: one process for both summary and info
+        summary = subprocess.run([rpd, "summary", trace], capture_output=True, text=True).stdout
+        info = subprocess.run([rpd, "info", trace], capture_output=True, text=True).stdout
+        check(": 1 process," in summary and "processes: 1, threads: 0" in info,
+              "summary and info count the atomics-only process alike:\n%s\n%s" % (summary, info))
         html = os.path.join(d, "r.html")
         run([rpd, "report", trace, "-o", html])
         with open(html) as f:

@@ -138,6 +138,8 @@ def case_info():
     assert f"time span:       {T0 + 1000 * US} .. {T0 + 9000 * US} ns (0.008000 s)" in lines, out
     assert "dropped records: 7" in lines, out
     assert "processes: 2, threads: 3" in lines, out
+    summary, _ = run("summary", path)
+    assert ": 2 processes," in summary.splitlines()[0], summary  # the same count as info's
     assert "GPUs: 2" in lines, out
     rows = {l.split()[0]: l.split()[1] for l in lines if l.startswith("rocpd_")}
     assert rows["rocpd_api"] == "8" and rows["rocpd_op"] == "4" and rows["rocpd_api_ops"] == "3", rows
@@ -346,6 +348,8 @@ def case_v2():
     db.close()
     out, _ = run("info", path)
     assert "schema version:  2" in out and "processes: 1, threads: 1" in out and "GPUs: 1" in out, out
+    summary, _ = run("summary", path)  # no nano_ tables: processes, not API rows, counted
+    assert ": 1 process," in summary.splitlines()[0], summary
     out, _ = run("top", path)
     rows = [l.split() for l in out.splitlines()[2:]]
     assert rows == [["kern_v2", "1", "2000", "2000.00", "100.00"]], out

@@ -216,7 +216,7 @@ int rpd_cmd_info(int argc, char **argv) {
     goto out;
   }
   int64_t np = 0, nt = 0, ng = 0;
-  if (rpdtool_int(t.db, "SELECT count(DISTINCT pid) FROM rocpd_api", &np) ||
+  if (rpdtool_processes(&t, &np) ||
       rpdtool_int(t.db, "SELECT count(*) FROM (SELECT DISTINCT pid, tid FROM rocpd_api)", &nt) ||
       rpdtool_int(t.db, "SELECT count(DISTINCT gpuId) FROM rocpd_op", &ng)) {
     sqlite3_free(sql);
@@ -225,7 +225,7 @@ int rpd_cmd_info(int argc, char **argv) {
     goto out;
   }
   printf("\nprocesses: %" PRId64 ", threads: %" PRId64 "\n", np, nt);
-  if (np)
+  if (nt) /* the threads that made API rows */
     ret = rpdtool_print_query("info", t.db, sql, 0, stdout);
   sqlite3_free(sql);
   if (!ret && nt) {

@@ -340,6 +340,17 @@ int rpdtool_span(const struct rpdtool_trace *t, int64_t *lo, int64_t *hi) {
   return ret;
 }
 
+int rpdtool_processes(const struct rpdtool_trace *t, int64_t *n) {
+  int atomics = nano_rpdfile_has_object(t->db, "nano_atomic_site");
+  char *sql = atomics < 0
+                  ? NULL
+                  : sqlite3_mprintf("SELECT count(*) FROM (SELECT DISTINCT pid FROM rocpd_api%s)",
+                                    atomics ? " UNION SELECT pid FROM nano_atomic_site" : "");
+  int rc = sql ? rpdtool_int(t->db, sql, n) : -1;
+  sqlite3_free(sql);
+  return rc;
+}
+
 /* ---- tables ------------------------------------------------------------- */
 
 /* A cell's text: names come from the trace, which may be damaged or hostile,

@@ -129,6 +129,11 @@ const char *rpdtool_api_sql(const struct rpdtool_trace *t);
  * trace with no rows (both set to 0), -1 on SQLite error. */
 int rpdtool_span(const struct rpdtool_trace *t, int64_t *lo, int64_t *hi);
 
+/* The processes that recorded something into the trace: API rows, or only
+ * atomics counts (what `rpd summary` and `rpd info` both count). 0, or -1 on
+ * SQLite error. */
+int rpdtool_processes(const struct rpdtool_trace *t, int64_t *n);
+
 /* Writes the label of process pid (tid < 0) or of its thread tid into buf:
  * `name` (the OS name from nano_thread) when it is neither NULL nor empty,
  * else "process P", "main thread T" (tid == pid) or "thread T". */

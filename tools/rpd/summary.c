@@ -48,15 +48,7 @@ static int summary_section(const char *title, sqlite3 *db, const char *sql, long
 /* The totals line. 0, or RPDTOOL_EXIT_FAIL after saying why. */
 static int summary_totals(struct rpdtool_trace *t) {
   int64_t procs = 0, api = 0, ops = 0, dispatches = 0, lo = 0, hi = 0;
-  /* the processes that recorded something: API rows, or only atomics */
-  int atomics = nano_rpdfile_has_object(t->db, "nano_atomic_site");
-  char *pids = atomics < 0
-                   ? NULL
-                   : sqlite3_mprintf("SELECT count(*) FROM (SELECT pid FROM rocpd_api%s)",
-                                     atomics ? " UNION SELECT pid FROM nano_atomic_site" : "");
-  int rc = pids ? rpdtool_int(t->db, pids, &procs) : -1;
-  sqlite3_free(pids);
-  if (rc || rpdtool_int(t->db, "SELECT count(*) FROM rocpd_api", &api) ||
+  if (rpdtool_processes(t, &procs) || rpdtool_int(t->db, "SELECT count(*) FROM rocpd_api", &api) ||
       rpdtool_int(t->db, "SELECT count(*) FROM rocpd_op", &ops) ||
       (t->has_dispatches &&
        rpdtool_int(t->db, "SELECT count(*) FROM nano_dispatch", &dispatches)) ||
