@@ -627,6 +627,13 @@ def scenario_trace_atomics(a):
         info = subprocess.run([rpd, "info", trace], capture_output=True, text=True).stdout
         check(": 1 process," in summary and "processes: 1, threads: 0" in info,
               "summary and info count the atomics-only process alike:\n%s\n%s" % (summary, info))
+        # its span: the samples' (two or more: a real span), never a made-up one
+        con = sqlite3.connect(trace)
+        first, last = con.execute("SELECT min(start), max(start) FROM nano_atomic_sample").fetchone()
+        con.close()
+        check(("%.6f s" % ((last - first) / 1e9)) in summary.splitlines()[0] and
+              ("time span:       %d .. %d ns" % (first, last)) in info,
+              "the span of an atomics-only trace is its samples':\n%s\n%s" % (summary, info))
         html = os.path.join(d, "r.html")
         run([rpd, "report", trace, "-o", html])
         with open(html) as f:

@@ -177,7 +177,11 @@ int rpd_cmd_info(int argc, char **argv) {
   }
   printf("file:            %s\n", t.path);
   printf("schema version:  %d\n", t.schema_version);
-  if (has)
+  if (has && hi == lo) /* an atomics-only trace: its one sample, at exit */
+    printf("time span:       none: everything at %" PRId64 " ns (atomics counts sampled once, "
+           "no timed records)\n",
+           lo);
+  else if (has)
     printf("time span:       %" PRId64 " .. %" PRId64 " ns (%.6f s)\n", lo, hi,
            (double)rpdtool_sub(hi, lo) / 1e9);
   else

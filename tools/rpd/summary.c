@@ -54,10 +54,14 @@ static int summary_totals(struct rpdtool_trace *t) {
        rpdtool_int(t->db, "SELECT count(*) FROM nano_dispatch", &dispatches)) ||
       rpdtool_span(t, &lo, &hi) < 0)
     return rpdtool_err("summary", "%s: %s", t->path, sqlite3_errmsg(t->db));
-  printf("%s: %" PRId64 " process%s, %.6f s; %" PRId64 " ranges and API calls, %" PRId64
+  char span[64];
+  if (hi == lo) /* nothing timed (an atomics-only trace: one sample, at exit) */
+    snprintf(span, sizeof span, "no time span");
+  else
+    snprintf(span, sizeof span, "%.6f s", (double)rpdtool_sub(hi, lo) / 1e9);
+  printf("%s: %" PRId64 " process%s, %s; %" PRId64 " ranges and API calls, %" PRId64
          " GPU ops, %" PRId64 " instrumented dispatches\n",
-         t->path, procs, procs == 1 ? "" : "es", (double)rpdtool_sub(hi, lo) / 1e9, api, ops,
-         dispatches);
+         t->path, procs, procs == 1 ? "" : "es", span, api, ops, dispatches);
   return 0;
 }
 
