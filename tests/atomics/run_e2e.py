@@ -634,6 +634,18 @@ def scenario_trace_atomics(a):
         check(("%.6f s" % ((last - first) / 1e9)) in summary.splitlines()[0] and
               ("time span:       %d .. %d ns" % (first, last)) in info,
               "the span of an atomics-only trace is its samples':\n%s\n%s" % (summary, info))
+        # sampled once (at the exit flush only): one instant, no made-up span
+        once = os.path.join(d, "once.rpd")
+        run([a.nanoprobe, "run", "-q", "--atomics", "-o", once, "--", exe, "1"], cwd=d,
+            env_extra={"NANO_RPD_ATOMICS_HZ": "0"})
+        con = sqlite3.connect(once)
+        times = [t for (t,) in con.execute("SELECT DISTINCT start FROM nano_atomic_sample")]
+        con.close()
+        summary = subprocess.run([rpd, "summary", once], capture_output=True, text=True).stdout
+        info = subprocess.run([rpd, "info", once], capture_output=True, text=True).stdout
+        check(len(times) == 1 and ": 1 process, no time span;" in summary.splitlines()[0] and
+              ("time span:       none: everything at %d ns" % times[0]) in info,
+              "an atomics-only trace sampled once has no span: %s\n%s\n%s" % (times, summary, info))
         html = os.path.join(d, "r.html")
         run([rpd, "report", trace, "-o", html])
         with open(html) as f:

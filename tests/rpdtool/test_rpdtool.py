@@ -338,34 +338,6 @@ INSERT INTO rocpd_api_ops(api_id, op_id) VALUES (2, 1);
 """
 
 
-def case_atomics_only():
-    """A trace of atomics counts sampled once (a short program): no made-up span."""
-    path = os.path.join(WORK, "atomics-only.rpd")
-    if os.path.exists(path):
-        os.unlink(path)
-    run("create", path)
-    db = sqlite3.connect(path)
-    # the two tables the tracer makes when a process has atomics counts (runtime/rpd/rpdfile.c)
-    db.executescript(
-        "CREATE TABLE nano_atomic_sample (session integer NOT NULL, pid integer NOT NULL, start integer "
-        "NOT NULL, kind_id integer NOT NULL, kind varchar(64) NOT NULL, count integer NOT NULL);"
-        "CREATE TABLE nano_atomic_site (id integer NOT NULL PRIMARY KEY, session integer NOT NULL, pid "
-        "integer NOT NULL, kind_id integer NOT NULL, kind varchar(64) NOT NULL, memory_order varchar(16) "
-        "NOT NULL, failure_order varchar(16) NOT NULL, size integer NOT NULL, flags integer NOT NULL, "
-        "function varchar(4096) NOT NULL, file varchar(4096) NOT NULL, line integer NOT NULL, column "
-        "integer NOT NULL);")
-    db.execute("INSERT INTO nano_atomic_site VALUES (1,0,42,4,'__atomic_fetch_add','relaxed','',4,0,"
-               "'work','app.c',3,5)")
-    db.execute("INSERT INTO nano_atomic_sample VALUES (0,42,?,4,'__atomic_fetch_add',1000)", (T0,))
-    db.commit()
-    db.close()
-    out, _ = run("summary", path)
-    assert out.splitlines()[0].endswith(": 1 process, no time span; 0 ranges and API calls, 0 GPU ops, "
-                                        "0 instrumented dispatches"), out
-    out, _ = run("info", path)
-    assert "time span:       none: everything at %d ns" % T0 in out and "processes: 1, threads: 0" in out, out
-
-
 def case_v2():
     path = os.path.join(WORK, "v2.rpd")
     if os.path.exists(path):
@@ -762,7 +734,7 @@ def case_outputs():
         assert p.returncode == 1 and "No space left on device" in p.stderr, (cmd, p.returncode, p.stderr)
 
 
-CASES = {"atomics_only": case_atomics_only, "tracer": case_tracer, "pathological": case_pathological, "info": case_info, "top": case_top, "export": case_export, "window": case_window,
+CASES = {"tracer": case_tracer, "pathological": case_pathological, "info": case_info, "top": case_top, "export": case_export, "window": case_window,
          "v2": case_v2, "create": case_create, "errors": case_errors, "index": case_index,
          "watch": case_watch, "outputs": case_outputs}
 
