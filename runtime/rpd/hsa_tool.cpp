@@ -95,6 +95,11 @@ extern "C" { /* C headers written for C callers only */
 /* Packets handled on the stack per submission; more are allocated. */
 #define HSA_BATCH 16
 #define HSA_PACKET_BYTES 64
+/* GPU agents the tool serves, at most. */
+#define HSA_MAX_AGENTS 16
+/* Code object readers alive at once that the tool follows (created, not yet
+ * destroyed): past this many the newest takes the last place. */
+#define HSA_MAX_READERS 64
 /* What twins' names get in the trace, as cupti.c's. */
 #define HSA_TWIN_MARK " [instrumented]"
 /* The hidden argument a twin's buffer follows: the explicit list's end. */
@@ -176,13 +181,13 @@ static struct {
     const void *data;
     size_t size;
     int fd;
-  } readers[64];
+  } readers[HSA_MAX_READERS];
   int nreaders;
   hsa_signal_t *signals;
   int nsignals, signals_cap;
   struct hsa_pending *free_pending;
   int queues;
-  uint64_t gpus[16];
+  uint64_t gpus[HSA_MAX_AGENTS];
   int ngpus;
   /* clock: trace ns = system ticks * ns_per_tick + offset */
   double ns_per_tick;
@@ -190,14 +195,14 @@ static struct {
   /* the kernel cache */
   const char *cache;
   struct hsa_alt *alts;
-  uint64_t cache_agents[16];
+  uint64_t cache_agents[HSA_MAX_AGENTS];
   int ncache_agents;
   hsa_amd_memory_pool_t kernarg_pool;
   int have_kernarg_pool;
   char *slab;
   int *free_slots;
   int nfree_slots, nslots, slab_tried;
-  uint64_t pool_full, replaced, instrumented;
+  uint64_t pool_full;
   uint64_t in_flight; /* dispatches given the tool's signal, not yet complete (atomic) */
 } g_hsa = {};
 
@@ -315,26 +320,29 @@ static void hsa_read_arguments(uint64_t e, const void *data, size_t size) {
   kdb_api->close(db);
 }
 
+/* Follows reader r (its code object in memory, or its file) until its load,
+ * while a cache may need the argument lists it holds. */
+static void hsa_reader_add(uint64_t r, const void *data, size_t size, int fd) {
+  if (!g_hsa.alts)
+    return;
+  pthread_mutex_lock(&g_hsa.lock);
+  int i = g_hsa.nreaders < HSA_MAX_READERS ? g_hsa.nreaders++ : HSA_MAX_READERS - 1;
+  g_hsa.readers[i] = {r, data, size, fd};
+  pthread_mutex_unlock(&g_hsa.lock);
+}
+
 static hsa_status_t hook_reader_memory(const void *data, size_t size,
                                        hsa_code_object_reader_t *out) {
   hsa_status_t rc = g_hsa.core.hsa_code_object_reader_create_from_memory_fn(data, size, out);
-  if (rc == HSA_STATUS_SUCCESS && g_hsa.alts) {
-    pthread_mutex_lock(&g_hsa.lock);
-    int i = g_hsa.nreaders < 64 ? g_hsa.nreaders++ : 63;
-    g_hsa.readers[i] = {out->handle, data, size, -1};
-    pthread_mutex_unlock(&g_hsa.lock);
-  }
+  if (rc == HSA_STATUS_SUCCESS)
+    hsa_reader_add(out->handle, data, size, -1);
   return rc;
 }
 
 static hsa_status_t hook_reader_file(hsa_file_t fd, hsa_code_object_reader_t *out) {
   hsa_status_t rc = g_hsa.core.hsa_code_object_reader_create_from_file_fn(fd, out);
-  if (rc == HSA_STATUS_SUCCESS && g_hsa.alts) {
-    pthread_mutex_lock(&g_hsa.lock);
-    int i = g_hsa.nreaders < 64 ? g_hsa.nreaders++ : 63;
-    g_hsa.readers[i] = {out->handle, NULL, 0, fd};
-    pthread_mutex_unlock(&g_hsa.lock);
-  }
+  if (rc == HSA_STATUS_SUCCESS)
+    hsa_reader_add(out->handle, NULL, 0, fd);
   return rc;
 }
 
@@ -536,7 +544,7 @@ static void hsa_cache_open(uint64_t agent) {
   for (int i = 0; i < g_hsa.ncache_agents; i++)
     if (g_hsa.cache_agents[i] == agent)
       return;
-  if (g_hsa.ncache_agents == 16)
+  if (g_hsa.ncache_agents == HSA_MAX_AGENTS)
     return;
   g_hsa.cache_agents[g_hsa.ncache_agents++] = agent;
   char arch[64], err[512];
@@ -677,7 +685,7 @@ static hsa_status_t hsa_collect_gpus(hsa_agent_t a, void *data) {
   (void)data;
   hsa_device_type_t t;
   if (g_hsa.core.hsa_agent_get_info_fn(a, HSA_AGENT_INFO_DEVICE, &t) == HSA_STATUS_SUCCESS &&
-      t == HSA_DEVICE_TYPE_GPU && g_hsa.ngpus < 16)
+      t == HSA_DEVICE_TYPE_GPU && g_hsa.ngpus < HSA_MAX_AGENTS)
     g_hsa.gpus[g_hsa.ngpus++] = a.handle;
   return HSA_STATUS_SUCCESS;
 }
@@ -689,7 +697,7 @@ static void *hsa_system_alloc(size_t n, char *err, size_t errlen) {
   hsa_status_t rc = g_hsa.have_kernarg_pool
                         ? g_hsa.amd.hsa_amd_memory_pool_allocate_fn(g_hsa.kernarg_pool, n, 0, &p)
                         : (hsa_status_t)HSA_STATUS_ERROR_INVALID_MEMORY_POOL;
-  hsa_agent_t gpus[16];
+  hsa_agent_t gpus[HSA_MAX_AGENTS];
   for (int i = 0; i < g_hsa.ngpus; i++)
     gpus[i].handle = g_hsa.gpus[i];
   if (rc == HSA_STATUS_SUCCESS)
@@ -1004,10 +1012,6 @@ static void hsa_replace(struct hsa_kernel *k, struct hsa_queue_info *q,
   pending->kernarg = slot;
   pending->dispatch = d;
   pending->twin = d != NULL;
-  if (d)
-    g_hsa.instrumented++;
-  else
-    g_hsa.replaced++;
 }
 
 static void hsa_submit(const void *in, uint64_t count, uint64_t index, void *data,
@@ -1113,7 +1117,7 @@ static hsa_status_t hook_queue_create(hsa_agent_t agent, uint32_t size, hsa_queu
   for (int i = 0; i < g_hsa.ngpus; i++)
     if (g_hsa.gpus[i] == agent.handle)
       q->gpu = i;
-  if (g_hsa.alts || g_hsa.cache)
+  if (g_hsa.cache)
     hsa_cache_open(agent.handle);
   pthread_mutex_unlock(&g_hsa.lock);
   if (g_hsa.amd.hsa_amd_queue_intercept_register_fn(*out, hsa_submit, q) != HSA_STATUS_SUCCESS)
