@@ -102,8 +102,6 @@ extern "C" { /* C headers written for C callers only */
 #define HSA_MAX_READERS 64
 /* What twins' names get in the trace, as cupti.c's. */
 #define HSA_TWIN_MARK " [instrumented]"
-/* The hidden argument a twin's buffer follows: the explicit list's end. */
-#define HSA_MAX_ARGS 64
 
 struct hsa_arg {
   char kind[48];
@@ -273,7 +271,7 @@ static struct hsa_kernel *hsa_kernel_find(uint64_t object) {
 }
 
 static struct hsa_arg *hsa_args_copy(const kdb_kernel *k, size_t *n) {
-  *n = k->arg_count < HSA_MAX_ARGS ? k->arg_count : HSA_MAX_ARGS;
+  *n = k->arg_count; /* all of them: a rebuilt kernarg segment needs every one */
   struct hsa_arg *a = (struct hsa_arg *)calloc(*n ? *n : 1, sizeof *a);
   if (!a)
     return NULL;
