@@ -280,7 +280,7 @@ uint64_t rpd_records_pending(void) {
       n++;
     }
   }
-  return n;
+  return n + atomic_load_explicit(&g_txn_records, memory_order_relaxed);
 }
 
 /* Returns the calling thread's buffer, creating (or reusing) one. NULL when

@@ -86,6 +86,7 @@ _Atomic uint32_t g_flush_done;
 int g_evfd = -1;
 _Atomic int g_writer_running;
 _Atomic int g_writer_quit;
+_Atomic int g_writer_final;
 _Atomic int g_writer_failed;
 pthread_t g_writer_thread;
 pthread_mutex_t g_wlock = PTHREAD_MUTEX_INITIALIZER;
@@ -292,6 +293,7 @@ static int rpd_death_ours(void) {
 static void rpd_last_flush(const char *why) {
   rpd_mark_stopped(rpd_stamp());
   atomic_fetch_add(&g_atomics_req, 1);
+  atomic_store(&g_writer_final, 1);
   if (rpd_flush_wait(g_crash_wait_ms) == 0 || !atomic_load(&g_writer_running))
     return;
   char n[24], ms[24];
@@ -301,8 +303,8 @@ static void rpd_last_flush(const char *why) {
   rpdi_say(rpdi_dec((uint64_t)g_crash_wait_ms, ms));
   rpdi_say(" ms (NANO_RPD_CRASH_WAIT_MS): at least ");
   rpdi_say(rpdi_dec(rpd_records_pending(), n));
-  rpdi_say(" records of this process (those still in its threads' first rings) are not in "
-           "the trace\n");
+  rpdi_say(" records of this process (those still in its threads' first rings or in the "
+           "writer's open transaction) are not in the trace\n");
 }
 
 /* The handler. With the default action in place before us, the signal ends

@@ -13,6 +13,7 @@
  */
 #define _GNU_SOURCE /* O_CLOEXEC */
 #include "nano/rpdfile.h"
+#include "rpdfile_internal.h"
 
 #include "nano/outfile.h"
 
@@ -326,10 +327,6 @@ const char *nano_rpdfile_dispatch_schema_sql(void) {
          "WHERE A.analyzer = 'KernelTimeline';\n";
 }
 
-/* Formats "<path>: <message>" into err (when err is non-NULL). */
-static void rpdfile_err(char *err, size_t errlen, const char *path, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
 int nano_rpdfile_dispatch_upgrade(sqlite3 *db, const char *path, char *err, size_t errlen) {
   int has = nano_rpdfile_has_column(db, "nano_dispatch", "aggregate");
   if (has < 0) {
@@ -342,9 +339,7 @@ int nano_rpdfile_dispatch_upgrade(sqlite3 *db, const char *path, char *err, size
                                  errlen);
 }
 
-static void rpdfile_err(char *err, size_t errlen, const char *path, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static void rpdfile_err(char *err, size_t errlen, const char *path, const char *fmt, ...) {
+void rpdfile_err(char *err, size_t errlen, const char *path, const char *fmt, ...) {
   if (!err || errlen == 0)
     return;
   int n = snprintf(err, errlen, "%s: ", path);
@@ -500,12 +495,21 @@ static int rpdfile_probe(const char *path, char *err, size_t errlen) {
 
 static void (*_Atomic rpdfile_busy_hook)(void);
 static _Atomic int rpdfile_busy_said; /* the once-per-process message is out */
+/* this thread's bound on a wait (ms); -1: NANO_RPDFILE_BUSY_MS */
+static _Thread_local int rpdfile_busy_ms = -1;
 
 void nano_rpdfile_on_busy(void (*hook)(void)) { atomic_store(&rpdfile_busy_hook, hook); }
 
+int nano_rpdfile_busy_bound(int ms) {
+  int old = rpdfile_busy_ms;
+  rpdfile_busy_ms = ms;
+  return old;
+}
+
 /* SQLite's busy handler (ctx: the connection): sleeps 1, 2, 5, 10, 15, 20, 25,
  * 25, 25, 50, 50, then 100 ms at a time, as SQLite's own timeout does, until
- * NANO_RPDFILE_BUSY_MS have passed; says once per process that it waits, and
+ * NANO_RPDFILE_BUSY_MS (or this thread's bound) have passed; says once per
+ * process that it waits, and
  * on which file. Returns 1 to try again, 0 to give up (SQLITE_BUSY). */
 static int rpdfile_busy(void *ctx, int count) {
   static const int delays[] = {1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50, 100};
@@ -515,7 +519,7 @@ static int rpdfile_busy(void *ctx, int count) {
     waited += delays[i];
   if (count > NDELAYS)
     waited += (count - NDELAYS) * delays[NDELAYS - 1];
-  if (waited >= NANO_RPDFILE_BUSY_MS)
+  if (waited >= (rpdfile_busy_ms < 0 ? NANO_RPDFILE_BUSY_MS : rpdfile_busy_ms))
     return 0;
   void (*hook)(void) = atomic_load(&rpdfile_busy_hook);
   if (waited >= NANO_RPDFILE_BUSY_SAY_MS && hook)
@@ -659,9 +663,11 @@ int nano_rpdfile_open_write(const char *path, int truncate, enum nano_rpdfile_sy
     return rc;
   }
 
-  /* Schema creation and the check happen under one exclusive transaction, so
-   * two processes that find the file empty create the schema once. */
-  rc = nano_rpdfile_exec(d, path, "cannot lock", "BEGIN EXCLUSIVE", err, errlen);
+  /* Schema creation and the check happen under one write transaction, so
+   * two processes that find the file empty create the schema once. Not an
+   * exclusive one: a reader of the trace would hold its start (and the
+   * writer's start holds its records). */
+  rc = nano_rpdfile_exec(d, path, "cannot lock", "BEGIN IMMEDIATE", err, errlen);
   if (rc < 0) {
     int64_t dummy;
     if (rpdfile_query_int(d, path, "SELECT 1", &dummy, NULL, 0) == NANO_RPDFILE_ENOTDB)
@@ -669,7 +675,7 @@ int nano_rpdfile_open_write(const char *path, int truncate, enum nano_rpdfile_sy
     sqlite3_close(d);
     return rc;
   }
-  int64_t ntables = 0;
+  int64_t ntables = -1;
   rc = rpdfile_query_int(d, path, "SELECT count(*) FROM sqlite_master WHERE type = 'table'",
                          &ntables, err, errlen);
   if (rc >= 0 && ntables == 0) {
@@ -689,7 +695,11 @@ int nano_rpdfile_open_write(const char *path, int truncate, enum nano_rpdfile_sy
     sqlite3_close(d);
     return rc;
   }
-  rc = nano_rpdfile_exec(d, path, "cannot commit the schema", "COMMIT", err, errlen);
+  /* A check that wrote nothing ends with ROLLBACK: even an empty COMMIT
+   * would wait for the file's readers. */
+  rc = ntables == 0
+           ? nano_rpdfile_exec(d, path, "cannot commit the schema", "COMMIT", err, errlen)
+           : nano_rpdfile_exec(d, path, "cannot end the schema check", "ROLLBACK", err, errlen);
   if (rc < 0) {
     sqlite3_close(d);
     return rc;
@@ -739,6 +749,21 @@ int nano_rpdfile_open_read(const char *path, int readonly, sqlite3 **db, int *ve
       path, readonly && !writable ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE, &d, err, errlen);
   if (rc < 0)
     return rc;
+  rc = nano_rpdfile_check(d, path, version, err, errlen);
+  if (rc < 0) {
+    sqlite3_close(d);
+    return rc;
+  }
+  if (!readonly || writable) {
+    if (*version == NANO_RPD_SCHEMA_VERSION)
+      nano_rpdfile_fold_say(d, path, NANO_RPDFILE_FOLD_WAIT_MS);
+  } else if ((rc = nano_rpdfile_side_count(path)) > 0) {
+    fprintf(stderr,
+            "nanoprobe: %s: %d side file%s of rows written while another process held it "
+            "cannot be folded in (this process may not write the trace): their rows are "
+            "missing here\n",
+            path, rc, rc == 1 ? "" : "s");
+  }
   if (readonly && writable) {
     rc = nano_rpdfile_exec(d, path, "cannot make the connection read-only", "PRAGMA query_only=1",
                            err, errlen);
@@ -746,11 +771,6 @@ int nano_rpdfile_open_read(const char *path, int readonly, sqlite3 **db, int *ve
       sqlite3_close(d);
       return rc;
     }
-  }
-  rc = nano_rpdfile_check(d, path, version, err, errlen);
-  if (rc < 0) {
-    sqlite3_close(d);
-    return rc;
   }
   *db = d;
   return 0;
@@ -770,6 +790,10 @@ int nano_rpdfile_begin_session(sqlite3 *db, const char *path, int64_t *session, 
       db, path, "SELECT CAST(value AS integer) FROM rocpd_metadata WHERE tag = 'session_count'",
       &next, err, errlen);
   char sql[256];
+  /* sessions that side files not folded in yet hold are taken */
+  int64_t side = rc >= 0 ? nano_rpdfile_side_next_session(path) : 0;
+  if (side > next)
+    next = side;
   if (rc == 1)
     snprintf(sql, sizeof sql,
              "UPDATE rocpd_metadata SET value = '%lld' WHERE tag = 'session_count';"
@@ -777,9 +801,9 @@ int nano_rpdfile_begin_session(sqlite3 *db, const char *path, int64_t *session, 
              (long long)next + 1, (long long)next, (long)getpid());
   else if (rc == 0)
     snprintf(sql, sizeof sql,
-             "INSERT INTO rocpd_metadata(tag, value) VALUES ('session_count', '1');"
-             "INSERT INTO rocpd_metadata(tag, value) VALUES ('session', 'id=0 pid=%ld');",
-             (long)getpid());
+             "INSERT INTO rocpd_metadata(tag, value) VALUES ('session_count', '%lld');"
+             "INSERT INTO rocpd_metadata(tag, value) VALUES ('session', 'id=%lld pid=%ld');",
+             (long long)next + 1, (long long)next, (long)getpid());
   if (rc >= 0)
     rc = nano_rpdfile_exec(db, path, "cannot record the session", sql, err, errlen);
   if (rc >= 0 && own)

@@ -258,6 +258,12 @@ extern _Atomic uint32_t g_flush_done;
 extern int g_evfd;
 extern _Atomic int g_writer_running;
 extern _Atomic int g_writer_quit;
+/* Set on a death path (rpd_last_flush): the flush it asks for is the last,
+ * so a commit another process's read lock holds goes to a side file. */
+extern _Atomic int g_writer_final;
+/* Records the writer has taken from the rings into its open transaction (a
+ * death before its commit loses them: rpd_records_pending counts them). */
+extern _Atomic uint64_t g_txn_records;
 /* The writer could not write the file (disk full, I/O error): flushes and
  * the final stop report it; what it consumes afterwards is counted as lost. */
 extern _Atomic int g_writer_failed;
@@ -389,9 +395,10 @@ int rpd_thread_named(int32_t tid);
  * yet (it takes one by returning 0). */
 void rpd_given_names(int (*put)(int32_t pid, int32_t tid, const char *name), int32_t pid);
 void rpd_producer_atfork(enum rpd_fork_phase phase);
-/* Records the threads' primary rings hold that the writer has not taken: a
- * lower bound on what a death before the writer's next commit loses (records
- * in overflow rings and in the writer's open transaction are not counted).
+/* Records the threads' primary rings hold that the writer has not taken,
+ * and those it took into its open transaction: a lower bound on what a death
+ * before the writer's next commit loses (records in overflow rings are not
+ * counted).
  * Async-signal-safe: atomics of the push-only buffer list. */
 uint64_t rpd_records_pending(void);
 

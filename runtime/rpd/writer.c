@@ -42,6 +42,9 @@ static const char *const rpdw_sql[ST_COUNT] = {
 };
 
 struct rpd_writer g_w;
+_Atomic uint64_t g_txn_records;
+
+static void rpdw_capture_end(void);
 
 /* The writer stops writing the file: the open transaction is rolled back
  * (SQLite may have done so already) and its rows are counted as lost. */
@@ -55,6 +58,7 @@ static void rpdw_set_failed(void) {
     if (!sqlite3_get_autocommit(g_w.db))
       sqlite3_exec(g_w.db, "ROLLBACK", NULL, NULL, NULL);
   }
+  rpdw_capture_end();
   g_w.in_txn = 0;
 }
 
@@ -92,28 +96,184 @@ int rpdw_step(int which, int bound) {
   return 0;
 }
 
-int rpdw_begin(void) {
-  if (g_w.in_txn || g_w.failed)
-    return g_w.failed ? -1 : 0;
-  if (rpdw_exec("BEGIN IMMEDIATE", "cannot begin a transaction") != 0)
-    return -1;
-  g_w.in_txn = 1;
-  g_w.txn_rows = 0;
+/* ---- Another process's read lock ---------------------------------------------
+ * In rollback-journal mode a commit needs every reader of the file gone, so a
+ * stranger that keeps a read transaction open (an `sqlite3` shell, a script's
+ * cursor) would hold the writer's commit, and with it rpdflush, rpdstop and
+ * the program's exit, for as long as it likes. So:
+ *   - a transaction begins EXCLUSIVE, waiting RPDW_EXCLUSIVE_WAIT_MS at most
+ *     (other appenders' commits are shorter). Then no reader can come in
+ *     before its commit, and the commit waits for nobody: the common case,
+ *     at no cost.
+ *   - When that fails, another connection has the file: a reader, or a
+ *     writer. The writer waits for writers (BEGIN IMMEDIATE, as always, then
+ *     ROLLBACK) and tries EXCLUSIVE once more; failing again, a reader is
+ *     there, and the transaction begins IMMEDIATE with SQLite's session
+ *     extension capturing what it changes (about 2x the cost of a row, only
+ *     in such transactions).
+ *   - Its commit waits RPDW_COMMIT_WAIT_MS at most while recording. Held by a
+ *     reader, the transaction stays open (SQLite keeps it; its pending lock
+ *     lets no new reader in, so the stranger's next read waits for the
+ *     writer), rows go on into it, said once, and each round tries again:
+ *     producers never wait and nothing is dropped.
+ *   - On the last flush (exit, a death path) the commit waits
+ *     RPDW_EXIT_WAIT_MS at most; still held, the captured changes go to a
+ *     side file beside the trace (nano_rpdfile_side_write) and the
+ *     transaction is rolled back; so does one that passes RPDW_HELD_MAX_ROWS
+ *     rows. The next connection that may write the trace folds side files
+ *     in: this writer when its next commit goes through, the next recording
+ *     at its open, every rpd tool (nano_rpdfile_open_read).
+ * A writer that holds the lock (another process's open write transaction)
+ * still holds ours up to NANO_RPDFILE_BUSY_MS, as before: records wait in
+ * the overflow store meanwhile. */
+#define RPDW_EXCLUSIVE_WAIT_MS 50
+#define RPDW_COMMIT_WAIT_MS 100
+#define RPDW_EXIT_WAIT_MS 1000
+/* Rows a held transaction may reach before it goes to a side file: its
+ * pages stay in memory until then (about 100 bytes a row with the capture). */
+#define RPDW_HELD_MAX_ROWS (1u << 21)
+
+/* Starts capturing the open transaction's changes. 0, or -1 (failed). */
+static int rpdw_capture_start(void) {
+  sqlite3_session *s = NULL;
+  if (sqlite3session_create(g_w.db, "main", &s) != SQLITE_OK ||
+      sqlite3session_attach(s, NULL) != SQLITE_OK) {
+    if (s)
+      sqlite3session_delete(s);
+    return rpdw_fail("cannot capture a transaction's rows (sqlite3session_create)");
+  }
+  g_w.capture = s;
   return 0;
 }
 
-static int rpdw_commit(void) {
+static void rpdw_capture_end(void) {
+  if (!g_w.capture)
+    return;
+  sqlite3session_delete(g_w.capture);
+  g_w.capture = NULL;
+  g_w.held = 0;
+  (void)sqlite3_exec(g_w.db, "PRAGMA cache_spill=ON", NULL, NULL, NULL); /* a flag: no I/O */
+}
+
+/* BEGIN EXCLUSIVE, waiting ms at most: SQLITE_OK, SQLITE_BUSY or an error. */
+static int rpdw_begin_exclusive(int ms) {
+  int old = nano_rpdfile_busy_bound(ms);
+  int rc = sqlite3_exec(g_w.db, "BEGIN EXCLUSIVE", NULL, NULL, NULL);
+  nano_rpdfile_busy_bound(old);
+  return rc;
+}
+
+int rpdw_begin(void) {
+  if (g_w.in_txn || g_w.failed)
+    return g_w.failed ? -1 : 0;
+  int rc = rpdw_begin_exclusive(RPDW_EXCLUSIVE_WAIT_MS);
+  if (rc == SQLITE_BUSY) {
+    /* A writer's long round, or a reader. Once a writer's lock is ours,
+     * writers are out of the way: a second try fails only for a reader. */
+    if (rpdw_exec("BEGIN IMMEDIATE", "cannot begin a transaction") != 0 ||
+        rpdw_exec("ROLLBACK", "cannot end a transaction") != 0)
+      return -1;
+    rc = rpdw_begin_exclusive(0);
+  }
+  if (rc == SQLITE_BUSY) {
+    /* No spilling of dirty pages: a spill needs the lock a reader may hold
+     * (and would wait for it). The transaction's pages stay in memory. Set
+     * outside a transaction: SQLite applies pager flags only there. */
+    if (rpdw_exec("PRAGMA cache_spill=OFF", "cannot keep a transaction in memory") != 0 ||
+        rpdw_exec("BEGIN IMMEDIATE", "cannot begin a transaction") != 0)
+      return -1;
+    g_w.in_txn = 1;
+    if (rpdw_capture_start() != 0)
+      return -1;
+  } else if (rc != SQLITE_OK) {
+    return rpdw_fail("cannot begin a transaction");
+  }
+  g_w.in_txn = 1;
+  g_w.txn_rows = 0;
+  /* a diverted transaction took the tables it made out of the file again */
+  if (g_w.rebuild) {
+    g_w.rebuild = 0;
+    g_w.nschemas = 0;
+    if (rpdw_exec(nano_rpdfile_thread_schema_sql(), "cannot create nano_thread") != 0)
+      return -1;
+  }
+  return 0;
+}
+
+/* Moves the held transaction's rows to a side file and rolls it back. */
+static void rpdw_divert(void) {
+  int n = 0;
+  void *p = NULL;
+  char side[sizeof g_w.path + 64], err[sizeof g_w.path + NANO_RPDFILE_ERRLEN];
+  int rc = sqlite3session_changeset(g_w.capture, &n, &p);
+  if (rc != SQLITE_OK)
+    snprintf(err, sizeof err, "%s: cannot read the held transaction's rows: %s", g_w.path,
+             sqlite3_errstr(rc));
+  else if (nano_rpdfile_side_write(g_w.path, (long)getpid(), p, n, side, sizeof side, err,
+                                   sizeof err) != 0)
+    rc = SQLITE_IOERR;
+  sqlite3_free(p);
+  uint64_t rows = g_w.txn_rows;
+  (void)sqlite3_exec(g_w.db, "ROLLBACK", NULL, NULL, NULL);
+  rpdw_capture_end();
+  g_w.in_txn = 0;
+  g_w.rebuild = 1;
+  if (rc != SQLITE_OK) {
+    g_w.lost_rows += rows;
+    rpd_log("%s (another process held a read lock on the trace: %llu rows lost)", err,
+            (unsigned long long)rows);
+    return;
+  }
+  atomic_store_explicit(&g_txn_records, 0, memory_order_relaxed);
+  g_w.sides++;
+  g_w.side_rows += rows;
+  rpd_log("%s: another process held a read lock on it; %llu rows went to the side file %s "
+          "instead (folded in by the next recording or rpd command that opens the trace)",
+          g_w.path, (unsigned long long)rows, side);
+}
+
+/* Commits the open transaction. A commit another process's read lock holds
+ * leaves it open (and returns 0), or diverts it to a side file past
+ * RPDW_HELD_MAX_ROWS rows or, when `flush` is set (the end of a flush), on
+ * the last flush. */
+static int rpdw_commit_at(int flush) {
   if (!g_w.in_txn)
     return 0;
   rpdw_flush_queues();
   if (g_w.failed)
     return -1;
-  if (rpdw_exec("COMMIT", "cannot commit") != 0)
-    return -1;
+  int last = atomic_load(&g_writer_quit) || atomic_load(&g_writer_final);
+  /* the last flush waits once: a reader that stayed that long is not waited for again */
+  int old = nano_rpdfile_busy_bound(!g_w.capture               ? -1
+                                    : last && !g_w.waited_last ? RPDW_EXIT_WAIT_MS
+                                                               : RPDW_COMMIT_WAIT_MS);
+  int rc = sqlite3_exec(g_w.db, "COMMIT", NULL, NULL, NULL);
+  nano_rpdfile_busy_bound(old);
+  if (rc == SQLITE_BUSY && g_w.capture && !sqlite3_get_autocommit(g_w.db)) {
+    if (!g_w.held_said) {
+      g_w.held_said = 1;
+      rpd_log("%s: another process holds a read lock on it; this run's rows wait in memory and "
+              "go in when it lets go (at exit, into a side file beside the trace)",
+              g_w.path);
+    }
+    g_w.held = 1;
+    g_w.waited_last |= last;
+    if ((flush && last) || g_w.txn_rows > RPDW_HELD_MAX_ROWS)
+      rpdw_divert();
+    return 0;
+  }
+  if (rc != SQLITE_OK)
+    return rpdw_fail("cannot commit");
+  atomic_store_explicit(&g_txn_records, 0, memory_order_relaxed);
   g_w.in_txn = 0;
   g_w.written_rows += g_w.txn_rows;
+  rpdw_capture_end();
+  if (g_w.sides && nano_rpdfile_side_count(g_w.path) > 0)
+    nano_rpdfile_fold_say(g_w.db, g_w.path, RPDW_COMMIT_WAIT_MS);
   return 0;
 }
+
+static int rpdw_commit(void) { return rpdw_commit_at(0); }
 
 /* While draining, the writer hands consumed room back to the producer every
  * RPDW_PUBLISH_EVERY records (a full producer waits on no more than that), and
@@ -161,9 +321,10 @@ static uint64_t rpdw_drain(struct rpd_tbuf *b) {
     n++;
     if (n % RPDW_PUBLISH_EVERY == 0) {
       rpdw_flush_ustrings();
+      atomic_fetch_add_explicit(&g_txn_records, RPDW_PUBLISH_EVERY, memory_order_relaxed);
       atomic_store_explicit(&b->atail, aend, memory_order_release);
       atomic_store_explicit(&b->tail, tail, memory_order_release);
-      if (g_w.txn_rows > RPDW_TXN_MAX_ROWS) {
+      if (g_w.txn_rows > (g_w.held ? RPDW_HELD_MAX_ROWS : RPDW_TXN_MAX_ROWS)) {
         rpdw_commit();
         rpdw_begin();
       }
@@ -174,6 +335,7 @@ static uint64_t rpdw_drain(struct rpd_tbuf *b) {
     }
   }
   rpdw_flush_ustrings();
+  atomic_fetch_add_explicit(&g_txn_records, n % RPDW_PUBLISH_EVERY, memory_order_relaxed);
   atomic_store_explicit(&b->atail, aend, memory_order_release);
   atomic_store_explicit(&b->tail, tail, memory_order_release);
   return n;
@@ -356,9 +518,13 @@ static void rpdw_write_dropped(void) {
   if (rpdw_begin() != 0)
     return;
   char sql[256];
+  /* by id, not UPDATE: after a side file took the row, the file gets it back,
+   * newer than the side file's (which folding then leaves) */
   if (g_w.drop_meta_id)
-    snprintf(sql, sizeof sql, "UPDATE rocpd_metadata SET value = '%llu' WHERE id = %lld",
-             (unsigned long long)total, (long long)g_w.drop_meta_id);
+    snprintf(sql, sizeof sql,
+             "INSERT OR REPLACE INTO rocpd_metadata(id, tag, value) VALUES "
+             "(%lld, 'nano_dropped_records', '%llu')",
+             (long long)g_w.drop_meta_id, (unsigned long long)total);
   else
     snprintf(sql, sizeof sql,
              "INSERT INTO rocpd_metadata(tag, value) VALUES ('nano_dropped_records', '%llu')",
@@ -484,6 +650,10 @@ static int rpdw_open(void) {
       rpdw_exec("PRAGMA temp_store=MEMORY; PRAGMA cache_size=-2000",
                 "cannot set temp_store and cache_size") != 0)
     return -1;
+  /* rows earlier runs kept beside the trace while a reader held it, before
+   * this run takes its session */
+  if (nano_rpdfile_side_count(g_w.path) > 0)
+    nano_rpdfile_fold_say(g_w.db, g_w.path, RPDW_COMMIT_WAIT_MS);
   /* The session, nano_thread and the first strings in one transaction (a
    * commit costs about half a millisecond here, and the writer's start delays
    * every row). */
@@ -543,6 +713,7 @@ static int rpdw_open(void) {
 
 static void rpdw_close(void) {
   char err[NANO_RPDFILE_ERRLEN];
+  rpdw_capture_end(); /* before its connection closes, as SQLite requires */
   for (int i = 0; i < ST_COUNT; i++)
     sqlite3_finalize(g_w.st[i]);
   sqlite3_finalize(g_w.api_ins);
@@ -646,7 +817,7 @@ static void rpdw_flush(int atomics) {
     rpdi_atomics_sample(g_w.db, g_w.path, g_w.offset, rpd_clock());
   }
   rpdw_run_jobs();
-  rpdw_commit();
+  rpdw_commit_at(1);
 }
 
 _Atomic uint32_t g_atomics_req;
@@ -880,7 +1051,11 @@ void rpd_writer_stop(void) {
             g_w.path, (unsigned long long)((spilled + (1u << 20) - 1) >> 20), rpdi_spill_dir());
   /* the one line at exit that says where the records went (not under
    * `nanoprobe run`, which prints a summary of its own) */
-  if (g_w.db && !g_w.failed && !g_quiet)
+  if (g_w.db && !g_w.failed && !g_quiet && g_w.sides)
+    rpd_log("%s: %llu rows written by pid %d, %llu more in %d side file%s beside it", g_w.path,
+            (unsigned long long)g_w.written_rows, (int)getpid(), (unsigned long long)g_w.side_rows,
+            g_w.sides, g_w.sides == 1 ? "" : "s");
+  else if (g_w.db && !g_w.failed && !g_quiet)
     rpd_log("%s: %llu rows written by pid %d", g_w.path, (unsigned long long)g_w.written_rows,
             (int)getpid());
   rpdw_close();

@@ -122,7 +122,17 @@ struct rpd_writer {
   int npend, cappend;
   int in_txn;
   uint64_t txn_rows;
-  int cut_short; /* the last round stopped for a fork: records are left */
+  /* Held commits (writer.c, "Another process's read lock"): the open
+   * transaction's changes while another connection had the file when it
+   * began, and whether its commit is held by a reader. */
+  sqlite3_session *capture;
+  int held;
+  int held_said;      /* the once-per-process line is out */
+  int waited_last;    /* the last flush waited RPDW_EXIT_WAIT_MS once */
+  int rebuild;        /* a diverted transaction took the tables it made */
+  int sides;          /* side files this process wrote */
+  uint64_t side_rows; /* rows they hold */
+  int cut_short;      /* the last round stopped for a fork: records are left */
   int failed;
   int never_opened;      /* the file could not be opened: nothing was written */
   uint64_t lost_rows;    /* rows of transactions the failure rolled back */

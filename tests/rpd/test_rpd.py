@@ -876,6 +876,121 @@ def case_locked():
     check("while the writer waited for another process's lock" in err, "stderr: %s" % err)
 
 
+def hold_read(path):
+    """Another process's read transaction on the trace at path, as an open
+    cursor keeps one (rollback journal: a shared lock until it ends)."""
+    h = sqlite3.connect(path, isolation_level=None)
+    h.execute("BEGIN")
+    h.execute("SELECT count(*) FROM rocpd_api").fetchone()
+    return h
+
+
+def side_files(path):
+    return sorted(f for f in os.listdir(".") if f.startswith(path + ".pending."))
+
+
+def traced(args, env, **kw):
+    """Starts the workload with env; stdout and stderr piped."""
+    e = dict(os.environ, NANO_RPD_QUIET="1", **env)
+    e.pop("LD_PRELOAD", None)
+    return subprocess.Popen([prog("rpd_workload")] + args, env=e, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, **kw)
+
+
+def ended(p, what):
+    """Waits for p's end; fails when it is still running after 30 s (the
+    writer used to hold exit for 60 s behind a reader, then lose the rows)."""
+    try:
+        out, err = p.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        fail("%s: the program did not end while another process read its trace" % what)
+    return out, err
+
+
+def case_read_locked():
+    """Another process's read transaction on the trace never holds the
+    program (issue 37.3): it ends while the reader still reads, its rows go to
+    a side file beside the trace, said; the next connection that may write
+    the trace folds them in (an rpd command, the next recording), once; a
+    reader that lets go during the run gets no side file at all; a death
+    under the lock keeps its rows the same way; a damaged side file is named
+    and left alone."""
+    path = "rl.rpd"
+    api = lambda: q(db(path), "SELECT count(*) FROM rocpd_api")[0][0]
+    run([prog("rpd_workload"), "marks", "1"], {"RPDT_FILENAME": path})
+    n = 20000
+
+    # the program's exit under the read lock
+    h = hold_read(path)
+    out, err = ended(traced(["marks", str(n)], {"RPDT_FILENAME": path}), "exit")
+    check(h.execute("SELECT count(*) FROM rocpd_api").fetchone()[0] == 1, "the reader's view")
+    sides = side_files(path)
+    check(len(sides) == 1, "side files: %s\nstderr: %s" % (sides, err))
+    said = [l for l in err.splitlines() if sides[0] in l]
+    check(len(said) == 1 and "read lock" in said[0], "stderr: %s" % err)
+    p = run([ARGS.rpd, "info", path])  # the reader still reads: nothing folded, said
+    check("1 side file not folded in" in p.stderr and "locked" in p.stderr, "info: %s" % p.stderr)
+    check(side_files(path) == sides, "a side file went while the reader read")
+    h.close()
+    shutil.copy(sides[0], "saved-side")
+    p = run([ARGS.rpd, "info", path])
+    check("folded in 1 side file" in p.stderr, "info: %s" % p.stderr)
+    check(side_files(path) == [], "left: %s" % side_files(path))
+    check(api() == n + 1, "after the fold: %d api rows, expected %d" % (api(), n + 1))
+    marks = q(db(path), "SELECT count(*) FROM api WHERE args = 'm'")[0][0]
+    check(marks == n + 1, "marks after the fold: %d of %d" % (marks, n + 1))
+    integrity(db(path))
+    # folding it again adds nothing
+    shutil.copy("saved-side", sides[0])
+    p = run([ARGS.rpd, "info", path])
+    check("rows it had already were kept" in p.stderr, "refold: %s" % p.stderr)
+    check(api() == n + 1 and side_files(path) == [], "refold doubled rows: %d" % api())
+
+    # the next recording folds what an earlier one left
+    h = hold_read(path)
+    ended(traced(["marks", str(n)], {"RPDT_FILENAME": path}), "second exit")
+    h.close()
+    check(len(side_files(path)) == 1, "second side file: %s" % side_files(path))
+    run([prog("rpd_workload"), "marks", "1"], {"RPDT_FILENAME": path})
+    check(side_files(path) == [] and api() == 2 * n + 2,
+          "next recording: %d api rows, side files %s" % (api(), side_files(path)))
+
+    # a reader that lets go during the run: the writer's own commit, no side file
+    h = hold_read(path)
+    p = traced(["sleepy", "1000", "4000"], {"RPDT_FILENAME": path, "RPDT_AUTOFLUSH": "20"})
+    check(p.stdout.readline().strip() == "ready", "sleepy did not start")
+    time.sleep(1.0)  # commits held meanwhile (20 a second)
+    check(h.execute("SELECT count(*) FROM rocpd_api").fetchone()[0] == 2 * n + 2, "reader")
+    h.close()
+    time.sleep(1.0)
+    live = api()
+    out, err = ended(p, "released")
+    check(live == 2 * n + 2 + 1000, "rows once the reader let go, before exit: %d" % live)
+    check(side_files(path) == [] and api() == 2 * n + 2 + 1000, "released: %d" % api())
+    check(err.count("holds a read lock") == 1 and "side file" not in err.replace(
+        "into a side file beside", ""), "released: stderr %s" % err)
+
+    # a death (SIGTERM, default action) under the read lock
+    h = hold_read(path)
+    out, err = ended(traced(["crash", "term", "500"], {"RPDT_FILENAME": path}), "death")
+    h.close()
+    check(len(side_files(path)) == 1, "death: side files %s, stderr %s" % (side_files(path), err))
+    run([ARGS.rpd, "info", path])
+    texts = {r[0] for r in q(db(path), "SELECT args FROM api")}
+    kept = texts & {"r%d" % i for i in range(500)}
+    check(len(kept) == 500 and "before-crash" in texts and side_files(path) == [],
+          "death: %d of 500 ranges" % len(kept))
+
+    # a damaged side file: named, left alone, the trace still read
+    junk = path + ".pending.1.0"
+    with open(junk, "w") as f:
+        f.write("not a changeset\n")
+    p = run([ARGS.rpd, "info", path])
+    check(junk in p.stderr and "not a side file" in p.stderr and os.path.exists(junk),
+          "junk: %s" % p.stderr)
+
+
 def case_autoflush():
     for hz, expect_live in (("20", 100), (None, 0)):
         name = "af%s.rpd" % (hz or "off")
@@ -1160,23 +1275,23 @@ def case_journal():
     integrity(con)
     check(q(con, "SELECT count(*) FROM api")[0][0] == 30, "rows of the five writers")
     con.close()
-    # a reader in the middle of a read transaction delays the writer's commit
-    # (a rollback journal needs the readers gone to commit), not the program's
-    # work; the rows arrive once the reader is done
+    # a reader in the middle of a read transaction does not hold the program
+    # (issue 37.3, case read_locked): its rows wait in a side file, folded in
+    # by the next command that opens the trace
     reader = sqlite3.connect("j.rpd", isolation_level=None)
     reader.execute("BEGIN")
     check(reader.execute("SELECT count(*) FROM rocpd_api").fetchall()[0][0] == 30, "reader")
     p = subprocess.Popen([prog("rpd_workload"), "marks", "5"], env=dict(e, NANO_RPD_QUIET="1"),
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(1.5)
-    check(p.poll() is None, "the writer's last commit waits for the reader")
+    _, err = ended(p, "journal")
+    check(p.returncode == 0, "the program beside the reader: %s" % err)
     reader.execute("COMMIT")
     reader.close()
-    _, err = p.communicate(timeout=30)
-    check(p.returncode == 0, "the program after the reader: %s" % err)
+    run([ARGS.rpd, "info", "j.rpd"])
+    check(mode("j.rpd") == "delete" and side_files("j.rpd") == [], "after the fold")
     con = db("j.rpd")
     integrity(con)
-    check(q(con, "SELECT count(*) FROM api")[0][0] == 35, "the delayed writer's rows")
+    check(q(con, "SELECT count(*) FROM api")[0][0] == 35, "the held writer's rows")
     con.close()
     # a reader on a read-only mount (where this machine lets root bind-mount)
     ro = os.path.abspath("ro-mount")
@@ -1207,7 +1322,7 @@ CASES = {
     "crash_int": lambda: case_crash("int", signal.SIGINT),
     "crash_signals": case_crash_signals, "crash_lost": case_crash_lost,
     "exec_direct": case_exec_direct,
-    "clock": case_clock, "settings": case_settings, "exit": case_exit, "locked": case_locked, "zone": case_zone, "setname": case_setname, "chain": case_chain, "helper_signals": case_helper_signals, "writer_nice": case_writer_nice, "fork": case_fork, "exec": case_exec, "control": case_control, "autostart": case_autostart,
+    "clock": case_clock, "settings": case_settings, "exit": case_exit, "locked": case_locked, "read_locked": case_read_locked, "zone": case_zone, "setname": case_setname, "chain": case_chain, "helper_signals": case_helper_signals, "writer_nice": case_writer_nice, "fork": case_fork, "exec": case_exec, "control": case_control, "autostart": case_autostart,
     "autoflush": case_autoflush, "drop": case_drop, "overflow": case_overflow,
     "min_duration": case_min_duration, "stack": case_stack, "api": case_api,
     "interned": case_interned, "atomics": case_atomics, "journal": case_journal,
@@ -1222,6 +1337,7 @@ def main():
     ap.add_argument("--lib", required=True)
     ap.add_argument("--bin", required=True)
     ap.add_argument("--nvtx-app", default="")
+    ap.add_argument("--rpd", default="")
     ap.add_argument("--work", required=True)
     ARGS = ap.parse_args()
     work = os.path.join(ARGS.work, ARGS.case)

@@ -19,6 +19,9 @@
  *                             dispatches and analyzer results
  *   nano_rpdfile_index_sql    rocmProfileData's optional indexes (rpd index)
  *   nano_rpdfile_has_object   whether a table or view exists (tools, the gate)
+ *   nano_rpdfile_side_write   keep a transaction a stranger's lock held in a
+ *                             side file beside the trace
+ *   nano_rpdfile_fold         fold side files into the trace
  *
  * Errors are written into a caller buffer as one line naming the path and what
  * is wrong, e.g. "trace.rpd: not an SQLite database". Every function returns 0
@@ -91,6 +94,67 @@ enum nano_rpdfile_sync {
 #define NANO_RPDFILE_BUSY_MS 60000
 #define NANO_RPDFILE_BUSY_SAY_MS 1000
 void nano_rpdfile_on_busy(void (*hook)(void));
+/* Bounds this thread's waits for a lock to `ms` (-1: NANO_RPDFILE_BUSY_MS
+ * again) and returns the bound it replaces. A wait shorter than
+ * NANO_RPDFILE_BUSY_SAY_MS is never said. The tracer's writer bounds the
+ * waits a stranger's read lock could stretch (its commits, at exit). */
+int nano_rpdfile_busy_bound(int ms);
+
+/* Side files. A writer that cannot commit because another process holds a
+ * read lock on the trace past the writer's bound (the tracer: at exit, or
+ * when the rows it holds pass a bound) keeps what the transaction changed in
+ * a side file beside the trace, TRACE.pending.PID.N (made whole: an
+ * exclusive temporary linked into place, never over an existing one), and
+ * rolls back. The next connection that may write the trace folds every side
+ * file into it (nano_rpdfile_fold: the tracer when it opens the trace or
+ * commits again, every tool that opens it), and removes it. Format:
+ *
+ *   bytes       what
+ *   ----------  --------------------------------------------------------
+ *   0 .. 23     NANO_RPDFILE_SIDE_MAGIC, "nanoprobe pending rows 1\n"
+ *   24 .. end   an SQLite changeset of the rows (SQLite's session
+ *               extension: sqlite3session_changeset), applied with
+ *               sqlite3changeset_apply
+ *
+ * Folding is idempotent: a row the trace already has (a side file folded
+ * before, or written again since) is kept as the trace has it. */
+#define NANO_RPDFILE_SIDE_MAGIC "nanoprobe pending rows 1\n"
+#define NANO_RPDFILE_SIDE_INFIX ".pending."
+
+/* Writes `changeset` (n bytes) into a new side file of the trace at `path`
+ * for process `pid`, the first free TRACE.pending.PID.N; its name goes into
+ * side (sidelen bytes). 0, or NANO_RPDFILE_EIO with err naming the file. */
+int nano_rpdfile_side_write(const char *path, long pid, const void *changeset, int n, char *side,
+                            size_t sidelen, char *err, size_t errlen);
+
+/* What nano_rpdfile_fold did. */
+struct nano_rpdfile_folded {
+  int files;        /* side files folded (and removed) */
+  int left;         /* side files still there: locked, unreadable or damaged */
+  uint64_t changes; /* rows they added or changed */
+  uint64_t kept;    /* rows the trace had already (left as they were) */
+};
+
+/* Folds the trace's side files into db (a writing connection on `path`,
+ * outside a transaction), each in a transaction of its own, oldest first,
+ * waiting at most wait_ms for the lock. Returns 0 with *r filled, or
+ * NANO_RPDFILE_EIO/_ESQLITE with err naming the first side file left and
+ * why (the others are still tried; r->left counts them all). */
+int nano_rpdfile_fold(sqlite3 *db, const char *path, int wait_ms, struct nano_rpdfile_folded *r,
+                      char *err, size_t errlen);
+/* nano_rpdfile_fold, then says on stderr what it folded and what it left
+ * ("nanoprobe: TRACE: folded in 1 side file: N rows written while another
+ * process held the trace"); silent when there was nothing to fold. */
+void nano_rpdfile_fold_say(sqlite3 *db, const char *path, int wait_ms);
+/* How long a tool opening a trace waits for its lock to fold side files. */
+#define NANO_RPDFILE_FOLD_WAIT_MS 1000
+/* The first session number no side file of the trace at `path` uses (0
+ * when none): a side file's transaction took its session, and its rollback
+ * gave the number back to the trace (nano_rpdfile_begin_session skips it). */
+int64_t nano_rpdfile_side_next_session(const char *path);
+/* The number of side files the trace at `path` has (0 when none or when its
+ * folder cannot be read). */
+int nano_rpdfile_side_count(const char *path);
 
 /* Size of an error buffer that always holds a full message. */
 #define NANO_RPDFILE_ERRLEN 512
@@ -169,8 +233,10 @@ int nano_rpdfile_remove(const char *path, char *err, size_t errlen);
 
 /* Opens `path` for writing. A missing file, an empty (0-byte) file or an
  * SQLite file without any table gets the version-3 schema (created under an
- * exclusive transaction, so concurrent creators produce one schema). A file
- * holding a version-3 RPD trace is opened for appending. Anything else is
+ * write transaction, so concurrent creators produce one schema). A file
+ * holding a version-3 RPD trace is opened for appending (the check under a
+ * write transaction that ends with ROLLBACK, so that a reader of the trace
+ * does not hold it). Anything else is
  * refused: not SQLite, SQLite but not RPD, version 2 (older) or newer.
  * truncate != 0 first removes an existing SQLite file (nano_rpdfile_remove;
  * only when no other process has it open: the caller's business). The connection has a busy timeout
@@ -184,6 +250,9 @@ int nano_rpdfile_open_write(const char *path, int truncate, enum nano_rpdfile_sy
  * A reader gets a read-write connection in query_only mode where this process
  * may write the file and its folder (so that, last to close, it removes the
  * WAL side files), else a read-only one; it can create no TEMP objects either.
+ * Where it may write, a version-3 trace's side files are folded in first
+ * (nano_rpdfile_fold_say, waiting NANO_RPDFILE_FOLD_WAIT_MS at most); where
+ * it may not, their number is said on stderr.
  * Returns 0 and *db, or NANO_RPDFILE_ENOENT, _EIO, _ENOTDB, _ENOTRPD, _ENEWER,
  * _ESQLITE (then *db is NULL). */
 int nano_rpdfile_open_read(const char *path, int readonly, sqlite3 **db, int *version, char *err,
