@@ -63,10 +63,8 @@
 #define CUPTI_MAP_SLOTS (1u << 16)
 /* The map's value for nanoprobe's own calls: their activities are dropped. */
 #define CUPTI_SELF UINT64_MAX
-/* API calls of a thread open at once, and driver calls inside one runtime
- * call whose ids are kept. */
+/* API calls of a thread open at once whose start times are kept. */
 #define CUPTI_MAX_DEPTH 16
-#define CUPTI_MAX_NESTED 16
 
 /* The CUPTI functions used, resolved from the library at run time. */
 static struct {
@@ -123,12 +121,14 @@ static struct {
   uint64_t dropped; /* activity records CUPTI dropped */
 } g_cu = {.once = PTHREAD_ONCE_INIT, .map_lock = PTHREAD_MUTEX_INITIALIZER};
 
-/* A thread's open API calls. */
+/* A thread's open API calls. The outermost runtime call's row handle is
+ * taken at its entry, so the driver calls inside it (any number) are linked
+ * to it as they end; 0 inside a runtime call left out (cupti_skipped), whose
+ * driver calls are left out with it. */
 static __thread struct {
   int depth, runtime_depth;
   int64_t start[CUPTI_MAX_DEPTH];
-  uint32_t nested[CUPTI_MAX_NESTED];
-  int nnested;
+  uint64_t runtime_api;
 } t_cu;
 
 static const char *cupti_error(CUptiResult r) {
@@ -420,38 +420,37 @@ static void CUPTIAPI cupti_callback(void *userdata, CUpti_CallbackDomain domain,
     return;
   }
   if (domain == CUPTI_CB_DOMAIN_DRIVER_API && t_cu.runtime_depth > 0) {
-    if (!enter && t_cu.nnested < CUPTI_MAX_NESTED)
-      t_cu.nested[t_cu.nnested++] = cb->correlationId;
+    if (!enter && t_cu.runtime_api)
+      cupti_map(cb->correlationId, t_cu.runtime_api);
     return;
   }
-  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cupti_skipped(cbid))
-    return;
   int runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
+  int skipped = runtime && cupti_skipped(cbid);
   if (enter) {
     if (t_cu.depth < CUPTI_MAX_DEPTH)
       t_cu.start[t_cu.depth] = rpd_now();
+    if (runtime && t_cu.runtime_depth == 0)
+      t_cu.runtime_api = skipped ? 0 : rpdi_api_handle();
     t_cu.depth++;
     t_cu.runtime_depth += runtime;
     return;
   }
   int64_t end = rpd_now();
-  if (t_cu.depth == 0) /* tracing began inside this call */
+  if (t_cu.depth == 0 || (runtime && t_cu.runtime_depth == 0)) /* tracing began inside it */
     return;
   t_cu.depth--;
   t_cu.runtime_depth -= runtime;
+  if (skipped)
+    return;
   int64_t start = t_cu.depth < CUPTI_MAX_DEPTH ? t_cu.start[t_cu.depth] : end;
   char args[4 * CUPTI_HANDLE_CHARS];
   uint64_t api =
-      rpd_record_api("cuda", "", cb->functionName ? cb->functionName : "",
-                     runtime ? cupti_graph_args(cbid, cb, args, sizeof args) : "", start, end);
+      rpdi_record_api_as(runtime && t_cu.runtime_depth == 0 ? t_cu.runtime_api : 0, "cuda", "",
+                         cb->functionName ? cb->functionName : "",
+                         runtime ? cupti_graph_args(cbid, cb, args, sizeof args) : "", start, end);
   if (api && runtime)
     cupti_arguments(api, cbid, cb);
   cupti_map(cb->correlationId, api);
-  if (runtime && t_cu.runtime_depth == 0) {
-    for (int i = 0; i < t_cu.nnested; i++)
-      cupti_map(t_cu.nested[i], api);
-    t_cu.nnested = 0;
-  }
 }
 
 /* ---- activities ------------------------------------------------------------------- */

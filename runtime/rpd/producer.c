@@ -658,8 +658,17 @@ void rpdi_range_stop(uint64_t id) {
   }
 }
 
+uint64_t rpdi_api_handle(void) {
+  return atomic_fetch_add_explicit(&g_api_next, 1, memory_order_relaxed);
+}
+
 RPDI_EXPORT uint64_t rpd_record_api(const char *domain, const char *category, const char *apiName,
                                     const char *args, int64_t start, int64_t end) {
+  return rpdi_record_api_as(0, domain, category, apiName, args, start, end);
+}
+
+uint64_t rpdi_record_api_as(uint64_t h, const char *domain, const char *category,
+                            const char *apiName, const char *args, int64_t start, int64_t end) {
   uint32_t epoch = rpd_on();
   if (!epoch)
     return 0;
@@ -677,7 +686,8 @@ RPDI_EXPORT uint64_t rpd_record_api(const char *domain, const char *category, co
   struct nano_rpd_rec *r = rpd_reserve(&b, n, &s, refs, &stack);
   if (!r)
     return 0;
-  uint64_t h = atomic_fetch_add_explicit(&g_api_next, 1, memory_order_relaxed);
+  if (!h)
+    h = rpdi_api_handle();
   r->type = R_API;
   r->nslots = (uint8_t)n;
   r->epoch = epoch;

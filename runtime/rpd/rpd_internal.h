@@ -50,6 +50,14 @@ int rpdi_pop(void);
 /* A process-wide range that may end on another thread; returns its id
  * (never 0). */
 uint64_t rpdi_range_start(const char *domain, const char *text);
+/* An API row's handle taken before the call ends (rows that refer to the
+ * call, such as the ops of driver calls made inside it, can then be linked
+ * as they come); rpdi_record_api_as records the call under it. */
+uint64_t rpdi_api_handle(void);
+/* rpd_record_api under handle h (0: a new one). Returns the handle, 0 when
+ * nothing was recorded. */
+uint64_t rpdi_record_api_as(uint64_t h, const char *domain, const char *category,
+                            const char *apiName, const char *args, int64_t start, int64_t end);
 /* Ends a range of rpdi_range_start (unknown ids are ignored). */
 void rpdi_range_stop(uint64_t id);
 

@@ -55,6 +55,9 @@ int main() {
   for (int i = 0; i < 3 && !rc2; i++)
     rc2 = cudaGraphLaunch(exec, g);
   cudaDeviceSynchronize();
+  int device = -1; /* a call the tracer leaves out, with a driver call inside */
+  if (cudaGetDevice(&device) != 0 || device != 0)
+    rc = -1;
   cudaMemcpy(z, y, sizeof y, cudaMemcpyDeviceToHost);
   int wrong = 0;
   for (int i = 0; i < 1000; i++)

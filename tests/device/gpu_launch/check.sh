@@ -79,7 +79,9 @@ graph_nodes=1 # CUDA's graph: the kernel, then a copy
 grep -qx "capture ends: $graph_nodes nodes" <<<"$plain" || fail "the graph holds the program's nodes"
 
 # the runtime present, not instrumenting: originals, API rows
-traced=$(RPDT_FILENAME=traced.rpd LD_PRELOAD="$rpd" ./app)
+# FAKE_DRIVER_CALLS: cudaMemcpy makes 40 driver calls before its copy's (the
+# copy is still linked to it)
+traced=$(RPDT_FILENAME=traced.rpd FAKE_DRIVER_CALLS=40 LD_PRELOAD="$rpd" ./app)
 echo "$traced"
 grep -qx "launch _Z4axpyfPKfPfi $axpy_cfg" <<<"$traced" || fail "axpy's original launches"
 ! grep -q '^launch __nano_twin' <<<"$traced" || fail "no twin without NANO_INSTRUMENT"
@@ -116,7 +118,7 @@ cudaGraphLaunch Memcpy - 1
 cudaGraphLaunch ConcurrentKernel other(int*) 1
 cudaGraphLaunch Memcpy - 1
 cudaDeviceSynchronize - - -
-cudaMemcpy Memcpy - 1" ] || fail "CUPTI: runtime calls, kernels and copies (a graph's replays' too) linked to them"
+cudaMemcpy Memcpy - 1" ] || fail "CUPTI: runtime calls, kernels and copies (a graph's replays' too) linked to them, a copy after 40 driver calls too; cudaGetDevice and the driver call inside it left out"
   # rpd graph on it: the capture's graph, its executable, its one kernel, three launches
   "$rpdtool" graph traced.rpd >/dev/null || fail "rpd graph on a CUDA trace"
   graphs=$(query traced.rpd "select count(*), count(distinct graphExec) from ext_graph")

@@ -182,6 +182,11 @@ void fake_cupti_launch(int enter, uint32_t corr, const void *func, const char *s
                 symbol, corr);
 }
 
+/* A runtime call without parameters a tool reads, by its callback id. */
+void fake_cupti_call(int enter, uint32_t corr, CUpti_CallbackId cbid, const char *name) {
+  fake_callback(0, enter, cbid, name, NULL, NULL, corr);
+}
+
 void fake_cupti_memcpy(int enter, uint32_t corr, void *dst, const void *src, size_t n, int kind) {
   cudaMemcpy_v3020_params p = {dst, src, n, (enum cudaMemcpyKind)kind};
   fake_callback(0, enter, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020, "cudaMemcpy", &p, NULL, corr);
