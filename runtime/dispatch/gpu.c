@@ -833,22 +833,28 @@ static int gpu_program_error_pending(int api) {
 /* Twins that failed to launch, said once each (keyed by the twin's handle). */
 static struct gpu_twin_table g_failed = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
-/* After the twin of kernel `name` failed to launch (captured: into a graph
- * being captured) with the API's error rc (-1: the runtime's own step before
- * it): takes the error out of the program's last error unless one of its own
- * was pending before (the original then runs, and the program must see what
- * it would without the tool), and says it once per twin with the API's name
- * of the error. */
-static void gpu_twin_failed(int api, const void *twin, const char *name, int rc, int pending,
-                            int captured) {
-  int a = api & NANO_GPU_API_MASK;
-  gpu_last_error_fn get = __atomic_load_n(&g_program_api[a].get, __ATOMIC_ACQUIRE);
-  gpu_error_name_fn error_name = __atomic_load_n(&g_program_api[a].name, __ATOMIC_ACQUIRE);
+/* After a twin failed to launch with the API's error rc (-1: the runtime's
+ * own step before it): takes the error out of the program's last error
+ * unless one of its own was pending before (the original then runs, and
+ * the program must see what it would without the tool). */
+static void gpu_twin_error_take(int api, int rc, int pending) {
+  gpu_last_error_fn get =
+      __atomic_load_n(&g_program_api[api & NANO_GPU_API_MASK].get, __ATOMIC_ACQUIRE);
   if (rc > 0 && !pending && get)
     get();
+}
+
+/* Says once per twin that the twin of kernel `name` failed (captured: into
+ * a graph being captured) with rc, with the API's name of the error; `same`:
+ * the original's launch failed with the same error, so the launch itself is
+ * wrong, not its twin. */
+static void gpu_twin_say(int api, const void *twin, const char *name, int rc, int captured,
+                         int same) {
   if (gpu_twin_find(&g_failed, twin, NULL))
     return;
   (void)gpu_twin_put(&g_failed, (struct gpu_twin){twin, twin, name, 0}); /* best effort */
+  gpu_error_name_fn error_name =
+      __atomic_load_n(&g_program_api[api & NANO_GPU_API_MASK].name, __ATOMIC_ACQUIRE);
   char reason[96];
   const char *n = rc > 0 && error_name ? error_name(rc) : NULL;
   if (rc <= 0)
@@ -857,9 +863,16 @@ static void gpu_twin_failed(int api, const void *twin, const char *name, int rc,
     snprintf(reason, sizeof reason, "%s, error %d", n, rc);
   else
     snprintf(reason, sizeof reason, "error %d", rc);
-  fprintf(stderr, "nanoprobe: %s: its twin %s (%s): it runs uninstrumented%s\n", name,
-          captured ? "was not captured" : "did not launch", reason,
-          captured ? " in the graph" : "");
+  if (same)
+    fprintf(stderr,
+            "nanoprobe: %s: the launch fails with and without instrumentation (%s): the "
+            "program's own launch error (a grid, block or shared memory size over what the "
+            "kernel or device allows?), not nanoprobe's\n",
+            name, reason);
+  else
+    fprintf(stderr, "nanoprobe: %s: its twin %s (%s): it runs uninstrumented%s\n", name,
+            captured ? "was not captured" : "did not launch", reason,
+            captured ? " in the graph" : "");
 }
 
 /* ---- the launch ------------------------------------------------------------------- */
@@ -1200,7 +1213,8 @@ static int gpu_capture(struct gpu_node *n, int api_id, nano_gpu_launch_fn launch
       gpu_program_launch(launch, twin, grid_xy, grid_z, block_xy, block_z, all, shared, stream);
   if (rc != 0) {
     gpu_node_break(n);
-    gpu_twin_failed(api_id, twin, n->l.kernel, rc, pending, 1);
+    gpu_twin_error_take(api_id, rc, pending);
+    gpu_twin_say(api_id, twin, n->l.kernel, rc, 1, 0);
     return rc;
   }
   r = api->copy_to_host(b->block + GPU_STAGE_COUNTERS, b->desc + NANO_DH_DESC_OFF_HEAD,
@@ -1241,7 +1255,7 @@ __nano_gpu_launch(int api, nano_gpu_launch_fn launch, const void *kernel, const 
   void *s = !stream && (api & NANO_GPU_PER_THREAD) ? GPU_STREAM_PER_THREAD : stream;
   struct gpu_flight *f = NULL;
   struct gpu_node *node = NULL;
-  int rc = -1, launched = 0, status = GPU_CAPTURE_NONE;
+  int rc = -1, launched = 0, status = GPU_CAPTURE_NONE, twin_rc = 0;
   struct gpu_context *c =
       nano_dispatch_instrumenting() ? gpu_prepare(api, twin, name, nargs, s, &status) : NULL;
   if (c && status == GPU_CAPTURE_NONE) {
@@ -1251,7 +1265,8 @@ __nano_gpu_launch(int api, nano_gpu_launch_fn launch, const void *kernel, const 
     int pending = f ? gpu_program_error_pending(api) : 0;
     if (f && (rc = gpu_launch_twin(f, launch, twin, grid_xy, grid_z, block_xy, block_z, args, nargs,
                                    shared, stream, s)) != 0) {
-      gpu_twin_failed(api, twin, name, rc, pending, 0);
+      gpu_twin_error_take(api, rc, pending);
+      twin_rc = rc;
       gpu_drop_events(f);
       nano_dispatch_cancel(f->d);
       free(f);
@@ -1270,6 +1285,8 @@ __nano_gpu_launch(int api, nano_gpu_launch_fn launch, const void *kernel, const 
   if (!launched)
     rc = gpu_program_launch(launch, kernel, grid_xy, grid_z, block_xy, block_z, args, shared,
                             stream);
+  if (twin_rc)
+    gpu_twin_say(api, twin, name, twin_rc, 0, rc == twin_rc);
   rpd_gpu_quiet--;
   int64_t end = rpd_now();
   uint64_t id = rpd_record_api("nano", "", "nanoLaunchKernel", name, start, end);

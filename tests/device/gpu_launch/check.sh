@@ -353,7 +353,7 @@ done
 # the error; a twin that fails where the original does not (no twins in the
 # module) leaves no error for the program to read
 cuda_program shmem
-shmem_line="shmem set 0 big 0 small 1 after 0 coop 0 p 1 q 0"
+shmem_line="shmem set 0 big 0 small 1 grid 9 after 0 coop 0 p 1 q 0"
 ./shmem >shmem_plain.out || fail "shmem: the program failed"
 grep -qx "$shmem_line" shmem_plain.out || fail "shmem without the runtime: $(cat shmem_plain.out)"
 grep -qx "launch _Z5smallPi refused: 65536 bytes of dynamic shared memory, 49152 allowed" shmem_plain.out ||
@@ -372,8 +372,10 @@ grep -qx "launch __nano_twin__Z3bigPiPv grid 1 1 1 block 32 1 1 shared 65536 str
 grep -A1 -x "cooperative launch of __nano_twin__Z3bigPiPv" shmem_inst.out |
   grep -qx "launch __nano_twin__Z3bigPiPv grid 2 1 1 block 32 1 1 shared 65536 stream 0x3000" ||
   fail "shmem: a cooperative launch is routed, its twin launched cooperatively"
-grep -qx "nanoprobe: _Z5smallPi: its twin did not launch (cudaErrorInvalidValue, error 1): it runs uninstrumented" shmem_inst.err ||
-  fail "shmem: a twin that cannot launch is said, with the error's name ($(cat shmem_inst.err))"
+grep -qx "nanoprobe: _Z5smallPi: the launch fails with and without instrumentation (cudaErrorInvalidValue, error 1): the program's own launch error (a grid, block or shared memory size over what the kernel or device allows?), not nanoprobe's" shmem_inst.err ||
+  fail "shmem: a launch that fails without the tool too is blamed on the launch, not its twin, with the error's name ($(cat shmem_inst.err))"
+grep -qx "nanoprobe: _Z3bigPi: the launch fails with and without instrumentation (cudaErrorInvalidConfiguration, error 9): the program's own launch error (a grid, block or shared memory size over what the kernel or device allows?), not nanoprobe's" shmem_inst.err ||
+  fail "shmem: a grid over CUDA's limits is the launch's error, not its twin's ($(cat shmem_inst.err))"
 [ "$(grep -c "its twin did not launch" shmem_notwins.err)" = 2 ] ||
   fail "shmem: each kernel's failed twin said once ($(cat shmem_notwins.err))"
 

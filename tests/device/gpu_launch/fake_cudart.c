@@ -572,6 +572,8 @@ const char *cudaGetErrorName(int rc) {
     return "cudaErrorInvalidValue";
   case 2:
     return "cudaErrorMemoryAllocation";
+  case 9:
+    return "cudaErrorInvalidConfiguration";
   case 98:
     return "cudaErrorInvalidDeviceFunction";
   default:
@@ -617,7 +619,21 @@ int hipPeekAtLastError(void) { return cudaPeekAtLastError(); }
 
 /* cudaErrorInvalidDeviceFunction (98) for a handle nobody registered;
  * cudaErrorInvalidValue (1) for more dynamic shared memory than the kernel
- * allows (48 KiB unless cudaFuncSetAttribute raised it). */
+ * allows (48 KiB unless cudaFuncSetAttribute raised it);
+ * cudaErrorInvalidConfiguration (9) for a grid or block over CUDA's limits
+ * (grid x < 2^31, y and z <= 65535; block x and y <= 1024, z <= 64, at most
+ * 1024 threads). */
+#define FAKE_GRID_X_MAX 2147483647u
+#define FAKE_GRID_YZ_MAX 65535u
+#define FAKE_BLOCK_XY_MAX 1024u
+#define FAKE_BLOCK_Z_MAX 64u
+#define FAKE_BLOCK_THREADS_MAX 1024u
+static int over_limits(struct dim3 g, struct dim3 b) {
+  return !g.x || !g.y || !g.z || g.x > FAKE_GRID_X_MAX || g.y > FAKE_GRID_YZ_MAX ||
+         g.z > FAKE_GRID_YZ_MAX || !b.x || !b.y || !b.z || b.x > FAKE_BLOCK_XY_MAX ||
+         b.y > FAKE_BLOCK_XY_MAX || b.z > FAKE_BLOCK_Z_MAX ||
+         (unsigned long long)b.x * b.y * b.z > FAKE_BLOCK_THREADS_MAX;
+}
 /* FAKE_NO_TWINS=1: the module lacks the twins (a host side built with the
  * plugin, the device side without), so launching one fails. */
 static int launch(const void *func, struct dim3 grid, struct dim3 block, void **args,
@@ -628,6 +644,11 @@ static int launch(const void *func, struct dim3 grid, struct dim3 block, void **
       const char *name = fake_kernels[i].name;
       if (no_twins && *no_twins == '1' && strncmp(name, NANO_TWIN_PREFIX, strlen(NANO_TWIN_PREFIX)) == 0)
         return 98; /* cudaErrorInvalidDeviceFunction */
+      if (over_limits(grid, block)) {
+        printf("launch %s refused: grid %u %u %u block %u %u %u over CUDA's limits\n", name,
+               grid.x, grid.y, grid.z, block.x, block.y, block.z);
+        return 9; /* cudaErrorInvalidConfiguration */
+      }
       if (shared > fake_kernels[i].max_shared) {
         printf("launch %s refused: %zu bytes of dynamic shared memory, %zu allowed\n", name,
                shared, fake_kernels[i].max_shared);
