@@ -7,9 +7,10 @@
  *
  * Per launch:
  *   1. the API (opened at run time: libnano_rpd links against no GPU library
- *      and loads in any process) and the launching thread's device (CUDA:
- *      its context; with none current, device 0's primary context is made
- *      current, the one cudart would use);
+ *      and loads in any process) and the launch's device (CUDA: its
+ *      stream's context, else the thread's current one, else the primary
+ *      context of the thread's runtime device, made current, the one cudart
+ *      would use);
  *   2. nano_dispatch_begin with the kernel's name, the device's arch (sm_XY,
  *      gfxNNN), wave size, cache line, grid, block, dynamic shared bytes and
  *      the device's placement; NULL: the original, through the program's own
@@ -417,13 +418,14 @@ static int gpu_counters(void *ctx, const struct nano_dh_placement *p, uint64_t *
   return 0;
 }
 
-/* The launching thread's device under api (CUDA: its context, device 0's
- * primary one made current where none is, as cudart would), with its
- * placement, made where it is new and `create` allows; NULL after saying why
- * (silently for a new device that may not be made). */
-static struct gpu_context *gpu_context(const struct gpu_api *api, int create) {
+/* The device of a launch on stream s under api (gpu_api.current: CUDA the
+ * stream's context, else the thread's, else its runtime device's primary
+ * one made current, as cudart would), with its placement, made where it is
+ * new and `create` allows; NULL after saying why (silently for a new device
+ * that may not be made). */
+static struct gpu_context *gpu_context(const struct gpu_api *api, void *s, int create) {
   void *key = NULL;
-  int dev = 0, r = api->current(&key, &dev);
+  int dev = 0, r = api->current(s, &key, &dev);
   if (r != 0 || !key) {
     gpu_note("%s: no device to launch on (%s); kernels run uninstrumented", api->backend,
              r != 0 ? api->error(r) : "no context current");
@@ -959,7 +961,7 @@ static struct gpu_context *gpu_prepare(int api_id, const void *twin, const char 
   if (api->capture_status(s, status) == 0 && *status != GPU_CAPTURE_NONE) {
     if (*status != GPU_CAPTURE_ACTIVE) /* an invalidated capture: the program's business */
       return NULL;
-    struct gpu_context *c = gpu_twin_find(&g_proven, twin, NULL) ? gpu_context(api, 0) : NULL;
+    struct gpu_context *c = gpu_twin_find(&g_proven, twin, NULL) ? gpu_context(api, s, 0) : NULL;
     if (!c)
       gpu_note("%s: captured into a graph before its twin ever launched outside one on this "
                "device: it runs uninstrumented in the graph (captures after an instrumented "
@@ -967,7 +969,7 @@ static struct gpu_context *gpu_prepare(int api_id, const void *twin, const char 
                name);
     return c;
   }
-  struct gpu_context *c = gpu_context(api, 1);
+  struct gpu_context *c = gpu_context(api, s, 1);
   if (!c || api->capture_status(s, status) != 0)
     return NULL;
   return c;

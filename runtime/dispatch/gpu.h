@@ -30,10 +30,13 @@ struct gpu_api {
   const char *library; /* what load() opens, for messages */
   /* Resolves the API's functions; 0, or -1 after saying why on stderr. */
   int (*load)(void);
-  /* The launching thread's device: *key names it uniquely in the process
-   * (CUDA: its context; one is made current where none is), *dev its
-   * ordinal. */
-  int (*current)(void **key, int *dev);
+  /* The device of a launch on `stream` (the API's handle) by the calling
+   * thread: *key names it uniquely in the process, *dev its ordinal. CUDA:
+   * the stream's context for a stream of the program's; on a default stream
+   * the thread's current context or, where none is current, the primary
+   * context of the device the CUDA runtime has for the thread (a lazy
+   * cudaSetDevice), made current, as cudart would. */
+  int (*current)(void *stream, void **key, int *dev);
   int (*describe)(void *key, int dev, struct gpu_device_info *out);
   /* Makes the device current on the calling thread, and back. */
   int (*enter)(void *key, int dev);
@@ -89,6 +92,8 @@ extern const struct gpu_api gpu_hip_api;
 /* The per-thread default stream's handle in both APIs (cudaStreamPerThread,
  * hipStreamPerThread). */
 #define GPU_STREAM_PER_THREAD ((void *)0x2)
+/* The legacy default stream's explicit handle (cudaStreamLegacy). */
+#define GPU_STREAM_LEGACY ((void *)0x1)
 
 #ifdef __cplusplus
 }

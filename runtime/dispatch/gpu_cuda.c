@@ -1,8 +1,9 @@
 /*
  * gpu_cuda.c: the GPU back end's API (gpu.h) on the CUDA driver,
  * libcuda.so.1, which every CUDA program loads (a static cudart too): its
- * contexts are the back end's devices, a thread with none current gets
- * device 0's primary context, the one cudart would use.
+ * contexts are the back end's devices; a launch's is its stream's, or the
+ * thread's current one, or, where none is current, the primary context of
+ * the thread's runtime device, the one cudart would use.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -64,6 +65,8 @@ static struct {
   CUresult (*EventDestroy)(CUevent);
   CUresult (*LaunchHostFunc)(CUstream, void (*)(void *), void *);
   CUresult (*GetErrorName)(CUresult, const char **);
+  /* optional (CUDA 9.2): without it, the current context is the launch's */
+  CUresult (*StreamGetCtx)(CUstream, CUcontext *);
   /* optional (CUDA 11.3): without it, the graph copies show as the program's */
   CUresult (*StreamGetCaptureInfo)(CUstream, int *, unsigned long long *, void **, void *const **,
                                    size_t *);
@@ -119,15 +122,39 @@ static int cuda_load(void) {
     return -1;
   }
   *(void **)&cu.StreamGetCaptureInfo = dlsym(h, "cuStreamGetCaptureInfo_v2");
+  *(void **)&cu.StreamGetCtx = dlsym(h, "cuStreamGetCtx");
   return 0;
 }
 
-static int cuda_current(void **key, int *dev) {
+/* The device the CUDA runtime has for the calling thread (cudaGetDevice:
+ * after a cudaSetDevice, which before CUDA 12 makes no context current), 0
+ * where the program has no dynamic cudart (a static one keeps it to itself). */
+static int cuda_runtime_device(void) {
+  int (*get)(int *) = (int (*)(int *))dlsym(RTLD_DEFAULT, "cudaGetDevice");
+  int dev = 0;
+  if (!get || get(&dev) != 0 || dev < 0)
+    dev = 0;
+  return dev;
+}
+
+static int cuda_current(void *stream, void **key, int *dev) {
   CUcontext ctx = NULL;
-  CUresult r = cu.CtxGetCurrent(&ctx);
+  CUresult r;
+  if (stream && stream != GPU_STREAM_LEGACY && stream != GPU_STREAM_PER_THREAD && cu.StreamGetCtx &&
+      cu.StreamGetCtx(stream, &ctx) == CU_SUCCESS && ctx) {
+    CUcontext old;
+    if ((r = cu.CtxPushCurrent(ctx)) == CU_SUCCESS) {
+      r = cu.CtxGetDevice(dev);
+      cu.CtxPopCurrent(&old);
+    }
+    *key = ctx;
+    return r;
+  }
+  r = cu.CtxGetCurrent(&ctx);
   if (r == CU_SUCCESS && !ctx) {
     CUdevice d;
-    if ((r = cu.Init(0)) == CU_SUCCESS && (r = cu.DeviceGet(&d, 0)) == CU_SUCCESS &&
+    if ((r = cu.Init(0)) == CU_SUCCESS &&
+        (r = cu.DeviceGet(&d, cuda_runtime_device())) == CU_SUCCESS &&
         (r = cu.DevicePrimaryCtxRetain(&ctx, d)) == CU_SUCCESS)
       r = cu.CtxSetCurrent(ctx);
   }

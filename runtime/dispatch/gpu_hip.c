@@ -97,7 +97,8 @@ static int hip_load(void) {
   return 0;
 }
 
-static int hip_current(void **key, int *dev) {
+static int hip_current(void *stream, void **key, int *dev) {
+  (void)stream; /* HIP's current device is the thread's, and its streams' */
   hipError_t r = hip.GetDevice(dev);
   *key = (void *)(intptr_t)(*dev + 1); /* never NULL */
   return r;

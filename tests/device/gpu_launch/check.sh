@@ -185,7 +185,7 @@ grep -q "^launch __nano_twin__Z5otherPiPv grid 1 1 1 block 32 1 1 shared 0 strea
   fail "the twin is captured into the graph"
 grep -qx "capture ends: 6 nodes" inst.out ||
   fail "the graph: begin, the descriptor's copy, the twin, the counters' copy, end, the program's copy"
-grep -qx "primary context retained" inst.out || fail "no context current: device 0's primary one"
+grep -qx "primary context retained, device 0" inst.out || fail "no context current: device 0's primary one"
 rows=$(query inst.rpd "select kernel, backend, arch, wave_size, grid_x, grid_y, grid_z, block_x, shared_bytes, records, dropped, decode_errors, lost_bytes, d.start <= d.\"end\", s.string from nano_dispatch d join rocpd_api a on a.id = d.api_id join rocpd_string s on s.id = a.apiName_id order by kernel")
 echo "$rows"
 graph_row="_Z5otherPi cuda sm_90 32 1 1 1 32 0 32 0 0 0 1 nanoLaunchKernel"
@@ -305,6 +305,18 @@ cuda_program() {
     -O2 -g -c -fpass-plugin="$plugin" "$here/$1.cu" -o "$1.o"
   "$clang" "$1.o" -o "$1" -L. -l:libcuda.so.1 -Wl,-rpath,"$out" -lstdc++ -lpthread
 }
+
+# cudaSetDevice(1), lazy as before CUDA 12, then a launch on the default
+# stream: the twin runs in device 1's primary context, as the program's
+# calls do, and device 0 is not touched
+cuda_program lazydev
+env RPDT_FILENAME=lazydev.rpd NANO_INSTRUMENT=1 NANO_ANALYZERS=none LD_PRELOAD="$rpd" ./lazydev \
+  >lazydev.out 2>lazydev.err || fail "lazydev: $(cat lazydev.err)"
+grep -qx "lazydev set 0 launch 0 device 1 p 1" lazydev.out || fail "lazydev: $(cat lazydev.out)"
+grep -qx "primary context retained, device 1" lazydev.out && ! grep -q "device 0" lazydev.out ||
+  fail "lazydev: device 1's primary context, not device 0's ($(cat lazydev.out))"
+[ "$(query lazydev.rpd "select kernel, device, records from nano_dispatch")" = "_Z5otherPi 1 32" ] ||
+  fail "lazydev: the dispatch on device 1 ($(query lazydev.rpd "select kernel, device, records from nano_dispatch"))"
 
 # four host threads launching at once, each dispatch whole
 cuda_program threads

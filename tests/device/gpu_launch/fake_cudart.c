@@ -57,6 +57,15 @@ struct dim3 {
   unsigned x, y, z;
 };
 
+/* Two devices, each with its primary context; a thread's runtime device
+ * (cudaSetDevice, lazy as before CUDA 12: no context is made current until
+ * a runtime call needs one). */
+#define FAKE_DEVICES 2
+static int fake_ctx[FAKE_DEVICES], fake_initialized;
+static _Thread_local int rt_device;
+static int ctx_device(void *ctx) { return (int)((int *)ctx - fake_ctx); }
+static int is_ctx(void *ctx) { return ctx >= (void *)fake_ctx && ctx < (void *)(fake_ctx + FAKE_DEVICES); }
+
 /* ---- registrations ---------------------------------------------------------- */
 
 #define FAKE_MAX_KERNELS 64
@@ -506,13 +515,22 @@ int cudaDeviceSynchronize(void) {
   return 0;
 }
 
-/* One device, 0; a driver call inside, as cudart makes one. */
+/* Lazy, as before CUDA 12: the device's context is made current by the
+ * next runtime call that needs one. */
+int cudaSetDevice(int dev) {
+  if (dev < 0 || dev >= FAKE_DEVICES)
+    return 101; /* cudaErrorInvalidDevice */
+  rt_device = dev;
+  return 0;
+}
+
+/* The thread's runtime device; a driver call inside, as cudart makes one. */
 int cudaGetDevice(int *dev) {
   pthread_once(&inject_once, inject);
   uint32_t corr = fake_cupti_corr();
   fake_cupti_call(1, corr, FAKE_CBID_cudaGetDevice, "cudaGetDevice");
   driver_call("cuCtxGetDevice");
-  *dev = 0;
+  *dev = rt_device;
   fake_cupti_call(0, corr, FAKE_CBID_cudaGetDevice, "cudaGetDevice");
   return 0;
 }
@@ -748,10 +766,9 @@ int hipDeviceSynchronize(void) {
 #define CU_NOT_READY 600
 #define CU_EVENT_BLOCKING 1 /* CU_EVENT_BLOCKING_SYNC */
 
-static int fake_ctx, fake_initialized;
 static _Thread_local void *ctx_stack[8];
 static _Thread_local int ctx_depth; /* ctx_stack[ctx_depth - 1] is current */
-static void *private_streams[16];
+static void *private_streams[16], *private_ctx[16];
 static int nprivate;
 
 static int has_ctx(void) { return ctx_depth > 0 && ctx_stack[ctx_depth - 1]; }
@@ -776,7 +793,7 @@ int cuDeviceGet(int *dev, int ordinal) {
   if (!fake_initialized)
     return CU_NOT_INITIALIZED;
   *dev = ordinal;
-  return ordinal == 0 ? CU_OK : CU_INVALID_VALUE;
+  return ordinal >= 0 && ordinal < FAKE_DEVICES ? CU_OK : CU_INVALID_VALUE;
 }
 int cuDeviceGetAttribute(int *v, int attr, int dev) {
   (void)dev;
@@ -784,12 +801,12 @@ int cuDeviceGetAttribute(int *v, int attr, int dev) {
   return attr == 75 || attr == 76 ? CU_OK : CU_INVALID_VALUE;
 }
 int cuDevicePrimaryCtxRetain(void **ctx, int dev) {
-  if (!fake_initialized || dev != 0)
+  if (!fake_initialized || dev < 0 || dev >= FAKE_DEVICES)
     return CU_NOT_INITIALIZED;
-  *ctx = &fake_ctx;
-  static int said;
-  if (!said++)
-    printf("primary context retained\n");
+  *ctx = &fake_ctx[dev];
+  static int said[FAKE_DEVICES];
+  if (!said[dev]++)
+    printf("primary context retained, device %d\n", dev);
   return CU_OK;
 }
 int cuCtxGetCurrent(void **ctx) {
@@ -804,15 +821,15 @@ int cuCtxSetCurrent(void *ctx) {
 }
 static void runtime_context(void) {
   if (!has_ctx())
-    cuCtxSetCurrent(&fake_ctx);
+    cuCtxSetCurrent(&fake_ctx[rt_device]);
 }
 int cuCtxGetDevice(int *dev) {
   NEED_CTX();
-  *dev = 0;
+  *dev = ctx_device(ctx_stack[ctx_depth - 1]);
   return CU_OK;
 }
 int cuCtxPushCurrent_v2(void *ctx) {
-  if (ctx_depth == 8 || ctx != &fake_ctx)
+  if (ctx_depth == 8 || !is_ctx(ctx))
     return CU_INVALID_CONTEXT;
   ctx_stack[ctx_depth++] = ctx;
   return CU_OK;
@@ -858,12 +875,25 @@ int cuMemFree_v2(unsigned long long d) {
   free((void *)(uintptr_t)d);
   return CU_OK;
 }
+/* The stand-in's program streams are made-up handles with no context of
+ * their own (CUDA_ERROR_INVALID_HANDLE); the private ones belong to the
+ * context current when they were made. */
+int cuStreamGetCtx(void *s, void **ctx) {
+  for (int i = 0; i < nprivate; i++)
+    if (private_streams[i] == s) {
+      *ctx = private_ctx[i];
+      return CU_OK;
+    }
+  return 400; /* CUDA_ERROR_INVALID_HANDLE */
+}
+
 int cuStreamCreate(void **s, unsigned flags) {
   NEED_CTX();
   if (unsafe_now())
     return CU_CAPTURE_UNSUPPORTED;
   if (nprivate == 16 || flags != 1) /* only non-blocking streams stay out of the way */
     return CU_INVALID_VALUE;
+  private_ctx[nprivate] = ctx_stack[ctx_depth - 1];
   *s = private_streams[nprivate++] = malloc(1);
   return CU_OK;
 }
