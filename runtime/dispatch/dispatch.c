@@ -1129,7 +1129,27 @@ static int dispatch_block_cmp(const void *a, const void *b) {
   return x->start < y->start ? -1 : x->start > y->start;
 }
 
+static void dispatch_end(struct nano_dispatch *d, int64_t start, int64_t end, uint64_t api,
+                         struct nano_dispatch_hold *hold);
+
 void nano_dispatch_end(struct nano_dispatch *d, int64_t start, int64_t end, uint64_t api) {
+  dispatch_end(d, start, end, api, NULL);
+}
+
+void nano_dispatch_end_held(struct nano_dispatch *d, int64_t start, int64_t end, uint64_t api,
+                            struct nano_dispatch_hold *hold) {
+  dispatch_end(d, start, end, api, hold);
+}
+
+void nano_dispatch_hold_release(struct nano_dispatch_hold *hold) {
+  if (hold->buf)
+    nano_dh_pool_release(hold->pool, hold->buf);
+  hold->buf = NULL;
+}
+
+/* Ends d; its buffer goes back to the pool, or into *hold. */
+static void dispatch_end(struct nano_dispatch *d, int64_t start, int64_t end, uint64_t api,
+                         struct nano_dispatch_hold *hold) {
   if (d->nblocks > 1)
     qsort(d->blocks, d->nblocks, sizeof *d->blocks, dispatch_block_cmp);
   if (d->on_device) {
@@ -1141,7 +1161,10 @@ void nano_dispatch_end(struct nano_dispatch *d, int64_t start, int64_t end, uint
   d->start = start;
   d->end = end;
   d->api = api;
-  nano_dh_pool_release(d->pool, d->buf);
+  if (hold)
+    *hold = (struct nano_dispatch_hold){d->pool, d->buf};
+  else
+    nano_dh_pool_release(d->pool, d->buf);
   d->buf = NULL;
   if (g_d.pick != PICK_RANDOM) {
     dispatch_publish(d);

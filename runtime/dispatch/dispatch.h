@@ -78,6 +78,17 @@ int nano_dispatch_block_selected(const struct nano_dispatch *d, const uint32_t b
 /* Ends d (start and end in rpd_now() ns; api: the rpd_record_api handle of
  * the launch, 0 when none). */
 void nano_dispatch_end(struct nano_dispatch *d, int64_t start, int64_t end, uint64_t api);
+/* A buffer kept out of its pool. */
+struct nano_dispatch_hold {
+  struct nano_dh_pool *pool;
+  struct nano_dh_buffer *buf;
+};
+/* nano_dispatch_end for a dispatch whose end the device did not confirm (it
+ * may still write its buffer): its buffer stays out of the pool, in *hold,
+ * until nano_dispatch_hold_release once the device is known to be done. */
+void nano_dispatch_end_held(struct nano_dispatch *d, int64_t start, int64_t end, uint64_t api,
+                            struct nano_dispatch_hold *hold);
+void nano_dispatch_hold_release(struct nano_dispatch_hold *hold);
 
 /* Makes the pool of placement `memory` and its first buffer now, for a back
  * end whose later nano_dispatch_begin runs where nothing may be allocated (a

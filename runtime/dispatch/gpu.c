@@ -119,10 +119,22 @@ struct gpu_context {
   void *copies;
   void *staged; /* recorded on copies after each descriptor's copy; NULL: waited for */
   struct nano_dh_memory mem;
-  pthread_mutex_t events_lock; /* events, nevents */
+  pthread_mutex_t events_lock; /* events, nevents, held */
   void *events[GPU_EVENT_POOL];
   unsigned nevents;
+  struct gpu_held *held;
+  int nheld; /* read without the lock: a hint */
   struct gpu_context *next;
+};
+
+/* A buffer whose twin's end the device did not confirm (every wait for it
+ * failed: the twin may still run and write it): kept out of the pool until
+ * its end event says the device is done with it, checked at the context's
+ * next launches and ends; without an event, for good. */
+struct gpu_held {
+  struct nano_dispatch_hold hold;
+  void *ev;
+  struct gpu_held *next;
 };
 
 struct gpu_node;
@@ -140,6 +152,7 @@ struct gpu_flight {
   struct gpu_node *node; /* a graph replay's: its node, told when it ended */
   void *stream;          /* the API's name for the program's stream */
   const void *queue;     /* the stream as waiters tell streams apart (with c) */
+  int unconfirmed;       /* no wait for its end succeeded: its buffer is held */
   struct gpu_flight *next;
 };
 
@@ -510,13 +523,70 @@ static void gpu_flight_done(void) {
 
 static void gpu_node_ended(struct gpu_node *n);
 
+/* Gives back the held buffers of c whose end events have passed (c current
+ * or pushed). */
+static void gpu_held_check(struct gpu_context *c) {
+  if (!__atomic_load_n(&c->nheld, __ATOMIC_RELAXED))
+    return;
+  pthread_mutex_lock(&c->events_lock);
+  for (struct gpu_held **p = &c->held; *p;) {
+    struct gpu_held *h = *p;
+    if (!h->ev || c->api->event_query(h->ev) != 0) {
+      p = &h->next;
+      continue;
+    }
+    *p = h->next;
+    __atomic_sub_fetch(&c->nheld, 1, __ATOMIC_RELAXED);
+    nano_dispatch_hold_release(&h->hold);
+    c->api->event_destroy(h->ev);
+    free(h);
+  }
+  pthread_mutex_unlock(&c->events_lock);
+}
+
+/* Ends f, whose end was not confirmed: its buffer is held (gpu_held). */
+static void gpu_end_unconfirmed(struct gpu_flight *f, int64_t start, int64_t end) {
+  struct gpu_context *c = f->c;
+  struct gpu_held *h = calloc(1, sizeof *h);
+  struct nano_dispatch_hold lost;
+  nano_dispatch_end_held(f->d, start, end, f->api, h ? &h->hold : &lost);
+  if (h) {
+    h->ev = f->ev[1]; /* kept: it says when the device is done */
+    f->ev[1] = NULL;
+  }
+  if (gpu_push(c)) {
+    gpu_drop_events(f);
+    gpu_pop(c);
+  }
+  if (h) {
+    pthread_mutex_lock(&c->events_lock);
+    h->next = c->held;
+    c->held = h;
+    __atomic_add_fetch(&c->nheld, 1, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&c->events_lock);
+  }
+  gpu_note("%s: a twin's end could not be confirmed: its buffer stays out of use %s",
+           c->api->backend,
+           h && h->ev ? "until the device is done with it" : "for the rest of the run");
+}
+
 static void gpu_end(struct gpu_flight *f) {
   int64_t start = f->launched, end = f->done ? f->done : rpd_now();
   float ms;
-  if (f->ev[0] && gpu_push(f->c)) {
-    if (f->c->api->event_ms(&ms, f->ev[0], f->ev[1]) == 0 && end - ms * GPU_NS_PER_MS >= start)
+  if (f->unconfirmed) {
+    gpu_end_unconfirmed(f, start, end);
+    if (f->node)
+      gpu_node_ended(f->node);
+    free(f);
+    gpu_flight_done();
+    return;
+  }
+  if (gpu_push(f->c)) {
+    if (f->ev[0] && f->c->api->event_ms(&ms, f->ev[0], f->ev[1]) == 0 &&
+        end - ms * GPU_NS_PER_MS >= start)
       start = end - (int64_t)(ms * GPU_NS_PER_MS);
     gpu_drop_events(f);
+    gpu_held_check(f->c);
     gpu_pop(f->c);
   }
   nano_dispatch_end(f->d, start, end, f->api);
@@ -613,10 +683,12 @@ static void *gpu_waiter(void *arg) {
       }
       gpu_pop(f->c);
     }
-    if (r != 0)
+    if (r != 0) {
       gpu_note("%s: a twin's end cannot be waited for: its report may miss "
                "records",
                api->backend);
+      f->unconfirmed = 1;
+    }
     gpu_done(f);
     pthread_mutex_lock(&g_gpu.lock);
     g_gpu.waiter[w].busy = 0;
@@ -937,7 +1009,7 @@ static int gpu_launch_twin(struct gpu_flight *f, nano_gpu_launch_fn launch, cons
     gpu_note("%s: the host function after a twin failed (%s): instrumented dispatches wait for "
              "their stream",
              api->backend, api->error(r));
-    api->stream_sync(s);
+    f->unconfirmed = api->stream_sync(s) != 0;
     gpu_done(f);
   }
   return 0;
@@ -999,6 +1071,7 @@ static struct nano_launch_desc gpu_launch_desc(struct gpu_context *c, const void
 /* The dispatch of one launch on c outside a graph, or NULL: the original runs. */
 static struct gpu_flight *gpu_begin(struct gpu_context *c, const struct nano_launch_desc *l,
                                     int64_t start) {
+  gpu_held_check(c); /* the launching thread has c current */
   struct nano_dispatch *d = nano_dispatch_begin(l);
   if (!d)
     return NULL;

@@ -68,6 +68,8 @@ struct gpu_api {
   int (*event_record)(void *e, void *s);
   /* Waits until the work before e's record is done. */
   int (*event_sync)(void *e);
+  /* Whether it is: 0 done, GPU_NOT_READY not yet, else the API's error. */
+  int (*event_query)(void *e);
   int (*event_ms)(float *ms, void *start, void *end);
   int (*event_destroy)(void *e);
   /* fn(arg) once the stream's work so far is done; fn may not call the API. */
@@ -88,6 +90,9 @@ extern const struct gpu_api gpu_hip_api;
 #define GPU_CAPTURE_NONE 0
 #define GPU_CAPTURE_ACTIVE 1
 #define GPU_CAPTURE_MODE_RELAXED 2
+
+/* event_query's "not yet" (CUDA_ERROR_NOT_READY, hipErrorNotReady). */
+#define GPU_NOT_READY 600
 
 /* The per-thread default stream's handle in both APIs (cudaStreamPerThread,
  * hipStreamPerThread). */

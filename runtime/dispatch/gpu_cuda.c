@@ -62,6 +62,7 @@ static struct {
   CUresult (*EventRecord)(CUevent, CUstream);
   CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
   CUresult (*EventSynchronize)(CUevent);
+  CUresult (*EventQuery)(CUevent);
   CUresult (*EventDestroy)(CUevent);
   CUresult (*LaunchHostFunc)(CUstream, void (*)(void *), void *);
   CUresult (*GetErrorName)(CUresult, const char **);
@@ -99,6 +100,7 @@ static const struct nano_symbol cu_fns[] = {
     CU_FN(EventRecord, cuEventRecord),
     CU_FN(EventElapsedTime, cuEventElapsedTime),
     CU_FN(EventSynchronize, cuEventSynchronize),
+    CU_FN(EventQuery, cuEventQuery),
     CU_FN(EventDestroy, cuEventDestroy_v2),
     CU_FN(LaunchHostFunc, cuLaunchHostFunc),
     CU_FN(GetErrorName, cuGetErrorName),
@@ -234,6 +236,7 @@ static int cuda_event_create(void **e, int blocking) {
 }
 static int cuda_event_record(void *e, void *s) { return cu.EventRecord(e, s); }
 static int cuda_event_sync(void *e) { return cu.EventSynchronize(e); }
+static int cuda_event_query(void *e) { return cu.EventQuery(e); }
 static int cuda_event_ms(float *ms, void *a, void *b) { return cu.EventElapsedTime(ms, a, b); }
 static int cuda_event_destroy(void *e) { return cu.EventDestroy(e); }
 static int cuda_host_func(void *s, void (*fn)(void *), void *arg) {
@@ -270,6 +273,7 @@ const struct gpu_api gpu_cuda_api = {
     cuda_event_create,
     cuda_event_record,
     cuda_event_sync,
+    cuda_event_query,
     cuda_event_ms,
     cuda_event_destroy,
     cuda_host_func,

@@ -35,6 +35,7 @@ static struct {
   __typeof__(&hipMemcpyAsync) MemcpyAsync;
   __typeof__(&hipEventCreateWithFlags) EventCreateWithFlags;
   __typeof__(&hipEventSynchronize) EventSynchronize;
+  __typeof__(&hipEventQuery) EventQuery;
   __typeof__(&hipEventRecord) EventRecord;
   __typeof__(&hipEventElapsedTime) EventElapsedTime;
   __typeof__(&hipEventDestroy) EventDestroy;
@@ -60,6 +61,7 @@ static const struct nano_symbol hip_fns[] = {
     HIP_FN(MemcpyAsync, hipMemcpyAsync),
     HIP_FN(EventCreateWithFlags, hipEventCreateWithFlags),
     HIP_FN(EventSynchronize, hipEventSynchronize),
+    HIP_FN(EventQuery, hipEventQuery),
     HIP_FN(EventRecord, hipEventRecord),
     HIP_FN(EventElapsedTime, hipEventElapsedTime),
     HIP_FN(EventDestroy, hipEventDestroy),
@@ -182,6 +184,7 @@ static int hip_event_create(void **e, int blocking) {
 }
 static int hip_event_record(void *e, void *s) { return hip.EventRecord(e, s); }
 static int hip_event_sync(void *e) { return hip.EventSynchronize(e); }
+static int hip_event_query(void *e) { return hip.EventQuery(e); }
 static int hip_event_ms(float *ms, void *a, void *b) { return hip.EventElapsedTime(ms, a, b); }
 static int hip_event_destroy(void *e) { return hip.EventDestroy(e); }
 static int hip_host_func(void *s, void (*fn)(void *), void *arg) {
@@ -216,6 +219,7 @@ const struct gpu_api gpu_hip_api = {
     hip_event_create,
     hip_event_record,
     hip_event_sync,
+    hip_event_query,
     hip_event_ms,
     hip_event_destroy,
     hip_host_func,

@@ -318,6 +318,19 @@ grep -qx "primary context retained, device 1" lazydev.out && ! grep -q "device 0
 [ "$(query lazydev.rpd "select kernel, device, records from nano_dispatch")" = "_Z5otherPi 1 32" ] ||
   fail "lazydev: the dispatch on device 1 ($(query lazydev.rpd "select kernel, device, records from nano_dispatch"))"
 
+# a twin whose end cannot be confirmed: its buffer is held until the device
+# is done with it, never handed to the next launch while the twin may write it
+cuda_program unconfirmed
+env RPDT_FILENAME=unconfirmed.rpd NANO_INSTRUMENT=1 NANO_ANALYZERS=none NANO_BUFFER_POOL=1 \
+  FAKE_FAIL_WAIT=1 LD_PRELOAD="$rpd" ./unconfirmed >unconfirmed.out 2>unconfirmed.err ||
+  fail "unconfirmed: $(cat unconfirmed.err)"
+grep -qx "unconfirmed p 1 q 1 r 1" unconfirmed.out || fail "unconfirmed: $(cat unconfirmed.out)"
+grep -q "a twin's end could not be confirmed: its buffer stays out of use until the device is done with it" unconfirmed.err &&
+  grep -q "1 dispatches ran uninstrumented: every buffer of the pool was in use" unconfirmed.err ||
+  fail "unconfirmed: the held buffer is said, and the second launch found none ($(cat unconfirmed.err))"
+[ "$(query unconfirmed.rpd "select count(*), max(records) from nano_dispatch")" = "2 32" ] ||
+  fail "unconfirmed: two dispatches, the third with its own 32 records ($(query unconfirmed.rpd "select id, records from nano_dispatch"))"
+
 # four host threads launching at once, each dispatch whole
 cuda_program threads
 env RPDT_FILENAME=threads.rpd NANO_INSTRUMENT=1 NANO_ANALYZERS=none NANO_BUFFER_POOL=64 \

@@ -979,14 +979,24 @@ int cuStreamWaitEvent(void *s, void *e, unsigned flags) {
   return flags == 0 ? CU_OK : CU_INVALID_VALUE;
 }
 /* Waits for the device to pass the event's record: the device runs only
- * while the program synchronizes, so a tool's thread waits for that. */
+ * while the program synchronizes, so a tool's thread waits for that.
+ * FAKE_FAIL_WAIT=N: the first N waits fail at once (CUDA_ERROR_UNKNOWN), as
+ * after a device error. */
 int cuEventSynchronize(void *e) {
   NEED_CTX();
+  static int failed;
+  const char *fail = getenv("FAKE_FAIL_WAIT");
+  if (fail && __atomic_fetch_add(&failed, 1, __ATOMIC_RELAXED) < atoi(fail))
+    return 999;
   pthread_mutex_lock(&dev_lock);
   while (!__atomic_load_n((int64_t *)e, __ATOMIC_ACQUIRE))
     pthread_cond_wait(&dev_cond, &dev_lock);
   pthread_mutex_unlock(&dev_lock);
   return CU_OK;
+}
+int cuEventQuery(void *e) {
+  NEED_CTX();
+  return __atomic_load_n((int64_t *)e, __ATOMIC_ACQUIRE) ? CU_OK : CU_NOT_READY;
 }
 int cuEventRecord(void *e, void *s) {
   NEED_CTX();

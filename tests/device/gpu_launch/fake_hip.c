@@ -30,6 +30,7 @@ int cuMemcpyDtoHAsync_v2(void *dst, unsigned long long d, size_t n, void *s);
 int cuEventCreate(void **e, unsigned flags);
 int cuEventRecord(void *e, void *s);
 int cuEventSynchronize(void *e);
+int cuEventQuery(void *e);
 int cuStreamWaitEvent(void *s, void *e, unsigned flags);
 int cuEventElapsedTime(float *ms, void *a, void *b);
 int cuEventDestroy_v2(void *e);
@@ -115,6 +116,7 @@ hipError_t hipEventCreateWithFlags(hipEvent_t *e, unsigned flags) {
   IN_DEVICE(cuEventCreate((void **)e, flags));
 }
 hipError_t hipEventSynchronize(hipEvent_t e) { IN_DEVICE(cuEventSynchronize(e)); }
+hipError_t hipEventQuery(hipEvent_t e) { IN_DEVICE(cuEventQuery(e)); }
 hipError_t hipStreamWaitEvent(hipStream_t s, hipEvent_t e, unsigned flags) {
   IN_DEVICE(cuStreamWaitEvent(s, e, flags));
 }
