@@ -215,6 +215,20 @@ static void gpu_fifo_push(struct gpu_fifo *q, struct gpu_flight *f) {
   pthread_cond_signal(&q->wake);
 }
 
+/* Takes the flight of graph node n out of q, NULL when none is there
+ * (g_gpu.lock held). */
+static struct gpu_flight *gpu_fifo_take_node(struct gpu_fifo *q, const struct gpu_node *n) {
+  for (struct gpu_flight **at = &q->head; *at; at = &(*at)->next) {
+    struct gpu_flight *f = *at;
+    if (f->node != n)
+      continue;
+    if (!(*at = f->next))
+      q->end = at;
+    return f;
+  }
+  return NULL;
+}
+
 /* The first flight of q, waited for (g_gpu.lock held, released meanwhile). */
 static struct gpu_flight *gpu_fifo_pop(struct gpu_fifo *q) {
   while (!q->head)
@@ -581,9 +595,10 @@ static void gpu_end(struct gpu_flight *f) {
     gpu_flight_done();
     return;
   }
-  if (gpu_push(f->c)) {
-    if (f->ev[0] && f->c->api->event_ms(&ms, f->ev[0], f->ev[1]) == 0 &&
-        end - ms * GPU_NS_PER_MS >= start)
+  /* API calls only for a flight with events: a graph replay's end makes none
+   * (gpu_node_begin may end one on the API's callback thread) */
+  if (f->ev[0] && gpu_push(f->c)) {
+    if (f->c->api->event_ms(&ms, f->ev[0], f->ev[1]) == 0 && end - ms * GPU_NS_PER_MS >= start)
       start = end - (int64_t)(ms * GPU_NS_PER_MS);
     gpu_drop_events(f);
     gpu_held_check(f->c);
@@ -1171,12 +1186,22 @@ static void gpu_node_ended(struct gpu_node *n) {
 }
 
 /* The graph's first host function of a replay. A replay whose predecessor
- * the finisher has not ended yet waits for it here (its twin would write
- * into the ring and counters being read): the stream waits only when replays
- * come faster than their reports. */
+ * has not been ended yet (its twin would write into the ring and counters
+ * being read) ends it here when it still waits in the finisher's queue,
+ * behind other flights whose ends make API calls, which a host function
+ * must not wait for (cuLaunchHostFunc's rules); a replay's end makes none.
+ * Only a predecessor the finisher is ending now is waited for, and that end
+ * makes no API call either. The stream waits only when replays come faster
+ * than their reports. */
 static void gpu_node_begin(void *arg) {
   struct gpu_node *n = arg;
   n->d = NULL;
+  pthread_mutex_lock(&g_gpu.lock);
+  struct gpu_flight *prev =
+      n->ending && !g_gpu.exiting ? gpu_fifo_take_node(&g_gpu.queue, n) : NULL;
+  pthread_mutex_unlock(&g_gpu.lock);
+  if (prev)
+    gpu_end(prev); /* clears n->ending */
   pthread_mutex_lock(&g_gpu.lock);
   while (n->ending && !g_gpu.exiting)
     pthread_cond_wait(&g_gpu.replay_ended, &g_gpu.lock);
