@@ -489,7 +489,7 @@ GATE_PROGRAM = """#include <stdio.h>
 %s
 static long hits, misses;
 __attribute__((noinline)) void work(long n) {
-  for (long i = 0; i < n; i++) {
+  for (long i = 0; i < n; i++) {%s
     __atomic_fetch_add(&hits, 1, __ATOMIC_RELAXED);
     if (i %% 10 == 0)
       __atomic_fetch_add(&misses, 1, __ATOMIC_RELAXED);%s
@@ -503,13 +503,14 @@ def scenario_gate_identity(a):
     """A site is what survives edits that do not touch atomics (issue 17.1):
     the same program built in another checkout folder, or with lines added
     above its sites, passes; an added atomic fails naming its function and
-    line; a run with no instrumented atomic, or none in common with the
-    baseline, is an error (2), never a pass."""
-    def build(folder, top="", extra="", cc="clang-15"):
+    line (also one added before the others, which moves them); a run with no
+    instrumented atomic, or none in common with the baseline, is an error
+    (2), never a pass."""
+    def build(folder, top="", extra="", cc="clang-15", early=""):
         os.makedirs(os.path.join(folder, "src"), exist_ok=True)
         src = os.path.join(folder, "src", "app.c")
         with open(src, "w") as f:
-            f.write(GATE_PROGRAM % (top, extra))
+            f.write(GATE_PROGRAM % (top, early, extra))
         if not os.path.isdir(os.path.join(folder, ".git")):
             run(["git", "init", "-q", folder])
         exe = os.path.join(folder, "app")
@@ -547,12 +548,84 @@ def scenario_gate_identity(a):
         exe_added = build(added, extra="\n      __atomic_fetch_add(&misses, 1, __ATOMIC_RELAXED);")
         out = gate(added, exe_added, rc=1)
         # (outside the if: it runs on every iteration; the third fetch_add of work())
-        check(re.search(r"REGRESSED site +src/app\.c work #2 relaxed __atomic_fetch_add: 0 -> 1000 "
+        check(re.search(r"REGRESSED site +src/app\.c work #\+0 relaxed __atomic_fetch_add: 0 -> 1000 "
                         r"\(\+1000, new\) at src/app\.c:9:", out), out)
+        # one added before the others, which it moves down a line: it is the new one
+        # (sites used to be told apart by their rank alone: the first would have
+        # been blamed, the last reported new)
+        before = os.path.join(d, "before")
+        exe_before = build(before, early="\n    __atomic_fetch_add(&misses, 2, __ATOMIC_RELAXED);")
+        out = gate(before, exe_before, rc=1)
+        check(re.search(r"REGRESSED site +src/app\.c work #\+0 relaxed __atomic_fetch_add: 0 -> 1000 "
+                        r"\(\+1000, new\) at src/app\.c:6:", out)
+              and not re.search(r"site .* work #[01] ", out), out)
         # built without the plugin: nothing counted is an error, not a pass
         bare = os.path.join(d, "bare")
         out = gate(bare, build(bare, cc="gcc"), rc=2)
         check("executed no instrumented atomic" in out, out)
+
+
+GATE_CXX_PROGRAM = """#include <atomic>
+#include <memory>
+#include <thread>
+struct Stats {
+  std::atomic<long> n{0};
+};
+std::atomic<int> ready{0}; /* not static: never folded away */
+static void worker(std::shared_ptr<Stats> s, int from, int to) {
+  for (int i = from; i < to; i++) {%s
+    s->n.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+int main() {
+  auto s = std::make_shared<Stats>();
+  std::thread a(worker, s, 0, 500), b(worker, s, 500, 1000);
+  a.join();
+  b.join();
+  return s->n.load() == 1000 ? 0 : 1;
+}
+"""
+
+
+def scenario_gate_cxx(a):
+    """The gate on C++ (issue 37.5): functions are shown demangled; an atomic
+    added to a function that also runs a library's inlined atomics (the
+    shared_ptr's reference counts) is reported at its own line, not at the
+    library's; outside a git checkout the folder of the sources is the root,
+    so the same sources measured from another folder keep their keys."""
+    def build(folder, added=""):
+        os.makedirs(folder, exist_ok=True)  # no git checkout
+        src = os.path.join(folder, "app.cpp")
+        with open(src, "w") as f:
+            f.write(GATE_CXX_PROGRAM % added)
+        exe = os.path.join(folder, "app")
+        run(["clang++-15", "-O1", "-g", "-pthread", "-fpass-plugin=" + a.plugin, src, "-o", exe])
+        return exe
+
+    def gate(folder, exe, *opts, rc):
+        p = run([a.nanoprobe, "gate", "--tracker", a.tracker, "--baseline", base, *opts, "--", exe],
+                expect_rc=rc, cwd=folder)
+        return p.stdout + p.stderr
+
+    with tempfile.TemporaryDirectory() as d:
+        base = os.path.join(d, "base.json")
+        first = os.path.join(d, "one")
+        gate(first, build(first), "--update", rc=0)
+        with open(base) as f:
+            check(json.load(f).get("root") == first, "no checkout: the sources' folder is the root")
+        moved = os.path.join(d, "elsewhere", "two")
+        out = gate(moved, build(moved), rc=0)
+        check("OK" in out, "the same sources in another folder: %s" % out)
+        added = os.path.join(d, "added")
+        out = gate(added, build(added, "\n    if (ready.load(std::memory_order_acquire) < 0)\n      return;"),
+                   rc=1)
+        # the one site line: the load at line 10; worker's fetch_add, moved two
+        # lines down, and the shared_ptr's inlined counts keep their keys
+        sites = [l for l in out.splitlines() if " site " in l]
+        check(len(sites) == 1 and "REGRESSED" in sites[0]
+              and "app.cpp worker(std::shared_ptr<Stats>, int, int) #+0 acquire __atomic_load" in sites[0]
+              and re.search(r"0 -> 1000 \(\+1000, new\) at app\.cpp:10:", sites[0]),
+              "the added load, demangled, at its line: %s" % out)
 
 
 TRACE_PROGRAM = r"""#include <atomic>

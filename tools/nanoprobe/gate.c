@@ -14,9 +14,11 @@
  * private temporary folder, and sums the dumps; or reads --current. Counts are
  * compared per kind and per site. A site is identified by what survives edits
  * that do not touch atomics (gate_stabilize): its path relative to the source
- * root (--root, $NANO_GATE_ROOT, else the git checkout; a baseline stores
- * its own), function, kind, order and ordinal among that function's sites of
- * that kind; its line and column are shown, not matched. A run with no
+ * root (--root, $NANO_GATE_ROOT, else the git checkout, else the folder of
+ * the sites' sources; a baseline stores its own), function (demangled), kind,
+ * order and a tag among that function's sites of that kind and library
+ * location (gate_pair: baseline and run paired by their line shifts); its
+ * line and column are shown, not matched. A run with no
  * instrumented site, or none in common with the baseline, is an error (2).
  * Metric "instructions": counts the instructions the command executes, with
  * valgrind's callgrind (children traced too) or `perf stat -e instructions:u`,
@@ -51,6 +53,7 @@
 #include <unistd.h>
 
 #include "nano/atomics.h"
+#include "nano/demangle.h"
 #include "nano/settings.h"
 #include "nanoprobe.h"
 
@@ -111,9 +114,11 @@ static void gate_usage(FILE *out) {
       "         its total and its sites); none: every count. Repeat for several.\n"
       "  --kinds-only  compare the per-kind totals only (no sites)\n"
       "  --root DIR    source root stripped from site paths (default: $NANO_GATE_ROOT,\n"
-      "                else the git checkout of the current folder)\n"
-      "A site is its path under the root, function, order, kind and ordinal among\n"
-      "that function's sites of that kind; line:column is shown, not matched.\n",
+      "                else the git checkout of the current folder, else the folder\n"
+      "                of the sites' source files)\n"
+      "A site is its path under the root, function, order, kind and a tag among that\n"
+      "function's sites of that kind and library location (their pairing by line\n"
+      "shifts); line:column is shown, not matched.\n",
       out);
 }
 
@@ -576,14 +581,18 @@ out:
   return rc;
 }
 
-/* A site as the stable keys see it (strings borrowed from its object). */
+/* A site as the stable keys see it (strings borrowed from its object, but
+ * function: demangled, owned). */
 struct gate_site {
-  const char *file, *function, *kind, *order;
-  json_int_t line, column, count;
+  const char *file, *kind, *order, *lib;
+  char *function;
+  json_int_t line, column, count, lib_line;
   json_t *inlined_from; /* the library location, or NULL */
 };
 
-/* Sites of one file, function, kind and order are together, by position. */
+/* Sites of one file, function, kind, order and library location (the
+ * inlined-from one: a library's atomic inlined into a function is told from
+ * the function's own) are together, by position. */
 static int gate_site_group_cmp(const struct gate_site *a, const struct gate_site *b) {
   int r = strcmp(a->file, b->file);
   if (!r)
@@ -592,6 +601,10 @@ static int gate_site_group_cmp(const struct gate_site *a, const struct gate_site
     r = strcmp(a->kind, b->kind);
   if (!r)
     r = strcmp(a->order, b->order);
+  if (!r)
+    r = strcmp(a->lib, b->lib);
+  if (!r)
+    r = (a->lib_line > b->lib_line) - (a->lib_line < b->lib_line);
   return r;
 }
 
@@ -621,65 +634,249 @@ static const char *gate_site_str(json_t *site, const char *name) {
   return v && *v ? v : "?";
 }
 
-/*
- * Builds c->stable and c->where from c->sites and c->site_docs. A site's
- * stable key is "path function #n order kind": its file relative to `root`
- * (NULL: as recorded), its function, its ordinal n among that function's
- * sites of the same kind and order (by line, then column), its order and its
- * kind (last: the tolerance of a kind finds it there). Line and column are
- * shown (c->where), not matched: another checkout folder, lines added above a
- * site or a reformat keep every key; an atomic added to a function adds one.
- * Returns 0, or -1 when out of memory.
- */
-static int gate_stabilize(struct gate_counts *c, const char *root) {
-  size_t n = json_object_size(c->site_docs), k = 0;
-  struct gate_site *v = calloc(n ? n : 1, sizeof *v);
-  c->stable = json_object();
-  c->where = json_object();
-  if (v == NULL || c->stable == NULL || c->where == NULL) {
-    free(v);
-    return -1;
-  }
+/* c's sites, sorted (gate_site_cmp), *n of them; NULL when out of memory. */
+static struct gate_site *gate_sites(struct gate_counts *c, const char *root, size_t *n) {
+  *n = json_object_size(c->site_docs);
+  struct gate_site *v = calloc(*n ? *n : 1, sizeof *v);
+  if (v == NULL)
+    return NULL;
+  size_t k = 0;
   const char *key;
   json_t *doc;
   json_object_foreach(c->site_docs, key, doc) {
     struct gate_site *site = &v[k++];
+    const char *fn = gate_site_str(doc, "function");
+    site->function = nano_demangle(fn);
+    if (!site->function)
+      site->function = strdup(fn);
     site->file = gate_relative(gate_site_str(doc, "file"), root);
-    site->function = gate_site_str(doc, "function");
     site->kind = gate_site_str(doc, "kind");
     site->order = gate_site_str(doc, "order");
     site->line = json_integer_value(json_object_get(doc, "line"));
     site->column = json_integer_value(json_object_get(doc, "column"));
     site->count = json_integer_value(json_object_get(c->sites, key));
     site->inlined_from = json_object_get(doc, "inlined_from");
+    const char *lib = json_string_value(json_object_get(site->inlined_from, "file"));
+    site->lib = lib ? lib : "";
+    site->lib_line = json_integer_value(json_object_get(site->inlined_from, "line"));
+    if (!site->function) {
+      *n = k;
+      return v; /* freed by the caller, which checks every function */
+    }
   }
   qsort(v, k, sizeof *v, gate_site_cmp);
-  int rc = 0;
-  json_int_t ordinal = 0;
-  for (size_t i = 0; i < k && rc == 0; i++) {
-    ordinal = i > 0 && gate_site_group_cmp(&v[i - 1], &v[i]) == 0 ? ordinal + 1 : 0;
-    char *skey = NULL, *where = NULL;
-    if (asprintf(&skey, "%s %s #%" JSON_INTEGER_FORMAT " %s %s", v[i].file, v[i].function, ordinal,
-                 v[i].order, v[i].kind) < 0)
-      skey = NULL;
-    const char *lib = json_string_value(json_object_get(v[i].inlined_from, "file"));
-    const char *base = lib ? strrchr(lib, '/') : NULL;
-    char detail[256] = "";
-    if (lib)
-      snprintf(detail, sizeof detail, " (inlined from %s:%" JSON_INTEGER_FORMAT ")",
-               base ? base + 1 : lib,
-               json_integer_value(json_object_get(v[i].inlined_from, "line")));
-    if (asprintf(&where, "%s:%" JSON_INTEGER_FORMAT ":%" JSON_INTEGER_FORMAT "%s", v[i].file,
-                 v[i].line, v[i].column, detail) < 0)
-      where = NULL;
-    rc = skey == NULL || where == NULL || gate_add(c->stable, skey, v[i].count) != 0 ||
-                 json_object_set_new(c->where, skey, json_string(where)) != 0
-             ? -1
-             : 0;
-    free(skey);
-    free(where);
-  }
+  return v;
+}
+
+static void gate_sites_free(struct gate_site *v, size_t n) {
+  for (size_t i = 0; v && i < n; i++)
+    free(v[i].function);
   free(v);
+}
+
+/* Adds site s under key "path function #tag order kind" to c->stable (its
+ * count) and c->where ("file:line:column (inlined from lib:line)"). 0, or -1
+ * when out of memory. */
+static int gate_key(struct gate_counts *c, const struct gate_site *s, const char *tag) {
+  char *skey = NULL, *where = NULL, detail[256] = "";
+  if (asprintf(&skey, "%s %s #%s %s %s", s->file, s->function, tag, s->order, s->kind) < 0)
+    skey = NULL;
+  if (*s->lib) {
+    const char *base = strrchr(s->lib, '/');
+    snprintf(detail, sizeof detail, " (inlined from %s:%" JSON_INTEGER_FORMAT ")",
+             base ? base + 1 : s->lib, s->lib_line);
+  }
+  if (asprintf(&where, "%s:%" JSON_INTEGER_FORMAT ":%" JSON_INTEGER_FORMAT "%s", s->file, s->line,
+               s->column, detail) < 0)
+    where = NULL;
+  int rc = skey == NULL || where == NULL || gate_add(c->stable, skey, s->count) != 0 ||
+                   json_object_set_new(c->where, skey, json_string(where)) != 0
+               ? -1
+               : 0;
+  free(skey);
+  free(where);
+  return rc;
+}
+
+/* How many ways of pairing the sites of one group gate_pair tries at most
+ * (choices of which sites of the longer side pair at all); past that, the
+ * best found so far stands. One atomic added or removed in a group of n
+ * sites is n ways. */
+#define GATE_PAIR_MAX_TRIES 20000
+
+/* The pairing being searched: the shorter side's lines s[0..ns) against the
+ * longer side's l[0..nl), in order; pick[k] is the index into l paired with
+ * s[k]. */
+struct gate_pairing {
+  const json_int_t *s, *l;
+  size_t ns, nl;
+  size_t *pick, *best;
+  double best_spread, best_moved;
+  long tries;
+};
+
+static int gate_dbl_cmp(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Scores the complete pick: how far the line shifts stray from their median
+ * (an edit moves the sites after it by one amount), then how far lines moved
+ * at all; keeps it when better. */
+static void gate_pairing_score(struct gate_pairing *p, double *d) {
+  for (size_t k = 0; k < p->ns; k++)
+    d[k] = (double)(p->l[p->pick[k]] - p->s[k]);
+  double moved = 0, spread = 0;
+  for (size_t k = 0; k < p->ns; k++)
+    moved += fabs(d[k]);
+  qsort(d, p->ns, sizeof *d, gate_dbl_cmp);
+  double median = p->ns ? d[p->ns / 2] : 0;
+  for (size_t k = 0; k < p->ns; k++)
+    spread += fabs(d[k] - median);
+  if (spread < p->best_spread || (spread == p->best_spread && moved < p->best_moved)) {
+    p->best_spread = spread;
+    p->best_moved = moved;
+    memcpy(p->best, p->pick, p->ns * sizeof *p->pick);
+  }
+}
+
+/* Tries every in-order pick of s[k..) among l[from..). */
+static void gate_pairing_search(struct gate_pairing *p, size_t k, size_t from, double *d) {
+  if (p->tries >= GATE_PAIR_MAX_TRIES)
+    return;
+  if (k == p->ns) {
+    p->tries++;
+    gate_pairing_score(p, d);
+    return;
+  }
+  for (size_t j = from; j + (p->ns - k) <= p->nl; j++) {
+    p->pick[k] = j;
+    gate_pairing_search(p, k + 1, j + 1, d);
+  }
+}
+
+/* Pairs the sites of one group, b[0..m) of the baseline with c[0..n) of this
+ * run, both by position: pair[i] = the j of c paired with b[i], or -1. As
+ * many pairs as the shorter side has sites, in order; of the ways to choose
+ * them, the one whose line shifts agree best (an edit moves every site after
+ * it by the same lines, so the site that breaks the pattern is the one added
+ * or removed), then whose lines moved least (an atomic added on a line of
+ * its own, lines unmoved). Returns 0, or -1 when out of memory. */
+static int gate_pair(const struct gate_site *b, size_t m, const struct gate_site *c, size_t n,
+                     long *pair) {
+  int b_short = m <= n;
+  size_t ns = b_short ? m : n, nl = b_short ? n : m;
+  json_int_t *sl = calloc(ns + 1, sizeof *sl), *ll = calloc(nl + 1, sizeof *ll);
+  size_t *pick = calloc(ns + 1, sizeof *pick), *best = calloc(ns + 1, sizeof *best);
+  double *d = calloc(ns + 1, sizeof *d);
+  int rc = -1;
+  if (!sl || !ll || !pick || !best || !d)
+    goto out;
+  for (size_t k = 0; k < ns; k++)
+    sl[k] = b_short ? b[k].line : c[k].line;
+  for (size_t k = 0; k < nl; k++)
+    ll[k] = b_short ? c[k].line : b[k].line;
+  struct gate_pairing p = {sl, ll, ns, nl, pick, best, HUGE_VAL, HUGE_VAL, 0};
+  for (size_t k = 0; k < ns; k++)
+    best[k] = k; /* in order, the first ones: what a search cut short keeps at worst */
+  gate_pairing_search(&p, 0, 0, d);
+  for (size_t i = 0; i < m; i++)
+    pair[i] = -1;
+  for (size_t k = 0; k < ns; k++) {
+    if (b_short)
+      pair[k] = (long)best[k];
+    else
+      pair[best[k]] = (long)k;
+  }
+  rc = 0;
+out:
+  free(sl);
+  free(ll);
+  free(pick);
+  free(best);
+  free(d);
+  return rc;
+}
+
+/*
+ * Builds the stable keys (c->stable, c->where) of this run's sites (cur) and,
+ * when base is not NULL, the baseline's, so that a site of both has the same
+ * key. A site's stable key is "path function #tag order kind": its file
+ * relative to its side's root (NULL: as recorded), its function (demangled),
+ * a tag telling it from the other sites of its group (gate_site_group_cmp:
+ * same file, function, kind, order and inlined-from location), its order and
+ * its kind (last: the tolerance of a kind finds it there). The tag is the
+ * site's position n in its baseline group ("#n"), paired as gate_pair does;
+ * a site of this run that pairs with none is new ("#+k"). Line and column
+ * are shown (c->where), not matched: another checkout folder, lines added
+ * above a site or a reformat keep every key. Returns 0, or -1 when out of
+ * memory.
+ */
+static int gate_stabilize(struct gate_counts *base, const char *base_root, struct gate_counts *cur,
+                          const char *root) {
+  size_t m = 0, n = 0;
+  struct gate_site *bv = base ? gate_sites(base, base_root, &m) : NULL;
+  struct gate_site *cv = gate_sites(cur, root, &n);
+  long *pair = calloc(m + 1, sizeof *pair);
+  int rc = -1;
+  if ((base && !bv) || !cv || !pair)
+    goto out;
+  for (size_t i = 0; i < m; i++)
+    if (!bv[i].function)
+      goto out;
+  for (size_t j = 0; j < n; j++)
+    if (!cv[j].function)
+      goto out;
+  cur->stable = json_object();
+  cur->where = json_object();
+  if (base && (!(base->stable = json_object()) || !(base->where = json_object())))
+    goto out;
+  if (!cur->stable || !cur->where)
+    goto out;
+  rc = 0;
+  for (size_t i = 0, j = 0; rc == 0 && (i < m || j < n);) {
+    /* the next group: the lesser of the two sides' next */
+    int side = i == m                                    ? 1
+               : j == n                                  ? -1
+               : gate_site_group_cmp(&bv[i], &cv[j]) < 0 ? -1
+               : gate_site_group_cmp(&bv[i], &cv[j]) > 0 ? 1
+                                                         : 0;
+    size_t ie = i, je = j;
+    while (side <= 0 && ie < m && gate_site_group_cmp(&bv[ie], &bv[i]) == 0)
+      ie++;
+    while (side >= 0 && je < n && gate_site_group_cmp(&cv[je], &cv[j]) == 0)
+      je++;
+    if (gate_pair(bv + i, ie - i, cv + j, je - j, pair + i) != 0) {
+      rc = -1;
+      break;
+    }
+    unsigned char *paired = calloc(je - j + 1, 1);
+    if (!paired) {
+      rc = -1;
+      break;
+    }
+    char tag[32];
+    for (size_t k = i; k < ie && rc == 0; k++) {
+      snprintf(tag, sizeof tag, "%zu", k - i);
+      rc = gate_key(base, &bv[k], tag);
+      if (rc == 0 && pair[k] >= 0) {
+        paired[pair[k]] = 1;
+        rc = gate_key(cur, &cv[j + (size_t)pair[k]], tag);
+      }
+    }
+    for (size_t k = j, fresh = 0; k < je && rc == 0; k++)
+      if (!paired[k - j]) {
+        snprintf(tag, sizeof tag, "%s%zu", base ? "+" : "", base ? fresh++ : k - j);
+        rc = gate_key(cur, &cv[k], tag);
+      }
+    free(paired);
+    i = ie;
+    j = je;
+  }
+out:
+  gate_sites_free(bv, m);
+  gate_sites_free(cv, n);
+  free(pair);
   return rc;
 }
 
@@ -701,6 +898,51 @@ static const char *gate_root(const struct gate_opts *o, char *buf, size_t len) {
     return NULL;
   buf[strcspn(buf, "\n")] = '\0';
   return *buf ? buf : NULL;
+}
+
+/* Folders of system and vendor headers (libstdc++'s templates instantiated
+ * in the program have their sites there): the same on every machine, so
+ * not part of the program's source root. */
+static int gate_system_file(const char *file) {
+  return strncmp(file, "/usr/", 5) == 0 || strncmp(file, "/opt/", 5) == 0;
+}
+
+/* The deepest folder holding every absolute site file of c outside the
+ * system's folders (in buf): the root where there is no checkout, so that a
+ * program built and measured in another folder keeps its keys. NULL when c
+ * has no such file. */
+static const char *gate_common_dir(const struct gate_counts *c, char *buf, size_t len) {
+  size_t n = 0;
+  int any = 0;
+  const char *key;
+  json_t *doc;
+  json_object_foreach(c->site_docs, key, doc) {
+    const char *file = json_string_value(json_object_get(doc, "file"));
+    if (!file || file[0] != '/' || gate_system_file(file))
+      continue;
+    const char *slash = strrchr(file, '/');
+    size_t dir = (size_t)(slash - file);
+    if (!any) {
+      n = dir < len ? dir : len - 1;
+      memcpy(buf, file, n);
+      any = 1;
+      continue;
+    }
+    size_t k = 0;
+    while (k < n && k < dir && buf[k] == file[k])
+      k++;
+    /* the common part is a whole folder when it ends where one of the two
+     * ends and the other goes on with '/' (or ends too) */
+    int whole = (k == n && (dir == n || file[n] == '/')) || (k == dir && buf[dir] == '/');
+    if (!whole)
+      while (k > 0 && buf[k] != '/')
+        k--;
+    n = k;
+  }
+  if (!any || n == 0)
+    return NULL;
+  buf[n] = '\0';
+  return buf;
 }
 
 /* 1 when maps a and b share a key. */
@@ -1027,13 +1269,17 @@ int nanoprobe_cmd_gate(int argc, char **argv) {
     goto out;
   if (o.cmd && !o.instructions)
     gate_warn_unseen(&cur, &o);
-  char rootbuf[PATH_MAX];
+  char rootbuf[PATH_MAX], base_dir[PATH_MAX];
   const char *root = o.instructions ? NULL : gate_root(&o, rootbuf, sizeof rootbuf);
   if (!o.instructions) {
     /* a baseline names the root its paths are under; older ones do not */
     const char *base_root = json_string_value(json_object_get(base.doc, "root"));
-    if ((!o.update && gate_stabilize(&base, base_root ? base_root : root) != 0) ||
-        gate_stabilize(&cur, root) != 0 ||
+    if (!root) { /* no checkout, no --root: the folder of the sources (each side its own) */
+      root = gate_common_dir(&cur, rootbuf, sizeof rootbuf);
+      if (!base_root && !o.update)
+        base_root = gate_common_dir(&base, base_dir, sizeof base_dir);
+    }
+    if (gate_stabilize(o.update ? NULL : &base, base_root ? base_root : root, &cur, root) != 0 ||
         (o.update && root && json_object_set_new(cur.doc, "root", json_string(root)) != 0)) {
       fprintf(stderr, "nanoprobe gate: out of memory\n");
       rc = 2;
