@@ -10,7 +10,7 @@ and tool are taken from, in order:
 
   $NANO_RPD_LIBRARY, $NANO_RPD_TOOL   a libnano_rpd.so, an rpd, used as they are
   $NANO_BUILD_DIR     a built nanoprobe build tree (<dir>/runtime/rpd/libnano_rpd.so,
-                      <dir>/tools/rpd/rpd)
+                      <dir>/tools/rpd/rpd); relative: to the folder pip was started in
   otherwise           the nano_rpd and rpd targets of this source tree, configured
                       and built with CMake in python/build/cmake-nano_rpd
 
@@ -63,11 +63,24 @@ def _run(cmd):
         raise BuildError("%s failed: %s" % (cmd[0], e)) from None
 
 
+def _build_dir(build):
+    """NANO_BUILD_DIR as the user meant it: pip runs this backend in the
+    package's folder, so a relative path is taken from the folder pip was
+    started in ($PWD, which the shell set and pip kept), else from the source
+    tree's top (`NANO_BUILD_DIR=build pip install ./python` there)."""
+    if not build or os.path.isabs(build):
+        return build
+    for base in (os.environ.get("PWD"), ROOT, os.getcwd()):
+        if base and os.path.isdir(os.path.join(base, build)):
+            return os.path.join(base, build)
+    return build
+
+
 def _built_parts():
     """The paths of libnano_rpd.so (to link and ship) and of the rpd tool."""
     lib = os.environ.get("NANO_RPD_LIBRARY")
     tool = os.environ.get("NANO_RPD_TOOL")
-    build = os.environ.get("NANO_BUILD_DIR")
+    build = _build_dir(os.environ.get("NANO_BUILD_DIR"))
     if (not lib or not tool) and not build:
         if not os.path.isfile(os.path.join(ROOT, "runtime", "include", "rpd.h")):
             raise BuildError("%s is not a nanoprobe source tree (no runtime/include/rpd.h); set "
