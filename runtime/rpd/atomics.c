@@ -35,11 +35,19 @@
  *                      library_line, caller, file, line, count: the callers
  *                      summed over processes and sessions, busiest first
  *
+ * Windows: the counts (and samples) are those made while recording, from
+ * each start (rpdstart, rpdremote start, load with RPDT_AUTOSTART) to its
+ * stop, summed over the windows: a site's count is the tracker's total less
+ * its total at the window's start, plus what earlier windows counted.
+ * Callers are the tracker's stacks since the process began (not windowed).
+ *
  * Without the tracker (a build where nano_tracker is missing) the tables are
  * still created, empty.
  */
+#include <pthread.h>
 #include <regex.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "nano/atomics.h"
@@ -60,6 +68,72 @@ static int atomics_schema_create(sqlite3 *db, const char *path) {
   return -1;
 }
 
+#ifdef NANO_RPD_HAVE_TRACKER
+/* The windows (see the banner), per tracker site id (dense, from 1): at[id]
+ * the site's total when the open window began, acc[id] what closed windows
+ * counted. Grown at each start; a site registered later began at 0. */
+static struct {
+  pthread_mutex_t lock;
+  uint64_t *at, *acc;
+  uint32_t n; /* entries of at and acc */
+  int on;
+} g_win = {PTHREAD_MUTEX_INITIALIZER, NULL, NULL, 0, 0};
+
+/* Grows g_win to hold id (g_win.lock held); 0, or -1 out of memory. */
+static int atomics_window_fit(uint32_t id) {
+  if (id < g_win.n)
+    return 0;
+  uint32_t n = g_win.n ? g_win.n : 64;
+  while (n <= id)
+    n *= 2;
+  uint64_t *at = realloc(g_win.at, n * sizeof *at);
+  if (at)
+    g_win.at = at;
+  uint64_t *acc = at ? realloc(g_win.acc, n * sizeof *acc) : NULL;
+  if (!acc)
+    return -1;
+  g_win.acc = acc;
+  memset(at + g_win.n, 0, (n - g_win.n) * sizeof *at);
+  memset(acc + g_win.n, 0, (n - g_win.n) * sizeof *acc);
+  g_win.n = n;
+  return 0;
+}
+
+/* A window's edge for one site: at its start, note the total; at its stop,
+ * add what the window counted. */
+static int atomics_window_edge(const struct nano_site *s, uint64_t count, void *arg) {
+  if (atomics_window_fit(s->id) != 0)
+    return 0; /* out of memory: this site counts since the process began */
+  if (*(int *)arg)
+    g_win.at[s->id] = count;
+  else
+    g_win.acc[s->id] += count - g_win.at[s->id];
+  return 0;
+}
+
+/* The count of the site with total `count` made while recording. */
+static uint64_t atomics_windowed(uint32_t id, uint64_t count) {
+  pthread_mutex_lock(&g_win.lock);
+  uint64_t v = count;
+  if (id < g_win.n)
+    v = g_win.acc[id] + (g_win.on ? count - g_win.at[id] : 0);
+  pthread_mutex_unlock(&g_win.lock);
+  return v;
+}
+#endif
+
+void rpdi_atomics_window(int on) {
+#ifdef NANO_RPD_HAVE_TRACKER
+  pthread_mutex_lock(&g_win.lock);
+  if (on != g_win.on)
+    (void)nano_tracker_foreach_site(atomics_window_edge, &on);
+  g_win.on = on;
+  pthread_mutex_unlock(&g_win.lock);
+#else
+  (void)on;
+#endif
+}
+
 struct atomics_ctx {
   sqlite3 *db;
   const char *path;
@@ -74,6 +148,7 @@ struct atomics_ctx {
 /* Binds and steps one site and its count. */
 static int atomics_visit(const struct nano_site *s, uint64_t count, void *arg) {
   struct atomics_ctx *c = arg;
+  count = atomics_windowed(s->id, count);
   int64_t id = c->offset + s->id;
   const char *kind = nano_kind_name(s->kind);
   const char *order = nano_order_name(s->order);
@@ -165,7 +240,7 @@ static int atomics_caller(uint32_t id, const uint64_t *ips, unsigned depth, uint
 /* Sums a visited site's count into its kind's total. */
 static int atomics_sum(const struct nano_site *s, uint64_t count, void *arg) {
   if (s->kind < NANO_KIND_COUNT)
-    ((uint64_t *)arg)[s->kind] += count;
+    ((uint64_t *)arg)[s->kind] += atomics_windowed(s->id, count);
   return 0;
 }
 #endif

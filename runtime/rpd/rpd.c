@@ -155,6 +155,7 @@ RPDI_EXPORT int rpdstart(void) {
     }
     rpd_install_signals();
     rpd_begin_epoch();
+    rpdi_atomics_window(1);
   }
   ret = ++g_refs;
   pthread_mutex_unlock(&g_ctl);
@@ -169,8 +170,10 @@ RPDI_EXPORT int rpdstop_nowait(void) {
     return -1;
   }
   int ret = --g_refs;
-  if (ret == 0)
+  if (ret == 0) {
     rpd_mark_stopped(rpd_stamp());
+    rpdi_atomics_window(0);
+  }
   pthread_mutex_unlock(&g_ctl);
   if (ret == 0)
     atomic_fetch_add(&g_atomics_req, 1);

@@ -143,6 +143,10 @@ int rpdi_atomics_write(sqlite3 *db, const char *path, int64_t offset);
  * transaction. Returns 0, or -1 with a message on stderr. */
 int rpdi_atomics_sample(sqlite3 *db, const char *path, int64_t offset, int64_t now);
 
+/* Recording starts (on = 1) or stops (0): the counts written are those made
+ * while recording (atomics.c, "Windows"). Under the tracer's control lock. */
+void rpdi_atomics_window(int on);
+
 /* ---- components ------------------------------------------------------------
  * The core (tracer.h's parts) knows the components of libnano_rpd.so (CUPTI,
  * the dispatch layer) only by what they register, from a constructor of

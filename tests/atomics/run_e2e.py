@@ -738,7 +738,7 @@ def scenario_trace_atomics(a):
         more = os.path.join(d, "more.rpd")
         run([a.nanoprobe, "run", "-q", "--atomics", "-o", more, "--", exe, "1001"], cwd=d)
         p = run([a.nanoprobe, "gate", "--root", d, "--baseline", trace, "--current", more], expect_rc=1)
-        check(re.search(r"REGRESSED site +app\.cpp _ZL4workl #0 relaxed __atomic_fetch_add: 3000 -> 3003 "
+        check(re.search(r"REGRESSED site +app\.cpp work\(long\) #0 relaxed __atomic_fetch_add: 3000 -> 3003 "
                         r"\(\+3, \+0\.10%%\) at app\.cpp:%d:\d+ \(inlined from atomic_base\.h:\d+\)" % user_line,
                         p.stdout), p.stdout)
         p = run([a.nanoprobe, "gate", "--baseline", trace, "--current", more, "--update"], expect_rc=2)

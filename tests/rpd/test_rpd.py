@@ -1223,6 +1223,17 @@ def case_atomics():
         totals = dict(q(db(trace), "SELECT kind, count FROM nano_atomic_totals"))
         check(totals.get("__atomic_fetch_add") == 1000 and totals.get("__atomic_store") == 10,
               "%s: totals %s" % (end, totals))
+    # counts of recording windows only (rpdstart..rpdstop, as rpdremote's start and stop):
+    # 3,000 fetch_adds outside them, 120 inside
+    run([prog("atomics_app"), "window"],
+        {"LD_PRELOAD": ARGS.lib, "RPDT_FILENAME": "at-window.rpd", "RPDT_AUTOSTART": "0"})
+    con = db("at-window.rpd")
+    totals = dict(q(con, "SELECT kind, count FROM nano_atomic_totals"))
+    check(totals.get("__atomic_fetch_add") == 120 and totals.get("__atomic_store") == 10,
+          "windows: totals %s (120 fetch_adds and 10 stores were made while recording)" % totals)
+    last = q(con, "SELECT count FROM nano_atomic_sample WHERE kind = '__atomic_fetch_add' "
+                  "ORDER BY start DESC LIMIT 1")
+    check(last == [(120,)], "windows: the last sample %s" % last)
 
 
 def mode(path):
