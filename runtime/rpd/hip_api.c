@@ -7,7 +7,9 @@
  * ACTIVITY_DOMAIN_HIP_API).
  *
  * Each call is a rocpd_api row, domain `hip`, apiName the function, on the
- * calling thread, from its enter to its exit; launches add rocpd_kernelapi
+ * calling thread, from its enter to its exit; launches (hipLaunchKernel,
+ * hipExtLaunchKernel, hipModuleLaunchKernel, hipExtModuleLaunchKernel and
+ * its older name hipHccModuleLaunchKernel) add rocpd_kernelapi
  * (grid in work-items and workgroup as the dispatch packet has them,
  * dynamic LDS, the kernel's name demangled as its op's, the stream), copies
  * rocpd_copyapi. The
@@ -113,16 +115,18 @@ void rpd_hip_call_link(struct rpd_hip_call *c, void (*record)(uint64_t api, void
   hip_call_unref(c);
 }
 
-/* rocpd_kernelapi of a launch of the kernel named `name` (NULL: unknown). */
-static void hip_kernelapi(uint64_t api, const char *name, dim3 grid, dim3 block, size_t shared,
+/* rocpd_kernelapi of a launch of the kernel named `name` (NULL: unknown)
+ * over `items` work-items (the dispatch packet's grid) in workgroups of
+ * `block`. */
+static void hip_kernelapi(uint64_t api, const char *name, dim3 items, dim3 block, size_t shared,
                           hipStream_t stream) {
   char sname[32];
   snprintf(sname, sizeof sname, "%p", (void *)stream);
   char *shown = name ? nano_demangle(name) : NULL; /* as the kernel's op shows it */
   struct rpd_kernel_launch k = {sname,
-                                (int)(grid.x * block.x),
-                                (int)(grid.y * block.y),
-                                (int)(grid.z * block.z),
+                                (int)items.x,
+                                (int)items.y,
+                                (int)items.z,
                                 (int)block.x,
                                 (int)block.y,
                                 (int)block.z,
@@ -135,28 +139,64 @@ static void hip_kernelapi(uint64_t api, const char *name, dim3 grid, dim3 block,
   free(shown);
 }
 
+/* The work-items of a grid of `blocks` workgroups of `block`. */
+static dim3 hip_items(dim3 blocks, dim3 block) {
+  return (dim3){blocks.x * block.x, blocks.y * block.y, blocks.z * block.z};
+}
+
+/* The name of the kernel launched by address (hipLaunchKernel) or by module
+ * function (hipModuleLaunchKernel and kin), from the runtime; NULL unknown. */
+static const char *hip_name_by_ptr(const void *address, hipStream_t stream) {
+  static const char *(*by_ptr)(const void *, hipStream_t);
+  if (!by_ptr)
+    by_ptr =
+        (const char *(*)(const void *, hipStream_t))dlsym(RTLD_DEFAULT, "hipKernelNameRefByPtr");
+  return by_ptr ? by_ptr(address, stream) : NULL;
+}
+static const char *hip_name_by_function(hipFunction_t f) {
+  static const char *(*by_function)(hipFunction_t);
+  if (!by_function)
+    by_function = (const char *(*)(hipFunction_t))dlsym(RTLD_DEFAULT, "hipKernelNameRef");
+  return by_function ? by_function(f) : NULL;
+}
+
 /* The rows' arguments of the calls that carry them. */
 static void hip_arguments(uint64_t api, uint32_t cid, const hip_api_data_t *d) {
   switch (cid) {
   case HIP_API_ID_hipLaunchKernel: {
-    static const char *(*by_ptr)(const void *, hipStream_t);
-    if (!by_ptr)
-      by_ptr =
-          (const char *(*)(const void *, hipStream_t))dlsym(RTLD_DEFAULT, "hipKernelNameRefByPtr");
     const __typeof__(d->args.hipLaunchKernel) *a = &d->args.hipLaunchKernel;
-    hip_kernelapi(api, by_ptr ? by_ptr(a->function_address, a->stream) : NULL, a->numBlocks,
-                  a->dimBlocks, a->sharedMemBytes, a->stream);
+    hip_kernelapi(api, hip_name_by_ptr(a->function_address, a->stream),
+                  hip_items(a->numBlocks, a->dimBlocks), a->dimBlocks, a->sharedMemBytes,
+                  a->stream);
     break;
   }
-  case HIP_API_ID_hipModuleLaunchKernel: { /* Triton's, Tensile's */
-    static const char *(*by_function)(hipFunction_t);
-    if (!by_function)
-      by_function = (const char *(*)(hipFunction_t))dlsym(RTLD_DEFAULT, "hipKernelNameRef");
-    const __typeof__(d->args.hipModuleLaunchKernel) *a = &d->args.hipModuleLaunchKernel;
-    dim3 grid = {a->gridDimX, a->gridDimY, a->gridDimZ};
-    dim3 block = {a->blockDimX, a->blockDimY, a->blockDimZ};
-    hip_kernelapi(api, by_function ? by_function(a->f) : NULL, grid, block, a->sharedMemBytes,
+  case HIP_API_ID_hipExtLaunchKernel: {
+    const __typeof__(d->args.hipExtLaunchKernel) *a = &d->args.hipExtLaunchKernel;
+    hip_kernelapi(api, hip_name_by_ptr(a->function_address, a->stream),
+                  hip_items(a->numBlocks, a->dimBlocks), a->dimBlocks, a->sharedMemBytes,
                   a->stream);
+    break;
+  }
+  case HIP_API_ID_hipModuleLaunchKernel: { /* Triton's */
+    const __typeof__(d->args.hipModuleLaunchKernel) *a = &d->args.hipModuleLaunchKernel;
+    dim3 blocks = {a->gridDimX, a->gridDimY, a->gridDimZ};
+    dim3 block = {a->blockDimX, a->blockDimY, a->blockDimZ};
+    hip_kernelapi(api, hip_name_by_function(a->f), hip_items(blocks, block), block,
+                  a->sharedMemBytes, a->stream);
+    break;
+  }
+  case HIP_API_ID_hipExtModuleLaunchKernel: { /* Tensile's (rocBLAS): sizes in work-items */
+    const __typeof__(d->args.hipExtModuleLaunchKernel) *a = &d->args.hipExtModuleLaunchKernel;
+    dim3 items = {a->globalWorkSizeX, a->globalWorkSizeY, a->globalWorkSizeZ};
+    dim3 block = {a->localWorkSizeX, a->localWorkSizeY, a->localWorkSizeZ};
+    hip_kernelapi(api, hip_name_by_function(a->f), items, block, a->sharedMemBytes, a->hStream);
+    break;
+  }
+  case HIP_API_ID_hipHccModuleLaunchKernel: { /* its older name */
+    const __typeof__(d->args.hipHccModuleLaunchKernel) *a = &d->args.hipHccModuleLaunchKernel;
+    dim3 items = {a->globalWorkSizeX, a->globalWorkSizeY, a->globalWorkSizeZ};
+    dim3 block = {a->blockDimX, a->blockDimY, a->blockDimZ};
+    hip_kernelapi(api, hip_name_by_function(a->f), items, block, a->sharedMemBytes, a->hStream);
     break;
   }
   case HIP_API_ID_hipMemcpy: {

@@ -3,9 +3,11 @@
 // the stand-in ROCr, and prints "ok KERNEL" for each kernel whose results
 // are right. With a code object's path as argument it also runs that
 // object's axpy as Triton and Tensile run kernels: hipModuleLoadData,
-// hipModuleGetFunction, hipModuleLaunchKernel. With "graph" after it, y is
+// hipModuleGetFunction, hipModuleLaunchKernel, then hipExtModuleLaunchKernel
+// (Tensile's, rocBLAS's). With "graph" after it, y is
 // reset to 1 and an axpy captured into a graph on a stream of its own is
 // launched twice (y = 4x + 1).
+#include <hip/hip_ext.h>
 #include <hip/hip_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,6 +66,14 @@ int main(int argc, char **argv) {
     for (int i = 0; i < n; i++)
       ok &= hy[i] == 4.0f * i + 1;
     printf("%s module axpy\n", ok ? "ok" : "WRONG");
+    // and as Tensile (rocBLAS) launches: sizes in work-items, 6x + 1
+    if (hipExtModuleLaunchKernel(k, 1024, 1, 1, 256, 1, 1, 0, 0, params, nullptr) != hipSuccess)
+      return 1;
+    hipMemcpy(hy, y, n * 4, hipMemcpyDeviceToHost);
+    ok = 1;
+    for (int i = 0; i < n; i++)
+      ok &= hy[i] == 6.0f * i + 1;
+    printf("%s ext module axpy\n", ok ? "ok" : "WRONG");
   }
   if (argc > 2 && !strcmp(argv[2], "graph")) {
     for (int i = 0; i < n; i++)

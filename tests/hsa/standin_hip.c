@@ -22,7 +22,8 @@
  *     hipGraphInstantiate, hipGraphLaunch (each node a dispatch),
  *     hipStreamSynchronize;
  *   - modules as Triton and Tensile use them: hipModuleLoadData (a code
- *     object in memory), hipModuleGetFunction, hipModuleLaunchKernel
+ *     object in memory), hipModuleGetFunction, hipModuleLaunchKernel,
+ *     hipExtModuleLaunchKernel
  *     (kernelParams; extra refused);
  *   - roctracer's callback interface: hipRegisterApiCallback, each of the
  *     calls above called back at its enter and exit (domain 3, phases 0 and
@@ -492,6 +493,41 @@ hipError_t hipModuleLaunchKernel(hipFunction_t f, unsigned gx, unsigned gy, unsi
         d_.args.hipModuleLaunchKernel.kernelParams = params,
         d_.args.hipModuleLaunchKernel.extra = extra),
        extra ? hipErrorNotSupported : launch(f, grid, block, params, shared, stream));
+}
+
+/* Tensile's launch: sizes in work-items. HIP puts them into the dispatch
+ * packet as they are; the stand-in's device runs whole workgroups, so a
+ * size that is not a multiple of the workgroup's is refused. HIP declares it
+ * in C++ (hip_ext.h, no extern "C"): its symbol is the mangled name. */
+#define EXT_LAUNCH_SYMBOL                                                                          \
+  "_Z24hipExtModuleLaunchKernelP18ihipModuleSymbol_tjjjjjjmP12ihipStream_tPPvS4_P11ihipEvent_tS6_j"
+hipError_t hip_ext_module_launch(hipFunction_t f, uint32_t gx, uint32_t gy, uint32_t gz,
+                                 uint32_t lx, uint32_t ly, uint32_t lz, size_t shared,
+                                 hipStream_t stream, void **params, void **extra, hipEvent_t start,
+                                 hipEvent_t stop, uint32_t flags) __asm__(EXT_LAUNCH_SYMBOL);
+hipError_t hip_ext_module_launch(hipFunction_t f, uint32_t gx, uint32_t gy, uint32_t gz,
+                                    uint32_t lx, uint32_t ly, uint32_t lz, size_t shared,
+                                    hipStream_t stream, void **params, void **extra,
+                                    hipEvent_t start, hipEvent_t stop, uint32_t flags) {
+  int whole = lx && ly && lz && gx % lx == 0 && gy % ly == 0 && gz % lz == 0;
+  dim3 grid = {whole ? gx / lx : 0, whole ? gy / ly : 0, whole ? gz / lz : 0}, block = {lx, ly, lz};
+  CALL(HIP_API_ID_hipExtModuleLaunchKernel,
+       (d_.args.hipExtModuleLaunchKernel.f = f,
+        d_.args.hipExtModuleLaunchKernel.globalWorkSizeX = gx,
+        d_.args.hipExtModuleLaunchKernel.globalWorkSizeY = gy,
+        d_.args.hipExtModuleLaunchKernel.globalWorkSizeZ = gz,
+        d_.args.hipExtModuleLaunchKernel.localWorkSizeX = lx,
+        d_.args.hipExtModuleLaunchKernel.localWorkSizeY = ly,
+        d_.args.hipExtModuleLaunchKernel.localWorkSizeZ = lz,
+        d_.args.hipExtModuleLaunchKernel.sharedMemBytes = shared,
+        d_.args.hipExtModuleLaunchKernel.hStream = stream,
+        d_.args.hipExtModuleLaunchKernel.kernelParams = params,
+        d_.args.hipExtModuleLaunchKernel.extra = extra,
+        d_.args.hipExtModuleLaunchKernel.startEvent = start,
+        d_.args.hipExtModuleLaunchKernel.stopEvent = stop,
+        d_.args.hipExtModuleLaunchKernel.flags = flags),
+       extra || start || stop || !whole ? hipErrorNotSupported
+                                        : launch(f, grid, block, params, shared, stream));
 }
 
 const char *hipKernelNameRef(const hipFunction_t f) { return hipKernelNameRefByPtr(f, NULL); }
