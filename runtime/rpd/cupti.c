@@ -606,6 +606,15 @@ static void cupti_start(void) {
             version, (unsigned)CUPTI_API_VERSION);
     return;
   }
+  /* A later release of the same major may deliver newer record versions
+   * (CUPTI 13.2 dropped CUpti_ActivityKernel10 from its header): read as
+   * this header's, their times are believed, not known, to be right. */
+  if (version > CUPTI_API_VERSION)
+    fprintf(stderr,
+            "nanoprobe: libcupti's API version %u is newer than the %u nanoprobe was built "
+            "with: its kernel and copy records are read in %u's layout (rebuild nanoprobe with "
+            "this CUDA to be sure of their times)\n",
+            version, (unsigned)CUPTI_API_VERSION, (unsigned)CUPTI_API_VERSION);
   if (cupti_check(cp.ActivityRegisterTimestampCallback(cupti_timestamp), "registering the clock") ||
       cupti_check(cp.ActivityRegisterCallbacks(cupti_buffer_requested, cupti_buffer_completed),
                   "registering activity buffers") ||

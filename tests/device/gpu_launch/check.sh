@@ -413,6 +413,17 @@ grep -qx "$done_line" other.out || fail "another tool's injection: right results
 [ "$(nano_launches other.rpd | cut -d' ' -f1)" = 3 ] ||
   fail "another tool's injection: the rest of the trace is recorded"
 
+# a libcupti of a later release of the same major: said, kernels still traced;
+# of another major: said, calls traced, kernels not
+later_err=$(FAKE_CUPTI_VERSION=130200 RPDT_FILENAME=later.rpd LD_PRELOAD="$rpd" ./app 2>&1 >/dev/null)
+grep -q "libcupti's API version 130200 is newer than the 1300.. nanoprobe was built with" <<<"$later_err" &&
+  [ "$(query later.rpd "select count(*) from rocpd_op")" -gt 0 ] ||
+  fail "a later libcupti is said, its records still read ($later_err)"
+major_err=$(FAKE_CUPTI_VERSION=140000 RPDT_FILENAME=major.rpd LD_PRELOAD="$rpd" ./app 2>&1 >/dev/null)
+grep -q "libcupti's API version 140000 is not the 1300.. nanoprobe was built with" <<<"$major_err" &&
+  [ "$(query major.rpd "select count(*) from rocpd_op")" = 0 ] ||
+  fail "a libcupti of another major is said, no ops read ($major_err)"
+
 # another CUPTI client holds CUPTI: said, and the rest is traced
 busy_err=$(FAKE_CUPTI_BUSY="CUPTI for other tool" RPDT_FILENAME=busy.rpd LD_PRELOAD="$rpd" ./app 2>&1 >busy.out)
 grep -q "another CUPTI client (CUPTI for other tool) is active" <<<"$busy_err" ||

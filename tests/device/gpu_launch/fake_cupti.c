@@ -40,8 +40,10 @@ static size_t npending;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static uint32_t next_corr;
 
+/* FAKE_CUPTI_VERSION: the version to report (a later or another release). */
 CUptiResult cuptiGetVersion(uint32_t *version) {
-  *version = CUPTI_API_VERSION;
+  const char *v = getenv("FAKE_CUPTI_VERSION");
+  *version = v && *v ? (uint32_t)strtoul(v, NULL, 10) : CUPTI_API_VERSION;
   return CUPTI_SUCCESS;
 }
 CUptiResult cuptiGetResultString(CUptiResult r, const char **s) {
