@@ -2,6 +2,8 @@
 #include "Settings.h"
 
 #include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <cstdlib>
 
@@ -11,6 +13,11 @@ nano::Setting nano::readSetting(const cl::opt<std::string> &Opt, const char *Env
   if (Opt.getNumOccurrences() > 0)
     return {Opt.getValue(), ("-" + Opt.ArgStr).str()};
   const char *V = std::getenv(Env);
+  // Set but empty (`NANO_KERNELS= make`): the default, as unset, but said
+  // (once per variable and compiler process), as the runtime says its own.
+  static StringSet<> Said;
+  if (V && !*V && Said.insert(Env).second)
+    errs() << "warning: nanoprobe: " << Env << " is set but empty: its default is used\n";
   return {V ? V : "", Env};
 }
 

@@ -9,6 +9,8 @@
 ; RUN: env NANO_ATOMICS_KINDS=' __atomic_fetch_add , fence' %not %opt_nano -passes=nano-atomics -S %s -o /dev/null 2>&1 | FileCheck %s --check-prefix=FENCE
 ; RUN: env NANO_ATOMICS_KINDS=' __atomic_fetch_add , thread_fence' %opt_nano -passes=nano-atomics -S %s | FileCheck %s --check-prefix=BOTH
 ; RUN: env NANO_ATOMICS_KINDS=none %opt_nano -passes=nano-atomics -S %s | FileCheck %s --check-prefix=NONE
+; An empty value is the default (as unset), said once per variable:
+; RUN: env NANO_ATOMICS_KINDS= %opt_nano -passes=nano-atomics -S %s -o /dev/null 2>&1 | FileCheck %s --check-prefix=UNSET
 
 ; KINDS: error: nanoprobe: NANO_ATOMICS_KINDS=fetch_add,bogus: unknown name 'bogus' (known: all none rmw fences load store {{.*}} signal_fence)
 ; EMPTY: error: nanoprobe: NANO_ATOMICS_KINDS=',': an empty list (name at least one, or unset it)
@@ -17,6 +19,8 @@
 ; FENCE: unknown name 'fence'
 ; BOTH: @nano.sites = private global [2 x %struct.nano_site]
 ; NONE-NOT: nano.sites
+; UNSET: warning: nanoprobe: NANO_ATOMICS_KINDS is set but empty: its default is used
+; UNSET-NOT: set but empty
 
 target triple = "x86_64-pc-linux-gnu"
 
