@@ -9,10 +9,12 @@
  * Each call is a rocpd_api row, domain `hip`, apiName the function, on the
  * calling thread, from its enter to its exit; launches (hipLaunchKernel,
  * hipExtLaunchKernel, hipModuleLaunchKernel, hipExtModuleLaunchKernel and
- * its older name hipHccModuleLaunchKernel) add rocpd_kernelapi
+ * its older name hipHccModuleLaunchKernel, hipLaunchCooperativeKernel) add
+ * rocpd_kernelapi
  * (grid in work-items and workgroup as the dispatch packet has them,
  * dynamic LDS, the kernel's name demangled as its op's, the stream), copies
- * rocpd_copyapi. The
+ * (hipMemcpy, its Async, the direction-named and the symbol ones)
+ * rocpd_copyapi, hipMalloc and hipFree their pointer and size in args. The
  * GPU work a call submits (the HSA tool sees its packets on the same thread,
  * between enter and exit) becomes ops linked to the call's row:
  * rpd_hip_call_current() gives the call, rpd_hip_call_link() records an op
@@ -199,16 +201,34 @@ static void hip_arguments(uint64_t api, uint32_t cid, const hip_api_data_t *d) {
     hip_kernelapi(api, hip_name_by_function(a->f), items, block, a->sharedMemBytes, a->hStream);
     break;
   }
-  case HIP_API_ID_hipMemcpy: {
-    const __typeof__(d->args.hipMemcpy) *a = &d->args.hipMemcpy;
-    rpdi_copy_args(api, a->dst, a->src, a->sizeBytes, (int)a->kind, NULL, 1);
+  case HIP_API_ID_hipLaunchCooperativeKernel: {
+    const __typeof__(d->args.hipLaunchCooperativeKernel) *a = &d->args.hipLaunchCooperativeKernel;
+    hip_kernelapi(api, hip_name_by_ptr(a->f, a->stream), hip_items(a->gridDim, a->blockDimX),
+                  a->blockDimX, a->sharedMemBytes, a->stream);
     break;
   }
-  case HIP_API_ID_hipMemcpyAsync: {
-    const __typeof__(d->args.hipMemcpyAsync) *a = &d->args.hipMemcpyAsync;
-    rpdi_copy_args(api, a->dst, a->src, a->sizeBytes, (int)a->kind, a->stream, 0);
-    break;
+  /* copies, as rocmProfileData's roctracer source records them (the
+   * direction-named ones with their implied kind) */
+#define HIP_COPY(id, dst_, src_, kind_, stream_, sync_)                                            \
+  case HIP_API_ID_##id: {                                                                          \
+    const __typeof__(d->args.id) *a = &d->args.id;                                                 \
+    rpdi_copy_args(api, (const void *)(uintptr_t)(a->dst_), (const void *)(uintptr_t)(a->src_),    \
+                   a->sizeBytes, (int)(kind_), stream_, sync_);                                    \
+    break;                                                                                         \
   }
+    HIP_COPY(hipMemcpy, dst, src, a->kind, NULL, 1)
+    HIP_COPY(hipMemcpyAsync, dst, src, a->kind, a->stream, 0)
+    HIP_COPY(hipMemcpyHtoD, dst, src, hipMemcpyHostToDevice, NULL, 1)
+    HIP_COPY(hipMemcpyHtoDAsync, dst, src, hipMemcpyHostToDevice, a->stream, 0)
+    HIP_COPY(hipMemcpyDtoH, dst, src, hipMemcpyDeviceToHost, NULL, 1)
+    HIP_COPY(hipMemcpyDtoHAsync, dst, src, hipMemcpyDeviceToHost, a->stream, 0)
+    HIP_COPY(hipMemcpyDtoD, dst, src, hipMemcpyDeviceToDevice, NULL, 1)
+    HIP_COPY(hipMemcpyDtoDAsync, dst, src, hipMemcpyDeviceToDevice, a->stream, 0)
+    HIP_COPY(hipMemcpyFromSymbol, dst, symbol, a->kind, NULL, 1)
+    HIP_COPY(hipMemcpyFromSymbolAsync, dst, symbol, a->kind, a->stream, 0)
+    HIP_COPY(hipMemcpyToSymbol, symbol, src, a->kind, NULL, 1)
+    HIP_COPY(hipMemcpyToSymbolAsync, symbol, src, a->kind, a->stream, 0)
+#undef HIP_COPY
   default:
     break;
   }
@@ -217,12 +237,13 @@ static void hip_arguments(uint64_t api, uint32_t cid, const hip_api_data_t *d) {
 /* Handles as roctracer prints them ("%p"), so that `rpd graph` joins them. */
 #define HIP_HANDLE_CHARS 32
 
-/* The args column of the graph calls `rpd graph` reads ("key = value | ...",
- * as cupti.c writes CUDA's): the captured stream, the graph a capture made,
- * the executable instantiated from it, what a launch launched; "" for other
- * calls. At the call's exit, where the graph and executable are out
- * parameters. */
-static const char *hip_graph_args(uint32_t cid, const hip_api_data_t *d, char *buf, size_t len) {
+/* The args column: of the graph calls `rpd graph` reads ("key = value |
+ * ...", as cupti.c writes CUDA's): the captured stream, the graph a capture
+ * made, the executable instantiated from it, what a launch launched; of
+ * hipMalloc and hipFree, the pointer and size as rocmProfileData writes
+ * them; "" for other calls. At the call's exit, where the graph, the
+ * executable and the allocation are out parameters. */
+static const char *hip_args(uint32_t cid, const hip_api_data_t *d, char *buf, size_t len) {
   int n = -1;
   switch (cid) {
   case HIP_API_ID_hipStreamBeginCapture:
@@ -250,6 +271,14 @@ static const char *hip_graph_args(uint32_t cid, const hip_api_data_t *d, char *b
   case HIP_API_ID_hipGraphLaunch:
     n = snprintf(buf, len, "graphExec = %p | stream = %p", (void *)d->args.hipGraphLaunch.graphExec,
                  (void *)d->args.hipGraphLaunch.stream);
+    break;
+  /* allocations as rocmProfileData writes them (the size in full) */
+  case HIP_API_ID_hipMalloc:
+    n = snprintf(buf, len, "ptr=%p | size=0x%zx",
+                 d->args.hipMalloc.ptr ? *d->args.hipMalloc.ptr : NULL, d->args.hipMalloc.size);
+    break;
+  case HIP_API_ID_hipFree:
+    n = snprintf(buf, len, "ptr=%p", d->args.hipFree.ptr);
     break;
   default:
     break;
@@ -292,8 +321,8 @@ static void hip_callback(uint32_t domain, uint32_t cid, const void *data, void *
     return;
   int64_t end = rpd_now();
   char args[4 * HIP_HANDLE_CHARS];
-  uint64_t api = rpd_record_api("hip", "", hip_api_name(cid),
-                                hip_graph_args(cid, d, args, sizeof args), t_hip.start[i], end);
+  uint64_t api = rpd_record_api("hip", "", hip_api_name(cid), hip_args(cid, d, args, sizeof args),
+                                t_hip.start[i], end);
   if (api)
     hip_arguments(api, cid, d);
   struct rpd_hip_call *c = t_hip.call[i];

@@ -6,7 +6,9 @@
 // hipModuleGetFunction, hipModuleLaunchKernel, then hipExtModuleLaunchKernel
 // (Tensile's, rocBLAS's). With "graph" after it, y is
 // reset to 1 and an axpy captured into a graph on a stream of its own is
-// launched twice (y = 4x + 1).
+// launched twice (y = 4x + 1). At the end y is written again with
+// hipMemcpyHtoD, an axpy launched cooperatively and y read back with
+// hipMemcpyDtoHAsync (y = 2x + 1).
 #include <hip/hip_ext.h>
 #include <hip/hip_runtime.h>
 #include <stdio.h>
@@ -97,6 +99,23 @@ int main(int argc, char **argv) {
       ok &= hy[i] == 4.0f * i + 1;
     printf("%s graph axpy\n", ok ? "ok" : "WRONG");
   }
+  // the direction-named copies and a cooperative launch: y = 2x + 1 again
+  for (int i = 0; i < n; i++)
+    hy[i] = 1;
+  if (hipMemcpyHtoD((hipDeviceptr_t)y, hy, n * 4) != hipSuccess)
+    return 1;
+  float a2 = 2.0f;
+  int count2 = n;
+  void *cargs[] = {&a2, &x, &y, &count2};
+  if (hipLaunchCooperativeKernel((const void *)axpy, dim3((n + 255) / 256), dim3(256), cargs, 0,
+                                 0) != hipSuccess ||
+      hipMemcpyDtoHAsync(hy, (hipDeviceptr_t)y, n * 4, 0) != hipSuccess ||
+      hipStreamSynchronize(0) != hipSuccess)
+    return 1;
+  ok = 1;
+  for (int i = 0; i < n; i++)
+    ok &= hy[i] == 2.0f * i + 1;
+  printf("%s cooperative axpy\n", ok ? "ok" : "WRONG");
   hipFree(x); hipFree(y); hipFree(out);
   return 0;
 }

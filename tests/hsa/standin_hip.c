@@ -428,6 +428,32 @@ hipError_t hipMemcpy(void *dst, const void *src, size_t n, hipMemcpyKind kind) {
         d_.args.hipMemcpy.kind = kind),
        copy(dst, src, n, kind));
 }
+hipError_t hipMemcpyHtoD(hipDeviceptr_t dst, void *src, size_t n) {
+  CALL(HIP_API_ID_hipMemcpyHtoD,
+       (d_.args.hipMemcpyHtoD.dst = dst, d_.args.hipMemcpyHtoD.src = src,
+        d_.args.hipMemcpyHtoD.sizeBytes = n),
+       copy(dst, src, n, hipMemcpyHostToDevice));
+}
+/* In stream order: after the work before it (the stand-in's device is one
+ * queue), then at once. */
+hipError_t hipMemcpyDtoHAsync(void *dst, hipDeviceptr_t src, size_t n, hipStream_t stream) {
+  CALL(HIP_API_ID_hipMemcpyDtoHAsync,
+       (d_.args.hipMemcpyDtoHAsync.dst = dst, d_.args.hipMemcpyDtoHAsync.src = src,
+        d_.args.hipMemcpyDtoHAsync.sizeBytes = n, d_.args.hipMemcpyDtoHAsync.stream = stream),
+       copy(dst, src, n, hipMemcpyDeviceToHost));
+}
+/* The stand-in's device runs every workgroup at once in effect: a
+ * cooperative grid is launched as any other. */
+hipError_t hipLaunchCooperativeKernel(const void *fn, dim3 grid, dim3 block, void **args,
+                                      unsigned int shared, hipStream_t stream) {
+  CALL(HIP_API_ID_hipLaunchCooperativeKernel,
+       (d_.args.hipLaunchCooperativeKernel.f = fn, d_.args.hipLaunchCooperativeKernel.gridDim = grid,
+        d_.args.hipLaunchCooperativeKernel.blockDimX = block,
+        d_.args.hipLaunchCooperativeKernel.kernelParams = args,
+        d_.args.hipLaunchCooperativeKernel.sharedMemBytes = shared,
+        d_.args.hipLaunchCooperativeKernel.stream = stream),
+       launch(fn, grid, block, args, shared, stream));
+}
 
 const char *hipKernelNameRefByPtr(const void *fn, hipStream_t stream) {
   (void)stream;

@@ -465,7 +465,8 @@ def case_hip_program():
     module = OUT + "/prog5.gfx90a.co"  # run again through hipModuleLaunchKernel
     r = subprocess.run([app, module, "graph"], capture_output=True, text=True, env=env, timeout=120)
     check(r.returncode == 0, "hip_app alone: exit %d %s" % (r.returncode, r.stderr))
-    expect_ok("hip_app alone", r.stdout, ("axpy", "dyn", "module axpy", "ext module axpy", "graph axpy"))
+    expect_ok("hip_app alone", r.stdout, ("axpy", "dyn", "module axpy", "ext module axpy", "graph axpy",
+                                          "cooperative axpy"))
     for mode, args in (("traced", []), ("twins", ["-i", "-c", OUT + "/cache", "-a", "MemoryAnalysis"])):
         trace = "%s/hip_%s.rpd" % (OUT, mode)
         for p in (trace, OUT + "/hip.log"):
@@ -475,14 +476,15 @@ def case_hip_program():
                            ["-l", OUT + "/hip.txt", "--", app, module, "graph"],
                            capture_output=True, text=True, env=env, timeout=120)
         check(r.returncode == 0, "nanoprobe run %s -- hip_app: exit %d\n%s" % (args, r.returncode, r.stderr))
-        expect_ok("hip_app " + mode, r.stdout, ("axpy", "dyn", "module axpy", "ext module axpy", "graph axpy"))
+        expect_ok("hip_app " + mode, r.stdout, ("axpy", "dyn", "module axpy", "ext module axpy", "graph axpy",
+                                                "cooperative axpy"))
         log = [parse(ln) for ln in open(OUT + "/hip.log").read().splitlines()]
-        want = ["_Z4axpyfPKfPfi", "_Z3dynPi"] + ["_Z4axpyfPKfPfi"] * 4  # module, ext, graph twice
+        want = ["_Z4axpyfPKfPfi", "_Z3dynPi"] + ["_Z4axpyfPKfPfi"] * 5  # module, ext, graph twice, coop
         if mode == "twins":
             want = ["__nano_twin_%sPv" % k for k in want]
         check([d["kernel"] for d in log] == want, "hip_app %s: the kernels that ran: %s" % (mode, log))
         ops = rows(trace, "select description from op order by start")
-        check(len(ops) == 6, "hip_app %s: the six kernels are ops: %s" % (mode, ops))
+        check(len(ops) == 7, "hip_app %s: the seven kernels are ops: %s" % (mode, ops))
         # the HIP calls, through the runtime's callbacks (roctracer's contract)
         calls = [r[0] for r in rows(trace, "select apiName from api where domain = 'hip' order by start")]
         check(calls == ["hipMalloc", "hipMalloc", "hipMemcpy", "hipMemcpy", "hipLaunchKernel", "hipMalloc",
@@ -490,30 +492,38 @@ def case_hip_program():
                         "hipModuleLoadData", "hipModuleGetFunction", "hipModuleLaunchKernel", "hipMemcpy",
                         "hipExtModuleLaunchKernel", "hipMemcpy", "hipMemcpy", "hipStreamCreate", "hipStreamBeginCapture", "hipLaunchKernel",
                         "hipStreamEndCapture", "hipGraphInstantiate", "hipGraphLaunch", "hipGraphLaunch",
-                        "hipStreamSynchronize", "hipMemcpy", "hipFree", "hipFree", "hipFree"],
+                        "hipStreamSynchronize", "hipMemcpy", "hipMemcpyHtoD", "hipLaunchCooperativeKernel",
+                        "hipMemcpyDtoHAsync", "hipStreamSynchronize", "hipFree", "hipFree", "hipFree"],
               "hip_app %s: the program's HIP calls in order: %s" % (mode, calls))
         check(not rows(trace, "select * from api where apiName = 'hsa_kernel_dispatch'"),
               "hip_app %s: a launch's row is its hipLaunchKernel" % mode)
         launches = rows(trace, "select k.gridX, k.workgroupX, k.groupSegmentSize, s.string, o.description "
                         "from api a join rocpd_kernelapi k on k.api_ptr_id = a.id "
                         "join rocpd_string s on s.id = k.kernelName_id join rocpd_api_ops ao on ao.api_id = a.id "
-                        "join op o on o.id = ao.op_id where a.apiName like '%LaunchKernel' order by a.start")
+                        "join op o on o.id = ao.op_id where a.apiName like '%Launch%Kernel' order by a.start")
         mark = " [instrumented]" if mode == "twins" else ""
         axpy, dyn = "axpy(float, float const*, float*, int)", "dyn(int*)"  # a C++ program: demangled
         check(launches == [(1024, 256, 0, axpy, axpy + mark), (64, 64, 256, dyn, dyn + mark),
-                           (1024, 256, 0, axpy, axpy + mark), (1024, 256, 0, axpy, axpy + mark)],
+                           (1024, 256, 0, axpy, axpy + mark), (1024, 256, 0, axpy, axpy + mark),
+                           (1024, 256, 0, axpy, axpy + mark)],
               "hip_app %s: each launch's arguments, and its kernel's op linked to it: %s" % (mode, launches))
         copies = rows(trace, "select c.size, c.kind, c.sync from api a join rocpd_copyapi c on c.api_ptr_id = a.id "
                       "order by a.start")
         check(copies == [(4000, 1, 1), (4000, 1, 1), (4000, 2, 1), (256, 2, 1), (4000, 2, 1), (4000, 2, 1),
-                         (4000, 1, 1), (4000, 2, 1)],
+                         (4000, 1, 1), (4000, 2, 1), (4000, 1, 1), (4000, 2, 0)],
               "hip_app %s: the copies' sizes and kinds: %s" % (mode, copies))
         if mode == "twins":
             disp = rows(trace, "select kernel, backend, records from nano_dispatch order by id")
             check(disp == [("_Z4axpyfPKfPfi", "hsa", 3000), ("_Z3dynPi", "hsa", 64)] +
-                  [("_Z4axpyfPKfPfi", "hsa", 3000)] * 4,
+                  [("_Z4axpyfPKfPfi", "hsa", 3000)] * 5,
                   "hip_app twins: the dispatches' records: %s" % disp)
-            check(len(rows(trace, "select * from nano_analysis")) == 6, "hip_app twins: the reports")
+            check(len(rows(trace, "select * from nano_analysis")) == 7, "hip_app twins: the reports")
+        # allocations with their pointer and size, as rocmProfileData writes them
+        allocs = [r[0] for r in rows(trace, "select args from api where apiName in ('hipMalloc', 'hipFree') "
+                                     "order by start")]
+        check(len(allocs) == 6 and all(re.fullmatch(r"ptr=0x[0-9a-f]+ \| size=0x(fa0|100)", a) for a in allocs[:3])
+              and [a.split(" |")[0] for a in allocs[:3]] == allocs[3:],
+              "hip_app %s: hipMalloc's and hipFree's args: %s" % (mode, allocs))
         # the graph: its capture, executable and two launches, as `rpd graph` finds them
         graph_ops = rows(trace, "select count(*) from api a join rocpd_api_ops ao on ao.api_id = a.id "
                          "where a.apiName = 'hipGraphLaunch'")
