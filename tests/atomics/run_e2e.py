@@ -499,6 +499,14 @@ int main(void) { work(1000); printf("%%ld\\n", __atomic_load_n(&hits, __ATOMIC_A
 """
 
 
+def gate_in(a, base, folder, exe, *opts, rc):
+    """`nanoprobe gate` of exe against baseline base, run in folder (the
+    source root is found from there); its stdout and stderr."""
+    p = run([a.nanoprobe, "gate", "--tracker", a.tracker, "--baseline", base, *opts, "--", exe],
+            expect_rc=rc, cwd=folder)
+    return p.stdout + p.stderr
+
+
 def scenario_gate_identity(a):
     """A site is what survives edits that do not touch atomics (issue 17.1):
     the same program built in another checkout folder, or with lines added
@@ -519,9 +527,7 @@ def scenario_gate_identity(a):
         return exe
 
     def gate(folder, exe, *opts, rc):
-        p = run([a.nanoprobe, "gate", "--tracker", a.tracker, "--baseline", base, *opts, "--", exe],
-                expect_rc=rc, cwd=folder)
-        return p.stdout + p.stderr
+        return gate_in(a, base, folder, exe, *opts, rc=rc)
 
     with tempfile.TemporaryDirectory() as d:
         base = os.path.join(d, "base.json")
@@ -603,9 +609,7 @@ def scenario_gate_cxx(a):
         return exe
 
     def gate(folder, exe, *opts, rc):
-        p = run([a.nanoprobe, "gate", "--tracker", a.tracker, "--baseline", base, *opts, "--", exe],
-                expect_rc=rc, cwd=folder)
-        return p.stdout + p.stderr
+        return gate_in(a, base, folder, exe, *opts, rc=rc)
 
     with tempfile.TemporaryDirectory() as d:
         base = os.path.join(d, "base.json")
