@@ -110,7 +110,9 @@ int rpdw_step(int which, int bound) {
  *     ROLLBACK) and tries EXCLUSIVE once more; failing again, a reader is
  *     there, and the transaction begins IMMEDIATE with SQLite's session
  *     extension capturing what it changes (about 2x the cost of a row, only
- *     in such transactions).
+ *     in such transactions). The extension captures tables with a primary
+ *     key: nano_atomic_sample has none, so the samples of a diverted
+ *     transaction are not kept (the counts are).
  *   - Its commit waits RPDW_COMMIT_WAIT_MS at most while recording. Held by a
  *     reader, the transaction stays open (SQLite keeps it; its pending lock
  *     lets no new reader in, so the stranger's next read waits for the
@@ -209,8 +211,8 @@ static void rpdw_divert(void) {
   if (rc != SQLITE_OK)
     snprintf(err, sizeof err, "%s: cannot read the held transaction's rows: %s", g_w.path,
              sqlite3_errstr(rc));
-  else if (nano_rpdfile_side_write(g_w.path, (long)getpid(), p, n, side, sizeof side, err,
-                                   sizeof err) != 0)
+  else if (n > 0 && nano_rpdfile_side_write(g_w.path, (long)getpid(), p, n, side, sizeof side, err,
+                                            sizeof err) != 0)
     rc = SQLITE_IOERR;
   sqlite3_free(p);
   uint64_t rows = g_w.txn_rows;
@@ -225,6 +227,8 @@ static void rpdw_divert(void) {
     return;
   }
   atomic_store_explicit(&g_txn_records, 0, memory_order_relaxed);
+  if (n == 0) /* nothing was changed: nothing to keep */
+    return;
   g_w.sides++;
   g_w.side_rows += rows;
   rpd_log("%s: another process held a read lock on it; %llu rows went to the side file %s "
