@@ -17,7 +17,9 @@
  *                      reported in the user's code is written in library
  *                      code (the tracker's inlined_from); sites reported
  *                      where they are written have no row
- *   nano_atomic_sample session, pid, start, kind_id, kind, count: a
+ *   nano_atomic_sample id (session offset + n; files made before it had no
+ *                      id, and get none), session, pid, start, kind_id,
+ *                      kind, count: a
  *                      process's total of one kind at time start (ns, the
  *                      trace's clock), cumulative; written while recording
  *                      every 1/NANO_RPD_ATOMICS_HZ s when a total changed,
@@ -307,6 +309,7 @@ done:
  * they belong to (a new session, after a fork, starts again from zero). */
 static uint64_t atomics_last[NANO_KIND_COUNT];
 static int64_t atomics_last_session = -1;
+static int64_t atomics_sample_next; /* this session's next sample id */
 
 int rpdi_atomics_sample(sqlite3 *db, const char *path, int64_t offset, int64_t now) {
 #ifdef NANO_RPD_HAVE_TRACKER
@@ -317,17 +320,23 @@ int rpdi_atomics_sample(sqlite3 *db, const char *path, int64_t offset, int64_t n
   if (session != atomics_last_session) {
     memset(atomics_last, 0, sizeof atomics_last);
     atomics_last_session = session;
+    atomics_sample_next = 1;
   }
   if (memcmp(totals, atomics_last, sizeof totals) == 0)
     return 0;
   if (atomics_schema_create(db, path) != 0)
     return -1;
+  /* a session-unique id (a side file's rows fold in by key: the session
+   * extension keeps only tables with one); older files' table has none */
+  int keyed = nano_rpdfile_has_column(db, "nano_atomic_sample", "id");
   sqlite3_stmt *st = NULL;
-  if (sqlite3_prepare_v2(
-          db,
-          "INSERT INTO nano_atomic_sample(session, pid, start, kind_id, kind, count) "
-          "VALUES (?,?,?,?,?,?)",
-          -1, &st, NULL) != SQLITE_OK) {
+  if (keyed < 0 || sqlite3_prepare_v2(
+                       db,
+                       keyed ? "INSERT INTO nano_atomic_sample(session, pid, start, kind_id, kind, "
+                               "count, id) VALUES (?,?,?,?,?,?,?)"
+                             : "INSERT INTO nano_atomic_sample(session, pid, start, kind_id, kind, "
+                               "count) VALUES (?,?,?,?,?,?)",
+                       -1, &st, NULL) != SQLITE_OK) {
     fprintf(stderr, "nanoprobe rpd: %s: cannot prepare the atomics samples: %s\n", path,
             sqlite3_errmsg(db));
     return -1;
@@ -340,6 +349,8 @@ int rpdi_atomics_sample(sqlite3 *db, const char *path, int64_t offset, int64_t n
          sqlite3_bind_int64(st, 3, now) | sqlite3_bind_int(st, 4, (int)k) |
          sqlite3_bind_text(st, 5, nano_kind_name(k), -1, SQLITE_STATIC) |
          sqlite3_bind_int64(st, 6, (int64_t)totals[k]);
+    if (keyed)
+      rc |= sqlite3_bind_int64(st, 7, offset + atomics_sample_next++);
     if (rc == SQLITE_OK)
       rc = sqlite3_step(st);
     sqlite3_reset(st);

@@ -111,8 +111,9 @@ int rpdw_step(int which, int bound) {
  *     there, and the transaction begins IMMEDIATE with SQLite's session
  *     extension capturing what it changes (about 2x the cost of a row, only
  *     in such transactions). The extension captures tables with a primary
- *     key: nano_atomic_sample has none, so the samples of a diverted
- *     transaction are not kept (the counts are).
+ *     key, as every table the writer writes has (nano_atomic_sample since
+ *     it got an id: in older files a diverted transaction's samples are not
+ *     kept, their counts are).
  *   - Its commit waits RPDW_COMMIT_WAIT_MS at most while recording. Held by a
  *     reader, the transaction stays open (SQLite keeps it; its pending lock
  *     lets no new reader in, so the stranger's next read waits for the

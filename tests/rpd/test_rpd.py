@@ -982,6 +982,21 @@ def case_read_locked():
     check(len(kept) == 500 and "before-crash" in texts and side_files(path) == [],
           "death: %d of 500 ranges" % len(kept))
 
+    # the atomics of a run under the reader come through the side file too: the
+    # counts and the samples (every table the writer writes has a key)
+    h = hold_read(path)
+    e = dict(os.environ, LD_PRELOAD=ARGS.lib, RPDT_FILENAME=path, NANO_RPD_QUIET="1")
+    p = subprocess.run([prog("atomics_app")], env=e, capture_output=True, text=True, timeout=30)
+    h.close()
+    check(p.returncode == 0 and len(side_files(path)) == 1, "atomics: %s %s" % (p.stderr, side_files(path)))
+    run([ARGS.rpd, "info", path])
+    con = db(path)
+    totals = dict(q(con, "SELECT kind, count FROM nano_atomic_totals"))
+    last = q(con, "SELECT count FROM nano_atomic_sample WHERE kind = '__atomic_fetch_add' "
+                  "ORDER BY start DESC LIMIT 1")
+    check(totals.get("__atomic_fetch_add") == 1000 and totals.get("__atomic_store") == 10 and last == [(1000,)],
+          "atomics through a side file: totals %s, last sample %s" % (totals, last))
+
     # a damaged side file: named, left alone, the trace still read
     junk = path + ".pending.1.0"
     with open(junk, "w") as f:
