@@ -589,22 +589,18 @@ static void gpu_end(struct gpu_flight *f) {
   float ms;
   if (f->unconfirmed) {
     gpu_end_unconfirmed(f, start, end);
-    if (f->node)
-      gpu_node_ended(f->node);
-    free(f);
-    gpu_flight_done();
-    return;
+  } else {
+    /* API calls only for a flight with events: a graph replay's end makes
+     * none (gpu_node_begin may end one on the API's callback thread) */
+    if (f->ev[0] && gpu_push(f->c)) {
+      if (f->c->api->event_ms(&ms, f->ev[0], f->ev[1]) == 0 && end - ms * GPU_NS_PER_MS >= start)
+        start = end - (int64_t)(ms * GPU_NS_PER_MS);
+      gpu_drop_events(f);
+      gpu_held_check(f->c);
+      gpu_pop(f->c);
+    }
+    nano_dispatch_end(f->d, start, end, f->api);
   }
-  /* API calls only for a flight with events: a graph replay's end makes none
-   * (gpu_node_begin may end one on the API's callback thread) */
-  if (f->ev[0] && gpu_push(f->c)) {
-    if (f->c->api->event_ms(&ms, f->ev[0], f->ev[1]) == 0 && end - ms * GPU_NS_PER_MS >= start)
-      start = end - (int64_t)(ms * GPU_NS_PER_MS);
-    gpu_drop_events(f);
-    gpu_held_check(f->c);
-    gpu_pop(f->c);
-  }
-  nano_dispatch_end(f->d, start, end, f->api);
   if (f->node)
     gpu_node_ended(f->node);
   free(f);

@@ -126,10 +126,10 @@ static struct side_name *side_list(const char *path, int *count) {
   char *dcopy = strdup(path), *bcopy = strdup(path);
   struct side_name *v = NULL;
   int cap = 0;
-  DIR *d = dcopy && bcopy ? opendir(dirname(dcopy)) : NULL;
+  const char *dir = dcopy && bcopy ? dirname(dcopy) : NULL;
+  DIR *d = dir ? opendir(dir) : NULL;
   if (!d)
     goto out;
-  const char *dir = dirname(strcpy(dcopy, path));
   const char *base = basename(bcopy);
   struct dirent *e;
   while ((e = readdir(d)) != NULL) {
@@ -378,7 +378,7 @@ int nano_rpdfile_fold(sqlite3 *db, const char *path, int wait_ms, struct nano_rp
   return ret;
 }
 
-void nano_rpdfile_fold_say(sqlite3 *db, const char *path, int wait_ms) {
+int nano_rpdfile_fold_say(sqlite3 *db, const char *path, int wait_ms) {
   struct nano_rpdfile_folded r;
   char err[NANO_RPDFILE_ERRLEN];
   int rc = nano_rpdfile_fold(db, path, wait_ms, &r, err, sizeof err);
@@ -391,4 +391,5 @@ void nano_rpdfile_fold_say(sqlite3 *db, const char *path, int wait_ms) {
   if (rc != 0)
     fprintf(stderr, "nanoprobe: %s: %d side file%s not folded in, their rows are missing: %s\n",
             path, r.left, r.left == 1 ? "" : "s", err);
+  return r.left;
 }

@@ -178,21 +178,21 @@ int rpdw_begin(void) {
       return -1;
     rc = rpdw_begin_exclusive(0);
   }
-  if (rc == SQLITE_BUSY) {
+  int reader = rc == SQLITE_BUSY;
+  if (reader) {
     /* No spilling of dirty pages: a spill needs the lock a reader may hold
      * (and would wait for it). The transaction's pages stay in memory. Set
      * outside a transaction: SQLite applies pager flags only there. */
     if (rpdw_exec("PRAGMA cache_spill=OFF", "cannot keep a transaction in memory") != 0 ||
         rpdw_exec("BEGIN IMMEDIATE", "cannot begin a transaction") != 0)
       return -1;
-    g_w.in_txn = 1;
-    if (rpdw_capture_start() != 0)
-      return -1;
   } else if (rc != SQLITE_OK) {
     return rpdw_fail("cannot begin a transaction");
   }
   g_w.in_txn = 1;
   g_w.txn_rows = 0;
+  if (reader && rpdw_capture_start() != 0)
+    return -1;
   /* a diverted transaction took the tables it made out of the file again */
   if (g_w.rebuild) {
     g_w.rebuild = 0;
@@ -219,6 +219,7 @@ static void rpdw_divert(void) {
   uint64_t rows = g_w.txn_rows;
   (void)sqlite3_exec(g_w.db, "ROLLBACK", NULL, NULL, NULL);
   rpdw_capture_end();
+  atomic_store_explicit(&g_txn_records, 0, memory_order_relaxed); /* kept or said lost */
   g_w.in_txn = 0;
   g_w.rebuild = 1;
   if (rc != SQLITE_OK) {
@@ -227,9 +228,9 @@ static void rpdw_divert(void) {
             (unsigned long long)rows);
     return;
   }
-  atomic_store_explicit(&g_txn_records, 0, memory_order_relaxed);
   if (n == 0) /* nothing was changed: nothing to keep */
     return;
+  g_w.unfolded = 1;
   g_w.sides++;
   g_w.side_rows += rows;
   rpd_log("%s: another process held a read lock on it; %llu rows went to the side file %s "
@@ -273,8 +274,8 @@ static int rpdw_commit_at(int flush) {
   g_w.in_txn = 0;
   g_w.written_rows += g_w.txn_rows;
   rpdw_capture_end();
-  if (g_w.sides && nano_rpdfile_side_count(g_w.path) > 0)
-    nano_rpdfile_fold_say(g_w.db, g_w.path, RPDW_COMMIT_WAIT_MS);
+  if (g_w.unfolded) /* the reader let go: this run's side files go in now */
+    g_w.unfolded = nano_rpdfile_fold_say(g_w.db, g_w.path, RPDW_COMMIT_WAIT_MS) > 0;
   return 0;
 }
 
@@ -657,8 +658,7 @@ static int rpdw_open(void) {
     return -1;
   /* rows earlier runs kept beside the trace while a reader held it, before
    * this run takes its session */
-  if (nano_rpdfile_side_count(g_w.path) > 0)
-    nano_rpdfile_fold_say(g_w.db, g_w.path, RPDW_COMMIT_WAIT_MS);
+  nano_rpdfile_fold_say(g_w.db, g_w.path, RPDW_COMMIT_WAIT_MS);
   /* The session, nano_thread and the first strings in one transaction (a
    * commit costs about half a millisecond here, and the writer's start delays
    * every row). */

@@ -131,6 +131,7 @@ struct rpd_writer {
   int waited_last;    /* the last flush waited RPDW_EXIT_WAIT_MS once */
   int rebuild;        /* a diverted transaction took the tables it made */
   int sides;          /* side files this process wrote */
+  int unfolded;       /* some of them may still wait beside the trace */
   uint64_t side_rows; /* rows they hold */
   int cut_short;      /* the last round stopped for a fork: records are left */
   int failed;

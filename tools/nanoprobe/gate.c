@@ -634,7 +634,14 @@ static const char *gate_site_str(json_t *site, const char *name) {
   return v && *v ? v : "?";
 }
 
-/* c's sites, sorted (gate_site_cmp), *n of them; NULL when out of memory. */
+static void gate_sites_free(struct gate_site *v, size_t n) {
+  for (size_t i = 0; v && i < n; i++)
+    free(v[i].function);
+  free(v);
+}
+
+/* c's sites, sorted (gate_site_cmp), *n of them; NULL (and *n 0) when out
+ * of memory. */
 static struct gate_site *gate_sites(struct gate_counts *c, const char *root, size_t *n) {
   *n = json_object_size(c->site_docs);
   struct gate_site *v = calloc(*n ? *n : 1, sizeof *v);
@@ -660,18 +667,13 @@ static struct gate_site *gate_sites(struct gate_counts *c, const char *root, siz
     site->lib = lib ? lib : "";
     site->lib_line = json_integer_value(json_object_get(site->inlined_from, "line"));
     if (!site->function) {
-      *n = k;
-      return v; /* freed by the caller, which checks every function */
+      gate_sites_free(v, k - 1);
+      *n = 0;
+      return NULL;
     }
   }
   qsort(v, k, sizeof *v, gate_site_cmp);
   return v;
-}
-
-static void gate_sites_free(struct gate_site *v, size_t n) {
-  for (size_t i = 0; v && i < n; i++)
-    free(v[i].function);
-  free(v);
 }
 
 /* Adds site s under key "path function #tag order kind" to c->stable (its
@@ -821,12 +823,6 @@ static int gate_stabilize(struct gate_counts *base, const char *base_root, struc
   int rc = -1;
   if ((base && !bv) || !cv || !pair)
     goto out;
-  for (size_t i = 0; i < m; i++)
-    if (!bv[i].function)
-      goto out;
-  for (size_t j = 0; j < n; j++)
-    if (!cv[j].function)
-      goto out;
   cur->stable = json_object();
   cur->where = json_object();
   if (base && (!(base->stable = json_object()) || !(base->where = json_object())))
@@ -836,11 +832,7 @@ static int gate_stabilize(struct gate_counts *base, const char *base_root, struc
   rc = 0;
   for (size_t i = 0, j = 0; rc == 0 && (i < m || j < n);) {
     /* the next group: the lesser of the two sides' next */
-    int side = i == m                                    ? 1
-               : j == n                                  ? -1
-               : gate_site_group_cmp(&bv[i], &cv[j]) < 0 ? -1
-               : gate_site_group_cmp(&bv[i], &cv[j]) > 0 ? 1
-                                                         : 0;
+    int side = i == m ? 1 : j == n ? -1 : gate_site_group_cmp(&bv[i], &cv[j]);
     size_t ie = i, je = j;
     while (side <= 0 && ie < m && gate_site_group_cmp(&bv[ie], &bv[i]) == 0)
       ie++;

@@ -144,8 +144,9 @@ int nano_rpdfile_fold(sqlite3 *db, const char *path, int wait_ms, struct nano_rp
                       char *err, size_t errlen);
 /* nano_rpdfile_fold, then says on stderr what it folded and what it left
  * ("nanoprobe: TRACE: folded in 1 side file: N rows written while another
- * process held the trace"); silent when there was nothing to fold. */
-void nano_rpdfile_fold_say(sqlite3 *db, const char *path, int wait_ms);
+ * process held the trace"); silent when there was nothing to fold. Returns
+ * the number of side files left. */
+int nano_rpdfile_fold_say(sqlite3 *db, const char *path, int wait_ms);
 /* How long a tool opening a trace waits for its lock to fold side files. */
 #define NANO_RPDFILE_FOLD_WAIT_MS 1000
 /* The first session number no side file of the trace at `path` uses (0
