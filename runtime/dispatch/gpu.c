@@ -791,7 +791,7 @@ static void gpu_load_cuda(void) { g_gpu.cuda.usable = gpu_cuda_api.load() == 0; 
 static void gpu_load_hip(void) { g_gpu.hip.usable = gpu_hip_api.load() == 0; }
 
 /* The API of a launch (the api argument), loaded; NULL when it cannot be. */
-static const struct gpu_api *gpu_api_of(int api) {
+const struct gpu_api *gpu_api_of(int api) {
   pthread_once(&g_gpu.finisher_once, gpu_start_finisher);
   if (!g_gpu.finisher_usable)
     return NULL;
@@ -910,6 +910,8 @@ __nano_gpu_api(int api, gpu_last_error_fn get, gpu_last_error_fn peek, gpu_error
 /* Whether the program has an error of its own pending (its API's
  * PeekAtLastError; 0 where the program did not say how to ask). */
 static int gpu_program_error_pending(int api) {
+  if (api & GPU_DRIVER) /* the driver keeps no last error */
+    return 0;
   api &= NANO_GPU_API_MASK;
   gpu_last_error_fn peek = __atomic_load_n(&g_program_api[api].peek, __ATOMIC_ACQUIRE);
   return peek && peek() != 0;
@@ -925,7 +927,7 @@ static struct gpu_twin_table g_failed = {.lock = PTHREAD_MUTEX_INITIALIZER};
 static void gpu_twin_error_take(int api, int rc, int pending) {
   gpu_last_error_fn get =
       __atomic_load_n(&g_program_api[api & NANO_GPU_API_MASK].get, __ATOMIC_ACQUIRE);
-  if (rc > 0 && !pending && get)
+  if (rc > 0 && !pending && get && !(api & GPU_DRIVER))
     get();
 }
 
@@ -941,7 +943,9 @@ static void gpu_twin_say(int api, const void *twin, const char *name, int rc, in
   gpu_error_name_fn error_name =
       __atomic_load_n(&g_program_api[api & NANO_GPU_API_MASK].name, __ATOMIC_ACQUIRE);
   char reason[96];
-  const char *n = rc > 0 && error_name ? error_name(rc) : NULL;
+  const char *n = rc > 0 && (api & GPU_DRIVER) ? gpu_cuda_api.error(rc)
+                  : rc > 0 && error_name       ? error_name(rc)
+                                               : NULL;
   if (rc <= 0)
     snprintf(reason, sizeof reason, "its buffer could not be made ready");
   else if (n)
@@ -1329,10 +1333,10 @@ static int gpu_capture(struct gpu_node *n, int api_id, nano_gpu_launch_fn launch
   return 0;
 }
 
-__attribute__((visibility("default"))) int
-__nano_gpu_launch(int api, nano_gpu_launch_fn launch, const void *kernel, const void *twin,
-                  const char *name, uint64_t grid_xy, uint32_t grid_z, uint64_t block_xy,
-                  uint32_t block_z, void **args, uint32_t nargs, size_t shared, void *stream) {
+int gpu_launch(int api, nano_gpu_launch_fn launch, const void *kernel, const void *twin,
+               const char *name, const char *sites_path, uint64_t grid_xy, uint32_t grid_z,
+               uint64_t block_xy, uint32_t block_z, void **args, uint32_t nargs, size_t shared,
+               void *stream) {
   int64_t start = rpd_now();
   struct gpu_twin known;
   if (!twin && gpu_twin_find(&g_twins, kernel, &known)) { /* a handle that was no constant */
@@ -1357,6 +1361,7 @@ __nano_gpu_launch(int api, nano_gpu_launch_fn launch, const void *kernel, const 
   if (c && status == GPU_CAPTURE_NONE) {
     struct nano_launch_desc l =
         gpu_launch_desc(c, twin, name, grid_xy, grid_z, block_xy, block_z, shared, &c->mem);
+    l.sites_path = sites_path;
     f = gpu_begin(c, &l, start);
     int pending = f ? gpu_program_error_pending(api) : 0;
     if (f && (rc = gpu_launch_twin(f, launch, twin, grid_xy, grid_z, block_xy, block_z, args, nargs,
@@ -1372,6 +1377,7 @@ __nano_gpu_launch(int api, nano_gpu_launch_fn launch, const void *kernel, const 
   } else if (c && status == GPU_CAPTURE_ACTIVE) {
     struct nano_launch_desc l =
         gpu_launch_desc(c, twin, name, grid_xy, grid_z, block_xy, block_z, shared, NULL);
+    l.sites_path = sites_path;
     node = gpu_node_create(c, &l);
     if (node && (rc = gpu_capture(node, api, launch, twin, grid_xy, grid_z, block_xy, block_z, args,
                                   nargs, shared, stream, s)) != 0)
@@ -1409,6 +1415,14 @@ __nano_gpu_launch(int api, nano_gpu_launch_fn launch, const void *kernel, const 
     gpu_release(f);
   }
   return rc;
+}
+
+__attribute__((visibility("default"))) int
+__nano_gpu_launch(int api, nano_gpu_launch_fn launch, const void *kernel, const void *twin,
+                  const char *name, uint64_t grid_xy, uint32_t grid_z, uint64_t block_xy,
+                  uint32_t block_z, void **args, uint32_t nargs, size_t shared, void *stream) {
+  return gpu_launch(api & ~GPU_DRIVER, launch, kernel, twin, name, NULL, grid_xy, grid_z, block_xy,
+                    block_z, args, nargs, shared, stream);
 }
 
 /* AMD: 128-byte lines (64 on gfx900/906/908), no sectors. */

@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "nano/gpu_launch.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -99,6 +101,22 @@ extern const struct gpu_api gpu_hip_api;
 #define GPU_STREAM_PER_THREAD ((void *)0x2)
 /* The legacy default stream's explicit handle (cudaStreamLegacy). */
 #define GPU_STREAM_LEGACY ((void *)0x1)
+
+/* The API of a launch (gpu_launch's api), loaded, with the back end's
+ * threads started; NULL (said) when it cannot be. */
+const struct gpu_api *gpu_api_of(int api);
+
+/* Or'ed into gpu_launch's api (beside nano/gpu_launch.h's flags): the launch
+ * function is the CUDA driver's (gpu_cache_cuda.c), whose errors are CUresults
+ * and which keeps no last error of the program's. */
+#define GPU_DRIVER 0x200
+
+/* __nano_gpu_launch (nano/gpu_launch.h) with the file holding the twin's
+ * site tables (sites_path, a kernel cache's; NULL: the file holding twin). */
+int gpu_launch(int api, nano_gpu_launch_fn launch, const void *kernel, const void *twin,
+               const char *name, const char *sites_path, uint64_t grid_xy, uint32_t grid_z,
+               uint64_t block_xy, uint32_t block_z, void **args, uint32_t nargs, size_t shared,
+               void *stream);
 
 #ifdef __cplusplus
 }

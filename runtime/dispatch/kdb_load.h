@@ -32,6 +32,19 @@ struct nano_kdb_api {
  * message in err when it cannot be loaded or is too old. */
 const struct nano_kdb_api *nano_kdb_load(char *err, size_t errlen);
 
+/* A kernel cache file kerneldb read (db, closed after the call), for
+ * nano_kcache_each. */
+typedef void (*nano_kcache_fn)(const char *path, kdb *db, void *ctx);
+/* What nano_kcache_each says: a folder it cannot read, a file kerneldb does
+ * not read (each once: the walk is made once per process or device). */
+typedef void (*nano_kcache_say_fn)(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Calls fn for every regular file of the ':'-separated folders `dirs`
+ * (NANO_KERNEL_CACHE) that kerneldb reads: folders in the order given,
+ * files in name order, so that the first folder holding a kernel wins. */
+void nano_kcache_each(const struct nano_kdb_api *api, const char *dirs, nano_kcache_fn fn,
+                      void *ctx, nano_kcache_say_fn say);
+
 #ifdef __cplusplus
 }
 #endif

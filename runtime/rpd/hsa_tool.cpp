@@ -46,7 +46,6 @@
  * private segment is the replacement's. A full pool (NANO_KERNARG_POOL
  * slots) runs K (counted).
  */
-#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
@@ -532,8 +531,18 @@ static void hsa_cache_load(uint64_t agent, const struct nano_kdb_api *api, kdb *
   }
 }
 
-static int hsa_name_cmp(const void *a, const void *b) {
-  return strcmp(*(char *const *)a, *(char *const *)b);
+/* The kernels of a cache file's code objects for one agent's arch (lock
+ * held; nano_kcache_fn). */
+struct hsa_cache_walk {
+  uint64_t agent;
+  const char *arch;
+  const struct nano_kdb_api *api;
+};
+static void hsa_cache_file(const char *path, kdb *db, void *ctx) {
+  const struct hsa_cache_walk *w = (const struct hsa_cache_walk *)ctx;
+  for (size_t j = 0; j < w->api->count(db); j++)
+    if (!strcmp(w->api->at(db, j)->arch, w->arch))
+      hsa_cache_load(w->agent, w->api, db, w->api->at(db, j), path);
 }
 
 /* Reads the cache's directories for agent, once per agent (lock held). Files
@@ -553,49 +562,8 @@ static void hsa_cache_open(uint64_t agent) {
     hsa_log("NANO_KERNEL_CACHE is not read: %s", err);
     return;
   }
-  char *dirs = strdup(g_hsa.cache), *save = NULL;
-  for (char *dir = dirs ? strtok_r(dirs, ":", &save) : NULL; dir;
-       dir = strtok_r(NULL, ":", &save)) {
-    DIR *d = opendir(dir);
-    if (!d) {
-      hsa_log("NANO_KERNEL_CACHE: %s: %s", dir, strerror(errno));
-      continue;
-    }
-    char **names = NULL;
-    size_t n = 0, cap = 0;
-    for (struct dirent *e; (e = readdir(d));) {
-      if (e->d_name[0] == '.')
-        continue;
-      if (n == cap) {
-        char **grown = (char **)realloc(names, (cap = cap ? 2 * cap : 16) * sizeof *names);
-        if (!grown)
-          break;
-        names = grown;
-      }
-      if (asprintf(&names[n], "%s/%s", dir, e->d_name) >= 0)
-        n++;
-    }
-    closedir(d);
-    qsort(names, n, sizeof *names, hsa_name_cmp);
-    for (size_t i = 0; i < n; i++) {
-      struct stat st;
-      kdb *db;
-      if (stat(names[i], &st) == 0 && S_ISREG(st.st_mode)) {
-        if (api->open(names[i], &db, err, sizeof err) != 0) {
-          hsa_log("kernel cache: %s is not a code object kerneldb reads (%s); skipped", names[i],
-                  err);
-        } else {
-          for (size_t j = 0; j < api->count(db); j++)
-            if (!strcmp(api->at(db, j)->arch, arch))
-              hsa_cache_load(agent, api, db, api->at(db, j), names[i]);
-          api->close(db);
-        }
-      }
-      free(names[i]);
-    }
-    free(names);
-  }
-  free(dirs);
+  struct hsa_cache_walk w = {agent, arch, api};
+  nano_kcache_each(api, g_hsa.cache, hsa_cache_file, &w, hsa_log);
 }
 
 /* Why alt cannot replace k ("" when it can): their explicit arguments. */

@@ -5,7 +5,8 @@
 # one; cuBLAS's sample with the shared cuBLAS, subscriber's with libcupti), and OUT/lib with
 # libnano_rpd.so, libkerneldb.so and the libraries they need beyond the C
 # library, so that OUT runs on a GPU machine that has CUDA but none of
-# nanoprobe's build dependencies (run.sh OUT there).
+# nanoprobe's build dependencies (run.sh OUT there); OUT/nvcc_strided and
+# OUT/cache for the kernel cache of a program not built with the plugin.
 # usage: build.sh CLANGXX PLUGIN LIBNANO_RPD LIBKERNELDB OUT
 set -euo pipefail
 clangxx=$1 plugin=$2 rpd=$3 kdb=$4 out=$5
@@ -34,7 +35,13 @@ for src in "$here"/samples/*.cu "$here/../../bench/gpu/gpubench.cu"; do
 done
 # the runtime and what it loads, minus what every machine has (the C and C++
 # libraries, zlib: a copy of these could shadow the newer ones CUDA needs)
-cp "$rpd" "$kdb" "$out/lib/"
+cp "$rpd" "$kdb" "$(dirname "$rpd")/libnano_cudahook.so" "$out/lib/"
+# strided built by nvcc without anything of ours, and a kernel cache of its
+# kernels built with the plugin (what `nanoprobe cache build` runs): the
+# "cached" case of run.sh
+"$cuda/bin/nvcc" -O2 -g -arch=sm_90 -I"$here/samples" "$here/samples/strided.cu" -o "$out/nvcc_strided"
+mkdir -p "$out/cache"
+"$clangxx" "${flags[@]}" --cuda-device-only -c "$here/samples/strided.cu" -o "$out/cache/strided.o"
 for lib in "$rpd" "$kdb"; do
   ldd "$lib" | awk '$3 ~ /^\// { print $3 }' | while read -r dep; do
     case $(basename "$dep") in

@@ -13,7 +13,7 @@ set -uo pipefail
 out=$(cd "$1" && pwd)
 work=${2:-$(mktemp -d)}
 shift $(($# < 2 ? $# : 2))
-samples=${*:-vecadd strided bank atomics devfunc streams graph graph_relaxed cublas dynshared inject subscriber launchable}
+samples=${*:-vecadd strided bank atomics devfunc streams graph graph_relaxed cublas dynshared inject subscriber launchable cached}
 mkdir -p "$work"
 if ! "$out/probe" >"$work/probe.out" 2>&1; then
   echo "no CUDA device here ($(cat "$work/probe.out")): the GPU suite did not run;" \
@@ -31,12 +31,19 @@ failed=0
 for s in $samples; do
   prog=$s
   [ "$s" = inject ] && prog=cublas # the cuBLAS program, traced another way
+  [ "$s" = cached ] && prog=nvcc_strided # nvcc's, no plugin: twins from OUT/cache
   if [ ! -x "$out/$prog" ]; then
     echo "FAIL $s: $prog not built (build.sh said why)"
     failed=1
     continue
   fi
-  if [ "$s" = inject ]; then
+  if [ "$s" = cached ]; then
+    # the preloads `nanoprobe run -i -c OUT/cache -a MemoryAnalysis` makes
+    bounded env RPDT_FILENAME="$work/$s.rpd" NANO_INSTRUMENT=1 NANO_ANALYZERS=MemoryAnalysis \
+      NANO_ANALYZER_FORMAT=json NANO_ANALYZER_OUTPUT="$work/$s.json" NANO_KERNEL_CACHE="$out/cache" \
+      LD_PRELOAD="$out/lib/libnano_cudahook.so:$out/lib/libnano_rpd.so" "$out/$prog" \
+      >"$work/$s.out" 2>"$work/$s.err"
+  elif [ "$s" = inject ]; then
     # neither built with the plugin nor preloaded: CUDA loads the tracer
     # (CUDA_INJECTION64_PATH), as for any CUDA program
     bounded env RPDT_FILENAME="$work/$s.rpd" CUDA_INJECTION64_PATH="$out/lib/libnano_rpd.so" \

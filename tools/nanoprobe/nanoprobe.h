@@ -35,6 +35,7 @@ json_t *gate_trace_atomics(const char *path, const char *what);
 enum nanoprobe_part {
   NANOPROBE_TRACKER,  /* libnano_tracker.so */
   NANOPROBE_RPD_LIB,  /* libnano_rpd.so     */
+  NANOPROBE_CUDAHOOK, /* libnano_cudahook.so: the kernel cache for CUDA */
   NANOPROBE_RPD_TOOL, /* the rpd command    */
   NANOPROBE_PYTHON,   /* the folder holding the nanoprobe Python package */
 };

@@ -15,7 +15,8 @@
  *     RPDT_FILENAME the trace's absolute path (children that change folder,
  *     fork or exec append to the same file), HSA_TOOLS_LIB gets it first
  *     (ROCr loads it as an HSA tool: AMD kernels of any program; -c DIR sets
- *     NANO_KERNEL_CACHE), NANO_RPD_QUIET=1 (this summary
+ *     NANO_KERNEL_CACHE and puts libnano_cudahook.so first in LD_PRELOAD:
+ *     CUDA programs' driver launches), NANO_RPD_QUIET=1 (this summary
  *     replaces the tracer's exit line), and the NANO_* settings the options
  *     stand for (docs/ENVIRONMENT.md). An option wins over the same variable
  *     already set.
@@ -87,7 +88,8 @@ static const char run_help[] =
     "  -c, --cache-location DIR[:DIR...]  kernel caches: code objects built with the plugin\n"
     "                        (nanoprobe cache build) whose kernels replace the program's\n"
     "                        of the same name: their twins with -i, else themselves\n"
-    "                        (AMD, through the HSA tool; NANO_KERNEL_CACHE)\n"
+    "                        (AMD through the HSA tool; CUDA: twins with -i, through\n"
+    "                        the driver's launch calls; NANO_KERNEL_CACHE)\n"
     "  -e, --env-dump        print the environment settings before running\n"
     "other:\n"
     "  -q, --quiet           no summary, only the trace's path\n"
@@ -120,9 +122,19 @@ static int run_setenv(struct run_env *e, const char *name, const char *value) {
   return 0;
 }
 
-/* NAME=value with value prepended to the variable's current ':'-list. */
+/* NAME's value for the child: the last one set in e, else ours. */
+static const char *run_getenv(const struct run_env *e, const char *name) {
+  size_t len = strlen(name);
+  for (int i = e->n - 1; i >= 0; i--)
+    if (!strncmp(e->set[i], name, len) && e->set[i][len] == '=')
+      return e->set[i] + len + 1;
+  return getenv(name);
+}
+
+/* NAME=value with value prepended to the variable's current ':'-list (as
+ * set for the child so far). */
 static int run_prepend(struct run_env *e, const char *name, const char *value) {
-  const char *old = getenv(name);
+  const char *old = run_getenv(e, name);
   if (!old || !*old)
     return run_setenv(e, name, value);
   char *joined;
@@ -402,6 +414,15 @@ static int run_environment(const struct run_opts *o, const char *trace, struct r
   if (run_setenv(e, "HSA_TOOLS_LIB", hsa))
     return RUN_EXIT_USAGE;
   if (o->cache && run_cache(o->cache, e))
+    return RUN_EXIT_USAGE;
+  /* CUDA programs reach the cache through the driver's launch calls, which
+   * only this library stands in front of (it interposes dlsym: only here) */
+  char hook[PATH_MAX];
+  if (o->cache && !nanoprobe_locate(NANOPROBE_CUDAHOOK, hook, sizeof hook)) {
+    fprintf(stderr, "nanoprobe run: cannot find libnano_cudahook.so next to this nanoprobe\n");
+    return RUN_EXIT_USAGE;
+  }
+  if (o->cache && run_prepend(e, "LD_PRELOAD", hook))
     return RUN_EXIT_USAGE;
   /* NVTX 3 loads its tool from here at the first NVTX call: ranges, marks */
   if (!getenv("NVTX_INJECTION64_PATH") && run_setenv(e, "NVTX_INJECTION64_PATH", lib))

@@ -58,10 +58,8 @@ else
     2> >(grep -v -e rocm_agent_enumerator -e 'linker. input unused' >&2)
   kernels="_Z4axpyfPKfPfi" done_line="done 0 y right"
 fi
-"$clang" -std=c11 -O2 -shared -fPIC -Wall -Werror -I"$root/dh_comms/include" -I"$root/tests/common" \
-  -I/usr/local/cuda/include "$here/fake_cudart.c" "$here/fake_cupti.c" "$here/fake_hip.c" \
-  "$root/dh_comms/device/dh_device.c" -Wl,-soname,libcuda.so.1 -o libcuda.so.1 -lpthread -ldl
-ln -sf libcuda.so.1 libamdhip64.so.5 # the runtime opens HIP by that name
+. "$here/standin.sh"
+standin_build "$clang" "$root" "$out"
 export LD_LIBRARY_PATH="$out${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export NANO_CUPTI_PATH="$out/libcuda.so.1" # the stand-in's CUPTI
 "$clang" app.o -o app -L. -l:libcuda.so.1 -Wl,-rpath,"$out" -lstdc++ # a C++ program

@@ -29,6 +29,12 @@
  *     clones the nodes (new ids, CUPTI's resource callback for each); a
  *     replay's kernels and copies are CUPTI activity of the graph launch, with
  *     the executable's node ids;
+ *   - modules for programs that use the driver alone (cache.sh): cubins for
+ *     sm_90 loaded into the current context (cuModuleLoadData; kernels and
+ *     their parameters read from the ELF's symbols and .nv.info), named and
+ *     described (cuFuncGetName, cuFuncGetParamInfo), launched only in their
+ *     module's context with kernelParams or extra (cuLaunchKernel, _ptsz,
+ *     cuLaunchKernelEx), entry points by cuGetProcAddress(_v2);
  *   - the driver's loading of CUDA_INJECTION64_PATH (its InitializeInjection
  *     is called at the first runtime call) and CUPTI's callbacks and
  *     activity records (fake_cupti.c): each runtime call is reported with
@@ -43,6 +49,7 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <elf.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -652,6 +659,48 @@ static int over_limits(struct dim3 g, struct dim3 b) {
          b.y > FAKE_BLOCK_XY_MAX || b.z > FAKE_BLOCK_Z_MAX ||
          (unsigned long long)b.x * b.y * b.z > FAKE_BLOCK_THREADS_MAX;
 }
+/* Queues kernel `name` (its dynamic shared memory limit max_shared; args:
+ * its argument pointers) on stream, or refuses it with the runtime's error
+ * (the driver's numbers are the same). */
+static int issue_kernel(const char *name, size_t max_shared, struct dim3 grid, struct dim3 block,
+                        void **args, size_t shared, void *stream, uint32_t corr) {
+  if (over_limits(grid, block)) {
+    printf("launch %s refused: grid %u %u %u block %u %u %u over CUDA's limits\n", name, grid.x,
+           grid.y, grid.z, block.x, block.y, block.z);
+    return 9; /* cudaErrorInvalidConfiguration */
+  }
+  if (shared > max_shared) {
+    printf("launch %s refused: %zu bytes of dynamic shared memory, %zu allowed\n", name, shared,
+           max_shared);
+    return 1; /* cudaErrorInvalidValue */
+  }
+  printf("launch %s grid %u %u %u block %u %u %u shared %zu stream %p\n", name, grid.x, grid.y,
+         grid.z, block.x, block.y, block.z, shared, stream);
+  struct item *it = calloc(1, sizeof *it);
+  if (!it)
+    return 2; /* cudaErrorMemoryAllocation */
+  it->kind = ITEM_KERNEL;
+  it->name = name;
+  it->corr = corr;
+  it->stream = stream_id(stream);
+  it->grid = grid, it->block = block;
+  int twin = strncmp(name, NANO_TWIN_PREFIX, strlen(NANO_TWIN_PREFIX)) == 0;
+  if (strstr(name, "axpy")) {
+    it->a = *(float *)args[0];
+    it->argv[1] = *(void **)args[1];
+    it->argv[2] = *(void **)args[2];
+    it->n = *(int *)args[3];
+    if (twin)
+      it->argv[4] = *(void **)args[4];
+  } else {
+    it->argv[0] = *(void **)args[0];
+    if (twin)
+      it->argv[1] = *(void **)args[1];
+  }
+  issue(it, stream);
+  return 0;
+}
+
 /* FAKE_NO_TWINS=1: the module lacks the twins (a host side built with the
  * plugin, the device side without), so launching one fails. */
 static int launch(const void *func, struct dim3 grid, struct dim3 block, void **args,
@@ -662,41 +711,8 @@ static int launch(const void *func, struct dim3 grid, struct dim3 block, void **
       const char *name = fake_kernels[i].name;
       if (no_twins && *no_twins == '1' && strncmp(name, NANO_TWIN_PREFIX, strlen(NANO_TWIN_PREFIX)) == 0)
         return 98; /* cudaErrorInvalidDeviceFunction */
-      if (over_limits(grid, block)) {
-        printf("launch %s refused: grid %u %u %u block %u %u %u over CUDA's limits\n", name,
-               grid.x, grid.y, grid.z, block.x, block.y, block.z);
-        return 9; /* cudaErrorInvalidConfiguration */
-      }
-      if (shared > fake_kernels[i].max_shared) {
-        printf("launch %s refused: %zu bytes of dynamic shared memory, %zu allowed\n", name,
-               shared, fake_kernels[i].max_shared);
-        return 1; /* cudaErrorInvalidValue */
-      }
-      printf("launch %s grid %u %u %u block %u %u %u shared %zu stream %p\n", name, grid.x,
-             grid.y, grid.z, block.x, block.y, block.z, shared, stream);
-      struct item *it = calloc(1, sizeof *it);
-      if (!it)
-        return 2; /* cudaErrorMemoryAllocation */
-      it->kind = ITEM_KERNEL;
-      it->name = name;
-      it->corr = corr;
-      it->stream = stream_id(stream);
-      it->grid = grid, it->block = block;
-      int twin = strncmp(name, NANO_TWIN_PREFIX, strlen(NANO_TWIN_PREFIX)) == 0;
-      if (strstr(name, "axpy")) {
-        it->a = *(float *)args[0];
-        it->argv[1] = *(void **)args[1];
-        it->argv[2] = *(void **)args[2];
-        it->n = *(int *)args[3];
-        if (twin)
-          it->argv[4] = *(void **)args[4];
-      } else {
-        it->argv[0] = *(void **)args[0];
-        if (twin)
-          it->argv[1] = *(void **)args[1];
-      }
-      issue(it, stream);
-      return 0;
+      return issue_kernel(name, fake_kernels[i].max_shared, grid, block, args, shared, stream,
+                          corr);
     }
   printf("launch of an unregistered handle %p\n", func);
   return 98;
@@ -765,6 +781,10 @@ int hipDeviceSynchronize(void) {
 #define CU_INVALID_CONTEXT 201
 #define CU_NOT_READY 600
 #define CU_EVENT_BLOCKING 1 /* CU_EVENT_BLOCKING_SYNC */
+#define CU_INVALID_IMAGE 200
+#define CU_NO_BINARY_FOR_GPU 209
+#define CU_INVALID_HANDLE 400
+#define CU_NOT_FOUND 500
 
 static _Thread_local void *ctx_stack[8];
 static _Thread_local int ctx_depth; /* ctx_stack[ctx_depth - 1] is current */
@@ -1044,6 +1064,234 @@ int cuLaunchHostFunc(void *s, void (*fn)(void *), void *arg) {
   return CU_OK;
 }
 int cuGetErrorName(int r, const char **s) {
-  *s = r == CU_INVALID_CONTEXT ? "CUDA_ERROR_INVALID_CONTEXT" : "CUDA_ERROR_FAKE";
+  *s = r == CU_INVALID_CONTEXT      ? "CUDA_ERROR_INVALID_CONTEXT"
+       : r == CU_INVALID_IMAGE      ? "CUDA_ERROR_INVALID_IMAGE"
+       : r == CU_NO_BINARY_FOR_GPU  ? "CUDA_ERROR_NO_BINARY_FOR_GPU"
+       : r == CU_INVALID_HANDLE     ? "CUDA_ERROR_INVALID_HANDLE"
+       : r == CU_NOT_FOUND          ? "CUDA_ERROR_NOT_FOUND"
+                                    : "CUDA_ERROR_FAKE";
   return CU_OK;
+}
+
+/* ---- modules and the driver's launches ------------------------------------------- */
+
+/* A module is a cubin (ELF, EM_CUDA) for the devices' sm_90, loaded into the
+ * current context; its functions are the kernels of its symbol table (a
+ * function symbol with a section .text.NAME), their parameters the
+ * EIATTR_KPARAM_INFO records of .nv.info.NAME. A function launches only in
+ * its module's context, with kernelParams or extra (not both), and reads
+ * exactly its parameter count of kernelParams. */
+#define FAKE_MAX_FUNCS 64
+#define FAKE_MAX_PARAMS 32
+#define FAKE_SM 90
+#define EM_CUDA_MACHINE 190
+#define NV_INFO_FORMAT_SVAL 0x04 /* a record with a 16-bit size and a payload */
+#define NV_INFO_KPARAM_INFO 0x17 /* payload: u32 index, u16 ordinal, u16 offset, u32 flags */
+#define NV_KPARAM_SIZE(flags) (((flags) >> 18) & 0x3fff)
+struct fake_func {
+  void *ctx;
+  char name[256];
+  int nparams;
+  uint32_t off[FAKE_MAX_PARAMS], size[FAKE_MAX_PARAMS];
+};
+static struct fake_func fake_funcs[FAKE_MAX_FUNCS];
+static int fake_nfuncs;
+static pthread_mutex_t fake_func_lock = PTHREAD_MUTEX_INITIALIZER;
+struct fake_module {
+  int first, count; /* its functions in fake_funcs */
+};
+
+static struct fake_func *fake_func_of(void *f) {
+  struct fake_func *x = f;
+  return x >= fake_funcs && x < fake_funcs + fake_nfuncs ? x : NULL;
+}
+
+/* The parameters of .nv.info.NAME's records into fn. */
+static void nv_info_params(const unsigned char *b, size_t n, struct fake_func *fn) {
+  for (size_t p = 0; p + 4 <= n;) {
+    unsigned fmt = b[p], attr = b[p + 1];
+    uint16_t size = 0;
+    if (fmt != NV_INFO_FORMAT_SVAL) {
+      p += 4;
+      continue;
+    }
+    memcpy(&size, b + p + 2, 2);
+    if (attr == NV_INFO_KPARAM_INFO && size >= 12 && p + 4 + 12 <= n) {
+      uint16_t ordinal, offset;
+      uint32_t flags;
+      memcpy(&ordinal, b + p + 8, 2);
+      memcpy(&offset, b + p + 10, 2);
+      memcpy(&flags, b + p + 12, 4);
+      if (ordinal < FAKE_MAX_PARAMS) {
+        fn->off[ordinal] = offset, fn->size[ordinal] = NV_KPARAM_SIZE(flags);
+        if (ordinal + 1 > fn->nparams)
+          fn->nparams = ordinal + 1;
+      }
+    }
+    p += 4 + size;
+  }
+}
+
+int cuModuleLoadData(void **module, const void *image) {
+  NEED_CTX();
+  const unsigned char *img = image;
+  const Elf64_Ehdr *eh = image;
+  if (memcmp(img, ELFMAG, SELFMAG) != 0 || eh->e_machine != EM_CUDA_MACHINE)
+    return CU_INVALID_IMAGE;
+  unsigned sm = img[EI_ABIVERSION] >= 8 ? (eh->e_flags >> 8) & 0xff : eh->e_flags & 0xff;
+  if (sm != FAKE_SM)
+    return CU_NO_BINARY_FOR_GPU;
+  const Elf64_Shdr *sh = (const Elf64_Shdr *)(img + eh->e_shoff);
+  const char *shstr = (const char *)img + sh[eh->e_shstrndx].sh_offset;
+  struct fake_module *m = calloc(1, sizeof *m);
+  if (!m)
+    return 2;
+  pthread_mutex_lock(&fake_func_lock);
+  m->first = fake_nfuncs;
+  for (unsigned i = 0; i < eh->e_shnum; i++) {
+    if (sh[i].sh_type != SHT_SYMTAB)
+      continue;
+    const Elf64_Sym *sym = (const Elf64_Sym *)(img + sh[i].sh_offset);
+    const char *str = (const char *)img + sh[sh[i].sh_link].sh_offset;
+    for (size_t k = 0; k < sh[i].sh_size / sizeof *sym; k++) {
+      const char *name = str + sym[k].st_name;
+      if (ELF64_ST_TYPE(sym[k].st_info) != STT_FUNC || sym[k].st_shndx >= eh->e_shnum ||
+          strncmp(shstr + sh[sym[k].st_shndx].sh_name, ".text.", 6) != 0 ||
+          strcmp(shstr + sh[sym[k].st_shndx].sh_name + 6, name) != 0 ||
+          fake_nfuncs == FAKE_MAX_FUNCS)
+        continue;
+      struct fake_func *fn = &fake_funcs[fake_nfuncs++];
+      memset(fn, 0, sizeof *fn);
+      fn->ctx = ctx_stack[ctx_depth - 1];
+      snprintf(fn->name, sizeof fn->name, "%s", name);
+      char info[300];
+      snprintf(info, sizeof info, ".nv.info.%s", name);
+      for (unsigned j = 0; j < eh->e_shnum; j++)
+        if (!strcmp(shstr + sh[j].sh_name, info))
+          nv_info_params(img + sh[j].sh_offset, sh[j].sh_size, fn);
+    }
+  }
+  m->count = fake_nfuncs - m->first;
+  pthread_mutex_unlock(&fake_func_lock);
+  printf("module loaded: %d kernels\n", m->count);
+  *module = m;
+  return CU_OK;
+}
+
+int cuModuleGetFunction(void **f, void *module, const char *name) {
+  struct fake_module *m = module;
+  for (int i = m->first; i < m->first + m->count; i++)
+    if (!strcmp(fake_funcs[i].name, name)) {
+      *f = &fake_funcs[i];
+      return CU_OK;
+    }
+  return CU_NOT_FOUND;
+}
+
+int cuFuncGetName(const char **name, void *f) {
+  struct fake_func *fn = fake_func_of(f);
+  if (!fn)
+    return CU_INVALID_HANDLE;
+  *name = fn->name;
+  return CU_OK;
+}
+
+int cuFuncGetParamInfo(void *f, size_t index, size_t *offset, size_t *size) {
+  struct fake_func *fn = fake_func_of(f);
+  if (!fn)
+    return CU_INVALID_HANDLE;
+  if (index >= (size_t)fn->nparams)
+    return CU_INVALID_VALUE;
+  *offset = fn->off[index], *size = fn->size[index];
+  return CU_OK;
+}
+
+/* cuda.h's CUlaunchConfig. */
+struct fake_launch_config {
+  unsigned grid[3], block[3], shared;
+  void *stream;
+  void *attrs;
+  unsigned nattrs;
+};
+
+static int driver_launch(void *f, struct dim3 grid, struct dim3 block, unsigned shared,
+                         void *stream, void **params, void **extra, const char *how) {
+  NEED_CTX();
+  struct fake_func *fn = fake_func_of(f);
+  if (!fn || fn->ctx != ctx_stack[ctx_depth - 1])
+    return CU_INVALID_HANDLE;
+  if ((params != NULL) == (extra != NULL) && fn->nparams) /* one way to pass them */
+    return CU_INVALID_VALUE;
+  printf("%s of %s (%d parameters)\n", how, fn->name, fn->nparams);
+  return issue_kernel(fn->name, FAKE_SHARED_DEFAULT, grid, block, params, shared, stream, 0);
+}
+
+int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                   unsigned bz, unsigned shared, void *stream, void **params, void **extra) {
+  return driver_launch(f, (struct dim3){gx, gy, gz}, (struct dim3){bx, by, bz}, shared, stream,
+                       params, extra, "cuLaunchKernel");
+}
+int cuLaunchKernel_ptsz(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                        unsigned by, unsigned bz, unsigned shared, void *stream, void **params,
+                        void **extra) {
+  return driver_launch(f, (struct dim3){gx, gy, gz}, (struct dim3){bx, by, bz}, shared,
+                       stream ? stream : (void *)0x2, params, extra, "cuLaunchKernel_ptsz");
+}
+int cuLaunchKernelEx(const struct fake_launch_config *c, void *f, void **params, void **extra) {
+  if (c->nattrs && !c->attrs)
+    return CU_INVALID_VALUE;
+  return driver_launch(f, (struct dim3){c->grid[0], c->grid[1], c->grid[2]},
+                       (struct dim3){c->block[0], c->block[1], c->block[2]}, c->shared, c->stream,
+                       params, extra, "cuLaunchKernelEx");
+}
+
+int cuCtxSynchronize(void) {
+  NEED_CTX();
+  device_drain();
+  return CU_OK;
+}
+/* Synchronous copies: after the work issued before them. */
+int cuMemcpyHtoD_v2(unsigned long long d, const void *src, size_t n) {
+  NEED_CTX();
+  device_drain();
+  memcpy((void *)(uintptr_t)d, src, n);
+  return CU_OK;
+}
+int cuMemcpyDtoH_v2(void *dst, unsigned long long d, size_t n) {
+  NEED_CTX();
+  device_drain();
+  memcpy(dst, (const void *)(uintptr_t)d, n);
+  return CU_OK;
+}
+int cuDriverGetVersion(int *v) {
+  *v = 13000;
+  return CU_OK;
+}
+
+/* cuGetProcAddress: the versioned entry point (NAME_v2) where there is one,
+ * the per-thread-stream variant (NAME_ptsz) where flags ask for it. */
+#define CU_PROC_PER_THREAD 0x2
+int cuGetProcAddress_v2(const char *symbol, void **pfn, int version, unsigned long long flags,
+                        int *status) {
+  (void)version;
+  static void *self;
+  if (!self)
+    self = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  char name[256];
+  *pfn = NULL;
+  if (flags & CU_PROC_PER_THREAD) {
+    snprintf(name, sizeof name, "%s_ptsz", symbol);
+    *pfn = dlsym(self, name);
+  }
+  snprintf(name, sizeof name, "%s_v2", symbol);
+  if (!*pfn && strcmp(symbol, "cuGetProcAddress") != 0)
+    *pfn = dlsym(self, name);
+  if (!*pfn)
+    *pfn = dlsym(self, symbol);
+  if (status)
+    *status = *pfn ? 0 : 1; /* CU_GET_PROC_ADDRESS_SUCCESS, ..._SYMBOL_NOT_FOUND */
+  return *pfn ? CU_OK : CU_NOT_FOUND;
+}
+int cuGetProcAddress(const char *symbol, void **pfn, int version, unsigned long long flags) {
+  return cuGetProcAddress_v2(symbol, pfn, version, flags, NULL);
 }

@@ -1,0 +1,439 @@
+/*
+ * cuda_cache.c: the kernel cache (NANO_KERNEL_CACHE) for CUDA programs not
+ * built with the plugin. libnano_cudahook.so (cuda_hook.c) hands over every
+ * driver launch (cuLaunchKernel, cuLaunchKernelEx: what cudart, a static one
+ * too, Triton and libraries call); with NANO_INSTRUMENT on, the twin of the
+ * launched kernel is taken from the cache's cubins and launched through the
+ * GPU back end (gpu_launch), with the buffer as one more argument.
+ *
+ * At the first instrumented launch every file of the cache's folders that
+ * kerneldb reads is read once: each NVIDIA code object's twins, keyed by the
+ * kernel they replace (kerneldb's pairing) and the arch, with the explicit
+ * argument layout of their originals (the first folder holding a kernel
+ * wins, said once). At a launch of handle f in context C:
+ *
+ *   step  what                                           why it can fail
+ *   1     f's name: cuFuncGetName, or cuKernelGetName    driver before CUDA 12.3
+ *         for a CUkernel
+ *   2     the cache's entry of that name for C's arch    not in the cache: f runs
+ *   3     f's parameters (cuFuncGetParamInfo /           another kernel of that name,
+ *         cuKernelGetParamInfo) equal the original's,    or a driver before CUDA 12.4
+ *         offset and size each
+ *   4     the entry's image loaded into C                 the image does not load
+ *         (cuModuleLoadData), the twin from it
+ *   5     gpu_launch with the twin: filters, buffers,     the back end's own reasons
+ *         drain, analyzers, rows; the site tables are
+ *         the cache file's
+ *
+ * Every step that fails leaves f to run as launched, said once per kernel
+ * with why. The outcome of 1-4 is kept per (f, C): later launches cost one
+ * lookup. Launches that pass their arguments in `extra` (one buffer) run as
+ * they are (said once). The twin lives in a module of its own: it sees the
+ * cache module's __device__ variables, not the program's (as omniprobe's
+ * cache twins do).
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_cache.h"
+#include "dispatch.h"
+#include "gpu.h"
+#include "kdb_load.h"
+#include "nano/settings.h"
+#include "nano/symbols.h"
+#include "rpd_internal.h"
+
+/* The most parameters a kernel's list is read for (gpu.c's GPU_MAX_ARGS). */
+#define CC_MAX_ARGS 255
+/* Decisions kept per (handle, context): open addressing, doubled at half. */
+#define CC_CHOICES_INITIAL 64
+
+typedef int CUresult;
+typedef CUresult (*cc_launch_fn)(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                                 unsigned by, unsigned bz, unsigned shared, void *stream,
+                                 void **params, void **extra);
+typedef CUresult (*cc_launch_ex_fn)(const struct nano_cu_config *c, void *f, void **params,
+                                    void **extra);
+
+/* The driver's functions used here, by cuda.h's names. */
+static struct {
+  CUresult (*ModuleLoadData)(void **module, const void *image);
+  CUresult (*ModuleGetFunction)(void **f, void *module, const char *name);
+  /* optional: the newer the driver, the more launches can be named and checked */
+  CUresult (*FuncGetName)(const char **name, void *f);                          /* 12.3 */
+  CUresult (*KernelGetName)(const char **name, void *k);                        /* 12.3 */
+  CUresult (*FuncGetParamInfo)(void *f, size_t i, size_t *off, size_t *size);   /* 12.4 */
+  CUresult (*KernelGetParamInfo)(void *k, size_t i, size_t *off, size_t *size); /* 12.4 */
+} cu;
+
+/* One code object of the cache, loaded into each context that needs it. */
+struct cc_loaded {
+  void *ctx, *module;
+  CUresult rc;
+  struct cc_loaded *next;
+};
+struct cc_image {
+  void *bytes;
+  size_t size;
+  struct cc_loaded *loaded;
+};
+
+/* A twin of the cache: the kernel it replaces (key), for one arch. */
+struct cc_entry {
+  char *key, *twin, *arch, *path;
+  struct cc_image *image;
+  uint32_t nargs;
+  uint32_t (*args)[2]; /* the original's explicit arguments: offset, size */
+  int dup_said;
+  struct cc_entry *next;
+};
+
+/* What a (handle, context) launches: twin NULL, the handle itself. */
+struct cc_choice {
+  void *f, *ctx, *twin;
+  const struct cc_entry *e;
+};
+
+static struct {
+  pthread_once_t once;
+  pthread_mutex_t lock;
+  const char *dirs;
+  int usable;
+  struct cc_entry *entries;
+  struct cc_choice *choices;
+  size_t cap, used;
+  char **said; /* kernel names something was said about */
+  size_t nsaid;
+} g_cc = {.once = PTHREAD_ONCE_INIT, .lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* The launch the adapter makes (the calling thread's, inside gpu_launch). */
+static __thread const struct nano_cu_launch *cc_current;
+
+static void cc_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void cc_log(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  rpdi_logv("nanoprobe: ", fmt, ap);
+  va_end(ap);
+}
+
+/* Says fmt once per kernel name (lock held). */
+static void cc_say_once(const char *name, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void cc_say_once(const char *name, const char *fmt, ...) {
+  for (size_t i = 0; i < g_cc.nsaid; i++)
+    if (!strcmp(g_cc.said[i], name))
+      return;
+  char **grown = realloc(g_cc.said, (g_cc.nsaid + 1) * sizeof *grown);
+  if (grown && (grown[g_cc.nsaid] = strdup(name)))
+    g_cc.said = grown, g_cc.nsaid++;
+  else if (grown)
+    g_cc.said = grown;
+  va_list ap;
+  va_start(ap, fmt);
+  rpdi_logv("nanoprobe: ", fmt, ap);
+  va_end(ap);
+}
+
+/* ---- the cache's files -------------------------------------------------------------- */
+
+struct cc_walk {
+  const struct nano_kdb_api *api;
+};
+
+/* The twins of one cache file (nano_kcache_fn). */
+static void cc_file(const char *path, kdb *db, void *ctx) {
+  const struct nano_kdb_api *api = ((struct cc_walk *)ctx)->api;
+  for (size_t j = 0; j < api->count(db); j++) {
+    const kdb_code_object *co = api->at(db, j);
+    if (co->vendor != KDB_VENDOR_NVIDIA)
+      continue;
+    struct cc_image *img = NULL;
+    for (size_t i = 0; i < api->kernel_count(db); i++) {
+      const kdb_kernel *k = api->kernel_at(db, i), *o = k->original;
+      if (k->co != co || !o)
+        continue;
+      if (k->twin_arg_index != o->explicit_arg_count || o->explicit_arg_count > CC_MAX_ARGS) {
+        cc_log("kernel cache: %s: the twin of %s does not take its buffer last; skipped", path,
+               o->name);
+        continue;
+      }
+      struct cc_entry *dup = NULL;
+      for (struct cc_entry *e = g_cc.entries; e && !dup; e = e->next)
+        if (!strcmp(e->key, o->name) && !strcmp(e->arch, co->arch))
+          dup = e;
+      if (dup) {
+        if (!dup->dup_said)
+          cc_log("kernel cache: %s (%s) is in %s and %s: the first is used", o->name, co->arch,
+                 dup->path, path);
+        dup->dup_said = 1;
+        continue;
+      }
+      if (!img && (img = calloc(1, sizeof *img)) &&
+          !(img->bytes = malloc(co->image_size ? (size_t)co->image_size : 1))) {
+        free(img);
+        img = NULL;
+      }
+      if (!img)
+        return;
+      if (!img->size) {
+        img->size = (size_t)co->image_size;
+        memcpy(img->bytes, api->image(db, co), img->size);
+      }
+      struct cc_entry *e = calloc(1, sizeof *e);
+      if (!e || !(e->key = strdup(o->name)) || !(e->twin = strdup(k->name)) ||
+          !(e->arch = strdup(co->arch)) || !(e->path = strdup(path)) ||
+          !(e->args = calloc(o->explicit_arg_count + 1, sizeof *e->args))) {
+        if (e)
+          free(e->key), free(e->twin), free(e->arch), free(e->path);
+        free(e);
+        continue;
+      }
+      e->image = img;
+      e->nargs = (uint32_t)o->explicit_arg_count;
+      for (uint32_t a = 0; a < e->nargs; a++)
+        e->args[a][0] = o->args[a].offset, e->args[a][1] = o->args[a].size;
+      e->next = g_cc.entries;
+      g_cc.entries = e;
+    }
+  }
+}
+
+/* Reads the cache and resolves the driver's functions, once. */
+static void cc_open(void) {
+  g_cc.dirs = nano_env_str("NANO_KERNEL_CACHE");
+  if (!g_cc.dirs)
+    return;
+  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  static const struct nano_symbol fns[] = {
+      NANO_SYMBOL(__typeof__(cu), ModuleLoadData, cuModuleLoadData),
+      NANO_SYMBOL(__typeof__(cu), ModuleGetFunction, cuModuleGetFunction),
+  };
+  const char *missing = h ? nano_symbols_resolve(h, fns, sizeof fns / sizeof fns[0], &cu) : "";
+  if (missing) {
+    cc_log("NANO_KERNEL_CACHE is not used for CUDA: the driver %s%s", *missing ? "lacks " : "",
+           *missing ? missing : "(libcuda.so.1) is not loaded");
+    return;
+  }
+  *(void **)&cu.FuncGetName = dlsym(h, "cuFuncGetName");
+  *(void **)&cu.KernelGetName = dlsym(h, "cuKernelGetName");
+  *(void **)&cu.FuncGetParamInfo = dlsym(h, "cuFuncGetParamInfo");
+  *(void **)&cu.KernelGetParamInfo = dlsym(h, "cuKernelGetParamInfo");
+  char err[512];
+  const struct nano_kdb_api *api = nano_kdb_load(err, sizeof err);
+  if (!api) {
+    cc_log("NANO_KERNEL_CACHE is not read: %s", err);
+    return;
+  }
+  struct cc_walk w = {api};
+  nano_kcache_each(api, g_cc.dirs, cc_file, &w, cc_log);
+  if (!cu.FuncGetName && !cu.KernelGetName)
+    cc_log("NANO_KERNEL_CACHE: the CUDA driver cannot name launched kernels (cuFuncGetName: "
+           "CUDA 12.3 or later): no twin of the cache runs");
+  g_cc.usable = 1;
+}
+
+/* ---- decisions per (handle, context) ------------------------------------------------ */
+
+static size_t cc_slot(const struct cc_choice *slots, size_t cap, void *f, void *ctx) {
+  size_t i = (((uintptr_t)f >> 4) ^ ((uintptr_t)ctx >> 4) * 31) * 0x9E3779B97F4A7C15ull & (cap - 1);
+  while (slots[i].f && (slots[i].f != f || slots[i].ctx != ctx))
+    i = (i + 1) & (cap - 1);
+  return i;
+}
+
+/* Keeps c (lock held; a decision that cannot be kept is made again). */
+static void cc_keep(const struct cc_choice *c) {
+  if (2 * (g_cc.used + 1) > g_cc.cap) {
+    size_t cap = g_cc.cap ? 2 * g_cc.cap : CC_CHOICES_INITIAL;
+    struct cc_choice *slots = calloc(cap, sizeof *slots);
+    if (!slots)
+      return;
+    for (size_t i = 0; i < g_cc.cap; i++)
+      if (g_cc.choices[i].f)
+        slots[cc_slot(slots, cap, g_cc.choices[i].f, g_cc.choices[i].ctx)] = g_cc.choices[i];
+    free(g_cc.choices);
+    g_cc.choices = slots;
+    g_cc.cap = cap;
+  }
+  size_t i = cc_slot(g_cc.choices, g_cc.cap, c->f, c->ctx);
+  g_cc.used += !g_cc.choices[i].f;
+  g_cc.choices[i] = *c;
+}
+
+/* f's name (a CUfunction's or a CUkernel's), or NULL. */
+static const char *cc_name(void *f) {
+  const char *name = NULL;
+  if (cu.FuncGetName && cu.FuncGetName(&name, f) == 0 && name)
+    return name;
+  if (cu.KernelGetName && cu.KernelGetName(&name, f) == 0 && name)
+    return name;
+  return NULL;
+}
+
+/* Why f's parameters are not e's original's ("" when they are). */
+static int cc_args_differ(void *f, const struct cc_entry *e, char *why, size_t len) {
+  CUresult (*info)(void *, size_t, size_t *, size_t *) = cu.FuncGetParamInfo;
+  size_t off, size;
+  if (info && info(f, 0, &off, &size) != 0 && e->nargs)
+    info = NULL; /* not a CUfunction */
+  if (!info && cu.KernelGetParamInfo)
+    info = cu.KernelGetParamInfo;
+  if (!info) {
+    snprintf(why, len,
+             "the driver cannot give its parameter list (cuFuncGetParamInfo: CUDA 12.4 "
+             "or later) to check against the cache's");
+    return 1;
+  }
+  uint32_t i = 0;
+  for (; i <= CC_MAX_ARGS && info(f, i, &off, &size) == 0; i++)
+    if (i >= e->nargs || off != e->args[i][0] || size != e->args[i][1]) {
+      if (i < e->nargs)
+        snprintf(why, len,
+                 "its parameter %u is %zu bytes at offset %zu, the cache's %u bytes at %u", i, size,
+                 off, e->args[i][1], e->args[i][0]);
+      else
+        snprintf(why, len, "it has more parameters than the cache's %u", e->nargs);
+      return 1;
+    }
+  if (i != e->nargs) {
+    snprintf(why, len, "it has %u parameters, the cache's %u", i, e->nargs);
+    return 1;
+  }
+  return 0;
+}
+
+/* e's twin in context ctx (dev: its ordinal), or NULL after saying why. */
+static void *cc_twin(const struct cc_entry *e, const struct gpu_api *api, void *ctx, int dev) {
+  struct cc_loaded *m = e->image->loaded;
+  while (m && m->ctx != ctx)
+    m = m->next;
+  if (!m && (m = calloc(1, sizeof *m))) {
+    m->ctx = ctx;
+    m->rc = api->enter(ctx, dev);
+    if (m->rc == 0) {
+      m->rc = cu.ModuleLoadData(&m->module, e->image->bytes);
+      api->leave();
+    }
+    m->next = e->image->loaded;
+    e->image->loaded = m;
+  }
+  if (!m)
+    return NULL;
+  void *twin = NULL;
+  CUresult rc = m->rc;
+  if (rc == 0 && api->enter(ctx, dev) == 0) {
+    rc = cu.ModuleGetFunction(&twin, m->module, e->twin);
+    api->leave();
+  }
+  if (rc != 0) {
+    cc_say_once(e->key,
+                "%s: the kernel cache's %s does not load on this device (%s): it runs "
+                "uninstrumented",
+                e->key, e->path, api->error(rc));
+    return NULL;
+  }
+  return twin;
+}
+
+/* The decision for a launch of f on stream s (lock held). */
+static struct cc_choice cc_choose(void *f, void *s) {
+  struct cc_choice c = {f, NULL, NULL, NULL};
+  const struct gpu_api *api = gpu_api_of(NANO_GPU_CUDA);
+  void *ctx;
+  int dev;
+  struct gpu_device_info info;
+  if (!api || api->current(s, &ctx, &dev) != 0 || api->describe(ctx, dev, &info) != 0)
+    return c;
+  c.ctx = ctx;
+  if (g_cc.cap) {
+    size_t i = cc_slot(g_cc.choices, g_cc.cap, f, ctx);
+    if (g_cc.choices[i].f)
+      return g_cc.choices[i];
+  }
+  const char *name = cc_name(f);
+  const struct cc_entry *e = NULL, *other_arch = NULL;
+  for (const struct cc_entry *x = name ? g_cc.entries : NULL; x && !e; x = x->next)
+    if (!strcmp(x->key, name)) {
+      if (!strcmp(x->arch, info.arch))
+        e = x;
+      else
+        other_arch = x;
+    }
+  char why[160];
+  if (!e && other_arch)
+    cc_say_once(name,
+                "%s: the kernel cache has it for %s only, the device is %s: it runs "
+                "uninstrumented",
+                name, other_arch->arch, info.arch);
+  else if (e && cc_args_differ(f, e, why, sizeof why))
+    cc_say_once(name, "%s: the kernel cache's twin (%s) is not used: %s; it runs uninstrumented",
+                name, e->path, why);
+  else if (e && (c.twin = cc_twin(e, api, ctx, dev)))
+    c.e = e;
+  cc_keep(&c);
+  return c;
+}
+
+/* ---- the launch ----------------------------------------------------------------------- */
+
+/* l's call with another kernel and arguments (the back end's launch function). */
+static int cc_launch(const void *kernel, uint64_t grid_xy, uint32_t grid_z, uint64_t block_xy,
+                     uint32_t block_z, void **args, size_t shared, void *stream) {
+  const struct nano_cu_launch *l = cc_current;
+  if (l->call == NANO_CU_LAUNCH)
+    return ((cc_launch_fn)l->real)((void *)kernel, (uint32_t)grid_xy, (uint32_t)(grid_xy >> 32),
+                                   grid_z, (uint32_t)block_xy, (uint32_t)(block_xy >> 32), block_z,
+                                   (unsigned)shared, stream, args, NULL);
+  struct nano_cu_config c = l->config;
+  c.grid[0] = (uint32_t)grid_xy, c.grid[1] = (uint32_t)(grid_xy >> 32), c.grid[2] = grid_z;
+  c.block[0] = (uint32_t)block_xy, c.block[1] = (uint32_t)(block_xy >> 32), c.block[2] = block_z;
+  c.shared = (unsigned)shared;
+  c.stream = stream;
+  return ((cc_launch_ex_fn)l->real)(&c, (void *)kernel, args, NULL);
+}
+
+/* l as the program made it. */
+static int cc_as_is(const struct nano_cu_launch *l) {
+  if (l->call == NANO_CU_LAUNCH)
+    return ((cc_launch_fn)l->real)(l->f, l->config.grid[0], l->config.grid[1], l->config.grid[2],
+                                   l->config.block[0], l->config.block[1], l->config.block[2],
+                                   l->config.shared, l->config.stream, l->params, l->extra);
+  return ((cc_launch_ex_fn)l->real)(&l->config, l->f, l->params, l->extra);
+}
+
+__attribute__((visibility("default"))) int __nano_cuda_launch(const struct nano_cu_launch *l) {
+  if (!nano_dispatch_instrumenting())
+    return cc_as_is(l);
+  pthread_once(&g_cc.once, cc_open);
+  if (!g_cc.usable)
+    return cc_as_is(l);
+  pthread_mutex_lock(&g_cc.lock);
+  struct cc_choice c = cc_choose(l->f, l->config.stream);
+  if (c.twin && (!l->params || l->extra)) {
+    cc_say_once(c.e->key,
+                "%s: launched with its arguments in one buffer (cuLaunchKernel's "
+                "extra): the kernel cache's twin is not used; it runs uninstrumented",
+                c.e->key);
+    c.twin = NULL;
+  }
+  pthread_mutex_unlock(&g_cc.lock);
+  if (!c.twin)
+    return cc_as_is(l);
+  const struct nano_cu_launch *outer = cc_current;
+  cc_current = l;
+  const struct nano_cu_config *g = &l->config;
+  int rc =
+      gpu_launch(NANO_GPU_CUDA | GPU_DRIVER | (l->per_thread ? NANO_GPU_PER_THREAD : 0), cc_launch,
+                 l->f, c.twin, c.e->key, c.e->path, g->grid[0] | (uint64_t)g->grid[1] << 32,
+                 g->grid[2], g->block[0] | (uint64_t)g->block[1] << 32, g->block[2], l->params,
+                 c.e->nargs, g->shared, g->stream);
+  cc_current = outer;
+  return rc;
+}

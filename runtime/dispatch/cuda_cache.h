@@ -1,0 +1,49 @@
+/*
+ * cuda_cache.h: the contract between libnano_cudahook.so (cuda_hook.c),
+ * which stands between a CUDA program and the driver's launch calls, and
+ * the kernel cache in libnano_rpd.so (cuda_cache.c), which decides per
+ * launch whether the cache's twin runs instead.
+ *
+ * The hook hands every cuLaunchKernel and cuLaunchKernelEx call (and their
+ * per-thread-stream variants) over as one struct, with the driver's own
+ * function it would have called; __nano_cuda_launch returns that call's
+ * CUresult, whichever kernel ran.
+ */
+#ifndef NANO_CUDA_CACHE_H
+#define NANO_CUDA_CACHE_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* cuda.h's CUlaunchConfig, as far as a launch reads it (its layout since
+ * CUDA 12.0: seven unsigned, the stream, the attributes and their count). */
+struct nano_cu_config {
+  unsigned grid[3], block[3], shared;
+  void *stream;
+  void *attrs;
+  unsigned nattrs;
+};
+
+enum nano_cu_call { NANO_CU_LAUNCH, NANO_CU_LAUNCH_EX };
+
+struct nano_cu_launch {
+  enum nano_cu_call call;
+  int per_thread;               /* the _ptsz variant: a NULL stream is the thread's default one */
+  void *real;                   /* the driver's function of that call */
+  void *f;                      /* CUfunction or CUkernel */
+  struct nano_cu_config config; /* NANO_CU_LAUNCH: attrs NULL */
+  void **params, **extra;
+};
+
+/* Launches l as the driver would, or the kernel cache's twin of l->f in its
+ * place (NANO_INSTRUMENT, NANO_KERNEL_CACHE). The CUresult of the launch. */
+int __nano_cuda_launch(const struct nano_cu_launch *l);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,198 @@
+/*
+ * cuda_hook.c: libnano_cudahook.so, preloaded (with libnano_rpd.so, which it
+ * needs) by `nanoprobe run -c DIR` so that the kernel cache reaches CUDA
+ * programs not built with the plugin. It stands between the program and the
+ * driver's launch calls, whichever way the program reaches them:
+ *
+ *   how the program finds cuLaunchKernel            what it gets
+ *   linked against libcuda (the symbol)             this library's, by LD_PRELOAD
+ *   dlopen("libcuda.so.1") + dlsym (Triton, and     this library's: dlsym is
+ *   cudart, static or not, for cuGetProcAddress)    interposed
+ *   cuGetProcAddress(_v2) (cudart since 11.3)       this library's, and for
+ *                                                   cuGetProcAddress itself, ours
+ *
+ * for cuLaunchKernel, cuLaunchKernelEx and their per-thread-stream variants
+ * (_ptsz; cuGetProcAddress's CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM).
+ * Each hands the call to __nano_cuda_launch (cuda_cache.c) with the driver's
+ * own function. Everything else passes through untouched.
+ *
+ * dlsym(RTLD_NEXT, name) means "after the caller": the caller is found by
+ * its return address and the search walks the objects loaded after it (a
+ * plain forward would search after this library, and a preloaded wrapper
+ * such as libnano_rpd.so's execve would find itself).
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "cuda_cache.h"
+
+typedef int CUresult;
+#define CU_NOT_FOUND 500 /* CUDA_ERROR_NOT_FOUND */
+/* cuGetProcAddress's flags: the per-thread default stream's variants. */
+#define CU_PROC_PER_THREAD 0x2
+
+#define HOOK_EXPORT __attribute__((visibility("default")))
+
+typedef void *(*dlsym_fn)(void *, const char *);
+typedef CUresult (*gpa_fn)(const char *, void **, int, uint64_t);
+typedef CUresult (*gpa2_fn)(const char *, void **, int, uint64_t, int *);
+
+/* The hooked entry points: the driver's name, whether it is the per-thread
+ * variant, and the driver's function once found. */
+enum hook_id { HOOK_LAUNCH, HOOK_LAUNCH_PTSZ, HOOK_LAUNCH_EX, HOOK_LAUNCH_EX_PTSZ, HOOK_N };
+static const struct {
+  const char *name, *base; /* the exported name; cuGetProcAddress's */
+  int per_thread;
+} hook_names[HOOK_N] = {
+    {"cuLaunchKernel", "cuLaunchKernel", 0},
+    {"cuLaunchKernel_ptsz", "cuLaunchKernel", 1},
+    {"cuLaunchKernelEx", "cuLaunchKernelEx", 0},
+    {"cuLaunchKernelEx_ptsz", "cuLaunchKernelEx", 1},
+};
+static void *hook_real[HOOK_N];
+static void *hook_gpa, *hook_gpa2; /* the driver's cuGetProcAddress, _v2 */
+
+static dlsym_fn real_dlsym;
+static pthread_once_t real_once = PTHREAD_ONCE_INIT;
+
+static void real_find(void) {
+  real_dlsym = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+  if (!real_dlsym)
+    real_dlsym = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+}
+
+/* The driver's function `name`: libcuda.so.1 loaded, else NULL. */
+static void *driver_fn(const char *name) {
+  pthread_once(&real_once, real_find);
+  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  void *fn = h ? real_dlsym(h, name) : NULL;
+  if (h)
+    dlclose(h);
+  return fn;
+}
+
+/* The driver's function of hook i, found once. */
+static void *hook_driver(enum hook_id i) {
+  void *fn = __atomic_load_n(&hook_real[i], __ATOMIC_ACQUIRE);
+  if (!fn && (fn = driver_fn(hook_names[i].name)))
+    __atomic_store_n(&hook_real[i], fn, __ATOMIC_RELEASE);
+  return fn;
+}
+
+static CUresult hook_launch(enum hook_id i, enum nano_cu_call call, void *f,
+                            const struct nano_cu_config *config, void **params, void **extra) {
+  struct nano_cu_launch l = {call, hook_names[i].per_thread, hook_driver(i), f, *config, params,
+                             extra};
+  if (!l.real)
+    return CU_NOT_FOUND;
+  return __nano_cuda_launch(&l);
+}
+
+#define HOOK_LAUNCH_FN(fname, id)                                                                  \
+  HOOK_EXPORT CUresult fname(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,          \
+                             unsigned by, unsigned bz, unsigned shared, void *stream,              \
+                             void **params, void **extra) {                                        \
+    struct nano_cu_config c = {{gx, gy, gz}, {bx, by, bz}, shared, stream, NULL, 0};               \
+    return hook_launch(id, NANO_CU_LAUNCH, f, &c, params, extra);                                  \
+  }
+#define HOOK_LAUNCH_EX_FN(fname, id)                                                               \
+  HOOK_EXPORT CUresult fname(const struct nano_cu_config *config, void *f, void **params,          \
+                             void **extra) {                                                       \
+    return hook_launch(id, NANO_CU_LAUNCH_EX, f, config, params, extra);                           \
+  }
+HOOK_LAUNCH_FN(cuLaunchKernel, HOOK_LAUNCH)
+HOOK_LAUNCH_FN(cuLaunchKernel_ptsz, HOOK_LAUNCH_PTSZ)
+HOOK_LAUNCH_EX_FN(cuLaunchKernelEx, HOOK_LAUNCH_EX)
+HOOK_LAUNCH_EX_FN(cuLaunchKernelEx_ptsz, HOOK_LAUNCH_EX_PTSZ)
+
+static void *const hook_fns[HOOK_N] = {(void *)cuLaunchKernel, (void *)cuLaunchKernel_ptsz,
+                                       (void *)cuLaunchKernelEx, (void *)cuLaunchKernelEx_ptsz};
+
+HOOK_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, uint64_t flags);
+HOOK_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version,
+                                         uint64_t flags, int *status);
+
+/* What the program gets for the driver's function fn, found under `name`
+ * (an exported name, or cuGetProcAddress's with per_thread from its
+ * flags): ours where we stand in front of it. */
+static void *hook_swap(const char *name, int by_gpa, int per_thread, void *fn) {
+  if (!fn || name[0] != 'c' || name[1] != 'u' || fn == (void *)cuGetProcAddress ||
+      fn == (void *)cuGetProcAddress_v2)
+    return fn;
+  for (int i = 0; i < HOOK_N; i++)
+    if (fn == hook_fns[i]) /* found through the global scope: ours already */
+      return fn;
+  if (!strcmp(name, "cuGetProcAddress_v2") || !strcmp(name, "cuGetProcAddress")) {
+    /* cuGetProcAddress at a CUDA 12 version is the _v2 ABI: tell them apart
+     * by the driver's own two functions */
+    void *v2 = driver_fn("cuGetProcAddress_v2");
+    if (fn == v2 || (!by_gpa && !strcmp(name, "cuGetProcAddress_v2"))) {
+      __atomic_store_n(&hook_gpa2, fn, __ATOMIC_RELEASE);
+      return (void *)cuGetProcAddress_v2;
+    }
+    __atomic_store_n(&hook_gpa, fn, __ATOMIC_RELEASE);
+    return (void *)cuGetProcAddress;
+  }
+  for (int i = 0; i < HOOK_N; i++)
+    if (by_gpa ? hook_names[i].per_thread == per_thread && !strcmp(name, hook_names[i].base)
+               : !strcmp(name, hook_names[i].name)) {
+      __atomic_store_n(&hook_real[i], fn, __ATOMIC_RELEASE);
+      return hook_fns[i];
+    }
+  return fn;
+}
+
+HOOK_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version,
+                                         uint64_t flags, int *status) {
+  gpa2_fn real = (gpa2_fn)__atomic_load_n(&hook_gpa2, __ATOMIC_ACQUIRE);
+  if (!real && !(real = (gpa2_fn)driver_fn("cuGetProcAddress_v2")))
+    return CU_NOT_FOUND;
+  CUresult rc = real(symbol, pfn, version, flags, status);
+  if (rc == 0 && pfn && symbol)
+    *pfn = hook_swap(symbol, 1, (flags & CU_PROC_PER_THREAD) != 0, *pfn);
+  return rc;
+}
+
+HOOK_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, uint64_t flags) {
+  gpa_fn real = (gpa_fn)__atomic_load_n(&hook_gpa, __ATOMIC_ACQUIRE);
+  if (!real && !(real = (gpa_fn)driver_fn("cuGetProcAddress")))
+    return CU_NOT_FOUND;
+  CUresult rc = real(symbol, pfn, version, flags);
+  if (rc == 0 && pfn && symbol)
+    *pfn = hook_swap(symbol, 1, (flags & CU_PROC_PER_THREAD) != 0, *pfn);
+  return rc;
+}
+
+/* dlsym(RTLD_NEXT, name) for the object holding `caller`: the first
+ * definition in an object loaded after it. */
+static void *hook_next(const void *caller, const char *name) {
+  Dl_info info;
+  struct link_map *self = NULL;
+  if (!dladdr1(caller, &info, (void **)&self, RTLD_DL_LINKMAP) || !self)
+    return NULL;
+  for (struct link_map *l = self->l_next; l; l = l->l_next) {
+    void *h = dlopen(l->l_name, RTLD_LAZY | RTLD_NOLOAD);
+    if (!h)
+      continue;
+    void *fn = real_dlsym(h, name);
+    struct link_map *at = NULL;
+    int here = fn && dladdr1(fn, &info, (void **)&at, RTLD_DL_LINKMAP) && at == l;
+    dlclose(h);
+    if (here)
+      return fn;
+  }
+  return NULL;
+}
+
+HOOK_EXPORT void *dlsym(void *handle, const char *name) {
+  pthread_once(&real_once, real_find);
+  if (!real_dlsym)
+    return NULL;
+  void *fn =
+      handle == RTLD_NEXT ? hook_next(__builtin_return_address(0), name) : real_dlsym(handle, name);
+  return hook_swap(name, 0, 0, fn);
+}

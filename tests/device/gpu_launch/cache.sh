@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# The kernel cache for CUDA programs not built with the plugin (issue 38
+# part 4), run without a GPU on the stand-in CUDA (fake_cudart.c: its driver
+# loads cubins, names their kernels and parameters from the ELF, and
+# launches them by name). drv_app.c, built by gcc on the real cuda.h with
+# nothing of ours, reaches the driver as a static cudart does (dlsym of
+# cuGetProcAddress_v2) and as Triton does (dlsym of cuLaunchKernel); its
+# kernels are a cubin built without the plugin. The cache is made by
+# `nanoprobe cache build` from the same source with the plugin, where `lone`
+# has one more parameter. Checked:
+#   - without -i: the program's kernels run, results right;
+#   - `nanoprobe run -i -c cache -a MemoryAnalysis`: axpy's three launches
+#     (cuLaunchKernel, its per-thread variant on the program's stream,
+#     cuLaunchKernelEx) and other's (through dlsym) run the cache's twins
+#     with the launch's shape and stream, every access recorded (3000 per
+#     axpy, 1 for other: the kernels' own arithmetic) into nano_dispatch
+#     rows, MemoryAnalysis rows at drv_kernels.cu's lines; lone's twin is
+#     refused (parameter lists differ), said once, lone runs; results right;
+#   - a launch through cuLaunchKernel's symbol (a program linked against
+#     libcuda) runs the twin too;
+#   - dlsym(RTLD_NEXT) through the hook: the tracer's exec wrapper works;
+#   - a junk file, a second folder with the same kernels, a cache for
+#     another arch: each said once, the rest used.
+# usage: cache.sh CLANG SOURCE_ROOT KERNELDB RPD_TOOL NANOPROBE OUT_DIR
+set -euo pipefail
+clang=$1 root=$2 kerneldb=$3 rpdtool=$4 nanoprobe=$5 out=$6
+here=$(cd "$(dirname "$0")" && pwd)
+mkdir -p "$out"
+cd "$out"
+rm -rf cache cache2 cache80 ./*.rpd ./*.rpd-*
+. "$here/standin.sh"
+standin_build "$clang" "$root" "$out"
+export LD_LIBRARY_PATH="$out${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export NANO_CUPTI=0 # the stand-in's CUPTI reports runtime calls only
+fail() { echo "FAIL: $*"; exit 1; }
+cuda=(-x cuda --cuda-path=/usr/local/cuda -Wno-unknown-cuda-version -O2)
+"$clang" "${cuda[@]}" --cuda-gpu-arch=sm_90 --cuda-device-only -c "$here/drv_kernels.cu" -o prog.cubin
+"$nanoprobe" cache build -o cache -- "$clang" "${cuda[@]}" --cuda-gpu-arch=sm_90 -g \
+  -DLONE_TAKES_TWO "$here/drv_kernels.cu" >/dev/null
+gcc -std=c11 -O2 -Wall -Werror -I/usr/local/cuda/include "$here/drv_app.c" -o drv_app \
+  -L. -l:libcuda.so.1 -Wl,-rpath,"$out" -ldl
+"$nanoprobe" cache list cache
+
+# the twins' sites, in the emulated kernels' order (fake_cudart.c)
+sites=$("$kerneldb" sites cache/* --arch sm_90)
+echo "$sites"
+site() { awk -v at="drv_kernels.cu:$1" '$7 ~ at"$" { print $1 }' <<<"$sites"; }
+axpy_line=$(grep -n 'y\[i\] = a \* x\[i\]' "$here/drv_kernels.cu" | cut -d: -f1)
+other_line=$(grep -n '^__global__ void other' "$here/drv_kernels.cu" | cut -d: -f1)
+FAKE_SITES="$(site "$axpy_line:25") $(site "$axpy_line:32") $(site "$axpy_line:19")"
+FAKE_SITES+=" $(site "$other_line:36")"
+export FAKE_SITES
+[ "$(wc -w <<<"$FAKE_SITES")" = 4 ] || fail "four sites in the cache's cubin"
+
+done_line="done y right p 1 q 1"
+plain=$(./drv_app prog.cubin)
+echo "$plain"
+grep -qx "$done_line" <<<"$plain" || fail "the program runs on the stand-in"
+for how in cuLaunchKernel cuLaunchKernel_ptsz cuLaunchKernelEx; do
+  grep -qx "$how of _Z4axpyfPKfPfi (4 parameters)" <<<"$plain" || fail "axpy through $how"
+done
+
+# the cache without -i: the program's own kernels
+out1=$("$nanoprobe" run -c cache -o notinst.rpd -- ./drv_app prog.cubin 2>&1)
+! grep -q '__nano_twin' <<<"$out1" || fail "no twin without -i"
+grep -qx "$done_line" <<<"$out1" || fail "without -i: right results"
+
+# instrumented from the cache
+run=$("$nanoprobe" run -i -c cache -a MemoryAnalysis -o inst.rpd -- ./drv_app prog.cubin 2>&1)
+echo "$run"
+grep -qx "$done_line" <<<"$run" || fail "instrumented: right results"
+twin=__nano_twin__Z4axpyfPKfPfiPv
+[ "$(grep -c "^launch $twin grid 4 1 1 block 256 1 1 shared 0 stream " <<<"$run")" = 3 ] ||
+  fail "axpy's three launches run its twin with their shape"
+for how in cuLaunchKernel cuLaunchKernel_ptsz cuLaunchKernelEx; do
+  grep -qx "$how of $twin (5 parameters)" <<<"$run" || fail "the twin through $how"
+done
+stream=$(grep "^cuLaunchKernel_ptsz of $twin" -A1 <<<"$run" | sed -n 's/.* stream \(0x[0-9a-f]*\)$/\1/p')
+[ -n "$stream" ] && [ "$stream" != 0x2 ] || fail "the per-thread launch keeps the program's stream"
+grep -qx "cuLaunchKernel of __nano_twin__Z5otherPiPv (2 parameters)" <<<"$run" ||
+  fail "other's twin through Triton's dlsym(cuLaunchKernel)"
+grep -qx "cuLaunchKernel of lone (1 parameters)" <<<"$run" || fail "lone runs as the program's"
+[ "$(grep -c "lone: the kernel cache's twin .* is not used: it has 1 parameters, the cache's 2" <<<"$run")" = 1 ] ||
+  fail "lone's twin refused, said once"
+[ "$(grep -c "^twin .*: recorded$" <<<"$run")" = 4 ] || fail "each twin recorded"
+query() { python3 -c 'import sqlite3,sys
+for r in sqlite3.connect(sys.argv[1]).execute(sys.argv[2]): print(*r)' "$@"; }
+rows=$(query inst.rpd "select kernel, backend, arch, records from nano_dispatch order by id")
+echo "$rows"
+# the model: axpy reads x[i], y[i] and writes y[i] for each of its 1000 elements
+want="_Z4axpyfPKfPfi cuda sm_90 $((3 * 1000))
+_Z4axpyfPKfPfi cuda sm_90 $((3 * 1000))
+_Z4axpyfPKfPfi cuda sm_90 $((3 * 1000))
+_Z5otherPi cuda sm_90 1"
+[ "$rows" = "$want" ] || fail "one nano_dispatch row per twin launch, every access"
+lines=$(query inst.rpd "select distinct line from nano_memory where file like '%drv_kernels.cu' order by line")
+[ "$lines" = "$(printf '%s\n%s' "$axpy_line" "$other_line")" ] ||
+  fail "MemoryAnalysis at drv_kernels.cu's lines ($lines)"
+
+# a program that calls cuLaunchKernel by its symbol (linked against libcuda)
+direct=$("$nanoprobe" run -i -c cache -o direct.rpd -- ./drv_app prog.cubin direct 2>&1)
+grep -qx "$done_line" <<<"$direct" || fail "direct: right results"
+[ "$(grep -c "^launch $twin" <<<"$direct")" = 3 ] || fail "direct: the symbol's launch runs the twin"
+
+# dlsym(RTLD_NEXT) for the tracer's exec wrapper, with dlsym interposed
+ex=$("$nanoprobe" run -c cache -o exec.rpd -- ./drv_app prog.cubin exec 2>&1) ||
+  fail "exec through the preloaded tracer ($ex)"
+grep -qx "exec-ok" <<<"$ex" || fail "the exec'd program ran"
+"$rpdtool" info exec.rpd >/dev/null || fail "the exec's trace is readable"
+
+# a junk file and the same kernels in a first folder; another arch's cache
+mkdir cache2 cache80
+cp cache/* cache2/
+echo junk >cache2/junk.o
+bad=$("$nanoprobe" run -i -c cache2:cache -o bad.rpd -- ./drv_app prog.cubin 2>&1)
+echo "$bad"
+grep -qx "$done_line" <<<"$bad" || fail "with junk: right results"
+[ "$(grep -c "junk.o is not a code object kerneldb reads" <<<"$bad")" = 1 ] || fail "junk said once"
+[ "$(grep -c "_Z4axpyfPKfPfi (sm_90) is in $out/cache2/drv_kernels.cu.o and $out/cache/drv_kernels.cu.o: the first is used" <<<"$bad")" = 1 ] ||
+  fail "a kernel in two folders: said once"
+[ "$(grep -c "^launch $twin" <<<"$bad")" = 3 ] || fail "with junk: the twins still run"
+"$nanoprobe" cache build -o cache80 -- "$clang" "${cuda[@]}" --cuda-gpu-arch=sm_80 \
+  "$here/drv_kernels.cu" >/dev/null
+arch=$("$nanoprobe" run -i -c cache80 -o arch.rpd -- ./drv_app prog.cubin 2>&1)
+echo "$arch"
+grep -qx "$done_line" <<<"$arch" || fail "another arch's cache: right results"
+! grep -q '^launch __nano_twin' <<<"$arch" || fail "no twin of another arch"
+[ "$(grep -c "_Z4axpyfPKfPfi: the kernel cache has it for sm_80 only, the device is sm_90" <<<"$arch")" = 1 ] ||
+  fail "another arch said once"
+echo PASS

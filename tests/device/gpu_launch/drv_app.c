@@ -1,0 +1,124 @@
+/*
+ * drv_app.c: a CUDA program built without anything of nanoprobe's, on the
+ * real cuda.h, that reaches the driver as a static cudart does (dlopen of
+ * libcuda.so.1, dlsym of cuGetProcAddress_v2, every entry point through it)
+ * and, for one launch, as Triton's launcher does (dlsym of cuLaunchKernel).
+ * Its kernels come from the cubin named by argv[1] (drv_kernels.cu). It
+ * launches axpy three times (cuLaunchKernel on the legacy stream, the
+ * per-thread variant on a stream of its own, cuLaunchKernelEx), other and
+ * lone once each, waits, and checks y = 1 + 3 * 2 * x, *p = 1, *q = 1.
+ * With argv[2] = "direct", its first launch calls cuLaunchKernel as a
+ * program linked against libcuda does (the symbol); with "exec", it execs
+ * /bin/echo at the end (dlsym(RTLD_NEXT) through a preloaded tracer).
+ */
+#include <cuda.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define N 1000
+static __typeof__(&cuGetProcAddress_v2) gpa;
+
+static void *entry(const char *name, int version, cuuint64_t flags) {
+  void *fn = NULL;
+  CUdriverProcAddressQueryResult status;
+  if (gpa(name, &fn, version, flags, &status) != CUDA_SUCCESS || !fn) {
+    fprintf(stderr, "drv_app: no %s\n", name);
+    exit(1);
+  }
+  return fn;
+}
+#define ENTRY(var, name, version) __typeof__(&name) var = entry(#name, version, CU_GET_PROC_ADDRESS_DEFAULT)
+#define CHECK(call)                                                                                \
+  do {                                                                                             \
+    CUresult rc_ = (call);                                                                         \
+    if (rc_ != CUDA_SUCCESS) {                                                                     \
+      fprintf(stderr, "drv_app: %s failed: %d\n", #call, (int)rc_);                                \
+      return 1;                                                                                    \
+    }                                                                                              \
+  } while (0)
+
+int main(int argc, char **argv) {
+  if (argc < 2)
+    return 2;
+  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!h || !(gpa = (__typeof__(gpa))dlsym(h, "cuGetProcAddress_v2")))
+    return fprintf(stderr, "drv_app: no driver\n"), 1;
+  ENTRY(init, cuInit, 2000);
+  ENTRY(device_get, cuDeviceGet, 2000);
+  ENTRY(retain, cuDevicePrimaryCtxRetain, 7000);
+  ENTRY(set_current, cuCtxSetCurrent, 4000);
+  ENTRY(load, cuModuleLoadData, 2000);
+  ENTRY(get_function, cuModuleGetFunction, 2000);
+  ENTRY(mem_alloc, cuMemAlloc, 3020);
+  ENTRY(htod, cuMemcpyHtoD, 3020);
+  ENTRY(dtoh, cuMemcpyDtoH, 3020);
+  ENTRY(stream_create, cuStreamCreate, 2000);
+  ENTRY(sync, cuCtxSynchronize, 2000);
+  ENTRY(launch, cuLaunchKernel, 4000);
+  ENTRY(launch_ex, cuLaunchKernelEx, 11060);
+  __typeof__(&cuLaunchKernel) launch_ptsz =
+      entry("cuLaunchKernel", 7000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM);
+  __typeof__(&cuLaunchKernel) launch_triton = (__typeof__(&cuLaunchKernel))dlsym(h, "cuLaunchKernel");
+
+  FILE *f = fopen(argv[1], "rb");
+  static char image[1 << 20];
+  size_t n = f ? fread(image, 1, sizeof image, f) : 0;
+  if (!n)
+    return fprintf(stderr, "drv_app: cannot read %s\n", argv[1]), 1;
+  fclose(f);
+
+  CUdevice dev;
+  CUcontext ctx;
+  CUmodule mod;
+  CUfunction axpy, other, lone;
+  CUstream s;
+  CHECK(init(0));
+  CHECK(device_get(&dev, 0));
+  CHECK(retain(&ctx, dev));
+  CHECK(set_current(ctx));
+  CHECK(load(&mod, image));
+  CHECK(get_function(&axpy, mod, "_Z4axpyfPKfPfi"));
+  CHECK(get_function(&other, mod, "_Z5otherPi"));
+  CHECK(get_function(&lone, mod, "lone"));
+  CHECK(stream_create(&s, CU_STREAM_NON_BLOCKING));
+
+  static float x[N], y[N];
+  for (int i = 0; i < N; i++)
+    x[i] = (float)i, y[i] = 1.0f;
+  CUdeviceptr dx, dy, dp, dq;
+  CHECK(mem_alloc(&dx, sizeof x));
+  CHECK(mem_alloc(&dy, sizeof y));
+  CHECK(mem_alloc(&dp, sizeof(int)));
+  CHECK(mem_alloc(&dq, sizeof(int)));
+  CHECK(htod(dx, x, sizeof x));
+  CHECK(htod(dy, y, sizeof y));
+  float a = 2.0f;
+  int count = N;
+  void *axpy_args[] = {&a, &dx, &dy, &count}, *p_args[] = {&dp}, *q_args[] = {&dq};
+  __typeof__(&cuLaunchKernel) launch_first =
+      argc > 2 && !strcmp(argv[2], "direct") ? cuLaunchKernel : launch;
+  CHECK(launch_first(axpy, 4, 1, 1, 256, 1, 1, 0, NULL, axpy_args, NULL));
+  CHECK(sync());
+  CHECK(launch_ptsz(axpy, 4, 1, 1, 256, 1, 1, 0, s, axpy_args, NULL));
+  CHECK(sync());
+  CUlaunchConfig cfg = {4, 1, 1, 256, 1, 1, 0, NULL, NULL, 0};
+  CHECK(launch_ex(&cfg, axpy, axpy_args, NULL));
+  CHECK(launch_triton(other, 1, 1, 1, 1, 1, 1, 0, NULL, p_args, NULL));
+  CHECK(launch(lone, 1, 1, 1, 1, 1, 1, 0, NULL, q_args, NULL));
+  CHECK(sync());
+  int p = 0, q = 0;
+  CHECK(dtoh(y, dy, sizeof y));
+  CHECK(dtoh(&p, dp, sizeof p));
+  CHECK(dtoh(&q, dq, sizeof q));
+  int right = 1;
+  for (int i = 0; i < N; i++)
+    right &= y[i] == 1.0f + 3 * 2.0f * (float)i;
+  printf("done y %s p %d q %d\n", right ? "right" : "wrong", p, q);
+  fflush(stdout);
+  if (argc > 2 && !strcmp(argv[2], "exec"))
+    execl("/bin/echo", "echo", "exec-ok", (char *)NULL);
+  return right && p == 1 && q == 1 ? 0 : 1;
+}

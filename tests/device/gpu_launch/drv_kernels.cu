@@ -1,0 +1,13 @@
+// The kernels of drv_app.c, built as a cubin without the plugin (the
+// program's) and with it (the kernel cache's, LONE_TAKES_TWO: there `lone`
+// has another parameter list, so its twin must not replace the program's).
+__global__ void axpy(float a, const float *x, float *y, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = a * x[i] + y[i];
+}
+__global__ void other(int *p) { *p = 1; }
+#ifdef LONE_TAKES_TWO
+extern "C" __global__ void lone(int *p, int v) { *p = v; }
+#else
+extern "C" __global__ void lone(int *p) { *p = 1; }
+#endif
