@@ -41,16 +41,7 @@ gcc -std=c11 -O2 -Wall -Werror -I/usr/local/cuda/include "$here/drv_app.c" -o dr
   -L. -l:libcuda.so.1 -Wl,-rpath,"$out" -ldl
 "$nanoprobe" cache list cache
 
-# the twins' sites, in the emulated kernels' order (fake_cudart.c)
-sites=$("$kerneldb" sites cache/* --arch sm_90)
-echo "$sites"
-site() { awk -v at="drv_kernels.cu:$1" '$7 ~ at"$" { print $1 }' <<<"$sites"; }
-axpy_line=$(grep -n 'y\[i\] = a \* x\[i\]' "$here/drv_kernels.cu" | cut -d: -f1)
-other_line=$(grep -n '^__global__ void other' "$here/drv_kernels.cu" | cut -d: -f1)
-FAKE_SITES="$(site "$axpy_line:25") $(site "$axpy_line:32") $(site "$axpy_line:19")"
-FAKE_SITES+=" $(site "$other_line:36")"
-export FAKE_SITES
-[ "$(wc -w <<<"$FAKE_SITES")" = 4 ] || fail "four sites in the cache's cubin"
+standin_sites "$kerneldb" cache/drv_kernels.cu.o "$here/drv_kernels.cu"
 
 done_line="done y right p 1 q 1"
 plain=$(./drv_app prog.cubin)

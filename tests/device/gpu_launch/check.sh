@@ -36,21 +36,13 @@ api=$1 compiler=$2 plugin=$3 clang=$4 root=$5 rpd=$6 kerneldb=$7 rpdtool=$8 out=
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$out"
 cd "$out"
+. "$here/standin.sh"
 rm -f ./*.rpd ./*.rpd-*
 if [ "$api" = cuda ]; then
   "$compiler" -x cuda --cuda-gpu-arch=sm_90 --cuda-path=/usr/local/cuda -Wno-unknown-cuda-version \
     -O2 -g -c -fpass-plugin="$plugin" "$here/app.cu" -o app.o
   kernels="_Z4axpyfPKfPfi _Z5otherPi" done_line="done 0 0 y right p 1 q 1"
-  # the sites of the twins' accesses, in the emulated kernels' order
-  sites=$("$kerneldb" sites app.o --arch sm_90)
-  echo "$sites"
-  site() { awk -v at="app.cu:$1" '$7 ~ at"$" { print $1 }' <<<"$sites"; }
-  axpy_line=$(grep -n 'y\[i\] = a \* x\[i\]' "$here/app.cu" | cut -d: -f1)
-  other_line=$(grep -n '^__global__ void other' "$here/app.cu" | cut -d: -f1)
-  FAKE_SITES="$(site "$axpy_line:25") $(site "$axpy_line:32") $(site "$axpy_line:19")"
-  FAKE_SITES+=" $(site "$other_line:36")"
-  export FAKE_SITES
-  [ "$(wc -w <<<"$FAKE_SITES")" = 4 ] || { echo "FAIL: four sites in app.cu's cubin"; exit 1; }
+  standin_sites "$kerneldb" app.o "$here/app.cu"
 else
   echo fatbin > gpubinary # the host object embeds it; the stand-in ignores it
   "$compiler" --offload-arch=gfx90a --cuda-host-only -O2 -c -Xclang -fcuda-include-gpubinary \
@@ -58,7 +50,6 @@ else
     2> >(grep -v -e rocm_agent_enumerator -e 'linker. input unused' >&2)
   kernels="_Z4axpyfPKfPfi" done_line="done 0 y right"
 fi
-. "$here/standin.sh"
 standin_build "$clang" "$root" "$out"
 export LD_LIBRARY_PATH="$out${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export NANO_CUPTI_PATH="$out/libcuda.so.1" # the stand-in's CUPTI

@@ -10,3 +10,24 @@ standin_build() {
     -o "$out/libcuda.so.1" -lpthread -ldl
   ln -sf libcuda.so.1 "$out/libamdhip64.so.5"
 }
+
+# standin_sites KERNELDB OBJECT SOURCE exports FAKE_SITES: the site ids of
+# the twins' accesses in OBJECT (a cubin, or an object holding one), in the
+# order the stand-in's emulated kernels make them (fake_cudart.c: axpy's
+# load of x, load of y, store of y, then other's store), found by their
+# source positions in SOURCE (axpy and other written as in app.cu), whose
+# lines it leaves in axpy_line and other_line. Fails unless all four are
+# found.
+standin_sites() {
+  local kerneldb=$1 object=$2 source=$3 sites name
+  sites=$("$kerneldb" sites "$object" --arch sm_90)
+  echo "$sites"
+  name=$(basename "$source")
+  site() { awk -v at="$name:$1" '$7 ~ at"$" { print $1 }' <<<"$sites"; }
+  axpy_line=$(grep -n 'y\[i\] = a \* x\[i\]' "$source" | cut -d: -f1)
+  other_line=$(grep -n '^__global__ void other' "$source" | cut -d: -f1)
+  FAKE_SITES="$(site "$axpy_line:25") $(site "$axpy_line:32") $(site "$axpy_line:19")"
+  FAKE_SITES+=" $(site "$other_line:36")"
+  export FAKE_SITES
+  [ "$(wc -w <<<"$FAKE_SITES")" = 4 ] || { echo "FAIL: four sites in $object"; return 1; }
+}
