@@ -28,10 +28,13 @@
 //     parameter count (its stub's).
 // __nano_gpu_launch is extern_weak: without the runtime the program launches
 // exactly as before. Cooperative launches (the same shape) are routed the same
-// way; launches through a handle that is not a constant (a function pointer
-// in a variable) are looked up by the runtime. Launch calls of other shapes
-// (cudaLaunchKernelExC, cuLaunchKernel, kernel nodes added to graphs) are not
-// routed: the compile says so at each (GpuApi::Unrouted). Calls that
+// way; cudaLaunchKernelExC (cudaLaunchKernelEx's templates call it: config,
+// kernel, args) through __nano_gpu_launch_ex, the twin launched with the
+// program's configuration, attributes included; launches through a handle
+// that is not a constant (a function pointer in a variable, the templates'
+// parameter) are looked up by the runtime. Launch calls of other shapes
+// (cuLaunchKernel, kernel nodes added to graphs) are not routed: the compile
+// says so at each (GpuApi::Unrouted). Calls that
 // configure a kernel (cudaFuncSetAttribute, ...) are mirrored to its twin.
 //
 // Runs at the start of the pipeline (before the stubs are inlined into their
@@ -78,6 +81,7 @@ ALWAYS_ENABLED_STATISTIC(NumGpuConfigureMirrored,
 namespace {
 
 const char *const RuntimeLaunch = "__nano_gpu_launch";
+const char *const RuntimeLaunchEx = "__nano_gpu_launch_ex";
 const char *const RuntimeRegister = "__nano_gpu_register";
 
 const char *const RuntimeApi = "__nano_gpu_api";
@@ -106,12 +110,15 @@ struct GpuApi {
   int Id; // enum nano_gpu_api
   const char *Register;
   GpuLaunchCall Launches[4];
+  // launch calls with a configuration (cudaLaunchKernelExC's shape: config,
+  // kernel, args), routed through __nano_gpu_launch_ex
+  GpuLaunchCall ConfiguredLaunches[2];
   const char *GetLastError, *PeekAtLastError, *GetErrorName;
   const char *Configure[3];
   GpuUnrouted Unrouted[9];
 };
 
-const char *const WhyEx = "its launch attributes (clusters, ...) are not mirrored to twins yet";
+const char *const WhyEx = "its launch attributes are not mirrored to twins yet";
 const char *const WhyModule = "it launches a function looked up in a module at run time, whose "
                               "twin the runtime does not look up yet";
 const char *const WhyGraph = "kernel nodes of graphs built by hand are not given twins yet "
@@ -125,13 +132,12 @@ const GpuApi Apis[] = {
       {"cudaLaunchKernel_ptsz", true},
       {"cudaLaunchCooperativeKernel", false},
       {"cudaLaunchCooperativeKernel_ptsz", true}},
+     {{"cudaLaunchKernelExC", false}, {"cudaLaunchKernelExC_ptsz", true}},
      "cudaGetLastError",
      "cudaPeekAtLastError",
      "cudaGetErrorName",
      {"cudaFuncSetAttribute", "cudaFuncSetCacheConfig", "cudaFuncSetSharedMemConfig"},
-     {{"cudaLaunchKernelExC", WhyEx},
-      {"cudaLaunchKernelExC_ptsz", WhyEx},
-      {"cuLaunchKernel", WhyModule},
+     {{"cuLaunchKernel", WhyModule},
       {"cuLaunchKernelEx", WhyModule},
       {"cuLaunchCooperativeKernel", WhyModule},
       {"cudaGraphAddKernelNode", WhyGraph},
@@ -144,6 +150,7 @@ const GpuApi Apis[] = {
       {"hipLaunchKernel_spt", true},
       {"hipLaunchCooperativeKernel", false},
       {"hipLaunchCooperativeKernel_spt", true}},
+     {},
      "hipGetLastError",
      "hipPeekAtLastError",
      "hipGetErrorName",
@@ -375,7 +382,7 @@ void programCalls(CallBase *CB, SmallVectorImpl<Instruction *> &Out, unsigned De
 // uninstrumented, and why.
 void sayUnrouted(Module &M, const GpuApi &Api) {
   for (const GpuUnrouted &U : Api.Unrouted) {
-    Function *F = M.getFunction(U.Name);
+    Function *F = U.Name ? M.getFunction(U.Name) : nullptr;
     if (!F)
       continue;
     for (User *Us : F->users()) {
@@ -397,21 +404,76 @@ void sayUnrouted(Module &M, const GpuApi &Api) {
   }
 }
 
+// The calls of Launch (NumParams parameters, the kernel's handle at
+// HandleAt) to route: constant handles of kernels with twins, and handles
+// that are no constant (the runtime looks their twin up:
+// __nano_gpu_register).
+std::vector<CallInst *> launchCalls(Function *Launch, unsigned NumParams, unsigned HandleAt,
+                                    const DenseMap<Value *, GpuKernel> &Kernels) {
+  std::vector<CallInst *> Calls;
+  for (User *U : Launch->users())
+    if (auto *CI = dyn_cast<CallInst>(U)) {
+      if (CI->getCalledFunction() != Launch || CI->arg_size() != NumParams)
+        continue;
+      Value *Handle = CI->getArgOperand(HandleAt)->stripPointerCasts();
+      if (Kernels.count(Handle) || !isa<Constant>(Handle))
+        Calls.push_back(CI);
+    }
+  return Calls;
+}
+
+// Turns launch call CI into `&Route != null ? Route(Args(then-builder)) : CI`
+// (CI unchanged in the else branch), counting it as a stub's or a call of
+// the program's. Handle: the launched kernel's handle.
+void routeCall(CallInst *CI, Function *Route, FunctionType *RouteTy, Value *Handle,
+               const DenseMap<Value *, GpuKernel> &Kernels,
+               function_ref<SmallVector<Value *, 13>(IRBuilder<> &)> Args) {
+  IRBuilder<> B(CI);
+  Value *Present =
+      B.CreateICmpNE(Route, ConstantPointerNull::get(Route->getType()), "nano.gpu.runtime");
+  Instruction *ThenTerm = nullptr, *ElseTerm = nullptr;
+  SplitBlockAndInsertIfThenElse(Present, CI, &ThenTerm, &ElseTerm);
+  // the launch itself goes to the else block, unchanged
+  nano::compat::moveBefore(CI, ElseTerm);
+  IRBuilder<> TB(ThenTerm);
+  TB.SetCurrentDebugLocation(CI->getDebugLoc());
+  CallInst *Routed = TB.CreateCall(RouteTy, Route, Args(TB), "nano.gpu.launch");
+  BasicBlock *Join = ElseTerm->getSuccessor(0);
+  IRBuilder<> JB(&*Join->getFirstInsertionPt());
+  PHINode *Result = JB.CreatePHI(CI->getType(), 2, "nano.gpu.result");
+  CI->replaceAllUsesWith(Result);
+  Result->addIncoming(TB.CreateZExtOrTrunc(Routed, CI->getType()), ThenTerm->getParent());
+  Result->addIncoming(CI, ElseTerm->getParent());
+  // a kernel's launch stub (<<<>>>, hipLaunchKernelGGL) is there whether
+  // or not the program calls it: counted apart from the program's calls
+  auto Known = Kernels.find(Handle);
+  if (Known != Kernels.end() && CI->getFunction() == stubOf(Known->first))
+    ++NumGpuStubLaunchesRouted;
+  else
+    ++NumGpuCallLaunchesRouted;
+}
+
+// What __nano_gpu_launch(_ex) is told of a kernel handle: its twin's handle,
+// its device name and parameter count, or NULL, NULL, 0 (the runtime looks
+// them up).
+struct RoutedKernel {
+  Value *Twin, *Name;
+  unsigned NumArgs;
+};
+RoutedKernel routedKernel(Value *Handle, const DenseMap<Value *, GpuKernel> &Kernels,
+                          PointerType *Ptr) {
+  auto Known = Kernels.find(Handle->stripPointerCasts());
+  if (Known == Kernels.end())
+    return {ConstantPointerNull::get(Ptr), ConstantPointerNull::get(Ptr), 0};
+  return {Known->second.TwinHandle, Known->second.Name, Known->second.NumArgs};
+}
+
 // Routes the launches of registered kernels through the runtime.
 // Id: the api argument (the API's, with NANO_GPU_PER_THREAD for the
 // per-thread launch call).
 bool routeLaunches(Module &M, int Id, Function *Launch,
                    const DenseMap<Value *, GpuKernel> &Kernels) {
-  // Constant handles of kernels with twins, and handles that are no
-  // constant (the runtime looks their twin up: __nano_gpu_register).
-  std::vector<CallInst *> Calls;
-  for (User *U : Launch->users())
-    if (auto *CI = dyn_cast<CallInst>(U)) {
-      Value *Handle = CI->getArgOperand(0)->stripPointerCasts();
-      if (CI->getCalledFunction() == Launch && CI->arg_size() == 8 &&
-          (Kernels.count(Handle) || !isa<Constant>(Handle)))
-        Calls.push_back(CI);
-    }
+  std::vector<CallInst *> Calls = launchCalls(Launch, 8, 0, Kernels);
   if (Calls.empty())
     return false;
   LLVMContext &Ctx = M.getContext();
@@ -423,40 +485,57 @@ bool routeLaunches(Module &M, int Id, Function *Launch,
   if (!Route)
     return false;
   for (CallInst *CI : Calls) {
-    auto Known = Kernels.find(CI->getArgOperand(0)->stripPointerCasts());
-    Constant *Null = ConstantPointerNull::get(Ptr);
-    Value *TwinArg = Known != Kernels.end() ? Known->second.TwinHandle : Null;
-    Value *NameArg = Known != Kernels.end() ? Known->second.Name : Null;
-    unsigned NumArgs = Known != Kernels.end() ? Known->second.NumArgs : 0;
-    IRBuilder<> B(CI);
-    Value *Present =
-        B.CreateICmpNE(Route, ConstantPointerNull::get(Route->getType()), "nano.gpu.runtime");
-    Instruction *ThenTerm = nullptr, *ElseTerm = nullptr;
-    SplitBlockAndInsertIfThenElse(Present, CI, &ThenTerm, &ElseTerm);
-    // the launch itself goes to the else block, unchanged
-    nano::compat::moveBefore(CI, ElseTerm);
-    IRBuilder<> TB(ThenTerm);
-    TB.SetCurrentDebugLocation(CI->getDebugLoc());
-    auto Arg = [&](unsigned I, Type *Ty) { return TB.CreateZExtOrTrunc(CI->getArgOperand(I), Ty); };
-    Value *Shared = TB.CreateZExtOrTrunc(CI->getArgOperand(6), I64);
-    CallInst *Routed =
-        TB.CreateCall(RouteTy, Route,
-                      {ConstantInt::get(I32, Id), Launch, CI->getArgOperand(0), TwinArg, NameArg,
-                       Arg(1, I64), Arg(2, I32), Arg(3, I64), Arg(4, I32), CI->getArgOperand(5),
-                       ConstantInt::get(I32, NumArgs), Shared, CI->getArgOperand(7)},
-                      "nano.gpu.launch");
-    BasicBlock *Join = ElseTerm->getSuccessor(0);
-    IRBuilder<> JB(&*Join->getFirstInsertionPt());
-    PHINode *Result = JB.CreatePHI(CI->getType(), 2, "nano.gpu.result");
-    CI->replaceAllUsesWith(Result);
-    Result->addIncoming(TB.CreateZExtOrTrunc(Routed, CI->getType()), ThenTerm->getParent());
-    Result->addIncoming(CI, ElseTerm->getParent());
-    // a kernel's launch stub (<<<>>>, hipLaunchKernelGGL) is there whether
-    // or not the program calls it: counted apart from the program's calls
-    if (Known != Kernels.end() && CI->getFunction() == stubOf(Known->first))
-      ++NumGpuStubLaunchesRouted;
-    else
-      ++NumGpuCallLaunchesRouted;
+    RoutedKernel K = routedKernel(CI->getArgOperand(0), Kernels, Ptr);
+    routeCall(CI, Route, RouteTy, CI->getArgOperand(0)->stripPointerCasts(), Kernels,
+              [&](IRBuilder<> &TB) {
+                auto Arg = [&](unsigned I, Type *Ty) {
+                  return TB.CreateZExtOrTrunc(CI->getArgOperand(I), Ty);
+                };
+                return SmallVector<Value *, 13>{ConstantInt::get(I32, Id),
+                                                Launch,
+                                                CI->getArgOperand(0),
+                                                K.Twin,
+                                                K.Name,
+                                                Arg(1, I64),
+                                                Arg(2, I32),
+                                                Arg(3, I64),
+                                                Arg(4, I32),
+                                                CI->getArgOperand(5),
+                                                ConstantInt::get(I32, K.NumArgs),
+                                                Arg(6, I64),
+                                                CI->getArgOperand(7)};
+              });
+  }
+  return true;
+}
+
+// Routes the configured launches (cudaLaunchKernelExC: config, kernel, args)
+// of registered kernels through __nano_gpu_launch_ex.
+bool routeConfiguredLaunches(Module &M, int Id, Function *Launch,
+                             const DenseMap<Value *, GpuKernel> &Kernels) {
+  std::vector<CallInst *> Calls = launchCalls(Launch, 3, 1, Kernels);
+  if (Calls.empty())
+    return false;
+  LLVMContext &Ctx = M.getContext();
+  Type *I32 = Type::getInt32Ty(Ctx);
+  PointerType *Ptr = PointerType::getUnqual(Ctx);
+  FunctionType *RouteTy = FunctionType::get(I32, {I32, Ptr, Ptr, Ptr, Ptr, Ptr, Ptr, I32}, false);
+  Function *Route = runtimeEntry(M, RuntimeLaunchEx, RouteTy);
+  if (!Route)
+    return false;
+  for (CallInst *CI : Calls) {
+    RoutedKernel K = routedKernel(CI->getArgOperand(1), Kernels, Ptr);
+    routeCall(CI, Route, RouteTy, CI->getArgOperand(1)->stripPointerCasts(), Kernels,
+              [&](IRBuilder<> &) {
+                return SmallVector<Value *, 13>{ConstantInt::get(I32, Id),
+                                                Launch,
+                                                CI->getArgOperand(0),
+                                                CI->getArgOperand(1),
+                                                K.Twin,
+                                                K.Name,
+                                                CI->getArgOperand(2),
+                                                ConstantInt::get(I32, K.NumArgs)};
+              });
   }
   return true;
 }
@@ -483,6 +562,11 @@ PreservedAnalyses GpuLaunchPass::run(Module &M, ModuleAnalysisManager &) {
         if (Launch->getFunctionType()->getNumParams() == 8)
           Changed |=
               routeLaunches(M, Api.Id | (L.PerThread ? NANO_GPU_PER_THREAD : 0), Launch, Kernels);
+    for (const GpuLaunchCall &L : Api.ConfiguredLaunches)
+      if (Function *Launch = L.Name ? M.getFunction(L.Name) : nullptr)
+        if (Launch->getFunctionType()->getNumParams() == 3)
+          Changed |= routeConfiguredLaunches(M, Api.Id | (L.PerThread ? NANO_GPU_PER_THREAD : 0),
+                                             Launch, Kernels);
     sayUnrouted(M, Api);
   }
   return Changed ? PreservedAnalyses::none() : PreservedAnalyses::all();

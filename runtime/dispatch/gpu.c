@@ -1425,6 +1425,41 @@ __nano_gpu_launch(int api, nano_gpu_launch_fn launch, const void *kernel, const 
                     block_z, args, nargs, shared, stream);
 }
 
+/* The configured launch running on this thread (__nano_gpu_launch_ex): what
+ * gpu_launch_configured passes on besides grid, block, memory and stream. */
+static __thread const struct nano_gpu_launch_config *gpu_config;
+static __thread nano_gpu_launch_ex_fn gpu_config_launch;
+
+/* The program's configured launch with another kernel and arguments (the
+ * back end's launch function of __nano_gpu_launch_ex). */
+static int gpu_launch_configured(const void *kernel, uint64_t grid_xy, uint32_t grid_z,
+                                 uint64_t block_xy, uint32_t block_z, void **args, size_t shared,
+                                 void *stream) {
+  struct nano_gpu_launch_config c = *gpu_config;
+  c.grid[0] = (uint32_t)grid_xy, c.grid[1] = (uint32_t)(grid_xy >> 32), c.grid[2] = grid_z;
+  c.block[0] = (uint32_t)block_xy, c.block[1] = (uint32_t)(block_xy >> 32), c.block[2] = block_z;
+  c.shared = shared;
+  c.stream = stream;
+  return gpu_config_launch(&c, kernel, args);
+}
+
+__attribute__((visibility("default"))) int
+__nano_gpu_launch_ex(int api, nano_gpu_launch_ex_fn launch,
+                     const struct nano_gpu_launch_config *config, const void *kernel,
+                     const void *twin, const char *name, void **args, uint32_t nargs) {
+  const struct nano_gpu_launch_config *outer = gpu_config;
+  nano_gpu_launch_ex_fn outer_launch = gpu_config_launch;
+  gpu_config = config;
+  gpu_config_launch = launch;
+  int rc = gpu_launch(api & ~GPU_DRIVER, gpu_launch_configured, kernel, twin, name, NULL,
+                      config->grid[0] | (uint64_t)config->grid[1] << 32, config->grid[2],
+                      config->block[0] | (uint64_t)config->block[1] << 32, config->block[2], args,
+                      nargs, config->shared, config->stream);
+  gpu_config = outer;
+  gpu_config_launch = outer_launch;
+  return rc;
+}
+
 /* AMD: 128-byte lines (64 on gfx900/906/908), no sectors. */
 #define GPU_AMD_LINE_BYTES 128
 #define GPU_AMD_LINE_BYTES_GFX9_EARLY 64

@@ -78,6 +78,10 @@ elif sample == "bank":
 elif sample == "atomics":
     atomic = at("atomic")
     expect(len(atomic) == 1 and atomic[0]["accesses"] == 1 << 16, "one atomic location, 65536 accesses")
+elif sample == "clusterex":
+    atomic = at("atomic")
+    expect(len(dispatches) == 1, f"one instrumented dispatch (the twin of a cluster launch), got {len(dispatches)}")
+    expect(len(atomic) == 1 and atomic[0]["accesses"] == 8 * 64, "one atomic location, one access per thread (512)")
 elif sample == "devfunc":
     fetch = [m for m in memory if m["function"] == "_Z5fetchPKfi" and m["kind"] == "load"]
     expect(len(fetch) == 1 and fetch[0]["accesses"] == 1 << 16, "the load in fetch(), at its own line, 65536 accesses")

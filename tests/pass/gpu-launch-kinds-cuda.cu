@@ -1,10 +1,12 @@
 // Every launch API is routed or said (LLVM 22, CUDA host side): a cooperative
 // launch goes to the runtime through cudaLaunchCooperativeKernel itself (the
-// twin launches cooperatively); cudaLaunchKernelEx, a driver launch of a
-// function looked up in a module, and a kernel node added to a graph by hand
-// are not routed, and the compile says so at each call, with why. The
-// statistics count the kernels' stubs apart from the program's own calls, and
-// the calls not routed.
+// twin launches cooperatively); cudaLaunchKernelEx's template calls
+// cudaLaunchKernelExC with its kernel parameter, routed through
+// __nano_gpu_launch_ex with the configuration (the runtime looks the twin
+// up); a driver launch of a function looked up in a module and a kernel node
+// added to a graph by hand are not routed, and the compile says so at each
+// call, with why. The statistics count the kernels' stubs apart from the
+// program's own calls, and the calls not routed.
 // REQUIRES: cuda
 // RUN: rm -rf %t && mkdir -p %t && echo fatbin > %t/fatbin
 // RUN: %clangxx_nano -x cuda --cuda-host-only --cuda-gpu-arch=sm_90 --cuda-path=/usr/local/cuda -Wno-unknown-cuda-version -O0 -g -S -emit-llvm -Xclang -fcuda-include-gpubinary -Xclang %t/fatbin %s -o %t/kinds.ll -save-stats=obj 2> %t/err
@@ -40,11 +42,16 @@ int run(int *p, cudaStream_t s, CUfunction f, cudaGraph_t g) {
 // CHECK: call i32 @__nano_gpu_launch(i32 1, ptr @cudaLaunchCooperativeKernel, ptr @_Z19__device_stub__coopPi, ptr @nano.twin.handle._Z4coopPi,
 // CHECK: call i32 @cudaLaunchCooperativeKernel(ptr noundef @_Z19__device_stub__coopPi,
 
-// SAID-DAG: gpu-launch-kinds-cuda.cu:27: cudaLaunchKernelExC is not routed: its kernels run uninstrumented (its launch attributes (clusters, ...) are not mirrored to twins yet)
-// SAID-DAG: gpu-launch-kinds-cuda.cu:28: cuLaunchKernel is not routed: its kernels run uninstrumented (it launches a function looked up in a module at run time, whose twin the runtime does not look up yet)
-// SAID-DAG: gpu-launch-kinds-cuda.cu:35: cudaGraphAddKernelNode is not routed: its kernels run uninstrumented (kernel nodes of graphs built by hand are not given twins yet (launches captured into graphs are))
+// CHECK-LABEL: define internal {{.*}}cudaLaunchKernelEx
+// CHECK: call i32 @__nano_gpu_launch_ex(i32 1, ptr @cudaLaunchKernelExC, ptr %{{[0-9]+}}, ptr %{{[0-9]+}}, ptr null, ptr null, ptr %{{[0-9]+}}, i32 0)
+// CHECK: call i32 @cudaLaunchKernelExC(
 
-// three stubs (coop, ex, unused), whether called or not; one call of the program
+// SAID-NOT: cudaLaunchKernelExC is not routed
+// SAID-DAG: gpu-launch-kinds-cuda.cu:30: cuLaunchKernel is not routed: its kernels run uninstrumented (it launches a function looked up in a module at run time, whose twin the runtime does not look up yet)
+// SAID-DAG: gpu-launch-kinds-cuda.cu:37: cudaGraphAddKernelNode is not routed: its kernels run uninstrumented (kernel nodes of graphs built by hand are not given twins yet (launches captured into graphs are))
+
+// three stubs (coop, ex, unused), whether called or not; two calls of the
+// program's (the cooperative launch, cudaLaunchKernelEx's)
 // STATS-DAG: "nano-gpu-launch.NumGpuStubLaunchesRouted": 3
-// STATS-DAG: "nano-gpu-launch.NumGpuCallLaunchesRouted": 1
-// STATS-DAG: "nano-gpu-launch.NumGpuLaunchesNotRouted": 3
+// STATS-DAG: "nano-gpu-launch.NumGpuCallLaunchesRouted": 2
+// STATS-DAG: "nano-gpu-launch.NumGpuLaunchesNotRouted": 2

@@ -10,7 +10,8 @@
  * the application's __device__ variables. It then routes every launch of such
  * a kernel (cudaLaunchKernel / hipLaunchKernel or their per-thread-stream
  * variants with the kernel's host handle: <<<>>>, the launch API called
- * directly, hipLaunchKernelGGL) through __nano_gpu_launch when that symbol is
+ * directly, hipLaunchKernelGGL; cudaLaunchKernelExC through
+ * __nano_gpu_launch_ex) through __nano_gpu_launch when that symbol is
  * present (it is declared weak):
  *
  *   __nano_gpu_launch ? __nano_gpu_launch(api, cudaLaunchKernel, kernel, twin, "name",
@@ -68,6 +69,31 @@ typedef int (*nano_gpu_launch_fn)(const void *kernel, uint64_t grid_xy, uint32_t
 int __nano_gpu_launch(int api, nano_gpu_launch_fn launch, const void *kernel, const void *twin,
                       const char *name, uint64_t grid_xy, uint32_t grid_z, uint64_t block_xy,
                       uint32_t block_z, void **args, uint32_t nargs, size_t shared, void *stream);
+
+/* cudaLaunchConfig_t (CUDA 11.8+), as the runtime reads it: grid and block
+ * (dim3 each), dynamic shared memory bytes, the stream, and the launch
+ * attributes (clusters, priorities, ...), passed on as they are. */
+struct nano_gpu_launch_config {
+  uint32_t grid[3], block[3];
+  size_t shared;
+  void *stream;
+  void *attrs;
+  uint32_t nattrs;
+};
+
+/* cudaLaunchKernelExC (and its _ptsz variant). */
+typedef int (*nano_gpu_launch_ex_fn)(const struct nano_gpu_launch_config *config,
+                                     const void *kernel, void **args);
+
+/*
+ * The launch of a kernel with a configuration (cudaLaunchKernelExC, which
+ * cudaLaunchKernelEx's C++ templates call): as __nano_gpu_launch, the twin
+ * launched through `launch` with the program's configuration (attributes
+ * included) but for one more argument, or the original as it was called.
+ */
+int __nano_gpu_launch_ex(int api, nano_gpu_launch_ex_fn launch,
+                         const struct nano_gpu_launch_config *config, const void *kernel,
+                         const void *twin, const char *name, void **args, uint32_t nargs);
 
 /* kernel, twin: host handles; name: the kernel's device name; nargs: its
  * parameter count. Registers the pair for launches through a non-constant

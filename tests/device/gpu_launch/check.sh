@@ -19,6 +19,8 @@
 #     never launched outside a graph is captured as the original; a small ring
 #     still accounts for every record (drained or dropped); a twin on one
 #     stream ends and is reported while one on another is held (held.cu);
+#     cudaLaunchKernelEx (ex.cu) launches the twin with the program's
+#     configuration, its cluster attribute included;
 #   - CUDA traced through CUPTI (the stand-in's, fake_cupti.c, loaded by the
 #     stand-in driver from CUDA_INJECTION64_PATH, which the preloaded tracer
 #     sets): runtime calls as API rows (not the driver calls inside them),
@@ -306,6 +308,24 @@ grep -qx "primary context retained, device 1" lazydev.out && ! grep -q "device 0
   fail "lazydev: device 1's primary context, not device 0's ($(cat lazydev.out))"
 [ "$(query lazydev.rpd "select kernel, device, records from nano_dispatch")" = "_Z5otherPi 1 32" ] ||
   fail "lazydev: the dispatch on device 1 ($(query lazydev.rpd "select kernel, device, records from nano_dispatch"))"
+
+# cudaLaunchKernelEx with a cluster attribute: routed (its template's
+# cudaLaunchKernelExC), the twin launched with the program's configuration
+cuda_program ex
+./ex >ex_plain.out || fail "ex: the program failed"
+grep -qx "ex launch 0 p 1" ex_plain.out || fail "ex without the runtime: $(cat ex_plain.out)"
+grep -qx "configured launch of _Z5otherPi: 1 attributes, cluster 2 1 1" ex_plain.out ||
+  fail "ex: the program's configured launch ($(cat ex_plain.out))"
+env RPDT_FILENAME=ex.rpd NANO_INSTRUMENT=1 NANO_ANALYZERS=none LD_PRELOAD="$rpd" ./ex \
+  >ex.out 2>ex.err || fail "ex: $(cat ex.err)"
+grep -qx "ex launch 0 p 1" ex.out || fail "ex instrumented: $(cat ex.out)"
+grep -qx "configured launch of __nano_twin__Z5otherPiPv: 1 attributes, cluster 2 1 1" ex.out ||
+  fail "ex: the twin launched with the program's configuration ($(cat ex.out))"
+grep -qx "launch __nano_twin__Z5otherPiPv grid 4 1 1 block 32 1 1 shared 0 stream (nil)" ex.out &&
+  ! grep -q "launch _Z5otherPi " ex.out || fail "ex: the twin alone, with the launch's shape ($(cat ex.out))"
+# the emulated kernel: one record per thread, 4 blocks of 32
+[ "$(query ex.rpd "select kernel, records from nano_dispatch")" = "_Z5otherPi $((4 * 32))" ] ||
+  fail "ex: one dispatch, every thread's store ($(query ex.rpd "select kernel, records from nano_dispatch"))"
 
 # a twin whose end cannot be confirmed: its buffer is held until the device
 # is done with it, never handed to the next launch while the twin may write it

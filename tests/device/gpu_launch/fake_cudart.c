@@ -734,6 +734,42 @@ int cudaLaunchKernel(const void *func, struct dim3 grid, struct dim3 block, void
   return rc;
 }
 
+/* cudaLaunchConfig_t and the start of a cudaLaunchAttribute (its id, then
+ * its value: a cluster's dimensions for cudaLaunchAttributeClusterDimension). */
+struct fake_config {
+  struct dim3 grid, block;
+  size_t shared;
+  void *stream;
+  const struct fake_attr {
+    int id;
+    char pad[4];
+    unsigned value[3];
+  } *attrs;
+  unsigned nattrs;
+};
+#define FAKE_ATTR_CLUSTER 4
+/* cudaLaunchKernelEx's (through its C++ templates): said with its attributes
+ * (a cluster's dimensions must divide the grid's, as CUDA requires), then
+ * launched as any other. */
+int cudaLaunchKernelExC(const struct fake_config *c, const void *func, void **args) {
+  if (c->nattrs && !c->attrs)
+    return 1; /* cudaErrorInvalidValue */
+  int i = fake_kernel_index(func);
+  printf("configured launch of %s: %u attributes", i < 0 ? "an unregistered handle" : fake_kernels[i].name,
+         c->nattrs);
+  for (unsigned a = 0; a < c->nattrs; a++)
+    if (c->attrs[a].id == FAKE_ATTR_CLUSTER) {
+      const unsigned *d = c->attrs[a].value;
+      printf(", cluster %u %u %u", d[0], d[1], d[2]);
+      if (!d[0] || !d[1] || !d[2] || c->grid.x % d[0] || c->grid.y % d[1] || c->grid.z % d[2]) {
+        printf(": refused, not a divisor of the grid\n");
+        return 1;
+      }
+    }
+  printf("\n");
+  return cudaLaunchKernel(func, c->grid, c->block, args, c->shared, c->stream);
+}
+
 /* A cooperative launch: said, then launched as any other (the stand-in's
  * device runs a grid's blocks one after another, all of them resident). */
 int cudaLaunchCooperativeKernel(const void *func, struct dim3 grid, struct dim3 block,
