@@ -10,7 +10,10 @@
 #                    R=35 on an H100, 106 ms at R=350 (85 ms on an H200), where
 #                    one instrumented run takes minutes): instrumented (none; MemoryAnalysis)
 #                    over plain, and records drained per second (nano_dispatch).
-#   tracing          cudaStreamQuery and empty launches: traced (CUPTI) over plain.
+#   tracing          cudaStreamQuery and empty launches: traced (CUPTI) over plain;
+#                    empty launches through the kernel cache's driver hook
+#                    (libnano_cudahook.so, not instrumenting: what every launch
+#                    of `nanoprobe run -c` pays) over plain.
 #   drain threads    (group "drain", not run by default) two triads at once
 #                    on two streams, instrumented: NANO_DRAIN_THREADS=4 over 1.
 # usage: bench/gpu/run.sh OUT [WORK]
@@ -33,6 +36,7 @@ variant() {
   case $1 in
   plain) echo "NANO_CUPTI=0" ;;
   traced) echo "LD_PRELOAD=$rpd RPDT_FILENAME=$work/traced.rpd" ;;
+  hooked) echo "LD_PRELOAD=$out/lib/libnano_cudahook.so:$rpd NANO_CUPTI=0 NANO_KERNEL_CACHE=$out/cache RPDT_FILENAME=$work/hooked.rpd" ;;
   inst_none) echo "LD_PRELOAD=$rpd NANO_CUPTI=0 RPDT_FILENAME=$work/inst.rpd NANO_INSTRUMENT=1 NANO_ANALYZERS=none" ;;
   inst_hostfn) echo "LD_PRELOAD=$rpd NANO_CUPTI=0 RPDT_FILENAME=$work/inst.rpd NANO_INSTRUMENT=1 NANO_ANALYZERS=none NANO_GPU_END=hostfn" ;;
   inst_memory) echo "LD_PRELOAD=$rpd NANO_CUPTI=0 RPDT_FILENAME=$work/inst.rpd NANO_INSTRUMENT=1 NANO_ANALYZERS=MemoryAnalysis NANO_ANALYZER_OUTPUT=/dev/null" ;;
@@ -85,7 +89,7 @@ wanted() { [[ $figures == *" $1 "* ]]; }
 # the long one last, so that a session cut short has the others
 if wanted tiny; then ratios tiny 2000 plain inst_none inst_hostfn inst_memory; fi
 if wanted api; then ratios api 200000 plain traced; fi
-if wanted launch; then ratios launch 100000 plain traced; fi
+if wanted launch; then ratios launch 100000 plain traced hooked; fi
 if wanted drain; then ratios membound2 "$passes" inst_none inst_drain4; fi
 wanted membound || exit 0
 # shellcheck disable=SC2086 # a list of variants
