@@ -1,10 +1,16 @@
 /*
- * analysis_bench.c: `analysis_bench RPD TRACE REPEATS`: times one ordered
- * read of the calls (the baseline: SELECT id, pid, tid, start, end FROM
- * rocpd_api ORDER BY pid, tid, start, stepping every row) and `RPD callstack`
- * on fresh copies of TRACE, REPEATS times each, and prints the best wall and
- * CPU times and their ratios (CPU time is the steadier figure on a shared
- * machine). Exit 0, or 1 with a message.
+ * analysis_bench.c: `analysis_bench RPD TRACE REPEATS`: times, interleaved,
+ * REPEATS times each on fresh copies of TRACE:
+ *   read      one ordered read of the calls (SELECT id, pid, tid, start, end
+ *             FROM rocpd_api ORDER BY pid, tid, start, stepping every row);
+ *   floor     that read, then the rows `rpd callstack` writes, inserted into
+ *             a table of ext_callstack's schema through a prepared 200-row
+ *             INSERT in one transaction, committed: what any implementation
+ *             that reads the calls and writes rocmProfileData's table pays;
+ *   callstack `RPD callstack`;
+ * and prints the best and median wall and CPU times and the ratios of
+ * callstack to read and to floor (CPU time is the steadier figure on a
+ * shared machine). Exit 0, or 1 with a message.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -108,6 +114,104 @@ static double ab_callstack(const char *rpd, const char *path, double *cpu) {
   return t;
 }
 
+/* The rows `rpd callstack` wrote into path's ext_callstack (parent, child,
+ * depth, cpu_time, gpu_time), *n of them; NULL on failure. */
+static long long *ab_rows_of(const char *path, size_t *n) {
+  sqlite3 *db = NULL;
+  sqlite3_stmt *st = NULL;
+  long long *rows = NULL;
+  size_t cap = 0;
+  *n = 0;
+  if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK ||
+      sqlite3_prepare_v2(db,
+                         "SELECT parent_id, child_id, depth, cpu_time, gpu_time FROM "
+                         "ext_callstack",
+                         -1, &st, NULL) != SQLITE_OK) {
+    fprintf(stderr, "analysis_bench: %s: %s\n", path, sqlite3_errmsg(db));
+    sqlite3_close(db);
+    return NULL;
+  }
+  int rc;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    if (*n == cap) {
+      long long *grown = realloc(rows, (cap = cap ? 2 * cap : 1 << 16) * 5 * sizeof *rows);
+      if (!grown)
+        break;
+      rows = grown;
+    }
+    for (int i = 0; i < 5; i++)
+      rows[*n * 5 + i] = sqlite3_column_int64(st, i);
+    (*n)++;
+  }
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  if (rc != SQLITE_DONE) {
+    fprintf(stderr, "analysis_bench: reading ext_callstack of %s failed\n", path);
+    free(rows);
+    return NULL;
+  }
+  return rows;
+}
+
+/* Rows per INSERT of the floor, as rpd callstack batches them. */
+#define AB_BATCH 200
+
+/* The floor (file comment) on path, a fresh copy of the trace: seconds or
+ * -1; *cpu gets its CPU seconds. */
+static double ab_floor(const char *path, const long long *rows, size_t n, double *cpu) {
+  long read_rows;
+  double rcpu, c0 = ab_cpu(RUSAGE_SELF), t0 = ab_now();
+  if (ab_read(path, &read_rows, &rcpu) < 0)
+    return -1;
+  sqlite3 *db = NULL;
+  sqlite3_stmt *st = NULL;
+  char sql[64 + AB_BATCH * 12] =
+      "INSERT INTO floor_rows(parent_id, child_id, depth, cpu_time, gpu_time) VALUES ";
+  for (int r = 0; r < AB_BATCH; r++)
+    strcat(sql, r ? ",(?,?,?,?,?)" : "(?,?,?,?,?)");
+  int rc = sqlite3_open(path, &db);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_exec(db,
+                      "PRAGMA cache_size=-131072; BEGIN IMMEDIATE; CREATE TABLE floor_rows(id "
+                      "integer NOT NULL PRIMARY KEY AUTOINCREMENT, parent_id integer NOT NULL, "
+                      "child_id integer NOT NULL, depth integer NOT NULL, cpu_time integer NOT "
+                      "NULL DEFAULT 0, gpu_time integer NOT NULL DEFAULT 0)",
+                      NULL, NULL, NULL);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+  /* whole batches: the last, partial one (under AB_BATCH rows) is left out */
+  for (size_t i = 0; rc == SQLITE_OK && i + AB_BATCH <= n; i += AB_BATCH) {
+    for (int k = 0; k < 5 * AB_BATCH && rc == SQLITE_OK; k++)
+      rc = sqlite3_bind_int64(st, k + 1, rows[i * 5 + k]);
+    if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_DONE)
+      rc = SQLITE_OK;
+    sqlite3_reset(st);
+  }
+  sqlite3_finalize(st);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+  if (rc != SQLITE_OK)
+    fprintf(stderr, "analysis_bench: the floor's insert into %s failed: %s\n", path,
+            sqlite3_errmsg(db));
+  sqlite3_close(db);
+  *cpu = ab_cpu(RUSAGE_SELF) - c0;
+  return rc == SQLITE_OK ? ab_now() - t0 : -1;
+}
+
+static int ab_cmp(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* The best (lowest) and the median of n figures (sorted in place). */
+static void ab_stats(double *v, int n, double *best, double *median) {
+  qsort(v, (size_t)n, sizeof *v, ab_cmp);
+  *best = v[0];
+  *median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+#define AB_MAX_REPEATS 64
+
 int main(int argc, char **argv) {
   if (argc != 4) {
     fprintf(stderr, "usage: analysis_bench RPD TRACE REPEATS\n");
@@ -115,48 +219,44 @@ int main(int argc, char **argv) {
   }
   const char *rpd = argv[1], *trace = argv[2];
   int reps = atoi(argv[3]);
-  if (reps < 1)
-    reps = 1;
+  reps = reps < 1 ? 1 : reps > AB_MAX_REPEATS ? AB_MAX_REPEATS : reps;
   char copy[4096];
   snprintf(copy, sizeof copy, "%s.bench-copy", trace);
-  double best_read = 1e30, best_cs = 1e30, cpu_read = 1e30, cpu_cs = 1e30, cpu;
+  double cpu, wall[3][AB_MAX_REPEATS], cpus[3][AB_MAX_REPEATS]; /* read, floor, callstack */
   long rows = 0;
+  /* the rows the floor writes: those of one callstack run */
+  size_t nrows = 0;
+  long long *cs = NULL;
+  if (ab_copy(trace, copy) != 0 || ab_callstack(rpd, copy, &cpu) < 0 ||
+      !(cs = ab_rows_of(copy, &nrows))) {
+    fprintf(stderr, "analysis_bench: cannot make the floor's rows from %s\n", trace);
+    return 1;
+  }
   for (int r = 0; r < reps; r++) {
-    double t = ab_read(trace, &rows, &cpu);
-    if (t < 0)
-      return 1;
-    if (t < best_read)
-      best_read = t;
-    if (cpu < cpu_read)
-      cpu_read = cpu;
-    if (ab_copy(trace, copy) != 0) {
-      fprintf(stderr, "analysis_bench: cannot copy %s\n", trace);
+    if ((wall[0][r] = ab_read(trace, &rows, &cpus[0][r])) < 0 || ab_copy(trace, copy) != 0 ||
+        (wall[1][r] = ab_floor(copy, cs, nrows, &cpus[1][r])) < 0 || ab_copy(trace, copy) != 0 ||
+        (wall[2][r] = ab_callstack(rpd, copy, &cpus[2][r])) < 0) {
+      fprintf(stderr, "analysis_bench: round %d failed\n", r + 1);
       return 1;
     }
-    t = ab_callstack(rpd, copy, &cpu);
-    if (t < 0)
-      return 1;
-    if (t < best_cs)
-      best_cs = t;
-    if (cpu < cpu_cs)
-      cpu_cs = cpu;
   }
-  sqlite3 *db = NULL;
-  sqlite3_stmt *st = NULL;
-  long long cs_rows = -1;
-  if (sqlite3_open_v2(copy, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
-      sqlite3_prepare_v2(db, "SELECT count(*) FROM ext_callstack", -1, &st, NULL) == SQLITE_OK &&
-      sqlite3_step(st) == SQLITE_ROW)
-    cs_rows = sqlite3_column_int64(st, 0);
-  sqlite3_finalize(st);
-  sqlite3_close(db);
+  free(cs);
   unlink(copy);
+  double best[3], median[3], cbest[3], cmedian[3];
+  for (int i = 0; i < 3; i++) {
+    ab_stats(wall[i], reps, &best[i], &median[i]);
+    ab_stats(cpus[i], reps, &cbest[i], &cmedian[i]);
+  }
   printf("calls in trace:                 %ld\n", rows);
-  printf("ext_callstack rows written:     %lld\n", cs_rows);
-  printf("baseline ordered read (best):   %.3f s\n", best_read);
-  printf("rpd callstack (best of %d):      %.3f s\n", reps, best_cs);
-  printf("ratio callstack / read:         %.2fx wall (target <= 5x)\n", best_cs / best_read);
-  printf("CPU (user+sys), best:           read %.3f s, callstack %.3f s: %.2fx\n", cpu_read, cpu_cs,
-         cpu_cs / cpu_read);
+  printf("ext_callstack rows written:     %zu\n", nrows);
+  printf("(%d interleaved rounds)          best / median wall, best / median CPU\n", reps);
+  static const char *const what[3] = {"ordered read", "floor (read + write)", "rpd callstack"};
+  for (int i = 0; i < 3; i++)
+    printf("%-31s %.3f / %.3f s, %.3f / %.3f s\n", what[i], best[i], median[i], cbest[i],
+           cmedian[i]);
+  printf("callstack / read:               %.2fx / %.2fx wall, %.2fx / %.2fx CPU\n",
+         best[2] / best[0], median[2] / median[0], cbest[2] / cbest[0], cmedian[2] / cmedian[0]);
+  printf("callstack / floor:              %.2fx / %.2fx wall, %.2fx / %.2fx CPU\n",
+         best[2] / best[1], median[2] / median[1], cbest[2] / cbest[1], cmedian[2] / cmedian[1]);
   return 0;
 }

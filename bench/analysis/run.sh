@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Benchmark of `rpd callstack`: writes a trace of 10^6 calls on 8 threads
 # through the tracer, then prints the time of `rpd callstack` as a ratio to
-# one ordered read of the same rows (same run, best of 3).
+# one ordered read of the same rows and to the floor (that read plus the
+# insert of the rows callstack writes), interleaved rounds, best and median
+# (analysis_bench.c).
 # usage: bench/analysis/run.sh [BUILD_DIR] (default ./build)
-# BENCH_CALLS / BENCH_THREADS change the size.
+# BENCH_CALLS / BENCH_THREADS change the size, BENCH_REPEATS the rounds (5).
 set -euo pipefail
 build=$(cd "${1:-build}" && pwd)
 calls=${BENCH_CALLS:-1000000}
@@ -20,4 +22,4 @@ t0=$(date +%s.%N)
 RPDT_AUTOSTART=0 "$gen" "$work/bench.rpd" "$calls" "$threads"
 t1=$(date +%s.%N)
 echo "trace of $calls calls on $threads threads written in $(echo "$t1 - $t0" | bc) s ($(du -h "$work/bench.rpd" | cut -f1))"
-"$bench" "$rpd" "$work/bench.rpd" 3
+"$bench" "$rpd" "$work/bench.rpd" "${BENCH_REPEATS:-5}"

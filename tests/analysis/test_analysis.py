@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import pty
+import random
 import re
 import select
 import shutil
@@ -244,6 +245,46 @@ def case_callstack_v2():
     assert q(out, "SELECT domain, count(*) FROM api GROUP BY domain ORDER BY domain") == \
         [("", 4), ("UserMarker", 4)]
     assert q(out, "SELECT args FROM api WHERE apiName = 'hipMemcpy'") == [("dst = 0x1 | src = 0x2",)]
+
+
+def case_callstack_order():
+    """The walk's order (threads by pid then tid, calls by start, longer
+    first, then id) on calls stored in no order: many threads, 64-bit and
+    negative pids and tids, negative times, calls that share their start,
+    identical intervals. Every row equals the O(n^2) reference."""
+    path = os.path.join(WORK, "order.rpd")
+    if os.path.exists(path):
+        os.unlink(path)
+    rnd = random.Random(7)
+    calls = []
+    threads = [(1, 1), (1, 2), (2, 1), (-5, 3), (9, 2**40 + 7), (2**62, -4), (7, 123456789)]
+    for pid, tid in threads:
+        first = len(calls)
+
+        def tree(start, end, depth):
+            """Nested calls inside [start, end]: siblings in sequence."""
+            t = start
+            while t < end and len(calls) - first < 500:
+                length = rnd.randint(0, max(0, (end - t) // 2))
+                calls.append((pid, tid, t, t + length))
+                if rnd.random() < 0.2:  # one sharing its start, shorter, or the same interval
+                    calls.append((pid, tid, t, t + rnd.choice([length, length // 2])))
+                if depth < 6 and length > 4:
+                    tree(t, t + length, depth + 1)
+                t += length + rnd.randint(0, 3)
+        tree(rnd.randint(-10**12, 10**12), 10**12 + 10**6, 0)
+    rnd.shuffle(calls)
+    db = sqlite3.connect(path)
+    db.executescript(V2_SCHEMA)
+    db.execute("INSERT INTO rocpd_string(string) VALUES ('')")
+    db.executemany("INSERT INTO rocpd_api(pid, tid, start, end, apiName_id, args_id) "
+                   "VALUES (?, ?, ?, ?, 1, 1)", calls)
+    db.commit()
+    db.close()
+    run("callstack", path)
+    got = set(q(path, "SELECT parent_id, child_id, depth, cpu_time, gpu_time FROM ext_callstack"))
+    want = reference_callstack(path)
+    assert len(want) > len(calls) and got == want, (len(got), len(want), sorted(got ^ want)[:5])
 
 
 def case_graph():

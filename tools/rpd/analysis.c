@@ -16,6 +16,7 @@
 #include "analysis.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -347,8 +348,8 @@ struct an_call {
 
 /* The walk's source of calls in (pid, tid, start, end desc, id) order: an
  * array sorted in memory for traces up to AN_SORT_MAX calls (a scan in rowid
- * order plus qsort is several times faster than SQLite's sorter), SQLite's
- * ORDER BY (which spills to disk) beyond. */
+ * order plus radix passes, an_sort, is several times faster than SQLite's
+ * sorter), SQLite's ORDER BY (which spills to disk) beyond. */
 #define AN_SORT_MAX 8000000
 struct an_src {
   sqlite3_stmt *st;
@@ -371,6 +372,90 @@ static int an_call_cmp(const void *pa, const void *pb) {
   if (a->end != b->end)
     return a->end > b->end ? -1 : 1;
   return a->id < b->id ? -1 : a->id > b->id;
+}
+
+/* ---- the walk's order in memory: radix passes instead of qsort's compares ---- */
+
+/* Bits of one radix pass (2^11 counters: they stay in L1). */
+#define AN_RADIX_BITS 11
+#define AN_RADIX_SIZE (1u << AN_RADIX_BITS)
+
+/* A row's sort key and its index in the rows. */
+struct an_key {
+  uint64_t key;
+  uint32_t row;
+};
+
+/* Sorts n keys by key, stably, LSD radix over the bits the keys use;
+ * tmp holds n more. The sorted keys are in *keys afterwards. */
+static void an_radix(struct an_key **keys, struct an_key **tmp, size_t n) {
+  uint64_t any = 0;
+  for (size_t i = 0; i < n; i++)
+    any |= (*keys)[i].key;
+  for (unsigned shift = 0; shift < 64 && (any >> shift); shift += AN_RADIX_BITS) {
+    size_t count[AN_RADIX_SIZE + 1] = {0};
+    for (size_t i = 0; i < n; i++)
+      count[((*keys)[i].key >> shift & (AN_RADIX_SIZE - 1)) + 1]++;
+    for (unsigned d = 0; d < AN_RADIX_SIZE; d++)
+      count[d + 1] += count[d];
+    for (size_t i = 0; i < n; i++)
+      (*tmp)[count[(*keys)[i].key >> shift & (AN_RADIX_SIZE - 1)]++] = (*keys)[i];
+    struct an_key *t = *keys;
+    *keys = *tmp;
+    *tmp = t;
+  }
+}
+
+/* The key of each of k's rows: its int64_t at byte `field` of struct
+ * an_call, as an offset from the least (negative values sort first, small
+ * ranges take few passes). */
+static void an_keys(struct an_key *k, const struct an_call *rows, size_t n, size_t field) {
+#define AN_FIELD(i) (*(const int64_t *)((const char *)&rows[k[i].row] + field))
+  int64_t least = AN_FIELD(0);
+  for (size_t i = 1; i < n; i++)
+    least = AN_FIELD(i) < least ? AN_FIELD(i) : least;
+  for (size_t i = 0; i < n; i++)
+    k[i].key = (uint64_t)AN_FIELD(i) - (uint64_t)least;
+#undef AN_FIELD
+}
+
+static int an_call_cmp(const void *pa, const void *pb);
+
+/* Sorts rows into an_call_cmp's order with stable radix passes, least
+ * significant criterion first: start, tid, pid (rows come in id order);
+ * then each run of one thread's equal starts by the full order (end
+ * descending, id). 0, or -1 when out of memory (rows untouched). */
+static int an_sort(struct an_call *rows, size_t n) {
+  if (n > UINT32_MAX)
+    return -1;
+  struct an_key *k = malloc(n * sizeof *k), *t = malloc(n * sizeof *t);
+  struct an_call *out = malloc(n * sizeof *out);
+  int ok = k && t && out;
+  if (ok) {
+    struct an_key *sorted = k, *spare = t;
+    for (size_t i = 0; i < n; i++)
+      sorted[i].row = (uint32_t)i;
+    static const size_t fields[] = {offsetof(struct an_call, start), offsetof(struct an_call, tid),
+                                    offsetof(struct an_call, pid)};
+    for (size_t f = 0; f < sizeof fields / sizeof *fields; f++) {
+      an_keys(sorted, rows, n, fields[f]);
+      an_radix(&sorted, &spare, n);
+    }
+    for (size_t i = 0; i < n; i++)
+      out[i] = rows[sorted[i].row];
+    memcpy(rows, out, n * sizeof *rows);
+    for (size_t i = 1, run = 0; i <= n; i++)
+      if (i == n || rows[i].pid != rows[run].pid || rows[i].tid != rows[run].tid ||
+          rows[i].start != rows[run].start) {
+        if (i - run > 1)
+          qsort(rows + run, i - run, sizeof *rows, an_call_cmp);
+        run = i;
+      }
+  }
+  free(k);
+  free(t);
+  free(out);
+  return ok ? 0 : -1;
 }
 
 /* Copies the current row of st into *c. */
@@ -423,8 +508,8 @@ static int an_src_open(sqlite3 *db, int64_t total, struct an_src *s, struct rpdt
   sqlite3_finalize(st);
   if (rc != SQLITE_DONE)
     return -1;
-  if (s->n)
-    qsort(s->rows, s->n, sizeof *s->rows, an_call_cmp);
+  if (s->n && an_sort(s->rows, s->n) != 0)
+    qsort(s->rows, s->n, sizeof *s->rows, an_call_cmp); /* no memory for the passes */
   return 0;
 }
 
