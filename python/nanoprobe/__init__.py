@@ -128,12 +128,15 @@ class Tracer:
 
 def _env_flag(name):
     """The boolean value of $name ("1", "true", "yes", "on" or the opposite,
-    in any case); anything else gets one warning on stderr and False, as in
-    the C runtime (nano/settings.h)."""
-    value = os.environ.get(name, "")
+    in any case; unset: False); anything else, an empty value too, gets one
+    warning on stderr and False, as in the C runtime (nano/settings.h,
+    docs/ENVIRONMENT.md: an empty value is a value, never a silent unset)."""
+    value = os.environ.get(name)
+    if value is None:
+        return False
     if value.lower() in ("1", "true", "yes", "on"):
         return True
-    if value.lower() in ("", "0", "false", "no", "off"):
+    if value.lower() in ("0", "false", "no", "off"):
         return False
     sys.stderr.write("nanoprobe: %s=%s: expected 1/0, on/off, true/false or yes/no; "
                      "taken as off\n" % (name, value))

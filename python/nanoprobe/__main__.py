@@ -223,6 +223,9 @@ def main(argv=None):
             return 2
         Tracer.set_filename(options.output, append=options.append)
     elif not os.environ.get("RPDT_FILENAME"):
+        if "RPDT_FILENAME" in os.environ:  # an empty value is said, never silent
+            sys.stderr.write("python -m nanoprobe: RPDT_FILENAME is set but empty: its default "
+                             "(trace.rpd) is used\n")
         Tracer.set_filename("trace.rpd", append=options.append)
     if options.min_duration is not None:
         if not _duration_valid(options.min_duration):

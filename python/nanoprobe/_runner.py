@@ -147,10 +147,10 @@ def _register_fork_hook(session):
 def autostart():
     """Called at start-up of a child process of `python -m nanoprobe`
     (through the sitecustomize of BOOT_DIR): records it like its parent."""
-    mode = os.environ.get("NANO_PYTHON_PROFILE", "")
-    if not mode:
+    mode = os.environ.get("NANO_PYTHON_PROFILE")
+    if mode is None:
         return
-    if mode not in PROFILE_MODES:
+    if mode not in PROFILE_MODES:  # an empty value too (docs/ENVIRONMENT.md)
         sys.stderr.write("nanoprobe: NANO_PYTHON_PROFILE=%r is not one of %s; using 'all'\n"
                          % (mode, ", ".join(PROFILE_MODES)))
         mode = "all"

@@ -5,7 +5,7 @@ import sqlite3
 import subprocess
 import sys
 
-from conftest import assert_nested, counts, parent_of, ranges, write
+from conftest import assert_nested, counts, parent_of, ranges, run, write
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from testlib import report_tables  # noqa: E402
@@ -341,3 +341,28 @@ def test_min_duration_report(tmp_path, nanoprobe):
                    capture_output=True, check=True)
     rows = [r for r in report_tables(html.read_text())["short"] if r["function"] == "__main__.fib"]
     assert len(rows) == 1 and rows[0]["calls"] == calls, "report: %s" % rows
+
+
+def test_empty_settings_are_said(tmp_path):
+    """An empty value is a value, never a silent unset (docs/ENVIRONMENT.md):
+    an empty switch is said and taken as off, an empty choice is said and
+    taken as 'all', an empty trace name is said and the default used."""
+    write(tmp_path, "flags.py", """
+        from nanoprobe import Profiler
+        p = Profiler()
+        print("lines", p.lines, "c_calls", p.c_calls)
+    """)
+    r = run(["flags.py"], cwd=str(tmp_path), env={"NANO_PYTHON_LINES": "", "NANO_PYTHON_C_CALLS": "1"})
+    assert r.stdout.strip() == "lines False c_calls True"
+    assert r.stderr.count("NANO_PYTHON_LINES=: expected 1/0") == 1, r.stderr
+    write(tmp_path, "hello.py", "print('hello')\n")
+    r = run(["-m", "nanoprobe", "hello.py"], cwd=str(tmp_path), env={"RPDT_FILENAME": ""})
+    assert "RPDT_FILENAME is set but empty: its default (trace.rpd) is used" in r.stderr, r.stderr
+    assert counts(ranges(str(tmp_path / "trace.rpd")))["__main__.<module>"] == 1
+    # a child of the runner's kind with an empty mode records, as a malformed one does
+    write(tmp_path, "child.py", "def f():\n    return 1\nf()\n")
+    boot = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    r = run(["-c", "import nanoprobe._runner as r; r.autostart(); exec(open('child.py').read())"],
+            cwd=str(tmp_path), env={"NANO_PYTHON_PROFILE": "", "RPDT_FILENAME": str(tmp_path / "c.rpd"),
+                                   "PYTHONPATH": os.pathsep.join(boot)})
+    assert "NANO_PYTHON_PROFILE='' is not one of" in r.stderr, r.stderr
