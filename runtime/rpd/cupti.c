@@ -343,13 +343,15 @@ static void cupti_arguments(uint64_t api, CUpti_CallbackId cbid, const CUpti_Cal
   case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020:
   case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_ptds_v7000: {
     const cudaMemcpy_v3020_params *a = p;
-    rpdi_copy_args(api, a->dst, a->src, a->count, (int)a->kind, NULL, 1);
+    rpdi_copy_args(api, a->dst, a->src, NULL,
+                   &(struct rpd_copy){.size = (int64_t)a->count, .kind = (int)a->kind, .sync = 1});
     break;
   }
   case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020:
   case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_ptsz_v7000: {
     const cudaMemcpyAsync_v3020_params *a = p;
-    rpdi_copy_args(api, a->dst, a->src, a->count, (int)a->kind, a->stream, 0);
+    rpdi_copy_args(api, a->dst, a->src, a->stream,
+                   &(struct rpd_copy){.size = (int64_t)a->count, .kind = (int)a->kind});
     break;
   }
   default:

@@ -209,13 +209,16 @@ static void hip_arguments(uint64_t api, uint32_t cid, const hip_api_data_t *d) {
   }
   /* copies, as rocmProfileData's roctracer source records them (the
    * direction-named ones with their implied kind) */
-#define HIP_COPY(id, dst_, src_, kind_, stream_, sync_)                                            \
+#define HIP_COPY_AS(id, dst_, src_, stream_, ...)                                                  \
   case HIP_API_ID_##id: {                                                                          \
     const __typeof__(d->args.id) *a = &d->args.id;                                                 \
     rpdi_copy_args(api, (const void *)(uintptr_t)(a->dst_), (const void *)(uintptr_t)(a->src_),    \
-                   a->sizeBytes, (int)(kind_), stream_, sync_);                                    \
+                   stream_, &(struct rpd_copy){__VA_ARGS__});                                      \
     break;                                                                                         \
   }
+#define HIP_COPY(id, dst_, src_, kind_, stream_, sync_)                                            \
+  HIP_COPY_AS(id, dst_, src_, stream_, .size = (int64_t)a->sizeBytes, .kind = (int)(kind_),        \
+              .sync = sync_)
     HIP_COPY(hipMemcpy, dst, src, a->kind, NULL, 1)
     HIP_COPY(hipMemcpyAsync, dst, src, a->kind, a->stream, 0)
     HIP_COPY(hipMemcpyHtoD, dst, src, hipMemcpyHostToDevice, NULL, 1)
@@ -228,7 +231,22 @@ static void hip_arguments(uint64_t api, uint32_t cid, const hip_api_data_t *d) {
     HIP_COPY(hipMemcpyFromSymbolAsync, dst, symbol, a->kind, a->stream, 0)
     HIP_COPY(hipMemcpyToSymbol, symbol, src, a->kind, NULL, 1)
     HIP_COPY(hipMemcpyToSymbolAsync, symbol, src, a->kind, a->stream, 0)
+    HIP_COPY(hipMemcpyWithStream, dst, src, a->kind, a->stream, 0)
+    /* 2D copies: width (bytes) and height (rows), and their bytes as size;
+     * peer copies: the two devices (device to device) */
+    HIP_COPY_AS(hipMemcpy2D, dst, src, NULL, .size = (int64_t)(a->width * a->height),
+                .width = (int64_t)a->width, .height = (int64_t)a->height, .kind = (int)a->kind,
+                .sync = 1)
+    HIP_COPY_AS(hipMemcpy2DAsync, dst, src, a->stream, .size = (int64_t)(a->width * a->height),
+                .width = (int64_t)a->width, .height = (int64_t)a->height, .kind = (int)a->kind)
+    HIP_COPY_AS(hipMemcpyPeer, dst, src, NULL, .size = (int64_t)a->sizeBytes,
+                .kind = hipMemcpyDeviceToDevice, .dstDevice = a->dstDeviceId,
+                .srcDevice = a->srcDeviceId, .sync = 1)
+    HIP_COPY_AS(hipMemcpyPeerAsync, dst, src, a->stream, .size = (int64_t)a->sizeBytes,
+                .kind = hipMemcpyDeviceToDevice, .dstDevice = a->dstDeviceId,
+                .srcDevice = a->srcDevice)
 #undef HIP_COPY
+#undef HIP_COPY_AS
   default:
     break;
   }
@@ -247,7 +265,8 @@ static const char *hip_args(uint32_t cid, const hip_api_data_t *d, char *buf, si
   int n = -1;
   switch (cid) {
   case HIP_API_ID_hipStreamBeginCapture:
-    n = snprintf(buf, len, "stream = %p", (void *)d->args.hipStreamBeginCapture.stream);
+    n = snprintf(buf, len, "stream = %p | mode = %d", (void *)d->args.hipStreamBeginCapture.stream,
+                 (int)d->args.hipStreamBeginCapture.mode);
     break;
   case HIP_API_ID_hipStreamEndCapture: {
     const __typeof__(d->args.hipStreamEndCapture) *a = &d->args.hipStreamEndCapture;
@@ -286,10 +305,25 @@ static const char *hip_args(uint32_t cid, const hip_api_data_t *d, char *buf, si
   return n > 0 && (size_t)n < len ? buf : "";
 }
 
-/* Calls left out, as rocmProfileData does: frequent and uninformative. */
+/* Calls left out, as rocmProfileData's roctracer source leaves them out:
+ * frequent and uninformative (its list but for hipGetDevicePropertiesR0600
+ * and hipRuntimeGetVersion, which HIP 5.2's callbacks do not have). */
 static int hip_skipped(uint32_t cid) {
-  return cid == HIP_API_ID_hipGetDevice || cid == HIP_API_ID_hipSetDevice ||
-         cid == HIP_API_ID_hipGetLastError || cid == HIP_API_ID_hipPeekAtLastError;
+  switch (cid) {
+  case HIP_API_ID_hipGetDevice:
+  case HIP_API_ID_hipSetDevice:
+  case HIP_API_ID_hipGetLastError:
+  case HIP_API_ID_hipPeekAtLastError:
+  case HIP_API_ID___hipPushCallConfiguration:
+  case HIP_API_ID___hipPopCallConfiguration:
+  case HIP_API_ID_hipCtxSetCurrent:
+  case HIP_API_ID_hipGetDeviceCount:
+  case HIP_API_ID_hipDeviceGetAttribute:
+  case HIP_API_ID_hipModuleGetFunction:
+    return 1;
+  default:
+    return 0;
+  }
 }
 
 static void hip_callback(uint32_t domain, uint32_t cid, const void *data, void *arg) {

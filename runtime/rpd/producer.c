@@ -751,19 +751,17 @@ RPDI_EXPORT void rpd_record_kernelapi(uint64_t api, const struct rpd_kernel_laun
   rpd_publish(b, 2);
 }
 
-void rpdi_copy_args(uint64_t api, const void *dst, const void *src, size_t n, int kind,
-                    const void *stream, int sync) {
+void rpdi_copy_args(uint64_t api, const void *dst, const void *src, const void *stream,
+                    const struct rpd_copy *numbers) {
   char sname[32] = "", d[32], s[32];
-  if (!sync)
+  struct rpd_copy c = *numbers;
+  if (!c.sync)
     snprintf(sname, sizeof sname, "%p", stream);
   snprintf(d, sizeof d, "%p", dst);
   snprintf(s, sizeof s, "%p", src);
-  struct rpd_copy c = {.stream = sync ? NULL : sname,
-                       .size = (int64_t)n,
-                       .kind = kind,
-                       .dst = d,
-                       .src = s,
-                       .sync = sync};
+  c.stream = c.sync ? NULL : sname;
+  c.dst = d;
+  c.src = s;
   rpd_record_copyapi(api, &c);
 }
 

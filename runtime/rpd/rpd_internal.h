@@ -20,6 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rpd.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -27,10 +29,11 @@ extern "C" {
 /* One line on stderr: prefix, then the message (rpd.c; rpd_log's). */
 void rpdi_logv(const char *prefix, const char *fmt, va_list ap);
 /* rocpd_copyapi of API call api from a runtime's copy arguments (CUPTI's,
- * HIP's): pointers and the stream as "%p" text; sync: a synchronous copy,
- * which has no stream (producer.c). */
-void rpdi_copy_args(uint64_t api, const void *dst, const void *src, size_t n, int kind,
-                    const void *stream, int sync);
+ * HIP's): pointers and the stream as "%p" text, the numbers of c (its
+ * strings are not read); c->sync: a synchronous copy, which has no stream
+ * (producer.c). */
+void rpdi_copy_args(uint64_t api, const void *dst, const void *src, const void *stream,
+                    const struct rpd_copy *c);
 
 #define RPDI_EXPORT __attribute__((visibility("default")))
 

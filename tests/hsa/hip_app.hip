@@ -8,7 +8,8 @@
 // reset to 1 and an axpy captured into a graph on a stream of its own is
 // launched twice (y = 4x + 1). At the end y is written again with
 // hipMemcpyHtoD, an axpy launched cooperatively and y read back with
-// hipMemcpyDtoHAsync (y = 2x + 1).
+// hipMemcpyDtoHAsync (y = 2x + 1); then set to 1 by a 2D copy, copied to
+// and from `out` by peer copies and read back by hipMemcpyWithStream.
 #include <hip/hip_ext.h>
 #include <hip/hip_runtime.h>
 #include <stdio.h>
@@ -116,6 +117,19 @@ int main(int argc, char **argv) {
   for (int i = 0; i < n; i++)
     ok &= hy[i] == 2.0f * i + 1;
   printf("%s cooperative axpy\n", ok ? "ok" : "WRONG");
+  // a 2D copy (25 rows of 40 floats), a peer copy of y's first 64 floats
+  // into out and back, a copy on a stream: y = 1, and so is what comes back
+  for (int i = 0; i < n; i++)
+    hy[i] = 1;
+  if (hipMemcpy2D(y, 40 * 4, hy, 40 * 4, 40 * 4, 25, hipMemcpyHostToDevice) != hipSuccess ||
+      hipMemcpyPeer(out, 0, y, 0, 64 * 4) != hipSuccess ||
+      hipMemcpyPeer(y, 0, out, 0, 64 * 4) != hipSuccess ||
+      hipMemcpyWithStream(hy, y, n * 4, hipMemcpyDeviceToHost, 0) != hipSuccess)
+    return 1;
+  ok = 1;
+  for (int i = 0; i < n; i++)
+    ok &= hy[i] == 1.0f;
+  printf("%s 2d peer and stream copies\n", ok ? "ok" : "WRONG");
   hipFree(x); hipFree(y); hipFree(out);
   return 0;
 }

@@ -442,6 +442,43 @@ hipError_t hipMemcpyDtoHAsync(void *dst, hipDeviceptr_t src, size_t n, hipStream
         d_.args.hipMemcpyDtoHAsync.sizeBytes = n, d_.args.hipMemcpyDtoHAsync.stream = stream),
        copy(dst, src, n, hipMemcpyDeviceToHost));
 }
+/* A 2D copy: height rows of width bytes, each at its pitch (a pitch below
+ * the width is hipErrorInvalidPitchValue, as HIP says). */
+static hipError_t copy2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                         size_t height) {
+  if (dpitch < width || spitch < width)
+    return hipErrorInvalidPitchValue;
+  synchronize();
+  for (size_t r = 0; r < height; r++)
+    memcpy((char *)dst + r * dpitch, (const char *)src + r * spitch, width);
+  return hipSuccess;
+}
+hipError_t hipMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                       size_t height, hipMemcpyKind kind) {
+  CALL(HIP_API_ID_hipMemcpy2D,
+       (d_.args.hipMemcpy2D.dst = dst, d_.args.hipMemcpy2D.dpitch = dpitch,
+        d_.args.hipMemcpy2D.src = src, d_.args.hipMemcpy2D.spitch = spitch,
+        d_.args.hipMemcpy2D.width = width, d_.args.hipMemcpy2D.height = height,
+        d_.args.hipMemcpy2D.kind = kind),
+       copy2d(dst, dpitch, src, spitch, width, height));
+}
+/* One device: a peer copy names device 0 twice or fails (hipErrorInvalidDevice). */
+hipError_t hipMemcpyPeer(void *dst, int dst_device, const void *src, int src_device, size_t n) {
+  CALL(HIP_API_ID_hipMemcpyPeer,
+       (d_.args.hipMemcpyPeer.dst = dst, d_.args.hipMemcpyPeer.dstDeviceId = dst_device,
+        d_.args.hipMemcpyPeer.src = src, d_.args.hipMemcpyPeer.srcDeviceId = src_device,
+        d_.args.hipMemcpyPeer.sizeBytes = n),
+       dst_device || src_device ? hipErrorInvalidDevice
+                                : copy(dst, src, n, hipMemcpyDeviceToDevice));
+}
+hipError_t hipMemcpyWithStream(void *dst, const void *src, size_t n, hipMemcpyKind kind,
+                               hipStream_t stream) {
+  CALL(HIP_API_ID_hipMemcpyWithStream,
+       (d_.args.hipMemcpyWithStream.dst = dst, d_.args.hipMemcpyWithStream.src = src,
+        d_.args.hipMemcpyWithStream.sizeBytes = n, d_.args.hipMemcpyWithStream.kind = kind,
+        d_.args.hipMemcpyWithStream.stream = stream),
+       copy(dst, src, n, kind));
+}
 /* The stand-in's device runs every workgroup at once in effect: a
  * cooperative grid is launched as any other. */
 hipError_t hipLaunchCooperativeKernel(const void *fn, dim3 grid, dim3 block, void **args,

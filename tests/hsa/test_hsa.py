@@ -466,7 +466,7 @@ def case_hip_program():
     r = subprocess.run([app, module, "graph"], capture_output=True, text=True, env=env, timeout=120)
     check(r.returncode == 0, "hip_app alone: exit %d %s" % (r.returncode, r.stderr))
     expect_ok("hip_app alone", r.stdout, ("axpy", "dyn", "module axpy", "ext module axpy", "graph axpy",
-                                          "cooperative axpy"))
+                                          "cooperative axpy", "2d peer and stream copies"))
     for mode, args in (("traced", []), ("twins", ["-i", "-c", OUT + "/cache", "-a", "MemoryAnalysis"])):
         trace = "%s/hip_%s.rpd" % (OUT, mode)
         for p in (trace, OUT + "/hip.log"):
@@ -477,7 +477,7 @@ def case_hip_program():
                            capture_output=True, text=True, env=env, timeout=120)
         check(r.returncode == 0, "nanoprobe run %s -- hip_app: exit %d\n%s" % (args, r.returncode, r.stderr))
         expect_ok("hip_app " + mode, r.stdout, ("axpy", "dyn", "module axpy", "ext module axpy", "graph axpy",
-                                                "cooperative axpy"))
+                                                "cooperative axpy", "2d peer and stream copies"))
         log = [parse(ln) for ln in open(OUT + "/hip.log").read().splitlines()]
         want = ["_Z4axpyfPKfPfi", "_Z3dynPi"] + ["_Z4axpyfPKfPfi"] * 5  # module, ext, graph twice, coop
         if mode == "twins":
@@ -489,11 +489,12 @@ def case_hip_program():
         calls = [r[0] for r in rows(trace, "select apiName from api where domain = 'hip' order by start")]
         check(calls == ["hipMalloc", "hipMalloc", "hipMemcpy", "hipMemcpy", "hipLaunchKernel", "hipMalloc",
                         "hipLaunchKernel", "hipDeviceSynchronize", "hipMemcpy", "hipMemcpy",
-                        "hipModuleLoadData", "hipModuleGetFunction", "hipModuleLaunchKernel", "hipMemcpy",
+                        "hipModuleLoadData", "hipModuleLaunchKernel", "hipMemcpy",
                         "hipExtModuleLaunchKernel", "hipMemcpy", "hipMemcpy", "hipStreamCreate", "hipStreamBeginCapture", "hipLaunchKernel",
                         "hipStreamEndCapture", "hipGraphInstantiate", "hipGraphLaunch", "hipGraphLaunch",
                         "hipStreamSynchronize", "hipMemcpy", "hipMemcpyHtoD", "hipLaunchCooperativeKernel",
-                        "hipMemcpyDtoHAsync", "hipStreamSynchronize", "hipFree", "hipFree", "hipFree"],
+                        "hipMemcpyDtoHAsync", "hipStreamSynchronize", "hipMemcpy2D", "hipMemcpyPeer",
+                        "hipMemcpyPeer", "hipMemcpyWithStream", "hipFree", "hipFree", "hipFree"],
               "hip_app %s: the program's HIP calls in order: %s" % (mode, calls))
         check(not rows(trace, "select * from api where apiName = 'hsa_kernel_dispatch'"),
               "hip_app %s: a launch's row is its hipLaunchKernel" % mode)
@@ -509,9 +510,20 @@ def case_hip_program():
               "hip_app %s: each launch's arguments, and its kernel's op linked to it: %s" % (mode, launches))
         copies = rows(trace, "select c.size, c.kind, c.sync from api a join rocpd_copyapi c on c.api_ptr_id = a.id "
                       "order by a.start")
+        # hipMemcpyDeviceToDevice is 3; a 2D copy's size is its width times its height
         check(copies == [(4000, 1, 1), (4000, 1, 1), (4000, 2, 1), (256, 2, 1), (4000, 2, 1), (4000, 2, 1),
-                         (4000, 1, 1), (4000, 2, 1), (4000, 1, 1), (4000, 2, 0)],
+                         (4000, 1, 1), (4000, 2, 1), (4000, 1, 1), (4000, 2, 0), (40 * 4 * 25, 1, 1),
+                         (256, 3, 1), (256, 3, 1), (4000, 2, 0)],
               "hip_app %s: the copies' sizes and kinds: %s" % (mode, copies))
+        shapes = rows(trace, "select a.apiName, c.width, c.height, c.dstDevice, c.srcDevice, c.stream "
+                      "from api a join rocpd_copyapi c on c.api_ptr_id = a.id where a.apiName in "
+                      "('hipMemcpy2D', 'hipMemcpyPeer', 'hipMemcpyWithStream') order by a.start")
+        check(shapes == [("hipMemcpy2D", 160, 25, 0, 0, ""), ("hipMemcpyPeer", 0, 0, 0, 0, ""),
+                         ("hipMemcpyPeer", 0, 0, 0, 0, ""), ("hipMemcpyWithStream", 0, 0, 0, 0, "(nil)")],
+              "hip_app %s: the 2D copy's width and height, the peer copies' devices: %s" % (mode, shapes))
+        begin = rows(trace, "select args from api where apiName = 'hipStreamBeginCapture'")
+        check(len(begin) == 1 and re.fullmatch(r"stream = 0x[0-9a-f]+ \| mode = 0", begin[0][0]),
+              "hip_app %s: the capture's stream and mode, as rocmProfileData writes them: %s" % (mode, begin))
         if mode == "twins":
             disp = rows(trace, "select kernel, backend, records from nano_dispatch order by id")
             check(disp == [("_Z4axpyfPKfPfi", "hsa", 3000), ("_Z3dynPi", "hsa", 64)] +
