@@ -12,11 +12,10 @@
  * GPU time per call is read once beforehand from rocpd_api_ops and rocpd_op
  * into a sorted array and found by binary search.
  */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* qsort_r */
 #include "analysis.h"
 
 #include <errno.h>
-#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -354,6 +353,7 @@ struct an_call {
 struct an_src {
   sqlite3_stmt *st;
   struct an_call *rows;
+  uint32_t *order; /* the rows in the walk's order (an_sort); NULL: as they are */
   size_t n, next;
 };
 
@@ -380,10 +380,10 @@ static int an_call_cmp(const void *pa, const void *pb) {
 #define AN_RADIX_BITS 11
 #define AN_RADIX_SIZE (1u << AN_RADIX_BITS)
 
-/* A row's sort key and its index in the rows. */
+/* A row's sort key, its index in the rows and its thread's rank. */
 struct an_key {
   uint64_t key;
-  uint32_t row;
+  uint32_t row, rank;
 };
 
 /* Sorts n keys by key, stably, LSD radix over the bits the keys use;
@@ -406,55 +406,125 @@ static void an_radix(struct an_key **keys, struct an_key **tmp, size_t n) {
   }
 }
 
-/* The key of each of k's rows: its int64_t at byte `field` of struct
- * an_call, as an offset from the least (negative values sort first, small
- * ranges take few passes). */
-static void an_keys(struct an_key *k, const struct an_call *rows, size_t n, size_t field) {
-#define AN_FIELD(i) (*(const int64_t *)((const char *)&rows[k[i].row] + field))
-  int64_t least = AN_FIELD(0);
-  for (size_t i = 1; i < n; i++)
-    least = AN_FIELD(i) < least ? AN_FIELD(i) : least;
+/* The trace's threads (pid, tid) in a table of their own (open addressing,
+ * doubled at half full), each row's in k[].rank: first its slot, then its
+ * rank in (pid, tid) order. *nthreads gets their count; -1 when out of
+ * memory. */
+struct an_thread {
+  int64_t pid, tid;
+  int used;
+};
+static int an_thread_cmp(const void *pa, const void *pb) {
+  const struct an_thread *a = *(const struct an_thread *const *)pa,
+                         *b = *(const struct an_thread *const *)pb;
+  if (a->pid != b->pid)
+    return a->pid < b->pid ? -1 : 1;
+  return a->tid < b->tid ? -1 : a->tid > b->tid;
+}
+static size_t an_thread_slot(const struct an_thread *t, size_t cap, int64_t pid, int64_t tid) {
+  size_t i =
+      ((uint64_t)pid * 0x9E3779B97F4A7C15ull ^ (uint64_t)tid) * 0xBF58476D1CE4E5B9ull & (cap - 1);
+  while (t[i].used && (t[i].pid != pid || t[i].tid != tid))
+    i = (i + 1) & (cap - 1);
+  return i;
+}
+static int an_thread_ranks(const struct an_call *rows, struct an_key *k, size_t n,
+                           size_t *nthreads) {
+  size_t cap = 64, used = 0;
+  struct an_thread *t = calloc(cap, sizeof *t);
+  if (!t)
+    return -1;
+  for (size_t i = 0; i < n; i++) {
+    size_t at = an_thread_slot(t, cap, rows[i].pid, rows[i].tid);
+    if (!t[at].used) {
+      if (2 * (used + 1) > cap) { /* grow, then place the rows' slots again */
+        free(t);
+        cap *= 2;
+        if (!(t = calloc(cap, sizeof *t)))
+          return -1;
+        used = 0;
+        i = (size_t)-1;
+        continue;
+      }
+      t[at] = (struct an_thread){rows[i].pid, rows[i].tid, 1};
+      used++;
+    }
+    k[i].rank = (uint32_t)at;
+  }
+  struct an_thread **by = malloc(used * sizeof *by);
+  uint32_t *rank = malloc(cap * sizeof *rank);
+  if (!by || !rank) {
+    free(by);
+    free(rank);
+    free(t);
+    return -1;
+  }
+  for (size_t i = 0, j = 0; i < cap; i++)
+    if (t[i].used)
+      by[j++] = &t[i];
+  qsort(by, used, sizeof *by, an_thread_cmp);
+  for (size_t r = 0; r < used; r++)
+    rank[by[r] - t] = (uint32_t)r;
   for (size_t i = 0; i < n; i++)
-    k[i].key = (uint64_t)AN_FIELD(i) - (uint64_t)least;
-#undef AN_FIELD
+    k[i].rank = rank[k[i].rank];
+  *nthreads = used;
+  free(by);
+  free(rank);
+  free(t);
+  return 0;
 }
 
 static int an_call_cmp(const void *pa, const void *pb);
 
-/* Sorts rows into an_call_cmp's order with stable radix passes, least
- * significant criterion first: start, tid, pid (rows come in id order);
- * then each run of one thread's equal starts by the full order (end
- * descending, id). 0, or -1 when out of memory (rows untouched). */
-static int an_sort(struct an_call *rows, size_t n) {
+/* Orders rows as an_call_cmp does, into *order (n indices; the caller frees
+ * it): the keys (start, as an offset from the earliest so that negative
+ * times sort first and a short span takes few passes) by radix passes, then
+ * stably by thread rank (one counting pass), then each run of one thread's
+ * equal starts by the full order (end descending, id). The rows stay where
+ * they are: gathering them costs a copy of the rows in fresh pages, whose
+ * faults cost more than the walk's reads through the order. 0, or -1 when
+ * out of memory. */
+static int an_order_cmp(const void *a, const void *b, void *rows) {
+  const struct an_call *r = rows;
+  return an_call_cmp(&r[*(const uint32_t *)a], &r[*(const uint32_t *)b]);
+}
+static int an_sort(const struct an_call *rows, size_t n, uint32_t **order) {
+  *order = NULL;
   if (n > UINT32_MAX)
     return -1;
   struct an_key *k = malloc(n * sizeof *k), *t = malloc(n * sizeof *t);
-  struct an_call *out = malloc(n * sizeof *out);
-  int ok = k && t && out;
+  uint32_t *o = malloc(n * sizeof *o);
+  size_t threads = 0, *count = NULL;
+  int ok = k && t && o && an_thread_ranks(rows, k, n, &threads) == 0 &&
+           (count = calloc(threads + 1, sizeof *count));
   if (ok) {
+    int64_t least = rows[0].start;
+    for (size_t i = 1; i < n; i++)
+      least = rows[i].start < least ? rows[i].start : least;
+    for (size_t i = 0; i < n; i++)
+      k[i].key = (uint64_t)rows[i].start - (uint64_t)least, k[i].row = (uint32_t)i;
     struct an_key *sorted = k, *spare = t;
+    an_radix(&sorted, &spare, n);
     for (size_t i = 0; i < n; i++)
-      sorted[i].row = (uint32_t)i;
-    static const size_t fields[] = {offsetof(struct an_call, start), offsetof(struct an_call, tid),
-                                    offsetof(struct an_call, pid)};
-    for (size_t f = 0; f < sizeof fields / sizeof *fields; f++) {
-      an_keys(sorted, rows, n, fields[f]);
-      an_radix(&sorted, &spare, n);
-    }
+      count[sorted[i].rank + 1]++;
+    for (size_t r = 0; r < threads; r++)
+      count[r + 1] += count[r];
     for (size_t i = 0; i < n; i++)
-      out[i] = rows[sorted[i].row];
-    memcpy(rows, out, n * sizeof *rows);
+      o[count[sorted[i].rank]++] = sorted[i].row;
     for (size_t i = 1, run = 0; i <= n; i++)
-      if (i == n || rows[i].pid != rows[run].pid || rows[i].tid != rows[run].tid ||
-          rows[i].start != rows[run].start) {
+      if (i == n || rows[o[i]].pid != rows[o[run]].pid || rows[o[i]].tid != rows[o[run]].tid ||
+          rows[o[i]].start != rows[o[run]].start) {
         if (i - run > 1)
-          qsort(rows + run, i - run, sizeof *rows, an_call_cmp);
+          qsort_r(o + run, i - run, sizeof *o, an_order_cmp, (void *)rows);
         run = i;
       }
+    *order = o;
+  } else {
+    free(o);
   }
+  free(count);
   free(k);
   free(t);
-  free(out);
   return ok ? 0 : -1;
 }
 
@@ -508,7 +578,7 @@ static int an_src_open(sqlite3 *db, int64_t total, struct an_src *s, struct rpdt
   sqlite3_finalize(st);
   if (rc != SQLITE_DONE)
     return -1;
-  if (s->n && an_sort(s->rows, s->n) != 0)
+  if (s->n && an_sort(s->rows, s->n, &s->order) != 0)
     qsort(s->rows, s->n, sizeof *s->rows, an_call_cmp); /* no memory for the passes */
   return 0;
 }
@@ -518,7 +588,8 @@ static int an_src_next(struct an_src *s, struct an_call *c) {
   if (!s->st) {
     if (s->next == s->n)
       return 0;
-    *c = s->rows[s->next++];
+    *c = s->rows[s->order ? s->order[s->next] : s->next];
+    s->next++;
     return 1;
   }
   int rc = sqlite3_step(s->st);
@@ -532,6 +603,7 @@ static int an_src_next(struct an_src *s, struct an_call *c) {
 static void an_src_close(struct an_src *s) {
   sqlite3_finalize(s->st);
   free(s->rows);
+  free(s->order);
   memset(s, 0, sizeof *s);
 }
 
