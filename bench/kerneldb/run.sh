@@ -91,3 +91,45 @@ print("kerneldb isa, one kernel: %s KiB peak; every kernel: %s KiB peak (%.2fx o
 print("kerneldb isa --kernels . vs llvm-objdump-15 -d: cpu %.2fx, peak memory %.2fx (best of 3)"
       % (float(all_["cpu"]) / float(obj["cpu"]), float(all_["rss"]) / float(obj["rss"])))
 PY
+
+# 5. a real library: Debian's librocsparse (package librocsparse0, 1.3 GB,
+#    seven targets; not installed by scripts/deps.sh), gfx908's 111 code
+#    objects and 12,591 kernels: `kerneldb isa --kernels . --arch gfx908` on
+#    the library against llvm-objdump-15 -d of the same code objects
+#    (extracted once by kdb_bench), rounds interleaved (KDB_BENCH_ROUNDS,
+#    default 3), best and median of CPU, wall and peak memory (objdump's: its
+#    largest code object's run).
+lib=/usr/lib/x86_64-linux-gnu/librocsparse.so.0.1
+if [ ! -e "$lib" ]; then
+  echo "librocsparse: not installed (apt-get install librocsparse0): the real-library figures did not run"
+  exit 0
+fi
+ext=$data/rocsparse_gfx908
+if [ ! -s "$ext/done" ]; then
+  rm -rf "$ext" && mkdir -p "$ext"
+  "$bench" "$lib" extract "$ext" gfx908 >"$ext/done"
+fi
+objdump_all() { for f in "$1"/co*.o; do llvm-objdump-15 -d "$f"; done; }
+export -f objdump_all
+rows=""
+for ((r = 0; r < ${KDB_BENCH_ROUNDS:-3}; r++)); do
+  o=$(python3 "$here/timeit.py" 1 bash -c 'objdump_all "$0"' "$ext")
+  k=$(python3 "$here/timeit.py" 1 "$kdb" isa --kernels . --arch gfx908 "$lib")
+  rows+="$o|$k;"
+done
+python3 - "$rows" "$(cat "$ext/done")" <<'PY'
+import statistics, sys
+rounds = [tuple(dict(kv.split("=") for kv in side.split()) for side in r.split("|"))
+          for r in sys.argv[1].split(";") if r]
+print("librocsparse gfx908 (%s), %d rounds: kerneldb isa --kernels . vs llvm-objdump-15 -d of each"
+      % (sys.argv[2].strip(), len(rounds)))
+for key, what in (("cpu", "CPU"), ("wall", "wall"), ("rss", "peak memory")):
+    o = [float(a[key]) for a, _ in rounds]
+    k = [float(b[key]) for _, b in rounds]
+    ratio = [y / x for x, y in zip(o, k)]
+    unit = "MiB" if key == "rss" else "s"
+    scale = 1 / 1024 if key == "rss" else 1
+    print("  %-12s kerneldb %.1f %s, objdump %.1f %s (medians): %.2fx best, %.2fx median"
+          % (what, statistics.median(k) * scale, unit, statistics.median(o) * scale, unit,
+             min(ratio), statistics.median(ratio)))
+PY

@@ -181,6 +181,14 @@ typedef struct kdb_isa {
 ** kdb_close(). Unreadable or malformed input: -1 with a message. */
 int kdb_open(const char *path, kdb **out, char *err, size_t errlen);
 
+/* Same as kdb_open(), reading only the AMDGPU code objects of arch (a bare
+** arch: "gfx908"; NULL reads all) from offload bundles, whose entries name
+** their target: a tool that wants one target of a library of many (Debian's
+** librocsparse: seven) keeps a seventh of the metadata in memory. The
+** others keep their place (index), vendor, arch, target, triple, container
+** and image, with no kernels and no sites; their damage is not seen. */
+int kdb_open_arch(const char *path, const char *arch, kdb **out, char *err, size_t errlen);
+
 /* Same as kdb_open() over a caller-owned buffer that must outlive the
 ** database; name is used in messages. */
 int kdb_open_memory(const void *data, size_t size, const char *name, kdb **out, char *err,

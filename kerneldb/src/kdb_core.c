@@ -699,6 +699,19 @@ static void kdb_drop_cos(kdb *db, size_t ncos, size_t nkernels) {
   db->nkernels = nkernels;
 }
 
+void kdb_map_release(const kdb *db, const void *p, size_t n) {
+  uintptr_t lo = (uintptr_t)p, hi = lo + n, m0 = (uintptr_t)db->map, m1 = m0 + db->map_size;
+  long page = sysconf(_SC_PAGESIZE);
+  if (!db->map || !n || page <= 0 || hi <= m0 || lo >= m1)
+    return;
+  lo = lo < m0 ? m0 : lo;
+  hi = hi > m1 ? m1 : hi;
+  lo = (lo + (uintptr_t)page - 1) & ~((uintptr_t)page - 1);
+  hi &= ~((uintptr_t)page - 1);
+  if (hi > lo)
+    (void)madvise((void *)lo, hi - lo, MADV_DONTNEED); /* advice: failing costs memory only */
+}
+
 int kdb_read_entry(kdb *db, const uint8_t *p, size_t n, const char *where, const char *triple,
                    int compressed, int amdgpu, kdb_err *e) {
   size_t ncos = db->ncos, nkernels = db->nkernels;
@@ -715,6 +728,44 @@ int kdb_read_entry(kdb *db, const uint8_t *p, size_t n, const char *where, const
     return kdb_fail(e, db->name, "out of memory");
   db->damaged[db->ndamaged++] = kept;
   return 0;
+}
+
+/* Whether a bundle entry's triple ("hipv4-amdgcn-amd-amdhsa--gfx908:xnack-")
+** names a target of arch. */
+static int kdb_triple_is_arch(const char *triple, const char *arch) {
+  const char *id = strstr(triple, "--");
+  if (!id)
+    return 1; /* no target in it: read it, its ELF says */
+  id += 2;
+  size_t n = strcspn(id, ":");
+  return strlen(arch) == n && strncmp(id, arch, n) == 0;
+}
+
+/* A code object kdb_open_arch does not read: its place in the numbering
+** (kdb_code_object_at, and the indices the CLI prints, stay those of a full
+** read), its target from the entry's triple, no kernels. 0 or -1 (memory). */
+static int kdb_add_unread(kdb *db, const uint8_t *img, size_t n, const char *where,
+                          const char *triple, int compressed) {
+  kdb_co_priv *co = kdb_add_co(db);
+  if (!co)
+    return -1;
+  const char *id = strstr(triple, "--");
+  char arch[64], err[8];
+  id = id ? id + 2 : "";
+  co->unread = 1;
+  co->pub.vendor = KDB_VENDOR_AMDGPU;
+  co->pub.triple = triple;
+  co->pub.container = where;
+  co->pub.compressed = compressed;
+  co->pub.image_size = n;
+  co->image = img;
+  co->image_size = n;
+  if (kdb_target_parse(id, arch, sizeof arch, &co->pub.xnack, &co->pub.sramecc, err, sizeof err) !=
+      0)
+    snprintf(arch, sizeof arch, "unknown");
+  co->pub.arch = kdb_arena_strdup(&db->arena, arch);
+  co->pub.target_id = kdb_arena_strdup(&db->arena, *id ? id : arch);
+  return co->pub.arch && co->pub.target_id ? 0 : -1;
 }
 
 /* Reads one uncompressed offload bundle at p; *end receives the end of its
@@ -759,6 +810,11 @@ static int kdb_read_bundle(kdb *db, const uint8_t *p, size_t n, const char *wher
     if (!c)
       return kdb_fail(e, db->name, "out of memory");
     if (strstr(triple, "amdgcn")) {
+      if (db->only_arch && !kdb_triple_is_arch(triple, db->only_arch)) {
+        if (kdb_add_unread(db, p + off, (size_t)size, c, triple, compressed))
+          return kdb_fail(e, db->name, "out of memory");
+        continue;
+      }
       if (kdb_read_entry(db, p + off, (size_t)size, c, triple, compressed, 1, e))
         return -1;
     } else if (strstr(triple, "nvptx")) {
@@ -907,6 +963,7 @@ static int kdb_read_bundles(kdb *db, const uint8_t *p, size_t n, const char *sec
       rc = -1;
       break;
     }
+    kdb_map_release(db, s, end); /* read: its pages are the file's again */
     pos = at + (end ? end : 1);
   }
   for (size_t i = 0; i < nahead; i++)
@@ -1119,6 +1176,10 @@ static int kdb_open_fd(const char *path, kdb_err *e) {
 }
 
 int kdb_open(const char *path, kdb **out, char *err, size_t errlen) {
+  return kdb_open_arch(path, NULL, out, err, errlen);
+}
+
+int kdb_open_arch(const char *path, const char *arch, kdb **out, char *err, size_t errlen) {
   kdb_err e = {err, errlen};
   *out = NULL;
   int fd = kdb_open_fd(path, &e);
@@ -1139,6 +1200,10 @@ int kdb_open(const char *path, kdb **out, char *err, size_t errlen) {
     return kdb_fail(&e, path, "is a device, not a file");
   }
   kdb *db = kdb_new(path);
+  if (db && arch && !(db->only_arch = strdup(arch))) {
+    kdb_close(db);
+    db = NULL;
+  }
   if (!db) {
     close(fd);
     return kdb_fail(&e, path, "libelf initialisation failed or out of memory");
@@ -1205,6 +1270,7 @@ int kdb_open(const char *path, kdb **out, char *err, size_t errlen) {
 void kdb_close(kdb *db) {
   if (!db)
     return;
+  free(db->only_arch);
   for (size_t i = 0; i < db->nkernels; i++) {
     kdb_isa *isa = atomic_load(&db->kernels[i]->isa);
     if (isa) {

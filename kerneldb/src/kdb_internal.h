@@ -73,8 +73,8 @@ typedef struct kdb_co_priv {
   Elf *elf; /* libelf handle on image; used under lock after open */
   uint64_t text_addr, text_size, text_offset; /* the executable section */
   pthread_mutex_t lock;
-  int lines_built; /* lines and inline ranges, under lock */
-  void *dwarf;     /* Dwarf *, kept for the strings it owns */
+  int lines_built;   /* lines and inline ranges, under lock */
+  kdb_arena strings; /* the line table's and inlined ranges' names, copied from DWARF */
   kdb_linerow *lines;
   size_t nlines;
   kdb_inline_range *inl;
@@ -82,6 +82,7 @@ typedef struct kdb_co_priv {
   void *disasm; /* LLVMDisasmContextRef, created on first use */
   int disasm_failed;
   int args_filled;     /* kdb_kernel_arg_names ran, under lock */
+  int unread;          /* of another arch than kdb_open_arch's: kept for its place */
   size_t first_kernel; /* its kernels: db->kernels[first_kernel .. + kernel_count) */
 } kdb_co_priv;
 
@@ -97,7 +98,8 @@ struct kdb {
   int library_ok;             /* library holds a compiled pattern */
   const uint8_t *data;
   size_t size;
-  void *map; /* mmap'd input, or NULL */
+  char *only_arch; /* kdb_open_arch's arch: bundle entries of others are skipped */
+  void *map;       /* mmap'd input, or NULL */
   size_t map_size;
   kdb_arena arena;
   void **payloads; /* decompressed bundles, malloc'd */
@@ -127,6 +129,12 @@ int kdb_elf_check(kdb *db, const uint8_t *img, size_t n, const char *what, kdb_e
 ** else a cubin): a damaged one is noted in db->damaged (kdb_damaged_message)
 ** and dropped, so that the others are read. 0, or -1 when even that cannot
 ** be noted (out of memory). */
+/* Gives back the resident pages of [p, p + n) that lie wholly inside the
+** input's mapping (read-only file pages: touched again, they are read again
+** from the file, and pointers into them stay valid), so that a walk over a
+** large library keeps resident only what it reads now. Nothing for input
+** read into memory. */
+void kdb_map_release(const kdb *db, const void *p, size_t n);
 int kdb_read_entry(kdb *db, const uint8_t *p, size_t n, const char *where, const char *triple,
                    int compressed, int amdgpu, kdb_err *e);
 int kdb_amdgpu_read(kdb *db, const uint8_t *img, size_t n, const char *container,

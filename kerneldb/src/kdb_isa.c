@@ -160,10 +160,67 @@ static int kdb_isa_inlcmp(const void *a, const void *b) {
   return x->depth < y->depth ? -1 : x->depth > y->depth;
 }
 
+/* Copies of DWARF's strings (file and function names) in the code object's
+** own arena, each copied once: libdw's memory (19 MB for one of
+** librocsparse's line tables) goes as soon as the tables are built. */
+typedef struct kdb_names {
+  kdb_arena *arena;
+  const char **from, **to; /* open addressing on the DWARF pointer */
+  size_t cap, n;
+  int oom;
+} kdb_names;
+
+#define KDB_INTERN_INITIAL 256
+
+static size_t kdb_intern_slot(const char *const *from, size_t cap, const char *s) {
+  size_t i = ((uintptr_t)s >> 3) * 0x9E3779B97F4A7C15ull & (cap - 1);
+  while (from[i] && from[i] != s)
+    i = (i + 1) & (cap - 1);
+  return i;
+}
+
+/* The copy of s (NULL for NULL); NULL and t->oom set when out of memory. */
+static const char *kdb_intern(kdb_names *t, const char *s) {
+  if (!s || t->oom)
+    return NULL;
+  if (2 * (t->n + 1) > t->cap) {
+    size_t cap = t->cap ? 2 * t->cap : KDB_INTERN_INITIAL;
+    const char **from = calloc(cap, sizeof *from), **to = calloc(cap, sizeof *to);
+    if (!from || !to) {
+      free(from);
+      free(to);
+      t->oom = 1;
+      return NULL;
+    }
+    for (size_t i = 0; i < t->cap; i++)
+      if (t->from[i]) {
+        size_t j = kdb_intern_slot(from, cap, t->from[i]);
+        from[j] = t->from[i];
+        to[j] = t->to[i];
+      }
+    free(t->from);
+    free(t->to);
+    t->from = from;
+    t->to = to;
+    t->cap = cap;
+  }
+  size_t i = kdb_intern_slot(t->from, t->cap, s);
+  if (!t->from[i]) {
+    if (!(t->to[i] = kdb_arena_strdup(t->arena, s))) {
+      t->oom = 1;
+      return NULL;
+    }
+    t->from[i] = s;
+    t->n++;
+  }
+  return t->to[i];
+}
+
 typedef struct kdb_inl_acc {
   kdb_inline_range *v;
   size_t n, cap;
   int oom;
+  kdb_names *names;
 } kdb_inl_acc;
 
 /* Collects DW_TAG_inlined_subroutine ranges below die (depth-bounded). */
@@ -199,7 +256,12 @@ static void kdb_isa_walk(Dwarf_Die *die, Dwarf_Files *files, size_t nfiles, unsi
           acc->oom = 1;
           return;
         }
-        acc->v[acc->n++] = (kdb_inline_range){lo, hi, d, fn, {file, (uint32_t)cl, (uint32_t)cc}};
+        acc->v[acc->n++] =
+            (kdb_inline_range){lo,
+                               hi,
+                               d,
+                               kdb_intern(acc->names, fn),
+                               {kdb_intern(acc->names, file), (uint32_t)cl, (uint32_t)cc}};
       }
     }
     kdb_isa_walk(&child, files, nfiles, d, level + 1, acc);
@@ -212,10 +274,10 @@ static void kdb_isa_build_lines(kdb_co_priv *co) {
   Dwarf *dw = dwarf_begin_elf(co->elf, DWARF_C_READ, NULL);
   if (!dw)
     return; /* no DWARF: instructions carry no source positions */
-  co->dwarf = dw;
   kdb_rowkey *rows = NULL;
   size_t n = 0, cap = 0;
-  kdb_inl_acc acc = {0};
+  kdb_names names = {.arena = &co->strings};
+  kdb_inl_acc acc = {.names = &names};
   Dwarf_CU *cu = NULL;
   Dwarf_Die cudie;
   int guard = 0;
@@ -224,6 +286,20 @@ static void kdb_isa_build_lines(kdb_co_priv *co) {
     size_t nl;
     if (dwarf_getsrclines(&cudie, &lines, &nl) != 0)
       continue;
+    /* the CU's rows at once: doubling would leave up to half the array unused */
+    if (n + nl > cap) {
+      kdb_rowkey *grown = realloc(rows, (n + nl) * sizeof *rows);
+      if (!grown) {
+        free(rows);
+        free(acc.v);
+        free(names.from);
+        free(names.to);
+        dwarf_end(dw);
+        return;
+      }
+      rows = grown;
+      cap = n + nl;
+    }
     for (size_t i = 0; i < nl; i++) {
       Dwarf_Line *l = dwarf_onesrcline(lines, i);
       Dwarf_Addr a;
@@ -234,10 +310,13 @@ static void kdb_isa_build_lines(kdb_co_priv *co) {
         continue;
       if (dwarf_linecol(l, &col) != 0)
         col = 0;
-      const char *f = end ? NULL : dwarf_linesrc(l, NULL, NULL);
-      if (kdb_reserve((void **)&rows, &cap, n + 1, sizeof *rows)) {
+      const char *f = end ? NULL : kdb_intern(&names, dwarf_linesrc(l, NULL, NULL));
+      if (names.oom || kdb_reserve((void **)&rows, &cap, n + 1, sizeof *rows)) {
         free(rows);
         free(acc.v);
+        free(names.from);
+        free(names.to);
+        dwarf_end(dw);
         return;
       }
       rows[n].row = (kdb_linerow){a, f, ln > 0 ? (uint32_t)ln : 0, col > 0 ? (uint32_t)col : 0};
@@ -253,16 +332,23 @@ static void kdb_isa_build_lines(kdb_co_priv *co) {
     kdb_isa_walk(&cudie, files, nfiles, 0, 0, &acc);
   }
   if (n) {
+    /* sorted, then packed in place into the table (a row is smaller than
+     * its key, so each lands at or before where it was read) */
     qsort(rows, n, sizeof *rows, kdb_isa_rowcmp);
-    co->lines = malloc(n * sizeof *co->lines);
-    if (co->lines) {
-      for (size_t i = 0; i < n; i++)
-        co->lines[i] = rows[i].row;
-      co->nlines = n;
-    }
+    kdb_linerow *packed = (kdb_linerow *)rows;
+    for (size_t i = 0; i < n; i++)
+      memmove(&packed[i], &rows[i].row, sizeof *packed); /* they may overlap */
+    co->lines = realloc(rows, n * sizeof *co->lines);
+    if (!co->lines)
+      co->lines = packed; /* shrinking failed: the larger block serves */
+    co->nlines = n;
+    rows = NULL;
   }
   free(rows);
-  if (acc.oom) {
+  free(names.from);
+  free(names.to);
+  dwarf_end(dw); /* the tables hold copies of its strings */
+  if (acc.oom || names.oom) {
     free(acc.v);
   } else {
     if (acc.n)
@@ -295,9 +381,7 @@ void kdb_co_free_lazy(kdb_co_priv *co) {
   co->lines = NULL;
   co->inl = NULL;
   co->nlines = co->ninl = 0;
-  if (co->dwarf)
-    dwarf_end(co->dwarf);
-  co->dwarf = NULL;
+  kdb_arena_free(&co->strings);
   if (co->disasm)
     kdb_llvm.DisasmDispose(co->disasm);
   co->disasm = NULL;
@@ -434,12 +518,41 @@ static int kdb_isa_library_file(kdb *db, const char *file) {
 /* Appends the inlining chain of instruction `in` (src set) to *fv: the
 ** inlined ranges of co[first, last) that hold its address, deepest first.
 ** Returns the number of frames, or 0 when out of memory. */
-static uint32_t kdb_isa_chain(const kdb_co_priv *co, const kdb_kernel *k, const kdb_insn *in,
-                              size_t first, size_t last, kdb_frame **fv, size_t *fn, size_t *fcap) {
+/* The inlined ranges that hold the instructions of one kernel as they are
+** visited in address order: those with lo at or below the address, in lo
+** order, less those that ended before it (each range enters and leaves once:
+** a kernel's instructions cost their nesting depth each, not the kernel's
+** whole count of inlined ranges). */
+struct kdb_isa_sweep {
+  const kdb_inline_range *next, *end; /* not entered yet */
+  const kdb_inline_range **active;
+  size_t n, cap;
+};
+
+/* Moves s to address addr; -1 when out of memory. */
+static int kdb_isa_sweep_to(struct kdb_isa_sweep *s, uint64_t addr) {
+  size_t kept = 0;
+  for (size_t i = 0; i < s->n; i++)
+    if (s->active[i]->hi > addr)
+      s->active[kept++] = s->active[i];
+  s->n = kept;
+  for (; s->next < s->end && s->next->lo <= addr; s->next++) {
+    if (s->next->hi <= addr)
+      continue;
+    if (kdb_reserve((void **)&s->active, &s->cap, s->n + 1, sizeof *s->active))
+      return -1;
+    s->active[s->n++] = s->next;
+  }
+  return 0;
+}
+
+static uint32_t kdb_isa_chain(const kdb_kernel *k, const kdb_insn *in,
+                              const struct kdb_isa_sweep *s, kdb_frame **fv, size_t *fn,
+                              size_t *fcap) {
   const kdb_inline_range *hold[KDB_ISA_MAX_FRAMES];
   unsigned nhold = 0;
-  for (size_t i = first; i < last; i++) {
-    const kdb_inline_range *ir = &co->inl[i];
+  for (size_t i = 0; i < s->n; i++) {
+    const kdb_inline_range *ir = s->active[i];
     if (in->addr < ir->lo || in->addr >= ir->hi || nhold == KDB_ISA_MAX_FRAMES)
       continue;
     unsigned j = nhold++; /* keep hold sorted by depth, deepest first */
@@ -462,6 +575,11 @@ static uint32_t kdb_isa_chain(const kdb_co_priv *co, const kdb_kernel *k, const 
   return nhold + 1;
 }
 
+/* Library-file answers kept while one kernel is disassembled: the frames'
+** files are the line table's strings, a few of them per kernel, asked again
+** at every instruction (a regex match each was 4 % of a library's walk). */
+#define KDB_ISA_LIB_CACHE 64
+
 /* Disassembles kernel k (caller holds co->lock). */
 static kdb_isa *kdb_isa_build(kdb *db, kdb_co_priv *co, const kdb_kernel *k, kdb_err *e) {
   if (kdb_isa_disasm_ctx(db, co, e))
@@ -480,9 +598,14 @@ static kdb_isa *kdb_isa_build(kdb *db, kdb_co_priv *co, const kdb_kernel *k, kdb
     else
       ihi = mid;
   }
-  size_t inl_first = ilo, inl_last = ilo;
+  size_t inl_last = ilo;
   while (inl_last < co->ninl && co->inl[inl_last].lo < kend)
     inl_last++;
+  struct kdb_isa_sweep sweep = {co->inl ? co->inl + ilo : NULL, co->inl ? co->inl + inl_last : NULL,
+                                NULL, 0, 0}; /* no inlined ranges: an empty sweep */
+  /* library-file answers of the last files asked (the same few repeat) */
+  const char *lib_file[KDB_ISA_LIB_CACHE] = {0};
+  int lib_answer[KDB_ISA_LIB_CACHE] = {0};
   kdb_isa *isa = calloc(1, sizeof *isa);
   kdb_insn *v = NULL;
   char *text = NULL;
@@ -551,7 +674,9 @@ static kdb_isa *kdb_isa_build(kdb *db, kdb_co_priv *co, const kdb_kernel *k, kdb
     if (in->src.file) {
       /* frames: an offset into fv now, a pointer once fv stops moving */
       in->frames = (const kdb_frame *)(uintptr_t)fn;
-      in->frame_count = kdb_isa_chain(co, k, in, inl_first, inl_last, &fv, &fn, &fcap);
+      if (kdb_isa_sweep_to(&sweep, in->addr))
+        goto oom;
+      in->frame_count = kdb_isa_chain(k, in, &sweep, &fv, &fn, &fcap);
       if (in->frame_count == 0)
         goto oom;
       const kdb_frame *f = fv + (uintptr_t)in->frames;
@@ -560,11 +685,20 @@ static kdb_isa *kdb_isa_build(kdb *db, kdb_co_priv *co, const kdb_kernel *k, kdb
         in->inlined_at = f[1].pos;
       }
       in->user_frame = in->frame_count - 1;
-      for (uint32_t j = 0; j + 1 < in->frame_count; j++)
-        if (f[j].pos.file && !kdb_isa_library_file(db, f[j].pos.file)) {
+      for (uint32_t j = 0; j + 1 < in->frame_count; j++) {
+        const char *file = f[j].pos.file;
+        if (!file)
+          continue;
+        size_t slot = ((uintptr_t)file >> 3) % KDB_ISA_LIB_CACHE;
+        if (lib_file[slot] != file) {
+          lib_file[slot] = file;
+          lib_answer[slot] = kdb_isa_library_file(db, file);
+        }
+        if (!lib_answer[slot]) {
           in->user_frame = j;
           break;
         }
+      }
     }
     pos += sz;
   }
@@ -588,6 +722,7 @@ static kdb_isa *kdb_isa_build(kdb *db, kdb_co_priv *co, const kdb_kernel *k, kdb
   free(v);
   free(text);
   free(fv);
+  free(sweep.active);
   isa->insns = all;
   isa->count = n;
   ((kdb_kernel_priv *)k)->isa_bytes = sizeof *isa + n * sizeof *v + fn * sizeof *fv + tlen + 1;
@@ -596,6 +731,7 @@ oom:
   free(v);
   free(text);
   free(fv);
+  free(sweep.active);
   free(isa);
   kdb_fail(e, db->name, "out of memory disassembling %s", k->name);
   return NULL;
@@ -690,6 +826,7 @@ void kdb_code_object_release(kdb *db, const kdb_code_object *pub) {
   kdb_co_free_lazy(co); /* its ISAs, which point into the DWARF, are gone */
   co->lines_built = 0;
   pthread_mutex_unlock(&co->lock);
+  kdb_map_release(db, co->image, co->image_size);
 }
 
 uint64_t kdb_set_isa_cache_limit(kdb *db, uint64_t bytes) {

@@ -77,8 +77,11 @@ static int kdb_site_cmp(const void *a, const void *b) {
 int kdb_read_sites(kdb *db, kdb_err *e) {
   for (size_t i = 0; i < db->ncos; i++) {
     kdb_co_priv *co = db->cos[i];
+    if (co->unread)
+      continue;
     if (kdb_sites_image(db, co->image, co->image_size, co->pub.container, &co->pub, e))
       return -1;
+    kdb_map_release(db, co->image, co->image_size); /* read: the file's pages again */
   }
   if (db->host_elf && kdb_sites_image(db, db->data, db->size, "host ELF", NULL, e))
     return -1;

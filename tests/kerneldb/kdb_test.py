@@ -336,6 +336,11 @@ def test_containers(kdb, inputs):
             check(names == ref[c["arch"]], "%s %s: kernels differ" % (f, c["arch"]))
         only = kdb_json(kdb, "list", os.path.join(inputs, f), "--arch", "gfx1100")
         check([c["arch"] for c in only["code_objects"]] == ["gfx1100"], f + ": --arch filters")
+        # the other target is not read, yet the numbering is the full read's
+        full = [c for c in l["code_objects"] if c["arch"] == "gfx1100"]
+        check(only["code_objects"] == full and only["kernels"] ==
+              [k for k in l["kernels"] if k["code_object"] == full[0]["index"]],
+              "%s: --arch gives the full read's code object and kernels: %s" % (f, only))
     # --arch takes targets as list prints them: features in any order, a bare
     # arch for every setting, an unknown feature an error (issue 19.3).
     feat = os.path.join(inputs, "libfeat.so")
@@ -430,6 +435,12 @@ def test_rocrand(kdb):
     for t in want:
         check(got[t] == want[t] and len(want[t]) > 0,
               "%s: %d kernels, llvm-readelf %d" % (t, len(got[t]), len(want[t])))
+        # --arch reads that target's bundle entries alone: the same kernels,
+        # the same code object numbers
+        only = kdb_json(kdb, "list", lib, "--arch", t)
+        check(only["code_objects"] == [c for c in l["code_objects"] if c["target_id"] == t] and
+              sorted(k["name"] for k in only["kernels"]) == want[t],
+              "%s: --arch lists what the full read lists" % t)
 
 
 def test_twins(kdb, inputs):

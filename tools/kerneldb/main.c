@@ -19,6 +19,7 @@
 #include "nano/outfile.h"
 #include "nano/text.h"
 
+#include <malloc.h>
 #include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -261,6 +262,8 @@ static void kdbcli_show_text(const kdb_kernel *k) {
 #define KDBCLI_SUGGESTIONS 5
 /* Characters of a name compared for a suggestion (the start: the function). */
 #define KDBCLI_SUGGEST_CHARS 96
+/* Blocks from this size up are mapped on their own (mallopt, main). */
+#define KDBCLI_MMAP_THRESHOLD (128 << 10)
 
 /* Edit distance of the first KDBCLI_SUGGEST_CHARS characters of a and b. */
 static size_t kdbcli_distance(const char *a, const char *b) {
@@ -535,8 +538,10 @@ static int kdbcli_isa(kdb *db, const kdbcli_opts *o, int by_line) {
     printf("[");
   const kdb_code_object *prev = NULL; /* streaming: one code object's state at a time */
   for (long i = 0; i < n; i++) {
-    if (prev && prev != m[i]->co)
+    if (prev && prev != m[i]->co) {
       kdb_code_object_release(db, prev);
+      malloc_trim(0); /* what its kernels' ISAs and line tables took goes back */
+    }
     prev = m[i]->co;
     const kdb_kernel *k = m[i];
     const kdb_isa *isa;
@@ -796,6 +801,10 @@ static void kdbcli_safe_text(int json) {
 }
 
 int main(int argc, char **argv) {
+  /* Large blocks (a code object's line table, a big kernel's ISA) mapped
+   * and unmapped whole: glibc's default threshold grows with each one freed,
+   * and a walk over a library then keeps them in its heap. */
+  mallopt(M_MMAP_THRESHOLD, KDBCLI_MMAP_THRESHOLD);
   kdbcli_opts o = {0};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -880,7 +889,13 @@ int main(int argc, char **argv) {
   }
   kdb *db;
   char err[1024];
-  if (kdb_open(o.file, &db, err, sizeof err)) {
+  /* --arch: the other targets' code objects are not even read (memory) */
+  char arch[64] = "";
+  kdb_feature xnack, sramecc;
+  if (o.arch && strcmp(o.arch, "host") != 0 &&
+      kdb_target_parse(o.arch, arch, sizeof arch, &xnack, &sramecc, err, sizeof err) != 0)
+    arch[0] = 0; /* a malformed target is said where it is matched */
+  if (kdb_open_arch(o.file, arch[0] ? arch : NULL, &db, err, sizeof err)) {
     fprintf(stderr, "kerneldb: %s\n", err);
     if (o.regex)
       regfree(&o.re);
