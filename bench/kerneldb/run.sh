@@ -11,7 +11,10 @@
 #  4. peak memory of `kerneldb isa` over one kernel and over every kernel of
 #     big.co (the CLI frees each kernel's ISA once printed): the same peak
 #     whatever the number of kernels (issue 19.2), with CPU and peak memory
-#     as ratios to llvm-objdump-15 -d in the same run.
+#     as ratios to llvm-objdump-15 -d in the same run;
+#  5. a real library, Debian's librocsparse (when librocsparse0 is installed):
+#     every gfx908 kernel disassembled against llvm-objdump-15 -d of the same
+#     code objects: CPU, wall and peak memory (issue 42 part 3).
 # Inputs are generated once into $build/bench/kerneldb/data.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
