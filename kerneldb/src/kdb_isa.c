@@ -289,14 +289,8 @@ static void kdb_isa_build_lines(kdb_co_priv *co) {
     /* the CU's rows at once: doubling would leave up to half the array unused */
     if (n + nl > cap) {
       kdb_rowkey *grown = realloc(rows, (n + nl) * sizeof *rows);
-      if (!grown) {
-        free(rows);
-        free(acc.v);
-        free(names.from);
-        free(names.to);
-        dwarf_end(dw);
-        return;
-      }
+      if (!grown)
+        goto oom;
       rows = grown;
       cap = n + nl;
     }
@@ -311,14 +305,8 @@ static void kdb_isa_build_lines(kdb_co_priv *co) {
       if (dwarf_linecol(l, &col) != 0)
         col = 0;
       const char *f = end ? NULL : kdb_intern(&names, dwarf_linesrc(l, NULL, NULL));
-      if (names.oom || kdb_reserve((void **)&rows, &cap, n + 1, sizeof *rows)) {
-        free(rows);
-        free(acc.v);
-        free(names.from);
-        free(names.to);
-        dwarf_end(dw);
-        return;
-      }
+      if (names.oom)
+        goto oom;
       rows[n].row = (kdb_linerow){a, f, ln > 0 ? (uint32_t)ln : 0, col > 0 ? (uint32_t)col : 0};
       if (!f && !end)
         rows[n].row.file = "";
@@ -356,6 +344,13 @@ static void kdb_isa_build_lines(kdb_co_priv *co) {
     co->inl = acc.v;
     co->ninl = acc.n;
   }
+  return;
+oom: /* no line table: instructions carry no source positions */
+  free(rows);
+  free(acc.v);
+  free(names.from);
+  free(names.to);
+  dwarf_end(dw);
 }
 
 /* The line row in effect at addr (the last row at or before it), NULL when
