@@ -546,10 +546,9 @@ static uint32_t kdb_isa_chain(const kdb_kernel *k, const kdb_insn *in,
                               size_t *fcap) {
   const kdb_inline_range *hold[KDB_ISA_MAX_FRAMES];
   unsigned nhold = 0;
-  for (size_t i = 0; i < s->n; i++) {
+  /* every active range holds the instruction (kdb_isa_sweep_to) */
+  for (size_t i = 0; i < s->n && nhold < KDB_ISA_MAX_FRAMES; i++) {
     const kdb_inline_range *ir = s->active[i];
-    if (in->addr < ir->lo || in->addr >= ir->hi || nhold == KDB_ISA_MAX_FRAMES)
-      continue;
     unsigned j = nhold++; /* keep hold sorted by depth, deepest first */
     while (j > 0 && hold[j - 1]->depth < ir->depth) {
       hold[j] = hold[j - 1];

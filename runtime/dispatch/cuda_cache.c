@@ -349,7 +349,7 @@ static struct cc_choice cc_choose(void *f, void *s) {
   void *ctx;
   int dev;
   struct gpu_device_info info;
-  if (!api || api->current(s, &ctx, &dev) != 0 || api->describe(ctx, dev, &info) != 0)
+  if (!api || api->current(s, &ctx, &dev) != 0)
     return c;
   c.ctx = ctx;
   if (g_cc.cap) {
@@ -357,6 +357,9 @@ static struct cc_choice cc_choose(void *f, void *s) {
     if (g_cc.choices[i].f)
       return g_cc.choices[i];
   }
+  /* a new (handle, context): the device's arch, asked once per decision */
+  if (api->describe(ctx, dev, &info) != 0)
+    return (struct cc_choice){f, NULL, NULL, NULL};
   const char *name = cc_name(f);
   const struct cc_entry *e = NULL, *other_arch = NULL;
   for (const struct cc_entry *x = name ? g_cc.entries : NULL; x && !e; x = x->next)
