@@ -35,6 +35,7 @@
 #include "nano/aggregate.h"
 
 #include "analyzer.h"
+#include "nano/dh_sums.h"
 
 #include <stddef.h>
 #include <stdlib.h>
@@ -44,19 +45,9 @@
  * doubles at 1/2 full). */
 #define AGG_INITIAL_SITE_SLOTS 64u
 #define AGG_INITIAL_PAGE_SLOTS 256u
-/* Lanes per phase of the phased model, by access size. */
-#define AGG_PHASE_LANES_4B 32u
-#define AGG_PHASE_LANES_8B 16u
-#define AGG_PHASE_LANES_16B 8u
 /* Banks modelled at most (LDS and shared memory have 32; a larger count in
  * the dispatch info is taken as this many). */
 #define AGG_MAX_BANKS 64u
-
-/* omniprobe's lane sets of a 16-byte LDS access on AMD wave64
- * (ds_read_b128/ds_write_b128): set index of each lane. */
-static const unsigned char agg_amd_b128_set[64] = {
-    0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0, 3, 3, 3, 3, 2, 2, 2, 2,
-    4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7, 5, 5, 5, 5, 4, 4, 4, 4, 7, 7, 7, 7, 6, 6, 6, 6};
 
 /* Slots of the set that counts a record's distinct blocks (a power of two,
  * four times a wave64's lanes: short probes). */
@@ -137,19 +128,10 @@ static int agg_shift(uint32_t unit) {
   return unit && !(unit & (unit - 1)) ? __builtin_ctz(unit) : -1;
 }
 
-static uint64_t agg_block(uint64_t x, uint32_t unit, int shift) {
-  return shift >= 0 ? x >> shift : x / unit;
-}
-
-/* Blocks of `unit` bytes that the bytes [lo, hi) touch, hi > lo. */
-static uint64_t agg_span(uint64_t lo, uint64_t hi, uint32_t unit, int shift) {
-  return agg_block(hi - 1, unit, shift) - agg_block(lo, unit, shift) + 1;
-}
-
 /* Units of `unit` bytes that `bytes` fill, rounded up (no division for the
  * powers of two every real line and sector size is). */
 static uint64_t agg_units(uint64_t bytes, uint32_t unit, int shift) {
-  return agg_block(bytes + unit - 1, unit, shift);
+  return nano_dh_block_of(bytes + unit - 1, unit, shift);
 }
 
 static struct agg_cover agg_cover(const uint64_t *a, unsigned n, uint32_t size, uint32_t line,
@@ -164,26 +146,12 @@ static struct agg_cover agg_cover(const uint64_t *a, unsigned n, uint32_t size, 
       c.bytes += e - from;
     if (!i || e > end)
       end = e;
-    agg_blocks(agg_block(s, line, ls), agg_block(e - 1, line, ls), &line_any, &line_top, &c.lines);
-    agg_blocks(agg_block(s, sector, ss), agg_block(e - 1, sector, ss), &sector_any, &sector_top,
-               &c.sectors);
+    agg_blocks(nano_dh_block_of(s, line, ls), nano_dh_block_of(e - 1, line, ls), &line_any,
+               &line_top, &c.lines);
+    agg_blocks(nano_dh_block_of(s, sector, ss), nano_dh_block_of(e - 1, sector, ss), &sector_any,
+               &sector_top, &c.sectors);
   }
   return c;
-}
-
-/* The phase (set of lanes served together) of lane `lane` for an access of
- * `size` bytes. */
-static unsigned agg_phase(uint32_t model, unsigned lane, uint32_t size) {
-  if (model == NANO_LDS_AMD_WAVE64) {
-    if (size <= 4)
-      return lane / 32;
-    if (size <= 8)
-      return lane / 16;
-    return agg_amd_b128_set[lane & 63];
-  }
-  return lane / (size <= 4   ? AGG_PHASE_LANES_4B
-                 : size <= 8 ? AGG_PHASE_LANES_8B
-                             : AGG_PHASE_LANES_16B);
 }
 
 /* Adds the words [first, last] to per_bank: word w is in bank w mod banks.
@@ -212,7 +180,7 @@ static uint64_t agg_bank_conflicts(const struct nano_dispatch_info *info,
   uint64_t conflicts = 0;
   unsigned phase_of[64], phases = 0;
   for (unsigned i = 0; i < r->lanes; i++) {
-    phase_of[i] = agg_phase(info->lds_model, r->lane[i], size);
+    phase_of[i] = nano_dh_phase(info->lds_model == NANO_LDS_AMD_WAVE64, r->lane[i], size);
     if (phase_of[i] + 1 > phases)
       phases = phase_of[i] + 1;
   }
@@ -279,28 +247,9 @@ static int agg_contiguous(const struct nano_dh_record *r, uint32_t size, uint32_
   uint64_t lo = down ? r->addr[n - 1] : r->addr[0], hi = lo + (n - 1) * step + size;
   int ls = agg_shift(line), ss = agg_shift(sector);
   c->bytes = hi - lo;
-  c->lines = agg_span(lo, hi, line, ls);
-  c->sectors = agg_span(lo, hi, sector, ss);
+  c->lines = nano_dh_span(lo, hi, line, ls);
+  c->sectors = nano_dh_span(lo, hi, sector, ss);
   return 1;
-}
-
-/* Blocks of `unit` bytes that n accesses of `size` bytes cover, the first at
- * lo, each `step` bytes after the last, step > size (so none overlap). */
-static uint64_t agg_progression_units(uint64_t lo, uint64_t step, unsigned n, uint32_t size,
-                                      uint32_t unit, int shift) {
-  uint64_t hi = lo + (n - 1) * step + size;
-  /* gaps shorter than a block: no block lies in one, so every block from the
-   * first to the last is covered */
-  if (step - size < unit)
-    return agg_span(lo, hi, unit, shift);
-  /* gaps of a block or more: no two accesses share a block; with a step of
-   * whole blocks every access covers as many */
-  if ((shift >= 0 ? step & (unit - 1) : step % unit) == 0)
-    return n * agg_span(lo, lo + size, unit, shift);
-  uint64_t count = 0;
-  for (unsigned k = 0; k < n; k++, lo += step)
-    count += agg_span(lo, lo + size, unit, shift);
-  return count;
 }
 
 /* The strided case in closed form: a strided record's lanes (in progression
@@ -317,8 +266,8 @@ static int agg_progression(const struct nano_dh_record *r, uint32_t size, uint32
   if (step <= size)
     return 0;
   c->bytes = (uint64_t)n * size;
-  c->lines = agg_progression_units(lo, step, n, size, line, agg_shift(line));
-  c->sectors = agg_progression_units(lo, step, n, size, sector, agg_shift(sector));
+  c->lines = nano_dh_progression_units(lo, step, n, size, line, agg_shift(line));
+  c->sectors = nano_dh_progression_units(lo, step, n, size, sector, agg_shift(sector));
   return 1;
 }
 
@@ -641,6 +590,131 @@ void nano_aggregate_clear(struct nano_aggregate *a) {
     memset(a->pages, 0, a->page_cap * sizeof *a->pages);
   a->used = a->pages_used = 0;
   a->records = a->unknown = a->sites_lost = a->page_accesses = a->pages_lost = 0;
+}
+
+/* ---- the device's sums table ---------------------------------------------- */
+
+/* Its header (nano/dh_format.h). */
+struct agg_table_hdr {
+  uint32_t module, sites, shards;
+  uint8_t line_shift, sector_shift, what, page_shift;
+  uint32_t page_slots, zero;
+  uint64_t pages_lost, modes, counts, pages, zero2;
+};
+_Static_assert(sizeof(struct agg_table_hdr) == NANO_DH_SUMS_HDR_SIZE, "sums header size");
+_Static_assert(offsetof(struct agg_table_hdr, pages_lost) == NANO_DH_SUMS_OFF_PAGES_LOST,
+               "pages_lost");
+
+/* Bytes of one site's counters in one space. */
+#define AGG_TABLE_SLOT_BYTES (NANO_DH_COUNTS * sizeof(uint64_t))
+
+/* The header of a table of `sites` slots, `shards` shards and `page_slots`
+ * page slots: the arrays' offsets; its bytes in *bytes. */
+static struct agg_table_hdr agg_table_layout(uint32_t sites, uint32_t shards, uint32_t page_slots,
+                                             uint64_t *bytes) {
+  struct agg_table_hdr h = {.sites = sites, .shards = shards, .page_slots = page_slots};
+  h.modes = NANO_DH_SUMS_HDR_SIZE;
+  h.counts = h.modes + ((uint64_t)sites + 7) / 8 * 8;
+  h.pages = h.counts + (uint64_t)shards * sites * NANO_DH_SUMS_SPACES * AGG_TABLE_SLOT_BYTES;
+  *bytes = h.pages + (uint64_t)page_slots * 2 * sizeof(uint64_t);
+  return h;
+}
+
+/* Whether the device sums site `id` as the host sums its records (see
+ * nano_aggregate_table). */
+static int agg_device_sums(const struct nano_dispatch_info *info, uint64_t id) {
+  const struct nano_dh_site *site = info->site ? info->site(info, id) : NULL;
+  if (!site || !site->size || (site->flags & NANO_DH_SITE_MEMINTRINSIC))
+    return 0;
+  if (info->size >= offsetof(struct nano_dispatch_info, isa_width) + sizeof info->isa_width &&
+      info->isa_width) {
+    uint32_t width = 0;
+    int verdict = info->isa_width(info, id, &width);
+    if ((verdict == NANO_ISA_WIDER && width > site->size) || verdict == NANO_ISA_MERGED)
+      return 0;
+  }
+  return 1;
+}
+
+size_t nano_aggregate_table(const struct nano_dispatch_info *info, unsigned what,
+                            uint64_t page_bytes, uint32_t module, uint32_t sites, uint32_t shards,
+                            uint32_t page_slots, void *buf) {
+  int ls = agg_shift(info->line_bytes), ss = agg_shift(info->sector_bytes);
+  int ps = page_bytes >> 32 ? -1 : agg_shift((uint32_t)page_bytes);
+  if (!shards || (shards & (shards - 1)) || ((what & NANO_AGG_SITES) && (ls < 0 || ss < 0)) ||
+      ((what & NANO_AGG_PAGES) && (ps < 0 || !page_slots || (page_slots & (page_slots - 1)))))
+    return 0;
+  if (!(what & NANO_AGG_PAGES))
+    page_slots = 0;
+  uint64_t bytes;
+  struct agg_table_hdr h = agg_table_layout(sites, shards, page_slots, &bytes);
+  if (!buf)
+    return (size_t)bytes;
+  h.module = module;
+  h.line_shift = (uint8_t)(ls < 0 ? 0 : ls);
+  h.sector_shift = (uint8_t)(ss < 0 ? 0 : ss);
+  h.page_shift = (uint8_t)(ps < 0 ? 0 : ps);
+  uint32_t banks = info->lds_banks ? info->lds_banks : 32;
+  uint32_t bank_bytes = info->lds_bank_bytes ? info->lds_bank_bytes : 4;
+  h.what = (uint8_t)(((what & NANO_AGG_SITES) ? NANO_DH_SUMS_SITES : 0) |
+                     ((what & NANO_AGG_PAGES) ? NANO_DH_SUMS_PAGES : 0) |
+                     (banks == 32 && bank_bytes == 4 ? NANO_DH_SUMS_BANKS : 0) |
+                     (info->lds_model == NANO_LDS_AMD_WAVE64 ? NANO_DH_SUMS_AMD_WAVE64 : 0));
+  memset(buf, 0, (size_t)bytes);
+  memcpy(buf, &h, sizeof h);
+  unsigned char *modes = (unsigned char *)buf + h.modes;
+  for (uint32_t i = 0; i < sites; i++)
+    modes[i] = !(what & NANO_AGG_SITES) ? 0 : !agg_device_sums(info, (uint64_t)module << 32 | i);
+  return (size_t)bytes;
+}
+
+int nano_aggregate_add_table(struct nano_aggregate *a, const void *table, size_t bytes) {
+  struct agg_table_hdr h;
+  uint64_t need;
+  if (bytes < sizeof h)
+    return -1;
+  memcpy(&h, table, sizeof h);
+  struct agg_table_hdr want = agg_table_layout(h.sites, h.shards, h.page_slots, &need);
+  if (need > bytes || h.modes != want.modes || h.counts != want.counts || h.pages != want.pages)
+    return -1;
+  const unsigned char *base = table;
+  for (uint64_t shard = 0; shard < h.shards; shard++)
+    for (uint32_t i = 0; i < h.sites; i++)
+      for (unsigned space = 0; space < NANO_DH_SUMS_SPACES; space++) {
+        uint64_t n[NANO_DH_COUNTS];
+        memcpy(n,
+               base + h.counts +
+                   ((shard * h.sites + i) * NANO_DH_SUMS_SPACES + space) * AGG_TABLE_SLOT_BYTES,
+               sizeof n);
+        uint64_t executions = n[NANO_DH_COUNT_EXECUTIONS];
+        if (!executions)
+          continue;
+        a->records += executions;
+        struct nano_dh_record key = {.site = (uint64_t)h.module << 32 | i, .space = (uint8_t)space};
+        struct agg_site *s = agg_site_take(a, &key);
+        if (!s || !s->site) {
+          *(s ? &a->unknown : &a->sites_lost) += executions;
+          continue;
+        }
+        struct nano_site_counts *c = &s->c;
+        c->size = s->site->size;
+        c->executions += executions;
+        c->accesses += n[NANO_DH_COUNT_ACCESSES];
+        c->bytes += n[NANO_DH_COUNT_BYTES];
+        c->lines_needed += n[NANO_DH_COUNT_LINES_NEEDED];
+        c->lines_used += n[NANO_DH_COUNT_LINES_USED];
+        c->sectors_needed += n[NANO_DH_COUNT_SECTORS_NEEDED];
+        c->sectors_used += n[NANO_DH_COUNT_SECTORS_USED];
+        c->bank_conflicts += n[NANO_DH_COUNT_BANK_CONFLICTS];
+      }
+  for (uint32_t i = 0; i < h.page_slots; i++) {
+    uint64_t slot[2];
+    memcpy(slot, base + h.pages + (uint64_t)i * sizeof slot, sizeof slot);
+    if (slot[0] && slot[1])
+      agg_add_page(a, slot[0], slot[1]);
+  }
+  a->pages_lost += h.pages_lost;
+  return 0;
 }
 
 const struct nano_aggregates *nano_aggregate_report(struct nano_aggregate *a,

@@ -33,9 +33,18 @@
  * hook, which suspends the lane until the wave's lanes at this site form one
  * record, and returns the lane's position, which __nano_kctx points to again.
  *
+ * Sums (desc->sums set, NANO_AGGREGATE=device): a wave access that the
+ * wave's own primitives can sum exactly is added to the dispatch's sums
+ * table (nano/dh_format.h) with one atomic per counter, by the leader, into
+ * its shard; nothing crosses the bus. nano_dh_sum says which accesses: the
+ * rest are records as above, summed by the host with the same arithmetic
+ * (nano/dh_sums.h).
+ *
  * Target macros (set by dh_comms/CMakeLists.txt): NANO_DH_AMDGPU with
  * NANO_DH_WAVE (64 or 32) and NANO_DH_HWID_REG (the s_getreg id of HW_ID: 4 on
- * GFX9, 23 = HW_ID1 on GFX10+), NANO_DH_NVPTX, or neither for the host CPU.
+ * GFX9, 23 = HW_ID1 on GFX10+), NANO_DH_NVPTX, NANO_DH_EMU (a test's wave
+ * emulator supplies the primitives: tests/device/sums_emu.c), or none for
+ * the host CPU.
  * The code uses clang builtins and LLVM intrinsics through asm labels only, so
  * that one source compiles with clang 15 and clang 22 without a target CPU
  * (the pass sets target-cpu and features from the module it links into).
@@ -44,6 +53,11 @@
  * not exist on the device.
  */
 #include "nano/dh_format.h"
+#include "nano/dh_sums.h"
+
+#if !defined(NANO_DH_AMDGPU) && !defined(NANO_DH_NVPTX) && !defined(NANO_DH_EMU)
+#define NANO_DH_CPU 1
+#endif
 
 typedef unsigned char u8;
 typedef unsigned short u16;
@@ -71,20 +85,36 @@ struct nano_dh_desc {
   u32 block_lo[3];
   u32 block_hi[3];
   u64 tail_seen;
+  u64 sums;
 };
 _Static_assert(sizeof(struct nano_dh_desc) == NANO_DH_DESC_SIZE, "descriptor size");
+_Static_assert(__builtin_offsetof(struct nano_dh_desc, sums) == NANO_DH_DESC_OFF_SUMS, "sums");
 _Static_assert(__builtin_offsetof(struct nano_dh_desc, hook) == NANO_DH_DESC_OFF_HOOK, "hook");
 _Static_assert(__builtin_offsetof(struct nano_dh_desc, block_hi) == NANO_DH_DESC_OFF_BLOCK_HI,
                "block filter");
 
+/* The sums table's header as the device sees it (nano/dh_format.h). */
+struct nano_dh_sums {
+  u32 module, sites, shards;
+  u8 line_shift, sector_shift, what, page_shift;
+  u32 page_slots, zero;
+  u64 pages_lost, modes, counts, pages, zero2;
+};
+_Static_assert(sizeof(struct nano_dh_sums) == NANO_DH_SUMS_HDR_SIZE, "sums header size");
+_Static_assert(__builtin_offsetof(struct nano_dh_sums, pages_lost) == NANO_DH_SUMS_OFF_PAGES_LOST,
+               "pages_lost");
+
 typedef NANO_DH_GLOBAL struct nano_dh_desc gdesc;
+typedef NANO_DH_GLOBAL struct nano_dh_sums gsums;
 typedef NANO_DH_GLOBAL u64 gword;
 typedef NANO_DH_GLOBAL u32 ghalf;
+typedef NANO_DH_GLOBAL u8 gbyte;
 
 #define NANO_DH_DROPPED_OFFSET (~0ull)
 
 /* ---- Per-target wave primitives ------------------------------------------
- * active(): the active lanes; rank(exec): this lane's rank among them;
+ * active(): the active lanes; lane(): this lane's index in the wave;
+ * rank(exec): this lane's rank among the active lanes;
  * lane_value(v, lane): v of lane `lane` (uniform lane index); vote(p, exec):
  * the active lanes where p holds; wave_sync(exec): the lanes meet. */
 #if defined(NANO_DH_AMDGPU)
@@ -108,6 +138,7 @@ static u64 nano_dh_active(void) {
 static u32 nano_dh_rank(u64 exec) {
   return __builtin_amdgcn_mbcnt_hi((u32)(exec >> 32), __builtin_amdgcn_mbcnt_lo((u32)exec, 0));
 }
+static u32 nano_dh_lane(void) { return nano_dh_rank(~0ull); }
 static u64 nano_dh_lane_value(u64 v, u32 lane) {
   u32 lo = (u32)__builtin_amdgcn_readlane((int)(u32)v, (int)lane);
   u32 hi = (u32)__builtin_amdgcn_readlane((int)(u32)(v >> 32), (int)lane);
@@ -168,6 +199,7 @@ static u64 nano_dh_active(void) {
   __asm__ volatile("activemask.b32 %0;" : "=r"(m));
   return m;
 }
+static u32 nano_dh_lane(void) { return nano_dh_llvm_laneid(); }
 static u32 nano_dh_rank(u64 exec) {
   u32 below = (1u << nano_dh_llvm_laneid()) - 1u;
   return (u32)__builtin_popcount((u32)exec & below);
@@ -220,6 +252,46 @@ static void nano_dh_thread(u32 t[3]) {
   t[1] = nano_dh_llvm_tid_y();
   t[2] = nano_dh_llvm_tid_z();
 }
+#elif defined(NANO_DH_EMU)
+/* The test's emulated wave: lanes of one wave run in turn, and each of these
+ * returns once every active lane has called it (convergent code only). */
+u32 nano_emu_wave_size(void);
+u64 nano_emu_active(void);
+u32 nano_emu_lane(void);
+u64 nano_emu_lane_value(u64 v, u32 lane);
+u64 nano_emu_vote(_Bool p);
+_Bool nano_emu_is_shared(u64 addr);
+u32 nano_emu_hwid(void);
+
+static u32 nano_dh_wave_size(void) { return nano_emu_wave_size(); }
+static u64 nano_dh_active(void) { return nano_emu_active(); }
+static u32 nano_dh_lane(void) { return nano_emu_lane(); }
+static u32 nano_dh_rank(u64 exec) {
+  return (u32)__builtin_popcountll(exec & ((1ull << nano_emu_lane()) - 1));
+}
+static u64 nano_dh_lane_value(u64 v, u32 lane) { return nano_emu_lane_value(v, lane); }
+static u64 nano_dh_vote(_Bool p, u64 exec) {
+  (void)exec;
+  return nano_emu_vote(p);
+}
+static _Bool nano_dh_is_shared(u64 addr) { return nano_emu_is_shared(addr); }
+static void nano_dh_wave_sync(u64 exec) {
+  (void)nano_emu_lane_value(exec, (u32)__builtin_ctzll(exec));
+}
+static void nano_dh_acquire(void) { __atomic_thread_fence(__ATOMIC_ACQUIRE); }
+static void nano_dh_release(void) { __atomic_thread_fence(__ATOMIC_RELEASE); }
+static void nano_dh_pause(void) {}
+static u64 nano_dh_clock(void) { return 0; }
+static u32 nano_dh_hwid(void) { return nano_emu_hwid(); }
+static void nano_dh_block(u32 b[3]) { b[0] = b[1] = b[2] = 0; }
+static void nano_dh_block_dim(u32 d[3]) {
+  d[0] = nano_emu_wave_size();
+  d[1] = d[2] = 1;
+}
+static void nano_dh_thread(u32 t[3]) {
+  t[0] = nano_emu_lane();
+  t[1] = t[2] = 0;
+}
 #else
 /* CPU kernels: the thread position of nano/kernel.h, reached through the
  * thread-local pointer the launcher sets (NANO_DH_KCTX_SIZE bytes; kernel.h
@@ -239,6 +311,7 @@ typedef const struct nano_kernel_ctx *(*nano_dh_hook_fn)(void *desc, u64 site, u
 
 static u32 nano_dh_wave_size(void) { return 1; }
 static u64 nano_dh_active(void) { return 1; }
+static u32 nano_dh_lane(void) { return 0; }
 static u32 nano_dh_rank(u64 exec) {
   (void)exec;
   return 0;
@@ -330,6 +403,165 @@ drop:
   return NANO_DH_DROPPED_OFFSET;
 }
 
+/* Adds v to the counter at p when v is not 0 (a zero add is an atomic
+ * spent for nothing). */
+static void nano_dh_count(gword *p, u64 v) {
+  if (v)
+    __sync_fetch_and_add(p, v);
+}
+
+/* Adds n lane accesses to page `page` of the table's page slots: the slot
+ * holding page + 1, else the first free one a compare-and-swap takes, within
+ * NANO_DH_PAGE_PROBES slots of the page's hash; else they are counted lost. */
+static void nano_dh_page_add(gsums *s, u64 page, u64 n) {
+  gword *slots = (gword *)((u64)s + s->pages);
+  u64 key = page + 1, mask = (u64)s->page_slots - 1;
+  u64 h = (key * 0x9E3779B97F4A7C15ull) >> 32;
+  for (u32 probe = 0; probe < NANO_DH_PAGE_PROBES; probe++, h++) {
+    gword *slot = &slots[2 * (h & mask)];
+    u64 k = *(volatile gword *)slot;
+    if (k == 0)
+      k = __sync_val_compare_and_swap(slot, 0ull, key);
+    if (k == 0 || k == key) {
+      __sync_fetch_and_add(&slot[1], n);
+      return;
+    }
+  }
+  __sync_fetch_and_add((gword *)((u64)s + NANO_DH_SUMS_OFF_PAGES_LOST), n);
+}
+
+/* Sums this wave's access at `site` into desc->sums when the wave's
+ * primitives give exactly what the host's arithmetic would give its record
+ * (nano/dh_sums.h, aggregate.c); returns 1 then, 0 when the access must be a
+ * record. Every active lane calls it with the same view of the wave (exec,
+ * leader, base, stride, strided: the vote that the lanes sit at base + rank
+ * * stride; where: the record's space) and gets the same answer.
+ *
+ * Summed here: sites the table has a slot for and the host did not mark
+ * (kerneldb widened or merged them), not mixed between shared and global,
+ *   global  lanes in progression (closed form), or lanes aligned to a
+ *           power-of-two size (distinct addresses, lines and sectors
+ *           counted by comparing each lane with the lower ones);
+ *   shared  lanes aligned to a power-of-two size up to a bank row (128
+ *           bytes), 32 banks of 4 bytes: per phase, the distinct units per
+ *           bank group, the busiest group setting the cycles;
+ *   pages   every lane's page, counted once per page by its lowest lane.
+ * Anything else (unaligned scattered lanes, other bank geometries) is a
+ * record. */
+static int nano_dh_sum(gdesc *d, u64 site, u64 addr, u32 size, u32 space, u32 where, u64 exec,
+                       u32 lanes, u32 leader, u64 base, u64 stride, int strided) {
+  gsums *s = (gsums *)d->sums;
+  u32 index = (u32)site, what = s->what;
+  if ((u32)(site >> 32) != s->module || index >= s->sites || where == NANO_DH_SPACE_MIXED ||
+      ((const gbyte *)((u64)s + s->modes))[index])
+    return 0;
+  int shared = space == NANO_DH_AS_SHARED || where == NANO_DH_SPACE_SHARED;
+  if (shared && (what & NANO_DH_SUMS_SITES) && !(what & NANO_DH_SUMS_BANKS))
+    return 0;
+  /* the record's size is its leader's; 0 counts as 1 in the arithmetic */
+  u32 rsize = (u32)nano_dh_lane_value(size, leader), unit = rsize ? rsize : 1;
+  int zs = (unit & (unit - 1)) ? -1 : __builtin_ctz(unit);
+  int aligned = zs >= 0 && nano_dh_vote((addr & (unit - 1)) == 0, exec) == exec;
+  u32 me = nano_dh_lane();
+  u64 c[NANO_DH_COUNTS] = {1, lanes, (u64)lanes * rsize, 0, 0, 0, 0, 0};
+  if ((what & NANO_DH_SUMS_SITES) && shared) {
+    if (!aligned || zs > 7)
+      return 0;
+    /* a lane covers the `unit` (>= a bank's 4 bytes) at addr; aligned units
+     * are equal or disjoint, and a bank group is the banks one unit spans */
+    u32 us = zs < 2 ? 2 : (u32)zs;
+    u64 key = addr >> us, groups = (1ull << (7 - us)) - 1;
+    int amd64 = (what & NANO_DH_SUMS_AMD_WAVE64) != 0;
+    u32 phase = nano_dh_phase(amd64, me, unit);
+    int dup = 0;
+    for (u64 m = exec; m; m &= m - 1) {
+      u32 j = (u32)__builtin_ctzll(m);
+      u64 k = nano_dh_lane_value(key, j);
+      dup |= j < me && k == key && nano_dh_phase(amd64, j, unit) == phase;
+    }
+    u64 first = nano_dh_vote(!dup, exec);
+    u64 in_group = 0;
+    for (u64 m = first; m; m &= m - 1) {
+      u32 j = (u32)__builtin_ctzll(m);
+      u64 k = nano_dh_lane_value(key, j);
+      in_group += (k & groups) == (key & groups) && nano_dh_phase(amd64, j, unit) == phase;
+    }
+    /* the busiest group per phase (at most 8 phases, 8 bits each) */
+    u64 most = 0, phases = 0;
+    for (u64 m = exec; m; m &= m - 1) {
+      u32 j = (u32)__builtin_ctzll(m), p = nano_dh_phase(amd64, j, unit);
+      u64 n = nano_dh_lane_value(in_group, j);
+      phases |= 1ull << p;
+      if (n > (most >> (8 * p) & 0xff))
+        most = (most & ~(0xffull << (8 * p))) | n << (8 * p);
+    }
+    for (u32 p = 0; p < 8; p++)
+      c[NANO_DH_COUNT_BANK_CONFLICTS] += most >> (8 * p) & 0xff;
+    c[NANO_DH_COUNT_BANK_CONFLICTS] -= (u64)__builtin_popcountll(phases);
+  } else if (what & NANO_DH_SUMS_SITES) {
+    u32 ls = s->line_shift, ss = s->sector_shift, line = 1u << ls, sector = 1u << ss;
+    u64 bytes, lines, sectors;
+    if (strided) {
+      int down = (long long)stride < 0;
+      u64 step = down ? -stride : stride, lo = down ? base - (lanes - 1) * step : base;
+      if (lanes == 1 || step <= unit) {
+        u64 hi = lo + (lanes - 1) * step + unit;
+        bytes = hi - lo;
+        lines = nano_dh_span(lo, hi, line, (int)ls);
+        sectors = nano_dh_span(lo, hi, sector, (int)ss);
+      } else {
+        bytes = (u64)lanes * unit;
+        lines = nano_dh_progression_units(lo, step, lanes, unit, line, (int)ls);
+        sectors = nano_dh_progression_units(lo, step, lanes, unit, sector, (int)ss);
+      }
+    } else if (aligned) {
+      int dup_addr = 0, dup_line = 0, dup_sector = 0;
+      for (u64 m = exec; m; m &= m - 1) {
+        u32 j = (u32)__builtin_ctzll(m);
+        u64 v = nano_dh_lane_value(addr, j);
+        if (j < me) {
+          dup_addr |= v == addr;
+          dup_line |= v >> ls == addr >> ls;
+          dup_sector |= v >> ss == addr >> ss;
+        }
+      }
+      u64 distinct = (u64)__builtin_popcountll(nano_dh_vote(!dup_addr, exec));
+      u64 in_lines = (u64)__builtin_popcountll(nano_dh_vote(!dup_line, exec));
+      u64 in_sectors = (u64)__builtin_popcountll(nano_dh_vote(!dup_sector, exec));
+      bytes = distinct * unit;
+      lines = (u32)zs <= ls ? in_lines : distinct << ((u32)zs - ls);
+      sectors = (u32)zs <= ss ? in_sectors : distinct << ((u32)zs - ss);
+    } else {
+      return 0;
+    }
+    c[NANO_DH_COUNT_LINES_NEEDED] = (bytes + line - 1) >> ls;
+    c[NANO_DH_COUNT_LINES_USED] = lines;
+    c[NANO_DH_COUNT_SECTORS_NEEDED] = (bytes + sector - 1) >> ss;
+    c[NANO_DH_COUNT_SECTORS_USED] = sectors;
+  }
+  if (what & NANO_DH_SUMS_PAGES) {
+    u64 page = addr >> s->page_shift, same = 0;
+    int dup = 0;
+    for (u64 m = exec; m; m &= m - 1) {
+      u32 j = (u32)__builtin_ctzll(m);
+      if (nano_dh_lane_value(page, j) == page) {
+        same++;
+        dup |= j < me;
+      }
+    }
+    if (!dup)
+      nano_dh_page_add(s, page, same);
+  }
+  if ((what & NANO_DH_SUMS_SITES) && me == leader) {
+    u64 slot =
+        ((u64)(nano_dh_hwid() & (s->shards - 1)) * s->sites + index) * NANO_DH_SUMS_SPACES + where;
+    gword *counts = (gword *)((u64)s + s->counts) + slot * NANO_DH_COUNTS;
+    for (u32 k = 0; k < NANO_DH_COUNTS; k++)
+      nano_dh_count(&counts[k], c[k]);
+  }
+  return 1;
+}
+
 /* Records one access of every active lane: see the file comment. `site` is
  * module id << 32 | site index, `addr` the lane's address, `size` the access
  * size in bytes (the leader's is recorded), `space` the site's address-space
@@ -339,7 +571,7 @@ __attribute__((visibility("hidden"), noinline)) void
 __nano_dh_access(gdesc *desc, u64 site, u64 addr, u32 size, u32 space) {
   if (!desc)
     return;
-#if !defined(NANO_DH_AMDGPU) && !defined(NANO_DH_NVPTX)
+#if defined(NANO_DH_CPU)
   if (desc->flags & NANO_DH_FLAG_HOOK) {
     __nano_kctx = ((nano_dh_hook_fn)desc->hook)((void *)desc, site, addr, size, space);
     return;
@@ -371,6 +603,9 @@ __nano_dh_access(gdesc *desc, u64 site, u64 addr, u32 size, u32 space) {
             : shared == exec ? NANO_DH_SPACE_SHARED
                              : NANO_DH_SPACE_MIXED;
   }
+  if (desc->sums && nano_dh_sum(desc, site, addr, size, space, where, exec, lanes, leader, base,
+                                stride, enc == NANO_DH_ENC_STRIDE))
+    return;
   u64 bytes = NANO_DH_HDR_SIZE + NANO_DH_PAYLOAD_BYTES(enc, lanes);
   u64 off = 0;
   if (rank == 0)
@@ -411,7 +646,7 @@ __nano_dh_access(gdesc *desc, u64 site, u64 addr, u32 size, u32 space) {
 #undef NANO_DH_WORD
 }
 
-#if !defined(NANO_DH_AMDGPU) && !defined(NANO_DH_NVPTX)
+#if defined(NANO_DH_CPU)
 /* CPU twins only (the pass calls these in host modules; llvm-pass/
  * DeviceTwins.cpp's banner). Outside a virtual wave (no hook) they do
  * nothing. */

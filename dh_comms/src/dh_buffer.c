@@ -20,9 +20,10 @@ struct dhbuf_desc {
   uint32_t flags, max_spins;
   uint64_t hook;
   uint32_t block_lo[3], block_hi[3];
-  uint64_t tail_seen;
+  uint64_t tail_seen, sums;
 };
 _Static_assert(sizeof(struct dhbuf_desc) == NANO_DH_DESC_SIZE, "descriptor size");
+_Static_assert(offsetof(struct dhbuf_desc, sums) == NANO_DH_DESC_OFF_SUMS, "sums");
 _Static_assert(offsetof(struct dhbuf_desc, head) == NANO_DH_DESC_OFF_HEAD, "head");
 _Static_assert(offsetof(struct dhbuf_desc, tail_addr) == NANO_DH_DESC_OFF_TAIL_ADDR, "tail");
 _Static_assert(offsetof(struct dhbuf_desc, dropped) == NANO_DH_DESC_OFF_DROPPED, "dropped");

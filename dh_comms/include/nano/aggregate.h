@@ -44,6 +44,25 @@ int nano_aggregate_view(struct nano_aggregate *a, const char *where, struct nano
 const struct nano_aggregates *nano_aggregate_report(struct nano_aggregate *a,
                                                     const struct nano_aggregates *given,
                                                     struct nano_aggregates *own);
+/* ---- sums made on a GPU (the sums table of nano/dh_format.h) ---- */
+
+/* Lays out the device's sums table for the dispatch of *info: slots for the
+ * sites of module `module` with indices below `sites`, `shards` copies of
+ * the counters (a power of two), `page_slots` page slots (a power of two)
+ * with NANO_AGG_PAGES. Returns its bytes, and when buf is not NULL writes it
+ * there: header, counters zero, and a site marked to be records where the
+ * device cannot sum it as a record would be summed (no site table names it,
+ * a memory intrinsic, a size per record, kerneldb's isa_width says its
+ * machine access is wider or merged). 0 when the dispatch's geometry keeps
+ * every access a record (a line, sector or page size that is not a power
+ * of two). */
+size_t nano_aggregate_table(const struct nano_dispatch_info *info, unsigned what,
+                            uint64_t page_bytes, uint32_t module, uint32_t sites, uint32_t shards,
+                            uint32_t page_slots, void *buf);
+/* Adds a table the device filled (a host copy of its `bytes` bytes) to a:
+ * per site and space its counters, its pages, the page accesses it lost.
+ * 0, or -1 when the table is malformed (nothing added then). */
+int nano_aggregate_add_table(struct nano_aggregate *a, const void *table, size_t bytes);
 /* Records added (merged ones included). */
 uint64_t nano_aggregate_records(const struct nano_aggregate *a);
 void nano_aggregate_clear(struct nano_aggregate *a);

@@ -34,11 +34,11 @@
 #define NANO_TWIN_PREFIX "__nano_twin_"
 #define NANO_TWIN_ATTR "nano.twin"
 
-/* Format version of records and descriptors (one number: they change
- * together). */
-#define NANO_DH_VERSION 2u
+/* Format version of records, descriptors and sums tables (one number: they
+ * change together). */
+#define NANO_DH_VERSION 3u
 
-/* ---- Buffer descriptor (96 bytes, 8-aligned) -------------------------------
+/* ---- Buffer descriptor (104 bytes, 8-aligned) ------------------------------
  * The twin's trailing argument points to it. It lives where the device can do
  * read-modify-write atomics cheaply (device memory on a GPU, host memory for
  * CPU kernels): only head and dropped are RMW targets, so PCIe atomics are
@@ -66,9 +66,12 @@
  *                                     bound of it): the host writes the tail
  *                                     with each descriptor, leaders after
  *                                     reading it (0 is valid, only slower)
+ *   96     u64      sums       host   device address of the dispatch's sums
+ *                                     table (below), or 0: every access is
+ *                                     a record
  */
 #define NANO_DH_MAGIC 0x4348444eu /* "NDHC" */
-#define NANO_DH_DESC_SIZE 96
+#define NANO_DH_DESC_SIZE 104
 #define NANO_DH_DESC_OFF_MAGIC 0
 #define NANO_DH_DESC_OFF_VERSION 4
 #define NANO_DH_DESC_OFF_DATA 8
@@ -82,6 +85,7 @@
 #define NANO_DH_DESC_OFF_BLOCK_LO 64
 #define NANO_DH_DESC_OFF_BLOCK_HI 76
 #define NANO_DH_DESC_OFF_TAIL_SEEN 88
+#define NANO_DH_DESC_OFF_SUMS 96
 /* The smallest ring: two maximal records do not fit, one always does. */
 #define NANO_DH_MIN_CAPACITY 1024u
 
@@ -168,6 +172,62 @@
   ((enc) == NANO_DH_ENC_STRIDE  ? 8u                                                               \
    : (enc) == NANO_DH_ENC_OFF32 ? ((lanes)*4u + 7u) / 8u * 8u                                      \
                                 : (lanes)*8u)
+
+/* ---- Sums table: the dispatch's sums, made where the waves run -------------
+ * With desc->sums set, a wave whose access can be summed exactly with the
+ * wave's own primitives adds it to the table instead of writing a record
+ * (dh_device.c's nano_dh_sum says which can); every other access is a
+ * record, which the host sums with the same arithmetic (aggregate.c). The
+ * table lives in device memory: the host writes the header, zeroes the rest
+ * before the dispatch and reads it once after. Offsets of the arrays are
+ * from the table's start, each 8-aligned.
+ *
+ *   offset type  field        written by
+ *   0      u32   module       host   module id whose sites have slots
+ *   4      u32   sites        host   slots: site indices below it
+ *   8      u32   shards       host   copies of the counts (power of two); a
+ *                                    wave adds to shard hw_id & (shards - 1)
+ *   12     u8    line_shift   host   log2 of the cache line's bytes
+ *   13     u8    sector_shift host   log2 of the sector's bytes
+ *   14     u8    what         host   NANO_DH_SUMS_*
+ *   15     u8    page_shift   host   log2 of a page's bytes (PAGES)
+ *   16     u32   page_slots   host   slots of the page table (power of two)
+ *   20     u32   zero
+ *   24     u64   pages_lost   device lane accesses no page slot took
+ *   32     u64   modes        host   offset of u8[sites]: 0 sum the site's
+ *                                    accesses here, 1 make them records
+ *   40     u64   counts       host   offset of u64[shards][sites][3][8]: per
+ *                                    shard, site and record space
+ *                                    (NANO_DH_SPACE_UNKNOWN, _GLOBAL,
+ *                                    _SHARED: what the record's format
+ *                                    would have said) the counters
+ *                                    NANO_DH_COUNT_*
+ *   48     u64   pages        host   offset of u64[page_slots][2]: page + 1
+ *                                    (0: a free slot), lane accesses
+ *   56     u64   zero
+ */
+#define NANO_DH_SUMS_HDR_SIZE 64
+#define NANO_DH_SUMS_OFF_PAGES_LOST 24
+/* what */
+#define NANO_DH_SUMS_SITES 1u      /* per-site counters                        */
+#define NANO_DH_SUMS_PAGES 2u      /* per-page lane accesses                   */
+#define NANO_DH_SUMS_BANKS 4u      /* shared accesses: 32 banks of 4 bytes     */
+#define NANO_DH_SUMS_AMD_WAVE64 8u /* shared phases of AMD wave64 (else 32,    */
+                                   /* 16, 8 lanes by size: nano/handler.h)    */
+/* Record spaces with counters per site. */
+#define NANO_DH_SUMS_SPACES 3u
+/* The counters of one site and space, in this order. */
+#define NANO_DH_COUNT_EXECUTIONS 0
+#define NANO_DH_COUNT_ACCESSES 1
+#define NANO_DH_COUNT_BYTES 2
+#define NANO_DH_COUNT_LINES_NEEDED 3
+#define NANO_DH_COUNT_LINES_USED 4
+#define NANO_DH_COUNT_SECTORS_NEEDED 5
+#define NANO_DH_COUNT_SECTORS_USED 6
+#define NANO_DH_COUNT_BANK_CONFLICTS 7
+#define NANO_DH_COUNTS 8
+/* Slots a lane's page probes before its accesses count as lost. */
+#define NANO_DH_PAGE_PROBES 32u
 
 /* Access kinds (site.kind). */
 #define NANO_DH_KIND_LOAD 1u
