@@ -4,12 +4,15 @@
 # measured in the same round; rounds interleave the variants; best and median
 # of ROUNDS (NANO_BENCH_REPEAT, default 5).
 #   launch cost      tiny kernel, each launch waited for: instrumented (no
-#                    analyzer; the same with NANO_GPU_END=hostfn; MemoryAnalysis)
-#                    over plain. NVBit's memtrace: 6.9-7.3x on a tiny vector add.
+#                    analyzer; the same with NANO_GPU_END=hostfn; MemoryAnalysis
+#                    from records, NANO_AGGREGATE=host; MemoryAnalysis summed by
+#                    the twin, NANO_AGGREGATE=device) over plain. NVBit's
+#                    memtrace: 6.9-7.3x on a tiny vector add.
 #   per-access cost  memory-bound triad (R passes: 10 ms plain at the default
 #                    R=35 on an H100, 106 ms at R=350 (85 ms on an H200), where
-#                    one instrumented run takes minutes): instrumented (none; MemoryAnalysis)
-#                    over plain, and records drained per second (nano_dispatch).
+#                    one instrumented run takes minutes): instrumented (none;
+#                    MemoryAnalysis from records; MemoryAnalysis summed by the
+#                    twin) over plain, and records drained per second (nano_dispatch).
 #   tracing          cudaStreamQuery and empty launches: traced (CUPTI) over plain;
 #                    empty launches through the kernel cache's driver hook
 #                    (libnano_cudahook.so, not instrumenting: what every launch
@@ -19,14 +22,14 @@
 # usage: bench/gpu/run.sh OUT [WORK]
 # env: NANO_BENCH_REPEAT; NANO_BENCH_PASSES; NANO_BENCH_FIGURES, the groups to
 # run (default "tiny api launch membound"; "drain" too on request); NANO_BENCH_MEMBOUND, membound's
-# instrumented variants (default "inst_none inst_memory").
+# instrumented variants (default "inst_none inst_memory inst_summed").
 set -euo pipefail
 out=$(cd "$1" && pwd)
 work=${2:-$(mktemp -d)}
 mkdir -p "$work"
 rounds=${NANO_BENCH_REPEAT:-5} passes=${NANO_BENCH_PASSES:-35}
 figures=" ${NANO_BENCH_FIGURES:-tiny api launch membound} "
-membound=${NANO_BENCH_MEMBOUND:-inst_none inst_memory}
+membound=${NANO_BENCH_MEMBOUND:-inst_none inst_memory inst_summed}
 "$out/probe" >/dev/null 2>&1 || { echo "no CUDA device here: the GPU benchmarks did not run"; exit 77; }
 . "$out/env.sh" # OUT/lib and CUPTI (tests/gpu/env.sh)
 rpd=$out/lib/libnano_rpd.so
@@ -39,7 +42,8 @@ variant() {
   hooked) echo "LD_PRELOAD=$out/lib/libnano_cudahook.so:$rpd NANO_CUPTI=0 NANO_KERNEL_CACHE=$out/cache RPDT_FILENAME=$work/hooked.rpd" ;;
   inst_none) echo "LD_PRELOAD=$rpd NANO_CUPTI=0 RPDT_FILENAME=$work/inst.rpd NANO_INSTRUMENT=1 NANO_ANALYZERS=none" ;;
   inst_hostfn) echo "LD_PRELOAD=$rpd NANO_CUPTI=0 RPDT_FILENAME=$work/inst.rpd NANO_INSTRUMENT=1 NANO_ANALYZERS=none NANO_GPU_END=hostfn" ;;
-  inst_memory) echo "LD_PRELOAD=$rpd NANO_CUPTI=0 RPDT_FILENAME=$work/inst.rpd NANO_INSTRUMENT=1 NANO_ANALYZERS=MemoryAnalysis NANO_ANALYZER_OUTPUT=/dev/null" ;;
+  inst_memory) echo "LD_PRELOAD=$rpd NANO_CUPTI=0 RPDT_FILENAME=$work/inst.rpd NANO_INSTRUMENT=1 NANO_ANALYZERS=MemoryAnalysis NANO_ANALYZER_OUTPUT=/dev/null NANO_AGGREGATE=host" ;;
+  inst_summed) echo "LD_PRELOAD=$rpd NANO_CUPTI=0 RPDT_FILENAME=$work/inst.rpd NANO_INSTRUMENT=1 NANO_ANALYZERS=MemoryAnalysis NANO_ANALYZER_OUTPUT=/dev/null NANO_AGGREGATE=device" ;;
   inst_drain4) echo "LD_PRELOAD=$rpd NANO_CUPTI=0 RPDT_FILENAME=$work/inst.rpd NANO_INSTRUMENT=1 NANO_ANALYZERS=none NANO_DRAIN_THREADS=4" ;;
   esac
 }
@@ -87,7 +91,7 @@ PY
 }
 wanted() { [[ $figures == *" $1 "* ]]; }
 # the long one last, so that a session cut short has the others
-if wanted tiny; then ratios tiny 2000 plain inst_none inst_hostfn inst_memory; fi
+if wanted tiny; then ratios tiny 2000 plain inst_none inst_hostfn inst_memory inst_summed; fi
 if wanted api; then ratios api 200000 plain traced; fi
 if wanted launch; then ratios launch 100000 plain traced hooked; fi
 if wanted drain; then ratios membound2 "$passes" inst_none inst_drain4; fi

@@ -599,11 +599,9 @@ struct agg_table_hdr {
   uint32_t module, sites, shards;
   uint8_t line_shift, sector_shift, what, page_shift;
   uint32_t page_slots, zero;
-  uint64_t pages_lost, modes, counts, pages, zero2;
+  uint64_t lost, modes, counts, pages, zero2;
 };
 _Static_assert(sizeof(struct agg_table_hdr) == NANO_DH_SUMS_HDR_SIZE, "sums header size");
-_Static_assert(offsetof(struct agg_table_hdr, pages_lost) == NANO_DH_SUMS_OFF_PAGES_LOST,
-               "pages_lost");
 
 /* Bytes of one site's counters in one space. */
 #define AGG_TABLE_SLOT_BYTES (NANO_DH_COUNTS * sizeof(uint64_t))
@@ -614,7 +612,8 @@ static struct agg_table_hdr agg_table_layout(uint32_t sites, uint32_t shards, ui
                                              uint64_t *bytes) {
   struct agg_table_hdr h = {.sites = sites, .shards = shards, .page_slots = page_slots};
   h.modes = NANO_DH_SUMS_HDR_SIZE;
-  h.counts = h.modes + ((uint64_t)sites + 7) / 8 * 8;
+  h.lost = h.modes + ((uint64_t)sites + 7) / 8 * 8;
+  h.counts = h.lost + sizeof(uint64_t);
   h.pages = h.counts + (uint64_t)shards * sites * NANO_DH_SUMS_SPACES * AGG_TABLE_SLOT_BYTES;
   *bytes = h.pages + (uint64_t)page_slots * 2 * sizeof(uint64_t);
   return h;
@@ -638,7 +637,7 @@ static int agg_device_sums(const struct nano_dispatch_info *info, uint64_t id) {
 
 size_t nano_aggregate_table(const struct nano_dispatch_info *info, unsigned what,
                             uint64_t page_bytes, uint32_t module, uint32_t sites, uint32_t shards,
-                            uint32_t page_slots, void *buf) {
+                            uint32_t page_slots, void *buf, uint64_t *head) {
   int ls = agg_shift(info->line_bytes), ss = agg_shift(info->sector_bytes);
   int ps = page_bytes >> 32 ? -1 : agg_shift((uint32_t)page_bytes);
   if (!shards || (shards & (shards - 1)) || ((what & NANO_AGG_SITES) && (ls < 0 || ss < 0)) ||
@@ -648,6 +647,7 @@ size_t nano_aggregate_table(const struct nano_dispatch_info *info, unsigned what
     page_slots = 0;
   uint64_t bytes;
   struct agg_table_hdr h = agg_table_layout(sites, shards, page_slots, &bytes);
+  *head = h.lost;
   if (!buf)
     return (size_t)bytes;
   h.module = module;
@@ -675,7 +675,8 @@ int nano_aggregate_add_table(struct nano_aggregate *a, const void *table, size_t
     return -1;
   memcpy(&h, table, sizeof h);
   struct agg_table_hdr want = agg_table_layout(h.sites, h.shards, h.page_slots, &need);
-  if (need > bytes || h.modes != want.modes || h.counts != want.counts || h.pages != want.pages)
+  if (need > bytes || h.lost != want.lost || h.modes != want.modes || h.counts != want.counts ||
+      h.pages != want.pages)
     return -1;
   const unsigned char *base = table;
   for (uint64_t shard = 0; shard < h.shards; shard++)
@@ -713,7 +714,9 @@ int nano_aggregate_add_table(struct nano_aggregate *a, const void *table, size_t
     if (slot[0] && slot[1])
       agg_add_page(a, slot[0], slot[1]);
   }
-  a->pages_lost += h.pages_lost;
+  uint64_t lost;
+  memcpy(&lost, base + h.lost, sizeof lost);
+  a->pages_lost += lost;
   return 0;
 }
 

@@ -24,9 +24,10 @@
  * A full ring: with NANO_DH_FLAG_DROP the record is dropped at once; otherwise
  * the leader polls the tail (host memory, read through desc->tail_addr) up to
  * desc->max_spins times, sleeping between polls on GPUs, and then drops.
- * Every drop increments desc->dropped; a wave never waits forever. Only head
- * and dropped are read-modify-write targets, and they live in the descriptor,
- * which the host places in device memory.
+ * Every drop increments desc->dropped; a wave never waits forever, not even
+ * for room it reserved (nano_dh_reserve, step 3). Only head, dropped and
+ * stalled are written by the device in the descriptor (head and dropped by
+ * read-modify-write), which the host places in device memory.
  *
  * CPU kernels (host target) built into a program the runtime launches run as
  * virtual waves: the runtime sets NANO_DH_FLAG_HOOK and the access goes to its
@@ -43,7 +44,7 @@
  * Target macros (set by dh_comms/CMakeLists.txt): NANO_DH_AMDGPU with
  * NANO_DH_WAVE (64 or 32) and NANO_DH_HWID_REG (the s_getreg id of HW_ID: 4 on
  * GFX9, 23 = HW_ID1 on GFX10+), NANO_DH_NVPTX, NANO_DH_EMU (a test's wave
- * emulator supplies the primitives: tests/device/sums_emu.c), or none for
+ * emulator supplies the primitives: tests/device/wave_emu.c), or none for
  * the host CPU.
  * The code uses clang builtins and LLVM intrinsics through asm labels only, so
  * that one source compiles with clang 15 and clang 22 without a target CPU
@@ -86,9 +87,12 @@ struct nano_dh_desc {
   u32 block_hi[3];
   u64 tail_seen;
   u64 sums;
+  u64 stalled;
 };
 _Static_assert(sizeof(struct nano_dh_desc) == NANO_DH_DESC_SIZE, "descriptor size");
 _Static_assert(__builtin_offsetof(struct nano_dh_desc, sums) == NANO_DH_DESC_OFF_SUMS, "sums");
+_Static_assert(__builtin_offsetof(struct nano_dh_desc, stalled) == NANO_DH_DESC_OFF_STALLED,
+               "stalled");
 _Static_assert(__builtin_offsetof(struct nano_dh_desc, hook) == NANO_DH_DESC_OFF_HOOK, "hook");
 _Static_assert(__builtin_offsetof(struct nano_dh_desc, block_hi) == NANO_DH_DESC_OFF_BLOCK_HI,
                "block filter");
@@ -98,11 +102,9 @@ struct nano_dh_sums {
   u32 module, sites, shards;
   u8 line_shift, sector_shift, what, page_shift;
   u32 page_slots, zero;
-  u64 pages_lost, modes, counts, pages, zero2;
+  u64 lost, modes, counts, pages, zero2;
 };
 _Static_assert(sizeof(struct nano_dh_sums) == NANO_DH_SUMS_HDR_SIZE, "sums header size");
-_Static_assert(__builtin_offsetof(struct nano_dh_sums, pages_lost) == NANO_DH_SUMS_OFF_PAGES_LOST,
-               "pages_lost");
 
 typedef NANO_DH_GLOBAL struct nano_dh_desc gdesc;
 typedef NANO_DH_GLOBAL struct nano_dh_sums gsums;
@@ -116,7 +118,8 @@ typedef NANO_DH_GLOBAL u8 gbyte;
  * active(): the active lanes; lane(): this lane's index in the wave;
  * rank(exec): this lane's rank among the active lanes;
  * lane_value(v, lane): v of lane `lane` (uniform lane index); vote(p, exec):
- * the active lanes where p holds; wave_sync(exec): the lanes meet. */
+ * the active lanes where p holds; wave_sync(exec): the lanes meet;
+ * reserve_add(p, v): the leader's fetch-and-add on the ring's head. */
 #if defined(NANO_DH_AMDGPU)
 #if NANO_DH_WAVE == 64
 u64 nano_dh_llvm_ballot(_Bool) __asm("llvm.amdgcn.ballot.i64");
@@ -262,6 +265,8 @@ u64 nano_emu_lane_value(u64 v, u32 lane);
 u64 nano_emu_vote(_Bool p);
 _Bool nano_emu_is_shared(u64 addr);
 u32 nano_emu_hwid(void);
+/* the harness may let another leader reserve first (a race it controls) */
+u64 nano_emu_reserve_add(gword *p, u64 v);
 
 static u32 nano_dh_wave_size(void) { return nano_emu_wave_size(); }
 static u64 nano_dh_active(void) { return nano_emu_active(); }
@@ -275,6 +280,7 @@ static u64 nano_dh_vote(_Bool p, u64 exec) {
   return nano_emu_vote(p);
 }
 static _Bool nano_dh_is_shared(u64 addr) { return nano_emu_is_shared(addr); }
+static u64 nano_dh_reserve_add(gword *p, u64 v) { return nano_emu_reserve_add(p, v); }
 static void nano_dh_wave_sync(u64 exec) {
   (void)nano_emu_lane_value(exec, (u32)__builtin_ctzll(exec));
 }
@@ -353,6 +359,10 @@ static void nano_dh_thread(u32 t[3]) {
 }
 #endif
 
+#if !defined(NANO_DH_EMU)
+static u64 nano_dh_reserve_add(gword *p, u64 v) { return __sync_fetch_and_add(p, v); }
+#endif
+
 /* Reserves `bytes` in the ring; returns the ring offset (monotonic byte
  * count) or NANO_DH_DROPPED_OFFSET after counting a drop. Called by the
  * leader lane only.
@@ -372,14 +382,21 @@ static void nano_dh_thread(u32 t[3]) {
  *      may have reserved past the room between them (at most one record per
  *      leader in flight); such a leader waits for the host, which drains
  *      while the dispatch runs, in ring order, so the earliest reservation
- *      always has room and every one after it gets it in turn. */
+ *      always has room and every one after it gets it in turn.
+ *   3. A host that stops taking records (stopped, or its drain thread
+ *      stuck) would hold such a leader forever, and its kernel with it.
+ *      After NANO_DH_STALL_SPINS_FACTOR times max_spins polls the leader
+ *      gives up: its reserved bytes are never written (the host's final
+ *      drain counts them, and all after them, as lost bytes), it sets
+ *      desc->stalled, and every later leader drops at once instead of
+ *      waiting its turn. */
 static u64 nano_dh_reserve(gdesc *d, u64 bytes) {
   u64 cap = d->capacity;
   const gword *tail = (const gword *)d->tail_addr;
   volatile gword *seen = (volatile gword *)&d->tail_seen;
   u64 t = *seen;
   u32 spins = 0;
-  if (bytes > cap)
+  if (bytes > cap || *(volatile gword *)&d->stalled)
     goto drop;
   while (*(volatile gword *)&d->head + bytes - t > cap) {
     if (spins && ((d->flags & NANO_DH_FLAG_DROP) || spins > d->max_spins))
@@ -390,8 +407,13 @@ static u64 nano_dh_reserve(gdesc *d, u64 bytes) {
     nano_dh_acquire();
     *seen = t;
   }
-  u64 off = __sync_fetch_and_add(&d->head, bytes);
+  u64 off = nano_dh_reserve_add(&d->head, bytes);
+  u64 waits = 0, most = (u64)d->max_spins * NANO_DH_STALL_SPINS_FACTOR;
   while (off + bytes - t > cap) {
+    if (waits++ > most || *(volatile gword *)&d->stalled) {
+      *(volatile gword *)&d->stalled = 1;
+      goto drop;
+    }
     t = *(const volatile gword *)tail;
     nano_dh_acquire();
     if (off + bytes - t > cap)
@@ -427,7 +449,7 @@ static void nano_dh_page_add(gsums *s, u64 page, u64 n) {
       return;
     }
   }
-  __sync_fetch_and_add((gword *)((u64)s + NANO_DH_SUMS_OFF_PAGES_LOST), n);
+  __sync_fetch_and_add((gword *)((u64)s + s->lost), n);
 }
 
 /* Sums this wave's access at `site` into desc->sums when the wave's

@@ -20,10 +20,11 @@ struct dhbuf_desc {
   uint32_t flags, max_spins;
   uint64_t hook;
   uint32_t block_lo[3], block_hi[3];
-  uint64_t tail_seen, sums;
+  uint64_t tail_seen, sums, stalled;
 };
 _Static_assert(sizeof(struct dhbuf_desc) == NANO_DH_DESC_SIZE, "descriptor size");
 _Static_assert(offsetof(struct dhbuf_desc, sums) == NANO_DH_DESC_OFF_SUMS, "sums");
+_Static_assert(offsetof(struct dhbuf_desc, stalled) == NANO_DH_DESC_OFF_STALLED, "stalled");
 _Static_assert(offsetof(struct dhbuf_desc, head) == NANO_DH_DESC_OFF_HEAD, "head");
 _Static_assert(offsetof(struct dhbuf_desc, tail_addr) == NANO_DH_DESC_OFF_TAIL_ADDR, "tail");
 _Static_assert(offsetof(struct dhbuf_desc, dropped) == NANO_DH_DESC_OFF_DROPPED, "dropped");
@@ -109,6 +110,8 @@ static int dhbuf_host_put(void *ctx, struct nano_dh_placement *p, const void *de
   memcpy(dst->block_lo, src->block_lo, sizeof dst->block_lo);
   memcpy(dst->block_hi, src->block_hi, sizeof dst->block_hi);
   __atomic_store_n(&dst->tail_seen, src->tail_seen, __ATOMIC_RELAXED);
+  __atomic_store_n(&dst->sums, src->sums, __ATOMIC_RELAXED);
+  __atomic_store_n(&dst->stalled, src->stalled, __ATOMIC_RELAXED);
   __atomic_store_n(&dst->hook, src->hook, __ATOMIC_RELAXED);
   __atomic_store_n(&dst->flags, src->flags, __ATOMIC_RELEASE);
   return 0;
@@ -125,7 +128,7 @@ static int dhbuf_host_counters(void *ctx, const struct nano_dh_placement *p, uin
 
 const struct nano_dh_memory nano_dh_host_memory = {
     "host", NULL, dhbuf_host_alloc, dhbuf_host_free, dhbuf_host_put, dhbuf_host_counters,
-};
+    NULL,   NULL};
 
 /* ---- buffers ---------------------------------------------------------------- */
 
@@ -212,6 +215,22 @@ int nano_dh_buffer_set_blocks(struct nano_dh_buffer *b, const uint32_t lo[3],
 void nano_dh_buffer_set_doorbell(struct nano_dh_buffer *b, void (*fn)(void *), void *arg) {
   __atomic_store_n(&b->full_arg, arg, __ATOMIC_RELAXED);
   __atomic_store_n(&b->full_fn, fn, __ATOMIC_RELEASE);
+}
+
+int nano_dh_buffer_set_sums(struct nano_dh_buffer *b, const void *image, uint64_t head,
+                            uint64_t bytes) {
+  uint64_t device = 0;
+  b->desc.sums = 0;
+  if (!image)
+    return 0;
+  if (!b->mem->put_sums || b->mem->put_sums(b->mem->ctx, &b->pl, image, head, bytes, &device) != 0)
+    return -1;
+  b->desc.sums = device;
+  return 0;
+}
+
+int nano_dh_buffer_get_sums(struct nano_dh_buffer *b, void *out, uint64_t bytes) {
+  return b->mem->get_sums && b->desc.sums ? b->mem->get_sums(b->mem->ctx, &b->pl, out, bytes) : -1;
 }
 
 int nano_dh_buffer_set_hook(struct nano_dh_buffer *b, void *hook) {

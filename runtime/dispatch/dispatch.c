@@ -74,6 +74,14 @@
 #define DISPATCH_MAX_CPU_STACK (64u << 20)
 /* Block times kept before the first growth of a dispatch's array. */
 #define DISPATCH_INITIAL_BLOCKS 256u
+/* A GPU dispatch's sums table (nano/dh_format.h): copies of the counters (a
+ * wave adds to its SM's or CU's: hot sites do not serialise on one atomic),
+ * fewer where the counters of that many would pass the most bytes they may
+ * take; Heatmap's page slots (16 bytes each; pages past them are counted,
+ * not lost silently). */
+#define DISPATCH_SUMS_SHARDS 16u
+#define DISPATCH_SUMS_MAX_COUNTS (1u << 20)
+#define DISPATCH_SUMS_PAGE_SLOTS (1u << 16)
 
 enum dispatch_pick { PICK_ALL, PICK_FIRST, PICK_NTH, PICK_RANDOM };
 /* NANO_AGGREGATE: where the analyzers' sums are made. */
@@ -87,6 +95,10 @@ struct kernel_state {
   int selected;    /* NANO_KERNELS selects it                      */
   int noted_no_twin;
   struct nano_dispatch *kept; /* random: the current pick, reported at exit */
+  /* its GPU sums table (made at its first dispatch summed there, for that
+   * dispatch's geometry; never changed after) */
+  int sums_made;
+  struct dispatch_sums *sums;
   struct kernel_state *next;
 };
 
@@ -105,6 +117,15 @@ struct placement_pool {
   struct placement_pool *next;
 };
 
+/* A kernel's sums table as the device gets it, and what it was made for. */
+struct dispatch_sums {
+  void *image;
+  uint64_t bytes, head;
+  unsigned what;
+  uint64_t page_bytes;
+  uint32_t line_bytes, sector_bytes, lds_model;
+};
+
 struct nano_dispatch {
   struct nano_dispatch_info info;
   char *kernel, *kernel_name;
@@ -117,8 +138,12 @@ struct nano_dispatch {
   int64_t start, end;
   uint64_t api;
   int64_t session_offset; /* the trace's when the dispatch began (-1: none) */
-  /* summed where the waves run (NANO_AGGREGATE): no records, no drain */
+  /* summed where the waves run (NANO_AGGREGATE): no records, no drain; with
+   * a table (GPUs) the accesses the twin could not sum are records, drained
+   * into the shard `fallback` */
   int on_device;
+  const struct dispatch_sums *table;
+  struct nano_aggregate *fallback;
   unsigned agg_what;
   uint64_t agg_page_bytes;
   pthread_mutex_t shard_lock;
@@ -671,6 +696,88 @@ static int dispatch_on_device(struct nano_dispatch *d, const struct nano_launch_
   return 1;
 }
 
+/* The module whose sites the twin of info's kernel records (that of the
+ * first site of the kernel in info->sites) and the slots its table needs
+ * (its highest site index + 1: the kernel's callees are in the module
+ * too). 0, or -1 when no site names the kernel. */
+static int dispatch_sums_module(const struct nano_dispatch_info *info, uint32_t *module,
+                                uint32_t *slots) {
+  size_t n = info->sites ? nano_dh_sites_count(info->sites) : 0;
+  int found = 0;
+  for (size_t i = 0; i < n && !found; i++) {
+    const struct nano_dh_site *site = nano_dh_sites_at(info->sites, i);
+    if (site->kernel && strcmp(site->kernel, info->kernel) == 0) {
+      *module = (uint32_t)(site->id >> 32);
+      found = 1;
+    }
+  }
+  if (!found)
+    return -1;
+  *slots = 0;
+  for (size_t i = 0; i < n; i++) {
+    uint64_t id = nano_dh_sites_at(info->sites, i)->id;
+    if ((uint32_t)(id >> 32) == *module && (uint32_t)id >= *slots)
+      *slots = (uint32_t)id + 1;
+  }
+  return 0;
+}
+
+/* A sums table for d's twin (NANO_LAUNCH_SUMS_TABLE), made for this
+ * geometry; NULL when the dispatch cannot be summed by its twin (no site of
+ * its kernel, sizes that are not powers of two, out of memory). */
+static struct dispatch_sums *dispatch_sums_make(const struct nano_dispatch *d) {
+  const struct nano_dispatch_info *info = &d->info;
+  uint32_t module, slots, shards = DISPATCH_SUMS_SHARDS;
+  if (dispatch_sums_module(info, &module, &slots) != 0)
+    return NULL;
+  while (shards > 1 && (uint64_t)shards * slots * NANO_DH_SUMS_SPACES * NANO_DH_COUNTS * 8 >
+                           DISPATCH_SUMS_MAX_COUNTS)
+    shards /= 2;
+  struct dispatch_sums *t = calloc(1, sizeof *t);
+  if (!t)
+    return NULL;
+  *t = (struct dispatch_sums){.what = d->agg_what,
+                              .page_bytes = d->agg_page_bytes,
+                              .line_bytes = info->line_bytes,
+                              .sector_bytes = info->sector_bytes,
+                              .lds_model = info->lds_model};
+  t->bytes = nano_aggregate_table(info, d->agg_what, d->agg_page_bytes, module, slots, shards,
+                                  DISPATCH_SUMS_PAGE_SLOTS, NULL, &t->head);
+  if (!t->bytes || !(t->image = malloc(t->bytes)) ||
+      nano_aggregate_table(info, d->agg_what, d->agg_page_bytes, module, slots, shards,
+                           DISPATCH_SUMS_PAGE_SLOTS, t->image, &t->head) != t->bytes) {
+    free(t->image);
+    free(t);
+    return NULL;
+  }
+  return t;
+}
+
+/* d's kernel's table when it was made for d's geometry: made at the
+ * kernel's first dispatch summed by its twin, then shared by its later ones
+ * (read-only). NULL: d is summed on the host. */
+static const struct dispatch_sums *dispatch_sums(struct nano_dispatch *d) {
+  pthread_mutex_lock(&g_d.lock);
+  if (!d->ks->sums_made) {
+    d->ks->sums = dispatch_sums_make(d);
+    d->ks->sums_made = 1;
+  }
+  const struct dispatch_sums *t = d->ks->sums;
+  pthread_mutex_unlock(&g_d.lock);
+  const struct nano_dispatch_info *info = &d->info;
+  if (t && (t->what != d->agg_what || t->page_bytes != d->agg_page_bytes ||
+            t->line_bytes != info->line_bytes || t->sector_bytes != info->sector_bytes ||
+            t->lds_model != info->lds_model))
+    return NULL;
+  return t;
+}
+
+/* A record the twin made where it could not sum (drain threads). */
+static int dispatch_fallback(const struct nano_dh_record *r, void *arg) {
+  nano_aggregate_add(((struct nano_dispatch *)arg)->fallback, r);
+  return NANO_RECORD_CONSUMED;
+}
+
 int nano_dispatch_instrumenting(void) {
   dispatch_ready();
   return g_d.instrument;
@@ -787,6 +894,24 @@ struct nano_dispatch *nano_dispatch_begin(const struct nano_launch_desc *l) {
   pthread_mutex_init(&d->shard_lock, NULL);
   if (d->chain) {
     d->on_device = dispatch_on_device(d, l);
+    if (d->on_device && l->aggregates == NANO_LAUNCH_SUMS_TABLE) {
+      d->table = dispatch_sums(d);
+      if (!d->table || !(d->fallback = nano_dispatch_shard(d)) ||
+          nano_dh_buffer_set_sums(buf, d->table->image, d->table->head, d->table->bytes) != 0) {
+        d->table = NULL;
+        d->on_device = 0;
+        pthread_mutex_lock(&g_d.lock);
+        if (g_d.where == WHERE_DEVICE && !g_d.noted_where)
+          dispatch_log("NANO_AGGREGATE=device: the twin of %s cannot sum on the device (no site "
+                       "table names it, a line, sector or page size that is not a power of two, "
+                       "or no device memory for the table): its dispatches stream their records",
+                       info->kernel_name);
+        g_d.noted_where = 1;
+        pthread_mutex_unlock(&g_d.lock);
+      }
+    }
+    if (!d->table)
+      nano_dh_buffer_set_sums(buf, NULL, 0, 0);
     int wants_blocks = nano_chain_wants_block_times(d->chain);
     d->time_blocks = wants_blocks && l->times_blocks;
     if (wants_blocks && !l->times_blocks) {
@@ -801,7 +926,8 @@ struct nano_dispatch *nano_dispatch_begin(const struct nano_launch_desc *l) {
   }
   if (!d->chain || nano_dh_buffer_set_blocks(buf, g_d.block_lo, g_d.block_hi) != 0 ||
       (!d->on_device &&
-       nano_dh_drainer_attach(g_d.drainer, buf, nano_chain_handle, d->chain, &d->st) != 0)) {
+       nano_dh_drainer_attach(g_d.drainer, buf, nano_chain_handle, d->chain, &d->st) != 0) ||
+      (d->table && nano_dh_drainer_attach(g_d.drainer, buf, dispatch_fallback, d, &d->st) != 0)) {
     dispatch_log("out of memory: dispatch %" PRIu64 " of %s runs uninstrumented", n, l->kernel);
     nano_chain_destroy(d->chain);
     nano_dh_pool_release(pool, buf);
@@ -1004,12 +1130,17 @@ static void dispatch_summary(const struct nano_dispatch *d) {
             "wave %u): ",
             i->dispatch_id, i->kernel_name, i->kernel_dispatch, i->arch, i->grid[0], i->grid[1],
             i->grid[2], i->block[0], i->block[1], i->block[2], i->wave_size);
-    if (d->on_device)
+    if (d->on_device && d->st.records)
+      fprintf(out,
+              "%" PRIu64 " wave accesses summed on the device, %" PRIu64 " of them from records "
+              "(%" PRIu64 " bytes, %" PRIu64 " dropped)",
+              d->agg_records, d->st.records, d->st.bytes, d->dropped);
+    else if (d->on_device)
       fprintf(out, "%" PRIu64 " wave accesses summed on the device, no records", d->agg_records);
     else
       fprintf(out, "%" PRIu64 " records, %" PRIu64 " bytes, %" PRIu64 " dropped", d->st.records,
               d->st.bytes, d->dropped);
-    if (d->on_device && d->dropped)
+    if (d->on_device && !d->st.records && d->dropped)
       fprintf(out, ", %" PRIu64 " not summed (out of memory)", d->dropped);
     if (d->st.decode_errors)
       fprintf(out, ", %" PRIu64 " undecodable (%s)", d->st.decode_errors, d->st.first_error);
@@ -1085,7 +1216,7 @@ static void dispatch_free(struct nano_dispatch *d) {
 }
 
 void nano_dispatch_cancel(struct nano_dispatch *d) {
-  if (!d->on_device)
+  if (!d->on_device || d->table)
     nano_dh_drainer_detach(g_d.drainer, d->buf);
   nano_dh_pool_release(d->pool, d->buf);
   dispatch_free(d);
@@ -1098,6 +1229,26 @@ static void dispatch_drain_end(struct nano_dispatch *d) {
     dispatch_log("dispatch %" PRIu64 " of %s: the buffer's counters cannot be read",
                  d->info.dispatch_id, d->info.kernel);
   d->dropped = nano_dh_buffer_dropped_at_finish(d->buf) - d->dropped_before;
+}
+
+/* A GPU dispatch summed by its twin: the records it still made drained and
+ * summed on the host (d->fallback), then the table read back into the same
+ * sums. */
+static void dispatch_table_end(struct nano_dispatch *d) {
+  nano_dh_drainer_detach(g_d.drainer, d->buf);
+  if (nano_dh_buffer_finish(d->buf, dispatch_fallback, d, &d->st) < 0)
+    dispatch_log("dispatch %" PRIu64 " of %s: the buffer's counters cannot be read",
+                 d->info.dispatch_id, d->info.kernel);
+  d->dropped = nano_dh_buffer_dropped_at_finish(d->buf) - d->dropped_before;
+  void *table = malloc(d->table->bytes);
+  if (!table || nano_dh_buffer_get_sums(d->buf, table, d->table->bytes) != 0 ||
+      nano_aggregate_add_table(d->fallback, table, d->table->bytes) != 0) {
+    dispatch_log("dispatch %" PRIu64 " of %s: its sums cannot be read back from the device (%s)",
+                 d->info.dispatch_id, d->info.kernel,
+                 table ? "a copy failed, or the table is damaged" : "out of memory");
+    nano_dispatch_shard_lost(d, 1); /* the reports say they are incomplete */
+  }
+  free(table);
 }
 
 /* The device's sums of d, its shards merged into the first, handed to the
@@ -1153,8 +1304,10 @@ static void dispatch_end(struct nano_dispatch *d, int64_t start, int64_t end, ui
   if (d->nblocks > 1)
     qsort(d->blocks, d->nblocks, sizeof *d->blocks, dispatch_block_cmp);
   if (d->on_device) {
+    if (d->table)
+      dispatch_table_end(d);
     dispatch_hand_sums(d);
-    d->dropped = atomic_load(&d->agg_lost);
+    d->dropped += atomic_load(&d->agg_lost);
   } else {
     dispatch_drain_end(d);
   }

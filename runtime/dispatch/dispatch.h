@@ -27,6 +27,14 @@
 extern "C" {
 #endif
 
+/* How a back end sums where the waves run (nano_launch_desc.aggregates). */
+enum {
+  NANO_LAUNCH_SUMS_NONE = 0,
+  NANO_LAUNCH_SUMS_SHARDS = 1, /* its threads add to nano_dispatch_shard's tables (CPU)  */
+  NANO_LAUNCH_SUMS_TABLE = 2   /* the twin adds to the sums table of nano/dh_format.h, */
+                               /* placed by l->memory's put_sums (GPUs)                */
+};
+
 /* What a back end knows about one launch. */
 struct nano_launch_desc {
   const char *kernel;  /* mangled name                                     */
@@ -39,7 +47,8 @@ struct nano_launch_desc {
   const void *twin;                    /* the twin's address; NULL: the kernel has none    */
   const char *sites_path;              /* the file of the twin's code object (a kernel     */
                                        /* cache's), else NULL: the file holding twin       */
-  int aggregates;                      /* the back end can sum where the waves run         */
+  int aggregates;                      /* NANO_LAUNCH_SUMS_*: how the back end sums where  */
+                                       /* the waves run                                    */
   int times_blocks;                    /* ... and time blocks (nano_dispatch_block_time)   */
   const struct nano_dh_memory *memory; /* placement; NULL: host memory         */
 };
@@ -58,6 +67,8 @@ struct nano_dh_buffer *nano_dispatch_buffer(struct nano_dispatch *d);
  * end adds each wave access to a shard of its own instead of writing a
  * record, and nothing is drained. */
 int nano_dispatch_on_device(const struct nano_dispatch *d);
+/* With NANO_LAUNCH_SUMS_TABLE, accesses the twin could not sum are still
+ * records: they are drained and summed on the host into the same sums. */
 /* A new, empty shard of d's sums for one thread of the back end, merged at
  * nano_dispatch_end; NULL when out of memory (then the thread counts what it
  * could not sum with nano_dispatch_shard_lost). Thread-safe. */

@@ -307,6 +307,12 @@ static void gpu_pop(struct gpu_context *c) {
 struct gpu_buffer {
   unsigned char *block; /* tail at 0, staging from GPU_STAGE_COUNTERS */
   uint64_t desc;
+  uint64_t sums, sums_bytes; /* device memory of the sums tables, grown to the largest */
+  /* the table in place: its image, and whether its device part was zeroed
+   * (in stream order) after the last dispatch's was read */
+  const void *sums_image;
+  uint64_t sums_head, sums_used;
+  int sums_clean;
 };
 
 static int gpu_fail(const struct gpu_context *c, char *err, size_t errlen, const char *what,
@@ -325,6 +331,8 @@ static void gpu_free(void *ctx, struct nano_dh_placement *p) {
   if (b && !g_gpu.exiting && gpu_push(c)) {
     if (b->desc)
       c->api->dev_free(b->desc);
+    if (b->sums)
+      c->api->dev_free(b->sums);
     if (b->block)
       c->api->host_free(b->block);
     if (p->ring)
@@ -445,6 +453,72 @@ static int gpu_counters(void *ctx, const struct nano_dh_placement *p, uint64_t *
   return 0;
 }
 
+/* A dispatch's sums table (nano/dh_format.h) in device memory kept with the
+ * buffer (grown when a kernel needs more): its header and site marks copied
+ * and its counters zeroed on the copy stream, before the descriptor's copy,
+ * which the twin's stream waits for. The image is the runtime's, kept for
+ * the process, so the copy from it needs no staging. A buffer whose last
+ * dispatch was the same kernel's has the table in place already (the
+ * finisher zeroed the counters after reading them, gpu_get_sums): the
+ * launching thread then adds nothing. */
+static int gpu_put_sums(void *ctx, struct nano_dh_placement *p, const void *image, uint64_t head,
+                        uint64_t bytes, uint64_t *device) {
+  struct gpu_context *c = ctx;
+  struct gpu_buffer *b = p->handle;
+  const struct gpu_api *api = c->api;
+  int ready =
+      b->sums_clean && b->sums_image == image && b->sums_used == bytes && b->sums_head == head;
+  b->sums_clean = 0; /* this dispatch adds to it */
+  if (ready) {
+    *device = b->sums;
+    return 0;
+  }
+  if (!gpu_push(c))
+    return -1;
+  int r = 0;
+  if (b->sums_bytes < bytes) {
+    if (b->sums)
+      api->dev_free(b->sums);
+    b->sums = b->sums_bytes = 0;
+    if ((r = api->dev_alloc(&b->sums, (size_t)bytes)) == 0)
+      b->sums_bytes = bytes;
+  }
+  if (r == 0)
+    r = api->copy_to_device(b->sums, image, (size_t)head, c->copies);
+  if (r == 0 && bytes > head)
+    r = api->memset_device(b->sums + head, 0, (size_t)(bytes - head), c->copies);
+  gpu_pop(c);
+  if (r != 0) {
+    gpu_note("%s: the sums table of a dispatch (%llu bytes) cannot be placed on device %d: %s; "
+             "such dispatches stream their records",
+             api->backend, (unsigned long long)bytes, c->dev, api->error(r));
+    return -1;
+  }
+  b->sums_image = image;
+  b->sums_head = head;
+  b->sums_used = bytes;
+  *device = b->sums;
+  return 0;
+}
+
+/* Copies the table back once the twin has ended (the finisher), then zeroes
+ * its device part for the buffer's next dispatch (in stream order, not
+ * waited for). */
+static int gpu_get_sums(void *ctx, const struct nano_dh_placement *p, void *out, uint64_t bytes) {
+  struct gpu_context *c = ctx;
+  struct gpu_buffer *b = p->handle;
+  if (!gpu_push(c))
+    return -1;
+  int r = c->api->copy_to_host(out, b->sums, (size_t)bytes, c->copies);
+  if (r == 0)
+    r = c->api->stream_sync(c->copies);
+  b->sums_clean = r == 0 && bytes == b->sums_used &&
+                  c->api->memset_device(b->sums + b->sums_head, 0, (size_t)(bytes - b->sums_head),
+                                        c->copies) == 0;
+  gpu_pop(c);
+  return r == 0 ? 0 : -1;
+}
+
 /* The device of a launch on stream s under api (gpu_api.current: CUDA the
  * stream's context, else the thread's, else its runtime device's primary
  * one made current, as cudart would), with its placement, made where it is
@@ -488,8 +562,8 @@ static struct gpu_context *gpu_context(const struct gpu_api *api, void *s, int c
   c->key = key;
   c->dev = dev;
   pthread_mutex_init(&c->events_lock, NULL);
-  c->mem =
-      (struct nano_dh_memory){api->backend, c, gpu_alloc, gpu_free, gpu_put_desc, gpu_counters};
+  c->mem = (struct nano_dh_memory){
+      api->backend, c, gpu_alloc, gpu_free, gpu_put_desc, gpu_counters, gpu_put_sums, gpu_get_sums};
   c->next = g_gpu.contexts;
   g_gpu.contexts = c;
   pthread_mutex_unlock(&g_gpu.contexts_lock);
@@ -1080,6 +1154,7 @@ static struct nano_launch_desc gpu_launch_desc(struct gpu_context *c, const void
       .sector_bytes = c->info.sector_bytes,
       .lds_model = c->info.lds_model,
       .twin = twin,
+      .aggregates = memory && memory->put_sums ? NANO_LAUNCH_SUMS_TABLE : NANO_LAUNCH_SUMS_NONE,
       .memory = memory};
 }
 
@@ -1261,8 +1336,14 @@ static struct gpu_node *gpu_node_create(struct gpu_context *c, const struct nano
     return NULL;
   }
   n->c = c;
-  n->mem = (struct nano_dh_memory){
-      c->api->backend, n, gpu_node_alloc, gpu_node_free, gpu_node_put_desc, gpu_node_counters};
+  n->mem = (struct nano_dh_memory){c->api->backend,
+                                   n,
+                                   gpu_node_alloc,
+                                   gpu_node_free,
+                                   gpu_node_put_desc,
+                                   gpu_node_counters,
+                                   NULL,
+                                   NULL /* no API call may place a table in a host function */};
   n->l = *l;
   n->l.kernel = kernel;
   n->l.memory = &n->mem;

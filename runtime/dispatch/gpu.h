@@ -65,6 +65,8 @@ struct gpu_api {
   int (*captured_node)(void *s, void **node);
   int (*copy_to_device)(uint64_t d, const void *src, size_t n, void *s);
   int (*copy_to_host)(void *dst, uint64_t d, size_t n, void *s);
+  /* Sets n bytes of device memory at d to byte v, in stream order. */
+  int (*memset_device)(uint64_t d, int v, size_t n, void *s);
   /* blocking: a thread in event_sync sleeps instead of spinning. */
   int (*event_create)(void **e, int blocking);
   int (*event_record)(void *e, void *s);

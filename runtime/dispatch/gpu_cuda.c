@@ -58,6 +58,7 @@ static struct {
   CUresult (*ThreadExchangeStreamCaptureMode)(int *);
   CUresult (*MemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
   CUresult (*MemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
+  CUresult (*MemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream);
   CUresult (*EventCreate)(CUevent *, unsigned);
   CUresult (*EventRecord)(CUevent, CUstream);
   CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
@@ -96,6 +97,7 @@ static const struct nano_symbol cu_fns[] = {
     CU_FN(ThreadExchangeStreamCaptureMode, cuThreadExchangeStreamCaptureMode),
     CU_FN(MemcpyHtoDAsync, cuMemcpyHtoDAsync_v2),
     CU_FN(MemcpyDtoHAsync, cuMemcpyDtoHAsync_v2),
+    CU_FN(MemsetD8Async, cuMemsetD8Async),
     CU_FN(EventCreate, cuEventCreate),
     CU_FN(EventRecord, cuEventRecord),
     CU_FN(EventElapsedTime, cuEventElapsedTime),
@@ -231,6 +233,9 @@ static int cuda_copy_to_device(uint64_t d, const void *src, size_t n, void *s) {
 static int cuda_copy_to_host(void *dst, uint64_t d, size_t n, void *s) {
   return cu.MemcpyDtoHAsync(dst, d, n, s);
 }
+static int cuda_memset_device(uint64_t d, int v, size_t n, void *s) {
+  return cu.MemsetD8Async(d, (unsigned char)v, n, s);
+}
 static int cuda_event_create(void **e, int blocking) {
   return cu.EventCreate(e, blocking ? CU_EVENT_BLOCKING_SYNC : CU_EVENT_DEFAULT);
 }
@@ -270,6 +275,7 @@ const struct gpu_api gpu_cuda_api = {
     cuda_captured_node,
     cuda_copy_to_device,
     cuda_copy_to_host,
+    cuda_memset_device,
     cuda_event_create,
     cuda_event_record,
     cuda_event_sync,

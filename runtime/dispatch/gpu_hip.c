@@ -33,6 +33,7 @@ static struct {
   __typeof__(&hipStreamIsCapturing) StreamIsCapturing;
   __typeof__(&hipThreadExchangeStreamCaptureMode) ThreadExchangeStreamCaptureMode;
   __typeof__(&hipMemcpyAsync) MemcpyAsync;
+  __typeof__(&hipMemsetAsync) MemsetAsync;
   __typeof__(&hipEventCreateWithFlags) EventCreateWithFlags;
   __typeof__(&hipEventSynchronize) EventSynchronize;
   __typeof__(&hipEventQuery) EventQuery;
@@ -59,6 +60,7 @@ static const struct nano_symbol hip_fns[] = {
     HIP_FN(StreamIsCapturing, hipStreamIsCapturing),
     HIP_FN(ThreadExchangeStreamCaptureMode, hipThreadExchangeStreamCaptureMode),
     HIP_FN(MemcpyAsync, hipMemcpyAsync),
+    HIP_FN(MemsetAsync, hipMemsetAsync),
     HIP_FN(EventCreateWithFlags, hipEventCreateWithFlags),
     HIP_FN(EventSynchronize, hipEventSynchronize),
     HIP_FN(EventQuery, hipEventQuery),
@@ -178,6 +180,9 @@ static int hip_copy_to_device(uint64_t d, const void *src, size_t n, void *s) {
 static int hip_copy_to_host(void *dst, uint64_t d, size_t n, void *s) {
   return hip.MemcpyAsync(dst, (const void *)(uintptr_t)d, n, hipMemcpyDeviceToHost, s);
 }
+static int hip_memset_device(uint64_t d, int v, size_t n, void *s) {
+  return hip.MemsetAsync((void *)(uintptr_t)d, v, n, s);
+}
 static int hip_event_create(void **e, int blocking) {
   return hip.EventCreateWithFlags((hipEvent_t *)e,
                                   blocking ? hipEventBlockingSync : hipEventDefault);
@@ -216,6 +221,7 @@ const struct gpu_api gpu_hip_api = {
     NULL, /* no tracer follows HIP graphs */
     hip_copy_to_device,
     hip_copy_to_host,
+    hip_memset_device,
     hip_event_create,
     hip_event_record,
     hip_event_sync,

@@ -757,7 +757,9 @@ static const struct nano_dh_memory hsa_memory = {"hsa fine-grained system memory
                                                  hsa_buf_alloc,
                                                  hsa_buf_free,
                                                  hsa_buf_put,
-                                                 hsa_buf_counters};
+                                                 hsa_buf_counters,
+                                                 nullptr,
+                                                 nullptr};
 
 /* ---- kernarg rebuilding ------------------------------------------------------------ */
 

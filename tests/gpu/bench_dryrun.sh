@@ -32,8 +32,8 @@ chmod +x "$out/probe" "$out/gpubench" "$out/bench.sh"
 got=$(NANO_BENCH_REPEAT=2 "$out/bench.sh" "$out" "$work/bench")
 echo "$got"
 fail() { echo "FAIL: $*"; exit 1; }
-[ "$(grep -c ': best     1.50x  median     1.50x  (3.000 / 2.000 per unit, medians)' <<<"$got")" = 8 ] ||
-  fail "eight ratios of 3 units to 2 (tiny: three variants; api; launch: traced, hooked; membound: two)"
+[ "$(grep -c ': best     1.50x  median     1.50x  (3.000 / 2.000 per unit, medians)' <<<"$got")" = 10 ] ||
+  fail "ten ratios of 3 units to 2 (tiny: four variants; api; launch: traced, hooked; membound: three)"
 grep -q "^launch    hooked       / plain" <<<"$got" || fail "the kernel cache hook's launch figure"
 grep -qx "membound drained 2.0 M records/s (2000000 records, 0 dropped)" <<<"$got" ||
   fail "the drained-records figure from the dispatch row"

@@ -50,6 +50,6 @@ for lib in "$rpd" "$kdb"; do
     esac
   done
 done
-cp "$here/run.sh" "$here/env.sh" "$here/check.py" "$out/"
+cp "$here/run.sh" "$here/env.sh" "$here/check.py" "$here/compare_sums.py" "$out/"
 cp "$here/../../bench/gpu/run.sh" "$out/bench.sh"
 echo "built $(ls "$here"/samples/*.cu | wc -l) samples, gpubench and $(ls "$out/lib" | wc -l) libraries into $out"

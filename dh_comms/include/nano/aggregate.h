@@ -49,8 +49,9 @@ const struct nano_aggregates *nano_aggregate_report(struct nano_aggregate *a,
 /* Lays out the device's sums table for the dispatch of *info: slots for the
  * sites of module `module` with indices below `sites`, `shards` copies of
  * the counters (a power of two), `page_slots` page slots (a power of two)
- * with NANO_AGG_PAGES. Returns its bytes, and when buf is not NULL writes it
- * there: header, counters zero, and a site marked to be records where the
+ * with NANO_AGG_PAGES. Returns its bytes (*head: the host's, before the
+ * first the device writes; the rest is zero before a dispatch), and when buf
+ * is not NULL writes it there: header, counters zero, and a site marked to be records where the
  * device cannot sum it as a record would be summed (no site table names it,
  * a memory intrinsic, a size per record, kerneldb's isa_width says its
  * machine access is wider or merged). 0 when the dispatch's geometry keeps
@@ -58,7 +59,7 @@ const struct nano_aggregates *nano_aggregate_report(struct nano_aggregate *a,
  * of two). */
 size_t nano_aggregate_table(const struct nano_dispatch_info *info, unsigned what,
                             uint64_t page_bytes, uint32_t module, uint32_t sites, uint32_t shards,
-                            uint32_t page_slots, void *buf);
+                            uint32_t page_slots, void *buf, uint64_t *head);
 /* Adds a table the device filled (a host copy of its `bytes` bytes) to a:
  * per site and space its counters, its pages, the page accesses it lost.
  * 0, or -1 when the table is malformed (nothing added then). */

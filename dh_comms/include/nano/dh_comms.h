@@ -107,6 +107,19 @@ struct nano_dh_memory {
   /* Reads the device-updated counters head and dropped. Returns 0 or -1. */
   int (*get_counters)(void *ctx, const struct nano_dh_placement *p, uint64_t *head,
                       uint64_t *dropped);
+  /* (May be NULL: no sums where the waves run.) Places a sums table
+   * (nano/dh_format.h) of `bytes` for the buffer's next dispatch where the
+   * device adds to it atomically: its first `head` bytes from image (the
+   * host's part; the same image, same bytes, for every dispatch of a
+   * kernel), the rest zero, in place before the dispatch as the
+   * descriptor's next write is; *device gets its device address. Returns 0
+   * or -1. */
+  int (*put_sums)(void *ctx, struct nano_dh_placement *p, const void *image, uint64_t head,
+                  uint64_t bytes, uint64_t *device);
+  /* Copies the table back once the dispatch has ended (then the device's
+   * part may be zeroed for the next: a put_sums of the same image need not
+   * copy or clear anything). Returns 0 or -1. */
+  int (*get_sums)(void *ctx, const struct nano_dh_placement *p, void *out, uint64_t bytes);
 };
 
 /* Everything in host memory: CPU kernels. */
@@ -141,6 +154,14 @@ uint64_t nano_dh_buffer_dropped_at_finish(const struct nano_dh_buffer *b);
 /* Sets the descriptor's block filter: only blocks with lo[d] <= id <= hi[d]
  * in every dimension d record (default: all). Returns 0 or -1. */
 int nano_dh_buffer_set_blocks(struct nano_dh_buffer *b, const uint32_t lo[3], const uint32_t hi[3]);
+/* Gives the buffer's next dispatch a sums table (see put_sums; image NULL:
+ * none, every access a record); the descriptor points at it from its next
+ * write (nano_dh_buffer_set_blocks). Returns 0, or -1 when the placement has
+ * no sums or placing failed (then the descriptor has none). */
+int nano_dh_buffer_set_sums(struct nano_dh_buffer *b, const void *image, uint64_t head,
+                            uint64_t bytes);
+/* Reads the table back after the dispatch ended (get_sums). 0 or -1. */
+int nano_dh_buffer_get_sums(struct nano_dh_buffer *b, void *out, uint64_t bytes);
 /* Sets the descriptor's CPU hook (NANO_DH_FLAG_HOOK with a non-NULL hook;
  * NULL clears it). Host placement only. Returns 0 or -1. */
 int nano_dh_buffer_set_hook(struct nano_dh_buffer *b, void *hook);

@@ -38,7 +38,7 @@
  * change together). */
 #define NANO_DH_VERSION 3u
 
-/* ---- Buffer descriptor (104 bytes, 8-aligned) ------------------------------
+/* ---- Buffer descriptor (112 bytes, 8-aligned) ------------------------------
  * The twin's trailing argument points to it. It lives where the device can do
  * read-modify-write atomics cheaply (device memory on a GPU, host memory for
  * CPU kernels): only head and dropped are RMW targets, so PCIe atomics are
@@ -69,9 +69,14 @@
  *   96     u64      sums       host   device address of the dispatch's sums
  *                                     table (below), or 0: every access is
  *                                     a record
+ *   104    u64      stalled    device 1 once a wave gave up waiting for room
+ *                                     it had reserved (the host stopped
+ *                                     taking records): later waves drop at
+ *                                     once; the host writes 0 with each
+ *                                     descriptor
  */
 #define NANO_DH_MAGIC 0x4348444eu /* "NDHC" */
-#define NANO_DH_DESC_SIZE 104
+#define NANO_DH_DESC_SIZE 112
 #define NANO_DH_DESC_OFF_MAGIC 0
 #define NANO_DH_DESC_OFF_VERSION 4
 #define NANO_DH_DESC_OFF_DATA 8
@@ -86,6 +91,10 @@
 #define NANO_DH_DESC_OFF_BLOCK_HI 76
 #define NANO_DH_DESC_OFF_TAIL_SEEN 88
 #define NANO_DH_DESC_OFF_SUMS 96
+#define NANO_DH_DESC_OFF_STALLED 104
+/* A wave that reserved room waits for it at most this many times max_spins
+ * polls (a full ring's wait before a drop) before it calls the ring stalled. */
+#define NANO_DH_STALL_SPINS_FACTOR 16u
 /* The smallest ring: two maximal records do not fit, one always does. */
 #define NANO_DH_MIN_CAPACITY 1024u
 
@@ -178,9 +187,10 @@
  * wave's own primitives adds it to the table instead of writing a record
  * (dh_device.c's nano_dh_sum says which can); every other access is a
  * record, which the host sums with the same arithmetic (aggregate.c). The
- * table lives in device memory: the host writes the header, zeroes the rest
- * before the dispatch and reads it once after. Offsets of the arrays are
- * from the table's start, each 8-aligned.
+ * table lives in device memory: the host writes the header and the site
+ * marks, zeroes what follows them (everything the device writes) before the
+ * dispatch and reads it once after. Offsets of the arrays are from the
+ * table's start, each 8-aligned.
  *
  *   offset type  field        written by
  *   0      u32   module       host   module id whose sites have slots
@@ -193,7 +203,9 @@
  *   15     u8    page_shift   host   log2 of a page's bytes (PAGES)
  *   16     u32   page_slots   host   slots of the page table (power of two)
  *   20     u32   zero
- *   24     u64   pages_lost   device lane accesses no page slot took
+ *   24     u64   lost         host   offset of a u64 the device adds the lane
+ *                                    accesses no page slot took to; the
+ *                                    first byte the device writes
  *   32     u64   modes        host   offset of u8[sites]: 0 sum the site's
  *                                    accesses here, 1 make them records
  *   40     u64   counts       host   offset of u64[shards][sites][3][8]: per
@@ -207,7 +219,6 @@
  *   56     u64   zero
  */
 #define NANO_DH_SUMS_HDR_SIZE 64
-#define NANO_DH_SUMS_OFF_PAGES_LOST 24
 /* what */
 #define NANO_DH_SUMS_SITES 1u      /* per-site counters                        */
 #define NANO_DH_SUMS_PAGES 2u      /* per-page lane accesses                   */

@@ -73,17 +73,33 @@ grep -qx "cuLaunchKernel of __nano_twin__Z5otherPiPv (2 parameters)" <<<"$run" |
 grep -qx "cuLaunchKernel of lone (1 parameters)" <<<"$run" || fail "lone runs as the program's"
 [ "$(grep -c "lone: the kernel cache's twin .* is not used: it has 1 parameters, the cache's 2" <<<"$run")" = 1 ] ||
   fail "lone's twin refused, said once"
-[ "$(grep -c "^twin .*: recorded$" <<<"$run")" = 4 ] || fail "each twin recorded"
 query() { python3 -c 'import sqlite3,sys
 for r in sqlite3.connect(sys.argv[1]).execute(sys.argv[2]): print(*r)' "$@"; }
-rows=$(query inst.rpd "select kernel, backend, arch, records from nano_dispatch order by id")
-echo "$rows"
+# the twins sum their accesses where they run (NANO_AGGREGATE=auto): no record
+[ "$(grep -c "^twin .*: recorded nothing$" <<<"$run")" = 4 ] || fail "each twin summed, no record"
 # the model: axpy reads x[i], y[i] and writes y[i] for each of its 1000 elements
+summed_rows=$(query inst.rpd "select kernel, backend, arch, aggregate, records from nano_dispatch order by id")
+[ "$summed_rows" = "_Z4axpyfPKfPfi cuda sm_90 device 0
+_Z4axpyfPKfPfi cuda sm_90 device 0
+_Z4axpyfPKfPfi cuda sm_90 device 0
+_Z5otherPi cuda sm_90 device 0" ] || fail "one nano_dispatch row per twin launch, summed on the device ($summed_rows)"
+[ "$(query inst.rpd "select sum(accesses) from nano_memory where kernel like '%axpy%'")" = $((3 * 3 * 1000)) ] ||
+  fail "the device's sums count every access of axpy"
+# the same from records
+host=$(NANO_AGGREGATE=host "$nanoprobe" run -i -c cache -a MemoryAnalysis -o host.rpd -- ./drv_app prog.cubin 2>&1)
+grep -qx "$done_line" <<<"$host" || fail "instrumented, records: right results"
+[ "$(grep -c "^twin .*: recorded$" <<<"$host")" = 4 ] || fail "each twin recorded"
+rows=$(query host.rpd "select kernel, backend, arch, records from nano_dispatch order by id")
+echo "$rows"
 want="_Z4axpyfPKfPfi cuda sm_90 $((3 * 1000))
 _Z4axpyfPKfPfi cuda sm_90 $((3 * 1000))
 _Z4axpyfPKfPfi cuda sm_90 $((3 * 1000))
 _Z5otherPi cuda sm_90 1"
 [ "$rows" = "$want" ] || fail "one nano_dispatch row per twin launch, every access"
+columns="kernel, file, line, \"column\", function, kind, space, access_bytes, executions, accesses, bytes, line_bytes, lines_needed, lines_used, sector_bytes, sectors_needed, sectors_used, bank_conflicts"
+[ "$(query inst.rpd "select $columns from nano_memory order by dispatch_id, line, \"column\"")" = \
+  "$(query host.rpd "select $columns from nano_memory order by dispatch_id, line, \"column\"")" ] ||
+  fail "MemoryAnalysis summed on the device differs from the records' answer"
 lines=$(query inst.rpd "select distinct line from nano_memory where file like '%drv_kernels.cu' order by line")
 [ "$lines" = "$(printf '%s\n%s' "$axpy_line" "$other_line")" ] ||
   fail "MemoryAnalysis at drv_kernels.cu's lines ($lines)"

@@ -142,7 +142,9 @@ fi
 run_instrumented() { # NAME [env...]: app's stdout in NAME.out, stderr in NAME.err
   local name=$1
   shift
-  env RPDT_FILENAME="$name.rpd" NANO_INSTRUMENT=1 NANO_ANALYZERS=MemoryAnalysis \
+  # records by default (the checks below count them); the twins' own sums:
+  # the "summed" case
+  env RPDT_FILENAME="$name.rpd" NANO_INSTRUMENT=1 NANO_ANALYZERS=MemoryAnalysis NANO_AGGREGATE=host \
     NANO_ANALYZER_FORMAT=json NANO_ANALYZER_OUTPUT="$name.json" "$@" LD_PRELOAD="$rpd" ./app \
     >"$name.out" 2>"$name.err" || fail "$name: the program failed: $(cat "$name.err")"
   cat "$name.out" "$name.err"
@@ -186,6 +188,29 @@ $graph_row
 $graph_row
 $graph_row" ] ||
   fail "nano_dispatch: one row per twin and per graph replay, every access recorded, linked to its launch"
+
+# NANO_AGGREGATE=device: the twins sum their accesses into the dispatch's
+# table (placed and read back on the copy stream) and make no record; a
+# graph replay's nodes cannot place one (no API call in a host function),
+# so replays stream. MemoryAnalysis says the same, field by field.
+run_instrumented summed NANO_AGGREGATE=device
+grep -qx "$done_line" summed.out || fail "summed on the device: right results"
+! grep -q SERIALIZED summed.out || fail "summed on the device: the runtime waited for the program's stream"
+[ "$(query summed.rpd "select kernel, grid_y, aggregate, records from nano_dispatch order by id")" = "_Z4axpyfPKfPfi 1 device 0
+_Z5otherPi 2 device 0
+_Z5otherPi 1 host 32
+_Z5otherPi 1 host 32
+_Z5otherPi 1 host 32" ] || fail "summed on the device: launches summed by their twins, no record; graph replays stream"
+[ "$(grep -c "^twin __nano_twin__Z4axpyfPKfPfiPv: recorded nothing$" summed.out)" = 1 ] ||
+  fail "summed on the device: axpy's twin wrote no record"
+grep -q '"aggregate":"device","wave_accesses":3000,"records":0' summed.json ||
+  fail "summed on the device: the dispatch's report says where and how many"
+columns="kernel, file, line, \"column\", function, kind, space, access_bytes, executions, accesses, bytes, line_bytes, lines_needed, lines_used, sector_bytes, sectors_needed, sectors_used, bank_conflicts"
+[ "$(query summed.rpd "select $columns from nano_memory order by dispatch_id, line, \"column\"")" = \
+  "$(query inst.rpd "select $columns from nano_memory order by dispatch_id, line, \"column\"")" ] ||
+  fail "summed on the device: MemoryAnalysis differs from the records' answer"
+python3 "$here/../../gpu/compare_sums.py" app inst.rpd summed.rpd ||
+  fail "the GPU suite's comparison of both paths (tests/gpu/compare_sums.py) disagrees"
 
 # NANO_GPU_END=hostfn: a host function after each twin, not a waiter thread
 # (the default, event), learns its end (graph replays have theirs either way):

@@ -1007,6 +1007,15 @@ int cuMemcpyHtoDAsync_v2(unsigned long long d, const void *src, size_t n, void *
   memcpy((void *)(uintptr_t)d, src, n);
   return CU_OK;
 }
+int cuMemsetD8Async(unsigned long long d, unsigned char v, size_t n, void *s) {
+  NEED_CTX();
+  if (!is_private(s)) {
+    printf("SERIALIZED: a memset on stream %p\n", s);
+    return CU_INVALID_VALUE;
+  }
+  memset((void *)(uintptr_t)d, v, n);
+  return CU_OK;
+}
 int cuMemcpyDtoHAsync_v2(void *dst, unsigned long long d, size_t n, void *s) {
   NEED_CTX();
   if (s && s == capture_stream)

@@ -26,6 +26,7 @@ int cuStreamCreate(void **s, unsigned flags);
 int cuStreamSynchronize(void *s);
 int cuStreamIsCapturing(void *s, int *status);
 int cuMemcpyHtoDAsync_v2(unsigned long long d, const void *src, size_t n, void *s);
+int cuMemsetD8Async(unsigned long long d, unsigned char v, size_t n, void *s);
 int cuMemcpyDtoHAsync_v2(void *dst, unsigned long long d, size_t n, void *s);
 int cuEventCreate(void **e, unsigned flags);
 int cuEventRecord(void *e, void *s);
@@ -110,6 +111,9 @@ hipError_t hipMemcpyAsync(void *dst, const void *src, size_t n, hipMemcpyKind ki
   if (kind == hipMemcpyDeviceToHost)
     IN_DEVICE(cuMemcpyDtoHAsync_v2(dst, (unsigned long long)(uintptr_t)src, n, s));
   return hipErrorInvalidValue;
+}
+hipError_t hipMemsetAsync(void *dst, int v, size_t n, hipStream_t s) {
+  IN_DEVICE(cuMemsetD8Async((unsigned long long)(uintptr_t)dst, (unsigned char)v, n, s));
 }
 hipError_t hipEventCreate(hipEvent_t *e) { IN_DEVICE(cuEventCreate((void **)e, 0)); }
 hipError_t hipEventCreateWithFlags(hipEvent_t *e, unsigned flags) {

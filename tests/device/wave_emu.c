@@ -1,7 +1,7 @@
 /*
- * sums_emu.c: the device runtime's sums (dh_device.c's nano_dh_sum, the
- * NANO_AGGREGATE=device path of GPU twins) against its records, on an
- * emulated wave.
+ * wave_emu.c: the device runtime (dh_device.c) on an emulated wave: its sums
+ * (nano_dh_sum, the NANO_AGGREGATE=device path of GPU twins) against its
+ * records, and its bounded wait for room it reserved.
  *
  * dh_device.c is compiled here with NANO_DH_EMU: its wave primitives
  * (lane_value, vote, active, lane) are this file's, over a wave whose
@@ -21,6 +21,12 @@
  * geometries) must. Wave 32 and 64, partial and single-lane waves, NVIDIA
  * and AMD line, sector and LDS models, shards; a full page table counts what
  * it could not place.
+ *
+ * A ring the host stopped draining: a leader that reserved room it never
+ * gets gives up after NANO_DH_STALL_SPINS_FACTOR times max_spins polls,
+ * marks the descriptor stalled and drops; the next wave drops at once.
+ * (Before, it waited forever, and so did its kernel: this test then hangs
+ * and ctest's timeout fails it.)
  *
  * This checks the arithmetic and the protocol of the device code, not a
  * GPU: on hardware the same source runs with the real shuffles and atomics
@@ -76,6 +82,14 @@ _Bool nano_emu_is_shared(uint64_t addr) {
   return E.shared[emu_me()];
 }
 uint32_t nano_emu_hwid(void) { return E.hwid; }
+
+/* Bytes another leader reserves just before the next reservation (once). */
+static uint64_t emu_race;
+uint64_t nano_emu_reserve_add(uint64_t *p, uint64_t v) {
+  *p += emu_race;
+  emu_race = 0;
+  return __sync_fetch_and_add(p, v);
+}
 
 /* Every lane puts its value, then every lane reads: two turns of the wave,
  * so that no lane puts the next value before all have read this one. */
@@ -214,7 +228,7 @@ struct emu_desc {
   uint32_t flags, max_spins;
   uint64_t hook;
   uint32_t block_lo[3], block_hi[3];
-  uint64_t tail_seen, sums;
+  uint64_t tail_seen, sums, stalled;
 };
 _Static_assert(sizeof(struct emu_desc) == NANO_DH_DESC_SIZE, "descriptor");
 
@@ -351,12 +365,13 @@ static unsigned emu_summed, emu_recorded;
 static void emu_case(const struct emu_model *m, int summed, const char *what) {
   struct nano_dispatch_info info = emu_info(m);
   unsigned aggs = NANO_AGG_SITES | NANO_AGG_PAGES;
+  uint64_t head;
   size_t bytes = nano_aggregate_table(&info, aggs, EMU_PAGE_BYTES, EMU_MODULE, EMU_SLOTS,
-                                      m->shards, EMU_PAGE_SLOTS, NULL);
+                                      m->shards, EMU_PAGE_SLOTS, NULL, &head);
   CHECK(bytes > 0, "%s: no table for %s", what, m->name);
   void *table = calloc(1, bytes);
   CHECK(table && nano_aggregate_table(&info, aggs, EMU_PAGE_BYTES, EMU_MODULE, EMU_SLOTS,
-                                      m->shards, EMU_PAGE_SLOTS, table) == bytes,
+                                      m->shards, EMU_PAGE_SLOTS, table, &head) == bytes,
         "table");
   struct nano_aggregate *dev = nano_aggregate_create(&info, aggs, EMU_PAGE_BYTES);
   struct nano_aggregate *host = nano_aggregate_create(&info, aggs, EMU_PAGE_BYTES);
@@ -530,11 +545,12 @@ static void emu_fallback_cases(const struct emu_model *m) {
  * it placed makes every lane's access. */
 static void emu_full_pages(const struct emu_model *m) {
   struct nano_dispatch_info info = emu_info(m);
+  uint64_t head;
   size_t bytes = nano_aggregate_table(&info, NANO_AGG_PAGES, EMU_PAGE_BYTES, EMU_MODULE, EMU_SLOTS,
-                                      1, 2, NULL);
+                                      1, 2, NULL, &head);
   void *table = calloc(1, bytes);
   CHECK(table && nano_aggregate_table(&info, NANO_AGG_PAGES, EMU_PAGE_BYTES, EMU_MODULE,
-                                      EMU_SLOTS, 1, 2, table) == bytes,
+                                      EMU_SLOTS, 1, 2, table, &head) == bytes,
         "table");
   E.site = emu_global_site(4);
   emu_lanes(emu_exec(0), EMU_GLOBAL_BASE, EMU_PAGE_BYTES, 4, 0); /* a page per lane */
@@ -553,8 +569,35 @@ static void emu_full_pages(const struct emu_model *m) {
   free(table);
 }
 
+/* The host stopped taking records (the tail stays at 0): the ring has room
+ * for one more record, the leader sees it, and another leader reserves it
+ * first; this one waits for room that never comes. */
+static void emu_stalled(void) {
+  struct emu_desc d;
+  E.wave = 32;
+  E.site = emu_global_site(4);
+  emu_lanes(emu_exec(0), EMU_GLOBAL_BASE, 4, 4, 0);
+  uint64_t record = NANO_DH_HDR_SIZE + NANO_DH_PAYLOAD_BYTES(NANO_DH_ENC_STRIDE, 32);
+  emu_desc_init(&d, NULL);
+  d.capacity = NANO_DH_MIN_CAPACITY;
+  d.head = NANO_DH_MIN_CAPACITY - record;
+  d.max_spins = 4;
+  emu_tail = 0;
+  emu_race = record;
+  emu_run(&d);
+  CHECK(d.stalled == 1 && d.dropped == 1 && d.head == NANO_DH_MIN_CAPACITY + record,
+        "a leader that never gets the room it reserved: stalled %llu, dropped %llu, head %llu",
+        (unsigned long long)d.stalled, (unsigned long long)d.dropped,
+        (unsigned long long)d.head);
+  emu_run(&d);
+  CHECK(d.dropped == 2 && d.head == NANO_DH_MIN_CAPACITY + record,
+        "after a stall a wave drops at once: dropped %llu, head %llu",
+        (unsigned long long)d.dropped, (unsigned long long)d.head);
+}
+
 int main(void) {
   emu_sites_init();
+  emu_stalled();
   static const struct emu_model models[] = {
       {"sm_90", 128, 32, NANO_LDS_PHASED, 32, 8},
       {"gfx908", 64, 64, NANO_LDS_AMD_WAVE64, 32, 4},
@@ -576,7 +619,7 @@ int main(void) {
       emu_full_pages(m);
     }
   }
-  printf("sums_emu: %u wave accesses summed on the device, %u as records; every field equal to "
+  printf("wave_emu: a stalled ring ends its waits; %u wave accesses summed on the device, %u as records; every field equal to "
          "the streaming path's\n",
          emu_summed, emu_recorded);
   return 0;
