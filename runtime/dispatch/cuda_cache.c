@@ -27,10 +27,11 @@
  *
  * Every step that fails leaves f to run as launched, said once per kernel
  * with why. The outcome of 1-4 is kept per (f, C): later launches cost one
- * lookup. Launches that pass their arguments in `extra` (one buffer) run as
- * they are (said once). The twin lives in a module of its own: it sees the
- * cache module's __device__ variables, not the program's (as omniprobe's
- * cache twins do).
+ * lookup. Launches that pass their arguments in `extra` (one buffer,
+ * CU_LAUNCH_PARAM_BUFFER_POINTER and _SIZE) get kernelParams pointing into
+ * that buffer at the checked offsets; a buffer too short for them, or an
+ * `extra` of other entries, runs as it is (said once). The twin lives in a module of its own: it
+ * sees the cache module's __device__ variables, not the program's (as omniprobe's cache twins do).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -51,6 +52,10 @@
 
 /* The most parameters a kernel's list is read for (gpu.c's GPU_MAX_ARGS). */
 #define CC_MAX_ARGS 255
+/* cuLaunchKernel's `extra` entries (cuda.h: CU_LAUNCH_PARAM_*). */
+#define CC_PARAM_END ((void *)0x00)
+#define CC_PARAM_BUFFER_POINTER ((void *)0x01)
+#define CC_PARAM_BUFFER_SIZE ((void *)0x02)
 /* Decisions kept per (handle, context): open addressing, doubled at half. */
 #define CC_CHOICES_INITIAL 64
 
@@ -402,6 +407,40 @@ static int cc_launch(const void *kernel, uint64_t grid_xy, uint32_t grid_z, uint
   return ((cc_launch_ex_fn)l->real)(&c, (void *)kernel, args, NULL);
 }
 
+/* The arguments of a launch that passes them in `extra`'s one buffer, as
+ * kernelParams (e's checked offsets into the buffer) in params; 0, or -1
+ * with why when extra is not one buffer holding every argument. */
+static int cc_params_of_extra(void **extra, const struct cc_entry *e, void **params, char *why,
+                              size_t len) {
+  unsigned char *buf = NULL;
+  size_t size = 0;
+  int have_size = 0;
+  for (size_t i = 0; extra[i] != CC_PARAM_END; i += 2) {
+    if (extra[i] == CC_PARAM_BUFFER_POINTER) {
+      buf = extra[i + 1];
+    } else if (extra[i] == CC_PARAM_BUFFER_SIZE && extra[i + 1]) {
+      size = *(const size_t *)extra[i + 1];
+      have_size = 1;
+    } else {
+      snprintf(why, len, "an entry %p other than the buffer's pointer and size", extra[i]);
+      return -1;
+    }
+  }
+  if (!buf || !have_size) {
+    snprintf(why, len, "no buffer pointer and size");
+    return -1;
+  }
+  for (uint32_t i = 0; i < e->nargs; i++) {
+    if ((size_t)e->args[i][0] + e->args[i][1] > size) {
+      snprintf(why, len, "its buffer of %zu bytes ends before parameter %u (%u bytes at %u)", size,
+               i, e->args[i][1], e->args[i][0]);
+      return -1;
+    }
+    params[i] = buf + e->args[i][0];
+  }
+  return 0;
+}
+
 /* l as the program made it. */
 static int cc_as_is(const struct nano_cu_launch *l) {
   if (l->call == NANO_CU_LAUNCH)
@@ -419,11 +458,17 @@ __attribute__((visibility("default"))) int __nano_cuda_launch(const struct nano_
     return cc_as_is(l);
   pthread_mutex_lock(&g_cc.lock);
   struct cc_choice c = cc_choose(l->f, l->config.stream);
-  if (c.twin && (!l->params || l->extra)) {
+  void *from_extra[CC_MAX_ARGS + 1];
+  void **params = l->params;
+  char why[160];
+  if (c.twin && !params && l->extra &&
+      cc_params_of_extra(l->extra, c.e, from_extra, why, sizeof why) == 0)
+    params = from_extra;
+  else if (c.twin && !params) {
     cc_say_once(c.e->key,
-                "%s: launched with its arguments in one buffer (cuLaunchKernel's "
-                "extra): the kernel cache's twin is not used; it runs uninstrumented",
-                c.e->key);
+                "%s: launched with its arguments in cuLaunchKernel's extra (%s): the kernel "
+                "cache's twin is not used; it runs uninstrumented",
+                c.e->key, l->extra ? why : "no arguments given");
     c.twin = NULL;
   }
   pthread_mutex_unlock(&g_cc.lock);
@@ -435,7 +480,7 @@ __attribute__((visibility("default"))) int __nano_cuda_launch(const struct nano_
   int rc =
       gpu_launch(NANO_GPU_CUDA | GPU_DRIVER | (l->per_thread ? NANO_GPU_PER_THREAD : 0), cc_launch,
                  l->f, c.twin, c.e->key, c.e->path, g->grid[0] | (uint64_t)g->grid[1] << 32,
-                 g->grid[2], g->block[0] | (uint64_t)g->block[1] << 32, g->block[2], l->params,
+                 g->grid[2], g->block[0] | (uint64_t)g->block[1] << 32, g->block[2], params,
                  c.e->nargs, g->shared, g->stream);
   cc_current = outer;
   return rc;

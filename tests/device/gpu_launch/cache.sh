@@ -109,6 +109,17 @@ direct=$("$nanoprobe" run -i -c cache -o direct.rpd -- ./drv_app prog.cubin dire
 grep -qx "$done_line" <<<"$direct" || fail "direct: right results"
 [ "$(grep -c "^launch $twin" <<<"$direct")" = 3 ] || fail "direct: the symbol's launch runs the twin"
 
+# arguments in cuLaunchKernel's extra (one buffer): the twin gets them as
+# kernelParams into that buffer
+extra=$("$nanoprobe" run -i -c cache -a MemoryAnalysis -o extra.rpd -- ./drv_app prog.cubin extra 2>&1)
+grep -qx "$done_line" <<<"$extra" || fail "extra: right results ($extra)"
+grep -qx "cuLaunchKernel_ptsz of $twin (5 parameters)" <<<"$extra" ||
+  fail "extra: the twin launches with kernelParams made from the buffer"
+! grep -q "in cuLaunchKernel's extra" <<<"$extra" || fail "extra: refused ($extra)"
+[ "$(query extra.rpd "select count(*), sum(records) from nano_dispatch where kernel like '%axpy%'")" = "3 0" ] &&
+  [ "$(query extra.rpd "select sum(accesses) from nano_memory where kernel like '%axpy%'")" = $((3 * 3 * 1000)) ] ||
+  fail "extra: three axpy dispatches, every access"
+
 # dlsym(RTLD_NEXT) for the tracer's exec wrapper, with dlsym interposed
 ex=$("$nanoprobe" run -c cache -o exec.rpd -- ./drv_app prog.cubin exec 2>&1) ||
   fail "exec through the preloaded tracer ($ex)"

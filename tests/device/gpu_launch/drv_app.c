@@ -8,8 +8,10 @@
  * per-thread variant on a stream of its own, cuLaunchKernelEx), other and
  * lone once each, waits, and checks y = 1 + 3 * 2 * x, *p = 1, *q = 1.
  * With argv[2] = "direct", its first launch calls cuLaunchKernel as a
- * program linked against libcuda does (the symbol); with "exec", it execs
- * /bin/echo at the end (dlsym(RTLD_NEXT) through a preloaded tracer).
+ * program linked against libcuda does (the symbol); with "extra", its
+ * per-thread launch passes axpy's arguments in one buffer (cuLaunchKernel's
+ * extra); with "exec", it execs /bin/echo at the end (dlsym(RTLD_NEXT)
+ * through a preloaded tracer).
  */
 #include <cuda.h>
 #include <dlfcn.h>
@@ -102,7 +104,20 @@ int main(int argc, char **argv) {
       argc > 2 && !strcmp(argv[2], "direct") ? cuLaunchKernel : launch;
   CHECK(launch_first(axpy, 4, 1, 1, 256, 1, 1, 0, NULL, axpy_args, NULL));
   CHECK(sync());
-  CHECK(launch_ptsz(axpy, 4, 1, 1, 256, 1, 1, 0, s, axpy_args, NULL));
+  /* axpy(float, const float *, float *, int) in one buffer: 4, 8, 8, 4
+   * bytes at 0, 8, 16, 24 (the cubin's parameter offsets) */
+  struct {
+    float a;
+    CUdeviceptr x, y;
+    int n;
+  } buffer = {a, dx, dy, count};
+  size_t buffer_size = 28;
+  void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &buffer, CU_LAUNCH_PARAM_BUFFER_SIZE,
+                   &buffer_size, CU_LAUNCH_PARAM_END};
+  if (argc > 2 && !strcmp(argv[2], "extra"))
+    CHECK(launch_ptsz(axpy, 4, 1, 1, 256, 1, 1, 0, s, NULL, extra));
+  else
+    CHECK(launch_ptsz(axpy, 4, 1, 1, 256, 1, 1, 0, s, axpy_args, NULL));
   CHECK(sync());
   CUlaunchConfig cfg = {4, 1, 1, 256, 1, 1, 0, NULL, NULL, 0};
   CHECK(launch_ex(&cfg, axpy, axpy_args, NULL));

@@ -1125,7 +1125,9 @@ int cuGetErrorName(int r, const char **s) {
  * function symbol with a section .text.NAME), their parameters the
  * EIATTR_KPARAM_INFO records of .nv.info.NAME. A function launches only in
  * its module's context, with kernelParams or extra (not both), and reads
- * exactly its parameter count of kernelParams. */
+ * exactly its parameter count of kernelParams; extra must be one buffer
+ * (CU_LAUNCH_PARAM_BUFFER_POINTER, _SIZE, _END) that holds every parameter
+ * at its offset. */
 #define FAKE_MAX_FUNCS 64
 #define FAKE_MAX_PARAMS 32
 #define FAKE_SM 90
@@ -1267,7 +1269,25 @@ static int driver_launch(void *f, struct dim3 grid, struct dim3 block, unsigned 
     return CU_INVALID_HANDLE;
   if ((params != NULL) == (extra != NULL) && fn->nparams) /* one way to pass them */
     return CU_INVALID_VALUE;
-  printf("%s of %s (%d parameters)\n", how, fn->name, fn->nparams);
+  void *from_extra[FAKE_MAX_PARAMS];
+  if (extra) {
+    char *buf = NULL;
+    size_t size = 0;
+    for (size_t i = 0; extra[i]; i += 2)
+      if (extra[i] == (void *)0x01)
+        buf = extra[i + 1];
+      else if (extra[i] == (void *)0x02)
+        size = *(size_t *)extra[i + 1];
+      else
+        return CU_INVALID_VALUE;
+    for (int i = 0; i < fn->nparams; i++) {
+      if (!buf || fn->off[i] + fn->size[i] > size)
+        return CU_INVALID_VALUE;
+      from_extra[i] = buf + fn->off[i];
+    }
+    params = from_extra;
+  }
+  printf("%s of %s (%d parameters%s)\n", how, fn->name, fn->nparams, extra ? ", extra" : "");
   return issue_kernel(fn->name, FAKE_SHARED_DEFAULT, grid, block, params, shared, stream, 0);
 }
 
