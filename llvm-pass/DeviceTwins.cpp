@@ -50,6 +50,12 @@
 // returns (the call depth the runtime orders lanes by, where the stack bytes
 // in use vary with a variable-length array).
 //
+// GPU kernel twins call __nano_dh_block_enter(desc) after their allocas and
+// __nano_dh_block_leave(desc) before every return: KernelTimeline's block
+// start and end on the device clock (nothing happens unless the runtime set
+// the descriptor's block table). CPU kernels are timed by the runtime's
+// workers instead.
+//
 // Runs at the OptimizerLast extension point (after inlining, so the twin of
 // an optimised kernel records the accesses the optimised code makes) and as
 // `opt -passes=nano-device`.
@@ -108,6 +114,7 @@ ALWAYS_ENABLED_STATISTIC(NumAsmUnseen,
                          "inline assembly statements in twins that may touch memory, not recorded");
 ALWAYS_ENABLED_STATISTIC(NumTwinsBounded,
                          "NVPTX twins given the block-size bound their kernel lacks");
+ALWAYS_ENABLED_STATISTIC(NumTwinsTimed, "GPU twins that time their blocks (KernelTimeline)");
 
 namespace {
 
@@ -116,6 +123,9 @@ const char *const RuntimeAccess = "__nano_dh_access";
 const char *const RuntimeReconverge = "__nano_dh_reconverge";
 const char *const RuntimeEnter = "__nano_dh_enter";
 const char *const RuntimeLeave = "__nano_dh_leave";
+// GPU kernel twins only (see the banner).
+const char *const RuntimeBlockEnter = "__nano_dh_block_enter";
+const char *const RuntimeBlockLeave = "__nano_dh_block_leave";
 const char *const CalleeSuffix = ".nano_twin";
 // Functions without a name (ROCm's hostcall code has @0, @1, ...): their
 // clones are named UnnamedClone + CalleeSuffix (made unique by the module),
@@ -166,6 +176,7 @@ struct DeviceTwins {
   DenseMap<Function *, std::string> SiteNames;
   FunctionCallee Access;
   FunctionCallee Reconverge, Enter, Leave; // CPU twins
+  FunctionCallee BlockEnter, BlockLeave;   // GPU kernel twins
   SmallPtrSet<Function *, 16> TwinSide;    // the clones' set (Clones' values)
 
   DeviceTwins(Module &M, DevTarget T)
@@ -181,6 +192,7 @@ struct DeviceTwins {
   void instrumentFunction(Function &F, bool IsKernel);
   void markReconvergence(Function &F, const LoopInfo &LI, ArrayRef<BasicBlock *> Order,
                          const DenseMap<BasicBlock *, uint64_t> &SitesAfter);
+  void markBlockTimes(Function &Twin);
   bool classify(Value *Ptr, unsigned &Space);
   void instrument(Function &F, const DevAccess &A);
   uint64_t siteId(uint64_t Index) const { return (uint64_t)ModuleId << 32 | Index; }
@@ -836,8 +848,11 @@ void DeviceTwins::instrumentFunction(Function &F, bool IsKernel) {
       instrument(F, Accesses[k]);
     SitesAfter[BB] = Sites.size();
   }
-  if (Target != DevTarget::Host)
+  if (Target != DevTarget::Host) {
+    if (IsKernel)
+      markBlockTimes(F);
     return;
+  }
   markReconvergence(F, LI, Order, SitesAfter);
   if (IsKernel)
     return; // the lanes start at depth 0
@@ -849,6 +864,24 @@ void DeviceTwins::instrumentFunction(Function &F, bool IsKernel) {
       B.SetInsertPoint(Ret);
       B.CreateCall(Leave, {Desc});
     }
+}
+
+// A GPU kernel twin calls __nano_dh_block_enter(desc) once its allocas are
+// made (they stay the entry block's first instructions) and
+// __nano_dh_block_leave(desc) before each return (banner).
+void DeviceTwins::markBlockTimes(Function &Twin) {
+  Value *Desc = Twin.getArg(Twin.arg_size() - 1);
+  BasicBlock::iterator At = Twin.getEntryBlock().getFirstInsertionPt();
+  while (isa<AllocaInst>(*At))
+    ++At;
+  IRBuilder<> B(&*At);
+  B.CreateCall(BlockEnter, {Desc});
+  for (BasicBlock &BB : Twin)
+    if (auto *Ret = dyn_cast<ReturnInst>(BB.getTerminator())) {
+      B.SetInsertPoint(Ret);
+      B.CreateCall(BlockLeave, {Desc});
+    }
+  NumTwinsTimed++;
 }
 
 // A CPU twin's loops that hold a site or a call to a twin-side function get
@@ -1111,12 +1144,15 @@ bool DeviceTwins::run() {
   NumCalleeClones += Clones.size() - Kernels.size();
   for (auto &KV : Clones)
     TwinSide.insert(KV.second);
+  PointerType *DescTy = PointerType::get(Ctx, DescAS);
   if (Target == DevTarget::Host) {
-    PointerType *DescTy = PointerType::get(Ctx, DescAS);
     Reconverge =
         M.getOrInsertFunction(RuntimeReconverge, FunctionType::get(Void, {DescTy, I64}, false));
     Enter = M.getOrInsertFunction(RuntimeEnter, FunctionType::get(Void, {DescTy}, false));
     Leave = M.getOrInsertFunction(RuntimeLeave, FunctionType::get(Void, {DescTy}, false));
+  } else {
+    BlockEnter = M.getOrInsertFunction(RuntimeBlockEnter, FunctionType::get(Void, {DescTy}, false));
+    BlockLeave = M.getOrInsertFunction(RuntimeBlockLeave, FunctionType::get(Void, {DescTy}, false));
   }
   SmallPtrSet<Function *, 8> KernelTwins;
   for (Function *K : Kernels)

@@ -88,11 +88,17 @@ struct nano_dh_desc {
   u64 tail_seen;
   u64 sums;
   u64 stalled;
+  u64 blocks;
+  u32 nblocks, zero;
 };
 _Static_assert(sizeof(struct nano_dh_desc) == NANO_DH_DESC_SIZE, "descriptor size");
 _Static_assert(__builtin_offsetof(struct nano_dh_desc, sums) == NANO_DH_DESC_OFF_SUMS, "sums");
 _Static_assert(__builtin_offsetof(struct nano_dh_desc, stalled) == NANO_DH_DESC_OFF_STALLED,
                "stalled");
+_Static_assert(__builtin_offsetof(struct nano_dh_desc, blocks) == NANO_DH_DESC_OFF_BLOCKS,
+               "blocks");
+_Static_assert(__builtin_offsetof(struct nano_dh_desc, nblocks) == NANO_DH_DESC_OFF_NBLOCKS,
+               "nblocks");
 _Static_assert(__builtin_offsetof(struct nano_dh_desc, hook) == NANO_DH_DESC_OFF_HOOK, "hook");
 _Static_assert(__builtin_offsetof(struct nano_dh_desc, block_hi) == NANO_DH_DESC_OFF_BLOCK_HI,
                "block filter");
@@ -130,6 +136,7 @@ void nano_dh_llvm_s_sleep(int) __asm("llvm.amdgcn.s.sleep");
 /* The intrinsic rather than the builtin, which insists on a target feature
  * this file is compiled without (the pass supplies the kernel's). */
 _Bool nano_dh_llvm_is_shared(const void *) __asm("llvm.amdgcn.is.shared");
+u64 nano_dh_llvm_s_memrealtime(void) __asm("llvm.amdgcn.s.memrealtime");
 
 static u32 nano_dh_wave_size(void) { return NANO_DH_WAVE; }
 /* clang 15 reads exec as a 64-bit register; in wave32 EXEC_HI is not part of
@@ -171,6 +178,19 @@ static void nano_dh_block_dim(u32 d[3]) {
   d[1] = p[3];
   d[2] = p[4];
 }
+/* Blocks per grid dimension: the packet's grid size (work-items, u32 at 12,
+ * 16, 20) over its workgroup size, rounded up (partial workgroups). */
+static void nano_dh_grid(u32 g[3]) {
+  const __attribute__((address_space(4))) u32 *p =
+      (const __attribute__((address_space(4))) u32 *)__builtin_amdgcn_dispatch_ptr();
+  u32 d[3];
+  nano_dh_block_dim(d);
+  for (int i = 0; i < 3; i++)
+    g[i] = d[i] ? (p[3 + i] + d[i] - 1) / d[i] : 1;
+}
+/* s_memrealtime counts at a constant 100 MHz on GFX9 and later. */
+#define NANO_DH_REALTIME_NS 10ull
+static u64 nano_dh_time_ns(void) { return nano_dh_llvm_s_memrealtime() * NANO_DH_REALTIME_NS; }
 static void nano_dh_thread(u32 t[3]) {
   t[0] = __builtin_amdgcn_workitem_id_x();
   t[1] = __builtin_amdgcn_workitem_id_y();
@@ -193,6 +213,9 @@ u32 nano_dh_llvm_ntid_z(void) __asm("llvm.nvvm.read.ptx.sreg.ntid.z");
 u32 nano_dh_llvm_ctaid_x(void) __asm("llvm.nvvm.read.ptx.sreg.ctaid.x");
 u32 nano_dh_llvm_ctaid_y(void) __asm("llvm.nvvm.read.ptx.sreg.ctaid.y");
 u32 nano_dh_llvm_ctaid_z(void) __asm("llvm.nvvm.read.ptx.sreg.ctaid.z");
+u32 nano_dh_llvm_nctaid_x(void) __asm("llvm.nvvm.read.ptx.sreg.nctaid.x");
+u32 nano_dh_llvm_nctaid_y(void) __asm("llvm.nvvm.read.ptx.sreg.nctaid.y");
+u32 nano_dh_llvm_nctaid_z(void) __asm("llvm.nvvm.read.ptx.sreg.nctaid.z");
 
 static u32 nano_dh_wave_size(void) { return 32; }
 /* PTX's activemask (ISA 6.2); inline assembly because LLVM 15 has no
@@ -250,6 +273,12 @@ static void nano_dh_block_dim(u32 d[3]) {
   d[1] = nano_dh_llvm_ntid_y();
   d[2] = nano_dh_llvm_ntid_z();
 }
+static void nano_dh_grid(u32 g[3]) {
+  g[0] = nano_dh_llvm_nctaid_x();
+  g[1] = nano_dh_llvm_nctaid_y();
+  g[2] = nano_dh_llvm_nctaid_z();
+}
+static u64 nano_dh_time_ns(void) { return nano_dh_clock(); }
 static void nano_dh_thread(u32 t[3]) {
   t[0] = nano_dh_llvm_tid_x();
   t[1] = nano_dh_llvm_tid_y();
@@ -591,7 +620,7 @@ static int nano_dh_sum(gdesc *d, u64 site, u64 addr, u32 size, u32 space, u32 wh
  * nothing. */
 __attribute__((visibility("hidden"), noinline)) void
 __nano_dh_access(gdesc *desc, u64 site, u64 addr, u32 size, u32 space) {
-  if (!desc)
+  if (!desc || (desc->flags & NANO_DH_FLAG_NO_ACCESS))
     return;
 #if defined(NANO_DH_CPU)
   if (desc->flags & NANO_DH_FLAG_HOOK) {
@@ -667,6 +696,56 @@ __nano_dh_access(gdesc *desc, u64 site, u64 addr, u32 size, u32 space) {
   }
 #undef NANO_DH_WORD
 }
+
+#if defined(NANO_DH_AMDGPU) || defined(NANO_DH_NVPTX)
+/* KernelTimeline on GPUs (the pass calls these in kernel twins: entry and
+ * every return). The entry of this thread's block in desc->blocks (format:
+ * nano/dh_format.h), or NULL: no table, a block the filter leaves out, or
+ * one past the table. */
+static gword *nano_dh_block_entry(gdesc *d) {
+  if (!d || !d->blocks)
+    return 0;
+  u32 b[3], g[3];
+  nano_dh_block(b);
+  for (int i = 0; i < 3; i++)
+    if (b[i] < d->block_lo[i] || b[i] > d->block_hi[i])
+      return 0;
+  nano_dh_grid(g);
+  u64 linear = b[0] + (u64)g[0] * (b[1] + (u64)g[1] * b[2]);
+  if (linear >= d->nblocks)
+    return 0;
+  return (gword *)d->blocks + NANO_DH_BLOCK_WORDS * linear;
+}
+
+/* Thread 0 of the block stamps its start and unit. */
+__attribute__((visibility("hidden"), noinline)) void __nano_dh_block_enter(gdesc *desc) {
+  gword *e = nano_dh_block_entry(desc);
+  u32 t[3];
+  nano_dh_thread(t);
+  if (!e || (t[0] | t[1] | t[2]))
+    return;
+  e[NANO_DH_BLOCK_UNIT] = nano_dh_hwid();
+  e[NANO_DH_BLOCK_START] = nano_dh_time_ns();
+}
+
+/* The lowest active lane of each wave that returns raises the block's end
+ * to now (a compare-and-swap loop: a 64-bit atomic max the same way on
+ * every target and compiler). */
+__attribute__((visibility("hidden"), noinline)) void __nano_dh_block_leave(gdesc *desc) {
+  gword *e = nano_dh_block_entry(desc);
+  u64 exec = nano_dh_active();
+  if (!e || nano_dh_lane() != (u32)__builtin_ctzll(exec))
+    return;
+  gword *end = &e[NANO_DH_BLOCK_END];
+  u64 now = nano_dh_time_ns(), old = *(volatile gword *)end;
+  while (old < now) {
+    u64 seen = __sync_val_compare_and_swap(end, old, now);
+    if (seen == old)
+      break;
+    old = seen;
+  }
+}
+#endif
 
 #if defined(NANO_DH_CPU)
 /* CPU twins only (the pass calls these in host modules; llvm-pass/

@@ -20,11 +20,14 @@ struct dhbuf_desc {
   uint32_t flags, max_spins;
   uint64_t hook;
   uint32_t block_lo[3], block_hi[3];
-  uint64_t tail_seen, sums, stalled;
+  uint64_t tail_seen, sums, stalled, blocks;
+  uint32_t nblocks, zero;
 };
 _Static_assert(sizeof(struct dhbuf_desc) == NANO_DH_DESC_SIZE, "descriptor size");
 _Static_assert(offsetof(struct dhbuf_desc, sums) == NANO_DH_DESC_OFF_SUMS, "sums");
 _Static_assert(offsetof(struct dhbuf_desc, stalled) == NANO_DH_DESC_OFF_STALLED, "stalled");
+_Static_assert(offsetof(struct dhbuf_desc, blocks) == NANO_DH_DESC_OFF_BLOCKS, "blocks");
+_Static_assert(offsetof(struct dhbuf_desc, nblocks) == NANO_DH_DESC_OFF_NBLOCKS, "nblocks");
 _Static_assert(offsetof(struct dhbuf_desc, head) == NANO_DH_DESC_OFF_HEAD, "head");
 _Static_assert(offsetof(struct dhbuf_desc, tail_addr) == NANO_DH_DESC_OFF_TAIL_ADDR, "tail");
 _Static_assert(offsetof(struct dhbuf_desc, dropped) == NANO_DH_DESC_OFF_DROPPED, "dropped");
@@ -112,6 +115,8 @@ static int dhbuf_host_put(void *ctx, struct nano_dh_placement *p, const void *de
   __atomic_store_n(&dst->tail_seen, src->tail_seen, __ATOMIC_RELAXED);
   __atomic_store_n(&dst->sums, src->sums, __ATOMIC_RELAXED);
   __atomic_store_n(&dst->stalled, src->stalled, __ATOMIC_RELAXED);
+  __atomic_store_n(&dst->blocks, src->blocks, __ATOMIC_RELAXED);
+  __atomic_store_n(&dst->nblocks, src->nblocks, __ATOMIC_RELAXED);
   __atomic_store_n(&dst->hook, src->hook, __ATOMIC_RELAXED);
   __atomic_store_n(&dst->flags, src->flags, __ATOMIC_RELEASE);
   return 0;
@@ -126,9 +131,16 @@ static int dhbuf_host_counters(void *ctx, const struct nano_dh_placement *p, uin
   return 0;
 }
 
-const struct nano_dh_memory nano_dh_host_memory = {
-    "host", NULL, dhbuf_host_alloc, dhbuf_host_free, dhbuf_host_put, dhbuf_host_counters,
-    NULL,   NULL};
+const struct nano_dh_memory nano_dh_host_memory = {"host",
+                                                   NULL,
+                                                   dhbuf_host_alloc,
+                                                   dhbuf_host_free,
+                                                   dhbuf_host_put,
+                                                   dhbuf_host_counters,
+                                                   NULL,
+                                                   NULL,
+                                                   NULL,
+                                                   NULL};
 
 /* ---- buffers ---------------------------------------------------------------- */
 
@@ -227,6 +239,31 @@ int nano_dh_buffer_set_sums(struct nano_dh_buffer *b, const void *image, uint64_
     return -1;
   b->desc.sums = device;
   return 0;
+}
+
+int nano_dh_buffer_set_block_times(struct nano_dh_buffer *b, uint32_t nblocks) {
+  uint64_t device = 0;
+  b->desc.blocks = 0;
+  b->desc.nblocks = 0;
+  if (!nblocks)
+    return 0;
+  uint64_t bytes = (uint64_t)nblocks * NANO_DH_BLOCK_WORDS * sizeof(uint64_t);
+  if (!b->mem->put_blocks || b->mem->put_blocks(b->mem->ctx, &b->pl, bytes, &device) != 0)
+    return -1;
+  b->desc.blocks = device;
+  b->desc.nblocks = nblocks;
+  return 0;
+}
+
+int nano_dh_buffer_get_block_times(struct nano_dh_buffer *b, uint64_t *out) {
+  uint64_t bytes = (uint64_t)b->desc.nblocks * NANO_DH_BLOCK_WORDS * sizeof(uint64_t);
+  return b->mem->get_blocks && b->desc.blocks ? b->mem->get_blocks(b->mem->ctx, &b->pl, out, bytes)
+                                              : -1;
+}
+
+void nano_dh_buffer_set_accesses(struct nano_dh_buffer *b, int on) {
+  b->desc.flags =
+      on ? b->desc.flags & ~NANO_DH_FLAG_NO_ACCESS : b->desc.flags | NANO_DH_FLAG_NO_ACCESS;
 }
 
 int nano_dh_buffer_get_sums(struct nano_dh_buffer *b, void *out, uint64_t bytes) {

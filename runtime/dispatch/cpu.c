@@ -620,7 +620,7 @@ __attribute__((visibility("default"))) void __nano_cpu_launch(const struct nano_
                                .sector_bytes = CPU_LINE_BYTES,
                                .lds_model = wave == 64 ? NANO_LDS_AMD_WAVE64 : NANO_LDS_PHASED,
                                .aggregates = NANO_LAUNCH_SUMS_SHARDS,
-                               .times_blocks = 1,
+                               .times_blocks = NANO_LAUNCH_BLOCKS_CALLS,
                                .twin = cpu_instrumentable(k, *grid, *block, wave) ? k->twin : NULL};
   j.d = nano_dispatch_begin(&l);
   if (j.d) {

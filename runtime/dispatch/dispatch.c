@@ -144,6 +144,7 @@ struct nano_dispatch {
   int on_device;
   const struct dispatch_sums *table;
   struct nano_aggregate *fallback;
+  uint32_t block_table; /* blocks of the twin's block-times table (GPUs) */
   unsigned agg_what;
   uint64_t agg_page_bytes;
   pthread_mutex_t shard_lock;
@@ -894,7 +895,7 @@ struct nano_dispatch *nano_dispatch_begin(const struct nano_launch_desc *l) {
   pthread_mutex_init(&d->shard_lock, NULL);
   if (d->chain) {
     d->on_device = dispatch_on_device(d, l);
-    if (d->on_device && l->aggregates == NANO_LAUNCH_SUMS_TABLE) {
+    if (d->on_device && d->agg_what && l->aggregates == NANO_LAUNCH_SUMS_TABLE) {
       d->table = dispatch_sums(d);
       if (!d->table || !(d->fallback = nano_dispatch_shard(d)) ||
           nano_dh_buffer_set_sums(buf, d->table->image, d->table->head, d->table->bytes) != 0) {
@@ -914,11 +915,25 @@ struct nano_dispatch *nano_dispatch_begin(const struct nano_launch_desc *l) {
       nano_dh_buffer_set_sums(buf, NULL, 0, 0);
     int wants_blocks = nano_chain_wants_block_times(d->chain);
     d->time_blocks = wants_blocks && l->times_blocks;
-    if (wants_blocks && !l->times_blocks) {
+    if (d->time_blocks && l->times_blocks == NANO_LAUNCH_BLOCKS_TABLE) {
+      uint64_t total = (uint64_t)l->grid[0] * l->grid[1] * l->grid[2];
+      uint32_t n = total < NANO_BLOCK_TIMES_MAX ? (uint32_t)total : NANO_BLOCK_TIMES_MAX;
+      if (nano_dh_buffer_set_block_times(buf, n) == 0) {
+        d->block_table = n;
+        d->blocks_dropped = total - n;
+      } else {
+        d->time_blocks = 0; /* the placement said why */
+      }
+    }
+    if (!d->block_table)
+      nano_dh_buffer_set_block_times(buf, 0);
+    nano_dh_buffer_set_accesses(buf, nano_dispatch_needs_accesses(d));
+    if (wants_blocks && !d->time_blocks) {
       pthread_mutex_lock(&g_d.lock);
       if (!g_d.noted_blocks)
-        dispatch_log("KernelTimeline: the %s back end does not time blocks yet: its dispatches "
-                     "report none",
+        dispatch_log("KernelTimeline: a %s dispatch that cannot time its blocks (a graph "
+                     "replay, an AMD program not built with the plugin, no device memory for "
+                     "the times): such dispatches report none",
                      l->backend);
       g_d.noted_blocks = 1;
       pthread_mutex_unlock(&g_d.lock);
@@ -1275,6 +1290,42 @@ static void dispatch_hand_sums(struct nano_dispatch *d) {
   nano_chain_aggregates(d->chain, &d->view);
 }
 
+/* The block times a GPU twin stamped (nano/dh_format.h) as d's blocks:
+ * device ns mapped to the trace's clock by putting the earliest block start
+ * at the dispatch's start (the launch's events); their spacing is the
+ * device clock's. A block without both stamps (left out by NANO_BLOCKS) is
+ * not one. */
+static void dispatch_block_table_end(struct nano_dispatch *d, int64_t start) {
+  size_t n = d->block_table;
+  uint64_t *t = malloc(n * NANO_DH_BLOCK_WORDS * sizeof *t);
+  if (!t || nano_dh_buffer_get_block_times(d->buf, t) != 0) {
+    dispatch_log("dispatch %" PRIu64 " of %s: its block times cannot be read back from the "
+                 "device (%s)",
+                 d->info.dispatch_id, d->info.kernel, t ? "a copy failed" : "out of memory");
+    d->blocks_dropped += n;
+    free(t);
+    return;
+  }
+  uint64_t first = UINT64_MAX;
+  for (size_t i = 0; i < n; i++) {
+    const uint64_t *e = t + i * NANO_DH_BLOCK_WORDS;
+    if (e[NANO_DH_BLOCK_START] && e[NANO_DH_BLOCK_END] && e[NANO_DH_BLOCK_START] < first)
+      first = e[NANO_DH_BLOCK_START];
+  }
+  const uint32_t *g = d->info.grid;
+  for (size_t i = 0; i < n; i++) {
+    const uint64_t *e = t + i * NANO_DH_BLOCK_WORDS;
+    uint64_t s = e[NANO_DH_BLOCK_START], f = e[NANO_DH_BLOCK_END];
+    if (!s || !f)
+      continue;
+    uint32_t b[3] = {(uint32_t)(i % g[0]), (uint32_t)(i / g[0] % g[1]),
+                     (uint32_t)(i / ((uint64_t)g[0] * g[1]))};
+    nano_dispatch_block_time(d, b, (uint32_t)e[NANO_DH_BLOCK_UNIT], start + (int64_t)(s - first),
+                             start + (int64_t)((f > s ? f : s) - first));
+  }
+  free(t);
+}
+
 static int dispatch_block_cmp(const void *a, const void *b) {
   const struct nano_block_time *x = a, *y = b;
   return x->start < y->start ? -1 : x->start > y->start;
@@ -1301,6 +1352,8 @@ void nano_dispatch_hold_release(struct nano_dispatch_hold *hold) {
 /* Ends d; its buffer goes back to the pool, or into *hold. */
 static void dispatch_end(struct nano_dispatch *d, int64_t start, int64_t end, uint64_t api,
                          struct nano_dispatch_hold *hold) {
+  if (d->block_table)
+    dispatch_block_table_end(d, start);
   if (d->nblocks > 1)
     qsort(d->blocks, d->nblocks, sizeof *d->blocks, dispatch_block_cmp);
   if (d->on_device) {

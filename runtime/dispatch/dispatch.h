@@ -35,6 +35,14 @@ enum {
                                /* placed by l->memory's put_sums (GPUs)                */
 };
 
+/* How a back end times blocks (nano_launch_desc.times_blocks). */
+enum {
+  NANO_LAUNCH_BLOCKS_NONE = 0,
+  NANO_LAUNCH_BLOCKS_CALLS = 1, /* it calls nano_dispatch_block_time (CPU)              */
+  NANO_LAUNCH_BLOCKS_TABLE = 2  /* the twin stamps the block-times table of             */
+                                /* nano/dh_format.h, placed by l->memory's put_blocks   */
+};
+
 /* What a back end knows about one launch. */
 struct nano_launch_desc {
   const char *kernel;  /* mangled name                                     */
@@ -49,7 +57,7 @@ struct nano_launch_desc {
                                        /* cache's), else NULL: the file holding twin       */
   int aggregates;                      /* NANO_LAUNCH_SUMS_*: how the back end sums where  */
                                        /* the waves run                                    */
-  int times_blocks;                    /* ... and time blocks (nano_dispatch_block_time)   */
+  int times_blocks;                    /* NANO_LAUNCH_BLOCKS_*: how it times blocks         */
   const struct nano_dh_memory *memory; /* placement; NULL: host memory         */
 };
 

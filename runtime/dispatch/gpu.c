@@ -313,6 +313,7 @@ struct gpu_buffer {
   const void *sums_image;
   uint64_t sums_head, sums_used;
   int sums_clean;
+  uint64_t blocks, blocks_bytes; /* device memory of the block-times tables */
 };
 
 static int gpu_fail(const struct gpu_context *c, char *err, size_t errlen, const char *what,
@@ -333,6 +334,8 @@ static void gpu_free(void *ctx, struct nano_dh_placement *p) {
       c->api->dev_free(b->desc);
     if (b->sums)
       c->api->dev_free(b->sums);
+    if (b->blocks)
+      c->api->dev_free(b->blocks);
     if (b->block)
       c->api->host_free(b->block);
     if (p->ring)
@@ -453,6 +456,20 @@ static int gpu_counters(void *ctx, const struct nano_dh_placement *p, uint64_t *
   return 0;
 }
 
+/* Device memory *d of *cap bytes kept with a buffer, grown to `bytes` when
+ * smaller (its contents are not kept). 0 or the API's error (with it *d 0). */
+static int gpu_dev_room(const struct gpu_api *api, uint64_t *d, uint64_t *cap, uint64_t bytes) {
+  if (*cap >= bytes)
+    return 0;
+  if (*d)
+    api->dev_free(*d);
+  *d = *cap = 0;
+  int r = api->dev_alloc(d, (size_t)bytes);
+  if (r == 0)
+    *cap = bytes;
+  return r;
+}
+
 /* A dispatch's sums table (nano/dh_format.h) in device memory kept with the
  * buffer (grown when a kernel needs more): its header and site marks copied
  * and its counters zeroed on the copy stream, before the descriptor's copy,
@@ -475,14 +492,7 @@ static int gpu_put_sums(void *ctx, struct nano_dh_placement *p, const void *imag
   }
   if (!gpu_push(c))
     return -1;
-  int r = 0;
-  if (b->sums_bytes < bytes) {
-    if (b->sums)
-      api->dev_free(b->sums);
-    b->sums = b->sums_bytes = 0;
-    if ((r = api->dev_alloc(&b->sums, (size_t)bytes)) == 0)
-      b->sums_bytes = bytes;
-  }
+  int r = gpu_dev_room(api, &b->sums, &b->sums_bytes, bytes);
   if (r == 0)
     r = api->copy_to_device(b->sums, image, (size_t)head, c->copies);
   if (r == 0 && bytes > head)
@@ -515,6 +525,41 @@ static int gpu_get_sums(void *ctx, const struct nano_dh_placement *p, void *out,
   b->sums_clean = r == 0 && bytes == b->sums_used &&
                   c->api->memset_device(b->sums + b->sums_head, 0, (size_t)(bytes - b->sums_head),
                                         c->copies) == 0;
+  gpu_pop(c);
+  return r == 0 ? 0 : -1;
+}
+
+/* A dispatch's block-times table (nano/dh_format.h), zeroed on the copy
+ * stream before the descriptor's copy, as the sums table is. */
+static int gpu_put_blocks(void *ctx, struct nano_dh_placement *p, uint64_t bytes,
+                          uint64_t *device) {
+  struct gpu_context *c = ctx;
+  struct gpu_buffer *b = p->handle;
+  const struct gpu_api *api = c->api;
+  if (!gpu_push(c))
+    return -1;
+  int r = gpu_dev_room(api, &b->blocks, &b->blocks_bytes, bytes);
+  if (r == 0)
+    r = api->memset_device(b->blocks, 0, (size_t)bytes, c->copies);
+  gpu_pop(c);
+  if (r != 0) {
+    gpu_note("%s: the block times of a dispatch (%llu bytes) cannot be placed on device %d: %s; "
+             "such dispatches report no block times",
+             api->backend, (unsigned long long)bytes, c->dev, api->error(r));
+    return -1;
+  }
+  *device = b->blocks;
+  return 0;
+}
+
+static int gpu_get_blocks(void *ctx, const struct nano_dh_placement *p, void *out, uint64_t bytes) {
+  struct gpu_context *c = ctx;
+  const struct gpu_buffer *b = p->handle;
+  if (!gpu_push(c))
+    return -1;
+  int r = c->api->copy_to_host(out, b->blocks, (size_t)bytes, c->copies);
+  if (r == 0)
+    r = c->api->stream_sync(c->copies);
   gpu_pop(c);
   return r == 0 ? 0 : -1;
 }
@@ -562,8 +607,11 @@ static struct gpu_context *gpu_context(const struct gpu_api *api, void *s, int c
   c->key = key;
   c->dev = dev;
   pthread_mutex_init(&c->events_lock, NULL);
-  c->mem = (struct nano_dh_memory){
-      api->backend, c, gpu_alloc, gpu_free, gpu_put_desc, gpu_counters, gpu_put_sums, gpu_get_sums};
+  c->mem = (struct nano_dh_memory){api->backend,   c,
+                                   gpu_alloc,      gpu_free,
+                                   gpu_put_desc,   gpu_counters,
+                                   gpu_put_sums,   gpu_get_sums,
+                                   gpu_put_blocks, gpu_get_blocks};
   c->next = g_gpu.contexts;
   g_gpu.contexts = c;
   pthread_mutex_unlock(&g_gpu.contexts_lock);
@@ -1155,6 +1203,8 @@ static struct nano_launch_desc gpu_launch_desc(struct gpu_context *c, const void
       .lds_model = c->info.lds_model,
       .twin = twin,
       .aggregates = memory && memory->put_sums ? NANO_LAUNCH_SUMS_TABLE : NANO_LAUNCH_SUMS_NONE,
+      .times_blocks =
+          memory && memory->put_blocks ? NANO_LAUNCH_BLOCKS_TABLE : NANO_LAUNCH_BLOCKS_NONE,
       .memory = memory};
 }
 
@@ -1336,14 +1386,10 @@ static struct gpu_node *gpu_node_create(struct gpu_context *c, const struct nano
     return NULL;
   }
   n->c = c;
-  n->mem = (struct nano_dh_memory){c->api->backend,
-                                   n,
-                                   gpu_node_alloc,
-                                   gpu_node_free,
-                                   gpu_node_put_desc,
-                                   gpu_node_counters,
-                                   NULL,
-                                   NULL /* no API call may place a table in a host function */};
+  n->mem = (struct nano_dh_memory){c->api->backend, n, gpu_node_alloc, gpu_node_free,
+                                   gpu_node_put_desc, gpu_node_counters,
+                                   /* no API call may place a table in a host function */
+                                   NULL, NULL, NULL, NULL};
   n->l = *l;
   n->l.kernel = kernel;
   n->l.memory = &n->mem;

@@ -759,6 +759,8 @@ static const struct nano_dh_memory hsa_memory = {"hsa fine-grained system memory
                                                  hsa_buf_put,
                                                  hsa_buf_counters,
                                                  nullptr,
+                                                 nullptr,
+                                                 nullptr,
                                                  nullptr};
 
 /* ---- kernarg rebuilding ------------------------------------------------------------ */

@@ -228,7 +228,8 @@ struct emu_desc {
   uint32_t flags, max_spins;
   uint64_t hook;
   uint32_t block_lo[3], block_hi[3];
-  uint64_t tail_seen, sums, stalled;
+  uint64_t tail_seen, sums, stalled, blocks;
+  uint32_t nblocks, zero;
 };
 _Static_assert(sizeof(struct emu_desc) == NANO_DH_DESC_SIZE, "descriptor");
 

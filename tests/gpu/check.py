@@ -21,7 +21,7 @@ def rows(sql, *args):
 
 
 # cached: strided built by nvcc without the plugin, its twin from a kernel cache
-program = {"inject": "cublas", "cached": "strided"}.get(sample, sample)
+program = {"inject": "cublas", "cached": "strided", "timeline": "vecadd"}.get(sample, sample)
 expect(f"{program} ok" in out and "rc 0" in out, f"the program's result under the runtime: {out.strip()!r} {err[-300:]!r}")
 try:  # read-only: a run that wrote no trace must not get an empty one here
     db = sqlite3.connect(f"file:{work}/{sample}.rpd?mode=ro", uri=True)
@@ -38,7 +38,8 @@ for d in dispatches:
     expect(d["backend"] == "cuda" and d["arch"].startswith("sm_"), f"dispatch {d['kernel']}: backend {d['backend']} arch {d['arch']}")
     expect(d["dropped"] == 0 and d["decode_errors"] == 0 and d["lost_bytes"] == 0,
            f"dispatch {d['kernel']}: dropped {d['dropped']} decode errors {d['decode_errors']} lost {d['lost_bytes']}")
-    expect(d["records"] > 0, f"dispatch {d['kernel']}: no records")
+    if sample != "timeline":  # KernelTimeline alone: the twin records no access
+        expect(d["records"] > 0, f"dispatch {d['kernel']}: no records")
 memory = rows("select * from nano_memory") if instrumented else []
 ops = rows("select o.start, o.\"end\", o.queueId, d.string as name, t.string as type, x.api_id "
            "from rocpd_op o join rocpd_string d on d.id = o.description_id "
@@ -62,6 +63,22 @@ if sample == "vecadd":
     for m in memory:
         expect(m["accesses"] == n, f"{m['line']}:{m['column']} {m['kind']}: {m['accesses']} accesses, not {n}")
         expect(m["sectors_used"] == m["sectors_needed"], f"{m['line']}:{m['column']}: coalesced, yet {m['sectors_used']} sectors used for {m['sectors_needed']}")
+elif sample == "timeline":
+    # vecadd's 4,096 blocks of 256 threads, each timed by the twin on the
+    # device's clock with the SM it ran on; no access recorded
+    blocks = rows("select b.*, d.start as d_start, d.\"end\" as d_end from nano_block b "
+                  "join nano_dispatch d on d.id = b.dispatch_id")
+    expect(len(dispatches) == 1 and dispatches[0]["records"] == 0,
+           f"one dispatch, no records: {[dict(d) for d in dispatches]}")
+    expect(len(blocks) == 4096, f"4096 blocks timed, got {len(blocks)}")
+    expect(len({(b["block_x"], b["block_y"], b["block_z"]) for b in blocks}) == len(blocks)
+           and all(b["block_x"] < 4096 and b["block_y"] == 0 and b["block_z"] == 0 for b in blocks),
+           "each block of the grid once")
+    expect(all(b["d_start"] <= b["start"] <= b["end"] for b in blocks), "every block starts in its dispatch, ends after it starts")
+    expect(min((b["start"] for b in blocks), default=0) == (blocks[0]["d_start"] if blocks else 1),
+           "the first block starts with the dispatch")
+    units = {b["unit"] for b in blocks}
+    expect(len(units) > 1 and max(units) < 1024, f"blocks spread over SMs: {sorted(units)[:8]}")
 elif sample in ("strided", "cached"):
     n = 1 << 16
     (load,) = at("load") or [None]

@@ -120,6 +120,12 @@ struct nano_dh_memory {
    * part may be zeroed for the next: a put_sums of the same image need not
    * copy or clear anything). Returns 0 or -1. */
   int (*get_sums)(void *ctx, const struct nano_dh_placement *p, void *out, uint64_t bytes);
+  /* (May be NULL: no block times from the device.) Places a zeroed
+   * block-times table (nano/dh_format.h) of `bytes` for the buffer's next
+   * dispatch, in place as put_sums's; *device its address. 0 or -1. */
+  int (*put_blocks)(void *ctx, struct nano_dh_placement *p, uint64_t bytes, uint64_t *device);
+  /* Copies it back once the dispatch has ended. 0 or -1. */
+  int (*get_blocks)(void *ctx, const struct nano_dh_placement *p, void *out, uint64_t bytes);
 };
 
 /* Everything in host memory: CPU kernels. */
@@ -162,6 +168,16 @@ int nano_dh_buffer_set_sums(struct nano_dh_buffer *b, const void *image, uint64_
                             uint64_t bytes);
 /* Reads the table back after the dispatch ended (get_sums). 0 or -1. */
 int nano_dh_buffer_get_sums(struct nano_dh_buffer *b, void *out, uint64_t bytes);
+/* Gives the buffer's next dispatch a zeroed block-times table of nblocks
+ * entries (put_blocks; 0: none), pointed to from the descriptor's next
+ * write. 0, or -1 when the placement has none or placing failed. */
+int nano_dh_buffer_set_block_times(struct nano_dh_buffer *b, uint32_t nblocks);
+/* Reads it back after the dispatch ended: NANO_DH_BLOCK_WORDS u64 per
+ * block into out. 0 or -1. */
+int nano_dh_buffer_get_block_times(struct nano_dh_buffer *b, uint64_t *out);
+/* Whether the twin records accesses (default) or only times its blocks
+ * (NANO_DH_FLAG_NO_ACCESS), from the descriptor's next write. */
+void nano_dh_buffer_set_accesses(struct nano_dh_buffer *b, int on);
 /* Sets the descriptor's CPU hook (NANO_DH_FLAG_HOOK with a non-NULL hook;
  * NULL clears it). Host placement only. Returns 0 or -1. */
 int nano_dh_buffer_set_hook(struct nano_dh_buffer *b, void *hook);

@@ -38,7 +38,7 @@
  * change together). */
 #define NANO_DH_VERSION 3u
 
-/* ---- Buffer descriptor (112 bytes, 8-aligned) ------------------------------
+/* ---- Buffer descriptor (128 bytes, 8-aligned) ------------------------------
  * The twin's trailing argument points to it. It lives where the device can do
  * read-modify-write atomics cheaply (device memory on a GPU, host memory for
  * CPU kernels): only head and dropped are RMW targets, so PCIe atomics are
@@ -74,9 +74,21 @@
  *                                     taking records): later waves drop at
  *                                     once; the host writes 0 with each
  *                                     descriptor
+ *   112    u64      blocks     host   device address of the block-times
+ *                                     table (KernelTimeline; GPU twins), or 0
+ *   120    u32      nblocks    host   its entries: blocks whose linear id
+ *                                     (x + gx * (y + gy * z)) is below it
+ *                                     are timed
+ *   124    u32      zero
+ *
+ * The block-times table: per block NANO_DH_BLOCK_WORDS u64, zeroed by the
+ * host before the dispatch: the block's start (its thread 0's entry to the
+ * twin) and end (the latest exit of any of its threads, an atomic max) in
+ * ns of the device's clock (NVPTX %globaltimer; AMDGPU s_memrealtime at
+ * 100 MHz, times 10), and the unit (SM, CU: hw_id) its thread 0 ran on.
  */
 #define NANO_DH_MAGIC 0x4348444eu /* "NDHC" */
-#define NANO_DH_DESC_SIZE 112
+#define NANO_DH_DESC_SIZE 128
 #define NANO_DH_DESC_OFF_MAGIC 0
 #define NANO_DH_DESC_OFF_VERSION 4
 #define NANO_DH_DESC_OFF_DATA 8
@@ -92,6 +104,12 @@
 #define NANO_DH_DESC_OFF_TAIL_SEEN 88
 #define NANO_DH_DESC_OFF_SUMS 96
 #define NANO_DH_DESC_OFF_STALLED 104
+#define NANO_DH_DESC_OFF_BLOCKS 112
+#define NANO_DH_DESC_OFF_NBLOCKS 120
+#define NANO_DH_BLOCK_WORDS 3
+#define NANO_DH_BLOCK_START 0
+#define NANO_DH_BLOCK_END 1
+#define NANO_DH_BLOCK_UNIT 2
 /* A wave that reserved room waits for it at most this many times max_spins
  * polls (a full ring's wait before a drop) before it calls the ring stalled. */
 #define NANO_DH_STALL_SPINS_FACTOR 16u
@@ -99,8 +117,9 @@
 #define NANO_DH_MIN_CAPACITY 1024u
 
 /* Descriptor flags. */
-#define NANO_DH_FLAG_DROP 1u /* full ring: drop at once instead of polling    */
-#define NANO_DH_FLAG_HOOK 2u /* CPU kernels: call `hook` instead of writing   */
+#define NANO_DH_FLAG_DROP 1u      /* full ring: drop at once instead of polling    */
+#define NANO_DH_FLAG_HOOK 2u      /* CPU kernels: call `hook` instead of writing   */
+#define NANO_DH_FLAG_NO_ACCESS 4u /* record no access (KernelTimeline alone)  */
 /* The `space` the device runtime passes the hook for a loop's reconvergence
  * point (__nano_dh_reconverge) rather than an access; its `site` is then
  * module id << 32 | the site count at the loop's end. */

@@ -223,11 +223,32 @@ grep -qx "$done_line" hostfn.out || fail "NANO_GPU_END=hostfn: right results"
 [ "$(grep -c "^host function" inst.out)" -lt "$(grep -c "^host function" hostfn.out)" ] ||
   fail "by default no host function after twins on the program's streams (NANO_GPU_END=event)"
 # KernelTimeline on a back end that does not time blocks: said once, and per dispatch
+# KernelTimeline: each twin stamps its blocks' start and end on the device's
+# clock (the stand-in stamps them as dh_device.c's GPU build does); a graph
+# replay cannot (its nodes place no table), said once, its report untimed
 run_instrumented timeline NANO_ANALYZERS=KernelTimeline,MemoryAnalysis
-[ "$(grep -c "KernelTimeline: the cuda back end does not time blocks yet" timeline.err)" = 1 ] ||
-  fail "KernelTimeline without block times is said once"
-grep -q '"analyzer":"KernelTimeline".*"timed":false' timeline.json ||
-  fail "KernelTimeline's report says it has no block times"
+[ "$(grep -c "KernelTimeline: a cuda dispatch that cannot time its blocks" timeline.err)" = 1 ] ||
+  fail "KernelTimeline: the graph replays without block times are said once"
+[ "$(grep -c '"analyzer":"KernelTimeline".*"timed":false' timeline.json)" = 3 ] ||
+  fail "KernelTimeline: the three replays' reports say they have no block times"
+blocks="select d.kernel, b.block_x, b.block_y, b.block_z, b.unit, b.start >= d.start, b.\"end\" >= b.start from nano_block b join nano_dispatch d on d.id = b.dispatch_id order by d.id, b.block_z, b.block_y, b.block_x"
+# the model: axpy's grid 4x1x1 and other's 1x2x1, unit = linear block id mod 4
+want="_Z4axpyfPKfPfi 0 0 0 0 1 1
+_Z4axpyfPKfPfi 1 0 0 1 1 1
+_Z4axpyfPKfPfi 2 0 0 2 1 1
+_Z4axpyfPKfPfi 3 0 0 3 1 1
+_Z5otherPi 0 0 0 0 1 1
+_Z5otherPi 0 1 0 1 1 1"
+[ "$(query timeline.rpd "$blocks")" = "$want" ] ||
+  fail "KernelTimeline: one nano_block row per block of each twin, with its unit, inside its dispatch ($(query timeline.rpd "$blocks"))"
+[ "$(query timeline.rpd "select count(*) from nano_dispatch d where d.start = (select min(start) from nano_block b where b.dispatch_id = d.id)")" = 2 ] ||
+  fail "KernelTimeline: the first block starts with its dispatch"
+# alone, KernelTimeline needs no access: the twins record none, and time blocks
+run_instrumented timeline_alone NANO_ANALYZERS=KernelTimeline NANO_AGGREGATE=auto
+grep -qx "$done_line" timeline_alone.out || fail "KernelTimeline alone: right results"
+[ "$(grep -c "^twin .*: recorded nothing$" timeline_alone.out)" = 2 ] ||
+  fail "KernelTimeline alone: the twins outside the graph record no access"
+[ "$(query timeline_alone.rpd "$blocks")" = "$want" ] || fail "KernelTimeline alone: every block timed"
 run_instrumented bad_end NANO_GPU_END=sometimes
 grep -q "NANO_GPU_END=sometimes: expected one of event, hostfn" bad_end.err ||
   fail "a bad NANO_GPU_END is named"

@@ -45,7 +45,10 @@
  * the site ids of FAKE_SITES (axpy's load of x, load of y, store of y, then
  * other's store; hexadecimal, as `kerneldb sites` prints them), and say
  * whether they recorded anything ("twin NAME: recorded", by the
- * descriptor's head).
+ * descriptor's head). A twin whose descriptor has a block-times table gets
+ * each block's start and end stamped there as the device runtime's GPU
+ * build does (nano/dh_format.h; CLOCK_MONOTONIC ns, unit: the block's
+ * linear id mod FAKE_SMS).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -237,6 +240,24 @@ _Thread_local const struct nano_kernel_ctx *__nano_kctx;
 void __nano_dh_access(void *desc, uint64_t site, uint64_t addr, uint32_t size, uint32_t space);
 
 
+/* SMs of the stand-in device (the units of block times). */
+#define FAKE_SMS 4
+
+/* The block-times entry of linear block b in the twin's descriptor, or
+ * NULL (no table, a block past it or outside the block filter). */
+static uint64_t *block_entry(const char *desc, unsigned b, const struct nano_kernel_ctx *k) {
+  uint64_t table;
+  uint32_t n, lo[3], hi[3];
+  memcpy(&table, desc + NANO_DH_DESC_OFF_BLOCKS, sizeof table);
+  memcpy(&n, desc + NANO_DH_DESC_OFF_NBLOCKS, sizeof n);
+  memcpy(lo, desc + NANO_DH_DESC_OFF_BLOCK_LO, sizeof lo);
+  memcpy(hi, desc + NANO_DH_DESC_OFF_BLOCK_HI, sizeof hi);
+  for (int i = 0; i < 3; i++)
+    if (k->block[i] < lo[i] || k->block[i] > hi[i])
+      return NULL;
+  return table && b < n ? (uint64_t *)(uintptr_t)table + NANO_DH_BLOCK_WORDS * b : NULL;
+}
+
 static void run_kernel(struct item *it) {
   int twin = strncmp(it->name, NANO_TWIN_PREFIX, strlen(NANO_TWIN_PREFIX)) == 0;
   int axpy = strstr(it->name, "axpy") != NULL;
@@ -247,10 +268,15 @@ static void run_kernel(struct item *it) {
   if (desc)
     memcpy(&it->head0, (char *)desc + NANO_DH_DESC_OFF_HEAD, sizeof it->head0);
   __nano_kctx = &k;
-  for (unsigned b = 0; b < it->grid.x * it->grid.y * it->grid.z; b++)
+  for (unsigned b = 0; b < it->grid.x * it->grid.y * it->grid.z; b++) {
+    k.block[0] = b % it->grid.x, k.block[1] = b / it->grid.x % it->grid.y;
+    k.block[2] = b / (it->grid.x * it->grid.y);
+    uint64_t *stamps = desc ? block_entry((const char *)desc, b, &k) : NULL;
+    if (stamps) {
+      stamps[NANO_DH_BLOCK_START] = (uint64_t)fake_cupti_now();
+      stamps[NANO_DH_BLOCK_UNIT] = b % FAKE_SMS;
+    }
     for (unsigned t = 0; t < it->block.x * it->block.y * it->block.z; t++) {
-      k.block[0] = b % it->grid.x, k.block[1] = b / it->grid.x % it->grid.y;
-      k.block[2] = b / (it->grid.x * it->grid.y);
       k.thread[0] = t % it->block.x, k.thread[1] = t / it->block.x % it->block.y;
       k.thread[2] = t / (it->block.x * it->block.y);
       if (axpy) {
@@ -272,6 +298,9 @@ static void run_kernel(struct item *it) {
         *p = 1;
       }
     }
+    if (stamps)
+      stamps[NANO_DH_BLOCK_END] = (uint64_t)fake_cupti_now();
+  }
   __nano_kctx = NULL;
   if (desc) { /* what the twin wrote, by its descriptor's head */
     uint64_t head;

@@ -1,6 +1,7 @@
 ; Twins on AMDGPU: signature, attributes kept, instrumented accesses, original
 ; and its callee unchanged, callee cloned, LDS and private memory left alone
-; by default, LDS instrumented on request.
+; by default, LDS instrumented on request; each kernel twin times its block
+; (KernelTimeline) after its allocas and before its returns.
 ; RUN: %opt -load-pass-plugin=%plugin -passes=nano-device -S %s | FileCheck %s
 ; RUN: %opt -load-pass-plugin=%plugin -passes=nano-device -nano-addrspaces=shared -S %s | FileCheck %s --check-prefix=LDS
 ; RUN: env NANO_DEVICE_INLINE=1 %opt -load-pass-plugin=%plugin -passes=nano-device -S %s | FileCheck %s --check-prefix=INL
@@ -50,6 +51,7 @@ define amdgpu_kernel void @plain() #0 {
 ; CHECK: define amdgpu_kernel void @__nano_twin__Z4kernPiiPv(ptr addrspace(1) %a, i32 %n, ptr addrspace(1) %nano_dh_desc) #[[TATTR:[0-9]+]] {
 ; CHECK-NEXT: entry:
 ; CHECK-NEXT: %priv = alloca i32, align 4, addrspace(5)
+; CHECK-NEXT: call void @__nano_dh_block_enter(ptr addrspace(1) %nano_dh_desc)
 ; CHECK-NEXT: store i32 %n, ptr addrspace(5) %priv, align 4
 ; CHECK-NEXT: [[P0:%[0-9]+]] = ptrtoint ptr addrspace(1) %a to i64
 ; CHECK-NEXT: call void @__nano_dh_access(ptr addrspace(1) %nano_dh_desc, i64 [[S0:-?[0-9]+]], i64 [[P0]], i32 4, i32 1)
@@ -72,9 +74,12 @@ define amdgpu_kernel void @plain() #0 {
 ; CHECK-NEXT: call void @__nano_dh_access(ptr addrspace(1) %nano_dh_desc, i64 {{-?[0-9]+}}, i64 [[P3]], i32 [[L3]], i32 {{0|1}})
 ; CHECK-NEXT: call void @llvm.memset
 ; CHECK-NEXT: call void @helper.nano_twin(ptr addrspace(1) %a, i32 %x, ptr addrspace(1) %nano_dh_desc)
+; CHECK-NEXT: call void @__nano_dh_block_leave(ptr addrspace(1) %nano_dh_desc)
 ; CHECK-NEXT: ret void
 
 ; CHECK: define amdgpu_kernel void @__nano_twin_plain(ptr addrspace(1) %nano_dh_desc) #[[TATTR]] {
+; CHECK-NEXT: call void @__nano_dh_block_enter(ptr addrspace(1) %nano_dh_desc)
+; CHECK-NEXT: call void @__nano_dh_block_leave(ptr addrspace(1) %nano_dh_desc)
 ; CHECK-NEXT: ret void
 
 ; CHECK: define internal void @helper.nano_twin(ptr addrspace(1) %p, i32 %v, ptr addrspace(1) %nano_dh_desc) #[[CATTR:[0-9]+]] {

@@ -22,6 +22,7 @@ declare void @llvm.amdgcn.raw.buffer.store.f32(float, <4 x i32>, i32, i32, i32)
 ; CHECK-LABEL: define amdgpu_kernel void @vec(
 ; CHECK-NOT: __nano_dh_access
 ; CHECK-LABEL: define amdgpu_kernel void @__nano_twin_vec(ptr addrspace(1) %p, <4 x i32> %rsrc, i32 %off, ptr addrspace(1) %nano_dh_desc)
+; CHECK-NEXT: call void @__nano_dh_block_enter(ptr addrspace(1) %nano_dh_desc)
 ; CHECK-NEXT: [[P:%[0-9]+]] = ptrtoint ptr addrspace(1) %p to i64
 ; CHECK-NEXT: call void @__nano_dh_access(ptr addrspace(1) %nano_dh_desc, i64 {{-?[0-9]+}}, i64 [[P]], i32 16, i32 1)
 ; CHECK-NEXT: %m = call <4 x float> @llvm.masked.load
@@ -46,6 +47,7 @@ declare void @llvm.amdgcn.raw.buffer.store.f32(float, <4 x i32>, i32, i32, i32)
 ; CHECK-NEXT: call void @llvm.amdgcn.raw.buffer.store.f32
 
 ; LOADS-LABEL: define amdgpu_kernel void @__nano_twin_vec(
+; LOADS-NEXT: call void @__nano_dh_block_enter(
 ; LOADS-NEXT: ptrtoint
 ; LOADS-NEXT: call void @__nano_dh_access(
 ; LOADS-NEXT: %m = call <4 x float> @llvm.masked.load

@@ -50,11 +50,13 @@ define amdgpu_kernel void @k_b(ptr addrspace(1) %p) {
 ; KERNOPT: define amdgpu_kernel void @__nano_twin_k_b(
 
 ; SCOPE-LABEL: define amdgpu_kernel void @__nano_twin_k_a(
+; SCOPE-NEXT: call void @__nano_dh_block_enter(
 ; SCOPE-NEXT: load
 ; SCOPE-NEXT: ptrtoint
 ; SCOPE-NEXT: call void @__nano_dh_access({{.*}}, i32 4, i32 0), !dbg !{{[0-9]+}}
 ; SCOPE-NEXT: store
 ; SCOPE-LABEL: define amdgpu_kernel void @__nano_twin_k_b(
+; SCOPE-NEXT: call void @__nano_dh_block_enter(
 ; SCOPE-NEXT: store
 
 ; NOSCOPE-NOT: call void @__nano_dh_access(
@@ -62,15 +64,18 @@ define amdgpu_kernel void @k_b(ptr addrspace(1) %p) {
 ; NOSCOPE-NOT: call void @__nano_dh_access(
 
 ; STORE-LABEL: define amdgpu_kernel void @__nano_twin_k_a(
+; STORE-NEXT: call void @__nano_dh_block_enter(
 ; STORE-NEXT: load
 ; STORE-NEXT: ptrtoint
 ; STORE-NEXT: call void @__nano_dh_access(
 
 ; GENERIC-LABEL: define amdgpu_kernel void @__nano_twin_k_a(
+; GENERIC-NEXT: call void @__nano_dh_block_enter(
 ; GENERIC-NEXT: load
 ; GENERIC-NEXT: ptrtoint ptr %q
 ; GENERIC-NEXT: call void @__nano_dh_access(
 ; GENERIC-LABEL: define amdgpu_kernel void @__nano_twin_k_b(
+; GENERIC-NEXT: call void @__nano_dh_block_enter(
 ; GENERIC-NEXT: store
 
 ; BADRE: error: nanoprobe: NANO_KERNELS=k_(: invalid regular expression

@@ -1,7 +1,8 @@
 ; Twins on NVPTX: the twin is an entry (nvvm.annotations copied on LLVM 15;
 ; kernel calling convention and launch-bound attributes, upgraded from the
 ; annotations, on LLVM 22), generic and global accesses instrumented, shared
-; (also through a generic pointer) and local left alone, the device function cloned, originals unchanged.
+; (also through a generic pointer) and local left alone, the device function cloned, originals unchanged;
+; the twin times its block (KernelTimeline) after its allocas and before its return, its callee not.
 ; RUN: %opt -load-pass-plugin=%plugin -passes=nano-device -S %s | FileCheck %s --check-prefixes=CHECK,V%major
 
 target datalayout = "e-i64:64-i128:128-v16:16-v32:32-n16:32:64"
@@ -37,6 +38,7 @@ define void @kern(ptr addrspace(1) %a, ptr %g) {
 ; V15-LABEL: define void @__nano_twin_kern(ptr addrspace(1) %a, ptr %g, ptr addrspace(1) %nano_dh_desc) #0 {
 ; V22-LABEL: define ptx_kernel void @__nano_twin_kern(ptr addrspace(1) %a, ptr %g, ptr addrspace(1) %nano_dh_desc) #1 {
 ; CHECK-NEXT: %loc = alloca float
+; CHECK-NEXT: call void @__nano_dh_block_enter(ptr addrspace(1) %nano_dh_desc)
 ; CHECK-NEXT: [[P0:%[0-9]+]] = ptrtoint ptr %g to i64
 ; CHECK-NEXT: call void @__nano_dh_access(ptr addrspace(1) %nano_dh_desc, i64 {{-?[0-9]+}}, i64 [[P0]], i32 4, i32 0)
 ; CHECK-NEXT: %v = load float, ptr %g
@@ -47,6 +49,8 @@ define void @kern(ptr addrspace(1) %a, ptr %g) {
 ; CHECK-NEXT: store float %v, ptr addrspace(3) @smem
 ; CHECK-NEXT: store float %v, ptr addrspacecast (ptr addrspace(3) @smem to ptr)
 ; CHECK-NEXT: call void @dev.nano_twin(ptr %g, ptr addrspace(1) %nano_dh_desc)
+; CHECK-NEXT: call void @__nano_dh_block_leave(ptr addrspace(1) %nano_dh_desc)
+; CHECK-NEXT: ret void
 
 ; CHECK-LABEL: define internal void @dev.nano_twin(ptr %p, ptr addrspace(1) %nano_dh_desc)
 ; CHECK-NEXT: [[P2:%[0-9]+]] = ptrtoint ptr %p to i64

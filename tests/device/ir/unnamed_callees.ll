@@ -66,6 +66,7 @@ define ptx_kernel void @kern(ptr %p) {
 }
 
 ; CHECK-LABEL: define ptx_kernel void @__nano_twin_kern(ptr %p, ptr addrspace(1) %nano_dh_desc)
+; CHECK-NEXT: call void @__nano_dh_block_enter(ptr addrspace(1) %nano_dh_desc)
 ; CHECK-NEXT: call void @[[U0:nano_unnamed\.nano_twin[.0-9]*]](ptr %p, ptr addrspace(1) %nano_dh_desc)
 ; CHECK-NEXT: call void @[[U1:nano_unnamed\.nano_twin[.0-9]*]](ptr %p, ptr addrspace(1) %nano_dh_desc)
 ; CHECK-NEXT: call void @[[H:helper\.nano_twin[.0-9]+]](ptr %p, ptr addrspace(1) %nano_dh_desc)
