@@ -594,23 +594,14 @@ void nano_aggregate_clear(struct nano_aggregate *a) {
 
 /* ---- the device's sums table ---------------------------------------------- */
 
-/* Its header (nano/dh_format.h). */
-struct agg_table_hdr {
-  uint32_t module, sites, shards;
-  uint8_t line_shift, sector_shift, what, page_shift;
-  uint32_t page_slots, zero;
-  uint64_t lost, modes, counts, pages, zero2;
-};
-_Static_assert(sizeof(struct agg_table_hdr) == NANO_DH_SUMS_HDR_SIZE, "sums header size");
-
 /* Bytes of one site's counters in one space. */
 #define AGG_TABLE_SLOT_BYTES (NANO_DH_COUNTS * sizeof(uint64_t))
 
 /* The header of a table of `sites` slots, `shards` shards and `page_slots`
  * page slots: the arrays' offsets; its bytes in *bytes. */
-static struct agg_table_hdr agg_table_layout(uint32_t sites, uint32_t shards, uint32_t page_slots,
-                                             uint64_t *bytes) {
-  struct agg_table_hdr h = {.sites = sites, .shards = shards, .page_slots = page_slots};
+static struct nano_dh_sums_hdr agg_table_layout(uint32_t sites, uint32_t shards,
+                                                uint32_t page_slots, uint64_t *bytes) {
+  struct nano_dh_sums_hdr h = {.sites = sites, .shards = shards, .page_slots = page_slots};
   h.modes = NANO_DH_SUMS_HDR_SIZE;
   h.lost = h.modes + ((uint64_t)sites + 7) / 8 * 8;
   h.counts = h.lost + sizeof(uint64_t);
@@ -646,7 +637,7 @@ size_t nano_aggregate_table(const struct nano_dispatch_info *info, unsigned what
   if (!(what & NANO_AGG_PAGES))
     page_slots = 0;
   uint64_t bytes;
-  struct agg_table_hdr h = agg_table_layout(sites, shards, page_slots, &bytes);
+  struct nano_dh_sums_hdr h = agg_table_layout(sites, shards, page_slots, &bytes);
   *head = h.lost;
   if (!buf)
     return (size_t)bytes;
@@ -669,12 +660,12 @@ size_t nano_aggregate_table(const struct nano_dispatch_info *info, unsigned what
 }
 
 int nano_aggregate_add_table(struct nano_aggregate *a, const void *table, size_t bytes) {
-  struct agg_table_hdr h;
+  struct nano_dh_sums_hdr h;
   uint64_t need;
   if (bytes < sizeof h)
     return -1;
   memcpy(&h, table, sizeof h);
-  struct agg_table_hdr want = agg_table_layout(h.sites, h.shards, h.page_slots, &need);
+  struct nano_dh_sums_hdr want = agg_table_layout(h.sites, h.shards, h.page_slots, &need);
   if (need > bytes || h.lost != want.lost || h.modes != want.modes || h.counts != want.counts ||
       h.pages != want.pages)
     return -1;

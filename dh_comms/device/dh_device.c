@@ -71,49 +71,8 @@ typedef unsigned long long u64;
 #define NANO_DH_GLOBAL
 #endif
 
-/* The descriptor as the device sees it (offsets: nano/dh_format.h). */
-struct nano_dh_desc {
-  u32 magic;
-  u32 version;
-  u64 data;
-  u64 capacity;
-  u64 head;
-  u64 tail_addr;
-  u64 dropped;
-  u32 flags;
-  u32 max_spins;
-  u64 hook;
-  u32 block_lo[3];
-  u32 block_hi[3];
-  u64 tail_seen;
-  u64 sums;
-  u64 stalled;
-  u64 blocks;
-  u32 nblocks, zero;
-};
-_Static_assert(sizeof(struct nano_dh_desc) == NANO_DH_DESC_SIZE, "descriptor size");
-_Static_assert(__builtin_offsetof(struct nano_dh_desc, sums) == NANO_DH_DESC_OFF_SUMS, "sums");
-_Static_assert(__builtin_offsetof(struct nano_dh_desc, stalled) == NANO_DH_DESC_OFF_STALLED,
-               "stalled");
-_Static_assert(__builtin_offsetof(struct nano_dh_desc, blocks) == NANO_DH_DESC_OFF_BLOCKS,
-               "blocks");
-_Static_assert(__builtin_offsetof(struct nano_dh_desc, nblocks) == NANO_DH_DESC_OFF_NBLOCKS,
-               "nblocks");
-_Static_assert(__builtin_offsetof(struct nano_dh_desc, hook) == NANO_DH_DESC_OFF_HOOK, "hook");
-_Static_assert(__builtin_offsetof(struct nano_dh_desc, block_hi) == NANO_DH_DESC_OFF_BLOCK_HI,
-               "block filter");
-
-/* The sums table's header as the device sees it (nano/dh_format.h). */
-struct nano_dh_sums {
-  u32 module, sites, shards;
-  u8 line_shift, sector_shift, what, page_shift;
-  u32 page_slots, zero;
-  u64 lost, modes, counts, pages, zero2;
-};
-_Static_assert(sizeof(struct nano_dh_sums) == NANO_DH_SUMS_HDR_SIZE, "sums header size");
-
 typedef NANO_DH_GLOBAL struct nano_dh_desc gdesc;
-typedef NANO_DH_GLOBAL struct nano_dh_sums gsums;
+typedef NANO_DH_GLOBAL struct nano_dh_sums_hdr gsums;
 typedef NANO_DH_GLOBAL u64 gword;
 typedef NANO_DH_GLOBAL u32 ghalf;
 typedef NANO_DH_GLOBAL u8 gbyte;

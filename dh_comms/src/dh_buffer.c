@@ -13,29 +13,6 @@
 #include <string.h>
 #include <sys/mman.h>
 
-/* Host view of the descriptor; offsets checked against dh_format.h. */
-struct dhbuf_desc {
-  uint32_t magic, version;
-  uint64_t data, capacity, head, tail_addr, dropped;
-  uint32_t flags, max_spins;
-  uint64_t hook;
-  uint32_t block_lo[3], block_hi[3];
-  uint64_t tail_seen, sums, stalled, blocks;
-  uint32_t nblocks, zero;
-};
-_Static_assert(sizeof(struct dhbuf_desc) == NANO_DH_DESC_SIZE, "descriptor size");
-_Static_assert(offsetof(struct dhbuf_desc, sums) == NANO_DH_DESC_OFF_SUMS, "sums");
-_Static_assert(offsetof(struct dhbuf_desc, stalled) == NANO_DH_DESC_OFF_STALLED, "stalled");
-_Static_assert(offsetof(struct dhbuf_desc, blocks) == NANO_DH_DESC_OFF_BLOCKS, "blocks");
-_Static_assert(offsetof(struct dhbuf_desc, nblocks) == NANO_DH_DESC_OFF_NBLOCKS, "nblocks");
-_Static_assert(offsetof(struct dhbuf_desc, head) == NANO_DH_DESC_OFF_HEAD, "head");
-_Static_assert(offsetof(struct dhbuf_desc, tail_addr) == NANO_DH_DESC_OFF_TAIL_ADDR, "tail");
-_Static_assert(offsetof(struct dhbuf_desc, dropped) == NANO_DH_DESC_OFF_DROPPED, "dropped");
-_Static_assert(offsetof(struct dhbuf_desc, max_spins) == NANO_DH_DESC_OFF_MAXSPINS, "spins");
-_Static_assert(offsetof(struct dhbuf_desc, hook) == NANO_DH_DESC_OFF_HOOK, "hook");
-_Static_assert(offsetof(struct dhbuf_desc, block_lo) == NANO_DH_DESC_OFF_BLOCK_LO, "block lo");
-_Static_assert(offsetof(struct dhbuf_desc, block_hi) == NANO_DH_DESC_OFF_BLOCK_HI, "block hi");
-
 /* Alignment of host allocations: a cache line, so the device-written head
  * and the host-written tail never share one. */
 #define DHBUF_ALIGN 64
@@ -47,7 +24,7 @@ struct nano_dh_buffer {
    * (the drain thread sets it while the buffer is attached). */
   void (*_Atomic full_fn)(void *);
   void *_Atomic full_arg;
-  struct dhbuf_desc desc;                    /* the host's copy        */
+  struct nano_dh_desc desc;                  /* the host's copy        */
   uint64_t dropped_at_finish;                /* as the last finish read */
   unsigned char scratch[NANO_DH_MAX_RECORD]; /* a record unwrapped     */
 };
@@ -57,7 +34,7 @@ struct nano_dh_buffer {
 /* The descriptor and the tail share one allocation (different cache lines);
  * the ring has its own. */
 struct dhbuf_host_block {
-  struct dhbuf_desc desc;
+  struct nano_dh_desc desc;
   _Alignas(DHBUF_ALIGN) uint64_t tail;
 };
 
@@ -102,8 +79,8 @@ static void dhbuf_host_free(void *ctx, struct nano_dh_placement *p) {
  * dropped of a live descriptor, which this never touches after creation. */
 static int dhbuf_host_put(void *ctx, struct nano_dh_placement *p, const void *desc) {
   (void)ctx;
-  const struct dhbuf_desc *src = desc;
-  struct dhbuf_desc *dst = p->desc_host;
+  const struct nano_dh_desc *src = desc;
+  struct nano_dh_desc *dst = p->desc_host;
   dst->magic = src->magic;
   dst->version = src->version;
   dst->data = src->data;
@@ -125,7 +102,7 @@ static int dhbuf_host_put(void *ctx, struct nano_dh_placement *p, const void *de
 static int dhbuf_host_counters(void *ctx, const struct nano_dh_placement *p, uint64_t *head,
                                uint64_t *dropped) {
   (void)ctx;
-  struct dhbuf_desc *d = p->desc_host;
+  struct nano_dh_desc *d = p->desc_host;
   *head = __atomic_load_n(&d->head, __ATOMIC_ACQUIRE);
   *dropped = __atomic_load_n(&d->dropped, __ATOMIC_RELAXED);
   return 0;
@@ -292,7 +269,7 @@ static void dhbuf_put(struct nano_dh_buffer *b, uint64_t off, uint64_t v, unsign
 }
 
 unsigned nano_dh_buffer_write(struct nano_dh_buffer *b, const struct nano_dh_record *r) {
-  struct dhbuf_desc *d = b->pl.desc_host;
+  struct nano_dh_desc *d = b->pl.desc_host;
   int64_t stride;
   unsigned enc = nano_dh_encoding(r, &stride);
   unsigned bytes = NANO_DH_HDR_SIZE + NANO_DH_PAYLOAD_BYTES(enc, r->lanes);

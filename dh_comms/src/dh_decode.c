@@ -11,7 +11,6 @@
 #include <string.h>
 
 _Static_assert(NANO_DH_HDR_OFF_BASE + 8 == NANO_DH_HDR_SIZE, "header layout");
-_Static_assert(NANO_DH_DESC_OFF_NBLOCKS + 8 == NANO_DH_DESC_SIZE, "descriptor layout");
 _Static_assert(NANO_DH_HDR_SIZE % 8 == 0, "records are multiples of 8 bytes");
 
 /* Little-endian reads at p, any alignment: one load each (memcpy is how C

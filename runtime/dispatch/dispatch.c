@@ -669,6 +669,24 @@ static int dispatch_store(const struct nano_dispatch_info *info, const char *ana
 
 /* ---- begin ------------------------------------------------------------------- */
 
+static void dispatch_free(struct nano_dispatch *d);
+
+/* Says fmt once per run: *noted (a g_d flag) set under g_d.lock. */
+static void dispatch_note_once(int *noted, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void dispatch_note_once(int *noted, const char *fmt, ...) {
+  pthread_mutex_lock(&g_d.lock);
+  int first = !*noted;
+  *noted = 1;
+  pthread_mutex_unlock(&g_d.lock);
+  if (!first)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  rpdi_logv("nanoprobe: ", fmt, ap);
+  va_end(ap);
+}
+
 /* Whether d's sums are made where its waves run: NANO_AGGREGATE allows it,
  * the back end can (l->aggregates) and every handler of the chain is served
  * by sums. NANO_AGGREGATE=device that cannot be had is said once. */
@@ -677,21 +695,17 @@ static int dispatch_on_device(struct nano_dispatch *d, const struct nano_launch_
   if (g_d.where == WHERE_HOST ||
       !nano_chain_aggregable(d->chain, &d->agg_what, &d->agg_page_bytes, &needs) ||
       !l->aggregates) {
-    if (g_d.where == WHERE_DEVICE) {
-      pthread_mutex_lock(&g_d.lock);
-      if (!g_d.noted_where)
-        dispatch_log(needs ? "NANO_AGGREGATE=device: analyzer %s needs every record: "
-                             "dispatches stream their records"
-                     : nano_chain_size(d->chain)
-                         ? "NANO_AGGREGATE=device: the %s back end sums on the host only: its "
-                           "dispatches stream their records"
-                         : "NANO_AGGREGATE=device: no analyzer (%s) to sum for",
-                     needs                       ? needs
-                     : nano_chain_size(d->chain) ? l->backend
-                                                 : "none");
-      g_d.noted_where = 1;
-      pthread_mutex_unlock(&g_d.lock);
-    }
+    if (g_d.where == WHERE_DEVICE)
+      dispatch_note_once(&g_d.noted_where,
+                         needs ? "NANO_AGGREGATE=device: analyzer %s needs every record: "
+                                 "dispatches stream their records"
+                         : nano_chain_size(d->chain)
+                             ? "NANO_AGGREGATE=device: the %s back end sums on the host only: "
+                               "its dispatches stream their records"
+                             : "NANO_AGGREGATE=device: no analyzer (%s) to sum for",
+                         needs                       ? needs
+                         : nano_chain_size(d->chain) ? l->backend
+                                                     : "none");
     return 0;
   }
   return 1;
@@ -901,14 +915,13 @@ struct nano_dispatch *nano_dispatch_begin(const struct nano_launch_desc *l) {
           nano_dh_buffer_set_sums(buf, d->table->image, d->table->head, d->table->bytes) != 0) {
         d->table = NULL;
         d->on_device = 0;
-        pthread_mutex_lock(&g_d.lock);
-        if (g_d.where == WHERE_DEVICE && !g_d.noted_where)
-          dispatch_log("NANO_AGGREGATE=device: the twin of %s cannot sum on the device (no site "
-                       "table names it, a line, sector or page size that is not a power of two, "
-                       "or no device memory for the table): its dispatches stream their records",
-                       info->kernel_name);
-        g_d.noted_where = 1;
-        pthread_mutex_unlock(&g_d.lock);
+        if (g_d.where == WHERE_DEVICE)
+          dispatch_note_once(&g_d.noted_where,
+                             "NANO_AGGREGATE=device: the twin of %s cannot sum on the device (no "
+                             "site table names it, a line, sector or page size that is not a "
+                             "power of two, or no device memory for the table): its dispatches "
+                             "stream their records",
+                             info->kernel_name);
       }
     }
     if (!d->table)
@@ -928,27 +941,20 @@ struct nano_dispatch *nano_dispatch_begin(const struct nano_launch_desc *l) {
     if (!d->block_table)
       nano_dh_buffer_set_block_times(buf, 0);
     nano_dh_buffer_set_accesses(buf, nano_dispatch_needs_accesses(d));
-    if (wants_blocks && !d->time_blocks) {
-      pthread_mutex_lock(&g_d.lock);
-      if (!g_d.noted_blocks)
-        dispatch_log("KernelTimeline: a %s dispatch that cannot time its blocks (a graph "
-                     "replay, an AMD program not built with the plugin, no device memory for "
-                     "the times): such dispatches report none",
-                     l->backend);
-      g_d.noted_blocks = 1;
-      pthread_mutex_unlock(&g_d.lock);
-    }
+    if (wants_blocks && !d->time_blocks)
+      dispatch_note_once(&g_d.noted_blocks,
+                         "KernelTimeline: a %s dispatch that cannot time its blocks (a graph "
+                         "replay, an AMD program not built with the plugin, no device memory "
+                         "for the times): such dispatches report none",
+                         l->backend);
   }
   if (!d->chain || nano_dh_buffer_set_blocks(buf, g_d.block_lo, g_d.block_hi) != 0 ||
       (!d->on_device &&
        nano_dh_drainer_attach(g_d.drainer, buf, nano_chain_handle, d->chain, &d->st) != 0) ||
       (d->table && nano_dh_drainer_attach(g_d.drainer, buf, dispatch_fallback, d, &d->st) != 0)) {
     dispatch_log("out of memory: dispatch %" PRIu64 " of %s runs uninstrumented", n, l->kernel);
-    nano_chain_destroy(d->chain);
     nano_dh_pool_release(pool, buf);
-    free(d->kernel);
-    free(d->kernel_name);
-    free(d);
+    dispatch_free(d);
     return NULL;
   }
   /* not read from the device: a copy and a wait on the launching thread */

@@ -222,21 +222,11 @@ static int emu_isa_width(const struct nano_dispatch_info *info, uint64_t id, uin
 #define EMU_PAGE_BYTES 4096u
 #define EMU_PAGE_SLOTS 1024u
 
-struct emu_desc {
-  uint32_t magic, version;
-  uint64_t data, capacity, head, tail_addr, dropped;
-  uint32_t flags, max_spins;
-  uint64_t hook;
-  uint32_t block_lo[3], block_hi[3];
-  uint64_t tail_seen, sums, stalled, blocks;
-  uint32_t nblocks, zero;
-};
-_Static_assert(sizeof(struct emu_desc) == NANO_DH_DESC_SIZE, "descriptor");
 
 static unsigned char emu_ring[EMU_RING] __attribute__((aligned(64)));
 static uint64_t emu_tail;
 
-static void emu_desc_init(struct emu_desc *d, void *sums) {
+static void emu_desc_init(struct nano_dh_desc *d, void *sums) {
   memset(d, 0, sizeof *d);
   d->magic = NANO_DH_MAGIC;
   d->version = NANO_DH_VERSION;
@@ -250,7 +240,7 @@ static void emu_desc_init(struct emu_desc *d, void *sums) {
 }
 
 /* Adds the records in the ring of d to a; their number. */
-static unsigned emu_drain(const struct emu_desc *d, struct nano_aggregate *a) {
+static unsigned emu_drain(const struct nano_dh_desc *d, struct nano_aggregate *a) {
   unsigned n = 0;
   char err[128];
   for (uint64_t off = 0; off < d->head;) {
@@ -377,7 +367,7 @@ static void emu_case(const struct emu_model *m, int summed, const char *what) {
   struct nano_aggregate *dev = nano_aggregate_create(&info, aggs, EMU_PAGE_BYTES);
   struct nano_aggregate *host = nano_aggregate_create(&info, aggs, EMU_PAGE_BYTES);
   CHECK(dev && host, "aggregates");
-  struct emu_desc d;
+  struct nano_dh_desc d;
   emu_desc_init(&d, table);
   emu_run(&d);
   unsigned records = emu_drain(&d, dev);
@@ -555,7 +545,7 @@ static void emu_full_pages(const struct emu_model *m) {
         "table");
   E.site = emu_global_site(4);
   emu_lanes(emu_exec(0), EMU_GLOBAL_BASE, EMU_PAGE_BYTES, 4, 0); /* a page per lane */
-  struct emu_desc d;
+  struct nano_dh_desc d;
   emu_desc_init(&d, table);
   emu_run(&d);
   CHECK(d.head == 0, "a full page table made a record");
@@ -574,7 +564,7 @@ static void emu_full_pages(const struct emu_model *m) {
  * for one more record, the leader sees it, and another leader reserves it
  * first; this one waits for room that never comes. */
 static void emu_stalled(void) {
-  struct emu_desc d;
+  struct nano_dh_desc d;
   E.wave = 32;
   E.site = emu_global_site(4);
   emu_lanes(emu_exec(0), EMU_GLOBAL_BASE, 4, 4, 0);

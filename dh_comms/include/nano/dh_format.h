@@ -113,6 +113,43 @@
 /* A wave that reserved room waits for it at most this many times max_spins
  * polls (a full ring's wait before a drop) before it calls the ring stalled. */
 #define NANO_DH_STALL_SPINS_FACTOR 16u
+/* The descriptor as a C struct, for every party (the device runtime through
+ * its address space), held to the offsets above by the asserts below.
+ * unsigned int and unsigned long long are 32 and 64 bits on every target
+ * nanoprobe builds for (LP64 hosts, NVPTX64, AMDGPU). */
+struct nano_dh_desc {
+  unsigned int magic, version;
+  unsigned long long data, capacity, head, tail_addr, dropped;
+  unsigned int flags, max_spins;
+  unsigned long long hook;
+  unsigned int block_lo[3], block_hi[3];
+  unsigned long long tail_seen, sums, stalled, blocks;
+  unsigned int nblocks, zero;
+};
+#ifdef __cplusplus
+#define NANO_DH_ASSERT static_assert
+#else
+#define NANO_DH_ASSERT _Static_assert
+#endif
+#define NANO_DH_AT(type, field, off)                                                               \
+  NANO_DH_ASSERT(__builtin_offsetof(type, field) == (off), #field)
+NANO_DH_ASSERT(sizeof(struct nano_dh_desc) == NANO_DH_DESC_SIZE, "descriptor size");
+NANO_DH_AT(struct nano_dh_desc, data, NANO_DH_DESC_OFF_DATA);
+NANO_DH_AT(struct nano_dh_desc, capacity, NANO_DH_DESC_OFF_CAPACITY);
+NANO_DH_AT(struct nano_dh_desc, head, NANO_DH_DESC_OFF_HEAD);
+NANO_DH_AT(struct nano_dh_desc, tail_addr, NANO_DH_DESC_OFF_TAIL_ADDR);
+NANO_DH_AT(struct nano_dh_desc, dropped, NANO_DH_DESC_OFF_DROPPED);
+NANO_DH_AT(struct nano_dh_desc, flags, NANO_DH_DESC_OFF_FLAGS);
+NANO_DH_AT(struct nano_dh_desc, max_spins, NANO_DH_DESC_OFF_MAXSPINS);
+NANO_DH_AT(struct nano_dh_desc, hook, NANO_DH_DESC_OFF_HOOK);
+NANO_DH_AT(struct nano_dh_desc, block_lo, NANO_DH_DESC_OFF_BLOCK_LO);
+NANO_DH_AT(struct nano_dh_desc, block_hi, NANO_DH_DESC_OFF_BLOCK_HI);
+NANO_DH_AT(struct nano_dh_desc, tail_seen, NANO_DH_DESC_OFF_TAIL_SEEN);
+NANO_DH_AT(struct nano_dh_desc, sums, NANO_DH_DESC_OFF_SUMS);
+NANO_DH_AT(struct nano_dh_desc, stalled, NANO_DH_DESC_OFF_STALLED);
+NANO_DH_AT(struct nano_dh_desc, blocks, NANO_DH_DESC_OFF_BLOCKS);
+NANO_DH_AT(struct nano_dh_desc, nblocks, NANO_DH_DESC_OFF_NBLOCKS);
+
 /* The smallest ring: two maximal records do not fit, one always does. */
 #define NANO_DH_MIN_CAPACITY 1024u
 
@@ -238,6 +275,14 @@
  *   56     u64   zero
  */
 #define NANO_DH_SUMS_HDR_SIZE 64
+/* The sums table's header as a C struct (as struct nano_dh_desc). */
+struct nano_dh_sums_hdr {
+  unsigned int module, sites, shards;
+  unsigned char line_shift, sector_shift, what, page_shift;
+  unsigned int page_slots, zero;
+  unsigned long long lost, modes, counts, pages, zero2;
+};
+NANO_DH_ASSERT(sizeof(struct nano_dh_sums_hdr) == NANO_DH_SUMS_HDR_SIZE, "sums header size");
 /* what */
 #define NANO_DH_SUMS_SITES 1u      /* per-site counters                        */
 #define NANO_DH_SUMS_PAGES 2u      /* per-page lane accesses                   */
