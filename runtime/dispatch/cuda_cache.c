@@ -65,6 +65,9 @@ typedef CUresult (*cc_launch_fn)(void *f, unsigned gx, unsigned gy, unsigned gz,
                                  void **params, void **extra);
 typedef CUresult (*cc_launch_ex_fn)(const struct nano_cu_config *c, void *f, void **params,
                                     void **extra);
+typedef CUresult (*cc_coop_fn)(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                               unsigned by, unsigned bz, unsigned shared, void *stream,
+                               void **params);
 
 /* The driver's functions used here, by cuda.h's names. */
 static struct {
@@ -391,20 +394,34 @@ static struct cc_choice cc_choose(void *f, void *s) {
 
 /* ---- the launch ----------------------------------------------------------------------- */
 
+/* l's driver call with kernel f, configuration c (its attributes for
+ * cuLaunchKernelEx), params and extra. A cooperative launch's twin is
+ * cooperative too: it fits the grid or fails (the back end then runs f). */
+static int cc_call(const struct nano_cu_launch *l, void *f, const struct nano_cu_config *c,
+                   void **params, void **extra) {
+  switch (l->call) {
+  case NANO_CU_LAUNCH:
+    return ((cc_launch_fn)l->real)(f, c->grid[0], c->grid[1], c->grid[2], c->block[0], c->block[1],
+                                   c->block[2], c->shared, c->stream, params, extra);
+  case NANO_CU_LAUNCH_COOP:
+    return ((cc_coop_fn)l->real)(f, c->grid[0], c->grid[1], c->grid[2], c->block[0], c->block[1],
+                                 c->block[2], c->shared, c->stream, params);
+  case NANO_CU_LAUNCH_EX:
+    break;
+  }
+  return ((cc_launch_ex_fn)l->real)(c, f, params, extra);
+}
+
 /* l's call with another kernel and arguments (the back end's launch function). */
 static int cc_launch(const void *kernel, uint64_t grid_xy, uint32_t grid_z, uint64_t block_xy,
                      uint32_t block_z, void **args, size_t shared, void *stream) {
   const struct nano_cu_launch *l = cc_current;
-  if (l->call == NANO_CU_LAUNCH)
-    return ((cc_launch_fn)l->real)((void *)kernel, (uint32_t)grid_xy, (uint32_t)(grid_xy >> 32),
-                                   grid_z, (uint32_t)block_xy, (uint32_t)(block_xy >> 32), block_z,
-                                   (unsigned)shared, stream, args, NULL);
   struct nano_cu_config c = l->config;
   c.grid[0] = (uint32_t)grid_xy, c.grid[1] = (uint32_t)(grid_xy >> 32), c.grid[2] = grid_z;
   c.block[0] = (uint32_t)block_xy, c.block[1] = (uint32_t)(block_xy >> 32), c.block[2] = block_z;
   c.shared = (unsigned)shared;
   c.stream = stream;
-  return ((cc_launch_ex_fn)l->real)(&c, (void *)kernel, args, NULL);
+  return cc_call(l, (void *)kernel, &c, args, NULL);
 }
 
 /* The arguments of a launch that passes them in `extra`'s one buffer, as
@@ -443,11 +460,7 @@ static int cc_params_of_extra(void **extra, const struct cc_entry *e, void **par
 
 /* l as the program made it. */
 static int cc_as_is(const struct nano_cu_launch *l) {
-  if (l->call == NANO_CU_LAUNCH)
-    return ((cc_launch_fn)l->real)(l->f, l->config.grid[0], l->config.grid[1], l->config.grid[2],
-                                   l->config.block[0], l->config.block[1], l->config.block[2],
-                                   l->config.shared, l->config.stream, l->params, l->extra);
-  return ((cc_launch_ex_fn)l->real)(&l->config, l->f, l->params, l->extra);
+  return cc_call(l, l->f, &l->config, l->params, l->extra);
 }
 
 __attribute__((visibility("default"))) int __nano_cuda_launch(const struct nano_cu_launch *l) {

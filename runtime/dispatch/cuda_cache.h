@@ -27,7 +27,8 @@ struct nano_cu_config {
   unsigned nattrs;
 };
 
-enum nano_cu_call { NANO_CU_LAUNCH, NANO_CU_LAUNCH_EX };
+/* cuLaunchKernel; cuLaunchKernelEx; cuLaunchCooperativeKernel (no extra). */
+enum nano_cu_call { NANO_CU_LAUNCH, NANO_CU_LAUNCH_EX, NANO_CU_LAUNCH_COOP };
 
 struct nano_cu_launch {
   enum nano_cu_call call;

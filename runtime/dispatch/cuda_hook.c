@@ -11,8 +11,9 @@
  *   cuGetProcAddress(_v2) (cudart since 11.3)       this library's, and for
  *                                                   cuGetProcAddress itself, ours
  *
- * for cuLaunchKernel, cuLaunchKernelEx and their per-thread-stream variants
- * (_ptsz; cuGetProcAddress's CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM).
+ * for cuLaunchKernel, cuLaunchKernelEx, cuLaunchCooperativeKernel and their
+ * per-thread-stream variants (_ptsz; cuGetProcAddress's
+ * CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM).
  * Each hands the call to __nano_cuda_launch (cuda_cache.c) with the driver's
  * own function. Everything else passes through untouched.
  *
@@ -43,7 +44,15 @@ typedef CUresult (*gpa2_fn)(const char *, void **, int, uint64_t, int *);
 
 /* The hooked entry points: the driver's name, whether it is the per-thread
  * variant, and the driver's function once found. */
-enum hook_id { HOOK_LAUNCH, HOOK_LAUNCH_PTSZ, HOOK_LAUNCH_EX, HOOK_LAUNCH_EX_PTSZ, HOOK_N };
+enum hook_id {
+  HOOK_LAUNCH,
+  HOOK_LAUNCH_PTSZ,
+  HOOK_LAUNCH_EX,
+  HOOK_LAUNCH_EX_PTSZ,
+  HOOK_COOP,
+  HOOK_COOP_PTSZ,
+  HOOK_N
+};
 static const struct {
   const char *name, *base; /* the exported name; cuGetProcAddress's */
   int per_thread;
@@ -52,6 +61,8 @@ static const struct {
     {"cuLaunchKernel_ptsz", "cuLaunchKernel", 1},
     {"cuLaunchKernelEx", "cuLaunchKernelEx", 0},
     {"cuLaunchKernelEx_ptsz", "cuLaunchKernelEx", 1},
+    {"cuLaunchCooperativeKernel", "cuLaunchCooperativeKernel", 0},
+    {"cuLaunchCooperativeKernel_ptsz", "cuLaunchCooperativeKernel", 1},
 };
 static void *hook_real[HOOK_N];
 static void *hook_gpa, *hook_gpa2; /* the driver's cuGetProcAddress, _v2 */
@@ -104,13 +115,26 @@ static CUresult hook_launch(enum hook_id i, enum nano_cu_call call, void *f,
                              void **extra) {                                                       \
     return hook_launch(id, NANO_CU_LAUNCH_EX, f, config, params, extra);                           \
   }
+#define HOOK_COOP_FN(fname, id)                                                                    \
+  HOOK_EXPORT CUresult fname(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,          \
+                             unsigned by, unsigned bz, unsigned shared, void *stream,              \
+                             void **params) {                                                      \
+    struct nano_cu_config c = {{gx, gy, gz}, {bx, by, bz}, shared, stream, NULL, 0};               \
+    return hook_launch(id, NANO_CU_LAUNCH_COOP, f, &c, params, NULL);                              \
+  }
 HOOK_LAUNCH_FN(cuLaunchKernel, HOOK_LAUNCH)
 HOOK_LAUNCH_FN(cuLaunchKernel_ptsz, HOOK_LAUNCH_PTSZ)
 HOOK_LAUNCH_EX_FN(cuLaunchKernelEx, HOOK_LAUNCH_EX)
 HOOK_LAUNCH_EX_FN(cuLaunchKernelEx_ptsz, HOOK_LAUNCH_EX_PTSZ)
+HOOK_COOP_FN(cuLaunchCooperativeKernel, HOOK_COOP)
+HOOK_COOP_FN(cuLaunchCooperativeKernel_ptsz, HOOK_COOP_PTSZ)
 
-static void *const hook_fns[HOOK_N] = {(void *)cuLaunchKernel, (void *)cuLaunchKernel_ptsz,
-                                       (void *)cuLaunchKernelEx, (void *)cuLaunchKernelEx_ptsz};
+static void *const hook_fns[HOOK_N] = {(void *)cuLaunchKernel,
+                                       (void *)cuLaunchKernel_ptsz,
+                                       (void *)cuLaunchKernelEx,
+                                       (void *)cuLaunchKernelEx_ptsz,
+                                       (void *)cuLaunchCooperativeKernel,
+                                       (void *)cuLaunchCooperativeKernel_ptsz};
 
 HOOK_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, uint64_t flags);
 HOOK_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version,

@@ -120,6 +120,15 @@ grep -qx "cuLaunchKernel_ptsz of $twin (5 parameters)" <<<"$extra" ||
   [ "$(query extra.rpd "select sum(accesses) from nano_memory where kernel like '%axpy%'")" = $((3 * 3 * 1000)) ] ||
   fail "extra: three axpy dispatches, every access"
 
+# cuLaunchCooperativeKernel (through cuGetProcAddress): the twin launched
+# cooperatively, with the launch's shape
+coop=$("$nanoprobe" run -i -c cache -a MemoryAnalysis -o coop.rpd -- ./drv_app prog.cubin coop 2>&1)
+grep -qx "$done_line" <<<"$coop" || fail "coop: right results ($coop)"
+grep -qx "cuLaunchCooperativeKernel of $twin (5 parameters)" <<<"$coop" ||
+  fail "coop: the twin through cuLaunchCooperativeKernel"
+[ "$(query coop.rpd "select count(*) from nano_dispatch where kernel like '%axpy%'")" = 3 ] ||
+  fail "coop: three axpy dispatches"
+
 # dlsym(RTLD_NEXT) for the tracer's exec wrapper, with dlsym interposed
 ex=$("$nanoprobe" run -c cache -o exec.rpd -- ./drv_app prog.cubin exec 2>&1) ||
   fail "exec through the preloaded tracer ($ex)"

@@ -8,7 +8,8 @@
  * per-thread variant on a stream of its own, cuLaunchKernelEx), other and
  * lone once each, waits, and checks y = 1 + 3 * 2 * x, *p = 1, *q = 1.
  * With argv[2] = "direct", its first launch calls cuLaunchKernel as a
- * program linked against libcuda does (the symbol); with "extra", its
+ * program linked against libcuda does (the symbol); with "coop", its first
+ * launch is cuLaunchCooperativeKernel (through cuGetProcAddress); with "extra", its
  * per-thread launch passes axpy's arguments in one buffer (cuLaunchKernel's
  * extra); with "exec", it execs /bin/echo at the end (dlsym(RTLD_NEXT)
  * through a preloaded tracer).
@@ -61,6 +62,7 @@ int main(int argc, char **argv) {
   ENTRY(sync, cuCtxSynchronize, 2000);
   ENTRY(launch, cuLaunchKernel, 4000);
   ENTRY(launch_ex, cuLaunchKernelEx, 11060);
+  ENTRY(launch_coop, cuLaunchCooperativeKernel, 9000);
   __typeof__(&cuLaunchKernel) launch_ptsz =
       entry("cuLaunchKernel", 7000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM);
   __typeof__(&cuLaunchKernel) launch_triton = (__typeof__(&cuLaunchKernel))dlsym(h, "cuLaunchKernel");
@@ -102,7 +104,10 @@ int main(int argc, char **argv) {
   void *axpy_args[] = {&a, &dx, &dy, &count}, *p_args[] = {&dp}, *q_args[] = {&dq};
   __typeof__(&cuLaunchKernel) launch_first =
       argc > 2 && !strcmp(argv[2], "direct") ? cuLaunchKernel : launch;
-  CHECK(launch_first(axpy, 4, 1, 1, 256, 1, 1, 0, NULL, axpy_args, NULL));
+  if (argc > 2 && !strcmp(argv[2], "coop"))
+    CHECK(launch_coop(axpy, 4, 1, 1, 256, 1, 1, 0, NULL, axpy_args));
+  else
+    CHECK(launch_first(axpy, 4, 1, 1, 256, 1, 1, 0, NULL, axpy_args, NULL));
   CHECK(sync());
   /* axpy(float, const float *, float *, int) in one buffer: 4, 8, 8, 4
    * bytes at 0, 8, 16, 24 (the cubin's parameter offsets) */

@@ -34,6 +34,7 @@
  *     their parameters read from the ELF's symbols and .nv.info), named and
  *     described (cuFuncGetName, cuFuncGetParamInfo), launched only in their
  *     module's context with kernelParams or extra (cuLaunchKernel, _ptsz,
+ *     cuLaunchCooperativeKernel,
  *     cuLaunchKernelEx), entry points by cuGetProcAddress(_v2);
  *   - the driver's loading of CUDA_INJECTION64_PATH (its InitializeInjection
  *     is called at the first runtime call) and CUPTI's callbacks and
@@ -1330,6 +1331,20 @@ int cuLaunchKernel_ptsz(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
                         void **extra) {
   return driver_launch(f, (struct dim3){gx, gy, gz}, (struct dim3){bx, by, bz}, shared,
                        stream ? stream : (void *)0x2, params, extra, "cuLaunchKernel_ptsz");
+}
+/* Cooperative: as any launch here (one device thread runs every block). */
+int cuLaunchCooperativeKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                              unsigned by, unsigned bz, unsigned shared, void *stream,
+                              void **params) {
+  return driver_launch(f, (struct dim3){gx, gy, gz}, (struct dim3){bx, by, bz}, shared, stream,
+                       params, NULL, "cuLaunchCooperativeKernel");
+}
+int cuLaunchCooperativeKernel_ptsz(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                                   unsigned by, unsigned bz, unsigned shared, void *stream,
+                                   void **params) {
+  return driver_launch(f, (struct dim3){gx, gy, gz}, (struct dim3){bx, by, bz}, shared,
+                       stream ? stream : (void *)0x2, params, NULL,
+                       "cuLaunchCooperativeKernel_ptsz");
 }
 int cuLaunchKernelEx(const struct fake_launch_config *c, void *f, void **params, void **extra) {
   if (c->nattrs && !c->attrs)
