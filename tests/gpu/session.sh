@@ -3,12 +3,16 @@
 # each part's output goes to RESULTS as it runs, so a call cut short still
 # brings back what ran. In order of what matters most:
 #   env.txt       the machine: GPU, driver, toolkit, Nsight Compute
-#   suite.txt     tests/gpu/run.sh; work.tar.gz: its logs, reports and traces
+#   suite.txt     tests/gpu/run.sh (every sample with twins also run with the
+#                 twins' own sums and compared, FAIL <sample> summed; the
+#                 KernelTimeline sample `timeline`); work.tar.gz: its logs,
+#                 reports and traces
 #   suite_hostfn.txt five samples again with NANO_GPU_END=hostfn
 #   ncu.txt       Nsight Compute's L1 and L2 sector and bank-conflict counts of
 #                 the samples whose MemoryAnalysis figures the suite checks
 #   rpd.txt       bench/rpd/run.sh (the tracer's hot path: the 25 ns check)
-#   gpubench.txt  bench/gpu/run.sh; gpubench_drain.txt: NANO_DRAIN_THREADS=4
+#   gpubench.txt  bench/gpu/run.sh (inst_summed: MemoryAnalysis summed by the
+#                 twins, issue 39's <= 2x and <= 3x); gpubench_drain.txt: NANO_DRAIN_THREADS=4
 #                 over 1; gpubench_long.txt: the >= 100 ms memory-bound kernel
 # Runs over a build folder made here (here: ctest -R gpu_suite_build, and
 # bench/rpd built); the device tool carries BUILD/gpu-suite and BUILD/bench/rpd.
