@@ -226,48 +226,30 @@ static uint64_t agg_bank_conflicts(const struct nano_dispatch_info *info,
 }
 
 /* The common case in closed form: lanes in arithmetic progression (rank r
- * at addr[0] + r * stride, as coalesced, broadcast and overlapping accesses
- * are) no farther apart than `size` cover one interval [lo, hi), whose
- * blocks are all used. True and *c filled then; false otherwise (agg_cover
- * counts those). */
-static int agg_contiguous(const struct nano_dh_record *r, uint32_t size, uint32_t line,
-                          uint32_t sector, struct agg_cover *c) {
+ * at addr[0] + r * stride: coalesced, strided, broadcast, reversed), counted
+ * by nano_dh_progression_cover. A strided record's lanes are in progression
+ * by its encoding's promise; another's are checked, for steps up to `size`
+ * (lanes farther apart are counted as well by the cases below). True and *c
+ * filled then; false otherwise. */
+static int agg_progression(const struct nano_dh_record *r, uint32_t size, uint32_t line,
+                           uint32_t sector, struct agg_cover *c) {
   unsigned n = r->lanes;
   if (!n)
     return 0;
   uint64_t stride = n > 1 ? r->addr[1] - r->addr[0] : 0, next = r->addr[0];
   int down = (int64_t)stride < 0;
   uint64_t step = down ? -stride : stride;
-  if (step > size)
-    return 0;
-  /* a strided record's lanes are in progression by its encoding's promise */
-  for (unsigned i = 0; r->encoding != NANO_DH_ENC_STRIDE && i < n; i++, next += stride)
-    if (r->addr[i] != next)
+  if (r->encoding != NANO_DH_ENC_STRIDE) {
+    if (step > size)
       return 0;
-  uint64_t lo = down ? r->addr[n - 1] : r->addr[0], hi = lo + (n - 1) * step + size;
-  int ls = agg_shift(line), ss = agg_shift(sector);
-  c->bytes = hi - lo;
-  c->lines = nano_dh_span(lo, hi, line, ls);
-  c->sectors = nano_dh_span(lo, hi, sector, ss);
-  return 1;
-}
-
-/* The strided case in closed form: a strided record's lanes (in progression
- * by its encoding's promise) farther apart than `size`. True and *c filled
- * then; false otherwise. */
-static int agg_progression(const struct nano_dh_record *r, uint32_t size, uint32_t line,
-                           uint32_t sector, struct agg_cover *c) {
-  unsigned n = r->lanes;
-  if (r->encoding != NANO_DH_ENC_STRIDE || n < 2)
-    return 0;
-  uint64_t stride = r->addr[1] - r->addr[0];
-  int down = (int64_t)stride < 0;
-  uint64_t step = down ? -stride : stride, lo = down ? r->addr[n - 1] : r->addr[0];
-  if (step <= size)
-    return 0;
-  c->bytes = (uint64_t)n * size;
-  c->lines = nano_dh_progression_units(lo, step, n, size, line, agg_shift(line));
-  c->sectors = nano_dh_progression_units(lo, step, n, size, sector, agg_shift(sector));
+    for (unsigned i = 0; i < n; i++, next += stride)
+      if (r->addr[i] != next)
+        return 0;
+  }
+  struct nano_dh_cover v =
+      nano_dh_progression_cover(down ? r->addr[n - 1] : r->addr[0], step, n, size, line,
+                                agg_shift(line), sector, agg_shift(sector));
+  *c = (struct agg_cover){v.bytes, v.lines, v.sectors};
   return 1;
 }
 
@@ -417,6 +399,22 @@ static struct agg_site *agg_site_slot_take(struct nano_aggregate *a, uint64_t id
   return s;
 }
 
+/* What the machine code made of `site` (info's isa_width, where the runtime
+ * has one): *isa_size the bytes per lane of a wider instruction, else 0;
+ * returns 1 when the site was folded into a neighbour's instruction. */
+static int agg_isa(const struct nano_dispatch_info *info, const struct nano_dh_site *site,
+                   uint32_t *isa_size) {
+  *isa_size = 0;
+  if (info->size < offsetof(struct nano_dispatch_info, isa_width) + sizeof info->isa_width ||
+      !info->isa_width)
+    return 0;
+  uint32_t width = 0;
+  int verdict = info->isa_width(info, site->id, &width);
+  if (verdict == NANO_ISA_WIDER && width > site->size)
+    *isa_size = width;
+  return verdict == NANO_ISA_MERGED;
+}
+
 /* The slot of r's site and space, its site looked up and what the machine
  * code made of it asked when new; NULL when out of memory. */
 static struct agg_site *agg_site_take(struct nano_aggregate *a, const struct nano_dh_record *r) {
@@ -432,15 +430,7 @@ static struct agg_site *agg_site_take(struct nano_aggregate *a, const struct nan
   s->c.space = nano_analyzer_space(s->site, r);
   /* a wider machine access replaces the IR's size in the line and bank
    * arithmetic; a site folded into a neighbour's instruction is counted there */
-  if (info->size >= offsetof(struct nano_dispatch_info, isa_width) + sizeof info->isa_width &&
-      info->isa_width) {
-    uint32_t width = 0;
-    int verdict = info->isa_width(info, id, &width);
-    if (verdict == NANO_ISA_WIDER && width > s->site->size)
-      s->c.isa_size = width;
-    else if (verdict == NANO_ISA_MERGED)
-      s->c.merged = 1;
-  }
+  s->c.merged = (uint32_t)agg_isa(info, s->site, &s->c.isa_size);
   return s;
 }
 
@@ -469,8 +459,7 @@ static void agg_add_sites(struct nano_aggregate *a, const struct nano_dh_record 
   }
   uint32_t line = info->line_bytes, sector = info->sector_bytes;
   struct agg_cover cov;
-  if (!agg_contiguous(r, size, line, sector, &cov) &&
-      !agg_progression(r, size, line, sector, &cov) &&
+  if (!agg_progression(r, size, line, sector, &cov) &&
       !agg_aligned(&a->set, r, size, line, sector, &cov)) {
     uint64_t buf[64];
     cov = agg_cover(agg_sorted(r, buf), r->lanes, size, line, sector);
@@ -614,16 +603,9 @@ static struct nano_dh_sums_hdr agg_table_layout(uint32_t sites, uint32_t shards,
  * nano_aggregate_table). */
 static int agg_device_sums(const struct nano_dispatch_info *info, uint64_t id) {
   const struct nano_dh_site *site = info->site ? info->site(info, id) : NULL;
-  if (!site || !site->size || (site->flags & NANO_DH_SITE_MEMINTRINSIC))
-    return 0;
-  if (info->size >= offsetof(struct nano_dispatch_info, isa_width) + sizeof info->isa_width &&
-      info->isa_width) {
-    uint32_t width = 0;
-    int verdict = info->isa_width(info, id, &width);
-    if ((verdict == NANO_ISA_WIDER && width > site->size) || verdict == NANO_ISA_MERGED)
-      return 0;
-  }
-  return 1;
+  uint32_t isa_size;
+  return site && site->size && !(site->flags & NANO_DH_SITE_MEMINTRINSIC) &&
+         !agg_isa(info, site, &isa_size) && !isa_size;
 }
 
 size_t nano_aggregate_table(const struct nano_dispatch_info *info, unsigned what,

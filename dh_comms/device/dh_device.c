@@ -351,6 +351,16 @@ static void nano_dh_thread(u32 t[3]) {
 static u64 nano_dh_reserve_add(gword *p, u64 v) { return __sync_fetch_and_add(p, v); }
 #endif
 
+/* Whether this thread's block b (filled) is within the descriptor's block
+ * filter. */
+static int nano_dh_block_selected(gdesc *d, u32 b[3]) {
+  nano_dh_block(b);
+  for (int i = 0; i < 3; i++)
+    if (b[i] < d->block_lo[i] || b[i] > d->block_hi[i])
+      return 0;
+  return 1;
+}
+
 /* Reserves `bytes` in the ring; returns the ring offset (monotonic byte
  * count) or NANO_DH_DROPPED_OFFSET after counting a drop. Called by the
  * leader lane only.
@@ -514,16 +524,11 @@ static int nano_dh_sum(gdesc *d, u64 site, u64 addr, u32 size, u32 space, u32 wh
     if (strided) {
       int down = (long long)stride < 0;
       u64 step = down ? -stride : stride, lo = down ? base - (lanes - 1) * step : base;
-      if (lanes == 1 || step <= unit) {
-        u64 hi = lo + (lanes - 1) * step + unit;
-        bytes = hi - lo;
-        lines = nano_dh_span(lo, hi, line, (int)ls);
-        sectors = nano_dh_span(lo, hi, sector, (int)ss);
-      } else {
-        bytes = (u64)lanes * unit;
-        lines = nano_dh_progression_units(lo, step, lanes, unit, line, (int)ls);
-        sectors = nano_dh_progression_units(lo, step, lanes, unit, sector, (int)ss);
-      }
+      struct nano_dh_cover v =
+          nano_dh_progression_cover(lo, step, lanes, unit, line, (int)ls, sector, (int)ss);
+      bytes = v.bytes;
+      lines = v.lines;
+      sectors = v.sectors;
     } else if (aligned) {
       int dup_addr = 0, dup_line = 0, dup_sector = 0;
       for (u64 m = exec; m; m &= m - 1) {
@@ -588,10 +593,8 @@ __nano_dh_access(gdesc *desc, u64 site, u64 addr, u32 size, u32 space) {
   }
 #endif
   u32 b[3];
-  nano_dh_block(b);
-  for (int i = 0; i < 3; i++)
-    if (b[i] < desc->block_lo[i] || b[i] > desc->block_hi[i])
-      return;
+  if (!nano_dh_block_selected(desc, b))
+    return;
   u64 exec = nano_dh_active();
   u32 rank = nano_dh_rank(exec);
   u32 lanes = (u32)__builtin_popcountll(exec);
@@ -601,11 +604,7 @@ __nano_dh_access(gdesc *desc, u64 site, u64 addr, u32 size, u32 space) {
   if (lanes > 1)
     stride = nano_dh_lane_value(addr, (u32)__builtin_ctzll(exec & (exec - 1))) - base;
   u64 delta = addr - base;
-  u32 enc = NANO_DH_ENC_ADDR64;
-  if (nano_dh_vote(delta == (u64)rank * stride, exec) == exec)
-    enc = NANO_DH_ENC_STRIDE;
-  else if (nano_dh_vote((u64)(long long)(int)delta == delta, exec) == exec)
-    enc = NANO_DH_ENC_OFF32;
+  int strided = nano_dh_vote(delta == (u64)rank * stride, exec) == exec;
   u32 where = NANO_DH_SPACE_UNKNOWN;
   if (space == NANO_DH_AS_GENERIC && nano_dh_wave_size() > 1) {
     u64 shared = nano_dh_vote(nano_dh_is_shared(addr), exec);
@@ -613,9 +612,12 @@ __nano_dh_access(gdesc *desc, u64 site, u64 addr, u32 size, u32 space) {
             : shared == exec ? NANO_DH_SPACE_SHARED
                              : NANO_DH_SPACE_MIXED;
   }
-  if (desc->sums && nano_dh_sum(desc, site, addr, size, space, where, exec, lanes, leader, base,
-                                stride, enc == NANO_DH_ENC_STRIDE))
+  if (desc->sums &&
+      nano_dh_sum(desc, site, addr, size, space, where, exec, lanes, leader, base, stride, strided))
     return;
+  u32 enc = strided                                                           ? NANO_DH_ENC_STRIDE
+            : nano_dh_vote((u64)(long long)(int)delta == delta, exec) == exec ? NANO_DH_ENC_OFF32
+                                                                              : NANO_DH_ENC_ADDR64;
   u64 bytes = NANO_DH_HDR_SIZE + NANO_DH_PAYLOAD_BYTES(enc, lanes);
   u64 off = 0;
   if (rank == 0)
@@ -665,10 +667,8 @@ static gword *nano_dh_block_entry(gdesc *d) {
   if (!d || !d->blocks)
     return 0;
   u32 b[3], g[3];
-  nano_dh_block(b);
-  for (int i = 0; i < 3; i++)
-    if (b[i] < d->block_lo[i] || b[i] > d->block_hi[i])
-      return 0;
+  if (!nano_dh_block_selected(d, b))
+    return 0;
   nano_dh_grid(g);
   u64 linear = b[0] + (u64)g[0] * (b[1] + (u64)g[1] * b[2]);
   if (linear >= d->nblocks)

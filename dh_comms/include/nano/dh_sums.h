@@ -69,4 +69,32 @@ static inline unsigned long long nano_dh_progression_units(unsigned long long lo
   return count;
 }
 
+/* What lanes in arithmetic progression cover: distinct bytes, and blocks of
+ * `line` and `sector` bytes (shifts as nano_dh_block_of takes them). */
+struct nano_dh_cover {
+  unsigned long long bytes, lines, sectors;
+};
+
+/* The cover of n accesses of `size` bytes, the first at lo, each `step`
+ * bytes after the last (0: one access, or a broadcast), in closed form: one
+ * interval whose blocks are all used where they touch or overlap (step <=
+ * size), else nano_dh_progression_units. */
+static inline struct nano_dh_cover nano_dh_progression_cover(unsigned long long lo,
+                                                             unsigned long long step, unsigned n,
+                                                             unsigned size, unsigned line, int ls,
+                                                             unsigned sector, int ss) {
+  struct nano_dh_cover c;
+  if (step <= size) {
+    unsigned long long hi = lo + (n - 1) * step + size;
+    c.bytes = hi - lo;
+    c.lines = nano_dh_span(lo, hi, line, ls);
+    c.sectors = nano_dh_span(lo, hi, sector, ss);
+  } else {
+    c.bytes = (unsigned long long)n * size;
+    c.lines = nano_dh_progression_units(lo, step, n, size, line, ls);
+    c.sectors = nano_dh_progression_units(lo, step, n, size, sector, ss);
+  }
+  return c;
+}
+
 #endif
