@@ -1243,10 +1243,11 @@ void nano_dispatch_cancel(struct nano_dispatch *d) {
   dispatch_free(d);
 }
 
-/* Ends d's stream of records: detach, final drain, drops counted. */
-static void dispatch_drain_end(struct nano_dispatch *d) {
+/* Ends d's stream of records, the last ones handed to fn(arg): detach, final
+ * drain, drops counted. */
+static void dispatch_drain_end(struct nano_dispatch *d, nano_dh_record_fn fn, void *arg) {
   nano_dh_drainer_detach(g_d.drainer, d->buf);
-  if (nano_dh_buffer_finish(d->buf, nano_chain_handle, d->chain, &d->st) < 0)
+  if (nano_dh_buffer_finish(d->buf, fn, arg, &d->st) < 0)
     dispatch_log("dispatch %" PRIu64 " of %s: the buffer's counters cannot be read",
                  d->info.dispatch_id, d->info.kernel);
   d->dropped = nano_dh_buffer_dropped_at_finish(d->buf) - d->dropped_before;
@@ -1256,11 +1257,7 @@ static void dispatch_drain_end(struct nano_dispatch *d) {
  * summed on the host (d->fallback), then the table read back into the same
  * sums. */
 static void dispatch_table_end(struct nano_dispatch *d) {
-  nano_dh_drainer_detach(g_d.drainer, d->buf);
-  if (nano_dh_buffer_finish(d->buf, dispatch_fallback, d, &d->st) < 0)
-    dispatch_log("dispatch %" PRIu64 " of %s: the buffer's counters cannot be read",
-                 d->info.dispatch_id, d->info.kernel);
-  d->dropped = nano_dh_buffer_dropped_at_finish(d->buf) - d->dropped_before;
+  dispatch_drain_end(d, dispatch_fallback, d);
   void *table = malloc(d->table->bytes);
   if (!table || nano_dh_buffer_get_sums(d->buf, table, d->table->bytes) != 0 ||
       nano_aggregate_add_table(d->fallback, table, d->table->bytes) != 0) {
@@ -1368,7 +1365,7 @@ static void dispatch_end(struct nano_dispatch *d, int64_t start, int64_t end, ui
     dispatch_hand_sums(d);
     d->dropped += atomic_load(&d->agg_lost);
   } else {
-    dispatch_drain_end(d);
+    dispatch_drain_end(d, nano_chain_handle, d->chain);
   }
   d->start = start;
   d->end = end;
