@@ -470,98 +470,96 @@ static int gpu_dev_room(const struct gpu_api *api, uint64_t *d, uint64_t *cap, u
   return r;
 }
 
-/* A dispatch's sums table (nano/dh_format.h) in device memory kept with the
- * buffer (grown when a kernel needs more): its header and site marks copied
- * and its counters zeroed on the copy stream, before the descriptor's copy,
- * which the twin's stream waits for. The image is the runtime's, kept for
- * the process, so the copy from it needs no staging. A buffer whose last
- * dispatch was the same kernel's has the table in place already (the
- * finisher zeroed the counters after reading them, gpu_get_sums): the
- * launching thread then adds nothing. */
+/* Places a table of `bytes` in the device memory *d kept with a buffer
+ * (capacity *cap, grown when smaller): its first `head` bytes from image, the
+ * rest zeroed, on the copy stream, so before the descriptor's copy, which the
+ * twin's stream waits for. 0, or -1 after saying that `what` cannot be
+ * placed and what such dispatches do (`then`). */
+static int gpu_place_table(struct gpu_context *c, uint64_t *d, uint64_t *cap, const void *image,
+                           uint64_t head, uint64_t bytes, const char *what, const char *then) {
+  const struct gpu_api *api = c->api;
+  if (!gpu_push(c))
+    return -1;
+  int r = gpu_dev_room(api, d, cap, bytes);
+  if (r == 0 && head)
+    r = api->copy_to_device(*d, image, (size_t)head, c->copies);
+  if (r == 0 && bytes > head)
+    r = api->memset_device(*d + head, 0, (size_t)(bytes - head), c->copies);
+  gpu_pop(c);
+  if (r != 0)
+    gpu_note("%s: %s of a dispatch (%llu bytes) cannot be placed on device %d: %s; such "
+             "dispatches %s",
+             api->backend, what, (unsigned long long)bytes, c->dev, api->error(r), then);
+  return r == 0 ? 0 : -1;
+}
+
+/* Copies bytes of the table at d back into out once the twin has ended (the
+ * finisher). 0 or the API's error. */
+static int gpu_read_table(struct gpu_context *c, uint64_t d, void *out, uint64_t bytes) {
+  if (!gpu_push(c))
+    return -1;
+  int r = c->api->copy_to_host(out, d, (size_t)bytes, c->copies);
+  if (r == 0)
+    r = c->api->stream_sync(c->copies);
+  gpu_pop(c);
+  return r;
+}
+
+/* A dispatch's sums table (nano/dh_format.h), placed by gpu_place_table. The
+ * image is the runtime's, kept for the process, so the copy from it needs
+ * no staging. A buffer whose last dispatch was the same kernel's has the
+ * table in place already (the finisher zeroed the counters after reading
+ * them, gpu_get_sums): the launching thread then adds nothing. */
 static int gpu_put_sums(void *ctx, struct nano_dh_placement *p, const void *image, uint64_t head,
                         uint64_t bytes, uint64_t *device) {
   struct gpu_context *c = ctx;
   struct gpu_buffer *b = p->handle;
-  const struct gpu_api *api = c->api;
   int ready =
       b->sums_clean && b->sums_image == image && b->sums_used == bytes && b->sums_head == head;
   b->sums_clean = 0; /* this dispatch adds to it */
-  if (ready) {
-    *device = b->sums;
-    return 0;
+  if (!ready) {
+    b->sums_image = NULL;
+    if (gpu_place_table(c, &b->sums, &b->sums_bytes, image, head, bytes, "the sums table",
+                        "stream their records") != 0)
+      return -1;
+    b->sums_image = image;
+    b->sums_head = head;
+    b->sums_used = bytes;
   }
-  if (!gpu_push(c))
-    return -1;
-  int r = gpu_dev_room(api, &b->sums, &b->sums_bytes, bytes);
-  if (r == 0)
-    r = api->copy_to_device(b->sums, image, (size_t)head, c->copies);
-  if (r == 0 && bytes > head)
-    r = api->memset_device(b->sums + head, 0, (size_t)(bytes - head), c->copies);
-  gpu_pop(c);
-  if (r != 0) {
-    gpu_note("%s: the sums table of a dispatch (%llu bytes) cannot be placed on device %d: %s; "
-             "such dispatches stream their records",
-             api->backend, (unsigned long long)bytes, c->dev, api->error(r));
-    return -1;
-  }
-  b->sums_image = image;
-  b->sums_head = head;
-  b->sums_used = bytes;
   *device = b->sums;
   return 0;
 }
 
-/* Copies the table back once the twin has ended (the finisher), then zeroes
- * its device part for the buffer's next dispatch (in stream order, not
- * waited for). */
+/* Reads the sums table back, then zeroes its device part for the buffer's
+ * next dispatch (in stream order, not waited for). */
 static int gpu_get_sums(void *ctx, const struct nano_dh_placement *p, void *out, uint64_t bytes) {
   struct gpu_context *c = ctx;
   struct gpu_buffer *b = p->handle;
-  if (!gpu_push(c))
-    return -1;
-  int r = c->api->copy_to_host(out, b->sums, (size_t)bytes, c->copies);
-  if (r == 0)
-    r = c->api->stream_sync(c->copies);
-  b->sums_clean = r == 0 && bytes == b->sums_used &&
-                  c->api->memset_device(b->sums + b->sums_head, 0, (size_t)(bytes - b->sums_head),
-                                        c->copies) == 0;
-  gpu_pop(c);
+  int r = gpu_read_table(c, b->sums, out, bytes);
+  b->sums_clean = r == 0 && bytes == b->sums_used && gpu_push(c);
+  if (b->sums_clean) {
+    b->sums_clean = c->api->memset_device(b->sums + b->sums_head, 0, (size_t)(bytes - b->sums_head),
+                                          c->copies) == 0;
+    gpu_pop(c);
+  }
   return r == 0 ? 0 : -1;
 }
 
-/* A dispatch's block-times table (nano/dh_format.h), zeroed on the copy
- * stream before the descriptor's copy, as the sums table is. */
+/* A dispatch's block-times table (nano/dh_format.h): all zero. */
 static int gpu_put_blocks(void *ctx, struct nano_dh_placement *p, uint64_t bytes,
                           uint64_t *device) {
   struct gpu_context *c = ctx;
   struct gpu_buffer *b = p->handle;
-  const struct gpu_api *api = c->api;
-  if (!gpu_push(c))
+  if (gpu_place_table(c, &b->blocks, &b->blocks_bytes, NULL, 0, bytes, "the block times",
+                      "report no block times") != 0)
     return -1;
-  int r = gpu_dev_room(api, &b->blocks, &b->blocks_bytes, bytes);
-  if (r == 0)
-    r = api->memset_device(b->blocks, 0, (size_t)bytes, c->copies);
-  gpu_pop(c);
-  if (r != 0) {
-    gpu_note("%s: the block times of a dispatch (%llu bytes) cannot be placed on device %d: %s; "
-             "such dispatches report no block times",
-             api->backend, (unsigned long long)bytes, c->dev, api->error(r));
-    return -1;
-  }
   *device = b->blocks;
   return 0;
 }
 
 static int gpu_get_blocks(void *ctx, const struct nano_dh_placement *p, void *out, uint64_t bytes) {
-  struct gpu_context *c = ctx;
   const struct gpu_buffer *b = p->handle;
-  if (!gpu_push(c))
-    return -1;
-  int r = c->api->copy_to_host(out, b->blocks, (size_t)bytes, c->copies);
-  if (r == 0)
-    r = c->api->stream_sync(c->copies);
-  gpu_pop(c);
-  return r == 0 ? 0 : -1;
+  return gpu_read_table(ctx, b->blocks, out, bytes) == 0 ? 0 : -1;
 }
 
 /* The device of a launch on stream s under api (gpu_api.current: CUDA the
