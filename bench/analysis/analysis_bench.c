@@ -40,22 +40,29 @@ static double ab_cpu(int who) {
          (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
 }
 
+/* The trace at path opened read-only with sql prepared in *st; 0, or -1
+ * after saying why (nothing left open). */
+static int ab_query(const char *path, const char *sql, sqlite3 **db, sqlite3_stmt **st) {
+  *db = NULL;
+  *st = NULL;
+  if (sqlite3_open_v2(path, db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+      sqlite3_prepare_v2(*db, sql, -1, st, NULL) == SQLITE_OK)
+    return 0;
+  fprintf(stderr, "analysis_bench: %s: %s\n", path, sqlite3_errmsg(*db));
+  sqlite3_close(*db);
+  return -1;
+}
+
 /* The baseline: one ordered pass over rocpd_api. Returns seconds or -1;
  * *cpu gets its CPU seconds. */
 static double ab_read(const char *path, long *rows, double *cpu) {
-  sqlite3 *db = NULL;
-  sqlite3_stmt *st = NULL;
+  sqlite3 *db;
+  sqlite3_stmt *st;
   double c0 = ab_cpu(RUSAGE_SELF);
   double t0 = ab_now();
-  if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK ||
-      sqlite3_prepare_v2(db,
-                         "SELECT id, pid, tid, start, end FROM rocpd_api ORDER BY pid, tid, "
-                         "start",
-                         -1, &st, NULL) != SQLITE_OK) {
-    fprintf(stderr, "analysis_bench: %s: %s\n", path, sqlite3_errmsg(db));
-    sqlite3_close(db);
+  if (ab_query(path, "SELECT id, pid, tid, start, end FROM rocpd_api ORDER BY pid, tid, start", &db,
+               &st) != 0)
     return -1;
-  }
   long n = 0;
   volatile long long sink = 0; /* every column is read, as a real consumer would */
   int rc;
@@ -117,20 +124,14 @@ static double ab_callstack(const char *rpd, const char *path, double *cpu) {
 /* The rows `rpd callstack` wrote into path's ext_callstack (parent, child,
  * depth, cpu_time, gpu_time), *n of them; NULL on failure. */
 static long long *ab_rows_of(const char *path, size_t *n) {
-  sqlite3 *db = NULL;
-  sqlite3_stmt *st = NULL;
+  sqlite3 *db;
+  sqlite3_stmt *st;
   long long *rows = NULL;
   size_t cap = 0;
   *n = 0;
-  if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK ||
-      sqlite3_prepare_v2(db,
-                         "SELECT parent_id, child_id, depth, cpu_time, gpu_time FROM "
-                         "ext_callstack",
-                         -1, &st, NULL) != SQLITE_OK) {
-    fprintf(stderr, "analysis_bench: %s: %s\n", path, sqlite3_errmsg(db));
-    sqlite3_close(db);
+  if (ab_query(path, "SELECT parent_id, child_id, depth, cpu_time, gpu_time FROM ext_callstack",
+               &db, &st) != 0)
     return NULL;
-  }
   int rc;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     if (*n == cap) {
