@@ -4,11 +4,13 @@
  *   1. Bytes per record by access pattern (wave64 and wave32), against
  *      dh_comms' 832 bytes for a wave64 address message.
  *   2. Drain throughput: a ring filled with records of one pattern is drained
- *      (decoded, handed to a consumer that touches every address, zeroed),
- *      against a plain memcpy of the same bytes; runs interleaved, best and
- *      median of each. Target: drain >= 0.5 x memcpy. Also as address bytes
- *      (8 per lane) delivered per second against memcpy: a compact record
- *      describes up to 8.9 times its own size.
+ *      (decoded, handed to a consumer, zeroed) against a plain memcpy of the
+ *      same bytes; runs interleaved, best and median of each. Target: drain
+ *      >= 0.5 x memcpy. Two consumers: of whole records, touching every
+ *      address (also given as address bytes, 8 per lane, delivered per
+ *      second against memcpy: a strided record describes up to 8.9 times its
+ *      own size), and of compact records (nano_dh_decode_compact), reading
+ *      what a closed-form analyzer reads.
  *   3. The drain thread's CPU while idle: nothing attached (blocked), and one
  *      buffer attached that stays empty (sleeping up to 1 ms), as a share of
  *      one core over the same wall time.
@@ -107,11 +109,21 @@ static void bench_sizes(void) {
   }
 }
 
-/* The consumer: touches every address, as an analyzer would at least. */
+/* The consumer of whole records: touches every address, as an analyzer
+ * would at least. */
 static int bench_consume(const struct nano_dh_record *r, void *arg) {
   uint64_t *sum = arg;
   for (unsigned i = 0; i < r->lanes; i++)
     *sum += r->addr[i];
+  return 0;
+}
+
+/* The consumer of compact records: reads what a closed-form analyzer reads
+ * (nano/aggregate.h on a progression): site, lanes, the first and the last
+ * address, each through nano_dh_record_addr. */
+static int bench_consume_compact(const struct nano_dh_record *r, void *arg) {
+  uint64_t *sum = arg;
+  *sum += r->site + r->lanes + nano_dh_record_addr(r, 0) + nano_dh_record_addr(r, r->lanes - 1u);
   return 0;
 }
 
@@ -120,68 +132,92 @@ static int bench_cmp(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+/* Fills b (of `capacity` bytes) to 3/4, where the writer stops before the
+ * ring is full, with records of pattern p for waves of `wave` lanes; *bytes
+ * gets their bytes. Returns how many. */
+static unsigned bench_fill(struct nano_dh_buffer *b, int p, unsigned wave, uint64_t capacity,
+                           uint64_t *bytes) {
+  unsigned n = 0;
+  *bytes = 0;
+  for (;; n++) {
+    struct nano_dh_record r;
+    bench_record(&r, p, wave, n);
+    if (*bytes + NANO_DH_MAX_RECORD > capacity / 4 * 3)
+      return n;
+    *bytes += nano_dh_buffer_write(b, &r);
+  }
+}
+
+/* Seconds one drain of b (filled with n records of `bytes`) takes. */
+static double bench_drain_once(struct nano_dh_buffer *b, int compact, unsigned n, uint64_t bytes,
+                               uint64_t *sum) {
+  struct nano_dh_drain_stats st = {0};
+  nano_dh_buffer_set_compact(b, compact);
+  double t0 = bench_now();
+  long got = nano_dh_buffer_drain(b, compact ? bench_consume_compact : bench_consume, sum, &st);
+  double t = bench_now() - t0;
+  if (got != (long)n || st.bytes != bytes) {
+    fprintf(stderr, "dh_bench: drained %ld of %u records\n", got, n);
+    exit(1);
+  }
+  return t;
+}
+
 static void bench_drain(int reps) {
   char err[256];
   struct nano_dh_buffer *b = nano_dh_buffer_create(NULL, BENCH_RING, 0, 0, err, sizeof err);
   unsigned char *copy = malloc(BENCH_RING), *src = malloc(BENCH_RING);
-  double *td = malloc(reps * sizeof *td), *tm = malloc(reps * sizeof *tm);
-  if (!b || !copy || !src || !td || !tm) {
+  double *td = malloc(reps * sizeof *td), *tc = malloc(reps * sizeof *tc),
+         *tm = malloc(reps * sizeof *tm);
+  if (!b || !copy || !src || !td || !tc || !tm) {
     fprintf(stderr, "dh_bench: out of memory: %s\n", err);
     exit(1);
   }
   memset(src, 1, BENCH_RING);
   memset(copy, 0, BENCH_RING);
-  printf("== drain throughput vs memcpy of the same bytes (%d interleaved runs, %u MiB ring)\n",
+  printf("== drain throughput vs memcpy of the same bytes (%d interleaved runs, %u MiB ring;\n"
+         "   whole: every address decoded and touched; compact: nano_dh_decode_compact, the\n"
+         "   consumer reading site, lanes, first and last address)\n",
          reps, BENCH_RING >> 20);
-  printf("  %-27s %9s %7s %10s %10s %12s %14s\n", "pattern (wave64)", "records", "MB", "drain GB/s",
-         "memcpy GB/s", "ring bytes", "address bytes");
-  printf("  %-27s %9s %7s %10s %10s %12s %14s\n", "", "", "", "", "", "best/median", "best/median");
+  printf("  %-27s %8s %6s %7s %11s %11s %11s\n", "pattern (wave64)", "records", "MB", "memcpy",
+         "whole", "compact", "whole");
+  printf("  %-27s %8s %6s %7s %11s %11s %11s\n", "", "", "", "GB/s", "ring bytes", "ring bytes",
+         "addr bytes");
+  printf("  %-27s %8s %6s %7s %11s %11s %11s\n", "", "", "", "", "best/median", "best/median",
+         "best/median");
   for (int p = 0; p < PATTERNS; p++) {
-    uint64_t bytes = 0, records = 0, sum = 0;
+    uint64_t bytes = 0, sum = 0;
+    unsigned n = 0;
     for (int k = 0; k < reps; k++) {
-      /* fill to 3/4 (the writer stops before the ring is full) */
-      unsigned n = 0;
-      bytes = 0;
-      for (;; n++) {
-        struct nano_dh_record r;
-        bench_record(&r, p, 64, n);
-        if (bytes + NANO_DH_MAX_RECORD > BENCH_RING / 4 * 3)
-          break;
-        bytes += nano_dh_buffer_write(b, &r);
-      }
-      records = n;
-      struct nano_dh_drain_stats st = {0};
+      n = bench_fill(b, p, 64, BENCH_RING, &bytes);
+      td[k] = bench_drain_once(b, 0, n, bytes, &sum);
+      bench_fill(b, p, 64, BENCH_RING, &bytes);
+      tc[k] = bench_drain_once(b, 1, n, bytes, &sum);
       double t0 = bench_now();
-      long got = nano_dh_buffer_drain(b, bench_consume, &sum, &st);
-      double t1 = bench_now();
       memcpy(copy, src, bytes);
-      double t2 = bench_now();
-      if (got != (long)n || st.bytes != bytes) {
-        fprintf(stderr, "dh_bench: drained %ld of %u records\n", got, n);
-        exit(1);
-      }
-      td[k] = t1 - t0;
-      tm[k] = t2 - t1;
+      tm[k] = bench_now() - t0;
     }
     qsort(td, reps, sizeof *td, bench_cmp);
+    qsort(tc, reps, sizeof *tc, bench_cmp);
     qsort(tm, reps, sizeof *tm, bench_cmp);
-    double gb = (double)bytes / 1e9;
-    /* what the drain delivers: 8 bytes per lane's address, against copying as
-     * many bytes at the memcpy rate measured */
+    /* what a whole drain delivers: 8 bytes per lane's address, against
+     * copying as many bytes at the memcpy rate measured */
     struct nano_dh_record one;
     bench_record(&one, p, 64, 0);
-    double addr_bytes = (double)records * 8 * one.lanes;
-    printf("  %-27s %9llu %7.1f %10.2f %10.2f %7.2f/%.2f %9.2f/%.2f\n", bench_pattern[p],
-           (unsigned long long)records, (double)bytes / 1e6, gb / td[0], gb / tm[0], tm[0] / td[0],
-           tm[reps / 2] / td[reps / 2], addr_bytes / (double)bytes * tm[0] / td[0],
-           addr_bytes / (double)bytes * tm[reps / 2] / td[reps / 2]);
+    double addr_per_byte = (double)n * 8 * one.lanes / (double)bytes;
+    int m = reps / 2;
+    printf("  %-27s %8u %6.1f %7.2f %5.2f/%-5.2f %5.2f/%-5.2f %5.2f/%-5.2f\n", bench_pattern[p], n,
+           (double)bytes / 1e6, (double)bytes / 1e9 / tm[0], tm[0] / td[0], tm[m] / td[m],
+           tm[0] / tc[0], tm[m] / tc[m], addr_per_byte * tm[0] / td[0],
+           addr_per_byte * tm[m] / td[m]);
     if (sum == 42)
-      puts(""); /* keep the consumer's work */
+      puts(""); /* keep the consumers' work */
   }
   nano_dh_buffer_destroy(b);
   free(copy);
   free(src);
   free(td);
+  free(tc);
   free(tm);
 }
 
@@ -212,19 +248,6 @@ static void bench_idle(void) {
   nano_dh_buffer_destroy(b);
 }
 
-/* Fills b to 3/4 with coalesced warp-32 records; returns how many. */
-static unsigned bench_fill(struct nano_dh_buffer *b, uint64_t capacity) {
-  unsigned n = 0;
-  uint64_t bytes = 0;
-  for (;; n++) {
-    struct nano_dh_record r;
-    bench_record(&r, PAT_COALESCED, 32, n);
-    if (bytes + NANO_DH_MAX_RECORD > capacity / 4 * 3)
-      return n;
-    bytes += nano_dh_buffer_write(b, &r);
-  }
-}
-
 /* Seconds a drainer of `threads` takes to drain two full rings (attached
  * together, each into bench_consume, until every record is out). */
 static double bench_two_rings(unsigned threads, struct nano_dh_buffer *b[2], uint64_t capacity) {
@@ -233,7 +256,9 @@ static double bench_two_rings(unsigned threads, struct nano_dh_buffer *b[2], uin
     fprintf(stderr, "dh_bench: cannot start %u drain threads\n", threads);
     exit(1);
   }
-  unsigned n[2] = {bench_fill(b[0], capacity), bench_fill(b[1], capacity)};
+  uint64_t bytes;
+  unsigned n[2] = {bench_fill(b[0], PAT_COALESCED, 32, capacity, &bytes),
+                   bench_fill(b[1], PAT_COALESCED, 32, capacity, &bytes)};
   struct nano_dh_drain_stats st[2] = {{0}};
   uint64_t sum[2] = {0, 0};
   double t0 = bench_now();

@@ -47,6 +47,8 @@ static int addrlog_handle(struct nano_handler *h, const struct nano_dh_record *r
     fputs("kernel,dispatch,site,file,line,column,kind,space,block_x,block_y,block_z,wave,lane,"
           "thread,address,size\n",
           out);
+  uint64_t buf[64];
+  const uint64_t *addr = nano_dh_record_addrs(r, buf);
   for (unsigned i = 0; i < r->lanes; i++) {
     uint32_t thread = nano_dh_record_thread(r, i);
     if (info->format == NANO_FORMAT_JSON) {
@@ -61,7 +63,7 @@ static int addrlog_handle(struct nano_handler *h, const struct nano_dh_record *r
               ",\"line\":%u,\"column\":%u,\"kind\":\"%s\",\"space\":\"%s\",\"block\":[%u,%u,%u],"
               "\"wave\":%u,\"lane\":%u,\"thread\":%u,\"address\":%" PRIu64 ",\"size\":%u}\n",
               line, column, kind, space, r->block[0], r->block[1], r->block[2], r->wave, r->lane[i],
-              thread, r->addr[i], r->size);
+              thread, addr[i], r->size);
       funlockfile(out);
     } else {
       /* A file name with a comma or quote is quoted, as CSV wants. */
@@ -71,13 +73,13 @@ static int addrlog_handle(struct nano_handler *h, const struct nano_dh_record *r
               ",%u\n",
               info->kernel, info->dispatch_id, r->site, quote ? "\"" : "", file, quote ? "\"" : "",
               line, column, kind, space, r->block[0], r->block[1], r->block[2], r->wave, r->lane[i],
-              thread, r->addr[i], r->size);
+              thread, addr[i], r->size);
     }
     a->seen++;
     if (a->trace && a->kept < ADDRLOG_TRACE_MAX) {
       fprintf(a->trace, "%s[%" PRIu64 ",%u,%u,%u,%u,%u,%u,%" PRIu64 ",%u]", a->kept ? "," : "",
-              r->site, r->block[0], r->block[1], r->block[2], r->wave, r->lane[i], thread,
-              r->addr[i], r->size);
+              r->site, r->block[0], r->block[1], r->block[2], r->wave, r->lane[i], thread, addr[i],
+              r->size);
       a->kept++;
     }
   }
@@ -138,7 +140,8 @@ struct nano_handler *nano_address_logger_create(const struct nano_dispatch_info 
   struct addrlog *a = calloc(1, sizeof *a);
   if (!a)
     return NULL;
-  a->h = (struct nano_handler){&addrlog_ops, "AddressLogger", NANO_HANDLER_PASS_THROUGH, 0};
+  a->h = (struct nano_handler){&addrlog_ops, "AddressLogger",
+                               NANO_HANDLER_PASS_THROUGH | NANO_HANDLER_COMPACT_RECORDS, 0};
   a->info = info;
   if (nano_analyzer_flag_option(info, "trace"))
     addrlog_open_trace(a);

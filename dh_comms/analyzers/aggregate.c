@@ -86,7 +86,8 @@ static void agg_sort(uint64_t *v, size_t n) {
 
 /* The lanes' addresses of r in ascending order: r's own when they already
  * are (a wave's lanes usually go up with the lane), reversed when they go
- * down, else sorted into buf. */
+ * down, else sorted into buf. r is whole: a strided record, which may be
+ * compact, never comes here (agg_progression takes every one). */
 static const uint64_t *agg_sorted(const struct nano_dh_record *r, uint64_t buf[64]) {
   unsigned n = r->lanes, up = 1, down = 1;
   if (r->encoding == NANO_DH_ENC_STRIDE && n > 1) /* in progression: its stride's sign says */
@@ -177,7 +178,8 @@ static uint64_t agg_bank_conflicts(const struct nano_dispatch_info *info,
   uint32_t bank_bytes = info->lds_bank_bytes ? info->lds_bank_bytes : 4;
   if (banks > AGG_MAX_BANKS)
     banks = AGG_MAX_BANKS;
-  uint64_t conflicts = 0;
+  uint64_t conflicts = 0, buf[64];
+  const uint64_t *v = nano_dh_record_addrs(r, buf);
   unsigned phase_of[64], phases = 0;
   for (unsigned i = 0; i < r->lanes; i++) {
     phase_of[i] = nano_dh_phase(info->lds_model == NANO_LDS_AMD_WAVE64, r->lane[i], size);
@@ -191,7 +193,7 @@ static uint64_t agg_bank_conflicts(const struct nano_dispatch_info *info,
     for (unsigned i = 0; i < r->lanes; i++) {
       if (phase_of[i] != phase)
         continue;
-      uint64_t f = r->addr[i] / bank_bytes, l = (r->addr[i] + size - 1) / bank_bytes;
+      uint64_t f = v[i] / bank_bytes, l = (v[i] + size - 1) / bank_bytes;
       unsigned j = n++;
       for (; j > 0 && first[j - 1] > f; j--) {
         first[j] = first[j - 1];
@@ -247,8 +249,8 @@ static int agg_progression(const struct nano_dh_record *r, uint32_t size, uint32
         return 0;
   }
   struct nano_dh_cover v =
-      nano_dh_progression_cover(down ? r->addr[n - 1] : r->addr[0], step, n, size, line,
-                                agg_shift(line), sector, agg_shift(sector));
+      nano_dh_progression_cover(down ? nano_dh_record_addr(r, n - 1) : r->addr[0], step, n, size,
+                                line, agg_shift(line), sector, agg_shift(sector));
   *c = (struct agg_cover){v.bytes, v.lines, v.sectors};
   return 1;
 }
@@ -287,7 +289,8 @@ static uint64_t agg_aligned_units(struct agg_set *s, const uint64_t *v, unsigned
  * their size (a power of two), as compilers lay data out, in any order. Two
  * such accesses are equal or disjoint, so the bytes are the distinct
  * addresses times the size, and the blocks counted in a set. True and *c
- * filled then; false otherwise (agg_cover sweeps those). */
+ * filled then; false otherwise (agg_cover sweeps those). r is whole, as in
+ * agg_sorted. */
 static int agg_aligned(struct agg_set *set, const struct nano_dh_record *r, uint32_t size,
                        uint32_t line, uint32_t sector, struct agg_cover *c) {
   int zs = agg_shift(size), ls = agg_shift(line), ss = agg_shift(sector);
@@ -486,6 +489,25 @@ static void agg_add_page(struct nano_aggregate *a, uint64_t key, uint64_t n) {
   a->page_accesses += n;
 }
 
+/* Adds the lanes of r to their pages, a run of lanes on one page at once
+ * (a coalesced wave's lanes share one or two). */
+static void agg_add_pages(struct nano_aggregate *a, const struct nano_dh_record *r) {
+  uint64_t buf[64];
+  const uint64_t *v = nano_dh_record_addrs(r, buf);
+  uint64_t key = 0, run = 0;
+  for (unsigned i = 0; i < r->lanes; i++) {
+    uint64_t k = v[i] / a->page_bytes + 1;
+    if (k != key && run) {
+      agg_add_page(a, key, run);
+      run = 0;
+    }
+    key = k;
+    run++;
+  }
+  if (run)
+    agg_add_page(a, key, run);
+}
+
 struct nano_aggregate *nano_aggregate_create(const struct nano_dispatch_info *info, unsigned what,
                                              uint64_t page_bytes) {
   struct nano_aggregate *a = calloc(1, sizeof *a);
@@ -507,8 +529,7 @@ void nano_aggregate_add(struct nano_aggregate *a, const struct nano_dh_record *r
   if (a->what & NANO_AGG_SITES)
     agg_add_sites(a, r);
   if (a->what & NANO_AGG_PAGES)
-    for (unsigned i = 0; i < r->lanes; i++)
-      agg_add_page(a, r->addr[i] / a->page_bytes + 1, 1);
+    agg_add_pages(a, r);
 }
 
 void nano_aggregate_merge(struct nano_aggregate *into, const struct nano_aggregate *from) {

@@ -131,8 +131,9 @@ struct nano_handler *nano_heatmap_create(const struct nano_dispatch_info *info) 
   struct heatmap *m = calloc(1, sizeof *m);
   if (!m)
     return NULL;
-  m->h = (struct nano_handler){&heatmap_ops, "Heatmap",
-                               NANO_HANDLER_PASS_THROUGH | NANO_HANDLER_PAGE_COUNTS, page};
+  m->h = (struct nano_handler){
+      &heatmap_ops, "Heatmap",
+      NANO_HANDLER_PASS_THROUGH | NANO_HANDLER_COMPACT_RECORDS | NANO_HANDLER_PAGE_COUNTS, page};
   m->info = info;
   m->page_bytes = page;
   if (!(m->agg = nano_aggregate_create(info, NANO_AGG_PAGES, page))) {

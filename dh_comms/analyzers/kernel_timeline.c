@@ -204,8 +204,9 @@ struct nano_handler *nano_kernel_timeline_create(const struct nano_dispatch_info
   struct timeline *t = calloc(1, sizeof *t);
   if (!t)
     return NULL;
-  t->h = (struct nano_handler){&tl_ops, "KernelTimeline",
-                               NANO_HANDLER_PASS_THROUGH | NANO_HANDLER_BLOCK_TIMES, 0};
+  t->h = (struct nano_handler){
+      &tl_ops, "KernelTimeline",
+      NANO_HANDLER_PASS_THROUGH | NANO_HANDLER_COMPACT_RECORDS | NANO_HANDLER_BLOCK_TIMES, 0};
   t->info = info;
   return &t->h;
 }

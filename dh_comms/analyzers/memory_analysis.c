@@ -251,8 +251,9 @@ struct nano_handler *nano_memory_analysis_create(const struct nano_dispatch_info
   struct memory_analysis *m = calloc(1, sizeof *m);
   if (!m)
     return NULL;
-  m->h = (struct nano_handler){&ma_ops, "MemoryAnalysis",
-                               NANO_HANDLER_PASS_THROUGH | NANO_HANDLER_SITE_COUNTS, 0};
+  m->h = (struct nano_handler){
+      &ma_ops, "MemoryAnalysis",
+      NANO_HANDLER_PASS_THROUGH | NANO_HANDLER_COMPACT_RECORDS | NANO_HANDLER_SITE_COUNTS, 0};
   m->info = info;
   if (!(m->agg = nano_aggregate_create(info, NANO_AGG_SITES, 0))) {
     free(m);

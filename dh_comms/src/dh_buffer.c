@@ -4,7 +4,7 @@
  * that consume records. The device side is dh_comms/device/dh_device.c; both
  * follow nano/dh_format.h.
  */
-#include "nano/dh_comms.h"
+#include "dh_decode.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -26,6 +26,7 @@ struct nano_dh_buffer {
   void *_Atomic full_arg;
   struct nano_dh_desc desc;                  /* the host's copy        */
   uint64_t dropped_at_finish;                /* as the last finish read */
+  int compact;                               /* drains decode compact   */
   unsigned char scratch[NANO_DH_MAX_RECORD]; /* a record unwrapped     */
 };
 
@@ -238,6 +239,8 @@ int nano_dh_buffer_get_block_times(struct nano_dh_buffer *b, uint64_t *out) {
                                               : -1;
 }
 
+void nano_dh_buffer_set_compact(struct nano_dh_buffer *b, int on) { b->compact = on != 0; }
+
 void nano_dh_buffer_set_accesses(struct nano_dh_buffer *b, int on) {
   b->desc.flags =
       on ? b->desc.flags & ~NANO_DH_FLAG_NO_ACCESS : b->desc.flags | NANO_DH_FLAG_NO_ACCESS;
@@ -409,7 +412,8 @@ static enum dhbuf_stop dhbuf_consume(struct nano_dh_buffer *b, uint64_t limit, n
     }
     struct nano_dh_record r;
     char msg[sizeof st->first_error];
-    long bytes = nano_dh_decode(at, avail, &r, msg, sizeof msg);
+    long bytes = b->compact ? dhdec_record(at, avail, &r, 1, msg, sizeof msg)
+                            : dhdec_record(at, avail, &r, 0, msg, sizeof msg);
     if (bytes == 0) {
       why = DHBUF_INCOMPLETE;
       break;

@@ -240,11 +240,21 @@ int nano_chain_aggregable(const struct nano_chain *c, unsigned *what, uint64_t *
   return c->n > 0;
 }
 
-int nano_chain_wants_block_times(const struct nano_chain *c) {
+/* How many handlers of c say `flag` (a flag of ABI 2: an older plugin's
+ * flags beyond PASS_THROUGH mean nothing). */
+static size_t chain_saying(const struct nano_chain *c, uint32_t flag) {
+  size_t n = 0;
   for (size_t i = 0; i < c->n; i++)
-    if (c->abi[i] >= 2 && (c->h[i]->flags & NANO_HANDLER_BLOCK_TIMES))
-      return 1;
-  return 0;
+    n += c->abi[i] >= 2 && (c->h[i]->flags & flag);
+  return n;
+}
+
+int nano_chain_wants_block_times(const struct nano_chain *c) {
+  return chain_saying(c, NANO_HANDLER_BLOCK_TIMES) > 0;
+}
+
+int nano_chain_takes_compact(const struct nano_chain *c) {
+  return chain_saying(c, NANO_HANDLER_COMPACT_RECORDS) == c->n;
 }
 
 void nano_chain_aggregates(struct nano_chain *c, const struct nano_aggregates *a) {

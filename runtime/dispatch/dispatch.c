@@ -941,6 +941,8 @@ struct nano_dispatch *nano_dispatch_begin(const struct nano_launch_desc *l) {
     if (!d->block_table)
       nano_dh_buffer_set_block_times(buf, 0);
     nano_dh_buffer_set_accesses(buf, nano_dispatch_needs_accesses(d));
+    /* the fallback's sums read compact records, as analyzers that say so do */
+    nano_dh_buffer_set_compact(buf, d->table || nano_chain_takes_compact(d->chain));
     if (wants_blocks && !d->time_blocks)
       dispatch_note_once(&g_d.noted_blocks,
                          "KernelTimeline: a %s dispatch that cannot time its blocks (a graph "

@@ -76,17 +76,29 @@ static void unit_records(void) {
   static const uint64_t want[3][3] = {{0x1000, 0x100c, 0x1018},
                                       {0x1000, 0x1000 - 8, 0x1000 + 0x7fffffffull},
                                       {0x1000, 0xffff800000000000ull, 42}};
-  for (unsigned enc = 0; enc < 3; enc++) {
+  for (unsigned form = 0; form < 6; form++) {
+    /* each encoding decoded whole, then compact (nano_dh_decode_compact) */
+    unsigned enc = form % 3, compact = form >= 3;
     size_t n = unit_record(r, enc);
-    CHECK(nano_dh_decode(r, n, &d, err, sizeof err) == (long)n, "encoding %u: %s", enc, err);
+    memset(&d, 0xa5, sizeof d);
+    CHECK((compact ? nano_dh_decode_compact : nano_dh_decode)(r, n, &d, err, sizeof err) == (long)n,
+          "encoding %u: %s", enc, err);
+    uint64_t buf[64];
+    const uint64_t *all = nano_dh_record_addrs(&d, buf);
+    for (int i = 0; i < 3; i++)
+      CHECK(nano_dh_record_addr(&d, i) == want[enc][i] && all[i] == want[enc][i],
+            "encoding %u (%s) lane %d: %llx and %llx, want %llx", enc,
+            compact ? "compact" : "whole", i, (unsigned long long)nano_dh_record_addr(&d, i),
+            (unsigned long long)all[i], (unsigned long long)want[enc][i]);
+    if (compact && enc == NANO_DH_ENC_STRIDE) {
+      /* what a compact record leaves out (its point: no 64 addresses written) */
+      CHECK(d.addr[2] == 0xa5a5a5a5a5a5a5a5ull, "a compact strided record has addr[2] written");
+    }
     CHECK(d.lanes == 3 && d.wave_size == 64 && d.site == 0xabcd000000000007ull &&
               d.encoding == enc && d.space == NANO_DH_SPACE_SHARED,
           "encoding %u: header", enc);
     CHECK(d.lane[0] == 1 && d.lane[1] == 5 && d.lane[2] == 63, "lanes %u %u %u", d.lane[0],
           d.lane[1], d.lane[2]);
-    for (int i = 0; i < 3; i++)
-      CHECK(d.addr[i] == want[enc][i], "encoding %u lane %d: %llx, want %llx", enc, i,
-            (unsigned long long)d.addr[i], (unsigned long long)want[enc][i]);
     CHECK(d.block[0] == 70000 && d.block[1] == 8 && d.block[2] == 9 && d.wave == 2 &&
               d.hw_id == 0x55 && d.size == 4 && d.time == 12345,
           "encoding %u: ids, size, time", enc);
@@ -229,8 +241,8 @@ static int unit_same(const struct nano_dh_record *r, void *arg) {
             r->space == w->space,
         "record %u: header differs", x->next - 1);
   for (unsigned i = 0; i < r->lanes; i++)
-    CHECK(r->addr[i] == w->addr[i] && r->lane[i] == w->lane[i], "record %u lane %u", x->next - 1,
-          i);
+    CHECK(nano_dh_record_addr(r, i) == w->addr[i] && r->lane[i] == w->lane[i],
+          "record %u lane %u", x->next - 1, i);
   __atomic_store_n(&x->inside, 0, __ATOMIC_RELEASE);
   return 0;
 }
@@ -275,9 +287,11 @@ static void unit_buffer(void) {
   CHECK(nano_dh_buffer_drain(b, NULL, NULL, &st) == 0, "empty drain");
 
   /* Records of every encoding, written and drained 40 at a time: the ring
-   * wraps around many times; each record comes back exactly. */
+   * wraps around many times; each record comes back exactly, whole in the
+   * first five rounds, compact in the last five. */
   static struct nano_dh_record want[40];
   for (unsigned round = 0; round < 10; round++) {
+    nano_dh_buffer_set_compact(b, round >= 5);
     for (unsigned k = 0; k < 40; k++)
       unit_make(&want[k], round * 40 + k, 1 + k % 32, k % 3);
     struct unit_expect x = {want, 0, 0, 0};

@@ -9,6 +9,7 @@
  *   copy [BLOCKS]   k_copy over BLOCKS (default 4) blocks of 128 threads
  *   stride K        k_stride with stride K, 2 blocks of 128
  *   gather          k_gather through a scattered index, 2 blocks of 128
+ *   reverse         k_reverse, lanes reading downwards, 2 blocks of 128
  *   bank S          k_bank, one block of 64, 8 KiB shared, stride S (4 B) and 2 (8 B)
  *   bankwide S      k_bankwide, one block of 64, 256 B per lane out of shared memory at stride S B
  *   deep D          k_deep, one block of 64, recursing D calls of a page of stack each
@@ -30,6 +31,7 @@
 
 void k_copy(float *dst, const float *src);
 void k_stride(float *dst, const float *src, unsigned k);
+void k_reverse(float *dst, const float *src, unsigned n);
 void k_gather(float *dst, const float *src, const unsigned *idx);
 void k_bank(unsigned *out, unsigned s, unsigned s8);
 void k_bankwide(unsigned char *out, unsigned stride);
@@ -109,6 +111,15 @@ int main(int argc, char **argv) {
       if (dst[i] != src[(size_t)i * arg])
         app_fail(sc, i);
     printf("{\"n\":%u,\"block\":%u,\"k\":%u}\n", n, BLOCK, arg);
+  } else if (strcmp(sc, "reverse") == 0) {
+    n = blocks * BLOCK;
+    float *src = app_floats(n + 1), *dst = app_alloc(n * sizeof(float));
+    NANO_LAUNCH(nano_dim(blocks, 1, 1), nano_dim(BLOCK, 1, 1), k_reverse(dst, src, n));
+    for (unsigned i = 0; i < n; i++)
+      if (dst[i] != src[n - i])
+        app_fail(sc, i);
+    printf("{\"n\":%u,\"block\":%u,\"src\":%llu,\"dst\":%llu}\n", n, BLOCK,
+           (unsigned long long)(uintptr_t)src, (unsigned long long)(uintptr_t)dst);
   } else if (strcmp(sc, "gather") == 0) {
     n = blocks * BLOCK;
     float *src = app_floats(n), *dst = app_alloc(n * sizeof(float));

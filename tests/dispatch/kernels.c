@@ -25,6 +25,13 @@ NANO_KERNEL void k_stride(float *dst, const float *src, unsigned k) {
   dst[i] = v;                     /* @stride.store */
 }
 
+/* Lanes going down, one float apart and one float off the lines (src has
+ * n + 1 floats): every record in descending progression. */
+NANO_KERNEL void k_reverse(float *dst, const float *src, unsigned n) {
+  unsigned i = gid();
+  dst[i] = src[n - i]; /* @reverse */
+}
+
 /* Through an index array: a scattered ("random") pattern. */
 NANO_KERNEL void k_gather(float *dst, const float *src, const unsigned *idx) {
   unsigned i = gid();

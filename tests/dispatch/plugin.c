@@ -1,6 +1,8 @@
 /*
  * Analyzer plugins for the tests, one source built three ways:
- *   (default)          a good plugin: counts records and lanes per dispatch,
+ *   (default)          a good plugin: counts records and lanes per dispatch
+ *                      and sums their addresses (reading addr[] as a plugin
+ *                      that knows nothing of compact records does),
  *                      claims records of its kernel's first site when asked
  *                      (option claim), reports one JSON line and stores it;
  *   -DPLUGIN_ABI=99    the same with another ABI version (refused);
@@ -27,7 +29,7 @@ uint32_t nano_handler_abi(void) { return PLUGIN_ABI; }
 struct counter {
   struct nano_handler h;
   const struct nano_dispatch_info *info;
-  uint64_t records, lanes;
+  uint64_t records, lanes, addr_sum;
   int claim;
   const char *where; /* PLUGIN_SUMS: "device" when served by sums */
   uint64_t executions;
@@ -49,6 +51,8 @@ static int counter_handle(struct nano_handler *h, const struct nano_dh_record *r
   struct counter *c = (struct counter *)h;
   c->records++;
   c->lanes += r->lanes;
+  for (unsigned i = 0; i < r->lanes; i++)
+    c->addr_sum += r->addr[i];
   return c->claim ? NANO_RECORD_CONSUMED : NANO_RECORD_PASS;
 }
 
@@ -63,15 +67,15 @@ static void counter_report(struct nano_handler *h) {
   else
     snprintf(json, sizeof json,
              "{\"analyzer\":\"RecordCounter\",\"dispatch\":%" PRIu64 ",\"records\":%" PRIu64
-             ",\"lanes\":%" PRIu64 "}",
-             c->info->dispatch_id, c->records, c->lanes);
+             ",\"lanes\":%" PRIu64 ",\"addr_sum\":%" PRIu64 "}",
+             c->info->dispatch_id, c->records, c->lanes, c->addr_sum);
   fprintf(c->info->out, "%s\n", json);
   c->info->store(c->info, "RecordCounter", json);
 }
 
 static void counter_clear(struct nano_handler *h) {
   struct counter *c = (struct counter *)h;
-  c->records = c->lanes = 0;
+  c->records = c->lanes = c->addr_sum = 0;
 }
 
 static void counter_destroy(struct nano_handler *h) { free(h); }

@@ -152,6 +152,38 @@ def case_strided():
         check(s["lines_used"] == s["lines_needed"] == 4 * w, "stride %d store: %s" % (k, s))
 
 
+def case_reverse():
+    """k_reverse: lanes reading downwards, a float off the lines, use the
+    lines their addresses touch, computed here, summed from records (host:
+    compact records in descending progression) or where the waves ran;
+    Heatmap counts each lane's load and store on the page of its address."""
+    for wave in (64, 32):
+        for where in ("host", "device"):
+            info, rep, _ = run(app(), ["reverse"], {"NANO_INSTRUMENT": "1", "NANO_CPU_WAVE": wave,
+                                                    "NANO_ANALYZERS": "MemoryAnalysis,Heatmap",
+                                                    "NANO_AGGREGATE": where})
+            n, block = info["n"], info["block"]
+            heat = [h for h in rep if h["analyzer"] == "Heatmap"]
+            check(len(heat) == 1, "reverse wave %d %s: Heatmap reports %s" % (wave, where, heat))
+            page = heat[0]["page_bytes"]
+            need = used = 0
+            pages = {}
+            for b0 in range(0, n, block):
+                for w0 in range(b0, b0 + block, wave):
+                    lanes = range(w0, min(w0 + wave, b0 + block))
+                    addrs = [info["src"] + 4 * (n - i) for i in lanes]
+                    need += math.ceil(4 * len(set(addrs)) / LINE)
+                    used += len({a // LINE for a in addrs})
+                    for a in addrs + [info["dst"] + 4 * i for i in lanes]:
+                        pages[a // page * page] = pages.get(a // page * page, 0) + 1
+            r = one(rep, "reverse", "load")
+            check(r["lines_needed"] == need and r["lines_used"] == used and r["accesses"] == n,
+                  "reverse wave %d %s: %s (want %d needed, %d used)" % (wave, where, r, need, used))
+            check(used > need, "the pattern does not straddle lines: %d used, %d needed" % (used, need))
+            got = {p["start"]: p["accesses"] for p in heat[0]["pages"]}
+            check(got == pages, "reverse wave %d %s: Heatmap pages %s, want %s" % (wave, where, got, pages))
+
+
 def case_random():
     """k_gather: the scattered load uses what its indices touch, computed here."""
     info, rep, _ = run(app(), ["gather"], {"NANO_INSTRUMENT": "1"})
@@ -622,16 +654,26 @@ def case_kernel_timeline():
           "the report's block lanes")
 
 
+def copy_addr_sum(info):
+    """The sum (mod 2^64) of k_copy's lanes' addresses: its loads and stores."""
+    return sum(info["src"] + info["dst"] + 8 * i for i in range(info["n"])) % 2**64
+
+
 def case_plugin():
-    """A plugin from a path gets every record (its count is exact) and stores
-    its result; one that claims records hides them from later handlers."""
+    """A plugin from a path gets every record (its count is exact), each
+    whole (every lane's address in addr[], although the analyzers beside it
+    take compact records), and stores its result; one that claims records
+    hides them from later handlers."""
     path = fresh_trace()
     info, rep, _ = run(app(), ["copy"], {"NANO_INSTRUMENT": "1",
                                         "NANO_ANALYZERS": os.path.join(ARGS.bin, "plugin_good.so") + ",MemoryAnalysis"})
     w = waves(info["n"], info["block"], 64)
     c = [r for r in rep if r["analyzer"] == "RecordCounter"]
-    check(c == [{"analyzer": "RecordCounter", "dispatch": 1, "records": 2 * w, "lanes": 2 * info["n"]}],
-          "plugin report: %s" % c)
+    addr_sum = copy_addr_sum(info)
+    check(c == [{"analyzer": "RecordCounter", "dispatch": 1, "records": 2 * w, "lanes": 2 * info["n"],
+                 "addr_sum": addr_sum}],
+          "plugin report: %s (want %d records, %d lanes, addresses summing to %d)"
+          % (c, 2 * w, 2 * info["n"], addr_sum))
     check(one(rep, "copy", "load")["executions"] == w, "MemoryAnalysis after a passing plugin")
     con = sqlite3.connect(path)
     stored = con.execute("select report from nano_analysis where analyzer = 'RecordCounter'").fetchall()
@@ -646,7 +688,7 @@ def case_plugin():
 # Scenarios of app and their argument, for comparing the two paths: every
 # pattern of kernels.c (coalesced, strided, scattered, shared with conflicts,
 # wide shared copies, calls, divergence, loops, atomics).
-PATH_SCENARIOS = [("copy", []), ("stride", [4]), ("gather", []), ("bank", [3]),
+PATH_SCENARIOS = [("copy", []), ("stride", [4]), ("reverse", []), ("gather", []), ("bank", [3]),
                   ("bankwide", [64]), ("calls", []), ("branch", []), ("loop", []),
                   ("atomic", [])]
 
@@ -701,16 +743,18 @@ def case_aggregate_choice():
           and dispatches(rep)[0]["aggregate"] == "host", "device refused: %s" % err)
     w = waves(info["n"], info["block"], 64)
     sums = os.path.join(ARGS.bin, "plugin_sums.so")
-    for where, want in (("auto", {"where": "device", "executions": 2 * w}),
-                        ("host", {"records": 2 * w, "lanes": 2 * info["n"]})):
-        _, rep, _ = run(app(), ["copy"], dict(env, NANO_ANALYZERS=sums + ",MemoryAnalysis",
-                                               NANO_AGGREGATE=where))
+    for where in ("auto", "host"):
+        info, rep, _ = run(app(), ["copy"], dict(env, NANO_ANALYZERS=sums + ",MemoryAnalysis",
+                                                  NANO_AGGREGATE=where))
+        want = ({"where": "device", "executions": 2 * w} if where == "auto" else
+                {"records": 2 * w, "lanes": 2 * info["n"], "addr_sum": copy_addr_sum(info)})
         c = [r for r in rep if r["analyzer"] == "RecordCounter"]
         check(c == [dict({"analyzer": "RecordCounter", "dispatch": 1}, **want)],
               "sums plugin, NANO_AGGREGATE=%s: %s" % (where, c))
-    _, rep, _ = run(app(), ["copy"], dict(env, NANO_ANALYZERS=os.path.join(ARGS.bin, "plugin_abi1.so")))
+    info, rep, _ = run(app(), ["copy"], dict(env, NANO_ANALYZERS=os.path.join(ARGS.bin, "plugin_abi1.so")))
     c = [r for r in rep if r["analyzer"] == "RecordCounter"]
-    check(c == [{"analyzer": "RecordCounter", "dispatch": 1, "records": 2 * w, "lanes": 2 * info["n"]}]
+    check(c == [{"analyzer": "RecordCounter", "dispatch": 1, "records": 2 * w, "lanes": 2 * info["n"],
+                 "addr_sum": copy_addr_sum(info)}]
           and dispatches(rep)[0]["aggregate"] == "host", "ABI 1 plugin: %s" % c)
 
 

@@ -58,6 +58,9 @@ int nano_chain_aggregable(const struct nano_chain *c, unsigned *what, uint64_t *
 /* Whether a handler of c reads the blocks' start and end
  * (NANO_HANDLER_BLOCK_TIMES). */
 int nano_chain_wants_block_times(const struct nano_chain *c);
+/* Whether every handler of c may be handed compact records
+ * (NANO_HANDLER_COMPACT_RECORDS; 1 for an empty chain). */
+int nano_chain_takes_compact(const struct nano_chain *c);
 /* Hands the dispatch's sums to every handler (ops->aggregates), instead of
  * records; only after nano_chain_aggregable said 1. */
 void nano_chain_aggregates(struct nano_chain *c, const struct nano_aggregates *a);

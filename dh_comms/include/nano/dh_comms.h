@@ -66,6 +66,31 @@ struct nano_dh_record {
 long nano_dh_decode(const void *buf, size_t len, struct nano_dh_record *out, char *errmsg,
                     size_t errlen);
 
+/*
+ * Compact records. A record in NANO_DH_ENC_STRIDE (a 64-byte record for a
+ * whole wave: coalesced, strided, broadcast) stands for up to 64 addresses;
+ * writing them out is most of its drain. nano_dh_decode_compact decodes as
+ * nano_dh_decode but fills only addr[0] and, with two lanes or more,
+ * addr[1] of such a record (every other field, and every other record,
+ * whole). A consumer that reads addresses through nano_dh_record_addr (or a
+ * strided record's first address and stride) reads both forms alike; a
+ * buffer hands its drains' consumers compact records only when told to
+ * (nano_dh_buffer_set_compact), an analyzer only when it says it reads them
+ * (NANO_HANDLER_COMPACT_RECORDS, nano/handler.h).
+ */
+long nano_dh_decode_compact(const void *buf, size_t len, struct nano_dh_record *out, char *errmsg,
+                            size_t errlen);
+
+/* The address of rank i (i < r->lanes) of a whole or compact record. */
+static inline uint64_t nano_dh_record_addr(const struct nano_dh_record *r, unsigned i) {
+  return r->encoding == NANO_DH_ENC_STRIDE && i > 1 ? r->addr[0] + i * (r->addr[1] - r->addr[0])
+                                                    : r->addr[i];
+}
+
+/* Every address of r in rank order: r->addr of a record that has them all,
+ * else buf, filled. */
+const uint64_t *nano_dh_record_addrs(const struct nano_dh_record *r, uint64_t buf[64]);
+
 /* Linear thread id within its block of address i of a record:
  * wave * wave_size + lane[i]. */
 uint32_t nano_dh_record_thread(const struct nano_dh_record *r, unsigned i);
@@ -178,6 +203,9 @@ int nano_dh_buffer_get_block_times(struct nano_dh_buffer *b, uint64_t *out);
 /* Whether the twin records accesses (default) or only times its blocks
  * (NANO_DH_FLAG_NO_ACCESS), from the descriptor's next write. */
 void nano_dh_buffer_set_accesses(struct nano_dh_buffer *b, int on);
+/* Whether the buffer's drains hand their consumers compact records
+ * (nano_dh_decode_compact) or whole ones (the default). */
+void nano_dh_buffer_set_compact(struct nano_dh_buffer *b, int on);
 /* Sets the descriptor's CPU hook (NANO_DH_FLAG_HOOK with a non-NULL hook;
  * NULL clears it). Host placement only. Returns 0 or -1. */
 int nano_dh_buffer_set_hook(struct nano_dh_buffer *b, void *hook);

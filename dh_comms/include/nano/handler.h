@@ -170,6 +170,14 @@ enum { NANO_RECORD_PASS = 0, NANO_RECORD_CONSUMED = 1 };
  * kernel, timed per block, instead of the twin. */
 #define NANO_HANDLER_BLOCK_TIMES 8u
 
+/* (ABI 2) The handler reads a record's addresses through
+ * nano_dh_record_addr or nano_dh_record_addrs (nano/dh_comms.h), so it may
+ * be handed compact records: a strided record with addr[0] and addr[1]
+ * only. The drain decodes compact records when every handler of the
+ * dispatch says so (every built-in analyzer does); a coalesced record's
+ * drain then writes 16 address bytes instead of up to 512. */
+#define NANO_HANDLER_COMPACT_RECORDS 16u
+
 /* Blocks timed per dispatch at most; the rest are counted. */
 #define NANO_BLOCK_TIMES_MAX (1u << 20)
 
