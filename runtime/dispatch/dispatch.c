@@ -107,6 +107,11 @@ struct kernel_state {
 struct code_object {
   char *path, *arch;
   struct nano_dh_sites *sites;
+  /* AMDGPU code: kerneldb over the file, kept open for what the machine code
+   * made of each site (isa_width), and its answers per site of `sites`
+   * (0: not asked yet, else (verdict + 1) << 32 | width); else NULL */
+  kdb *db;
+  _Atomic uint64_t *isa;
   struct code_object *next;
 };
 
@@ -128,6 +133,7 @@ struct dispatch_sums {
 
 struct nano_dispatch {
   struct nano_dispatch_info info;
+  const struct code_object *co; /* its site tables (NULL: none) */
   char *kernel, *kernel_name;
   struct kernel_state *ks;
   struct nano_dh_pool *pool;
@@ -515,11 +521,18 @@ static struct nano_dh_pool *dispatch_pool(const struct nano_dh_memory *memory) {
   return p->pool;
 }
 
+/* kerneldb's ISA is AMDGPU's (kdb_isa.c): code for other targets has no
+ * isa_width. */
+#define DISPATCH_ISA_ARCH_PREFIX "gfx"
+
 /* Adds the site tables of the GPU code objects in the host file at path:
  * those built for arch, or every one where none is (a JIT-compiled PTX).
- * Returns the number of tables' sites added, or -1 with a message. */
+ * For an AMDGPU arch *keep gets kerneldb over the file (the caller closes
+ * it), else NULL. Returns the number of tables' sites added, or -1 with a
+ * message. */
 static long dispatch_gpu_sites(struct nano_dh_sites *sites, const char *path, const char *arch,
-                               char *err, size_t errlen) {
+                               kdb **keep, char *err, size_t errlen) {
+  *keep = NULL;
   const struct nano_kdb_api *kdb_api = nano_kdb_load(err, errlen);
   if (!kdb_api)
     return -1;
@@ -540,7 +553,10 @@ static long dispatch_gpu_sites(struct nano_dh_sites *sites, const char *path, co
   }
   if (rc == 0)
     rc = (long)nano_dh_sites_count(sites);
-  kdb_api->close(db);
+  if (rc > 0 && strncmp(arch, DISPATCH_ISA_ARCH_PREFIX, strlen(DISPATCH_ISA_ARCH_PREFIX)) == 0)
+    *keep = db;
+  else
+    kdb_api->close(db);
   return rc;
 }
 
@@ -549,7 +565,7 @@ static long dispatch_gpu_sites(struct nano_dh_sites *sites, const char *path, co
  * /proc/self/exe; for GPU back ends the tables of its code objects for the
  * launch's arch. Read once per file and arch; a file whose tables cannot be
  * read is said once and gives an empty set. */
-static struct nano_dh_sites *dispatch_sites(const struct nano_launch_desc *l) {
+static struct code_object *dispatch_sites(const struct nano_launch_desc *l) {
   const void *find[2] = {l->twin, NULL};
   if (!l->sites_path)
     dl_iterate_phdr(dispatch_find_object, find);
@@ -559,7 +575,7 @@ static struct nano_dh_sites *dispatch_sites(const struct nano_launch_desc *l) {
   int gpu = strcmp(l->backend, "cpu") != 0;
   for (struct code_object *c = g_d.cos; c; c = c->next)
     if (strcmp(c->path, path) == 0 && strcmp(c->arch, l->arch) == 0)
-      return c->sites;
+      return c;
   struct code_object *c = calloc(1, sizeof *c);
   if (!c || !(c->path = strdup(path)) || !(c->arch = strdup(l->arch)) ||
       !(c->sites = nano_dh_sites_create())) {
@@ -571,8 +587,12 @@ static struct nano_dh_sites *dispatch_sites(const struct nano_launch_desc *l) {
     return NULL;
   }
   char err[512] = "";
-  long n = gpu ? dispatch_gpu_sites(c->sites, path, l->arch, err, sizeof err)
+  long n = gpu ? dispatch_gpu_sites(c->sites, path, l->arch, &c->db, err, sizeof err)
                : nano_dh_sites_add_elf(c->sites, path, err, sizeof err);
+  if (c->db && !(c->isa = calloc(nano_dh_sites_count(c->sites), sizeof *c->isa))) {
+    nano_kdb_load(err, sizeof err)->close(c->db); /* out of memory: no isa_width */
+    c->db = NULL;
+  }
   if (n < 0)
     dispatch_log("the site tables of %s cannot be read: %s; records are reported without "
                  "source positions",
@@ -582,7 +602,7 @@ static struct nano_dh_sites *dispatch_sites(const struct nano_launch_desc *l) {
                  gpu ? "in its GPU code for this device" : "section " NANO_DH_SITES_SECTION);
   c->next = g_d.cos;
   g_d.cos = c;
-  return c->sites;
+  return c;
 }
 
 /* splitmix64: the reservoir's coin. */
@@ -598,6 +618,29 @@ static uint64_t dispatch_random(void) {
 static const struct nano_dh_site *dispatch_site(const struct nano_dispatch_info *info,
                                                 uint64_t id) {
   return info->sites ? nano_dh_sites_find(info->sites, id) : NULL;
+}
+
+/* What the machine code made of site `id` (kerneldb's verdict on the code
+ * object's ISA), asked once per site of the code object and kept. */
+static int dispatch_isa_width(const struct nano_dispatch_info *info, uint64_t id, uint32_t *width) {
+  const struct code_object *c = ((const struct nano_dispatch *)info->runtime)->co;
+  const struct nano_dh_site *site = nano_dh_sites_find(c->sites, id);
+  *width = 0;
+  if (!site)
+    return NANO_ISA_UNKNOWN;
+  _Atomic uint64_t *slot = &c->isa[site - nano_dh_sites_at(c->sites, 0)];
+  uint64_t v = atomic_load_explicit(slot, memory_order_acquire);
+  if (!v) {
+    char err[8];
+    const struct nano_kdb_api *api = nano_kdb_load(err, sizeof err); /* loaded with c->db */
+    const kdb_site *k = api->site_find(c->db, id);
+    uint32_t w = 0;
+    kdb_site_isa verdict = k ? api->site_isa_width(c->db, k, &w) : KDB_SITE_ISA_UNKNOWN;
+    v = (uint64_t)(verdict + 1) << 32 | w;
+    atomic_store_explicit(slot, v, memory_order_release); /* racing askers store the same */
+  }
+  *width = (uint32_t)v;
+  return (int)(v >> 32) - 1;
 }
 
 static const char *dispatch_source_line(const struct nano_dispatch_info *info, const char *file,
@@ -833,7 +876,7 @@ struct nano_dispatch *nano_dispatch_begin(const struct nano_launch_desc *l) {
       break;
     }
   }
-  struct nano_dh_sites *sites = NULL;
+  struct code_object *co = NULL;
   if (pick && !g_d.drainer && !(g_d.drainer = nano_dh_drainer_start(g_d.drain_threads))) {
     dispatch_log("cannot start the drain threads: %s; the program runs uninstrumented",
                  strerror(errno));
@@ -848,7 +891,7 @@ struct nano_dispatch *nano_dispatch_begin(const struct nano_launch_desc *l) {
     pick = 0;
   }
   if (pick)
-    sites = dispatch_sites(l);
+    co = dispatch_sites(l);
   uint64_t id = pick ? ++g_d.next_id : 0;
   pthread_mutex_unlock(&g_d.lock);
   if (!pick) {
@@ -899,7 +942,12 @@ struct nano_dispatch *nano_dispatch_begin(const struct nano_launch_desc *l) {
   info->shared_bytes = l->shared_bytes;
   info->out = g_d.out;
   info->options = "";
-  info->sites = sites;
+  info->sites = co ? co->sites : NULL;
+  d->co = co;
+  if (co && co->db) {
+    info->kerneldb = co->db;
+    info->isa_width = dispatch_isa_width;
+  }
   info->site = dispatch_site;
   info->source_line = dispatch_source_line;
   info->store = dispatch_store;

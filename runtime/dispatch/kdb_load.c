@@ -55,6 +55,8 @@ static void kdb_load_once(void) {
       NANO_SYMBOL(struct nano_kdb_api, kernel_count, kdb_kernel_count),
       NANO_SYMBOL(struct nano_kdb_api, kernel_at, kdb_kernel_at),
       NANO_SYMBOL(struct nano_kdb_api, close, kdb_close),
+      NANO_SYMBOL(struct nano_kdb_api, site_find, kdb_site_find),
+      NANO_SYMBOL(struct nano_kdb_api, site_isa_width, kdb_site_isa_width),
   };
   g_usable = !nano_symbols_resolve(h, fns, sizeof fns / sizeof fns[0], &g_api);
 }

@@ -26,6 +26,8 @@ struct nano_kdb_api {
   size_t (*kernel_count)(const kdb *);
   const kdb_kernel *(*kernel_at)(const kdb *, size_t);
   void (*close)(kdb *);
+  const kdb_site *(*site_find)(const kdb *, uint64_t);
+  kdb_site_isa (*site_isa_width)(kdb *, const kdb_site *, uint32_t *);
 };
 
 /* kerneldb's functions, loaded on the first call (thread-safe); NULL with a

@@ -5,7 +5,7 @@
  * kernels as AQL packets on queues it creates, with kernarg segments from the
  * kernarg pool. It knows nothing of nanoprobe.
  *
- *   hsa_app CODE_OBJECT [concurrent | repeat N | nowait]
+ *   hsa_app CODE_OBJECT [concurrent | repeat N | nowait | merged]
  *
  * axpy(float a, const float *x, float *y, int n): 1000 elements, 4 groups of
  * 256, waited for through the packet's completion signal; then dyn(int *out)
@@ -14,7 +14,9 @@
  * concurrent: axpy from two threads on two queues at once instead; repeat
  * N: N axpy dispatches one after the other, printing the time per dispatch
  * (bench/hsa); nowait: one axpy dispatch, then hsa_shut_down at once, its
- * queues left as they are (a program that ends with a kernel running).
+ * queues left as they are (a program that ends with a kernel running);
+ * merged: merged4(float *out, const float *in, int n) over 1000 threads in
+ * groups of 256 instead, waited for through its completion signal.
  * The hidden arguments (after the explicit ones) are a pattern of their
  * offsets, so that a test can tell every kernarg byte's origin; each
  * segment is printed ("kernarg KERNEL HEX").
@@ -35,6 +37,7 @@
 #define DYN_THREADS 64
 #define AXPY_EXPLICIT 28 /* float, two pointers, int */
 #define DYN_EXPLICIT 8   /* one pointer */
+#define MERGED_EXPLICIT 20 /* two pointers, int */
 
 static hsa_agent_t gpu;
 static hsa_amd_memory_pool_t kernarg_pool;
@@ -180,13 +183,40 @@ static void *axpy(void *arg) {
   return NULL;
 }
 
+/* merged4 over N threads on q: out[i] = in[4i] + ... + in[4i+3]. True when
+ * every out[i] is right. */
+static int merged4(hsa_queue_t *q, const struct kernel *k) {
+  float *in = malloc(4 * N * sizeof *in), *out = calloc(N, sizeof *out);
+  int n = N;
+  for (int i = 0; i < 4 * N; i++)
+    in[i] = (float)(i % 7);
+  unsigned char ex[MERGED_EXPLICIT] = {0};
+  memcpy(ex, &out, 8);
+  memcpy(ex + 8, &in, 8);
+  memcpy(ex + 16, &n, 4);
+  void *args = kernargs("merged4", k, ex, sizeof ex);
+  hsa_signal_t done;
+  CHECK(hsa_signal_create(1, 0, NULL, &done));
+  dispatch(q, k, args, (N + WG - 1) / WG * WG, WG, 0, done);
+  wait_zero(done);
+  int ok = 1;
+  for (int i = 0; i < N; i++)
+    ok &= out[i] == in[4 * i] + in[4 * i + 1] + in[4 * i + 2] + in[4 * i + 3];
+  CHECK(hsa_signal_destroy(done));
+  CHECK(hsa_amd_memory_pool_free(args));
+  free(in);
+  free(out);
+  return ok;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: hsa_app CODE_OBJECT [concurrent]\n");
+    fprintf(stderr, "usage: hsa_app CODE_OBJECT [concurrent | repeat N | nowait | merged]\n");
     return 2;
   }
   int concurrent = argc > 2 && !strcmp(argv[2], "concurrent");
   int nowait = argc > 2 && !strcmp(argv[2], "nowait");
+  int merged = argc > 2 && !strcmp(argv[2], "merged");
   long repeat = argc > 3 && !strcmp(argv[2], "repeat") ? atol(argv[3]) : 0;
   CHECK(hsa_init());
   CHECK(hsa_iterate_agents(find_gpu, NULL));
@@ -240,7 +270,10 @@ int main(int argc, char **argv) {
     CHECK(hsa_shut_down());
     return 0;
   }
-  if (repeat > 0) { /* bench/hsa: one dispatch waited for, repeat times */
+  if (merged) {
+    struct kernel km = kernel_get(exe, "_Z7merged4PfPKfi.kd");
+    printf("%s merged4\n", merged4(q1, &km) ? "ok" : "WRONG");
+  } else if (repeat > 0) { /* bench/hsa: one dispatch waited for, repeat times */
     struct axpy_run r = {q1, ka, 0};
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);

@@ -12,3 +12,15 @@ __global__ void dyn(int *out) {
   __syncthreads();
   out[threadIdx.x] = s[blockDim.x - 1 - threadIdx.x];
 }
+// Four 4-byte loads per thread from consecutive addresses: the backend merges
+// them into one global_load_dwordx4 (the ISA width of MemoryAnalysis).
+__global__ void merged4(float *out, const float *in, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n)
+    return;
+  float a = in[4 * i];
+  float b = in[4 * i + 1];
+  float c = in[4 * i + 2];
+  float d = in[4 * i + 3];
+  out[i] = a + b + c + d;
+}

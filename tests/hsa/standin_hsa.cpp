@@ -39,12 +39,13 @@
  *
  * The "hardware" cannot run AMDGPU code: it emulates the test kernels by name
  * (axpy: y = a*x + y; dyn: out[t] = the LDS word written by thread
- * blockDim-1-t, through the dynamic LDS), with the argument offsets of the
- * AMDGPU ABI (explicit arguments in order, naturally aligned), and for twins
- * ("__nano_twin_...") also records each access through the device runtime's
- * CPU build (dh_device.c) into the buffer at the twin's last explicit
- * argument, under the site ids of FAKE_SITES (axpy: load x, load y, store y;
- * dyn: store out). Each kernel runs at least FAKE_HSA_KERNEL_US microseconds
+ * blockDim-1-t, through the dynamic LDS; merged4: out[i] = in[4i] + ... +
+ * in[4i+3]), with the argument offsets of the AMDGPU ABI (explicit arguments
+ * in order, naturally aligned), and for twins ("__nano_twin_...") also
+ * records each access through the device runtime's CPU build (dh_device.c)
+ * into the buffer at the twin's last explicit argument, under the site ids of
+ * FAKE_SITES (axpy: load x, load y, store y; dyn: store out; merged4: the
+ * four loads, the store). Each kernel runs at least FAKE_HSA_KERNEL_US microseconds
  * (default 200). FAKE_HSA_LOG: a file that gets one line per kernel the
  * hardware ran (what the tests compare): queue, kernel, the FNV-1a 64 of the
  * code object it was loaded from, grid, workgroup, segment sizes, whether it
@@ -765,7 +766,7 @@ static uint64_t kernarg_u64(const hsa_kernel_dispatch_packet_t *p, uint32_t at) 
 /* Runs the emulated kernel k of packet p; returns 0, or faults. */
 static void emulate(const Kernel *k, const hsa_kernel_dispatch_packet_t *p) {
   int twin = !strncmp(k->name, "__nano_twin_", 12);
-  int axpy = strstr(k->name, "axpy") != NULL;
+  int axpy = strstr(k->name, "axpy") != NULL, merged = strstr(k->name, "merged4") != NULL;
   uint32_t wg[3] = {p->workgroup_size_x, p->workgroup_size_y, p->workgroup_size_z};
   uint32_t grid[3] = {p->grid_size_x, p->grid_size_y, p->grid_size_z};
   uint32_t blocks[3];
@@ -776,12 +777,14 @@ static void emulate(const Kernel *k, const hsa_kernel_dispatch_packet_t *p) {
   }
   uint32_t threads = wg[0] * wg[1] * wg[2];
   /* the ABI's explicit arguments: axpy(float, const float*, float*, int) at
-   * 0, 8, 16, 24 (a twin's buffer at 32); dyn(int*) at 0 (buffer at 8) */
-  void *desc = twin ? (void *)(uintptr_t)kernarg_u64(p, axpy ? 32 : 8) : NULL;
+   * 0, 8, 16, 24 (a twin's buffer at 32); dyn(int*) at 0 (buffer at 8);
+   * merged4(float*, const float*, int) at 0, 8, 16 (buffer at 24) */
+  void *desc = twin ? (void *)(uintptr_t)kernarg_u64(p, axpy ? 32 : merged ? 24 : 8) : NULL;
+  int dyn = !axpy && !merged;
   uint32_t dyn_lds = p->group_segment_size - kd_word(k, KD_GROUP);
-  if (!axpy && dyn_lds < threads * 4)
+  if (dyn && dyn_lds < threads * 4)
     fault("%s: %u bytes of dynamic LDS for %u threads' words", k->name, dyn_lds, threads);
-  int *lds = axpy ? NULL : (int *)calloc(threads, sizeof(int));
+  int *lds = dyn ? (int *)calloc(threads, sizeof(int)) : NULL;
   struct nano_kernel_ctx ctx = {};
   memcpy(ctx.block_dim, wg, sizeof wg);
   memcpy(ctx.grid_dim, blocks, sizeof blocks);
@@ -807,11 +810,25 @@ static void emulate(const Kernel *k, const hsa_kernel_dispatch_packet_t *p) {
           __nano_dh_access(desc, fake_site(2), (uint64_t)(uintptr_t)&y[i], 4, NANO_DH_AS_GLOBAL);
         }
         y[i] = a * x[i] + y[i];
+      } else if (merged) {
+        float *out = (float *)(uintptr_t)kernarg_u64(p, 0);
+        const float *in = (const float *)(uintptr_t)kernarg_u64(p, 8);
+        int n;
+        memcpy(&n, (const char *)p->kernarg_address + 16, sizeof n);
+        int i = (int)(ctx.block[0] * wg[0] + ctx.thread[0]);
+        if (i >= n)
+          continue;
+        for (int j = 0; desc && j < 4; j++)
+          __nano_dh_access(desc, fake_site(4 + j), (uint64_t)(uintptr_t)&in[4 * i + j], 4,
+                           NANO_DH_AS_GLOBAL);
+        if (desc)
+          __nano_dh_access(desc, fake_site(8), (uint64_t)(uintptr_t)&out[i], 4, NANO_DH_AS_GLOBAL);
+        out[i] = in[4 * i] + in[4 * i + 1] + in[4 * i + 2] + in[4 * i + 3];
       } else {
         lds[t] = (int)t;
       }
     }
-    if (!axpy) {
+    if (dyn) {
       int *out = (int *)(uintptr_t)kernarg_u64(p, 0);
       for (uint32_t t = 0; t < threads; t++) {
         ctx.thread[0] = t % wg[0];

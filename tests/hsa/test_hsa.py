@@ -132,15 +132,22 @@ def build_all():
 
 
 def sites(arch):
-    """The twins' site ids in the order the stand-in emulates: axpy x, y, y; dyn out."""
+    """The twins' site ids in the order the stand-in emulates: axpy x, y, y;
+    dyn out; merged4's four loads and its store (one site per line)."""
     out = sh([KERNELDB, "sites", OUT + "/cache/kernels.hip.o", "--arch", arch]).stdout
-    want = ["kernels.hip:7:25", "kernels.hip:7:32", "kernels.hip:7:19", "kernels.hip:13:20"]
+    want = ["kernels.hip:7:25", "kernels.hip:7:32", "kernels.hip:7:19", "kernels.hip:13:20"] + \
+        ["kernels.hip:%d:" % line for line in MERGED4_LINES]
     ids = []
     for w in want:
-        m = [ln.split()[0] for ln in out.splitlines() if ln.split()[-1:] and ln.split()[6].endswith(w)]
+        m = [ln.split()[0] for ln in out.splitlines() if ln.split()[-1:] and
+             (ln.split()[6].endswith(w) or (w.endswith(":") and w in ln.split()[6]))]
         check(len(m) == 1, "one site at %s in the cache's %s code object:\n%s" % (w, arch, out))
         ids.append(m[0])
     return " ".join(ids)
+
+
+# The source lines of merged4's four loads and its store (kernels.hip).
+MERGED4_LINES = (21, 22, 23, 24, 25)
 
 
 def run(name, co, args=(), env=None, tool=True, arch="gfx90a"):
@@ -355,6 +362,42 @@ def case_twins():
           "records drained, MemoryAnalysis at the cache's source lines")
 
 
+def case_isa_width():
+    """What the machine code made of merged4's four 4-byte loads reaches
+    MemoryAnalysis of the cache's twin through kerneldb: llvm-objdump shows
+    one 16-byte load (global_load_dwordx4) in the original's gfx90a code, so
+    the first load's location counts 16 bytes per lane (isa_bytes), the
+    other three are folded into it (merged: no lines of their own), and the
+    store keeps its 4 bytes."""
+    co = OUT + "/cache.gfx90a.co"
+    dis = sh([os.path.join(LLVM_BIN, "llvm-objdump"), "-d", "--disassemble-symbols=_Z7merged4PfPKfi",
+              co]).stdout
+    # dword loads: the data (a global_load_ushort reads blockDim.x from the hidden arguments)
+    loads = re.findall(r"global_load_dword\w*", dis)
+    check(loads == ["global_load_dwordx4"], "merged4's data loads in the cache's gfx90a code: %s" % loads)
+    env = {"NANO_KERNEL_CACHE": OUT + "/cache", "NANO_INSTRUMENT": "1", "NANO_ANALYZERS": "MemoryAnalysis",
+           "FAKE_SITES": sites("gfx90a")}
+    out, err, log, trace = run("isa_width", OUT + "/prog5.gfx90a.co", ["merged"], env=env)
+    expect_ok("isa_width", out, ("merged4",))
+    check([d["kernel"] for d in log] == ["__nano_twin__Z7merged4PfPKfiPv"], "the twin ran: %s" % log)
+    import json
+    reports = rows(trace, "select report from nano_analysis where analyzer = 'MemoryAnalysis'")
+    check(len(reports) == 1, "a MemoryAnalysis report: %s" % reports)
+    locs = {l["line"]: l for l in json.loads(reports[0][0])["locations"]}
+    check(sorted(locs) == list(MERGED4_LINES), "merged4's locations: %s" % sorted(locs))
+    first, store = locs[MERGED4_LINES[0]], locs[MERGED4_LINES[-1]]
+    check(first.get("isa_bytes") == 16 and not first.get("merged") and first["lines_used"] > 0,
+          "the first load moves 16 bytes per lane: %s" % first)
+    for line in MERGED4_LINES[1:4]:
+        l = locs[line]
+        check(l.get("merged") is True and l.get("lines_used", 0) == 0 and "isa_bytes" not in l,
+              "the load at line %d is folded into the first: %s" % (line, l))
+    check("isa_bytes" not in store and not store.get("merged") and store["accesses"] == 1000,
+          "the store keeps its own 4 bytes: %s" % store)
+    print("ok isa_width: merged4's dwordx4 (llvm-objdump) reaches MemoryAnalysis through kerneldb: "
+          "16 bytes per lane at the first load, the other three merged")
+
+
 def case_plain_cache():
     co = OUT + "/prog5.gfx90a.co"
     out, err, log, trace = run("plain_cache", co, env={"NANO_KERNEL_CACHE": OUT + "/plain"})
@@ -390,7 +433,9 @@ def case_mismatch_and_bad_cache():
     junk_lines = [ln for ln in err.splitlines() if "junk.co" in ln]
     check(len(junk_lines) == 1 and "skipped" in junk_lines[0], "mismatch: the junk file is said once:\n%s" % err)
     dup = [ln for ln in err.splitlines() if "the first is used" in ln]
-    check(len(dup) == 2, "mismatch: each kernel twice in the cache is said once:\n%s" % err)
+    kernels = len(metadata(OUT + "/plain.gfx90a.co"))
+    check(len(dup) == kernels, "mismatch: each of the %d kernels twice in the cache is said once:\n%s"
+          % (kernels, err))
     print("ok mismatch: a different argument list refused once, junk and duplicates said once")
 
 
@@ -554,7 +599,7 @@ def case_hip_program():
 
 if __name__ == "__main__":
     build_all()
-    which = sys.argv[12:] or ["plain_and_timed", "concurrent", "twins", "plain_cache",
+    which = sys.argv[12:] or ["plain_and_timed", "concurrent", "twins", "isa_width", "plain_cache",
                               "mismatch_and_bad_cache", "full_pool", "shutdown", "two_tools", "nanoprobe_run", "hip_program"]
     for c in which:
         globals()["case_" + c]()
