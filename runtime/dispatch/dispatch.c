@@ -153,6 +153,7 @@ struct nano_dispatch {
   uint32_t block_table; /* blocks of the twin's block-times table (GPUs) */
   unsigned agg_what;
   uint64_t agg_page_bytes;
+  int no_access; /* no handler reads an access (block times only) */
   pthread_mutex_t shard_lock;
   struct nano_aggregate **shards; /* one per thread of the back end that ran waves */
   size_t nshards;
@@ -732,12 +733,16 @@ static void dispatch_note_once(int *noted, const char *fmt, ...) {
 
 /* Whether d's sums are made where its waves run: NANO_AGGREGATE allows it,
  * the back end can (l->aggregates) and every handler of the chain is served
- * by sums. NANO_AGGREGATE=device that cannot be had is said once. */
+ * by sums. NANO_AGGREGATE=device that cannot be had is said once. Sets
+ * d->no_access when the handlers need neither records nor sums (block times
+ * only), wherever the sums would be made. */
 static int dispatch_on_device(struct nano_dispatch *d, const struct nano_launch_desc *l) {
   const char *needs = NULL;
-  if (g_d.where == WHERE_HOST ||
-      !nano_chain_aggregable(d->chain, &d->agg_what, &d->agg_page_bytes, &needs) ||
-      !l->aggregates) {
+  unsigned what;
+  uint64_t page_bytes;
+  int aggregable = nano_chain_aggregable(d->chain, &what, &page_bytes, &needs);
+  d->no_access = aggregable && !what;
+  if (g_d.where == WHERE_HOST || !aggregable || !l->aggregates) {
     if (g_d.where == WHERE_DEVICE)
       dispatch_note_once(&g_d.noted_where,
                          needs ? "NANO_AGGREGATE=device: analyzer %s needs every record: "
@@ -751,6 +756,8 @@ static int dispatch_on_device(struct nano_dispatch *d, const struct nano_launch_
                                                      : "none");
     return 0;
   }
+  d->agg_what = what;
+  d->agg_page_bytes = page_bytes;
   return 1;
 }
 
@@ -1056,7 +1063,7 @@ struct nano_aggregate *nano_dispatch_shard(struct nano_dispatch *d) {
 int nano_dispatch_times_blocks(const struct nano_dispatch *d) { return d->time_blocks; }
 
 int nano_dispatch_needs_accesses(const struct nano_dispatch *d) {
-  return !d->on_device || d->agg_what != 0;
+  return !d->no_access && (!d->on_device || d->agg_what != 0);
 }
 
 void nano_dispatch_block_time(struct nano_dispatch *d, const uint32_t block[3], uint32_t unit,

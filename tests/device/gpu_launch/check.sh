@@ -243,12 +243,15 @@ _Z5otherPi 0 1 0 1 1 1"
   fail "KernelTimeline: one nano_block row per block of each twin, with its unit, inside its dispatch ($(query timeline.rpd "$blocks"))"
 [ "$(query timeline.rpd "select count(*) from nano_dispatch d where d.start = (select min(start) from nano_block b where b.dispatch_id = d.id)")" = 2 ] ||
   fail "KernelTimeline: the first block starts with its dispatch"
-# alone, KernelTimeline needs no access: the twins record none, and time blocks
+# alone, KernelTimeline needs no access: the twins record none (a graph
+# replay's too, though it cannot time its blocks), and time blocks
 run_instrumented timeline_alone NANO_ANALYZERS=KernelTimeline NANO_AGGREGATE=auto
 grep -qx "$done_line" timeline_alone.out || fail "KernelTimeline alone: right results"
-[ "$(grep -c "^twin .*: recorded nothing$" timeline_alone.out)" = 2 ] ||
-  fail "KernelTimeline alone: the twins outside the graph record no access"
+[ "$(grep -c "^twin .*: recorded nothing$" timeline_alone.out)" = 5 ] ||
+  fail "KernelTimeline alone: no twin records an access, the graph's three replays included"
 [ "$(query timeline_alone.rpd "$blocks")" = "$want" ] || fail "KernelTimeline alone: every block timed"
+[ "$(query timeline_alone.rpd "select count(*), sum(records), sum(grid_y = 1 and kernel = '_Z5otherPi') from nano_dispatch")" = "5 0 3" ] ||
+  fail "KernelTimeline alone: no dispatch records an access, the graph's three replays included ($(query timeline_alone.rpd "select kernel, grid_y, records from nano_dispatch"))"
 run_instrumented bad_end NANO_GPU_END=sometimes
 grep -q "NANO_GPU_END=sometimes: expected one of event, hostfn" bad_end.err ||
   fail "a bad NANO_GPU_END is named"
