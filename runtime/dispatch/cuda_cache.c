@@ -4,26 +4,32 @@
  * driver launch (cuLaunchKernel, cuLaunchKernelEx: what cudart, a static one
  * too, Triton and libraries call); with NANO_INSTRUMENT on, the twin of the
  * launched kernel is taken from the cache's cubins and launched through the
- * GPU back end (gpu_launch), with the buffer as one more argument.
+ * GPU back end (gpu_launch), with the buffer as one more argument; without
+ * it, the cache's kernel of the same name is launched instead, with the
+ * launch's own arguments (plain mode: A/B timing of a rebuilt kernel, as
+ * logduration's and the HSA tool's).
  *
- * At the first instrumented launch every file of the cache's folders that
- * kerneldb reads is read once: each NVIDIA code object's twins, keyed by the
- * kernel they replace (kerneldb's pairing) and the arch, with the explicit
- * argument layout of their originals (the first folder holding a kernel
- * wins, said once). At a launch of handle f in context C:
+ * At the first launch every file of the cache's folders that kerneldb reads
+ * is read once: each NVIDIA code object's kernels (not twins), keyed by name
+ * and arch, with their explicit argument layout and their twins (kerneldb's
+ * pairing) where they have one (the first folder holding a kernel wins,
+ * said once). At a launch of handle f in context C:
  *
  *   step  what                                           why it can fail
  *   1     f's name: cuFuncGetName, or cuKernelGetName    driver before CUDA 12.3
  *         for a CUkernel
- *   2     the cache's entry of that name for C's arch    not in the cache: f runs
+ *   2     the cache's entry of that name for C's arch,   not in the cache: f runs;
+ *         with a twin when instrumenting                 no twin: said, f runs
  *   3     f's parameters (cuFuncGetParamInfo /           another kernel of that name,
- *         cuKernelGetParamInfo) equal the original's,    or a driver before CUDA 12.4
+ *         cuKernelGetParamInfo) equal the entry's,       or a driver before CUDA 12.4
  *         offset and size each
  *   4     the entry's image loaded into C                 the image does not load
- *         (cuModuleLoadData), the twin from it
+ *         (cuModuleLoadData), the twin (or the kernel)
+ *         from it
  *   5     gpu_launch with the twin: filters, buffers,     the back end's own reasons
  *         drain, analyzers, rows; the site tables are
- *         the cache file's
+ *         the cache file's (plain: the driver's call
+ *         with the cache's kernel)
  *
  * Every step that fails leaves f to run as launched, said once per kernel
  * with why. The outcome of 1-4 is kept per (f, C): later launches cost one
@@ -92,19 +98,21 @@ struct cc_image {
   struct cc_loaded *loaded;
 };
 
-/* A twin of the cache: the kernel it replaces (key), for one arch. */
+/* A kernel of the cache (key: its name, the program's kernel it replaces)
+ * for one arch, and its twin where it has one (else NULL). */
 struct cc_entry {
   char *key, *twin, *arch, *path;
   struct cc_image *image;
   uint32_t nargs;
-  uint32_t (*args)[2]; /* the original's explicit arguments: offset, size */
+  uint32_t (*args)[2]; /* the kernel's explicit arguments: offset, size */
   int dup_said;
   struct cc_entry *next;
 };
 
-/* What a (handle, context) launches: twin NULL, the handle itself. */
+/* What a (handle, context) launches: the cache's twin or kernel (plain
+ * mode), NULL for the handle itself. */
 struct cc_choice {
-  void *f, *ctx, *twin;
+  void *f, *ctx, *use;
   const struct cc_entry *e;
 };
 
@@ -155,7 +163,7 @@ struct cc_walk {
   const struct nano_kdb_api *api;
 };
 
-/* The twins of one cache file (nano_kcache_fn). */
+/* The kernels of one cache file and their twins (nano_kcache_fn). */
 static void cc_file(const char *path, kdb *db, void *ctx) {
   const struct nano_kdb_api *api = ((struct cc_walk *)ctx)->api;
   for (size_t j = 0; j < api->count(db); j++) {
@@ -164,21 +172,22 @@ static void cc_file(const char *path, kdb *db, void *ctx) {
       continue;
     struct cc_image *img = NULL;
     for (size_t i = 0; i < api->kernel_count(db); i++) {
-      const kdb_kernel *k = api->kernel_at(db, i), *o = k->original;
-      if (k->co != co || !o)
+      const kdb_kernel *k = api->kernel_at(db, i), *t = k->twin;
+      if (k->co != co || k->original || k->explicit_arg_count > CC_MAX_ARGS)
         continue;
-      if (k->twin_arg_index != o->explicit_arg_count || o->explicit_arg_count > CC_MAX_ARGS) {
-        cc_log("kernel cache: %s: the twin of %s does not take its buffer last; skipped", path,
-               o->name);
-        continue;
+      if (t && t->twin_arg_index != k->explicit_arg_count) {
+        cc_log("kernel cache: %s: the twin of %s does not take its buffer last; the kernel has "
+               "no twin",
+               path, k->name);
+        t = NULL;
       }
       struct cc_entry *dup = NULL;
       for (struct cc_entry *e = g_cc.entries; e && !dup; e = e->next)
-        if (!strcmp(e->key, o->name) && !strcmp(e->arch, co->arch))
+        if (!strcmp(e->key, k->name) && !strcmp(e->arch, co->arch))
           dup = e;
       if (dup) {
         if (!dup->dup_said)
-          cc_log("kernel cache: %s (%s) is in %s and %s: the first is used", o->name, co->arch,
+          cc_log("kernel cache: %s (%s) is in %s and %s: the first is used", k->name, co->arch,
                  dup->path, path);
         dup->dup_said = 1;
         continue;
@@ -195,18 +204,18 @@ static void cc_file(const char *path, kdb *db, void *ctx) {
         memcpy(img->bytes, api->image(db, co), img->size);
       }
       struct cc_entry *e = calloc(1, sizeof *e);
-      if (!e || !(e->key = strdup(o->name)) || !(e->twin = strdup(k->name)) ||
+      if (!e || !(e->key = strdup(k->name)) || (t && !(e->twin = strdup(t->name))) ||
           !(e->arch = strdup(co->arch)) || !(e->path = strdup(path)) ||
-          !(e->args = calloc(o->explicit_arg_count + 1, sizeof *e->args))) {
+          !(e->args = calloc(k->explicit_arg_count + 1, sizeof *e->args))) {
         if (e)
           free(e->key), free(e->twin), free(e->arch), free(e->path);
         free(e);
         continue;
       }
       e->image = img;
-      e->nargs = (uint32_t)o->explicit_arg_count;
+      e->nargs = (uint32_t)k->explicit_arg_count;
       for (uint32_t a = 0; a < e->nargs; a++)
-        e->args[a][0] = o->args[a].offset, e->args[a][1] = o->args[a].size;
+        e->args[a][0] = k->args[a].offset, e->args[a][1] = k->args[a].size;
       e->next = g_cc.entries;
       g_cc.entries = e;
     }
@@ -317,8 +326,13 @@ static int cc_args_differ(void *f, const struct cc_entry *e, char *why, size_t l
   return 0;
 }
 
-/* e's twin in context ctx (dev: its ordinal), or NULL after saying why. */
-static void *cc_twin(const struct cc_entry *e, const struct gpu_api *api, void *ctx, int dev) {
+/* Why a launch runs as the program made it, as said after "it runs". */
+#define CC_AS_BUILT(instrumenting) ((instrumenting) ? "uninstrumented" : "as built")
+
+/* e's twin (instrumenting) or kernel in context ctx (dev: its ordinal), or
+ * NULL after saying why. */
+static void *cc_function(const struct cc_entry *e, int instrumenting, const struct gpu_api *api,
+                         void *ctx, int dev) {
   struct cc_loaded *m = e->image->loaded;
   while (m && m->ctx != ctx)
     m = m->next;
@@ -334,24 +348,23 @@ static void *cc_twin(const struct cc_entry *e, const struct gpu_api *api, void *
   }
   if (!m)
     return NULL;
-  void *twin = NULL;
+  void *fn = NULL;
   CUresult rc = m->rc;
   if (rc == 0 && api->enter(ctx, dev) == 0) {
-    rc = cu.ModuleGetFunction(&twin, m->module, e->twin);
+    rc = cu.ModuleGetFunction(&fn, m->module, instrumenting ? e->twin : e->key);
     api->leave();
   }
   if (rc != 0) {
-    cc_say_once(e->key,
-                "%s: the kernel cache's %s does not load on this device (%s): it runs "
-                "uninstrumented",
-                e->key, e->path, api->error(rc));
+    cc_say_once(e->key, "%s: the kernel cache's %s does not load on this device (%s): it runs %s",
+                e->key, e->path, api->error(rc), CC_AS_BUILT(instrumenting));
     return NULL;
   }
-  return twin;
+  return fn;
 }
 
-/* The decision for a launch of f on stream s (lock held). */
-static struct cc_choice cc_choose(void *f, void *s) {
+/* The decision for a launch of f on stream s (lock held): the cache's twin
+ * of f when instrumenting, else its kernel of f's name. */
+static struct cc_choice cc_choose(void *f, void *s, int instrumenting) {
   struct cc_choice c = {f, NULL, NULL, NULL};
   const struct gpu_api *api = gpu_api_of(NANO_GPU_CUDA);
   void *ctx;
@@ -378,15 +391,19 @@ static struct cc_choice cc_choose(void *f, void *s) {
         other_arch = x;
     }
   char why[160];
+  const char *as_built = CC_AS_BUILT(instrumenting), *what = instrumenting ? "twin" : "kernel";
   if (!e && other_arch)
+    cc_say_once(name, "%s: the kernel cache has it for %s only, the device is %s: it runs %s", name,
+                other_arch->arch, info.arch, as_built);
+  else if (e && instrumenting && !e->twin)
     cc_say_once(name,
-                "%s: the kernel cache has it for %s only, the device is %s: it runs "
+                "%s: the kernel cache's %s has no twin of it (built without the plugin): it runs "
                 "uninstrumented",
-                name, other_arch->arch, info.arch);
+                name, e->path);
   else if (e && cc_args_differ(f, e, why, sizeof why))
-    cc_say_once(name, "%s: the kernel cache's twin (%s) is not used: %s; it runs uninstrumented",
-                name, e->path, why);
-  else if (e && (c.twin = cc_twin(e, api, ctx, dev)))
+    cc_say_once(name, "%s: the kernel cache's %s (%s) is not used: %s; it runs %s", name, what,
+                e->path, why, as_built);
+  else if (e && (c.use = cc_function(e, instrumenting, api, ctx, dev)))
     c.e = e;
   cc_keep(&c);
   return c;
@@ -464,35 +481,38 @@ static int cc_as_is(const struct nano_cu_launch *l) {
 }
 
 __attribute__((visibility("default"))) int __nano_cuda_launch(const struct nano_cu_launch *l) {
-  if (!nano_dispatch_instrumenting())
-    return cc_as_is(l);
   pthread_once(&g_cc.once, cc_open);
   if (!g_cc.usable)
     return cc_as_is(l);
+  int instrumenting = nano_dispatch_instrumenting();
   pthread_mutex_lock(&g_cc.lock);
-  struct cc_choice c = cc_choose(l->f, l->config.stream);
+  struct cc_choice c = cc_choose(l->f, l->config.stream, instrumenting);
+  pthread_mutex_unlock(&g_cc.lock);
+  if (c.use && !instrumenting) /* the same parameter list: the launch's arguments as given */
+    return cc_call(l, c.use, &l->config, l->params, l->extra);
   void *from_extra[CC_MAX_ARGS + 1];
   void **params = l->params;
   char why[160];
-  if (c.twin && !params && l->extra &&
+  if (c.use && !params && l->extra &&
       cc_params_of_extra(l->extra, c.e, from_extra, why, sizeof why) == 0)
     params = from_extra;
-  else if (c.twin && !params) {
+  else if (c.use && !params) {
+    pthread_mutex_lock(&g_cc.lock);
     cc_say_once(c.e->key,
                 "%s: launched with its arguments in cuLaunchKernel's extra (%s): the kernel "
                 "cache's twin is not used; it runs uninstrumented",
                 c.e->key, l->extra ? why : "no arguments given");
-    c.twin = NULL;
+    pthread_mutex_unlock(&g_cc.lock);
+    c.use = NULL;
   }
-  pthread_mutex_unlock(&g_cc.lock);
-  if (!c.twin)
+  if (!c.use)
     return cc_as_is(l);
   const struct nano_cu_launch *outer = cc_current;
   cc_current = l;
   const struct nano_cu_config *g = &l->config;
   int rc =
       gpu_launch(NANO_GPU_CUDA | GPU_DRIVER | (l->per_thread ? NANO_GPU_PER_THREAD : 0), cc_launch,
-                 l->f, c.twin, c.e->key, c.e->path, g->grid[0] | (uint64_t)g->grid[1] << 32,
+                 l->f, c.use, c.e->key, c.e->path, g->grid[0] | (uint64_t)g->grid[1] << 32,
                  g->grid[2], g->block[0] | (uint64_t)g->block[1] << 32, g->block[2], params,
                  c.e->nargs, g->shared, g->stream);
   cc_current = outer;

@@ -8,7 +8,14 @@
 # kernels are a cubin built without the plugin. The cache is made by
 # `nanoprobe cache build` from the same source with the plugin, where `lone`
 # has one more parameter. Checked:
-#   - without -i: the program's kernels run, results right;
+#   - without the tool: the program's kernels run, results right;
+#   - without -i (plain mode): axpy's and other's launches run the cache's
+#     kernels of the same name (the stand-in names each launched function's
+#     module: the program's cubin is module 1, the cache's the next), with
+#     the launch's own arguments, `extra` too; lone's differs (parameter
+#     lists), said once, lone runs as built; results right; with -i, a
+#     cache built without the plugin has no twin: said once per kernel, the
+#     program's kernels run;
 #   - `nanoprobe run -i -c cache -a MemoryAnalysis`: axpy's three launches
 #     (cuLaunchKernel, its per-thread variant on the program's stream,
 #     cuLaunchKernelEx) and other's (through dlsym) run the cache's twins
@@ -27,7 +34,7 @@ clang=$1 root=$2 kerneldb=$3 rpdtool=$4 nanoprobe=$5 out=$6
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$out"
 cd "$out"
-rm -rf cache cache2 cache80 ./*.rpd ./*.rpd-*
+rm -rf cache cache2 cache80 notwins ./*.rpd ./*.rpd-*
 . "$here/standin.sh"
 standin_build "$clang" "$root" "$out"
 export LD_LIBRARY_PATH="$out${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -51,10 +58,29 @@ for how in cuLaunchKernel cuLaunchKernel_ptsz cuLaunchKernelEx; do
   grep -qx "$how of _Z4axpyfPKfPfi (4 parameters)" <<<"$plain" || fail "axpy through $how"
 done
 
-# the cache without -i: the program's own kernels
-out1=$("$nanoprobe" run -c cache -o notinst.rpd -- ./drv_app prog.cubin 2>&1)
-! grep -q '__nano_twin' <<<"$out1" || fail "no twin without -i"
-grep -qx "$done_line" <<<"$out1" || fail "without -i: right results"
+# the cache without -i (plain mode): the cache's kernels of the same name
+# replace the program's, with the launch's own arguments
+for mode in params extra; do
+  out1=$("$nanoprobe" run -c cache -o "plain_$mode.rpd" -- ./drv_app prog.cubin "$mode" 2>&1)
+  echo "$out1"
+  ! grep -q '__nano_twin' <<<"$out1" || fail "plain $mode: no twin without -i"
+  grep -qx "$done_line" <<<"$out1" || fail "plain $mode: right results"
+  [ "$(grep -c "^function _Z4axpyfPKfPfi of module 2$" <<<"$out1")" = 3 ] &&
+    [ "$(grep -c "^function _Z5otherPi of module 2$" <<<"$out1")" = 1 ] ||
+    fail "plain $mode: axpy's three launches and other's run the cache's kernels (module 2)"
+  grep -qx "function lone of module 1" <<<"$out1" || fail "plain $mode: lone runs the program's"
+  [ "$(grep -c "lone: the kernel cache's kernel .* is not used: it has 1 parameters, the cache's 2; it runs as built" <<<"$out1")" = 1 ] ||
+    fail "plain $mode: lone's refusal said once"
+done
+grep -q "^cuLaunchKernel_ptsz of _Z4axpyfPKfPfi (4 parameters, extra)$" <<<"$out1" ||
+  fail "plain extra: the cache's axpy gets the launch's extra as it was"
+# -i with a cache built without the plugin: no twin to run, said once per kernel
+mkdir -p notwins && cp prog.cubin notwins/
+out2=$("$nanoprobe" run -i -c notwins -o notwins.rpd -- ./drv_app prog.cubin 2>&1)
+grep -qx "$done_line" <<<"$out2" || fail "-i, no twins: right results"
+[ "$(grep -c "^function .* of module 1$" <<<"$out2")" = 5 ] || fail "-i, no twins: the program's kernels run"
+[ "$(grep -c "_Z4axpyfPKfPfi: the kernel cache's .*prog.cubin has no twin of it (built without the plugin): it runs uninstrumented" <<<"$out2")" = 1 ] ||
+  fail "-i, no twins: said once for axpy"
 
 # instrumented from the cache
 run=$("$nanoprobe" run -i -c cache -a MemoryAnalysis -o inst.rpd -- ./drv_app prog.cubin 2>&1)

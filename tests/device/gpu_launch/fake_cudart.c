@@ -34,8 +34,9 @@
  *     their parameters read from the ELF's symbols and .nv.info), named and
  *     described (cuFuncGetName, cuFuncGetParamInfo), launched only in their
  *     module's context with kernelParams or extra (cuLaunchKernel, _ptsz,
- *     cuLaunchCooperativeKernel,
- *     cuLaunchKernelEx), entry points by cuGetProcAddress(_v2);
+ *     cuLaunchCooperativeKernel, cuLaunchKernelEx; each launch printed after
+ *     a line naming the function's module: "function NAME of module M", M
+ *     counting loads from 1), entry points by cuGetProcAddress(_v2);
  *   - the driver's loading of CUDA_INJECTION64_PATH (its InitializeInjection
  *     is called at the first runtime call) and CUPTI's callbacks and
  *     activity records (fake_cupti.c): each runtime call is reported with
@@ -1167,12 +1168,13 @@ int cuGetErrorName(int r, const char **s) {
 #define NV_KPARAM_SIZE(flags) (((flags) >> 18) & 0x3fff)
 struct fake_func {
   void *ctx;
+  int module; /* the cuModuleLoadData it came from, counted from 1 */
   char name[256];
   int nparams;
   uint32_t off[FAKE_MAX_PARAMS], size[FAKE_MAX_PARAMS];
 };
 static struct fake_func fake_funcs[FAKE_MAX_FUNCS];
-static int fake_nfuncs;
+static int fake_nfuncs, fake_nmodules;
 static pthread_mutex_t fake_func_lock = PTHREAD_MUTEX_INITIALIZER;
 struct fake_module {
   int first, count; /* its functions in fake_funcs */
@@ -1225,6 +1227,7 @@ int cuModuleLoadData(void **module, const void *image) {
     return 2;
   pthread_mutex_lock(&fake_func_lock);
   m->first = fake_nfuncs;
+  int ordinal = ++fake_nmodules;
   for (unsigned i = 0; i < eh->e_shnum; i++) {
     if (sh[i].sh_type != SHT_SYMTAB)
       continue;
@@ -1240,6 +1243,7 @@ int cuModuleLoadData(void **module, const void *image) {
       struct fake_func *fn = &fake_funcs[fake_nfuncs++];
       memset(fn, 0, sizeof *fn);
       fn->ctx = ctx_stack[ctx_depth - 1];
+      fn->module = ordinal;
       snprintf(fn->name, sizeof fn->name, "%s", name);
       char info[300];
       snprintf(info, sizeof info, ".nv.info.%s", name);
@@ -1317,6 +1321,7 @@ static int driver_launch(void *f, struct dim3 grid, struct dim3 block, unsigned 
     }
     params = from_extra;
   }
+  printf("function %s of module %d\n", fn->name, fn->module);
   printf("%s of %s (%d parameters%s)\n", how, fn->name, fn->nparams, extra ? ", extra" : "");
   return issue_kernel(fn->name, FAKE_SHARED_DEFAULT, grid, block, params, shared, stream, 0);
 }
