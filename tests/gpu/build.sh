@@ -36,12 +36,14 @@ done
 # the runtime and what it loads, minus what every machine has (the C and C++
 # libraries, zlib: a copy of these could shadow the newer ones CUDA needs)
 cp "$rpd" "$kdb" "$(dirname "$rpd")/libnano_cudahook.so" "$out/lib/"
-# strided built by nvcc without anything of ours, and a kernel cache of its
-# kernels built with the plugin (what `nanoprobe cache build` runs): the
-# "cached" case of run.sh
+# strided built by nvcc without anything of ours, a kernel cache of its
+# kernels built with the plugin (what `nanoprobe cache build` runs), and a
+# plain cache of its STRIDED_PLUS_ONE variant: the "cached" case of run.sh
 "$cuda/bin/nvcc" -O2 -g -arch=sm_90 -I"$here/samples" "$here/samples/strided.cu" -o "$out/nvcc_strided"
-mkdir -p "$out/cache"
+mkdir -p "$out/cache" "$out/plaincache"
 "$clangxx" "${flags[@]}" --cuda-device-only -c "$here/samples/strided.cu" -o "$out/cache/strided.o"
+"$clangxx" "${flags[@]}" --cuda-device-only -DSTRIDED_PLUS_ONE -c "$here/samples/strided.cu" \
+  -o "$out/plaincache/strided.o"
 for lib in "$rpd" "$kdb"; do
   ldd "$lib" | awk '$3 ~ /^\// { print $3 }' | while read -r dep; do
     case $(basename "$dep") in

@@ -69,6 +69,18 @@ for s in $samples; do
   fi
   echo "rc $?" >>"$work/$s.out" # 124 or 137: killed after $limit s
   python3 "$out/check.py" "$s" "$work" || failed=1
+  if [ "$s" = cached ]; then
+    # plain mode (`nanoprobe run -c` without -i): the cache's kernel of the
+    # same name replaces the program's; the STRIDED_PLUS_ONE variant's
+    # results say which ran
+    bounded env RPDT_FILENAME="$work/cached.plain.rpd" NANO_KERNEL_CACHE="$out/plaincache" \
+      LD_PRELOAD="$out/lib/libnano_cudahook.so:$out/lib/libnano_rpd.so" "$out/$prog" \
+      >"$work/cached.plain.out" 2>&1
+    grep -qx "strided plus one" "$work/cached.plain.out" || {
+      echo "FAIL cached plain: the plain cache's kernel did not replace the program's: $(tail -3 "$work/cached.plain.out")"
+      failed=1
+    }
+  fi
   # the same run with the twins summing their own accesses (issue 39): the
   # same MemoryAnalysis answers, field by field
   case $s in inject | subscriber | cublas | timeline) continue ;; esac
