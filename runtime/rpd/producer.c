@@ -138,7 +138,34 @@ int rpd_seg_arrays(struct rpd_tbuf *b) {
   return 0;
 }
 
-static void rpd_seg_free_arrays(struct rpd_tbuf *b) {
+/* A death path counts the records not yet in the trace by walking every
+ * thread's rings (rpd_records_pending) while other threads run on: the
+ * writer recycles drained rings, producers spill filled ones. Frees of a
+ * ring's arrays or of a ring go between rpd_seg_free_begin and _end; once a
+ * death path has set g_dying and seen no free in progress, none happens
+ * until its count is done (what would have been freed stays), so the walk
+ * never reads freed memory. Sequentially consistent: either the free sees
+ * g_dying, or the death path sees it in progress and waits it out. */
+static _Atomic int g_dying, g_freeing;
+/* How long a death path waits for a free in progress, in polls. */
+#define RPD_FREE_WAIT_POLLS 100000000
+/* Rings a death path's count follows per thread at most (a thread's rings
+ * form a list the producer extends while it is walked). */
+#define RPD_PENDING_MAX_RINGS 1000000
+
+/* Whether a free may go ahead (then rpd_seg_free_end after it). */
+static int rpd_seg_free_begin(void) {
+  atomic_fetch_add(&g_freeing, 1);
+  if (!atomic_load(&g_dying))
+    return 1;
+  atomic_fetch_sub(&g_freeing, 1);
+  return 0;
+}
+
+static void rpd_seg_free_end(void) { atomic_fetch_sub(&g_freeing, 1); }
+
+/* Unmaps ring b's arrays, if it has them (inside rpd_seg_free_begin/_end). */
+static void rpd_seg_unmap(struct rpd_tbuf *b) {
   if (!b->ring.slots)
     return;
   size_t bytes = rpd_seg_map_bytes(b);
@@ -149,6 +176,13 @@ static void rpd_seg_free_arrays(struct rpd_tbuf *b) {
   b->arena = NULL;
 }
 
+static void rpd_seg_free_arrays(struct rpd_tbuf *b) {
+  if (rpd_seg_free_begin()) {
+    rpd_seg_unmap(b);
+    rpd_seg_free_end();
+  }
+}
+
 void rpd_seg_release(struct rpd_tbuf *b) {
   int64_t over = atomic_load(&g_ring_bytes) - atomic_load(&g_base_bytes);
   pthread_mutex_lock(&g_pool_lock);
@@ -157,9 +191,10 @@ void rpd_seg_release(struct rpd_tbuf *b) {
     b = NULL;
   }
   pthread_mutex_unlock(&g_pool_lock);
-  if (b) {
-    rpd_seg_free_arrays(b);
+  if (b && rpd_seg_free_begin()) {
+    rpd_seg_unmap(b);
     free(b);
+    rpd_seg_free_end();
   }
 }
 
@@ -186,12 +221,30 @@ static struct rpd_tbuf *rpd_seg_new(struct rpd_tbuf *owner) {
   return b;
 }
 
+/* Records of ring b not drained yet: those from its tail to its head in its
+ * arrays (records, not slots: a record spans its nslots), or, spilled, as
+ * many as it had when it was. Async-signal-safe. */
+static uint64_t rpd_ring_records(const struct rpd_tbuf *b) {
+  const struct nano_rpd_rec *slots = __atomic_load_n(&b->ring.slots, __ATOMIC_ACQUIRE);
+  if (!slots)
+    return b->spill_records;
+  uint64_t n = 0, head = __atomic_load_n(&b->ring.head, __ATOMIC_ACQUIRE);
+  uint64_t at = atomic_load_explicit(&b->tail, memory_order_acquire);
+  while (at < head && head - at <= b->ring.nslots) {
+    uint8_t k = slots[at & (b->ring.nslots - 1)].nslots;
+    at += k ? k : 1;
+    n++;
+  }
+  return n;
+}
+
 /* Writes the filled ring b to the spill file and frees its arrays, unless
  * the writer is draining it. Returns 0 when spilled. */
 static int rpd_seg_spill(struct rpd_tbuf *b) {
   int expect = SEG_MEM;
   if (!atomic_compare_exchange_strong(&b->seg_state, &expect, SEG_SPILLING))
     return -1;
+  b->spill_records = rpd_ring_records(b); /* the writer cannot drain it now */
   struct iovec v[2] = {{b->ring.slots, (size_t)b->ring.nslots * sizeof(struct nano_rpd_rec)},
                        {b->arena, b->asize}};
   int64_t off = rpdi_spill_write(v, 2, rpd_seg_bytes(b));
@@ -266,20 +319,24 @@ void rpd_tls_destructor(void *p) {
 }
 
 uint64_t rpd_records_pending(void) {
+  atomic_store(&g_dying, 1);
+  for (long i = 0; atomic_load(&g_freeing) && i < RPD_FREE_WAIT_POLLS; i++)
+    ; /* a free in progress ends within microseconds */
+  if (atomic_load(&g_freeing))
+    return atomic_load_explicit(&g_txn_records, memory_order_relaxed);
   uint64_t n = 0;
   pid_t pid = getpid();
-  for (struct rpd_tbuf *b = atomic_load(&g_bufs); b; b = b->next) {
-    if (b->pid != pid || atomic_load_explicit(&b->state, memory_order_acquire) == 2)
+  for (struct rpd_tbuf *t = atomic_load(&g_bufs); t; t = t->next) {
+    if (t->pid != pid || atomic_load_explicit(&t->state, memory_order_acquire) == 2)
       continue;
-    uint64_t head = __atomic_load_n(&b->ring.head, __ATOMIC_ACQUIRE);
-    uint64_t at = atomic_load_explicit(&b->tail, memory_order_acquire);
-    /* records, not slots: a record spans its nslots */
-    while (at < head && head - at <= b->ring.nslots) {
-      uint8_t k = b->ring.slots[at & (b->ring.nslots - 1)].nslots;
-      at += k ? k : 1;
-      n++;
+    /* the writer's ring, then the ones its producer filled after it */
+    struct rpd_tbuf *s = __atomic_load_n(&t->wseg, __ATOMIC_ACQUIRE);
+    for (size_t k = 0; s && k < RPD_PENDING_MAX_RINGS; k++) {
+      n += rpd_ring_records(s);
+      s = atomic_load_explicit(&s->seg_next, memory_order_acquire);
     }
   }
+  atomic_store(&g_dying, 0); /* counted: rings may be freed again (a failed exec goes on) */
   return n + atomic_load_explicit(&g_txn_records, memory_order_relaxed);
 }
 

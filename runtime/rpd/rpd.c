@@ -291,8 +291,8 @@ static int rpd_death_ours(void) {
 /* The end of recording on a death path (a fatal signal, _exit, quick_exit,
  * exec): recording stops (open ranges end now), the atomics' counts are asked
  * for, and the writer commits, waited for at most NANO_RPD_CRASH_WAIT_MS.
- * When the wait runs out, says on stderr how many records at least are lost
- * (async-signal-safe throughout). `why` names the path in that line. */
+ * When the wait runs out, says on stderr how many records are not in the
+ * trace then (async-signal-safe throughout). `why` names the path in that line. */
 static void rpd_last_flush(const char *why) {
   rpd_mark_stopped(rpd_stamp());
   atomic_fetch_add(&g_atomics_req, 1);
@@ -304,10 +304,10 @@ static void rpd_last_flush(const char *why) {
   rpdi_say(why);
   rpdi_say(": the writer did not commit within ");
   rpdi_say(rpdi_dec((uint64_t)g_crash_wait_ms, ms));
-  rpdi_say(" ms (NANO_RPD_CRASH_WAIT_MS): at least ");
+  rpdi_say(" ms (NANO_RPD_CRASH_WAIT_MS): ");
   rpdi_say(rpdi_dec(rpd_records_pending(), n));
-  rpdi_say(" records of this process (those still in its threads' first rings or in the "
-           "writer's open transaction) are not in the trace\n");
+  rpdi_say(" records of this process (in its threads' rings, the spill file and the writer's "
+           "open transaction) are not in the trace\n");
 }
 
 /* The handler. With the default action in place before us, the signal ends

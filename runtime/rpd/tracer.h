@@ -145,6 +145,7 @@ struct rpd_tbuf {
   _Atomic(struct rpd_tbuf *) seg_next; /* set after the ring's last record   */
   _Atomic int seg_state;               /* enum rpd_seg_state                 */
   int64_t spill_off;                   /* SEG_SPILLED: where, in the spill file */
+  uint64_t spill_records;              /* SEG_SPILLED: its records not drained  */
   /* primary only */
   struct rpd_tbuf *pseg;            /* the producer's ring (tls.ring)     */
   struct rpd_tbuf *wseg;            /* the writer's ring: oldest not drained */
@@ -395,11 +396,13 @@ int rpd_thread_named(int32_t tid);
  * yet (it takes one by returning 0). */
 void rpd_given_names(int (*put)(int32_t pid, int32_t tid, const char *name), int32_t pid);
 void rpd_producer_atfork(enum rpd_fork_phase phase);
-/* Records the threads' primary rings hold that the writer has not taken,
- * and those it took into its open transaction: a lower bound on what a death
- * before the writer's next commit loses (records in overflow rings are not
- * counted).
- * Async-signal-safe: atomics of the push-only buffer list. */
+/* For a death path only: the records not in the trace now, in every
+ * thread's rings (the writer's and those filled after it, in memory or
+ * spilled) and in the writer's open transaction: what a death before the
+ * writer's next commit loses (ranges whose start the writer holds open are
+ * not counted). No ring is freed while it counts (rpd_seg_free_begin); no
+ * ring is counted when a free in progress does not end. Async-signal-safe;
+ * one death path at a time. */
 uint64_t rpd_records_pending(void);
 
 /* writer.c */
