@@ -82,6 +82,14 @@ static const char *kdb_mp_str(kdb *db, const msgpack_object *map, const char *ke
   return kdb_arena_strndup(&db->arena, v->via.str.ptr, v->via.str.size);
 }
 
+/* kdb_mp_str's string, shared with every equal one of db (kdb_shared_str). */
+static const char *kdb_mp_shared_str(kdb *db, const msgpack_object *map, const char *key) {
+  const msgpack_object *v = kdb_mp_get(map, key);
+  if (!v || v->type != MSGPACK_OBJECT_STR)
+    return NULL;
+  return kdb_shared_str(db, v->via.str.ptr, v->via.str.size);
+}
+
 /* Maps a virtual address range to bytes of the image; NULL when no
 ** allocated section holds all of it. */
 static const uint8_t *kdb_amdgpu_vaddr(Elf *elf, const uint8_t *img, size_t n, uint64_t addr,
@@ -145,10 +153,11 @@ static int kdb_amdgpu_kernels(kdb *db, kdb_co_priv *co, const msgpack_object *ke
       int seen_hidden = 0;
       for (uint32_t j = 0; j < na; j++) {
         const msgpack_object *am = &args->via.array.ptr[j];
-        a[j].name = kdb_mp_str(db, am, ".name");
-        a[j].type_name = kdb_mp_str(db, am, ".type_name");
-        a[j].value_kind = kdb_mp_str(db, am, ".value_kind");
-        a[j].address_space = kdb_mp_str(db, am, ".address_space");
+        /* few distinct values among many arguments: one copy of each */
+        a[j].name = kdb_mp_shared_str(db, am, ".name");
+        a[j].type_name = kdb_mp_shared_str(db, am, ".type_name");
+        a[j].value_kind = kdb_mp_shared_str(db, am, ".value_kind");
+        a[j].address_space = kdb_mp_shared_str(db, am, ".address_space");
         a[j].size = kdb_mp_u32(am, ".size", 0);
         a[j].offset = kdb_mp_u32(am, ".offset", 0);
         a[j].align = kdb_mp_u32(am, ".align", 0);
@@ -187,12 +196,15 @@ static int kdb_amdgpu_kernels(kdb *db, kdb_co_priv *co, const msgpack_object *ke
     size_t sl = strlen(k->symbol);
     uint64_t fsize = 0; /* the code symbol's size, 0 when unknown */
     if (sl > 3 && strcmp(k->symbol + sl - 3, ".kd") == 0) {
-      char *cs = kdb_arena_strndup(&db->arena, k->symbol, sl - 3);
+      char *cs = malloc(sl - 2); /* a key only: kept, 2 MB of librocsparse's names */
       if (!cs)
         return kdb_fail(e, db->name, "out of memory");
+      memcpy(cs, k->symbol, sl - 3);
+      cs[sl - 3] = 0;
       key.name = cs;
       const kdb_sym *fs =
           nsyms ? bsearch(&key, syms, nsyms, sizeof *syms, kdb_amdgpu_symcmp) : NULL;
+      free(cs);
       if (fs && fs->type == STT_FUNC && !k->code_addr)
         k->code_addr = fs->value;
       if (fs && fs->type == STT_FUNC && fs->value == k->code_addr)

@@ -63,6 +63,43 @@ char *kdb_arena_strndup(kdb_arena *a, const char *s, size_t n) {
 
 char *kdb_arena_strdup(kdb_arena *a, const char *s) { return kdb_arena_strndup(a, s, strlen(s)); }
 
+/* kdb_shared_str's table starts with this many slots, doubled at half full. */
+#define KDB_SHARED_INITIAL 256
+
+/* The slot of the n bytes at s in a table of cap slots (FNV-1a, linear
+** probing): the string's, or the empty one it would take. */
+static size_t kdb_shared_slot(const char **t, size_t cap, const char *s, size_t n) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i < n; i++)
+    h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
+  size_t i = (size_t)h & (cap - 1);
+  while (t[i] && (strncmp(t[i], s, n) != 0 || t[i][n] != 0))
+    i = (i + 1) & (cap - 1);
+  return i;
+}
+
+const char *kdb_shared_str(kdb *db, const char *s, size_t n) {
+  if (2 * (db->shared_n + 1) > db->shared_cap) {
+    size_t cap = db->shared_cap ? 2 * db->shared_cap : KDB_SHARED_INITIAL;
+    const char **t = calloc(cap, sizeof *t);
+    if (!t)
+      return NULL;
+    for (size_t i = 0; i < db->shared_cap; i++)
+      if (db->shared[i])
+        t[kdb_shared_slot(t, cap, db->shared[i], strlen(db->shared[i]))] = db->shared[i];
+    free(db->shared);
+    db->shared = t;
+    db->shared_cap = cap;
+  }
+  size_t i = kdb_shared_slot(db->shared, db->shared_cap, s, n);
+  if (!db->shared[i]) {
+    if (!(db->shared[i] = kdb_arena_strndup(&db->arena, s, n)))
+      return NULL;
+    db->shared_n++;
+  }
+  return db->shared[i];
+}
+
 void kdb_arena_free(kdb_arena *a) {
   kdb_arena_block *b = a->head;
   while (b) {
@@ -85,6 +122,38 @@ int kdb_fail(kdb_err *e, const char *name, const char *fmt, ...) {
     }
   }
   return -1;
+}
+
+/* Swaps the esz-byte elements at a and b. */
+static void kdb_swap(unsigned char *a, unsigned char *b, size_t esz) {
+  unsigned char t[KDB_SORT_MAX_ELEMENT];
+  memcpy(t, a, esz);
+  memcpy(a, b, esz);
+  memcpy(b, t, esz);
+}
+
+/* Moves element i of the heap [0, n) down to its place (a max-heap by cmp). */
+static void kdb_sift(unsigned char *v, size_t i, size_t n, size_t esz,
+                     int (*cmp)(const void *, const void *)) {
+  for (size_t c; (c = 2 * i + 1) < n; i = c) {
+    if (c + 1 < n && cmp(v + c * esz, v + (c + 1) * esz) < 0)
+      c++;
+    if (cmp(v + i * esz, v + c * esz) >= 0)
+      return;
+    kdb_swap(v + i * esz, v + c * esz, esz);
+  }
+}
+
+void kdb_sort(void *base, size_t n, size_t esz, int (*cmp)(const void *, const void *)) {
+  unsigned char *v = base;
+  if (n < 2 || esz > KDB_SORT_MAX_ELEMENT)
+    return;
+  for (size_t i = n / 2; i-- > 0;)
+    kdb_sift(v, i, n, esz, cmp);
+  for (size_t end = n - 1; end > 0; end--) {
+    kdb_swap(v, v + end * esz, esz);
+    kdb_sift(v, 0, end, esz, cmp);
+  }
 }
 
 int kdb_reserve(void **p, size_t *cap, size_t need, size_t esz) {
@@ -1287,6 +1356,7 @@ void kdb_close(kdb *db) {
   if (db->map)
     munmap(db->map, db->map_size);
   kdb_arena_free(&db->arena);
+  free(db->shared);
   free(db->payloads);
   free(db->cos);
   free(db->kernels);

@@ -43,6 +43,13 @@ int kdb_fail(kdb_err *e, const char *name, const char *fmt, ...)
 /* Ensures *p (elements of size esz) has room for need elements; 0 or -1. */
 int kdb_reserve(void **p, size_t *cap, size_t need, size_t esz);
 
+/* Sorts n elements of esz bytes (at most KDB_SORT_MAX_ELEMENT) in place, by
+** cmp, which must be a total order (equal elements are not kept in order):
+** a heapsort, which needs no memory besides the array, where qsort's merge
+** sort takes a copy of it (6 MB of a line table's rows at its peak). */
+#define KDB_SORT_MAX_ELEMENT 64
+void kdb_sort(void *base, size_t n, size_t esz, int (*cmp)(const void *, const void *));
+
 /* ---- lazily built per-code-object state ---------------------------------- */
 typedef struct kdb_linerow {
   uint64_t addr;
@@ -53,6 +60,7 @@ typedef struct kdb_linerow {
 typedef struct kdb_inline_range {
   uint64_t lo, hi; /* [lo, hi) */
   unsigned depth;
+  uint32_t seq; /* the walk's order: ties of (lo, depth) keep it */
   const char *func;
   kdb_srcpos call;
 } kdb_inline_range;
@@ -102,6 +110,8 @@ struct kdb {
   void *map;       /* mmap'd input, or NULL */
   size_t map_size;
   kdb_arena arena;
+  const char **shared; /* kdb_shared_str's strings (in arena): open addressing */
+  size_t shared_cap, shared_n;
   void **payloads; /* decompressed bundles, malloc'd */
   size_t npayloads, cap_payloads;
   kdb_co_priv **cos;
@@ -115,6 +125,11 @@ struct kdb {
   const char **damaged; /* messages of code objects that could not be read */
   size_t ndamaged, cap_damaged;
 };
+
+/* The n bytes at s as a string of db's arena, one copy per distinct value
+** (arguments' names, types and kinds repeat across thousands of kernels);
+** NULL when out of memory. */
+const char *kdb_shared_str(kdb *db, const char *s, size_t n);
 
 /* Format readers, each adds code objects/kernels to db. */
 int kdb_read_input(kdb *db, kdb_err *e);

@@ -153,11 +153,16 @@ static int kdb_isa_rowcmp(const void *a, const void *b) {
   return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+_Static_assert(sizeof(kdb_rowkey) <= KDB_SORT_MAX_ELEMENT, "kdb_sort takes line rows");
+_Static_assert(sizeof(kdb_inline_range) <= KDB_SORT_MAX_ELEMENT, "kdb_sort takes inline ranges");
+
 static int kdb_isa_inlcmp(const void *a, const void *b) {
   const kdb_inline_range *x = a, *y = b;
   if (x->lo != y->lo)
     return x->lo < y->lo ? -1 : 1;
-  return x->depth < y->depth ? -1 : x->depth > y->depth;
+  if (x->depth != y->depth)
+    return x->depth < y->depth ? -1 : 1;
+  return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
 /* Copies of DWARF's strings (file and function names) in the code object's
@@ -223,6 +228,22 @@ typedef struct kdb_inl_acc {
   kdb_names *names;
 } kdb_inl_acc;
 
+/* The inlined ranges' array grows by a quarter (at least this many): it is
+** alive with libdw's line table at the line tables' peak, where doubling
+** left up to 6 MB of librocsparse's largest unused. */
+#define KDB_INL_GROW_MIN 1024
+
+/* Grows acc's array; 0, or -1 when out of memory. */
+static int kdb_isa_acc_grow(kdb_inl_acc *acc) {
+  size_t cap = acc->cap + (acc->cap / 4 > KDB_INL_GROW_MIN ? acc->cap / 4 : KDB_INL_GROW_MIN);
+  kdb_inline_range *v = realloc(acc->v, cap * sizeof *v);
+  if (!v)
+    return -1;
+  acc->v = v;
+  acc->cap = cap;
+  return 0;
+}
+
 /* Collects DW_TAG_inlined_subroutine ranges below die (depth-bounded). */
 static void kdb_isa_walk(Dwarf_Die *die, Dwarf_Files *files, size_t nfiles, unsigned depth,
                          unsigned level, kdb_inl_acc *acc) {
@@ -252,16 +273,18 @@ static void kdb_isa_walk(Dwarf_Die *die, Dwarf_Files *files, size_t nfiles, unsi
       while ((off = dwarf_ranges(&child, off, &base, &lo, &hi)) > 0 && guard++ < 4096) {
         if (hi <= lo)
           continue;
-        if (kdb_reserve((void **)&acc->v, &acc->cap, acc->n + 1, sizeof *acc->v)) {
+        if (acc->n == acc->cap && kdb_isa_acc_grow(acc)) {
           acc->oom = 1;
           return;
         }
-        acc->v[acc->n++] =
+        acc->v[acc->n] =
             (kdb_inline_range){lo,
                                hi,
                                d,
+                               (uint32_t)acc->n,
                                kdb_intern(acc->names, fn),
                                {kdb_intern(acc->names, file), (uint32_t)cl, (uint32_t)cc}};
+        acc->n++;
       }
     }
     kdb_isa_walk(&child, files, nfiles, d, level + 1, acc);
@@ -319,10 +342,11 @@ static void kdb_isa_build_lines(kdb_co_priv *co) {
       files = NULL;
     kdb_isa_walk(&cudie, files, nfiles, 0, 0, &acc);
   }
+  dwarf_end(dw); /* the tables hold copies of its strings: its memory goes before the sorts */
   if (n) {
-    /* sorted, then packed in place into the table (a row is smaller than
-     * its key, so each lands at or before where it was read) */
-    qsort(rows, n, sizeof *rows, kdb_isa_rowcmp);
+    /* sorted in place, then packed in place into the table (a row is
+     * smaller than its key, so each lands at or before where it was read) */
+    kdb_sort(rows, n, sizeof *rows, kdb_isa_rowcmp);
     kdb_linerow *packed = (kdb_linerow *)rows;
     for (size_t i = 0; i < n; i++)
       memmove(&packed[i], &rows[i].row, sizeof *packed); /* they may overlap */
@@ -335,12 +359,10 @@ static void kdb_isa_build_lines(kdb_co_priv *co) {
   free(rows);
   free(names.from);
   free(names.to);
-  dwarf_end(dw); /* the tables hold copies of its strings */
   if (acc.oom || names.oom) {
     free(acc.v);
   } else {
-    if (acc.n)
-      qsort(acc.v, acc.n, sizeof *acc.v, kdb_isa_inlcmp);
+    kdb_sort(acc.v, acc.n, sizeof *acc.v, kdb_isa_inlcmp);
     co->inl = acc.v;
     co->ninl = acc.n;
   }
