@@ -218,6 +218,21 @@ const kdb_code_object *kdb_code_object_at(const kdb *db, size_t i);
 ** valid while db is open. */
 const void *kdb_code_object_image(const kdb *db, const kdb_code_object *co);
 
+/* A module-scope variable a code object defines (CUDA/HIP __device__ and
+** __constant__ variables: the ELF's defined object symbols of allocated,
+** non-executable sections, but shared memory and kernel parameter banks). */
+typedef struct kdb_global {
+  const char *name; /* the symbol, valid while db is open */
+  uint64_t size;
+  int writable; /* kernels may write it (__device__), else read-only (__constant__) */
+} kdb_global;
+
+/* The variables co defines: the number of them, the first cap of them in
+** out (in symbol table order); -1 with a message when its symbol table
+** cannot be read. */
+long kdb_code_object_globals(kdb *db, const kdb_code_object *co, kdb_global *out, size_t cap,
+                             char *err, size_t errlen);
+
 /* Every kernel of every code object, in code-object order. */
 size_t kdb_kernel_count(const kdb *db);
 const kdb_kernel *kdb_kernel_at(const kdb *db, size_t i);

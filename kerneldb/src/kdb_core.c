@@ -1380,6 +1380,54 @@ const void *kdb_code_object_image(const kdb *db, const kdb_code_object *co) {
   (void)db;
   return ((const kdb_co_priv *)co)->image;
 }
+/* Whether section sh, named name, holds module-scope variables: allocated,
+** not code, not a block's shared memory (.nv.shared*) nor a kernel's
+** parameter bank (.nv.constant0.*) nor a reservation (.nv.reserved*). */
+static int kdb_globals_section(const GElf_Shdr *sh, const char *name) {
+  return (sh->sh_flags & SHF_ALLOC) && !(sh->sh_flags & SHF_EXECINSTR) && name &&
+         strncmp(name, ".nv.shared", 10) != 0 && strncmp(name, ".nv.constant0", 13) != 0 &&
+         strncmp(name, ".nv.reserved", 12) != 0;
+}
+
+long kdb_code_object_globals(kdb *db, const kdb_code_object *co, kdb_global *out, size_t cap,
+                             char *err, size_t errlen) {
+  kdb_co_priv *cp = (kdb_co_priv *)co;
+  kdb_err e = {err, errlen};
+  size_t shstrndx;
+  long n = 0;
+  pthread_mutex_lock(&cp->lock);
+  if (!cp->elf || elf_getshdrstrndx(cp->elf, &shstrndx) != 0) {
+    pthread_mutex_unlock(&cp->lock);
+    return kdb_fail(&e, db->name, "%s: no section header string table", co->container);
+  }
+  for (Elf_Scn *scn = elf_nextscn(cp->elf, NULL); scn; scn = elf_nextscn(cp->elf, scn)) {
+    GElf_Shdr sh;
+    Elf_Data *d;
+    if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB || !sh.sh_entsize ||
+        !(d = elf_getdata(scn, NULL)))
+      continue;
+    for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
+      GElf_Sym sym;
+      GElf_Shdr in;
+      Elf_Scn *home;
+      if (!gelf_getsym(d, (int)i, &sym) || GELF_ST_TYPE(sym.st_info) != STT_OBJECT ||
+          GELF_ST_BIND(sym.st_info) == STB_LOCAL || sym.st_shndx == SHN_UNDEF ||
+          sym.st_shndx >= SHN_LORESERVE || !(home = elf_getscn(cp->elf, sym.st_shndx)) ||
+          !gelf_getshdr(home, &in) ||
+          !kdb_globals_section(&in, elf_strptr(cp->elf, shstrndx, in.sh_name)))
+        continue;
+      const char *name = elf_strptr(cp->elf, sh.sh_link, sym.st_name);
+      if (!name || !*name)
+        continue;
+      if ((size_t)n < cap)
+        out[n] = (kdb_global){name, sym.st_size, (in.sh_flags & SHF_WRITE) != 0};
+      n++;
+    }
+  }
+  pthread_mutex_unlock(&cp->lock);
+  return n;
+}
+
 size_t kdb_kernel_count(const kdb *db) { return db->nkernels; }
 const kdb_kernel *kdb_kernel_at(const kdb *db, size_t i) {
   return i < db->nkernels ? &db->kernels[i]->pub : NULL;

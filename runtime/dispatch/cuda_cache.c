@@ -36,8 +36,16 @@
  * lookup. Launches that pass their arguments in `extra` (one buffer,
  * CU_LAUNCH_PARAM_BUFFER_POINTER and _SIZE) get kernelParams pointing into
  * that buffer at the checked offsets; a buffer too short for them, or an
- * `extra` of other entries, runs as it is (said once). The twin lives in a module of its own: it
- * sees the cache module's __device__ variables, not the program's (as omniprobe's cache twins do).
+ * `extra` of other entries, runs as it is (said once). The replacement lives
+ * in a module of its own, with its own copies of the module's __device__ and
+ * __constant__ variables: at the decision each variable of the cache's image
+ * is paired with the program's of that name (the module of f:
+ * cuFuncGetModule, or its library for a CUkernel), and around every launch
+ * of the replacement the program's values are copied into its copies on the
+ * launch's stream and the writable ones back after it, so it computes with
+ * and leaves what the program's kernel would. A variable of another size
+ * refuses the replacement (said once); one the program lacks stays the
+ * cache's.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -84,7 +92,19 @@ static struct {
   CUresult (*KernelGetName)(const char **name, void *k);                        /* 12.3 */
   CUresult (*FuncGetParamInfo)(void *f, size_t i, size_t *off, size_t *size);   /* 12.4 */
   CUresult (*KernelGetParamInfo)(void *k, size_t i, size_t *off, size_t *size); /* 12.4 */
+  /* the module variables' copies (needed where the cache's image has any) */
+  CUresult (*FuncGetModule)(void **module, void *f);     /* 11.0 */
+  CUresult (*KernelGetLibrary)(void **library, void *k); /* 12.0 */
+  CUresult (*ModuleGetGlobal)(uint64_t *dptr, size_t *bytes, void *module, const char *name);
+  CUresult (*LibraryGetGlobal)(uint64_t *dptr, size_t *bytes, void *library, const char *name);
+  CUresult (*MemcpyDtoDAsync)(uint64_t dst, uint64_t src, size_t bytes, void *stream);
+  CUresult (*MemcpyDtoDAsyncPtsz)(uint64_t dst, uint64_t src, size_t bytes, void *stream);
 } cu;
+
+/* cuda.h's CUDA_ERROR_NOT_FOUND (a module without a variable of that name)
+ * and CUDA_ERROR_INVALID_HANDLE. */
+#define CC_NOT_FOUND 500
+#define CC_INVALID_HANDLE 400
 
 /* One code object of the cache, loaded into each context that needs it. */
 struct cc_loaded {
@@ -92,10 +112,24 @@ struct cc_loaded {
   CUresult rc;
   struct cc_loaded *next;
 };
+/* A module-scope variable of a cache image (kdb_code_object_globals). */
+struct cc_global {
+  char *name;
+  uint64_t size;
+  int writable;
+};
 struct cc_image {
   void *bytes;
   size_t size;
+  struct cc_global *globals;
+  size_t nglobals;
   struct cc_loaded *loaded;
+};
+
+/* A variable of the program's module and the replacement's copy of it. */
+struct cc_var {
+  uint64_t program, replacement, size;
+  int writable;
 };
 
 /* A kernel of the cache (key: its name, the program's kernel it replaces)
@@ -110,10 +144,13 @@ struct cc_entry {
 };
 
 /* What a (handle, context) launches: the cache's twin or kernel (plain
- * mode), NULL for the handle itself. */
+ * mode), NULL for the handle itself, and the variables copied around it
+ * (kept with the decision, never freed). */
 struct cc_choice {
   void *f, *ctx, *use;
   const struct cc_entry *e;
+  struct cc_var *vars;
+  size_t nvars;
 };
 
 static struct {
@@ -128,8 +165,10 @@ static struct {
   size_t nsaid;
 } g_cc = {.once = PTHREAD_ONCE_INIT, .lock = PTHREAD_MUTEX_INITIALIZER};
 
-/* The launch the adapter makes (the calling thread's, inside gpu_launch). */
+/* The launch the adapter makes and its decision (the calling thread's,
+ * inside gpu_launch). */
 static __thread const struct nano_cu_launch *cc_current;
+static __thread const struct cc_choice *cc_current_choice;
 
 static void cc_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void cc_log(const char *fmt, ...) {
@@ -162,6 +201,35 @@ static void cc_say_once(const char *name, const char *fmt, ...) {
 struct cc_walk {
   const struct nano_kdb_api *api;
 };
+
+/* Reads co's module variables into img; 0, or -1 after saying why (then
+ * none of its kernels is used: a replacement must see the program's). */
+static int cc_image_globals(const struct nano_kdb_api *api, kdb *db, const kdb_code_object *co,
+                            struct cc_image *img, const char *path) {
+  char err[256] = "";
+  long n = api->globals(db, co, NULL, 0, err, sizeof err), made = 0;
+  kdb_global *g = n > 0 ? calloc((size_t)n, sizeof *g) : NULL;
+  struct cc_global *mine = n > 0 ? calloc((size_t)n, sizeof *mine) : NULL;
+  int ok =
+      n == 0 || (n > 0 && g && mine && api->globals(db, co, g, (size_t)n, err, sizeof err) == n);
+  for (; ok && made < n; made++) {
+    mine[made] = (struct cc_global){strdup(g[made].name), g[made].size, g[made].writable};
+    ok = mine[made].name != NULL;
+  }
+  free(g);
+  if (!ok) {
+    cc_log("kernel cache: %s (%s): its module variables cannot be read (%s): its kernels are "
+           "not used",
+           path, co->arch, *err ? err : "out of memory");
+    for (long i = 0; i < made; i++)
+      free(mine[i].name);
+    free(mine);
+    return -1;
+  }
+  img->globals = mine;
+  img->nglobals = (size_t)n;
+  return 0;
+}
 
 /* The kernels of one cache file and their twins (nano_kcache_fn). */
 static void cc_file(const char *path, kdb *db, void *ctx) {
@@ -202,6 +270,11 @@ static void cc_file(const char *path, kdb *db, void *ctx) {
       if (!img->size) {
         img->size = (size_t)co->image_size;
         memcpy(img->bytes, api->image(db, co), img->size);
+        if (cc_image_globals(api, db, co, img, path) != 0) {
+          free(img->bytes);
+          free(img);
+          break; /* the next code object */
+        }
       }
       struct cc_entry *e = calloc(1, sizeof *e);
       if (!e || !(e->key = strdup(k->name)) || (t && !(e->twin = strdup(t->name))) ||
@@ -242,6 +315,12 @@ static void cc_open(void) {
   *(void **)&cu.KernelGetName = dlsym(h, "cuKernelGetName");
   *(void **)&cu.FuncGetParamInfo = dlsym(h, "cuFuncGetParamInfo");
   *(void **)&cu.KernelGetParamInfo = dlsym(h, "cuKernelGetParamInfo");
+  *(void **)&cu.FuncGetModule = dlsym(h, "cuFuncGetModule");
+  *(void **)&cu.KernelGetLibrary = dlsym(h, "cuKernelGetLibrary");
+  *(void **)&cu.ModuleGetGlobal = dlsym(h, "cuModuleGetGlobal_v2");
+  *(void **)&cu.LibraryGetGlobal = dlsym(h, "cuLibraryGetGlobal");
+  *(void **)&cu.MemcpyDtoDAsync = dlsym(h, "cuMemcpyDtoDAsync_v2");
+  *(void **)&cu.MemcpyDtoDAsyncPtsz = dlsym(h, "cuMemcpyDtoDAsync_v2_ptsz");
   char err[512];
   const struct nano_kdb_api *api = nano_kdb_load(err, sizeof err);
   if (!api) {
@@ -329,10 +408,10 @@ static int cc_args_differ(void *f, const struct cc_entry *e, char *why, size_t l
 /* Why a launch runs as the program made it, as said after "it runs". */
 #define CC_AS_BUILT(instrumenting) ((instrumenting) ? "uninstrumented" : "as built")
 
-/* e's twin (instrumenting) or kernel in context ctx (dev: its ordinal), or
- * NULL after saying why. */
-static void *cc_function(const struct cc_entry *e, int instrumenting, const struct gpu_api *api,
-                         void *ctx, int dev) {
+/* e's image loaded in context ctx (dev: its ordinal), once; NULL when out
+ * of memory (m->rc says whether it loaded). */
+static struct cc_loaded *cc_module(const struct cc_entry *e, const struct gpu_api *api, void *ctx,
+                                   int dev) {
   struct cc_loaded *m = e->image->loaded;
   while (m && m->ctx != ctx)
     m = m->next;
@@ -346,6 +425,14 @@ static void *cc_function(const struct cc_entry *e, int instrumenting, const stru
     m->next = e->image->loaded;
     e->image->loaded = m;
   }
+  return m;
+}
+
+/* e's twin (instrumenting) or kernel in context ctx, or NULL after saying
+ * why. */
+static void *cc_function(const struct cc_entry *e, int instrumenting, const struct gpu_api *api,
+                         void *ctx, int dev) {
+  struct cc_loaded *m = cc_module(e, api, ctx, dev);
   if (!m)
     return NULL;
   void *fn = NULL;
@@ -362,10 +449,102 @@ static void *cc_function(const struct cc_entry *e, int instrumenting, const stru
   return fn;
 }
 
+/* The address and size of variable `name` of f's module (or library, for
+ * a CUkernel), with f's context current: 0, CC_NOT_FOUND, or the driver's
+ * error. */
+static CUresult cc_program_global(void *f, const char *name, uint64_t *dptr, size_t *bytes) {
+  void *owner;
+  if (cu.FuncGetModule && cu.FuncGetModule(&owner, f) == 0)
+    return cu.ModuleGetGlobal(dptr, bytes, owner, name);
+  if (cu.KernelGetLibrary && cu.LibraryGetGlobal && cu.KernelGetLibrary(&owner, f) == 0)
+    return cu.LibraryGetGlobal(dptr, bytes, owner, name);
+  return CC_INVALID_HANDLE; /* no module or library the driver names for f */
+}
+
+/* Pairs every variable of c's image with the program's of that name (see
+ * the file comment) into c->vars; 0, or -1 after saying why the replacement
+ * is not used (lock held). */
+static int cc_vars(struct cc_choice *c, int instrumenting, const struct gpu_api *api, int dev) {
+  const struct cc_image *img = c->e->image;
+  const char *name = c->e->key, *as_built = CC_AS_BUILT(instrumenting);
+  if (!img->nglobals)
+    return 0;
+  if (!cu.ModuleGetGlobal || !cu.MemcpyDtoDAsync || !cu.MemcpyDtoDAsyncPtsz) {
+    cc_say_once(name,
+                "%s: the kernel cache's %s has module variables, which this driver cannot copy "
+                "(cuModuleGetGlobal_v2, cuMemcpyDtoDAsync_v2): it runs %s",
+                name, c->e->path, as_built);
+    return -1;
+  }
+  if (!(c->vars = calloc(img->nglobals, sizeof *c->vars)))
+    return -1;
+  const struct cc_loaded *m = cc_module(c->e, api, c->ctx, dev); /* loaded by cc_function */
+  CUresult rc = m ? api->enter(c->ctx, dev) : CC_NOT_FOUND;
+  int entered = rc == 0;
+  for (size_t i = 0; rc == 0 && i < img->nglobals; i++) {
+    const struct cc_global *g = &img->globals[i];
+    struct cc_var v = {0, 0, 0, g->writable};
+    size_t prog = 0, mine = 0;
+    rc = cc_program_global(c->f, g->name, &v.program, &prog);
+    if (rc == CC_NOT_FOUND) { /* the program has none: the cache's own stays */
+      rc = 0;
+      continue;
+    }
+    if (rc == 0)
+      rc = cu.ModuleGetGlobal(&v.replacement, &mine, m->module, g->name);
+    if (rc == 0 && prog != mine) {
+      api->leave();
+      cc_say_once(name,
+                  "%s: its module variable %s is %zu bytes in the program and %zu in the kernel "
+                  "cache's %s: it runs %s",
+                  name, g->name, prog, mine, c->e->path, as_built);
+      return -1;
+    }
+    v.size = mine;
+    c->vars[c->nvars++] = v;
+  }
+  if (entered)
+    api->leave();
+  if (rc != 0) {
+    cc_say_once(name,
+                "%s: the module variables for the kernel cache's %s cannot be found (%s): it "
+                "runs %s",
+                name, c->e->path, api->error(rc), as_built);
+    return -1;
+  }
+  return 0;
+}
+
+/* Copies c's variables on stream s before a launch of its replacement (in:
+ * the program's values into the replacement's copies) or after it (the
+ * writable ones back). 0, or the driver's error (said once). */
+static CUresult cc_copy_vars(const struct cc_choice *c, void *s, int per_thread, int in) {
+  CUresult (*copy)(uint64_t, uint64_t, size_t, void *) =
+      per_thread ? cu.MemcpyDtoDAsyncPtsz : cu.MemcpyDtoDAsync;
+  CUresult rc = 0;
+  for (size_t i = 0; rc == 0 && i < c->nvars; i++) {
+    const struct cc_var *v = &c->vars[i];
+    if (in)
+      rc = copy(v->replacement, v->program, v->size, s);
+    else if (v->writable)
+      rc = copy(v->program, v->replacement, v->size, s);
+  }
+  if (rc != 0) {
+    pthread_mutex_lock(&g_cc.lock);
+    cc_say_once(c->e->key,
+                "%s: copying its module variables %s the kernel cache's replacement failed "
+                "(error %d)%s",
+                c->e->key, in ? "to" : "back from", rc,
+                in ? ": it runs as launched" : ": the program's copies miss its writes");
+    pthread_mutex_unlock(&g_cc.lock);
+  }
+  return rc;
+}
+
 /* The decision for a launch of f on stream s (lock held): the cache's twin
  * of f when instrumenting, else its kernel of f's name. */
 static struct cc_choice cc_choose(void *f, void *s, int instrumenting) {
-  struct cc_choice c = {f, NULL, NULL, NULL};
+  struct cc_choice c = {.f = f};
   const struct gpu_api *api = gpu_api_of(NANO_GPU_CUDA);
   void *ctx;
   int dev;
@@ -380,7 +559,7 @@ static struct cc_choice cc_choose(void *f, void *s, int instrumenting) {
   }
   /* a new (handle, context): the device's arch, asked once per decision */
   if (api->describe(ctx, dev, &info) != 0)
-    return (struct cc_choice){f, NULL, NULL, NULL};
+    return (struct cc_choice){.f = f};
   const char *name = cc_name(f);
   const struct cc_entry *e = NULL, *other_arch = NULL;
   for (const struct cc_entry *x = name ? g_cc.entries : NULL; x && !e; x = x->next)
@@ -403,8 +582,13 @@ static struct cc_choice cc_choose(void *f, void *s, int instrumenting) {
   else if (e && cc_args_differ(f, e, why, sizeof why))
     cc_say_once(name, "%s: the kernel cache's %s (%s) is not used: %s; it runs %s", name, what,
                 e->path, why, as_built);
-  else if (e && (c.use = cc_function(e, instrumenting, api, ctx, dev)))
+  else if (e && (c.use = cc_function(e, instrumenting, api, ctx, dev))) {
     c.e = e;
+    if (cc_vars(&c, instrumenting, api, dev) != 0) {
+      free(c.vars);
+      c = (struct cc_choice){.f = f, .ctx = ctx};
+    }
+  }
   cc_keep(&c);
   return c;
 }
@@ -429,6 +613,16 @@ static int cc_call(const struct nano_cu_launch *l, void *f, const struct nano_cu
   return ((cc_launch_ex_fn)l->real)(c, f, params, extra);
 }
 
+/* l's call with c's replacement, configuration g and the arguments, its
+ * module variables copied in before and back after. */
+static int cc_replaced(const struct nano_cu_launch *l, const struct cc_choice *c,
+                       const struct nano_cu_config *g, void **params, void **extra) {
+  CUresult rc = cc_copy_vars(c, g->stream, l->per_thread, 1);
+  if (rc == 0 && (rc = cc_call(l, c->use, g, params, extra)) == 0)
+    cc_copy_vars(c, g->stream, l->per_thread, 0); /* said when it fails: the launch ran */
+  return rc;
+}
+
 /* l's call with another kernel and arguments (the back end's launch function). */
 static int cc_launch(const void *kernel, uint64_t grid_xy, uint32_t grid_z, uint64_t block_xy,
                      uint32_t block_z, void **args, size_t shared, void *stream) {
@@ -438,7 +632,10 @@ static int cc_launch(const void *kernel, uint64_t grid_xy, uint32_t grid_z, uint
   c.block[0] = (uint32_t)block_xy, c.block[1] = (uint32_t)(block_xy >> 32), c.block[2] = block_z;
   c.shared = (unsigned)shared;
   c.stream = stream;
-  return cc_call(l, (void *)kernel, &c, args, NULL);
+  const struct cc_choice *choice = cc_current_choice;
+  if (kernel != choice->use) /* the program's kernel: its own variables */
+    return cc_call(l, (void *)kernel, &c, args, NULL);
+  return cc_replaced(l, choice, &c, args, NULL);
 }
 
 /* The arguments of a launch that passes them in `extra`'s one buffer, as
@@ -488,8 +685,10 @@ __attribute__((visibility("default"))) int __nano_cuda_launch(const struct nano_
   pthread_mutex_lock(&g_cc.lock);
   struct cc_choice c = cc_choose(l->f, l->config.stream, instrumenting);
   pthread_mutex_unlock(&g_cc.lock);
-  if (c.use && !instrumenting) /* the same parameter list: the launch's arguments as given */
-    return cc_call(l, c.use, &l->config, l->params, l->extra);
+  if (c.use && !instrumenting) { /* the same parameter list: the launch's arguments as given */
+    int rc = cc_replaced(l, &c, &l->config, l->params, l->extra);
+    return rc == 0 ? 0 : cc_as_is(l); /* a failed replacement: the program's kernel */
+  }
   void *from_extra[CC_MAX_ARGS + 1];
   void **params = l->params;
   char why[160];
@@ -508,7 +707,9 @@ __attribute__((visibility("default"))) int __nano_cuda_launch(const struct nano_
   if (!c.use)
     return cc_as_is(l);
   const struct nano_cu_launch *outer = cc_current;
+  const struct cc_choice *outer_choice = cc_current_choice;
   cc_current = l;
+  cc_current_choice = &c;
   const struct nano_cu_config *g = &l->config;
   int rc =
       gpu_launch(NANO_GPU_CUDA | GPU_DRIVER | (l->per_thread ? NANO_GPU_PER_THREAD : 0), cc_launch,
@@ -516,5 +717,6 @@ __attribute__((visibility("default"))) int __nano_cuda_launch(const struct nano_
                  g->grid[2], g->block[0] | (uint64_t)g->block[1] << 32, g->block[2], params,
                  c.e->nargs, g->shared, g->stream);
   cc_current = outer;
+  cc_current_choice = outer_choice;
   return rc;
 }

@@ -55,6 +55,7 @@ static void kdb_load_once(void) {
       NANO_SYMBOL(struct nano_kdb_api, kernel_count, kdb_kernel_count),
       NANO_SYMBOL(struct nano_kdb_api, kernel_at, kdb_kernel_at),
       NANO_SYMBOL(struct nano_kdb_api, close, kdb_close),
+      NANO_SYMBOL(struct nano_kdb_api, globals, kdb_code_object_globals),
       NANO_SYMBOL(struct nano_kdb_api, site_find, kdb_site_find),
       NANO_SYMBOL(struct nano_kdb_api, site_isa_width, kdb_site_isa_width),
   };

@@ -26,6 +26,7 @@ struct nano_kdb_api {
   size_t (*kernel_count)(const kdb *);
   const kdb_kernel *(*kernel_at)(const kdb *, size_t);
   void (*close)(kdb *);
+  long (*globals)(kdb *, const kdb_code_object *, kdb_global *, size_t, char *, size_t);
   const kdb_site *(*site_find)(const kdb *, uint64_t);
   kdb_site_isa (*site_isa_width)(kdb *, const kdb_site *, uint32_t *);
 };

@@ -9,6 +9,10 @@
 # `nanoprobe cache build` from the same source with the plugin, where `lone`
 # has one more parameter. Checked:
 #   - without the tool: the program's kernels run, results right;
+#   - bump's replacement (twin or plain) computes with the program's module
+#     variables and leaves its writes there: it reads the __constant__ bias
+#     the program set and bumps the __device__ counter the program reads
+#     (done line "r 7 c 1"; the cache module's own copies would give 0 0);
 #   - without -i (plain mode): axpy's and other's launches run the cache's
 #     kernels of the same name (the stand-in names each launched function's
 #     module: the program's cubin is module 1, the cache's the next), with
@@ -50,7 +54,7 @@ gcc -std=c11 -O2 -Wall -Werror -I/usr/local/cuda/include "$here/drv_app.c" -o dr
 
 standin_sites "$kerneldb" cache/drv_kernels.cu.o "$here/drv_kernels.cu"
 
-done_line="done y right p 1 q 1"
+done_line="done y right p 1 q 1 r 7 c 1"
 plain=$(./drv_app prog.cubin)
 echo "$plain"
 grep -qx "$done_line" <<<"$plain" || fail "the program runs on the stand-in"
@@ -66,8 +70,9 @@ for mode in params extra; do
   ! grep -q '__nano_twin' <<<"$out1" || fail "plain $mode: no twin without -i"
   grep -qx "$done_line" <<<"$out1" || fail "plain $mode: right results"
   [ "$(grep -c "^function _Z4axpyfPKfPfi of module 2$" <<<"$out1")" = 3 ] &&
-    [ "$(grep -c "^function _Z5otherPi of module 2$" <<<"$out1")" = 1 ] ||
-    fail "plain $mode: axpy's three launches and other's run the cache's kernels (module 2)"
+    [ "$(grep -c "^function _Z5otherPi of module 2$" <<<"$out1")" = 1 ] &&
+    [ "$(grep -c "^function _Z4bumpPi of module 2$" <<<"$out1")" = 1 ] ||
+    fail "plain $mode: axpy's three launches, other's and bump's run the cache's kernels (module 2)"
   grep -qx "function lone of module 1" <<<"$out1" || fail "plain $mode: lone runs the program's"
   [ "$(grep -c "lone: the kernel cache's kernel .* is not used: it has 1 parameters, the cache's 2; it runs as built" <<<"$out1")" = 1 ] ||
     fail "plain $mode: lone's refusal said once"
@@ -78,7 +83,7 @@ grep -q "^cuLaunchKernel_ptsz of _Z4axpyfPKfPfi (4 parameters, extra)$" <<<"$out
 mkdir -p notwins && cp prog.cubin notwins/
 out2=$("$nanoprobe" run -i -c notwins -o notwins.rpd -- ./drv_app prog.cubin 2>&1)
 grep -qx "$done_line" <<<"$out2" || fail "-i, no twins: right results"
-[ "$(grep -c "^function .* of module 1$" <<<"$out2")" = 5 ] || fail "-i, no twins: the program's kernels run"
+[ "$(grep -c "^function .* of module 1$" <<<"$out2")" = 6 ] || fail "-i, no twins: the program's kernels run"
 [ "$(grep -c "_Z4axpyfPKfPfi: the kernel cache's .*prog.cubin has no twin of it (built without the plugin): it runs uninstrumented" <<<"$out2")" = 1 ] ||
   fail "-i, no twins: said once for axpy"
 
@@ -102,13 +107,14 @@ grep -qx "cuLaunchKernel of lone (1 parameters)" <<<"$run" || fail "lone runs as
 query() { python3 -c 'import sqlite3,sys
 for r in sqlite3.connect(sys.argv[1]).execute(sys.argv[2]): print(*r)' "$@"; }
 # the twins sum their accesses where they run (NANO_AGGREGATE=auto): no record
-[ "$(grep -c "^twin .*: recorded nothing$" <<<"$run")" = 4 ] || fail "each twin summed, no record"
+[ "$(grep -c "^twin .*: recorded nothing$" <<<"$run")" = 5 ] || fail "each twin summed, no record"
 # the model: axpy reads x[i], y[i] and writes y[i] for each of its 1000 elements
 summed_rows=$(query inst.rpd "select kernel, backend, arch, aggregate, records from nano_dispatch order by id")
 [ "$summed_rows" = "_Z4axpyfPKfPfi cuda sm_90 device 0
 _Z4axpyfPKfPfi cuda sm_90 device 0
 _Z4axpyfPKfPfi cuda sm_90 device 0
-_Z5otherPi cuda sm_90 device 0" ] || fail "one nano_dispatch row per twin launch, summed on the device ($summed_rows)"
+_Z5otherPi cuda sm_90 device 0
+_Z4bumpPi cuda sm_90 device 0" ] || fail "one nano_dispatch row per twin launch, summed on the device ($summed_rows)"
 [ "$(query inst.rpd "select sum(accesses) from nano_memory where kernel like '%axpy%'")" = $((3 * 3 * 1000)) ] ||
   fail "the device's sums count every access of axpy"
 # the same from records
@@ -120,7 +126,8 @@ echo "$rows"
 want="_Z4axpyfPKfPfi cuda sm_90 $((3 * 1000))
 _Z4axpyfPKfPfi cuda sm_90 $((3 * 1000))
 _Z4axpyfPKfPfi cuda sm_90 $((3 * 1000))
-_Z5otherPi cuda sm_90 1"
+_Z5otherPi cuda sm_90 1
+_Z4bumpPi cuda sm_90 0"
 [ "$rows" = "$want" ] || fail "one nano_dispatch row per twin launch, every access"
 columns="kernel, file, line, \"column\", function, kind, space, access_bytes, executions, accesses, bytes, line_bytes, lines_needed, lines_used, sector_bytes, sectors_needed, sectors_used, bank_conflicts"
 [ "$(query inst.rpd "select $columns from nano_memory order by dispatch_id, line, \"column\"")" = \

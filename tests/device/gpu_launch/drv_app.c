@@ -5,8 +5,10 @@
  * and, for one launch, as Triton's launcher does (dlsym of cuLaunchKernel).
  * Its kernels come from the cubin named by argv[1] (drv_kernels.cu). It
  * launches axpy three times (cuLaunchKernel on the legacy stream, the
- * per-thread variant on a stream of its own, cuLaunchKernelEx), other and
- * lone once each, waits, and checks y = 1 + 3 * 2 * x, *p = 1, *q = 1.
+ * per-thread variant on a stream of its own, cuLaunchKernelEx), other,
+ * lone and bump once each, waits, and checks y = 1 + 3 * 2 * x, *p = 1,
+ * *q = 1, and bump's module variables: it read the bias set here (*r =
+ * BIAS) and bumped the counter this program reads back (c = 1).
  * With argv[2] = "direct", its first launch calls cuLaunchKernel as a
  * program linked against libcuda does (the symbol); with "coop", its first
  * launch is cuLaunchCooperativeKernel (through cuGetProcAddress); with "extra", its
@@ -22,6 +24,8 @@
 #include <unistd.h>
 
 #define N 1000
+/* The value drv_app gives bump's __constant__ bias. */
+#define BIAS 7
 static __typeof__(&cuGetProcAddress_v2) gpa;
 
 static void *entry(const char *name, int version, cuuint64_t flags) {
@@ -63,6 +67,7 @@ int main(int argc, char **argv) {
   ENTRY(launch, cuLaunchKernel, 4000);
   ENTRY(launch_ex, cuLaunchKernelEx, 11060);
   ENTRY(launch_coop, cuLaunchCooperativeKernel, 9000);
+  ENTRY(get_global, cuModuleGetGlobal, 3020);
   __typeof__(&cuLaunchKernel) launch_ptsz =
       entry("cuLaunchKernel", 7000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM);
   __typeof__(&cuLaunchKernel) launch_triton = (__typeof__(&cuLaunchKernel))dlsym(h, "cuLaunchKernel");
@@ -77,7 +82,7 @@ int main(int argc, char **argv) {
   CUdevice dev;
   CUcontext ctx;
   CUmodule mod;
-  CUfunction axpy, other, lone;
+  CUfunction axpy, other, lone, bump;
   CUstream s;
   CHECK(init(0));
   CHECK(device_get(&dev, 0));
@@ -87,21 +92,30 @@ int main(int argc, char **argv) {
   CHECK(get_function(&axpy, mod, "_Z4axpyfPKfPfi"));
   CHECK(get_function(&other, mod, "_Z5otherPi"));
   CHECK(get_function(&lone, mod, "lone"));
+  CHECK(get_function(&bump, mod, "_Z4bumpPi"));
   CHECK(stream_create(&s, CU_STREAM_NON_BLOCKING));
 
   static float x[N], y[N];
   for (int i = 0; i < N; i++)
     x[i] = (float)i, y[i] = 1.0f;
-  CUdeviceptr dx, dy, dp, dq;
+  CUdeviceptr dx, dy, dp, dq, dr, dbias, dcounter;
   CHECK(mem_alloc(&dx, sizeof x));
   CHECK(mem_alloc(&dy, sizeof y));
   CHECK(mem_alloc(&dp, sizeof(int)));
   CHECK(mem_alloc(&dq, sizeof(int)));
+  CHECK(mem_alloc(&dr, sizeof(int)));
+  /* the module's variables: bias set here, counter bumped by the kernel */
+  int bias = BIAS;
+  size_t bias_size, counter_size;
+  CHECK(get_global(&dbias, &bias_size, mod, "bias"));
+  CHECK(get_global(&dcounter, &counter_size, mod, "counter"));
+  CHECK(htod(dbias, &bias, sizeof bias));
   CHECK(htod(dx, x, sizeof x));
   CHECK(htod(dy, y, sizeof y));
   float a = 2.0f;
   int count = N;
-  void *axpy_args[] = {&a, &dx, &dy, &count}, *p_args[] = {&dp}, *q_args[] = {&dq};
+  void *axpy_args[] = {&a, &dx, &dy, &count}, *p_args[] = {&dp}, *q_args[] = {&dq},
+       *r_args[] = {&dr};
   __typeof__(&cuLaunchKernel) launch_first =
       argc > 2 && !strcmp(argv[2], "direct") ? cuLaunchKernel : launch;
   if (argc > 2 && !strcmp(argv[2], "coop"))
@@ -128,17 +142,20 @@ int main(int argc, char **argv) {
   CHECK(launch_ex(&cfg, axpy, axpy_args, NULL));
   CHECK(launch_triton(other, 1, 1, 1, 1, 1, 1, 0, NULL, p_args, NULL));
   CHECK(launch(lone, 1, 1, 1, 1, 1, 1, 0, NULL, q_args, NULL));
+  CHECK(launch(bump, 1, 1, 1, 1, 1, 1, 0, NULL, r_args, NULL));
   CHECK(sync());
-  int p = 0, q = 0;
+  int p = 0, q = 0, r = 0, c = 0;
   CHECK(dtoh(y, dy, sizeof y));
   CHECK(dtoh(&p, dp, sizeof p));
   CHECK(dtoh(&q, dq, sizeof q));
+  CHECK(dtoh(&r, dr, sizeof r));
+  CHECK(dtoh(&c, dcounter, sizeof c));
   int right = 1;
   for (int i = 0; i < N; i++)
     right &= y[i] == 1.0f + 3 * 2.0f * (float)i;
-  printf("done y %s p %d q %d\n", right ? "right" : "wrong", p, q);
+  printf("done y %s p %d q %d r %d c %d\n", right ? "right" : "wrong", p, q, r, c);
   fflush(stdout);
   if (argc > 2 && !strcmp(argv[2], "exec"))
     execl("/bin/echo", "echo", "exec-ok", (char *)NULL);
-  return right && p == 1 && q == 1 ? 0 : 1;
+  return right && p == 1 && q == 1 && r == BIAS && c == 1 ? 0 : 1;
 }

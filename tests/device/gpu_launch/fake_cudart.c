@@ -200,8 +200,13 @@ struct item {
   uint64_t head0;   /* a twin's descriptor head when it started */
   uint64_t node_id; /* a graph's node: its id (CUPTI's graphNodeId) */
   const void *queue; /* the program's stream it was issued to */
+  const struct fake_module *module; /* a driver launch's: its variables */
   struct item *next;
 };
+
+struct fake_module;
+/* Variable `name` of module m (its storage), or NULL. */
+static void *fake_global(const struct fake_module *m, const char *name, size_t *size);
 
 static pthread_mutex_t dev_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t dev_cond = PTHREAD_COND_INITIALIZER;
@@ -293,6 +298,16 @@ static void run_kernel(struct item *it) {
           __nano_dh_access(desc, site[2], (uint64_t)(uintptr_t)&y[i], 4, NANO_DH_AS_GLOBAL);
         }
         y[i] = it->a * x[i] + y[i];
+      } else if (strstr(it->name, "bump")) {
+        /* bump(int *p): *p = bias; counter += 1, the module's variables */
+        int *bias = fake_global(it->module, "bias", NULL);
+        int *counter = fake_global(it->module, "counter", NULL);
+        if (!bias || !counter) {
+          printf("bump: its module has no bias or counter\n");
+          abort();
+        }
+        *(int *)it->argv[0] = *bias;
+        ++*counter;
       } else {
         int *p = it->argv[0];
         if (desc)
@@ -693,8 +708,9 @@ static int over_limits(struct dim3 g, struct dim3 b) {
 /* Queues kernel `name` (its dynamic shared memory limit max_shared; args:
  * its argument pointers) on stream, or refuses it with the runtime's error
  * (the driver's numbers are the same). */
-static int issue_kernel(const char *name, size_t max_shared, struct dim3 grid, struct dim3 block,
-                        void **args, size_t shared, void *stream, uint32_t corr) {
+static int issue_kernel(const char *name, const struct fake_module *module, size_t max_shared,
+                        struct dim3 grid, struct dim3 block, void **args, size_t shared,
+                        void *stream, uint32_t corr) {
   if (over_limits(grid, block)) {
     printf("launch %s refused: grid %u %u %u block %u %u %u over CUDA's limits\n", name, grid.x,
            grid.y, grid.z, block.x, block.y, block.z);
@@ -712,6 +728,7 @@ static int issue_kernel(const char *name, size_t max_shared, struct dim3 grid, s
     return 2; /* cudaErrorMemoryAllocation */
   it->kind = ITEM_KERNEL;
   it->name = name;
+  it->module = module;
   it->corr = corr;
   it->stream = stream_id(stream);
   it->grid = grid, it->block = block;
@@ -742,8 +759,8 @@ static int launch(const void *func, struct dim3 grid, struct dim3 block, void **
       const char *name = fake_kernels[i].name;
       if (no_twins && *no_twins == '1' && strncmp(name, NANO_TWIN_PREFIX, strlen(NANO_TWIN_PREFIX)) == 0)
         return 98; /* cudaErrorInvalidDeviceFunction */
-      return issue_kernel(name, fake_kernels[i].max_shared, grid, block, args, shared, stream,
-                          corr);
+      return issue_kernel(name, NULL, fake_kernels[i].max_shared, grid, block, args, shared,
+                          stream, corr);
     }
   printf("launch of an unregistered handle %p\n", func);
   return 98;
@@ -1169,6 +1186,7 @@ int cuGetErrorName(int r, const char **s) {
 struct fake_func {
   void *ctx;
   int module; /* the cuModuleLoadData it came from, counted from 1 */
+  const struct fake_module *mod;
   char name[256];
   int nparams;
   uint32_t off[FAKE_MAX_PARAMS], size[FAKE_MAX_PARAMS];
@@ -1176,9 +1194,63 @@ struct fake_func {
 static struct fake_func fake_funcs[FAKE_MAX_FUNCS];
 static int fake_nfuncs, fake_nmodules;
 static pthread_mutex_t fake_func_lock = PTHREAD_MUTEX_INITIALIZER;
+/* A module variable (__device__, __constant__): its storage, as device
+ * memory is host memory here. */
+#define FAKE_MAX_GLOBALS 16
+struct fake_var {
+  char name[128];
+  void *ptr;
+  size_t size;
+};
 struct fake_module {
   int first, count; /* its functions in fake_funcs */
+  struct fake_var vars[FAKE_MAX_GLOBALS];
+  int nvars;
 };
+
+static void *fake_global(const struct fake_module *m, const char *name, size_t *size) {
+  for (int i = 0; m && i < m->nvars; i++)
+    if (!strcmp(m->vars[i].name, name)) {
+      if (size)
+        *size = m->vars[i].size;
+      return m->vars[i].ptr;
+    }
+  return NULL;
+}
+
+/* Gives m its variables: the image's defined object symbols of allocated,
+ * non-executable sections but shared memory and parameter banks (as the
+ * driver lays out a module), initialized from their section's bytes. */
+static int fake_module_vars(struct fake_module *m, const unsigned char *img) {
+  const Elf64_Ehdr *eh = (const Elf64_Ehdr *)img;
+  const Elf64_Shdr *sh = (const Elf64_Shdr *)(img + eh->e_shoff);
+  const char *shstr = (const char *)img + sh[eh->e_shstrndx].sh_offset;
+  for (unsigned i = 0; i < eh->e_shnum; i++) {
+    if (sh[i].sh_type != SHT_SYMTAB)
+      continue;
+    const Elf64_Sym *sym = (const Elf64_Sym *)(img + sh[i].sh_offset);
+    const char *str = (const char *)img + sh[sh[i].sh_link].sh_offset;
+    for (size_t k = 0; k < sh[i].sh_size / sizeof *sym; k++) {
+      unsigned x = sym[k].st_shndx;
+      if (ELF64_ST_TYPE(sym[k].st_info) != STT_OBJECT || ELF64_ST_BIND(sym[k].st_info) == STB_LOCAL ||
+          x == SHN_UNDEF || x >= eh->e_shnum || !(sh[x].sh_flags & SHF_ALLOC) ||
+          (sh[x].sh_flags & SHF_EXECINSTR) || !strncmp(shstr + sh[x].sh_name, ".nv.shared", 10) ||
+          !strncmp(shstr + sh[x].sh_name, ".nv.constant0", 13) ||
+          !strncmp(shstr + sh[x].sh_name, ".nv.reserved", 12))
+        continue;
+      if (m->nvars == FAKE_MAX_GLOBALS)
+        return -1;
+      struct fake_var *v = &m->vars[m->nvars++];
+      snprintf(v->name, sizeof v->name, "%s", str + sym[k].st_name);
+      v->size = sym[k].st_size;
+      if (!(v->ptr = calloc(1, v->size ? v->size : 1)))
+        return -1;
+      if (sh[x].sh_type == SHT_PROGBITS)
+        memcpy(v->ptr, img + sh[x].sh_offset + sym[k].st_value, v->size);
+    }
+  }
+  return 0;
+}
 
 static struct fake_func *fake_func_of(void *f) {
   struct fake_func *x = f;
@@ -1244,6 +1316,7 @@ int cuModuleLoadData(void **module, const void *image) {
       memset(fn, 0, sizeof *fn);
       fn->ctx = ctx_stack[ctx_depth - 1];
       fn->module = ordinal;
+      fn->mod = m;
       snprintf(fn->name, sizeof fn->name, "%s", name);
       char info[300];
       snprintf(info, sizeof info, ".nv.info.%s", name);
@@ -1254,6 +1327,8 @@ int cuModuleLoadData(void **module, const void *image) {
   }
   m->count = fake_nfuncs - m->first;
   pthread_mutex_unlock(&fake_func_lock);
+  if (fake_module_vars(m, img) != 0)
+    return 2; /* CUDA_ERROR_OUT_OF_MEMORY */
   printf("module loaded: %d kernels\n", m->count);
   *module = m;
   return CU_OK;
@@ -1267,6 +1342,42 @@ int cuModuleGetFunction(void **f, void *module, const char *name) {
       return CU_OK;
     }
   return CU_NOT_FOUND;
+}
+
+int cuModuleGetGlobal_v2(unsigned long long *dptr, size_t *bytes, void *module, const char *name) {
+  size_t size;
+  void *p = fake_global(module, name, &size);
+  if (!p)
+    return CU_NOT_FOUND;
+  if (dptr)
+    *dptr = (unsigned long long)(uintptr_t)p;
+  if (bytes)
+    *bytes = size;
+  return CU_OK;
+}
+
+int cuFuncGetModule(void **module, void *f) {
+  struct fake_func *fn = fake_func_of(f);
+  if (!fn || !fn->mod)
+    return CU_INVALID_HANDLE;
+  *module = (void *)fn->mod;
+  return CU_OK;
+}
+
+/* Device-to-device copies, in the stream's order (a graph's node when it is
+ * capturing). */
+int cuMemcpyDtoDAsync_v2(unsigned long long dst, unsigned long long src, size_t n, void *s) {
+  NEED_CTX();
+  struct item *it = calloc(1, sizeof *it);
+  if (!it)
+    return 2;
+  it->kind = ITEM_COPY;
+  it->dst = (void *)(uintptr_t)dst, it->src = (const void *)(uintptr_t)src, it->bytes = n;
+  issue(it, s);
+  return CU_OK;
+}
+int cuMemcpyDtoDAsync_v2_ptsz(unsigned long long dst, unsigned long long src, size_t n, void *s) {
+  return cuMemcpyDtoDAsync_v2(dst, src, n, s);
 }
 
 int cuFuncGetName(const char **name, void *f) {
@@ -1323,7 +1434,8 @@ static int driver_launch(void *f, struct dim3 grid, struct dim3 block, unsigned 
   }
   printf("function %s of module %d\n", fn->name, fn->module);
   printf("%s of %s (%d parameters%s)\n", how, fn->name, fn->nparams, extra ? ", extra" : "");
-  return issue_kernel(fn->name, FAKE_SHARED_DEFAULT, grid, block, params, shared, stream, 0);
+  return issue_kernel(fn->name, fn->mod, FAKE_SHARED_DEFAULT, grid, block, params, shared, stream,
+                      0);
 }
 
 int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
