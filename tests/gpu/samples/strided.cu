@@ -12,9 +12,14 @@
 #define STRIDED_ADD 0.0f
 #endif
 
+// A __constant__ the program sets: a replacement from a kernel cache, which
+// has its own copy, must compute with the program's (run.sh "cached").
+__constant__ float strided_offset;
+#define STRIDED_OFFSET 0.5f
+
 __global__ void strided(const float *in, float *out, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) out[i] = in[(long)i * STRIDE] + STRIDED_ADD;
+  if (i < n) out[i] = in[(long)i * STRIDE] + STRIDED_ADD + strided_offset;
 }
 
 int main() {
@@ -24,13 +29,16 @@ int main() {
   CHECK(cudaMalloc(&out, n * sizeof(float)));
   for (long i = 0; i < (long)n * STRIDE; i++) h[i] = (float)(i % 4096);
   CHECK(cudaMemcpy(in, h, (size_t)n * STRIDE * sizeof(float), cudaMemcpyHostToDevice));
+  const float offset = STRIDED_OFFSET;
+  CHECK(cudaMemcpyToSymbol(strided_offset, &offset, sizeof offset));
   strided<<<n / 256, 256>>>(in, out, n);
   CHECK(cudaGetLastError());
   CHECK(cudaMemcpy(h, out, n * sizeof(float), cudaMemcpyDeviceToHost));
   int wrong = 0, plus_one = 0;
   for (long i = 0; i < n; i++) {
-    wrong += h[i] != (float)((i * STRIDE) % 4096);
-    plus_one += h[i] == (float)((i * STRIDE) % 4096) + 1.0f;
+    float want = (float)((i * STRIDE) % 4096) + STRIDED_OFFSET;
+    wrong += h[i] != want;
+    plus_one += h[i] == want + 1.0f;
   }
   // "plus one": every element as the cache's variant computes it
   std::printf("strided %s\n", !wrong ? "ok" : plus_one == n ? "plus one" : "WRONG");
