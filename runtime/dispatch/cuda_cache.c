@@ -720,3 +720,28 @@ __attribute__((visibility("default"))) int __nano_cuda_launch(const struct nano_
   cc_current_choice = outer_choice;
   return rc;
 }
+
+__attribute__((visibility("default"))) void *__nano_cuda_node_function(void *f) {
+  pthread_once(&g_cc.once, cc_open);
+  if (!g_cc.usable || !f)
+    return f;
+  int instrumenting = nano_dispatch_instrumenting();
+  pthread_mutex_lock(&g_cc.lock);
+  struct cc_choice c = cc_choose(f, NULL, instrumenting);
+  void *use = f;
+  if (c.use && instrumenting)
+    cc_say_once(c.e->key,
+                "%s: a kernel node added to a graph by hand (cuGraphAddKernelNode) runs "
+                "uninstrumented: the kernel cache's twin runs at launches and in stream captures",
+                c.e->key);
+  else if (c.use && c.nvars)
+    cc_say_once(c.e->key,
+                "%s: a kernel node added to a graph by hand (cuGraphAddKernelNode) runs as built: "
+                "the kernel cache's kernel needs the program's module variables copied around it, "
+                "which a lone node cannot have",
+                c.e->key);
+  else if (c.use)
+    use = c.use;
+  pthread_mutex_unlock(&g_cc.lock);
+  return use;
+}

@@ -7,7 +7,8 @@
  * The hook hands every cuLaunchKernel and cuLaunchKernelEx call (and their
  * per-thread-stream variants) over as one struct, with the driver's own
  * function it would have called; __nano_cuda_launch returns that call's
- * CUresult, whichever kernel ran.
+ * CUresult, whichever kernel ran. A kernel node added to a graph by hand
+ * asks __nano_cuda_node_function which function it gets.
  */
 #ifndef NANO_CUDA_CACHE_H
 #define NANO_CUDA_CACHE_H
@@ -42,6 +43,27 @@ struct nano_cu_launch {
 /* Launches l as the driver would, or the kernel cache's twin of l->f in its
  * place (NANO_INSTRUMENT, NANO_KERNEL_CACHE). The CUresult of the launch. */
 int __nano_cuda_launch(const struct nano_cu_launch *l);
+
+/* The function a kernel node added to a graph by hand (cuGraphAddKernelNode)
+ * for f (a CUfunction or CUkernel) gets: the cache's kernel of f's name in
+ * plain mode, else f itself (said once where the cache would have replaced
+ * f at a launch: a twin, or a kernel that needs its module variables
+ * copied, which a lone node cannot have). */
+void *__nano_cuda_node_function(void *f);
+
+/* cuda.h's CUDA_KERNEL_NODE_PARAMS (v1) and _v2 (CUDA 12.0: the kernel as a
+ * CUkernel, used where func is NULL, and its context). */
+struct nano_cu_node_params {
+  void *func;
+  unsigned grid[3], block[3], shared;
+  void **params, **extra;
+};
+struct nano_cu_node_params_v2 {
+  void *func;
+  unsigned grid[3], block[3], shared;
+  void **params, **extra;
+  void *kern, *ctx;
+};
 
 #ifdef __cplusplus
 }

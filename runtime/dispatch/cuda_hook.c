@@ -13,9 +13,12 @@
  *
  * for cuLaunchKernel, cuLaunchKernelEx, cuLaunchCooperativeKernel and their
  * per-thread-stream variants (_ptsz; cuGetProcAddress's
- * CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM).
- * Each hands the call to __nano_cuda_launch (cuda_cache.c) with the driver's
- * own function. Everything else passes through untouched.
+ * CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM), and for
+ * cuGraphAddKernelNode (v1 and _v2: cuGetProcAddress hands out either under
+ * the one name, told apart by the driver's own two functions).
+ * Each launch goes to __nano_cuda_launch (cuda_cache.c) with the driver's
+ * own function; a kernel node gets the function __nano_cuda_node_function
+ * gives. Everything else passes through untouched.
  *
  * dlsym(RTLD_NEXT, name) means "after the caller": the caller is found by
  * its return address and the search walks the objects loaded after it (a
@@ -51,6 +54,8 @@ enum hook_id {
   HOOK_LAUNCH_EX_PTSZ,
   HOOK_COOP,
   HOOK_COOP_PTSZ,
+  HOOK_NODE,
+  HOOK_NODE_V2,
   HOOK_N
 };
 static const struct {
@@ -63,6 +68,8 @@ static const struct {
     {"cuLaunchKernelEx_ptsz", "cuLaunchKernelEx", 1},
     {"cuLaunchCooperativeKernel", "cuLaunchCooperativeKernel", 0},
     {"cuLaunchCooperativeKernel_ptsz", "cuLaunchCooperativeKernel", 1},
+    {"cuGraphAddKernelNode", "cuGraphAddKernelNode", 0},
+    {"cuGraphAddKernelNode_v2", "cuGraphAddKernelNode", 0},
 };
 static void *hook_real[HOOK_N];
 static void *hook_gpa, *hook_gpa2; /* the driver's cuGetProcAddress, _v2 */
@@ -129,12 +136,47 @@ HOOK_LAUNCH_EX_FN(cuLaunchKernelEx_ptsz, HOOK_LAUNCH_EX_PTSZ)
 HOOK_COOP_FN(cuLaunchCooperativeKernel, HOOK_COOP)
 HOOK_COOP_FN(cuLaunchCooperativeKernel_ptsz, HOOK_COOP_PTSZ)
 
+/* The driver's cuGraphAddKernelNode, v1 or _v2 (the parameters' type). */
+typedef CUresult (*node_fn)(void **node, void *graph, const void *deps, size_t ndeps,
+                            const void *params);
+
+/* Adds the node through the driver's call of hook id with params, whose
+ * copy gets the kernel cache's function where it has one. */
+HOOK_EXPORT CUresult cuGraphAddKernelNode(void **node, void *graph, const void *deps, size_t ndeps,
+                                          const struct nano_cu_node_params *p) {
+  node_fn real = (node_fn)hook_driver(HOOK_NODE);
+  if (!real)
+    return CU_NOT_FOUND;
+  if (!p)
+    return real(node, graph, deps, ndeps, p);
+  struct nano_cu_node_params mine = *p;
+  mine.func = __nano_cuda_node_function(p->func);
+  return real(node, graph, deps, ndeps, &mine);
+}
+
+HOOK_EXPORT CUresult cuGraphAddKernelNode_v2(void **node, void *graph, const void *deps,
+                                             size_t ndeps, const struct nano_cu_node_params_v2 *p) {
+  node_fn real = (node_fn)hook_driver(HOOK_NODE_V2);
+  if (!real)
+    return CU_NOT_FOUND;
+  if (!p)
+    return real(node, graph, deps, ndeps, p);
+  struct nano_cu_node_params_v2 mine = *p;
+  void *f = p->func ? p->func : p->kern; /* a CUkernel is used where func is NULL */
+  void *use = __nano_cuda_node_function(f);
+  if (use != f)
+    mine.func = use;
+  return real(node, graph, deps, ndeps, &mine);
+}
+
 static void *const hook_fns[HOOK_N] = {(void *)cuLaunchKernel,
                                        (void *)cuLaunchKernel_ptsz,
                                        (void *)cuLaunchKernelEx,
                                        (void *)cuLaunchKernelEx_ptsz,
                                        (void *)cuLaunchCooperativeKernel,
-                                       (void *)cuLaunchCooperativeKernel_ptsz};
+                                       (void *)cuLaunchCooperativeKernel_ptsz,
+                                       (void *)cuGraphAddKernelNode,
+                                       (void *)cuGraphAddKernelNode_v2};
 
 HOOK_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, uint64_t flags);
 HOOK_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version,
@@ -164,6 +206,8 @@ static void *hook_swap(const char *name, int by_gpa, int per_thread, void *fn) {
   for (int i = 0; i < HOOK_N; i++)
     if (by_gpa ? hook_names[i].per_thread == per_thread && !strcmp(name, hook_names[i].base)
                : !strcmp(name, hook_names[i].name)) {
+      if (by_gpa && i == HOOK_NODE && fn == driver_fn("cuGraphAddKernelNode_v2"))
+        i = HOOK_NODE_V2; /* the version asked for is 12.0 or later: the _v2 ABI */
       __atomic_store_n(&hook_real[i], fn, __ATOMIC_RELEASE);
       return hook_fns[i];
     }

@@ -27,6 +27,11 @@
 #     axpy, 1 for other: the kernels' own arithmetic) into nano_dispatch
 #     rows, MemoryAnalysis rows at drv_kernels.cu's lines; lone's twin is
 #     refused (parameter lists differ), said once, lone runs; results right;
+#   - kernel nodes added to a graph by hand (cuGraphAddKernelNode, v1 and
+#     _v2): plain mode gives them the cache's kernels where the cache's
+#     module has no variables (else they cannot be copied around a lone
+#     node: the program's kernel, said once); with -i they keep the
+#     program's kernels, said once;
 #   - a launch through cuLaunchKernel's symbol (a program linked against
 #     libcuda) runs the twin too;
 #   - dlsym(RTLD_NEXT) through the hook: the tracer's exec wrapper works;
@@ -38,7 +43,7 @@ clang=$1 root=$2 kerneldb=$3 rpdtool=$4 nanoprobe=$5 out=$6
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$out"
 cd "$out"
-rm -rf cache cache2 cache80 notwins ./*.rpd ./*.rpd-*
+rm -rf cache cache2 cache80 notwins novars ./*.rpd ./*.rpd-*
 . "$here/standin.sh"
 standin_build "$clang" "$root" "$out"
 export LD_LIBRARY_PATH="$out${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -52,6 +57,8 @@ gcc -std=c11 -O2 -Wall -Werror -I/usr/local/cuda/include "$here/drv_app.c" -o dr
   -L. -l:libcuda.so.1 -Wl,-rpath,"$out" -ldl
 "$nanoprobe" cache list cache
 
+"$nanoprobe" cache build -o novars -- "$clang" "${cuda[@]}" --cuda-gpu-arch=sm_90 -g \
+  -DLONE_TAKES_TWO -DNO_MODULE_VARIABLES "$here/drv_kernels.cu" >/dev/null
 standin_sites "$kerneldb" cache/drv_kernels.cu.o "$here/drv_kernels.cu"
 
 done_line="done y right p 1 q 1 r 7 c 1"
@@ -79,6 +86,29 @@ for mode in params extra; do
 done
 grep -q "^cuLaunchKernel_ptsz of _Z4axpyfPKfPfi (4 parameters, extra)$" <<<"$out1" ||
   fail "plain extra: the cache's axpy gets the launch's extra as it was"
+# kernel nodes added to a graph by hand. A cache of kernels without module
+# variables: plain mode gives other's (_v2) and axpy's (v1) nodes the
+# cache's kernels (bump is not in it). The full cache pairs its module's
+# variables with every kernel of it (which kernel reads which is not in a
+# cubin): a lone node cannot have them copied around it, so each node keeps
+# the program's kernel, said once; with -i the twins do not run in such
+# nodes, said once.
+graph=$("$nanoprobe" run -c novars -o graph.rpd -- ./drv_app prog.cubin graph 2>&1)
+grep -qx "$done_line" <<<"$graph" || fail "graph nodes: right results ($graph)"
+grep -qx "graph kernel node: function _Z5otherPi of module 2" <<<"$graph" &&
+  grep -qx "graph kernel node: function _Z4axpyfPKfPfi of module 2" <<<"$graph" &&
+  grep -qx "graph kernel node: function _Z4bumpPi of module 1" <<<"$graph" ||
+  fail "graph nodes, plain: other's and axpy's get the cache's kernels, bump's its own ($graph)"
+graph_v=$("$nanoprobe" run -c cache -o graph_v.rpd -- ./drv_app prog.cubin graph 2>&1)
+[ "$(grep -c "^graph kernel node: function .* of module 1$" <<<"$graph_v")" = 3 ] &&
+  [ "$(grep -c "a kernel node added to a graph by hand (cuGraphAddKernelNode) runs as built: the kernel cache's kernel needs the program's module variables" <<<"$graph_v")" = 3 ] ||
+  fail "graph nodes, plain, module variables: the program's kernels, each said once ($graph_v)"
+graph_i=$("$nanoprobe" run -i -c cache -o graph_i.rpd -- ./drv_app prog.cubin graph 2>&1)
+grep -qx "$done_line" <<<"$graph_i" || fail "graph nodes, -i: right results"
+[ "$(grep -c "^graph kernel node: function .* of module 1$" <<<"$graph_i")" = 3 ] ||
+  fail "graph nodes, -i: the program's kernels in the nodes"
+[ "$(grep -c "_Z5otherPi: a kernel node added to a graph by hand (cuGraphAddKernelNode) runs uninstrumented" <<<"$graph_i")" = 1 ] ||
+  fail "graph nodes, -i: other's said once"
 # -i with a cache built without the plugin: no twin to run, said once per kernel
 mkdir -p notwins && cp prog.cubin notwins/
 out2=$("$nanoprobe" run -i -c notwins -o notwins.rpd -- ./drv_app prog.cubin 2>&1)

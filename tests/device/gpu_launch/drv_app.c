@@ -14,7 +14,9 @@
  * launch is cuLaunchCooperativeKernel (through cuGetProcAddress); with "extra", its
  * per-thread launch passes axpy's arguments in one buffer (cuLaunchKernel's
  * extra); with "exec", it execs /bin/echo at the end (dlsym(RTLD_NEXT)
- * through a preloaded tracer).
+ * through a preloaded tracer); with "graph", it also adds kernel nodes of
+ * other, bump (cuGraphAddKernelNode, the _v2 ABI) and axpy (the v1 ABI, by
+ * its symbol) to a graph it does not launch.
  */
 #include <cuda.h>
 #include <dlfcn.h>
@@ -68,6 +70,12 @@ int main(int argc, char **argv) {
   ENTRY(launch_ex, cuLaunchKernelEx, 11060);
   ENTRY(launch_coop, cuLaunchCooperativeKernel, 9000);
   ENTRY(get_global, cuModuleGetGlobal, 3020);
+  ENTRY(graph_create, cuGraphCreate, 10000);
+  ENTRY(add_node, cuGraphAddKernelNode, 12000); /* the _v2 ABI */
+  /* the v1 ABI by its symbol, as a program built against CUDA 11 finds it */
+  CUresult (*add_node_v1)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t,
+                          const CUDA_KERNEL_NODE_PARAMS_v1 *) =
+      (__typeof__(add_node_v1))dlsym(h, "cuGraphAddKernelNode");
   __typeof__(&cuLaunchKernel) launch_ptsz =
       entry("cuLaunchKernel", 7000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM);
   __typeof__(&cuLaunchKernel) launch_triton = (__typeof__(&cuLaunchKernel))dlsym(h, "cuLaunchKernel");
@@ -144,6 +152,23 @@ int main(int argc, char **argv) {
   CHECK(launch(lone, 1, 1, 1, 1, 1, 1, 0, NULL, q_args, NULL));
   CHECK(launch(bump, 1, 1, 1, 1, 1, 1, 0, NULL, r_args, NULL));
   CHECK(sync());
+  if (argc > 2 && !strcmp(argv[2], "graph")) {
+    /* kernel nodes added by hand (not launched): other's and bump's through
+     * the _v2 call, axpy's through the v1 one */
+    CUgraph g;
+    CUgraphNode node;
+    CHECK(graph_create(&g, 0));
+    CUDA_KERNEL_NODE_PARAMS p2 = {0};
+    p2.func = other, p2.gridDimX = p2.gridDimY = p2.gridDimZ = 1;
+    p2.blockDimX = p2.blockDimY = p2.blockDimZ = 1, p2.kernelParams = p_args;
+    CHECK(add_node(&node, g, NULL, 0, &p2));
+    p2.func = bump, p2.kernelParams = r_args;
+    CHECK(add_node(&node, g, NULL, 0, &p2));
+    CUDA_KERNEL_NODE_PARAMS_v1 p1 = {axpy, 4, 1, 1, 256, 1, 1, 0, axpy_args, NULL};
+    if (!add_node_v1)
+      return fprintf(stderr, "drv_app: no cuGraphAddKernelNode\n"), 1;
+    CHECK(add_node_v1(&node, g, NULL, 0, &p1));
+  }
   int p = 0, q = 0, r = 0, c = 0;
   CHECK(dtoh(y, dy, sizeof y));
   CHECK(dtoh(&p, dp, sizeof p));

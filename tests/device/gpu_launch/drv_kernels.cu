@@ -2,7 +2,8 @@
 // program's) and with it (the kernel cache's, LONE_TAKES_TWO: there `lone`
 // has another parameter list, so its twin must not replace the program's).
 // bump reads and writes module variables: a replacement from the cache must
-// see the program's.
+// see the program's (NO_MODULE_VARIABLES: a cache of the others alone, whose
+// kernels need no variables copied).
 __global__ void axpy(float a, const float *x, float *y, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) y[i] = a * x[i] + y[i];
@@ -13,9 +14,11 @@ extern "C" __global__ void lone(int *p, int v) { *p = v; }
 #else
 extern "C" __global__ void lone(int *p) { *p = 1; }
 #endif
+#ifndef NO_MODULE_VARIABLES
 __constant__ int bias;
 __device__ int counter;
 __global__ void bump(int *p) {
   *p = bias;
   atomicAdd(&counter, 1);
 }
+#endif

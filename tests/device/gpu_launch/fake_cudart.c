@@ -1364,6 +1364,51 @@ int cuFuncGetModule(void **module, void *f) {
   return CU_OK;
 }
 
+/* Graphs built by hand, as far as drv_app builds them: a graph handle, and
+ * kernel nodes (cuda.h's CUDA_KERNEL_NODE_PARAMS, v1 and _v2), each printed
+ * with its function's module ("graph kernel node: function NAME of module
+ * M") and not kept: drv_app does not launch them. */
+struct fake_node_params {
+  void *func;
+  unsigned grid[3], block[3], shared;
+  void **params, **extra;
+};
+struct fake_node_params_v2 {
+  struct fake_node_params v1;
+  void *kern, *ctx;
+};
+static int fake_graph;
+
+int cuGraphCreate(void **graph, unsigned flags) {
+  NEED_CTX();
+  if (flags)
+    return CU_INVALID_VALUE;
+  *graph = &fake_graph;
+  return CU_OK;
+}
+
+static int fake_kernel_node(void **node, void *graph, const struct fake_node_params *p) {
+  NEED_CTX();
+  struct fake_func *fn = p ? fake_func_of(p->func) : NULL;
+  if (graph != &fake_graph || !node)
+    return CU_INVALID_VALUE;
+  if (!fn || fn->ctx != ctx_stack[ctx_depth - 1])
+    return CU_INVALID_HANDLE;
+  printf("graph kernel node: function %s of module %d\n", fn->name, fn->module);
+  *node = fn;
+  return CU_OK;
+}
+int cuGraphAddKernelNode(void **node, void *graph, const void *deps, size_t n,
+                         const struct fake_node_params *p) {
+  (void)deps, (void)n;
+  return fake_kernel_node(node, graph, p);
+}
+int cuGraphAddKernelNode_v2(void **node, void *graph, const void *deps, size_t n,
+                            const struct fake_node_params_v2 *p) {
+  (void)deps, (void)n;
+  return fake_kernel_node(node, graph, p ? &p->v1 : NULL);
+}
+
 /* Device-to-device copies, in the stream's order (a graph's node when it is
  * capturing). */
 int cuMemcpyDtoDAsync_v2(unsigned long long dst, unsigned long long src, size_t n, void *s) {
