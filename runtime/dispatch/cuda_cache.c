@@ -501,7 +501,8 @@ static int cc_vars(struct cc_choice *c, int instrumenting, const struct gpu_api 
       return -1;
     }
     v.size = mine;
-    c->vars[c->nvars++] = v;
+    if (mine) /* nothing to copy of an empty one */
+      c->vars[c->nvars++] = v;
   }
   if (entered)
     api->leave();
@@ -531,10 +532,10 @@ static CUresult cc_copy_vars(const struct cc_choice *c, void *s, int per_thread,
   }
   if (rc != 0) {
     pthread_mutex_lock(&g_cc.lock);
+    const struct gpu_api *api = gpu_api_of(NANO_GPU_CUDA);
     cc_say_once(c->e->key,
-                "%s: copying its module variables %s the kernel cache's replacement failed "
-                "(error %d)%s",
-                c->e->key, in ? "to" : "back from", rc,
+                "%s: copying its module variables %s the kernel cache's replacement failed (%s)%s",
+                c->e->key, in ? "to" : "back from", api ? api->error(rc) : "no CUDA back end",
                 in ? ": it runs as launched" : ": the program's copies miss its writes");
     pthread_mutex_unlock(&g_cc.lock);
   }
