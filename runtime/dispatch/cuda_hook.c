@@ -140,33 +140,37 @@ HOOK_COOP_FN(cuLaunchCooperativeKernel_ptsz, HOOK_COOP_PTSZ)
 typedef CUresult (*node_fn)(void **node, void *graph, const void *deps, size_t ndeps,
                             const void *params);
 
-/* Adds the node through the driver's call of hook id with params, whose
- * copy gets the kernel cache's function where it has one. */
-HOOK_EXPORT CUresult cuGraphAddKernelNode(void **node, void *graph, const void *deps, size_t ndeps,
-                                          const struct nano_cu_node_params *p) {
-  node_fn real = (node_fn)hook_driver(HOOK_NODE);
+/* Adds a kernel node through the driver's call of hook id with a copy
+ * (mine, size bytes) of params p, whose function (*func, in mine) becomes
+ * the one the kernel cache gives for f, the kernel p names. */
+static CUresult hook_add_node(enum hook_id id, void **node, void *graph, const void *deps,
+                              size_t ndeps, const void *p, void *mine, size_t size, void **func,
+                              void *f) {
+  node_fn real = (node_fn)hook_driver(id);
   if (!real)
     return CU_NOT_FOUND;
   if (!p)
     return real(node, graph, deps, ndeps, p);
-  struct nano_cu_node_params mine = *p;
-  mine.func = __nano_cuda_node_function(p->func);
-  return real(node, graph, deps, ndeps, &mine);
+  memcpy(mine, p, size);
+  void *use = __nano_cuda_node_function(f);
+  if (use != f)
+    *func = use;
+  return real(node, graph, deps, ndeps, mine);
+}
+
+HOOK_EXPORT CUresult cuGraphAddKernelNode(void **node, void *graph, const void *deps, size_t ndeps,
+                                          const struct nano_cu_node_params *p) {
+  struct nano_cu_node_params mine;
+  return hook_add_node(HOOK_NODE, node, graph, deps, ndeps, p, &mine, sizeof mine, &mine.func,
+                       p ? p->func : NULL);
 }
 
 HOOK_EXPORT CUresult cuGraphAddKernelNode_v2(void **node, void *graph, const void *deps,
                                              size_t ndeps, const struct nano_cu_node_params_v2 *p) {
-  node_fn real = (node_fn)hook_driver(HOOK_NODE_V2);
-  if (!real)
-    return CU_NOT_FOUND;
-  if (!p)
-    return real(node, graph, deps, ndeps, p);
-  struct nano_cu_node_params_v2 mine = *p;
-  void *f = p->func ? p->func : p->kern; /* a CUkernel is used where func is NULL */
-  void *use = __nano_cuda_node_function(f);
-  if (use != f)
-    mine.func = use;
-  return real(node, graph, deps, ndeps, &mine);
+  struct nano_cu_node_params_v2 mine;
+  /* a CUkernel is used where func is NULL */
+  return hook_add_node(HOOK_NODE_V2, node, graph, deps, ndeps, p, &mine, sizeof mine, &mine.func,
+                       p ? (p->func ? p->func : p->kern) : NULL);
 }
 
 static void *const hook_fns[HOOK_N] = {(void *)cuLaunchKernel,

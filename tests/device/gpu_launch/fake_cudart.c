@@ -1218,37 +1218,32 @@ static void *fake_global(const struct fake_module *m, const char *name, size_t *
   return NULL;
 }
 
-/* Gives m its variables: the image's defined object symbols of allocated,
- * non-executable sections but shared memory and parameter banks (as the
- * driver lays out a module), initialized from their section's bytes. */
-static int fake_module_vars(struct fake_module *m, const unsigned char *img) {
+/* Adds symbol sym of image img to m's variables when it is one: a defined
+ * object of an allocated, non-executable section but shared memory and
+ * parameter banks (as the driver lays out a module), its storage
+ * initialized from its section's bytes. 0 (a variable or not), or -1 (too
+ * many, out of memory). */
+static int fake_module_var(struct fake_module *m, const unsigned char *img, const Elf64_Sym *sym,
+                           const char *name) {
   const Elf64_Ehdr *eh = (const Elf64_Ehdr *)img;
   const Elf64_Shdr *sh = (const Elf64_Shdr *)(img + eh->e_shoff);
   const char *shstr = (const char *)img + sh[eh->e_shstrndx].sh_offset;
-  for (unsigned i = 0; i < eh->e_shnum; i++) {
-    if (sh[i].sh_type != SHT_SYMTAB)
-      continue;
-    const Elf64_Sym *sym = (const Elf64_Sym *)(img + sh[i].sh_offset);
-    const char *str = (const char *)img + sh[sh[i].sh_link].sh_offset;
-    for (size_t k = 0; k < sh[i].sh_size / sizeof *sym; k++) {
-      unsigned x = sym[k].st_shndx;
-      if (ELF64_ST_TYPE(sym[k].st_info) != STT_OBJECT || ELF64_ST_BIND(sym[k].st_info) == STB_LOCAL ||
-          x == SHN_UNDEF || x >= eh->e_shnum || !(sh[x].sh_flags & SHF_ALLOC) ||
-          (sh[x].sh_flags & SHF_EXECINSTR) || !strncmp(shstr + sh[x].sh_name, ".nv.shared", 10) ||
-          !strncmp(shstr + sh[x].sh_name, ".nv.constant0", 13) ||
-          !strncmp(shstr + sh[x].sh_name, ".nv.reserved", 12))
-        continue;
-      if (m->nvars == FAKE_MAX_GLOBALS)
-        return -1;
-      struct fake_var *v = &m->vars[m->nvars++];
-      snprintf(v->name, sizeof v->name, "%s", str + sym[k].st_name);
-      v->size = sym[k].st_size;
-      if (!(v->ptr = calloc(1, v->size ? v->size : 1)))
-        return -1;
-      if (sh[x].sh_type == SHT_PROGBITS)
-        memcpy(v->ptr, img + sh[x].sh_offset + sym[k].st_value, v->size);
-    }
-  }
+  unsigned x = sym->st_shndx;
+  if (ELF64_ST_TYPE(sym->st_info) != STT_OBJECT || ELF64_ST_BIND(sym->st_info) == STB_LOCAL ||
+      x == SHN_UNDEF || x >= eh->e_shnum || !(sh[x].sh_flags & SHF_ALLOC) ||
+      (sh[x].sh_flags & SHF_EXECINSTR) || !strncmp(shstr + sh[x].sh_name, ".nv.shared", 10) ||
+      !strncmp(shstr + sh[x].sh_name, ".nv.constant0", 13) ||
+      !strncmp(shstr + sh[x].sh_name, ".nv.reserved", 12))
+    return 0;
+  if (m->nvars == FAKE_MAX_GLOBALS)
+    return -1;
+  struct fake_var *v = &m->vars[m->nvars++];
+  snprintf(v->name, sizeof v->name, "%s", name);
+  v->size = sym->st_size;
+  if (!(v->ptr = calloc(1, v->size ? v->size : 1)))
+    return -1;
+  if (sh[x].sh_type == SHT_PROGBITS)
+    memcpy(v->ptr, img + sh[x].sh_offset + sym->st_value, v->size);
   return 0;
 }
 
@@ -1307,6 +1302,10 @@ int cuModuleLoadData(void **module, const void *image) {
     const char *str = (const char *)img + sh[sh[i].sh_link].sh_offset;
     for (size_t k = 0; k < sh[i].sh_size / sizeof *sym; k++) {
       const char *name = str + sym[k].st_name;
+      if (fake_module_var(m, img, &sym[k], name) != 0) {
+        pthread_mutex_unlock(&fake_func_lock);
+        return 2; /* CUDA_ERROR_OUT_OF_MEMORY */
+      }
       if (ELF64_ST_TYPE(sym[k].st_info) != STT_FUNC || sym[k].st_shndx >= eh->e_shnum ||
           strncmp(shstr + sh[sym[k].st_shndx].sh_name, ".text.", 6) != 0 ||
           strcmp(shstr + sh[sym[k].st_shndx].sh_name + 6, name) != 0 ||
@@ -1327,8 +1326,6 @@ int cuModuleLoadData(void **module, const void *image) {
   }
   m->count = fake_nfuncs - m->first;
   pthread_mutex_unlock(&fake_func_lock);
-  if (fake_module_vars(m, img) != 0)
-    return 2; /* CUDA_ERROR_OUT_OF_MEMORY */
   printf("module loaded: %d kernels\n", m->count);
   *module = m;
   return CU_OK;
