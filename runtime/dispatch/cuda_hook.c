@@ -14,8 +14,10 @@
  * for cuLaunchKernel, cuLaunchKernelEx, cuLaunchCooperativeKernel and their
  * per-thread-stream variants (_ptsz; cuGetProcAddress's
  * CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM), and for
- * cuGraphAddKernelNode (v1 and _v2: cuGetProcAddress hands out either under
- * the one name, told apart by the driver's own two functions).
+ * the kernel node calls cuGraphAddKernelNode, cuGraphKernelNodeSetParams and
+ * cuGraphExecKernelNodeSetParams (v1 and _v2 each: cuGetProcAddress hands
+ * out either under the one name, told apart by the driver's own two
+ * functions).
  * Each launch goes to __nano_cuda_launch (cuda_cache.c) with the driver's
  * own function; a kernel node gets the function __nano_cuda_node_function
  * gives. Everything else passes through untouched.
@@ -56,6 +58,10 @@ enum hook_id {
   HOOK_COOP_PTSZ,
   HOOK_NODE,
   HOOK_NODE_V2,
+  HOOK_NODE_SET,
+  HOOK_NODE_SET_V2,
+  HOOK_EXEC_NODE_SET,
+  HOOK_EXEC_NODE_SET_V2,
   HOOK_N
 };
 static const struct {
@@ -70,7 +76,16 @@ static const struct {
     {"cuLaunchCooperativeKernel_ptsz", "cuLaunchCooperativeKernel", 1},
     {"cuGraphAddKernelNode", "cuGraphAddKernelNode", 0},
     {"cuGraphAddKernelNode_v2", "cuGraphAddKernelNode", 0},
+    {"cuGraphKernelNodeSetParams", "cuGraphKernelNodeSetParams", 0},
+    {"cuGraphKernelNodeSetParams_v2", "cuGraphKernelNodeSetParams", 0},
+    {"cuGraphExecKernelNodeSetParams", "cuGraphExecKernelNodeSetParams", 0},
+    {"cuGraphExecKernelNodeSetParams_v2", "cuGraphExecKernelNodeSetParams", 0},
 };
+/* The hooks whose cuGetProcAddress name hands out a v1 ABI or, at CUDA 12.0
+ * and later versions, the one of the next hook (its _v2). */
+static int hook_has_v2(enum hook_id i) {
+  return i == HOOK_NODE || i == HOOK_NODE_SET || i == HOOK_EXEC_NODE_SET;
+}
 static void *hook_real[HOOK_N];
 static void *hook_gpa, *hook_gpa2; /* the driver's cuGetProcAddress, _v2 */
 
@@ -136,41 +151,69 @@ HOOK_LAUNCH_EX_FN(cuLaunchKernelEx_ptsz, HOOK_LAUNCH_EX_PTSZ)
 HOOK_COOP_FN(cuLaunchCooperativeKernel, HOOK_COOP)
 HOOK_COOP_FN(cuLaunchCooperativeKernel_ptsz, HOOK_COOP_PTSZ)
 
-/* The driver's cuGraphAddKernelNode, v1 or _v2 (the parameters' type). */
-typedef CUresult (*node_fn)(void **node, void *graph, const void *deps, size_t ndeps,
-                            const void *params);
-
-/* Adds a kernel node through the driver's call of hook id with a copy
- * (mine, size bytes) of params p, whose function (*func, in mine) becomes
- * the one the kernel cache gives for f, the kernel p names. */
-static CUresult hook_add_node(enum hook_id id, void **node, void *graph, const void *deps,
-                              size_t ndeps, const void *p, void *mine, size_t size, void **func,
-                              void *f) {
-  node_fn real = (node_fn)hook_driver(id);
-  if (!real)
-    return CU_NOT_FOUND;
-  if (!p)
-    return real(node, graph, deps, ndeps, p);
+/* A kernel node's parameters as the driver gets them: p itself, or mine (a
+ * copy of its size bytes) whose function (*func, inside mine) the kernel
+ * cache gives in place of f, the kernel p names. */
+static const void *hook_node_params(const void *p, void *mine, size_t size, void **func, void *f) {
+  void *use = p ? __nano_cuda_node_function(f) : f;
+  if (use == f)
+    return p;
   memcpy(mine, p, size);
-  void *use = __nano_cuda_node_function(f);
-  if (use != f)
-    *func = use;
-  return real(node, graph, deps, ndeps, mine);
+  *func = use;
+  return mine;
 }
+
+/* The kernel a _v2 node's parameters name: func, else the CUkernel. */
+static void *hook_v2_kernel(const struct nano_cu_node_params_v2 *p) {
+  return p ? (p->func ? p->func : p->kern) : NULL;
+}
+
+/* The node calls: add (v1, _v2), set a node's parameters, set them in an
+ * instantiated graph; each with its parameters as hook_node_params gives. */
+typedef CUresult (*add_node_fn)(void **, void *, const void *, size_t, const void *);
+typedef CUresult (*set_node_fn)(void *, const void *);
+typedef CUresult (*exec_set_node_fn)(void *, void *, const void *);
+#define HOOK_REAL(type, id)                                                                        \
+  type real = (type)hook_driver(id);                                                               \
+  if (!real)                                                                                       \
+    return CU_NOT_FOUND;
 
 HOOK_EXPORT CUresult cuGraphAddKernelNode(void **node, void *graph, const void *deps, size_t ndeps,
                                           const struct nano_cu_node_params *p) {
+  HOOK_REAL(add_node_fn, HOOK_NODE)
   struct nano_cu_node_params mine;
-  return hook_add_node(HOOK_NODE, node, graph, deps, ndeps, p, &mine, sizeof mine, &mine.func,
-                       p ? p->func : NULL);
+  return real(node, graph, deps, ndeps,
+              hook_node_params(p, &mine, sizeof mine, &mine.func, p ? p->func : NULL));
 }
-
 HOOK_EXPORT CUresult cuGraphAddKernelNode_v2(void **node, void *graph, const void *deps,
                                              size_t ndeps, const struct nano_cu_node_params_v2 *p) {
+  HOOK_REAL(add_node_fn, HOOK_NODE_V2)
   struct nano_cu_node_params_v2 mine;
-  /* a CUkernel is used where func is NULL */
-  return hook_add_node(HOOK_NODE_V2, node, graph, deps, ndeps, p, &mine, sizeof mine, &mine.func,
-                       p ? (p->func ? p->func : p->kern) : NULL);
+  return real(node, graph, deps, ndeps,
+              hook_node_params(p, &mine, sizeof mine, &mine.func, hook_v2_kernel(p)));
+}
+HOOK_EXPORT CUresult cuGraphKernelNodeSetParams(void *node, const struct nano_cu_node_params *p) {
+  HOOK_REAL(set_node_fn, HOOK_NODE_SET)
+  struct nano_cu_node_params mine;
+  return real(node, hook_node_params(p, &mine, sizeof mine, &mine.func, p ? p->func : NULL));
+}
+HOOK_EXPORT CUresult cuGraphKernelNodeSetParams_v2(void *node,
+                                                   const struct nano_cu_node_params_v2 *p) {
+  HOOK_REAL(set_node_fn, HOOK_NODE_SET_V2)
+  struct nano_cu_node_params_v2 mine;
+  return real(node, hook_node_params(p, &mine, sizeof mine, &mine.func, hook_v2_kernel(p)));
+}
+HOOK_EXPORT CUresult cuGraphExecKernelNodeSetParams(void *exec, void *node,
+                                                    const struct nano_cu_node_params *p) {
+  HOOK_REAL(exec_set_node_fn, HOOK_EXEC_NODE_SET)
+  struct nano_cu_node_params mine;
+  return real(exec, node, hook_node_params(p, &mine, sizeof mine, &mine.func, p ? p->func : NULL));
+}
+HOOK_EXPORT CUresult cuGraphExecKernelNodeSetParams_v2(void *exec, void *node,
+                                                       const struct nano_cu_node_params_v2 *p) {
+  HOOK_REAL(exec_set_node_fn, HOOK_EXEC_NODE_SET_V2)
+  struct nano_cu_node_params_v2 mine;
+  return real(exec, node, hook_node_params(p, &mine, sizeof mine, &mine.func, hook_v2_kernel(p)));
 }
 
 static void *const hook_fns[HOOK_N] = {(void *)cuLaunchKernel,
@@ -180,7 +223,11 @@ static void *const hook_fns[HOOK_N] = {(void *)cuLaunchKernel,
                                        (void *)cuLaunchCooperativeKernel,
                                        (void *)cuLaunchCooperativeKernel_ptsz,
                                        (void *)cuGraphAddKernelNode,
-                                       (void *)cuGraphAddKernelNode_v2};
+                                       (void *)cuGraphAddKernelNode_v2,
+                                       (void *)cuGraphKernelNodeSetParams,
+                                       (void *)cuGraphKernelNodeSetParams_v2,
+                                       (void *)cuGraphExecKernelNodeSetParams,
+                                       (void *)cuGraphExecKernelNodeSetParams_v2};
 
 HOOK_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, uint64_t flags);
 HOOK_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version,
@@ -210,8 +257,8 @@ static void *hook_swap(const char *name, int by_gpa, int per_thread, void *fn) {
   for (int i = 0; i < HOOK_N; i++)
     if (by_gpa ? hook_names[i].per_thread == per_thread && !strcmp(name, hook_names[i].base)
                : !strcmp(name, hook_names[i].name)) {
-      if (by_gpa && i == HOOK_NODE && fn == driver_fn("cuGraphAddKernelNode_v2"))
-        i = HOOK_NODE_V2; /* the version asked for is 12.0 or later: the _v2 ABI */
+      if (by_gpa && hook_has_v2(i) && fn == driver_fn(hook_names[i + 1].name))
+        i++; /* the version asked for is 12.0 or later: the _v2 ABI */
       __atomic_store_n(&hook_real[i], fn, __ATOMIC_RELEASE);
       return hook_fns[i];
     }

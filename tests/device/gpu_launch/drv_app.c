@@ -16,7 +16,9 @@
  * extra); with "exec", it execs /bin/echo at the end (dlsym(RTLD_NEXT)
  * through a preloaded tracer); with "graph", it also adds kernel nodes of
  * other, bump (cuGraphAddKernelNode, the _v2 ABI) and axpy (the v1 ABI, by
- * its symbol) to a graph it does not launch.
+ * its symbol) to a graph it does not launch, and sets other's node's
+ * parameters again (cuGraphKernelNodeSetParams, then
+ * cuGraphExecKernelNodeSetParams on the instantiated graph).
  */
 #include <cuda.h>
 #include <dlfcn.h>
@@ -72,6 +74,9 @@ int main(int argc, char **argv) {
   ENTRY(get_global, cuModuleGetGlobal, 3020);
   ENTRY(graph_create, cuGraphCreate, 10000);
   ENTRY(add_node, cuGraphAddKernelNode, 12000); /* the _v2 ABI */
+  ENTRY(set_node, cuGraphKernelNodeSetParams, 12000);
+  ENTRY(instantiate, cuGraphInstantiateWithFlags, 11040);
+  ENTRY(exec_set_node, cuGraphExecKernelNodeSetParams, 12000);
   /* the v1 ABI by its symbol, as a program built against CUDA 11 finds it */
   CUresult (*add_node_v1)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t,
                           const CUDA_KERNEL_NODE_PARAMS_v1 *) =
@@ -162,6 +167,11 @@ int main(int argc, char **argv) {
     p2.func = other, p2.gridDimX = p2.gridDimY = p2.gridDimZ = 1;
     p2.blockDimX = p2.blockDimY = p2.blockDimZ = 1, p2.kernelParams = p_args;
     CHECK(add_node(&node, g, NULL, 0, &p2));
+    /* other's node given its parameters again, in the graph and instantiated */
+    CUgraphExec exec;
+    CHECK(set_node(node, &p2));
+    CHECK(instantiate(&exec, g, 0));
+    CHECK(exec_set_node(exec, node, &p2));
     p2.func = bump, p2.kernelParams = r_args;
     CHECK(add_node(&node, g, NULL, 0, &p2));
     CUDA_KERNEL_NODE_PARAMS_v1 p1 = {axpy, 4, 1, 1, 256, 1, 1, 0, axpy_args, NULL};

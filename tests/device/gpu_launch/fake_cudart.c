@@ -1361,10 +1361,11 @@ int cuFuncGetModule(void **module, void *f) {
   return CU_OK;
 }
 
-/* Graphs built by hand, as far as drv_app builds them: a graph handle, and
- * kernel nodes (cuda.h's CUDA_KERNEL_NODE_PARAMS, v1 and _v2), each printed
- * with its function's module ("graph kernel node: function NAME of module
- * M") and not kept: drv_app does not launch them. */
+/* Graphs built by hand, as far as drv_app builds them: a graph handle, its
+ * instantiation, and kernel nodes (cuda.h's CUDA_KERNEL_NODE_PARAMS, v1 and
+ * _v2) added or given new parameters, each printed with its function's
+ * module ("graph kernel node: function NAME of module M", "graph kernel
+ * node set: ...") and not kept: drv_app does not launch them. */
 struct fake_node_params {
   void *func;
   unsigned grid[3], block[3], shared;
@@ -1374,7 +1375,7 @@ struct fake_node_params_v2 {
   struct fake_node_params v1;
   void *kern, *ctx;
 };
-static int fake_graph;
+static int fake_graph, fake_graph_exec;
 
 int cuGraphCreate(void **graph, unsigned flags) {
   NEED_CTX();
@@ -1384,26 +1385,57 @@ int cuGraphCreate(void **graph, unsigned flags) {
   return CU_OK;
 }
 
-static int fake_kernel_node(void **node, void *graph, const struct fake_node_params *p) {
+/* Prints a kernel node's function ("graph kernel node" on adding, "graph
+ * kernel node set" on setting its parameters); 0 or the driver's error. */
+static int fake_kernel_node(const char *what, const struct fake_node_params *p) {
   NEED_CTX();
   struct fake_func *fn = p ? fake_func_of(p->func) : NULL;
-  if (graph != &fake_graph || !node)
-    return CU_INVALID_VALUE;
   if (!fn || fn->ctx != ctx_stack[ctx_depth - 1])
     return CU_INVALID_HANDLE;
-  printf("graph kernel node: function %s of module %d\n", fn->name, fn->module);
-  *node = fn;
+  printf("%s: function %s of module %d\n", what, fn->name, fn->module);
   return CU_OK;
+}
+static int fake_add_node(void **node, void *graph, const struct fake_node_params *p) {
+  if (graph != &fake_graph || !node)
+    return CU_INVALID_VALUE;
+  *node = p ? p->func : NULL;
+  return fake_kernel_node("graph kernel node", p);
+}
+/* A node of fake_graph (its kernel's handle), or of its instantiation. */
+static int fake_set_node(void *exec, void *node, const struct fake_node_params *p) {
+  if ((exec && exec != &fake_graph_exec) || !fake_func_of(node))
+    return CU_INVALID_VALUE;
+  return fake_kernel_node("graph kernel node set", p);
+}
+
+int cuGraphInstantiateWithFlags(void **exec, void *graph, unsigned long long flags) {
+  if (graph != &fake_graph || flags)
+    return CU_INVALID_VALUE;
+  *exec = &fake_graph_exec;
+  return CU_OK;
+}
+int cuGraphKernelNodeSetParams(void *node, const struct fake_node_params *p) {
+  return fake_set_node(NULL, node, p);
+}
+int cuGraphKernelNodeSetParams_v2(void *node, const struct fake_node_params_v2 *p) {
+  return fake_set_node(NULL, node, p ? &p->v1 : NULL);
+}
+int cuGraphExecKernelNodeSetParams(void *exec, void *node, const struct fake_node_params *p) {
+  return fake_set_node(exec, node, p);
+}
+int cuGraphExecKernelNodeSetParams_v2(void *exec, void *node,
+                                      const struct fake_node_params_v2 *p) {
+  return fake_set_node(exec, node, p ? &p->v1 : NULL);
 }
 int cuGraphAddKernelNode(void **node, void *graph, const void *deps, size_t n,
                          const struct fake_node_params *p) {
   (void)deps, (void)n;
-  return fake_kernel_node(node, graph, p);
+  return fake_add_node(node, graph, p);
 }
 int cuGraphAddKernelNode_v2(void **node, void *graph, const void *deps, size_t n,
                             const struct fake_node_params_v2 *p) {
   (void)deps, (void)n;
-  return fake_kernel_node(node, graph, p ? &p->v1 : NULL);
+  return fake_add_node(node, graph, p ? &p->v1 : NULL);
 }
 
 /* Device-to-device copies, in the stream's order (a graph's node when it is
