@@ -65,6 +65,22 @@ struct nano_cu_node_params_v2 {
   void *kern, *ctx;
 };
 
+/* cuda.h's CUgraphNodeParams (CUDA 12.2: cuGraphAddNode and the generic
+ * SetParams calls): the node's type, then its parameters in a union of 29
+ * long longs; a kernel node's (NANO_CU_NODE_KERNEL) are
+ * CUDA_KERNEL_NODE_PARAMS_v3, the _v2 layout. */
+#define NANO_CU_NODE_KERNEL 0 /* CU_GRAPH_NODE_TYPE_KERNEL */
+struct nano_cu_graph_node_params {
+  int type;
+  int reserved0[3];
+  union {
+    long long reserved1[29];
+    struct nano_cu_node_params_v2 kernel;
+  };
+  long long reserved2;
+};
+_Static_assert(sizeof(struct nano_cu_graph_node_params) == 256, "cuda.h's CUgraphNodeParams");
+
 #ifdef __cplusplus
 }
 #endif

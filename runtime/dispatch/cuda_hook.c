@@ -14,10 +14,11 @@
  * for cuLaunchKernel, cuLaunchKernelEx, cuLaunchCooperativeKernel and their
  * per-thread-stream variants (_ptsz; cuGetProcAddress's
  * CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM), and for
- * the kernel node calls cuGraphAddKernelNode, cuGraphKernelNodeSetParams and
- * cuGraphExecKernelNodeSetParams (v1 and _v2 each: cuGetProcAddress hands
- * out either under the one name, told apart by the driver's own two
- * functions).
+ * the kernel node calls cuGraphAddKernelNode, cuGraphKernelNodeSetParams,
+ * cuGraphExecKernelNodeSetParams and the generic cuGraphAddNode (v1 and
+ * _v2 each: cuGetProcAddress hands out either under the one name, told
+ * apart by the driver's own two functions), cuGraphNodeSetParams and
+ * cuGraphExecNodeSetParams (kernel nodes' parameters).
  * Each launch goes to __nano_cuda_launch (cuda_cache.c) with the driver's
  * own function; a kernel node gets the function __nano_cuda_node_function
  * gives. Everything else passes through untouched.
@@ -62,6 +63,10 @@ enum hook_id {
   HOOK_NODE_SET_V2,
   HOOK_EXEC_NODE_SET,
   HOOK_EXEC_NODE_SET_V2,
+  HOOK_GENERIC_ADD,
+  HOOK_GENERIC_ADD_V2,
+  HOOK_GENERIC_SET,
+  HOOK_GENERIC_EXEC_SET,
   HOOK_N
 };
 static const struct {
@@ -80,11 +85,15 @@ static const struct {
     {"cuGraphKernelNodeSetParams_v2", "cuGraphKernelNodeSetParams", 0},
     {"cuGraphExecKernelNodeSetParams", "cuGraphExecKernelNodeSetParams", 0},
     {"cuGraphExecKernelNodeSetParams_v2", "cuGraphExecKernelNodeSetParams", 0},
+    {"cuGraphAddNode", "cuGraphAddNode", 0},
+    {"cuGraphAddNode_v2", "cuGraphAddNode", 0},
+    {"cuGraphNodeSetParams", "cuGraphNodeSetParams", 0},
+    {"cuGraphExecNodeSetParams", "cuGraphExecNodeSetParams", 0},
 };
 /* The hooks whose cuGetProcAddress name hands out a v1 ABI or, at CUDA 12.0
  * and later versions, the one of the next hook (its _v2). */
 static int hook_has_v2(enum hook_id i) {
-  return i == HOOK_NODE || i == HOOK_NODE_SET || i == HOOK_EXEC_NODE_SET;
+  return i == HOOK_NODE || i == HOOK_NODE_SET || i == HOOK_EXEC_NODE_SET || i == HOOK_GENERIC_ADD;
 }
 static void *hook_real[HOOK_N];
 static void *hook_gpa, *hook_gpa2; /* the driver's cuGetProcAddress, _v2 */
@@ -168,9 +177,22 @@ static void *hook_v2_kernel(const struct nano_cu_node_params_v2 *p) {
   return p ? (p->func ? p->func : p->kern) : NULL;
 }
 
+/* A generic node's parameters (CUDA 12.2) as the driver gets them: those
+ * of a kernel node as hook_node_params gives, any other node's as they are
+ * (the driver writes some back: an allocation node's address). */
+static struct nano_cu_graph_node_params *
+hook_generic_params(struct nano_cu_graph_node_params *p, struct nano_cu_graph_node_params *mine) {
+  if (!p || p->type != NANO_CU_NODE_KERNEL)
+    return p;
+  return (struct nano_cu_graph_node_params *)hook_node_params(
+      p, mine, sizeof *mine, &mine->kernel.func, hook_v2_kernel(&p->kernel));
+}
+
 /* The node calls: add (v1, _v2), set a node's parameters, set them in an
  * instantiated graph; each with its parameters as hook_node_params gives. */
 typedef CUresult (*add_node_fn)(void **, void *, const void *, size_t, const void *);
+typedef CUresult (*add_node2_fn)(void **, void *, const void *, const void *, size_t,
+                                 const void *); /* cuGraphAddNode_v2: with edge data */
 typedef CUresult (*set_node_fn)(void *, const void *);
 typedef CUresult (*exec_set_node_fn)(void *, void *, const void *);
 #define HOOK_REAL(type, id)                                                                        \
@@ -209,6 +231,30 @@ HOOK_EXPORT CUresult cuGraphExecKernelNodeSetParams(void *exec, void *node,
   struct nano_cu_node_params mine;
   return real(exec, node, hook_node_params(p, &mine, sizeof mine, &mine.func, p ? p->func : NULL));
 }
+HOOK_EXPORT CUresult cuGraphAddNode(void **node, void *graph, const void *deps, size_t ndeps,
+                                    struct nano_cu_graph_node_params *p) {
+  HOOK_REAL(add_node_fn, HOOK_GENERIC_ADD)
+  struct nano_cu_graph_node_params mine;
+  return real(node, graph, deps, ndeps, hook_generic_params(p, &mine));
+}
+HOOK_EXPORT CUresult cuGraphAddNode_v2(void **node, void *graph, const void *deps,
+                                       const void *edges, size_t ndeps,
+                                       struct nano_cu_graph_node_params *p) {
+  HOOK_REAL(add_node2_fn, HOOK_GENERIC_ADD_V2)
+  struct nano_cu_graph_node_params mine;
+  return real(node, graph, deps, edges, ndeps, hook_generic_params(p, &mine));
+}
+HOOK_EXPORT CUresult cuGraphNodeSetParams(void *node, struct nano_cu_graph_node_params *p) {
+  HOOK_REAL(set_node_fn, HOOK_GENERIC_SET)
+  struct nano_cu_graph_node_params mine;
+  return real(node, hook_generic_params(p, &mine));
+}
+HOOK_EXPORT CUresult cuGraphExecNodeSetParams(void *exec, void *node,
+                                              struct nano_cu_graph_node_params *p) {
+  HOOK_REAL(exec_set_node_fn, HOOK_GENERIC_EXEC_SET)
+  struct nano_cu_graph_node_params mine;
+  return real(exec, node, hook_generic_params(p, &mine));
+}
 HOOK_EXPORT CUresult cuGraphExecKernelNodeSetParams_v2(void *exec, void *node,
                                                        const struct nano_cu_node_params_v2 *p) {
   HOOK_REAL(exec_set_node_fn, HOOK_EXEC_NODE_SET_V2)
@@ -227,7 +273,11 @@ static void *const hook_fns[HOOK_N] = {(void *)cuLaunchKernel,
                                        (void *)cuGraphKernelNodeSetParams,
                                        (void *)cuGraphKernelNodeSetParams_v2,
                                        (void *)cuGraphExecKernelNodeSetParams,
-                                       (void *)cuGraphExecKernelNodeSetParams_v2};
+                                       (void *)cuGraphExecKernelNodeSetParams_v2,
+                                       (void *)cuGraphAddNode,
+                                       (void *)cuGraphAddNode_v2,
+                                       (void *)cuGraphNodeSetParams,
+                                       (void *)cuGraphExecNodeSetParams};
 
 HOOK_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, uint64_t flags);
 HOOK_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version,

@@ -28,8 +28,10 @@
 #     rows, MemoryAnalysis rows at drv_kernels.cu's lines; lone's twin is
 #     refused (parameter lists differ), said once, lone runs; results right;
 #   - kernel nodes added to a graph by hand (cuGraphAddKernelNode, v1 and
-#     _v2) or given new parameters (cuGraphKernelNodeSetParams,
-#     cuGraphExecKernelNodeSetParams): plain mode gives them the cache's
+#     _v2), by the generic calls (cuGraphAddNode, cuGraphNodeSetParams,
+#     cuGraphExecNodeSetParams) or given new parameters
+#     (cuGraphKernelNodeSetParams, cuGraphExecKernelNodeSetParams): plain
+#     mode gives them the cache's
 #     kernels where the cache's
 #     module has no variables (else they cannot be copied around a lone
 #     node: the program's kernel, said once); with -i they keep the
@@ -97,19 +99,19 @@ grep -q "^cuLaunchKernel_ptsz of _Z4axpyfPKfPfi (4 parameters, extra)$" <<<"$out
 # nodes, said once.
 graph=$("$nanoprobe" run -c novars -o graph.rpd -- ./drv_app prog.cubin graph 2>&1)
 grep -qx "$done_line" <<<"$graph" || fail "graph nodes: right results ($graph)"
-grep -qx "graph kernel node: function _Z5otherPi of module 2" <<<"$graph" &&
+[ "$(grep -c "^graph kernel node: function _Z5otherPi of module 2$" <<<"$graph")" = 2 ] &&
   grep -qx "graph kernel node: function _Z4axpyfPKfPfi of module 2" <<<"$graph" &&
   grep -qx "graph kernel node: function _Z4bumpPi of module 1" <<<"$graph" &&
-  [ "$(grep -c "^graph kernel node set: function _Z5otherPi of module 2$" <<<"$graph")" = 2 ] ||
-  fail "graph nodes, plain: other's (added, set, set when instantiated) and axpy's get the cache's kernels, bump's its own ($graph)"
+  [ "$(grep -c "^graph kernel node set: function _Z5otherPi of module 2$" <<<"$graph")" = 4 ] ||
+  fail "graph nodes, plain: other's (added and set, by the kernel node calls and the generic ones) and axpy's get the cache's kernels, bump's its own ($graph)"
 graph_v=$("$nanoprobe" run -c cache -o graph_v.rpd -- ./drv_app prog.cubin graph 2>&1)
-[ "$(grep -c "^graph kernel node: function .* of module 1$" <<<"$graph_v")" = 3 ] &&
+[ "$(grep -c "^graph kernel node: function .* of module 1$" <<<"$graph_v")" = 4 ] &&
   [ "$(grep -c "a kernel node added to a graph by hand (cuGraphAddKernelNode) runs as built: the kernel cache's kernel needs the program's module variables" <<<"$graph_v")" = 3 ] ||
   fail "graph nodes, plain, module variables: the program's kernels, each said once ($graph_v)"
 graph_i=$("$nanoprobe" run -i -c cache -o graph_i.rpd -- ./drv_app prog.cubin graph 2>&1)
 grep -qx "$done_line" <<<"$graph_i" || fail "graph nodes, -i: right results"
-[ "$(grep -c "^graph kernel node: function .* of module 1$" <<<"$graph_i")" = 3 ] &&
-  [ "$(grep -c "^graph kernel node set: function .* of module 1$" <<<"$graph_i")" = 2 ] ||
+[ "$(grep -c "^graph kernel node: function .* of module 1$" <<<"$graph_i")" = 4 ] &&
+  [ "$(grep -c "^graph kernel node set: function .* of module 1$" <<<"$graph_i")" = 4 ] ||
   fail "graph nodes, -i: the program's kernels in the nodes"
 [ "$(grep -c "_Z5otherPi: a kernel node added to a graph by hand (cuGraphAddKernelNode) runs uninstrumented" <<<"$graph_i")" = 1 ] ||
   fail "graph nodes, -i: other's said once"

@@ -18,7 +18,9 @@
  * other, bump (cuGraphAddKernelNode, the _v2 ABI) and axpy (the v1 ABI, by
  * its symbol) to a graph it does not launch, and sets other's node's
  * parameters again (cuGraphKernelNodeSetParams, then
- * cuGraphExecKernelNodeSetParams on the instantiated graph).
+ * cuGraphExecKernelNodeSetParams on the instantiated graph), and adds
+ * other's once more and sets it twice through the generic node calls
+ * (cuGraphAddNode, cuGraphNodeSetParams, cuGraphExecNodeSetParams).
  */
 #include <cuda.h>
 #include <dlfcn.h>
@@ -77,6 +79,9 @@ int main(int argc, char **argv) {
   ENTRY(set_node, cuGraphKernelNodeSetParams, 12000);
   ENTRY(instantiate, cuGraphInstantiateWithFlags, 11040);
   ENTRY(exec_set_node, cuGraphExecKernelNodeSetParams, 12000);
+  ENTRY(add_any_node, cuGraphAddNode, 12030); /* the _v2 ABI: with edge data */
+  ENTRY(set_any_node, cuGraphNodeSetParams, 12020);
+  ENTRY(exec_set_any_node, cuGraphExecNodeSetParams, 12020);
   /* the v1 ABI by its symbol, as a program built against CUDA 11 finds it */
   CUresult (*add_node_v1)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t,
                           const CUDA_KERNEL_NODE_PARAMS_v1 *) =
@@ -172,6 +177,17 @@ int main(int argc, char **argv) {
     CHECK(set_node(node, &p2));
     CHECK(instantiate(&exec, g, 0));
     CHECK(exec_set_node(exec, node, &p2));
+    /* other's again through the generic node calls (CUDA 12.2) */
+    CUgraphNodeParams any;
+    memset(&any, 0, sizeof any);
+    any.type = CU_GRAPH_NODE_TYPE_KERNEL;
+    any.kernel.func = other, any.kernel.gridDimX = any.kernel.gridDimY = 1;
+    any.kernel.gridDimZ = any.kernel.blockDimX = any.kernel.blockDimY = any.kernel.blockDimZ = 1;
+    any.kernel.kernelParams = p_args;
+    CUgraphNode generic;
+    CHECK(add_any_node(&generic, g, NULL, NULL, 0, &any));
+    CHECK(set_any_node(generic, &any));
+    CHECK(exec_set_any_node(exec, generic, &any));
     p2.func = bump, p2.kernelParams = r_args;
     CHECK(add_node(&node, g, NULL, 0, &p2));
     CUDA_KERNEL_NODE_PARAMS_v1 p1 = {axpy, 4, 1, 1, 256, 1, 1, 0, axpy_args, NULL};

@@ -1427,6 +1427,37 @@ int cuGraphExecKernelNodeSetParams_v2(void *exec, void *node,
                                       const struct fake_node_params_v2 *p) {
   return fake_set_node(exec, node, p ? &p->v1 : NULL);
 }
+
+/* cuda.h's CUgraphNodeParams (the generic node calls, CUDA 12.2): kernel
+ * nodes only here. */
+struct fake_graph_node_params {
+  int type; /* CU_GRAPH_NODE_TYPE_KERNEL: 0 */
+  int reserved0[3];
+  union {
+    long long reserved1[29];
+    struct fake_node_params_v2 kernel;
+  };
+  long long reserved2;
+};
+static const struct fake_node_params *fake_kernel_of(const struct fake_graph_node_params *p) {
+  return p && p->type == 0 ? &p->kernel.v1 : NULL;
+}
+int cuGraphAddNode(void **node, void *graph, const void *deps, size_t n,
+                   struct fake_graph_node_params *p) {
+  (void)deps, (void)n;
+  return fake_add_node(node, graph, fake_kernel_of(p));
+}
+int cuGraphAddNode_v2(void **node, void *graph, const void *deps, const void *edges, size_t n,
+                      struct fake_graph_node_params *p) {
+  (void)deps, (void)edges, (void)n;
+  return fake_add_node(node, graph, fake_kernel_of(p));
+}
+int cuGraphNodeSetParams(void *node, struct fake_graph_node_params *p) {
+  return fake_set_node(NULL, node, fake_kernel_of(p));
+}
+int cuGraphExecNodeSetParams(void *exec, void *node, struct fake_graph_node_params *p) {
+  return fake_set_node(exec, node, fake_kernel_of(p));
+}
 int cuGraphAddKernelNode(void **node, void *graph, const void *deps, size_t n,
                          const struct fake_node_params *p) {
   (void)deps, (void)n;
