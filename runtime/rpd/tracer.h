@@ -262,8 +262,10 @@ extern _Atomic int g_writer_quit;
 /* Set on a death path (rpd_last_flush): the flush it asks for is the last,
  * so a commit another process's read lock holds goes to a side file. */
 extern _Atomic int g_writer_final;
-/* Records the writer has taken from the rings into its open transaction (a
- * death before its commit loses them: rpd_records_pending counts them). */
+/* Records the writer has taken from the rings and not committed: those of
+ * its open transaction, and the starts of the ranges it holds open (their
+ * rows are written at their ends). A death before the next commit loses
+ * them: rpd_records_pending counts them. */
 extern _Atomic uint64_t g_txn_records;
 /* The writer could not write the file (disk full, I/O error): flushes and
  * the final stop report it; what it consumes afterwards is counted as lost. */
@@ -398,9 +400,8 @@ void rpd_given_names(int (*put)(int32_t pid, int32_t tid, const char *name), int
 void rpd_producer_atfork(enum rpd_fork_phase phase);
 /* For a death path only: the records not in the trace now, in every
  * thread's rings (the writer's and those filled after it, in memory or
- * spilled) and in the writer's open transaction: what a death before the
- * writer's next commit loses (ranges whose start the writer holds open are
- * not counted). No ring is freed while it counts (rpd_seg_free_begin); no
+ * spilled) and in the writer's hands (g_txn_records): what a death before
+ * the writer's next commit loses. No ring is freed while it counts (rpd_seg_free_begin); no
  * ring is counted when a free in progress does not end. Async-signal-safe;
  * one death path at a time. */
 uint64_t rpd_records_pending(void);

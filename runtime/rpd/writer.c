@@ -203,6 +203,16 @@ int rpdw_begin(void) {
   return 0;
 }
 
+/* What g_txn_records holds once the open transaction is gone (committed,
+ * or diverted to a side file): the ranges the writer still holds open,
+ * whose starts it took and whose rows come at their ends. */
+static void rpdw_txn_records_reset(void) {
+  uint64_t open = 0;
+  for (struct rpd_tbuf *b = atomic_load(&g_bufs); b; b = b->next)
+    open += (uint64_t)b->nopen;
+  atomic_store_explicit(&g_txn_records, open, memory_order_relaxed);
+}
+
 /* Moves the held transaction's rows to a side file and rolls it back. */
 static void rpdw_divert(void) {
   int n = 0;
@@ -219,7 +229,7 @@ static void rpdw_divert(void) {
   uint64_t rows = g_w.txn_rows;
   (void)sqlite3_exec(g_w.db, "ROLLBACK", NULL, NULL, NULL);
   rpdw_capture_end();
-  atomic_store_explicit(&g_txn_records, 0, memory_order_relaxed); /* kept or said lost */
+  rpdw_txn_records_reset(); /* the rows are kept in the side file or said lost */
   g_w.in_txn = 0;
   g_w.rebuild = 1;
   if (rc != SQLITE_OK) {
@@ -270,7 +280,7 @@ static int rpdw_commit_at(int flush) {
   }
   if (rc != SQLITE_OK)
     return rpdw_fail("cannot commit");
-  atomic_store_explicit(&g_txn_records, 0, memory_order_relaxed);
+  rpdw_txn_records_reset();
   g_w.in_txn = 0;
   g_w.written_rows += g_w.txn_rows;
   rpdw_capture_end();

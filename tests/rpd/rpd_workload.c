@@ -11,7 +11,9 @@
  *                      rpdstop(), and "failed <flushes> stop <rpdstop()>"
  *   crash KIND N       N ranges and a mark, then KIND: segv, abort, term, int,
  *                      overflow (of the main thread's stack), or a signal by
- *                      name: pipe, hup, quit, alrm, usr1, xfsz, trap, sys
+ *                      name: pipe, hup, quit, alrm, usr1, xfsz, trap, sys;
+ *                      KIND held-term: a range "held" opened and committed
+ *                      (rpdflush) first, left open, then term
  *   exec-direct PROG N N ranges, an exec that fails, a range, then exec PROG
  *                      in the same process (no fork)
  *   marks N            N marks as fast as possible (drop-mode test)
@@ -122,6 +124,12 @@ __attribute__((noinline)) static int overflow(int depth) {
 
 static int do_crash(const char *kind, int n) {
   char text[32];
+  if (strcmp(kind, "held-term") == 0) {
+    rpd_rangePush(NULL, "held", NULL);
+    if (rpdflush() != 0)
+      return 1;
+    kind = "term";
+  }
   for (int i = 0; i < n; i++) {
     snprintf(text, sizeof text, "r%d", i);
     rpd_rangePush(NULL, text, NULL);
