@@ -196,7 +196,7 @@ static int kdb_amdgpu_kernels(kdb *db, kdb_co_priv *co, const msgpack_object *ke
     size_t sl = strlen(k->symbol);
     uint64_t fsize = 0; /* the code symbol's size, 0 when unknown */
     if (sl > 3 && strcmp(k->symbol + sl - 3, ".kd") == 0) {
-      char *cs = malloc(sl - 2); /* a key only: kept, 2 MB of librocsparse's names */
+      char *cs = malloc(sl - 2); /* a key only, not kept (2 MB of librocsparse's names) */
       if (!cs)
         return kdb_fail(e, db->name, "out of memory");
       memcpy(cs, k->symbol, sl - 3);

@@ -481,10 +481,11 @@ static int cc_vars(struct cc_choice *c, int instrumenting, const struct gpu_api 
   const struct cc_loaded *m = cc_module(c->e, api, c->ctx, dev); /* loaded by cc_function */
   CUresult rc = m ? api->enter(c->ctx, dev) : CC_NOT_FOUND;
   int entered = rc == 0;
-  for (size_t i = 0; rc == 0 && i < img->nglobals; i++) {
+  const struct cc_global *differs = NULL; /* of another size in the program */
+  size_t prog = 0, mine = 0;
+  for (size_t i = 0; rc == 0 && !differs && i < img->nglobals; i++) {
     const struct cc_global *g = &img->globals[i];
     struct cc_var v = {0, 0, 0, g->writable};
-    size_t prog = 0, mine = 0;
     rc = cc_program_global(c->f, g->name, &v.program, &prog);
     if (rc == CC_NOT_FOUND) { /* the program has none: the cache's own stays */
       rc = 0;
@@ -492,20 +493,21 @@ static int cc_vars(struct cc_choice *c, int instrumenting, const struct gpu_api 
     }
     if (rc == 0)
       rc = cu.ModuleGetGlobal(&v.replacement, &mine, m->module, g->name);
-    if (rc == 0 && prog != mine) {
-      api->leave();
-      cc_say_once(name,
-                  "%s: its module variable %s is %zu bytes in the program and %zu in the kernel "
-                  "cache's %s: it runs %s",
-                  name, g->name, prog, mine, c->e->path, as_built);
-      return -1;
-    }
     v.size = mine;
-    if (mine) /* nothing to copy of an empty one */
+    if (rc == 0 && prog != mine)
+      differs = g;
+    else if (rc == 0 && mine) /* nothing to copy of an empty one */
       c->vars[c->nvars++] = v;
   }
   if (entered)
     api->leave();
+  if (differs) {
+    cc_say_once(name,
+                "%s: its module variable %s is %zu bytes in the program and %zu in the kernel "
+                "cache's %s: it runs %s",
+                name, differs->name, prog, mine, c->e->path, as_built);
+    return -1;
+  }
   if (rc != 0) {
     cc_say_once(name,
                 "%s: the module variables for the kernel cache's %s cannot be found (%s): it "

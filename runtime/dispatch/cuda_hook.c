@@ -172,9 +172,22 @@ static const void *hook_node_params(const void *p, void *mine, size_t size, void
   return mine;
 }
 
-/* The kernel a _v2 node's parameters name: func, else the CUkernel. */
-static void *hook_v2_kernel(const struct nano_cu_node_params_v2 *p) {
-  return p ? (p->func ? p->func : p->kern) : NULL;
+/* hook_node_params for a v1 node's parameters, copied into mine. */
+static const struct nano_cu_node_params *hook_v1_params(const struct nano_cu_node_params *p,
+                                                        struct nano_cu_node_params *mine) {
+  return hook_node_params(p, mine, sizeof *mine, &mine->func, p ? p->func : NULL);
+}
+
+/* The kernel _v2 parameters k name: func, else (where it is NULL) the
+ * CUkernel. */
+static void *hook_v2_kernel(const struct nano_cu_node_params_v2 *k) {
+  return k->func ? k->func : k->kern;
+}
+
+/* hook_node_params for a _v2 node's parameters, copied into mine. */
+static const struct nano_cu_node_params_v2 *hook_v2_params(const struct nano_cu_node_params_v2 *p,
+                                                           struct nano_cu_node_params_v2 *mine) {
+  return hook_node_params(p, mine, sizeof *mine, &mine->func, p ? hook_v2_kernel(p) : NULL);
 }
 
 /* A generic node's parameters (CUDA 12.2) as the driver gets them: those
@@ -204,32 +217,36 @@ HOOK_EXPORT CUresult cuGraphAddKernelNode(void **node, void *graph, const void *
                                           const struct nano_cu_node_params *p) {
   HOOK_REAL(add_node_fn, HOOK_NODE)
   struct nano_cu_node_params mine;
-  return real(node, graph, deps, ndeps,
-              hook_node_params(p, &mine, sizeof mine, &mine.func, p ? p->func : NULL));
+  return real(node, graph, deps, ndeps, hook_v1_params(p, &mine));
 }
 HOOK_EXPORT CUresult cuGraphAddKernelNode_v2(void **node, void *graph, const void *deps,
                                              size_t ndeps, const struct nano_cu_node_params_v2 *p) {
   HOOK_REAL(add_node_fn, HOOK_NODE_V2)
   struct nano_cu_node_params_v2 mine;
-  return real(node, graph, deps, ndeps,
-              hook_node_params(p, &mine, sizeof mine, &mine.func, hook_v2_kernel(p)));
+  return real(node, graph, deps, ndeps, hook_v2_params(p, &mine));
 }
 HOOK_EXPORT CUresult cuGraphKernelNodeSetParams(void *node, const struct nano_cu_node_params *p) {
   HOOK_REAL(set_node_fn, HOOK_NODE_SET)
   struct nano_cu_node_params mine;
-  return real(node, hook_node_params(p, &mine, sizeof mine, &mine.func, p ? p->func : NULL));
+  return real(node, hook_v1_params(p, &mine));
 }
 HOOK_EXPORT CUresult cuGraphKernelNodeSetParams_v2(void *node,
                                                    const struct nano_cu_node_params_v2 *p) {
   HOOK_REAL(set_node_fn, HOOK_NODE_SET_V2)
   struct nano_cu_node_params_v2 mine;
-  return real(node, hook_node_params(p, &mine, sizeof mine, &mine.func, hook_v2_kernel(p)));
+  return real(node, hook_v2_params(p, &mine));
 }
 HOOK_EXPORT CUresult cuGraphExecKernelNodeSetParams(void *exec, void *node,
                                                     const struct nano_cu_node_params *p) {
   HOOK_REAL(exec_set_node_fn, HOOK_EXEC_NODE_SET)
   struct nano_cu_node_params mine;
-  return real(exec, node, hook_node_params(p, &mine, sizeof mine, &mine.func, p ? p->func : NULL));
+  return real(exec, node, hook_v1_params(p, &mine));
+}
+HOOK_EXPORT CUresult cuGraphExecKernelNodeSetParams_v2(void *exec, void *node,
+                                                       const struct nano_cu_node_params_v2 *p) {
+  HOOK_REAL(exec_set_node_fn, HOOK_EXEC_NODE_SET_V2)
+  struct nano_cu_node_params_v2 mine;
+  return real(exec, node, hook_v2_params(p, &mine));
 }
 HOOK_EXPORT CUresult cuGraphAddNode(void **node, void *graph, const void *deps, size_t ndeps,
                                     struct nano_cu_graph_node_params *p) {
@@ -255,13 +272,6 @@ HOOK_EXPORT CUresult cuGraphExecNodeSetParams(void *exec, void *node,
   struct nano_cu_graph_node_params mine;
   return real(exec, node, hook_generic_params(p, &mine));
 }
-HOOK_EXPORT CUresult cuGraphExecKernelNodeSetParams_v2(void *exec, void *node,
-                                                       const struct nano_cu_node_params_v2 *p) {
-  HOOK_REAL(exec_set_node_fn, HOOK_EXEC_NODE_SET_V2)
-  struct nano_cu_node_params_v2 mine;
-  return real(exec, node, hook_node_params(p, &mine, sizeof mine, &mine.func, hook_v2_kernel(p)));
-}
-
 static void *const hook_fns[HOOK_N] = {(void *)cuLaunchKernel,
                                        (void *)cuLaunchKernel_ptsz,
                                        (void *)cuLaunchKernelEx,

@@ -13,6 +13,8 @@
 #     variables and leaves its writes there: it reads the __constant__ bias
 #     the program set and bumps the __device__ counter the program reads
 #     (done line "r 7 c 1"; the cache module's own copies would give 0 0);
+#   - a cache whose variable has another size than the program's: no
+#     replacement from it, said once;
 #   - without -i (plain mode): axpy's and other's launches run the cache's
 #     kernels of the same name (the stand-in names each launched function's
 #     module: the program's cubin is module 1, the cache's the next), with
@@ -47,7 +49,7 @@ clang=$1 root=$2 kerneldb=$3 rpdtool=$4 nanoprobe=$5 out=$6
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$out"
 cd "$out"
-rm -rf cache cache2 cache80 notwins novars ./*.rpd ./*.rpd-*
+rm -rf cache cache2 cache80 notwins novars widevar ./*.rpd ./*.rpd-*
 . "$here/standin.sh"
 standin_build "$clang" "$root" "$out"
 export LD_LIBRARY_PATH="$out${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -63,6 +65,8 @@ gcc -std=c11 -O2 -Wall -Werror -I/usr/local/cuda/include "$here/drv_app.c" -o dr
 
 "$nanoprobe" cache build -o novars -- "$clang" "${cuda[@]}" --cuda-gpu-arch=sm_90 -g \
   -DLONE_TAKES_TWO -DNO_MODULE_VARIABLES "$here/drv_kernels.cu" >/dev/null
+"$nanoprobe" cache build -o widevar -- "$clang" "${cuda[@]}" --cuda-gpu-arch=sm_90 -g \
+  -DLONE_TAKES_TWO -DWIDE_BIAS "$here/drv_kernels.cu" >/dev/null
 standin_sites "$kerneldb" cache/drv_kernels.cu.o "$here/drv_kernels.cu"
 
 done_line="done y right p 1 q 1 r 7 c 1"
@@ -115,6 +119,14 @@ grep -qx "$done_line" <<<"$graph_i" || fail "graph nodes, -i: right results"
   fail "graph nodes, -i: the program's kernels in the nodes"
 [ "$(grep -c "_Z5otherPi: a kernel node added to a graph by hand (cuGraphAddKernelNode) runs uninstrumented" <<<"$graph_i")" = 1 ] ||
   fail "graph nodes, -i: other's said once"
+# a cache whose module variable has another size than the program's: no
+# kernel of it replaces the program's (each shares the variables), said once
+wide=$("$nanoprobe" run -c widevar -o wide.rpd -- ./drv_app prog.cubin 2>&1)
+grep -qx "$done_line" <<<"$wide" || fail "a variable of another size: right results ($wide)"
+[ "$(grep -c "^function .* of module 1$" <<<"$wide")" = 6 ] ||
+  fail "a variable of another size: the program's kernels run"
+[ "$(grep -c "_Z4bumpPi: its module variable bias is 4 bytes in the program and 8 in the kernel cache's .*: it runs as built" <<<"$wide")" = 1 ] ||
+  fail "a variable of another size: said once for bump"
 # -i with a cache built without the plugin: no twin to run, said once per kernel
 mkdir -p notwins && cp prog.cubin notwins/
 out2=$("$nanoprobe" run -i -c notwins -o notwins.rpd -- ./drv_app prog.cubin 2>&1)

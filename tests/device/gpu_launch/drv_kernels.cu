@@ -3,7 +3,8 @@
 // has another parameter list, so its twin must not replace the program's).
 // bump reads and writes module variables: a replacement from the cache must
 // see the program's (NO_MODULE_VARIABLES: a cache of the others alone, whose
-// kernels need no variables copied).
+// kernels need no variables copied; WIDE_BIAS: a cache whose bias has
+// another size, which no replacement may use).
 __global__ void axpy(float a, const float *x, float *y, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) y[i] = a * x[i] + y[i];
@@ -15,7 +16,11 @@ extern "C" __global__ void lone(int *p, int v) { *p = v; }
 extern "C" __global__ void lone(int *p) { *p = 1; }
 #endif
 #ifndef NO_MODULE_VARIABLES
+#ifdef WIDE_BIAS
+__constant__ long long bias; // a cache whose variable differs from the program's
+#else
 __constant__ int bias;
+#endif
 __device__ int counter;
 __global__ void bump(int *p) {
   *p = bias;
