@@ -66,6 +66,7 @@
 #include "Passes.h"
 #include "SourceFile.h"
 #include "nano/hash.h"
+#include "nano/path.h"
 
 #include "../dh_comms/include/nano/dh_format.h"
 
@@ -93,6 +94,7 @@
 #include "llvm/Linker/Linker.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Regex.h"
 #include "llvm/Transforms/Utils/Cloning.h"
 #include "llvm/Transforms/Utils/ModuleUtils.h"
 #include "llvm/Transforms/Utils/ValueMapper.h"
@@ -115,6 +117,12 @@ ALWAYS_ENABLED_STATISTIC(NumAsmUnseen,
 ALWAYS_ENABLED_STATISTIC(NumTwinsBounded,
                          "NVPTX twins given the block-size bound their kernel lacks");
 ALWAYS_ENABLED_STATISTIC(NumTwinsTimed, "GPU twins that time their blocks (KernelTimeline)");
+ALWAYS_ENABLED_STATISTIC(NumDeviceLaunchesNotRouted,
+                         "kernel launches on the device in twins, which start the original child "
+                         "(each said at compile time)");
+ALWAYS_ENABLED_STATISTIC(NumExternalCallees,
+                         "device functions twins call that are defined in another file, not "
+                         "recorded (each said at compile time)");
 
 namespace {
 
@@ -135,6 +143,22 @@ const char *const UnnamedSiteFunction = "(unnamed)";
 // The most threads a block of an NVIDIA GPU can have (every architecture
 // since sm_20): the bound of a twin whose kernel has none.
 const unsigned NvptxMaxThreads = 1024;
+
+// Kernel launches on the device (CUDA dynamic parallelism: clang's <<<>>> in
+// device code calls one of these with the child kernel first): the twin
+// starts the original child, which has no buffer to record into.
+const char *const DeviceLaunches[] = {"cudaLaunchDevice",       "cudaLaunchDeviceV2",
+                                      "cudaLaunchDevice_ptsz",  "cudaLaunchDeviceV2_ptsz",
+                                      "__cudaCDP2LaunchDevice", "__cudaCDP2LaunchDeviceV2"};
+// Declarations a GPU module calls that are the toolchain's, not the
+// program's: the CUDA device runtime and libdevice, ROCm's device
+// libraries, printf and assert. A call of any other declaration from a twin
+// goes to a device function of another file (-fgpu-rdc), which has no clone
+// here: its accesses are not recorded.
+const char *const RuntimeDeclarations[] = {"vprintf",      "printf",        "malloc",        "free",
+                                           "__assertfail", "__assert_fail", "__nvvm_reflect"};
+const char *const RuntimeDeclarationPrefixes[] = {"cuda",    "__cuda",  "__nv_",  "__ockl_",
+                                                  "__ocml_", "__llvm_", "__hip_", "__nano_"};
 
 enum class DevTarget { AMDGPU, NVPTX, Host };
 
@@ -178,6 +202,7 @@ struct DeviceTwins {
   FunctionCallee Reconverge, Enter, Leave; // CPU twins
   FunctionCallee BlockEnter, BlockLeave;   // GPU kernel twins
   SmallPtrSet<Function *, 16> TwinSide;    // the clones' set (Clones' values)
+  SmallPtrSet<Function *, 8> KernelTwins;  // the kernels' twins among them
 
   DeviceTwins(Module &M, DevTarget T)
       : M(M), Ctx(M.getContext()), DL(M.getDataLayout()), Target(T),
@@ -188,6 +213,8 @@ struct DeviceTwins {
   Function *makeClone(Function &F, const std::string &Name, bool IsKernel);
   void boundTwin(Function &Twin);
   void cloneCallees();
+  void sayUnfollowedCalls();
+  void sayDeviceLaunch(Instruction &At, Value *Child, unsigned Depth);
   unsigned collectAccesses(ArrayRef<BasicBlock *> Order, std::vector<DevAccess> &Out);
   void instrumentFunction(Function &F, bool IsKernel);
   void markReconvergence(Function &F, const LoopInfo &LI, ArrayRef<BasicBlock *> Order,
@@ -478,6 +505,96 @@ void DeviceTwins::cloneCallees() {
       CI->eraseFromParent();
     }
   }
+}
+
+// The place of instruction I to name in a message, "FILE:LINE: ", or "":
+// the program's own line, out of the toolkit's inlined wrappers.
+static std::string devWhere(const Instruction &I) {
+  static const Regex Library(NANO_LIBRARY_FILES_DEFAULT); // POSIX extended
+  auto InLibrary = [](const DILocation *L) {
+    return Library.match(L->getFilename()) ||
+           Library.match((L->getDirectory() + "/" + L->getFilename()).str());
+  };
+  const DILocation *L = I.getDebugLoc().get();
+  while (L && L->getInlinedAt() && InLibrary(L))
+    L = L->getInlinedAt();
+  return L ? (L->getFilename() + ":" + Twine(L->getLine()) + ": ").str() : std::string();
+}
+
+// Says that the kernel Child, which call At in twin-side code launches on the
+// device, runs uninstrumented. Where Child is a parameter of a cloned callee
+// (the toolkit's cudaLaunchDevice wrapper, not inlined at -O0), it is said at
+// each call of that callee with the kernel given there (Depth: callees
+// followed so far).
+void DeviceTwins::sayDeviceLaunch(Instruction &At, Value *Child, unsigned Depth) {
+  const unsigned MaxWrappers = 8; // nesting of launch wrappers followed at most
+  Function *In = At.getFunction();
+  Value *Kernel = Child->stripPointerCasts();
+  // -O0 keeps a parameter in its stack slot: the one value stored there
+  if (auto *Load = dyn_cast<LoadInst>(Kernel))
+    if (auto *Slot = dyn_cast<AllocaInst>(Load->getPointerOperand())) {
+      Value *Stored = nullptr;
+      unsigned Stores = 0;
+      for (User *U : Slot->users())
+        if (auto *St = dyn_cast<StoreInst>(U); St && St->getPointerOperand() == Slot) {
+          Stored = St->getValueOperand()->stripPointerCasts();
+          ++Stores;
+        }
+      if (Stores == 1)
+        Kernel = Stored;
+    }
+  auto *Param = dyn_cast<Argument>(Kernel);
+  if (Param && Depth < MaxWrappers && !KernelTwins.count(In)) {
+    bool Followed = false;
+    for (User *U : In->users())
+      if (auto *Call = dyn_cast<CallInst>(U))
+        if (Call->getCalledFunction() == In && TwinSide.count(Call->getFunction())) {
+          sayDeviceLaunch(*Call, Call->getArgOperand(Param->getArgNo()), Depth + 1);
+          Followed = true;
+        }
+    if (Followed)
+      return;
+  }
+  auto *F = dyn_cast<Function>(Kernel);
+  nano::warning(Ctx, Twine("nanoprobe: ") + devWhere(At) + "the kernel " +
+                         (F ? F->getName() : StringRef("(a kernel pointer)")) +
+                         " that the twin of " + SiteNames.lookup(In) +
+                         " launches on the device runs uninstrumented (dynamic parallelism "
+                         "starts the original, not its twin)");
+  ++NumDeviceLaunchesNotRouted;
+}
+
+// Says at each call in a GPU twin that leaves the twin's world (dynamic
+// parallelism's child launch; a device function of another file, which
+// -fgpu-rdc leaves to the device link) that what it runs is not recorded:
+// once per launch site, once per external callee.
+void DeviceTwins::sayUnfollowedCalls() {
+  if (Target == DevTarget::Host)
+    return; // a CPU twin calls the C library, which is never instrumented
+  SmallPtrSet<Function *, 8> Said;
+  for (auto &KV : Clones)
+    for (Instruction &I : instructions(*KV.second)) {
+      auto *CI = dyn_cast<CallInst>(&I);
+      Function *Callee = CI ? CI->getCalledFunction() : nullptr;
+      if (!Callee || !Callee->isDeclaration() || Callee->isIntrinsic())
+        continue;
+      StringRef Name = Callee->getName();
+      const std::string &In = SiteNames.lookup(KV.second);
+      if (llvm::is_contained(DeviceLaunches, Name)) {
+        if (CI->arg_size())
+          sayDeviceLaunch(*CI, CI->getArgOperand(0), 0);
+        continue;
+      }
+      if (Name.empty() || llvm::is_contained(RuntimeDeclarations, Name) ||
+          llvm::any_of(RuntimeDeclarationPrefixes,
+                       [&](const char *P) { return compat::startsWith(Name, P); }) ||
+          !Said.insert(Callee).second)
+        continue;
+      nano::warning(Ctx, Twine("nanoprobe: ") + devWhere(I) + In + " calls " + Name +
+                             ", a device function of another file (-fgpu-rdc): its accesses "
+                             "are not recorded in the twin");
+      ++NumExternalCallees;
+    }
 }
 
 // The class (NANO_DH_AS_*) of address space AS of the target; false for
@@ -1144,6 +1261,9 @@ bool DeviceTwins::run() {
   NumCalleeClones += Clones.size() - Kernels.size();
   for (auto &KV : Clones)
     TwinSide.insert(KV.second);
+  for (Function *K : Kernels)
+    KernelTwins.insert(Clones.lookup(K));
+  sayUnfollowedCalls();
   PointerType *DescTy = PointerType::get(Ctx, DescAS);
   if (Target == DevTarget::Host) {
     Reconverge =
@@ -1154,9 +1274,6 @@ bool DeviceTwins::run() {
     BlockEnter = M.getOrInsertFunction(RuntimeBlockEnter, FunctionType::get(Void, {DescTy}, false));
     BlockLeave = M.getOrInsertFunction(RuntimeBlockLeave, FunctionType::get(Void, {DescTy}, false));
   }
-  SmallPtrSet<Function *, 8> KernelTwins;
-  for (Function *K : Kernels)
-    KernelTwins.insert(Clones.lookup(K));
   for (auto &KV : Clones) // creation order: deterministic site numbers
     instrumentFunction(*KV.second, KernelTwins.count(KV.second));
   emitSiteTable();

@@ -27,15 +27,15 @@
 //     with a static cudart the runtime has no other) and nargs the kernel's
 //     parameter count (its stub's).
 // __nano_gpu_launch is extern_weak: without the runtime the program launches
-// exactly as before. Cooperative launches (the same shape) are routed the same
-// way; cudaLaunchKernelExC (cudaLaunchKernelEx's templates call it: config,
-// kernel, args) through __nano_gpu_launch_ex, the twin launched with the
-// program's configuration, attributes included; launches through a handle
-// that is not a constant (a function pointer in a variable, the templates'
-// parameter) are looked up by the runtime. Launch calls of other shapes
-// (cuLaunchKernel, kernel nodes added to graphs) are not routed: the compile
-// says so at each (GpuApi::Unrouted). Calls that
-// configure a kernel (cudaFuncSetAttribute, ...) are mirrored to its twin.
+// exactly as before. With -fgpu-rdc and the new offload driver, which
+// registers kernels at link time from offload entries, the twin gets an
+// entry beside its kernel's instead (entryTwins). Cooperative launches (the same shape) are routed
+// the same way; cudaLaunchKernelExC (cudaLaunchKernelEx's templates call it: config, kernel, args)
+// through __nano_gpu_launch_ex, the twin launched with the program's configuration, attributes
+// included; launches through a handle that is not a constant (a function pointer in a variable, the
+// templates' parameter) are looked up by the runtime. Launch calls of other shapes (cuLaunchKernel,
+// kernel nodes added to graphs) are not routed: the compile says so at each (GpuApi::Unrouted).
+// Calls that configure a kernel (cudaFuncSetAttribute, ...) are mirrored to its twin.
 //
 // Runs at the start of the pipeline (before the stubs are inlined into their
 // callers), also at -O0, and as `opt -passes=nano-gpu-launch`.
@@ -59,6 +59,7 @@
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/Regex.h"
 #include "llvm/Transforms/Utils/BasicBlockUtils.h"
+#include "llvm/Transforms/Utils/ModuleUtils.h"
 
 #include <string>
 #include <vector>
@@ -356,6 +357,108 @@ DenseMap<Value *, GpuKernel> registerTwins(Module &M, Function *Reg, const GpuAp
   return Kernels;
 }
 
+// Offload entries: -fgpu-rdc with the new offload driver (clang-22's
+// default there; hipcc's --offload-new-driver) registers nothing in the
+// module. clang leaves one entry per kernel and device variable in a named
+// section instead, and clang-linker-wrapper generates, at link time, the
+// constructor that registers every entry of that section, kernels with
+// __cudaRegisterFunction(module, entry address, entry name, ...). An entry's
+// layout differs between clang versions (clang 15: {address, name, size,
+// flags, reserved}; clang 22: {reserved, version, kind, flags, address,
+// name, size, data, aux}); read here only through its operands: the
+// kernel's handle (stubOf finds its stub) and its name (a C string).
+const char *const EntrySections[] = {"llvm_offload_entries", "cuda_offloading_entries",
+                                     "hip_offloading_entries"};
+// clang 22's offload kinds (llvm/Object/OffloadBinary.h: OFK_Cuda, OFK_HIP),
+// the entry's second 16-bit field, in its one shared section
+const uint64_t EntryKindCuda = 2, EntryKindHip = 3;
+
+// Whether offload entry GV (in one of EntrySections) is one of Api's.
+bool entryOfApi(const GlobalVariable &GV, const GpuApi &Api) {
+  StringRef Section = GV.getSection();
+  if (Section == "cuda_offloading_entries")
+    return Api.Id == NANO_GPU_CUDA;
+  if (Section == "hip_offloading_entries")
+    return Api.Id == NANO_GPU_HIP;
+  auto *Entry = dyn_cast<ConstantStruct>(GV.getInitializer());
+  unsigned Shorts = 0;
+  for (unsigned I = 0; Entry && I < Entry->getNumOperands(); I++)
+    if (auto *C = dyn_cast<ConstantInt>(Entry->getOperand(I)))
+      if (C->getBitWidth() == 16 && ++Shorts == 2)
+        return C->getZExtValue() == (Api.Id == NANO_GPU_CUDA ? EntryKindCuda : EntryKindHip);
+  return false;
+}
+
+// Gives each selected kernel with an offload entry of Api a twin entry
+// beside it (the twin's handle and device name, the kernel's kind, flags
+// and section: the linker's constructor registers the twin as it registers
+// the kernel), and announces kernels and twins to the runtime from a
+// constructor of this module, as registerTwins does after each
+// registration. Adds the kernels to Kernels.
+void entryTwins(Module &M, const GpuApi &Api, const nano::DeviceFilters &Filters,
+                DenseMap<Value *, GpuKernel> &Kernels) {
+  std::vector<GlobalVariable *> Entries;
+  for (GlobalVariable &GV : M.globals())
+    if (GV.hasInitializer() && llvm::is_contained(EntrySections, GV.getSection()) &&
+        entryOfApi(GV, Api))
+      Entries.push_back(&GV);
+  LLVMContext &Ctx = M.getContext();
+  Function *Ctor = nullptr;
+  for (GlobalVariable *GV : Entries) {
+    auto *Entry = dyn_cast<ConstantStruct>(GV->getInitializer());
+    if (!Entry)
+      continue;
+    int HandleAt = -1, NameAt = -1;
+    for (unsigned I = 0; I < Entry->getNumOperands(); I++) {
+      Constant *Op = Entry->getOperand(I);
+      if (HandleAt < 0 && Op->getType()->isPointerTy() && stubOf(Op))
+        HandleAt = static_cast<int>(I);
+      else if (NameAt < 0 && !nano::compat::constantString(Op).empty())
+        NameAt = static_cast<int>(I);
+    }
+    if (HandleAt < 0 || NameAt < 0)
+      continue; // a device variable's entry
+    Constant *Handle = Entry->getOperand(HandleAt);
+    Constant *NameConst = Entry->getOperand(NameAt);
+    auto *NameGV = cast<GlobalVariable>(NameConst->stripPointerCasts());
+    StringRef Name = nano::compat::constantString(NameConst);
+    if (Kernels.count(Handle->stripPointerCasts()) ||
+        nano::compat::startsWith(Name, NANO_TWIN_PREFIX) || !Filters.kernelSelected(Name))
+      continue;
+    std::string Twin = nano::twinName(Name);
+    auto *TwinHandle =
+        new GlobalVariable(M, Type::getInt8Ty(Ctx), false, GlobalValue::PrivateLinkage,
+                           ConstantInt::get(Type::getInt8Ty(Ctx), 0), "nano.twin.handle." + Name);
+    auto *TwinName = new GlobalVariable(M, ConstantDataArray::getString(Ctx, Twin)->getType(), true,
+                                        NameGV->getLinkage(),
+                                        ConstantDataArray::getString(Ctx, Twin), "nano.twin.name");
+    TwinName->copyAttributesFrom(NameGV);
+    if (NamedMDNode *Symbols = M.getNamedMetadata("llvm.offloading.symbols"))
+      Symbols->addOperand(MDNode::get(Ctx, {ConstantAsMetadata::get(TwinName)}));
+    SmallVector<Constant *, 9> Ops;
+    for (unsigned I = 0; I < Entry->getNumOperands(); I++)
+      Ops.push_back(Entry->getOperand(I));
+    Ops[HandleAt] = ConstantExpr::getPointerBitCastOrAddrSpaceCast(TwinHandle, Handle->getType());
+    Ops[NameAt] = ConstantExpr::getPointerBitCastOrAddrSpaceCast(TwinName, NameConst->getType());
+    auto *TwinEntry = new GlobalVariable(M, Entry->getType(), true, GV->getLinkage(),
+                                         ConstantStruct::get(Entry->getType(), Ops),
+                                         GV->getName() + ".nano_twin");
+    TwinEntry->copyAttributesFrom(GV);
+    unsigned NumArgs = static_cast<unsigned>(stubOf(Handle)->arg_size());
+    if (!Ctor) {
+      Ctor = Function::Create(FunctionType::get(Type::getVoidTy(Ctx), false),
+                              GlobalValue::InternalLinkage, "nano.gpu.entry.twins", M);
+      ReturnInst::Create(Ctx, BasicBlock::Create(Ctx, "", Ctor));
+      appendToGlobalCtors(M, Ctor, 65535);
+      emitRuntimeApi(M, Ctor->getEntryBlock().getTerminator(), Api);
+    }
+    Kernels[Handle->stripPointerCasts()] = {NameConst, TwinHandle, NumArgs};
+    emitRuntimeRegistration(M, Ctor->getEntryBlock().getTerminator(), Api.Id, Handle, NameConst,
+                            TwinHandle, NumArgs);
+    ++NumGpuTwinsRegistered;
+  }
+}
+
 // Where the program makes call CB: CB itself, or, where CB is in a wrapper
 // from the API's own headers (cudaLaunchKernelEx's C++ templates call one
 // another, then cudaLaunchKernelExC), the calls of the wrapper, up to the
@@ -540,13 +643,24 @@ bool routeConfiguredLaunches(Module &M, int Id, Function *Launch,
   return true;
 }
 
+// Whether module M calls a launch function of Api (a module with kernels
+// whose registration is left to the link, or one that only launches).
+bool launchesWith(const Module &M, const GpuApi &Api) {
+  auto Declared = [&](const char *Name) { return Name && M.getFunction(Name); };
+  return llvm::any_of(Api.Launches, [&](const GpuLaunchCall &L) { return Declared(L.Name); }) ||
+         llvm::any_of(Api.ConfiguredLaunches,
+                      [&](const GpuLaunchCall &L) { return Declared(L.Name); }) ||
+         llvm::any_of(Api.Unrouted, [&](const GpuUnrouted &U) { return Declared(U.Name); });
+}
+
 PreservedAnalyses GpuLaunchPass::run(Module &M, ModuleAnalysisManager &) {
   if (!nano::compat::hostModule(M))
     return PreservedAnalyses::all();
   bool Changed = false;
   for (const GpuApi &Api : Apis) {
     Function *Reg = M.getFunction(Api.Register);
-    if (!Reg || Reg->getFunctionType()->getNumParams() != 10)
+    bool Registers = Reg && Reg->getFunctionType()->getNumParams() == 10;
+    if (!Registers && !launchesWith(M, Api))
       continue;
     nano::DeviceFilters Filters;
     std::string Err;
@@ -554,7 +668,10 @@ PreservedAnalyses GpuLaunchPass::run(Module &M, ModuleAnalysisManager &) {
       M.getContext().emitError("nanoprobe: " + Err);
       return PreservedAnalyses::all();
     }
-    DenseMap<Value *, GpuKernel> Kernels = registerTwins(M, Reg, Api, Filters);
+    DenseMap<Value *, GpuKernel> Kernels;
+    if (Registers)
+      Kernels = registerTwins(M, Reg, Api, Filters);
+    entryTwins(M, Api, Filters, Kernels);
     Changed |= !Kernels.empty();
     Changed |= mirrorConfiguration(M, Api, Kernels);
     for (const GpuLaunchCall &L : Api.Launches)

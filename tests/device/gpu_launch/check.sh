@@ -20,7 +20,10 @@
 #     still accounts for every record (drained or dropped); a twin on one
 #     stream ends and is reported while one on another is held (held.cu);
 #     cudaLaunchKernelEx (ex.cu) launches the twin with the program's
-#     configuration, its cluster attribute included;
+#     configuration, its cluster attribute included; a program built with
+#     -fgpu-rdc and the new offload driver (rdc_main.cu, rdc_kernels.cu:
+#     registration made by clang-linker-wrapper from the offload entries)
+#     runs the twins, from the kernels' file and from a file without kernels;
 #   - CUDA traced through CUPTI (the stand-in's, fake_cupti.c, loaded by the
 #     stand-in driver from CUDA_INJECTION64_PATH, which the preloaded tracer
 #     sets): runtime calls as API rows (not the driver calls inside them),
@@ -375,6 +378,38 @@ grep -qx "launch __nano_twin__Z5otherPiPv grid 4 1 1 block 32 1 1 shared 0 strea
 # the emulated kernel: one record per thread, 4 blocks of 32
 [ "$(query ex.rpd "select kernel, records from nano_dispatch")" = "_Z5otherPi $((4 * 32))" ] ||
   fail "ex: one dispatch, every thread's store ($(query ex.rpd "select kernel, records from nano_dispatch"))"
+
+# -fgpu-rdc with the new offload driver (clang-22's default there):
+# registration is made at link time by clang-linker-wrapper from the offload
+# entries, the twins' entries included; the <<<>>> launch in the kernels'
+# file and a launch through a handle in a file without kernels both run the
+# twin, each access at its line in rdc_kernels.cu
+for f in rdc_kernels rdc_main; do
+  "$compiler" -x cuda --cuda-gpu-arch=sm_90 --cuda-path=/usr/local/cuda -Wno-unknown-cuda-version \
+    -O2 -g -fgpu-rdc -c -fpass-plugin="$plugin" "$here/$f.cu" -o "$f.o"
+done
+"$compiler" -fgpu-rdc --offload-link --cuda-path=/usr/local/cuda rdc_main.o rdc_kernels.o -o rdc \
+  -L. -l:libcuda.so.1 -Wl,-rpath,"$out"
+./rdc >rdc_plain.out || fail "rdc: the program failed"
+[ "$(grep '^register' rdc_plain.out)" = "$(printf 'register _Z5otherPi\nregister __nano_twin__Z5otherPiPv')" ] ||
+  fail "rdc: the linker's registration has other and its twin ($(cat rdc_plain.out))"
+grep -qx "rdc launch 0 sync 0 p 1 q 1" rdc_plain.out && ! grep -q "^launch __nano_twin" rdc_plain.out ||
+  fail "rdc without the runtime: the originals, right results ($(cat rdc_plain.out))"
+rdc_line=$(grep -n '^__global__ void other' "$here/rdc_kernels.cu" | cut -d: -f1)
+rdc_sites=$("$kerneldb" sites rdc --arch sm_90)
+rdc_site=$(awk -v at="rdc_kernels.cu:$rdc_line:36" '$7 ~ at"$" { print $1 }' <<<"$rdc_sites")
+[ -n "$rdc_site" ] || fail "rdc: other's store in the program's site table ($rdc_sites)"
+env RPDT_FILENAME=rdc.rpd NANO_INSTRUMENT=1 NANO_ANALYZERS=MemoryAnalysis NANO_AGGREGATE=host \
+  FAKE_SITES="0 0 0 $rdc_site" LD_PRELOAD="$rpd" ./rdc >rdc.out 2>rdc.err || fail "rdc: $(cat rdc.err)"
+grep -qx "rdc launch 0 sync 0 p 1 q 1" rdc.out || fail "rdc instrumented: $(cat rdc.out)"
+grep -qx "launch __nano_twin__Z5otherPiPv grid 4 1 1 block 32 1 1 shared 0 stream (nil)" rdc.out &&
+  grep -qx "launch __nano_twin__Z5otherPiPv grid 2 1 1 block 32 1 1 shared 0 stream (nil)" rdc.out &&
+  ! grep -q "^launch _Z5otherPi " rdc.out || fail "rdc: both launches run the twin ($(cat rdc.out))"
+[ "$(query rdc.rpd "select group_concat(records) from (select records from nano_dispatch order by id)")" = "128,64" ] ||
+  fail "rdc: two dispatches, every thread's store ($(query rdc.rpd "select id, records from nano_dispatch"))"
+[ "$(query rdc.rpd "select replace(file, '$here/', ''), line, sum(accesses) from nano_memory group by file, line")" = \
+  "rdc_kernels.cu $rdc_line 192" ] ||
+  fail "rdc: the store at its line, one access per record (the stand-in's lanes) ($(query rdc.rpd "select * from nano_memory"))"
 
 # a twin whose end cannot be confirmed: its buffer is held until the device
 # is done with it, never handed to the next launch while the twin may write it

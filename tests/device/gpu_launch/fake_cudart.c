@@ -119,6 +119,21 @@ void __cudaRegisterFunction(void **module, const char *host, char *device_fun,
   printf("register %s\n", device_name);
 }
 
+/* Device variables: clang-linker-wrapper's registration (-fgpu-rdc with the
+ * new offload driver) calls these for every variable entry, and refers to
+ * both whatever the program has. */
+void __cudaRegisterVar(void **module, char *host, char *device_address, const char *device_name,
+                       int ext, size_t size, int constant, int global) {
+  (void)module, (void)host, (void)device_address, (void)ext, (void)constant, (void)global;
+  printf("register variable %s size %zu\n", device_name, size);
+}
+void __cudaRegisterManagedVar(void **module, void **host, char *device_address,
+                              const char *device_name, int ext, size_t size, int constant,
+                              int global) {
+  __cudaRegisterVar(module, (char *)host, device_address, device_name, ext, size, constant,
+                    global);
+}
+
 unsigned __cudaPushCallConfiguration(struct dim3 grid, struct dim3 block, size_t shared,
                                      void *stream) {
   fake_grid = grid, fake_block = block, fake_shared = shared, fake_stream = stream;
