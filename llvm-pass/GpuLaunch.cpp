@@ -29,13 +29,18 @@
 // __nano_gpu_launch is extern_weak: without the runtime the program launches
 // exactly as before. With -fgpu-rdc and the new offload driver, which
 // registers kernels at link time from offload entries, the twin gets an
-// entry beside its kernel's instead (entryTwins). Cooperative launches (the same shape) are routed
-// the same way; cudaLaunchKernelExC (cudaLaunchKernelEx's templates call it: config, kernel, args)
-// through __nano_gpu_launch_ex, the twin launched with the program's configuration, attributes
-// included; launches through a handle that is not a constant (a function pointer in a variable, the
-// templates' parameter) are looked up by the runtime. Launch calls of other shapes (cuLaunchKernel,
-// kernel nodes added to graphs) are not routed: the compile says so at each (GpuApi::Unrouted).
-// Calls that configure a kernel (cudaFuncSetAttribute, ...) are mirrored to its twin.
+// entry beside its kernel's instead (entryTwins). Cooperative launches (the
+// same shape) are routed the same way; cudaLaunchKernelExC
+// (cudaLaunchKernelEx's templates call it: config, kernel, args) through
+// __nano_gpu_launch_ex, the twin launched with the program's configuration,
+// attributes included; launches through a handle that is not a constant (a
+// function pointer in a variable, the templates' parameter) are looked up by
+// the runtime. Launch calls of other shapes (cuLaunchKernel, kernel nodes
+// added to graphs) are not routed: the compile says so at each
+// (GpuApi::Unrouted). Calls that configure a kernel (cudaFuncSetAttribute,
+// ...) are mirrored to its twin; calls that add a graph node go through
+// __nano_gpu_graph_add_node, which learns conditional nodes' bodies (no twin
+// may be captured there).
 //
 // Runs at the start of the pipeline (before the stubs are inlined into their
 // callers), also at -O0, and as `opt -passes=nano-gpu-launch`.
@@ -76,6 +81,8 @@ ALWAYS_ENABLED_STATISTIC(NumGpuCallLaunchesRouted,
                          "GPU launch calls of the program routed to the runtime");
 ALWAYS_ENABLED_STATISTIC(NumGpuLaunchesNotRouted,
                          "GPU launch calls not routed (each said at compile time)");
+ALWAYS_ENABLED_STATISTIC(NumGpuAddNodeRouted,
+                         "graph node calls routed to the runtime (conditional bodies)");
 ALWAYS_ENABLED_STATISTIC(NumGpuConfigureMirrored,
                          "GPU kernel configuration calls mirrored to the twins");
 
@@ -87,6 +94,7 @@ const char *const RuntimeRegister = "__nano_gpu_register";
 
 const char *const RuntimeApi = "__nano_gpu_api";
 const char *const RuntimeTwinOf = "__nano_gpu_twin_of";
+const char *const RuntimeAddNode = "__nano_gpu_graph_add_node";
 
 // One launch API: its registration call, its launch calls (the second on the
 // per-thread default stream: clang's -fgpu-default-stream=per-thread), its
@@ -117,6 +125,11 @@ struct GpuApi {
   const char *GetLastError, *PeekAtLastError, *GetErrorName;
   const char *Configure[3];
   GpuUnrouted Unrouted[9];
+  // the calls that add a node to a graph (cudaGraphAddNode's shapes: with
+  // and without the edges' data), routed through __nano_gpu_graph_add_node:
+  // the runtime learns conditional nodes' bodies, into which a twin cannot
+  // be captured
+  const char *AddNode[4];
 };
 
 const char *const WhyEx = "its launch attributes are not mirrored to twins yet";
@@ -144,7 +157,8 @@ const GpuApi Apis[] = {
       {"cudaGraphAddKernelNode", WhyGraph},
       {"cudaGraphAddNode", WhyGraph},
       {"cudaGraphExecKernelNodeSetParams", WhyGraph},
-      {"cudaLaunchCooperativeKernelMultiDevice", WhyMulti}}},
+      {"cudaLaunchCooperativeKernelMultiDevice", WhyMulti}},
+     {"cudaGraphAddNode", "cudaGraphAddNode_v2", "cuGraphAddNode", "cuGraphAddNode_v2"}},
     {NANO_GPU_HIP,
      "__hipRegisterFunction",
      {{"hipLaunchKernel", false},
@@ -164,7 +178,8 @@ const GpuApi Apis[] = {
       {"hipGraphAddNode", WhyGraph},
       {"hipGraphExecKernelNodeSetParams", WhyGraph},
       {"hipLaunchCooperativeKernelMultiDevice", WhyMulti},
-      {"hipExtLaunchKernel", WhyEx}}}};
+      {"hipExtLaunchKernel", WhyEx}},
+     {}}};
 
 // A registered kernel: its device name, its twin's host handle and its
 // parameter count.
@@ -525,12 +540,10 @@ std::vector<CallInst *> launchCalls(Function *Launch, unsigned NumParams, unsign
   return Calls;
 }
 
-// Turns launch call CI into `&Route != null ? Route(Args(then-builder)) : CI`
-// (CI unchanged in the else branch), counting it as a stub's or a call of
-// the program's. Handle: the launched kernel's handle.
-void routeCall(CallInst *CI, Function *Route, FunctionType *RouteTy, Value *Handle,
-               const DenseMap<Value *, GpuKernel> &Kernels,
-               function_ref<SmallVector<Value *, 13>(IRBuilder<> &)> Args) {
+// Turns call CI into `&Route != null ? Route(Args(then-builder)) : CI` (CI
+// unchanged in the else branch).
+void routeThrough(CallInst *CI, Function *Route, FunctionType *RouteTy,
+                  function_ref<SmallVector<Value *, 13>(IRBuilder<> &)> Args) {
   IRBuilder<> B(CI);
   Value *Present =
       B.CreateICmpNE(Route, ConstantPointerNull::get(Route->getType()), "nano.gpu.runtime");
@@ -547,6 +560,14 @@ void routeCall(CallInst *CI, Function *Route, FunctionType *RouteTy, Value *Hand
   CI->replaceAllUsesWith(Result);
   Result->addIncoming(TB.CreateZExtOrTrunc(Routed, CI->getType()), ThenTerm->getParent());
   Result->addIncoming(CI, ElseTerm->getParent());
+}
+
+// routeThrough for launch call CI, counting it as a stub's or a call of the
+// program's. Handle: the launched kernel's handle.
+void routeCall(CallInst *CI, Function *Route, FunctionType *RouteTy, Value *Handle,
+               const DenseMap<Value *, GpuKernel> &Kernels,
+               function_ref<SmallVector<Value *, 13>(IRBuilder<> &)> Args) {
+  routeThrough(CI, Route, RouteTy, Args);
   // a kernel's launch stub (<<<>>>, hipLaunchKernelGGL) is there whether
   // or not the program calls it: counted apart from the program's calls
   auto Known = Kernels.find(Handle);
@@ -643,6 +664,50 @@ bool routeConfiguredLaunches(Module &M, int Id, Function *Launch,
   return true;
 }
 
+// Routes the calls that add a graph node (Api.AddNode) through
+// __nano_gpu_graph_add_node(api, call, with_edges, node, graph, deps, edges,
+// ndeps, params). Returns whether one was.
+bool routeAddNode(Module &M, const GpuApi &Api) {
+  const unsigned Plain = 5, WithEdges = 6; // the two shapes' parameter counts
+  LLVMContext &Ctx = M.getContext();
+  Type *I32 = Type::getInt32Ty(Ctx), *I64 = Type::getInt64Ty(Ctx);
+  PointerType *Ptr = PointerType::getUnqual(Ctx);
+  FunctionType *RouteTy =
+      FunctionType::get(I32, {I32, Ptr, I32, Ptr, Ptr, Ptr, Ptr, I64, Ptr}, false);
+  bool Changed = false;
+  for (const char *Name : Api.AddNode) {
+    Function *Add = Name ? M.getFunction(Name) : nullptr;
+    unsigned N = Add ? Add->getFunctionType()->getNumParams() : 0;
+    if (!Add || (N != Plain && N != WithEdges) || !Add->getReturnType()->isIntegerTy())
+      continue;
+    std::vector<CallInst *> Calls;
+    for (User *U : Add->users())
+      if (auto *CI = dyn_cast<CallInst>(U))
+        if (CI->getCalledFunction() == Add && CI->arg_size() == N)
+          Calls.push_back(CI);
+    Function *Route = Calls.empty() ? nullptr : runtimeEntry(M, RuntimeAddNode, RouteTy);
+    if (!Route)
+      continue;
+    for (CallInst *CI : Calls)
+      routeThrough(CI, Route, RouteTy, [&](IRBuilder<> &TB) {
+        bool Edges = N == WithEdges;
+        return SmallVector<Value *, 13>{ConstantInt::get(I32, Api.Id),
+                                        Add,
+                                        ConstantInt::get(I32, Edges),
+                                        CI->getArgOperand(0),
+                                        CI->getArgOperand(1),
+                                        CI->getArgOperand(2),
+                                        Edges ? CI->getArgOperand(3)
+                                              : ConstantPointerNull::get(Ptr),
+                                        TB.CreateZExtOrTrunc(CI->getArgOperand(Edges ? 4 : 3), I64),
+                                        CI->getArgOperand(Edges ? 5 : 4)};
+      });
+    NumGpuAddNodeRouted += Calls.size();
+    Changed = true;
+  }
+  return Changed;
+}
+
 // Whether module M calls a launch function of Api (a module with kernels
 // whose registration is left to the link, or one that only launches).
 bool launchesWith(const Module &M, const GpuApi &Api) {
@@ -650,7 +715,8 @@ bool launchesWith(const Module &M, const GpuApi &Api) {
   return llvm::any_of(Api.Launches, [&](const GpuLaunchCall &L) { return Declared(L.Name); }) ||
          llvm::any_of(Api.ConfiguredLaunches,
                       [&](const GpuLaunchCall &L) { return Declared(L.Name); }) ||
-         llvm::any_of(Api.Unrouted, [&](const GpuUnrouted &U) { return Declared(U.Name); });
+         llvm::any_of(Api.Unrouted, [&](const GpuUnrouted &U) { return Declared(U.Name); }) ||
+         llvm::any_of(Api.AddNode, Declared);
 }
 
 PreservedAnalyses GpuLaunchPass::run(Module &M, ModuleAnalysisManager &) {
@@ -684,6 +750,7 @@ PreservedAnalyses GpuLaunchPass::run(Module &M, ModuleAnalysisManager &) {
         if (Launch->getFunctionType()->getNumParams() == 3)
           Changed |= routeConfiguredLaunches(M, Api.Id | (L.PerThread ? NANO_GPU_PER_THREAD : 0),
                                              Launch, Kernels);
+    Changed |= routeAddNode(M, Api);
     sayUnrouted(M, Api);
   }
   return Changed ? PreservedAnalyses::none() : PreservedAnalyses::all();

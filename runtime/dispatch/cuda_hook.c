@@ -36,6 +36,7 @@
 #include <string.h>
 
 #include "cuda_cache.h"
+#include "nano/gpu_launch.h"
 
 typedef int CUresult;
 #define CU_NOT_FOUND 500 /* CUDA_ERROR_NOT_FOUND */
@@ -248,18 +249,22 @@ HOOK_EXPORT CUresult cuGraphExecKernelNodeSetParams_v2(void *exec, void *node,
   struct nano_cu_node_params_v2 mine;
   return real(exec, node, hook_v2_params(p, &mine));
 }
+/* The generic add calls go through __nano_gpu_graph_add_node, which
+ * remembers a conditional node's bodies (no twin may be captured there). */
 HOOK_EXPORT CUresult cuGraphAddNode(void **node, void *graph, const void *deps, size_t ndeps,
                                     struct nano_cu_graph_node_params *p) {
   HOOK_REAL(add_node_fn, HOOK_GENERIC_ADD)
   struct nano_cu_graph_node_params mine;
-  return real(node, graph, deps, ndeps, hook_generic_params(p, &mine));
+  return __nano_gpu_graph_add_node(NANO_GPU_CUDA, (void *)real, 0, node, graph, deps, NULL, ndeps,
+                                   hook_generic_params(p, &mine));
 }
 HOOK_EXPORT CUresult cuGraphAddNode_v2(void **node, void *graph, const void *deps,
                                        const void *edges, size_t ndeps,
                                        struct nano_cu_graph_node_params *p) {
   HOOK_REAL(add_node2_fn, HOOK_GENERIC_ADD_V2)
   struct nano_cu_graph_node_params mine;
-  return real(node, graph, deps, edges, ndeps, hook_generic_params(p, &mine));
+  return __nano_gpu_graph_add_node(NANO_GPU_CUDA, (void *)real, 1, node, graph, deps, edges, ndeps,
+                                   hook_generic_params(p, &mine));
 }
 HOOK_EXPORT CUresult cuGraphNodeSetParams(void *node, struct nano_cu_graph_node_params *p) {
   HOOK_REAL(set_node_fn, HOOK_GENERIC_SET)

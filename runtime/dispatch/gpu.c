@@ -1004,6 +1004,41 @@ __attribute__((visibility("default"))) const void *__nano_gpu_twin_of(int api, c
   return gpu_twin_find(&g_twins, kernel, &t) ? t.twin : NULL;
 }
 
+/* ---- conditional nodes' bodies (__nano_gpu_graph_add_node) ------------------------ */
+
+/* The body graphs of every conditional node the program added, as keys of a
+ * twin table (nothing else of an entry is used). A graph lives as long as
+ * its node: one that goes and whose address comes back as another graph is
+ * taken for a body still, and its launches run uninstrumented. */
+static struct gpu_twin_table g_bodies = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+__attribute__((visibility("default"))) int
+__nano_gpu_graph_add_node(int api, void *add, int with_edges, void **node, void *graph,
+                          const void *deps, const void *edges, size_t ndeps, void *params) {
+  int rc = with_edges ? ((nano_gpu_add_node_edges_fn)add)(node, graph, deps, edges, ndeps, params)
+                      : ((nano_gpu_add_node_fn)add)(node, graph, deps, ndeps, params);
+  /* reading the parameters needs no API loaded (nor touches the device) */
+  const struct gpu_api *a =
+      (api & NANO_GPU_API_MASK) == NANO_GPU_HIP ? &gpu_hip_api : &gpu_cuda_api;
+  void *const *bodies = NULL;
+  unsigned n = 0;
+  if (rc == 0 && a->node_bodies && nano_dispatch_instrumenting())
+    a->node_bodies(params, &bodies, &n);
+  for (unsigned i = 0; i < n; i++)
+    if (bodies[i] && gpu_twin_put(&g_bodies, (struct gpu_twin){.key = bodies[i]}) != 0)
+      fprintf(stderr,
+              "nanoprobe: out of memory: a twin captured into a conditional node's body may "
+              "spoil the capture\n");
+  return rc;
+}
+
+/* Whether s is being captured into a conditional node's body graph. */
+static int gpu_capturing_body(const struct gpu_api *api, void *s) {
+  void *graph = NULL;
+  return api->captured_graph && api->captured_graph(s, &graph) == 0 && graph &&
+         gpu_twin_find(&g_bodies, graph, NULL);
+}
+
 /* ---- the program's own API: last error, error names (__nano_gpu_api) ------------- */
 
 /* Per API (index: enum nano_gpu_api), the program's copies of its last-error
@@ -1168,6 +1203,12 @@ static struct gpu_context *gpu_prepare(int api_id, const void *twin, const char 
   if (api->capture_status(s, status) == 0 && *status != GPU_CAPTURE_NONE) {
     if (*status != GPU_CAPTURE_ACTIVE) /* an invalidated capture: the program's business */
       return NULL;
+    if (gpu_capturing_body(api, s)) {
+      gpu_note("%s: captured into a conditional node's body graph, which may hold no host "
+               "function (CUDA's rule) as a twin's dispatch needs: it runs uninstrumented there",
+               name);
+      return NULL;
+    }
     struct gpu_context *c = gpu_twin_find(&g_proven, twin, NULL) ? gpu_context(api, s, 0) : NULL;
     if (!c)
       gpu_note("%s: captured into a graph before its twin ever launched outside one on this "

@@ -63,6 +63,13 @@ struct gpu_api {
    * where the API cannot say (then the tracer cannot tell it from the
    * program's). */
   int (*captured_node)(void *s, void **node);
+  /* The graph s is being captured into (a program's graph with
+   * cudaStreamBeginCaptureToGraph); NULL where the API cannot say. */
+  int (*captured_graph)(void *s, void **graph);
+  /* The body graphs of a conditional node, from the parameters of the
+   * API's add-node call (graphs NULL, n 0 for another node type); NULL
+   * where the API has no conditional nodes. */
+  void (*node_bodies)(const void *params, void *const **graphs, unsigned *n);
   int (*copy_to_device)(uint64_t d, const void *src, size_t n, void *s);
   int (*copy_to_host)(void *dst, uint64_t d, size_t n, void *s);
   /* Sets n bytes of device memory at d to byte v, in stream order. */

@@ -22,6 +22,20 @@ typedef void *CUevent;
 typedef unsigned long long CUdeviceptr;
 
 #define CU_SUCCESS 0
+/* CUgraphNodeParams (CUDA 12.3+; the runtime's cudaGraphNodeParams is laid
+ * out the same), as much as read: the node's type, and a conditional node's
+ * parameters, the union's member after it. */
+#define CU_GRAPH_NODE_TYPE_CONDITIONAL 13
+struct cu_node_params {
+  int type;
+  int reserved0[3];
+  struct {
+    unsigned long long handle;
+    int type;
+    unsigned size;      /* the body graphs' count */
+    void **phGraph_out; /* the body graphs */
+  } conditional;
+};
 #define CU_ATTR_CC_MAJOR 75 /* CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR */
 #define CU_ATTR_CC_MINOR 76 /* ..._MINOR                                    */
 #define CU_HOSTALLOC_PORTABLE 0x01
@@ -69,7 +83,8 @@ static struct {
   CUresult (*GetErrorName)(CUresult, const char **);
   /* optional (CUDA 9.2): without it, the current context is the launch's */
   CUresult (*StreamGetCtx)(CUstream, CUcontext *);
-  /* optional (CUDA 11.3): without it, the graph copies show as the program's */
+  /* optional (CUDA 11.3): without it, the graph copies show as the program's,
+   * and conditional bodies cannot be told apart */
   CUresult (*StreamGetCaptureInfo)(CUstream, int *, unsigned long long *, void **, void *const **,
                                    size_t *);
 } cu;
@@ -227,6 +242,19 @@ static int cuda_captured_node(void *s, void **node) {
     *node = deps[0];
   return r;
 }
+static int cuda_captured_graph(void *s, void **graph) {
+  *graph = NULL;
+  int status = 0;
+  if (!cu.StreamGetCaptureInfo)
+    return -1;
+  return cu.StreamGetCaptureInfo(s, &status, NULL, graph, NULL, NULL);
+}
+static void cuda_node_bodies(const void *params, void *const **graphs, unsigned *n) {
+  const struct cu_node_params *p = params;
+  int conditional = p && p->type == CU_GRAPH_NODE_TYPE_CONDITIONAL && p->conditional.phGraph_out;
+  *graphs = conditional ? p->conditional.phGraph_out : NULL;
+  *n = conditional ? p->conditional.size : 0;
+}
 static int cuda_copy_to_device(uint64_t d, const void *src, size_t n, void *s) {
   return cu.MemcpyHtoDAsync(d, src, n, s);
 }
@@ -273,6 +301,8 @@ const struct gpu_api gpu_cuda_api = {
     cuda_capture_status,
     cuda_capture_mode,
     cuda_captured_node,
+    cuda_captured_graph,
+    cuda_node_bodies,
     cuda_copy_to_device,
     cuda_copy_to_host,
     cuda_memset_device,

@@ -219,6 +219,8 @@ const struct gpu_api gpu_hip_api = {
     hip_capture_status,
     hip_capture_mode,
     NULL, /* no tracer follows HIP graphs */
+    NULL, /* nor conditional nodes (HIP has none)... */
+    NULL, /* ...whose bodies would be captured into */
     hip_copy_to_device,
     hip_copy_to_host,
     hip_memset_device,

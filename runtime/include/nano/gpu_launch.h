@@ -113,6 +113,22 @@ const void *__nano_gpu_twin_of(int api, const void *kernel);
 void __nano_gpu_api(int api, int (*get_last_error)(void), int (*peek_at_last_error)(void),
                     const char *(*error_name)(int));
 
+/* The program's graph node calls (CUDA 12.3+: cudaGraphAddNode, _v2;
+ * the driver's cuGraphAddNode, _v2), through __nano_gpu_graph_add_node:
+ * the call itself, its parameters passed on as they are (edges: the
+ * dependency edges' data where the call takes them, else ignored; add: the
+ * call, of the shape with_edges says), and a conditional node's body graphs
+ * remembered. A body graph may hold no host function (CUDA's rule for
+ * conditional bodies), which a twin's dispatch in a graph needs: a launch
+ * captured into one (cudaStreamBeginCaptureToGraph) runs the original
+ * kernel there, said once. */
+typedef int (*nano_gpu_add_node_fn)(void **node, void *graph, const void *deps, size_t ndeps,
+                                    void *params);
+typedef int (*nano_gpu_add_node_edges_fn)(void **node, void *graph, const void *deps,
+                                          const void *edges, size_t ndeps, void *params);
+int __nano_gpu_graph_add_node(int api, void *add, int with_edges, void **node, void *graph,
+                              const void *deps, const void *edges, size_t ndeps, void *params);
+
 #ifdef __cplusplus
 }
 #endif

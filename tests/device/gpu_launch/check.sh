@@ -411,6 +411,25 @@ grep -qx "launch __nano_twin__Z5otherPiPv grid 4 1 1 block 32 1 1 shared 0 strea
   "rdc_kernels.cu $rdc_line 192" ] ||
   fail "rdc: the store at its line, one access per record (the stand-in's lanes) ($(query rdc.rpd "select * from nano_memory"))"
 
+# a launch captured into a conditional node's body: the original is
+# captured there (no host function allowed in a body), said once; the
+# replay runs it
+cuda_program conditional
+./conditional >conditional_plain.out || fail "conditional: the program failed"
+grep -qx "conditional rc 0 p 1 q 1" conditional_plain.out ||
+  fail "conditional without the runtime: $(cat conditional_plain.out)"
+env RPDT_FILENAME=conditional.rpd NANO_INSTRUMENT=1 NANO_ANALYZERS=none LD_PRELOAD="$rpd" \
+  ./conditional >conditional.out 2>conditional.err || fail "conditional: $(cat conditional.err)"
+grep -qx "conditional rc 0 p 1 q 1" conditional.out && ! grep -q "refused" conditional.out ||
+  fail "conditional instrumented: the body's capture holds ($(cat conditional.out))"
+grep -q "^launch __nano_twin__Z5otherPiPv grid 1 1 1 block 32 1 1 shared 0 stream 0x" conditional.out ||
+  fail "conditional: the first launch, outside a graph, runs the twin ($(cat conditional.out))"
+grep -q "^launch _Z5otherPi grid 1 1 1 block 32 1 1 shared 0 stream 0x" conditional.out &&
+  grep -qx "capture ends: 1 nodes" conditional.out ||
+  fail "conditional: the original captured alone into the body ($(cat conditional.out))"
+[ "$(grep -c "_Z5otherPi: captured into a conditional node's body graph, which may hold no host function (CUDA's rule) as a twin's dispatch needs: it runs uninstrumented there" conditional.err)" = 1 ] ||
+  fail "conditional: said once ($(cat conditional.err))"
+
 # a twin whose end cannot be confirmed: its buffer is held until the device
 # is done with it, never handed to the next launch while the twin may write it
 cuda_program unconfirmed

@@ -25,7 +25,12 @@
  *     mode runs, allocation, stream creation and synchronization fail (CUDA's
  *     "potentially unsafe" calls) and spoil the capture (its end fails) unless
  *     the calling thread relaxed its mode (cuThreadExchangeStreamCaptureMode);
- *     cuStreamGetCaptureInfo_v2 names the node captured last; instantiation
+ *     cuStreamGetCaptureInfo_v2 names the node captured last and the graph
+ *     of a capture into a program's graph; conditional 'if' nodes
+ *     (cudaGraphAddNode, the handle's default value decides at each launch)
+ *     whose body graphs are filled by cudaStreamBeginCaptureToGraph, and in
+ *     which, by CUDA's rule for conditional bodies, a host function is
+ *     refused and spoils the capture; instantiation
  *     clones the nodes (new ids, CUPTI's resource callback for each); a
  *     replay's kernels and copies are CUPTI activity of the graph launch, with
  *     the executable's node ids;
@@ -197,7 +202,7 @@ static uint32_t driver_call(const char *name) {
 
 /* ---- the device: a queue run only while the program synchronizes ------------ */
 
-enum item_kind { ITEM_KERNEL, ITEM_HOSTFN, ITEM_EVENT, ITEM_COPY };
+enum item_kind { ITEM_KERNEL, ITEM_HOSTFN, ITEM_EVENT, ITEM_COPY, ITEM_CONDITIONAL };
 struct item {
   enum item_kind kind;
   const char *name; /* kernel */
@@ -216,6 +221,7 @@ struct item {
   uint64_t node_id; /* a graph's node: its id (CUPTI's graphNodeId) */
   const void *queue; /* the program's stream it was issued to */
   const struct fake_module *module; /* a driver launch's: its variables */
+  struct graph *body; /* a conditional node's, run when n (the handle's value) is not 0 */
   struct item *next;
 };
 
@@ -403,7 +409,9 @@ static int capture_copy(void *dst, const void *src, size_t n);
 
 struct graph {
   struct item *items;
+  int body; /* a conditional node's: no host functions */
 };
+static struct graph *capture_into; /* cudaStreamBeginCaptureToGraph's graph */
 
 /* Whether a "potentially unsafe" call fails now (and spoils the capture). */
 static int unsafe_now(void) {
@@ -447,6 +455,7 @@ static int begin_capture(void *s, int mode) {
   if (capture_stream || !s)
     return 1; /* cudaErrorInvalidValue: the stand-in captures one stream at a time */
   capture_stream = s;
+  capture_into = NULL;
   capture_global = mode == CAPTURE_MODE_GLOBAL;
   capture_spoiled = 0;
   capture_head = capture_last = NULL;
@@ -462,10 +471,13 @@ static int end_capture(void *s, void **graph) {
     printf("capture spoiled by an unsafe call\n");
     return 901; /* cudaErrorStreamCaptureInvalidated */
   }
-  struct graph *g = calloc(1, sizeof *g);
+  struct graph *g = capture_into ? capture_into : calloc(1, sizeof *g);
   if (!g)
     return 2;
-  g->items = capture_head;
+  struct item **tail = &g->items;
+  while (*tail)
+    tail = &(*tail)->next;
+  *tail = capture_head;
   capture_stream = NULL;
   *graph = g;
   int n = 0;
@@ -477,6 +489,12 @@ static int end_capture(void *s, void **graph) {
 static int graph_launch(void *exec, void *stream, uint32_t corr) {
   struct graph *g = exec;
   for (const struct item *node = g->items; node; node = node->next) {
+    if (node->kind == ITEM_CONDITIONAL) {
+      int rc = node->n ? graph_launch(node->body, stream, corr) : 0;
+      if (rc)
+        return rc;
+      continue;
+    }
     struct item *it = malloc(sizeof *it);
     if (!it)
       return 2;
@@ -1033,8 +1051,8 @@ int cuStreamGetCaptureInfo_v2(void *s, int *status, unsigned long long *id, void
   *status = s && s == capture_stream;
   if (id)
     *id = *status;
-  if (graph)
-    *graph = NULL;
+  if (graph) /* the stand-in names only a program's graph */
+    *graph = *status ? capture_into : NULL;
   dep = *status ? capture_last : NULL;
   if (deps)
     *deps = &dep;
@@ -1161,6 +1179,11 @@ int cuLaunchHostFunc(void *s, void (*fn)(void *), void *arg) {
   const char *no_hostfn = getenv("FAKE_NO_GRAPH_HOSTFN");
   if (s && s == capture_stream && no_hostfn && *no_hostfn == '1')
     return CU_CAPTURE_UNSUPPORTED;
+  if (s && s == capture_stream && capture_into && capture_into->body) {
+    printf("host function refused in a conditional node's body\n");
+    capture_spoiled = 1;
+    return CU_CAPTURE_UNSUPPORTED;
+  }
   struct item *it = calloc(1, sizeof *it);
   if (!it)
     return 2;
@@ -1444,13 +1467,19 @@ int cuGraphExecKernelNodeSetParams_v2(void *exec, void *node,
 }
 
 /* cuda.h's CUgraphNodeParams (the generic node calls, CUDA 12.2): kernel
- * nodes only here. */
+ * nodes for the driver's calls, conditional ones for the runtime's. */
 struct fake_graph_node_params {
   int type; /* CU_GRAPH_NODE_TYPE_KERNEL: 0 */
   int reserved0[3];
   union {
     long long reserved1[29];
     struct fake_node_params_v2 kernel;
+    struct {
+      unsigned long long handle;
+      int type;
+      unsigned size;
+      void **phGraph_out;
+    } conditional;
   };
   long long reserved2;
 };
@@ -1482,6 +1511,65 @@ int cuGraphAddKernelNode_v2(void **node, void *graph, const void *deps, size_t n
                             const struct fake_node_params_v2 *p) {
   (void)deps, (void)n;
   return fake_add_node(node, graph, p ? &p->v1 : NULL);
+}
+
+/* The runtime's graphs built by hand: empty ones, and conditional 'if'
+ * nodes with one body (cudaGraphNodeParams: laid out as CUgraphNodeParams). */
+#define FAKE_NODE_CONDITIONAL 13 /* cudaGraphNodeTypeConditional */
+#define FAKE_COND_IF 0           /* cudaGraphCondTypeIf */
+int cudaGraphCreate(void **graph, unsigned flags) {
+  if (flags)
+    return 1;
+  *graph = calloc(1, sizeof(struct graph));
+  return *graph ? 0 : 2;
+}
+/* A handle holds its default value (plus one: 0 is no handle). */
+int cudaGraphConditionalHandleCreate(unsigned long long *handle, void *graph, unsigned value,
+                                     unsigned flags) {
+  (void)flags;
+  if (!graph)
+    return 1;
+  *handle = (unsigned long long)value + 1;
+  return 0;
+}
+int cudaGraphAddNode(void **node, void *graph, const void *deps, const void *edges, size_t n,
+                     struct fake_graph_node_params *p) {
+  (void)deps, (void)edges, (void)n;
+  struct graph *g = graph;
+  if (!g || !p || p->type != FAKE_NODE_CONDITIONAL || p->conditional.type != FAKE_COND_IF ||
+      p->conditional.size != 1 || !p->conditional.handle) {
+    printf("cudaGraphAddNode: the stand-in adds conditional 'if' nodes of one body only\n");
+    return 1; /* cudaErrorInvalidValue */
+  }
+  struct item *it = calloc(1, sizeof *it);
+  struct graph *body = calloc(1, sizeof *body);
+  void **graphs = calloc(1, sizeof *graphs);
+  if (!it || !body || !graphs)
+    return 2;
+  body->body = 1;
+  graphs[0] = body;
+  it->kind = ITEM_CONDITIONAL;
+  it->body = body;
+  it->n = (int)(p->conditional.handle - 1);
+  it->node_id = ++last_node_id;
+  struct item **tail = &g->items;
+  while (*tail)
+    tail = &(*tail)->next;
+  *tail = it;
+  p->conditional.phGraph_out = graphs;
+  *node = it;
+  printf("conditional node added\n");
+  return 0;
+}
+int cudaStreamBeginCaptureToGraph(void *s, void *graph, const void *deps, const void *edges,
+                                  size_t n, int mode) {
+  (void)deps, (void)edges, (void)n;
+  if (!graph)
+    return 1;
+  int rc = begin_capture(s, mode);
+  if (rc == 0)
+    capture_into = graph;
+  return rc;
 }
 
 /* Device-to-device copies, in the stream's order (a graph's node when it is
