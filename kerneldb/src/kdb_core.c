@@ -1070,6 +1070,120 @@ int kdb_elf_check(kdb *db, const uint8_t *img, size_t n, const char *what, kdb_e
   return 0;
 }
 
+/* ---- LLVM offload binaries --------------------------------------------------
+** Section .llvm.offloading of an object compiled with -fgpu-rdc and the new
+** offload driver (clang-22's default there) holds the device code as LLVM
+** offload binaries (llvm/Object/OffloadBinary.h, version 1), back to back,
+** each starting 8-aligned. Little-endian; offsets from the binary's start:
+**
+**   offset  bytes  binary header           offset  bytes  entry
+**   0       4      magic 10 FF 10 AD       0       2      image kind
+**   4       4      version (1)             2       2      offload kind
+**   8       8      the binary's bytes      4       4      flags
+**   16      8      entries' offset         8       8      string table offset
+**   24      8      entries' bytes          16      8      strings
+**                                          24      8      image offset
+**                                          32      8      image bytes
+**
+** The string table holds (key offset, value offset) pairs of u64, each
+** offset a NUL-terminated string ("triple", "arch"). */
+#define KDB_OFFLOAD_MAGIC "\x10\xff\x10\xad"
+#define KDB_OFFLOAD_VERSION 1
+#define KDB_OFFLOAD_HEADER 32
+#define KDB_OFFLOAD_ENTRY 40
+#define KDB_OFFLOAD_ALIGN 8
+/* image kinds (OffloadBinary's ImageKind) */
+#define KDB_IMG_OBJECT 1
+#define KDB_IMG_CUBIN 3
+#define KDB_IMG_FATBINARY 4
+
+/* The value of key in binary b (n bytes) whose string table is at tab with
+** count pairs, or "" when absent or out of bounds. */
+static const char *kdb_offload_string(const uint8_t *b, size_t n, uint64_t tab, uint64_t count,
+                                      const char *key) {
+  const size_t pair = 16; /* two u64 offsets */
+  if (tab > n || count > (n - tab) / pair)
+    return "";
+  for (uint64_t i = 0; i < count; i++) {
+    uint64_t k = kdb_le(b + tab + i * pair, 8), v = kdb_le(b + tab + i * pair + 8, 8);
+    if (k < n && v < n && memchr(b + k, 0, n - k) && memchr(b + v, 0, n - v) &&
+        strcmp((const char *)b + k, key) == 0)
+      return (const char *)b + v;
+  }
+  return "";
+}
+
+/* Reads the device code of section sect (p, n bytes): every offload
+** binary's object, cubin or fat binary image, each damage-tolerant as a
+** bundle's entry. Bitcode (-foffload-lto) and PTX hold no machine code: a
+** section of nothing else fails, naming them. */
+static int kdb_read_offloading(kdb *db, const uint8_t *p, size_t n, const char *sect, kdb_err *e) {
+  size_t pos = 0, images = 0, other = 0;
+  for (int idx = 0; n - pos >= KDB_OFFLOAD_HEADER; idx++) {
+    const uint8_t *b = p + pos;
+    if (memcmp(b, KDB_OFFLOAD_MAGIC, 4) != 0) {
+      if (idx)
+        break; /* padding after the last one */
+      return kdb_fail(e, db->name, "%s: not an LLVM offload binary (bad magic)", sect);
+    }
+    uint64_t version = kdb_le(b + 4, 4), size = kdb_le(b + 8, 8), eoff = kdb_le(b + 16, 8),
+             ebytes = kdb_le(b + 24, 8);
+    if (version != KDB_OFFLOAD_VERSION)
+      return kdb_fail(e, db->name, "%s: offload binary %d has version %llu (kerneldb reads %d)",
+                      sect, idx, (unsigned long long)version, KDB_OFFLOAD_VERSION);
+    if (size < KDB_OFFLOAD_HEADER || size > n - pos || eoff > size || ebytes > size - eoff ||
+        ebytes % KDB_OFFLOAD_ENTRY)
+      return kdb_fail(e, db->name,
+                      "%s: offload binary %d claims %llu bytes (entries at %llu, %llu bytes), "
+                      "%zu available",
+                      sect, idx, (unsigned long long)size, (unsigned long long)eoff,
+                      (unsigned long long)ebytes, n - pos);
+    for (uint64_t i = 0; i < ebytes / KDB_OFFLOAD_ENTRY; i++) {
+      const uint8_t *en = b + eoff + i * KDB_OFFLOAD_ENTRY;
+      unsigned kind = (unsigned)kdb_le(en, 2);
+      uint64_t ioff = kdb_le(en + 24, 8), ibytes = kdb_le(en + 32, 8);
+      if (ioff > size || ibytes > size - ioff)
+        return kdb_fail(e, db->name,
+                        "%s: offload binary %d image %llu (offset %llu, %llu bytes) lies outside "
+                        "its %llu bytes",
+                        sect, idx, (unsigned long long)i, (unsigned long long)ioff,
+                        (unsigned long long)ibytes, (unsigned long long)size);
+      const uint8_t *img = b + ioff;
+      char where[256];
+      snprintf(where, sizeof where, "%s binary %d image %llu (%s)", sect, idx,
+               (unsigned long long)i,
+               kdb_offload_string(b, (size_t)size, kdb_le(en + 8, 8), kdb_le(en + 16, 8), "arch"));
+      const char *c = kdb_arena_strdup(&db->arena, where);
+      if (!c)
+        return kdb_fail(e, db->name, "out of memory");
+      int elf = ibytes >= 20 && memcmp(img, ELFMAG, SELFMAG) == 0;
+      unsigned mach = elf && img[EI_DATA] == ELFDATA2LSB ? (unsigned)kdb_le(img + 18, 2) : 0;
+      int rc = 0;
+      if ((kind == KDB_IMG_OBJECT || kind == KDB_IMG_CUBIN) &&
+          (mach == EM_AMDGPU || mach == EM_CUDA))
+        rc = kdb_read_entry(db, img, (size_t)ibytes, c, NULL, 0, mach == EM_AMDGPU, e);
+      else if (kind == KDB_IMG_FATBINARY)
+        rc = kdb_cuda_read_fatbin(db, img, (size_t)ibytes, c, e);
+      else {
+        other++;
+        continue;
+      }
+      if (rc)
+        return -1;
+      images++;
+    }
+    pos += ((size_t)size + KDB_OFFLOAD_ALIGN - 1) & ~(size_t)(KDB_OFFLOAD_ALIGN - 1);
+    if (pos > n)
+      break;
+  }
+  if (!images && other)
+    return kdb_fail(e, db->name,
+                    "%s holds no machine code, only %zu LLVM bitcode or PTX image%s "
+                    "(-foffload-lto?): build without it, or read the linked program",
+                    sect, other, other == 1 ? "" : "s");
+  return 0;
+}
+
 /* ---- host ELF -------------------------------------------------------------- */
 static int kdb_read_host_elf(kdb *db, kdb_err *e) {
   if (kdb_elf_check(db, db->data, db->size, "file", e))
@@ -1093,8 +1207,9 @@ static int kdb_read_host_elf(kdb *db, kdb_err *e) {
     if (!nm)
       continue;
     int hip = strcmp(nm, ".hip_fatbin") == 0,
-        nv = strcmp(nm, ".nv_fatbin") == 0 || strcmp(nm, "__nv_relfatbin") == 0;
-    if (!hip && !nv)
+        nv = strcmp(nm, ".nv_fatbin") == 0 || strcmp(nm, "__nv_relfatbin") == 0,
+        llvm = strcmp(nm, ".llvm.offloading") == 0;
+    if (!hip && !nv && !llvm)
       continue;
     if (sh.sh_type == SHT_NOBITS)
       continue;
@@ -1107,6 +1222,8 @@ static int kdb_read_host_elf(kdb *db, kdb_err *e) {
     const uint8_t *p = db->data + sh.sh_offset;
     if (hip)
       rc = kdb_read_bundles(db, p, (size_t)sh.sh_size, nm, e);
+    else if (llvm)
+      rc = kdb_read_offloading(db, p, (size_t)sh.sh_size, nm, e);
     else
       rc = kdb_cuda_read_fatbin(db, p, (size_t)sh.sh_size, nm, e);
     if (rc)
@@ -1189,8 +1306,8 @@ static int kdb_finish_open(kdb *db, kdb **out, kdb_err *e) {
   }
   if (db->ncos == 0 && db->nsites == 0) {
     kdb_fail(e, db->name,
-             db->host_elf ? "ELF file has no GPU code (no .hip_fatbin or .nv_fatbin "
-                            "section) and no nanoprobe site table"
+             db->host_elf ? "ELF file has no GPU code (no .hip_fatbin, .nv_fatbin or "
+                            ".llvm.offloading section) and no nanoprobe site table"
                           : "no GPU code objects found");
     kdb_close(db);
     return -1;

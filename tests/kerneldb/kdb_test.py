@@ -657,7 +657,8 @@ def test_cuda(kdb, inputs):
     check(all(0 < k["vgpr_count"] <= 255 for k in shown.values()), "registers per thread from .nv.info")
     l = kdb_json(kdb, "list", cubin)
     check(l["code_objects"][0]["arch"] == "sm_90", "sm_90")
-    for host in ("c_fat.o", "c_clang.o"):  # nvcc and clang embed fat binaries
+    # nvcc and clang embed fat binaries; clang -fgpu-rdc an LLVM offload binary
+    for host in ("c_fat.o", "c_clang.o", "c_rdc.o"):
         fat = {k["name"]: k for k in kdb_json(kdb, "show", os.path.join(inputs, host))}
         check(sorted(fat) == sorted(shown), host + ": fat binary has the same kernels")
         for name, layout in want.items():
@@ -688,6 +689,34 @@ def test_cuda(kdb, inputs):
     # what a cubin does not say is shown as not known, not as 0
     check(all(k["max_flat_workgroup_size"] is None for k in shown.values()), "max flat workgroup size: null")
     check("max flat workgroup size unknown" in run([kdb, "show", cubin, "saxpy"]).stdout, "show: unknown")
+    # an offload binary of bitcode only (-foffload-lto) says so; a damaged
+    # one names what is wrong
+    p = run([kdb, "list", os.path.join(inputs, "c_rdc_lto.o")], 2)
+    check(".llvm.offloading holds no machine code, only 1 LLVM bitcode or PTX image" in p.stderr,
+          p.stderr)
+    rdc = os.path.join(inputs, "c_rdc.o")
+    m = re.search(r"\[\s*\d+\] \.llvm\.offloading\s+\S+\s+\S+\s+(\S+)\s+(\S+)",
+                  run(["readelf", "-SW", rdc]).stdout)
+    off, size = int(m.group(1), 16), int(m.group(2), 16)
+    with open(rdc, "rb") as f:
+        img = bytearray(f.read())
+    check(img[off:off + 4] == b"\x10\xff\x10\xad", "the section starts with an offload binary")
+    for what, at, value, said in (
+            ("version", off + 4, 9, ".llvm.offloading: offload binary 0 has version 9"),
+            ("size", off + 8, 0xFF, "offload binary 0 claims %d bytes" % (size + 0xFF - (size & 0xFF))),
+            ("image offset", None, None, "image 0 (offset")):
+        bad_img = bytearray(img)
+        if at is None:  # the first entry's image offset, past the binary
+            entries = off + int.from_bytes(img[off + 16:off + 24], "little")
+            bad_img[entries + 24:entries + 32] = (size + 8).to_bytes(8, "little")
+        else:
+            bad_img[at] = value
+        with tempfile.TemporaryDirectory() as d:
+            bad = os.path.join(d, "bad.o")
+            with open(bad, "wb") as f:
+                f.write(bad_img)
+            p = run([kdb, "list", bad], 2)
+            check(said in p.stderr, "damaged %s: %s" % (what, p.stderr))
     # a damaged .nv.info is an error naming the section and the record
     with open(os.path.join(inputs, "c_G.cubin"), "rb") as f:
         img = bytearray(f.read())

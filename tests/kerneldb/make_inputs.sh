@@ -13,6 +13,7 @@
 #   c_G_fat.o, c_G_plain.o     nvcc -G -c: compressed fat binary (the default), -no-compress
 #                              ptxas's registers and stack frames (--resource-usage)
 #   c_clang.o                  clang-22 CUDA host object with .nv_fatbin (sm_90)
+#   c_rdc.o, c_rdc_lto.o       clang-22 -fgpu-rdc: .llvm.offloading with a cubin / bitcode
 # gfx1100 needs -nogpulib (Debian's ROCm 5.2 device libraries have no
 # gfx1100), so the gfx1100 builds (and libt.so, which holds both) use
 # -nogpulib and the kernels avoid the libraries; t_gfx90a.co links them.
@@ -54,4 +55,10 @@ if [ -x /usr/local/cuda/bin/nvcc ]; then
   /usr/local/cuda/bin/nvcc -G -c -arch=sm_90 -no-compress "$src/kdb_test.cu" -o c_G_plain.o
   clang-22 -x cuda --cuda-path=/usr/local/cuda --offload-arch=sm_90 -O2 -Wno-unknown-cuda-version \
     -c "$src/kdb_test.cu" -o c_clang.o
+  # -fgpu-rdc, the new offload driver: the cubin in .llvm.offloading; with
+  # -foffload-lto, bitcode only
+  clang-22 -x cuda --cuda-path=/usr/local/cuda --offload-arch=sm_90 -O2 -Wno-unknown-cuda-version \
+    -fgpu-rdc -c "$src/kdb_test.cu" -o c_rdc.o
+  clang-22 -x cuda --cuda-path=/usr/local/cuda --offload-arch=sm_90 -O2 -Wno-unknown-cuda-version \
+    -fgpu-rdc -foffload-lto -c "$src/kdb_test.cu" -o c_rdc_lto.o
 fi

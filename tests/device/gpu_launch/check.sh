@@ -399,6 +399,8 @@ rdc_line=$(grep -n '^__global__ void other' "$here/rdc_kernels.cu" | cut -d: -f1
 rdc_sites=$("$kerneldb" sites rdc --arch sm_90)
 rdc_site=$(awk -v at="rdc_kernels.cu:$rdc_line:36" '$7 ~ at"$" { print $1 }' <<<"$rdc_sites")
 [ -n "$rdc_site" ] || fail "rdc: other's store in the program's site table ($rdc_sites)"
+[ "$("$kerneldb" sites rdc_kernels.o --arch sm_90)" = "$rdc_sites" ] ||
+  fail "rdc: the object's offload binary has the same site table ($("$kerneldb" sites rdc_kernels.o 2>&1))"
 env RPDT_FILENAME=rdc.rpd NANO_INSTRUMENT=1 NANO_ANALYZERS=MemoryAnalysis NANO_AGGREGATE=host \
   FAKE_SITES="0 0 0 $rdc_site" LD_PRELOAD="$rpd" ./rdc >rdc.out 2>rdc.err || fail "rdc: $(cat rdc.err)"
 grep -qx "rdc launch 0 sync 0 p 1 q 1" rdc.out || fail "rdc instrumented: $(cat rdc.out)"
