@@ -152,6 +152,9 @@ static _Atomic int g_dying, g_freeing;
 /* Rings a death path's count follows per thread at most (a thread's rings
  * form a list the producer extends while it is walked). */
 #define RPD_PENDING_MAX_RINGS 1000000
+/* Counts rpd_records_pending takes at most to find one no batch moved under
+ * (the writer moves one every RPDW_PUBLISH_EVERY records). */
+#define RPD_PENDING_TRIES 16
 
 /* Whether a free may go ahead (then rpd_seg_free_end after it). */
 static int rpd_seg_free_begin(void) {
@@ -318,12 +321,8 @@ void rpd_tls_destructor(void *p) {
   rpd_altstack_drop();
 }
 
-uint64_t rpd_records_pending(void) {
-  atomic_store(&g_dying, 1);
-  for (long i = 0; atomic_load(&g_freeing) && i < RPD_FREE_WAIT_POLLS; i++)
-    ; /* a free in progress ends within microseconds */
-  if (atomic_load(&g_freeing))
-    return atomic_load_explicit(&g_txn_records, memory_order_relaxed);
+/* The records in every live thread's rings of this process (rpd_records_pending). */
+static uint64_t rpd_ring_pending(void) {
   uint64_t n = 0;
   pid_t pid = getpid();
   for (struct rpd_tbuf *t = atomic_load(&g_bufs); t; t = t->next) {
@@ -336,8 +335,28 @@ uint64_t rpd_records_pending(void) {
       s = atomic_load_explicit(&s->seg_next, memory_order_acquire);
     }
   }
+  return n;
+}
+
+uint64_t rpd_records_pending(int *exact) {
+  *exact = 0;
+  atomic_store(&g_dying, 1);
+  for (long i = 0; atomic_load(&g_freeing) && i < RPD_FREE_WAIT_POLLS; i++)
+    ; /* a free in progress ends within microseconds */
+  if (atomic_load(&g_freeing))
+    return atomic_load(&g_txn_records);
+  /* The writer's hands first, then the rings: a batch it moves meanwhile
+   * leaves a ring uncounted and is not in the count taken before (a lower
+   * bound, never a record twice); exact when the sequence did not move. */
+  uint64_t n = 0;
+  for (int k = 0; k < RPD_PENDING_TRIES && !*exact; k++) {
+    uint64_t seq = atomic_load(&g_txn_seq);
+    n = atomic_load(&g_txn_records);
+    n += rpd_ring_pending();
+    *exact = !(seq & 1) && atomic_load(&g_txn_seq) == seq;
+  }
   atomic_store(&g_dying, 0); /* counted: rings may be freed again (a failed exec goes on) */
-  return n + atomic_load_explicit(&g_txn_records, memory_order_relaxed);
+  return n;
 }
 
 /* Returns the calling thread's buffer, creating (or reusing) one. NULL when

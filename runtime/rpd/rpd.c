@@ -300,12 +300,16 @@ static void rpd_last_flush(const char *why) {
   if (rpd_flush_wait(g_crash_wait_ms) == 0 || !atomic_load(&g_writer_running))
     return;
   char n[24], ms[24];
+  int exact;
+  uint64_t pending = rpd_records_pending(&exact);
   rpdi_say("nanoprobe rpd: ");
   rpdi_say(why);
   rpdi_say(": the writer did not commit within ");
   rpdi_say(rpdi_dec((uint64_t)g_crash_wait_ms, ms));
   rpdi_say(" ms (NANO_RPD_CRASH_WAIT_MS): ");
-  rpdi_say(rpdi_dec(rpd_records_pending(), n));
+  if (!exact)
+    rpdi_say("at least ");
+  rpdi_say(rpdi_dec(pending, n));
   rpdi_say(" records of this process (in its threads' rings, the spill file and the writer's "
            "open transaction) are not in the trace\n");
 }

@@ -267,6 +267,10 @@ extern _Atomic int g_writer_final;
  * rows are written at their ends). A death before the next commit loses
  * them: rpd_records_pending counts them. */
 extern _Atomic uint64_t g_txn_records;
+/* Odd while the writer moves records from a ring into g_txn_records (or
+ * resets it), even otherwise: a count that saw it even and unchanged saw no
+ * record in both places (rpd_records_pending). */
+extern _Atomic uint64_t g_txn_seq;
 /* The writer could not write the file (disk full, I/O error): flushes and
  * the final stop report it; what it consumes afterwards is counted as lost. */
 extern _Atomic int g_writer_failed;
@@ -401,10 +405,11 @@ void rpd_producer_atfork(enum rpd_fork_phase phase);
 /* For a death path only: the records not in the trace now, in every
  * thread's rings (the writer's and those filled after it, in memory or
  * spilled) and in the writer's hands (g_txn_records): what a death before
- * the writer's next commit loses. No ring is freed while it counts (rpd_seg_free_begin); no
- * ring is counted when a free in progress does not end. Async-signal-safe;
- * one death path at a time. */
-uint64_t rpd_records_pending(void);
+ * the writer's next commit loses. No ring is freed while it counts
+ * (rpd_seg_free_begin); no ring is counted when a free in progress does not
+ * end. Exact when no batch moved while it counted (g_txn_seq), else a lower
+ * bound, said by *exact. Async-signal-safe; one death path at a time. */
+uint64_t rpd_records_pending(int *exact);
 
 /* writer.c */
 /* Starts the writer (file, session, thread). Called with g_ctl held. 0 or -1. */

@@ -43,6 +43,7 @@ static const char *const rpdw_sql[ST_COUNT] = {
 
 struct rpd_writer g_w;
 _Atomic uint64_t g_txn_records;
+_Atomic uint64_t g_txn_seq;
 
 static void rpdw_capture_end(void);
 
@@ -210,7 +211,20 @@ static void rpdw_txn_records_reset(void) {
   uint64_t open = 0;
   for (struct rpd_tbuf *b = atomic_load(&g_bufs); b; b = b->next)
     open += (uint64_t)b->nopen;
-  atomic_store_explicit(&g_txn_records, open, memory_order_relaxed);
+  atomic_fetch_add(&g_txn_seq, 1);
+  atomic_store(&g_txn_records, open);
+  atomic_fetch_add(&g_txn_seq, 1);
+}
+
+/* Moves n records of ring b into the writer's hands: counted in
+ * g_txn_records, then b's tail (and arena end) past them, between two steps
+ * of g_txn_seq. */
+static void rpdw_took(struct rpd_tbuf *b, uint64_t n, uint64_t tail, uint64_t aend) {
+  atomic_fetch_add(&g_txn_seq, 1);
+  atomic_fetch_add(&g_txn_records, n);
+  atomic_store_explicit(&b->atail, aend, memory_order_release);
+  atomic_store_explicit(&b->tail, tail, memory_order_release);
+  atomic_fetch_add(&g_txn_seq, 1);
 }
 
 /* Moves the held transaction's rows to a side file and rolls it back. */
@@ -337,9 +351,7 @@ static uint64_t rpdw_drain(struct rpd_tbuf *b) {
     n++;
     if (n % RPDW_PUBLISH_EVERY == 0) {
       rpdw_flush_ustrings();
-      atomic_fetch_add_explicit(&g_txn_records, RPDW_PUBLISH_EVERY, memory_order_relaxed);
-      atomic_store_explicit(&b->atail, aend, memory_order_release);
-      atomic_store_explicit(&b->tail, tail, memory_order_release);
+      rpdw_took(b, RPDW_PUBLISH_EVERY, tail, aend);
       if (g_w.txn_rows > (g_w.held ? RPDW_HELD_MAX_ROWS : RPDW_TXN_MAX_ROWS)) {
         rpdw_commit();
         rpdw_begin();
@@ -351,9 +363,7 @@ static uint64_t rpdw_drain(struct rpd_tbuf *b) {
     }
   }
   rpdw_flush_ustrings();
-  atomic_fetch_add_explicit(&g_txn_records, n % RPDW_PUBLISH_EVERY, memory_order_relaxed);
-  atomic_store_explicit(&b->atail, aend, memory_order_release);
-  atomic_store_explicit(&b->tail, tail, memory_order_release);
+  rpdw_took(b, n % RPDW_PUBLISH_EVERY, tail, aend);
   return n;
 }
 
