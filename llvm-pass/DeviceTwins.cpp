@@ -215,7 +215,9 @@ struct DeviceTwins {
   void cloneCallees();
   void sayUnfollowedCalls();
   void sayDeviceLaunch(Instruction &At, Value *Child, unsigned Depth);
-  unsigned collectAccesses(ArrayRef<BasicBlock *> Order, std::vector<DevAccess> &Out);
+  void collectAccesses(ArrayRef<BasicBlock *> Order, std::vector<DevAccess> &Out,
+                       std::vector<Instruction *> &Unseen);
+  void addUnseen(Function &F, Instruction *I);
   void instrumentFunction(Function &F, bool IsKernel);
   void markReconvergence(Function &F, const LoopInfo &LI, ArrayRef<BasicBlock *> Order,
                          const DenseMap<BasicBlock *, uint64_t> &SitesAfter);
@@ -788,8 +790,8 @@ static std::vector<BasicBlock *> devBlockOrder(Function &F, const LoopInfo &LI) 
 // The accesses of the blocks of a twin-side function, in Order, into Out, in
 // site order; returns how many inline assembly statements that may touch
 // memory it could not read.
-unsigned DeviceTwins::collectAccesses(ArrayRef<BasicBlock *> Order, std::vector<DevAccess> &Out) {
-  unsigned AsmUnseen = 0;
+void DeviceTwins::collectAccesses(ArrayRef<BasicBlock *> Order, std::vector<DevAccess> &Out,
+                                  std::vector<Instruction *> &Unseen) {
   auto Add = [&](Instruction *I, Value *Ptr, unsigned Kind, Type *Ty, unsigned Flags,
                  Value *Bytes) {
     unsigned Space = 0;
@@ -828,7 +830,7 @@ unsigned DeviceTwins::collectAccesses(ArrayRef<BasicBlock *> Order, std::vector<
         if (Target == DevTarget::NVPTX && !devAsmAccesses(CI, IA, Out) &&
             (IA->hasSideEffects() || CI->mayReadOrWriteMemory()) &&
             StringRef(IA->getConstraintString()).contains("memory"))
-          AsmUnseen++;
+          Unseen.push_back(CI);
       } else if (auto *II = dyn_cast<IntrinsicInst>(&I)) {
         switch (II->getIntrinsicID()) {
         case Intrinsic::masked_load:
@@ -869,7 +871,6 @@ unsigned DeviceTwins::collectAccesses(ArrayRef<BasicBlock *> Order, std::vector<
         }
       }
     }
-  return AsmUnseen;
 }
 
 // The widest access NVPTX's load/store vectorizer makes of adjacent scalars
@@ -947,9 +948,11 @@ void DeviceTwins::instrumentFunction(Function &F, bool IsKernel) {
     Order.assign(RPOT.begin(), RPOT.end());
   }
   std::vector<DevAccess> Accesses;
-  unsigned AsmUnseen = collectAccesses(Order, Accesses);
+  std::vector<Instruction *> Unseen;
+  collectAccesses(Order, Accesses, Unseen);
   if (Target == DevTarget::NVPTX)
     devMergeVectorRuns(DL, Accesses);
+  unsigned AsmUnseen = static_cast<unsigned>(Unseen.size());
   if (AsmUnseen) {
     nano::warning(Ctx, Twine("nanoprobe: ") + SiteNames.lookup(&F) + ": " + Twine(AsmUnseen) +
                            " inline assembly statement" + (AsmUnseen == 1 ? "" : "s") +
@@ -965,6 +968,8 @@ void DeviceTwins::instrumentFunction(Function &F, bool IsKernel) {
       instrument(F, Accesses[k]);
     SitesAfter[BB] = Sites.size();
   }
+  for (Instruction *I : Unseen) // after the function's sites: their order stands
+    addUnseen(F, I);
   if (Target != DevTarget::Host) {
     if (IsKernel)
       markBlockTimes(F);
@@ -1064,6 +1069,25 @@ void DeviceTwins::instrument(Function &F, const DevAccess &A) {
   Value *Desc = F.getArg(F.arg_size() - 1);
   CallInst *C = B.CreateCall(Access, {Desc, B.getInt64(Id), Addr, Size, B.getInt32(A.Space)});
   C->setDebugLoc(A.I->getDebugLoc());
+}
+
+// Adds a site for instruction I of twin-side F that the twin does not
+// record (inline assembly that may touch memory): no call, a table entry
+// only, so that `kerneldb sites` shows where the twin is blind.
+void DeviceTwins::addUnseen(Function &F, Instruction *I) {
+  DevSite S;
+  S.Function = SiteNames.lookup(&F);
+  if (const DebugLoc &Loc = I->getDebugLoc()) {
+    S.File = nano::sourceFile(Loc.get());
+    S.Line = Loc->getLine();
+    S.Column = Loc->getColumn();
+  }
+  if (!Filters.inScope(S.File, S.Line))
+    return;
+  S.Kind = NANO_DH_KIND_UNSEEN;
+  S.Space = NANO_DH_AS_GENERIC;
+  S.Flags = NANO_DH_SITE_UNSEEN;
+  Sites.push_back(S);
 }
 
 // The site table blob (layout: nano/dh_format.h).

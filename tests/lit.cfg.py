@@ -48,6 +48,7 @@ config.substitutions += [
     ("%runtime_include", params["runtime_include"]),
     ("%dh_include", params.get("dh_include", "")),
     ("%hipcc", params.get("hipcc", "")),
+    ("%kerneldb", params.get("kerneldb", "")),
     ("FileCheck", tool("FileCheck")),
     ("split-file", tool("split-file")),
     ("%not", tool("not")),

@@ -261,6 +261,8 @@ const struct nano_dh_site *nano_dh_sites_at(const struct nano_dh_sites *s, size_
 
 const char *nano_dh_kind_name(unsigned kind) {
   switch (kind) {
+  case NANO_DH_KIND_UNSEEN:
+    return "unseen";
   case NANO_DH_KIND_LOAD:
     return "load";
   case NANO_DH_KIND_STORE:

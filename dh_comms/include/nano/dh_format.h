@@ -305,6 +305,7 @@ NANO_DH_ASSERT(sizeof(struct nano_dh_sums_hdr) == NANO_DH_SUMS_HDR_SIZE, "sums h
 #define NANO_DH_PAGE_PROBES 32u
 
 /* Access kinds (site.kind). */
+#define NANO_DH_KIND_UNSEEN 0u /* no access: a NANO_DH_SITE_UNSEEN site */
 #define NANO_DH_KIND_LOAD 1u
 #define NANO_DH_KIND_STORE 2u
 #define NANO_DH_KIND_ATOMIC 3u
@@ -314,6 +315,9 @@ NANO_DH_ASSERT(sizeof(struct nano_dh_sums_hdr) == NANO_DH_SUMS_HDR_SIZE, "sums h
 #define NANO_DH_SITE_MASKED 2u       /* masked vector load/store               */
 #define NANO_DH_SITE_BUFFER 4u       /* AMDGPU buffer intrinsic                */
 #define NANO_DH_SITE_ASM 8u          /* a PTX ld/st/cp.async in inline asm     */
+/* Not instrumented: inline assembly that may touch memory, which the twin
+ * cannot read (no record names the site; kind NANO_DH_KIND_UNSEEN, size 0). */
+#define NANO_DH_SITE_UNSEEN 16u
 
 /* Address-space classes (site.addrspace, and the last argument of the device
  * access call); the numbers match AMDGPU and NVPTX. */

@@ -4,13 +4,16 @@
 // 32-bit operand), each recorded with the instruction's width and state space
 // (the last argument: 1 global, 3 shared; shared memory is instrumented on
 // request, NANO_ADDRSPACES); other inline assembly that may
-// touch memory is said at compile time, once per kernel.
-// REQUIRES: cuda
+// touch memory is said at compile time, once per kernel, and is a site of
+// its own in the table (kind "unseen", no access recorded), which `kerneldb
+// sites` lists at the statement's line.
+// REQUIRES: cuda, kerneldb
 // RUN: env NANO_ADDRSPACES=global,generic,shared %clang_nano -x cuda --cuda-path=/usr/local/cuda --cuda-gpu-arch=sm_90 --cuda-device-only -Wno-unknown-cuda-version -O2 -S -emit-llvm %s -o %t.ll 2> %t.err
 // RUN: FileCheck %s < %t.ll
 // RUN: FileCheck %s --check-prefix=SAID < %t.err
-// RUN: %clang_nano -x cuda --cuda-path=/usr/local/cuda --cuda-gpu-arch=sm_90 --cuda-device-only -Wno-unknown-cuda-version -O2 -S %s -o %t.ptx
+// RUN: %clang_nano -x cuda --cuda-path=/usr/local/cuda --cuda-gpu-arch=sm_90 --cuda-device-only -Wno-unknown-cuda-version -O2 -g -S %s -o %t.ptx
 // RUN: /usr/local/cuda/bin/ptxas -arch=sm_90 %t.ptx -o %t.cubin
+// RUN: %kerneldb sites %t.cubin | FileCheck %s --check-prefix=SITES
 
 __global__ void streaming(const float *in, float *out, const float4 *in4, float4 *out4, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -26,6 +29,9 @@ __global__ void staged(const float4 *in, float4 *out) {
   unsigned dst = (unsigned)__cvta_generic_to_shared(&tile[threadIdx.x]);
   asm volatile("cp.async.ca.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(in + threadIdx.x));
   asm volatile("cp.async.wait_all;" ::: "memory");
+  // SITES-NOT: unseen
+  // SITES: sm_90 unseen 0 B generic {{.*}}twin_inline_asm_cuda.cu:[[#@LINE-2]]:{{[0-9]+}} staged(float4 const*, float4*)
+  // SITES-NOT: unseen
   __syncthreads();
   out[threadIdx.x] = tile[127 - threadIdx.x];
 }
