@@ -680,6 +680,26 @@ static Value *devBufferAddress(IRBuilder<> &B, Value *Rsrc, Value *VOff, Value *
 // "cp.async.ca.shared.global [$0], [$1], 16;". Adds each access it makes
 // (with its operand's pointer, the instruction's width and state space) to
 // Out and returns true; false for any other assembly.
+static bool devAsmAccesses(CallInst *CI, const InlineAsm *IA, std::vector<DevAccess> &Out);
+
+// Whether AMDGPU inline assembly IA holds a memory instruction (a mnemonic
+// of the global, flat, buffer, scratch, LDS or scalar memory families),
+// which the pass does not read: the twin does not record it.
+static bool devAmdgpuAsmMemory(const InlineAsm *IA) {
+  static const char *const Families[] = {"global_", "flat_",  "buffer_",       "scratch_",
+                                         "ds_",     "s_load", "s_buffer_load", "s_store"};
+  SmallVector<StringRef, 8> Lines, Statements;
+  StringRef(IA->getAsmString()).split(Lines, '\n');
+  for (StringRef L : Lines)
+    L.split(Statements, ';');
+  for (StringRef St : Statements) {
+    StringRef Op = St.trim().split(' ').first;
+    if (llvm::any_of(Families, [&](const char *F) { return compat::startsWith(Op, F); }))
+      return true;
+  }
+  return false;
+}
+
 static bool devAsmAccesses(CallInst *CI, const InlineAsm *IA, std::vector<DevAccess> &Out) {
   StringRef Text = StringRef(IA->getAsmString()).trim();
   if (compat::endsWith(Text, ";"))
@@ -827,9 +847,10 @@ void DeviceTwins::collectAccesses(ArrayRef<BasicBlock *> Order, std::vector<DevA
             MS->getLength());
       } else if (auto *CI = dyn_cast<CallInst>(&I); CI && CI->isInlineAsm()) {
         auto *IA = cast<InlineAsm>(CI->getCalledOperand());
-        if (Target == DevTarget::NVPTX && !devAsmAccesses(CI, IA, Out) &&
-            (IA->hasSideEffects() || CI->mayReadOrWriteMemory()) &&
-            StringRef(IA->getConstraintString()).contains("memory"))
+        bool Clobbers = (IA->hasSideEffects() || CI->mayReadOrWriteMemory()) &&
+                        StringRef(IA->getConstraintString()).contains("memory");
+        if ((Target == DevTarget::NVPTX && !devAsmAccesses(CI, IA, Out) && Clobbers) ||
+            (Target == DevTarget::AMDGPU && (Clobbers || devAmdgpuAsmMemory(IA))))
           Unseen.push_back(CI);
       } else if (auto *II = dyn_cast<IntrinsicInst>(&I)) {
         switch (II->getIntrinsicID()) {
@@ -957,7 +978,10 @@ void DeviceTwins::instrumentFunction(Function &F, bool IsKernel) {
     nano::warning(Ctx, Twine("nanoprobe: ") + SiteNames.lookup(&F) + ": " + Twine(AsmUnseen) +
                            " inline assembly statement" + (AsmUnseen == 1 ? "" : "s") +
                            " that may touch memory " + (AsmUnseen == 1 ? "is" : "are") +
-                           " not recorded (only PTX ld, st and cp.async are read)");
+                           " not recorded (" +
+                           (Target == DevTarget::NVPTX ? "only PTX ld, st and cp.async are read"
+                                                       : "AMDGPU inline assembly is not read") +
+                           ")");
     NumAsmUnseen += AsmUnseen;
   }
   // the site count after each block, for the reconvergence points
