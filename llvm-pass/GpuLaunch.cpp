@@ -33,7 +33,9 @@
 // same shape) are routed the same way; cudaLaunchKernelExC
 // (cudaLaunchKernelEx's templates call it: config, kernel, args) through
 // __nano_gpu_launch_ex, the twin launched with the program's configuration,
-// attributes included; launches through a handle that is not a constant (a
+// attributes included; hipExtLaunchKernel (events and flags after the
+// stream) through __nano_gpu_launch_events, the twin launched with the
+// program's events; launches through a handle that is not a constant (a
 // function pointer in a variable, the templates' parameter) are looked up by
 // the runtime. Launch calls of other shapes (cuLaunchKernel, kernel nodes
 // added to graphs) are not routed: the compile says so at each
@@ -90,6 +92,7 @@ namespace {
 
 const char *const RuntimeLaunch = "__nano_gpu_launch";
 const char *const RuntimeLaunchEx = "__nano_gpu_launch_ex";
+const char *const RuntimeLaunchEvents = "__nano_gpu_launch_events";
 const char *const RuntimeRegister = "__nano_gpu_register";
 
 const char *const RuntimeApi = "__nano_gpu_api";
@@ -122,6 +125,9 @@ struct GpuApi {
   // launch calls with a configuration (cudaLaunchKernelExC's shape: config,
   // kernel, args), routed through __nano_gpu_launch_ex
   GpuLaunchCall ConfiguredLaunches[2];
+  // launch calls with events and flags after the stream (hipExtLaunchKernel),
+  // routed through __nano_gpu_launch_events
+  GpuLaunchCall EventLaunches[1];
   const char *GetLastError, *PeekAtLastError, *GetErrorName;
   const char *Configure[3];
   GpuUnrouted Unrouted[9];
@@ -147,6 +153,7 @@ const GpuApi Apis[] = {
       {"cudaLaunchCooperativeKernel", false},
       {"cudaLaunchCooperativeKernel_ptsz", true}},
      {{"cudaLaunchKernelExC", false}, {"cudaLaunchKernelExC_ptsz", true}},
+     {},
      "cudaGetLastError",
      "cudaPeekAtLastError",
      "cudaGetErrorName",
@@ -166,6 +173,7 @@ const GpuApi Apis[] = {
       {"hipLaunchCooperativeKernel", false},
       {"hipLaunchCooperativeKernel_spt", true}},
      {},
+     {{"hipExtLaunchKernel", false}},
      "hipGetLastError",
      "hipPeekAtLastError",
      "hipGetErrorName",
@@ -177,8 +185,7 @@ const GpuApi Apis[] = {
       {"hipGraphAddKernelNode", WhyGraph},
       {"hipGraphAddNode", WhyGraph},
       {"hipGraphExecKernelNodeSetParams", WhyGraph},
-      {"hipLaunchCooperativeKernelMultiDevice", WhyMulti},
-      {"hipExtLaunchKernel", WhyEx}},
+      {"hipLaunchCooperativeKernelMultiDevice", WhyMulti}},
      {}}};
 
 // A registered kernel: its device name, its twin's host handle and its
@@ -592,20 +599,26 @@ RoutedKernel routedKernel(Value *Handle, const DenseMap<Value *, GpuKernel> &Ker
   return {Known->second.TwinHandle, Known->second.Name, Known->second.NumArgs};
 }
 
-// Routes the launches of registered kernels through the runtime.
-// Id: the api argument (the API's, with NANO_GPU_PER_THREAD for the
-// per-thread launch call).
-bool routeLaunches(Module &M, int Id, Function *Launch,
-                   const DenseMap<Value *, GpuKernel> &Kernels) {
-  std::vector<CallInst *> Calls = launchCalls(Launch, 8, 0, Kernels);
+// Routes the launches of registered kernels through the runtime:
+// cudaLaunchKernel's shape through __nano_gpu_launch, or, with Events,
+// hipExtLaunchKernel's (three more: start and stop events, flags) through
+// __nano_gpu_launch_events. Id: the api argument (the API's, with
+// NANO_GPU_PER_THREAD for the per-thread launch call).
+bool routeLaunches(Module &M, int Id, Function *Launch, const DenseMap<Value *, GpuKernel> &Kernels,
+                   bool Events = false) {
+  const unsigned EventArgs = 3; // start, stop, flags
+  std::vector<CallInst *> Calls = launchCalls(Launch, Events ? 8 + EventArgs : 8, 0, Kernels);
   if (Calls.empty())
     return false;
   LLVMContext &Ctx = M.getContext();
   Type *I32 = Type::getInt32Ty(Ctx), *I64 = Type::getInt64Ty(Ctx);
   PointerType *Ptr = PointerType::getUnqual(Ctx);
-  FunctionType *RouteTy = FunctionType::get(
-      I32, {I32, Ptr, Ptr, Ptr, Ptr, I64, I32, I64, I32, Ptr, I32, I64, Ptr}, false);
-  Function *Route = runtimeEntry(M, RuntimeLaunch, RouteTy);
+  SmallVector<Type *, 16> Params = {I32, Ptr, Ptr, Ptr, Ptr, I64, I32,
+                                    I64, I32, Ptr, I32, I64, Ptr};
+  if (Events)
+    Params.append({Ptr, Ptr, I32});
+  FunctionType *RouteTy = FunctionType::get(I32, Params, false);
+  Function *Route = runtimeEntry(M, Events ? RuntimeLaunchEvents : RuntimeLaunch, RouteTy);
   if (!Route)
     return false;
   for (CallInst *CI : Calls) {
@@ -615,19 +628,22 @@ bool routeLaunches(Module &M, int Id, Function *Launch,
                 auto Arg = [&](unsigned I, Type *Ty) {
                   return TB.CreateZExtOrTrunc(CI->getArgOperand(I), Ty);
                 };
-                return SmallVector<Value *, 13>{ConstantInt::get(I32, Id),
-                                                Launch,
-                                                CI->getArgOperand(0),
-                                                K.Twin,
-                                                K.Name,
-                                                Arg(1, I64),
-                                                Arg(2, I32),
-                                                Arg(3, I64),
-                                                Arg(4, I32),
-                                                CI->getArgOperand(5),
-                                                ConstantInt::get(I32, K.NumArgs),
-                                                Arg(6, I64),
-                                                CI->getArgOperand(7)};
+                SmallVector<Value *, 13> Args = {ConstantInt::get(I32, Id),
+                                                 Launch,
+                                                 CI->getArgOperand(0),
+                                                 K.Twin,
+                                                 K.Name,
+                                                 Arg(1, I64),
+                                                 Arg(2, I32),
+                                                 Arg(3, I64),
+                                                 Arg(4, I32),
+                                                 CI->getArgOperand(5),
+                                                 ConstantInt::get(I32, K.NumArgs),
+                                                 Arg(6, I64),
+                                                 CI->getArgOperand(7)};
+                if (Events)
+                  Args.append({CI->getArgOperand(8), CI->getArgOperand(9), Arg(10, I32)});
+                return Args;
               });
   }
   return true;
@@ -715,6 +731,8 @@ bool launchesWith(const Module &M, const GpuApi &Api) {
   return llvm::any_of(Api.Launches, [&](const GpuLaunchCall &L) { return Declared(L.Name); }) ||
          llvm::any_of(Api.ConfiguredLaunches,
                       [&](const GpuLaunchCall &L) { return Declared(L.Name); }) ||
+         llvm::any_of(Api.EventLaunches,
+                      [&](const GpuLaunchCall &L) { return Declared(L.Name); }) ||
          llvm::any_of(Api.Unrouted, [&](const GpuUnrouted &U) { return Declared(U.Name); }) ||
          llvm::any_of(Api.AddNode, Declared);
 }
@@ -745,6 +763,11 @@ PreservedAnalyses GpuLaunchPass::run(Module &M, ModuleAnalysisManager &) {
         if (Launch->getFunctionType()->getNumParams() == 8)
           Changed |=
               routeLaunches(M, Api.Id | (L.PerThread ? NANO_GPU_PER_THREAD : 0), Launch, Kernels);
+    for (const GpuLaunchCall &L : Api.EventLaunches)
+      if (Function *Launch = L.Name ? M.getFunction(L.Name) : nullptr)
+        if (Launch->getFunctionType()->getNumParams() == 11)
+          Changed |= routeLaunches(M, Api.Id | (L.PerThread ? NANO_GPU_PER_THREAD : 0), Launch,
+                                   Kernels, true);
     for (const GpuLaunchCall &L : Api.ConfiguredLaunches)
       if (Function *Launch = L.Name ? M.getFunction(L.Name) : nullptr)
         if (Launch->getFunctionType()->getNumParams() == 3)

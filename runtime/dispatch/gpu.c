@@ -1626,6 +1626,38 @@ __nano_gpu_launch_ex(int api, nano_gpu_launch_ex_fn launch,
   return rc;
 }
 
+/* The events launch running on this thread (__nano_gpu_launch_events):
+ * what gpu_launch_with_events passes on besides the launch's own. */
+static __thread nano_gpu_launch_events_fn gpu_events_launch;
+static __thread void *gpu_events_start, *gpu_events_stop;
+static __thread int gpu_events_flags;
+
+/* The program's events launch with another kernel and arguments (the back
+ * end's launch function of __nano_gpu_launch_events). */
+static int gpu_launch_with_events(const void *kernel, uint64_t grid_xy, uint32_t grid_z,
+                                  uint64_t block_xy, uint32_t block_z, void **args, size_t shared,
+                                  void *stream) {
+  return gpu_events_launch(kernel, grid_xy, grid_z, block_xy, block_z, args, shared, stream,
+                           gpu_events_start, gpu_events_stop, gpu_events_flags);
+}
+
+__attribute__((visibility("default"))) int
+__nano_gpu_launch_events(int api, nano_gpu_launch_events_fn launch, const void *kernel,
+                         const void *twin, const char *name, uint64_t grid_xy, uint32_t grid_z,
+                         uint64_t block_xy, uint32_t block_z, void **args, uint32_t nargs,
+                         size_t shared, void *stream, void *start, void *stop, int flags) {
+  nano_gpu_launch_events_fn outer_launch = gpu_events_launch;
+  void *outer_start = gpu_events_start, *outer_stop = gpu_events_stop;
+  int outer_flags = gpu_events_flags;
+  gpu_events_launch = launch;
+  gpu_events_start = start, gpu_events_stop = stop, gpu_events_flags = flags;
+  int rc = gpu_launch(api & ~GPU_DRIVER, gpu_launch_with_events, kernel, twin, name, NULL, grid_xy,
+                      grid_z, block_xy, block_z, args, nargs, shared, stream);
+  gpu_events_launch = outer_launch;
+  gpu_events_start = outer_start, gpu_events_stop = outer_stop, gpu_events_flags = outer_flags;
+  return rc;
+}
+
 /* AMD: 128-byte lines (64 on gfx900/906/908), no sectors. */
 #define GPU_AMD_LINE_BYTES 128
 #define GPU_AMD_LINE_BYTES_GFX9_EARLY 64

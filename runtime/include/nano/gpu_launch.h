@@ -95,6 +95,22 @@ int __nano_gpu_launch_ex(int api, nano_gpu_launch_ex_fn launch,
                          const struct nano_gpu_launch_config *config, const void *kernel,
                          const void *twin, const char *name, void **args, uint32_t nargs);
 
+/* hipExtLaunchKernel's shape: a launch with events recorded around the
+ * kernel (start, stop: NULL or the program's) and flags
+ * (hipExtAnyOrderLaunch). */
+typedef int (*nano_gpu_launch_events_fn)(const void *kernel, uint64_t grid_xy, uint32_t grid_z,
+                                         uint64_t block_xy, uint32_t block_z, void **args,
+                                         size_t shared, void *stream, void *start, void *stop,
+                                         int flags);
+
+/* As __nano_gpu_launch for a launch call of that shape: the twin launches
+ * through the same call, the program's events and flags with it (the events
+ * then time the twin). */
+int __nano_gpu_launch_events(int api, nano_gpu_launch_events_fn launch, const void *kernel,
+                             const void *twin, const char *name, uint64_t grid_xy, uint32_t grid_z,
+                             uint64_t block_xy, uint32_t block_z, void **args, uint32_t nargs,
+                             size_t shared, void *stream, void *start, void *stop, int flags);
+
 /* kernel, twin: host handles; name: the kernel's device name; nargs: its
  * parameter count. Registers the pair for launches through a non-constant
  * handle. */

@@ -32,7 +32,8 @@
 #     held by another client, that is said and the rest is traced;
 #   - HIP (host side only: no site table): the HIP runtime's placement, the
 #     device's arch and wave size from its properties, every access recorded,
-#     a graph's replays each a dispatch.
+#     a graph's replays each a dispatch; hipExtLaunchKernelGGL (ext.hip) runs
+#     the twin through the program's call, its events around the twin.
 # CUDA's device side is compiled for real (ptxas, fatbinary: the toolkit's);
 # HIP's host side alone.
 # usage: check.sh cuda|hip COMPILER PLUGIN CLANG SOURCE_ROOT LIBNANO_RPD KERNELDB RPD_TOOL OUT_DIR
@@ -172,6 +173,24 @@ $row" ] || fail "HIP: the twin's dispatch and the graph's three replays, every a
   grep -qx "$done_line" small.out || fail "HIP, small ring: right results"
   [ "$(query small.rpd "select count(*), min(records + dropped), max(records + dropped) from nano_dispatch")" = "4 3000 3000" ] ||
     fail "HIP, small ring: every record drained or dropped"
+  # hipExtLaunchKernelGGL: the twin through the program's call, its events
+  # around the twin
+  "$compiler" --offload-arch=gfx90a --cuda-host-only -O2 -c -Xclang -fcuda-include-gpubinary \
+    -Xclang gpubinary -fpass-plugin="$plugin" "$here/ext.hip" -o ext.o \
+    2> >(grep -v -e rocm_agent_enumerator -e 'linker. input unused' >&2)
+  "$clang" ext.o -o ext -L. -l:libcuda.so.1 -Wl,-rpath,"$out" -lstdc++
+  ./ext >ext_plain.out || fail "ext: the program failed"
+  grep -qx "ext 0 y right timed 1" ext_plain.out && grep -q "^launch _Z4axpyfPKfPfi " ext_plain.out ||
+    fail "ext without the runtime: $(cat ext_plain.out)"
+  env RPDT_FILENAME=ext.rpd NANO_INSTRUMENT=1 NANO_ANALYZERS=none LD_PRELOAD="$rpd" ./ext \
+    >ext.out 2>ext.err || fail "ext: $(cat ext.err)"
+  grep -qx "ext 0 y right timed 1" ext.out || fail "ext instrumented: $(cat ext.out)"
+  grep -qx "ext launch: events start stop flags 0" ext.out &&
+    grep -q "^launch __nano_twin__Z4axpyfPKfPfiPv grid 4 1 1 block 256 1 1 shared 0 stream " ext.out &&
+    ! grep -q "^launch _Z4axpyfPKfPfi " ext.out ||
+    fail "ext: the twin alone, through the program's call with its events ($(cat ext.out))"
+  [ "$(query ext.rpd "select kernel, records from nano_dispatch")" = "_Z4axpyfPKfPfi 3000" ] ||
+    fail "ext: one dispatch, the three accesses of each of the 1000 threads ($(query ext.rpd "select kernel, records from nano_dispatch"))"
   echo "PASS hip launch routing and GPU back end"
   exit 0
 fi

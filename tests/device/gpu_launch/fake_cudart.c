@@ -881,6 +881,20 @@ int hipLaunchKernel(const void *func, struct dim3 grid, struct dim3 block, void 
                     size_t shared, void *stream) {
   return cudaLaunchKernel(func, grid, block, args, shared, stream);
 }
+/* hip_ext.h's launch with events: start recorded before the kernel, stop
+ * after it, on its stream (the stand-in ignores flags). */
+int hipEventRecord(void *event, void *stream); /* fake_hip.c */
+int hipExtLaunchKernel(const void *func, struct dim3 grid, struct dim3 block, void **args,
+                       size_t shared, void *stream, void *start, void *stop, int flags) {
+  printf("ext launch: events %s %s flags %d\n", start ? "start" : "none", stop ? "stop" : "none",
+         flags);
+  int rc = start ? hipEventRecord(start, stream) : 0;
+  if (rc == 0)
+    rc = cudaLaunchKernel(func, grid, block, args, shared, stream);
+  if (rc == 0 && stop)
+    rc = hipEventRecord(stop, stream);
+  return rc;
+}
 int hipLaunchCooperativeKernel(const void *func, struct dim3 grid, struct dim3 block, void **args,
                                unsigned shared, void *stream) {
   return cudaLaunchCooperativeKernel(func, grid, block, args, shared, stream);
