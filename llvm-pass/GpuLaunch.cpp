@@ -339,6 +339,21 @@ bool mirrorConfiguration(Module &M, const GpuApi &Api,
   return Changed;
 }
 
+// Whether the kernel of host handle Handle and device name Name gets a twin:
+// not known yet, no twin itself, selected by the filters.
+bool wantsTwin(const DenseMap<Value *, GpuKernel> &Kernels, Value *Handle, StringRef Name,
+               const nano::DeviceFilters &Filters) {
+  return !Kernels.count(Handle) && !nano::compat::startsWith(Name, NANO_TWIN_PREFIX) &&
+         Filters.kernelSelected(Name);
+}
+
+// A twin's host handle: one private byte, named after kernel Name.
+GlobalVariable *newTwinHandle(Module &M, StringRef Name) {
+  Type *I8 = Type::getInt8Ty(M.getContext());
+  return new GlobalVariable(M, I8, false, GlobalValue::PrivateLinkage, ConstantInt::get(I8, 0),
+                            "nano.twin.handle." + Name);
+}
+
 // Registers the twins of the selected kernels registered by calls to Reg.
 DenseMap<Value *, GpuKernel> registerTwins(Module &M, Function *Reg, const GpuApi &Api,
                                            const nano::DeviceFilters &Filters) {
@@ -348,19 +363,15 @@ DenseMap<Value *, GpuKernel> registerTwins(Module &M, Function *Reg, const GpuAp
     if (auto *CI = dyn_cast<CallInst>(U))
       if (CI->getCalledFunction() == Reg && CI->arg_size() == 10)
         Calls.push_back(CI);
-  LLVMContext &Ctx = M.getContext();
   for (CallInst *CI : Calls) {
     Value *Handle = CI->getArgOperand(1)->stripPointerCasts();
     StringRef Name = nano::compat::constantString(CI->getArgOperand(2));
     auto *NameConst = dyn_cast<Constant>(CI->getArgOperand(2));
     Function *Stub = stubOf(Handle);
-    if (Name.empty() || !NameConst || !Stub || Kernels.count(Handle) ||
-        nano::compat::startsWith(Name, NANO_TWIN_PREFIX) || !Filters.kernelSelected(Name))
+    if (Name.empty() || !NameConst || !Stub || !wantsTwin(Kernels, Handle, Name, Filters))
       continue;
     std::string Twin = nano::twinName(Name);
-    auto *TwinHandle =
-        new GlobalVariable(M, Type::getInt8Ty(Ctx), false, GlobalValue::PrivateLinkage,
-                           ConstantInt::get(Type::getInt8Ty(Ctx), 0), "nano.twin.handle." + Name);
+    GlobalVariable *TwinHandle = newTwinHandle(M, Name);
     IRBuilder<> B(CI->getNextNode());
     Constant *TwinName = B.CreateGlobalString(Twin, "nano.twin.name");
     SmallVector<Value *, 10> Args(CI->args());
@@ -444,13 +455,10 @@ void entryTwins(Module &M, const GpuApi &Api, const nano::DeviceFilters &Filters
     Constant *NameConst = Entry->getOperand(NameAt);
     auto *NameGV = cast<GlobalVariable>(NameConst->stripPointerCasts());
     StringRef Name = nano::compat::constantString(NameConst);
-    if (Kernels.count(Handle->stripPointerCasts()) ||
-        nano::compat::startsWith(Name, NANO_TWIN_PREFIX) || !Filters.kernelSelected(Name))
+    if (!wantsTwin(Kernels, Handle->stripPointerCasts(), Name, Filters))
       continue;
     std::string Twin = nano::twinName(Name);
-    auto *TwinHandle =
-        new GlobalVariable(M, Type::getInt8Ty(Ctx), false, GlobalValue::PrivateLinkage,
-                           ConstantInt::get(Type::getInt8Ty(Ctx), 0), "nano.twin.handle." + Name);
+    GlobalVariable *TwinHandle = newTwinHandle(M, Name);
     auto *TwinName = new GlobalVariable(M, ConstantDataArray::getString(Ctx, Twin)->getType(), true,
                                         NameGV->getLinkage(),
                                         ConstantDataArray::getString(Ctx, Twin), "nano.twin.name");
