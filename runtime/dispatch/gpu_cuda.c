@@ -87,6 +87,10 @@ static struct {
    * and conditional bodies cannot be told apart */
   CUresult (*StreamGetCaptureInfo)(CUstream, int *, unsigned long long *, void **, void *const **,
                                    size_t *);
+  /* optional (CUDA 12.3): the same with the edges' data; preferred where
+   * present (newer drivers may drop _v2) */
+  CUresult (*StreamGetCaptureInfo3)(CUstream, int *, unsigned long long *, void **, void *const **,
+                                    const void **, size_t *);
 } cu;
 
 #define CU_FN(field, symbol) NANO_SYMBOL(__typeof__(cu), field, symbol)
@@ -141,6 +145,7 @@ static int cuda_load(void) {
     return -1;
   }
   *(void **)&cu.StreamGetCaptureInfo = dlsym(h, "cuStreamGetCaptureInfo_v2");
+  *(void **)&cu.StreamGetCaptureInfo3 = dlsym(h, "cuStreamGetCaptureInfo_v3");
   *(void **)&cu.StreamGetCtx = dlsym(h, "cuStreamGetCtx");
   return 0;
 }
@@ -230,24 +235,29 @@ static int cuda_capture_status(void *s, int *status) {
   return cu.StreamIsCapturing(s, status);
 }
 static int cuda_capture_mode(int *mode) { return cu.ThreadExchangeStreamCaptureMode(mode); }
+/* cuStreamGetCaptureInfo of s (_v3, else _v2): the graph being captured
+ * into and the capture's current dependencies; -1 where the driver has
+ * neither. */
+static int cuda_capture_info(void *s, void **graph, void *const **deps, size_t *ndeps) {
+  int status = 0;
+  if (cu.StreamGetCaptureInfo3)
+    return cu.StreamGetCaptureInfo3(s, &status, NULL, graph, deps, NULL, ndeps);
+  if (cu.StreamGetCaptureInfo)
+    return cu.StreamGetCaptureInfo(s, &status, NULL, graph, deps, ndeps);
+  return -1;
+}
 static int cuda_captured_node(void *s, void **node) {
   *node = NULL;
-  int status = 0;
   void *const *deps = NULL;
   size_t ndeps = 0;
-  if (!cu.StreamGetCaptureInfo)
-    return -1;
-  CUresult r = cu.StreamGetCaptureInfo(s, &status, NULL, NULL, &deps, &ndeps);
+  int r = cuda_capture_info(s, NULL, &deps, &ndeps);
   if (r == CU_SUCCESS && ndeps == 1) /* in a capture's sequence: the node just captured */
     *node = deps[0];
   return r;
 }
 static int cuda_captured_graph(void *s, void **graph) {
   *graph = NULL;
-  int status = 0;
-  if (!cu.StreamGetCaptureInfo)
-    return -1;
-  return cu.StreamGetCaptureInfo(s, &status, NULL, graph, NULL, NULL);
+  return cuda_capture_info(s, graph, NULL, NULL);
 }
 static void cuda_node_bodies(const void *params, void *const **graphs, unsigned *n) {
   const struct cu_node_params *p = params;

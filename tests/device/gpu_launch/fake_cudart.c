@@ -1074,6 +1074,12 @@ int cuStreamGetCaptureInfo_v2(void *s, int *status, unsigned long long *id, void
     *ndeps = dep != NULL;
   return CU_OK;
 }
+int cuStreamGetCaptureInfo_v3(void *s, int *status, unsigned long long *id, void **graph,
+                              void *const **deps, const void **edges, size_t *ndeps) {
+  if (edges)
+    *edges = NULL; /* every edge a full dependency */
+  return cuStreamGetCaptureInfo_v2(s, status, id, graph, deps, ndeps);
+}
 int cuStreamIsCapturing(void *s, int *status) {
   NEED_CTX();
   *status = s && s == capture_stream; /* CU_STREAM_CAPTURE_STATUS_ACTIVE */
