@@ -137,6 +137,13 @@ elif sample in ("graph", "graph_relaxed"):
     expect(ended.get("graph") and made.get("graph") == ended["graph"] and made.get("graphExec")
            and len(launched) == 3 and all(l.get("graphExec") == made["graphExec"] for l in launched),
            f"graph calls carry the graph and the executable (rpd graph): {args}")
+elif sample == "conditional":
+    expect(len(dispatches) == 1 and dispatches[0]["records"] == 2,
+           f"the warm-up alone is a dispatch (the body holds the original), got {len(dispatches)}")
+    said = [l for l in err.splitlines() if "captured into a conditional node's body graph" in l]
+    expect(len(said) == 1 and "3incPi" in said[0], f"said once, naming the kernel: {err[-400:]!r}")
+    expect(len([o for o in kernels if "inc" in o["name"] or "3incPi" in o["name"]]) == 4,
+           "the warm-up's kernel and each replay's body kernel are ops")
 elif sample in ("cublas", "inject"):
     expect(not dispatches, "a library kernel without a twin is not instrumented")
     expect(any("gemm" in o["name"].lower() for o in kernels), "cuBLAS's GEMM kernel is traced")
