@@ -529,7 +529,7 @@ void sayUnrouted(Module &M, const GpuApi &Api) {
         if (const DebugLoc &L = At->getDebugLoc())
           Where = (L->getFilename() + ":" + Twine(L->getLine()) + ": ").str();
         nano::warning(M.getContext(), Twine("nanoprobe: ") + Where + U.Name +
-                                          " is not routed: its kernels run uninstrumented (" +
+                                          ": the kernels it launches run uninstrumented (" +
                                           U.Why + ")");
         ++NumGpuLaunchesNotRouted;
       }

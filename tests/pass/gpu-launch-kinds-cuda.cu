@@ -46,9 +46,9 @@ int run(int *p, cudaStream_t s, CUfunction f, cudaGraph_t g) {
 // CHECK: call i32 @__nano_gpu_launch_ex(i32 1, ptr @cudaLaunchKernelExC, ptr %{{[0-9]+}}, ptr %{{[0-9]+}}, ptr null, ptr null, ptr %{{[0-9]+}}, i32 0)
 // CHECK: call i32 @cudaLaunchKernelExC(
 
-// SAID-NOT: cudaLaunchKernelExC is not routed
-// SAID-DAG: gpu-launch-kinds-cuda.cu:30: cuLaunchKernel is not routed: its kernels run uninstrumented (it launches a function looked up in a module at run time, whose twin the runtime does not look up yet)
-// SAID-DAG: gpu-launch-kinds-cuda.cu:37: cudaGraphAddKernelNode is not routed: its kernels run uninstrumented (kernel nodes of graphs built by hand are not given twins yet (launches captured into graphs are))
+// SAID-NOT: cudaLaunchKernelExC:
+// SAID-DAG: gpu-launch-kinds-cuda.cu:30: cuLaunchKernel: the kernels it launches run uninstrumented (it launches a function looked up in a module at run time, whose twin the runtime does not look up yet)
+// SAID-DAG: gpu-launch-kinds-cuda.cu:37: cudaGraphAddKernelNode: the kernels it launches run uninstrumented (kernel nodes of graphs built by hand are not given twins yet (launches captured into graphs are))
 
 // three stubs (coop, ex, unused), whether called or not; two calls of the
 // program's (the cooperative launch, cudaLaunchKernelEx's)
