@@ -139,8 +139,9 @@ struct GpuApi {
 };
 
 const char *const WhyEx = "its launch attributes are not mirrored to twins yet";
-const char *const WhyModule = "it launches a function looked up in a module at run time, whose "
-                              "twin the runtime does not look up yet";
+const char *const WhyModule = "a function looked up in a module at run time has no twin of the "
+                              "plugin's; on CUDA `nanoprobe run -i -c CACHE` gives it a kernel "
+                              "cache's";
 const char *const WhyGraph = "kernel nodes of graphs built by hand are not given twins yet "
                              "(launches captured into graphs are)";
 const char *const WhyMulti = "multi-device launches are not routed";
@@ -529,8 +530,8 @@ void sayUnrouted(Module &M, const GpuApi &Api) {
         if (const DebugLoc &L = At->getDebugLoc())
           Where = (L->getFilename() + ":" + Twine(L->getLine()) + ": ").str();
         nano::warning(M.getContext(), Twine("nanoprobe: ") + Where + U.Name +
-                                          ": the kernels it launches run uninstrumented (" +
-                                          U.Why + ")");
+                                          ": the kernels it launches run uninstrumented (" + U.Why +
+                                          ")");
         ++NumGpuLaunchesNotRouted;
       }
     }
