@@ -236,7 +236,7 @@ static void cupti_node_cloned(const CUpti_ResourceData *r) {
 /* ---- kernel names ----------------------------------------------------------------- */
 
 /* Kernel names as the trace shows them, demangled (as rocmProfileData does),
- * twins as their originals (cupti_shown_name).
+ * twins as their originals (nano_kernel_shown).
  * A name is demangled once: a launch's call looks it up here instead of
  * paying the demangler (about a microsecond) every time. Direct-mapped on the
  * name's hash; a slot, once filled, never changes (read without a lock); a
@@ -247,33 +247,8 @@ struct cupti_name {
 };
 static struct cupti_name *_Atomic cupti_names[CUPTI_NAME_SLOTS];
 
-/* What an instrumented kernel's name gets in the trace. CUPTI names the
- * twin that ran (nano/dh_format.h's naming rule); the trace names the kernel
- * the program launched, marked, so that rpd top keeps the two apart. */
-#define CUPTI_TWIN_MARK " [instrumented]"
-
-/* The name the trace shows for kernel `name`, malloc'd; NULL: `name` as is.
- * Demangled; a twin as its original ("axpy(float*)" for
- * "__nano_twin__Z4axpyPfPv": the twin's trailing void* dropped) with the
- * mark. */
-static char *cupti_shown_name(const char *name) {
-  size_t plen = strlen(NANO_TWIN_PREFIX);
-  if (strncmp(name, NANO_TWIN_PREFIX, plen) != 0)
-    return nano_demangle(name);
-  const char *body = name + plen;
-  char *d = nano_demangle(body), *shown = NULL;
-  static const char more[] = ", void*)", only[] = "(void*)";
-  size_t n = d ? strlen(d) : 0, ml = sizeof more - 1, ol = sizeof only - 1;
-  int r;
-  if (n >= ml && strcmp(d + n - ml, more) == 0)
-    r = asprintf(&shown, "%.*s)%s", (int)(n - ml), d, CUPTI_TWIN_MARK);
-  else if (n >= ol && strcmp(d + n - ol, only) == 0)
-    r = asprintf(&shown, "%.*s()%s", (int)(n - ol), d, CUPTI_TWIN_MARK);
-  else /* an extern "C" kernel (T = N), or a name the demangler refuses */
-    r = asprintf(&shown, "%s%s", d ? d : body, CUPTI_TWIN_MARK);
-  free(d);
-  return r < 0 ? NULL : shown;
-}
+/* CUPTI names the twin that ran (nano/dh_format.h's naming rule); the trace
+ * names the kernel the program launched, marked (nano_kernel_shown). */
 
 /* The name to show for mangled; *owned (to free) when it was made for this
  * call alone. */
@@ -285,7 +260,7 @@ static const char *cupti_kernel_name(const char *mangled, char **owned) {
   struct cupti_name *n = atomic_load_explicit(slot, memory_order_acquire);
   if (n && strcmp(n->mangled, mangled) == 0)
     return n->shown;
-  char *d = cupti_shown_name(mangled);
+  char *d = nano_kernel_shown(mangled);
   if (!n && (n = malloc(sizeof *n))) {
     n->mangled = strdup(mangled);
     n->shown = d ? d : n->mangled;

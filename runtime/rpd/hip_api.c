@@ -124,7 +124,7 @@ static void hip_kernelapi(uint64_t api, const char *name, dim3 items, dim3 block
                           hipStream_t stream) {
   char sname[32];
   snprintf(sname, sizeof sname, "%p", (void *)stream);
-  char *shown = name ? nano_demangle(name) : NULL; /* as the kernel's op shows it */
+  char *shown = name ? nano_kernel_shown(name) : NULL; /* as the kernel's op shows it */
   struct rpd_kernel_launch k = {sname,
                                 (int)items.x,
                                 (int)items.y,

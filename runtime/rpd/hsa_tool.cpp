@@ -99,8 +99,6 @@ extern "C" { /* C headers written for C callers only */
 /* Code object readers alive at once that the tool follows (created, not yet
  * destroyed): past this many the newest takes the last place. */
 #define HSA_MAX_READERS 64
-/* What twins' names get in the trace, as cupti.c's. */
-#define HSA_TWIN_MARK " [instrumented]"
 
 struct hsa_arg {
   char kind[48];
@@ -379,7 +377,7 @@ static hsa_status_t hook_load(hsa_executable_t e, hsa_agent_t agent, hsa_code_ob
 
 static char *hsa_twin_shown(const char *shown) {
   char *s;
-  return asprintf(&s, "%s%s", shown, HSA_TWIN_MARK) < 0 ? NULL : s;
+  return asprintf(&s, "%s%s", shown, NANO_KERNEL_TWIN_MARK) < 0 ? NULL : s;
 }
 
 static hsa_status_t hsa_add_symbol(hsa_executable_t e, hsa_executable_symbol_t s, void *data) {
@@ -418,7 +416,7 @@ static hsa_status_t hsa_add_symbol(hsa_executable_t e, hsa_executable_symbol_t s
     name[n - 3] = 0;
   k->name = name;
   k->agent = agent.handle;
-  k->shown = nano_demangle(name);
+  k->shown = nano_kernel_shown(name); /* a plugin-built program's twin: as its kernel, marked */
   if (!k->shown)
     k->shown = strdup(name);
   k->twin_shown = hsa_twin_shown(k->shown ? k->shown : name);

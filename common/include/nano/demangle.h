@@ -11,4 +11,14 @@
  * process has no demangler. */
 char *nano_demangle(const char *name);
 
+/* What a trace shows after the name of a kernel's instrumented twin. */
+#define NANO_KERNEL_TWIN_MARK " [instrumented]"
+
+/* The name a trace shows for GPU kernel `name`, malloc'd; NULL: `name` as
+ * is. Demangled; a twin (nano/dh_format.h's naming rule) as the kernel the
+ * program launched ("axpy(float*)" for "__nano_twin__Z4axpyPfPv": the
+ * twin's trailing void* dropped) followed by NANO_KERNEL_TWIN_MARK, so that
+ * traces keep the two apart under one name. */
+char *nano_kernel_shown(const char *name);
+
 #endif /* NANO_DEMANGLE_H */
