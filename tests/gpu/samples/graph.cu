@@ -6,6 +6,8 @@
 
 #ifndef CAPTURE_MODE /* graph_relaxed.cu includes this file with another */
 #define CAPTURE_MODE cudaStreamCaptureModeGlobal
+#endif
+#ifndef SAMPLE /* conditional.cu includes it with CONDITIONAL_BODY */
 #define SAMPLE "graph"
 #endif
 
@@ -20,9 +22,29 @@ int main() {
   CHECK(cudaMemset(p, 0, sizeof h));
   CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   inc<<<1, 32, 0, s>>>(p);
+#ifdef CONDITIONAL_BODY
+  // the launch captured into the body of a conditional 'if' node of g
+  // (default 1: it runs at each launch of the graph)
+  cudaGraph_t body;
+  CHECK(cudaGraphCreate(&g, 0));
+  cudaGraphConditionalHandle handle;
+  CHECK(cudaGraphConditionalHandleCreate(&handle, g, 1, cudaGraphCondAssignDefault));
+  cudaGraphNodeParams params = {};
+  params.type = cudaGraphNodeTypeConditional;
+  params.conditional.handle = handle;
+  params.conditional.type = cudaGraphCondTypeIf;
+  params.conditional.size = 1;
+  cudaGraphNode_t node;
+  CHECK(cudaGraphAddNode(&node, g, nullptr, nullptr, 0, &params));
+  body = params.conditional.phGraph_out[0];
+  CHECK(cudaStreamBeginCaptureToGraph(s, body, nullptr, nullptr, 0, CAPTURE_MODE));
+  inc<<<1, 32, 0, s>>>(p);
+  CHECK(cudaStreamEndCapture(s, &body));
+#else
   CHECK(cudaStreamBeginCapture(s, CAPTURE_MODE));
   inc<<<1, 32, 0, s>>>(p);
   CHECK(cudaStreamEndCapture(s, &g));
+#endif
   CHECK(cudaGraphInstantiate(&ge, g, 0));
   for (int r = 0; r < 3; r++) CHECK(cudaGraphLaunch(ge, s));
   CHECK(cudaStreamSynchronize(s));
