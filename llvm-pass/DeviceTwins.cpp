@@ -66,7 +66,6 @@
 #include "Passes.h"
 #include "SourceFile.h"
 #include "nano/hash.h"
-#include "nano/path.h"
 
 #include "../dh_comms/include/nano/dh_format.h"
 
@@ -94,7 +93,6 @@
 #include "llvm/Linker/Linker.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/Regex.h"
 #include "llvm/Transforms/Utils/Cloning.h"
 #include "llvm/Transforms/Utils/ModuleUtils.h"
 #include "llvm/Transforms/Utils/ValueMapper.h"
@@ -217,6 +215,7 @@ struct DeviceTwins {
   void sayDeviceLaunch(Instruction &At, Value *Child, unsigned Depth);
   void collectAccesses(ArrayRef<BasicBlock *> Order, std::vector<DevAccess> &Out,
                        std::vector<Instruction *> &Unseen);
+  bool placeSite(Function &F, const Instruction *I, DevSite &S);
   void addUnseen(Function &F, Instruction *I);
   void instrumentFunction(Function &F, bool IsKernel);
   void markReconvergence(Function &F, const LoopInfo &LI, ArrayRef<BasicBlock *> Order,
@@ -512,13 +511,8 @@ void DeviceTwins::cloneCallees() {
 // The place of instruction I to name in a message, "FILE:LINE: ", or "":
 // the program's own line, out of the toolkit's inlined wrappers.
 static std::string devWhere(const Instruction &I) {
-  static const Regex Library(NANO_LIBRARY_FILES_DEFAULT); // POSIX extended
-  auto InLibrary = [](const DILocation *L) {
-    return Library.match(L->getFilename()) ||
-           Library.match((L->getDirectory() + "/" + L->getFilename()).str());
-  };
   const DILocation *L = I.getDebugLoc().get();
-  while (L && L->getInlinedAt() && InLibrary(L))
+  while (L && L->getInlinedAt() && libraryLocation(L))
     L = L->getInlinedAt();
   return L ? (L->getFilename() + ":" + Twine(L->getLine()) + ": ").str() : std::string();
 }
@@ -1067,13 +1061,7 @@ void DeviceTwins::instrument(Function &F, const DevAccess &A) {
   if (!(Filters.Kinds & (1u << A.Kind)) || !(Filters.Spaces & (1u << A.Space)))
     return;
   DevSite S;
-  S.Function = SiteNames.lookup(&F);
-  if (const DebugLoc &Loc = A.I->getDebugLoc()) {
-    S.File = nano::sourceFile(Loc.get());
-    S.Line = Loc->getLine();
-    S.Column = Loc->getColumn();
-  }
-  if (!Filters.inScope(S.File, S.Line))
+  if (!placeSite(F, A.I, S))
     return;
   S.Kind = A.Kind;
   S.Space = A.Space;
@@ -1095,18 +1083,24 @@ void DeviceTwins::instrument(Function &F, const DevAccess &A) {
   C->setDebugLoc(A.I->getDebugLoc());
 }
 
-// Adds a site for instruction I of twin-side F that the twin does not
-// record (inline assembly that may touch memory): no call, a table entry
-// only, so that `kerneldb sites` shows where the twin is blind.
-void DeviceTwins::addUnseen(Function &F, Instruction *I) {
-  DevSite S;
+// Fills S's function, file, line and column for instruction I of twin-side
+// F; false when the filters' scope (NANO_SCOPE) leaves it out.
+bool DeviceTwins::placeSite(Function &F, const Instruction *I, DevSite &S) {
   S.Function = SiteNames.lookup(&F);
   if (const DebugLoc &Loc = I->getDebugLoc()) {
     S.File = nano::sourceFile(Loc.get());
     S.Line = Loc->getLine();
     S.Column = Loc->getColumn();
   }
-  if (!Filters.inScope(S.File, S.Line))
+  return Filters.inScope(S.File, S.Line);
+}
+
+// Adds a site for instruction I of twin-side F that the twin does not
+// record (inline assembly that may touch memory): no call, a table entry
+// only, so that `kerneldb sites` shows where the twin is blind.
+void DeviceTwins::addUnseen(Function &F, Instruction *I) {
+  DevSite S;
+  if (!placeSite(F, I, S))
     return;
   S.Kind = NANO_DH_KIND_UNSEEN;
   S.Space = NANO_DH_AS_GENERIC;

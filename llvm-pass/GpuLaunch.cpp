@@ -51,10 +51,10 @@
 #include "Compat.h"
 #include "DeviceOptions.h"
 #include "Passes.h"
+#include "SourceFile.h"
 
 #include "nano/dh_format.h"
 #include "nano/gpu_launch.h"
-#include "nano/path.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/Statistic.h"
@@ -64,7 +64,6 @@
 #include "llvm/IR/Module.h"
 #include "llvm/IR/PassManager.h"
 #include "llvm/Passes/PassBuilder.h"
-#include "llvm/Support/Regex.h"
 #include "llvm/Transforms/Utils/BasicBlockUtils.h"
 #include "llvm/Transforms/Utils/ModuleUtils.h"
 
@@ -458,11 +457,10 @@ void entryTwins(Module &M, const GpuApi &Api, const nano::DeviceFilters &Filters
     StringRef Name = nano::compat::constantString(NameConst);
     if (!wantsTwin(Kernels, Handle->stripPointerCasts(), Name, Filters))
       continue;
-    std::string Twin = nano::twinName(Name);
     GlobalVariable *TwinHandle = newTwinHandle(M, Name);
-    auto *TwinName = new GlobalVariable(M, ConstantDataArray::getString(Ctx, Twin)->getType(), true,
-                                        NameGV->getLinkage(),
-                                        ConstantDataArray::getString(Ctx, Twin), "nano.twin.name");
+    Constant *TwinString = ConstantDataArray::getString(Ctx, nano::twinName(Name));
+    auto *TwinName = new GlobalVariable(M, TwinString->getType(), true, NameGV->getLinkage(),
+                                        TwinString, "nano.twin.name");
     TwinName->copyAttributesFrom(NameGV);
     if (NamedMDNode *Symbols = M.getNamedMetadata("llvm.offloading.symbols"))
       Symbols->addOperand(MDNode::get(Ctx, {ConstantAsMetadata::get(TwinName)}));
@@ -495,12 +493,10 @@ void entryTwins(Module &M, const GpuApi &Api, const nano::DeviceFilters &Filters
 // another, then cudaLaunchKernelExC), the calls of the wrapper, up to the
 // program's own code.
 void programCalls(CallBase *CB, SmallVectorImpl<Instruction *> &Out, unsigned Depth = 0) {
-  static const Regex Library(NANO_LIBRARY_FILES_DEFAULT); // POSIX extended
   const unsigned MaxWrappers = 8; // nesting of header wrappers followed at most
   Function *Wrapper = CB->getFunction();
   const DebugLoc &L = CB->getDebugLoc();
-  bool InLibrary = L && (Library.match(L->getFilename()) ||
-                         Library.match((L->getDirectory() + "/" + L->getFilename()).str()));
+  bool InLibrary = L && nano::libraryLocation(L.get());
   size_t Before = Out.size();
   if (InLibrary && Depth < MaxWrappers &&
       (Wrapper->hasLocalLinkage() || Wrapper->hasLinkOnceLinkage()))

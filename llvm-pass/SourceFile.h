@@ -9,10 +9,12 @@
 #define NANO_SOURCE_FILE_H
 
 #include "Compat.h"
+#include "nano/path.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/IR/DebugInfoMetadata.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Regex.h"
 
 #include <string>
 
@@ -35,6 +37,16 @@ inline std::string normalizedPath(llvm::StringRef Path) {
   llvm::SmallString<256> P(Path);
   llvm::sys::path::remove_dots(P, /*remove_dot_dot=*/true, llvm::sys::path::Style::posix);
   return std::string(P.str());
+}
+
+// Whether Loc lies in library code, the system's or a toolkit's headers
+// (NANO_LIBRARY_FILES_DEFAULT, nano/path.h), its file as written or under
+// its compilation directory: where the plugin looks past the API's own
+// wrappers for the program's line.
+inline bool libraryLocation(const llvm::DILocation *Loc) {
+  static const llvm::Regex Library(NANO_LIBRARY_FILES_DEFAULT); // POSIX extended
+  return Library.match(Loc->getFilename()) ||
+         Library.match((Loc->getDirectory() + "/" + Loc->getFilename()).str());
 }
 
 } // namespace nano
