@@ -167,8 +167,11 @@ static struct {
 
 /* The launch the adapter makes and its decision (the calling thread's,
  * inside gpu_launch). */
-static __thread const struct nano_cu_launch *cc_current;
-static __thread const struct cc_choice *cc_current_choice;
+struct cc_running {
+  const struct nano_cu_launch *l;
+  const struct cc_choice *choice;
+};
+static __thread const struct cc_running *cc_current;
 
 static void cc_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void cc_log(const char *fmt, ...) {
@@ -629,13 +632,13 @@ static int cc_replaced(const struct nano_cu_launch *l, const struct cc_choice *c
 /* l's call with another kernel and arguments (the back end's launch function). */
 static int cc_launch(const void *kernel, uint64_t grid_xy, uint32_t grid_z, uint64_t block_xy,
                      uint32_t block_z, void **args, size_t shared, void *stream) {
-  const struct nano_cu_launch *l = cc_current;
+  const struct nano_cu_launch *l = cc_current->l;
   struct nano_cu_config c = l->config;
   c.grid[0] = (uint32_t)grid_xy, c.grid[1] = (uint32_t)(grid_xy >> 32), c.grid[2] = grid_z;
   c.block[0] = (uint32_t)block_xy, c.block[1] = (uint32_t)(block_xy >> 32), c.block[2] = block_z;
   c.shared = (unsigned)shared;
   c.stream = stream;
-  const struct cc_choice *choice = cc_current_choice;
+  const struct cc_choice *choice = cc_current->choice;
   if (kernel != choice->use) /* the program's kernel: its own variables */
     return cc_call(l, (void *)kernel, &c, args, NULL);
   return cc_replaced(l, choice, &c, args, NULL);
@@ -709,10 +712,8 @@ __attribute__((visibility("default"))) int __nano_cuda_launch(const struct nano_
   }
   if (!c.use)
     return cc_as_is(l);
-  const struct nano_cu_launch *outer = cc_current;
-  const struct cc_choice *outer_choice = cc_current_choice;
-  cc_current = l;
-  cc_current_choice = &c;
+  const struct cc_running running = {l, &c}, *outer = cc_current;
+  cc_current = &running;
   const struct nano_cu_config *g = &l->config;
   int rc =
       gpu_launch(NANO_GPU_CUDA | GPU_DRIVER | (l->per_thread ? NANO_GPU_PER_THREAD : 0), cc_launch,
@@ -720,7 +721,6 @@ __attribute__((visibility("default"))) int __nano_cuda_launch(const struct nano_
                  g->grid[2], g->block[0] | (uint64_t)g->block[1] << 32, g->block[2], params,
                  c.e->nargs, g->shared, g->stream);
   cc_current = outer;
-  cc_current_choice = outer_choice;
   return rc;
 }
 

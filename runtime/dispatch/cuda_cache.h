@@ -66,16 +66,26 @@ struct nano_cu_node_params_v2 {
 };
 
 /* cuda.h's CUgraphNodeParams (CUDA 12.2: cuGraphAddNode and the generic
- * SetParams calls): the node's type, then its parameters in a union of 29
- * long longs; a kernel node's (NANO_CU_NODE_KERNEL) are
- * CUDA_KERNEL_NODE_PARAMS_v3, the _v2 layout. */
-#define NANO_CU_NODE_KERNEL 0 /* CU_GRAPH_NODE_TYPE_KERNEL */
+ * SetParams calls; the runtime's cudaGraphNodeParams is laid out the same):
+ * the node's type, then its parameters in a union of 29 long longs; a
+ * kernel node's (NANO_CU_NODE_KERNEL) are CUDA_KERNEL_NODE_PARAMS_v3, the
+ * _v2 layout; a conditional node's (NANO_CU_NODE_CONDITIONAL, CUDA 12.4)
+ * CUDA_CONDITIONAL_NODE_PARAMS, as far as read: the body graphs the driver
+ * makes (graphs, size of them). */
+#define NANO_CU_NODE_KERNEL 0       /* CU_GRAPH_NODE_TYPE_KERNEL */
+#define NANO_CU_NODE_CONDITIONAL 13 /* CU_GRAPH_NODE_TYPE_CONDITIONAL */
 struct nano_cu_graph_node_params {
   int type;
   int reserved0[3];
   union {
     long long reserved1[29];
     struct nano_cu_node_params_v2 kernel;
+    struct {
+      unsigned long long handle;
+      int type;
+      unsigned size;
+      void **graphs;
+    } conditional;
   };
   long long reserved2;
 };

@@ -9,6 +9,7 @@
 #include <dlfcn.h>
 #include <stdio.h>
 
+#include "cuda_cache.h" /* CUgraphNodeParams' layout */
 #include "gpu.h"
 #include "nano/handler.h"
 #include "nano/symbols.h"
@@ -22,20 +23,6 @@ typedef void *CUevent;
 typedef unsigned long long CUdeviceptr;
 
 #define CU_SUCCESS 0
-/* CUgraphNodeParams (CUDA 12.3+; the runtime's cudaGraphNodeParams is laid
- * out the same), as much as read: the node's type, and a conditional node's
- * parameters, the union's member after it. */
-#define CU_GRAPH_NODE_TYPE_CONDITIONAL 13
-struct cu_node_params {
-  int type;
-  int reserved0[3];
-  struct {
-    unsigned long long handle;
-    int type;
-    unsigned size;      /* the body graphs' count */
-    void **phGraph_out; /* the body graphs */
-  } conditional;
-};
 #define CU_ATTR_CC_MAJOR 75 /* CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR */
 #define CU_ATTR_CC_MINOR 76 /* ..._MINOR                                    */
 #define CU_HOSTALLOC_PORTABLE 0x01
@@ -260,9 +247,9 @@ static int cuda_captured_graph(void *s, void **graph) {
   return cuda_capture_info(s, graph, NULL, NULL);
 }
 static void cuda_node_bodies(const void *params, void *const **graphs, unsigned *n) {
-  const struct cu_node_params *p = params;
-  int conditional = p && p->type == CU_GRAPH_NODE_TYPE_CONDITIONAL && p->conditional.phGraph_out;
-  *graphs = conditional ? p->conditional.phGraph_out : NULL;
+  const struct nano_cu_graph_node_params *p = params;
+  int conditional = p && p->type == NANO_CU_NODE_CONDITIONAL && p->conditional.graphs;
+  *graphs = conditional ? p->conditional.graphs : NULL;
   *n = conditional ? p->conditional.size : 0;
 }
 static int cuda_copy_to_device(uint64_t d, const void *src, size_t n, void *s) {
