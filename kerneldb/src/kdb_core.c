@@ -9,6 +9,7 @@
 */
 #define _GNU_SOURCE
 #include "kdb_internal.h"
+#include "nano/hash.h"
 #include "nano/thread.h"
 
 #include <errno.h>
@@ -69,10 +70,7 @@ char *kdb_arena_strdup(kdb_arena *a, const char *s) { return kdb_arena_strndup(a
 /* The slot of the n bytes at s in a table of cap slots (FNV-1a, linear
 ** probing): the string's, or the empty one it would take. */
 static size_t kdb_shared_slot(const char **t, size_t cap, const char *s, size_t n) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (size_t i = 0; i < n; i++)
-    h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
-  size_t i = (size_t)h & (cap - 1);
+  size_t i = (size_t)nano_fnv64(NANO_FNV64_OFFSET, s, n) & (cap - 1);
   while (t[i] && (strncmp(t[i], s, n) != 0 || t[i][n] != 0))
     i = (i + 1) & (cap - 1);
   return i;
