@@ -99,6 +99,8 @@ struct kernel_state {
    * dispatch's geometry; never changed after) */
   int sums_made;
   struct dispatch_sums *sums;
+  int dispatched;  /* an instrumented dispatch of it had handlers        */
+  int block_times; /* a handler of its last one read block times          */
   struct kernel_state *next;
 };
 
@@ -837,6 +839,34 @@ static const struct dispatch_sums *dispatch_sums(struct nano_dispatch *d) {
   return t;
 }
 
+/* The entries of a dispatch of l's block-times table: one per block, up to
+ * NANO_BLOCK_TIMES_MAX (the rest are counted, not timed). */
+static uint32_t dispatch_block_entries(const struct nano_launch_desc *l) {
+  uint64_t total = (uint64_t)l->grid[0] * l->grid[1] * l->grid[2];
+  return total < NANO_BLOCK_TIMES_MAX ? (uint32_t)total : NANO_BLOCK_TIMES_MAX;
+}
+
+int nano_dispatch_tables(const struct nano_launch_desc *l, struct nano_dispatch_tables *t) {
+  *t = (struct nano_dispatch_tables){0};
+  dispatch_ready();
+  pthread_mutex_lock(&g_d.lock);
+  const struct kernel_state *ks = g_d.kernels;
+  while (ks && strcmp(ks->name, l->kernel) != 0)
+    ks = ks->next;
+  int rc = ks && ks->dispatched ? 0 : -1;
+  if (rc == 0) {
+    if (ks->sums) {
+      t->sums = ks->sums->image;
+      t->sums_head = ks->sums->head;
+      t->sums_bytes = ks->sums->bytes;
+    }
+    if (ks->block_times)
+      t->block_bytes = (uint64_t)dispatch_block_entries(l) * NANO_DH_BLOCK_WORDS * sizeof(uint64_t);
+  }
+  pthread_mutex_unlock(&g_d.lock);
+  return rc;
+}
+
 /* A record the twin made where it could not sum (drain threads). */
 static int dispatch_fallback(const struct nano_dh_record *r, void *arg) {
   nano_aggregate_add(((struct nano_dispatch *)arg)->fallback, r);
@@ -982,13 +1012,16 @@ struct nano_dispatch *nano_dispatch_begin(const struct nano_launch_desc *l) {
     if (!d->table)
       nano_dh_buffer_set_sums(buf, NULL, 0, 0);
     int wants_blocks = nano_chain_wants_block_times(d->chain);
+    pthread_mutex_lock(&g_d.lock);
+    ks->dispatched = 1;
+    ks->block_times = wants_blocks;
+    pthread_mutex_unlock(&g_d.lock);
     d->time_blocks = wants_blocks && l->times_blocks;
     if (d->time_blocks && l->times_blocks == NANO_LAUNCH_BLOCKS_TABLE) {
-      uint64_t total = (uint64_t)l->grid[0] * l->grid[1] * l->grid[2];
-      uint32_t n = total < NANO_BLOCK_TIMES_MAX ? (uint32_t)total : NANO_BLOCK_TIMES_MAX;
+      uint32_t n = dispatch_block_entries(l);
       if (nano_dh_buffer_set_block_times(buf, n) == 0) {
         d->block_table = n;
-        d->blocks_dropped = total - n;
+        d->blocks_dropped = (uint64_t)l->grid[0] * l->grid[1] * l->grid[2] - n;
       } else {
         d->time_blocks = 0; /* the placement said why */
       }
@@ -1000,9 +1033,10 @@ struct nano_dispatch *nano_dispatch_begin(const struct nano_launch_desc *l) {
     nano_dh_buffer_set_compact(buf, d->table || nano_chain_takes_compact(d->chain));
     if (wants_blocks && !d->time_blocks)
       dispatch_note_once(&g_d.noted_blocks,
-                         "KernelTimeline: a %s dispatch that cannot time its blocks (a graph "
-                         "replay, an AMD program not built with the plugin, no device memory "
-                         "for the times): such dispatches report none",
+                         "KernelTimeline: a %s dispatch that cannot time its blocks (an AMD "
+                         "program not built with the plugin, a graph replay of a kernel captured "
+                         "before its first timed dispatch, no device memory for the times): "
+                         "such dispatches report none",
                          l->backend);
   }
   if (!d->chain || nano_dh_buffer_set_blocks(buf, g_d.block_lo, g_d.block_hi) != 0 ||

@@ -114,6 +114,19 @@ void nano_dispatch_hold_release(struct nano_dispatch_hold *hold);
  * graph's host node). Returns 0, or -1 with a message in err. */
 int nano_dispatch_reserve(const struct nano_dh_memory *memory, char *err, size_t errlen);
 
+/* The tables a back end that places them (NANO_LAUNCH_SUMS_TABLE,
+ * NANO_LAUNCH_BLOCKS_TABLE) gives a dispatch of l, as the instrumented
+ * dispatches of l's kernel so far took them: for a back end that must place
+ * them ahead of a nano_dispatch_begin that may make no API call (a graph's
+ * nodes, made at capture). */
+struct nano_dispatch_tables {
+  const void *sums; /* the sums table's image; NULL: its dispatches stream */
+  uint64_t sums_head, sums_bytes;
+  uint64_t block_bytes; /* its block-times table's bytes; 0: none read */
+};
+/* 0, or -1 when l's kernel has had no instrumented dispatch yet. Thread-safe. */
+int nano_dispatch_tables(const struct nano_launch_desc *l, struct nano_dispatch_tables *t);
+
 /* Gives d up before its twin ran (the twin could not be launched): no
  * report, no rows; the buffer goes back to the pool. */
 void nano_dispatch_cancel(struct nano_dispatch *d);

@@ -43,26 +43,31 @@
  * a copy on the legacy default stream would wait for the program's kernels.
  *
  * A launch into a stream being captured into a graph becomes five nodes of
- * the graph, so that every replay is a dispatch of its own:
+ * the graph (up to nine with tables), so that every replay is a dispatch of
+ * its own:
  *
  *   host function    begin: nano_dispatch_begin, which stages the descriptor
  *                    (head = the ring's tail) in the pinned block; a replay
  *                    not picked (NANO_DISPATCHES, or the buffer busy) stages
  *                    one whose block filter records nothing
  *   copy             the staged descriptor to the device
+ *   memsets          (tables) the sums table's counters, the block times
  *   twin             with that descriptor, as outside graphs
  *   copy             head and dropped back to the pinned block
+ *   copies           (tables) the sums table, the block times, to pinned memory
  *   host function    end: the replay goes to the finisher, which ends it with
- *                    the counters staged there; the next replay's begin
- *                    waits for that only if it has not happened yet
+ *                    the counters and tables staged there; the next replay's
+ *                    begin waits for that only if it has not happened yet
  *
  * No API call runs in the host functions (the API forbids it): the node's
- * placement (its own pool of one buffer) is allocated at capture, with the
- * capturing thread's mode relaxed for it. The replay's time is the host
- * functions' (no events in graphs). A twin is captured only once it has
- * launched outside a graph on that device (a failed launch, or a device's
- * setup, would spoil the program's capture); until then the original is
- * captured, said once.
+ * placement (its own pool of one buffer) and its tables are allocated at
+ * capture, with the capturing thread's mode relaxed for it; the tables are
+ * those the kernel's dispatches outside graphs took (a sums table when they
+ * summed on the device, block times when KernelTimeline read them). The
+ * replay's time is the host functions' (no events in graphs). A twin is
+ * captured only once it has launched outside a graph on that device (a
+ * failed launch, or a device's setup, would spoil the program's capture);
+ * until then the original is captured, said once.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -314,6 +319,11 @@ struct gpu_buffer {
   uint64_t sums_head, sums_used;
   int sums_clean;
   uint64_t blocks, blocks_bytes; /* device memory of the block-times tables */
+  /* a graph node's buffer (gpu_node_tables): the block-times table's bytes
+   * placed at capture, and pinned memory that each replay's last copies fill
+   * with its tables (sums, then block times) for the finisher */
+  uint64_t blocks_used;
+  unsigned char *back;
 };
 
 static int gpu_fail(const struct gpu_context *c, char *err, size_t errlen, const char *what,
@@ -338,6 +348,8 @@ static void gpu_free(void *ctx, struct nano_dh_placement *p) {
       c->api->dev_free(b->blocks);
     if (b->block)
       c->api->host_free(b->block);
+    if (b->back)
+      c->api->host_free(b->back);
     if (p->ring)
       c->api->host_free(p->ring);
     gpu_pop(c);
@@ -1322,6 +1334,53 @@ static int gpu_node_counters(void *ctx, const struct nano_dh_placement *p, uint6
   return 0;
 }
 
+/* A replay's sums table: the one placed at capture (gpu_node_tables) when it
+ * is the table the dispatch layer asks for, else none (the replay streams).
+ * No API call: the replay's own nodes zero the counters before the twin and
+ * copy the table back after it. */
+static int gpu_node_put_sums(void *ctx, struct nano_dh_placement *p, const void *image,
+                             uint64_t head, uint64_t bytes, uint64_t *device) {
+  (void)ctx;
+  const struct gpu_buffer *b = p->handle;
+  if (!b->sums_image || b->sums_image != image || b->sums_head != head || b->sums_used != bytes)
+    return -1;
+  *device = b->sums;
+  return 0;
+}
+
+/* The sums table the replay's copy brought back. No API call. */
+static int gpu_node_get_sums(void *ctx, const struct nano_dh_placement *p, void *out,
+                             uint64_t bytes) {
+  (void)ctx;
+  const struct gpu_buffer *b = p->handle;
+  if (bytes != b->sums_used)
+    return -1;
+  memcpy(out, b->back, (size_t)bytes);
+  return 0;
+}
+
+/* A replay's block-times table, placed at capture for the capture's grid.
+ * No API call. */
+static int gpu_node_put_blocks(void *ctx, struct nano_dh_placement *p, uint64_t bytes,
+                               uint64_t *device) {
+  (void)ctx;
+  const struct gpu_buffer *b = p->handle;
+  if (!b->blocks_used || bytes != b->blocks_used)
+    return -1;
+  *device = b->blocks;
+  return 0;
+}
+
+static int gpu_node_get_blocks(void *ctx, const struct nano_dh_placement *p, void *out,
+                               uint64_t bytes) {
+  (void)ctx;
+  const struct gpu_buffer *b = p->handle;
+  if (bytes != b->blocks_used)
+    return -1;
+  memcpy(out, b->back + b->sums_used, (size_t)bytes);
+  return 0;
+}
+
 /* Stages a descriptor whose block filter admits no block: the replay's twin
  * records nothing. */
 static void gpu_node_silence(struct gpu_node *n) {
@@ -1414,6 +1473,53 @@ static void gpu_node_end(void *arg) {
   gpu_release(f);
 }
 
+/* Places the tables of n's replays at capture, where API calls are allowed
+ * (a replay's begin is a host function): the sums table with its image and
+ * the block-times table, as the kernel's dispatches so far took them
+ * (nano_dispatch_tables), and the pinned memory the replay's copies fill.
+ * What cannot be placed is said (gpu_place_table) and left out: those
+ * replays stream their records, or report no block times. */
+static void gpu_node_tables(struct gpu_node *n) {
+  struct nano_dispatch_tables t;
+  if (nano_dispatch_tables(&n->l, &t) != 0 || (!t.sums && !t.block_bytes))
+    return;
+  struct gpu_context *c = n->c;
+  const struct gpu_api *api = c->api;
+  struct gpu_buffer *b = n->pl->handle;
+  uint64_t sums = t.sums ? t.sums_bytes : 0;
+  if (!gpu_push(c))
+    return;
+  int r = api->host_alloc((void **)&b->back, (size_t)(sums + t.block_bytes));
+  if (r != 0) {
+    b->back = NULL;
+    gpu_note("%s: no pinned memory (%llu bytes) for the tables of a launch captured into a "
+             "graph (%s): its replays stream their records and report no block times",
+             n->l.kernel, (unsigned long long)(sums + t.block_bytes), api->error(r));
+  }
+  if (r == 0 && sums &&
+      gpu_place_table(c, &b->sums, &b->sums_bytes, t.sums, t.sums_head, sums, "the sums table",
+                      "stream their records") == 0) {
+    b->sums_image = t.sums;
+    b->sums_head = t.sums_head;
+    b->sums_used = sums;
+  }
+  if (r == 0 && t.block_bytes &&
+      gpu_place_table(c, &b->blocks, &b->blocks_bytes, NULL, 0, t.block_bytes, "the block times",
+                      "report no block times") == 0)
+    b->blocks_used = t.block_bytes;
+  /* the replays run on the program's stream, not after the copy stream */
+  if (r == 0 && (b->sums_image || b->blocks_used) && (r = api->stream_sync(c->copies)) != 0) {
+    gpu_note("%s: the tables of a launch captured into a graph cannot be placed (%s): its "
+             "replays stream their records and report no block times",
+             n->l.kernel, api->error(r));
+    b->sums_image = NULL;
+    b->blocks_used = 0;
+  }
+  gpu_pop(c);
+  n->l.aggregates = b->sums_image ? NANO_LAUNCH_SUMS_TABLE : NANO_LAUNCH_SUMS_NONE;
+  n->l.times_blocks = b->blocks_used ? NANO_LAUNCH_BLOCKS_TABLE : NANO_LAUNCH_BLOCKS_NONE;
+}
+
 /* A node for a capture of l on c, its buffer allocated; NULL after saying why. */
 static struct gpu_node *gpu_node_create(struct gpu_context *c, const struct nano_launch_desc *l) {
   struct gpu_node *n = calloc(1, sizeof *n);
@@ -1425,10 +1531,11 @@ static struct gpu_node *gpu_node_create(struct gpu_context *c, const struct nano
     return NULL;
   }
   n->c = c;
-  n->mem = (struct nano_dh_memory){c->api->backend, n, gpu_node_alloc, gpu_node_free,
-                                   gpu_node_put_desc, gpu_node_counters,
-                                   /* no API call may place a table in a host function */
-                                   NULL, NULL, NULL, NULL};
+  n->mem = (struct nano_dh_memory){c->api->backend,     n,
+                                   gpu_node_alloc,      gpu_node_free,
+                                   gpu_node_put_desc,   gpu_node_counters,
+                                   gpu_node_put_sums,   gpu_node_get_sums,
+                                   gpu_node_put_blocks, gpu_node_get_blocks};
   n->l = *l;
   n->l.kernel = kernel;
   n->l.memory = &n->mem;
@@ -1443,6 +1550,7 @@ static struct gpu_node *gpu_node_create(struct gpu_context *c, const struct nano
              l->kernel, err[0] ? err : "the dispatch layer is off");
     return NULL;
   }
+  gpu_node_tables(n);
   return n;
 }
 
@@ -1452,6 +1560,29 @@ static void gpu_own_node(const struct gpu_api *api, void *s) {
   void *node = NULL;
   if (api->captured_node && api->captured_node(s, &node) == 0)
     rpd_cupti_own_graph_node(node);
+}
+
+/* Captures into s the nodes that zero n's tables for a replay's twin
+ * (before: 1) or copy them back for its finisher after the twin (0). 0 or
+ * the API's error. */
+static int gpu_node_table_nodes(struct gpu_node *n, void *s, int before) {
+  const struct gpu_api *api = n->c->api;
+  struct gpu_buffer *b = n->pl->handle;
+  int r = 0;
+  if (b->sums_image && b->sums_used > b->sums_head) {
+    r = before ? api->memset_device(b->sums + b->sums_head, 0,
+                                    (size_t)(b->sums_used - b->sums_head), s)
+               : api->copy_to_host(b->back, b->sums, (size_t)b->sums_used, s);
+    if (r == 0)
+      gpu_own_node(api, s);
+  }
+  if (r == 0 && b->blocks_used) {
+    r = before ? api->memset_device(b->blocks, 0, (size_t)b->blocks_used, s)
+               : api->copy_to_host(b->back + b->sums_used, b->blocks, (size_t)b->blocks_used, s);
+    if (r == 0)
+      gpu_own_node(api, s);
+  }
+  return r;
 }
 
 /* Captures the nodes of an instrumented launch of twin into stream s; 0, or
@@ -1465,8 +1596,10 @@ static int gpu_capture(struct gpu_node *n, int api_id, nano_gpu_launch_fn launch
   gpu_twin_args(all, args, nargs, &desc);
   int r = api->host_func(s, gpu_node_begin, n);
   if (r == 0 &&
-      (r = api->copy_to_device(b->desc, b->block + GPU_STAGE_DESC, NANO_DH_DESC_SIZE, s)) == 0)
+      (r = api->copy_to_device(b->desc, b->block + GPU_STAGE_DESC, NANO_DH_DESC_SIZE, s)) == 0) {
     gpu_own_node(api, s);
+    r = gpu_node_table_nodes(n, s, 1);
+  }
   if (r != 0) {
     gpu_node_break(n);
     gpu_note("%s: capturing its buffer's nodes into the graph failed (%s): it runs uninstrumented "
@@ -1487,8 +1620,10 @@ static int gpu_capture(struct gpu_node *n, int api_id, nano_gpu_launch_fn launch
                         GPU_COUNTERS_BYTES, s);
   if (r == 0) {
     gpu_own_node(api, s);
-    r = api->host_func(s, gpu_node_end, n);
+    r = gpu_node_table_nodes(n, s, 0);
   }
+  if (r == 0)
+    r = api->host_func(s, gpu_node_end, n);
   if (r != 0) {
     /* the twin is in the graph: it must record nothing from now on */
     gpu_node_break(n);

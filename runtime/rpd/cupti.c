@@ -470,6 +470,8 @@ static void CUPTIAPI cupti_buffer_completed(CUcontext ctx, uint32_t stream, uint
     }
     case CUPTI_ACTIVITY_KIND_MEMSET: {
       const CUpti_ActivityMemset4 *m = (const CUpti_ActivityMemset4 *)rec;
+      if (cupti_own_has(m->graphNodeId)) /* a memset the GPU back end added to a graph */
+        break;
       cupti_op(m->correlationId, m->deviceId, m->streamId, m->start, m->end, "", "Memset");
       break;
     }

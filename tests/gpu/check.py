@@ -21,7 +21,8 @@ def rows(sql, *args):
 
 
 # cached: strided built by nvcc without the plugin, its twin from a kernel cache
-program = {"inject": "cublas", "cached": "strided", "timeline": "vecadd"}.get(sample, sample)
+program = {"inject": "cublas", "cached": "strided", "timeline": "vecadd",
+           "graph_timeline": "graph"}.get(sample, sample)
 expect(f"{program} ok" in out and "rc 0" in out, f"the program's result under the runtime: {out.strip()!r} {err[-300:]!r}")
 try:  # read-only: a run that wrote no trace must not get an empty one here
     db = sqlite3.connect(f"file:{work}/{sample}.rpd?mode=ro", uri=True)
@@ -38,7 +39,7 @@ for d in dispatches:
     expect(d["backend"] == "cuda" and d["arch"].startswith("sm_"), f"dispatch {d['kernel']}: backend {d['backend']} arch {d['arch']}")
     expect(d["dropped"] == 0 and d["decode_errors"] == 0 and d["lost_bytes"] == 0,
            f"dispatch {d['kernel']}: dropped {d['dropped']} decode errors {d['decode_errors']} lost {d['lost_bytes']}")
-    if sample != "timeline":  # KernelTimeline alone: the twin records no access
+    if sample not in ("timeline", "graph_timeline"):  # no access recorded: block times, sums
         expect(d["records"] > 0, f"dispatch {d['kernel']}: no records")
 memory = rows("select * from nano_memory") if instrumented else []
 ops = rows("select o.start, o.\"end\", o.queueId, d.string as name, t.string as type, x.api_id "
@@ -63,6 +64,28 @@ if sample == "vecadd":
     for m in memory:
         expect(m["accesses"] == n, f"{m['line']}:{m['column']} {m['kind']}: {m['accesses']} accesses, not {n}")
         expect(m["sectors_used"] == m["sectors_needed"], f"{m['line']}:{m['column']}: coalesced, yet {m['sectors_used']} sectors used for {m['sectors_needed']}")
+elif sample == "graph_timeline":
+    # graph with KernelTimeline and MemoryAnalysis summed on the device: the
+    # tables of the replays are placed at capture, zeroed and copied back by
+    # nodes of the graph (which the trace leaves out): every dispatch, the
+    # three replays included, summed by its twin, no record, its one block
+    # timed at the dispatch's start, and the answers of `graph`'s records
+    expect(len(dispatches) == 4, f"the warm-up and each of the 3 replays are dispatches, got {len(dispatches)}")
+    expect(all(d["aggregate"] == "device" and d["records"] == 0 for d in dispatches),
+           f"every dispatch summed by its twin, no record: {[(d['aggregate'], d['records']) for d in dispatches]}")
+    expect(len(memory) == 8 and all(m["accesses"] == 32 and m["sectors_used"] == m["sectors_needed"] for m in memory),
+           f"each dispatch: a coalesced load and store of 32 lanes, got {[(m['kind'], m['accesses']) for m in memory]}")
+    blocks = rows("select b.*, d.start as d_start, d.\"end\" as d_end from nano_block b "
+                  "join nano_dispatch d on d.id = b.dispatch_id")
+    expect(sorted(b["dispatch_id"] for b in blocks) == sorted(d["id"] for d in dispatches)
+           and all(b["start"] == b["d_start"] <= b["end"] for b in blocks),
+           f"one block per dispatch, timed from its dispatch's start: {[dict(b) for b in blocks]}")
+    replayed = [r["type"] for r in rows(
+        "select t.string as type from rocpd_op o join rocpd_string t on t.id = o.opType_id "
+        "join rocpd_api_ops x on x.op_id = o.id join rocpd_api a on a.id = x.api_id "
+        "join rocpd_string s on s.id = a.apiName_id where s.string like 'cudaGraphLaunch%'")]
+    expect(replayed == ["ConcurrentKernel"] * 3,
+           f"each replay's one op is its kernel: the tables' memsets and copies are not the program's, got {replayed}")
 elif sample == "timeline":
     # vecadd's 4,096 blocks of 256 threads, each timed by the twin on the
     # device's clock with the SM it ran on; no access recorded

@@ -13,7 +13,7 @@ set -uo pipefail
 out=$(cd "$1" && pwd)
 work=${2:-$(mktemp -d)}
 shift $(($# < 2 ? $# : 2))
-samples=${*:-vecadd strided bank atomics devfunc streams graph graph_relaxed conditional cublas dynshared inject subscriber launchable clusterex cached timeline}
+samples=${*:-vecadd strided bank atomics devfunc streams graph graph_relaxed conditional cublas dynshared inject subscriber launchable clusterex cached timeline graph_timeline}
 mkdir -p "$work"
 if ! "$out/probe" >"$work/probe.out" 2>&1; then
   echo "no CUDA device here ($(cat "$work/probe.out")): the GPU suite did not run;" \
@@ -42,6 +42,7 @@ for s in $samples; do
   [ "$s" = inject ] && prog=cublas # the cuBLAS program, traced another way
   [ "$s" = cached ] && prog=nvcc_strided # nvcc's, no plugin: twins from OUT/cache
   [ "$s" = timeline ] && prog=vecadd # KernelTimeline: the twin times its blocks
+  [ "$s" = graph_timeline ] && prog=graph # replays summed and timed by their twins
   if [ ! -x "$out/$prog" ]; then
     echo "FAIL $s: $prog not built (build.sh said why)"
     failed=1
@@ -53,6 +54,9 @@ for s in $samples; do
       LD_PRELOAD="$out/lib/libnano_cudahook.so:$out/lib/libnano_rpd.so"
   elif [ "$s" = timeline ]; then
     instrumented "$s" NANO_ANALYZERS=KernelTimeline LD_PRELOAD="$out/lib/libnano_rpd.so"
+  elif [ "$s" = graph_timeline ]; then
+    instrumented "$s" NANO_ANALYZERS=KernelTimeline,MemoryAnalysis NANO_AGGREGATE=device \
+      LD_PRELOAD="$out/lib/libnano_rpd.so"
   elif [ "$s" = inject ]; then
     # neither built with the plugin nor preloaded: CUDA loads the tracer
     # (CUDA_INJECTION64_PATH), as for any CUDA program
@@ -83,7 +87,7 @@ for s in $samples; do
   fi
   # the same run with the twins summing their own accesses (issue 39): the
   # same MemoryAnalysis answers, field by field
-  case $s in inject | subscriber | cublas | timeline) continue ;; esac
+  case $s in inject | subscriber | cublas | timeline | graph_timeline) continue ;; esac
   how=(LD_PRELOAD="$out/lib/libnano_rpd.so")
   [ "$s" = cached ] && how=(NANO_KERNEL_CACHE="$out/cache" LD_PRELOAD="$out/lib/libnano_cudahook.so:$out/lib/libnano_rpd.so")
   instrumented "$s.summed" NANO_AGGREGATE=device "${how[@]}"

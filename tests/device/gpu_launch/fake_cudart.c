@@ -19,8 +19,8 @@
  *     device memory starts as garbage; copies and synchronization are
  *     allowed only on streams made with cuStreamCreate (anything else would
  *     make the tool wait for the program's kernels: "SERIALIZED" is printed);
- *   - stream capture into a graph (one capture at a time): kernels, copies and
- *     host functions issued into the capturing stream become the graph's
+ *   - stream capture into a graph (one capture at a time): kernels, copies,
+ *     memsets and host functions issued into the capturing stream become the graph's
  *     nodes, run in order at each cudaGraphLaunch; while a capture in global
  *     mode runs, allocation, stream creation and synchronization fail (CUDA's
  *     "potentially unsafe" calls) and spoil the capture (its end fails) unless
@@ -175,6 +175,8 @@ void fake_cupti_kernel(uint32_t corr, const char *name, uint32_t stream, uint64_
                        uint64_t end, uint64_t node);
 void fake_cupti_copy(uint32_t corr, uint32_t runtime_corr, uint32_t stream, uint64_t start,
                      uint64_t end, uint64_t node);
+void fake_cupti_memset(uint32_t corr, uint32_t stream, uint64_t start, uint64_t end,
+                       uint64_t node);
 
 /* CUPTI's stream id of a stream handle. */
 static uint32_t stream_id(const void *s) { return (uint32_t)((uintptr_t)s >> 12); }
@@ -202,7 +204,7 @@ static uint32_t driver_call(const char *name) {
 
 /* ---- the device: a queue run only while the program synchronizes ------------ */
 
-enum item_kind { ITEM_KERNEL, ITEM_HOSTFN, ITEM_EVENT, ITEM_COPY, ITEM_CONDITIONAL };
+enum item_kind { ITEM_KERNEL, ITEM_HOSTFN, ITEM_EVENT, ITEM_COPY, ITEM_MEMSET, ITEM_CONDITIONAL };
 struct item {
   enum item_kind kind;
   const char *name; /* kernel */
@@ -214,7 +216,7 @@ struct item {
   void (*fn)(void *); /* host function */
   void *arg;
   int64_t *stamp; /* event */
-  void *dst;      /* copy */
+  void *dst;      /* copy, memset (n: the byte) */
   const void *src;
   size_t bytes;
   uint64_t head0;   /* a twin's descriptor head when it started */
@@ -370,6 +372,10 @@ static void *device_main(void *arg) {
       uint64_t t0 = fake_cupti_now();
       memcpy(it->dst, it->src, it->bytes);
       fake_cupti_copy(it->corr, 0, it->stream, t0, fake_cupti_now(), it->node_id);
+    } else if (it->kind == ITEM_MEMSET) { /* a graph's */
+      uint64_t t0 = fake_cupti_now();
+      memset(it->dst, it->n, it->bytes);
+      fake_cupti_memset(it->corr, it->stream, t0, fake_cupti_now(), it->node_id);
     } else
       __atomic_store_n(it->stamp, fake_now(), __ATOMIC_RELEASE);
     free(it);
@@ -1110,6 +1116,15 @@ int cuMemcpyHtoDAsync_v2(unsigned long long d, const void *src, size_t n, void *
 }
 int cuMemsetD8Async(unsigned long long d, unsigned char v, size_t n, void *s) {
   NEED_CTX();
+  if (s && s == capture_stream) { /* a memset node of the graph being captured */
+    struct item *it = calloc(1, sizeof *it);
+    if (!it)
+      return 2;
+    it->kind = ITEM_MEMSET;
+    it->dst = (void *)(uintptr_t)d, it->n = v, it->bytes = n;
+    issue(it, capture_stream);
+    return CU_OK;
+  }
   if (!is_private(s)) {
     printf("SERIALIZED: a memset on stream %p\n", s);
     return CU_INVALID_VALUE;

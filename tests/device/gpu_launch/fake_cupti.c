@@ -26,13 +26,14 @@ static int node_cloned_on; /* CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED enabled */
 static CUpti_BuffersCallbackRequestFunc buf_request;
 static CUpti_BuffersCallbackCompleteFunc buf_complete;
 static CUpti_TimestampCallbackFunc clock_fn;
-static int kernels_on, copies_on;
+static int kernels_on, copies_on, memsets_on;
 
 /* Pending activity records, delivered at the next flush. */
 union fake_record {
   CUpti_Activity any;
   CUpti_ActivityKernel10 kernel;
   CUpti_ActivityMemcpy6 copy;
+  CUpti_ActivityMemset4 memset;
 };
 #define FAKE_MAX_RECORDS 256
 static union fake_record pending[FAKE_MAX_RECORDS];
@@ -106,6 +107,7 @@ CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind) {
     return CUPTI_ERROR_NOT_COMPATIBLE;
   kernels_on |= kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
   copies_on |= kind == CUPTI_ACTIVITY_KIND_MEMCPY;
+  memsets_on |= kind == CUPTI_ACTIVITY_KIND_MEMSET;
   return CUPTI_SUCCESS;
 }
 CUptiResult cuptiActivityFlushAll(uint32_t flag) {
@@ -280,5 +282,21 @@ void fake_cupti_copy(uint32_t corr, uint32_t runtime_corr, uint32_t stream, uint
   r.copy.start = start;
   r.copy.end = end;
   r.copy.graphNodeId = node;
+  fake_push(&r);
+}
+
+/* A graph's memset node ran (corr: the graph launch's). */
+void fake_cupti_memset(uint32_t corr, uint32_t stream, uint64_t start, uint64_t end,
+                       uint64_t node) {
+  if (!memsets_on)
+    return;
+  union fake_record r;
+  memset(&r, 0, sizeof r);
+  r.memset.kind = CUPTI_ACTIVITY_KIND_MEMSET;
+  r.memset.correlationId = corr;
+  r.memset.streamId = stream;
+  r.memset.start = start;
+  r.memset.end = end;
+  r.memset.graphNodeId = node;
   fake_push(&r);
 }
