@@ -1033,10 +1033,9 @@ struct nano_dispatch *nano_dispatch_begin(const struct nano_launch_desc *l) {
     nano_dh_buffer_set_compact(buf, d->table || nano_chain_takes_compact(d->chain));
     if (wants_blocks && !d->time_blocks)
       dispatch_note_once(&g_d.noted_blocks,
-                         "KernelTimeline: a %s dispatch that cannot time its blocks (an AMD "
-                         "program not built with the plugin, a graph replay of a kernel captured "
-                         "before its first timed dispatch, no device memory for the times): "
-                         "such dispatches report none",
+                         "KernelTimeline: a %s dispatch that cannot time its blocks (a graph "
+                         "replay of a kernel captured before its first timed dispatch, no "
+                         "memory for the times): such dispatches report none",
                          l->backend);
   }
   if (!d->chain || nano_dh_buffer_set_blocks(buf, g_d.block_lo, g_d.block_hi) != 0 ||

@@ -705,39 +705,69 @@ static void hsa_slot_give(void *p) {
   pthread_mutex_unlock(&g_hsa.lock);
 }
 
+/* A buffer's memory the GPU reaches: descriptor and tail. */
 struct hsa_buffer_block {
   char desc[NANO_DH_DESC_SIZE];
   uint64_t tail;
+};
+
+/* A table of a buffer's dispatches (sums, block times) in fine-grained
+ * system memory, grown to the largest asked for. */
+struct hsa_table {
+  unsigned char *mem;
+  uint64_t cap;
+};
+
+/* A buffer (the placement's handle): its block, and its tables. */
+struct hsa_buffer {
+  struct hsa_buffer_block *block;
+  struct hsa_table sums, blocks;
+  /* the sums table in place: its image, and whether its counters were
+   * zeroed after the last dispatch's were read */
+  const void *sums_image;
+  uint64_t sums_head, sums_used;
+  int sums_clean;
 };
 
 static int hsa_buf_alloc(void *ctx, uint64_t capacity, struct nano_dh_placement *out, char *err,
                          size_t errlen) {
   (void)ctx;
   memset(out, 0, sizeof *out);
-  char *ring = (char *)hsa_system_alloc((size_t)capacity, err, errlen);
+  struct hsa_buffer *h = (struct hsa_buffer *)calloc(1, sizeof *h);
+  char *ring = h ? (char *)hsa_system_alloc((size_t)capacity, err, errlen) : NULL;
   struct hsa_buffer_block *b =
       ring ? (struct hsa_buffer_block *)hsa_system_alloc(sizeof *b, err, errlen) : NULL;
   if (!b) {
+    if (!h)
+      snprintf(err, errlen, "out of memory");
     if (ring)
       g_hsa.amd.hsa_amd_memory_pool_free_fn(ring);
+    free(h);
     return -1;
   }
   memset(ring, 0, (size_t)capacity);
   memset(b, 0, sizeof *b);
+  h->block = b;
   out->desc_device = out->desc_host = b->desc;
   out->ring = (unsigned char *)ring;
   out->ring_device = (uint64_t)(uintptr_t)ring;
   out->ring_bytes = capacity;
   out->tail = &b->tail;
   out->tail_device = (uint64_t)(uintptr_t)&b->tail;
-  out->handle = b;
+  out->handle = h;
   return 0;
 }
 
 static void hsa_buf_free(void *ctx, struct nano_dh_placement *p) {
   (void)ctx;
+  struct hsa_buffer *h = (struct hsa_buffer *)p->handle;
   g_hsa.amd.hsa_amd_memory_pool_free_fn(p->ring);
-  g_hsa.amd.hsa_amd_memory_pool_free_fn(p->handle);
+  g_hsa.amd.hsa_amd_memory_pool_free_fn(h->block);
+  if (h->sums.mem)
+    g_hsa.amd.hsa_amd_memory_pool_free_fn(h->sums.mem);
+  if (h->blocks.mem)
+    g_hsa.amd.hsa_amd_memory_pool_free_fn(h->blocks.mem);
+  free(h);
 }
 
 static int hsa_buf_put(void *ctx, struct nano_dh_placement *p, const void *desc) {
@@ -749,17 +779,98 @@ static int hsa_buf_counters(void *ctx, const struct nano_dh_placement *p, uint64
   return nano_dh_host_memory.get_counters(ctx, p, head, dropped);
 }
 
-/* Buffers in fine-grained system memory the GPUs reach (the kernarg pool). */
+/* t grown to `bytes` (its contents not kept); 0, or -1 after saying that
+ * `what` cannot be placed and what such dispatches do (`then`). */
+static int hsa_table_room(struct hsa_table *t, uint64_t bytes, const char *what, const char *then) {
+  if (t->cap >= bytes)
+    return 0;
+  if (t->mem)
+    g_hsa.amd.hsa_amd_memory_pool_free_fn(t->mem);
+  t->cap = 0;
+  char err[256];
+  t->mem = (unsigned char *)hsa_system_alloc((size_t)bytes, err, sizeof err);
+  if (!t->mem) {
+    hsa_log("%s of a dispatch cannot be placed (%s); such dispatches %s", what, err, then);
+    return -1;
+  }
+  t->cap = bytes;
+  return 0;
+}
+
+/* A dispatch's sums table (nano/dh_format.h) in fine-grained system memory:
+ * written by the host before the packet is submitted, as the descriptor is,
+ * and read after its completion signal. A buffer whose last dispatch was
+ * the same kernel's has it in place (the counters zeroed when read). */
+static int hsa_buf_put_sums(void *ctx, struct nano_dh_placement *p, const void *image,
+                            uint64_t head, uint64_t bytes, uint64_t *device) {
+  (void)ctx;
+  struct hsa_buffer *h = (struct hsa_buffer *)p->handle;
+  int ready =
+      h->sums_clean && h->sums_image == image && h->sums_used == bytes && h->sums_head == head;
+  h->sums_clean = 0; /* this dispatch adds to it */
+  if (!ready) {
+    h->sums_image = NULL;
+    if (hsa_table_room(&h->sums, bytes, "the sums table", "stream their records") != 0)
+      return -1;
+    memcpy(h->sums.mem, image, (size_t)head);
+    memset(h->sums.mem + head, 0, (size_t)(bytes - head));
+    h->sums_image = image;
+    h->sums_head = head;
+    h->sums_used = bytes;
+  }
+  *device = (uint64_t)(uintptr_t)h->sums.mem;
+  return 0;
+}
+
+/* Reads the sums table back, then zeroes its counters for the next
+ * dispatch (the completion handler's thread, not the submitting one). */
+static int hsa_buf_get_sums(void *ctx, const struct nano_dh_placement *p, void *out,
+                            uint64_t bytes) {
+  (void)ctx;
+  struct hsa_buffer *h = (struct hsa_buffer *)p->handle;
+  if (!h->sums_image || bytes != h->sums_used)
+    return -1;
+  memcpy(out, h->sums.mem, (size_t)bytes);
+  memset(h->sums.mem + h->sums_head, 0, (size_t)(bytes - h->sums_head));
+  h->sums_clean = 1;
+  return 0;
+}
+
+/* A dispatch's block-times table, zeroed, in fine-grained system memory. */
+static int hsa_buf_put_blocks(void *ctx, struct nano_dh_placement *p, uint64_t bytes,
+                              uint64_t *device) {
+  (void)ctx;
+  struct hsa_buffer *h = (struct hsa_buffer *)p->handle;
+  if (hsa_table_room(&h->blocks, bytes, "the block times", "report no block times") != 0)
+    return -1;
+  memset(h->blocks.mem, 0, (size_t)bytes);
+  *device = (uint64_t)(uintptr_t)h->blocks.mem;
+  return 0;
+}
+
+static int hsa_buf_get_blocks(void *ctx, const struct nano_dh_placement *p, void *out,
+                              uint64_t bytes) {
+  (void)ctx;
+  const struct hsa_buffer *h = (const struct hsa_buffer *)p->handle;
+  if (bytes > h->blocks.cap)
+    return -1;
+  memcpy(out, h->blocks.mem, (size_t)bytes);
+  return 0;
+}
+
+/* Buffers and tables in fine-grained system memory the GPUs reach (the
+ * kernarg pool): the host writes them before a packet's submission and
+ * reads them after its completion, no copy to order on the queue. */
 static const struct nano_dh_memory hsa_memory = {"hsa fine-grained system memory",
                                                  NULL,
                                                  hsa_buf_alloc,
                                                  hsa_buf_free,
                                                  hsa_buf_put,
                                                  hsa_buf_counters,
-                                                 nullptr,
-                                                 nullptr,
-                                                 nullptr,
-                                                 nullptr};
+                                                 hsa_buf_put_sums,
+                                                 hsa_buf_get_sums,
+                                                 hsa_buf_put_blocks,
+                                                 hsa_buf_get_blocks};
 
 /* ---- kernarg rebuilding ------------------------------------------------------------ */
 
@@ -949,6 +1060,8 @@ static void hsa_replace(struct hsa_kernel *k, struct hsa_queue_info *q,
     l.twin = (const void *)(uintptr_t)k->twin->object;
     l.sites_path = k->twin->path;
     l.memory = &hsa_memory;
+    l.aggregates = NANO_LAUNCH_SUMS_TABLE;
+    l.times_blocks = NANO_LAUNCH_BLOCKS_TABLE;
     pthread_mutex_unlock(&g_hsa.lock); /* the dispatch API takes its own locks */
     d = nano_dispatch_begin(&l);
     pthread_mutex_lock(&g_hsa.lock);

@@ -763,6 +763,17 @@ static uint64_t kernarg_u64(const hsa_kernel_dispatch_packet_t *p, uint32_t at) 
   return v;
 }
 
+/* CUs of the stand-in GPU (the units of block times). */
+#define FAKE_CUS 4
+
+/* The device's clock for block times, in ns (the GPU build reads
+ * s_memrealtime; only the spacing of a dispatch's blocks is used). */
+static uint64_t device_clock(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
 /* Runs the emulated kernel k of packet p; returns 0, or faults. */
 static void emulate(const Kernel *k, const hsa_kernel_dispatch_packet_t *p) {
   int twin = !strncmp(k->name, "__nano_twin_", 12);
@@ -792,6 +803,11 @@ static void emulate(const Kernel *k, const hsa_kernel_dispatch_packet_t *p) {
   for (uint32_t b = 0; b < blocks[0] * blocks[1] * blocks[2]; b++) {
     ctx.block[0] = b % blocks[0], ctx.block[1] = b / blocks[0] % blocks[1];
     ctx.block[2] = b / (blocks[0] * blocks[1]);
+    uint64_t *stamps = desc ? fake_block_entry((const char *)desc, b, ctx.block) : NULL;
+    if (stamps) {
+      stamps[NANO_DH_BLOCK_START] = device_clock();
+      stamps[NANO_DH_BLOCK_UNIT] = b % FAKE_CUS;
+    }
     for (uint32_t t = 0; t < threads; t++) {
       ctx.thread[0] = t % wg[0], ctx.thread[1] = t / wg[0] % wg[1], ctx.thread[2] = t / (wg[0] * wg[1]);
       if (axpy) {
@@ -837,6 +853,8 @@ static void emulate(const Kernel *k, const hsa_kernel_dispatch_packet_t *p) {
         out[t] = lds[threads - 1 - t];
       }
     }
+    if (stamps)
+      stamps[NANO_DH_BLOCK_END] = device_clock();
   }
   __nano_kctx = NULL;
   free(lds);

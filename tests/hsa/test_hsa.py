@@ -349,8 +349,9 @@ def check_twins(name, prog_co, cache_co, out, log, trace, arch, wave):
 
 
 def case_twins():
+    # records (what check_twins counts); the twins' own sums: case_summed
     env = {"NANO_KERNEL_CACHE": OUT + "/cache", "NANO_INSTRUMENT": "1", "NANO_ANALYZERS": "MemoryAnalysis",
-           "NANO_ANALYZER_OUTPUT": OUT + "/twins.txt"}
+           "NANO_AGGREGATE": "host", "NANO_ANALYZER_OUTPUT": OUT + "/twins.txt"}
     for arch, wave, prog in (("gfx90a", 64, "prog5"), ("gfx1030", 32, "prog5"), ("gfx90a", 64, "prog4")):
         name = "twins_%s_%s" % (arch, prog)
         e = dict(env, FAKE_SITES=sites(arch))
@@ -360,6 +361,60 @@ def case_twins():
         check("nanoprobe: hsa:" not in err, "%s: nothing to say: %s" % (name, err))
     print("ok twins: the cache's twins ran with rebuilt kernargs (v5 and v4 programs, wave 64 and 32), "
           "records drained, MemoryAnalysis at the cache's source lines")
+
+
+MEMORY_COLUMNS = ("kernel, file, line, \"column\", function, kind, space, access_bytes, executions, "
+                  "accesses, bytes, line_bytes, lines_needed, lines_used, sector_bytes, sectors_needed, "
+                  "sectors_used, bank_conflicts")
+
+
+def case_summed():
+    """The cache's twins sum their accesses into a table in fine-grained
+    system memory (written before the packet, read after its completion)
+    and time their blocks there: the same MemoryAnalysis as from records,
+    field by field, no record, one nano_block row per workgroup of each
+    dispatch, inside it, the first at its start."""
+    base = {"NANO_KERNEL_CACHE": OUT + "/cache", "NANO_INSTRUMENT": "1"}
+    for arch, wave in (("gfx90a", 64), ("gfx1030", 32)):
+        e = dict(base, FAKE_SITES=sites(arch))
+        co = OUT + "/prog5.%s.co" % arch
+        out, err, log, host = run("records_" + arch, co, env=dict(e, NANO_ANALYZERS="MemoryAnalysis",
+                                                                   NANO_AGGREGATE="host"), arch=arch)
+        expect_ok("records_" + arch, out)
+        name = "summed_" + arch
+        out, err, log, trace = run(name, co, env=dict(e, NANO_ANALYZERS="KernelTimeline,MemoryAnalysis",
+                                                       NANO_AGGREGATE="device"), arch=arch)
+        expect_ok(name, out)
+        check("nanoprobe: hsa:" not in err and "cannot time its blocks" not in err,
+              "%s: nothing to say: %s" % (name, err))
+        disp = rows(trace, "select kernel, aggregate, records from nano_dispatch order by id")
+        check(disp == [("_Z4axpyfPKfPfi", "device", 0), ("_Z3dynPi", "device", 0)],
+              "%s: both dispatches summed by their twins, no record: %s" % (name, disp))
+        sql = "select %s from nano_memory order by kernel, line, \"column\"" % MEMORY_COLUMNS
+        summed, recorded = rows(trace, sql), rows(host, sql)
+        check(summed == recorded and len(summed) == 4,
+              "%s: MemoryAnalysis from the sums equals the records' answer:\n%s\n%s" % (name, summed, recorded))
+        # the model: each dispatch's workgroups from its packet's grid and
+        # workgroup sizes (the stand-in's log), unit = linear id mod 4
+        want = []
+        for d, kernel in zip(log, ("_Z4axpyfPKfPfi", "_Z3dynPi")):
+            grid = [int(v) for v in d["grid"].split(",")]
+            wg = [int(v) for v in d["wg"].split(",")]
+            groups = [(g + w - 1) // w for g, w in zip(grid, wg)]
+            for b in range(groups[0] * groups[1] * groups[2]):
+                want.append((kernel, b % groups[0], b // groups[0] % groups[1],
+                             b // (groups[0] * groups[1]), b % 4, 1, 1))
+        blocks = rows(trace, "select d.kernel, b.block_x, b.block_y, b.block_z, b.unit, "
+                      "b.start >= d.start and b.\"end\" <= d.\"end\", b.\"end\" >= b.start "
+                      "from nano_block b join nano_dispatch d on d.id = b.dispatch_id "
+                      "order by d.id, b.block_z, b.block_y, b.block_x")
+        check(blocks == want, "%s: one nano_block row per workgroup, with its unit, inside its dispatch:\n%s\n%s"
+              % (name, blocks, want))
+        first = rows(trace, "select count(*) from nano_dispatch d where d.start = "
+                     "(select min(start) from nano_block b where b.dispatch_id = d.id)")
+        check(first == [(2,)], "%s: each dispatch's first block starts with it: %s" % (name, first))
+    print("ok summed: the cache's twins sum on the device (fine-grained tables) and time their "
+          "workgroups, wave 64 and 32: MemoryAnalysis equals the records' answer")
 
 
 def case_isa_width():
@@ -570,10 +625,14 @@ def case_hip_program():
         check(len(begin) == 1 and re.fullmatch(r"stream = 0x[0-9a-f]+ \| mode = 0", begin[0][0]),
               "hip_app %s: the capture's stream and mode, as rocmProfileData writes them: %s" % (mode, begin))
         if mode == "twins":
-            disp = rows(trace, "select kernel, backend, records from nano_dispatch order by id")
-            check(disp == [("_Z4axpyfPKfPfi", "hsa", 3000), ("_Z3dynPi", "hsa", 64)] +
-                  [("_Z4axpyfPKfPfi", "hsa", 3000)] * 5,
-                  "hip_app twins: the dispatches' records: %s" % disp)
+            # MemoryAnalysis alone (NANO_AGGREGATE=auto): the twins sum their
+            # accesses, every one of them, and make no record
+            disp = rows(trace, "select d.kernel, d.backend, d.aggregate, d.records, sum(m.accesses) "
+                        "from nano_dispatch d join nano_memory m on m.dispatch_id = d.id "
+                        "group by d.id order by d.id")
+            check(disp == [("_Z4axpyfPKfPfi", "hsa", "device", 0, 3000), ("_Z3dynPi", "hsa", "device", 0, 64)] +
+                  [("_Z4axpyfPKfPfi", "hsa", "device", 0, 3000)] * 5,
+                  "hip_app twins: the dispatches summed by their twins, every access: %s" % disp)
             check(len(rows(trace, "select * from nano_analysis")) == 7, "hip_app twins: the reports")
         # allocations with their pointer and size, as rocmProfileData writes them
         allocs = [r[0] for r in rows(trace, "select args from api where apiName in ('hipMalloc', 'hipFree') "
@@ -599,7 +658,7 @@ def case_hip_program():
 
 if __name__ == "__main__":
     build_all()
-    which = sys.argv[12:] or ["plain_and_timed", "concurrent", "twins", "isa_width", "plain_cache",
+    which = sys.argv[12:] or ["plain_and_timed", "concurrent", "twins", "summed", "isa_width", "plain_cache",
                               "mismatch_and_bad_cache", "full_pool", "shutdown", "two_tools", "nanoprobe_run", "hip_program"]
     for c in which:
         globals()["case_" + c]()

@@ -273,21 +273,6 @@ void __nano_dh_access(void *desc, uint64_t site, uint64_t addr, uint32_t size, u
 /* SMs of the stand-in device (the units of block times). */
 #define FAKE_SMS 4
 
-/* The block-times entry of linear block b in the twin's descriptor, or
- * NULL (no table, a block past it or outside the block filter). */
-static uint64_t *block_entry(const char *desc, unsigned b, const struct nano_kernel_ctx *k) {
-  uint64_t table;
-  uint32_t n, lo[3], hi[3];
-  memcpy(&table, desc + NANO_DH_DESC_OFF_BLOCKS, sizeof table);
-  memcpy(&n, desc + NANO_DH_DESC_OFF_NBLOCKS, sizeof n);
-  memcpy(lo, desc + NANO_DH_DESC_OFF_BLOCK_LO, sizeof lo);
-  memcpy(hi, desc + NANO_DH_DESC_OFF_BLOCK_HI, sizeof hi);
-  for (int i = 0; i < 3; i++)
-    if (k->block[i] < lo[i] || k->block[i] > hi[i])
-      return NULL;
-  return table && b < n ? (uint64_t *)(uintptr_t)table + NANO_DH_BLOCK_WORDS * b : NULL;
-}
-
 static void run_kernel(struct item *it) {
   int twin = strncmp(it->name, NANO_TWIN_PREFIX, strlen(NANO_TWIN_PREFIX)) == 0;
   int axpy = strstr(it->name, "axpy") != NULL;
@@ -301,7 +286,7 @@ static void run_kernel(struct item *it) {
   for (unsigned b = 0; b < it->grid.x * it->grid.y * it->grid.z; b++) {
     k.block[0] = b % it->grid.x, k.block[1] = b / it->grid.x % it->grid.y;
     k.block[2] = b / (it->grid.x * it->grid.y);
-    uint64_t *stamps = desc ? block_entry((const char *)desc, b, &k) : NULL;
+    uint64_t *stamps = desc ? fake_block_entry((const char *)desc, b, k.block) : NULL;
     if (stamps) {
       stamps[NANO_DH_BLOCK_START] = (uint64_t)fake_cupti_now();
       stamps[NANO_DH_BLOCK_UNIT] = b % FAKE_SMS;
