@@ -62,6 +62,7 @@ static void rpd_set_state(uint32_t st) {
   atomic_store(&g_state, st);
 }
 _Atomic int64_t g_stop_at[RPD_STOP_EPOCHS];
+_Atomic int64_t g_start_at[RPD_STOP_EPOCHS];
 
 void rpd_mark_stopped(int64_t t) {
   uint32_t st = atomic_load(&g_state);
@@ -142,6 +143,7 @@ static void rpd_begin_epoch(void) {
   g_epoch++;
   if (g_epoch == 0 || (g_epoch << 1) == 0)
     g_epoch = 1;
+  atomic_store(&g_start_at[g_epoch % RPD_STOP_EPOCHS], rpd_stamp());
   rpd_set_state((g_epoch << 1) | 1);
 }
 

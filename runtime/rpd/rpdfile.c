@@ -228,6 +228,12 @@ const char *nano_rpdfile_thread_schema_sql(void) {
          "name varchar(16) NOT NULL, PRIMARY KEY (pid, tid))";
 }
 
+const char *nano_rpdfile_window_schema_sql(void) {
+  return "CREATE TABLE IF NOT EXISTS nano_window (id integer NOT NULL PRIMARY KEY, "
+         "session integer NOT NULL, pid integer NOT NULL, start integer NOT NULL, "
+         "\"end\" integer NOT NULL)";
+}
+
 const char *nano_rpdfile_calls_schema_sql(void) {
   return "CREATE TABLE IF NOT EXISTS nano_call_summary (pid integer NOT NULL, "
          "domain_id integer NOT NULL, name_id integer NOT NULL, args_id integer NOT NULL, "

@@ -279,6 +279,7 @@ static const struct {
   const char *(*schema)(void);
 } side_tables[] = {
     {"nano_thread", nano_rpdfile_thread_schema_sql},
+    {"nano_window", nano_rpdfile_window_schema_sql},
     {"nano_call_", nano_rpdfile_calls_schema_sql},
     {"nano_atomic_", nano_rpdfile_atomics_schema_sql},
     {"nano_dispatch", nano_rpdfile_dispatch_schema_sql},

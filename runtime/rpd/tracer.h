@@ -232,6 +232,8 @@ extern _Atomic uint32_t g_state;
  * its epoch's stop. The writer trails the producers by far fewer epochs. */
 #define RPD_STOP_EPOCHS 256u
 extern _Atomic int64_t g_stop_at[RPD_STOP_EPOCHS];
+/* Start stamps of the same epochs (the recording windows, nano_window). */
+extern _Atomic int64_t g_start_at[RPD_STOP_EPOCHS];
 /* Marks the current epoch stopped at stamp t (rpd_stamp(); async-signal-safe). */
 void rpd_mark_stopped(int64_t t);
 /* Held by rpdstart/rpdstop, the writer's start and stop, and fork. */

@@ -198,7 +198,8 @@ int rpdw_begin(void) {
   if (g_w.rebuild) {
     g_w.rebuild = 0;
     g_w.nschemas = 0;
-    if (rpdw_exec(nano_rpdfile_thread_schema_sql(), "cannot create nano_thread") != 0)
+    if (rpdw_exec(nano_rpdfile_thread_schema_sql(), "cannot create nano_thread") != 0 ||
+        rpdw_exec(nano_rpdfile_window_schema_sql(), "cannot create nano_window") != 0)
       return -1;
   }
   return 0;
@@ -562,6 +563,34 @@ static void rpdw_write_dropped(void) {
   g_w.dropped_written = total;
 }
 
+/* Writes (or rewrites, by id) the nano_window row of epoch's window, ending
+ * at `end` (ns). */
+static void rpdw_window_row(uint32_t epoch, int64_t end) {
+  int64_t start = rpdw_time(atomic_load(&g_start_at[epoch % RPD_STOP_EPOCHS]));
+  char sql[256];
+  snprintf(sql, sizeof sql,
+           "INSERT OR REPLACE INTO nano_window(id, session, pid, start, \"end\") VALUES "
+           "(%lld, %lld, %d, %lld, %lld)",
+           (long long)(g_w.offset + epoch), (long long)g_w.session, (int)getpid(), (long long)start,
+           (long long)(end > start ? end : start));
+  (void)rpdw_exec(sql, "cannot record the recording window");
+}
+
+/* This process's recording windows (nano_window): the current one from its
+ * start to its stop, or to now while recording; the one written last, when
+ * another began since, to its stop. */
+static void rpdw_write_windows(void) {
+  uint32_t st = atomic_load(&g_state), epoch = st >> 1;
+  if (g_w.failed || (!epoch && !g_w.window) || rpdw_begin() != 0)
+    return;
+  if (g_w.window && g_w.window != epoch)
+    rpdw_window_row(g_w.window, rpdw_time(atomic_load(&g_stop_at[g_w.window % RPD_STOP_EPOCHS])));
+  if (epoch)
+    rpdw_window_row(epoch, (st & 1) ? rpd_clock()
+                                    : rpdw_time(atomic_load(&g_stop_at[epoch % RPD_STOP_EPOCHS])));
+  g_w.window = epoch;
+}
+
 /* Lowers the calling thread's priority `steps` nice steps below the
  * process's (Linux keeps a nice value per thread), at most to
  * RPD_MAX_WRITER_NICE; `who` names the thread in the message of a failure. */
@@ -689,7 +718,8 @@ static int rpdw_open(void) {
     return -1;
   }
   g_w.offset = nano_rpdfile_session_offset(g_w.session);
-  if (rpdw_exec(nano_rpdfile_thread_schema_sql(), "cannot create nano_thread") != 0)
+  if (rpdw_exec(nano_rpdfile_thread_schema_sql(), "cannot create nano_thread") != 0 ||
+      rpdw_exec(nano_rpdfile_window_schema_sql(), "cannot create nano_window") != 0)
     return -1;
   for (int i = 0; i < ST_COUNT; i++) {
     if (sqlite3_prepare_v3(g_w.db, rpdw_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &g_w.st[i], NULL) !=
@@ -836,10 +866,16 @@ static void rpdw_flush(int atomics) {
     g_w.pend[i--] = g_w.pend[--g_w.npend];
   }
   rpdw_write_dropped();
+  rpdw_write_windows();
   rpdw_write_sums();
   if (atomics && !g_w.cut_short && !g_w.failed && rpdw_begin() == 0) {
     rpdi_atomics_write(g_w.db, g_w.path, g_w.offset);
-    rpdi_atomics_sample(g_w.db, g_w.path, g_w.offset, rpd_clock());
+    /* stopped, the counts are those of the window's stop (atomics.c, "Windows") */
+    uint32_t now_st = atomic_load(&g_state);
+    int64_t at = (now_st & 1) || !(now_st >> 1)
+                     ? rpd_clock()
+                     : rpdw_time(atomic_load(&g_stop_at[(now_st >> 1) % RPD_STOP_EPOCHS]));
+    rpdi_atomics_sample(g_w.db, g_w.path, g_w.offset, at);
   }
   rpdw_run_jobs();
   rpdw_commit_at(1);

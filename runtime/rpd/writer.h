@@ -140,6 +140,7 @@ struct rpd_writer {
   uint64_t lost_records; /* records consumed after it, not written */
   int64_t drop_meta_id;
   uint64_t dropped_written;
+  uint32_t window;                   /* the epoch of the window written last (0: none) */
   uint64_t written_rows;             /* rows committed by this process's writer */
   const char *schemas[RPDW_SCHEMAS]; /* job schemas run on this connection */
   int nschemas;

@@ -489,6 +489,13 @@ def case_merge():
     assert len(names[0]) == 1 and names[0][0][:2] == (pids[0], pids[0]), names
     assert sorted(q(out, "SELECT pid, tid, name FROM nano_thread")) == \
         sorted(names[0] + [(pid + stride, tid, name) for pid, tid, name in names[1]])
+    # Each rank's recording window comes along, its pid encoded, its session
+    # past the other's (ids never collide).
+    wins = [q(p, "SELECT session, pid, start, \"end\" FROM nano_window") for p in (r0, r1)]
+    assert [len(w) for w in wins] == [1, 1], wins
+    merged = q(out, "SELECT id >> 32, session, pid, start, \"end\" FROM nano_window ORDER BY pid")
+    assert [m[2:] for m in merged] == [wins[0][0][1:], (wins[1][0][1] + stride,) + wins[1][0][2:]] \
+        and merged[0][0] == merged[0][1] < merged[1][0] == merged[1][1], (wins, merged)
     info, _ = run("info", out)
     procs = info.split("processes: 2, threads: 2\n")[1].split("\n\n")[0].splitlines()[2:]
     assert [p.split()[:2] for p in procs] == \
@@ -544,6 +551,17 @@ def case_trim():
              "rocpd_api C ON C.id = A.api_id") == [(6,)]
     again, _ = run("trim", path, "--start", "50%", "--end", "100%", "-o", out2)
     assert "nothing to do" in again
+    # The recording window (real CLOCK_MONOTONIC times, the calls' are made
+    # up): a time window inside it keeps the part inside; one before it, none.
+    (w0, w1), = q(path, "SELECT start, \"end\" FROM nano_window")
+    lo, hi = w0 + (w1 - w0) // 4, w1 - (w1 - w0) // 4
+    out3 = os.path.join(WORK, "window3.rpd")
+    for sfx in ("", "-wal", "-shm"):
+        if os.path.exists(out3 + sfx):
+            os.unlink(out3 + sfx)
+    run("trim", path, "--start", str(lo), "--end", str(hi), "-o", out3)
+    assert q(out3, "SELECT start, \"end\" FROM nano_window") == [(lo, hi)]
+    assert q(out, "SELECT count(*) FROM nano_window") == [(0,)]
 
 
 def case_idempotent():

@@ -11,6 +11,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import time
 import tempfile
 
 FAILS = []
@@ -706,25 +707,36 @@ def scenario_trace_atomics(a):
         info = subprocess.run([rpd, "info", trace], capture_output=True, text=True).stdout
         check(": 1 process," in summary and "processes: 1, threads: 0" in info,
               "summary and info count the atomics-only process alike:\n%s\n%s" % (summary, info))
-        # its span: the samples' (two or more: a real span), never a made-up one
+        # its span: the recording window's, which holds every sample
         con = sqlite3.connect(trace)
         first, last = con.execute("SELECT min(start), max(start) FROM nano_atomic_sample").fetchone()
+        windows = con.execute("SELECT pid, start, \"end\" FROM nano_window").fetchall()
         con.close()
-        check(("%.6f s" % ((last - first) / 1e9)) in summary.splitlines()[0] and
-              ("time span:       %d .. %d ns" % (first, last)) in info,
-              "the span of an atomics-only trace is its samples':\n%s\n%s" % (summary, info))
-        # sampled once (at the exit flush only): one instant, no made-up span
+        check(len(windows) == 1 and windows[0][1] <= first and last <= windows[0][2],
+              "one recording window, holding the samples: %s (samples %d .. %d)" % (windows, first, last))
+        w0, w1 = windows[0][1:] if len(windows) == 1 else (0, 0)
+        check(("%.6f s" % ((w1 - w0) / 1e9)) in summary.splitlines()[0] and
+              ("time span:       %d .. %d ns" % (w0, w1)) in info,
+              "the span of an atomics-only trace is its recording window's:\n%s\n%s" % (summary, info))
+        # sampled once (at the exit flush only): the span is still the run's,
+        # inside the time the run took (the trace's clock is CLOCK_MONOTONIC)
         once = os.path.join(d, "once.rpd")
+        before = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
         run([a.nanoprobe, "run", "-q", "--atomics", "-o", once, "--", exe, "1"], cwd=d,
             env_extra={"NANO_RPD_ATOMICS_HZ": "0"})
+        after = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
         con = sqlite3.connect(once)
         times = [t for (t,) in con.execute("SELECT DISTINCT start FROM nano_atomic_sample")]
+        windows = con.execute("SELECT start, \"end\" FROM nano_window").fetchall()
         con.close()
         summary = subprocess.run([rpd, "summary", once], capture_output=True, text=True).stdout
         info = subprocess.run([rpd, "info", once], capture_output=True, text=True).stdout
-        check(len(times) == 1 and ": 1 process, no time span;" in summary.splitlines()[0] and
-              ("time span:       none: everything at %d ns" % times[0]) in info,
-              "an atomics-only trace sampled once has no span: %s\n%s\n%s" % (times, summary, info))
+        check(len(times) == 1 and len(windows) == 1 and
+              before <= windows[0][0] < times[0] <= windows[0][1] <= after and
+              ("time span:       %d .. %d ns" % windows[0]) in info and
+              ("%.6f s" % ((windows[0][1] - windows[0][0]) / 1e9)) in summary.splitlines()[0],
+              "an atomics-only trace sampled once spans its recording window, within the run "
+              "(%d .. %d): %s %s\n%s\n%s" % (before, after, times, windows, summary, info))
         html = os.path.join(d, "r.html")
         run([rpd, "report", trace, "-o", html])
         with open(html) as f:

@@ -18,11 +18,12 @@
  *   - nanoprobe's nano_thread (OS names of processes and threads) comes along,
  *     every row of it (a name of a thread with no copied call is harmless);
  *   - so do nanoprobe's other tables (cp_nano): host atomics, short calls
- *     summed, instrumented dispatches and their analyses, their session
- *     numbers shifted past the destination's so that ids (session << 32 | n)
- *     never collide. A window keeps the samples and dispatches that start in
- *     it; the atomics counts and call sums are totals of the whole run
- *     (nothing dates them) and are kept as they are;
+ *     summed, instrumented dispatches and their analyses, recording
+ *     windows, their session numbers shifted past the destination's so
+ *     that ids (session << 32 | n) never collide. A window keeps the samples
+ *     and dispatches that start in it and the part of each recording window
+ *     inside it; the atomics counts and call sums are totals of the whole
+ *     run (nothing dates them) and are kept as they are;
  *   - the source's counts of records its recording dropped or lost
  *     (rocpd_metadata nano_dropped_records, nano_lost_records), which the
  *     tools sum: the copy says it is incomplete where the source did;
@@ -33,6 +34,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,7 +110,8 @@ static int cp_has(sqlite3 *db, const char *schema, const char *name, int *ok) {
 /* The first session number after those the destination's nanoprobe tables
 ** use (0 when none). */
 static int64_t cp_next_session(sqlite3 *db, int *ok) {
-  static const char *const tables[] = {"nano_atomic_site", "nano_atomic_sample", "nano_dispatch"};
+  static const char *const tables[] = {"nano_atomic_site", "nano_atomic_sample", "nano_dispatch",
+                                       "nano_window"};
   int64_t next = 0;
   for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++)
     if (cp_has(db, "main", tables[i], ok) > 0) {
@@ -160,6 +163,7 @@ static int cp_nano(const char *cmd, sqlite3 *db, const struct rpdtool_trace *s,
   int caller = cp_has(db, "src", "nano_atomic_caller", &ok) > 0;
   int calls = cp_has(db, "src", "nano_call_summary", &ok) > 0;
   int disp = cp_has(db, "src", "nano_dispatch", &ok) > 0;
+  int windows = cp_has(db, "src", "nano_window", &ok) > 0;
   int64_t sess = ok ? cp_next_session(db, &ok) : 0;
   if (!ok) {
     rpdtool_err(cmd, "%s: reading nanoprobe's tables: %s", s->path, sqlite3_errmsg(db));
@@ -212,6 +216,17 @@ static int cp_nano(const char *cmd, sqlite3 *db, const struct rpdtool_trace *s,
                "self_ns = self_ns + excluded.self_ns, min_duration_ns = "
                "max(min_duration_ns, excluded.min_duration_ns);",
                pa, (long long)empty, (long long)empty, (long long)empty)))
+    return -1;
+  /* a window keeps the part of each recording window inside it */
+  long long lo = o->window ? (long long)o->lo : INT64_MIN,
+            hi = o->window ? (long long)o->hi : INT64_MAX;
+  if (windows &&
+      (cp_exec(cmd, db, "creating nano_window", "%s", nano_rpdfile_window_schema_sql()) ||
+       cp_exec(cmd, db, "copying the recording windows",
+               "INSERT INTO main.nano_window(id, session, pid, start, \"end\") SELECT id + %lld, "
+               "session + %lld, pid + %lld, max(start, %lld), min(\"end\", %lld) FROM "
+               "src.nano_window WHERE start <= %lld AND \"end\" >= %lld;",
+               idoff, so, pa, lo, hi, hi, lo)))
     return -1;
   if (disp) {
     char err[NANO_RPDFILE_ERRLEN];

@@ -315,15 +315,17 @@ const char *rpdtool_api_sql(const struct rpdtool_trace *t) {
 int rpdtool_span(const struct rpdtool_trace *t, int64_t *lo, int64_t *hi) {
   static const char sql[] =
       "SELECT min(s), max(e) FROM (SELECT min(start) AS s, max(end) AS e FROM rocpd_api "
-      "UNION ALL SELECT min(start), max(end) FROM rocpd_op %s %s)";
-  char buf[512];
+      "UNION ALL SELECT min(start), max(end) FROM rocpd_op %s %s %s)";
+  char buf[640];
   int mon = nano_rpdfile_has_object(t->db, "rocpd_monitor");
   int atomics = mon < 0 ? -1 : nano_rpdfile_has_object(t->db, "nano_atomic_sample");
-  if (atomics < 0)
+  int windows = atomics < 0 ? -1 : nano_rpdfile_has_object(t->db, "nano_window");
+  if (windows < 0)
     return -1;
   snprintf(buf, sizeof buf, sql,
            mon ? "UNION ALL SELECT min(start), max(end) FROM rocpd_monitor" : "",
-           atomics ? "UNION ALL SELECT min(start), max(start) FROM nano_atomic_sample" : "");
+           atomics ? "UNION ALL SELECT min(start), max(start) FROM nano_atomic_sample" : "",
+           windows ? "UNION ALL SELECT min(start), max(\"end\") FROM nano_window" : "");
   sqlite3_stmt *st = NULL;
   if (sqlite3_prepare_v2(t->db, buf, -1, &st, NULL) != SQLITE_OK)
     return -1;

@@ -125,7 +125,8 @@ void rpdtool_close(struct rpdtool_trace *t);
 const char *rpdtool_api_sql(const struct rpdtool_trace *t);
 
 /* The time span of the trace: the earliest start and latest end over API
- * calls, GPU ops and monitor samples. Returns 1 with *lo, *hi set, 0 for a
+ * calls, GPU ops, monitor samples, host atomics samples and recording
+ * windows (nano_window). Returns 1 with *lo, *hi set, 0 for a
  * trace with no rows (both set to 0), -1 on SQLite error. */
 int rpdtool_span(const struct rpdtool_trace *t, int64_t *lo, int64_t *hi);
 

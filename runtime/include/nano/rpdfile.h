@@ -184,6 +184,16 @@ int nano_rpdfile_dispatch_upgrade(sqlite3 *db, const char *path, char *err, size
  * Static storage. */
 const char *nano_rpdfile_thread_schema_sql(void);
 
+/* nanoprobe's table of recording windows, if missing: nano_window, one row
+ * per process and window (from a start of recording, rpdstart or the
+ * automatic one at load, to its stop, or to exit): id (session offset + the
+ * process's window number), session, pid, start, end (ns, the trace's
+ * clock; while recording, end is the writer's last commit). A trace's span
+ * includes its windows: a short run that records only counts (host
+ * atomics) still has one. The writer creates it; rpd merge and trim carry
+ * it over. Static storage. */
+const char *nano_rpdfile_window_schema_sql(void);
+
 /* nanoprobe's tables of instrumented kernel dispatches, if missing (the
  * runtime's dispatch layer writes them; runtime/dispatch/README.md):
  *   nano_dispatch  one row per reported dispatch: id (session offset + the
