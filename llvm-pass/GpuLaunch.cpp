@@ -139,8 +139,7 @@ struct GpuApi {
 
 const char *const WhyEx = "its launch attributes are not mirrored to twins yet";
 const char *const WhyModule = "a function looked up in a module at run time has no twin of the "
-                              "plugin's; on CUDA `nanoprobe run -i -c CACHE` gives it a kernel "
-                              "cache's";
+                              "plugin's; `nanoprobe run -i -c CACHE` gives it a kernel cache's";
 const char *const WhyGraph = "kernel nodes of graphs built by hand are not given twins yet "
                              "(launches captured into graphs are)";
 const char *const WhyMulti = "multi-device launches are not routed";
@@ -508,11 +507,23 @@ void programCalls(CallBase *CB, SmallVectorImpl<Instruction *> &Out, unsigned De
     Out.push_back(CB);
 }
 
+// The function `Name` of M: declared in C, or in C++ as a free function
+// (Itanium's _Z<length><name>..., as HIP declares hipExtModuleLaunchKernel).
+Function *apiFunction(const Module &M, StringRef Name) {
+  if (Function *F = M.getFunction(Name))
+    return F;
+  std::string Mangled = ("_Z" + Twine(Name.size()) + Name).str();
+  for (const Function &F : M)
+    if (F.isDeclaration() && F.getName().substr(0, Mangled.size()) == Mangled)
+      return const_cast<Function *>(&F);
+  return nullptr;
+}
+
 // Says at each call of a launch the pass does not route that its kernels run
 // uninstrumented, and why.
 void sayUnrouted(Module &M, const GpuApi &Api) {
   for (const GpuUnrouted &U : Api.Unrouted) {
-    Function *F = U.Name ? M.getFunction(U.Name) : nullptr;
+    Function *F = U.Name ? apiFunction(M, U.Name) : nullptr;
     if (!F)
       continue;
     for (User *Us : F->users()) {
@@ -732,7 +743,7 @@ bool routeAddNode(Module &M, const GpuApi &Api) {
 // Whether module M calls a launch function of Api (a module with kernels
 // whose registration is left to the link, or one that only launches).
 bool launchesWith(const Module &M, const GpuApi &Api) {
-  auto Declared = [&](const char *Name) { return Name && M.getFunction(Name); };
+  auto Declared = [&](const char *Name) { return Name && apiFunction(M, Name); };
   return llvm::any_of(Api.Launches, [&](const GpuLaunchCall &L) { return Declared(L.Name); }) ||
          llvm::any_of(Api.ConfiguredLaunches,
                       [&](const GpuLaunchCall &L) { return Declared(L.Name); }) ||

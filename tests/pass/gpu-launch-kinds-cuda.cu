@@ -47,7 +47,7 @@ int run(int *p, cudaStream_t s, CUfunction f, cudaGraph_t g) {
 // CHECK: call i32 @cudaLaunchKernelExC(
 
 // SAID-NOT: cudaLaunchKernelExC:
-// SAID-DAG: gpu-launch-kinds-cuda.cu:30: cuLaunchKernel: the kernels it launches run uninstrumented (a function looked up in a module at run time has no twin of the plugin's; on CUDA `nanoprobe run -i -c CACHE` gives it a kernel cache's)
+// SAID-DAG: gpu-launch-kinds-cuda.cu:30: cuLaunchKernel: the kernels it launches run uninstrumented (a function looked up in a module at run time has no twin of the plugin's; `nanoprobe run -i -c CACHE` gives it a kernel cache's)
 // SAID-DAG: gpu-launch-kinds-cuda.cu:37: cudaGraphAddKernelNode: the kernels it launches run uninstrumented (kernel nodes of graphs built by hand are not given twins yet (launches captured into graphs are))
 
 // three stubs (coop, ex, unused), whether called or not; two calls of the
