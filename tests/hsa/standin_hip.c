@@ -25,6 +25,15 @@
  *     object in memory), hipModuleGetFunction, hipModuleLaunchKernel,
  *     hipExtModuleLaunchKernel
  *     (kernelParams; extra refused);
+ *   - what nanoprobe's GPU back end calls for a program built with the
+ *     plugin: device properties (gcnArchName, warpSize from the agent),
+ *     host memory the device reaches (the kernarg pool), streams with flags,
+ *     async copies, memsets and host functions (in stream order: the work
+ *     before them done, then at once; in a capture, nodes of the graph),
+ *     events (recorded once the work before them is done), capture status
+ *     and the thread's capture mode: while a capture in global mode runs,
+ *     allocation, stream creation and synchronization by a thread whose mode
+ *     is not relaxed fail and spoil the capture (HIP's rule);
  *   - roctracer's callback interface: hipRegisterApiCallback, each of the
  *     calls above called back at its enter and exit (domain 3, phases 0 and
  *     1) with its hip_api_data_t; hipKernelNameRefByPtr, hipKernelNameRef.
@@ -252,11 +261,21 @@ static uint64_t hidden(const char *kind, dim3 grid, dim3 block, size_t shared) {
   return 0; /* offsets, remainders (whole groups), pointers the stand-in does not give */
 }
 
-/* A kernel dispatch captured into a graph: its packet and kernarg bytes. */
+/* A node of a graph being captured, run in capture order at each launch:
+ * a kernel dispatch (its packet and kernarg bytes), a copy, a memset or a
+ * host function. */
+enum node_kind { NODE_KERNEL, NODE_COPY, NODE_MEMSET, NODE_HOST };
 struct node {
+  enum node_kind kind;
   hsa_kernel_dispatch_packet_t p;
   uint32_t kernarg;
   char args[512];
+  void *dst; /* copy, memset */
+  const void *src;
+  size_t bytes;
+  int value;
+  hipHostFn_t fn; /* host function */
+  void *arg;
 };
 struct graph {
   struct node nodes[MAX_NODES];
@@ -267,7 +286,17 @@ struct graph_exec {
 };
 struct stream {
   struct graph *capture; /* the graph being captured, or NULL */
+  int global;            /* its capture's mode is global */
+  int invalidated;       /* an unsafe call spoiled it (its end fails) */
 };
+
+/* Captures in global mode under way: while there is one, a thread whose
+ * mode is not relaxed may not make "potentially unsafe" calls (allocation,
+ * stream creation, synchronization), as HIP says; such a call fails and
+ * spoils the captures. */
+static int g_global_captures;
+static __thread hipStreamCaptureMode t_capture_mode = hipStreamCaptureModeGlobal;
+static struct stream *g_capturing[8];
 
 /* Submits packet p (kernarg bytes args, kernarg of them) with a completion
  * signal of its own, pending until synchronize (g.lock held). */
@@ -351,6 +380,7 @@ static hipError_t launch(const void *fn, dim3 grid, dim3 block, void **args, siz
     if (st->capture->n == MAX_NODES)
       die("too many nodes in a graph");
     struct node *nd = &st->capture->nodes[st->capture->n++];
+    nd->kind = NODE_KERNEL;
     nd->p = p;
     nd->kernarg = kernarg;
     memcpy(nd->args, ka, kernarg);
@@ -375,7 +405,11 @@ static hipError_t synchronize(void) {
   return hipSuccess;
 }
 
+static int unsafe_now(void);
+
 static hipError_t device_malloc(void **p, size_t n) {
+  if (unsafe_now())
+    return hipErrorStreamCaptureUnsupported;
   pthread_mutex_lock(&g.lock);
   init();
   hsa_status_t rc = hsa_amd_memory_pool_allocate(g.device, n ? n : 1, 0, p);
@@ -397,6 +431,11 @@ static hipError_t copy(void *dst, const void *src, size_t n, hipMemcpyKind kind)
 
 /* ---- the exported calls, each between its callbacks ---- */
 
+/* The calling thread's last error, as HIP keeps it: set by every call that
+ * fails, kept across calls that succeed, returned and reset by
+ * hipGetLastError. */
+static __thread hipError_t t_last_error;
+
 #define CALL(cid, fill, call)                                                                      \
   do {                                                                                             \
     hip_api_data_t d_;                                                                             \
@@ -404,6 +443,8 @@ static hipError_t copy(void *dst, const void *src, size_t n, hipMemcpyKind kind)
     fill;                                                                                          \
     api(cid, &d_, API_ENTER);                                                                      \
     hipError_t rc_ = (call);                                                                       \
+    if (rc_ != hipSuccess)                                                                         \
+      t_last_error = rc_;                                                                          \
     api(cid, &d_, API_EXIT);                                                                       \
     return rc_;                                                                                    \
   } while (0)
@@ -601,20 +642,53 @@ static hipError_t stream_create(hipStream_t *out) {
   *out = (hipStream_t)calloc(1, sizeof(struct stream));
   return *out ? hipSuccess : hipErrorOutOfMemory;
 }
-static hipError_t capture_begin(hipStream_t s) {
+static hipError_t capture_begin(hipStream_t s, hipStreamCaptureMode mode) {
   struct stream *st = (struct stream *)s;
   if (!st || st->capture)
     return hipErrorIllegalState;
   st->capture = calloc(1, sizeof *st->capture);
-  return st->capture ? hipSuccess : hipErrorOutOfMemory;
+  if (!st->capture)
+    return hipErrorOutOfMemory;
+  st->global = mode == hipStreamCaptureModeGlobal;
+  st->invalidated = 0;
+  pthread_mutex_lock(&g.lock);
+  g_global_captures += st->global;
+  for (size_t i = 0; i < sizeof g_capturing / sizeof g_capturing[0]; i++)
+    if (!g_capturing[i]) {
+      g_capturing[i] = st;
+      break;
+    }
+  pthread_mutex_unlock(&g.lock);
+  return hipSuccess;
 }
 static hipError_t capture_end(hipStream_t s, hipGraph_t *out) {
   struct stream *st = (struct stream *)s;
   if (!st || !st->capture)
     return hipErrorIllegalState;
-  *out = (hipGraph_t)st->capture;
+  pthread_mutex_lock(&g.lock);
+  g_global_captures -= st->global;
+  for (size_t i = 0; i < sizeof g_capturing / sizeof g_capturing[0]; i++)
+    if (g_capturing[i] == st)
+      g_capturing[i] = NULL;
+  pthread_mutex_unlock(&g.lock);
+  int spoiled = st->invalidated;
+  *out = spoiled ? NULL : (hipGraph_t)st->capture;
   st->capture = NULL;
-  return hipSuccess;
+  return spoiled ? hipErrorStreamCaptureInvalidated : hipSuccess;
+}
+
+/* Whether a "potentially unsafe" call fails now (and spoils the captures in
+ * global mode). */
+static int unsafe_now(void) {
+  pthread_mutex_lock(&g.lock);
+  int unsafe = g_global_captures > 0 && t_capture_mode != hipStreamCaptureModeRelaxed;
+  for (size_t i = 0; unsafe && i < sizeof g_capturing / sizeof g_capturing[0]; i++)
+    if (g_capturing[i] && g_capturing[i]->global)
+      g_capturing[i]->invalidated = 1;
+  pthread_mutex_unlock(&g.lock);
+  if (unsafe)
+    fprintf(stderr, "stand-in HIP: an unsafe call during a capture in global mode\n");
+  return unsafe;
 }
 static hipError_t instantiate(hipGraphExec_t *out, hipGraph_t graph) {
   struct graph_exec *e = calloc(1, sizeof *e);
@@ -624,12 +698,43 @@ static hipError_t instantiate(hipGraphExec_t *out, hipGraph_t graph) {
   *out = (hipGraphExec_t)e;
   return hipSuccess;
 }
+/* Runs node nd in stream order: a kernel is submitted; a copy, memset or
+ * host function runs once the work before it is done. */
+static void node_run(const struct node *nd) {
+  if (nd->kind == NODE_KERNEL) {
+    pthread_mutex_lock(&g.lock);
+    submit(nd->p, nd->args, nd->kernarg);
+    pthread_mutex_unlock(&g.lock);
+    return;
+  }
+  synchronize();
+  if (nd->kind == NODE_COPY)
+    memcpy(nd->dst, nd->src, nd->bytes);
+  else if (nd->kind == NODE_MEMSET)
+    memset(nd->dst, nd->value, nd->bytes);
+  else
+    nd->fn(nd->arg);
+}
 static hipError_t graph_launch(hipGraphExec_t exec) {
   struct graph *gr = ((struct graph_exec *)exec)->graph;
-  pthread_mutex_lock(&g.lock);
   for (int i = 0; i < gr->n; i++)
-    submit(gr->nodes[i].p, gr->nodes[i].args, gr->nodes[i].kernarg);
-  pthread_mutex_unlock(&g.lock);
+    node_run(&gr->nodes[i]);
+  return hipSuccess;
+}
+
+/* A node of the graph s captures, or, outside a capture, the same work run
+ * now in stream order (the stand-in's device is one queue). */
+static hipError_t stream_work(hipStream_t s, struct node nd) {
+  struct stream *st = (struct stream *)s;
+  if (st && st->capture) {
+    pthread_mutex_lock(&g.lock);
+    if (st->capture->n == MAX_NODES)
+      die("too many nodes in a graph");
+    st->capture->nodes[st->capture->n++] = nd;
+    pthread_mutex_unlock(&g.lock);
+    return hipSuccess;
+  }
+  node_run(&nd);
   return hipSuccess;
 }
 
@@ -639,7 +744,7 @@ hipError_t hipStreamCreate(hipStream_t *out) {
 hipError_t hipStreamBeginCapture(hipStream_t s, hipStreamCaptureMode mode) {
   CALL(HIP_API_ID_hipStreamBeginCapture,
        (d_.args.hipStreamBeginCapture.stream = s, d_.args.hipStreamBeginCapture.mode = mode),
-       capture_begin(s));
+       capture_begin(s, mode));
 }
 hipError_t hipStreamEndCapture(hipStream_t s, hipGraph_t *out) {
   CALL(HIP_API_ID_hipStreamEndCapture,
@@ -661,5 +766,194 @@ hipError_t hipGraphLaunch(hipGraphExec_t exec, hipStream_t s) {
        graph_launch(exec));
 }
 hipError_t hipStreamSynchronize(hipStream_t s) {
-  CALL(HIP_API_ID_hipStreamSynchronize, d_.args.hipStreamSynchronize.stream = s, synchronize());
+  CALL(HIP_API_ID_hipStreamSynchronize, d_.args.hipStreamSynchronize.stream = s,
+       unsafe_now() ? hipErrorStreamCaptureUnsupported : synchronize());
 }
+
+/* ---- what nanoprobe's GPU back end calls (runtime/dispatch/gpu_hip.c) ---- */
+
+/* One device, 0. */
+hipError_t hipGetDevice(int *dev) {
+  CALL(HIP_API_ID_hipGetDevice, d_.args.hipGetDevice.deviceId = dev, (*dev = 0, hipSuccess));
+}
+hipError_t hipSetDevice(int dev) {
+  CALL(HIP_API_ID_hipSetDevice, d_.args.hipSetDevice.deviceId = dev,
+       dev == 0 ? hipSuccess : hipErrorInvalidDevice);
+}
+/* The GPU agent's name as gcnArchName, its wavefront size as warpSize. */
+static hipError_t device_properties(hipDeviceProp_t *p, int dev) {
+  if (dev != 0)
+    return hipErrorInvalidDevice;
+  pthread_mutex_lock(&g.lock);
+  init();
+  pthread_mutex_unlock(&g.lock);
+  uint32_t wave = 0;
+  if (hsa_agent_get_info(g.gpu, HSA_AGENT_INFO_WAVEFRONT_SIZE, &wave) != HSA_STATUS_SUCCESS)
+    return hipErrorInvalidDevice;
+  memset(p, 0, sizeof *p);
+  snprintf(p->name, sizeof p->name, "stand-in %s", g.arch);
+  snprintf(p->gcnArchName, sizeof p->gcnArchName, "%s:sramecc+:xnack-", g.arch);
+  p->warpSize = (int)wave;
+  return hipSuccess;
+}
+hipError_t hipGetDeviceProperties(hipDeviceProp_t *p, int dev) {
+  CALL(HIP_API_ID_hipGetDeviceProperties,
+       (d_.args.hipGetDeviceProperties.props = p, d_.args.hipGetDeviceProperties.device = dev),
+       device_properties(p, dev));
+}
+/* Host memory the device reaches: the fine-grained kernarg pool's. */
+static hipError_t host_malloc(void **p, size_t n) {
+  if (unsafe_now())
+    return hipErrorStreamCaptureUnsupported;
+  pthread_mutex_lock(&g.lock);
+  init();
+  hsa_status_t rc = hsa_amd_memory_pool_allocate(g.kernarg, n ? n : 1, 0, p);
+  if (rc == HSA_STATUS_SUCCESS)
+    rc = hsa_amd_agents_allow_access(1, &g.gpu, NULL, *p);
+  pthread_mutex_unlock(&g.lock);
+  return rc == HSA_STATUS_SUCCESS ? hipSuccess : hipErrorOutOfMemory;
+}
+hipError_t hipHostMalloc(void **p, size_t n, unsigned flags) {
+  CALL(HIP_API_ID_hipHostMalloc,
+       (d_.args.hipHostMalloc.ptr = p, d_.args.hipHostMalloc.size = n,
+        d_.args.hipHostMalloc.flags = flags),
+       host_malloc(p, n));
+}
+hipError_t hipHostGetDevicePointer(void **d, void *h, unsigned flags) {
+  CALL(HIP_API_ID_hipHostGetDevicePointer,
+       (d_.args.hipHostGetDevicePointer.devPtr = d, d_.args.hipHostGetDevicePointer.hstPtr = h,
+        d_.args.hipHostGetDevicePointer.flags = flags),
+       (*d = h, hipSuccess)); /* one address space: the host's address */
+}
+hipError_t hipHostFree(void *p) {
+  CALL(HIP_API_ID_hipHostFree, d_.args.hipHostFree.ptr = p, device_free(p));
+}
+hipError_t hipStreamCreateWithFlags(hipStream_t *out, unsigned flags) {
+  CALL(HIP_API_ID_hipStreamCreateWithFlags,
+       (d_.args.hipStreamCreateWithFlags.stream = out,
+        d_.args.hipStreamCreateWithFlags.flags = flags),
+       unsafe_now() ? hipErrorStreamCaptureUnsupported : stream_create(out));
+}
+hipError_t hipStreamIsCapturing(hipStream_t s, hipStreamCaptureStatus *status) {
+  struct stream *st = (struct stream *)s;
+  CALL(HIP_API_ID_hipStreamIsCapturing,
+       (d_.args.hipStreamIsCapturing.stream = s,
+        d_.args.hipStreamIsCapturing.pCaptureStatus = status),
+       (*status = st && st->capture ? hipStreamCaptureStatusActive : hipStreamCaptureStatusNone,
+        hipSuccess));
+}
+hipError_t hipThreadExchangeStreamCaptureMode(hipStreamCaptureMode *mode) {
+  hipStreamCaptureMode old = t_capture_mode;
+  CALL(HIP_API_ID_hipThreadExchangeStreamCaptureMode,
+       d_.args.hipThreadExchangeStreamCaptureMode.mode = mode,
+       (t_capture_mode = *mode, *mode = old, hipSuccess));
+}
+hipError_t hipMemcpyAsync(void *dst, const void *src, size_t n, hipMemcpyKind kind,
+                          hipStream_t s) {
+  CALL(HIP_API_ID_hipMemcpyAsync,
+       (d_.args.hipMemcpyAsync.dst = dst, d_.args.hipMemcpyAsync.src = src,
+        d_.args.hipMemcpyAsync.sizeBytes = n, d_.args.hipMemcpyAsync.kind = kind,
+        d_.args.hipMemcpyAsync.stream = s),
+       stream_work(s, (struct node){.kind = NODE_COPY, .dst = dst, .src = src, .bytes = n}));
+}
+hipError_t hipMemsetAsync(void *dst, int v, size_t n, hipStream_t s) {
+  CALL(HIP_API_ID_hipMemsetAsync,
+       (d_.args.hipMemsetAsync.dst = dst, d_.args.hipMemsetAsync.value = v,
+        d_.args.hipMemsetAsync.sizeBytes = n, d_.args.hipMemsetAsync.stream = s),
+       stream_work(s, (struct node){.kind = NODE_MEMSET, .dst = dst, .value = v, .bytes = n}));
+}
+hipError_t hipLaunchHostFunc(hipStream_t s, hipHostFn_t fn, void *arg) {
+  CALL(HIP_API_ID_hipLaunchHostFunc,
+       (d_.args.hipLaunchHostFunc.stream = s, d_.args.hipLaunchHostFunc.fn = fn,
+        d_.args.hipLaunchHostFunc.userData = arg),
+       stream_work(s, (struct node){.kind = NODE_HOST, .fn = fn, .arg = arg}));
+}
+
+/* Events: recorded once the work before them is done (the stand-in's
+ * device is one queue), with the time then; a graph holds none. */
+struct event {
+  int recorded;
+  struct timespec at;
+};
+static hipError_t event_create(hipEvent_t *e) {
+  *e = (hipEvent_t)calloc(1, sizeof(struct event));
+  return *e ? hipSuccess : hipErrorOutOfMemory;
+}
+static hipError_t event_record(hipEvent_t e, hipStream_t s) {
+  struct stream *st = (struct stream *)s;
+  if (!e)
+    return hipErrorInvalidHandle;
+  if (st && st->capture)
+    return hipErrorNotSupported;
+  synchronize();
+  struct event *ev = (struct event *)e;
+  clock_gettime(CLOCK_MONOTONIC, &ev->at);
+  ev->recorded = 1;
+  return hipSuccess;
+}
+static hipError_t event_elapsed(float *ms, hipEvent_t a, hipEvent_t b) {
+  const struct event *x = (const struct event *)a, *y = (const struct event *)b;
+  if (!x || !y)
+    return hipErrorInvalidHandle;
+  if (!x->recorded || !y->recorded)
+    return hipErrorNotReady;
+  *ms = (float)((y->at.tv_sec - x->at.tv_sec) * 1e3 + (y->at.tv_nsec - x->at.tv_nsec) / 1e6);
+  return hipSuccess;
+}
+hipError_t hipEventCreateWithFlags(hipEvent_t *e, unsigned flags) {
+  CALL(HIP_API_ID_hipEventCreateWithFlags,
+       (d_.args.hipEventCreateWithFlags.event = e, d_.args.hipEventCreateWithFlags.flags = flags),
+       event_create(e));
+}
+hipError_t hipEventDestroy(hipEvent_t e) {
+  CALL(HIP_API_ID_hipEventDestroy, d_.args.hipEventDestroy.event = e, (free(e), hipSuccess));
+}
+hipError_t hipEventRecord(hipEvent_t e, hipStream_t s) {
+  CALL(HIP_API_ID_hipEventRecord,
+       (d_.args.hipEventRecord.event = e, d_.args.hipEventRecord.stream = s), event_record(e, s));
+}
+hipError_t hipEventQuery(hipEvent_t e) {
+  CALL(HIP_API_ID_hipEventQuery, d_.args.hipEventQuery.event = e,
+       !e ? hipErrorInvalidHandle
+          : ((struct event *)e)->recorded ? hipSuccess : hipErrorNotReady);
+}
+hipError_t hipEventSynchronize(hipEvent_t e) {
+  CALL(HIP_API_ID_hipEventSynchronize, d_.args.hipEventSynchronize.event = e,
+       !e ? hipErrorInvalidHandle : unsafe_now() ? hipErrorStreamCaptureUnsupported : hipSuccess);
+}
+hipError_t hipEventElapsedTime(float *ms, hipEvent_t a, hipEvent_t b) {
+  CALL(HIP_API_ID_hipEventElapsedTime,
+       (d_.args.hipEventElapsedTime.ms = ms, d_.args.hipEventElapsedTime.start = a,
+        d_.args.hipEventElapsedTime.stop = b),
+       event_elapsed(ms, a, b));
+}
+hipError_t hipStreamWaitEvent(hipStream_t s, hipEvent_t e, unsigned flags) {
+  CALL(HIP_API_ID_hipStreamWaitEvent,
+       (d_.args.hipStreamWaitEvent.stream = s, d_.args.hipStreamWaitEvent.event = e,
+        d_.args.hipStreamWaitEvent.flags = flags),
+       e ? hipSuccess : hipErrorInvalidHandle); /* one queue: everything is in order */
+}
+const char *hipGetErrorName(hipError_t rc) {
+  switch (rc) {
+  case hipSuccess:
+    return "hipSuccess";
+  case hipErrorInvalidValue:
+    return "hipErrorInvalidValue";
+  case hipErrorNotReady:
+    return "hipErrorNotReady";
+  case hipErrorNotSupported:
+    return "hipErrorNotSupported";
+  case hipErrorStreamCaptureUnsupported:
+    return "hipErrorStreamCaptureUnsupported";
+  case hipErrorStreamCaptureInvalidated:
+    return "hipErrorStreamCaptureInvalidated";
+  default:
+    return "hipErrorUnknown";
+  }
+}
+hipError_t hipGetLastError(void) {
+  hipError_t rc = t_last_error;
+  t_last_error = hipSuccess;
+  return rc;
+}
+hipError_t hipPeekAtLastError(void) { return t_last_error; }

@@ -105,6 +105,10 @@ def build_all():
                         OUT + "/hip/hip_app"], capture_output=True, text=True)
     if r.returncode != 0:
         fail("hipcc hip_app.hip: %s%s" % (r.stdout, r.stderr))
+    # the same program built with the plugin (nanoprobe cc picks the one
+    # matching hipcc's LLVM)
+    sh([NANOPROBE, "cc", "--", HIPCC, "--offload-arch=gfx90a", "-O2", "-g", HERE + "/hip_app.hip",
+        "-o", OUT + "/hip/hip_app_plugin"])
     src = HERE + "/kernels.hip"
     hip_build(src, OUT + "/prog5.bundle", ["gfx90a", "gfx1030"])
     hip_build(src, OUT + "/prog4.bundle", ["gfx90a"], v5=False)
@@ -557,6 +561,19 @@ def case_nanoprobe_run():
     print("ok nanoprobe run -c DIR -a MemoryAnalysis -- ./hsa_app: the tool set up, twins from the cache")
 
 
+# hip_app's HIP calls with "graph" and a module (hip_app.hip), in order.
+HIP_APP_CALLS = ["hipMalloc", "hipMalloc", "hipMemcpy", "hipMemcpy", "hipLaunchKernel", "hipMalloc",
+                 "hipLaunchKernel", "hipDeviceSynchronize", "hipMemcpy", "hipMemcpy",
+                 "hipModuleLoadData", "hipModuleLaunchKernel", "hipMemcpy",
+                 "hipExtModuleLaunchKernel", "hipMemcpy", "hipMemcpy", "hipStreamCreate",
+                 "hipStreamBeginCapture", "hipLaunchKernel", "hipStreamEndCapture", "hipGraphInstantiate",
+                 "hipGraphLaunch", "hipGraphLaunch", "hipStreamSynchronize", "hipMemcpy", "hipMemcpyHtoD",
+                 "hipLaunchCooperativeKernel", "hipMemcpyDtoHAsync", "hipStreamSynchronize", "hipMemcpy2D",
+                 "hipMemcpyPeer", "hipMemcpyPeer", "hipMemcpyWithStream", "hipFree", "hipFree", "hipFree"]
+HIP_APP_OK = ("axpy", "dyn", "module axpy", "ext module axpy", "graph axpy", "cooperative axpy",
+              "2d peer and stream copies")
+
+
 def case_hip_program():
     """A program built by plain hipcc, on the stand-in HIP over the stand-in ROCr."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NANO_", "HSA_", "RPDT_"))}
@@ -565,8 +582,7 @@ def case_hip_program():
     module = OUT + "/prog5.gfx90a.co"  # run again through hipModuleLaunchKernel
     r = subprocess.run([app, module, "graph"], capture_output=True, text=True, env=env, timeout=120)
     check(r.returncode == 0, "hip_app alone: exit %d %s" % (r.returncode, r.stderr))
-    expect_ok("hip_app alone", r.stdout, ("axpy", "dyn", "module axpy", "ext module axpy", "graph axpy",
-                                          "cooperative axpy", "2d peer and stream copies"))
+    expect_ok("hip_app alone", r.stdout, HIP_APP_OK)
     for mode, args in (("traced", []), ("twins", ["-i", "-c", OUT + "/cache", "-a", "MemoryAnalysis"])):
         trace = "%s/hip_%s.rpd" % (OUT, mode)
         for p in (trace, OUT + "/hip.log"):
@@ -576,8 +592,7 @@ def case_hip_program():
                            ["-l", OUT + "/hip.txt", "--", app, module, "graph"],
                            capture_output=True, text=True, env=env, timeout=120)
         check(r.returncode == 0, "nanoprobe run %s -- hip_app: exit %d\n%s" % (args, r.returncode, r.stderr))
-        expect_ok("hip_app " + mode, r.stdout, ("axpy", "dyn", "module axpy", "ext module axpy", "graph axpy",
-                                                "cooperative axpy", "2d peer and stream copies"))
+        expect_ok("hip_app " + mode, r.stdout, HIP_APP_OK)
         log = [parse(ln) for ln in open(OUT + "/hip.log").read().splitlines()]
         want = ["_Z4axpyfPKfPfi", "_Z3dynPi"] + ["_Z4axpyfPKfPfi"] * 5  # module, ext, graph twice, coop
         if mode == "twins":
@@ -587,15 +602,7 @@ def case_hip_program():
         check(len(ops) == 7, "hip_app %s: the seven kernels are ops: %s" % (mode, ops))
         # the HIP calls, through the runtime's callbacks (roctracer's contract)
         calls = [r[0] for r in rows(trace, "select apiName from api where domain = 'hip' order by start")]
-        check(calls == ["hipMalloc", "hipMalloc", "hipMemcpy", "hipMemcpy", "hipLaunchKernel", "hipMalloc",
-                        "hipLaunchKernel", "hipDeviceSynchronize", "hipMemcpy", "hipMemcpy",
-                        "hipModuleLoadData", "hipModuleLaunchKernel", "hipMemcpy",
-                        "hipExtModuleLaunchKernel", "hipMemcpy", "hipMemcpy", "hipStreamCreate", "hipStreamBeginCapture", "hipLaunchKernel",
-                        "hipStreamEndCapture", "hipGraphInstantiate", "hipGraphLaunch", "hipGraphLaunch",
-                        "hipStreamSynchronize", "hipMemcpy", "hipMemcpyHtoD", "hipLaunchCooperativeKernel",
-                        "hipMemcpyDtoHAsync", "hipStreamSynchronize", "hipMemcpy2D", "hipMemcpyPeer",
-                        "hipMemcpyPeer", "hipMemcpyWithStream", "hipFree", "hipFree", "hipFree"],
-              "hip_app %s: the program's HIP calls in order: %s" % (mode, calls))
+        check(calls == HIP_APP_CALLS, "hip_app %s: the program's HIP calls in order: %s" % (mode, calls))
         check(not rows(trace, "select * from api where apiName = 'hsa_kernel_dispatch'"),
               "hip_app %s: a launch's row is its hipLaunchKernel" % mode)
         launches = rows(trace, "select k.gridX, k.workgroupX, k.groupSegmentSize, s.string, o.description "
@@ -656,9 +663,74 @@ def case_hip_program():
           "then the cache's twins (nanoprobe run -i -c DIR -a MemoryAnalysis)")
 
 
+
+def case_plugin_program():
+    """hip_app built with the plugin (hipcc), run by nanoprobe run -i (which
+    also loads the HSA tool), on the stand-in HIP over the stand-in ROCr:
+    the plugin's launches run the program's own twins (no cache), the HSA
+    tool records each dispatch once, as the kernel the program launched,
+    marked instrumented, and the program's HIP calls are the trace's, none
+    of the GPU back end's own."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NANO_", "HSA_", "RPDT_"))}
+    app = OUT + "/hip/hip_app_plugin"
+    out = sh([KERNELDB, "sites", app, "--arch", "gfx90a"]).stdout
+    ids = []
+    for w in ("hip_app.hip:20:25", "hip_app.hip:20:32", "hip_app.hip:20:19", "hip_app.hip:26:20"):
+        m = [ln.split()[0] for ln in out.splitlines() if ln.split()[6:7] and ln.split()[6].endswith(w)]
+        check(len(m) == 1, "one site at %s in the program's code object:\n%s" % (w, out))
+        ids.append(m[0] if m else "0")
+    env.update(LD_LIBRARY_PATH=OUT + "/hip:" + OUT, FAKE_HSA_LOG=OUT + "/plugin.log", FAKE_SITES=" ".join(ids))
+    module = OUT + "/prog5.gfx90a.co"
+    trace = OUT + "/plugin.rpd"
+    for p in (trace, OUT + "/plugin.log"):
+        if os.path.exists(p):
+            os.unlink(p)
+    r = subprocess.run([NANOPROBE, "run", "-q", "-o", trace, "-i", "-a", "MemoryAnalysis", "-l",
+                        OUT + "/plugin.txt", "--", app, module, "graph"],
+                       capture_output=True, text=True, env=env, timeout=120)
+    check(r.returncode == 0, "nanoprobe run -i -- hip_app_plugin: exit %d\n%s" % (r.returncode, r.stderr))
+    expect_ok("hip_app_plugin", r.stdout, HIP_APP_OK)
+    said = [ln for ln in r.stderr.splitlines() if ln.startswith("nanoprobe") and "trace written" not in ln]
+    check(not said, "hip_app_plugin: nothing to say: %s" % said)
+    # the plugin's launches (axpy, dyn, the graph's two replays, the
+    # cooperative one) run the twins; the module's two launches, which the
+    # plugin cannot route, the original
+    twin, axpy, dyn = "__nano_twin_%sPv", "_Z4axpyfPKfPfi", "_Z3dynPi"
+    log = [parse(ln) for ln in open(OUT + "/plugin.log").read().splitlines()]
+    ran = [twin % axpy, twin % dyn, axpy, axpy] + [twin % axpy] * 3
+    check([d["kernel"] for d in log] == ran, "hip_app_plugin: the kernels that ran: %s" % log)
+    # the HSA tool records each dispatch once, as the kernel the program
+    # launched (demangled), a twin's marked
+    shown_as = {twin % axpy: "axpy(float, float const*, float*, int) [instrumented]",
+                twin % dyn: "dyn(int*) [instrumented]", axpy: "axpy(float, float const*, float*, int)"}
+    ops = [r[0] for r in rows(trace, "select description from op order by start")]
+    check(ops == [shown_as[k] for k in ran], "hip_app_plugin: one op per dispatch, named: %s" % ops)
+    # the program's HIP calls, none of the back end's own (its copies,
+    # events, host memory), and nanoLaunchKernel before each routed launch
+    calls = [r[0] for r in rows(trace, "select apiName from api where domain = 'hip' order by start")]
+    check(calls == HIP_APP_CALLS, "hip_app_plugin: the program's HIP calls in order: %s" % calls)
+    routed = [r[0] for r in rows(trace, "select b.apiName from api a join api b on b.id = "
+                                 "(select c.id from api c where c.start >= a.start and c.domain = 'hip' "
+                                 "order by c.start limit 1) where a.apiName = 'nanoLaunchKernel' order by a.start")]
+    check(routed == ["hipLaunchKernel"] * 3 + ["hipLaunchCooperativeKernel"],
+          "hip_app_plugin: each routed launch's call after its nanoLaunchKernel row: %s" % routed)
+    check(not rows(trace, "select * from api where apiName = 'hsa_kernel_dispatch'"),
+          "hip_app_plugin: a launch's row is its HIP call")
+    # five dispatches (the graph's replays too), summed on the device by the
+    # twins (MemoryAnalysis alone), every access: axpy's 1000 threads load
+    # x and y and store y, dyn's 64 store once
+    disp = rows(trace, "select d.kernel, d.backend, d.aggregate, d.records, group_concat(m.accesses) "
+                "from nano_dispatch d join nano_memory m on m.dispatch_id = d.id group by d.id order by d.id")
+    a3 = ("hip", "device", 0, "1000,1000,1000")
+    check(disp == [(axpy,) + a3, (dyn, "hip", "device", 0, "64")] + [(axpy,) + a3] * 3,
+          "hip_app_plugin: the dispatches, summed by their twins, every access: %s" % disp)
+    print("ok plugin_program: hip_app built with the plugin under nanoprobe run -i (HSA tool and GPU "
+          "back end together): twins of its launches and replays, one op each, its own HIP calls only")
+
 if __name__ == "__main__":
     build_all()
     which = sys.argv[12:] or ["plain_and_timed", "concurrent", "twins", "summed", "isa_width", "plain_cache",
-                              "mismatch_and_bad_cache", "full_pool", "shutdown", "two_tools", "nanoprobe_run", "hip_program"]
+                              "mismatch_and_bad_cache", "full_pool", "shutdown", "two_tools", "nanoprobe_run", "hip_program",
+                              "plugin_program"]
     for c in which:
         globals()["case_" + c]()
