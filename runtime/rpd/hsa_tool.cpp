@@ -117,6 +117,7 @@ struct hsa_alt {
   size_t buffer_arg; /* a twin's buffer argument, in args[] */
   size_t nargs;
   struct hsa_arg *args;
+  char *variables; /* its code object's (hsa_variables) */
   struct hsa_alt *next;
 };
 
@@ -130,7 +131,8 @@ struct hsa_kernel {
   size_t nargs; /* its argument list, when the cache needed it; else 0 */
   struct hsa_arg *args;
   int args_known;
-  int resolved; /* its replacements were looked for */
+  char *variables; /* its code object's (hsa_variables), when the cache needed them */
+  int resolved;    /* its replacements were looked for */
   struct hsa_alt *twin, *plain;
   struct hsa_kernel *next;
 };
@@ -142,6 +144,7 @@ struct hsa_loaded {
   char *name;
   size_t nargs;
   struct hsa_arg *args;
+  char *variables;
   struct hsa_loaded *next;
 };
 
@@ -280,6 +283,60 @@ static struct hsa_arg *hsa_args_copy(const kdb_kernel *k, size_t *n) {
   return a;
 }
 
+/* The names of the module variables (__device__, __constant__) code object
+ * co defines, each between newlines ("\nA\nB\n"; "\n": none), but what the
+ * compiler and nanoprobe put in every code object (kernel descriptors,
+ * HIP's block and thread coordinate dummies and its __hip_ symbols, the
+ * plugin's site tables), which no kernel reads as program data. NULL: out
+ * of memory or an unreadable symbol table (then nothing is known). */
+static char *hsa_variables(const struct nano_kdb_api *api, kdb *db, const kdb_code_object *co) {
+  static const char *const skipped[] = {"__hip_", "_ZN17__HIP_Coordinates", "__nano_"};
+  char err[256];
+  long n = api->globals(db, co, NULL, 0, err, sizeof err);
+  kdb_global *g = n > 0 ? (kdb_global *)calloc((size_t)n, sizeof *g) : NULL;
+  if (n < 0 || (n > 0 && (!g || api->globals(db, co, g, (size_t)n, err, sizeof err) != n))) {
+    free(g);
+    return NULL;
+  }
+  size_t len = 2;
+  for (long i = 0; i < n; i++)
+    len += strlen(g[i].name) + 1;
+  char *out = (char *)malloc(len), *at = out;
+  if (out)
+    *at++ = '\n';
+  for (long i = 0; out && i < n; i++) {
+    size_t l = strlen(g[i].name);
+    int skip = l > 3 && !strcmp(g[i].name + l - 3, ".kd");
+    for (size_t k = 0; k < sizeof skipped / sizeof skipped[0] && !skip; k++)
+      skip = !strncmp(g[i].name, skipped[k], strlen(skipped[k]));
+    if (!skip) {
+      memcpy(at, g[i].name, l);
+      at += l;
+      *at++ = '\n';
+    }
+  }
+  if (out)
+    *at = 0;
+  free(g);
+  return out;
+}
+
+/* The first variable of list a (hsa_variables) that list b has too, into
+ * name; 0 when none (or either is unknown). */
+static int hsa_shared_variable(const char *a, const char *b, char *name, size_t len) {
+  for (const char *v = a ? a + 1 : NULL; b && v && *v;) {
+    const char *end = strchr(v, '\n');
+    char key[512];
+    int n = snprintf(key, sizeof key, "\n%.*s\n", (int)(end - v), v);
+    if (n > 0 && (size_t)n < sizeof key && strstr(b, key)) {
+      snprintf(name, len, "%.*s", (int)(end - v), v);
+      return 1;
+    }
+    v = end + 1;
+  }
+  return 0;
+}
+
 static int hsa_is_cached(const char *name) {
   for (struct hsa_alt *a = g_hsa.alts; a; a = a->next)
     if (!strcmp(a->key, name))
@@ -297,14 +354,18 @@ static void hsa_read_arguments(uint64_t e, const void *data, size_t size) {
     hsa_log("a code object of the program cannot be read (%s): its kernels are not replaced", err);
     return;
   }
+  char *variables = kdb_api->count(db) == 1 ? hsa_variables(kdb_api, db, kdb_api->at(db, 0)) : NULL;
   for (size_t i = 0; i < kdb_api->kernel_count(db); i++) {
     const kdb_kernel *k = kdb_api->kernel_at(db, i);
     if (!hsa_is_cached(k->name))
       continue;
     struct hsa_loaded *l = (struct hsa_loaded *)calloc(1, sizeof *l);
-    if (!l || !(l->name = strdup(k->name)) || !(l->args = hsa_args_copy(k, &l->nargs))) {
-      if (l)
+    if (!l || !(l->name = strdup(k->name)) || !(l->args = hsa_args_copy(k, &l->nargs)) ||
+        (variables && !(l->variables = strdup(variables)))) {
+      if (l) {
         free(l->name);
+        free(l->args);
+      }
       free(l);
       continue;
     }
@@ -312,6 +373,7 @@ static void hsa_read_arguments(uint64_t e, const void *data, size_t size) {
     l->next = g_hsa.loaded;
     g_hsa.loaded = l;
   }
+  free(variables);
   kdb_api->close(db);
 }
 
@@ -424,6 +486,7 @@ static hsa_status_t hsa_add_symbol(hsa_executable_t e, hsa_executable_symbol_t s
     if ((*l)->executable == e.handle && !strcmp((*l)->name, name)) {
       struct hsa_loaded *f = *l;
       k->args = f->args, k->nargs = f->nargs, k->args_known = 1;
+      k->variables = f->variables;
       *l = f->next;
       free(f->name);
       free(f);
@@ -484,6 +547,7 @@ static void hsa_cache_load(uint64_t agent, const struct nano_kdb_api *api, kdb *
             hsa_error(rc));
     return;
   }
+  char *variables = hsa_variables(api, db, co);
   for (size_t i = 0; i < api->kernel_count(db); i++) {
     const kdb_kernel *k = api->kernel_at(db, i);
     if (k->co != co)
@@ -509,9 +573,11 @@ static void hsa_cache_load(uint64_t agent, const struct nano_kdb_api *api, kdb *
         c->hsa_executable_symbol_get_info_fn(s, HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT,
                                              &a->object) != HSA_STATUS_SUCCESS ||
         !(a->key = strdup(key)) || !(a->path = strdup(path)) ||
-        !(a->args = hsa_args_copy(k, &a->nargs))) {
+        !(a->args = hsa_args_copy(k, &a->nargs)) ||
+        (variables && !(a->variables = strdup(variables)))) {
       free(a->key);
       free(a->path);
+      free(a->args);
       free(a);
       continue;
     }
@@ -527,6 +593,7 @@ static void hsa_cache_load(uint64_t agent, const struct nano_kdb_api *api, kdb *
     a->next = g_hsa.alts;
     g_hsa.alts = a;
   }
+  free(variables);
 }
 
 /* The kernels of a cache file's code objects for one agent's arch (lock
@@ -598,6 +665,7 @@ static void hsa_resolve(struct hsa_kernel *k) {
   if (k->resolved)
     return;
   k->resolved = 1;
+  int shared_said = 0;
   for (struct hsa_alt *a = g_hsa.alts; a; a = a->next) {
     if (a->agent != k->agent || strcmp(a->key, k->name))
       continue;
@@ -605,6 +673,16 @@ static void hsa_resolve(struct hsa_kernel *k) {
     if (hsa_args_differ(k, a, why, sizeof why)) {
       hsa_log("kernel cache: %s%s in %s does not replace %s: %s; it runs as built",
               a->twin ? "the twin of " : "", k->shown ? k->shown : k->name, a->path, k->name, why);
+      continue;
+    }
+    char shared[256];
+    if (hsa_shared_variable(a->variables, k->variables, shared, sizeof shared)) {
+      if (!shared_said++) /* once per kernel, for its twin and its plain kernel alike */
+        hsa_log("kernel cache: %s in %s does not replace %s: the program's code object and the "
+                "cache's both define the module variable %s, and a replacement would compute "
+                "with the cache's copy, not the program's (copying it around the dispatch is not "
+                "done on AMD yet); it runs as built",
+                k->shown ? k->shown : k->name, a->path, k->name, shared);
       continue;
     }
     if (a->kernarg > HSA_KERNARG_SLOT) {
