@@ -53,6 +53,14 @@ else:
     expect(all(o["api_id"] for o in kernels), "CUPTI: a kernel op not linked to its call")
 
 
+def replayed_ops():
+    """The types of the ops linked to the graph launches, in order."""
+    return [r["type"] for r in rows(
+        "select t.string as type from rocpd_op o join rocpd_string t on t.id = o.opType_id "
+        "join rocpd_api_ops x on x.op_id = o.id join rocpd_api a on a.id = x.api_id "
+        "join rocpd_string s on s.id = a.apiName_id where s.string like 'cudaGraphLaunch%'")]
+
+
 def at(kind, **where):
     return [m for m in memory if m["kind"] == kind and all(m[k] == v for k, v in where.items())]
 
@@ -80,10 +88,7 @@ elif sample == "graph_timeline":
     expect(sorted(b["dispatch_id"] for b in blocks) == sorted(d["id"] for d in dispatches)
            and all(b["start"] == b["d_start"] <= b["end"] for b in blocks),
            f"one block per dispatch, timed from its dispatch's start: {[dict(b) for b in blocks]}")
-    replayed = [r["type"] for r in rows(
-        "select t.string as type from rocpd_op o join rocpd_string t on t.id = o.opType_id "
-        "join rocpd_api_ops x on x.op_id = o.id join rocpd_api a on a.id = x.api_id "
-        "join rocpd_string s on s.id = a.apiName_id where s.string like 'cudaGraphLaunch%'")]
+    replayed = replayed_ops()
     expect(replayed == ["ConcurrentKernel"] * 3,
            f"each replay's one op is its kernel: the tables' memsets and copies are not the program's, got {replayed}")
 elif sample == "timeline":
@@ -142,10 +147,7 @@ elif sample in ("graph", "graph_relaxed"):
            f"each dispatch: a load and a store of 32 lanes, got {[(m['kind'], m['accesses']) for m in memory]}")
     expect(len({d["id"] for d in dispatches}) == 4, "four dispatches, four ids")
     expect(len([o for o in kernels if "inc" in o["name"] or "3incPi" in o["name"]]) == 4, "the warm-up's and each replay's kernel are ops")
-    replayed = [r["type"] for r in rows(
-        "select t.string as type from rocpd_op o join rocpd_string t on t.id = o.opType_id "
-        "join rocpd_api_ops x on x.op_id = o.id join rocpd_api a on a.id = x.api_id "
-        "join rocpd_string s on s.id = a.apiName_id where s.string like 'cudaGraphLaunch%'")]
+    replayed = replayed_ops()
     expect(replayed == ["ConcurrentKernel"] * 3,
            f"each replay's one op is its kernel: the copies nanoprobe adds to the graph are not the program's, got {replayed}")
     # what rpd graph joins: the capture's graph, instantiated, launched three times

@@ -407,12 +407,16 @@ static hipError_t synchronize(void) {
 
 static int unsafe_now(void);
 
-static hipError_t device_malloc(void **p, size_t n) {
+/* n bytes of the GPU's memory pool, or (host) of the fine-grained kernarg
+ * pool, host memory the GPU is then given access to. */
+static hipError_t pool_malloc(void **p, size_t n, int host) {
   if (unsafe_now())
     return hipErrorStreamCaptureUnsupported;
   pthread_mutex_lock(&g.lock);
   init();
-  hsa_status_t rc = hsa_amd_memory_pool_allocate(g.device, n ? n : 1, 0, p);
+  hsa_status_t rc = hsa_amd_memory_pool_allocate(host ? g.kernarg : g.device, n ? n : 1, 0, p);
+  if (rc == HSA_STATUS_SUCCESS && host)
+    rc = hsa_amd_agents_allow_access(1, &g.gpu, NULL, *p);
   pthread_mutex_unlock(&g.lock);
   return rc == HSA_STATUS_SUCCESS ? hipSuccess : hipErrorOutOfMemory;
 }
@@ -460,7 +464,7 @@ hipError_t hipLaunchKernel(const void *fn, dim3 grid, dim3 block, void **args, s
 hipError_t hipDeviceSynchronize(void) { CALL(HIP_API_ID_hipDeviceSynchronize, (void)0, synchronize()); }
 hipError_t hipMalloc(void **p, size_t n) {
   CALL(HIP_API_ID_hipMalloc, (d_.args.hipMalloc.ptr = p, d_.args.hipMalloc.size = n),
-       device_malloc(p, n));
+       pool_malloc(p, n, 0));
 }
 hipError_t hipFree(void *p) { CALL(HIP_API_ID_hipFree, d_.args.hipFree.ptr = p, device_free(p)); }
 hipError_t hipMemcpy(void *dst, const void *src, size_t n, hipMemcpyKind kind) {
@@ -801,23 +805,11 @@ hipError_t hipGetDeviceProperties(hipDeviceProp_t *p, int dev) {
        (d_.args.hipGetDeviceProperties.props = p, d_.args.hipGetDeviceProperties.device = dev),
        device_properties(p, dev));
 }
-/* Host memory the device reaches: the fine-grained kernarg pool's. */
-static hipError_t host_malloc(void **p, size_t n) {
-  if (unsafe_now())
-    return hipErrorStreamCaptureUnsupported;
-  pthread_mutex_lock(&g.lock);
-  init();
-  hsa_status_t rc = hsa_amd_memory_pool_allocate(g.kernarg, n ? n : 1, 0, p);
-  if (rc == HSA_STATUS_SUCCESS)
-    rc = hsa_amd_agents_allow_access(1, &g.gpu, NULL, *p);
-  pthread_mutex_unlock(&g.lock);
-  return rc == HSA_STATUS_SUCCESS ? hipSuccess : hipErrorOutOfMemory;
-}
 hipError_t hipHostMalloc(void **p, size_t n, unsigned flags) {
   CALL(HIP_API_ID_hipHostMalloc,
        (d_.args.hipHostMalloc.ptr = p, d_.args.hipHostMalloc.size = n,
         d_.args.hipHostMalloc.flags = flags),
-       host_malloc(p, n));
+       pool_malloc(p, n, 1));
 }
 hipError_t hipHostGetDevicePointer(void **d, void *h, unsigned flags) {
   CALL(HIP_API_ID_hipHostGetDevicePointer,
