@@ -137,7 +137,6 @@ struct GpuApi {
   const char *AddNode[4];
 };
 
-const char *const WhyEx = "its launch attributes are not mirrored to twins yet";
 const char *const WhyModule = "a function looked up in a module at run time has no twin of the "
                               "plugin's; `nanoprobe run -i -c CACHE` gives it a kernel cache's";
 const char *const WhyGraph = "kernel nodes of graphs built by hand are not given twins yet "
@@ -171,14 +170,13 @@ const GpuApi Apis[] = {
       {"hipLaunchKernel_spt", true},
       {"hipLaunchCooperativeKernel", false},
       {"hipLaunchCooperativeKernel_spt", true}},
-     {},
+     {{"hipLaunchKernelExC", false}},
      {{"hipExtLaunchKernel", false}},
      "hipGetLastError",
      "hipPeekAtLastError",
      "hipGetErrorName",
      {"hipFuncSetAttribute", "hipFuncSetCacheConfig", "hipFuncSetSharedMemConfig"},
-     {{"hipLaunchKernelExC", WhyEx},
-      {"hipModuleLaunchKernel", WhyModule},
+     {{"hipModuleLaunchKernel", WhyModule},
       {"hipExtModuleLaunchKernel", WhyModule},
       {"hipModuleLaunchCooperativeKernel", WhyModule},
       {"hipGraphAddKernelNode", WhyGraph},

@@ -33,7 +33,8 @@
 #   - HIP (host side only: no site table): the HIP runtime's placement, the
 #     device's arch and wave size from its properties, every access recorded,
 #     a graph's replays each a dispatch; hipExtLaunchKernelGGL (ext.hip) runs
-#     the twin through the program's call, its events around the twin.
+#     the twin through the program's call, its events around the twin;
+#     hipLaunchKernelExC (exc.hip, HIP 6) with the program's configuration.
 # CUDA's device side is compiled for real (ptxas, fatbinary: the toolkit's);
 # HIP's host side alone.
 # usage: check.sh cuda|hip COMPILER PLUGIN CLANG SOURCE_ROOT LIBNANO_RPD KERNELDB RPD_TOOL OUT_DIR
@@ -191,6 +192,24 @@ $row" ] || fail "HIP: the twin's dispatch and the graph's three replays, every a
     fail "ext: the twin alone, through the program's call with its events ($(cat ext.out))"
   [ "$(query ext.rpd "select kernel, records from nano_dispatch")" = "_Z4axpyfPKfPfi 3000" ] ||
     fail "ext: one dispatch, the three accesses of each of the 1000 threads ($(query ext.rpd "select kernel, records from nano_dispatch"))"
+  # hipLaunchKernelExC (HIP 6): the twin through the program's call with its
+  # configuration, the attribute included
+  "$compiler" --offload-arch=gfx90a --cuda-host-only -O2 -c -Xclang -fcuda-include-gpubinary \
+    -Xclang gpubinary -fpass-plugin="$plugin" "$here/exc.hip" -o exc.o \
+    2> >(grep -v -e rocm_agent_enumerator -e 'linker. input unused' >&2)
+  "$clang" exc.o -o exc -L. -l:libcuda.so.1 -Wl,-rpath,"$out" -lstdc++
+  ./exc >exc_plain.out || fail "exc: the program failed"
+  grep -qx "exc 0 y right" exc_plain.out &&
+    grep -qx "configured launch of _Z4axpyfPKfPfi: 1 attributes" exc_plain.out ||
+    fail "exc without the runtime: $(cat exc_plain.out)"
+  env RPDT_FILENAME=exc.rpd NANO_INSTRUMENT=1 NANO_ANALYZERS=none LD_PRELOAD="$rpd" ./exc \
+    >exc.out 2>exc.err || fail "exc: $(cat exc.err)"
+  grep -qx "exc 0 y right" exc.out &&
+    grep -qx "configured launch of __nano_twin__Z4axpyfPKfPfiPv: 1 attributes" exc.out &&
+    ! grep -q "^configured launch of _Z4axpyfPKfPfi" exc.out ||
+    fail "exc: the twin alone, through the program's configured call ($(cat exc.out))"
+  [ "$(query exc.rpd "select kernel, records from nano_dispatch")" = "_Z4axpyfPKfPfi 3000" ] ||
+    fail "exc: one dispatch, every access ($(query exc.rpd "select kernel, records from nano_dispatch"))"
   echo "PASS hip launch routing and GPU back end"
   exit 0
 fi

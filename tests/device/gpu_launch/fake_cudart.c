@@ -851,7 +851,11 @@ int cudaLaunchCooperativeKernel(const void *func, struct dim3 grid, struct dim3 
   return cudaLaunchKernel(func, grid, block, args, shared, stream);
 }
 
-/* HIP's names for the same entry points. */
+/* HIP's names for the same entry points (hipLaunchKernelExC: HIP 6's
+ * hipLaunchConfig_t has cudaLaunchConfig_t's layout). */
+int hipLaunchKernelExC(const struct fake_config *c, const void *func, void **args) {
+  return cudaLaunchKernelExC(c, func, args);
+}
 void **__hipRegisterFatBinary(void *fatbin) { return __cudaRegisterFatBinary(fatbin); }
 void __hipUnregisterFatBinary(void **module) { __cudaUnregisterFatBinary(module); }
 void __hipRegisterFunction(void **module, const char *host, char *device_fun,
