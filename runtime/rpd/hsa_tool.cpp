@@ -1340,8 +1340,8 @@ EXPORT void OnUnload(void) {
     usleep(HSA_UNLOAD_POLL_US);
   uint64_t left = __atomic_load_n(&g_hsa.in_flight, __ATOMIC_ACQUIRE);
   if (left)
-    hsa_log("%llu kernel dispatches were still running at hsa_shut_down (after %d ms): they are "
-            "not in the trace",
+    hsa_log("%llu kernel dispatches were still running at hsa_shut_down (after %d ms): they may "
+            "be missing from the trace",
             (unsigned long long)left, HSA_UNLOAD_WAIT_MS);
   if (g_hsa.pool_full)
     hsa_log("%llu dispatches ran as built: the kernarg pool was full",

@@ -557,8 +557,8 @@ def case_shutdown():
     check("still running" not in err and len(rows(trace, "select * from op")) == 1,
           "shutdown: a kernel that completes within the wait is in the trace:\n%s" % err)
     out, err, log, trace = run("shutdown_slow", co, ["nowait"], {"FAKE_HSA_KERNEL_US": "3000000"})
-    check("1 kernel dispatches were still running at hsa_shut_down (after 1000 ms): they are not "
-          "in the trace" in err and not rows(trace, "select * from op"),
+    check("1 kernel dispatches were still running at hsa_shut_down (after 1000 ms): they may be "
+          "missing from the trace" in err and not rows(trace, "select * from op"),
           "shutdown: a kernel still running is said, not silently missing:\n%s" % err)
     print("ok shutdown: kernels running at hsa_shut_down get a second, then are said")
 
