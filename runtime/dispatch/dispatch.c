@@ -1004,8 +1004,9 @@ struct nano_dispatch *nano_dispatch_begin(const struct nano_launch_desc *l) {
           dispatch_note_once(&g_d.noted_where,
                              "NANO_AGGREGATE=device: the twin of %s cannot sum on the device (no "
                              "site table names it, a line, sector or page size that is not a "
-                             "power of two, or no device memory for the table): its dispatches "
-                             "stream their records",
+                             "power of two, no device memory for the table, or a graph replay "
+                             "of a kernel captured before its first summed dispatch): its "
+                             "dispatches stream their records",
                              info->kernel_name);
       }
     }
