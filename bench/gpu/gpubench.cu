@@ -2,6 +2,9 @@
 // traced and instrumented, and divides). Each mode prints one line,
 // "<mode> <figure> <unit>":
 //   tiny N       N launches of a one-warp kernel, each waited for: us per launch
+//   replay N     that kernel captured into a graph (after one launch outside
+//                it, which instrumented captures need), the graph launched N
+//                times, each waited for: us per replay
 //   membound R   one grid-stride triad over 2^26 floats, R passes: ms (CUDA events)
 //   membound2 R  two such triads at once on two streams (two dispatches to
 //                drain together): ms from before the first to after both
@@ -28,7 +31,7 @@ static double seconds() {
 
 int main(int argc, char **argv) {
   if (argc != 3) {
-    std::fprintf(stderr, "usage: gpubench tiny|membound|membound2|api|launch N\n");
+    std::fprintf(stderr, "usage: gpubench tiny|replay|membound|membound2|api|launch N\n");
     return 2;
   }
   const char *mode = argv[1];
@@ -46,6 +49,25 @@ int main(int argc, char **argv) {
       CHECK(cudaStreamSynchronize(s));
     }
     std::printf("tiny %.3f us\n", (seconds() - t0) / n * 1e6);
+  } else if (!std::strcmp(mode, "replay")) {
+    float *p;
+    cudaGraph_t g;
+    cudaGraphExec_t ge;
+    CHECK(cudaMalloc(&p, 32 * sizeof(float)));
+    tiny<<<1, 32, 0, s>>>(p); // outside a graph first: a twin is captured only after
+    CHECK(cudaStreamSynchronize(s));
+    CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    tiny<<<1, 32, 0, s>>>(p);
+    CHECK(cudaStreamEndCapture(s, &g));
+    CHECK(cudaGraphInstantiate(&ge, g, 0));
+    CHECK(cudaGraphLaunch(ge, s)); // warm-up: the executable's upload
+    CHECK(cudaStreamSynchronize(s));
+    double t0 = seconds();
+    for (long i = 0; i < n; i++) {
+      CHECK(cudaGraphLaunch(ge, s));
+      CHECK(cudaStreamSynchronize(s));
+    }
+    std::printf("replay %.3f us\n", (seconds() - t0) / n * 1e6);
   } else if (!std::strcmp(mode, "membound")) {
     const long len = 1L << 26;
     float *a, *b, *c;

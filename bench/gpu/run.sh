@@ -8,6 +8,10 @@
 #                    from records, NANO_AGGREGATE=host; MemoryAnalysis summed by
 #                    the twin, NANO_AGGREGATE=device) over plain. NVBit's
 #                    memtrace: 6.9-7.3x on a tiny vector add.
+#   replay cost      the tiny kernel in a CUDA graph, each replay waited for
+#                    (PyTorch's CUDA graphs): instrumented (no analyzer;
+#                    MemoryAnalysis from records; MemoryAnalysis summed by the
+#                    twin, its tables placed at capture) over plain.
 #   per-access cost  memory-bound triad (R passes: 10 ms plain at the default
 #                    R=35 on an H100, 106 ms at R=350 (85 ms on an H200), where
 #                    one instrumented run takes minutes): instrumented (none;
@@ -21,14 +25,14 @@
 #                    on two streams, instrumented: NANO_DRAIN_THREADS=4 over 1.
 # usage: bench/gpu/run.sh OUT [WORK]
 # env: NANO_BENCH_REPEAT; NANO_BENCH_PASSES; NANO_BENCH_FIGURES, the groups to
-# run (default "tiny api launch membound"; "drain" too on request); NANO_BENCH_MEMBOUND, membound's
+# run (default "tiny replay api launch membound"; "drain" too on request); NANO_BENCH_MEMBOUND, membound's
 # instrumented variants (default "inst_none inst_memory inst_summed").
 set -euo pipefail
 out=$(cd "$1" && pwd)
 work=${2:-$(mktemp -d)}
 mkdir -p "$work"
 rounds=${NANO_BENCH_REPEAT:-5} passes=${NANO_BENCH_PASSES:-35}
-figures=" ${NANO_BENCH_FIGURES:-tiny api launch membound} "
+figures=" ${NANO_BENCH_FIGURES:-tiny replay api launch membound} "
 membound=${NANO_BENCH_MEMBOUND:-inst_none inst_memory inst_summed}
 "$out/probe" >/dev/null 2>&1 || { echo "no CUDA device here: the GPU benchmarks did not run"; exit 77; }
 . "$out/env.sh" # OUT/lib and CUPTI (tests/gpu/env.sh)
@@ -92,6 +96,7 @@ PY
 wanted() { [[ $figures == *" $1 "* ]]; }
 # the long one last, so that a session cut short has the others
 if wanted tiny; then ratios tiny 2000 plain inst_none inst_hostfn inst_memory inst_summed; fi
+if wanted replay; then ratios replay 2000 plain inst_none inst_memory inst_summed; fi
 if wanted api; then ratios api 200000 plain traced; fi
 if wanted launch; then ratios launch 100000 plain traced hooked; fi
 if wanted drain; then ratios membound2 "$passes" inst_none inst_drain4; fi

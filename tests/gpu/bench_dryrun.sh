@@ -32,8 +32,9 @@ chmod +x "$out/probe" "$out/gpubench" "$out/bench.sh"
 got=$(NANO_BENCH_REPEAT=2 "$out/bench.sh" "$out" "$work/bench")
 echo "$got"
 fail() { echo "FAIL: $*"; exit 1; }
-[ "$(grep -c ': best     1.50x  median     1.50x  (3.000 / 2.000 per unit, medians)' <<<"$got")" = 10 ] ||
-  fail "ten ratios of 3 units to 2 (tiny: four variants; api; launch: traced, hooked; membound: three)"
+[ "$(grep -c ': best     1.50x  median     1.50x  (3.000 / 2.000 per unit, medians)' <<<"$got")" = 13 ] ||
+  fail "thirteen ratios of 3 units to 2 (tiny: four variants; replay: three; api; launch: traced, hooked; membound: three)"
+grep -q "^replay    inst_summed  / plain" <<<"$got" || fail "the graph replay's summed figure"
 grep -q "^launch    hooked       / plain" <<<"$got" || fail "the kernel cache hook's launch figure"
 grep -qx "membound drained 2.0 M records/s (2000000 records, 0 dropped)" <<<"$got" ||
   fail "the drained-records figure from the dispatch row"

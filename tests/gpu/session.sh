@@ -12,7 +12,8 @@
 #                 the samples whose MemoryAnalysis figures the suite checks
 #   rpd.txt       bench/rpd/run.sh (the tracer's hot path: the 25 ns check)
 #   gpubench.txt  bench/gpu/run.sh (inst_summed: MemoryAnalysis summed by the
-#                 twins, issue 39's <= 2x and <= 3x); gpubench_drain.txt: NANO_DRAIN_THREADS=4
+#                 twins, issue 39's <= 2x and <= 3x; replay: a tiny kernel's
+#                 graph replays); gpubench_drain.txt: NANO_DRAIN_THREADS=4
 #                 over 1; gpubench_long.txt: the >= 100 ms memory-bound kernel
 # Runs over a build folder made here (here: ctest -R gpu_suite_build, and
 # bench/rpd built); the device tool carries BUILD/gpu-suite and BUILD/bench/rpd.
