@@ -45,6 +45,7 @@
 #include "nano/analyzers.h"
 #include "nano/demangle.h"
 #include "nano/handler.h"
+#include "nano/hash.h"
 #include "nano/json.h"
 #include "nano/outfile.h"
 #include "nano/path.h"
@@ -82,6 +83,8 @@
 #define DISPATCH_SUMS_SHARDS 16u
 #define DISPATCH_SUMS_MAX_COUNTS (1u << 20)
 #define DISPATCH_SUMS_PAGE_SLOTS (1u << 16)
+/* Buckets of the kernels' index at its first use (doubled as it fills). */
+#define DISPATCH_KERNEL_BUCKETS 64u
 
 enum dispatch_pick { PICK_ALL, PICK_FIRST, PICK_NTH, PICK_RANDOM };
 /* NANO_AGGREGATE: where the analyzers' sums are made. */
@@ -101,7 +104,8 @@ struct kernel_state {
   struct dispatch_sums *sums;
   int dispatched;  /* an instrumented dispatch of it had handlers        */
   int block_times; /* a handler of its last one read block times          */
-  struct kernel_state *next;
+  uint64_t hash;   /* of its name (nano_fnv64_str)                         */
+  struct kernel_state *next, *next_in_bucket;
 };
 
 /* The site tables of one code object (an executable, shared library, GPU
@@ -194,6 +198,11 @@ static struct {
 
   pthread_mutex_t lock; /* everything below */
   struct kernel_state *kernels;
+  /* the same kernels by name (chained buckets, a power of two of them,
+   * doubled when they hold two kernels each on average): a program with
+   * thousands of kernels (PyTorch) looks one up per dispatch */
+  struct kernel_state **kernel_index;
+  size_t kernel_buckets, nkernels;
   struct code_object *cos;
   struct placement_pool *pools;
   struct nano_dh_drainer *drainer;
@@ -473,12 +482,52 @@ static int dispatch_regex_selects(const char *name, const char *demangled) {
 }
 
 /* The state of kernel `name`, created on first sight (g_d.lock held). */
-static struct kernel_state *dispatch_kernel(const char *name) {
-  for (struct kernel_state *k = g_d.kernels; k; k = k->next)
-    if (strcmp(k->name, name) == 0)
+/* The kernel named `name`, or NULL (g_d.lock held). */
+static struct kernel_state *dispatch_kernel_find(const char *name, uint64_t hash) {
+  if (!g_d.kernel_buckets)
+    return NULL;
+  for (struct kernel_state *k = g_d.kernel_index[hash & (g_d.kernel_buckets - 1)]; k;
+       k = k->next_in_bucket)
+    if (k->hash == hash && strcmp(k->name, name) == 0)
       return k;
-  struct kernel_state *k = calloc(1, sizeof *k);
+  return NULL;
+}
+
+/* Puts k into the index, doubling it first when full (g_d.lock held). 0, or
+ * -1 when out of memory. */
+static int dispatch_kernel_index(struct kernel_state *k) {
+  if (g_d.nkernels >= 2 * g_d.kernel_buckets) {
+    size_t n = g_d.kernel_buckets ? 2 * g_d.kernel_buckets : DISPATCH_KERNEL_BUCKETS;
+    struct kernel_state **index = calloc(n, sizeof *index);
+    if (!index)
+      return -1;
+    for (struct kernel_state *e = g_d.kernels; e; e = e->next) {
+      e->next_in_bucket = index[e->hash & (n - 1)];
+      index[e->hash & (n - 1)] = e;
+    }
+    free(g_d.kernel_index);
+    g_d.kernel_index = index;
+    g_d.kernel_buckets = n;
+  }
+  k->next_in_bucket = g_d.kernel_index[k->hash & (g_d.kernel_buckets - 1)];
+  g_d.kernel_index[k->hash & (g_d.kernel_buckets - 1)] = k;
+  g_d.nkernels++;
+  return 0;
+}
+
+static struct kernel_state *dispatch_kernel(const char *name) {
+  uint64_t hash = nano_fnv64_str(name);
+  struct kernel_state *k = dispatch_kernel_find(name, hash);
+  if (k)
+    return k;
+  k = calloc(1, sizeof *k);
   if (!k || !(k->name = strdup(name))) {
+    free(k);
+    return NULL;
+  }
+  k->hash = hash;
+  if (dispatch_kernel_index(k) != 0) {
+    free(k->name);
     free(k);
     return NULL;
   }
@@ -850,9 +899,7 @@ int nano_dispatch_tables(const struct nano_launch_desc *l, struct nano_dispatch_
   *t = (struct nano_dispatch_tables){0};
   dispatch_ready();
   pthread_mutex_lock(&g_d.lock);
-  const struct kernel_state *ks = g_d.kernels;
-  while (ks && strcmp(ks->name, l->kernel) != 0)
-    ks = ks->next;
+  const struct kernel_state *ks = dispatch_kernel_find(l->kernel, nano_fnv64_str(l->kernel));
   int rc = ks && ks->dispatched ? 0 : -1;
   if (rc == 0) {
     if (ks->sums) {
