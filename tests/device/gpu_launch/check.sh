@@ -174,17 +174,22 @@ $row" ] || fail "HIP: the twin's dispatch and the graph's three replays, every a
   grep -qx "$done_line" small.out || fail "HIP, small ring: right results"
   [ "$(query small.rpd "select count(*), min(records + dropped), max(records + dropped) from nano_dispatch")" = "4 3000 3000" ] ||
     fail "HIP, small ring: every record drained or dropped"
+  # hip_program NAME: NAME.hip built with the plugin against the stand-in,
+  # run plain (NAME_plain.out) and instrumented (NAME.out, NAME.err, NAME.rpd)
+  hip_program() {
+    "$compiler" --offload-arch=gfx90a --cuda-host-only -O2 -c -Xclang -fcuda-include-gpubinary \
+      -Xclang gpubinary -fpass-plugin="$plugin" "$here/$1.hip" -o "$1.o" \
+      2> >(grep -v -e rocm_agent_enumerator -e 'linker. input unused' >&2)
+    "$clang" "$1.o" -o "$1" -L. -l:libcuda.so.1 -Wl,-rpath,"$out" -lstdc++
+    "./$1" >"$1_plain.out" || fail "$1: the program failed"
+    env RPDT_FILENAME="$1.rpd" NANO_INSTRUMENT=1 NANO_ANALYZERS=none LD_PRELOAD="$rpd" "./$1" \
+      >"$1.out" 2>"$1.err" || fail "$1: $(cat "$1.err")"
+  }
   # hipExtLaunchKernelGGL: the twin through the program's call, its events
   # around the twin
-  "$compiler" --offload-arch=gfx90a --cuda-host-only -O2 -c -Xclang -fcuda-include-gpubinary \
-    -Xclang gpubinary -fpass-plugin="$plugin" "$here/ext.hip" -o ext.o \
-    2> >(grep -v -e rocm_agent_enumerator -e 'linker. input unused' >&2)
-  "$clang" ext.o -o ext -L. -l:libcuda.so.1 -Wl,-rpath,"$out" -lstdc++
-  ./ext >ext_plain.out || fail "ext: the program failed"
+  hip_program ext
   grep -qx "ext 0 y right timed 1" ext_plain.out && grep -q "^launch _Z4axpyfPKfPfi " ext_plain.out ||
     fail "ext without the runtime: $(cat ext_plain.out)"
-  env RPDT_FILENAME=ext.rpd NANO_INSTRUMENT=1 NANO_ANALYZERS=none LD_PRELOAD="$rpd" ./ext \
-    >ext.out 2>ext.err || fail "ext: $(cat ext.err)"
   grep -qx "ext 0 y right timed 1" ext.out || fail "ext instrumented: $(cat ext.out)"
   grep -qx "ext launch: events start stop flags 0" ext.out &&
     grep -q "^launch __nano_twin__Z4axpyfPKfPfiPv grid 4 1 1 block 256 1 1 shared 0 stream " ext.out &&
@@ -194,16 +199,10 @@ $row" ] || fail "HIP: the twin's dispatch and the graph's three replays, every a
     fail "ext: one dispatch, the three accesses of each of the 1000 threads ($(query ext.rpd "select kernel, records from nano_dispatch"))"
   # hipLaunchKernelExC (HIP 6): the twin through the program's call with its
   # configuration, the attribute included
-  "$compiler" --offload-arch=gfx90a --cuda-host-only -O2 -c -Xclang -fcuda-include-gpubinary \
-    -Xclang gpubinary -fpass-plugin="$plugin" "$here/exc.hip" -o exc.o \
-    2> >(grep -v -e rocm_agent_enumerator -e 'linker. input unused' >&2)
-  "$clang" exc.o -o exc -L. -l:libcuda.so.1 -Wl,-rpath,"$out" -lstdc++
-  ./exc >exc_plain.out || fail "exc: the program failed"
+  hip_program exc
   grep -qx "exc 0 y right" exc_plain.out &&
     grep -qx "configured launch of _Z4axpyfPKfPfi: 1 attributes" exc_plain.out ||
     fail "exc without the runtime: $(cat exc_plain.out)"
-  env RPDT_FILENAME=exc.rpd NANO_INSTRUMENT=1 NANO_ANALYZERS=none LD_PRELOAD="$rpd" ./exc \
-    >exc.out 2>exc.err || fail "exc: $(cat exc.err)"
   grep -qx "exc 0 y right" exc.out &&
     grep -qx "configured launch of __nano_twin__Z4axpyfPKfPfiPv: 1 attributes" exc.out &&
     ! grep -q "^configured launch of _Z4axpyfPKfPfi" exc.out ||
