@@ -1098,12 +1098,14 @@ static bool hsa_complete(hsa_signal_value_t value, void *arg) {
     hsa_slot_give(p->kernarg);
   if (p->program.handle)
     g_hsa.core.hsa_signal_subtract_screlease_fn(p->program, 1);
-  __atomic_sub_fetch(&g_hsa.in_flight, 1, __ATOMIC_RELEASE);
   hsa_signal_give(p->ours);
   pthread_mutex_lock(&g_hsa.lock);
   p->next = g_hsa.free_pending;
   g_hsa.free_pending = p;
   pthread_mutex_unlock(&g_hsa.lock);
+  /* last: OnUnload waits for this, and the runtime may go right after (the
+   * program, its signal decremented, may be at hsa_shut_down already) */
+  __atomic_sub_fetch(&g_hsa.in_flight, 1, __ATOMIC_RELEASE);
   return false;
 }
 

@@ -5,7 +5,7 @@
  * kernels as AQL packets on queues it creates, with kernarg segments from the
  * kernarg pool. It knows nothing of nanoprobe.
  *
- *   hsa_app CODE_OBJECT [concurrent | repeat N | nowait | merged]
+ *   hsa_app CODE_OBJECT [concurrent | repeat N | nowait | merged | signals]
  *
  * axpy(float a, const float *x, float *y, int n): 1000 elements, 4 groups of
  * 256, waited for through the packet's completion signal; then dyn(int *out)
@@ -16,7 +16,9 @@
  * (bench/hsa); nowait: one axpy dispatch, then hsa_shut_down at once, its
  * queues left as they are (a program that ends with a kernel running);
  * merged: merged4(float *out, const float *in, int n) over 1000 threads in
- * groups of 256 instead, waited for through its completion signal.
+ * groups of 256 instead, waited for through its completion signal; signals:
+ * dyn waited for through its own completion signal instead of a barrier
+ * (a tool that decrements it after its own work is then done with it).
  * The hidden arguments (after the explicit ones) are a pattern of their
  * offsets, so that a test can tell every kernarg byte's origin; each
  * segment is printed ("kernarg KERNEL HEX").
@@ -211,12 +213,13 @@ static int merged4(hsa_queue_t *q, const struct kernel *k) {
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: hsa_app CODE_OBJECT [concurrent | repeat N | nowait | merged]\n");
+    fprintf(stderr, "usage: hsa_app CODE_OBJECT [concurrent | repeat N | nowait | merged | signals]\n");
     return 2;
   }
   int concurrent = argc > 2 && !strcmp(argv[2], "concurrent");
   int nowait = argc > 2 && !strcmp(argv[2], "nowait");
   int merged = argc > 2 && !strcmp(argv[2], "merged");
+  int signals = argc > 2 && !strcmp(argv[2], "signals");
   long repeat = argc > 3 && !strcmp(argv[2], "repeat") ? atol(argv[3]) : 0;
   CHECK(hsa_init());
   CHECK(hsa_iterate_agents(find_gpu, NULL));
@@ -297,12 +300,14 @@ int main(int argc, char **argv) {
     printf("%s axpy\n", r.ok ? "ok" : "WRONG");
     int *out = calloc(DYN_THREADS, sizeof *out);
     void *args = kernargs("dyn", &kd, &out, DYN_EXPLICIT);
-    dispatch(q2, &kd, args, DYN_THREADS, DYN_THREADS, DYN_THREADS * sizeof(int),
-             (hsa_signal_t){0});
     hsa_barrier_and_packet_t b = {0};
     CHECK(hsa_signal_create(1, 0, NULL, &b.completion_signal));
-    b.header = header(HSA_PACKET_TYPE_BARRIER_AND);
-    submit(q2, &b);
+    dispatch(q2, &kd, args, DYN_THREADS, DYN_THREADS, DYN_THREADS * sizeof(int),
+             signals ? b.completion_signal : (hsa_signal_t){0});
+    if (!signals) {
+      b.header = header(HSA_PACKET_TYPE_BARRIER_AND);
+      submit(q2, &b);
+    }
     wait_zero(b.completion_signal);
     int ok = 1;
     for (int t = 0; t < DYN_THREADS; t++)
