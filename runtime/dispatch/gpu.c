@@ -312,13 +312,9 @@ static void gpu_pop(struct gpu_context *c) {
 struct gpu_buffer {
   unsigned char *block; /* tail at 0, staging from GPU_STAGE_COUNTERS */
   uint64_t desc;
-  uint64_t sums, sums_bytes; /* device memory of the sums tables, grown to the largest */
-  /* the table in place: its image, and whether its device part was zeroed
-   * (in stream order) after the last dispatch's was read */
-  const void *sums_image;
-  uint64_t sums_head, sums_used;
-  int sums_clean;
-  uint64_t blocks, blocks_bytes; /* device memory of the block-times tables */
+  uint64_t sums, sums_bytes;      /* device memory of the sums tables, grown to the largest */
+  struct gpu_sums_state in_place; /* its device part zeroed in stream order */
+  uint64_t blocks, blocks_bytes;  /* device memory of the block-times tables */
   /* a graph node's buffer (gpu_node_tables): the block-times table's bytes
    * placed at capture, and pinned memory that each replay's last copies fill
    * with its tables (sums, then block times) for the finisher */
@@ -526,17 +522,11 @@ static int gpu_put_sums(void *ctx, struct nano_dh_placement *p, const void *imag
                         uint64_t bytes, uint64_t *device) {
   struct gpu_context *c = ctx;
   struct gpu_buffer *b = p->handle;
-  int ready =
-      b->sums_clean && b->sums_image == image && b->sums_used == bytes && b->sums_head == head;
-  b->sums_clean = 0; /* this dispatch adds to it */
-  if (!ready) {
-    b->sums_image = NULL;
+  if (!gpu_sums_reuse(&b->in_place, image, head, bytes)) {
     if (gpu_place_table(c, &b->sums, &b->sums_bytes, image, head, bytes, "the sums table",
                         "stream their records") != 0)
       return -1;
-    b->sums_image = image;
-    b->sums_head = head;
-    b->sums_used = bytes;
+    gpu_sums_placed(&b->in_place, image, head, bytes);
   }
   *device = b->sums;
   return 0;
@@ -548,10 +538,11 @@ static int gpu_get_sums(void *ctx, const struct nano_dh_placement *p, void *out,
   struct gpu_context *c = ctx;
   struct gpu_buffer *b = p->handle;
   int r = gpu_read_table(c, b->sums, out, bytes);
-  b->sums_clean = r == 0 && bytes == b->sums_used && gpu_push(c);
-  if (b->sums_clean) {
-    b->sums_clean = c->api->memset_device(b->sums + b->sums_head, 0, (size_t)(bytes - b->sums_head),
-                                          c->copies) == 0;
+  struct gpu_sums_state *s = &b->in_place;
+  s->clean = r == 0 && bytes == s->used && gpu_push(c);
+  if (s->clean) {
+    s->clean =
+        c->api->memset_device(b->sums + s->head, 0, (size_t)(bytes - s->head), c->copies) == 0;
     gpu_pop(c);
   }
   return r == 0 ? 0 : -1;
@@ -1342,7 +1333,7 @@ static int gpu_node_put_sums(void *ctx, struct nano_dh_placement *p, const void 
                              uint64_t head, uint64_t bytes, uint64_t *device) {
   (void)ctx;
   const struct gpu_buffer *b = p->handle;
-  if (!b->sums_image || b->sums_image != image || b->sums_head != head || b->sums_used != bytes)
+  if (!gpu_sums_holds(&b->in_place, image, head, bytes))
     return -1;
   *device = b->sums;
   return 0;
@@ -1353,7 +1344,7 @@ static int gpu_node_get_sums(void *ctx, const struct nano_dh_placement *p, void 
                              uint64_t bytes) {
   (void)ctx;
   const struct gpu_buffer *b = p->handle;
-  if (bytes != b->sums_used)
+  if (bytes != b->in_place.used)
     return -1;
   memcpy(out, b->back, (size_t)bytes);
   return 0;
@@ -1377,7 +1368,7 @@ static int gpu_node_get_blocks(void *ctx, const struct nano_dh_placement *p, voi
   const struct gpu_buffer *b = p->handle;
   if (bytes != b->blocks_used)
     return -1;
-  memcpy(out, b->back + b->sums_used, (size_t)bytes);
+  memcpy(out, b->back + b->in_place.used, (size_t)bytes);
   return 0;
 }
 
@@ -1499,24 +1490,22 @@ static void gpu_node_tables(struct gpu_node *n) {
   if (r == 0 && sums &&
       gpu_place_table(c, &b->sums, &b->sums_bytes, t.sums, t.sums_head, sums, "the sums table",
                       "stream their records") == 0) {
-    b->sums_image = t.sums;
-    b->sums_head = t.sums_head;
-    b->sums_used = sums;
+    gpu_sums_placed(&b->in_place, t.sums, t.sums_head, sums);
   }
   if (r == 0 && t.block_bytes &&
       gpu_place_table(c, &b->blocks, &b->blocks_bytes, NULL, 0, t.block_bytes, "the block times",
                       "report no block times") == 0)
     b->blocks_used = t.block_bytes;
   /* the replays run on the program's stream, not after the copy stream */
-  if (r == 0 && (b->sums_image || b->blocks_used) && (r = api->stream_sync(c->copies)) != 0) {
+  if (r == 0 && (b->in_place.image || b->blocks_used) && (r = api->stream_sync(c->copies)) != 0) {
     gpu_note("%s: the tables of a launch captured into a graph cannot be placed (%s): its "
              "replays stream their records and report no block times",
              n->l.kernel, api->error(r));
-    b->sums_image = NULL;
+    b->in_place.image = NULL;
     b->blocks_used = 0;
   }
   gpu_pop(c);
-  n->l.aggregates = b->sums_image ? NANO_LAUNCH_SUMS_TABLE : NANO_LAUNCH_SUMS_NONE;
+  n->l.aggregates = b->in_place.image ? NANO_LAUNCH_SUMS_TABLE : NANO_LAUNCH_SUMS_NONE;
   n->l.times_blocks = b->blocks_used ? NANO_LAUNCH_BLOCKS_TABLE : NANO_LAUNCH_BLOCKS_NONE;
 }
 
@@ -1569,16 +1558,16 @@ static int gpu_node_table_nodes(struct gpu_node *n, void *s, int before) {
   const struct gpu_api *api = n->c->api;
   struct gpu_buffer *b = n->pl->handle;
   int r = 0;
-  if (b->sums_image && b->sums_used > b->sums_head) {
-    r = before ? api->memset_device(b->sums + b->sums_head, 0,
-                                    (size_t)(b->sums_used - b->sums_head), s)
-               : api->copy_to_host(b->back, b->sums, (size_t)b->sums_used, s);
+  const struct gpu_sums_state *t = &b->in_place;
+  if (t->image && t->used > t->head) {
+    r = before ? api->memset_device(b->sums + t->head, 0, (size_t)(t->used - t->head), s)
+               : api->copy_to_host(b->back, b->sums, (size_t)t->used, s);
     if (r == 0)
       gpu_own_node(api, s);
   }
   if (r == 0 && b->blocks_used) {
     r = before ? api->memset_device(b->blocks, 0, (size_t)b->blocks_used, s)
-               : api->copy_to_host(b->back + b->sums_used, b->blocks, (size_t)b->blocks_used, s);
+               : api->copy_to_host(b->back + t->used, b->blocks, (size_t)b->blocks_used, s);
     if (r == 0)
       gpu_own_node(api, s);
   }

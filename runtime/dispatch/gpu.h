@@ -92,6 +92,42 @@ struct gpu_api {
  * wave size (set in out). */
 void gpu_amd_memory_model(struct gpu_device_info *out);
 
+/* A placement's sums table in place (nano_dh_memory.put_sums): the image it
+ * was placed from, its head and bytes, and whether its counters were zeroed
+ * after the last dispatch's were read (gpu.c's buffers, the HSA tool's). */
+struct gpu_sums_state {
+  const void *image; /* NULL: none in place */
+  uint64_t head, used;
+  int clean;
+};
+
+/* Whether s holds the table of image (head, bytes). */
+static inline int gpu_sums_holds(const struct gpu_sums_state *s, const void *image, uint64_t head,
+                                 uint64_t bytes) {
+  return s->image && s->image == image && s->head == head && s->used == bytes;
+}
+
+/* put_sums's rule: whether the table in place is image's with its counters
+ * zeroed, so that nothing need be placed. Either way the dispatch about to
+ * run adds to it (not clean any more); one to be placed again holds nothing
+ * until gpu_sums_placed. */
+static inline int gpu_sums_reuse(struct gpu_sums_state *s, const void *image, uint64_t head,
+                                 uint64_t bytes) {
+  int ready = s->clean && gpu_sums_holds(s, image, head, bytes);
+  s->clean = 0;
+  if (!ready)
+    s->image = NULL;
+  return ready;
+}
+
+static inline void gpu_sums_placed(struct gpu_sums_state *s, const void *image, uint64_t head,
+                                   uint64_t bytes) {
+  s->image = image;
+  s->head = head;
+  s->used = bytes;
+  s->clean = 0;
+}
+
 extern const struct gpu_api gpu_cuda_api;
 extern const struct gpu_api gpu_hip_api;
 

@@ -800,11 +800,7 @@ struct hsa_table {
 struct hsa_buffer {
   struct hsa_buffer_block *block;
   struct hsa_table sums, blocks;
-  /* the sums table in place: its image, and whether its counters were
-   * zeroed after the last dispatch's were read */
-  const void *sums_image;
-  uint64_t sums_head, sums_used;
-  int sums_clean;
+  struct gpu_sums_state in_place; /* the sums table's */
 };
 
 static int hsa_buf_alloc(void *ctx, uint64_t capacity, struct nano_dh_placement *out, char *err,
@@ -883,18 +879,12 @@ static int hsa_buf_put_sums(void *ctx, struct nano_dh_placement *p, const void *
                             uint64_t head, uint64_t bytes, uint64_t *device) {
   (void)ctx;
   struct hsa_buffer *h = (struct hsa_buffer *)p->handle;
-  int ready =
-      h->sums_clean && h->sums_image == image && h->sums_used == bytes && h->sums_head == head;
-  h->sums_clean = 0; /* this dispatch adds to it */
-  if (!ready) {
-    h->sums_image = NULL;
+  if (!gpu_sums_reuse(&h->in_place, image, head, bytes)) {
     if (hsa_table_room(&h->sums, bytes, "the sums table", "stream their records") != 0)
       return -1;
     memcpy(h->sums.mem, image, (size_t)head);
     memset(h->sums.mem + head, 0, (size_t)(bytes - head));
-    h->sums_image = image;
-    h->sums_head = head;
-    h->sums_used = bytes;
+    gpu_sums_placed(&h->in_place, image, head, bytes);
   }
   *device = (uint64_t)(uintptr_t)h->sums.mem;
   return 0;
@@ -906,11 +896,12 @@ static int hsa_buf_get_sums(void *ctx, const struct nano_dh_placement *p, void *
                             uint64_t bytes) {
   (void)ctx;
   struct hsa_buffer *h = (struct hsa_buffer *)p->handle;
-  if (!h->sums_image || bytes != h->sums_used)
+  struct gpu_sums_state *s = &h->in_place;
+  if (!s->image || bytes != s->used)
     return -1;
   memcpy(out, h->sums.mem, (size_t)bytes);
-  memset(h->sums.mem + h->sums_head, 0, (size_t)(bytes - h->sums_head));
-  h->sums_clean = 1;
+  memset(h->sums.mem + s->head, 0, (size_t)(bytes - s->head));
+  s->clean = 1;
   return 0;
 }
 
