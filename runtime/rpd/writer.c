@@ -576,6 +576,13 @@ static void rpdw_window_row(uint32_t epoch, int64_t end) {
   (void)rpdw_exec(sql, "cannot record the recording window");
 }
 
+/* The end so far of the window of state st (g_state): now while it
+ * records, else its stop. */
+static int64_t rpdw_window_end(uint32_t st) {
+  return (st & 1) || !(st >> 1) ? rpd_clock()
+                                : rpdw_time(atomic_load(&g_stop_at[(st >> 1) % RPD_STOP_EPOCHS]));
+}
+
 /* This process's recording windows (nano_window): the current one from its
  * start to its stop, or to now while recording; the one written last, when
  * another began since, to its stop. */
@@ -586,8 +593,7 @@ static void rpdw_write_windows(void) {
   if (g_w.window && g_w.window != epoch)
     rpdw_window_row(g_w.window, rpdw_time(atomic_load(&g_stop_at[g_w.window % RPD_STOP_EPOCHS])));
   if (epoch)
-    rpdw_window_row(epoch, (st & 1) ? rpd_clock()
-                                    : rpdw_time(atomic_load(&g_stop_at[epoch % RPD_STOP_EPOCHS])));
+    rpdw_window_row(epoch, rpdw_window_end(st));
   g_w.window = epoch;
 }
 
@@ -871,11 +877,7 @@ static void rpdw_flush(int atomics) {
   if (atomics && !g_w.cut_short && !g_w.failed && rpdw_begin() == 0) {
     rpdi_atomics_write(g_w.db, g_w.path, g_w.offset);
     /* stopped, the counts are those of the window's stop (atomics.c, "Windows") */
-    uint32_t now_st = atomic_load(&g_state);
-    int64_t at = (now_st & 1) || !(now_st >> 1)
-                     ? rpd_clock()
-                     : rpdw_time(atomic_load(&g_stop_at[(now_st >> 1) % RPD_STOP_EPOCHS]));
-    rpdi_atomics_sample(g_w.db, g_w.path, g_w.offset, at);
+    rpdi_atomics_sample(g_w.db, g_w.path, g_w.offset, rpdw_window_end(atomic_load(&g_state)));
   }
   rpdw_run_jobs();
   rpdw_commit_at(1);
