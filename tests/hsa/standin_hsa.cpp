@@ -169,16 +169,18 @@ static int holds(hsa_signal_condition_t c, int64_t v, int64_t want) {
   }
 }
 
-static void queue_rung(struct Queue *q);
+static void queue_rung(Queue *q);
 
-/* Every change of a value: waiters, async handlers, a doorbell's queue. */
-static void sig_changed(Signal *s) {
-  pthread_cond_broadcast(&s->c);
+/* Every change of a value, told after s->m is let go: async handlers, a
+ * doorbell's queue. Nothing of the signal is touched here: a waiter that saw
+ * the new value may have destroyed it already (the program's completion
+ * signal, right after its wait). */
+static void sig_changed(Queue *doorbell_of) {
   pthread_mutex_lock(&g_async.m);
   pthread_cond_broadcast(&g_async.c);
   pthread_mutex_unlock(&g_async.m);
-  if (s->doorbell_of)
-    queue_rung(s->doorbell_of);
+  if (doorbell_of)
+    queue_rung(doorbell_of);
 }
 
 static int64_t sig_op(hsa_signal_t h, int op, int64_t v) {
@@ -205,8 +207,10 @@ static int64_t sig_op(hsa_signal_t h, int op, int64_t v) {
     s->value ^= v;
     break;
   }
+  pthread_cond_broadcast(&s->c); /* waiters, which wake once s->m is let go */
+  Queue *doorbell_of = s->doorbell_of;
   pthread_mutex_unlock(&s->m);
-  sig_changed(s);
+  sig_changed(doorbell_of);
   return old;
 }
 
