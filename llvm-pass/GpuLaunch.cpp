@@ -37,12 +37,15 @@
 // stream) through __nano_gpu_launch_events, the twin launched with the
 // program's events; launches through a handle that is not a constant (a
 // function pointer in a variable, the templates' parameter) are looked up by
-// the runtime. Launch calls of other shapes (cuLaunchKernel, kernel nodes
-// added to graphs) are not routed: the compile says so at each
-// (GpuApi::Unrouted). Calls that configure a kernel (cudaFuncSetAttribute,
-// ...) are mirrored to its twin; calls that add a graph node go through
-// __nano_gpu_graph_add_node, which learns conditional nodes' bodies (no twin
-// may be captured there).
+// the runtime. Kernel nodes added to a graph by hand (cudaGraphAddKernelNode
+// and the calls that get and set their parameters) go through
+// __nano_gpu_graph_add_kernel and __nano_gpu_graph_kernel_params: the
+// runtime puts the twin's nodes in as one child graph node. Launch calls of
+// other shapes (cuLaunchKernel, HIP's kernel nodes) are not routed: the
+// compile says so at each (GpuApi::Unrouted). Calls that configure a kernel
+// (cudaFuncSetAttribute, ...) are mirrored to its twin; calls that add a
+// graph node go through __nano_gpu_graph_add_node, which learns conditional
+// nodes' bodies (no twin may be captured there).
 //
 // Runs at the start of the pipeline (before the stubs are inlined into their
 // callers), also at -O0, and as `opt -passes=nano-gpu-launch`.
@@ -84,6 +87,8 @@ ALWAYS_ENABLED_STATISTIC(NumGpuLaunchesNotRouted,
                          "GPU launch calls not routed (each said at compile time)");
 ALWAYS_ENABLED_STATISTIC(NumGpuAddNodeRouted,
                          "graph node calls routed to the runtime (conditional bodies)");
+ALWAYS_ENABLED_STATISTIC(NumGpuKernelNodeCallsRouted,
+                         "kernel node calls of graphs built by hand routed to the runtime");
 ALWAYS_ENABLED_STATISTIC(NumGpuConfigureMirrored,
                          "GPU kernel configuration calls mirrored to the twins");
 
@@ -97,6 +102,8 @@ const char *const RuntimeRegister = "__nano_gpu_register";
 const char *const RuntimeApi = "__nano_gpu_api";
 const char *const RuntimeTwinOf = "__nano_gpu_twin_of";
 const char *const RuntimeAddNode = "__nano_gpu_graph_add_node";
+const char *const RuntimeAddKernel = "__nano_gpu_graph_add_kernel";
+const char *const RuntimeKernelParams = "__nano_gpu_graph_kernel_params";
 
 // One launch API: its registration call, its launch calls (the second on the
 // per-thread default stream: clang's -fgpu-default-stream=per-thread), its
@@ -135,12 +142,21 @@ struct GpuApi {
   // the runtime learns conditional nodes' bodies, into which a twin cannot
   // be captured
   const char *AddNode[4];
+  // the calls of kernel nodes added to a graph by hand (null: not routed,
+  // said among Unrouted): added through __nano_gpu_graph_add_kernel (the
+  // twin's nodes captured with Launches[0]), their parameters got and set
+  // through __nano_gpu_graph_kernel_params
+  struct {
+    const char *Add, *Get, *Set, *ExecSet;
+  } KernelNodes;
 };
 
 const char *const WhyModule = "a function looked up in a module at run time has no twin of the "
                               "plugin's; `nanoprobe run -i -c CACHE` gives it a kernel cache's";
-const char *const WhyGraph = "kernel nodes of graphs built by hand are not given twins yet "
-                             "(launches captured into graphs are)";
+const char *const WhyGraph = "kernel nodes added by the generic node call are not given twins "
+                             "yet (cudaGraphAddKernelNode's and launches captured into graphs are)";
+const char *const WhyGraphHip = "kernel nodes of graphs built by hand are not given twins on HIP "
+                                "yet (launches captured into graphs are)";
 const char *const WhyMulti = "multi-device launches are not routed";
 
 const GpuApi Apis[] = {
@@ -159,11 +175,11 @@ const GpuApi Apis[] = {
      {{"cuLaunchKernel", WhyModule},
       {"cuLaunchKernelEx", WhyModule},
       {"cuLaunchCooperativeKernel", WhyModule},
-      {"cudaGraphAddKernelNode", WhyGraph},
       {"cudaGraphAddNode", WhyGraph},
-      {"cudaGraphExecKernelNodeSetParams", WhyGraph},
       {"cudaLaunchCooperativeKernelMultiDevice", WhyMulti}},
-     {"cudaGraphAddNode", "cudaGraphAddNode_v2", "cuGraphAddNode", "cuGraphAddNode_v2"}},
+     {"cudaGraphAddNode", "cudaGraphAddNode_v2", "cuGraphAddNode", "cuGraphAddNode_v2"},
+     {"cudaGraphAddKernelNode", "cudaGraphKernelNodeGetParams", "cudaGraphKernelNodeSetParams",
+      "cudaGraphExecKernelNodeSetParams"}},
     {NANO_GPU_HIP,
      "__hipRegisterFunction",
      {{"hipLaunchKernel", false},
@@ -179,10 +195,11 @@ const GpuApi Apis[] = {
      {{"hipModuleLaunchKernel", WhyModule},
       {"hipExtModuleLaunchKernel", WhyModule},
       {"hipModuleLaunchCooperativeKernel", WhyModule},
-      {"hipGraphAddKernelNode", WhyGraph},
-      {"hipGraphAddNode", WhyGraph},
-      {"hipGraphExecKernelNodeSetParams", WhyGraph},
+      {"hipGraphAddKernelNode", WhyGraphHip},
+      {"hipGraphAddNode", WhyGraphHip},
+      {"hipGraphExecKernelNodeSetParams", WhyGraphHip},
       {"hipLaunchCooperativeKernelMultiDevice", WhyMulti}},
+     {},
      {}}};
 
 // A registered kernel: its device name, its twin's host handle and its
@@ -694,6 +711,19 @@ bool routeConfiguredLaunches(Module &M, int Id, Function *Launch,
   return true;
 }
 
+// The calls of F (NumParams parameters, an integer result); none where F is
+// null or has another shape.
+std::vector<CallInst *> callsOf(Function *F, unsigned NumParams) {
+  std::vector<CallInst *> Calls;
+  if (!F || F->getFunctionType()->getNumParams() != NumParams || !F->getReturnType()->isIntegerTy())
+    return Calls;
+  for (User *U : F->users())
+    if (auto *CI = dyn_cast<CallInst>(U))
+      if (CI->getCalledFunction() == F && CI->arg_size() == NumParams)
+        Calls.push_back(CI);
+  return Calls;
+}
+
 // Routes the calls that add a graph node (Api.AddNode) through
 // __nano_gpu_graph_add_node(api, call, with_edges, node, graph, deps, edges,
 // ndeps, params). Returns whether one was.
@@ -708,13 +738,7 @@ bool routeAddNode(Module &M, const GpuApi &Api) {
   for (const char *Name : Api.AddNode) {
     Function *Add = Name ? M.getFunction(Name) : nullptr;
     unsigned N = Add ? Add->getFunctionType()->getNumParams() : 0;
-    if (!Add || (N != Plain && N != WithEdges) || !Add->getReturnType()->isIntegerTy())
-      continue;
-    std::vector<CallInst *> Calls;
-    for (User *U : Add->users())
-      if (auto *CI = dyn_cast<CallInst>(U))
-        if (CI->getCalledFunction() == Add && CI->arg_size() == N)
-          Calls.push_back(CI);
+    std::vector<CallInst *> Calls = callsOf(Add, N == Plain ? Plain : WithEdges);
     Function *Route = Calls.empty() ? nullptr : runtimeEntry(M, RuntimeAddNode, RouteTy);
     if (!Route)
       continue;
@@ -738,6 +762,88 @@ bool routeAddNode(Module &M, const GpuApi &Api) {
   return Changed;
 }
 
+// The declaration of API function Name of type Ty in M (declared if M has
+// none); null where M declares it with another type.
+Function *apiDeclaration(Module &M, const char *Name, FunctionType *Ty) {
+  Function *F = M.getFunction(Name);
+  if (!F)
+    return Function::Create(Ty, GlobalValue::ExternalLinkage, Name, M);
+  return F->getFunctionType() == Ty ? F : nullptr;
+}
+
+// Routes the calls of kernel nodes added to a graph by hand
+// (Api.KernelNodes): the add call through __nano_gpu_graph_add_kernel(api,
+// add, launch, node, graph, deps, ndeps, params), with the program's launch
+// call for the twin's capture; the parameter calls through
+// __nano_gpu_graph_kernel_params(api, op, call, set, exec, node, params).
+// Returns whether one was.
+bool routeKernelNodes(Module &M, const GpuApi &Api) {
+  const auto &K = Api.KernelNodes;
+  if (!K.Add)
+    return false;
+  LLVMContext &Ctx = M.getContext();
+  Type *I32 = Type::getInt32Ty(Ctx), *I64 = Type::getInt64Ty(Ctx);
+  PointerType *Ptr = PointerType::getUnqual(Ctx);
+  Constant *ApiId = ConstantInt::get(I32, Api.Id), *Null = ConstantPointerNull::get(Ptr);
+  bool Changed = false;
+  std::vector<CallInst *> Adds = callsOf(M.getFunction(K.Add), 5);
+  // the launch call's shape as clang lowers it on x86-64 (dim3: {i64, i32})
+  FunctionType *LaunchTy = FunctionType::get(I32, {Ptr, I64, I32, I64, I32, Ptr, I64, Ptr}, false);
+  Function *Launch = Adds.empty() ? nullptr : apiDeclaration(M, Api.Launches[0].Name, LaunchTy);
+  FunctionType *AddTy = FunctionType::get(I32, {I32, Ptr, Ptr, Ptr, Ptr, Ptr, I64, Ptr}, false);
+  Function *AddRoute = Launch ? runtimeEntry(M, RuntimeAddKernel, AddTy) : nullptr;
+  for (CallInst *CI : AddRoute ? Adds : std::vector<CallInst *>()) {
+    routeThrough(CI, AddRoute, AddTy, [&](IRBuilder<> &TB) {
+      return SmallVector<Value *, 13>{ApiId,
+                                      CI->getCalledFunction(),
+                                      Launch,
+                                      CI->getArgOperand(0),
+                                      CI->getArgOperand(1),
+                                      CI->getArgOperand(2),
+                                      TB.CreateZExtOrTrunc(CI->getArgOperand(3), I64),
+                                      CI->getArgOperand(4)};
+    });
+    ++NumGpuKernelNodeCallsRouted;
+    Changed = true;
+  }
+  FunctionType *ParamsTy = FunctionType::get(I32, {I32, I32, Ptr, Ptr, Ptr, Ptr, Ptr}, false);
+  struct {
+    const char *Name;
+    int Op;
+    unsigned NumParams;
+  } const ParamCalls[] = {{K.Get, NANO_GPU_NODE_GET, 2},
+                          {K.Set, NANO_GPU_NODE_SET, 2},
+                          {K.ExecSet, NANO_GPU_NODE_EXEC_SET, 3}};
+  for (const auto &P : ParamCalls) {
+    std::vector<CallInst *> Calls = callsOf(M.getFunction(P.Name), P.NumParams);
+    if (Calls.empty())
+      continue;
+    // an executable's node is set through a copy of its child graph, whose
+    // twin node the program's set call gives the parameters
+    Function *Set = P.Op == NANO_GPU_NODE_EXEC_SET
+                        ? apiDeclaration(M, K.Set, FunctionType::get(I32, {Ptr, Ptr}, false))
+                        : nullptr;
+    Function *Route = P.Op != NANO_GPU_NODE_EXEC_SET || Set
+                          ? runtimeEntry(M, RuntimeKernelParams, ParamsTy)
+                          : nullptr;
+    for (CallInst *CI : Route ? Calls : std::vector<CallInst *>()) {
+      bool Exec = P.Op == NANO_GPU_NODE_EXEC_SET;
+      routeThrough(CI, Route, ParamsTy, [&](IRBuilder<> &) {
+        return SmallVector<Value *, 13>{ApiId,
+                                        ConstantInt::get(I32, P.Op),
+                                        CI->getCalledFunction(),
+                                        Set ? static_cast<Value *>(Set) : Null,
+                                        Exec ? CI->getArgOperand(0) : Null,
+                                        CI->getArgOperand(Exec ? 1 : 0),
+                                        CI->getArgOperand(Exec ? 2 : 1)};
+      });
+      ++NumGpuKernelNodeCallsRouted;
+      Changed = true;
+    }
+  }
+  return Changed;
+}
+
 // Whether module M calls a launch function of Api (a module with kernels
 // whose registration is left to the link, or one that only launches).
 bool launchesWith(const Module &M, const GpuApi &Api) {
@@ -748,7 +854,7 @@ bool launchesWith(const Module &M, const GpuApi &Api) {
          llvm::any_of(Api.EventLaunches,
                       [&](const GpuLaunchCall &L) { return Declared(L.Name); }) ||
          llvm::any_of(Api.Unrouted, [&](const GpuUnrouted &U) { return Declared(U.Name); }) ||
-         llvm::any_of(Api.AddNode, Declared);
+         llvm::any_of(Api.AddNode, Declared) || Declared(Api.KernelNodes.Add);
 }
 
 PreservedAnalyses GpuLaunchPass::run(Module &M, ModuleAnalysisManager &) {
@@ -788,6 +894,7 @@ PreservedAnalyses GpuLaunchPass::run(Module &M, ModuleAnalysisManager &) {
           Changed |= routeConfiguredLaunches(M, Api.Id | (L.PerThread ? NANO_GPU_PER_THREAD : 0),
                                              Launch, Kernels);
     Changed |= routeAddNode(M, Api);
+    Changed |= routeKernelNodes(M, Api);
     sayUnrouted(M, Api);
   }
   return Changed ? PreservedAnalyses::none() : PreservedAnalyses::all();

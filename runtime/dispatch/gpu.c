@@ -67,7 +67,10 @@
  * replay's time is the host functions' (no events in graphs). A twin is
  * captured only once it has launched outside a graph on that device (a
  * failed launch, or a device's setup, would spoil the program's capture);
- * until then the original is captured, said once.
+ * until then the original is captured, said once. A kernel node the
+ * program adds to a graph by hand (CUDA) gets the same nodes, captured on a
+ * stream of the runtime's own into a graph of its own, which goes into the
+ * program's graph as one child graph node (__nano_gpu_graph_add_kernel).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -1188,6 +1191,11 @@ static int gpu_launch_twin(struct gpu_flight *f, nano_gpu_launch_fn launch, cons
   return 0;
 }
 
+/* Set while this thread captures a kernel node added by hand into a graph
+ * of nanoprobe's own (gpu_hand_capture), and the node its launch made. */
+static __thread int gpu_hand_capturing;
+static __thread struct gpu_node *gpu_hand_captured;
+
 /* The device of a launch on stream s, and s's capture status; NULL: the
  * original runs. */
 static struct gpu_context *gpu_prepare(int api_id, const void *twin, const char *name,
@@ -1206,6 +1214,9 @@ static struct gpu_context *gpu_prepare(int api_id, const void *twin, const char 
   if (api->capture_status(s, status) == 0 && *status != GPU_CAPTURE_NONE) {
     if (*status != GPU_CAPTURE_ACTIVE) /* an invalidated capture: the program's business */
       return NULL;
+    if (gpu_hand_capturing) /* nanoprobe's own (a kernel node added by hand): a failed twin
+                               spoils only it */
+      return gpu_context(api, s, 0);
     if (gpu_capturing_body(api, s)) {
       gpu_note("%s: captured into a conditional node's body graph, which may hold no host "
                "function (CUDA's rule) as a twin's dispatch needs: it runs uninstrumented there",
@@ -1673,6 +1684,8 @@ int gpu_launch(int api, nano_gpu_launch_fn launch, const void *kernel, const voi
                                   nargs, shared, stream, s)) != 0)
       node = NULL; /* said */
     launched = node != NULL;
+    if (gpu_hand_capturing)
+      gpu_hand_captured = node;
   }
   if (!launched)
     rc = gpu_program_launch(launch, kernel, grid_xy, grid_z, block_xy, block_z, args, shared,
@@ -1779,6 +1792,259 @@ __nano_gpu_launch_events(int api, nano_gpu_launch_events_fn launch, const void *
                       grid_z, block_xy, block_z, args, nargs, shared, stream);
   gpu_events_launch = outer_launch;
   gpu_events_start = outer_start, gpu_events_stop = outer_stop, gpu_events_flags = outer_flags;
+  return rc;
+}
+
+/* ---- kernel nodes added to a graph by hand (__nano_gpu_graph_add_kernel) ----------- */
+
+/* A kernel node the program added by hand and whose twin runs: the program
+ * holds a child graph node in its place, whose graph is the twin's nodes as
+ * a capture makes them (gpu_capture: host functions, copies, the twin), so
+ * that each replay is a dispatch of its own. Lives as long as the process,
+ * as its gpu_node does. */
+struct gpu_hand_node {
+  void *node;         /* the child graph node the program holds */
+  struct gpu_node *n; /* NULL once the program gave it another kernel */
+  const void *kernel; /* the program's kernel handle */
+  const void *twin;
+  uint32_t nargs;
+  struct gpu_hand_node *next;
+};
+static struct {
+  pthread_mutex_t lock;
+  struct gpu_hand_node *list;
+} g_hand = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* Room for any API's kernel node parameters (cudaKernelNodeParams: 56 bytes). */
+#define GPU_KERNEL_PARAMS_ROOM 128
+
+static struct gpu_hand_node *gpu_hand_find(const void *node) {
+  pthread_mutex_lock(&g_hand.lock);
+  struct gpu_hand_node *h = g_hand.list;
+  while (h && h->node != node)
+    h = h->next;
+  pthread_mutex_unlock(&g_hand.lock);
+  return h;
+}
+
+/* The kernel node of graph (a child graph of ours holds one, the twin);
+ * NULL where none or the API fails. own: the other nodes are told to the
+ * tracer as nanoprobe's. */
+static void *gpu_graph_kernel(const struct gpu_api *api, void *graph, int own) {
+  size_t n = 0;
+  void **nodes = NULL, *kernel = NULL;
+  if (api->graphs->graph_nodes(graph, NULL, &n) != 0 || !n || !(nodes = calloc(n, sizeof *nodes)))
+    return NULL;
+  if (api->graphs->graph_nodes(graph, nodes, &n) == 0)
+    for (size_t i = 0; i < n; i++) {
+      int is_kernel = 0;
+      if (api->graphs->node_is_kernel(nodes[i], &is_kernel) != 0)
+        continue;
+      if (is_kernel)
+        kernel = nodes[i];
+      else if (own)
+        rpd_cupti_own_graph_node(nodes[i]);
+    }
+  free(nodes);
+  return kernel;
+}
+
+/* Captures the twin's nodes of a kernel node with parameters p (kernel t)
+ * into a graph of nanoprobe's own on a stream of its own; the graph, and
+ * in *n the capture's node, or NULL after saying why (the node then runs
+ * the original kernel). */
+static void *gpu_hand_capture(const struct gpu_api *a, int api_id, nano_gpu_launch_fn launch,
+                              const struct gpu_kernel_params *p, const struct gpu_twin *t,
+                              struct gpu_node **n) {
+  struct gpu_context *c = gpu_context(a, NULL, 1); /* said where none */
+  void *s = NULL, *graph = NULL;
+  if (!c)
+    return NULL;
+  struct gpu_relaxed relaxed; /* a stream is unsafe in another thread's capture */
+  gpu_relax(a, &relaxed);
+  int r = a->stream_create(&s);
+  if (r == 0 && (r = a->graphs->capture_begin(s)) != 0)
+    (void)a->graphs->stream_destroy(s);
+  if (r != 0) {
+    gpu_unrelax(a, &relaxed);
+    gpu_note("%s: a kernel node added by hand: its twin's nodes cannot be captured (%s): it runs "
+             "uninstrumented in the graph",
+             t->name, a->error(r));
+    return NULL;
+  }
+  int pending = gpu_program_error_pending(api_id);
+  gpu_hand_capturing = 1;
+  gpu_hand_captured = NULL;
+  rpd_gpu_quiet++; /* the twin's capture is nanoprobe's, not a launch of the program's */
+  int rc = gpu_launch(api_id, launch, p->func, t->twin, t->name, NULL,
+                      p->grid[0] | (uint64_t)p->grid[1] << 32, p->grid[2],
+                      p->block[0] | (uint64_t)p->block[1] << 32, p->block[2], p->args, t->nargs,
+                      p->shared, s);
+  rpd_gpu_quiet--;
+  gpu_hand_capturing = 0;
+  *n = gpu_hand_captured;
+  r = a->graphs->capture_end(s, &graph);
+  (void)a->graphs->stream_destroy(s);
+  gpu_unrelax(a, &relaxed);
+  if (rc != 0) /* the original's launch into the capture the twin spoiled: not the program's */
+    gpu_twin_error_take(api_id, rc, pending);
+  if (rc == 0 && r == 0 && *n && graph)
+    return graph;
+  /* a twin that failed, or a capture of the original (said by gpu_launch) */
+  if (graph)
+    (void)a->graphs->graph_destroy(graph);
+  if (*n)
+    gpu_node_break(*n);
+  if (rc == 0 && r != 0)
+    gpu_note("%s: a kernel node added by hand: the capture of its twin's nodes failed (%s): it "
+             "runs uninstrumented in the graph",
+             t->name, a->error(r));
+  return NULL;
+}
+
+__attribute__((visibility("default"))) int
+__nano_gpu_graph_add_kernel(int api, nano_gpu_add_kernel_node_fn add, nano_gpu_launch_fn launch,
+                            void **node, void *graph, const void *deps, size_t ndeps,
+                            const void *params) {
+  const struct gpu_api *probe =
+      (api & NANO_GPU_API_MASK) == NANO_GPU_HIP ? &gpu_hip_api : &gpu_cuda_api;
+  struct gpu_kernel_params p;
+  struct gpu_twin t;
+  if (!node || !params || !probe->graphs || !nano_dispatch_instrumenting())
+    return add(node, graph, deps, ndeps, params);
+  probe->graphs->kernel_params_read(params, &p);
+  if (!gpu_twin_find(&g_twins, p.func, &t)) /* no twin: not built with the plugin */
+    return add(node, graph, deps, ndeps, params);
+  if (p.extra || t.nargs > GPU_MAX_ARGS) {
+    gpu_note("%s: a kernel node added by hand with its arguments in `extra` or more than %d: it "
+             "runs uninstrumented in the graph",
+             t.name, GPU_MAX_ARGS);
+    return add(node, graph, deps, ndeps, params);
+  }
+  if (gpu_twin_find(&g_bodies, graph, NULL)) {
+    gpu_note("%s: a kernel node added by hand to a conditional node's body graph, which may hold "
+             "no host function (CUDA's rule) as a twin's dispatch needs: it runs uninstrumented "
+             "there",
+             t.name);
+    return add(node, graph, deps, ndeps, params);
+  }
+  const struct gpu_api *a = gpu_api_of(api);
+  struct gpu_node *n = NULL;
+  void *child = a ? gpu_hand_capture(a, api, launch, &p, &t, &n) : NULL;
+  struct gpu_hand_node *h = child ? calloc(1, sizeof *h) : NULL;
+  int r = -1;
+  if (h) {
+    rpd_gpu_quiet++;
+    r = a->graphs->graph_add_child(node, graph, deps, ndeps, child);
+    rpd_gpu_quiet--;
+  }
+  if (child)
+    (void)a->graphs->graph_destroy(child); /* the node holds a copy */
+  if (r != 0) {
+    free(h);
+    if (n)
+      gpu_node_break(n);
+    int rc = add(node, graph, deps, ndeps, params);
+    if (child && rc == 0)
+      gpu_note("%s: a kernel node added by hand: its twin's nodes cannot be added to the graph "
+               "(%s): it runs uninstrumented in the graph",
+               t.name, h ? a->error(r) : "out of memory");
+    return rc;
+  }
+  void *embedded = NULL;
+  if (a->graphs->graph_child(*node, &embedded) == 0 && embedded)
+    (void)gpu_graph_kernel(a, embedded, 1);
+  *h = (struct gpu_hand_node){*node, n, p.func, t.twin, t.nargs, NULL};
+  pthread_mutex_lock(&g_hand.lock);
+  h->next = g_hand.list;
+  g_hand.list = h;
+  pthread_mutex_unlock(&g_hand.lock);
+  return 0;
+}
+
+/* The parameters q of h's twin node for the program's parameters p (of h's
+ * kernel): the twin, and the arguments p's then the address of the node's
+ * descriptor (all: room for them; *desc must outlive the use of buf), in
+ * the API's layout in buf. */
+static void gpu_hand_twin_params(const struct gpu_api *a, const struct gpu_hand_node *h,
+                                 const struct gpu_kernel_params *p, void **all, void **desc,
+                                 void *buf) {
+  struct gpu_kernel_params q = *p;
+  *desc = h->n->pl->desc_device;
+  gpu_twin_args(all, p->args, h->nargs, desc);
+  q.func = h->twin;
+  q.args = all;
+  a->graphs->kernel_params_write(buf, &q);
+}
+
+/* The program set parameters p on h: its replays' shape from now on, or
+ * (another kernel, or arguments in `extra`: the node runs them as they are)
+ * no record any more, said. */
+static void gpu_hand_params_set(struct gpu_hand_node *h, const struct gpu_kernel_params *p,
+                                int twin) {
+  struct gpu_node *n = h->n;
+  if (twin) {
+    pthread_mutex_lock(&g_gpu.lock);
+    memcpy(n->l.grid, p->grid, sizeof n->l.grid);
+    memcpy(n->l.block, p->block, sizeof n->l.block);
+    n->l.shared_bytes = p->shared;
+    pthread_mutex_unlock(&g_gpu.lock);
+    return;
+  }
+  gpu_node_break(n);
+  h->n = NULL;
+  gpu_note("%s: a kernel node added by hand was given another kernel or arguments in `extra`: "
+           "it runs them uninstrumented from now on",
+           n->l.kernel);
+}
+
+__attribute__((visibility("default"))) int
+__nano_gpu_graph_kernel_params(int api, int op, void *call, nano_gpu_node_params_fn set, void *exec,
+                               void *node, void *params) {
+  struct gpu_hand_node *h = node && params ? gpu_hand_find(node) : NULL;
+  const struct gpu_api *a = h ? gpu_api_of(api) : NULL;
+  void *embedded = NULL, *kernel = NULL, *clone = NULL;
+  if (a && a->graphs->graph_child(node, &embedded) == 0 && embedded) {
+    if (op == NANO_GPU_NODE_EXEC_SET && a->graphs->graph_clone(&clone, embedded) != 0)
+      clone = NULL;
+    kernel = op == NANO_GPU_NODE_EXEC_SET ? (clone ? gpu_graph_kernel(a, clone, 0) : NULL)
+                                          : gpu_graph_kernel(a, embedded, 0);
+  }
+  if (!kernel) { /* not ours (or the API failed: then the program's call says so) */
+    if (clone)
+      (void)a->graphs->graph_destroy(clone);
+    return op == NANO_GPU_NODE_EXEC_SET ? ((nano_gpu_exec_node_params_fn)call)(exec, node, params)
+                                        : ((nano_gpu_node_params_fn)call)(node, params);
+  }
+  struct gpu_kernel_params p;
+  a->graphs->kernel_params_read(params, &p);
+  if (op == NANO_GPU_NODE_GET) {
+    int rc = ((nano_gpu_node_params_fn)call)(kernel, params);
+    if (rc == 0 && h->n) { /* the program's kernel, not the twin */
+      a->graphs->kernel_params_read(params, &p);
+      p.func = h->kernel;
+      a->graphs->kernel_params_write(params, &p);
+    }
+    return rc;
+  }
+  int twin = h->n && p.func == h->kernel && !p.extra;
+  _Alignas(16) unsigned char buf[GPU_KERNEL_PARAMS_ROOM];
+  void *all[GPU_MAX_ARGS + 1], *desc = NULL;
+  if (twin)
+    gpu_hand_twin_params(a, h, &p, all, &desc, buf);
+  int rc;
+  if (op == NANO_GPU_NODE_SET) {
+    rc = ((nano_gpu_node_params_fn)call)(kernel, twin ? buf : params);
+  } else { /* the clone's kernel node set, the clone given to the executable's node */
+    rpd_gpu_quiet++;
+    rc = set(kernel, twin ? buf : params);
+    if (rc == 0)
+      rc = a->graphs->exec_child_set(exec, node, clone);
+    (void)a->graphs->graph_destroy(clone);
+    rpd_gpu_quiet--;
+  }
+  if (rc == 0 && h->n)
+    gpu_hand_params_set(h, &p, twin);
   return rc;
 }
 

@@ -27,6 +27,40 @@ struct gpu_device_info {
   uint32_t wave_size, line_bytes, sector_bytes, lds_model;
 };
 
+/* A kernel node's parameters (cudaKernelNodeParams, hipKernelNodeParams):
+ * the kernel's host handle, grid, block, dynamic shared bytes, arguments. */
+struct gpu_kernel_params {
+  const void *func;
+  uint32_t grid[3], block[3], shared;
+  void **args, **extra;
+};
+
+/* What kernel nodes added to a graph by hand need (gpu.c: the twin's nodes
+ * are captured into a graph of their own, which goes into the program's
+ * graph as one child graph node). */
+struct gpu_graph_ops {
+  /* The API's kernel node parameters, read and written. */
+  void (*kernel_params_read)(const void *params, struct gpu_kernel_params *out);
+  void (*kernel_params_write)(void *params, const struct gpu_kernel_params *in);
+  int (*stream_destroy)(void *s);
+  /* A capture of s, in relaxed mode, into a new graph; its end hands it out. */
+  int (*capture_begin)(void *s);
+  int (*capture_end)(void *s, void **graph);
+  /* A child graph node embedding a copy of child. */
+  int (*graph_add_child)(void **node, void *graph, const void *deps, size_t ndeps, void *child);
+  /* The graph a child graph node embeds (the node's own, not a copy). */
+  int (*graph_child)(void *node, void **graph);
+  /* graph's nodes: nodes NULL, their count in *n; else up to *n of them. */
+  int (*graph_nodes)(void *graph, void **nodes, size_t *n);
+  /* Whether node is a kernel node (*kernel 1) or another kind (0). */
+  int (*node_is_kernel)(void *node, int *kernel);
+  int (*graph_clone)(void **clone, void *graph);
+  int (*graph_destroy)(void *graph);
+  /* The child graph node `node` of exec runs child's parameters from now on
+   * (same topology as its graph). */
+  int (*exec_child_set)(void *exec, void *node, void *child);
+};
+
 struct gpu_api {
   const char *backend; /* "cuda", "hip": nano_dispatch's backend column */
   const char *library; /* what load() opens, for messages */
@@ -86,6 +120,9 @@ struct gpu_api {
   /* fn(arg) once the stream's work so far is done; fn may not call the API. */
   int (*host_func)(void *s, void (*fn)(void *), void *arg);
   const char *(*error)(int rc);
+  /* Kernel nodes added to a graph by hand; NULL where the API has no
+   * twins for them (the program's kernel runs there). */
+  const struct gpu_graph_ops *graphs;
 };
 
 /* An AMD device's line and sector bytes and LDS model, from its arch and

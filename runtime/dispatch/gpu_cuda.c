@@ -23,8 +23,10 @@ typedef void *CUevent;
 typedef unsigned long long CUdeviceptr;
 
 #define CU_SUCCESS 0
-#define CU_ATTR_CC_MAJOR 75 /* CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR */
-#define CU_ATTR_CC_MINOR 76 /* ..._MINOR                                    */
+#define CU_CAPTURE_RELAXED 2 /* CU_STREAM_CAPTURE_MODE_RELAXED */
+#define CU_NODE_KERNEL 0     /* CU_GRAPH_NODE_TYPE_KERNEL */
+#define CU_ATTR_CC_MAJOR 75  /* CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR */
+#define CU_ATTR_CC_MINOR 76  /* ..._MINOR                                    */
 #define CU_HOSTALLOC_PORTABLE 0x01
 #define CU_HOSTALLOC_DEVICEMAP 0x02
 #define CU_STREAM_NON_BLOCKING 0x1
@@ -68,6 +70,16 @@ static struct {
   CUresult (*EventDestroy)(CUevent);
   CUresult (*LaunchHostFunc)(CUstream, void (*)(void *), void *);
   CUresult (*GetErrorName)(CUresult, const char **);
+  CUresult (*StreamDestroy)(CUstream);
+  CUresult (*StreamBeginCapture)(CUstream, int);
+  CUresult (*StreamEndCapture)(CUstream, void **);
+  CUresult (*GraphAddChildGraphNode)(void **, void *, void *const *, size_t, void *);
+  CUresult (*GraphChildGraphNodeGetGraph)(void *, void **);
+  CUresult (*GraphGetNodes)(void *, void **, size_t *);
+  CUresult (*GraphNodeGetType)(void *, int *);
+  CUresult (*GraphClone)(void **, void *);
+  CUresult (*GraphDestroy)(void *);
+  CUresult (*GraphExecChildGraphNodeSetParams)(void *, void *, void *);
   /* optional (CUDA 9.2): without it, the current context is the launch's */
   CUresult (*StreamGetCtx)(CUstream, CUcontext *);
   /* optional (CUDA 11.3): without it, the graph copies show as the program's,
@@ -112,6 +124,16 @@ static const struct nano_symbol cu_fns[] = {
     CU_FN(EventDestroy, cuEventDestroy_v2),
     CU_FN(LaunchHostFunc, cuLaunchHostFunc),
     CU_FN(GetErrorName, cuGetErrorName),
+    CU_FN(StreamDestroy, cuStreamDestroy_v2),
+    CU_FN(StreamBeginCapture, cuStreamBeginCapture_v2),
+    CU_FN(StreamEndCapture, cuStreamEndCapture),
+    CU_FN(GraphAddChildGraphNode, cuGraphAddChildGraphNode),
+    CU_FN(GraphChildGraphNodeGetGraph, cuGraphChildGraphNodeGetGraph),
+    CU_FN(GraphGetNodes, cuGraphGetNodes),
+    CU_FN(GraphNodeGetType, cuGraphNodeGetType),
+    CU_FN(GraphClone, cuGraphClone),
+    CU_FN(GraphDestroy, cuGraphDestroy),
+    CU_FN(GraphExecChildGraphNodeSetParams, cuGraphExecChildGraphNodeSetParams),
 };
 
 static int cuda_load(void) {
@@ -272,6 +294,60 @@ static int cuda_event_destroy(void *e) { return cu.EventDestroy(e); }
 static int cuda_host_func(void *s, void (*fn)(void *), void *arg) {
   return cu.LaunchHostFunc(s, fn, arg);
 }
+/* driver_types.h's cudaKernelNodeParams: the runtime's kernel nodes, whose
+ * func is a kernel's host handle. */
+struct cuda_kernel_node_params {
+  const void *func;
+  unsigned grid[3], block[3], shared;
+  void **args, **extra;
+};
+static void cuda_kernel_params_read(const void *params, struct gpu_kernel_params *out) {
+  const struct cuda_kernel_node_params *p = params;
+  *out = (struct gpu_kernel_params){p->func,
+                                    {p->grid[0], p->grid[1], p->grid[2]},
+                                    {p->block[0], p->block[1], p->block[2]},
+                                    p->shared,
+                                    p->args,
+                                    p->extra};
+}
+static void cuda_kernel_params_write(void *params, const struct gpu_kernel_params *in) {
+  *(struct cuda_kernel_node_params *)params =
+      (struct cuda_kernel_node_params){in->func,
+                                       {in->grid[0], in->grid[1], in->grid[2]},
+                                       {in->block[0], in->block[1], in->block[2]},
+                                       in->shared,
+                                       in->args,
+                                       in->extra};
+}
+static int cuda_stream_destroy(void *s) { return cu.StreamDestroy(s); }
+static int cuda_capture_begin(void *s) { return cu.StreamBeginCapture(s, CU_CAPTURE_RELAXED); }
+static int cuda_capture_end(void *s, void **graph) { return cu.StreamEndCapture(s, graph); }
+static int cuda_graph_add_child(void **node, void *graph, const void *deps, size_t ndeps,
+                                void *child) {
+  return cu.GraphAddChildGraphNode(node, graph, deps, ndeps, child);
+}
+static int cuda_graph_child(void *node, void **graph) {
+  return cu.GraphChildGraphNodeGetGraph(node, graph);
+}
+static int cuda_graph_nodes(void *graph, void **nodes, size_t *n) {
+  return cu.GraphGetNodes(graph, nodes, n);
+}
+static int cuda_node_is_kernel(void *node, int *kernel) {
+  int type = -1;
+  CUresult r = cu.GraphNodeGetType(node, &type);
+  *kernel = type == CU_NODE_KERNEL;
+  return r;
+}
+static int cuda_graph_clone(void **clone, void *graph) { return cu.GraphClone(clone, graph); }
+static int cuda_graph_destroy(void *graph) { return cu.GraphDestroy(graph); }
+static int cuda_exec_child_set(void *exec, void *node, void *child) {
+  return cu.GraphExecChildGraphNodeSetParams(exec, node, child);
+}
+static const struct gpu_graph_ops cuda_graph_ops = {
+    cuda_kernel_params_read, cuda_kernel_params_write, cuda_stream_destroy, cuda_capture_begin,
+    cuda_capture_end,        cuda_graph_add_child,     cuda_graph_child,    cuda_graph_nodes,
+    cuda_node_is_kernel,     cuda_graph_clone,         cuda_graph_destroy,  cuda_exec_child_set,
+};
 static const char *cuda_error(int rc) {
   const char *s = NULL;
   if (cu.GetErrorName && cu.GetErrorName(rc, &s) == CU_SUCCESS && s)
@@ -311,4 +387,5 @@ const struct gpu_api gpu_cuda_api = {
     cuda_event_destroy,
     cuda_host_func,
     cuda_error,
+    &cuda_graph_ops,
 };

@@ -232,4 +232,5 @@ const struct gpu_api gpu_hip_api = {
     hip_event_destroy,
     hip_host_func,
     hip_error,
+    NULL, /* kernel nodes added by hand keep the program's kernel: not done on HIP yet */
 };

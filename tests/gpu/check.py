@@ -140,7 +140,7 @@ elif sample == "streams":
     # the reports, in the order dispatches ended: the short second one first
     ended = [r["dispatch"] for r in map(json.loads, open(f"{work}/{sample}.json")) if r["analyzer"] == "dispatch"]
     expect(ended == [2, 1], f"the short twin on stream 2 ends before the long one launched before it on stream 1, got {ended}")
-elif sample in ("graph", "graph_relaxed"):
+elif sample in ("graph", "graph_relaxed", "handbuilt"):
     expect(len(dispatches) == 4, f"the warm-up and each of the 3 replays are dispatches, got {len(dispatches)}")
     expect(all(d["records"] == 2 for d in dispatches), "each dispatch: one warp's load and store records")
     expect(len(memory) == 8 and all(m["accesses"] == 32 for m in memory),
@@ -150,6 +150,9 @@ elif sample in ("graph", "graph_relaxed"):
     replayed = replayed_ops()
     expect(replayed == ["ConcurrentKernel"] * 3,
            f"each replay's one op is its kernel: the copies nanoprobe adds to the graph are not the program's, got {replayed}")
+    said = [l for l in err.splitlines() if "uninstrumented" in l]
+    expect(not said, f"every replay instrumented, nothing said: {said}")
+if sample in ("graph", "graph_relaxed"):
     # what rpd graph joins: the capture's graph, instantiated, launched three times
     args = {}
     for name, a in rows("select s.string, g.string from rocpd_api a join rocpd_string s on s.id = a.apiName_id "

@@ -4,8 +4,8 @@
 // __nano_gpu_graph_add_node(api, call, with_edges, node, graph, deps, edges,
 // ndeps, params) when the runtime is there (it remembers conditional nodes'
 // bodies, into which a twin may not be captured), else as before. Kernel
-// nodes added that way are still not given twins: said at the runtime's
-// call.
+// nodes added that way are still not given twins (cudaGraphAddKernelNode's
+// are): said at the runtime's call.
 // REQUIRES: cuda
 // RUN: rm -rf %t && mkdir -p %t && echo fatbin > %t/fatbin
 // RUN: %clangxx_nano -x cuda --cuda-host-only --cuda-gpu-arch=sm_90 --cuda-path=/usr/local/cuda -Wno-unknown-cuda-version -O1 -g -S -emit-llvm -Xclang -fcuda-include-gpubinary -Xclang %t/fatbin %s -o %t/add.ll -save-stats=obj 2> %t/err
@@ -33,5 +33,5 @@ int driver(CUgraph g, CUgraphNodeParams *params, const CUgraphNode *deps, size_t
 // CHECK: call i32 @cuGraphAddNode_v2(ptr noundef nonnull %[[NODE2]], ptr noundef %0, ptr noundef %2, ptr noundef null, i64 noundef %3, ptr noundef %1)
 // CHECK: declare extern_weak i32 @__nano_gpu_graph_add_node(i32, ptr, i32, ptr, ptr, ptr, ptr, i64, ptr)
 
-// SAID: gpu-graph-add-node-cuda.cu:[[#@LINE-17]]: cudaGraphAddNode: the kernels it launches run uninstrumented (kernel nodes of graphs built by hand are not given twins yet
+// SAID: gpu-graph-add-node-cuda.cu:[[#@LINE-17]]: cudaGraphAddNode: the kernels it launches run uninstrumented (kernel nodes added by the generic node call are not given twins yet (cudaGraphAddKernelNode's and launches captured into graphs are))
 // STATS: "nano-gpu-launch.NumGpuAddNodeRouted": 2

@@ -145,6 +145,36 @@ typedef int (*nano_gpu_add_node_edges_fn)(void **node, void *graph, const void *
 int __nano_gpu_graph_add_node(int api, void *add, int with_edges, void **node, void *graph,
                               const void *deps, const void *edges, size_t ndeps, void *params);
 
+/* The program's cudaGraphAddKernelNode, through __nano_gpu_graph_add_kernel
+ * with the program's cudaLaunchKernel (launch): a kernel with a twin, while
+ * instrumenting, goes into the graph as one child graph node whose graph
+ * holds the twin's nodes as a launch captured into a graph makes them (each
+ * replay a dispatch of its own); *node is that child graph node. Anything
+ * else (no twin, arguments in `extra`, a conditional node's body, a capture
+ * that fails: said once) is added by the program's call as it is. */
+typedef int (*nano_gpu_add_kernel_node_fn)(void **node, void *graph, const void *deps, size_t ndeps,
+                                           const void *params);
+int __nano_gpu_graph_add_kernel(int api, nano_gpu_add_kernel_node_fn add, nano_gpu_launch_fn launch,
+                                void **node, void *graph, const void *deps, size_t ndeps,
+                                const void *params);
+
+/* The program's kernel node parameter calls, through
+ * __nano_gpu_graph_kernel_params (op: which call is `call`): on a node of
+ * __nano_gpu_graph_add_kernel's they act on the twin's node inside it (get:
+ * the program's kernel shown, not the twin; set: the twin with the new
+ * arguments and shape; exec set: the same on a copy of the child graph, given
+ * to the executable's node: cudaGraphExecChildGraphNodeSetParams; set is the
+ * program's cudaGraphKernelNodeSetParams for that copy); another kernel or
+ * arguments in `extra` run as they are, uninstrumented from then on, said.
+ * Other nodes: the call as it is. */
+#define NANO_GPU_NODE_GET 0      /* cudaGraphKernelNodeGetParams(node, params) */
+#define NANO_GPU_NODE_SET 1      /* cudaGraphKernelNodeSetParams(node, params) */
+#define NANO_GPU_NODE_EXEC_SET 2 /* cudaGraphExecKernelNodeSetParams(exec, node, params) */
+typedef int (*nano_gpu_node_params_fn)(void *node, void *params);
+typedef int (*nano_gpu_exec_node_params_fn)(void *exec, void *node, void *params);
+int __nano_gpu_graph_kernel_params(int api, int op, void *call, nano_gpu_node_params_fn set,
+                                   void *exec, void *node, void *params);
+
 #ifdef __cplusplus
 }
 #endif

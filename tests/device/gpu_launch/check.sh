@@ -478,6 +478,51 @@ grep -q "^launch _Z5otherPi grid 1 1 1 block 32 1 1 shared 0 stream 0x" conditio
 [ "$(grep -c "_Z5otherPi: captured into a conditional node's body graph, which may hold no host function (CUDA's rule) as a twin's dispatch needs: it runs uninstrumented there" conditional.err)" = 1 ] ||
   fail "conditional: said once ($(cat conditional.err))"
 
+# kernel nodes added to a graph by hand: each becomes one child graph node
+# holding the twin's nodes (begin, the descriptor's copy, the twin, the
+# counters' copy, end), so that every replay of every executable is a
+# dispatch; the program reads its node back as its kernel with its
+# arguments; a new factor for one executable and a new factor and grid for
+# the graph reach the twin (results), and the dispatches' shapes follow
+cuda_program handbuilt
+hand_done="handbuilt rc 0 got right y right p 1"
+./handbuilt >handbuilt_plain.out || fail "handbuilt: the program failed"
+grep -qx "$hand_done" handbuilt_plain.out && ! grep -q "child graph node" handbuilt_plain.out ||
+  fail "handbuilt without the runtime: the program's kernel nodes ($(cat handbuilt_plain.out))"
+env RPDT_FILENAME=handbuilt_off.rpd LD_PRELOAD="$rpd" ./handbuilt >handbuilt_off.out 2>&1 ||
+  fail "handbuilt, not instrumenting: $(cat handbuilt_off.out)"
+grep -qx "$hand_done" handbuilt_off.out && ! grep -q "child graph node" handbuilt_off.out ||
+  fail "handbuilt, not instrumenting: the program's kernel nodes ($(cat handbuilt_off.out))"
+env RPDT_FILENAME=handbuilt.rpd NANO_INSTRUMENT=1 NANO_ANALYZERS=none LD_PRELOAD="$rpd" \
+  ./handbuilt >handbuilt.out 2>handbuilt.err || fail "handbuilt: $(cat handbuilt.err)"
+grep -qx "$hand_done" handbuilt.out || fail "handbuilt instrumented: $(cat handbuilt.out)"
+[ "$(grep -c '^child graph node: 5 nodes$' handbuilt.out)" = 2 ] &&
+  ! grep -q '^graph kernel node _Z' handbuilt.out ||
+  fail "handbuilt: both nodes are child graph nodes of five, no original kernel node ($(cat handbuilt.out))"
+grep -qx "graph exec child graph node set" handbuilt.out &&
+  grep -qx "graph kernel node set __nano_twin__Z4axpyfPKfPfiPv grid 1 1 1 block 32 1 1 shared 0" handbuilt.out ||
+  fail "handbuilt: the parameters set on the twin's node, the executable's through its child graph ($(cat handbuilt.out))"
+[ "$(grep -c '^twin __nano_twin_.*: recorded$' handbuilt.out)" = 6 ] ||
+  fail "handbuilt: three replays of each twin, each recording ($(cat handbuilt.out))"
+[ "$(query handbuilt.rpd "select group_concat(kernel || ' ' || grid_x || ' ' || records, ',') from (select * from nano_dispatch order by id)")" = \
+  "_Z4axpyfPKfPfi 2 192,_Z5otherPi 1 32,_Z4axpyfPKfPfi 2 192,_Z5otherPi 1 32,_Z4axpyfPKfPfi 1 96,_Z5otherPi 1 32" ] ||
+  fail "handbuilt: one dispatch per replay, every access, the last axpy one block ($(query handbuilt.rpd "select id, kernel, grid_x, records from nano_dispatch"))"
+[ "$(query handbuilt.rpd "select group_concat(s.string, ',') from (select * from rocpd_op order by id) o join rocpd_string s on s.id = o.description_id")" = \
+  "$(printf 'axpy(float, float const*, float*, int) [instrumented],other(int*) [instrumented],%.0s' 1 2 3 | sed 's/,$//')" ] ||
+  fail "handbuilt: CUPTI's ops are the six replayed twins, shown as their kernels; nanoprobe's copies in the child graphs not traced ($(query handbuilt.rpd "select * from rocpd_op"))"
+! grep -v -e '^nanoprobe: dispatch ' -e 'rows written' handbuilt.err | grep -q . ||
+  fail "handbuilt: nothing else to say ($(cat handbuilt.err))"
+# twins that cannot launch: the program's own kernel nodes, said once each,
+# and no error left for the program
+env RPDT_FILENAME=handbuilt_notwin.rpd NANO_INSTRUMENT=1 NANO_ANALYZERS=none FAKE_NO_TWINS=1 \
+  LD_PRELOAD="$rpd" ./handbuilt >handbuilt_notwin.out 2>handbuilt_notwin.err ||
+  fail "handbuilt without twins: $(cat handbuilt_notwin.err)"
+grep -qx "$hand_done" handbuilt_notwin.out && ! grep -q "child graph node" handbuilt_notwin.out &&
+  grep -qx "graph kernel node _Z4axpyfPKfPfi grid 2 1 1 block 32 1 1 shared 0" handbuilt_notwin.out ||
+  fail "handbuilt without twins: the program's kernel nodes ($(cat handbuilt_notwin.out))"
+[ "$(grep -c "its twin was not captured (cudaErrorInvalidDeviceFunction, error 98): it runs uninstrumented in the graph" handbuilt_notwin.err)" = 2 ] ||
+  fail "handbuilt without twins: said once per kernel ($(cat handbuilt_notwin.err))"
+
 # a twin whose end cannot be confirmed: its buffer is held until the device
 # is done with it, never handed to the next launch while the twin may write it
 cuda_program unconfirmed

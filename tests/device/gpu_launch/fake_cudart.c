@@ -204,7 +204,15 @@ static uint32_t driver_call(const char *name) {
 
 /* ---- the device: a queue run only while the program synchronizes ------------ */
 
-enum item_kind { ITEM_KERNEL, ITEM_HOSTFN, ITEM_EVENT, ITEM_COPY, ITEM_MEMSET, ITEM_CONDITIONAL };
+enum item_kind {
+  ITEM_KERNEL,
+  ITEM_HOSTFN,
+  ITEM_EVENT,
+  ITEM_COPY,
+  ITEM_MEMSET,
+  ITEM_CONDITIONAL,
+  ITEM_CHILD
+};
 struct item {
   enum item_kind kind;
   const char *name; /* kernel */
@@ -223,7 +231,12 @@ struct item {
   uint64_t node_id; /* a graph's node: its id (CUPTI's graphNodeId) */
   const void *queue; /* the program's stream it was issued to */
   const struct fake_module *module; /* a driver launch's: its variables */
-  struct graph *body; /* a conditional node's, run when n (the handle's value) is not 0 */
+  struct graph *body; /* a conditional node's, run when n (the handle's value) is not 0; a
+                         child graph node's, run always */
+  const void *func;   /* a kernel node's: the kernel's host handle */
+  size_t shared;      /* a kernel node's dynamic shared bytes */
+  void *args[6];      /* a kernel node's arguments, as kernelParams points at them */
+  const struct item *orig; /* an executable's node: the graph's node it was made from */
   struct item *next;
 };
 
@@ -480,8 +493,8 @@ static int end_capture(void *s, void **graph) {
 static int graph_launch(void *exec, void *stream, uint32_t corr) {
   struct graph *g = exec;
   for (const struct item *node = g->items; node; node = node->next) {
-    if (node->kind == ITEM_CONDITIONAL) {
-      int rc = node->n ? graph_launch(node->body, stream, corr) : 0;
+    if (node->kind == ITEM_CONDITIONAL || node->kind == ITEM_CHILD) {
+      int rc = node->kind == ITEM_CHILD || node->n ? graph_launch(node->body, stream, corr) : 0;
       if (rc)
         return rc;
       continue;
@@ -492,6 +505,7 @@ static int graph_launch(void *exec, void *stream, uint32_t corr) {
     *it = *node;
     it->corr = corr; /* a replay's kernels: ops of the launch */
     it->stream = stream_id(stream);
+    it->queue = stream;
     it->next = NULL;
     enqueue(it);
   }
@@ -513,23 +527,40 @@ int cudaStreamEndCapture(void *s, void **graph) {
   fake_cupti_end_capture(0, corr, s, graph);
   return rc;
 }
-/* The executable: a copy of the graph's nodes, each with an id of its own. */
-static int instantiate(void **exec, const struct graph *g) {
-  struct graph *e = calloc(1, sizeof *e);
-  if (!e)
-    return 2;
-  struct item **tail = &e->items;
-  for (struct item *node = g->items; node; node = node->next) {
+static void item_args(struct item *it);
+
+/* Fills empty graph c with copies of g's nodes, each with an id of its own
+ * and its original (orig); a child graph node's graph copied too (a
+ * conditional node's body is shared). exec: the executable they go into,
+ * each copy reported to CUPTI as a clone; NULL: a graph's copy. 0 or 2. */
+static int graph_fill(struct graph *c, const struct graph *g, void *exec) {
+  c->body = g->body;
+  struct item **tail = &c->items;
+  for (const struct item *node = g->items; node; node = node->next) {
     struct item *clone = malloc(sizeof *clone);
     if (!clone)
       return 2;
     *clone = *node;
     clone->node_id = ++last_node_id;
+    clone->orig = node;
     clone->next = NULL;
+    item_args(clone);
     *tail = clone;
     tail = &clone->next;
-    fake_cupti_node_cloned(e, node, clone);
+    if (exec)
+      fake_cupti_node_cloned(exec, (void *)node, clone);
+    if (node->kind == ITEM_CHILD &&
+        (!(clone->body = calloc(1, sizeof *clone->body)) || graph_fill(clone->body, node->body, exec)))
+      return 2;
   }
+  return 0;
+}
+
+/* The executable: a copy of the graph's nodes, each with an id of its own. */
+static int instantiate(void **exec, const struct graph *g) {
+  struct graph *e = calloc(1, sizeof *e);
+  if (!e || graph_fill(e, g, e))
+    return 2;
   *exec = e;
   return 0;
 }
@@ -729,12 +760,26 @@ static int over_limits(struct dim3 g, struct dim3 b) {
          b.y > FAKE_BLOCK_XY_MAX || b.z > FAKE_BLOCK_Z_MAX ||
          (unsigned long long)b.x * b.y * b.z > FAKE_BLOCK_THREADS_MAX;
 }
-/* Queues kernel `name` (its dynamic shared memory limit max_shared; args:
- * its argument pointers) on stream, or refuses it with the runtime's error
- * (the driver's numbers are the same). */
-static int issue_kernel(const char *name, const struct fake_module *module, size_t max_shared,
-                        struct dim3 grid, struct dim3 block, void **args, size_t shared,
-                        void *stream, uint32_t corr) {
+/* A kernel's arguments as kernelParams points at them: at the item's own
+ * copies of their values. */
+static void item_args(struct item *it) {
+  if (it->kind != ITEM_KERNEL)
+    return;
+  memset(it->args, 0, sizeof it->args);
+  if (strstr(it->name, "axpy")) {
+    it->args[0] = &it->a, it->args[1] = &it->argv[1], it->args[2] = &it->argv[2];
+    it->args[3] = &it->n, it->args[4] = &it->argv[4];
+  } else {
+    it->args[0] = &it->argv[0], it->args[1] = &it->argv[1];
+  }
+}
+
+/* A kernel item of `name` (its dynamic shared memory limit max_shared;
+ * args: its argument pointers) in *out, or the runtime's error (the
+ * driver's numbers are the same), said. */
+static int kernel_item(const char *name, const struct fake_module *module, size_t max_shared,
+                       struct dim3 grid, struct dim3 block, void **args, size_t shared,
+                       struct item **out) {
   if (over_limits(grid, block)) {
     printf("launch %s refused: grid %u %u %u block %u %u %u over CUDA's limits\n", name, grid.x,
            grid.y, grid.z, block.x, block.y, block.z);
@@ -745,17 +790,14 @@ static int issue_kernel(const char *name, const struct fake_module *module, size
            max_shared);
     return 1; /* cudaErrorInvalidValue */
   }
-  printf("launch %s grid %u %u %u block %u %u %u shared %zu stream %p\n", name, grid.x, grid.y,
-         grid.z, block.x, block.y, block.z, shared, stream);
   struct item *it = calloc(1, sizeof *it);
   if (!it)
     return 2; /* cudaErrorMemoryAllocation */
   it->kind = ITEM_KERNEL;
   it->name = name;
   it->module = module;
-  it->corr = corr;
-  it->stream = stream_id(stream);
   it->grid = grid, it->block = block;
+  it->shared = shared;
   int twin = strncmp(name, NANO_TWIN_PREFIX, strlen(NANO_TWIN_PREFIX)) == 0;
   if (strstr(name, "axpy")) {
     it->a = *(float *)args[0];
@@ -769,25 +811,50 @@ static int issue_kernel(const char *name, const struct fake_module *module, size
     if (twin)
       it->argv[1] = *(void **)args[1];
   }
+  item_args(it);
+  *out = it;
+  return 0;
+}
+
+/* Queues kernel `name` (handle func) on stream (kernel_item's arguments), or
+ * refuses it with the runtime's error. */
+static int issue_kernel(const void *func, const char *name, const struct fake_module *module, size_t max_shared,
+                        struct dim3 grid, struct dim3 block, void **args, size_t shared,
+                        void *stream, uint32_t corr) {
+  struct item *it = NULL;
+  int rc = kernel_item(name, module, max_shared, grid, block, args, shared, &it);
+  if (rc)
+    return rc;
+  printf("launch %s grid %u %u %u block %u %u %u shared %zu stream %p\n", name, grid.x, grid.y,
+         grid.z, block.x, block.y, block.z, shared, stream);
+  it->func = func;
+  it->corr = corr;
+  it->stream = stream_id(stream);
   issue(it, stream);
   return 0;
 }
 
-/* FAKE_NO_TWINS=1: the module lacks the twins (a host side built with the
- * plugin, the device side without), so launching one fails. */
+/* The registered kernel of host handle func (its index), or -1: none, or a
+ * twin where FAKE_NO_TWINS=1 says the module lacks the twins (a host side
+ * built with the plugin, the device side without). */
+static int loadable_kernel(const void *func) {
+  const char *no_twins = getenv("FAKE_NO_TWINS");
+  int i = fake_kernel_index(func);
+  if (i >= 0 && no_twins && *no_twins == '1' &&
+      strncmp(fake_kernels[i].name, NANO_TWIN_PREFIX, strlen(NANO_TWIN_PREFIX)) == 0)
+    return -1;
+  return i;
+}
+
 static int launch(const void *func, struct dim3 grid, struct dim3 block, void **args,
                   size_t shared, void *stream, uint32_t corr) {
-  const char *no_twins = getenv("FAKE_NO_TWINS");
-  for (int i = 0; i < fake_nkernels; i++)
-    if (fake_kernels[i].host == func) {
-      const char *name = fake_kernels[i].name;
-      if (no_twins && *no_twins == '1' && strncmp(name, NANO_TWIN_PREFIX, strlen(NANO_TWIN_PREFIX)) == 0)
-        return 98; /* cudaErrorInvalidDeviceFunction */
-      return issue_kernel(name, NULL, fake_kernels[i].max_shared, grid, block, args, shared,
-                          stream, corr);
-    }
-  printf("launch of an unregistered handle %p\n", func);
-  return 98;
+  int i = loadable_kernel(func);
+  if (i >= 0)
+    return issue_kernel(func, fake_kernels[i].name, NULL, fake_kernels[i].max_shared, grid, block, args,
+                        shared, stream, corr);
+  if (fake_kernel_index(func) < 0)
+    printf("launch of an unregistered handle %p\n", func);
+  return 98; /* cudaErrorInvalidDeviceFunction */
 }
 
 int cudaLaunchKernel(const void *func, struct dim3 grid, struct dim3 block, void **args,
@@ -1033,6 +1100,16 @@ int cuStreamGetCtx(void *s, void **ctx) {
   return 400; /* CUDA_ERROR_INVALID_HANDLE */
 }
 
+int cuStreamDestroy_v2(void *s) {
+  for (int i = 0; i < nprivate; i++)
+    if (private_streams[i] == s) {
+      free(s);
+      nprivate--;
+      private_streams[i] = private_streams[nprivate], private_ctx[i] = private_ctx[nprivate];
+      return CU_OK;
+    }
+  return 400; /* CUDA_ERROR_INVALID_HANDLE */
+}
 int cuStreamCreate(void **s, unsigned flags) {
   NEED_CTX();
   if (unsafe_now())
@@ -1596,6 +1673,213 @@ int cudaStreamBeginCaptureToGraph(void *s, void *graph, const void *deps, const 
   return rc;
 }
 
+/* Kernel nodes added to the runtime's graphs by hand (cudaKernelNodeParams),
+ * printed when added or set ("graph kernel node NAME grid ..."), and child
+ * graph nodes (a copy of their graph, run whole at each replay), with the
+ * calls that read and set them as CUDA's rules allow: kernel node calls on
+ * kernel nodes only, an executable's child graph node given a graph of the
+ * same shape only. */
+struct fake_kernel_node_params {
+  const void *func;
+  struct dim3 grid, block;
+  unsigned shared;
+  void **args, **extra;
+};
+#define CU_NODE_KERNEL 0
+#define CU_NODE_MEMCPY 1
+#define CU_NODE_MEMSET 2
+#define CU_NODE_HOST 3
+#define CU_NODE_GRAPH 4
+#define CU_NODE_EVENT_RECORD 7
+#define CU_NODE_CONDITIONAL 13
+
+/* Node `it` made the kernel node p describes (its id, place and original
+ * kept); 0 or the runtime's error. */
+static int kernel_node_set(struct item *it, const struct fake_kernel_node_params *p,
+                           const char *what) {
+  if (!it || it->kind != ITEM_KERNEL || !p || p->extra)
+    return 1; /* cudaErrorInvalidValue */
+  int i = loadable_kernel(p->func);
+  if (i < 0)
+    return 98;
+  struct item *made = NULL;
+  int rc = kernel_item(fake_kernels[i].name, NULL, fake_kernels[i].max_shared, p->grid, p->block,
+                       p->args, p->shared, &made);
+  if (rc)
+    return rc;
+  made->func = p->func;
+  made->node_id = it->node_id, made->orig = it->orig, made->next = it->next;
+  *it = *made;
+  free(made);
+  item_args(it);
+  printf("%s %s grid %u %u %u block %u %u %u shared %u\n", what, it->name, p->grid.x, p->grid.y,
+         p->grid.z, p->block.x, p->block.y, p->block.z, p->shared);
+  return 0;
+}
+static void graph_append(struct graph *g, struct item *it) {
+  struct item **tail = &g->items;
+  while (*tail)
+    tail = &(*tail)->next;
+  *tail = it;
+}
+int cudaGraphAddKernelNode(void **node, void *graph, const void *deps, size_t n,
+                           const struct fake_kernel_node_params *p) {
+  (void)deps, (void)n; /* nodes run in the order added */
+  if (!node || !graph || !p)
+    return fake_fail(1);
+  struct item *it = calloc(1, sizeof *it);
+  if (!it)
+    return fake_fail(2);
+  it->kind = ITEM_KERNEL;
+  it->node_id = ++last_node_id;
+  int rc = kernel_node_set(it, p, "graph kernel node");
+  if (rc) {
+    free(it);
+    return fake_fail(rc);
+  }
+  graph_append(graph, it);
+  *node = it;
+  return 0;
+}
+int cudaGraphKernelNodeGetParams(void *node, struct fake_kernel_node_params *p) {
+  struct item *it = node;
+  if (!it || !p || it->kind != ITEM_KERNEL || !it->func)
+    return fake_fail(1);
+  *p = (struct fake_kernel_node_params){it->func, it->grid, it->block, (unsigned)it->shared,
+                                        it->args, NULL};
+  return 0;
+}
+int cudaGraphKernelNodeSetParams(void *node, const struct fake_kernel_node_params *p) {
+  return fake_fail(kernel_node_set(node, p, "graph kernel node set"));
+}
+/* The node of executable graph g made from node orig, or NULL. */
+static struct item *exec_node(const struct graph *g, const void *orig) {
+  for (struct item *it = g ? g->items : NULL; it; it = it->next) {
+    if (it->orig == orig)
+      return it;
+    struct item *in = it->kind == ITEM_CHILD ? exec_node(it->body, orig) : NULL;
+    if (in)
+      return in;
+  }
+  return NULL;
+}
+int cudaGraphExecKernelNodeSetParams(void *exec, void *node,
+                                     const struct fake_kernel_node_params *p) {
+  return fake_fail(kernel_node_set(exec_node(exec, node), p, "graph exec kernel node set"));
+}
+
+int cuStreamBeginCapture_v2(void *s, int mode) {
+  NEED_CTX();
+  return begin_capture(s, mode) ? CU_INVALID_VALUE : CU_OK;
+}
+int cuStreamEndCapture(void *s, void **graph) { return end_capture(s, graph); }
+int cuGraphAddChildGraphNode(void **node, void *graph, const void *deps, size_t n, void *child) {
+  (void)deps, (void)n;
+  struct item *it = calloc(1, sizeof *it);
+  if (!node || !graph || !child || !it || !(it->body = calloc(1, sizeof *it->body)))
+    return CU_INVALID_VALUE;
+  if (graph_fill(it->body, child, NULL))
+    return 2;
+  it->kind = ITEM_CHILD;
+  it->node_id = ++last_node_id;
+  graph_append(graph, it);
+  *node = it;
+  int k = 0;
+  for (const struct item *in = it->body->items; in; in = in->next)
+    k++;
+  printf("child graph node: %d nodes\n", k);
+  return CU_OK;
+}
+int cuGraphChildGraphNodeGetGraph(void *node, void **graph) {
+  const struct item *it = node;
+  if (!it || it->kind != ITEM_CHILD || !graph)
+    return CU_INVALID_VALUE;
+  *graph = it->body;
+  return CU_OK;
+}
+int cuGraphGetNodes(void *graph, void **nodes, size_t *n) {
+  const struct graph *g = graph;
+  if (!g || !n)
+    return CU_INVALID_VALUE;
+  size_t k = 0;
+  for (struct item *it = g->items; it; it = it->next, k++)
+    if (nodes && k < *n)
+      nodes[k] = it;
+  for (size_t i = k; nodes && i < *n; i++)
+    nodes[i] = NULL;
+  if (!nodes || k < *n)
+    *n = k;
+  return CU_OK;
+}
+int cuGraphNodeGetType(void *node, int *type) {
+  static const int types[] = {[ITEM_KERNEL] = CU_NODE_KERNEL,
+                              [ITEM_HOSTFN] = CU_NODE_HOST,
+                              [ITEM_EVENT] = CU_NODE_EVENT_RECORD,
+                              [ITEM_COPY] = CU_NODE_MEMCPY,
+                              [ITEM_MEMSET] = CU_NODE_MEMSET,
+                              [ITEM_CONDITIONAL] = CU_NODE_CONDITIONAL,
+                              [ITEM_CHILD] = CU_NODE_GRAPH};
+  const struct item *it = node;
+  if (!it || !type)
+    return CU_INVALID_VALUE;
+  *type = types[it->kind];
+  return CU_OK;
+}
+int cuGraphClone(void **clone, void *graph) {
+  struct graph *c = calloc(1, sizeof *c);
+  if (!clone || !graph || !c || graph_fill(c, graph, NULL))
+    return CU_INVALID_VALUE;
+  *clone = c;
+  return CU_OK;
+}
+static void graph_free(struct graph *g) {
+  for (struct item *it = g->items, *next; it; it = next) {
+    next = it->next;
+    if (it->kind == ITEM_CHILD)
+      graph_free(it->body);
+    free(it);
+  }
+  free(g);
+}
+int cuGraphDestroy(void *graph) {
+  if (!graph)
+    return CU_INVALID_VALUE;
+  graph_free(graph);
+  return CU_OK;
+}
+/* Whether graphs a and b have the same nodes, kind by kind (CUDA's rule for
+ * an executable's child graph node's new graph). */
+static int same_shape(const struct graph *a, const struct graph *b) {
+  const struct item *x = a->items, *y = b->items;
+  for (; x && y; x = x->next, y = y->next)
+    if (x->kind != y->kind || (x->kind == ITEM_CHILD && !same_shape(x->body, y->body)))
+      return 0;
+  return !x && !y;
+}
+/* Executable nodes of graph e take the parameters of graph g's (the same
+ * shape), keeping their ids and originals. */
+static void take_params(struct graph *e, const struct graph *g) {
+  struct item *x = e->items;
+  for (const struct item *y = g->items; x && y; x = x->next, y = y->next) {
+    if (x->kind == ITEM_CHILD) {
+      take_params(x->body, y->body);
+      continue;
+    }
+    struct item kept = *x;
+    *x = *y;
+    x->node_id = kept.node_id, x->orig = kept.orig, x->next = kept.next;
+    item_args(x);
+  }
+}
+int cuGraphExecChildGraphNodeSetParams(void *exec, void *node, void *child) {
+  struct item *it = exec_node(exec, node);
+  if (!it || it->kind != ITEM_CHILD || !child || !same_shape(it->body, child))
+    return CU_INVALID_VALUE;
+  take_params(it->body, child);
+  printf("graph exec child graph node set\n");
+  return CU_OK;
+}
+
 /* Device-to-device copies, in the stream's order (a graph's node when it is
  * capturing). */
 int cuMemcpyDtoDAsync_v2(unsigned long long dst, unsigned long long src, size_t n, void *s) {
@@ -1666,7 +1950,7 @@ static int driver_launch(void *f, struct dim3 grid, struct dim3 block, unsigned 
   }
   printf("function %s of module %d\n", fn->name, fn->module);
   printf("%s of %s (%d parameters%s)\n", how, fn->name, fn->nparams, extra ? ", extra" : "");
-  return issue_kernel(fn->name, fn->mod, FAKE_SHARED_DEFAULT, grid, block, params, shared, stream,
+  return issue_kernel(f, fn->name, fn->mod, FAKE_SHARED_DEFAULT, grid, block, params, shared, stream,
                       0);
 }
 

@@ -7,7 +7,7 @@
 #ifndef CAPTURE_MODE /* graph_relaxed.cu includes this file with another */
 #define CAPTURE_MODE cudaStreamCaptureModeGlobal
 #endif
-#ifndef SAMPLE /* conditional.cu includes it with CONDITIONAL_BODY */
+#ifndef SAMPLE /* conditional.cu includes it with CONDITIONAL_BODY, handbuilt.cu with HAND_BUILT */
 #define SAMPLE "graph"
 #endif
 
@@ -40,6 +40,17 @@ int main() {
   CHECK(cudaStreamBeginCaptureToGraph(s, body, nullptr, nullptr, 0, CAPTURE_MODE));
   inc<<<1, 32, 0, s>>>(p);
   CHECK(cudaStreamEndCapture(s, &body));
+#elif defined(HAND_BUILT)
+  // the graph built by hand: one kernel node (cudaGraphAddKernelNode)
+  CHECK(cudaGraphCreate(&g, 0));
+  void *args[] = {&p};
+  cudaKernelNodeParams params = {};
+  params.func = (void *)inc;
+  params.gridDim = dim3(1);
+  params.blockDim = dim3(32);
+  params.kernelParams = args;
+  cudaGraphNode_t node;
+  CHECK(cudaGraphAddKernelNode(&node, g, nullptr, 0, &params));
 #else
   CHECK(cudaStreamBeginCapture(s, CAPTURE_MODE));
   inc<<<1, 32, 0, s>>>(p);
