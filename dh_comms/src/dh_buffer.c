@@ -463,9 +463,10 @@ long nano_dh_buffer_finish(struct nano_dh_buffer *b, nano_dh_record_fn fn, void 
   long n = 0;
   enum dhbuf_stop why = dhbuf_consume(b, head, fn, arg, st, &n);
   uint64_t tail = *b->pl.tail;
-  if ((why == DHBUF_INCOMPLETE || why == DHBUF_STUCK) && tail < head) {
-    /* Reserved but never completed (the writer died), or undecodable
-     * without a usable size: nothing after it can be found. */
+  if (why != DHBUF_CAUGHT_UP && tail < head) {
+    /* Reserved but never completed (the writer died), undecodable without a
+     * usable size (nothing after it can be found), or refused by fn: left
+     * in the ring, it would be taken for the next dispatch's records. */
     uint64_t lost = head - tail;
     dhbuf_clear(b, tail, (size_t)(lost < b->desc.capacity ? lost : b->desc.capacity));
     st->lost_bytes += lost;

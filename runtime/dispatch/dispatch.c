@@ -917,7 +917,7 @@ int nano_dispatch_tables(const struct nano_launch_desc *l, struct nano_dispatch_
 /* A record the twin made where it could not sum (drain threads). */
 static int dispatch_fallback(const struct nano_dh_record *r, void *arg) {
   nano_aggregate_add(((struct nano_dispatch *)arg)->fallback, r);
-  return NANO_RECORD_CONSUMED;
+  return 0; /* the drain goes on (non-zero would stop it after this record) */
 }
 
 int nano_dispatch_instrumenting(void) {

@@ -329,6 +329,38 @@ static void unit_buffer(void) {
   nano_dh_buffer_destroy(b);
 }
 
+/* unit_same, then a stop after the record x->n (the consumer has enough). */
+static int unit_enough(const struct nano_dh_record *r, void *arg) {
+  struct unit_expect *x = arg;
+  unit_same(r, arg);
+  return x->next == x->n;
+}
+
+/* A final drain whose consumer stops early: the records after the stop are
+ * counted as lost and cleared, so the ring's next use sees only its own. */
+static void unit_finish_stopped(void) {
+  char err[256];
+  struct nano_dh_buffer *b = nano_dh_buffer_create(NULL, 1024, 0, 0, err, sizeof err);
+  CHECK(b, "%s", err);
+  struct nano_dh_record r[3];
+  for (unsigned k = 0; k < 3; k++) {
+    unit_make(&r[k], k + 1, 1, 0);
+    CHECK(nano_dh_buffer_write(b, &r[k]) == 64, "write %u", k);
+  }
+  struct nano_dh_drain_stats st = {0};
+  struct unit_expect x = {r, 1, 0, 0};
+  CHECK(nano_dh_buffer_finish(b, unit_enough, &x, &st) == 1 && x.next == 1, "one record taken");
+  CHECK(st.records == 1 && st.lost_bytes == 128, "the two refused counted as lost: %llu %llu",
+        (unsigned long long)st.records, (unsigned long long)st.lost_bytes);
+  CHECK(nano_dh_buffer_write(b, &r[2]) == 64, "write after");
+  memset(&st, 0, sizeof st);
+  x = (struct unit_expect){&r[2], 1, 0, 0};
+  CHECK(nano_dh_buffer_finish(b, unit_same, &x, &st) == 1 && st.lost_bytes == 0,
+        "the next use drains its one record alone: %llu lost",
+        (unsigned long long)st.lost_bytes);
+  nano_dh_buffer_destroy(b);
+}
+
 /* A ring whose record gets damaged before the drain: the decoder error is
  * counted, the record skipped by its size, the next one delivered. */
 static void unit_damaged(void) {
@@ -454,6 +486,7 @@ int main(void) {
   unit_sites();
   unit_buffer();
   unit_damaged();
+  unit_finish_stopped();
   unit_pool();
   unit_drainers();
   printf("ok dh_comms: records, sites, buffers, pool, drain threads\n");

@@ -465,8 +465,16 @@ def case_isa_width():
               "the load at line %d is folded into the first: %s" % (line, l))
     check("isa_bytes" not in store and not store.get("merged") and store["accesses"] == 1000,
           "the store keeps its own 4 bytes: %s" % store)
+    # summed on the device but for the four loads, which the table leaves to
+    # records (one per lane under the stand-in): every one of them arrives
+    check(all(locs[line]["accesses"] == 1000 for line in MERGED4_LINES),
+          "every lane's access counted at each location: %s"
+          % [(line, locs[line]["accesses"]) for line in MERGED4_LINES])
+    disp = rows(trace, "select aggregate, records, dropped, lost_bytes from nano_dispatch")
+    check(disp == [("device", 4000, 0, 0)],
+          "the dispatch summed on the device, the loads' 4000 records all drained: %s" % disp)
     print("ok isa_width: merged4's dwordx4 (llvm-objdump) reaches MemoryAnalysis through kerneldb: "
-          "16 bytes per lane at the first load, the other three merged")
+          "16 bytes per lane at the first load, the other three merged, their records all drained")
 
 
 def case_plain_cache():

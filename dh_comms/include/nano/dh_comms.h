@@ -255,9 +255,11 @@ long nano_dh_buffer_drain(struct nano_dh_buffer *b, nano_dh_record_fn fn, void *
 
 /*
  * The final drain, once the device has finished: reads head and consumes
- * everything up to it. Bytes that were reserved but never completed, or that
- * do not decode, are cleared, skipped and counted as lost. Returns the
- * number of records consumed, or -1 when the counters cannot be read.
+ * everything up to it. Bytes that were reserved but never completed, that
+ * do not decode, or that follow a record whose fn stopped the drain, are
+ * cleared, skipped and counted as lost: the ring is empty for its next use.
+ * Returns the number of records consumed, or -1 when the counters cannot be
+ * read.
  */
 long nano_dh_buffer_finish(struct nano_dh_buffer *b, nano_dh_record_fn fn, void *arg,
                            struct nano_dh_drain_stats *st);
