@@ -37,15 +37,15 @@
 // stream) through __nano_gpu_launch_events, the twin launched with the
 // program's events; launches through a handle that is not a constant (a
 // function pointer in a variable, the templates' parameter) are looked up by
-// the runtime. Kernel nodes added to a graph by hand (cudaGraphAddKernelNode
-// and the calls that get and set their parameters) go through
-// __nano_gpu_graph_add_kernel and __nano_gpu_graph_kernel_params: the
-// runtime puts the twin's nodes in as one child graph node. Launch calls of
-// other shapes (cuLaunchKernel, HIP's kernel nodes) are not routed: the
-// compile says so at each (GpuApi::Unrouted). Calls that configure a kernel
-// (cudaFuncSetAttribute, ...) are mirrored to its twin; calls that add a
-// graph node go through __nano_gpu_graph_add_node, which learns conditional
-// nodes' bodies (no twin may be captured there).
+// the runtime. Kernel nodes added to a graph by hand (cudaGraphAddKernelNode,
+// hipGraphAddKernelNode and the calls that get and set their parameters) go
+// through __nano_gpu_graph_add_kernel and __nano_gpu_graph_kernel_params:
+// the runtime puts the twin's nodes in as one child graph node. Launch calls
+// of other shapes (cuLaunchKernel, kernel nodes of the generic node call)
+// are not routed: the compile says so at each (GpuApi::Unrouted). Calls that
+// configure a kernel (cudaFuncSetAttribute, ...) are mirrored to its twin;
+// calls that add a graph node go through __nano_gpu_graph_add_node, which
+// learns conditional nodes' bodies (no twin may be captured there).
 //
 // Runs at the start of the pipeline (before the stubs are inlined into their
 // callers), also at -O0, and as `opt -passes=nano-gpu-launch`.
@@ -154,9 +154,7 @@ struct GpuApi {
 const char *const WhyModule = "a function looked up in a module at run time has no twin of the "
                               "plugin's; `nanoprobe run -i -c CACHE` gives it a kernel cache's";
 const char *const WhyGraph = "kernel nodes added by the generic node call are not given twins "
-                             "yet (cudaGraphAddKernelNode's and launches captured into graphs are)";
-const char *const WhyGraphHip = "kernel nodes of graphs built by hand are not given twins on HIP "
-                                "yet (launches captured into graphs are)";
+                             "yet (the kernel node call's and launches captured into graphs are)";
 const char *const WhyMulti = "multi-device launches are not routed";
 
 const GpuApi Apis[] = {
@@ -195,12 +193,11 @@ const GpuApi Apis[] = {
      {{"hipModuleLaunchKernel", WhyModule},
       {"hipExtModuleLaunchKernel", WhyModule},
       {"hipModuleLaunchCooperativeKernel", WhyModule},
-      {"hipGraphAddKernelNode", WhyGraphHip},
-      {"hipGraphAddNode", WhyGraphHip},
-      {"hipGraphExecKernelNodeSetParams", WhyGraphHip},
+      {"hipGraphAddNode", WhyGraph},
       {"hipLaunchCooperativeKernelMultiDevice", WhyMulti}},
      {},
-     {}}};
+     {"hipGraphAddKernelNode", "hipGraphKernelNodeGetParams", "hipGraphKernelNodeSetParams",
+      "hipGraphExecKernelNodeSetParams"}}};
 
 // A registered kernel: its device name, its twin's host handle and its
 // parameter count.

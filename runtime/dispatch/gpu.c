@@ -68,7 +68,7 @@
  * captured only once it has launched outside a graph on that device (a
  * failed launch, or a device's setup, would spoil the program's capture);
  * until then the original is captured, said once. A kernel node the
- * program adds to a graph by hand (CUDA) gets the same nodes, captured on a
+ * program adds to a graph by hand gets the same nodes, captured on a
  * stream of the runtime's own into a graph of its own, which goes into the
  * program's graph as one child graph node (__nano_gpu_graph_add_kernel).
  */

@@ -45,6 +45,22 @@ static struct {
   __typeof__(&hipGetDeviceProperties) GetDeviceProperties; /* may stay NULL */
 } hip;
 
+/* The graph calls kernel nodes added by hand need (hip_graph_ops), resolved
+ * apart: where one is missing, such nodes keep the program's kernel. */
+static struct {
+  __typeof__(&hipStreamDestroy) StreamDestroy;
+  __typeof__(&hipStreamBeginCapture) StreamBeginCapture;
+  __typeof__(&hipStreamEndCapture) StreamEndCapture;
+  __typeof__(&hipGraphAddChildGraphNode) GraphAddChildGraphNode;
+  __typeof__(&hipGraphChildGraphNodeGetGraph) GraphChildGraphNodeGetGraph;
+  __typeof__(&hipGraphGetNodes) GraphGetNodes;
+  __typeof__(&hipGraphNodeGetType) GraphNodeGetType;
+  __typeof__(&hipGraphClone) GraphClone;
+  __typeof__(&hipGraphDestroy) GraphDestroy;
+  __typeof__(&hipGraphExecChildGraphNodeSetParams) GraphExecChildGraphNodeSetParams;
+} hipg;
+static int hipg_usable;
+
 #define HIP_FN(field, symbol) NANO_SYMBOL(__typeof__(hip), field, symbol)
 static const struct nano_symbol hip_fns[] = {
     HIP_FN(GetDevice, hipGetDevice),
@@ -71,6 +87,20 @@ static const struct nano_symbol hip_fns[] = {
     HIP_FN(GetErrorName, hipGetErrorName),
 };
 
+#define HIPG_FN(field, symbol) NANO_SYMBOL(__typeof__(hipg), field, symbol)
+static const struct nano_symbol hipg_fns[] = {
+    HIPG_FN(StreamDestroy, hipStreamDestroy),
+    HIPG_FN(StreamBeginCapture, hipStreamBeginCapture),
+    HIPG_FN(StreamEndCapture, hipStreamEndCapture),
+    HIPG_FN(GraphAddChildGraphNode, hipGraphAddChildGraphNode),
+    HIPG_FN(GraphChildGraphNodeGetGraph, hipGraphChildGraphNodeGetGraph),
+    HIPG_FN(GraphGetNodes, hipGraphGetNodes),
+    HIPG_FN(GraphNodeGetType, hipGraphNodeGetType),
+    HIPG_FN(GraphClone, hipGraphClone),
+    HIPG_FN(GraphDestroy, hipGraphDestroy),
+    HIPG_FN(GraphExecChildGraphNodeSetParams, hipGraphExecChildGraphNodeSetParams),
+};
+
 /* Where the runtime is: the program has loaded it under one of these. */
 static const char *const hip_libraries[] = {"libamdhip64.so.6", "libamdhip64.so.5",
                                             "libamdhip64.so"};
@@ -94,6 +124,7 @@ static int hip_load(void) {
             missing);
     return -1;
   }
+  hipg_usable = !nano_symbols_resolve(h, hipg_fns, sizeof hipg_fns / sizeof hipg_fns[0], &hipg);
   /* ROCm 6 names the ROCm 5 layout ...R0000. */
   *(void **)&hip.GetDeviceProperties = dlsym(h, "hipGetDevicePropertiesR0000");
   if (!hip.GetDeviceProperties)
@@ -195,6 +226,64 @@ static int hip_event_destroy(void *e) { return hip.EventDestroy(e); }
 static int hip_host_func(void *s, void (*fn)(void *), void *arg) {
   return hip.LaunchHostFunc(s, fn, arg);
 }
+static void hip_kernel_params_read(const void *params, struct gpu_kernel_params *out) {
+  const hipKernelNodeParams *p = params;
+  *out = (struct gpu_kernel_params){p->func,
+                                    {p->gridDim.x, p->gridDim.y, p->gridDim.z},
+                                    {p->blockDim.x, p->blockDim.y, p->blockDim.z},
+                                    p->sharedMemBytes,
+                                    p->kernelParams,
+                                    p->extra};
+}
+static void hip_kernel_params_write(void *params, const struct gpu_kernel_params *in) {
+  hipKernelNodeParams *p = params;
+  memset(p, 0, sizeof *p);
+  p->func = (void *)in->func;
+  p->gridDim = (dim3){in->grid[0], in->grid[1], in->grid[2]};
+  p->blockDim = (dim3){in->block[0], in->block[1], in->block[2]};
+  p->sharedMemBytes = in->shared;
+  p->kernelParams = in->args;
+  p->extra = in->extra;
+}
+/* hipErrorNotSupported where the runtime lacks the graph calls. */
+#define HIPG(call) (hipg_usable ? (int)(call) : (int)hipErrorNotSupported)
+static int hip_stream_destroy(void *s) { return HIPG(hipg.StreamDestroy(s)); }
+static int hip_capture_begin(void *s) {
+  return HIPG(hipg.StreamBeginCapture(s, hipStreamCaptureModeRelaxed));
+}
+static int hip_capture_end(void *s, void **graph) {
+  return HIPG(hipg.StreamEndCapture(s, (hipGraph_t *)graph));
+}
+static int hip_graph_add_child(void **node, void *graph, const void *deps, size_t ndeps,
+                               void *child) {
+  return HIPG(hipg.GraphAddChildGraphNode((hipGraphNode_t *)node, graph,
+                                          (const hipGraphNode_t *)deps, ndeps, child));
+}
+static int hip_graph_child(void *node, void **graph) {
+  return HIPG(hipg.GraphChildGraphNodeGetGraph(node, (hipGraph_t *)graph));
+}
+static int hip_graph_nodes(void *graph, void **nodes, size_t *n) {
+  return HIPG(hipg.GraphGetNodes(graph, (hipGraphNode_t *)nodes, n));
+}
+static int hip_node_is_kernel(void *node, int *kernel) {
+  hipGraphNodeType type = hipGraphNodeTypeCount;
+  int r = HIPG(hipg.GraphNodeGetType(node, &type));
+  *kernel = type == hipGraphNodeTypeKernel;
+  return r;
+}
+static int hip_graph_clone(void **clone, void *graph) {
+  return HIPG(hipg.GraphClone((hipGraph_t *)clone, graph));
+}
+static int hip_graph_destroy(void *graph) { return HIPG(hipg.GraphDestroy(graph)); }
+static int hip_exec_child_set(void *exec, void *node, void *child) {
+  return HIPG(hipg.GraphExecChildGraphNodeSetParams(exec, node, child));
+}
+static const struct gpu_graph_ops hip_graph_ops = {
+    hip_kernel_params_read, hip_kernel_params_write, hip_stream_destroy, hip_capture_begin,
+    hip_capture_end,        hip_graph_add_child,     hip_graph_child,    hip_graph_nodes,
+    hip_node_is_kernel,     hip_graph_clone,         hip_graph_destroy,  hip_exec_child_set,
+};
+
 static const char *hip_error(int rc) {
   const char *s = hip.GetErrorName ? hip.GetErrorName((hipError_t)rc) : NULL;
   return s ? s : "unknown HIP error";
@@ -232,5 +321,5 @@ const struct gpu_api gpu_hip_api = {
     hip_event_destroy,
     hip_host_func,
     hip_error,
-    NULL, /* kernel nodes added by hand keep the program's kernel: not done on HIP yet */
+    &hip_graph_ops,
 };

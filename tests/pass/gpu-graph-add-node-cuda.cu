@@ -33,5 +33,5 @@ int driver(CUgraph g, CUgraphNodeParams *params, const CUgraphNode *deps, size_t
 // CHECK: call i32 @cuGraphAddNode_v2(ptr noundef nonnull %[[NODE2]], ptr noundef %0, ptr noundef %2, ptr noundef null, i64 noundef %3, ptr noundef %1)
 // CHECK: declare extern_weak i32 @__nano_gpu_graph_add_node(i32, ptr, i32, ptr, ptr, ptr, ptr, i64, ptr)
 
-// SAID: gpu-graph-add-node-cuda.cu:[[#@LINE-17]]: cudaGraphAddNode: the kernels it launches run uninstrumented (kernel nodes added by the generic node call are not given twins yet (cudaGraphAddKernelNode's and launches captured into graphs are))
+// SAID: gpu-graph-add-node-cuda.cu:[[#@LINE-17]]: cudaGraphAddNode: the kernels it launches run uninstrumented (kernel nodes added by the generic node call are not given twins yet (the kernel node call's and launches captured into graphs are))
 // STATS: "nano-gpu-launch.NumGpuAddNodeRouted": 2

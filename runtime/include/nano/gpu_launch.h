@@ -145,8 +145,9 @@ typedef int (*nano_gpu_add_node_edges_fn)(void **node, void *graph, const void *
 int __nano_gpu_graph_add_node(int api, void *add, int with_edges, void **node, void *graph,
                               const void *deps, const void *edges, size_t ndeps, void *params);
 
-/* The program's cudaGraphAddKernelNode, through __nano_gpu_graph_add_kernel
- * with the program's cudaLaunchKernel (launch): a kernel with a twin, while
+/* The program's cudaGraphAddKernelNode (hipGraphAddKernelNode), through
+ * __nano_gpu_graph_add_kernel with the program's cudaLaunchKernel
+ * (hipLaunchKernel) as launch: a kernel with a twin, while
  * instrumenting, goes into the graph as one child graph node whose graph
  * holds the twin's nodes as a launch captured into a graph makes them (each
  * replay a dispatch of its own); *node is that child graph node. Anything

@@ -209,6 +209,21 @@ $row" ] || fail "HIP: the twin's dispatch and the graph's three replays, every a
     fail "exc: the twin alone, through the program's configured call ($(cat exc.out))"
   [ "$(query exc.rpd "select kernel, records from nano_dispatch")" = "_Z4axpyfPKfPfi 3000" ] ||
     fail "exc: one dispatch, every access ($(query exc.rpd "select kernel, records from nano_dispatch"))"
+  # kernel nodes added to a graph by hand: child graph nodes with the twins'
+  # nodes, every replay a dispatch (handbuilt.cu's checks)
+  hip_program handbuilt
+  hand_done="handbuilt rc 0 got right y right p 1"
+  grep -qx "$hand_done" handbuilt_plain.out && ! grep -q "child graph node" handbuilt_plain.out ||
+    fail "HIP handbuilt without the runtime: $(cat handbuilt_plain.out)"
+  grep -qx "$hand_done" handbuilt.out && [ "$(grep -c '^child graph node: 5 nodes$' handbuilt.out)" = 2 ] &&
+    grep -qx "graph exec child graph node set" handbuilt.out ||
+    fail "HIP handbuilt: child graph nodes of five, the executable's set through its child graph ($(cat handbuilt.out))"
+  [ "$(query handbuilt.rpd "select group_concat(kernel || ' ' || backend || ' ' || grid_x || ' ' || records, ',') from (select * from nano_dispatch order by id)")" = \
+    "_Z4axpyfPKfPfi hip 2 192,_Z5otherPi hip 1 32,_Z4axpyfPKfPfi hip 2 192,_Z5otherPi hip 1 32,_Z4axpyfPKfPfi hip 1 96,_Z5otherPi hip 1 32" ] ||
+    fail "HIP handbuilt: one dispatch per replay ($(query handbuilt.rpd "select id, kernel, grid_x, records from nano_dispatch"))"
+  # (the host side alone has no site tables, said)
+  ! grep -v -e '^nanoprobe: dispatch ' -e 'rows written' -e 'site tables of /proc/self/exe' \
+    handbuilt.err | grep -q . || fail "HIP handbuilt: nothing else to say ($(cat handbuilt.err))"
   echo "PASS hip launch routing and GPU back end"
   exit 0
 fi

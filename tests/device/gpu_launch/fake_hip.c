@@ -42,6 +42,29 @@ int cudaStreamBeginCapture(void *s, int mode);
 int cudaStreamEndCapture(void *s, void **graph);
 int cudaGraphInstantiate(void **exec, void *graph, unsigned long long flags);
 int cudaGraphLaunch(void *exec, void *stream);
+/* Graphs built by hand: the stand-in's kernel node parameters
+ * (cudaKernelNodeParams' layout) and its graph calls. */
+struct cuda_kernel_node_params {
+  const void *func;
+  dim3 grid, block;
+  unsigned shared;
+  void **args, **extra;
+};
+int cudaGraphCreate(void **graph, unsigned flags);
+int cudaGraphAddKernelNode(void **node, void *graph, const void *deps, size_t n,
+                           const struct cuda_kernel_node_params *p);
+int cudaGraphKernelNodeGetParams(void *node, struct cuda_kernel_node_params *p);
+int cudaGraphKernelNodeSetParams(void *node, const struct cuda_kernel_node_params *p);
+int cudaGraphExecKernelNodeSetParams(void *exec, void *node,
+                                     const struct cuda_kernel_node_params *p);
+int cuStreamDestroy_v2(void *s);
+int cuGraphAddChildGraphNode(void **node, void *graph, const void *deps, size_t n, void *child);
+int cuGraphChildGraphNodeGetGraph(void *node, void **graph);
+int cuGraphGetNodes(void *graph, void **nodes, size_t *n);
+int cuGraphNodeGetType(void *node, int *type);
+int cuGraphClone(void **clone, void *graph);
+int cuGraphDestroy(void *graph);
+int cuGraphExecChildGraphNodeSetParams(void *exec, void *node, void *child);
 
 /* HIP has no contexts to make current: every call runs in the device's. */
 #define IN_DEVICE(call)                                                                            \
@@ -149,6 +172,83 @@ hipError_t hipGraphInstantiate(hipGraphExec_t *exec, hipGraph_t graph, hipGraphN
 hipError_t hipGraphLaunch(hipGraphExec_t exec, hipStream_t s) {
   return cudaGraphLaunch(exec, s) ? hipErrorInvalidValue : hipSuccess;
 }
+/* Kernel nodes of graphs built by hand and child graph nodes, through the
+ * stand-in's CUDA calls (its error numbers are HIP's too). */
+static struct cuda_kernel_node_params to_cuda(const hipKernelNodeParams *p) {
+  return (struct cuda_kernel_node_params){p->func,         p->gridDim,      p->blockDim,
+                                          p->sharedMemBytes, p->kernelParams, p->extra};
+}
+hipError_t hipStreamDestroy(hipStream_t s) { IN_DEVICE(cuStreamDestroy_v2(s)); }
+hipError_t hipGraphCreate(hipGraph_t *graph, unsigned flags) {
+  return (hipError_t)cudaGraphCreate((void **)graph, flags);
+}
+hipError_t hipGraphAddKernelNode(hipGraphNode_t *node, hipGraph_t graph,
+                                 const hipGraphNode_t *deps, size_t n,
+                                 const hipKernelNodeParams *p) {
+  if (!p)
+    return hipErrorInvalidValue;
+  struct cuda_kernel_node_params c = to_cuda(p);
+  return (hipError_t)cudaGraphAddKernelNode((void **)node, graph, deps, n, &c);
+}
+hipError_t hipGraphKernelNodeGetParams(hipGraphNode_t node, hipKernelNodeParams *p) {
+  struct cuda_kernel_node_params c;
+  int rc = p ? cudaGraphKernelNodeGetParams(node, &c) : 1;
+  if (!rc) {
+    memset(p, 0, sizeof *p);
+    p->func = (void *)c.func, p->gridDim = c.grid, p->blockDim = c.block;
+    p->sharedMemBytes = c.shared, p->kernelParams = c.args, p->extra = c.extra;
+  }
+  return (hipError_t)rc;
+}
+hipError_t hipGraphKernelNodeSetParams(hipGraphNode_t node, const hipKernelNodeParams *p) {
+  if (!p)
+    return hipErrorInvalidValue;
+  struct cuda_kernel_node_params c = to_cuda(p);
+  return (hipError_t)cudaGraphKernelNodeSetParams(node, &c);
+}
+hipError_t hipGraphExecKernelNodeSetParams(hipGraphExec_t exec, hipGraphNode_t node,
+                                           const hipKernelNodeParams *p) {
+  if (!p)
+    return hipErrorInvalidValue;
+  struct cuda_kernel_node_params c = to_cuda(p);
+  return (hipError_t)cudaGraphExecKernelNodeSetParams(exec, node, &c);
+}
+hipError_t hipGraphAddChildGraphNode(hipGraphNode_t *node, hipGraph_t graph,
+                                     const hipGraphNode_t *deps, size_t n, hipGraph_t child) {
+  return cuGraphAddChildGraphNode((void **)node, graph, deps, n, child) ? hipErrorInvalidValue
+                                                                         : hipSuccess;
+}
+hipError_t hipGraphChildGraphNodeGetGraph(hipGraphNode_t node, hipGraph_t *graph) {
+  return cuGraphChildGraphNodeGetGraph(node, (void **)graph) ? hipErrorInvalidValue : hipSuccess;
+}
+hipError_t hipGraphGetNodes(hipGraph_t graph, hipGraphNode_t *nodes, size_t *n) {
+  return cuGraphGetNodes(graph, (void **)nodes, n) ? hipErrorInvalidValue : hipSuccess;
+}
+/* CUDA's node types (cuGraphNodeGetType) as HIP numbers them. */
+hipError_t hipGraphNodeGetType(hipGraphNode_t node, hipGraphNodeType *type) {
+  static const hipGraphNodeType of_cuda[] = {
+      hipGraphNodeTypeKernel, hipGraphNodeTypeMemcpy, hipGraphNodeTypeMemset,
+      hipGraphNodeTypeHost,   hipGraphNodeTypeGraph,  hipGraphNodeTypeEmpty,
+      hipGraphNodeTypeWaitEvent, hipGraphNodeTypeEventRecord};
+  int t = -1;
+  if (!type || cuGraphNodeGetType(node, &t))
+    return hipErrorInvalidValue;
+  *type = t >= 0 && t < (int)(sizeof of_cuda / sizeof of_cuda[0]) ? of_cuda[t]
+                                                                    : hipGraphNodeTypeCount;
+  return hipSuccess;
+}
+hipError_t hipGraphClone(hipGraph_t *clone, hipGraph_t graph) {
+  return cuGraphClone((void **)clone, graph) ? hipErrorInvalidValue : hipSuccess;
+}
+hipError_t hipGraphDestroy(hipGraph_t graph) {
+  return cuGraphDestroy(graph) ? hipErrorInvalidValue : hipSuccess;
+}
+hipError_t hipGraphExecChildGraphNodeSetParams(hipGraphExec_t exec, hipGraphNode_t node,
+                                               hipGraph_t child) {
+  return cuGraphExecChildGraphNodeSetParams(exec, node, child) ? hipErrorInvalidValue
+                                                               : hipSuccess;
+}
+
 /* The names of the codes the stand-in returns (HIP's numbers are CUDA's). */
 const char *hipGetErrorName(hipError_t e) {
   switch ((int)e) {
