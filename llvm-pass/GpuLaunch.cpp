@@ -104,6 +104,7 @@ const char *const RuntimeTwinOf = "__nano_gpu_twin_of";
 const char *const RuntimeAddNode = "__nano_gpu_graph_add_node";
 const char *const RuntimeAddKernel = "__nano_gpu_graph_add_kernel";
 const char *const RuntimeKernelParams = "__nano_gpu_graph_kernel_params";
+const char *const RuntimeKernelNode = "__nano_gpu_graph_kernel_node";
 
 // One launch API: its registration call, its launch calls (the second on the
 // per-thread default stream: clang's -fgpu-default-stream=per-thread), its
@@ -148,6 +149,12 @@ struct GpuApi {
   // through __nano_gpu_graph_kernel_params
   struct {
     const char *Add, *Get, *Set, *ExecSet;
+    // the other calls on kernel nodes (attributes): their node arguments
+    // (NodeArgs, a bit per argument) go through __nano_gpu_graph_kernel_node
+    struct {
+      const char *Name;
+      unsigned NumParams, NodeArgs;
+    } NodeCalls[3];
   } KernelNodes;
 };
 
@@ -176,8 +183,13 @@ const GpuApi Apis[] = {
       {"cudaGraphAddNode", WhyGraph},
       {"cudaLaunchCooperativeKernelMultiDevice", WhyMulti}},
      {"cudaGraphAddNode", "cudaGraphAddNode_v2", "cuGraphAddNode", "cuGraphAddNode_v2"},
-     {"cudaGraphAddKernelNode", "cudaGraphKernelNodeGetParams", "cudaGraphKernelNodeSetParams",
-      "cudaGraphExecKernelNodeSetParams"}},
+     {"cudaGraphAddKernelNode",
+      "cudaGraphKernelNodeGetParams",
+      "cudaGraphKernelNodeSetParams",
+      "cudaGraphExecKernelNodeSetParams",
+      {{"cudaGraphKernelNodeSetAttribute", 3, 1},
+       {"cudaGraphKernelNodeGetAttribute", 3, 1},
+       {"cudaGraphKernelNodeCopyAttributes", 2, 3}}}},
     {NANO_GPU_HIP,
      "__hipRegisterFunction",
      {{"hipLaunchKernel", false},
@@ -196,8 +208,11 @@ const GpuApi Apis[] = {
       {"hipGraphAddNode", WhyGraph},
       {"hipLaunchCooperativeKernelMultiDevice", WhyMulti}},
      {},
-     {"hipGraphAddKernelNode", "hipGraphKernelNodeGetParams", "hipGraphKernelNodeSetParams",
-      "hipGraphExecKernelNodeSetParams"}}};
+     {"hipGraphAddKernelNode",
+      "hipGraphKernelNodeGetParams",
+      "hipGraphKernelNodeSetParams",
+      "hipGraphExecKernelNodeSetParams",
+      {{"hipGraphKernelNodeSetAttribute", 3, 1}, {"hipGraphKernelNodeGetAttribute", 3, 1}}}}};
 
 // A registered kernel: its device name, its twin's host handle and its
 // parameter count.
@@ -759,6 +774,23 @@ bool routeAddNode(Module &M, const GpuApi &Api) {
   return Changed;
 }
 
+// `&Entry != null ? Entry(ApiId, V) : V`, computed before I (Entry: an
+// extern_weak runtime entry returning V's type).
+Value *throughRuntime(Instruction *I, Function *Entry, FunctionType *Ty, Value *ApiId, Value *V) {
+  IRBuilder<> B(I);
+  Value *Present =
+      B.CreateICmpNE(Entry, ConstantPointerNull::get(Entry->getType()), "nano.gpu.runtime");
+  BasicBlock *Head = I->getParent();
+  IRBuilder<> TB(SplitBlockAndInsertIfThen(Present, I, false));
+  TB.SetCurrentDebugLocation(I->getDebugLoc());
+  Value *Mapped = TB.CreateCall(Ty, Entry, {ApiId, V}, "nano.gpu.node");
+  IRBuilder<> JB(I); // the first instruction of the block after the split
+  PHINode *Result = JB.CreatePHI(V->getType(), 2, "nano.gpu.node");
+  Result->addIncoming(Mapped, TB.GetInsertBlock());
+  Result->addIncoming(V, Head);
+  return Result;
+}
+
 // The declaration of API function Name of type Ty in M (declared if M has
 // none); null where M declares it with another type.
 Function *apiDeclaration(Module &M, const char *Name, FunctionType *Ty) {
@@ -834,6 +866,18 @@ bool routeKernelNodes(Module &M, const GpuApi &Api) {
                                         CI->getArgOperand(Exec ? 1 : 0),
                                         CI->getArgOperand(Exec ? 2 : 1)};
       });
+      ++NumGpuKernelNodeCallsRouted;
+      Changed = true;
+    }
+  }
+  FunctionType *NodeTy = FunctionType::get(Ptr, {I32, Ptr}, false);
+  for (const auto &C : K.NodeCalls) {
+    std::vector<CallInst *> Calls = callsOf(C.Name ? M.getFunction(C.Name) : nullptr, C.NumParams);
+    Function *Route = Calls.empty() ? nullptr : runtimeEntry(M, RuntimeKernelNode, NodeTy);
+    for (CallInst *CI : Route ? Calls : std::vector<CallInst *>()) {
+      for (unsigned I = 0; I < C.NumParams; I++)
+        if (C.NodeArgs >> I & 1)
+          CI->setArgOperand(I, throughRuntime(CI, Route, NodeTy, ApiId, CI->getArgOperand(I)));
       ++NumGpuKernelNodeCallsRouted;
       Changed = true;
     }

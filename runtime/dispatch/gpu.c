@@ -1998,18 +1998,36 @@ static void gpu_hand_params_set(struct gpu_hand_node *h, const struct gpu_kernel
            n->l.kernel);
 }
 
+/* The twin's kernel node inside h's child graph node (NULL where the API
+ * cannot say); with clone, that node in a copy of the child's graph (in
+ * *clone, to destroy), for an executable's node. */
+static void *gpu_hand_kernel(const struct gpu_api *a, const struct gpu_hand_node *h, void **clone) {
+  void *embedded = NULL;
+  if (a->graphs->graph_child(h->node, &embedded) != 0 || !embedded)
+    return NULL;
+  if (!clone)
+    return gpu_graph_kernel(a, embedded, 0);
+  if (a->graphs->graph_clone(clone, embedded) != 0) {
+    *clone = NULL;
+    return NULL;
+  }
+  return gpu_graph_kernel(a, *clone, 0);
+}
+
+__attribute__((visibility("default"))) void *__nano_gpu_graph_kernel_node(int api, void *node) {
+  struct gpu_hand_node *h = node ? gpu_hand_find(node) : NULL;
+  const struct gpu_api *a = h ? gpu_api_of(api) : NULL;
+  void *kernel = a ? gpu_hand_kernel(a, h, NULL) : NULL;
+  return kernel ? kernel : node;
+}
+
 __attribute__((visibility("default"))) int
 __nano_gpu_graph_kernel_params(int api, int op, void *call, nano_gpu_node_params_fn set, void *exec,
                                void *node, void *params) {
   struct gpu_hand_node *h = node && params ? gpu_hand_find(node) : NULL;
   const struct gpu_api *a = h ? gpu_api_of(api) : NULL;
-  void *embedded = NULL, *kernel = NULL, *clone = NULL;
-  if (a && a->graphs->graph_child(node, &embedded) == 0 && embedded) {
-    if (op == NANO_GPU_NODE_EXEC_SET && a->graphs->graph_clone(&clone, embedded) != 0)
-      clone = NULL;
-    kernel = op == NANO_GPU_NODE_EXEC_SET ? (clone ? gpu_graph_kernel(a, clone, 0) : NULL)
-                                          : gpu_graph_kernel(a, embedded, 0);
-  }
+  void *clone = NULL;
+  void *kernel = a ? gpu_hand_kernel(a, h, op == NANO_GPU_NODE_EXEC_SET ? &clone : NULL) : NULL;
   if (!kernel) { /* not ours (or the API failed: then the program's call says so) */
     if (clone)
       (void)a->graphs->graph_destroy(clone);

@@ -7,7 +7,9 @@
 // __nano_gpu_graph_add_kernel with the program's cudaLaunchKernel (for the
 // twin's capture), its parameter calls through
 // __nano_gpu_graph_kernel_params (op, the call, for an executable's node the
-// program's cudaGraphKernelNodeSetParams); a driver launch of a function
+// program's cudaGraphKernelNodeSetParams), the node arguments of its
+// attribute calls through __nano_gpu_graph_kernel_node (the twin's node
+// inside the runtime's child graph node); a driver launch of a function
 // looked up in a module is not routed, and the compile says so at the call,
 // with why. The statistics count the kernels' stubs apart from the program's
 // own calls, and the calls not routed.
@@ -42,6 +44,9 @@ int run(int *p, cudaStream_t s, CUfunction f, cudaGraph_t g, cudaGraphExec_t e) 
   rc |= cudaGraphKernelNodeGetParams(node, &params);
   rc |= cudaGraphKernelNodeSetParams(node, &params);
   rc |= cudaGraphExecKernelNodeSetParams(e, node, &params);
+  cudaKernelNodeAttrValue v = {};
+  rc |= cudaGraphKernelNodeSetAttribute(node, cudaKernelNodeAttributePriority, &v);
+  rc |= cudaGraphKernelNodeCopyAttributes(node, node);
   return rc;
 }
 
@@ -54,6 +59,14 @@ int run(int *p, cudaStream_t s, CUfunction f, cudaGraph_t g, cudaGraphExec_t e) 
 // CHECK: call i32 @__nano_gpu_graph_kernel_params(i32 1, i32 0, ptr @cudaGraphKernelNodeGetParams, ptr null, ptr null, ptr %{{[0-9]+}}, ptr %[[P]])
 // CHECK: call i32 @__nano_gpu_graph_kernel_params(i32 1, i32 1, ptr @cudaGraphKernelNodeSetParams, ptr null, ptr null, ptr %{{[0-9]+}}, ptr %[[P]])
 // CHECK: call i32 @__nano_gpu_graph_kernel_params(i32 1, i32 2, ptr @cudaGraphExecKernelNodeSetParams, ptr @cudaGraphKernelNodeSetParams, ptr %{{[0-9]+}}, ptr %{{[0-9]+}}, ptr %[[P]])
+// CHECK: %[[N:[0-9]+]] = call ptr @__nano_gpu_graph_kernel_node(i32 1, ptr %[[NODE2:[0-9]+]])
+// CHECK: %[[M:[0-9]+]] = phi ptr [ %[[N]], %{{[0-9]+}} ], [ %[[NODE2]], %{{[0-9]+}} ]
+// CHECK: call i32 @cudaGraphKernelNodeSetAttribute(ptr noundef %[[M]], i32 noundef 8, ptr noundef %{{[0-9]+}})
+// CHECK: %[[D:[0-9]+]] = call ptr @__nano_gpu_graph_kernel_node(i32 1,
+// CHECK: %[[DP:[0-9]+]] = phi ptr [ %[[D]],
+// CHECK: %[[S:[0-9]+]] = call ptr @__nano_gpu_graph_kernel_node(i32 1,
+// CHECK: %[[SP:[0-9]+]] = phi ptr [ %[[S]],
+// CHECK: call i32 @cudaGraphKernelNodeCopyAttributes(ptr noundef %[[DP]], ptr noundef %[[SP]])
 
 // CHECK-LABEL: define internal {{.*}}cudaLaunchKernelEx
 // CHECK: call i32 @__nano_gpu_launch_ex(i32 1, ptr @cudaLaunchKernelExC, ptr %{{[0-9]+}}, ptr %{{[0-9]+}}, ptr null, ptr null, ptr %{{[0-9]+}}, i32 0)
@@ -61,7 +74,7 @@ int run(int *p, cudaStream_t s, CUfunction f, cudaGraph_t g, cudaGraphExec_t e) 
 // CHECK: declare extern_weak i32 @__nano_gpu_graph_add_kernel(i32, ptr, ptr, ptr, ptr, ptr, i64, ptr)
 
 // SAID-NOT: cudaLaunchKernelExC:
-// SAID: gpu-launch-kinds-cuda.cu:[[#@LINE-30]]: cuLaunchKernel: the kernels it launches run uninstrumented (a function looked up in a module at run time has no twin of the plugin's; `nanoprobe run -i -c CACHE` gives it a kernel cache's)
+// SAID: gpu-launch-kinds-cuda.cu:[[#@LINE-41]]: cuLaunchKernel: the kernels it launches run uninstrumented (a function looked up in a module at run time has no twin of the plugin's; `nanoprobe run -i -c CACHE` gives it a kernel cache's)
 // SAID-NOT: cudaGraphAddKernelNode:
 // SAID-NOT: KernelNodeSetParams:
 
@@ -70,4 +83,4 @@ int run(int *p, cudaStream_t s, CUfunction f, cudaGraph_t g, cudaGraphExec_t e) 
 // STATS-DAG: "nano-gpu-launch.NumGpuStubLaunchesRouted": 3
 // STATS-DAG: "nano-gpu-launch.NumGpuCallLaunchesRouted": 2
 // STATS-DAG: "nano-gpu-launch.NumGpuLaunchesNotRouted": 1
-// STATS-DAG: "nano-gpu-launch.NumGpuKernelNodeCallsRouted": 4
+// STATS-DAG: "nano-gpu-launch.NumGpuKernelNodeCallsRouted": 6

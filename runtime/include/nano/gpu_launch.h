@@ -176,6 +176,11 @@ typedef int (*nano_gpu_exec_node_params_fn)(void *exec, void *node, void *params
 int __nano_gpu_graph_kernel_params(int api, int op, void *call, nano_gpu_node_params_fn set,
                                    void *exec, void *node, void *params);
 
+/* The node the program's other kernel node calls (cudaGraphKernelNode
+ * Set/GetAttribute, CopyAttributes; HIP's) act on: the twin's kernel node
+ * inside a node of __nano_gpu_graph_add_kernel's, else node itself. */
+void *__nano_gpu_graph_kernel_node(int api, void *node);
+
 #ifdef __cplusplus
 }
 #endif

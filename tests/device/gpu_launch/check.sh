@@ -500,7 +500,7 @@ grep -q "^launch _Z5otherPi grid 1 1 1 block 32 1 1 shared 0 stream 0x" conditio
 # arguments; a new factor for one executable and a new factor and grid for
 # the graph reach the twin (results), and the dispatches' shapes follow
 cuda_program handbuilt
-hand_done="handbuilt rc 0 got right y right p 1"
+hand_done="handbuilt rc 0 got right y right p 1 priority 3"
 ./handbuilt >handbuilt_plain.out || fail "handbuilt: the program failed"
 grep -qx "$hand_done" handbuilt_plain.out && ! grep -q "child graph node" handbuilt_plain.out ||
   fail "handbuilt without the runtime: the program's kernel nodes ($(cat handbuilt_plain.out))"
@@ -517,6 +517,9 @@ grep -qx "$hand_done" handbuilt.out || fail "handbuilt instrumented: $(cat handb
 grep -qx "graph exec child graph node set" handbuilt.out &&
   grep -qx "graph kernel node set __nano_twin__Z4axpyfPKfPfiPv grid 1 1 1 block 32 1 1 shared 0" handbuilt.out ||
   fail "handbuilt: the parameters set on the twin's node, the executable's through its child graph ($(cat handbuilt.out))"
+grep -qx "graph kernel node attribute 8 3 on __nano_twin__Z5otherPiPv" handbuilt.out &&
+  grep -qx "graph kernel node attributes of __nano_twin__Z5otherPiPv copied to __nano_twin__Z4axpyfPKfPfiPv" handbuilt.out ||
+  fail "handbuilt: the attribute calls act on the twins' nodes ($(cat handbuilt.out))"
 [ "$(grep -c '^twin __nano_twin_.*: recorded$' handbuilt.out)" = 6 ] ||
   fail "handbuilt: three replays of each twin, each recording ($(cat handbuilt.out))"
 [ "$(query handbuilt.rpd "select group_concat(kernel || ' ' || grid_x || ' ' || records, ',') from (select * from nano_dispatch order by id)")" = \

@@ -237,6 +237,7 @@ struct item {
   size_t shared;      /* a kernel node's dynamic shared bytes */
   void *args[6];      /* a kernel node's arguments, as kernelParams points at them */
   const struct item *orig; /* an executable's node: the graph's node it was made from */
+  int attr_id, attr_value;  /* a kernel node's one attribute (the first int of its value) */
   struct item *next;
 };
 
@@ -1766,6 +1767,34 @@ static struct item *exec_node(const struct graph *g, const void *orig) {
 int cudaGraphExecKernelNodeSetParams(void *exec, void *node,
                                      const struct fake_kernel_node_params *p) {
   return fake_fail(kernel_node_set(exec_node(exec, node), p, "graph exec kernel node set"));
+}
+
+/* A kernel node's launch attributes (cudaLaunchAttributeValue: its first
+ * int kept, one attribute per node), set and read on kernel nodes only, as
+ * CUDA's rules say; printed when set or copied. */
+int cudaGraphKernelNodeSetAttribute(void *node, int attr, const int *value) {
+  struct item *it = node;
+  if (!it || !value || it->kind != ITEM_KERNEL)
+    return fake_fail(1);
+  it->attr_id = attr, it->attr_value = *value;
+  printf("graph kernel node attribute %d %d on %s\n", attr, *value, it->name);
+  return 0;
+}
+int cudaGraphKernelNodeGetAttribute(void *node, int attr, int *value) {
+  const struct item *it = node;
+  if (!it || !value || it->kind != ITEM_KERNEL)
+    return fake_fail(1);
+  *value = it->attr_id == attr ? it->attr_value : 0;
+  return 0;
+}
+int cudaGraphKernelNodeCopyAttributes(void *dst, void *src) {
+  struct item *d = dst;
+  const struct item *f = src;
+  if (!d || !f || d->kind != ITEM_KERNEL || f->kind != ITEM_KERNEL)
+    return fake_fail(1);
+  d->attr_id = f->attr_id, d->attr_value = f->attr_value;
+  printf("graph kernel node attributes of %s copied to %s\n", f->name, d->name);
+  return 0;
 }
 
 int cuStreamBeginCapture_v2(void *s, int mode) {

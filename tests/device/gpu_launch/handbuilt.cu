@@ -5,7 +5,8 @@
 // (cudaGraphExecKernelNodeSetParams) and launches it again, then gives the
 // graph's node a factor of 1 and one block (cudaGraphKernelNodeSetParams)
 // and launches a second executable: y = 6x + 1 on the first 32 elements,
-// 5x + 1 on the rest.
+// 5x + 1 on the rest. Between, other's node gets a priority attribute,
+// read back and copied to axpy's node.
 #include <cstdio>
 
 __global__ void axpy(float a, const float *x, float *y, int n) {
@@ -33,6 +34,11 @@ int main() {
   cudaGraphNode_t k1, k2;
   rc |= cudaGraphAddKernelNode(&k1, g, nullptr, 0, &kp);
   rc |= cudaGraphAddKernelNode(&k2, g, &k1, 1, &op);
+  cudaKernelNodeAttrValue priority = {}, seen = {};
+  priority.priority = 3;
+  rc |= cudaGraphKernelNodeSetAttribute(k2, cudaKernelNodeAttributePriority, &priority);
+  rc |= cudaGraphKernelNodeCopyAttributes(k1, k2);
+  rc |= cudaGraphKernelNodeGetAttribute(k1, cudaKernelNodeAttributePriority, &seen);
   cudaKernelNodeParams got = {};
   rc |= cudaGraphKernelNodeGetParams(k1, &got);
   int got_right = got.func == (void *)axpy && got.gridDim.x == 2 && got.blockDim.x == 32 &&
@@ -54,7 +60,7 @@ int main() {
   int wrong = 0;
   for (int i = 0; i < 64; i++)
     wrong += y[i] != (i < 32 ? 6.0f : 5.0f) * i + 1.0f;
-  std::printf("handbuilt rc %d got %s y %s p %d\n", rc, got_right ? "right" : "wrong",
-              wrong ? "wrong" : "right", p);
+  std::printf("handbuilt rc %d got %s y %s p %d priority %d\n", rc, got_right ? "right" : "wrong",
+              wrong ? "wrong" : "right", p, seen.priority);
   return 0;
 }
