@@ -58,8 +58,13 @@
 /* Defaults of the settings (docs/ENVIRONMENT.md). */
 #define DISPATCH_DEFAULT_ANALYZERS "MemoryAnalysis"
 #define DISPATCH_DEFAULT_BUFFER (16u << 20) /* bytes per dispatch buffer          */
-#define DISPATCH_DEFAULT_POOL 8u            /* dispatches instrumented at once    */
-#define DISPATCH_DEFAULT_SPINS 100000u      /* polls of a full buffer, then drop  */
+/* Bytes per graph node's buffer: each launch captured into a graph (or kernel
+ * node added by hand) keeps one for the life of the process, and a graph of
+ * 500 kernels at 16 MiB each would pin 8 GiB of host memory; a replay's
+ * drain keeps up with a 1 MiB ring as with any other. */
+#define DISPATCH_DEFAULT_GRAPH_BUFFER (1u << 20)
+#define DISPATCH_DEFAULT_POOL 8u       /* dispatches instrumented at once    */
+#define DISPATCH_DEFAULT_SPINS 100000u /* polls of a full buffer, then drop  */
 #define DISPATCH_DEFAULT_CPU_WAVE 64u
 #define DISPATCH_DEFAULT_CPU_STACK (256u << 10)
 #define DISPATCH_MAX_BUFFER (1ull << 32)
@@ -187,7 +192,7 @@ static struct {
   int out_owned;
   uint32_t format;
   uint32_t block_lo[3], block_hi[3];
-  uint64_t buffer_bytes;
+  uint64_t buffer_bytes, graph_buffer_bytes;
   unsigned pool_size;
   uint32_t spins;
   uint32_t cpu_wave;
@@ -291,8 +296,26 @@ static int dispatch_open_output(const char *v) {
 }
 
 /* Reads every setting; on a bad one instrumentation stays off. */
+/* A ring size setting (bytes, a power of two from NANO_DH_MIN_CAPACITY to
+ * DISPATCH_MAX_BUFFER) into *bytes when set; -1 after saying what is wrong
+ * (*bytes kept). */
+static int dispatch_ring_setting(const char *name, uint64_t *bytes) {
+  uint64_t n;
+  if (nano_env_size(name, NANO_DH_MIN_CAPACITY, DISPATCH_MAX_BUFFER, &n) < 0)
+    return -1;
+  if (!nano_env_str(name))
+    return 0;
+  if (n & (n - 1)) {
+    dispatch_log("%s=%s: the size must be a power of two", name, nano_env_str(name));
+    return -1;
+  }
+  *bytes = n;
+  return 0;
+}
+
 static void dispatch_init(void) {
   g_d.buffer_bytes = DISPATCH_DEFAULT_BUFFER;
+  g_d.graph_buffer_bytes = DISPATCH_DEFAULT_GRAPH_BUFFER;
   g_d.pool_size = DISPATCH_DEFAULT_POOL;
   g_d.spins = DISPATCH_DEFAULT_SPINS;
   g_d.cpu_wave = DISPATCH_DEFAULT_CPU_WAVE;
@@ -386,16 +409,8 @@ static void dispatch_init(void) {
   else if (r > 0)
     g_d.cpu_wave = w == 0 ? 32 : 64;
 
-  if (nano_env_size("NANO_BUFFER_SIZE", NANO_DH_MIN_CAPACITY, DISPATCH_MAX_BUFFER, &n) < 0)
-    bad = 1;
-  else if (nano_env_str("NANO_BUFFER_SIZE")) {
-    if (n & (n - 1)) {
-      dispatch_log("NANO_BUFFER_SIZE=%s: the size must be a power of two",
-                   nano_env_str("NANO_BUFFER_SIZE"));
-      bad = 1;
-    }
-    g_d.buffer_bytes = n;
-  }
+  bad |= dispatch_ring_setting("NANO_BUFFER_SIZE", &g_d.buffer_bytes) < 0;
+  bad |= dispatch_ring_setting("NANO_GRAPH_BUFFER_SIZE", &g_d.graph_buffer_bytes) < 0;
   if (nano_env_uint("NANO_BUFFER_POOL", 1, DISPATCH_MAX_POOL, &n) < 0)
     bad = 1;
   else if (nano_env_str("NANO_BUFFER_POOL"))
@@ -555,15 +570,14 @@ static int dispatch_find_object(struct dl_phdr_info *info, size_t size, void *ar
 }
 
 /* The pool of placement `memory` (NULL: host memory), made on first use
- * (g_d.lock held); NULL when out of memory. Buffers are allocated as
- * dispatches need them, up to NANO_BUFFER_POOL per placement. */
-static struct nano_dh_pool *dispatch_pool(const struct nano_dh_memory *memory) {
+ * (g_d.lock held) with rings of `bytes`; NULL when out of memory. Buffers are
+ * allocated as dispatches need them, up to NANO_BUFFER_POOL per placement. */
+static struct nano_dh_pool *dispatch_pool(const struct nano_dh_memory *memory, uint64_t bytes) {
   for (struct placement_pool *p = g_d.pools; p; p = p->next)
     if (p->memory == memory)
       return p->pool;
   struct placement_pool *p = calloc(1, sizeof *p);
-  if (!p ||
-      !(p->pool = nano_dh_pool_create(memory, g_d.pool_size, g_d.buffer_bytes, 0, g_d.spins))) {
+  if (!p || !(p->pool = nano_dh_pool_create(memory, g_d.pool_size, bytes, 0, g_d.spins))) {
     free(p);
     return NULL;
   }
@@ -967,7 +981,7 @@ struct nano_dispatch *nano_dispatch_begin(const struct nano_launch_desc *l) {
     g_d.instrument = 0;
     pick = 0;
   }
-  struct nano_dh_pool *pool = pick ? dispatch_pool(l->memory) : NULL;
+  struct nano_dh_pool *pool = pick ? dispatch_pool(l->memory, g_d.buffer_bytes) : NULL;
   if (pick && !pool) {
     dispatch_log("out of memory for a buffer pool: dispatch %" PRIu64 " of %s runs "
                  "uninstrumented",
@@ -1103,7 +1117,7 @@ struct nano_dispatch *nano_dispatch_begin(const struct nano_launch_desc *l) {
 int nano_dispatch_reserve(const struct nano_dh_memory *memory, char *err, size_t errlen) {
   dispatch_ready();
   pthread_mutex_lock(&g_d.lock);
-  struct nano_dh_pool *pool = dispatch_pool(memory);
+  struct nano_dh_pool *pool = dispatch_pool(memory, g_d.graph_buffer_bytes);
   pthread_mutex_unlock(&g_d.lock);
   struct nano_dh_buffer *b = pool ? nano_dh_pool_acquire(pool, err, errlen) : NULL;
   if (!b) {

@@ -111,7 +111,8 @@ void nano_dispatch_hold_release(struct nano_dispatch_hold *hold);
 
 /* Makes the pool of placement `memory` and its first buffer now, for a back
  * end whose later nano_dispatch_begin runs where nothing may be allocated (a
- * graph's host node). Returns 0, or -1 with a message in err. */
+ * graph's host node), its ring NANO_GRAPH_BUFFER_SIZE bytes. Returns 0, or
+ * -1 with a message in err. */
 int nano_dispatch_reserve(const struct nano_dh_memory *memory, char *err, size_t errlen);
 
 /* The tables a back end that places them (NANO_LAUNCH_SUMS_TABLE,

@@ -249,6 +249,21 @@ $graph_row" ] ||
 # graph replay's table is placed at capture (no API call may run in its host
 # functions) and zeroed and copied back by two more nodes of the graph, so
 # replays sum too. MemoryAnalysis says the same, field by field.
+# a graph node's buffer: a ring of NANO_GRAPH_BUFFER_SIZE (1 MiB by default,
+# 64 KiB asked), the launches' rings of NANO_BUFFER_SIZE (16 MiB); the
+# replays record every access in the smaller ring; a size that is no power
+# of two is said
+run_instrumented rings FAKE_ALLOC_LOG=1
+run_instrumented rings64k FAKE_ALLOC_LOG=1 NANO_GRAPH_BUFFER_SIZE=64K
+[ "$(grep -c '^host alloc 1048576$' rings.out)" = 1 ] && grep -qx 'host alloc 16777216' rings.out &&
+  [ "$(grep -c '^host alloc 65536$' rings64k.out)" = 1 ] && ! grep -q '^host alloc 1048576$' rings64k.out ||
+  fail "the graph node's ring is NANO_GRAPH_BUFFER_SIZE's, the launches' NANO_BUFFER_SIZE's ($(grep '^host alloc' rings.out rings64k.out))"
+[ "$(query rings64k.rpd "select group_concat(records) from (select records from nano_dispatch order by id)")" = "3000,64,32,32,32" ] ||
+  fail "a graph node's 64 KiB ring: every replay's records ($(query rings64k.rpd "select id, records from nano_dispatch"))"
+env NANO_INSTRUMENT=1 NANO_GRAPH_BUFFER_SIZE=3000 LD_PRELOAD="$rpd" ./app >/dev/null 2>rings_bad.err ||
+  fail "a bad NANO_GRAPH_BUFFER_SIZE: the program failed"
+grep -q "NANO_GRAPH_BUFFER_SIZE=3000: the size must be a power of two" rings_bad.err ||
+  fail "a bad NANO_GRAPH_BUFFER_SIZE is said ($(cat rings_bad.err))"
 run_instrumented summed NANO_AGGREGATE=device
 grep -qx "$done_line" summed.out || fail "summed on the device: right results"
 ! grep -q SERIALIZED summed.out || fail "summed on the device: the runtime waited for the program's stream"

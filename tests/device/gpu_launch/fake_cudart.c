@@ -1061,6 +1061,8 @@ int cuMemHostAlloc(void **p, size_t n, unsigned flags) {
   if (!(flags & 0x02)) /* the device could not see it */
     return CU_INVALID_VALUE;
   *p = aligned_alloc(4096, (n + 4095) / 4096 * 4096);
+  if (getenv("FAKE_ALLOC_LOG"))
+    printf("host alloc %zu\n", n);
   return *p ? CU_OK : 2;
 }
 int cuMemHostGetDevicePointer_v2(unsigned long long *d, void *p, unsigned flags) {
