@@ -8,6 +8,7 @@ import os
 import shutil
 import sqlite3
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -157,6 +158,30 @@ def case_errors():
         os.kill(int(t.pid), signal.SIGCONT)
     rr("status", t.pid)  # running again: it answers (exit 0)
     t.finish()
+    # stopped after rpdremote looked and sent its request (a socket of the
+    # test's that never answers stands in for the process's): said within a
+    # second, not after the 120 s bound
+    s = subprocess.Popen(["sleep", "30"])
+    sock = os.path.join(WORK, "silent.sock")
+    if os.path.exists(sock):
+        os.unlink(sock)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(sock)
+    listener.listen(1)
+    try:
+        start = time.monotonic()
+        rp = subprocess.Popen([RR, "status", "--socket", sock, str(s.pid)], stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True)
+        conn, _ = listener.accept()  # rpdremote has looked at the process and connected
+        os.kill(s.pid, signal.SIGSTOP)
+        out = rp.communicate(timeout=60)[0]
+        assert rp.returncode == 1 and f"process {s.pid} is stopped (by a signal)" in out \
+            and time.monotonic() - start < 10, (rp.returncode, out, time.monotonic() - start)
+        conn.close()
+    finally:
+        listener.close()
+        s.kill()
+        s.wait()
     # loaded but told not to listen
     t = Target("inert", env={"NANO_REMOTE": "0"})
     assert "not nanoprobe-enabled" in rr("status", t.pid, code=4)
@@ -268,7 +293,6 @@ def case_contention():
     thread serves clients side by side (it used to serve them one by one, each
     idle one holding the rest for its 2 s request timeout). A client that
     never sends its request is answered and closed after its own timeout."""
-    import socket
     t = Target("busy")
     path = os.path.join(socket_dir(), t.pid + ".sock")
     idle = []
@@ -290,7 +314,6 @@ def case_hostile():
     word of its own (as any user's process may, when root controls it):
     rpdremote prints only printable ASCII and refuses replies that do not name
     the process."""
-    import socket
     os.makedirs(socket_dir(), mode=0o700, exist_ok=True)
     me = str(os.getpid())
     path = os.path.join(socket_dir(), me + ".sock")

@@ -15,6 +15,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -23,6 +24,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 enum {
@@ -37,6 +39,11 @@ enum {
 /* The longest wait to connect and for a reply: a flush may take a while on a
  * large backlog; more than this and the process is not answering. */
 #define RR_REPLY_TIMEOUT_S 120
+/* How often a wait for the reply looks whether the process has been stopped
+ * since the request went out (a stopped process never answers). */
+#define RR_STATE_CHECK_MS 100
+#define RR_MS_PER_S 1000
+#define RR_NS_PER_MS 1000000
 
 /* The state letter of process pid (/proc/PID/stat: R, S, D, T stopped, t
  * traced, Z...), or 0 when it cannot be read. */
@@ -64,14 +71,18 @@ static const char rr_help[] =
     "  status   recording on/off, the start count, the trace file\n"
     "  list     the processes with a control socket of this user\n"
     "  --socket PATH   use this control socket instead of the default one\n"
-    "A stopped process is said at once; one that does not answer in 120 s\n"
-    "is given up on.\n"
+    "A stopped process is said at once, also one stopped while rpdremote\n"
+    "waits for its reply; one that does not answer in 120 s is given up on.\n"
     "Exit status: 0 done, 1 refused or failed in the process, 2 bad usage,\n"
     "3 no such process, 4 not nanoprobe-enabled, 5 permission denied.\n"
     "rpdremote --version prints the version.\n";
 
 /* Prints "rpdremote: <message>" on stderr and returns `code`. */
 static int rr_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Whether process state `state` (rr_proc_state) is stopped: by a signal (T)
+ * or a debugger (t). */
+static int rr_stopped(char state) { return state == 'T' || state == 't'; }
 static int rr_fail(int code, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
@@ -124,6 +135,36 @@ static int rr_list(void) {
 }
 
 /* Maps a reply status word to an exit code. */
+/* Says that process pid is stopped (state: rr_proc_state's T or t) and
+ * returns RR_FAILED. */
+static int rr_say_stopped(long pid, char state) {
+  return rr_fail(RR_FAILED,
+                 "process %ld is stopped (%s): it cannot answer until it runs (kill -CONT %ld)",
+                 pid, state == 'T' ? "by a signal" : "by a debugger", pid);
+}
+
+/* Waits for fd to be readable, at most RR_REPLY_TIMEOUT_S, looking every
+ * RR_STATE_CHECK_MS whether process pid was stopped meanwhile (a SIGSTOP
+ * after the check before the request). 1: readable (or an error recv will
+ * name); 0: timed out; -1: stopped, its state in *state. */
+static int rr_wait_reply(int fd, long pid, char *state) {
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (;;) {
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    int r = poll(&p, 1, RR_STATE_CHECK_MS);
+    if (r > 0 || (r < 0 && errno != EINTR))
+      return 1;
+    *state = rr_proc_state(pid);
+    if (rr_stopped(*state))
+      return -1;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    if ((t.tv_sec - t0.tv_sec) * RR_MS_PER_S + (t.tv_nsec - t0.tv_nsec) / RR_NS_PER_MS >=
+        (long)RR_REPLY_TIMEOUT_S * RR_MS_PER_S)
+      return 0;
+  }
+}
+
 static int rr_code(const char *word) {
   if (!strcmp(word, NANO_REMOTE_ROK))
     return RR_OK;
@@ -195,10 +236,8 @@ int main(int argc, char **argv) {
 
   /* A stopped process (SIGSTOP, a debugger) answers nothing: said at once */
   char state = rr_proc_state(pid);
-  if (state == 'T' || state == 't')
-    return rr_fail(RR_FAILED,
-                   "process %ld is stopped (%s): it cannot answer until it runs (kill -CONT %ld)",
-                   pid, state == 'T' ? "by a signal" : "by a debugger", pid);
+  if (rr_stopped(state))
+    return rr_say_stopped(pid, state);
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0)
     return rr_fail(RR_FAILED, "socket: %s", strerror(errno));
@@ -239,6 +278,12 @@ int main(int argc, char **argv) {
   int send_errno = send(fd, line, (size_t)n, MSG_NOSIGNAL) == n ? 0 : errno ? errno : EIO;
   size_t got = 0;
   while (got < sizeof line - 1) {
+    int waited = rr_wait_reply(fd, pid, &state);
+    if (waited <= 0) {
+      close(fd);
+      return waited < 0 ? rr_say_stopped(pid, state)
+                        : rr_fail(RR_FAILED, "process %ld: no reply: timed out", pid);
+    }
     ssize_t r = recv(fd, line + got, sizeof line - 1 - got, 0);
     if (r < 0 && errno == EINTR)
       continue;
