@@ -41,11 +41,12 @@
 // hipGraphAddKernelNode and the calls that get and set their parameters) go
 // through __nano_gpu_graph_add_kernel and __nano_gpu_graph_kernel_params:
 // the runtime puts the twin's nodes in as one child graph node. Launch calls
-// of other shapes (cuLaunchKernel, kernel nodes of the generic node call)
-// are not routed: the compile says so at each (GpuApi::Unrouted). Calls that
+// of other shapes (cuLaunchKernel, HIP's generic hipGraphAddNode) are not
+// routed: the compile says so at each (GpuApi::Unrouted). Calls that
 // configure a kernel (cudaFuncSetAttribute, ...) are mirrored to its twin;
 // calls that add a graph node go through __nano_gpu_graph_add_node, which
-// learns conditional nodes' bodies (no twin may be captured there).
+// learns conditional nodes' bodies (no twin may be captured there) and puts
+// a kernel node's twin in as cudaGraphAddKernelNode's.
 //
 // Runs at the start of the pipeline (before the stubs are inlined into their
 // callers), also at -O0, and as `opt -passes=nano-gpu-launch`.
@@ -149,6 +150,9 @@ struct GpuApi {
   // through __nano_gpu_graph_kernel_params
   struct {
     const char *Add, *Get, *Set, *ExecSet;
+    // the generic calls' set and executable set (a kernel node's parameters
+    // among others'), routed the same way
+    const char *GenericSet, *GenericExecSet;
     // the other calls on kernel nodes (attributes): their node arguments
     // (NodeArgs, a bit per argument) go through __nano_gpu_graph_kernel_node
     struct {
@@ -160,8 +164,8 @@ struct GpuApi {
 
 const char *const WhyModule = "a function looked up in a module at run time has no twin of the "
                               "plugin's; `nanoprobe run -i -c CACHE` gives it a kernel cache's";
-const char *const WhyGraph = "kernel nodes added by the generic node call are not given twins "
-                             "yet (the kernel node call's and launches captured into graphs are)";
+const char *const WhyGraph = "kernel nodes added by HIP's generic node call are not given twins "
+                             "yet (hipGraphAddKernelNode's and launches captured into graphs are)";
 const char *const WhyMulti = "multi-device launches are not routed";
 
 const GpuApi Apis[] = {
@@ -180,13 +184,14 @@ const GpuApi Apis[] = {
      {{"cuLaunchKernel", WhyModule},
       {"cuLaunchKernelEx", WhyModule},
       {"cuLaunchCooperativeKernel", WhyModule},
-      {"cudaGraphAddNode", WhyGraph},
       {"cudaLaunchCooperativeKernelMultiDevice", WhyMulti}},
      {"cudaGraphAddNode", "cudaGraphAddNode_v2", "cuGraphAddNode", "cuGraphAddNode_v2"},
      {"cudaGraphAddKernelNode",
       "cudaGraphKernelNodeGetParams",
       "cudaGraphKernelNodeSetParams",
       "cudaGraphExecKernelNodeSetParams",
+      "cudaGraphNodeSetParams",
+      "cudaGraphExecNodeSetParams",
       {{"cudaGraphKernelNodeSetAttribute", 3, 1},
        {"cudaGraphKernelNodeGetAttribute", 3, 1},
        {"cudaGraphKernelNodeCopyAttributes", 2, 3}}}},
@@ -212,6 +217,8 @@ const GpuApi Apis[] = {
       "hipGraphKernelNodeGetParams",
       "hipGraphKernelNodeSetParams",
       "hipGraphExecKernelNodeSetParams",
+      nullptr,
+      nullptr,
       {{"hipGraphKernelNodeSetAttribute", 3, 1}, {"hipGraphKernelNodeGetAttribute", 3, 1}}}}};
 
 // A registered kernel: its device name, its twin's host handle and its
@@ -723,6 +730,15 @@ bool routeConfiguredLaunches(Module &M, int Id, Function *Launch,
   return true;
 }
 
+// The declaration of API function Name of type Ty in M (declared if M has
+// none); null where M declares it with another type.
+Function *apiDeclaration(Module &M, const char *Name, FunctionType *Ty) {
+  Function *F = M.getFunction(Name);
+  if (!F)
+    return Function::Create(Ty, GlobalValue::ExternalLinkage, Name, M);
+  return F->getFunctionType() == Ty ? F : nullptr;
+}
+
 // The calls of F (NumParams parameters, an integer result); none where F is
 // null or has another shape.
 std::vector<CallInst *> callsOf(Function *F, unsigned NumParams) {
@@ -745,7 +761,10 @@ bool routeAddNode(Module &M, const GpuApi &Api) {
   Type *I32 = Type::getInt32Ty(Ctx), *I64 = Type::getInt64Ty(Ctx);
   PointerType *Ptr = PointerType::getUnqual(Ctx);
   FunctionType *RouteTy =
-      FunctionType::get(I32, {I32, Ptr, I32, Ptr, Ptr, Ptr, Ptr, I64, Ptr}, false);
+      FunctionType::get(I32, {I32, Ptr, Ptr, I32, Ptr, Ptr, Ptr, Ptr, I64, Ptr}, false);
+  // the runtime's calls bring the program's launch call for a kernel node's
+  // twin (the driver's kernels have no twins of the plugin's)
+  FunctionType *LaunchTy = FunctionType::get(I32, {Ptr, I64, I32, I64, I32, Ptr, I64, Ptr}, false);
   bool Changed = false;
   for (const char *Name : Api.AddNode) {
     Function *Add = Name ? M.getFunction(Name) : nullptr;
@@ -754,11 +773,16 @@ bool routeAddNode(Module &M, const GpuApi &Api) {
     Function *Route = Calls.empty() ? nullptr : runtimeEntry(M, RuntimeAddNode, RouteTy);
     if (!Route)
       continue;
+    Value *Launch = ConstantPointerNull::get(Ptr);
+    if (StringRef(Name).substr(0, 2) != "cu" || StringRef(Name).substr(0, 4) == "cuda")
+      if (Function *F = apiDeclaration(M, Api.Launches[0].Name, LaunchTy))
+        Launch = F;
     for (CallInst *CI : Calls)
       routeThrough(CI, Route, RouteTy, [&](IRBuilder<> &TB) {
         bool Edges = N == WithEdges;
         return SmallVector<Value *, 13>{ConstantInt::get(I32, Api.Id),
                                         Add,
+                                        Launch,
                                         ConstantInt::get(I32, Edges),
                                         CI->getArgOperand(0),
                                         CI->getArgOperand(1),
@@ -789,15 +813,6 @@ Value *throughRuntime(Instruction *I, Function *Entry, FunctionType *Ty, Value *
   Result->addIncoming(Mapped, TB.GetInsertBlock());
   Result->addIncoming(V, Head);
   return Result;
-}
-
-// The declaration of API function Name of type Ty in M (declared if M has
-// none); null where M declares it with another type.
-Function *apiDeclaration(Module &M, const char *Name, FunctionType *Ty) {
-  Function *F = M.getFunction(Name);
-  if (!F)
-    return Function::Create(Ty, GlobalValue::ExternalLinkage, Name, M);
-  return F->getFunctionType() == Ty ? F : nullptr;
 }
 
 // Routes the calls of kernel nodes added to a graph by hand
@@ -836,27 +851,27 @@ bool routeKernelNodes(Module &M, const GpuApi &Api) {
     Changed = true;
   }
   FunctionType *ParamsTy = FunctionType::get(I32, {I32, I32, Ptr, Ptr, Ptr, Ptr, Ptr}, false);
+  // (an executable's node is set through a copy of its child graph, whose
+  // twin node the program's set call, SetName, gives the parameters)
   struct {
     const char *Name;
     int Op;
     unsigned NumParams;
-  } const ParamCalls[] = {{K.Get, NANO_GPU_NODE_GET, 2},
-                          {K.Set, NANO_GPU_NODE_SET, 2},
-                          {K.ExecSet, NANO_GPU_NODE_EXEC_SET, 3}};
+    const char *SetName;
+  } const ParamCalls[] = {{K.Get, NANO_GPU_NODE_GET, 2, nullptr},
+                          {K.Set, NANO_GPU_NODE_SET, 2, nullptr},
+                          {K.ExecSet, NANO_GPU_NODE_EXEC_SET, 3, K.Set},
+                          {K.GenericSet, NANO_GPU_NODE_GENERIC_SET, 2, nullptr},
+                          {K.GenericExecSet, NANO_GPU_NODE_GENERIC_EXEC_SET, 3, K.GenericSet}};
   for (const auto &P : ParamCalls) {
-    std::vector<CallInst *> Calls = callsOf(M.getFunction(P.Name), P.NumParams);
+    std::vector<CallInst *> Calls = callsOf(P.Name ? M.getFunction(P.Name) : nullptr, P.NumParams);
     if (Calls.empty())
       continue;
-    // an executable's node is set through a copy of its child graph, whose
-    // twin node the program's set call gives the parameters
-    Function *Set = P.Op == NANO_GPU_NODE_EXEC_SET
-                        ? apiDeclaration(M, K.Set, FunctionType::get(I32, {Ptr, Ptr}, false))
-                        : nullptr;
-    Function *Route = P.Op != NANO_GPU_NODE_EXEC_SET || Set
-                          ? runtimeEntry(M, RuntimeKernelParams, ParamsTy)
-                          : nullptr;
+    bool Exec = P.SetName != nullptr;
+    Function *Set =
+        Exec ? apiDeclaration(M, P.SetName, FunctionType::get(I32, {Ptr, Ptr}, false)) : nullptr;
+    Function *Route = !Exec || Set ? runtimeEntry(M, RuntimeKernelParams, ParamsTy) : nullptr;
     for (CallInst *CI : Route ? Calls : std::vector<CallInst *>()) {
-      bool Exec = P.Op == NANO_GPU_NODE_EXEC_SET;
       routeThrough(CI, Route, ParamsTy, [&](IRBuilder<> &) {
         return SmallVector<Value *, 13>{ApiId,
                                         ConstantInt::get(I32, P.Op),

@@ -255,16 +255,16 @@ HOOK_EXPORT CUresult cuGraphAddNode(void **node, void *graph, const void *deps, 
                                     struct nano_cu_graph_node_params *p) {
   HOOK_REAL(add_node_fn, HOOK_GENERIC_ADD)
   struct nano_cu_graph_node_params mine;
-  return __nano_gpu_graph_add_node(NANO_GPU_CUDA, (void *)real, 0, node, graph, deps, NULL, ndeps,
-                                   hook_generic_params(p, &mine));
+  return __nano_gpu_graph_add_node(NANO_GPU_CUDA, (void *)real, NULL, 0, node, graph, deps, NULL,
+                                   ndeps, hook_generic_params(p, &mine));
 }
 HOOK_EXPORT CUresult cuGraphAddNode_v2(void **node, void *graph, const void *deps,
                                        const void *edges, size_t ndeps,
                                        struct nano_cu_graph_node_params *p) {
   HOOK_REAL(add_node2_fn, HOOK_GENERIC_ADD_V2)
   struct nano_cu_graph_node_params mine;
-  return __nano_gpu_graph_add_node(NANO_GPU_CUDA, (void *)real, 1, node, graph, deps, edges, ndeps,
-                                   hook_generic_params(p, &mine));
+  return __nano_gpu_graph_add_node(NANO_GPU_CUDA, (void *)real, NULL, 1, node, graph, deps, edges,
+                                   ndeps, hook_generic_params(p, &mine));
 }
 HOOK_EXPORT CUresult cuGraphNodeSetParams(void *node, struct nano_cu_graph_node_params *p) {
   HOOK_REAL(set_node_fn, HOOK_GENERIC_SET)

@@ -1018,14 +1018,41 @@ __attribute__((visibility("default"))) const void *__nano_gpu_twin_of(int api, c
  * taken for a body still, and its launches run uninstrumented. */
 static struct gpu_twin_table g_bodies = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
+/* What gpu_hand_add (kernel nodes added by hand, below) did with a
+ * program's kernel node. */
+enum { GPU_HAND_ADDED, GPU_HAND_AS_IS, GPU_HAND_NOT_ADDED };
+static int gpu_hand_add(int api, nano_gpu_launch_fn launch, const struct gpu_kernel_params *p,
+                        void **node, void *graph, const void *deps, size_t ndeps,
+                        struct gpu_twin *t, const char **why);
+static int gpu_hand_added(int how, int rc, const struct gpu_twin *t, const char *why);
+
 __attribute__((visibility("default"))) int
-__nano_gpu_graph_add_node(int api, void *add, int with_edges, void **node, void *graph,
-                          const void *deps, const void *edges, size_t ndeps, void *params) {
-  int rc = with_edges ? ((nano_gpu_add_node_edges_fn)add)(node, graph, deps, edges, ndeps, params)
-                      : ((nano_gpu_add_node_fn)add)(node, graph, deps, ndeps, params);
+__nano_gpu_graph_add_node(int api, void *add, nano_gpu_launch_fn launch, int with_edges,
+                          void **node, void *graph, const void *deps, const void *edges,
+                          size_t ndeps, void *params) {
   /* reading the parameters needs no API loaded (nor touches the device) */
   const struct gpu_api *a =
       (api & NANO_GPU_API_MASK) == NANO_GPU_HIP ? &gpu_hip_api : &gpu_cuda_api;
+  /* a kernel node (every edge a full dependency: a child graph node takes
+   * no edge data) goes in as its twin's nodes, as cudaGraphAddKernelNode's */
+  const void *kernel = node && params && !edges && a->graphs && a->graphs->generic_kernel &&
+                               nano_dispatch_instrumenting()
+                           ? a->graphs->generic_kernel(params)
+                           : NULL;
+  int how = -1;
+  struct gpu_twin t;
+  const char *why = NULL;
+  if (kernel) {
+    struct gpu_kernel_params p;
+    a->graphs->kernel_params_read(kernel, &p);
+    how = gpu_hand_add(api, launch, &p, node, graph, deps, ndeps, &t, &why);
+    if (how == GPU_HAND_ADDED)
+      return 0;
+  }
+  int rc = with_edges ? ((nano_gpu_add_node_edges_fn)add)(node, graph, deps, edges, ndeps, params)
+                      : ((nano_gpu_add_node_fn)add)(node, graph, deps, ndeps, params);
+  if (kernel)
+    return gpu_hand_added(how, rc, &t, why);
   void *const *bodies = NULL;
   unsigned n = 0;
   if (rc == 0 && a->node_bodies && nano_dispatch_instrumenting())
@@ -1815,8 +1842,9 @@ static struct {
   struct gpu_hand_node *list;
 } g_hand = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
-/* Room for any API's kernel node parameters (cudaKernelNodeParams: 56 bytes). */
-#define GPU_KERNEL_PARAMS_ROOM 128
+/* Room for any API's node parameters (cudaKernelNodeParams: 56 bytes; the
+ * generic cudaGraphNodeParams: 256). */
+#define GPU_KERNEL_PARAMS_ROOM 256
 
 static struct gpu_hand_node *gpu_hand_find(const void *node) {
   pthread_mutex_lock(&g_hand.lock);
@@ -1902,79 +1930,103 @@ static void *gpu_hand_capture(const struct gpu_api *a, int api_id, nano_gpu_laun
   return NULL;
 }
 
-__attribute__((visibility("default"))) int
-__nano_gpu_graph_add_kernel(int api, nano_gpu_add_kernel_node_fn add, nano_gpu_launch_fn launch,
-                            void **node, void *graph, const void *deps, size_t ndeps,
-                            const void *params) {
-  const struct gpu_api *probe =
-      (api & NANO_GPU_API_MASK) == NANO_GPU_HIP ? &gpu_hip_api : &gpu_cuda_api;
-  struct gpu_kernel_params p;
-  struct gpu_twin t;
-  if (!node || !params || !probe->graphs || !nano_dispatch_instrumenting())
-    return add(node, graph, deps, ndeps, params);
-  probe->graphs->kernel_params_read(params, &p);
-  if (!gpu_twin_find(&g_twins, p.func, &t)) /* no twin: not built with the plugin */
-    return add(node, graph, deps, ndeps, params);
-  if (p.extra || t.nargs > GPU_MAX_ARGS) {
+/* Adds the twin's nodes of a kernel node with parameters p (the kernel part
+ * of the program's add call) to graph as one child graph node, *node.
+ * GPU_HAND_ADDED; GPU_HAND_AS_IS: the program's node is to be added as it is
+ * (no twin, or said here why not); GPU_HAND_NOT_ADDED: the same, but the
+ * child graph node itself could not be added (why in *why, for the caller
+ * to say once the program's own add worked: a bad dependency is the
+ * program's error, not ours). */
+static int gpu_hand_add(int api, nano_gpu_launch_fn launch, const struct gpu_kernel_params *p,
+                        void **node, void *graph, const void *deps, size_t ndeps,
+                        struct gpu_twin *t, const char **why) {
+  if (!launch || !gpu_twin_find(&g_twins, p->func, t)) /* no twin: not built with the plugin */
+    return GPU_HAND_AS_IS;
+  if (p->extra || t->nargs > GPU_MAX_ARGS) {
     gpu_note("%s: a kernel node added by hand with its arguments in `extra` or more than %d: it "
              "runs uninstrumented in the graph",
-             t.name, GPU_MAX_ARGS);
-    return add(node, graph, deps, ndeps, params);
+             t->name, GPU_MAX_ARGS);
+    return GPU_HAND_AS_IS;
   }
   if (gpu_twin_find(&g_bodies, graph, NULL)) {
     gpu_note("%s: a kernel node added by hand to a conditional node's body graph, which may hold "
              "no host function (CUDA's rule) as a twin's dispatch needs: it runs uninstrumented "
              "there",
-             t.name);
-    return add(node, graph, deps, ndeps, params);
+             t->name);
+    return GPU_HAND_AS_IS;
   }
   const struct gpu_api *a = gpu_api_of(api);
   struct gpu_node *n = NULL;
-  void *child = a ? gpu_hand_capture(a, api, launch, &p, &t, &n) : NULL;
-  struct gpu_hand_node *h = child ? calloc(1, sizeof *h) : NULL;
+  void *child = a ? gpu_hand_capture(a, api, launch, p, t, &n) : NULL;
+  if (!child)
+    return GPU_HAND_AS_IS; /* said */
+  struct gpu_hand_node *h = calloc(1, sizeof *h);
   int r = -1;
   if (h) {
     rpd_gpu_quiet++;
     r = a->graphs->graph_add_child(node, graph, deps, ndeps, child);
     rpd_gpu_quiet--;
   }
-  if (child)
-    (void)a->graphs->graph_destroy(child); /* the node holds a copy */
+  (void)a->graphs->graph_destroy(child); /* the node holds a copy */
   if (r != 0) {
     free(h);
     if (n)
       gpu_node_break(n);
-    int rc = add(node, graph, deps, ndeps, params);
-    if (child && rc == 0)
-      gpu_note("%s: a kernel node added by hand: its twin's nodes cannot be added to the graph "
-               "(%s): it runs uninstrumented in the graph",
-               t.name, h ? a->error(r) : "out of memory");
-    return rc;
+    *why = h ? a->error(r) : "out of memory";
+    return GPU_HAND_NOT_ADDED;
   }
   void *embedded = NULL;
   if (a->graphs->graph_child(*node, &embedded) == 0 && embedded)
     (void)gpu_graph_kernel(a, embedded, 1);
-  *h = (struct gpu_hand_node){*node, n, p.func, t.twin, t.nargs, NULL};
+  *h = (struct gpu_hand_node){*node, n, p->func, t->twin, t->nargs, NULL};
   pthread_mutex_lock(&g_hand.lock);
   h->next = g_hand.list;
   g_hand.list = h;
   pthread_mutex_unlock(&g_hand.lock);
-  return 0;
+  return GPU_HAND_ADDED;
+}
+
+/* The program's add call's result after gpu_hand_add's verdict `how` (rc:
+ * the program's own add, run unless the twin's node went in). */
+static int gpu_hand_added(int how, int rc, const struct gpu_twin *t, const char *why) {
+  if (how == GPU_HAND_NOT_ADDED && rc == 0)
+    gpu_note("%s: a kernel node added by hand: its twin's nodes cannot be added to the graph "
+             "(%s): it runs uninstrumented in the graph",
+             t->name, why);
+  return rc;
+}
+
+__attribute__((visibility("default"))) int
+__nano_gpu_graph_add_kernel(int api, nano_gpu_add_kernel_node_fn add, nano_gpu_launch_fn launch,
+                            void **node, void *graph, const void *deps, size_t ndeps,
+                            const void *params) {
+  const struct gpu_api *probe =
+      (api & NANO_GPU_API_MASK) == NANO_GPU_HIP ? &gpu_hip_api : &gpu_cuda_api;
+  if (!node || !params || !probe->graphs || !nano_dispatch_instrumenting())
+    return add(node, graph, deps, ndeps, params);
+  struct gpu_kernel_params p;
+  struct gpu_twin t;
+  const char *why = NULL;
+  probe->graphs->kernel_params_read(params, &p);
+  int how = gpu_hand_add(api, launch, &p, node, graph, deps, ndeps, &t, &why);
+  if (how == GPU_HAND_ADDED)
+    return 0;
+  return gpu_hand_added(how, add(node, graph, deps, ndeps, params), &t, why);
 }
 
 /* The parameters q of h's twin node for the program's parameters p (of h's
  * kernel): the twin, and the arguments p's then the address of the node's
- * descriptor (all: room for them; *desc must outlive the use of buf), in
- * the API's layout in buf. */
+ * descriptor (all: room for them; *desc must outlive the use of out), in
+ * the API's kernel node layout at out. */
 static void gpu_hand_twin_params(const struct gpu_api *a, const struct gpu_hand_node *h,
                                  const struct gpu_kernel_params *p, void **all, void **desc,
-                                 void *buf) {
+                                 void *out) {
   struct gpu_kernel_params q = *p;
   *desc = h->n->pl->desc_device;
   gpu_twin_args(all, p->args, h->nargs, desc);
   q.func = h->twin;
   q.args = all;
-  a->graphs->kernel_params_write(buf, &q);
+  a->graphs->kernel_params_write(out, &q);
 }
 
 /* The program set parameters p on h: its replays' shape from now on, or
@@ -2024,18 +2076,25 @@ __attribute__((visibility("default"))) void *__nano_gpu_graph_kernel_node(int ap
 __attribute__((visibility("default"))) int
 __nano_gpu_graph_kernel_params(int api, int op, void *call, nano_gpu_node_params_fn set, void *exec,
                                void *node, void *params) {
+  int on_exec = op == NANO_GPU_NODE_EXEC_SET || op == NANO_GPU_NODE_GENERIC_EXEC_SET;
+  int generic = op == NANO_GPU_NODE_GENERIC_SET || op == NANO_GPU_NODE_GENERIC_EXEC_SET;
   struct gpu_hand_node *h = node && params ? gpu_hand_find(node) : NULL;
   const struct gpu_api *a = h ? gpu_api_of(api) : NULL;
+  /* the kernel part of the parameters (a generic call's: a kernel node's) */
+  void *kp = !a                          ? NULL
+             : !generic                  ? params
+             : a->graphs->generic_kernel ? a->graphs->generic_kernel(params)
+                                         : NULL;
   void *clone = NULL;
-  void *kernel = a ? gpu_hand_kernel(a, h, op == NANO_GPU_NODE_EXEC_SET ? &clone : NULL) : NULL;
+  void *kernel = kp ? gpu_hand_kernel(a, h, on_exec ? &clone : NULL) : NULL;
   if (!kernel) { /* not ours (or the API failed: then the program's call says so) */
     if (clone)
       (void)a->graphs->graph_destroy(clone);
-    return op == NANO_GPU_NODE_EXEC_SET ? ((nano_gpu_exec_node_params_fn)call)(exec, node, params)
-                                        : ((nano_gpu_node_params_fn)call)(node, params);
+    return on_exec ? ((nano_gpu_exec_node_params_fn)call)(exec, node, params)
+                   : ((nano_gpu_node_params_fn)call)(node, params);
   }
   struct gpu_kernel_params p;
-  a->graphs->kernel_params_read(params, &p);
+  a->graphs->kernel_params_read(kp, &p);
   if (op == NANO_GPU_NODE_GET) {
     int rc = ((nano_gpu_node_params_fn)call)(kernel, params);
     if (rc == 0 && h->n) { /* the program's kernel, not the twin */
@@ -2048,10 +2107,14 @@ __nano_gpu_graph_kernel_params(int api, int op, void *call, nano_gpu_node_params
   int twin = h->n && p.func == h->kernel && !p.extra;
   _Alignas(16) unsigned char buf[GPU_KERNEL_PARAMS_ROOM];
   void *all[GPU_MAX_ARGS + 1], *desc = NULL;
-  if (twin)
+  if (twin && generic) { /* the call's whole struct, its kernel part the twin's */
+    memcpy(buf, params, a->graphs->generic_bytes);
+    gpu_hand_twin_params(a, h, &p, all, &desc, a->graphs->generic_kernel(buf));
+  } else if (twin) {
     gpu_hand_twin_params(a, h, &p, all, &desc, buf);
+  }
   int rc;
-  if (op == NANO_GPU_NODE_SET) {
+  if (!on_exec) {
     rc = ((nano_gpu_node_params_fn)call)(kernel, twin ? buf : params);
   } else { /* the clone's kernel node set, the clone given to the executable's node */
     rpd_gpu_quiet++;

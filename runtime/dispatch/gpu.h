@@ -59,6 +59,11 @@ struct gpu_graph_ops {
   /* The child graph node `node` of exec runs child's parameters from now on
    * (same topology as its graph). */
   int (*exec_child_set)(void *exec, void *node, void *child);
+  /* The kernel part of the API's generic node parameters (cudaGraphNodeParams,
+   * generic_bytes long) when they are a kernel node's, else NULL; NULL where
+   * the API has no generic node calls. */
+  void *(*generic_kernel)(const void *params);
+  size_t generic_bytes;
 };
 
 struct gpu_api {

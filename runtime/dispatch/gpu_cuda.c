@@ -343,10 +343,21 @@ static int cuda_graph_destroy(void *graph) { return cu.GraphDestroy(graph); }
 static int cuda_exec_child_set(void *exec, void *node, void *child) {
   return cu.GraphExecChildGraphNodeSetParams(exec, node, child);
 }
+/* cudaGraphNodeParams (laid out as CUgraphNodeParams): a kernel node's
+ * parameters after the type, in cudaKernelNodeParamsV2's layout, whose
+ * start is cudaKernelNodeParams'. */
+static void *cuda_generic_kernel(const void *params) {
+  const struct nano_cu_graph_node_params *p = params;
+  return p->type == NANO_CU_NODE_KERNEL ? (void *)&p->kernel : NULL;
+}
 static const struct gpu_graph_ops cuda_graph_ops = {
-    cuda_kernel_params_read, cuda_kernel_params_write, cuda_stream_destroy, cuda_capture_begin,
-    cuda_capture_end,        cuda_graph_add_child,     cuda_graph_child,    cuda_graph_nodes,
-    cuda_node_is_kernel,     cuda_graph_clone,         cuda_graph_destroy,  cuda_exec_child_set,
+    cuda_kernel_params_read, cuda_kernel_params_write,
+    cuda_stream_destroy,     cuda_capture_begin,
+    cuda_capture_end,        cuda_graph_add_child,
+    cuda_graph_child,        cuda_graph_nodes,
+    cuda_node_is_kernel,     cuda_graph_clone,
+    cuda_graph_destroy,      cuda_exec_child_set,
+    cuda_generic_kernel,     sizeof(struct nano_cu_graph_node_params),
 };
 static const char *cuda_error(int rc) {
   const char *s = NULL;

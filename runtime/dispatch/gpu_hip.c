@@ -279,9 +279,20 @@ static int hip_exec_child_set(void *exec, void *node, void *child) {
   return HIPG(hipg.GraphExecChildGraphNodeSetParams(exec, node, child));
 }
 static const struct gpu_graph_ops hip_graph_ops = {
-    hip_kernel_params_read, hip_kernel_params_write, hip_stream_destroy, hip_capture_begin,
-    hip_capture_end,        hip_graph_add_child,     hip_graph_child,    hip_graph_nodes,
-    hip_node_is_kernel,     hip_graph_clone,         hip_graph_destroy,  hip_exec_child_set,
+    hip_kernel_params_read,
+    hip_kernel_params_write,
+    hip_stream_destroy,
+    hip_capture_begin,
+    hip_capture_end,
+    hip_graph_add_child,
+    hip_graph_child,
+    hip_graph_nodes,
+    hip_node_is_kernel,
+    hip_graph_clone,
+    hip_graph_destroy,
+    hip_exec_child_set,
+    NULL, /* no generic node calls in HIP 5 */
+    0,
 };
 
 static const char *hip_error(int rc) {

@@ -137,13 +137,17 @@ void __nano_gpu_api(int api, int (*get_last_error)(void), int (*peek_at_last_err
  * remembered. A body graph may hold no host function (CUDA's rule for
  * conditional bodies), which a twin's dispatch in a graph needs: a launch
  * captured into one (cudaStreamBeginCaptureToGraph) runs the original
- * kernel there, said once. */
+ * kernel there, said once. A kernel node with a twin, while instrumenting
+ * and with no edge data, goes in as __nano_gpu_graph_add_kernel's do
+ * (launch: the program's cudaLaunchKernel; NULL for the driver's calls,
+ * whose kernels have no twins of the plugin's). */
 typedef int (*nano_gpu_add_node_fn)(void **node, void *graph, const void *deps, size_t ndeps,
                                     void *params);
 typedef int (*nano_gpu_add_node_edges_fn)(void **node, void *graph, const void *deps,
                                           const void *edges, size_t ndeps, void *params);
-int __nano_gpu_graph_add_node(int api, void *add, int with_edges, void **node, void *graph,
-                              const void *deps, const void *edges, size_t ndeps, void *params);
+int __nano_gpu_graph_add_node(int api, void *add, nano_gpu_launch_fn launch, int with_edges,
+                              void **node, void *graph, const void *deps, const void *edges,
+                              size_t ndeps, void *params);
 
 /* The program's cudaGraphAddKernelNode (hipGraphAddKernelNode), through
  * __nano_gpu_graph_add_kernel with the program's cudaLaunchKernel
@@ -171,6 +175,9 @@ int __nano_gpu_graph_add_kernel(int api, nano_gpu_add_kernel_node_fn add, nano_g
 #define NANO_GPU_NODE_GET 0      /* cudaGraphKernelNodeGetParams(node, params) */
 #define NANO_GPU_NODE_SET 1      /* cudaGraphKernelNodeSetParams(node, params) */
 #define NANO_GPU_NODE_EXEC_SET 2 /* cudaGraphExecKernelNodeSetParams(exec, node, params) */
+/* the generic calls with a kernel node's cudaGraphNodeParams (others pass) */
+#define NANO_GPU_NODE_GENERIC_SET 3      /* cudaGraphNodeSetParams(node, params) */
+#define NANO_GPU_NODE_GENERIC_EXEC_SET 4 /* cudaGraphExecNodeSetParams(exec, node, params) */
 typedef int (*nano_gpu_node_params_fn)(void *node, void *params);
 typedef int (*nano_gpu_exec_node_params_fn)(void *exec, void *node, void *params);
 int __nano_gpu_graph_kernel_params(int api, int op, void *call, nano_gpu_node_params_fn set,

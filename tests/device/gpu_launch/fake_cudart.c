@@ -1636,13 +1636,27 @@ int cudaGraphConditionalHandleCreate(unsigned long long *handle, void *graph, un
   *handle = (unsigned long long)value + 1;
   return 0;
 }
+struct fake_kernel_node_params;
+int cudaGraphAddKernelNode(void **node, void *graph, const void *deps, size_t n,
+                           const struct fake_kernel_node_params *p);
+static int kernel_node_set(struct item *it, const struct fake_kernel_node_params *p,
+                           const char *what);
+static struct item *exec_node(const struct graph *g, const void *orig);
+/* A kernel node's parameters in the generic call's (cudaKernelNodeParamsV2
+ * starts as cudaKernelNodeParams), or NULL for another node type. */
+static const struct fake_kernel_node_params *generic_kernel(const struct fake_graph_node_params *p) {
+  return p && p->type == 0 ? (const struct fake_kernel_node_params *)&p->kernel : NULL;
+}
 int cudaGraphAddNode(void **node, void *graph, const void *deps, const void *edges, size_t n,
                      struct fake_graph_node_params *p) {
   (void)deps, (void)edges, (void)n;
   struct graph *g = graph;
+  if (generic_kernel(p))
+    return cudaGraphAddKernelNode(node, graph, deps, n, generic_kernel(p));
   if (!g || !p || p->type != FAKE_NODE_CONDITIONAL || p->conditional.type != FAKE_COND_IF ||
       p->conditional.size != 1 || !p->conditional.handle) {
-    printf("cudaGraphAddNode: the stand-in adds conditional 'if' nodes of one body only\n");
+    printf("cudaGraphAddNode: the stand-in adds kernel nodes and conditional 'if' nodes of one "
+           "body only\n");
     return 1; /* cudaErrorInvalidValue */
   }
   struct item *it = calloc(1, sizeof *it);
@@ -1797,6 +1811,17 @@ int cudaGraphKernelNodeCopyAttributes(void *dst, void *src) {
   d->attr_id = f->attr_id, d->attr_value = f->attr_value;
   printf("graph kernel node attributes of %s copied to %s\n", f->name, d->name);
   return 0;
+}
+
+/* The generic calls on a kernel node's parameters (other types refused). */
+int cudaGraphNodeSetParams(void *node, struct fake_graph_node_params *p) {
+  return fake_fail(generic_kernel(p) ? kernel_node_set(node, generic_kernel(p), "graph kernel node set")
+                                     : 1);
+}
+int cudaGraphExecNodeSetParams(void *exec, void *node, struct fake_graph_node_params *p) {
+  return fake_fail(generic_kernel(p) ? kernel_node_set(exec_node(exec, node), generic_kernel(p),
+                                                       "graph exec kernel node set")
+                                     : 1);
 }
 
 int cuStreamBeginCapture_v2(void *s, int mode) {

@@ -6,7 +6,8 @@
 // graph's node a factor of 1 and one block (cudaGraphKernelNodeSetParams)
 // and launches a second executable: y = 6x + 1 on the first 32 elements,
 // 5x + 1 on the rest. Between, other's node gets a priority attribute,
-// read back and copied to axpy's node.
+// read back and copied to axpy's node; a third node, other's again, comes
+// from the generic cudaGraphAddNode and is set through the generic set calls.
 #include <cstdio>
 
 __global__ void axpy(float a, const float *x, float *y, int n) {
@@ -31,9 +32,15 @@ int main() {
   cudaKernelNodeParams kp = {}, op = {};
   kp.func = (void *)axpy, kp.gridDim = dim3(2), kp.blockDim = dim3(32), kp.kernelParams = axpy_args;
   op.func = (void *)other, op.gridDim = dim3(1), op.blockDim = dim3(32), op.kernelParams = other_args;
-  cudaGraphNode_t k1, k2;
+  cudaGraphNode_t k1, k2, k3;
   rc |= cudaGraphAddKernelNode(&k1, g, nullptr, 0, &kp);
   rc |= cudaGraphAddKernelNode(&k2, g, &k1, 1, &op);
+  cudaGraphNodeParams any = {};
+  any.type = cudaGraphNodeTypeKernel;
+  any.kernel.func = op.func, any.kernel.gridDim = op.gridDim, any.kernel.blockDim = op.blockDim;
+  any.kernel.kernelParams = other_args;
+  rc |= cudaGraphAddNode(&k3, g, &k2, nullptr, 1, &any);
+  rc |= cudaGraphNodeSetParams(k3, &any);
   cudaKernelNodeAttrValue priority = {}, seen = {};
   priority.priority = 3;
   rc |= cudaGraphKernelNodeSetAttribute(k2, cudaKernelNodeAttributePriority, &priority);
@@ -50,6 +57,7 @@ int main() {
   rc |= cudaStreamSynchronize(s);
   a = 3.0f;
   rc |= cudaGraphExecKernelNodeSetParams(exec, k1, &kp);
+  rc |= cudaGraphExecNodeSetParams(exec, k3, &any);
   rc |= cudaGraphLaunch(exec, s);
   rc |= cudaStreamSynchronize(s);
   a = 1.0f, kp.gridDim = dim3(1);
