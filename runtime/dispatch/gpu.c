@@ -1018,6 +1018,20 @@ __attribute__((visibility("default"))) const void *__nano_gpu_twin_of(int api, c
  * taken for a body still, and its launches run uninstrumented. */
 static struct gpu_twin_table g_bodies = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
+/* Bytes of one edge's data (cudaGraphEdgeData, CUgraphEdgeData: ports,
+ * type, reserved); all zero is a full dependency, as no edge data says. */
+#define GPU_EDGE_DATA_BYTES 8
+
+/* Whether edges (the add call's edge data for ndeps dependencies, or NULL)
+ * are all full dependencies. */
+static int gpu_edges_default(const void *edges, size_t ndeps) {
+  const unsigned char *e = edges;
+  for (size_t i = 0; e && i < ndeps * GPU_EDGE_DATA_BYTES; i++)
+    if (e[i])
+      return 0;
+  return 1;
+}
+
 /* What gpu_hand_add (kernel nodes added by hand, below) did with a
  * program's kernel node. */
 enum { GPU_HAND_ADDED, GPU_HAND_AS_IS, GPU_HAND_NOT_ADDED };
@@ -1033,21 +1047,28 @@ __nano_gpu_graph_add_node(int api, void *add, nano_gpu_launch_fn launch, int wit
   /* reading the parameters needs no API loaded (nor touches the device) */
   const struct gpu_api *a =
       (api & NANO_GPU_API_MASK) == NANO_GPU_HIP ? &gpu_hip_api : &gpu_cuda_api;
-  /* a kernel node (every edge a full dependency: a child graph node takes
-   * no edge data) goes in as its twin's nodes, as cudaGraphAddKernelNode's */
-  const void *kernel = node && params && !edges && a->graphs && a->graphs->generic_kernel &&
-                               nano_dispatch_instrumenting()
-                           ? a->graphs->generic_kernel(params)
-                           : NULL;
+  /* a kernel node goes in as its twin's nodes, as cudaGraphAddKernelNode's,
+   * unless its edges are not all full dependencies (a child graph node is
+   * added without edge data) */
+  const void *kernel =
+      node && params && a->graphs && a->graphs->generic_kernel && nano_dispatch_instrumenting()
+          ? a->graphs->generic_kernel(params)
+          : NULL;
   int how = -1;
   struct gpu_twin t;
   const char *why = NULL;
   if (kernel) {
     struct gpu_kernel_params p;
     a->graphs->kernel_params_read(kernel, &p);
-    how = gpu_hand_add(api, launch, &p, node, graph, deps, ndeps, &t, &why);
-    if (how == GPU_HAND_ADDED)
-      return 0;
+    if (gpu_edges_default(edges, ndeps)) {
+      how = gpu_hand_add(api, launch, &p, node, graph, deps, ndeps, &t, &why);
+      if (how == GPU_HAND_ADDED)
+        return 0;
+    } else if (launch && gpu_twin_find(&g_twins, p.func, &t)) {
+      gpu_note("%s: a kernel node added with edges other than full dependencies (a child graph "
+               "node, which a twin's nodes need, takes none): it runs uninstrumented in the graph",
+               t.name);
+    }
   }
   int rc = with_edges ? ((nano_gpu_add_node_edges_fn)add)(node, graph, deps, edges, ndeps, params)
                       : ((nano_gpu_add_node_fn)add)(node, graph, deps, ndeps, params);

@@ -7,7 +7,8 @@
 // and launches a second executable: y = 6x + 1 on the first 32 elements,
 // 5x + 1 on the rest. Between, other's node gets a priority attribute,
 // read back and copied to axpy's node; a third node, other's again, comes
-// from the generic cudaGraphAddNode and is set through the generic set calls.
+// from the generic cudaGraphAddNode and is set through the generic set
+// calls; a fourth and fifth come from it with edge data (full; programmatic).
 #include <cstdio>
 
 __global__ void axpy(float a, const float *x, float *y, int n) {
@@ -41,6 +42,14 @@ int main() {
   any.kernel.kernelParams = other_args;
   rc |= cudaGraphAddNode(&k3, g, &k2, nullptr, 1, &any);
   rc |= cudaGraphNodeSetParams(k3, &any);
+  // two more of other's by the generic call with edge data: full
+  // dependencies (all zero, as none), then a programmatic one
+  cudaGraphNode_t k4, k5;
+  cudaGraphEdgeData full = {}, programmatic = {};
+  programmatic.type = cudaGraphDependencyTypeProgrammatic;
+  programmatic.from_port = cudaGraphKernelNodePortProgrammatic;
+  rc |= cudaGraphAddNode(&k4, g, &k3, &full, 1, &any);
+  rc |= cudaGraphAddNode(&k5, g, &k4, &programmatic, 1, &any);
   cudaKernelNodeAttrValue priority = {}, seen = {};
   priority.priority = 3;
   rc |= cudaGraphKernelNodeSetAttribute(k2, cudaKernelNodeAttributePriority, &priority);
