@@ -133,6 +133,18 @@ def case_autostart():
     assert len(rows(t.trace)) > n
 
 
+def wait_stopped(pid):
+    """Waits (up to 10 s) until process pid is stopped, as /proc/PID/stat
+    says, after a SIGSTOP."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        with open(f"/proc/{pid}/stat") as f:
+            if f.read().rsplit(")", 1)[1].split()[0] == "T":
+                return
+        time.sleep(0.01)
+    raise AssertionError(f"process {pid} not stopped 10 s after SIGSTOP")
+
+
 def case_errors():
     # a pid that does not exist
     p = subprocess.Popen(["true"])
@@ -150,6 +162,7 @@ def case_errors():
     # a stopped process cannot answer: said at once, not waited on
     t = Target("stopped")
     os.kill(int(t.pid), signal.SIGSTOP)
+    wait_stopped(int(t.pid))  # the signal is delivered when the kernel gets to it
     try:
         start = time.monotonic()
         out = rr("status", t.pid, code=1)
