@@ -9,7 +9,8 @@
  * Each call is a rocpd_api row, domain `hip`, apiName the function, on the
  * calling thread, from its enter to its exit; launches (hipLaunchKernel,
  * hipExtLaunchKernel, hipModuleLaunchKernel, hipExtModuleLaunchKernel and
- * its older name hipHccModuleLaunchKernel, hipLaunchCooperativeKernel) add
+ * its older name hipHccModuleLaunchKernel, hipLaunchCooperativeKernel, the
+ * multi-device launches: their first launch's) add
  * rocpd_kernelapi
  * (grid in work-items and workgroup as the dispatch packet has them,
  * dynamic LDS, the kernel's name demangled as its op's, the stream), copies
@@ -205,6 +206,21 @@ static void hip_arguments(uint64_t api, uint32_t cid, const hip_api_data_t *d) {
     const __typeof__(d->args.hipLaunchCooperativeKernel) *a = &d->args.hipLaunchCooperativeKernel;
     hip_kernelapi(api, hip_name_by_ptr(a->f, a->stream), hip_items(a->gridDim, a->blockDimX),
                   a->blockDimX, a->sharedMemBytes, a->stream);
+    break;
+  }
+  /* one launch per device in one call: rocpd_kernelapi holds one row per
+   * call, the first launch's; each device's kernel is an op of the call */
+  case HIP_API_ID_hipLaunchCooperativeKernelMultiDevice:
+  case HIP_API_ID_hipExtLaunchMultiKernelMultiDevice: {
+    int multi = cid == HIP_API_ID_hipLaunchCooperativeKernelMultiDevice;
+    const hipLaunchParams *l = multi
+                                   ? d->args.hipLaunchCooperativeKernelMultiDevice.launchParamsList
+                                   : d->args.hipExtLaunchMultiKernelMultiDevice.launchParamsList;
+    int n = multi ? d->args.hipLaunchCooperativeKernelMultiDevice.numDevices
+                  : d->args.hipExtLaunchMultiKernelMultiDevice.numDevices;
+    if (l && n > 0)
+      hip_kernelapi(api, hip_name_by_ptr(l->func, l->stream), hip_items(l->gridDim, l->blockDim),
+                    l->blockDim, l->sharedMem, l->stream);
     break;
   }
   /* copies, as rocmProfileData's roctracer source records them (the

@@ -117,6 +117,18 @@ int main(int argc, char **argv) {
   for (int i = 0; i < n; i++)
     ok &= hy[i] == 2.0f * i + 1;
   printf("%s cooperative axpy\n", ok ? "ok" : "WRONG");
+  // a multi-device cooperative launch on the one device, with a factor of 0:
+  // y stays 2x + 1
+  float a0 = 0.0f;
+  void *margs[] = {&a0, &x, &y, &count2};
+  hipLaunchParams lp = {(void *)axpy, dim3((n + 255) / 256), dim3(256), margs, 0, 0};
+  if (hipLaunchCooperativeKernelMultiDevice(&lp, 1, 0) != hipSuccess ||
+      hipDeviceSynchronize() != hipSuccess || hipMemcpy(hy, y, n * 4, hipMemcpyDeviceToHost) != hipSuccess)
+    return 1;
+  ok = 1;
+  for (int i = 0; i < n; i++)
+    ok &= hy[i] == 2.0f * i + 1;
+  printf("%s multi-device axpy\n", ok ? "ok" : "WRONG");
   // a 2D copy (25 rows of 40 floats), a peer copy of y's first 64 floats
   // into out and back, a copy on a stream: y = 1, and so is what comes back
   for (int i = 0; i < n; i++)

@@ -537,6 +537,24 @@ hipError_t hipLaunchCooperativeKernel(const void *fn, dim3 grid, dim3 block, voi
        launch(fn, grid, block, args, shared, stream));
 }
 
+/* A launch per device, each on its stream (the stand-in's device is the
+ * only one: every entry runs there, in order). */
+static hipError_t launch_each(const hipLaunchParams *l, int n) {
+  if (!l || n < 1)
+    return hipErrorInvalidValue;
+  hipError_t rc = hipSuccess;
+  for (int i = 0; i < n && rc == hipSuccess; i++)
+    rc = launch(l[i].func, l[i].gridDim, l[i].blockDim, l[i].args, l[i].sharedMem, l[i].stream);
+  return rc;
+}
+hipError_t hipLaunchCooperativeKernelMultiDevice(hipLaunchParams *l, int n, unsigned int flags) {
+  CALL(HIP_API_ID_hipLaunchCooperativeKernelMultiDevice,
+       (d_.args.hipLaunchCooperativeKernelMultiDevice.launchParamsList = l,
+        d_.args.hipLaunchCooperativeKernelMultiDevice.numDevices = n,
+        d_.args.hipLaunchCooperativeKernelMultiDevice.flags = flags),
+       launch_each(l, n));
+}
+
 const char *hipKernelNameRefByPtr(const void *fn, hipStream_t stream) {
   (void)stream;
   for (int i = 0; i < g.nfns; i++)

@@ -615,9 +615,11 @@ HIP_APP_CALLS = ["hipMalloc", "hipMalloc", "hipMemcpy", "hipMemcpy", "hipLaunchK
                  "hipExtModuleLaunchKernel", "hipMemcpy", "hipMemcpy", "hipStreamCreate",
                  "hipStreamBeginCapture", "hipLaunchKernel", "hipStreamEndCapture", "hipGraphInstantiate",
                  "hipGraphLaunch", "hipGraphLaunch", "hipStreamSynchronize", "hipMemcpy", "hipMemcpyHtoD",
-                 "hipLaunchCooperativeKernel", "hipMemcpyDtoHAsync", "hipStreamSynchronize", "hipMemcpy2D",
+                 "hipLaunchCooperativeKernel", "hipMemcpyDtoHAsync", "hipStreamSynchronize",
+                 "hipLaunchCooperativeKernelMultiDevice", "hipDeviceSynchronize", "hipMemcpy", "hipMemcpy2D",
                  "hipMemcpyPeer", "hipMemcpyPeer", "hipMemcpyWithStream", "hipFree", "hipFree", "hipFree"]
 HIP_APP_OK = ("axpy", "dyn", "module axpy", "ext module axpy", "graph axpy", "cooperative axpy",
+              "multi-device axpy",
               "2d peer and stream copies")
 
 
@@ -641,12 +643,13 @@ def case_hip_program():
         check(r.returncode == 0, "nanoprobe run %s -- hip_app: exit %d\n%s" % (args, r.returncode, r.stderr))
         expect_ok("hip_app " + mode, r.stdout, HIP_APP_OK)
         log = [parse(ln) for ln in open(OUT + "/hip.log").read().splitlines()]
-        want = ["_Z4axpyfPKfPfi", "_Z3dynPi"] + ["_Z4axpyfPKfPfi"] * 5  # module, ext, graph twice, coop
+        # module, ext, graph twice, coop, multi-device
+        want = ["_Z4axpyfPKfPfi", "_Z3dynPi"] + ["_Z4axpyfPKfPfi"] * 6
         if mode == "twins":
             want = ["__nano_twin_%sPv" % k for k in want]
         check([d["kernel"] for d in log] == want, "hip_app %s: the kernels that ran: %s" % (mode, log))
         ops = rows(trace, "select description from op order by start")
-        check(len(ops) == 7, "hip_app %s: the seven kernels are ops: %s" % (mode, ops))
+        check(len(ops) == 8, "hip_app %s: the eight kernels are ops: %s" % (mode, ops))
         # the HIP calls, through the runtime's callbacks (roctracer's contract)
         calls = [r[0] for r in rows(trace, "select apiName from api where domain = 'hip' order by start")]
         check(calls == HIP_APP_CALLS, "hip_app %s: the program's HIP calls in order: %s" % (mode, calls))
@@ -655,18 +658,21 @@ def case_hip_program():
         launches = rows(trace, "select k.gridX, k.workgroupX, k.groupSegmentSize, s.string, o.description "
                         "from api a join rocpd_kernelapi k on k.api_ptr_id = a.id "
                         "join rocpd_string s on s.id = k.kernelName_id join rocpd_api_ops ao on ao.api_id = a.id "
-                        "join op o on o.id = ao.op_id where a.apiName like '%Launch%Kernel' order by a.start")
+                        "join op o on o.id = ao.op_id where a.apiName like '%Launch%Kernel' "
+                        "or a.apiName like '%Launch%MultiDevice' order by a.start")
         mark = " [instrumented]" if mode == "twins" else ""
         axpy, dyn = "axpy(float, float const*, float*, int)", "dyn(int*)"  # a C++ program: demangled
         check(launches == [(1024, 256, 0, axpy, axpy + mark), (64, 64, 256, dyn, dyn + mark),
                            (1024, 256, 0, axpy, axpy + mark), (1024, 256, 0, axpy, axpy + mark),
-                           (1024, 256, 0, axpy, axpy + mark)],
-              "hip_app %s: each launch's arguments, and its kernel's op linked to it: %s" % (mode, launches))
+                           (1024, 256, 0, axpy, axpy + mark), (1024, 256, 0, axpy, axpy + mark)],
+              "hip_app %s: each launch's arguments (a multi-device call's: its first launch's), and "
+              "its kernel's op linked to it: %s" % (mode, launches))
         copies = rows(trace, "select c.size, c.kind, c.sync from api a join rocpd_copyapi c on c.api_ptr_id = a.id "
                       "order by a.start")
         # hipMemcpyDeviceToDevice is 3; a 2D copy's size is its width times its height
         check(copies == [(4000, 1, 1), (4000, 1, 1), (4000, 2, 1), (256, 2, 1), (4000, 2, 1), (4000, 2, 1),
-                         (4000, 1, 1), (4000, 2, 1), (4000, 1, 1), (4000, 2, 0), (40 * 4 * 25, 1, 1),
+                         (4000, 1, 1), (4000, 2, 1), (4000, 1, 1), (4000, 2, 0), (4000, 2, 1),
+                         (40 * 4 * 25, 1, 1),
                          (256, 3, 1), (256, 3, 1), (4000, 2, 0)],
               "hip_app %s: the copies' sizes and kinds: %s" % (mode, copies))
         shapes = rows(trace, "select a.apiName, c.width, c.height, c.dstDevice, c.srcDevice, c.stream "
@@ -685,9 +691,9 @@ def case_hip_program():
                         "from nano_dispatch d join nano_memory m on m.dispatch_id = d.id "
                         "group by d.id order by d.id")
             check(disp == [("_Z4axpyfPKfPfi", "hsa", "device", 0, 3000), ("_Z3dynPi", "hsa", "device", 0, 64)] +
-                  [("_Z4axpyfPKfPfi", "hsa", "device", 0, 3000)] * 5,
+                  [("_Z4axpyfPKfPfi", "hsa", "device", 0, 3000)] * 6,
                   "hip_app twins: the dispatches summed by their twins, every access: %s" % disp)
-            check(len(rows(trace, "select * from nano_analysis")) == 7, "hip_app twins: the reports")
+            check(len(rows(trace, "select * from nano_analysis")) == 8, "hip_app twins: the reports")
         # allocations with their pointer and size, as rocmProfileData writes them
         allocs = [r[0] for r in rows(trace, "select args from api where apiName in ('hipMalloc', 'hipFree') "
                                      "order by start")]
@@ -744,7 +750,8 @@ def case_plugin_program():
     # plugin cannot route, the original
     twin, axpy, dyn = "__nano_twin_%sPv", "_Z4axpyfPKfPfi", "_Z3dynPi"
     log = [parse(ln) for ln in open(OUT + "/plugin.log").read().splitlines()]
-    ran = [twin % axpy, twin % dyn, axpy, axpy] + [twin % axpy] * 3
+    # (the multi-device launch, not routed: the original)
+    ran = [twin % axpy, twin % dyn, axpy, axpy] + [twin % axpy] * 3 + [axpy]
     check([d["kernel"] for d in log] == ran, "hip_app_plugin: the kernels that ran: %s" % log)
     # the HSA tool records each dispatch once, as the kernel the program
     # launched (demangled), a twin's marked
