@@ -3,6 +3,8 @@
 # each part's output goes to RESULTS as it runs, so a call cut short still
 # brings back what ran. In order of what matters most:
 #   env.txt       the machine: GPU, driver, toolkit, Nsight Compute
+#   userobjects.txt what CUDA does with user object references through
+#                 clones, child graphs and executables (a design question)
 #   suite.txt     tests/gpu/run.sh (every sample with twins also run with the
 #                 twins' own sums and compared, FAIL <sample> summed; the
 #                 KernelTimeline sample `timeline`); work.tar.gz: its logs,
@@ -36,6 +38,9 @@ export NANO_GPU_SAMPLE_TIMEOUT=${NANO_GPU_SAMPLE_TIMEOUT:-60}
   nproc
   python3 --version
 } >"$results/env.txt" 2>&1
+# CUDA's user object references through clones, child graphs and
+# executables (samples/userobjects.cu): may graph nodes' buffers be freed?
+LD_LIBRARY_PATH="$suite/lib" timeout 30 "$suite/userobjects" >"$results/userobjects.txt" 2>&1
 
 "$here/run.sh" "$suite" "$work/suite" 2>&1 | tee "$results/suite.txt"
 # the same with the end of twins learnt from host functions (NANO_GPU_END=hostfn,
