@@ -143,7 +143,10 @@ struct GpuApi {
   // and without the edges' data), routed through __nano_gpu_graph_add_node:
   // the runtime learns conditional nodes' bodies, into which a twin cannot
   // be captured
-  const char *AddNode[4];
+  struct {
+    const char *Name;
+    bool Driver; // the driver's: its kernels have no twins of the plugin's
+  } AddNode[4];
   // the calls of kernel nodes added to a graph by hand (null: not routed,
   // said among Unrouted): added through __nano_gpu_graph_add_kernel (the
   // twin's nodes captured with Launches[0]), their parameters got and set
@@ -185,7 +188,10 @@ const GpuApi Apis[] = {
       {"cuLaunchKernelEx", WhyModule},
       {"cuLaunchCooperativeKernel", WhyModule},
       {"cudaLaunchCooperativeKernelMultiDevice", WhyMulti}},
-     {"cudaGraphAddNode", "cudaGraphAddNode_v2", "cuGraphAddNode", "cuGraphAddNode_v2"},
+     {{"cudaGraphAddNode", false},
+      {"cudaGraphAddNode_v2", false},
+      {"cuGraphAddNode", true},
+      {"cuGraphAddNode_v2", true}},
      {"cudaGraphAddKernelNode",
       "cudaGraphKernelNodeGetParams",
       "cudaGraphKernelNodeSetParams",
@@ -730,6 +736,15 @@ bool routeConfiguredLaunches(Module &M, int Id, Function *Launch,
   return true;
 }
 
+// A launch call's type as clang lowers it on x86-64 (kernel, grid, block,
+// args, shared, stream; dim3: {i64, i32}), which __nano_gpu_launch's launch
+// function has too.
+FunctionType *launchCallType(LLVMContext &Ctx) {
+  Type *I32 = Type::getInt32Ty(Ctx), *I64 = Type::getInt64Ty(Ctx);
+  PointerType *Ptr = PointerType::getUnqual(Ctx);
+  return FunctionType::get(I32, {Ptr, I64, I32, I64, I32, Ptr, I64, Ptr}, false);
+}
+
 // The declaration of API function Name of type Ty in M (declared if M has
 // none); null where M declares it with another type.
 Function *apiDeclaration(Module &M, const char *Name, FunctionType *Ty) {
@@ -762,20 +777,19 @@ bool routeAddNode(Module &M, const GpuApi &Api) {
   PointerType *Ptr = PointerType::getUnqual(Ctx);
   FunctionType *RouteTy =
       FunctionType::get(I32, {I32, Ptr, Ptr, I32, Ptr, Ptr, Ptr, Ptr, I64, Ptr}, false);
-  // the runtime's calls bring the program's launch call for a kernel node's
-  // twin (the driver's kernels have no twins of the plugin's)
-  FunctionType *LaunchTy = FunctionType::get(I32, {Ptr, I64, I32, I64, I32, Ptr, I64, Ptr}, false);
   bool Changed = false;
-  for (const char *Name : Api.AddNode) {
-    Function *Add = Name ? M.getFunction(Name) : nullptr;
+  for (const auto &A : Api.AddNode) {
+    Function *Add = A.Name ? M.getFunction(A.Name) : nullptr;
     unsigned N = Add ? Add->getFunctionType()->getNumParams() : 0;
     std::vector<CallInst *> Calls = callsOf(Add, N == Plain ? Plain : WithEdges);
     Function *Route = Calls.empty() ? nullptr : runtimeEntry(M, RuntimeAddNode, RouteTy);
     if (!Route)
       continue;
+    // the runtime's calls bring the program's launch call for a kernel
+    // node's twin
     Value *Launch = ConstantPointerNull::get(Ptr);
-    if (StringRef(Name).substr(0, 2) != "cu" || StringRef(Name).substr(0, 4) == "cuda")
-      if (Function *F = apiDeclaration(M, Api.Launches[0].Name, LaunchTy))
+    if (!A.Driver)
+      if (Function *F = apiDeclaration(M, Api.Launches[0].Name, launchCallType(Ctx)))
         Launch = F;
     for (CallInst *CI : Calls)
       routeThrough(CI, Route, RouteTy, [&](IRBuilder<> &TB) {
@@ -831,9 +845,8 @@ bool routeKernelNodes(Module &M, const GpuApi &Api) {
   Constant *ApiId = ConstantInt::get(I32, Api.Id), *Null = ConstantPointerNull::get(Ptr);
   bool Changed = false;
   std::vector<CallInst *> Adds = callsOf(M.getFunction(K.Add), 5);
-  // the launch call's shape as clang lowers it on x86-64 (dim3: {i64, i32})
-  FunctionType *LaunchTy = FunctionType::get(I32, {Ptr, I64, I32, I64, I32, Ptr, I64, Ptr}, false);
-  Function *Launch = Adds.empty() ? nullptr : apiDeclaration(M, Api.Launches[0].Name, LaunchTy);
+  Function *Launch =
+      Adds.empty() ? nullptr : apiDeclaration(M, Api.Launches[0].Name, launchCallType(Ctx));
   FunctionType *AddTy = FunctionType::get(I32, {I32, Ptr, Ptr, Ptr, Ptr, Ptr, I64, Ptr}, false);
   Function *AddRoute = Launch ? runtimeEntry(M, RuntimeAddKernel, AddTy) : nullptr;
   for (CallInst *CI : AddRoute ? Adds : std::vector<CallInst *>()) {
@@ -910,7 +923,8 @@ bool launchesWith(const Module &M, const GpuApi &Api) {
          llvm::any_of(Api.EventLaunches,
                       [&](const GpuLaunchCall &L) { return Declared(L.Name); }) ||
          llvm::any_of(Api.Unrouted, [&](const GpuUnrouted &U) { return Declared(U.Name); }) ||
-         llvm::any_of(Api.AddNode, Declared) || Declared(Api.KernelNodes.Add);
+         llvm::any_of(Api.AddNode, [&](const auto &A) { return Declared(A.Name); }) ||
+         Declared(Api.KernelNodes.Add);
 }
 
 PreservedAnalyses GpuLaunchPass::run(Module &M, ModuleAnalysisManager &) {

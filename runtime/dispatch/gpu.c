@@ -1040,13 +1040,17 @@ static int gpu_hand_add(int api, nano_gpu_launch_fn launch, const struct gpu_ker
                         struct gpu_twin *t, const char **why);
 static int gpu_hand_added(int how, int rc, const struct gpu_twin *t, const char *why);
 
+/* The table of API api (enum nano_gpu_api, flags ignored), not loaded:
+ * reading a call's parameters needs no API loaded (nor touches the device). */
+static const struct gpu_api *gpu_api_table(int api) {
+  return (api & NANO_GPU_API_MASK) == NANO_GPU_HIP ? &gpu_hip_api : &gpu_cuda_api;
+}
+
 __attribute__((visibility("default"))) int
 __nano_gpu_graph_add_node(int api, void *add, nano_gpu_launch_fn launch, int with_edges,
                           void **node, void *graph, const void *deps, const void *edges,
                           size_t ndeps, void *params) {
-  /* reading the parameters needs no API loaded (nor touches the device) */
-  const struct gpu_api *a =
-      (api & NANO_GPU_API_MASK) == NANO_GPU_HIP ? &gpu_hip_api : &gpu_cuda_api;
+  const struct gpu_api *a = gpu_api_table(api);
   /* a kernel node goes in as its twin's nodes, as cudaGraphAddKernelNode's,
    * unless its edges are not all full dependencies (a child graph node is
    * added without edge data) */
@@ -1852,6 +1856,7 @@ __nano_gpu_launch_events(int api, nano_gpu_launch_events_fn launch, const void *
  * as its gpu_node does. */
 struct gpu_hand_node {
   void *node;         /* the child graph node the program holds */
+  void *twin_node;    /* the twin's kernel node inside node's graph */
   struct gpu_node *n; /* NULL once the program gave it another kernel */
   const void *kernel; /* the program's kernel handle */
   const void *twin;
@@ -1997,9 +2002,10 @@ static int gpu_hand_add(int api, nano_gpu_launch_fn launch, const struct gpu_ker
     return GPU_HAND_NOT_ADDED;
   }
   void *embedded = NULL;
-  if (a->graphs->graph_child(*node, &embedded) == 0 && embedded)
-    (void)gpu_graph_kernel(a, embedded, 1);
-  *h = (struct gpu_hand_node){*node, n, p->func, t->twin, t->nargs, NULL};
+  void *twin_node = a->graphs->graph_child(*node, &embedded) == 0 && embedded
+                        ? gpu_graph_kernel(a, embedded, 1)
+                        : NULL;
+  *h = (struct gpu_hand_node){*node, twin_node, n, p->func, t->twin, t->nargs, NULL};
   pthread_mutex_lock(&g_hand.lock);
   h->next = g_hand.list;
   g_hand.list = h;
@@ -2021,8 +2027,7 @@ __attribute__((visibility("default"))) int
 __nano_gpu_graph_add_kernel(int api, nano_gpu_add_kernel_node_fn add, nano_gpu_launch_fn launch,
                             void **node, void *graph, const void *deps, size_t ndeps,
                             const void *params) {
-  const struct gpu_api *probe =
-      (api & NANO_GPU_API_MASK) == NANO_GPU_HIP ? &gpu_hip_api : &gpu_cuda_api;
+  const struct gpu_api *probe = gpu_api_table(api);
   if (!node || !params || !probe->graphs || !nano_dispatch_instrumenting())
     return add(node, graph, deps, ndeps, params);
   struct gpu_kernel_params p;
@@ -2071,27 +2076,23 @@ static void gpu_hand_params_set(struct gpu_hand_node *h, const struct gpu_kernel
            n->l.kernel);
 }
 
-/* The twin's kernel node inside h's child graph node (NULL where the API
- * cannot say); with clone, that node in a copy of the child's graph (in
- * *clone, to destroy), for an executable's node. */
-static void *gpu_hand_kernel(const struct gpu_api *a, const struct gpu_hand_node *h, void **clone) {
+/* The twin's kernel node in a copy (*clone, to destroy) of the graph of h's
+ * child graph node, for an executable's node; NULL where the API cannot
+ * say. */
+static void *gpu_hand_clone_kernel(const struct gpu_api *a, const struct gpu_hand_node *h,
+                                   void **clone) {
   void *embedded = NULL;
-  if (a->graphs->graph_child(h->node, &embedded) != 0 || !embedded)
+  *clone = NULL;
+  if (a->graphs->graph_child(h->node, &embedded) != 0 || !embedded ||
+      a->graphs->graph_clone(clone, embedded) != 0)
     return NULL;
-  if (!clone)
-    return gpu_graph_kernel(a, embedded, 0);
-  if (a->graphs->graph_clone(clone, embedded) != 0) {
-    *clone = NULL;
-    return NULL;
-  }
   return gpu_graph_kernel(a, *clone, 0);
 }
 
 __attribute__((visibility("default"))) void *__nano_gpu_graph_kernel_node(int api, void *node) {
+  (void)api;
   struct gpu_hand_node *h = node ? gpu_hand_find(node) : NULL;
-  const struct gpu_api *a = h ? gpu_api_of(api) : NULL;
-  void *kernel = a ? gpu_hand_kernel(a, h, NULL) : NULL;
-  return kernel ? kernel : node;
+  return h && h->twin_node ? h->twin_node : node;
 }
 
 __attribute__((visibility("default"))) int
@@ -2107,7 +2108,7 @@ __nano_gpu_graph_kernel_params(int api, int op, void *call, nano_gpu_node_params
              : a->graphs->generic_kernel ? a->graphs->generic_kernel(params)
                                          : NULL;
   void *clone = NULL;
-  void *kernel = kp ? gpu_hand_kernel(a, h, on_exec ? &clone : NULL) : NULL;
+  void *kernel = !kp ? NULL : on_exec ? gpu_hand_clone_kernel(a, h, &clone) : h->twin_node;
   if (!kernel) { /* not ours (or the API failed: then the program's call says so) */
     if (clone)
       (void)a->graphs->graph_destroy(clone);
@@ -2115,8 +2116,7 @@ __nano_gpu_graph_kernel_params(int api, int op, void *call, nano_gpu_node_params
                    : ((nano_gpu_node_params_fn)call)(node, params);
   }
   struct gpu_kernel_params p;
-  a->graphs->kernel_params_read(kp, &p);
-  if (op == NANO_GPU_NODE_GET) {
+  if (op == NANO_GPU_NODE_GET) { /* params: the call's to fill */
     int rc = ((nano_gpu_node_params_fn)call)(kernel, params);
     if (rc == 0 && h->n) { /* the program's kernel, not the twin */
       a->graphs->kernel_params_read(params, &p);
@@ -2125,6 +2125,7 @@ __nano_gpu_graph_kernel_params(int api, int op, void *call, nano_gpu_node_params
     }
     return rc;
   }
+  a->graphs->kernel_params_read(kp, &p);
   int twin = h->n && p.func == h->kernel && !p.extra;
   _Alignas(16) unsigned char buf[GPU_KERNEL_PARAMS_ROOM];
   void *all[GPU_MAX_ARGS + 1], *desc = NULL;
