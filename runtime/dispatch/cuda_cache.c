@@ -724,27 +724,155 @@ __attribute__((visibility("default"))) int __nano_cuda_launch(const struct nano_
   return rc;
 }
 
-__attribute__((visibility("default"))) void *__nano_cuda_node_function(void *f) {
-  pthread_once(&g_cc.once, cc_open);
-  if (!g_cc.usable || !f)
-    return f;
+/* ---- kernel nodes added to a graph by hand ------------------------------------------- */
+
+/* The function a kernel node gets for f in its add or set call: the
+ * cache's kernel of f's name in plain mode, else f (said once where the
+ * cache would have replaced f at a launch but a lone node cannot have its
+ * module variables copied around it). */
+static void *cc_node_function(void *f) {
   int instrumenting = nano_dispatch_instrumenting();
   pthread_mutex_lock(&g_cc.lock);
   struct cc_choice c = cc_choose(f, NULL, instrumenting);
   void *use = f;
-  if (c.use && instrumenting)
-    cc_say_once(c.e->key,
-                "%s: a kernel node added to a graph by hand (cuGraphAddKernelNode) runs "
-                "uninstrumented: the kernel cache's twin runs at launches and in stream captures",
-                c.e->key);
-  else if (c.use && c.nvars)
+  if (c.use && !instrumenting && c.nvars)
     cc_say_once(c.e->key,
                 "%s: a kernel node added to a graph by hand (cuGraphAddKernelNode) runs as built: "
                 "the kernel cache's kernel needs the program's module variables copied around it, "
                 "which a lone node cannot have",
                 c.e->key);
-  else if (c.use)
+  else if (c.use && !instrumenting)
     use = c.use;
   pthread_mutex_unlock(&g_cc.lock);
   return use;
+}
+
+/* The kernel part of a node call's parameters (abi: their layout), and the
+ * bytes of the whole struct in *bytes; NULL for a node of another type. */
+static struct nano_cu_node_params_v2 *cc_node_kernel(enum nano_cu_node_abi abi, void *params,
+                                                     size_t *bytes) {
+  struct nano_cu_graph_node_params *any = params;
+  *bytes = abi == NANO_CU_NODE_V1   ? sizeof(struct nano_cu_node_params)
+           : abi == NANO_CU_NODE_V2 ? sizeof(struct nano_cu_node_params_v2)
+                                    : sizeof *any;
+  if (!params || (abi == NANO_CU_NODE_GENERIC && any->type != NANO_CU_NODE_KERNEL))
+    return NULL;
+  return abi == NANO_CU_NODE_GENERIC ? &any->kernel : params;
+}
+
+/* The kernel k names: func, else (the _v2 layouts, where it is NULL) the
+ * CUkernel. */
+static void *cc_node_handle(enum nano_cu_node_abi abi, const struct nano_cu_node_params_v2 *k) {
+  return k->func || abi == NANO_CU_NODE_V1 ? k->func : k->kern;
+}
+
+/* A node call's parameters as the driver gets them: params itself, or mine
+ * (a copy, bytes long) with the function cc_node_function gives in place of
+ * the kernel params name. */
+static void *cc_node_params_plain(enum nano_cu_node_abi abi, void *params, void *mine) {
+  size_t bytes;
+  struct nano_cu_node_params_v2 *k = cc_node_kernel(abi, params, &bytes);
+  void *f = k ? cc_node_handle(abi, k) : NULL;
+  void *use = f && g_cc.usable ? cc_node_function(f) : f;
+  if (use == f)
+    return params;
+  memcpy(mine, params, bytes);
+  cc_node_kernel(abi, mine, &bytes)->func = use;
+  return mine;
+}
+
+/* Room for the largest node parameters (CUgraphNodeParams). */
+#define CC_NODE_PARAMS_BYTES sizeof(struct nano_cu_graph_node_params)
+
+/* The program's add call a, with the parameters it gets. */
+static int cc_node_add_call(const struct nano_cu_node_add *a, void *params) {
+  if (a->abi == NANO_CU_NODE_GENERIC) /* remembers conditional nodes' bodies */
+    return __nano_gpu_graph_add_node(NANO_GPU_CUDA, a->real, NULL, a->with_edges, a->node, a->graph,
+                                     a->deps, a->edges, a->ndeps, params);
+  return ((int (*)(void **, void *, const void *, size_t, const void *))a->real)(
+      a->node, a->graph, a->deps, a->ndeps, params);
+}
+
+/* The cache's twin of the kernel f of a node added by hand, in *c and *t:
+ * 1, or 0 (said why, once) where there is none. */
+static int cc_node_twin(void *f, struct cc_choice *c, struct gpu_hand_twin *t) {
+  pthread_mutex_lock(&g_cc.lock);
+  *c = cc_choose(f, NULL, 1);
+  pthread_mutex_unlock(&g_cc.lock);
+  if (!c->use)
+    return 0;
+  *t = (struct gpu_hand_twin){c->use, c->e->key, c->e->path, c->e->nargs, cc_launch};
+  return 1;
+}
+
+__attribute__((visibility("default"))) int __nano_cuda_node_add(const struct nano_cu_node_add *a) {
+  pthread_once(&g_cc.once, cc_open);
+  size_t bytes;
+  struct nano_cu_node_params_v2 *k = cc_node_kernel(a->abi, a->params, &bytes);
+  void *f = k ? cc_node_handle(a->abi, k) : NULL;
+  struct cc_choice c;
+  struct gpu_hand_twin t = {0};
+  int how = GPU_HAND_AS_IS;
+  const char *why = NULL;
+  if (f && a->node && g_cc.usable && nano_dispatch_instrumenting() && cc_node_twin(f, &c, &t)) {
+    /* the twin's nodes, captured as a launch of it through the driver's
+     * cuLaunchKernel: the module variables' copies come with them */
+    struct gpu_kernel_params p;
+    gpu_cuda_api.graphs->kernel_params_read(k, &p);
+    p.func = f;
+    const struct nano_cu_launch l = {
+        NANO_CU_LAUNCH, 0, a->launch, f, {{0}, {0}, 0, NULL, NULL, 0}, p.args, NULL};
+    const struct cc_running running = {&l, &c}, *outer = cc_current;
+    if (!gpu_edges_default(a->edges, a->ndeps)) {
+      pthread_mutex_lock(&g_cc.lock);
+      cc_say_once(t.name, "%s: %s", t.name, GPU_HAND_EDGES_SAID);
+      pthread_mutex_unlock(&g_cc.lock);
+    } else if (!a->launch) {
+      pthread_mutex_lock(&g_cc.lock);
+      cc_say_once(t.name,
+                  "%s: a kernel node added to a graph by hand runs uninstrumented: the driver has "
+                  "no cuLaunchKernel to capture its twin with",
+                  t.name);
+      pthread_mutex_unlock(&g_cc.lock);
+    } else {
+      cc_current = &running;
+      how = gpu_hand_add(NANO_GPU_CUDA | GPU_DRIVER, &t, &p, a->node, a->graph, a->deps, a->ndeps,
+                         &why);
+      cc_current = outer;
+      if (how == GPU_HAND_ADDED)
+        return 0;
+    }
+  }
+  _Alignas(16) unsigned char mine[CC_NODE_PARAMS_BYTES];
+  int rc = cc_node_add_call(a, cc_node_params_plain(a->abi, a->params, mine));
+  return f ? gpu_hand_added(how, rc, t.name, why) : rc;
+}
+
+/* The program's kernel that plain mode replaced by the cache's `use`, or
+ * use itself. */
+static void *cc_replaced_kernel(void *use) {
+  void *f = use;
+  pthread_mutex_lock(&g_cc.lock);
+  for (size_t i = 0; use && i < g_cc.cap; i++)
+    if (g_cc.choices[i].f && g_cc.choices[i].use == use)
+      f = g_cc.choices[i].f;
+  pthread_mutex_unlock(&g_cc.lock);
+  return f;
+}
+
+__attribute__((visibility("default"))) int
+__nano_cuda_node_params(const struct nano_cu_node_call *c) {
+  pthread_once(&g_cc.once, cc_open);
+  _Alignas(16) unsigned char mine[CC_NODE_PARAMS_BYTES];
+  int get = c->op == NANO_GPU_NODE_GET;
+  void *params = get ? c->params : cc_node_params_plain(c->abi, c->params, mine);
+  size_t bytes = 0;
+  struct nano_cu_node_params_v2 *k = cc_node_kernel(c->abi, params, &bytes);
+  if (c->abi == NANO_CU_NODE_GENERIC)
+    bytes = 0; /* gpu_hand_params knows the generic struct */
+  int rc = gpu_hand_params(NANO_GPU_CUDA | GPU_DRIVER, c->op, c->call, c->set, c->exec, c->node,
+                           params, bytes);
+  if (rc == 0 && get && k && k->func && g_cc.usable) /* the program reads its own kernel back */
+    k->func = cc_replaced_kernel(k->func);
+  return rc;
 }

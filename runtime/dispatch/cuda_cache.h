@@ -7,8 +7,9 @@
  * The hook hands every cuLaunchKernel and cuLaunchKernelEx call (and their
  * per-thread-stream variants) over as one struct, with the driver's own
  * function it would have called; __nano_cuda_launch returns that call's
- * CUresult, whichever kernel ran. A kernel node added to a graph by hand
- * asks __nano_cuda_node_function which function it gets.
+ * CUresult, whichever kernel ran. The kernel node calls (a node added to a
+ * graph by hand, its parameters read or set) go to __nano_cuda_node_add and
+ * __nano_cuda_node_params the same way.
  */
 #ifndef NANO_CUDA_CACHE_H
 #define NANO_CUDA_CACHE_H
@@ -43,13 +44,6 @@ struct nano_cu_launch {
 /* Launches l as the driver would, or the kernel cache's twin of l->f in its
  * place (NANO_INSTRUMENT, NANO_KERNEL_CACHE). The CUresult of the launch. */
 int __nano_cuda_launch(const struct nano_cu_launch *l);
-
-/* The function a kernel node added to a graph by hand (cuGraphAddKernelNode)
- * for f (a CUfunction or CUkernel) gets: the cache's kernel of f's name in
- * plain mode, else f itself (said once where the cache would have replaced
- * f at a launch: a twin, or a kernel that needs its module variables
- * copied, which a lone node cannot have). */
-void *__nano_cuda_node_function(void *f);
 
 /* cuda.h's CUDA_KERNEL_NODE_PARAMS (v1) and _v2 (CUDA 12.0: the kernel as a
  * CUkernel, used where func is NULL, and its context). */
@@ -90,6 +84,46 @@ struct nano_cu_graph_node_params {
   long long reserved2;
 };
 _Static_assert(sizeof(struct nano_cu_graph_node_params) == 256, "cuda.h's CUgraphNodeParams");
+
+/* The layout of a node call's parameters: CUDA_KERNEL_NODE_PARAMS (v1),
+ * _v2, or CUgraphNodeParams (the generic calls). */
+enum nano_cu_node_abi { NANO_CU_NODE_V1, NANO_CU_NODE_V2, NANO_CU_NODE_GENERIC };
+
+/* A node added by hand: the driver's add call (real: cuGraphAddKernelNode
+ * v1 or _v2, cuGraphAddNode, or with_edges cuGraphAddNode_v2) and its
+ * arguments; launch: the driver's cuLaunchKernel. */
+struct nano_cu_node_add {
+  enum nano_cu_node_abi abi;
+  int with_edges;
+  void *real, *launch;
+  void **node;
+  void *graph;
+  const void *deps, *edges;
+  size_t ndeps;
+  void *params;
+};
+
+/* Adds a's node as the driver would, or, with NANO_INSTRUMENT and the kernel
+ * cache's twin of a kernel node's kernel, the twin's nodes as one child
+ * graph node in its place (gpu.c's nodes added by hand); plain mode gives a
+ * kernel node the cache's kernel of the same name. The add's CUresult. */
+int __nano_cuda_node_add(const struct nano_cu_node_add *a);
+
+/* A kernel node's parameters read or set (op: nano/gpu_launch.h's
+ * NANO_GPU_NODE_*): the driver's call, and for the executable calls the
+ * driver's set call of a graph's node in the same layout (set); exec: the
+ * executable, NULL but for those. */
+struct nano_cu_node_call {
+  enum nano_cu_node_abi abi;
+  int op;
+  void *call, *set;
+  void *exec, *node, *params;
+};
+
+/* c's call as the driver would make it, on the twin's node inside a node
+ * __nano_cuda_node_add made (the program's kernel read back as its own),
+ * and with plain mode's function in what it sets. Its CUresult. */
+int __nano_cuda_node_params(const struct nano_cu_node_call *c);
 
 #ifdef __cplusplus
 }

@@ -14,14 +14,16 @@
  * for cuLaunchKernel, cuLaunchKernelEx, cuLaunchCooperativeKernel and their
  * per-thread-stream variants (_ptsz; cuGetProcAddress's
  * CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM), and for
- * the kernel node calls cuGraphAddKernelNode, cuGraphKernelNodeSetParams,
- * cuGraphExecKernelNodeSetParams and the generic cuGraphAddNode (v1 and
- * _v2 each: cuGetProcAddress hands out either under the one name, told
- * apart by the driver's own two functions), cuGraphNodeSetParams and
- * cuGraphExecNodeSetParams (kernel nodes' parameters).
+ * the kernel node calls cuGraphAddKernelNode, cuGraphKernelNodeGetParams,
+ * cuGraphKernelNodeSetParams, cuGraphExecKernelNodeSetParams and the
+ * generic cuGraphAddNode (v1 and _v2 each: cuGetProcAddress hands out
+ * either under the one name, told apart by the driver's own two
+ * functions), cuGraphNodeSetParams and cuGraphExecNodeSetParams (kernel
+ * nodes' parameters), and the kernel node attribute calls.
  * Each launch goes to __nano_cuda_launch (cuda_cache.c) with the driver's
- * own function; a kernel node gets the function __nano_cuda_node_function
- * gives. Everything else passes through untouched.
+ * own function, each node call to __nano_cuda_node_add or
+ * __nano_cuda_node_params, the attribute calls' nodes through
+ * __nano_gpu_graph_kernel_node. Everything else passes through untouched.
  *
  * dlsym(RTLD_NEXT, name) means "after the caller": the caller is found by
  * its return address and the search walks the objects loaded after it (a
@@ -60,6 +62,8 @@ enum hook_id {
   HOOK_COOP_PTSZ,
   HOOK_NODE,
   HOOK_NODE_V2,
+  HOOK_NODE_GET,
+  HOOK_NODE_GET_V2,
   HOOK_NODE_SET,
   HOOK_NODE_SET_V2,
   HOOK_EXEC_NODE_SET,
@@ -68,6 +72,9 @@ enum hook_id {
   HOOK_GENERIC_ADD_V2,
   HOOK_GENERIC_SET,
   HOOK_GENERIC_EXEC_SET,
+  HOOK_ATTR_SET,
+  HOOK_ATTR_GET,
+  HOOK_ATTR_COPY,
   HOOK_N
 };
 static const struct {
@@ -82,6 +89,8 @@ static const struct {
     {"cuLaunchCooperativeKernel_ptsz", "cuLaunchCooperativeKernel", 1},
     {"cuGraphAddKernelNode", "cuGraphAddKernelNode", 0},
     {"cuGraphAddKernelNode_v2", "cuGraphAddKernelNode", 0},
+    {"cuGraphKernelNodeGetParams", "cuGraphKernelNodeGetParams", 0},
+    {"cuGraphKernelNodeGetParams_v2", "cuGraphKernelNodeGetParams", 0},
     {"cuGraphKernelNodeSetParams", "cuGraphKernelNodeSetParams", 0},
     {"cuGraphKernelNodeSetParams_v2", "cuGraphKernelNodeSetParams", 0},
     {"cuGraphExecKernelNodeSetParams", "cuGraphExecKernelNodeSetParams", 0},
@@ -90,11 +99,15 @@ static const struct {
     {"cuGraphAddNode_v2", "cuGraphAddNode", 0},
     {"cuGraphNodeSetParams", "cuGraphNodeSetParams", 0},
     {"cuGraphExecNodeSetParams", "cuGraphExecNodeSetParams", 0},
+    {"cuGraphKernelNodeSetAttribute", "cuGraphKernelNodeSetAttribute", 0},
+    {"cuGraphKernelNodeGetAttribute", "cuGraphKernelNodeGetAttribute", 0},
+    {"cuGraphKernelNodeCopyAttributes", "cuGraphKernelNodeCopyAttributes", 0},
 };
 /* The hooks whose cuGetProcAddress name hands out a v1 ABI or, at CUDA 12.0
  * and later versions, the one of the next hook (its _v2). */
 static int hook_has_v2(enum hook_id i) {
-  return i == HOOK_NODE || i == HOOK_NODE_SET || i == HOOK_EXEC_NODE_SET || i == HOOK_GENERIC_ADD;
+  return i == HOOK_NODE || i == HOOK_NODE_GET || i == HOOK_NODE_SET || i == HOOK_EXEC_NODE_SET ||
+         i == HOOK_GENERIC_ADD;
 }
 static void *hook_real[HOOK_N];
 static void *hook_gpa, *hook_gpa2; /* the driver's cuGetProcAddress, _v2 */
@@ -161,121 +174,90 @@ HOOK_LAUNCH_EX_FN(cuLaunchKernelEx_ptsz, HOOK_LAUNCH_EX_PTSZ)
 HOOK_COOP_FN(cuLaunchCooperativeKernel, HOOK_COOP)
 HOOK_COOP_FN(cuLaunchCooperativeKernel_ptsz, HOOK_COOP_PTSZ)
 
-/* A kernel node's parameters as the driver gets them: p itself, or mine (a
- * copy of its size bytes) whose function (*func, inside mine) the kernel
- * cache gives in place of f, the kernel p names. */
-static const void *hook_node_params(const void *p, void *mine, size_t size, void **func, void *f) {
-  void *use = p ? __nano_cuda_node_function(f) : f;
-  if (use == f)
-    return p;
-  memcpy(mine, p, size);
-  *func = use;
-  return mine;
-}
-
-/* hook_node_params for a v1 node's parameters, copied into mine. */
-static const struct nano_cu_node_params *hook_v1_params(const struct nano_cu_node_params *p,
-                                                        struct nano_cu_node_params *mine) {
-  return hook_node_params(p, mine, sizeof *mine, &mine->func, p ? p->func : NULL);
-}
-
-/* The kernel _v2 parameters k name: func, else (where it is NULL) the
- * CUkernel. */
-static void *hook_v2_kernel(const struct nano_cu_node_params_v2 *k) {
-  return k->func ? k->func : k->kern;
-}
-
-/* hook_node_params for a _v2 node's parameters, copied into mine. */
-static const struct nano_cu_node_params_v2 *hook_v2_params(const struct nano_cu_node_params_v2 *p,
-                                                           struct nano_cu_node_params_v2 *mine) {
-  return hook_node_params(p, mine, sizeof *mine, &mine->func, p ? hook_v2_kernel(p) : NULL);
-}
-
-/* A generic node's parameters (CUDA 12.2) as the driver gets them: those
- * of a kernel node as hook_node_params gives, any other node's as they are
- * (the driver writes some back: an allocation node's address). */
-static struct nano_cu_graph_node_params *
-hook_generic_params(struct nano_cu_graph_node_params *p, struct nano_cu_graph_node_params *mine) {
-  if (!p || p->type != NANO_CU_NODE_KERNEL)
-    return p;
-  return (struct nano_cu_graph_node_params *)hook_node_params(
-      p, mine, sizeof *mine, &mine->kernel.func, hook_v2_kernel(&p->kernel));
-}
-
-/* The node calls: add (v1, _v2), set a node's parameters, set them in an
- * instantiated graph; each with its parameters as hook_node_params gives. */
-typedef CUresult (*add_node_fn)(void **, void *, const void *, size_t, const void *);
-typedef CUresult (*add_node2_fn)(void **, void *, const void *, const void *, size_t,
-                                 const void *); /* cuGraphAddNode_v2: with edge data */
-typedef CUresult (*set_node_fn)(void *, const void *);
-typedef CUresult (*exec_set_node_fn)(void *, void *, const void *);
-#define HOOK_REAL(type, id)                                                                        \
-  type real = (type)hook_driver(id);                                                               \
+/* The node calls: each goes to __nano_cuda_node_add or
+ * __nano_cuda_node_params with the driver's function (and, for an add, its
+ * cuLaunchKernel; for an executable's set, the driver's set of a graph's
+ * node in the same layout). */
+#define HOOK_REAL(id)                                                                              \
+  void *real = hook_driver(id);                                                                    \
   if (!real)                                                                                       \
     return CU_NOT_FOUND;
 
+static CUresult hook_add(enum hook_id id, enum nano_cu_node_abi abi, int with_edges, void **node,
+                         void *graph, const void *deps, const void *edges, size_t ndeps,
+                         const void *p) {
+  HOOK_REAL(id)
+  struct nano_cu_node_add a = {
+      abi, with_edges, real, hook_driver(HOOK_LAUNCH), node, graph, deps, edges, ndeps, (void *)p};
+  return __nano_cuda_node_add(&a);
+}
+static CUresult hook_params(enum hook_id id, enum hook_id set, enum nano_cu_node_abi abi, int op,
+                            void *exec, void *node, const void *p) {
+  HOOK_REAL(id)
+  struct nano_cu_node_call c = {abi,  op,   real,     set == HOOK_N ? NULL : hook_driver(set),
+                                exec, node, (void *)p};
+  return __nano_cuda_node_params(&c);
+}
+
 HOOK_EXPORT CUresult cuGraphAddKernelNode(void **node, void *graph, const void *deps, size_t ndeps,
-                                          const struct nano_cu_node_params *p) {
-  HOOK_REAL(add_node_fn, HOOK_NODE)
-  struct nano_cu_node_params mine;
-  return real(node, graph, deps, ndeps, hook_v1_params(p, &mine));
+                                          const void *p) {
+  return hook_add(HOOK_NODE, NANO_CU_NODE_V1, 0, node, graph, deps, NULL, ndeps, p);
 }
 HOOK_EXPORT CUresult cuGraphAddKernelNode_v2(void **node, void *graph, const void *deps,
-                                             size_t ndeps, const struct nano_cu_node_params_v2 *p) {
-  HOOK_REAL(add_node_fn, HOOK_NODE_V2)
-  struct nano_cu_node_params_v2 mine;
-  return real(node, graph, deps, ndeps, hook_v2_params(p, &mine));
+                                             size_t ndeps, const void *p) {
+  return hook_add(HOOK_NODE_V2, NANO_CU_NODE_V2, 0, node, graph, deps, NULL, ndeps, p);
 }
-HOOK_EXPORT CUresult cuGraphKernelNodeSetParams(void *node, const struct nano_cu_node_params *p) {
-  HOOK_REAL(set_node_fn, HOOK_NODE_SET)
-  struct nano_cu_node_params mine;
-  return real(node, hook_v1_params(p, &mine));
-}
-HOOK_EXPORT CUresult cuGraphKernelNodeSetParams_v2(void *node,
-                                                   const struct nano_cu_node_params_v2 *p) {
-  HOOK_REAL(set_node_fn, HOOK_NODE_SET_V2)
-  struct nano_cu_node_params_v2 mine;
-  return real(node, hook_v2_params(p, &mine));
-}
-HOOK_EXPORT CUresult cuGraphExecKernelNodeSetParams(void *exec, void *node,
-                                                    const struct nano_cu_node_params *p) {
-  HOOK_REAL(exec_set_node_fn, HOOK_EXEC_NODE_SET)
-  struct nano_cu_node_params mine;
-  return real(exec, node, hook_v1_params(p, &mine));
-}
-HOOK_EXPORT CUresult cuGraphExecKernelNodeSetParams_v2(void *exec, void *node,
-                                                       const struct nano_cu_node_params_v2 *p) {
-  HOOK_REAL(exec_set_node_fn, HOOK_EXEC_NODE_SET_V2)
-  struct nano_cu_node_params_v2 mine;
-  return real(exec, node, hook_v2_params(p, &mine));
-}
-/* The generic add calls go through __nano_gpu_graph_add_node, which
- * remembers a conditional node's bodies (no twin may be captured there). */
 HOOK_EXPORT CUresult cuGraphAddNode(void **node, void *graph, const void *deps, size_t ndeps,
-                                    struct nano_cu_graph_node_params *p) {
-  HOOK_REAL(add_node_fn, HOOK_GENERIC_ADD)
-  struct nano_cu_graph_node_params mine;
-  return __nano_gpu_graph_add_node(NANO_GPU_CUDA, (void *)real, NULL, 0, node, graph, deps, NULL,
-                                   ndeps, hook_generic_params(p, &mine));
+                                    void *p) {
+  return hook_add(HOOK_GENERIC_ADD, NANO_CU_NODE_GENERIC, 0, node, graph, deps, NULL, ndeps, p);
 }
 HOOK_EXPORT CUresult cuGraphAddNode_v2(void **node, void *graph, const void *deps,
-                                       const void *edges, size_t ndeps,
-                                       struct nano_cu_graph_node_params *p) {
-  HOOK_REAL(add_node2_fn, HOOK_GENERIC_ADD_V2)
-  struct nano_cu_graph_node_params mine;
-  return __nano_gpu_graph_add_node(NANO_GPU_CUDA, (void *)real, NULL, 1, node, graph, deps, edges,
-                                   ndeps, hook_generic_params(p, &mine));
+                                       const void *edges, size_t ndeps, void *p) {
+  return hook_add(HOOK_GENERIC_ADD_V2, NANO_CU_NODE_GENERIC, 1, node, graph, deps, edges, ndeps, p);
 }
-HOOK_EXPORT CUresult cuGraphNodeSetParams(void *node, struct nano_cu_graph_node_params *p) {
-  HOOK_REAL(set_node_fn, HOOK_GENERIC_SET)
-  struct nano_cu_graph_node_params mine;
-  return real(node, hook_generic_params(p, &mine));
+HOOK_EXPORT CUresult cuGraphKernelNodeGetParams(void *node, void *p) {
+  return hook_params(HOOK_NODE_GET, HOOK_N, NANO_CU_NODE_V1, NANO_GPU_NODE_GET, NULL, node, p);
 }
-HOOK_EXPORT CUresult cuGraphExecNodeSetParams(void *exec, void *node,
-                                              struct nano_cu_graph_node_params *p) {
-  HOOK_REAL(exec_set_node_fn, HOOK_GENERIC_EXEC_SET)
-  struct nano_cu_graph_node_params mine;
-  return real(exec, node, hook_generic_params(p, &mine));
+HOOK_EXPORT CUresult cuGraphKernelNodeGetParams_v2(void *node, void *p) {
+  return hook_params(HOOK_NODE_GET_V2, HOOK_N, NANO_CU_NODE_V2, NANO_GPU_NODE_GET, NULL, node, p);
+}
+HOOK_EXPORT CUresult cuGraphKernelNodeSetParams(void *node, const void *p) {
+  return hook_params(HOOK_NODE_SET, HOOK_N, NANO_CU_NODE_V1, NANO_GPU_NODE_SET, NULL, node, p);
+}
+HOOK_EXPORT CUresult cuGraphKernelNodeSetParams_v2(void *node, const void *p) {
+  return hook_params(HOOK_NODE_SET_V2, HOOK_N, NANO_CU_NODE_V2, NANO_GPU_NODE_SET, NULL, node, p);
+}
+HOOK_EXPORT CUresult cuGraphExecKernelNodeSetParams(void *exec, void *node, const void *p) {
+  return hook_params(HOOK_EXEC_NODE_SET, HOOK_NODE_SET, NANO_CU_NODE_V1, NANO_GPU_NODE_EXEC_SET,
+                     exec, node, p);
+}
+HOOK_EXPORT CUresult cuGraphExecKernelNodeSetParams_v2(void *exec, void *node, const void *p) {
+  return hook_params(HOOK_EXEC_NODE_SET_V2, HOOK_NODE_SET_V2, NANO_CU_NODE_V2,
+                     NANO_GPU_NODE_EXEC_SET, exec, node, p);
+}
+HOOK_EXPORT CUresult cuGraphNodeSetParams(void *node, void *p) {
+  return hook_params(HOOK_GENERIC_SET, HOOK_N, NANO_CU_NODE_GENERIC, NANO_GPU_NODE_GENERIC_SET,
+                     NULL, node, p);
+}
+HOOK_EXPORT CUresult cuGraphExecNodeSetParams(void *exec, void *node, void *p) {
+  return hook_params(HOOK_GENERIC_EXEC_SET, HOOK_GENERIC_SET, NANO_CU_NODE_GENERIC,
+                     NANO_GPU_NODE_GENERIC_EXEC_SET, exec, node, p);
+}
+/* The attribute calls act on the twin's kernel node inside a node that
+ * __nano_cuda_node_add made. */
+typedef CUresult (*attr_fn)(void *, int, void *);
+HOOK_EXPORT CUresult cuGraphKernelNodeSetAttribute(void *node, int attr, const void *value) {
+  HOOK_REAL(HOOK_ATTR_SET)
+  return ((attr_fn)real)(__nano_gpu_graph_kernel_node(NANO_GPU_CUDA, node), attr, (void *)value);
+}
+HOOK_EXPORT CUresult cuGraphKernelNodeGetAttribute(void *node, int attr, void *value) {
+  HOOK_REAL(HOOK_ATTR_GET)
+  return ((attr_fn)real)(__nano_gpu_graph_kernel_node(NANO_GPU_CUDA, node), attr, value);
+}
+HOOK_EXPORT CUresult cuGraphKernelNodeCopyAttributes(void *dst, void *src) {
+  HOOK_REAL(HOOK_ATTR_COPY)
+  return ((CUresult(*)(void *, void *))real)(__nano_gpu_graph_kernel_node(NANO_GPU_CUDA, dst),
+                                             __nano_gpu_graph_kernel_node(NANO_GPU_CUDA, src));
 }
 static void *const hook_fns[HOOK_N] = {(void *)cuLaunchKernel,
                                        (void *)cuLaunchKernel_ptsz,
@@ -285,6 +267,8 @@ static void *const hook_fns[HOOK_N] = {(void *)cuLaunchKernel,
                                        (void *)cuLaunchCooperativeKernel_ptsz,
                                        (void *)cuGraphAddKernelNode,
                                        (void *)cuGraphAddKernelNode_v2,
+                                       (void *)cuGraphKernelNodeGetParams,
+                                       (void *)cuGraphKernelNodeGetParams_v2,
                                        (void *)cuGraphKernelNodeSetParams,
                                        (void *)cuGraphKernelNodeSetParams_v2,
                                        (void *)cuGraphExecKernelNodeSetParams,
@@ -292,7 +276,10 @@ static void *const hook_fns[HOOK_N] = {(void *)cuLaunchKernel,
                                        (void *)cuGraphAddNode,
                                        (void *)cuGraphAddNode_v2,
                                        (void *)cuGraphNodeSetParams,
-                                       (void *)cuGraphExecNodeSetParams};
+                                       (void *)cuGraphExecNodeSetParams,
+                                       (void *)cuGraphKernelNodeSetAttribute,
+                                       (void *)cuGraphKernelNodeGetAttribute,
+                                       (void *)cuGraphKernelNodeCopyAttributes};
 
 HOOK_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, uint64_t flags);
 HOOK_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version,

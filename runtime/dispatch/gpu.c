@@ -1022,9 +1022,7 @@ static struct gpu_twin_table g_bodies = {.lock = PTHREAD_MUTEX_INITIALIZER};
  * type, reserved); all zero is a full dependency, as no edge data says. */
 #define GPU_EDGE_DATA_BYTES 8
 
-/* Whether edges (the add call's edge data for ndeps dependencies, or NULL)
- * are all full dependencies. */
-static int gpu_edges_default(const void *edges, size_t ndeps) {
+int gpu_edges_default(const void *edges, size_t ndeps) {
   const unsigned char *e = edges;
   for (size_t i = 0; e && i < ndeps * GPU_EDGE_DATA_BYTES; i++)
     if (e[i])
@@ -1032,13 +1030,17 @@ static int gpu_edges_default(const void *edges, size_t ndeps) {
   return 1;
 }
 
-/* What gpu_hand_add (kernel nodes added by hand, below) did with a
- * program's kernel node. */
-enum { GPU_HAND_ADDED, GPU_HAND_AS_IS, GPU_HAND_NOT_ADDED };
-static int gpu_hand_add(int api, nano_gpu_launch_fn launch, const struct gpu_kernel_params *p,
-                        void **node, void *graph, const void *deps, size_t ndeps,
-                        struct gpu_twin *t, const char **why);
-static int gpu_hand_added(int how, int rc, const struct gpu_twin *t, const char *why);
+/* The plugin's twin of a kernel node's kernel p->func (launched into the
+ * twin's capture through the program's launch call): 1 and *ht, or 0 where
+ * there is none (not built with the plugin, or no launch call). */
+static int gpu_plugin_twin(nano_gpu_launch_fn launch, const struct gpu_kernel_params *p,
+                           struct gpu_hand_twin *ht) {
+  struct gpu_twin t;
+  if (!launch || !gpu_twin_find(&g_twins, p->func, &t))
+    return 0;
+  *ht = (struct gpu_hand_twin){t.twin, t.name, NULL, t.nargs, launch};
+  return 1;
+}
 
 /* The table of API api (enum nano_gpu_api, flags ignored), not loaded:
  * reading a call's parameters needs no API loaded (nor touches the device). */
@@ -1058,26 +1060,22 @@ __nano_gpu_graph_add_node(int api, void *add, nano_gpu_launch_fn launch, int wit
       node && params && a->graphs && a->graphs->generic_kernel && nano_dispatch_instrumenting()
           ? a->graphs->generic_kernel(params)
           : NULL;
-  int how = -1;
-  struct gpu_twin t;
+  int how = GPU_HAND_AS_IS;
+  struct gpu_hand_twin ht = {0};
   const char *why = NULL;
-  if (kernel) {
-    struct gpu_kernel_params p;
+  struct gpu_kernel_params p;
+  if (kernel)
     a->graphs->kernel_params_read(kernel, &p);
-    if (gpu_edges_default(edges, ndeps)) {
-      how = gpu_hand_add(api, launch, &p, node, graph, deps, ndeps, &t, &why);
-      if (how == GPU_HAND_ADDED)
-        return 0;
-    } else if (launch && gpu_twin_find(&g_twins, p.func, &t)) {
-      gpu_note("%s: a kernel node added with edges other than full dependencies (a child graph "
-               "node, which a twin's nodes need, takes none): it runs uninstrumented in the graph",
-               t.name);
-    }
+  if (kernel && gpu_plugin_twin(launch, &p, &ht)) {
+    if (!gpu_edges_default(edges, ndeps))
+      gpu_note("%s: %s", ht.name, GPU_HAND_EDGES_SAID);
+    else if ((how = gpu_hand_add(api, &ht, &p, node, graph, deps, ndeps, &why)) == GPU_HAND_ADDED)
+      return 0;
   }
   int rc = with_edges ? ((nano_gpu_add_node_edges_fn)add)(node, graph, deps, edges, ndeps, params)
                       : ((nano_gpu_add_node_fn)add)(node, graph, deps, ndeps, params);
   if (kernel)
-    return gpu_hand_added(how, rc, &t, why);
+    return gpu_hand_added(how, rc, ht.name, why);
   void *const *bodies = NULL;
   unsigned n = 0;
   if (rc == 0 && a->node_bodies && nano_dispatch_instrumenting())
@@ -1907,9 +1905,8 @@ static void *gpu_graph_kernel(const struct gpu_api *api, void *graph, int own) {
  * into a graph of nanoprobe's own on a stream of its own; the graph, and
  * in *n the capture's node, or NULL after saying why (the node then runs
  * the original kernel). */
-static void *gpu_hand_capture(const struct gpu_api *a, int api_id, nano_gpu_launch_fn launch,
-                              const struct gpu_kernel_params *p, const struct gpu_twin *t,
-                              struct gpu_node **n) {
+static void *gpu_hand_capture(const struct gpu_api *a, int api_id, const struct gpu_hand_twin *t,
+                              const struct gpu_kernel_params *p, struct gpu_node **n) {
   struct gpu_context *c = gpu_context(a, NULL, 1); /* said where none */
   void *s = NULL, *graph = NULL;
   if (!c)
@@ -1930,7 +1927,7 @@ static void *gpu_hand_capture(const struct gpu_api *a, int api_id, nano_gpu_laun
   gpu_hand_capturing = 1;
   gpu_hand_captured = NULL;
   rpd_gpu_quiet++; /* the twin's capture is nanoprobe's, not a launch of the program's */
-  int rc = gpu_launch(api_id, launch, p->func, t->twin, t->name, NULL,
+  int rc = gpu_launch(api_id, t->launch, p->func, t->twin, t->name, t->sites_path,
                       p->grid[0] | (uint64_t)p->grid[1] << 32, p->grid[2],
                       p->block[0] | (uint64_t)p->block[1] << 32, p->block[2], p->args, t->nargs,
                       p->shared, s);
@@ -1956,18 +1953,8 @@ static void *gpu_hand_capture(const struct gpu_api *a, int api_id, nano_gpu_laun
   return NULL;
 }
 
-/* Adds the twin's nodes of a kernel node with parameters p (the kernel part
- * of the program's add call) to graph as one child graph node, *node.
- * GPU_HAND_ADDED; GPU_HAND_AS_IS: the program's node is to be added as it is
- * (no twin, or said here why not); GPU_HAND_NOT_ADDED: the same, but the
- * child graph node itself could not be added (why in *why, for the caller
- * to say once the program's own add worked: a bad dependency is the
- * program's error, not ours). */
-static int gpu_hand_add(int api, nano_gpu_launch_fn launch, const struct gpu_kernel_params *p,
-                        void **node, void *graph, const void *deps, size_t ndeps,
-                        struct gpu_twin *t, const char **why) {
-  if (!launch || !gpu_twin_find(&g_twins, p->func, t)) /* no twin: not built with the plugin */
-    return GPU_HAND_AS_IS;
+int gpu_hand_add(int api, const struct gpu_hand_twin *t, const struct gpu_kernel_params *p,
+                 void **node, void *graph, const void *deps, size_t ndeps, const char **why) {
   if (p->extra || t->nargs > GPU_MAX_ARGS) {
     gpu_note("%s: a kernel node added by hand with its arguments in `extra` or more than %d: it "
              "runs uninstrumented in the graph",
@@ -1983,7 +1970,7 @@ static int gpu_hand_add(int api, nano_gpu_launch_fn launch, const struct gpu_ker
   }
   const struct gpu_api *a = gpu_api_of(api);
   struct gpu_node *n = NULL;
-  void *child = a ? gpu_hand_capture(a, api, launch, p, t, &n) : NULL;
+  void *child = a ? gpu_hand_capture(a, api, t, p, &n) : NULL;
   if (!child)
     return GPU_HAND_AS_IS; /* said */
   struct gpu_hand_node *h = calloc(1, sizeof *h);
@@ -2013,13 +2000,11 @@ static int gpu_hand_add(int api, nano_gpu_launch_fn launch, const struct gpu_ker
   return GPU_HAND_ADDED;
 }
 
-/* The program's add call's result after gpu_hand_add's verdict `how` (rc:
- * the program's own add, run unless the twin's node went in). */
-static int gpu_hand_added(int how, int rc, const struct gpu_twin *t, const char *why) {
+int gpu_hand_added(int how, int rc, const char *name, const char *why) {
   if (how == GPU_HAND_NOT_ADDED && rc == 0)
     gpu_note("%s: a kernel node added by hand: its twin's nodes cannot be added to the graph "
              "(%s): it runs uninstrumented in the graph",
-             t->name, why);
+             name, why);
   return rc;
 }
 
@@ -2031,13 +2016,15 @@ __nano_gpu_graph_add_kernel(int api, nano_gpu_add_kernel_node_fn add, nano_gpu_l
   if (!node || !params || !probe->graphs || !nano_dispatch_instrumenting())
     return add(node, graph, deps, ndeps, params);
   struct gpu_kernel_params p;
-  struct gpu_twin t;
+  struct gpu_hand_twin t;
   const char *why = NULL;
   probe->graphs->kernel_params_read(params, &p);
-  int how = gpu_hand_add(api, launch, &p, node, graph, deps, ndeps, &t, &why);
+  if (!gpu_plugin_twin(launch, &p, &t))
+    return add(node, graph, deps, ndeps, params);
+  int how = gpu_hand_add(api, &t, &p, node, graph, deps, ndeps, &why);
   if (how == GPU_HAND_ADDED)
     return 0;
-  return gpu_hand_added(how, add(node, graph, deps, ndeps, params), &t, why);
+  return gpu_hand_added(how, add(node, graph, deps, ndeps, params), t.name, why);
 }
 
 /* The parameters q of h's twin node for the program's parameters p (of h's
@@ -2095,9 +2082,8 @@ __attribute__((visibility("default"))) void *__nano_gpu_graph_kernel_node(int ap
   return h && h->twin_node ? h->twin_node : node;
 }
 
-__attribute__((visibility("default"))) int
-__nano_gpu_graph_kernel_params(int api, int op, void *call, nano_gpu_node_params_fn set, void *exec,
-                               void *node, void *params) {
+int gpu_hand_params(int api, int op, void *call, nano_gpu_node_params_fn set, void *exec,
+                    void *node, void *params, size_t bytes) {
   int on_exec = op == NANO_GPU_NODE_EXEC_SET || op == NANO_GPU_NODE_GENERIC_EXEC_SET;
   int generic = op == NANO_GPU_NODE_GENERIC_SET || op == NANO_GPU_NODE_GENERIC_EXEC_SET;
   struct gpu_hand_node *h = node && params ? gpu_hand_find(node) : NULL;
@@ -2132,7 +2118,8 @@ __nano_gpu_graph_kernel_params(int api, int op, void *call, nano_gpu_node_params
   if (twin && generic) { /* the call's whole struct, its kernel part the twin's */
     memcpy(buf, params, a->graphs->generic_bytes);
     gpu_hand_twin_params(a, h, &p, all, &desc, a->graphs->generic_kernel(buf));
-  } else if (twin) {
+  } else if (twin) { /* the call's whole struct where it is longer than the kernel part */
+    memcpy(buf, params, bytes < sizeof buf ? bytes : sizeof buf);
     gpu_hand_twin_params(a, h, &p, all, &desc, buf);
   }
   int rc;
@@ -2149,6 +2136,12 @@ __nano_gpu_graph_kernel_params(int api, int op, void *call, nano_gpu_node_params
   if (rc == 0 && h->n)
     gpu_hand_params_set(h, &p, twin);
   return rc;
+}
+
+__attribute__((visibility("default"))) int
+__nano_gpu_graph_kernel_params(int api, int op, void *call, nano_gpu_node_params_fn set, void *exec,
+                               void *node, void *params) {
+  return gpu_hand_params(api, op, call, set, exec, node, params, 0);
 }
 
 /* AMD: 128-byte lines (64 on gfx900/906/908), no sectors. */

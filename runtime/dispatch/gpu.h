@@ -205,6 +205,52 @@ int gpu_launch(int api, nano_gpu_launch_fn launch, const void *kernel, const voi
                uint64_t block_xy, uint32_t block_z, void **args, uint32_t nargs, size_t shared,
                void *stream);
 
+/* ---- kernel nodes added to a graph by hand (gpu.c) ---------------------------------- */
+
+/* A kernel node's twin: its handle, the kernel's name, the count of its
+ * explicit arguments, the file holding its site tables (NULL: the file
+ * holding twin) and the call that launches it into the twin's capture. */
+struct gpu_hand_twin {
+  const void *twin;
+  const char *name, *sites_path;
+  uint32_t nargs;
+  nano_gpu_launch_fn launch;
+};
+
+/* What gpu_hand_add did with a program's kernel node. */
+enum { GPU_HAND_ADDED, GPU_HAND_AS_IS, GPU_HAND_NOT_ADDED };
+
+/* Adds the twin t's nodes of a kernel node with parameters p (the kernel
+ * part of the program's add call; api as gpu_launch's) to graph as one
+ * child graph node, *node, captured on a stream of nanoprobe's own.
+ * GPU_HAND_ADDED; GPU_HAND_AS_IS: the program's node is to be added as it
+ * is (said here why); GPU_HAND_NOT_ADDED: the same, but the child graph node
+ * itself could not be added (why in *why, for gpu_hand_added to say once the
+ * program's own add worked: a bad dependency is the program's error, not
+ * ours). */
+int gpu_hand_add(int api, const struct gpu_hand_twin *t, const struct gpu_kernel_params *p,
+                 void **node, void *graph, const void *deps, size_t ndeps, const char **why);
+
+/* The program's add call's result rc after gpu_hand_add's verdict `how` on
+ * kernel `name` (rc: the program's own add, run unless the twin's node went
+ * in). */
+int gpu_hand_added(int how, int rc, const char *name, const char *why);
+
+/* Whether edges (an add call's edge data for ndeps dependencies, or NULL)
+ * are all full dependencies: a child graph node, which a twin's nodes need,
+ * takes no other. */
+int gpu_edges_default(const void *edges, size_t ndeps);
+#define GPU_HAND_EDGES_SAID                                                                        \
+  "a kernel node added with edges other than full dependencies (a child graph node, which a "      \
+  "twin's nodes need, takes none): it runs uninstrumented in the graph"
+
+/* __nano_gpu_graph_kernel_params (nano/gpu_launch.h) for a call whose
+ * kernel node struct is `bytes` long, of which the API's kernel node
+ * parameters are the start (the CUDA driver's _v2: its CUkernel and context
+ * follow and are kept); 0: the API's own struct. */
+int gpu_hand_params(int api, int op, void *call, nano_gpu_node_params_fn set, void *exec,
+                    void *node, void *params, size_t bytes);
+
 #ifdef __cplusplus
 }
 #endif

@@ -5,8 +5,9 @@
 # one; cuBLAS's sample with the shared cuBLAS, subscriber's with libcupti), and OUT/lib with
 # libnano_rpd.so, libkerneldb.so and the libraries they need beyond the C
 # library, so that OUT runs on a GPU machine that has CUDA but none of
-# nanoprobe's build dependencies (run.sh OUT there); OUT/nvcc_strided and
-# OUT/cache for the kernel cache of a program not built with the plugin.
+# nanoprobe's build dependencies (run.sh OUT there); OUT/nvcc_strided,
+# OUT/nvcc_handbuilt and OUT/cache for the kernel cache of programs not
+# built with the plugin.
 # usage: build.sh CLANGXX PLUGIN LIBNANO_RPD LIBKERNELDB OUT
 set -euo pipefail
 clangxx=$1 plugin=$2 rpd=$3 kdb=$4 out=$5
@@ -42,6 +43,12 @@ cp "$rpd" "$kdb" "$(dirname "$rpd")/libnano_cudahook.so" "$out/lib/"
 "$cuda/bin/nvcc" -O2 -g -arch=sm_90 -I"$here/samples" "$here/samples/strided.cu" -o "$out/nvcc_strided"
 mkdir -p "$out/cache" "$out/plaincache"
 "$clangxx" "${flags[@]}" --cuda-device-only -c "$here/samples/strided.cu" -o "$out/cache/strided.o"
+# handbuilt the same way (its graph built by hand, through the driver's
+# cuGraphAddKernelNode under nvcc's cudart): the "cached_handbuilt" case
+"$cuda/bin/nvcc" -O2 -g -arch=sm_90 -I"$here/samples" "$here/samples/handbuilt.cu" \
+  -o "$out/nvcc_handbuilt"
+"$clangxx" "${flags[@]}" --cuda-device-only -c "$here/samples/handbuilt.cu" \
+  -o "$out/cache/handbuilt.o"
 "$clangxx" "${flags[@]}" --cuda-device-only -DSTRIDED_PLUS_ONE -c "$here/samples/strided.cu" \
   -o "$out/plaincache/strided.o"
 for lib in "$rpd" "$kdb"; do

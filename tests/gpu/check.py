@@ -20,9 +20,10 @@ def rows(sql, *args):
     return db.execute(sql, args).fetchall()
 
 
-# cached: strided built by nvcc without the plugin, its twin from a kernel cache
-program = {"inject": "cublas", "cached": "strided", "timeline": "vecadd",
-           "graph_timeline": "graph"}.get(sample, sample)
+# cached, cached_handbuilt: strided and handbuilt built by nvcc without the
+# plugin, their twins from a kernel cache
+program = {"inject": "cublas", "cached": "strided", "cached_handbuilt": "handbuilt",
+           "timeline": "vecadd", "graph_timeline": "graph"}.get(sample, sample)
 expect(f"{program} ok" in out and "rc 0" in out, f"the program's result under the runtime: {out.strip()!r} {err[-300:]!r}")
 try:  # read-only: a run that wrote no trace must not get an empty one here
     db = sqlite3.connect(f"file:{work}/{sample}.rpd?mode=ro", uri=True)
@@ -140,7 +141,7 @@ elif sample == "streams":
     # the reports, in the order dispatches ended: the short second one first
     ended = [r["dispatch"] for r in map(json.loads, open(f"{work}/{sample}.json")) if r["analyzer"] == "dispatch"]
     expect(ended == [2, 1], f"the short twin on stream 2 ends before the long one launched before it on stream 1, got {ended}")
-elif sample in ("graph", "graph_relaxed", "handbuilt"):
+elif sample in ("graph", "graph_relaxed", "handbuilt", "cached_handbuilt"):
     expect(len(dispatches) == 4, f"the warm-up and each of the 3 replays are dispatches, got {len(dispatches)}")
     expect(all(d["records"] == 2 for d in dispatches), "each dispatch: one warp's load and store records")
     expect(len(memory) == 8 and all(m["accesses"] == 32 for m in memory),

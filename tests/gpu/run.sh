@@ -13,7 +13,7 @@ set -uo pipefail
 out=$(cd "$1" && pwd)
 work=${2:-$(mktemp -d)}
 shift $(($# < 2 ? $# : 2))
-samples=${*:-vecadd strided bank atomics devfunc streams graph graph_relaxed conditional handbuilt cublas dynshared inject subscriber launchable clusterex cached timeline graph_timeline}
+samples=${*:-vecadd strided bank atomics devfunc streams graph graph_relaxed conditional handbuilt cublas dynshared inject subscriber launchable clusterex cached cached_handbuilt timeline graph_timeline}
 mkdir -p "$work"
 if ! "$out/probe" >"$work/probe.out" 2>&1; then
   echo "no CUDA device here ($(cat "$work/probe.out")): the GPU suite did not run;" \
@@ -41,6 +41,7 @@ for s in $samples; do
   prog=$s
   [ "$s" = inject ] && prog=cublas # the cuBLAS program, traced another way
   [ "$s" = cached ] && prog=nvcc_strided # nvcc's, no plugin: twins from OUT/cache
+  [ "$s" = cached_handbuilt ] && prog=nvcc_handbuilt # the same, its graph built by hand
   [ "$s" = timeline ] && prog=vecadd # KernelTimeline: the twin times its blocks
   [ "$s" = graph_timeline ] && prog=graph # replays summed and timed by their twins
   if [ ! -x "$out/$prog" ]; then
@@ -48,7 +49,7 @@ for s in $samples; do
     failed=1
     continue
   fi
-  if [ "$s" = cached ]; then
+  if [ "$s" = cached ] || [ "$s" = cached_handbuilt ]; then
     # the preloads `nanoprobe run -i -c OUT/cache -a MemoryAnalysis` makes
     instrumented "$s" NANO_AGGREGATE=host NANO_KERNEL_CACHE="$out/cache" \
       LD_PRELOAD="$out/lib/libnano_cudahook.so:$out/lib/libnano_rpd.so"
@@ -89,7 +90,7 @@ for s in $samples; do
   # same MemoryAnalysis answers, field by field
   case $s in inject | subscriber | cublas | timeline | graph_timeline) continue ;; esac
   how=(LD_PRELOAD="$out/lib/libnano_rpd.so")
-  [ "$s" = cached ] && how=(NANO_KERNEL_CACHE="$out/cache" LD_PRELOAD="$out/lib/libnano_cudahook.so:$out/lib/libnano_rpd.so")
+  [ "${s#cached}" != "$s" ] && how=(NANO_KERNEL_CACHE="$out/cache" LD_PRELOAD="$out/lib/libnano_cudahook.so:$out/lib/libnano_rpd.so")
   instrumented "$s.summed" NANO_AGGREGATE=device "${how[@]}"
   rc=$?
   if [ "$rc" != 0 ]; then

@@ -31,13 +31,15 @@
 #     refused (parameter lists differ), said once, lone runs; results right;
 #   - kernel nodes added to a graph by hand (cuGraphAddKernelNode, v1 and
 #     _v2), by the generic calls (cuGraphAddNode, cuGraphNodeSetParams,
-#     cuGraphExecNodeSetParams) or given new parameters
-#     (cuGraphKernelNodeSetParams, cuGraphExecKernelNodeSetParams): plain
-#     mode gives them the cache's
-#     kernels where the cache's
-#     module has no variables (else they cannot be copied around a lone
-#     node: the program's kernel, said once); with -i they keep the
-#     program's kernels, said once;
+#     cuGraphExecNodeSetParams), given new parameters
+#     (cuGraphKernelNodeSetParams, cuGraphExecKernelNodeSetParams) or read
+#     back (cuGraphKernelNodeGetParams), the graph launched: plain mode
+#     gives them the cache's kernels where the cache's module has no
+#     variables (else they cannot be copied around a lone node: the
+#     program's kernel, said once); with -i each is its twin's nodes in a
+#     child graph node (the set calls and a priority attribute on the twin's
+#     node inside), every replay a dispatch with every access, the
+#     program's module variables copied in and out; results right;
 #   - a launch through cuLaunchKernel's symbol (a program linked against
 #     libcuda) runs the twin too;
 #   - dlsym(RTLD_NEXT) through the hook: the tracer's exec wrapper works;
@@ -69,6 +71,8 @@ gcc -std=c11 -O2 -Wall -Werror -I/usr/local/cuda/include "$here/drv_app.c" -o dr
   -DLONE_TAKES_TWO -DWIDE_BIAS "$here/drv_kernels.cu" >/dev/null
 standin_sites "$kerneldb" cache/drv_kernels.cu.o "$here/drv_kernels.cu"
 
+query() { python3 -c 'import sqlite3,sys
+for r in sqlite3.connect(sys.argv[1]).execute(sys.argv[2]): print(*r)' "$@"; }
 done_line="done y right p 1 q 1 r 7 c 1"
 plain=$(./drv_app prog.cubin)
 echo "$plain"
@@ -94,31 +98,54 @@ for mode in params extra; do
 done
 grep -q "^cuLaunchKernel_ptsz of _Z4axpyfPKfPfi (4 parameters, extra)$" <<<"$out1" ||
   fail "plain extra: the cache's axpy gets the launch's extra as it was"
-# kernel nodes added to a graph by hand. A cache of kernels without module
-# variables: plain mode gives other's (_v2) and axpy's (v1) nodes the
-# cache's kernels (bump is not in it). The full cache pairs its module's
-# variables with every kernel of it (which kernel reads which is not in a
-# cubin): a lone node cannot have them copied around it, so each node keeps
-# the program's kernel, said once; with -i the twins do not run in such
-# nodes, said once.
+# kernel nodes added to a graph by hand, the graph launched once (drv_app's
+# graph mode: other's node twice, bump's, axpy's; the program reads other's
+# node back and sets and reads a priority on it). A cache of kernels
+# without module variables: plain mode gives other's (_v2) and axpy's (v1)
+# nodes the cache's kernels (bump is not in it), and the program reads its
+# own kernel back. The full cache pairs its module's variables with every
+# kernel of it (which kernel reads which is not in a cubin): plain mode
+# cannot have them copied around a lone node, so each node keeps the
+# program's kernel, said once. With -i every node is the twin's nodes as
+# one child graph node (captured as a launch: the variables' copies come
+# with it), and every replay is a dispatch.
+graph_line="done y right p 1 q 1 r 7 c 2"
 graph=$("$nanoprobe" run -c novars -o graph.rpd -- ./drv_app prog.cubin graph 2>&1)
-grep -qx "$done_line" <<<"$graph" || fail "graph nodes: right results ($graph)"
+grep -qx "$graph_line" <<<"$graph" || fail "graph nodes: right results ($graph)"
 [ "$(grep -c "^graph kernel node: function _Z5otherPi of module 2$" <<<"$graph")" = 2 ] &&
   grep -qx "graph kernel node: function _Z4axpyfPKfPfi of module 2" <<<"$graph" &&
   grep -qx "graph kernel node: function _Z4bumpPi of module 1" <<<"$graph" &&
   [ "$(grep -c "^graph kernel node set: function _Z5otherPi of module 2$" <<<"$graph")" = 4 ] ||
   fail "graph nodes, plain: other's (added and set, by the kernel node calls and the generic ones) and axpy's get the cache's kernels, bump's its own ($graph)"
 graph_v=$("$nanoprobe" run -c cache -o graph_v.rpd -- ./drv_app prog.cubin graph 2>&1)
+grep -qx "$graph_line" <<<"$graph_v" || fail "graph nodes, plain, module variables: right results ($graph_v)"
 [ "$(grep -c "^graph kernel node: function .* of module 1$" <<<"$graph_v")" = 4 ] &&
   [ "$(grep -c "a kernel node added to a graph by hand (cuGraphAddKernelNode) runs as built: the kernel cache's kernel needs the program's module variables" <<<"$graph_v")" = 3 ] ||
   fail "graph nodes, plain, module variables: the program's kernels, each said once ($graph_v)"
-graph_i=$("$nanoprobe" run -i -c cache -o graph_i.rpd -- ./drv_app prog.cubin graph 2>&1)
-grep -qx "$done_line" <<<"$graph_i" || fail "graph nodes, -i: right results"
-[ "$(grep -c "^graph kernel node: function .* of module 1$" <<<"$graph_i")" = 4 ] &&
-  [ "$(grep -c "^graph kernel node set: function .* of module 1$" <<<"$graph_i")" = 4 ] ||
-  fail "graph nodes, -i: the program's kernels in the nodes"
-[ "$(grep -c "_Z5otherPi: a kernel node added to a graph by hand (cuGraphAddKernelNode) runs uninstrumented" <<<"$graph_i")" = 1 ] ||
-  fail "graph nodes, -i: other's said once"
+graph_i=$("$nanoprobe" run -i -c cache -a MemoryAnalysis -o graph_i.rpd -- ./drv_app prog.cubin graph 2>&1)
+echo "$graph_i"
+grep -qx "$graph_line" <<<"$graph_i" || fail "graph nodes, -i: right results"
+! grep -q "^graph kernel node: " <<<"$graph_i" &&
+  [ "$(grep -c "^child graph node: " <<<"$graph_i")" = 4 ] ||
+  fail "graph nodes, -i: four child graph nodes, none of the program's kernel nodes"
+! grep -v "^nanoprobe: lone: " <<<"$graph_i" | grep -q "runs uninstrumented\|runs as built" ||
+  fail "graph nodes, -i: no node runs the program's kernel (lone's refusal aside)"
+[ "$(grep -c "^graph kernel node set: function __nano_twin__Z5otherPiPv of module 2$" <<<"$graph_i")" = 4 ] &&
+  [ "$(grep -c "^graph exec child graph node set$" <<<"$graph_i")" = 2 ] ||
+  fail "graph nodes, -i: other's set calls set its twin's node (the executable's through a child graph's copy)"
+grep -qx "graph kernel node attribute 8 3 on __nano_twin__Z5otherPiPv" <<<"$graph_i" ||
+  fail "graph nodes, -i: the priority set on other's twin's node"
+rows=$(query graph_i.rpd "select kernel from nano_dispatch where id > 5 order by id")
+[ "$rows" = "_Z5otherPi
+_Z5otherPi
+_Z4bumpPi
+_Z4axpyfPKfPfi" ] || fail "graph nodes, -i: the replay's four dispatches ($rows)"
+[ "$(query graph_i.rpd "select sum(accesses) from nano_memory where kernel like '%axpy%'")" = $((4 * 3 * 1000)) ] ||
+  fail "graph nodes, -i: axpy's four dispatches, every access summed"
+graph_h=$(NANO_AGGREGATE=host "$nanoprobe" run -i -c cache -o graph_h.rpd -- ./drv_app prog.cubin graph 2>&1)
+grep -qx "$graph_line" <<<"$graph_h" || fail "graph nodes, -i, records: right results"
+[ "$(query graph_h.rpd "select records from nano_dispatch where id > 5 order by id" | tr '\n' ' ')" = "1 1 0 3000 " ] ||
+  fail "graph nodes, -i, records: every access of the replay recorded"
 # a cache whose module variable has another size than the program's: no
 # kernel of it replaces the program's (each shares the variables), said once
 wide=$("$nanoprobe" run -c widevar -o wide.rpd -- ./drv_app prog.cubin 2>&1)
@@ -152,8 +179,6 @@ grep -qx "cuLaunchKernel of __nano_twin__Z5otherPiPv (2 parameters)" <<<"$run" |
 grep -qx "cuLaunchKernel of lone (1 parameters)" <<<"$run" || fail "lone runs as the program's"
 [ "$(grep -c "lone: the kernel cache's twin .* is not used: it has 1 parameters, the cache's 2" <<<"$run")" = 1 ] ||
   fail "lone's twin refused, said once"
-query() { python3 -c 'import sqlite3,sys
-for r in sqlite3.connect(sys.argv[1]).execute(sys.argv[2]): print(*r)' "$@"; }
 # the twins sum their accesses where they run (NANO_AGGREGATE=auto): no record
 [ "$(grep -c "^twin .*: recorded nothing$" <<<"$run")" = 5 ] || fail "each twin summed, no record"
 # the model: axpy reads x[i], y[i] and writes y[i] for each of its 1000 elements

@@ -14,13 +14,14 @@
  * launch is cuLaunchCooperativeKernel (through cuGetProcAddress); with "extra", its
  * per-thread launch passes axpy's arguments in one buffer (cuLaunchKernel's
  * extra); with "exec", it execs /bin/echo at the end (dlsym(RTLD_NEXT)
- * through a preloaded tracer); with "graph", it also adds kernel nodes of
- * other, bump (cuGraphAddKernelNode, the _v2 ABI) and axpy (the v1 ABI, by
- * its symbol) to a graph it does not launch, and sets other's node's
- * parameters again (cuGraphKernelNodeSetParams, then
- * cuGraphExecKernelNodeSetParams on the instantiated graph), and adds
- * other's once more and sets it twice through the generic node calls
- * (cuGraphAddNode, cuGraphNodeSetParams, cuGraphExecNodeSetParams).
+ * through a preloaded tracer); with "graph", it then builds a graph by
+ * hand of other's node (cuGraphAddKernelNode, the _v2 ABI: set again,
+ * read back, a priority set and read back), other's again through the
+ * generic node calls (cuGraphAddNode, cuGraphNodeSetParams), bump's (_v2)
+ * and axpy's (the v1 ABI, by its symbol), instantiates it, sets other's two
+ * nodes there (cuGraphExecKernelNodeSetParams, cuGraphExecNodeSetParams),
+ * clears *p and *r and launches it once: *p = 1 and *r = BIAS again, the
+ * counter c = 2, y = 1 + 4 * 2 * x.
  */
 #include <cuda.h>
 #include <dlfcn.h>
@@ -77,6 +78,10 @@ int main(int argc, char **argv) {
   ENTRY(graph_create, cuGraphCreate, 10000);
   ENTRY(add_node, cuGraphAddKernelNode, 12000); /* the _v2 ABI */
   ENTRY(set_node, cuGraphKernelNodeSetParams, 12000);
+  ENTRY(get_node, cuGraphKernelNodeGetParams, 12000);
+  ENTRY(set_attr, cuGraphKernelNodeSetAttribute, 11070);
+  ENTRY(get_attr, cuGraphKernelNodeGetAttribute, 11070);
+  ENTRY(graph_launch, cuGraphLaunch, 10000);
   ENTRY(instantiate, cuGraphInstantiateWithFlags, 11040);
   ENTRY(exec_set_node, cuGraphExecKernelNodeSetParams, 12000);
   ENTRY(add_any_node, cuGraphAddNode, 12030); /* the _v2 ABI: with edge data */
@@ -162,38 +167,58 @@ int main(int argc, char **argv) {
   CHECK(launch(lone, 1, 1, 1, 1, 1, 1, 0, NULL, q_args, NULL));
   CHECK(launch(bump, 1, 1, 1, 1, 1, 1, 0, NULL, r_args, NULL));
   CHECK(sync());
-  if (argc > 2 && !strcmp(argv[2], "graph")) {
-    /* kernel nodes added by hand (not launched): other's and bump's through
-     * the _v2 call, axpy's through the v1 one */
+  int graph = argc > 2 && !strcmp(argv[2], "graph");
+  if (graph) {
+    /* kernel nodes added by hand: other's and bump's through the _v2 call,
+     * other's again through the generic one, axpy's through the v1 one */
     CUgraph g;
-    CUgraphNode node;
+    CUgraphNode node, generic, bump_node, axpy_node;
     CHECK(graph_create(&g, 0));
     CUDA_KERNEL_NODE_PARAMS p2 = {0};
     p2.func = other, p2.gridDimX = p2.gridDimY = p2.gridDimZ = 1;
     p2.blockDimX = p2.blockDimY = p2.blockDimZ = 1, p2.kernelParams = p_args;
     CHECK(add_node(&node, g, NULL, 0, &p2));
-    /* other's node given its parameters again, in the graph and instantiated */
-    CUgraphExec exec;
     CHECK(set_node(node, &p2));
-    CHECK(instantiate(&exec, g, 0));
-    CHECK(exec_set_node(exec, node, &p2));
-    /* other's again through the generic node calls (CUDA 12.2) */
+    /* the program reads its node back: its own kernel and shape */
+    CUDA_KERNEL_NODE_PARAMS got;
+    memset(&got, 0, sizeof got);
+    CHECK(get_node(node, &got));
+    if (got.func != other || got.gridDimX != 1 || got.blockDimX != 1)
+      return fprintf(stderr, "drv_app: other's node reads back another kernel or shape\n"), 1;
+    /* a launch attribute set and read back on it */
+    CUkernelNodeAttrValue prio = {0}, prio_got = {0};
+    prio.priority = 3;
+    CHECK(set_attr(node, CU_LAUNCH_ATTRIBUTE_PRIORITY, &prio));
+    CHECK(get_attr(node, CU_LAUNCH_ATTRIBUTE_PRIORITY, &prio_got));
+    if (prio_got.priority != 3)
+      return fprintf(stderr, "drv_app: other's node's priority reads back %d\n", prio_got.priority), 1;
     CUgraphNodeParams any;
     memset(&any, 0, sizeof any);
     any.type = CU_GRAPH_NODE_TYPE_KERNEL;
     any.kernel.func = other, any.kernel.gridDimX = any.kernel.gridDimY = 1;
     any.kernel.gridDimZ = any.kernel.blockDimX = any.kernel.blockDimY = any.kernel.blockDimZ = 1;
     any.kernel.kernelParams = p_args;
-    CUgraphNode generic;
-    CHECK(add_any_node(&generic, g, NULL, NULL, 0, &any));
+    CHECK(add_any_node(&generic, g, &node, NULL, 1, &any));
     CHECK(set_any_node(generic, &any));
-    CHECK(exec_set_any_node(exec, generic, &any));
     p2.func = bump, p2.kernelParams = r_args;
-    CHECK(add_node(&node, g, NULL, 0, &p2));
+    CHECK(add_node(&bump_node, g, &generic, 1, &p2));
     CUDA_KERNEL_NODE_PARAMS_v1 p1 = {axpy, 4, 1, 1, 256, 1, 1, 0, axpy_args, NULL};
     if (!add_node_v1)
       return fprintf(stderr, "drv_app: no cuGraphAddKernelNode\n"), 1;
-    CHECK(add_node_v1(&node, g, NULL, 0, &p1));
+    CHECK(add_node_v1(&axpy_node, g, NULL, 0, &p1));
+    /* instantiated, other's nodes given their parameters again there */
+    CUgraphExec exec;
+    p2.func = other, p2.kernelParams = p_args;
+    CHECK(instantiate(&exec, g, 0));
+    CHECK(exec_set_node(exec, node, &p2));
+    CHECK(exec_set_any_node(exec, generic, &any));
+    /* other's writes *p again, bump sets *r from the bias and bumps the
+     * counter once more, axpy adds 2x to y a fourth time */
+    int zero = 0;
+    CHECK(htod(dp, &zero, sizeof zero));
+    CHECK(htod(dr, &zero, sizeof zero));
+    CHECK(graph_launch(exec, s));
+    CHECK(sync());
   }
   int p = 0, q = 0, r = 0, c = 0;
   CHECK(dtoh(y, dy, sizeof y));
@@ -201,12 +226,13 @@ int main(int argc, char **argv) {
   CHECK(dtoh(&q, dq, sizeof q));
   CHECK(dtoh(&r, dr, sizeof r));
   CHECK(dtoh(&c, dcounter, sizeof c));
-  int right = 1;
+  /* axpy's passes over y, bump's over the counter */
+  int passes = 3 + graph, bumps = 1 + graph, right = 1;
   for (int i = 0; i < N; i++)
-    right &= y[i] == 1.0f + 3 * 2.0f * (float)i;
+    right &= y[i] == 1.0f + (float)passes * 2.0f * (float)i;
   printf("done y %s p %d q %d r %d c %d\n", right ? "right" : "wrong", p, q, r, c);
   fflush(stdout);
   if (argc > 2 && !strcmp(argv[2], "exec"))
     execl("/bin/echo", "echo", "exec-ok", (char *)NULL);
-  return right && p == 1 && q == 1 && r == BIAS && c == 1 ? 0 : 1;
+  return right && p == 1 && q == 1 && r == BIAS && c == bumps ? 0 : 1;
 }

@@ -1503,11 +1503,13 @@ int cuFuncGetModule(void **module, void *f) {
   return CU_OK;
 }
 
-/* Graphs built by hand, as far as drv_app builds them: a graph handle, its
- * instantiation, and kernel nodes (cuda.h's CUDA_KERNEL_NODE_PARAMS, v1 and
- * _v2) added or given new parameters, each printed with its function's
- * module ("graph kernel node: function NAME of module M", "graph kernel
- * node set: ...") and not kept: drv_app does not launch them. */
+/* The driver's graphs built by hand: the runtime's graphs (struct graph),
+ * with kernel nodes (cuda.h's CUDA_KERNEL_NODE_PARAMS, v1 and _v2, and the
+ * generic CUgraphNodeParams) of the driver's functions, printed when added
+ * or given new parameters ("graph kernel node: function NAME of module M",
+ * "graph kernel node set: ..."), instantiated and launched as the
+ * runtime's. Kernel node calls act on kernel nodes only, as CUDA's rules
+ * say; arguments come as kernelParams only (the stand-in reads no extra). */
 struct fake_node_params {
   void *func;
   unsigned grid[3], block[3], shared;
@@ -1517,57 +1519,116 @@ struct fake_node_params_v2 {
   struct fake_node_params v1;
   void *kern, *ctx;
 };
-static int fake_graph, fake_graph_exec;
+static void graph_append(struct graph *g, struct item *it);
+static struct item *exec_node(const struct graph *g, const void *orig);
 
-int cuGraphCreate(void **graph, unsigned flags) {
-  NEED_CTX();
-  if (flags)
-    return CU_INVALID_VALUE;
-  *graph = &fake_graph;
-  return CU_OK;
+/* Kernel node `it` becomes `made` (a kernel item of function func), keeping
+ * its id, place and original. */
+static void node_take(struct item *it, struct item *made, const void *func) {
+  made->func = func;
+  made->node_id = it->node_id, made->orig = it->orig, made->next = it->next;
+  *it = *made;
+  free(made);
+  item_args(it);
 }
 
-/* Prints a kernel node's function ("graph kernel node" on adding, "graph
- * kernel node set" on setting its parameters); 0 or the driver's error. */
-static int fake_kernel_node(const char *what, const struct fake_node_params *p) {
+/* Kernel node `it` made the driver's kernel node p describes (its function
+ * func, else the _v2 CUkernel kern: the stand-in's are the same handles),
+ * printed as `what`; 0 or the driver's error. */
+static int driver_node_set(struct item *it, const struct fake_node_params *p, void *kern,
+                           const char *what) {
   NEED_CTX();
-  struct fake_func *fn = p ? fake_func_of(p->func) : NULL;
+  if (!it || it->kind != ITEM_KERNEL || !p || p->extra)
+    return CU_INVALID_VALUE;
+  void *f = p->func ? p->func : kern;
+  struct fake_func *fn = fake_func_of(f);
   if (!fn || fn->ctx != ctx_stack[ctx_depth - 1])
     return CU_INVALID_HANDLE;
   printf("%s: function %s of module %d\n", what, fn->name, fn->module);
+  struct item *made = NULL;
+  int rc = kernel_item(fn->name, fn->mod, FAKE_SHARED_DEFAULT,
+                       (struct dim3){p->grid[0], p->grid[1], p->grid[2]},
+                       (struct dim3){p->block[0], p->block[1], p->block[2]}, p->params, p->shared,
+                       &made);
+  if (rc)
+    return rc;
+  node_take(it, made, f);
   return CU_OK;
 }
-static int fake_add_node(void **node, void *graph, const struct fake_node_params *p) {
-  if (graph != &fake_graph || !node)
+static int driver_add_node(void **node, void *graph, const struct fake_node_params *p,
+                           void *kern) {
+  if (!graph || !node)
     return CU_INVALID_VALUE;
-  *node = p ? p->func : NULL;
-  return fake_kernel_node("graph kernel node", p);
+  struct item *it = calloc(1, sizeof *it);
+  if (!it)
+    return 2; /* CUDA_ERROR_OUT_OF_MEMORY */
+  it->kind = ITEM_KERNEL;
+  it->node_id = ++last_node_id;
+  int rc = driver_node_set(it, p, kern, "graph kernel node");
+  if (rc) {
+    free(it);
+    return rc;
+  }
+  graph_append(graph, it);
+  *node = it;
+  return CU_OK;
 }
-/* A node of fake_graph (its kernel's handle), or of its instantiation. */
-static int fake_set_node(void *exec, void *node, const struct fake_node_params *p) {
-  if ((exec && exec != &fake_graph_exec) || !fake_func_of(node))
-    return CU_INVALID_VALUE;
-  return fake_kernel_node("graph kernel node set", p);
+/* A node of a graph, or (exec) the node of executable exec made from it. */
+static int driver_set_node(void *exec, void *node, const struct fake_node_params *p, void *kern) {
+  struct item *it = exec ? exec_node(exec, node) : node;
+  return driver_node_set(it, p, kern, "graph kernel node set");
 }
 
-int cuGraphInstantiateWithFlags(void **exec, void *graph, unsigned long long flags) {
-  if (graph != &fake_graph || flags)
+int cuGraphCreate(void **graph, unsigned flags) {
+  NEED_CTX();
+  if (flags || !graph)
     return CU_INVALID_VALUE;
-  *exec = &fake_graph_exec;
+  *graph = calloc(1, sizeof(struct graph));
+  return *graph ? CU_OK : 2;
+}
+int cuGraphInstantiateWithFlags(void **exec, void *graph, unsigned long long flags) {
+  if (!exec || !graph || flags)
+    return CU_INVALID_VALUE;
+  return instantiate(exec, graph) ? 2 : CU_OK;
+}
+int cuGraphLaunch(void *exec, void *stream) {
+  NEED_CTX();
+  return exec ? graph_launch(exec, stream, 0) : CU_INVALID_VALUE;
+}
+int cuGraphKernelNodeGetParams_v2(void *node, struct fake_node_params_v2 *p) {
+  const struct item *it = node;
+  if (!it || !p || it->kind != ITEM_KERNEL || !it->func)
+    return CU_INVALID_VALUE;
+  *p = (struct fake_node_params_v2){{(void *)it->func,
+                                     {it->grid.x, it->grid.y, it->grid.z},
+                                     {it->block.x, it->block.y, it->block.z},
+                                     (unsigned)it->shared,
+                                     (void **)it->args,
+                                     NULL},
+                                    NULL,
+                                    NULL};
   return CU_OK;
 }
+int cuGraphKernelNodeGetParams(void *node, struct fake_node_params *p) {
+  struct fake_node_params_v2 all;
+  int rc = p ? cuGraphKernelNodeGetParams_v2(node, &all) : CU_INVALID_VALUE;
+  if (rc == CU_OK)
+    *p = all.v1;
+  return rc;
+}
 int cuGraphKernelNodeSetParams(void *node, const struct fake_node_params *p) {
-  return fake_set_node(NULL, node, p);
+  return driver_set_node(NULL, node, p, NULL);
 }
 int cuGraphKernelNodeSetParams_v2(void *node, const struct fake_node_params_v2 *p) {
-  return fake_set_node(NULL, node, p ? &p->v1 : NULL);
+  return driver_set_node(NULL, node, p ? &p->v1 : NULL, p ? p->kern : NULL);
 }
 int cuGraphExecKernelNodeSetParams(void *exec, void *node, const struct fake_node_params *p) {
-  return fake_set_node(exec, node, p);
+  return exec ? driver_set_node(exec, node, p, NULL) : CU_INVALID_VALUE;
 }
 int cuGraphExecKernelNodeSetParams_v2(void *exec, void *node,
                                       const struct fake_node_params_v2 *p) {
-  return fake_set_node(exec, node, p ? &p->v1 : NULL);
+  return exec ? driver_set_node(exec, node, p ? &p->v1 : NULL, p ? p->kern : NULL)
+              : CU_INVALID_VALUE;
 }
 
 /* cuda.h's CUgraphNodeParams (the generic node calls, CUDA 12.2): kernel
@@ -1590,31 +1651,35 @@ struct fake_graph_node_params {
 static const struct fake_node_params *fake_kernel_of(const struct fake_graph_node_params *p) {
   return p && p->type == 0 ? &p->kernel.v1 : NULL;
 }
+static void *fake_kern_of(const struct fake_graph_node_params *p) {
+  return p && p->type == 0 ? p->kernel.kern : NULL;
+}
 int cuGraphAddNode(void **node, void *graph, const void *deps, size_t n,
                    struct fake_graph_node_params *p) {
-  (void)deps, (void)n;
-  return fake_add_node(node, graph, fake_kernel_of(p));
+  (void)deps, (void)n; /* nodes run in the order added */
+  return driver_add_node(node, graph, fake_kernel_of(p), fake_kern_of(p));
 }
 int cuGraphAddNode_v2(void **node, void *graph, const void *deps, const void *edges, size_t n,
                       struct fake_graph_node_params *p) {
   (void)deps, (void)edges, (void)n;
-  return fake_add_node(node, graph, fake_kernel_of(p));
+  return driver_add_node(node, graph, fake_kernel_of(p), fake_kern_of(p));
 }
 int cuGraphNodeSetParams(void *node, struct fake_graph_node_params *p) {
-  return fake_set_node(NULL, node, fake_kernel_of(p));
+  return driver_set_node(NULL, node, fake_kernel_of(p), fake_kern_of(p));
 }
 int cuGraphExecNodeSetParams(void *exec, void *node, struct fake_graph_node_params *p) {
-  return fake_set_node(exec, node, fake_kernel_of(p));
+  return exec ? driver_set_node(exec, node, fake_kernel_of(p), fake_kern_of(p))
+              : CU_INVALID_VALUE;
 }
 int cuGraphAddKernelNode(void **node, void *graph, const void *deps, size_t n,
                          const struct fake_node_params *p) {
   (void)deps, (void)n;
-  return fake_add_node(node, graph, p);
+  return driver_add_node(node, graph, p, NULL);
 }
 int cuGraphAddKernelNode_v2(void **node, void *graph, const void *deps, size_t n,
                             const struct fake_node_params_v2 *p) {
   (void)deps, (void)n;
-  return fake_add_node(node, graph, p ? &p->v1 : NULL);
+  return driver_add_node(node, graph, p ? &p->v1 : NULL, p ? p->kern : NULL);
 }
 
 /* The runtime's graphs built by hand: empty ones, and conditional 'if'
@@ -1641,7 +1706,6 @@ int cudaGraphAddKernelNode(void **node, void *graph, const void *deps, size_t n,
                            const struct fake_kernel_node_params *p);
 static int kernel_node_set(struct item *it, const struct fake_kernel_node_params *p,
                            const char *what);
-static struct item *exec_node(const struct graph *g, const void *orig);
 /* A kernel node's parameters in the generic call's (cudaKernelNodeParamsV2
  * starts as cudaKernelNodeParams), or NULL for another node type. */
 static const struct fake_kernel_node_params *generic_kernel(const struct fake_graph_node_params *p) {
@@ -1724,11 +1788,7 @@ static int kernel_node_set(struct item *it, const struct fake_kernel_node_params
                        p->args, p->shared, &made);
   if (rc)
     return rc;
-  made->func = p->func;
-  made->node_id = it->node_id, made->orig = it->orig, made->next = it->next;
-  *it = *made;
-  free(made);
-  item_args(it);
+  node_take(it, made, p->func);
   printf("%s %s grid %u %u %u block %u %u %u shared %u\n", what, it->name, p->grid.x, p->grid.y,
          p->grid.z, p->block.x, p->block.y, p->block.z, p->shared);
   return 0;
@@ -1785,32 +1845,51 @@ int cudaGraphExecKernelNodeSetParams(void *exec, void *node,
   return fake_fail(kernel_node_set(exec_node(exec, node), p, "graph exec kernel node set"));
 }
 
-/* A kernel node's launch attributes (cudaLaunchAttributeValue: its first
- * int kept, one attribute per node), set and read on kernel nodes only, as
- * CUDA's rules say; printed when set or copied. */
-int cudaGraphKernelNodeSetAttribute(void *node, int attr, const int *value) {
+/* A kernel node's launch attributes (cudaLaunchAttributeValue,
+ * CUkernelNodeAttrValue: its first int kept, one attribute per node), set
+ * and read on kernel nodes only, as CUDA's rules say; printed when set or
+ * copied. Each 0, or 1 for a node of another kind. */
+static int attr_set(void *node, int attr, const int *value) {
   struct item *it = node;
   if (!it || !value || it->kind != ITEM_KERNEL)
-    return fake_fail(1);
+    return 1;
   it->attr_id = attr, it->attr_value = *value;
   printf("graph kernel node attribute %d %d on %s\n", attr, *value, it->name);
   return 0;
 }
-int cudaGraphKernelNodeGetAttribute(void *node, int attr, int *value) {
+static int attr_get(void *node, int attr, int *value) {
   const struct item *it = node;
   if (!it || !value || it->kind != ITEM_KERNEL)
-    return fake_fail(1);
+    return 1;
   *value = it->attr_id == attr ? it->attr_value : 0;
   return 0;
 }
-int cudaGraphKernelNodeCopyAttributes(void *dst, void *src) {
+static int attr_copy(void *dst, void *src) {
   struct item *d = dst;
   const struct item *f = src;
   if (!d || !f || d->kind != ITEM_KERNEL || f->kind != ITEM_KERNEL)
-    return fake_fail(1);
+    return 1;
   d->attr_id = f->attr_id, d->attr_value = f->attr_value;
   printf("graph kernel node attributes of %s copied to %s\n", f->name, d->name);
   return 0;
+}
+int cudaGraphKernelNodeSetAttribute(void *node, int attr, const int *value) {
+  return fake_fail(attr_set(node, attr, value));
+}
+int cudaGraphKernelNodeGetAttribute(void *node, int attr, int *value) {
+  return fake_fail(attr_get(node, attr, value));
+}
+int cudaGraphKernelNodeCopyAttributes(void *dst, void *src) {
+  return fake_fail(attr_copy(dst, src));
+}
+int cuGraphKernelNodeSetAttribute(void *node, int attr, const int *value) {
+  return attr_set(node, attr, value) ? CU_INVALID_VALUE : CU_OK;
+}
+int cuGraphKernelNodeGetAttribute(void *node, int attr, int *value) {
+  return attr_get(node, attr, value) ? CU_INVALID_VALUE : CU_OK;
+}
+int cuGraphKernelNodeCopyAttributes(void *dst, void *src) {
+  return attr_copy(dst, src) ? CU_INVALID_VALUE : CU_OK;
 }
 
 /* The generic calls on a kernel node's parameters (other types refused). */
