@@ -157,10 +157,12 @@ struct gpu_flight {
   int64_t launched, done;
   uint64_t api;
   int owners;
-  struct gpu_node *node; /* a graph replay's: its node, told when it ended */
-  void *stream;          /* the API's name for the program's stream */
-  const void *queue;     /* the stream as waiters tell streams apart (with c) */
-  int unconfirmed;       /* no wait for its end succeeded: its buffer is held */
+  struct gpu_node *node;     /* a graph replay's: its node, told when it ended */
+  void *stream;              /* the API's name for the program's stream */
+  const void *queue;         /* the stream as waiters tell streams apart (with c) */
+  int unconfirmed;           /* no wait for its end succeeded: its buffer is held */
+  int wait_copies;           /* its placement put work on the copy stream */
+  struct gpu_buffer *buffer; /* its buffer, where a descriptor was put (outside graphs) */
   struct gpu_flight *next;
 };
 
@@ -323,7 +325,17 @@ struct gpu_buffer {
    * with its tables (sums, then block times) for the finisher */
   uint64_t blocks_used;
   unsigned char *back;
+  /* the descriptor last copied to desc, when that copy is known to have
+   * reached it (gpu_put_desc) */
+  unsigned char uploaded[NANO_DH_DESC_SIZE];
+  int uploaded_ok;
 };
+
+/* Set on the launching thread while a dispatch is begun (gpu_begin):
+ * whether its placement put work on the copy stream (a descriptor, a
+ * table), which the twin's stream must then wait for, and its buffer. */
+static __thread int gpu_copies_issued;
+static __thread struct gpu_buffer *gpu_begun_buffer;
 
 static int gpu_fail(const struct gpu_context *c, char *err, size_t errlen, const char *what,
                     uint64_t bytes, int r) {
@@ -441,13 +453,30 @@ static int gpu_put_desc(void *ctx, struct nano_dh_placement *p, const void *desc
   uint64_t head, dropped;
   gpu_staged_counters(b, &head, &dropped);
   unsigned char *image = gpu_stage_desc(b, desc, head, dropped);
+  /* The device holds this very descriptor already: the buffer's last one,
+   * as its twin left it. A twin writes head, dropped, tail_seen and stalled
+   * only when a wave reserves room, which moves head or dropped, and those
+   * two are staged as the device left them: so an image equal to the last
+   * copy means nothing changed (the same kernel's dispatch again, summed
+   * on the device, no record): no copy, and where no table was placed
+   * either (gpu_place_table), nothing for the twin's stream to wait for. */
+  gpu_begun_buffer = b;
+  int unchanged = b->uploaded_ok && memcmp(image, b->uploaded, NANO_DH_DESC_SIZE) == 0;
+  if (unchanged && !gpu_copies_issued)
+    return 0;
+  b->uploaded_ok = 0;
   if (!gpu_push(c))
     return -1;
-  int r = c->api->copy_to_device(b->desc, image, NANO_DH_DESC_SIZE, c->copies);
-  if (r == 0)
+  int r = unchanged ? 0 : c->api->copy_to_device(b->desc, image, NANO_DH_DESC_SIZE, c->copies);
+  if (r == 0) /* after the tables' copies too */
     r = c->staged ? c->api->event_record(c->staged, c->copies) : c->api->stream_sync(c->copies);
   gpu_pop(c);
-  return r == 0 ? 0 : -1;
+  if (r != 0)
+    return -1;
+  memcpy(b->uploaded, image, NANO_DH_DESC_SIZE);
+  b->uploaded_ok = 1;
+  gpu_copies_issued = 1;
+  return 0;
 }
 
 static int gpu_counters(void *ctx, const struct nano_dh_placement *p, uint64_t *head,
@@ -461,8 +490,10 @@ static int gpu_counters(void *ctx, const struct nano_dh_placement *p, uint64_t *
   if (r == 0)
     r = c->api->stream_sync(c->copies);
   gpu_pop(c);
-  if (r != 0)
+  if (r != 0) {
+    b->uploaded_ok = 0; /* what the device holds is not known */
     return -1;
+  }
   gpu_staged_counters(b, head, dropped);
   return 0;
 }
@@ -497,6 +528,7 @@ static int gpu_place_table(struct gpu_context *c, uint64_t *d, uint64_t *cap, co
   if (r == 0 && bytes > head)
     r = api->memset_device(*d + head, 0, (size_t)(bytes - head), c->copies);
   gpu_pop(c);
+  gpu_copies_issued = 1;
   if (r != 0)
     gpu_note("%s: %s of a dispatch (%llu bytes) cannot be placed on device %d: %s; such "
              "dispatches %s",
@@ -536,7 +568,9 @@ static int gpu_put_sums(void *ctx, struct nano_dh_placement *p, const void *imag
 }
 
 /* Reads the sums table back, then zeroes its device part for the buffer's
- * next dispatch (in stream order, not waited for). */
+ * next dispatch, waited for here (the finisher): a next dispatch that finds
+ * the table clean and its descriptor in place makes no copy for its twin's
+ * stream to wait for (gpu_put_desc). */
 static int gpu_get_sums(void *ctx, const struct nano_dh_placement *p, void *out, uint64_t bytes) {
   struct gpu_context *c = ctx;
   struct gpu_buffer *b = p->handle;
@@ -545,7 +579,8 @@ static int gpu_get_sums(void *ctx, const struct nano_dh_placement *p, void *out,
   s->clean = r == 0 && bytes == s->used && gpu_push(c);
   if (s->clean) {
     s->clean =
-        c->api->memset_device(b->sums + s->head, 0, (size_t)(bytes - s->head), c->copies) == 0;
+        c->api->memset_device(b->sums + s->head, 0, (size_t)(bytes - s->head), c->copies) == 0 &&
+        c->api->stream_sync(c->copies) == 0;
     gpu_pop(c);
   }
   return r == 0 ? 0 : -1;
@@ -687,6 +722,8 @@ static void gpu_held_check(struct gpu_context *c) {
 /* Ends f, whose end was not confirmed: its buffer is held (gpu_held). */
 static void gpu_end_unconfirmed(struct gpu_flight *f, int64_t start, int64_t end) {
   struct gpu_context *c = f->c;
+  if (f->buffer) /* the twin may write its descriptor after the counters were read */
+    f->buffer->uploaded_ok = 0;
   struct gpu_held *h = calloc(1, sizeof *h);
   struct nano_dispatch_hold lost;
   nano_dispatch_end_held(f->d, start, end, f->api, h ? &h->hold : &lost);
@@ -1203,8 +1240,10 @@ static int gpu_launch_twin(struct gpu_flight *f, nano_gpu_launch_fn launch, cons
   const struct gpu_api *api = f->c->api;
   void *all[GPU_MAX_ARGS + 1], *desc = nano_dispatch_desc(f->d);
   gpu_twin_args(all, args, nargs, &desc);
-  /* the descriptor's copy first (gpu_put_desc); else the host waits for it */
-  if (f->c->staged && api->stream_wait(s, f->c->staged) != 0 && api->stream_sync(f->c->copies) != 0)
+  /* the descriptor's and tables' copies first (gpu_put_desc); else the host
+   * waits for them; none made, nothing to wait for */
+  if (f->wait_copies && f->c->staged && api->stream_wait(s, f->c->staged) != 0 &&
+      api->stream_sync(f->c->copies) != 0)
     return -1;
   /* the start event after that wait: the twin's time is its own */
   if (gpu_event_get(f->c, &f->ev[0]) != 0)
@@ -1315,6 +1354,8 @@ static struct nano_launch_desc gpu_launch_desc(struct gpu_context *c, const void
 static struct gpu_flight *gpu_begin(struct gpu_context *c, const struct nano_launch_desc *l,
                                     int64_t start) {
   gpu_held_check(c); /* the launching thread has c current */
+  gpu_copies_issued = 0;
+  gpu_begun_buffer = NULL;
   struct nano_dispatch *d = nano_dispatch_begin(l);
   if (!d)
     return NULL;
@@ -1323,6 +1364,8 @@ static struct gpu_flight *gpu_begin(struct gpu_context *c, const struct nano_lau
     nano_dispatch_cancel(d);
     return NULL;
   }
+  f->wait_copies = gpu_copies_issued;
+  f->buffer = gpu_begun_buffer;
   f->d = d;
   f->c = c;
   f->launched = start;

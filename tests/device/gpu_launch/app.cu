@@ -6,7 +6,8 @@
 // it waits for the device, copies the result and checks it. APP_ORDER:
 // "capture-first", only the captured launch (the first of the process);
 // "during-capture", axpy's and other's launches on their stream while the
-// capture (global mode) is open, before the captured launch.
+// capture (global mode) is open, before the captured launch. APP_REPEAT=N:
+// other's uncaptured launch N more times, each waited for.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -36,6 +37,12 @@ int main() {
   };
   if (!*order)
     uncaptured();
+  /* APP_REPEAT=N: other's launch N more times, each waited for */
+  const char *repeat = std::getenv("APP_REPEAT");
+  for (int i = 0, n = repeat ? std::atoi(repeat) : 0; i < n && !rc; i++) {
+    rc = cudaLaunchKernel((const void *)pick, dim3(1, 2), dim3(32), args, 0, s);
+    cudaStreamSynchronize(s);
+  }
   cudaStream_t g;
   cudaGraph_t graph;
   cudaGraphExec_t exec;

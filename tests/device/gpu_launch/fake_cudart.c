@@ -18,7 +18,8 @@
  *     rules: every call that needs a context fails without a current one;
  *     device memory starts as garbage; copies and synchronization are
  *     allowed only on streams made with cuStreamCreate (anything else would
- *     make the tool wait for the program's kernels: "SERIALIZED" is printed);
+ *     make the tool wait for the program's kernels: "SERIALIZED" is printed;
+ *     FAKE_COPY_LOG=1 prints each copy to the device);
  *   - stream capture into a graph (one capture at a time): kernels, copies,
  *     memsets and host functions issued into the capturing stream become the graph's
  *     nodes, run in order at each cudaGraphLaunch; while a capture in global
@@ -1181,6 +1182,8 @@ int cuMemcpyHtoDAsync_v2(unsigned long long d, const void *src, size_t n, void *
     return CU_INVALID_VALUE;
   }
   memcpy((void *)(uintptr_t)d, src, n);
+  if (getenv("FAKE_COPY_LOG"))
+    printf("copy to device: %zu bytes on stream %p\n", n, s);
   return CU_OK;
 }
 int cuMemsetD8Async(unsigned long long d, unsigned char v, size_t n, void *s) {
