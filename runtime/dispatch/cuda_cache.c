@@ -199,6 +199,14 @@ static void cc_say_once(const char *name, const char *fmt, ...) {
   va_end(ap);
 }
 
+/* Says fmt once for kernel name (the lock taken here). */
+#define CC_SAY_ONCE(name, ...)                                                                     \
+  do {                                                                                             \
+    pthread_mutex_lock(&g_cc.lock);                                                                \
+    cc_say_once(name, __VA_ARGS__);                                                                \
+    pthread_mutex_unlock(&g_cc.lock);                                                              \
+  } while (0)
+
 /* ---- the cache's files -------------------------------------------------------------- */
 
 struct cc_walk {
@@ -536,13 +544,11 @@ static CUresult cc_copy_vars(const struct cc_choice *c, void *s, int per_thread,
       rc = copy(v->program, v->replacement, v->size, s);
   }
   if (rc != 0) {
-    pthread_mutex_lock(&g_cc.lock);
     const struct gpu_api *api = gpu_api_of(NANO_GPU_CUDA);
-    cc_say_once(c->e->key,
+    CC_SAY_ONCE(c->e->key,
                 "%s: copying its module variables %s the kernel cache's replacement failed (%s)%s",
                 c->e->key, in ? "to" : "back from", api ? api->error(rc) : "no CUDA back end",
                 in ? ": it runs as launched" : ": the program's copies miss its writes");
-    pthread_mutex_unlock(&g_cc.lock);
   }
   return rc;
 }
@@ -702,12 +708,10 @@ __attribute__((visibility("default"))) int __nano_cuda_launch(const struct nano_
       cc_params_of_extra(l->extra, c.e, from_extra, why, sizeof why) == 0)
     params = from_extra;
   else if (c.use && !params) {
-    pthread_mutex_lock(&g_cc.lock);
-    cc_say_once(c.e->key,
+    CC_SAY_ONCE(c.e->key,
                 "%s: launched with its arguments in cuLaunchKernel's extra (%s): the kernel "
                 "cache's twin is not used; it runs uninstrumented",
                 c.e->key, l->extra ? why : "no arguments given");
-    pthread_mutex_unlock(&g_cc.lock);
     c.use = NULL;
   }
   if (!c.use)
@@ -793,16 +797,33 @@ static int cc_node_add_call(const struct nano_cu_node_add *a, void *params) {
       a->node, a->graph, a->deps, a->ndeps, params);
 }
 
-/* The cache's twin of the kernel f of a node added by hand, in *c and *t:
- * 1, or 0 (said why, once) where there is none. */
-static int cc_node_twin(void *f, struct cc_choice *c, struct gpu_hand_twin *t) {
+/* The cache's replacement of the kernel f of a node added by hand (its
+ * twin when instrumenting), in *c: 1, or 0 (said why, once) where there is
+ * none. */
+static int cc_node_choice(void *f, int instrumenting, struct cc_choice *c) {
   pthread_mutex_lock(&g_cc.lock);
-  *c = cc_choose(f, NULL, 1);
+  *c = cc_choose(f, NULL, instrumenting);
   pthread_mutex_unlock(&g_cc.lock);
-  if (!c->use)
-    return 0;
-  *t = (struct gpu_hand_twin){c->use, c->e->key, c->e->path, c->e->nargs, cc_launch};
-  return 1;
+  return c->use != NULL;
+}
+
+/* Plain mode's kernel node with module variables, issued on gpu.c's
+ * capture stream s: the copies in, the cache's kernel, the copies back. */
+struct cc_plain_capture {
+  const struct nano_cu_launch *l;
+  const struct cc_choice *c;
+  const struct gpu_kernel_params *p;
+};
+static int cc_plain_capture(void *arg, void *s) {
+  const struct cc_plain_capture *x = arg;
+  const struct gpu_kernel_params *p = x->p;
+  struct nano_cu_config g = {{p->grid[0], p->grid[1], p->grid[2]},
+                             {p->block[0], p->block[1], p->block[2]},
+                             p->shared,
+                             s,
+                             NULL,
+                             0};
+  return cc_replaced(x->l, x->c, &g, p->args, NULL);
 }
 
 __attribute__((visibility("default"))) int __nano_cuda_node_add(const struct nano_cu_node_add *a) {
@@ -810,42 +831,48 @@ __attribute__((visibility("default"))) int __nano_cuda_node_add(const struct nan
   size_t bytes;
   struct nano_cu_node_params_v2 *k = cc_node_kernel(a->abi, a->params, &bytes);
   void *f = k ? cc_node_handle(a->abi, k) : NULL;
+  int instrumenting = nano_dispatch_instrumenting();
   struct cc_choice c;
-  struct gpu_hand_twin t = {0};
   int how = GPU_HAND_AS_IS;
-  const char *why = NULL;
-  if (f && a->node && g_cc.usable && nano_dispatch_instrumenting() && cc_node_twin(f, &c, &t)) {
-    /* the twin's nodes, captured as a launch of it through the driver's
-     * cuLaunchKernel: the module variables' copies come with them */
+  const char *name = NULL, *why = NULL;
+  /* the twin's nodes, captured as a launch of it through the driver's
+   * cuLaunchKernel, the module variables' copies with them; in plain mode
+   * the copies and the cache's kernel where it has variables (else the
+   * node gets the cache's kernel as it is, below) */
+  if (f && a->node && g_cc.usable && cc_node_choice(f, instrumenting, &c) &&
+      (instrumenting || c.nvars)) {
+    name = c.e->key;
     struct gpu_kernel_params p;
     gpu_cuda_api.graphs->kernel_params_read(k, &p);
     p.func = f;
     const struct nano_cu_launch l = {
         NANO_CU_LAUNCH, 0, a->launch, f, {{0}, {0}, 0, NULL, NULL, 0}, p.args, NULL};
-    const struct cc_running running = {&l, &c}, *outer = cc_current;
     if (!gpu_edges_default(a->edges, a->ndeps)) {
-      pthread_mutex_lock(&g_cc.lock);
-      cc_say_once(t.name, "%s: %s", t.name, GPU_HAND_EDGES_SAID);
-      pthread_mutex_unlock(&g_cc.lock);
+      if (instrumenting) /* plain: said below, as for any node it cannot replace */
+        CC_SAY_ONCE(name, "%s: %s", name, GPU_HAND_EDGES_SAID);
     } else if (!a->launch) {
-      pthread_mutex_lock(&g_cc.lock);
-      cc_say_once(t.name,
-                  "%s: a kernel node added to a graph by hand runs uninstrumented: the driver has "
-                  "no cuLaunchKernel to capture its twin with",
-                  t.name);
-      pthread_mutex_unlock(&g_cc.lock);
-    } else {
+      CC_SAY_ONCE(name,
+                  "%s: a kernel node added to a graph by hand runs %s: the driver has no "
+                  "cuLaunchKernel to capture the kernel cache's kernel with",
+                  name, CC_AS_BUILT(instrumenting));
+    } else if (instrumenting) {
+      struct gpu_hand_twin t = {c.use, name, c.e->path, c.e->nargs, cc_launch};
+      const struct cc_running running = {&l, &c}, *outer = cc_current;
       cc_current = &running;
       how = gpu_hand_add(NANO_GPU_CUDA | GPU_DRIVER, &t, &p, a->node, a->graph, a->deps, a->ndeps,
                          &why);
       cc_current = outer;
-      if (how == GPU_HAND_ADDED)
-        return 0;
+    } else if (!p.extra) {
+      struct cc_plain_capture x = {&l, &c, &p};
+      how = gpu_hand_add_plain(NANO_GPU_CUDA | GPU_DRIVER, cc_plain_capture, &x, f, c.use, name,
+                               a->node, a->graph, a->deps, a->ndeps, &why);
     }
+    if (how == GPU_HAND_ADDED)
+      return 0;
   }
   _Alignas(16) unsigned char mine[CC_NODE_PARAMS_BYTES];
   int rc = cc_node_add_call(a, cc_node_params_plain(a->abi, a->params, mine));
-  return f ? gpu_hand_added(how, rc, t.name, why) : rc;
+  return name ? gpu_hand_added(how, rc, name, why) : rc;
 }
 
 /* The program's kernel that plain mode replaced by the cache's `use`, or
@@ -865,7 +892,9 @@ __nano_cuda_node_params(const struct nano_cu_node_call *c) {
   pthread_once(&g_cc.once, cc_open);
   _Alignas(16) unsigned char mine[CC_NODE_PARAMS_BYTES];
   int get = c->op == NANO_GPU_NODE_GET;
-  void *params = get ? c->params : cc_node_params_plain(c->abi, c->params, mine);
+  /* a node of __nano_cuda_node_add's own gets its replacement in gpu.c */
+  int ours = __nano_gpu_graph_kernel_node(NANO_GPU_CUDA, c->node) != c->node;
+  void *params = get || ours ? c->params : cc_node_params_plain(c->abi, c->params, mine);
   size_t bytes = 0;
   struct nano_cu_node_params_v2 *k = cc_node_kernel(c->abi, params, &bytes);
   if (c->abi == NANO_CU_NODE_GENERIC)

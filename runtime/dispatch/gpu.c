@@ -1893,15 +1893,17 @@ __nano_gpu_launch_events(int api, nano_gpu_launch_events_fn launch, const void *
 /* A kernel node the program added by hand and whose twin runs: the program
  * holds a child graph node in its place, whose graph is the twin's nodes as
  * a capture makes them (gpu_capture: host functions, copies, the twin), so
- * that each replay is a dispatch of its own. Lives as long as the process,
- * as its gpu_node does. */
+ * that each replay is a dispatch of its own; or (plain) whose kernel
+ * cache's kernel runs, with the module variables' copies around it. Lives
+ * as long as the process, as its gpu_node does. */
 struct gpu_hand_node {
   void *node;         /* the child graph node the program holds */
-  void *twin_node;    /* the twin's kernel node inside node's graph */
-  struct gpu_node *n; /* NULL once the program gave it another kernel */
+  void *twin_node;    /* the twin's (the replacement's) kernel node inside node's graph */
+  struct gpu_node *n; /* NULL once the program gave it another kernel, and for plain */
   const void *kernel; /* the program's kernel handle */
-  const void *twin;
+  const void *twin;   /* the twin, or plain's replacement */
   uint32_t nargs;
+  int plain; /* a kernel cache's kernel in place of the program's (gpu_hand_add_plain) */
   struct gpu_hand_node *next;
 };
 static struct {
@@ -1944,16 +1946,15 @@ static void *gpu_graph_kernel(const struct gpu_api *api, void *graph, int own) {
   return kernel;
 }
 
-/* Captures the twin's nodes of a kernel node with parameters p (kernel t)
- * into a graph of nanoprobe's own on a stream of its own; the graph, and
- * in *n the capture's node, or NULL after saying why (the node then runs
- * the original kernel). */
-static void *gpu_hand_capture(const struct gpu_api *a, int api_id, const struct gpu_hand_twin *t,
-                              const struct gpu_kernel_params *p, struct gpu_node **n) {
-  struct gpu_context *c = gpu_context(a, NULL, 1); /* said where none */
-  void *s = NULL, *graph = NULL;
-  if (!c)
-    return NULL;
+/* Runs fn(arg, s) on a stream s of nanoprobe's own captured (relaxed mode,
+ * the thread's mode relaxed too) into a graph of its own: 0 and the graph in
+ * *graph; fn's non-zero result; or (*api_failed set) the API's error making
+ * the stream, beginning or ending the capture. */
+static int gpu_capture_own(const struct gpu_api *a, int (*fn)(void *arg, void *s), void *arg,
+                           void **graph, int *api_failed) {
+  void *s = NULL;
+  *graph = NULL;
+  *api_failed = 0;
   struct gpu_relaxed relaxed; /* a stream is unsafe in another thread's capture */
   gpu_relax(a, &relaxed);
   int r = a->stream_create(&s);
@@ -1961,39 +1962,105 @@ static void *gpu_hand_capture(const struct gpu_api *a, int api_id, const struct 
     (void)a->graphs->stream_destroy(s);
   if (r != 0) {
     gpu_unrelax(a, &relaxed);
-    gpu_note("%s: a kernel node added by hand: its twin's nodes cannot be captured (%s): it runs "
-             "uninstrumented in the graph",
-             t->name, a->error(r));
-    return NULL;
+    *api_failed = 1;
+    return r;
   }
-  int pending = gpu_program_error_pending(api_id);
-  gpu_hand_capturing = 1;
-  gpu_hand_captured = NULL;
-  rpd_gpu_quiet++; /* the twin's capture is nanoprobe's, not a launch of the program's */
-  int rc = gpu_launch(api_id, t->launch, p->func, t->twin, t->name, t->sites_path,
-                      p->grid[0] | (uint64_t)p->grid[1] << 32, p->grid[2],
-                      p->block[0] | (uint64_t)p->block[1] << 32, p->block[2], p->args, t->nargs,
-                      p->shared, s);
+  rpd_gpu_quiet++; /* the capture is nanoprobe's, not the program's */
+  int rc = fn(arg, s);
   rpd_gpu_quiet--;
-  gpu_hand_capturing = 0;
-  *n = gpu_hand_captured;
-  r = a->graphs->capture_end(s, &graph);
+  r = a->graphs->capture_end(s, graph);
   (void)a->graphs->stream_destroy(s);
   gpu_unrelax(a, &relaxed);
+  if (rc == 0 && r != 0) {
+    *api_failed = 1;
+    rc = r;
+  }
+  if (rc != 0 && *graph) {
+    (void)a->graphs->graph_destroy(*graph);
+    *graph = NULL;
+  }
+  return rc;
+}
+
+/* The twin's launch into gpu_hand_capture's stream s; its node in n. */
+struct gpu_hand_launch {
+  int api;
+  const struct gpu_hand_twin *t;
+  const struct gpu_kernel_params *p;
+  struct gpu_node *n;
+};
+static int gpu_hand_launch(void *arg, void *s) {
+  struct gpu_hand_launch *x = arg;
+  const struct gpu_kernel_params *p = x->p;
+  int pending = gpu_program_error_pending(x->api);
+  gpu_hand_capturing = 1;
+  gpu_hand_captured = NULL;
+  int rc = gpu_launch(x->api, x->t->launch, p->func, x->t->twin, x->t->name, x->t->sites_path,
+                      p->grid[0] | (uint64_t)p->grid[1] << 32, p->grid[2],
+                      p->block[0] | (uint64_t)p->block[1] << 32, p->block[2], p->args, x->t->nargs,
+                      p->shared, s);
+  gpu_hand_capturing = 0;
+  x->n = gpu_hand_captured;
   if (rc != 0) /* the original's launch into the capture the twin spoiled: not the program's */
-    gpu_twin_error_take(api_id, rc, pending);
-  if (rc == 0 && r == 0 && *n && graph)
+    gpu_twin_error_take(x->api, rc, pending);
+  return rc;
+}
+
+/* Captures the twin's nodes of a kernel node with parameters p (kernel t)
+ * into a graph of nanoprobe's own; the graph, and in *n the capture's node,
+ * or NULL after saying why (the node then runs the original kernel). */
+static void *gpu_hand_capture(const struct gpu_api *a, int api_id, const struct gpu_hand_twin *t,
+                              const struct gpu_kernel_params *p, struct gpu_node **n) {
+  if (!gpu_context(a, NULL, 1)) /* said */
+    return NULL;
+  struct gpu_hand_launch x = {api_id, t, p, NULL};
+  void *graph = NULL;
+  int api_failed;
+  int rc = gpu_capture_own(a, gpu_hand_launch, &x, &graph, &api_failed);
+  *n = x.n;
+  if (rc == 0 && *n)
     return graph;
   /* a twin that failed, or a capture of the original (said by gpu_launch) */
   if (graph)
     (void)a->graphs->graph_destroy(graph);
   if (*n)
     gpu_node_break(*n);
-  if (rc == 0 && r != 0)
-    gpu_note("%s: a kernel node added by hand: the capture of its twin's nodes failed (%s): it "
-             "runs uninstrumented in the graph",
-             t->name, a->error(r));
+  if (api_failed)
+    gpu_note("%s: a kernel node added by hand: its twin's nodes cannot be captured (%s): it runs "
+             "uninstrumented in the graph",
+             t->name, a->error(rc));
   return NULL;
+}
+
+/* Adds child (a graph of nanoprobe's own, destroyed here) to graph as one
+ * child graph node, *node, remembered with h's fields (h->node and
+ * h->twin_node filled here: the kernel node inside). GPU_HAND_ADDED, or
+ * GPU_HAND_NOT_ADDED with why (h freed). */
+static int gpu_hand_insert(const struct gpu_api *a, void *child, struct gpu_hand_node *h,
+                           void **node, void *graph, const void *deps, size_t ndeps,
+                           const char **why) {
+  int r = -1;
+  if (h) {
+    rpd_gpu_quiet++;
+    r = a->graphs->graph_add_child(node, graph, deps, ndeps, child);
+    rpd_gpu_quiet--;
+  }
+  (void)a->graphs->graph_destroy(child); /* the node holds a copy */
+  if (r != 0) {
+    *why = h ? a->error(r) : "out of memory";
+    free(h);
+    return GPU_HAND_NOT_ADDED;
+  }
+  void *embedded = NULL;
+  h->node = *node;
+  h->twin_node = a->graphs->graph_child(*node, &embedded) == 0 && embedded
+                     ? gpu_graph_kernel(a, embedded, 1)
+                     : NULL;
+  pthread_mutex_lock(&g_hand.lock);
+  h->next = g_hand.list;
+  g_hand.list = h;
+  pthread_mutex_unlock(&g_hand.lock);
+  return GPU_HAND_ADDED;
 }
 
 int gpu_hand_add(int api, const struct gpu_hand_twin *t, const struct gpu_kernel_params *p,
@@ -2017,30 +2084,33 @@ int gpu_hand_add(int api, const struct gpu_hand_twin *t, const struct gpu_kernel
   if (!child)
     return GPU_HAND_AS_IS; /* said */
   struct gpu_hand_node *h = calloc(1, sizeof *h);
-  int r = -1;
-  if (h) {
-    rpd_gpu_quiet++;
-    r = a->graphs->graph_add_child(node, graph, deps, ndeps, child);
-    rpd_gpu_quiet--;
+  if (h)
+    *h = (struct gpu_hand_node){NULL, NULL, n, p->func, t->twin, t->nargs, 0, NULL};
+  int how = gpu_hand_insert(a, child, h, node, graph, deps, ndeps, why);
+  if (how != GPU_HAND_ADDED && n)
+    gpu_node_break(n);
+  return how;
+}
+
+int gpu_hand_add_plain(int api, int (*fn)(void *arg, void *s), void *arg, const void *kernel,
+                       const void *use, const char *name, void **node, void *graph,
+                       const void *deps, size_t ndeps, const char **why) {
+  const struct gpu_api *a = gpu_api_of(api);
+  if (!a || !a->graphs)
+    return GPU_HAND_AS_IS;
+  void *child = NULL;
+  int api_failed;
+  int rc = gpu_capture_own(a, fn, arg, &child, &api_failed);
+  if (rc != 0) {
+    gpu_note("%s: a kernel node added by hand: its replacement's nodes cannot be captured (%s): "
+             "it runs as built in the graph",
+             name, a->error(rc));
+    return GPU_HAND_AS_IS;
   }
-  (void)a->graphs->graph_destroy(child); /* the node holds a copy */
-  if (r != 0) {
-    free(h);
-    if (n)
-      gpu_node_break(n);
-    *why = h ? a->error(r) : "out of memory";
-    return GPU_HAND_NOT_ADDED;
-  }
-  void *embedded = NULL;
-  void *twin_node = a->graphs->graph_child(*node, &embedded) == 0 && embedded
-                        ? gpu_graph_kernel(a, embedded, 1)
-                        : NULL;
-  *h = (struct gpu_hand_node){*node, twin_node, n, p->func, t->twin, t->nargs, NULL};
-  pthread_mutex_lock(&g_hand.lock);
-  h->next = g_hand.list;
-  g_hand.list = h;
-  pthread_mutex_unlock(&g_hand.lock);
-  return GPU_HAND_ADDED;
+  struct gpu_hand_node *h = calloc(1, sizeof *h);
+  if (h)
+    *h = (struct gpu_hand_node){NULL, NULL, NULL, kernel, use, 0, 1, NULL};
+  return gpu_hand_insert(a, child, h, node, graph, deps, ndeps, why);
 }
 
 int gpu_hand_added(int how, int rc, const char *name, const char *why) {
@@ -2147,7 +2217,7 @@ int gpu_hand_params(int api, int op, void *call, nano_gpu_node_params_fn set, vo
   struct gpu_kernel_params p;
   if (op == NANO_GPU_NODE_GET) { /* params: the call's to fill */
     int rc = ((nano_gpu_node_params_fn)call)(kernel, params);
-    if (rc == 0 && h->n) { /* the program's kernel, not the twin */
+    if (rc == 0 && (h->n || h->plain)) { /* the program's kernel, not the twin */
       a->graphs->kernel_params_read(params, &p);
       p.func = h->kernel;
       a->graphs->kernel_params_write(params, &p);
@@ -2156,21 +2226,29 @@ int gpu_hand_params(int api, int op, void *call, nano_gpu_node_params_fn set, vo
   }
   a->graphs->kernel_params_read(kp, &p);
   int twin = h->n && p.func == h->kernel && !p.extra;
+  int plain = h->plain && p.func == h->kernel; /* the same arguments, the replacement */
   _Alignas(16) unsigned char buf[GPU_KERNEL_PARAMS_ROOM];
   void *all[GPU_MAX_ARGS + 1], *desc = NULL;
-  if (twin && generic) { /* the call's whole struct, its kernel part the twin's */
-    memcpy(buf, params, a->graphs->generic_bytes);
-    gpu_hand_twin_params(a, h, &p, all, &desc, a->graphs->generic_kernel(buf));
-  } else if (twin) { /* the call's whole struct where it is longer than the kernel part */
-    memcpy(buf, params, bytes < sizeof buf ? bytes : sizeof buf);
-    gpu_hand_twin_params(a, h, &p, all, &desc, buf);
+  if (twin || plain) { /* the call's whole struct, its kernel part ours */
+    memcpy(buf, params,
+           generic              ? a->graphs->generic_bytes
+           : bytes < sizeof buf ? bytes
+                                : sizeof buf);
+    void *part = generic ? a->graphs->generic_kernel(buf) : buf;
+    if (twin) {
+      gpu_hand_twin_params(a, h, &p, all, &desc, part);
+    } else {
+      struct gpu_kernel_params q = p;
+      q.func = h->twin;
+      a->graphs->kernel_params_write(part, &q);
+    }
   }
   int rc;
   if (!on_exec) {
-    rc = ((nano_gpu_node_params_fn)call)(kernel, twin ? buf : params);
+    rc = ((nano_gpu_node_params_fn)call)(kernel, twin || plain ? buf : params);
   } else { /* the clone's kernel node set, the clone given to the executable's node */
     rpd_gpu_quiet++;
-    rc = set(kernel, twin ? buf : params);
+    rc = set(kernel, twin || plain ? buf : params);
     if (rc == 0)
       rc = a->graphs->exec_child_set(exec, node, clone);
     (void)a->graphs->graph_destroy(clone);

@@ -231,6 +231,17 @@ enum { GPU_HAND_ADDED, GPU_HAND_AS_IS, GPU_HAND_NOT_ADDED };
 int gpu_hand_add(int api, const struct gpu_hand_twin *t, const struct gpu_kernel_params *p,
                  void **node, void *graph, const void *deps, size_t ndeps, const char **why);
 
+/* Plain mode's kernel node: a kernel cache's kernel `use` in place of the
+ * program's `kernel` (of that name), with work around it (its module
+ * variables' copies), all of which fn(arg, s) issues on a stream s of
+ * nanoprobe's own being captured; the graph goes into graph as one child
+ * graph node, *node, whose parameter calls (gpu_hand_params) act on the
+ * kernel node inside, `use` in place of `kernel` in what they set and read.
+ * As gpu_hand_add's result (GPU_HAND_AS_IS: the capture failed, said). */
+int gpu_hand_add_plain(int api, int (*fn)(void *arg, void *s), void *arg, const void *kernel,
+                       const void *use, const char *name, void **node, void *graph,
+                       const void *deps, size_t ndeps, const char **why);
+
 /* The program's add call's result rc after gpu_hand_add's verdict `how` on
  * kernel `name` (rc: the program's own add, run unless the twin's node went
  * in). */

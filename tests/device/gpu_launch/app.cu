@@ -7,10 +7,14 @@
 // "capture-first", only the captured launch (the first of the process);
 // "during-capture", axpy's and other's launches on their stream while the
 // capture (global mode) is open, before the captured launch. APP_REPEAT=N:
-// other's uncaptured launch N more times, each waited for.
+// other's uncaptured launch N more times, each waited for (and a pause).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <unistd.h>
+
+/* APP_REPEAT's pause after each launch. */
+#define REPEAT_PAUSE_US 2000
 
 __global__ void axpy(float a, const float *x, float *y, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -37,11 +41,13 @@ int main() {
   };
   if (!*order)
     uncaptured();
-  /* APP_REPEAT=N: other's launch N more times, each waited for */
+  /* APP_REPEAT=N: other's launch N more times, each waited for, and a
+   * moment given to the tool to finish its dispatch */
   const char *repeat = std::getenv("APP_REPEAT");
   for (int i = 0, n = repeat ? std::atoi(repeat) : 0; i < n && !rc; i++) {
     rc = cudaLaunchKernel((const void *)pick, dim3(1, 2), dim3(32), args, 0, s);
     cudaStreamSynchronize(s);
+    usleep(REPEAT_PAUSE_US);
   }
   cudaStream_t g;
   cudaGraph_t graph;
