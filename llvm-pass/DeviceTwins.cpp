@@ -50,6 +50,10 @@
 // returns (the call depth the runtime orders lanes by, where the stack bytes
 // in use vary with a variable-length array).
 //
+// A kernel that a twin launches on the device (CUDA dynamic parallelism)
+// starts its twin, given the launching twin's descriptor with bit 0 set
+// (routeDeviceLaunch); the child's twin clears it (untagChildDesc).
+//
 // GPU kernel twins call __nano_dh_block_enter(desc) after their allocas and
 // __nano_dh_block_leave(desc) before every return: KernelTimeline's block
 // start and end on the device clock (nothing happens unless the runtime set
@@ -115,6 +119,8 @@ ALWAYS_ENABLED_STATISTIC(NumAsmUnseen,
 ALWAYS_ENABLED_STATISTIC(NumTwinsBounded,
                          "NVPTX twins given the block-size bound their kernel lacks");
 ALWAYS_ENABLED_STATISTIC(NumTwinsTimed, "GPU twins that time their blocks (KernelTimeline)");
+ALWAYS_ENABLED_STATISTIC(NumDeviceLaunchesRouted,
+                         "kernel launches on the device in twins that start the child's twin");
 ALWAYS_ENABLED_STATISTIC(NumDeviceLaunchesNotRouted,
                          "kernel launches on the device in twins, which start the original child "
                          "(each said at compile time)");
@@ -143,11 +149,22 @@ const char *const UnnamedSiteFunction = "(unnamed)";
 const unsigned NvptxMaxThreads = 1024;
 
 // Kernel launches on the device (CUDA dynamic parallelism: clang's <<<>>> in
-// device code calls one of these with the child kernel first): the twin
-// starts the original child, which has no buffer to record into.
+// device code calls one of these with the child kernel first). Those of the
+// first kind with a parameter buffer of a known size start the child's twin
+// instead (routeDeviceLaunch); any other starts the original child, which
+// has no buffer to record into (said).
 const char *const DeviceLaunches[] = {"cudaLaunchDevice",       "cudaLaunchDeviceV2",
                                       "cudaLaunchDevice_ptsz",  "cudaLaunchDeviceV2_ptsz",
                                       "__cudaCDP2LaunchDevice", "__cudaCDP2LaunchDeviceV2"};
+const char *const RoutableLaunches[] = {"cudaLaunchDevice", "cudaLaunchDevice_ptsz",
+                                        "__cudaCDP2LaunchDevice"};
+// Their parameter buffers: (alignment, size) -> buffer.
+const char *const ParameterBuffers[] = {"cudaGetParameterBuffer", "__cudaCDP2GetParameterBuffer"};
+// The bit of the descriptor's address a child's twin gets set (routeDeviceLaunch).
+const uint64_t ChildTag = 1;
+// Where the child twin's descriptor goes in the parameter buffer: after the
+// child's parameters, at a pointer's alignment.
+const uint64_t ParamPointerAlign = 8;
 // Declarations a GPU module calls that are the toolchain's, not the
 // program's: the CUDA device runtime and libdevice, ROCm's device
 // libraries, printf and assert. A call of any other declaration from a twin
@@ -201,6 +218,14 @@ struct DeviceTwins {
   FunctionCallee BlockEnter, BlockLeave;   // GPU kernel twins
   SmallPtrSet<Function *, 16> TwinSide;    // the clones' set (Clones' values)
   SmallPtrSet<Function *, 8> KernelTwins;  // the kernels' twins among them
+  SmallPtrSet<Function *, 4> ChildTwins;   // those that twins launch on the device
+  // A launch on the device routed to the child's twin, its parameter
+  // buffer, and where the descriptor goes in it (routeDeviceLaunch).
+  struct RoutedLaunch {
+    CallInst *Launch, *Buffer;
+    uint64_t At;
+  };
+  std::vector<RoutedLaunch> RoutedLaunches;
 
   DeviceTwins(Module &M, DevTarget T)
       : M(M), Ctx(M.getContext()), DL(M.getDataLayout()), Target(T),
@@ -213,6 +238,10 @@ struct DeviceTwins {
   void cloneCallees();
   void sayUnfollowedCalls();
   void sayDeviceLaunch(Instruction &At, Value *Child, unsigned Depth);
+  void routeDeviceLaunches();
+  bool routeDeviceLaunch(CallInst *Launch);
+  void storeChildDescs();
+  void untagChildDesc(Function &Twin);
   void collectAccesses(ArrayRef<BasicBlock *> Order, std::vector<DevAccess> &Out,
                        std::vector<Instruction *> &Unseen);
   bool placeSite(Function &F, const Instruction *I, DevSite &S);
@@ -552,12 +581,120 @@ void DeviceTwins::sayDeviceLaunch(Instruction &At, Value *Child, unsigned Depth)
       return;
   }
   auto *F = dyn_cast<Function>(Kernel);
+  if (F && KernelTwins.count(F)) // routed: the child's twin
+    return;
+  const char *Why = !F                  ? "it is not known at compile time"
+                    : !Clones.lookup(F) ? "no twin of it in this file"
+                                        : "its parameter buffer is not one the plugin can extend";
   nano::warning(Ctx, Twine("nanoprobe: ") + devWhere(At) + "the kernel " +
                          (F ? F->getName() : StringRef("(a kernel pointer)")) +
                          " that the twin of " + SiteNames.lookup(In) +
                          " launches on the device runs uninstrumented (dynamic parallelism "
-                         "starts the original, not its twin)");
+                         "starts the original here: " +
+                         Why + ")");
   ++NumDeviceLaunchesNotRouted;
+}
+
+// The CUDA device runtime's function F is, by its name: a declaration of
+// the toolkit's, or (at -O0) the twin-side clone of a header's inline
+// wrapper around one ("cudaLaunchDevice(void*, ...)" demangled); else "".
+static std::string devToolkitName(const Function &F) {
+  StringRef Name = F.getName();
+  size_t Suffix = Name.find(CalleeSuffix);
+  if (Suffix != StringRef::npos)
+    Name = Name.take_front(Suffix);
+  if (!compat::startsWith(Name, "_Z"))
+    return Name.str();
+  std::string D = llvm::demangle(Name.str());
+  return D.substr(0, D.find('('));
+}
+
+// Routes each kernel launch on the device in the twins whose child has a
+// twin here (routeDeviceLaunch): CUDA dynamic parallelism then records the
+// child's accesses too, into the launching dispatch's buffer.
+void DeviceTwins::routeDeviceLaunches() {
+  if (Target != DevTarget::NVPTX)
+    return;
+  SmallVector<CallInst *, 4> Launches;
+  for (auto &KV : Clones)
+    for (Instruction &I : instructions(*KV.second))
+      if (auto *CI = dyn_cast<CallInst>(&I))
+        if (Function *Callee = CI->getCalledFunction())
+          if (CI->arg_size() >= 2 && llvm::is_contained(RoutableLaunches, devToolkitName(*Callee)))
+            Launches.push_back(CI);
+  for (CallInst *CI : Launches)
+    if (routeDeviceLaunch(CI))
+      ++NumDeviceLaunchesRouted;
+}
+
+// Launch (cudaLaunchDevice(child, buffer, grid, block, shared, stream) in a
+// twin-side function) starts the child's twin instead when the child is a
+// kernel of this module with a twin and the buffer is this function's
+// cudaGetParameterBuffer(alignment, size) of a constant size: the buffer
+// grows by a pointer, after the child's parameters at a pointer's alignment
+// (where the twin's extra parameter lies), which gets the launching twin's
+// descriptor with bit 0 (ChildTag) set (storeChildDescs), so that the
+// child's twin records into the launching dispatch's buffer but times no
+// blocks (untagChildDesc). false: left as it is (sayUnfollowedCalls says
+// it).
+bool DeviceTwins::routeDeviceLaunch(CallInst *Launch) {
+  Function *In = Launch->getFunction();
+  auto *Child = dyn_cast<Function>(Launch->getArgOperand(0)->stripPointerCasts());
+  Function *Twin = Child ? Clones.lookup(Child) : nullptr;
+  if (!Twin || !KernelTwins.count(Twin))
+    return false;
+  auto *Buf = dyn_cast<CallInst>(Launch->getArgOperand(1)->stripPointerCasts());
+  Function *BufFn = Buf ? Buf->getCalledFunction() : nullptr;
+  if (!BufFn || Buf->getFunction() != In || Buf->arg_size() < 2 ||
+      !llvm::is_contained(ParameterBuffers, devToolkitName(*BufFn)))
+    return false;
+  auto *Size = dyn_cast<ConstantInt>(Buf->getArgOperand(1));
+  if (!Size)
+    return false;
+  uint64_t At = alignTo(Size->getZExtValue(), ParamPointerAlign);
+  Buf->setArgOperand(1, ConstantInt::get(Size->getType(), At + ParamPointerAlign));
+  Launch->setArgOperand(0, Twin);
+  ChildTwins.insert(Twin);
+  RoutedLaunches.push_back({Launch, Buf, At});
+  return true;
+}
+
+// Stores each routed launch's descriptor into its parameter buffer (after
+// instrumentation: the store is nanoprobe's, not a site).
+void DeviceTwins::storeChildDescs() {
+  Type *I64 = Type::getInt64Ty(Ctx);
+  for (const RoutedLaunch &R : RoutedLaunches) {
+    Function *In = R.Launch->getFunction();
+    IRBuilder<> B(R.Launch);
+    Value *Desc = In->getArg(In->arg_size() - 1);
+    Value *Tagged = B.CreateOr(B.CreatePtrToInt(Desc, I64), ChildTag);
+    B.CreateAlignedStore(Tagged, B.CreateConstInBoundsGEP1_64(Type::getInt8Ty(Ctx), R.Buffer, R.At),
+                         Align(ParamPointerAlign));
+  }
+}
+
+// A kernel twin that twins launch on the device takes its descriptor with
+// ChildTag set from them (routeDeviceLaunch) and without it from the host:
+// the tag is cleared for every use, and its block times go to no table (a
+// child's block ids would land in the launching dispatch's).
+void DeviceTwins::untagChildDesc(Function &Twin) {
+  Argument *Arg = Twin.getArg(Twin.arg_size() - 1);
+  BasicBlock::iterator At = Twin.getEntryBlock().getFirstInsertionPt();
+  while (isa<AllocaInst>(*At))
+    ++At;
+  IRBuilder<> B(&*At);
+  Type *I64 = Type::getInt64Ty(Ctx);
+  auto *Bits = cast<Instruction>(B.CreatePtrToInt(Arg, I64));
+  Value *Desc = B.CreateIntToPtr(B.CreateAnd(Bits, ~ChildTag), Arg->getType());
+  Arg->replaceUsesWithIf(Desc, [&](Use &U) { return U.getUser() != Bits; });
+  Value *Child = B.CreateICmpNE(B.CreateAnd(Bits, ChildTag), ConstantInt::get(I64, 0));
+  Value *Table =
+      B.CreateSelect(Child, ConstantPointerNull::get(cast<PointerType>(Arg->getType())), Desc);
+  for (Instruction &I : instructions(Twin))
+    if (auto *CI = dyn_cast<CallInst>(&I))
+      if (CI->getCalledOperand() == BlockEnter.getCallee() ||
+          CI->getCalledOperand() == BlockLeave.getCallee())
+        CI->setArgOperand(0, Table);
 }
 
 // Says at each call in a GPU twin that leaves the twin's world (dynamic
@@ -1305,6 +1442,7 @@ bool DeviceTwins::run() {
     TwinSide.insert(KV.second);
   for (Function *K : Kernels)
     KernelTwins.insert(Clones.lookup(K));
+  routeDeviceLaunches();
   sayUnfollowedCalls();
   PointerType *DescTy = PointerType::get(Ctx, DescAS);
   if (Target == DevTarget::Host) {
@@ -1318,6 +1456,9 @@ bool DeviceTwins::run() {
   }
   for (auto &KV : Clones) // creation order: deterministic site numbers
     instrumentFunction(*KV.second, KernelTwins.count(KV.second));
+  storeChildDescs();
+  for (Function *Child : ChildTwins)
+    untagChildDesc(*Child);
   emitSiteTable();
   if (linkRuntime(Kernels.front()) && Filters.InlineRuntime)
     inlineRuntime();

@@ -2,7 +2,8 @@
 # Builds the GPU suite (README.md) into OUT: every sample of samples/ and
 # bench/gpu's gpubench (run as OUT/bench.sh) with clang-22 and the plugin for
 # sm_90 (static cudart, as nvcc links by default, but for dynshared's shared
-# one; cuBLAS's sample with the shared cuBLAS, subscriber's with libcupti), and OUT/lib with
+# one; cuBLAS's sample with the shared cuBLAS, subscriber's with libcupti,
+# dynpar's with -fgpu-rdc and the device runtime), and OUT/lib with
 # libnano_rpd.so, libkerneldb.so and the libraries they need beyond the C
 # library, so that OUT runs on a GPU machine that has CUDA but none of
 # nanoprobe's build dependencies (run.sh OUT there); OUT/nvcc_strided,
@@ -29,10 +30,15 @@ for src in "$here"/samples/*.cu "$here/../../bench/gpu/gpubench.cu"; do
     libs+=(-lcublas -Wl,-rpath,"$cuda/lib64")
   fi
   [ "$name" = subscriber ] && libs+=(-lcupti -Wl,-rpath,"$cuda/lib64")
+  # dynamic parallelism: relocatable device code and the device runtime,
+  # for the device link too (clang's offload driver)
+  extra=()
+  [ "$name" = dynpar ] && extra=(-fgpu-rdc) &&
+    libs+=(-lcudadevrt -Xoffload-linker -lcudadevrt -Xoffload-linker -L"$cuda/lib64")
   # shared memory is instrumented on request only (NANO_ADDRSPACES)
   spaces=global,generic
   case $name in bank | dynshared) spaces+=,shared ;; esac
-  NANO_ADDRSPACES=$spaces "$clangxx" "${flags[@]}" "$src" -o "$out/$name" "${libs[@]}"
+  NANO_ADDRSPACES=$spaces "$clangxx" "${flags[@]}" "${extra[@]}" "$src" -o "$out/$name" "${libs[@]}"
 done
 # the runtime and what it loads, minus what every machine has (the C and C++
 # libraries, zlib: a copy of these could shadow the newer ones CUDA needs)

@@ -13,7 +13,7 @@ set -uo pipefail
 out=$(cd "$1" && pwd)
 work=${2:-$(mktemp -d)}
 shift $(($# < 2 ? $# : 2))
-samples=${*:-vecadd strided bank atomics devfunc streams graph graph_relaxed conditional handbuilt cublas dynshared inject subscriber launchable clusterex cached cached_handbuilt timeline graph_timeline}
+samples=${*:-vecadd strided bank atomics devfunc streams graph graph_relaxed conditional handbuilt cublas dynshared inject subscriber launchable clusterex dynpar cached cached_handbuilt timeline graph_timeline}
 mkdir -p "$work"
 if ! "$out/probe" >"$work/probe.out" 2>&1; then
   echo "no CUDA device here ($(cat "$work/probe.out")): the GPU suite did not run;" \
