@@ -730,10 +730,11 @@ __attribute__((visibility("default"))) int __nano_cuda_launch(const struct nano_
 
 /* ---- kernel nodes added to a graph by hand ------------------------------------------- */
 
-/* The function a kernel node gets for f in its add or set call: the
+/* The function a lone kernel node gets for f in its add or set call: the
  * cache's kernel of f's name in plain mode, else f (said once where the
- * cache would have replaced f at a launch but a lone node cannot have its
- * module variables copied around it). */
+ * cache would have replaced f at a launch but the node cannot have its
+ * module variables copied around it: __nano_cuda_node_add captures those
+ * where it can). */
 static void *cc_node_function(void *f) {
   int instrumenting = nano_dispatch_instrumenting();
   pthread_mutex_lock(&g_cc.lock);
@@ -743,7 +744,8 @@ static void *cc_node_function(void *f) {
     cc_say_once(c.e->key,
                 "%s: a kernel node added to a graph by hand (cuGraphAddKernelNode) runs as built: "
                 "the kernel cache's kernel needs the program's module variables copied around it, "
-                "which a lone node cannot have",
+                "which this node cannot have (edges other than full dependencies, arguments in "
+                "extra, or a capture that failed keep it a lone kernel node)",
                 c.e->key);
   else if (c.use && !instrumenting)
     use = c.use;
