@@ -223,7 +223,8 @@ struct DeviceTwins {
   // buffer, and where the descriptor goes in it (routeDeviceLaunch).
   struct RoutedLaunch {
     CallInst *Launch, *Buffer;
-    uint64_t At;
+    Function *Child;
+    uint64_t Size, At; // the child's parameters' bytes; where the descriptor goes
   };
   std::vector<RoutedLaunch> RoutedLaunches;
 
@@ -655,21 +656,59 @@ bool DeviceTwins::routeDeviceLaunch(CallInst *Launch) {
   Buf->setArgOperand(1, ConstantInt::get(Size->getType(), At + ParamPointerAlign));
   Launch->setArgOperand(0, Twin);
   ChildTwins.insert(Twin);
-  RoutedLaunches.push_back({Launch, Buf, At});
+  RoutedLaunches.push_back({Launch, Buf, Child, Size->getZExtValue(), At});
   return true;
 }
 
-// Stores each routed launch's descriptor into its parameter buffer (after
-// instrumentation: the store is nanoprobe's, not a site).
+// Stores each routed launch's descriptor into its parameter buffer, and
+// where the twin's launch fails, launches the original child as the
+// program did, with a buffer of its own size holding the same arguments
+// (its result then the program's): a child's twin that cannot start never
+// leaves the child's work undone. After instrumentation: nothing of this is
+// a site.
 void DeviceTwins::storeChildDescs() {
   Type *I64 = Type::getInt64Ty(Ctx);
   for (const RoutedLaunch &R : RoutedLaunches) {
-    Function *In = R.Launch->getFunction();
-    IRBuilder<> B(R.Launch);
+    CallInst *Launch = R.Launch;
+    Function *In = Launch->getFunction();
+    IRBuilder<> B(Launch);
     Value *Desc = In->getArg(In->arg_size() - 1);
     Value *Tagged = B.CreateOr(B.CreatePtrToInt(Desc, I64), ChildTag);
     B.CreateAlignedStore(Tagged, B.CreateConstInBoundsGEP1_64(Type::getInt8Ty(Ctx), R.Buffer, R.At),
                          Align(ParamPointerAlign));
+    if (!Launch->getType()->isIntegerTy())
+      continue;
+    // Head: the twin's launch; Fallback: a buffer for the original;
+    // Relaunch: the arguments copied, the original launched; then Cont.
+    BasicBlock *Head = Launch->getParent();
+    BasicBlock *Cont = Head->splitBasicBlock(std::next(Launch->getIterator()), "nano.launched");
+    BasicBlock *Fallback = BasicBlock::Create(Ctx, "nano.launch.failed", In, Cont);
+    BasicBlock *Relaunch = BasicBlock::Create(Ctx, "nano.launch.original", In, Cont);
+    Head->getTerminator()->eraseFromParent();
+    B.SetInsertPoint(Head);
+    B.SetCurrentDebugLocation(Launch->getDebugLoc());
+    B.CreateCondBr(B.CreateICmpNE(Launch, ConstantInt::get(Launch->getType(), 0)), Fallback, Cont);
+    B.SetInsertPoint(Fallback);
+    auto *Buf = cast<CallInst>(R.Buffer->clone());
+    Buf->setArgOperand(1, ConstantInt::get(R.Buffer->getArgOperand(1)->getType(), R.Size));
+    B.Insert(Buf);
+    B.CreateCondBr(B.CreateIsNull(Buf), Cont, Relaunch);
+    B.SetInsertPoint(Relaunch);
+    B.CreateMemCpy(Buf, Align(1), R.Buffer, Align(1), R.Size);
+    auto *Again = cast<CallInst>(Launch->clone());
+    Again->setArgOperand(0, R.Child);
+    Again->setArgOperand(1, Buf);
+    B.Insert(Again);
+    B.CreateBr(Cont);
+    B.SetInsertPoint(&*Cont->begin());
+    PHINode *Rc = B.CreatePHI(Launch->getType(), 3);
+    Launch->replaceUsesWithIf(Rc, [&](Use &U) {
+      auto *I = dyn_cast<Instruction>(U.getUser());
+      return I && I->getParent() != Head && I->getParent() != Fallback;
+    });
+    Rc->addIncoming(Launch, Head);
+    Rc->addIncoming(Launch, Fallback);
+    Rc->addIncoming(Again, Relaunch);
   }
 }
 

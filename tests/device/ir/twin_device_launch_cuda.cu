@@ -6,8 +6,11 @@
 // child's twin. The child's twin clears the bit for its accesses and, where
 // it was set, times no blocks (its block ids would land in the launching
 // dispatch's table). At -O0 the toolkit's wrappers (cloned) get the same
-// arguments. A kernel of another file launched on the device has no twin
-// here: its launch stays, said. ptxas compiles both.
+// arguments. Where the twin's launch fails, the original child is launched
+// as the program did, with a buffer of its own size holding the same
+// arguments, and its result is the program's. A kernel of another file
+// launched on the device has no twin here: its launch stays, said. ptxas
+// compiles both.
 // REQUIRES: cuda
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: %clang_nano -x cuda -fgpu-rdc --cuda-path=/usr/local/cuda --cuda-gpu-arch=sm_90 --cuda-device-only -Wno-unknown-cuda-version -O2 -g -emit-llvm -S %s -o %t/o2.ll -save-stats=obj 2> %t/o2.err
@@ -47,7 +50,14 @@ __global__ void parent(float *p, int n, int *q) {
 // O2-NEXT: %[[T:[0-9]+]] = or i64 %[[D]], 1
 // O2-NEXT: %[[AT:[0-9]+]] = getelementptr inbounds i8, ptr %[[BUF]], i64 16
 // O2-NEXT: store i64 %[[T]], ptr %[[AT]], align 8
-// O2-NEXT: call {{.*}}@__cudaCDP2LaunchDevice(ptr {{.*}}@__nano_twin__Z5childPfiPv, ptr {{.*}}%[[BUF]],
+// O2-NEXT: %[[RC:[0-9]+]] = {{.*}}call {{.*}}@__cudaCDP2LaunchDevice(ptr {{.*}}@__nano_twin__Z5childPfiPv, ptr {{.*}}%[[BUF]],
+// O2-NEXT: %[[FAILED:[0-9]+]] = icmp ne i32 %[[RC]], 0
+// O2-NEXT: br i1 %[[FAILED]], label %[[FB:[0-9]+]], label %{{[0-9]+}}
+// O2: [[FB]]:
+// O2-NEXT: %[[BUF2:[0-9]+]] = {{.*}}call {{.*}}ptr @__cudaCDP2GetParameterBuffer(i64 noundef 64, i64 noundef 12)
+// O2: call void @llvm.memcpy.p0.p0.i64(ptr align 1 %[[BUF2]], ptr align 1 %[[BUF]], i64 12, i1 false)
+// O2-NEXT: %[[AGAIN:[0-9]+]] = {{.*}}call {{.*}}@__cudaCDP2LaunchDevice(ptr {{.*}}@_Z5childPfi, ptr {{.*}}%[[BUF2]],
+// O2: phi i32 [ %[[RC]], %{{[0-9]+}} ], [ %[[RC]], %[[FB]] ], [ %[[AGAIN]], %{{[0-9]+}} ]
 // O2: call {{.*}}ptr @__cudaCDP2GetParameterBuffer(i64 noundef 64, i64 noundef 8)
 // O2: call {{.*}}@__cudaCDP2LaunchDevice(ptr {{.*}}@_Z3farPi,
 
@@ -74,7 +84,7 @@ __global__ void parent(float *p, int n, int *q) {
 // O0: call {{.*}}ptr @_ZL22cudaGetParameterBuffermm.nano_twin(i64 noundef 64, i64 noundef 8, ptr addrspace(1)
 // O0: call {{.*}}@_ZL16cudaLaunchDevicePvS_4dim3S0_jP11CUstream_st.nano_twin(ptr {{.*}}@_Z3farPi,
 
-// SAID: twin_device_launch_cuda.cu:[[#@LINE-39]]: the kernel _Z3farPi that the twin of _Z6parentPfiPi launches on the device runs uninstrumented (dynamic parallelism starts the original here: no twin of it in this file)
+// SAID: twin_device_launch_cuda.cu:[[#@LINE-46]]: the kernel _Z3farPi that the twin of _Z6parentPfiPi launches on the device runs uninstrumented (dynamic parallelism starts the original here: no twin of it in this file)
 // SAID-NOT: _Z5childPfi
 // STATS-DAG: "nano-device.NumDeviceLaunchesRouted": 1
 // STATS-DAG: "nano-device.NumDeviceLaunchesNotRouted": 1
