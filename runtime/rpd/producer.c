@@ -241,9 +241,12 @@ static uint64_t rpd_ring_records(const struct rpd_tbuf *b) {
   return n;
 }
 
-/* Writes the filled ring b to the spill file and frees its arrays, unless
- * the writer is draining it. Returns 0 when spilled. */
-static int rpd_seg_spill(struct rpd_tbuf *b) {
+/* Writes the filled ring b to the spill file, unless the writer is draining
+ * it, and gives its arrays to ring `into` (which has none, and takes arrays
+ * of the same size), else frees them: the producer's next ring then needs
+ * no fresh pages, whose zeroing cost a spilling producer as much as the
+ * spill's writes (issue 42 part 2). Returns 0 when spilled. */
+static int rpd_seg_spill(struct rpd_tbuf *b, struct rpd_tbuf *into) {
   int expect = SEG_MEM;
   if (!atomic_compare_exchange_strong(&b->seg_state, &expect, SEG_SPILLING))
     return -1;
@@ -256,7 +259,17 @@ static int rpd_seg_spill(struct rpd_tbuf *b) {
     return -1;
   }
   b->spill_off = off;
-  rpd_seg_free_arrays(b);
+  /* a move, as a free, waits for no death path's walk (rpd_seg_free_begin):
+   * the walk reads b's arrays as b's while they are */
+  if (into && rpd_seg_map_bytes(into) == rpd_seg_map_bytes(b) && rpd_seg_free_begin()) {
+    into->ring.slots = b->ring.slots;
+    into->arena = b->arena;
+    __atomic_store_n(&b->ring.slots, NULL, __ATOMIC_RELEASE);
+    b->arena = NULL;
+    rpd_seg_free_end();
+  } else {
+    rpd_seg_free_arrays(b);
+  }
   atomic_store_explicit(&b->seg_state, SEG_SPILLED, memory_order_release);
   return 0;
 }
@@ -279,11 +292,12 @@ static struct rpd_tbuf *rpd_seg_next(struct rpd_tbuf *b) {
   }
   if (!n) {
     int64_t over = atomic_load(&g_ring_bytes) - atomic_load(&g_base_bytes);
-    if (over + (int64_t)rpd_seg_map_bytes(b) > (int64_t)g_ovf_memory_max && rpd_seg_spill(b) != 0)
+    int spill = over + (int64_t)rpd_seg_map_bytes(b) > (int64_t)g_ovf_memory_max;
+    n = rpd_seg_alloc(t);
+    if (!n || (spill && rpd_seg_spill(b, n) != 0) || (!n->ring.slots && rpd_seg_arrays(n) != 0)) {
+      free(n);
       return NULL;
-    n = rpd_seg_new(t);
-    if (!n)
-      return NULL;
+    }
   }
   n->ring.tail_seen = atomic_load(&n->tail);
   n->atail_seen = atomic_load(&n->atail);
