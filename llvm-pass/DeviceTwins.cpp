@@ -712,16 +712,22 @@ void DeviceTwins::storeChildDescs() {
   }
 }
 
+// The entry block's first place after its allocas (which stay first: the
+// stack slots of a kernel are static).
+static BasicBlock::iterator devAfterAllocas(Function &F) {
+  BasicBlock::iterator At = F.getEntryBlock().getFirstInsertionPt();
+  while (isa<AllocaInst>(*At))
+    ++At;
+  return At;
+}
+
 // A kernel twin that twins launch on the device takes its descriptor with
 // ChildTag set from them (routeDeviceLaunch) and without it from the host:
 // the tag is cleared for every use, and its block times go to no table (a
 // child's block ids would land in the launching dispatch's).
 void DeviceTwins::untagChildDesc(Function &Twin) {
   Argument *Arg = Twin.getArg(Twin.arg_size() - 1);
-  BasicBlock::iterator At = Twin.getEntryBlock().getFirstInsertionPt();
-  while (isa<AllocaInst>(*At))
-    ++At;
-  IRBuilder<> B(&*At);
+  IRBuilder<> B(&*devAfterAllocas(Twin));
   Type *I64 = Type::getInt64Ty(Ctx);
   auto *Bits = cast<Instruction>(B.CreatePtrToInt(Arg, I64));
   Value *Desc = B.CreateIntToPtr(B.CreateAnd(Bits, ~ChildTag), Arg->getType());
@@ -1187,10 +1193,7 @@ void DeviceTwins::instrumentFunction(Function &F, bool IsKernel) {
 // __nano_dh_block_leave(desc) before each return (banner).
 void DeviceTwins::markBlockTimes(Function &Twin) {
   Value *Desc = Twin.getArg(Twin.arg_size() - 1);
-  BasicBlock::iterator At = Twin.getEntryBlock().getFirstInsertionPt();
-  while (isa<AllocaInst>(*At))
-    ++At;
-  IRBuilder<> B(&*At);
+  IRBuilder<> B(&*devAfterAllocas(Twin));
   B.CreateCall(BlockEnter, {Desc});
   for (BasicBlock &BB : Twin)
     if (auto *Ret = dyn_cast<ReturnInst>(BB.getTerminator())) {
