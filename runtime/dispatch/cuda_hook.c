@@ -53,29 +53,29 @@ typedef CUresult (*gpa2_fn)(const char *, void **, int, uint64_t, int *);
 
 /* The hooked entry points: the driver's name, whether it is the per-thread
  * variant, and the driver's function once found. */
-enum hook_id {
-  HOOK_LAUNCH,
-  HOOK_LAUNCH_PTSZ,
-  HOOK_LAUNCH_EX,
-  HOOK_LAUNCH_EX_PTSZ,
-  HOOK_COOP,
-  HOOK_COOP_PTSZ,
-  HOOK_NODE,
-  HOOK_NODE_V2,
-  HOOK_NODE_GET,
-  HOOK_NODE_GET_V2,
-  HOOK_NODE_SET,
-  HOOK_NODE_SET_V2,
-  HOOK_EXEC_NODE_SET,
-  HOOK_EXEC_NODE_SET_V2,
-  HOOK_GENERIC_ADD,
-  HOOK_GENERIC_ADD_V2,
-  HOOK_GENERIC_SET,
-  HOOK_GENERIC_EXEC_SET,
-  HOOK_ATTR_SET,
-  HOOK_ATTR_GET,
-  HOOK_ATTR_COPY,
-  HOOK_N
+enum hook_id { /* the launches (each with a per-thread variant), then the graph calls */
+               HOOK_LAUNCH,
+               HOOK_LAUNCH_PTSZ,
+               HOOK_LAUNCH_EX,
+               HOOK_LAUNCH_EX_PTSZ,
+               HOOK_COOP,
+               HOOK_COOP_PTSZ,
+               HOOK_NODE,
+               HOOK_NODE_V2,
+               HOOK_NODE_GET,
+               HOOK_NODE_GET_V2,
+               HOOK_NODE_SET,
+               HOOK_NODE_SET_V2,
+               HOOK_EXEC_NODE_SET,
+               HOOK_EXEC_NODE_SET_V2,
+               HOOK_GENERIC_ADD,
+               HOOK_GENERIC_ADD_V2,
+               HOOK_GENERIC_SET,
+               HOOK_GENERIC_EXEC_SET,
+               HOOK_ATTR_SET,
+               HOOK_ATTR_GET,
+               HOOK_ATTR_COPY,
+               HOOK_N
 };
 static const struct {
   const char *name, *base; /* the exported name; cuGetProcAddress's */
@@ -108,6 +108,14 @@ static const struct {
 static int hook_has_v2(enum hook_id i) {
   return i == HOOK_NODE || i == HOOK_NODE_GET || i == HOOK_NODE_SET || i == HOOK_EXEC_NODE_SET ||
          i == HOOK_GENERIC_ADD;
+}
+/* Whether hook i answers cuGetProcAddress's request with (per_thread) or
+ * without the per-thread-stream flag: the launches have a variant for each;
+ * the graph calls have none, and the driver hands out their one function
+ * for either (a program built with nvcc's --default-stream per-thread asks
+ * for every entry point with the flag). */
+static int hook_per_thread_matches(enum hook_id i, int per_thread) {
+  return i >= HOOK_NODE || hook_names[i].per_thread == per_thread;
 }
 static void *hook_real[HOOK_N];
 static void *hook_gpa, *hook_gpa2; /* the driver's cuGetProcAddress, _v2 */
@@ -307,7 +315,7 @@ static void *hook_swap(const char *name, int by_gpa, int per_thread, void *fn) {
     return (void *)cuGetProcAddress;
   }
   for (int i = 0; i < HOOK_N; i++)
-    if (by_gpa ? hook_names[i].per_thread == per_thread && !strcmp(name, hook_names[i].base)
+    if (by_gpa ? hook_per_thread_matches(i, per_thread) && !strcmp(name, hook_names[i].base)
                : !strcmp(name, hook_names[i].name)) {
       if (by_gpa && hook_has_v2(i) && fn == driver_fn(hook_names[i + 1].name))
         i++; /* the version asked for is 12.0 or later: the _v2 ABI */

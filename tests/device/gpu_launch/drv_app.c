@@ -76,7 +76,10 @@ int main(int argc, char **argv) {
   ENTRY(launch_coop, cuLaunchCooperativeKernel, 9000);
   ENTRY(get_global, cuModuleGetGlobal, 3020);
   ENTRY(graph_create, cuGraphCreate, 10000);
-  ENTRY(add_node, cuGraphAddKernelNode, 12000); /* the _v2 ABI */
+  /* the _v2 ABI, asked for as a program built with nvcc's --default-stream
+   * per-thread asks for every entry point */
+  __typeof__(&cuGraphAddKernelNode) add_node =
+      entry("cuGraphAddKernelNode", 12000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM);
   ENTRY(set_node, cuGraphKernelNodeSetParams, 12000);
   ENTRY(get_node, cuGraphKernelNodeGetParams, 12000);
   ENTRY(set_attr, cuGraphKernelNodeSetAttribute, 11070);

@@ -2149,25 +2149,33 @@ int cuDriverGetVersion(int *v) {
 }
 
 /* cuGetProcAddress: the versioned entry point (NAME_v2) where there is one,
- * the per-thread-stream variant (NAME_ptsz) where flags ask for it. */
+ * the per-thread-stream variant (NAME_ptsz) where flags ask for it (any
+ * other entry point whatever the flags), found as a real driver finds them
+ * in its own table: through libc's dlsym, not one a tool interposes. */
 #define CU_PROC_PER_THREAD 0x2
+typedef void *(*dlsym_fn)(void *, const char *);
 int cuGetProcAddress_v2(const char *symbol, void **pfn, int version, unsigned long long flags,
                         int *status) {
   (void)version;
   static void *self;
+  static dlsym_fn own;
+  if (!own && !(own = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34")))
+    own = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
   if (!self)
     self = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (!own || !self)
+    return CU_NOT_FOUND;
   char name[256];
   *pfn = NULL;
   if (flags & CU_PROC_PER_THREAD) {
     snprintf(name, sizeof name, "%s_ptsz", symbol);
-    *pfn = dlsym(self, name);
+    *pfn = own(self, name);
   }
   snprintf(name, sizeof name, "%s_v2", symbol);
   if (!*pfn && strcmp(symbol, "cuGetProcAddress") != 0)
-    *pfn = dlsym(self, name);
+    *pfn = own(self, name);
   if (!*pfn)
-    *pfn = dlsym(self, symbol);
+    *pfn = own(self, symbol);
   if (status)
     *status = *pfn ? 0 : 1; /* CU_GET_PROC_ADDRESS_SUCCESS, ..._SYMBOL_NOT_FOUND */
   return *pfn ? CU_OK : CU_NOT_FOUND;
