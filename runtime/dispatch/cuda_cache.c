@@ -874,7 +874,7 @@ __attribute__((visibility("default"))) int __nano_cuda_node_add(const struct nan
   }
   _Alignas(16) unsigned char mine[CC_NODE_PARAMS_BYTES];
   int rc = cc_node_add_call(a, cc_node_params_plain(a->abi, a->params, mine));
-  return name ? gpu_hand_added(how, rc, name, why) : rc;
+  return f ? gpu_hand_added(how, rc, a->node, name, why) : rc;
 }
 
 /* The program's kernel that plain mode replaced by the cache's `use`, or

@@ -1112,7 +1112,7 @@ __nano_gpu_graph_add_node(int api, void *add, nano_gpu_launch_fn launch, int wit
   int rc = with_edges ? ((nano_gpu_add_node_edges_fn)add)(node, graph, deps, edges, ndeps, params)
                       : ((nano_gpu_add_node_fn)add)(node, graph, deps, ndeps, params);
   if (kernel)
-    return gpu_hand_added(how, rc, ht.name, why);
+    return gpu_hand_added(how, rc, node, ht.name, why);
   void *const *bodies = NULL;
   unsigned n = 0;
   if (rc == 0 && a->node_bodies && nano_dispatch_instrumenting())
@@ -1915,6 +1915,24 @@ static struct {
  * generic cudaGraphNodeParams: 256). */
 #define GPU_KERNEL_PARAMS_ROOM 256
 
+/* Forgets what is known of node, an address the API has just given a new
+ * node: a node of ours that the program destroyed (with its graph) may
+ * have had it, and its parameter calls must not go to that one's twin. The
+ * forgotten one's gpu_node stays: executables made before may replay it. */
+static void gpu_hand_forget(const void *node) {
+  pthread_mutex_lock(&g_hand.lock);
+  for (struct gpu_hand_node **at = &g_hand.list; *at;) {
+    struct gpu_hand_node *h = *at;
+    if (h->node == node) {
+      *at = h->next;
+      free(h);
+    } else {
+      at = &h->next;
+    }
+  }
+  pthread_mutex_unlock(&g_hand.lock);
+}
+
 static struct gpu_hand_node *gpu_hand_find(const void *node) {
   pthread_mutex_lock(&g_hand.lock);
   struct gpu_hand_node *h = g_hand.list;
@@ -2052,6 +2070,7 @@ static int gpu_hand_insert(const struct gpu_api *a, void *child, struct gpu_hand
     return GPU_HAND_NOT_ADDED;
   }
   void *embedded = NULL;
+  gpu_hand_forget(*node); /* an address a destroyed node of ours had */
   h->node = *node;
   h->twin_node = a->graphs->graph_child(*node, &embedded) == 0 && embedded
                      ? gpu_graph_kernel(a, embedded, 1)
@@ -2113,7 +2132,9 @@ int gpu_hand_add_plain(int api, int (*fn)(void *arg, void *s), void *arg, const 
   return gpu_hand_insert(a, child, h, node, graph, deps, ndeps, why);
 }
 
-int gpu_hand_added(int how, int rc, const char *name, const char *why) {
+int gpu_hand_added(int how, int rc, void *const *node, const char *name, const char *why) {
+  if (rc == 0 && node)
+    gpu_hand_forget(*node);
   if (how == GPU_HAND_NOT_ADDED && rc == 0)
     gpu_note("%s: a kernel node added by hand: its twin's nodes cannot be added to the graph "
              "(%s): it runs uninstrumented in the graph",
@@ -2132,12 +2153,12 @@ __nano_gpu_graph_add_kernel(int api, nano_gpu_add_kernel_node_fn add, nano_gpu_l
   struct gpu_hand_twin t;
   const char *why = NULL;
   probe->graphs->kernel_params_read(params, &p);
-  if (!gpu_plugin_twin(launch, &p, &t))
-    return add(node, graph, deps, ndeps, params);
-  int how = gpu_hand_add(api, &t, &p, node, graph, deps, ndeps, &why);
+  int how = gpu_plugin_twin(launch, &p, &t)
+                ? gpu_hand_add(api, &t, &p, node, graph, deps, ndeps, &why)
+                : GPU_HAND_AS_IS;
   if (how == GPU_HAND_ADDED)
     return 0;
-  return gpu_hand_added(how, add(node, graph, deps, ndeps, params), t.name, why);
+  return gpu_hand_added(how, add(node, graph, deps, ndeps, params), node, t.name, why);
 }
 
 /* The parameters q of h's twin node for the program's parameters p (of h's

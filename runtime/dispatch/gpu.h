@@ -244,8 +244,8 @@ int gpu_hand_add_plain(int api, int (*fn)(void *arg, void *s), void *arg, const 
 
 /* The program's add call's result rc after gpu_hand_add's verdict `how` on
  * kernel `name` (rc: the program's own add, run unless the twin's node went
- * in). */
-int gpu_hand_added(int how, int rc, const char *name, const char *why);
+ * in; *node the node it made, of which nothing of ours is known any more). */
+int gpu_hand_added(int how, int rc, void *const *node, const char *name, const char *why);
 
 /* Whether edges (an add call's edge data for ndeps dependencies, or NULL)
  * are all full dependencies: a child graph node, which a twin's nodes need,

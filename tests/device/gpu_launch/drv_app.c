@@ -21,7 +21,9 @@
  * and axpy's (the v1 ABI, by its symbol), instantiates it, sets other's two
  * nodes there (cuGraphExecKernelNodeSetParams, cuGraphExecNodeSetParams),
  * clears *p and *r and launches it once: *p = 1 and *r = BIAS again, the
- * counter c = 2, y = 1 + 4 * 2 * x.
+ * counter c = 2, y = 1 + 4 * 2 * x; then destroys the graph and gives a new
+ * one lone's node, set and read back (a destroyed node's address may come
+ * back).
  */
 #include <cuda.h>
 #include <dlfcn.h>
@@ -85,6 +87,7 @@ int main(int argc, char **argv) {
   ENTRY(set_attr, cuGraphKernelNodeSetAttribute, 11070);
   ENTRY(get_attr, cuGraphKernelNodeGetAttribute, 11070);
   ENTRY(graph_launch, cuGraphLaunch, 10000);
+  ENTRY(graph_destroy, cuGraphDestroy, 10000);
   ENTRY(instantiate, cuGraphInstantiateWithFlags, 11040);
   ENTRY(exec_set_node, cuGraphExecKernelNodeSetParams, 12000);
   ENTRY(add_any_node, cuGraphAddNode, 12030); /* the _v2 ABI: with edge data */
@@ -222,6 +225,20 @@ int main(int argc, char **argv) {
     CHECK(htod(dr, &zero, sizeof zero));
     CHECK(graph_launch(exec, s));
     CHECK(sync());
+    /* the graph destroyed (its executable lives on), a new one gets lone's
+     * node: an address of the destroyed graph's nodes may come back, and
+     * lone's node must be lone's, set and read back */
+    CHECK(graph_destroy(g));
+    CUgraph g2;
+    CUgraphNode lone_node;
+    CHECK(graph_create(&g2, 0));
+    p2.func = lone, p2.kernelParams = q_args;
+    CHECK(add_node(&lone_node, g2, NULL, 0, &p2));
+    CHECK(set_node(lone_node, &p2));
+    memset(&got, 0, sizeof got);
+    CHECK(get_node(lone_node, &got));
+    if (got.func != lone)
+      return fprintf(stderr, "drv_app: lone's node reads back another kernel\n"), 1;
   }
   int p = 0, q = 0, r = 0, c = 0;
   CHECK(dtoh(y, dy, sizeof y));
