@@ -596,18 +596,23 @@ void DeviceTwins::sayDeviceLaunch(Instruction &At, Value *Child, unsigned Depth)
   ++NumDeviceLaunchesNotRouted;
 }
 
-// The CUDA device runtime's function F is, by its name: a declaration of
-// the toolkit's, or (at -O0) the twin-side clone of a header's inline
-// wrapper around one ("cudaLaunchDevice(void*, ...)" demangled); else "".
-static std::string devToolkitName(const Function &F) {
+// Whether F is one of the CUDA device runtime's functions Names, by its
+// name: a declaration of the toolkit's, or (at -O0) the twin-side clone of
+// a header's inline wrapper around one ("cudaLaunchDevice(void*, ...)"
+// demangled). Only a name that holds one of them is demangled.
+static bool devToolkitIs(const Function &F, ArrayRef<const char *> Names) {
   StringRef Name = F.getName();
+  if (llvm::none_of(Names, [&](const char *N) { return Name.contains(N); }))
+    return false;
   size_t Suffix = Name.find(CalleeSuffix);
   if (Suffix != StringRef::npos)
     Name = Name.take_front(Suffix);
-  if (!compat::startsWith(Name, "_Z"))
-    return Name.str();
-  std::string D = llvm::demangle(Name.str());
-  return D.substr(0, D.find('('));
+  std::string Base = Name.str();
+  if (compat::startsWith(Name, "_Z")) {
+    std::string D = llvm::demangle(Base);
+    Base = D.substr(0, D.find('('));
+  }
+  return llvm::is_contained(Names, Base);
 }
 
 // Routes each kernel launch on the device in the twins whose child has a
@@ -621,7 +626,7 @@ void DeviceTwins::routeDeviceLaunches() {
     for (Instruction &I : instructions(*KV.second))
       if (auto *CI = dyn_cast<CallInst>(&I))
         if (Function *Callee = CI->getCalledFunction())
-          if (CI->arg_size() >= 2 && llvm::is_contained(RoutableLaunches, devToolkitName(*Callee)))
+          if (CI->arg_size() >= 2 && devToolkitIs(*Callee, RoutableLaunches))
             Launches.push_back(CI);
   for (CallInst *CI : Launches)
     if (routeDeviceLaunch(CI))
@@ -647,7 +652,7 @@ bool DeviceTwins::routeDeviceLaunch(CallInst *Launch) {
   auto *Buf = dyn_cast<CallInst>(Launch->getArgOperand(1)->stripPointerCasts());
   Function *BufFn = Buf ? Buf->getCalledFunction() : nullptr;
   if (!BufFn || Buf->getFunction() != In || Buf->arg_size() < 2 ||
-      !llvm::is_contained(ParameterBuffers, devToolkitName(*BufFn)))
+      !devToolkitIs(*BufFn, ParameterBuffers))
     return false;
   auto *Size = dyn_cast<ConstantInt>(Buf->getArgOperand(1));
   if (!Size)

@@ -53,29 +53,30 @@ typedef CUresult (*gpa2_fn)(const char *, void **, int, uint64_t, int *);
 
 /* The hooked entry points: the driver's name, whether it is the per-thread
  * variant, and the driver's function once found. */
-enum hook_id { /* the launches (each with a per-thread variant), then the graph calls */
-               HOOK_LAUNCH,
-               HOOK_LAUNCH_PTSZ,
-               HOOK_LAUNCH_EX,
-               HOOK_LAUNCH_EX_PTSZ,
-               HOOK_COOP,
-               HOOK_COOP_PTSZ,
-               HOOK_NODE,
-               HOOK_NODE_V2,
-               HOOK_NODE_GET,
-               HOOK_NODE_GET_V2,
-               HOOK_NODE_SET,
-               HOOK_NODE_SET_V2,
-               HOOK_EXEC_NODE_SET,
-               HOOK_EXEC_NODE_SET_V2,
-               HOOK_GENERIC_ADD,
-               HOOK_GENERIC_ADD_V2,
-               HOOK_GENERIC_SET,
-               HOOK_GENERIC_EXEC_SET,
-               HOOK_ATTR_SET,
-               HOOK_ATTR_GET,
-               HOOK_ATTR_COPY,
-               HOOK_N
+/* The launches (each with a per-thread variant), then the graph calls. */
+enum hook_id {
+  HOOK_LAUNCH,
+  HOOK_LAUNCH_PTSZ,
+  HOOK_LAUNCH_EX,
+  HOOK_LAUNCH_EX_PTSZ,
+  HOOK_COOP,
+  HOOK_COOP_PTSZ,
+  HOOK_NODE,
+  HOOK_NODE_V2,
+  HOOK_NODE_GET,
+  HOOK_NODE_GET_V2,
+  HOOK_NODE_SET,
+  HOOK_NODE_SET_V2,
+  HOOK_EXEC_NODE_SET,
+  HOOK_EXEC_NODE_SET_V2,
+  HOOK_GENERIC_ADD,
+  HOOK_GENERIC_ADD_V2,
+  HOOK_GENERIC_SET,
+  HOOK_GENERIC_EXEC_SET,
+  HOOK_ATTR_SET,
+  HOOK_ATTR_GET,
+  HOOK_ATTR_COPY,
+  HOOK_N
 };
 static const struct {
   const char *name, *base; /* the exported name; cuGetProcAddress's */

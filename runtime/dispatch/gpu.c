@@ -1894,8 +1894,9 @@ __nano_gpu_launch_events(int api, nano_gpu_launch_events_fn launch, const void *
  * holds a child graph node in its place, whose graph is the twin's nodes as
  * a capture makes them (gpu_capture: host functions, copies, the twin), so
  * that each replay is a dispatch of its own; or (plain) whose kernel
- * cache's kernel runs, with the module variables' copies around it. Lives
- * as long as the process, as its gpu_node does. */
+ * cache's kernel runs, with the module variables' copies around it. Kept
+ * until the API gives its address to another node (gpu_hand_forget); its
+ * gpu_node lives as long as the process. */
 struct gpu_hand_node {
   void *node;         /* the child graph node the program holds */
   void *twin_node;    /* the twin's (the replacement's) kernel node inside node's graph */
