@@ -44,7 +44,9 @@
  * original's (or made from the packet where it has none); the group segment
  * keeps the dispatch's dynamic LDS above the replacement's static LDS, the
  * private segment is the replacement's. A full pool (NANO_KERNARG_POOL
- * slots) runs K (counted).
+ * slots) runs K (counted). The program's module variables are copied into
+ * the replacement's copies before the dispatch and the writable ones back
+ * after it (see "module variables around a replaced dispatch" below).
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -106,6 +108,15 @@ struct hsa_arg {
   int hidden;
 };
 
+/* A module variable of a cache code object, where the cache's executable
+ * put it. */
+struct hsa_global {
+  char *name;
+  uint64_t address;
+  uint32_t size;
+  int writable; /* kernels may write it (__device__), else __constant__ */
+};
+
 /* A kernel of the cache: a replacement for the program's kernel `key`. */
 struct hsa_alt {
   char *key;  /* the program's kernel it replaces (mangled) */
@@ -117,23 +128,40 @@ struct hsa_alt {
   size_t buffer_arg; /* a twin's buffer argument, in args[] */
   size_t nargs;
   struct hsa_arg *args;
-  char *variables; /* its code object's (hsa_variables) */
+  const struct hsa_global *globals; /* its code object's (hsa_cache_globals) */
+  size_t nglobals;
   struct hsa_alt *next;
+};
+
+/* A module variable of a program's kernel and its replacement's copy. */
+struct hsa_var {
+  uint64_t program, replacement;
+  uint32_t size;
+  int writable;
+};
+
+/* A replacement of a program's kernel, and the variables copied around
+ * each of its dispatches (hsa_pair). */
+struct hsa_use {
+  const struct hsa_alt *alt;
+  struct hsa_var *vars;
+  size_t nvars, nwritable;
 };
 
 /* A kernel of the program, by kernel object. */
 struct hsa_kernel {
   uint64_t object, agent;
-  char *name;  /* mangled, without ".kd" */
-  char *shown; /* demangled, for the trace */
+  uint64_t executable; /* the program's, which holds its module variables */
+  char *name;          /* mangled, without ".kd" */
+  char *shown;         /* demangled, for the trace */
   char *twin_shown;
   uint32_t kernarg, group, priv;
   size_t nargs; /* its argument list, when the cache needed it; else 0 */
   struct hsa_arg *args;
   int args_known;
-  char *variables; /* its code object's (hsa_variables), when the cache needed them */
-  int resolved;    /* its replacements were looked for */
-  struct hsa_alt *twin, *plain;
+  int resolved;  /* its replacements were looked for */
+  int copy_said; /* a failed copy of its variables was said */
+  struct hsa_use twin, plain;
   struct hsa_kernel *next;
 };
 
@@ -144,7 +172,6 @@ struct hsa_loaded {
   char *name;
   size_t nargs;
   struct hsa_arg *args;
-  char *variables;
   struct hsa_loaded *next;
 };
 
@@ -158,13 +185,17 @@ struct hsa_queue_info {
 /* One dispatch between its submission and its completion. */
 struct hsa_pending {
   hsa_signal_t ours, program;
-  const struct hsa_kernel *kernel;
+  struct hsa_kernel *kernel;
   struct hsa_queue_info *queue;
   uint64_t api;              /* its hsa_kernel_dispatch row, or 0 */
   struct rpd_hip_call *call; /* the HIP call that submitted it, or NULL */
   int twin;
   struct nano_dispatch *dispatch;
   void *kernarg; /* a slot of the pool, or NULL */
+  /* a replacement's module variables (NULL: none to copy), and the signals
+   * of their copies' chain (hsa_copy_packets) */
+  const struct hsa_use *use;
+  hsa_signal_t before, copied_in, copied_out;
   struct hsa_pending *next;
 };
 
@@ -283,57 +314,76 @@ static struct hsa_arg *hsa_args_copy(const kdb_kernel *k, size_t *n) {
   return a;
 }
 
-/* The names of the module variables (__device__, __constant__) code object
- * co defines, each between newlines ("\nA\nB\n"; "\n": none), but what the
- * compiler and nanoprobe put in every code object (kernel descriptors,
- * HIP's block and thread coordinate dummies and its __hip_ symbols, the
- * plugin's site tables), which no kernel reads as program data. NULL: out
- * of memory or an unreadable symbol table (then nothing is known). */
-static char *hsa_variables(const struct nano_kdb_api *api, kdb *db, const kdb_code_object *co) {
+/* Symbols the compiler and nanoprobe put in every code object, which no
+ * kernel reads as program data: HIP's __hip_ symbols and its block and
+ * thread coordinate dummies, the plugin's site tables (kernel descriptors,
+ * ".kd", too). */
+static int hsa_no_variable(const char *name) {
   static const char *const skipped[] = {"__hip_", "_ZN17__HIP_Coordinates", "__nano_"};
-  char err[256];
-  long n = api->globals(db, co, NULL, 0, err, sizeof err);
-  kdb_global *g = n > 0 ? (kdb_global *)calloc((size_t)n, sizeof *g) : NULL;
-  if (n < 0 || (n > 0 && (!g || api->globals(db, co, g, (size_t)n, err, sizeof err) != n))) {
-    free(g);
-    return NULL;
-  }
-  size_t len = 2;
-  for (long i = 0; i < n; i++)
-    len += strlen(g[i].name) + 1;
-  char *out = (char *)malloc(len), *at = out;
-  if (out)
-    *at++ = '\n';
-  for (long i = 0; out && i < n; i++) {
-    size_t l = strlen(g[i].name);
-    int skip = l > 3 && !strcmp(g[i].name + l - 3, ".kd");
-    for (size_t k = 0; k < sizeof skipped / sizeof skipped[0] && !skip; k++)
-      skip = !strncmp(g[i].name, skipped[k], strlen(skipped[k]));
-    if (!skip) {
-      memcpy(at, g[i].name, l);
-      at += l;
-      *at++ = '\n';
-    }
-  }
-  if (out)
-    *at = 0;
-  free(g);
-  return out;
+  size_t l = strlen(name);
+  if (l > 3 && !strcmp(name + l - 3, ".kd"))
+    return 1;
+  for (size_t k = 0; k < sizeof skipped / sizeof skipped[0]; k++)
+    if (!strncmp(name, skipped[k], strlen(skipped[k])))
+      return 1;
+  return 0;
 }
 
-/* The first variable of list a (hsa_variables) that list b has too, into
- * name; 0 when none (or either is unknown). */
-static int hsa_shared_variable(const char *a, const char *b, char *name, size_t len) {
-  for (const char *v = a ? a + 1 : NULL; b && v && *v;) {
-    const char *end = strchr(v, '\n');
-    char key[512];
-    int n = snprintf(key, sizeof key, "\n%.*s\n", (int)(end - v), v);
-    if (n > 0 && (size_t)n < sizeof key && strstr(b, key)) {
-      snprintf(name, len, "%.*s", (int)(end - v), v);
-      return 1;
-    }
-    v = end + 1;
+/* The module variables (__device__, __constant__) code object co defines,
+ * as executable exe holds them on agent, into *out (*n of them, one
+ * allocation); 0, or -1 with why. */
+static int hsa_cache_globals(const struct nano_kdb_api *api, kdb *db, const kdb_code_object *co,
+                             hsa_executable_t exe, uint64_t agent, struct hsa_global **out,
+                             size_t *n, char *why, size_t len) {
+  *out = NULL, *n = 0;
+  long count = api->globals(db, co, NULL, 0, why, len);
+  if (count <= 0)
+    return (int)(count < 0 ? -1 : 0);
+  kdb_global *g = (kdb_global *)calloc((size_t)count, sizeof *g);
+  if (!g || api->globals(db, co, g, (size_t)count, why, len) != count) {
+    if (!g)
+      snprintf(why, len, "out of memory");
+    free(g);
+    return -1;
   }
+  size_t names = 0;
+  for (long i = 0; i < count; i++)
+    names += strlen(g[i].name) + 1;
+  /* the names after the array, in the same allocation */
+  struct hsa_global *v = (struct hsa_global *)calloc(1, (size_t)count * sizeof *v + names);
+  if (!v) {
+    snprintf(why, len, "out of memory");
+    free(g);
+    return -1;
+  }
+  *out = v;
+  char *at = (char *)(v + count);
+  hsa_agent_t ag = {agent};
+  for (long i = 0; i < count; i++) {
+    if (hsa_no_variable(g[i].name))
+      continue;
+    struct hsa_global *x = &v[(*n)++];
+    hsa_executable_symbol_t s;
+    hsa_status_t rc = g_hsa.core.hsa_executable_get_symbol_by_name_fn(exe, g[i].name, &ag, &s);
+    if (rc == HSA_STATUS_SUCCESS)
+      rc = g_hsa.core.hsa_executable_symbol_get_info_fn(
+          s, HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_ADDRESS, &x->address);
+    if (rc == HSA_STATUS_SUCCESS)
+      rc = g_hsa.core.hsa_executable_symbol_get_info_fn(s, HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_SIZE,
+                                                        &x->size);
+    if (rc != HSA_STATUS_SUCCESS) {
+      snprintf(why, len, "its module variable %s is not in the loaded executable (%s)", g[i].name,
+               hsa_error(rc));
+      free(g);
+      free(v);
+      *out = NULL, *n = 0;
+      return -1;
+    }
+    x->name = strcpy(at, g[i].name);
+    at += strlen(at) + 1;
+    x->writable = g[i].writable;
+  }
+  free(g);
   return 0;
 }
 
@@ -354,14 +404,12 @@ static void hsa_read_arguments(uint64_t e, const void *data, size_t size) {
     hsa_log("a code object of the program cannot be read (%s): its kernels are not replaced", err);
     return;
   }
-  char *variables = kdb_api->count(db) == 1 ? hsa_variables(kdb_api, db, kdb_api->at(db, 0)) : NULL;
   for (size_t i = 0; i < kdb_api->kernel_count(db); i++) {
     const kdb_kernel *k = kdb_api->kernel_at(db, i);
     if (!hsa_is_cached(k->name))
       continue;
     struct hsa_loaded *l = (struct hsa_loaded *)calloc(1, sizeof *l);
-    if (!l || !(l->name = strdup(k->name)) || !(l->args = hsa_args_copy(k, &l->nargs)) ||
-        (variables && !(l->variables = strdup(variables)))) {
+    if (!l || !(l->name = strdup(k->name)) || !(l->args = hsa_args_copy(k, &l->nargs))) {
       if (l) {
         free(l->name);
         free(l->args);
@@ -373,7 +421,6 @@ static void hsa_read_arguments(uint64_t e, const void *data, size_t size) {
     l->next = g_hsa.loaded;
     g_hsa.loaded = l;
   }
-  free(variables);
   kdb_api->close(db);
 }
 
@@ -478,6 +525,7 @@ static hsa_status_t hsa_add_symbol(hsa_executable_t e, hsa_executable_symbol_t s
     name[n - 3] = 0;
   k->name = name;
   k->agent = agent.handle;
+  k->executable = e.handle;
   k->shown = nano_kernel_shown(name); /* a plugin-built program's twin: as its kernel, marked */
   if (!k->shown)
     k->shown = strdup(name);
@@ -486,7 +534,6 @@ static hsa_status_t hsa_add_symbol(hsa_executable_t e, hsa_executable_symbol_t s
     if ((*l)->executable == e.handle && !strcmp((*l)->name, name)) {
       struct hsa_loaded *f = *l;
       k->args = f->args, k->nargs = f->nargs, k->args_known = 1;
-      k->variables = f->variables;
       *l = f->next;
       free(f->name);
       free(f);
@@ -547,7 +594,14 @@ static void hsa_cache_load(uint64_t agent, const struct nano_kdb_api *api, kdb *
             hsa_error(rc));
     return;
   }
-  char *variables = hsa_variables(api, db, co);
+  struct hsa_global *globals;
+  size_t nglobals;
+  char why[512];
+  if (hsa_cache_globals(api, db, co, exe, agent, &globals, &nglobals, why, sizeof why) != 0) {
+    hsa_log("kernel cache: %s (%s): %s; its kernels are not used", path, co->target_id, why);
+    c->hsa_executable_destroy_fn(exe);
+    return;
+  }
   for (size_t i = 0; i < api->kernel_count(db); i++) {
     const kdb_kernel *k = api->kernel_at(db, i);
     if (k->co != co)
@@ -573,8 +627,7 @@ static void hsa_cache_load(uint64_t agent, const struct nano_kdb_api *api, kdb *
         c->hsa_executable_symbol_get_info_fn(s, HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT,
                                              &a->object) != HSA_STATUS_SUCCESS ||
         !(a->key = strdup(key)) || !(a->path = strdup(path)) ||
-        !(a->args = hsa_args_copy(k, &a->nargs)) ||
-        (variables && !(a->variables = strdup(variables)))) {
+        !(a->args = hsa_args_copy(k, &a->nargs))) {
       free(a->key);
       free(a->path);
       free(a->args);
@@ -590,10 +643,10 @@ static void hsa_cache_load(uint64_t agent, const struct nano_kdb_api *api, kdb *
     a->agent = agent;
     a->twin = twin;
     a->buffer_arg = k->twin_arg_index;
+    a->globals = globals, a->nglobals = nglobals; /* shared by the code object's kernels */
     a->next = g_hsa.alts;
     g_hsa.alts = a;
   }
-  free(variables);
 }
 
 /* The kernels of a cache file's code objects for one agent's arch (lock
@@ -660,12 +713,68 @@ static int hsa_args_differ(const struct hsa_kernel *k, const struct hsa_alt *alt
   }
 }
 
+/* Pairs each module variable of alt's code object with the program's
+ * variable of that name (k's executable) into use: the program's values
+ * are copied into the replacement's copies before each dispatch and the
+ * writable ones back after it, so that it computes with and leaves what k
+ * would; one the program lacks stays the cache's. 0, or -1 with why. */
+static int hsa_pair(const struct hsa_kernel *k, const struct hsa_alt *alt, struct hsa_use *use,
+                    char *why, size_t len) {
+  CoreApiTable *c = &g_hsa.core;
+  struct hsa_var *vars =
+      alt->nglobals ? (struct hsa_var *)calloc(alt->nglobals, sizeof *vars) : NULL;
+  if (alt->nglobals && !vars) {
+    snprintf(why, len, "out of memory");
+    return -1;
+  }
+  *use = {alt, vars, 0, 0};
+  hsa_agent_t agent = {k->agent};
+  for (size_t i = 0; i < alt->nglobals; i++) {
+    const struct hsa_global *g = &alt->globals[i];
+    hsa_executable_symbol_t s;
+    hsa_symbol_kind_t kind;
+    struct hsa_var v = {0, g->address, 0, g->writable};
+    hsa_status_t rc = c->hsa_executable_get_symbol_by_name_fn({k->executable}, g->name, &agent, &s);
+    if (rc == HSA_STATUS_ERROR_INVALID_SYMBOL_NAME)
+      continue; /* the program has none */
+    if (rc == HSA_STATUS_SUCCESS)
+      rc = c->hsa_executable_symbol_get_info_fn(s, HSA_EXECUTABLE_SYMBOL_INFO_TYPE, &kind);
+    if (rc == HSA_STATUS_SUCCESS && kind != HSA_SYMBOL_KIND_VARIABLE) {
+      snprintf(why, len, "the program's %s is no variable, the cache's is", g->name);
+      rc = HSA_STATUS_ERROR;
+    } else if (rc == HSA_STATUS_SUCCESS &&
+               (rc = c->hsa_executable_symbol_get_info_fn(
+                    s, HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_ADDRESS, &v.program)) ==
+                   HSA_STATUS_SUCCESS &&
+               (rc = c->hsa_executable_symbol_get_info_fn(
+                    s, HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_SIZE, &v.size)) == HSA_STATUS_SUCCESS &&
+               v.size != g->size) {
+      snprintf(why, len, "its module variable %s is %u bytes in the program and %u in the cache",
+               g->name, v.size, g->size);
+      rc = HSA_STATUS_ERROR;
+    } else if (rc != HSA_STATUS_SUCCESS) {
+      snprintf(why, len, "the program's module variable %s cannot be found (%s)", g->name,
+               hsa_error(rc));
+    }
+    if (rc != HSA_STATUS_SUCCESS) {
+      free(vars);
+      *use = {};
+      return -1;
+    }
+    if (v.size) { /* nothing to copy of an empty one */
+      use->vars[use->nvars++] = v;
+      use->nwritable += v.writable != 0;
+    }
+  }
+  return 0;
+}
+
 /* Finds k's replacements on its agent, once (lock held). */
 static void hsa_resolve(struct hsa_kernel *k) {
   if (k->resolved)
     return;
   k->resolved = 1;
-  int shared_said = 0;
+  int vars_said = 0;
   for (struct hsa_alt *a = g_hsa.alts; a; a = a->next) {
     if (a->agent != k->agent || strcmp(a->key, k->name))
       continue;
@@ -675,26 +784,21 @@ static void hsa_resolve(struct hsa_kernel *k) {
               a->twin ? "the twin of " : "", k->shown ? k->shown : k->name, a->path, k->name, why);
       continue;
     }
-    char shared[256];
-    if (hsa_shared_variable(a->variables, k->variables, shared, sizeof shared)) {
-      if (!shared_said++) /* once per kernel, for its twin and its plain kernel alike */
-        hsa_log("kernel cache: %s in %s does not replace %s: the program's code object and the "
-                "cache's both define the module variable %s, and a replacement would compute "
-                "with the cache's copy, not the program's (copying it around the dispatch is not "
-                "done on AMD yet); it runs as built",
-                k->shown ? k->shown : k->name, a->path, k->name, shared);
-      continue;
-    }
     if (a->kernarg > HSA_KERNARG_SLOT) {
       hsa_log("kernel cache: %s in %s takes %u kernarg bytes, more than the %d of a slot; %s runs "
               "as built",
               k->name, a->path, a->kernarg, HSA_KERNARG_SLOT, k->name);
       continue;
     }
-    if (a->twin && !k->twin)
-      k->twin = a;
-    else if (!a->twin && !k->plain)
-      k->plain = a;
+    struct hsa_use *use = a->twin ? &k->twin : &k->plain;
+    if (use->alt)
+      continue;
+    if (hsa_pair(k, a, use, why, sizeof why) != 0) {
+      if (!vars_said++) /* once per kernel, for its twin and its plain kernel alike */
+        hsa_log("kernel cache: %s in %s does not replace %s: %s; it runs as built",
+                k->shown ? k->shown : k->name, a->path, k->name, why);
+      continue;
+    }
   }
 }
 
@@ -1057,6 +1161,145 @@ static void hsa_record_op(uint64_t api, void *arg) {
 
 static void hsa_record_nothing(uint64_t api, void *arg) { (void)api, (void)arg; }
 
+/* ---- module variables around a replaced dispatch -----------------------------------
+
+   A replacement lives in an executable of the tool's, with its own copies
+   of its code object's module variables. Where the program's code object
+   has variables of those names (hsa_pair), a dispatch of the replacement is
+   written as
+
+     packet                      waits for            then
+     B1 barrier-AND (barrier)    every packet before  before -> 0
+     [handler on before: async copies program -> replacement, each
+      copied_in -= 1]
+     B2 barrier-AND              copied_in == 0
+     D  the replaced dispatch    B2                   ours -> 0
+     [handler on ours (hsa_complete): its row, then async copies of the
+      writable ones replacement -> program, each copied_out -= 1]
+     B3 barrier-AND              copied_out == 0      (only with writable ones)
+     [handler on copied_out (hsa_finish): the program's signal]
+
+   The copies are issued from handlers, once what they wait for is done,
+   never queued with dependent signals: a copy waiting in the runtime's
+   in-order copy queue for a kernel would hold up every later copy of the
+   process, the program's own among them, and a kernel that waits for one
+   of those would never start. B1, B2 and B3 fence at system scope, and D
+   releases at system scope when its writes are copied back: the copy
+   engines are not in the kernels' coherence domain (hsa_amd_memory_async_copy). */
+
+/* Packets a dispatch may become: B1, B2, D, B3. */
+#define HSA_PACKETS_PER_DISPATCH 4
+
+static uint16_t hsa_barrier_header(void) {
+  return (uint16_t)(HSA_PACKET_TYPE_BARRIER_AND << HSA_PACKET_HEADER_TYPE |
+                    1 << HSA_PACKET_HEADER_BARRIER |
+                    HSA_FENCE_SCOPE_SYSTEM << HSA_PACKET_HEADER_SCACQUIRE_FENCE_SCOPE |
+                    HSA_FENCE_SCOPE_SYSTEM << HSA_PACKET_HEADER_SCRELEASE_FENCE_SCOPE);
+}
+
+/* A barrier-AND packet waiting for dep (0: none) that completes done (0:
+ * none), at out. */
+static void hsa_barrier(unsigned char *out, hsa_signal_t dep, hsa_signal_t done) {
+  hsa_barrier_and_packet_t b = {};
+  b.header = hsa_barrier_header();
+  b.dep_signal[0] = dep;
+  b.completion_signal = done;
+  memcpy(out, &b, sizeof b);
+}
+
+/* Writes dispatch packet p of pending, with the packets that copy its
+ * variables around it where it has any, at out; the number written. */
+static int hsa_copy_packets(const struct hsa_pending *pending,
+                            const hsa_kernel_dispatch_packet_t *p, int copy_back,
+                            unsigned char *out) {
+  if (!pending->use) {
+    memcpy(out, p, HSA_PACKET_BYTES);
+    return 1;
+  }
+  hsa_kernel_dispatch_packet_t d = *p;
+  d.header |= 1 << HSA_PACKET_HEADER_BARRIER; /* after B2, whatever the program asked */
+  if (copy_back) {
+    uint16_t scope = ((1 << HSA_PACKET_HEADER_WIDTH_SCRELEASE_FENCE_SCOPE) - 1)
+                     << HSA_PACKET_HEADER_SCRELEASE_FENCE_SCOPE;
+    d.header = (uint16_t)((d.header & ~scope) | HSA_FENCE_SCOPE_SYSTEM
+                                                    << HSA_PACKET_HEADER_SCRELEASE_FENCE_SCOPE);
+  }
+  hsa_barrier(out, {0}, pending->before);
+  hsa_barrier(out + HSA_PACKET_BYTES, pending->copied_in, {0});
+  memcpy(out + 2 * HSA_PACKET_BYTES, &d, HSA_PACKET_BYTES);
+  if (!copy_back)
+    return 3;
+  hsa_barrier(out + 3 * HSA_PACKET_BYTES, pending->copied_out, {0});
+  return 4;
+}
+
+/* Issues the copies of p's variables: in, the program's values into the
+ * replacement's copies (completing copied_in); else the writable ones back
+ * (copied_out). A copy the runtime refuses is counted done, so that the
+ * queue goes on, and said once per kernel. */
+static void hsa_copies(struct hsa_pending *p, int in) {
+  struct hsa_kernel *k = p->kernel; /* p may be reused once the last copy is done */
+  const struct hsa_use *u = p->use;
+  hsa_signal_t done = in ? p->copied_in : p->copied_out;
+  hsa_agent_t agent = {p->queue->agent};
+  size_t left = in ? u->nvars : u->nwritable;
+  hsa_status_t rc = HSA_STATUS_SUCCESS;
+  for (size_t i = 0; i < u->nvars && rc == HSA_STATUS_SUCCESS; i++) {
+    const struct hsa_var *v = &u->vars[i];
+    if (!in && !v->writable)
+      continue;
+    rc = g_hsa.amd.hsa_amd_memory_async_copy_fn(
+        (void *)(uintptr_t)(in ? v->replacement : v->program), agent,
+        (const void *)(uintptr_t)(in ? v->program : v->replacement), agent, v->size, 0, NULL, done);
+    left -= rc == HSA_STATUS_SUCCESS;
+  }
+  if (!left)
+    return;
+  g_hsa.core.hsa_signal_subtract_screlease_fn(done, (hsa_signal_value_t)left);
+  if (!__atomic_exchange_n(&k->copy_said, 1, __ATOMIC_RELAXED))
+    hsa_log("kernel cache: copying the module variables of %s %s the cache's %s failed (%s): %s",
+            k->name, in ? "to" : "back from", u->alt->path, hsa_error(rc),
+            in ? "the dispatch computed with the cache's values"
+               : "the program's variables miss the dispatch's writes");
+}
+
+static bool hsa_copy_in(hsa_signal_value_t value, void *arg) {
+  (void)value;
+  hsa_copies((struct hsa_pending *)arg, 1);
+  return false;
+}
+
+/* ---- dispatches' completions ----------------------------------------------------------- */
+
+/* The end of p: its kernarg slot, the program's signal (which it waits for
+ * exactly as before, only after the row exists), the tool's signals. */
+static void hsa_finish(struct hsa_pending *p) {
+  if (p->kernarg)
+    hsa_slot_give(p->kernarg);
+  if (p->program.handle)
+    g_hsa.core.hsa_signal_subtract_screlease_fn(p->program, 1);
+  hsa_signal_give(p->ours);
+  if (p->use) {
+    hsa_signal_give(p->before);
+    hsa_signal_give(p->copied_in);
+    if (p->use->nwritable)
+      hsa_signal_give(p->copied_out);
+  }
+  pthread_mutex_lock(&g_hsa.lock);
+  p->next = g_hsa.free_pending;
+  g_hsa.free_pending = p;
+  pthread_mutex_unlock(&g_hsa.lock);
+  /* last: OnUnload waits for this, and the runtime may go right after (the
+   * program, its signal decremented, may be at hsa_shut_down already) */
+  __atomic_sub_fetch(&g_hsa.in_flight, 1, __ATOMIC_RELEASE);
+}
+
+static bool hsa_finish_handler(hsa_signal_value_t value, void *arg) {
+  (void)value;
+  hsa_finish((struct hsa_pending *)arg);
+  return false;
+}
+
 static bool hsa_complete(hsa_signal_value_t value, void *arg) {
   (void)value;
   struct hsa_pending *p = (struct hsa_pending *)arg;
@@ -1085,30 +1328,32 @@ static bool hsa_complete(hsa_signal_value_t value, void *arg) {
     hsa_record_op(p->api, op);
   if (p->dispatch)
     nano_dispatch_end(p->dispatch, start, end, api);
-  if (p->kernarg)
-    hsa_slot_give(p->kernarg);
-  if (p->program.handle)
-    g_hsa.core.hsa_signal_subtract_screlease_fn(p->program, 1);
-  hsa_signal_give(p->ours);
-  pthread_mutex_lock(&g_hsa.lock);
-  p->next = g_hsa.free_pending;
-  g_hsa.free_pending = p;
-  pthread_mutex_unlock(&g_hsa.lock);
-  /* last: OnUnload waits for this, and the runtime may go right after (the
-   * program, its signal decremented, may be at hsa_shut_down already) */
-  __atomic_sub_fetch(&g_hsa.in_flight, 1, __ATOMIC_RELEASE);
+  if (!p->use || !p->use->nwritable) {
+    hsa_finish(p);
+    return false;
+  }
+  hsa_copies(p, 0);
+  if (g_hsa.amd.hsa_amd_signal_async_handler_fn(p->copied_out, HSA_SIGNAL_CONDITION_LT, 1,
+                                                hsa_finish_handler, p) != HSA_STATUS_SUCCESS) {
+    /* the copies wait for nothing: they end without this thread */
+    while (g_hsa.core.hsa_signal_wait_scacquire_fn(p->copied_out, HSA_SIGNAL_CONDITION_LT, 1,
+                                                   UINT64_MAX, HSA_WAIT_STATE_BLOCKED) >= 1)
+      ;
+    hsa_finish(p);
+  }
   return false;
 }
 
 /* Replaces packet p's kernel by a cache's where one applies (lock held);
- * fills pending's twin, dispatch and kernarg. */
+ * fills pending's twin, dispatch, kernarg and, where the replacement has
+ * module variables to copy, use and its signals. */
 static void hsa_replace(struct hsa_kernel *k, struct hsa_queue_info *q,
                         hsa_kernel_dispatch_packet_t *p, struct hsa_pending *pending) {
   hsa_cache_open(q->agent);
   hsa_resolve(k);
-  struct hsa_alt *alt = NULL;
+  const struct hsa_use *use = NULL;
   struct nano_dispatch *d = NULL;
-  if (k->twin && nano_dispatch_instrumenting()) {
+  if (k->twin.alt && nano_dispatch_instrumenting()) {
     struct gpu_device_info info = {};
     snprintf(info.arch, sizeof info.arch, "%s", q->arch);
     info.wave_size = q->wave;
@@ -1128,8 +1373,8 @@ static void hsa_replace(struct hsa_kernel *k, struct hsa_queue_info *q,
     l.shared_bytes = p->group_segment_size > k->group ? p->group_segment_size - k->group : 0;
     l.line_bytes = info.line_bytes, l.sector_bytes = info.sector_bytes,
     l.lds_model = info.lds_model;
-    l.twin = (const void *)(uintptr_t)k->twin->object;
-    l.sites_path = k->twin->path;
+    l.twin = (const void *)(uintptr_t)k->twin.alt->object;
+    l.sites_path = k->twin.alt->path;
     l.memory = &hsa_memory;
     l.aggregates = NANO_LAUNCH_SUMS_TABLE;
     l.times_blocks = NANO_LAUNCH_BLOCKS_TABLE;
@@ -1137,21 +1382,42 @@ static void hsa_replace(struct hsa_kernel *k, struct hsa_queue_info *q,
     d = nano_dispatch_begin(&l);
     pthread_mutex_lock(&g_hsa.lock);
     if (d)
-      alt = k->twin;
-  } else if (k->plain) {
-    alt = k->plain;
+      use = &k->twin;
+  } else if (k->plain.alt) {
+    use = &k->plain;
   }
-  if (!alt)
+  if (!use)
     return;
+  const struct hsa_alt *alt = use->alt;
   char *slot = (char *)hsa_slot_take();
-  if (!slot) {
-    if (g_hsa.pool_full++ == 0)
+  int signals = !use->nvars ? 0 : use->nwritable ? 3 : 2;
+  hsa_signal_t chain[3] = {};
+  int taken = 0;
+  while (slot && taken < signals && hsa_signal_take(&chain[taken]) == 0)
+    taken++;
+  if (!slot || taken < signals) {
+    if (!slot && g_hsa.pool_full++ == 0)
       hsa_log("the kernarg pool (%d slots, NANO_KERNARG_POOL) is full: dispatches run as built "
               "until slots free (counted at exit)",
               g_hsa.nslots);
+    else if (slot)
+      hsa_log("no signals for the copies of %s's module variables: this dispatch runs as built",
+              k->name);
+    for (int i = 0; i < taken; i++)
+      g_hsa.signals[g_hsa.nsignals++] = chain[i]; /* taken from there just now */
+    if (slot)
+      g_hsa.free_slots[g_hsa.nfree_slots++] = (int)((slot - g_hsa.slab) / HSA_KERNARG_SLOT);
     if (d)
       nano_dispatch_cancel(d);
     return;
+  }
+  if (use->nvars) {
+    pending->use = use;
+    pending->before = chain[0], pending->copied_in = chain[1], pending->copied_out = chain[2];
+    g_hsa.core.hsa_signal_store_relaxed_fn(pending->copied_in, (hsa_signal_value_t)use->nvars);
+    if (use->nwritable)
+      g_hsa.core.hsa_signal_store_relaxed_fn(pending->copied_out,
+                                             (hsa_signal_value_t)use->nwritable);
   }
   uint64_t buffer = d ? (uint64_t)(uintptr_t)nano_dispatch_desc(d) : 0;
   hsa_kernargs(k, alt, p, slot, buffer);
@@ -1166,27 +1432,51 @@ static void hsa_replace(struct hsa_kernel *k, struct hsa_queue_info *q,
   pending->twin = d != NULL;
 }
 
+/* Undoes hsa_replace for a dispatch whose copies cannot be set up: p runs
+ * as `original` (its kernel as built). */
+static void hsa_unreplace(struct hsa_pending *pending, hsa_kernel_dispatch_packet_t *p,
+                          const hsa_kernel_dispatch_packet_t *original) {
+  *p = *original;
+  hsa_signal_give(pending->before);
+  hsa_signal_give(pending->copied_in);
+  if (pending->use->nwritable)
+    hsa_signal_give(pending->copied_out);
+  hsa_slot_give(pending->kernarg);
+  if (pending->dispatch)
+    nano_dispatch_cancel(pending->dispatch);
+  pending->use = NULL, pending->kernarg = NULL, pending->dispatch = NULL, pending->twin = 0;
+}
+
 static void hsa_submit(const void *in, uint64_t count, uint64_t index, void *data,
                        hsa_amd_queue_intercept_packet_writer writer) {
   (void)index;
   struct hsa_queue_info *q = (struct hsa_queue_info *)data;
-  if (rpd_gpu_quiet) { /* nanoprobe's own work (the GPU back end's copies): not the program's */
+  if (rpd_gpu_quiet || !count) { /* nanoprobe's own work (the GPU back end's copies) */
     writer(in, count);
     return;
   }
-  unsigned char local[HSA_BATCH * HSA_PACKET_BYTES];
-  unsigned char *pkts =
-      count <= HSA_BATCH ? local : (unsigned char *)malloc(count * HSA_PACKET_BYTES);
-  if (!pkts) { /* not traced, still run */
+  unsigned char local[HSA_BATCH * HSA_PACKETS_PER_DISPATCH * HSA_PACKET_BYTES];
+  unsigned char *out =
+      count <= HSA_BATCH
+          ? local
+          : (unsigned char *)malloc(count * HSA_PACKETS_PER_DISPATCH * HSA_PACKET_BYTES);
+  if (!out) { /* not traced, still run */
     writer(in, count);
     return;
   }
-  memcpy(pkts, in, count * HSA_PACKET_BYTES);
+  uint64_t written = 0;
   for (uint64_t i = 0; i < count; i++) {
-    hsa_kernel_dispatch_packet_t *p = (hsa_kernel_dispatch_packet_t *)(pkts + i * HSA_PACKET_BYTES);
+    hsa_kernel_dispatch_packet_t pkt;
+    hsa_kernel_dispatch_packet_t *p = &pkt;
+    memcpy(p, (const unsigned char *)in + i * HSA_PACKET_BYTES, HSA_PACKET_BYTES);
     int type = (p->header >> HSA_PACKET_HEADER_TYPE) & ((1 << HSA_PACKET_HEADER_WIDTH_TYPE) - 1);
-    if (type != HSA_PACKET_TYPE_KERNEL_DISPATCH)
+    unsigned char *at = out + written * HSA_PACKET_BYTES;
+    if (type != HSA_PACKET_TYPE_KERNEL_DISPATCH) {
+      memcpy(at, p, HSA_PACKET_BYTES);
+      written++;
       continue;
+    }
+    const hsa_kernel_dispatch_packet_t original = *p;
     struct hsa_kernel *k = hsa_kernel_find(p->kernel_object);
     pthread_mutex_lock(&g_hsa.lock);
     struct hsa_pending *pending = g_hsa.free_pending;
@@ -1198,7 +1488,9 @@ static void hsa_submit(const void *in, uint64_t count, uint64_t index, void *dat
     if (!pending || hsa_signal_take(&ours) != 0) {
       pthread_mutex_unlock(&g_hsa.lock);
       free(pending);
-      continue; /* not traced, still run */
+      memcpy(at, p, HSA_PACKET_BYTES); /* not traced, still run */
+      written++;
+      continue;
     }
     memset(pending, 0, sizeof *pending);
     pending->ours = ours;
@@ -1208,6 +1500,13 @@ static void hsa_submit(const void *in, uint64_t count, uint64_t index, void *dat
     if (k && g_hsa.alts)
       hsa_replace(k, q, p, pending);
     pthread_mutex_unlock(&g_hsa.lock);
+    if (pending->use &&
+        g_hsa.amd.hsa_amd_signal_async_handler_fn(pending->before, HSA_SIGNAL_CONDITION_LT, 1,
+                                                  hsa_copy_in, pending) != HSA_STATUS_SUCCESS) {
+      hsa_log("a dispatch of %s runs as built: no async handler for its module variables' copies",
+              k->name);
+      hsa_unreplace(pending, p, &original);
+    }
     pending->call = rpd_hip_call_current(); /* its row is the dispatch's API row */
     int64_t now = rpd_now();
     char args[96];
@@ -1234,16 +1533,23 @@ static void hsa_submit(const void *in, uint64_t count, uint64_t index, void *dat
     }
     p->completion_signal = ours;
     __atomic_add_fetch(&g_hsa.in_flight, 1, __ATOMIC_RELAXED);
-    if (g_hsa.amd.hsa_amd_signal_async_handler_fn(ours, HSA_SIGNAL_CONDITION_LT, 1, hsa_complete,
-                                                  pending) != HSA_STATUS_SUCCESS) {
+    int handled =
+        g_hsa.amd.hsa_amd_signal_async_handler_fn(ours, HSA_SIGNAL_CONDITION_LT, 1, hsa_complete,
+                                                  pending) == HSA_STATUS_SUCCESS;
+    if (!handled) {
       __atomic_sub_fetch(&g_hsa.in_flight, 1, __ATOMIC_RELAXED);
       p->completion_signal = pending->program; /* untimed, but the program's signal works */
-      hsa_log("a dispatch of %s is not timed: no async handler", k ? k->name : "a kernel");
+      hsa_log("a dispatch of %s is not timed%s: no async handler", k ? k->name : "a kernel",
+              pending->use && pending->use->nwritable
+                  ? ", and the program's module variables miss its writes"
+                  : "");
     }
+    written += (uint64_t)hsa_copy_packets(pending, p,
+                                          handled && pending->use && pending->use->nwritable, at);
   }
-  writer(pkts, count);
-  if (pkts != local)
-    free(pkts);
+  writer(out, written);
+  if (out != local)
+    free(out);
 }
 
 /* ---- queues ----------------------------------------------------------------------- */

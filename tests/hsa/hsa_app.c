@@ -5,7 +5,7 @@
  * kernels as AQL packets on queues it creates, with kernarg segments from the
  * kernarg pool. It knows nothing of nanoprobe.
  *
- *   hsa_app CODE_OBJECT [concurrent | repeat N | nowait | merged | signals]
+ *   hsa_app CODE_OBJECT [concurrent | repeat N | nowait | merged | signals | variables]
  *
  * axpy(float a, const float *x, float *y, int n): 1000 elements, 4 groups of
  * 256, waited for through the packet's completion signal; then dyn(int *out)
@@ -18,7 +18,12 @@
  * merged: merged4(float *out, const float *in, int n) over 1000 threads in
  * groups of 256 instead, waited for through its completion signal; signals:
  * dyn waited for through its own completion signal instead of a barrier
- * (a tool that decrements it after its own work is then done with it).
+ * (a tool that decrements it after its own work is then done with it);
+ * variables (kernels_variable.hip, whose axpy adds axpy_bias to each y and
+ * n to axpy_count): sets axpy_bias = 0.5 and axpy_count = 5 in the
+ * executable's variables by hsa_amd_memory_async_copy (as hipMemcpyToSymbol
+ * does), runs axpy twice on one queue, and reads axpy_count back: it must be
+ * 5 + 2n, and every y 2(a x + 0.5) + 1.
  * The hidden arguments (after the explicit ones) are a pattern of their
  * offsets, so that a test can tell every kernarg byte's origin; each
  * segment is printed ("kernarg KERNEL HEX").
@@ -153,6 +158,72 @@ static void wait_zero(hsa_signal_t s) {
     ;
 }
 
+/* Copies size bytes between host buffer `host` and module variable `name`
+ * of e (to_device: into it), through kernarg-pool memory the GPU reaches. */
+static void variable_copy(hsa_executable_t e, const char *name, void *host, uint32_t size,
+                          int to_device) {
+  hsa_executable_symbol_t s;
+  uint64_t address;
+  uint32_t bytes;
+  CHECK(hsa_executable_get_symbol_by_name(e, name, &gpu, &s));
+  CHECK(hsa_executable_symbol_get_info(s, HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_ADDRESS, &address));
+  CHECK(hsa_executable_symbol_get_info(s, HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_SIZE, &bytes));
+  if (bytes != size) {
+    fprintf(stderr, "hsa_app: variable %s has %u bytes, not %u\n", name, bytes, size);
+    exit(1);
+  }
+  void *staging, *variable = (void *)(uintptr_t)address;
+  hsa_signal_t done;
+  CHECK(hsa_amd_memory_pool_allocate(kernarg_pool, size, 0, &staging));
+  CHECK(hsa_amd_agents_allow_access(1, &gpu, NULL, staging));
+  CHECK(hsa_signal_create(1, 0, NULL, &done));
+  if (to_device)
+    memcpy(staging, host, size);
+  CHECK(hsa_amd_memory_async_copy(to_device ? variable : staging, gpu, to_device ? staging : variable,
+                                  gpu, size, 0, NULL, done));
+  wait_zero(done);
+  if (!to_device)
+    memcpy(host, staging, size);
+  CHECK(hsa_signal_destroy(done));
+  CHECK(hsa_amd_memory_pool_free(staging));
+}
+
+#define VARIABLES_BIAS 0.5f
+#define VARIABLES_COUNT 5
+#define VARIABLES_RUNS 2
+
+/* The variables mode (see the file comment); true when all is right. */
+static int variables_run(hsa_executable_t e, hsa_queue_t *q, const struct kernel *k) {
+  float bias = VARIABLES_BIAS, *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y), a = 2.0f;
+  int count = VARIABLES_COUNT, n = N;
+  variable_copy(e, "axpy_bias", &bias, sizeof bias, 1);
+  variable_copy(e, "axpy_count", &count, sizeof count, 1);
+  for (int i = 0; i < N; i++)
+    x[i] = (float)i, y[i] = 1.0f;
+  unsigned char ex[AXPY_EXPLICIT] = {0};
+  memcpy(ex, &a, 4);
+  memcpy(ex + 8, &x, 8);
+  memcpy(ex + 16, &y, 8);
+  memcpy(ex + 24, &n, 4);
+  void *args = kernargs("axpy", k, ex, sizeof ex);
+  hsa_signal_t done;
+  CHECK(hsa_signal_create(VARIABLES_RUNS, 0, NULL, &done));
+  for (int r = 0; r < VARIABLES_RUNS; r++)
+    dispatch(q, k, args, (N + WG - 1) / WG * WG, WG, 0, done);
+  wait_zero(done);
+  count = -1;
+  variable_copy(e, "axpy_count", &count, sizeof count, 0);
+  int ok = count == VARIABLES_COUNT + VARIABLES_RUNS * N;
+  for (int i = 0; i < N; i++)
+    ok &= y[i] == 2.0f * (2.0f * (float)i + VARIABLES_BIAS) + 1.0f;
+  printf("variables axpy_count %d y[1] %g\n", count, (double)y[1]);
+  CHECK(hsa_signal_destroy(done));
+  CHECK(hsa_amd_memory_pool_free(args));
+  free(x);
+  free(y);
+  return ok;
+}
+
 struct axpy_run {
   hsa_queue_t *q;
   struct kernel k;
@@ -213,13 +284,15 @@ static int merged4(hsa_queue_t *q, const struct kernel *k) {
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: hsa_app CODE_OBJECT [concurrent | repeat N | nowait | merged | signals]\n");
+    fprintf(stderr, "usage: hsa_app CODE_OBJECT [concurrent | repeat N | nowait | merged | signals | "
+                    "variables]\n");
     return 2;
   }
   int concurrent = argc > 2 && !strcmp(argv[2], "concurrent");
   int nowait = argc > 2 && !strcmp(argv[2], "nowait");
   int merged = argc > 2 && !strcmp(argv[2], "merged");
   int signals = argc > 2 && !strcmp(argv[2], "signals");
+  int variables = argc > 2 && !strcmp(argv[2], "variables");
   long repeat = argc > 3 && !strcmp(argv[2], "repeat") ? atol(argv[3]) : 0;
   CHECK(hsa_init());
   CHECK(hsa_iterate_agents(find_gpu, NULL));
@@ -273,7 +346,9 @@ int main(int argc, char **argv) {
     CHECK(hsa_shut_down());
     return 0;
   }
-  if (merged) {
+  if (variables) {
+    printf("%s variables\n", variables_run(exe, q1, &ka) ? "ok" : "WRONG");
+  } else if (merged) {
     struct kernel km = kernel_get(exe, "_Z7merged4PfPKfi.kd");
     printf("%s merged4\n", merged4(q1, &km) ? "ok" : "WRONG");
   } else if (repeat > 0) { /* bench/hsa: one dispatch waited for, repeat times */

@@ -24,7 +24,12 @@
  *   - code objects: readers from memory or a file, executables, symbols
  *     ("name.kd") read from the ELF (EM_AMDGPU, HSA OS ABI, the agent's
  *     gfx in e_flags, else INCOMPATIBLE_ARGUMENTS); a kernel object is the
- *     address of the loaded 64-byte kernel descriptor;
+ *     address of the loaded 64-byte kernel descriptor; module variables
+ *     (the other global objects) in device memory of their executable's
+ *     own, initialised from the image, found by name with the GPU agent;
+ *   - hsa_amd_memory_async_copy: one in-order copy engine (dependent
+ *     signals waited for, the completion signal decremented); both agents
+ *     must reach both buffers;
  *   - profiling: a queue with it on stores each dispatch's start and end, in
  *     the agent's ticks (100 MHz, their own epoch), in the completion signal;
  *     hsa_amd_profiling_convert_tick_to_system_domain and
@@ -38,7 +43,8 @@
  * be a loaded kernel. A violation is a fault: printed and the process aborts.
  *
  * The "hardware" cannot run AMDGPU code: it emulates the test kernels by name
- * (axpy: y = a*x + y; dyn: out[t] = the LDS word written by thread
+ * (axpy: y = a*x + y, plus axpy_bias and axpy_count += n where its executable
+ * has them (kernels_variable.hip); dyn: out[t] = the LDS word written by thread
  * blockDim-1-t, through the dynamic LDS; merged4: out[i] = in[4i] + ... +
  * in[4i+3]), with the argument offsets of the AMDGPU ABI (explicit arguments
  * in order, naturally aligned), and for twins ("__nano_twin_...") also
@@ -438,6 +444,106 @@ static hsa_status_t pool_get_info(hsa_amd_memory_pool_t pool, hsa_amd_memory_poo
   }
 }
 
+/* ---- copies ------------------------------------------------------------------------ */
+
+/* hsa_amd_memory_async_copy: one copy engine that takes the copies in the
+ * order given, as ROCr's device-to-device blit queue does: each waits for
+ * its dependent signals to be 0, copies, and decrements its completion
+ * signal. */
+#define MAX_COPY_DEPS 8
+struct Copy {
+  void *dst;
+  const void *src;
+  size_t size;
+  uint32_t ndeps;
+  hsa_signal_t deps[MAX_COPY_DEPS];
+  hsa_signal_t done;
+  Copy *next;
+};
+static struct {
+  pthread_mutex_t m;
+  pthread_cond_t c;
+  Copy *head, *tail;
+  int started;
+  pthread_t thread;
+} g_copies = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, NULL, 0, {}};
+
+static void *copy_main(void *arg) {
+  (void)arg;
+  for (;;) {
+    pthread_mutex_lock(&g_copies.m);
+    while (!g_copies.head)
+      pthread_cond_wait(&g_copies.c, &g_copies.m);
+    Copy *c = g_copies.head;
+    if (!(g_copies.head = c->next))
+      g_copies.tail = NULL;
+    pthread_mutex_unlock(&g_copies.m);
+    for (uint32_t i = 0; i < c->ndeps; i++)
+      while (signal_wait(c->deps[i], HSA_SIGNAL_CONDITION_EQ, 0, UINT64_MAX, HSA_WAIT_STATE_BLOCKED))
+        ;
+    memcpy(c->dst, c->src, c->size);
+    sig_op(c->done, '-', 1);
+    free(c);
+  }
+  return NULL;
+}
+
+/* Whether [p, p+n) lies in one allocation of the runtime's (a pool's, a
+ * variable's) that the agent reaches: the GPU what it was allowed, the CPU
+ * all of them (its own pool; device memory through the large BAR). */
+static int agent_reaches(hsa_agent_t agent, const void *p, size_t n) {
+  int ok = 0;
+  pthread_mutex_lock(&g_mem_lock);
+  for (Alloc *a = g_allocs; a; a = a->next)
+    if ((const char *)p >= a->p && (const char *)p + n <= a->p + a->n)
+      ok = agent.handle == CPU_AGENT || a->gpu_access;
+  pthread_mutex_unlock(&g_mem_lock);
+  return ok;
+}
+
+static hsa_status_t async_copy(void *dst, hsa_agent_t dst_agent, const void *src,
+                               hsa_agent_t src_agent, size_t size, uint32_t ndeps,
+                               const hsa_signal_t *deps, hsa_signal_t done) {
+  if (!dst || !src || !done.handle || (ndeps && !deps))
+    return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  if ((dst_agent.handle != CPU_AGENT && dst_agent.handle != GPU_AGENT) ||
+      (src_agent.handle != CPU_AGENT && src_agent.handle != GPU_AGENT))
+    return HSA_STATUS_ERROR_INVALID_AGENT;
+  if (ndeps > MAX_COPY_DEPS)
+    fault("async copy: %u dependent signals, the stand-in takes %d", ndeps, MAX_COPY_DEPS);
+  const hsa_agent_t agents[2] = {dst_agent, src_agent};
+  for (int i = 0; i < 2; i++)
+    if (!agent_reaches(agents[i], dst, size) || !agent_reaches(agents[i], src, size))
+      fault("async copy of %zu bytes %p <- %p: agent 0x%llx cannot reach both buffers", size, dst,
+            src, (unsigned long long)agents[i].handle);
+  if ((const char *)dst < (const char *)src + size && (const char *)src < (const char *)dst + size)
+    fault("async copy of %zu bytes %p <- %p: the buffers overlap", size, dst, src);
+  Copy *c = (Copy *)calloc(1, sizeof *c);
+  if (!c)
+    return HSA_STATUS_ERROR_OUT_OF_RESOURCES;
+  c->dst = dst, c->src = src, c->size = size, c->ndeps = ndeps, c->done = done;
+  for (uint32_t i = 0; i < ndeps; i++) {
+    sig(deps[i]); /* a fault if 0 */
+    c->deps[i] = deps[i];
+  }
+  pthread_mutex_lock(&g_copies.m);
+  if (!g_copies.started && pthread_create(&g_copies.thread, NULL, copy_main, NULL) == 0)
+    g_copies.started = 1;
+  if (!g_copies.started) {
+    pthread_mutex_unlock(&g_copies.m);
+    free(c);
+    return HSA_STATUS_ERROR_OUT_OF_RESOURCES;
+  }
+  if (g_copies.tail)
+    g_copies.tail->next = c;
+  else
+    g_copies.head = c;
+  g_copies.tail = c;
+  pthread_cond_signal(&g_copies.c);
+  pthread_mutex_unlock(&g_copies.m);
+  return HSA_STATUS_SUCCESS;
+}
+
 /* ---- agents and the system ------------------------------------------------------ */
 
 static hsa_status_t iterate_agents(hsa_status_t (*cb)(hsa_agent_t, void *), void *data) {
@@ -504,15 +610,29 @@ static hsa_status_t status_string(hsa_status_t st, const char **s) {
 
 /* ---- code objects --------------------------------------------------------------- */
 
+struct Executable;
 struct Kernel {
   unsigned char kd[KD_BYTES]; /* first: the kernel object is its address */
   char *name;                 /* "axpy.kd" as the ELF names it            */
   uint64_t image;             /* FNV-1a 64 of its code object's bytes     */
+  Executable *exe;
   Kernel *next;
 };
+/* A module variable (a global STT_OBJECT symbol that is no kernel
+ * descriptor), allocated in device memory at load, its initial bytes from
+ * its section (zeros for SHT_NOBITS). Its symbol handle is its address with
+ * bit 0 set (SYMBOL_VARIABLE), a kernel's the kernel's own. */
+struct Variable {
+  char *name;
+  char *mem;
+  uint64_t size;
+  Variable *next;
+};
+#define SYMBOL_VARIABLE 1
 struct Executable {
   int frozen;
   Kernel *kernels;
+  Variable *variables;
 };
 struct Reader {
   char *data;
@@ -587,6 +707,24 @@ static long elf_offset(const char *d, size_t n, uint64_t v) {
   return -1;
 }
 
+/* Device memory for variable y of ELF image d (n bytes), its initial
+ * bytes from its section; NULL when the section does not hold it. */
+static char *variable_memory(const char *d, size_t n, const Elf64_Sym *y) {
+  const Elf64_Ehdr *h = (const Elf64_Ehdr *)d;
+  if (y->st_shndx == SHN_UNDEF || y->st_shndx >= h->e_shnum)
+    return NULL;
+  const Elf64_Shdr *s = (const Elf64_Shdr *)(d + h->e_shoff + (size_t)y->st_shndx * h->e_shentsize);
+  if (y->st_value < s->sh_addr || y->st_value + y->st_size > s->sh_addr + s->sh_size ||
+      (s->sh_type != SHT_NOBITS && s->sh_offset + (y->st_value - s->sh_addr) + y->st_size > n))
+    return NULL;
+  void *mem = NULL;
+  if (pool_allocate({DEVICE_POOL}, y->st_size ? y->st_size : 1, 0, &mem) != HSA_STATUS_SUCCESS)
+    return NULL;
+  if (s->sh_type != SHT_NOBITS)
+    memcpy(mem, d + s->sh_offset + (y->st_value - s->sh_addr), y->st_size);
+  return (char *)mem;
+}
+
 static hsa_status_t load_code_object(hsa_executable_t eh, hsa_agent_t agent,
                                      hsa_code_object_reader_t rh, const char *opts,
                                      hsa_loaded_code_object_t *out) {
@@ -620,8 +758,21 @@ static hsa_status_t load_code_object(hsa_executable_t eh, hsa_agent_t agent,
       const char *name = r->data + strs->sh_offset + y->st_name;
       size_t len = strnlen(name, strs->sh_size - y->st_name);
       long at = elf_offset(r->data, r->size, y->st_value);
-      if (ELF64_ST_TYPE(y->st_info) != STT_OBJECT || len < 4 || strcmp(name + len - 3, ".kd"))
+      if (ELF64_ST_TYPE(y->st_info) != STT_OBJECT)
         continue;
+      if (len < 4 || strcmp(name + len - 3, ".kd")) {
+        if (ELF64_ST_BIND(y->st_info) == STB_LOCAL) /* no symbol of the executable */
+          continue;
+        Variable *v = (Variable *)calloc(1, sizeof *v);
+        if (!v || !(v->name = strndup(name, len)))
+          return HSA_STATUS_ERROR_OUT_OF_RESOURCES;
+        if (!(v->mem = variable_memory(r->data, r->size, y)))
+          return HSA_STATUS_ERROR_INVALID_CODE_OBJECT;
+        v->size = y->st_size;
+        v->next = e->variables;
+        e->variables = v;
+        continue;
+      }
       if (at < 0)
         return HSA_STATUS_ERROR_INVALID_CODE_OBJECT;
       Kernel *k = (Kernel *)calloc(1, sizeof *k);
@@ -630,6 +781,7 @@ static hsa_status_t load_code_object(hsa_executable_t eh, hsa_agent_t agent,
         return HSA_STATUS_ERROR_OUT_OF_RESOURCES;
       memcpy(k->kd, r->data + at, KD_BYTES);
       k->image = image;
+      k->exe = e;
       k->next = e->kernels;
       e->kernels = k;
       ref->k = k;
@@ -674,18 +826,32 @@ static hsa_status_t executable_destroy(hsa_executable_t eh) {
     free(k->name);
     free(k);
   }
+  for (Variable *v = e->variables, *n; v; v = n) {
+    n = v->next;
+    pool_free(v->mem);
+    free(v->name);
+    free(v);
+  }
   free(e);
   return HSA_STATUS_SUCCESS;
 }
+/* Every symbol is the GPU agent's (kernels, agent-allocated variables):
+ * ROCr finds none of them without that agent. */
 static hsa_status_t get_symbol_by_name(hsa_executable_t eh, const char *name,
                                        const hsa_agent_t *agent, hsa_executable_symbol_t *out) {
-  (void)agent;
   Executable *e = (Executable *)(uintptr_t)eh.handle;
   if (!e || !e->frozen)
     return HSA_STATUS_ERROR_INVALID_EXECUTABLE;
+  if (!agent || agent->handle != GPU_AGENT)
+    return HSA_STATUS_ERROR_INVALID_SYMBOL_NAME;
   for (Kernel *k = e->kernels; k; k = k->next)
     if (!strcmp(k->name, name)) {
       out->handle = (uint64_t)(uintptr_t)k;
+      return HSA_STATUS_SUCCESS;
+    }
+  for (Variable *v = e->variables; v; v = v->next)
+    if (!strcmp(v->name, name)) {
+      out->handle = (uint64_t)(uintptr_t)v | SYMBOL_VARIABLE;
       return HSA_STATUS_SUCCESS;
     }
   return HSA_STATUS_ERROR_INVALID_SYMBOL_NAME;
@@ -702,6 +868,11 @@ static hsa_status_t iterate_symbols(hsa_executable_t eh,
     if (rc != HSA_STATUS_SUCCESS)
       return rc == HSA_STATUS_INFO_BREAK ? HSA_STATUS_SUCCESS : rc;
   }
+  for (Variable *v = e->variables; v; v = v->next) {
+    hsa_status_t rc = cb(eh, {(uint64_t)(uintptr_t)v | SYMBOL_VARIABLE}, data);
+    if (rc != HSA_STATUS_SUCCESS)
+      return rc == HSA_STATUS_INFO_BREAK ? HSA_STATUS_SUCCESS : rc;
+  }
   return HSA_STATUS_SUCCESS;
 }
 static uint32_t kd_word(const Kernel *k, int at) {
@@ -709,8 +880,41 @@ static uint32_t kd_word(const Kernel *k, int at) {
   memcpy(&v, k->kd + at, sizeof v);
   return v;
 }
+static hsa_status_t variable_get_info(const Variable *v, hsa_executable_symbol_info_t what,
+                                      void *out) {
+  switch ((int)what) {
+  case HSA_EXECUTABLE_SYMBOL_INFO_TYPE:
+    *(hsa_symbol_kind_t *)out = HSA_SYMBOL_KIND_VARIABLE;
+    break;
+  case HSA_EXECUTABLE_SYMBOL_INFO_NAME_LENGTH:
+    *(uint32_t *)out = (uint32_t)strlen(v->name);
+    break;
+  case HSA_EXECUTABLE_SYMBOL_INFO_NAME:
+    memcpy(out, v->name, strlen(v->name));
+    break;
+  case HSA_EXECUTABLE_SYMBOL_INFO_AGENT:
+    *(hsa_agent_t *)out = {GPU_AGENT};
+    break;
+  case HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_ALLOCATION:
+    *(hsa_variable_allocation_t *)out = HSA_VARIABLE_ALLOCATION_AGENT;
+    break;
+  case HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_ADDRESS:
+    *(uint64_t *)out = (uint64_t)(uintptr_t)v->mem;
+    break;
+  case HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_SIZE:
+    *(uint32_t *)out = (uint32_t)v->size;
+    break;
+  default: /* a kernel's: no variable has them */
+    return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  }
+  return HSA_STATUS_SUCCESS;
+}
+
 static hsa_status_t symbol_get_info(hsa_executable_symbol_t s, hsa_executable_symbol_info_t what,
                                     void *out) {
+  if (s.handle & SYMBOL_VARIABLE)
+    return variable_get_info((const Variable *)(uintptr_t)(s.handle & ~(uint64_t)SYMBOL_VARIABLE),
+                             what, out);
   Kernel *k = (Kernel *)(uintptr_t)s.handle;
   if (!k)
     return HSA_STATUS_ERROR_INVALID_EXECUTABLE_SYMBOL;
@@ -778,6 +982,19 @@ static uint64_t device_clock(void) {
   return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
+/* The memory of module variable `name` of executable e, or NULL when e has
+ * none; one of another size is a fault. */
+static void *variable_of(const Executable *e, const char *name, uint64_t size) {
+  for (const Variable *v = e->variables; v; v = v->next)
+    if (!strcmp(v->name, name)) {
+      if (v->size != size)
+        fault("variable %s: %llu bytes, the emulated kernel reads %llu", name,
+              (unsigned long long)v->size, (unsigned long long)size);
+      return v->mem;
+    }
+  return NULL;
+}
+
 /* Runs the emulated kernel k of packet p; returns 0, or faults. */
 static void emulate(const Kernel *k, const hsa_kernel_dispatch_packet_t *p) {
   int twin = !strncmp(k->name, "__nano_twin_", 12);
@@ -800,6 +1017,10 @@ static void emulate(const Kernel *k, const hsa_kernel_dispatch_packet_t *p) {
   if (dyn && dyn_lds < threads * 4)
     fault("%s: %u bytes of dynamic LDS for %u threads' words", k->name, dyn_lds, threads);
   int *lds = dyn ? (int *)calloc(threads, sizeof(int)) : NULL;
+  /* kernels_variable.hip's axpy: y += axpy_bias, axpy_count += n (its
+   * executable's copies of them) */
+  const float *bias = (const float *)variable_of(k->exe, "axpy_bias", sizeof(float));
+  int *count = (int *)variable_of(k->exe, "axpy_count", sizeof(int));
   struct nano_kernel_ctx ctx = {};
   memcpy(ctx.block_dim, wg, sizeof wg);
   memcpy(ctx.grid_dim, blocks, sizeof blocks);
@@ -829,7 +1050,9 @@ static void emulate(const Kernel *k, const hsa_kernel_dispatch_packet_t *p) {
           __nano_dh_access(desc, fake_site(1), (uint64_t)(uintptr_t)&y[i], 4, NANO_DH_AS_GLOBAL);
           __nano_dh_access(desc, fake_site(2), (uint64_t)(uintptr_t)&y[i], 4, NANO_DH_AS_GLOBAL);
         }
-        y[i] = a * x[i] + y[i];
+        y[i] = a * x[i] + y[i] + (bias ? *bias : 0.0f);
+        if (i == 0 && count)
+          *count += n;
       } else if (merged) {
         float *out = (float *)(uintptr_t)kernarg_u64(p, 0);
         const float *in = (const float *)(uintptr_t)kernarg_u64(p, 8);
@@ -1262,6 +1485,7 @@ static void table_fill(void) {
   g_amd.hsa_amd_memory_pool_allocate_fn = pool_allocate;
   g_amd.hsa_amd_memory_pool_free_fn = pool_free;
   g_amd.hsa_amd_agents_allow_access_fn = allow_access;
+  g_amd.hsa_amd_memory_async_copy_fn = async_copy;
   g_amd.hsa_amd_queue_intercept_create_fn = intercept_create;
   g_amd.hsa_amd_queue_intercept_register_fn = intercept_register;
 }
@@ -1423,6 +1647,11 @@ EXPORT hsa_status_t hsa_amd_memory_pool_allocate(hsa_amd_memory_pool_t a, size_t
   return g_amd.hsa_amd_memory_pool_allocate_fn(a, b, c, d);
 }
 EXPORT hsa_status_t hsa_amd_memory_pool_free(void *p) { return g_amd.hsa_amd_memory_pool_free_fn(p); }
+EXPORT hsa_status_t hsa_amd_memory_async_copy(void *a, hsa_agent_t b, const void *c, hsa_agent_t d,
+                                              size_t e, uint32_t f, const hsa_signal_t *g,
+                                              hsa_signal_t h) {
+  return g_amd.hsa_amd_memory_async_copy_fn(a, b, c, d, e, f, g, h);
+}
 EXPORT hsa_status_t hsa_amd_agents_allow_access(uint32_t a, const hsa_agent_t *b, const uint32_t *c,
                                                 const void *d) {
   return g_amd.hsa_amd_agents_allow_access_fn(a, b, c, d);

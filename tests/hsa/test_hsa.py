@@ -123,10 +123,11 @@ def build_all():
         check(re.search(r"twin of +%s" % re.escape(k), listing) and
               re.search(r"original, with its twin +%s" % re.escape(k), listing),
               "cache list shows %s and its twin:\n%s" % (k, listing))
-    # a program and a cache sharing a module variable (case_variables)
+    # a program and caches sharing module variables (case_variables)
     hip_build(HERE + "/kernels_variable.hip", OUT + "/variable.bundle", ["gfx90a"])
-    sh([NANOPROBE, "cache", "build", "-o", OUT + "/varcache", "--", HIPCC, "-O2", "-g", "-B" + LLVM_BIN,
-        "--offload-arch=gfx90a", HERE + "/kernels_variable.hip"])
+    for cache, source in (("varcache", "kernels_variable.hip"), ("widecache", "kernels_variable_wide.hip")):
+        sh([NANOPROBE, "cache", "build", "-o", OUT + "/" + cache, "--", HIPCC, "-O2", "-g", "-B" + LLVM_BIN,
+            "--offload-arch=gfx90a", HERE + "/" + source])
     os.makedirs(OUT + "/plain", exist_ok=True)
     hip_build(src, OUT + "/plain/kernels.bundle", ["gfx90a"], opt="-O1")
     os.makedirs(OUT + "/mismatch", exist_ok=True)
@@ -141,11 +142,11 @@ def build_all():
     unbundle(OUT + "/mismatch/dyn.bundle", "gfx90a", OUT + "/mismatch.gfx90a.co")
 
 
-def sites(arch):
+def sites(arch, cache="/cache/kernels.hip.o", want=None):
     """The twins' site ids in the order the stand-in emulates: axpy x, y, y;
     dyn out; merged4's four loads and its store (one site per line)."""
-    out = sh([KERNELDB, "sites", OUT + "/cache/kernels.hip.o", "--arch", arch]).stdout
-    want = ["kernels.hip:7:25", "kernels.hip:7:32", "kernels.hip:7:19", "kernels.hip:13:20"] + \
+    out = sh([KERNELDB, "sites", OUT + cache, "--arch", arch]).stdout
+    want = want or ["kernels.hip:7:25", "kernels.hip:7:32", "kernels.hip:7:19", "kernels.hip:13:20"] + \
         ["kernels.hip:%d:" % line for line in MERGED4_LINES]
     ids = []
     for w in want:
@@ -495,30 +496,57 @@ def case_plain_cache():
 
 
 def case_variables():
-    """A program whose code object defines a module variable (axpy_count,
-    which axpy writes; llvm-readelf shows it in both) and a cache built from
-    the same source: a replacement would compute with the cache's copy of
-    it, so neither the twins (NANO_INSTRUMENT=1) nor plain mode replace the
-    program's kernels, said once per kernel, naming the variable."""
-    co = OUT + "/variable.gfx90a.co"
-    for f in (co, OUT + "/varcache.gfx90a.co"):
+    """A program whose code object defines module variables (axpy_bias, which
+    it sets, and axpy_count, which axpy adds n to and the program reads back;
+    llvm-readelf shows them in the program's and the cache's code objects)
+    and a cache built from the same source: the cache's twins
+    (NANO_INSTRUMENT=1) and its plain kernels replace the program's, with
+    the program's values copied into the cache's copies before each dispatch
+    and axpy_count back after it, so the program's answers are exact: count
+    5 + 2n after two dispatches, every y with the program's bias (hsa_app
+    variables). A cache whose axpy_count is 8 bytes, not 4, replaces no axpy,
+    said once, naming the variable and both sizes."""
+    co, cache_co = OUT + "/variable.gfx90a.co", OUT + "/varcache.gfx90a.co"
+    for f in (co, cache_co):
         syms = sh([os.path.join(LLVM_BIN, "llvm-readelf"), "-s", f]).stdout
-        check(re.search(r"OBJECT +GLOBAL .* axpy_count$", syms, re.M),
-              "%s defines axpy_count:\n%s" % (f, syms))
-    for name, env in (("variables_twins", {"NANO_INSTRUMENT": "1", "NANO_ANALYZERS": "MemoryAnalysis"}),
-                      ("variables_plain", {})):
-        out, err, log, trace = run(name, co, env=dict(env, NANO_KERNEL_CACHE=OUT + "/varcache"))
-        expect_ok(name, out)
-        check([d["kernel"] for d in log] == ["_Z4axpyfPKfPfi", "_Z3dynPi"] and
-              all(d["image"] == fnv64(co) for d in log),
-              "%s: the program's own kernels ran: %s" % (name, log))
-        for k in ("_Z4axpyfPKfPfi", "_Z3dynPi"):
-            said = [ln for ln in err.splitlines() if "does not replace %s:" % k in ln]
-            check(len(said) == 1 and "both define the module variable axpy_count" in said[0] and
-                  said[0].endswith("it runs as built"),
-                  "%s: the refusal of %s is said once, naming the variable: %s" % (name, k, err))
-    print("ok variables: a cache whose code object shares a module variable with the program's "
-          "replaces none of its kernels, said once each")
+        for v in ("axpy_count", "axpy_bias"):
+            check(re.search(r"OBJECT +GLOBAL .* %s$" % v, syms, re.M), "%s defines %s:\n%s" % (f, v, syms))
+    out, _, log, _ = run("variables_alone", co, args=["variables"], tool=False)
+    check("ok variables" in out and len(log) == 2, "the program alone gets its answers:\n%s" % out)
+    n = 1000  # hsa_app's N
+    for name, env, twin in (("variables_twins", {"NANO_INSTRUMENT": "1", "NANO_ANALYZERS": "MemoryAnalysis",
+                                                  "FAKE_SITES": sites("gfx90a", "/varcache/kernels_variable.hip.o",
+                                                                        ["kernels_variable.hip:14:25",
+                                                                         "kernels_variable.hip:14:32",
+                                                                         "kernels_variable.hip:14:19",
+                                                                         "kernels_variable.hip:20:20"])}, True),
+                            ("variables_plain", {}, False)):
+        out, err, log, trace = run(name, co, args=["variables"],
+                                   env=dict(env, NANO_KERNEL_CACHE=OUT + "/varcache"))
+        check("ok variables" in out and "axpy_count %d " % (5 + 2 * n) in out,
+              "%s: the program's variables were read and written by the cache's kernels:\n%s%s" % (name, out, err))
+        want = "__nano_twin__Z4axpyfPKfPfiPv" if twin else "_Z4axpyfPKfPfi"
+        check([d["kernel"] for d in log] == [want, want] and all(d["image"] == fnv64(cache_co) for d in log),
+              "%s: both dispatches ran the cache's %s: %s" % (name, want, log))
+        check("nanoprobe: hsa:" not in err, "%s: nothing to say: %s" % (name, err))
+        ops = rows(trace, "select count(*) from rocpd_op o join rocpd_string s on s.id = o.opType_id "
+                          "where s.string = 'KernelExecution'")
+        check(ops == [(2,)], "%s: one op per dispatch, the barriers none: %s" % (name, ops))
+        if twin:
+            got = rows(trace, "select line, \"column\", kind, sum(accesses) from nano_memory "
+                              "group by line, \"column\", kind order by \"column\"")
+            check(got == [(14, 19, "store", 2 * n), (14, 25, "load", 2 * n), (14, 32, "load", 2 * n)],
+                  "%s: MemoryAnalysis of both dispatches at the cache's axpy sites: %s" % (name, got))
+    out, err, log, _ = run("variables_wide", co, args=["variables"],
+                           env={"NANO_KERNEL_CACHE": OUT + "/widecache", "NANO_INSTRUMENT": "1"})
+    check("ok variables" in out and all(d["image"] == fnv64(co) for d in log) and len(log) == 2,
+          "variables_wide: the program's own axpy ran: %s\n%s" % (log, out))
+    said = [ln for ln in err.splitlines() if "does not replace _Z4axpyfPKfPfi:" in ln]
+    check(len(said) == 1 and "its module variable axpy_count is 4 bytes in the program and 8 in the cache" in said[0]
+          and said[0].endswith("it runs as built"),
+          "variables_wide: the refusal is said once, naming the variable and its sizes: %s" % err)
+    print("ok variables: the cache's twins and plain kernels compute with the program's module variables "
+          "(copied in before each dispatch, the writable ones back after); one of another size refuses, said")
 
 
 def case_mismatch_and_bad_cache():
