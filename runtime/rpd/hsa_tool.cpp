@@ -160,7 +160,7 @@ struct hsa_kernel {
   struct hsa_arg *args;
   int args_known;
   int resolved;  /* its replacements were looked for */
-  int copy_said; /* a failed copy of its variables was said */
+  int copy_said; /* failed copies of its variables were said: bit 1 in, bit 0 back */
   struct hsa_use twin, plain;
   struct hsa_kernel *next;
 };
@@ -1236,7 +1236,7 @@ static int hsa_copy_packets(const struct hsa_pending *pending,
 /* Issues the copies of p's variables: in, the program's values into the
  * replacement's copies (completing copied_in); else the writable ones back
  * (copied_out). A copy the runtime refuses is counted done, so that the
- * queue goes on, and said once per kernel. */
+ * queue goes on, and said once per kernel and direction. */
 static void hsa_copies(struct hsa_pending *p, int in) {
   struct hsa_kernel *k = p->kernel; /* p may be reused once the last copy is done */
   const struct hsa_use *u = p->use;
@@ -1256,7 +1256,7 @@ static void hsa_copies(struct hsa_pending *p, int in) {
   if (!left)
     return;
   g_hsa.core.hsa_signal_subtract_screlease_fn(done, (hsa_signal_value_t)left);
-  if (!__atomic_exchange_n(&k->copy_said, 1, __ATOMIC_RELAXED))
+  if (!(__atomic_fetch_or(&k->copy_said, 1 << in, __ATOMIC_RELAXED) & 1 << in))
     hsa_log("kernel cache: copying the module variables of %s %s the cache's %s failed (%s): %s",
             k->name, in ? "to" : "back from", u->alt->path, hsa_error(rc),
             in ? "the dispatch computed with the cache's values"

@@ -29,7 +29,8 @@
  *     own, initialised from the image, found by name with the GPU agent;
  *   - hsa_amd_memory_async_copy: one in-order copy engine (dependent
  *     signals waited for, the completion signal decremented); both agents
- *     must reach both buffers;
+ *     must reach both buffers; FAKE_HSA_COPY_REFUSE set: those asked from
+ *     an async handler are refused (out of resources);
  *   - profiling: a queue with it on stores each dispatch's start and end, in
  *     the agent's ticks (100 MHz, their own epoch), in the completion signal;
  *     hsa_amd_profiling_convert_tick_to_system_domain and
@@ -509,6 +510,10 @@ static hsa_status_t async_copy(void *dst, hsa_agent_t dst_agent, const void *src
   if ((dst_agent.handle != CPU_AGENT && dst_agent.handle != GPU_AGENT) ||
       (src_agent.handle != CPU_AGENT && src_agent.handle != GPU_AGENT))
     return HSA_STATUS_ERROR_INVALID_AGENT;
+  /* FAKE_HSA_COPY_REFUSE: copies asked by async handlers (a tool's) are
+   * refused as a runtime out of resources would */
+  if (getenv("FAKE_HSA_COPY_REFUSE") && g_async.started && pthread_equal(pthread_self(), g_async.thread))
+    return HSA_STATUS_ERROR_OUT_OF_RESOURCES;
   if (ndeps > MAX_COPY_DEPS)
     fault("async copy: %u dependent signals, the stand-in takes %d", ndeps, MAX_COPY_DEPS);
   const hsa_agent_t agents[2] = {dst_agent, src_agent};

@@ -495,6 +495,9 @@ def case_plain_cache():
     print("ok plain_cache: kernels of the same name and arguments replace the program's")
 
 
+VARIABLES_COUNT = 5  # hsa_app's axpy_count before its variables run
+
+
 def case_variables():
     """A program whose code object defines module variables (axpy_bias, which
     it sets, and axpy_count, which axpy adds n to and the program reads back;
@@ -523,7 +526,7 @@ def case_variables():
                             ("variables_plain", {}, False)):
         out, err, log, trace = run(name, co, args=["variables"],
                                    env=dict(env, NANO_KERNEL_CACHE=OUT + "/varcache"))
-        check("ok variables" in out and "axpy_count %d " % (5 + 2 * n) in out,
+        check("ok variables" in out and "axpy_count %d " % (VARIABLES_COUNT + 2 * n) in out,
               "%s: the program's variables were read and written by the cache's kernels:\n%s%s" % (name, out, err))
         want = "__nano_twin__Z4axpyfPKfPfiPv" if twin else "_Z4axpyfPKfPfi"
         check([d["kernel"] for d in log] == [want, want] and all(d["image"] == fnv64(cache_co) for d in log),
@@ -545,6 +548,17 @@ def case_variables():
     check(len(said) == 1 and "its module variable axpy_count is 4 bytes in the program and 8 in the cache" in said[0]
           and said[0].endswith("it runs as built"),
           "variables_wide: the refusal is said once, naming the variable and its sizes: %s" % err)
+    # copies the runtime refuses: said once per kernel and direction, the queue goes on (no hang)
+    out, err, log, _ = run("variables_refused", co, args=["variables"],
+                           env={"NANO_KERNEL_CACHE": OUT + "/varcache", "FAKE_HSA_COPY_REFUSE": "1"})
+    check("WRONG variables" in out and "axpy_count %d " % VARIABLES_COUNT in out and len(log) == 2 and
+          all(d["image"] == fnv64(cache_co) for d in log),
+          "variables_refused: the cache's kernels ran without the copies, the program's count untouched:\n%s" % out)
+    for direction, then in (("to", "the dispatch computed with the cache's values"),
+                            ("back from", "the program's variables miss the dispatch's writes")):
+        said = [ln for ln in err.splitlines()
+                if "copying the module variables of _Z4axpyfPKfPfi %s the cache's" % direction in ln]
+        check(len(said) == 1 and said[0].endswith(then), "variables_refused: said once (%s): %s" % (direction, err))
     print("ok variables: the cache's twins and plain kernels compute with the program's module variables "
           "(copied in before each dispatch, the writable ones back after); one of another size refuses, said")
 
