@@ -225,14 +225,17 @@ static struct rpd_tbuf *rpd_seg_new(struct rpd_tbuf *owner) {
 }
 
 /* Records of ring b not drained yet: those from its tail to its head in its
- * arrays (records, not slots: a record spans its nslots), or, spilled, as
- * many as it had when it was. Async-signal-safe. */
+ * arrays (records, not slots: a record spans its nslots; one per slot
+ * unless the ring is `mixed`), or, spilled, as many as it had when it was.
+ * Async-signal-safe. */
 static uint64_t rpd_ring_records(const struct rpd_tbuf *b) {
   const struct nano_rpd_rec *slots = __atomic_load_n(&b->ring.slots, __ATOMIC_ACQUIRE);
   if (!slots)
     return b->spill_records;
   uint64_t n = 0, head = __atomic_load_n(&b->ring.head, __ATOMIC_ACQUIRE);
   uint64_t at = atomic_load_explicit(&b->tail, memory_order_acquire);
+  if (!__atomic_load_n(&b->mixed, __ATOMIC_RELAXED))
+    return at < head && head - at <= b->ring.nslots ? head - at : 0;
   while (at < head && head - at <= b->ring.nslots) {
     uint8_t k = slots[at & (b->ring.nslots - 1)].nslots;
     at += k ? k : 1;
@@ -253,12 +256,12 @@ static int rpd_seg_spill(struct rpd_tbuf *b, struct rpd_tbuf *into) {
   b->spill_records = rpd_ring_records(b); /* the writer cannot drain it now */
   struct iovec v[2] = {{b->ring.slots, (size_t)b->ring.nslots * sizeof(struct nano_rpd_rec)},
                        {b->arena, b->asize}};
-  int64_t off = rpdi_spill_write(v, 2, rpd_seg_bytes(b));
-  if (off < 0) {
+  /* the arena only where records left in the ring have texts there */
+  int parts = atomic_load(&b->atail) == atomic_load(&b->ahead) ? 1 : 2;
+  if (rpdi_spill_write(&b->owner->spill_z, v, parts, &b->spill) != 0) {
     atomic_store(&b->seg_state, SEG_MEM);
     return -1;
   }
-  b->spill_off = off;
   /* a move, as a free, waits for no death path's walk (rpd_seg_free_begin):
    * the walk reads b's arrays as b's while they are */
   if (into && rpd_seg_map_bytes(into) == rpd_seg_map_bytes(b) && rpd_seg_free_begin()) {
@@ -302,6 +305,7 @@ static struct rpd_tbuf *rpd_seg_next(struct rpd_tbuf *b) {
   n->ring.tail_seen = atomic_load(&n->tail);
   n->atail_seen = atomic_load(&n->atail);
   n->wake_sent = 0;
+  n->mixed = 0; /* drained: none of its records is left */
   atomic_store(&n->seg_next, NULL);
   atomic_store_explicit(&b->seg_next, n, memory_order_release);
   __atomic_store_n(&t->pseg, n, __ATOMIC_RELEASE); /* the writer's bound of a pass */
@@ -489,6 +493,8 @@ static struct nano_rpd_rec *rpd_reserve(struct rpd_tbuf **bp, uint32_t nslots,
     struct timespec ts = {0, 50000};
     nanosleep(&ts, NULL);
   }
+  if (pad || nslots > 1)
+    b->mixed = 1;
   if (pad) {
     struct nano_rpd_rec *p = &b->ring.slots[head & (b->ring.nslots - 1)];
     p->type = R_PAD;

@@ -99,16 +99,33 @@ void rpdi_spill_init(void);
 /* The file of the next spill goes in NANO_RPD_OVERFLOW_DIR, else the folder
  * of the trace at `trace_path`; a failure said before is forgotten. */
 void rpdi_spill_configure(const char *trace_path);
-/* Writes the n (at most 4) parts, `bytes` in all, as one region; returns its
- * offset, or -1 when the bound leaves no room or the file cannot be made or
- * written (said once; later calls then return -1 at once). Thread-safe. */
-int64_t rpdi_spill_write(const struct iovec *iov, int n, uint64_t bytes);
-/* Reads the region at `off` back into the n parts. Returns 0, or -1 (said). */
-int rpdi_spill_read(int64_t off, const struct iovec *iov, int n, uint64_t bytes);
-/* The region at `off` is no longer needed. Thread-safe. */
-void rpdi_spill_release(int64_t off, uint64_t bytes);
-/* Closes the file (nothing may be live); returns the most bytes it held. */
-uint64_t rpdi_spill_close(void);
+/* A region of the file: where, the bytes it takes there, the bytes of the
+ * parts it holds and how many, and whether it holds them as zstd frames
+ * (one per part) or as they are. */
+struct rpdi_spill_region {
+  int64_t off;
+  uint64_t stored, bytes;
+  int parts, packed;
+};
+/* A producer's compressor (made at its first spill, kept for the thread's
+ * buffer: one thread uses it at a time). */
+struct rpdi_spill_z;
+/* Writes the n (at most 4) parts as one region, compressed with *z (made
+ * here when NULL; where it cannot be, the parts go as they are), into *out.
+ * Returns 0, or -1 when the bound leaves no room or the file cannot be made
+ * or written (said once; later calls then return -1 at once). Thread-safe
+ * for distinct z. */
+int rpdi_spill_write(struct rpdi_spill_z **z, const struct iovec *iov, int n,
+                     struct rpdi_spill_region *out);
+/* Reads region r back into the first of the n parts it holds (the writer's
+ * thread only: its decompressor is one); the others are left as they are.
+ * Returns 0, or -1 (said). */
+int rpdi_spill_read(const struct rpdi_spill_region *r, const struct iovec *iov, int n);
+/* Region r is no longer needed. Thread-safe. */
+void rpdi_spill_release(const struct rpdi_spill_region *r);
+/* Closes the file (nothing may be live); gives the most bytes of records it
+ * held at once and the most bytes the file took. */
+void rpdi_spill_close(uint64_t *peak_records, uint64_t *peak_file);
 /* The folder of the file (for messages). */
 const char *rpdi_spill_dir(void);
 void rpdi_spill_atfork_prepare(void);

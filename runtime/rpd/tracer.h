@@ -124,6 +124,9 @@ struct rpd_tbuf {
   _Atomic uint64_t ahead; /* next arena byte (relaxed: read by a failed writer) */
   uint64_t atail_seen;
   int wake_sent; /* producer asked the writer to drain               */
+  /* a record of more than one slot, or a pad, was made since the ring was
+   * handed to its producer (rpd_ring_records then walks it) */
+  uint32_t mixed;
   /* the producer's fields above share one cache line; the writer's begin here */
   _Alignas(64) _Atomic uint64_t tail;
   _Atomic uint64_t atail;
@@ -144,12 +147,13 @@ struct rpd_tbuf {
   struct rpd_tbuf *owner;              /* the primary (itself for a primary) */
   _Atomic(struct rpd_tbuf *) seg_next; /* set after the ring's last record   */
   _Atomic int seg_state;               /* enum rpd_seg_state                 */
-  int64_t spill_off;                   /* SEG_SPILLED: where, in the spill file */
+  struct rpdi_spill_region spill;      /* SEG_SPILLED: where, in the spill file */
   uint64_t spill_records;              /* SEG_SPILLED: its records not drained  */
   /* primary only */
   struct rpd_tbuf *pseg;            /* the producer's ring (tls.ring)     */
   struct rpd_tbuf *wseg;            /* the writer's ring: oldest not drained */
   _Atomic(struct rpd_tbuf *) spare; /* a drained ring for the producer's next */
+  struct rpdi_spill_z *spill_z;     /* the producer's compressor of spilled rings */
 };
 
 /* A segment's arrays: in memory (the writer may be draining it: SEG_READ),

@@ -387,13 +387,13 @@ static int rpdw_seg_take(struct rpd_tbuf *s) {
       return -1;
     struct iovec v[2] = {{s->ring.slots, (size_t)s->ring.nslots * sizeof(struct nano_rpd_rec)},
                          {s->arena, s->asize}};
-    if (rpdi_spill_read(s->spill_off, v, 2, rpd_seg_bytes(s)) != 0) {
+    if (rpdi_spill_read(&s->spill, v, 2) != 0) {
       uint64_t head = __atomic_load_n(&s->ring.head, __ATOMIC_SEQ_CST);
       g_w.lost_records += head - atomic_load(&s->tail); /* slots, at most that many records */
       atomic_store(&s->atail, atomic_load(&s->ahead));
       atomic_store(&s->tail, head);
     }
-    rpdi_spill_release(s->spill_off, rpd_seg_bytes(s));
+    rpdi_spill_release(&s->spill);
     atomic_store(&s->seg_state, SEG_READ);
     return 0;
   }
@@ -1107,11 +1107,13 @@ void rpd_writer_stop(void) {
                      : "");
   if (g_w.failed && (g_w.lost_rows || g_w.lost_records))
     rpdw_report_lost();
-  uint64_t spilled = rpdi_spill_close();
+  uint64_t spilled, file;
+  rpdi_spill_close(&spilled, &file);
   if (spilled)
     rpd_log("%s: the writer fell behind by more than NANO_RPD_OVERFLOW_MEMORY; up to %llu MiB "
-            "of records waited in a temporary file in %s",
-            g_w.path, (unsigned long long)((spilled + (1u << 20) - 1) >> 20), rpdi_spill_dir());
+            "of records (%llu MiB compressed) waited in a temporary file in %s",
+            g_w.path, (unsigned long long)((spilled + (1u << 20) - 1) >> 20),
+            (unsigned long long)((file + (1u << 20) - 1) >> 20), rpdi_spill_dir());
   /* the one line at exit that says where the records went (not under
    * `nanoprobe run`, which prints a summary of its own) */
   if (g_w.db && !g_w.failed && !g_quiet && g_w.sides)
