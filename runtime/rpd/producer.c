@@ -53,6 +53,12 @@ static _Atomic int64_t g_base_bytes;      /* one ring per thread: not overflow  
 static pthread_mutex_t g_pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct rpd_tbuf *g_pool[RPD_POOL_MAX];
 static int g_npool;
+/* One drained ring past the bound whose arrays wait for the writer's next
+ * read-back of a spilled ring (rpd_seg_readback_arrays) instead of being
+ * unmapped: in a burst that outpaces the writer each ring read back took
+ * fresh pages, whose zeroing was a tenth of the writer's cycles on the
+ * development VM (issue 42 part 2). Under g_pool_lock. */
+static struct rpd_tbuf *g_stash;
 
 size_t rpd_seg_bytes(const struct rpd_tbuf *b) {
   return (size_t)b->ring.nslots * sizeof(struct nano_rpd_rec) + b->asize;
@@ -192,6 +198,9 @@ void rpd_seg_release(struct rpd_tbuf *b) {
   if (g_npool < RPD_POOL_MAX && over <= (int64_t)g_ovf_memory_max) {
     g_pool[g_npool++] = b;
     b = NULL;
+  } else if (!g_stash) {
+    g_stash = b;
+    b = NULL;
   }
   pthread_mutex_unlock(&g_pool_lock);
   if (b && rpd_seg_free_begin()) {
@@ -199,6 +208,23 @@ void rpd_seg_release(struct rpd_tbuf *b) {
     free(b);
     rpd_seg_free_end();
   }
+}
+
+int rpd_seg_readback_arrays(struct rpd_tbuf *s) {
+  pthread_mutex_lock(&g_pool_lock);
+  struct rpd_tbuf *d = g_stash && rpd_seg_map_bytes(g_stash) == rpd_seg_map_bytes(s) ? g_stash : NULL;
+  if (d)
+    g_stash = NULL;
+  pthread_mutex_unlock(&g_pool_lock);
+  if (!d)
+    return rpd_seg_arrays(s);
+  if (!rpd_seg_free_begin()) /* a death path is counting: d stays as it is */
+    return rpd_seg_arrays(s);
+  s->arena = d->arena;
+  __atomic_store_n(&s->ring.slots, d->ring.slots, __ATOMIC_RELEASE);
+  free(d);
+  rpd_seg_free_end();
+  return 0;
 }
 
 /* A ring of the configured size for thread `owner`, or (NULL) a new

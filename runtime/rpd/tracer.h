@@ -395,9 +395,12 @@ size_t rpd_seg_bytes(const struct rpd_tbuf *b);
 /* Maps ring b's arrays, the slots' pages in place. Returns 0, or -1 (out of
  * memory). */
 int rpd_seg_arrays(struct rpd_tbuf *b);
+/* Arrays for spilled ring s to be read back into: a drained ring's kept for
+ * it (rpd_seg_release), else fresh ones (rpd_seg_arrays). 0, or -1. */
+int rpd_seg_readback_arrays(struct rpd_tbuf *s);
 /* A drained ring nobody uses any more: into the pool of rings for any
  * thread's next (within RPD_POOL_MAX and NANO_RPD_OVERFLOW_MEMORY), else
- * freed. */
+ * kept for the next read-back (one ring), else freed. */
 void rpd_seg_release(struct rpd_tbuf *b);
 /* pthread key destructor: the exiting thread's open ranges end (R_EXIT) and
  * its buffer goes back to the writer. */

@@ -383,7 +383,7 @@ static int rpdw_seg_take(struct rpd_tbuf *s) {
     }
     if (st != SEG_SPILLED)
       return 0;
-    if (rpd_seg_arrays(s) != 0)
+    if (rpd_seg_readback_arrays(s) != 0)
       return -1;
     struct iovec v[2] = {{s->ring.slots, (size_t)s->ring.nslots * sizeof(struct nano_rpd_rec)},
                          {s->arena, s->asize}};
