@@ -1790,8 +1790,9 @@ int gpu_launch(int api, nano_gpu_launch_fn launch, const void *kernel, const voi
   uint64_t id = rpd_record_api("nano", "", "nanoLaunchKernel", name, start, end);
   /* the launch's arguments, where CUPTI's row of the program's call has none */
   if (id && !((api & NANO_GPU_API_MASK) == NANO_GPU_CUDA && rpd_cupti_records_calls())) {
-    char sname[24];
-    snprintf(sname, sizeof sname, "%p", stream);
+    char sname[24] = ""; /* a kernel node added by hand has no stream of the program's */
+    if (!gpu_hand_capturing)
+      snprintf(sname, sizeof sname, "%p", stream);
     struct rpd_kernel_launch kl = {sname,
                                    (int)(uint32_t)grid_xy,
                                    (int)(grid_xy >> 32),

@@ -212,7 +212,8 @@ void rpd_seg_release(struct rpd_tbuf *b) {
 
 int rpd_seg_readback_arrays(struct rpd_tbuf *s) {
   pthread_mutex_lock(&g_pool_lock);
-  struct rpd_tbuf *d = g_stash && rpd_seg_map_bytes(g_stash) == rpd_seg_map_bytes(s) ? g_stash : NULL;
+  struct rpd_tbuf *d =
+      g_stash && rpd_seg_map_bytes(g_stash) == rpd_seg_map_bytes(s) ? g_stash : NULL;
   if (d)
     g_stash = NULL;
   pthread_mutex_unlock(&g_pool_lock);

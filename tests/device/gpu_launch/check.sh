@@ -221,6 +221,9 @@ $row" ] || fail "HIP: the twin's dispatch and the graph's three replays, every a
   [ "$(query handbuilt.rpd "select group_concat(kernel || ' ' || backend || ' ' || grid_x || ' ' || records, ',') from (select * from nano_dispatch order by id)")" = \
     "_Z4axpyfPKfPfi hip 2 192,_Z5otherPi hip 1 32,_Z4axpyfPKfPfi hip 2 192,_Z5otherPi hip 1 32,_Z4axpyfPKfPfi hip 1 96,_Z5otherPi hip 1 32" ] ||
     fail "HIP handbuilt: one dispatch per replay ($(query handbuilt.rpd "select id, kernel, grid_x, records from nano_dispatch"))"
+  # a node added by hand has no stream: its launch row names none (not nanoprobe's capture stream)
+  [ "$(query handbuilt.rpd "select count(*) || ' ' || sum(k.stream = '') from api a join rocpd_kernelapi k on k.api_ptr_id = a.id where a.apiName = 'nanoLaunchKernel'")" = "2 2" ] ||
+    fail "HIP handbuilt: the nodes' launch rows name no stream ($(query handbuilt.rpd "select a.apiName, k.stream from api a join rocpd_kernelapi k on k.api_ptr_id = a.id"))"
   # (the host side alone has no site tables, said)
   ! grep -v -e '^nanoprobe: dispatch ' -e 'rows written' -e 'site tables of /proc/self/exe' \
     handbuilt.err | grep -q . || fail "HIP handbuilt: nothing else to say ($(cat handbuilt.err))"
