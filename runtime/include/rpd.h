@@ -137,9 +137,15 @@ void rpd_record_monitor(const char *deviceType, int deviceId, const char *monito
  * records into the thread's ring itself (one rdtsc, a 64-byte record, a
  * release store), with no call, while the tracer stamps with the TSC, keeps
  * no stack frames and the ring is less than half full; otherwise it calls
- * rpd_rangePushInterned / rpd_rangePop. These declarations are libnano_rpd's
- * own layout, versioned by the _v1 names: a library of another layout does
- * not link. Define NANO_RPD_NO_INLINE to always call. Not an API. */
+ * rpd_rangePushInterned / rpd_rangePop. A pop whose push is still the
+ * thread's last record folds into the push's slot (a RANGE record: its end
+ * in t1, the type stored last): a leaf range takes one slot, not two. The
+ * writer leaves such a last push unread while recording goes on in its
+ * epoch and the ring is the thread's current one, so the slot is never
+ * changed after it was read. These declarations are libnano_rpd's own
+ * layout and record types, versioned by the _v2 names: a library of
+ * another layout does not link. Define NANO_RPD_NO_INLINE to always call.
+ * Not an API. */
 struct nano_rpd_rec { /* one ring slot */
   uint8_t type, nslots;
   uint16_t unused;
@@ -148,7 +154,7 @@ struct nano_rpd_rec { /* one ring slot */
   uint64_t h;
   uint64_t s[4];
 };
-enum { NANO_RPD_REC_PUSH = 1, NANO_RPD_REC_POP = 2 };
+enum { NANO_RPD_REC_PUSH = 1, NANO_RPD_REC_POP = 2, NANO_RPD_REC_RANGE = 12 };
 #define NANO_RPD_REF_INTERNED (1ull << 63)
 struct nano_rpd_ring { /* the head of a thread's ring, written by that thread */
   uint64_t head, tail_seen;
@@ -160,9 +166,9 @@ struct nano_rpd_thread { /* a thread's state */
   uint32_t depth;
   uint64_t unrecorded;
 };
-extern __thread struct nano_rpd_thread nano_rpd_thread_v1
+extern __thread struct nano_rpd_thread nano_rpd_thread_v2
     __attribute__((tls_model("initial-exec")));
-extern uint32_t nano_rpd_fast_v1; /* epoch << 1 | 1 while the inline path may record, else 0 */
+extern uint32_t nano_rpd_fast_v2; /* epoch << 1 | 1 while the inline path may record, else 0 */
 #endif
 
 #if defined(__GNUC__)
@@ -174,6 +180,15 @@ extern uint32_t nano_rpd_fast_v1; /* epoch << 1 | 1 while the inline path may re
  * this path. */
 #define NANO_RPD_LOAD_(p) (*(volatile __typeof__(*(p)) *)(p))
 #define NANO_RPD_STORE_(p, v) (*(volatile __typeof__(*(p)) *)(p) = (v))
+/* The thread's last record when it is a push of epoch `epoch` written since
+ * the ring was handed to the thread (the writer has not read it), else 0. */
+static inline struct nano_rpd_rec *nano_rpd_last_push_(struct nano_rpd_ring *b, uint32_t epoch) {
+  uint64_t h = b->head;
+  struct nano_rpd_rec *r = &b->slots[(h - 1) & (b->nslots - 1)];
+  return h != b->tail_seen && r->type == NANO_RPD_REC_PUSH && r->nslots == 1 && r->epoch == epoch
+             ? r
+             : 0;
+}
 #endif
 
 #if defined(__GNUC__) && defined(__x86_64__) && !defined(NANO_RPD_NO_INLINE)
@@ -188,8 +203,8 @@ static inline struct nano_rpd_rec *nano_rpd_slot_(struct nano_rpd_ring *b) {
   return h + 1 - b->tail_seen <= b->nslots / 2 ? &b->slots[h & (b->nslots - 1)] : 0;
 }
 static inline void nano_zone_push_(uint32_t name) {
-  uint32_t st = NANO_RPD_LOAD_(&nano_rpd_fast_v1);
-  struct nano_rpd_thread *t = &nano_rpd_thread_v1;
+  uint32_t st = NANO_RPD_LOAD_(&nano_rpd_fast_v2);
+  struct nano_rpd_thread *t = &nano_rpd_thread_v2;
   struct nano_rpd_rec *r;
   if (__builtin_expect((st & 1) && t->ring && (r = nano_rpd_slot_(t->ring)), 1)) {
     r->type = NANO_RPD_REC_PUSH;
@@ -207,11 +222,19 @@ static inline void nano_zone_push_(uint32_t name) {
   rpd_rangePushInterned(0, name, 0);
 }
 static inline void nano_zone_end_(int *unused) {
-  uint32_t st = NANO_RPD_LOAD_(&nano_rpd_fast_v1);
-  struct nano_rpd_thread *t = &nano_rpd_thread_v1;
+  uint32_t st = NANO_RPD_LOAD_(&nano_rpd_fast_v2);
+  struct nano_rpd_thread *t = &nano_rpd_thread_v2;
   uint32_t d = t->depth - 1; /* a range at depth d < 64 not recorded has bit d */
   struct nano_rpd_rec *r;
   (void)unused;
+  if (__builtin_expect((st & 1) && t->depth && (d >= 64 || !((t->unrecorded >> d) & 1)) &&
+                           t->ring && (r = nano_rpd_last_push_(t->ring, st >> 1)),
+                       1)) {
+    r->t1 = (int64_t)__builtin_ia32_rdtsc();
+    NANO_RPD_STORE_RELEASE_(&r->type, (uint8_t)NANO_RPD_REC_RANGE);
+    t->depth = d;
+    return;
+  }
   if (__builtin_expect((st & 1) && t->depth && (d >= 64 || !((t->unrecorded >> d) & 1)) &&
                            t->ring && (r = nano_rpd_slot_(t->ring)),
                        1)) {

@@ -724,6 +724,12 @@ int rpdi_pop(void) {
   struct rpd_tbuf *b = rpd_tls_buf();
   if (__builtin_expect(!b, 0))
     return rpd_pop_slow(d, epoch);
+  struct nano_rpd_rec *last = nano_rpd_last_push_(&b->ring, epoch);
+  if (last) { /* a leaf range: one slot (rpd.h) */
+    last->t1 = rpd_stamp();
+    __atomic_store_n(&last->type, (uint8_t)R_RANGE, __ATOMIC_RELEASE);
+    return (int)d;
+  }
   uint64_t head = __atomic_load_n(&b->ring.head, __ATOMIC_RELAXED);
   if (__builtin_expect(head + 1 - b->ring.tail_seen > b->ring.nslots, 0))
     return rpd_pop_slow(d, epoch);

@@ -53,12 +53,12 @@ _Atomic uint64_t g_lock_dropped;
 _Atomic uint32_t g_state;
 /* g_state while NANO_ZONE's inline path may record (TSC stamps, no stack
  * frames: g_fast), else 0 */
-RPDI_EXPORT uint32_t nano_rpd_fast_v1;
+RPDI_EXPORT uint32_t nano_rpd_fast_v2;
 static int g_fast;
 
 /* Sets the recording state (async-signal-safe). */
 static void rpd_set_state(uint32_t st) {
-  __atomic_store_n(&nano_rpd_fast_v1, g_fast ? st : 0, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&nano_rpd_fast_v2, g_fast ? st : 0, __ATOMIC_SEQ_CST);
   atomic_store(&g_state, st);
 }
 _Atomic int64_t g_stop_at[RPD_STOP_EPOCHS];
@@ -78,7 +78,7 @@ static uint32_t g_epoch;
 _Atomic(struct rpd_tbuf *) g_bufs;
 _Atomic uint64_t g_api_next = 1;
 
-RPDI_EXPORT __thread struct nano_rpd_thread nano_rpd_thread_v1
+RPDI_EXPORT __thread struct nano_rpd_thread nano_rpd_thread_v2
     __attribute__((tls_model("initial-exec")));
 pthread_key_t g_tls_key;
 

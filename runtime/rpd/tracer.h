@@ -91,7 +91,9 @@ enum rpd_rec_type {
   R_RSTART,                   /* h range id, t0, s[0] domain, s[1] text                         */
   R_RSTOP,                    /* h range id, t0                                                 */
   R_EXIT,                     /* t0: the thread exits; its open ranges end here                 */
+  R_RANGE = NANO_RPD_REC_RANGE, /* a PUSH its pop folded into: t1 its end (rpd.h's inline path) */
 };
+_Static_assert(R_RANGE > R_EXIT, "a RANGE record has a type of its own");
 
 _Static_assert(sizeof(struct nano_rpd_rec) == 64, "a record is one cache line");
 
@@ -252,7 +254,7 @@ extern _Atomic uint64_t g_api_next; /* api handles, process-wide */
  * range depth, and bit d of `unrecorded` set while the range open at depth
  * d < 64 was not recorded (recording off, or dropped), so its pop is not
  * either; the pop clears it. */
-#define tls nano_rpd_thread_v1
+#define tls nano_rpd_thread_v2
 static inline struct rpd_tbuf *rpd_tls_buf(void) { return (struct rpd_tbuf *)tls.ring; }
 static inline void rpd_tls_set_buf(struct rpd_tbuf *b) { tls.ring = (struct nano_rpd_ring *)b; }
 /* Its destructor (rpd_tls_destructor) ends the thread's ranges at its exit. */

@@ -324,11 +324,21 @@ static int rpdw_commit(void) { return rpdw_commit_at(0); }
  * fork through; the next round goes on where it stopped (g_w.cut_short). */
 static _Atomic int g_fork_waiting;
 
+/* Whether record r, the last of ring b, is a push that its pop may still
+ * fold into (rpd.h): while recording goes on in its epoch and b is its
+ * thread's current ring, it is left unread (an open range either way). */
+static int rpdw_push_open(const struct rpd_tbuf *b, const struct nano_rpd_rec *r) {
+  uint32_t st = atomic_load(&g_state);
+  return __atomic_load_n(&r->type, __ATOMIC_ACQUIRE) == R_PUSH && r->nslots == 1 && (st & 1) &&
+         (st >> 1) == r->epoch && !atomic_load_explicit(&b->seg_next, memory_order_acquire);
+}
+
 /* Drains buffer b; returns the number of records written. */
 static uint64_t rpdw_drain(struct rpd_tbuf *b) {
   uint64_t head = __atomic_load_n(&b->ring.head, __ATOMIC_ACQUIRE);
   uint64_t tail = atomic_load_explicit(&b->tail, memory_order_relaxed);
-  if (head == tail)
+  if (head == tail ||
+      (head == tail + 1 && rpdw_push_open(b, &b->ring.slots[tail & (b->ring.nslots - 1)])))
     return 0;
   uint64_t aend = atomic_load_explicit(&b->atail, memory_order_relaxed), n = 0;
   if (rpdw_begin() != 0) {
@@ -346,6 +356,8 @@ static uint64_t rpdw_drain(struct rpd_tbuf *b) {
   while (tail < head) {
     const struct nano_rpd_rec *r = &b->ring.slots[tail & (b->ring.nslots - 1)];
     uint32_t ns = r->nslots ? r->nslots : 1;
+    if (tail + ns == head && rpdw_push_open(b, r))
+      break;
     g_w.lost_records += g_w.failed != 0; /* read (the arena moves on), not written */
     rpdw_record(b, r, &aend);
     tail += ns;

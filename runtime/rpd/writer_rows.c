@@ -380,46 +380,60 @@ void rpdw_close_stale(struct rpd_tbuf *b, uint32_t cur_on_epoch) {
   b->nopen = keep;
 }
 
+/* A push (R_PUSH, R_RANGE) of ring b, whose thread is t: its range opens. */
+static void rpdw_push(struct rpd_tbuf *b, struct rpd_tbuf *t, const struct nano_rpd_rec *r,
+                      uint64_t *aend) {
+  struct rpd_open *opens = rpd_grow(t->open, t->nopen, &t->capopen, sizeof *opens);
+  if (!opens)
+    return;
+  t->open = opens;
+  struct rpd_open *o = &t->open[t->nopen++];
+  o->start = rpdw_time(r->t0);
+  o->epoch = r->epoch;
+  /* The id is taken at the pop (rows then come in id order, see
+   * rpdw_flush_api) unless stack frames need it now. */
+  o->api_id = r->s[3] ? g_w.offset + (int64_t)atomic_fetch_add(&g_api_next, 1) : 0;
+  o->child_ns = 0;
+  if (g_w.min_ns > 0)
+    rpdw_range_keys(b, r, aend, o);
+  else
+    rpdw_user_ids(b, r, aend, &o->domain_id, &o->name_id, &o->args_id);
+  rpdw_stack(b, r->s[3], o->api_id, aend);
+}
+
+/* A pop (R_POP, R_RANGE) of thread t in epoch `epoch` at stamp `at`: its
+ * innermost open range ends. Ranges of an ended epoch end at their stop. A
+ * thread stamps its pushes with the epoch it reads and epochs only grow, so
+ * the epochs of its open ranges never decrease from the bottom of the
+ * stack up: when the bottom one is of this pop's epoch, none is stale (no
+ * scan of the stack per pop). */
+static void rpdw_pop(struct rpd_tbuf *t, uint32_t epoch, int64_t at) {
+  if (t->nopen && t->open[0].epoch != epoch)
+    rpdw_close_stale(t, epoch);
+  if (t->nopen > 0) {
+    t->nopen--;
+    rpdw_close_range(t, &t->open[t->nopen], rpdw_time(at),
+                     t->nopen ? &t->open[t->nopen - 1] : NULL);
+  }
+}
+
 /* Writes record r of ring b (its texts are in b's arena; the thread's state
  * is b's owner's). */
 void rpdw_record(struct rpd_tbuf *b, const struct nano_rpd_rec *r, uint64_t *aend) {
   struct rpd_tbuf *t = b->owner;
-  switch (r->type) {
+  switch (__atomic_load_n(&r->type, __ATOMIC_ACQUIRE)) { /* a push's type may become RANGE */
   case R_PAD:
     break;
-  case R_PUSH: {
-    struct rpd_open *opens = rpd_grow(t->open, t->nopen, &t->capopen, sizeof *opens);
-    if (!opens)
-      return;
-    t->open = opens;
-    struct rpd_open *o = &t->open[t->nopen++];
-    o->start = rpdw_time(r->t0);
-    o->epoch = r->epoch;
-    /* The id is taken at the pop (rows then come in id order, see
-     * rpdw_flush_api) unless stack frames need it now. */
-    o->api_id = r->s[3] ? g_w.offset + (int64_t)atomic_fetch_add(&g_api_next, 1) : 0;
-    o->child_ns = 0;
-    if (g_w.min_ns > 0)
-      rpdw_range_keys(b, r, aend, o);
-    else
-      rpdw_user_ids(b, r, aend, &o->domain_id, &o->name_id, &o->args_id);
-    rpdw_stack(b, r->s[3], o->api_id, aend);
+  case R_PUSH:
+    rpdw_push(b, t, r, aend);
     break;
-  }
-  case R_POP: {
-    /* Ranges of an ended epoch end at their stop. A thread stamps its pushes
-     * with the epoch it reads and epochs only grow, so the epochs of its open
-     * ranges never decrease from the bottom of the stack up: when the bottom
-     * one is of this pop's epoch, none is stale (no scan of the stack per pop). */
-    if (t->nopen && t->open[0].epoch != r->epoch)
-      rpdw_close_stale(t, r->epoch);
-    if (t->nopen > 0) {
-      t->nopen--;
-      rpdw_close_range(t, &t->open[t->nopen], rpdw_time(r->t0),
-                       t->nopen ? &t->open[t->nopen - 1] : NULL);
-    }
+  case R_POP:
+    rpdw_pop(t, r->epoch, r->t0);
     break;
-  }
+  case R_RANGE:
+    rpdw_push(b, t, r, aend);
+    rpdw_pop(t, r->epoch, r->t1);
+    break;
   case R_EXIT: {
     rpdw_close_stale(t, r->epoch);
     int64_t end = rpdw_time(r->t0);

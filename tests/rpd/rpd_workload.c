@@ -375,13 +375,53 @@ static int do_interned(int n) {
 
 static int do_zone(int n) {
   /* which path NANO_ZONE takes: inline (1) or calls (0) */
-  printf("inline %d\n", __atomic_load_n(&nano_rpd_fast_v1, __ATOMIC_RELAXED) != 0);
+  printf("inline %d\n", __atomic_load_n(&nano_rpd_fast_v2, __ATOMIC_RELAXED) != 0);
   for (int k = 0; k < n; k++) {
     NANO_ZONE("zone-outer");
     char name[16];
     snprintf(name, sizeof name, "dyn-%d", k % 3);
     NANO_ZONE(name);
   }
+  return 0;
+}
+
+/* The head of the calling thread's ring (rpd.h's layout), and the ring. */
+static uint64_t ring_head(const void **ring) {
+  *ring = nano_rpd_thread_v2.ring;
+  return nano_rpd_thread_v2.ring ? nano_rpd_thread_v2.ring->head : 0;
+}
+
+/* fold N: the ring slots taken by N leaf NANO_ZONEs, N NANO_ZONEs with a
+ * mark inside, N leaf rpd_rangePush/rpd_rangePop ranges, and N zones that
+ * open a leaf range inside, each set in turn ("slots A B C D"; "same ring"
+ * when no set moved to another ring, which the counts need). */
+static int do_fold(int n) {
+  const void *r0, *r1, *r2, *r3, *r4;
+  rpd_mark(NULL, "first", NULL); /* the thread has its ring */
+  uint64_t h0 = ring_head(&r0);
+  for (int i = 0; i < n; i++) {
+    NANO_ZONE("leaf");
+  }
+  uint64_t h1 = ring_head(&r1);
+  for (int i = 0; i < n; i++) {
+    NANO_ZONE("marked");
+    rpd_mark(NULL, "inside", NULL);
+  }
+  uint64_t h2 = ring_head(&r2);
+  for (int i = 0; i < n; i++) {
+    rpd_rangePush(NULL, "called", NULL);
+    rpd_rangePop();
+  }
+  uint64_t h3 = ring_head(&r3);
+  for (int i = 0; i < n; i++) {
+    NANO_ZONE("outer");
+    NANO_ZONE("inner");
+  }
+  uint64_t h4 = ring_head(&r4);
+  printf("slots %llu %llu %llu %llu\n", (unsigned long long)(h1 - h0),
+         (unsigned long long)(h2 - h1), (unsigned long long)(h3 - h2),
+         (unsigned long long)(h4 - h3));
+  printf("%s\n", r0 == r1 && r1 == r2 && r2 == r3 && r3 == r4 ? "same ring" : "rings changed");
   return 0;
 }
 
@@ -471,6 +511,7 @@ int main(int argc, char **argv) {
   if (strcmp(m, "helpers") == 0) return do_helpers();
   if (strcmp(m, "interned") == 0) return do_interned(a);
   if (strcmp(m, "zone") == 0) return do_zone(a);
+  if (strcmp(m, "fold") == 0) return do_fold(a);
   if (strcmp(m, "outpaced") == 0) return do_outpaced(atol(argv[2]));
   if (strcmp(m, "clock") == 0) return do_clock(a, b, argc > 4 && strcmp(argv[4], "flush") == 0);
   if (strcmp(m, "chain") == 0) return do_chain();
