@@ -152,6 +152,16 @@ static void dispatch(hsa_queue_t *q, const struct kernel *k, void *args, uint32_
   submit(q, &p);
 }
 
+/* axpy's kernarg segment for y = a x + y over n elements. */
+static void *axpy_args(const struct kernel *k, float a, const float *x, float *y, int n) {
+  unsigned char ex[AXPY_EXPLICIT] = {0};
+  memcpy(ex, &a, 4);
+  memcpy(ex + 8, &x, 8);
+  memcpy(ex + 16, &y, 8);
+  memcpy(ex + 24, &n, 4);
+  return kernargs("axpy", k, ex, sizeof ex);
+}
+
 static void wait_zero(hsa_signal_t s) {
   while (hsa_signal_wait_scacquire(s, HSA_SIGNAL_CONDITION_EQ, 0, UINT64_MAX,
                                    HSA_WAIT_STATE_BLOCKED) != 0)
@@ -200,12 +210,7 @@ static int variables_run(hsa_executable_t e, hsa_queue_t *q, const struct kernel
   variable_copy(e, "axpy_count", &count, sizeof count, 1);
   for (int i = 0; i < N; i++)
     x[i] = (float)i, y[i] = 1.0f;
-  unsigned char ex[AXPY_EXPLICIT] = {0};
-  memcpy(ex, &a, 4);
-  memcpy(ex + 8, &x, 8);
-  memcpy(ex + 16, &y, 8);
-  memcpy(ex + 24, &n, 4);
-  void *args = kernargs("axpy", k, ex, sizeof ex);
+  void *args = axpy_args(k, a, x, y, n);
   hsa_signal_t done;
   CHECK(hsa_signal_create(VARIABLES_RUNS, 0, NULL, &done));
   for (int r = 0; r < VARIABLES_RUNS; r++)
@@ -236,12 +241,7 @@ static void *axpy(void *arg) {
   int n = N;
   for (int i = 0; i < N; i++)
     x[i] = (float)i, y[i] = 1.0f;
-  unsigned char ex[AXPY_EXPLICIT] = {0};
-  memcpy(ex, &a, 4);
-  memcpy(ex + 8, &x, 8);
-  memcpy(ex + 16, &y, 8);
-  memcpy(ex + 24, &n, 4);
-  void *args = kernargs("axpy", &r->k, ex, sizeof ex);
+  void *args = axpy_args(&r->k, a, x, y, n);
   hsa_signal_t done;
   CHECK(hsa_signal_create(1, 0, NULL, &done));
   dispatch(r->q, &r->k, args, (N + WG - 1) / WG * WG, WG, 0, done);
@@ -332,16 +332,9 @@ int main(int argc, char **argv) {
   CHECK(hsa_queue_create(gpu, 64, HSA_QUEUE_TYPE_MULTI, NULL, NULL, UINT32_MAX, UINT32_MAX, &q2));
   if (nowait) {
     static float x[N], y[N];
-    float a = 2.0f, *xp = x, *yp = y;
-    int n = N;
-    unsigned char ex[AXPY_EXPLICIT] = {0};
-    memcpy(ex, &a, 4);
-    memcpy(ex + 8, &xp, 8);
-    memcpy(ex + 16, &yp, 8);
-    memcpy(ex + 24, &n, 4);
     hsa_signal_t done;
     CHECK(hsa_signal_create(1, 0, NULL, &done));
-    dispatch(q1, &ka, kernargs("axpy", &ka, ex, sizeof ex), (N + WG - 1) / WG * WG, WG, 0, done);
+    dispatch(q1, &ka, axpy_args(&ka, 2.0f, x, y, N), (N + WG - 1) / WG * WG, WG, 0, done);
     printf("submitted axpy\n");
     CHECK(hsa_shut_down());
     return 0;

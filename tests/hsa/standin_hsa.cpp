@@ -885,21 +885,33 @@ static uint32_t kd_word(const Kernel *k, int at) {
   memcpy(&v, k->kd + at, sizeof v);
   return v;
 }
-static hsa_status_t variable_get_info(const Variable *v, hsa_executable_symbol_info_t what,
-                                      void *out) {
+/* What every symbol has (its kind, name and agent) into out: 1, or 0 for
+ * another `what`. */
+static int symbol_common_info(hsa_symbol_kind_t kind, const char *name,
+                              hsa_executable_symbol_info_t what, void *out) {
   switch ((int)what) {
   case HSA_EXECUTABLE_SYMBOL_INFO_TYPE:
-    *(hsa_symbol_kind_t *)out = HSA_SYMBOL_KIND_VARIABLE;
-    break;
+    *(hsa_symbol_kind_t *)out = kind;
+    return 1;
   case HSA_EXECUTABLE_SYMBOL_INFO_NAME_LENGTH:
-    *(uint32_t *)out = (uint32_t)strlen(v->name);
-    break;
+    *(uint32_t *)out = (uint32_t)strlen(name);
+    return 1;
   case HSA_EXECUTABLE_SYMBOL_INFO_NAME:
-    memcpy(out, v->name, strlen(v->name));
-    break;
+    memcpy(out, name, strlen(name));
+    return 1;
   case HSA_EXECUTABLE_SYMBOL_INFO_AGENT:
     *(hsa_agent_t *)out = {GPU_AGENT};
-    break;
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+static hsa_status_t variable_get_info(const Variable *v, hsa_executable_symbol_info_t what,
+                                      void *out) {
+  if (symbol_common_info(HSA_SYMBOL_KIND_VARIABLE, v->name, what, out))
+    return HSA_STATUS_SUCCESS;
+  switch ((int)what) {
   case HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_ALLOCATION:
     *(hsa_variable_allocation_t *)out = HSA_VARIABLE_ALLOCATION_AGENT;
     break;
@@ -923,19 +935,9 @@ static hsa_status_t symbol_get_info(hsa_executable_symbol_t s, hsa_executable_sy
   Kernel *k = (Kernel *)(uintptr_t)s.handle;
   if (!k)
     return HSA_STATUS_ERROR_INVALID_EXECUTABLE_SYMBOL;
+  if (symbol_common_info(HSA_SYMBOL_KIND_KERNEL, k->name, what, out))
+    return HSA_STATUS_SUCCESS;
   switch ((int)what) {
-  case HSA_EXECUTABLE_SYMBOL_INFO_TYPE:
-    *(hsa_symbol_kind_t *)out = HSA_SYMBOL_KIND_KERNEL;
-    break;
-  case HSA_EXECUTABLE_SYMBOL_INFO_NAME_LENGTH:
-    *(uint32_t *)out = (uint32_t)strlen(k->name);
-    break;
-  case HSA_EXECUTABLE_SYMBOL_INFO_NAME:
-    memcpy(out, k->name, strlen(k->name));
-    break;
-  case HSA_EXECUTABLE_SYMBOL_INFO_AGENT:
-    *(hsa_agent_t *)out = {GPU_AGENT};
-    break;
   case HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT:
     *(uint64_t *)out = (uint64_t)(uintptr_t)k;
     break;
