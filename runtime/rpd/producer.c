@@ -825,7 +825,7 @@ uint64_t rpdi_record_api_as(uint64_t h, const char *domain, const char *category
   r->h = h;
   memcpy(r->s, refs, sizeof r->s);
   if (n == 2) {
-    union rpd_ext *x = (union rpd_ext *)(r + 1);
+    union rpd_ext *x = rpd_ext_put(r);
     memset(x, 0, sizeof *x);
     x->api.stack = stack;
   }
@@ -872,7 +872,7 @@ RPDI_EXPORT void rpd_record_kernelapi(uint64_t api, const struct rpd_kernel_laun
   struct nano_rpd_rec *r = rpd_record_open(R_KERNEL, 2, api, strs, 2, &b);
   if (!r)
     return;
-  union rpd_ext *x = (union rpd_ext *)(r + 1);
+  union rpd_ext *x = rpd_ext_put(r);
   x->kernel = (typeof(x->kernel)){{k->gridX, k->gridY, k->gridZ},
                                   {k->workgroupX, k->workgroupY, k->workgroupZ},
                                   k->groupSegmentSize,
@@ -902,7 +902,7 @@ RPDI_EXPORT void rpd_record_copyapi(uint64_t api, const struct rpd_copy *c) {
   struct nano_rpd_rec *r = rpd_record_open(R_COPY, 2, api, strs, 3, &b);
   if (!r)
     return;
-  union rpd_ext *x = (union rpd_ext *)(r + 1);
+  union rpd_ext *x = rpd_ext_put(r);
   x->copy = (typeof(x->copy)){c->size,      c->width,     c->height, c->kind,
                               c->dstDevice, c->srcDevice, c->sync,   c->pinned};
   rpd_publish(b, 2);

@@ -92,6 +92,7 @@ enum rpd_rec_type {
   R_RSTOP,                    /* h range id, t0                                                 */
   R_EXIT,                     /* t0: the thread exits; its open ranges end here                 */
   R_RANGE = NANO_RPD_REC_RANGE, /* a PUSH its pop folded into: t1 its end (rpd.h's inline path) */
+  R_EXT,                        /* the second slot of a 2-slot record (struct rpd_ext_slot)     */
 };
 _Static_assert(R_RANGE > R_EXIT, "a RANGE record has a type of its own");
 
@@ -111,7 +112,27 @@ union rpd_ext {
     int32_t kind, dst_device, src_device, sync, pinned;
   } copy;
 };
-_Static_assert(sizeof(union rpd_ext) <= sizeof(struct nano_rpd_rec), "an extension is one slot");
+/* The second slot of a 2-slot record: R_EXT first, so that a check of a
+ * ring's last slot (rpd.h's fold of a pop into the last push) never takes
+ * it for a record, then the extension. */
+struct rpd_ext_slot {
+  uint8_t type; /* R_EXT */
+  uint8_t unused[7];
+  union rpd_ext x;
+};
+_Static_assert(sizeof(struct rpd_ext_slot) <= sizeof(struct nano_rpd_rec),
+               "an extension is one slot");
+
+/* The extension of 2-slot record r, its slot marked (writing it). */
+static inline union rpd_ext *rpd_ext_put(struct nano_rpd_rec *r) {
+  struct rpd_ext_slot *e = (struct rpd_ext_slot *)(r + 1);
+  e->type = R_EXT;
+  return &e->x;
+}
+/* The extension of 2-slot record r (reading it). */
+static inline const union rpd_ext *rpd_ext_get(const struct nano_rpd_rec *r) {
+  return &((const struct rpd_ext_slot *)(r + 1))->x;
+}
 
 #define RPD_REF_INTERNED NANO_RPD_REF_INTERNED
 

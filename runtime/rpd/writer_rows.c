@@ -458,11 +458,11 @@ void rpdw_record(struct rpd_tbuf *b, const struct nano_rpd_rec *r, uint64_t *aen
     int64_t args = rpdw_ref_uid(b, r->s[3], aend);
     rpdw_api_row(id, t->pid, t->tid, r->t0, r->t1, name, cat, dom, args);
     if (r->nslots == 2)
-      rpdw_stack(b, ((const union rpd_ext *)(r + 1))->api.stack, id, aend);
+      rpdw_stack(b, rpd_ext_get(r)->api.stack, id, aend);
     break;
   }
   case R_KERNEL: {
-    const union rpd_ext *x = (const union rpd_ext *)(r + 1);
+    const union rpd_ext *x = rpd_ext_get(r);
     sqlite3_stmt *st = g_w.st[ST_KERNEL];
     const char *stream = rpdw_text(b, r->s[0], aend);
     int64_t kname = rpdw_ref_id(b, r->s[1], "", aend);
@@ -478,7 +478,7 @@ void rpdw_record(struct rpd_tbuf *b, const struct nano_rpd_rec *r, uint64_t *aen
     break;
   }
   case R_COPY: {
-    const union rpd_ext *x = (const union rpd_ext *)(r + 1);
+    const union rpd_ext *x = rpd_ext_get(r);
     sqlite3_stmt *st = g_w.st[ST_COPY];
     const char *stream = rpdw_text(b, r->s[0], aend);
     const char *dst = rpdw_text(b, r->s[1], aend);

@@ -418,6 +418,15 @@ static int do_fold(int n) {
     NANO_ZONE("inner");
   }
   uint64_t h4 = ring_head(&r4);
+  /* a range whose last record inside is a kernel launch (two slots): the
+   * launch's second slot starts with bytes a push would have (grid 257, 1:
+   * 01 01 00 00 01 00 00 00, epoch 1), and the pop must not fold into it */
+  rpd_rangePush(NULL, "around", NULL);
+  int64_t now = rpd_now();
+  uint64_t api = rpd_record_api("test", "", "launch", "", now, now);
+  struct rpd_kernel_launch kl = {"s", 257, 1, 1, 64, 1, 1, 0, 0, "k"};
+  rpd_record_kernelapi(api, &kl);
+  rpd_rangePop();
   printf("slots %llu %llu %llu %llu\n", (unsigned long long)(h1 - h0),
          (unsigned long long)(h2 - h1), (unsigned long long)(h3 - h2),
          (unsigned long long)(h4 - h3));

@@ -748,7 +748,9 @@ def case_fold():
     slot: its pop folds into the push's slot, on NANO_ZONE's inline path and
     through the calls (rpd_rangePop, the monotonic clock); a range with a
     record inside takes a push, the record and a pop. Every range is in the
-    file, with its own start and end, nested as made."""
+    file, with its own start and end, nested as made; a pop after a
+    two-slot record (a launch whose extension's bytes look like a push)
+    does not fold into it."""
     n = 200
     for env in ({}, {"NANO_RPD_CLOCK": "monotonic"}):
         for f in os.listdir("."):
@@ -772,6 +774,10 @@ def case_fold():
             inner = [r for r in rows if r[8] == inside]
             for o, i in zip(outer, inner):
                 check(o[3] <= i[3] <= i[4] <= o[4], "%s: %s %s not inside %s" % (env, inside, i[3:5], o[3:5]))
+        around = [r for r in rows if r[8] == "around"]
+        grid = q(con, "SELECT gridX, gridY, gridZ, workgroupX FROM rocpd_kernelapi")
+        check(len(around) == 1 and grid == [(257, 1, 1, 64)],
+              "%s: a range around a launch whose second slot looks like a push: %s %s" % (env, around, grid))
         leaf = [r for r in rows if r[8] in ("leaf", "called")]
         for a, b in zip(leaf, leaf[1:]):
             check(a[4] <= b[3], "%s: leaf ranges overlap: %s %s" % (env, a[3:5], b[3:5]))
