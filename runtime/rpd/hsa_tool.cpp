@@ -1437,10 +1437,12 @@ static void hsa_replace(struct hsa_kernel *k, struct hsa_queue_info *q,
 static void hsa_unreplace(struct hsa_pending *pending, hsa_kernel_dispatch_packet_t *p,
                           const hsa_kernel_dispatch_packet_t *original) {
   *p = *original;
-  hsa_signal_give(pending->before);
-  hsa_signal_give(pending->copied_in);
-  if (pending->use->nwritable)
-    hsa_signal_give(pending->copied_out);
+  if (pending->use) {
+    hsa_signal_give(pending->before);
+    hsa_signal_give(pending->copied_in);
+    if (pending->use->nwritable)
+      hsa_signal_give(pending->copied_out);
+  }
   hsa_slot_give(pending->kernarg);
   if (pending->dispatch)
     nano_dispatch_cancel(pending->dispatch);
@@ -1500,12 +1502,28 @@ static void hsa_submit(const void *in, uint64_t count, uint64_t index, void *dat
     if (k && g_hsa.alts)
       hsa_replace(k, q, p, pending);
     pthread_mutex_unlock(&g_hsa.lock);
-    if (pending->use &&
-        g_hsa.amd.hsa_amd_signal_async_handler_fn(pending->before, HSA_SIGNAL_CONDITION_LT, 1,
-                                                  hsa_copy_in, pending) != HSA_STATUS_SUCCESS) {
+    /* its end's handler first (the op, the program's signal), then the
+     * copies' start: where a handler cannot be had, what needs it is undone
+     * (no handler is left on a signal given back, no dispatch unended) */
+    p->completion_signal = ours;
+    __atomic_add_fetch(&g_hsa.in_flight, 1, __ATOMIC_RELAXED);
+    int timed = g_hsa.amd.hsa_amd_signal_async_handler_fn(
+                    ours, HSA_SIGNAL_CONDITION_LT, 1, hsa_complete, pending) == HSA_STATUS_SUCCESS;
+    if (!timed) {
+      __atomic_sub_fetch(&g_hsa.in_flight, 1, __ATOMIC_RELAXED);
+      hsa_log("a dispatch of %s is not timed%s: no async handler", k ? k->name : "a kernel",
+              pending->kernarg ? " and runs as built" : "");
+      if (pending->kernarg)
+        hsa_unreplace(pending, p, &original); /* the program's signal back too */
+      else
+        p->completion_signal = pending->program;
+    } else if (pending->use && g_hsa.amd.hsa_amd_signal_async_handler_fn(
+                                   pending->before, HSA_SIGNAL_CONDITION_LT, 1, hsa_copy_in,
+                                   pending) != HSA_STATUS_SUCCESS) {
       hsa_log("a dispatch of %s runs as built: no async handler for its module variables' copies",
               k->name);
       hsa_unreplace(pending, p, &original);
+      p->completion_signal = ours;
     }
     pending->call = rpd_hip_call_current(); /* its row is the dispatch's API row */
     int64_t now = rpd_now();
@@ -1531,21 +1549,14 @@ static void hsa_submit(const void *in, uint64_t count, uint64_t index, void *dat
                                                        : k->name;
       rpd_record_kernelapi(pending->api, &kl);
     }
-    p->completion_signal = ours;
-    __atomic_add_fetch(&g_hsa.in_flight, 1, __ATOMIC_RELAXED);
-    int handled =
-        g_hsa.amd.hsa_amd_signal_async_handler_fn(ours, HSA_SIGNAL_CONDITION_LT, 1, hsa_complete,
-                                                  pending) == HSA_STATUS_SUCCESS;
-    if (!handled) {
-      __atomic_sub_fetch(&g_hsa.in_flight, 1, __ATOMIC_RELAXED);
-      p->completion_signal = pending->program; /* untimed, but the program's signal works */
-      hsa_log("a dispatch of %s is not timed%s: no async handler", k ? k->name : "a kernel",
-              pending->use && pending->use->nwritable
-                  ? ", and the program's module variables miss its writes"
-                  : "");
+    written += (uint64_t)hsa_copy_packets(pending, p, pending->use && pending->use->nwritable, at);
+    if (!timed) { /* untimed, the program's signal as it was: nothing holds these */
+      hsa_signal_give(ours);
+      pthread_mutex_lock(&g_hsa.lock);
+      pending->next = g_hsa.free_pending;
+      g_hsa.free_pending = pending;
+      pthread_mutex_unlock(&g_hsa.lock);
     }
-    written += (uint64_t)hsa_copy_packets(pending, p,
-                                          handled && pending->use && pending->use->nwritable, at);
   }
   writer(out, written);
   if (out != local)

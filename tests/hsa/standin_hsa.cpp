@@ -31,6 +31,8 @@
  *     signals waited for, the completion signal decremented); both agents
  *     must reach both buffers; FAKE_HSA_COPY_REFUSE set: those asked from
  *     an async handler are refused (out of resources);
+ *   - FAKE_HSA_HANDLER_REFUSE=N: the Nth async handler registration is
+ *     refused (out of resources);
  *   - profiling: a queue with it on stores each dispatch's start and end, in
  *     the agent's ticks (100 MHz, their own epoch), in the completion signal;
  *     hsa_amd_profiling_convert_tick_to_system_domain and
@@ -328,6 +330,12 @@ static hsa_status_t signal_async_handler(hsa_signal_t h, hsa_signal_condition_t 
                                          void *arg) {
   if (!fn)
     return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  /* FAKE_HSA_HANDLER_REFUSE=N: the process's Nth registration is refused, as
+   * a runtime out of resources would */
+  static long registrations;
+  const char *refuse = getenv("FAKE_HSA_HANDLER_REFUSE");
+  if (refuse && atol(refuse) == __atomic_add_fetch(&registrations, 1, __ATOMIC_RELAXED))
+    return HSA_STATUS_ERROR_OUT_OF_RESOURCES;
   AsyncHandler *a = (AsyncHandler *)calloc(1, sizeof *a);
   if (!a)
     return HSA_STATUS_ERROR_OUT_OF_RESOURCES;

@@ -559,6 +559,21 @@ def case_variables():
         said = [ln for ln in err.splitlines()
                 if "copying the module variables of _Z4axpyfPKfPfi %s the cache's" % direction in ln]
         check(len(said) == 1 and said[0].endswith(then), "variables_refused: said once (%s): %s" % (direction, err))
+    # a handler the runtime refuses (hsa_app submits both dispatches before
+    # either completes: registrations 1 and 2 are the first dispatch's end
+    # and its copies' start): that dispatch runs as built (untimed where its
+    # end's handler was refused), the other is replaced, the answers exact
+    for nth, said, ops in (("1", "is not timed and runs as built: no async handler", 1),
+                           ("2", "runs as built: no async handler for its module variables' copies", 2)):
+        name = "variables_handler_%s" % nth
+        out, err, log, trace = run(name, co, args=["variables"],
+                                   env={"NANO_KERNEL_CACHE": OUT + "/varcache", "FAKE_HSA_HANDLER_REFUSE": nth})
+        check("ok variables" in out and [d["image"] for d in log] == [fnv64(co), fnv64(cache_co)],
+              "%s: the first dispatch as built, the second the cache's, the answers exact: %s\n%s" % (name, log, out))
+        check(len([ln for ln in err.splitlines() if said in ln]) == 1, "%s: said once: %s" % (name, err))
+        got = rows(trace, "select count(*) from rocpd_op o join rocpd_string s on s.id = o.opType_id "
+                          "where s.string = 'KernelExecution'")
+        check(got == [(ops,)], "%s: %d timed dispatches: %s" % (name, ops, got))
     print("ok variables: the cache's twins and plain kernels compute with the program's module variables "
           "(copied in before each dispatch, the writable ones back after); one of another size refuses, said")
 
