@@ -225,19 +225,16 @@ static inline void nano_zone_end_(int *unused) {
   uint32_t st = NANO_RPD_LOAD_(&nano_rpd_fast_v2);
   struct nano_rpd_thread *t = &nano_rpd_thread_v2;
   uint32_t d = t->depth - 1; /* a range at depth d < 64 not recorded has bit d */
+  int inline_ok = (st & 1) && t->depth && (d >= 64 || !((t->unrecorded >> d) & 1)) && t->ring;
   struct nano_rpd_rec *r;
   (void)unused;
-  if (__builtin_expect((st & 1) && t->depth && (d >= 64 || !((t->unrecorded >> d) & 1)) &&
-                           t->ring && (r = nano_rpd_last_push_(t->ring, st >> 1)),
-                       1)) {
+  if (__builtin_expect(inline_ok && (r = nano_rpd_last_push_(t->ring, st >> 1)), 1)) {
     r->t1 = (int64_t)__builtin_ia32_rdtsc();
     NANO_RPD_STORE_RELEASE_(&r->type, (uint8_t)NANO_RPD_REC_RANGE);
     t->depth = d;
     return;
   }
-  if (__builtin_expect((st & 1) && t->depth && (d >= 64 || !((t->unrecorded >> d) & 1)) &&
-                           t->ring && (r = nano_rpd_slot_(t->ring)),
-                       1)) {
+  if (__builtin_expect(inline_ok && (r = nano_rpd_slot_(t->ring)), 1)) {
     r->type = NANO_RPD_REC_POP;
     r->nslots = 1;
     r->epoch = st >> 1;
