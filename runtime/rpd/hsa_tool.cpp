@@ -329,6 +329,29 @@ static int hsa_no_variable(const char *name) {
   return 0;
 }
 
+/* The address and size of module variable `name` of executable e on agent:
+ * HSA_STATUS_SUCCESS; HSA_STATUS_ERROR_INVALID_SYMBOL_NAME where e has
+ * none; HSA_STATUS_ERROR where its symbol is no variable; else the
+ * runtime's error. */
+static hsa_status_t hsa_variable_at(uint64_t e, uint64_t agent, const char *name, uint64_t *address,
+                                    uint32_t *size) {
+  CoreApiTable *c = &g_hsa.core;
+  hsa_agent_t ag = {agent};
+  hsa_executable_symbol_t s;
+  hsa_symbol_kind_t kind;
+  hsa_status_t rc = c->hsa_executable_get_symbol_by_name_fn({e}, name, &ag, &s);
+  if (rc == HSA_STATUS_SUCCESS)
+    rc = c->hsa_executable_symbol_get_info_fn(s, HSA_EXECUTABLE_SYMBOL_INFO_TYPE, &kind);
+  if (rc == HSA_STATUS_SUCCESS && kind != HSA_SYMBOL_KIND_VARIABLE)
+    return HSA_STATUS_ERROR;
+  if (rc == HSA_STATUS_SUCCESS)
+    rc = c->hsa_executable_symbol_get_info_fn(s, HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_ADDRESS,
+                                              address);
+  if (rc == HSA_STATUS_SUCCESS)
+    rc = c->hsa_executable_symbol_get_info_fn(s, HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_SIZE, size);
+  return rc;
+}
+
 /* The module variables (__device__, __constant__) code object co defines,
  * as executable exe holds them on agent, into *out (*n of them, one
  * allocation); 0, or -1 with why. */
@@ -358,19 +381,11 @@ static int hsa_cache_globals(const struct nano_kdb_api *api, kdb *db, const kdb_
   }
   *out = v;
   char *at = (char *)(v + count);
-  hsa_agent_t ag = {agent};
   for (long i = 0; i < count; i++) {
     if (hsa_no_variable(g[i].name))
       continue;
     struct hsa_global *x = &v[(*n)++];
-    hsa_executable_symbol_t s;
-    hsa_status_t rc = g_hsa.core.hsa_executable_get_symbol_by_name_fn(exe, g[i].name, &ag, &s);
-    if (rc == HSA_STATUS_SUCCESS)
-      rc = g_hsa.core.hsa_executable_symbol_get_info_fn(
-          s, HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_ADDRESS, &x->address);
-    if (rc == HSA_STATUS_SUCCESS)
-      rc = g_hsa.core.hsa_executable_symbol_get_info_fn(s, HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_SIZE,
-                                                        &x->size);
+    hsa_status_t rc = hsa_variable_at(exe.handle, agent, g[i].name, &x->address, &x->size);
     if (rc != HSA_STATUS_SUCCESS) {
       snprintf(why, len, "its module variable %s is not in the loaded executable (%s)", g[i].name,
                hsa_error(rc));
@@ -720,7 +735,6 @@ static int hsa_args_differ(const struct hsa_kernel *k, const struct hsa_alt *alt
  * would; one the program lacks stays the cache's. 0, or -1 with why. */
 static int hsa_pair(const struct hsa_kernel *k, const struct hsa_alt *alt, struct hsa_use *use,
                     char *why, size_t len) {
-  CoreApiTable *c = &g_hsa.core;
   struct hsa_var *vars =
       alt->nglobals ? (struct hsa_var *)calloc(alt->nglobals, sizeof *vars) : NULL;
   if (alt->nglobals && !vars) {
@@ -728,35 +742,21 @@ static int hsa_pair(const struct hsa_kernel *k, const struct hsa_alt *alt, struc
     return -1;
   }
   *use = {alt, vars, 0, 0};
-  hsa_agent_t agent = {k->agent};
   for (size_t i = 0; i < alt->nglobals; i++) {
     const struct hsa_global *g = &alt->globals[i];
-    hsa_executable_symbol_t s;
-    hsa_symbol_kind_t kind;
     struct hsa_var v = {0, g->address, 0, g->writable};
-    hsa_status_t rc = c->hsa_executable_get_symbol_by_name_fn({k->executable}, g->name, &agent, &s);
+    hsa_status_t rc = hsa_variable_at(k->executable, k->agent, g->name, &v.program, &v.size);
     if (rc == HSA_STATUS_ERROR_INVALID_SYMBOL_NAME)
       continue; /* the program has none */
-    if (rc == HSA_STATUS_SUCCESS)
-      rc = c->hsa_executable_symbol_get_info_fn(s, HSA_EXECUTABLE_SYMBOL_INFO_TYPE, &kind);
-    if (rc == HSA_STATUS_SUCCESS && kind != HSA_SYMBOL_KIND_VARIABLE) {
+    if (rc == HSA_STATUS_ERROR)
       snprintf(why, len, "the program's %s is no variable, the cache's is", g->name);
-      rc = HSA_STATUS_ERROR;
-    } else if (rc == HSA_STATUS_SUCCESS &&
-               (rc = c->hsa_executable_symbol_get_info_fn(
-                    s, HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_ADDRESS, &v.program)) ==
-                   HSA_STATUS_SUCCESS &&
-               (rc = c->hsa_executable_symbol_get_info_fn(
-                    s, HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_SIZE, &v.size)) == HSA_STATUS_SUCCESS &&
-               v.size != g->size) {
-      snprintf(why, len, "its module variable %s is %u bytes in the program and %u in the cache",
-               g->name, v.size, g->size);
-      rc = HSA_STATUS_ERROR;
-    } else if (rc != HSA_STATUS_SUCCESS) {
+    else if (rc != HSA_STATUS_SUCCESS)
       snprintf(why, len, "the program's module variable %s cannot be found (%s)", g->name,
                hsa_error(rc));
-    }
-    if (rc != HSA_STATUS_SUCCESS) {
+    else if (v.size != g->size)
+      snprintf(why, len, "its module variable %s is %u bytes in the program and %u in the cache",
+               g->name, v.size, g->size);
+    if (rc != HSA_STATUS_SUCCESS || v.size != g->size) {
       free(vars);
       *use = {};
       return -1;
@@ -881,9 +881,14 @@ static void *hsa_slot_take(void) {
   return g_hsa.slab + (size_t)g_hsa.free_slots[--g_hsa.nfree_slots] * HSA_KERNARG_SLOT;
 }
 
+/* Slot p back to the pool (lock held). */
+static void hsa_slot_put(void *p) {
+  g_hsa.free_slots[g_hsa.nfree_slots++] = (int)(((char *)p - g_hsa.slab) / HSA_KERNARG_SLOT);
+}
+
 static void hsa_slot_give(void *p) {
   pthread_mutex_lock(&g_hsa.lock);
-  g_hsa.free_slots[g_hsa.nfree_slots++] = (int)(((char *)p - g_hsa.slab) / HSA_KERNARG_SLOT);
+  hsa_slot_put(p);
   pthread_mutex_unlock(&g_hsa.lock);
 }
 
@@ -1130,9 +1135,8 @@ static int hsa_signal_take(hsa_signal_t *out) {
   return 0;
 }
 
-static void hsa_signal_give(hsa_signal_t s) {
-  g_hsa.core.hsa_signal_store_relaxed_fn(s, 1);
-  pthread_mutex_lock(&g_hsa.lock);
+/* Signal s, of value 1, back to the pool (lock held). */
+static void hsa_signal_put(hsa_signal_t s) {
   if (g_hsa.nsignals == g_hsa.signals_cap) {
     int cap = g_hsa.signals_cap * 2;
     hsa_signal_t *grown = (hsa_signal_t *)realloc(g_hsa.signals, (size_t)cap * sizeof *grown);
@@ -1143,6 +1147,20 @@ static void hsa_signal_give(hsa_signal_t s) {
     g_hsa.signals[g_hsa.nsignals++] = s;
   else
     g_hsa.core.hsa_signal_destroy_fn(s);
+}
+
+static void hsa_signal_give(hsa_signal_t s) {
+  g_hsa.core.hsa_signal_store_relaxed_fn(s, 1);
+  pthread_mutex_lock(&g_hsa.lock);
+  hsa_signal_put(s);
+  pthread_mutex_unlock(&g_hsa.lock);
+}
+
+/* Pending entry p back to the free list. */
+static void hsa_pending_give(struct hsa_pending *p) {
+  pthread_mutex_lock(&g_hsa.lock);
+  p->next = g_hsa.free_pending;
+  g_hsa.free_pending = p;
   pthread_mutex_unlock(&g_hsa.lock);
 }
 
@@ -1210,12 +1228,12 @@ static void hsa_barrier(unsigned char *out, hsa_signal_t dep, hsa_signal_t done)
 /* Writes dispatch packet p of pending, with the packets that copy its
  * variables around it where it has any, at out; the number written. */
 static int hsa_copy_packets(const struct hsa_pending *pending,
-                            const hsa_kernel_dispatch_packet_t *p, int copy_back,
-                            unsigned char *out) {
+                            const hsa_kernel_dispatch_packet_t *p, unsigned char *out) {
   if (!pending->use) {
     memcpy(out, p, HSA_PACKET_BYTES);
     return 1;
   }
+  int copy_back = pending->use->nwritable != 0;
   hsa_kernel_dispatch_packet_t d = *p;
   d.header |= 1 << HSA_PACKET_HEADER_BARRIER; /* after B2, whatever the program asked */
   if (copy_back) {
@@ -1285,10 +1303,7 @@ static void hsa_finish(struct hsa_pending *p) {
     if (p->use->nwritable)
       hsa_signal_give(p->copied_out);
   }
-  pthread_mutex_lock(&g_hsa.lock);
-  p->next = g_hsa.free_pending;
-  g_hsa.free_pending = p;
-  pthread_mutex_unlock(&g_hsa.lock);
+  hsa_pending_give(p);
   /* last: OnUnload waits for this, and the runtime may go right after (the
    * program, its signal decremented, may be at hsa_shut_down already) */
   __atomic_sub_fetch(&g_hsa.in_flight, 1, __ATOMIC_RELEASE);
@@ -1404,9 +1419,9 @@ static void hsa_replace(struct hsa_kernel *k, struct hsa_queue_info *q,
       hsa_log("no signals for the copies of %s's module variables: this dispatch runs as built",
               k->name);
     for (int i = 0; i < taken; i++)
-      g_hsa.signals[g_hsa.nsignals++] = chain[i]; /* taken from there just now */
+      hsa_signal_put(chain[i]); /* of value 1 still */
     if (slot)
-      g_hsa.free_slots[g_hsa.nfree_slots++] = (int)((slot - g_hsa.slab) / HSA_KERNARG_SLOT);
+      hsa_slot_put(slot);
     if (d)
       nano_dispatch_cancel(d);
     return;
@@ -1549,13 +1564,10 @@ static void hsa_submit(const void *in, uint64_t count, uint64_t index, void *dat
                                                        : k->name;
       rpd_record_kernelapi(pending->api, &kl);
     }
-    written += (uint64_t)hsa_copy_packets(pending, p, pending->use && pending->use->nwritable, at);
+    written += (uint64_t)hsa_copy_packets(pending, p, at);
     if (!timed) { /* untimed, the program's signal as it was: nothing holds these */
       hsa_signal_give(ours);
-      pthread_mutex_lock(&g_hsa.lock);
-      pending->next = g_hsa.free_pending;
-      g_hsa.free_pending = pending;
-      pthread_mutex_unlock(&g_hsa.lock);
+      hsa_pending_give(pending);
     }
   }
   writer(out, written);
