@@ -210,6 +210,21 @@ void rpd_seg_release(struct rpd_tbuf *b) {
   }
 }
 
+/* Gives ring `from`'s arrays to ring `to`, which has none and takes arrays
+ * of the same mapping size. A move, as a free, waits for no death path's
+ * walk (rpd_seg_free_begin): the walk reads them as from's while they are.
+ * 0, or -1 while a death path counts (nothing moved). */
+static int rpd_seg_move_arrays(struct rpd_tbuf *from, struct rpd_tbuf *to) {
+  if (!rpd_seg_free_begin())
+    return -1;
+  to->arena = from->arena;
+  __atomic_store_n(&to->ring.slots, from->ring.slots, __ATOMIC_RELEASE);
+  __atomic_store_n(&from->ring.slots, NULL, __ATOMIC_RELEASE);
+  from->arena = NULL;
+  rpd_seg_free_end();
+  return 0;
+}
+
 int rpd_seg_readback_arrays(struct rpd_tbuf *s) {
   pthread_mutex_lock(&g_pool_lock);
   struct rpd_tbuf *d =
@@ -217,14 +232,9 @@ int rpd_seg_readback_arrays(struct rpd_tbuf *s) {
   if (d)
     g_stash = NULL;
   pthread_mutex_unlock(&g_pool_lock);
-  if (!d)
+  if (!d || rpd_seg_move_arrays(d, s) != 0) /* a death path counting: d stays as it is */
     return rpd_seg_arrays(s);
-  if (!rpd_seg_free_begin()) /* a death path is counting: d stays as it is */
-    return rpd_seg_arrays(s);
-  s->arena = d->arena;
-  __atomic_store_n(&s->ring.slots, d->ring.slots, __ATOMIC_RELEASE);
   free(d);
-  rpd_seg_free_end();
   return 0;
 }
 
@@ -289,17 +299,8 @@ static int rpd_seg_spill(struct rpd_tbuf *b, struct rpd_tbuf *into) {
     atomic_store(&b->seg_state, SEG_MEM);
     return -1;
   }
-  /* a move, as a free, waits for no death path's walk (rpd_seg_free_begin):
-   * the walk reads b's arrays as b's while they are */
-  if (into && rpd_seg_map_bytes(into) == rpd_seg_map_bytes(b) && rpd_seg_free_begin()) {
-    into->ring.slots = b->ring.slots;
-    into->arena = b->arena;
-    __atomic_store_n(&b->ring.slots, NULL, __ATOMIC_RELEASE);
-    b->arena = NULL;
-    rpd_seg_free_end();
-  } else {
+  if (!into || rpd_seg_map_bytes(into) != rpd_seg_map_bytes(b) || rpd_seg_move_arrays(b, into) != 0)
     rpd_seg_free_arrays(b);
-  }
   atomic_store_explicit(&b->seg_state, SEG_SPILLED, memory_order_release);
   return 0;
 }
