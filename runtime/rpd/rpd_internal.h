@@ -100,18 +100,21 @@ void rpdi_spill_init(void);
  * of the trace at `trace_path`; a failure said before is forgotten. */
 void rpdi_spill_configure(const char *trace_path);
 /* A region of the file: where, the bytes it takes there, the bytes of the
- * parts it holds and how many, and whether it holds them as zstd frames
- * (one per part) or as they are. */
+ * parts it holds and how many, whether it holds them packed (the slots
+ * delta-coded, then one zstd frame per part) or as they are, and, packed,
+ * the bytes of the slots' code where it is stored as it is (0: a frame). */
 struct rpdi_spill_region {
   int64_t off;
   uint64_t stored, bytes;
   int parts, packed;
+  uint32_t code;
 };
 /* A producer's compressor (made at its first spill, kept for the thread's
  * buffer: one thread uses it at a time). */
 struct rpdi_spill_z;
-/* Writes the n (at most 4) parts as one region, compressed with *z (made
- * here when NULL; where it cannot be, the parts go as they are), into *out.
+/* Writes the n (at most 4) parts as one region, part 0 a ring's slots
+ * (struct nano_rpd_rec), packed with *z (made here when NULL; where it
+ * cannot be, the parts go as they are), into *out.
  * Returns 0, or -1 when the bound leaves no room or the file cannot be made
  * or written (said once; later calls then return -1 at once). Thread-safe
  * for distinct z. */

@@ -214,11 +214,11 @@ struct rpd_open {
 #define RPD_DEFAULT_STACK_DEPTH 32   /* frames per stack (RPDT_STACKFRAMES)  */
 #define RPD_STACK_COUNT_BITS 8       /* a stack ref: (arena pos + 1) << 8 | depth */
 #define RPD_MAX_STACK_DEPTH ((1 << RPD_STACK_COUNT_BITS) - 1)
-#define RPD_DEFAULT_CRASH_WAIT_MS 5000             /* a crash handler's wait for the writer */
-#define RPD_MAX_CRASH_WAIT_MS 600000               /* ten minutes: bounded, never forever  */
-#define RPD_MAX_AUTOFLUSH_HZ 1000.0                /* the writer's poll has 1 ms steps     */
-#define RPD_DEFAULT_ATOMICS_HZ 10.0                /* atomics samples: a 100 ms counter track */
-#define RPD_DEFAULT_OVERFLOW_MEMORY (256ull << 20) /* filled rings kept in memory */
+#define RPD_DEFAULT_CRASH_WAIT_MS 5000            /* a crash handler's wait for the writer */
+#define RPD_MAX_CRASH_WAIT_MS 600000              /* ten minutes: bounded, never forever  */
+#define RPD_MAX_AUTOFLUSH_HZ 1000.0               /* the writer's poll has 1 ms steps     */
+#define RPD_DEFAULT_ATOMICS_HZ 10.0               /* atomics samples: a 100 ms counter track */
+#define RPD_DEFAULT_OVERFLOW_MEMORY (16ull << 20) /* filled rings kept in memory */
 /* The writer thread's nice value above the program's: where the program's
  * threads and the writer compete for cores, the program goes first (a
  * 2-core VM with one busy process beside a profiled Python program: fib's

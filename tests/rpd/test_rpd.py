@@ -1212,6 +1212,84 @@ def case_overflow():
           "ranges lost: %r" % p.stdout)
 
 
+def spill_model_encode(slots):
+    """The overflow file's delta code of ring slots, written from the format
+    table at the top of runtime/rpd/spill.c (not from its code): each slot,
+    eight little-endian 64-bit words, against the one before it (zeros
+    before the first)."""
+    m64 = (1 << 64) - 1
+    out, p = bytearray(), [0] * 8
+    for w in slots:
+        step, length = (w[1] - p[1]) & m64, (w[2] - w[1]) & m64
+        c1, c2 = [next(c for c in range(4) if v < 1 << (8 << c)) for v in (step, length)]
+        mask = (w[0] != p[0]) | sum((w[k] != p[k]) << (k - 2) for k in range(3, 8))
+        out.append(c1 | c2 << 2 | (0x10 if mask else 0))
+        if mask:
+            out.append(mask)
+        out += step.to_bytes(8, "little")[:1 << c1] + length.to_bytes(8, "little")[:1 << c2]
+        for bit, k in enumerate((0, 3, 4, 5, 6, 7)):
+            if mask >> bit & 1:
+                out += w[k].to_bytes(8, "little")
+        p = w
+    return bytes(out)
+
+
+def case_spill_code():
+    """Issue 42 part 2: a spilled ring's slots are delta-coded before they go
+    to the overflow file. The code (spill.c's own functions, built into
+    spill_code) must be byte for byte the format spill.c's table describes,
+    must give back every slot exactly, must cost 3 bytes a NANO_ZONE range
+    whose times moved a little, and must refuse code cut short or followed
+    by more bytes instead of making up slots."""
+    rnd = random.Random(42)
+    m64 = (1 << 64) - 1
+    zone = (12 | 1 << 8 | 7 << 32, 0, 0, 0, 0, 1 << 63 | 5, 0, 0)
+    slots, t = [], 10 ** 12
+    for i in range(3000):  # NANO_ZONE ranges: only the times move
+        t += rnd.randrange(60, 250)
+        slots.append(zone[:1] + (t, t + rnd.randrange(20, 200)) + zone[3:])
+    # every width of a step and of a length, at the edges of each class,
+    # and steps back in time (a GPU op's start before the record before it)
+    for v in (0xff, 0x100, 0xffff, 0x10000, 0xffffffff, 0x100000000, m64):
+        t = (t + v) & m64
+        slots.append(zone[:1] + (t, (t + v) & m64) + zone[3:])
+    slots.append(zone[:1] + ((t - 5000) & m64, 3) + zone[3:])
+    for k in (0, 3, 4, 5, 6, 7):  # each word that differs alone, then all
+        w = list(slots[-1])
+        w[k] ^= 1 << rnd.randrange(64)
+        slots.append(tuple(w))
+    slots += [tuple(rnd.getrandbits(64) for _ in range(8)) for _ in range(500)]
+    slots.append((0,) * 8)  # a pad
+    slots += [zone] * 3
+    raw = b"".join(b"".join(x.to_bytes(8, "little") for x in w) for w in slots)
+    p = subprocess.run([prog("spill_code"), "encode"], input=raw, capture_output=True, timeout=60)
+    check(p.returncode == 0, "encode: %r" % p.stderr)
+    code = p.stdout
+    model = spill_model_encode(slots)
+    first = next((i for i in range(min(len(code), len(model))) if code[i] != model[i]), None)
+    check(code == model, "the code is not spill.c's table: %d bytes against the model's %d, "
+          "first difference at byte %s" % (len(code), len(model), first))
+    # (the first slot is coded against zeros: it names its words)
+    zones = len(spill_model_encode(slots[:3000])) - len(spill_model_encode(slots[:1]))
+    check(zones == 3 * 2999, "a NANO_ZONE range costs %.2f bytes, not 3" % (zones / 2999))
+
+    def decode(data, n):
+        return subprocess.run([prog("spill_code"), "decode", str(n)], input=data,
+                              capture_output=True, timeout=60)
+    p = decode(code, len(slots))
+    check(p.returncode == 0 and p.stdout == raw, "decoded slots differ (rc %d, %r)"
+          % (p.returncode, p.stderr))
+    for cut in (1, 2, 9, len(code) // 2, len(code) - 1):
+        p = decode(code[:cut], len(slots))
+        check(p.returncode == 1 and (b"cut short" in p.stderr or b"fewer slots" in p.stderr),
+              "code cut at %d bytes: rc %d, %r" % (cut, p.returncode, p.stderr))
+    p = decode(code + b"\0", len(slots))
+    check(p.returncode == 1 and b"bytes after the last slot" in p.stderr,
+          "a byte after the code: rc %d, %r" % (p.returncode, p.stderr))
+    p = decode(bytes([0x20]) + code[1:], len(slots))
+    check(p.returncode == 1 and b"damaged" in p.stderr, "a head with unknown bits: %r" % p.stderr)
+
+
 def case_stack():
     # the workload as CMake builds it (gcc) and as clang-15 does: clang emits
     # no .debug_aranges, and its frames still get file:line (issue 18.4)
@@ -1407,6 +1485,7 @@ CASES = {
     "exec_direct": case_exec_direct,
     "clock": case_clock, "settings": case_settings, "exit": case_exit, "locked": case_locked, "read_locked": case_read_locked, "zone": case_zone, "setname": case_setname, "chain": case_chain, "helper_signals": case_helper_signals, "writer_nice": case_writer_nice, "fork": case_fork, "exec": case_exec, "control": case_control, "autostart": case_autostart,
     "autoflush": case_autoflush, "drop": case_drop, "overflow": case_overflow,
+    "spill_code": case_spill_code,
     "min_duration": case_min_duration, "stack": case_stack, "api": case_api,
     "interned": case_interned, "atomics": case_atomics, "journal": case_journal,
     "views": case_views, "fold": case_fold,
