@@ -3,14 +3,19 @@
  * REPEATS times each on fresh copies of TRACE:
  *   read      one ordered read of the calls (SELECT id, pid, tid, start, end
  *             FROM rocpd_api ORDER BY pid, tid, start, stepping every row);
- *   floor     that read, then the rows `rpd callstack` writes, inserted into
- *             a table of ext_callstack's schema through a prepared 200-row
- *             INSERT in one transaction, committed: what any implementation
- *             that reads the calls and writes rocmProfileData's table pays;
+ *   floor     one read of the same columns in the table's own order (no
+ *             sort: the least a reader of every call pays) and one of the
+ *             calls' op durations (rocpd_api_ops joined with rocpd_op, which
+ *             gpu_time sums), then the rows `rpd callstack` writes, inserted
+ *             into a table of ext_callstack's schema through a prepared
+ *             200-row INSERT in one transaction, committed: what any
+ *             implementation that reads the calls and writes
+ *             rocmProfileData's table pays, before it orders or walks
+ *             anything;
  *   callstack `RPD callstack`;
  * and prints the best and median wall and CPU times and the ratios of
- * callstack to read and to floor (CPU time is the steadier figure on a
- * shared machine). Exit 0, or 1 with a message.
+ * callstack to read and to floor, and of floor to read (CPU time is the
+ * steadier figure on a shared machine). Exit 0, or 1 with a message.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -53,21 +58,30 @@ static int ab_query(const char *path, const char *sql, sqlite3 **db, sqlite3_stm
   return -1;
 }
 
-/* The baseline: one ordered pass over rocpd_api. Returns seconds or -1;
- * *cpu gets its CPU seconds. */
-static double ab_read(const char *path, long *rows, double *cpu) {
+/* The calls' columns the walk needs, ordered as the walk (the baseline) or
+ * in the table's order (the floor's read); the calls' op durations. */
+static const char ab_calls_ordered[] =
+    "SELECT id, pid, tid, start, end FROM rocpd_api ORDER BY pid, tid, start";
+static const char ab_calls[] = "SELECT id, pid, tid, start, end FROM rocpd_api";
+static const char ab_op_durations[] =
+    "SELECT A.api_id, B.end - B.start FROM rocpd_api_ops A JOIN rocpd_op B ON B.id = A.op_id";
+
+/* One pass of sql over the trace at path, every column of every row read
+ * as a real consumer would. Returns seconds or -1; *rows gets the rows,
+ * *cpu the CPU seconds. */
+static double ab_read(const char *path, const char *sql, long *rows, double *cpu) {
   sqlite3 *db;
   sqlite3_stmt *st;
   double c0 = ab_cpu(RUSAGE_SELF);
   double t0 = ab_now();
-  if (ab_query(path, "SELECT id, pid, tid, start, end FROM rocpd_api ORDER BY pid, tid, start", &db,
-               &st) != 0)
+  if (ab_query(path, sql, &db, &st) != 0)
     return -1;
   long n = 0;
-  volatile long long sink = 0; /* every column is read, as a real consumer would */
+  int cols = sqlite3_column_count(st);
+  volatile long long sink = 0;
   int rc;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < cols; i++)
       sink += sqlite3_column_int64(st, i);
     n++;
   }
@@ -162,7 +176,8 @@ static long long *ab_rows_of(const char *path, size_t *n) {
 static double ab_floor(const char *path, const long long *rows, size_t n, double *cpu) {
   long read_rows;
   double rcpu, c0 = ab_cpu(RUSAGE_SELF), t0 = ab_now();
-  if (ab_read(path, &read_rows, &rcpu) < 0)
+  if (ab_read(path, ab_calls, &read_rows, &rcpu) < 0 ||
+      ab_read(path, ab_op_durations, &read_rows, &rcpu) < 0)
     return -1;
   sqlite3 *db = NULL;
   sqlite3_stmt *st = NULL;
@@ -234,9 +249,9 @@ int main(int argc, char **argv) {
     return 1;
   }
   for (int r = 0; r < reps; r++) {
-    if ((wall[0][r] = ab_read(trace, &rows, &cpus[0][r])) < 0 || ab_copy(trace, copy) != 0 ||
-        (wall[1][r] = ab_floor(copy, cs, nrows, &cpus[1][r])) < 0 || ab_copy(trace, copy) != 0 ||
-        (wall[2][r] = ab_callstack(rpd, copy, &cpus[2][r])) < 0) {
+    if ((wall[0][r] = ab_read(trace, ab_calls_ordered, &rows, &cpus[0][r])) < 0 ||
+        ab_copy(trace, copy) != 0 || (wall[1][r] = ab_floor(copy, cs, nrows, &cpus[1][r])) < 0 ||
+        ab_copy(trace, copy) != 0 || (wall[2][r] = ab_callstack(rpd, copy, &cpus[2][r])) < 0) {
       fprintf(stderr, "analysis_bench: round %d failed\n", r + 1);
       return 1;
     }
@@ -251,7 +266,7 @@ int main(int argc, char **argv) {
   printf("calls in trace:                 %ld\n", rows);
   printf("ext_callstack rows written:     %zu\n", nrows);
   printf("(%d interleaved rounds)          best / median wall, best / median CPU\n", reps);
-  static const char *const what[3] = {"ordered read", "floor (read + write)", "rpd callstack"};
+  static const char *const what[3] = {"ordered read", "floor (reads + write)", "rpd callstack"};
   for (int i = 0; i < 3; i++)
     printf("%-31s %.3f / %.3f s, %.3f / %.3f s\n", what[i], best[i], median[i], cbest[i],
            cmedian[i]);
@@ -259,5 +274,7 @@ int main(int argc, char **argv) {
          best[2] / best[0], median[2] / median[0], cbest[2] / cbest[0], cmedian[2] / cmedian[0]);
   printf("callstack / floor:              %.2fx / %.2fx wall, %.2fx / %.2fx CPU\n",
          best[2] / best[1], median[2] / median[1], cbest[2] / cbest[1], cmedian[2] / cmedian[1]);
+  printf("floor / read:                   %.2fx / %.2fx wall, %.2fx / %.2fx CPU\n",
+         best[1] / best[0], median[1] / median[0], cbest[1] / cbest[0], cmedian[1] / cmedian[0]);
   return 0;
 }

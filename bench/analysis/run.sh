@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Benchmark of `rpd callstack`: writes a trace of 10^6 calls on 8 threads
 # through the tracer, then prints the time of `rpd callstack` as a ratio to
-# one ordered read of the same rows and to the floor (that read plus the
-# insert of the rows callstack writes), interleaved rounds, best and median
-# (analysis_bench.c).
+# one ordered read of the same rows and to the floor (the calls and their
+# op durations read in the tables' order, plus the insert of the rows
+# callstack writes), interleaved rounds, best and median (analysis_bench.c).
 # usage: bench/analysis/run.sh [BUILD_DIR] (default ./build)
 # BENCH_CALLS / BENCH_THREADS change the size, BENCH_REPEATS the rounds (5).
 set -euo pipefail
