@@ -355,6 +355,7 @@ void rpd_tls_destructor(void *p) {
     struct rpd_tbuf *b = t->pseg;
     struct nano_rpd_rec *r = rpd_reserve(&b, 1, NULL, NULL, NULL);
     if (r) {
+      memset(r, 0, sizeof *r); /* no words of the slot's last record (rpd.h) */
       r->type = R_EXIT;
       r->nslots = 1;
       r->epoch = epoch;
@@ -618,8 +619,11 @@ static int rpd_push_refs(uint32_t epoch, const char *domain, const char *name, c
     return -1;
   r->type = R_PUSH;
   r->nslots = 1;
+  r->unused = 0;
   r->epoch = epoch;
   r->t0 = rpd_stamp();
+  r->t1 = 0;
+  r->h = 0;
   if (pre) {
     r->s[0] = pre[0];
     r->s[1] = pre[1];
@@ -679,8 +683,11 @@ RPDI_EXPORT void rpd_rangePushInterned(uint32_t domain, uint32_t name, uint32_t 
       struct nano_rpd_rec *r = &b->ring.slots[head & (b->ring.nslots - 1)];
       r->type = R_PUSH;
       r->nslots = 1;
+      r->unused = 0;
       r->epoch = epoch;
       r->t0 = rpd_stamp();
+      r->t1 = 0;
+      r->h = 0;
       r->s[0] = rpd_ref_interned(domain);
       r->s[1] = rpd_ref_interned(name);
       r->s[2] = rpd_ref_interned(args);
@@ -694,10 +701,7 @@ RPDI_EXPORT void rpd_rangePushInterned(uint32_t domain, uint32_t name, uint32_t 
 }
 
 static inline void rpd_put_pop(struct rpd_tbuf *b, struct nano_rpd_rec *r, uint32_t epoch) {
-  r->type = R_POP;
-  r->nslots = 1;
-  r->epoch = epoch;
-  r->t0 = rpd_stamp();
+  nano_rpd_pop_put_(r, epoch, rpd_stamp());
   rpd_publish(b, 1);
 }
 
@@ -758,8 +762,11 @@ RPDI_EXPORT void rpd_mark(const char *domain, const char *name, const char *args
     return;
   r->type = R_MARK;
   r->nslots = 1;
+  r->unused = 0;
   r->epoch = epoch;
   r->t0 = rpd_stamp();
+  r->t1 = 0;
+  r->h = 0;
   r->s[0] = refs[0];
   r->s[1] = refs[1];
   r->s[2] = refs[2];
@@ -820,6 +827,7 @@ uint64_t rpdi_record_api_as(uint64_t h, const char *domain, const char *category
     h = rpdi_api_handle();
   r->type = R_API;
   r->nslots = (uint8_t)n;
+  r->unused = 0;
   r->epoch = epoch;
   r->t0 = start;
   r->t1 = end;
@@ -855,6 +863,7 @@ static struct nano_rpd_rec *rpd_record_open(uint8_t type, uint32_t nslots, uint6
   struct nano_rpd_rec *r = rpd_reserve(&b, nslots, &s, refs, NULL);
   if (!r)
     return NULL;
+  memset(r, 0, nslots * sizeof *r); /* no words of the slots' last records (rpd.h) */
   r->type = type;
   r->nslots = (uint8_t)nslots;
   r->epoch = epoch;

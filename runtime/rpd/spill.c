@@ -22,28 +22,35 @@
  * page cache was most of what a spilling producer paid (issue 42 part 2: 54%
  * of its cycles in the kernel's copy on the development VM, 3 ms a 1 MiB
  * ring). The slots are delta-coded first (below): a ring's records are mostly
- * the same words as the record before them and small steps of time, which
- * the code turns into 3 bytes a NANO_ZONE range in 3-4 ns; zstd, which took
+ * the same words as the last record of their type and small steps of time,
+ * which the code turns into 3 bytes a NANO_ZONE range in 3-4 ns, 4-5 a
+ * record of nested ranges (pushes, pops and folded ranges mixed); zstd, which took
  * 26-44 ns a 64-byte slot however it was tuned (it sees every byte, 4.6 GB/s
  * even on zeros), then compresses what is left, and each part is one zstd
  * frame. A producer that cannot get a compressor writes the parts as they
  * are.
  *
  * The delta code of a part of 64-byte slots, each seen as eight 64-bit
- * words w[0..7] (a record's t0 and t1 are w[1] and w[2]), against the slot
- * before it, p (all zeros before the first), host byte order:
+ * words w[0..7] (a record's type is w[0]'s low byte, its t0 and t1 are w[1]
+ * and w[2]), host byte order. Each slot is coded against two others (all
+ * zeros where there is none): p, the slot before it, and q, the last slot
+ * before it whose type has the same low 4 bits (a record's words are those
+ * of the last record of its kind far more often than of its neighbour's):
  *
  *   bytes     what
  *   1         head: bits 0-1 the width class c1 of the step, bits 2-3 the
  *             class c2 of the length (a class c is 1 << c bytes), bit 4: a
- *             mask follows
+ *             mask follows, bit 5: a type follows, bit 6: no length (w[2]
+ *             equals q's)
+ *   0 or 1    type: w[0]'s low byte, where it differs from p's (q is chosen
+ *             by it)
  *   0 or 1    mask: bit 0 for w[0], bits 1-5 for w[3..7]: that word differs
- *             from p's and follows in full; a word not named equals p's
+ *             from q's and follows in full; a word not named equals q's
  *   1 << c1   step:   w[1] - p[1], its low bytes
- *   1 << c2   length: w[2] - w[1], its low bytes
+ *   1 << c2   length: w[2] - w[1], its low bytes (not with bit 6)
  *   8 each    the words the mask names, in order
  *
- * A slot costs 3 bytes where only its times moved a little, 66 at most.
+ * A slot costs 3 bytes where only its times moved a little, 67 at most.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -70,8 +77,13 @@
 /* The delta code's unit: a ring slot of eight words. */
 #define SPILL_SLOT_BYTES 64
 #define SPILL_SLOT_WORDS 8
-/* The most bytes one slot takes coded: head, mask, step, length, six words. */
-#define SPILL_SLOT_MAX (1 + 1 + 8 + 8 + 6 * 8)
+/* The most bytes one slot takes coded: head, type, mask, step, length, six
+ * words. */
+#define SPILL_SLOT_MAX (1 + 1 + 1 + 8 + 8 + 6 * 8)
+/* Slots of types with the same low SPILL_KIND_BITS bits share a predictor
+ * (q above; the tracer's types fit). */
+#define SPILL_KIND_BITS 4
+#define SPILL_KINDS (1u << SPILL_KIND_BITS)
 /* Slots coded in at most this many bytes each on average are stored as
  * their code, not compressed further: a ring of NANO_ZONE ranges codes to
  * 3 bytes a slot, which zstd made 2 for another 9 ns a slot on the
@@ -81,6 +93,9 @@
 #define SPILL_CODE_RAW_MAX 8
 /* The head's fields (see the table above). */
 #define SPILL_HEAD_MASK 0x10u
+#define SPILL_HEAD_TYPE 0x20u
+#define SPILL_HEAD_NO_LENGTH 0x40u
+#define SPILL_HEAD_BITS 0x7fu
 /* The mask's bit of w[0]; w[3..7] take bits 1-5. */
 #define SPILL_MASK_W0 1u
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
@@ -220,22 +235,34 @@ static inline unsigned spill_class(uint64_t v) {
  * next field overwrites what is not its own). Returns the code's bytes. */
 static size_t spill_delta_put(const uint64_t *w, size_t n, unsigned char *out) {
   static const uint64_t none[SPILL_SLOT_WORDS];
-  const uint64_t *p = none;
+  const uint64_t *p = none, *last[SPILL_KINDS];
+  for (unsigned k = 0; k < SPILL_KINDS; k++)
+    last[k] = none;
   unsigned char *o = out;
   for (size_t i = 0; i < n; i++, p = w, w += SPILL_SLOT_WORDS) {
+    unsigned type = (unsigned)(w[0] & 0xff), kind = type & (SPILL_KINDS - 1);
+    const uint64_t *q = last[kind];
+    last[kind] = w;
     uint64_t step = w[1] - p[1], len = w[2] - w[1];
     unsigned c1 = spill_class(step), c2 = spill_class(len);
     /* unrolled: the loop's form kept gcc from it, and this is the hot part */
-    unsigned mask = (unsigned)(w[0] != p[0]) | (unsigned)(w[3] != p[3]) << 1 |
-                    (unsigned)(w[4] != p[4]) << 2 | (unsigned)(w[5] != p[5]) << 3 |
-                    (unsigned)(w[6] != p[6]) << 4 | (unsigned)(w[7] != p[7]) << 5;
-    *o++ = (unsigned char)(c1 | c2 << 2 | (mask ? SPILL_HEAD_MASK : 0));
+    unsigned mask = (unsigned)(w[0] != q[0]) | (unsigned)(w[3] != q[3]) << 1 |
+                    (unsigned)(w[4] != q[4]) << 2 | (unsigned)(w[5] != q[5]) << 3 |
+                    (unsigned)(w[6] != q[6]) << 4 | (unsigned)(w[7] != q[7]) << 5;
+    unsigned head = c1 | (mask ? SPILL_HEAD_MASK : 0);
+    head |= type != (unsigned)(p[0] & 0xff) ? SPILL_HEAD_TYPE : 0;
+    head |= w[2] == q[2] ? SPILL_HEAD_NO_LENGTH : c2 << 2;
+    *o++ = (unsigned char)head;
+    if (head & SPILL_HEAD_TYPE)
+      *o++ = (unsigned char)type;
     if (mask)
       *o++ = (unsigned char)mask;
     memcpy(o, &step, 8);
     o += 1u << c1;
-    memcpy(o, &len, 8);
-    o += 1u << c2;
+    if (!(head & SPILL_HEAD_NO_LENGTH)) {
+      memcpy(o, &len, 8);
+      o += 1u << c2;
+    }
     if (__builtin_expect(mask != 0, 0)) {
       if (mask & SPILL_MASK_W0) {
         memcpy(o, &w[0], 8);
@@ -254,16 +281,28 @@ static size_t spill_delta_put(const uint64_t *w, size_t n, unsigned char *out) {
 /* Decodes `len` bytes of delta code into the n 64-byte slots at w, which
  * they must fill exactly; NULL, or what is wrong. */
 static const char *spill_delta_get(const unsigned char *in, size_t len, uint64_t *w, size_t n) {
-  uint64_t p[SPILL_SLOT_WORDS] = {0};
+  static const uint64_t none[SPILL_SLOT_WORDS];
+  const uint64_t *p = none, *last[SPILL_KINDS];
+  for (unsigned k = 0; k < SPILL_KINDS; k++)
+    last[k] = none;
   const unsigned char *end = in + len;
-  for (size_t i = 0; i < n; i++, w += SPILL_SLOT_WORDS) {
+  for (size_t i = 0; i < n; i++, p = w, w += SPILL_SLOT_WORDS) {
     if (in == end)
       return "fewer slots than the part holds";
     unsigned head = *in++;
-    unsigned mask = head & SPILL_HEAD_MASK ? (in < end ? *in++ : 0x40u) : 0;
+    if (head & ~SPILL_HEAD_BITS)
+      return "a slot's code is cut short or damaged";
     size_t w1 = (size_t)1 << (head & 3), w2 = (size_t)1 << (head >> 2 & 3);
+    if (head & SPILL_HEAD_NO_LENGTH)
+      w2 = 0;
+    size_t fixed = !!(head & SPILL_HEAD_TYPE) + !!(head & SPILL_HEAD_MASK);
+    if ((size_t)(end - in) < fixed)
+      return "a slot's code is cut short or damaged";
+    unsigned type = head & SPILL_HEAD_TYPE ? *in++ : (unsigned)(p[0] & 0xff);
+    unsigned mask = head & SPILL_HEAD_MASK ? *in++ : 0;
+    const uint64_t *q = last[type & (SPILL_KINDS - 1)];
     size_t need = w1 + w2 + 8 * (size_t)__builtin_popcount(mask);
-    if (mask > 0x3f || (head & ~0x1fu) || (size_t)(end - in) < need)
+    if (mask > 0x3f || (size_t)(end - in) < need)
       return "a slot's code is cut short or damaged";
     uint64_t step = 0, length = 0;
     memcpy(&step, in, w1);
@@ -271,20 +310,22 @@ static const char *spill_delta_get(const unsigned char *in, size_t len, uint64_t
     memcpy(&length, in, w2);
     in += w2;
     w[1] = p[1] + step;
-    w[2] = w[1] + length;
-    w[0] = p[0];
+    w[2] = head & SPILL_HEAD_NO_LENGTH ? q[2] : w[1] + length;
+    w[0] = q[0];
     if (mask & SPILL_MASK_W0) {
       memcpy(&w[0], in, 8);
       in += 8;
     }
     for (int k = 3; k < SPILL_SLOT_WORDS; k++) {
-      w[k] = p[k];
+      w[k] = q[k];
       if (mask & (1u << (k - 2))) {
         memcpy(&w[k], in, 8);
         in += 8;
       }
     }
-    memcpy(p, w, sizeof p);
+    if ((w[0] & 0xff) != type)
+      return "a slot's type is not the one its code names";
+    last[type & (SPILL_KINDS - 1)] = w;
   }
   return in == end ? NULL : "bytes after the last slot";
 }

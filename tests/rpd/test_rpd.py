@@ -1215,18 +1215,29 @@ def case_overflow():
 def spill_model_encode(slots):
     """The overflow file's delta code of ring slots, written from the format
     table at the top of runtime/rpd/spill.c (not from its code): each slot,
-    eight little-endian 64-bit words, against the one before it (zeros
-    before the first)."""
+    eight little-endian 64-bit words, against p, the slot before it, and q,
+    the last slot before it whose type (w[0]'s low byte) has the same low 4
+    bits (zeros where there is none)."""
     m64 = (1 << 64) - 1
-    out, p = bytearray(), [0] * 8
+    zeros = (0,) * 8
+    out, p, last = bytearray(), zeros, {}
     for w in slots:
+        typ = w[0] & 0xff
+        q = last.get(typ & 15, zeros)
+        last[typ & 15] = w
         step, length = (w[1] - p[1]) & m64, (w[2] - w[1]) & m64
         c1, c2 = [next(c for c in range(4) if v < 1 << (8 << c)) for v in (step, length)]
-        mask = (w[0] != p[0]) | sum((w[k] != p[k]) << (k - 2) for k in range(3, 8))
-        out.append(c1 | c2 << 2 | (0x10 if mask else 0))
+        mask = (w[0] != q[0]) | sum((w[k] != q[k]) << (k - 2) for k in range(3, 8))
+        no_length = w[2] == q[2]
+        out.append(c1 | (0 if no_length else c2 << 2) | (0x10 if mask else 0)
+                   | (0x20 if typ != p[0] & 0xff else 0) | (0x40 if no_length else 0))
+        if typ != p[0] & 0xff:
+            out.append(typ)
         if mask:
             out.append(mask)
-        out += step.to_bytes(8, "little")[:1 << c1] + length.to_bytes(8, "little")[:1 << c2]
+        out += step.to_bytes(8, "little")[:1 << c1]
+        if not no_length:
+            out += length.to_bytes(8, "little")[:1 << c2]
         for bit, k in enumerate((0, 3, 4, 5, 6, 7)):
             if mask >> bit & 1:
                 out += w[k].to_bytes(8, "little")
@@ -1239,8 +1250,10 @@ def case_spill_code():
     to the overflow file. The code (spill.c's own functions, built into
     spill_code) must be byte for byte the format spill.c's table describes,
     must give back every slot exactly, must cost 3 bytes a NANO_ZONE range
-    whose times moved a little, and must refuse code cut short or followed
-    by more bytes instead of making up slots."""
+    whose times moved a little and at most 5 a record of nested ranges
+    (pushes, pops and folded ranges mixed, as the Python profiler writes
+    them), and must refuse code cut short, damaged or followed by more bytes
+    instead of making up slots."""
     rnd = random.Random(42)
     m64 = (1 << 64) - 1
     zone = (12 | 1 << 8 | 7 << 32, 0, 0, 0, 0, 1 << 63 | 5, 0, 0)
@@ -1258,7 +1271,23 @@ def case_spill_code():
         w = list(slots[-1])
         w[k] ^= 1 << rnd.randrange(64)
         slots.append(tuple(w))
+    # nested ranges: a push's t1 and a pop's words are whatever the slot held
+    push = (1 | 1 << 8 | 7 << 32, 0, 0, 0, 1 << 63 | 1, 1 << 63 | 15, 1 << 63 | 16, 0)
+    pop = (2 | 1 << 8 | 7 << 32, 0, 0, 0, 0, 0, 0, 0)
+    rng = (12 | 1 << 8 | 7 << 32,) + push[1:]
+    nested = []
+    for i in range(2000):
+        t += rnd.randrange(300, 600)
+        kind = (push, rng, pop)[rnd.randrange(3)]
+        nested.append(kind[:1] + (t, t + rnd.randrange(150, 250) if kind is rng else 0)
+                      + kind[3:])
+    slots += nested
+    cost = len(spill_model_encode(slots[:3000] + nested)) - len(spill_model_encode(slots[:3000]))
+    check(cost <= 5 * len(nested), "a record of nested ranges costs %.2f bytes, more than 5"
+          % (cost / len(nested)))
     slots += [tuple(rnd.getrandbits(64) for _ in range(8)) for _ in range(500)]
+    # kinds that share a predictor (type 0x11 after 0x01)
+    slots += [(0x11,) + zone[1:], (0x01,) + zone[1:], (0x11,) + zone[1:]]
     slots.append((0,) * 8)  # a pad
     slots += [zone] * 3
     raw = b"".join(b"".join(x.to_bytes(8, "little") for x in w) for w in slots)
@@ -1286,8 +1315,13 @@ def case_spill_code():
     p = decode(code + b"\0", len(slots))
     check(p.returncode == 1 and b"bytes after the last slot" in p.stderr,
           "a byte after the code: rc %d, %r" % (p.returncode, p.stderr))
-    p = decode(bytes([0x20]) + code[1:], len(slots))
+    p = decode(bytes([0x80]) + code[1:], len(slots))
     check(p.returncode == 1 and b"damaged" in p.stderr, "a head with unknown bits: %r" % p.stderr)
+    # the first slot names its type and its w[0]: another type there is damage
+    check(code[0] & 0x30 == 0x30 and code[1] == 12, "first slot: %r" % code[:4])
+    p = decode(code[:1] + bytes([13]) + code[2:], len(slots))
+    check(p.returncode == 1 and b"not the one its code names" in p.stderr,
+          "a type that is not w[0]'s: rc %d, %r" % (p.returncode, p.stderr))
 
 
 def case_stack():
