@@ -1212,6 +1212,25 @@ def case_overflow():
           "ranges lost: %r" % p.stdout)
 
 
+def case_spill_raw():
+    """A spilling thread that cannot get a compressor (no_zstd.so makes
+    ZSTD_createCCtx fail) writes its rings to the overflow file as they are:
+    every record still reaches the trace, in order, and the exit line gives
+    the file's peak as large as the records' (nothing was packed)."""
+    spill = {"NANO_RPD_BUFFER": "64", "NANO_RPD_OVERFLOW_MEMORY": "0", "NANO_RPD_QUIET": "0",
+             "LD_PRELOAD": prog("no_zstd.so")}
+    n = 50000
+    p = run([prog("rpd_workload"), "marks", str(n)], dict(spill, RPDT_FILENAME="raw.rpd"))
+    said = [l for l in p.stderr.splitlines() if "temporary file" in l]
+    m = re.search(r"up to (\d+) MiB of records \((\d+) MiB compressed\)", said[0] if said else "")
+    check(m and int(m.group(2)) >= int(m.group(1)) > 0,
+          "the raw spill's peak is not the records' size: %r" % p.stderr)
+    rows = q(db("raw.rpd"), "SELECT start, args FROM api ORDER BY id")
+    check(len(rows) == n and all(r[1] == "m" for r in rows), "%d of %d marks" % (len(rows), n))
+    starts = [r[0] for r in rows]
+    check(starts == sorted(starts), "marks out of order")
+
+
 def spill_model_encode(slots):
     """The overflow file's delta code of ring slots, written from the format
     table at the top of runtime/rpd/spill.c (not from its code): each slot,
@@ -1519,7 +1538,7 @@ CASES = {
     "exec_direct": case_exec_direct,
     "clock": case_clock, "settings": case_settings, "exit": case_exit, "locked": case_locked, "read_locked": case_read_locked, "zone": case_zone, "setname": case_setname, "chain": case_chain, "helper_signals": case_helper_signals, "writer_nice": case_writer_nice, "fork": case_fork, "exec": case_exec, "control": case_control, "autostart": case_autostart,
     "autoflush": case_autoflush, "drop": case_drop, "overflow": case_overflow,
-    "spill_code": case_spill_code,
+    "spill_code": case_spill_code, "spill_raw": case_spill_raw,
     "min_duration": case_min_duration, "stack": case_stack, "api": case_api,
     "interned": case_interned, "atomics": case_atomics, "journal": case_journal,
     "views": case_views, "fold": case_fold,
