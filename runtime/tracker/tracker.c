@@ -88,6 +88,10 @@ enum { NANOT_NEW = 0, NANOT_LIVE = 1, NANOT_EXITED = 2 };
  * allocator get there (static TLS is scarce: keep the block small). */
 #define NANOT_DEFERRED 8
 
+/* Counters of a program's own (struct nano_atomic_ctr: one per instrumented
+ * executable, so one in practice) a thread keeps pointed at its array. */
+#define NANOT_BOUND 2
+
 /* Per-thread hot data: the counters and their bound, in one TLS block. */
 struct nanot_tls {
   uint64_t *counts;
@@ -95,6 +99,8 @@ struct nanot_tls {
   uint8_t state;
   uint8_t busy;      /* the runtime is working on this thread: defer events */
   uint8_t ndeferred; /* entries of deferred in use */
+  uint8_t nbound;    /* entries of bound in use */
+  struct nano_atomic_ctr *bound[NANOT_BOUND]; /* (__nano_atomic_bind) */
   struct nanot_thread *rec;
   struct {
     struct nano_site *site;
@@ -103,6 +109,18 @@ struct nanot_tls {
 };
 
 static __thread struct nanot_tls nanot_tls __attribute__((tls_model("initial-exec")));
+
+/* Points this thread's hot path, and every counter of the program's it was
+ * bound to, at `counts` (cap entries; NULL and 0: every event to the slow
+ * path). */
+static void nanot_tls_set(uint64_t *counts, uint32_t cap) {
+  nanot_tls.counts = counts;
+  nanot_tls.cap = cap;
+  for (unsigned i = 0; i < nanot_tls.nbound; i++) {
+    nanot_tls.bound[i]->counts = counts;
+    __atomic_store_n(&nanot_tls.bound[i]->cap, cap, __ATOMIC_RELAXED);
+  }
+}
 
 /* Everything below is under nanot_lock. */
 static pthread_mutex_t nanot_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -222,6 +240,26 @@ NANO_API void __nano_atomic(struct nano_site *site) {
     return;
   }
   nanot_slow(site, 1);
+}
+
+/*
+ * The slow path of a program that counts inline (nano/atomics.h): counts
+ * the event, then points ctr, the program's counter of this thread, at the
+ * thread's array (bound once; a thread keeps NANOT_BOUND of them, a counter
+ * beyond stays at cap 0 and its events come here, still counted).
+ */
+NANO_API void __nano_atomic_bind(struct nano_site *site, struct nano_atomic_ctr *ctr) {
+  __nano_atomic(site);
+  unsigned i = 0;
+  while (i < nanot_tls.nbound && nanot_tls.bound[i] != ctr)
+    i++;
+  if (i == nanot_tls.nbound) {
+    if (i == NANOT_BOUND)
+      return;
+    nanot_tls.bound[nanot_tls.nbound++] = ctr;
+  }
+  ctr->counts = nanot_tls.counts;
+  __atomic_store_n(&ctr->cap, nanot_tls.cap, __ATOMIC_RELAXED);
 }
 
 NANO_API void __nano_atomic_n(struct nano_site *site, uint64_t n) {
@@ -492,8 +530,7 @@ static void nanot_thread_exit(void *arg) {
     *rec->pprev = rec->next;
     if (rec->next)
       rec->next->pprev = rec->pprev;
-    nanot_tls.counts = NULL;
-    nanot_tls.cap = 0;
+    nanot_tls_set(NULL, 0);
     nanot_tls.rec = NULL;
     nanot_tls.state = NANOT_EXITED;
     nanot_rec_free(rec);
@@ -595,8 +632,7 @@ static int nanot_grow(struct nanot_thread *rec, uint32_t need) {
   rec->counts = c;
   rec->base = b;
   rec->cap = ncap;
-  nanot_tls.counts = c;
-  nanot_tls.cap = ncap;
+  nanot_tls_set(c, ncap);
   return 0;
 }
 
@@ -657,8 +693,7 @@ static void nanot_slow(struct nano_site *site, uint64_t n) {
       nanot_threads->pprev = &rec->next;
     nanot_threads = rec;
     nanot_tls.rec = rec;
-    nanot_tls.counts = rec->counts;
-    nanot_tls.cap = rec->cap;
+    nanot_tls_set(rec->counts, rec->cap);
     nanot_tls.state = NANOT_LIVE;
     born = rec;
   }

@@ -1,7 +1,7 @@
 ; cmpxchg, strong and weak: kind compare_exchange, success order in `order`,
 ; failure order in flags bits 4..6, NANO_SITE_WEAK (1) for weak, and the
 ; instruction (with its {value, success} result) unchanged.
-; RUN: %opt_nano -passes=nano-atomics -S %s | FileCheck %s
+; RUN: %opt_nano -passes=nano-atomics -nano-atomics-inline=0 -S %s | FileCheck %s
 
 target datalayout = "e-m:e-p270:32:32-p271:32:32-p272:64:64-i64:64-f80:128-n8:16:32:64-S128"
 target triple = "x86_64-pc-linux-gnu"

@@ -4,17 +4,17 @@
 // (NANO_KERNELS matches none) it is byte for byte the one built without the
 // plugin, and the host pass alone run on it changes nothing.
 // REQUIRES: hipcc
-// RUN: %hipcc --offload-arch=gfx90a -fpass-plugin=%plugin -c %s -o %t.o
+// RUN: env NANO_ATOMICS_INLINE=0 %hipcc --offload-arch=gfx90a -fpass-plugin=%plugin -c %s -o %t.o
 // RUN: %nm %t.o | FileCheck %s --check-prefix=OBJ
-// RUN: %hipcc --offload-arch=gfx90a --cuda-host-only -S -emit-llvm -fpass-plugin=%plugin %s -o %t.host.ll
+// RUN: env NANO_ATOMICS_INLINE=0 %hipcc --offload-arch=gfx90a --cuda-host-only -S -emit-llvm -fpass-plugin=%plugin %s -o %t.host.ll
 // RUN: FileCheck %s --check-prefix=HOST < %t.host.ll
-// RUN: %hipcc --offload-arch=gfx90a --cuda-device-only -S -emit-llvm %s -o %t.dev.ref.ll
-// RUN: env NANO_KERNELS=no_kernel_matches %hipcc --offload-arch=gfx90a --cuda-device-only -S -emit-llvm -fpass-plugin=%plugin %s -o %t.dev.ll
+// RUN: env NANO_ATOMICS_INLINE=0 %hipcc --offload-arch=gfx90a --cuda-device-only -S -emit-llvm %s -o %t.dev.ref.ll
+// RUN: env NANO_KERNELS=no_kernel_matches env NANO_ATOMICS_INLINE=0 %hipcc --offload-arch=gfx90a --cuda-device-only -S -emit-llvm -fpass-plugin=%plugin %s -o %t.dev.ll
 // RUN: diff %t.dev.ref.ll %t.dev.ll
 // RUN: FileCheck %s --check-prefix=DEV < %t.dev.ll
 // The host pass alone on that device module leaves it unchanged too:
 // RUN: %opt -S %t.dev.ref.ll -o %t.dev.norm.ll
-// RUN: %opt_nano -passes=nano-atomics -S %t.dev.ref.ll -o %t.dev.host-pass.ll
+// RUN: %opt_nano -passes=nano-atomics -nano-atomics-inline=0 -S %t.dev.ref.ll -o %t.dev.host-pass.ll
 // RUN: diff %t.dev.norm.ll %t.dev.host-pass.ll
 
 #include <hip/hip_runtime.h>

@@ -1,7 +1,7 @@
 // clang lowers atomics on a type too big for a lock-free instruction to the
 // generic library calls; they are sites with the size and order clang passes.
-// RUN: %clang_nano -O0 -S -emit-llvm -o - %s | FileCheck %s
-// RUN: %clang_nano -O2 -S -emit-llvm -o - %s | FileCheck %s
+// RUN: env NANO_ATOMICS_INLINE=0 %clang_nano -O0 -S -emit-llvm -o - %s | FileCheck %s
+// RUN: env NANO_ATOMICS_INLINE=0 %clang_nano -O2 -S -emit-llvm -o - %s | FileCheck %s
 
 struct big { long a, b, c; };
 _Atomic struct big g;

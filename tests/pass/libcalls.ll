@@ -3,7 +3,7 @@
 ; suffix (0 when not constant), the order from a constant order argument or
 ; NANO_ORDER_UNKNOWN (7). add_fetch counts as fetch_add. Functions that only
 ; share the prefix, or whose argument count is not libatomic's, are not sites.
-; RUN: %opt_nano -passes=nano-atomics -S %s | FileCheck %s
+; RUN: %opt_nano -passes=nano-atomics -nano-atomics-inline=0 -S %s | FileCheck %s
 
 target datalayout = "e-m:e-p270:32:32-p271:32:32-p272:64:64-i64:64-f80:128-n8:16:32:64-S128"
 target triple = "x86_64-pc-linux-gnu"

@@ -1,7 +1,7 @@
 ; Atomic loads and stores of every ordering and of several widths are sites
 ; (kind load 0 / store 1, size in bytes from the DataLayout); plain loads and
 ; stores are not.
-; RUN: %opt_nano -passes=nano-atomics -S %s | FileCheck %s
+; RUN: %opt_nano -passes=nano-atomics -nano-atomics-inline=0 -S %s | FileCheck %s
 
 target datalayout = "e-m:e-p270:32:32-p271:32:32-p272:64:64-i64:64-f80:128-n8:16:32:64-S128"
 target triple = "x86_64-pc-linux-gnu"

@@ -1,9 +1,9 @@
 // With -flto (full and thin) the pass runs in the compile step, so the
 // bitcode handed to the linker is already instrumented and carries the
 // "nano.atomics" flag (a link-time run of the plugin leaves it alone).
-// RUN: %clang_nano -flto -O2 -c -o %t.full.bc %s
-// RUN: %clang_nano -flto=thin -O2 -c -o %t.thin.bc %s
-// RUN: %clang_nano -flto -O0 -c -o %t.o0.bc %s
+// RUN: env NANO_ATOMICS_INLINE=0 %clang_nano -flto -O2 -c -o %t.full.bc %s
+// RUN: env NANO_ATOMICS_INLINE=0 %clang_nano -flto=thin -O2 -c -o %t.thin.bc %s
+// RUN: env NANO_ATOMICS_INLINE=0 %clang_nano -flto -O0 -c -o %t.o0.bc %s
 // RUN: %opt -S %t.full.bc | FileCheck %s
 // RUN: %opt -S %t.thin.bc | FileCheck %s
 // RUN: %opt -S %t.o0.bc | FileCheck %s

@@ -4,8 +4,8 @@
 // nano/atomics.h), and the runtime's own
 // functions (names beginning nano_ or __nano_). Other functions of the same
 // module are instrumented.
-// RUN: %clang_nano -I%runtime_include -O0 -S -emit-llvm -o - %s | FileCheck %s
-// RUN: %clang_nano -I%runtime_include -O2 -S -emit-llvm -o - %s | FileCheck %s
+// RUN: env NANO_ATOMICS_INLINE=0 %clang_nano -I%runtime_include -O0 -S -emit-llvm -o - %s | FileCheck %s
+// RUN: env NANO_ATOMICS_INLINE=0 %clang_nano -I%runtime_include -O2 -S -emit-llvm -o - %s | FileCheck %s
 
 #include "nano/atomics.h"
 

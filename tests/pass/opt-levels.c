@@ -1,15 +1,15 @@
 // The pass runs at every optimisation level, through clang's pipeline
 // (the OptimizerLast extension point), C11 <stdatomic.h> and GCC builtins.
-// RUN: %clang_nano -O0 -S -emit-llvm -o - %s | FileCheck %s
-// RUN: %clang_nano -O1 -S -emit-llvm -o - %s | FileCheck %s
-// RUN: %clang_nano -O2 -S -emit-llvm -o - %s | FileCheck %s
-// RUN: %clang_nano -O3 -S -emit-llvm -o - %s | FileCheck %s
-// RUN: %clang_nano -Os -S -emit-llvm -o - %s | FileCheck %s
-// RUN: %clang_nano -Oz -S -emit-llvm -o - %s | FileCheck %s
+// RUN: env NANO_ATOMICS_INLINE=0 %clang_nano -O0 -S -emit-llvm -o - %s | FileCheck %s
+// RUN: env NANO_ATOMICS_INLINE=0 %clang_nano -O1 -S -emit-llvm -o - %s | FileCheck %s
+// RUN: env NANO_ATOMICS_INLINE=0 %clang_nano -O2 -S -emit-llvm -o - %s | FileCheck %s
+// RUN: env NANO_ATOMICS_INLINE=0 %clang_nano -O3 -S -emit-llvm -o - %s | FileCheck %s
+// RUN: env NANO_ATOMICS_INLINE=0 %clang_nano -Os -S -emit-llvm -o - %s | FileCheck %s
+// RUN: env NANO_ATOMICS_INLINE=0 %clang_nano -Oz -S -emit-llvm -o - %s | FileCheck %s
 // And in opt's default pipelines:
 // RUN: %clang -O0 -Xclang -disable-O0-optnone -S -emit-llvm -o %t.ll %s
-// RUN: %opt_nano -passes='default<O0>' -S %t.ll | FileCheck %s
-// RUN: %opt_nano -passes='default<O2>' -S %t.ll | FileCheck %s
+// RUN: %opt_nano -nano-atomics-inline=0 -passes='default<O0>' -S %t.ll | FileCheck %s
+// RUN: %opt_nano -nano-atomics-inline=0 -passes='default<O2>' -S %t.ll | FileCheck %s
 
 #include <stdatomic.h>
 

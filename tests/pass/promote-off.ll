@@ -1,10 +1,10 @@
 ; -nano-atomics-promote=0 and NANO_ATOMICS_PROMOTE=0 keep a guarded hook call
 ; before every operation, also in loops (each event reported as it happens);
 ; any other value is an error naming the variable.
-; RUN: %opt_nano -passes=nano-atomics -nano-atomics-promote=0 -S %s | FileCheck %s --check-prefix=OFF
-; RUN: env NANO_ATOMICS_PROMOTE=0 %opt_nano -passes=nano-atomics -S %s | FileCheck %s --check-prefix=OFF
-; RUN: env NANO_ATOMICS_PROMOTE=0 %opt_nano -passes=nano-atomics -nano-atomics-promote=1 -S %s | FileCheck %s --check-prefix=ON
-; RUN: env NANO_ATOMICS_PROMOTE=yes %not %opt_nano -passes=nano-atomics -S %s -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD
+; RUN: %opt_nano -passes=nano-atomics -nano-atomics-inline=0 -nano-atomics-promote=0 -S %s | FileCheck %s --check-prefix=OFF
+; RUN: env NANO_ATOMICS_PROMOTE=0 %opt_nano -passes=nano-atomics -nano-atomics-inline=0 -S %s | FileCheck %s --check-prefix=OFF
+; RUN: env NANO_ATOMICS_PROMOTE=0 %opt_nano -passes=nano-atomics -nano-atomics-inline=0 -nano-atomics-promote=1 -S %s | FileCheck %s --check-prefix=ON
+; RUN: env NANO_ATOMICS_PROMOTE=yes %not %opt_nano -passes=nano-atomics -nano-atomics-inline=0 -S %s -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD
 
 target datalayout = "e-m:e-p270:32:32-p271:32:32-p272:64:64-i64:64-f80:128-n8:16:32:64-S128"
 target triple = "x86_64-pc-linux-gnu"

@@ -3,8 +3,8 @@
 ; nano.atomic_flush at every exit of its innermost loop and when n reaches
 ; 2^16; sites outside loops, in loops with calls that may not come back, and
 ; in optnone functions keep a guarded hook call per event.
-; RUN: %opt_nano -passes=nano-atomics -S %s | FileCheck %s
-; RUN: %opt_nano -passes=nano-atomics -S %s | %opt -passes=verify -disable-output
+; RUN: %opt_nano -passes=nano-atomics -nano-atomics-inline=0 -S %s | FileCheck %s
+; RUN: %opt_nano -passes=nano-atomics -nano-atomics-inline=0 -S %s | %opt -passes=verify -disable-output
 
 target datalayout = "e-m:e-p270:32:32-p271:32:32-p272:64:64-i64:64-f80:128-n8:16:32:64-S128"
 target triple = "x86_64-pc-linux-gnu"

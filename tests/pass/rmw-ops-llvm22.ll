@@ -1,7 +1,7 @@
 ; The atomicrmw operations added after LLVM 15 (uinc_wrap, udec_wrap: 16;
 ; usub_cond, usub_sat: 20; fmaximum, fminimum: 21) get their own kinds.
 ; REQUIRES: rmw-uinc-udec, rmw-usub, rmw-fmaximum
-; RUN: %opt_nano -passes=nano-atomics -S %s | FileCheck %s
+; RUN: %opt_nano -passes=nano-atomics -nano-atomics-inline=0 -S %s | FileCheck %s
 
 target datalayout = "e-m:e-p270:32:32-p271:32:32-p272:64:64-i64:64-f80:128-n8:16:32:64-S128"
 target triple = "x86_64-pc-linux-gnu"

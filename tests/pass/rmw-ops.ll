@@ -1,6 +1,6 @@
 ; Every atomicrmw operation LLVM 15 has gets a site of its own kind, a guarded
 ; hook call right before it, and the operation itself stays as written.
-; RUN: %opt_nano -passes=nano-atomics -S %s | FileCheck %s
+; RUN: %opt_nano -passes=nano-atomics -nano-atomics-inline=0 -S %s | FileCheck %s
 
 target datalayout = "e-m:e-p270:32:32-p271:32:32-p272:64:64-i64:64-f80:128-n8:16:32:64-S128"
 target triple = "x86_64-pc-linux-gnu"

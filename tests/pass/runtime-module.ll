@@ -2,14 +2,14 @@
 ; with prelude.h) are left unchanged, so nothing is counted twice.
 ; RUN: split-file %s %t
 ; RUN: %opt -S %t/runtime.ll -o %t/runtime.ref.ll
-; RUN: %opt_nano -passes=nano-atomics -S %t/runtime.ll -o %t/runtime.out.ll
+; RUN: %opt_nano -passes=nano-atomics -nano-atomics-inline=0 -S %t/runtime.ll -o %t/runtime.out.ll
 ; RUN: diff %t/runtime.ref.ll %t/runtime.out.ll
 ; RUN: %opt -S %t/prelude.ll -o %t/prelude.ref.ll
-; RUN: %opt_nano -passes=nano-atomics -S %t/prelude.ll -o %t/prelude.out.ll
+; RUN: %opt_nano -passes=nano-atomics -nano-atomics-inline=0 -S %t/prelude.ll -o %t/prelude.out.ll
 ; RUN: diff %t/prelude.ref.ll %t/prelude.out.ll
 ; A module that only declares the hooks, unused, is instrumented, and the
 ; declaration becomes a preemptible weak reference:
-; RUN: %opt_nano -passes=nano-atomics -S %t/declares.ll | FileCheck %s
+; RUN: %opt_nano -passes=nano-atomics -nano-atomics-inline=0 -S %t/declares.ll | FileCheck %s
 ; CHECK: declare extern_weak void @__nano_atomic(ptr)
 ; CHECK: call void @__nano_atomic(ptr @nano.sites)
 

@@ -5,10 +5,10 @@
 // (tests/pass/inlined-at.cpp has them), a priority-101 constructor calling __nano_register_module when present,
 // extern_weak hooks and the module flag "nano.atomics". Line and column come
 // from the debug location; without debug info they are 0 and file is "".
-// RUN: %clang_nano -O0 -g -S -emit-llvm -o - %s | FileCheck %s --check-prefixes=CHECK,DEBUG
-// RUN: %clang_nano -O2 -g -S -emit-llvm -o - %s | FileCheck %s --check-prefixes=CHECK,DEBUG
-// RUN: %clang_nano -O2 -S -emit-llvm -o - %s | FileCheck %s --check-prefixes=CHECK,NODEBUG
-// RUN: %clang_nano -O2 -S -emit-llvm -o - %s | FileCheck %s --check-prefixes=DECL
+// RUN: env NANO_ATOMICS_INLINE=0 %clang_nano -O0 -g -S -emit-llvm -o - %s | FileCheck %s --check-prefixes=CHECK,DEBUG
+// RUN: env NANO_ATOMICS_INLINE=0 %clang_nano -O2 -g -S -emit-llvm -o - %s | FileCheck %s --check-prefixes=CHECK,DEBUG
+// RUN: env NANO_ATOMICS_INLINE=0 %clang_nano -O2 -S -emit-llvm -o - %s | FileCheck %s --check-prefixes=CHECK,NODEBUG
+// RUN: env NANO_ATOMICS_INLINE=0 %clang_nano -O2 -S -emit-llvm -o - %s | FileCheck %s --check-prefixes=DECL
 
 int counter;
 

@@ -5,7 +5,7 @@
 // one hook call; one kernel twin with one callee clone and two device sites
 // (the kernel's store, the callee's load).
 // RUN: rm -rf %t && mkdir -p %t
-// RUN: %clang_nano -O2 -g -fno-unroll-loops -I%dh_include -c %s -o %t/s.o -save-stats=obj
+// RUN: env NANO_ATOMICS_INLINE=0 %clang_nano -O2 -g -fno-unroll-loops -I%dh_include -c %s -o %t/s.o -save-stats=obj
 // RUN: FileCheck %s < %t/statistics.stats
 // CHECK-DAG: "nano-atomics.NumSites": 4
 // CHECK-DAG: "nano-atomics.NumPromotedLoops": 1

@@ -1,6 +1,6 @@
 ; Kernel twins (functions with the "nano.twin" attribute, made by the device
 ; pass) are instrumented by the device pass, never by the host pass.
-; RUN: %opt_nano -passes=nano-atomics -S %s | FileCheck %s
+; RUN: %opt_nano -passes=nano-atomics -nano-atomics-inline=0 -S %s | FileCheck %s
 
 target triple = "x86_64-pc-linux-gnu"
 

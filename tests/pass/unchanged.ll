@@ -1,7 +1,7 @@
 ; The pass only adds: every atomic operation of the input is in the output,
 ; byte for byte (same width, ordering, operands and result name), in order.
 ; RUN: %opt -S %s | sed -n '/define i64 @mix/,/^}/p' | grep -E 'atomicrmw|cmpxchg|load atomic|store atomic|fence|ret ' > %t.before
-; RUN: %opt_nano -passes=nano-atomics -S %s > %t.ll
+; RUN: %opt_nano -passes=nano-atomics -nano-atomics-inline=0 -S %s > %t.ll
 ; RUN: sed -n '/define i64 @mix/,/^}/p' %t.ll | grep -E 'atomicrmw|cmpxchg|load atomic|store atomic|fence|ret ' > %t.after
 ; RUN: diff %t.before %t.after
 ; RUN: grep -c 'call void @__nano_atomic(' %t.ll | FileCheck --check-prefix=CALLS %s

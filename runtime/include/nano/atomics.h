@@ -3,8 +3,8 @@
  *
  * Three parties share this header:
  *   - the LLVM pass (llvm-pass/) emits, per module, a table of sites in exactly
- *     the layout below and a call to __nano_atomic(site) before every atomic
- *     operation;
+ *     the layout below and, before every atomic operation, a call to
+ *     __nano_atomic(site), or the count itself ("Inline counting" below);
  *   - the prelude (prelude/prelude.h) does the same for gcc through macros;
  *   - the runtime (runtime/tracker/) defines the hooks and counts.
  *
@@ -146,6 +146,32 @@ void __nano_register_module(struct nano_site_module *module);
  * relaxed fetch_add on x86 however little the hook does (see
  * bench/atomics/README.md). Weak like the other hooks. */
 void __nano_atomic_n(struct nano_site *site, uint64_t n);
+
+/*
+ * Inline counting. Where the pass counts events in the program itself (an
+ * executable's optimised code: llvm-pass/README.md), each instrumented
+ * executable has one thread-local `struct nano_atomic_ctr` of its own,
+ * zero in every new thread, and counts an event of a registered site as
+ *
+ *     if (&__nano_atomic != 0) {
+ *       uint32_t i = site->id - 1;             (a relaxed load)
+ *       if (i < ctr.cap) ctr.counts[i]++;      (relaxed load and store)
+ *       else if (&__nano_atomic_bind != 0) __nano_atomic_bind(site, &ctr);
+ *       else __nano_atomic(site);
+ *     }
+ *
+ * __nano_atomic_bind counts the event as __nano_atomic does and points ctr
+ * at the calling thread's counters (`counts`, `cap` entries, indexed by id
+ * - 1); from then on the runtime keeps ctr up to date while the thread
+ * lives (a grown array, cap 0 once the thread's counts are folded at its
+ * exit). A runtime without __nano_atomic_bind (libnano_print.so, which
+ * prints every event) leaves cap 0: every event then reaches __nano_atomic.
+ */
+struct nano_atomic_ctr {
+  uint64_t *counts;
+  uint32_t cap;
+};
+void __nano_atomic_bind(struct nano_site *site, struct nano_atomic_ctr *ctr);
 
 /* ---- tracker API: libnano_tracker.so (C, and Python via ctypes) ---------- */
 
