@@ -228,6 +228,29 @@ def scenario_dlopen(a):
           "dlopen: the library's site at dl_lib.c:%d: %s" % (line, sites))
 
 
+def scenario_grow(a):
+    """Inline counting after the runtime grew a thread's array: the
+    executable's counter, bound to the old array at its first event, must
+    follow the thread to the new one (grow_main.c), every event counted."""
+    line = marker_line(a.source, "GROW_SITE")
+    n = 1000
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "c.json")
+        p = run([a.bin, a.lib, str(n)], {"LD_PRELOAD": a.tracker, "NANO_TRACKER_FORMAT": "json",
+                                          "NANO_TRACKER_OUTPUT": out})
+        check(p.stdout == "own=%d\n" % (2 * n), "grow: program output %r" % p.stdout)
+        with open(out) as f:
+            doc = json.load(f)
+    own = [s for s in doc["sites"] if s["file"].endswith("grow_main.c") and s["line"] == line]
+    check(len(own) == 1 and own[0]["count"] == 2 * n,
+          "grow: the executable's site at grow_main.c:%d: %s" % (line, own))
+    # (the library's 300 sites share three source positions: the dump
+    # merges each position's instances)
+    lib = [s for s in doc["sites"] if s["file"].endswith("grow_lib.c")]
+    check(sum(s["instances"] for s in lib) == 300 and sum(s["count"] for s in lib) == 300,
+          "grow: the library's sites %s" % [(s["instances"], s["count"]) for s in lib])
+
+
 CTYPES_SCRIPT = """
 import ctypes, sys
 lib = ctypes.CDLL(sys.argv[1])      # built with the plugin
