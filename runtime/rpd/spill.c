@@ -412,9 +412,10 @@ int rpdi_spill_write(struct rpdi_spill_z **z, const struct iovec *iov, int n,
 
 /* Decompresses the frame at `at` (`left` bytes from there) into `into`,
  * which it must fill exactly, or, with into NULL, into g_code (grown to
- * its size, stored in *len); its bytes in *frame. NULL, or what is wrong. */
+ * its size, at most `most`, stored in *len); its bytes in *frame. NULL, or
+ * what is wrong. */
 static const char *spill_frame(const unsigned char *at, size_t left, const struct iovec *into,
-                               size_t *len, size_t *frame) {
+                               size_t most, size_t *len, size_t *frame) {
   *frame = ZSTD_findFrameCompressedSize(at, left);
   if (ZSTD_isError(*frame))
     return ZSTD_getErrorName(*frame);
@@ -422,8 +423,8 @@ static const char *spill_frame(const unsigned char *at, size_t left, const struc
   size_t cap = into ? into->iov_len : 0;
   if (!into) {
     unsigned long long size = ZSTD_getFrameContentSize(at, *frame);
-    if (size == ZSTD_CONTENTSIZE_UNKNOWN || size == ZSTD_CONTENTSIZE_ERROR || size > SIZE_MAX)
-      return "a frame of no known size";
+    if (size == ZSTD_CONTENTSIZE_UNKNOWN || size == ZSTD_CONTENTSIZE_ERROR || size > most)
+      return "a frame of no known size, or too large";
     if (spill_room(&g_code, &g_code_cap, (size_t)size) != 0)
       return "out of memory";
     dst = g_code;
@@ -446,13 +447,14 @@ static const char *spill_unpack(const struct rpdi_spill_region *r, const struct 
     return "out of memory";
   const unsigned char *at = g_rbuf;
   size_t left = r->stored;
+  size_t slots = iov[0].iov_len / SPILL_SLOT_BYTES;
   for (int i = 0; i < n; i++) {
     size_t frame = r->code, len = r->code;
     const char *why = i == 0 && r->code ? (r->code > left ? "a part cut short" : NULL)
-                                        : spill_frame(at, left, i ? &iov[i] : NULL, &len, &frame);
+                                        : spill_frame(at, left, i ? &iov[i] : NULL,
+                                                      slots * SPILL_SLOT_MAX + 8, &len, &frame);
     if (!why && i == 0)
-      why = spill_delta_get(r->code ? at : g_code, len, iov[0].iov_base,
-                            iov[0].iov_len / SPILL_SLOT_BYTES);
+      why = spill_delta_get(r->code ? at : g_code, len, iov[0].iov_base, slots);
     if (why)
       return why;
     at += frame;
