@@ -7,8 +7,9 @@
 # libnano_tracker.so; and with NANO_ATOMICS_INLINE=0 too, one hook call per
 # event: with libnano_tracker.so, with hooks that return at once (the cost of
 # the call alone), and with the baseline tracker built like the original
-# PyTorch tool's. Each figure is
-# the best of $NANO_BENCH_REPS (5) runs of $NANO_BENCH_ITERS (20000000) ops.
+# PyTorch tool's. Each figure is the best and the median of $NANO_BENCH_REPS
+# (5) rounds of $NANO_BENCH_ITERS (20000000) ops, the configurations
+# interleaved round by round; ratios are best to best and median to median.
 set -euo pipefail
 build=$(cd "${1:-./build}" && pwd)
 b=$build/bench/atomics
@@ -22,32 +23,40 @@ for f in "$b/fetch_add_plain" "$b/fetch_add_plugin" "$b/fetch_add_plugin_eager" 
   [ -e "$f" ] || { echo "run.sh: $f is missing; build first (scripts/build.sh)" >&2; exit 2; }
 done
 
-# best PRELOAD BINARY THREADS N: the lowest ns/op of $reps runs.
-best() {
-  local preload=$1 bin=$2 threads=$3 n=$4 min="" t
-  for _ in $(seq "$reps"); do
-    t=$(LD_PRELOAD=$preload NANO_TRACKER_OUTPUT=/dev/null "$bin" "$threads" "$n" 2>/dev/null)
-    if [ -z "$min" ] || awk -v a="$t" -v b="$min" 'BEGIN { exit !(a < b) }'; then min=$t; fi
-  done
-  echo "$min"
+# once PRELOAD BINARY THREADS N: ns/op of one run.
+once() {
+  LD_PRELOAD=$1 NANO_TRACKER_OUTPUT=/dev/null "$2" "$3" "$4" 2>/dev/null
 }
 
-printf '%-34s %8s %12s %8s\n' configuration threads ns/op ratio
+# The configurations: name|preload|binary|operations (the PyTorch-style
+# baseline is slow: a tenth of them). Rounds interleave them (one run of
+# each per round), so that a slow spell of the shared machine hits all alike.
+configs=(
+  "untracked||$b/fetch_add_plain|$iters"
+  "plugin, no runtime||$b/fetch_add_plugin|$iters"
+  "plugin + libnano_tracker.so|$tracker|$b/fetch_add_plugin|$iters"
+  "per-event + libnano_tracker.so|$tracker|$b/fetch_add_plugin_eager|$iters"
+  "per-event call + libnano_tracker.so|$tracker|$b/fetch_add_plugin_call|$iters"
+  "per-event call + empty hook (floor)|$empty|$b/fetch_add_plugin_call|$iters"
+  "per-event call + PyTorch-style|$baseline|$b/fetch_add_plugin_call|$((iters / 10))"
+)
+printf '%-36s %7s %15s %15s\n' configuration threads "ns/op best/med" "ratio best/med"
 for threads in 1 2; do
-  plain=$(best "" "$b/fetch_add_plain" "$threads" "$iters")
-  plugin=$(best "" "$b/fetch_add_plugin" "$threads" "$iters")
-  tracked=$(best "$tracker" "$b/fetch_add_plugin" "$threads" "$iters")
-  eager=$(best "$tracker" "$b/fetch_add_plugin_eager" "$threads" "$iters")
-  call=$(best "$tracker" "$b/fetch_add_plugin_call" "$threads" "$iters")
-  floor=$(best "$empty" "$b/fetch_add_plugin_call" "$threads" "$iters")
-  # The baseline is slow: a tenth of the operations.
-  base=$(best "$baseline" "$b/fetch_add_plugin_call" "$threads" $((iters / 10)))
-  for row in "untracked|$plain" "plugin, no runtime|$plugin" "plugin + libnano_tracker.so|$tracked" \
-             "per-event + libnano_tracker.so|$eager" \
-             "per-event call + libnano_tracker.so|$call" \
-             "per-event call + empty hook (floor)|$floor" \
-             "per-event call + PyTorch-style|$base"; do
-    name=${row%|*} v=${row#*|}
-    printf '%-34s %8d %12.3f %7.2fx\n' "$name" "$threads" "$v" "$(awk -v a="$v" -v b="$plain" 'BEGIN { print a / b }')"
+  results=$(for _ in $(seq "$reps"); do
+    for c in "${configs[@]}"; do
+      IFS='|' read -r name preload bin n <<< "$c"
+      printf '%s|%s\n' "$name" "$(once "$preload" "$bin" "$threads" "$n")"
+    done
+  done)
+  for c in "${configs[@]}"; do
+    name=${c%%|*}
+    printf '%s\n' "$results" | awk -F'|' -v name="$name" -v threads="$threads" '
+      $1 == "untracked" { u[++nu] = $2 } $1 == name { v[++nv] = $2 }
+      function sort(a, n,   i, j, t) { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
+                                           if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t } }
+      function med(a, n) { return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+      END { sort(u, nu); sort(v, nv)
+            printf "%-36s %7d %15s %15s\n", name, threads, sprintf("%.3f/%.3f", v[1], med(v, nv)),
+                   sprintf("%.2fx/%.2fx", v[1] / u[1], med(v, nv) / med(u, nu)) }'
   done
 done
