@@ -251,6 +251,25 @@ def scenario_grow(a):
           "grow: the library's sites %s" % [(s["instances"], s["count"]) for s in lib])
 
 
+def scenario_late(a):
+    """Events a thread makes after the tracker folded its counts (a key
+    destructor of the program's that runs after the tracker's) are counted:
+    the thread's inline counter was cleared, so they reach the runtime
+    (late_main.c)."""
+    n = 1000
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "c.json")
+        p = run([a.bin, str(n)], {"LD_PRELOAD": a.tracker, "NANO_TRACKER_FORMAT": "json",
+                                  "NANO_TRACKER_OUTPUT": out})
+        check(p.stdout == "cell=%d\n" % (2 * n + 1), "late: program output %r" % p.stdout)
+        with open(out) as f:
+            doc = json.load(f)
+    for marker, want in (("MAIN_SITE", 1), ("EARLY_SITE", n), ("LATE_SITE", n)):
+        line = marker_line(a.source, marker)
+        got = [s["count"] for s in doc["sites"] if s["file"].endswith("late_main.c") and s["line"] == line]
+        check(got == [want], "late: %s (line %d) counted %s, expected %d" % (marker, line, got, want))
+
+
 CTYPES_SCRIPT = """
 import ctypes, sys
 lib = ctypes.CDLL(sys.argv[1])      # built with the plugin
