@@ -41,7 +41,11 @@ int main(int argc, char **argv) {
       return 2;
     memcpy(slots, in, (size_t)len);
     size_t k = spill_delta_put(slots, n, code);
-    return fwrite(code, 1, k, stdout) == k ? 0 : 2;
+    int rc = fwrite(code, 1, k, stdout) == k ? 0 : 2;
+    free(slots);
+    free(code);
+    free(in);
+    return rc;
   }
   if (strcmp(argv[1], "decode") == 0 && argc == 3) {
     size_t n = strtoul(argv[2], NULL, 10);
@@ -49,11 +53,12 @@ int main(int argc, char **argv) {
     if (!slots)
       return 2;
     const char *why = spill_delta_get(in, (size_t)len, slots, n);
-    if (why) {
+    int rc = why ? 1 : fwrite(slots, SPILL_SLOT_BYTES, n, stdout) == n ? 0 : 2;
+    if (why)
       fprintf(stderr, "%s\n", why);
-      return 1;
-    }
-    return fwrite(slots, SPILL_SLOT_BYTES, n, stdout) == n ? 0 : 2;
+    free(slots);
+    free(in);
+    return rc;
   }
   fprintf(stderr, "usage: spill_code encode|decode N < input\n");
   return 2;
