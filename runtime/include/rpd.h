@@ -136,8 +136,9 @@ void rpd_record_monitor(const char *deviceType, int deviceId, const char *monito
  * As Tracy's zones: a NANO_ZONE with a literal name writes its push and pop
  * records into the thread's ring itself (one rdtsc, a 64-byte record, a
  * release store), with no call, while the tracer stamps with the TSC, keeps
- * no stack frames and the ring is less than half full; otherwise it calls
- * rpd_rangePushInterned / rpd_rangePop. A pop whose push is still the
+ * no stack frames and the ring has room (the library's `room`: half the
+ * ring until it has woken the writer for it, then the rest); otherwise it
+ * calls rpd_rangePushInterned / rpd_rangePop. A pop whose push is still the
  * thread's last record folds into the push's slot (a RANGE record: its end
  * in t1, the type stored last): a leaf range takes one slot, not two. The
  * writer leaves such a last push unread while recording goes on in its
@@ -160,6 +161,10 @@ struct nano_rpd_ring { /* the head of a thread's ring, written by that thread */
   uint64_t head, tail_seen;
   struct nano_rpd_rec *slots;
   uint32_t nslots;
+  /* slots past tail_seen the inline path may fill: half the ring until the
+   * library woke the writer for it, then all of it (0, from a library that
+   * predates it: every record takes the call) */
+  uint32_t room;
 };
 struct nano_rpd_thread { /* a thread's state */
   struct nano_rpd_ring *ring;
@@ -213,7 +218,7 @@ static inline struct nano_rpd_rec *nano_rpd_last_push_(struct nano_rpd_ring *b, 
   } while (0)
 static inline struct nano_rpd_rec *nano_rpd_slot_(struct nano_rpd_ring *b) {
   uint64_t h = b->head;
-  return h + 1 - b->tail_seen <= b->nslots / 2 ? &b->slots[h & (b->nslots - 1)] : 0;
+  return h + 1 - b->tail_seen <= b->room ? &b->slots[h & (b->nslots - 1)] : 0;
 }
 static inline void nano_zone_push_(uint32_t name) {
   uint32_t st = NANO_RPD_LOAD_(&nano_rpd_fast_v2);

@@ -238,28 +238,34 @@ static size_t spill_delta_put(const uint64_t *w, size_t n, unsigned char *out) {
   const uint64_t *p = none, *last[SPILL_KINDS];
   for (unsigned k = 0; k < SPILL_KINDS; k++)
     last[k] = none;
-  unsigned char *o = out;
+  unsigned char *o = out, ptype = 0;
   for (size_t i = 0; i < n; i++, p = w, w += SPILL_SLOT_WORDS) {
-    unsigned type = (unsigned)(w[0] & 0xff), kind = type & (SPILL_KINDS - 1);
-    const uint64_t *q = last[kind];
-    last[kind] = w;
+    /* q: p itself within a run of one type (the common case: no table
+     * access); the table is written only where a run ends */
+    unsigned type = (unsigned)(w[0] & 0xff), changed = type != ptype;
+    const uint64_t *q = p;
+    if (changed) {
+      last[ptype & (SPILL_KINDS - 1)] = p;
+      q = last[type & (SPILL_KINDS - 1)];
+      ptype = (unsigned char)type;
+    }
     uint64_t step = w[1] - p[1], len = w[2] - w[1];
     unsigned c1 = spill_class(step), c2 = spill_class(len);
     /* unrolled: the loop's form kept gcc from it, and this is the hot part */
     unsigned mask = (unsigned)(w[0] != q[0]) | (unsigned)(w[3] != q[3]) << 1 |
                     (unsigned)(w[4] != q[4]) << 2 | (unsigned)(w[5] != q[5]) << 3 |
                     (unsigned)(w[6] != q[6]) << 4 | (unsigned)(w[7] != q[7]) << 5;
-    unsigned head = c1 | (mask ? SPILL_HEAD_MASK : 0);
-    head |= type != (unsigned)(p[0] & 0xff) ? SPILL_HEAD_TYPE : 0;
-    head |= w[2] == q[2] ? SPILL_HEAD_NO_LENGTH : c2 << 2;
+    unsigned keep = w[2] == q[2]; /* t1 as q's: no length */
+    unsigned head = c1 | (keep ? SPILL_HEAD_NO_LENGTH : c2 << 2) | (mask ? SPILL_HEAD_MASK : 0) |
+                    (changed ? SPILL_HEAD_TYPE : 0);
     *o++ = (unsigned char)head;
-    if (head & SPILL_HEAD_TYPE)
+    if (changed)
       *o++ = (unsigned char)type;
     if (mask)
       *o++ = (unsigned char)mask;
     memcpy(o, &step, 8);
     o += 1u << c1;
-    if (!(head & SPILL_HEAD_NO_LENGTH)) {
+    if (!keep) {
       memcpy(o, &len, 8);
       o += 1u << c2;
     }
@@ -286,6 +292,7 @@ static const char *spill_delta_get(const unsigned char *in, size_t len, uint64_t
   for (unsigned k = 0; k < SPILL_KINDS; k++)
     last[k] = none;
   const unsigned char *end = in + len;
+  unsigned ptype = 0;
   for (size_t i = 0; i < n; i++, p = w, w += SPILL_SLOT_WORDS) {
     if (in == end)
       return "fewer slots than the part holds";
@@ -298,9 +305,14 @@ static const char *spill_delta_get(const unsigned char *in, size_t len, uint64_t
     size_t fixed = !!(head & SPILL_HEAD_TYPE) + !!(head & SPILL_HEAD_MASK);
     if ((size_t)(end - in) < fixed)
       return "a slot's code is cut short or damaged";
-    unsigned type = head & SPILL_HEAD_TYPE ? *in++ : (unsigned)(p[0] & 0xff);
+    unsigned type = head & SPILL_HEAD_TYPE ? *in++ : ptype;
     unsigned mask = head & SPILL_HEAD_MASK ? *in++ : 0;
-    const uint64_t *q = last[type & (SPILL_KINDS - 1)];
+    const uint64_t *q = p;
+    if (type != ptype) {
+      last[ptype & (SPILL_KINDS - 1)] = p;
+      q = last[type & (SPILL_KINDS - 1)];
+      ptype = type;
+    }
     size_t need = w1 + w2 + 8 * (size_t)__builtin_popcount(mask);
     if (mask > 0x3f || (size_t)(end - in) < need)
       return "a slot's code is cut short or damaged";
@@ -325,7 +337,6 @@ static const char *spill_delta_get(const unsigned char *in, size_t len, uint64_t
     }
     if ((w[0] & 0xff) != type)
       return "a slot's type is not the one its code names";
-    last[type & (SPILL_KINDS - 1)] = w;
   }
   return in == end ? NULL : "bytes after the last slot";
 }
