@@ -238,8 +238,6 @@ int rpd_seg_readback_arrays(struct rpd_tbuf *s) {
   return 0;
 }
 
-/* A ring of the configured size for thread `owner`, or (NULL) a new
- * thread's primary buffer, without its arrays. NULL when out of memory. */
 /* Sets the room of ring b's inline path (rpd.h): half the ring past the
  * producer's view of the tail until the writer was woken for the ring, then
  * the whole ring. The inline path used to stop at half a ring always: past
@@ -260,6 +258,8 @@ static void rpd_ring_take(struct rpd_tbuf *b) {
   rpd_ring_room(b);
 }
 
+/* A ring of the configured size for thread `owner`, or (NULL) a new
+ * thread's primary buffer, without its arrays. NULL when out of memory. */
 static struct rpd_tbuf *rpd_seg_alloc(struct rpd_tbuf *owner) {
   struct rpd_tbuf *b = calloc(1, sizeof *b);
   if (!b)
