@@ -185,18 +185,23 @@ extern uint32_t nano_rpd_fast_v2; /* epoch << 1 | 1 while the inline path may re
  * this path. */
 #define NANO_RPD_LOAD_(p) (*(volatile __typeof__(*(p)) *)(p))
 #define NANO_RPD_STORE_(p, v) (*(volatile __typeof__(*(p)) *)(p) = (v))
-/* Writes a pop of epoch `epoch` at time t0 into slot r, every word of it:
- * a slot holds no words of the record it held before (which would cost a
- * spilled ring's code bytes, spill.c, and show a crash dump stale data). */
-static inline void nano_rpd_pop_put_(struct nano_rpd_rec *r, uint32_t epoch, int64_t t0) {
-  r->type = NANO_RPD_REC_POP;
+/* Writes a one-slot record of `type` and epoch `epoch` at time t0 with
+ * string refs s0..s3 into slot r, every word of it (t1 and h 0): a slot
+ * holds no words of the record it held before (which would cost a spilled
+ * ring's code bytes, spill.c, and show a crash dump stale data). */
+static inline void nano_rpd_put_(struct nano_rpd_rec *r, uint8_t type, uint32_t epoch, int64_t t0,
+                                 uint64_t s0, uint64_t s1, uint64_t s2, uint64_t s3) {
+  r->type = type;
   r->nslots = 1;
   r->unused = 0;
   r->epoch = epoch;
   r->t0 = t0;
   r->t1 = 0;
   r->h = 0;
-  r->s[0] = r->s[1] = r->s[2] = r->s[3] = 0;
+  r->s[0] = s0;
+  r->s[1] = s1;
+  r->s[2] = s2;
+  r->s[3] = s3;
 }
 /* The thread's last record when it is a push of epoch `epoch` written since
  * the ring was handed to the thread (the writer has not read it), else 0. */
@@ -225,17 +230,8 @@ static inline void nano_zone_push_(uint32_t name) {
   struct nano_rpd_thread *t = &nano_rpd_thread_v2;
   struct nano_rpd_rec *r;
   if (__builtin_expect((st & 1) && t->ring && (r = nano_rpd_slot_(t->ring)), 1)) {
-    r->type = NANO_RPD_REC_PUSH;
-    r->nslots = 1;
-    r->unused = 0;
-    r->epoch = st >> 1;
-    r->t0 = (int64_t)__builtin_ia32_rdtsc();
-    r->t1 = 0;
-    r->h = 0;
-    r->s[0] = 0;
-    r->s[1] = name ? NANO_RPD_REF_INTERNED | name : 0;
-    r->s[2] = 0;
-    r->s[3] = 0;
+    nano_rpd_put_(r, NANO_RPD_REC_PUSH, st >> 1, (int64_t)__builtin_ia32_rdtsc(), 0,
+                  name ? NANO_RPD_REF_INTERNED | name : 0, 0, 0);
     NANO_RPD_STORE_RELEASE_(&t->ring->head, t->ring->head + 1);
     t->depth++;
     return;
@@ -256,7 +252,7 @@ static inline void nano_zone_end_(int *unused) {
     return;
   }
   if (__builtin_expect(inline_ok && (r = nano_rpd_slot_(t->ring)), 1)) {
-    nano_rpd_pop_put_(r, st >> 1, (int64_t)__builtin_ia32_rdtsc());
+    nano_rpd_put_(r, NANO_RPD_REC_POP, st >> 1, (int64_t)__builtin_ia32_rdtsc(), 0, 0, 0, 0);
     NANO_RPD_STORE_RELEASE_(&t->ring->head, t->ring->head + 1);
     t->depth = d;
     return;

@@ -373,11 +373,7 @@ void rpd_tls_destructor(void *p) {
     struct rpd_tbuf *b = t->pseg;
     struct nano_rpd_rec *r = rpd_reserve(&b, 1, NULL, NULL, NULL);
     if (r) {
-      memset(r, 0, sizeof *r); /* no words of the slot's last record (rpd.h) */
-      r->type = R_EXIT;
-      r->nslots = 1;
-      r->epoch = epoch;
-      r->t0 = rpd_stamp();
+      nano_rpd_put_(r, R_EXIT, epoch, rpd_stamp(), 0, 0, 0, 0);
       rpd_publish(b, 1);
     }
   }
@@ -635,23 +631,8 @@ static int rpd_push_refs(uint32_t epoch, const char *domain, const char *name, c
   struct nano_rpd_rec *r = rpd_reserve(&b, 1, (s.n || s.bloblen) ? &s : NULL, refs, &stack);
   if (!r)
     return -1;
-  r->type = R_PUSH;
-  r->nslots = 1;
-  r->unused = 0;
-  r->epoch = epoch;
-  r->t0 = rpd_stamp();
-  r->t1 = 0;
-  r->h = 0;
-  if (pre) {
-    r->s[0] = pre[0];
-    r->s[1] = pre[1];
-    r->s[2] = pre[2];
-  } else {
-    r->s[0] = refs[0];
-    r->s[1] = refs[1];
-    r->s[2] = refs[2];
-  }
-  r->s[3] = stack;
+  const uint64_t *ref = pre ? pre : refs;
+  nano_rpd_put_(r, R_PUSH, epoch, rpd_stamp(), ref[0], ref[1], ref[2], stack);
   rpd_publish(b, 1);
   return 0;
 }
@@ -699,17 +680,8 @@ RPDI_EXPORT void rpd_rangePushInterned(uint32_t domain, uint32_t name, uint32_t 
     uint64_t head = __atomic_load_n(&b->ring.head, __ATOMIC_RELAXED);
     if (__builtin_expect(head + 1 - b->ring.tail_seen <= b->ring.nslots, 1)) {
       struct nano_rpd_rec *r = &b->ring.slots[head & (b->ring.nslots - 1)];
-      r->type = R_PUSH;
-      r->nslots = 1;
-      r->unused = 0;
-      r->epoch = epoch;
-      r->t0 = rpd_stamp();
-      r->t1 = 0;
-      r->h = 0;
-      r->s[0] = rpd_ref_interned(domain);
-      r->s[1] = rpd_ref_interned(name);
-      r->s[2] = rpd_ref_interned(args);
-      r->s[3] = 0;
+      nano_rpd_put_(r, R_PUSH, epoch, rpd_stamp(), rpd_ref_interned(domain), rpd_ref_interned(name),
+                    rpd_ref_interned(args), 0);
       rpd_publish(b, 1);
       tls.depth++;
       return;
@@ -719,7 +691,7 @@ RPDI_EXPORT void rpd_rangePushInterned(uint32_t domain, uint32_t name, uint32_t 
 }
 
 static inline void rpd_put_pop(struct rpd_tbuf *b, struct nano_rpd_rec *r, uint32_t epoch) {
-  nano_rpd_pop_put_(r, epoch, rpd_stamp());
+  nano_rpd_put_(r, R_POP, epoch, rpd_stamp(), 0, 0, 0, 0);
   rpd_publish(b, 1);
 }
 
@@ -778,17 +750,7 @@ RPDI_EXPORT void rpd_mark(const char *domain, const char *name, const char *args
   struct nano_rpd_rec *r = rpd_reserve(&b, 1, &s, refs, &stack);
   if (!r)
     return;
-  r->type = R_MARK;
-  r->nslots = 1;
-  r->unused = 0;
-  r->epoch = epoch;
-  r->t0 = rpd_stamp();
-  r->t1 = 0;
-  r->h = 0;
-  r->s[0] = refs[0];
-  r->s[1] = refs[1];
-  r->s[2] = refs[2];
-  r->s[3] = stack;
+  nano_rpd_put_(r, R_MARK, epoch, rpd_stamp(), refs[0], refs[1], refs[2], stack);
   rpd_publish(b, 1);
 }
 
