@@ -589,21 +589,31 @@ static Function *hostHook(Module &M, StringRef Name, FunctionType *Ty) {
   return F;
 }
 
-// Emits `if (&Hook != null) Hook(Arg)` before Before, with Loc on every new
-// instruction. The branch is weighted towards "no runtime".
-static void hostGuardedCall(Function *Hook, Constant *Arg, Instruction *Before,
-                            const DebugLoc &Loc) {
-  LLVMContext &Ctx = Hook->getContext();
+// Emits `if (&Hook != null) { ... }` before Before, with Loc on every new
+// instruction, the branch weighted towards the runtime's presence when
+// Present is set, else towards its absence. Returns the terminator of the
+// block that runs when the hook is there (the caller inserts before it).
+static Instruction *hostGuard(Function *Hook, Instruction *Before, const DebugLoc &Loc,
+                              bool Present) {
+  MDBuilder MDB(Hook->getContext());
   auto *Null = ConstantPointerNull::get(cast<PointerType>(Hook->getType()));
   auto *Cond = new ICmpInst(ICmpInst::ICMP_NE, Hook, Null, "nano.hooked");
   IRBuilder<> IRB(Before);
   IRB.Insert(Cond);
   Cond->setDebugLoc(Loc);
-  MDNode *Weights = MDBuilder(Ctx).createBranchWeights(1, 1 << 20);
+  MDNode *Weights =
+      Present ? MDB.createBranchWeights(1 << 20, 1) : MDB.createBranchWeights(1, 1 << 20);
   Instruction *Then = SplitBlockAndInsertIfThen(Cond, Before, false, Weights);
   Cond->getParent()->getTerminator()->setDebugLoc(Loc);
   Then->setDebugLoc(Loc);
-  IRBuilder<> TB(Then);
+  return Then;
+}
+
+// Emits `if (&Hook != null) Hook(Arg)` before Before, with Loc on every new
+// instruction. The branch is weighted towards "no runtime".
+static void hostGuardedCall(Function *Hook, Constant *Arg, Instruction *Before,
+                            const DebugLoc &Loc) {
+  IRBuilder<> TB(hostGuard(Hook, Before, Loc, false));
   CallInst *Call = TB.CreateCall(Hook->getFunctionType(), Hook, {Arg});
   Call->setDoesNotThrow();
   Call->setDebugLoc(Loc);
@@ -686,15 +696,9 @@ static void hostInlineCount(const HostHooks &H, Constant *Site, Instruction *Bef
   Type *I32 = Type::getInt32Ty(Ctx), *I64 = Type::getInt64Ty(Ctx);
   PointerType *Ptr = PointerType::getUnqual(Ctx);
   MDBuilder MDB(Ctx);
-  IRBuilder<> B(Before);
+  Instruction *Then = hostGuard(H.Atomic, Before, Loc, true);
+  IRBuilder<> B(Then);
   B.SetCurrentDebugLocation(Loc);
-  Value *Hooked = B.Insert(new ICmpInst(ICmpInst::ICMP_NE, H.Atomic, ConstantPointerNull::get(Ptr)),
-                           "nano.hooked");
-  Instruction *Then =
-      SplitBlockAndInsertIfThen(Hooked, Before, false, MDB.createBranchWeights(1 << 20, 1));
-  cast<Instruction>(Hooked)->getParent()->getTerminator()->setDebugLoc(Loc);
-  Then->setDebugLoc(Loc);
-  B.SetInsertPoint(Then);
   LoadInst *Id = B.CreateAlignedLoad(I32, Site, Align(4), "nano.id");
   Id->setAtomic(AtomicOrdering::Monotonic);
   Value *Idx = B.CreateAdd(Id, ConstantInt::get(I32, -1, true), "nano.idx");
