@@ -258,8 +258,7 @@ NANO_API void __nano_atomic_bind(struct nano_site *site, struct nano_atomic_ctr 
       return;
     nanot_tls.bound[nanot_tls.nbound++] = ctr;
   }
-  ctr->counts = nanot_tls.counts;
-  __atomic_store_n(&ctr->cap, nanot_tls.cap, __ATOMIC_RELAXED);
+  nanot_tls_set(nanot_tls.counts, nanot_tls.cap);
 }
 
 NANO_API void __nano_atomic_n(struct nano_site *site, uint64_t n) {
