@@ -42,7 +42,9 @@
  *     module's context with kernelParams or extra (cuLaunchKernel, _ptsz,
  *     cuLaunchCooperativeKernel, cuLaunchKernelEx; each launch printed after
  *     a line naming the function's module: "function NAME of module M", M
- *     counting loads from 1), entry points by cuGetProcAddress(_v2);
+ *     counting loads from 1), entry points by cuGetProcAddress(_v2), each
+ *     in the ABI of the CUDA version asked for (cudaTypedefs.h), as the
+ *     real driver hands them out;
  *   - the driver's loading of CUDA_INJECTION64_PATH (its InitializeInjection
  *     is called at the first runtime call) and CUPTI's callbacks and
  *     activity records (fake_cupti.c): each runtime call is reported with
@@ -2124,6 +2126,15 @@ int cuLaunchKernelEx(const struct fake_launch_config *c, void *f, void **params,
                        (struct dim3){c->block[0], c->block[1], c->block[2]}, c->shared, c->stream,
                        params, extra, "cuLaunchKernelEx");
 }
+int cuLaunchKernelEx_ptsz(const struct fake_launch_config *c, void *f, void **params,
+                          void **extra) {
+  if (c->nattrs && !c->attrs)
+    return CU_INVALID_VALUE;
+  return driver_launch(f, (struct dim3){c->grid[0], c->grid[1], c->grid[2]},
+                       (struct dim3){c->block[0], c->block[1], c->block[2]}, c->shared,
+                       c->stream ? c->stream : (void *)0x2, params, extra,
+                       "cuLaunchKernelEx_ptsz");
+}
 
 int cuCtxSynchronize(void) {
   NEED_CTX();
@@ -2148,15 +2159,37 @@ int cuDriverGetVersion(int *v) {
   return CU_OK;
 }
 
-/* cuGetProcAddress: the versioned entry point (NAME_v2) where there is one,
- * the per-thread-stream variant (NAME_ptsz) where flags ask for it (any
- * other entry point whatever the flags), found as a real driver finds them
- * in its own table: through libc's dlsym, not one a tool interposes. */
+/* cuGetProcAddress as the real driver answers it: the ABI of `symbol` at
+ * the CUDA version asked for (cudaTypedefs.h: PFN_<symbol>_v<version>, the
+ * first NAME, the next NAME_v2, then NAME_v3), not found below the version
+ * that brought the entry point; for the names not listed, NAME_v2 where this
+ * stand-in has it (those came with CUDA 3.2 to 4.0, older than what programs
+ * ask for); the per-thread-stream variant (NAME_ptsz) where flags ask for it
+ * (any other entry point whatever the flags); found as a real driver finds
+ * them in its own table: through libc's dlsym, not one a tool interposes. */
 #define CU_PROC_PER_THREAD 0x2
+#define CU_PROC_VERSION_NOT_SUFFICIENT 2 /* CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT */
+#define CU_PROC_MAX_ABIS 3
+static const struct {
+  const char *name;
+  int abi[CU_PROC_MAX_ABIS]; /* the versions that brought NAME, NAME_v2, NAME_v3 */
+} proc_versions[] = {
+    {"cuGetProcAddress", {11030, 12000}},
+    {"cuStreamBeginCapture", {10000, 10010}},
+    {"cuStreamGetCaptureInfo", {10010, 11030, 12030}},
+    {"cuGraphAddKernelNode", {10000, 12000}},
+    {"cuGraphKernelNodeGetParams", {10000, 12000}},
+    {"cuGraphKernelNodeSetParams", {10000, 12000}},
+    {"cuGraphExecKernelNodeSetParams", {10010, 12000}},
+    {"cuGraphAddNode", {12020, 12030}},
+    {"cuGraphNodeSetParams", {12020}},
+    {"cuGraphExecNodeSetParams", {12020}},
+    {"cuLaunchKernelEx", {11060}},
+    {"cuLaunchCooperativeKernel", {9000}},
+};
 typedef void *(*dlsym_fn)(void *, const char *);
 int cuGetProcAddress_v2(const char *symbol, void **pfn, int version, unsigned long long flags,
                         int *status) {
-  (void)version;
   static void *self;
   static dlsym_fn own;
   if (!own && !(own = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34")))
@@ -2165,17 +2198,34 @@ int cuGetProcAddress_v2(const char *symbol, void **pfn, int version, unsigned lo
     self = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
   if (!own || !self)
     return CU_NOT_FOUND;
+  static const char *const suffix[CU_PROC_MAX_ABIS] = {"", "_v2", "_v3"};
+  int abi = -1; /* unlisted: _v2, else the name */
+  for (size_t i = 0; i < sizeof proc_versions / sizeof proc_versions[0] && abi < 0; i++) {
+    const int *since = proc_versions[i].abi;
+    if (strcmp(symbol, proc_versions[i].name) != 0)
+      continue;
+    if (version < since[0]) {
+      *pfn = NULL;
+      if (status)
+        *status = CU_PROC_VERSION_NOT_SUFFICIENT;
+      return CU_NOT_FOUND;
+    }
+    for (abi = 0; abi + 1 < CU_PROC_MAX_ABIS && since[abi + 1] && since[abi + 1] <= version;)
+      abi++;
+  }
   char name[256];
   *pfn = NULL;
   if (flags & CU_PROC_PER_THREAD) {
     snprintf(name, sizeof name, "%s_ptsz", symbol);
     *pfn = own(self, name);
   }
-  snprintf(name, sizeof name, "%s_v2", symbol);
-  if (!*pfn && strcmp(symbol, "cuGetProcAddress") != 0)
+  if (!*pfn && abi < 0) {
+    snprintf(name, sizeof name, "%s_v2", symbol);
     *pfn = own(self, name);
+  }
+  snprintf(name, sizeof name, "%s%s", symbol, suffix[abi < 0 ? 0 : abi]);
   if (!*pfn)
-    *pfn = own(self, symbol);
+    *pfn = own(self, name);
   if (status)
     *status = *pfn ? 0 : 1; /* CU_GET_PROC_ADDRESS_SUCCESS, ..._SYMBOL_NOT_FOUND */
   return *pfn ? CU_OK : CU_NOT_FOUND;
