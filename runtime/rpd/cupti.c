@@ -638,9 +638,8 @@ static int cupti_wanted(void) {
 static void cupti_preload(void) {
   if (!cupti_wanted())
     return;
-  Dl_info self;
   char path[PATH_MAX], set_path[PATH_MAX];
-  if (!dladdr((void *)cupti_preload, &self) || !self.dli_fname || !realpath(self.dli_fname, path)) {
+  if (rpdi_self_path(path) != 0) {
     fprintf(stderr, "nanoprobe: cannot find the tracer's own path: CUDA is not traced\n");
     return;
   }

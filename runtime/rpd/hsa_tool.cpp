@@ -50,6 +50,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -1650,6 +1651,62 @@ EXPORT bool OnLoad(HsaApiTable *table, uint64_t runtime_version, uint64_t failed
   table->core_->hsa_executable_freeze_fn = hook_freeze;
   rpd_hip_api_start(); /* a HIP runtime initialising HSA: its API calls */
   return true;
+}
+
+/* ---- without nanoprobe run ----------------------------------------------------------- */
+
+/* NANO_HSA_TOOL: on unless set to a false value (nano/settings.h). */
+static int hsa_tool_wanted(void) {
+  int on = 1;
+  nano_env_bool("NANO_HSA_TOOL", &on);
+  return on;
+}
+
+/* Whether the space-separated list `tools` (HSA_TOOLS_LIB) names the file
+ * `self` (resolved). */
+static int hsa_tools_name(const char *tools, const char *self) {
+  char one[PATH_MAX], real[PATH_MAX];
+  for (const char *p = tools + strspn(tools, " "); *p; p += strspn(p, " ")) {
+    size_t n = strcspn(p, " ");
+    if (n < sizeof one) {
+      memcpy(one, p, n);
+      one[n] = 0;
+      if (realpath(one, real) && !strcmp(real, self))
+        return 1;
+    }
+    p += n;
+  }
+  return 0;
+}
+
+/* At load: this library first in HSA_TOOLS_LIB where that does not name it
+ * and NANO_HSA_TOOL allows, so that ROCr loads it as a tool when the program
+ * initialises HSA, with LD_PRELOAD alone as under `nanoprobe run` (the CUDA
+ * counterpart: cupti_preload). A program whose HSA was initialised before
+ * this library loaded is not seen. */
+static void hsa_tool_preload(void) {
+  if (!hsa_tool_wanted())
+    return;
+  char self[PATH_MAX];
+  if (rpdi_self_path(self) != 0) {
+    hsa_log("cannot find the tracer's own path: AMD kernels and HIP calls are not traced");
+    return;
+  }
+  const char *tools = getenv("HSA_TOOLS_LIB");
+  if (tools && hsa_tools_name(tools, self))
+    return;
+  size_t bytes = strlen(self) + (tools ? 1 + strlen(tools) : 0) + 1;
+  char *list = (char *)malloc(bytes);
+  if (list)
+    snprintf(list, bytes, "%s%s%s", self, tools && *tools ? " " : "", tools ? tools : "");
+  if (!list || setenv("HSA_TOOLS_LIB", list, 1) != 0)
+    hsa_log("cannot set HSA_TOOLS_LIB: AMD kernels and HIP calls are not traced");
+  free(list);
+}
+
+__attribute__((constructor(RPDI_REGISTER_HSA))) static void hsa_register(void) {
+  static const struct rpdi_component hsa = {"hsa", hsa_tool_preload, NULL, NULL};
+  rpdi_component_register(&hsa);
 }
 
 /* At hsa_shut_down: dispatches still running get HSA_UNLOAD_WAIT_MS to

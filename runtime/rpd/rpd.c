@@ -577,6 +577,15 @@ void rpdi_component_register(const struct rpdi_component *c) {
   g_components[g_ncomponents++] = c;
 }
 
+int rpdi_self_path(char *path) {
+  Dl_info self;
+  if (!dladdr((void *)rpdi_self_path, &self) || !self.dli_fname) {
+    errno = ENOENT;
+    return -1;
+  }
+  return realpath(self.dli_fname, path) ? 0 : -1;
+}
+
 __attribute__((constructor)) static void rpd_init(void) {
   if (pthread_key_create(&g_tls_key, rpd_tls_destructor) != 0)
     rpd_log("pthread_key_create failed: ranges open at a thread's exit stay open");

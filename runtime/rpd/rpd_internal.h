@@ -187,8 +187,17 @@ struct rpdi_component {
    * nothing. */
   void (*fault)(int sig, const siginfo_t *info);
 };
-enum { RPDI_REGISTER_CUPTI = 201, RPDI_REGISTER_DISPATCH = 202, RPDI_REGISTER_CPU = 203 };
+enum {
+  RPDI_REGISTER_CUPTI = 201,
+  RPDI_REGISTER_DISPATCH = 202,
+  RPDI_REGISTER_CPU = 203,
+  RPDI_REGISTER_HSA = 204
+};
 void rpdi_component_register(const struct rpdi_component *c);
+/* The file of this library, resolved (realpath), into path (PATH_MAX
+ * bytes): what a runtime's tool variable (CUDA_INJECTION64_PATH,
+ * HSA_TOOLS_LIB) names to load it. 0, or -1 (errno) where it is unknown. */
+int rpdi_self_path(char *path);
 /* s to stderr; v in decimal into buf (24 bytes), returning where it starts.
  * Both async-signal-safe (rpd.c). */
 void rpdi_say(const char *s);

@@ -689,15 +689,23 @@ def case_hip_program():
     r = subprocess.run([app, module, "graph"], capture_output=True, text=True, env=env, timeout=120)
     check(r.returncode == 0, "hip_app alone: exit %d %s" % (r.returncode, r.stderr))
     expect_ok("hip_app alone", r.stdout, HIP_APP_OK)
-    for mode, args in (("traced", []), ("twins", ["-i", "-c", OUT + "/cache", "-a", "MemoryAnalysis"])):
+    # "preloaded": the tracer by LD_PRELOAD alone, as rocmProfileData's
+    # runTracer.sh loads its own: it names itself in HSA_TOOLS_LIB
+    for mode, args in (("traced", []), ("preloaded", None),
+                       ("twins", ["-i", "-c", OUT + "/cache", "-a", "MemoryAnalysis"])):
         trace = "%s/hip_%s.rpd" % (OUT, mode)
         for p in (trace, OUT + "/hip.log"):
             if os.path.exists(p):
                 os.unlink(p)
-        r = subprocess.run([NANOPROBE, "run", "-q", "-o", trace] + args +
-                           ["-l", OUT + "/hip.txt", "--", app, module, "graph"],
-                           capture_output=True, text=True, env=env, timeout=120)
-        check(r.returncode == 0, "nanoprobe run %s -- hip_app: exit %d\n%s" % (args, r.returncode, r.stderr))
+        if args is None:
+            preload = [os.environ["HSA_TEST_PRELOAD"]] if os.environ.get("HSA_TEST_PRELOAD") else []
+            r = subprocess.run([app, module, "graph"], capture_output=True, text=True, timeout=120,
+                               env=dict(env, LD_PRELOAD=":".join(preload + [RPD_LIB]), RPDT_FILENAME=trace))
+        else:
+            r = subprocess.run([NANOPROBE, "run", "-q", "-o", trace] + args +
+                               ["-l", OUT + "/hip.txt", "--", app, module, "graph"],
+                               capture_output=True, text=True, env=env, timeout=120)
+        check(r.returncode == 0, "%s -- hip_app: exit %d\n%s" % (args, r.returncode, r.stderr))
         expect_ok("hip_app " + mode, r.stdout, HIP_APP_OK)
         log = [parse(ln) for ln in open(OUT + "/hip.log").read().splitlines()]
         # module, ext, graph twice, coop, multi-device
@@ -769,8 +777,18 @@ def case_hip_program():
         check(graphs == [(1,)] and launched == [(2,)] and captured == [(1,)],
               "hip_app %s: rpd graph finds one graph of one kernel, launched twice: %s %s %s\n%s" %
               (mode, graphs, launched, captured, g.stdout))
-    print("ok hip_program: a program built by plain hipcc: its HIP calls with their kernels and copies, "
-          "then the cache's twins (nanoprobe run -i -c DIR -a MemoryAnalysis)")
+    # NANO_HSA_TOOL=0: the preloaded tracer leaves HSA_TOOLS_LIB alone
+    trace = OUT + "/hip_no_tool.rpd"
+    if os.path.exists(trace):
+        os.unlink(trace)
+    r = subprocess.run([app, module, "graph"], capture_output=True, text=True, timeout=120,
+                       env=dict(env, LD_PRELOAD=RPD_LIB, RPDT_FILENAME=trace, NANO_HSA_TOOL="0"))
+    check(r.returncode == 0, "hip_app, NANO_HSA_TOOL=0: exit %d %s" % (r.returncode, r.stderr))
+    check(not rows(trace, "select * from api where domain = 'hip'") and not rows(trace, "select * from op"),
+          "hip_app, NANO_HSA_TOOL=0: no HIP calls, no kernels")
+    print("ok hip_program: a program built by plain hipcc: its HIP calls with their kernels and copies "
+          "(nanoprobe run, or LD_PRELOAD alone), then the cache's twins (nanoprobe run -i -c DIR -a "
+          "MemoryAnalysis)")
 
 
 

@@ -13,10 +13,11 @@
  *     counts and the dispatch of instrumented kernels in one library), and
  *     so does NVTX_INJECTION64_PATH unless set (NVTX 3 ranges and marks),
  *     RPDT_FILENAME the trace's absolute path (children that change folder,
- *     fork or exec append to the same file), HSA_TOOLS_LIB gets it first
- *     (ROCr loads it as an HSA tool: AMD kernels of any program; -c DIR sets
- *     NANO_KERNEL_CACHE and puts libnano_cudahook.so first in LD_PRELOAD:
- *     CUDA programs' driver launches), NANO_RPD_QUIET=1 (this summary
+ *     fork or exec append to the same file; the library itself puts itself
+ *     in HSA_TOOLS_LIB and CUDA_INJECTION64_PATH: AMD kernels and CUDA of
+ *     any program), -c DIR sets NANO_KERNEL_CACHE and puts
+ *     libnano_cudahook.so first in LD_PRELOAD (CUDA programs' driver
+ *     launches), NANO_RPD_QUIET=1 (this summary
  *     replaces the tracer's exit line), and the NANO_* settings the options
  *     stand for (docs/ENVIRONMENT.md). An option wins over the same variable
  *     already set.
@@ -405,13 +406,6 @@ static int run_environment(const struct run_opts *o, const char *trace, struct r
   }
   if (run_prepend(e, "LD_PRELOAD", lib) || run_setenv(e, "RPDT_FILENAME", trace) ||
       run_setenv(e, "NANO_RPD_QUIET", "1"))
-    return RUN_EXIT_USAGE;
-  /* ROCr loads HSA tools from this space-separated list at hsa_init: AMD
-   * kernels of programs not built with anything of ours */
-  const char *tools = getenv("HSA_TOOLS_LIB");
-  char hsa[2 * PATH_MAX + 2];
-  snprintf(hsa, sizeof hsa, "%s%s%s", lib, tools && *tools ? " " : "", tools ? tools : "");
-  if (run_setenv(e, "HSA_TOOLS_LIB", hsa))
     return RUN_EXIT_USAGE;
   if (o->cache && run_cache(o->cache, e))
     return RUN_EXIT_USAGE;
