@@ -1,10 +1,19 @@
 /*
  * hip_api.c: the HIP API calls of programs not built with anything of ours
  * (issue 38 part 1), as rocmProfileData's roctracer data source records
- * them: through the HIP runtime's own callback interface
- * (hipRegisterApiCallback, roctracer's contract: the runtime calls back at
- * each call's enter and exit with its hip_api_data_t, domain
- * ACTIVITY_DOMAIN_HIP_API).
+ * them: through the HIP runtime's own callback interface, roctracer's
+ * contract with HIP 5 (hipamd's src/hip_prof_api.h, the "spawner" in every
+ * API function): nothing is called back unless an activity callback is
+ * registered for the call's id (hipRegisterActivityCallback, which turns
+ * the runtime's profiler on); at the call's start that callback, asked with
+ * no record and no argument, hands out the hip_api_data_t the runtime
+ * writes the arguments into (hip_activity: one per nesting level of the
+ * thread); the API callback (hipRegisterApiCallback) gets it at the call's
+ * enter and exit (domain ACTIVITY_DOMAIN_HIP_API); at the end the activity
+ * callback is asked again with its registered argument and takes the data
+ * back. (Registering the API callbacks alone, as this file did first,
+ * reports nothing with Debian's HIP 5.2: seen by running the real
+ * libamdhip64 over tests/hsa's stand-in ROCr.)
  *
  * Each call is a rocpd_api row, domain `hip`, apiName the function, on the
  * calling thread, from its enter to its exit; launches (hipLaunchKernel,
@@ -342,6 +351,49 @@ static int hip_skipped(uint32_t cid) {
   }
 }
 
+/* The data of a thread's calls in progress, one per nesting level
+ * (hip_activity); allocated at the thread's first call and freed at its
+ * exit (g_hip_data_key), since a library that ROCr dlopens as a tool has
+ * little static TLS to spare. */
+struct hip_data_stack {
+  int depth;
+  hip_api_data_t data[HIP_API_MAX_DEPTH];
+};
+static __thread struct hip_data_stack *t_hip_data;
+static pthread_key_t g_hip_data_key;
+/* hip_activity's registered argument: set, the runtime is giving a call's
+ * data back. */
+static char hip_activity_tag;
+
+/* The activity callback of HIP 5's spawner (see the file comment): with no
+ * argument, the data for a call that starts (NULL past HIP_API_MAX_DEPTH
+ * levels or out of memory: the runtime then reports that call to nobody);
+ * with its registered one, the innermost call's data back. */
+static void *hip_activity(uint32_t cid, void *record, const void *data, void *arg) {
+  (void)cid, (void)record, (void)data;
+  struct hip_data_stack *st = t_hip_data;
+  if (arg == &hip_activity_tag) {
+    if (st && st->depth > 0)
+      st->depth--;
+    return NULL;
+  }
+  if (!st) {
+    if (!(st = calloc(1, sizeof *st)))
+      return NULL;
+    if (pthread_setspecific(g_hip_data_key, st) != 0) {
+      free(st);
+      return NULL;
+    }
+    t_hip_data = st;
+  }
+  if (st->depth >= HIP_API_MAX_DEPTH)
+    return NULL;
+  hip_api_data_t *d = &st->data[st->depth++];
+  memset(d, 0, sizeof *d);
+  d->phase = HIP_API_PHASE_ENTER;
+  return d;
+}
+
 static void hip_callback(uint32_t domain, uint32_t cid, const void *data, void *arg) {
   (void)arg;
   const hip_api_data_t *d = data;
@@ -394,13 +446,23 @@ static void hip_callback(uint32_t domain, uint32_t cid, const void *data, void *
 void rpd_hip_api_start(void) {
   if (atomic_exchange(&g_started, 1))
     return;
-  hipError_t (*reg)(uint32_t, void *, void *) =
-      (hipError_t(*)(uint32_t, void *, void *))dlsym(RTLD_DEFAULT, "hipRegisterApiCallback");
+  typedef hipError_t (*register_fn)(uint32_t, void *, void *);
+  register_fn reg = (register_fn)dlsym(RTLD_DEFAULT, "hipRegisterApiCallback");
+  register_fn act = (register_fn)dlsym(RTLD_DEFAULT, "hipRegisterActivityCallback");
   if (!reg)
     return; /* no HIP runtime in the program: its HSA calls are traced alone */
+  if (!act) {
+    rpd_log("the HIP runtime has no hipRegisterActivityCallback: its calls are not traced");
+    return;
+  }
+  if (pthread_key_create(&g_hip_data_key, free) != 0) {
+    rpd_log("pthread_key_create failed: HIP calls are not traced");
+    return;
+  }
   int failed = 0;
   for (uint32_t id = HIP_API_ID_FIRST; id <= HIP_API_ID_LAST; id++)
-    if (!hip_skipped(id) && reg(id, (void *)hip_callback, NULL) != hipSuccess)
+    if (!hip_skipped(id) && (reg(id, (void *)hip_callback, NULL) != hipSuccess ||
+                             act(id, (void *)hip_activity, &hip_activity_tag) != hipSuccess))
       failed++;
   if (failed)
     rpd_log("the HIP runtime refused %d of its API callbacks: those calls are not traced", failed);

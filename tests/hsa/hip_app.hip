@@ -117,11 +117,14 @@ int main(int argc, char **argv) {
   for (int i = 0; i < n; i++)
     ok &= hy[i] == 2.0f * i + 1;
   printf("%s cooperative axpy\n", ok ? "ok" : "WRONG");
-  // a multi-device cooperative launch on the one device, with a factor of 0:
-  // y stays 2x + 1
+  // a multi-device cooperative launch on the one device (on a stream of
+  // its own: never the null stream), with a factor of 0: y stays 2x + 1
   float a0 = 0.0f;
   void *margs[] = {&a0, &x, &y, &count2};
-  hipLaunchParams lp = {(void *)axpy, dim3((n + 255) / 256), dim3(256), margs, 0, 0};
+  hipStream_t ms;
+  if (hipStreamCreate(&ms) != hipSuccess)
+    return 1;
+  hipLaunchParams lp = {(void *)axpy, dim3((n + 255) / 256), dim3(256), margs, 0, ms};
   if (hipLaunchCooperativeKernelMultiDevice(&lp, 1, 0) != hipSuccess ||
       hipDeviceSynchronize() != hipSuccess || hipMemcpy(hy, y, n * 4, hipMemcpyDeviceToHost) != hipSuccess)
     return 1;

@@ -34,9 +34,15 @@
  *     and the thread's capture mode: while a capture in global mode runs,
  *     allocation, stream creation and synchronization by a thread whose mode
  *     is not relaxed fail and spoil the capture (HIP's rule);
- *   - roctracer's callback interface: hipRegisterApiCallback, each of the
- *     calls above called back at its enter and exit (domain 3, phases 0 and
- *     1) with its hip_api_data_t; hipKernelNameRefByPtr, hipKernelNameRef.
+ *   - roctracer's callback interface as HIP 5's spawner (hipamd's
+ *     src/hip_prof_api.h) serves it: hipRegisterApiCallback and
+ *     hipRegisterActivityCallback; a call is reported only while an
+ *     activity callback is registered for its id: that callback, asked
+ *     act(id, NULL, NULL, NULL) at the call's start, hands out the
+ *     hip_api_data_t the arguments are written into (NULL: not reported),
+ *     the API callback gets it at the enter and, phase set to exit, at the
+ *     exit (domain 3), then act(id, NULL, NULL, its registered argument)
+ *     takes it back; hipKernelNameRefByPtr, hipKernelNameRef.
  * Exported under HIP's symbol versions (hip_4.2; graphs hip_4.3), so a program linked by
  * hipcc against the real libamdhip64 runs on it.
  */
@@ -55,16 +61,20 @@
 
 #include "kerneldb.h"
 
-/* roctracer's prof_protocol.h: the HIP API domain, a call's phases. */
+/* roctracer's prof_protocol.h: the HIP API domain, a call's exit phase. */
 #define API_DOMAIN_HIP 3
-#define API_ENTER 0
 #define API_EXIT 1
 
 typedef void (*api_callback)(uint32_t domain, uint32_t cid, const void *data, void *arg);
+typedef void *(*act_callback)(uint32_t cid, void *record, const void *data, void *arg);
 static struct {
   api_callback fn;
   void *arg;
+  act_callback act;
+  void *act_arg;
 } g_callbacks[HIP_API_ID_LAST + 1];
+/* Activity callbacks registered: the runtime's profiler is on. */
+static int g_profiler_on;
 
 hipError_t hipRegisterApiCallback(uint32_t id, void *fn, void *arg) {
   if (id < HIP_API_ID_FIRST || id > HIP_API_ID_LAST)
@@ -73,16 +83,48 @@ hipError_t hipRegisterApiCallback(uint32_t id, void *fn, void *arg) {
   g_callbacks[id].arg = arg;
   return hipSuccess;
 }
+hipError_t hipRegisterActivityCallback(uint32_t id, void *fn, void *arg) {
+  if (id < HIP_API_ID_FIRST || id > HIP_API_ID_LAST)
+    return hipErrorInvalidValue;
+  g_profiler_on += (fn != NULL) - (g_callbacks[id].act != NULL);
+  g_callbacks[id].act = (act_callback)fn;
+  g_callbacks[id].act_arg = arg;
+  return hipSuccess;
+}
 
-/* Calls back the registered callback of cid, if any, for phase of data. */
-static void api(uint32_t cid, hip_api_data_t *data, uint32_t phase) {
-  static uint64_t correlation;
-  if (!g_callbacks[cid].fn)
+/* A call's callbacks, taken at its start as the spawner takes them. */
+struct api_call {
+  api_callback fn;
+  void *arg;
+  act_callback act;
+  void *act_arg;
+  hip_api_data_t *data; /* the activity callback's; NULL: not reported */
+};
+
+/* The start of call cid with the arguments in args: the activity callback's
+ * data, the arguments in it, the API callback's enter. */
+static struct api_call api_begin(uint32_t cid, const hip_api_data_t *args) {
+  struct api_call c = {0};
+  if (!g_profiler_on || !g_callbacks[cid].act)
+    return c;
+  c.fn = g_callbacks[cid].fn, c.arg = g_callbacks[cid].arg;
+  c.act = g_callbacks[cid].act, c.act_arg = g_callbacks[cid].act_arg;
+  if (!(c.data = c.act(cid, NULL, NULL, NULL)))
+    return c;
+  memcpy(&c.data->args, &args->args, sizeof c.data->args);
+  if (c.fn) {
+    c.fn(API_DOMAIN_HIP, cid, c.data, c.arg);
+    c.data->phase = API_EXIT;
+  }
+  return c;
+}
+/* The end of a call: the API callback's exit, the data given back. */
+static void api_end(uint32_t cid, const struct api_call *c) {
+  if (!c->data)
     return;
-  if (phase == API_ENTER)
-    data->correlation_id = __atomic_add_fetch(&correlation, 1, __ATOMIC_RELAXED);
-  data->phase = phase;
-  g_callbacks[cid].fn(API_DOMAIN_HIP, cid, data, g_callbacks[cid].arg);
+  if (c->fn)
+    c->fn(API_DOMAIN_HIP, cid, c->data, c->arg);
+  c->act(cid, NULL, NULL, c->act_arg);
 }
 
 #define BUNDLE_MAGIC "__CLANG_OFFLOAD_BUNDLE__"
@@ -445,11 +487,11 @@ static __thread hipError_t t_last_error;
     hip_api_data_t d_;                                                                             \
     memset(&d_, 0, sizeof d_);                                                                     \
     fill;                                                                                          \
-    api(cid, &d_, API_ENTER);                                                                      \
+    struct api_call c_ = api_begin(cid, &d_);                                                      \
     hipError_t rc_ = (call);                                                                       \
     if (rc_ != hipSuccess)                                                                         \
       t_last_error = rc_;                                                                          \
-    api(cid, &d_, API_EXIT);                                                                       \
+    api_end(cid, &c_);                                                                             \
     return rc_;                                                                                    \
   } while (0)
 
@@ -539,9 +581,14 @@ hipError_t hipLaunchCooperativeKernel(const void *fn, dim3 grid, dim3 block, voi
 
 /* A launch per device, each on its stream (the stand-in's device is the
  * only one: every entry runs there, in order). */
+/* A multi-device launch: each device's on its own stream, never the null
+ * one (hipErrorInvalidHandle, as HIP 5.2 answers it). */
 static hipError_t launch_each(const hipLaunchParams *l, int n) {
   if (!l || n < 1)
     return hipErrorInvalidValue;
+  for (int i = 0; i < n; i++)
+    if (!l[i].stream)
+      return hipErrorInvalidHandle;
   hipError_t rc = hipSuccess;
   for (int i = 0; i < n && rc == hipSuccess; i++)
     rc = launch(l[i].func, l[i].gridDim, l[i].blockDim, l[i].args, l[i].sharedMem, l[i].stream);

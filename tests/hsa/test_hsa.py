@@ -673,7 +673,7 @@ HIP_APP_CALLS = ["hipMalloc", "hipMalloc", "hipMemcpy", "hipMemcpy", "hipLaunchK
                  "hipStreamBeginCapture", "hipLaunchKernel", "hipStreamEndCapture", "hipGraphInstantiate",
                  "hipGraphLaunch", "hipGraphLaunch", "hipStreamSynchronize", "hipMemcpy", "hipMemcpyHtoD",
                  "hipLaunchCooperativeKernel", "hipMemcpyDtoHAsync", "hipStreamSynchronize",
-                 "hipLaunchCooperativeKernelMultiDevice", "hipDeviceSynchronize", "hipMemcpy", "hipMemcpy2D",
+                 "hipStreamCreate", "hipLaunchCooperativeKernelMultiDevice", "hipDeviceSynchronize", "hipMemcpy", "hipMemcpy2D",
                  "hipMemcpyPeer", "hipMemcpyPeer", "hipMemcpyWithStream", "hipFree", "hipFree", "hipFree"]
 HIP_APP_OK = ("axpy", "dyn", "module axpy", "ext module axpy", "graph axpy", "cooperative axpy",
               "multi-device axpy",
