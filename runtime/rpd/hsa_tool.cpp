@@ -1576,6 +1576,155 @@ static void hsa_submit(const void *in, uint64_t count, uint64_t index, void *dat
     free(out);
 }
 
+/* ---- the program's copies ---------------------------------------------------------
+
+   A copy the program asks of the runtime's copy engines
+   (hsa_amd_memory_async_copy, _rect: HIP's staged host copies and peer
+   copies go there, not through a queue) is given one of the tool's signals
+   as its completion signal; when it completes, its op is recorded (opType
+   CopyHostToDevice, CopyDeviceToHost or CopyDeviceToDevice by its agents,
+   as roctracer names HIP's copies; start and end from
+   hsa_amd_profiling_get_async_copy_time, on the trace's clock), linked to
+   the HIP call that asked for it, and then the program's signal is
+   decremented, as the runtime would have. nanoprobe's own copies
+   (rpd_gpu_quiet, and the kernel cache's, which use the runtime's function)
+   pass untouched. */
+
+struct hsa_copy {
+  hsa_signal_t ours, program;
+  const char *type;
+  struct rpd_hip_call *call;
+  int refused; /* the runtime refused the copy: no op, no program signal */
+};
+
+/* Whether agent is one of the GPUs. */
+static int hsa_is_gpu(uint64_t agent) {
+  for (int i = 0; i < g_hsa.ngpus; i++)
+    if (g_hsa.gpus[i] == agent)
+      return 1;
+  return 0;
+}
+
+static const char *hsa_copy_type(uint64_t dst_agent, uint64_t src_agent) {
+  int to_gpu = hsa_is_gpu(dst_agent), from_gpu = hsa_is_gpu(src_agent);
+  return to_gpu && from_gpu ? "CopyDeviceToDevice"
+         : to_gpu           ? "CopyHostToDevice"
+         : from_gpu         ? "CopyDeviceToHost"
+                            : "CopyHostToHost";
+}
+
+struct hsa_copy_op {
+  int64_t start, end;
+  const char *type;
+};
+static void hsa_record_copy(uint64_t api, void *arg) {
+  struct hsa_copy_op *op = (struct hsa_copy_op *)arg;
+  rpd_record_op(api, 0, 0, op->start, op->end, "", op->type);
+  free(op);
+}
+
+static bool hsa_copy_done(hsa_signal_value_t value, void *arg) {
+  (void)value;
+  struct hsa_copy *c = (struct hsa_copy *)arg;
+  if (c->refused) {
+    if (c->call)
+      rpd_hip_call_link(c->call, hsa_record_nothing, NULL);
+    hsa_signal_give(c->ours);
+    free(c);
+    __atomic_sub_fetch(&g_hsa.in_flight, 1, __ATOMIC_RELEASE);
+    return false;
+  }
+  hsa_amd_profiling_async_copy_time_t t;
+  int64_t start = -1, end = -1;
+  if (g_hsa.amd.hsa_amd_profiling_get_async_copy_time_fn(c->ours, &t) == HSA_STATUS_SUCCESS) {
+    start = (int64_t)((double)t.start * g_hsa.ns_per_tick) + g_hsa.offset;
+    end = (int64_t)((double)t.end * g_hsa.ns_per_tick) + g_hsa.offset;
+  }
+  if (start < 0 || end < start)
+    start = end = rpd_now(); /* no profiling times: the completion's */
+  struct hsa_copy_op *op = (struct hsa_copy_op *)malloc(sizeof *op);
+  if (op)
+    op->start = start, op->end = end, op->type = c->type;
+  if (c->call)
+    rpd_hip_call_link(c->call, op ? hsa_record_copy : hsa_record_nothing, op);
+  else if (op)
+    hsa_record_copy(0, op);
+  if (c->program.handle)
+    g_hsa.core.hsa_signal_subtract_screlease_fn(c->program, 1);
+  hsa_signal_give(c->ours);
+  free(c);
+  __atomic_sub_fetch(&g_hsa.in_flight, 1, __ATOMIC_RELEASE);
+  return false;
+}
+
+/* A copy's tracking: its signal and handler in place of the program's
+ * completion signal (*done, replaced), or NULL: the copy goes untraced. */
+static struct hsa_copy *hsa_copy_begin(hsa_signal_t *done, uint64_t dst_agent, uint64_t src_agent) {
+  if (rpd_gpu_quiet)
+    return NULL;
+  struct hsa_copy *c = (struct hsa_copy *)calloc(1, sizeof *c);
+  if (!c)
+    return NULL;
+  pthread_mutex_lock(&g_hsa.lock);
+  int took = hsa_signal_take(&c->ours) == 0;
+  pthread_mutex_unlock(&g_hsa.lock);
+  if (!took) {
+    free(c);
+    return NULL;
+  }
+  c->program = *done;
+  c->type = hsa_copy_type(dst_agent, src_agent);
+  __atomic_add_fetch(&g_hsa.in_flight, 1, __ATOMIC_RELAXED);
+  if (g_hsa.amd.hsa_amd_signal_async_handler_fn(c->ours, HSA_SIGNAL_CONDITION_LT, 1, hsa_copy_done,
+                                                c) != HSA_STATUS_SUCCESS) {
+    __atomic_sub_fetch(&g_hsa.in_flight, 1, __ATOMIC_RELAXED);
+    hsa_signal_give(c->ours);
+    free(c);
+    return NULL;
+  }
+  c->call = rpd_hip_call_current();
+  *done = c->ours;
+  return c;
+}
+
+/* The copy was refused: its tracking undone (its handler, fired now on
+ * the tool's signal, which nothing else would complete, records nothing and
+ * leaves the program's signal alone). */
+static void hsa_copy_refused(struct hsa_copy *c) {
+  c->refused = 1;
+  g_hsa.core.hsa_signal_subtract_screlease_fn(c->ours, 1);
+}
+
+static hsa_status_t hook_async_copy(void *dst, hsa_agent_t dst_agent, const void *src,
+                                    hsa_agent_t src_agent, size_t size, uint32_t ndeps,
+                                    const hsa_signal_t *deps, hsa_signal_t done) {
+  struct hsa_copy *c =
+      done.handle ? hsa_copy_begin(&done, dst_agent.handle, src_agent.handle) : NULL;
+  hsa_status_t rc = g_hsa.amd.hsa_amd_memory_async_copy_fn(dst, dst_agent, src, src_agent, size,
+                                                           ndeps, deps, done);
+  if (c && rc != HSA_STATUS_SUCCESS)
+    hsa_copy_refused(c);
+  return rc;
+}
+
+static hsa_status_t hook_async_copy_rect(const hsa_pitched_ptr_t *dst, const hsa_dim3_t *dst_offset,
+                                         const hsa_pitched_ptr_t *src, const hsa_dim3_t *src_offset,
+                                         const hsa_dim3_t *range, hsa_agent_t copy_agent,
+                                         hsa_amd_copy_direction_t dir, uint32_t ndeps,
+                                         const hsa_signal_t *deps, hsa_signal_t done) {
+  uint64_t gpu = copy_agent.handle, host = 0; /* 0: no GPU */
+  struct hsa_copy *c =
+      done.handle
+          ? hsa_copy_begin(&done, dir == hsaHostToDevice || dir == hsaDeviceToDevice ? gpu : host,
+                           dir == hsaDeviceToHost || dir == hsaDeviceToDevice ? gpu : host)
+          : NULL;
+  hsa_status_t rc = g_hsa.amd.hsa_amd_memory_async_copy_rect_fn(
+      dst, dst_offset, src, src_offset, range, copy_agent, dir, ndeps, deps, done);
+  if (c && rc != HSA_STATUS_SUCCESS)
+    hsa_copy_refused(c);
+  return rc;
+}
+
 /* ---- queues ----------------------------------------------------------------------- */
 
 static hsa_status_t hook_queue_create(hsa_agent_t agent, uint32_t size, hsa_queue_type32_t type,
@@ -1649,6 +1798,13 @@ EXPORT bool OnLoad(HsaApiTable *table, uint64_t runtime_version, uint64_t failed
     table->core_->hsa_executable_load_agent_code_object_fn = hook_load;
   }
   table->core_->hsa_executable_freeze_fn = hook_freeze;
+  /* the program's copies: timed (the runtime's own switch: for every copy) */
+  if (g_hsa.amd.hsa_amd_profiling_async_copy_enable_fn(true) != HSA_STATUS_SUCCESS)
+    hsa_log("no copy profiling: copies' ops have their completions' times");
+  table->amd_ext_->hsa_amd_memory_async_copy_fn = hook_async_copy;
+  if (table->amd_ext_->version.minor_id >=
+      offsetof(AmdExtTable, hsa_amd_memory_async_copy_rect_fn) + sizeof(void *))
+    table->amd_ext_->hsa_amd_memory_async_copy_rect_fn = hook_async_copy_rect;
   rpd_hip_api_start(); /* a HIP runtime initialising HSA: its API calls */
   return true;
 }

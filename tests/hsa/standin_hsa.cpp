@@ -10,7 +10,14 @@
  *     failed names), so a tool's hooks see the program's calls; OnUnload at
  *     hsa_shut_down;
  *   - one CPU agent (with the kernarg pool: fine-grained, KERNARG_INIT) and
- *     one GPU agent of FAKE_HSA_ARCH (gfx90a by default; gfx1100);
+ *     one GPU agent of FAKE_HSA_ARCH (gfx90a by default; gfx1030), with the
+ *     core and AMD attributes a HIP runtime asks for (an MI210's or an
+ *     RX 6800's chip id, CUs, caches, HDP flush registers, cooperative
+ *     queues) and each agent's access to each pool; host memory locked to
+ *     the kernarg pool for the GPU (hsa_amd_memory_lock(_to_pool));
+ *   - ROCr's symbol version (ROCR_1, given by the test's build), so that
+ *     Debian's real libamdhip64 runs over it; what that runtime imports and
+ *     the stand-in does not serve fails (standin_unsupported.c);
  *   - signals with their waits, arithmetic and async handlers (one thread,
  *     as ROCr's);
  *   - AQL queues: the program writes 64-byte packets into the ring and rings
@@ -27,10 +34,12 @@
  *     address of the loaded 64-byte kernel descriptor; module variables
  *     (the other global objects) in device memory of their executable's
  *     own, initialised from the image, found by name with the GPU agent;
- *   - hsa_amd_memory_async_copy: one in-order copy engine (dependent
- *     signals waited for, the completion signal decremented); both agents
- *     must reach both buffers; FAKE_HSA_COPY_REFUSE set: those asked from
- *     an async handler are refused (out of resources);
+ *   - hsa_amd_memory_async_copy and _rect (pitched rows and slices): one
+ *     in-order copy engine (dependent signals waited for, the completion
+ *     signal decremented, with copy profiling on its start and end in the
+ *     system domain); both agents must reach both buffers;
+ *     FAKE_HSA_COPY_REFUSE set: those asked from an async handler are
+ *     refused (out of resources);
  *   - FAKE_HSA_HANDLER_REFUSE=N: the Nth async handler registration is
  *     refused (out of resources);
  *   - profiling: a queue with it on stores each dispatch's start and end, in
@@ -45,7 +54,10 @@
  * uses), its private segment the kernel's fixed size, its kernel object must
  * be a loaded kernel. A violation is a fault: printed and the process aborts.
  *
- * The "hardware" cannot run AMDGPU code: it emulates the test kernels by name
+ * The "hardware" cannot run AMDGPU code: it emulates HIP's own kernels that
+ * the tests meet (__amd_rocclr_gwsInit: nothing; __amd_rocclr_copyBuffer and
+ * copyBufferAligned as the device libraries' __amd_copyBuffer(Aligned)),
+ * faults on any other it does not know, and emulates the test kernels by name
  * (axpy: y = a*x + y, plus axpy_bias and axpy_count += n where its executable
  * has them (kernels_variable.hip); dyn: out[t] = the LDS word written by thread
  * blockDim-1-t, through the dynamic LDS; merged4: out[i] = in[4i] + ... +
@@ -55,7 +67,8 @@
  * into the buffer at the twin's last explicit argument, under the site ids of
  * FAKE_SITES (axpy: load x, load y, store y; dyn: store out; merged4: the
  * four loads, the store). Each kernel runs at least FAKE_HSA_KERNEL_US microseconds
- * (default 200). FAKE_HSA_LOG: a file that gets one line per kernel the
+ * (default 200). FAKE_HSA_COPY_LOG: a file that gets one line per copy of
+ * the copy engine (bytes, start, end). FAKE_HSA_LOG: a file that gets one line per kernel the
  * hardware ran (what the tests compare): queue, kernel, the FNV-1a 64 of the
  * code object it was loaded from, grid, workgroup, segment sizes, whether it
  * had a completion signal, start and end (system domain, ns), and every
@@ -116,6 +129,13 @@ static void fault(const char *fmt, ...) {
   fputc('\n', stderr);
   va_end(ap);
   abort();
+}
+
+/* FAKE_HSA_DEBUG set: each query the stand-in does not answer, on stderr. */
+static hsa_status_t unanswered(const char *what, int which) {
+  if (getenv("FAKE_HSA_DEBUG"))
+    fprintf(stderr, "stand-in HSA: %s %d (0x%x) not answered\n", what, which, which);
+  return HSA_STATUS_ERROR_INVALID_ARGUMENT;
 }
 
 static uint64_t raw_ns(void) {
@@ -358,6 +378,7 @@ struct Alloc {
   uint64_t pool;
   int gpu_access;
   Alloc *next;
+  int locked; /* the program's host memory, locked: unlocked, not freed */
 };
 static pthread_mutex_t g_mem_lock = PTHREAD_MUTEX_INITIALIZER;
 static Alloc *g_allocs;
@@ -411,6 +432,45 @@ static hsa_status_t allow_access(uint32_t n, const hsa_agent_t *agents, const ui
   pthread_mutex_unlock(&g_mem_lock);
   return rc;
 }
+/* hsa_amd_memory_lock_to_pool: host memory [p, p+n) made reachable by the
+ * agents as memory of pool (ROCr pins it and maps it for them); the agents'
+ * address is the host's (a large BAR, unified addresses). */
+static hsa_status_t memory_lock_to_pool(void *p, size_t n, hsa_agent_t *agents, int nagents,
+                                        hsa_amd_memory_pool_t pool, uint32_t flags, void **out) {
+  (void)flags;
+  if (!p || !n || !out || (nagents && !agents))
+    return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  if (pool.handle != KERNARG_POOL)
+    return (hsa_status_t)HSA_STATUS_ERROR_INVALID_MEMORY_POOL;
+  Alloc *a = (Alloc *)calloc(1, sizeof *a);
+  if (!a)
+    return HSA_STATUS_ERROR_OUT_OF_RESOURCES;
+  *a = {(char *)p, n, pool.handle, 1, NULL};
+  a->locked = 1;
+  pthread_mutex_lock(&g_mem_lock);
+  a->next = g_allocs;
+  g_allocs = a;
+  pthread_mutex_unlock(&g_mem_lock);
+  *out = p;
+  return HSA_STATUS_SUCCESS;
+}
+static hsa_status_t memory_lock(void *p, size_t n, hsa_agent_t *agents, int nagents, void **out) {
+  return memory_lock_to_pool(p, n, agents, nagents, {KERNARG_POOL}, 0, out);
+}
+static hsa_status_t memory_unlock(void *p) {
+  pthread_mutex_lock(&g_mem_lock);
+  for (Alloc **a = &g_allocs; *a; a = &(*a)->next)
+    if ((*a)->p == p && (*a)->locked) {
+      Alloc *f = *a;
+      *a = f->next;
+      pthread_mutex_unlock(&g_mem_lock);
+      free(f);
+      return HSA_STATUS_SUCCESS;
+    }
+  pthread_mutex_unlock(&g_mem_lock);
+  return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+}
+
 /* Whether [p, p+n) lies in memory of pool the GPU may access. */
 static int gpu_visible(const void *p, size_t n, uint64_t pool) {
   int ok = 0;
@@ -449,7 +509,34 @@ static hsa_status_t pool_get_info(hsa_amd_memory_pool_t pool, hsa_amd_memory_poo
     *(size_t *)out = 4096;
     return HSA_STATUS_SUCCESS;
   default:
-    return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+    return unanswered("pool info", what);
+  }
+}
+
+/* How agent reaches pool: the CPU its own pool and the GPU's through the
+ * large BAR, the GPU its own and the CPU's once allowed. */
+static hsa_status_t agent_pool_get_info(hsa_agent_t agent, hsa_amd_memory_pool_t pool,
+                                        hsa_amd_agent_memory_pool_info_t what, void *out) {
+  if (agent.handle != CPU_AGENT && agent.handle != GPU_AGENT)
+    return HSA_STATUS_ERROR_INVALID_AGENT;
+  int own = (agent.handle == CPU_AGENT) == (pool.handle == KERNARG_POOL);
+  switch ((int)what) {
+  case HSA_AMD_AGENT_MEMORY_POOL_INFO_ACCESS:
+    *(hsa_amd_memory_pool_access_t *)out = own ? HSA_AMD_MEMORY_POOL_ACCESS_ALLOWED_BY_DEFAULT
+                                               : HSA_AMD_MEMORY_POOL_ACCESS_DISALLOWED_BY_DEFAULT;
+    return HSA_STATUS_SUCCESS;
+  case HSA_AMD_AGENT_MEMORY_POOL_INFO_NUM_LINK_HOPS:
+    *(uint32_t *)out = own ? 0 : 1;
+    return HSA_STATUS_SUCCESS;
+  case HSA_AMD_AGENT_MEMORY_POOL_INFO_LINK_INFO: {
+    hsa_amd_memory_pool_link_info_t *l = (hsa_amd_memory_pool_link_info_t *)out;
+    memset(l, 0, sizeof *l);
+    l->link_type = HSA_AMD_LINK_INFO_TYPE_PCIE;
+    l->numa_distance = own ? 0 : 20;
+    return HSA_STATUS_SUCCESS;
+  }
+  default:
+    return unanswered("agent pool info", what);
   }
 }
 
@@ -463,7 +550,9 @@ static hsa_status_t pool_get_info(hsa_amd_memory_pool_t pool, hsa_amd_memory_poo
 struct Copy {
   void *dst;
   const void *src;
-  size_t size;
+  size_t size; /* of a row */
+  /* rows and slices (1 each but for a rect copy) and their strides */
+  size_t rows, slices, dst_pitch, dst_slice, src_pitch, src_slice;
   uint32_t ndeps;
   hsa_signal_t deps[MAX_COPY_DEPS];
   hsa_signal_t done;
@@ -476,6 +565,41 @@ static struct {
   int started;
   pthread_t thread;
 } g_copies = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, NULL, 0, {}};
+
+/* hsa_amd_profiling_async_copy_enable: copies' completion signals carry
+ * their start and end in the system domain (ns of CLOCK_MONOTONIC_RAW;
+ * hsa_amd_profiling_get_async_copy_time). */
+static int g_copy_profiling;
+
+static hsa_status_t copy_profiling_enable(bool on) {
+  __atomic_store_n(&g_copy_profiling, on, __ATOMIC_RELAXED);
+  return HSA_STATUS_SUCCESS;
+}
+static hsa_status_t copy_time(hsa_signal_t h, hsa_amd_profiling_async_copy_time_t *t) {
+  if (!t)
+    return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  Signal *s = sig(h);
+  pthread_mutex_lock(&s->m);
+  int timed = s->timed;
+  t->start = s->start, t->end = s->end;
+  pthread_mutex_unlock(&s->m);
+  return timed ? HSA_STATUS_SUCCESS : HSA_STATUS_ERROR;
+}
+
+/* FAKE_HSA_COPY_LOG: a file that gets one line per copy the engine made:
+ * its bytes, start and end (system domain, ns). */
+static void copy_log(const Copy *c, uint64_t start, uint64_t end) {
+  const char *path = getenv("FAKE_HSA_COPY_LOG");
+  if (!path)
+    return;
+  FILE *f = fopen(path, "a"); /* the engine's one thread: no other writer */
+  if (!f)
+    fault("FAKE_HSA_COPY_LOG=%s: %s", path, strerror(errno));
+  fprintf(f, "copy bytes=%zu start=%llu end=%llu\n", c->size * c->rows * c->slices,
+          (unsigned long long)start, (unsigned long long)end);
+  if (fclose(f) != 0)
+    fault("FAKE_HSA_COPY_LOG=%s: %s", path, strerror(errno));
+}
 
 static void *copy_main(void *arg) {
   (void)arg;
@@ -490,7 +614,17 @@ static void *copy_main(void *arg) {
     for (uint32_t i = 0; i < c->ndeps; i++)
       while (signal_wait(c->deps[i], HSA_SIGNAL_CONDITION_EQ, 0, UINT64_MAX, HSA_WAIT_STATE_BLOCKED))
         ;
-    memcpy(c->dst, c->src, c->size);
+    uint64_t start = raw_ns(); /* copies are timed in the system domain */
+    for (size_t z = 0; z < c->slices; z++)
+      for (size_t y = 0; y < c->rows; y++)
+        memcpy((char *)c->dst + z * c->dst_slice + y * c->dst_pitch,
+               (const char *)c->src + z * c->src_slice + y * c->src_pitch, c->size);
+    uint64_t end = raw_ns();
+    copy_log(c, start, end);
+    Signal *done = sig(c->done);
+    pthread_mutex_lock(&done->m);
+    done->start = start, done->end = end, done->timed = g_copy_profiling;
+    pthread_mutex_unlock(&done->m);
     sig_op(c->done, '-', 1);
     free(c);
   }
@@ -510,11 +644,53 @@ static int agent_reaches(hsa_agent_t agent, const void *p, size_t n) {
   return ok;
 }
 
+/* Queues a copy of shape's ends and shape after its dependent signals,
+ * checked as the engine sees it (reach: the whole extent of each end). */
+static hsa_status_t copy_queue(const Copy *shape, hsa_agent_t dst_agent, hsa_agent_t src_agent,
+                               uint32_t ndeps, const hsa_signal_t *deps, hsa_signal_t done);
+
 static hsa_status_t async_copy(void *dst, hsa_agent_t dst_agent, const void *src,
                                hsa_agent_t src_agent, size_t size, uint32_t ndeps,
                                const hsa_signal_t *deps, hsa_signal_t done) {
   if (!dst || !src || !done.handle || (ndeps && !deps))
     return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  const Copy shape = {dst, src, size, 1, 1, size, size, size, size, 0, {}, {}, NULL};
+  return copy_queue(&shape, dst_agent, src_agent, ndeps, deps, done);
+}
+
+/* hsa_amd_memory_async_copy_rect: range.x bytes of range.y rows of
+ * range.z slices, each end at its offset (x in bytes) in its pitched
+ * memory; one agent's engine (copy_agent) either way. */
+static hsa_status_t async_copy_rect(const hsa_pitched_ptr_t *dst, const hsa_dim3_t *dst_offset,
+                                    const hsa_pitched_ptr_t *src, const hsa_dim3_t *src_offset,
+                                    const hsa_dim3_t *range, hsa_agent_t copy_agent,
+                                    hsa_amd_copy_direction_t dir, uint32_t ndeps,
+                                    const hsa_signal_t *deps, hsa_signal_t done) {
+  if (!dst || !dst_offset || !src || !src_offset || !range || !done.handle || (ndeps && !deps) ||
+      !range->x || !range->y || !range->z || dst->pitch < range->x || src->pitch < range->x)
+    return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  if (copy_agent.handle != GPU_AGENT)
+    return HSA_STATUS_ERROR_INVALID_AGENT;
+  hsa_agent_t host = {CPU_AGENT}, gpu = {GPU_AGENT};
+  const Copy shape = {
+      (char *)dst->base + dst_offset->z * dst->slice + dst_offset->y * dst->pitch + dst_offset->x,
+      (const char *)src->base + src_offset->z * src->slice + src_offset->y * src->pitch +
+          src_offset->x,
+      range->x, range->y, range->z, dst->pitch, dst->slice, src->pitch, src->slice, 0, {}, {},
+      NULL};
+  return copy_queue(&shape, dir == hsaHostToDevice || dir == hsaDeviceToDevice ? gpu : host,
+                    dir == hsaDeviceToHost || dir == hsaDeviceToDevice ? gpu : host, ndeps, deps,
+                    done);
+}
+
+static hsa_status_t copy_queue(const Copy *shape, hsa_agent_t dst_agent, hsa_agent_t src_agent,
+                               uint32_t ndeps, const hsa_signal_t *deps, hsa_signal_t done) {
+  void *dst = shape->dst;
+  const void *src = shape->src;
+  size_t size = (shape->slices - 1) * shape->dst_slice + (shape->rows - 1) * shape->dst_pitch +
+                shape->size;
+  size_t src_size = (shape->slices - 1) * shape->src_slice +
+                    (shape->rows - 1) * shape->src_pitch + shape->size;
   if ((dst_agent.handle != CPU_AGENT && dst_agent.handle != GPU_AGENT) ||
       (src_agent.handle != CPU_AGENT && src_agent.handle != GPU_AGENT))
     return HSA_STATUS_ERROR_INVALID_AGENT;
@@ -526,15 +702,16 @@ static hsa_status_t async_copy(void *dst, hsa_agent_t dst_agent, const void *src
     fault("async copy: %u dependent signals, the stand-in takes %d", ndeps, MAX_COPY_DEPS);
   const hsa_agent_t agents[2] = {dst_agent, src_agent};
   for (int i = 0; i < 2; i++)
-    if (!agent_reaches(agents[i], dst, size) || !agent_reaches(agents[i], src, size))
+    if (!agent_reaches(agents[i], dst, size) || !agent_reaches(agents[i], src, src_size))
       fault("async copy of %zu bytes %p <- %p: agent 0x%llx cannot reach both buffers", size, dst,
             src, (unsigned long long)agents[i].handle);
-  if ((const char *)dst < (const char *)src + size && (const char *)src < (const char *)dst + size)
+  if ((const char *)dst < (const char *)src + src_size && (const char *)src < (const char *)dst + size)
     fault("async copy of %zu bytes %p <- %p: the buffers overlap", size, dst, src);
   Copy *c = (Copy *)calloc(1, sizeof *c);
   if (!c)
     return HSA_STATUS_ERROR_OUT_OF_RESOURCES;
-  c->dst = dst, c->src = src, c->size = size, c->ndeps = ndeps, c->done = done;
+  *c = *shape;
+  c->ndeps = ndeps, c->done = done;
   for (uint32_t i = 0; i < ndeps; i++) {
     sig(deps[i]); /* a fault if 0 */
     c->deps[i] = deps[i];
@@ -583,8 +760,138 @@ static hsa_status_t agent_get_info(hsa_agent_t a, hsa_agent_info_t what, void *o
   case HSA_AGENT_INFO_QUEUE_MAX_SIZE:
     *(uint32_t *)out = 4096;
     return HSA_STATUS_SUCCESS;
+  case HSA_AGENT_INFO_VENDOR_NAME:
+    memset(out, 0, 64);
+    strcpy((char *)out, gpu ? "AMD" : "CPU");
+    return HSA_STATUS_SUCCESS;
+  case HSA_AGENT_INFO_FEATURE:
+    *(hsa_agent_feature_t *)out = gpu ? HSA_AGENT_FEATURE_KERNEL_DISPATCH : (hsa_agent_feature_t)0;
+    return HSA_STATUS_SUCCESS;
+  case HSA_AGENT_INFO_MACHINE_MODEL:
+    *(hsa_machine_model_t *)out = HSA_MACHINE_MODEL_LARGE;
+    return HSA_STATUS_SUCCESS;
+  case HSA_AGENT_INFO_PROFILE:
+    *(hsa_profile_t *)out = gpu ? HSA_PROFILE_BASE : HSA_PROFILE_FULL;
+    return HSA_STATUS_SUCCESS;
+  case HSA_AGENT_INFO_DEFAULT_FLOAT_ROUNDING_MODE:
+    *(hsa_default_float_rounding_mode_t *)out = HSA_DEFAULT_FLOAT_ROUNDING_MODE_NEAR;
+    return HSA_STATUS_SUCCESS;
+  case HSA_AGENT_INFO_BASE_PROFILE_DEFAULT_FLOAT_ROUNDING_MODES:
+    *(uint32_t *)out = HSA_DEFAULT_FLOAT_ROUNDING_MODE_NEAR;
+    return HSA_STATUS_SUCCESS;
+  case HSA_AGENT_INFO_FAST_F16_OPERATION:
+    *(bool *)out = gpu;
+    return HSA_STATUS_SUCCESS;
+  case HSA_AGENT_INFO_WORKGROUP_MAX_DIM: {
+    static const uint16_t dims[3] = {1024, 1024, 1024};
+    memcpy(out, dims, sizeof dims);
+    return HSA_STATUS_SUCCESS;
+  }
+  case HSA_AGENT_INFO_WORKGROUP_MAX_SIZE:
+    *(uint32_t *)out = gpu ? 1024 : 0;
+    return HSA_STATUS_SUCCESS;
+  case HSA_AGENT_INFO_GRID_MAX_DIM:
+    *(hsa_dim3_t *)out = {UINT32_MAX, UINT32_MAX, UINT32_MAX};
+    return HSA_STATUS_SUCCESS;
+  case HSA_AGENT_INFO_GRID_MAX_SIZE:
+    *(uint32_t *)out = UINT32_MAX;
+    return HSA_STATUS_SUCCESS;
+  case HSA_AGENT_INFO_FBARRIER_MAX_SIZE:
+    *(uint32_t *)out = 32;
+    return HSA_STATUS_SUCCESS;
+  case HSA_AGENT_INFO_QUEUES_MAX:
+    *(uint32_t *)out = gpu ? 128 : 0;
+    return HSA_STATUS_SUCCESS;
+  case HSA_AGENT_INFO_QUEUE_MIN_SIZE:
+    *(uint32_t *)out = gpu ? 64 : 0;
+    return HSA_STATUS_SUCCESS;
+  case HSA_AGENT_INFO_QUEUE_TYPE:
+    *(hsa_queue_type32_t *)out = HSA_QUEUE_TYPE_MULTI;
+    return HSA_STATUS_SUCCESS;
+  case HSA_AGENT_INFO_NODE:
+    *(uint32_t *)out = gpu;
+    return HSA_STATUS_SUCCESS;
+  case HSA_AGENT_INFO_CACHE_SIZE: {
+    const uint32_t sizes[4] = {16 << 10, 8 << 20, 0, 0};
+    memcpy(out, sizes, sizeof sizes);
+    return HSA_STATUS_SUCCESS;
+  }
+  case HSA_AGENT_INFO_ISA:
+    *(hsa_isa_t *)out = {gpu ? gpu_mach() : 0};
+    return HSA_STATUS_SUCCESS;
+  case HSA_AGENT_INFO_EXTENSIONS:
+    memset(out, 0, 128);
+    return HSA_STATUS_SUCCESS;
+  case HSA_AGENT_INFO_VERSION_MAJOR:
+  case HSA_AGENT_INFO_VERSION_MINOR:
+    *(uint16_t *)out = 1;
+    return HSA_STATUS_SUCCESS;
+  case HSA_AMD_AGENT_INFO_CHIP_ID: /* an MI210's (gfx90a), an RX 6800's (gfx1030) */
+    *(uint32_t *)out = gpu ? (gpu_mach() == MACH_GFX1030 ? 0x73bf : 0x740f) : 0;
+    return HSA_STATUS_SUCCESS;
+  case HSA_AMD_AGENT_INFO_CACHELINE_SIZE:
+    *(uint32_t *)out = gpu ? 128 : 64;
+    return HSA_STATUS_SUCCESS;
+  case HSA_AMD_AGENT_INFO_COMPUTE_UNIT_COUNT:
+    *(uint32_t *)out = gpu ? 104 : 2;
+    return HSA_STATUS_SUCCESS;
+  case HSA_AMD_AGENT_INFO_MAX_CLOCK_FREQUENCY:
+    *(uint32_t *)out = 1700;
+    return HSA_STATUS_SUCCESS;
+  case HSA_AMD_AGENT_INFO_DRIVER_NODE_ID:
+    *(uint32_t *)out = gpu;
+    return HSA_STATUS_SUCCESS;
+  case HSA_AMD_AGENT_INFO_BDFID: /* bus 3, device 0, function 0 */
+    *(uint32_t *)out = gpu ? 0x300 : 0;
+    return HSA_STATUS_SUCCESS;
+  case HSA_AMD_AGENT_INFO_MEMORY_WIDTH:
+    *(uint32_t *)out = 4096;
+    return HSA_STATUS_SUCCESS;
+  case HSA_AMD_AGENT_INFO_MEMORY_MAX_FREQUENCY:
+    *(uint32_t *)out = 1600;
+    return HSA_STATUS_SUCCESS;
+  case HSA_AMD_AGENT_INFO_PRODUCT_NAME:
+    memset(out, 0, 64);
+    strcpy((char *)out, gpu ? "stand-in GPU" : "stand-in CPU");
+    return HSA_STATUS_SUCCESS;
+  case HSA_AMD_AGENT_INFO_MAX_WAVES_PER_CU:
+    *(uint32_t *)out = 32;
+    return HSA_STATUS_SUCCESS;
+  case HSA_AMD_AGENT_INFO_NUM_SIMDS_PER_CU:
+    *(uint32_t *)out = 4;
+    return HSA_STATUS_SUCCESS;
+  case HSA_AMD_AGENT_INFO_NUM_SHADER_ENGINES:
+    *(uint32_t *)out = 8;
+    return HSA_STATUS_SUCCESS;
+  case HSA_AMD_AGENT_INFO_NUM_SHADER_ARRAYS_PER_SE:
+    *(uint32_t *)out = 1;
+    return HSA_STATUS_SUCCESS;
+  case HSA_AMD_AGENT_INFO_HDP_FLUSH: { /* the host data path's flush registers: words here */
+    static uint32_t mem_flush, reg_flush;
+    *(hsa_amd_hdp_flush_t *)out = {gpu ? &mem_flush : NULL, gpu ? &reg_flush : NULL};
+    return HSA_STATUS_SUCCESS;
+  }
+  case HSA_AMD_AGENT_INFO_DOMAIN:
+    *(uint32_t *)out = 0;
+    return HSA_STATUS_SUCCESS;
+  case HSA_AMD_AGENT_INFO_COOPERATIVE_QUEUES:
+    *(bool *)out = gpu;
+    return HSA_STATUS_SUCCESS;
+  case HSA_AMD_AGENT_INFO_UUID:
+    memset(out, 0, 21);
+    strcpy((char *)out, gpu ? "GPU-0123456789abcdef" : "CPU-XX");
+    return HSA_STATUS_SUCCESS;
+  case HSA_AMD_AGENT_INFO_ASIC_REVISION:
+    *(uint32_t *)out = 1;
+    return HSA_STATUS_SUCCESS;
+  case HSA_AMD_AGENT_INFO_SVM_DIRECT_HOST_ACCESS:
+    *(bool *)out = false;
+    return HSA_STATUS_SUCCESS;
+  case HSA_AMD_AGENT_INFO_COOPERATIVE_COMPUTE_UNIT_COUNT:
+    *(uint32_t *)out = gpu ? 104 : 0;
+    return HSA_STATUS_SUCCESS;
   default:
-    return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+    return unanswered("agent info", what);
   }
 }
 static hsa_status_t agent_iterate_isas(hsa_agent_t a, hsa_status_t (*cb)(hsa_isa_t, void *),
@@ -613,7 +920,7 @@ static hsa_status_t system_get_info(hsa_system_info_t what, void *out) {
     *(uint64_t *)out = 1000000000ull;
     return HSA_STATUS_SUCCESS;
   default:
-    return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+    return unanswered("system info", what);
   }
 }
 static hsa_status_t status_string(hsa_status_t st, const char **s) {
@@ -1010,10 +1317,47 @@ static void *variable_of(const Executable *e, const char *name, uint64_t size) {
   return NULL;
 }
 
+/* HIP's copy kernels (ROCclr's blit program over the device libraries'
+ * __amd_copyBuffer and __amd_copyBufferAligned, opencl.bc), each work-item
+ * id below the grid's x: arguments src, dst, srcOrigin, dstOrigin, size
+ * (in units), and remain (unaligned: bytes of the last unit, 8 = a byte
+ * each) or alignment (16: four words a unit, else one). */
+static void emulate_blit_copy(int aligned, const hsa_kernel_dispatch_packet_t *p) {
+  const unsigned char *src = (const unsigned char *)(uintptr_t)kernarg_u64(p, 0);
+  unsigned char *dst = (unsigned char *)(uintptr_t)kernarg_u64(p, 8);
+  uint64_t src_origin = kernarg_u64(p, 16), dst_origin = kernarg_u64(p, 24);
+  uint64_t size = kernarg_u64(p, 32);
+  uint32_t last;
+  memcpy(&last, (const char *)p->kernarg_address + 40, sizeof last);
+  for (uint64_t id = 0; id < p->grid_size_x && id < size; id++) {
+    if (aligned) {
+      uint64_t unit = last == 16 ? 16 : 4;
+      memcpy(dst + (id + dst_origin) * unit, src + (id + src_origin) * unit, unit);
+    } else if (last == 8) {
+      dst[dst_origin + id] = src[src_origin + id];
+    } else if (id + 1 < size) {
+      memcpy(dst + dst_origin + 4 * id, src + src_origin + 4 * id, 4);
+    } else {
+      memcpy(dst + dst_origin + 4 * id, src + src_origin + 4 * id, last);
+    }
+  }
+}
+
 /* Runs the emulated kernel k of packet p; returns 0, or faults. */
 static void emulate(const Kernel *k, const hsa_kernel_dispatch_packet_t *p) {
+  /* HIP's own: a cooperative launch's global wave sync set up first (the
+   * stand-in's waves never wait on it), device-to-device copies */
+  if (!strcmp(k->name, "__amd_rocclr_gwsInit.kd"))
+    return;
+  if (!strcmp(k->name, "__amd_rocclr_copyBuffer.kd") ||
+      !strcmp(k->name, "__amd_rocclr_copyBufferAligned.kd")) {
+    emulate_blit_copy(strstr(k->name, "Aligned") != NULL, p);
+    return;
+  }
   int twin = !strncmp(k->name, "__nano_twin_", 12);
   int axpy = strstr(k->name, "axpy") != NULL, merged = strstr(k->name, "merged4") != NULL;
+  if (!axpy && !merged && !strstr(k->name, "dyn"))
+    fault("%s: a kernel the stand-in does not emulate", k->name);
   uint32_t wg[3] = {p->workgroup_size_x, p->workgroup_size_y, p->workgroup_size_z};
   uint32_t grid[3] = {p->grid_size_x, p->grid_size_y, p->grid_size_z};
   uint32_t blocks[3];
@@ -1472,6 +1816,8 @@ static void table_fill(void) {
   g_core.hsa_signal_load_scacquire_fn = signal_load;
   g_core.hsa_signal_store_relaxed_fn = signal_store;
   g_core.hsa_signal_store_screlease_fn = signal_store;
+  g_core.hsa_signal_silent_store_relaxed_fn = signal_store;
+  g_core.hsa_signal_silent_store_screlease_fn = signal_store;
   g_core.hsa_signal_wait_relaxed_fn = signal_wait;
   g_core.hsa_signal_wait_scacquire_fn = signal_wait;
   g_core.hsa_signal_add_relaxed_fn = signal_add;
@@ -1500,7 +1846,14 @@ static void table_fill(void) {
   g_amd.hsa_amd_memory_pool_allocate_fn = pool_allocate;
   g_amd.hsa_amd_memory_pool_free_fn = pool_free;
   g_amd.hsa_amd_agents_allow_access_fn = allow_access;
+  g_amd.hsa_amd_agent_memory_pool_get_info_fn = agent_pool_get_info;
+  g_amd.hsa_amd_memory_lock_fn = memory_lock;
+  g_amd.hsa_amd_memory_lock_to_pool_fn = memory_lock_to_pool;
+  g_amd.hsa_amd_memory_unlock_fn = memory_unlock;
+  g_amd.hsa_amd_profiling_async_copy_enable_fn = copy_profiling_enable;
+  g_amd.hsa_amd_profiling_get_async_copy_time_fn = copy_time;
   g_amd.hsa_amd_memory_async_copy_fn = async_copy;
+  g_amd.hsa_amd_memory_async_copy_rect_fn = async_copy_rect;
   g_amd.hsa_amd_queue_intercept_create_fn = intercept_create;
   g_amd.hsa_amd_queue_intercept_register_fn = intercept_register;
 }
@@ -1670,4 +2023,62 @@ EXPORT hsa_status_t hsa_amd_memory_async_copy(void *a, hsa_agent_t b, const void
 EXPORT hsa_status_t hsa_amd_agents_allow_access(uint32_t a, const hsa_agent_t *b, const uint32_t *c,
                                                 const void *d) {
   return g_amd.hsa_amd_agents_allow_access_fn(a, b, c, d);
+}
+EXPORT hsa_status_t hsa_amd_agent_memory_pool_get_info(hsa_agent_t a, hsa_amd_memory_pool_t b,
+                                                       hsa_amd_agent_memory_pool_info_t c,
+                                                       void *d) {
+  return g_amd.hsa_amd_agent_memory_pool_get_info_fn(a, b, c, d);
+}
+EXPORT hsa_status_t hsa_amd_memory_lock_to_pool(void *a, size_t b, hsa_agent_t *c, int d,
+                                                hsa_amd_memory_pool_t e, uint32_t f, void **g) {
+  return g_amd.hsa_amd_memory_lock_to_pool_fn(a, b, c, d, e, f, g);
+}
+EXPORT hsa_status_t hsa_amd_memory_lock(void *a, size_t b, hsa_agent_t *c, int d, void **e) {
+  return g_amd.hsa_amd_memory_lock_fn(a, b, c, d, e);
+}
+EXPORT hsa_status_t hsa_amd_memory_unlock(void *p) { return g_amd.hsa_amd_memory_unlock_fn(p); }
+EXPORT hsa_status_t hsa_amd_profiling_set_profiler_enabled(hsa_queue_t *q, int on) {
+  return g_amd.hsa_amd_profiling_set_profiler_enabled_fn(q, on);
+}
+EXPORT hsa_status_t hsa_amd_profiling_get_dispatch_time(hsa_agent_t a, hsa_signal_t b,
+                                                        hsa_amd_profiling_dispatch_time_t *c) {
+  return g_amd.hsa_amd_profiling_get_dispatch_time_fn(a, b, c);
+}
+EXPORT hsa_status_t hsa_amd_signal_async_handler(hsa_signal_t a, hsa_signal_condition_t b,
+                                                 hsa_signal_value_t c, hsa_amd_signal_handler d,
+                                                 void *e) {
+  return g_amd.hsa_amd_signal_async_handler_fn(a, b, c, d, e);
+}
+EXPORT hsa_status_t hsa_amd_signal_create(hsa_signal_value_t a, uint32_t b, const hsa_agent_t *c,
+                                          uint64_t d, hsa_signal_t *e) {
+  return g_amd.hsa_amd_signal_create_fn(a, b, c, d, e);
+}
+EXPORT hsa_signal_value_t hsa_signal_load_relaxed(hsa_signal_t s) {
+  return g_core.hsa_signal_load_relaxed_fn(s);
+}
+EXPORT void hsa_signal_add_relaxed(hsa_signal_t s, hsa_signal_value_t v) {
+  g_core.hsa_signal_add_relaxed_fn(s, v);
+}
+EXPORT void hsa_signal_subtract_relaxed(hsa_signal_t s, hsa_signal_value_t v) {
+  g_core.hsa_signal_subtract_relaxed_fn(s, v);
+}
+EXPORT void hsa_signal_silent_store_relaxed(hsa_signal_t s, hsa_signal_value_t v) {
+  g_core.hsa_signal_silent_store_relaxed_fn(s, v);
+}
+EXPORT uint64_t hsa_queue_load_read_index_relaxed(const hsa_queue_t *q) {
+  return g_core.hsa_queue_load_read_index_relaxed_fn(q);
+}
+EXPORT hsa_status_t hsa_amd_profiling_async_copy_enable(bool on) {
+  return g_amd.hsa_amd_profiling_async_copy_enable_fn(on);
+}
+EXPORT hsa_status_t hsa_amd_profiling_get_async_copy_time(hsa_signal_t a,
+                                                          hsa_amd_profiling_async_copy_time_t *b) {
+  return g_amd.hsa_amd_profiling_get_async_copy_time_fn(a, b);
+}
+EXPORT hsa_status_t hsa_amd_memory_async_copy_rect(const hsa_pitched_ptr_t *a, const hsa_dim3_t *b,
+                                                   const hsa_pitched_ptr_t *c, const hsa_dim3_t *d,
+                                                   const hsa_dim3_t *e, hsa_agent_t f,
+                                                   hsa_amd_copy_direction_t g, uint32_t h,
+                                                   const hsa_signal_t *i, hsa_signal_t j) {
+  return g_amd.hsa_amd_memory_async_copy_rect_fn(a, b, c, d, e, f, g, h, i, j);
 }

@@ -3,8 +3,10 @@
 
 A stand-in ROCr (standin_hsa.cpp, on ROCr's real headers) loads the tool as ROCr
 does (HSA_TOOLS_LIB, OnLoad with the API table), and hsa_app.c runs hipcc-built
-code objects (made without the plugin) through it as the HIP runtime would. The
-stand-in logs every kernel its "hardware" ran, with its code object, segment
+code objects (made without the plugin) through it as the HIP runtime would;
+hip_app.hip, built by plain hipcc, runs on a stand-in HIP (standin_hip.c) and on
+Debian's real HIP runtime over it (case real_hip). The
+stand-in logs every kernel its "hardware" ran (and every copy of its engine), with its code object, segment
 sizes, times and kernarg bytes; the checks below compare that log, the program's
 output and the trace against what the code objects' metadata (read by LLVM's
 llvm-readelf, not kerneldb) and the AQL rules say.
@@ -78,9 +80,15 @@ def build_all():
     inc = ["-I" + os.path.join(ROOT, "dh_comms", "include"), "-I" + os.path.join(ROOT, "tests", "common")]
     sh([os.path.join(LLVM_BIN, "clang"), "-std=c11", "-O1", "-fPIC", "-c"] + inc +
        [os.path.join(ROOT, "dh_comms", "device", "dh_device.c"), "-o", OUT + "/dh_device.o"])
+    # ROCr's symbol version, which Debian's libamdhip64 asks for (case_real_hip)
+    with open(OUT + "/rocr.map", "w") as f:
+        f.write("ROCR_1 { global: hsa_*; local: *; };\n")
+    sh(["cc", "-std=c11", "-O1", "-fPIC", "-Wall", "-Werror", "-c", HERE + "/standin_unsupported.c",
+        "-o", OUT + "/standin_unsupported.o"])
     sh([CXX, "-std=c++17", "-O1", "-g", "-shared", "-fPIC", "-fvisibility=hidden", "-Wall", "-Werror",
         "-DAMD_INTERNAL_BUILD", "-I/usr/include/hsa"] + inc +
-       [HERE + "/standin_hsa.cpp", OUT + "/dh_device.o", "-Wl,-soname,libhsa-runtime64.so.1",
+       [HERE + "/standin_hsa.cpp", OUT + "/standin_unsupported.o", OUT + "/dh_device.o",
+        "-Wl,-soname,libhsa-runtime64.so.1", "-Wl,--version-script," + OUT + "/rocr.map",
         "-o", OUT + "/libhsa-runtime64.so.1", "-lpthread", "-ldl"])
     if not os.path.exists(OUT + "/libhsa-runtime64.so"):
         os.symlink("libhsa-runtime64.so.1", OUT + "/libhsa-runtime64.so")
@@ -559,12 +567,13 @@ def case_variables():
         said = [ln for ln in err.splitlines()
                 if "copying the module variables of _Z4axpyfPKfPfi %s the cache's" % direction in ln]
         check(len(said) == 1 and said[0].endswith(then), "variables_refused: said once (%s): %s" % (direction, err))
-    # a handler the runtime refuses (hsa_app submits both dispatches before
-    # either completes: registrations 1 and 2 are the first dispatch's end
-    # and its copies' start): that dispatch runs as built (untimed where its
-    # end's handler was refused), the other is replaced, the answers exact
-    for nth, said, ops in (("1", "is not timed and runs as built: no async handler", 1),
-                           ("2", "runs as built: no async handler for its module variables' copies", 2)):
+    # a handler the runtime refuses (registrations 1 and 2 time the
+    # program's two copies of its variables; hsa_app submits both dispatches
+    # before either completes: 3 and 4 are the first dispatch's end and its
+    # copies' start): that dispatch runs as built (untimed where its end's
+    # handler was refused), the other is replaced, the answers exact
+    for nth, said, ops in (("3", "is not timed and runs as built: no async handler", 1),
+                           ("4", "runs as built: no async handler for its module variables' copies", 2)):
         name = "variables_handler_%s" % nth
         out, err, log, trace = run(name, co, args=["variables"],
                                    env={"NANO_KERNEL_CACHE": OUT + "/varcache", "FAKE_HSA_HANDLER_REFUSE": nth})
@@ -792,6 +801,105 @@ def case_hip_program():
 
 
 
+# The same calls as Debian's HIP 5.2 runtime reports them: its hipMemcpyPeer
+# calls hipMemcpy itself, and each call is reported.
+REAL_HIP_CALLS = [c for call in HIP_APP_CALLS
+                  for c in ([call, "hipMemcpy"] if call == "hipMemcpyPeer" else [call])]
+# The GPU work of hip_app on that runtime, in order, each with the call that
+# submitted it: the program's kernels, the runtime's own (a cooperative
+# launch's global wave sync set up first; a peer copy's blit kernel, under
+# the hipMemcpy inside it), and the copies its copy engines make (the
+# device-to-host ones and the 2D one; its small host-to-device copies are
+# written by the CPU and reach no engine).
+D2H, H2D = "CopyDeviceToHost", "CopyHostToDevice"
+REAL_HIP_WORK = [("hipLaunchKernel", "axpy"), ("hipLaunchKernel", "dyn"), ("hipMemcpy", D2H),
+                 ("hipMemcpy", D2H), ("hipModuleLaunchKernel", "axpy"), ("hipMemcpy", D2H),
+                 ("hipExtModuleLaunchKernel", "axpy"), ("hipMemcpy", D2H), ("hipGraphLaunch", "axpy"),
+                 ("hipGraphLaunch", "axpy"), ("hipMemcpy", D2H),
+                 ("hipLaunchCooperativeKernel", "__amd_rocclr_gwsInit"), ("hipLaunchCooperativeKernel", "axpy"),
+                 ("hipMemcpyDtoHAsync", D2H),
+                 ("hipLaunchCooperativeKernelMultiDevice", "__amd_rocclr_gwsInit"),
+                 ("hipLaunchCooperativeKernelMultiDevice", "axpy"), ("hipMemcpy", D2H),
+                 ("hipMemcpy2D", H2D), ("hipMemcpy", "__amd_rocclr_copyBuffer"),
+                 ("hipMemcpy", "__amd_rocclr_copyBuffer"), ("hipMemcpyWithStream", D2H)]
+REAL_HIP_KERNELS = [w for _, w in REAL_HIP_WORK if not w.startswith("Copy")]
+
+
+def case_real_hip():
+    """hip_app built by plain hipcc, on Debian's real HIP runtime
+    (libamdhip64.so.5: its device setup, memory pools, staging and SDMA
+    copies, blit and cooperative kernels, queues and signals, and the
+    roctracer callback spawner) over the stand-in ROCr: traced by the
+    preloaded tracer alone (which names itself in HSA_TOOLS_LIB), then with
+    the cache's twins (nanoprobe run -i -c DIR -a MemoryAnalysis)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NANO_", "HSA_", "RPDT_"))}
+    env.update(LD_LIBRARY_PATH=OUT, FAKE_HSA_LOG=OUT + "/real_hip.log", FAKE_SITES=sites("gfx90a"),
+               FAKE_HSA_COPY_LOG=OUT + "/real_hip_copies.log")
+    app = OUT + "/hip/hip_app"
+    # the runtime's comgr (ROCm 5.2) cannot name a code object v5's ISA: a v4 module
+    module = OUT + "/prog4.gfx90a.co"
+    ldd = sh(["ldd", app], env=env).stdout
+    hip = re.search(r"libamdhip64\.so\.5 => (\S+)", ldd)
+    check(hip and not hip.group(1).startswith(OUT) and re.search(r"libhsa-runtime64\.so\.1 => " +
+                                                                  re.escape(OUT), ldd),
+          "hip_app on the real HIP runtime over the stand-in ROCr:\n%s" % ldd)
+    for mode in ("alone", "preloaded", "twins"):
+        trace = "%s/real_hip_%s.rpd" % (OUT, mode)
+        for p in (trace, OUT + "/real_hip.log", OUT + "/real_hip_copies.log"):
+            if os.path.exists(p):
+                os.unlink(p)
+        cmd = [app, module, "graph"]
+        e = dict(env)
+        if mode == "preloaded":
+            preload = [os.environ["HSA_TEST_PRELOAD"]] if os.environ.get("HSA_TEST_PRELOAD") else []
+            e.update(LD_PRELOAD=":".join(preload + [RPD_LIB]), RPDT_FILENAME=trace)
+        elif mode == "twins":
+            cmd = [NANOPROBE, "run", "-q", "-o", trace, "-i", "-c", OUT + "/cache", "-a", "MemoryAnalysis",
+                   "-l", OUT + "/real_hip.txt", "--"] + cmd
+        r = subprocess.run(cmd, capture_output=True, text=True, env=e, timeout=120)
+        check(r.returncode == 0, "real HIP, %s: exit %d\n%s%s" % (mode, r.returncode, r.stdout, r.stderr))
+        expect_ok("real HIP " + mode, r.stdout, HIP_APP_OK)
+        log = [parse(ln) for ln in open(OUT + "/real_hip.log").read().splitlines()]
+        twin = "__nano_twin_" if mode == "twins" else ""
+        want = [k if k.startswith("__amd") else twin + {"axpy": "_Z4axpyfPKfPfi", "dyn": "_Z3dynPi"}[k] +
+                ("Pv" if twin else "") for k in REAL_HIP_KERNELS]
+        check([d["kernel"] for d in log] == want, "real HIP, %s: the kernels that ran: %s" %
+              (mode, [d["kernel"] for d in log]))
+        if mode == "alone":
+            continue
+        calls = [c[0] for c in rows(trace, "select apiName from api where domain = 'hip' order by start")]
+        check(calls == REAL_HIP_CALLS, "real HIP, %s: the program's HIP calls in order, through the "
+              "runtime's callbacks: %s" % (mode, calls))
+        shown = {"axpy": "axpy(float, float const*, float*, int)", "dyn": "dyn(int*)"}
+        mark = " [instrumented]" if mode == "twins" else ""
+        want = [(c, "", w) if w.startswith("Copy") else (c, shown[w] + mark if w in shown else w, "KernelExecution")
+                for c, w in REAL_HIP_WORK]
+        ops = rows(trace, "select a.apiName, o.description, o.opType, o.start, o.end from op o "
+                   "left join rocpd_api_ops ao on ao.op_id = o.id left join api a on a.id = ao.api_id "
+                   "order by o.start")
+        check([o[:3] for o in ops] == want and all(o[3] < o[4] for o in ops),
+              "real HIP, %s: every kernel and copy an op with its GPU times, linked to the call that "
+              "submitted it: %s" % (mode, ops))
+        # the copies' times are the engine's (its system domain is
+        # CLOCK_MONOTONIC_RAW, the trace's CLOCK_MONOTONIC)
+        skew = time.clock_gettime_ns(time.CLOCK_MONOTONIC) - time.clock_gettime_ns(time.CLOCK_MONOTONIC_RAW)
+        engine = [dict(f.split("=") for f in ln.split()[1:]) for ln in open(OUT + "/real_hip_copies.log")]
+        copies = [o for o in ops if o[2].startswith("Copy")]
+        check(len(engine) == len(copies) and
+              all(abs((o[4] - o[3]) - (int(c["end"]) - int(c["start"]))) <= 2 and
+                  abs(o[3] - int(c["start"]) - skew) < 2000000 for o, c in zip(copies, engine)),
+              "real HIP, %s: each copy's op has the engine's times: %s\n%s" % (mode, copies, engine))
+        if mode == "twins":
+            disp = rows(trace, "select d.kernel, d.aggregate, d.records, sum(m.accesses) "
+                        "from nano_dispatch d join nano_memory m on m.dispatch_id = d.id "
+                        "group by d.id order by d.id")
+            check(disp == [("_Z4axpyfPKfPfi", "device", 0, 3000), ("_Z3dynPi", "device", 0, 64)] +
+                  [("_Z4axpyfPKfPfi", "device", 0, 3000)] * 6,
+                  "real HIP, twins: the program's dispatches summed by the cache's twins: %s" % disp)
+    print("ok real_hip: Debian's HIP runtime over the stand-in ROCr: its calls through its callbacks, "
+          "every kernel (its own too) and engine copy an op linked to its call, the cache's twins swapped in")
+
+
 def case_plugin_program():
     """hip_app built with the plugin (hipcc), run by nanoprobe run -i (which
     also loads the HSA tool), on the stand-in HIP over the stand-in ROCr:
@@ -861,6 +969,6 @@ if __name__ == "__main__":
     which = sys.argv[12:] or ["plain_and_timed", "concurrent", "twins", "summed", "isa_width", "plain_cache",
                               "variables",
                               "mismatch_and_bad_cache", "full_pool", "shutdown", "two_tools", "nanoprobe_run", "hip_program",
-                              "plugin_program"]
+                              "plugin_program", "real_hip"]
     for c in which:
         globals()["case_" + c]()
