@@ -1303,6 +1303,13 @@ static struct gpu_context *gpu_prepare(int api_id, const void *twin, const char 
   if (api->capture_status(s, status) == 0 && *status != GPU_CAPTURE_NONE) {
     if (*status != GPU_CAPTURE_ACTIVE) /* an invalidated capture: the program's business */
       return NULL;
+    if (api->host_func_captured && !api->host_func_captured()) {
+      gpu_note("%s: captured into a graph, into which this %s runtime captures no host function "
+               "(HIP's hipLaunchHostFunc came with ROCm 5.3) as a twin's dispatch needs: it runs "
+               "uninstrumented in graphs",
+               name, api->backend);
+      return NULL;
+    }
     if (gpu_hand_capturing) /* nanoprobe's own (a kernel node added by hand): a failed twin
                                spoils only it */
       return gpu_context(api, s, 0);

@@ -124,6 +124,8 @@ struct gpu_api {
   int (*event_destroy)(void *e);
   /* fn(arg) once the stream's work so far is done; fn may not call the API. */
   int (*host_func)(void *s, void (*fn)(void *), void *arg);
+  /* Whether host_func can be captured into a graph; NULL: it can. */
+  int (*host_func_captured)(void);
   const char *(*error)(int rc);
   /* Kernel nodes added to a graph by hand; NULL where the API has no
    * twins for them (the program's kernel runs there). */

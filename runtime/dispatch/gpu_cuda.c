@@ -397,6 +397,7 @@ const struct gpu_api gpu_cuda_api = {
     cuda_event_ms,
     cuda_event_destroy,
     cuda_host_func,
+    NULL, /* host functions are captured (cuLaunchHostFunc) */
     cuda_error,
     &cuda_graph_ops,
 };

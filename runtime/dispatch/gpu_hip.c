@@ -11,6 +11,7 @@
 #include <dlfcn.h>
 #include <hip/hip_runtime_api.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "gpu.h"
@@ -40,9 +41,12 @@ static struct {
   __typeof__(&hipEventRecord) EventRecord;
   __typeof__(&hipEventElapsedTime) EventElapsedTime;
   __typeof__(&hipEventDestroy) EventDestroy;
-  __typeof__(&hipLaunchHostFunc) LaunchHostFunc;
   __typeof__(&hipGetErrorName) GetErrorName;
   __typeof__(&hipGetDeviceProperties) GetDeviceProperties; /* may stay NULL */
+  /* NULL before ROCm 5.3 (Debian's HIP 5.2): hip_host_func then runs the
+   * function from a stream callback, outside captures only */
+  __typeof__(&hipLaunchHostFunc) LaunchHostFunc;
+  __typeof__(&hipStreamAddCallback) StreamAddCallback;
 } hip;
 
 /* The graph calls kernel nodes added by hand need (hip_graph_ops), resolved
@@ -83,7 +87,6 @@ static const struct nano_symbol hip_fns[] = {
     HIP_FN(EventRecord, hipEventRecord),
     HIP_FN(EventElapsedTime, hipEventElapsedTime),
     HIP_FN(EventDestroy, hipEventDestroy),
-    HIP_FN(LaunchHostFunc, hipLaunchHostFunc),
     HIP_FN(GetErrorName, hipGetErrorName),
 };
 
@@ -125,6 +128,13 @@ static int hip_load(void) {
     return -1;
   }
   hipg_usable = !nano_symbols_resolve(h, hipg_fns, sizeof hipg_fns / sizeof hipg_fns[0], &hipg);
+  *(void **)&hip.LaunchHostFunc = dlsym(h, "hipLaunchHostFunc");
+  *(void **)&hip.StreamAddCallback = dlsym(h, "hipStreamAddCallback");
+  if (!hip.LaunchHostFunc && !hip.StreamAddCallback) {
+    fprintf(stderr, "nanoprobe: the HIP runtime has neither hipLaunchHostFunc nor "
+                    "hipStreamAddCallback; kernels run uninstrumented\n");
+    return -1;
+  }
   /* ROCm 6 names the ROCm 5 layout ...R0000. */
   *(void **)&hip.GetDeviceProperties = dlsym(h, "hipGetDevicePropertiesR0000");
   if (!hip.GetDeviceProperties)
@@ -223,9 +233,36 @@ static int hip_event_sync(void *e) { return hip.EventSynchronize(e); }
 static int hip_event_query(void *e) { return hip.EventQuery(e); }
 static int hip_event_ms(float *ms, void *a, void *b) { return hip.EventElapsedTime(ms, a, b); }
 static int hip_event_destroy(void *e) { return hip.EventDestroy(e); }
-static int hip_host_func(void *s, void (*fn)(void *), void *arg) {
-  return hip.LaunchHostFunc(s, fn, arg);
+/* A host function run from a stream callback (HIP before 5.3). */
+struct hip_callback {
+  void (*fn)(void *);
+  void *arg;
+};
+static void hip_callback_run(hipStream_t s, hipError_t status, void *data) {
+  (void)s, (void)status; /* the function ends what the stream's work began, whatever it did */
+  struct hip_callback c = *(struct hip_callback *)data;
+  free(data);
+  c.fn(c.arg);
 }
+/* fn(arg) once s's work before it is done, s's work after it waiting for it:
+ * hipLaunchHostFunc, or before ROCm 5.3 a stream callback, which HIP then
+ * does not capture into graphs (refused there: hipErrorNotSupported). */
+static int hip_host_func(void *s, void (*fn)(void *), void *arg) {
+  if (hip.LaunchHostFunc)
+    return hip.LaunchHostFunc(s, fn, arg);
+  int status;
+  if (hip_capture_status(s, &status) == hipSuccess && status != hipStreamCaptureStatusNone)
+    return hipErrorNotSupported;
+  struct hip_callback *c = malloc(sizeof *c);
+  if (!c)
+    return hipErrorOutOfMemory;
+  *c = (struct hip_callback){fn, arg};
+  hipError_t r = hip.StreamAddCallback(s, hip_callback_run, c, 0);
+  if (r != hipSuccess)
+    free(c);
+  return r;
+}
+static int hip_host_func_captured(void) { return hip.LaunchHostFunc != NULL; }
 static void hip_kernel_params_read(const void *params, struct gpu_kernel_params *out) {
   const hipKernelNodeParams *p = params;
   *out = (struct gpu_kernel_params){p->func,
@@ -331,6 +368,7 @@ const struct gpu_api gpu_hip_api = {
     hip_event_ms,
     hip_event_destroy,
     hip_host_func,
+    hip_host_func_captured,
     hip_error,
     &hip_graph_ops,
 };

@@ -55,8 +55,9 @@
  * be a loaded kernel. A violation is a fault: printed and the process aborts.
  *
  * The "hardware" cannot run AMDGPU code: it emulates HIP's own kernels that
- * the tests meet (__amd_rocclr_gwsInit: nothing; __amd_rocclr_copyBuffer and
- * copyBufferAligned as the device libraries' __amd_copyBuffer(Aligned)),
+ * the tests meet (__amd_rocclr_gwsInit: nothing; __amd_rocclr_copyBuffer,
+ * copyBufferAligned and fillBufferAligned as the device libraries'
+ * __amd_copyBuffer(Aligned) and __amd_fillBufferAligned),
  * faults on any other it does not know, and emulates the test kernels by name
  * (axpy: y = a*x + y, plus axpy_bias and axpy_count += n where its executable
  * has them (kernels_variable.hip); dyn: out[t] = the LDS word written by thread
@@ -1343,6 +1344,24 @@ static void emulate_blit_copy(int aligned, const hsa_kernel_dispatch_packet_t *p
   }
 }
 
+/* HIP's memset kernel (__amd_fillBufferAligned of the device libraries):
+ * the widest of its four buffer arguments that is set (ulong, uint, ushort,
+ * uchar) gives the element; each work-item id below size writes the
+ * pattern's patternSize elements at element id * patternSize + offset. */
+static void emulate_blit_fill(const hsa_kernel_dispatch_packet_t *p) {
+  static const uint32_t widths[4] = {1, 2, 4, 8};
+  int which = 3;
+  while (which > 0 && !kernarg_u64(p, 8 * (uint32_t)which))
+    which--;
+  unsigned char *buf = (unsigned char *)(uintptr_t)kernarg_u64(p, 8 * (uint32_t)which);
+  const unsigned char *pattern = (const unsigned char *)(uintptr_t)kernarg_u64(p, 32);
+  uint32_t count, width = widths[which];
+  memcpy(&count, (const char *)p->kernarg_address + 40, sizeof count);
+  uint64_t offset = kernarg_u64(p, 48), size = kernarg_u64(p, 56);
+  for (uint64_t id = 0; id < p->grid_size_x && id < size; id++)
+    memcpy(buf + (id * count + offset) * width, pattern, (size_t)count * width);
+}
+
 /* Runs the emulated kernel k of packet p; returns 0, or faults. */
 static void emulate(const Kernel *k, const hsa_kernel_dispatch_packet_t *p) {
   /* HIP's own: a cooperative launch's global wave sync set up first (the
@@ -1352,6 +1371,10 @@ static void emulate(const Kernel *k, const hsa_kernel_dispatch_packet_t *p) {
   if (!strcmp(k->name, "__amd_rocclr_copyBuffer.kd") ||
       !strcmp(k->name, "__amd_rocclr_copyBufferAligned.kd")) {
     emulate_blit_copy(strstr(k->name, "Aligned") != NULL, p);
+    return;
+  }
+  if (!strcmp(k->name, "__amd_rocclr_fillBufferAligned.kd")) {
+    emulate_blit_fill(p);
     return;
   }
   int twin = !strncmp(k->name, "__nano_twin_", 12);

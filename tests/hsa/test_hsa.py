@@ -896,8 +896,58 @@ def case_real_hip():
             check(disp == [("_Z4axpyfPKfPfi", "device", 0, 3000), ("_Z3dynPi", "device", 0, 64)] +
                   [("_Z4axpyfPKfPfi", "device", 0, 3000)] * 6,
                   "real HIP, twins: the program's dispatches summed by the cache's twins: %s" % disp)
+    real_hip_plugin(env)
     print("ok real_hip: Debian's HIP runtime over the stand-in ROCr: its calls through its callbacks, "
-          "every kernel (its own too) and engine copy an op linked to its call, the cache's twins swapped in")
+          "every kernel (its own too) and engine copy an op linked to its call, the cache's twins swapped in; "
+          "the plugin-built program's launches run their twins through the GPU back end on that runtime")
+
+
+def real_hip_plugin(env):
+    """hip_app built with the plugin, under nanoprobe run -i, on Debian's HIP
+    5.2: the GPU back end on the real runtime, which has no
+    hipLaunchHostFunc (a stream callback ends a twin's dispatch; in graphs
+    the original runs, said once)."""
+    app = OUT + "/hip/hip_app_plugin"
+    out = sh([KERNELDB, "sites", app, "--arch", "gfx90a"]).stdout
+    ids = [ln.split()[0] for w in ("hip_app.hip:20:25", "hip_app.hip:20:32", "hip_app.hip:20:19",
+                                   "hip_app.hip:26:20")
+           for ln in out.splitlines() if ln.split()[6:7] and ln.split()[6].endswith(w)]
+    check(len(ids) == 4, "the four sites in the program's code object:\n%s" % out)
+    trace = OUT + "/real_hip_plugin.rpd"
+    for p in (trace, OUT + "/real_hip.log"):
+        if os.path.exists(p):
+            os.unlink(p)
+    r = subprocess.run([NANOPROBE, "run", "-q", "-o", trace, "-i", "-a", "MemoryAnalysis", "-l",
+                        OUT + "/real_hip_plugin.txt", "--", app, OUT + "/prog4.gfx90a.co", "graph"],
+                       capture_output=True, text=True, timeout=120,
+                       env=dict(env, FAKE_SITES=" ".join(ids)))
+    check(r.returncode == 0, "real HIP, plugin: exit %d\n%s%s" % (r.returncode, r.stdout, r.stderr))
+    expect_ok("real HIP plugin", r.stdout, HIP_APP_OK)
+    said = [ln for ln in r.stderr.splitlines() if ln.startswith("nanoprobe") and "trace written" not in ln]
+    check(len(said) == 1 and "_Z4axpyfPKfPfi: captured into a graph, into which this hip runtime captures "
+          "no host function" in said[0], "real HIP, plugin: the graph's launch said once: %s" % said)
+    # the plugin's launches run their twins (hipLaunchKernel's two, the
+    # cooperative one); the module's, the graph's and the multi-device
+    # launch the original; the back end's own table zeroing (memsets: the
+    # runtime's fill kernel) is no op of the trace
+    twin, axpy, dyn = "__nano_twin_%sPv", "_Z4axpyfPKfPfi", "_Z3dynPi"
+    gws, copy = "__amd_rocclr_gwsInit", "__amd_rocclr_copyBuffer"
+    ran = [twin % axpy, twin % dyn, axpy, axpy, axpy, axpy, gws, twin % axpy, gws, axpy, copy, copy]
+    log = [parse(ln)["kernel"] for ln in open(OUT + "/real_hip.log").read().splitlines()]
+    check([k for k in log if k != "__amd_rocclr_fillBufferAligned"] == ran,
+          "real HIP, plugin: the kernels that ran: %s" % log)
+    shown_as = {twin % axpy: "axpy(float, float const*, float*, int) [instrumented]",
+                twin % dyn: "dyn(int*) [instrumented]", axpy: "axpy(float, float const*, float*, int)"}
+    ops = [o[0] for o in rows(trace, "select description from op where opType = 'KernelExecution' "
+                                     "order by start")]
+    check(ops == [shown_as.get(k, k) for k in ran], "real HIP, plugin: one op per kernel, named: %s" % ops)
+    calls = [c[0] for c in rows(trace, "select apiName from api where domain = 'hip' order by start")]
+    check(calls == REAL_HIP_CALLS, "real HIP, plugin: the program's HIP calls only, in order: %s" % calls)
+    disp = rows(trace, "select d.kernel, d.backend, d.aggregate, d.records, group_concat(m.accesses) "
+                "from nano_dispatch d join nano_memory m on m.dispatch_id = d.id group by d.id order by d.id")
+    a3 = ("hip", "device", 0, "1000,1000,1000")
+    check(disp == [(axpy,) + a3, (dyn, "hip", "device", 0, "64"), (axpy,) + a3],
+          "real HIP, plugin: the twins' dispatches, summed on the device, every access: %s" % disp)
 
 
 def case_plugin_program():
