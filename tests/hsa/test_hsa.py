@@ -743,12 +743,7 @@ def case_hip_program():
               "its kernel's op linked to it: %s" % (mode, launches))
         copies = rows(trace, "select c.size, c.kind, c.sync from api a join rocpd_copyapi c on c.api_ptr_id = a.id "
                       "order by a.start")
-        # hipMemcpyDeviceToDevice is 3; a 2D copy's size is its width times its height
-        check(copies == [(4000, 1, 1), (4000, 1, 1), (4000, 2, 1), (256, 2, 1), (4000, 2, 1), (4000, 2, 1),
-                         (4000, 1, 1), (4000, 2, 1), (4000, 1, 1), (4000, 2, 0), (4000, 2, 1),
-                         (40 * 4 * 25, 1, 1),
-                         (256, 3, 1), (256, 3, 1), (4000, 2, 0)],
-              "hip_app %s: the copies' sizes and kinds: %s" % (mode, copies))
+        check(copies == HIP_APP_COPIES, "hip_app %s: the copies' sizes and kinds: %s" % (mode, copies))
         shapes = rows(trace, "select a.apiName, c.width, c.height, c.dstDevice, c.srcDevice, c.stream "
                       "from api a join rocpd_copyapi c on c.api_ptr_id = a.id where a.apiName in "
                       "('hipMemcpy2D', 'hipMemcpyPeer', 'hipMemcpyWithStream') order by a.start")
@@ -801,6 +796,11 @@ def case_hip_program():
 
 
 
+# hip_app's copies (size, kind, sync) in order: hipMemcpyDeviceToDevice is 3;
+# a 2D copy's size is its width times its height.
+HIP_APP_COPIES = [(4000, 1, 1), (4000, 1, 1), (4000, 2, 1), (256, 2, 1), (4000, 2, 1), (4000, 2, 1),
+                  (4000, 1, 1), (4000, 2, 1), (4000, 1, 1), (4000, 2, 0), (4000, 2, 1), (40 * 4 * 25, 1, 1),
+                  (256, 3, 1), (256, 3, 1), (4000, 2, 0)]
 # The same calls as Debian's HIP 5.2 runtime reports them: its hipMemcpyPeer
 # calls hipMemcpy itself, and each call is reported.
 REAL_HIP_CALLS = [c for call in HIP_APP_CALLS
@@ -870,6 +870,35 @@ def case_real_hip():
         calls = [c[0] for c in rows(trace, "select apiName from api where domain = 'hip' order by start")]
         check(calls == REAL_HIP_CALLS, "real HIP, %s: the program's HIP calls in order, through the "
               "runtime's callbacks: %s" % (mode, calls))
+        # their arguments as the real runtime wrote them: copies (a peer
+        # copy's and the hipMemcpy inside it), launches, allocations
+        copies = rows(trace, "select c.size, c.kind, c.sync from api a join rocpd_copyapi c "
+                      "on c.api_ptr_id = a.id order by a.start")
+        check(copies == [c for copy in HIP_APP_COPIES for c in [copy] * (2 if copy[1] == 3 else 1)],
+              "real HIP, %s: the copies' sizes and kinds: %s" % (mode, copies))
+        launches = rows(trace, "select a.apiName, k.gridX, k.workgroupX, k.groupSegmentSize, s.string "
+                        "from api a join rocpd_kernelapi k on k.api_ptr_id = a.id "
+                        "join rocpd_string s on s.id = k.kernelName_id order by a.start")
+        axpy, dyn = "axpy(float, float const*, float*, int)", "dyn(int*)"
+        check(launches == [("hipLaunchKernel", 1024, 256, 0, axpy), ("hipLaunchKernel", 64, 64, 256, dyn),
+                           ("hipModuleLaunchKernel", 1024, 256, 0, axpy),
+                           ("hipExtModuleLaunchKernel", 1024, 256, 0, axpy),
+                           ("hipLaunchKernel", 1024, 256, 0, axpy),
+                           ("hipLaunchCooperativeKernel", 1024, 256, 0, axpy),
+                           ("hipLaunchCooperativeKernelMultiDevice", 1024, 256, 0, axpy)],
+              "real HIP, %s: each launch's grid, workgroup, LDS and kernel: %s" % (mode, launches))
+        allocs = [a[0] for a in rows(trace, "select args from api where apiName in ('hipMalloc', 'hipFree') "
+                                     "order by start")]
+        check(len(allocs) == 6 and all(re.fullmatch(r"ptr=0x[0-9a-f]+ \| size=0x(fa0|100)", a)
+                                       for a in allocs[:3]) and
+              [a.split(" |")[0] for a in allocs[:3]] == allocs[3:],
+              "real HIP, %s: hipMalloc's and hipFree's args: %s" % (mode, allocs))
+        g = subprocess.run([RPD, "graph", trace], capture_output=True, text=True, timeout=120)
+        check(g.returncode == 0 and rows(trace, "select count(*) from ext_graph") == [(1,)] and
+              rows(trace, "select count(*) from graphLaunch") == [(2,)] and
+              rows(trace, "select count(*) from ext_graph_kernelapis") == [(1,)],
+              "real HIP, %s: rpd graph finds one graph of one kernel, launched twice:\n%s%s" %
+              (mode, g.stdout, g.stderr))
         shown = {"axpy": "axpy(float, float const*, float*, int)", "dyn": "dyn(int*)"}
         mark = " [instrumented]" if mode == "twins" else ""
         want = [(c, "", w) if w.startswith("Copy") else (c, shown[w] + mark if w in shown else w, "KernelExecution")
