@@ -17,8 +17,10 @@ __global__ void axpy(float a, const float *x, float *y, int n) {
 int main(int argc, char **argv) {
   const int n = 256, launches = argc > 1 ? atoi(argv[1]) : 1000;
   float *x, *y, hy[n];
-  if (hipMalloc(&x, n * sizeof(float)) != hipSuccess || hipMalloc(&y, n * sizeof(float)) != hipSuccess ||
-      hipMemset(x, 0, n * sizeof(float)) != hipSuccess || hipMemset(y, 0, n * sizeof(float)) != hipSuccess)
+  if (hipMalloc(&x, n * sizeof(float)) != hipSuccess ||
+      hipMalloc(&y, n * sizeof(float)) != hipSuccess ||
+      hipMemset(x, 0, n * sizeof(float)) != hipSuccess ||
+      hipMemset(y, 0, n * sizeof(float)) != hipSuccess)
     return 1;
   axpy<<<1, n>>>(1.0f, x, y, n); // the runtime's and the tool's set-up, untimed
   if (hipDeviceSynchronize() != hipSuccess)
@@ -29,7 +31,8 @@ int main(int argc, char **argv) {
     if (hipDeviceSynchronize() != hipSuccess)
       return 1;
   }
-  double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+  double ns =
+      std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
   if (hipMemcpy(hy, y, sizeof hy, hipMemcpyDeviceToHost) != hipSuccess)
     return 1;
   std::printf("%s %d launches, ns per launch %.0f\n", hy[0] == 0.0f ? "ok" : "WRONG", launches,
