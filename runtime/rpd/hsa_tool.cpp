@@ -277,13 +277,9 @@ static void hsa_clock_init(void) {
   }
 }
 
-/* An agent's tick on the trace's clock; -1 when the runtime cannot say. */
-static int64_t hsa_trace_time(uint64_t agent, uint64_t tick) {
-  uint64_t sys;
-  hsa_agent_t a = {agent};
-  if (g_hsa.amd.hsa_amd_profiling_convert_tick_to_system_domain_fn(a, tick, &sys) !=
-      HSA_STATUS_SUCCESS)
-    return -1;
+/* A time of HSA's system clock domain (what the runtime's profiling calls
+ * give, dispatches' and copies' alike) on the trace's clock. */
+static int64_t hsa_trace_time(uint64_t sys) {
   return (int64_t)((double)sys * g_hsa.ns_per_tick) + g_hsa.offset;
 }
 
@@ -1323,8 +1319,8 @@ static bool hsa_complete(hsa_signal_value_t value, void *arg) {
   int64_t start = -1, end = -1;
   if (g_hsa.amd.hsa_amd_profiling_get_dispatch_time_fn({p->queue->agent}, p->ours, &t) ==
       HSA_STATUS_SUCCESS) {
-    start = hsa_trace_time(p->queue->agent, t.start);
-    end = hsa_trace_time(p->queue->agent, t.end);
+    start = hsa_trace_time(t.start);
+    end = hsa_trace_time(t.end);
   }
   if (start < 0 || end < start)
     start = end = rpd_now(); /* no profiling times: the completion's */
@@ -1637,8 +1633,8 @@ static bool hsa_copy_done(hsa_signal_value_t value, void *arg) {
   hsa_amd_profiling_async_copy_time_t t;
   int64_t start = -1, end = -1;
   if (g_hsa.amd.hsa_amd_profiling_get_async_copy_time_fn(c->ours, &t) == HSA_STATUS_SUCCESS) {
-    start = (int64_t)((double)t.start * g_hsa.ns_per_tick) + g_hsa.offset;
-    end = (int64_t)((double)t.end * g_hsa.ns_per_tick) + g_hsa.offset;
+    start = hsa_trace_time(t.start);
+    end = hsa_trace_time(t.end);
   }
   if (start < 0 || end < start)
     start = end = rpd_now(); /* no profiling times: the completion's */

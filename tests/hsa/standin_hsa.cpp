@@ -42,11 +42,16 @@
  *     refused (out of resources);
  *   - FAKE_HSA_HANDLER_REFUSE=N: the Nth async handler registration is
  *     refused (out of resources);
- *   - profiling: a queue with it on stores each dispatch's start and end, in
- *     the agent's ticks (100 MHz, their own epoch), in the completion signal;
- *     hsa_amd_profiling_convert_tick_to_system_domain and
- *     HSA_SYSTEM_INFO_TIMESTAMP(_FREQUENCY) convert them (the system domain
- *     is CLOCK_MONOTONIC_RAW in ns).
+ *   - profiling: a queue with it on stores each packet's start and end (a
+ *     dispatch's, a barrier's) in its completion signal, which
+ *     hsa_amd_profiling_get_dispatch_time gives in the HSA system clock
+ *     domain, as ROCr documents and does (it translates the GPU's clock);
+ *     the system domain is CLOCK_MONOTONIC_RAW in ns
+ *     (HSA_SYSTEM_INFO_TIMESTAMP(_FREQUENCY)); agent ticks (100 MHz, their
+ *     own epoch) only for hsa_amd_profiling_convert_tick_to_system_domain.
+ *     (Until 2026-11-28 dispatch times were given in agent ticks, and the
+ *     tool converted them as such: Debian's HIP runtime over the stand-in
+ *     read its events' times 10x short, which showed both wrong.)
  *
  * Strict where ROCr's rules are: a dispatch's kernarg segment must lie in
  * kernarg-pool memory the GPU was allowed to access, its group segment must
@@ -144,7 +149,6 @@ static uint64_t raw_ns(void) {
   clock_gettime(CLOCK_MONOTONIC_RAW, &t);
   return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
-static uint64_t agent_ticks(void) { return TICK_BASE + raw_ns() / TICK_NS; }
 
 static uint32_t gpu_mach(void) {
   const char *a = getenv("FAKE_HSA_ARCH");
@@ -159,7 +163,7 @@ struct Signal {
   int64_t value;
   pthread_mutex_t m;
   pthread_cond_t c;
-  uint64_t start, end; /* agent ticks of the dispatch that completed it */
+  uint64_t start, end; /* system domain: the packet or copy that completed it */
   int timed;
   struct Queue *doorbell_of;
 };
@@ -1515,8 +1519,7 @@ static void log_dispatch(Queue *q, const Kernel *k, const hsa_kernel_dispatch_pa
           q->id, (int)strlen(k->name) - 3, k->name, (unsigned long long)k->image, p->grid_size_x, p->grid_size_y, p->grid_size_z,
           p->workgroup_size_x, p->workgroup_size_y, p->workgroup_size_z, p->group_segment_size,
           p->private_segment_size, p->completion_signal.handle != 0,
-          (unsigned long long)((start - TICK_BASE) * TICK_NS),
-          (unsigned long long)((end - TICK_BASE) * TICK_NS));
+          (unsigned long long)start, (unsigned long long)end);
   for (uint32_t i = 0; i < n; i++)
     fprintf(f, "%02x", ((const unsigned char *)p->kernarg_address)[i]);
   fputc('\n', f);
@@ -1537,13 +1540,13 @@ static void run_dispatch(Queue *q, const hsa_kernel_dispatch_packet_t *p) {
   if (p->group_segment_size < kd_word(k, KD_GROUP) || p->private_segment_size < kd_word(k, KD_PRIVATE))
     fault("%s: segments %u/%u below the kernel's %u/%u", k->name, p->group_segment_size,
           p->private_segment_size, kd_word(k, KD_GROUP), kd_word(k, KD_PRIVATE));
-  uint64_t start = agent_ticks();
+  uint64_t start = raw_ns();
   emulate(k, p);
   const char *us = getenv("FAKE_HSA_KERNEL_US");
   long wait_us = us ? atol(us) : 200;
-  while ((agent_ticks() - start) * TICK_NS < (uint64_t)wait_us * 1000)
+  while (raw_ns() - start < (uint64_t)wait_us * 1000)
     usleep(50);
-  uint64_t end = agent_ticks();
+  uint64_t end = raw_ns();
   log_dispatch(q, k, p, start, end);
   if (p->completion_signal.handle) {
     Signal *s = sig(p->completion_signal);
@@ -1557,12 +1560,19 @@ static void run_dispatch(Queue *q, const hsa_kernel_dispatch_packet_t *p) {
 }
 
 static void run_barrier(Queue *q, const hsa_barrier_and_packet_t *p) {
-  (void)q;
+  uint64_t start = raw_ns();
   for (int i = 0; i < 5; i++)
     if (p->dep_signal[i].handle)
       signal_wait(p->dep_signal[i], HSA_SIGNAL_CONDITION_EQ, 0, UINT64_MAX, HSA_WAIT_STATE_BLOCKED);
-  if (p->completion_signal.handle)
+  if (p->completion_signal.handle) {
+    Signal *s = sig(p->completion_signal);
+    if (q->profiling) { /* as any packet's, a barrier's times in its signal */
+      pthread_mutex_lock(&s->m);
+      s->start = start, s->end = raw_ns(), s->timed = 1;
+      pthread_mutex_unlock(&s->m);
+    }
     signal_sub(p->completion_signal, 1);
+  }
 }
 
 static void *processor_main(void *arg) {
