@@ -113,6 +113,10 @@ def build_all():
                         OUT + "/hip/hip_app"], capture_output=True, text=True)
     if r.returncode != 0:
         fail("hipcc hip_app.hip: %s%s" % (r.stdout, r.stderr))
+    r = subprocess.run([HIPCC, "--offload-arch=gfx90a", "-O2", HERE + "/hip_vars.hip", "-o",
+                        OUT + "/hip/hip_vars"], capture_output=True, text=True)
+    if r.returncode != 0:
+        fail("hipcc hip_vars.hip: %s%s" % (r.stdout, r.stderr))
     # the same program built with the plugin (nanoprobe cc picks the one
     # matching hipcc's LLVM)
     sh([NANOPROBE, "cc", "--", HIPCC, "--offload-arch=gfx90a", "-O2", "-g", HERE + "/hip_app.hip",
@@ -926,9 +930,37 @@ def case_real_hip():
                   [("_Z4axpyfPKfPfi", "device", 0, 3000)] * 6,
                   "real HIP, twins: the program's dispatches summed by the cache's twins: %s" % disp)
     real_hip_plugin(env)
+    real_hip_variables(env)
     print("ok real_hip: Debian's HIP runtime over the stand-in ROCr: its calls through its callbacks, "
           "every kernel (its own too) and engine copy an op linked to its call, the cache's twins swapped in; "
           "the plugin-built program's launches run their twins through the GPU back end on that runtime")
+
+
+def real_hip_variables(env):
+    """Module variables on Debian's HIP runtime: the program sets and reads
+    them (hipMemcpyToSymbol, FromSymbol); the kernel cache's kernels, plain
+    and twins, compute with them and leave their writes there."""
+    app, cache = OUT + "/hip/hip_vars", OUT + "/varcache"
+    cached = fnv64(OUT + "/varcache.gfx90a.co")
+    for mode in ("alone", "plain", "twins"):
+        log = OUT + "/real_hip_vars.log"
+        if os.path.exists(log):
+            os.unlink(log)
+        e = dict(env, FAKE_HSA_LOG=log, RPDT_FILENAME=OUT + "/real_hip_vars.rpd")
+        cmd = [app]
+        if mode == "plain":
+            e.update(LD_PRELOAD=RPD_LIB, NANO_KERNEL_CACHE=cache)
+        elif mode == "twins":
+            cmd = [NANOPROBE, "run", "-q", "-f", "-o", OUT + "/real_hip_vars.rpd", "-i", "-c", cache, "--"] + cmd
+        r = subprocess.run(cmd, capture_output=True, text=True, env=e, timeout=120)
+        check(r.returncode == 0 and "ok hip variables count 2005 " in r.stdout,
+              "real HIP variables, %s: the program's bias used, its count bumped twice:\n%s%s" %
+              (mode, r.stdout, r.stderr))
+        ran = [parse(ln) for ln in open(log).read().splitlines()]
+        kernel = "__nano_twin__Z4axpyfPKfPfiPv" if mode == "twins" else "_Z4axpyfPKfPfi"
+        check([d["kernel"] for d in ran] == [kernel] * 2 and
+              all((d["image"] == cached) == (mode != "alone") for d in ran),
+              "real HIP variables, %s: the kernels that ran, the cache's or the program's: %s" % (mode, ran))
 
 
 def real_hip_plugin(env):
