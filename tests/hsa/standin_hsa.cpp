@@ -580,15 +580,18 @@ static hsa_status_t copy_profiling_enable(bool on) {
   __atomic_store_n(&g_copy_profiling, on, __ATOMIC_RELAXED);
   return HSA_STATUS_SUCCESS;
 }
-static hsa_status_t copy_time(hsa_signal_t h, hsa_amd_profiling_async_copy_time_t *t) {
-  if (!t)
-    return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+/* The times of what last completed signal h (a profiled packet's or copy's,
+ * system domain), or HSA_STATUS_ERROR when nothing timed it. */
+static hsa_status_t signal_times(hsa_signal_t h, uint64_t *start, uint64_t *end) {
   Signal *s = sig(h);
   pthread_mutex_lock(&s->m);
   int timed = s->timed;
-  t->start = s->start, t->end = s->end;
+  *start = s->start, *end = s->end;
   pthread_mutex_unlock(&s->m);
   return timed ? HSA_STATUS_SUCCESS : HSA_STATUS_ERROR;
+}
+static hsa_status_t copy_time(hsa_signal_t h, hsa_amd_profiling_async_copy_time_t *t) {
+  return t ? signal_times(h, &t->start, &t->end) : HSA_STATUS_ERROR_INVALID_ARGUMENT;
 }
 
 /* FAKE_HSA_COPY_LOG: a file that gets one line per copy the engine made:
@@ -747,28 +750,63 @@ static hsa_status_t iterate_agents(hsa_status_t (*cb)(hsa_agent_t, void *), void
     rc = cb({GPU_AGENT}, data);
   return rc == HSA_STATUS_INFO_BREAK ? HSA_STATUS_SUCCESS : rc;
 }
+/* The agents' uint32_t attributes a HIP runtime asks for: the GPU's (an
+ * MI210's) and the CPU's. */
+static const struct {
+  int what;
+  uint32_t gpu, cpu;
+} agent_u32[] = {
+    {HSA_AGENT_INFO_QUEUE_MAX_SIZE, 4096, 4096},
+    {HSA_AGENT_INFO_BASE_PROFILE_DEFAULT_FLOAT_ROUNDING_MODES, HSA_DEFAULT_FLOAT_ROUNDING_MODE_NEAR, HSA_DEFAULT_FLOAT_ROUNDING_MODE_NEAR},
+    {HSA_AGENT_INFO_WORKGROUP_MAX_SIZE, 1024, 0},
+    {HSA_AGENT_INFO_GRID_MAX_SIZE, UINT32_MAX, UINT32_MAX},
+    {HSA_AGENT_INFO_FBARRIER_MAX_SIZE, 32, 32},
+    {HSA_AGENT_INFO_QUEUES_MAX, 128, 0},
+    {HSA_AGENT_INFO_QUEUE_MIN_SIZE, 64, 0},
+    {HSA_AGENT_INFO_NODE, 1, 0},
+    {HSA_AMD_AGENT_INFO_CACHELINE_SIZE, 128, 64},
+    {HSA_AMD_AGENT_INFO_COMPUTE_UNIT_COUNT, 104, 2},
+    {HSA_AMD_AGENT_INFO_MAX_CLOCK_FREQUENCY, 1700, 1700},
+    {HSA_AMD_AGENT_INFO_DRIVER_NODE_ID, 1, 0},
+    {HSA_AMD_AGENT_INFO_BDFID, 0x300, 0}, /* bus 3, device 0, function 0 */
+    {HSA_AMD_AGENT_INFO_MEMORY_WIDTH, 4096, 4096},
+    {HSA_AMD_AGENT_INFO_MEMORY_MAX_FREQUENCY, 1600, 1600},
+    {HSA_AMD_AGENT_INFO_MAX_WAVES_PER_CU, 32, 32},
+    {HSA_AMD_AGENT_INFO_NUM_SIMDS_PER_CU, 4, 4},
+    {HSA_AMD_AGENT_INFO_NUM_SHADER_ENGINES, 8, 8},
+    {HSA_AMD_AGENT_INFO_NUM_SHADER_ARRAYS_PER_SE, 1, 1},
+    {HSA_AMD_AGENT_INFO_DOMAIN, 0, 0},
+    {HSA_AMD_AGENT_INFO_ASIC_REVISION, 1, 1},
+    {HSA_AMD_AGENT_INFO_COOPERATIVE_COMPUTE_UNIT_COUNT, 104, 0},
+};
+
+/* A string attribute: text in a field of `bytes`, zero-filled. */
+static hsa_status_t agent_string(void *out, size_t bytes, const char *text) {
+  memset(out, 0, bytes);
+  memcpy(out, text, strnlen(text, bytes - 1));
+  return HSA_STATUS_SUCCESS;
+}
+
 static hsa_status_t agent_get_info(hsa_agent_t a, hsa_agent_info_t what, void *out) {
   if (a.handle != CPU_AGENT && a.handle != GPU_AGENT)
     return HSA_STATUS_ERROR_INVALID_AGENT;
   int gpu = a.handle == GPU_AGENT;
+  for (size_t i = 0; i < sizeof agent_u32 / sizeof agent_u32[0]; i++)
+    if (agent_u32[i].what == (int)what) {
+      *(uint32_t *)out = gpu ? agent_u32[i].gpu : agent_u32[i].cpu;
+      return HSA_STATUS_SUCCESS;
+    }
   switch ((int)what) {
   case HSA_AGENT_INFO_NAME:
-    memset(out, 0, 64);
-    strcpy((char *)out, gpu ? gpu_name() : "stand-in CPU");
-    return HSA_STATUS_SUCCESS;
+    return agent_string(out, 64, gpu ? gpu_name() : "stand-in CPU");
   case HSA_AGENT_INFO_DEVICE:
     *(hsa_device_type_t *)out = gpu ? HSA_DEVICE_TYPE_GPU : HSA_DEVICE_TYPE_CPU;
     return HSA_STATUS_SUCCESS;
   case HSA_AGENT_INFO_WAVEFRONT_SIZE:
     *(uint32_t *)out = gpu_mach() == MACH_GFX1030 ? 32 : 64;
     return HSA_STATUS_SUCCESS;
-  case HSA_AGENT_INFO_QUEUE_MAX_SIZE:
-    *(uint32_t *)out = 4096;
-    return HSA_STATUS_SUCCESS;
   case HSA_AGENT_INFO_VENDOR_NAME:
-    memset(out, 0, 64);
-    strcpy((char *)out, gpu ? "AMD" : "CPU");
-    return HSA_STATUS_SUCCESS;
+    return agent_string(out, 64, gpu ? "AMD" : "CPU");
   case HSA_AGENT_INFO_FEATURE:
     *(hsa_agent_feature_t *)out = gpu ? HSA_AGENT_FEATURE_KERNEL_DISPATCH : (hsa_agent_feature_t)0;
     return HSA_STATUS_SUCCESS;
@@ -781,9 +819,6 @@ static hsa_status_t agent_get_info(hsa_agent_t a, hsa_agent_info_t what, void *o
   case HSA_AGENT_INFO_DEFAULT_FLOAT_ROUNDING_MODE:
     *(hsa_default_float_rounding_mode_t *)out = HSA_DEFAULT_FLOAT_ROUNDING_MODE_NEAR;
     return HSA_STATUS_SUCCESS;
-  case HSA_AGENT_INFO_BASE_PROFILE_DEFAULT_FLOAT_ROUNDING_MODES:
-    *(uint32_t *)out = HSA_DEFAULT_FLOAT_ROUNDING_MODE_NEAR;
-    return HSA_STATUS_SUCCESS;
   case HSA_AGENT_INFO_FAST_F16_OPERATION:
     *(bool *)out = gpu;
     return HSA_STATUS_SUCCESS;
@@ -792,29 +827,11 @@ static hsa_status_t agent_get_info(hsa_agent_t a, hsa_agent_info_t what, void *o
     memcpy(out, dims, sizeof dims);
     return HSA_STATUS_SUCCESS;
   }
-  case HSA_AGENT_INFO_WORKGROUP_MAX_SIZE:
-    *(uint32_t *)out = gpu ? 1024 : 0;
-    return HSA_STATUS_SUCCESS;
   case HSA_AGENT_INFO_GRID_MAX_DIM:
     *(hsa_dim3_t *)out = {UINT32_MAX, UINT32_MAX, UINT32_MAX};
     return HSA_STATUS_SUCCESS;
-  case HSA_AGENT_INFO_GRID_MAX_SIZE:
-    *(uint32_t *)out = UINT32_MAX;
-    return HSA_STATUS_SUCCESS;
-  case HSA_AGENT_INFO_FBARRIER_MAX_SIZE:
-    *(uint32_t *)out = 32;
-    return HSA_STATUS_SUCCESS;
-  case HSA_AGENT_INFO_QUEUES_MAX:
-    *(uint32_t *)out = gpu ? 128 : 0;
-    return HSA_STATUS_SUCCESS;
-  case HSA_AGENT_INFO_QUEUE_MIN_SIZE:
-    *(uint32_t *)out = gpu ? 64 : 0;
-    return HSA_STATUS_SUCCESS;
   case HSA_AGENT_INFO_QUEUE_TYPE:
     *(hsa_queue_type32_t *)out = HSA_QUEUE_TYPE_MULTI;
-    return HSA_STATUS_SUCCESS;
-  case HSA_AGENT_INFO_NODE:
-    *(uint32_t *)out = gpu;
     return HSA_STATUS_SUCCESS;
   case HSA_AGENT_INFO_CACHE_SIZE: {
     const uint32_t sizes[4] = {16 << 10, 8 << 20, 0, 0};
@@ -834,66 +851,20 @@ static hsa_status_t agent_get_info(hsa_agent_t a, hsa_agent_info_t what, void *o
   case HSA_AMD_AGENT_INFO_CHIP_ID: /* an MI210's (gfx90a), an RX 6800's (gfx1030) */
     *(uint32_t *)out = gpu ? (gpu_mach() == MACH_GFX1030 ? 0x73bf : 0x740f) : 0;
     return HSA_STATUS_SUCCESS;
-  case HSA_AMD_AGENT_INFO_CACHELINE_SIZE:
-    *(uint32_t *)out = gpu ? 128 : 64;
-    return HSA_STATUS_SUCCESS;
-  case HSA_AMD_AGENT_INFO_COMPUTE_UNIT_COUNT:
-    *(uint32_t *)out = gpu ? 104 : 2;
-    return HSA_STATUS_SUCCESS;
-  case HSA_AMD_AGENT_INFO_MAX_CLOCK_FREQUENCY:
-    *(uint32_t *)out = 1700;
-    return HSA_STATUS_SUCCESS;
-  case HSA_AMD_AGENT_INFO_DRIVER_NODE_ID:
-    *(uint32_t *)out = gpu;
-    return HSA_STATUS_SUCCESS;
-  case HSA_AMD_AGENT_INFO_BDFID: /* bus 3, device 0, function 0 */
-    *(uint32_t *)out = gpu ? 0x300 : 0;
-    return HSA_STATUS_SUCCESS;
-  case HSA_AMD_AGENT_INFO_MEMORY_WIDTH:
-    *(uint32_t *)out = 4096;
-    return HSA_STATUS_SUCCESS;
-  case HSA_AMD_AGENT_INFO_MEMORY_MAX_FREQUENCY:
-    *(uint32_t *)out = 1600;
-    return HSA_STATUS_SUCCESS;
   case HSA_AMD_AGENT_INFO_PRODUCT_NAME:
-    memset(out, 0, 64);
-    strcpy((char *)out, gpu ? "stand-in GPU" : "stand-in CPU");
-    return HSA_STATUS_SUCCESS;
-  case HSA_AMD_AGENT_INFO_MAX_WAVES_PER_CU:
-    *(uint32_t *)out = 32;
-    return HSA_STATUS_SUCCESS;
-  case HSA_AMD_AGENT_INFO_NUM_SIMDS_PER_CU:
-    *(uint32_t *)out = 4;
-    return HSA_STATUS_SUCCESS;
-  case HSA_AMD_AGENT_INFO_NUM_SHADER_ENGINES:
-    *(uint32_t *)out = 8;
-    return HSA_STATUS_SUCCESS;
-  case HSA_AMD_AGENT_INFO_NUM_SHADER_ARRAYS_PER_SE:
-    *(uint32_t *)out = 1;
-    return HSA_STATUS_SUCCESS;
+    return agent_string(out, 64, gpu ? "stand-in GPU" : "stand-in CPU");
   case HSA_AMD_AGENT_INFO_HDP_FLUSH: { /* the host data path's flush registers: words here */
     static uint32_t mem_flush, reg_flush;
     *(hsa_amd_hdp_flush_t *)out = {gpu ? &mem_flush : NULL, gpu ? &reg_flush : NULL};
     return HSA_STATUS_SUCCESS;
   }
-  case HSA_AMD_AGENT_INFO_DOMAIN:
-    *(uint32_t *)out = 0;
-    return HSA_STATUS_SUCCESS;
   case HSA_AMD_AGENT_INFO_COOPERATIVE_QUEUES:
     *(bool *)out = gpu;
     return HSA_STATUS_SUCCESS;
   case HSA_AMD_AGENT_INFO_UUID:
-    memset(out, 0, 21);
-    strcpy((char *)out, gpu ? "GPU-0123456789abcdef" : "CPU-XX");
-    return HSA_STATUS_SUCCESS;
-  case HSA_AMD_AGENT_INFO_ASIC_REVISION:
-    *(uint32_t *)out = 1;
-    return HSA_STATUS_SUCCESS;
+    return agent_string(out, 21, gpu ? "GPU-0123456789abcdef" : "CPU-XX");
   case HSA_AMD_AGENT_INFO_SVM_DIRECT_HOST_ACCESS:
     *(bool *)out = false;
-    return HSA_STATUS_SUCCESS;
-  case HSA_AMD_AGENT_INFO_COOPERATIVE_COMPUTE_UNIT_COUNT:
-    *(uint32_t *)out = gpu ? 104 : 0;
     return HSA_STATUS_SUCCESS;
   default:
     return unanswered("agent info", what);
@@ -1777,14 +1748,7 @@ static hsa_status_t dispatch_time(hsa_agent_t agent, hsa_signal_t h,
                                   hsa_amd_profiling_dispatch_time_t *t) {
   if (agent.handle != GPU_AGENT)
     return HSA_STATUS_ERROR_INVALID_AGENT;
-  if (!t)
-    return HSA_STATUS_ERROR_INVALID_ARGUMENT;
-  Signal *s = sig(h);
-  pthread_mutex_lock(&s->m);
-  int timed = s->timed;
-  t->start = s->start, t->end = s->end;
-  pthread_mutex_unlock(&s->m);
-  return timed ? HSA_STATUS_SUCCESS : HSA_STATUS_ERROR;
+  return t ? signal_times(h, &t->start, &t->end) : HSA_STATUS_ERROR_INVALID_ARGUMENT;
 }
 static hsa_status_t tick_to_system(hsa_agent_t agent, uint64_t tick, uint64_t *out) {
   if (agent.handle != GPU_AGENT || tick < TICK_BASE)
