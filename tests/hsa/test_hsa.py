@@ -197,6 +197,13 @@ def run(name, co, args=(), env=None, tool=True, arch="gfx90a"):
     return r.stdout, r.stderr, [parse(ln) for ln in lines], trace if tool else None
 
 
+def tracer_preload():
+    """LD_PRELOAD for the tracer alone: the sanitizers' runtime first where the
+    tool is a sanitized one (HSA_TEST_PRELOAD)."""
+    first = [os.environ["HSA_TEST_PRELOAD"]] if os.environ.get("HSA_TEST_PRELOAD") else []
+    return ":".join(first + [RPD_LIB])
+
+
 def parse(line):
     fields = dict(f.split("=", 1) for f in line.split()[1:])
     for k in ("group", "private", "signal", "start", "end", "queue"):
@@ -711,9 +718,8 @@ def case_hip_program():
             if os.path.exists(p):
                 os.unlink(p)
         if args is None:
-            preload = [os.environ["HSA_TEST_PRELOAD"]] if os.environ.get("HSA_TEST_PRELOAD") else []
             r = subprocess.run([app, module, "graph"], capture_output=True, text=True, timeout=120,
-                               env=dict(env, LD_PRELOAD=":".join(preload + [RPD_LIB]), RPDT_FILENAME=trace))
+                               env=dict(env, LD_PRELOAD=tracer_preload(), RPDT_FILENAME=trace))
         else:
             r = subprocess.run([NANOPROBE, "run", "-q", "-o", trace] + args +
                                ["-l", OUT + "/hip.txt", "--", app, module, "graph"],
@@ -790,7 +796,7 @@ def case_hip_program():
     if os.path.exists(trace):
         os.unlink(trace)
     r = subprocess.run([app, module, "graph"], capture_output=True, text=True, timeout=120,
-                       env=dict(env, LD_PRELOAD=RPD_LIB, RPDT_FILENAME=trace, NANO_HSA_TOOL="0"))
+                       env=dict(env, LD_PRELOAD=tracer_preload(), RPDT_FILENAME=trace, NANO_HSA_TOOL="0"))
     check(r.returncode == 0, "hip_app, NANO_HSA_TOOL=0: exit %d %s" % (r.returncode, r.stderr))
     check(not rows(trace, "select * from api where domain = 'hip'") and not rows(trace, "select * from op"),
           "hip_app, NANO_HSA_TOOL=0: no HIP calls, no kernels")
@@ -855,8 +861,7 @@ def case_real_hip():
         cmd = [app, module, "graph"]
         e = dict(env)
         if mode == "preloaded":
-            preload = [os.environ["HSA_TEST_PRELOAD"]] if os.environ.get("HSA_TEST_PRELOAD") else []
-            e.update(LD_PRELOAD=":".join(preload + [RPD_LIB]), RPDT_FILENAME=trace)
+            e.update(LD_PRELOAD=tracer_preload(), RPDT_FILENAME=trace)
         elif mode == "twins":
             cmd = [NANOPROBE, "run", "-q", "-o", trace, "-i", "-c", OUT + "/cache", "-a", "MemoryAnalysis",
                    "-l", OUT + "/real_hip.txt", "--"] + cmd
@@ -949,7 +954,7 @@ def real_hip_variables(env):
         e = dict(env, FAKE_HSA_LOG=log, RPDT_FILENAME=OUT + "/real_hip_vars.rpd")
         cmd = [app]
         if mode == "plain":
-            e.update(LD_PRELOAD=RPD_LIB, NANO_KERNEL_CACHE=cache)
+            e.update(LD_PRELOAD=tracer_preload(), NANO_KERNEL_CACHE=cache)
         elif mode == "twins":
             cmd = [NANOPROBE, "run", "-q", "-f", "-o", OUT + "/real_hip_vars.rpd", "-i", "-c", cache, "--"] + cmd
         r = subprocess.run(cmd, capture_output=True, text=True, env=e, timeout=120)
