@@ -60,6 +60,7 @@
 #include <unistd.h>
 
 #define AMD_INTERNAL_BUILD /* hsa_api_trace.h includes its siblings by this */
+#include "hsa/amd_hsa_signal.h"
 #include "hsa/hsa.h"
 #include "hsa/hsa_api_trace.h"
 #include "hsa/hsa_ext_amd.h"
@@ -1286,13 +1287,28 @@ static bool hsa_copy_in(hsa_signal_value_t value, void *arg) {
 
 /* ---- dispatches' completions ----------------------------------------------------------- */
 
+/* The program's completion signal `program` done in place of `ours`: the
+ * raw times the packet processor or copy engine wrote into ours copied into
+ * it (amd_signal_t, the signal's ABI: a handle is its address), so that what
+ * the program asks of its own signal (hsa_amd_profiling_get_dispatch_time,
+ * _async_copy_time; HIP's command and event times) is as without the tool;
+ * then decremented, as the runtime would have. */
+static void hsa_signal_pass_on(hsa_signal_t program, hsa_signal_t ours) {
+  if (!program.handle)
+    return;
+  const amd_signal_t *from = (const amd_signal_t *)(uintptr_t)ours.handle;
+  amd_signal_t *to = (amd_signal_t *)(uintptr_t)program.handle;
+  to->start_ts = from->start_ts;
+  to->end_ts = from->end_ts;
+  g_hsa.core.hsa_signal_subtract_screlease_fn(program, 1);
+}
+
 /* The end of p: its kernarg slot, the program's signal (which it waits for
  * exactly as before, only after the row exists), the tool's signals. */
 static void hsa_finish(struct hsa_pending *p) {
   if (p->kernarg)
     hsa_slot_give(p->kernarg);
-  if (p->program.handle)
-    g_hsa.core.hsa_signal_subtract_screlease_fn(p->program, 1);
+  hsa_signal_pass_on(p->program, p->ours);
   hsa_signal_give(p->ours);
   if (p->use) {
     hsa_signal_give(p->before);
@@ -1645,8 +1661,7 @@ static bool hsa_copy_done(hsa_signal_value_t value, void *arg) {
     rpd_hip_call_link(c->call, op ? hsa_record_copy : hsa_record_nothing, op);
   else if (op)
     hsa_record_copy(0, op);
-  if (c->program.handle)
-    g_hsa.core.hsa_signal_subtract_screlease_fn(c->program, 1);
+  hsa_signal_pass_on(c->program, c->ours);
   hsa_signal_give(c->ours);
   free(c);
   __atomic_sub_fetch(&g_hsa.in_flight, 1, __ATOMIC_RELEASE);

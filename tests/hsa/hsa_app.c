@@ -233,6 +233,8 @@ struct axpy_run {
   hsa_queue_t *q;
   struct kernel k;
   int ok;
+  int timed; /* the runtime gave its completion signal's times, in t */
+  hsa_amd_profiling_dispatch_time_t t;
 };
 
 static void *axpy(void *arg) {
@@ -246,6 +248,7 @@ static void *axpy(void *arg) {
   CHECK(hsa_signal_create(1, 0, NULL, &done));
   dispatch(r->q, &r->k, args, (N + WG - 1) / WG * WG, WG, 0, done);
   wait_zero(done);
+  r->timed = hsa_amd_profiling_get_dispatch_time(gpu, done, &r->t) == HSA_STATUS_SUCCESS;
   r->ok = 1;
   for (int i = 0; i < N; i++)
     r->ok &= y[i] == 2.0f * (float)i + 1.0f;
@@ -330,6 +333,9 @@ int main(int argc, char **argv) {
   hsa_queue_t *q1, *q2;
   CHECK(hsa_queue_create(gpu, 64, HSA_QUEUE_TYPE_MULTI, NULL, NULL, UINT32_MAX, UINT32_MAX, &q1));
   CHECK(hsa_queue_create(gpu, 64, HSA_QUEUE_TYPE_MULTI, NULL, NULL, UINT32_MAX, UINT32_MAX, &q2));
+  /* the program times its own dispatches, as HIP does */
+  CHECK(hsa_amd_profiling_set_profiler_enabled(q1, 1));
+  CHECK(hsa_amd_profiling_set_profiler_enabled(q2, 1));
   if (nowait) {
     static float x[N], y[N];
     hsa_signal_t done;
@@ -366,6 +372,10 @@ int main(int argc, char **argv) {
     struct axpy_run r = {q1, ka, 0};
     axpy(&r);
     printf("%s axpy\n", r.ok ? "ok" : "WRONG");
+    if (r.timed)
+      printf("times axpy %llu %llu\n", (unsigned long long)r.t.start, (unsigned long long)r.t.end);
+    else
+      printf("times axpy none\n");
     int *out = calloc(DYN_THREADS, sizeof *out);
     void *args = kernargs("dyn", &kd, &out, DYN_EXPLICIT);
     hsa_barrier_and_packet_t b = {0};

@@ -42,13 +42,15 @@
  *     refused (out of resources);
  *   - FAKE_HSA_HANDLER_REFUSE=N: the Nth async handler registration is
  *     refused (out of resources);
- *   - profiling: a queue with it on stores each packet's start and end (a
- *     dispatch's, a barrier's) in its completion signal, which
- *     hsa_amd_profiling_get_dispatch_time gives in the HSA system clock
- *     domain, as ROCr documents and does (it translates the GPU's clock);
- *     the system domain is CLOCK_MONOTONIC_RAW in ns
- *     (HSA_SYSTEM_INFO_TIMESTAMP(_FREQUENCY)); agent ticks (100 MHz, their
- *     own epoch) only for hsa_amd_profiling_convert_tick_to_system_domain.
+ *   - signals as ROCr's: a handle is the address of an amd_signal_t
+ *     (amd_hsa_signal.h), where the "hardware" writes the raw times, in the
+ *     agent's ticks (100 MHz, their own epoch), of each packet (a
+ *     dispatch's, a barrier's) of a queue with profiling on, and of each
+ *     copy while copy profiling is on, in start_ts and end_ts;
+ *     hsa_amd_profiling_get_dispatch_time and _async_copy_time give them in
+ *     the HSA system clock domain, as ROCr documents and does (its
+ *     TranslateTime); the system domain is CLOCK_MONOTONIC_RAW in ns
+ *     (HSA_SYSTEM_INFO_TIMESTAMP(_FREQUENCY)).
  *     (Until 2026-11-28 dispatch times were given in agent ticks, and the
  *     tool converted them as such: Debian's HIP runtime over the stand-in
  *     read its events' times 10x short, which showed both wrong.)
@@ -96,6 +98,7 @@
 #include "hsa/hsa.h"
 #include "hsa/hsa_api_trace.h"
 #include "hsa/hsa_ext_amd.h"
+#include "hsa/amd_hsa_signal.h"
 
 #include "nano/dh_format.h"
 #include "fake_sites.h"
@@ -149,6 +152,9 @@ static uint64_t raw_ns(void) {
   clock_gettime(CLOCK_MONOTONIC_RAW, &t);
   return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
+/* The agent's clock, and an agent tick in the system domain. */
+static uint64_t agent_ticks(void) { return TICK_BASE + raw_ns() / TICK_NS; }
+static uint64_t ticks_ns(uint64_t tick) { return (tick - TICK_BASE) * TICK_NS; }
 
 static uint32_t gpu_mach(void) {
   const char *a = getenv("FAKE_HSA_ARCH");
@@ -160,13 +166,23 @@ static const char *gpu_name(void) { return gpu_mach() == MACH_GFX1030 ? "gfx1030
 
 struct Queue;
 struct Signal {
+  /* first: a signal's handle is its amd_signal_t's address, as ROCr's; the
+   * "hardware" writes the raw times (agent ticks) of the packet or copy that
+   * completed it in start_ts and end_ts, 0 before any */
+  amd_signal_t amd;
   int64_t value;
   pthread_mutex_t m;
   pthread_cond_t c;
-  uint64_t start, end; /* system domain: the packet or copy that completed it */
-  int timed;
   struct Queue *doorbell_of;
 };
+
+/* The hardware's stamp of what completes s: its raw times (agent ticks). */
+static void signal_stamp(hsa_signal_t h, uint64_t start, uint64_t end) {
+  Signal *s = (Signal *)(uintptr_t)h.handle;
+  pthread_mutex_lock(&s->m);
+  s->amd.start_ts = start, s->amd.end_ts = end;
+  pthread_mutex_unlock(&s->m);
+}
 
 static Signal *sig(hsa_signal_t s) {
   if (!s.handle)
@@ -253,9 +269,11 @@ static hsa_status_t signal_create(hsa_signal_value_t v, uint32_t n, const hsa_ag
   (void)n, (void)c;
   if (!out)
     return HSA_STATUS_ERROR_INVALID_ARGUMENT;
-  Signal *s = (Signal *)calloc(1, sizeof *s);
-  if (!s)
+  void *mem = NULL;
+  if (posix_memalign(&mem, AMD_SIGNAL_ALIGN_BYTES, sizeof(Signal)) != 0)
     return HSA_STATUS_ERROR_OUT_OF_RESOURCES;
+  Signal *s = (Signal *)memset(mem, 0, sizeof(Signal));
+  s->amd.kind = AMD_SIGNAL_KIND_USER;
   s->value = v;
   pthread_mutex_init(&s->m, NULL);
   pthread_cond_init(&s->c, NULL);
@@ -580,15 +598,18 @@ static hsa_status_t copy_profiling_enable(bool on) {
   __atomic_store_n(&g_copy_profiling, on, __ATOMIC_RELAXED);
   return HSA_STATUS_SUCCESS;
 }
-/* The times of what last completed signal h (a profiled packet's or copy's,
- * system domain), or HSA_STATUS_ERROR when nothing timed it. */
+/* The times of what last completed signal h (a profiled packet's or copy's),
+ * translated from the agent's ticks to the system domain as ROCr's
+ * TranslateTime does, or HSA_STATUS_ERROR when nothing timed it. */
 static hsa_status_t signal_times(hsa_signal_t h, uint64_t *start, uint64_t *end) {
   Signal *s = sig(h);
   pthread_mutex_lock(&s->m);
-  int timed = s->timed;
-  *start = s->start, *end = s->end;
+  uint64_t from = s->amd.start_ts, to = s->amd.end_ts;
   pthread_mutex_unlock(&s->m);
-  return timed ? HSA_STATUS_SUCCESS : HSA_STATUS_ERROR;
+  if (from < TICK_BASE || to < from)
+    return HSA_STATUS_ERROR;
+  *start = ticks_ns(from), *end = ticks_ns(to);
+  return HSA_STATUS_SUCCESS;
 }
 static hsa_status_t copy_time(hsa_signal_t h, hsa_amd_profiling_async_copy_time_t *t) {
   return t ? signal_times(h, &t->start, &t->end) : HSA_STATUS_ERROR_INVALID_ARGUMENT;
@@ -622,17 +643,15 @@ static void *copy_main(void *arg) {
     for (uint32_t i = 0; i < c->ndeps; i++)
       while (signal_wait(c->deps[i], HSA_SIGNAL_CONDITION_EQ, 0, UINT64_MAX, HSA_WAIT_STATE_BLOCKED))
         ;
-    uint64_t start = raw_ns(); /* copies are timed in the system domain */
+    uint64_t start = agent_ticks();
     for (size_t z = 0; z < c->slices; z++)
       for (size_t y = 0; y < c->rows; y++)
         memcpy((char *)c->dst + z * c->dst_slice + y * c->dst_pitch,
                (const char *)c->src + z * c->src_slice + y * c->src_pitch, c->size);
-    uint64_t end = raw_ns();
-    copy_log(c, start, end);
-    Signal *done = sig(c->done);
-    pthread_mutex_lock(&done->m);
-    done->start = start, done->end = end, done->timed = g_copy_profiling;
-    pthread_mutex_unlock(&done->m);
+    uint64_t end = agent_ticks();
+    copy_log(c, ticks_ns(start), ticks_ns(end));
+    if (__atomic_load_n(&g_copy_profiling, __ATOMIC_RELAXED))
+      signal_stamp(c->done, start, end);
     sig_op(c->done, '-', 1);
     free(c);
   }
@@ -1511,37 +1530,29 @@ static void run_dispatch(Queue *q, const hsa_kernel_dispatch_packet_t *p) {
   if (p->group_segment_size < kd_word(k, KD_GROUP) || p->private_segment_size < kd_word(k, KD_PRIVATE))
     fault("%s: segments %u/%u below the kernel's %u/%u", k->name, p->group_segment_size,
           p->private_segment_size, kd_word(k, KD_GROUP), kd_word(k, KD_PRIVATE));
-  uint64_t start = raw_ns();
+  uint64_t start = agent_ticks();
   emulate(k, p);
   const char *us = getenv("FAKE_HSA_KERNEL_US");
   long wait_us = us ? atol(us) : 200;
-  while (raw_ns() - start < (uint64_t)wait_us * 1000)
+  while (ticks_ns(agent_ticks()) - ticks_ns(start) < (uint64_t)wait_us * 1000)
     usleep(50);
-  uint64_t end = raw_ns();
-  log_dispatch(q, k, p, start, end);
+  uint64_t end = agent_ticks();
+  log_dispatch(q, k, p, ticks_ns(start), ticks_ns(end));
   if (p->completion_signal.handle) {
-    Signal *s = sig(p->completion_signal);
-    if (q->profiling) {
-      pthread_mutex_lock(&s->m);
-      s->start = start, s->end = end, s->timed = 1;
-      pthread_mutex_unlock(&s->m);
-    }
+    if (q->profiling)
+      signal_stamp(p->completion_signal, start, end);
     signal_sub(p->completion_signal, 1);
   }
 }
 
 static void run_barrier(Queue *q, const hsa_barrier_and_packet_t *p) {
-  uint64_t start = raw_ns();
+  uint64_t start = agent_ticks();
   for (int i = 0; i < 5; i++)
     if (p->dep_signal[i].handle)
       signal_wait(p->dep_signal[i], HSA_SIGNAL_CONDITION_EQ, 0, UINT64_MAX, HSA_WAIT_STATE_BLOCKED);
   if (p->completion_signal.handle) {
-    Signal *s = sig(p->completion_signal);
-    if (q->profiling) { /* as any packet's, a barrier's times in its signal */
-      pthread_mutex_lock(&s->m);
-      s->start = start, s->end = raw_ns(), s->timed = 1;
-      pthread_mutex_unlock(&s->m);
-    }
+    if (q->profiling) /* as any packet's, a barrier's times in its signal */
+      signal_stamp(p->completion_signal, start, agent_ticks());
     signal_sub(p->completion_signal, 1);
   }
 }
@@ -1753,7 +1764,7 @@ static hsa_status_t dispatch_time(hsa_agent_t agent, hsa_signal_t h,
 static hsa_status_t tick_to_system(hsa_agent_t agent, uint64_t tick, uint64_t *out) {
   if (agent.handle != GPU_AGENT || tick < TICK_BASE)
     return HSA_STATUS_ERROR_INVALID_ARGUMENT;
-  *out = (tick - TICK_BASE) * TICK_NS;
+  *out = ticks_ns(tick);
   return HSA_STATUS_SUCCESS;
 }
 

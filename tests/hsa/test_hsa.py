@@ -297,6 +297,14 @@ def case_plain_and_timed():
     check([d["signal"] for d in log0] == [1, 0], "untraced: dyn has no completion signal of its own")
     out, err, log, trace = run("timed", co)
     expect_ok("timed", out)
+    # the program's own completion signal still carries its kernel's times
+    # (hsa_amd_profiling_get_dispatch_time on it: the hardware's, as without
+    # the tool, whose signal the packet carried)
+    for name, o, lg in (("untraced", out0, log0), ("timed", out, log)):
+        own = re.search(r"times axpy (\d+) (\d+)", o)
+        check(own and (int(own.group(1)), int(own.group(2))) == (lg[0]["start"], lg[0]["end"]),
+              "%s: axpy's own signal's times are the hardware's %s: %s" %
+              (name, (lg[0]["start"], lg[0]["end"]), o))
     check(len(log) == 2 and [d["kernel"] for d in log] == ["_Z4axpyfPKfPfi", "_Z3dynPi"],
           "timed: the program's two kernels ran:\n%s" % log)
     check(all(d["image"] == fnv64(co) for d in log), "timed: from the program's code object")
