@@ -907,12 +907,16 @@ static hsa_status_t isa_get_info(hsa_isa_t isa, hsa_isa_info_t what, void *out) 
   return HSA_STATUS_SUCCESS;
 }
 static hsa_status_t system_get_info(hsa_system_info_t what, void *out) {
-  switch (what) {
+  switch ((int)what) {
   case HSA_SYSTEM_INFO_TIMESTAMP:
     *(uint64_t *)out = raw_ns();
     return HSA_STATUS_SUCCESS;
   case HSA_SYSTEM_INFO_TIMESTAMP_FREQUENCY:
     *(uint64_t *)out = 1000000000ull;
+    return HSA_STATUS_SUCCESS;
+  case HSA_AMD_SYSTEM_INFO_SVM_SUPPORTED: /* no shared virtual memory (HMM) */
+  case HSA_AMD_SYSTEM_INFO_SVM_ACCESSIBLE_BY_DEFAULT:
+    *(bool *)out = false;
     return HSA_STATUS_SUCCESS;
   default:
     return unanswered("system info", what);
