@@ -365,6 +365,13 @@ static pthread_key_t g_hip_data_key;
  * data back. */
 static char hip_activity_tag;
 
+/* g_hip_data_key's destructor: a HIP call later in the thread's exit (another
+ * destructor's) gets a new stack, never the freed one. */
+static void hip_data_free(void *stack) {
+  t_hip_data = NULL;
+  free(stack);
+}
+
 /* The activity callback of HIP 5's spawner (see the file comment): with no
  * argument, the data for a call that starts (NULL past HIP_API_MAX_DEPTH
  * levels or out of memory: the runtime then reports that call to nobody);
@@ -455,7 +462,7 @@ void rpd_hip_api_start(void) {
     rpd_log("the HIP runtime has no hipRegisterActivityCallback: its calls are not traced");
     return;
   }
-  if (pthread_key_create(&g_hip_data_key, free) != 0) {
+  if (pthread_key_create(&g_hip_data_key, hip_data_free) != 0) {
     rpd_log("pthread_key_create failed: HIP calls are not traced");
     return;
   }
