@@ -49,6 +49,7 @@
 
 #include "hip_api.h"
 #include "nano/demangle.h"
+#include "nano/settings.h"
 #include "rpd.h"
 #include "rpd_internal.h"
 #include "tracer.h"
@@ -453,6 +454,10 @@ static void hip_callback(uint32_t domain, uint32_t cid, const void *data, void *
 void rpd_hip_api_start(void) {
   if (atomic_exchange(&g_started, 1))
     return;
+  int on = 1;
+  nano_env_bool("NANO_HIP_CALLS", &on);
+  if (!on)
+    return; /* no HIP rows, and the runtime's profiler left off */
   typedef hipError_t (*register_fn)(uint32_t, void *, void *);
   register_fn reg = (register_fn)dlsym(RTLD_DEFAULT, "hipRegisterApiCallback");
   register_fn act = (register_fn)dlsym(RTLD_DEFAULT, "hipRegisterActivityCallback");

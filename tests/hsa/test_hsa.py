@@ -942,6 +942,20 @@ def case_real_hip():
             check(disp == [("_Z4axpyfPKfPfi", "device", 0, 3000), ("_Z3dynPi", "device", 0, 64)] +
                   [("_Z4axpyfPKfPfi", "device", 0, 3000)] * 6,
                   "real HIP, twins: the program's dispatches summed by the cache's twins: %s" % disp)
+    # NANO_HIP_CALLS=0: no HIP rows (the runtime's profiler stays off), each
+    # kernel still an op, of an hsa_kernel_dispatch row
+    trace = OUT + "/real_hip_no_calls.rpd"
+    if os.path.exists(trace):
+        os.unlink(trace)
+    r = subprocess.run([app, module, "graph"], capture_output=True, text=True, timeout=120,
+                       env=dict(env, LD_PRELOAD=tracer_preload(), RPDT_FILENAME=trace, NANO_HIP_CALLS="0"))
+    check(r.returncode == 0, "real HIP, NANO_HIP_CALLS=0: exit %d %s" % (r.returncode, r.stderr))
+    expect_ok("real HIP NANO_HIP_CALLS=0", r.stdout, HIP_APP_OK)
+    kernels = rows(trace, "select a.apiName from op o join rocpd_api_ops ao on ao.op_id = o.id "
+                   "join api a on a.id = ao.api_id where o.opType = 'KernelExecution'")
+    check(not rows(trace, "select * from api where domain = 'hip'") and
+          kernels == [("hsa_kernel_dispatch",)] * len(REAL_HIP_KERNELS),
+          "real HIP, NANO_HIP_CALLS=0: no HIP rows, every kernel an op of its dispatch row: %s" % kernels)
     real_hip_plugin(env)
     real_hip_variables(env)
     print("ok real_hip: Debian's HIP runtime over the stand-in ROCr: its calls through its callbacks, "
