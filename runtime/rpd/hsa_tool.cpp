@@ -1605,20 +1605,21 @@ static void hsa_submit(const void *in, uint64_t count, uint64_t index, void *dat
 struct hsa_copy {
   hsa_signal_t ours, program;
   const char *type;
+  int gpu; /* its ops' gpuId */
   struct rpd_hip_call *call;
   int refused; /* the runtime refused the copy: no op, no program signal */
 };
 
-/* Whether agent is one of the GPUs. */
-static int hsa_is_gpu(uint64_t agent) {
-  for (int i = 0; i < g_hsa.ngpus; i++)
+/* The ordinal of GPU agent `agent` (its ops' gpuId), or -1 for another. */
+static int hsa_gpu_ordinal(uint64_t agent) {
+  for (int i = 0; i < g_hsa.ngpus; i++) /* set at load, read-only after */
     if (g_hsa.gpus[i] == agent)
-      return 1;
-  return 0;
+      return i;
+  return -1;
 }
 
 static const char *hsa_copy_type(uint64_t dst_agent, uint64_t src_agent) {
-  int to_gpu = hsa_is_gpu(dst_agent), from_gpu = hsa_is_gpu(src_agent);
+  int to_gpu = hsa_gpu_ordinal(dst_agent) >= 0, from_gpu = hsa_gpu_ordinal(src_agent) >= 0;
   return to_gpu && from_gpu ? "CopyDeviceToDevice"
          : to_gpu           ? "CopyHostToDevice"
          : from_gpu         ? "CopyDeviceToHost"
@@ -1626,12 +1627,13 @@ static const char *hsa_copy_type(uint64_t dst_agent, uint64_t src_agent) {
 }
 
 struct hsa_copy_op {
+  int gpu; /* the GPU written to, else the one read from */
   int64_t start, end;
   const char *type;
 };
 static void hsa_record_copy(uint64_t api, void *arg) {
   struct hsa_copy_op *op = (struct hsa_copy_op *)arg;
-  rpd_record_op(api, 0, 0, op->start, op->end, "", op->type);
+  rpd_record_op(api, op->gpu, 0, op->start, op->end, "", op->type);
   free(op);
 }
 
@@ -1656,7 +1658,7 @@ static bool hsa_copy_done(hsa_signal_value_t value, void *arg) {
     start = end = rpd_now(); /* no profiling times: the completion's */
   struct hsa_copy_op *op = (struct hsa_copy_op *)malloc(sizeof *op);
   if (op)
-    op->start = start, op->end = end, op->type = c->type;
+    op->gpu = c->gpu, op->start = start, op->end = end, op->type = c->type;
   if (c->call)
     rpd_hip_call_link(c->call, op ? hsa_record_copy : hsa_record_nothing, op);
   else if (op)
@@ -1685,6 +1687,10 @@ static struct hsa_copy *hsa_copy_begin(hsa_signal_t *done, uint64_t dst_agent, u
   }
   c->program = *done;
   c->type = hsa_copy_type(dst_agent, src_agent);
+  c->gpu =
+      hsa_gpu_ordinal(dst_agent) >= 0 ? hsa_gpu_ordinal(dst_agent) : hsa_gpu_ordinal(src_agent);
+  if (c->gpu < 0)
+    c->gpu = 0;
   __atomic_add_fetch(&g_hsa.in_flight, 1, __ATOMIC_RELAXED);
   if (g_hsa.amd.hsa_amd_signal_async_handler_fn(c->ours, HSA_SIGNAL_CONDITION_LT, 1, hsa_copy_done,
                                                 c) != HSA_STATUS_SUCCESS) {
