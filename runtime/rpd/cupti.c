@@ -639,7 +639,7 @@ static void cupti_preload(void) {
   if (!cupti_wanted())
     return;
   char path[PATH_MAX], set_path[PATH_MAX];
-  if (rpdi_self_path(path) != 0) {
+  if (rpdi_object_path((const void *)cupti_preload, path) != 0) {
     fprintf(stderr, "nanoprobe: cannot find the tracer's own path: CUDA is not traced\n");
     return;
   }

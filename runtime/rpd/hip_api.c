@@ -459,10 +459,9 @@ static void hip_callback(uint32_t domain, uint32_t cid, const void *data, void *
  * included, which later ROCclr compares with 1). The version comes from the
  * runtime's file name: asking the runtime would re-enter its start, which is
  * what called the tool. */
-static void hip_warn_callbacks(void *fn) {
-  Dl_info info;
+static void hip_warn_callbacks(const void *fn) {
   char path[PATH_MAX];
-  if (!dladdr(fn, &info) || !info.dli_fname || !realpath(info.dli_fname, path))
+  if (rpdi_object_path(fn, path) != 0)
     return;
   const char *so = strstr(path, ".so.");
   unsigned major, minor;
@@ -500,5 +499,5 @@ void rpd_hip_api_start(void) {
       failed++;
   if (failed)
     rpd_log("the HIP runtime refused %d of its API callbacks: those calls are not traced", failed);
-  hip_warn_callbacks((void *)reg);
+  hip_warn_callbacks((const void *)reg);
 }

@@ -1861,7 +1861,7 @@ static void hsa_tool_preload(void) {
   if (!hsa_tool_wanted())
     return;
   char self[PATH_MAX];
-  if (rpdi_self_path(self) != 0) {
+  if (rpdi_object_path((const void *)hsa_tool_preload, self) != 0) {
     hsa_log("cannot find the tracer's own path: AMD kernels and HIP calls are not traced");
     return;
   }

@@ -577,13 +577,13 @@ void rpdi_component_register(const struct rpdi_component *c) {
   g_components[g_ncomponents++] = c;
 }
 
-int rpdi_self_path(char *path) {
-  Dl_info self;
-  if (!dladdr((void *)rpdi_self_path, &self) || !self.dli_fname) {
+int rpdi_object_path(const void *code, char *path) {
+  Dl_info object;
+  if (!dladdr(code, &object) || !object.dli_fname) {
     errno = ENOENT;
     return -1;
   }
-  return realpath(self.dli_fname, path) ? 0 : -1;
+  return realpath(object.dli_fname, path) ? 0 : -1;
 }
 
 __attribute__((constructor)) static void rpd_init(void) {

@@ -194,10 +194,12 @@ enum {
   RPDI_REGISTER_HSA = 204
 };
 void rpdi_component_register(const struct rpdi_component *c);
-/* The file of this library, resolved (realpath), into path (PATH_MAX
- * bytes): what a runtime's tool variable (CUDA_INJECTION64_PATH,
- * HSA_TOOLS_LIB) names to load it. 0, or -1 (errno) where it is unknown. */
-int rpdi_self_path(char *path);
+/* The file of the loaded object that holds `code` (a function of it),
+ * resolved (realpath), into path (PATH_MAX bytes): for this library's own,
+ * what a runtime's tool variable (CUDA_INJECTION64_PATH, HSA_TOOLS_LIB)
+ * names to load it; for a runtime's function, the runtime's file. 0, or -1
+ * (errno) where it is unknown. */
+int rpdi_object_path(const void *code, char *path);
 /* s to stderr; v in decimal into buf (24 bytes), returning where it starts.
  * Both async-signal-safe (rpd.c). */
 void rpdi_say(const char *s);
