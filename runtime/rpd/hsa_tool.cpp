@@ -284,6 +284,14 @@ static int64_t hsa_trace_time(uint64_t sys) {
   return (int64_t)((double)sys * g_hsa.ns_per_tick) + g_hsa.offset;
 }
 
+/* The ordinal of GPU agent `agent` (its ops' gpuId), or -1 for another. */
+static int hsa_gpu_ordinal(uint64_t agent) {
+  for (int i = 0; i < g_hsa.ngpus; i++) /* set at load, read-only after */
+    if (g_hsa.gpus[i] == agent)
+      return i;
+  return -1;
+}
+
 /* ---- kernels of the program -------------------------------------------------------- */
 
 static size_t hsa_bucket(uint64_t object) {
@@ -1162,20 +1170,40 @@ static void hsa_pending_give(struct hsa_pending *p) {
   pthread_mutex_unlock(&g_hsa.lock);
 }
 
-/* A kernel's op, waiting for the row it links to. */
+/* A kernel's or copy's op, waiting for the row it links to. */
 struct hsa_op {
   int gpu, queue;
   int64_t start, end;
-  const char *shown; /* the kernel's, which lives as long as the process */
+  const char *shown, *type; /* both live as long as the process */
 };
 
 static void hsa_record_op(uint64_t api, void *arg) {
   struct hsa_op *op = (struct hsa_op *)arg;
-  rpd_record_op(api, op->gpu, op->queue, op->start, op->end, op->shown, "KernelExecution");
+  rpd_record_op(api, op->gpu, op->queue, op->start, op->end, op->shown, op->type);
   free(op);
 }
 
 static void hsa_record_nothing(uint64_t api, void *arg) { (void)api, (void)arg; }
+
+/* The trace-clock times of GPU work that completed: its profiled times t0
+ * and t1 (system domain) where the runtime gave them (timed), else the
+ * completion's, now. */
+static void hsa_op_times(int timed, uint64_t t0, uint64_t t1, int64_t *start, int64_t *end) {
+  *start = timed ? hsa_trace_time(t0) : -1;
+  *end = timed ? hsa_trace_time(t1) : -1;
+  if (*start < 0 || *end < *start)
+    *start = *end = rpd_now();
+}
+
+/* Records op (NULL, out of memory: nothing) against HIP call `call` once its
+ * row exists, now or when it returns (call's reference given back), or
+ * without a call against row api. */
+static void hsa_op_record(struct rpd_hip_call *call, uint64_t api, struct hsa_op *op) {
+  if (call)
+    rpd_hip_call_link(call, op ? hsa_record_op : hsa_record_nothing, op);
+  else if (op)
+    hsa_record_op(api, op);
+}
 
 /* ---- module variables around a replaced dispatch -----------------------------------
 
@@ -1331,29 +1359,25 @@ static bool hsa_finish_handler(hsa_signal_value_t value, void *arg) {
 static bool hsa_complete(hsa_signal_value_t value, void *arg) {
   (void)value;
   struct hsa_pending *p = (struct hsa_pending *)arg;
-  hsa_amd_profiling_dispatch_time_t t;
-  int64_t start = -1, end = -1;
-  if (g_hsa.amd.hsa_amd_profiling_get_dispatch_time_fn({p->queue->agent}, p->ours, &t) ==
-      HSA_STATUS_SUCCESS) {
-    start = hsa_trace_time(t.start);
-    end = hsa_trace_time(t.end);
-  }
-  if (start < 0 || end < start)
-    start = end = rpd_now(); /* no profiling times: the completion's */
+  hsa_amd_profiling_dispatch_time_t t = {};
+  int timed = g_hsa.amd.hsa_amd_profiling_get_dispatch_time_fn({p->queue->agent}, p->ours, &t) ==
+              HSA_STATUS_SUCCESS;
+  int64_t start, end;
+  hsa_op_times(timed, t.start, t.end, &start, &end);
   const struct hsa_kernel *k = p->kernel;
   struct hsa_op *op = (struct hsa_op *)malloc(sizeof *op);
-  if (op) {
-    op->gpu = p->queue->gpu, op->queue = p->queue->id, op->start = start, op->end = end;
-    op->shown = !k                         ? "(unknown kernel)"
-                : p->twin && k->twin_shown ? k->twin_shown
-                : k->shown                 ? k->shown
-                                           : k->name;
-  }
+  if (op)
+    *op = {p->queue->gpu,
+           p->queue->id,
+           start,
+           end,
+           !k                         ? "(unknown kernel)"
+           : p->twin && k->twin_shown ? k->twin_shown
+           : k->shown                 ? k->shown
+                                      : k->name,
+           "KernelExecution"};
   uint64_t api = p->call ? rpd_hip_call_api(p->call) : p->api;
-  if (p->call) /* the op when the call's row exists: now, or when it returns */
-    rpd_hip_call_link(p->call, op ? hsa_record_op : hsa_record_nothing, op);
-  else if (op)
-    hsa_record_op(p->api, op);
+  hsa_op_record(p->call, p->api, op);
   if (p->dispatch)
     nano_dispatch_end(p->dispatch, start, end, api);
   if (!p->use || !p->use->nwritable) {
@@ -1605,65 +1629,28 @@ static void hsa_submit(const void *in, uint64_t count, uint64_t index, void *dat
 struct hsa_copy {
   hsa_signal_t ours, program;
   const char *type;
-  int gpu; /* its ops' gpuId */
+  int gpu; /* its op's gpuId: the GPU written to, else the one read from */
   struct rpd_hip_call *call;
   int refused; /* the runtime refused the copy: no op, no program signal */
 };
-
-/* The ordinal of GPU agent `agent` (its ops' gpuId), or -1 for another. */
-static int hsa_gpu_ordinal(uint64_t agent) {
-  for (int i = 0; i < g_hsa.ngpus; i++) /* set at load, read-only after */
-    if (g_hsa.gpus[i] == agent)
-      return i;
-  return -1;
-}
-
-static const char *hsa_copy_type(uint64_t dst_agent, uint64_t src_agent) {
-  int to_gpu = hsa_gpu_ordinal(dst_agent) >= 0, from_gpu = hsa_gpu_ordinal(src_agent) >= 0;
-  return to_gpu && from_gpu ? "CopyDeviceToDevice"
-         : to_gpu           ? "CopyHostToDevice"
-         : from_gpu         ? "CopyDeviceToHost"
-                            : "CopyHostToHost";
-}
-
-struct hsa_copy_op {
-  int gpu; /* the GPU written to, else the one read from */
-  int64_t start, end;
-  const char *type;
-};
-static void hsa_record_copy(uint64_t api, void *arg) {
-  struct hsa_copy_op *op = (struct hsa_copy_op *)arg;
-  rpd_record_op(api, op->gpu, 0, op->start, op->end, "", op->type);
-  free(op);
-}
 
 static bool hsa_copy_done(hsa_signal_value_t value, void *arg) {
   (void)value;
   struct hsa_copy *c = (struct hsa_copy *)arg;
   if (c->refused) {
-    if (c->call)
-      rpd_hip_call_link(c->call, hsa_record_nothing, NULL);
-    hsa_signal_give(c->ours);
-    free(c);
-    __atomic_sub_fetch(&g_hsa.in_flight, 1, __ATOMIC_RELEASE);
-    return false;
+    hsa_op_record(c->call, 0, NULL);
+  } else {
+    hsa_amd_profiling_async_copy_time_t t = {};
+    int timed =
+        g_hsa.amd.hsa_amd_profiling_get_async_copy_time_fn(c->ours, &t) == HSA_STATUS_SUCCESS;
+    int64_t start, end;
+    hsa_op_times(timed, t.start, t.end, &start, &end);
+    struct hsa_op *op = (struct hsa_op *)malloc(sizeof *op);
+    if (op)
+      *op = {c->gpu, 0, start, end, "", c->type};
+    hsa_op_record(c->call, 0, op);
+    hsa_signal_pass_on(c->program, c->ours);
   }
-  hsa_amd_profiling_async_copy_time_t t;
-  int64_t start = -1, end = -1;
-  if (g_hsa.amd.hsa_amd_profiling_get_async_copy_time_fn(c->ours, &t) == HSA_STATUS_SUCCESS) {
-    start = hsa_trace_time(t.start);
-    end = hsa_trace_time(t.end);
-  }
-  if (start < 0 || end < start)
-    start = end = rpd_now(); /* no profiling times: the completion's */
-  struct hsa_copy_op *op = (struct hsa_copy_op *)malloc(sizeof *op);
-  if (op)
-    op->gpu = c->gpu, op->start = start, op->end = end, op->type = c->type;
-  if (c->call)
-    rpd_hip_call_link(c->call, op ? hsa_record_copy : hsa_record_nothing, op);
-  else if (op)
-    hsa_record_copy(0, op);
-  hsa_signal_pass_on(c->program, c->ours);
   hsa_signal_give(c->ours);
   free(c);
   __atomic_sub_fetch(&g_hsa.in_flight, 1, __ATOMIC_RELEASE);
@@ -1686,11 +1673,12 @@ static struct hsa_copy *hsa_copy_begin(hsa_signal_t *done, uint64_t dst_agent, u
     return NULL;
   }
   c->program = *done;
-  c->type = hsa_copy_type(dst_agent, src_agent);
-  c->gpu =
-      hsa_gpu_ordinal(dst_agent) >= 0 ? hsa_gpu_ordinal(dst_agent) : hsa_gpu_ordinal(src_agent);
-  if (c->gpu < 0)
-    c->gpu = 0;
+  int to = hsa_gpu_ordinal(dst_agent), from = hsa_gpu_ordinal(src_agent);
+  c->type = to >= 0 && from >= 0 ? "CopyDeviceToDevice"
+            : to >= 0            ? "CopyHostToDevice"
+            : from >= 0          ? "CopyDeviceToHost"
+                                 : "CopyHostToHost";
+  c->gpu = to >= 0 ? to : from >= 0 ? from : 0;
   __atomic_add_fetch(&g_hsa.in_flight, 1, __ATOMIC_RELAXED);
   if (g_hsa.amd.hsa_amd_signal_async_handler_fn(c->ours, HSA_SIGNAL_CONDITION_LT, 1, hsa_copy_done,
                                                 c) != HSA_STATUS_SUCCESS) {
@@ -1762,9 +1750,8 @@ static hsa_status_t hook_queue_create(hsa_agent_t agent, uint32_t size, hsa_queu
   if (hsa_agent_arch(agent.handle, q->arch, sizeof q->arch) != 0)
     snprintf(q->arch, sizeof q->arch, "amdgcn");
   g_hsa.core.hsa_agent_get_info_fn(agent, HSA_AGENT_INFO_WAVEFRONT_SIZE, &q->wave);
-  for (int i = 0; i < g_hsa.ngpus; i++)
-    if (g_hsa.gpus[i] == agent.handle)
-      q->gpu = i;
+  int gpu = hsa_gpu_ordinal(agent.handle);
+  q->gpu = gpu >= 0 ? gpu : 0;
   if (g_hsa.cache)
     hsa_cache_open(agent.handle);
   pthread_mutex_unlock(&g_hsa.lock);
