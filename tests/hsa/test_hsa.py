@@ -162,11 +162,36 @@ def sites(arch, cache="/cache/kernels.hip.o", want=None):
         ["kernels.hip:%d:" % line for line in MERGED4_LINES]
     ids = []
     for w in want:
-        m = [ln.split()[0] for ln in out.splitlines() if ln.split()[-1:] and
+        m = [ln.split()[0] for ln in out.splitlines() if ln.split()[6:7] and
              (ln.split()[6].endswith(w) or (w.endswith(":") and w in ln.split()[6]))]
         check(len(m) == 1, "one site at %s in the cache's %s code object:\n%s" % (w, arch, out))
         ids.append(m[0])
     return " ".join(ids)
+
+
+def check_allocs_and_graph(name, trace):
+    """hip_app's trace: its three allocations and frees with pointer and size,
+    as rocmProfileData writes them, and its graph (capture, executable, two
+    launches) as `rpd graph` finds it."""
+    allocs = [r[0] for r in rows(trace, "select args from api where apiName in ('hipMalloc', 'hipFree') "
+                                 "order by start")]
+    check(len(allocs) == 6 and all(re.fullmatch(r"ptr=0x[0-9a-f]+ \| size=0x(fa0|100)", a) for a in allocs[:3])
+          and [a.split(" |")[0] for a in allocs[:3]] == allocs[3:],
+          "%s: hipMalloc's and hipFree's args: %s" % (name, allocs))
+    g = subprocess.run([RPD, "graph", trace], capture_output=True, text=True, timeout=120)
+    check(g.returncode == 0, "%s: rpd graph: exit %d %s" % (name, g.returncode, g.stderr))
+    graphs = rows(trace, "select count(*) from ext_graph")
+    launched = rows(trace, "select count(*) from graphLaunch")
+    captured = rows(trace, "select count(*) from ext_graph_kernelapis")
+    check(graphs == [(1,)] and launched == [(2,)] and captured == [(1,)],
+          "%s: rpd graph finds one graph of one kernel, launched twice: %s %s %s\n%s" %
+          (name, graphs, launched, captured, g.stdout))
+
+
+def plugin_sites():
+    """hip_app_plugin's own twins' site ids: axpy x, y, y; dyn out."""
+    return sites("gfx90a", "/hip/hip_app_plugin",
+                 ["hip_app.hip:20:25", "hip_app.hip:20:32", "hip_app.hip:20:19", "hip_app.hip:26:20"])
 
 
 # The source lines of merged4's four loads and its store (kernels.hip).
@@ -781,24 +806,10 @@ def case_hip_program():
                   [("_Z4axpyfPKfPfi", "hsa", "device", 0, 3000)] * 6,
                   "hip_app twins: the dispatches summed by their twins, every access: %s" % disp)
             check(len(rows(trace, "select * from nano_analysis")) == 8, "hip_app twins: the reports")
-        # allocations with their pointer and size, as rocmProfileData writes them
-        allocs = [r[0] for r in rows(trace, "select args from api where apiName in ('hipMalloc', 'hipFree') "
-                                     "order by start")]
-        check(len(allocs) == 6 and all(re.fullmatch(r"ptr=0x[0-9a-f]+ \| size=0x(fa0|100)", a) for a in allocs[:3])
-              and [a.split(" |")[0] for a in allocs[:3]] == allocs[3:],
-              "hip_app %s: hipMalloc's and hipFree's args: %s" % (mode, allocs))
-        # the graph: its capture, executable and two launches, as `rpd graph` finds them
         graph_ops = rows(trace, "select count(*) from api a join rocpd_api_ops ao on ao.api_id = a.id "
                          "where a.apiName = 'hipGraphLaunch'")
         check(graph_ops == [(2,)], "hip_app %s: each graph launch's kernel linked to it: %s" % (mode, graph_ops))
-        g = subprocess.run([RPD, "graph", trace], capture_output=True, text=True, timeout=120)
-        check(g.returncode == 0, "rpd graph: exit %d %s" % (g.returncode, g.stderr))
-        graphs = rows(trace, "select count(*) from ext_graph")
-        launched = rows(trace, "select count(*) from graphLaunch")
-        captured = rows(trace, "select count(*) from ext_graph_kernelapis")
-        check(graphs == [(1,)] and launched == [(2,)] and captured == [(1,)],
-              "hip_app %s: rpd graph finds one graph of one kernel, launched twice: %s %s %s\n%s" %
-              (mode, graphs, launched, captured, g.stdout))
+        check_allocs_and_graph("hip_app " + mode, trace)
     # NANO_HSA_TOOL=0: the preloaded tracer leaves HSA_TOOLS_LIB alone
     trace = OUT + "/hip_no_tool.rpd"
     if os.path.exists(trace):
@@ -908,18 +919,7 @@ def case_real_hip():
                            ("hipLaunchCooperativeKernel", 1024, 256, 0, axpy),
                            ("hipLaunchCooperativeKernelMultiDevice", 1024, 256, 0, axpy)],
               "real HIP, %s: each launch's grid, workgroup, LDS and kernel: %s" % (mode, launches))
-        allocs = [a[0] for a in rows(trace, "select args from api where apiName in ('hipMalloc', 'hipFree') "
-                                     "order by start")]
-        check(len(allocs) == 6 and all(re.fullmatch(r"ptr=0x[0-9a-f]+ \| size=0x(fa0|100)", a)
-                                       for a in allocs[:3]) and
-              [a.split(" |")[0] for a in allocs[:3]] == allocs[3:],
-              "real HIP, %s: hipMalloc's and hipFree's args: %s" % (mode, allocs))
-        g = subprocess.run([RPD, "graph", trace], capture_output=True, text=True, timeout=120)
-        check(g.returncode == 0 and rows(trace, "select count(*) from ext_graph") == [(1,)] and
-              rows(trace, "select count(*) from graphLaunch") == [(2,)] and
-              rows(trace, "select count(*) from ext_graph_kernelapis") == [(1,)],
-              "real HIP, %s: rpd graph finds one graph of one kernel, launched twice:\n%s%s" %
-              (mode, g.stdout, g.stderr))
+        check_allocs_and_graph("real HIP, " + mode, trace)
         shown = {"axpy": "axpy(float, float const*, float*, int)", "dyn": "dyn(int*)"}
         mark = " [instrumented]" if mode == "twins" else ""
         want = [(c, "", w) if w.startswith("Copy") else (c, shown[w] + mark if w in shown else w, "KernelExecution")
@@ -1001,11 +1001,6 @@ def real_hip_plugin(env):
     hipLaunchHostFunc (a stream callback ends a twin's dispatch; in graphs
     the original runs, said once)."""
     app = OUT + "/hip/hip_app_plugin"
-    out = sh([KERNELDB, "sites", app, "--arch", "gfx90a"]).stdout
-    ids = [ln.split()[0] for w in ("hip_app.hip:20:25", "hip_app.hip:20:32", "hip_app.hip:20:19",
-                                   "hip_app.hip:26:20")
-           for ln in out.splitlines() if ln.split()[6:7] and ln.split()[6].endswith(w)]
-    check(len(ids) == 4, "the four sites in the program's code object:\n%s" % out)
     trace = OUT + "/real_hip_plugin.rpd"
     for p in (trace, OUT + "/real_hip.log"):
         if os.path.exists(p):
@@ -1013,7 +1008,7 @@ def real_hip_plugin(env):
     r = subprocess.run([NANOPROBE, "run", "-q", "-o", trace, "-i", "-a", "MemoryAnalysis", "-l",
                         OUT + "/real_hip_plugin.txt", "--", app, OUT + "/prog4.gfx90a.co", "graph"],
                        capture_output=True, text=True, timeout=120,
-                       env=dict(env, FAKE_SITES=" ".join(ids)))
+                       env=dict(env, FAKE_SITES=plugin_sites()))
     check(r.returncode == 0, "real HIP, plugin: exit %d\n%s%s" % (r.returncode, r.stdout, r.stderr))
     expect_ok("real HIP plugin", r.stdout, HIP_APP_OK)
     said = [ln for ln in r.stderr.splitlines() if ln.startswith("nanoprobe") and "trace written" not in ln
@@ -1053,13 +1048,7 @@ def case_plugin_program():
     of the GPU back end's own."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NANO_", "HSA_", "RPDT_"))}
     app = OUT + "/hip/hip_app_plugin"
-    out = sh([KERNELDB, "sites", app, "--arch", "gfx90a"]).stdout
-    ids = []
-    for w in ("hip_app.hip:20:25", "hip_app.hip:20:32", "hip_app.hip:20:19", "hip_app.hip:26:20"):
-        m = [ln.split()[0] for ln in out.splitlines() if ln.split()[6:7] and ln.split()[6].endswith(w)]
-        check(len(m) == 1, "one site at %s in the program's code object:\n%s" % (w, out))
-        ids.append(m[0] if m else "0")
-    env.update(LD_LIBRARY_PATH=OUT + "/hip:" + OUT, FAKE_HSA_LOG=OUT + "/plugin.log", FAKE_SITES=" ".join(ids))
+    env.update(LD_LIBRARY_PATH=OUT + "/hip:" + OUT, FAKE_HSA_LOG=OUT + "/plugin.log", FAKE_SITES=plugin_sites())
     module = OUT + "/prog5.gfx90a.co"
     trace = OUT + "/plugin.rpd"
     for p in (trace, OUT + "/plugin.log"):
