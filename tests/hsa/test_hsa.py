@@ -198,13 +198,18 @@ def plugin_sites():
 MERGED4_LINES = (21, 22, 23, 24, 25)
 
 
+def remove(*paths):
+    """Removes those of paths that exist (a run's output from a former run)."""
+    for p in paths:
+        if os.path.exists(p):
+            os.unlink(p)
+
+
 def run(name, co, args=(), env=None, tool=True, arch="gfx90a"):
     """Runs hsa_app on co; returns (stdout, stderr, log lines, trace path or None)."""
     log = "%s/%s.log" % (OUT, name)
     trace = "%s/%s.rpd" % (OUT, name)
-    for p in (log, trace):
-        if os.path.exists(p):
-            os.unlink(p)
+    remove(log, trace)
     e = dict(os.environ, FAKE_HSA_LOG=log, FAKE_HSA_ARCH=arch)
     for k in list(e):
         if k.startswith("NANO_") or k in ("HSA_TOOLS_LIB", "RPDT_FILENAME", "LD_PRELOAD"):
@@ -701,9 +706,7 @@ def case_two_tools():
 def case_nanoprobe_run():
     co = OUT + "/prog5.gfx90a.co"
     trace = OUT + "/run.rpd"
-    for p in (trace, OUT + "/run.log"):
-        if os.path.exists(p):
-            os.unlink(p)
+    remove(trace, OUT + "/run.log")
     e = {k: v for k, v in os.environ.items() if not k.startswith(("NANO_", "HSA_", "RPDT_"))}
     e.update(FAKE_HSA_LOG=OUT + "/run.log", FAKE_SITES=sites("gfx90a"))
     r = subprocess.run([NANOPROBE, "run", "-q", "-o", trace, "-c", OUT + "/cache", "-a", "MemoryAnalysis",
@@ -747,9 +750,7 @@ def case_hip_program():
     for mode, args in (("traced", []), ("preloaded", None),
                        ("twins", ["-i", "-c", OUT + "/cache", "-a", "MemoryAnalysis"])):
         trace = "%s/hip_%s.rpd" % (OUT, mode)
-        for p in (trace, OUT + "/hip.log"):
-            if os.path.exists(p):
-                os.unlink(p)
+        remove(trace, OUT + "/hip.log")
         if args is None:
             r = subprocess.run([app, module, "graph"], capture_output=True, text=True, timeout=120,
                                env=dict(env, LD_PRELOAD=tracer_preload(), RPDT_FILENAME=trace))
@@ -812,8 +813,7 @@ def case_hip_program():
         check_allocs_and_graph("hip_app " + mode, trace)
     # NANO_HSA_TOOL=0: the preloaded tracer leaves HSA_TOOLS_LIB alone
     trace = OUT + "/hip_no_tool.rpd"
-    if os.path.exists(trace):
-        os.unlink(trace)
+    remove(trace)
     r = subprocess.run([app, module, "graph"], capture_output=True, text=True, timeout=120,
                        env=dict(env, LD_PRELOAD=tracer_preload(), RPDT_FILENAME=trace, NANO_HSA_TOOL="0"))
     check(r.returncode == 0, "hip_app, NANO_HSA_TOOL=0: exit %d %s" % (r.returncode, r.stderr))
@@ -876,9 +876,7 @@ def case_real_hip():
           "hip_app on the real HIP runtime over the stand-in ROCr:\n%s" % ldd)
     for mode in ("alone", "preloaded", "twins"):
         trace = "%s/real_hip_%s.rpd" % (OUT, mode)
-        for p in (trace, OUT + "/real_hip.log", OUT + "/real_hip_copies.log"):
-            if os.path.exists(p):
-                os.unlink(p)
+        remove(trace, OUT + "/real_hip.log", OUT + "/real_hip_copies.log")
         cmd = [app, module, "graph"]
         e = dict(env)
         if mode == "preloaded":
@@ -949,8 +947,7 @@ def case_real_hip():
     # NANO_HIP_CALLS=0: no HIP rows (the runtime's profiler stays off), each
     # kernel still an op, of an hsa_kernel_dispatch row
     trace = OUT + "/real_hip_no_calls.rpd"
-    if os.path.exists(trace):
-        os.unlink(trace)
+    remove(trace)
     r = subprocess.run([app, module, "graph"], capture_output=True, text=True, timeout=120,
                        env=dict(env, LD_PRELOAD=tracer_preload(), RPDT_FILENAME=trace, NANO_HIP_CALLS="0"))
     check(r.returncode == 0 and CALLBACKS_SAID not in r.stderr,
@@ -976,8 +973,7 @@ def real_hip_variables(env):
     cached = fnv64(OUT + "/varcache.gfx90a.co")
     for mode in ("alone", "plain", "twins"):
         log = OUT + "/real_hip_vars.log"
-        if os.path.exists(log):
-            os.unlink(log)
+        remove(log)
         e = dict(env, FAKE_HSA_LOG=log, RPDT_FILENAME=OUT + "/real_hip_vars.rpd")
         cmd = [app]
         if mode == "plain":
@@ -1002,9 +998,7 @@ def real_hip_plugin(env):
     the original runs, said once)."""
     app = OUT + "/hip/hip_app_plugin"
     trace = OUT + "/real_hip_plugin.rpd"
-    for p in (trace, OUT + "/real_hip.log"):
-        if os.path.exists(p):
-            os.unlink(p)
+    remove(trace, OUT + "/real_hip.log")
     r = subprocess.run([NANOPROBE, "run", "-q", "-o", trace, "-i", "-a", "MemoryAnalysis", "-l",
                         OUT + "/real_hip_plugin.txt", "--", app, OUT + "/prog4.gfx90a.co", "graph"],
                        capture_output=True, text=True, timeout=120,
@@ -1051,9 +1045,7 @@ def case_plugin_program():
     env.update(LD_LIBRARY_PATH=OUT + "/hip:" + OUT, FAKE_HSA_LOG=OUT + "/plugin.log", FAKE_SITES=plugin_sites())
     module = OUT + "/prog5.gfx90a.co"
     trace = OUT + "/plugin.rpd"
-    for p in (trace, OUT + "/plugin.log"):
-        if os.path.exists(p):
-            os.unlink(p)
+    remove(trace, OUT + "/plugin.log")
     r = subprocess.run([NANOPROBE, "run", "-q", "-o", trace, "-i", "-a", "MemoryAnalysis", "-l",
                         OUT + "/plugin.txt", "--", app, module, "graph"],
                        capture_output=True, text=True, env=env, timeout=120)
