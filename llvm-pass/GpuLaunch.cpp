@@ -35,7 +35,9 @@
 // __nano_gpu_launch_ex, the twin launched with the program's configuration,
 // attributes included; hipExtLaunchKernel (events and flags after the
 // stream) through __nano_gpu_launch_events, the twin launched with the
-// program's events; launches through a handle that is not a constant (a
+// program's events; multi-device launches (a list of launches) through
+// __nano_gpu_launch_multi, each launch's twin looked up by the runtime;
+// launches through a handle that is not a constant (a
 // function pointer in a variable, the templates' parameter) are looked up by
 // the runtime. Kernel nodes added to a graph by hand (cudaGraphAddKernelNode,
 // hipGraphAddKernelNode and the calls that get and set their parameters) go
@@ -98,6 +100,7 @@ namespace {
 const char *const RuntimeLaunch = "__nano_gpu_launch";
 const char *const RuntimeLaunchEx = "__nano_gpu_launch_ex";
 const char *const RuntimeLaunchEvents = "__nano_gpu_launch_events";
+const char *const RuntimeLaunchMulti = "__nano_gpu_launch_multi";
 const char *const RuntimeRegister = "__nano_gpu_register";
 
 const char *const RuntimeApi = "__nano_gpu_api";
@@ -136,6 +139,9 @@ struct GpuApi {
   // launch calls with events and flags after the stream (hipExtLaunchKernel),
   // routed through __nano_gpu_launch_events
   GpuLaunchCall EventLaunches[1];
+  // multi-device launch calls (list, count, flags: a list of
+  // nano_gpu_launch_params), routed through __nano_gpu_launch_multi
+  const char *MultiLaunches[2];
   const char *GetLastError, *PeekAtLastError, *GetErrorName;
   const char *Configure[3];
   GpuUnrouted Unrouted[9];
@@ -169,7 +175,6 @@ const char *const WhyModule = "a function looked up in a module at run time has 
                               "plugin's; `nanoprobe run -i -c CACHE` gives it a kernel cache's";
 const char *const WhyGraph = "kernel nodes added by HIP's generic node call are not given twins "
                              "yet (hipGraphAddKernelNode's and launches captured into graphs are)";
-const char *const WhyMulti = "multi-device launches are not routed";
 
 const GpuApi Apis[] = {
     {NANO_GPU_CUDA,
@@ -180,6 +185,7 @@ const GpuApi Apis[] = {
       {"cudaLaunchCooperativeKernel_ptsz", true}},
      {{"cudaLaunchKernelExC", false}, {"cudaLaunchKernelExC_ptsz", true}},
      {},
+     {"cudaLaunchCooperativeKernelMultiDevice"},
      "cudaGetLastError",
      "cudaPeekAtLastError",
      "cudaGetErrorName",
@@ -187,7 +193,7 @@ const GpuApi Apis[] = {
      {{"cuLaunchKernel", WhyModule},
       {"cuLaunchKernelEx", WhyModule},
       {"cuLaunchCooperativeKernel", WhyModule},
-      {"cudaLaunchCooperativeKernelMultiDevice", WhyMulti}},
+      {"cuLaunchCooperativeKernelMultiDevice", WhyModule}},
      {{"cudaGraphAddNode", false},
       {"cudaGraphAddNode_v2", false},
       {"cuGraphAddNode", true},
@@ -209,6 +215,7 @@ const GpuApi Apis[] = {
       {"hipLaunchCooperativeKernel_spt", true}},
      {{"hipLaunchKernelExC", false}},
      {{"hipExtLaunchKernel", false}},
+     {"hipLaunchCooperativeKernelMultiDevice", "hipExtLaunchMultiKernelMultiDevice"},
      "hipGetLastError",
      "hipPeekAtLastError",
      "hipGetErrorName",
@@ -216,8 +223,9 @@ const GpuApi Apis[] = {
      {{"hipModuleLaunchKernel", WhyModule},
       {"hipExtModuleLaunchKernel", WhyModule},
       {"hipModuleLaunchCooperativeKernel", WhyModule},
-      {"hipGraphAddNode", WhyGraph},
-      {"hipLaunchCooperativeKernelMultiDevice", WhyMulti}},
+      {"hipModuleLaunchCooperativeKernelMultiDevice", WhyModule},
+      {"hipHccModuleLaunchKernel", WhyModule},
+      {"hipGraphAddNode", WhyGraph}},
      {},
      {"hipGraphAddKernelNode",
       "hipGraphKernelNodeGetParams",
@@ -767,6 +775,31 @@ std::vector<CallInst *> callsOf(Function *F, unsigned NumParams) {
   return Calls;
 }
 
+// Routes the multi-device launch calls (list, count, flags) through
+// __nano_gpu_launch_multi: every call, since the list's kernels are known
+// only at run time (the runtime looks each one's twin up).
+bool routeMultiLaunches(Module &M, int Id, Function *Launch) {
+  std::vector<CallInst *> Calls = callsOf(Launch, 3);
+  if (Calls.empty() || !Launch->getArg(0)->getType()->isPointerTy())
+    return false;
+  LLVMContext &Ctx = M.getContext();
+  Type *I32 = Type::getInt32Ty(Ctx);
+  PointerType *Ptr = PointerType::getUnqual(Ctx);
+  FunctionType *RouteTy = FunctionType::get(I32, {I32, Ptr, Ptr, I32, I32}, false);
+  Function *Route = runtimeEntry(M, RuntimeLaunchMulti, RouteTy);
+  if (!Route)
+    return false;
+  for (CallInst *CI : Calls) {
+    routeThrough(CI, Route, RouteTy, [&](IRBuilder<> &TB) {
+      return SmallVector<Value *, 13>{ConstantInt::get(I32, Id), Launch, CI->getArgOperand(0),
+                                      TB.CreateZExtOrTrunc(CI->getArgOperand(1), I32),
+                                      TB.CreateZExtOrTrunc(CI->getArgOperand(2), I32)};
+    });
+    ++NumGpuCallLaunchesRouted;
+  }
+  return true;
+}
+
 // Routes the calls that add a graph node (Api.AddNode) through
 // __nano_gpu_graph_add_node(api, call, with_edges, node, graph, deps, edges,
 // ndeps, params). Returns whether one was.
@@ -922,6 +955,7 @@ bool launchesWith(const Module &M, const GpuApi &Api) {
                       [&](const GpuLaunchCall &L) { return Declared(L.Name); }) ||
          llvm::any_of(Api.EventLaunches,
                       [&](const GpuLaunchCall &L) { return Declared(L.Name); }) ||
+         llvm::any_of(Api.MultiLaunches, Declared) ||
          llvm::any_of(Api.Unrouted, [&](const GpuUnrouted &U) { return Declared(U.Name); }) ||
          llvm::any_of(Api.AddNode, [&](const auto &A) { return Declared(A.Name); }) ||
          Declared(Api.KernelNodes.Add);
@@ -963,6 +997,9 @@ PreservedAnalyses GpuLaunchPass::run(Module &M, ModuleAnalysisManager &) {
         if (Launch->getFunctionType()->getNumParams() == 3)
           Changed |= routeConfiguredLaunches(M, Api.Id | (L.PerThread ? NANO_GPU_PER_THREAD : 0),
                                              Launch, Kernels);
+    for (const char *Name : Api.MultiLaunches)
+      if (Function *Launch = Name ? M.getFunction(Name) : nullptr)
+        Changed |= routeMultiLaunches(M, Api.Id, Launch);
     Changed |= routeAddNode(M, Api);
     Changed |= routeKernelNodes(M, Api);
     sayUnrouted(M, Api);

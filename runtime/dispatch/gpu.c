@@ -628,11 +628,16 @@ static struct gpu_context *gpu_context(const struct gpu_api *api, void *s, int c
     return c;
   }
   c = calloc(1, sizeof *c);
+  /* the copy stream and event are the device's own: made under it (a
+   * stream of another device's than the thread's: a multi-device launch) */
+  int entered = c && (r = api->enter(key, dev)) == 0;
   struct gpu_relaxed relaxed; /* creating a stream is unsafe in another's capture */
   gpu_relax(api, &relaxed);
-  if (!c || (r = api->describe(key, dev, &c->info)) != 0 ||
+  if (!entered || (r = api->describe(key, dev, &c->info)) != 0 ||
       (r = api->stream_create(&c->copies)) != 0) {
     gpu_unrelax(api, &relaxed);
+    if (entered)
+      api->leave();
     pthread_mutex_unlock(&g_gpu.contexts_lock);
     gpu_note("%s: device %d cannot be queried (%s); kernels run uninstrumented", api->backend, dev,
              c ? api->error(r) : "out of memory");
@@ -642,6 +647,7 @@ static struct gpu_context *gpu_context(const struct gpu_api *api, void *s, int c
   if (api->event_create(&c->staged, 0) != 0)
     c->staged = NULL; /* descriptors' copies are waited for */
   gpu_unrelax(api, &relaxed);
+  api->leave();
   c->api = api;
   c->key = key;
   c->dev = dev;
@@ -1225,8 +1231,6 @@ static int gpu_program_launch(nano_gpu_launch_fn launch, const void *kernel, uin
   return rc;
 }
 
-/* Launches the twin of dispatch d on stream s (the API's name for the
- * program's stream); 0, or the launch's error with d not ended. */
 /* The twin's arguments into all: the kernel's, then a pointer to the
  * descriptor's address (*desc must live until the launch returns). */
 static void gpu_twin_args(void **all, void **args, uint32_t nargs, void **desc) {
@@ -1234,14 +1238,13 @@ static void gpu_twin_args(void **all, void **args, uint32_t nargs, void **desc) 
   all[nargs] = desc;
 }
 
-static int gpu_launch_twin(struct gpu_flight *f, nano_gpu_launch_fn launch, const void *twin,
-                           uint64_t grid_xy, uint32_t grid_z, uint64_t block_xy, uint32_t block_z,
-                           void **args, uint32_t nargs, size_t shared, void *stream, void *s) {
+/* Before f's twin is launched on s (the API's name for the program's
+ * stream; f's device current): s waits for the placement's copies (the
+ * descriptor, tables), then f's start event; 0, or -1 where the copies can
+ * be neither waited for nor synchronized. */
+static int gpu_twin_before(struct gpu_flight *f, void *s) {
   const struct gpu_api *api = f->c->api;
-  void *all[GPU_MAX_ARGS + 1], *desc = nano_dispatch_desc(f->d);
-  gpu_twin_args(all, args, nargs, &desc);
-  /* the descriptor's and tables' copies first (gpu_put_desc); else the host
-   * waits for them; none made, nothing to wait for */
+  /* none made, nothing to wait for */
   if (f->wait_copies && f->c->staged && api->stream_wait(s, f->c->staged) != 0 &&
       api->stream_sync(f->c->copies) != 0)
     return -1;
@@ -1250,10 +1253,13 @@ static int gpu_launch_twin(struct gpu_flight *f, nano_gpu_launch_fn launch, cons
     f->ev[0] = NULL;
   else if (gpu_event_get(f->c, &f->ev[1]) != 0 || api->event_record(f->ev[0], s) != 0)
     gpu_drop_events(f);
-  int rc =
-      gpu_program_launch(launch, twin, grid_xy, grid_z, block_xy, block_z, all, shared, stream);
-  if (rc != 0)
-    return rc;
+  return 0;
+}
+
+/* After f's twin (of nargs explicit arguments) launched on s: its end
+ * event, and a waiter or a host function after it to learn its end. */
+static void gpu_twin_after(struct gpu_flight *f, const void *twin, uint32_t nargs, void *s) {
+  const struct gpu_api *api = f->c->api;
   if (!gpu_twin_find(&g_proven, twin, NULL))
     (void)gpu_twin_put(&g_proven, (struct gpu_twin){twin, twin, NULL, nargs}); /* best effort */
   if (f->ev[0] && api->event_record(f->ev[1], s) != 0)
@@ -1265,7 +1271,7 @@ static int gpu_launch_twin(struct gpu_flight *f, nano_gpu_launch_fn launch, cons
   if (g_gpu.end_by_event && f->ev[1]) { /* a waiter learns the end */
     gpu_waiting_push(f);
     pthread_mutex_unlock(&g_gpu.lock);
-    return 0;
+    return;
   }
   pthread_mutex_unlock(&g_gpu.lock);
   int r = api->host_func(s, gpu_done, f);
@@ -1277,7 +1283,23 @@ static int gpu_launch_twin(struct gpu_flight *f, nano_gpu_launch_fn launch, cons
     f->unconfirmed = api->stream_sync(s) != 0;
     gpu_done(f);
   }
-  return 0;
+}
+
+/* Launches the twin of dispatch f on stream s (the API's name for the
+ * program's stream, which `stream` is as the program passed it); 0, or the
+ * launch's error (-1: the runtime's step before it) with f not ended. */
+static int gpu_launch_twin(struct gpu_flight *f, nano_gpu_launch_fn launch, const void *twin,
+                           uint64_t grid_xy, uint32_t grid_z, uint64_t block_xy, uint32_t block_z,
+                           void **args, uint32_t nargs, size_t shared, void *stream, void *s) {
+  void *all[GPU_MAX_ARGS + 1], *desc = nano_dispatch_desc(f->d);
+  gpu_twin_args(all, args, nargs, &desc);
+  if (gpu_twin_before(f, s) != 0)
+    return -1;
+  int rc =
+      gpu_program_launch(launch, twin, grid_xy, grid_z, block_xy, block_z, all, shared, stream);
+  if (rc == 0)
+    gpu_twin_after(f, twin, nargs, s);
+  return rc;
 }
 
 /* Set while this thread captures a kernel node added by hand into a graph
@@ -1734,6 +1756,32 @@ static int gpu_capture(struct gpu_node *n, int api_id, nano_gpu_launch_fn launch
   return 0;
 }
 
+/* The trace's row of a launch of kernel `name` (api as gpu_launch's) from
+ * start to now, with the launch's arguments (on `stream` where has_stream)
+ * where CUPTI's row of the program's call has none; its id, or 0. */
+static uint64_t gpu_launch_row(int api, const char *name, int has_stream, void *stream,
+                               uint64_t grid_xy, uint32_t grid_z, uint64_t block_xy,
+                               uint32_t block_z, size_t shared, int64_t start) {
+  uint64_t id = rpd_record_api("nano", "", "nanoLaunchKernel", name, start, rpd_now());
+  if (id && !((api & NANO_GPU_API_MASK) == NANO_GPU_CUDA && rpd_cupti_records_calls())) {
+    char sname[24] = "";
+    if (has_stream)
+      snprintf(sname, sizeof sname, "%p", stream);
+    struct rpd_kernel_launch kl = {sname,
+                                   (int)(uint32_t)grid_xy,
+                                   (int)(grid_xy >> 32),
+                                   (int)grid_z,
+                                   (int)(uint32_t)block_xy,
+                                   (int)(block_xy >> 32),
+                                   (int)block_z,
+                                   (int)shared,
+                                   0,
+                                   name};
+    rpd_record_kernelapi(id, &kl);
+  }
+  return id;
+}
+
 int gpu_launch(int api, nano_gpu_launch_fn launch, const void *kernel, const void *twin,
                const char *name, const char *sites_path, uint64_t grid_xy, uint32_t grid_z,
                uint64_t block_xy, uint32_t block_z, void **args, uint32_t nargs, size_t shared,
@@ -1793,25 +1841,9 @@ int gpu_launch(int api, nano_gpu_launch_fn launch, const void *kernel, const voi
   if (twin_rc)
     gpu_twin_say(api, twin, name, twin_rc, 0, rc == twin_rc);
   rpd_gpu_quiet--;
-  int64_t end = rpd_now();
-  uint64_t id = rpd_record_api("nano", "", "nanoLaunchKernel", name, start, end);
-  /* the launch's arguments, where CUPTI's row of the program's call has none */
-  if (id && !((api & NANO_GPU_API_MASK) == NANO_GPU_CUDA && rpd_cupti_records_calls())) {
-    char sname[24] = ""; /* a kernel node added by hand has no stream of the program's */
-    if (!gpu_hand_capturing)
-      snprintf(sname, sizeof sname, "%p", stream);
-    struct rpd_kernel_launch kl = {sname,
-                                   (int)(uint32_t)grid_xy,
-                                   (int)(grid_xy >> 32),
-                                   (int)grid_z,
-                                   (int)(uint32_t)block_xy,
-                                   (int)(block_xy >> 32),
-                                   (int)block_z,
-                                   (int)shared,
-                                   0,
-                                   name};
-    rpd_record_kernelapi(id, &kl);
-  }
+  /* a kernel node added by hand has no stream of the program's */
+  uint64_t id = gpu_launch_row(api, name, !gpu_hand_capturing, stream, grid_xy, grid_z, block_xy,
+                               block_z, shared, start);
   if (node)
     node->api = id;
   if (f) {
@@ -1893,6 +1925,140 @@ __nano_gpu_launch_events(int api, nano_gpu_launch_events_fn launch, const void *
                       grid_z, block_xy, block_z, args, nargs, shared, stream);
   gpu_events_launch = outer_launch;
   gpu_events_start = outer_start, gpu_events_stop = outer_stop, gpu_events_flags = outer_flags;
+  return rc;
+}
+
+/* ---- multi-device launches (__nano_gpu_launch_multi) ------------------------------ */
+
+/* The most launches (devices) of one multi-device call that are instrumented. */
+#define GPU_MAX_MULTI 64
+
+/* One launch of a multi-device call: its kernel's twin (t.twin NULL: none
+ * announced), and, instrumented, its flight and the twin's arguments. */
+struct gpu_multi {
+  struct gpu_twin t;
+  struct gpu_flight *f;
+  void *desc;
+  void *all[GPU_MAX_ARGS + 1];
+};
+
+/* Begins the dispatch of launch p (one of n) in m, and makes *use its
+ * twin's launch; 0: the original runs (said where it is not the program's
+ * choice). */
+static int gpu_multi_begin(int api, const struct nano_gpu_launch_params *p, int n,
+                           struct gpu_multi *m, struct nano_gpu_launch_params *use, int64_t start) {
+  if (!m->t.twin)
+    return 0;
+  const struct gpu_api *a = gpu_api_of(api);
+  if (!a)
+    return 0;
+  if (n > 1 && a->stream_device_known && !a->stream_device_known()) {
+    gpu_note("%s: launched on %d devices at once by a %s runtime that cannot say a stream's "
+             "device (hipStreamGetDevice, later than HIP 5.2): it runs uninstrumented there",
+             m->t.name, n, a->backend);
+    return 0;
+  }
+  int status = GPU_CAPTURE_NONE;
+  struct gpu_context *c = gpu_prepare(api, m->t.twin, m->t.name, m->t.nargs, p->stream, &status);
+  if (!c || status != GPU_CAPTURE_NONE || !gpu_push(c)) /* (the API refuses it in captures) */
+    return 0;
+  struct nano_launch_desc l =
+      gpu_launch_desc(c, m->t.twin, m->t.name, p->grid[0] | (uint64_t)p->grid[1] << 32, p->grid[2],
+                      p->block[0] | (uint64_t)p->block[1] << 32, p->block[2], p->shared, &c->mem);
+  struct gpu_flight *f = gpu_begin(c, &l, start);
+  if (f && gpu_twin_before(f, p->stream) != 0) {
+    gpu_drop_events(f);
+    nano_dispatch_cancel(f->d);
+    free(f);
+    f = NULL;
+  }
+  gpu_pop(c);
+  if (!f)
+    return 0;
+  m->f = f;
+  m->desc = nano_dispatch_desc(f->d);
+  gpu_twin_args(m->all, p->args, m->t.nargs, &m->desc);
+  use->func = m->t.twin;
+  use->args = m->all;
+  return 1;
+}
+
+/* The program's multi-device call (traced as the program's). */
+static int gpu_program_multi(nano_gpu_launch_multi_fn launch, struct nano_gpu_launch_params *list,
+                             int n, unsigned flags) {
+  rpd_gpu_quiet--;
+  int rc = launch(list, n, flags);
+  rpd_gpu_quiet++;
+  return rc;
+}
+
+__attribute__((visibility("default"))) int
+__nano_gpu_launch_multi(int api, nano_gpu_launch_multi_fn launch,
+                        struct nano_gpu_launch_params *list, int n, unsigned flags) {
+  int64_t start = rpd_now();
+  api &= ~GPU_DRIVER;
+  struct gpu_multi *m = list && n > 0 && n <= GPU_MAX_MULTI ? calloc(n, sizeof *m) : NULL;
+  struct nano_gpu_launch_params *use = m ? malloc(n * sizeof *use) : NULL;
+  if (!use) { /* nothing to look up, or no memory for it: the program's call */
+    free(m);
+    return launch(list, n, flags);
+  }
+  rpd_gpu_quiet++;
+  memcpy(use, list, n * sizeof *use);
+  int begun = 0, rc = -1, twin_rc = 0;
+  for (int i = 0; i < n; i++)
+    if (gpu_twin_find(&g_twins, list[i].func, &m[i].t) && nano_dispatch_instrumenting())
+      begun += gpu_multi_begin(api, &list[i], n, &m[i], &use[i], start);
+  if (begun) {
+    int pending = gpu_program_error_pending(api);
+    if ((rc = gpu_program_multi(launch, use, n, flags)) != 0) {
+      gpu_twin_error_take(api, rc, pending);
+      twin_rc = rc;
+    }
+  }
+  if (!begun || twin_rc)
+    rc = gpu_program_multi(launch, list, n, flags);
+  for (int i = 0; i < n; i++) {
+    struct gpu_flight *f = m[i].f;
+    if (!f)
+      continue;
+    struct gpu_context *c = f->c;
+    int pushed = gpu_push(c);
+    if (twin_rc) {
+      if (pushed)
+        gpu_drop_events(f);
+      gpu_twin_say(api, m[i].t.twin, m[i].t.name, twin_rc, 0, rc == twin_rc);
+      nano_dispatch_cancel(f->d);
+      free(f);
+      m[i].f = NULL;
+    } else if (pushed) {
+      gpu_twin_after(f, m[i].t.twin, m[i].t.nargs, list[i].stream);
+    } else { /* its device was current a moment ago: not expected. The twin
+                runs, its end unknown: its buffer is held for good (its
+                events are left, with no device to give them back on) */
+      f->ev[0] = f->ev[1] = NULL;
+      f->unconfirmed = 1;
+      pthread_mutex_lock(&g_gpu.lock);
+      g_gpu.in_flight++;
+      pthread_mutex_unlock(&g_gpu.lock);
+      gpu_done(f);
+    }
+    if (pushed)
+      gpu_pop(c);
+  }
+  rpd_gpu_quiet--;
+  for (int i = 0; i < n; i++) {
+    const struct nano_gpu_launch_params *p = &list[i];
+    uint64_t id = gpu_launch_row(
+        api, m[i].t.twin ? m[i].t.name : "", 1, p->stream, p->grid[0] | (uint64_t)p->grid[1] << 32,
+        p->grid[2], p->block[0] | (uint64_t)p->block[1] << 32, p->block[2], p->shared, start);
+    if (m[i].f) {
+      m[i].f->api = id;
+      gpu_release(m[i].f);
+    }
+  }
+  free(use);
+  free(m);
   return rc;
 }
 

@@ -130,6 +130,9 @@ struct gpu_api {
   /* Kernel nodes added to a graph by hand; NULL where the API has no
    * twins for them (the program's kernel runs there). */
   const struct gpu_graph_ops *graphs;
+  /* Whether current() knows a stream's own device (else it answers the
+   * thread's); NULL: it does. */
+  int (*stream_device_known)(void);
 };
 
 /* An AMD device's line and sector bytes and LDS model, from its arch and

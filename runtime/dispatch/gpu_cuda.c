@@ -400,4 +400,5 @@ const struct gpu_api gpu_cuda_api = {
     NULL, /* host functions are captured (cuLaunchHostFunc) */
     cuda_error,
     &cuda_graph_ops,
+    NULL, /* a stream's device is its context's */
 };

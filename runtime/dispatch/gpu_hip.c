@@ -10,6 +10,7 @@
 #define __HIP_PLATFORM_AMD__
 #include <dlfcn.h>
 #include <hip/hip_runtime_api.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,16 @@
 #include "nano/symbols.h"
 
 #define HIP_DEFAULT_WAVE 64
+
+/* The plugin hands multi-device launch lists over as the contract's struct. */
+_Static_assert(
+    sizeof(hipLaunchParams) == sizeof(struct nano_gpu_launch_params) &&
+        offsetof(hipLaunchParams, gridDim) == offsetof(struct nano_gpu_launch_params, grid) &&
+        offsetof(hipLaunchParams, blockDim) == offsetof(struct nano_gpu_launch_params, block) &&
+        offsetof(hipLaunchParams, args) == offsetof(struct nano_gpu_launch_params, args) &&
+        offsetof(hipLaunchParams, sharedMem) == offsetof(struct nano_gpu_launch_params, shared) &&
+        offsetof(hipLaunchParams, stream) == offsetof(struct nano_gpu_launch_params, stream),
+    "hipLaunchParams has nano_gpu_launch_params' layout");
 
 static struct {
   __typeof__(&hipGetDevice) GetDevice;
@@ -47,6 +58,9 @@ static struct {
    * function from a stream callback, outside captures only */
   __typeof__(&hipLaunchHostFunc) LaunchHostFunc;
   __typeof__(&hipStreamAddCallback) StreamAddCallback;
+  /* NULL before later ROCm (not in HIP 5.2): a stream's device is then taken
+   * to be the thread's */
+  hipError_t (*StreamGetDevice)(hipStream_t stream, hipDevice_t *device);
 } hip;
 
 /* The graph calls kernel nodes added by hand need (hip_graph_ops), resolved
@@ -130,6 +144,7 @@ static int hip_load(void) {
   hipg_usable = !nano_symbols_resolve(h, hipg_fns, sizeof hipg_fns / sizeof hipg_fns[0], &hipg);
   *(void **)&hip.LaunchHostFunc = dlsym(h, "hipLaunchHostFunc");
   *(void **)&hip.StreamAddCallback = dlsym(h, "hipStreamAddCallback");
+  *(void **)&hip.StreamGetDevice = dlsym(h, "hipStreamGetDevice");
   if (!hip.LaunchHostFunc && !hip.StreamAddCallback) {
     fprintf(stderr, "nanoprobe: the HIP runtime has neither hipLaunchHostFunc nor "
                     "hipStreamAddCallback; kernels run uninstrumented\n");
@@ -142,12 +157,21 @@ static int hip_load(void) {
   return 0;
 }
 
+/* A stream of the program's: not a default stream's handle. */
+static int hip_own_stream(void *stream) {
+  return stream && stream != GPU_STREAM_PER_THREAD && stream != GPU_STREAM_LEGACY;
+}
+
 static int hip_current(void *stream, void **key, int *dev) {
-  (void)stream; /* HIP's current device is the thread's, and its streams' */
-  hipError_t r = hip.GetDevice(dev);
+  /* a default stream is the thread's device's; a stream of the program's
+   * is its own device's, where the runtime says which */
+  hipError_t r = hip.StreamGetDevice && hip_own_stream(stream) ? hip.StreamGetDevice(stream, dev)
+                                                               : hip.GetDevice(dev);
   *key = (void *)(intptr_t)(*dev + 1); /* never NULL */
   return r;
 }
+
+static int hip_stream_device_known(void) { return hip.StreamGetDevice != NULL; }
 
 static int hip_describe(void *key, int dev, struct gpu_device_info *out) {
   (void)key;
@@ -166,20 +190,30 @@ static int hip_describe(void *key, int dev, struct gpu_device_info *out) {
   return r;
 }
 
-/* The device the calling thread had, restored by hip_leave. */
-static __thread int hip_saved_device = -1;
+/* The devices the calling thread had, one per hip_enter not yet left
+ * (gpu.c's pushes nest: a placement's allocation inside a launch's). */
+#define HIP_MAX_ENTERED 8
+static __thread int hip_saved_device[HIP_MAX_ENTERED];
+static __thread int hip_entered;
 
 static int hip_enter(void *key, int dev) {
   (void)key;
-  if (hip.GetDevice(&hip_saved_device) != hipSuccess)
-    hip_saved_device = -1;
-  return hip_saved_device == dev ? hipSuccess : hip.SetDevice(dev);
+  if (hip_entered == HIP_MAX_ENTERED)
+    return hipErrorInvalidValue;
+  int *saved = &hip_saved_device[hip_entered];
+  if (hip.GetDevice(saved) != hipSuccess)
+    *saved = -1;
+  hipError_t r = *saved == dev ? hipSuccess : hip.SetDevice(dev);
+  if (r == hipSuccess)
+    hip_entered++;
+  return r;
 }
 static void hip_leave(void) {
-  int now;
-  if (hip_saved_device >= 0 && hip.GetDevice(&now) == hipSuccess && now != hip_saved_device)
-    hip.SetDevice(hip_saved_device);
-  hip_saved_device = -1;
+  if (hip_entered == 0)
+    return;
+  int now, saved = hip_saved_device[--hip_entered];
+  if (saved >= 0 && hip.GetDevice(&now) == hipSuccess && now != saved)
+    hip.SetDevice(saved);
 }
 static int hip_host_alloc(void **p, size_t n) {
   return hip.HostMalloc(p, n, hipHostMallocPortable | hipHostMallocMapped | hipHostMallocCoherent);
@@ -371,4 +405,5 @@ const struct gpu_api gpu_hip_api = {
     hip_host_func_captured,
     hip_error,
     &hip_graph_ops,
+    hip_stream_device_known,
 };

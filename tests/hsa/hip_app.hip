@@ -4,12 +4,12 @@
 // are right. With a code object's path as argument it also runs that
 // object's axpy as Triton and Tensile run kernels: hipModuleLoadData,
 // hipModuleGetFunction, hipModuleLaunchKernel, then hipExtModuleLaunchKernel
-// (Tensile's, rocBLAS's). With "graph" after it, y is
-// reset to 1 and an axpy captured into a graph on a stream of its own is
-// launched twice (y = 4x + 1). At the end y is written again with
-// hipMemcpyHtoD, an axpy launched cooperatively and y read back with
-// hipMemcpyDtoHAsync (y = 2x + 1); then set to 1 by a 2D copy, copied to
-// and from `out` by peer copies and read back by hipMemcpyWithStream.
+// (Tensile's, rocBLAS's). With "graph" after it, y is reset to 1 and an axpy
+// captured into a graph on a stream of its own is launched twice (y = 4x+1).
+// At the end y is written again with hipMemcpyHtoD, an axpy launched
+// cooperatively and y read back with hipMemcpyDtoHAsync (y = 2x+1), one launch
+// by both multi-device calls (y = 2x+1, then 3x+1); then set to 1 by a 2D
+// copy, copied to and from `out` by peer copies, read by hipMemcpyWithStream.
 #include <hip/hip_ext.h>
 #include <hip/hip_runtime.h>
 #include <stdio.h>
@@ -132,6 +132,17 @@ int main(int argc, char **argv) {
   for (int i = 0; i < n; i++)
     ok &= hy[i] == 2.0f * i + 1;
   printf("%s multi-device axpy\n", ok ? "ok" : "WRONG");
+  // the same list through hipExtLaunchMultiKernelMultiDevice (launches
+  // that need not cooperate) with a factor of 1: y = 3x + 1
+  float a1 = 1.0f;
+  margs[0] = &a1;
+  if (hipExtLaunchMultiKernelMultiDevice(&lp, 1, 0) != hipSuccess ||
+      hipDeviceSynchronize() != hipSuccess || hipMemcpy(hy, y, n * 4, hipMemcpyDeviceToHost) != hipSuccess)
+    return 1;
+  ok = 1;
+  for (int i = 0; i < n; i++)
+    ok &= hy[i] == 3.0f * i + 1;
+  printf("%s ext multi-device axpy\n", ok ? "ok" : "WRONG");
   // a 2D copy (25 rows of 40 floats), a peer copy of y's first 64 floats
   // into out and back, a copy on a stream: y = 1, and so is what comes back
   for (int i = 0; i < n; i++)

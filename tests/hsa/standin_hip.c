@@ -579,10 +579,9 @@ hipError_t hipLaunchCooperativeKernel(const void *fn, dim3 grid, dim3 block, voi
        launch(fn, grid, block, args, shared, stream));
 }
 
-/* A launch per device, each on its stream (the stand-in's device is the
- * only one: every entry runs there, in order). */
 /* A multi-device launch: each device's on its own stream, never the null
- * one (hipErrorInvalidHandle, as HIP 5.2 answers it). */
+ * one (hipErrorInvalidHandle, as HIP 5.2 answers it); the stand-in's device
+ * is the only one: every entry runs there, in order. */
 static hipError_t launch_each(const hipLaunchParams *l, int n) {
   if (!l || n < 1)
     return hipErrorInvalidValue;
@@ -599,6 +598,13 @@ hipError_t hipLaunchCooperativeKernelMultiDevice(hipLaunchParams *l, int n, unsi
        (d_.args.hipLaunchCooperativeKernelMultiDevice.launchParamsList = l,
         d_.args.hipLaunchCooperativeKernelMultiDevice.numDevices = n,
         d_.args.hipLaunchCooperativeKernelMultiDevice.flags = flags),
+       launch_each(l, n));
+}
+hipError_t hipExtLaunchMultiKernelMultiDevice(hipLaunchParams *l, int n, unsigned int flags) {
+  CALL(HIP_API_ID_hipExtLaunchMultiKernelMultiDevice,
+       (d_.args.hipExtLaunchMultiKernelMultiDevice.launchParamsList = l,
+        d_.args.hipExtLaunchMultiKernelMultiDevice.numDevices = n,
+        d_.args.hipExtLaunchMultiKernelMultiDevice.flags = flags),
        launch_each(l, n));
 }
 
@@ -844,6 +850,15 @@ hipError_t hipStreamSynchronize(hipStream_t s) {
 /* One device, 0. */
 hipError_t hipGetDevice(int *dev) {
   CALL(HIP_API_ID_hipGetDevice, d_.args.hipGetDevice.deviceId = dev, (*dev = 0, hipSuccess));
+}
+/* Later ROCm's (HIP 5.2 has none): a stream's device. */
+hipError_t hipStreamGetDevice(hipStream_t s, hipDevice_t *dev);
+hipError_t hipStreamGetDevice(hipStream_t s, hipDevice_t *dev) {
+  (void)s;
+  if (!dev)
+    return hipErrorInvalidValue;
+  *dev = 0;
+  return hipSuccess;
 }
 hipError_t hipSetDevice(int dev) {
   CALL(HIP_API_ID_hipSetDevice, d_.args.hipSetDevice.deviceId = dev,

@@ -729,10 +729,11 @@ HIP_APP_CALLS = ["hipMalloc", "hipMalloc", "hipMemcpy", "hipMemcpy", "hipLaunchK
                  "hipStreamBeginCapture", "hipLaunchKernel", "hipStreamEndCapture", "hipGraphInstantiate",
                  "hipGraphLaunch", "hipGraphLaunch", "hipStreamSynchronize", "hipMemcpy", "hipMemcpyHtoD",
                  "hipLaunchCooperativeKernel", "hipMemcpyDtoHAsync", "hipStreamSynchronize",
-                 "hipStreamCreate", "hipLaunchCooperativeKernelMultiDevice", "hipDeviceSynchronize", "hipMemcpy", "hipMemcpy2D",
+                 "hipStreamCreate", "hipLaunchCooperativeKernelMultiDevice", "hipDeviceSynchronize", "hipMemcpy",
+                 "hipExtLaunchMultiKernelMultiDevice", "hipDeviceSynchronize", "hipMemcpy", "hipMemcpy2D",
                  "hipMemcpyPeer", "hipMemcpyPeer", "hipMemcpyWithStream", "hipFree", "hipFree", "hipFree"]
 HIP_APP_OK = ("axpy", "dyn", "module axpy", "ext module axpy", "graph axpy", "cooperative axpy",
-              "multi-device axpy",
+              "multi-device axpy", "ext multi-device axpy",
               "2d peer and stream copies")
 
 
@@ -761,13 +762,13 @@ def case_hip_program():
         check(r.returncode == 0, "%s -- hip_app: exit %d\n%s" % (args, r.returncode, r.stderr))
         expect_ok("hip_app " + mode, r.stdout, HIP_APP_OK)
         log = [parse(ln) for ln in open(OUT + "/hip.log").read().splitlines()]
-        # module, ext, graph twice, coop, multi-device
-        want = ["_Z4axpyfPKfPfi", "_Z3dynPi"] + ["_Z4axpyfPKfPfi"] * 6
+        # module, ext, graph twice, coop, the two multi-device calls
+        want = ["_Z4axpyfPKfPfi", "_Z3dynPi"] + ["_Z4axpyfPKfPfi"] * 7
         if mode == "twins":
             want = ["__nano_twin_%sPv" % k for k in want]
         check([d["kernel"] for d in log] == want, "hip_app %s: the kernels that ran: %s" % (mode, log))
         ops = rows(trace, "select description from op order by start")
-        check(len(ops) == 8, "hip_app %s: the eight kernels are ops: %s" % (mode, ops))
+        check(len(ops) == 9, "hip_app %s: the nine kernels are ops: %s" % (mode, ops))
         # the HIP calls, through the runtime's callbacks (roctracer's contract)
         calls = [r[0] for r in rows(trace, "select apiName from api where domain = 'hip' order by start")]
         check(calls == HIP_APP_CALLS, "hip_app %s: the program's HIP calls in order: %s" % (mode, calls))
@@ -782,7 +783,8 @@ def case_hip_program():
         axpy, dyn = "axpy(float, float const*, float*, int)", "dyn(int*)"  # a C++ program: demangled
         check(launches == [(1024, 256, 0, axpy, axpy + mark), (64, 64, 256, dyn, dyn + mark),
                            (1024, 256, 0, axpy, axpy + mark), (1024, 256, 0, axpy, axpy + mark),
-                           (1024, 256, 0, axpy, axpy + mark), (1024, 256, 0, axpy, axpy + mark)],
+                           (1024, 256, 0, axpy, axpy + mark), (1024, 256, 0, axpy, axpy + mark),
+                           (1024, 256, 0, axpy, axpy + mark)],
               "hip_app %s: each launch's arguments (a multi-device call's: its first launch's), and "
               "its kernel's op linked to it: %s" % (mode, launches))
         copies = rows(trace, "select c.size, c.kind, c.sync from api a join rocpd_copyapi c on c.api_ptr_id = a.id "
@@ -804,9 +806,9 @@ def case_hip_program():
                         "from nano_dispatch d join nano_memory m on m.dispatch_id = d.id "
                         "group by d.id order by d.id")
             check(disp == [("_Z4axpyfPKfPfi", "hsa", "device", 0, 3000), ("_Z3dynPi", "hsa", "device", 0, 64)] +
-                  [("_Z4axpyfPKfPfi", "hsa", "device", 0, 3000)] * 6,
+                  [("_Z4axpyfPKfPfi", "hsa", "device", 0, 3000)] * 7,
                   "hip_app twins: the dispatches summed by their twins, every access: %s" % disp)
-            check(len(rows(trace, "select * from nano_analysis")) == 8, "hip_app twins: the reports")
+            check(len(rows(trace, "select * from nano_analysis")) == 9, "hip_app twins: the reports")
         graph_ops = rows(trace, "select count(*) from api a join rocpd_api_ops ao on ao.api_id = a.id "
                          "where a.apiName = 'hipGraphLaunch'")
         check(graph_ops == [(2,)], "hip_app %s: each graph launch's kernel linked to it: %s" % (mode, graph_ops))
@@ -828,7 +830,8 @@ def case_hip_program():
 # hip_app's copies (size, kind, sync) in order: hipMemcpyDeviceToDevice is 3;
 # a 2D copy's size is its width times its height.
 HIP_APP_COPIES = [(4000, 1, 1), (4000, 1, 1), (4000, 2, 1), (256, 2, 1), (4000, 2, 1), (4000, 2, 1),
-                  (4000, 1, 1), (4000, 2, 1), (4000, 1, 1), (4000, 2, 0), (4000, 2, 1), (40 * 4 * 25, 1, 1),
+                  (4000, 1, 1), (4000, 2, 1), (4000, 1, 1), (4000, 2, 0), (4000, 2, 1), (4000, 2, 1),
+                  (40 * 4 * 25, 1, 1),
                   (256, 3, 1), (256, 3, 1), (4000, 2, 0)]
 # The same calls as Debian's HIP 5.2 runtime reports them: its hipMemcpyPeer
 # calls hipMemcpy itself, and each call is reported.
@@ -849,6 +852,7 @@ REAL_HIP_WORK = [("hipLaunchKernel", "axpy"), ("hipLaunchKernel", "dyn"), ("hipM
                  ("hipMemcpyDtoHAsync", D2H),
                  ("hipLaunchCooperativeKernelMultiDevice", "__amd_rocclr_gwsInit"),
                  ("hipLaunchCooperativeKernelMultiDevice", "axpy"), ("hipMemcpy", D2H),
+                 ("hipExtLaunchMultiKernelMultiDevice", "axpy"), ("hipMemcpy", D2H),
                  ("hipMemcpy2D", H2D), ("hipMemcpy", "__amd_rocclr_copyBuffer"),
                  ("hipMemcpy", "__amd_rocclr_copyBuffer"), ("hipMemcpyWithStream", D2H)]
 REAL_HIP_KERNELS = [w for _, w in REAL_HIP_WORK if not w.startswith("Copy")]
@@ -915,7 +919,8 @@ def case_real_hip():
                            ("hipExtModuleLaunchKernel", 1024, 256, 0, axpy),
                            ("hipLaunchKernel", 1024, 256, 0, axpy),
                            ("hipLaunchCooperativeKernel", 1024, 256, 0, axpy),
-                           ("hipLaunchCooperativeKernelMultiDevice", 1024, 256, 0, axpy)],
+                           ("hipLaunchCooperativeKernelMultiDevice", 1024, 256, 0, axpy),
+                           ("hipExtLaunchMultiKernelMultiDevice", 1024, 256, 0, axpy)],
               "real HIP, %s: each launch's grid, workgroup, LDS and kernel: %s" % (mode, launches))
         check_allocs_and_graph("real HIP, " + mode, trace)
         shown = {"axpy": "axpy(float, float const*, float*, int)", "dyn": "dyn(int*)"}
@@ -942,7 +947,7 @@ def case_real_hip():
                         "from nano_dispatch d join nano_memory m on m.dispatch_id = d.id "
                         "group by d.id order by d.id")
             check(disp == [("_Z4axpyfPKfPfi", "device", 0, 3000), ("_Z3dynPi", "device", 0, 64)] +
-                  [("_Z4axpyfPKfPfi", "device", 0, 3000)] * 6,
+                  [("_Z4axpyfPKfPfi", "device", 0, 3000)] * 7,
                   "real HIP, twins: the program's dispatches summed by the cache's twins: %s" % disp)
     # NANO_HIP_CALLS=0: no HIP rows (the runtime's profiler stays off), each
     # kernel still an op, of an hsa_kernel_dispatch row
@@ -1010,12 +1015,14 @@ def real_hip_plugin(env):
     check(len(said) == 1 and "_Z4axpyfPKfPfi: captured into a graph, into which this hip runtime captures "
           "no host function" in said[0], "real HIP, plugin: the graph's launch said once: %s" % said)
     # the plugin's launches run their twins (hipLaunchKernel's two, the
-    # cooperative one); the module's, the graph's and the multi-device
-    # launch the original; the back end's own table zeroing (memsets: the
-    # runtime's fill kernel) is no op of the trace
+    # cooperative one, the two multi-device calls' of one device: HIP 5.2
+    # cannot say a stream's device, and the thread's is the one); the
+    # module's and the graph's launch the original; the back end's own table
+    # zeroing (memsets: the runtime's fill kernel) is no op of the trace
     twin, axpy, dyn = "__nano_twin_%sPv", "_Z4axpyfPKfPfi", "_Z3dynPi"
     gws, copy = "__amd_rocclr_gwsInit", "__amd_rocclr_copyBuffer"
-    ran = [twin % axpy, twin % dyn, axpy, axpy, axpy, axpy, gws, twin % axpy, gws, axpy, copy, copy]
+    ran = [twin % axpy, twin % dyn, axpy, axpy, axpy, axpy, gws, twin % axpy, gws, twin % axpy,
+           twin % axpy, copy, copy]
     log = [parse(ln)["kernel"] for ln in open(OUT + "/real_hip.log").read().splitlines()]
     check([k for k in log if k != "__amd_rocclr_fillBufferAligned"] == ran,
           "real HIP, plugin: the kernels that ran: %s" % log)
@@ -1029,7 +1036,7 @@ def real_hip_plugin(env):
     disp = rows(trace, "select d.kernel, d.backend, d.aggregate, d.records, group_concat(m.accesses) "
                 "from nano_dispatch d join nano_memory m on m.dispatch_id = d.id group by d.id order by d.id")
     a3 = ("hip", "device", 0, "1000,1000,1000")
-    check(disp == [(axpy,) + a3, (dyn, "hip", "device", 0, "64"), (axpy,) + a3],
+    check(disp == [(axpy,) + a3, (dyn, "hip", "device", 0, "64")] + [(axpy,) + a3] * 3,
           "real HIP, plugin: the twins' dispatches, summed on the device, every access: %s" % disp)
 
 
@@ -1054,12 +1061,11 @@ def case_plugin_program():
     said = [ln for ln in r.stderr.splitlines() if ln.startswith("nanoprobe") and "trace written" not in ln]
     check(not said, "hip_app_plugin: nothing to say: %s" % said)
     # the plugin's launches (axpy, dyn, the graph's two replays, the
-    # cooperative one) run the twins; the module's two launches, which the
-    # plugin cannot route, the original
+    # cooperative one, the two multi-device calls') run the twins; the
+    # module's two launches, which the plugin cannot route, the original
     twin, axpy, dyn = "__nano_twin_%sPv", "_Z4axpyfPKfPfi", "_Z3dynPi"
     log = [parse(ln) for ln in open(OUT + "/plugin.log").read().splitlines()]
-    # (the multi-device launch, not routed: the original)
-    ran = [twin % axpy, twin % dyn, axpy, axpy] + [twin % axpy] * 3 + [axpy]
+    ran = [twin % axpy, twin % dyn, axpy, axpy] + [twin % axpy] * 5
     check([d["kernel"] for d in log] == ran, "hip_app_plugin: the kernels that ran: %s" % log)
     # the HSA tool records each dispatch once, as the kernel the program
     # launched (demangled), a twin's marked
@@ -1074,17 +1080,19 @@ def case_plugin_program():
     routed = [r[0] for r in rows(trace, "select b.apiName from api a join api b on b.id = "
                                  "(select c.id from api c where c.start >= a.start and c.domain = 'hip' "
                                  "order by c.start limit 1) where a.apiName = 'nanoLaunchKernel' order by a.start")]
-    check(routed == ["hipLaunchKernel"] * 3 + ["hipLaunchCooperativeKernel"],
+    check(routed == ["hipLaunchKernel"] * 3 + ["hipLaunchCooperativeKernel",
+                                               "hipLaunchCooperativeKernelMultiDevice",
+                                               "hipExtLaunchMultiKernelMultiDevice"],
           "hip_app_plugin: each routed launch's call after its nanoLaunchKernel row: %s" % routed)
     check(not rows(trace, "select * from api where apiName = 'hsa_kernel_dispatch'"),
           "hip_app_plugin: a launch's row is its HIP call")
-    # five dispatches (the graph's replays too), summed on the device by the
+    # seven dispatches (the graph's replays too), summed on the device by the
     # twins (MemoryAnalysis alone), every access: axpy's 1000 threads load
     # x and y and store y, dyn's 64 store once
     disp = rows(trace, "select d.kernel, d.backend, d.aggregate, d.records, group_concat(m.accesses) "
                 "from nano_dispatch d join nano_memory m on m.dispatch_id = d.id group by d.id order by d.id")
     a3 = ("hip", "device", 0, "1000,1000,1000")
-    check(disp == [(axpy,) + a3, (dyn, "hip", "device", 0, "64")] + [(axpy,) + a3] * 3,
+    check(disp == [(axpy,) + a3, (dyn, "hip", "device", 0, "64")] + [(axpy,) + a3] * 5,
           "hip_app_plugin: the dispatches, summed by their twins, every access: %s" % disp)
     print("ok plugin_program: hip_app built with the plugin under nanoprobe run -i (HSA tool and GPU "
           "back end together): twins of its launches and replays, one op each, its own HIP calls only")

@@ -3,7 +3,9 @@
 // twin launches cooperatively); cudaLaunchKernelEx's template calls
 // cudaLaunchKernelExC with its kernel parameter, routed through
 // __nano_gpu_launch_ex with the configuration (the runtime looks the twin
-// up); a kernel node added to a graph by hand goes to the runtime through
+// up); a multi-device launch (CUDA before 13) goes to the runtime through
+// __nano_gpu_launch_multi with the program's call (the runtime looks each
+// launch's twin up); a kernel node added to a graph by hand goes to the runtime through
 // __nano_gpu_graph_add_kernel with the program's cudaLaunchKernel (for the
 // twin's capture), its parameter calls through
 // __nano_gpu_graph_kernel_params (op, the call, for an executable's node the
@@ -25,6 +27,18 @@ __global__ void coop(int *p) { *p = 1; }
 __global__ void ex(int *p) { *p = 2; }
 __global__ void unused(int *p) { *p = 3; }
 
+// removed in CUDA 13: declared as CUDA 12's runtime declares it
+struct cudaLaunchParams {
+  void *func;
+  dim3 gridDim, blockDim;
+  void **args;
+  size_t sharedMem;
+  cudaStream_t stream;
+};
+extern "C" cudaError_t cudaLaunchCooperativeKernelMultiDevice(cudaLaunchParams *list,
+                                                              unsigned int numDevices,
+                                                              unsigned int flags);
+
 int run(int *p, cudaStream_t s, CUfunction f, cudaGraph_t g, cudaGraphExec_t e) {
   void *args[] = {&p};
   int rc = cudaLaunchCooperativeKernel((const void *)coop, dim3(2), dim3(32), args, 0, s);
@@ -33,6 +47,8 @@ int run(int *p, cudaStream_t s, CUfunction f, cudaGraph_t g, cudaGraphExec_t e) 
   config.blockDim = dim3(32);
   config.stream = s;
   rc |= cudaLaunchKernelEx(&config, ex, p);
+  cudaLaunchParams multi = {(void *)coop, dim3(2), dim3(32), args, 0, s};
+  rc |= cudaLaunchCooperativeKernelMultiDevice(&multi, 1, 0);
   rc |= cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, (CUstream)s, args, nullptr);
   cudaGraphNode_t node;
   cudaKernelNodeParams params = {};
@@ -53,6 +69,8 @@ int run(int *p, cudaStream_t s, CUfunction f, cudaGraph_t g, cudaGraphExec_t e) 
 // CHECK-LABEL: define {{.*}} @_Z3runPiP11CUstream_stP9CUfunc_stP10CUgraph_stP14CUgraphExec_st(
 // CHECK: call i32 @__nano_gpu_launch(i32 1, ptr @cudaLaunchCooperativeKernel, ptr @_Z19__device_stub__coopPi, ptr @nano.twin.handle._Z4coopPi,
 // CHECK: call i32 @cudaLaunchCooperativeKernel(ptr noundef @_Z19__device_stub__coopPi,
+// CHECK: call i32 @__nano_gpu_launch_multi(i32 1, ptr @cudaLaunchCooperativeKernelMultiDevice, ptr %[[MULTI:[a-z0-9]+]], i32 1, i32 0)
+// CHECK: call i32 @cudaLaunchCooperativeKernelMultiDevice(ptr noundef %[[MULTI]], i32 noundef 1, i32 noundef 0)
 // CHECK: icmp ne ptr @__nano_gpu_graph_add_kernel, null
 // CHECK: call i32 @__nano_gpu_graph_add_kernel(i32 1, ptr @cudaGraphAddKernelNode, ptr @cudaLaunchKernel, ptr %[[NODE:[0-9]+]], ptr %[[G:[0-9]+]], ptr null, i64 0, ptr %[[P:[0-9]+]])
 // CHECK: call i32 @cudaGraphAddKernelNode(ptr noundef %[[NODE]], ptr noundef %[[G]], ptr noundef null, i64 noundef 0, ptr noundef %[[P]])
@@ -74,13 +92,15 @@ int run(int *p, cudaStream_t s, CUfunction f, cudaGraph_t g, cudaGraphExec_t e) 
 // CHECK: declare extern_weak i32 @__nano_gpu_graph_add_kernel(i32, ptr, ptr, ptr, ptr, ptr, i64, ptr)
 
 // SAID-NOT: cudaLaunchKernelExC:
-// SAID: gpu-launch-kinds-cuda.cu:[[#@LINE-41]]: cuLaunchKernel: the kernels it launches run uninstrumented (a function looked up in a module at run time has no twin of the plugin's; `nanoprobe run -i -c CACHE` gives it a kernel cache's)
+// SAID-NOT: MultiDevice
+// SAID: gpu-launch-kinds-cuda.cu:[[#@LINE-44]]: cuLaunchKernel: the kernels it launches run uninstrumented (a function looked up in a module at run time has no twin of the plugin's; `nanoprobe run -i -c CACHE` gives it a kernel cache's)
 // SAID-NOT: cudaGraphAddKernelNode:
 // SAID-NOT: KernelNodeSetParams:
 
 // three stubs (coop, ex, unused), whether called or not; two calls of the
-// program's (the cooperative launch, cudaLaunchKernelEx's)
+// program's (the cooperative launch, cudaLaunchKernelEx's); and the
+// multi-device call
 // STATS-DAG: "nano-gpu-launch.NumGpuStubLaunchesRouted": 3
-// STATS-DAG: "nano-gpu-launch.NumGpuCallLaunchesRouted": 2
+// STATS-DAG: "nano-gpu-launch.NumGpuCallLaunchesRouted": 3
 // STATS-DAG: "nano-gpu-launch.NumGpuLaunchesNotRouted": 1
 // STATS-DAG: "nano-gpu-launch.NumGpuKernelNodeCallsRouted": 6

@@ -111,6 +111,30 @@ int __nano_gpu_launch_events(int api, nano_gpu_launch_events_fn launch, const vo
                              uint64_t block_xy, uint32_t block_z, void **args, uint32_t nargs,
                              size_t shared, void *stream, void *start, void *stop, int flags);
 
+/* One launch of a multi-device call (hipLaunchParams, and cudaLaunchParams
+ * of CUDA before 13, which have this layout): the kernel's host handle,
+ * grid, block, argument pointers, dynamic shared memory bytes, stream (its
+ * device's). */
+struct nano_gpu_launch_params {
+  const void *func;
+  uint32_t grid[3], block[3];
+  void **args;
+  size_t shared;
+  void *stream;
+};
+
+/* hipLaunchCooperativeKernelMultiDevice, hipExtLaunchMultiKernelMultiDevice,
+ * cudaLaunchCooperativeKernelMultiDevice: n launches, one per device. */
+typedef int (*nano_gpu_launch_multi_fn)(struct nano_gpu_launch_params *list, int n, unsigned flags);
+
+/* As __nano_gpu_launch for a multi-device call: each launch whose kernel was
+ * announced (__nano_gpu_register) and which the runtime instruments gets its
+ * twin and a dispatch of its own; all launch through one call of `launch`
+ * (a cooperative call stays one cooperative launch), with the program's
+ * list untouched; where that fails, the program's list as it was. */
+int __nano_gpu_launch_multi(int api, nano_gpu_launch_multi_fn launch,
+                            struct nano_gpu_launch_params *list, int n, unsigned flags);
+
 /* kernel, twin: host handles; name: the kernel's device name; nargs: its
  * parameter count. Registers the pair for launches through a non-constant
  * handle. */

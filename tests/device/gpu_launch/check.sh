@@ -34,7 +34,10 @@
 #     device's arch and wave size from its properties, every access recorded,
 #     a graph's replays each a dispatch; hipExtLaunchKernelGGL (ext.hip) runs
 #     the twin through the program's call, its events around the twin;
-#     hipLaunchKernelExC (exc.hip, HIP 6) with the program's configuration.
+#     hipLaunchKernelExC (exc.hip, HIP 6) with the program's configuration;
+#     the two multi-device calls (multi.hip) run each launch's twin, all
+#     through one call of the program's, or the program's list where the
+#     twins cannot launch.
 # CUDA's device side is compiled for real (ptxas, fatbinary: the toolkit's);
 # HIP's host side alone.
 # usage: check.sh cuda|hip COMPILER PLUGIN CLANG SOURCE_ROOT LIBNANO_RPD KERNELDB RPD_TOOL OUT_DIR
@@ -174,16 +177,20 @@ $row" ] || fail "HIP: the twin's dispatch and the graph's three replays, every a
   grep -qx "$done_line" small.out || fail "HIP, small ring: right results"
   [ "$(query small.rpd "select count(*), min(records + dropped), max(records + dropped) from nano_dispatch")" = "4 3000 3000" ] ||
     fail "HIP, small ring: every record drained or dropped"
-  # hip_program NAME: NAME.hip built with the plugin against the stand-in,
-  # run plain (NAME_plain.out) and instrumented (NAME.out, NAME.err, NAME.rpd)
+  # hip_program NAME [VAR=VALUE...]: NAME.hip built with the plugin against
+  # the stand-in, run plain (NAME_plain.out) and instrumented (NAME.out,
+  # NAME.err, NAME.rpd), with the variables given
   hip_program() {
+    name=$1
+    shift
     "$compiler" --offload-arch=gfx90a --cuda-host-only -O2 -c -Xclang -fcuda-include-gpubinary \
-      -Xclang gpubinary -fpass-plugin="$plugin" "$here/$1.hip" -o "$1.o" \
+      -Xclang gpubinary -fpass-plugin="$plugin" "$here/$name.hip" -o "$name.o" \
       2> >(grep -v -e rocm_agent_enumerator -e 'linker. input unused' >&2)
-    "$clang" "$1.o" -o "$1" -L. -l:libcuda.so.1 -Wl,-rpath,"$out" -lstdc++
-    "./$1" >"$1_plain.out" || fail "$1: the program failed"
-    env RPDT_FILENAME="$1.rpd" NANO_INSTRUMENT=1 NANO_ANALYZERS=none LD_PRELOAD="$rpd" "./$1" \
-      >"$1.out" 2>"$1.err" || fail "$1: $(cat "$1.err")"
+    "$clang" "$name.o" -o "$name" -L. -l:libcuda.so.1 -Wl,-rpath,"$out" -lstdc++
+    rm -f "$name.rpd"
+    env "$@" "./$name" >"${name}_plain.out" || fail "$name: the program failed"
+    env RPDT_FILENAME="$name.rpd" NANO_INSTRUMENT=1 NANO_ANALYZERS=none "$@" LD_PRELOAD="$rpd" \
+      "./$name" >"$name.out" 2>"$name.err" || fail "$name: $(cat "$name.err")"
   }
   # hipExtLaunchKernelGGL: the twin through the program's call, its events
   # around the twin
@@ -209,6 +216,31 @@ $row" ] || fail "HIP: the twin's dispatch and the graph's three replays, every a
     fail "exc: the twin alone, through the program's configured call ($(cat exc.out))"
   [ "$(query exc.rpd "select kernel, records from nano_dispatch")" = "_Z4axpyfPKfPfi 3000" ] ||
     fail "exc: one dispatch, every access ($(query exc.rpd "select kernel, records from nano_dispatch"))"
+  # multi-device launches: each launch of the list runs its twin, a dispatch
+  # of its own, all through one call of the program's; where the twins
+  # cannot launch, the program's list as it was, said once (no dispatch
+  # ended: no dispatch table)
+  hip_program multi
+  twin_line="^launch __nano_twin__Z4axpyfPKfPfiPv grid 2 1 1 block 256 1 1 shared 0 stream "
+  grep -qx "multi 0 y right" multi_plain.out && [ "$(grep -c '^launch _Z4axpyfPKfPfi ' multi_plain.out)" = 4 ] ||
+    fail "multi without the runtime: $(cat multi_plain.out)"
+  grep -qx "multi 0 y right" multi.out && [ "$(grep -c "$twin_line" multi.out)" = 4 ] &&
+    ! grep -q "^launch _Z4axpyfPKfPfi " multi.out && grep -qx "cooperative multi-device launch of 2" multi.out &&
+    grep -qx "multi-device launch of 2" multi.out ||
+    fail "multi: the twins alone, through the program's two calls ($(cat multi.out))"
+  [ "$(query multi.rpd "select group_concat(kernel || ' ' || grid_x || ' ' || records, ',') from (select * from nano_dispatch order by id)")" = \
+    "_Z4axpyfPKfPfi 2 1500,_Z4axpyfPKfPfi 2 1500,_Z4axpyfPKfPfi 2 1500,_Z4axpyfPKfPfi 2 1500" ] ||
+    fail "multi: a dispatch per launch, each half's accesses ($(query multi.rpd "select id, kernel, grid_x, records from nano_dispatch"))"
+  [ "$(query multi.rpd "select count(*) || ' ' || count(distinct k.stream) from api a join rocpd_kernelapi k on k.api_ptr_id = a.id where a.apiName = 'nanoLaunchKernel'")" = "4 2" ] ||
+    fail "multi: a launch row per launch, on its stream ($(query multi.rpd "select a.apiName, k.stream from api a join rocpd_kernelapi k on k.api_ptr_id = a.id"))"
+  rm -f multi_nt.rpd
+  env RPDT_FILENAME=multi_nt.rpd NANO_INSTRUMENT=1 NANO_ANALYZERS=none FAKE_NO_TWINS=1 LD_PRELOAD="$rpd" \
+    ./multi >multi_nt.out 2>multi_nt.err || fail "multi, no twins: $(cat multi_nt.err)"
+  grep -qx "multi 0 y right" multi_nt.out && [ "$(grep -c '^launch _Z4axpyfPKfPfi ' multi_nt.out)" = 4 ] &&
+    [ "$(grep -c "_Z4axpyfPKfPfi: its twin did not launch (hipErrorInvalidDeviceFunction, error 98)" multi_nt.err)" = 1 ] &&
+    [ "$(query multi_nt.rpd "select count(*) from sqlite_master where name = 'nano_dispatch'")" = 0 ] &&
+    [ "$(query multi_nt.rpd "select count(*) from api where apiName = 'nanoLaunchKernel'")" = 4 ] ||
+    fail "multi, no twins: the program's list, said once ($(cat multi_nt.out multi_nt.err))"
   # kernel nodes added to a graph by hand: child graph nodes with the twins'
   # nodes, every replay a dispatch (handbuilt.cu's checks)
   hip_program handbuilt

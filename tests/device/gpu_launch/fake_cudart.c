@@ -965,6 +965,41 @@ int hipLaunchCooperativeKernel(const void *func, struct dim3 grid, struct dim3 b
                                unsigned shared, void *stream) {
   return cudaLaunchCooperativeKernel(func, grid, block, args, shared, stream);
 }
+/* hipLaunchParams (cudaLaunchParams' layout). */
+struct fake_launch_params {
+  const void *func;
+  struct dim3 grid, block;
+  void **args;
+  size_t shared;
+  void *stream;
+};
+/* A multi-device launch (hipLaunchCooperativeKernelMultiDevice,
+ * hipExtLaunchMultiKernelMultiDevice): one launch per device, each on a
+ * stream of the program's (HIP refuses the null stream), at most one per
+ * device; said, then each launched as any other, all or none (the
+ * stand-in's streams are its device 0's: the list's launches run there in
+ * order). */
+static int multi_launch(const char *what, const struct fake_launch_params *l, int n) {
+  if (!l || n < 1 || n > FAKE_DEVICES)
+    return 1; /* hipErrorInvalidValue */
+  for (int i = 0; i < n; i++)
+    if (!l[i].stream || loadable_kernel(l[i].func) < 0)
+      return !l[i].stream ? 400 : 98; /* hipErrorInvalidHandle, ...InvalidDeviceFunction */
+  printf("%s of %d\n", what, n);
+  int rc = 0;
+  for (int i = 0; i < n && rc == 0; i++)
+    rc = cudaLaunchKernel(l[i].func, l[i].grid, l[i].block, l[i].args, l[i].shared, l[i].stream);
+  return rc;
+}
+int hipLaunchCooperativeKernelMultiDevice(const struct fake_launch_params *l, int n,
+                                          unsigned flags) {
+  (void)flags;
+  return multi_launch("cooperative multi-device launch", l, n);
+}
+int hipExtLaunchMultiKernelMultiDevice(const struct fake_launch_params *l, int n, unsigned flags) {
+  (void)flags;
+  return multi_launch("multi-device launch", l, n);
+}
 int hipDeviceSynchronize(void) {
   device_drain();
   return 0;

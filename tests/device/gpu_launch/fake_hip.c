@@ -89,6 +89,16 @@ hipError_t hipSetDevice(int dev) {
   current_device = dev;
   return hipSuccess;
 }
+/* Later ROCm's (HIP 5.2 declares none): the stand-in's streams are all its
+ * device 0's. */
+hipError_t hipStreamGetDevice(hipStream_t s, hipDevice_t *dev);
+hipError_t hipStreamGetDevice(hipStream_t s, hipDevice_t *dev) {
+  (void)s;
+  if (!dev)
+    return hipErrorInvalidValue;
+  *dev = 0;
+  return hipSuccess;
+}
 hipError_t hipGetDeviceProperties(hipDeviceProp_t *p, int dev) {
   if (dev != 0)
     return hipErrorInvalidDevice;
