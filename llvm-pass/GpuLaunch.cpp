@@ -43,8 +43,8 @@
 // hipGraphAddKernelNode and the calls that get and set their parameters) go
 // through __nano_gpu_graph_add_kernel and __nano_gpu_graph_kernel_params:
 // the runtime puts the twin's nodes in as one child graph node. Launch calls
-// of other shapes (cuLaunchKernel, HIP's generic hipGraphAddNode) are not
-// routed: the compile says so at each (GpuApi::Unrouted). Calls that
+// of other shapes (cuLaunchKernel, hipModuleLaunchKernel: functions of
+// modules) are not routed: the compile says so at each (GpuApi::Unrouted). Calls that
 // configure a kernel (cudaFuncSetAttribute, ...) are mirrored to its twin;
 // calls that add a graph node go through __nano_gpu_graph_add_node, which
 // learns conditional nodes' bodies (no twin may be captured there) and puts
@@ -173,8 +173,6 @@ struct GpuApi {
 
 const char *const WhyModule = "a function looked up in a module at run time has no twin of the "
                               "plugin's; `nanoprobe run -i -c CACHE` gives it a kernel cache's";
-const char *const WhyGraph = "kernel nodes added by HIP's generic node call are not given twins "
-                             "yet (hipGraphAddKernelNode's and launches captured into graphs are)";
 
 const GpuApi Apis[] = {
     {NANO_GPU_CUDA,
@@ -224,15 +222,14 @@ const GpuApi Apis[] = {
       {"hipExtModuleLaunchKernel", WhyModule},
       {"hipModuleLaunchCooperativeKernel", WhyModule},
       {"hipModuleLaunchCooperativeKernelMultiDevice", WhyModule},
-      {"hipHccModuleLaunchKernel", WhyModule},
-      {"hipGraphAddNode", WhyGraph}},
-     {},
+      {"hipHccModuleLaunchKernel", WhyModule}},
+     {{"hipGraphAddNode", false}},
      {"hipGraphAddKernelNode",
       "hipGraphKernelNodeGetParams",
       "hipGraphKernelNodeSetParams",
       "hipGraphExecKernelNodeSetParams",
-      nullptr,
-      nullptr,
+      "hipGraphNodeSetParams",
+      "hipGraphExecNodeSetParams",
       {{"hipGraphKernelNodeSetAttribute", 3, 1}, {"hipGraphKernelNodeGetAttribute", 3, 1}}}}};
 
 // A registered kernel: its device name, its twin's host handle and its

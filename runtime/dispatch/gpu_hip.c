@@ -61,7 +61,30 @@ static struct {
   /* NULL before later ROCm (not in HIP 5.2): a stream's device is then taken
    * to be the thread's */
   hipError_t (*StreamGetDevice)(hipStream_t stream, hipDevice_t *device);
+  __typeof__(&hipRuntimeGetVersion) RuntimeGetVersion; /* may stay NULL */
 } hip;
+
+/* hipGraphNodeTypeKernel as the loaded runtime numbers it: 1 up to ROCm 5.2
+ * (the headers this is built with), 0 from ROCm 5.3 on, which took CUDA's
+ * numbering of node types (hip_load). */
+static int hip_kernel_node_type;
+/* The first runtime with CUDA's numbering, as hipRuntimeGetVersion says
+ * it (HIP_VERSION: major * 10^7 + minor * 10^5 + patch). */
+#define HIP_VERSION_CUDA_NODE_TYPES 50300000
+#define HIP_KERNEL_NODE_TYPE_CUDA 0
+
+/* HIP 6.2's hipGraphNodeParams (the generic node calls, hipGraphAddNode),
+ * which HIP 5's headers lack: the node type, then the type's parameters. */
+struct nano_hip_graph_node_params {
+  int type;
+  int reserved0[3];
+  union {
+    long long reserved1[29];
+    hipKernelNodeParams kernel;
+  };
+  long long reserved2;
+};
+_Static_assert(sizeof(struct nano_hip_graph_node_params) == 256, "HIP 6.2's hipGraphNodeParams");
 
 /* The graph calls kernel nodes added by hand need (hip_graph_ops), resolved
  * apart: where one is missing, such nodes keep the program's kernel. */
@@ -145,6 +168,12 @@ static int hip_load(void) {
   *(void **)&hip.LaunchHostFunc = dlsym(h, "hipLaunchHostFunc");
   *(void **)&hip.StreamAddCallback = dlsym(h, "hipStreamAddCallback");
   *(void **)&hip.StreamGetDevice = dlsym(h, "hipStreamGetDevice");
+  *(void **)&hip.RuntimeGetVersion = dlsym(h, "hipRuntimeGetVersion");
+  int version = 0;
+  hip_kernel_node_type = hip.RuntimeGetVersion && hip.RuntimeGetVersion(&version) == hipSuccess &&
+                                 version < HIP_VERSION_CUDA_NODE_TYPES
+                             ? hipGraphNodeTypeKernel
+                             : HIP_KERNEL_NODE_TYPE_CUDA;
   if (!hip.LaunchHostFunc && !hip.StreamAddCallback) {
     fprintf(stderr, "nanoprobe: the HIP runtime has neither hipLaunchHostFunc nor "
                     "hipStreamAddCallback; kernels run uninstrumented\n");
@@ -339,7 +368,7 @@ static int hip_graph_nodes(void *graph, void **nodes, size_t *n) {
 static int hip_node_is_kernel(void *node, int *kernel) {
   hipGraphNodeType type = hipGraphNodeTypeCount;
   int r = HIPG(hipg.GraphNodeGetType(node, &type));
-  *kernel = type == hipGraphNodeTypeKernel;
+  *kernel = (int)type == hip_kernel_node_type;
   return r;
 }
 static int hip_graph_clone(void **clone, void *graph) {
@@ -348,6 +377,10 @@ static int hip_graph_clone(void **clone, void *graph) {
 static int hip_graph_destroy(void *graph) { return HIPG(hipg.GraphDestroy(graph)); }
 static int hip_exec_child_set(void *exec, void *node, void *child) {
   return HIPG(hipg.GraphExecChildGraphNodeSetParams(exec, node, child));
+}
+static void *hip_generic_kernel(const void *params) {
+  const struct nano_hip_graph_node_params *p = params;
+  return p->type == hip_kernel_node_type ? (void *)&p->kernel : NULL;
 }
 static const struct gpu_graph_ops hip_graph_ops = {
     hip_kernel_params_read,
@@ -362,8 +395,8 @@ static const struct gpu_graph_ops hip_graph_ops = {
     hip_graph_clone,
     hip_graph_destroy,
     hip_exec_child_set,
-    NULL, /* no generic node calls in HIP 5 */
-    0,
+    hip_generic_kernel, /* HIP 6.2's hipGraphAddNode */
+    sizeof(struct nano_hip_graph_node_params),
 };
 
 static const char *hip_error(int rc) {

@@ -154,7 +154,7 @@ void __nano_gpu_api(int api, int (*get_last_error)(void), int (*peek_at_last_err
                     const char *(*error_name)(int));
 
 /* The program's graph node calls (CUDA 12.3+: cudaGraphAddNode, _v2;
- * the driver's cuGraphAddNode, _v2), through __nano_gpu_graph_add_node:
+ * the driver's cuGraphAddNode, _v2; HIP 6.2's hipGraphAddNode), through __nano_gpu_graph_add_node:
  * the call itself, its parameters passed on as they are (edges: the
  * dependency edges' data where the call takes them, else ignored; add: the
  * call, of the shape with_edges says), and a conditional node's body graphs

@@ -259,6 +259,25 @@ $row" ] || fail "HIP: the twin's dispatch and the graph's three replays, every a
   # (the host side alone has no site tables, said)
   ! grep -v -e '^nanoprobe: dispatch ' -e 'rows written' -e 'site tables of /proc/self/exe' \
     handbuilt.err | grep -q . || fail "HIP handbuilt: nothing else to say ($(cat handbuilt.err))"
+  # the same on a HIP that numbers node types as CUDA does (ROCm 5.3 on):
+  # the twin's kernel node is found inside the child graph node either way
+  rm -f handbuilt6.rpd
+  env RPDT_FILENAME=handbuilt6.rpd NANO_INSTRUMENT=1 NANO_ANALYZERS=none FAKE_HIP_VERSION=60200000 \
+    LD_PRELOAD="$rpd" ./handbuilt >handbuilt6.out 2>handbuilt6.err || fail "handbuilt, HIP 6.2: $(cat handbuilt6.err)"
+  grep -qx "$hand_done" handbuilt6.out && grep -qx "graph exec child graph node set" handbuilt6.out &&
+    [ "$(query handbuilt6.rpd "select count(*) from nano_dispatch")" = 6 ] ||
+    fail "HIP handbuilt, HIP 6.2's node types: ($(cat handbuilt6.out handbuilt6.err))"
+  # HIP 6.2's generic node calls: hipGraphAddNode's kernel node goes in as
+  # its twin's nodes, the generic set calls act on the twin's node
+  hip_program generic FAKE_HIP_VERSION=60200000
+  grep -qx "generic rc 0 y right" generic_plain.out ||
+    fail "HIP generic without the runtime: $(cat generic_plain.out)"
+  grep -qx "generic rc 0 y right" generic.out && grep -qx "child graph node: 5 nodes" generic.out &&
+    grep -qx "graph exec child graph node set" generic.out ||
+    fail "HIP generic: a child graph node of five, the executable's set through its child graph ($(cat generic.out))"
+  [ "$(query generic.rpd "select group_concat(kernel || ' ' || grid_x || ' ' || records, ',') from (select * from nano_dispatch order by id)")" = \
+    "_Z4axpyfPKfPfi 2 192,_Z4axpyfPKfPfi 2 192,_Z4axpyfPKfPfi 2 192" ] ||
+    fail "HIP generic: one dispatch per replay ($(query generic.rpd "select id, kernel, grid_x, records from nano_dispatch"))"
   echo "PASS hip launch routing and GPU back end"
   exit 0
 fi

@@ -4,12 +4,17 @@
  * headers so the device properties have the real layout. Each call maps to
  * the stand-in driver's (a device at ordinal 0: gfx90a, wave 64); launches
  * and synchronization are fake_cudart.c's hipLaunchKernel and
- * hipDeviceSynchronize, stream capture and graphs its cuda* ones.
+ * hipDeviceSynchronize, stream capture and graphs its cuda* ones. It is the
+ * HIP its headers are (5.2), or the version FAKE_HIP_VERSION says
+ * (hipRuntimeGetVersion's number): its node types numbered as that version
+ * numbers them, HIP 6.2's generic node calls from 6.2 on.
  */
 #define _GNU_SOURCE
 #define __HIP_PLATFORM_AMD__
 #include <hip/hip_runtime_api.h>
+#include <hip/hip_version.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* The stand-in driver (fake_cudart.c). */
@@ -234,7 +239,24 @@ hipError_t hipGraphChildGraphNodeGetGraph(hipGraphNode_t node, hipGraph_t *graph
 hipError_t hipGraphGetNodes(hipGraph_t graph, hipGraphNode_t *nodes, size_t *n) {
   return cuGraphGetNodes(graph, (void **)nodes, n) ? hipErrorInvalidValue : hipSuccess;
 }
-/* CUDA's node types (cuGraphNodeGetType) as HIP numbers them. */
+/* The HIP version the stand-in is (hipRuntimeGetVersion): FAKE_HIP_VERSION,
+ * else its headers' (5.2). */
+static int hip_version(void) {
+  const char *v = getenv("FAKE_HIP_VERSION");
+  return v && *v ? atoi(v) : HIP_VERSION;
+}
+hipError_t hipRuntimeGetVersion(int *version) {
+  if (!version)
+    return hipErrorInvalidValue;
+  *version = hip_version();
+  return hipSuccess;
+}
+/* HIP took CUDA's numbering of node types in ROCm 5.3 (HIP_VERSION
+ * 50300000); before, they were one more, from hipGraphNodeTypeKernel = 1. */
+#define FAKE_HIP_CUDA_NODE_TYPES 50300000
+static int cuda_node_types(void) { return hip_version() >= FAKE_HIP_CUDA_NODE_TYPES; }
+
+/* CUDA's node types (cuGraphNodeGetType) as this HIP numbers them. */
 hipError_t hipGraphNodeGetType(hipGraphNode_t node, hipGraphNodeType *type) {
   static const hipGraphNodeType of_cuda[] = {
       hipGraphNodeTypeKernel, hipGraphNodeTypeMemcpy, hipGraphNodeTypeMemset,
@@ -243,9 +265,47 @@ hipError_t hipGraphNodeGetType(hipGraphNode_t node, hipGraphNodeType *type) {
   int t = -1;
   if (!type || cuGraphNodeGetType(node, &t))
     return hipErrorInvalidValue;
-  *type = t >= 0 && t < (int)(sizeof of_cuda / sizeof of_cuda[0]) ? of_cuda[t]
-                                                                    : hipGraphNodeTypeCount;
+  if (cuda_node_types())
+    *type = (hipGraphNodeType)t;
+  else
+    *type = t >= 0 && t < (int)(sizeof of_cuda / sizeof of_cuda[0]) ? of_cuda[t]
+                                                                      : hipGraphNodeTypeCount;
   return hipSuccess;
+}
+
+/* HIP 6.2's generic node calls (its hipGraphNodeParams: the node's type in
+ * CUDA's numbering, then its parameters), on kernel nodes alone. */
+struct hip_graph_node_params {
+  int type;
+  int reserved0[3];
+  union {
+    long long reserved1[29];
+    hipKernelNodeParams kernel;
+  };
+  long long reserved2;
+};
+#define FAKE_HIP_GENERIC 60200000 /* the first HIP with them */
+static const hipKernelNodeParams *generic_kernel(const struct hip_graph_node_params *p) {
+  return hip_version() >= FAKE_HIP_GENERIC && p && p->type == 0 ? &p->kernel : NULL;
+}
+hipError_t hipGraphAddNode(hipGraphNode_t *node, hipGraph_t graph, const hipGraphNode_t *deps,
+                           size_t n, struct hip_graph_node_params *p);
+hipError_t hipGraphAddNode(hipGraphNode_t *node, hipGraph_t graph, const hipGraphNode_t *deps,
+                           size_t n, struct hip_graph_node_params *p) {
+  return generic_kernel(p) ? hipGraphAddKernelNode(node, graph, deps, n, generic_kernel(p))
+                           : hipErrorInvalidValue;
+}
+hipError_t hipGraphNodeSetParams(hipGraphNode_t node, struct hip_graph_node_params *p);
+hipError_t hipGraphNodeSetParams(hipGraphNode_t node, struct hip_graph_node_params *p) {
+  return generic_kernel(p) ? hipGraphKernelNodeSetParams(node, generic_kernel(p))
+                           : hipErrorInvalidValue;
+}
+hipError_t hipGraphExecNodeSetParams(hipGraphExec_t exec, hipGraphNode_t node,
+                                     struct hip_graph_node_params *p);
+hipError_t hipGraphExecNodeSetParams(hipGraphExec_t exec, hipGraphNode_t node,
+                                     struct hip_graph_node_params *p) {
+  return generic_kernel(p) ? hipGraphExecKernelNodeSetParams(exec, node, generic_kernel(p))
+                           : hipErrorInvalidValue;
 }
 hipError_t hipGraphClone(hipGraph_t *clone, hipGraph_t graph) {
   return cuGraphClone((void **)clone, graph) ? hipErrorInvalidValue : hipSuccess;
