@@ -20,7 +20,8 @@
 #     still accounts for every record (drained or dropped); a twin on one
 #     stream ends and is reported while one on another is held (held.cu);
 #     cudaLaunchKernelEx (ex.cu) launches the twin with the program's
-#     configuration, its cluster attribute included; a program built with
+#     configuration, its cluster attribute included; CUDA 12's multi-device
+#     launch (multi.cu) runs each launch's twin; a program built with
 #     -fgpu-rdc and the new offload driver (rdc_main.cu, rdc_kernels.cu:
 #     registration made by clang-linker-wrapper from the offload entries)
 #     runs the twins, from the kernels' file and from a file without kernels;
@@ -514,6 +515,22 @@ grep -qx "primary context retained, device 1" lazydev.out && ! grep -q "device 0
   fail "lazydev: device 1's primary context, not device 0's ($(cat lazydev.out))"
 [ "$(query lazydev.rpd "select kernel, device, records from nano_dispatch")" = "_Z5otherPi 1 32" ] ||
   fail "lazydev: the dispatch on device 1 ($(query lazydev.rpd "select kernel, device, records from nano_dispatch"))"
+
+# CUDA 12's multi-device launch: each launch of the list its twin and
+# dispatch, through one call of the program's
+cuda_program multi
+./multi >multi_plain.out && grep -qx "multi 0 y right" multi_plain.out ||
+  fail "CUDA multi without the runtime: $(cat multi_plain.out)"
+rm -f multi.rpd
+env RPDT_FILENAME=multi.rpd NANO_INSTRUMENT=1 NANO_ANALYZERS=none LD_PRELOAD="$rpd" ./multi \
+  >multi.out 2>multi.err || fail "CUDA multi: $(cat multi.err)"
+grep -qx "multi 0 y right" multi.out && grep -qx "cooperative multi-device launch of 2" multi.out &&
+  [ "$(grep -c '^launch __nano_twin__Z4axpyfPKfPfiPv grid 2 1 1 block 256 1 1 ' multi.out)" = 2 ] &&
+  ! grep -q "^launch _Z4axpyfPKfPfi " multi.out ||
+  fail "CUDA multi: the twins alone, through the program's call ($(cat multi.out))"
+[ "$(query multi.rpd "select group_concat(kernel || ' ' || records, ',') from (select * from nano_dispatch order by id)")" = \
+  "_Z4axpyfPKfPfi 1500,_Z4axpyfPKfPfi 1500" ] ||
+  fail "CUDA multi: a dispatch per launch ($(query multi.rpd "select id, kernel, records from nano_dispatch"))"
 
 # cudaLaunchKernelEx with a cluster attribute: routed (its template's
 # cudaLaunchKernelExC), the twin launched with the program's configuration

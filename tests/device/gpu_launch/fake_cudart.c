@@ -974,11 +974,12 @@ struct fake_launch_params {
   void *stream;
 };
 /* A multi-device launch (hipLaunchCooperativeKernelMultiDevice,
- * hipExtLaunchMultiKernelMultiDevice): one launch per device, each on a
- * stream of the program's (HIP refuses the null stream), at most one per
- * device; said, then each launched as any other, all or none (the
- * stand-in's streams are its device 0's: the list's launches run there in
- * order). */
+ * hipExtLaunchMultiKernelMultiDevice, CUDA 12's
+ * cudaLaunchCooperativeKernelMultiDevice): one launch per device, each on a
+ * stream of the program's (HIP and CUDA refuse the null stream), no more
+ * launches than devices; said, then each launched as any other, all or none
+ * (the stand-in's program streams are the current device's: the list's
+ * launches run there in order). */
 static int multi_launch(const char *what, const struct fake_launch_params *l, int n) {
   if (!l || n < 1 || n > FAKE_DEVICES)
     return 1; /* hipErrorInvalidValue */
@@ -999,6 +1000,11 @@ int hipLaunchCooperativeKernelMultiDevice(const struct fake_launch_params *l, in
 int hipExtLaunchMultiKernelMultiDevice(const struct fake_launch_params *l, int n, unsigned flags) {
   (void)flags;
   return multi_launch("multi-device launch", l, n);
+}
+int cudaLaunchCooperativeKernelMultiDevice(const struct fake_launch_params *l, unsigned n,
+                                           unsigned flags) {
+  (void)flags;
+  return n > FAKE_DEVICES ? 1 : multi_launch("cooperative multi-device launch", l, (int)n);
 }
 int hipDeviceSynchronize(void) {
   device_drain();
