@@ -102,6 +102,8 @@ __thread int rpd_gpu_quiet;
 #define GPU_MAX_WAITERS 16
 /* The most arguments a kernel's launch passes (the twin gets one more). */
 #define GPU_MAX_ARGS 255
+/* Room for why an API cannot be used (gpu_api.load). */
+#define GPU_WHY_BYTES 256
 /* How long the exit handler waits for twins still running. */
 #define GPU_EXIT_WAIT_NS 2000000000L
 #define GPU_NS_PER_S 1000000000L
@@ -933,10 +935,22 @@ static int gpu_end_setting(void) {
   return end != 1;
 }
 
+/* The rocpd_metadata tag of why GPU kernels run uninstrumented for the whole
+ * run (runtime/rpd/README.md): `nanoprobe run` and `rpd info` name it. */
+#define GPU_UNAVAILABLE_TAG "nano_gpu_unavailable"
+
+/* Says, once per cause, why `kinds` of kernels run uninstrumented for the
+ * whole run (why: a sentence), and records it in the trace. */
+static void gpu_unavailable(const char *kinds, const char *why) {
+  char text[GPU_WHY_BYTES + 64];
+  snprintf(text, sizeof text, "%s; %s kernels run uninstrumented", why, kinds);
+  fprintf(stderr, "nanoprobe: %s\n", text);
+  (void)rpdi_metadata(GPU_UNAVAILABLE_TAG, text); /* none without a trace */
+}
+
 static void gpu_start_finisher(void) {
   if (nano_thread_start(&g_gpu.finisher, gpu_finisher, NULL) != 0) {
-    fprintf(stderr, "nanoprobe: cannot start the GPU finisher thread; kernels run "
-                    "uninstrumented\n");
+    gpu_unavailable("GPU", "the GPU finisher thread cannot be started");
     return;
   }
   pthread_detach(g_gpu.finisher);
@@ -956,8 +970,14 @@ static void gpu_start_finisher(void) {
   atexit(gpu_exit);
   g_gpu.finisher_usable = 1;
 }
-static void gpu_load_cuda(void) { g_gpu.cuda.usable = gpu_cuda_api.load() == 0; }
-static void gpu_load_hip(void) { g_gpu.hip.usable = gpu_hip_api.load() == 0; }
+static void gpu_load(const struct gpu_api *api, struct gpu_loaded *l, const char *kinds) {
+  char why[GPU_WHY_BYTES];
+  l->usable = api->load(why, sizeof why) == 0;
+  if (!l->usable)
+    gpu_unavailable(kinds, why);
+}
+static void gpu_load_cuda(void) { gpu_load(&gpu_cuda_api, &g_gpu.cuda, "CUDA"); }
+static void gpu_load_hip(void) { gpu_load(&gpu_hip_api, &g_gpu.hip, "HIP"); }
 
 /* The API of a launch (the api argument), loaded; NULL when it cannot be. */
 const struct gpu_api *gpu_api_of(int api) {

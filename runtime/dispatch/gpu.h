@@ -69,8 +69,9 @@ struct gpu_graph_ops {
 struct gpu_api {
   const char *backend; /* "cuda", "hip": nano_dispatch's backend column */
   const char *library; /* what load() opens, for messages */
-  /* Resolves the API's functions; 0, or -1 after saying why on stderr. */
-  int (*load)(void);
+  /* Resolves the API's functions; 0, or -1 with why not in why (a
+   * sentence, for the user). */
+  int (*load)(char *why, size_t len);
   /* The device of a launch on `stream` (the API's handle) by the calling
    * thread: *key names it uniquely in the process, *dev its ordinal. CUDA:
    * the stream's context for a stream of the program's; on a default stream

@@ -136,21 +136,15 @@ static const struct nano_symbol cu_fns[] = {
     CU_FN(GraphExecChildGraphNodeSetParams, cuGraphExecChildGraphNodeSetParams),
 };
 
-static int cuda_load(void) {
+static int cuda_load(char *why, size_t len) {
   void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
   if (!h) {
-    fprintf(stderr,
-            "nanoprobe: the CUDA driver (libcuda.so.1) cannot be loaded: %s; kernels run "
-            "uninstrumented\n",
-            dlerror());
+    snprintf(why, len, "the CUDA driver (libcuda.so.1) cannot be loaded: %s", dlerror());
     return -1;
   }
   const char *missing = nano_symbols_resolve(h, cu_fns, sizeof cu_fns / sizeof cu_fns[0], &cu);
   if (missing) {
-    fprintf(stderr,
-            "nanoprobe: the CUDA driver lacks %s (a driver older than CUDA 11.1?); kernels run "
-            "uninstrumented\n",
-            missing);
+    snprintf(why, len, "the CUDA driver lacks %s (a driver older than CUDA 11.1?)", missing);
     return -1;
   }
   *(void **)&cu.StreamGetCaptureInfo = dlsym(h, "cuStreamGetCaptureInfo_v2");

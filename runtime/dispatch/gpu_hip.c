@@ -145,23 +145,17 @@ static const struct nano_symbol hipg_fns[] = {
 static const char *const hip_libraries[] = {"libamdhip64.so.6", "libamdhip64.so.5",
                                             "libamdhip64.so"};
 
-static int hip_load(void) {
+static int hip_load(char *why, size_t len) {
   void *h = NULL;
   for (size_t i = 0; !h && i < sizeof hip_libraries / sizeof hip_libraries[0]; i++)
     h = dlopen(hip_libraries[i], RTLD_NOW | RTLD_GLOBAL);
   if (!h) {
-    fprintf(stderr,
-            "nanoprobe: the HIP runtime (libamdhip64.so) cannot be loaded: %s; kernels "
-            "run uninstrumented\n",
-            dlerror());
+    snprintf(why, len, "the HIP runtime (libamdhip64.so) cannot be loaded: %s", dlerror());
     return -1;
   }
   const char *missing = nano_symbols_resolve(h, hip_fns, sizeof hip_fns / sizeof hip_fns[0], &hip);
   if (missing) {
-    fprintf(stderr,
-            "nanoprobe: the HIP runtime lacks %s (older than ROCm 5?); kernels run "
-            "uninstrumented\n",
-            missing);
+    snprintf(why, len, "the HIP runtime lacks %s (older than ROCm 5?)", missing);
     return -1;
   }
   hipg_usable = !nano_symbols_resolve(h, hipg_fns, sizeof hipg_fns / sizeof hipg_fns[0], &hipg);
@@ -175,8 +169,7 @@ static int hip_load(void) {
                              ? hipGraphNodeTypeKernel
                              : HIP_KERNEL_NODE_TYPE_CUDA;
   if (!hip.LaunchHostFunc && !hip.StreamAddCallback) {
-    fprintf(stderr, "nanoprobe: the HIP runtime has neither hipLaunchHostFunc nor "
-                    "hipStreamAddCallback; kernels run uninstrumented\n");
+    snprintf(why, len, "the HIP runtime has neither hipLaunchHostFunc nor hipStreamAddCallback");
     return -1;
   }
   /* ROCm 6 names the ROCm 5 layout ...R0000. */

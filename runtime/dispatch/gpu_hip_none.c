@@ -6,8 +6,8 @@
 
 #include "gpu.h"
 
-static int hip_none_load(void) {
-  fprintf(stderr, "nanoprobe: built without HIP's headers: HIP kernels run uninstrumented\n");
+static int hip_none_load(char *why, size_t len) {
+  snprintf(why, len, "nanoprobe was built without HIP's headers");
   return -1;
 }
 

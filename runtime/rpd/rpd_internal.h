@@ -152,6 +152,10 @@ typedef int (*rpdi_job_fn)(sqlite3 *db, int64_t offset, const char *path, void *
  */
 int rpdi_post(const char *schema, rpdi_job_fn write, void (*dtor)(void *), void *data);
 
+/* Records (tag, value) as a rocpd_metadata row of the trace being written,
+ * through a job (rpdi_post): 0, or -1 when there is none or no memory. */
+int rpdi_metadata(const char *tag, const char *value);
+
 /* ---- atomics (atomics.c) -------------------------------------------------- */
 
 /* Creates the nano_atomic_* tables and view if missing and writes this

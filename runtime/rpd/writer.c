@@ -836,6 +836,38 @@ int rpdi_post(const char *schema, rpdi_job_fn write, void (*dtor)(void *), void 
   return 0;
 }
 
+/* A rocpd_metadata row to write (rpdi_metadata): tag and value, one block. */
+struct rpdw_metadata {
+  const char *tag, *value;
+};
+
+static int rpdw_metadata_write(sqlite3 *db, int64_t offset, const char *path, void *data) {
+  (void)offset;
+  const struct rpdw_metadata *m = data;
+  sqlite3_stmt *st = NULL;
+  int rc = sqlite3_prepare_v2(db, "INSERT INTO rocpd_metadata(tag, value) VALUES (?1, ?2)", -1, &st,
+                              NULL);
+  if (rc == SQLITE_OK && (rc = sqlite3_bind_text(st, 1, m->tag, -1, SQLITE_STATIC)) == SQLITE_OK &&
+      (rc = sqlite3_bind_text(st, 2, m->value, -1, SQLITE_STATIC)) == SQLITE_OK)
+    rc = sqlite3_step(st) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(db);
+  sqlite3_finalize(st);
+  if (rc != SQLITE_OK)
+    rpd_log("%s: cannot record %s in rocpd_metadata: %s", path, m->tag, sqlite3_errmsg(db));
+  return rc == SQLITE_OK ? 0 : -1;
+}
+
+int rpdi_metadata(const char *tag, const char *value) {
+  size_t t = strlen(tag) + 1, v = strlen(value) + 1;
+  struct rpdw_metadata *m = malloc(sizeof *m + t + v);
+  if (!m)
+    return -1;
+  char *text = (char *)(m + 1);
+  memcpy(text, tag, t);
+  memcpy(text + t, value, v);
+  *m = (struct rpdw_metadata){text, text + t};
+  return rpdi_post(NULL, rpdw_metadata_write, free, m);
+}
+
 /* Runs the queued jobs (writer thread, g_wlock held). */
 static void rpdw_run_jobs(void) {
   pthread_mutex_lock(&g_jobs_lock);

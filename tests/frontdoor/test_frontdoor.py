@@ -371,13 +371,15 @@ def case_merge_nano():
               "appending to a merged trace: %s" % p.stderr)
     check(query(appended, "SELECT count(*) FROM nano_dispatch")[0][0] == before + 2,
           "both appended dispatches are there")
-    # an input whose recording dropped and lost records: merged and trimmed
-    # traces still say so (the tools sum these counts)
+    # an input whose recording dropped and lost records and whose GPU
+    # kernels ran uninstrumented: merged and trimmed traces still say so
+    # (the tools sum these counts; rpd info names the reason)
     lossy = os.path.join(WORK, "m_lossy.rpd")
     shutil.copy(b, lossy)
+    why = "the CUDA driver lacks cuInit (a driver older than CUDA 11.1?); CUDA kernels run uninstrumented"
     with sqlite3.connect(lossy) as db:
         db.execute("INSERT INTO rocpd_metadata(tag, value) VALUES ('nano_dropped_records', '7'), "
-                   "('nano_lost_records', '3')")
+                   "('nano_lost_records', '3'), ('nano_gpu_unavailable', ?)", (why,))
     for merged_or_trimmed, argv in (("m_lossy_merged.rpd", [RPD, "merge", None, lossy, c, lossy]),
                                     ("m_lossy_trim.rpd", [RPD, "trim", lossy, "-o", None])):
         path = os.path.join(WORK, merged_or_trimmed)
@@ -387,6 +389,9 @@ def case_merge_nano():
                              "IN ('nano_dropped_records', 'nano_lost_records') GROUP BY tag ORDER BY tag")
         check(counts == [("nano_dropped_records", 7 * copies), ("nano_lost_records", 3 * copies)],
               "%s carries the inputs' lost records: %s" % (merged_or_trimmed, counts))
+        info = run([RPD, "info", path]).stdout.splitlines()
+        check(info.count("GPU back end:    " + why) == 1,
+              "%s: rpd info names why GPU kernels ran uninstrumented, once: %s" % (merged_or_trimmed, info))
 
 
 def case_plugin_mismatch():

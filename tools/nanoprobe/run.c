@@ -58,6 +58,8 @@
 #define RUN_MAX_DEFAULT_FILES 100000
 /* Environment settings one run makes, at most. */
 #define RUN_MAX_SETTINGS 24
+/* Room for the reasons the trace gives why GPU kernels ran uninstrumented. */
+#define RUN_WHY_BYTES 1024
 
 static const char run_help[] =
     "usage: nanoprobe run [options] [--] PROGRAM [ARGS...]\n"
@@ -563,9 +565,25 @@ static int64_t run_count(sqlite3 *db, const char *sql) {
   return n;
 }
 
+/* Why the run's GPU kernels ran uninstrumented, as the runtime recorded it
+ * (rocpd_metadata nano_gpu_unavailable: its GPU back end could not start),
+ * into buf; "" where it recorded nothing. */
+static void run_gpu_unavailable(sqlite3 *db, char *buf, size_t len) {
+  sqlite3_stmt *st = NULL;
+  buf[0] = 0;
+  if (sqlite3_prepare_v2(db,
+                         "SELECT group_concat(value, '; ') FROM (SELECT DISTINCT value FROM "
+                         "rocpd_metadata WHERE tag = 'nano_gpu_unavailable')",
+                         -1, &st, NULL) == SQLITE_OK &&
+      sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+    snprintf(buf, len, "%s", (const char *)sqlite3_column_text(st, 0));
+  sqlite3_finalize(st);
+}
+
 /* After an instrumented run that instrumented nothing, says why that happens
- * (never a silent no-op): the launching files were built without the plugin,
- * or -k selected no kernel that ran. */
+ * (never a silent no-op): the GPU back end could not start (its reason, as
+ * the trace has it), the launching files were built without the plugin, or
+ * -k selected no kernel that ran. */
 static void run_hint_uninstrumented(const char *trace, const struct run_opts *o) {
   sqlite3 *db = NULL;
   int version;
@@ -576,7 +594,11 @@ static void run_hint_uninstrumented(const char *trace, const struct run_opts *o)
   int64_t dispatches = has > 0 ? run_count(db, "SELECT count(*) FROM nano_dispatch") : has;
   int64_t kernels = run_count(db, "SELECT count(*) FROM rocpd_op o JOIN rocpd_string s ON "
                                   "s.id = o.opType_id WHERE s.string LIKE '%Kernel%'");
-  if (dispatches == 0) {
+  char unavailable[RUN_WHY_BYTES];
+  run_gpu_unavailable(db, unavailable, sizeof unavailable);
+  if (dispatches == 0 && unavailable[0]) {
+    fprintf(stderr, "nanoprobe: no kernel was instrumented: %s\n", unavailable);
+  } else if (dispatches == 0) {
     char ran[64] = "";
     if (kernels > 0)
       snprintf(ran, sizeof ran, " (%lld kernels ran)", (long long)kernels);

@@ -26,7 +26,9 @@
  *     run (nothing dates them) and are kept as they are;
  *   - the source's counts of records its recording dropped or lost
  *     (rocpd_metadata nano_dropped_records, nano_lost_records), which the
- *     tools sum: the copy says it is incomplete where the source did;
+ *     tools sum, and why its GPU kernels ran uninstrumented
+ *     (nano_gpu_unavailable): the copy says it is incomplete where the
+ *     source did;
  *   - the destination's session_count moves past every id and session the
  *     copy now holds (cp_sessions), so a recording appended later does not
  *     clash with copied rows.
@@ -479,12 +481,14 @@ static int cp_rows(const char *cmd, sqlite3 *db, const struct rpdtool_trace *s,
     return -1;
   if (cp_nano(cmd, db, s, o, padd, off_api, empty))
     return -1;
-  /* What the source's recording lost (records dropped or never written):
-   * counts that readers sum, so a merged or trimmed trace still says it is
-   * incomplete. A window keeps them all: nothing dates a loss. */
+  /* What the source's recording lost (records dropped or never written:
+   * counts that readers sum; GPU kernels run uninstrumented: why), so a
+   * merged or trimmed trace still says it is incomplete. A window keeps them
+   * all: nothing dates a loss. */
   if (cp_exec(cmd, db, "copying the counts of lost records",
               "INSERT INTO main.rocpd_metadata(tag, value) SELECT tag, value FROM "
-              "src.rocpd_metadata WHERE tag IN ('nano_dropped_records', 'nano_lost_records');") ||
+              "src.rocpd_metadata WHERE tag IN ('nano_dropped_records', 'nano_lost_records', "
+              "'nano_gpu_unavailable');") ||
       cp_sessions(cmd, db))
     return -1;
   c->strings = cp_int(db, &ok, "SELECT count(*) FROM main.rocpd_string");

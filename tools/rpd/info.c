@@ -157,6 +157,20 @@ static int rpd_info_integrity(struct rpdtool_trace *t, char **problem) {
   return ret;
 }
 
+/* Prints why the run's GPU kernels ran uninstrumented where the runtime
+ * recorded it (rocpd_metadata nano_gpu_unavailable: its GPU back end could
+ * not start), one line per reason. 0, or RPDTOOL_EXIT_FAIL (said). */
+static int rpd_info_gpu_unavailable(const struct rpdtool_trace *t) {
+  sqlite3_stmt *st = rpdtool_prepare(
+      "info", t, "SELECT DISTINCT value FROM rocpd_metadata WHERE tag = 'nano_gpu_unavailable'");
+  if (!st)
+    return RPDTOOL_EXIT_FAIL;
+  int rc;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+    printf("GPU back end:    %s\n", (const char *)sqlite3_column_text(st, 0));
+  return rpdtool_done("info", t, st, rc, stdout, "standard output");
+}
+
 int rpd_cmd_info(int argc, char **argv) {
   const char *file;
   int ret = rpdtool_parse_args(argc, argv, rpd_info_help, NULL, &file);
@@ -187,6 +201,8 @@ int rpd_cmd_info(int argc, char **argv) {
   else
     printf("time span:       empty (no records)\n");
   printf("dropped records: %" PRId64 "\n", dropped);
+  if ((ret = rpd_info_gpu_unavailable(&t)))
+    goto out;
   if (rpd_info_integrity(&t, &damage) != 0) {
     ret = rpdtool_err("info", "%s: cannot check the file: %s", t.path, sqlite3_errmsg(t.db));
     goto out;

@@ -42,8 +42,9 @@
 # CUDA's device side is compiled for real (ptxas, fatbinary: the toolkit's);
 # HIP's host side alone.
 # usage: check.sh cuda|hip COMPILER PLUGIN CLANG SOURCE_ROOT LIBNANO_RPD KERNELDB RPD_TOOL OUT_DIR
+#        NANOPROBE
 set -euo pipefail
-api=$1 compiler=$2 plugin=$3 clang=$4 root=$5 rpd=$6 kerneldb=$7 rpdtool=$8 out=$9
+api=$1 compiler=$2 plugin=$3 clang=$4 root=$5 rpd=$6 kerneldb=$7 rpdtool=$8 out=$9 nanoprobe=${10}
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$out"
 cd "$out"
@@ -279,6 +280,23 @@ $row" ] || fail "HIP: the twin's dispatch and the graph's three replays, every a
   [ "$(query generic.rpd "select group_concat(kernel || ' ' || grid_x || ' ' || records, ',') from (select * from nano_dispatch order by id)")" = \
     "_Z4axpyfPKfPfi 2 192,_Z4axpyfPKfPfi 2 192,_Z4axpyfPKfPfi 2 192" ] ||
     fail "HIP generic: one dispatch per replay ($(query generic.rpd "select id, kernel, grid_x, records from nano_dispatch"))"
+  # a HIP runtime the back end cannot use (one that lacks its calls, first
+  # on the library path): said once, recorded in the trace, named by
+  # nanoprobe run's hint and rpd info; the program runs as without the tool
+  mkdir -p nohip
+  echo 'int nothing;' | "$clang" -x c - -shared -fPIC -o nohip/libamdhip64.so.6
+  rm -f nohip.rpd
+  why="the HIP runtime lacks hipGetDevice (older than ROCm 5?); HIP kernels run uninstrumented"
+  LD_LIBRARY_PATH="$out/nohip:$LD_LIBRARY_PATH" "$nanoprobe" run -q -o nohip.rpd -i -- ./ext \
+    >nohip.out 2>nohip.err || fail "no usable HIP: $(cat nohip.err)"
+  grep -qx "ext 0 y right timed 1" nohip.out && grep -q "^launch _Z4axpyfPKfPfi " nohip.out ||
+    fail "no usable HIP: the program's kernel, as without the tool ($(cat nohip.out))"
+  [ "$(grep -cx "nanoprobe: $why" nohip.err)" = 1 ] &&
+    grep -qx "nanoprobe: no kernel was instrumented: $why" nohip.err ||
+    fail "no usable HIP: said once, and named by nanoprobe run's hint ($(cat nohip.err))"
+  [ "$(query nohip.rpd "select value from rocpd_metadata where tag = 'nano_gpu_unavailable'")" = "$why" ] &&
+    "$rpdtool" info nohip.rpd | grep -qx "GPU back end:    $why" ||
+    fail "no usable HIP: recorded in the trace, shown by rpd info ($("$rpdtool" info nohip.rpd))"
   echo "PASS hip launch routing and GPU back end"
   exit 0
 fi
