@@ -3,8 +3,8 @@
 // hipLaunchKernel for a kernel node's twin, no edges), hipGraphNodeSetParams
 // and hipGraphExecNodeSetParams through __nano_gpu_graph_kernel_params (ops
 // 3 and 4, the executable's with the program's hipGraphNodeSetParams).
-// Nothing is said. Debian's HIP 5.2 headers lack the calls: they are
-// declared here as HIP 6.2's headers declare them.
+// Nothing is said. Debian's HIP 5.2 headers lack the calls: tests/device/hip62.h
+// declares them as HIP 6.2's headers do.
 // REQUIRES: hipcc
 // RUN: echo fatbin > %t.fatbin
 // RUN: %hipcc --offload-arch=gfx90a --cuda-host-only -O1 -S -emit-llvm -Xclang -fcuda-include-gpubinary -Xclang %t.fatbin -fpass-plugin=%plugin %s -o %t.ll 2> %t.err
@@ -12,21 +12,7 @@
 // RUN: FileCheck %s --check-prefix=SAID --allow-empty < %t.err
 #include <hip/hip_runtime.h>
 
-struct hipGraphNodeParams {
-  hipGraphNodeType type;
-  int reserved0[3];
-  union {
-    long long reserved1[29];
-    hipKernelNodeParams kernel;
-  };
-  long long reserved2;
-};
-extern "C" hipError_t hipGraphAddNode(hipGraphNode_t *pGraphNode, hipGraph_t graph,
-                                      const hipGraphNode_t *pDependencies, size_t numDependencies,
-                                      hipGraphNodeParams *nodeParams);
-extern "C" hipError_t hipGraphNodeSetParams(hipGraphNode_t node, hipGraphNodeParams *nodeParams);
-extern "C" hipError_t hipGraphExecNodeSetParams(hipGraphExec_t graphExec, hipGraphNode_t node,
-                                                hipGraphNodeParams *nodeParams);
+#include "../device/hip62.h"
 
 __global__ void axpy(float a, float *x) { x[threadIdx.x] *= a; }
 

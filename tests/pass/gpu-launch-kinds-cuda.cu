@@ -27,17 +27,7 @@ __global__ void coop(int *p) { *p = 1; }
 __global__ void ex(int *p) { *p = 2; }
 __global__ void unused(int *p) { *p = 3; }
 
-// removed in CUDA 13: declared as CUDA 12's runtime declares it
-struct cudaLaunchParams {
-  void *func;
-  dim3 gridDim, blockDim;
-  void **args;
-  size_t sharedMem;
-  cudaStream_t stream;
-};
-extern "C" cudaError_t cudaLaunchCooperativeKernelMultiDevice(cudaLaunchParams *list,
-                                                              unsigned int numDevices,
-                                                              unsigned int flags);
+#include "../device/cuda12_multi.h" // removed in CUDA 13
 
 int run(int *p, cudaStream_t s, CUfunction f, cudaGraph_t g, cudaGraphExec_t e) {
   void *args[] = {&p};

@@ -17,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../hip62.h"
+
 /* The stand-in driver (fake_cudart.c). */
 int cuCtxPushCurrent_v2(void *ctx);
 int cuCtxPopCurrent_v2(void **ctx);
@@ -273,37 +275,23 @@ hipError_t hipGraphNodeGetType(hipGraphNode_t node, hipGraphNodeType *type) {
   return hipSuccess;
 }
 
-/* HIP 6.2's generic node calls (its hipGraphNodeParams: the node's type in
- * CUDA's numbering, then its parameters), on kernel nodes alone. */
-struct hip_graph_node_params {
-  int type;
-  int reserved0[3];
-  union {
-    long long reserved1[29];
-    hipKernelNodeParams kernel;
-  };
-  long long reserved2;
-};
+/* HIP 6.2's generic node calls, on kernel nodes alone. */
 #define FAKE_HIP_GENERIC 60200000 /* the first HIP with them */
-static const hipKernelNodeParams *generic_kernel(const struct hip_graph_node_params *p) {
-  return hip_version() >= FAKE_HIP_GENERIC && p && p->type == 0 ? &p->kernel : NULL;
+static const hipKernelNodeParams *generic_kernel(const hipGraphNodeParams *p) {
+  return hip_version() >= FAKE_HIP_GENERIC && p && p->type == HIP62_KERNEL_NODE ? &p->kernel
+                                                                                : NULL;
 }
 hipError_t hipGraphAddNode(hipGraphNode_t *node, hipGraph_t graph, const hipGraphNode_t *deps,
-                           size_t n, struct hip_graph_node_params *p);
-hipError_t hipGraphAddNode(hipGraphNode_t *node, hipGraph_t graph, const hipGraphNode_t *deps,
-                           size_t n, struct hip_graph_node_params *p) {
+                           size_t n, hipGraphNodeParams *p) {
   return generic_kernel(p) ? hipGraphAddKernelNode(node, graph, deps, n, generic_kernel(p))
                            : hipErrorInvalidValue;
 }
-hipError_t hipGraphNodeSetParams(hipGraphNode_t node, struct hip_graph_node_params *p);
-hipError_t hipGraphNodeSetParams(hipGraphNode_t node, struct hip_graph_node_params *p) {
+hipError_t hipGraphNodeSetParams(hipGraphNode_t node, hipGraphNodeParams *p) {
   return generic_kernel(p) ? hipGraphKernelNodeSetParams(node, generic_kernel(p))
                            : hipErrorInvalidValue;
 }
 hipError_t hipGraphExecNodeSetParams(hipGraphExec_t exec, hipGraphNode_t node,
-                                     struct hip_graph_node_params *p);
-hipError_t hipGraphExecNodeSetParams(hipGraphExec_t exec, hipGraphNode_t node,
-                                     struct hip_graph_node_params *p) {
+                                     hipGraphNodeParams *p) {
   return generic_kernel(p) ? hipGraphExecKernelNodeSetParams(exec, node, generic_kernel(p))
                            : hipErrorInvalidValue;
 }

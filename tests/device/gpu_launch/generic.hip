@@ -1,5 +1,5 @@
-// HIP 6.2's generic node calls (tests/device/gpu_launch), declared as its
-// headers declare them (Debian's HIP 5.2 has none; the stand-in answers them
+// HIP 6.2's generic node calls (tests/device/gpu_launch; hip62.h declares
+// them as its headers do: Debian's HIP 5.2 has none; the stand-in answers them
 // when it is told it is 6.2): axpy added by hipGraphAddNode, launched; the
 // executable's node given a factor of 3 (hipGraphExecNodeSetParams),
 // launched; the graph's node a factor of 1 (hipGraphNodeSetParams), a second
@@ -7,21 +7,8 @@
 #include <hip/hip_runtime.h>
 #include <cstdio>
 
-struct hipGraphNodeParams {
-  int type;
-  int reserved0[3];
-  union {
-    long long reserved1[29];
-    hipKernelNodeParams kernel;
-  };
-  long long reserved2;
-};
-extern "C" hipError_t hipGraphAddNode(hipGraphNode_t *pGraphNode, hipGraph_t graph,
-                                      const hipGraphNode_t *pDependencies, size_t numDependencies,
-                                      hipGraphNodeParams *nodeParams);
-extern "C" hipError_t hipGraphNodeSetParams(hipGraphNode_t node, hipGraphNodeParams *nodeParams);
-extern "C" hipError_t hipGraphExecNodeSetParams(hipGraphExec_t graphExec, hipGraphNode_t node,
-                                                hipGraphNodeParams *nodeParams);
+#include "../hip62.h"
+
 
 __global__ void axpy(float a, const float *x, float *y, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -41,7 +28,7 @@ int main() {
   int n = 64;
   void *args[] = {&a, &xp, &yp, &n};
   hipGraphNodeParams p = {};
-  p.type = 0; // HIP 6's hipGraphNodeTypeKernel
+  p.type = HIP62_KERNEL_NODE;
   p.kernel.func = (void *)axpy, p.kernel.gridDim = dim3(2), p.kernel.blockDim = dim3(32);
   p.kernel.kernelParams = args;
   hipGraphNode_t k;

@@ -1,20 +1,11 @@
-// CUDA's multi-device launch (removed in CUDA 13: declared as CUDA 12's
-// runtime declares it; tests/device/gpu_launch): one list of two launches,
+// CUDA's multi-device launch (removed in CUDA 13: cuda12_multi.h declares it
+// as CUDA 12's runtime did; tests/device/gpu_launch): one list of two launches,
 // each on its own stream, each over one half of the arrays: y = 2x + 1.
 // Routed through __nano_gpu_launch_multi: each launch runs its twin, a
 // dispatch of its own, all through one call of the program's.
 #include <cstdio>
 
-struct cudaLaunchParams {
-  void *func;
-  dim3 gridDim, blockDim;
-  void **args;
-  size_t sharedMem;
-  cudaStream_t stream;
-};
-extern "C" cudaError_t cudaLaunchCooperativeKernelMultiDevice(cudaLaunchParams *launchParamsList,
-                                                              unsigned int numDevices,
-                                                              unsigned int flags);
+#include "../cuda12_multi.h"
 
 __global__ void axpy(float a, const float *x, float *y, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
