@@ -257,9 +257,10 @@ static struct gpu_flight *gpu_fifo_pop(struct gpu_fifo *q) {
 
 /* Says what failed, once per process for each distinct message: a kind of
  * failure, and the kernel or device it names, each said on its own (one flag
- * for every kind once kept all but the first silent). */
-static void gpu_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void gpu_note(const char *fmt, ...) {
+ * for every kind once kept all but the first silent). Returns whether it was
+ * said now. */
+static int gpu_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int gpu_note(const char *fmt, ...) {
   static uint64_t said[GPU_NOTES_MAX];
   static size_t nsaid;
   char line[512];
@@ -277,6 +278,26 @@ static void gpu_note(const char *fmt, ...) {
   pthread_mutex_unlock(&g_gpu.lock);
   if (first)
     fprintf(stderr, "nanoprobe: %s\n", line);
+  return first;
+}
+
+/* The rocpd_metadata tag of why GPU kernels ran uninstrumented (the back
+ * end, or a device, could not be used; runtime/rpd/README.md): `nanoprobe
+ * run` and `rpd info` name it. */
+#define GPU_UNAVAILABLE_TAG "nano_gpu_unavailable"
+
+/* Says, once per cause, why `kinds` of kernels run uninstrumented (why: a
+ * sentence), and records it in the trace. */
+static void gpu_unavailable(const char *kinds, const char *why) {
+  char text[GPU_WHY_BYTES + 64];
+  snprintf(text, sizeof text, "%s; %s kernels run uninstrumented", why, kinds);
+  if (gpu_note("%s", text))
+    (void)rpdi_metadata(GPU_UNAVAILABLE_TAG, text); /* none without a trace */
+}
+
+/* What the user calls an API's kernels ("CUDA", "HIP"). */
+static const char *gpu_kinds(const struct gpu_api *api) {
+  return api == &gpu_hip_api ? "HIP" : "CUDA";
 }
 
 /* ---- placement ------------------------------------------------------------------ */
@@ -614,8 +635,10 @@ static struct gpu_context *gpu_context(const struct gpu_api *api, void *s, int c
   void *key = NULL;
   int dev = 0, r = api->current(s, &key, &dev);
   if (r != 0 || !key) {
-    gpu_note("%s: no device to launch on (%s); kernels run uninstrumented", api->backend,
+    char why[GPU_WHY_BYTES];
+    snprintf(why, sizeof why, "%s: no device to launch on (%s)", api->backend,
              r != 0 ? api->error(r) : "no context current");
+    gpu_unavailable(gpu_kinds(api), why);
     return NULL;
   }
   /* One lock over lookup and creation: two threads new to one device make
@@ -641,8 +664,10 @@ static struct gpu_context *gpu_context(const struct gpu_api *api, void *s, int c
     if (entered)
       api->leave();
     pthread_mutex_unlock(&g_gpu.contexts_lock);
-    gpu_note("%s: device %d cannot be queried (%s); kernels run uninstrumented", api->backend, dev,
+    char why[GPU_WHY_BYTES];
+    snprintf(why, sizeof why, "%s: device %d cannot be queried (%s)", api->backend, dev,
              c ? api->error(r) : "out of memory");
+    gpu_unavailable(gpu_kinds(api), why);
     free(c);
     return NULL;
   }
@@ -933,19 +958,6 @@ static int gpu_end_setting(void) {
   int end = 0; /* a bad value is said and the default kept (nano/settings.h) */
   nano_env_choice("NANO_GPU_END", ends, &end);
   return end != 1;
-}
-
-/* The rocpd_metadata tag of why GPU kernels run uninstrumented for the whole
- * run (runtime/rpd/README.md): `nanoprobe run` and `rpd info` name it. */
-#define GPU_UNAVAILABLE_TAG "nano_gpu_unavailable"
-
-/* Says, once per cause, why `kinds` of kernels run uninstrumented for the
- * whole run (why: a sentence), and records it in the trace. */
-static void gpu_unavailable(const char *kinds, const char *why) {
-  char text[GPU_WHY_BYTES + 64];
-  snprintf(text, sizeof text, "%s; %s kernels run uninstrumented", why, kinds);
-  fprintf(stderr, "nanoprobe: %s\n", text);
-  (void)rpdi_metadata(GPU_UNAVAILABLE_TAG, text); /* none without a trace */
 }
 
 static void gpu_start_finisher(void) {

@@ -550,6 +550,25 @@ grep -qx "multi 0 y right" multi.out && grep -qx "cooperative multi-device launc
   "_Z4axpyfPKfPfi 1500,_Z4axpyfPKfPfi 1500" ] ||
   fail "CUDA multi: a dispatch per launch ($(query multi.rpd "select id, kernel, records from nano_dispatch"))"
 
+# a machine with the driver and no GPU (FAKE_NO_DEVICE=1: cuInit and every
+# launch fail with CUDA_ERROR_NO_DEVICE): said once, recorded in the trace,
+# named by nanoprobe run's hint and rpd info; the program gets its own error,
+# as without the tool
+FAKE_NO_DEVICE=1 ./lazydev >nodev_plain.out
+grep -qx "lazydev set 0 launch 100 device 1 p 0" nodev_plain.out ||
+  fail "no device, without the tool: $(cat nodev_plain.out)"
+rm -f nodev.rpd
+why="cuda: no device to launch on (CUDA_ERROR_NO_DEVICE); CUDA kernels run uninstrumented"
+FAKE_NO_DEVICE=1 "$nanoprobe" run -q -o nodev.rpd -i -- ./lazydev >nodev.out 2>nodev.err ||
+  fail "no device: $(cat nodev.err)"
+cmp -s nodev_plain.out nodev.out || fail "no device: the program's output changed ($(cat nodev.out))"
+[ "$(grep -cx "nanoprobe: $why" nodev.err)" = 1 ] &&
+  grep -qx "nanoprobe: no kernel was instrumented: $why" nodev.err ||
+  fail "no device: said once, and named by nanoprobe run's hint ($(cat nodev.err))"
+[ "$(query nodev.rpd "select value from rocpd_metadata where tag = 'nano_gpu_unavailable'")" = "$why" ] &&
+  "$rpdtool" info nodev.rpd | grep -qx "GPU back end:    $why" ||
+  fail "no device: recorded in the trace, shown by rpd info ($("$rpdtool" info nodev.rpd))"
+
 # cudaLaunchKernelEx with a cluster attribute: routed (its template's
 # cudaLaunchKernelExC), the twin launched with the program's configuration
 cuda_program ex

@@ -706,6 +706,8 @@ const char *cudaGetErrorName(int rc) {
     return "cudaErrorInvalidConfiguration";
   case 98:
     return "cudaErrorInvalidDeviceFunction";
+  case 100:
+    return "cudaErrorNoDevice";
   default:
     return "cudaErrorUnknown";
   }
@@ -850,8 +852,11 @@ static int loadable_kernel(const void *func) {
   return i;
 }
 
+static int fake_no_device(void);
 static int launch(const void *func, struct dim3 grid, struct dim3 block, void **args,
                   size_t shared, void *stream, uint32_t corr) {
+  if (fake_no_device())
+    return 100; /* cudaErrorNoDevice */
   int i = loadable_kernel(func);
   if (i >= 0)
     return issue_kernel(func, fake_kernels[i].name, NULL, fake_kernels[i].max_shared, grid, block, args,
@@ -1016,6 +1021,7 @@ int hipDeviceSynchronize(void) {
 #define CU_OK 0
 #define CU_INVALID_VALUE 1
 #define CU_NOT_INITIALIZED 3
+#define CU_NO_DEVICE 100
 #define CU_INVALID_CONTEXT 201
 #define CU_NOT_READY 600
 #define CU_EVENT_BLOCKING 1 /* CU_EVENT_BLOCKING_SYNC */
@@ -1043,7 +1049,15 @@ static int is_private(void *s) {
   return 0;
 }
 
+/* FAKE_NO_DEVICE=1: a machine with the driver and no GPU, where cuInit
+ * fails with CUDA_ERROR_NO_DEVICE and so does every launch. */
+static int fake_no_device(void) {
+  const char *v = getenv("FAKE_NO_DEVICE");
+  return v && *v == '1';
+}
 int cuInit(unsigned flags) {
+  if (fake_no_device())
+    return CU_NO_DEVICE;
   fake_initialized = flags == 0;
   return flags == 0 ? CU_OK : CU_INVALID_VALUE;
 }
@@ -1350,6 +1364,7 @@ int cuGetErrorName(int r, const char **s) {
        : r == CU_NO_BINARY_FOR_GPU  ? "CUDA_ERROR_NO_BINARY_FOR_GPU"
        : r == CU_INVALID_HANDLE     ? "CUDA_ERROR_INVALID_HANDLE"
        : r == CU_NOT_FOUND          ? "CUDA_ERROR_NOT_FOUND"
+       : r == CU_NO_DEVICE          ? "CUDA_ERROR_NO_DEVICE"
                                     : "CUDA_ERROR_FAKE";
   return CU_OK;
 }
