@@ -67,6 +67,17 @@ export LD_LIBRARY_PATH="$out${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export NANO_CUPTI_PATH="$out/libcuda.so.1" # the stand-in's CUPTI
 "$clang" app.o -o app -L. -l:libcuda.so.1 -Wl,-rpath,"$out" -lstdc++ # a C++ program
 fail() { echo "FAIL: $*"; exit 1; }
+# check_unavailable NAME WHY: after `nanoprobe run -o NAME.rpd` with stderr in
+# NAME.err, the GPU back end's reason WHY was said once, named by nanoprobe
+# run's hint, recorded in the trace (nano_gpu_unavailable) and shown by rpd info
+check_unavailable() {
+  [ "$(grep -cx "nanoprobe: $2" "$1.err")" = 1 ] &&
+    grep -qx "nanoprobe: no kernel was instrumented: $2" "$1.err" ||
+    fail "$1: said once, and named by nanoprobe run's hint ($(cat "$1.err"))"
+  [ "$(query "$1.rpd" "select value from rocpd_metadata where tag = 'nano_gpu_unavailable'")" = "$2" ] &&
+    "$rpdtool" info "$1.rpd" | grep -qx "GPU back end:    $2" ||
+    fail "$1: recorded in the trace, shown by rpd info ($("$rpdtool" info "$1.rpd"))"
+}
 axpy_cfg='grid 4 1 1 block 256 1 1 shared 16 stream 0x3000'
 
 plain=$(./app)
@@ -286,17 +297,12 @@ $row" ] || fail "HIP: the twin's dispatch and the graph's three replays, every a
   mkdir -p nohip
   echo 'int nothing;' | "$clang" -x c - -shared -fPIC -o nohip/libamdhip64.so.6
   rm -f nohip.rpd
-  why="the HIP runtime lacks hipGetDevice (older than ROCm 5?); HIP kernels run uninstrumented"
   LD_LIBRARY_PATH="$out/nohip:$LD_LIBRARY_PATH" "$nanoprobe" run -q -o nohip.rpd -i -- ./ext \
     >nohip.out 2>nohip.err || fail "no usable HIP: $(cat nohip.err)"
   grep -qx "ext 0 y right timed 1" nohip.out && grep -q "^launch _Z4axpyfPKfPfi " nohip.out ||
     fail "no usable HIP: the program's kernel, as without the tool ($(cat nohip.out))"
-  [ "$(grep -cx "nanoprobe: $why" nohip.err)" = 1 ] &&
-    grep -qx "nanoprobe: no kernel was instrumented: $why" nohip.err ||
-    fail "no usable HIP: said once, and named by nanoprobe run's hint ($(cat nohip.err))"
-  [ "$(query nohip.rpd "select value from rocpd_metadata where tag = 'nano_gpu_unavailable'")" = "$why" ] &&
-    "$rpdtool" info nohip.rpd | grep -qx "GPU back end:    $why" ||
-    fail "no usable HIP: recorded in the trace, shown by rpd info ($("$rpdtool" info nohip.rpd))"
+  check_unavailable nohip \
+    "the HIP runtime lacks hipGetDevice (older than ROCm 5?); HIP kernels run uninstrumented"
   echo "PASS hip launch routing and GPU back end"
   exit 0
 fi
@@ -558,16 +564,10 @@ FAKE_NO_DEVICE=1 ./lazydev >nodev_plain.out
 grep -qx "lazydev set 0 launch 100 device 1 p 0" nodev_plain.out ||
   fail "no device, without the tool: $(cat nodev_plain.out)"
 rm -f nodev.rpd
-why="cuda: no device to launch on (CUDA_ERROR_NO_DEVICE); CUDA kernels run uninstrumented"
 FAKE_NO_DEVICE=1 "$nanoprobe" run -q -o nodev.rpd -i -- ./lazydev >nodev.out 2>nodev.err ||
   fail "no device: $(cat nodev.err)"
 cmp -s nodev_plain.out nodev.out || fail "no device: the program's output changed ($(cat nodev.out))"
-[ "$(grep -cx "nanoprobe: $why" nodev.err)" = 1 ] &&
-  grep -qx "nanoprobe: no kernel was instrumented: $why" nodev.err ||
-  fail "no device: said once, and named by nanoprobe run's hint ($(cat nodev.err))"
-[ "$(query nodev.rpd "select value from rocpd_metadata where tag = 'nano_gpu_unavailable'")" = "$why" ] &&
-  "$rpdtool" info nodev.rpd | grep -qx "GPU back end:    $why" ||
-  fail "no device: recorded in the trace, shown by rpd info ($("$rpdtool" info nodev.rpd))"
+check_unavailable nodev "cuda: no device to launch on (CUDA_ERROR_NO_DEVICE); CUDA kernels run uninstrumented"
 
 # cudaLaunchKernelEx with a cluster attribute: routed (its template's
 # cudaLaunchKernelExC), the twin launched with the program's configuration
