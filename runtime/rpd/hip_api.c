@@ -15,6 +15,18 @@
  * reports nothing with Debian's HIP 5.2: seen by running the real
  * libamdhip64 over tests/hsa's stand-in ROCr.)
  *
+ * From HIP 5.3.3 to 6.2 the runtime serves another interface in its place
+ * (hipamd's, then clr's src/hip_prof_api.h), roctracer's from then:
+ * hipRegisterTracerCallback(fn); at each call's start the runtime asks
+ * fn(domain, id, data), data its hip_api_trace_data_t on its stack, not
+ * initialised: the call's hip_api_data_t, then two 64-bit words, then the
+ * phase_enter and phase_exit functions, which fn fills in; fn's 0 enables
+ * the call, whose arguments are then written and phase_enter called, and
+ * phase_exit at its return (hip_tracer). The hip_api_data_t's size grew with
+ * its argument union (HIP_TRACE_LAYOUTS), the arguments read here did not
+ * change. ROCm 6.3 on serves neither interface, only rocprofiler-sdk's
+ * (not done: said).
+ *
  * Each call is a rocpd_api row, domain `hip`, apiName the function, on the
  * calling thread, from its enter to its exit; launches (hipLaunchKernel,
  * hipExtLaunchKernel, hipModuleLaunchKernel, hipExtModuleLaunchKernel and
@@ -60,6 +72,9 @@
 #define HIP_API_DOMAIN 3
 #define HIP_API_PHASE_ENTER 0
 #define HIP_API_PHASE_EXIT 1
+/* The tracer interface's hip_api_trace_data_t after its hip_api_data_t: the
+ * phase_enter timestamp and phase_data words, then phase_enter, phase_exit. */
+#define HIP_TRACE_WORDS_BYTES 16
 /* Calls nested in calls (the runtime calling itself) that are still timed. */
 #define HIP_API_MAX_DEPTH 16
 /* Ops of one call recorded before its row exists, at most. */
@@ -452,6 +467,80 @@ static void hip_callback(uint32_t domain, uint32_t cid, const void *data, void *
   hip_call_unref(c);
 }
 
+/* The HIP runtime's version from its file name (libamdhip64.so.MAJOR.MINOR.*),
+ * fn one of its functions: asking the runtime would re-enter its start,
+ * which is what called the tool. 0, or -1 where the name has none. */
+static int hip_runtime_version(const void *fn, unsigned *major, unsigned *minor) {
+  char path[PATH_MAX];
+  if (rpdi_object_path(fn, path) != 0)
+    return -1;
+  const char *so = strstr(path, ".so.");
+  return so && sscanf(so + 4, "%u.%u", major, minor) == 2 ? 0 : -1;
+}
+
+/* ---- HIP 5.3.3 to 6.2: the tracer interface (see the file comment) ---- */
+
+/* The size of the runtime's hip_api_data_t, by version: measured from each
+ * ROCm's own headers (ROCm/HIP's include/ with hipamd's, later clr's,
+ * hip_prof_str.h, at their release tags: 5.3.3, 5.4.3, 5.5.0 and 5.7.1 840
+ * bytes; 6.0.0, 6.1.0 and 6.2.0 1520); the interface came in 5.3.x and went
+ * in 6.3. */
+static const struct {
+  unsigned major, minor_min, minor_max;
+  size_t api_data_bytes;
+} HIP_TRACE_LAYOUTS[] = {{5, 3, 7, 840}, {6, 0, 2, 1520}};
+
+/* Where phase_enter lies in the runtime's hip_api_trace_data_t (set once,
+ * before the runtime is given hip_tracer). */
+static size_t g_hip_phases_at;
+/* The correlation ids handed out (the runtime takes them for its ops). */
+static _Atomic uint64_t g_hip_correlation;
+
+static void hip_phase_enter(uint32_t id, void *data) {
+  hip_api_data_t *d = data;
+  d->phase = HIP_API_PHASE_ENTER;
+  hip_callback(HIP_API_DOMAIN, id, d, NULL);
+}
+static void hip_phase_exit(uint32_t id, void *data) {
+  hip_api_data_t *d = data;
+  d->phase = HIP_API_PHASE_EXIT;
+  hip_callback(HIP_API_DOMAIN, id, d, NULL);
+}
+
+/* The runtime's question at a call's start: 0 and the call's phases filled
+ * in to trace it; another domain (the runtime's own ops: the HSA tool
+ * records them) or a call left out, 1. */
+static int hip_tracer(uint32_t domain, uint32_t id, void *data) {
+  if (domain != HIP_API_DOMAIN || !data || hip_skipped(id))
+    return 1;
+  hip_api_data_t *d = data;
+  d->correlation_id = atomic_fetch_add(&g_hip_correlation, 1) + 1;
+  void (*phases[2])(uint32_t, void *) = {hip_phase_enter, hip_phase_exit};
+  memcpy((unsigned char *)data + g_hip_phases_at, phases, sizeof phases);
+  return 0;
+}
+
+/* Gives the runtime hip_tracer through register (its
+ * hipRegisterTracerCallback), where its version's layout is known. */
+static void hip_tracer_start(void (*reg)(int (*)(uint32_t, uint32_t, void *))) {
+  unsigned major = 0, minor = 0;
+  size_t bytes = 0;
+  if (hip_runtime_version((const void *)reg, &major, &minor) == 0)
+    for (size_t i = 0; i < sizeof HIP_TRACE_LAYOUTS / sizeof HIP_TRACE_LAYOUTS[0]; i++)
+      if (HIP_TRACE_LAYOUTS[i].major == major && minor >= HIP_TRACE_LAYOUTS[i].minor_min &&
+          minor <= HIP_TRACE_LAYOUTS[i].minor_max)
+        bytes = HIP_TRACE_LAYOUTS[i].api_data_bytes;
+  if (!bytes) {
+    rpd_log("the HIP runtime's tracer interface is of a version whose layout nanoprobe does not "
+            "know (HIP %u.%u, read from its file name): its calls are not traced (kernels and "
+            "copies still are)",
+            major, minor);
+    return;
+  }
+  g_hip_phases_at = bytes + HIP_TRACE_WORDS_BYTES;
+  reg(hip_tracer);
+}
+
 /* Says once, where the runtime is HIP 5.2, that it runs no stream callback or
  * graph host node while its calls are traced (seen over the tests' stand-in
  * ROCr, runtime/rpd/README.md: its profiler on, ROCclr's completion handler
@@ -460,12 +549,8 @@ static void hip_callback(uint32_t domain, uint32_t cid, const void *data, void *
  * runtime's file name: asking the runtime would re-enter its start, which is
  * what called the tool. */
 static void hip_warn_callbacks(const void *fn) {
-  char path[PATH_MAX];
-  if (rpdi_object_path(fn, path) != 0)
-    return;
-  const char *so = strstr(path, ".so.");
   unsigned major, minor;
-  if (so && sscanf(so + 4, "%u.%u", &major, &minor) == 2 && major == 5 && minor == 2)
+  if (hip_runtime_version(fn, &major, &minor) == 0 && major == 5 && minor == 2)
     rpd_log("HIP %u.%u runs no stream callback or graph host node while its calls are traced "
             "(recording them turns its profiler on): a program that waits for one would wait "
             "forever; NANO_HIP_CALLS=0 traces it without its HIP calls",
@@ -480,10 +565,21 @@ void rpd_hip_api_start(void) {
   if (!on)
     return; /* no HIP rows, and the runtime's profiler left off */
   typedef hipError_t (*register_fn)(uint32_t, void *, void *);
+  typedef void (*tracer_fn)(int (*)(uint32_t, uint32_t, void *));
   register_fn reg = (register_fn)dlsym(RTLD_DEFAULT, "hipRegisterApiCallback");
   register_fn act = (register_fn)dlsym(RTLD_DEFAULT, "hipRegisterActivityCallback");
-  if (!reg)
-    return; /* no HIP runtime in the program: its HSA calls are traced alone */
+  tracer_fn tracer = (tracer_fn)dlsym(RTLD_DEFAULT, "hipRegisterTracerCallback");
+  if (!reg && tracer) {
+    hip_tracer_start(tracer);
+    return;
+  }
+  if (!reg) {
+    if (dlsym(RTLD_DEFAULT, "hipMalloc")) /* a HIP runtime, of ROCm 6.3 or later */
+      rpd_log("the HIP runtime serves neither of the callback interfaces nanoprobe uses (ROCm "
+              "6.3 on serves rocprofiler-sdk's alone, not used yet): its calls are not traced "
+              "(kernels and copies still are)");
+    return; /* else no HIP runtime in the program: its HSA calls are traced alone */
+  }
   if (!act) {
     rpd_log("the HIP runtime has no hipRegisterActivityCallback: its calls are not traced");
     return;

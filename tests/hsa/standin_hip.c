@@ -42,7 +42,14 @@
  *     hip_api_data_t the arguments are written into (NULL: not reported),
  *     the API callback gets it at the enter and, phase set to exit, at the
  *     exit (domain 3), then act(id, NULL, NULL, its registered argument)
- *     takes it back; hipKernelNameRefByPtr, hipKernelNameRef.
+ *     takes it back; hipKernelNameRefByPtr, hipKernelNameRef. Built with
+ *     STANDIN_HIP_TRACER, it is HIP 6.2 there instead: it serves the
+ *     interface of HIP 5.3.3 to 6.2 (clr's hipamd/src/hip_prof_api.h) and
+ *     not the old one: hipRegisterTracerCallback(fn); at a call's start
+ *     fn(3, id, data), data the call's hip_api_trace_data_t, left as
+ *     uninitialised memory is (a pattern), in HIP 6.2's layout; fn's 0
+ *     enables the call: the arguments written, phase_enter called, and
+ *     phase_exit at its end, both taken from where HIP 6.2 has them.
  * Exported under HIP's symbol versions (hip_4.2; graphs hip_4.3), so a program linked by
  * hipcc against the real libamdhip64 runs on it.
  */
@@ -52,6 +59,7 @@
 #include <hsa/hsa.h>
 #include <hsa/hsa_ext_amd.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <elf.h>
@@ -65,6 +73,55 @@
 #define API_DOMAIN_HIP 3
 #define API_EXIT 1
 
+#ifdef STANDIN_HIP_TRACER
+/* HIP 6.2's hip_api_trace_data_t: its hip_api_data_t is 1520 bytes (the
+ * argument union grew past HIP 5.2's, whose headers describe its start
+ * here: measured from ROCm 6.2's own headers), then the phase_enter
+ * timestamp and phase_data words, then the two phase functions. */
+#define TRACE_API_DATA_BYTES 1520
+struct trace_data {
+  union {
+    hip_api_data_t api_data;
+    unsigned char room[TRACE_API_DATA_BYTES];
+  };
+  uint64_t phase_enter_timestamp, phase_data;
+  void (*phase_enter)(uint32_t cid, struct trace_data *data);
+  void (*phase_exit)(uint32_t cid, struct trace_data *data);
+};
+_Static_assert(offsetof(struct trace_data, phase_enter) == TRACE_API_DATA_BYTES + 16,
+               "HIP 6.2's hip_api_trace_data_t");
+/* What uninitialised stack memory holds here: a tool that leaves a field
+ * unwritten calls this. */
+#define TRACE_UNINITIALISED 0xa5
+typedef int (*tracer_callback)(uint32_t domain, uint32_t cid, void *data);
+static tracer_callback g_tracer;
+
+void hipRegisterTracerCallback(tracer_callback fn) { g_tracer = fn; }
+
+/* A call's trace data, at one address from its start to its end. */
+struct api_call {
+  struct trace_data td;
+  int on;
+};
+
+/* The start of call cid with the arguments in args: the tracer asked, the
+ * arguments written, phase_enter. */
+static void api_begin(uint32_t cid, const hip_api_data_t *args, struct api_call *c) {
+  tracer_callback fn = g_tracer;
+  memset(&c->td, TRACE_UNINITIALISED, sizeof c->td);
+  c->on = fn && fn(API_DOMAIN_HIP, cid, &c->td) == 0;
+  if (!c->on)
+    return;
+  memcpy(&c->td.api_data.args, &args->args, sizeof args->args);
+  if (c->td.phase_enter)
+    c->td.phase_enter(cid, &c->td);
+}
+/* The end of a call: phase_exit. */
+static void api_end(uint32_t cid, struct api_call *c) {
+  if (c->on && c->td.phase_exit)
+    c->td.phase_exit(cid, &c->td);
+}
+#else
 typedef void (*api_callback)(uint32_t domain, uint32_t cid, const void *data, void *arg);
 typedef void *(*act_callback)(uint32_t cid, void *record, const void *data, void *arg);
 static struct {
@@ -103,29 +160,29 @@ struct api_call {
 
 /* The start of call cid with the arguments in args: the activity callback's
  * data, the arguments in it, the API callback's enter. */
-static struct api_call api_begin(uint32_t cid, const hip_api_data_t *args) {
-  struct api_call c = {0};
+static void api_begin(uint32_t cid, const hip_api_data_t *args, struct api_call *c) {
+  memset(c, 0, sizeof *c);
   if (!g_profiler_on || !g_callbacks[cid].act)
-    return c;
-  c.fn = g_callbacks[cid].fn, c.arg = g_callbacks[cid].arg;
-  c.act = g_callbacks[cid].act, c.act_arg = g_callbacks[cid].act_arg;
-  if (!(c.data = c.act(cid, NULL, NULL, NULL)))
-    return c;
-  memcpy(&c.data->args, &args->args, sizeof c.data->args);
-  if (c.fn) {
-    c.fn(API_DOMAIN_HIP, cid, c.data, c.arg);
-    c.data->phase = API_EXIT;
+    return;
+  c->fn = g_callbacks[cid].fn, c->arg = g_callbacks[cid].arg;
+  c->act = g_callbacks[cid].act, c->act_arg = g_callbacks[cid].act_arg;
+  if (!(c->data = c->act(cid, NULL, NULL, NULL)))
+    return;
+  memcpy(&c->data->args, &args->args, sizeof c->data->args);
+  if (c->fn) {
+    c->fn(API_DOMAIN_HIP, cid, c->data, c->arg);
+    c->data->phase = API_EXIT;
   }
-  return c;
 }
 /* The end of a call: the API callback's exit, the data given back. */
-static void api_end(uint32_t cid, const struct api_call *c) {
+static void api_end(uint32_t cid, struct api_call *c) {
   if (!c->data)
     return;
   if (c->fn)
     c->fn(API_DOMAIN_HIP, cid, c->data, c->arg);
   c->act(cid, NULL, NULL, c->act_arg);
 }
+#endif
 
 #define BUNDLE_MAGIC "__CLANG_OFFLOAD_BUNDLE__"
 #define FATBIN_MAGIC 0x48495046u /* "HIPF" */
@@ -487,7 +544,8 @@ static __thread hipError_t t_last_error;
     hip_api_data_t d_;                                                                             \
     memset(&d_, 0, sizeof d_);                                                                     \
     fill;                                                                                          \
-    struct api_call c_ = api_begin(cid, &d_);                                                      \
+    struct api_call c_;                                                                            \
+    api_begin(cid, &d_, &c_);                                                                      \
     hipError_t rc_ = (call);                                                                       \
     if (rc_ != hipSuccess)                                                                         \
       t_last_error = rc_;                                                                          \

@@ -108,6 +108,19 @@ def build_all():
         "-Wl,--version-script," + OUT + "/hip/hip.map", "-Wl,-soname,libamdhip64.so.5",
         "-o", OUT + "/hip/libamdhip64.so.5", "-L" + OUT, "-lhsa-runtime64", "-L" + kdb_dir,
         "-l:" + os.path.basename(KERNELDB_LIB), "-Wl,-rpath," + OUT + ":" + kdb_dir, "-lpthread"])
+    # the same runtime as HIP 6.2 (its tracer interface in HIP 6.2's layout),
+    # under HIP 6.2's file name, which the tool reads the version from
+    os.makedirs(OUT + "/hip6")
+    sh(["cc", "-std=c11", "-O1", "-g", "-shared", "-fPIC", "-Wall", "-Werror", "-DSTANDIN_HIP_TRACER",
+        "-I" + os.path.join(ROOT, "kerneldb", "include"), HERE + "/standin_hip.c",
+        "-Wl,--version-script," + OUT + "/hip/hip.map", "-Wl,-soname,libamdhip64.so.5",
+        "-o", OUT + "/hip6/libamdhip64.so.6.2.60200", "-L" + OUT, "-lhsa-runtime64", "-L" + kdb_dir,
+        "-l:" + os.path.basename(KERNELDB_LIB), "-Wl,-rpath," + OUT + ":" + kdb_dir, "-lpthread"])
+    os.symlink("libamdhip64.so.6.2.60200", OUT + "/hip6/libamdhip64.so.5")
+    # and as a later HIP of that interface whose layout the tool does not know
+    os.makedirs(OUT + "/hip6x")
+    shutil.copy(OUT + "/hip6/libamdhip64.so.6.2.60200", OUT + "/hip6x/libamdhip64.so.6.9.0")
+    os.symlink("libamdhip64.so.6.9.0", OUT + "/hip6x/libamdhip64.so.5")
     # the program: plain hipcc, linked against the real libamdhip64
     r = subprocess.run([HIPCC, "--offload-arch=gfx90a", "-O2", HERE + "/hip_app.hip", "-o",
                         OUT + "/hip/hip_app"], capture_output=True, text=True)
@@ -747,14 +760,18 @@ def case_hip_program():
     check(r.returncode == 0, "hip_app alone: exit %d %s" % (r.returncode, r.stderr))
     expect_ok("hip_app alone", r.stdout, HIP_APP_OK)
     # "preloaded": the tracer by LD_PRELOAD alone, as rocmProfileData's
-    # runTracer.sh loads its own: it names itself in HSA_TOOLS_LIB
-    for mode, args in (("traced", []), ("preloaded", None),
+    # runTracer.sh loads its own: it names itself in HSA_TOOLS_LIB; "hip62":
+    # the same on the runtime as HIP 6.2 (its tracer interface), whose calls
+    # must give the same rows
+    for mode, args in (("traced", []), ("preloaded", None), ("hip62", None),
                        ("twins", ["-i", "-c", OUT + "/cache", "-a", "MemoryAnalysis"])):
         trace = "%s/hip_%s.rpd" % (OUT, mode)
         remove(trace, OUT + "/hip.log")
         if args is None:
+            libs = OUT + ("/hip6:" if mode == "hip62" else "/hip:") + OUT
             r = subprocess.run([app, module, "graph"], capture_output=True, text=True, timeout=120,
-                               env=dict(env, LD_PRELOAD=tracer_preload(), RPDT_FILENAME=trace))
+                               env=dict(env, LD_PRELOAD=tracer_preload(), RPDT_FILENAME=trace,
+                                        LD_LIBRARY_PATH=libs))
         else:
             r = subprocess.run([NANOPROBE, "run", "-q", "-o", trace] + args +
                                ["-l", OUT + "/hip.txt", "--", app, module, "graph"],
@@ -813,6 +830,20 @@ def case_hip_program():
                          "where a.apiName = 'hipGraphLaunch'")
         check(graph_ops == [(2,)], "hip_app %s: each graph launch's kernel linked to it: %s" % (mode, graph_ops))
         check_allocs_and_graph("hip_app " + mode, trace)
+    # a tracer interface of a version whose layout the tool does not know:
+    # said once, no HIP rows, every kernel still an op; the program runs
+    trace = OUT + "/hip_unknown.rpd"
+    remove(trace)
+    r = subprocess.run([app, module, "graph"], capture_output=True, text=True, timeout=120,
+                       env=dict(env, LD_PRELOAD=tracer_preload(), RPDT_FILENAME=trace,
+                                LD_LIBRARY_PATH=OUT + "/hip6x:" + OUT))
+    check(r.returncode == 0 and r.stderr.count("HIP 6.9, read from its file name): its calls are "
+                                                "not traced") == 1,
+          "hip_app, unknown tracer layout: exit %d, said once: %s" % (r.returncode, r.stderr))
+    expect_ok("hip_app unknown tracer layout", r.stdout, HIP_APP_OK)
+    check(not rows(trace, "select * from api where domain = 'hip'") and
+          len(rows(trace, "select * from op")) == 9,
+          "hip_app, unknown tracer layout: no HIP rows, the nine kernels ops")
     # NANO_HSA_TOOL=0: the preloaded tracer leaves HSA_TOOLS_LIB alone
     trace = OUT + "/hip_no_tool.rpd"
     remove(trace)
