@@ -1986,7 +1986,8 @@ static int gpu_multi_begin(int api, const struct nano_gpu_launch_params *p, int 
     return 0;
   if (n > 1 && a->stream_device_known && !a->stream_device_known()) {
     gpu_note("%s: launched on %d devices at once by a %s runtime that cannot say a stream's "
-             "device (hipStreamGetDevice, later than HIP 5.2): it runs uninstrumented there",
+             "device (neither hipStreamGetDevice nor hipGetStreamDeviceId): it runs "
+             "uninstrumented there",
              m->t.name, n, a->backend);
     return 0;
   }

@@ -58,9 +58,11 @@ static struct {
    * function from a stream callback, outside captures only */
   __typeof__(&hipLaunchHostFunc) LaunchHostFunc;
   __typeof__(&hipStreamAddCallback) StreamAddCallback;
-  /* NULL before later ROCm (not in HIP 5.2): a stream's device is then taken
-   * to be the thread's */
+  /* a stream's device: hipStreamGetDevice (ROCm 5.7 on), else the export
+   * roctracer asks (hipGetStreamDeviceId, HIP 4.2 on: Debian's 5.2 has it);
+   * with neither, a stream's device is taken to be the thread's */
   hipError_t (*StreamGetDevice)(hipStream_t stream, hipDevice_t *device);
+  int (*GetStreamDeviceId)(hipStream_t stream);
   __typeof__(&hipRuntimeGetVersion) RuntimeGetVersion; /* may stay NULL */
 } hip;
 
@@ -162,6 +164,7 @@ static int hip_load(char *why, size_t len) {
   *(void **)&hip.LaunchHostFunc = dlsym(h, "hipLaunchHostFunc");
   *(void **)&hip.StreamAddCallback = dlsym(h, "hipStreamAddCallback");
   *(void **)&hip.StreamGetDevice = dlsym(h, "hipStreamGetDevice");
+  *(void **)&hip.GetStreamDeviceId = dlsym(h, "hipGetStreamDeviceId");
   *(void **)&hip.RuntimeGetVersion = dlsym(h, "hipRuntimeGetVersion");
   int version = 0;
   hip_kernel_node_type = hip.RuntimeGetVersion && hip.RuntimeGetVersion(&version) == hipSuccess &&
@@ -187,13 +190,20 @@ static int hip_own_stream(void *stream) {
 static int hip_current(void *stream, void **key, int *dev) {
   /* a default stream is the thread's device's; a stream of the program's
    * is its own device's, where the runtime says which */
-  hipError_t r = hip.StreamGetDevice && hip_own_stream(stream) ? hip.StreamGetDevice(stream, dev)
-                                                               : hip.GetDevice(dev);
+  hipError_t r;
+  if (hip_own_stream(stream) && hip.StreamGetDevice)
+    r = hip.StreamGetDevice(stream, dev);
+  else if (hip_own_stream(stream) && hip.GetStreamDeviceId)
+    r = (*dev = hip.GetStreamDeviceId(stream)) >= 0 ? hipSuccess : hipErrorInvalidHandle;
+  else
+    r = hip.GetDevice(dev);
   *key = (void *)(intptr_t)(*dev + 1); /* never NULL */
   return r;
 }
 
-static int hip_stream_device_known(void) { return hip.StreamGetDevice != NULL; }
+static int hip_stream_device_known(void) {
+  return hip.StreamGetDevice != NULL || hip.GetStreamDeviceId != NULL;
+}
 
 static int hip_describe(void *key, int dev, struct gpu_device_info *out) {
   (void)key;

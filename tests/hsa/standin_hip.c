@@ -909,14 +909,13 @@ hipError_t hipStreamSynchronize(hipStream_t s) {
 hipError_t hipGetDevice(int *dev) {
   CALL(HIP_API_ID_hipGetDevice, d_.args.hipGetDevice.deviceId = dev, (*dev = 0, hipSuccess));
 }
-/* Later ROCm's (HIP 5.2 has none): a stream's device. */
-hipError_t hipStreamGetDevice(hipStream_t s, hipDevice_t *dev);
-hipError_t hipStreamGetDevice(hipStream_t s, hipDevice_t *dev) {
+/* A stream's device, as HIP 5.2 exports it for roctracer (hipamd's
+ * src/hip_intercept.cpp; its public hipStreamGetDevice came with ROCm 5.7):
+ * the one device for a stream, the current one for the null stream. */
+int hipGetStreamDeviceId(hipStream_t s);
+int hipGetStreamDeviceId(hipStream_t s) {
   (void)s;
-  if (!dev)
-    return hipErrorInvalidValue;
-  *dev = 0;
-  return hipSuccess;
+  return 0;
 }
 hipError_t hipSetDevice(int dev) {
   CALL(HIP_API_ID_hipSetDevice, d_.args.hipSetDevice.deviceId = dev,
