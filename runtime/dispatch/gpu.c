@@ -87,6 +87,7 @@
 #include "nano/gpu_launch.h"
 #include "nano/handler.h"
 #include "nano/hash.h"
+#include "nano/rpdfile.h"
 #include "nano/settings.h"
 #include "nano/thread.h"
 #include "rpd.h"
@@ -281,18 +282,14 @@ static int gpu_note(const char *fmt, ...) {
   return first;
 }
 
-/* The rocpd_metadata tag of why GPU kernels ran uninstrumented (the back
- * end, or a device, could not be used; runtime/rpd/README.md): `nanoprobe
- * run` and `rpd info` name it. */
-#define GPU_UNAVAILABLE_TAG "nano_gpu_unavailable"
-
 /* Says, once per cause, why `kinds` of kernels run uninstrumented (why: a
- * sentence), and records it in the trace. */
+ * sentence), and records it in the trace (NANO_RPDFILE_TAG_GPU_UNAVAILABLE,
+ * which `nanoprobe run` and `rpd info` name). */
 static void gpu_unavailable(const char *kinds, const char *why) {
   char text[GPU_WHY_BYTES + 64];
   snprintf(text, sizeof text, "%s; %s kernels run uninstrumented", why, kinds);
   if (gpu_note("%s", text))
-    (void)rpdi_metadata(GPU_UNAVAILABLE_TAG, text); /* none without a trace */
+    (void)rpdi_metadata(NANO_RPDFILE_TAG_GPU_UNAVAILABLE, text); /* none without a trace */
 }
 
 /* What the user calls an API's kernels ("CUDA", "HIP"). */
@@ -1974,12 +1971,12 @@ struct gpu_multi {
   void *all[GPU_MAX_ARGS + 1];
 };
 
-/* Begins the dispatch of launch p (one of n) in m, and makes *use its
- * twin's launch; 0: the original runs (said where it is not the program's
- * choice). */
+/* Begins the dispatch of launch p (one of n, its kernel's entry in m->t) in
+ * m, and makes *use its twin's launch; 0: the original runs (said where it
+ * is not the program's choice). */
 static int gpu_multi_begin(int api, const struct nano_gpu_launch_params *p, int n,
                            struct gpu_multi *m, struct nano_gpu_launch_params *use, int64_t start) {
-  if (!m->t.twin)
+  if (!m->t.twin) /* announced without one */
     return 0;
   const struct gpu_api *a = gpu_api_of(api);
   if (!a)
@@ -2038,9 +2035,9 @@ __nano_gpu_launch_multi(int api, nano_gpu_launch_multi_fn launch,
   }
   rpd_gpu_quiet++;
   memcpy(use, list, n * sizeof *use);
-  int begun = 0, rc = -1, twin_rc = 0;
+  int begun = 0, rc = -1, twin_rc = 0, instrumenting = nano_dispatch_instrumenting();
   for (int i = 0; i < n; i++)
-    if (gpu_twin_find(&g_twins, list[i].func, &m[i].t) && nano_dispatch_instrumenting())
+    if (gpu_twin_find(&g_twins, list[i].func, &m[i].t) && instrumenting)
       begun += gpu_multi_begin(api, &list[i], n, &m[i], &use[i], start);
   if (begun) {
     int pending = gpu_program_error_pending(api);

@@ -63,7 +63,6 @@ static struct {
    * with neither, a stream's device is taken to be the thread's */
   hipError_t (*StreamGetDevice)(hipStream_t stream, hipDevice_t *device);
   int (*GetStreamDeviceId)(hipStream_t stream);
-  __typeof__(&hipRuntimeGetVersion) RuntimeGetVersion; /* may stay NULL */
 } hip;
 
 /* hipGraphNodeTypeKernel as the loaded runtime numbers it: 1 up to ROCm 5.2
@@ -165,12 +164,13 @@ static int hip_load(char *why, size_t len) {
   *(void **)&hip.StreamAddCallback = dlsym(h, "hipStreamAddCallback");
   *(void **)&hip.StreamGetDevice = dlsym(h, "hipStreamGetDevice");
   *(void **)&hip.GetStreamDeviceId = dlsym(h, "hipGetStreamDeviceId");
-  *(void **)&hip.RuntimeGetVersion = dlsym(h, "hipRuntimeGetVersion");
+  __typeof__(&hipRuntimeGetVersion) get_version;
+  *(void **)&get_version = dlsym(h, "hipRuntimeGetVersion");
   int version = 0;
-  hip_kernel_node_type = hip.RuntimeGetVersion && hip.RuntimeGetVersion(&version) == hipSuccess &&
-                                 version < HIP_VERSION_CUDA_NODE_TYPES
-                             ? hipGraphNodeTypeKernel
-                             : HIP_KERNEL_NODE_TYPE_CUDA;
+  hip_kernel_node_type =
+      get_version && get_version(&version) == hipSuccess && version < HIP_VERSION_CUDA_NODE_TYPES
+          ? hipGraphNodeTypeKernel
+          : HIP_KERNEL_NODE_TYPE_CUDA;
   if (!hip.LaunchHostFunc && !hip.StreamAddCallback) {
     snprintf(why, len, "the HIP runtime has neither hipLaunchHostFunc nor hipStreamAddCallback");
     return -1;

@@ -573,7 +573,7 @@ static void run_gpu_unavailable(sqlite3 *db, char *buf, size_t len) {
   buf[0] = 0;
   if (sqlite3_prepare_v2(db,
                          "SELECT group_concat(value, '; ') FROM (SELECT DISTINCT value FROM "
-                         "rocpd_metadata WHERE tag = 'nano_gpu_unavailable')",
+                         "rocpd_metadata WHERE tag = '" NANO_RPDFILE_TAG_GPU_UNAVAILABLE "')",
                          -1, &st, NULL) == SQLITE_OK &&
       sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
     snprintf(buf, len, "%s", (const char *)sqlite3_column_text(st, 0));

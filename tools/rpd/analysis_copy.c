@@ -488,7 +488,7 @@ static int cp_rows(const char *cmd, sqlite3 *db, const struct rpdtool_trace *s,
   if (cp_exec(cmd, db, "copying the counts of lost records",
               "INSERT INTO main.rocpd_metadata(tag, value) SELECT tag, value FROM "
               "src.rocpd_metadata WHERE tag IN ('nano_dropped_records', 'nano_lost_records', "
-              "'nano_gpu_unavailable');") ||
+              "'" NANO_RPDFILE_TAG_GPU_UNAVAILABLE "');") ||
       cp_sessions(cmd, db))
     return -1;
   c->strings = cp_int(db, &ok, "SELECT count(*) FROM main.rocpd_string");

@@ -162,7 +162,9 @@ static int rpd_info_integrity(struct rpdtool_trace *t, char **problem) {
  * not start), one line per reason. 0, or RPDTOOL_EXIT_FAIL (said). */
 static int rpd_info_gpu_unavailable(const struct rpdtool_trace *t) {
   sqlite3_stmt *st = rpdtool_prepare(
-      "info", t, "SELECT DISTINCT value FROM rocpd_metadata WHERE tag = 'nano_gpu_unavailable'");
+      "info", t,
+      "SELECT DISTINCT value FROM rocpd_metadata WHERE tag = '" NANO_RPDFILE_TAG_GPU_UNAVAILABLE
+      "'");
   if (!st)
     return RPDTOOL_EXIT_FAIL;
   int rc;

@@ -160,6 +160,11 @@ int nano_rpdfile_side_count(const char *path);
 /* Size of an error buffer that always holds a full message. */
 #define NANO_RPDFILE_ERRLEN 512
 
+/* The rocpd_metadata tag of why GPU kernels ran uninstrumented (a back end
+ * or a device that could not be used): one row per cause, its sentence as
+ * the value (runtime/rpd/README.md). */
+#define NANO_RPDFILE_TAG_GPU_UNAVAILABLE "nano_gpu_unavailable"
+
 /* The SQL script that creates an empty version-3 RPD file: tables, indexes,
  * views and the metadata rows. Static storage. */
 const char *nano_rpdfile_schema_sql(void);
